@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { backendCandidates, describeChoice, parseBackendOverride } from './backends';
+import { describeAdapter, formatBytes, unavailableProbe, type AdapterLike } from './probe';
+
+function fakeAdapter(features: string[], limits: Record<string, number>): AdapterLike {
+  const set = new Set(features);
+  return {
+    features: set,
+    limits,
+    info: { vendor: 'google', architecture: 'swiftshader', device: '', description: 'test' },
+  };
+}
+
+describe('capability probe', () => {
+  it('reads features and limits from an adapter', () => {
+    const p = describeAdapter(
+      fakeAdapter(['timestamp-query', 'subgroups'], {
+        maxStorageBufferBindingSize: 134217728,
+        maxBufferSize: 268435456,
+        maxComputeWorkgroupStorageSize: 16384,
+        maxComputeInvocationsPerWorkgroup: 256,
+      }),
+    );
+    expect(p.available).toBe(true);
+    expect(p.vendor).toBe('google');
+    expect(p.architecture).toBe('swiftshader');
+    expect(p.features).toEqual({ shaderF16: false, subgroups: true, timestampQuery: true });
+    expect(p.featureNames).toEqual(['subgroups', 'timestamp-query']);
+    expect(p.limits?.maxStorageBufferBindingSize).toBe(134217728);
+    expect(p.limits?.maxComputeWorkgroupStorageSize).toBe(16384);
+  });
+
+  it('formats limits in binary units', () => {
+    expect(formatBytes(134217728)).toBe('128 MiB');
+    expect(formatBytes(16384)).toBe('16 KiB');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(2 ** 31)).toBe('2 GiB');
+  });
+});
+
+describe('backend selection', () => {
+  it('reads ?backend= and names a bad value', () => {
+    expect(parseBackendOverride('?backend=wasm')).toBe('wasm');
+    expect(parseBackendOverride('?x=1')).toBeNull();
+    expect(parseBackendOverride('?backend=CPU')).toBe('cpu');
+    expect(() => parseBackendOverride('?backend=cuda')).toThrow(/backend=cuda/);
+  });
+
+  it('orders webgpu -> webgl -> wasm -> cpu and skips WebGPU when the probe found none', () => {
+    const gpu = describeAdapter(fakeAdapter([], {}));
+    expect(backendCandidates('auto', gpu)).toEqual(['webgpu', 'webgl', 'wasm', 'cpu']);
+    expect(backendCandidates('auto', unavailableProbe('none'))).toEqual(['webgl', 'wasm', 'cpu']);
+  });
+
+  it('tries a forced backend first and keeps the rest as fallbacks', () => {
+    expect(backendCandidates('wasm', null)).toEqual(['wasm', 'webgpu', 'webgl', 'cpu']);
+  });
+
+  it('explains a fallback and what it costs', () => {
+    const forced = describeChoice('cpu', 'cpu', [{ backend: 'cpu', error: null }], null);
+    expect(forced.fellBack).toBe(true);
+    expect(forced.banner).toMatch(/Running on cpu, forced by the backend setting/);
+    const noGpu = describeChoice('auto', 'webgl', [], unavailableProbe('navigator.gpu is missing'));
+    expect(noGpu.banner).toMatch(/WebGPU is unavailable: navigator.gpu is missing/);
+    expect(noGpu.banner).toMatch(/no custom WGSL kernels/);
+    expect(describeChoice('auto', 'webgpu', [], null).banner).toBeNull();
+  });
+});

@@ -1,0 +1,45 @@
+// Starts tfjs on the best backend that works here. Backends load lazily so a tab that
+// cannot use WebGPU never pays for its module.
+import * as tf from '@tensorflow/tfjs';
+import {
+  backendCandidates,
+  describeChoice,
+  type BackendAttempt,
+  type BackendName,
+  type BackendPreference,
+  type BackendReport,
+} from './backends';
+import type { GpuProbe } from './probe';
+
+export interface InitOptions {
+  preference: BackendPreference;
+  probe: GpuProbe | null;
+  /** URLs of the tfjs wasm binaries (bundler-resolved), keyed by file name. */
+  wasmPaths?: Record<string, string>;
+}
+
+async function registerBackend(name: BackendName, opts: InitOptions): Promise<void> {
+  if (name === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
+  if (name === 'wasm') {
+    const wasm = await import('@tensorflow/tfjs-backend-wasm');
+    if (opts.wasmPaths) wasm.setWasmPaths(opts.wasmPaths);
+  }
+  // webgl and cpu ship inside @tensorflow/tfjs.
+}
+
+export async function initBackend(opts: InitOptions): Promise<BackendReport> {
+  const attempts: BackendAttempt[] = [];
+  for (const name of backendCandidates(opts.preference, opts.probe)) {
+    try {
+      await registerBackend(name, opts);
+      const ok = await tf.setBackend(name);
+      if (!ok) throw new Error(`tf.setBackend('${name}') returned false`);
+      await tf.ready();
+      attempts.push({ backend: name, error: null });
+      return describeChoice(opts.preference, name, attempts, opts.probe);
+    } catch (err) {
+      attempts.push({ backend: name, error: (err as Error).message || String(err) });
+    }
+  }
+  throw new Error(`No tfjs backend could start: ${attempts.map((a) => `${a.backend}: ${a.error}`).join('; ')}`);
+}

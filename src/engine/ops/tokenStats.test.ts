@@ -1,0 +1,41 @@
+import * as tf from '@tensorflow/tfjs';
+import { describe, expect, it } from 'vitest';
+import { seededLogits } from '../testing/seededLogits';
+import { tokenStats, tokenStatsStock } from './tokenStats';
+import { tokenStatsF64 } from './tokenStatsReference';
+
+describe('token statistics', () => {
+  it('matches hand-worked values for a two-token vocabulary', () => {
+    // logits [0, ln 3] -> p = [1/4, 3/4]; log p(1) = ln 0.75;
+    // H = -(0.25 ln 0.25 + 0.75 ln 0.75) = 0.3465736 + 0.2157616 = 0.5623351.
+    const ref = tokenStatsF64([0, Math.log(3)], 1, 2, [1]);
+    expect(ref.logp[0]).toBeCloseTo(Math.log(0.75), 12);
+    expect(ref.entropy[0]).toBeCloseTo(0.5623351446, 9);
+    const out = tokenStats(tf.tensor2d([[0, Math.log(3)]]), tf.tensor1d([1], 'int32')).arraySync();
+    expect(out[0][0]).toBeCloseTo(Math.log(0.75), 6);
+    expect(out[0][1]).toBeCloseTo(0.5623351446, 6);
+  });
+
+  it('gives zero entropy for a one-hot row and ignores masked (-inf) logits', () => {
+    // [-inf, 0, -inf]: all mass on id 1, so log p(1) = 0 and H = 0 (no NaN from 0 * -inf).
+    const out = tokenStatsStock(tf.tensor2d([[-Infinity, 0, -Infinity]]), tf.tensor1d([1], 'int32')).arraySync();
+    expect(out[0][0]).toBeCloseTo(0, 7);
+    expect(out[0][1]).toBeCloseTo(0, 7);
+  });
+
+  it('stock ops agree with the float64 reference on odd shapes', () => {
+    for (const [rows, vocab] of [[1, 7], [5, 1000], [3, 4099]]) {
+      const c = seededLogits(rows, vocab, 1234 + vocab);
+      const ref = tokenStatsF64(c.logits, rows, vocab, c.ids);
+      const out = tokenStatsStock(tf.tensor2d(c.logits, [rows, vocab]), tf.tensor1d(c.ids, 'int32')).arraySync();
+      for (let r = 0; r < rows; r++) {
+        expect(Math.abs(out[r][0] - ref.logp[r])).toBeLessThan(1e-4);
+        expect(Math.abs(out[r][1] - ref.entropy[r])).toBeLessThan(1e-4);
+      }
+    }
+  });
+
+  it('rejects mismatched shapes with a message naming them', () => {
+    expect(() => tokenStats(tf.zeros([2, 3]) as tf.Tensor2D, tf.tensor1d([0], 'int32'))).toThrow(/ids must be \[2\]/);
+  });
+});

@@ -1,0 +1,36 @@
+// Deterministic test inputs shared by unit tests, the browser self-test and the e2e suite, so a
+// page and a Node process can build the same logits from the same seed.
+
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface LogitsCase {
+  rows: number;
+  vocab: number;
+  logits: Float32Array;
+  ids: Int32Array;
+}
+
+/** Logits spread over [-scale, scale] with a few spikes and masked (-inf) entries. */
+export function seededLogits(rows: number, vocab: number, seed: number, scale = 8): LogitsCase {
+  const rand = mulberry32(seed);
+  const logits = new Float32Array(rows * vocab);
+  for (let i = 0; i < logits.length; i++) logits[i] = (rand() * 2 - 1) * scale;
+  const ids = new Int32Array(rows);
+  for (let r = 0; r < rows; r++) {
+    logits[r * vocab + Math.floor(rand() * vocab)] += 3 * scale; // a confident peak
+    if (vocab > 2) logits[r * vocab + Math.floor(rand() * vocab)] = -Infinity; // a masked id
+    let id = Math.floor(rand() * vocab);
+    if (logits[r * vocab + id] === -Infinity) id = (id + 1) % vocab;
+    ids[r] = id;
+  }
+  return { rows, vocab, logits, ids };
+}
