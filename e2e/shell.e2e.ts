@@ -1,0 +1,71 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launch, openLab } from './browser';
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launch();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('lab shell on WebGPU', () => {
+  it('probes a WebGPU adapter, runs tfjs on webgpu and shows the limits table', async () => {
+    const { page, errors } = await openLab(browser);
+    await expect(page.getAttribute('[data-testid="device-badge"]', 'data-backend')).resolves.toBe('webgpu');
+    const status = await page.evaluate(() => window.sparring!.engine.status());
+    expect(status.probe.available).toBe(true);
+    expect(status.probe.limits!.maxStorageBufferBindingSize).toBeGreaterThanOrEqual(128 * 2 ** 20);
+    expect(status.probe.limits!.maxComputeInvocationsPerWorkgroup).toBeGreaterThanOrEqual(256);
+    expect(status.backend.fellBack).toBe(false);
+    expect(await page.locator('[data-testid="fallback-banner"]').count()).toBe(0);
+    for (const id of ['setup', 'arena', 'charts', 'checkpoints']) {
+      await expect(page.locator(`[data-testid="panel-${id}"]`).isVisible()).resolves.toBe(true);
+    }
+    await page.click('[data-testid="device-badge"]');
+    await page.waitForSelector('[data-testid="device-panel"]');
+    const binding = await page.textContent('[data-testid="limit-maxStorageBufferBindingSize"]');
+    expect(binding).toMatch(/\d+ (MiB|GiB)/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('gets an answer from the engine worker', async () => {
+    const { page } = await openLab(browser);
+    const pong = await page.evaluate(() => window.sparring!.engine.ping(4242));
+    expect(pong.nonce).toBe(4242);
+    expect(pong.inWorker).toBe(true);
+    // The main thread holds no tfjs: the worker owns every tensor.
+    expect(await page.evaluate(() => 'tf' in window)).toBe(false);
+    await page.close();
+  });
+});
+
+describe('fallback backends', () => {
+  for (const backend of ['cpu', 'wasm'] as const) {
+    it(`renders the lab on ?backend=${backend} and reports the fallback`, async () => {
+      const { page, errors } = await openLab(browser, `?backend=${backend}`);
+      await expect(page.getAttribute('[data-testid="device-badge"]', 'data-backend')).resolves.toBe(backend);
+      const banner = await page.textContent('[data-testid="fallback-banner"]');
+      expect(banner).toContain(`Running on ${backend}, forced by the backend setting`);
+      await expect(page.locator('[data-testid="panel-arena"]').isVisible()).resolves.toBe(true);
+      const check = await page.evaluate(() => window.sparring!.engine.tokenStatsCheck(2, 50, 7));
+      expect(check.backend).toBe(backend);
+      expect(check.path).toBe('stock');
+      expect(errors).toEqual([]);
+      await page.close();
+    });
+  }
+
+  it('switches backend from the setting and keeps it across a reload', async () => {
+    const { page } = await openLab(browser);
+    await page.click('[data-testid="device-badge"]');
+    await page.selectOption('[data-testid="backend-setting"]', 'wasm');
+    await page.waitForSelector('[data-testid="device-badge"][data-backend="wasm"]', { timeout: 60_000 });
+    await page.reload();
+    await page.waitForSelector('[data-testid="device-badge"][data-backend="wasm"]', { timeout: 60_000 });
+    await page.evaluate(() => localStorage.clear());
+    await page.close();
+  });
+});

@@ -1,0 +1,35 @@
+import { useState } from 'react';
+import { useEngine } from '../store/engineStore';
+import { DevicePanel } from './DevicePanel';
+
+/** Header badge: the backend tfjs runs on and the adapter found; click for the full table. */
+export function DeviceBadge() {
+  const { phase, status, error } = useEngine();
+  const [open, setOpen] = useState(false);
+  let label = 'starting engine…';
+  let tone = 'pending';
+  if (phase === 'error') {
+    label = 'engine failed';
+    tone = 'bad';
+  } else if (status) {
+    const p = status.probe;
+    const adapter = p.available ? [p.vendor, p.architecture].filter(Boolean).join(' · ') || 'WebGPU adapter' : 'no WebGPU';
+    label = `${status.backend.backend} · ${adapter}`;
+    tone = status.backend.fellBack ? 'warn' : 'good';
+  }
+  return (
+    <>
+      <button
+        type="button"
+        className={`badge badge-${tone}`}
+        data-testid="device-badge"
+        data-backend={status?.backend.backend ?? ''}
+        title={error ?? 'Device and backend details'}
+        onClick={() => setOpen(true)}
+      >
+        {label}
+      </button>
+      {open && <DevicePanel onClose={() => setOpen(false)} />}
+    </>
+  );
+}

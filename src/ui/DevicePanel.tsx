@@ -1,0 +1,79 @@
+import { useEffect } from 'react';
+import { BACKENDS, BACKEND_COST, type BackendPreference } from '../engine/backends';
+import { formatBytes } from '../engine/probe';
+import { useEngine } from '../store/engineStore';
+import { useSettings } from '../store/settingsStore';
+import { refreshEngineStatus } from './engineConnection';
+
+const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
+
+/** Full probe results: adapter, features, limits, backend attempts, tfjs memory, backend setting. */
+export function DevicePanel({ onClose }: { onClose(): void }) {
+  const { status, error, preference, preferenceSource } = useEngine();
+  const { backendPreference, setBackendPreference } = useSettings();
+  useEffect(() => {
+    void refreshEngineStatus();
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && onClose();
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [onClose]);
+  const probe = status?.probe;
+  return (
+    <div className="modal-backdrop" onClick={onClose}>
+      <div className="modal" role="dialog" aria-label="Device" data-testid="device-panel" onClick={(e) => e.stopPropagation()}>
+        <header className="modal-head">
+          <h2>Device</h2>
+          <button type="button" onClick={onClose} aria-label="Close">×</button>
+        </header>
+        {error && <p className="error">{error}</p>}
+        <table className="kv">
+          <tbody>
+            <tr><th>Backend</th><td data-testid="device-backend">{status?.backend.backend ?? '—'}</td></tr>
+            <tr><th>Requested</th><td>{preference} (from {preferenceSource === 'url' ? 'the URL' : 'the setting'})</td></tr>
+            <tr><th>What it costs</th><td>{status ? BACKEND_COST[status.backend.backend] : '—'}</td></tr>
+            <tr><th>tfjs</th><td>{status?.tfjsVersion ?? '—'}</td></tr>
+            <tr><th>tfjs memory</th><td>{status ? `${status.memory.numTensors} tensors, ${formatBytes(status.memory.numBytes)}` : '—'}</td></tr>
+            <tr><th>WebGPU</th><td>{probe ? (probe.available ? 'available' : `unavailable: ${probe.reason}`) : '—'}</td></tr>
+            {probe?.available && (
+              <>
+                <tr><th>Adapter</th><td>{[probe.vendor, probe.architecture, probe.device, probe.description].filter(Boolean).join(' · ') || 'unnamed'}{probe.isFallbackAdapter ? ' (software fallback)' : ''}</td></tr>
+                <tr><th>shader-f16</th><td>{probe.features.shaderF16 ? 'yes' : 'no (f32 kernels)'}</td></tr>
+                <tr><th>subgroups</th><td>{probe.features.subgroups ? 'yes' : 'no'}</td></tr>
+                <tr><th>timestamp-query</th><td>{probe.features.timestampQuery ? 'yes' : 'no'}</td></tr>
+                {probe.limits &&
+                  Object.entries(probe.limits).map(([k, v]) => (
+                    <tr key={k}><th>{k}</th><td data-testid={`limit-${k}`}>{BYTE_LIMITS.has(k) ? `${formatBytes(v)} (${v})` : v}</td></tr>
+                  ))}
+                <tr><th>All features</th><td className="small">{probe.featureNames.join(', ')}</td></tr>
+              </>
+            )}
+          </tbody>
+        </table>
+        {status && status.backend.attempts.length > 1 && (
+          <>
+            <h3>Backends tried</h3>
+            <ul className="small">
+              {status.backend.attempts.map((a) => (
+                <li key={a.backend}>{a.backend}: {a.error ?? 'ok'}</li>
+              ))}
+            </ul>
+          </>
+        )}
+        <label className="field">
+          Backend setting{' '}
+          <select
+            data-testid="backend-setting"
+            value={backendPreference}
+            onChange={(e) => setBackendPreference(e.target.value as BackendPreference)}
+          >
+            <option value="auto">auto (best available)</option>
+            {BACKENDS.map((b) => (
+              <option key={b} value={b}>{b}</option>
+            ))}
+          </select>
+        </label>
+        <p className="small">A <code>?backend=</code> URL parameter overrides the setting for this tab.</p>
+      </div>
+    </div>
+  );
+}

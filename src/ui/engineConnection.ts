@@ -1,0 +1,45 @@
+// Owns the one engine worker of this tab: starts it, restarts it when the backend setting
+// changes, and mirrors its status into the engine store.
+import { parseBackendOverride, type BackendPreference } from '../engine/backends';
+import { useEngine } from '../store/engineStore';
+import { startEngineWorker, type EngineClient } from '../worker/client';
+
+let client: EngineClient | null = null;
+
+declare global {
+  interface Window {
+    /** Console and test handle on the engine worker (plain-data API, no tensors). */
+    sparring?: { engine: EngineClient['api'] };
+  }
+}
+
+export function resolvePreference(setting: BackendPreference): { preference: BackendPreference; source: 'url' | 'setting'; urlError: string | null } {
+  try {
+    const fromUrl = parseBackendOverride(window.location.search);
+    if (fromUrl) return { preference: fromUrl, source: 'url', urlError: null };
+  } catch (err) {
+    return { preference: setting, source: 'setting', urlError: (err as Error).message };
+  }
+  return { preference: setting, source: 'setting', urlError: null };
+}
+
+export async function connectEngine(setting: BackendPreference): Promise<void> {
+  const store = useEngine.getState();
+  const { preference, source, urlError } = resolvePreference(setting);
+  client?.terminate();
+  client = startEngineWorker();
+  window.sparring = { engine: client.api };
+  store.setStarting(preference, source);
+  store.setNotice(urlError ? `${urlError}; using the saved setting (${setting}) instead.` : null);
+  try {
+    const status = await client.api.init(preference);
+    useEngine.getState().setReady(status);
+  } catch (err) {
+    useEngine.getState().setError((err as Error).message);
+  }
+}
+
+export async function refreshEngineStatus(): Promise<void> {
+  if (!client) return;
+  useEngine.getState().setReady(await client.api.status());
+}

@@ -1,0 +1,20 @@
+// UI-side handle on the engine worker.
+import * as Comlink from 'comlink';
+import type { EngineApi } from './protocol';
+
+export interface EngineClient {
+  api: Comlink.Remote<EngineApi>;
+  terminate(): void;
+}
+
+export function startEngineWorker(): EngineClient {
+  const worker = new Worker(new URL('./engine.worker.ts', import.meta.url), { type: 'module', name: 'sparring-engine' });
+  const api = Comlink.wrap<EngineApi>(worker);
+  return {
+    api,
+    terminate: () => {
+      api[Comlink.releaseProxy]();
+      worker.terminate();
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/// <reference lib="webworker" />
+// The engine worker: owns tfjs, the models and all tensors. Exposed to the UI with comlink.
+import * as Comlink from 'comlink';
+import * as tf from '@tensorflow/tfjs';
+import wasmPlain from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm?url';
+import wasmSimd from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm?url';
+import wasmThreaded from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm?url';
+import type { BackendPreference } from '../engine/backends';
+import { initBackend } from '../engine/initBackend';
+import { probeWebGPU, type GpuProbe } from '../engine/probe';
+import { isWebGPUBackend } from '../engine/kernels/wgslProgram';
+import { tokenStats } from '../engine/ops/tokenStats';
+import { seededLogits } from '../engine/testing/seededLogits';
+import type { EngineApi, EngineStatus, KernelCheck } from './protocol';
+
+let current: Omit<EngineStatus, 'memory'> | null = null;
+
+function memory() {
+  const m = tf.memory();
+  return { numTensors: m.numTensors, numBytes: m.numBytes };
+}
+
+function requireInit(): Omit<EngineStatus, 'memory'> {
+  if (!current) throw new Error('engine not initialised: call init() first');
+  return current;
+}
+
+const api: EngineApi = {
+  async ping(nonce) {
+    return { nonce, at: performance.now(), inWorker: typeof WorkerGlobalScope !== 'undefined' };
+  },
+
+  async init(preference: BackendPreference) {
+    const probe: GpuProbe = await probeWebGPU();
+    const backend = await initBackend({
+      preference,
+      probe,
+      wasmPaths: {
+        'tfjs-backend-wasm.wasm': wasmPlain,
+        'tfjs-backend-wasm-simd.wasm': wasmSimd,
+        'tfjs-backend-wasm-threaded-simd.wasm': wasmThreaded,
+      },
+    });
+    current = { backend, probe, tfjsVersion: tf.version.tfjs };
+    return { ...current, memory: memory() };
+  },
+
+  async status() {
+    return { ...requireInit(), memory: memory() };
+  },
+
+  async tokenStatsCheck(rows, vocab, seed): Promise<KernelCheck> {
+    requireInit();
+    const c = seededLogits(rows, vocab, seed);
+    const logits = tf.tensor2d(c.logits, [rows, vocab]);
+    const ids = tf.tensor1d(c.ids, 'int32');
+    const t0 = performance.now();
+    const out = tokenStats(logits, ids);
+    const values = await out.data();
+    const ms = performance.now() - t0;
+    tf.dispose([logits, ids, out]);
+    const logp: number[] = [];
+    const entropy: number[] = [];
+    for (let r = 0; r < rows; r++) {
+      logp.push(values[r * 2]);
+      entropy.push(values[r * 2 + 1]);
+    }
+    return { backend: tf.getBackend(), path: isWebGPUBackend() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ms };
+  },
+};
+
+Comlink.expose(api);

@@ -1,0 +1,43 @@
+// The typed contract between the UI thread and the engine worker. Only plain data crosses it:
+// the worker owns tfjs and every tensor; the UI never holds one.
+import type { BackendPreference, BackendReport } from '../engine/backends';
+import type { GpuProbe } from '../engine/probe';
+
+export interface MemoryInfo {
+  numTensors: number;
+  numBytes: number;
+}
+
+export interface EngineStatus {
+  backend: BackendReport;
+  probe: GpuProbe;
+  tfjsVersion: string;
+  memory: MemoryInfo;
+}
+
+export interface Pong {
+  nonce: number;
+  /** performance.now() inside the worker when it answered. */
+  at: number;
+  inWorker: boolean;
+}
+
+/** The token-stats kernel run on seeded logits, for checks against an independent reference. */
+export interface KernelCheck {
+  backend: string;
+  path: 'wgsl' | 'stock';
+  rows: number;
+  vocab: number;
+  seed: number;
+  logp: number[];
+  entropy: number[];
+  ms: number;
+}
+
+export interface EngineApi {
+  ping(nonce: number): Promise<Pong>;
+  /** Probe WebGPU and start tfjs on the preferred backend (falling back as needed). */
+  init(preference: BackendPreference): Promise<EngineStatus>;
+  status(): Promise<EngineStatus>;
+  tokenStatsCheck(rows: number, vocab: number, seed: number): Promise<KernelCheck>;
+}
