@@ -13,8 +13,8 @@ export function DeviceBadge() {
     tone = 'bad';
   } else if (status) {
     const p = status.probe;
-    const adapter = p.available ? [p.vendor, p.architecture].filter(Boolean).join(' · ') || 'WebGPU adapter' : 'no WebGPU';
-    label = `${status.backend.backend} · ${adapter}`;
+    const adapter = [p.vendor, p.architecture].filter(Boolean).join(' · ') || 'WebGPU adapter';
+    label = status.backend.fellBack ? `${status.backend.backend} · fallback` : `webgpu · ${adapter}`;
     tone = status.backend.fellBack ? 'warn' : 'good';
   }
   return (
