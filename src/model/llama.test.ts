@@ -1,0 +1,118 @@
+import * as tf from '@tensorflow/tfjs';
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseModelConfig } from './config.ts';
+import { entropyFromLogits } from './generate.ts';
+import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
+import { parseSafetensors, writeSafetensors } from './safetensors.ts';
+
+const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+
+interface Golden {
+  input_ids: number[];
+  logits: number[][];
+  log_softmax_entropy: number[];
+  greedy_continuation: number[];
+}
+
+function loadFixture(dir: string): { model: LlamaModel; golden: Golden } {
+  const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'), `${dir}/config.json`);
+  const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))), `${dir}/model.safetensors`);
+  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as Golden;
+  return { model: loadLlama(config, st), golden };
+}
+
+const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+};
+
+const fixtures = ['tiny-llama', 'tiny-llama-f32'].map((dir) => ({ dir, ...loadFixture(dir) }));
+afterAll(() => fixtures.forEach((f) => disposeLlama(f.model)));
+
+describe.each(fixtures)('Llama forward on $dir', ({ dir, model, golden }) => {
+  it('matches the float64 golden logits (1e-3) and entropies (1e-3) at every position', () => {
+    const logits = forward(model, [golden.input_ids]);
+    expect(logits.shape).toEqual([1, golden.input_ids.length, 64]);
+    const err = maxAbsDiff(logits.dataSync(), golden.logits.flat());
+    const ent = entropyFromLogits(logits);
+    const entErr = maxAbsDiff(ent.dataSync(), golden.log_softmax_entropy);
+    console.log(`${dir}: max |logit - golden| = ${err.toExponential(3)}, max |entropy - golden| = ${entErr.toExponential(3)}`);
+    expect(err).toBeLessThan(1e-3);
+    expect(entErr).toBeLessThan(1e-3);
+    tf.dispose([logits, ent]);
+  });
+
+  it('greedy continuation with full re-forward equals the golden one', () => {
+    const ids = [...golden.input_ids];
+    for (let t = 0; t < golden.greedy_continuation.length; t++) {
+      const next = tf.tidy(() => forward(model, [ids], { lastOnly: true }).argMax(-1).dataSync()[0]);
+      ids.push(next);
+    }
+    expect(ids.slice(golden.input_ids.length)).toEqual(golden.greedy_continuation);
+  });
+
+  it('left padding with an attention mask leaves the logits of real tokens unchanged', () => {
+    const n = golden.input_ids.length;
+    const pad = 3;
+    const padded = [...Array(pad).fill(0), ...golden.input_ids];
+    const shorter = golden.input_ids.slice(0, 7);
+    const batch = [padded, [...Array(pad + n - 7).fill(5), ...shorter]];
+    const mask = [
+      [...Array(pad).fill(0), ...Array(n).fill(1)],
+      [...Array(pad + n - 7).fill(0), ...Array(7).fill(1)],
+    ];
+    const logits = forward(model, batch, { attentionMask: mask });
+    const row0 = logits.slice([0, pad, 0], [1, n, 64]).dataSync();
+    expect(maxAbsDiff(row0, golden.logits.flat())).toBeLessThan(1e-3);
+    const row1 = logits.slice([1, pad + n - 7, 0], [1, 7, 64]).dataSync();
+    expect(maxAbsDiff(row1, golden.logits.slice(0, 7).flat())).toBeLessThan(1e-3);
+    logits.dispose();
+  });
+
+  it('KV-cache prefill + one-token steps reproduce the full-forward logits', () => {
+    const full = forward(model, [golden.input_ids]);
+    const cache = createKVCache(model, 1, 16);
+    const pre = forward(model, [golden.input_ids.slice(0, 5)], { cache });
+    const parts = [pre];
+    for (let i = 5; i < golden.input_ids.length; i++) parts.push(forward(model, [[golden.input_ids[i]]], { cache }));
+    const stitched = tf.concat(parts, 1);
+    expect(maxAbsDiff(stitched.dataSync(), full.dataSync())).toBeLessThan(1e-5);
+    expect(cache.length).toBe(golden.input_ids.length);
+    tf.dispose([full, stitched, ...parts]);
+    disposeKVCache(cache);
+  });
+});
+
+describe('loadLlama errors', () => {
+  const dir = 'tiny-llama';
+  const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
+  const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))), 'tiny.safetensors');
+
+  it('names a missing tensor', () => {
+    const tensors: Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }> = {};
+    for (const n of st.names()) if (n !== 'model.layers.1.mlp.up_proj.weight') tensors[n] = { dtype: 'F32', shape: st.info(n).shape, data: st.getFloat32(n) };
+    const broken = parseSafetensors(writeSafetensors(tensors), 'broken.safetensors');
+    const before = tf.memory().numTensors;
+    expect(() => loadLlama(config, broken)).toThrow(/broken\.safetensors: missing tensor "model\.layers\.1\.mlp\.up_proj\.weight"/);
+    expect(tf.memory().numTensors).toBe(before); // nothing leaked
+  });
+
+  it('names a tensor whose shape disagrees with config.json', () => {
+    expect(() => loadLlama({ ...config, intermediateSize: 48 }, st)).toThrow(
+      /tiny\.safetensors: tensor "model\.layers\.0\.mlp\.gate_proj\.weight" has shape \[64, 32\], config\.json implies \[48, 32\]/,
+    );
+  });
+
+  it('asks for lm_head.weight when embeddings are not tied', () => {
+    expect(() => loadLlama({ ...config, tieWordEmbeddings: false }, st)).toThrow(/missing tensor "lm_head\.weight"/);
+  });
+
+  it('rejects token ids outside the vocabulary', () => {
+    const model = loadLlama(config, st);
+    expect(() => forward(model, [[1, 64]])).toThrow(/token id 64 .* outside the vocabulary/);
+    disposeLlama(model);
+  });
+});

@@ -1,0 +1,372 @@
+// The Llama family decoder (Llama 2/3, SmolLM2, TinyLlama; Qwen2/2.5 = Llama + q/k/v biases),
+// nanoGPT-style: config record in, weights by their Hugging Face names, one forward function.
+//
+//   x = embed[ids]
+//   for each layer:  x += o( attn( rope(q(norm1 x)), rope(k(norm1 x)), v(norm1 x) ) )
+//                    x += down( silu(gate(norm2 x)) * up(norm2 x) )
+//   logits = lm_head(norm x)            (lm_head = embed when tie_word_embeddings)
+//
+// Shapes: B batch, L new tokens this call, C key slots (cache capacity, or L without a cache),
+// H hidden, nH / nKV query / key-value heads, D head_dim, G = nH / nKV (GQA group), V vocab.
+//
+// Batches are left-padded. The caller gives a 0/1 attention mask per token; a token's RoPE
+// position is the number of real tokens before it in its row (what HF derives from the mask:
+// cumsum(mask) - 1), so a padded prompt gets the same positions as the unpadded one, and pads
+// are never attended to. Masks and positions live on the host (they are known there anyway)
+// and are uploaded as small tensors, so a forward pass needs no readback.
+
+import * as tf from '@tensorflow/tfjs';
+import { ropeInvFreq, type ModelConfig } from './config.ts';
+import { DenseWeight, Linear, type FrozenWeight } from './linear.ts';
+import type { TensorSource } from './safetensors.ts';
+
+/** Hugging Face parameter names of the Llama/Qwen2 checkpoints. */
+export const HF_NAMES = {
+  embed: 'model.embed_tokens.weight',
+  norm: 'model.norm.weight',
+  lmHead: 'lm_head.weight',
+  layer: (i: number) => ({
+    inputNorm: `model.layers.${i}.input_layernorm.weight`,
+    postNorm: `model.layers.${i}.post_attention_layernorm.weight`,
+    q: `model.layers.${i}.self_attn.q_proj`,
+    k: `model.layers.${i}.self_attn.k_proj`,
+    v: `model.layers.${i}.self_attn.v_proj`,
+    o: `model.layers.${i}.self_attn.o_proj`,
+    gate: `model.layers.${i}.mlp.gate_proj`,
+    up: `model.layers.${i}.mlp.up_proj`,
+    down: `model.layers.${i}.mlp.down_proj`,
+  }),
+} as const;
+
+export type ProjName = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
+export const PROJ_NAMES: readonly ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+
+export interface LlamaLayer {
+  inputNorm: tf.Tensor1D;
+  postNorm: tf.Tensor1D;
+  q: Linear;
+  k: Linear;
+  v: Linear;
+  o: Linear;
+  gate: Linear;
+  up: Linear;
+  down: Linear;
+}
+
+export interface LlamaModel {
+  config: ModelConfig;
+  /** [V, H] */
+  embed: tf.Tensor2D;
+  layers: LlamaLayer[];
+  /** [H] */
+  norm: tf.Tensor1D;
+  /** [V, H]; shares `embed` when tied. */
+  lmHead: Linear;
+  /** RoPE inverse frequencies (float64, host). */
+  invFreq: Float64Array;
+}
+
+export class ModelLoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ModelLoadError';
+  }
+}
+
+export interface LoadOptions {
+  /**
+   * Turns a projection's float32 weight [out, in] into its frozen storage (e.g. int8); return
+   * null to keep it dense. Called for the seven projections of every layer, and for the LM head
+   * when it is not tied (name "lm_head").
+   */
+  quantize?: (name: string, w: Float32Array, shape: [number, number]) => FrozenWeight | null;
+}
+
+/** Builds the model from a config and a tensor source (one safetensors file or a sharded set). */
+export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadOptions = {}): LlamaModel {
+  const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim: D, vocabSize: V } = config;
+  const created: tf.Tensor[] = [];
+  const read = (name: string, shape: number[]): Float32Array => {
+    if (!source.has(name)) throw new ModelLoadError(`${source.fileName}: missing tensor "${name}"`);
+    const info = source.info(name);
+    if (info.shape.length !== shape.length || info.shape.some((s, i) => s !== shape[i])) {
+      throw new ModelLoadError(
+        `${source.fileOf(name)}: tensor "${name}" has shape [${info.shape.join(', ')}], config.json implies [${shape.join(', ')}]`,
+      );
+    }
+    return source.getFloat32(name);
+  };
+  const vec = (name: string, n: number): tf.Tensor1D => {
+    const t = tf.tensor1d(read(name, [n]));
+    created.push(t);
+    return t;
+  };
+  const linear = (module: string, out: number, inp: number, bias: boolean): Linear => {
+    const data = read(`${module}.weight`, [out, inp]);
+    let w = opts.quantize?.(module, data, [out, inp]) ?? null;
+    if (!w) {
+      const t = tf.tensor2d(data, [out, inp]);
+      created.push(t);
+      w = new DenseWeight(t);
+    }
+    const b = bias ? vec(`${module}.bias`, out) : null;
+    return new Linear(module, w, b);
+  };
+
+  try {
+    const embedData = read(HF_NAMES.embed, [V, H]);
+    const embed = tf.tensor2d(embedData, [V, H]);
+    created.push(embed);
+    const layers: LlamaLayer[] = [];
+    for (let i = 0; i < config.numLayers; i++) {
+      const n = HF_NAMES.layer(i);
+      layers.push({
+        inputNorm: vec(n.inputNorm, H),
+        postNorm: vec(n.postNorm, H),
+        q: linear(n.q, numHeads * D, H, config.qkvBias),
+        k: linear(n.k, numKvHeads * D, H, config.qkvBias),
+        v: linear(n.v, numKvHeads * D, H, config.qkvBias),
+        o: linear(n.o, H, numHeads * D, config.oBias),
+        gate: linear(n.gate, I, H, config.mlpBias),
+        up: linear(n.up, I, H, config.mlpBias),
+        down: linear(n.down, H, I, config.mlpBias),
+      });
+    }
+    const norm = vec(HF_NAMES.norm, H);
+    let lmHead: Linear;
+    if (config.tieWordEmbeddings) {
+      // Same tensor as the embedding; disposeLlama frees it once.
+      lmHead = new Linear('lm_head', new DenseWeight(embed));
+    } else {
+      if (!source.has(HF_NAMES.lmHead)) {
+        throw new ModelLoadError(`${source.fileName}: missing tensor "${HF_NAMES.lmHead}" (config.json has tie_word_embeddings false)`);
+      }
+      lmHead = linear('lm_head', V, H, false);
+    }
+    return { config, embed, layers, norm, lmHead, invFreq: ropeInvFreq(config) };
+  } catch (e) {
+    for (const t of created) t.dispose();
+    throw e;
+  }
+}
+
+/** Frees every tensor of the model (adapters included). */
+export function disposeLlama(model: LlamaModel): void {
+  for (const l of model.layers) {
+    l.inputNorm.dispose();
+    l.postNorm.dispose();
+    for (const p of PROJ_NAMES) l[p].dispose();
+  }
+  model.norm.dispose();
+  if (model.config.tieWordEmbeddings) model.lmHead.adapter?.dispose();
+  else model.lmHead.dispose();
+  model.embed.dispose();
+}
+
+/** Every Linear of the model with its HF module path (LoRA targeting, quantisation, export). */
+export function linearLayers(model: LlamaModel): Linear[] {
+  const out: Linear[] = [];
+  for (const l of model.layers) for (const p of PROJ_NAMES) out.push(l[p]);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// KV cache
+
+/**
+ * Keys and values of every layer in fixed-capacity tensors [B, nKV, C, D]. A fixed shape means
+ * each decode step reallocates buffers of the same size, which the WebGPU buffer pool reuses;
+ * a cache grown by concat would leave one pooled buffer per length behind.
+ */
+export interface KVCache {
+  batch: number;
+  capacity: number;
+  /** Slots written so far (the same for every row: rows are left-padded). */
+  length: number;
+  keys: tf.Tensor4D[];
+  values: tf.Tensor4D[];
+  /** Per row: 1 where the slot holds a real token. */
+  slotValid: Uint8Array[];
+  /** Per row: real tokens so far = the RoPE position of the row's next real token. */
+  nextPosition: Int32Array;
+}
+
+export function createKVCache(model: LlamaModel, batch: number, capacity: number): KVCache {
+  const { numLayers, numKvHeads, headDim } = model.config;
+  const shape: [number, number, number, number] = [batch, numKvHeads, capacity, headDim];
+  return {
+    batch,
+    capacity,
+    length: 0,
+    keys: Array.from({ length: numLayers }, () => tf.zeros(shape) as tf.Tensor4D),
+    values: Array.from({ length: numLayers }, () => tf.zeros(shape) as tf.Tensor4D),
+    slotValid: Array.from({ length: batch }, () => new Uint8Array(capacity)),
+    nextPosition: new Int32Array(batch),
+  };
+}
+
+export function disposeKVCache(cache: KVCache): void {
+  for (const t of cache.keys) t.dispose();
+  for (const t of cache.values) t.dispose();
+  cache.keys = [];
+  cache.values = [];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward
+
+export interface ForwardOptions {
+  /** [B][L] 1 for a real token, 0 for padding. Default: all real. */
+  attentionMask?: ArrayLike<number>[];
+  /** Append this call's tokens to the cache and attend over everything in it. */
+  cache?: KVCache;
+  /** Return logits of the last position only ([B, 1, V]): prefill for generation. */
+  lastOnly?: boolean;
+}
+
+/** Large negative added to masked scores (finite, so a row with nothing to attend to stays finite). */
+const MASKED = -1e9;
+
+/**
+ * Runs the decoder on ids [B][L] (or an int32 tensor [B, L]) and returns logits [B, L, V]
+ * (or [B, 1, V] with lastOnly). Differentiable with respect to adapter variables.
+ */
+export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2D, opts: ForwardOptions = {}): tf.Tensor3D {
+  const cfg = model.config;
+  const [B, L] = ids instanceof tf.Tensor ? ids.shape : [ids.length, ids.length ? ids[0].length : 0];
+  if (B === 0 || L === 0) throw new Error('forward: empty batch or sequence');
+  if (!(ids instanceof tf.Tensor)) {
+    ids.forEach((row, b) => {
+      if (row.length !== L) throw new Error(`forward: row ${b} has ${row.length} ids, row 0 has ${L} (pad the batch)`);
+      for (let i = 0; i < row.length; i++) {
+        const t = row[i];
+        if (!Number.isInteger(t) || t < 0 || t >= cfg.vocabSize) {
+          throw new Error(`forward: token id ${t} at row ${b}, position ${i} is outside the vocabulary [0, ${cfg.vocabSize})`);
+        }
+      }
+    });
+  }
+  const mask = opts.attentionMask;
+  if (mask && (mask.length !== B || mask.some((r) => r.length !== L))) {
+    throw new Error(`forward: attentionMask must be [${B}][${L}]`);
+  }
+  const cache = opts.cache;
+  if (cache && cache.batch !== B) throw new Error(`forward: cache batch ${cache.batch} != ids batch ${B}`);
+  const start = cache ? cache.length : 0;
+  const C = cache ? cache.capacity : L;
+  if (start + L > C) throw new Error(`forward: cache capacity ${C} exceeded (${start} + ${L} tokens)`);
+
+  // --- host side: slot validity, RoPE positions, cos/sin and the additive attention mask.
+  const slotValid = cache ? cache.slotValid : Array.from({ length: B }, () => new Uint8Array(C));
+  const nextPos = cache ? cache.nextPosition : new Int32Array(B);
+  const D = cfg.headDim;
+  const half = D / 2;
+  const cos = new Float32Array(B * L * D);
+  const sin = new Float32Array(B * L * D);
+  for (let b = 0; b < B; b++) {
+    for (let i = 0; i < L; i++) {
+      const real = mask ? mask[b][i] !== 0 : true;
+      slotValid[b][start + i] = real ? 1 : 0;
+      const pos = real ? nextPos[b]++ : 0; // a pad's position is irrelevant: nothing attends to it
+      const base = (b * L + i) * D;
+      for (let j = 0; j < half; j++) {
+        const angle = pos * model.invFreq[j];
+        const c = Math.cos(angle);
+        const s = Math.sin(angle);
+        cos[base + j] = c;
+        cos[base + half + j] = c;
+        // rotate_half(x) = [-x2, x1]; fold its sign into sin so rope = x*cos + swap(x)*sinSigned.
+        sin[base + j] = -s;
+        sin[base + half + j] = s;
+      }
+    }
+  }
+  // mask[b, 0, 0, i, j]: query i (slot start+i) may see key slot j iff j <= start+i and slot j is real.
+  const bias = new Float32Array(B * L * C);
+  for (let b = 0; b < B; b++) {
+    const valid = slotValid[b];
+    for (let i = 0; i < L; i++) {
+      const row = (b * L + i) * C;
+      const last = start + i;
+      for (let j = 0; j < C; j++) bias[row + j] = j <= last && valid[j] ? 0 : MASKED;
+    }
+  }
+  if (cache) cache.length = start + L;
+
+  const newKeys: tf.Tensor4D[] = [];
+  const newValues: tf.Tensor4D[] = [];
+  const logits = tf.tidy(() => {
+    const cosT = tf.tensor4d(cos, [B, 1, L, D]);
+    const sinT = tf.tensor4d(sin, [B, 1, L, D]);
+    const maskT = tf.tensor5d(bias, [B, 1, 1, L, C]);
+    const idsT = ids instanceof tf.Tensor ? ids.toInt() : tf.tensor2d(ids.map((r) => Array.from(r)), [B, L], 'int32');
+
+    let x: tf.Tensor = tf.gather(model.embed, idsT); // [B, L, H]
+    model.layers.forEach((layer, li) => {
+      const h = rmsNorm(x, layer.inputNorm, cfg.rmsNormEps);
+      let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]
+      let k = heads(layer.k.forward(h), B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
+      let v = heads(layer.v.forward(h), B, L, cfg.numKvHeads, D);
+      q = rope(q, cosT, sinT, half);
+      k = rope(k, cosT, sinT, half);
+      if (cache) {
+        // Slots >= start are still zero, so writing the new block is an add of a padded copy.
+        const pad: [number, number][] = [[0, 0], [0, 0], [start, C - start - L], [0, 0]];
+        k = start === 0 && L === C ? k : cache.keys[li].add(k.pad(pad));
+        v = start === 0 && L === C ? v : cache.values[li].add(v.pad(pad));
+        newKeys.push(tf.keep(k as tf.Tensor4D));
+        newValues.push(tf.keep(v as tf.Tensor4D));
+      }
+      const a = attention(q, k, v, maskT, cfg.numHeads, cfg.numKvHeads, B, L, C, D); // [B, L, nH*D]
+      x = x.add(layer.o.forward(a));
+      const h2 = rmsNorm(x, layer.postNorm, cfg.rmsNormEps);
+      const g = layer.gate.forward(h2);
+      const u = layer.up.forward(h2);
+      x = x.add(layer.down.forward(tf.mul(g.mul(tf.sigmoid(g)), u))); // SiLU(g) * u
+    });
+    if (opts.lastOnly) x = x.slice([0, L - 1, 0], [B, 1, cfg.hiddenSize]);
+    x = rmsNorm(x, model.norm, cfg.rmsNormEps);
+    return model.lmHead.forward(x) as tf.Tensor3D;
+  });
+  if (cache) {
+    for (const t of cache.keys) t.dispose();
+    for (const t of cache.values) t.dispose();
+    cache.keys = newKeys;
+    cache.values = newValues;
+  }
+  return logits;
+}
+
+/** RMSNorm: x / sqrt(mean(x^2) + eps) * w, over the last axis. */
+function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+  const ms = x.square().mean(-1, true);
+  return x.mul(ms.add(eps).rsqrt()).mul(w);
+}
+
+/** [B, L, n*D] -> [B, n, L, D] */
+function heads(x: tf.Tensor, B: number, L: number, n: number, D: number): tf.Tensor4D {
+  return x.reshape([B, L, n, D]).transpose([0, 2, 1, 3]);
+}
+
+/** HF rotate-half RoPE: x*cos + [x2, x1]*[-sin, sin] (sign folded into sinSigned). */
+function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D, half: number): tf.Tensor4D {
+  const [x1, x2] = tf.split(x, [half, half], 3);
+  return x.mul(cos).add(tf.concat([x2, x1], 3).mul(sinSigned));
+}
+
+/**
+ * Grouped-query attention. q [B, nH, L, D]; k, v [B, nKV, C, D]; mask [B, 1, 1, L, C].
+ * Query head h uses kv head floor(h / G) (HF repeat_kv), so q is viewed as [B, nKV, G*L, D]
+ * and multiplied with k directly: no copy of k or v per query head.
+ */
+function attention(
+  q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor5D,
+  nH: number, nKV: number, B: number, L: number, C: number, D: number,
+): tf.Tensor {
+  const G = nH / nKV;
+  const qg = q.reshape([B, nKV, G * L, D]);
+  const scores = tf.matMul(qg, k, false, true).mul(1 / Math.sqrt(D)); // [B, nKV, G*L, C]
+  const p = tf.softmax(scores.reshape([B, nKV, G, L, C]).add(mask), -1).reshape([B, nKV, G * L, C]);
+  const out = tf.matMul(p, v); // [B, nKV, G*L, D]
+  return out.reshape([B, nH, L, D]).transpose([0, 2, 1, 3]).reshape([B, L, nH * D]);
+}
