@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tokenStatsF64 } from '../src/engine/ops/tokenStatsReference';
-import { seededLogits } from '../src/engine/testing/seededLogits';
+import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
+import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
 import { launch, openLab } from './browser';
 
 let browser: Browser;
@@ -36,6 +36,21 @@ describe('WGSL token-stats kernel on WebGPU', () => {
         expect(Math.abs(got.logp[r] - ref.logp[r])).toBeLessThan(tol);
         expect(Math.abs(got.entropy[r] - ref.entropy[r])).toBeLessThan(tol);
       }
+    });
+  }
+});
+
+describe('WGSL token-stats gradient on WebGPU', () => {
+  for (const [rows, vocab] of [[3, 1000], [2, 49152]] as const) {
+    it(`matches the closed-form float64 gradient for [${rows}, ${vocab}]`, async () => {
+      const seed = 31 + vocab;
+      const got = await page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsGradCheck(r, v, s).then((g) => ({ ...g, grad: Array.from(g.grad) })), [rows, vocab, seed]);
+      expect(got.backend).toBe('webgpu');
+      const c = seededLogits(rows, vocab, seed);
+      const ref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, seed));
+      let worst = 0;
+      for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got.grad[i] - ref[i]));
+      expect(worst).toBeLessThan(1e-5); // f32 rounding of log-sum-exp at |x| ~ 30
     });
   }
 });

@@ -59,7 +59,7 @@ fn main(index : i32) {
   if (tid == 0) {
     let lse = wgMax[0] + log(wgSum[0]);
     let chosen = ids[row];
-    var logp = -3.4e38;
+    var logp = uniforms.NAN;  // an id outside the row is a caller bug: make it loud
     if (chosen >= 0 && chosen < vocab) {
       logp = logits[base + chosen] - lse;
     }

@@ -10,8 +10,8 @@ import { initBackend } from '../engine/initBackend';
 import { probeWebGPU, type GpuProbe } from '../engine/probe';
 import { isWebGPUBackend } from '../engine/kernels/wgslProgram';
 import { tokenStats } from '../engine/ops/tokenStats';
-import { seededLogits } from '../engine/testing/seededLogits';
-import type { EngineApi, EngineStatus, KernelCheck } from './protocol';
+import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
+import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
 
 let current: Omit<EngineStatus, 'memory'> | null = null;
 
@@ -66,6 +66,18 @@ const api: EngineApi = {
       entropy.push(values[r * 2 + 1]);
     }
     return { backend: tf.getBackend(), path: isWebGPUBackend() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ms };
+  },
+
+  async tokenStatsGradCheck(rows, vocab, seed): Promise<KernelGradCheck> {
+    requireInit();
+    const c = seededLogits(rows, vocab, seed);
+    const ids = tf.tensor1d(c.ids, 'int32');
+    const dy = tf.tensor2d(seededUpstream(rows, seed), [rows, 2]);
+    const logits = tf.tensor2d(c.logits, [rows, vocab]);
+    const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids), dy)))(logits);
+    const grad = (await g.data()) as Float32Array;
+    tf.dispose([ids, dy, logits, g]);
+    return Comlink.transfer({ backend: tf.getBackend(), rows, vocab, seed, grad }, [grad.buffer]);
   },
 };
 

@@ -34,10 +34,20 @@ export interface KernelCheck {
   ms: number;
 }
 
+/** Gradient of sum(dy * tokenStats(logits)) w.r.t. logits, for checks against a reference. */
+export interface KernelGradCheck {
+  backend: string;
+  rows: number;
+  vocab: number;
+  seed: number;
+  grad: Float32Array;
+}
+
 export interface EngineApi {
   ping(nonce: number): Promise<Pong>;
   /** Probe WebGPU and start tfjs on the preferred backend (falling back as needed). */
   init(preference: BackendPreference): Promise<EngineStatus>;
   status(): Promise<EngineStatus>;
   tokenStatsCheck(rows: number, vocab: number, seed: number): Promise<KernelCheck>;
+  tokenStatsGradCheck(rows: number, vocab: number, seed: number): Promise<KernelGradCheck>;
 }

@@ -16,6 +16,8 @@ export interface KernelSpec {
   dispatch: [number, number, number];
   /** Extra uniform struct fields, e.g. 'temperature : f32,'. */
   uniforms?: string;
+  /** Adds `uniforms.size` (output element count) for bounds checks in over-launched dispatches. */
+  size?: boolean;
 }
 
 export function isWebGPUBackend(): boolean {
@@ -51,6 +53,7 @@ export function runKernel(
     dispatch: [...spec.dispatch],
     workgroupSize: spec.workgroupSize,
     uniforms: spec.uniforms,
+    size: spec.size ?? false,
     getUserCode: () => spec.source,
   };
   const backend = webgpuBackend();

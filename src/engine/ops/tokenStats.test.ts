@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { seededLogits } from '../testing/seededLogits';
+import { seededLogits, seededUpstream } from '../testing/seededLogits';
 import { tokenStats, tokenStatsStock } from './tokenStats';
-import { tokenStatsF64 } from './tokenStatsReference';
+import { tokenStatsF64, tokenStatsGradF64 } from './tokenStatsReference';
 
 describe('token statistics', () => {
   it('matches hand-worked values for a two-token vocabulary', () => {
@@ -37,5 +37,42 @@ describe('token statistics', () => {
 
   it('rejects mismatched shapes with a message naming them', () => {
     expect(() => tokenStats(tf.zeros([2, 3]) as tf.Tensor2D, tf.tensor1d([0], 'int32'))).toThrow(/ids must be \[2\]/);
+  });
+});
+
+describe('token statistics gradient', () => {
+  it('closed-form reference agrees with central finite differences', () => {
+    const c = seededLogits(2, 9, 77, 2);
+    const dy = [0.7, -0.3, -1.2, 0.5];
+    const grad = tokenStatsGradF64(c.logits, 2, 9, c.ids, dy);
+    const x = Float64Array.from(c.logits);
+    const objective = (xs: Float64Array) => {
+      const s = tokenStatsF64(xs, 2, 9, c.ids);
+      return dy[0] * s.logp[0] + dy[1] * s.entropy[0] + dy[2] * s.logp[1] + dy[3] * s.entropy[1];
+    };
+    const h = 1e-6;
+    for (let i = 0; i < x.length; i++) {
+      if (!Number.isFinite(x[i])) continue;
+      const plus = Float64Array.from(x);
+      const minus = Float64Array.from(x);
+      plus[i] += h;
+      minus[i] -= h;
+      expect(grad[i]).toBeCloseTo((objective(plus) - objective(minus)) / (2 * h), 6);
+    }
+  });
+
+  it('stock-op autograd matches the closed form', () => {
+    const rows = 3;
+    const vocab = 300;
+    const c = seededLogits(rows, vocab, 5);
+    const dy = seededUpstream(rows, 5);
+    const ref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, dy);
+    const ids = tf.tensor1d(c.ids, 'int32');
+    const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids), tf.tensor2d(dy, [rows, 2]))));
+    const got = g(tf.tensor2d(c.logits, [rows, vocab])).dataSync();
+    for (let i = 0; i < got.length; i++) {
+      if (!Number.isFinite(c.logits[i])) continue;
+      expect(Math.abs(got[i] - ref[i])).toBeLessThan(1e-5);
+    }
   });
 });

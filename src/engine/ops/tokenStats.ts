@@ -2,6 +2,7 @@
 // On WebGPU it is one fused WGSL pass (shaders/token_stats.wgsl); elsewhere, stock tfjs ops.
 import * as tf from '@tensorflow/tfjs';
 import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
+import tokenStatsGradWgsl from '../../../shaders/token_stats_grad.wgsl?raw';
 import { isWebGPUBackend, runKernel } from '../kernels/wgslProgram';
 
 const WG = 256;
@@ -18,12 +19,12 @@ function checkShapes(logits: tf.Tensor, ids: tf.Tensor): void {
 export function tokenStatsStock(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
   checkShapes(logits, ids);
   return tf.tidy(() => {
-    const logSm = tf.logSoftmax(logits);
-    // Gather, not a one-hot product: 0 * -inf at masked ids would poison the sum with NaN.
+    // Masked (-inf) logits become a huge finite negative: p = 0 and p log p = 0 both ways, and
+    // autograd never meets 0 * inf.
+    const logSm = tf.logSoftmax(tf.maximum(logits, -1e30));
+    // Gather, not a one-hot product, so only the chosen entry carries gradient.
     const chosen = tf.reshape(tf.gather(logSm, tf.reshape(ids, [-1, 1]), 1, 1), [-1]);
-    // p log p with p = 0 is 0; exp(-inf) * -inf would be NaN, so mask non-finite log-probs.
-    const plogp = tf.where(tf.isFinite(logSm), tf.mul(tf.exp(logSm), logSm), tf.zerosLike(logSm));
-    const entropy = tf.neg(tf.sum(plogp, 1));
+    const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), 1));
     return tf.stack([chosen, entropy], 1) as tf.Tensor2D;
   });
 }
@@ -44,6 +45,40 @@ export function tokenStatsWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tens
   ) as tf.Tensor2D;
 }
 
+/** d(sum(dy * stats)) / d logits from the saved forward output, one WGSL thread per logit. */
+export function tokenStatsGradWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, stats: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
+  const [rows, vocab] = logits.shape;
+  return runKernel(
+    {
+      key: 'sparring_token_stats_grad',
+      source: tokenStatsGradWgsl,
+      inputs: ['logits', 'ids', 'stats', 'dy'],
+      outputShape: [rows, vocab],
+      workgroupSize: [WG, 1, 1],
+      dispatch: [Math.ceil((rows * vocab) / WG), 1, 1],
+      size: true,
+    },
+    [logits, ids, stats, dy],
+  ) as tf.Tensor2D;
+}
+
+/**
+ * Log-prob of `ids` and entropy per row, differentiable in `logits`. ids must lie in [0, vocab)
+ * (the WGSL path returns NaN for an id outside it rather than reading past the row).
+ */
 export function tokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
-  return isWebGPUBackend() ? tokenStatsWebGPU(logits, ids) : tokenStatsStock(logits, ids);
+  if (!isWebGPUBackend()) return tokenStatsStock(logits, ids);
+  checkShapes(logits, ids);
+  // ids is closed over, not an argument: it is integer data with no gradient.
+  const fused = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [x, save] = args as [tf.Tensor2D, tf.GradSaveFunc];
+    const stats = tokenStatsWebGPU(x, ids);
+    save([x, stats]);
+    return {
+      value: stats,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
+        tokenStatsGradWebGPU(saved[0] as tf.Tensor2D, ids, saved[1] as tf.Tensor2D, dy as tf.Tensor2D),
+    };
+  });
+  return fused(logits) as tf.Tensor2D;
 }

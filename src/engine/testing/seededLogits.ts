@@ -34,3 +34,11 @@ export function seededLogits(rows: number, vocab: number, seed: number, scale = 
   }
   return { rows, vocab, logits, ids };
 }
+
+/** Upstream gradient weights [rows, 2] for (logp, entropy), seeded like the logits. */
+export function seededUpstream(rows: number, seed: number): Float32Array {
+  const rand = mulberry32(seed ^ 0x5bd1e995);
+  const dy = new Float32Array(rows * 2);
+  for (let i = 0; i < dy.length; i++) dy[i] = rand() * 2 - 1;
+  return dy;
+}
