@@ -84,7 +84,7 @@ export function sampleFromLogits(
   if (!Number.isInteger(topK) || topK < 0) throw new Error(`sampling: topK must be a non-negative integer, got ${topK}`);
   const [B, V] = logits.shape;
   return tf.tidy(() => {
-    const scaled = greedy || temperature === 1 ? logits : logits.div(temperature);
+    const scaled: tf.Tensor2D = greedy || temperature === 1 ? logits : logits.div(temperature);
     const logp = tf.logSoftmax(scaled, -1);
     const entropy = logp.exp().mul(logp).sum(-1).neg() as tf.Tensor1D;
     let ids: tf.Tensor1D;
