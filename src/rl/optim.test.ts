@@ -1,0 +1,71 @@
+import * as tf from '@tensorflow/tfjs';
+import { describe, expect, it } from 'vitest';
+import { AdamW, clipByGlobalNorm } from './optim';
+import { expectAllClose } from './testHelpers';
+
+describe('global grad-norm clipping', () => {
+  it('norm sqrt(3^2 + 4^2) = 5; max 1 scales by 1/5', () => {
+    const { grads, norm } = clipByGlobalNorm({ a: tf.tensor1d([3]), b: tf.tensor2d([[0, 4]]) }, 1);
+    expect(norm.dataSync()[0]).toBeCloseTo(5, 6);
+    expectAllClose(grads.a.dataSync(), [0.6], 5);
+    expectAllClose(grads.b.dataSync(), [0, 0.8], 5);
+  });
+  it('below the limit the gradients are unchanged', () => {
+    const { grads } = clipByGlobalNorm({ a: tf.tensor1d([3]), b: tf.tensor1d([4]) }, 10);
+    expectAllClose([grads.a.dataSync()[0], grads.b.dataSync()[0]], [3, 4], 5);
+  });
+});
+
+describe('AdamW', () => {
+  const cfg = { lr: 0.1, weightDecay: 0.1 };
+  it('two steps worked by hand (torch AdamW)', () => {
+    const p = tf.variable(tf.scalar(1));
+    const opt = new AdamW(cfg);
+    // step 1, g 0.5: decay 1 x (1 - 0.01) = 0.99; m 0.05, v 0.00025; m^ 0.5, v^ 0.25 -> 0.99 - 0.1 x 0.5/0.5 = 0.89
+    opt.applyGradients({ p }, { p: tf.scalar(0.5) });
+    expect(p.dataSync()[0]).toBeCloseTo(0.89, 6);
+    // step 2, g -0.5: decay 0.89 x 0.99 = 0.8811; m = 0.045 - 0.05 = -0.005, m^ = -0.005/0.19 = -0.0263158;
+    // v = 0.00024975 + 0.00025 = 0.00049975, v^ = /0.001999 = 0.25 -> + 0.1 x 0.0263158/0.5 = 0.0052632 -> 0.8863632
+    opt.applyGradients({ p }, { p: tf.scalar(-0.5) });
+    expect(p.dataSync()[0]).toBeCloseTo(0.8863632, 5);
+    expect(opt.step).toBe(2);
+  });
+
+  // tfjs variable names must be globally unique, so the record key (not Variable.name) is the identity.
+  it('state saved and restored by name continues exactly, whatever the variable order', async () => {
+    const make = () => ({ a: tf.variable(tf.tensor1d([1, -2])), b: tf.variable(tf.scalar(3)) });
+    const g1 = { a: tf.tensor1d([0.1, 0.2]), b: tf.scalar(-0.3) };
+    const g2 = { a: tf.tensor1d([-0.4, 0.5]), b: tf.scalar(0.6) };
+
+    const ref = make();
+    const o1 = new AdamW(cfg);
+    o1.applyGradients(ref, g1);
+    const saved = await o1.exportState();
+    const snapshot = { a: Array.from(ref.a.dataSync()), b: Array.from(ref.b.dataSync()) };
+    o1.applyGradients(ref, g2);
+
+    // a fresh optimiser, variables at the step-1 values, passed in the other order
+    const copy = make();
+    copy.a.assign(tf.tensor1d(snapshot.a));
+    copy.b.assign(tf.scalar(snapshot.b[0]));
+    const o2 = new AdamW(cfg);
+    o2.importState(saved);
+    o2.applyGradients({ b: copy.b, a: copy.a }, { b: g2.b, a: g2.a });
+
+    expect(Array.from(copy.a.dataSync())).toEqual(Array.from(ref.a.dataSync()));
+    expect(Array.from(copy.b.dataSync())).toEqual(Array.from(ref.b.dataSync()));
+    expect(o2.step).toBe(2);
+    // and a restart without the state would have differed (bias correction restarts at t = 1)
+    const fresh = make();
+    fresh.a.assign(tf.tensor1d(snapshot.a));
+    new AdamW(cfg).applyGradients({ a: fresh.a }, { a: g2.a });
+    expect(Array.from(fresh.a.dataSync())).not.toEqual(Array.from(ref.a.dataSync()));
+  });
+
+  it('names a gradient with no variable, and a shape change', () => {
+    const opt = new AdamW(cfg);
+    expect(() => opt.applyGradients({}, { ghost: tf.scalar(1) })).toThrow(/"ghost"/);
+    opt.applyGradients({ w: tf.variable(tf.zeros([2])) }, { w: tf.ones([2]) });
+    expect(() => opt.applyGradients({ w: tf.variable(tf.zeros([3])) }, { w: tf.ones([3]) })).toThrow(/changed shape/);
+  });
+});

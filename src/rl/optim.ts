@@ -1,0 +1,120 @@
+// Optimiser helpers: global gradient-norm clipping (torch clip_grad_norm_) and an AdamW over tfjs
+// variables (tfjs ships Adam only, and keys its moments by position in the gradient list; this one
+// keys them by variable name so a checkpoint restores exactly, whatever the order of variables).
+import * as tf from '@tensorflow/tfjs';
+
+/**
+ * Global L2 norm over all gradients, and the gradients scaled by min(1, maxNorm / (norm + 1e-6))
+ * (torch clip_grad_norm_). Stays on the device: no readback; read `norm` for `grad/norm`.
+ * A non-finite norm propagates (NaN grads): callers should skip that update (veRL does).
+ */
+export function clipByGlobalNorm(grads: tf.NamedTensorMap, maxNorm: number): { grads: tf.NamedTensorMap; norm: tf.Scalar } {
+  const names = Object.keys(grads);
+  return tf.tidy(() => {
+    const sq = names.map((n) => tf.sum(tf.square(grads[n])));
+    const norm = (sq.length > 0 ? tf.sqrt(tf.addN(sq)) : tf.scalar(0)) as tf.Scalar;
+    const coef = tf.minimum(tf.div(maxNorm, tf.add(norm, 1e-6)), 1);
+    const out: tf.NamedTensorMap = {};
+    for (const n of names) out[n] = tf.mul(grads[n], coef);
+    return { grads: out, norm };
+  });
+}
+
+export interface AdamWConfig {
+  lr: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  /** Decoupled weight decay (torch AdamW default 0.01). */
+  weightDecay?: number;
+}
+
+/** Serialisable optimiser state: step count and both moments per variable name. */
+export interface AdamWState {
+  step: number;
+  moments: Record<string, { shape: number[]; m: Float32Array; v: Float32Array }>;
+}
+
+/**
+ * AdamW (torch.optim.AdamW semantics):
+ * p <- p (1 - lr wd); m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2;
+ * p <- p - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+ * Variables and gradients are passed as records keyed by name; moments are kept under the same
+ * keys, so adding, removing or reordering variables never mixes up their state.
+ */
+export class AdamW {
+  readonly config: Required<AdamWConfig>;
+  private t = 0;
+  private readonly m = new Map<string, tf.Variable>();
+  private readonly v = new Map<string, tf.Variable>();
+
+  constructor(config: AdamWConfig) {
+    this.config = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01, ...config };
+  }
+
+  get step(): number {
+    return this.t;
+  }
+
+  /** One update of every variable that has a gradient. lr overrides config.lr (for schedules). */
+  applyGradients(vars: Record<string, tf.Variable>, grads: tf.NamedTensorMap, lr = this.config.lr): void {
+    const { beta1: b1, beta2: b2, eps, weightDecay: wd } = this.config;
+    this.t += 1;
+    const bc1 = 1 - b1 ** this.t;
+    const bc2 = 1 - b2 ** this.t;
+    for (const name of Object.keys(grads)) {
+      const p = vars[name];
+      if (!p) throw new Error(`AdamW: gradient for "${name}" has no variable`);
+      const g = grads[name];
+      const m = this.moment(this.m, name, p);
+      const v = this.moment(this.v, name, p);
+      tf.tidy(() => {
+        m.assign(tf.add(tf.mul(b1, m), tf.mul(1 - b1, g)));
+        v.assign(tf.add(tf.mul(b2, v), tf.mul(1 - b2, tf.square(g))));
+        const decayed = tf.mul(p, 1 - lr * wd);
+        const denom = tf.add(tf.sqrt(tf.div(v, bc2)), eps);
+        p.assign(tf.sub(decayed, tf.mul(lr / bc1, tf.div(m, denom))));
+      });
+    }
+  }
+
+  /** Copy the state out (awaits the device; moments as Float32Array per name). */
+  async exportState(): Promise<AdamWState> {
+    const moments: AdamWState['moments'] = {};
+    for (const [name, m] of this.m) {
+      const v = this.v.get(name)!;
+      moments[name] = { shape: m.shape.slice(), m: Float32Array.from(await m.data()), v: Float32Array.from(await v.data()) };
+    }
+    return { step: this.t, moments };
+  }
+
+  /** Replace the state with a saved one (disposes the current moments). */
+  importState(state: AdamWState): void {
+    this.dispose();
+    this.t = state.step;
+    for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
+      this.m.set(name, tf.variable(tf.tensor(m, shape, 'float32'), false));
+      this.v.set(name, tf.variable(tf.tensor(v, shape, 'float32'), false));
+    }
+  }
+
+  dispose(): void {
+    for (const x of [...this.m.values(), ...this.v.values()]) x.dispose();
+    this.m.clear();
+    this.v.clear();
+  }
+
+  private moment(store: Map<string, tf.Variable>, name: string, p: tf.Variable): tf.Variable {
+    let x = store.get(name);
+    if (x && !arraysEqual(x.shape, p.shape)) throw new Error(`AdamW: variable "${name}" changed shape from [${x.shape}] to [${p.shape}]`);
+    if (!x) {
+      x = tf.variable(tf.zerosLike(p), false);
+      store.set(name, x);
+    }
+    return x;
+  }
+}
+
+function arraysEqual(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
