@@ -1,0 +1,54 @@
+// From a Hugging Face-layout folder to a ready model: config.json, then model.safetensors or
+// model.safetensors.index.json + shards, then the family's loader. Works on any ModelSource
+// (URL, picked folder, in-memory map; the CLI passes a Node folder reader with the same methods).
+
+import { ConfigError, parseModelConfig, type ModelConfig } from './config.ts';
+import { loadLlama, ModelLoadError, type LlamaModel, type LoadOptions } from './llama.ts';
+import { readShardedSafetensors, SafetensorsFile, type TensorSource } from './safetensors.ts';
+import type { ModelSource, ReadOptions } from './sources.ts';
+
+/** The part of a ModelSource the loader needs. */
+export type ModelFiles = Pick<ModelSource, 'label' | 'has' | 'getBytes' | 'getText'>;
+
+export const CONFIG_FILE = 'config.json';
+export const WEIGHTS_FILE = 'model.safetensors';
+export const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
+
+export interface LoadModelOptions extends LoadOptions {
+  read?: ReadOptions;
+}
+
+/** Reads and parses config.json of a folder. */
+export async function loadModelConfig(files: ModelFiles, read: ReadOptions = {}): Promise<ModelConfig> {
+  const where = `${files.label}/${CONFIG_FILE}`;
+  if (!(await files.has(CONFIG_FILE, read))) throw new ConfigError(`${where}: not found`);
+  return parseModelConfig(await files.getText(CONFIG_FILE, read), where);
+}
+
+/** Opens the folder's weights (single file or sharded) as one TensorSource. */
+export async function loadWeights(files: ModelFiles, read: ReadOptions = {}): Promise<TensorSource> {
+  if (await files.has(WEIGHTS_INDEX_FILE, read)) {
+    const indexName = `${files.label}/${WEIGHTS_INDEX_FILE}`;
+    return readShardedSafetensors(
+      await files.getText(WEIGHTS_INDEX_FILE, read),
+      async (shard) => new SafetensorsFile(await files.getBytes(shard, read), `${files.label}/${shard}`),
+      indexName,
+    );
+  }
+  if (await files.has(WEIGHTS_FILE, read)) {
+    return new SafetensorsFile(await files.getBytes(WEIGHTS_FILE, read), `${files.label}/${WEIGHTS_FILE}`);
+  }
+  throw new ModelLoadError(`${files.label}: has neither ${WEIGHTS_FILE} nor ${WEIGHTS_INDEX_FILE}`);
+}
+
+/** Loads config and weights and builds the model of the config's family. */
+export async function loadModel(files: ModelFiles, opts: LoadModelOptions = {}): Promise<LlamaModel> {
+  const config = await loadModelConfig(files, opts.read);
+  const weights = await loadWeights(files, opts.read);
+  switch (config.family) {
+    // Qwen2 is the Llama computation with q/k/v biases (flags in the config record).
+    case 'llama':
+    case 'qwen2':
+      return loadLlama(config, weights, opts);
+  }
+}
