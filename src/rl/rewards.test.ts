@@ -8,8 +8,8 @@ import {
   saferTurnScore,
   tinkerRedTeamReward,
   tokenBuncherReward,
-  zScore,
 } from './rewards';
+import { zScore } from './stats';
 import { expectAllClose } from './testHelpers';
 import { fromRows, toRows } from './types';
 

@@ -1,8 +1,6 @@
-// Reward formulas of the source systems (see ../../shared/RL-REFERENCE.md), plain numbers per
-// sequence unless a [B, T] matrix is named.
+// Reward formulas of the source systems (see shared/RL-REFERENCE.md), plain numbers per
+// sequence unless a [B, T] matrix is named. The opt-in per-batch z-score is stats.zScore.
 import { assertSameShape, tokenMatrix, type TokenMatrix } from './types';
-
-export { zScore } from './stats';
 
 const clip = (x: number, lo: number, hi: number) => Math.min(Math.max(x, lo), hi);
 
