@@ -8,19 +8,31 @@ import wasmThreaded from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-t
 import type { BackendPreference } from '../engine/backends';
 import { initBackend } from '../engine/initBackend';
 import { probeWebGPU, type GpuProbe } from '../engine/probe';
-import { isWebGPUBackend } from '../engine/kernels/wgslProgram';
+import { isWebGPUBackend, webgpuDevice } from '../engine/kernels/wgslProgram';
 import { tokenStats } from '../engine/ops/tokenStats';
+import { sampleTokens } from '../engine/ops/sample';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
 
-let current: Omit<EngineStatus, 'memory'> | null = null;
+let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
+const gpuErrors: string[] = [];
+
+/** A failed shader or an out-of-memory error is otherwise silent: the output is just garbage. */
+function watchDevice(device: GPUDevice): void {
+  device.addEventListener('uncapturederror', (e) => {
+    const message = (e as GPUUncapturedErrorEvent).error.message;
+    console.error(`WebGPU error: ${message}`);
+    if (gpuErrors.length < 20) gpuErrors.push(message);
+  });
+  void device.lost.then((info) => gpuErrors.push(`device lost (${info.reason}): ${info.message}`));
+}
 
 function memory() {
   const m = tf.memory();
   return { numTensors: m.numTensors, numBytes: m.numBytes };
 }
 
-function requireInit(): Omit<EngineStatus, 'memory'> {
+function requireInit(): Omit<EngineStatus, 'memory' | 'gpuErrors'> {
   if (!current) throw new Error('engine not initialised: call init() first');
   return current;
 }
@@ -42,11 +54,12 @@ const api: EngineApi = {
       },
     });
     current = { backend, probe, tfjsVersion: tf.version.tfjs };
-    return { ...current, memory: memory() };
+    if (isWebGPUBackend()) watchDevice(webgpuDevice());
+    return { ...current, memory: memory(), gpuErrors: [...gpuErrors] };
   },
 
   async status() {
-    return { ...requireInit(), memory: memory() };
+    return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors] };
   },
 
   async tokenStatsCheck(rows, vocab, seed): Promise<KernelCheck> {
@@ -78,6 +91,16 @@ const api: EngineApi = {
     const grad = (await g.data()) as Float32Array;
     tf.dispose([ids, dy, logits, g]);
     return Comlink.transfer({ backend: tf.getBackend(), rows, vocab, seed, grad }, [grad.buffer]);
+  },
+
+  async sampleCheck(rows, vocab, logitsSeed, options) {
+    requireInit();
+    const c = seededLogits(rows, vocab, logitsSeed);
+    const logits = tf.tensor2d(c.logits, [rows, vocab]);
+    const ids = await sampleTokens(logits, options);
+    const values = Array.from(await ids.data());
+    tf.dispose([logits, ids]);
+    return { backend: tf.getBackend(), ids: values };
   },
 };
 

@@ -1,6 +1,7 @@
 // The typed contract between the UI thread and the engine worker. Only plain data crosses it:
 // the worker owns tfjs and every tensor; the UI never holds one.
 import type { BackendPreference, BackendReport } from '../engine/backends';
+import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { GpuProbe } from '../engine/probe';
 
 export interface MemoryInfo {
@@ -13,6 +14,8 @@ export interface EngineStatus {
   probe: GpuProbe;
   tfjsVersion: string;
   memory: MemoryInfo;
+  /** Uncaptured WebGPU errors (shader compile, validation, out-of-memory) and device loss. */
+  gpuErrors: string[];
 }
 
 export interface Pong {
@@ -50,4 +53,6 @@ export interface EngineApi {
   status(): Promise<EngineStatus>;
   tokenStatsCheck(rows: number, vocab: number, seed: number): Promise<KernelCheck>;
   tokenStatsGradCheck(rows: number, vocab: number, seed: number): Promise<KernelGradCheck>;
+  /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
+  sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
 }

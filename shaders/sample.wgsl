@@ -1,0 +1,210 @@
+// Token sampling on the GPU, one workgroup per row of logits [rows, vocab] -> result[row] = id.
+// temperature (0 = greedy) -> top-k -> top-p -> one Philox4x32-10 uniform per (row, step).
+// Thresholds are exact: the largest order-key t with count(key >= t) >= k (top-k) or
+// mass(key >= t) >= topP * mass(top-k set) (top-p), built bit by bit, one pass over the row per
+// bit. Only the ids leave the GPU. Mirrors src/engine/ops/sampleReference.ts.
+// Prepended by the host: `const WG : i32 = <power of two>;`.
+// Uniforms (host-declared): temperature f32, topK i32, topP f32, seedLo u32, seedHi u32, step u32.
+
+var<workgroup> redF : array<f32, WG>;
+var<workgroup> redU : array<u32, WG>;
+var<workgroup> redI : array<i32, WG>;
+var<workgroup> picked : i32;
+
+fn orderKey(x : f32) -> u32 {
+  let b = bitcast<u32>(x);
+  if ((b & 0x80000000u) != 0u) {
+    return ~b;
+  }
+  return b | 0x80000000u;
+}
+
+// High and low words of a 32x32-bit product from 16-bit halves (WGSL has no mulhi).
+fn mulhilo(a : u32, b : u32) -> vec2<u32> {
+  let aLo = a & 0xffffu;
+  let aHi = a >> 16u;
+  let bLo = b & 0xffffu;
+  let bHi = b >> 16u;
+  let t = aHi * bLo + ((aLo * bLo) >> 16u);
+  let w1 = (t & 0xffffu) + aLo * bHi;
+  let hi = aHi * bHi + (t >> 16u) + (w1 >> 16u);
+  return vec2<u32>(hi, a * b);
+}
+
+fn philox(counter : vec4<u32>, key : vec2<u32>) -> vec4<u32> {
+  var c = counter;
+  var k = key;
+  for (var r = 0; r < 10; r++) {
+    if (r > 0) {
+      k = k + vec2<u32>(0x9e3779b9u, 0xbb67ae85u);
+    }
+    let p0 = mulhilo(0xd2511f53u, c.x);
+    let p1 = mulhilo(0xcd9e8d57u, c.z);
+    c = vec4<u32>(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
+  }
+  return c;
+}
+
+fn sumU(tid : i32, v : u32) -> u32 {
+  redU[tid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2; s > 0; s = s / 2) {
+    if (tid < s) {
+      redU[tid] = redU[tid] + redU[tid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = workgroupUniformLoad(&redU[0]);
+  workgroupBarrier();
+  return total;
+}
+
+fn sumF(tid : i32, v : f32) -> f32 {
+  redF[tid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2; s > 0; s = s / 2) {
+    if (tid < s) {
+      redF[tid] = redF[tid] + redF[tid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = workgroupUniformLoad(&redF[0]);
+  workgroupBarrier();
+  return total;
+}
+
+fn main(index : i32) {
+  let row = index / WG;
+  let tid = index % WG;
+  let vocab = uniforms.logitsShape[1];
+  let base = row * vocab;
+
+  // Row max and its first index (greedy answer, and the fallback pick).
+  var bm = -3.4e38;
+  var bi = vocab;
+  for (var col = tid; col < vocab; col += WG) {
+    let x = logits[base + col];
+    if (x > bm) {
+      bm = x;
+      bi = col;
+    }
+  }
+  redF[tid] = bm;
+  redI[tid] = bi;
+  workgroupBarrier();
+  for (var s = WG / 2; s > 0; s = s / 2) {
+    if (tid < s) {
+      let om = redF[tid + s];
+      let oi = redI[tid + s];
+      if (om > redF[tid] || (om == redF[tid] && oi < redI[tid])) {
+        redF[tid] = om;
+        redI[tid] = oi;
+      }
+    }
+    workgroupBarrier();
+  }
+  let m = workgroupUniformLoad(&redF[0]);
+  let argmax = redI[0];
+  workgroupBarrier();
+  if (uniforms.temperature <= 0.0) {
+    if (tid == 0) {
+      result[row] = argmax;
+    }
+    return;
+  }
+  let invT = 1.0 / uniforms.temperature;
+
+  var tauK = 0u;
+  if (uniforms.topK > 0 && uniforms.topK < vocab) {
+    for (var bit = 31; bit >= 0; bit--) {
+      let cand = tauK | (1u << u32(bit));
+      var cnt = 0u;
+      for (var col = tid; col < vocab; col += WG) {
+        if (orderKey(logits[base + col]) >= cand) {
+          cnt += 1u;
+        }
+      }
+      if (sumU(tid, cnt) >= u32(uniforms.topK)) {
+        tauK = cand;
+      }
+    }
+  }
+
+  var thr = tauK;
+  if (uniforms.topP < 1.0) {
+    var zk = 0.0;
+    for (var col = tid; col < vocab; col += WG) {
+      let x = logits[base + col];
+      if (orderKey(x) >= tauK) {
+        zk += exp((x - m) * invT);
+      }
+    }
+    let goal = uniforms.topP * sumF(tid, zk);
+    var tau = 0u;
+    for (var bit = 31; bit >= 0; bit--) {
+      let cand = max(tau | (1u << u32(bit)), tauK);
+      var mass = 0.0;
+      for (var col = tid; col < vocab; col += WG) {
+        let x = logits[base + col];
+        if (orderKey(x) >= cand) {
+          mass += exp((x - m) * invT);
+        }
+      }
+      if (sumF(tid, mass) >= goal) {
+        tau = tau | (1u << u32(bit));
+      }
+    }
+    thr = max(tau, tauK);
+  }
+
+  // Inverse-CDF draw in vocabulary order: each thread owns a contiguous chunk; a scan of the
+  // chunk sums tells which chunk holds u, and that thread walks its chunk.
+  let chunk = (vocab + WG - 1) / WG;
+  let start = tid * chunk;
+  let end = min(start + chunk, vocab);
+  var mine = 0.0;
+  for (var col = start; col < end; col++) {
+    let x = logits[base + col];
+    if (orderKey(x) >= thr) {
+      mine += exp((x - m) * invT);
+    }
+  }
+  redF[tid] = mine;
+  if (tid == 0) {
+    picked = argmax;
+  }
+  workgroupBarrier();
+  if (tid == 0) {
+    var acc = 0.0;
+    for (var t = 0; t < WG; t++) {
+      let v = redF[t];
+      redF[t] = acc;
+      acc += v;
+    }
+    redU[0] = bitcast<u32>(acc);
+  }
+  workgroupBarrier();
+  let total = bitcast<f32>(redU[0]);
+  let bits = philox(vec4<u32>(u32(row), uniforms.step, 0u, 0u), vec2<u32>(uniforms.seedLo, uniforms.seedHi)).x;
+  let u = f32(bits >> 8u) * (1.0 / 16777216.0) * total;
+  let prefix = redF[tid];
+  if (mine > 0.0 && u >= prefix && u < prefix + mine) {
+    var acc = prefix;
+    var last = start;
+    for (var col = start; col < end; col++) {
+      let x = logits[base + col];
+      if (orderKey(x) >= thr) {
+        acc += exp((x - m) * invT);
+        last = col;
+        if (acc > u) {
+          break;
+        }
+      }
+    }
+    picked = last;
+  }
+  workgroupBarrier();
+  if (tid == 0) {
+    result[row] = picked;
+  }
+}
