@@ -1,5 +1,6 @@
 // Reward formulas of the source systems (see shared/RL-REFERENCE.md), plain numbers per
 // sequence unless a [B, T] matrix is named. The opt-in per-batch z-score is stats.zScore.
+import { maskedRowMeans } from './stats';
 import { assertSameShape, tokenMatrix, type TokenMatrix } from './types';
 
 const clip = (x: number, lo: number, hi: number) => Math.min(Math.max(x, lo), hi);
@@ -45,19 +46,7 @@ export function earlyStop(
  * entropy, mask [B, T] -> [B].
  */
 export function meanResponseEntropy(entropy: TokenMatrix, mask: TokenMatrix): Float32Array {
-  assertSameShape('meanResponseEntropy', entropy, mask);
-  const out = new Float32Array(mask.rows);
-  for (let b = 0; b < mask.rows; b++) {
-    let s = 0;
-    let n = 0;
-    for (let t = 0; t < mask.cols; t++) {
-      const i = b * mask.cols + t;
-      s += entropy.data[i] * mask.data[i];
-      n += mask.data[i];
-    }
-    out[b] = n > 0 ? s / n : 0;
-  }
-  return out;
+  return maskedRowMeans(entropy, mask);
 }
 
 /**

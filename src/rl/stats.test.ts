@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { maskedMean, maskedVar, maskedWhiten, mean, std } from './stats';
+import { maskedMean, maskedRowMeans, maskedVar, maskedWhiten, mean, std } from './stats';
 import { expectAllClose } from './testHelpers';
 import { fromRows } from './types';
 
@@ -19,6 +19,10 @@ describe('stats', () => {
     expect(maskedMean(x, m)).toBeCloseTo(3, 6);
     expect(maskedVar(x, m)).toBeCloseTo(4, 6);
     expectAllClose(maskedWhiten(x, m).data, [-1, 0, 0, 1], 5);
+  });
+  it('per-row masked means (sequence KL, mean entropy)', () => {
+    // row 0: (1 + 3)/2 = 2; row 1: empty -> 0
+    expectAllClose(maskedRowMeans(fromRows([[1, 3, 9], [4, 4, 4]]), fromRows([[1, 1, 0], [0, 0, 0]])), [2, 0], 6);
   });
   it('one unmasked entry or none whitens to zeros, not NaN', () => {
     const x = fromRows([[7, 8]]);

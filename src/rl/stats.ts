@@ -37,6 +37,27 @@ export function maskedMean(x: TokenMatrix, mask: TokenMatrix): number {
 }
 
 /**
+ * Per-row masked mean: (sum_t x m) / (sum_t m), 0 for an empty row. [B, T] -> [B].
+ * Mean response entropy (Token Buncher, MTSA) and the red-team trainer's sequence KL
+ * (mean over sampled tokens of logp_sampler - logp_base) are both this.
+ */
+export function maskedRowMeans(x: TokenMatrix, mask: TokenMatrix): Float32Array {
+  assertSameShape('maskedRowMeans', x, mask);
+  const out = new Float32Array(mask.rows);
+  for (let b = 0; b < mask.rows; b++) {
+    let s = 0;
+    let n = 0;
+    for (let t = 0; t < mask.cols; t++) {
+      const i = b * mask.cols + t;
+      s += x.data[i] * mask.data[i];
+      n += mask.data[i];
+    }
+    out[b] = n > 0 ? s / n : 0;
+  }
+  return out;
+}
+
+/**
  * Masked variance, Bessel-corrected by n / (n - 1) as veRL `masked_var(unbiased=True)`.
  * veRL raises for n <= 1; here n = 1 gives the uncorrected 0 and n = 0 gives 0, so an
  * all-masked batch whitens to zeros instead of crashing a run.
