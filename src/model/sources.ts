@@ -101,10 +101,19 @@ async function readStream(
   const chunks: Uint8Array[] = [];
   let loaded = 0;
   let shownTotal = total;
+  let finished = false;
   try {
     for (;;) {
       if (opts.signal?.aborted) throw abortError(opts.signal);
-      const { done, value } = await reader.read();
+      let step: ReadableStreamReadResult<Uint8Array>;
+      try {
+        step = await reader.read();
+      } catch (e) {
+        if (opts.signal?.aborted) throw abortError(opts.signal);
+        const why = (e as Error).message ?? String(e);
+        throw new ModelSourceError(`${file} from ${label}: download failed after ${loaded}${total !== null ? ` of ${total}` : ''} bytes: ${why}`);
+      }
+      const { done, value } = step;
       if (done) break;
       if (pre && chunks.length === 0 && loaded + value.byteLength <= pre.byteLength) {
         pre.set(value, loaded);
@@ -116,7 +125,10 @@ async function readStream(
       if (shownTotal !== null && loaded > shownTotal) shownTotal = null; // length was wrong: unknown now
       report?.({ file, loaded, total: shownTotal, local, done: false });
     }
+    finished = true;
   } finally {
+    // On an error or abort, cancel so the connection (or file read) is let go at once.
+    if (!finished) await reader.cancel().catch(() => undefined);
     reader.releaseLock();
   }
   if (total !== null && loaded < total) {
