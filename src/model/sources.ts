@@ -494,7 +494,9 @@ class UrlSource implements ModelSource {
     this.known.set(name, true);
     await this.store(
       url,
-      new Response(bytes.slice(0), {
+      // The Response copies the bytes, and put() has read them all before it resolves, so the
+      // caller may transfer `bytes` once this returns. (Peak memory: twice the file, briefly.)
+      new Response(bytes, {
         status: 200,
         headers: {
           'content-type': res.headers.get('content-type') ?? 'application/octet-stream',

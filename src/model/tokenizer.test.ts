@@ -154,10 +154,10 @@ describe('malformed files', () => {
     delete noModel.model;
     fails(noModel, {}, /field "model" is missing/);
     const noType = tokenizerJson();
-    delete noType.model.type;
+    noType.model = { vocab: { a: 0 }, unk_token: 'a' }; // WordLevel-shaped, no type
     fails(noType, {}, /field "model\.type" is missing/);
     const badMerge = tokenizerJson();
-    badMerge.model.merges[1] = 'h e x';
+    badMerge.model.merges[1] = 'hex';
     fails(badMerge, {}, /field "model\.merges\[1\]"/);
     const badVocab = tokenizerJson();
     badVocab.model.vocab.he = 'x';
@@ -168,6 +168,12 @@ describe('malformed files', () => {
     const badPre = tokenizerJson();
     badPre.pre_tokenizer = { type: 'Nonsense' };
     fails(badPre, {}, /field "pre_tokenizer".*Unknown PreTokenizer type: Nonsense/);
+  });
+
+  it('infers a missing model type from the fields, as the library does', () => {
+    const json = tokenizerJson();
+    delete json.model.type;
+    expect(createTokenizer(json, {}).encode('Hello world')).toEqual([265, 270]);
   });
 
   it('checks tokenizer_config.json and generation_config.json against the vocabulary', () => {

@@ -86,7 +86,15 @@ function validateTokenizerJson(json: unknown, file: string): Json {
   if (!isObject(json)) throw new TokenizerError(`${file}: expected a JSON object at the top level`);
   const model = json.model;
   if (!isObject(model)) throw new TokenizerError(`${file}: field "model" is missing or not an object`);
-  const type = model.type;
+  // Old files may leave the type out; infer it the way the library does, but never let a
+  // WordLevel-shaped model fall through to the library's word-lookup fallback.
+  let type = model.type;
+  if (type === undefined) {
+    if (Array.isArray(model.vocab)) type = 'Unigram';
+    else if (Array.isArray(model.merges)) type = 'BPE';
+    else if ('continuing_subword_prefix' in model && 'max_input_chars_per_word' in model) type = 'WordPiece';
+    else throw new TokenizerError(`${file}: field "model.type" is missing (expected one of ${SUPPORTED_MODEL_TYPES.join(', ')})`);
+  }
   if (type === 'WordLevel') {
     throw new TokenizerError(
       `${file}: field "model.type" is "WordLevel", which @huggingface/tokenizers does not implement ` +
@@ -97,9 +105,6 @@ function validateTokenizerJson(json: unknown, file: string): Json {
     throw new TokenizerError(
       `${file}: field "model.type" is ${JSON.stringify(type)}; supported: ${SUPPORTED_MODEL_TYPES.join(', ')}`,
     );
-  }
-  if (type === undefined) {
-    throw new TokenizerError(`${file}: field "model.type" is missing (expected one of ${SUPPORTED_MODEL_TYPES.join(', ')})`);
   }
   if (type === 'BPE' || type === 'WordPiece') {
     if (!isObject(model.vocab)) throw new TokenizerError(`${file}: field "model.vocab" must be an object of token -> id`);
@@ -116,7 +121,7 @@ function validateTokenizerJson(json: unknown, file: string): Json {
     if (!Array.isArray(model.merges)) throw new TokenizerError(`${file}: field "model.merges" must be a list`);
     model.merges.forEach((m, i) => {
       const ok =
-        (typeof m === 'string' && m.split(' ').length === 2) ||
+        (typeof m === 'string' && m.includes(' ')) ||
         (Array.isArray(m) && m.length === 2 && typeof m[0] === 'string' && typeof m[1] === 'string');
       if (!ok) throw new TokenizerError(`${file}: field "model.merges[${i}]" must be "a b" or ["a", "b"], got ${JSON.stringify(m)}`);
     });
@@ -135,6 +140,7 @@ function validateTokenizerJson(json: unknown, file: string): Json {
     post_processor: null,
     decoder: null,
     ...json,
+    model: { ...model, type },
     added_tokens: added,
   };
 }
