@@ -106,6 +106,11 @@ describe('directorySource (a FileSystemDirectoryHandle)', () => {
     };
   }
 
+  it('accepts a real FileSystemDirectoryHandle (type check)', () => {
+    const fromPicker = (h: FileSystemDirectoryHandle) => directorySource(h);
+    expect(typeof fromPicker).toBe('function');
+  });
+
   it('reads files, subfolders included, and lists them', async () => {
     const src = directorySource(handle('Qwen2.5', { 'config.json': '{"a":1}', tokenizer: { 'tokenizer.json': 'T' } }));
     expect(src.label).toBe('folder Qwen2.5');

@@ -136,6 +136,33 @@ describe('byte-level BPE fixture', () => {
   });
 });
 
+describe('a non-byte-level tokenizer (WordPiece)', () => {
+  const wordPiece = {
+    added_tokens: [{ id: 0, content: '[UNK]', special: true }],
+    normalizer: null,
+    pre_tokenizer: { type: 'WhitespaceSplit' },
+    post_processor: null,
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: {
+      type: 'WordPiece',
+      unk_token: '[UNK]',
+      continuing_subword_prefix: '##',
+      max_input_chars_per_word: 100,
+      vocab: { '[UNK]': 0, hel: 1, '##lo': 2, world: 3 },
+    },
+  };
+
+  it('encodes greedily longest-first and gives pieces from successive decodes', () => {
+    const tok = createTokenizer(wordPiece, { unk_token: '[UNK]' });
+    expect(tok.vocabSize).toBe(4);
+    // "hello" -> hel + ##lo; "world" whole; "xyz" unknown
+    expect(tok.encode('hello world xyz')).toEqual([1, 2, 3, 0]);
+    expect(tok.decode([1, 2, 3])).toBe('hello world');
+    expect(tok.pieces([1, 2, 3])).toEqual(['hel', 'lo', ' world']);
+    expect(tok.special).toEqual({ bos: null, eos: [], pad: null, unk: 0 });
+  });
+});
+
 describe('malformed files', () => {
   const fails = (json: unknown, config: unknown, pattern: RegExp, opts = { label: 'my-model' }) => {
     expect(() => createTokenizer(json, config, opts)).toThrow(TokenizerError);
