@@ -97,7 +97,12 @@ async function readStream(
   const reader = stream.getReader();
   // With a known length fill one buffer in place; otherwise (or if the server under-reported)
   // collect chunks and join them at the end.
-  const pre = total !== null ? new Uint8Array(total) : null;
+  let pre: Uint8Array | null = null;
+  try {
+    pre = total !== null ? new Uint8Array(total) : null;
+  } catch {
+    pre = null; // a length too large to allocate up front: collect chunks, fail only if they do
+  }
   const chunks: Uint8Array[] = [];
   let loaded = 0;
   let shownTotal = total;
@@ -111,7 +116,7 @@ async function readStream(
       } catch (e) {
         if (opts.signal?.aborted) throw abortError(opts.signal);
         const why = (e as Error).message ?? String(e);
-        throw new ModelSourceError(`${file} from ${label}: download failed after ${loaded}${total !== null ? ` of ${total}` : ''} bytes: ${why}`);
+        throw new ModelSourceError(`${file} from ${label}: ${local ? 'read' : 'download'} failed after ${loaded}${total !== null ? ` of ${total}` : ''} bytes: ${why}`);
       }
       const { done, value } = step;
       if (done) break;
@@ -132,7 +137,7 @@ async function readStream(
     reader.releaseLock();
   }
   if (total !== null && loaded < total) {
-    throw new ModelSourceError(`${file} from ${label}: download ended after ${loaded} of ${total} bytes`);
+    throw new ModelSourceError(`${file} from ${label}: ${local ? 'read' : 'download'} ended after ${loaded} of ${total} bytes`);
   }
   let out: Uint8Array;
   if (pre && chunks.length === 0) {
