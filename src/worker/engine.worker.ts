@@ -12,6 +12,7 @@ import { isWebGPUBackend, webgpuDevice } from '../engine/kernels/wgslProgram';
 import { tokenStats } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
+import { loadNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
@@ -91,6 +92,23 @@ const api: EngineApi = {
     const grad = (await g.data()) as Float32Array;
     tf.dispose([ids, dy, logits, g]);
     return Comlink.transfer({ backend: tf.getBackend(), rows, vocab, seed, grad }, [grad.buffer]);
+  },
+
+  async loadModel(name, ref) {
+    requireInit();
+    return loadNamedModel(name, ref);
+  },
+
+  async unloadModel(name) {
+    unloadNamedModel(name);
+  },
+
+  async logits(name, ids) {
+    return modelLogits(name, ids);
+  },
+
+  async generate(name, prompts, options) {
+    return modelGenerate(name, prompts, options);
   },
 
   async sampleCheck(rows, vocab, logitsSeed, options) {

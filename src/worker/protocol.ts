@@ -3,6 +3,7 @@
 import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { GpuProbe } from '../engine/probe';
+import type { GenerateOptions, GenerateResult } from '../model/generate';
 
 export interface MemoryInfo {
   numTensors: number;
@@ -46,6 +47,18 @@ export interface KernelGradCheck {
   grad: Float32Array;
 }
 
+/** Where a Hugging Face-layout model folder lives. */
+export type ModelRef = { kind: 'url'; baseUrl: string } | { kind: 'hub'; id: string; endpoint?: string };
+
+export interface ModelInfo {
+  name: string;
+  label: string;
+  family: string;
+  layers: number;
+  hidden: number;
+  vocab: number;
+}
+
 export interface EngineApi {
   ping(nonce: number): Promise<Pong>;
   /** Probe WebGPU and start tfjs on the preferred backend (falling back as needed). */
@@ -53,6 +66,11 @@ export interface EngineApi {
   status(): Promise<EngineStatus>;
   tokenStatsCheck(rows: number, vocab: number, seed: number): Promise<KernelCheck>;
   tokenStatsGradCheck(rows: number, vocab: number, seed: number): Promise<KernelGradCheck>;
+  loadModel(name: string, ref: ModelRef): Promise<ModelInfo>;
+  unloadModel(name: string): Promise<void>;
+  /** Logits of every position (one row each) and next-token entropy, for one id sequence. */
+  logits(name: string, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }>;
+  generate(name: string, prompts: number[][], options: GenerateOptions): Promise<GenerateResult>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
 }

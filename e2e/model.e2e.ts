@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { launch, openLab } from './browser';
+
+interface Golden {
+  input_ids: number[];
+  logits: number[][];
+  log_softmax_entropy: number[];
+  greedy_continuation: number[];
+}
+
+let browser: Browser;
+let page: Page;
+beforeAll(async () => {
+  browser = await launch();
+  ({ page } = await openLab(browser));
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('golden fixtures in Chromium on WebGPU', () => {
+  for (const fixture of ['tiny-llama', 'tiny-llama-f32']) {
+    it(`${fixture}: logits within 1e-3 and the exact greedy continuation`, async () => {
+      const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', fixture, 'golden.json'), 'utf8')) as Golden;
+      const baseUrl = `${inject('fixturesURL')}${fixture}/`;
+      const info = await page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }), [fixture, baseUrl]);
+      expect(info.vocab).toBe(golden.logits[0].length);
+      const status = await page.evaluate(() => window.sparring!.engine.status());
+      expect(status.backend.backend).toBe('webgpu');
+
+      const out = await page.evaluate(([n, ids]) => window.sparring!.engine.logits(n, ids), [fixture, golden.input_ids] as const);
+      let worst = 0;
+      golden.logits.forEach((row, t) => row.forEach((v, j) => (worst = Math.max(worst, Math.abs(out.logits[t][j] - v)))));
+      expect(worst).toBeLessThan(1e-3);
+      out.entropy.forEach((h, t) => expect(Math.abs(h - golden.log_softmax_entropy[t])).toBeLessThan(1e-3));
+
+      const gen = await page.evaluate(
+        ([n, ids, k]) => window.sparring!.engine.generate(n, [ids], { maxNewTokens: k, greedy: true }),
+        [fixture, golden.input_ids, golden.greedy_continuation.length] as const,
+      );
+      expect(gen.tokens[0]).toEqual(golden.greedy_continuation);
+      expect((await page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+    });
+  }
+});

@@ -1,0 +1,63 @@
+// The worker's loaded models, by name. Loading goes through exactly the path hub models take
+// (a URL source over a Hugging Face-layout folder), whether the folder is the hub, the built-in
+// sandbox under public/models/, or a test fixture server.
+import * as tf from '@tensorflow/tfjs';
+import { generate, type GenerateOptions, type GenerateResult } from '../model/generate';
+import { hubSource } from '../model/hub';
+import { disposeLlama, forward, type LlamaModel } from '../model/llama';
+import { loadModel } from '../model/load';
+import { urlSource, type ModelSource } from '../model/sources';
+import type { ModelInfo, ModelRef } from './protocol';
+
+const models = new Map<string, LlamaModel>();
+
+function sourceOf(ref: ModelRef): ModelSource {
+  if (ref.kind === 'url') return urlSource(new URL(ref.baseUrl, self.location.href).href);
+  return hubSource(ref.id, { endpoint: ref.endpoint });
+}
+
+function get(name: string): LlamaModel {
+  const m = models.get(name);
+  if (!m) throw new Error(`no model named "${name}" is loaded (loaded: ${[...models.keys()].join(', ') || 'none'})`);
+  return m;
+}
+
+export async function loadNamedModel(name: string, ref: ModelRef): Promise<ModelInfo> {
+  const source = sourceOf(ref);
+  const model = await loadModel(source);
+  const old = models.get(name);
+  if (old) disposeLlama(old);
+  models.set(name, model);
+  const c = model.config;
+  return {
+    name,
+    label: source.label,
+    family: c.family,
+    layers: c.numLayers,
+    hidden: c.hiddenSize,
+    vocab: c.vocabSize,
+  };
+}
+
+export function unloadNamedModel(name: string): void {
+  const m = models.get(name);
+  if (m) disposeLlama(m);
+  models.delete(name);
+}
+
+/** Logits of every position and the entropy of each next-token distribution, for one sequence. */
+export async function modelLogits(name: string, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }> {
+  const model = get(name);
+  const logits = tf.tidy(() => tf.squeeze(forward(model, [ids]), [0]) as tf.Tensor2D);
+  const entropy = tf.tidy(() => {
+    const logp = tf.logSoftmax(logits);
+    return tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), 1));
+  });
+  const out = { logits: (await logits.array()) as number[][], entropy: Array.from(await entropy.data()) };
+  tf.dispose([logits, entropy]);
+  return out;
+}
+
+export async function modelGenerate(name: string, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {
+  return generate(get(name), prompts, opts);
+}
