@@ -65,7 +65,7 @@ export function reverseWord(w: string): string {
   return Array.from(w).reverse().join('');
 }
 
-const ARITH_RE = /what is (\d{1,4}) ?([+-]) ?(\d{1,4})\s*\?/i;
+const ARITH_RE = /what is (\d{1,4}) ?([+-]) ?(\d{1,4})\b/i;
 const REVERSE_RE = /reverse the word ([A-Za-z]{1,24})\b/i;
 const CAPITAL_RE = /capital of ([A-Za-z]+)/i;
 
