@@ -1,0 +1,109 @@
+import * as tf from '@tensorflow/tfjs';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parseModelConfig } from './config.ts';
+import { DenseWeight } from './linear.ts';
+import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
+import { Int8Weight, dequantizeInt8, int8Quantizer, packInt8x4, quantizeInt8 } from './quant.ts';
+import { mulberry32 } from './random.ts';
+import { parseSafetensors } from './safetensors.ts';
+
+const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+
+describe('int8 quantisation (hand-worked)', () => {
+  it('quantises one row per channel and packs four per word, low byte first', () => {
+    const m = quantizeInt8(Float32Array.from([1, -0.5, 0.25, 0, 0.3]), [1, 5]);
+    expect(m.scales[0]).toBe(Math.fround(1 / 127));
+    // 1 -> 127; -0.5*127 = -63.5 -> -64 (half away from zero); 31.75 -> 32; 0; 38.1 -> 38
+    expect(Array.from(m.q)).toEqual([127, -64, 32, 0, 38]);
+    // word 0 = 127 | 0xc0 << 8 | 32 << 16 | 0 << 24 = 2146431; word 1 = 38 (zero padded)
+    expect(Array.from(packInt8x4(m.q, 1, 5))).toEqual([2146431, 38]);
+    const w = new Int8Weight(m);
+    expect(Array.from(tf.tidy(() => w.unpack().dataSync()))).toEqual([127, -64, 32, 0, 38]);
+    expect(w.bytes).toBe(2 * 4 + 4);
+    w.dispose();
+  });
+
+  it('unpacks every int8 value exactly, including the sign byte', () => {
+    const q = Int8Array.from({ length: 256 }, (_, i) => i - 128);
+    const m = { out: 4, in: 64, groupSize: 64, q, scales: new Float32Array(4).fill(1) };
+    const w = new Int8Weight(m);
+    expect(Array.from(tf.tidy(() => w.unpack().dataSync()))).toEqual(Array.from(q));
+    w.dispose();
+  });
+
+  it('per-group scales, error within half a step, all-zero groups exact', () => {
+    const r = mulberry32(3);
+    const data = Float32Array.from({ length: 3 * 16 }, (_, i) => (i < 4 ? 0 : (2 * r() - 1) * (1 + (i % 16 >= 8 ? 9 : 0))));
+    const m = quantizeInt8(data, [3, 16], { groupSize: 8 });
+    expect(m.scales.length).toBe(6);
+    expect(m.scales[1]).toBeGreaterThan(m.scales[0] * 3); // the second half of each row is ~10x larger
+    const deq = dequantizeInt8(m);
+    for (let i = 0; i < data.length; i++) {
+      const s = m.scales[Math.floor(i / 8)];
+      expect(Math.abs(deq[i] - data[i])).toBeLessThanOrEqual(s / 2 + 1e-7);
+    }
+    expect(Array.from(deq.slice(0, 4))).toEqual([0, 0, 0, 0]);
+    const w = new Int8Weight(m);
+    const dense = tf.tidy(() => w.toDense().dataSync());
+    for (let i = 0; i < deq.length; i++) expect(dense[i]).toBeCloseTo(deq[i], 6);
+    w.dispose();
+    expect(() => quantizeInt8(data, [3, 16], { groupSize: 5 })).toThrow(/groupSize 5 must be a positive divisor of the input size 16/);
+  });
+});
+
+describe.each(['tiny-llama', 'tiny-llama-f32'])('int8 model on %s', (dir) => {
+  const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
+  const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))));
+  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as { input_ids: number[]; logits: number[][] };
+
+  // Tolerances, stated from measurement (tfjs CPU): each weight moves by up to scale/2 =
+  // max|w_group|/254, and this model (hidden 32, random weights) averages little of that away.
+  // Measured max |logit - golden|: tiny-llama 0.397 per channel / 0.292 group 8; tiny-llama-f32
+  // 0.292 / 0.210 (logits span about +-10); mean |error| 0.04-0.05; argmax unchanged at all 12
+  // positions. Bounds: max 0.5 / 0.35, mean 0.07 / 0.06, every argmax equal.
+  it.each([
+    { label: 'per channel', opts: {}, tol: 0.5, meanTol: 0.07 },
+    { label: 'group 8', opts: { groupSize: 8 }, tol: 0.35, meanTol: 0.06 },
+  ])('$label: logits within $tol of the float64 golden ones, same argmax', ({ label, opts, tol, meanTol }) => {
+    const before = tf.memory().numTensors;
+    const model = loadLlama(config, st, { quantize: int8Quantizer(opts) });
+    expect(linearLayers(model).every((l) => l.weight.kind === 'int8')).toBe(true);
+    const logits = forward(model, [golden.input_ids]);
+    const got = logits.dataSync();
+    const want = golden.logits.flat();
+    let err = 0;
+    let sum = 0;
+    for (let i = 0; i < want.length; i++) {
+      err = Math.max(err, Math.abs(got[i] - want[i]));
+      sum += Math.abs(got[i] - want[i]);
+    }
+    console.log(`${dir} int8 ${label}: max |logit - golden| = ${err.toFixed(4)}, mean ${(sum / want.length).toFixed(4)}`);
+    expect(err).toBeLessThan(tol);
+    expect(sum / want.length).toBeLessThan(meanTol);
+    expect(err).toBeGreaterThan(0); // really quantised
+    const V = config.vocabSize;
+    for (let p = 0; p < golden.input_ids.length; p++) {
+      const row = golden.logits[p];
+      const mine = Array.from(got.slice(p * V, (p + 1) * V));
+      expect(mine.indexOf(Math.max(...mine))).toBe(row.indexOf(Math.max(...row)));
+    }
+    logits.dispose();
+    disposeLlama(model);
+    expect(tf.memory().numTensors).toBe(before);
+  });
+
+  it('the int8 path computes exactly what float32 weights q * scale compute', () => {
+    const opts = { groupSize: 8 };
+    const q = loadLlama(config, st, { quantize: int8Quantizer(opts) });
+    const ref = loadLlama(config, st, {
+      quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(dequantizeInt8(quantizeInt8(w, shape, opts)), shape)),
+    });
+    const a = forward(q, [golden.input_ids]);
+    const b = forward(ref, [golden.input_ids]);
+    expect(tf.max(tf.abs(a.sub(b))).dataSync()[0]).toBeLessThan(1e-5);
+    tf.dispose([a, b]);
+    disposeLlama(q);
+    disposeLlama(ref);
+  });
+});
