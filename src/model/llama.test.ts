@@ -116,3 +116,50 @@ describe('loadLlama errors', () => {
     disposeLlama(model);
   });
 });
+
+describe('biases (Qwen2 layout) and the Linear module', () => {
+  const dir = 'tiny-llama-f32';
+  const llamaCfg = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
+  const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))));
+  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as Golden;
+  const qwenCfg = parseModelConfig({
+    ...JSON.parse(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8')),
+    architectures: ['Qwen2ForCausalLM'],
+    model_type: 'qwen2',
+  });
+
+  /** The fixture's weights plus q/k/v biases (zeros, or `vBias` on v_proj of layer 0). */
+  function withBiases(vBias?: number[]) {
+    const tensors: Record<string, { dtype: 'F32'; shape: number[]; data: ArrayLike<number> }> = {};
+    for (const n of st.names()) tensors[n] = { dtype: 'F32', shape: st.info(n).shape, data: st.getFloat32(n) };
+    for (let i = 0; i < 2; i++) {
+      tensors[`model.layers.${i}.self_attn.q_proj.bias`] = { dtype: 'F32', shape: [32], data: new Float32Array(32) };
+      tensors[`model.layers.${i}.self_attn.k_proj.bias`] = { dtype: 'F32', shape: [16], data: new Float32Array(16) };
+      tensors[`model.layers.${i}.self_attn.v_proj.bias`] = { dtype: 'F32', shape: [16], data: i === 0 && vBias ? vBias : new Float32Array(16) };
+    }
+    return parseSafetensors(writeSafetensors(tensors), 'qwen.safetensors');
+  }
+
+  it('Qwen2 loads q/k/v biases by their HF names; zero biases reproduce the golden logits', () => {
+    expect(() => loadLlama(qwenCfg, st)).toThrow(/missing tensor "model\.layers\.0\.self_attn\.q_proj\.bias"/);
+    const model = loadLlama(qwenCfg, withBiases());
+    expect(model.layers[1].k.bias?.shape).toEqual([16]);
+    expect(model.layers[0].o.bias).toBeNull();
+    const logits = forward(model, [golden.input_ids]);
+    expect(maxAbsDiff(logits.dataSync(), golden.logits.flat())).toBeLessThan(1e-3);
+    logits.dispose();
+    disposeLlama(model);
+  });
+
+  it('a loaded bias is added to every row of the projection output', () => {
+    const model = loadLlama(qwenCfg, withBiases(Array.from({ length: 16 }, (_, i) => (i % 3) - 1)));
+    const base = loadLlama(llamaCfg, st);
+    const x = tf.randomNormal([3, 32], 0, 1, 'float32', 7) as tf.Tensor2D;
+    const d = model.layers[0].v.forward(x).sub(base.layers[0].v.forward(x));
+    const want = Array.from({ length: 16 }, (_, i) => (i % 3) - 1);
+    for (const row of d.arraySync() as number[][]) row.forEach((v, i) => expect(v).toBeCloseTo(want[i], 5));
+    tf.dispose([x, d]);
+    disposeLlama(model);
+    disposeLlama(base);
+  });
+});
