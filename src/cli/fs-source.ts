@@ -1,7 +1,7 @@
 // A model folder on the local disk, with the methods the model loader needs (src/model/load.ts).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { ModelFiles } from '../model/load.ts';
+import type { ModelFolder } from '../model/load.ts';
 
 export class FolderError extends Error {
   constructor(message: string) {
@@ -10,7 +10,7 @@ export class FolderError extends Error {
   }
 }
 
-export function folderSource(dir: string): ModelFiles {
+export function folderSource(dir: string): ModelFolder {
   const root = resolve(dir);
   if (!existsSync(root)) throw new FolderError(`model folder ${dir} does not exist`);
   if (!statSync(root).isDirectory()) throw new FolderError(`model folder ${dir} is not a directory`);

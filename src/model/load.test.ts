@@ -2,14 +2,16 @@ import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { disposeLlama, forward } from './llama.ts';
-import { loadModel, type ModelFiles } from './load.ts';
+import { loadModelFiles } from './hub.ts';
+import { loadModel, modelFromFiles, type ModelFolder } from './load.ts';
+import { mapSource } from './sources.ts';
 import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors.ts';
 
 const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
 const read = (p: string) => new Uint8Array(readFileSync(new URL(p, FIXTURES)));
 
 /** An in-memory folder with the loader's methods. */
-function memFolder(label: string, files: Record<string, Uint8Array | string>): ModelFiles {
+function memFolder(label: string, files: Record<string, Uint8Array | string>): ModelFolder {
   const bytes = (n: string) => {
     const f = files[n];
     if (f === undefined) throw new Error(`${n} not found in ${label}`);
@@ -64,5 +66,21 @@ describe('loadModel', () => {
       /mem\/badcfg\/config\.json: field "architectures".*BertModel/,
     );
     expect(tf.memory().numTensors).toBe(0);
+  });
+
+  it('builds from the files hub.ts loadModelFiles fetched (single file and through mapSource)', async () => {
+    const files = await loadModelFiles(
+      mapSource({ 'config.json': config, 'model.safetensors': read('tiny-llama/model.safetensors') }, { label: 'mem/tiny' }),
+      { requireTokenizer: false },
+    );
+    const model = await modelFromFiles(files);
+    const logits = forward(model, [golden.input_ids]);
+    const got = logits.dataSync();
+    const flat = golden.logits.flat();
+    let err = 0;
+    for (let i = 0; i < flat.length; i++) err = Math.max(err, Math.abs(got[i] - flat[i]));
+    expect(err).toBeLessThan(1e-3);
+    logits.dispose();
+    disposeLlama(model);
   });
 });
