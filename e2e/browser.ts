@@ -1,24 +1,9 @@
-// Launches Debian's Chromium with WebGPU on (SwiftShader when there is no GPU) and no traffic
-// to Google's services, which this machine's closed network would refuse anyway.
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+// Browser-test helpers over the shared Chromium launcher (src/cli/chromium.ts).
+import type { Browser, Page } from 'playwright-core';
 import { inject } from 'vitest';
+import { launchChromium } from '../src/cli/chromium';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-export const CHROMIUM_ARGS = [
-  '--enable-unsafe-webgpu',
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-
-export async function launch(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)`);
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-}
+export const launch = launchChromium;
 
 export function appURL(query = ''): string {
   return inject('baseURL') + query;

@@ -12,7 +12,8 @@ import { isWebGPUBackend, webgpuDevice } from '../engine/kernels/wgslProgram';
 import { tokenStats } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
-import { loadNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
+import { benchKernels } from './bench';
+import { benchNamedModel, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
@@ -109,6 +110,20 @@ const api: EngineApi = {
 
   async generate(name, prompts, options) {
     return modelGenerate(name, prompts, options);
+  },
+
+  async loadSyntheticModel(name, shape) {
+    requireInit();
+    return loadSyntheticNamedModel(name, shape);
+  },
+
+  async benchKernels(reps) {
+    requireInit();
+    return benchKernels(reps);
+  },
+
+  async benchModel(name, c) {
+    return benchNamedModel(name, c);
   },
 
   async sampleCheck(rows, vocab, logitsSeed, options) {

@@ -7,6 +7,8 @@ import { hubSource } from '../model/hub';
 import { disposeLlama, forward, type LlamaModel } from '../model/llama';
 import { loadModel } from '../model/load';
 import { urlSource, type ModelSource } from '../model/sources';
+import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
+import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
 import type { ModelInfo, ModelRef } from './protocol';
 
 const models = new Map<string, LlamaModel>();
@@ -22,21 +24,33 @@ function get(name: string): LlamaModel {
   return m;
 }
 
-export async function loadNamedModel(name: string, ref: ModelRef): Promise<ModelInfo> {
-  const source = sourceOf(ref);
-  const model = await loadModel(source);
+function register(name: string, label: string, model: LlamaModel): ModelInfo {
   const old = models.get(name);
   if (old) disposeLlama(old);
   models.set(name, model);
   const c = model.config;
   return {
     name,
-    label: source.label,
+    label,
     family: c.family,
     layers: c.numLayers,
     hidden: c.hiddenSize,
     vocab: c.vocabSize,
   };
+}
+
+export async function loadNamedModel(name: string, ref: ModelRef): Promise<ModelInfo> {
+  const source = sourceOf(ref);
+  return register(name, source.label, await loadModel(source));
+}
+
+export async function loadSyntheticNamedModel(name: string, shape: 'smollm2-135m'): Promise<ModelInfo> {
+  if (shape !== 'smollm2-135m') throw new Error(`unknown synthetic model shape ${shape}`);
+  return register(name, `synthetic ${shape}`, await syntheticModel(SMOLLM2_135M_CONFIG));
+}
+
+export function benchNamedModel(name: string, c: ThroughputCase): Promise<ThroughputResult> {
+  return measureThroughput(get(name), c);
 }
 
 export function unloadNamedModel(name: string): void {

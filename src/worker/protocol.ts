@@ -4,6 +4,7 @@ import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { GpuProbe } from '../engine/probe';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
+import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 
 export interface MemoryInfo {
   numTensors: number;
@@ -59,6 +60,17 @@ export interface ModelInfo {
   vocab: number;
 }
 
+export interface KernelBenchRow {
+  name: string;
+  shape: string;
+  /** Median ms of the custom kernel (WGSL on webgpu; the fallback elsewhere). */
+  oursMs: number;
+  /** Median ms of the same work with stock tfjs ops (or the obvious readback path). */
+  stockMs: number;
+  /** Bytes the kernel must at least read, for GB/s. */
+  bytes: number;
+}
+
 export interface EngineApi {
   ping(nonce: number): Promise<Pong>;
   /** Probe WebGPU and start tfjs on the preferred backend (falling back as needed). */
@@ -71,6 +83,10 @@ export interface EngineApi {
   /** Logits of every position (one row each) and next-token entropy, for one id sequence. */
   logits(name: string, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }>;
   generate(name: string, prompts: number[][], options: GenerateOptions): Promise<GenerateResult>;
+  /** Builds a random-weight model with a real model's shapes ('smollm2-135m'). */
+  loadSyntheticModel(name: string, shape: 'smollm2-135m'): Promise<ModelInfo>;
+  benchKernels(reps: number): Promise<KernelBenchRow[]>;
+  benchModel(name: string, c: ThroughputCase): Promise<ThroughputResult>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
 }

@@ -1,0 +1,104 @@
+// `npm run bench`: every custom kernel and whole prefill/decode beside the obvious way with stock
+// tfjs ops, as tables of medians and ratios.
+//   node part:    model throughput in Node on the tfjs wasm backend (cpu if wasm fails)
+//   browser part: kernels and model throughput in Chromium on WebGPU (SwiftShader without a GPU)
+// Flags: --only node|browser, --quick (fewer reps, skip the 135M model in the browser),
+//        --full (also the synthetic SmolLM2-135M model in the browser, slow on SwiftShader).
+import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import * as tf from '@tensorflow/tfjs';
+import { preview } from 'vite';
+import { loadModel } from '../model/load';
+import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
+import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
+import type { EngineApi, KernelBenchRow } from '../worker/protocol';
+import { launchChromium } from './chromium';
+import { folderSource } from './fs-source';
+import { serveFolder } from './staticServer';
+import { formatTable } from './table';
+
+const args = process.argv.slice(2);
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
+const quick = args.includes('--quick');
+const full = args.includes('--full');
+const FIXTURE = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+
+const THROUGHPUT_HEADER = ['model', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)', 'ratio'];
+const throughputRow = (name: string, r: ThroughputResult) => [
+  name, r.batch, r.promptLen, r.prefillTokPerS, r.decodeTokPerS, r.noCacheTokPerS, `${(r.decodeTokPerS / r.noCacheTokPerS).toFixed(2)}x`,
+];
+
+async function nodeBench(): Promise<void> {
+  try {
+    await import('@tensorflow/tfjs-backend-wasm');
+    if (!(await tf.setBackend('wasm'))) throw new Error('setBackend(wasm) failed');
+  } catch {
+    await tf.setBackend('cpu');
+  }
+  await tf.ready();
+  console.log(`\n== Node, tfjs ${tf.getBackend()} backend: model throughput (medians)\n`);
+  const rows: (string | number)[][] = [];
+  const reps = quick ? 1 : 3;
+  if (existsSync(FIXTURE)) {
+    const model = await loadModel(folderSource(FIXTURE));
+    for (const batch of [1, 8]) rows.push(throughputRow('tiny-llama-f32', await measureThroughput(model, { batch, promptLen: 12, decodeSteps: 16, reps: 5 })));
+  }
+  const smol = await syntheticModel(SMOLLM2_135M_CONFIG);
+  for (const batch of [1, 8]) {
+    const c: ThroughputCase = { batch, promptLen: 8, decodeSteps: quick ? 2 : 4, reps };
+    rows.push(throughputRow('SmolLM2-135M shape', await measureThroughput(smol, c)));
+  }
+  console.log(formatTable(THROUGHPUT_HEADER, rows));
+}
+
+async function browserBench(): Promise<void> {
+  if (!existsSync('dist/index.html')) throw new Error('dist/ is missing: run `vite build` first (npm run bench does)');
+  const server = await preview({ preview: { host: '127.0.0.1', port: 4180, strictPort: false }, logLevel: 'warn' });
+  const fixtures = await serveFolder(resolve(FIXTURE, '..'));
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    await page.goto(server.resolvedUrls!.local[0].replace('127.0.0.1', 'localhost'));
+    await page.waitForSelector('[data-testid="device-badge"][data-backend]:not([data-backend=""])', { timeout: 90_000 });
+    type Api = { sparring: { engine: EngineApi } };
+    const status = await page.evaluate(() => (window as unknown as Api).sparring.engine.status());
+    const adapter = status.probe.available ? `${status.probe.vendor} ${status.probe.architecture}`.trim() : 'none';
+    console.log(`\n== Chromium, tfjs ${status.backend.backend} backend (adapter: ${adapter}): kernels (medians)\n`);
+    const reps = quick ? 3 : 7;
+    const kernels = await page.evaluate((n) => (window as unknown as Api).sparring.engine.benchKernels(n), reps);
+    console.log(
+      formatTable(
+        ['kernel', 'shape', 'ours ms', 'stock ms', 'speed-up', 'ours GB/s'],
+        kernels.map((k: KernelBenchRow) => [k.name, k.shape, k.oursMs, k.stockMs, `${(k.stockMs / k.oursMs).toFixed(2)}x`, k.bytes / k.oursMs / 1e6]),
+      ),
+    );
+    console.log('\nstock = the same work with stock tfjs ops (sampling: read logits back, sample on the CPU).');
+
+    console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: model throughput (medians)\n`);
+    const rows: (string | number)[][] = [];
+    if (existsSync(FIXTURE)) {
+      const baseUrl = `${fixtures.url}tiny-llama-f32/`;
+      await page.evaluate((u) => (window as unknown as Api).sparring.engine.loadModel('fixture', { kind: 'url', baseUrl: u }), baseUrl);
+      for (const batch of [1, 8]) {
+        const c: ThroughputCase = { batch, promptLen: 12, decodeSteps: 16, reps: 5 };
+        rows.push(throughputRow('tiny-llama-f32', await page.evaluate(([cc]) => (window as unknown as Api).sparring.engine.benchModel('fixture', cc), [c] as const)));
+      }
+    }
+    if (full) {
+      await page.evaluate(() => (window as unknown as Api).sparring.engine.loadSyntheticModel('smol', 'smollm2-135m'));
+      for (const batch of [1, 8]) {
+        const c: ThroughputCase = { batch, promptLen: 8, decodeSteps: 4, reps: 3 };
+        rows.push(throughputRow('SmolLM2-135M shape', await page.evaluate(([cc]) => (window as unknown as Api).sparring.engine.benchModel('smol', cc), [c] as const)));
+      }
+    }
+    console.log(formatTable(THROUGHPUT_HEADER, rows));
+    if (!full) console.log('(pass --full to also time the synthetic SmolLM2-135M model here; slow on SwiftShader)');
+  } finally {
+    await browser.close();
+    await server.close();
+    await fixtures.close();
+  }
+}
+
+if (only !== 'browser') await nodeBench();
+if (only !== 'node') await browserBench();
