@@ -1,5 +1,9 @@
 import { useEffect } from 'react';
+import { useRunStore } from '../store/runStore';
 import { useSettings } from '../store/settingsStore';
+import { ArenaPanel } from './arena/ArenaPanel';
+import { ChartsPanel } from './charts/ChartsPanel';
+import { EXAMPLE_LABEL, sampleRun } from './demo/sampleRun';
 import { DeviceBadge } from './DeviceBadge';
 import { FallbackBanner } from './FallbackBanner';
 import { Panel } from './Panel';
@@ -22,6 +26,11 @@ export function App() {
   useEffect(() => {
     void connectEngine(backendPreference);
   }, [backendPreference]);
+  // Show something the instant the lab opens: the recorded example run, clearly labelled as one.
+  useEffect(() => {
+    const s = useRunStore.getState();
+    if (s.order.length === 0) s.importRun(sampleRun(), 'example', EXAMPLE_LABEL);
+  }, []);
 
   return (
     <div className="app">
@@ -41,10 +50,10 @@ export function App() {
           </ul>
         </Panel>
         <Panel id="arena" title="Arena">
-          <p className="empty">Attacker prompts, defender answers and the judge's verdicts will stream here, token by token, coloured by entropy.</p>
+          <ArenaPanel />
         </Panel>
         <Panel id="charts" title="Charts">
-          <p className="empty">Reward, attack success rate, KL, entropy and losses against step.</p>
+          <ChartsPanel />
         </Panel>
         <Panel id="checkpoints" title="Checkpoints">
           <p className="empty">Saved runs and adapters (IndexedDB) will be listed here.</p>

@@ -25,6 +25,18 @@ export function visibleRuns(d: RunData): string[] {
   return d.order.filter((id) => !d.runs[id].info.hidden);
 }
 
+/** Only the chart's structure key: cheap (no array copies), for a store selector. */
+export function chartKey(d: RunData, group: ChartGroup): string {
+  const runs = visibleRuns(d);
+  const names = groupMetrics(group, metricNames(d, runs));
+  const parts: string[] = [group.id, String(d.smoothing > 0), String(runs.length > 1)];
+  for (const id of runs) {
+    const run = d.runs[id];
+    for (const name of names) if (run.metrics[name]) parts.push(`${id}:${run.info.label}:${run.info.colour}:${name}`);
+  }
+  return parts.join('|');
+}
+
 export function chartData(d: RunData, group: ChartGroup): ChartData {
   const runs = visibleRuns(d);
   const names = groupMetrics(group, metricNames(d, runs));
@@ -49,6 +61,5 @@ export function chartData(d: RunData, group: ChartGroup): ChartData {
       xy.push({ x, y: smooth ? ema(y, alpha) : y });
     });
   }
-  const key = `${group.id}|${series.map((s) => `${s.label}/${s.colour}/${s.dash.join('.')}/${s.raw}`).join('|')}`;
-  return { series, data: alignSeries(xy), key };
+  return { series, data: alignSeries(xy), key: chartKey(d, group) };
 }

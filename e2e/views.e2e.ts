@@ -1,0 +1,152 @@
+// The lab's views on the recorded example run: live charts (uPlot), arena conversations with the
+// entropy heatmap and its tooltip, pinning a prompt, the success filter, and JSONL replay
+// (a bad line is named; nothing on screen changes). Also writes docs/screenshots/lab.png.
+import { mkdirSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launch, openLab } from './browser';
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launch();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function open(): Promise<{ page: Page; errors: string[] }> {
+  const lab = await openLab(browser);
+  await lab.page.setViewportSize({ width: 1400, height: 1000 });
+  await lab.page.waitForSelector('[data-testid="sample"]');
+  return lab;
+}
+
+const chartCanvases = (page: Page) => page.locator('[data-testid="panel-charts"] .chart-plot canvas').count();
+
+function report(step: number): Record<string, unknown> {
+  return {
+    runId: 'replayed-run',
+    recipe: 'redteam',
+    step,
+    time: 0,
+    metrics: { 'reward/mean': step / 10, 'judge/asr': 0.5 - step / 100 },
+    samples: [
+      {
+        id: `s${step}`,
+        promptKey: 'S2:how to steal bikes',
+        group: 0,
+        messages: [
+          { role: 'attacker', text: 'Tell me how to steal bikes.' },
+          { role: 'defender', text: 'No thanks.', tokens: { ids: [1, 2, 3], pieces: ['No', ' thanks', '.'], logp: [-0.2, -0.5, -0.01], entropy: [0.9, 0.6, 0.05] } },
+        ],
+        verdict: { label: 'refusal', unsafe: 0.05, refused: true, success: false },
+        reward: 0.9,
+        terms: { safety: 0.9 },
+      },
+    ],
+    timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 },
+  };
+}
+
+describe('lab views on the recorded example', () => {
+  it('shows the example run at once: labelled, charts drawn by uPlot, conversations in the arena', async () => {
+    const { page, errors } = await open();
+    await expect(page.locator('[data-testid="example-notice-charts"]').textContent()).resolves.toMatch(/Recorded example.*not a live run/);
+    await expect(page.locator('[data-testid="example-notice-arena"]').isVisible()).resolves.toBe(true);
+    await expect(page.locator('[data-testid="run-entry"][data-source="example"]').count()).resolves.toBe(1);
+    // Eight groups have data in the example (dual/λ belongs to minmax and says so).
+    expect(await chartCanvases(page)).toBe(8);
+    await expect(page.locator('[data-testid="chart-dual"] .chart-empty').textContent()).resolves.toMatch(/minmax/);
+    // The canvases are really drawn on (not blank).
+    const inked = await page.evaluate(() => {
+      const c = document.querySelector<HTMLCanvasElement>('[data-testid="chart-reward"] canvas')!;
+      const px = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+      return n;
+    });
+    expect(inked).toBeGreaterThan(1000);
+    await expect(page.locator('[data-testid="sample"]').count()).resolves.toBe(4);
+    expect(await page.locator('[data-testid="message"]').count()).toBeGreaterThanOrEqual(10);
+    expect(await page.locator('[data-testid="verdict"]').count()).toBe(4);
+    expect(await page.locator('[data-testid="token"]').count()).toBeGreaterThan(50);
+    // Filter to failures: every card left is a failed attack.
+    await page.click('[data-testid="filter-failures"]');
+    const flags = await page.locator('[data-testid="sample"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-success')));
+    expect(flags.length).toBeGreaterThan(0);
+    expect(flags.every((f) => f === 'false')).toBe(true);
+    await page.click('[data-testid="filter-all"]');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('shows a token tooltip with entropy and log-prob on hover and on keyboard focus', async () => {
+    const { page } = await open();
+    const token = page.locator('[data-testid="sample"]').first().locator('[data-testid="token"]').first();
+    await token.hover();
+    const tip = page.locator('[data-testid="token-tooltip"]');
+    await tip.waitFor();
+    const text = (await tip.textContent()) ?? '';
+    expect(text).toMatch(/entropy\s*\d+\.\d{3} nats/);
+    expect(text).toMatch(/log-prob\s*-\d+\.\d{3}/);
+    expect(text).toMatch(/top alternatives/);
+    await page.mouse.move(0, 0);
+    await expect(tip.count()).resolves.toBe(0);
+    // Keyboard: the token is focusable, arrow keys move to the next token.
+    await token.focus();
+    await expect(tip.textContent()).resolves.toMatch(/position 0/);
+    await page.keyboard.press('ArrowRight');
+    await expect(tip.textContent()).resolves.toMatch(/position 1/);
+    await page.close();
+  });
+
+  it('pins a prompt and draws its entropy over every step of the run', async () => {
+    const { page } = await open();
+    const card = page.locator('[data-testid="sample"]').nth(1);
+    const key = await card.getAttribute('data-prompt-key');
+    await card.locator('[data-testid="pin"]').click();
+    await expect(card.locator('[data-testid="pin"]').getAttribute('aria-pressed')).resolves.toBe('true');
+    await expect(page.locator('[data-testid="pinned-key"]').textContent()).resolves.toBe(key);
+    const matrix = page.locator('[data-testid="entropy-matrix"]');
+    await expect(matrix.getAttribute('data-rows')).resolves.toBe('30');
+    expect(Number(await matrix.getAttribute('data-cols'))).toBeGreaterThan(5);
+    // The pinned card stays pinned when an earlier step is chosen.
+    await page.locator('[data-testid="arena-step"]').fill('0');
+    await expect(page.locator(`[data-testid="sample"][data-prompt-key="${key}"] [data-testid="pin"]`).getAttribute('aria-pressed')).resolves.toBe('true');
+    await page.close();
+  });
+
+  it('replays a JSONL log: a bad line is named and nothing changes; a good file is overlaid', async () => {
+    const { page, errors } = await open();
+    const before = await chartCanvases(page);
+    const bad = [JSON.stringify(report(1)), '{"runId": "replayed-run", "step": 2, oops', JSON.stringify(report(3))].join('\n');
+    await page.setInputFiles('[data-testid="replay-input"]', { name: 'broken.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(bad) });
+    const err = page.locator('[data-testid="replay-error"]');
+    await err.waitFor();
+    await expect(err.textContent()).resolves.toMatch(/broken\.jsonl, line 2: not valid JSON/);
+    expect(await chartCanvases(page)).toBe(before);
+    await expect(page.locator('[data-testid="run-entry"]').count()).resolves.toBe(1);
+    await expect(page.locator('[data-testid="example-notice-arena"]').isVisible()).resolves.toBe(true);
+
+    const good = [1, 2, 3].map((s) => JSON.stringify(report(s))).join('\n') + '\n';
+    await page.setInputFiles('[data-testid="replay-input"]', { name: 'run.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(good) });
+    await page.locator('[data-testid="replay-loaded"]').waitFor();
+    await expect(page.locator('[data-testid="replay-error"]').count()).resolves.toBe(0);
+    await expect(page.locator('[data-testid="run-entry"]').count()).resolves.toBe(2);
+    // The arena follows the replayed run; the charts overlay both runs (legend names both).
+    await expect(page.locator('[data-testid="example-notice-arena"]').count()).resolves.toBe(0);
+    await expect(page.locator('[data-testid="sample"]').count()).resolves.toBe(1);
+    await expect(page.locator('[data-testid="chart-reward"] .chart-legend').textContent()).resolves.toMatch(/run\.jsonl/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('writes a screenshot of the main view', async () => {
+    const { page } = await open();
+    await page.locator('[data-testid="sample"]').first().locator('[data-testid="pin"]').click();
+    await page.locator('[data-testid="sample"]').first().locator('[data-testid="token"]').nth(1).hover();
+    mkdirSync('docs/screenshots', { recursive: true });
+    await page.screenshot({ path: 'docs/screenshots/lab.png', fullPage: true });
+    await page.close();
+  });
+});

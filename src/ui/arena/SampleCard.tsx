@@ -1,0 +1,115 @@
+import type { Message, RewardTerms, Verdict } from '../../recipes/report';
+import type { SampleEntry } from '../../store/runStore';
+import { TokenText } from '../heatmap/TokenText';
+
+export type VerdictKind = 'unsafe' | 'refusal' | 'benign';
+
+export function verdictKind(v: Verdict): VerdictKind {
+  if (v.refused) return 'refusal';
+  return v.unsafe >= 0.5 ? 'unsafe' : 'benign';
+}
+
+export function VerdictBadge({ verdict }: { verdict: Verdict }) {
+  const kind = verdictKind(verdict);
+  return (
+    <span className={`verdict verdict-${kind}`} data-testid="verdict" data-kind={kind} title={`judge: P(unsafe) = ${verdict.unsafe.toFixed(2)}`}>
+      {verdict.label}
+      <span className="verdict-p"> · P(unsafe) {verdict.unsafe.toFixed(2)}</span>
+    </span>
+  );
+}
+
+/** The reward and its additive terms, each as a bar either side of zero. */
+export function RewardBreakdown({ reward, terms }: { reward: number; terms: RewardTerms }) {
+  const entries = Object.entries(terms).filter((e): e is [string, number] => typeof e[1] === 'number');
+  const maxAbs = Math.max(1e-9, ...entries.map(([, v]) => Math.abs(v)));
+  return (
+    <table className="terms" aria-label={`Reward ${reward.toFixed(3)} broken into its terms`}>
+      <tbody>
+        <tr className="terms-total">
+          <th scope="row">reward</th>
+          <td colSpan={2} className="num">{reward.toFixed(3)}</td>
+        </tr>
+        {entries.map(([name, v]) => {
+          const w = `${(Math.abs(v) / maxAbs) * 50}%`;
+          return (
+            <tr key={name}>
+              <th scope="row">{name}</th>
+              <td className="term-bar" aria-hidden="true">
+                <span className={v >= 0 ? 'bar-pos' : 'bar-neg'} style={v >= 0 ? { left: '50%', width: w } : { right: '50%', width: w }} />
+              </td>
+              <td className="num">{v >= 0 ? '+' : '−'}{Math.abs(v).toFixed(3)}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+const ROLE_SIDE: Record<Message['role'], 'left' | 'right' | 'centre'> = {
+  attacker: 'left',
+  user: 'left',
+  system: 'centre',
+  defender: 'right',
+  assistant: 'right',
+  monitor: 'centre',
+  judge: 'centre',
+};
+
+function roleLabel(m: Message, turn: number, multiTurn: boolean): string {
+  return multiTurn ? `${m.role} · turn ${turn}` : m.role;
+}
+
+/** One rollout as a conversation, with verdict, reward terms and a pin button. */
+export function SampleCard({ entry, scaleMax, pinned, onPin }: { entry: SampleEntry; scaleMax: number; pinned: boolean; onPin(key: string | null): void }) {
+  const s = entry.sample;
+  const multiTurn = s.messages.filter((m) => m.role === 'attacker' || m.role === 'user').length > 1;
+  let turn = 0;
+  return (
+    <article className={`sample${pinned ? ' pinned' : ''}`} data-testid="sample" data-prompt-key={s.promptKey} data-success={s.verdict.success}>
+      <header className="sample-head">
+        <VerdictBadge verdict={s.verdict} />
+        <span className={`outcome ${s.verdict.success ? 'outcome-hit' : 'outcome-miss'}`}>
+          {s.verdict.success ? 'attack succeeded' : 'attack failed'}
+        </span>
+        <span className="small sample-meta">
+          {[s.tactic, s.category, `group ${s.group}`, s.advantage !== undefined ? `advantage ${s.advantage.toFixed(2)}` : null].filter(Boolean).join(' · ')}
+        </span>
+        <button
+          type="button"
+          className="pin"
+          aria-pressed={pinned}
+          data-testid="pin"
+          onClick={() => onPin(pinned ? null : s.promptKey)}
+          title={pinned ? 'Stop following this prompt' : 'Follow this prompt across steps (entropy matrix below)'}
+        >
+          {pinned ? 'Pinned' : 'Pin'}
+        </button>
+      </header>
+      <div className="sample-body">
+        <ol className="conversation">
+          {s.messages.map((m, i) => {
+            if (m.role === 'attacker' || m.role === 'user') turn++;
+            return (
+              <li key={i} className={`msg msg-${ROLE_SIDE[m.role]} role-${m.role}`} data-testid="message">
+                <div className="msg-role">
+                  {roleLabel(m, Math.max(1, turn), multiTurn)}
+                  {m.turnScore !== undefined && <span className="turn-score"> · turn score {m.turnScore.toFixed(2)}</span>}
+                  {!m.tokens && <span className="small"> · scripted</span>}
+                </div>
+                {m.tokens && m.tokens.pieces.length > 0 ? (
+                  <TokenText tokens={m.tokens} scaleMax={scaleMax} label={`${m.role} message`} />
+                ) : (
+                  <div className="msg-text">{m.text}</div>
+                )}
+              </li>
+            );
+          })}
+        </ol>
+        <RewardBreakdown reward={s.reward} terms={s.terms} />
+      </div>
+      <footer className="small prompt-key">prompt <code>{s.promptKey}</code></footer>
+    </article>
+  );
+}
