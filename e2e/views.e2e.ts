@@ -1,7 +1,7 @@
 // The lab's views on the recorded example run: live charts (uPlot), arena conversations with the
 // entropy heatmap and its tooltip, pinning a prompt, the success filter, and JSONL replay
 // (a bad line is named; nothing on screen changes). Also writes docs/screenshots/lab.png.
-import { mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openLab } from './browser';
@@ -138,6 +138,56 @@ describe('lab views on the recorded example', () => {
     await expect(page.locator('[data-testid="sample"]').count()).resolves.toBe(1);
     await expect(page.locator('[data-testid="chart-reward"] .chart-legend').textContent()).resolves.toMatch(/run\.jsonl/);
     expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('streams live reports into the same uPlot charts (setData, no rebuild) and hides the example', async () => {
+    const { page, errors } = await open();
+    const live = (step: number) => ({ ...report(step), runId: 'live-run', recipe: 'redteam' });
+    await page.evaluate((r) => window.sparringRuns!.append(r as never), live(1));
+    // A new run changes the chart's series once; from then on each step only feeds setData.
+    await page.waitForFunction(() => document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points') === '1');
+    await page.evaluate(() => {
+      (document.querySelector('[data-testid="chart-reward"] canvas') as HTMLCanvasElement & { mark?: number }).mark = 42;
+    });
+    for (let step = 2; step <= 40; step++) await page.evaluate((r) => window.sparringRuns!.append(r as never), live(step));
+    await page.waitForFunction(() => document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points') === '40');
+    const same = await page.evaluate(() => (document.querySelector('[data-testid="chart-reward"] canvas') as HTMLCanvasElement & { mark?: number }).mark);
+    expect(same).toBe(42);
+    const summary = await page.evaluate(() => window.sparringRuns!.summary());
+    expect(summary.activeRunId).toBe('live-run');
+    expect(summary.runs.find((r) => r.source === 'example')!.hidden).toBe(true);
+    await expect(page.locator('[data-testid="example-notice-charts"]').count()).resolves.toBe(0);
+    await expect(page.locator('[data-testid="example-notice-arena"]').count()).resolves.toBe(0);
+    await expect(page.locator('[data-testid="arena-step"] + output').textContent()).resolves.toMatch(/40 \(latest\)/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('exports the metric table as CSV and a chart as PNG', async () => {
+    const { page } = await open();
+    const [csv] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="export-csv"]')]);
+    expect(csv.suggestedFilename()).toBe('sparring-metrics.csv');
+    const text = await new Promise<string>((ok, fail) => {
+      csv.createReadStream().then((s) => {
+        let out = '';
+        s.on('data', (c) => (out += c));
+        s.on('end', () => ok(out));
+        s.on('error', fail);
+      }, fail);
+    });
+    const lines = text.trim().split('\n');
+    expect(lines[0]).toBe('run,step,entropy/mean,grad/norm,judge/asr,judge/refusal_rate,kl/mean,loss/kl,loss/policy,perf/step_ms,perf/tokens_per_s,reward/mean,reward/std');
+    expect(lines).toHaveLength(31);
+    expect(lines[1]).toMatch(/^example-arena-seed7,1,/);
+    const [png] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="chart-png-reward"]')]);
+    expect(png.suggestedFilename()).toBe('Reward.png');
+    const path = await png.path();
+    const bytes = readFileSync(path);
+    expect(bytes.subarray(1, 4).toString()).toBe('PNG');
+    expect(bytes.length).toBeGreaterThan(5000);
+    mkdirSync('docs/screenshots', { recursive: true });
+    copyFileSync(path, 'docs/screenshots/chart-reward.png');
     await page.close();
   });
 

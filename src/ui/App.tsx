@@ -8,6 +8,7 @@ import { DeviceBadge } from './DeviceBadge';
 import { FallbackBanner } from './FallbackBanner';
 import { Panel } from './Panel';
 import { connectEngine } from './engineConnection';
+import { installRunHandle } from './runHandle';
 
 export const RECIPES = [
   ['arena', 'attacker and defender co-trained, live'],
@@ -28,6 +29,7 @@ export function App() {
   }, [backendPreference]);
   // Show something the instant the lab opens: the recorded example run, clearly labelled as one.
   useEffect(() => {
+    installRunHandle();
     const s = useRunStore.getState();
     if (s.order.length === 0) s.importRun(sampleRun(), 'example', EXAMPLE_LABEL);
   }, []);

@@ -76,7 +76,7 @@ export function ArenaPanel() {
         <EntropyLegend max={scaleMax} />
       </div>
       <div className="arena-body">
-        <div className="samples" aria-live="polite" aria-relevant="additions">
+        <div className="samples">
           {shown.length === 0 && <p className="empty">No rollout at step {step} matches this filter.</p>}
           {shown.map((e) => (
             <SampleCard key={`${e.runId}/${e.step}/${e.sample.id}`} entry={e} scaleMax={scaleMax} pinned={e.sample.promptKey === pinnedKey} onPin={pin} />

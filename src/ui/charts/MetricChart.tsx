@@ -89,6 +89,7 @@ export function MetricChart({ group }: { group: ChartGroup }) {
     };
     const u = new uPlot(options(group, first.series, Math.max(200, el.clientWidth), onCursor), first.data as uPlot.AlignedData, el);
     plot.current = { u, series: first.series };
+    el.dataset.points = String(first.data[0].length);
     let seen = useRunStore.getState();
     let frame = 0;
     const unsubscribe = useRunStore.subscribe((s) => {
@@ -99,7 +100,10 @@ export function MetricChart({ group }: { group: ChartGroup }) {
         frame = 0;
         const next = chartData(useRunStore.getState(), group);
         // A new layout rebuilds the chart through the effect; only same-layout data goes here.
-        if (next.key === first.key) u.setData(next.data as uPlot.AlignedData);
+        if (next.key === first.key) {
+          u.setData(next.data as uPlot.AlignedData);
+          el.dataset.points = String(next.data[0].length);
+        }
       });
     });
     const resize = new ResizeObserver(() => {
