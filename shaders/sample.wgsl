@@ -1,5 +1,7 @@
 // Token sampling on the GPU, one workgroup per row of logits [rows, vocab] -> result[row] = id.
-// temperature (0 = greedy) -> top-k -> top-p -> one Philox4x32-10 uniform per (row, step).
+// temperature (0 = greedy) -> top-k -> top-p -> one Philox4x32-10 uniform per (stream, step),
+// where streams[row] names the row's random stream (so a sequence draws the same numbers alone
+// or in any batch).
 // Thresholds are exact: the largest order-key t with count(key >= t) >= k (top-k) or
 // mass(key >= t) >= topP * mass(top-k set) (top-p), built bit by bit, one pass over the row per
 // bit. Only the ids leave the GPU. Mirrors src/engine/ops/sampleReference.ts.
@@ -185,7 +187,7 @@ fn main(index : i32) {
   }
   workgroupBarrier();
   let total = bitcast<f32>(redU[0]);
-  let bits = philox(vec4<u32>(u32(row), uniforms.step, 0u, 0u), vec2<u32>(uniforms.seedLo, uniforms.seedHi)).x;
+  let bits = philox(vec4<u32>(u32(streams[row]), uniforms.step, 0u, 0u), vec2<u32>(uniforms.seedLo, uniforms.seedHi)).x;
   let u = f32(bits >> 8u) * (1.0 / 16777216.0) * total;
   let prefix = redF[tid];
   if (mine > 0.0 && u >= prefix && u < prefix + mine) {

@@ -8,7 +8,7 @@ const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url
 const FIXTURES = fileURLToPath(new URL('../../../shared/fixtures/', import.meta.url));
 
 function lab(...args: string[]) {
-  const r = spawnSync(TSX, ['src/cli/lab.ts', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -2,9 +2,9 @@ import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseModelConfig } from './config.ts';
-import { entropyFromLogits, generate, sampleFromLogits, type GenerateOptions } from './generate.ts';
+import { entropyFromLogits, generate, type GenerateOptions } from './generate.ts';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
-import { mix32, mulberry32, uniformAt } from './random.ts';
+import { mix32, mulberry32 } from './random.ts';
 import { parseSafetensors } from './safetensors.ts';
 
 const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
@@ -28,81 +28,6 @@ describe('random', () => {
   it('mulberry32 matches a Python transcription of the reference', () => {
     const r = mulberry32(42);
     expect([r(), r(), r()]).toEqual([0.6011037519201636, 0.44829055899754167, 0.8524657934904099]);
-  });
-  it('uniformAt is deterministic, in [0, 1), roughly uniform, and streams differ', () => {
-    expect(uniformAt(7, 3, 11)).toBe(uniformAt(7, 3, 11));
-    const buckets = new Array(10).fill(0);
-    let inRange = true;
-    for (let i = 0; i < 20000; i++) {
-      const u = uniformAt(1, 0, i);
-      inRange &&= u >= 0 && u < 1;
-      buckets[Math.floor(u * 10)]++;
-    }
-    expect(inRange).toBe(true);
-    for (const c of buckets) expect(Math.abs(c - 2000)).toBeLessThan(200); // ~4.7 sigma
-    expect(uniformAt(1, 0, 5)).not.toBe(uniformAt(1, 1, 5));
-    expect(uniformAt(1, 0, 5)).not.toBe(uniformAt(2, 0, 5));
-  });
-});
-
-describe('sampleFromLogits (hand-computed distributions)', () => {
-  const run = (logits: number[][], u: number[], o: Parameters<typeof sampleFromLogits>[2]) => {
-    const r = sampleFromLogits(tf.tensor2d(logits), u, o);
-    const out = { ids: Array.from(r.ids.dataSync()), lp: Array.from(r.logprob.dataSync()), ent: Array.from(r.entropy.dataSync()) };
-    tf.dispose([r.ids, r.logprob, r.entropy]);
-    return out;
-  };
-
-  it('inverse-CDF sampling of p = [1/4, 3/4], with its log-prob and entropy', () => {
-    const r = run([[0, Math.log(3)], [0, Math.log(3)]], [0.2, 0.3], {});
-    expect(r.ids).toEqual([0, 1]);
-    expect(r.lp[0]).toBeCloseTo(Math.log(0.25), 5);
-    expect(r.lp[1]).toBeCloseTo(Math.log(0.75), 5);
-    const h = -(0.25 * Math.log(0.25) + 0.75 * Math.log(0.75));
-    expect(r.ent[0]).toBeCloseTo(h, 5);
-  });
-
-  it('greedy picks the argmax and reports temperature-1 statistics', () => {
-    const r = run([[1, 3, 2]], [0.99], { greedy: true, temperature: 0.5 });
-    expect(r.ids).toEqual([1]);
-    const z = Math.exp(1) + Math.exp(3) + Math.exp(2);
-    expect(r.lp[0]).toBeCloseTo(3 - Math.log(z), 5);
-  });
-
-  it('temperature divides the logits', () => {
-    // logits [0, 2ln3] at T = 2 -> [0, ln 3] -> p = [1/4, 3/4]
-    const r = run([[0, 2 * Math.log(3)]], [0.2], { temperature: 2 });
-    expect(r.ids).toEqual([0]);
-    expect(r.lp[0]).toBeCloseTo(Math.log(0.25), 5);
-  });
-
-  it('top-k keeps the k best; top-p keeps the smallest set reaching p', () => {
-    const l = [Math.log(0.5), Math.log(0.3), Math.log(0.2)];
-    // top-k 1: always token 0, whatever u; log-prob still from the full distribution.
-    expect(run([l], [0.99], { topK: 1 }).ids).toEqual([0]);
-    const k1 = run([l], [0.99], { topK: 1 });
-    expect(k1.lp[0]).toBeCloseTo(Math.log(0.5), 5);
-    // top-k 2: renormalised [0.625, 0.375]: u 0.6 -> 0, u 0.7 -> 1, never 2.
-    expect(run([l, l, l], [0.6, 0.7, 0.999], { topK: 2 }).ids).toEqual([0, 1, 1]);
-    // top-p 0.6: mass before token 1 is 0.5 < 0.6 (kept), before token 2 is 0.8 (cut) -> same as top-k 2.
-    expect(run([l, l, l], [0.6, 0.7, 0.999], { topP: 0.6 }).ids).toEqual([0, 1, 1]);
-    // top-p 0.4: only token 0.
-    expect(run([l], [0.999], { topP: 0.4 }).ids).toEqual([0]);
-  });
-
-  it('sample frequencies follow the distribution over a grid of uniforms', () => {
-    const p = [0.1, 0.2, 0.3, 0.4];
-    const n = 1000;
-    const u = Array.from({ length: n }, (_, i) => (i + 0.5) / n);
-    const r = run(Array(n).fill(p.map(Math.log)), u, {});
-    const counts = [0, 0, 0, 0];
-    for (const id of r.ids) counts[id]++;
-    expect(counts).toEqual([100, 200, 300, 400]);
-  });
-
-  it('rejects bad settings', () => {
-    expect(() => run([[0, 1]], [0.5], { temperature: -1 })).toThrow(/temperature/);
-    expect(() => run([[0, 1]], [0.5], { topP: 0 })).toThrow(/topP/);
   });
 });
 

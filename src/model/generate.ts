@@ -14,7 +14,9 @@
 
 import * as tf from '@tensorflow/tfjs';
 import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
-import { uniformAt } from './random.ts';
+import { sampleTokens } from '../engine/ops/sample.ts';
+import { checkSamplingOptions } from '../engine/ops/sampleReference.ts';
+import { tokenStats } from '../engine/ops/tokenStats.ts';
 
 export interface SamplingOptions {
   /** Argmax instead of sampling (also implied by temperature 0). */
@@ -35,7 +37,8 @@ export interface GenerateOptions extends SamplingOptions {
   seed?: number;
   /**
    * Random stream of each row (default: the row index). Draw t of row b is
-   * uniformAt(seed, streams[b], t), so a row gives the same sample alone or in any batch.
+   * Philox(seed; streams[b], t) (src/engine/rng/philox.ts), so a row gives the same sample alone
+   * or in any batch, on the GPU kernel and the CPU reference alike.
    */
   streams?: number[];
   /** Id written into `tokens` after a row has stopped (mask 0 there). Default 0. */
@@ -63,58 +66,6 @@ export function entropyFromLogits(logits: tf.Tensor): tf.Tensor {
   });
 }
 
-/** Large negative logit for tokens removed by top-k / top-p. */
-const REMOVED = -1e30;
-
-/**
- * One sampling step on the device. logits [B, V]; u: one uniform in [0, 1) per row (ignored
- * when greedy). Returns int32 ids [B], logprob [B] and entropy [B] (see the header).
- */
-export function sampleFromLogits(
-  logits: tf.Tensor2D,
-  u: ArrayLike<number>,
-  opts: SamplingOptions = {},
-): { ids: tf.Tensor1D; logprob: tf.Tensor1D; entropy: tf.Tensor1D } {
-  const temperature = opts.temperature ?? 1;
-  const greedy = opts.greedy || temperature === 0;
-  if (!greedy && !(temperature > 0)) throw new Error(`sampling: temperature must be > 0, got ${temperature}`);
-  const topP = opts.topP ?? 1;
-  if (!(topP > 0 && topP <= 1)) throw new Error(`sampling: topP must be in (0, 1], got ${topP}`);
-  const topK = opts.topK ?? 0;
-  if (!Number.isInteger(topK) || topK < 0) throw new Error(`sampling: topK must be a non-negative integer, got ${topK}`);
-  const [B, V] = logits.shape;
-  return tf.tidy(() => {
-    const scaled: tf.Tensor2D = greedy || temperature === 1 ? logits : logits.div(temperature);
-    const logp = tf.logSoftmax(scaled, -1);
-    const entropy = logp.exp().mul(logp).sum(-1).neg() as tf.Tensor1D;
-    let ids: tf.Tensor1D;
-    if (greedy) {
-      ids = scaled.argMax(-1) as tf.Tensor1D;
-    } else {
-      let filtered: tf.Tensor2D = scaled;
-      if (topK > 0 && topK < V) {
-        const kth = tf.topk(scaled, topK).values.slice([0, topK - 1], [B, 1]);
-        filtered = tf.where(scaled.less(kth), REMOVED, scaled) as tf.Tensor2D;
-      }
-      if (topP < 1) {
-        // Sort descending; keep token i while the mass before it is < p (so the first is always
-        // kept); the smallest kept logit is the cut.
-        const sorted = tf.topk(filtered, V).values;
-        const massBefore = tf.cumsum(tf.softmax(sorted, -1), 1, true);
-        const cut = tf.where(massBefore.less(topP), sorted, Infinity).min(-1, true);
-        filtered = tf.where(filtered.less(cut), REMOVED, filtered) as tf.Tensor2D;
-      }
-      // Inverse CDF: the first index whose cumulative probability exceeds u * total.
-      const cdf = tf.cumsum(tf.softmax(filtered, -1), 1);
-      const total = cdf.slice([0, V - 1], [B, 1]);
-      const target = tf.tensor2d(Float32Array.from(u), [B, 1]).mul(total);
-      ids = cdf.lessEqual(target).sum(-1).minimum(V - 1).toInt() as tf.Tensor1D;
-    }
-    const logprob = logp.mul(tf.oneHot(ids, V)).sum(-1) as tf.Tensor1D;
-    return { ids: ids.toInt() as tf.Tensor1D, logprob, entropy };
-  });
-}
-
 /**
  * Generates up to maxNewTokens for each prompt (unpadded id lists, lengths may differ).
  * Deterministic for a given seed, backend and batch composition of streams.
@@ -132,6 +83,11 @@ export async function generate(model: LlamaModel, prompts: number[][], opts: Gen
   if (streams.length !== B) throw new Error(`generate: streams has ${streams.length} entries for ${B} prompts`);
   const stop = new Set(opts.stopTokens ?? []);
   const pad = opts.padTokenId ?? 0;
+  // Statistics are under softmax(logits / T); greedy reports them at T = 1.
+  const temperature = opts.greedy ? 0 : (opts.temperature ?? 1);
+  const topK = opts.topK ?? 0;
+  const topP = opts.topP ?? 1;
+  checkSamplingOptions({ temperature, topK, topP, seed, step: 0 });
 
   const result: GenerateResult = {
     tokens: prompts.map(() => []),
@@ -152,12 +108,15 @@ export async function generate(model: LlamaModel, prompts: number[][], opts: Gen
   try {
     logits = forward(model, ids, { attentionMask: attn, cache, lastOnly: true }); // [B, 1, V]
     for (let t = 0; t < maxNew; t++) {
-      const u = streams.map((s) => uniformAt(seed, s, t));
-      const step = tf.tidy(() => sampleFromLogits(logits!.reshape([B, V]) as tf.Tensor2D, u, opts));
+      // Sampling and token statistics run as the engine's ops (fused WGSL kernels on WebGPU):
+      // only B ids and 2B floats come back per step.
+      const flat = logits.reshape([B, V]) as tf.Tensor2D;
       logits.dispose();
       logits = null;
-      const [idA, lpA, entA] = await Promise.all([step.ids.data(), step.logprob.data(), step.entropy.data()]);
-      tf.dispose([step.ids, step.logprob, step.entropy]);
+      const ids = await sampleTokens(flat, { temperature, topK, topP, seed, step: t }, streams);
+      const stats = tf.tidy(() => tokenStats(temperature > 0 && temperature !== 1 ? (flat.div(temperature) as tf.Tensor2D) : flat, ids));
+      const [idA, stA] = await Promise.all([ids.data(), stats.data()]);
+      tf.dispose([flat, ids, stats]);
       const next: number[][] = [];
       const nextMask: number[][] = [];
       for (let b = 0; b < B; b++) {
@@ -172,8 +131,8 @@ export async function generate(model: LlamaModel, prompts: number[][], opts: Gen
         }
         const tok = idA[b];
         result.tokens[b].push(tok);
-        result.logprobs[b].push(lpA[b]);
-        result.entropy[b].push(entA[b]);
+        result.logprobs[b].push(stA[2 * b]);
+        result.entropy[b].push(stA[2 * b + 1]);
         result.mask[b].push(1);
         result.lengths[b]++;
         if (stop.has(tok)) done[b] = true;

@@ -28,11 +28,6 @@ export function hash3(seed: number, stream: number, counter: number): number {
   return h;
 }
 
-/** Uniform in [0, 1) from (seed, stream, counter); see the header. */
-export function uniformAt(seed: number, stream: number, counter: number): number {
-  return hash3(seed, stream, counter) / 4294967296;
-}
-
 /** mulberry32: returns a function giving uniforms in [0, 1). */
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;

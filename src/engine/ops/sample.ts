@@ -9,20 +9,26 @@ import { checkSamplingOptions, sampleReference, type SamplingOptions } from './s
 
 const WG = 256;
 
-export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions): tf.Tensor1D {
+function streamIds(rows: number, streams?: ArrayLike<number>): Int32Array {
+  if (streams && streams.length !== rows) throw new Error(`sampleTokens: ${streams.length} streams for ${rows} rows`);
+  return streams ? Int32Array.from(streams) : Int32Array.from({ length: rows }, (_, r) => r);
+}
+
+export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions, streams?: ArrayLike<number>): tf.Tensor1D {
   checkSamplingOptions(o);
+  const streamTensor = tf.tensor1d(streamIds(logits.shape[0], streams), 'int32');
   const [seedLo, seedHi] = seedKey(o.seed);
-  return runKernel(
+  const ids = runKernel(
     {
       key: `sparring_sample_wg${WG}`,
       source: `const WG : i32 = ${WG};\n${sampleWgsl}`,
-      inputs: ['logits'],
+      inputs: ['logits', 'streams'],
       outputShape: [logits.shape[0]],
       workgroupSize: [WG, 1, 1],
       dispatch: [logits.shape[0], 1, 1],
       uniforms: 'temperature : f32, topK : i32, topP : f32, seedLo : u32, seedHi : u32, step : u32,',
     },
-    [logits],
+    [logits, streamTensor],
     'int32',
     [
       { type: 'float32', data: [o.temperature] },
@@ -33,12 +39,17 @@ export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions): tf.
       { type: 'uint32', data: [o.step] },
     ],
   ) as tf.Tensor1D;
+  streamTensor.dispose(); // tfjs keeps the buffer alive until the queued dispatch has run
+  return ids;
 }
 
-/** Draws one token per row; the returned tensor stays on the device until read. */
-export async function sampleTokens(logits: tf.Tensor2D, o: SamplingOptions): Promise<tf.Tensor1D> {
+/**
+ * Draws one token per row (row r from Philox stream streams[r], default r); on WebGPU the result
+ * stays on the device until read, elsewhere the logits are read and sampled on the CPU.
+ */
+export async function sampleTokens(logits: tf.Tensor2D, o: SamplingOptions, streams?: ArrayLike<number>): Promise<tf.Tensor1D> {
   if (logits.rank !== 2) throw new Error(`sampleTokens: logits must be [rows, vocab], got [${logits.shape}]`);
-  if (isWebGPUBackend()) return sampleTokensWebGPU(logits, o);
+  if (isWebGPUBackend()) return sampleTokensWebGPU(logits, o, streams);
   const values = await logits.data();
-  return tf.tensor1d(sampleReference(values, logits.shape[0], logits.shape[1], o), 'int32');
+  return tf.tensor1d(sampleReference(values, logits.shape[0], logits.shape[1], o, streamIds(logits.shape[0], streams)), 'int32');
 }

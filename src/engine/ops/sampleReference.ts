@@ -43,30 +43,52 @@ function largestKey(f: (t: number) => boolean, floor = 0): number {
   return Math.max(t, floor);
 }
 
-export function sampleReference(logits: ArrayLike<number>, rows: number, vocab: number, o: SamplingOptions): Int32Array {
+/**
+ * One id per row. streams[r] (default r) is row r's Philox stream: the uniform of row r at this
+ * step is samplerUniform(seed, streams[r], step).
+ */
+export function sampleReference(
+  logits: ArrayLike<number>,
+  rows: number,
+  vocab: number,
+  o: SamplingOptions,
+  streams?: ArrayLike<number>,
+): Int32Array {
   checkSamplingOptions(o);
   const out = new Int32Array(rows);
+  const keys = new Uint32Array(vocab);
+  const w = new Float64Array(vocab);
   for (let r = 0; r < rows; r++) {
-    const x = Array.from({ length: vocab }, (_, v) => logits[r * vocab + v]);
+    const off = r * vocab;
     let m = -Infinity;
     let argmax = 0;
-    x.forEach((v, i) => {
-      if (v > m) {
-        m = v;
-        argmax = i;
+    for (let v = 0; v < vocab; v++) {
+      if (logits[off + v] > m) {
+        m = logits[off + v];
+        argmax = v;
       }
-    });
+    }
     if (o.temperature === 0) {
       out[r] = argmax;
       continue;
     }
-    const keys = x.map(orderKey);
-    const w = x.map((v) => Math.exp((v - m) / o.temperature));
-    const mass = (t: number) => w.reduce((s, wi, i) => (keys[i] >= t ? s + wi : s), 0);
-    const tauK = o.topK > 0 && o.topK < vocab ? largestKey((t) => keys.filter((k) => k >= t).length >= o.topK) : 0;
-    const zk = mass(tauK);
-    const thr = o.topP < 1 ? largestKey((t) => mass(t) >= o.topP * zk, tauK) : tauK;
-    const u = samplerUniform(o.seed, r, o.step) * mass(thr);
+    for (let v = 0; v < vocab; v++) {
+      keys[v] = orderKey(logits[off + v]);
+      w[v] = Math.exp((logits[off + v] - m) / o.temperature);
+    }
+    const mass = (t: number) => {
+      let s = 0;
+      for (let v = 0; v < vocab; v++) if (keys[v] >= t) s += w[v];
+      return s;
+    };
+    const count = (t: number) => {
+      let c = 0;
+      for (let v = 0; v < vocab; v++) if (keys[v] >= t) c++;
+      return c;
+    };
+    const tauK = o.topK > 0 && o.topK < vocab ? largestKey((t) => count(t) >= o.topK) : 0;
+    const thr = o.topP < 1 ? largestKey((t) => mass(t) >= o.topP * mass(tauK), tauK) : tauK;
+    const u = samplerUniform(o.seed, streams ? streams[r] : r, o.step) * mass(thr);
     let acc = 0;
     let pick = argmax;
     for (let v = 0; v < vocab; v++) {
