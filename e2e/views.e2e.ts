@@ -110,6 +110,12 @@ describe('lab views on the recorded example', () => {
     const matrix = page.locator('[data-testid="entropy-matrix"]');
     await expect(matrix.getAttribute('data-rows')).resolves.toBe('30');
     expect(Number(await matrix.getAttribute('data-cols'))).toBeGreaterThan(5);
+    // Keyboard: the matrix is focusable; arrows read single cells.
+    await matrix.focus();
+    await page.keyboard.press('ArrowRight');
+    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 30, position 1: .*entropy \d+\.\d{3} nats/);
+    await page.keyboard.press('ArrowUp');
+    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 29, position 1/);
     // The pinned card stays pinned when an earlier step is chosen.
     await page.locator('[data-testid="arena-step"]').fill('0');
     await expect(page.locator(`[data-testid="sample"][data-prompt-key="${key}"] [data-testid="pin"]`).getAttribute('aria-pressed')).resolves.toBe('true');

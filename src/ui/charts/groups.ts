@@ -13,7 +13,7 @@ export interface ChartGroup {
 
 export const CHART_GROUPS: ChartGroup[] = [
   { id: 'reward', title: 'Reward', yLabel: 'reward (per rollout)', match: ['reward/'], absent: 'No reward/* metric in the shown runs.' },
-  { id: 'judge', title: 'Judge: attack success rate', yLabel: 'fraction of rollouts', match: ['judge/'], absent: 'No judge/* metric in the shown runs.' },
+  { id: 'judge', title: 'Attack success rate', yLabel: 'fraction of rollouts', match: ['judge/'], absent: 'No judge/* metric in the shown runs.' },
   { id: 'kl', title: 'KL to the reference', yLabel: 'KL (nats / token)', match: ['kl/'], absent: 'No kl/* metric in the shown runs.' },
   { id: 'entropy', title: 'Entropy', yLabel: 'nats / token', match: ['entropy/'], absent: 'No entropy/* metric in the shown runs.' },
   { id: 'loss', title: 'Losses', yLabel: 'loss', match: ['loss/'], absent: 'No loss/* metric in the shown runs.' },

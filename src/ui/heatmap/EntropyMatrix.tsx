@@ -1,8 +1,13 @@
-import { useEffect, useRef, useState, type MouseEvent } from 'react';
+import { useEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import type { PinRow } from '../../store/runStore';
 import { showPiece, viridis } from './colourScale';
 
 const CELL_H_MAX = 14;
+
+/** Tooltip beside the cell, on the side with more room. */
+function tipPlace(x: number, y: number, width: number) {
+  return x < width * 0.55 ? { left: x + 12, top: y + 12 } : { right: width - x + 12, top: y + 12 };
+}
 const HEIGHT_MAX = 320;
 
 /**
@@ -55,6 +60,25 @@ export function EntropyMatrix({ rows, scaleMax }: { rows: PinRow[]; scaleMax: nu
     else setHover({ row, col, x: e.clientX - rect.left, y: e.clientY - rect.top });
   };
 
+  /** Keyboard: arrows move a cell cursor (same tooltip as the mouse), Escape hides it. */
+  const at = (row: number, col: number) => {
+    const c = canvas.current;
+    const w = c?.clientWidth ?? 300;
+    const r = Math.max(0, Math.min(rows.length - 1, row));
+    const k = Math.max(0, Math.min(rows[r].entropy.length - 1, col));
+    setHover({ row: r, col: k, x: ((k + 0.5) / cols) * w, y: ((r + 0.5) / rows.length) * height });
+  };
+  const onKey = (e: KeyboardEvent<HTMLCanvasElement>) => {
+    const cur = hover ?? { row: rows.length - 1, col: 0 };
+    const moves: Record<string, [number, number]> = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    if (e.key === 'Escape') setHover(null);
+    else if (e.key === 'Home') at(cur.row, 0);
+    else if (e.key === 'End') at(cur.row, cols);
+    else if (moves[e.key]) at(cur.row + moves[e.key][0], cur.col + moves[e.key][1]);
+    else return;
+    e.preventDefault();
+  };
+
   if (rows.length === 0) return <p className="small">No generated message for this prompt in the retained steps yet.</p>;
   const first = rows[0].step;
   const last = rows[rows.length - 1].step;
@@ -75,12 +99,28 @@ export function EntropyMatrix({ rows, scaleMax }: { rows: PinRow[]; scaleMax: nu
             data-cols={cols}
             style={{ height }}
             role="img"
-            aria-label={`Entropy of the pinned prompt's ${rows[0].role} message over ${rows.length} steps (${first} to ${last}) and ${cols} token positions`}
+            aria-label={`Entropy of the pinned prompt's ${rows[0].role} message over ${rows.length} steps (${first} to ${last}) and ${cols} token positions; arrow keys read single cells`}
             onMouseMove={onMove}
             onMouseLeave={() => setHover(null)}
+            tabIndex={0}
+            onFocus={() => at(rows.length - 1, 0)}
+            onBlur={() => setHover(null)}
+            onKeyDown={onKey}
           />
+          {hover && (
+            <div
+              className="matrix-cursor"
+              aria-hidden="true"
+              style={{
+                left: `${(hover.col / cols) * 100}%`,
+                width: `${100 / cols}%`,
+                top: (hover.row / rows.length) * height,
+                height: height / rows.length,
+              }}
+            />
+          )}
           {hover && h && (
-            <div className="token-tip matrix-tip" role="tooltip" style={{ left: Math.min(hover.x + 12, 9999), top: hover.y + 12 }}>
+            <div className="token-tip matrix-tip" role="tooltip" data-testid="matrix-tooltip" style={tipPlace(hover.x, hover.y, canvas.current?.clientWidth ?? 300)}>
               step {h.step}, position {hover.col}: “{showPiece(h.pieces[hover.col] ?? '')}”<br />
               entropy {h.entropy[hover.col].toFixed(3)} nats · log-prob {h.logp[hover.col]?.toFixed(3)}
             </div>
