@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseModelConfig } from './config.ts';
 import { DenseWeight } from './linear.ts';
 import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
-import { Int8Weight, dequantizeInt8, int8Quantizer, packInt8x4, quantizeInt8 } from './quant.ts';
+import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant.ts';
 import { mulberry32 } from './random.ts';
 import { parseSafetensors } from './safetensors.ts';
 
@@ -99,6 +99,72 @@ describe.each(['tiny-llama', 'tiny-llama-f32'])('int8 model on %s', (dir) => {
     const ref = loadLlama(config, st, {
       quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(dequantizeInt8(quantizeInt8(w, shape, opts)), shape)),
     });
+    const a = forward(q, [golden.input_ids]);
+    const b = forward(ref, [golden.input_ids]);
+    expect(tf.max(tf.abs(a.sub(b))).dataSync()[0]).toBeLessThan(1e-5);
+    tf.dispose([a, b]);
+    disposeLlama(q);
+    disposeLlama(ref);
+  });
+});
+
+describe('int4 weights', () => {
+  it('quantises a group of 8 by max|w| / 7 and packs q + 8 nibbles, low nibble first', () => {
+    // w = [0.7, -0.7, 0.36, 0, 0.1, -0.06, 0.7, -0.3]: scale 0.1; q = [7, -7, 4, 0, 1, -1, 7, -3];
+    // nibbles q + 8 = [15, 1, 12, 8, 9, 7, 15, 5].
+    const m = quantizeInt4(Float32Array.from([0.7, -0.7, 0.36, 0, 0.1, -0.06, 0.7, -0.3]), [1, 8], 8);
+    expect(m.scales[0]).toBeCloseTo(0.1, 7);
+    expect(Array.from(m.q)).toEqual([7, -7, 4, 0, 1, -1, 7, -3]);
+    // word = 0x5F79 8C1F read nibble by nibble from the top: 5, F, 7, 9, 8, C, 1, F.
+    expect(Array.from(packInt4x8(m.q, 1, 8))).toEqual([0x5f798c1f]);
+  });
+
+  it('unpacks every nibble exactly, including the top one that carries the sign bit', () => {
+    const q = Int8Array.from({ length: 32 }, (_, i) => (i % 16) - 8);
+    const w = new Int4Weight({ out: 1, in: 32, groupSize: 32, q, scales: Float32Array.from([1]) });
+    expect(Array.from(tf.tidy(() => w.toDense().dataSync()))).toEqual(Array.from(q));
+    w.dispose();
+  });
+
+  it('rejects group sizes that do not fit the layout', () => {
+    expect(() => quantizeInt4(new Float32Array(40), [1, 40], 32)).toThrow(/groupSize 32/);
+    expect(() => quantizeInt4(new Float32Array(12), [1, 12], 12)).toThrow(/multiple of 8/);
+  });
+});
+
+describe.each(['tiny-llama', 'tiny-llama-f32'])('int4 model on %s', (dir) => {
+  const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
+  const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))));
+  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as { input_ids: number[]; logits: number[][] };
+
+  // int4 moves each weight by up to max|w_group| / 14, 18x int8's step, and a group of 32 is this
+  // model's whole hidden size, so one outlier sets the step for its row. Measured on tfjs CPU
+  // (max / mean |logit - golden|): tiny-llama 4.43 / 0.84, tiny-llama-f32 7.74 / 0.87, logits
+  // spanning about +-10. Bounds: max 9, mean 1.0. The exactness test below is the sharp check.
+  it('group 32: logits within the stated bounds of the golden ones', () => {
+    const model = loadLlama(config, st, { quantize: int4Quantizer(32) });
+    expect(linearLayers(model).every((l) => l.weight.kind === 'int4')).toBe(true);
+    const got = forward(model, [golden.input_ids]).dataSync();
+    const want = golden.logits.flat();
+    let err = 0;
+    let sum = 0;
+    for (let i = 0; i < want.length; i++) {
+      err = Math.max(err, Math.abs(got[i] - want[i]));
+      sum += Math.abs(got[i] - want[i]);
+    }
+    console.log(`${dir} int4 g32: max |logit - golden| = ${err.toFixed(4)}, mean ${(sum / want.length).toFixed(4)}`);
+    expect(err).toBeLessThan(9);
+    expect(sum / want.length).toBeLessThan(1.0);
+    disposeLlama(model);
+  });
+
+  it('the int4 path computes exactly what float32 weights q * scale compute', () => {
+    const deq = (w: Float32Array, shape: [number, number]) => {
+      const m = quantizeInt4(w, shape, 32);
+      return Float32Array.from(m.q, (q, i) => q * m.scales[Math.floor(i / 32)]);
+    };
+    const q = loadLlama(config, st, { quantize: int4Quantizer(32) });
+    const ref = loadLlama(config, st, { quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(deq(w, shape), shape)) });
     const a = forward(q, [golden.input_ids]);
     const b = forward(ref, [golden.input_ids]);
     expect(tf.max(tf.abs(a.sub(b))).dataSync()[0]).toBeLessThan(1e-5);

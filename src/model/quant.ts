@@ -8,12 +8,15 @@
 // input features per word, the first in the low byte (WGSL unpack4xI8 order; `in` is zero-padded
 // to a multiple of 4), and float32 `scales` [out, in / groupSize]. 1 byte per weight plus scales.
 //
-// The stock-op matmul dequantises to a transient float32 W with exact integer masks (BitwiseAnd:
-// each masked byte is a multiple of a power of two, so its float32 value is exact) and multiplies.
-// Backends without BitwiseAnd (tfjs WebGPU 4.22) need a fused kernel: register one with
-// setInt8Matmul (the engine layer owns WGSL).
+// int4 (groups of 32 by default): q = round(w / scale) in [-8, 7], scale = max|w| / 7, stored as
+// q + 8 in nibbles, eight per int32 word along the input, the first in the low nibble.
+//
+// Multiplication is the engine's quantMatmul: WGSL kernels on WebGPU that dequantise on the fly
+// (decode GEMV, prefill/training GEMM, and the backward to x), stock-op dequantise-then-matmul
+// elsewhere.
 
 import * as tf from '@tensorflow/tfjs';
+import { dequantizeStock, quantMatmul, type QuantizedMatrix } from '../engine/ops/quantMatmul.ts';
 import type { FrozenWeight } from './linear.ts';
 import type { LoadOptions } from './llama.ts';
 
@@ -84,16 +87,9 @@ export function packInt8x4(q: Int8Array, out: number, inp: number): Int32Array {
   return packed;
 }
 
-export type Int8MatmulFn = (x: tf.Tensor2D, w: Int8Weight) => tf.Tensor2D;
-let int8MatmulOverride: Int8MatmulFn | null = null;
-
-/** Installs a fused int8 matmul (e.g. a WGSL kernel) used instead of dequantise-then-matmul. */
-export function setInt8Matmul(fn: Int8MatmulFn | null): void {
-  int8MatmulOverride = fn;
-}
-
-export class Int8Weight implements FrozenWeight {
+export class Int8Weight implements FrozenWeight, QuantizedMatrix {
   readonly kind = 'int8';
+  readonly bits = 8;
   readonly outFeatures: number;
   readonly inFeatures: number;
   readonly groupSize: number;
@@ -120,41 +116,15 @@ export class Int8Weight implements FrozenWeight {
 
   /** The int8 values as float32 [out, in] (exact), from the packed words. */
   unpack(): tf.Tensor2D {
-    if (!tf.getKernel('BitwiseAnd', tf.getBackend())) {
-      throw new Error(
-        `${this.name}: int8 weights need the BitwiseAnd kernel or a fused int8 matmul (setInt8Matmul); backend "${tf.getBackend()}" has neither`,
-      );
-    }
-    return tf.tidy(() => {
-      const [out, words] = this.packed.shape;
-      const bytes: tf.Tensor[] = [];
-      for (let k = 0; k < 4; k++) {
-        // Mask byte k in place: an exact multiple of 2^(8k), exact in float32 after the cast.
-        const mask = k === 3 ? -16777216 /* 0xff000000 as int32 */ : 0xff << (8 * k);
-        // BitwiseAnd does not broadcast: the mask is a full-shape tensor.
-        let b = tf.bitwiseAnd(this.packed, tf.fill([out, words], mask, 'int32')).toFloat().mul(2 ** (-8 * k));
-        // Bytes 0-2 come out unsigned (0..255): fold 128..255 to -128..-1. Byte 3 is already signed.
-        if (k < 3) b = b.sub(b.greaterEqual(128).toFloat().mul(256));
-        bytes.push(b);
-      }
-      const all = tf.stack(bytes, 2).reshape([out, words * 4]);
-      return (words * 4 === this.inFeatures ? all : all.slice([0, 0], [out, this.inFeatures])) as tf.Tensor2D;
-    });
+    return tf.tidy(() => dequantizeStock({ ...this, bits: 8, scales: tf.onesLike(this.scales) }));
   }
 
   toDense(): tf.Tensor2D {
-    return tf.tidy(() => {
-      const nG = this.inFeatures / this.groupSize;
-      return this.unpack()
-        .reshape([this.outFeatures, nG, this.groupSize])
-        .mul(this.scales.reshape([this.outFeatures, nG, 1]))
-        .reshape([this.outFeatures, this.inFeatures]) as tf.Tensor2D;
-    });
+    return dequantizeStock(this);
   }
 
   matmul(x: tf.Tensor2D): tf.Tensor2D {
-    if (int8MatmulOverride) return int8MatmulOverride(x, this);
-    return tf.tidy(() => tf.matMul(x, this.toDense(), false, true));
+    return quantMatmul(x, this);
   }
 
   dispose(): void {
@@ -166,4 +136,102 @@ export class Int8Weight implements FrozenWeight {
 /** A LoadOptions.quantize hook: every projection (and an untied LM head) stored as int8. */
 export function int8Quantizer(opts: Int8Options = {}): NonNullable<LoadOptions['quantize']> {
   return (name, w, shape) => Int8Weight.fromFloat32(w, shape, opts, name);
+}
+
+// ---------------------------------------------------------------------------------------------
+// int4
+
+export interface QuantizedInt4 {
+  out: number;
+  in: number;
+  groupSize: number;
+  /** [out * in] values in [-8, 7]. */
+  q: Int8Array;
+  /** [out * in / groupSize] */
+  scales: Float32Array;
+}
+
+export const INT4_GROUP = 32;
+
+/** Quantises W [out, in] to int4 in groups of `groupSize` (default 32) input features. */
+export function quantizeInt4(w: Float32Array, shape: [number, number], groupSize = INT4_GROUP): QuantizedInt4 {
+  const [out, inp] = shape;
+  if (w.length !== out * inp) throw new Error(`quantizeInt4: ${w.length} values for shape [${out}, ${inp}]`);
+  if (!Number.isInteger(groupSize) || groupSize % 8 !== 0 || inp % groupSize !== 0) {
+    throw new Error(`quantizeInt4: groupSize ${groupSize} must be a multiple of 8 dividing the input size ${inp}`);
+  }
+  const nG = inp / groupSize;
+  const q = new Int8Array(out * inp);
+  const scales = new Float32Array(out * nG);
+  for (let o = 0; o < out; o++) {
+    for (let j = 0; j < nG; j++) {
+      const base = o * inp + j * groupSize;
+      let m = 0;
+      for (let i = 0; i < groupSize; i++) m = Math.max(m, Math.abs(w[base + i]));
+      const s = Math.fround(m / 7);
+      scales[o * nG + j] = s;
+      if (s === 0) continue;
+      for (let i = 0; i < groupSize; i++) {
+        const v = w[base + i] / s;
+        q[base + i] = Math.max(-8, Math.min(7, Math.sign(v) * Math.round(Math.abs(v))));
+      }
+    }
+  }
+  return { out, in: inp, groupSize, q, scales };
+}
+
+/** Packs q [out, in] (in a multiple of 8) as q + 8 nibbles, eight per word, first in the low nibble. */
+export function packInt4x8(q: Int8Array, out: number, inp: number): Int32Array {
+  const words = inp / 8;
+  const packed = new Int32Array(out * words);
+  for (let o = 0; o < out; o++) {
+    for (let k = 0; k < inp; k++) packed[o * words + (k >> 3)] |= ((q[o * inp + k] + 8) & 0xf) << (4 * (k & 7));
+  }
+  return packed;
+}
+
+export class Int4Weight implements FrozenWeight, QuantizedMatrix {
+  readonly kind = 'int4';
+  readonly bits = 4;
+  readonly outFeatures: number;
+  readonly inFeatures: number;
+  readonly groupSize: number;
+  /** int32 [out, in / 8] */
+  readonly packed: tf.Tensor2D;
+  /** float32 [out, in / groupSize] */
+  readonly scales: tf.Tensor2D;
+
+  constructor(m: QuantizedInt4, readonly name = 'int4 weight') {
+    this.outFeatures = m.out;
+    this.inFeatures = m.in;
+    this.groupSize = m.groupSize;
+    this.packed = tf.tensor2d(packInt4x8(m.q, m.out, m.in), [m.out, m.in / 8], 'int32');
+    this.scales = tf.tensor2d(m.scales, [m.out, m.in / m.groupSize]);
+  }
+
+  static fromFloat32(w: Float32Array, shape: [number, number], groupSize = INT4_GROUP, name?: string): Int4Weight {
+    return new Int4Weight(quantizeInt4(w, shape, groupSize), name);
+  }
+
+  get bytes(): number {
+    return this.packed.size * 4 + this.scales.size * 4;
+  }
+
+  toDense(): tf.Tensor2D {
+    return dequantizeStock(this);
+  }
+
+  matmul(x: tf.Tensor2D): tf.Tensor2D {
+    return quantMatmul(x, this);
+  }
+
+  dispose(): void {
+    this.packed.dispose();
+    this.scales.dispose();
+  }
+}
+
+/** A LoadOptions.quantize hook storing every projection (and an untied LM head) as int4. */
+export function int4Quantizer(groupSize = INT4_GROUP): NonNullable<LoadOptions['quantize']> {
+  return (name, w, shape) => Int4Weight.fromFloat32(w, shape, groupSize, name);
 }

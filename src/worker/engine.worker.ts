@@ -12,6 +12,8 @@ import { isWebGPUBackend, webgpuDevice } from '../engine/kernels/wgslProgram';
 import { tokenStats } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
+import { quantCaseData } from '../engine/testing/quantCase';
+import { Int4Weight, Int8Weight } from '../model/quant';
 import { benchKernels } from './bench';
 import { benchNamedModel, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -95,9 +97,23 @@ const api: EngineApi = {
     return Comlink.transfer({ backend: tf.getBackend(), rows, vocab, seed, grad }, [grad.buffer]);
   },
 
-  async loadModel(name, ref) {
+  async loadModel(name, ref, options) {
     requireInit();
-    return loadNamedModel(name, ref);
+    return loadNamedModel(name, ref, options);
+  },
+
+  async quantMatmulCheck(c) {
+    requireInit();
+    const { w, x, dy } = quantCaseData(c);
+    const weight = c.bits === 8 ? Int8Weight.fromFloat32(w, [c.out, c.in], { groupSize: c.groupSize }) : Int4Weight.fromFloat32(w, [c.out, c.in], c.groupSize);
+    const xt = tf.tensor2d(x, [c.rows, c.in]);
+    const dyt = tf.tensor2d(dy, [c.rows, c.out]);
+    const y = weight.matmul(xt);
+    const dx = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(weight.matmul(v as tf.Tensor2D), dyt)))(xt);
+    const out = { backend: tf.getBackend(), y: Array.from(await y.data()), dx: Array.from(await dx.data()) };
+    tf.dispose([xt, dyt, y, dx]);
+    weight.dispose();
+    return out;
   },
 
   async unloadModel(name) {

@@ -9,7 +9,8 @@ import { loadModel } from '../model/load';
 import { urlSource, type ModelSource } from '../model/sources';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
-import type { ModelInfo, ModelRef } from './protocol';
+import { int4Quantizer, int8Quantizer } from '../model/quant';
+import type { LoadModelOptions, ModelInfo, ModelRef } from './protocol';
 
 const models = new Map<string, LlamaModel>();
 
@@ -39,9 +40,11 @@ function register(name: string, label: string, model: LlamaModel): ModelInfo {
   };
 }
 
-export async function loadNamedModel(name: string, ref: ModelRef): Promise<ModelInfo> {
+export async function loadNamedModel(name: string, ref: ModelRef, options: LoadModelOptions = {}): Promise<ModelInfo> {
   const source = sourceOf(ref);
-  return register(name, source.label, await loadModel(source));
+  const q = options.quantize;
+  const quantize = !q ? undefined : q.bits === 8 ? int8Quantizer({ groupSize: q.groupSize }) : int4Quantizer(q.groupSize);
+  return register(name, source.label, await loadModel(source, { quantize }));
 }
 
 export async function loadSyntheticNamedModel(name: string, shape: 'smollm2-135m'): Promise<ModelInfo> {

@@ -2,6 +2,7 @@
 // the worker owns tfjs and every tensor; the UI never holds one.
 import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
+import type { QuantCaseSpec } from '../engine/testing/quantCase';
 import type { GpuProbe } from '../engine/probe';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
@@ -51,6 +52,11 @@ export interface KernelGradCheck {
 /** Where a Hugging Face-layout model folder lives. */
 export type ModelRef = { kind: 'url'; baseUrl: string } | { kind: 'hub'; id: string; endpoint?: string };
 
+export interface LoadModelOptions {
+  /** Weight-only quantisation of the frozen projections, applied on load. */
+  quantize?: { bits: 8 | 4; groupSize?: number };
+}
+
 export interface ModelInfo {
   name: string;
   label: string;
@@ -78,7 +84,9 @@ export interface EngineApi {
   status(): Promise<EngineStatus>;
   tokenStatsCheck(rows: number, vocab: number, seed: number): Promise<KernelCheck>;
   tokenStatsGradCheck(rows: number, vocab: number, seed: number): Promise<KernelGradCheck>;
-  loadModel(name: string, ref: ModelRef): Promise<ModelInfo>;
+  loadModel(name: string, ref: ModelRef, options?: LoadModelOptions): Promise<ModelInfo>;
+  /** y = x W^T through the quantised-matmul op and dx = d sum(y * dy) / dx, on the active backend. */
+  quantMatmulCheck(c: QuantCaseSpec): Promise<{ backend: string; y: number[]; dx: number[] }>;
   unloadModel(name: string): Promise<void>;
   /** Logits of every position (one row each) and next-token entropy, for one id sequence. */
   logits(name: string, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }>;

@@ -1,0 +1,127 @@
+// x W^T against a frozen weight-only-quantised W (int8 per channel or per group; int4 in groups of
+// 32), differentiable in x. On WebGPU: WGSL kernels that dequantise on the fly (a GEMV for the
+// few rows of a decode step, a tiled GEMM for prefill and training, and the tiled backward for
+// the gradient of x) so no float32 copy of W ever exists. Elsewhere: dequantise with stock ops
+// (exact integer masks) and matMul.
+import * as tf from '@tensorflow/tfjs';
+import dequantWgsl from '../../../shaders/qmatmul_dequant.wgsl?raw';
+import gemvWgsl from '../../../shaders/qmatmul_gemv.wgsl?raw';
+import tiledWgsl from '../../../shaders/qmatmul_tiled.wgsl?raw';
+import { isWebGPUBackend, runKernel } from '../kernels/wgslProgram';
+
+/** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
+export interface QuantizedMatrix {
+  bits: 8 | 4;
+  /** int32 words: int8 -> [out, ceil(in/4)] (4 per word), int4 -> [out, in/8] (8 per word, q+8). */
+  packed: tf.Tensor2D;
+  /** float32 [out, in / groupSize] */
+  scales: tf.Tensor2D;
+  outFeatures: number;
+  inFeatures: number;
+  groupSize: number;
+}
+
+/** The decode kernel handles up to this many rows at once (the rollouts of one step). */
+export const GEMV_MAX_ROWS = 8;
+const GEMV_WG = 64;
+
+function constants(w: QuantizedMatrix, extra = ''): string {
+  return `const BITS : i32 = ${w.bits};\n${extra}`;
+}
+
+function uniforms(w: QuantizedMatrix, reduceDim?: number) {
+  const u = [
+    { type: 'int32' as const, data: [w.inFeatures] },
+    { type: 'int32' as const, data: [w.groupSize] },
+  ];
+  if (reduceDim !== undefined) u.push({ type: 'int32' as const, data: [reduceDim] });
+  return u;
+}
+
+function tiled(a: tf.Tensor2D, w: QuantizedMatrix, forward: boolean): tf.Tensor2D {
+  const rows = a.shape[0];
+  const cols = forward ? w.outFeatures : w.inFeatures;
+  return runKernel(
+    {
+      key: `sparring_qmm_tiled_b${w.bits}_${forward ? 'fwd' : 'bwd'}`,
+      source: `${constants(w, `const TRANS : bool = ${forward};`)}\n${dequantWgsl}\n${tiledWgsl}`,
+      inputs: ['a', 'packed', 'scales'],
+      outputShape: [rows, cols],
+      workgroupSize: [16, 16, 1],
+      dispatch: [Math.ceil(cols / 16), Math.ceil(rows / 16), 1],
+      uniforms: 'wIn : i32, groupSize : i32, reduceDim : i32,',
+    },
+    [a, w.packed, w.scales],
+    'float32',
+    uniforms(w, forward ? w.inFeatures : w.outFeatures),
+  ) as tf.Tensor2D;
+}
+
+function gemv(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
+  return runKernel(
+    {
+      key: `sparring_qmm_gemv_b${w.bits}_wg${GEMV_WG}_n${GEMV_MAX_ROWS}`,
+      source: `${constants(w, `const WG : i32 = ${GEMV_WG};\nconst NMAX : i32 = ${GEMV_MAX_ROWS};`)}\n${gemvWgsl}`,
+      inputs: ['x', 'packed', 'scales'],
+      outputShape: [x.shape[0], w.outFeatures],
+      workgroupSize: [GEMV_WG, 1, 1],
+      dispatch: [w.outFeatures, 1, 1],
+      uniforms: 'wIn : i32, groupSize : i32,',
+    },
+    [x, w.packed, w.scales],
+    'float32',
+    uniforms(w),
+  ) as tf.Tensor2D;
+}
+
+/** WGSL path: forward GEMV or tiled GEMM, backward tiled, as one differentiable op in x. */
+export function quantMatmulWebGPU(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const input = args[0] as tf.Tensor2D;
+    return {
+      value: input.shape[0] <= GEMV_MAX_ROWS ? gemv(input, w) : tiled(input, w, true),
+      // W is frozen: only x gets a gradient, dx = dy W, still without a float32 W.
+      gradFunc: (dy: tf.Tensor) => tiled(dy as tf.Tensor2D, w, false),
+    };
+  });
+  return op(x) as tf.Tensor2D;
+}
+
+/** W as float32 [out, in] with stock ops (needs the BitwiseAnd kernel: tfjs cpu has it). */
+export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
+  if (!tf.getKernel('BitwiseAnd', tf.getBackend())) {
+    throw new Error(`int${w.bits} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`);
+  }
+  return tf.tidy(() => {
+    const [out, words] = w.packed.shape;
+    const per = 32 / w.bits;
+    const parts: tf.Tensor[] = [];
+    for (let j = 0; j < per; j++) {
+      const shift = w.bits * j;
+      // Mask field j in place: an exact multiple of 2^shift, exact in float32 after the cast.
+      const mask = ((2 ** w.bits - 1) << shift) | 0;
+      let f = tf.bitwiseAnd(w.packed, tf.fill([out, words], mask, 'int32')).toFloat().mul(2 ** -shift);
+      // The top field of a word comes out signed (bit 31); the others unsigned.
+      if (shift + w.bits === 32) f = f.add(f.less(0).toFloat().mul(2 ** w.bits));
+      if (w.bits === 8) f = f.sub(f.greaterEqual(128).toFloat().mul(256));
+      else f = f.sub(8);
+      parts.push(f);
+    }
+    const all = tf.stack(parts, 2).reshape([out, words * per]);
+    const q = (words * per === w.inFeatures ? all : all.slice([0, 0], [out, w.inFeatures])) as tf.Tensor2D;
+    const nG = w.inFeatures / w.groupSize;
+    return q
+      .reshape([out, nG, w.groupSize])
+      .mul(w.scales.reshape([out, nG, 1]))
+      .reshape([out, w.inFeatures]) as tf.Tensor2D;
+  });
+}
+
+export function quantMatmulStock(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
+  return tf.tidy(() => tf.matMul(x, dequantizeStock(w), false, true));
+}
+
+export function quantMatmul(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
+  if (x.shape[1] !== w.inFeatures) throw new Error(`quantMatmul: x has ${x.shape[1]} features, W takes ${w.inFeatures}`);
+  return isWebGPUBackend() ? quantMatmulWebGPU(x, w) : quantMatmulStock(x, w);
+}

@@ -1,0 +1,18 @@
+// Seeded inputs for quantised-matmul checks, shared by the worker and the Node-side reference.
+import { mulberry32 } from './seededLogits';
+
+export interface QuantCaseSpec {
+  bits: 8 | 4;
+  rows: number;
+  out: number;
+  in: number;
+  /** 0 = per output channel (int8 only). */
+  groupSize: number;
+  seed: number;
+}
+
+export function quantCaseData(c: QuantCaseSpec): { w: Float32Array; x: Float32Array; dy: Float32Array } {
+  const rand = mulberry32(c.seed);
+  const fill = (n: number, scale: number) => Float32Array.from({ length: n }, () => (rand() * 2 - 1) * scale);
+  return { w: fill(c.out * c.in, 0.5), x: fill(c.rows * c.in, 1), dy: fill(c.rows * c.out, 1) };
+}
