@@ -84,6 +84,21 @@ describe.each(fixtures)('Llama forward on $dir', ({ dir, model, golden }) => {
     tf.dispose([full, stitched, ...parts]);
     disposeKVCache(cache);
   });
+
+  it("output 'hidden' returns the normed hidden state the LM head reads (full and lastOnly)", () => {
+    const ids = [golden.input_ids];
+    const n = golden.input_ids.length;
+    const logits = forward(model, ids);
+    const hidden = forward(model, ids, { output: 'hidden' });
+    expect(hidden.shape).toEqual([1, n, model.config.hiddenSize]);
+    const head = model.lmHead.forward(hidden);
+    expect(maxAbsDiff(head.dataSync(), logits.dataSync())).toBe(0);
+    const last = forward(model, ids, { output: 'hidden', lastOnly: true });
+    expect(last.shape).toEqual([1, 1, model.config.hiddenSize]);
+    const lastRow = hidden.slice([0, n - 1, 0], [1, 1, model.config.hiddenSize]);
+    expect(maxAbsDiff(last.dataSync(), lastRow.dataSync())).toBeLessThan(1e-6);
+    tf.dispose([logits, hidden, head, last, lastRow]);
+  });
 });
 
 describe('loadLlama errors', () => {

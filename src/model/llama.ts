@@ -222,6 +222,12 @@ export interface ForwardOptions {
   cache?: KVCache;
   /** Return logits of the last position only ([B, 1, V]): prefill for generation. */
   lastOnly?: boolean;
+  /**
+   * What to return: 'logits' (default) or 'hidden', the final RMS-normed hidden state [B, L, H]
+   * that the LM head would read (a value head reads it; applying `model.lmHead.forward` to it
+   * gives the logits, so a caller can run the head on the rows it needs only).
+   */
+  output?: 'logits' | 'hidden';
 }
 
 /** Large negative added to masked scores (finite, so a row with nothing to attend to stays finite). */
@@ -229,7 +235,8 @@ const MASKED = -1e9;
 
 /**
  * Runs the decoder on ids [B][L] (or an int32 tensor [B, L]) and returns logits [B, L, V]
- * (or [B, 1, V] with lastOnly). Differentiable with respect to adapter variables.
+ * (or [B, 1, V] with lastOnly; [B, L | 1, H] normed hidden states with output 'hidden').
+ * Differentiable with respect to adapter variables.
  */
 export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2D, opts: ForwardOptions = {}): tf.Tensor3D {
   const cfg = model.config;
@@ -326,6 +333,7 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
     });
     if (opts.lastOnly) x = x.slice([0, L - 1, 0], [B, 1, cfg.hiddenSize]);
     x = rmsNorm(x, model.norm, cfg.rmsNormEps);
+    if (opts.output === 'hidden') return x as tf.Tensor3D;
     return model.lmHead.forward(x) as tf.Tensor3D;
   });
   if (cache) {
