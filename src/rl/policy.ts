@@ -51,14 +51,15 @@ export interface PolicyStatsOptions {
   chunkRows?: number;
 }
 
-export interface PolicyStats {
+// A type alias (not an interface) so it is a tf.TensorContainer that tf.tidy can return.
+export type PolicyStats = {
   /** [B, T] log p(response token) under the policy (0 is not forced on masked positions). */
   logp: tf.Tensor2D;
   /** [B, T] full-vocabulary entropy of each response position's next-token distribution. */
   entropy: tf.Tensor2D;
   /** [B, T, H] final normed hidden state at position P - 1 + t (when withHidden). */
   hidden?: tf.Tensor3D;
-}
+};
 
 /** Checks shapes and builds the left-padded [B, P + T] sequence with its attention mask. */
 export function packSequences(batch: ResponseBatch, padTokenId = 0): PackedBatch {
