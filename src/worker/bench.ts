@@ -7,6 +7,8 @@ import { sampleReference } from '../engine/ops/sampleReference';
 import { tokenStats, tokenStatsStock } from '../engine/ops/tokenStats';
 import { seededLogits } from '../engine/testing/seededLogits';
 import { median } from '../model/throughput';
+import { Int4Weight, Int8Weight } from '../model/quant';
+import { mulberry32 } from '../engine/testing/seededLogits';
 import type { KernelBenchRow } from './protocol';
 
 async function time(reps: number, fn: () => tf.Tensor | Promise<tf.Tensor>): Promise<number> {
@@ -23,8 +25,35 @@ async function time(reps: number, fn: () => tf.Tensor | Promise<tf.Tensor>): Pro
   return median(ms);
 }
 
+/** SmolLM2-135M's MLP up-projection [1536, 576]: decode rows 1 and 8, a prefill of 128 rows. */
+async function benchQuantMatmul(reps: number, rows: KernelBenchRow[]): Promise<void> {
+  const [out, inF] = [1536, 576];
+  const rand = mulberry32(3);
+  const w = Float32Array.from({ length: out * inF }, () => (rand() * 2 - 1) * 0.05);
+  const dense = tf.tensor2d(w, [out, inF]);
+  const weights = [Int8Weight.fromFloat32(w, [out, inF]), Int4Weight.fromFloat32(w, [out, inF], 32)];
+  for (const n of [1, 8, 128]) {
+    const x = tf.randomUniform([n, inF], -1, 1, 'float32', 5) as tf.Tensor2D;
+    // The obvious way: keep W in float32 and call matMul.
+    const stockMs = await time(reps, () => tf.matMul(x, dense, false, true));
+    for (const q of weights) {
+      rows.push({
+        name: `matmul int${q.bits} ${n <= 8 ? '(GEMV)' : '(tiled)'} vs f32`,
+        shape: `${n}x${inF} . ${out}x${inF}^T`,
+        oursMs: await time(reps, () => q.matmul(x)),
+        stockMs,
+        bytes: q.bytes,
+      });
+    }
+    x.dispose();
+  }
+  weights.forEach((q) => q.dispose());
+  dense.dispose();
+}
+
 export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
   const rows: KernelBenchRow[] = [];
+  await benchQuantMatmul(reps, rows);
   for (const [r, v] of [[8, 49152], [8, 151936]] as const) {
     const c = seededLogits(r, v, 9);
     const logits = tf.tensor2d(c.logits, [r, v]);
