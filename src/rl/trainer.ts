@@ -1,0 +1,290 @@
+// The learning step every recipe shares: one optimiser update of the LoRA adapters (and, for PPO,
+// the value head) from a scored batch of rollouts.
+//
+//   for each micro-batch k:                       (gradient accumulation)
+//     logp, H, h   = policyStats(prompt + response)          differentiable in the adapters
+//     pg           = PPO clip (dual clip) | importance sampling, aggregated (veRL / TRL names)
+//     loss_k       = pg - entropy_coeff agg(H) + kl_coef agg(kl(logp, ref)) + vf_coef value loss
+//     grads       += w_k d(loss_k)                w_k = micro-batch share of the aggregation's
+//                                                 denominator, so the sum equals the full batch
+//   clip the global grad norm; AdamW (skipped when the norm is not finite)
+//
+// Inputs that are constants of the loss (old / ref log-probs, advantages, values, returns) are CPU
+// TokenMatrix values, uploaded per micro-batch. Metrics come back as plain numbers in one
+// readback at the end.
+import * as tf from '@tensorflow/tfjs';
+import type { LlamaModel } from '../model/llama.ts';
+import type { LoraSet } from '../model/lora.ts';
+import { aggLoss, trlLoss } from './aggregate';
+import { klPenalty } from './kl';
+import { clipByGlobalNorm, type AdamW } from './optim';
+import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
+import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
+import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
+
+/** One scored batch of rollouts, all [B, T] aligned with `responses`. */
+export interface LearnBatch extends ResponseBatch {
+  /** [B, T] log-probs under the rollout policy (generate's `logprobs`). */
+  oldLogp: TokenMatrix;
+  /** [B, T] log-probs under the reference (adapters off); needed for a KL loss and the kl/mean metric. */
+  refLogp?: TokenMatrix;
+  /** [B, T] token-level advantages. */
+  advantages: TokenMatrix;
+  /** [B, T] loss mask when it differs from the generation mask (e.g. skipped all-zero groups). */
+  lossMask?: TokenMatrix;
+  /** [B, T] critic values at rollout time (PPO value clipping). */
+  values?: TokenMatrix;
+  /** [B, T] value targets (GAE returns). With values, enables the value loss. */
+  returns?: TokenMatrix;
+}
+
+export type TrainerPolicyLoss = 'ppo' | 'vanilla' | 'importance_sampling';
+
+export interface TrainerConfig {
+  /** `ppo` (= veRL `vanilla`: clipped surrogate with dual clip) or Tinker `importance_sampling`. Default ppo. */
+  policyLoss?: TrainerPolicyLoss;
+  /** PPO eps_low / eps_high (clip-higher) and dual-clip c. Defaults 0.2 / 0.2 / 3. */
+  clipRatioLow?: number;
+  clipRatioHigh?: number;
+  clipRatioC?: number;
+  /** veRL loss_agg_mode. Default token-mean (token-sum for importance_sampling). */
+  lossAggMode?: LossAggMode;
+  /** TRL loss_type; when set it replaces lossAggMode for the policy, entropy and KL terms. */
+  trlLossType?: TrlLossType;
+  /** TRL max_completion_length (dr_grpo denominator); default T. */
+  maxCompletionLength?: number;
+  /** KL to the reference as a loss term (veRL use_kl_loss, TRL beta): + coef agg(kl). coef 0: metric only. */
+  kl?: { estimator: KlEstimatorName; coef: number };
+  /** Entropy bonus: loss -= coef agg(H). Default 0. */
+  entropyCoeff?: number;
+  /** Weight of the value loss (needs a value head and batch.values/returns). Default 0.5. */
+  vfCoef?: number;
+  /** Value clip range around the rollout values. Default 0.5. */
+  cliprangeValue?: number;
+  /** Let the value loss send gradient into the adapters (shared actor-critic). Default false. */
+  valueGradToAdapters?: boolean;
+  /** Global grad-norm clip. Default 1. */
+  maxGradNorm?: number;
+  /** Rows per micro-batch (gradient accumulation). Default: the whole batch. */
+  microBatchSize?: number;
+  /** Rollout temperature (logits are divided by it). Default 1. */
+  temperature?: number;
+  padTokenId?: number;
+}
+
+/** What the update touches. */
+export interface Learner {
+  model: LlamaModel;
+  lora: LoraSet;
+  optimizer: AdamW;
+  /** PPO critic; trained when the batch has values and returns. */
+  valueHead?: ValueHead;
+}
+
+export type LearnMetrics = Record<string, number>;
+
+/** Per-micro-batch weight of a mean-style aggregate: its share of the full batch's denominator. */
+function aggShare(mode: LossAggMode | TrlLossType, mask: TokenMatrix, rows: number[]): { part: number; total: number } {
+  const T = mask.cols;
+  const tokens = (rs: Iterable<number>) => {
+    let n = 0;
+    for (const r of rs) for (let t = 0; t < T; t++) n += mask.data[r * T + t];
+    return n;
+  };
+  const nonEmpty = (rs: Iterable<number>) => {
+    let n = 0;
+    for (const r of rs) n += tokens([r]) > 0 ? 1 : 0;
+    return n;
+  };
+  const all = Array.from({ length: mask.rows }, (_, i) => i);
+  switch (mode) {
+    case 'token-mean':
+    case 'bnpo':
+    case 'dapo':
+      return { part: tokens(rows), total: tokens(all) };
+    case 'seq-mean-token-sum':
+    case 'seq-mean-token-mean':
+      return { part: nonEmpty(rows), total: nonEmpty(all) };
+    case 'grpo':
+    case 'dr_grpo':
+      return { part: rows.length, total: mask.rows };
+    case 'token-sum':
+    case 'seq-mean-token-sum-norm':
+      return { part: 1, total: 1 };
+  }
+}
+
+function sliceRows(m: TokenMatrix, rows: number[]): TokenMatrix {
+  const out = new Float32Array(rows.length * m.cols);
+  rows.forEach((r, i) => out.set(m.data.subarray(r * m.cols, (r + 1) * m.cols), i * m.cols));
+  return { data: out, rows: rows.length, cols: m.cols };
+}
+
+function sum(xs: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < xs.length; i++) s += xs[i];
+  return s;
+}
+
+function upload(m: TokenMatrix): tf.Tensor2D {
+  return tf.tensor2d(m.data, [m.rows, m.cols], 'float32');
+}
+
+function checkShape(name: string, m: TokenMatrix | undefined, B: number, T: number): void {
+  if (m && (m.rows !== B || m.cols !== T)) throw new Error(`learnStep: ${name} is [${m.rows}, ${m.cols}], the batch is [${B}, ${T}]`);
+}
+
+/**
+ * One optimiser update from a scored batch. Returns metrics: loss/total, loss/policy, loss/value,
+ * loss/entropy, loss/kl, kl/mean, entropy/mean, ppo/clipfrac, ppo/clipfrac_lower, ppo/approx_kl,
+ * ppo/ratio_mean, value/clipfrac, value/mean, grad/norm (before clipping), grad/skipped, optim/lr.
+ * Token means are over the loss mask; entropy/mean and kl/mean over the generation mask.
+ */
+export async function learnStep(learner: Learner, batch: LearnBatch, config: TrainerConfig = {}, lr?: number): Promise<LearnMetrics> {
+  const { model, lora, optimizer, valueHead } = learner;
+  const B = batch.prompts.length;
+  if (B === 0) throw new Error('learnStep: empty batch');
+  const T = batch.responses[0]?.length ?? 0;
+  const genMask = fromRows(batch.mask.map((r) => r.map((m) => (m > 0 ? 1 : 0))));
+  checkShape('mask', genMask, B, T);
+  for (const [name, m] of Object.entries({ oldLogp: batch.oldLogp, refLogp: batch.refLogp, advantages: batch.advantages, lossMask: batch.lossMask, values: batch.values, returns: batch.returns })) {
+    checkShape(name, m, B, T);
+  }
+  const lossMask = batch.lossMask ?? genMask;
+  const policyLoss = config.policyLoss ?? 'ppo';
+  const lossName = policyLoss === 'importance_sampling' ? 'importance_sampling' : 'vanilla';
+  const aggMode: LossAggMode = config.lossAggMode ?? (lossName === 'importance_sampling' ? 'token-sum' : 'token-mean');
+  const trl = config.trlLossType;
+  const klCoef = config.kl?.coef ?? 0;
+  if (klCoef !== 0 && !batch.refLogp) throw new Error('learnStep: a KL loss needs batch.refLogp (reference log-probs)');
+  const useValue = !!(valueHead && batch.returns);
+  if (batch.returns && !batch.values) throw new Error('learnStep: batch.returns needs batch.values (rollout values for value clipping)');
+  if (batch.returns && !valueHead) throw new Error('learnStep: batch.returns given but the learner has no value head');
+  const vfCoef = config.vfCoef ?? 0.5;
+  const entCoef = config.entropyCoeff ?? 0;
+  const valueMode: LossAggMode = trl ? 'token-mean' : aggMode;
+
+  const vars: Record<string, tf.Variable> = {};
+  for (const v of lora.variables()) vars[v.name] = v;
+  if (useValue) for (const v of valueHead!.variables()) vars[v.name] = v;
+  const varList = Object.values(vars);
+
+  const mb = Math.max(1, Math.floor(config.microBatchSize ?? B));
+  const agg = (x: tf.Tensor, m: tf.Tensor): tf.Scalar => (trl ? trlLoss(x, m, trl, config.maxCompletionLength) : aggLoss(x, m, aggMode));
+
+  // Device-side accumulators: metric sums (weighted so their sum is the full-batch value).
+  const sums: Record<string, tf.Scalar> = {};
+  const addMetric = (name: string, x: tf.Scalar) => {
+    const prev = sums[name];
+    sums[name] = tf.keep(prev ? tf.add(prev, x) : x.clone()) as tf.Scalar;
+    prev?.dispose();
+  };
+  let acc: tf.NamedTensorMap | null = null;
+  const totalLossTokens = sum(lossMask.data);
+  const totalGenTokens = sum(genMask.data);
+
+  const wasTraining = lora.training;
+  lora.training = true;
+  try {
+    for (let r0 = 0; r0 < B; r0 += mb) {
+      const rows = Array.from({ length: Math.min(mb, B - r0) }, (_, i) => r0 + i);
+      const pShare = aggShare(trl ?? aggMode, lossMask, rows);
+      const vShare = aggShare(valueMode, lossMask, rows);
+      const wP = pShare.total > 0 ? pShare.part / pShare.total : 0;
+      const wV = vShare.total > 0 ? vShare.part / vShare.total : 0;
+      // Token shares of this micro-batch, for the token-mean metrics.
+      const tokW = totalLossTokens > 0 ? sum(sliceRows(lossMask, rows).data) / totalLossTokens : 0;
+      const genW = totalGenTokens > 0 ? sum(sliceRows(genMask, rows).data) / totalGenTokens : 0;
+      const sub: ResponseBatch = { prompts: rows.map((r) => batch.prompts[r]), responses: rows.map((r) => batch.responses[r]), mask: rows.map((r) => batch.mask[r]) };
+      const consts = {  // one upload each, disposed below
+        old: upload(sliceRows(batch.oldLogp, rows)),
+        adv: upload(sliceRows(batch.advantages, rows)),
+        lm: upload(sliceRows(lossMask, rows)),
+        gm: upload(sliceRows(genMask, rows)),
+        ref: batch.refLogp ? upload(sliceRows(batch.refLogp, rows)) : null,
+        vOld: useValue ? upload(sliceRows(batch.values!, rows)) : null,
+        ret: useValue ? upload(sliceRows(batch.returns!, rows)) : null,
+      };
+      try {
+        const { value, grads } = tf.variableGrads(() => {
+          const s = policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue });
+          const pl = computePolicyLoss(
+            lossName,
+            { logp: s.logp, oldLogp: consts.old, advantages: consts.adv, mask: consts.lm },
+            {
+              clipRatioLow: config.clipRatioLow ?? PPO_DEFAULTS.clipRatioLow,
+              clipRatioHigh: config.clipRatioHigh ?? PPO_DEFAULTS.clipRatioHigh,
+              clipRatioC: config.clipRatioC ?? PPO_DEFAULTS.clipRatioC,
+              lossAggMode: aggMode,
+            },
+          );
+          const pg = trl ? agg(pl.perToken, consts.lm) : pl.loss;
+          let loss: tf.Scalar = tf.mul(pg, wP);
+          addMetric('loss/policy', tf.mul(pg, wP));
+          addMetric('ppo/clipfrac', tf.mul(pl.clipFrac, tokW));
+          addMetric('ppo/clipfrac_lower', tf.mul(pl.clipFracLower, tokW));
+          addMetric('ppo/approx_kl', tf.mul(pl.approxKl, tokW));
+          addMetric('ppo/ratio_mean', tf.mul(aggLoss(tf.exp(tf.sub(s.logp, consts.old)), consts.lm, 'token-mean'), tokW));
+          addMetric('entropy/mean', tf.mul(aggLoss(s.entropy, consts.gm, 'token-mean'), genW));
+          if (entCoef !== 0) {
+            const e = agg(s.entropy, consts.lm);
+            loss = tf.sub(loss, tf.mul(e, entCoef * wP));
+            addMetric('loss/entropy', tf.mul(e, -entCoef * wP));
+          }
+          if (consts.ref) {
+            const kl = klPenalty(s.logp, consts.ref, config.kl?.estimator ?? 'k3');
+            addMetric('kl/mean', tf.mul(aggLoss(kl, consts.gm, 'token-mean'), genW));
+            if (klCoef !== 0) {
+              const k = agg(kl, consts.lm);
+              loss = tf.add(loss, tf.mul(k, klCoef * wP));
+              addMetric('loss/kl', tf.mul(k, klCoef * wP));
+            }
+          }
+          if (useValue) {
+            const h = config.valueGradToAdapters ? s.hidden! : stopGradient(s.hidden!);
+            const v = valueHead!.forward(h);
+            const vl = valueLoss(v, consts.ret!, consts.vOld!, consts.lm, config.cliprangeValue ?? 0.5, valueMode);
+            loss = tf.add(loss, tf.mul(vl.loss, vfCoef * wV));
+            addMetric('loss/value', tf.mul(vl.loss, wV));
+            addMetric('value/clipfrac', tf.mul(vl.clipFrac, tokW));
+            addMetric('value/mean', tf.mul(aggLoss(v, consts.lm, 'token-mean'), tokW));
+          }
+          addMetric('loss/total', loss);
+          return loss;
+        }, varList);
+        value.dispose();
+        if (!acc) acc = grads;
+        else {
+          const prev: tf.NamedTensorMap = acc;
+          const next: tf.NamedTensorMap = {};
+          for (const name of Object.keys(grads)) next[name] = prev[name] ? tf.add(prev[name], grads[name]) : grads[name].clone();
+          for (const name of Object.keys(prev)) if (!next[name]) next[name] = prev[name].clone();
+          tf.dispose([...Object.values(prev), ...Object.values(grads)]);
+          acc = next;
+        }
+      } finally {
+        tf.dispose(Object.values(consts).filter((t): t is tf.Tensor2D => t !== null));
+      }
+    }
+  } finally {
+    lora.training = wasTraining;
+  }
+
+  const grads = acc!;
+  const clipped = clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
+  const norm = (await clipped.norm.data())[0];
+  const skipped = !Number.isFinite(norm);
+  const stepLr = lr ?? optimizer.config.lr;
+  if (!skipped) optimizer.applyGradients(vars, clipped.grads, stepLr);
+  const names = Object.keys(sums);
+  const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
+  const values = stacked ? await stacked.data() : new Float32Array(0);
+  tf.dispose([...Object.values(grads), ...Object.values(clipped.grads), clipped.norm, ...Object.values(sums)]);
+  stacked?.dispose();
+  const metrics: LearnMetrics = {};
+  names.forEach((n, i) => (metrics[n] = values[i]));
+  metrics['grad/norm'] = norm;
+  metrics['grad/skipped'] = skipped ? 1 : 0;
+  metrics['optim/lr'] = stepLr;
+  return metrics;
+}
