@@ -22,8 +22,9 @@ export function tokenStatsStock(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tenso
     // Masked (-inf) logits become a huge finite negative: p = 0 and p log p = 0 both ways, and
     // autograd never meets 0 * inf.
     const logSm = tf.logSoftmax(tf.maximum(logits, -1e30));
-    // Gather, not a one-hot product, so only the chosen entry carries gradient.
-    const chosen = tf.reshape(tf.gather(logSm, tf.reshape(ids, [-1, 1]), 1, 1), [-1]);
+    // A one-hot product rather than a batched gather (tfjs-wasm 4.22's GatherV2 with batchDims
+    // reads out of bounds); safe because every log-prob above is finite.
+    const chosen = tf.sum(tf.mul(logSm, tf.oneHot(ids, logits.shape[1])), 1);
     const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), 1));
     return tf.stack([chosen, entropy], 1) as tf.Tensor2D;
   });
