@@ -46,3 +46,29 @@ describe('golden fixtures in Chromium on WebGPU', () => {
     });
   }
 });
+
+describe('hub-style loading with the browser cache', () => {
+  it('loads the same folder a second time with the network cut (Cache Storage)', async () => {
+    const baseUrl = `${inject('fixturesURL')}tiny-llama/`;
+    await page.evaluate((u) => window.sparring!.engine.loadModel('cached', { kind: 'url', baseUrl: u }), baseUrl);
+    // Cut every request to the fixture server, from the page and its worker alike.
+    let blocked = 0;
+    await page.context().route(`${inject('fixturesURL')}**`, (route) => {
+      blocked++;
+      return route.abort('internetdisconnected');
+    });
+    const info = await page.evaluate((u) => window.sparring!.engine.loadModel('cached-again', { kind: 'url', baseUrl: u }), baseUrl);
+    expect(info.vocab).toBe(64);
+    expect(blocked).toBe(0); // nothing even tried the network
+    // A folder never fetched before fails with the file named, not with a hang.
+    const err = await page
+      .evaluate((u) => window.sparring!.engine.loadModel('never', { kind: 'url', baseUrl: u }).then(() => 'loaded', (e: Error) => e.message), `${inject('fixturesURL')}tiny-llama-f32-missing/`);
+    expect(err).toMatch(/config\.json/);
+    // ...and that request was cut here, so the route does see the worker's fetches.
+    expect(blocked).toBeGreaterThan(0);
+    const cached = await page.evaluate(async () => (await (await caches.open('sparring-models-v1')).keys()).map((r) => r.url));
+    expect(cached).toContain(`${baseUrl}config.json`);
+    expect(cached).toContain(`${baseUrl}model.safetensors`);
+    await page.context().unrouteAll();
+  });
+});
