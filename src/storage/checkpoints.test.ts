@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CheckpointStore, findNonFinite, type NamedTensor } from './checkpoints.ts';
-import { idbKv, StorageError, type Kv } from './kv.ts';
+import { formatBytes, idbKv, requestPersistentStorage, StorageError, type Kv } from './kv.ts';
 
 // A fresh database per test, so tests never see each other's keys.
 let dbNo = 0;
@@ -214,5 +214,31 @@ describe('CheckpointStore', () => {
     expect((await kv.keys(`c/${a.id}/`)).length).toBe(6);
     expect(await store.prune('r', 2)).toEqual([a.id]);
     expect((await store.list('r')).map((x) => x.id).sort()).toEqual([b.id, c.id].sort());
+  });
+});
+
+describe('storage estimate', () => {
+  it('usage() reports navigator.storage.estimate and the bytes of stored checkpoints', async () => {
+    vi.stubGlobal('navigator', {
+      storage: { estimate: async () => ({ usage: 3 * 1024 * 1024, quota: 10 * 1024 ** 3 }), persisted: async () => false, persist: async () => true },
+    });
+    try {
+      const store = new CheckpointStore({ kv: freshKv(), chunkBytes: 32 });
+      await store.save({ runId: 'r', step: 1, tensors: params() });
+      expect(await store.usage()).toEqual({ checkpoints: 1, checkpointBytes: 60, usage: 3145728, quota: 10737418240 });
+      expect(formatBytes(3145728)).toBe('3.0 MiB');
+      expect(formatBytes(512)).toBe('512 B');
+      expect(await requestPersistentStorage()).toBe(true);
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  it('load refuses a manifest of another format version', async () => {
+    const kv = freshKv();
+    const store = new CheckpointStore({ kv });
+    const m = await store.save({ runId: 'r', step: 1, tensors: params() });
+    await kv.set(`m/${m.id}`, { ...m, format: 2 });
+    await expect(store.load(m.id)).rejects.toThrow('manifest format 2, this version reads format 1');
   });
 });

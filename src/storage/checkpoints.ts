@@ -361,6 +361,9 @@ export class CheckpointStore {
   async load(id: string): Promise<Checkpoint> {
     const m = await this.manifest(id);
     const what = `${label(m)} [${m.id}]`;
+    if (m.format !== CHECKPOINT_FORMAT) {
+      throw new StorageError('corrupt', `${what} cannot be loaded: manifest format ${String(m.format)}, this version reads format ${CHECKPOINT_FORMAT}`);
+    }
     const present = new Set(await this.kv.keys(chunkPrefix(id)));
     m.chunks.forEach((c, i) => {
       if (!present.has(c.key)) {

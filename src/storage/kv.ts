@@ -91,6 +91,20 @@ export async function storageEstimate(): Promise<StorageEstimateResult> {
   }
 }
 
+/**
+ * Asks the browser not to evict this origin's storage under pressure (checkpoints are hours of
+ * GPU time). Resolves to whether storage is persistent; false where the API is missing.
+ */
+export async function requestPersistentStorage(): Promise<boolean> {
+  const nav = (globalThis as { navigator?: { storage?: { persist?: () => Promise<boolean>; persisted?: () => Promise<boolean> } } }).navigator;
+  try {
+    if (await nav?.storage?.persisted?.()) return true;
+    return (await nav?.storage?.persist?.()) ?? false;
+  } catch {
+    return false;
+  }
+}
+
 /** A unique-enough id: time plus randomness (crypto where available), sortable by creation. */
 export function newId(prefix: string): string {
   const rnd =
