@@ -94,3 +94,26 @@ describe('GPU health after every kernel above', () => {
     expect(status.gpuErrors).toEqual([]);
   });
 });
+
+describe('kernels under a small storage-binding limit', () => {
+  it('split rows into chunks and still match the references', async () => {
+    const [rows, vocab] = [8, 4099];
+    // Room for 3 rows per binding: 8 rows go as 3 + 3 + 2.
+    await page.evaluate((b) => window.sparring!.engine.setBindingLimit(b), 3 * vocab * 4 + 100);
+    try {
+      const c = seededLogits(rows, vocab, 77);
+      const stats = await page.evaluate(([r, v]) => window.sparring!.engine.tokenStatsCheck(r, v, 77), [rows, vocab]);
+      const ref = tokenStatsF64(c.logits, rows, vocab, c.ids);
+      for (let r = 0; r < rows; r++) expect(Math.abs(stats.entropy[r] - ref.entropy[r])).toBeLessThan(1e-5);
+      const grad = await page.evaluate(([r, v]) => window.sparring!.engine.tokenStatsGradCheck(r, v, 77).then((g) => Array.from(g.grad)), [rows, vocab]);
+      const gref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, 77));
+      expect(Math.max(...grad.map((g, i) => Math.abs(g - gref[i])))).toBeLessThan(1e-5);
+      const o = { temperature: 1.3, topK: 0, topP: 0.9, seed: 3, step: 4 };
+      const s = seededLogits(rows, vocab, vocab + 5);
+      const ids = await page.evaluate(([r, v, sd, opt]) => window.sparring!.engine.sampleCheck(r, v, sd, opt), [rows, vocab, vocab + 5, o] as const);
+      expect(ids.ids).toEqual(Array.from(sampleReference(s.logits, rows, vocab, o)));
+    } finally {
+      await page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
+    }
+  });
+});

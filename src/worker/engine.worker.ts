@@ -9,6 +9,7 @@ import type { BackendPreference } from '../engine/backends';
 import { initBackend } from '../engine/initBackend';
 import { probeWebGPU, type GpuProbe } from '../engine/probe';
 import { isWebGPUBackend, webgpuDevice } from '../engine/kernels/wgslProgram';
+import { setBindingLimitOverride } from '../engine/kernels/limits';
 import { tokenStats } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
@@ -83,6 +84,10 @@ const api: EngineApi = {
       entropy.push(values[r * 2 + 1]);
     }
     return { backend: tf.getBackend(), path: isWebGPUBackend() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ms };
+  },
+
+  async setBindingLimit(bytes) {
+    setBindingLimitOverride(bytes);
   },
 
   async tokenStatsGradCheck(rows, vocab, seed): Promise<KernelGradCheck> {

@@ -83,6 +83,8 @@ export interface EngineApi {
   init(preference: BackendPreference): Promise<EngineStatus>;
   status(): Promise<EngineStatus>;
   tokenStatsCheck(rows: number, vocab: number, seed: number): Promise<KernelCheck>;
+  /** Pretend the GPU allows only this many bytes per storage binding (null: the real limit). */
+  setBindingLimit(bytes: number | null): Promise<void>;
   tokenStatsGradCheck(rows: number, vocab: number, seed: number): Promise<KernelGradCheck>;
   loadModel(name: string, ref: ModelRef, options?: LoadModelOptions): Promise<ModelInfo>;
   /** y = x W^T through the quantised-matmul op and dx = d sum(y * dy) / dx, on the active backend. */

@@ -3,6 +3,7 @@
 // (sampleReference), so a seed means the same tokens on every backend up to float rounding.
 import * as tf from '@tensorflow/tfjs';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
+import { rowChunks } from '../kernels/limits';
 import { isWebGPUBackend, runKernel } from '../kernels/wgslProgram';
 import { seedKey } from '../rng/philox';
 import { checkSamplingOptions, sampleReference, type SamplingOptions } from './sampleReference';
@@ -16,6 +17,20 @@ function streamIds(rows: number, streams?: ArrayLike<number>): Int32Array {
 
 export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions, streams?: ArrayLike<number>): tf.Tensor1D {
   checkSamplingOptions(o);
+  const chunks = rowChunks(logits.shape[0], logits.shape[1] * 4);
+  if (chunks.length > 1) {
+    const all = streamIds(logits.shape[0], streams);
+    let start = 0;
+    return tf.tidy(() =>
+      tf.concat(
+        tf.split(logits, chunks, 0).map((part, i) => {
+          const s = all.subarray(start, start + chunks[i]);
+          start += chunks[i];
+          return sampleTokensWebGPU(part as tf.Tensor2D, o, s);
+        }),
+      ) as tf.Tensor1D,
+    );
+  }
   const streamTensor = tf.tensor1d(streamIds(logits.shape[0], streams), 'int32');
   const [seedLo, seedHi] = seedKey(o.seed);
   const ids = runKernel(

@@ -3,6 +3,7 @@
 import * as tf from '@tensorflow/tfjs';
 import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
 import tokenStatsGradWgsl from '../../../shaders/token_stats_grad.wgsl?raw';
+import { rowChunks } from '../kernels/limits';
 import { isWebGPUBackend, runKernel } from '../kernels/wgslProgram';
 
 const WG = 256;
@@ -70,15 +71,25 @@ export function tokenStatsGradWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, stat
 export function tokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
   if (!isWebGPUBackend()) return tokenStatsStock(logits, ids);
   checkShapes(logits, ids);
-  // ids is closed over, not an argument: it is integer data with no gradient.
+  // Logits of a 150k vocabulary are 0.6 MB a row: keep each kernel's bindings under the limit.
+  const chunks = rowChunks(logits.shape[0], logits.shape[1] * 4);
+  if (chunks.length > 1) {
+    return tf.tidy(() => {
+      const parts = tf.split(logits, chunks, 0);
+      const idParts = tf.split(ids, chunks, 0);
+      return tf.concat(parts.map((p, i) => tokenStats(p as tf.Tensor2D, idParts[i] as tf.Tensor1D)), 0) as tf.Tensor2D;
+    });
+  }
+  // ids is closed over, not an argument (integer data, no gradient), and saved for the backward
+  // pass so it outlives a tidy scope that created it.
   const fused = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [x, save] = args as [tf.Tensor2D, tf.GradSaveFunc];
     const stats = tokenStatsWebGPU(x, ids);
-    save([x, stats]);
+    save([x, stats, ids]);
     return {
       value: stats,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
-        tokenStatsGradWebGPU(saved[0] as tf.Tensor2D, ids, saved[1] as tf.Tensor2D, dy as tf.Tensor2D),
+        tokenStatsGradWebGPU(saved[0] as tf.Tensor2D, saved[2] as tf.Tensor1D, saved[1] as tf.Tensor2D, dy as tf.Tensor2D),
     };
   });
   return fused(logits) as tf.Tensor2D;

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { BINDING_FLOOR, maxBindingBytes, rowChunks, setBindingLimitOverride } from './limits';
+
+describe('binding limits', () => {
+  it('uses the 128 MiB floor off WebGPU, and an override when set', () => {
+    expect(maxBindingBytes()).toBe(BINDING_FLOOR);
+    setBindingLimitOverride(1000);
+    expect(maxBindingBytes()).toBe(1000);
+    setBindingLimitOverride(null);
+    expect(maxBindingBytes()).toBe(BINDING_FLOOR);
+  });
+
+  it('splits rows into the fewest balanced chunks under the limit', () => {
+    // 10 rows of 100 bytes under 350 bytes: at most 3 rows a chunk -> 4 chunks of 3,3,2,2.
+    expect(rowChunks(10, 100, 350)).toEqual([3, 3, 2, 2]);
+    expect(rowChunks(3, 100, 350)).toEqual([3]);
+    // A 151,936-entry f32 row is 607,744 bytes: 256 rows need 2 chunks under 128 MiB.
+    expect(rowChunks(256, 151936 * 4, BINDING_FLOOR)).toEqual([128, 128]);
+    expect(() => rowChunks(1, 500, 100)).toThrow(/exceeds the 100-byte/);
+  });
+});

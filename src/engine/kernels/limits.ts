@@ -1,0 +1,29 @@
+// Binding-size limits of the active WebGPU device, and row chunking that keeps every storage
+// binding a kernel touches under them (DESIGN: plan for a 128 MiB binding floor).
+import { isWebGPUBackend, webgpuDevice } from './wgslProgram';
+
+/** WebGPU's guaranteed minimum for maxStorageBufferBindingSize. */
+export const BINDING_FLOOR = 128 * 2 ** 20;
+
+let override: number | null = null;
+
+/** Pretend the device allows only this many bytes per binding (tests, or a cautious setting). */
+export function setBindingLimitOverride(bytes: number | null): void {
+  if (bytes !== null && !(bytes >= 4)) throw new Error(`binding limit override must be >= 4 bytes, got ${bytes}`);
+  override = bytes;
+}
+
+export function maxBindingBytes(): number {
+  if (override !== null) return override;
+  return isWebGPUBackend() ? webgpuDevice().limits.maxStorageBufferBindingSize : BINDING_FLOOR;
+}
+
+/** Split `rows` rows of `bytesPerRow` into the fewest equal-ish chunks that each fit `limit`. */
+export function rowChunks(rows: number, bytesPerRow: number, limit = maxBindingBytes()): number[] {
+  const perChunk = Math.floor(limit / bytesPerRow);
+  if (perChunk < 1) throw new Error(`one row of ${bytesPerRow} bytes exceeds the ${limit}-byte storage binding limit`);
+  if (rows <= perChunk) return [rows];
+  const n = Math.ceil(rows / perChunk);
+  const base = Math.floor(rows / n);
+  return Array.from({ length: n }, (_, i) => base + (i < rows % n ? 1 : 0));
+}
