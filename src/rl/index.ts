@@ -1,4 +1,4 @@
-// The RL formula layer: advantages, KL, policy/value losses, aggregation, reward shaping,
+// The RL layer: advantages, KL, policy/value losses, aggregation, reward shaping,
 // repetition, turn aggregation, min-max scheduling, LR schedules and optimiser helpers.
 // Every formula and default is listed, with its source, in shared/RL-REFERENCE.md.
 export * from './types';
@@ -15,3 +15,8 @@ export * from './turns';
 export * from './minmax';
 export * from './schedule';
 export * from './optim';
+// The learning step shared by recipes: policy/reference statistics on prompt + response, one
+// optimiser update (learnStep) and a minimal generic RL iteration (rlStep).
+export * from './policy';
+export * from './trainer';
+export * from './loop';

@@ -132,7 +132,7 @@ describe('learnStep', () => {
   it('a positive advantage on a token raises its log-prob (importance sampling, no value head)', async () => {
     restore();
     const batch = await makeBatch(g, false);
-    const adv = fromRows(g.mask.map((row, b) => row.map((m, t) => (b === 0 && t === 0 ? 1 : 0))));
+    const adv = fromRows(g.mask.map((row, b) => row.map((_m, t) => (b === 0 && t === 0 ? 1 : 0))));
     const before = policyStats(model, batch);
     const lp0 = before.logp.dataSync()[0];
     const opt = new AdamW({ lr: 5e-3, weightDecay: 0 });
