@@ -122,13 +122,17 @@ describe('rlStep', () => {
     expect(await run()).toEqual(await run());
   });
 
-  it('gae needs a value head; KL in the reward reports kl/reward_kl', async () => {
+  it('gae needs a value head; KL in the reward reports kl/reward_kl; PPO epochs move the ratio', async () => {
     const lora = newLora(2);
     const optimizer = new AdamW({ lr: 1e-3 });
     const ctx = { learner: { model, lora, optimizer }, rewardFn: reward };
     await expect(rlStep(ctx, PROMPTS, 0, { ...CONFIG, advantage: 'gae' })).rejects.toThrow(/value head/);
     const rep = await rlStep(ctx, PROMPTS, 0, { ...CONFIG, advantage: 'reinforce_plus_plus', klInReward: { estimator: 'k1', coef: 0.1 } });
     expect(Number.isFinite(rep.metrics['kl/reward_kl'])).toBe(true);
+    // PPO epochs: later updates on the same batch see ratio != 1 (old log-probs stay the rollout's).
+    const rep2 = await rlStep(ctx, PROMPTS, 1, { ...CONFIG, updatesPerBatch: 3, lr: 5e-2 });
+    expect(Math.abs(rep2.metrics['ppo/ratio_mean'] - 1)).toBeGreaterThan(1e-3);
+    expect(rep2.metrics['ppo/approx_kl']).not.toBe(0);
     optimizer.dispose();
     lora.dispose();
   });
