@@ -87,36 +87,36 @@ export function packInt8x4(q: Int8Array, out: number, inp: number): Int32Array {
   return packed;
 }
 
-export class Int8Weight implements FrozenWeight, QuantizedMatrix {
-  readonly kind = 'int8';
-  readonly bits = 8;
+/** A frozen weight held as packed integer words plus float32 scales (int8 or int4). */
+abstract class PackedWeight implements FrozenWeight, QuantizedMatrix {
+  abstract readonly kind: string;
   readonly outFeatures: number;
   readonly inFeatures: number;
-  readonly groupSize: number;
-  /** int32 [out, ceil(in/4)] */
+  /** int32 words [out, words per row] */
   readonly packed: tf.Tensor2D;
   /** float32 [out, in / groupSize] */
   readonly scales: tf.Tensor2D;
 
-  constructor(m: QuantizedInt8, readonly name = 'int8 weight') {
+  protected constructor(
+    readonly bits: 8 | 4,
+    m: { out: number; in: number; groupSize: number; scales: Float32Array },
+    words: Int32Array,
+    readonly groupSize: number,
+    readonly name: string,
+  ) {
     this.outFeatures = m.out;
     this.inFeatures = m.in;
-    this.groupSize = m.groupSize;
-    this.packed = tf.tensor2d(packInt8x4(m.q, m.out, m.in), [m.out, Math.ceil(m.in / 4)], 'int32');
+    this.packed = tf.tensor2d(words, [m.out, words.length / m.out], 'int32');
     this.scales = tf.tensor2d(m.scales, [m.out, m.in / m.groupSize]);
-  }
-
-  static fromFloat32(w: Float32Array, shape: [number, number], opts: Int8Options = {}, name?: string): Int8Weight {
-    return new Int8Weight(quantizeInt8(w, shape, opts), name);
   }
 
   get bytes(): number {
     return this.packed.size * 4 + this.scales.size * 4;
   }
 
-  /** The int8 values as float32 [out, in] (exact), from the packed words. */
+  /** The integer values as float32 [out, in] (exact), from the packed words. */
   unpack(): tf.Tensor2D {
-    return tf.tidy(() => dequantizeStock({ ...this, bits: 8, scales: tf.onesLike(this.scales) }));
+    return tf.tidy(() => dequantizeStock({ ...this, bits: this.bits, scales: tf.onesLike(this.scales) }));
   }
 
   toDense(): tf.Tensor2D {
@@ -130,6 +130,18 @@ export class Int8Weight implements FrozenWeight, QuantizedMatrix {
   dispose(): void {
     this.packed.dispose();
     this.scales.dispose();
+  }
+}
+
+export class Int8Weight extends PackedWeight {
+  readonly kind = 'int8';
+
+  constructor(m: QuantizedInt8, name = 'int8 weight') {
+    super(8, m, packInt8x4(m.q, m.out, m.in), m.groupSize, name);
+  }
+
+  static fromFloat32(w: Float32Array, shape: [number, number], opts: Int8Options = {}, name?: string): Int8Weight {
+    return new Int8Weight(quantizeInt8(w, shape, opts), name);
   }
 }
 
@@ -190,44 +202,15 @@ export function packInt4x8(q: Int8Array, out: number, inp: number): Int32Array {
   return packed;
 }
 
-export class Int4Weight implements FrozenWeight, QuantizedMatrix {
+export class Int4Weight extends PackedWeight {
   readonly kind = 'int4';
-  readonly bits = 4;
-  readonly outFeatures: number;
-  readonly inFeatures: number;
-  readonly groupSize: number;
-  /** int32 [out, in / 8] */
-  readonly packed: tf.Tensor2D;
-  /** float32 [out, in / groupSize] */
-  readonly scales: tf.Tensor2D;
 
-  constructor(m: QuantizedInt4, readonly name = 'int4 weight') {
-    this.outFeatures = m.out;
-    this.inFeatures = m.in;
-    this.groupSize = m.groupSize;
-    this.packed = tf.tensor2d(packInt4x8(m.q, m.out, m.in), [m.out, m.in / 8], 'int32');
-    this.scales = tf.tensor2d(m.scales, [m.out, m.in / m.groupSize]);
+  constructor(m: QuantizedInt4, name = 'int4 weight') {
+    super(4, m, packInt4x8(m.q, m.out, m.in), m.groupSize, name);
   }
 
   static fromFloat32(w: Float32Array, shape: [number, number], groupSize = INT4_GROUP, name?: string): Int4Weight {
     return new Int4Weight(quantizeInt4(w, shape, groupSize), name);
-  }
-
-  get bytes(): number {
-    return this.packed.size * 4 + this.scales.size * 4;
-  }
-
-  toDense(): tf.Tensor2D {
-    return dequantizeStock(this);
-  }
-
-  matmul(x: tf.Tensor2D): tf.Tensor2D {
-    return quantMatmul(x, this);
-  }
-
-  dispose(): void {
-    this.packed.dispose();
-    this.scales.dispose();
   }
 }
 

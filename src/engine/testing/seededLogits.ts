@@ -1,16 +1,9 @@
 // Deterministic test inputs shared by unit tests, the browser self-test and the e2e suite, so a
 // page and a Node process can build the same logits from the same seed.
 
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../rng/mulberry32';
+
+export { mulberry32 };
 
 export interface LogitsCase {
   rows: number;

@@ -5,22 +5,13 @@
 // recorded example, never as a live run. Goals and answers follow the sandbox world's grammar
 // (made-up targets, payload markers instead of content).
 import type { Message, RewardTerms, RolloutSample, StepReport, TokenTrace, Verdict } from '../../recipes/report';
+import { mulberry32 } from '../../engine/rng/mulberry32';
 
 export const EXAMPLE_RUN_ID = 'example-arena-seed7';
 export const EXAMPLE_LABEL = 'recorded example (synthetic)';
 export const EXAMPLE_STEPS = 30;
 
-/** mulberry32: a tiny seeded PRNG, enough for a demo. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 const round = (x: number, digits = 4) => Number(x.toFixed(digits));
 
