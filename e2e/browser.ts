@@ -1,6 +1,6 @@
 // Browser-test helpers over the shared Chromium launcher (src/cli/chromium.ts).
 import type { Browser, Page } from 'playwright-core';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { launchChromium } from '../src/cli/chromium';
 
 export const launch = launchChromium;
@@ -20,4 +20,25 @@ export async function openLab(browser: Browser, query = ''): Promise<{ page: Pag
     return el !== null && el.getAttribute('data-backend') !== '';
   }, undefined, { timeout: 90_000 });
   return { page, errors };
+}
+
+/**
+ * One browser and one lab page for a whole test file, opened before its tests and closed after.
+ * Read `.page` inside tests (it is set by beforeAll).
+ */
+export function sharedLabPage(query = ''): { readonly page: Page } {
+  const holder: { browser?: Browser; page?: Page } = {};
+  beforeAll(async () => {
+    holder.browser = await launch();
+    holder.page = (await openLab(holder.browser, query)).page;
+  });
+  afterAll(async () => {
+    await holder.browser?.close();
+  });
+  return {
+    get page(): Page {
+      if (!holder.page) throw new Error('the lab page is not open yet (use it inside a test)');
+      return holder.page;
+    },
+  };
 }

@@ -1,19 +1,10 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
 import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
 import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
-import { launch, openLab } from './browser';
+import { sharedLabPage } from './browser';
 
-let browser: Browser;
-let page: Page;
-beforeAll(async () => {
-  browser = await launch();
-  ({ page } = await openLab(browser));
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const lab = sharedLabPage();
 
 describe('WGSL token-stats kernel on WebGPU', () => {
   // Shapes off the 256-wide workgroup, and real vocabularies (SmolLM2 49152, Qwen2.5 151936).
@@ -27,7 +18,7 @@ describe('WGSL token-stats kernel on WebGPU', () => {
   for (const [rows, vocab, tol] of shapes) {
     it(`matches the float64 CPU reference for [${rows}, ${vocab}] within ${tol}`, async () => {
       const seed = 1000 + vocab;
-      const got = await page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsCheck(r, v, s), [rows, vocab, seed]);
+      const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsCheck(r, v, s), [rows, vocab, seed]);
       expect(got.backend).toBe('webgpu');
       expect(got.path).toBe('wgsl');
       // The reference is computed here in Node from the same seeded inputs.
@@ -45,7 +36,7 @@ describe('WGSL token-stats gradient on WebGPU', () => {
   for (const [rows, vocab] of [[3, 1000], [2, 49152]] as const) {
     it(`matches the closed-form float64 gradient for [${rows}, ${vocab}]`, async () => {
       const seed = 31 + vocab;
-      const got = await page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsGradCheck(r, v, s).then((g) => ({ ...g, grad: Array.from(g.grad) })), [rows, vocab, seed]);
+      const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsGradCheck(r, v, s).then((g) => ({ ...g, grad: Array.from(g.grad) })), [rows, vocab, seed]);
       expect(got.backend).toBe('webgpu');
       const c = seededLogits(rows, vocab, seed);
       const ref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, seed));
@@ -70,7 +61,7 @@ describe('WGSL sampler on WebGPU', () => {
       // Flatter logits (scale 2) so the truncations keep many tokens and the draws differ.
       for (const step of [0, 1, 17]) {
         const options = { ...o, seed: 1234567, step };
-        const got = await page.evaluate(([r, v, s, opt]) => window.sparring!.engine.sampleCheck(r, v, s, opt), [rows, vocab, vocab + 5, options] as const);
+        const got = await lab.page.evaluate(([r, v, s, opt]) => window.sparring!.engine.sampleCheck(r, v, s, opt), [rows, vocab, vocab + 5, options] as const);
         expect(got.backend).toBe('webgpu');
         const c = seededLogits(rows, vocab, vocab + 5);
         expect(got.ids).toEqual(Array.from(sampleReference(c.logits, rows, vocab, options)));
@@ -81,7 +72,7 @@ describe('WGSL sampler on WebGPU', () => {
   it('repeats the same ids for the same seed and step, and changes with the step', async () => {
     // A hot temperature: the seeded logits have one confident peak per row that T=1 nearly always picks.
     const o = { temperature: 20, topK: 0, topP: 1, seed: 5 };
-    const draw = (step: number) => page.evaluate(([opt]) => window.sparring!.engine.sampleCheck(8, 500, 3, opt), [{ ...o, step }] as const);
+    const draw = (step: number) => lab.page.evaluate(([opt]) => window.sparring!.engine.sampleCheck(8, 500, 3, opt), [{ ...o, step }] as const);
     const a = await draw(0);
     expect((await draw(0)).ids).toEqual(a.ids);
     expect((await draw(1)).ids).not.toEqual(a.ids);
@@ -90,7 +81,7 @@ describe('WGSL sampler on WebGPU', () => {
 
 describe('GPU health after every kernel above', () => {
   it('reported no uncaptured WebGPU error (a shader that fails to compile would show here)', async () => {
-    const status = await page.evaluate(() => window.sparring!.engine.status());
+    const status = await lab.page.evaluate(() => window.sparring!.engine.status());
     expect(status.gpuErrors).toEqual([]);
   });
 });
@@ -99,21 +90,21 @@ describe('kernels under a small storage-binding limit', () => {
   it('split rows into chunks and still match the references', async () => {
     const [rows, vocab] = [8, 4099];
     // Room for 3 rows per binding: 8 rows go as 3 + 3 + 2.
-    await page.evaluate((b) => window.sparring!.engine.setBindingLimit(b), 3 * vocab * 4 + 100);
+    await lab.page.evaluate((b) => window.sparring!.engine.setBindingLimit(b), 3 * vocab * 4 + 100);
     try {
       const c = seededLogits(rows, vocab, 77);
-      const stats = await page.evaluate(([r, v]) => window.sparring!.engine.tokenStatsCheck(r, v, 77), [rows, vocab]);
+      const stats = await lab.page.evaluate(([r, v]) => window.sparring!.engine.tokenStatsCheck(r, v, 77), [rows, vocab]);
       const ref = tokenStatsF64(c.logits, rows, vocab, c.ids);
       for (let r = 0; r < rows; r++) expect(Math.abs(stats.entropy[r] - ref.entropy[r])).toBeLessThan(1e-5);
-      const grad = await page.evaluate(([r, v]) => window.sparring!.engine.tokenStatsGradCheck(r, v, 77).then((g) => Array.from(g.grad)), [rows, vocab]);
+      const grad = await lab.page.evaluate(([r, v]) => window.sparring!.engine.tokenStatsGradCheck(r, v, 77).then((g) => Array.from(g.grad)), [rows, vocab]);
       const gref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, 77));
       expect(Math.max(...grad.map((g, i) => Math.abs(g - gref[i])))).toBeLessThan(1e-5);
       const o = { temperature: 1.3, topK: 0, topP: 0.9, seed: 3, step: 4 };
       const s = seededLogits(rows, vocab, vocab + 5);
-      const ids = await page.evaluate(([r, v, sd, opt]) => window.sparring!.engine.sampleCheck(r, v, sd, opt), [rows, vocab, vocab + 5, o] as const);
+      const ids = await lab.page.evaluate(([r, v, sd, opt]) => window.sparring!.engine.sampleCheck(r, v, sd, opt), [rows, vocab, vocab + 5, o] as const);
       expect(ids.ids).toEqual(Array.from(sampleReference(s.logits, rows, vocab, o)));
     } finally {
-      await page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
+      await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
     }
   });
 });

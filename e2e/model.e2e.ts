@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launch, openLab } from './browser';
+import { describe, expect, inject, it } from 'vitest';
+import { sharedLabPage } from './browser';
 
 interface Golden {
   input_ids: number[];
@@ -11,38 +10,30 @@ interface Golden {
   greedy_continuation: number[];
 }
 
-let browser: Browser;
-let page: Page;
-beforeAll(async () => {
-  browser = await launch();
-  ({ page } = await openLab(browser));
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const lab = sharedLabPage();
 
 describe('golden fixtures in Chromium on WebGPU', () => {
   for (const fixture of ['tiny-llama', 'tiny-llama-f32']) {
     it(`${fixture}: logits within 1e-3 and the exact greedy continuation`, async () => {
       const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', fixture, 'golden.json'), 'utf8')) as Golden;
       const baseUrl = `${inject('fixturesURL')}${fixture}/`;
-      const info = await page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }), [fixture, baseUrl]);
+      const info = await lab.page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }), [fixture, baseUrl]);
       expect(info.vocab).toBe(golden.logits[0].length);
-      const status = await page.evaluate(() => window.sparring!.engine.status());
+      const status = await lab.page.evaluate(() => window.sparring!.engine.status());
       expect(status.backend.backend).toBe('webgpu');
 
-      const out = await page.evaluate(([n, ids]) => window.sparring!.engine.logits(n, ids), [fixture, golden.input_ids] as const);
+      const out = await lab.page.evaluate(([n, ids]) => window.sparring!.engine.logits(n, ids), [fixture, golden.input_ids] as const);
       let worst = 0;
       golden.logits.forEach((row, t) => row.forEach((v, j) => (worst = Math.max(worst, Math.abs(out.logits[t][j] - v)))));
       expect(worst).toBeLessThan(1e-3);
       out.entropy.forEach((h, t) => expect(Math.abs(h - golden.log_softmax_entropy[t])).toBeLessThan(1e-3));
 
-      const gen = await page.evaluate(
+      const gen = await lab.page.evaluate(
         ([n, ids, k]) => window.sparring!.engine.generate(n, [ids], { maxNewTokens: k, greedy: true }),
         [fixture, golden.input_ids, golden.greedy_continuation.length] as const,
       );
       expect(gen.tokens[0]).toEqual(golden.greedy_continuation);
-      expect((await page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
     });
   }
 });
@@ -50,25 +41,25 @@ describe('golden fixtures in Chromium on WebGPU', () => {
 describe('hub-style loading with the browser cache', () => {
   it('loads the same folder a second time with the network cut (Cache Storage)', async () => {
     const baseUrl = `${inject('fixturesURL')}tiny-llama/`;
-    await page.evaluate((u) => window.sparring!.engine.loadModel('cached', { kind: 'url', baseUrl: u }), baseUrl);
+    await lab.page.evaluate((u) => window.sparring!.engine.loadModel('cached', { kind: 'url', baseUrl: u }), baseUrl);
     // Cut every request to the fixture server, from the page and its worker alike.
     let blocked = 0;
-    await page.context().route(`${inject('fixturesURL')}**`, (route) => {
+    await lab.page.context().route(`${inject('fixturesURL')}**`, (route) => {
       blocked++;
       return route.abort('internetdisconnected');
     });
-    const info = await page.evaluate((u) => window.sparring!.engine.loadModel('cached-again', { kind: 'url', baseUrl: u }), baseUrl);
+    const info = await lab.page.evaluate((u) => window.sparring!.engine.loadModel('cached-again', { kind: 'url', baseUrl: u }), baseUrl);
     expect(info.vocab).toBe(64);
     expect(blocked).toBe(0); // nothing even tried the network
     // A folder never fetched before fails with the file named, not with a hang.
-    const err = await page
+    const err = await lab.page
       .evaluate((u) => window.sparring!.engine.loadModel('never', { kind: 'url', baseUrl: u }).then(() => 'loaded', (e: Error) => e.message), `${inject('fixturesURL')}tiny-llama-f32-missing/`);
     expect(err).toMatch(/config\.json/);
     // ...and that request was cut here, so the route does see the worker's fetches.
     expect(blocked).toBeGreaterThan(0);
-    const cached = await page.evaluate(async () => (await (await caches.open('sparring-models-v1')).keys()).map((r) => r.url));
+    const cached = await lab.page.evaluate(async () => (await (await caches.open('sparring-models-v1')).keys()).map((r) => r.url));
     expect(cached).toContain(`${baseUrl}config.json`);
     expect(cached).toContain(`${baseUrl}model.safetensors`);
-    await page.context().unrouteAll();
+    await lab.page.context().unrouteAll();
   });
 });

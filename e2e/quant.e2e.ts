@@ -1,20 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { quantCaseData, type QuantCaseSpec } from '../src/engine/testing/quantCase';
 import { quantizeInt4, quantizeInt8 } from '../src/model/quant';
-import { launch, openLab } from './browser';
+import { sharedLabPage } from './browser';
 
-let browser: Browser;
-let page: Page;
-beforeAll(async () => {
-  browser = await launch();
-  ({ page } = await openLab(browser));
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const lab = sharedLabPage();
 
 /** Float64 reference from the host-quantised weights (q * scale), independent of any kernel. */
 function reference(c: QuantCaseSpec) {
@@ -58,7 +49,7 @@ describe('quantised matmul kernels on WebGPU', () => {
   ];
   for (const c of cases) {
     it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}: forward and backward match float64`, async () => {
-      const got = await page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
+      const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
       expect(got.backend).toBe('webgpu');
       const ref = reference(c);
       // Sums of ~150 products of size <= 0.5: f32 accumulation error stays well under 1e-4.
@@ -77,14 +68,14 @@ describe('quantised golden fixtures on WebGPU', () => {
       const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
       const quantize = bits === 8 ? { bits } : { bits, groupSize: 32 };
-      await page.evaluate(([u, q]) => window.sparring!.engine.loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }), [baseUrl, quantize] as const);
-      const out = await page.evaluate((ids) => window.sparring!.engine.logits('q', ids), golden.input_ids);
+      await lab.page.evaluate(([u, q]) => window.sparring!.engine.loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }), [baseUrl, quantize] as const);
+      const out = await lab.page.evaluate((ids) => window.sparring!.engine.logits('q', ids), golden.input_ids);
       const want = golden.logits.flat();
       const got = out.logits.flat();
       const mean = want.reduce((s, v, i) => s + Math.abs(v - got[i]), 0) / want.length;
       expect(maxAbs(got, want)).toBeLessThan(bounds[bits].max);
       expect(mean).toBeLessThan(bounds[bits].mean);
-      expect((await page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
     });
   }
 });
