@@ -1,0 +1,102 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { folderSource } from '../../cli/fs-source';
+import { ChatTemplate } from '../../model/chat';
+import { disposeLlama, forward } from '../../model/llama';
+import { loadModel } from '../../model/load';
+import { createTokenizer, loadTokenizer } from '../../model/tokenizer';
+import { bpeTokenizerConfig, bpeTokenizerJson, trainBpe } from './bpeTrainer';
+import { defenderSft, judgeData } from './datasets';
+import {
+  buildSandboxModels,
+  encodeChatSft,
+  encodeGuardSft,
+  GUARD_CHAT_TEMPLATE,
+  guardMessages,
+  QUICK_BUDGETS,
+  QUICK_SPEC,
+  renderGuardPrompt,
+  sandboxTokenizerLines,
+  singleTokenId,
+  useTrainingBackend,
+} from './train';
+
+const bpe = trainBpe(sandboxTokenizerLines(3, 600), { vocabSize: 512 });
+const tok = createTokenizer(bpeTokenizerJson(bpe), bpeTokenizerConfig(bpe));
+
+describe('training examples', () => {
+  it('puts the loss on the assistant replies and their <|im_end|> only', () => {
+    const ex = defenderSft(40, 5).find((e) => e.messages.length === 6)!;
+    const enc = encodeChatSft(tok, ex.messages);
+    const targets = enc.ids.filter((_, i) => enc.target[i] === 1);
+    const want = ex.messages.filter((m) => m.role === 'assistant').map((m) => `${m.content}<|im_end|>`).join('');
+    expect(tok.decode(targets)).toBe(want);
+    expect(enc.target[0]).toBe(0);
+  });
+
+  it('guard examples end with the verdict; the template renders what training sees', () => {
+    const j = judgeData(30, 5).find((e) => e.unsafe === 1 && Array.isArray(e.prompt))!;
+    const enc = encodeGuardSft(tok, j.prompt, j.response, true, j.category);
+    expect(tok.decode(enc.ids.filter((_, i) => enc.target[i] === 1))).toBe(`unsafe\n${j.category}<|im_end|>`);
+    const msgs = guardMessages(j.prompt, j.response);
+    const rendered = new ChatTemplate(GUARD_CHAT_TEMPLATE).render(msgs as never);
+    expect(rendered).toBe(renderGuardPrompt(msgs));
+    expect(rendered.endsWith('<|im_start|>assistant\n')).toBe(true);
+    expect(() => singleTokenId(tok, 'unsafe')).not.toThrow();
+    expect(() => singleTokenId(tok, 'safe')).not.toThrow();
+  });
+});
+
+describe('buildSandboxModels (quick budget)', () => {
+  // Training runs on tfjs wasm as the build does (the cpu backend is ~10x slower at it); this
+  // file runs in its own fork, and the cpu backend is restored afterwards.
+  beforeAll(async () => {
+    expect(await useTrainingBackend('wasm')).toBe('wasm');
+  });
+  afterAll(async () => {
+    await tf.setBackend('cpu');
+  });
+
+  it('is deterministic for a seed', async () => {
+    const opts = { seed: 9, spec: QUICK_SPEC, budgets: QUICK_BUDGETS, only: ['attacker'] as const, tokenizerCorpus: 300 };
+    const a = await buildSandboxModels(opts);
+    const b = await buildSandboxModels(opts);
+    expect(a.models[0].files.get('model.safetensors')).toEqual(b.models[0].files.get('model.safetensors'));
+    expect(a.models[0].result.lastLoss).toBe(b.models[0].result.lastLoss);
+    expect(a.models[0].reloadMaxDiff).toBeLessThan(1e-3);
+  });
+
+  it('npm run build:sandbox -- --quick writes three loadable HF folders (temp dir)', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'sandbox-build-'));
+    try {
+      const t0 = Date.now();
+      const log = execFileSync(join('node_modules', '.bin', 'tsx'), ['src/cli/build-sandbox.ts', '--quick', '--out', out], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(Date.now() - t0).toBeLessThan(30_000);
+      expect(log).toMatch(/wrote 3 folders/);
+      for (const name of ['defender', 'attacker', 'judge']) {
+        const dir = join(out, name);
+        for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) expect(existsSync(join(dir, f))).toBe(true);
+        const src = folderSource(dir);
+        const model = await loadModel(src);
+        const t = await loadTokenizer({ ...src, getJson: async (n: string) => JSON.parse(await src.getText(n)) } as never);
+        expect(model.config.vocabSize).toBe(t.vocabSize);
+        expect(model.config.tieWordEmbeddings).toBe(true);
+        const logits = forward(model, [t.encode('What is 7 + 5?')]);
+        expect(logits.shape).toEqual([1, t.encode('What is 7 + 5?').length, t.vocabSize]);
+        logits.dispose();
+        disposeLlama(model);
+        const cfg = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
+        expect(cfg.chat_template).toContain('<|im_start|>');
+      }
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});
