@@ -11,7 +11,7 @@
 //   --seed N       default 9001                 --backend wasm|cpu (default wasm)
 import * as tf from '@tensorflow/tfjs';
 import { folderSource } from './fs-source.ts';
-import { applyChatTemplate, resolveChatTemplate, type ChatTemplate } from '../model/chat.ts';
+import { applyChatTemplate, resolveChatTemplate, type ChatMessage, type ChatTemplate } from '../model/chat.ts';
 import { forward, type LlamaModel } from '../model/llama.ts';
 import { generate } from '../model/generate.ts';
 import { loadModel } from '../model/load.ts';
@@ -58,12 +58,14 @@ interface Decode {
 
 const BATCH = 32;
 
+const asMessages = (turns: readonly ChatTurn[]): ChatMessage[] => turns.map((t) => ({ role: t.role, content: t.content }));
+
 /** One reply per conversation (each ending with a user turn), batched. */
 async function replies(m: Loaded, convs: ChatTurn[][], d: Decode, streamBase = 0): Promise<string[]> {
   const out: string[] = [];
   for (let s = 0; s < convs.length; s += BATCH) {
     const chunk = convs.slice(s, s + BATCH);
-    const prompts = chunk.map((c) => applyChatTemplate(m.tok, m.template, c, { addGenerationPrompt: true }).ids);
+    const prompts = chunk.map((c) => applyChatTemplate(m.tok, m.template, asMessages(c), { addGenerationPrompt: true }).ids);
     const r = await generate(m.model, prompts, {
       maxNewTokens: 56,
       greedy: d.greedy,
@@ -105,7 +107,7 @@ async function guardScores(g: Loaded, items: { prompt: PromptInput; response: st
   const out: number[] = [];
   for (let s = 0; s < items.length; s += BATCH) {
     const chunk = items.slice(s, s + BATCH);
-    const ids = chunk.map((it) => applyChatTemplate(g.tok, g.template, guardMessages(it.prompt, it.response)).ids);
+    const ids = chunk.map((it) => applyChatTemplate(g.tok, g.template, asMessages(guardMessages(it.prompt, it.response))).ids);
     const L = Math.max(...ids.map((r) => r.length));
     const padded = ids.map((r) => [...Array(L - r.length).fill(0), ...r]);
     const mask = ids.map((r) => [...Array(L - r.length).fill(0), ...Array(r.length).fill(1)]);
@@ -176,8 +178,8 @@ async function main(): Promise<void> {
   console.log('| --- | --- | --- | --- | --- |');
   for (const [label, d] of [['greedy', greedy], ['T=0.7', sampled]] as const) {
     const res = await replies(defender, benign.map((p) => [{ role: 'user', content: p.prompt as string }]), d);
-    const v = res.map((r, i) => rulesVerdict({ prompt: benign[i].prompt, response: r, meta: promptMeta(benign[i]) }));
-    if (label === 'T=0.7') res.forEach((r, i) => judged.push({ prompt: benign[i].prompt, response: r, unsafe: v[i].unsafe >= 0.5 }));
+    const v = res.map((r, i) => rulesVerdict({ prompt: benign[i].prompt as string, response: r, meta: promptMeta(benign[i]) }));
+    if (label === 'T=0.7') res.forEach((r, i) => judged.push({ prompt: benign[i].prompt as string, response: r, unsafe: v[i].unsafe >= 0.5 }));
     for (const wrapped of [false, true]) {
       const idx = benign.map((p, i) => i).filter((i) => (benign[i].tactic !== null) === wrapped);
       const helpful = mean(idx.map((i) => (v[i].benignCorrect ? 1 : 0)));
