@@ -63,3 +63,16 @@ describe('hub-style loading with the browser cache', () => {
     await lab.page.context().unrouteAll();
   });
 });
+
+describe('decode-step profile', () => {
+  it('counts the matmuls of one cached decode step and runs them tiled on SwiftShader', async () => {
+    const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
+    await lab.page.evaluate((u) => window.sparring!.engine.loadModel('prof', { kind: 'url', baseUrl: u }), baseUrl);
+    const status = await lab.page.evaluate(() => window.sparring!.engine.status());
+    expect(status.backend.tuning.map((t) => t.flag)).toEqual(['WEBGPU_MATMUL_PROGRAM_TYPE']);
+    const prof = await lab.page.evaluate(() => window.sparring!.engine.profileDecodeStep('prof', [1, 10, 15, 40]));
+    // 2 layers x (7 projections + QK^T + PV) + the LM head = 19 matmuls.
+    expect(prof.kernels.find((k) => k.name === 'BatchMatMul')?.count).toBe(19);
+    expect(prof.wallMs).toBeGreaterThan(0);
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backendCandidates, describeChoice, parseBackendOverride } from './backends';
+import { backendCandidates, describeChoice, parseBackendOverride, tuningFor } from './backends';
 import { describeAdapter, formatBytes, unavailableProbe, type AdapterLike } from './probe';
 
 function fakeAdapter(features: string[], limits: Record<string, number>): AdapterLike {
@@ -64,5 +64,15 @@ describe('backend selection', () => {
     expect(noGpu.banner).toMatch(/WebGPU is unavailable: navigator.gpu is missing/);
     expect(noGpu.banner).toMatch(/no custom WGSL kernels/);
     expect(describeChoice('auto', 'webgpu', [], null).banner).toBeNull();
+  });
+});
+
+describe('per-adapter tuning', () => {
+  it('uses the tiled matmul on a software (SwiftShader) adapter only', () => {
+    const swift = describeAdapter(fakeAdapter([], {}));
+    expect(tuningFor('webgpu', swift).map((t) => [t.flag, t.value])).toEqual([['WEBGPU_MATMUL_PROGRAM_TYPE', 3]]);
+    const hw = describeAdapter({ ...fakeAdapter([], {}), info: { vendor: 'nvidia', architecture: 'ada' } });
+    expect(tuningFor('webgpu', hw)).toEqual([]);
+    expect(tuningFor('wasm', swift)).toEqual([]);
   });
 });

@@ -54,6 +54,24 @@ export interface BackendReport {
   fellBack: boolean;
   /** One sentence for the banner: which backend, why, and what it costs. */
   banner: string | null;
+  /** tfjs flags set for this adapter, with the reason (shown in the device panel). */
+  tuning: { flag: string; value: number | boolean; why: string }[];
+}
+
+/** Adapters that run WebGPU on the CPU (SwiftShader): barrier-heavy kernels are very slow there. */
+export function isSoftwareAdapter(probe: GpuProbe | null): boolean {
+  return !!probe && probe.available && (probe.isFallbackAdapter || /swiftshader/i.test(`${probe.architecture} ${probe.description}`));
+}
+
+/**
+ * tfjs flags to set for this backend and adapter. On a software adapter, tfjs's reduce matmul
+ * (picked for tiny outputs, e.g. every decode-step projection) costs ~80x the tiled one: a decode
+ * step of the tiny fixture took 600 ms with it and 125 ms with the tiled matmul (measured in
+ * Chromium on SwiftShader with tf.profile).
+ */
+export function tuningFor(backend: BackendName, probe: GpuProbe | null): BackendReport['tuning'] {
+  if (backend !== 'webgpu' || !isSoftwareAdapter(probe)) return [];
+  return [{ flag: 'WEBGPU_MATMUL_PROGRAM_TYPE', value: 3, why: 'software adapter: the tiled matmul instead of the barrier-heavy reduce matmul' }];
 }
 
 export function describeChoice(
@@ -76,5 +94,5 @@ export function describeChoice(
               .join('; ') || 'WebGPU did not start';
     banner = `Running on ${backend}, ${why}. ${BACKEND_COST[backend]}`;
   }
-  return { backend, preference, attempts, fellBack, banner };
+  return { backend, preference, attempts, fellBack, banner, tuning: tuningFor(backend, probe) };
 }

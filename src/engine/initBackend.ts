@@ -36,7 +36,9 @@ export async function initBackend(opts: InitOptions): Promise<BackendReport> {
       if (!ok) throw new Error(`tf.setBackend('${name}') returned false`);
       await tf.ready();
       attempts.push({ backend: name, error: null });
-      return describeChoice(opts.preference, name, attempts, opts.probe);
+      const report = describeChoice(opts.preference, name, attempts, opts.probe);
+      for (const t of report.tuning) tf.env().set(t.flag, t.value);
+      return report;
     } catch (err) {
       attempts.push({ backend: name, error: (err as Error).message || String(err) });
     }

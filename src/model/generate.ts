@@ -114,9 +114,15 @@ export async function generate(model: LlamaModel, prompts: number[][], opts: Gen
       logits.dispose();
       logits = null;
       const ids = await sampleTokens(flat, { temperature, topK, topP, seed, step: t }, streams);
-      const stats = tf.tidy(() => tokenStats(temperature > 0 && temperature !== 1 ? (flat.div(temperature) as tf.Tensor2D) : flat, ids));
-      const [idA, stA] = await Promise.all([ids.data(), stats.data()]);
-      tf.dispose([flat, ids, stats]);
+      // One readback per step: a readback drains the GPU queue, and each costs a round trip.
+      const packed = tf.tidy(() => {
+        const stats = tokenStats(temperature > 0 && temperature !== 1 ? (flat.div(temperature) as tf.Tensor2D) : flat, ids);
+        return tf.concat([ids.toFloat().reshape([B, 1]), stats], 1); // ids < 2^24 are exact in f32
+      });
+      const row = await packed.data();
+      tf.dispose([flat, ids, packed]);
+      const idA = Array.from({ length: B }, (_, b) => row[3 * b]);
+      const stA = Array.from({ length: 2 * B }, (_, i) => row[3 * (i >> 1) + 1 + (i & 1)]);
       const next: number[][] = [];
       const nextMask: number[][] = [];
       for (let b = 0; b < B; b++) {

@@ -32,6 +32,9 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
             <tr><th>Requested</th><td>{preference} (from {preferenceSource === 'url' ? 'the URL' : 'the setting'})</td></tr>
             <tr><th>What it costs</th><td>{status ? BACKEND_COST[status.backend.backend] : '—'}</td></tr>
             <tr><th>tfjs</th><td>{status?.tfjsVersion ?? '—'}</td></tr>
+            {status?.backend.tuning.map((t) => (
+              <tr key={t.flag}><th>Tuning</th><td>{t.flag} = {String(t.value)} ({t.why})</td></tr>
+            ))}
             <tr><th>tfjs memory</th><td>{status ? `${status.memory.numTensors} tensors, ${formatBytes(status.memory.numBytes)}` : '—'}</td></tr>
             <tr><th>WebGPU</th><td>{probe ? (probe.available ? 'available' : `unavailable: ${probe.reason}`) : '—'}</td></tr>
             {probe?.available && (

@@ -16,7 +16,7 @@ import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { benchKernels } from './bench';
-import { benchNamedModel, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
+import { benchNamedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
@@ -127,6 +127,14 @@ const api: EngineApi = {
 
   async logits(name, ids) {
     return modelLogits(name, ids);
+  },
+
+  async setTfjsFlag(name, value) {
+    tf.env().set(name, value);
+  },
+
+  async profileDecodeStep(name, ids) {
+    return profileDecodeStep(name, ids);
   },
 
   async generate(name, prompts, options) {

@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { generate, type GenerateOptions, type GenerateResult } from '../model/generate';
 import { hubSource } from '../model/hub';
-import { disposeLlama, forward, type LlamaModel } from '../model/llama';
+import { createKVCache, disposeKVCache, disposeLlama, forward, type LlamaModel } from '../model/llama';
 import { loadModel } from '../model/load';
 import { urlSource, type ModelSource } from '../model/sources';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
@@ -73,6 +73,32 @@ export async function modelLogits(name: string, ids: number[]): Promise<{ logits
   const out = { logits: (await logits.array()) as number[][], entropy: Array.from(await entropy.data()) };
   tf.dispose([logits, entropy]);
   return out;
+}
+
+export async function profileDecodeStep(name: string, ids: number[]) {
+  const model = get(name);
+  const cache = createKVCache(model, 1, ids.length + 2);
+  try {
+    forward(model, [ids], { cache, lastOnly: true }).dispose();
+    const t0 = performance.now();
+    const p = await tf.profile(async () => {
+      const out = forward(model, [[ids[0]]], { cache });
+      await out.data();
+      return out;
+    });
+    const wallMs = performance.now() - t0;
+    (p.result as unknown as tf.Tensor).dispose();
+    const agg = new Map<string, { name: string; count: number; ms: number }>();
+    for (const k of p.kernels) {
+      const a = agg.get(k.name) ?? { name: k.name, count: 0, ms: 0 };
+      a.count++;
+      a.ms += typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
+      agg.set(k.name, a);
+    }
+    return { wallMs, kernels: [...agg.values()].sort((a, b) => b.ms - a.ms) };
+  } finally {
+    disposeKVCache(cache);
+  }
 }
 
 export async function modelGenerate(name: string, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {

@@ -93,6 +93,10 @@ export interface EngineApi {
   /** Logits of every position (one row each) and next-token entropy, for one id sequence. */
   logits(name: string, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }>;
   generate(name: string, prompts: number[][], options: GenerateOptions): Promise<GenerateResult>;
+  /** Sets a tfjs environment flag in the worker (e.g. WEBGPU_MATMUL_PROGRAM_TYPE), for tuning. */
+  setTfjsFlag(name: string, value: number | boolean | string): Promise<void>;
+  /** tf.profile of one decode step after a prefill of `ids`: kernel names, counts and ms. */
+  profileDecodeStep(name: string, ids: number[]): Promise<{ wallMs: number; kernels: { name: string; count: number; ms: number }[] }>;
   /** Builds a random-weight model with a real model's shapes ('smollm2-135m'). */
   loadSyntheticModel(name: string, shape: 'smollm2-135m'): Promise<ModelInfo>;
   benchKernels(reps: number): Promise<KernelBenchRow[]>;
