@@ -7,6 +7,7 @@ import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
 import { loadModel } from '../model/load.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { rlStep, type RlLoopConfig } from './loop';
+import { adaptiveKlController } from './kl';
 import { AdamW } from './optim';
 import { ValueHead } from './policy';
 
@@ -48,6 +49,7 @@ const SETUPS: Setup[] = [
   { name: 'GRPO', lr: 1e-2, rank: 4, config: { ...BASE, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } } } },
   { name: 'RLOO', lr: 1e-2, rank: 4, config: { ...BASE, advantage: 'rloo', trainer: { policyLoss: 'ppo' } } },
   { name: 'PPO+GAE', lr: 1e-2, rank: 4, valueHead: true, config: { ...BASE, advantage: 'gae', trainer: { policyLoss: 'ppo', vfCoef: 0.5 } } },
+  { name: 'ReMax', lr: 1e-2, rank: 4, config: { ...BASE, advantage: 'remax', trainer: { policyLoss: 'ppo' } } },
 ];
 const MAX_STEPS = 30;
 
@@ -133,6 +135,41 @@ describe('rlStep', () => {
     const rep2 = await rlStep(ctx, PROMPTS, 1, { ...CONFIG, updatesPerBatch: 3, lr: 5e-2 });
     expect(Math.abs(rep2.metrics['ppo/ratio_mean'] - 1)).toBeGreaterThan(1e-3);
     expect(rep2.metrics['ppo/approx_kl']).not.toBe(0);
+    optimizer.dispose();
+    lora.dispose();
+  });
+});
+
+describe('rlStep extras', () => {
+  it('remax scores one greedy rollout per prompt as the baseline', async () => {
+    const lora = newLora(2);
+    const optimizer = new AdamW({ lr: 1e-3 });
+    const greedyCalls: { row: number; first: number }[] = [];
+    const rewardFn = (s: { response: number[]; row: number }) => {
+      if (s.row < 0) greedyCalls.push({ row: s.row, first: s.response[0] });
+      return reward(s);
+    };
+    await rlStep({ learner: { model, lora, optimizer }, rewardFn }, PROMPTS, 0, { ...BASE, advantage: 'remax' });
+    // One call per prompt, rows -1..-4, each response starting with the prompt's argmax token.
+    expect(greedyCalls.map((c) => c.row)).toEqual([-1, -2, -3, -4]);
+    const argmax = tf.tidy(() => forward(model, PROMPTS, { lastOnly: true }).reshape([4, 64]).argMax(1).arraySync() as number[]);
+    expect(greedyCalls.map((c) => c.first)).toEqual(argmax);
+    optimizer.dispose();
+    lora.dispose();
+  });
+
+  it('an adaptive KL controller sets the in-reward coefficient and moves it toward its target', async () => {
+    const lora = newLora(2);
+    const optimizer = new AdamW({ lr: 5e-2 });
+    const ctx = { learner: { model, lora, optimizer }, rewardFn: reward, klController: adaptiveKlController(0.1, 1e-9, 10000) };
+    const config: RlLoopConfig = { ...BASE, advantage: 'grpo', klInReward: { estimator: 'abs', coef: 123 } };
+    await rlStep(ctx, PROMPTS, 0, config); // adapters move away from the reference
+    const before = ctx.klController.value;
+    const rep = await rlStep(ctx, PROMPTS, 1, config);
+    expect(rep.metrics['kl/coef']).toBe(before); // the controller's value, not klInReward.coef
+    expect(rep.metrics['kl/reward_kl']).toBeGreaterThan(1.2e-9);
+    // KL far above target: the error clips at +0.2, so beta grows by 1 + 0.2 * (32 rows) / 10000.
+    expect(ctx.klController.value).toBeCloseTo(before * (1 + (0.2 * 32) / 10000), 12);
     optimizer.dispose();
     lora.dispose();
   });

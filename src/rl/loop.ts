@@ -12,7 +12,7 @@ import { generate } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import type { Metrics, RewardTerms, RolloutSample, StepReport, Verdict } from '../recipes/report.ts';
 import { computeAdvantages, type AdvantageConfig } from './advantages';
-import { applyKlPenalty, klPenaltyValue } from './kl';
+import { applyKlPenalty, klPenaltyValue, updateKlController, type KlController } from './kl';
 import { placeOutcomeRewards } from './placement';
 import { policyStats, referenceStats } from './policy';
 import { mean, std } from './stats';
@@ -69,6 +69,11 @@ export interface RlLoopContext {
   decode?: (ids: number[]) => string;
   runId?: string;
   recipe?: string;
+  /**
+   * Adaptive (or fixed) controller of the in-reward KL coefficient. When present it replaces
+   * klInReward.coef, and rlStep updates it in place after each step from the measured KL.
+   */
+  klController?: KlController;
 }
 
 /** Mean of the row's masked values. */
@@ -128,6 +133,21 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   scores.forEach((s, row) => {
     if (!Number.isFinite(s)) throw new Error(`rlStep: reward of row ${row} is ${s} (rewards must be finite numbers)`);
   });
+  // ReMax: the baseline of each prompt is the reward of its greedy rollout.
+  let rewardBaselines: number[] | undefined;
+  if (config.advantage === 'remax') {
+    const greedy = await generate(model, prompts, {
+      maxNewTokens: config.maxNewTokens,
+      greedy: true,
+      stopTokens: config.stopTokens,
+      padTokenId: config.padTokenId,
+    });
+    const base = await Promise.all(
+      greedy.tokens.map((tokens, i) => ctx.rewardFn({ prompt: prompts[i], response: tokens.slice(0, greedy.lengths[i]), promptIndex: i, row: -1 - i })),
+    );
+    const perPrompt = base.map((r) => (typeof r === 'number' ? r : r.reward));
+    rewardBaselines = index.map((i) => perPrompt[i]);
+  }
   const t2 = performance.now();
 
   // --- learn
@@ -146,9 +166,12 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   if (config.klInReward) {
     const kl = tokenMatrix(B, T);
     for (let i = 0; i < kl.data.length; i++) kl.data[i] = klPenaltyValue(oldLogp.data[i], refLogp!.data[i], config.klInReward.estimator);
-    const pen = applyKlPenalty(tokenRewards, kl, mask, config.klInReward.coef);
+    const coef = ctx.klController?.value ?? config.klInReward.coef;
+    const pen = applyKlPenalty(tokenRewards, kl, mask, coef);
     tokenRewards = pen.rewards;
     metrics['kl/reward_kl'] = pen.currentKl;
+    metrics['kl/coef'] = coef;
+    if (ctx.klController) ctx.klController = updateKlController(ctx.klController, pen.currentKl, B);
   }
   let values: TokenMatrix | undefined;
   if (gae) {
@@ -157,7 +180,11 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
     values = fromTensor2D(v);
     tf.dispose([s.logp, s.entropy, s.hidden!, v]);
   }
-  const adv = computeAdvantages(config.advantage, { tokenLevelRewards: tokenRewards, responseMask: mask, index, values }, config.advantageConfig);
+  const adv = computeAdvantages(
+    config.advantage,
+    { tokenLevelRewards: tokenRewards, responseMask: mask, index, values, rewardBaselines },
+    config.advantageConfig,
+  );
   const lr = typeof config.lr === 'function' ? config.lr(step) : config.lr;
   const updates = Math.max(1, Math.floor(config.updatesPerBatch ?? 1));
   let learn: Metrics = {};
