@@ -10,5 +10,6 @@ describe('CLI tables', () => {
   it('keeps three significant figures below one', () => {
     expect(formatNumber(0.012345)).toBe('0.0123');
     expect(formatNumber(250.04)).toBe('250.0');
+    expect(formatNumber(8)).toBe('8'); // counts (batch, prompt length) stay whole
   });
 });

@@ -7,7 +7,7 @@ export function formatTable(header: string[], rows: (string | number)[][]): stri
 }
 
 export function formatNumber(x: number): string {
-  if (!Number.isFinite(x)) return String(x);
+  if (!Number.isFinite(x) || Number.isInteger(x)) return String(x);
   const a = Math.abs(x);
   if (a >= 1000) return x.toFixed(0);
   if (a >= 100) return x.toFixed(1);
