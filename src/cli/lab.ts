@@ -10,12 +10,15 @@
 //             [--top-k K] [--top-p P] [--seed S] [--stop 2,3 | --stop-eos] [--stats]
 //                                                      [ids...]  (or {"ids","logprobs","entropy"} with --stats)
 //   info      --model DIR                              the parsed config record
+//   --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]
+//             runs a registered recipe headless (src/cli/recipe-run.ts); --list lists them
 
 import * as tf from '@tensorflow/tfjs';
 import { entropyFromLogits, generate } from '../model/generate.ts';
 import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
 import { loadModel, loadModelConfig } from '../model/load.ts';
 import { folderSource } from './fs-source.ts';
+import { recipeMain } from './recipe-run.ts';
 
 class UsageError extends Error {}
 
@@ -141,7 +144,7 @@ const COMMANDS: Record<string, Command> = {
 };
 
 function usage(): string {
-  const lines = ['usage: npm run lab -- <command> [--flags]', '', 'commands:'];
+  const lines = ['usage: npm run lab -- <command> [--flags]', '       npm run lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...]', '', 'commands:'];
   for (const [name, c] of Object.entries(COMMANDS)) {
     lines.push(`  ${name.padEnd(10)} ${c.summary}`);
     lines.push(`  ${''.padEnd(10)} flags: ${Object.entries(c.flags).map(([f, k]) => (k === 'bool' ? `--${f}` : `--${f} X`)).join(' ')}`);
@@ -150,6 +153,7 @@ function usage(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === '--recipe' || argv[0]?.startsWith('--recipe=') || argv[0] === '--list') return recipeMain(argv);
   const [cmd, ...rest] = argv;
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
     (cmd ? process.stdout : process.stderr).write(usage() + '\n');

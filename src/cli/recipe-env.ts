@@ -1,0 +1,40 @@
+// The recipe environment of the CLI and the Node tests: model references resolve to folders on
+// disk (a sandbox name to <modelsDir>/<name>, anything else to a path), files are read from disk.
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Judge } from '../judges/types.ts';
+import type { ModelFolder } from '../model/load.ts';
+import { createRecipeEnv, isSandboxName } from '../recipes/env.ts';
+import type { LoadedModel, RecipeEnv } from '../recipes/types.ts';
+import { folderSource } from './fs-source.ts';
+
+export const DEFAULT_MODELS_DIR = 'public/models';
+
+/** The folder a model reference names: <modelsDir>/<name> for a sandbox name that exists there, else the path itself. */
+export function resolveModelDir(ref: string, modelsDir = DEFAULT_MODELS_DIR): string {
+  if (isSandboxName(ref)) {
+    const dir = join(modelsDir, ref);
+    if (existsSync(dir) || !existsSync(ref)) return dir;
+  }
+  return ref;
+}
+
+export function nodeRecipeEnv(opts: {
+  modelsDir?: string;
+  backend?: string;
+  judges?: Record<string, () => Judge>;
+  load?: (folder: ModelFolder, ref: string) => Promise<LoadedModel>;
+} = {}): RecipeEnv {
+  const modelsDir = opts.modelsDir ?? DEFAULT_MODELS_DIR;
+  return createRecipeEnv({
+    folder: (ref) => folderSource(resolveModelDir(ref, modelsDir)),
+    judges: opts.judges,
+    backend: opts.backend,
+    load: opts.load,
+    readText: async (ref) => {
+      const p = resolve(ref);
+      if (!existsSync(p)) throw new Error(`${ref}: file not found`);
+      return readFileSync(p, 'utf8');
+    },
+  });
+}

@@ -1,0 +1,174 @@
+// `npm run lab -- --recipe NAME --steps N --seed S --out runs/NAME.jsonl [--set field=value ...]
+//  [--model REF] [--models DIR] [--backend wasm|cpu] [--no-early-stop]`
+// runs a registered recipe headless: one StepReport JSON per line in --out, a one-line summary per
+// step on stderr. `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
+// Bad recipe names, fields or values fail before any model loads, with the field and its range.
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { useTrainingBackend } from '../data/sandbox/train.ts';
+import { getRecipe, listRecipes } from '../recipes/registry.ts';
+import type { StepReport } from '../recipes/report.ts';
+import { ConfigError, describeSchema, validateConfig } from '../recipes/schema.ts';
+import type { RecipeEnv } from '../recipes/types.ts';
+import { nodeRecipeEnv } from './recipe-env.ts';
+
+export class RecipeUsageError extends Error {}
+
+export interface RecipeCliArgs {
+  recipe?: string;
+  steps: number;
+  seed: number;
+  out?: string;
+  sets: Record<string, string>;
+  model?: string;
+  models?: string;
+  backend: 'wasm' | 'cpu';
+  earlyStop: boolean;
+  help: boolean;
+  list: boolean;
+}
+
+const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend'] as const;
+const BOOL_FLAGS = ['help', 'list', 'no-early-stop'] as const;
+
+export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
+  const a: RecipeCliArgs = { steps: 10, seed: 0, sets: {}, backend: 'wasm', earlyStop: true, help: false, list: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '-h') {
+      a.help = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) throw new RecipeUsageError(`unexpected argument ${JSON.stringify(arg)}`);
+    let key = arg.slice(2);
+    let value: string | undefined;
+    const eq = key.indexOf('=');
+    if (eq >= 0 && key !== 'set') {
+      value = key.slice(eq + 1);
+      key = key.slice(0, eq);
+    }
+    if ((BOOL_FLAGS as readonly string[]).includes(key)) {
+      if (key === 'help') a.help = true;
+      else if (key === 'list') a.list = true;
+      else a.earlyStop = false;
+      continue;
+    }
+    if (!(VALUE_FLAGS as readonly string[]).includes(key)) {
+      throw new RecipeUsageError(`unknown flag --${key} (flags: ${[...VALUE_FLAGS, ...BOOL_FLAGS].map((f) => `--${f}`).join(', ')})`);
+    }
+    value ??= argv[++i];
+    if (value === undefined || (value.startsWith('--') && key !== 'set')) throw new RecipeUsageError(`--${key} needs a value`);
+    const int = (what: string, min: number) => {
+      const x = Number(value);
+      if (value!.trim() === '' || !Number.isInteger(x) || x < min) throw new RecipeUsageError(`--${key} must be ${what}, got ${JSON.stringify(value)}`);
+      return x;
+    };
+    switch (key) {
+      case 'recipe': a.recipe = value; break;
+      case 'steps': a.steps = int('a positive integer', 1); break;
+      case 'seed': a.seed = int('a non-negative integer', 0); break;
+      case 'out': a.out = value; break;
+      case 'model': a.model = value; break;
+      case 'models': a.models = value; break;
+      case 'backend':
+        if (value !== 'wasm' && value !== 'cpu') throw new RecipeUsageError(`--backend must be wasm or cpu, got ${JSON.stringify(value)}`);
+        a.backend = value;
+        break;
+      case 'set': {
+        const k = value.indexOf('=');
+        if (k <= 0) throw new RecipeUsageError(`--set needs field=value, got ${JSON.stringify(value)}`);
+        a.sets[value.slice(0, k).trim()] = value.slice(k + 1);
+        break;
+      }
+    }
+  }
+  return a;
+}
+
+/** Recipe config input from --set and --model. Throws a ConfigError naming every bad field. */
+export function recipeInput(a: RecipeCliArgs): Record<string, unknown> {
+  const recipe = getRecipe(a.recipe!);
+  const input: Record<string, unknown> = { ...a.sets };
+  if (a.model !== undefined) {
+    if (!recipe.modelField) throw new RecipeUsageError(`recipe ${recipe.name} has no model field for --model`);
+    input[recipe.modelField] = a.model;
+  }
+  return input;
+}
+
+function fmt(x: number | undefined): string {
+  if (x === undefined || Number.isNaN(x)) return '-';
+  if (Math.abs(x) >= 100) return x.toFixed(0);
+  return x.toFixed(3);
+}
+
+/** The one-line stderr summary of a step. */
+export function summaryLine(r: StepReport): string {
+  const keys = ['loss/sft', 'reward/mean', 'judge/asr', 'eval/asr', 'kl/mean', 'entropy/mean', 'loss/policy', 'grad/norm'];
+  const parts = keys.filter((k) => r.metrics[k] !== undefined).map((k) => `${k} ${fmt(r.metrics[k])}`);
+  return `[${r.recipe}] step ${r.step}  ${parts.join('  ')}  ${fmt(r.timings.total_ms)} ms`;
+}
+
+export function recipeHelp(name?: string): string {
+  if (!name) {
+    return [
+      'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
+      '       [--models DIR] [--backend wasm|cpu] [--no-early-stop]       --recipe NAME --help: its fields',
+      '',
+      'recipes:',
+      ...listRecipes().map((r) => `  ${r.name.padEnd(14)} ${r.title} (${r.source})`),
+    ].join('\n');
+  }
+  const r = getRecipe(name);
+  return [`${r.name}: ${r.title} (${r.source})`, r.description, '', 'fields (--set field=value):', ...describeSchema(r.schema).map((l) => `  ${l}`)].join('\n');
+}
+
+/** Runs the CLI; returns the exit code (0 ok, 1 failure, 2 usage). `env` is injectable for tests. */
+export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr?: (s: string) => void; stdout?: (s: string) => void } = {}): Promise<number> {
+  const err = opts.stderr ?? ((s: string) => process.stderr.write(s));
+  const out = opts.stdout ?? ((s: string) => process.stdout.write(s));
+  try {
+    const a = parseRecipeArgs(argv);
+    if (a.list || (a.help && !a.recipe)) {
+      out(recipeHelp() + '\n');
+      return 0;
+    }
+    if (!a.recipe) throw new RecipeUsageError('--recipe NAME is required');
+    const recipe = getRecipe(a.recipe);
+    if (a.help) {
+      out(recipeHelp(recipe.name) + '\n');
+      return 0;
+    }
+    const v = validateConfig(recipe.schema, recipeInput(a));
+    if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
+    const backend = opts.env?.backend ?? (await useTrainingBackend(a.backend));
+    const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
+    if (a.out) {
+      mkdirSync(dirname(a.out), { recursive: true });
+      writeFileSync(a.out, '');
+    }
+    err(`[${recipe.name}] seed ${a.seed}, ${a.steps} steps, backend ${backend}\n`);
+    const run = await recipe.create(env, v.config, a.seed);
+    try {
+      for (let s = 0; s < a.steps; s++) {
+        const r = await run.step();
+        if (a.out) appendFileSync(a.out, JSON.stringify(r) + '\n');
+        err(summaryLine(r) + '\n');
+        if (a.earlyStop && run.done) {
+          err(`[${recipe.name}] early stop after step ${r.step}: ${run.stopReason}\n`);
+          break;
+        }
+      }
+    } finally {
+      run.dispose();
+    }
+    return 0;
+  } catch (e) {
+    err(`lab --recipe: ${(e as Error).message}\n`);
+    if (e instanceof RecipeUsageError || e instanceof ConfigError || /^unknown recipe/.test((e as Error).message)) {
+      err('run "npm run lab -- --recipe NAME --help" for the fields, "npm run lab -- --list" for the recipes\n');
+      return 2;
+    }
+    return 1;
+  }
+}

@@ -1,0 +1,275 @@
+// `attacker-sft` — MTSA phase 1: supervised LoRA fine-tuning of the attacker on goal ->
+// adversarial-prompt pairs. The attacker reads `Goal: <goal>` as the user turn and learns to
+// write the prompt as its assistant turn; the loss is the mean NLL of the target tokens only
+// (the assistant content and its end-of-turn token), never of the goal or the template.
+//
+// Data: the sandbox's attackerSft pairs (seeded), or uploaded JSONL rows {"goal", "prompt"}
+// (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
+// writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
+import * as tf from '@tensorflow/tfjs';
+import { attackerSft, attackerSource, detectTactic, rngFor, splitAttackerTarget, TACTICS, type Tactic } from '../data/sandbox/index.ts';
+import { generate } from '../model/generate.ts';
+import { attachLora, type LoraSet } from '../model/lora.ts';
+import { hash3 } from '../model/random.ts';
+import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
+import { policyStats } from '../rl/policy.ts';
+import { loraFields, loraTargets, meanOf, tokenTrace } from './common.ts';
+import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { int, num, str, type ConfigOf } from './schema.ts';
+import { checkPayload, exportLoraState, importLoraState } from './state.ts';
+import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
+
+export const attackerSftSchema = {
+  attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  dataset: str('sandbox', 'training pairs: "sandbox" (the seeded attackerSft data) or a JSONL file / URL of rows {"goal": ..., "prompt": ...}', { nonEmpty: true }),
+  dataSize: int(2000, 'pairs drawn from the sandbox data (ignored for a JSONL dataset)', { min: 1, max: 1000000 }),
+  batchSize: int(16, 'pairs per step', { min: 1, max: 1024 }),
+  lr: num(2e-3, 'AdamW learning rate (MTSA trains QLoRA at 2e-4 on 7B models; the tiny sandbox attacker needs a larger step)', { min: 0, max: 1 }),
+  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
+  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...loraFields({ rank: 8, alpha: 16 }, 'MTSA: QLoRA r 16 / alpha 32; 8 / 16 suffices for the sandbox attacker'),
+  maxTargetTokens: int(128, 'targets are cut to this many tokens (sandbox targets are <= 99 bytes)', { min: 1, max: 4096 }),
+  sampleEvery: int(1, 'every N steps, write greedy prompts for held-out goals and report their tactic mix (0 = never)', { min: 0, max: 100000 }),
+  sampleGoals: int(8, 'held-out goals of the greedy samples', { min: 1, max: 512 }),
+  sampleMaxTokens: int(64, 'length cap of a greedy sample in tokens', { min: 1, max: 1024 }),
+};
+export type AttackerSftConfig = ConfigOf<typeof attackerSftSchema>;
+
+export interface GoalPromptPair {
+  goal: string;
+  prompt: string;
+}
+
+/** Parses JSONL rows {"goal", "prompt"}; errors name the file, the line and the field. Blank lines are skipped. */
+export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPair[] {
+  const out: GoalPromptPair[] = [];
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (line.trim() === '') return;
+    let row: unknown;
+    try {
+      row = JSON.parse(line);
+    } catch (e) {
+      throw new Error(`${label}:${i + 1}: not valid JSON: ${(e as Error).message}`);
+    }
+    if (!row || typeof row !== 'object' || Array.isArray(row)) throw new Error(`${label}:${i + 1}: a row must be a JSON object {"goal", "prompt"}`);
+    const r = row as Record<string, unknown>;
+    for (const f of ['goal', 'prompt'] as const) {
+      if (typeof r[f] !== 'string' || (r[f] as string).trim() === '') {
+        throw new Error(`${label}:${i + 1}: field "${f}" must be a non-empty string (row fields: ${Object.keys(r).join(', ') || 'none'})`);
+      }
+    }
+    out.push({ goal: r.goal as string, prompt: r.prompt as string });
+  });
+  if (out.length === 0) throw new Error(`${label}: no rows`);
+  return out;
+}
+
+/** Prompt ids (user turn + generation prompt) and target ids (assistant content + end of turn). */
+export function encodeSftPair(codec: ChatCodec, source: string, target: string, maxTargetTokens: number): { prompt: number[]; target: number[] } {
+  const prompt = codec.encodeChat([{ role: 'user', content: source }], { addGenerationPrompt: true });
+  const full = codec.encodeChat([{ role: 'user', content: source }, { role: 'assistant', content: target }], { addGenerationPrompt: false });
+  let tgt: number[];
+  if (full.length > prompt.length && prompt.every((id, i) => full[i] === id)) {
+    tgt = full.slice(prompt.length);
+    // Keep up to and including the end-of-turn token (drop the template's trailing newline).
+    const end = tgt.findIndex((id) => codec.eos.includes(id));
+    if (end >= 0) tgt = tgt.slice(0, end + 1);
+  } else {
+    tgt = [...codec.encodeText(target), ...(codec.eos.length ? [codec.eos[0]] : [])];
+  }
+  return { prompt, target: tgt.slice(0, maxTargetTokens) };
+}
+
+/** Share of each tactic among prompts (all nine keys). */
+export function tacticMix(prompts: readonly string[]): Record<Tactic, number> {
+  const mix = Object.fromEntries(TACTICS.map((t) => [t, 0])) as Record<Tactic, number>;
+  for (const p of prompts) {
+    const turns = splitAttackerTarget(p);
+    const t = turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
+    mix[t] += 1 / Math.max(1, prompts.length);
+  }
+  return mix;
+}
+
+class AttackerSftRun implements RecipeRun {
+  readonly recipe = 'attacker-sft';
+  stepsDone = 0;
+  readonly done = false;
+  readonly stopReason = null;
+  private readonly heldOut: string[];
+
+  constructor(
+    private readonly m: LoadedModel,
+    private readonly lora: LoraSet,
+    private readonly optimizer: AdamW,
+    private readonly pairs: GoalPromptPair[],
+    private readonly config: AttackerSftConfig,
+    readonly seed: number,
+  ) {
+    this.heldOut = attackerSft(config.sampleGoals, (hash3(seed, 0xa77, 1) >>> 0)).map((e) => e.goal);
+  }
+
+  private batch(step: number): GoalPromptPair[] {
+    const rng = rngFor(this.seed, 'attacker-sft-batch', step);
+    const N = this.pairs.length;
+    const n = Math.min(this.config.batchSize, N);
+    const idx = Array.from({ length: N }, (_, i) => i);
+    for (let i = 0; i < n; i++) {
+      const j = i + rng.int(N - i);
+      [idx[i], idx[j]] = [idx[j], idx[i]];
+    }
+    const out = idx.slice(0, n).map((i) => this.pairs[i]);
+    while (out.length < this.config.batchSize) out.push(this.pairs[out.length % N]);
+    return out;
+  }
+
+  async step(): Promise<StepReport> {
+    const c = this.config;
+    const step = this.stepsDone;
+    const { model, codec } = this.m;
+    const t0 = performance.now();
+
+    // --- learn: target-only NLL
+    const enc = this.batch(step).map((p) => encodeSftPair(codec, attackerSource(p.goal), p.prompt, c.maxTargetTokens));
+    const T = Math.max(...enc.map((e) => e.target.length));
+    const responses = enc.map((e) => [...e.target, ...Array<number>(T - e.target.length).fill(codec.pad)]);
+    const mask: number[][] = enc.map((e) => Array.from({ length: T }, (_, t): number => (t < e.target.length ? 1 : 0)));
+    const nTok = mask.flat().reduce((a, b) => a + b, 0);
+    const vars: Record<string, tf.Variable> = {};
+    for (const v of this.lora.variables()) vars[v.name] = v;
+    const maskT = tf.tensor2d(mask.flat(), [enc.length, T]);
+    this.lora.training = true;
+    let lossValue: tf.Scalar | null = null;
+    let grads: tf.NamedTensorMap;
+    try {
+      const r = tf.variableGrads(() => {
+        const s = policyStats(model, { prompts: enc.map((e) => e.prompt), responses, mask }, { padTokenId: codec.pad });
+        return tf.div(tf.neg(tf.sum(tf.mul(s.logp, maskT))), Math.max(1, nTok)) as tf.Scalar;
+      }, Object.values(vars));
+      lossValue = r.value;
+      grads = r.grads;
+    } finally {
+      this.lora.training = false;
+      maskT.dispose();
+    }
+    const clipped = clipByGlobalNorm(grads, c.maxGradNorm);
+    const [loss, norm] = await Promise.all([lossValue.data(), clipped.norm.data()]);
+    const skipped = !Number.isFinite(norm[0]) || !Number.isFinite(loss[0]);
+    if (!skipped) this.optimizer.applyGradients(vars, clipped.grads, c.lr);
+    tf.dispose([lossValue, ...Object.values(grads), ...Object.values(clipped.grads), clipped.norm]);
+    const t1 = performance.now();
+
+    const metrics: Metrics = {
+      'loss/sft': loss[0],
+      'grad/norm': norm[0],
+      'grad/skipped': skipped ? 1 : 0,
+      'optim/lr': c.lr,
+      'batch/target_tokens': nTok,
+    };
+
+    // --- greedy samples and their tactic mix
+    const samples: RolloutSample[] = [];
+    if (c.sampleEvery > 0 && step % c.sampleEvery === 0) {
+      const ids = this.heldOut.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g) }], { addGenerationPrompt: true }));
+      const g = await generate(model, ids, { maxNewTokens: c.sampleMaxTokens, greedy: true, stopTokens: [...codec.eos], padTokenId: codec.pad });
+      const texts = g.tokens.map((t, b) => codec.decode(t.slice(0, g.lengths[b])));
+      const mix = tacticMix(texts);
+      for (const t of TACTICS) metrics[`tactic/${t}`] = mix[t];
+      metrics['sample/distinct'] = new Set(texts).size / Math.max(1, texts.length);
+      metrics['sample/length_mean'] = meanOf(g.lengths);
+      texts.forEach((text, b) => {
+        const n = g.lengths[b];
+        const turns = splitAttackerTarget(text);
+        const tactic = turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
+        samples.push({
+          id: `attacker-sft-${this.seed}-${step}-${b}`,
+          promptKey: `goal-${b}`,
+          group: b,
+          tactic,
+          messages: [
+            { role: 'user', text: attackerSource(this.heldOut[b]) },
+            { role: 'attacker', text, tokens: tokenTrace(codec, g.tokens[b].slice(0, n), g.logprobs[b].slice(0, n), g.entropy[b].slice(0, n)) },
+          ],
+          verdict: { label: `tactic: ${tactic}`, unsafe: 0, refused: false, success: false },
+          reward: 0,
+          terms: {},
+        });
+      });
+    }
+    const t2 = performance.now();
+    metrics['perf/step_ms'] = t2 - t0;
+    metrics['perf/tokens_per_s'] = nTok / Math.max(1e-9, (t1 - t0) / 1000);
+    this.stepsDone = step + 1;
+    return {
+      runId: `attacker-sft-${this.seed}`,
+      recipe: this.recipe,
+      step,
+      time: Date.now(),
+      metrics,
+      samples,
+      timings: { rollout_ms: t2 - t1, score_ms: 0, learn_ms: t1 - t0, total_ms: t2 - t0 },
+    };
+  }
+
+  async state(): Promise<RecipeCheckpoint> {
+    const s = await exportLoraState(this.lora, this.optimizer);
+    return {
+      format: 1,
+      recipe: this.recipe,
+      seed: this.seed,
+      step: this.stepsDone,
+      config: { ...this.config },
+      tensors: s.tensors,
+      optimizer: s.optimizer,
+      rng: { seed: this.seed, step: this.stepsDone, ...Object.fromEntries(s.dropoutCalls.map((n, i) => [`lora_dropout_calls_${i}`, n])) },
+      extra: {},
+    };
+  }
+
+  async restore(payload: RecipeCheckpoint): Promise<void> {
+    checkPayload(payload, this.recipe, this.seed, this.config);
+    importLoraState(this.lora, this.optimizer, payload, this.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0));
+    this.stepsDone = payload.step;
+  }
+
+  dispose(): void {
+    this.optimizer.dispose();
+    this.lora.dispose();
+    this.m.dispose();
+  }
+}
+
+export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
+  name: 'attacker-sft',
+  title: 'Attacker SFT (goal -> adversarial prompt)',
+  source: 'MTSA-RLVR phase 1',
+  description:
+    'Supervised LoRA fine-tuning of the attacker on goal -> adversarial-prompt pairs (sandbox data or an uploaded JSONL), ' +
+    'loss on the prompt tokens only; reports the tactic mix of the prompts it writes for held-out goals.',
+  schema: attackerSftSchema,
+  modelField: 'attacker',
+  async create(env: RecipeEnv, config: AttackerSftConfig, seed: number): Promise<RecipeRun> {
+    let pairs: GoalPromptPair[];
+    if (config.dataset === 'sandbox') {
+      pairs = attackerSft(config.dataSize, seed).map((e) => ({ goal: e.goal, prompt: e.target }));
+    } else {
+      if (!env.readText) throw new Error(`attacker-sft: field "dataset" names a file (${config.dataset}) but this environment cannot read files`);
+      pairs = parseGoalPromptJsonl(await env.readText(config.dataset), config.dataset);
+    }
+    const m = await env.loadModel(config.attacker);
+    try {
+      const lora = attachLora(m.model, {
+        r: config.loraRank,
+        alpha: config.loraAlpha,
+        targets: loraTargets(config.loraTargets),
+        dropout: config.loraDropout,
+        seed: hash3(seed, 0x10a, 1),
+      });
+      const optimizer = new AdamW({ lr: config.lr, weightDecay: config.weightDecay });
+      return new AttackerSftRun(m, lora, optimizer, pairs, config, seed);
+    } catch (e) {
+      m.dispose();
+      throw e;
+    }
+  },
+};

@@ -1,0 +1,48 @@
+// Pieces several recipes share: LoRA schema fields and targets, token traces for the report.
+import type { ProjName } from '../model/llama.ts';
+import type { TokenTrace } from './report.ts';
+import { int, num, oneOf } from './schema.ts';
+import type { ChatCodec } from './types.ts';
+
+export const LORA_TARGET_SETS = ['all', 'attention', 'mlp'] as const;
+export type LoraTargetSet = (typeof LORA_TARGET_SETS)[number];
+
+export function loraTargets(set: LoraTargetSet): ProjName[] {
+  switch (set) {
+    case 'all':
+      return ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+    case 'attention':
+      return ['q', 'k', 'v', 'o'];
+    case 'mlp':
+      return ['gate', 'up', 'down'];
+  }
+}
+
+/** LoRA fields with the given defaults (each recipe documents its source's values in the help). */
+export function loraFields(d: { rank: number; alpha: number }, sourceNote: string) {
+  return {
+    loraRank: int(d.rank, `LoRA rank r (${sourceNote})`, { min: 1, max: 256 }),
+    loraAlpha: num(d.alpha, 'LoRA alpha; scale = alpha / r', { min: 1e-6, max: 4096 }),
+    loraTargets: oneOf(LORA_TARGET_SETS, 'all', 'projections that get adapters: all (q k v o gate up down), attention, mlp'),
+    loraDropout: num(0, 'LoRA dropout on the adapter input while training (seeded; resumes exactly)', { min: 0, max: 0.9 }),
+  };
+}
+
+/** The per-token trace of generated ids, for the report's entropy heatmaps. */
+export function tokenTrace(codec: ChatCodec, ids: number[], logp: number[], entropy: number[]): TokenTrace {
+  return { ids, pieces: codec.pieces(ids), logp, entropy };
+}
+
+export const meanOf = (xs: ArrayLike<number>): number => {
+  let s = 0;
+  for (let i = 0; i < xs.length; i++) s += xs[i];
+  return xs.length ? s / xs.length : 0;
+};
+
+/** Rows to show in a report: the first row of each group first, then the rest; n of them. */
+export function spreadRows(groups: number, groupSize: number, n: number): number[] {
+  const B = groups * groupSize;
+  const firsts = Array.from({ length: groups }, (_, i) => i * groupSize);
+  const rest = Array.from({ length: B }, (_, r) => r).filter((r) => r % groupSize !== 0);
+  return [...firsts, ...rest].slice(0, Math.min(n, B));
+}

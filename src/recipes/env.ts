@@ -1,0 +1,108 @@
+// Recipe environments: model references -> model folders -> (model, codec). The browser worker
+// uses urlRecipeEnv (sandbox names under the site's /models/); the CLI builds the same thing on a
+// folder reader (src/cli/recipe-env.ts); tests inject stand-ins through createRecipeEnv.
+import { createRulesJudge } from '../judges/rules.ts';
+import type { Judge } from '../judges/types.ts';
+import { applyChatTemplate, resolveChatTemplate } from '../model/chat.ts';
+import { disposeLlama } from '../model/llama.ts';
+import { loadModel, type ModelFolder } from '../model/load.ts';
+import { urlSource } from '../model/sources.ts';
+import { createTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
+import type { ChatTemplate } from '../model/chat.ts';
+import type { ChatCodec, LoadedModel, RecipeEnv } from './types.ts';
+
+/** The built-in judges by name. */
+export const BUILTIN_JUDGES: Record<string, () => Judge> = {
+  rules: () => createRulesJudge(),
+  'rules-partial': () => createRulesJudge({ partialCredit: true }),
+};
+
+/** A sandbox model name (`defender`), as opposed to a path or URL. */
+export function isSandboxName(ref: string): boolean {
+  return /^[a-z][a-z0-9_-]*$/.test(ref);
+}
+
+/** The codec of a real tokenizer + chat template. */
+export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): ChatCodec {
+  const eos = [...tok.special.eos];
+  const imEnd = tok.tokenToId('<|im_end|>');
+  if (imEnd !== undefined && !eos.includes(imEnd)) eos.push(imEnd);
+  return {
+    label: tok.label,
+    encodeChat: (messages, opts) => applyChatTemplate(tok, template, messages, { addGenerationPrompt: opts.addGenerationPrompt }).ids,
+    encodeText: (text) => tok.encode(text, { addSpecialTokens: false }),
+    decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
+    pieces: (ids) => tok.pieces(ids),
+    eos,
+    pad: tok.special.pad ?? eos[0] ?? 0,
+  };
+}
+
+/** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
+export async function loadChatModel(folder: ModelFolder, ref: string): Promise<LoadedModel> {
+  const json = async (name: string, required: boolean): Promise<unknown> => {
+    if (!(await folder.has(name))) {
+      if (required) throw new Error(`${folder.label}/${name}: not found (model "${ref}" needs a tokenizer)`);
+      return undefined;
+    }
+    const text = await folder.getText(name);
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new Error(`${folder.label}/${name}: not valid JSON: ${(e as Error).message}`);
+    }
+  };
+  const tokenizerJson = await json('tokenizer.json', true);
+  const tokenizerConfig = await json('tokenizer_config.json', false);
+  const modelConfig = await json('config.json', false);
+  const model = await loadModel(folder);
+  try {
+    const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, { label: folder.label, modelConfig });
+    const template = resolveChatTemplate({ tokenizerConfig, model: folder.label });
+    return { ref, model, codec: tokenizerCodec(tok, template), dispose: () => disposeLlama(model) };
+  } catch (e) {
+    disposeLlama(model);
+    throw e;
+  }
+}
+
+export interface RecipeEnvOptions {
+  /** Model reference -> folder reader. */
+  folder(ref: string): ModelFolder;
+  /** Extra or replacement judges by name. */
+  judges?: Record<string, () => Judge>;
+  readText?(ref: string): Promise<string>;
+  backend?: string;
+  /** Replace how a folder becomes a model (tests: a fixture without a tokenizer + a stand-in codec). */
+  load?(folder: ModelFolder, ref: string): Promise<LoadedModel>;
+}
+
+export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
+  const judges = { ...BUILTIN_JUDGES, ...opts.judges };
+  const load = opts.load ?? loadChatModel;
+  return {
+    loadModel: (ref) => load(opts.folder(ref), ref),
+    judge: (name) => {
+      const make = Object.hasOwn(judges, name) ? judges[name] : undefined;
+      if (!make) throw new Error(`unknown judge "${name}" (judges: ${Object.keys(judges).join(', ')})`);
+      return make();
+    },
+    readText: opts.readText,
+    backend: opts.backend,
+  };
+}
+
+/** Browser env: sandbox names under `modelsBase` (default the site's models/ folder), anything else a URL. */
+export function urlRecipeEnv(opts: { modelsBase?: string; judges?: Record<string, () => Judge>; backend?: string } = {}): RecipeEnv {
+  const base = (opts.modelsBase ?? 'models/').replace(/\/?$/, '/');
+  return createRecipeEnv({
+    folder: (ref) => urlSource(isSandboxName(ref) ? `${base}${ref}/` : ref),
+    judges: opts.judges,
+    backend: opts.backend,
+    readText: async (ref) => {
+      const res = await fetch(ref);
+      if (!res.ok) throw new Error(`${ref}: HTTP ${res.status}`);
+      return res.text();
+    },
+  });
+}

@@ -1,0 +1,50 @@
+// Recipes by the name researchers type. The built-in recipes register themselves when this module
+// loads; a plug-in (or a test) can add its own with registerRecipe.
+import { attackerSftRecipe } from './attackerSft.ts';
+import { redteamRecipe } from './redteam.ts';
+import { ConfigError, validateConfig, type ConfigOf, type Schema } from './schema.ts';
+import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './types.ts';
+
+const RECIPES = new Map<string, AnyRecipe>();
+
+export function registerRecipe<S extends Schema>(recipe: Recipe<S>): void {
+  if (!/^[a-z][a-z0-9-]*$/.test(recipe.name)) throw new Error(`recipe name "${recipe.name}" must be lower-case letters, digits and dashes`);
+  if (RECIPES.has(recipe.name)) throw new Error(`recipe "${recipe.name}" is already registered`);
+  RECIPES.set(recipe.name, recipe as unknown as AnyRecipe);
+}
+
+export function unregisterRecipe(name: string): boolean {
+  return RECIPES.delete(name);
+}
+
+export function recipeNames(): string[] {
+  return [...RECIPES.keys()];
+}
+
+export function listRecipes(): AnyRecipe[] {
+  return [...RECIPES.values()];
+}
+
+export function hasRecipe(name: string): boolean {
+  return RECIPES.has(name);
+}
+
+/** The recipe, or an error listing the registered names. */
+export function getRecipe(name: string): AnyRecipe {
+  const r = RECIPES.get(name);
+  if (!r) throw new Error(`unknown recipe "${name}" (recipes: ${recipeNames().join(', ')})`);
+  return r;
+}
+
+/** Validate `input` against the recipe's schema (throws a ConfigError naming every bad field) and create the run. */
+export async function createRun(env: RecipeEnv, name: string, input: Record<string, unknown>, seed: number): Promise<{ recipe: AnyRecipe; config: ConfigOf<Schema>; run: RecipeRun }> {
+  const recipe = getRecipe(name);
+  if (!Number.isInteger(seed)) throw new Error(`seed must be an integer, got ${seed}`);
+  const v = validateConfig(recipe.schema, input);
+  if (!v.ok) throw new ConfigError(`recipe ${name}`, v.errors);
+  const run = await recipe.create(env, v.config, seed);
+  return { recipe, config: v.config, run };
+}
+
+registerRecipe(redteamRecipe);
+registerRecipe(attackerSftRecipe);

@@ -1,0 +1,117 @@
+// Checkpoint helpers shared by the recipes: LoRA adapters and their AdamW state to and from plain
+// typed arrays under stable names. tfjs variable names carry the LoRA set's process-wide id
+// (`lora3/model.layers.0.self_attn.q_proj.lora_A`), so a fresh run in another process (or later
+// in this one) has different names: the payload uses PEFT names instead and maps them back.
+import * as tf from '@tensorflow/tfjs';
+import { peftTensorName, type LoraSet } from '../model/lora.ts';
+import type { AdamW, AdamWState } from '../rl/optim.ts';
+import type { CheckpointInput, NamedTensor } from '../storage/checkpoints.ts';
+import type { RecipeCheckpoint } from './types.ts';
+
+/** variable name <-> PEFT name for every adapter matrix of the set. */
+function nameMaps(lora: LoraSet): { toPeft: Map<string, string>; fromPeft: Map<string, tf.Variable> } {
+  const toPeft = new Map<string, string>();
+  const fromPeft = new Map<string, tf.Variable>();
+  for (const a of lora.adapters) {
+    for (const [which, v] of [['A', a.A], ['B', a.B]] as const) {
+      const p = peftTensorName(a.module, which);
+      toPeft.set(v.name, p);
+      fromPeft.set(p, v);
+    }
+  }
+  return { toPeft, fromPeft };
+}
+
+/** Dropout call counters of the adapters (private in LoraAdapter; they seed the dropout masks). */
+function dropoutCalls(lora: LoraSet): number[] {
+  return lora.adapters.map((a) => (a as unknown as { calls: number }).calls);
+}
+
+export async function exportLoraState(lora: LoraSet, optimizer: AdamW): Promise<Pick<RecipeCheckpoint, 'tensors' | 'optimizer'> & { dropoutCalls: number[] }> {
+  const { toPeft } = nameMaps(lora);
+  const tensors: NamedTensor[] = [];
+  for (const v of lora.variables()) {
+    tensors.push({ name: toPeft.get(v.name)!, dtype: 'float32', shape: v.shape.slice(), data: Float32Array.from(await v.data()) });
+  }
+  const st = await optimizer.exportState();
+  const opt: NamedTensor[] = [];
+  for (const [name, { shape, m, v }] of Object.entries(st.moments)) {
+    const p = toPeft.get(name);
+    if (!p) throw new Error(`checkpoint: optimiser state for "${name}", which is not an adapter of this run`);
+    opt.push({ name: `${p}.exp_avg`, dtype: 'float32', shape, data: m });
+    opt.push({ name: `${p}.exp_avg_sq`, dtype: 'float32', shape, data: v });
+  }
+  return { tensors, optimizer: { state: { step: st.step }, tensors: opt }, dropoutCalls: dropoutCalls(lora) };
+}
+
+export function importLoraState(lora: LoraSet, optimizer: AdamW, payload: Pick<RecipeCheckpoint, 'tensors' | 'optimizer'>, calls?: readonly number[]): void {
+  const { fromPeft } = nameMaps(lora);
+  const seen = new Set<string>();
+  for (const t of payload.tensors) {
+    const v = fromPeft.get(t.name);
+    if (!v) throw new Error(`checkpoint: tensor "${t.name}" is not an adapter of this run (different LoRA targets or model?)`);
+    if (t.shape.length !== v.shape.length || t.shape.some((d, i) => d !== v.shape[i])) {
+      throw new Error(`checkpoint: tensor "${t.name}" has shape [${t.shape.join(', ')}], the run's adapter is [${v.shape.join(', ')}] (different LoRA rank?)`);
+    }
+    tf.tidy(() => v.assign(tf.tensor(t.data, v.shape, 'float32')));
+    seen.add(t.name);
+  }
+  const missing = [...fromPeft.keys()].filter((n) => !seen.has(n));
+  if (missing.length) throw new Error(`checkpoint: no tensor for adapter "${missing[0]}"${missing.length > 1 ? ` (and ${missing.length - 1} more)` : ''}`);
+  const moments: AdamWState['moments'] = {};
+  const byName = new Map(payload.optimizer.tensors.map((t) => [t.name, t]));
+  for (const [p, v] of fromPeft) {
+    const m = byName.get(`${p}.exp_avg`);
+    const s = byName.get(`${p}.exp_avg_sq`);
+    if (!m || !s) continue; // no moment yet (no update touched it)
+    moments[v.name] = { shape: m.shape.slice(), m: Float32Array.from(m.data), v: Float32Array.from(s.data) };
+  }
+  optimizer.importState({ step: payload.optimizer.state.step, moments });
+  if (calls) {
+    if (calls.length !== lora.adapters.length) throw new Error(`checkpoint: ${calls.length} dropout counters for ${lora.adapters.length} adapters`);
+    lora.adapters.forEach((a, i) => ((a as unknown as { calls: number }).calls = calls[i]));
+  }
+}
+
+/** The storage layer's input for a recipe checkpoint (IndexedDB CheckpointStore.save). */
+export function toCheckpointInput(payload: RecipeCheckpoint, runId: string, metrics?: Record<string, number>): CheckpointInput {
+  return {
+    runId,
+    step: payload.step,
+    metrics,
+    spec: { recipe: payload.recipe, seed: payload.seed, config: payload.config, format: payload.format },
+    tensors: payload.tensors,
+    optimizer: { state: payload.optimizer.state, tensors: payload.optimizer.tensors },
+    rng: payload.rng,
+    extra: payload.extra,
+  };
+}
+
+/** Back from a stored checkpoint (CheckpointStore.load's result). */
+export function fromStoredCheckpoint(c: { spec: unknown; tensors: NamedTensor[]; optimizer: { state: unknown; tensors: NamedTensor[] }; rng: unknown; extra: unknown; manifest: { step: number } }): RecipeCheckpoint {
+  const spec = c.spec as { recipe?: unknown; seed?: unknown; config?: unknown } | null;
+  if (!spec || typeof spec.recipe !== 'string' || typeof spec.seed !== 'number') throw new Error('checkpoint: spec has no recipe name and seed (not a recipe checkpoint)');
+  return {
+    format: 1,
+    recipe: spec.recipe,
+    seed: spec.seed,
+    step: c.manifest.step,
+    config: (spec.config ?? {}) as Record<string, unknown>,
+    tensors: c.tensors,
+    optimizer: { state: c.optimizer.state as { step: number }, tensors: c.optimizer.tensors },
+    rng: (c.rng ?? {}) as Record<string, number>,
+    extra: (c.extra ?? {}) as Record<string, unknown>,
+  };
+}
+
+/** Throws unless the payload belongs to this recipe, seed and config. */
+export function checkPayload(payload: RecipeCheckpoint, recipe: string, seed: number, config: Record<string, unknown>): void {
+  if (payload.format !== 1) throw new Error(`checkpoint: format ${String(payload.format)} is not supported (expected 1)`);
+  if (payload.recipe !== recipe) throw new Error(`checkpoint: saved by recipe "${payload.recipe}", this run is "${recipe}"`);
+  if (payload.seed !== seed) throw new Error(`checkpoint: saved with seed ${payload.seed}, this run has seed ${seed}`);
+  for (const [k, v] of Object.entries(config)) {
+    if (k in payload.config && payload.config[k] !== v) {
+      throw new Error(`checkpoint: field "${k}" was ${JSON.stringify(payload.config[k])} when saved, this run has ${JSON.stringify(v)}`);
+    }
+  }
+}
