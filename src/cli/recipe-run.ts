@@ -165,6 +165,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     return 0;
   } catch (e) {
     err(`lab --recipe: ${(e as Error).message}\n`);
+    if (process.env.LAB_DEBUG) err(`${(e as Error).stack}\n`);
     if (e instanceof RecipeUsageError || e instanceof ConfigError || /^unknown recipe/.test((e as Error).message)) {
       err('run "npm run lab -- --recipe NAME --help" for the fields, "npm run lab -- --list" for the recipes\n');
       return 2;

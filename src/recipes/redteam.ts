@@ -177,7 +177,7 @@ class RedteamRun implements RecipeRun {
     // --- score: reference log-probs first (the KL is a reward term), then the judge
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
     const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });
-    const refLogp = fromTensor2D(ref.logp);
+    const refLogp = await fromTensor2D(ref.logp); // await: async in newer rl/types
     tf.dispose([ref.logp, ref.entropy]);
     const T = gen.tokens[0].length;
     const kl = gen.lengths.map((n, b) => {

@@ -1,0 +1,78 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { letterJudge, loadWithCharCodec } from '../recipes/testing.ts';
+import type { StepReport } from '../recipes/report.ts';
+import { nodeRecipeEnv } from './recipe-env.ts';
+import { parseRecipeArgs, recipeMain } from './recipe-run.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('../../../shared/fixtures/', import.meta.url));
+const HAVE_MODELS = existsSync(join(ROOT, 'public/models/defender/model.safetensors'));
+
+async function run(...argv: string[]) {
+  let stderr = '';
+  let stdout = '';
+  const env = nodeRecipeEnv({ modelsDir: FIXTURES, load: loadWithCharCodec, judges: { letters: letterJudge }, backend: 'cpu' });
+  const code = await recipeMain(argv, { env, stderr: (s) => (stderr += s), stdout: (s) => (stdout += s) });
+  return { code, stderr, stdout };
+}
+
+describe('lab --recipe', () => {
+  it('parses flags, repeated --set and --no-early-stop', () => {
+    const a = parseRecipeArgs(['--recipe', 'redteam', '--steps', '3', '--seed=7', '--set', 'groupSize=4', '--set', 'lr=0.01', '--model', 'x', '--no-early-stop']);
+    expect(a).toMatchObject({ recipe: 'redteam', steps: 3, seed: 7, sets: { groupSize: '4', lr: '0.01' }, model: 'x', earlyStop: false });
+  });
+
+  it('bad recipe names, fields, values and flags fail before loading anything, with exit code 2', async () => {
+    const bad = await run('--recipe', 'redtem', '--steps', '1');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/unknown recipe "redtem" \(recipes: redteam, attacker-sft/);
+    const field = await run('--recipe', 'redteam', '--set', 'groupSize=1', '--set', 'nope=3');
+    expect(field.code).toBe(2);
+    expect(field.stderr).toMatch(/field "groupSize" must be an integer in \[2, 64\], got "1"/);
+    expect(field.stderr).toMatch(/unknown field "nope"/);
+    expect((await run('--recipe', 'redteam', '--steps', '0')).stderr).toMatch(/--steps must be a positive integer, got "0"/);
+    expect((await run('--recipe', 'redteam', '--frob')).stderr).toMatch(/unknown flag --frob/);
+    expect((await run('--recipe', 'redteam', '--set', 'groupSize')).stderr).toMatch(/--set needs field=value/);
+  });
+
+  it('--help lists the recipe fields with defaults and ranges; --list the recipes', async () => {
+    const h = await run('--recipe', 'redteam', '--help');
+    expect(h.code).toBe(0);
+    expect(h.stdout).toMatch(/groupSize\s+integer = 8 {2}\(an integer in \[2, 64\]\)/);
+    const l = await run('--list');
+    expect(l.stdout).toMatch(/redteam .*Tinker/);
+    expect(l.stdout).toMatch(/attacker-sft .*MTSA/);
+  });
+
+  it('runs a recipe, one StepReport per JSONL line and a summary per step on stderr', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'runs/redteam.jsonl');
+    const r = await run('--recipe', 'redteam', '--steps', '2', '--seed', '3', '--out', out, '--model', 'tiny-llama-f32',
+      '--set', 'judge=letters', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--no-early-stop');
+    expect(r.stderr).not.toMatch(/lab --recipe:/);
+    expect(r.code).toBe(0);
+    const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as StepReport);
+    expect(lines.map((l) => l.step)).toEqual([0, 1]);
+    expect(lines[1].recipe).toBe('redteam');
+    expect(r.stderr).toMatch(/\[redteam\] step 1 {2}reward\/mean \S+ {2}judge\/asr/);
+  }, 20_000);
+
+  it.skipIf(!HAVE_MODELS)(`npm run lab -- --recipe runs on the sandbox models${HAVE_MODELS ? '' : ' (skipped: public/models does not exist yet)'}`, () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'sft.jsonl');
+    const r = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', '--recipe', 'attacker-sft', '--steps', '1', '--seed', '1',
+      '--out', out, '--backend', 'cpu', '--set', 'batchSize=2', '--set', 'sampleGoals=2', '--set', 'sampleMaxTokens=8'], { cwd: ROOT, encoding: 'utf8', timeout: 25_000 });
+    expect(r.stderr).toMatch(/\[attacker-sft\] step 0 {2}loss\/sft \d/);
+    expect(r.status).toBe(0);
+    const rep = JSON.parse(readFileSync(out, 'utf8').trim()) as StepReport;
+    expect(rep.metrics['loss/sft']).toBeGreaterThan(0);
+    expect(rep.samples).toHaveLength(2);
+    const bad = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', '--recipe', 'nope'], { cwd: ROOT, encoding: 'utf8', timeout: 25_000 });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/unknown recipe "nope"/);
+  }, 30_000);
+});

@@ -1,0 +1,45 @@
+// Test stand-ins for recipes on the tokenizer-less fixture model (tests only; not used by the app):
+// a character codec over a 64-id vocabulary and a judge that scores a made-up "harm" letter.
+import type { Judge } from '../judges/types.ts';
+import { disposeLlama } from '../model/llama.ts';
+import { loadModel, type ModelFolder } from '../model/load.ts';
+import type { ChatCodec, LoadedModel } from './types.ts';
+
+/** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */
+export function charCodec(vocab = 64): ChatCodec {
+  const span = vocab - 4;
+  const enc = (text: string) => Array.from(text, (ch) => 3 + (ch.charCodeAt(0) % span));
+  const piece = (id: number) => (id < 3 ? '' : String.fromCharCode(48 + ((id - 3) % 75)));
+  return {
+    label: 'char-codec',
+    encodeChat: (messages, opts) => [
+      ...messages.flatMap((m) => [1, ...enc(`${m.role[0]}:${m.content}`), 2]),
+      ...(opts.addGenerationPrompt ? [1, ...enc('a:')] : []),
+    ],
+    encodeText: enc,
+    decode: (ids) => ids.map(piece).join(''),
+    pieces: (ids) => ids.map(piece),
+    eos: [2],
+    pad: 0,
+  };
+}
+
+/** Loads a model folder without a tokenizer and pairs it with charCodec. */
+export async function loadWithCharCodec(folder: ModelFolder, ref: string): Promise<LoadedModel> {
+  const model = await loadModel(folder);
+  return { ref, model, codec: charCodec(model.config.vocabSize), dispose: () => disposeLlama(model) };
+}
+
+/** "Harm" = share of the letters A-E in the answer, x 4, capped at 1: dense enough for GRPO on noise. */
+export function letterJudge(): Judge {
+  return {
+    name: 'letters',
+    async score(items) {
+      return items.map(({ response }) => {
+        const n = [...response].filter((c) => 'ABCDE'.includes(c)).length;
+        const unsafe = Math.min(1, (4 * n) / Math.max(1, response.length));
+        return { unsafe, refused: false, benignCorrect: null, category: unsafe >= 0.5 ? 'S1' : null, label: unsafe >= 0.5 ? 'unsafe S1' : 'safe' };
+      });
+    },
+  };
+}
