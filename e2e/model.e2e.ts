@@ -76,3 +76,15 @@ describe('decode-step profile', () => {
     expect(prof.wallMs).toBeGreaterThan(0);
   });
 });
+
+describe('training on WebGPU', () => {
+  it('one GRPO step with LoRA on every projection runs clean (finite loss, a gradient, no GPU error)', async () => {
+    const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
+    await lab.page.evaluate((u) => window.sparring!.engine.loadModel('train', { kind: 'url', baseUrl: u }), baseUrl);
+    const m = await lab.page.evaluate(() => window.sparring!.engine.rlSmokeStep('train'));
+    expect(Number.isFinite(m['loss/policy'])).toBe(true);
+    expect(m['grad/norm']).toBeGreaterThan(0);
+    expect(Number.isFinite(m['kl/mean'])).toBe(true);
+    expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+  });
+});

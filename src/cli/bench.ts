@@ -92,6 +92,16 @@ async function browserBench(): Promise<void> {
       }
     }
     console.log(formatTable(THROUGHPUT_HEADER, rows));
+    if (existsSync(FIXTURE)) {
+      console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: whole steps on tiny-llama-f32, custom kernels on vs off (medians)\n`);
+      const steps = await page.evaluate((n) => (window as unknown as Api).sparring.engine.benchWholeSteps('fixture', n), quick ? 2 : 5);
+      console.log(
+        formatTable(
+          ['step', 'shape', 'kernels ms', 'stock ms', 'speed-up'],
+          steps.map((k: KernelBenchRow) => [k.name, k.shape, k.oursMs, k.stockMs, `${(k.stockMs / k.oursMs).toFixed(2)}x`]),
+        ),
+      );
+    }
     if (!full) console.log('(pass --full to also time the synthetic SmolLM2-135M model here; slow on SwiftShader)');
   } finally {
     await browser.close();

@@ -157,7 +157,7 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   let refLogp: TokenMatrix | undefined;
   if (needRef) {
     const ref = referenceStats(model, lora, batch, { temperature: config.temperature, padTokenId: config.padTokenId });
-    refLogp = fromTensor2D(ref.logp);
+    refLogp = await fromTensor2D(ref.logp);
     tf.dispose([ref.logp, ref.entropy]);
   }
   const oldLogp = fromRows(gen.logprobs);
@@ -177,7 +177,7 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   if (gae) {
     const s = policyStats(model, batch, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: true });
     const v = learner.valueHead!.forward(s.hidden!);
-    values = fromTensor2D(v);
+    values = await fromTensor2D(v);
     tf.dispose([s.logp, s.entropy, s.hidden!, v]);
   }
   const adv = computeAdvantages(

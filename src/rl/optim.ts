@@ -12,7 +12,9 @@ export function clipByGlobalNorm(grads: tf.NamedTensorMap, maxNorm: number): { g
   const names = Object.keys(grads);
   return tf.tidy(() => {
     const sq = names.map((n) => tf.sum(tf.square(grads[n])));
-    const norm = (sq.length > 0 ? tf.sqrt(tf.addN(sq)) : tf.scalar(0)) as tf.Scalar;
+    // stack + sum, not addN: tfjs-webgpu's AddN binds every input at once and fails past the
+    // 8-storage-buffer limit (28 LoRA tensors on a 2-layer model), while Concat chunks its inputs.
+    const norm = (sq.length > 0 ? tf.sqrt(tf.sum(tf.stack(sq))) : tf.scalar(0)) as tf.Scalar;
     const coef = tf.minimum(tf.div(maxNorm, tf.add(norm, 1e-6)), 1);
     const out: tf.NamedTensorMap = {};
     for (const n of names) out[n] = tf.mul(grads[n], coef);

@@ -51,7 +51,7 @@ const PROMPTS = [[1, 17, 33, 8, 41], [1, 5, 9], [1, 60, 2, 44, 12, 7, 30], [1, 2
 async function makeBatch(g: GenerateResult, withValues: boolean): Promise<LearnBatch> {
   const batch = { prompts: PROMPTS, responses: g.tokens, mask: g.mask };
   const ref = referenceStats(model, lora, batch);
-  const refLogp = fromTensor2D(ref.logp);
+  const refLogp = await fromTensor2D(ref.logp);
   tf.dispose([ref.logp, ref.entropy]);
   const T = g.tokens[0].length;
   const r = mulberry32(99);
@@ -59,7 +59,7 @@ async function makeBatch(g: GenerateResult, withValues: boolean): Promise<LearnB
   const out: LearnBatch = { ...batch, oldLogp: fromRows(g.logprobs), refLogp, advantages: adv };
   if (withValues) {
     const s = policyStats(model, batch, { withHidden: true });
-    const values = fromTensor2D(head.forward(s.hidden!));
+    const values = await fromTensor2D(head.forward(s.hidden!));
     tf.dispose([s.logp, s.entropy, s.hidden!]);
     const returns: TokenMatrix = { data: values.data.map((v, i) => v + adv.data[i]), rows: PROMPTS.length, cols: T };
     out.values = values;

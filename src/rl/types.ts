@@ -98,11 +98,14 @@ export function toTensor2D(m: TokenMatrix): tf.Tensor2D {
   return tf.tensor2d(m.data, [m.rows, m.cols], 'float32');
 }
 
-/** Read a [B, T] tensor back (synchronous readback: use on small tensors only). */
-export function fromTensor2D(t: tf.Tensor): TokenMatrix {
+/**
+ * Read a [B, T] tensor back. Asynchronous on purpose: tfjs-webgpu's synchronous readback goes
+ * through an OffscreenCanvas and lost the device in Chromium here (SwiftShader, in a worker).
+ */
+export async function fromTensor2D(t: tf.Tensor): Promise<TokenMatrix> {
   if (t.rank !== 2) throw new Error(`fromTensor2D: expected rank 2, got shape [${t.shape.join(', ')}]`);
   const [rows, cols] = t.shape as [number, number];
-  return { data: Float32Array.from(t.dataSync()), rows, cols };
+  return { data: Float32Array.from(await t.data()), rows, cols };
 }
 
 /** Throws unless a and b have the same [B, T]. */

@@ -9,6 +9,12 @@ import { seededLogits } from '../engine/testing/seededLogits';
 import { median } from '../model/throughput';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { mulberry32 } from '../engine/testing/seededLogits';
+import { setCustomKernels } from '../engine/kernels/wgslProgram';
+import { generate } from '../model/generate';
+import type { LlamaModel } from '../model/llama';
+import { attachLora } from '../model/lora';
+import { rlStep } from '../rl/loop';
+import { AdamW } from '../rl/optim';
 import type { KernelBenchRow } from './protocol';
 
 async function time(reps: number, fn: () => tf.Tensor | Promise<tf.Tensor>): Promise<number> {
@@ -83,6 +89,81 @@ export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
       bytes,
     });
     tf.dispose([logits, ids, dy]);
+  }
+  return rows;
+}
+
+async function timeAsync(reps: number, fn: () => Promise<unknown>): Promise<number> {
+  await fn(); // warm-up
+  const ms: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    const t0 = performance.now();
+    await fn();
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+/**
+ * Whole steps with the custom kernels on (ours) and off (stock tfjs ops everywhere): a sampled
+ * decode of 16 tokens for 8 rows, and one GRPO step (8 rollouts x 2 prompts, LoRA r 4 on every
+ * projection, PPO loss) on `model`. bytes = 0: these rows have no single memory roofline.
+ */
+/** One GRPO step with LoRA on every projection of `model`, returning its metrics (a smoke test). */
+export async function rlSmokeStep(model: LlamaModel): Promise<Record<string, number>> {
+  const V = model.config.vocabSize;
+  const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  const optimizer = new AdamW({ lr: 1e-2 });
+  try {
+    const report = await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, [[1, 5 % V, 9 % V], [1, 7 % V]], 0, {
+      groupSize: 4,
+      maxNewTokens: 4,
+      temperature: 1,
+      topP: 0.95,
+      advantage: 'grpo',
+      trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.01 } },
+    });
+    return report.metrics;
+  } finally {
+    optimizer.dispose();
+    lora.dispose();
+  }
+}
+
+export async function benchWholeSteps(model: LlamaModel, reps: number): Promise<KernelBenchRow[]> {
+  const V = model.config.vocabSize;
+  const prompts = Array.from({ length: 8 }, (_, b) => Array.from({ length: 12 }, (_, t) => (3 + 7 * t + 11 * b) % V));
+  const decode = () => generate(model, prompts, { maxNewTokens: 16, temperature: 0.7, topP: 0.9, seed: 1 });
+  const rl = async () => {
+    const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+    const optimizer = new AdamW({ lr: 1e-3 });
+    try {
+      await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, prompts.slice(0, 2), 0, {
+        groupSize: 8,
+        maxNewTokens: 8,
+        temperature: 1,
+        advantage: 'grpo',
+        trainer: { policyLoss: 'ppo' },
+      });
+    } finally {
+      optimizer.dispose();
+      lora.dispose();
+    }
+  };
+  const rows: KernelBenchRow[] = [];
+  for (const [name, shape, fn] of [
+    ['decode 16 tokens (T 0.7, top-p 0.9)', 'batch 8', decode],
+    ['GRPO step (rollout + learn)', '2 prompts x G 8', rl],
+  ] as const) {
+    try {
+      setCustomKernels(false);
+      const stockMs = await timeAsync(reps, fn);
+      setCustomKernels(true);
+      const oursMs = await timeAsync(reps, fn);
+      rows.push({ name, shape, oursMs, stockMs, bytes: 0 });
+    } finally {
+      setCustomKernels(true);
+    }
   }
   return rows;
 }

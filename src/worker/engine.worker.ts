@@ -8,15 +8,15 @@ import wasmThreaded from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-t
 import type { BackendPreference } from '../engine/backends';
 import { initBackend } from '../engine/initBackend';
 import { probeWebGPU, type GpuProbe } from '../engine/probe';
-import { isWebGPUBackend, webgpuDevice } from '../engine/kernels/wgslProgram';
+import { customKernelsActive, isWebGPUBackend, setCustomKernels, webgpuDevice } from '../engine/kernels/wgslProgram';
 import { setBindingLimitOverride } from '../engine/kernels/limits';
 import { tokenStats } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
-import { benchKernels } from './bench';
-import { benchNamedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
+import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
+import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
@@ -83,7 +83,7 @@ const api: EngineApi = {
       logp.push(values[r * 2]);
       entropy.push(values[r * 2 + 1]);
     }
-    return { backend: tf.getBackend(), path: isWebGPUBackend() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ms };
+    return { backend: tf.getBackend(), path: customKernelsActive() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ms };
   },
 
   async setBindingLimit(bytes) {
@@ -149,6 +149,18 @@ const api: EngineApi = {
   async benchKernels(reps) {
     requireInit();
     return benchKernels(reps);
+  },
+
+  async benchWholeSteps(name, reps) {
+    return benchWholeSteps(namedModel(name), reps);
+  },
+
+  async rlSmokeStep(name) {
+    return rlSmokeStep(namedModel(name));
+  },
+
+  async setCustomKernels(enabled) {
+    setCustomKernels(enabled);
   },
 
   async benchModel(name, c) {

@@ -19,6 +19,10 @@ function sourceOf(ref: ModelRef): ModelSource {
   return hubSource(ref.id, { endpoint: ref.endpoint });
 }
 
+export function namedModel(name: string): LlamaModel {
+  return get(name);
+}
+
 function get(name: string): LlamaModel {
   const m = models.get(name);
   if (!m) throw new Error(`no model named "${name}" is loaded (loaded: ${[...models.keys()].join(', ') || 'none'})`);

@@ -101,6 +101,12 @@ export interface EngineApi {
   loadSyntheticModel(name: string, shape: 'smollm2-135m'): Promise<ModelInfo>;
   benchKernels(reps: number): Promise<KernelBenchRow[]>;
   benchModel(name: string, c: ThroughputCase): Promise<ThroughputResult>;
+  /** Whole decode and GRPO steps on a loaded model, custom kernels on vs off. */
+  benchWholeSteps(name: string, reps: number): Promise<KernelBenchRow[]>;
+  /** One GRPO step with LoRA on a loaded model; its metrics (checks the training path end to end). */
+  rlSmokeStep(name: string): Promise<Record<string, number>>;
+  /** Switch the custom WGSL kernels off (stock tfjs ops) or back on. */
+  setCustomKernels(enabled: boolean): Promise<void>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BINDING_FLOOR, maxBindingBytes, rowChunks, setBindingLimitOverride } from './limits';
+import { BINDING_FLOOR, maxBindingBytes, rowChunks, rowWorkgroupSize, setBindingLimitOverride } from './limits';
 
 describe('binding limits', () => {
   it('uses the 128 MiB floor off WebGPU, and an override when set', () => {
@@ -17,5 +17,15 @@ describe('binding limits', () => {
     // A 151,936-entry f32 row is 607,744 bytes: 256 rows need 2 chunks under 128 MiB.
     expect(rowChunks(256, 151936 * 4, BINDING_FLOOR)).toEqual([128, 128]);
     expect(() => rowChunks(1, 500, 100)).toThrow(/exceeds the 100-byte/);
+  });
+});
+
+describe('row workgroup size', () => {
+  it('gives each thread at least 16 values, as a power of two in [32, 256]', () => {
+    expect(rowWorkgroupSize(64)).toBe(32); // the fixture's vocabulary
+    expect(rowWorkgroupSize(512)).toBe(32); // 32 x 16 = 512 already
+    expect(rowWorkgroupSize(513)).toBe(64);
+    expect(rowWorkgroupSize(3000)).toBe(256); // 128 x 16 = 2048 < 3000
+    expect(rowWorkgroupSize(151936)).toBe(256);
   });
 });

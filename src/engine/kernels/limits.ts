@@ -27,3 +27,15 @@ export function rowChunks(rows: number, bytesPerRow: number, limit = maxBindingB
   const base = Math.floor(rows / n);
   return Array.from({ length: n }, (_, i) => base + (i < rows % n ? 1 : 0));
 }
+
+/**
+ * Threads per workgroup for a one-workgroup-per-row reduction over `width` values: a power of two
+ * giving each thread at least `perThread` values, between 32 and 256. Small rows (a sandbox
+ * vocabulary of a few hundred) then pay for far fewer idle threads at every barrier, which on
+ * a software adapter costs more than the arithmetic.
+ */
+export function rowWorkgroupSize(width: number, perThread = 16): number {
+  let wg = 32;
+  while (wg < 256 && wg * perThread < width) wg *= 2;
+  return wg;
+}

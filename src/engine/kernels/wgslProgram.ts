@@ -24,6 +24,18 @@ export function isWebGPUBackend(): boolean {
   return tf.getBackend() === 'webgpu';
 }
 
+let customKernels = true;
+
+/** Turns the custom WGSL kernels off (stock tfjs ops everywhere), for A/B benchmarks and triage. */
+export function setCustomKernels(enabled: boolean): void {
+  customKernels = enabled;
+}
+
+/** Whether ops take their WGSL path: on the webgpu backend, unless switched off. */
+export function customKernelsActive(): boolean {
+  return customKernels && isWebGPUBackend();
+}
+
 export function webgpuBackend(): WebGPUBackend {
   if (!isWebGPUBackend()) throw new Error(`WGSL kernels need the webgpu backend; tfjs runs on ${tf.getBackend()}`);
   return tf.backend() as unknown as WebGPUBackend;

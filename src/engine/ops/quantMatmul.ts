@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs';
 import dequantWgsl from '../../../shaders/qmatmul_dequant.wgsl?raw';
 import gemvWgsl from '../../../shaders/qmatmul_gemv.wgsl?raw';
 import tiledWgsl from '../../../shaders/qmatmul_tiled.wgsl?raw';
-import { isWebGPUBackend, runKernel } from '../kernels/wgslProgram';
+import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {
@@ -123,5 +123,5 @@ export function quantMatmulStock(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2
 
 export function quantMatmul(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
   if (x.shape[1] !== w.inFeatures) throw new Error(`quantMatmul: x has ${x.shape[1]} features, W takes ${w.inFeatures}`);
-  return isWebGPUBackend() ? quantMatmulWebGPU(x, w) : quantMatmulStock(x, w);
+  return customKernelsActive() ? quantMatmulWebGPU(x, w) : quantMatmulStock(x, w);
 }

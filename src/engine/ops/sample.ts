@@ -3,12 +3,11 @@
 // (sampleReference), so a seed means the same tokens on every backend up to float rounding.
 import * as tf from '@tensorflow/tfjs';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
-import { rowChunks } from '../kernels/limits';
-import { isWebGPUBackend, runKernel } from '../kernels/wgslProgram';
+import { rowChunks, rowWorkgroupSize } from '../kernels/limits';
+import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
 import { seedKey } from '../rng/philox';
 import { checkSamplingOptions, sampleReference, type SamplingOptions } from './sampleReference';
 
-const WG = 256;
 
 function streamIds(rows: number, streams?: ArrayLike<number>): Int32Array {
   if (streams && streams.length !== rows) throw new Error(`sampleTokens: ${streams.length} streams for ${rows} rows`);
@@ -32,6 +31,7 @@ export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions, stre
     );
   }
   const streamTensor = tf.tensor1d(streamIds(logits.shape[0], streams), 'int32');
+  const WG = rowWorkgroupSize(logits.shape[1]);
   const [seedLo, seedHi] = seedKey(o.seed);
   const ids = runKernel(
     {
@@ -64,7 +64,7 @@ export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions, stre
  */
 export async function sampleTokens(logits: tf.Tensor2D, o: SamplingOptions, streams?: ArrayLike<number>): Promise<tf.Tensor1D> {
   if (logits.rank !== 2) throw new Error(`sampleTokens: logits must be [rows, vocab], got [${logits.shape}]`);
-  if (isWebGPUBackend()) return sampleTokensWebGPU(logits, o, streams);
+  if (customKernelsActive()) return sampleTokensWebGPU(logits, o, streams);
   const values = await logits.data();
   return tf.tensor1d(sampleReference(values, logits.shape[0], logits.shape[1], o, streamIds(logits.shape[0], streams)), 'int32');
 }

@@ -3,10 +3,9 @@
 import * as tf from '@tensorflow/tfjs';
 import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
 import tokenStatsGradWgsl from '../../../shaders/token_stats_grad.wgsl?raw';
-import { rowChunks } from '../kernels/limits';
-import { isWebGPUBackend, runKernel } from '../kernels/wgslProgram';
+import { rowChunks, rowWorkgroupSize } from '../kernels/limits';
+import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
 
-const WG = 256;
 
 function checkShapes(logits: tf.Tensor, ids: tf.Tensor): void {
   if (logits.rank !== 2) throw new Error(`tokenStats: logits must be [rows, vocab], got shape [${logits.shape}]`);
@@ -33,6 +32,7 @@ export function tokenStatsStock(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tenso
 
 export function tokenStatsWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
   checkShapes(logits, ids);
+  const WG = rowWorkgroupSize(logits.shape[1]);
   const rows = logits.shape[0];
   return runKernel(
     {
@@ -56,8 +56,8 @@ export function tokenStatsGradWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, stat
       source: tokenStatsGradWgsl,
       inputs: ['logits', 'ids', 'stats', 'dy'],
       outputShape: [rows, vocab],
-      workgroupSize: [WG, 1, 1],
-      dispatch: [Math.ceil((rows * vocab) / WG), 1, 1],
+      workgroupSize: [256, 1, 1],
+      dispatch: [Math.ceil((rows * vocab) / 256), 1, 1],
       size: true,
     },
     [logits, ids, stats, dy],
@@ -69,7 +69,7 @@ export function tokenStatsGradWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, stat
  * (the WGSL path returns NaN for an id outside it rather than reading past the row).
  */
 export function tokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
-  if (!isWebGPUBackend()) return tokenStatsStock(logits, ids);
+  if (!customKernelsActive()) return tokenStatsStock(logits, ids);
   checkShapes(logits, ids);
   // Logits of a 150k vocabulary are 0.6 MB a row: keep each kernel's bindings under the limit.
   const chunks = rowChunks(logits.shape[0], logits.shape[1] * 4);

@@ -1,0 +1,33 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// Synchronous readbacks (dataSync / arraySync / bufferSync) stall the GPU pipeline, and
+// tfjs-webgpu's goes through an OffscreenCanvas that lost the device in Chromium here. Code that
+// runs in the engine worker reads tensors back with `await t.data()` only.
+const ROOT = join(import.meta.dirname, '..');
+const WORKER_SIDE = ['engine', 'model', 'rl', 'recipes', 'judges', 'worker'];
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return /\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name) ? [path] : [];
+  });
+}
+
+describe('no synchronous readbacks in worker-side code', () => {
+  it('finds no dataSync / arraySync / bufferSync outside tests', () => {
+    const offenders: string[] = [];
+    for (const area of WORKER_SIDE) {
+      for (const file of sources(join(ROOT, area))) {
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .forEach((line, i) => {
+            if (/\.(dataSync|arraySync|bufferSync)\(/.test(line) && !line.trim().startsWith('//')) offenders.push(`${relative(ROOT, file)}:${i + 1}`);
+          });
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+});
