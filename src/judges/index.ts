@@ -4,3 +4,4 @@ export * from './types';
 export * from './rules';
 export * from './http';
 export * from './metrics';
+export * from './llmGuard';

@@ -1,6 +1,7 @@
 // Recipe environments: model references -> model folders -> (model, codec). The browser worker
 // uses urlRecipeEnv (sandbox names under the site's /models/); the CLI builds the same thing on a
 // folder reader (src/cli/recipe-env.ts); tests inject stand-ins through createRecipeEnv.
+import { createLlmGuardJudge } from '../judges/llmGuard.ts';
 import { createRulesJudge } from '../judges/rules.ts';
 import type { Judge } from '../judges/types.ts';
 import { applyChatTemplate, resolveChatTemplate } from '../model/chat.ts';
@@ -66,6 +67,30 @@ export async function loadChatModel(folder: ModelFolder, ref: string): Promise<L
   }
 }
 
+/**
+ * `classifier`: the built-in guard model (sandbox `judge`) read as an LLM guard. Loaded on first
+ * use, so recipes that never ask for it never pay for it.
+ */
+export function classifierJudge(folder: (ref: string) => ModelFolder, ref = 'judge'): Judge {
+  let inner: Promise<{ judge: Judge; model: Awaited<ReturnType<typeof loadModel>> }> | null = null;
+  const load = async () => {
+    const f = folder(ref);
+    const tokenizerConfig = JSON.parse(await f.getText('tokenizer_config.json'));
+    const tokenizer = createTokenizer(JSON.parse(await f.getText('tokenizer.json')), tokenizerConfig, { label: f.label });
+    const template = resolveChatTemplate({ tokenizerConfig, model: f.label });
+    const model = await loadModel(f);
+    return { judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }), model };
+  };
+  return {
+    name: 'classifier',
+    score: async (items, o) => (await (inner ??= load())).judge.score(items, o),
+    dispose: () => {
+      void inner?.then(({ model }) => disposeLlama(model));
+      inner = null;
+    },
+  };
+}
+
 export interface RecipeEnvOptions {
   /** Model reference -> folder reader. */
   folder(ref: string): ModelFolder;
@@ -78,7 +103,7 @@ export interface RecipeEnvOptions {
 }
 
 export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
-  const judges = { ...BUILTIN_JUDGES, ...opts.judges };
+  const judges: Record<string, () => Judge> = { ...BUILTIN_JUDGES, classifier: () => classifierJudge(opts.folder), ...opts.judges };
   const load = opts.load ?? loadChatModel;
   return {
     loadModel: (ref) => load(opts.folder(ref), ref),
