@@ -207,14 +207,14 @@ function toBlob(data: FileData): Blob {
   return new Blob([new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength)]);
 }
 
-class MapSource extends BlobSource {
-  readonly kind = 'map' as const;
-  readonly label: string;
-  private readonly files: Map<string, Blob>;
-  constructor(files: Map<string, Blob>, label: string) {
+/** Files held as Blobs by name: the in-memory map and the picked-folder FileList alike. */
+class BlobMapSource extends BlobSource {
+  constructor(
+    readonly kind: 'map' | 'files',
+    private readonly files: Map<string, Blob>,
+    readonly label: string,
+  ) {
     super();
-    this.files = files;
-    this.label = label;
   }
   protected async find(name: string): Promise<Blob | null> {
     return this.files.get(name) ?? null;
@@ -232,28 +232,11 @@ export function mapSource(
   const entries = files instanceof Map ? [...files.entries()] : Object.entries(files);
   const m = new Map<string, Blob>();
   for (const [name, data] of entries) m.set(checkFileName(name), toBlob(data));
-  return new MapSource(m, opts.label ?? 'in-memory files');
+  return new BlobMapSource('map', m, opts.label ?? 'in-memory files');
 }
 
 // ---------------------------------------------------------------------------------------------
 // A picked folder: FileList from <input type="file" webkitdirectory>
-
-class FilesSource extends BlobSource {
-  readonly kind = 'files' as const;
-  readonly label: string;
-  private readonly files: Map<string, Blob>;
-  constructor(files: Map<string, Blob>, label: string) {
-    super();
-    this.files = files;
-    this.label = label;
-  }
-  protected async find(name: string): Promise<Blob | null> {
-    return this.files.get(name) ?? null;
-  }
-  async list(): Promise<string[]> {
-    return [...this.files.keys()].sort();
-  }
-}
 
 /**
  * A source over the Files of a picked folder. Paths come from `webkitRelativePath`
@@ -270,7 +253,7 @@ export function filesSource(files: ArrayLike<File> | Iterable<File>, opts: { lab
     const rel = shared !== null ? paths[i].slice(shared.length + 1) : paths[i];
     m.set(checkFileName(rel), f);
   });
-  return new FilesSource(m, opts.label ?? (shared !== null ? `folder ${shared}` : 'selected files'));
+  return new BlobMapSource('files', m, opts.label ?? (shared !== null ? `folder ${shared}` : 'selected files'));
 }
 
 // ---------------------------------------------------------------------------------------------
