@@ -2,9 +2,9 @@
 // temperature (0 = greedy) -> top-k -> top-p -> one Philox4x32-10 uniform per (stream, step),
 // where streams[row] names the row's random stream (so a sequence draws the same numbers alone
 // or in any batch).
-// Thresholds are exact: the largest order-key t with count(key >= t) >= k (top-k) or
-// mass(key >= t) >= topP * mass(top-k set) (top-p), built bit by bit, one pass over the row per
-// bit. Only the ids leave the GPU. Mirrors src/engine/ops/sampleReference.ts.
+// Thresholds are exact: the k-th largest order-key by a 4-pass radix select (top-k), and the
+// largest order-key t with mass(key >= t) >= topP * mass(top-k set) built bit by bit, one pass
+// over the row per bit (top-p). Only the ids leave the GPU. Mirrors src/engine/ops/sampleReference.ts.
 // Prepended by the host: `const WG : i32 = <power of two>;`.
 // Uniforms (host-declared): temperature f32, topK i32, topP f32, seedLo u32, seedHi u32, step u32.
 
@@ -12,6 +12,12 @@ var<workgroup> redF : array<f32, WG>;
 var<workgroup> redU : array<u32, WG>;
 var<workgroup> redI : array<i32, WG>;
 var<workgroup> picked : i32;
+var<workgroup> hist : array<atomic<u32>, 256>;
+// The top-k set, compacted in vocabulary order (when it has at most 256 members).
+var<workgroup> keptKey : array<u32, 256>;
+var<workgroup> keptW : array<f32, 256>;
+var<workgroup> keptIdx : array<i32, 256>;
+var<workgroup> keptTotal : u32;
 
 fn orderKey(x : f32) -> u32 {
   let b = bitcast<u32>(x);
@@ -116,20 +122,133 @@ fn main(index : i32) {
   }
   let invT = 1.0 / uniforms.temperature;
 
+  // top-k: the k-th largest order-key by radix select, 8 bits a pass over a 256-bin histogram
+  // (4 passes, exact counts, so the cut is the same on every run and on the CPU reference).
   var tauK = 0u;
   if (uniforms.topK > 0 && uniforms.topK < vocab) {
-    for (var bit = 31; bit >= 0; bit--) {
-      let cand = tauK | (1u << u32(bit));
-      var cnt = 0u;
+    var prefix = 0u;
+    var mask = 0u;
+    var remaining = u32(uniforms.topK);
+    for (var round = 0; round < 4; round++) {
+      let shift = u32(24 - 8 * round);
+      for (var b = tid; b < 256; b += WG) {
+        atomicStore(&hist[b], 0u);
+      }
+      workgroupBarrier();
       for (var col = tid; col < vocab; col += WG) {
-        if (orderKey(logits[base + col]) >= cand) {
-          cnt += 1u;
+        let key = orderKey(logits[base + col]);
+        if ((key & mask) == prefix) {
+          atomicAdd(&hist[(key >> shift) & 255u], 1u);
         }
       }
-      if (sumU(tid, cnt) >= u32(uniforms.topK)) {
-        tauK = cand;
+      workgroupBarrier();
+      if (tid == 0) {
+        // Walk digits from the top: `above` keys beat this digit; stop where the k-th one lands.
+        var above = 0u;
+        var digit = 0u;
+        for (var b = 255; b >= 0; b--) {
+          let c = atomicLoad(&hist[b]);
+          if (above + c >= remaining) {
+            digit = u32(b);
+            break;
+          }
+          above += c;
+        }
+        redU[0] = prefix | (digit << shift);
+        redU[1] = remaining - above;
+      }
+      prefix = workgroupUniformLoad(&redU[0]);
+      remaining = redU[1];
+      workgroupBarrier();
+      mask = mask | (255u << shift);
+    }
+    tauK = prefix;
+  }
+
+  // With a small top-k set, compact it (in vocabulary order, so sums run in the reference's
+  // order) and finish top-p and the draw from workgroup memory instead of 32 more row passes.
+  if (uniforms.topK > 0 && uniforms.topK <= 256 && uniforms.topK < vocab) {
+    let chunk = (vocab + WG - 1) / WG;
+    let start = tid * chunk;
+    let end = min(start + chunk, vocab);
+    var cnt = 0u;
+    for (var col = start; col < end; col++) {
+      if (orderKey(logits[base + col]) >= tauK) {
+        cnt += 1u;
       }
     }
+    redU[tid] = cnt;
+    workgroupBarrier();
+    if (tid == 0) {
+      var acc = 0u;
+      for (var t = 0; t < WG; t++) {
+        let c = redU[t];
+        redU[t] = acc;
+        acc += c;
+      }
+      keptTotal = acc;
+    }
+    let total = workgroupUniformLoad(&keptTotal);
+    if (total <= 256u) {
+      var off = redU[tid];
+      for (var col = start; col < end; col++) {
+        let x = logits[base + col];
+        let key = orderKey(x);
+        if (key >= tauK) {
+          keptKey[off] = key;
+          keptW[off] = exp((x - m) * invT);
+          keptIdx[off] = col;
+          off += 1u;
+        }
+      }
+      workgroupBarrier();
+      if (tid == 0) {
+        let n = i32(total);
+        var zk = 0.0;
+        for (var i = 0; i < n; i++) {
+          zk += keptW[i];
+        }
+        var cut = tauK;
+        if (uniforms.topP < 1.0) {
+          var tau = 0u;
+          for (var bit = 31; bit >= 0; bit--) {
+            let cand = max(tau | (1u << u32(bit)), tauK);
+            var mass = 0.0;
+            for (var i = 0; i < n; i++) {
+              if (keptKey[i] >= cand) {
+                mass += keptW[i];
+              }
+            }
+            if (mass >= uniforms.topP * zk) {
+              tau = tau | (1u << u32(bit));
+            }
+          }
+          cut = max(tau, tauK);
+        }
+        var z = 0.0;
+        for (var i = 0; i < n; i++) {
+          if (keptKey[i] >= cut) {
+            z += keptW[i];
+          }
+        }
+        let bits = philox(vec4<u32>(u32(streams[row]), uniforms.step, 0u, 0u), vec2<u32>(uniforms.seedLo, uniforms.seedHi)).x;
+        let u = f32(bits >> 8u) * (1.0 / 16777216.0) * z;
+        var pick = argmax;
+        var acc = 0.0;
+        for (var i = 0; i < n; i++) {
+          if (keptKey[i] >= cut) {
+            acc += keptW[i];
+            if (acc > u) {
+              pick = keptIdx[i];
+              break;
+            }
+          }
+        }
+        result[row] = pick;
+      }
+      return;
+    }
+    workgroupBarrier();
   }
 
   var thr = tauK;
