@@ -1,5 +1,6 @@
 // Recipes by the name researchers type. The built-in recipes register themselves when this module
 // loads; a plug-in (or a test) can add its own with registerRecipe.
+import { attackRecipe } from './attack.ts';
 import { attackerSftRecipe } from './attackerSft.ts';
 import { redteamRecipe } from './redteam.ts';
 import { ConfigError, validateConfig, type ConfigOf, type Schema } from './schema.ts';
@@ -48,3 +49,4 @@ export async function createRun(env: RecipeEnv, name: string, input: Record<stri
 
 registerRecipe(redteamRecipe);
 registerRecipe(attackerSftRecipe);
+registerRecipe(attackRecipe);

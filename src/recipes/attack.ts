@@ -1,0 +1,380 @@
+// `attack` — RL on the attacker (MTSA's attacker side; issue 7 recipe 3): the attacker, through a
+// LoRA adapter, learns to write prompts that make the FROZEN defender comply. One step:
+//
+//   goals     `goals` harmful sandbox goals drawn from a fixed seeded pool by (seed, step)
+//   attack    the attacker reads attackerSource(goal) (its SFT input, `Goal: <goal>`) through its
+//             chat template and samples G prompts per goal (temperature / top-p, adapters on)
+//   answer    the frozen defender (no adapter, never updated) answers each prompt as one user turn,
+//             greedy or sampled (`defenderGreedy`); a multi-line (crescendo-style) prompt is sent
+//             as one message with its turns joined by newlines (no per-turn replies; documented
+//             simplification)
+//   score     harm      = judge P(unsafe) of the defender's answer (rules judge by default)
+//             diversity = groupDiversity (below): 1 - share of the OTHER prompts of the same goal's
+//                         group that are identical to this one ('exact', default), or 1 - mean
+//                         word-bigram Jaccard overlap with them ('ngram')
+//             kl        = mean over the attacker's sampled tokens of (logp_rollout - logp_reference),
+//                         reference = the attacker with LoRA off
+//             reward    = harm + diversityCoef x diversity - klBeta x kl
+//   learn     advantages (grpo by default; rloo, reinforce_plus_plus(_baseline) selectable), PPO
+//             clipped surrogate (or the importance-sampling loss) on the attacker's tokens only,
+//             global norm clip, AdamW
+//
+// Why this diversity term: within a GRPO group a constant bonus cancels, so only duplicates move
+// the advantage: a prompt that G-1 siblings repeat verbatim earns `diversityCoef` less than a
+// unique one, which pushes against collapsing every sample onto one successful prompt.
+//
+// Every random choice derives from (seed, step), so a run restored from state() at step k
+// reproduces the uninterrupted run's step k exactly on the same backend.
+import * as tf from '@tensorflow/tfjs';
+import { attackerSource, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type Tactic } from '../data/sandbox/index.ts';
+import type { Judge } from '../judges/types.ts';
+import { generate } from '../model/generate.ts';
+import { attachLora, type LoraSet } from '../model/lora.ts';
+import { hash3 } from '../model/random.ts';
+import { computeAdvantages } from '../rl/advantages.ts';
+import { AdamW } from '../rl/optim.ts';
+import { placeOutcomeRewards } from '../rl/placement.ts';
+import { referenceStats } from '../rl/policy.ts';
+import { std } from '../rl/stats.ts';
+import { learnStep } from '../rl/trainer.ts';
+import { fromRows, fromTensor2D } from '../rl/types.ts';
+import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { checkPayload, exportLoraState, importLoraState } from './state.ts';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
+
+export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const;
+export const DIVERSITY_MODES = ['exact', 'ngram'] as const;
+export type DiversityMode = (typeof DIVERSITY_MODES)[number];
+
+export const attackSchema = {
+  attacker: str('attacker', 'model trained to attack: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  defender: str('defender', 'frozen target model (never updated): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  judge: str('rules', 'harm scorer of the defender answer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
+  goals: int(4, 'goals per step (each is one group)', { min: 1, max: 256 }),
+  groupSize: int(8, 'G: attacker prompts sampled per goal', { min: 2, max: 64 }),
+  attackerMaxTokens: int(48, 'attacker prompt length cap in tokens (sandbox prompts are <= 99 bytes, about 2.2 bytes per token)', { min: 1, max: 1024 }),
+  attackerTemperature: num(1, 'attacker sampling temperature (1 keeps the SFT tactic mix; greedy collapses it)', { min: 0.05, max: 2 }),
+  attackerTopP: num(1, 'attacker nucleus sampling mass', { min: 0.01, max: 1 }),
+  defenderGreedy: bool(false, 'defender answers greedily (true) or sampled (false; the built-in defender refuses everything greedily, so sampling gives the signal)'),
+  defenderTemperature: num(0.7, 'defender sampling temperature (defenderGreedy = false)', { min: 0.05, max: 2 }),
+  defenderTopP: num(0.9, 'defender nucleus sampling mass (defenderGreedy = false)', { min: 0.01, max: 1 }),
+  defenderMaxTokens: int(40, 'defender answer length cap in tokens (sandbox replies are <= 53 bytes)', { min: 1, max: 1024 }),
+  diversityCoef: num(0.2, 'weight of the within-group diversity term in the reward (0 = off)', { min: 0, max: 10 }),
+  diversity: oneOf(DIVERSITY_MODES, 'exact', 'diversity term: exact (1 - share of the other prompts of the group identical to this one) or ngram (1 - mean word-bigram Jaccard overlap with them)'),
+  klBeta: num(0.05, 'weight of the attacker\'s mean sampled-token KL to its reference (LoRA off) in the reward', { min: 0, max: 10 }),
+  lr: num(2e-3, 'AdamW learning rate (the tiny sandbox attacker needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
+  beta1: num(0.9, 'Adam beta1 (first-moment decay)', { min: 0, max: 0.99999 }),
+  beta2: num(0.95, 'Adam beta2 (second-moment decay, as redteam)', { min: 0, max: 0.99999 }),
+  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
+  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox attacker'),
+  advantage: oneOf(ATTACK_ADVANTAGES, 'grpo', 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline'),
+  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo; false = Dr. GRPO)'),
+  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)'),
+  clipRatio: num(0.2, 'PPO clip epsilon (policyLoss = ppo only)', { min: 0, max: 10 }),
+  samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
+};
+export type AttackConfig = ConfigOf<typeof attackSchema>;
+
+const wordBigrams = (text: string): Set<string> => {
+  const w = text.toLowerCase().split(/\s+/).filter((x) => x.length > 0);
+  const out = new Set<string>();
+  if (w.length === 1) out.add(w[0]);
+  for (let i = 0; i + 1 < w.length; i++) out.add(`${w[i]} ${w[i + 1]}`);
+  return out;
+};
+
+function jaccard(a: Set<string>, b: Set<string>): number {
+  if (a.size === 0 && b.size === 0) return 1;
+  let inter = 0;
+  for (const x of a) if (b.has(x)) inter++;
+  return inter / (a.size + b.size - inter);
+}
+
+/**
+ * Diversity of each text within its group (rows sharing `group[b]`), in [0, 1]:
+ *   exact: 1 - (other rows of the group with the identical text) / (other rows of the group)
+ *   ngram: 1 - mean over the other rows of the Jaccard overlap of word-bigram sets
+ * A row alone in its group scores 1.
+ */
+export function groupDiversity(texts: readonly string[], group: readonly number[], mode: DiversityMode = 'exact'): number[] {
+  if (texts.length !== group.length) throw new Error(`groupDiversity: ${texts.length} texts, ${group.length} group ids`);
+  const grams = mode === 'ngram' ? texts.map(wordBigrams) : [];
+  return texts.map((t, b) => {
+    let others = 0;
+    let same = 0;
+    for (let j = 0; j < texts.length; j++) {
+      if (j === b || group[j] !== group[b]) continue;
+      others++;
+      same += mode === 'exact' ? (texts[j] === t ? 1 : 0) : jaccard(grams[b], grams[j]);
+    }
+    return others === 0 ? 1 : 1 - same / others;
+  });
+}
+
+/** The tactic family of an attacker prompt (several lines = crescendo turns). */
+function tacticOf(text: string): Tactic {
+  const turns = splitAttackerTarget(text);
+  return turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
+}
+
+interface Goal {
+  id: string;
+  text: string;
+  category: SandboxHazard;
+}
+
+class AttackRun implements RecipeRun {
+  readonly recipe = 'attack';
+  stepsDone = 0;
+  readonly done = false;
+  readonly stopReason = null;
+  private readonly pool: Goal[];
+
+  constructor(
+    private readonly atk: LoadedModel,
+    private readonly def: LoadedModel,
+    private readonly lora: LoraSet,
+    private readonly optimizer: AdamW,
+    private readonly judge: Judge,
+    private readonly config: AttackConfig,
+    readonly seed: number,
+  ) {
+    this.pool = harmfulPrompts(config.goalPool, seed).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
+  }
+
+  /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */
+  private batchGoals(step: number): Goal[] {
+    const rng = rngFor(this.seed, 'attack-batch', step);
+    const N = this.pool.length;
+    const n = Math.min(this.config.goals, N);
+    const idx = Array.from({ length: N }, (_, i) => i);
+    for (let i = 0; i < n; i++) {
+      const j = i + rng.int(N - i);
+      [idx[i], idx[j]] = [idx[j], idx[i]];
+    }
+    const chosen = idx.slice(0, n).map((i) => this.pool[i]);
+    while (chosen.length < this.config.goals) chosen.push(this.pool[chosen.length % N]);
+    return chosen;
+  }
+
+  async step(): Promise<StepReport> {
+    const c = this.config;
+    const step = this.stepsDone;
+    const { model, codec } = this.atk;
+    const dm = this.def;
+    const t0 = performance.now();
+
+    // --- attack: G prompts per goal from the attacker
+    const goals = this.batchGoals(step);
+    const G = c.groupSize;
+    const rowGoal: number[] = [];
+    goals.forEach((_, i) => {
+      for (let g = 0; g < G; g++) rowGoal.push(i);
+    });
+    const sourceIds = goals.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g.text) }], { addGenerationPrompt: true }));
+    const rows = rowGoal.map((i) => sourceIds[i]);
+    const gen = await generate(model, rows, {
+      maxNewTokens: c.attackerMaxTokens,
+      temperature: c.attackerTemperature,
+      topP: c.attackerTopP,
+      stopTokens: [...codec.eos],
+      padTokenId: codec.pad,
+      seed: hash3(this.seed, step, 0xa77ac),
+    });
+    const attacks = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+    const tactics = attacks.map(tacticOf);
+    const t1 = performance.now();
+
+    // --- answer: the frozen defender
+    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: splitAttackerTarget(a).join('\n') || a }], { addGenerationPrompt: true }));
+    const ans = await generate(dm.model, defRows, {
+      maxNewTokens: c.defenderMaxTokens,
+      greedy: c.defenderGreedy,
+      temperature: c.defenderTemperature,
+      topP: c.defenderTopP,
+      stopTokens: [...dm.codec.eos],
+      padTokenId: dm.codec.pad,
+      seed: hash3(this.seed, step, 0xdef),
+    });
+    const answers = ans.tokens.map((t, b) => dm.codec.decode(t.slice(0, ans.lengths[b])));
+    const t2 = performance.now();
+
+    // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
+    const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
+    const ref = referenceStats(model, this.lora, batch, { temperature: c.attackerTemperature, padTokenId: codec.pad });
+    const refLogp = await fromTensor2D(ref.logp);
+    tf.dispose([ref.logp, ref.entropy]);
+    const T = gen.tokens[0].length;
+    const kl = gen.lengths.map((n, b) => {
+      let s = 0;
+      for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - refLogp.data[b * T + t];
+      return n > 0 ? s / n : 0;
+    });
+    const verdicts = await this.judge.score(
+      attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } })),
+    );
+    const harm = verdicts.map((v) => v.unsafe);
+    const div = groupDiversity(attacks, rowGoal, c.diversity);
+    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
+    rewards.forEach((r, b) => {
+      if (!Number.isFinite(r)) throw new Error(`attack: reward of row ${b} is ${r} (harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]})`);
+    });
+    const t3 = performance.now();
+
+    // --- learn (attacker only)
+    const mask = fromRows(gen.mask);
+    const adv = computeAdvantages(
+      c.advantage,
+      { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: rowGoal },
+      { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
+    );
+    const learn = await learnStep(
+      { model, lora: this.lora, optimizer: this.optimizer },
+      { ...batch, oldLogp: fromRows(gen.logprobs), refLogp, advantages: adv.advantages, lossMask: adv.mask },
+      {
+        policyLoss: c.policyLoss,
+        clipRatioLow: c.clipRatio,
+        clipRatioHigh: c.clipRatio,
+        maxGradNorm: c.maxGradNorm,
+        temperature: c.attackerTemperature,
+        padTokenId: codec.pad,
+        kl: { estimator: 'k1', coef: 0 },
+      },
+      c.lr,
+    );
+    const t4 = performance.now();
+
+    // --- report
+    const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
+    let entSum = 0;
+    let tokens = 0;
+    gen.entropy.forEach((row, b) => {
+      for (let t = 0; t < gen.lengths[b]; t++) entSum += row[t];
+      tokens += gen.lengths[b];
+    });
+    const defTokens = ans.lengths.reduce((a, x) => a + x, 0);
+    const metrics: Metrics = {
+      ...learn,
+      'reward/mean': meanOf(rewards),
+      'reward/std': std(rewards, false),
+      'reward/max': Math.max(...rewards),
+      'judge/asr': meanOf(success),
+      'judge/harm_mean': meanOf(harm),
+      'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
+      'diversity/mean': meanOf(div),
+      'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),
+      'kl/mean': meanOf(kl),
+      'entropy/mean': tokens > 0 ? entSum / tokens : 0,
+      'attack/length_mean': meanOf(gen.lengths),
+      'response/length_mean': meanOf(ans.lengths),
+      'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
+      'perf/step_ms': t4 - t0,
+      'perf/tokens_per_s': (tokens + defTokens) / Math.max(1e-9, (t1 - t0 + t2 - t1) / 1000),
+    };
+    for (const t of TACTICS) {
+      const rowsT = tactics.map((x, b) => (x === t ? b : -1)).filter((b) => b >= 0);
+      metrics[`tactic/${t}`] = rowsT.length / tactics.length;
+      if (rowsT.length > 0) metrics[`tactic_asr/${t}`] = meanOf(rowsT.map((b) => success[b]));
+    }
+
+    const samples: RolloutSample[] = spreadRows(goals.length, G, c.samples).map((b) => {
+      const goal = goals[rowGoal[b]];
+      const n = gen.lengths[b];
+      const m = ans.lengths[b];
+      const v = verdicts[b];
+      let advSum = 0;
+      for (let t = 0; t < T; t++) advSum += adv.advantages.data[b * T + t] * gen.mask[b][t];
+      return {
+        id: `attack-${this.seed}-${step}-${b}`,
+        promptKey: goal.id,
+        group: rowGoal[b],
+        tactic: tactics[b],
+        category: goal.category,
+        messages: [
+          { role: 'attacker', text: attacks[b], tokens: tokenTrace(codec, gen.tokens[b].slice(0, n), gen.logprobs[b].slice(0, n), gen.entropy[b].slice(0, n)) },
+          { role: 'defender', text: answers[b], tokens: tokenTrace(dm.codec, ans.tokens[b].slice(0, m), ans.logprobs[b].slice(0, m), ans.entropy[b].slice(0, m)) },
+        ],
+        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        reward: rewards[b],
+        terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.klBeta * kl[b] },
+        advantage: n > 0 ? advSum / n : 0,
+      };
+    });
+    this.stepsDone = step + 1;
+    return {
+      runId: `attack-${this.seed}`,
+      recipe: this.recipe,
+      step,
+      time: Date.now(),
+      metrics,
+      samples,
+      timings: { rollout_ms: t2 - t0, score_ms: t3 - t2, learn_ms: t4 - t3, total_ms: t4 - t0 },
+    };
+  }
+
+  async state(): Promise<RecipeCheckpoint> {
+    const s = await exportLoraState(this.lora, this.optimizer);
+    return {
+      format: 1,
+      recipe: this.recipe,
+      seed: this.seed,
+      step: this.stepsDone,
+      config: { ...this.config },
+      tensors: s.tensors,
+      optimizer: s.optimizer,
+      rng: { seed: this.seed, step: this.stepsDone, ...Object.fromEntries(s.dropoutCalls.map((n, i) => [`lora_dropout_calls_${i}`, n])) },
+      extra: {},
+    };
+  }
+
+  async restore(payload: RecipeCheckpoint): Promise<void> {
+    checkPayload(payload, this.recipe, this.seed, this.config);
+    importLoraState(this.lora, this.optimizer, payload, this.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0));
+    this.stepsDone = payload.step;
+  }
+
+  dispose(): void {
+    this.optimizer.dispose();
+    this.lora.dispose();
+    this.judge.dispose?.();
+    this.atk.dispose();
+    this.def.dispose();
+  }
+}
+
+export const attackRecipe: Recipe<typeof attackSchema> = {
+  name: 'attack',
+  title: 'Train the attacker (RL against a frozen defender)',
+  source: 'MTSA-RLVR attacker side; Tinker red-team GRPO',
+  description:
+    'GRPO (or RLOO / REINFORCE++) on the attacker through a LoRA adapter: it writes G adversarial prompts per harmful goal, ' +
+    'the frozen defender answers, and the reward is the judge\'s harm score of the answer plus a within-group diversity ' +
+    'term (duplicates earn less) minus KL to the untouched attacker. Reports the attack success rate and the tactic mix.',
+  schema: attackSchema,
+  modelField: 'attacker',
+  async create(env: RecipeEnv, config: AttackConfig, seed: number): Promise<RecipeRun> {
+    const judge = env.judge(config.judge);
+    const atk = await env.loadModel(config.attacker);
+    let def: LoadedModel | null = null;
+    try {
+      def = await env.loadModel(config.defender);
+      const lora = attachLora(atk.model, {
+        r: config.loraRank,
+        alpha: config.loraAlpha,
+        targets: loraTargets(config.loraTargets),
+        dropout: config.loraDropout,
+        seed: hash3(seed, 0x10a, 3),
+      });
+      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      return new AttackRun(atk, def, lora, optimizer, judge, config, seed);
+    } catch (e) {
+      atk.dispose();
+      def?.dispose();
+      throw e;
+    }
+  },
+};
