@@ -3,24 +3,13 @@ import { useRunStore } from '../store/runStore';
 import { useSettings } from '../store/settingsStore';
 import { ArenaPanel } from './arena/ArenaPanel';
 import { ChartsPanel } from './charts/ChartsPanel';
+import { RunControls } from './controls/RunControls';
 import { EXAMPLE_LABEL, sampleRun } from './demo/sampleRun';
 import { DeviceBadge } from './DeviceBadge';
 import { FallbackBanner } from './FallbackBanner';
 import { Panel } from './Panel';
 import { connectEngine } from './engineConnection';
 import { installRunHandle } from './runHandle';
-
-export const RECIPES = [
-  ['arena', 'attacker and defender co-trained, live'],
-  ['redteam', 'GRPO red-teaming of the defender (Tinker red-team trainer)'],
-  ['attack', 'RL on the attacker against a frozen defender'],
-  ['defend', 'defender RL against an attacker (MTSA-RLVR)'],
-  ['attacker-sft', 'attacker supervised fine-tuning (MTSA phase 1)'],
-  ['tokenbuncher', 'entropy-as-reward defence (Token Buncher)'],
-  ['multiturn', 'multi-turn escalation (SaFeR-Steer)'],
-  ['minmax', 'monitor vs policy min-max game'],
-  ['rlhf', 'single-player RLHF baseline'],
-] as const;
 
 export function App() {
   const backendPreference = useSettings((s) => s.backendPreference);
@@ -44,12 +33,7 @@ export function App() {
       <FallbackBanner />
       <main className="grid">
         <Panel id="setup" title="Run setup">
-          <p className="empty">Recipes arrive with the training engine. Planned:</p>
-          <ul className="recipes">
-            {RECIPES.map(([name, what]) => (
-              <li key={name}><code>{name}</code> — {what}</li>
-            ))}
-          </ul>
+          <RunControls />
         </Panel>
         <Panel id="arena" title="Arena">
           <ArenaPanel />

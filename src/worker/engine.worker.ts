@@ -18,6 +18,7 @@ import { Int4Weight, Int8Weight } from '../model/quant';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
+import { listRecipes, pauseRun, resumeRun, runStatus, startRun, stepRun, stopRun } from './runs';
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
 const gpuErrors: string[] = [];
@@ -175,6 +176,35 @@ const api: EngineApi = {
     const values = Array.from(await ids.data());
     tf.dispose([logits, ids]);
     return { backend: tf.getBackend(), ids: values };
+  },
+
+  async listRecipes() {
+    return listRecipes();
+  },
+
+  async startRun(recipe, config, seed, onReport, onStatus) {
+    requireInit();
+    return startRun(recipe, config, seed, onReport, onStatus);
+  },
+
+  async pauseRun() {
+    return pauseRun();
+  },
+
+  async resumeRun() {
+    return resumeRun();
+  },
+
+  async stepRun() {
+    return stepRun();
+  },
+
+  async stopRun() {
+    return stopRun();
+  },
+
+  async runStatus() {
+    return runStatus();
   },
 };
 

@@ -6,6 +6,8 @@ import type { QuantCaseSpec } from '../engine/testing/quantCase';
 import type { GpuProbe } from '../engine/probe';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
+import type { StepReport } from '../recipes/report';
+import type { Schema } from '../recipes/schema';
 
 export interface MemoryInfo {
   numTensors: number;
@@ -77,6 +79,40 @@ export interface KernelBenchRow {
   bytes: number;
 }
 
+/** A registered recipe as the UI sees it: its schema is plain JSON (a form is generated from it). */
+export interface RecipeListing {
+  name: string;
+  title: string;
+  source: string;
+  description: string;
+  schema: Schema;
+}
+
+export type RunState = 'idle' | 'running' | 'paused' | 'stopped' | 'error';
+
+export interface RunStatus {
+  state: RunState;
+  recipe: string | null;
+  seed: number | null;
+  /** Steps completed by the current (or last) run. */
+  step: number;
+  /** The error of state `error`; otherwise null. */
+  error: string | null;
+  /** What the run is doing now, in words ("loading models", "stepping", "early stop: ..."). */
+  detail: string | null;
+  /** A step (or the model loading) is under way now; false while waiting in pause. */
+  stepping: boolean;
+  /** runId its reports carry. */
+  runId: string | null;
+  /** Live tensors in the worker (a leak check after stop). */
+  numTensors: number;
+}
+
+export type StartRunResult =
+  | { ok: true; status: RunStatus }
+  /** Field name (or `seed`, `recipe`) -> message; nothing was started. */
+  | { ok: false; errors: Record<string, string> };
+
 export interface EngineApi {
   ping(nonce: number): Promise<Pong>;
   /** Probe WebGPU and start tfjs on the preferred backend (falling back as needed). */
@@ -109,4 +145,26 @@ export interface EngineApi {
   setCustomKernels(enabled: boolean): Promise<void>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
+  /** Registered recipes with their config schemas. */
+  listRecipes(): Promise<RecipeListing[]>;
+  /**
+   * Validate `config` with the recipe's schema (strings are coerced) and, when valid, start the
+   * run loop in the worker (an active run is stopped first). Each StepReport goes to `onReport`
+   * (a comlink proxy); every state change goes to `onStatus` when given.
+   */
+  startRun(
+    recipe: string,
+    config: Record<string, unknown>,
+    seed: number,
+    onReport: (report: StepReport) => void,
+    onStatus?: (status: RunStatus) => void,
+  ): Promise<StartRunResult>;
+  /** Pause at the next step boundary. */
+  pauseRun(): Promise<RunStatus>;
+  resumeRun(): Promise<RunStatus>;
+  /** While paused: run exactly one step; resolves after it. */
+  stepRun(): Promise<RunStatus>;
+  /** Stop at the next step boundary and free the run; resolves once it is freed. */
+  stopRun(): Promise<RunStatus>;
+  runStatus(): Promise<RunStatus>;
 }
