@@ -41,7 +41,7 @@ import { fromRows, fromTensor2D } from '../rl/types.ts';
 import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { checkPayload, exportLoraState, importLoraState } from './state.ts';
+import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const;
@@ -137,10 +137,10 @@ class AttackRun implements RecipeRun {
   constructor(
     private readonly atk: LoadedModel,
     private readonly def: LoadedModel,
-    private readonly lora: LoraSet,
-    private readonly optimizer: AdamW,
+    readonly lora: LoraSet,
+    readonly optimizer: AdamW,
     private readonly judge: Judge,
-    private readonly config: AttackConfig,
+    readonly config: AttackConfig,
     readonly seed: number,
   ) {
     this.pool = harmfulPrompts(config.goalPool, seed).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
@@ -317,24 +317,11 @@ class AttackRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    const s = await exportLoraState(this.lora, this.optimizer);
-    return {
-      format: 1,
-      recipe: this.recipe,
-      seed: this.seed,
-      step: this.stepsDone,
-      config: { ...this.config },
-      tensors: s.tensors,
-      optimizer: s.optimizer,
-      rng: { seed: this.seed, step: this.stepsDone, ...Object.fromEntries(s.dropoutCalls.map((n, i) => [`lora_dropout_calls_${i}`, n])) },
-      extra: {},
-    };
+    return loraRunState(this);
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    checkPayload(payload, this.recipe, this.seed, this.config);
-    importLoraState(this.lora, this.optimizer, payload, this.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0));
-    this.stepsDone = payload.step;
+    this.stepsDone = restoreLoraRun(this, payload);
   }
 
   dispose(): void {

@@ -16,7 +16,7 @@ import { policyStats } from '../rl/policy.ts';
 import { loraFields, loraTargets, meanOf, tokenTrace } from './common.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
-import { checkPayload, exportLoraState, importLoraState } from './state.ts';
+import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const attackerSftSchema = {
@@ -100,10 +100,10 @@ class AttackerSftRun implements RecipeRun {
 
   constructor(
     private readonly m: LoadedModel,
-    private readonly lora: LoraSet,
-    private readonly optimizer: AdamW,
+    readonly lora: LoraSet,
+    readonly optimizer: AdamW,
     private readonly pairs: GoalPromptPair[],
-    private readonly config: AttackerSftConfig,
+    readonly config: AttackerSftConfig,
     readonly seed: number,
   ) {
     this.heldOut = attackerSft(config.sampleGoals, (hash3(seed, 0xa77, 1) >>> 0)).map((e) => e.goal);
@@ -212,24 +212,11 @@ class AttackerSftRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    const s = await exportLoraState(this.lora, this.optimizer);
-    return {
-      format: 1,
-      recipe: this.recipe,
-      seed: this.seed,
-      step: this.stepsDone,
-      config: { ...this.config },
-      tensors: s.tensors,
-      optimizer: s.optimizer,
-      rng: { seed: this.seed, step: this.stepsDone, ...Object.fromEntries(s.dropoutCalls.map((n, i) => [`lora_dropout_calls_${i}`, n])) },
-      extra: {},
-    };
+    return loraRunState(this);
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    checkPayload(payload, this.recipe, this.seed, this.config);
-    importLoraState(this.lora, this.optimizer, payload, this.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0));
-    this.stepsDone = payload.step;
+    this.stepsDone = restoreLoraRun(this, payload);
   }
 
   dispose(): void {

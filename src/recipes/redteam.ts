@@ -34,7 +34,7 @@ import { fromRows, fromTensor2D } from '../rl/types.ts';
 import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { checkPayload, exportLoraState, importLoraState } from './state.ts';
+import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;
@@ -116,10 +116,10 @@ class RedteamRun implements RecipeRun {
 
   constructor(
     private readonly m: LoadedModel,
-    private readonly lora: LoraSet,
-    private readonly optimizer: AdamW,
+    readonly lora: LoraSet,
+    readonly optimizer: AdamW,
     private readonly judge: Judge,
-    private readonly config: RedteamConfig,
+    readonly config: RedteamConfig,
     readonly seed: number,
   ) {
     this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
@@ -291,25 +291,11 @@ class RedteamRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    const s = await exportLoraState(this.lora, this.optimizer);
-    return {
-      format: 1,
-      recipe: this.recipe,
-      seed: this.seed,
-      step: this.stepsDone,
-      config: { ...this.config },
-      tensors: s.tensors,
-      optimizer: s.optimizer,
-      rng: { seed: this.seed, step: this.stepsDone, ...Object.fromEntries(s.dropoutCalls.map((n, i) => [`lora_dropout_calls_${i}`, n])) },
-      extra: { done: this.done, stopReason: this.stopReason },
-    };
+    return loraRunState(this, { done: this.done, stopReason: this.stopReason });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    checkPayload(payload, this.recipe, this.seed, this.config);
-    const calls = this.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0);
-    importLoraState(this.lora, this.optimizer, payload, calls);
-    this.stepsDone = payload.step;
+    this.stepsDone = restoreLoraRun(this, payload);
     this.done = payload.extra.done === true;
     this.stopReason = typeof payload.extra.stopReason === 'string' ? payload.extra.stopReason : null;
   }

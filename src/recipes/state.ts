@@ -115,3 +115,36 @@ export function checkPayload(payload: RecipeCheckpoint, recipe: string, seed: nu
     }
   }
 }
+
+/** The parts of a LoRA-training run that its checkpoint captures. */
+export interface LoraRunParts {
+  recipe: string;
+  seed: number;
+  stepsDone: number;
+  config: Record<string, unknown>;
+  lora: LoraSet;
+  optimizer: AdamW;
+}
+
+/** A run's checkpoint: LoRA tensors, AdamW state, the step and seed, dropout call counters. */
+export async function loraRunState(run: LoraRunParts, extra: Record<string, unknown> = {}): Promise<RecipeCheckpoint> {
+  const s = await exportLoraState(run.lora, run.optimizer);
+  return {
+    format: 1,
+    recipe: run.recipe,
+    seed: run.seed,
+    step: run.stepsDone,
+    config: { ...run.config },
+    tensors: s.tensors,
+    optimizer: s.optimizer,
+    rng: { seed: run.seed, step: run.stepsDone, ...Object.fromEntries(s.dropoutCalls.map((n, i) => [`lora_dropout_calls_${i}`, n])) },
+    extra,
+  };
+}
+
+/** Checks a checkpoint against the run and loads its LoRA, AdamW and dropout state; returns its step. */
+export function restoreLoraRun(run: LoraRunParts, payload: RecipeCheckpoint): number {
+  checkPayload(payload, run.recipe, run.seed, run.config);
+  importLoraState(run.lora, run.optimizer, payload, run.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0));
+  return payload.step;
+}
