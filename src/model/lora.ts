@@ -16,6 +16,7 @@ import { DenseWeight, type LinearAdapter, type Linear } from './linear.ts';
 import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama.ts';
 import { hash3, mulberry32 } from './random.ts';
 import type { TensorSource } from './safetensors.ts';
+import { variableFrom } from '../engine/variables.ts';
 
 export interface LoraConfig {
   /** Rank r. */
@@ -61,8 +62,8 @@ export class LoraAdapter implements LinearAdapter {
     const a = new Float32Array(r * inFeatures);
     for (let i = 0; i < a.length; i++) a[i] = (2 * rand() - 1) * bound;
     const prefix = `lora${set.id}/${module}`;
-    this.A = tf.variable(tf.tensor2d(a, [r, inFeatures]), true, `${prefix}.lora_A`);
-    this.B = tf.variable(tf.zeros([outFeatures, r]), true, `${prefix}.lora_B`);
+    this.A = variableFrom(tf.tensor2d(a, [r, inFeatures]), true, `${prefix}.lora_A`);
+    this.B = variableFrom(tf.zeros([outFeatures, r]) as tf.Tensor2D, true, `${prefix}.lora_B`);
   }
 
   delta(x: tf.Tensor2D): tf.Tensor2D | null {

@@ -2,6 +2,7 @@
 // variables (tfjs ships Adam only, and keys its moments by position in the gradient list; this one
 // keys them by variable name so a checkpoint restores exactly, whatever the order of variables).
 import * as tf from '@tensorflow/tfjs';
+import { variableFrom } from '../engine/variables';
 
 /**
  * Global L2 norm over all gradients, and the gradients scaled by min(1, maxNorm / (norm + 1e-6))
@@ -95,8 +96,8 @@ export class AdamW {
     this.dispose();
     this.t = state.step;
     for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
-      this.m.set(name, tf.variable(tf.tensor(m, shape, 'float32'), false));
-      this.v.set(name, tf.variable(tf.tensor(v, shape, 'float32'), false));
+      this.m.set(name, variableFrom(tf.tensor(m, shape, 'float32'), false));
+      this.v.set(name, variableFrom(tf.tensor(v, shape, 'float32'), false));
     }
   }
 
@@ -110,7 +111,7 @@ export class AdamW {
     let x = store.get(name);
     if (x && !arraysEqual(x.shape, p.shape)) throw new Error(`AdamW: variable "${name}" changed shape from [${x.shape}] to [${p.shape}]`);
     if (!x) {
-      x = tf.variable(tf.zerosLike(p), false);
+      x = variableFrom(tf.zerosLike(p), false);
       store.set(name, x);
     }
     return x;

@@ -16,6 +16,7 @@
 // under softmax(logits / temperature) over the full vocabulary: the distribution generate()
 // reports, so rollout and training log-probs agree up to float error.
 import * as tf from '@tensorflow/tfjs';
+import { variableFrom } from '../engine/variables';
 import { tokenStats } from '../engine/ops/tokenStats.ts';
 import { forward, type LlamaModel } from '../model/llama.ts';
 import { withAdaptersDisabled, type LoraSet } from '../model/lora.ts';
@@ -166,8 +167,8 @@ export class ValueHead {
   readonly b: tf.Variable<tf.Rank.R1>;
 
   constructor(readonly hiddenSize: number) {
-    this.w = tf.variable(tf.zeros([hiddenSize, 1]), true, `value_head${this.id}.weight`);
-    this.b = tf.variable(tf.zeros([1]), true, `value_head${this.id}.bias`);
+    this.w = variableFrom(tf.zeros([hiddenSize, 1]) as tf.Tensor2D, true, `value_head${this.id}.weight`);
+    this.b = variableFrom(tf.zeros([1]) as tf.Tensor1D, true, `value_head${this.id}.bias`);
   }
 
   /** hidden [B, T, H] -> values [B, T]. */

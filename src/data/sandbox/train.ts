@@ -32,6 +32,7 @@ import {
   type BpeModel,
 } from './bpeTrainer.ts';
 import { attackerSft, defenderSft, judgeData, sandboxCorpus } from './datasets.ts';
+import { variableFrom } from '../../engine/variables.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Guard template (the judge)
@@ -169,7 +170,7 @@ export function initTinyLlama(configJson: Record<string, unknown>, seed: number)
   const make = (name: string, shape: number[], std: number | 'ones'): tf.Variable => {
     const n = shape.reduce((a, b) => a * b, 1);
     const data = std === 'ones' ? new Float32Array(n).fill(1) : normals(rand, n, std);
-    const v = tf.variable(tf.tensor(data, shape, 'float32'), true, prefix + name);
+    const v = variableFrom(tf.tensor(data, shape, 'float32'), true, prefix + name);
     params.set(name, v);
     return v;
   };
