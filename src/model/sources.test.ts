@@ -195,6 +195,18 @@ describe('urlSource (fetch stubs; the real server is in hub.test.ts)', () => {
     expect(await src.list()).toBeNull();
   });
 
+  it('takes a single-page-app fallback (index.html with status 200) for a missing model file', async () => {
+    // What vite preview and many static hosts answer for any path they do not have.
+    const fetch = (async (url: string) =>
+      url.endsWith('config.json')
+        ? new Response('{"a": 1}', { headers: { 'content-type': 'application/json' } })
+        : new Response('<!doctype html><html></html>', { headers: { 'content-type': 'text/html; charset=utf-8' } })) as unknown as typeof globalThis.fetch;
+    const src = urlSource('http://site.test/models/defender/', { fetch, cache: false });
+    expect(await src.getJson('config.json')).toEqual({ a: 1 });
+    expect(await src.has('model.safetensors.index.json')).toBe(false);
+    await expect(src.getBytes('model.safetensors')).rejects.toThrow(/model\.safetensors/);
+  });
+
   it('rejects a bad base URL and reports HTTP errors with the URL', async () => {
     expect(() => urlSource('not a url')).toThrow(/invalid model base URL "not a url"/);
     const fetch = (async () => new Response('boom', { status: 500, statusText: 'Internal Server Error' })) as unknown as typeof globalThis.fetch;

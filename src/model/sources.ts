@@ -425,7 +425,12 @@ class UrlSource implements ModelSource {
     const url = this.urlOf(name);
     const doFetch = this.opts.fetch ?? globalThis.fetch;
     try {
-      return await doFetch(url, { method, headers: this.opts.headers, signal });
+      const res = await doFetch(url, { method, headers: this.opts.headers, signal });
+      // A static host with a single-page-app fallback (vite dev/preview, many CDNs) answers a
+      // missing file with index.html and status 200; for a model file that means "missing".
+      const html = (res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/html');
+      if (res.ok && html && !/\.html?$/i.test(name)) return new Response(null, { status: 404, statusText: 'Not Found (HTML fallback page)' });
+      return res;
     } catch (e) {
       if (signal?.aborted) throw abortError(signal);
       throw new ModelSourceError(`${name} from ${this.label}: could not reach ${url}: ${(e as Error).message}`);

@@ -5,8 +5,7 @@
 // usable for the next start.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { createRecipeEnv, isSandboxName, urlRecipeEnv } from '../recipes/env';
-import { urlSource } from '../model/sources';
+import { urlRecipeEnv } from '../recipes/env';
 import type { StepReport } from '../recipes/report';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames } from '../recipes/registry';
 import { validateConfig } from '../recipes/schema';
@@ -74,28 +73,10 @@ export function listRecipes(): RecipeListing[] {
   }));
 }
 
-/**
- * A static host with a single-page-app fallback (vite dev / preview, many CDNs) answers a missing
- * file with index.html and status 200, which the model loader would take for the file (an optional
- * model.safetensors.index.json, say). An HTML answer for a model file is a missing file.
- */
-const modelFetch: typeof fetch = async (input, init) => {
-  const res = await fetch(input, init);
-  const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-  const html = (res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/html');
-  if (res.ok && html && !/\.html?$/i.test(new URL(url).pathname)) return new Response(null, { status: 404, statusText: 'Not Found' });
-  return res;
-};
-
 /** The browser env: sandbox names load the site's /models/NAME/ (wherever the worker script lives). */
 function browserEnv(): RecipeEnv {
   const modelsBase = new URL(`${import.meta.env.BASE_URL}models/`, self.location.origin).href;
-  const env = urlRecipeEnv({ modelsBase, backend: tf.getBackend() });
-  return createRecipeEnv({
-    folder: (ref) => urlSource(isSandboxName(ref) ? `${modelsBase}${ref}/` : ref, { fetch: modelFetch }),
-    backend: env.backend,
-    readText: env.readText,
-  });
+  return urlRecipeEnv({ modelsBase, backend: tf.getBackend() });
 }
 
 function stamp(): string {
