@@ -31,14 +31,11 @@ import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { computeAdvantages } from '../rl/advantages.ts';
 import { AdamW } from '../rl/optim.ts';
-import { placeOutcomeRewards } from '../rl/placement.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
-import { learnStep } from '../rl/trainer.ts';
-import { fromRows, fromTensor2D } from '../rl/types.ts';
-import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { fromTensor2D } from '../rl/types.ts';
+import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes } from './common.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -226,25 +223,14 @@ class AttackRun implements RecipeRun {
     const t3 = performance.now();
 
     // --- learn (attacker only)
-    const mask = fromRows(gen.mask);
-    const adv = computeAdvantages(
-      c.advantage,
-      { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: rowGoal },
-      { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
-    );
-    const learn = await learnStep(
+    const { advantages: adv, learn } = await learnFromOutcomes(
       { model, lora: this.lora, optimizer: this.optimizer },
-      { ...batch, oldLogp: fromRows(gen.logprobs), refLogp, advantages: adv.advantages, lossMask: adv.mask },
-      {
-        policyLoss: c.policyLoss,
-        clipRatioLow: c.clipRatio,
-        clipRatioHigh: c.clipRatio,
-        maxGradNorm: c.maxGradNorm,
-        temperature: c.attackerTemperature,
-        padTokenId: codec.pad,
-        kl: { estimator: 'k1', coef: 0 },
-      },
-      c.lr,
+      { ...batch, logprobs: gen.logprobs },
+      refLogp,
+      rewards,
+      rowGoal,
+      { ...c, temperature: c.attackerTemperature },
+      codec.pad,
     );
     const t4 = performance.now();
 

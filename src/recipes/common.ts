@@ -1,5 +1,12 @@
 // Pieces several recipes share: LoRA schema fields and targets, token traces for the report.
-import type { ProjName } from '../model/llama.ts';
+import type { LlamaModel, ProjName } from '../model/llama.ts';
+import type { LoraSet } from '../model/lora.ts';
+import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
+import type { AdamW } from '../rl/optim.ts';
+import { placeOutcomeRewards } from '../rl/placement.ts';
+import { learnStep } from '../rl/trainer.ts';
+import { fromRows, type AdvantageEstimatorName, type TokenMatrix } from '../rl/types.ts';
+import type { Metrics } from './report.ts';
 import type { TokenTrace } from './report.ts';
 import { int, num, oneOf } from './schema.ts';
 import type { ChatCodec } from './types.ts';
@@ -45,4 +52,60 @@ export function spreadRows(groups: number, groupSize: number, n: number): number
   const firsts = Array.from({ length: groups }, (_, i) => i * groupSize);
   const rest = Array.from({ length: B }, (_, r) => r).filter((r) => r % groupSize !== 0);
   return [...firsts, ...rest].slice(0, Math.min(n, B));
+}
+
+/** What a GRPO-style recipe needs to learn from one score per rollout. */
+export interface OutcomeLearning {
+  advantage: AdvantageEstimatorName;
+  normAdvByStd: boolean;
+  policyLoss: 'importance_sampling' | 'ppo';
+  clipRatio: number;
+  maxGradNorm: number;
+  lr: number;
+  /** Sampling temperature of the rollout (the policy's log-probs are taken at it). */
+  temperature: number;
+}
+
+/**
+ * Scores -> outcome rewards on each response's last token -> group advantages (all-zero groups
+ * skipped) -> one learnStep on the LoRA. The rollout's log-probs are the old policy's.
+ */
+export async function learnFromOutcomes(
+  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
+  rollout: { prompts: number[][]; responses: number[][]; mask: number[][]; logprobs: number[][] },
+  refLogp: TokenMatrix | undefined,
+  scores: number[],
+  groupIndex: number[],
+  c: OutcomeLearning,
+  padTokenId: number,
+): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
+  const mask = fromRows(rollout.mask);
+  const advantages = computeAdvantages(
+    c.advantage,
+    { tokenLevelRewards: placeOutcomeRewards(scores, mask), responseMask: mask, index: groupIndex },
+    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
+  );
+  const learn = await learnStep(
+    learner,
+    {
+      prompts: rollout.prompts,
+      responses: rollout.responses,
+      mask: rollout.mask,
+      oldLogp: fromRows(rollout.logprobs),
+      refLogp,
+      advantages: advantages.advantages,
+      lossMask: advantages.mask,
+    },
+    {
+      policyLoss: c.policyLoss,
+      clipRatioLow: c.clipRatio,
+      clipRatioHigh: c.clipRatio,
+      maxGradNorm: c.maxGradNorm,
+      temperature: c.temperature,
+      padTokenId,
+      kl: { estimator: 'k1', coef: 0 },
+    },
+    c.lr,
+  );
+  return { advantages, learn };
 }

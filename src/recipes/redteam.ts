@@ -22,16 +22,13 @@ import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { computeAdvantages } from '../rl/advantages.ts';
 import { AdamW } from '../rl/optim.ts';
-import { placeOutcomeRewards } from '../rl/placement.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
-import { learnStep } from '../rl/trainer.ts';
-import { fromRows, fromTensor2D } from '../rl/types.ts';
-import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { fromTensor2D } from '../rl/types.ts';
+import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes } from './common.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -177,7 +174,7 @@ class RedteamRun implements RecipeRun {
     // --- score: reference log-probs first (the KL is a reward term), then the judge
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
     const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp); // await: async in newer rl/types
+    const refLogp = await fromTensor2D(ref.logp);
     tf.dispose([ref.logp, ref.entropy]);
     const T = gen.tokens[0].length;
     const kl = gen.lengths.map((n, b) => {
@@ -199,25 +196,14 @@ class RedteamRun implements RecipeRun {
     const t2 = performance.now();
 
     // --- learn
-    const mask = fromRows(gen.mask);
-    const adv = computeAdvantages(
-      c.advantage,
-      { tokenLevelRewards: placeOutcomeRewards(scores, mask), responseMask: mask, index: rowPrompt },
-      { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
-    );
-    const learn = await learnStep(
+    const { advantages: adv, learn } = await learnFromOutcomes(
       { model, lora: this.lora, optimizer: this.optimizer },
-      { ...batch, oldLogp: fromRows(gen.logprobs), refLogp, advantages: adv.advantages, lossMask: adv.mask },
-      {
-        policyLoss: c.policyLoss,
-        clipRatioLow: c.clipRatio,
-        clipRatioHigh: c.clipRatio,
-        maxGradNorm: c.maxGradNorm,
-        temperature: c.temperature,
-        padTokenId: codec.pad,
-        kl: { estimator: 'k1', coef: 0 },
-      },
-      c.lr,
+      { ...batch, logprobs: gen.logprobs },
+      refLogp,
+      scores,
+      rowPrompt,
+      { ...c, temperature: c.temperature },
+      codec.pad,
     );
     const t3 = performance.now();
 
