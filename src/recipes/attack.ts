@@ -35,7 +35,7 @@ import { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
-import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes } from './common.ts';
+import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes, drawBatch } from './common.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -145,17 +145,7 @@ class AttackRun implements RecipeRun {
 
   /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */
   private batchGoals(step: number): Goal[] {
-    const rng = rngFor(this.seed, 'attack-batch', step);
-    const N = this.pool.length;
-    const n = Math.min(this.config.goals, N);
-    const idx = Array.from({ length: N }, (_, i) => i);
-    for (let i = 0; i < n; i++) {
-      const j = i + rng.int(N - i);
-      [idx[i], idx[j]] = [idx[j], idx[i]];
-    }
-    const chosen = idx.slice(0, n).map((i) => this.pool[i]);
-    while (chosen.length < this.config.goals) chosen.push(this.pool[chosen.length % N]);
-    return chosen;
+    return drawBatch(this.pool, this.config.goals, rngFor(this.seed, 'attack-batch', step));
   }
 
   async step(): Promise<StepReport> {

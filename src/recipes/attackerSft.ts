@@ -13,7 +13,7 @@ import { attachLora, type LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
-import { loraFields, loraTargets, meanOf, tokenTrace } from './common.ts';
+import { loraFields, loraTargets, meanOf, tokenTrace, drawBatch } from './common.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -110,17 +110,7 @@ class AttackerSftRun implements RecipeRun {
   }
 
   private batch(step: number): GoalPromptPair[] {
-    const rng = rngFor(this.seed, 'attacker-sft-batch', step);
-    const N = this.pairs.length;
-    const n = Math.min(this.config.batchSize, N);
-    const idx = Array.from({ length: N }, (_, i) => i);
-    for (let i = 0; i < n; i++) {
-      const j = i + rng.int(N - i);
-      [idx[i], idx[j]] = [idx[j], idx[i]];
-    }
-    const out = idx.slice(0, n).map((i) => this.pairs[i]);
-    while (out.length < this.config.batchSize) out.push(this.pairs[out.length % N]);
-    return out;
+    return drawBatch(this.pairs, this.config.batchSize, rngFor(this.seed, 'attacker-sft-batch', step));
   }
 
   async step(): Promise<StepReport> {

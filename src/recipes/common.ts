@@ -109,3 +109,20 @@ export async function learnFromOutcomes(
   );
   return { advantages, learn };
 }
+
+/**
+ * `size` items of `pool` for one step: a seeded partial Fisher-Yates draw (distinct while the
+ * pool allows), topped up by cycling through the pool when it is smaller than `size`.
+ */
+export function drawBatch<T>(pool: readonly T[], size: number, rng: { int(n: number): number }): T[] {
+  const N = pool.length;
+  const n = Math.min(size, N);
+  const idx = Array.from({ length: N }, (_, i) => i);
+  for (let i = 0; i < n; i++) {
+    const j = i + rng.int(N - i);
+    [idx[i], idx[j]] = [idx[j], idx[i]];
+  }
+  const out = idx.slice(0, n).map((i) => pool[i]);
+  while (out.length < size) out.push(pool[out.length % N]);
+  return out;
+}
