@@ -91,3 +91,32 @@ export function parseQaChoice(response: string): number | null {
   const picks = new Set(Array.from(response.matchAll(/\[ANSWER:([A-Da-d])\]/g), (m) => 'ABCD'.indexOf(m[1].toUpperCase())));
   return picks.size === 1 ? [...picks][0] : null;
 }
+
+// The monitor's side of the MinMax game. The monitor reads the QA prompt and the policy's answer
+// and writes a one-line critique ending in a verdict word; the lab reads the verdict from the
+// generated text only (never from its own prompt).
+export const MONITOR_VERDICTS = ['CORRECT', 'INCORRECT'] as const;
+export type MonitorVerdict = (typeof MONITOR_VERDICTS)[number];
+
+/** The monitor's user message: the QA prompt, then the answer under review. */
+export function formatMonitorPrompt(item: QaItem, answer: string): string {
+  return `Check: ${formatQaPrompt(item)}\nAnswer: ${answer}`;
+}
+
+/** A monitor reply as the sandbox writes it: "The key is in the bag. CORRECT". */
+export function monitorReply(item: QaItem, verdict: MonitorVerdict): string {
+  return `${item.question.replace(/\?$/, '')}: ${item.choices[item.correct]}. ${verdict}`;
+}
+
+/**
+ * Verdict value the MinMax fidelity term uses: 1 CORRECT, 0 INCORRECT, 0.2 unclear (neither word,
+ * or both). INCORRECT contains CORRECT, so whole words are matched.
+ */
+export function parseMonitorVerdict(reply: string): { verdict: MonitorVerdict | null; value: number } {
+  const words = new Set(reply.toUpperCase().match(/[A-Z]+/g) ?? []);
+  const c = words.has('CORRECT');
+  const i = words.has('INCORRECT');
+  if (c && !i) return { verdict: 'CORRECT', value: 1 };
+  if (i && !c) return { verdict: 'INCORRECT', value: 0 };
+  return { verdict: null, value: 0.2 };
+}

@@ -219,3 +219,19 @@ describe('refusals', () => {
     }
   });
 });
+
+describe('monitor format (MinMax)', () => {
+  it('reads the verdict from whole words, unclear when absent or both', async () => {
+    const { parseMonitorVerdict, formatMonitorPrompt, monitorReply, sampleQa } = await import('./qa');
+    const { rngFor } = await import('./rng');
+    expect(parseMonitorVerdict('The key is in the bag. CORRECT')).toEqual({ verdict: 'CORRECT', value: 1 });
+    expect(parseMonitorVerdict('wrong place. incorrect')).toEqual({ verdict: 'INCORRECT', value: 0 });
+    expect(parseMonitorVerdict('not sure')).toEqual({ verdict: null, value: 0.2 });
+    expect(parseMonitorVerdict('CORRECT or INCORRECT')).toEqual({ verdict: null, value: 0.2 });
+    const item = sampleQa(rngFor(3, 'qa', 0));
+    const p = formatMonitorPrompt(item, '[ANSWER:A]');
+    expect(p.startsWith('Check: ')).toBe(true);
+    expect(p.endsWith('\nAnswer: [ANSWER:A]')).toBe(true);
+    expect(monitorReply(item, 'INCORRECT').endsWith(`${item.choices[item.correct]}. INCORRECT`)).toBe(true);
+  });
+});
