@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
 import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
+import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/ops/decodeAttentionReference';
 import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
 import { sharedLabPage } from './browser';
 
@@ -107,4 +108,26 @@ describe('kernels under a small storage-binding limit', () => {
       await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
     }
   });
+});
+
+describe('WGSL decode attention on WebGPU', () => {
+  // Head dims and fill levels off the 64-wide workgroup; GQA groups 1, 2, 3; SmolLM2-135M's
+  // 9 query / 3 kv heads of 64; a capacity far past the fill level.
+  const cases: AttentionCaseSpec[] = [
+    { batch: 1, heads: 1, kvHeads: 1, capacity: 1, headDim: 4, len: 1, seed: 11 },
+    { batch: 3, heads: 4, kvHeads: 2, capacity: 37, headDim: 24, len: 37, seed: 12 },
+    { batch: 2, heads: 9, kvHeads: 3, capacity: 300, headDim: 64, len: 129, seed: 13 },
+    { batch: 5, heads: 6, kvHeads: 6, capacity: 1030, headDim: 100, len: 1030, seed: 14 },
+  ];
+  for (const c of cases) {
+    it(`matches the float64 loops: B${c.batch} H${c.heads}/${c.kvHeads} C${c.capacity} D${c.headDim} len ${c.len}`, async () => {
+      const got = await lab.page.evaluate((spec) => window.sparring!.engine.attentionCheck(spec), c);
+      expect(got.backend).toBe('webgpu');
+      expect(got.path).toBe('wgsl');
+      const ref = decodeAttentionF64(c, attentionCaseData(c));
+      let worst = 0;
+      for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got.out[i] - ref[i]));
+      expect(worst).toBeLessThan(1e-5);
+    });
+  }
 });

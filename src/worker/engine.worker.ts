@@ -12,6 +12,8 @@ import { customKernelsActive, isWebGPUBackend, setCustomKernels, webgpuDevice } 
 import { setBindingLimitOverride } from '../engine/kernels/limits';
 import { tokenStats } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
+import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention';
+import { attentionCaseData } from '../engine/ops/decodeAttentionReference';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
@@ -85,6 +87,20 @@ const api: EngineApi = {
       entropy.push(values[r * 2 + 1]);
     }
     return { backend: tf.getBackend(), path: customKernelsActive() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ms };
+  },
+
+  async attentionCheck(c) {
+    requireInit();
+    const d = attentionCaseData(c);
+    const t = tf.tidy(() => {
+      const q = tf.tensor3d(d.q, [c.batch, c.heads, c.headDim]);
+      const k = tf.tensor4d(d.k, [c.batch, c.kvHeads, c.capacity, c.headDim]);
+      const v = tf.tensor4d(d.v, [c.batch, c.kvHeads, c.capacity, c.headDim]);
+      return decodeAttention(q, k, v, tf.tensor2d(d.bias, [c.batch, c.capacity]), c.len);
+    });
+    const out = Array.from(await t.data());
+    t.dispose();
+    return { backend: tf.getBackend(), path: decodeAttentionFused(c.len) ? 'wgsl' : 'stock', out };
   },
 
   async setBindingLimit(bytes) {

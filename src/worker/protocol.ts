@@ -1,5 +1,6 @@
 // The typed contract between the UI thread and the engine worker. Only plain data crosses it:
 // the worker owns tfjs and every tensor; the UI never holds one.
+import type { AttentionCaseSpec } from '../engine/ops/decodeAttentionReference';
 import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
@@ -145,6 +146,8 @@ export interface EngineApi {
   setCustomKernels(enabled: boolean): Promise<void>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
+  /** One decode step of GQA attention on seeded inputs (decodeAttentionReference.ts), on the active backend. */
+  attentionCheck(c: AttentionCaseSpec): Promise<{ backend: string; path: 'wgsl' | 'stock'; out: number[] }>;
   /** Registered recipes with their config schemas. */
   listRecipes(): Promise<RecipeListing[]>;
   /**
