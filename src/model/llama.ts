@@ -16,6 +16,7 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
+import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
 import { DenseWeight, Linear, type FrozenWeight } from './linear.ts';
 import type { TensorSource } from './safetensors.ts';
@@ -300,6 +301,7 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
   }
   if (cache) cache.length = start + L;
 
+  const fusedDecode = cache !== undefined && L === 1 && decodeAttentionFused(start + 1);
   const newKeys: tf.Tensor4D[] = [];
   const newValues: tf.Tensor4D[] = [];
   const logits = tf.tidy(() => {
@@ -324,7 +326,11 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
         newKeys.push(tf.keep(k as tf.Tensor4D));
         newValues.push(tf.keep(v as tf.Tensor4D));
       }
-      const a = attention(q, k, v, maskT, cfg.numHeads, cfg.numKvHeads, B, L, C, D); // [B, L, nH*D]
+      // A decode step attends with the fused kernel over the filled slots only. It has no gradient,
+      // which is fine: only generation uses the cache, training runs the full-sequence path.
+      const a = fusedDecode
+        ? decodeAttention(q.reshape([B, cfg.numHeads, D]), k as tf.Tensor4D, v as tf.Tensor4D, maskT.reshape([B, C]), start + 1).reshape([B, 1, cfg.numHeads * D])
+        : attention(q, k, v, maskT, cfg.numHeads, cfg.numKvHeads, B, L, C, D); // [B, L, nH*D]
       x = x.add(layer.o.forward(a));
       const h2 = rmsNorm(x, layer.postNorm, cfg.rmsNormEps);
       const g = layer.gate.forward(h2);
