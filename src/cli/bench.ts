@@ -16,6 +16,7 @@ import { launchChromium } from './chromium';
 import { folderSource } from './fs-source';
 import { serveFolder } from './staticServer';
 import { formatTable } from './table';
+import { kernelTable } from './kernelTable';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
@@ -66,13 +67,9 @@ async function browserBench(): Promise<void> {
     console.log(`\n== Chromium, tfjs ${status.backend.backend} backend (adapter: ${adapter}): kernels (medians)\n`);
     const reps = quick ? 3 : 7;
     const kernels = await page.evaluate((n) => (window as unknown as Api).sparring.engine.benchKernels(n), reps);
-    console.log(
-      formatTable(
-        ['kernel', 'shape', 'ours ms', 'stock ms', 'speed-up', 'ours GB/s'],
-        kernels.map((k: KernelBenchRow) => [k.name, k.shape, k.oursMs, k.stockMs, `${(k.stockMs / k.oursMs).toFixed(2)}x`, k.bytes / k.oursMs / 1e6]),
-      ),
-    );
-    console.log('\nstock = the same work with stock tfjs ops (sampling: read logits back, sample on the CPU).');
+    console.log(kernelTable(kernels));
+    console.log('\nstock = the same work with stock tfjs ops (sampling: read logits back, sample on the CPU); GPU ms from');
+    console.log('timestamp queries where the adapter has them; % roofline = achieved / the measured stream or matmul row.');
 
     console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: model throughput (medians)\n`);
     const rows: (string | number)[][] = [];

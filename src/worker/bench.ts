@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs';
 import { sampleTokens } from '../engine/ops/sample';
 import { sampleReference } from '../engine/ops/sampleReference';
 import { tokenStats, tokenStatsStock } from '../engine/ops/tokenStats';
+import { decodeAttention, decodeAttentionStock } from '../engine/ops/decodeAttention';
 import { seededLogits } from '../engine/testing/seededLogits';
 import { median } from '../model/throughput';
 import { Int4Weight, Int8Weight } from '../model/quant';
@@ -17,7 +18,23 @@ import { rlStep } from '../rl/loop';
 import { AdamW } from '../rl/optim';
 import type { KernelBenchRow } from './protocol';
 
+interface Timing {
+  ms: number;
+  /** Median summed GPU kernel time from timestamp queries, when the device has them. */
+  gpuMs?: number;
+}
+
+function hasTimestamps(): boolean {
+  return tf.getBackend() === 'webgpu' && (tf.backend() as unknown as { supportTimestampQuery?: boolean }).supportTimestampQuery === true;
+}
+
+/** Wall time of fn (GPU work awaited by reading the output back), median over reps after a warm-up. */
 async function time(reps: number, fn: () => tf.Tensor | Promise<tf.Tensor>): Promise<number> {
+  return (await timeBoth(reps, fn, false)).ms;
+}
+
+/** Wall time, plus GPU time from timestamp queries in a separate pass (timing every pass slows it). */
+async function timeBoth(reps: number, fn: () => tf.Tensor | Promise<tf.Tensor>, gpuTiming = true): Promise<Timing> {
   const once = async () => {
     const t0 = performance.now();
     const out = await fn();
@@ -28,7 +45,66 @@ async function time(reps: number, fn: () => tf.Tensor | Promise<tf.Tensor>): Pro
   await once(); // warm-up: shader compile, buffer pool
   const ms: number[] = [];
   for (let r = 0; r < reps; r++) ms.push(await once());
-  return median(ms);
+  if (!gpuTiming || !hasTimestamps()) return { ms: median(ms) };
+  const gpu: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    let out: tf.Tensor | null = null;
+    const info = await tf.time(() => {
+      const o = fn();
+      if (o instanceof Promise) throw new Error('timeBoth: GPU timing needs a synchronous fn');
+      out = o;
+    });
+    await (out as tf.Tensor | null)?.data();
+    (out as tf.Tensor | null)?.dispose();
+    if (typeof info.kernelMs === 'number') gpu.push(info.kernelMs);
+  }
+  return { ms: median(ms), gpuMs: gpu.length ? median(gpu) : undefined };
+}
+
+/** A kernel row with wall and (where available) GPU medians of both sides. */
+async function pairRow(
+  reps: number, name: string, shape: string, bytes: number, flops: number,
+  ours: () => tf.Tensor, stock: () => tf.Tensor,
+): Promise<KernelBenchRow> {
+  const o = await timeBoth(reps, ours);
+  const s = await timeBoth(reps, stock);
+  return { name, shape, oursMs: o.ms, stockMs: s.ms, bytes, flops, oursGpuMs: o.gpuMs, stockGpuMs: s.gpuMs };
+}
+
+/**
+ * The adapter's rough roofline, measured: streaming 64 MiB through a stock reduction (read
+ * bandwidth) and a 1024^3 stock matmul (arithmetic). The CLI reports each kernel against them.
+ */
+async function benchRoofline(reps: number, rows: KernelBenchRow[]): Promise<void> {
+  const n = 16 * 2 ** 20;
+  const x = tf.randomUniform([n], -1, 1, 'float32', 1);
+  const s = await timeBoth(reps, () => tf.sum(x));
+  rows.push({ name: 'roofline: stream read (sum)', shape: `${n}`, oursMs: s.ms, stockMs: s.ms, bytes: n * 4, oursGpuMs: s.gpuMs, stockGpuMs: s.gpuMs, roofline: 'stream' });
+  x.dispose();
+  const m = 1024;
+  const a = tf.randomUniform([m, m], -1, 1, 'float32', 2);
+  const b = tf.randomUniform([m, m], -1, 1, 'float32', 3);
+  const t = await timeBoth(reps, () => tf.matMul(a, b));
+  rows.push({ name: 'roofline: matmul', shape: `${m}^3`, oursMs: t.ms, stockMs: t.ms, bytes: 2 * m * m * 4, flops: 2 * m * m * m, oursGpuMs: t.gpuMs, stockGpuMs: t.gpuMs, roofline: 'matmul' });
+  tf.dispose([a, b]);
+}
+
+/**
+ * One decode step of SmolLM2-135M's attention (9 query / 3 kv heads of 64, batch 8) over a
+ * 512-slot cache filled to 128 and to 511, against the stock path over the whole capacity.
+ */
+async function benchDecodeAttention(reps: number, rows: KernelBenchRow[]): Promise<void> {
+  const [B, nH, nKv, C, D] = [8, 9, 3, 512, 64];
+  const q = tf.randomUniform([B, nH, D], -1, 1, 'float32', 4) as tf.Tensor3D;
+  const k = tf.randomUniform([B, nKv, C, D], -1, 1, 'float32', 5) as tf.Tensor4D;
+  const v = tf.randomUniform([B, nKv, C, D], -1, 1, 'float32', 6) as tf.Tensor4D;
+  const bias = tf.zeros([B, C]) as tf.Tensor2D;
+  for (const len of [128, 511]) {
+    rows.push(await pairRow(reps, 'decode attention (GQA, KV cache)', `B${B} ${nH}/${nKv}x${D} len ${len}/${C}`,
+      2 * B * nKv * len * D * 4, 4 * B * nH * len * D,
+      () => decodeAttention(q, k, v, bias, len), () => decodeAttentionStock(q, k, v, bias, len)));
+  }
+  tf.dispose([q, k, v, bias]);
 }
 
 /** SmolLM2-135M's MLP up-projection [1536, 576]: decode rows 1 and 8, a prefill of 128 rows. */
@@ -41,14 +117,18 @@ async function benchQuantMatmul(reps: number, rows: KernelBenchRow[]): Promise<v
   for (const n of [1, 8, 128]) {
     const x = tf.randomUniform([n, inF], -1, 1, 'float32', 5) as tf.Tensor2D;
     // The obvious way: keep W in float32 and call matMul.
-    const stockMs = await time(reps, () => tf.matMul(x, dense, false, true));
+    const stock = await timeBoth(reps, () => tf.matMul(x, dense, false, true));
     for (const q of weights) {
+      const ours = await timeBoth(reps, () => q.matmul(x));
       rows.push({
         name: `matmul int${q.bits} ${n <= 8 ? '(GEMV)' : '(tiled)'} vs f32`,
         shape: `${n}x${inF} . ${out}x${inF}^T`,
-        oursMs: await time(reps, () => q.matmul(x)),
-        stockMs,
+        oursMs: ours.ms,
+        stockMs: stock.ms,
         bytes: q.bytes,
+        flops: 2 * n * out * inF,
+        oursGpuMs: ours.gpuMs,
+        stockGpuMs: stock.gpuMs,
       });
     }
     x.dispose();
@@ -59,15 +139,15 @@ async function benchQuantMatmul(reps: number, rows: KernelBenchRow[]): Promise<v
 
 export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
   const rows: KernelBenchRow[] = [];
+  await benchRoofline(reps, rows);
   await benchQuantMatmul(reps, rows);
+  await benchDecodeAttention(reps, rows);
   for (const [r, v] of [[8, 49152], [8, 151936]] as const) {
     const c = seededLogits(r, v, 9);
     const logits = tf.tensor2d(c.logits, [r, v]);
     const ids = tf.tensor1d(c.ids, 'int32');
     const bytes = r * v * 4;
-    const ours = await time(reps, () => tokenStats(logits, ids));
-    const stock = await time(reps, () => tokenStatsStock(logits, ids));
-    rows.push({ name: 'token stats (logp + entropy)', shape: `${r}x${v}`, oursMs: ours, stockMs: stock, bytes });
+    rows.push(await pairRow(reps, 'token stats (logp + entropy)', `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
 
     const dy = tf.ones([r, 2]);
     const grad = (f: typeof tokenStats) => () => tf.grad((x: tf.Tensor) => tf.sum(tf.mul(f(x as tf.Tensor2D, ids), dy)))(logits);
@@ -104,11 +184,6 @@ async function timeAsync(reps: number, fn: () => Promise<unknown>): Promise<numb
   return median(ms);
 }
 
-/**
- * Whole steps with the custom kernels on (ours) and off (stock tfjs ops everywhere): a sampled
- * decode of 16 tokens for 8 rows, and one GRPO step (8 rollouts x 2 prompts, LoRA r 4 on every
- * projection, PPO loss) on `model`. bytes = 0: these rows have no single memory roofline.
- */
 /** One GRPO step with LoRA on every projection of `model`, returning its metrics (a smoke test). */
 export async function rlSmokeStep(model: LlamaModel): Promise<Record<string, number>> {
   const V = model.config.vocabSize;
@@ -130,6 +205,11 @@ export async function rlSmokeStep(model: LlamaModel): Promise<Record<string, num
   }
 }
 
+/**
+ * Whole steps with the custom kernels on (ours) and off (stock tfjs ops everywhere): a sampled
+ * decode of 16 tokens for 8 rows, and one GRPO step (8 rollouts x 2 prompts, LoRA r 4 on every
+ * projection, PPO loss) on `model`. bytes = 0: these rows have no single memory roofline.
+ */
 export async function benchWholeSteps(model: LlamaModel, reps: number): Promise<KernelBenchRow[]> {
   const V = model.config.vocabSize;
   const prompts = Array.from({ length: 8 }, (_, b) => Array.from({ length: 12 }, (_, t) => (3 + 7 * t + 11 * b) % V));

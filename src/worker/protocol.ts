@@ -78,6 +78,13 @@ export interface KernelBenchRow {
   stockMs: number;
   /** Bytes the kernel must at least read, for GB/s. */
   bytes: number;
+  /** Floating-point operations of the work, for GFLOP/s (0: a memory-bound row). */
+  flops?: number;
+  /** Median GPU time of each side from timestamp queries (tf.time kernelMs), where the adapter has them. */
+  oursGpuMs?: number;
+  stockGpuMs?: number;
+  /** A roofline probe rather than a kernel: the achievable GB/s (stream) or GFLOP/s (matmul) of this adapter. */
+  roofline?: 'stream' | 'matmul';
 }
 
 /** A registered recipe as the UI sees it: its schema is plain JSON (a form is generated from it). */
