@@ -20,7 +20,10 @@ import { Int4Weight, Int8Weight } from '../model/quant';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
-import { listRecipes, pauseRun, resumeRun, runStatus, startRun, stepRun, stopRun } from './runs';
+import { activeRunSpec, atBoundary, browserEnv, listRecipes, modelFolder, pauseRun, resumeFromCheckpoint, resumeRun, runStatus, saveCheckpointNow, setAutosave, startRun, stepRun, stopRun, watchCheckpoints } from './runs';
+import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';
+import { listDatasets, putDataset } from './datasets';
+import type { FileBytes } from './storageProtocol';
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
 const gpuErrors: string[] = [];
@@ -222,6 +225,60 @@ const api: EngineApi = {
   async runStatus() {
     return runStatus();
   },
+
+  async setAutosave(policy) {
+    return setAutosave(policy);
+  },
+
+  async watchCheckpoints(onEvent) {
+    watchCheckpoints(onEvent);
+  },
+
+  async saveCheckpoint(name) {
+    return saveCheckpointNow(name);
+  },
+
+  async resumeFromCheckpoint(id, onReport, onStatus, opts) {
+    requireInit();
+    return resumeFromCheckpoint(id, onReport, onStatus, opts);
+  },
+
+  async exportAdapter() {
+    return transferFile(await atBoundary((run) => withAdapter(run, (ra) => exportAdapterZip(ra, modelFolder(ra.baseRef)))));
+  },
+
+  async exportMerged() {
+    return transferFile(await atBoundary((run) => withAdapter(run, (ra) => exportMergedWeights(ra, modelFolder(ra.baseRef)))));
+  },
+
+  async importAdapter(zip, fileName, opts) {
+    try {
+      return await atBoundary((run) => withAdapter(run, (ra) => importAdapterIntoRun(run, ra, modelFolder(ra.baseRef), zip, fileName, opts)));
+    } catch (e) {
+      return { ok: false, error: (e as Error).message };
+    }
+  },
+
+  async adapterOutputs(prompt, maxNewTokens) {
+    return atBoundary((run) => withAdapter(run, (ra) => adapterOutputs(browserEnv(), ra, modelFolder(ra.baseRef), prompt, maxNewTokens)));
+  },
+
+  async putDataset(fileName, jsonl, rows) {
+    return putDataset(fileName, jsonl, rows);
+  },
+
+  async listDatasets() {
+    return listDatasets();
+  },
 };
+
+/** fn with the active run's adapter (one clear error when the run's recipe trains none). */
+function withAdapter<T>(run: Parameters<typeof runAdapter>[2], fn: (ra: ReturnType<typeof runAdapter>) => Promise<T>): Promise<T> {
+  const spec = activeRunSpec();
+  if (!spec) throw new Error('no active run');
+  return fn(runAdapter(spec.recipe, spec.config, run));
+}
+
+const transferFile = (f: FileBytes): FileBytes => Comlink.transfer(f, [f.bytes.buffer as ArrayBuffer]);
 
 Comlink.expose(api);

@@ -9,6 +9,7 @@ import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { StepReport } from '../recipes/report';
 import type { Schema } from '../recipes/schema';
+import type { StorageApi } from './storageProtocol';
 
 export interface MemoryInfo {
   numTensors: number;
@@ -121,7 +122,7 @@ export type StartRunResult =
   /** Field name (or `seed`, `recipe`) -> message; nothing was started. */
   | { ok: false; errors: Record<string, string> };
 
-export interface EngineApi {
+export interface EngineApi extends StorageApi {
   ping(nonce: number): Promise<Pong>;
   /** Probe WebGPU and start tfjs on the preferred backend (falling back as needed). */
   init(preference: BackendPreference): Promise<EngineStatus>;

@@ -3,23 +3,46 @@
 // plain data through a callback (a comlink proxy from the UI); the run's tensors never leave.
 // A recipe that throws puts the controller in state `error` and frees the run; the worker stays
 // usable for the next start.
+//
+// Checkpoints: the loop saves the run to IndexedDB every N steps and on pause (autosave.ts), and
+// anything that reads or replaces the run's tensors (a manual save, adapter export / import) is
+// queued with atBoundary() and runs between two steps, never in the middle of one. Every report
+// is also appended to the run's log in IndexedDB (storage/runs.ts), so a run resumed after a
+// reload has its history and its JSONL export.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { urlRecipeEnv } from '../recipes/env';
-import type { StepReport } from '../recipes/report';
+import { isSandboxName, urlRecipeEnv } from '../recipes/env';
+import type { Metrics, StepReport } from '../recipes/report';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames } from '../recipes/registry';
 import { validateConfig } from '../recipes/schema';
-import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
+import { fromStoredCheckpoint } from '../recipes/state';
+import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/types';
+import { urlSource } from '../model/sources';
+import type { ModelFolder } from '../model/load';
+import { checkpoints, runs as runLogs } from '../storage';
+import { autosaveDue, checkAutosavePolicy, DEFAULT_AUTOSAVE, pauseSaveDue, saveRunCheckpoint } from './autosave';
+import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from './protocol';
+import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
 
 type ReportSink = (report: StepReport) => unknown;
 type StatusSink = (status: RunStatus) => unknown;
+
+type BoundaryTask = { fn: (run: RecipeRun) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
 interface ActiveRun {
   recipe: AnyRecipe;
   seed: number;
   runId: string;
+  /** The validated config. */
+  config: Record<string, unknown>;
+  /** A checkpoint to restore right after the run is created (resume). */
+  restoreFrom: RecipeCheckpoint | null;
   run: RecipeRun | null;
+  /** Work queued for the next step boundary (saves, exports, imports). */
+  tasks: BoundaryTask[];
+  lastSavedStep: number | null;
+  lastMetrics: Metrics | undefined;
   step: number;
   stopRequested: boolean;
   /** Single steps asked for while paused, not yet run. */
@@ -38,6 +61,8 @@ let error: string | null = null;
 let detail: string | null = null;
 let active: ActiveRun | null = null;
 let stepping = false;
+let autosave: AutosavePolicy = { ...DEFAULT_AUTOSAVE };
+let checkpointSink: ((e: CheckpointEvent) => unknown) | null = null;
 
 export function runStatus(): RunStatus {
   return {
@@ -73,10 +98,21 @@ export function listRecipes(): RecipeListing[] {
   }));
 }
 
-/** The browser env: sandbox names load the site's /models/NAME/ (wherever the worker script lives). */
-function browserEnv(): RecipeEnv {
-  const modelsBase = new URL(`${import.meta.env.BASE_URL}models/`, self.location.origin).href;
-  return urlRecipeEnv({ modelsBase, backend: tf.getBackend() });
+const modelsBase = () => new URL(`${import.meta.env.BASE_URL}models/`, self.location.origin).href;
+
+/**
+ * The browser env: sandbox names load the site's /models/NAME/ (wherever the worker script
+ * lives); a dataset field may name an uploaded file (datasets.ts) or a URL.
+ */
+export function browserEnv(): RecipeEnv {
+  const env = urlRecipeEnv({ modelsBase: modelsBase(), backend: tf.getBackend() });
+  const fetchText = env.readText!;
+  return { ...env, readText: async (ref) => datasetText(ref) ?? fetchText(ref) };
+}
+
+/** The folder of a model reference, resolved as the browser env resolves it. */
+export function modelFolder(ref: string): ModelFolder {
+  return urlSource(isSandboxName(ref) ? `${modelsBase()}${ref}/` : ref);
 }
 
 function stamp(): string {
@@ -97,16 +133,78 @@ function releaseCallback(cb: unknown): void {
 
 const nextTask = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
-async function runLoop(a: ActiveRun, config: Record<string, unknown>): Promise<void> {
+function emit(e: CheckpointEvent): void {
   try {
-    detail = 'loading models';
+    void Promise.resolve(checkpointSink?.(e)).catch(() => undefined);
+  } catch {
+    // the page went away
+  }
+  if (e.kind === 'failed') console.warn(`checkpoint not saved: ${e.message}`);
+}
+
+async function save(a: ActiveRun, run: RecipeRun, reason: CheckpointReason, name?: string): Promise<CheckpointEvent> {
+  const e = await saveRunCheckpoint(checkpoints(), run, a.runId, a.lastMetrics, reason, name);
+  if (e.kind === 'saved') a.lastSavedStep = e.step;
+  emit(e);
+  return e;
+}
+
+/** Runs the queued boundary tasks, in order. */
+async function drainTasks(a: ActiveRun, run: RecipeRun): Promise<void> {
+  while (a.tasks.length > 0) {
+    const t = a.tasks.shift()!;
+    try {
+      t.resolve(await t.fn(run));
+    } catch (e) {
+      t.reject(e);
+    }
+  }
+}
+
+/** The run's log in IndexedDB: a fresh record, or (resume) the existing one cut after the checkpoint. */
+async function openLog(a: ActiveRun): Promise<void> {
+  const store = runLogs();
+  try {
+    const rec = await store.getRun(a.runId);
+    if (rec) await store.truncateAfter(a.runId, a.run!.stepsDone - 1);
+    else await store.createRun({ id: a.runId, recipe: a.recipe.name, spec: { recipe: a.recipe.name, seed: a.seed, config: a.config } });
+  } catch (e) {
+    console.warn(`run log unavailable: ${(e as Error).message}`);
+  }
+}
+
+async function logReport(a: ActiveRun, report: StepReport): Promise<void> {
+  try {
+    await runLogs().appendReports(a.runId, [report]);
+  } catch (e) {
+    console.warn(`run log not written (step ${report.step}): ${(e as Error).message}`);
+  }
+}
+
+async function runLoop(a: ActiveRun): Promise<void> {
+  try {
+    detail = a.restoreFrom ? 'loading models and the checkpoint' : 'loading models';
     stepping = true;
     notify(a);
-    a.run = await a.recipe.create(browserEnv(), config as never, a.seed);
+    a.run = await a.recipe.create(browserEnv(), a.config as never, a.seed);
+    if (a.restoreFrom) {
+      await a.run.restore(a.restoreFrom);
+      a.step = a.run.stepsDone;
+      a.lastSavedStep = a.step;
+      a.restoreFrom = null;
+    }
+    await openLog(a);
     detail = null;
     notify(a);
     while (!a.stopRequested) {
+      await drainTasks(a, a.run);
       if (state === 'paused' && a.pendingSteps === 0) {
+        if (pauseSaveDue(autosave, a.run.stepsDone, a.lastSavedStep)) {
+          detail = 'saving a checkpoint';
+          notify(a);
+          await save(a, a.run, 'pause');
+          if (state !== 'paused' || a.pendingSteps > 0 || a.tasks.length > 0 || a.stopRequested) continue;
+        }
         detail = null;
         stepping = false;
         notify(a);
@@ -120,12 +218,18 @@ async function runLoop(a: ActiveRun, config: Record<string, unknown>): Promise<v
       if (single) a.pendingSteps--;
       detail = single ? 'single step' : null;
       stepping = true;
-      const report = await a.run.step();
+      const report = { ...(await a.run.step()), runId: a.runId };
       a.step = a.run.stepsDone;
+      a.lastMetrics = report.metrics;
       try {
-        await a.onReport({ ...report, runId: a.runId });
+        await a.onReport(report);
       } catch (e) {
         console.warn(`run report not delivered: ${(e as Error).message}`);
+      }
+      await logReport(a, report);
+      if (autosaveDue(autosave, a.run.stepsDone, a.lastSavedStep)) {
+        detail = 'saving a checkpoint';
+        await save(a, a.run, 'autosave');
       }
       if (single) a.stepWaiters.shift()?.();
       if (a.run.done) {
@@ -150,6 +254,7 @@ async function runLoop(a: ActiveRun, config: Record<string, unknown>): Promise<v
       console.warn(`run dispose failed: ${(e as Error).message}`);
     }
     a.run = null;
+    for (const t of a.tasks.splice(0)) t.reject(new Error(`the run ${a.runId} ended (${state}) before this could run`));
     for (const w of a.stepWaiters.splice(0)) w();
     notify(a);
     releaseCallback(a.onReport);
@@ -159,6 +264,31 @@ async function runLoop(a: ActiveRun, config: Record<string, unknown>): Promise<v
 
 /** Validates and, when valid, starts a run (stopping an active one first). */
 export async function startRun(recipeName: string, config: Record<string, unknown>, seed: number, onReport: ReportSink, onStatus?: StatusSink): Promise<StartRunResult> {
+  return launch(recipeName, config, seed, onReport, onStatus, null);
+}
+
+/** Resumes a stored checkpoint: its recipe, config and seed, its tensors and counters, its run id. */
+export async function resumeFromCheckpoint(id: string, onReport: ReportSink, onStatus?: StatusSink, opts: { paused?: boolean } = {}): Promise<StartRunResult> {
+  let payload: RecipeCheckpoint;
+  let runId: string;
+  try {
+    const c = await checkpoints().load(id);
+    payload = fromStoredCheckpoint(c);
+    runId = c.manifest.runId;
+  } catch (e) {
+    return { ok: false, errors: { checkpoint: (e as Error).message } };
+  }
+  return launch(payload.recipe, payload.config, payload.seed, onReport, onStatus, { payload, runId, paused: opts.paused === true });
+}
+
+async function launch(
+  recipeName: string,
+  config: Record<string, unknown>,
+  seed: number,
+  onReport: ReportSink,
+  onStatus: StatusSink | undefined,
+  resume: { payload: RecipeCheckpoint; runId: string; paused: boolean } | null,
+): Promise<StartRunResult> {
   if (!hasRecipe(recipeName)) return { ok: false, errors: { recipe: `unknown recipe "${recipeName}" (recipes: ${recipeNames().join(', ')})` } };
   const recipe = getRecipe(recipeName);
   const errors: Record<string, string> = {};
@@ -171,8 +301,13 @@ export async function startRun(recipeName: string, config: Record<string, unknow
   const a: ActiveRun = {
     recipe,
     seed,
-    runId: `${recipe.name}-${seed}-${stamp()}`,
+    runId: resume?.runId ?? `${recipe.name}-${seed}-${stamp()}`,
+    config: v.config as Record<string, unknown>,
+    restoreFrom: resume?.payload ?? null,
     run: null,
+    tasks: [],
+    lastSavedStep: null,
+    lastMetrics: undefined,
     step: 0,
     stopRequested: false,
     pendingSteps: 0,
@@ -183,10 +318,10 @@ export async function startRun(recipeName: string, config: Record<string, unknow
     loop: Promise.resolve(),
   };
   active = a;
-  state = 'running';
+  state = resume?.paused ? 'paused' : 'running';
   error = null;
   detail = null;
-  a.loop = runLoop(a, v.config as Record<string, unknown>);
+  a.loop = runLoop(a);
   return { ok: true, status: runStatus() };
 }
 
@@ -227,4 +362,38 @@ export async function stopRun(): Promise<RunStatus> {
     await a.loop;
   }
   return runStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints and adapters of the active run
+
+export function setAutosave(policy: AutosavePolicy): AutosavePolicy {
+  autosave = checkAutosavePolicy(policy);
+  return { ...autosave };
+}
+
+export function watchCheckpoints(sink: (e: CheckpointEvent) => unknown): void {
+  releaseCallback(checkpointSink);
+  checkpointSink = sink;
+}
+
+/** Runs fn on the active run between two steps (now, if the run waits in pause). */
+export function atBoundary<T>(fn: (run: RecipeRun, a: ActiveRun) => Promise<T>): Promise<T> {
+  const a = active;
+  if (!a || (state !== 'running' && state !== 'paused')) {
+    return Promise.reject(new Error('no active run (start a run, or resume one from a checkpoint, first)'));
+  }
+  return new Promise<T>((resolve, reject) => {
+    a.tasks.push({ fn: (run) => fn(run, a), resolve: resolve as (v: unknown) => void, reject });
+    a.wake?.();
+  });
+}
+
+export function saveCheckpointNow(name?: string): Promise<CheckpointEvent> {
+  return atBoundary((run, a) => save(a, run, 'manual', name));
+}
+
+/** The active run's recipe and config (for adapter export / import). */
+export function activeRunSpec(): { recipe: AnyRecipe; config: Record<string, unknown> } | null {
+  return active && (state === 'running' || state === 'paused') ? { recipe: active.recipe, config: active.config } : null;
 }

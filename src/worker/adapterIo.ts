@@ -1,0 +1,129 @@
+// The active run's LoRA adapter in and out of the PEFT format, and merged weights, in the worker.
+//
+// The LoRA recipes keep their adapter set public (`run.lora`) and name the model they train in
+// `recipe.modelField`; that model's folder gives the base dimensions (config.json) and weights
+// (model.safetensors). An imported adapter replaces the run's adapter tensors through the run's
+// own restore(), at a step boundary, with fresh optimiser moments (the saved moments belong to
+// another trajectory): the run's model then computes exactly what the exported run's did.
+import { generate } from '../model/generate';
+import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
+import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
+import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
+import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZip, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
+import { exportMergedModel } from '../storage/merge';
+import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
+
+export interface RunAdapter {
+  lora: LoraSet;
+  /** The trained model's reference (sandbox name, URL): base_model_name_or_path of the export. */
+  baseRef: string;
+  recipe: string;
+  step: number;
+}
+
+/** The adapter of a run, or one clear error when the recipe trains none. */
+export function runAdapter(recipe: AnyRecipe, config: Record<string, unknown>, run: RecipeRun | null): RunAdapter {
+  if (!run) throw new Error('no active run (start a run, or resume one from a checkpoint, first)');
+  const lora = (run as unknown as { lora?: unknown }).lora;
+  const field = recipe.modelField;
+  if (!(lora instanceof LoraSet) || !field) throw new Error(`recipe "${recipe.name}" trains no LoRA adapter, so there is nothing to export`);
+  const ref = config[field];
+  if (typeof ref !== 'string' || ref === '') throw new Error(`recipe "${recipe.name}": field "${field}" names no model`);
+  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone };
+}
+
+export function baseDims(folder: ModelFolder): Promise<BaseDims> {
+  return loadModelConfig(folder);
+}
+
+/** The adapter as plain typed arrays under PEFT names. */
+export async function plainAdapter(lora: LoraSet): Promise<PlainLoraAdapter> {
+  return fromPeftTensors(await peftTensors(lora), lora.config);
+}
+
+const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^_+|_+$/g, '') || 'model';
+
+export async function exportAdapterZip(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
+  const dims = await baseDims(folder);
+  const bytes = exportPeftZip(await plainAdapter(ra.lora), { baseModel: ra.baseRef, dims });
+  return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-adapter.zip`, bytes };
+}
+
+export async function exportMergedWeights(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
+  const dims = await baseDims(folder);
+  const bytes = exportMergedModel(await loadWeights(folder), await plainAdapter(ra.lora), dims, ra.baseRef);
+  return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-merged.safetensors`, bytes };
+}
+
+/** Why an adapter cannot replace the run's one (rank, alpha, targets, layers), or null. */
+export function structureMismatch(a: PlainLoraAdapter, lora: LoraSet, dims: BaseDims): string | null {
+  const c = lora.config;
+  if (a.r !== c.r) return `rank r = ${a.r}, but this run's adapter has r = ${c.r} (field "loraRank")`;
+  if (a.alpha !== c.alpha) return `lora_alpha = ${a.alpha}, but this run's adapter has ${c.alpha} (field "loraAlpha"); the outputs would differ`;
+  if (a.useRslora !== (c.useRslora ?? false)) return `use_rslora = ${a.useRslora}, this run's adapter has ${c.useRslora ?? false}`;
+  const mine = c.targets.map((t) => TARGET_MODULE[t]).sort().join(', ');
+  const theirs = adapterTargets(a).map((p) => HF_PROJ[p].module).sort().join(', ');
+  if (mine !== theirs) return `target_modules [${theirs}], but this run adapts [${mine}] (field "loraTargets")`;
+  const myLayers = (c.layers ?? Array.from({ length: dims.numLayers }, (_, i) => i)).join(',');
+  const theirLayers = [...a.layers.keys()].sort((x, y) => x - y).join(',');
+  if (myLayers !== theirLayers) return `adapted layers [${theirLayers}], this run adapts [${myLayers}]`;
+  return null;
+}
+
+/**
+ * Validates the zip against the run's base (name and dims), rank, alpha and targets, then loads
+ * its tensors into the run. Bad input -> { ok: false, error } and the run is untouched.
+ */
+export async function importAdapterIntoRun(
+  run: RecipeRun,
+  ra: RunAdapter,
+  folder: ModelFolder,
+  zip: Uint8Array,
+  fileName: string,
+  opts: { allowBaseMismatch?: boolean } = {},
+): Promise<ImportAdapterResult> {
+  let imported: ReturnType<typeof importPeftZip>;
+  let dims: BaseDims;
+  try {
+    dims = await baseDims(folder);
+    imported = importPeftZip(zip, { dims, expectedBase: ra.baseRef, allowBaseMismatch: opts.allowBaseMismatch, fileName });
+    const why = structureMismatch(imported.adapter, ra.lora, dims);
+    if (why) throw new PeftError(`${fileName}: ${why}`);
+  } catch (e) {
+    return { ok: false, error: (e as Error).message };
+  }
+  const tensors = peftTensorMap(imported.adapter, dims);
+  const payload = await run.state();
+  payload.tensors = payload.tensors.map((t) => {
+    const src = tensors.get(t.name);
+    if (!src) throw new Error(`${fileName}: no tensor "${t.name}" (checked above; the run's adapter changed?)`);
+    return { ...t, data: Float32Array.from(src.data as ArrayLike<number>) };
+  });
+  payload.optimizer = { state: { step: 0 }, tensors: [] };
+  await run.restore(payload);
+  return { ok: true, fileName, baseModel: imported.baseModel, baseMismatch: imported.baseMismatch, r: imported.adapter.r, tensors: tensors.size, step: run.stepsDone };
+}
+
+/**
+ * Greedy continuation by a fresh copy of the base model with the adapter loaded (the run's own
+ * model is busy training; the same weights give the same tokens). Frees the copy after.
+ */
+export async function adapterOutputs(env: RecipeEnv, ra: RunAdapter, folder: ModelFolder, prompt: string, maxNewTokens: number): Promise<AdapterOutputs> {
+  if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1 || maxNewTokens > 256) throw new Error(`adapterOutputs: maxNewTokens must be an integer in [1, 256], got ${maxNewTokens}`);
+  const dims = await baseDims(folder);
+  const a = await plainAdapter(ra.lora);
+  const m = await env.loadModel(ra.baseRef);
+  let set: LoraSet | null = null;
+  try {
+    set = attachLora(m.model, toLoraConfig(a));
+    loadPeftTensors(set, adapterTensorSource(a, dims));
+    const ids = m.codec.encodeChat([{ role: 'user', content: prompt }], { addGenerationPrompt: true });
+    const out = await generate(m.model, [ids], { maxNewTokens, greedy: true, stopTokens: [...m.codec.eos], padTokenId: m.codec.pad });
+    const n = out.lengths[0];
+    const gen = out.tokens[0].slice(0, n);
+    return { ids: gen, text: m.codec.decode(gen), logprobs: out.logprobs[0].slice(0, n) };
+  } finally {
+    set?.dispose();
+    m.dispose();
+  }
+}

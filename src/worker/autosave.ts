@@ -1,0 +1,57 @@
+// Checkpoint autosave of the worker's run: when a save is due and how one is written.
+//
+// The worker writes checkpoints to IndexedDB itself (idb-keyval works in workers): the LoRA and
+// AdamW tensors already sit here after run.state(), so nothing is copied across to the page, a
+// save happens exactly at a step boundary of the loop that owns the run, and it goes on while the
+// page is busy. The page reads the same database for the list, renames and deletes.
+//
+// A save never throws: it returns an event (saved, or failed with the storage layer's message).
+// A failed save (quota exceeded) leaves every earlier checkpoint intact and the run goes on.
+import type { Metrics } from '../recipes/report';
+import { toCheckpointInput } from '../recipes/state';
+import type { RecipeRun } from '../recipes/types';
+import { CheckpointStore, StorageError } from '../storage';
+import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
+
+export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true };
+
+/** Checks a policy from the page; throws one error naming the bad field. */
+export function checkAutosavePolicy(p: unknown): AutosavePolicy {
+  const o = (p ?? {}) as Partial<AutosavePolicy>;
+  if (typeof o.everySteps !== 'number' || !Number.isSafeInteger(o.everySteps) || o.everySteps < 0 || o.everySteps > 1_000_000) {
+    throw new Error(`autosave: field "everySteps" must be an integer in [0, 1000000] (0 = off), got ${JSON.stringify(o.everySteps)}`);
+  }
+  if (typeof o.onPause !== 'boolean') throw new Error(`autosave: field "onPause" must be true or false, got ${JSON.stringify(o.onPause)}`);
+  return { everySteps: o.everySteps, onPause: o.onPause };
+}
+
+/** Whether the step count just reached calls for a save (every N completed steps, once each). */
+export function autosaveDue(policy: AutosavePolicy, stepsDone: number, lastSavedStep: number | null): boolean {
+  return policy.everySteps > 0 && stepsDone > 0 && stepsDone % policy.everySteps === 0 && lastSavedStep !== stepsDone;
+}
+
+/** Whether entering pause calls for a save (not twice for the same step). */
+export function pauseSaveDue(policy: AutosavePolicy, stepsDone: number, lastSavedStep: number | null): boolean {
+  return policy.onPause && stepsDone > 0 && lastSavedStep !== stepsDone;
+}
+
+/** Saves the run's state under `runId`; resolves to what happened (never rejects). */
+export async function saveRunCheckpoint(
+  store: CheckpointStore,
+  run: RecipeRun,
+  runId: string,
+  metrics: Metrics | undefined,
+  reason: CheckpointReason,
+  name?: string,
+): Promise<CheckpointEvent> {
+  const step = run.stepsDone;
+  try {
+    const payload = await run.state();
+    const input = toCheckpointInput(payload, runId, metrics);
+    const m = await store.save({ ...input, name: name ?? `${reason === 'manual' ? 'saved' : reason} · step ${step}` });
+    return { kind: 'saved', reason, runId, step, id: m.id, name: m.name, sizeBytes: m.sizeBytes };
+  } catch (e) {
+    const code = e instanceof StorageError ? e.code : 'error';
+    return { kind: 'failed', reason, runId, step, code, message: (e as Error).message || String(e) };
+  }
+}
