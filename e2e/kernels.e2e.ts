@@ -56,7 +56,27 @@ describe('WGSL sampler on WebGPU', () => {
     ['top-p 0.9, T=0.7', 6, 4099, { temperature: 0.7, topK: 0, topP: 0.9 }],
     ['top-k 50 + top-p 0.9 on 49152', 3, 49152, { temperature: 0.8, topK: 50, topP: 0.9 }],
     ['top-p 0.95 on 151936', 1, 151936, { temperature: 1.2, topK: 0, topP: 0.95 }],
+    ['top-p 0.9, T=2 on 49152', 3, 49152, { temperature: 2, topK: 0, topP: 0.9 }],
+    ['top-p 0.6, T=4 on 4099', 4, 4099, { temperature: 4, topK: 0, topP: 0.6 }],
   ];
+  // Plain top-p first tries the 256 most likely tokens: the cases must cover rows whose nucleus
+  // fits in them and rows where it spills over (the full-row fallback).
+  it('covers plain top-p rows inside and outside the 256-token speculation', () => {
+    const seen = new Set<boolean>();
+    for (const [, rows, vocab, o] of cases) {
+      if (o.topK !== 0 || o.topP >= 1 || vocab <= 256) continue;
+      const c = seededLogits(rows, vocab, vocab + 5);
+      for (let r = 0; r < rows; r++) {
+        const row = Array.from(c.logits.subarray(r * vocab, (r + 1) * vocab));
+        const m = row.reduce((a, b) => (Number.isFinite(b) && b > a ? b : a), -Infinity);
+        const w = row.map((x) => Math.exp((x - m) / o.temperature)).sort((a, b) => b - a);
+        const total = w.reduce((a, b) => a + b, 0);
+        const top = w.slice(0, 256).reduce((a, b) => a + b, 0);
+        seen.add(top >= o.topP * total);
+      }
+    }
+    expect([...seen].sort()).toEqual([false, true]);
+  });
   for (const [name, rows, vocab, o] of cases) {
     it(`draws the same ids as the CPU reference: ${name}`, async () => {
       // Flatter logits (scale 2) so the truncations keep many tokens and the draws differ.

@@ -3,8 +3,9 @@
 // where streams[row] names the row's random stream (so a sequence draws the same numbers alone
 // or in any batch).
 // Thresholds are exact: the k-th largest order-key by a 4-pass radix select (top-k), and the
-// largest order-key t with mass(key >= t) >= topP * mass(top-k set) built bit by bit, one pass
-// over the row per bit (top-p). Only the ids leave the GPU. Mirrors src/engine/ops/sampleReference.ts.
+// largest order-key t with mass(key >= t) >= topP * mass(top-k set) built bit by bit (top-p):
+// over the compacted top-k set when it has at most 256 members (plain top-p speculates on the
+// top 256), else one pass over the row per bit. Only the ids leave the GPU. Mirrors src/engine/ops/sampleReference.ts.
 // Prepended by the host: `const WG : i32 = <power of two>;`.
 // Uniforms (host-declared): temperature f32, topK i32, topP f32, seedLo u32, seedHi u32, step u32.
 
@@ -124,11 +125,23 @@ fn main(index : i32) {
 
   // top-k: the k-th largest order-key by radix select, 8 bits a pass over a 256-bin histogram
   // (4 passes, exact counts, so the cut is the same on every run and on the CPU reference).
+  // Plain top-p on a large row speculates that the nucleus lies inside the 256 most likely tokens
+  // (true for peaked LM distributions): select them like a top-k of 256, and if they hold the
+  // goal mass, finish from workgroup memory (the cut is then the same as over the whole row);
+  // otherwise fall back to the full-row bisection below.
+  let userK = uniforms.topK > 0 && uniforms.topK < vocab;
+  let speculate = !userK && uniforms.topP < 1.0 && vocab > 256;
+  var selectK = 0;
+  if (userK) {
+    selectK = uniforms.topK;
+  } else if (speculate) {
+    selectK = 256;
+  }
   var tauK = 0u;
-  if (uniforms.topK > 0 && uniforms.topK < vocab) {
+  if (selectK > 0) {
     var prefix = 0u;
     var mask = 0u;
-    var remaining = u32(uniforms.topK);
+    var remaining = u32(selectK);
     for (var round = 0; round < 4; round++) {
       let shift = u32(24 - 8 * round);
       for (var b = tid; b < 256; b += WG) {
@@ -167,7 +180,16 @@ fn main(index : i32) {
 
   // With a small top-k set, compact it (in vocabulary order, so sums run in the reference's
   // order) and finish top-p and the draw from workgroup memory instead of 32 more row passes.
-  if (uniforms.topK > 0 && uniforms.topK <= 256 && uniforms.topK < vocab) {
+  if (selectK > 0 && selectK <= 256) {
+    // Speculating, the top-p goal is a share of the whole row's mass, not of the kept set's.
+    var zRow = 0.0;
+    if (speculate) {
+      var zt = 0.0;
+      for (var col = tid; col < vocab; col += WG) {
+        zt += exp((logits[base + col] - m) * invT);
+      }
+      zRow = sumF(tid, zt);
+    }
     let chunk = (vocab + WG - 1) / WG;
     let start = tid * chunk;
     let end = min(start + chunk, vocab);
@@ -189,7 +211,18 @@ fn main(index : i32) {
       keptTotal = acc;
     }
     let total = workgroupUniformLoad(&keptTotal);
-    if (total <= 256u) {
+    var fits = total <= 256u;
+    if (fits && speculate) {
+      var zt = 0.0;
+      for (var col = start; col < end; col++) {
+        let x = logits[base + col];
+        if (orderKey(x) >= tauK) {
+          zt += exp((x - m) * invT);
+        }
+      }
+      fits = sumF(tid, zt) >= uniforms.topP * zRow;
+    }
+    if (fits) {
       var off = redU[tid];
       for (var col = start; col < end; col++) {
         let x = logits[base + col];
@@ -209,6 +242,10 @@ fn main(index : i32) {
           zk += keptW[i];
         }
         var cut = tauK;
+        var goal = uniforms.topP * zk;
+        if (speculate) {
+          goal = uniforms.topP * zRow;
+        }
         if (uniforms.topP < 1.0) {
           var tau = 0u;
           for (var bit = 31; bit >= 0; bit--) {
@@ -219,7 +256,7 @@ fn main(index : i32) {
                 mass += keptW[i];
               }
             }
-            if (mass >= uniforms.topP * zk) {
+            if (mass >= goal) {
               tau = tau | (1u << u32(bit));
             }
           }
@@ -249,6 +286,9 @@ fn main(index : i32) {
       return;
     }
     workgroupBarrier();
+    if (speculate) {
+      tauK = 0u; // the nucleus spills past the 256 selected: plain top-p over the whole row
+    }
   }
 
   var thr = tauK;

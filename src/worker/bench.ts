@@ -159,15 +159,17 @@ export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
       bytes: 2 * bytes,
     });
 
-    const opts = { temperature: 0.7, topK: 50, topP: 0.9, seed: 1, step: 0 };
-    rows.push({
-      name: 'sample top-k 50 / top-p 0.9',
-      shape: `${r}x${v}`,
-      oursMs: await time(reps, () => sampleTokens(logits, opts)),
-      // The obvious way: read the logits back and sample on the CPU.
-      stockMs: await time(reps, async () => tf.tensor1d(sampleReference(await logits.data(), r, v, opts), 'int32')),
-      bytes,
-    });
+    for (const [name, topK] of [['sample top-k 50 / top-p 0.9', 50], ['sample top-p 0.9 (no top-k)', 0]] as const) {
+      const opts = { temperature: 0.7, topK, topP: 0.9, seed: 1, step: 0 };
+      rows.push({
+        name,
+        shape: `${r}x${v}`,
+        oursMs: await time(reps, () => sampleTokens(logits, opts)),
+        // The obvious way: read the logits back and sample on the CPU.
+        stockMs: await time(reps, async () => tf.tensor1d(sampleReference(await logits.data(), r, v, opts), 'int32')),
+        bytes,
+      });
+    }
     tf.dispose([logits, ids, dy]);
   }
   return rows;
