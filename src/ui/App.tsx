@@ -3,8 +3,10 @@ import { useRunStore } from '../store/runStore';
 import { useSettings } from '../store/settingsStore';
 import { ArenaPanel } from './arena/ArenaPanel';
 import { ChartsPanel } from './charts/ChartsPanel';
+import { CheckpointsPanel } from './checkpoints/CheckpointsPanel';
 import { RunControls } from './controls/RunControls';
 import { EXAMPLE_LABEL, sampleRun } from './demo/sampleRun';
+import { ExportPanel } from './export/ExportPanel';
 import { DeviceBadge } from './DeviceBadge';
 import { FallbackBanner } from './FallbackBanner';
 import { Panel } from './Panel';
@@ -42,7 +44,10 @@ export function App() {
           <ChartsPanel />
         </Panel>
         <Panel id="checkpoints" title="Checkpoints">
-          <p className="empty">Saved runs and adapters (IndexedDB) will be listed here.</p>
+          <CheckpointsPanel />
+        </Panel>
+        <Panel id="export" title="Export / import">
+          <ExportPanel />
         </Panel>
       </main>
     </div>

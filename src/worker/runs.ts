@@ -115,9 +115,11 @@ export function modelFolder(ref: string): ModelFolder {
   return urlSource(isSandboxName(ref) ? `${modelsBase()}${ref}/` : ref);
 }
 
+/** HHMMSS plus 4 random hex digits: two runs of one seed in the same second must not share logs and checkpoints. */
 function stamp(): string {
   const d = new Date();
-  return [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join('');
+  const hms = [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join('');
+  return `${hms}-${Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0')}`;
 }
 
 function releaseCallback(cb: unknown): void {
@@ -165,8 +167,8 @@ async function drainTasks(a: ActiveRun, run: RecipeRun): Promise<void> {
 async function openLog(a: ActiveRun): Promise<void> {
   const store = runLogs();
   try {
-    const rec = await store.getRun(a.runId);
-    if (rec) await store.truncateAfter(a.runId, a.run!.stepsDone - 1);
+    const resumed = a.run!.stepsDone > 0 && (await store.getRun(a.runId)) !== null;
+    if (resumed) await store.truncateAfter(a.runId, a.run!.stepsDone - 1);
     else await store.createRun({ id: a.runId, recipe: a.recipe.name, spec: { recipe: a.recipe.name, seed: a.seed, config: a.config } });
   } catch (e) {
     console.warn(`run log unavailable: ${(e as Error).message}`);
@@ -308,7 +310,7 @@ async function launch(
     tasks: [],
     lastSavedStep: null,
     lastMetrics: undefined,
-    step: 0,
+    step: resume?.payload.step ?? 0,
     stopRequested: false,
     pendingSteps: 0,
     stepWaiters: [],

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import type { CheckpointSummary } from '../storage';
+import { eventMessage, latestCheckpoint, loadPolicy, storageLine } from './checkpointStore';
+
+const ck = (id: string, time: number, step: number, nonFinite: string | null = null): CheckpointSummary => ({
+  format: 1, id, runId: `run-${id}`, name: id, step, time, metrics: {}, sizeBytes: 10, nonFinite, tensorCount: 1,
+});
+
+describe('checkpoint panel helpers', () => {
+  it('offers the newest finite checkpoint (by time, then step)', () => {
+    expect(latestCheckpoint([ck('a', 100, 4), ck('b', 200, 2), ck('c', 200, 3), ck('d', 300, 9, 'tensor "x" holds NaN')])?.id).toBe('c');
+    expect(latestCheckpoint([])).toBeNull();
+  });
+
+  it('says what the checkpoints take and the share of the quota', () => {
+    expect(storageLine({ checkpoints: 2, checkpointBytes: 3 * 1024 * 1024, usage: 512 * 1024 * 1024, quota: 2048 * 1024 * 1024 })).toBe(
+      '2 checkpoints, 3.0 MiB; this site uses 512.0 MiB of 2.0 GiB (25%)',
+    );
+    expect(storageLine({ checkpoints: 1, checkpointBytes: 100, usage: null, quota: null })).toBe('1 checkpoint, 100 B; the browser does not report its storage quota');
+  });
+
+  it('words a quota failure as storage full, nothing lost, run continues', () => {
+    const m = eventMessage({ kind: 'failed', reason: 'autosave', runId: 'r', step: 4, code: 'quota', message: 'Checkpoint "step 4" (run r, step 4) was not saved: the browser storage quota is exceeded.' });
+    expect(m.error).toBe(true);
+    expect(m.text).toMatch(/^Storage is full: checkpoint not saved\. .*quota is exceeded\. The run continues\.$/);
+    expect(eventMessage({ kind: 'saved', reason: 'pause', runId: 'r', step: 4, id: 'x', name: 'pause · step 4', sizeBytes: 2048 })).toEqual({ text: 'Saved "pause · step 4" (2.0 KiB) of run r.', error: false });
+  });
+
+  it('reads the autosave policy from storage, falling back on bad values', () => {
+    const from = (v: string | null) => loadPolicy({ getItem: () => v });
+    expect(from('{"everySteps":3,"onPause":false}')).toEqual({ everySteps: 3, onPause: false });
+    expect(from('{"everySteps":-1,"onPause":false}')).toEqual({ everySteps: 5, onPause: true });
+    expect(from('not json')).toEqual({ everySteps: 5, onPause: true });
+    expect(from(null)).toEqual({ everySteps: 5, onPause: true });
+  });
+});

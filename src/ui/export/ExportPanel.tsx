@@ -1,0 +1,96 @@
+// Export / import: the active run's adapter as a PEFT folder zip, the merged model as safetensors,
+// the run log as JSONL; an adapter zip imported back into the run (validated by the worker:
+// base model, shapes, rank, alpha, targets); and uploaded prompt datasets for the recipes.
+import { useState } from 'react';
+import { runLogs } from '../../store/checkpointStore';
+import { useRunStore } from '../../store/runStore';
+import { saveBlob } from '../charts/download';
+import { DatasetUpload } from './DatasetUpload';
+import { engineApi } from './engineApi';
+
+type Msg = { text: string; error: boolean } | null;
+
+const bytesBlob = (b: Uint8Array, type: string) => new Blob([b as Uint8Array<ArrayBuffer>], { type });
+
+export function ExportPanel() {
+  const activeRunId = useRunStore((s) => s.activeRunId);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [msg, setMsg] = useState<Msg>(null);
+  const [allowMismatch, setAllowMismatch] = useState(false);
+
+  const act = (label: string, fn: () => Promise<Msg>) => {
+    setBusy(label);
+    setMsg(null);
+    void fn()
+      .then(setMsg)
+      .catch((e: Error) => setMsg({ text: e.message, error: true }))
+      .finally(() => setBusy(null));
+  };
+
+  const exportAdapter = () =>
+    act('exporting the adapter', async () => {
+      const f = await engineApi().exportAdapter();
+      saveBlob(bytesBlob(f.bytes, 'application/zip'), f.fileName);
+      return { text: `Saved ${f.fileName} (adapter_config.json + adapter_model.safetensors, PEFT names).`, error: false };
+    });
+  const exportMerged = () =>
+    act('merging', async () => {
+      const f = await engineApi().exportMerged();
+      saveBlob(bytesBlob(f.bytes, 'application/octet-stream'), f.fileName);
+      return { text: `Saved ${f.fileName}.`, error: false };
+    });
+  const exportLog = () =>
+    act('exporting the log', async () => {
+      if (!activeRunId) return { text: 'No run to export: start or resume one.', error: true };
+      const rec = await runLogs().getRun(activeRunId);
+      if (!rec) return { text: `Run ${activeRunId} has no log in this browser (only live runs are logged; a replay is already a JSONL file).`, error: true };
+      const text = await runLogs().exportJsonl(activeRunId);
+      saveBlob(new Blob([text], { type: 'application/x-ndjson' }), `${activeRunId}.jsonl`);
+      return { text: `Saved ${activeRunId}.jsonl (${rec.reportCount} steps).`, error: false };
+    });
+  const importAdapter = (file: File) =>
+    act('importing the adapter', async () => {
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      const r = await engineApi().importAdapter(bytes, file.name, { allowBaseMismatch: allowMismatch });
+      if (!r.ok) return { text: `Adapter not imported: ${r.error}. The run continues unchanged.`, error: true };
+      const note = r.baseMismatch ? ` (trained on ${r.baseModel ?? 'an unnamed base'}: base mismatch allowed)` : '';
+      return { text: `Imported ${r.fileName}: ${r.tensors} tensors, r = ${r.r}, loaded into the run at step ${r.step}${note}.`, error: false };
+    });
+
+  return (
+    <div className="export-panel" data-testid="export-panel">
+      <div className="controls-row">
+        <button type="button" data-testid="export-adapter" disabled={busy !== null} onClick={exportAdapter}>Adapter (PEFT zip)</button>
+        <button type="button" data-testid="export-merged" disabled={busy !== null} onClick={exportMerged}>Merged model (safetensors)</button>
+        <button type="button" data-testid="export-log" disabled={busy !== null} onClick={exportLog}>Run log (JSONL)</button>
+      </div>
+      <div className="controls-row">
+        <label className="control">
+          Import adapter zip
+          <input
+            data-testid="import-adapter"
+            type="file"
+            accept=".zip,application/zip"
+            disabled={busy !== null}
+            onChange={(e) => {
+              const f = e.target.files?.[0];
+              e.target.value = '';
+              if (f) importAdapter(f);
+            }}
+          />
+        </label>
+        <label className="control">
+          <input data-testid="import-allow-mismatch" type="checkbox" checked={allowMismatch} onChange={(e) => setAllowMismatch(e.target.checked)} />
+          allow another base model name
+        </label>
+      </div>
+      {busy && <p className="small">{busy}…</p>}
+      {msg && (
+        <div className={msg.error ? 'error' : 'small'} role={msg.error ? 'alert' : 'status'} data-testid="export-message" data-error={msg.error ? 'true' : 'false'}>
+          {msg.text}
+        </div>
+      )}
+      <DatasetUpload />
+    </div>
+  );
+}
