@@ -80,6 +80,7 @@ describe('checkpoints', () => {
     const { page } = lab;
     await page.waitForSelector('[data-testid="autosave-every"]');
     await page.fill('[data-testid="autosave-every"]', '2');
+    await page.fill('[data-testid="autosave-keep"]', '0');
     const runA = await startTinyRun(page);
     await waitFor(page, `Number(${attr('[data-testid="run-state"]', 'data-step')}) >= 6`, 120_000);
     await stopRun(page);
@@ -163,5 +164,18 @@ describe('checkpoints', () => {
     expect(after.length).toBe(before.length - 1);
     // Its chunks went with it.
     await expect(idbValues(page, 'sparring-checkpoints', `c/${target.id}/`)).resolves.toEqual([]);
+  });
+
+  it('keeps only the newest N automatic saves of a run', async () => {
+    const { page } = lab;
+    await page.fill('[data-testid="autosave-keep"]', '2');
+    await page.fill('[data-testid="autosave-every"]', '1');
+    const runC = await startTinyRun(page);
+    await waitFor(page, `Number(${attr('[data-testid="run-state"]', 'data-step')}) >= 5`, 60_000);
+    await stopRun(page);
+    await page.waitForTimeout(300);
+    const mine = (await manifests(page)).filter((m) => m.runId === runC);
+    const last = Number(await page.getAttribute('[data-testid="run-state"]', 'data-step'));
+    expect(mine.map((m) => m.step).sort((a, b) => a - b)).toEqual([last - 1, last]);
   });
 });

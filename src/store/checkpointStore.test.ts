@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckpointSummary } from '../storage';
-import { eventMessage, latestCheckpoint, loadPolicy, storageLine } from './checkpointStore';
+import { eventMessage, latestCheckpoint, loadPolicy, metricSummary, storageLine } from './checkpointStore';
 
 const ck = (id: string, time: number, step: number, nonFinite: string | null = null): CheckpointSummary => ({
   format: 1, id, runId: `run-${id}`, name: id, step, time, metrics: {}, sizeBytes: 10, nonFinite, tensorCount: 1,
@@ -28,9 +28,19 @@ describe('checkpoint panel helpers', () => {
 
   it('reads the autosave policy from storage, falling back on bad values', () => {
     const from = (v: string | null) => loadPolicy({ getItem: () => v });
-    expect(from('{"everySteps":3,"onPause":false}')).toEqual({ everySteps: 3, onPause: false });
-    expect(from('{"everySteps":-1,"onPause":false}')).toEqual({ everySteps: 5, onPause: true });
-    expect(from('not json')).toEqual({ everySteps: 5, onPause: true });
-    expect(from(null)).toEqual({ everySteps: 5, onPause: true });
+    expect(from('{"everySteps":3,"onPause":false,"keep":2}')).toEqual({ everySteps: 3, onPause: false, keep: 2 });
+    expect(from('{"everySteps":3,"onPause":false}')).toEqual({ everySteps: 3, onPause: false, keep: 5 });
+    expect(from('{"everySteps":-1,"onPause":false}')).toEqual({ everySteps: 5, onPause: true, keep: 5 });
+    expect(from('not json')).toEqual({ everySteps: 5, onPause: true, keep: 5 });
+    expect(from(null)).toEqual({ everySteps: 5, onPause: true, keep: 5 });
+  });
+});
+
+describe('metricSummary', () => {
+  it('shows the preferred metrics first, never timings, and a dash for none', () => {
+    expect(metricSummary({ 'perf/step_ms': 12, 'loss/sft': 1.23456, 'tactic/direct': 0.5 })).toBe('loss/sft 1.235');
+    expect(metricSummary({ 'perf/step_ms': 12, 'a/x': 0.5, 'b/y': NaN, 'c/z': 2 })).toBe('a/x 0.500 · c/z 2.000');
+    expect(metricSummary({ 'judge/asr': 0.25, 'reward/mean': 0.1, 'kl/mean': 3 })).toBe('reward/mean 0.100 · judge/asr 0.250');
+    expect(metricSummary({})).toBe('—');
   });
 });

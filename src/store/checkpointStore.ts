@@ -28,6 +28,16 @@ export function eventMessage(e: CheckpointEvent): { text: string; error: boolean
   return { text: `${head} ${e.message} The run continues.`, error: true };
 }
 
+/** Metrics worth a glance, in this order; otherwise the first two that are not timings. */
+const PREFERRED = ['reward/mean', 'judge/asr', 'loss/sft', 'eval/asr', 'loss/policy'];
+
+export function metricSummary(metrics: Record<string, number>): string {
+  const finite = Object.keys(metrics).filter((k) => typeof metrics[k] === 'number' && Number.isFinite(metrics[k]) && !k.startsWith('perf/'));
+  const chosen = PREFERRED.filter((k) => finite.includes(k));
+  const keys = (chosen.length ? chosen : finite).slice(0, 2);
+  return keys.length ? keys.map((k) => `${k} ${metrics[k].toFixed(3)}`).join(' · ') : '—';
+}
+
 /** The newest checkpoint of the newest run (what "resume" offers after a reload). */
 export function latestCheckpoint(list: readonly CheckpointSummary[]): CheckpointSummary | null {
   let best: CheckpointSummary | null = null;
@@ -39,12 +49,13 @@ export function latestCheckpoint(list: readonly CheckpointSummary[]): Checkpoint
 }
 
 const POLICY_KEY = 'sparring.autosave';
-export const DEFAULT_POLICY: AutosavePolicy = { everySteps: 5, onPause: true };
+export const DEFAULT_POLICY: AutosavePolicy = { everySteps: 5, onPause: true, keep: 5 };
 
 export function loadPolicy(storage: Pick<Storage, 'getItem'> | null = typeof localStorage === 'undefined' ? null : localStorage): AutosavePolicy {
   try {
     const p = JSON.parse(storage?.getItem(POLICY_KEY) ?? 'null') as Partial<AutosavePolicy> | null;
-    if (p && Number.isSafeInteger(p.everySteps) && p.everySteps! >= 0 && typeof p.onPause === 'boolean') return { everySteps: p.everySteps!, onPause: p.onPause };
+    const count = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+    if (p && count(p.everySteps) && typeof p.onPause === 'boolean') return { everySteps: p.everySteps, onPause: p.onPause, keep: count(p.keep) ? p.keep : DEFAULT_POLICY.keep };
   } catch {
     // a corrupt setting falls back to the default
   }

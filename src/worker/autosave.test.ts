@@ -2,7 +2,7 @@ import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import type { RecipeCheckpoint, RecipeRun } from '../recipes/types';
 import { CheckpointStore, idbKv, type Kv } from '../storage';
-import { autosaveDue, checkAutosavePolicy, pauseSaveDue, saveRunCheckpoint } from './autosave';
+import { autosaveDue, checkAutosavePolicy, pauseSaveDue, pruneAutosaves, saveRunCheckpoint } from './autosave';
 
 let dbNo = 0;
 const freshKv = (): Kv => idbKv(`autosave-test-${dbNo++}`);
@@ -31,22 +31,23 @@ function fakeRun(step: number): RecipeRun {
 
 describe('autosave policy', () => {
   it('is due every N completed steps, once per step, never at step 0 or when off', () => {
-    const p = { everySteps: 3, onPause: true };
+    const p = { everySteps: 3, onPause: true, keep: 0 };
     expect([1, 2, 3, 4, 5, 6].filter((s) => autosaveDue(p, s, null))).toEqual([3, 6]);
     expect(autosaveDue(p, 3, 3)).toBe(false);
     expect(autosaveDue(p, 0, null)).toBe(false);
-    expect(autosaveDue({ everySteps: 0, onPause: true }, 3, null)).toBe(false);
+    expect(autosaveDue({ everySteps: 0, onPause: true, keep: 0 }, 3, null)).toBe(false);
   });
 
   it('saves on pause unless this step is already saved', () => {
-    expect(pauseSaveDue({ everySteps: 0, onPause: true }, 4, 3)).toBe(true);
-    expect(pauseSaveDue({ everySteps: 0, onPause: true }, 4, 4)).toBe(false);
-    expect(pauseSaveDue({ everySteps: 0, onPause: false }, 4, 3)).toBe(false);
-    expect(pauseSaveDue({ everySteps: 0, onPause: true }, 0, null)).toBe(false);
+    expect(pauseSaveDue({ everySteps: 0, onPause: true, keep: 0 }, 4, 3)).toBe(true);
+    expect(pauseSaveDue({ everySteps: 0, onPause: true, keep: 0 }, 4, 4)).toBe(false);
+    expect(pauseSaveDue({ everySteps: 0, onPause: false, keep: 0 }, 4, 3)).toBe(false);
+    expect(pauseSaveDue({ everySteps: 0, onPause: true, keep: 0 }, 0, null)).toBe(false);
   });
 
   it('names the bad field', () => {
-    expect(checkAutosavePolicy({ everySteps: 2, onPause: false })).toEqual({ everySteps: 2, onPause: false });
+    expect(checkAutosavePolicy({ everySteps: 2, onPause: false, keep: 0 })).toEqual({ everySteps: 2, onPause: false, keep: 0 });
+    expect(() => checkAutosavePolicy({ everySteps: 2, onPause: false })).toThrow(/"keep".*undefined/);
     expect(() => checkAutosavePolicy({ everySteps: -1, onPause: true })).toThrow(/"everySteps".*-1/);
     expect(() => checkAutosavePolicy({ everySteps: 1.5, onPause: true })).toThrow(/"everySteps"/);
     expect(() => checkAutosavePolicy({ everySteps: 1, onPause: 'yes' })).toThrow(/"onPause".*"yes"/);
@@ -89,5 +90,20 @@ describe('saveRunCheckpoint', () => {
     const list = await store.list('r');
     expect(list.map((c) => c.step)).toEqual([2]);
     expect(await kv.keys('c/')).toHaveLength(1);
+  });
+
+  it('prunes a run\'s automatic saves to the newest N, never a renamed or manual one or another run\'s', async () => {
+    const store = new CheckpointStore({ kv: freshKv() });
+    for (const [s, reason] of [[1, 'autosave'], [2, 'pause'], [3, 'autosave'], [4, 'manual'], [5, 'autosave']] as const) {
+      await saveRunCheckpoint(store, fakeRun(s), 'r', undefined, reason);
+    }
+    await saveRunCheckpoint(store, fakeRun(1), 'other', undefined, 'autosave');
+    const first = (await store.list('r')).find((c) => c.step === 1)!;
+    await store.rename(first.id, 'keep me');
+    const gone = await pruneAutosaves(store, 'r', 1);
+    expect(gone).toHaveLength(2); // steps 3 and 2 (5 is the newest automatic save)
+    expect((await store.list('r')).map((c) => `${c.step}:${c.name}`).sort()).toEqual(['1:keep me', '4:saved · step 4', '5:autosave · step 5']);
+    expect(await store.list('other')).toHaveLength(1);
+    expect(await pruneAutosaves(store, 'r', 0)).toEqual([]);
   });
 });

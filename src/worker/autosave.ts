@@ -13,7 +13,7 @@ import type { RecipeRun } from '../recipes/types';
 import { CheckpointStore, StorageError } from '../storage';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
 
-export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true };
+export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true, keep: 5 };
 
 /** Checks a policy from the page; throws one error naming the bad field. */
 export function checkAutosavePolicy(p: unknown): AutosavePolicy {
@@ -22,7 +22,10 @@ export function checkAutosavePolicy(p: unknown): AutosavePolicy {
     throw new Error(`autosave: field "everySteps" must be an integer in [0, 1000000] (0 = off), got ${JSON.stringify(o.everySteps)}`);
   }
   if (typeof o.onPause !== 'boolean') throw new Error(`autosave: field "onPause" must be true or false, got ${JSON.stringify(o.onPause)}`);
-  return { everySteps: o.everySteps, onPause: o.onPause };
+  if (typeof o.keep !== 'number' || !Number.isSafeInteger(o.keep) || o.keep < 0 || o.keep > 10_000) {
+    throw new Error(`autosave: field "keep" must be an integer in [0, 10000] (0 = keep all), got ${JSON.stringify(o.keep)}`);
+  }
+  return { everySteps: o.everySteps, onPause: o.onPause, keep: o.keep };
 }
 
 /** Whether the step count just reached calls for a save (every N completed steps, once each). */
@@ -33,6 +36,22 @@ export function autosaveDue(policy: AutosavePolicy, stepsDone: number, lastSaved
 /** Whether entering pause calls for a save (not twice for the same step). */
 export function pauseSaveDue(policy: AutosavePolicy, stepsDone: number, lastSavedStep: number | null): boolean {
   return policy.onPause && stepsDone > 0 && lastSavedStep !== stepsDone;
+}
+
+/** Names of automatic saves; a renamed checkpoint no longer matches and is kept for good. */
+export const autoName = (reason: 'autosave' | 'pause', step: number) => `${reason} · step ${step}`;
+const AUTO_NAME = /^(autosave|pause) · step \d+$/;
+
+/**
+ * Deletes a run's automatic saves beyond the newest `keep` (by step); returns the deleted ids.
+ * Manual and renamed checkpoints are never touched.
+ */
+export async function pruneAutosaves(store: CheckpointStore, runId: string, keep: number): Promise<string[]> {
+  if (keep <= 0) return [];
+  const auto = (await store.list(runId)).filter((c) => AUTO_NAME.test(c.name)).sort((a, b) => b.step - a.step || b.time - a.time);
+  const gone = auto.slice(keep).map((c) => c.id);
+  for (const id of gone) await store.delete(id);
+  return gone;
 }
 
 /** Saves the run's state under `runId`; resolves to what happened (never rejects). */
@@ -48,7 +67,7 @@ export async function saveRunCheckpoint(
   try {
     const payload = await run.state();
     const input = toCheckpointInput(payload, runId, metrics);
-    const m = await store.save({ ...input, name: name ?? `${reason === 'manual' ? 'saved' : reason} · step ${step}` });
+    const m = await store.save({ ...input, name: name ?? (reason === 'manual' ? `saved · step ${step}` : autoName(reason, step)) });
     return { kind: 'saved', reason, runId, step, id: m.id, name: m.name, sizeBytes: m.sizeBytes };
   } catch (e) {
     const code = e instanceof StorageError ? e.code : 'error';

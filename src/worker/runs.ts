@@ -20,7 +20,7 @@ import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recip
 import { urlSource } from '../model/sources';
 import type { ModelFolder } from '../model/load';
 import { checkpoints, runs as runLogs } from '../storage';
-import { autosaveDue, checkAutosavePolicy, DEFAULT_AUTOSAVE, pauseSaveDue, saveRunCheckpoint } from './autosave';
+import { autosaveDue, checkAutosavePolicy, DEFAULT_AUTOSAVE, pauseSaveDue, pruneAutosaves, saveRunCheckpoint } from './autosave';
 import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from './protocol';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
@@ -146,7 +146,10 @@ function emit(e: CheckpointEvent): void {
 
 async function save(a: ActiveRun, run: RecipeRun, reason: CheckpointReason, name?: string): Promise<CheckpointEvent> {
   const e = await saveRunCheckpoint(checkpoints(), run, a.runId, a.lastMetrics, reason, name);
-  if (e.kind === 'saved') a.lastSavedStep = e.step;
+  if (e.kind === 'saved') {
+    a.lastSavedStep = e.step;
+    if (reason !== 'manual') await pruneAutosaves(checkpoints(), a.runId, autosave.keep).catch((err: Error) => console.warn(`old autosaves not pruned: ${err.message}`));
+  }
   emit(e);
   return e;
 }

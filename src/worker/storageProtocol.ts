@@ -9,6 +9,8 @@ export interface AutosavePolicy {
   everySteps: number;
   /** Save when the run enters pause. */
   onPause: boolean;
+  /** Keep this many automatic saves per run, deleting older ones (0 = keep all). Renamed ones are never deleted. */
+  keep: number;
 }
 
 export type CheckpointReason = 'autosave' | 'pause' | 'manual';

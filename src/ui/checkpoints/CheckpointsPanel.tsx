@@ -7,19 +7,15 @@ import * as Comlink from 'comlink';
 import { useEffect, useState } from 'react';
 import type { StepReport } from '../../recipes/report';
 import { formatBytes, type CheckpointSummary } from '../../storage';
-import { latestCheckpoint, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
+import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
 import { useRunStore } from '../../store/runStore';
 import type { RunStatus } from '../../worker/protocol';
 import { engineApi } from '../export/engineApi';
 import { ResumedRun } from './ResumedRun';
 
-const SHOWN_METRICS = ['reward/mean', 'judge/asr', 'loss', 'eval/asr'];
-
-function metricSummary(c: CheckpointSummary): string {
-  const parts = SHOWN_METRICS.filter((k) => typeof c.metrics[k] === 'number' && Number.isFinite(c.metrics[k])).map((k) => `${k} ${c.metrics[k].toFixed(3)}`);
-  return parts.length ? parts.join(' · ') : '—';
-}
+/** Time of day for today's saves, date and time for older ones. */
+const when = (t: number) => (new Date(t).toDateString() === new Date().toDateString() ? new Date(t).toLocaleTimeString() : new Date(t).toLocaleString());
 
 /** Resumes a checkpoint in the worker: earlier reports come back from the run log first. */
 export async function resumeCheckpoint(c: CheckpointSummary, paused: boolean): Promise<void> {
@@ -48,13 +44,13 @@ function Row({ c, busy, act }: { c: CheckpointSummary; busy: boolean; act: (labe
         ) : (
           <span data-testid="checkpoint-name">{c.name}</span>
         )}
-        <div className="small">{c.runId}</div>
+        <div className="small" style={{ fontSize: '0.75rem', wordBreak: 'break-all' }}>{c.runId}</div>
       </td>
       <td>{c.step}</td>
-      <td className="small">{new Date(c.time).toLocaleString()}</td>
-      <td className="small">{metricSummary(c)}</td>
+      <td className="small">{when(c.time)}</td>
+      <td className="small">{metricSummary(c.metrics)}</td>
       <td className="small">{formatBytes(c.sizeBytes)}</td>
-      <td className="ckpt-actions">
+      <td className="ckpt-actions" style={{ fontSize: '0.8rem' }}>
         <button type="button" data-testid="checkpoint-restore" disabled={busy} title="Start this checkpoint's run from its step, paused" onClick={() => act('restoring', () => resumeCheckpoint(c, true))}>Restore</button>
         <button type="button" data-testid="checkpoint-rename" disabled={busy} onClick={() => { setName(c.name); setEditing((x) => !x); }}>Rename</button>
         <button type="button" data-testid="checkpoint-delete" disabled={busy} onClick={() => act('deleting', () => remove(c.id))}>Delete</button>
@@ -68,6 +64,7 @@ export function CheckpointsPanel() {
   const { list, use, policy, message, refresh, setPolicy, onEvent, setMessage } = useCheckpoints();
   const [busy, setBusy] = useState<string | null>(null);
   const [everyText, setEveryText] = useState(String(policy.everySteps));
+  const [keepText, setKeepText] = useState(String(policy.keep));
   const [offerDismissed, setOfferDismissed] = useState(false);
   const hasLiveRun = useRunStore((s) => s.order.some((id) => s.runs[id].info.source === 'live'));
 
@@ -92,6 +89,7 @@ export function CheckpointsPanel() {
     if (phase === 'ready') void engineApi().setAutosave(next).catch((e: Error) => setMessage({ text: e.message, error: true }));
   };
   const everyInvalid = !/^\d+$/.test(everyText.trim());
+  const keepInvalid = !/^\d+$/.test(keepText.trim());
 
   const latest = latestCheckpoint(list);
   const offer = !offerDismissed && !hasLiveRun && latest !== null && phase === 'ready';
@@ -104,6 +102,7 @@ export function CheckpointsPanel() {
           <input
             data-testid="autosave-every"
             className={`steps${everyInvalid ? ' invalid' : ''}`}
+            style={{ width: '4em' }}
             type="text"
             inputMode="numeric"
             value={everyText}
@@ -116,6 +115,23 @@ export function CheckpointsPanel() {
           steps (0 = off)
         </label>
         <label className="control">
+          keep the last
+          <input
+            data-testid="autosave-keep"
+            type="text"
+            inputMode="numeric"
+            style={{ width: '3em' }}
+            className={keepInvalid ? 'invalid' : ''}
+            aria-invalid={keepInvalid}
+            value={keepText}
+            onChange={(e) => {
+              setKeepText(e.target.value);
+              if (/^\d+$/.test(e.target.value.trim())) applyPolicy({ ...policy, keep: Number(e.target.value.trim()) });
+            }}
+          />
+          (0 = all; renamed ones stay)
+        </label>
+        <label className="control">
           <input data-testid="autosave-pause" type="checkbox" checked={policy.onPause} onChange={(e) => applyPolicy({ ...policy, onPause: e.target.checked })} />
           and on pause
         </label>
@@ -124,6 +140,7 @@ export function CheckpointsPanel() {
         </button>
       </div>
       {everyInvalid && <div className="error small">Autosave every: a whole number of steps (0 = off), got "{everyText}".</div>}
+      {keepInvalid && <div className="error small">Keep the last: a whole number of autosaves (0 = all), got "{keepText}".</div>}
       <p className="small" data-testid="storage-usage">{use ? storageLine(use) : 'Reading storage…'}</p>
       {message && (
         <div className={message.error ? 'error' : 'small'} role={message.error ? 'alert' : 'status'} data-testid="checkpoint-message" data-error={message.error ? 'true' : 'false'}>
@@ -143,7 +160,7 @@ export function CheckpointsPanel() {
       {list.length === 0 ? (
         <p className="empty" data-testid="checkpoints-empty">No checkpoints yet: a run saves one every {policy.everySteps || '—'} steps{policy.onPause ? ' and when paused' : ''}.</p>
       ) : (
-        <table className="ckpt-table" data-testid="checkpoint-list">
+        <table className="ckpt-table small" data-testid="checkpoint-list" style={{ width: '100%', borderCollapse: 'collapse', textAlign: 'left' }}>
           <thead>
             <tr><th>Name</th><th>Step</th><th>Saved</th><th>Metrics</th><th>Size</th><th /></tr>
           </thead>
