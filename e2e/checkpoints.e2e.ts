@@ -178,4 +178,37 @@ describe('checkpoints', () => {
     const last = Number(await page.getAttribute('[data-testid="run-state"]', 'data-step'));
     expect(mine.map((m) => m.step).sort((a, b) => a - b)).toEqual([last - 1, last]);
   });
+
+  it('a full quota: one clear message, earlier checkpoints intact, the run continues', async () => {
+    const { page } = lab;
+    await page.fill('[data-testid="autosave-keep"]', '0');
+    await page.fill('[data-testid="autosave-every"]', '1');
+    const before = await manifests(page);
+    const runD = await startTinyRun(page);
+    await waitFor(page, `document.querySelector('[data-testid="checkpoint-row"][data-run="${runD}"]') !== null`, 60_000);
+    // Shrink this origin's quota to what it uses now (Chromium's DevTools protocol): the next save cannot fit.
+    const cdp = await page.context().newCDPSession(page);
+    const origin = new URL(page.url()).origin;
+    const usage = await page.evaluate(async () => (await navigator.storage.estimate()).usage ?? 0);
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + 1024 });
+    try {
+      await waitFor(page, `document.querySelector('[data-testid="checkpoint-message"]')?.getAttribute('data-error') === 'true'`, 60_000);
+      const text = await page.textContent('[data-testid="checkpoint-message"]');
+      expect(text).toMatch(/^Storage is full: checkpoint not saved\. Checkpoint "autosave · step \d+" \(run redteam-5-.*\) was not saved: the browser storage quota is exceeded .*earlier checkpoints are intact; delete old checkpoints or runs to free space\. The run continues\.$/);
+      // The run goes on stepping, and every checkpoint saved before is still whole.
+      const s0 = Number(await page.getAttribute('[data-testid="run-state"]', 'data-step'));
+      await waitFor(page, `Number(${attr('[data-testid="run-state"]', 'data-step')}) >= ${s0 + 2}`, 60_000);
+      await expect(page.getAttribute('[data-testid="run-state"]', 'data-state')).resolves.toBe('running');
+      const now = await manifests(page);
+      for (const m of now) {
+        const chunks = await idbValues(page, 'sparring-checkpoints', `c/${m.id}/`);
+        expect(chunks.length, m.name).toBe(m.chunks.length);
+      }
+      expect(now.filter((m) => m.runId !== runD).map((m) => m.id).sort()).toEqual(before.map((m) => m.id).sort());
+      expect(now.filter((m) => m.runId === runD).length).toBeGreaterThan(0);
+    } finally {
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin });
+    }
+    await stopRun(page);
+  });
 });
