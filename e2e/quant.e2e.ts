@@ -46,9 +46,13 @@ describe('quantised matmul kernels on WebGPU', () => {
     { bits: 4, rows: 1, out: 75, in: 160, groupSize: 32, seed: 4 },
     { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 5 },
     { bits: 4, rows: 37, out: 75, in: 160, groupSize: 32, seed: 6 },
+    // The split-K GEMV that hardware GPUs get (SwiftShader picks the one-thread-per-output one).
+    { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 7, gemv: 'splitk' },
+    { bits: 8, rows: 5, out: 77, in: 1000, groupSize: 8, seed: 8, gemv: 'splitk' },
+    { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 9, gemv: 'splitk' },
   ];
   for (const c of cases) {
-    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}: forward and backward match float64`, async () => {
+    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
       const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
       expect(got.backend).toBe('webgpu');
       const ref = reference(c);

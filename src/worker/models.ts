@@ -4,10 +4,11 @@
 import * as tf from '@tensorflow/tfjs';
 import { generate, type GenerateOptions, type GenerateResult } from '../model/generate';
 import { hubSource } from '../model/hub';
-import { createKVCache, disposeKVCache, disposeLlama, forward, type LlamaModel } from '../model/llama';
+import { disposeLlama, forward, type LlamaModel } from '../model/llama';
 import { loadModel } from '../model/load';
 import { urlSource, type ModelSource } from '../model/sources';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
+import { profileDecode } from '../model/profile';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
 import { int4Quantizer, int8Quantizer } from '../model/quant';
 import type { LoadModelOptions, ModelInfo, ModelRef } from './protocol';
@@ -80,29 +81,7 @@ export async function modelLogits(name: string, ids: number[]): Promise<{ logits
 }
 
 export async function profileDecodeStep(name: string, ids: number[]) {
-  const model = get(name);
-  const cache = createKVCache(model, 1, ids.length + 2);
-  try {
-    forward(model, [ids], { cache, lastOnly: true }).dispose();
-    const t0 = performance.now();
-    const p = await tf.profile(async () => {
-      const out = forward(model, [[ids[0]]], { cache });
-      await out.data();
-      return out;
-    });
-    const wallMs = performance.now() - t0;
-    (p.result as unknown as tf.Tensor).dispose();
-    const agg = new Map<string, { name: string; count: number; ms: number }>();
-    for (const k of p.kernels) {
-      const a = agg.get(k.name) ?? { name: k.name, count: 0, ms: 0 };
-      a.count++;
-      a.ms += typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
-      agg.set(k.name, a);
-    }
-    return { wallMs, kernels: [...agg.values()].sort((a, b) => b.ms - a.ms) };
-  } finally {
-    disposeKVCache(cache);
-  }
+  return profileDecode(get(name), ids);
 }
 
 export async function modelGenerate(name: string, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {

@@ -9,6 +9,8 @@ export interface QuantCaseSpec {
   /** 0 = per output channel (int8 only). */
   groupSize: number;
   seed: number;
+  /** Force the decode GEMV variant ('thread' or 'splitk'); absent: picked by adapter. */
+  gemv?: 'thread' | 'splitk';
 }
 
 export function quantCaseData(c: QuantCaseSpec): { w: Float32Array; x: Float32Array; dy: Float32Array } {
