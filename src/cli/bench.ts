@@ -53,8 +53,9 @@ async function nodeBench(): Promise<void> {
 }
 
 async function browserBench(): Promise<void> {
-  if (!existsSync('dist/index.html')) throw new Error('dist/ is missing: run `vite build` first (npm run bench does)');
-  const server = await preview({ preview: { host: '127.0.0.1', port: 4180, strictPort: false }, logLevel: 'warn' });
+  const outDir = process.env.SPARRING_DIST ?? 'dist';
+  if (!existsSync(`${outDir}/index.html`)) throw new Error(`${outDir}/ is missing: run \`vite build\` first (npm run bench does)`);
+  const server = await preview({ build: { outDir }, preview: { host: '127.0.0.1', port: 4180, strictPort: false }, logLevel: 'warn' });
   const fixtures = await serveFolder(resolve(FIXTURE, '..'));
   const browser = await launchChromium();
   try {
