@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
 import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
 import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/ops/decodeAttentionReference';
+import { normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from '../src/engine/ops/fusedNormReference';
 import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
 import { sharedLabPage } from './browser';
 
@@ -148,6 +149,30 @@ describe('WGSL decode attention on WebGPU', () => {
       let worst = 0;
       for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got.out[i] - ref[i]));
       expect(worst).toBeLessThan(1e-5);
+    });
+  }
+});
+
+describe('WGSL RMSNorm and RoPE on WebGPU (forward and gradients)', () => {
+  // Hidden sizes off the workgroup (37, SmolLM2's 576, 1000), odd head counts and lengths.
+  const cases: NormCaseSpec[] = [
+    { rows: 5, hidden: 37, batch: 2, heads: 3, len: 4, headDim: 6, seed: 21 },
+    { rows: 9, hidden: 576, batch: 1, heads: 9, len: 13, headDim: 64, seed: 22 },
+    { rows: 3, hidden: 1000, batch: 3, heads: 2, len: 1, headDim: 24, seed: 23 },
+  ];
+  for (const c of cases) {
+    it(`match the float64 closed forms: rows ${c.rows} x ${c.hidden}, rope [${c.batch}, ${c.heads}, ${c.len}, ${c.headDim}]`, async () => {
+      const got = await lab.page.evaluate((spec) => window.sparring!.engine.fusedNormCheck(spec), c);
+      expect(got.backend).toBe('webgpu');
+      const d = normCaseData(c);
+      const rms = rmsNormF64(c, d);
+      const rp = ropeF64(c, d);
+      const worst = (a: number[], b: Float64Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
+      expect(worst(got.rms.y, rms.y)).toBeLessThan(1e-5);
+      expect(worst(got.rms.dx, rms.dx)).toBeLessThan(1e-5);
+      expect(worst(got.rms.dw, rms.dw)).toBeLessThan(1e-4);
+      expect(worst(got.rope.y, rp.y)).toBeLessThan(1e-6);
+      expect(worst(got.rope.dx, rp.dx)).toBeLessThan(1e-6);
     });
   }
 });

@@ -17,6 +17,7 @@
 
 import * as tf from '@tensorflow/tfjs';
 import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention.ts';
+import { rmsNorm, rope } from '../engine/ops/fusedNorm.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
 import { DenseWeight, Linear, type FrozenWeight } from './linear.ts';
 import type { TensorSource } from './safetensors.ts';
@@ -316,8 +317,8 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
       let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]
       let k = heads(layer.k.forward(h), B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
       let v = heads(layer.v.forward(h), B, L, cfg.numKvHeads, D);
-      q = rope(q, cosT, sinT, half);
-      k = rope(k, cosT, sinT, half);
+      q = rope(q, cosT, sinT);
+      k = rope(k, cosT, sinT);
       if (cache) {
         // Slots >= start are still zero, so writing the new block is an add of a padded copy.
         const pad: [number, number][] = [[0, 0], [0, 0], [start, C - start - L], [0, 0]];
@@ -351,21 +352,9 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
   return logits;
 }
 
-/** RMSNorm: x / sqrt(mean(x^2) + eps) * w, over the last axis. */
-function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
-  const ms = x.square().mean(-1, true);
-  return x.mul(ms.add(eps).rsqrt()).mul(w);
-}
-
 /** [B, L, n*D] -> [B, n, L, D] */
 function heads(x: tf.Tensor, B: number, L: number, n: number, D: number): tf.Tensor4D {
   return x.reshape([B, L, n, D]).transpose([0, 2, 1, 3]);
-}
-
-/** HF rotate-half RoPE: x*cos + [x2, x1]*[-sin, sin] (sign folded into sinSigned). */
-function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D, half: number): tf.Tensor4D {
-  const [x1, x2] = tf.split(x, [half, half], 3);
-  return x.mul(cos).add(tf.concat([x2, x1], 3).mul(sinSigned));
 }
 
 /**

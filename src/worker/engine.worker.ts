@@ -15,6 +15,8 @@ import { sampleTokens } from '../engine/ops/sample';
 import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention';
 import { setGemvVariant } from '../engine/ops/quantMatmul';
 import { attentionCaseData } from '../engine/ops/decodeAttentionReference';
+import { rmsNorm, rope } from '../engine/ops/fusedNorm';
+import { NORM_EPS, normCaseData } from '../engine/ops/fusedNormReference';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
@@ -105,6 +107,32 @@ const api: EngineApi = {
     const out = Array.from(await t.data());
     t.dispose();
     return { backend: tf.getBackend(), path: decodeAttentionFused(c.len) ? 'wgsl' : 'stock', out };
+  },
+
+  async fusedNormCheck(c) {
+    requireInit();
+    const d = normCaseData(c);
+    const read = async (t: tf.Tensor) => Array.from(await t.data());
+    const x = tf.tensor2d(d.x, [c.rows, c.hidden]);
+    const w = tf.tensor1d(d.w);
+    const dy = tf.tensor2d(d.dy, [c.rows, c.hidden]);
+    const shape: [number, number, number, number] = [c.batch, c.heads, c.len, c.headDim];
+    const pos: [number, number, number, number] = [c.batch, 1, c.len, c.headDim];
+    const q = tf.tensor4d(d.q, shape);
+    const cos = tf.tensor4d(d.cos, pos);
+    const sin = tf.tensor4d(d.sin, pos);
+    const dq = tf.tensor4d(d.dq, shape);
+    const y = rmsNorm(x, w, NORM_EPS);
+    const [gx, gw] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(rmsNorm(a, b as tf.Tensor1D, NORM_EPS), dy)))([x, w]);
+    const ry = rope(q, cos, sin);
+    const rg = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(rope(a as tf.Tensor4D, cos, sin), dq)))(q);
+    const out = {
+      backend: tf.getBackend(),
+      rms: { y: await read(y), dx: await read(gx), dw: await read(gw) },
+      rope: { y: await read(ry), dx: await read(rg) },
+    };
+    tf.dispose([x, w, dy, q, cos, sin, dq, y, gx, gw, ry, rg]);
+    return out;
   },
 
   async setBindingLimit(bytes) {

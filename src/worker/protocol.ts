@@ -1,6 +1,7 @@
 // The typed contract between the UI thread and the engine worker. Only plain data crosses it:
 // the worker owns tfjs and every tensor; the UI never holds one.
 import type { AttentionCaseSpec } from '../engine/ops/decodeAttentionReference';
+import type { NormCaseSpec } from '../engine/ops/fusedNormReference';
 import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
@@ -156,6 +157,8 @@ export interface EngineApi extends StorageApi {
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
   /** One decode step of GQA attention on seeded inputs (decodeAttentionReference.ts), on the active backend. */
   attentionCheck(c: AttentionCaseSpec): Promise<{ backend: string; path: 'wgsl' | 'stock'; out: number[] }>;
+  /** RMSNorm and RoPE forward and gradients on seeded inputs (fusedNormReference.ts), on the active backend. */
+  fusedNormCheck(c: NormCaseSpec): Promise<{ backend: string; rms: { y: number[]; dx: number[]; dw: number[] }; rope: { y: number[]; dx: number[] } }>;
   /** Registered recipes with their config schemas. */
   listRecipes(): Promise<RecipeListing[]>;
   /**

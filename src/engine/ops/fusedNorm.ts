@@ -1,0 +1,121 @@
+// rmsNorm(x [..., hidden], w [hidden], eps) and rope(x [B, H, L, D], cos, sinSigned [B, 1, L, D]):
+// one WGSL kernel each on WebGPU (shaders/rms_norm.wgsl, rope.wgsl), stock tfjs ops elsewhere.
+// Both sit on the training path: RMSNorm's gradient is its closed form in stock ops (small beside
+// the matmuls), RoPE's is the same kernel with the rotation transposed.
+import * as tf from '@tensorflow/tfjs';
+import rmsNormWgsl from '../../../shaders/rms_norm.wgsl?raw';
+import ropeWgsl from '../../../shaders/rope.wgsl?raw';
+import { rowWorkgroupSize } from '../kernels/limits';
+import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
+
+/** x / sqrt(mean(x^2) + eps) * w over the last axis, the obvious way. */
+export function rmsNormStock(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+  return tf.tidy(() => {
+    const ms = x.square().mean(-1, true);
+    return x.mul(ms.add(eps).rsqrt()).mul(w);
+  });
+}
+
+function rmsNormWebGPU(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+  const hidden = x.shape[x.rank - 1];
+  const rows = x.size / hidden;
+  const WG = rowWorkgroupSize(hidden, 8);
+  const x2 = x.reshape([rows, hidden]);
+  const out = runKernel(
+    {
+      key: `sparring_rms_norm_wg${WG}`,
+      source: `const WG : i32 = ${WG};\n${rmsNormWgsl}`,
+      inputs: ['x', 'w'],
+      outputShape: [rows, hidden],
+      workgroupSize: [WG, 1, 1],
+      dispatch: [rows, 1, 1],
+      uniforms: 'eps : f32,',
+    },
+    [x2, w],
+    'float32',
+    [{ type: 'float32', data: [eps] }],
+  );
+  x2.dispose();
+  const shaped = out.reshape(x.shape);
+  out.dispose();
+  return shaped;
+}
+
+/**
+ * Closed-form backward with stock ops (a nested tf.grads cannot run inside a gradient function):
+ * r = (mean x^2 + eps)^-1/2, dx = r w dy - x r^3 / H sum(dy w x), dw = sum over rows of dy x r.
+ */
+function rmsNormGrad(x: tf.Tensor, w: tf.Tensor1D, dy: tf.Tensor, eps: number): tf.Tensor[] {
+  return tf.tidy(() => {
+    const H = x.shape[x.rank - 1];
+    const r = x.square().mean(-1, true).add(eps).rsqrt();
+    const dyw = dy.mul(w);
+    const dot = dyw.mul(x).sum(-1, true);
+    const dx = dyw.mul(r).sub(x.mul(r.pow(3)).mul(dot).div(H));
+    const dw = dy.mul(x).mul(r).reshape([-1, H]).sum(0);
+    return [dx, dw];
+  });
+}
+
+export function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+  if (w.rank !== 1 || w.shape[0] !== x.shape[x.rank - 1]) throw new Error(`rmsNorm: weight [${w.shape}] does not match the last axis of x [${x.shape}]`);
+  if (!customKernelsActive()) return rmsNormStock(x, w, eps);
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [xi, wi, save] = args as [tf.Tensor, tf.Tensor1D, tf.GradSaveFunc];
+    save([xi, wi]);
+    return {
+      value: rmsNormWebGPU(xi, wi, eps),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => rmsNormGrad(saved[0], saved[1] as tf.Tensor1D, dy, eps),
+    };
+  });
+  return f(x, w);
+}
+
+/** HF rotate-half RoPE with the sign folded into sinSigned, the obvious way. */
+export function ropeStock(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  const half = x.shape[3] / 2;
+  return tf.tidy(() => {
+    const [x1, x2] = tf.split(x, [half, half], 3);
+    return x.mul(cos).add(tf.concat([x2, x1], 3).mul(sinSigned));
+  });
+}
+
+function ropeWebGPU(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  return runKernel(
+    {
+      key: 'sparring_rope',
+      source: ropeWgsl,
+      inputs: ['x', 'cos', 'sinS'],
+      outputShape: x.shape,
+      workgroupSize: [64, 1, 1],
+      dispatch: [Math.ceil(x.size / 64), 1, 1],
+      size: true,
+    },
+    [x, cos, sinSigned],
+  ) as tf.Tensor4D;
+}
+
+export function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  const [B, , L, D] = x.shape;
+  const want = [B, 1, L, D];
+  if (D % 2 !== 0) throw new Error(`rope: head dim ${D} must be even`);
+  if (cos.shape.some((s, i) => s !== want[i]) || sinSigned.shape.some((s, i) => s !== want[i])) {
+    throw new Error(`rope: cos and sin must be [${want}], got [${cos.shape}] and [${sinSigned.shape}]`);
+  }
+  if (!customKernelsActive()) return ropeStock(x, cos, sinSigned);
+  // cos and sin go in as inputs so save() keeps them past the forward pass's tidy scope (a
+  // closed-over tensor would be disposed before the backward pass); they get zero gradients.
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [xi, c, sn, save] = args as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D, tf.GradSaveFunc];
+    save([c, sn]);
+    return {
+      value: ropeWebGPU(xi, c, sn),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [cs, ss] = saved as tf.Tensor4D[];
+        const dx = tf.tidy(() => ropeWebGPU(dy as tf.Tensor4D, cs, tf.neg(ss) as tf.Tensor4D));
+        return [dx, tf.zerosLike(cs), tf.zerosLike(ss)];
+      },
+    };
+  });
+  return f(x, cos, sinSigned) as tf.Tensor4D;
+}
