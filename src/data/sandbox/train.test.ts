@@ -74,7 +74,7 @@ describe('buildSandboxModels (quick budget)', () => {
     const out = mkdtempSync(join(tmpdir(), 'sandbox-build-'));
     try {
       const t0 = Date.now();
-      const log = execFileSync(join('node_modules', '.bin', 'tsx'), ['src/cli/build-sandbox.ts', '--quick', '--out', out], {
+      const log = execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/build-sandbox.ts', '--quick', '--out', out], {
         encoding: 'utf8',
         timeout: 60_000,
       });
