@@ -5,7 +5,7 @@ import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { placeOutcomeRewards } from '../rl/placement.ts';
 import { learnStep } from '../rl/trainer.ts';
-import { fromRows, type AdvantageEstimatorName, type TokenMatrix } from '../rl/types.ts';
+import { fromRows, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from '../rl/types.ts';
 import type { Metrics } from './report.ts';
 import type { TokenTrace } from './report.ts';
 import { int, num, oneOf } from './schema.ts';
@@ -64,6 +64,8 @@ export interface OutcomeLearning {
   lr: number;
   /** Sampling temperature of the rollout (the policy's log-probs are taken at it). */
   temperature: number;
+  /** KL to the reference as a loss term (SaFeR-Steer: k3, 0.001). Default none (k1, coef 0: metric only). */
+  kl?: { estimator: KlEstimatorName; coef: number };
 }
 
 /**
@@ -72,14 +74,21 @@ export interface OutcomeLearning {
  */
 export async function learnFromOutcomes(
   learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
-  rollout: { prompts: number[][]; responses: number[][]; mask: number[][]; logprobs: number[][] },
+  rollout: {
+    prompts: number[][];
+    responses: number[][];
+    mask: number[][];
+    logprobs: number[][];
+    /** Tokens the policy wrote, when not all of `mask` (multi-turn rows attend to user turns that must not learn). */
+    policyMask?: number[][];
+  },
   refLogp: TokenMatrix | undefined,
   scores: number[],
   groupIndex: number[],
   c: OutcomeLearning,
   padTokenId: number,
 ): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
-  const mask = fromRows(rollout.mask);
+  const mask = fromRows(rollout.policyMask ?? rollout.mask);
   const advantages = computeAdvantages(
     c.advantage,
     { tokenLevelRewards: placeOutcomeRewards(scores, mask), responseMask: mask, index: groupIndex },
@@ -103,7 +112,7 @@ export async function learnFromOutcomes(
       maxGradNorm: c.maxGradNorm,
       temperature: c.temperature,
       padTokenId,
-      kl: { estimator: 'k1', coef: 0 },
+      kl: c.kl ?? { estimator: 'k1', coef: 0 },
     },
     c.lr,
   );
