@@ -148,3 +148,55 @@ export function restoreLoraRun(run: LoraRunParts, payload: RecipeCheckpoint): nu
   importLoraState(run.lora, run.optimizer, payload, run.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0));
   return payload.step;
 }
+
+/** One named LoRA set of a run that trains several (arena: attacker and defender). */
+export interface NamedLoraPart {
+  lora: LoraSet;
+  optimizer: AdamW;
+}
+
+/**
+ * A checkpoint of several LoRA sets: each part's tensors and moments under `<key>/<PEFT name>`,
+ * its optimiser step in extra.optimizerSteps[key], its dropout counters in rng `<key>_dropout_calls_i`.
+ */
+export async function multiLoraRunState(
+  run: Omit<LoraRunParts, 'lora' | 'optimizer'>,
+  parts: Record<string, NamedLoraPart>,
+  extra: Record<string, unknown> = {},
+): Promise<RecipeCheckpoint> {
+  const tensors: NamedTensor[] = [];
+  const moments: NamedTensor[] = [];
+  const rng: Record<string, number> = { seed: run.seed, step: run.stepsDone };
+  const optimizerSteps: Record<string, number> = {};
+  for (const [key, p] of Object.entries(parts)) {
+    const s = await exportLoraState(p.lora, p.optimizer);
+    tensors.push(...s.tensors.map((t) => ({ ...t, name: `${key}/${t.name}` })));
+    moments.push(...s.optimizer.tensors.map((t) => ({ ...t, name: `${key}/${t.name}` })));
+    optimizerSteps[key] = s.optimizer.state.step;
+    s.dropoutCalls.forEach((n, i) => (rng[`${key}_dropout_calls_${i}`] = n));
+  }
+  return {
+    format: 1,
+    recipe: run.recipe,
+    seed: run.seed,
+    step: run.stepsDone,
+    config: { ...run.config },
+    tensors,
+    optimizer: { state: { step: run.stepsDone }, tensors: moments },
+    rng,
+    extra: { ...extra, optimizerSteps },
+  };
+}
+
+/** Checks a multiLoraRunState checkpoint against the run and loads every part; returns its step. */
+export function restoreMultiLoraRun(run: Omit<LoraRunParts, 'lora' | 'optimizer'>, parts: Record<string, NamedLoraPart>, payload: RecipeCheckpoint): number {
+  checkPayload(payload, run.recipe, run.seed, run.config);
+  const steps = (payload.extra.optimizerSteps ?? {}) as Record<string, unknown>;
+  for (const [key, p] of Object.entries(parts)) {
+    const strip = (ts: NamedTensor[]) => ts.filter((t) => t.name.startsWith(`${key}/`)).map((t) => ({ ...t, name: t.name.slice(key.length + 1) }));
+    const step = steps[key];
+    if (typeof step !== 'number') throw new Error(`checkpoint: no optimiser step for "${key}" (extra.optimizerSteps)`);
+    importLoraState(p.lora, p.optimizer, { tensors: strip(payload.tensors), optimizer: { state: { step }, tensors: strip(payload.optimizer.tensors) } }, p.lora.adapters.map((_, i) => payload.rng[`${key}_dropout_calls_${i}`] ?? 0));
+  }
+  return payload.step;
+}
