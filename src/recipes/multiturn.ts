@@ -7,8 +7,9 @@
 //             each played G times (SaFeR n = 5; sandbox 4)
 //   turns     up to maxTurns. The next user turn is written by the sandbox's crescendo script
 //             (`followUps: scripted`: topic -> soft follow-up -> the goal; it stands in for
-//             SaFeR's judge-written `new_question`) or by the attacker model from the episode's
-//             user turns so far (`attacker`: it continues its own crescendo, one line per turn);
+//             SaFeR's judge-written `new_question`) or, after the scripted opener, by the attacker
+//             model from the episode's user turns so far (`attacker`: it continues the crescendo
+//             it was trained to write, one line per turn; it never sees the replies);
 //             the defender (LoRA on) samples each reply in the context of the whole conversation
 //   score     each reply: safety = 1 - judge P(unsafe); usefulness = the benign task answered
 //             correctly (benign turns; the crescendo opener counts as benign: not refusing it is
@@ -51,7 +52,7 @@ export const multiturnSchema = {
   defender: str('defender', 'model trained (LoRA): a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
   attacker: str('attacker', 'model that writes the user turns when followUps = attacker (frozen)', { nonEmpty: true }),
   judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
-  followUps: oneOf(FOLLOW_UP_SOURCES, 'scripted', 'who writes the user turns: scripted (the sandbox crescendo script, standing in for SaFeR\'s judge-written new_question) or attacker (the attacker model continues the conversation\'s user turns, one line each)'),
+  followUps: oneOf(FOLLOW_UP_SOURCES, 'scripted', 'who writes the follow-up user turns: scripted (the sandbox crescendo script, standing in for SaFeR\'s judge-written new_question) or attacker (after the scripted opener, the attacker model continues the user turns so far, one line each)'),
   maxTurns: int(3, 'most user turns per episode (SaFeR 10; the sandbox crescendo has 3)', { min: 1, max: 10 }),
   goalPool: int(256, 'distinct harmful goals (and benign episodes) the steps draw from (seeded)', { min: 1, max: 100000 }),
   episodes: int(3, 'harmful (crescendo) episodes per step, each one GRPO group', { min: 0, max: 256 }),
@@ -196,7 +197,7 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
   for (let k = 0; k < o.maxTurns; k++) {
     // The user turn k of every live row.
     const users: (string | null)[] = Array(B).fill(null);
-    const byAttacker = specs.map((s, b) => live[b] && s.kind === 'harmful' && !!o.attacker);
+    const byAttacker = specs.map((s, b) => live[b] && s.kind === 'harmful' && !!o.attacker && k > 0); // the opener stays scripted
     const atkRows = byAttacker.flatMap((x, b) => (x ? [b] : []));
     if (atkRows.length > 0) {
       const written = await attackerTurns(o.attacker!, atkRows.map((b) => specs[b].goal), atkRows.map((b) => userSoFar[b]), atkRows, hash3(o.seed, k, 0xa77));
@@ -451,7 +452,7 @@ class MultiturnRun implements RecipeRun {
     const messages: Message[] = [];
     p.turns[b].forEach((t, k) => {
       const r = row.replies[k];
-      messages.push({ role: this.atk && spec.kind === 'harmful' ? 'attacker' : 'user', text: t.user });
+      messages.push({ role: this.atk && spec.kind === 'harmful' && k > 0 ? 'attacker' : 'user', text: t.user });
       messages.push({ role: 'defender', text: t.reply, tokens: tokenTrace(codec, r.ids, r.logp, r.entropy), turnScore: s.scores[b][k].score });
     });
     const vs = s.verdicts[b];
