@@ -1,6 +1,6 @@
 // The kernel and whole-model benchmarks in Node on a real GPU, through Dawn (the `webgpu` npm
 // package) instead of Chromium: the figures for machines with a GPU and no browser. Run by
-// `npm run bench:gpu [-- --quick] [-- --kernels]`, which bundles this file (src/cli/build-gpu-bench.ts) so tfjs and the WGSL
+// `npm run bench:gpu [-- --quick] [-- --kernels | --models]`, which bundles this file (src/cli/build-gpu-bench.ts) so tfjs and the WGSL
 // sources travel as one script. Needs the `webgpu` package (`npm install --no-save webgpu`, or
 // SPARRING_WEBGPU_MODULE=/path/to/webgpu/index.js) and a Vulkan driver.
 import * as tf from '@tensorflow/tfjs';
@@ -20,6 +20,7 @@ interface DawnModule {
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const kernelsOnly = args.includes('--kernels');
+const modelsOnly = args.includes('--models');
 const reps = quick ? 3 : 9;
 
 async function startWebGPU(): Promise<string> {
@@ -44,8 +45,11 @@ const THROUGHPUT_HEADER = ['model', 'kernels', 'batch', 'prompt', 'prefill tok/s
 const row = (name: string, kernels: string, r: ThroughputResult) => [name, kernels, r.batch, r.promptLen, r.prefillTokPerS, r.decodeTokPerS, r.noCacheTokPerS];
 
 const adapter = await startWebGPU();
-console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter}): kernels (medians of ${reps})\n`);
-console.log(kernelTable(await benchKernels(reps)));
+console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
+if (!modelsOnly) {
+  console.log(`\n== Node + Dawn: kernels (medians of ${reps})\n`);
+  console.log(kernelTable(await benchKernels(reps)));
+}
 if (kernelsOnly) process.exit(0);
 
 console.log(`\n== Node + Dawn: SmolLM2-135M shape (random weights), custom kernels on vs off (medians)\n`);
