@@ -7,6 +7,7 @@ import * as tf from '@tensorflow/tfjs';
 import dequantWgsl from '../../../shaders/qmatmul_dequant.wgsl?raw';
 import gemvWgsl from '../../../shaders/qmatmul_gemv.wgsl?raw';
 import gemvSplitKWgsl from '../../../shaders/qmatmul_gemv_splitk.wgsl?raw';
+import gemvWordWgsl from '../../../shaders/qmatmul_gemv_word.wgsl?raw';
 import tiledWgsl from '../../../shaders/qmatmul_tiled.wgsl?raw';
 import { customKernelsActive, runKernel, webgpuBackend } from '../kernels/wgslProgram';
 
@@ -82,7 +83,7 @@ function gemv(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
     return runKernel(
       {
         key: `sparring_qmm_gemv_splitk_b${w.bits}_wg${GEMV_SPLITK_WG}_n${GEMV_MAX_ROWS}`,
-        source: `${constants(w, `const WG : i32 = ${GEMV_SPLITK_WG};\nconst NMAX : i32 = ${GEMV_MAX_ROWS};`)}\n${gemvSplitKWgsl}`,
+        source: `${constants(w, `const WG : i32 = ${GEMV_SPLITK_WG};\nconst NMAX : i32 = ${GEMV_MAX_ROWS};`)}\n${gemvWordWgsl}\n${gemvSplitKWgsl}`,
         inputs: ['x', 'packed', 'scales'],
         outputShape: [x.shape[0], w.outFeatures],
         workgroupSize: [GEMV_SPLITK_WG, 1, 1],
@@ -97,7 +98,7 @@ function gemv(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
   return runKernel(
     {
       key: `sparring_qmm_gemv_b${w.bits}_wg${GEMV_WG}_n${GEMV_MAX_ROWS}`,
-      source: `${constants(w, `const WG : i32 = ${GEMV_WG};\nconst NMAX : i32 = ${GEMV_MAX_ROWS};`)}\n${gemvWgsl}`,
+      source: `${constants(w, `const WG : i32 = ${GEMV_WG};\nconst NMAX : i32 = ${GEMV_MAX_ROWS};`)}\n${gemvWordWgsl}\n${gemvWgsl}`,
       inputs: ['x', 'packed', 'scales'],
       outputShape: [x.shape[0], w.outFeatures],
       workgroupSize: [GEMV_WG, 1, 1],
