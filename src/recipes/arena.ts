@@ -335,6 +335,11 @@ class ArenaRun implements RecipeRun {
     return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
   }
 
+  /** The defender's adapter (the recipe's modelField): what an adapter export of the run writes. */
+  get lora() {
+    return this.parts.defender.lora;
+  }
+
   async state(): Promise<RecipeCheckpoint> {
     return multiLoraRunState(this, this.parts);
   }

@@ -182,6 +182,12 @@ describe('multiturn: runs', () => {
       expect(Number.isFinite(r.metrics[k]), k).toBe(true);
     }
     expect(r.metrics['episode/turns_mean']).toBe(3);
+    // One forward over the whole row gives the log-probs each turn was sampled with (the row is the
+    // sampling context): the first PPO epoch's ratio is 1 up to float error.
+    for (const rep of before) {
+      expect(Math.abs(rep.metrics['ppo/approx_kl'])).toBeLessThan(1e-5);
+      expect(rep.metrics['ppo/ratio_mean']).toBeCloseTo(1, 4);
+    }
     for (const s of r.samples) {
       expect(s.messages.map((m) => m.role)).toEqual(['user', 'defender', 'user', 'defender', 'user', 'defender']);
       const sc = s.messages.filter((m) => m.role === 'defender').map((m) => m.turnScore!);
