@@ -1,11 +1,13 @@
 // `npm run lab -- --recipe NAME --steps N --seed S --out runs/NAME.jsonl [--set field=value ...]
-//  [--model REF] [--models DIR] [--backend wasm|cpu] [--no-early-stop]`
+//  [--model REF] [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE]`
 // runs a registered recipe headless: one StepReport JSON per line in --out, a one-line summary per
-// step on stderr. `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
+// step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
+// which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
+import { checkpointToJson } from '../recipes/checkpointFile.ts';
 import { getRecipe, listRecipes } from '../recipes/registry.ts';
 import type { StepReport } from '../recipes/report.ts';
 import { ConfigError, describeSchema, validateConfig } from '../recipes/schema.ts';
@@ -19,6 +21,7 @@ export interface RecipeCliArgs {
   steps: number;
   seed: number;
   out?: string;
+  saveCheckpoint?: string;
   sets: Record<string, string>;
   model?: string;
   models?: string;
@@ -28,7 +31,7 @@ export interface RecipeCliArgs {
   list: boolean;
 }
 
-const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend'] as const;
+const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint'] as const;
 const BOOL_FLAGS = ['help', 'list', 'no-early-stop'] as const;
 
 export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
@@ -68,6 +71,7 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
       case 'steps': a.steps = int('a positive integer', 1); break;
       case 'seed': a.seed = int('a non-negative integer', 0); break;
       case 'out': a.out = value; break;
+      case 'save-checkpoint': a.saveCheckpoint = value; break;
       case 'model': a.model = value; break;
       case 'models': a.models = value; break;
       case 'backend':
@@ -113,7 +117,8 @@ export function recipeHelp(name?: string): string {
   if (!name) {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
-      '       [--models DIR] [--backend wasm|cpu] [--no-early-stop]       --recipe NAME --help: its fields',
+      '       [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE.json]',
+      '       --recipe NAME --help: its fields',
       '',
       'recipes:',
       ...listRecipes().map((r) => `  ${r.name.padEnd(14)} ${r.title} (${r.source})`),
@@ -158,6 +163,11 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
           err(`[${recipe.name}] early stop after step ${r.step}: ${run.stopReason}\n`);
           break;
         }
+      }
+      if (a.saveCheckpoint) {
+        mkdirSync(dirname(a.saveCheckpoint), { recursive: true });
+        writeFileSync(a.saveCheckpoint, checkpointToJson(await run.state()));
+        err(`[${recipe.name}] checkpoint after ${run.stepsDone} steps -> ${a.saveCheckpoint}\n`);
       }
     } finally {
       run.dispose();
