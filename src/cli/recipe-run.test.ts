@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { checkpointFromJson } from '../recipes/checkpointFile.ts';
 import { letterJudge, loadWithCharCodec } from '../recipes/testing.ts';
 import type { StepReport } from '../recipes/report.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
@@ -60,6 +61,21 @@ describe('lab --recipe', () => {
     expect(lines.map((l) => l.step)).toEqual([0, 1]);
     expect(lines[1].recipe).toBe('redteam');
     expect(r.stderr).toMatch(/\[redteam\] step 1 {2}reward\/mean \S+ {2}judge\/asr/);
+  }, 20_000);
+
+  it('--save-checkpoint writes the final checkpoint, which reads back with the run\'s step, config and adapter', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
+    const file = join(dir, 'ck/redteam.json');
+    const r = await run('--recipe', 'redteam', '--steps', '2', '--seed', '3', '--model', 'tiny-llama-f32', '--save-checkpoint', file,
+      '--set', 'judge=letters', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--set', 'lr=0.05', '--no-early-stop');
+    expect(r.stderr).not.toMatch(/lab --recipe:/);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/checkpoint after 2 steps -> .*redteam\.json/);
+    const p = checkpointFromJson(readFileSync(file, 'utf8'), file);
+    expect(p).toMatchObject({ recipe: 'redteam', seed: 3, step: 2, config: { loraRank: 8, groupSize: 2 } });
+    expect(p.optimizer.state.step).toBe(2);
+    expect(p.tensors.some((t) => t.name.endsWith('lora_B.weight') && t.data.some((x) => x !== 0))).toBe(true);
+    expect((await run('--recipe', 'redteam', '--save-checkpoint')).stderr).toMatch(/--save-checkpoint needs a value/);
   }, 20_000);
 
   it.skipIf(!HAVE_MODELS)(`npm run lab -- --recipe runs on the sandbox models${HAVE_MODELS ? '' : ' (skipped: public/models does not exist yet)'}`, () => {

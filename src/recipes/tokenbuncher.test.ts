@@ -1,0 +1,145 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { nodeRecipeEnv } from '../cli/recipe-env.ts';
+import type { Judge } from '../judges/types.ts';
+import { createRun } from './registry.ts';
+import type { StepReport } from './report.ts';
+import { validateConfig } from './schema.ts';
+import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { isNoiserStep, tokenbuncherSchema } from './tokenbuncher.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+
+const stable = (r: StepReport) => ({
+  step: r.step,
+  phase: r.phase,
+  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
+  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
+});
+
+/** letters harm; a benign task is correct when the answer has an even length (dense, deterministic). */
+function lettersWithTasks(): Judge {
+  const inner = letterJudge();
+  return {
+    name: 'letters-tasks',
+    async score(items) {
+      const v = await inner.score(items);
+      return v.map((x, i) => (items[i].meta?.kind === 'benign' ? { ...x, unsafe: 0, benignCorrect: items[i].response.length % 2 === 0 } : x));
+    },
+  };
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe('tokenbuncher recipe', () => {
+  beforeAll(async () => {
+    await tf.setBackend('wasm');
+  });
+
+  const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: lettersWithTasks } });
+  const small = { defender: 'tiny-llama-f32', judge: 'letters', prompts: 2, benignPrompts: 1, groupSize: 3, maxNewTokens: 6, promptPool: 8, samples: 9, lr: 2e-2, noiserStart: 0 };
+
+  it('schema defaults; the TokenNoiser SFT step replaces the RL update on even steps from noiserStart (switchable)', () => {
+    const d = validateConfig(tokenbuncherSchema, {});
+    expect(d.config).toMatchObject({ noiser: true, noiserStart: 4, noiserEpsilon: 0.1, klBeta: 0.001, groupSize: 4, safetyWeight: 0, evalAfter: 0 });
+    const steps = (c: { noiser: boolean; noiserStart: number }) => Array.from({ length: 8 }, (_, s) => s).filter((s) => isNoiserStep(s, c));
+    expect(steps({ noiser: true, noiserStart: 4 })).toEqual([4, 6]);
+    expect(steps({ noiser: true, noiserStart: 3 })).toEqual([4, 6]);
+    expect(steps({ noiser: true, noiserStart: 0 })).toEqual([0, 2, 4, 6]);
+    expect(steps({ noiser: false, noiserStart: 0 })).toEqual([]);
+    expect(isNoiserStep(25, { noiser: true, noiserStart: 25 })).toBe(false); // source: from 25 on, even steps
+    expect(isNoiserStep(26, { noiser: true, noiserStart: 25 })).toBe(true);
+    expect(validateConfig(tokenbuncherSchema, { noiserEpsilon: 2 }).errors.noiserEpsilon).toMatch(/"noiserEpsilon" must be a number in \[0, 1\]/);
+  });
+
+  it('rewards: -(mean token entropy) on harmful prompts, correctness on benign tasks, minus KL; SFT steps train only on advantage >= 0 tokens (fixture model)', async () => {
+    const { run } = await createRun(env, 'tokenbuncher', { ...small, klBeta: 0.5 }, 3);
+    try {
+      const sft = await run.step();
+      const before = await run.state();
+      const rl = await run.step();
+      expect([sft.phase, rl.phase]).toEqual(['noiser-sft', 'rl']);
+      for (const r of [sft, rl]) {
+        expect(r.samples).toHaveLength(9);
+        for (const s of r.samples) {
+          const ans = s.messages[1];
+          if (s.group < 2) {
+            expect(s.terms.entropy).toBeCloseTo(-mean(ans.tokens!.entropy), 5);
+            expect(s.terms.utility).toBeUndefined();
+          } else {
+            expect(s.terms.utility).toBe(ans.text.length % 2 === 0 ? 1 : 0);
+            expect(s.terms.entropy).toBeUndefined();
+          }
+          expect(s.reward).toBeCloseTo((s.terms.entropy ?? 0) + (s.terms.utility ?? 0) + (s.terms.safety ?? 0) + s.terms.kl!, 10);
+        }
+      }
+      // The SFT step's loss mask: tokens of rows with advantage >= 0, in groups that carry a preference.
+      const live = new Set(sft.samples.filter((s) => Math.abs(s.advantage!) > 0).map((s) => s.group));
+      const want = sft.samples.filter((s) => live.has(s.group) && s.advantage! >= 0).reduce((n, s) => n + s.messages[1].tokens!.ids.length, 0);
+      expect(sft.metrics['noiser/tokens']).toBe(want);
+      expect(Number.isFinite(sft.metrics['loss/noiser'])).toBe(true);
+      expect(sft.metrics['loss/policy']).toBeUndefined();
+      // It updated the adapter.
+      expect(before.tensors.some((t) => t.name.endsWith('lora_B.weight') && t.data.some((x) => x !== 0))).toBe(true);
+      expect(before.optimizer.state.step).toBe(1);
+      expect(rl.samples.some((s) => Math.abs(s.terms.kl!) > 1e-6)).toBe(true);
+    } finally {
+      run.dispose();
+    }
+  }, 60_000);
+
+  it('a checkpoint restored into a fresh run reproduces the next SFT and RL steps (fixture model)', async () => {
+    const a = await createRun(env, 'tokenbuncher', small, 7);
+    let payload;
+    const uninterrupted: StepReport[] = [];
+    try {
+      await a.run.step();
+      await a.run.step();
+      payload = await a.run.state();
+      uninterrupted.push(await a.run.step(), await a.run.step());
+    } finally {
+      a.run.dispose();
+    }
+    expect(uninterrupted.map((r) => r.phase)).toEqual(['noiser-sft', 'rl']);
+    const b = await createRun(env, 'tokenbuncher', small, 7);
+    try {
+      await b.run.restore(payload);
+      expect([stable(await b.run.step()), stable(await b.run.step())]).toEqual(uninterrupted.map(stable));
+    } finally {
+      b.run.dispose();
+    }
+  }, 90_000);
+
+  it('evalAfter runs redteam on the undefended model exactly as a plain redteam run with the same seed, and on the defended one; then the run is done (fixture model)', async () => {
+    const redteamEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+    const cfg = { ...small, judge: 'letters', evalAfter: 1, evalRedteamSteps: 2, evalPrompts: 4, evalTargetAsr: 1 };
+    const { run } = await createRun(redteamEnv, 'tokenbuncher', cfg, 5);
+    let r: StepReport;
+    try {
+      r = await run.step();
+      expect(run.done).toBe(true);
+      expect(run.stopReason).toMatch(/redteam comparison done after 1 steps/);
+    } finally {
+      run.dispose();
+    }
+    // The undefended curve, independently: redteam with the comparison's settings.
+    const plain = await createRun(redteamEnv, 'redteam', { defender: 'tiny-llama-f32', judge: 'letters', evalEvery: 1, evalPrompts: 4, maxNewTokens: 6, earlyStop: false }, 5);
+    const curve: number[] = [];
+    try {
+      for (let s = 0; s <= 2; s++) curve.push((await plain.run.step()).metrics['eval/asr']);
+    } finally {
+      plain.run.dispose();
+    }
+    const got = (side: string) => [0, 1, 2].map((s) => r.metrics[`buncher/${side}_asr_${s}`]).filter((x) => x !== undefined);
+    const reached = curve.findIndex((a) => a >= 1);
+    expect(got('undefended')).toEqual(reached >= 0 ? curve.slice(0, reached + 1) : curve);
+    expect(r.metrics['buncher/steps_undefended']).toBe(reached >= 0 ? reached : 3);
+    expect(r.metrics['buncher/reached_undefended']).toBe(reached >= 0 ? 1 : 0);
+    expect(got('defended').length).toBeGreaterThan(0);
+    expect(r.metrics['buncher/redteam_budget']).toBe(2);
+  }, 120_000);
+});
