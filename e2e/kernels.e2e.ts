@@ -3,6 +3,7 @@ import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsRe
 import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
 import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/ops/decodeAttentionReference';
 import { normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from '../src/engine/ops/fusedNormReference';
+import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from '../src/engine/ops/fusedBlockReference';
 import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
 import { sharedLabPage } from './browser';
 
@@ -173,6 +174,27 @@ describe('WGSL RMSNorm and RoPE on WebGPU (forward and gradients)', () => {
       expect(worst(got.rms.dw, rms.dw)).toBeLessThan(1e-4);
       expect(worst(got.rope.y, rp.y)).toBeLessThan(1e-6);
       expect(worst(got.rope.dx, rp.dx)).toBeLessThan(1e-6);
+    });
+  }
+});
+
+describe('WGSL SwiGLU gate and KV-cache write on WebGPU', () => {
+  const cases: BlockCaseSpec[] = [
+    { n: 1, batch: 1, heads: 1, capacity: 1, headDim: 2, len: 1, start: 0, seed: 31 },
+    { n: 1537, batch: 3, heads: 3, capacity: 37, headDim: 64, len: 1, start: 20, seed: 32 },
+    { n: 4099, batch: 2, heads: 2, capacity: 50, headDim: 24, len: 7, start: 43, seed: 33 },
+  ];
+  for (const c of cases) {
+    it(`match float64: ${c.n} gates; cache [${c.batch}, ${c.heads}, ${c.capacity}, ${c.headDim}] slots ${c.start}..${c.start + c.len}`, async () => {
+      const got = await lab.page.evaluate((spec) => window.sparring!.engine.fusedBlockCheck(spec), c);
+      expect(got.backend).toBe('webgpu');
+      const d = blockCaseData(c);
+      const sw = swigluF64(d);
+      const worst = (a: number[], b: Float64Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
+      expect(worst(got.y, sw.y)).toBeLessThan(1e-5);
+      expect(worst(got.dg, sw.dg)).toBeLessThan(1e-5);
+      expect(worst(got.du, sw.du)).toBeLessThan(1e-5);
+      expect(worst(got.kv, kvWriteF64(c, d))).toBe(0);
     });
   }
 });

@@ -18,6 +18,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention.ts';
 import { rmsNorm, rope } from '../engine/ops/fusedNorm.ts';
+import { kvWrite, swiglu } from '../engine/ops/fusedBlock.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
 import { DenseWeight, Linear, type FrozenWeight } from './linear.ts';
 import type { TensorSource } from './safetensors.ts';
@@ -320,10 +321,8 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
       q = rope(q, cosT, sinT);
       k = rope(k, cosT, sinT);
       if (cache) {
-        // Slots >= start are still zero, so writing the new block is an add of a padded copy.
-        const pad: [number, number][] = [[0, 0], [0, 0], [start, C - start - L], [0, 0]];
-        k = start === 0 && L === C ? k : cache.keys[li].add(k.pad(pad));
-        v = start === 0 && L === C ? v : cache.values[li].add(v.pad(pad));
+        k = start === 0 && L === C ? k : kvWrite(cache.keys[li], k, start);
+        v = start === 0 && L === C ? v : kvWrite(cache.values[li], v, start);
         newKeys.push(tf.keep(k as tf.Tensor4D));
         newValues.push(tf.keep(v as tf.Tensor4D));
       }
@@ -336,7 +335,7 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
       const h2 = rmsNorm(x, layer.postNorm, cfg.rmsNormEps);
       const g = layer.gate.forward(h2);
       const u = layer.up.forward(h2);
-      x = x.add(layer.down.forward(tf.mul(g.mul(tf.sigmoid(g)), u))); // SiLU(g) * u
+      x = x.add(layer.down.forward(swiglu(g, u))); // SiLU(g) * u
     });
     if (opts.lastOnly) x = x.slice([0, L - 1, 0], [B, 1, cfg.hiddenSize]);
     x = rmsNorm(x, model.norm, cfg.rmsNormEps);
@@ -354,6 +353,8 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
 
 /** [B, L, n*D] -> [B, n, L, D] */
 function heads(x: tf.Tensor, B: number, L: number, n: number, D: number): tf.Tensor4D {
+  // One token: [B, 1, n, D] and [B, n, 1, D] are the same memory, so skip the transpose kernel.
+  if (L === 1) return x.reshape([B, n, 1, D]);
   return x.reshape([B, L, n, D]).transpose([0, 2, 1, 3]);
 }
 

@@ -17,6 +17,8 @@ import { setGemvVariant } from '../engine/ops/quantMatmul';
 import { attentionCaseData } from '../engine/ops/decodeAttentionReference';
 import { rmsNorm, rope } from '../engine/ops/fusedNorm';
 import { NORM_EPS, normCaseData } from '../engine/ops/fusedNormReference';
+import { kvWrite, swiglu } from '../engine/ops/fusedBlock';
+import { blockCaseData } from '../engine/ops/fusedBlockReference';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
@@ -107,6 +109,23 @@ const api: EngineApi = {
     const out = Array.from(await t.data());
     t.dispose();
     return { backend: tf.getBackend(), path: decodeAttentionFused(c.len) ? 'wgsl' : 'stock', out };
+  },
+
+  async fusedBlockCheck(c) {
+    requireInit();
+    const d = blockCaseData(c);
+    const g = tf.tensor1d(d.g);
+    const u = tf.tensor1d(d.u);
+    const dy = tf.tensor1d(d.dy);
+    const cache = tf.tensor4d(d.cache, [c.batch, c.heads, c.capacity, c.headDim]);
+    const fresh = tf.tensor4d(d.fresh, [c.batch, c.heads, c.len, c.headDim]);
+    const y = swiglu(g, u);
+    const [dg, du] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(swiglu(a, b), dy)))([g, u]);
+    const kv = kvWrite(cache, fresh, c.start);
+    const read = async (t: tf.Tensor) => Array.from(await t.data());
+    const out = { backend: tf.getBackend(), y: await read(y), dg: await read(dg), du: await read(du), kv: await read(kv) };
+    tf.dispose([g, u, dy, cache, fresh, y, dg, du, kv]);
+    return out;
   },
 
   async fusedNormCheck(c) {

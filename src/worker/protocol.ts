@@ -2,6 +2,7 @@
 // the worker owns tfjs and every tensor; the UI never holds one.
 import type { AttentionCaseSpec } from '../engine/ops/decodeAttentionReference';
 import type { NormCaseSpec } from '../engine/ops/fusedNormReference';
+import type { BlockCaseSpec } from '../engine/ops/fusedBlockReference';
 import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
@@ -158,6 +159,8 @@ export interface EngineApi extends StorageApi {
   /** One decode step of GQA attention on seeded inputs (decodeAttentionReference.ts), on the active backend. */
   attentionCheck(c: AttentionCaseSpec): Promise<{ backend: string; path: 'wgsl' | 'stock'; out: number[] }>;
   /** RMSNorm and RoPE forward and gradients on seeded inputs (fusedNormReference.ts), on the active backend. */
+  /** SwiGLU gate (forward, gradients) and KV-cache write on seeded inputs (fusedBlockReference.ts), on the active backend. */
+  fusedBlockCheck(c: BlockCaseSpec): Promise<{ backend: string; y: number[]; dg: number[]; du: number[]; kv: number[] }>;
   fusedNormCheck(c: NormCaseSpec): Promise<{ backend: string; rms: { y: number[]; dx: number[]; dw: number[] }; rope: { y: number[]; dx: number[] } }>;
   /** Registered recipes with their config schemas. */
   listRecipes(): Promise<RecipeListing[]>;
