@@ -12,9 +12,12 @@ import { FallbackBanner } from './FallbackBanner';
 import { Panel } from './Panel';
 import { connectEngine } from './engineConnection';
 import { installRunHandle } from './runHandle';
+import { TeachingPanel } from './teaching/TeachingPanel';
+import { TeachingToggle } from './teaching/TeachingToggle';
 
 export function App() {
   const backendPreference = useSettings((s) => s.backendPreference);
+  const teaching = useSettings((s) => s.teaching);
   useEffect(() => {
     void connectEngine(backendPreference);
   }, [backendPreference]);
@@ -30,9 +33,17 @@ export function App() {
       <header className="app-head">
         <h1>Sparring</h1>
         <span className="tagline">adversarial safety RL, in your browser</span>
+        <TeachingToggle />
         <DeviceBadge />
       </header>
       <FallbackBanner />
+      {teaching && (
+        <div className="teaching-section">
+          <Panel id="teaching" title="Teaching mode">
+            <TeachingPanel />
+          </Panel>
+        </div>
+      )}
       <main className="grid">
         <Panel id="setup" title="Run setup">
           <RunControls />

@@ -3,6 +3,7 @@ import { BACKENDS, BACKEND_COST, type BackendPreference } from '../engine/backen
 import { formatBytes } from '../engine/probe';
 import { useEngine } from '../store/engineStore';
 import { useSettings } from '../store/settingsStore';
+import { useSetup } from '../store/setupStore';
 import { refreshEngineStatus } from './engineConnection';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
@@ -18,6 +19,7 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
     return () => window.removeEventListener('keydown', onKey);
   }, [onClose]);
   const probe = status?.probe;
+  const fits = useSetup((s) => s.fits);
   return (
     <div className="modal-backdrop" onClick={onClose}>
       <div className="modal" role="dialog" aria-label="Device" data-testid="device-panel" onClick={(e) => e.stopPropagation()}>
@@ -52,6 +54,22 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
             )}
           </tbody>
         </table>
+        <h3>Will the chosen models fit?</h3>
+        {Object.keys(fits).length === 0 ? (
+          <p className="small">Pick a recipe in Run setup: each of its models is checked here before it is loaded (weights + KV cache + activations against this adapter's limits and the memory left).</p>
+        ) : (
+          <ul className="small" data-testid="device-fits">
+            {Object.entries(fits).map(([field, f]) => (
+              <li key={field} data-testid={`device-fit-${field}`} data-state={f.state} className={f.state === 'too-big' ? 'error' : undefined}>
+                <code>{field}</code> ({f.ref}): {f.state === 'too-big' ? 'will not fit — ' : f.state === 'fits' ? 'fits — ' : ''}
+                {f.summary}
+                {f.problems.map((p) => (
+                  <div key={p}>{p}</div>
+                ))}
+              </li>
+            ))}
+          </ul>
+        )}
         {status && status.backend.attempts.length > 1 && (
           <>
             <h3>Backends tried</h3>

@@ -1,24 +1,18 @@
-// Run setup and controls: pick a recipe, fill its config form (generated from the schema the
-// worker lists), choose a seed, then Start / Pause / Resume / Step / Stop. The run itself lives in
-// the engine worker; its StepReports (plain data) go into the run store, which the charts, the
-// arena and the heatmaps read.
-import * as Comlink from 'comlink';
-import { useCallback, useEffect, useMemo, useState } from 'react';
-import type { StepReport } from '../../recipes/report';
+// Run setup and controls: pick a recipe, its models (sandbox, hub id, URL, local folder), judge and
+// algorithm, fill the rest of its config form (generated from the schema the worker lists), seed
+// and max steps, then Start / Pause / Resume / Step / Stop. The whole setup lives in the address
+// bar (a shareable link; opening one fills the form, bad values marked on their fields). The run
+// itself lives in the engine worker; its StepReports go into the run store.
+import { useEffect, useMemo, useState } from 'react';
 import { validateField } from '../../recipes/schema';
 import { useEngine } from '../../store/engineStore';
-import { useRunStore } from '../../store/runStore';
-import type { RecipeListing, RunStatus } from '../../worker/protocol';
-import { ConfigForm, formDefaults, type FormValues } from './ConfigForm';
+import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
+import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
+import type { RecipeListing } from '../../worker/protocol';
+import { ConfigForm } from './ConfigForm';
 import { PLANNED_RECIPES } from './planned';
-
-const IDLE: RunStatus = { state: 'idle', recipe: null, seed: null, step: 0, error: null, detail: null, stepping: false, runId: null, numTensors: 0 };
-
-function engine() {
-  const e = window.sparring?.engine;
-  if (!e) throw new Error('the engine worker is not running');
-  return e;
-}
+import { runCommand, startRun } from './runActions';
+import './setup.css';
 
 /** Client-side check of each field (the same rules the worker applies). */
 function fieldErrors(recipe: RecipeListing | undefined, values: FormValues): Record<string, string> {
@@ -32,97 +26,96 @@ function fieldErrors(recipe: RecipeListing | undefined, values: FormValues): Rec
   return out;
 }
 
-export function RunControls() {
+/** Lists the recipes when the engine is ready, applies the opening link once, then mirrors the setup into the address bar. */
+function useRecipesAndLink() {
   const phase = useEngine((s) => s.phase);
-  const [recipes, setRecipes] = useState<RecipeListing[]>([]);
-  const [recipeName, setRecipeName] = useState<string>('');
-  const [valuesByRecipe, setValuesByRecipe] = useState<Record<string, FormValues>>({});
-  const [seed, setSeed] = useState('0');
-  const [workerErrors, setWorkerErrors] = useState<Record<string, string>>({});
-  const [status, setStatus] = useState<RunStatus>(IDLE);
-  const [busy, setBusy] = useState<string | null>(null);
-  const [commandError, setCommandError] = useState<string | null>(null);
-
-  // (Re)load the recipe list whenever the engine (re)starts; a restarted worker has no run.
+  const s = useSetup();
+  const [linkApplied, setLinkApplied] = useState(false);
   useEffect(() => {
-    setStatus(IDLE);
-    setBusy(null);
+    const { patch, setRecipes } = useSetup.getState();
+    patch({ status: IDLE_STATUS, busy: null });
     if (phase !== 'ready') return;
     let live = true;
-    void engine()
-      .listRecipes()
+    void window.sparring!.engine.listRecipes()
       .then((list) => {
         if (!live) return;
         setRecipes(list);
-        setRecipeName((cur) => (cur && list.some((r) => r.name === cur) ? cur : (list[0]?.name ?? '')));
+        if (!linkApplied) {
+          const d = decodeSetup(window.location.search, Object.fromEntries(list.map((r) => [r.name, r.schema])));
+          if (d) useSetup.getState().applyLink(d);
+          setLinkApplied(true);
+        }
       })
-      .catch((e: Error) => live && setCommandError(e.message));
+      .catch((e: Error) => live && patch({ commandError: e.message }));
     return () => {
       live = false;
     };
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- the link is read once, on the first listing
   }, [phase]);
 
-  const recipe = recipes.find((r) => r.name === recipeName);
-  const values = useMemo(() => (recipe ? (valuesByRecipe[recipe.name] ?? formDefaults(recipe.schema)) : {}), [recipe, valuesByRecipe]);
+  const recipe = s.recipes.find((r) => r.name === s.recipeName);
+  const values = valuesOf(s, s.recipeName);
+  const search = recipe ? encodeSetup({ recipe: recipe.name, values, seed: s.seed, maxSteps: s.maxSteps, atMax: s.atMax }, recipe.schema, window.location.search) : null;
+  useEffect(() => {
+    if (linkApplied && search && search !== window.location.search) window.history.replaceState(window.history.state, '', `${window.location.pathname}${search}${window.location.hash}`);
+  }, [linkApplied, search]);
+  return { recipe, values, shareUrl: search ? `${window.location.origin}${window.location.pathname}${search}` : null };
+}
+
+function ShareLink({ url }: { url: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div className="share-row">
+      <input data-testid="share-url" readOnly value={url} aria-label="Shareable link to this setup" onFocus={(e) => e.target.select()} />
+      <button
+        type="button"
+        data-testid="share-copy"
+        onClick={() => {
+          void navigator.clipboard?.writeText(url).then(() => setCopied(true), () => setCopied(false));
+          setTimeout(() => setCopied(false), 1500);
+        }}
+      >
+        {copied ? 'Copied' : 'Copy link'}
+      </button>
+    </div>
+  );
+}
+
+export function RunControls() {
+  const phase = useEngine((s) => s.phase);
+  const s = useSetup();
+  const { recipe, values, shareUrl } = useRecipesAndLink();
   const localErrors = useMemo(() => fieldErrors(recipe, values), [recipe, values]);
-  const errors = { ...workerErrors, ...localErrors };
-
-  const setValue = (name: string, v: string | boolean) => {
-    if (!recipe) return;
-    setValuesByRecipe((all) => ({ ...all, [recipe.name]: { ...(all[recipe.name] ?? formDefaults(recipe.schema)), [name]: v } }));
-    setWorkerErrors((e) => {
-      if (!(name in e)) return e;
-      const rest = { ...e };
-      delete rest[name];
-      return rest;
-    });
-  };
-
-  const command = useCallback(async (label: string, fn: () => Promise<RunStatus>) => {
-    setBusy(label);
-    setCommandError(null);
-    try {
-      setStatus(await fn());
-    } catch (e) {
-      setCommandError((e as Error).message);
-    } finally {
-      setBusy(null);
-    }
-  }, []);
-
-  const start = async () => {
-    if (!recipe) return;
-    setBusy('starting');
-    setCommandError(null);
-    setWorkerErrors({});
-    try {
-      const onReport = Comlink.proxy((report: StepReport) => useRunStore.getState().append(report, 'live'));
-      const onStatus = Comlink.proxy((s: RunStatus) => setStatus(s));
-      const seedValue = seed.trim() === '' ? NaN : Number(seed);
-      const r = await engine().startRun(recipe.name, values, seedValue, onReport, onStatus);
-      if (r.ok) setStatus(r.status);
-      else setWorkerErrors(r.errors);
-    } catch (e) {
-      setCommandError((e as Error).message);
-    } finally {
-      setBusy(null);
-    }
-  };
-
+  const errors = { ...s.linkErrors, ...s.workerErrors, ...localErrors };
+  const status = s.status;
+  const busy = s.busy;
   const active = status.state === 'running' || status.state === 'paused';
   const ready = phase === 'ready';
-  const extraErrors = Object.entries(workerErrors).filter(([k]) => k !== 'seed' && !(recipe && k in recipe.schema));
+  const setupKeys = new Set(['seed', 'steps', 'at', 'recipe']);
+  const extraErrors = Object.entries(errors).filter(([k]) => !setupKeys.has(k) && !(recipe && k in recipe.schema));
+  const stepsErr = maxStepsError(s.maxSteps) ?? errors.steps ?? null;
+  const tooBig = recipe ? Object.entries(s.fits).filter(([k, f]) => k in recipe.schema && f.state === 'too-big' && f.ref === values[k]) : [];
+  const [confirmBig, setConfirmBig] = useState(false);
+
+  const start = () => {
+    if (tooBig.length > 0 && !confirmBig) {
+      setConfirmBig(true);
+      return;
+    }
+    setConfirmBig(false);
+    void startRun();
+  };
 
   return (
     <div className="run-controls" data-testid="run-controls">
       <div className="controls-row">
         <label className="control">
           Recipe
-          <select data-testid="recipe-select" value={recipeName} disabled={!ready || active || busy !== null} onChange={(e) => { setRecipeName(e.target.value); setWorkerErrors({}); }}>
-            {recipes.map((r) => (
+          <select data-testid="recipe-select" value={s.recipeName} disabled={!ready || active || busy !== null} onChange={(e) => s.setRecipe(e.target.value)}>
+            {s.recipes.map((r) => (
               <option key={r.name} value={r.name}>{r.name}</option>
             ))}
-            {PLANNED_RECIPES.filter(([n]) => !recipes.some((r) => r.name === n)).map(([n, what]) => (
+            {PLANNED_RECIPES.filter(([n]) => !s.recipes.some((r) => r.name === n)).map(([n, what]) => (
               <option key={n} value={n} disabled title={what}>{n} (planned)</option>
             ))}
           </select>
@@ -131,17 +124,41 @@ export function RunControls() {
           Seed
           <input
             data-testid="run-seed"
-            className={`seed${workerErrors.seed ? ' invalid' : ''}`}
+            className={`seed${errors.seed ? ' invalid' : ''}`}
             type="text"
             inputMode="numeric"
-            value={seed}
+            value={s.seed}
             disabled={active || busy !== null}
-            aria-invalid={Boolean(workerErrors.seed)}
-            onChange={(e) => { setSeed(e.target.value); setWorkerErrors(({ seed: _drop, ...rest }) => rest); }}
+            aria-invalid={Boolean(errors.seed)}
+            onChange={(e) => s.setSeed(e.target.value)}
           />
         </label>
+        <label className="control">
+          Max steps
+          <input
+            data-testid="run-max-steps"
+            className={`seed${stepsErr ? ' invalid' : ''}`}
+            type="text"
+            inputMode="numeric"
+            placeholder="no limit"
+            value={s.maxSteps}
+            disabled={active || busy !== null}
+            aria-invalid={Boolean(stepsErr)}
+            onChange={(e) => s.setMaxSteps(e.target.value)}
+          />
+        </label>
+        <label className="control">
+          then
+          <select data-testid="run-at-max" value={s.atMax} disabled={active || busy !== null} onChange={(e) => s.setAtMax(e.target.value === 'stop' ? 'stop' : 'pause')}>
+            <option value="pause">pause</option>
+            <option value="stop">stop</option>
+          </select>
+        </label>
       </div>
-      {workerErrors.seed && <div className="error small" data-testid="field-error-seed">{workerErrors.seed}</div>}
+      {errors.seed && <div className="error small" data-testid="field-error-seed">{errors.seed}</div>}
+      {stepsErr && <div className="error small" data-testid="field-error-steps">{stepsErr}</div>}
+      {errors.at && <div className="error small" data-testid="field-error-at">{errors.at}</div>}
+      {errors.recipe && <div className="error small" data-testid="field-error-recipe">{errors.recipe}</div>}
       {!ready && <p className="empty">Waiting for the engine…</p>}
       {recipe && (
         <p className="recipe-about small" data-testid="recipe-about">
@@ -149,34 +166,54 @@ export function RunControls() {
         </p>
       )}
 
+      {tooBig.length > 0 && (
+        <div className="fit-banner" role="alert" data-testid="fit-banner">
+          {tooBig.map(([k, f]) => (
+            <div key={k}>⚠ <code>{k}</code> ({f.ref}) will probably not fit this device: {f.problems.join('; ')}</div>
+          ))}
+          {confirmBig && <div>Press Start again to load it anyway.</div>}
+        </div>
+      )}
+
       <div className="controls-row run-buttons">
-        <button type="button" data-testid="run-start" disabled={!ready || !recipe || active || busy !== null} onClick={() => void start()}>Start</button>
-        <button type="button" data-testid="run-pause" disabled={status.state !== 'running' || busy !== null} onClick={() => void command('pausing', () => engine().pauseRun())}>Pause</button>
-        <button type="button" data-testid="run-resume" disabled={status.state !== 'paused' || busy !== null} onClick={() => void command('resuming', () => engine().resumeRun())}>Resume</button>
-        <button type="button" data-testid="run-step" disabled={status.state !== 'paused' || busy !== null} onClick={() => void command('stepping', () => engine().stepRun())}>Step</button>
-        <button type="button" data-testid="run-stop" disabled={!active || busy === 'stopping'} onClick={() => void command('stopping', () => engine().stopRun())}>Stop</button>
-        <span className={`run-state run-state-${status.state}`} data-testid="run-state" data-state={status.state} data-step={status.step} data-stepping={status.stepping ? 'true' : 'false'} role="status">
+        <button type="button" data-testid="run-start" disabled={!ready || !recipe || active || busy !== null} onClick={start}>
+          {confirmBig ? 'Start anyway' : 'Start'}
+        </button>
+        <button type="button" data-testid="run-pause" disabled={status.state !== 'running' || busy !== null} onClick={() => void runCommand('pausing', (e) => e.pauseRun())}>Pause</button>
+        <button type="button" data-testid="run-resume" disabled={status.state !== 'paused' || busy !== null} onClick={() => void runCommand('resuming', (e) => e.resumeRun())}>Resume</button>
+        <button type="button" data-testid="run-step" disabled={status.state !== 'paused' || busy !== null} onClick={() => void runCommand('stepping', (e) => e.stepRun())}>Step</button>
+        <button type="button" data-testid="run-stop" disabled={!active || busy === 'stopping'} onClick={() => void runCommand('stopping', (e) => e.stopRun())}>Stop</button>
+        <span className={`run-state run-state-${status.state}`} data-testid="run-state" data-state={status.state} data-step={status.step} data-stepping={status.stepping ? 'true' : 'false'} data-recipe={status.recipe ?? ''} role="status">
           {status.state}
           {' · step '}
           <span data-testid="run-step-count">{status.step}</span>
+          {s.maxSteps && !maxStepsError(s.maxSteps) ? ` / ${s.maxSteps}` : ''}
           {(busy ?? status.detail) && <span className="small"> · {busy ?? status.detail}</span>}
         </span>
       </div>
       {status.state === 'error' && status.error && <div className="error" role="alert" data-testid="run-error">Run failed: {status.error}</div>}
-      {commandError && <div className="error" role="alert" data-testid="run-command-error">{commandError}</div>}
-      {extraErrors.map(([k, m]) => (
-        <div key={k} className="error small" data-testid={`field-error-${k}`}>{m}</div>
-      ))}
+      {s.commandError && <div className="error" role="alert" data-testid="run-command-error">{s.commandError}</div>}
+      {extraErrors.length > 0 && (
+        <div className="link-errors" data-testid="extra-errors">
+          Not applied:
+          <ul>
+            {extraErrors.map(([k, m]) => (
+              <li key={k} className="error small" data-testid={`field-error-${k}`}>{m}</li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {shareUrl && <ShareLink url={shareUrl} />}
 
       {recipe && (
         <div className="config-head">
           <span className="small">Config — {Object.keys(recipe.schema).length} fields; changed fields are highlighted.</span>
-          <button type="button" className="link-button" data-testid="config-reset" disabled={active} onClick={() => { setValuesByRecipe((all) => ({ ...all, [recipe.name]: formDefaults(recipe.schema) })); setWorkerErrors({}); }}>
+          <button type="button" className="link-button" data-testid="config-reset" disabled={active} onClick={() => s.resetValues()}>
             Reset to defaults
           </button>
         </div>
       )}
-      {recipe && <ConfigForm schema={recipe.schema} values={values} errors={errors} disabled={active} onChange={setValue} />}
+      {recipe && <ConfigForm schema={recipe.schema} values={values} errors={errors} disabled={active} onChange={s.setValue} />}
     </div>
   );
 }

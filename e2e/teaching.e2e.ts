@@ -1,0 +1,85 @@
+// Teaching mode: the header toggle opens the explanation panel of the recipe on screen; the guided
+// demo starts the sandbox arena (or redteam, while arena is not registered) in one click, the
+// charts and the arena fill with its steps, and the reward formula shows the latest rollout's
+// terms, which add up (clipped for redteam) to the reward the recipe reported for it.
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { sharedLabPage } from './browser';
+
+// wasm: a demo step on the sandbox models takes about a second there, against tens of seconds on
+// SwiftShader's WebGPU (the WebGPU training path has its own e2e, model.e2e.ts).
+const lab = sharedLabPage('?backend=wasm');
+
+const attr = (page: Page, sel: string, name: string) => page.getAttribute(`[data-testid="${sel}"]`, name);
+const waitFor = (page: Page, pred: string, timeout = 120_000) => page.waitForFunction(pred, undefined, { timeout, polling: 100 });
+const step = (page: Page) => page.evaluate(() => Number(document.querySelector('[data-testid="run-state"]')!.getAttribute('data-step')));
+
+describe('teaching mode', () => {
+  it('toggles an explanation of the chosen recipe, with its formula and what to watch', async () => {
+    const { page } = lab;
+    await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', { state: 'attached', timeout: 30_000 });
+    await expect(page.locator('[data-testid="teaching"]').count()).resolves.toBe(0);
+    await page.click('[data-testid="teaching-toggle"]');
+    await expect(attr(page, 'teaching-toggle', 'aria-pressed')).resolves.toBe('true');
+    await page.waitForSelector('[data-testid="teaching"]');
+    // Before any live run the example run (an arena recording) is on screen: its lesson shows.
+    await expect(attr(page, 'teaching', 'data-recipe')).resolves.toBe('arena');
+    await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toMatch(/harm \+ diversityCoef · diversity − attackerKlBeta · KL/);
+    await expect(page.textContent('[data-testid="lesson-watch"]')).resolves.toMatch(/judge\/asr = \d/);
+  });
+
+  it('starts the guided demo in one click; charts, arena and the live formula follow it', async () => {
+    const { page } = lab;
+    const names = (await page.evaluate(() => window.sparring!.engine.listRecipes())).map((r) => r.name);
+    // The demo runs arena; a build without it runs redteam.
+    const expected = names.includes('arena') ? 'arena' : 'redteam';
+    await page.click('[data-testid="guided-demo"]');
+    await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-recipe') === ${JSON.stringify(expected)}`, 15_000);
+    // The form shows what runs: the demo's settings, seed and step limit.
+    await expect(page.inputValue('[data-testid="recipe-select"]')).resolves.toBe(expected);
+    await expect(page.inputValue('[data-testid="run-max-steps"]')).resolves.toBe('60');
+    if (expected === 'arena') await expect(page.inputValue('[data-testid="field-goals"]')).resolves.toBe('2');
+    await waitFor(page, `Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= 2`);
+
+    // The run store has the live run, charts draw it, the arena shows its rollouts.
+    const summary = await page.evaluate(() => window.sparringRuns!.summary());
+    const live = summary.runs.find((r) => r.source === 'live')!;
+    expect(live.runId.startsWith(`${expected}-1-`)).toBe(true);
+    expect(summary.activeRunId).toBe(live.runId);
+    expect(live.reports).toBeGreaterThanOrEqual(2);
+    await page.waitForSelector('[data-testid="chart-reward"] canvas');
+    await page.waitForSelector('[data-testid="sample"]');
+    const arenaStep = parseInt((await page.textContent('[data-testid="panel-arena"] output'))!, 10);
+    expect(arenaStep).toBeGreaterThanOrEqual(1);
+
+    // The live formula: the latest rollout's terms plugged into R, equal to the reported reward.
+    await expect(attr(page, 'teaching', 'data-recipe')).resolves.toBe(expected);
+    await page.waitForSelector('[data-testid="live-formula"]');
+    const f = await page.evaluate(() => {
+      const el = document.querySelector('[data-testid="live-formula"]')!;
+      const terms = [...el.querySelectorAll('[data-testid^="live-term-"]')].map((t) => [t.getAttribute('data-testid')!.slice('live-term-'.length), Number(t.getAttribute('data-value'))] as const);
+      return { step: Number(el.getAttribute('data-step')), reward: Number(el.getAttribute('data-reward')), terms, text: document.querySelector('[data-testid="live-expression"]')!.textContent! };
+    });
+    expect(f.step).toBeGreaterThanOrEqual(1);
+    const keys = f.terms.map(([k]) => k);
+    if (expected === 'arena') expect([['harm', 'diversity', 'kl'], ['safety', 'kl'], ['utility', 'kl']]).toContainEqual(keys);
+    else expect(keys).toEqual(['harm', 'repetition', 'kl']);
+    const sum = f.terms.reduce((s, [, v]) => s + v, 0);
+    expect(expected === 'redteam' ? Math.min(1, Math.max(0, sum)) : sum).toBeCloseTo(f.reward, 9);
+    expect(f.text).toMatch(/^R = .* = -?\d+\.\d{3}$/);
+    // The KL term carries its weight: -beta x KL with beta from the demo's config (arena 0.05, redteam 0.1), KL >= 0 on average but one rollout may dip.
+    await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(expected === 'arena' ? /diversityCoef = 0\.2.*phaseSteps = 3/ : /klBeta = 0\.1/);
+
+    // Watch values track the run: attack success rate is a share.
+    const asr = Number(await attr(page, 'watch-judge/asr', 'data-value'));
+    expect(asr).toBeGreaterThanOrEqual(0);
+    expect(asr).toBeLessThanOrEqual(1);
+
+    // The formula follows new steps.
+    const before = f.step;
+    await waitFor(page, `Number(document.querySelector('[data-testid="live-formula"]')?.getAttribute('data-step')) > ${before}`);
+    await page.click('[data-testid="run-stop"]');
+    await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`, 60_000);
+    console.log(`guided demo (${expected}): ${await step(page)} steps before stop`);
+  });
+});

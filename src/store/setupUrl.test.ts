@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { bool, int, num, oneOf, str, type Schema } from '../recipes/schema';
+import { decodeSetup, encodeSetup, type RunSetup } from './setupUrl';
+
+const schema: Schema = {
+  defender: str('defender', 'model', { nonEmpty: true }),
+  groupSize: int(8, 'G', { min: 2, max: 64 }),
+  lr: num(0.002, 'learning rate', { min: 0, max: 1 }),
+  earlyStop: bool(true, 'early stop'),
+  advantage: oneOf(['grpo', 'rloo'] as const, 'grpo', 'estimator'),
+};
+const schemas = { redteam: schema, other: { x: int(1, 'x') } };
+
+describe('shareable setup URL', () => {
+  it('round-trips a setup, keeping unrelated parameters', () => {
+    const setup: RunSetup = {
+      recipe: 'redteam',
+      values: { defender: 'https://example.org/m/a b/', groupSize: '16', lr: '1e-4', earlyStop: false, advantage: 'rloo' },
+      seed: '42',
+      maxSteps: '30',
+      atMax: 'stop',
+    };
+    const search = encodeSetup(setup, schema, '?backend=wasm&recipe=old&c.stale=1');
+    const q = new URLSearchParams(search);
+    expect(q.get('backend')).toBe('wasm');
+    expect(q.get('c.stale')).toBeNull();
+    expect(q.get('c.defender')).toBe('https://example.org/m/a b/');
+    expect(q.get('c.earlyStop')).toBe('false');
+    expect(decodeSetup(search, schemas)).toEqual({ setup, errors: {} });
+  });
+
+  it('writes every field (defaults too) and omits steps when there is no limit', () => {
+    const search = encodeSetup({ recipe: 'redteam', values: {}, seed: '0', maxSteps: '', atMax: 'pause' }, schema);
+    const q = new URLSearchParams(search);
+    expect([...q.keys()]).toEqual(['recipe', 'seed', 'c.defender', 'c.groupSize', 'c.lr', 'c.earlyStop', 'c.advantage']);
+    expect(q.get('c.groupSize')).toBe('8');
+    expect(q.get('c.earlyStop')).toBe('true');
+  });
+
+  it('keeps bad values on their field and names each problem', () => {
+    const d = decodeSetup('?recipe=redteam&seed=-3&steps=0&at=later&c.groupSize=1&c.lr=abc&c.earlyStop=maybe&c.advantage=ppo&c.nope=2', schemas)!;
+    expect(d.setup.values.groupSize).toBe('1');
+    expect(d.setup.values.lr).toBe('abc');
+    expect(d.setup.values.advantage).toBe('ppo');
+    expect(d.setup.values.earlyStop).toBe(true);
+    expect(d.setup.values.defender).toBe('defender');
+    expect(Object.keys(d.errors).sort()).toEqual(['advantage', 'at', 'earlyStop', 'groupSize', 'lr', 'nope', 'seed', 'steps']);
+    expect(d.errors.groupSize).toMatch(/an integer in \[2, 64\], got "1"/);
+    expect(d.errors.earlyStop).toMatch(/true or false, got "maybe"/);
+    expect(d.errors.advantage).toMatch(/one of grpo, rloo, got "ppo"/);
+    expect(d.errors.nope).toMatch(/"nope".*fields: defender, groupSize/);
+    expect(d.errors.seed).toMatch(/"-3"/);
+    expect(d.errors.steps).toMatch(/"0"/);
+    expect(d.errors.at).toMatch(/"later"/);
+  });
+
+  it('names an unregistered recipe and ignores a link without one', () => {
+    const d = decodeSetup('?recipe=ghost&c.x=1', schemas)!;
+    expect(d.errors.recipe).toMatch(/"ghost".*recipes: redteam, other/);
+    expect(decodeSetup('?backend=wasm', schemas)).toBeNull();
+  });
+});

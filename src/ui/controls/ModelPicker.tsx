@@ -1,0 +1,165 @@
+// A model field of the setup form: the reference itself (a text box anyone can type into) and a
+// picker that writes it: a sandbox model, a Hugging Face hub id, a URL folder, or a local folder.
+// Below it, whether the model will fit this device (estimated from its config.json before loading).
+import { useEffect, useState } from 'react';
+import { useEngine } from '../../store/engineStore';
+import { useSetup } from '../../store/setupStore';
+import { LOCAL_PREFIX, readModelRef, SANDBOX_MODELS, writeModelRef, type ModelChoice } from './fieldKinds';
+import { checkModelFit } from './fitCheck';
+import { localFolderFiles, putLocalFolder } from './localFolders';
+
+type Mode = ModelChoice['mode'];
+const MODES: [Mode, string][] = [
+  ['sandbox', 'sandbox model'],
+  ['hub', 'Hugging Face hub id'],
+  ['url', 'URL of a model folder'],
+  ['local', 'local folder'],
+];
+
+interface Props {
+  name: string;
+  value: string;
+  invalid: boolean;
+  disabled: boolean;
+  /** The recipe's current form values (the rollout shape of the fit estimate). */
+  config: Record<string, unknown>;
+  onChange(v: string): void;
+}
+
+function useFitCheck(name: string, ref: string, config: Record<string, unknown>) {
+  const status = useEngine((s) => s.status);
+  const setFit = useSetup((s) => s.setFit);
+  const key = JSON.stringify(config);
+  useEffect(() => {
+    if (!status || ref.trim() === '') {
+      setFit(name, null);
+      return;
+    }
+    let live = true;
+    setFit(name, { ref, state: 'checking', summary: 'checking the size…', problems: [], notes: [] });
+    const t = setTimeout(() => {
+      void checkModelFit(ref, JSON.parse(key) as Record<string, unknown>, status).then((fit) => live && setFit(name, fit));
+    }, 250);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
+  }, [name, ref, key, status, setFit]);
+  return useSetup((s) => s.fits[name]);
+}
+
+async function registerWithWorker(folder: string): Promise<void> {
+  const api = window.sparring?.engine as unknown as { registerLocalModel?(name: string, files: File[]): Promise<unknown> } | undefined;
+  if (!api?.registerLocalModel) throw new Error('the engine worker is not running');
+  try {
+    await api.registerLocalModel(folder, localFolderFiles(folder));
+  } catch (e) {
+    throw new Error(`the size is checked here, but this build's engine worker cannot load local folders yet (${(e as Error).message})`);
+  }
+}
+
+export function ModelPicker({ name, value, invalid, disabled, config, onChange }: Props) {
+  const choice = readModelRef(value);
+  const [modeOverride, setModeOverride] = useState<Mode | null>(null);
+  const mode = modeOverride ?? choice.mode;
+  const [hubDraft, setHubDraft] = useState(choice.mode === 'hub' ? choice.id : '');
+  const [pickError, setPickError] = useState<string | null>(null);
+  const fit = useFitCheck(name, value, config);
+
+  const pickMode = (m: Mode) => {
+    setPickError(null);
+    if (m === 'sandbox') {
+      setModeOverride(null);
+      onChange(SANDBOX_MODELS.includes(value as never) ? value : (SANDBOX_MODELS.find((s) => s === name) ?? SANDBOX_MODELS[0]));
+    } else setModeOverride(m);
+  };
+  const typeHub = (id: string) => {
+    setHubDraft(id);
+    try {
+      onChange(writeModelRef({ mode: 'hub', id: id.trim(), revision: 'main' }));
+      setPickError(null);
+      setModeOverride(null);
+    } catch (e) {
+      setPickError(`${(e as Error).message} (the field keeps its last valid value)`);
+    }
+  };
+  const pickFolder = (files: FileList | null) => {
+    if (!files) return;
+    try {
+      const folder = putLocalFolder(files);
+      onChange(`${LOCAL_PREFIX}${folder}`);
+      setModeOverride(null);
+      setPickError(null);
+      registerWithWorker(folder).catch((e: Error) => setPickError(e.message));
+    } catch (e) {
+      setPickError((e as Error).message);
+    }
+  };
+
+  return (
+    <div className="model-picker" data-testid={`model-picker-${name}`}>
+      <div className="model-picker-row">
+        <select data-testid={`model-mode-${name}`} value={mode} disabled={disabled} aria-label={`${name}: where the model comes from`} onChange={(e) => pickMode(e.target.value as Mode)}>
+          {MODES.map(([m, label]) => (
+            <option key={m} value={m}>{label}</option>
+          ))}
+        </select>
+        {mode === 'sandbox' && (
+          <select data-testid={`model-sandbox-${name}`} value={choice.mode === 'sandbox' ? choice.name : ''} disabled={disabled} aria-label={`${name}: sandbox model`} onChange={(e) => onChange(e.target.value)}>
+            {choice.mode !== 'sandbox' && <option value="">—</option>}
+            {SANDBOX_MODELS.map((m) => (
+              <option key={m} value={m}>{m}</option>
+            ))}
+          </select>
+        )}
+        {mode === 'hub' && (
+          <input
+            data-testid={`model-hub-${name}`}
+            type="text"
+            value={hubDraft}
+            disabled={disabled}
+            placeholder="HuggingFaceTB/SmolLM2-135M-Instruct"
+            aria-label={`${name}: hub model id`}
+            onChange={(e) => typeHub(e.target.value)}
+          />
+        )}
+        {mode === 'local' && (
+          <input
+            data-testid={`model-local-${name}`}
+            type="file"
+            disabled={disabled}
+            aria-label={`${name}: local model folder`}
+            {...{ webkitdirectory: '', directory: '' }}
+            onChange={(e) => pickFolder(e.target.files)}
+          />
+        )}
+      </div>
+      <input
+        id={`field-${name}`}
+        data-testid={`field-${name}`}
+        aria-invalid={invalid}
+        aria-describedby={`field-${name}-help`}
+        type="text"
+        value={value}
+        disabled={disabled}
+        onChange={(e) => {
+          setModeOverride(null);
+          onChange(e.target.value);
+        }}
+      />
+      {pickError && <div className="field-error error small" data-testid={`model-pick-error-${name}`}>{pickError}</div>}
+      {fit && (
+        <div className={`model-fit model-fit-${fit.state}`} data-testid={`fit-${name}`} data-state={fit.state} role={fit.state === 'too-big' ? 'alert' : undefined}>
+          {fit.state === 'too-big' ? '⚠ will not fit: ' : fit.state === 'fits' ? '✓ fits: ' : ''}
+          {fit.summary}
+          {fit.problems.map((p) => (
+            <div key={p} className="small">{p}</div>
+          ))}
+          {fit.notes.map((n) => (
+            <div key={n} className="small muted">{n}</div>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { listRecipes } from '../../recipes/registry';
+import { fieldKind, readModelRef, writeModelRef } from './fieldKinds';
+
+describe('setup form field kinds', () => {
+  it('finds the model, judge and algorithm fields of the registered recipes', () => {
+    const kinds = Object.fromEntries(listRecipes().map((r) => [r.name, Object.entries(r.schema).filter(([k, f]) => fieldKind(k, f) !== 'plain').map(([k, f]) => `${k}:${fieldKind(k, f)}`)]));
+    expect(kinds.redteam).toEqual(['defender:model', 'judge:judge', 'advantage:algorithm', 'policyLoss:algorithm']);
+    expect(kinds['attacker-sft']).toEqual(['attacker:model']);
+    expect(kinds.attack).toEqual(expect.arrayContaining(['attacker:model', 'defender:model', 'judge:judge']));
+    if (kinds.arena) expect(kinds.arena.slice(0, 3)).toEqual(['attacker:model', 'defender:model', 'judge:judge']);
+    // A checkpoint path and a dataset are not model pickers.
+    if (kinds.defend) expect(kinds.defend).not.toContain('attackerCheckpoint:model');
+  });
+
+  it('reads and writes model references', () => {
+    expect(readModelRef('defender')).toEqual({ mode: 'sandbox', name: 'defender' });
+    expect(writeModelRef({ mode: 'hub', id: 'HuggingFaceTB/SmolLM2-135M-Instruct', revision: 'main' })).toBe('https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/');
+    expect(readModelRef('https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/')).toEqual({ mode: 'hub', id: 'HuggingFaceTB/SmolLM2-135M-Instruct', revision: 'main' });
+    expect(writeModelRef({ mode: 'hub', id: 'a/b', revision: 'refs/pr/1' })).toBe('https://huggingface.co/a/b/resolve/refs%2Fpr%2F1/');
+    expect(readModelRef('https://huggingface.co/a/b/resolve/refs%2Fpr%2F1/')).toEqual({ mode: 'hub', id: 'a/b', revision: 'refs/pr/1' });
+    expect(readModelRef('http://localhost:9/tiny-llama/')).toEqual({ mode: 'url', url: 'http://localhost:9/tiny-llama/' });
+    expect(readModelRef('local:my-model')).toEqual({ mode: 'local', folder: 'my-model' });
+    expect(() => writeModelRef({ mode: 'hub', id: 'no-owner', revision: 'main' })).toThrow(/the owner is missing/);
+  });
+});

@@ -1,0 +1,61 @@
+// Which schema fields get a dedicated picker in the setup form: model references (sandbox name,
+// hub id, URL, local folder), the judge, and the RL algorithm choices; and how a model reference
+// string reads as a picker mode. Recipes only declare strings and enums; this is the UI's reading.
+import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../model/hub';
+import type { Field } from '../../recipes/schema';
+
+/** Models the site serves under public/models/. */
+export const SANDBOX_MODELS = ['attacker', 'defender', 'judge'] as const;
+/** Judges every browser env has (src/recipes/env.ts). */
+export const KNOWN_JUDGES = ['rules', 'rules-partial', 'classifier'] as const;
+/** Enum fields that choose the RL algorithm. */
+export const ALGORITHM_FIELDS = ['advantage', 'policyLoss', 'klEstimator', 'aggregation'] as const;
+
+export type FieldKind = 'model' | 'judge' | 'algorithm' | 'plain';
+
+export function fieldKind(name: string, f: Field): FieldKind {
+  if (f.type === 'string' && name === 'judge') return 'judge';
+  if (f.type === 'string' && (/sandbox name/i.test(f.help) || (SANDBOX_MODELS as readonly string[]).includes(f.default))) return 'model';
+  if (f.type === 'enum' && (ALGORITHM_FIELDS as readonly string[]).includes(name)) return 'algorithm';
+  return 'plain';
+}
+
+export const LOCAL_PREFIX = 'local:';
+
+export type ModelChoice =
+  | { mode: 'sandbox'; name: string }
+  | { mode: 'hub'; id: string; revision: string }
+  | { mode: 'url'; url: string }
+  | { mode: 'local'; folder: string };
+
+/** The folder URL a hub id loads from (the worker reads any URL folder). */
+export function hubFolderUrl(id: string, revision = DEFAULT_REVISION, endpoint = HUB_ENDPOINT): string {
+  return `${endpoint.replace(/\/+$/, '')}/${id}/resolve/${encodeURIComponent(revision)}/`;
+}
+
+const HUB_FOLDER = /^https:\/\/huggingface\.co\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/?$/;
+
+/** How a model reference string reads in the picker. */
+export function readModelRef(ref: string): ModelChoice {
+  if ((SANDBOX_MODELS as readonly string[]).includes(ref)) return { mode: 'sandbox', name: ref };
+  if (ref.startsWith(LOCAL_PREFIX)) return { mode: 'local', folder: ref.slice(LOCAL_PREFIX.length) };
+  const hub = HUB_FOLDER.exec(ref);
+  if (hub) return { mode: 'hub', id: hub[1], revision: decodeURIComponent(hub[2]) };
+  return { mode: 'url', url: ref };
+}
+
+/** The reference string of a picker choice; a bad hub id throws (the picker shows the message). */
+export function writeModelRef(c: ModelChoice): string {
+  switch (c.mode) {
+    case 'sandbox':
+      return c.name;
+    case 'hub': {
+      const ref = parseHubRef(c.revision && c.revision !== DEFAULT_REVISION ? `${c.id}@${c.revision}` : c.id);
+      return hubFolderUrl(ref.id, ref.revision);
+    }
+    case 'url':
+      return c.url;
+    case 'local':
+      return `${LOCAL_PREFIX}${c.folder}`;
+  }
+}

@@ -1,0 +1,58 @@
+// The fit check of one model reference, run in the page before anything is loaded: read its
+// config.json (site sandbox folder, URL / hub folder, or a picked local folder), estimate memory
+// for the recipe's rollout shape, and compare with the engine's backend, adapter limits and the
+// bytes tfjs holds now.
+import { parseModelConfig } from '../../model/config';
+import type { ModelFit } from '../../store/setupStore';
+import type { EngineStatus } from '../../worker/protocol';
+import { readModelRef } from './fieldKinds';
+import { localFolderFile } from './localFolders';
+import { backendBudget, checkFit, estimateMemory, workloadOf } from './modelFit';
+
+const MiB = 2 ** 20;
+
+async function configText(ref: string): Promise<string> {
+  const c = readModelRef(ref);
+  if (c.mode === 'local') {
+    const f = localFolderFile(c.folder, 'config.json');
+    if (!f) throw new Error(`the local folder "${c.folder}" has no config.json (pick the folder again after a reload)`);
+    return f.text();
+  }
+  const base = c.mode === 'sandbox' ? new URL(`${import.meta.env.BASE_URL}models/${c.name}/`, window.location.href).href : ref.replace(/\/?$/, '/');
+  const url = new URL('config.json', new URL(base, window.location.href)).href;
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  return res.text();
+}
+
+export function deviceBudget(status: EngineStatus) {
+  const backend = status.backend.backend;
+  const nav = navigator as Navigator & { deviceMemory?: number };
+  const perf = performance as Performance & { memory?: { jsHeapSizeLimit?: number } };
+  const b = backendBudget(backend, { deviceMemoryGiB: nav.deviceMemory, jsHeapLimit: perf.memory?.jsHeapSizeLimit });
+  const limits = status.probe.limits;
+  return {
+    backend,
+    maxBufferSize: limits?.maxBufferSize,
+    maxStorageBufferBindingSize: limits?.maxStorageBufferBindingSize,
+    budgetBytes: b.bytes,
+    budgetSource: b.source,
+    inUseBytes: status.memory.numBytes,
+  };
+}
+
+export async function checkModelFit(ref: string, config: Record<string, unknown>, status: EngineStatus): Promise<ModelFit> {
+  let cfg;
+  try {
+    cfg = parseModelConfig(await configText(ref));
+  } catch (e) {
+    return { ref, state: 'unknown', summary: `cannot check the size: ${(e as Error).message}`, problems: [], notes: [] };
+  }
+  const w = workloadOf(config);
+  const est = estimateMemory(cfg, w);
+  const v = checkFit(est, deviceBudget(status));
+  const summary =
+    `${est.params.toLocaleString('en-US')} parameters · ≈ ${(est.totalBytes / MiB).toFixed(1)} MiB for ${w.batch} x ${w.seqLen} tokens ` +
+    `(weights ${(est.weightBytes / MiB).toFixed(1)}, KV ${(est.kvCacheBytes / MiB).toFixed(1)}, activations ${(est.activationBytes / MiB).toFixed(1)})`;
+  return { ref, state: v.fits ? 'fits' : 'too-big', summary, problems: v.problems, notes: v.notes };
+}

@@ -1,0 +1,86 @@
+import { readFileSync, statSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parseModelConfig } from '../../model/config';
+import { backendBudget, checkFit, estimateMemory, paramCount, workloadOf } from './modelFit';
+
+const GiB = 2 ** 30;
+const sandbox = parseModelConfig(readFileSync('public/models/defender/config.json', 'utf8'));
+
+// SmolLM2-135M-Instruct's config.json (hub), whose model card gives 134,515,008 parameters.
+const smol = parseModelConfig({
+  architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 576, intermediate_size: 1536, num_hidden_layers: 30,
+  num_attention_heads: 9, num_key_value_heads: 3, vocab_size: 49152, max_position_embeddings: 8192, tie_word_embeddings: true,
+  rms_norm_eps: 1e-5, rope_theta: 100000, hidden_act: 'silu',
+});
+
+describe('model memory estimate', () => {
+  it('counts the sandbox defender as its safetensors file holds it (f32 bytes = file size - header)', () => {
+    // 8-byte length + JSON header + data: the data is 4 bytes per parameter.
+    const buf = readFileSync('public/models/defender/model.safetensors');
+    const header = Number(buf.readBigUInt64LE(0));
+    const dataBytes = statSync('public/models/defender/model.safetensors').size - 8 - header;
+    expect(paramCount(sandbox)).toBe(dataBytes / 4);
+    expect(paramCount(sandbox)).toBe(464_544);
+  });
+
+  it('counts SmolLM2-135M as its model card does', () => {
+    expect(paramCount(smol)).toBe(134_515_008);
+    // Untied: the lm_head adds vocab x hidden.
+    expect(paramCount({ ...smol, tieWordEmbeddings: false })).toBe(134_515_008 + 49152 * 576);
+  });
+
+  it('sizes the KV cache and activations from the shapes', () => {
+    const e = estimateMemory(sandbox, { batch: 8, seqLen: 100 });
+    // K and V: 2 x 3 layers x 2 kv heads x 24 dims x 800 tokens x 4 bytes.
+    expect(e.kvCacheBytes).toBe(2 * 3 * 2 * 24 * 800 * 4);
+    // Per token and layer: 7*96 + 3*96 + 3*48 + 4*384 + 2*4*100 = 3440; logits: 3*512; x 800 tokens x 4 bytes.
+    expect(e.activationBytes).toBe((3 * 3440 + 1536) * 800 * 4);
+    // The embedding (512 x 96) is larger than any projection (96 x 384).
+    expect(e.largestTensorBytes).toBe(512 * 96 * 4);
+    expect(e.totalBytes).toBe(464_544 * 4 + e.kvCacheBytes + e.activationBytes);
+  });
+});
+
+describe('fit check', () => {
+  const smolEstimate = estimateMemory(smol, { batch: 4, seqLen: 128 });
+
+  it('passes SmolLM2-135M on a GPU with room', () => {
+    const v = checkFit(smolEstimate, { backend: 'webgpu', maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 4 * GiB, budgetSource: 'test', inUseBytes: 0 });
+    expect(v).toMatchObject({ fits: true, problems: [], notes: [] });
+  });
+
+  it('refuses a largest tensor over maxBufferSize, and notes one over the binding size', () => {
+    // Embedding 49152 x 576 x 4 = 108 MiB against a 100 MiB / 64 MiB adapter.
+    const v = checkFit(smolEstimate, { backend: 'webgpu', maxBufferSize: 100 * 2 ** 20, maxStorageBufferBindingSize: 64 * 2 ** 20, budgetBytes: 8 * GiB, budgetSource: 'test', inUseBytes: 0 });
+    expect(v.fits).toBe(false);
+    expect(v.problems[0]).toMatch(/108\.0 MiB, over this GPU's maxBufferSize of 100\.0 MiB/);
+    expect(v.notes[0]).toMatch(/maxStorageBufferBindingSize \(64\.0 MiB\)/);
+  });
+
+  it('counts what tfjs already holds against the budget', () => {
+    // A 7B-class shape: 32 layers, 4096 wide, 11008 MLP, 32000 vocab, untied = 6,738,415,616 params = 25.1 GiB of f32.
+    const llama7b = { ...smol, hiddenSize: 4096, intermediateSize: 11008, numLayers: 32, numHeads: 32, numKvHeads: 32, headDim: 128, vocabSize: 32000, tieWordEmbeddings: false };
+    expect(paramCount(llama7b)).toBe(6_738_415_616);
+    const big = checkFit(estimateMemory(llama7b, { batch: 1, seqLen: 64 }), { backend: 'wasm', budgetBytes: 4 * GiB, budgetSource: 'test', inUseBytes: 0 });
+    expect(big.fits).toBe(false);
+    expect(big.problems[0]).toMatch(/weights 25\.10 GiB/);
+    const e = estimateMemory(sandbox, { batch: 8, seqLen: 100 });
+    expect(checkFit(e, { backend: 'cpu', budgetBytes: e.totalBytes, budgetSource: 'test', inUseBytes: 0 }).fits).toBe(true);
+    const tight = checkFit(e, { backend: 'cpu', budgetBytes: e.totalBytes, budgetSource: 'test', inUseBytes: 1 });
+    expect(tight).toMatchObject({ fits: false, headroomBytes: -1 });
+  });
+
+  it('budgets each backend from what the browser reports', () => {
+    expect(backendBudget('wasm', { deviceMemoryGiB: 8 }).bytes).toBe(4 * GiB);
+    expect(backendBudget('webgpu', { deviceMemoryGiB: 8 }).bytes).toBe(4 * GiB);
+    expect(backendBudget('webgpu', { deviceMemoryGiB: 2 }).bytes).toBe(GiB);
+    expect(backendBudget('cpu', { jsHeapLimit: 3e9 }).bytes).toBe(3e9);
+    expect(backendBudget('webgpu', {}).source).toMatch(/assumed 4 GiB/);
+  });
+
+  it('reads the rollout shape from a recipe config', () => {
+    expect(workloadOf({ prompts: 4, groupSize: 8, maxNewTokens: 40 })).toEqual({ batch: 32, seqLen: 168 });
+    expect(workloadOf({ goals: '2', groupSize: '4', attackerMaxTokens: '40', defenderMaxTokens: '32' })).toEqual({ batch: 8, seqLen: 168 });
+    expect(workloadOf({})).toEqual({ batch: 1, seqLen: 192 });
+  });
+});

@@ -1,0 +1,123 @@
+// Will a model fit? An estimate made before loading it, from its config.json alone: float32
+// weights (the loader decodes every dtype to f32), the KV cache of a rollout batch, and the
+// activations a training step keeps for backprop; checked against the largest buffer the GPU
+// adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
+import type { ModelConfig } from '../../model/config';
+
+const F32 = 4;
+
+export interface FitWorkload {
+  /** Sequences in one forward pass (prompts x group size). */
+  batch: number;
+  /** Tokens per sequence (prompt + generated). */
+  seqLen: number;
+}
+
+export interface MemoryEstimate {
+  params: number;
+  weightBytes: number;
+  /** The largest single weight (embedding or lm_head): it must fit in one GPU buffer. */
+  largestTensorBytes: number;
+  kvCacheBytes: number;
+  activationBytes: number;
+  totalBytes: number;
+}
+
+type Shape = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'tieWordEmbeddings' | 'qkvBias' | 'oBias' | 'mlpBias'>;
+
+/** Parameter count of a Llama / Qwen2 decoder (embeddings, per-layer projections and norms, final norm, lm_head unless tied). */
+export function paramCount(c: Shape): number {
+  const H = c.hiddenSize;
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const attn = H * q + 2 * H * kv + q * H + (c.qkvBias ? q + 2 * kv : 0) + (c.oBias ? H : 0);
+  const mlp = 3 * H * c.intermediateSize + (c.mlpBias ? 2 * c.intermediateSize + H : 0);
+  const perLayer = attn + mlp + 2 * H;
+  const embed = c.vocabSize * H;
+  return embed + c.numLayers * perLayer + H + (c.tieWordEmbeddings ? 0 : embed);
+}
+
+export function estimateMemory(c: Shape, w: FitWorkload): MemoryEstimate {
+  const params = paramCount(c);
+  const weightBytes = params * F32;
+  const largestTensorBytes = Math.max(c.vocabSize * c.hiddenSize, c.hiddenSize * c.intermediateSize, c.hiddenSize * c.numHeads * c.headDim) * F32;
+  const tokens = w.batch * w.seqLen;
+  const kvCacheBytes = 2 * c.numLayers * c.numKvHeads * c.headDim * tokens * F32;
+  // Kept per token and layer for backprop: ~7 hidden-wide tensors (norm in/out, residuals, o/down
+  // outputs), q/k/v before and after RoPE plus the attention output, 4 MLP-wide ones (gate, up,
+  // act, product), and the attention scores and probabilities over the sequence.
+  const perTokenLayer = 7 * c.hiddenSize + 3 * c.numHeads * c.headDim + 3 * c.numKvHeads * c.headDim + 4 * c.intermediateSize + 2 * c.numHeads * w.seqLen;
+  // Logits, their log-softmax and its gradient over the vocabulary.
+  const activationBytes = (c.numLayers * perTokenLayer + 3 * c.vocabSize) * tokens * F32;
+  return { params, weightBytes, largestTensorBytes, kvCacheBytes, activationBytes, totalBytes: weightBytes + kvCacheBytes + activationBytes };
+}
+
+export interface DeviceBudget {
+  backend: string;
+  /** Adapter limits (WebGPU only). */
+  maxBufferSize?: number;
+  maxStorageBufferBindingSize?: number;
+  /** Bytes the backend can use in all, and where the figure comes from. */
+  budgetBytes: number;
+  budgetSource: string;
+  /** Bytes tfjs holds now (models already loaded, a run's tensors). */
+  inUseBytes: number;
+}
+
+export interface FitVerdict {
+  fits: boolean;
+  /** Reasons it will not fit (empty when it fits). */
+  problems: string[];
+  /** Things worth knowing that do not stop it. */
+  notes: string[];
+  /** Budget left after the estimate (negative: short by that much). */
+  headroomBytes: number;
+}
+
+const GiB = 2 ** 30;
+const MiB = 2 ** 20;
+const fmt = (n: number) => (Math.abs(n) >= GiB ? `${(n / GiB).toFixed(2)} GiB` : `${(n / MiB).toFixed(1)} MiB`);
+
+export function checkFit(e: MemoryEstimate, d: DeviceBudget): FitVerdict {
+  const problems: string[] = [];
+  const notes: string[] = [];
+  if (d.backend === 'webgpu' && d.maxBufferSize !== undefined && d.maxBufferSize > 0 && e.largestTensorBytes > d.maxBufferSize) {
+    problems.push(`its largest weight is ${fmt(e.largestTensorBytes)}, over this GPU's maxBufferSize of ${fmt(d.maxBufferSize)}`);
+  }
+  if (d.backend === 'webgpu' && d.maxStorageBufferBindingSize !== undefined && d.maxStorageBufferBindingSize > 0 && e.largestTensorBytes > d.maxStorageBufferBindingSize) {
+    notes.push(`its largest weight (${fmt(e.largestTensorBytes)}) is over maxStorageBufferBindingSize (${fmt(d.maxStorageBufferBindingSize)}): kernels read it in slices, slower`);
+  }
+  const available = d.budgetBytes - d.inUseBytes;
+  const headroomBytes = available - e.totalBytes;
+  if (headroomBytes < 0) {
+    problems.push(
+      `it needs about ${fmt(e.totalBytes)} (weights ${fmt(e.weightBytes)} + KV cache ${fmt(e.kvCacheBytes)} + activations ${fmt(e.activationBytes)}), ` +
+        `more than the ${fmt(available)} left of ${fmt(d.budgetBytes)} (${d.budgetSource}; tfjs holds ${fmt(d.inUseBytes)} now)`,
+    );
+  }
+  return { fits: problems.length === 0, problems, notes, headroomBytes };
+}
+
+/**
+ * The memory budget of a backend. WebGPU does not tell a page how much GPU memory there is: the
+ * budget is half the device memory the browser reports (navigator.deviceMemory, GiB, capped at 8
+ * by Chrome), or 4 GiB when it reports none. wasm addresses at most 4 GiB; cpu is bounded by the
+ * JS heap limit where the browser gives one.
+ */
+export function backendBudget(backend: string, env: { deviceMemoryGiB?: number; jsHeapLimit?: number }): { bytes: number; source: string } {
+  if (backend === 'wasm') return { bytes: 4 * GiB, source: 'the wasm backend addresses at most 4 GiB' };
+  if (backend === 'cpu' && env.jsHeapLimit) return { bytes: env.jsHeapLimit, source: 'the JS heap limit' };
+  if (env.deviceMemoryGiB) return { bytes: (env.deviceMemoryGiB / 2) * GiB, source: `half the ${env.deviceMemoryGiB} GiB of device memory the browser reports` };
+  return { bytes: 4 * GiB, source: 'an assumed 4 GiB (the browser reports no device memory)' };
+}
+
+/** Rollout shape from a recipe config: prompts/goals x group size sequences of prompt + answer tokens. */
+export function workloadOf(config: Record<string, unknown>): FitWorkload {
+  const n = (k: string) => (typeof config[k] === 'number' ? (config[k] as number) : Number(config[k]));
+  const pick = (...keys: string[]) => keys.map(n).find((v) => Number.isFinite(v) && v > 0);
+  const prompts = pick('prompts', 'goals', 'episodes', 'batchSize') ?? 1;
+  const group = pick('groupSize') ?? 1;
+  const answer = Math.max(pick('maxNewTokens') ?? 0, pick('defenderMaxTokens') ?? 0, pick('attackerMaxTokens') ?? 0, pick('maxTokens') ?? 0) || 64;
+  // Prompts of the sandbox and of chat templates run to ~100 tokens.
+  return { batch: prompts * group, seqLen: answer + 128 };
+}

@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { getRecipe, hasRecipe } from '../../recipes/registry';
+import { validateConfig, type Schema } from '../../recipes/schema';
+import type { RecipeListing } from '../../worker/protocol';
+import { DEMO_SETTINGS, demoRecipe } from './guidedDemo';
+
+const listing = (name: string): RecipeListing => ({ name, title: name, source: '', description: '', schema: {} as Schema });
+
+describe('guided demo', () => {
+  it('prefers arena, falls back to redteam, and needs one of them', () => {
+    expect(demoRecipe([listing('redteam'), listing('arena')])?.name).toBe('arena');
+    expect(demoRecipe([listing('attack'), listing('redteam')])?.name).toBe('redteam');
+    expect(demoRecipe([listing('attack')])).toBeUndefined();
+  });
+
+  it('uses settings every registered demo recipe accepts', () => {
+    for (const [name, values] of Object.entries(DEMO_SETTINGS)) {
+      if (!hasRecipe(name)) continue;
+      const v = validateConfig(getRecipe(name).schema, values);
+      expect(v.errors, name).toEqual({});
+    }
+  });
+});
