@@ -5,7 +5,7 @@ import { useEffect, useState } from 'react';
 import { useEngine } from '../../store/engineStore';
 import { useSetup } from '../../store/setupStore';
 import { LOCAL_PREFIX, readModelRef, SANDBOX_MODELS, writeModelRef, type ModelChoice } from './fieldKinds';
-import { checkModelFit } from './fitCheck';
+import { checkModelFit, deviceBudget } from './fitCheck';
 import { localFolderFiles, putLocalFolder } from './localFolders';
 
 type Mode = ModelChoice['mode'];
@@ -30,21 +30,24 @@ function useFitCheck(name: string, ref: string, config: Record<string, unknown>)
   const status = useEngine((s) => s.status);
   const setFit = useSetup((s) => s.setFit);
   const key = JSON.stringify(config);
+  // Re-check when what the verdict depends on changes, not on every status refresh.
+  const budgetKey = status ? JSON.stringify(deviceBudget(status)) : '';
   useEffect(() => {
-    if (!status || ref.trim() === '') {
+    const st = useEngine.getState().status;
+    if (!st || ref.trim() === '') {
       setFit(name, null);
       return;
     }
     let live = true;
-    setFit(name, { ref, state: 'checking', summary: 'checking the size…', problems: [], notes: [] });
+    if (useSetup.getState().fits[name]?.ref !== ref) setFit(name, { ref, state: 'checking', summary: 'checking the size…', problems: [], notes: [] });
     const t = setTimeout(() => {
-      void checkModelFit(ref, JSON.parse(key) as Record<string, unknown>, status).then((fit) => live && setFit(name, fit));
+      void checkModelFit(ref, JSON.parse(key) as Record<string, unknown>, st).then((fit) => live && setFit(name, fit));
     }, 250);
     return () => {
       live = false;
       clearTimeout(t);
     };
-  }, [name, ref, key, status, setFit]);
+  }, [name, ref, key, budgetKey, setFit]);
   return useSetup((s) => s.fits[name]);
 }
 
