@@ -11,11 +11,12 @@ export const DEMO_RECIPES = ['arena', 'redteam'] as const;
 
 /**
  * Small batches and short replies keep a step to seconds on the sandbox models; 3-step phases
- * show the attack success rate rise and fall within the 60 steps the demo runs before pausing.
+ * show the attack success rate rise and fall within the 60 steps the demo runs before pausing;
+ * a pool of 8 goals brings each prompt back every few steps, so a pinned one has a history.
  */
 export const DEMO_SETTINGS: Record<(typeof DEMO_RECIPES)[number], Record<string, string | boolean>> = {
-  arena: { goals: '2', groupSize: '4', benignPrompts: '1', attackerMaxTokens: '24', defenderMaxTokens: '24', phaseSteps: '3', samples: '4', loraRank: '4', evalEvery: '0' },
-  redteam: { prompts: '2', groupSize: '4', promptPool: '32', maxNewTokens: '16', samples: '4', loraRank: '4', earlyStop: false },
+  arena: { goalPool: '8', goals: '2', groupSize: '4', benignPrompts: '1', attackerMaxTokens: '24', defenderMaxTokens: '24', phaseSteps: '3', samples: '4', loraRank: '4', evalEvery: '0' },
+  redteam: { prompts: '2', groupSize: '4', promptPool: '8', maxNewTokens: '16', samples: '4', loraRank: '4', earlyStop: false },
 };
 export const DEMO_SEED = '1';
 export const DEMO_MAX_STEPS = '60';
