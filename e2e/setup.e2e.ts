@@ -3,8 +3,9 @@
 // model pickers write sandbox / hub / URL references; the fit check reads a model's config.json
 // before loading and warns (and asks again at Start) for one that will not fit; max steps pauses
 // the run exactly there.
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
 import { appURL, sharedLabPage } from './browser';
@@ -157,6 +158,28 @@ describe('run setup', () => {
     await page.selectOption('[data-testid="run-at-max"]', 'stop');
     await page.click('[data-testid="run-start"]');
     await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`, 90_000);
+    await expect(page.evaluate(() => window.sparring!.engine.runStatus())).resolves.toMatchObject({ state: 'stopped', step: 1 });
+  });
+
+  it('a picked local folder goes to the worker through the model cache and trains', async () => {
+    const { page } = lab;
+    // The sandbox defender's files in a folder of another name: nothing ties it to the site's copy.
+    const dir = join(mkdtempSync(join(tmpdir(), 'sparring-local-')), 'my-defender');
+    cpSync('public/models/defender', dir, { recursive: true });
+    await page.selectOption('[data-testid="model-mode-defender"]', 'local');
+    await page.setInputFiles('[data-testid="model-local-defender"]', dir);
+    await waitFor(page, `document.querySelector('[data-testid="field-defender"]')?.value.endsWith('/local-models/my-defender/')`, 15_000);
+    await expect(page.textContent('[data-testid="model-local-name-defender"]')).resolves.toBe('my-defender');
+    await waitFor(page, `document.querySelector('[data-testid="fit-defender"]')?.getAttribute('data-state') === 'fits'`);
+    await expect(page.textContent('[data-testid="fit-defender"]')).resolves.toMatch(/464,544 parameters/);
+    // The site serves nothing at that URL: the run can only have read the cached files.
+    const local = await value(page, 'field-defender');
+    await expect(page.evaluate(async (u) => (await fetch(`${u}model.safetensors`)).headers.get('content-type'), local)).resolves.toMatch(/text\/html/);
+    await page.fill('[data-testid="run-max-steps"]', '1');
+    await page.selectOption('[data-testid="run-at-max"]', 'stop');
+    await page.click('[data-testid="run-start"]');
+    await waitFor(page, `['stopped', 'error'].includes(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state'))`, 90_000);
+    await expect(page.locator('[data-testid="run-error"]').count()).resolves.toBe(0);
     await expect(page.evaluate(() => window.sparring!.engine.runStatus())).resolves.toMatchObject({ state: 'stopped', step: 1 });
   });
 });

@@ -4,9 +4,9 @@
 import { useEffect, useState } from 'react';
 import { useEngine } from '../../store/engineStore';
 import { useSetup } from '../../store/setupStore';
-import { LOCAL_PREFIX, readModelRef, SANDBOX_MODELS, writeModelRef, type ModelChoice } from './fieldKinds';
+import { readModelRef, SANDBOX_MODELS, writeModelRef, type ModelChoice } from './fieldKinds';
 import { checkModelFit, deviceBudget } from './fitCheck';
-import { localFolderFiles, putLocalFolder } from './localFolders';
+import { cacheLocalFolder } from './localFolders';
 
 type Mode = ModelChoice['mode'];
 const MODES: [Mode, string][] = [
@@ -51,16 +51,6 @@ function useFitCheck(name: string, ref: string, config: Record<string, unknown>)
   return useSetup((s) => s.fits[name]);
 }
 
-async function registerWithWorker(folder: string): Promise<void> {
-  const api = window.sparring?.engine as unknown as { registerLocalModel?(name: string, files: File[]): Promise<unknown> } | undefined;
-  if (!api?.registerLocalModel) throw new Error('the engine worker is not running');
-  try {
-    await api.registerLocalModel(folder, localFolderFiles(folder));
-  } catch (e) {
-    throw new Error(`the size is checked here, but this build's engine worker cannot load local folders yet (${(e as Error).message})`);
-  }
-}
-
 export function ModelPicker({ name, value, invalid, disabled, config, onChange }: Props) {
   const choice = readModelRef(value);
   const [modeOverride, setModeOverride] = useState<Mode | null>(null);
@@ -87,16 +77,15 @@ export function ModelPicker({ name, value, invalid, disabled, config, onChange }
     }
   };
   const pickFolder = (files: FileList | null) => {
-    if (!files) return;
-    try {
-      const folder = putLocalFolder(files);
-      onChange(`${LOCAL_PREFIX}${folder}`);
-      setModeOverride(null);
-      setPickError(null);
-      registerWithWorker(folder).catch((e: Error) => setPickError(e.message));
-    } catch (e) {
-      setPickError((e as Error).message);
-    }
+    if (!files || files.length === 0) return;
+    setPickError(null);
+    cacheLocalFolder(files).then(
+      ({ url }) => {
+        onChange(url);
+        setModeOverride(null);
+      },
+      (e: Error) => setPickError(e.message),
+    );
   };
 
   return (
@@ -126,6 +115,7 @@ export function ModelPicker({ name, value, invalid, disabled, config, onChange }
             onChange={(e) => typeHub(e.target.value)}
           />
         )}
+        {mode === 'local' && choice.mode === 'local' && <span className="small" data-testid={`model-local-name-${name}`}>{choice.folder}</span>}
         {mode === 'local' && (
           <input
             data-testid={`model-local-${name}`}

@@ -20,7 +20,9 @@ describe('setup form field kinds', () => {
     expect(writeModelRef({ mode: 'hub', id: 'a/b', revision: 'refs/pr/1' })).toBe('https://huggingface.co/a/b/resolve/refs%2Fpr%2F1/');
     expect(readModelRef('https://huggingface.co/a/b/resolve/refs%2Fpr%2F1/')).toEqual({ mode: 'hub', id: 'a/b', revision: 'refs/pr/1' });
     expect(readModelRef('http://localhost:9/tiny-llama/')).toEqual({ mode: 'url', url: 'http://localhost:9/tiny-llama/' });
-    expect(readModelRef('local:my-model')).toEqual({ mode: 'local', folder: 'my-model' });
+    const local = 'http://localhost:4173/local-models/my%20model/';
+    expect(readModelRef(local)).toEqual({ mode: 'local', folder: 'my model', url: local });
+    expect(writeModelRef(readModelRef(local))).toBe(local);
     expect(() => writeModelRef({ mode: 'hub', id: 'no-owner', revision: 'main' })).toThrow(/the owner is missing/);
   });
 });

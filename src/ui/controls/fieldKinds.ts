@@ -20,13 +20,12 @@ export function fieldKind(name: string, f: Field): FieldKind {
   return 'plain';
 }
 
-export const LOCAL_PREFIX = 'local:';
-
 export type ModelChoice =
   | { mode: 'sandbox'; name: string }
   | { mode: 'hub'; id: string; revision: string }
   | { mode: 'url'; url: string }
-  | { mode: 'local'; folder: string };
+  /** A picked folder, served to the worker from the model cache at `url` (localFolders.ts). */
+  | { mode: 'local'; folder: string; url: string };
 
 /** The folder URL a hub id loads from (the worker reads any URL folder). */
 export function hubFolderUrl(id: string, revision = DEFAULT_REVISION, endpoint = HUB_ENDPOINT): string {
@@ -34,11 +33,13 @@ export function hubFolderUrl(id: string, revision = DEFAULT_REVISION, endpoint =
 }
 
 const HUB_FOLDER = /^https:\/\/huggingface\.co\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/?$/;
+const LOCAL_FOLDER = /\/local-models\/([^/]+)\/$/;
 
 /** How a model reference string reads in the picker. */
 export function readModelRef(ref: string): ModelChoice {
   if ((SANDBOX_MODELS as readonly string[]).includes(ref)) return { mode: 'sandbox', name: ref };
-  if (ref.startsWith(LOCAL_PREFIX)) return { mode: 'local', folder: ref.slice(LOCAL_PREFIX.length) };
+  const local = LOCAL_FOLDER.exec(ref);
+  if (local) return { mode: 'local', folder: decodeURIComponent(local[1]), url: ref };
   const hub = HUB_FOLDER.exec(ref);
   if (hub) return { mode: 'hub', id: hub[1], revision: decodeURIComponent(hub[2]) };
   return { mode: 'url', url: ref };
@@ -56,6 +57,6 @@ export function writeModelRef(c: ModelChoice): string {
     case 'url':
       return c.url;
     case 'local':
-      return `${LOCAL_PREFIX}${c.folder}`;
+      return c.url;
   }
 }

@@ -6,18 +6,14 @@ import { parseModelConfig } from '../../model/config';
 import type { ModelFit } from '../../store/setupStore';
 import type { EngineStatus } from '../../worker/protocol';
 import { readModelRef } from './fieldKinds';
-import { localFolderFile } from './localFolders';
+import { cachedConfigText } from './localFolders';
 import { backendBudget, checkFit, estimateMemory, workloadOf } from './modelFit';
 
 const MiB = 2 ** 20;
 
 async function configText(ref: string): Promise<string> {
   const c = readModelRef(ref);
-  if (c.mode === 'local') {
-    const f = localFolderFile(c.folder, 'config.json');
-    if (!f) throw new Error(`the local folder "${c.folder}" has no config.json (pick the folder again after a reload)`);
-    return f.text();
-  }
+  if (c.mode === 'local') return cachedConfigText(c.url);
   const base = c.mode === 'sandbox' ? new URL(`${import.meta.env.BASE_URL}models/${c.name}/`, window.location.href).href : ref.replace(/\/?$/, '/');
   const url = new URL('config.json', new URL(base, window.location.href)).href;
   const res = await fetch(url);
