@@ -75,9 +75,14 @@ describe('teaching mode', () => {
     expect(asr).toBeGreaterThanOrEqual(0);
     expect(asr).toBeLessThanOrEqual(1);
 
-    // The formula follows new steps.
+    // Charts, arena and formula follow new steps: more points on the reward chart, a later step in the arena.
+    const points = () => page.evaluate(() => Number(document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points')));
+    const p1 = await points();
+    expect(p1).toBeGreaterThanOrEqual(2);
     const before = f.step;
     await waitFor(page, `Number(document.querySelector('[data-testid="live-formula"]')?.getAttribute('data-step')) > ${before}`);
+    await waitFor(page, `Number(document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points')) > ${p1}`, 30_000);
+    await waitFor(page, `parseInt(document.querySelector('[data-testid="panel-arena"] output')?.textContent ?? '', 10) > ${arenaStep}`, 30_000);
     await page.click('[data-testid="run-stop"]');
     await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`, 60_000);
     console.log(`guided demo (${expected}): ${await step(page)} steps before stop`);
