@@ -5,6 +5,7 @@
 import { describeAllowed, type Field, type Schema } from '../../recipes/schema';
 import type { FormValues } from '../../store/setupUrl';
 import { fieldKind, KNOWN_JUDGES, type FieldKind } from './fieldKinds';
+import { DatasetPicker } from './DatasetPicker';
 import { ModelPicker } from './ModelPicker';
 import './setup.css';
 
@@ -69,7 +70,7 @@ function JudgeInput({ name, value, invalid, disabled, onChange }: InputProps) {
 }
 
 const SECTIONS: [FieldKind[], string][] = [
-  [['model'], 'Models'],
+  [['model', 'dataset'], 'Models and data'],
   [['judge', 'algorithm'], 'Judge and algorithm'],
   [['plain'], 'Settings'],
 ];
@@ -97,6 +98,8 @@ export function ConfigForm({ schema, values, errors, disabled, onChange }: FormP
         </label>
         {kind === 'model' ? (
           <ModelPicker name={name} value={String(value)} invalid={Boolean(err)} disabled={disabled} config={values} onChange={(v) => onChange(name, v)} />
+        ) : kind === 'dataset' ? (
+          <DatasetPicker name={name} value={String(value)} invalid={Boolean(err)} disabled={disabled} onChange={(v) => onChange(name, v)} />
         ) : kind === 'judge' ? (
           <JudgeInput {...props} />
         ) : (

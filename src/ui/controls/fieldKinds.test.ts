@@ -6,7 +6,7 @@ describe('setup form field kinds', () => {
   it('finds the model, judge and algorithm fields of the registered recipes', () => {
     const kinds = Object.fromEntries(listRecipes().map((r) => [r.name, Object.entries(r.schema).filter(([k, f]) => fieldKind(k, f) !== 'plain').map(([k, f]) => `${k}:${fieldKind(k, f)}`)]));
     expect(kinds.redteam).toEqual(['defender:model', 'judge:judge', 'advantage:algorithm', 'policyLoss:algorithm']);
-    expect(kinds['attacker-sft']).toEqual(['attacker:model']);
+    expect(kinds['attacker-sft']).toEqual(['attacker:model', 'dataset:dataset']);
     expect(kinds.attack).toEqual(expect.arrayContaining(['attacker:model', 'defender:model', 'judge:judge']));
     if (kinds.arena) expect(kinds.arena.slice(0, 3)).toEqual(['attacker:model', 'defender:model', 'judge:judge']);
     // A checkpoint path and a dataset are not model pickers.
