@@ -6,7 +6,7 @@ export function TeachingToggle() {
   const setTeaching = useSettings((s) => s.setTeaching);
   return (
     <button type="button" className="badge teaching-toggle" data-testid="teaching-toggle" aria-pressed={teaching} title="Explanations of each recipe, its reward with live values, and a one-click guided demo" onClick={() => setTeaching(!teaching)}>
-      🎓 Teaching mode{teaching ? ': on' : ''}
+      Teaching mode{teaching ? ': on' : ''}
     </button>
   );
 }
