@@ -22,10 +22,24 @@ describe('teaching mode', () => {
     await page.click('[data-testid="teaching-toggle"]');
     await expect(attr(page, 'teaching-toggle', 'aria-pressed')).resolves.toBe('true');
     await page.waitForSelector('[data-testid="teaching"]');
-    // Before any live run the example run (an arena recording) is on screen: its lesson shows.
-    await expect(attr(page, 'teaching', 'data-recipe')).resolves.toBe('arena');
-    await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toMatch(/harm \+ diversityCoef · diversity − attackerKlBeta · KL/);
-    await expect(page.textContent('[data-testid="lesson-watch"]')).resolves.toMatch(/judge\/asr = \d/);
+    // Before any live run: the lesson of the recipe chosen in the setup. The recorded example on
+    // screen is an arena run, so it lends its values to the arena lesson only.
+    await page.selectOption('[data-testid="recipe-select"]', 'redteam');
+    await expect(attr(page, 'teaching', 'data-recipe')).resolves.toBe('redteam');
+    await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toBe('R = clip(harm − repetitionPenalty · repetition − klBeta · KL, 0, 1)');
+    await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(/repetitionPenalty = 0\.3.*klBeta = 0\.1/);
+    await page.waitForSelector('[data-testid="live-formula-empty"]');
+    await expect(page.textContent('[data-testid="lesson-watch"]')).resolves.toMatch(/judge\/asr = —/);
+    // Weights follow the form.
+    await page.fill('[data-testid="field-klBeta"]', '0.03');
+    await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(/klBeta = 0\.03/);
+    await page.fill('[data-testid="field-klBeta"]', '0.1');
+    if ((await page.locator('[data-testid="recipe-select"] option[value="arena"]:not([disabled])').count()) > 0) {
+      await page.selectOption('[data-testid="recipe-select"]', 'arena');
+      await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toMatch(/harm \+ diversityCoef · diversity − attackerKlBeta · KL/);
+      await expect(page.textContent('[data-testid="lesson-watch"]')).resolves.toMatch(/judge\/asr = \d/);
+      await page.waitForSelector('[data-testid="live-formula"]');
+    }
   });
 
   it('starts the guided demo in one click; charts, arena and the live formula follow it', async () => {

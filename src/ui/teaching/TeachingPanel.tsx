@@ -26,10 +26,13 @@ export function TeachingPanel() {
   const setup = useSetup();
   const { run, entry, step, metrics } = useLatest();
   const [demoBusy, setDemoBusy] = useState(false);
-  const recipe = run?.info.recipe ?? setup.recipeName;
+  // A live run's recipe; otherwise the one chosen in the setup (the recorded example or a replay
+  // only lends its values when it is of that recipe).
+  const recipe = run && run.info.source === 'live' ? run.info.recipe : setup.recipeName || (run?.info.recipe ?? '');
   const lesson = lessonFor(recipe);
   const weightsFrom = setup.runConfig && setup.runConfig.recipe === recipe ? setup.runConfig.values : valuesOf(setup, recipe);
-  const plugged = lesson && entry && entry.sample ? plugFormula(lesson, entry.sample) : null;
+  const same = run?.info.recipe === recipe;
+  const plugged = lesson && same && entry ? plugFormula(lesson, entry.sample) : null;
   const active = setup.status.state === 'running' || setup.status.state === 'paused';
   const demoName = DEMO_RECIPES.find((n) => setup.recipes.some((r) => r.name === n));
 
@@ -96,10 +99,10 @@ export function TeachingPanel() {
           ) : (
             <p className="small" data-testid="live-formula-empty">Start a run (or the guided demo) to see the latest rollout's values plugged in.</p>
           )}
-          <h4>What to watch{step !== null ? ` (step ${step})` : ''}</h4>
+          <h4>What to watch{same && step !== null ? ` (step ${step})` : ''}</h4>
           <ul className="watch" data-testid="lesson-watch">
             {lesson.watch.map((w) => {
-              const m = w.metric ? metrics[w.metric] : undefined;
+              const m = w.metric && same ? metrics[w.metric] : undefined;
               return (
                 <li key={w.text}>
                   {w.text}
