@@ -55,6 +55,10 @@ describe('teaching mode', () => {
     if (expected === 'arena') await expect(page.inputValue('[data-testid="field-goals"]')).resolves.toBe('2');
     await waitFor(page, `Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= 2`);
 
+    // Progress: steps per second and, with the demo's 60-step limit, the time left.
+    await page.waitForSelector('[data-testid="run-rate"]', { timeout: 30_000 });
+    await expect(page.textContent('[data-testid="run-rate"]')).resolves.toMatch(/(steps\/s|s\/step) · ~\d+(s|m \d\ds) left/);
+
     // The run store has the live run, charts draw it, the arena shows its rollouts.
     const summary = await page.evaluate(() => window.sparringRuns!.summary());
     const live = summary.runs.find((r) => r.source === 'live')!;

@@ -31,6 +31,8 @@ export interface SetupState {
   status: RunStatus;
   busy: string | null;
   commandError: string | null;
+  /** Finish times (ms) of the live run's latest steps, for steps/s and time left. */
+  stepTimes: number[];
   /** Recipe and config of the run started last (the teaching panel plugs its weights in). */
   runConfig: { recipe: string; values: FormValues } | null;
   /** Fit checks of the chosen models, by field: shown on the picker and in the device panel. */
@@ -44,7 +46,8 @@ export interface SetupState {
   setMaxSteps(s: string): void;
   setAtMax(a: AtMax): void;
   applyLink(d: DecodedSetup): void;
-  patch(p: Partial<Pick<SetupState, 'status' | 'busy' | 'commandError' | 'workerErrors' | 'runConfig'>>): void;
+  patch(p: Partial<Pick<SetupState, 'status' | 'busy' | 'commandError' | 'workerErrors' | 'runConfig' | 'stepTimes'>>): void;
+  stepDone(time: number): void;
 }
 
 const without = (errors: Record<string, string>, ...keys: string[]) => {
@@ -73,6 +76,7 @@ export const useSetup = create<SetupState>()((set) => ({
   busy: null,
   commandError: null,
   runConfig: null,
+  stepTimes: [],
   fits: {},
   setFit: (field, fit) =>
     set((s) => {
@@ -108,4 +112,5 @@ export const useSetup = create<SetupState>()((set) => ({
       workerErrors: {},
     })),
   patch: (p) => set(p),
+  stepDone: (time) => set((s) => ({ stepTimes: [...s.stepTimes.slice(-19), time] })),
 }));

@@ -11,6 +11,7 @@ import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../
 import type { RecipeListing } from '../../worker/protocol';
 import { ConfigForm } from './ConfigForm';
 import { PLANNED_RECIPES } from './planned';
+import { formatDuration, progressOf } from './progress';
 import { runCommand, startRun } from './runActions';
 import './setup.css';
 
@@ -96,6 +97,8 @@ export function RunControls() {
   const stepsErr = maxStepsError(s.maxSteps) ?? errors.steps ?? null;
   const tooBig = recipe ? Object.entries(s.fits).filter(([k, f]) => k in recipe.schema && f.state === 'too-big' && f.ref === values[k]) : [];
   const [confirmBig, setConfirmBig] = useState(false);
+  const limit = s.maxSteps.trim() !== '' && !maxStepsError(s.maxSteps) ? Number(s.maxSteps) : null;
+  const progress = status.state === 'running' ? progressOf(s.stepTimes, status.step, limit) : null;
 
   const start = () => {
     if (tooBig.length > 0 && !confirmBig) {
@@ -189,6 +192,13 @@ export function RunControls() {
           <span data-testid="run-step-count">{status.step}</span>
           {s.maxSteps && !maxStepsError(s.maxSteps) ? ` / ${s.maxSteps}` : ''}
           {(busy ?? status.detail) && <span className="small"> · {busy ?? status.detail}</span>}
+          {progress?.stepsPerSec != null && (
+            <span className="small" data-testid="run-rate" data-steps-per-sec={progress.stepsPerSec}>
+              {' · '}
+              {progress.stepsPerSec >= 1 ? `${progress.stepsPerSec.toFixed(1)} steps/s` : `${(1 / progress.stepsPerSec).toFixed(1)} s/step`}
+              {progress.remainingMs != null && ` · ~${formatDuration(progress.remainingMs)} left`}
+            </span>
+          )}
         </span>
       </div>
       {status.state === 'error' && status.error && <div className="error" role="alert" data-testid="run-error">Run failed: {status.error}</div>}

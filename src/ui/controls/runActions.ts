@@ -53,11 +53,12 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
     return false;
   }
   const limit = o.maxSteps.trim() === '' ? Infinity : Number(o.maxSteps);
-  patch({ busy: 'starting', commandError: null, workerErrors: {} });
+  patch({ busy: 'starting', commandError: null, workerErrors: {}, stepTimes: [] });
   try {
     let limitHit = false;
     const onReport = Comlink.proxy(async (report: StepReport) => {
       useRunStore.getState().append(report, 'live');
+      useSetup.getState().stepDone(Date.now());
       if (report.step + 1 >= limit && !limitHit) {
         limitHit = true;
         patch({ status: await engine().pauseRun() });
