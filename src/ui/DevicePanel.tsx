@@ -4,6 +4,7 @@ import { formatBytes } from '../engine/probe';
 import { useEngine } from '../store/engineStore';
 import { useSettings } from '../store/settingsStore';
 import { useSetup } from '../store/setupStore';
+import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
@@ -38,6 +39,15 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
               <tr key={t.flag}><th>Tuning</th><td>{t.flag} = {String(t.value)} ({t.why})</td></tr>
             ))}
             <tr><th>tfjs memory</th><td>{status ? `${status.memory.numTensors} tensors, ${formatBytes(status.memory.numBytes)}` : '—'}</td></tr>
+            {status && (
+              <tr>
+                <th>Memory budget</th>
+                <td data-testid="device-budget">{(() => {
+                  const b = deviceBudget(status);
+                  return `${formatBytes(Math.round(b.budgetBytes))} (${b.budgetSource}), ${formatBytes(Math.max(0, Math.round(b.budgetBytes - b.inUseBytes)))} left for new models`;
+                })()}</td>
+              </tr>
+            )}
             <tr><th>WebGPU</th><td>{probe ? (probe.available ? 'available' : `unavailable: ${probe.reason}`) : '—'}</td></tr>
             {probe?.available && (
               <>
