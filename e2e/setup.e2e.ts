@@ -106,6 +106,7 @@ describe('run setup', () => {
     // The device panel lists the same verdict.
     await page.click('[data-testid="device-badge"]');
     await page.waitForSelector('[data-testid="device-fit-defender"][data-state="too-big"]', { timeout: 10_000 });
+    await expect(page.textContent('[data-testid="device-budget"]')).resolves.toMatch(/^4 GiB \(the wasm backend addresses at most 4 GiB\)/);
     await page.keyboard.press('Escape');
     // Start asks again instead of loading it.
     await page.click('[data-testid="run-start"]');
