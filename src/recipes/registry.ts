@@ -1,8 +1,14 @@
 // Recipes by the name researchers type. The built-in recipes register themselves when this module
 // loads; a plug-in (or a test) can add its own with registerRecipe.
+import { arenaRecipe } from './arena.ts';
 import { attackRecipe } from './attack.ts';
 import { attackerSftRecipe } from './attackerSft.ts';
+import { defendRecipe } from './defend.ts';
+import { tokenbuncherRecipe } from './tokenbuncher.ts';
+import { minmaxRecipe } from './minmax.ts';
+import { multiturnRecipe } from './multiturn.ts';
 import { redteamRecipe } from './redteam.ts';
+import { rlhfRecipe } from './rlhf.ts';
 import { ConfigError, validateConfig, type ConfigOf, type Schema } from './schema.ts';
 import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -50,3 +56,9 @@ export async function createRun(env: RecipeEnv, name: string, input: Record<stri
 registerRecipe(redteamRecipe);
 registerRecipe(attackerSftRecipe);
 registerRecipe(attackRecipe);
+registerRecipe(multiturnRecipe);
+registerRecipe(arenaRecipe);
+registerRecipe(defendRecipe);
+registerRecipe(tokenbuncherRecipe);
+registerRecipe(minmaxRecipe);
+registerRecipe(rlhfRecipe);
