@@ -105,4 +105,32 @@ describe('teaching mode', () => {
     await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`, 60_000);
     console.log(`guided demo (${expected}): ${await step(page)} steps before stop`);
   });
+
+  // Each lesson's combination rule against the rewards the recipe itself reports: one short step
+  // of redteam (clipped sum) and attack (sum), started from the form.
+  const TINY: Record<string, Record<string, string>> = {
+    redteam: { prompts: '2', groupSize: '2', promptPool: '8', maxNewTokens: '6', samples: '4', loraRank: '2' },
+    attack: { goals: '2', groupSize: '2', goalPool: '8', attackerMaxTokens: '12', defenderMaxTokens: '8', samples: '4', loraRank: '2' },
+  };
+  for (const [recipe, fields] of Object.entries(TINY)) {
+    it(`the ${recipe} lesson's formula gives the rewards ${recipe} reports`, async () => {
+      const { page } = lab;
+      await page.selectOption('[data-testid="recipe-select"]', recipe);
+      for (const [k, v] of Object.entries(fields)) await page.fill(`[data-testid="field-${k}"]`, v);
+      await page.fill('[data-testid="run-max-steps"]', '1');
+      await page.selectOption('[data-testid="run-at-max"]', 'stop');
+      await page.click('[data-testid="run-start"]');
+      await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped' && document.querySelector('[data-testid="run-state"]')?.getAttribute('data-recipe') === ${JSON.stringify(recipe)}`, 90_000);
+      await expect(attr(page, 'teaching', 'data-recipe')).resolves.toBe(recipe);
+      // The step's first rollout: the lesson's rule over its terms equals the reward the recipe gave it.
+      const f = await page.evaluate(() => {
+        const el = document.querySelector('[data-testid="live-formula"]')!;
+        return { step: Number(el.getAttribute('data-step')), reward: Number(el.getAttribute('data-reward')), combined: Number(el.getAttribute('data-combined')), terms: [...el.querySelectorAll('[data-testid^="live-term-"]')].map((t) => Number(t.getAttribute('data-value'))) };
+      });
+      expect(f.step).toBe(0);
+      const sum = f.terms.reduce((a, b) => a + b, 0);
+      expect(recipe === 'redteam' ? Math.min(1, Math.max(0, sum)) : sum).toBeCloseTo(f.reward, 9);
+      expect(f.combined).toBeCloseTo(f.reward, 9);
+    });
+  }
 });
