@@ -141,5 +141,14 @@ describe('tokenbuncher recipe', () => {
     expect(r.metrics['buncher/reached_undefended']).toBe(reached >= 0 ? 1 : 0);
     expect(got('defended').length).toBeGreaterThan(0);
     expect(r.metrics['buncher/redteam_budget']).toBe(2);
+    // The undefended side's held-out stats are the base model's: a fresh run's step-0 evaluation.
+    const fresh = await createRun(redteamEnv, 'tokenbuncher', { ...cfg, evalAfter: 0, evalEvery: 1 }, 5);
+    try {
+      const e = (await fresh.run.step()).metrics;
+      for (const k of ['asr', 'benign_correct', 'over_refusal', 'entropy_harmful']) expect(r.metrics[`buncher/${k}_undefended`], k).toBeCloseTo(e[`eval/${k}`], 6);
+    } finally {
+      fresh.run.dispose();
+    }
+    expect(Number.isFinite(r.metrics['buncher/entropy_harmful_defended'])).toBe(true);
   }, 120_000);
 });

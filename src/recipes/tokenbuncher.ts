@@ -18,7 +18,8 @@
 // Built-in evaluation (`evalAfter` > 0): once that many steps have run, the `redteam` recipe runs
 // twice with the same seed and budget: against the defended defender (this run's adapter merged
 // into a fresh copy) and the undefended one. It reports how many redteam steps each needs before
-// its greedy held-out attack success rate reaches `evalTargetAsr`, then marks the run done.
+// its greedy held-out attack success rate reaches `evalTargetAsr`, and both models' greedy held-out
+// stats (benign correctness, over-refusal, ASR, entropy on harmful prompts); then marks the run done.
 import * as tf from '@tensorflow/tfjs';
 import { benignPrompts, harmfulPrompts, promptMeta, rngFor, SINGLE_TURN_TACTICS, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge } from '../judges/types.ts';
@@ -206,6 +207,15 @@ class TokenbuncherRun implements RecipeRun {
         return m;
       },
     };
+    // Held-out greedy stats of the defended model and of the same model with the adapter off.
+    const defendedStats = await this.evaluate();
+    this.lora.enabled = false;
+    let undefendedStats: Metrics;
+    try {
+      undefendedStats = await this.evaluate();
+    } finally {
+      this.lora.enabled = true;
+    }
     const input = { defender: c.defender, judge: c.judge, tactics: c.tactics, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
     const budget = c.evalRedteamSteps;
     const defended = await redteamStepsToTarget(defendedEnv, input, this.seed, budget, c.evalTargetAsr);
@@ -217,6 +227,8 @@ class TokenbuncherRun implements RecipeRun {
       'buncher/reached_undefended': undefended.steps === null ? 0 : 1,
       'buncher/redteam_budget': budget,
     };
+    for (const [k, v] of Object.entries(defendedStats)) m[`buncher/${k.slice('eval/'.length)}_defended`] = v;
+    for (const [k, v] of Object.entries(undefendedStats)) m[`buncher/${k.slice('eval/'.length)}_undefended`] = v;
     defended.asr.forEach((a, s) => (m[`buncher/defended_asr_${s}`] = a));
     undefended.asr.forEach((a, s) => (m[`buncher/undefended_asr_${s}`] = a));
     return m;
@@ -245,7 +257,7 @@ class TokenbuncherRun implements RecipeRun {
     const verdicts = await this.judge.score(r.rowGroup.map((g, b) => ({ prompt: promptText(items[g]), response: r.answers[b], meta: promptMeta(items[g]) })));
     const terms = verdicts.map((v, b) =>
       harmful[b]
-        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), safety: c.safetyWeight * (1 - v.unsafe), kl: -c.klBeta * kl[b] }
+        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -c.klBeta * kl[b] }
         : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -c.klBeta * kl[b] },
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
