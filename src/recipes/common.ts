@@ -68,20 +68,23 @@ export interface OutcomeLearning {
   kl?: { estimator: KlEstimatorName; coef: number };
 }
 
+/** The rollout a learning step reads: prompts, sampled responses and their rollout log-probs. */
+export interface LearnRollout {
+  prompts: number[][];
+  responses: number[][];
+  mask: number[][];
+  logprobs: number[][];
+  /** Tokens the policy wrote, when not all of `mask` (multi-turn rows attend to user turns that must not learn). */
+  policyMask?: number[][];
+}
+
 /**
  * Scores -> outcome rewards on each response's last token -> group advantages (all-zero groups
  * skipped) -> one learnStep on the LoRA. The rollout's log-probs are the old policy's.
  */
 export async function learnFromOutcomes(
   learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
-  rollout: {
-    prompts: number[][];
-    responses: number[][];
-    mask: number[][];
-    logprobs: number[][];
-    /** Tokens the policy wrote, when not all of `mask` (multi-turn rows attend to user turns that must not learn). */
-    policyMask?: number[][];
-  },
+  rollout: LearnRollout,
   refLogp: TokenMatrix | undefined,
   scores: number[],
   groupIndex: number[],
@@ -89,9 +92,23 @@ export async function learnFromOutcomes(
   padTokenId: number,
 ): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
   const mask = fromRows(rollout.policyMask ?? rollout.mask);
+  return learnFromTokenRewards(learner, rollout, refLogp, placeOutcomeRewards(scores, mask), groupIndex, c, padTokenId);
+}
+
+/** learnFromOutcomes with the rewards already placed on the token grid ([B, T], e.g. one per turn). */
+export async function learnFromTokenRewards(
+  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
+  rollout: LearnRollout,
+  refLogp: TokenMatrix | undefined,
+  tokenLevelRewards: TokenMatrix,
+  groupIndex: number[],
+  c: OutcomeLearning,
+  padTokenId: number,
+): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
+  const mask = fromRows(rollout.policyMask ?? rollout.mask);
   const advantages = computeAdvantages(
     c.advantage,
-    { tokenLevelRewards: placeOutcomeRewards(scores, mask), responseMask: mask, index: groupIndex },
+    { tokenLevelRewards, responseMask: mask, index: groupIndex },
     { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
   );
   const learn = await learnStep(

@@ -10,7 +10,9 @@ import { rulesVerdict } from '../judges/rules.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { loadChatModel } from './env.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
-import { multiturnSchema, saferTurnScore } from './multiturn.ts';
+import { episodeTokenRewards, multiturnSchema, saferTurnScore } from './multiturn.ts';
+import { computeAdvantages } from '../rl/advantages.ts';
+import { fromRows } from '../rl/types.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { validateConfig } from './schema.ts';
@@ -115,6 +117,26 @@ describe('multiturn: episodes as rows', () => {
     const p = padEpisodes([row, new EpisodeRow(codec, 'x')], 0);
     expect(p.attention[1].every((m) => m === 0)).toBe(true);
     expect(p.attention[0].slice(0, before).every((m) => m === 1)).toBe(true);
+  });
+
+  it('rewards land on the last reply token (episode) or on each reply\'s last token (turn); per-turn returns reset at user turns', () => {
+    const codec = charCodec();
+    const row = new EpisodeRow(codec, 'hi');
+    row.addReply([10, 11, 2], [0, 0, 0], [0, 0, 0]); // 3 reply tokens
+    row.addUser('go');
+    row.addReply([12, 2], [0, 0], [0, 0]); // 2 reply tokens
+    const g = row.response.length - 5; // glue tokens between the replies
+    const p = padEpisodes([row], 0);
+    const scores = [[0.2, 1]];
+    const agg = aggregateTurnScores(scores[0], 'min_mean'); // 0.06 + 0.7 x 0.6 = 0.48
+    expect(agg).toBeCloseTo(0.48, 12);
+    const zeros = (n: number) => Array<number>(n).fill(0);
+    expect(Array.from(episodeTokenRewards(p, scores, [agg], 'episode').data)).toEqual([...zeros(3 + g), 0, Math.fround(0.48)]);
+    expect(Array.from(episodeTokenRewards(p, scores, [agg], 'turn').data)).toEqual([0, 0, Math.fround(0.2), ...zeros(g), 0, 1]);
+    // REINFORCE++ returns (gamma 1): reply 0 is credited with its own 0.2 only (the masked user turn resets the sum).
+    const out = computeAdvantages('reinforce_plus_plus', { tokenLevelRewards: episodeTokenRewards(p, scores, [agg], 'turn'), responseMask: fromRows(p.policy) });
+    const onReplies = Array.from(out.returns.data).map((x, t) => Math.round(x * p.policy[0][t] * 1e6) / 1e6 + 0);
+    expect(onReplies).toEqual([0.2, 0.2, 0.2, ...zeros(g), 1, 1]);
   });
 
   it.skipIf(!HAVE_DEFENDER)('with the sandbox ChatML tokenizer the row equals the template of the whole conversation', async () => {

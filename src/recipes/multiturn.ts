@@ -18,8 +18,9 @@
 //             s = max(0, 0.4 safety + 0.4 usefulness + 0.2 format - 0.2 rep3)   (SaFeR's weights,
 //             its 1-10 judge scores read as [0, 1], faithfulness -> format)
 //   reward    aggregateTurnScores(s_0..s_{n-1}, aggregation): mean, min_mean (default: 0.3 min +
-//             0.7 mean), soft_linear, harmonic or last; placed on the last reply token; user turns
-//             are in the row (the replies read them) but masked out of the loss
+//             0.7 mean), soft_linear, harmonic or last; placed on the last reply token (or, with
+//             rewardPlacement = turn, each s_k on reply k's last token); user turns are in the row
+//             (the replies read them) but masked out of the loss
 //   learn     GRPO advantages (std-normalised) per episode group, PPO clip, k3 KL loss 0.001
 //             (SaFeR), global norm clip, AdamW on the defender's LoRA
 //
@@ -38,8 +39,9 @@ import { referenceStats } from '../rl/policy.ts';
 import { saferRep3 } from '../rl/repetition.ts';
 import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
-import { fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS } from '../rl/types.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
+import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
+import { drawBatch, learnFromTokenRewards, loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -47,6 +49,7 @@ import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const FOLLOW_UP_SOURCES = ['scripted', 'attacker'] as const;
+export const REWARD_PLACEMENTS = ['episode', 'turn'] as const;
 
 export const multiturnSchema = {
   defender: str('defender', 'model trained (LoRA): a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
@@ -64,6 +67,7 @@ export const multiturnSchema = {
   attackerMaxTokens: int(48, 'attacker continuation cap in tokens (followUps = attacker)', { min: 1, max: 1024 }),
   attackerTemperature: num(1, 'attacker sampling temperature (followUps = attacker)', { min: 0.05, max: 2 }),
   aggregation: oneOf(TURN_AGGREGATIONS, 'min_mean', 'turn scores -> episode reward: mean, min_mean (0.3 min + 0.7 mean, SaFeR default), soft_linear (w_i = 1 + 0.1 i), harmonic, last'),
+  rewardPlacement: oneOf(REWARD_PLACEMENTS, 'episode', 'episode (SaFeR: the aggregate on the last reply token) or turn (each turn\'s score on its own reply\'s last token; with reinforce_plus_plus each reply is credited with its own score only, since returns reset at the masked user turns; grpo then sums the turn scores)'),
   safetyWeight: num(0.4, 'weight of safety in a turn score (SaFeR 0.4)', { min: 0, max: 10 }),
   usefulnessWeight: num(0.4, 'weight of usefulness in a turn score (SaFeR 0.4)', { min: 0, max: 10 }),
   formatWeight: num(0.2, 'weight of format (the reply ended its turn) in a turn score (SaFeR faithfulness 0.2)', { min: 0, max: 10 }),
@@ -76,7 +80,7 @@ export const multiturnSchema = {
   weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
   maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox defender'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator over episode rewards (veRL names; SaFeR grpo)'),
+  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn)'),
   normAdvByStd: bool(true, 'divide group-centred rewards by the group std (GRPO)'),
   policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, veRL) or importance_sampling'),
   clipRatio: num(0.2, 'PPO clip epsilon', { min: 0, max: 10 }),
@@ -308,6 +312,15 @@ function outcomeMetrics(p: Played, s: Scored, maxTurns: number, prefix: string):
   return m;
 }
 
+/**
+ * The token-level rewards of padded episode rows ([B, T]): `episode` puts rewards[b] on row b's
+ * last reply token (placeOutcomeRewards on the policy mask); `turn` puts turnScores[b][k] on the
+ * last token of reply k (placeTurnRewards on the turn index).
+ */
+export function episodeTokenRewards(padded: { policy: number[][]; turnIndex: number[][] }, turnScores: number[][], rewards: number[], placement: (typeof REWARD_PLACEMENTS)[number]): TokenMatrix {
+  return placement === 'turn' ? placeTurnRewards(turnScores, fromRows(padded.turnIndex)) : placeOutcomeRewards(rewards, fromRows(padded.policy));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The run
 
@@ -402,12 +415,12 @@ class MultiturnRun implements RecipeRun {
     });
     const t2 = performance.now();
 
-    // --- learn: one scalar per episode on its last reply token; user turns masked out
-    const { advantages: adv, learn } = await learnFromOutcomes(
+    // --- learn: one scalar per episode on its last reply token (or one per turn); user turns masked out
+    const { advantages: adv, learn } = await learnFromTokenRewards(
       { model, lora: this.lora, optimizer: this.optimizer },
       { ...batch, logprobs: padded.logprobs, policyMask: padded.policy },
       refLogp,
-      rewards,
+      episodeTokenRewards(padded, turnScores, rewards, c.rewardPlacement),
       rowGroup,
       { ...c, kl: { estimator: c.klEstimator, coef: c.klCoef } },
       codec.pad,
