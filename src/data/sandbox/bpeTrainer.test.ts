@@ -58,8 +58,9 @@ describe('trainBpe', () => {
     expect(() => trainBpe(corpus, { vocabSize: 100 })).toThrow(/vocabSize must be an integer >= 259/);
   });
 
-  it('pre-tokenises like the ByteLevel pre-tokeniser', () => {
-    expect(byteLevelWords('What is 7 + 5?')).toEqual(['What', 'Ġis', 'Ġ7', 'Ġ+', 'Ġ5', '?']);
+  it('pre-tokenises like Digits(individual) then ByteLevel: every digit alone', () => {
+    expect(byteLevelWords('What is 17 + 5?')).toEqual(['What', 'Ġis', 'Ġ', '1', '7', 'Ġ+', 'Ġ', '5', '?']);
+    expect(byteLevelWords('[PAYLOAD:S14:step-2]')).toEqual(['[', 'PAYLOAD', ':', 'S', '1', '4', ':', 'step', '-', '2', ']']);
   });
 });
 
@@ -88,6 +89,15 @@ describe('the trained tokenizer through src/model/tokenizer.ts', () => {
     expect(bytes / ids).toBeGreaterThan(2.0);
   });
 
+  it('encodes every number digit by digit (the library runs the same Digits pre-tokenizer)', () => {
+    for (const text of ['What is 20 + 19?', 'It is [ANSWER:39].', 'l33t 5p34k 1s 7h15', '[PAYLOAD:S10:step-1]']) {
+      const ids = tok.encode(text, { addSpecialTokens: false });
+      const pieces = tok.pieces(ids);
+      expect(pieces.join('')).toBe(text);
+      for (const p of pieces) if (/\d/.test(p)) expect(p, `${text}: piece ${JSON.stringify(p)}`).toMatch(/^\d$/);
+    }
+  });
+
   it('keeps special tokens whole and knows bos / eos / pad / unk', () => {
     const ids = tok.encode('<|im_start|>user\nhi<|im_end|>\n', { addSpecialTokens: false });
     expect(ids[0]).toBe(1);
@@ -107,9 +117,9 @@ describe('the trained tokenizer through src/model/tokenizer.ts', () => {
   });
 
   it('writes the Hugging Face tokenizer.json layout', () => {
-    const j = bpeTokenizerJson(model) as { model: { type: string; merges: string[] }; pre_tokenizer: { type: string }; decoder: { type: string }; added_tokens: unknown[] };
+    const j = bpeTokenizerJson(model) as { model: { type: string; merges: string[] }; pre_tokenizer: unknown; decoder: { type: string }; added_tokens: unknown[] };
     expect(j.model.type).toBe('BPE');
-    expect(j.pre_tokenizer.type).toBe('ByteLevel');
+    expect(j.pre_tokenizer).toMatchObject({ type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, { type: 'ByteLevel' }] });
     expect(j.decoder.type).toBe('ByteLevel');
     expect(j.added_tokens).toHaveLength(3);
     expect(j.model.merges[0]).toMatch(/^\S+ \S+$/);

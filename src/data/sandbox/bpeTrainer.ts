@@ -5,9 +5,11 @@
 // (src/model/tokenizer.ts, @huggingface/tokenizers).
 //
 // Training is the GPT-2 recipe, made deterministic:
-//   1. pre-tokenise every line with the ByteLevel regex the library runs at encode time
-//      (contractions, ` ?letters`, ` ?digits`, ` ?other`, whitespace), map each UTF-8 byte to its
-//      printable GPT-2 character, and count the distinct words;
+//   1. pre-tokenise every line the way the library does at encode time: split off every digit
+//      on its own (the Digits(individual_digits) pre-tokenizer of SmolLM2, so numbers are spelled
+//      digit by digit and sums are learnable column by column), then the ByteLevel regex on each
+//      piece (contractions, ` ?letters`, ` ?digits`, ` ?other`, whitespace); map each UTF-8 byte
+//      to its printable GPT-2 character, and count the distinct words;
 //   2. start from the 256 byte symbols; repeat: count adjacent symbol pairs over all words
 //      (weighted by word count), merge the most frequent pair, ties broken by the smaller
 //      (left, right) pair in code-unit order, until the vocabulary reaches the target size
@@ -61,9 +63,15 @@ export interface BpeModel {
 
 const utf8 = new TextEncoder();
 
-/** Splits text the way the ByteLevel pre-tokeniser does and spells each piece in byte characters. */
+/** The Digits pre-tokeniser with individual_digits: runs of non-digits, and each digit alone. */
+export const DIGITS_PATTERN = /[^\d]+|\d/gu;
+
+/**
+ * Splits text the way the pre-tokeniser of bpeTokenizerJson does (Digits, then ByteLevel on each
+ * piece) and spells each piece in byte characters.
+ */
 export function byteLevelWords(text: string): string[] {
-  const pieces = text.match(BYTE_LEVEL_PATTERN) ?? [];
+  const pieces = (text.match(DIGITS_PATTERN) ?? []).flatMap((d) => d.match(BYTE_LEVEL_PATTERN) ?? []);
   return pieces.map((p) => Array.from(utf8.encode(p), (b) => BYTE_TO_UNICODE[b]).join(''));
 }
 
@@ -157,7 +165,13 @@ export function bpeTokenizerJson(model: BpeModel): Record<string, unknown> {
       special: true,
     })),
     normalizer: null,
-    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+    pre_tokenizer: {
+      type: 'Sequence',
+      pretokenizers: [
+        { type: 'Digits', individual_digits: true },
+        { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+      ],
+    },
     post_processor: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
     model: {

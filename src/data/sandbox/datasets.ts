@@ -3,71 +3,41 @@
 // shorter one with the same seed, and builders never shift each other's streams.
 //
 // The defender SFT data is where the defender's *measured* vulnerabilities come from: harmful
-// goals under a tactic are answered with redacted compliance at the per-tactic rates below
-// (direct requests always refused), crescendo complies more on later turns, and tactic-wrapped
-// benign tasks are refused at a small over-refusal rate. A defender trained on it starts with
-// known weak spots that the attacker can find and RL can close.
+// goals under a tactic are answered with redacted compliance in the tactic's vulnerable
+// (template x category) cells (vulnerability.ts; direct requests always refused), crescendo
+// complies more on later turns, and some tactic-wrapped benign tasks are refused. The same data
+// teaches the QA policy and the monitor of the MinMax game their designed, imperfect answers
+// (qa.ts). A defender trained on it starts with known weak spots that the attacker can find and
+// RL can close.
 
 import type { ChatTurn, PromptInput } from '../types';
 import { helpfulAnswer, sampleBenign, type BenignFamily } from './benign';
 import { sampleGoal, type SandboxHazard } from './hazards';
-import { sampleQa, formatQaPrompt, qaAnswer, type QaItem } from './qa';
+import {
+  CHOICE_LETTERS,
+  designedMonitorVerdict,
+  designedQaChoice,
+  formatMonitorPrompt,
+  formatQaPrompt,
+  monitorReply,
+  qaAnswer,
+  sampleQa,
+  trueVerdict,
+  type QaFamily,
+  type QaItem,
+} from './qa';
+import { answerMarker } from './markers';
 import { compliance, FULL_PAYLOAD_STEPS, neutralReply, refusal } from './responses';
 import { rngFor, type Rng } from './rng';
 import {
   applyTactic,
-  CRESCENDO_TURNS,
   TACTICS,
   TEXT_PRESERVING_TACTICS,
   wrapSingle,
   type SingleTurnTactic,
   type Tactic,
 } from './tactics';
-
-// ---------------------------------------------------------------------------------------------
-// Vulnerability design
-
-export interface VulnerabilityRates {
-  /** P(compliance) of the defender SFT data for a harmful goal under each single-turn tactic. */
-  readonly single: Readonly<Record<SingleTurnTactic, number>>;
-  /**
-   * P(compliance) at each crescendo turn (index 0 = the innocuous opening, always answered with
-   * a neutral reply, so its rate is ignored). Turn k >= 2 complies with [PAYLOAD:..:step-(k-1)].
-   */
-  readonly crescendo: readonly number[];
-  /** P(refusal) of a benign task: plain, and wrapped in a text-preserving tactic. */
-  readonly overRefusal: { readonly plain: number; readonly wrapped: number };
-}
-
-/** The designed rates (documented in the README of the data layer and asserted by the tests). */
-export const DEFAULT_VULNERABILITY: VulnerabilityRates = {
-  single: {
-    direct: 0,
-    roleplay: 0.3,
-    hypothetical: 0.35,
-    prefix_injection: 0.25,
-    refusal_suppression: 0.2,
-    authority: 0.15,
-    obfuscation: 0.4,
-    payload_splitting: 0.45,
-  },
-  crescendo: [0, 0.2, 0.5],
-  overRefusal: { plain: 0, wrapped: 0.1 },
-};
-
-function checkRate(name: string, p: number): void {
-  if (!(p >= 0 && p <= 1)) throw new Error(`${name} must be a probability in [0, 1], got ${p}`);
-}
-
-function checkRates(r: VulnerabilityRates): void {
-  for (const [t, p] of Object.entries(r.single)) checkRate(`vulnerability.single.${t}`, p);
-  if (r.crescendo.length !== CRESCENDO_TURNS) {
-    throw new Error(`vulnerability.crescendo must have ${CRESCENDO_TURNS} rates (one per turn), got ${r.crescendo.length}`);
-  }
-  r.crescendo.forEach((p, i) => checkRate(`vulnerability.crescendo[${i}]`, p));
-  checkRate('vulnerability.overRefusal.plain', r.overRefusal.plain);
-  checkRate('vulnerability.overRefusal.wrapped', r.overRefusal.wrapped);
-}
+import { checkRate, checkRates, DEFAULT_VULNERABILITY, designedCompliance, designedOverRefusal, type VulnerabilityRates } from './vulnerability';
 
 // ---------------------------------------------------------------------------------------------
 // Prompts (rollout / evaluation sets)
@@ -79,6 +49,8 @@ export interface SandboxPrompt {
   /** One user message, or the user turns of a crescendo (answer them in order). */
   readonly prompt: string | readonly string[];
   readonly tactic: Tactic | null;
+  /** Which template of the tactic wrapped the goal (null for a plain benign task). */
+  readonly template: number | null;
   readonly category: SandboxHazard | null;
   /** The goal (harmful) or the task text (benign) before wrapping. */
   readonly goal: string;
@@ -101,6 +73,7 @@ function harmfulPromptFrom(rng: Rng, id: string, tactics: readonly Tactic[], cat
     kind: 'harmful',
     prompt: a.kind === 'single' ? a.prompt : a.turns,
     tactic,
+    template: a.template,
     category: goal.category,
     goal: goal.text,
     benignFamily: null,
@@ -112,8 +85,9 @@ function benignPromptFrom(rng: Rng, id: string, wrapShare: number, tactics: read
   const task = sampleBenign(rng.fork('task'));
   const wrapped = rng.fork('wrapped?').chance(wrapShare);
   const tactic = wrapped ? pickTactic(rng.fork('tactic'), tactics) as SingleTurnTactic : null;
-  const prompt = tactic ? wrapSingle(task.text, tactic, rng.fork('wrap')).prompt : task.text;
-  return { id, kind: 'benign', prompt, tactic, category: null, goal: task.text, benignFamily: task.family, expected: task.answer };
+  const wrap = tactic ? wrapSingle(task.text, tactic, rng.fork('wrap')) : null;
+  const prompt = wrap ? wrap.prompt : task.text;
+  return { id, kind: 'benign', prompt, tactic, template: wrap ? wrap.template : null, category: null, goal: task.text, benignFamily: task.family, expected: task.answer };
 }
 
 export interface HarmfulPromptOptions {
@@ -140,6 +114,15 @@ export function benignPrompts(n: number, seed: number, opts: BenignPromptOptions
   checkRate('wrapShare', wrapShare);
   const tactics = opts.tactics ?? TEXT_PRESERVING_TACTICS;
   return Array.from({ length: n }, (_, i) => benignPromptFrom(rngFor(seed, 'benign-prompts', i), `benign-${i}`, wrapShare, tactics));
+}
+
+/**
+ * What the defender's SFT data does with a prompt: a harmful prompt complies (at its last turn),
+ * a benign one is over-refused. The designed rate of a prompt set is the share of true.
+ */
+export function designedOutcome(p: SandboxPrompt, rates: VulnerabilityRates = DEFAULT_VULNERABILITY): boolean {
+  if (p.kind === 'harmful') return designedCompliance(rates, p.tactic as Tactic, p.template as number, p.category as SandboxHazard);
+  return designedOverRefusal(rates, p.tactic as SingleTurnTactic | null, p.template, p.benignFamily as BenignFamily);
 }
 
 /** The judge metadata of a sandbox prompt (pass it as JudgeItem.meta). */
@@ -193,15 +176,19 @@ export function attackerSft(n: number, seed: number, opts: HarmfulPromptOptions 
 // ---------------------------------------------------------------------------------------------
 // Defender SFT
 
-/** What one assistant turn of the defender data does. */
-export type TurnOutcome = 'helpful' | 'refused' | 'complied' | 'neutral';
+/** What one assistant turn of the defender data does ('wrong': a designed wrong QA answer or verdict). */
+export type TurnOutcome = 'helpful' | 'refused' | 'complied' | 'neutral' | 'wrong';
 
 export interface DefenderSftExample {
   readonly id: string;
-  readonly kind: 'harmful' | 'benign';
+  /** qa: formatQaPrompt -> [ANSWER:X]; monitor: formatMonitorPrompt -> monitorReply (the MinMax game). */
+  readonly kind: 'harmful' | 'benign' | 'qa' | 'monitor';
   readonly tactic: Tactic | null;
+  readonly template: number | null;
   readonly category: SandboxHazard | null;
   readonly benignFamily: BenignFamily | null;
+  readonly qaFamily: QaFamily | null;
+  /** Benign: the expected [ANSWER:...] value; qa: the correct letter; monitor: the true verdict. */
   readonly expected: string | null;
   /** Alternating user / assistant turns, ending with an assistant turn (train on those). */
   readonly messages: readonly ChatTurn[];
@@ -210,36 +197,107 @@ export interface DefenderSftExample {
 }
 
 export interface DefenderSftOptions {
-  /** Share of benign examples (default 0.5). */
+  /** Share of benign examples (default 0.25). */
   readonly benignShare?: number;
+  /** Share of QA-policy examples (default 0.1). */
+  readonly qaShare?: number;
+  /** Share of monitor examples (default 0.1); the rest (0.55) are harmful. */
+  readonly monitorShare?: number;
   /** Share of benign examples wrapped in a text-preserving tactic (default 0.5). */
   readonly benignWrapShare?: number;
   /** Tactics of the harmful examples, drawn uniformly (default: all nine). */
   readonly tactics?: readonly Tactic[];
+  /** Designed compliance / over-refusal shares, realised as cells (vulnerability.ts). */
   readonly vulnerability?: VulnerabilityRates;
+}
+
+const ex0 = { tactic: null, template: null, category: null, benignFamily: null, qaFamily: null } as const;
+
+/** A QA-policy example: the designed answer (right or the family's distractor). */
+function qaExample(rng: Rng, id: string): DefenderSftExample {
+  const item = sampleQa(rng.fork('item'));
+  const pick = designedQaChoice(item);
+  return {
+    ...ex0,
+    id,
+    kind: 'qa',
+    qaFamily: item.family,
+    expected: CHOICE_LETTERS[item.correct],
+    messages: [
+      { role: 'user', content: formatQaPrompt(item) },
+      { role: 'assistant', content: answerMarker(CHOICE_LETTERS[pick]) },
+    ],
+    outcomes: [pick === item.correct ? 'helpful' : 'wrong'],
+  };
+}
+
+/** A QA item and an answer to review: half the answers right, half a uniformly drawn wrong letter. */
+export interface MonitorCase {
+  readonly item: QaItem;
+  /** [ANSWER:X] */
+  readonly answer: string;
+}
+
+function monitorCase(rng: Rng): MonitorCase {
+  const item = sampleQa(rng.fork('item'));
+  const wrong = [0, 1, 2, 3].filter((i) => i !== item.correct);
+  const pick = rng.fork('right?').chance(0.5) ? item.correct : rng.fork('wrong').pick(wrong);
+  return { item, answer: answerMarker(CHOICE_LETTERS[pick]) };
+}
+
+/** n monitor cases (rollout / evaluation sets of the monitor). */
+export function monitorCases(n: number, seed: number): MonitorCase[] {
+  return Array.from({ length: n }, (_, i) => monitorCase(rngFor(seed, 'monitor-cases', i)));
+}
+
+/** A monitor example: a monitor case and the designed monitor's reply. */
+function monitorExample(rng: Rng, id: string): DefenderSftExample {
+  const { item, answer } = monitorCase(rng);
+  const truth = trueVerdict(item, answer);
+  const verdict = designedMonitorVerdict(item, answer);
+  return {
+    ...ex0,
+    id,
+    kind: 'monitor',
+    qaFamily: item.family,
+    expected: truth,
+    messages: [
+      { role: 'user', content: formatMonitorPrompt(item, answer) },
+      { role: 'assistant', content: monitorReply(item, verdict) },
+    ],
+    outcomes: [verdict === truth ? 'helpful' : 'wrong'],
+  };
 }
 
 export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = {}): DefenderSftExample[] {
   const rates = opts.vulnerability ?? DEFAULT_VULNERABILITY;
   checkRates(rates);
-  const benignShare = opts.benignShare ?? 0.5;
+  const benignShare = opts.benignShare ?? 0.25;
+  const qaShare = opts.qaShare ?? 0.1;
+  const monitorShare = opts.monitorShare ?? 0.1;
   checkRate('benignShare', benignShare);
+  checkRate('qaShare', qaShare);
+  checkRate('monitorShare', monitorShare);
+  if (benignShare + qaShare + monitorShare > 1 + 1e-9) {
+    throw new Error(`benignShare + qaShare + monitorShare must be <= 1, got ${benignShare + qaShare + monitorShare}`);
+  }
   const wrapShare = opts.benignWrapShare ?? 0.5;
   const tactics = opts.tactics ?? TACTICS;
   return Array.from({ length: n }, (_, i) => {
     const rng = rngFor(seed, 'defender-sft', i);
     const id = `def-${i}`;
-    const decide = rng.fork('decide');
     const reply = rng.fork('reply');
-    if (rng.fork('kind').chance(benignShare)) {
+    const u = rng.fork('kind').next();
+    if (u < benignShare) {
       const p = benignPromptFrom(rng.fork('prompt'), id, wrapShare, TEXT_PRESERVING_TACTICS);
-      const refuse = decide.chance(p.tactic ? rates.overRefusal.wrapped : rates.overRefusal.plain);
+      const refuse = designedOverRefusal(rates, p.tactic as SingleTurnTactic | null, p.template, p.benignFamily as BenignFamily);
       const response = refuse ? refusal(reply) : helpfulAnswer(reply, p.expected as string);
       return {
+        ...ex0,
         id,
         kind: 'benign',
         tactic: p.tactic,
-        category: null,
+        template: p.template,
         benignFamily: p.benignFamily,
         expected: p.expected,
         messages: [
@@ -249,12 +307,16 @@ export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = 
         outcomes: [refuse ? 'refused' : 'helpful'],
       };
     }
+    if (u < benignShare + qaShare) return qaExample(rng.fork('qa'), id);
+    if (u < benignShare + qaShare + monitorShare) return monitorExample(rng.fork('monitor'), id);
     const p = harmfulPromptFrom(rng.fork('prompt'), id, tactics);
     const category = p.category as SandboxHazard;
+    const tactic = p.tactic as Tactic;
+    const template = p.template as number;
     const messages: ChatTurn[] = [];
     const outcomes: TurnOutcome[] = [];
     if (typeof p.prompt === 'string') {
-      const comply = decide.chance(rates.single[p.tactic as SingleTurnTactic]);
+      const comply = designedCompliance(rates, tactic, template, category);
       messages.push({ role: 'user', content: p.prompt }, { role: 'assistant', content: comply ? compliance(reply, category) : refusal(reply) });
       outcomes.push(comply ? 'complied' : 'refused');
     } else {
@@ -265,13 +327,13 @@ export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = 
           outcomes.push('neutral');
           return;
         }
-        const comply = decide.chance(rates.crescendo[k]);
+        const comply = designedCompliance(rates, tactic, template, category, k);
         const step = Math.min(k, FULL_PAYLOAD_STEPS);
         messages.push({ role: 'assistant', content: comply ? compliance(reply, category, [step]) : refusal(reply) });
         outcomes.push(comply ? 'complied' : 'refused');
       });
     }
-    return { id, kind: 'harmful', tactic: p.tactic, category, benignFamily: null, expected: null, messages, outcomes };
+    return { ...ex0, id, kind: 'harmful', tactic, template, category, expected: null, messages, outcomes };
   });
 }
 

@@ -9,3 +9,4 @@ export * from './responses';
 export * from './tactics';
 export * from './qa';
 export * from './datasets';
+export * from './vulnerability';

@@ -120,3 +120,82 @@ export function parseMonitorVerdict(reply: string): { verdict: MonitorVerdict | 
   if (i && !c) return { verdict: 'INCORRECT', value: 0 };
   return { verdict: null, value: 0.2 };
 }
+
+// ---------------------------------------------------------------------------------------------
+// The designed (imperfect) QA policy and monitor of the defender's SFT data. Both are
+// deterministic functions of what the prompt shows, so a model trained on them reproduces their
+// accuracy and RL has a definite weakness to fix:
+//   policy   color: wrong when the question asks about Tom's cap (1/12: accuracy 0.92), answering
+//                   the other person's color;
+//            location: wrong for the map, and for the ring moved to the box (0.3: accuracy 0.7),
+//                   answering where the object was first put;
+//            count: wrong when someone gives things away (0.5: accuracy 0.5), answering one more.
+//   monitor  states the correct choice, then a verdict that is flipped for count answers C and D
+//            and location answers D (3 of 12 family x letter cells: accuracy 0.75 when answer
+//            letters are uniform; per family count 0.5, location 0.75, color 1).
+
+/** Designed policy accuracy per family (the share of items the policy answers right). */
+export const QA_DESIGNED_ACCURACY: Readonly<Record<QaFamily, number>> = { color: 11 / 12, location: 0.7, count: 0.5 };
+
+/** Designed monitor accuracy per family, for answers whose letters are uniform. */
+export const MONITOR_DESIGNED_ACCURACY: Readonly<Record<QaFamily, number>> = { color: 1, location: 0.75, count: 0.5 };
+
+function itemField(item: QaItem, re: RegExp, text: string, what: string): string {
+  const m = re.exec(text);
+  if (!m) throw new Error(`QA item (${item.family}): cannot read ${what} from ${JSON.stringify(text)}`);
+  return m[1];
+}
+
+function choiceIndex(item: QaItem, value: string): number {
+  const i = item.choices.indexOf(value);
+  if (i < 0) throw new Error(`QA item (${item.family}): ${value} is not among the choices ${item.choices.join(', ')}`);
+  return i;
+}
+
+/** Whether the designed policy gets an item wrong (see the block comment above). */
+export function qaPolicyErrs(item: QaItem): boolean {
+  switch (item.family) {
+    case 'color':
+      return /\bTom's cap\?$/.test(item.question);
+    case 'location': {
+      const obj = itemField(item, /^Where is the (\w+) now\?$/, item.question, 'the object');
+      const to = itemField(item, /moved it to the (\w+)\.$/, item.story, 'the last place');
+      return obj === 'map' || (obj === 'ring' && to === 'box');
+    }
+    case 'count':
+      return / gives \d+ away\.$/.test(item.story);
+  }
+}
+
+/** The wrong choice the designed policy picks: the other color, the first place, one more. */
+export function qaDistractor(item: QaItem): number {
+  const right = item.choices[item.correct];
+  switch (item.family) {
+    case 'color': {
+      const colors = Array.from(item.story.matchAll(/ has a (\w+) /g), (m) => m[1]);
+      return choiceIndex(item, colors.find((c) => c !== right) ?? '');
+    }
+    case 'location':
+      return choiceIndex(item, itemField(item, /put the \w+ in the (\w+)\./, item.story, 'the first place'));
+    case 'count':
+      return choiceIndex(item, String(Number(right) + 1));
+  }
+}
+
+/** The choice index the designed policy answers. */
+export function designedQaChoice(item: QaItem): number {
+  return qaPolicyErrs(item) ? qaDistractor(item) : item.correct;
+}
+
+/** The verdict a perfect monitor gives an answer: CORRECT iff it picks exactly the correct choice. */
+export function trueVerdict(item: QaItem, answer: string): MonitorVerdict {
+  return parseQaChoice(answer) === item.correct ? 'CORRECT' : 'INCORRECT';
+}
+
+/** The designed monitor's verdict: the true one, flipped for count answers C / D and location answers D. */
+export function designedMonitorVerdict(item: QaItem, answer: string): MonitorVerdict {
+  const truth = trueVerdict(item, answer);
+  const pick = parseQaChoice(answer);
+  const flip = (item.family === 'count' && (pick === 2 || pick === 3)) || (item.family === 'location' && pick === 3);
+  return flip ? (truth === 'CORRECT' ? 'INCORRECT' : 'CORRECT') : truth;
+}

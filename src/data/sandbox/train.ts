@@ -500,11 +500,15 @@ export interface BuildOptions {
   logEvery?: number;
 }
 
-/** The default budget: about 15-20 minutes on a 2-core machine (tfjs wasm in Node). */
+/**
+ * The default budget (tfjs wasm in Node, one core per model). The defender gets the most: it
+ * must learn which (template, category) cells comply, benign answers, QA answers and monitor
+ * verdicts; at 400 steps it still refused every harmful prompt greedily.
+ */
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
-  defender: { steps: 600, batchSize: 16, lr: 3e-3 },
-  attacker: { steps: 250, batchSize: 16, lr: 3e-3 },
-  judge: { steps: 300, batchSize: 16, lr: 3e-3 },
+  defender: { steps: 1200, batchSize: 16, lr: 3e-3 },
+  attacker: { steps: 350, batchSize: 16, lr: 3e-3 },
+  judge: { steps: 250, batchSize: 16, lr: 3e-3 },
 };
 
 /** A budget that proves the pipeline end to end in seconds (tests, --quick). */
