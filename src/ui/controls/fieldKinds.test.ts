@@ -8,9 +8,11 @@ describe('setup form field kinds', () => {
     expect(kinds.redteam).toEqual(['defender:model', 'judge:judge', 'advantage:algorithm', 'policyLoss:algorithm']);
     expect(kinds['attacker-sft']).toEqual(['attacker:model', 'dataset:dataset']);
     expect(kinds.attack).toEqual(expect.arrayContaining(['attacker:model', 'defender:model', 'judge:judge']));
-    if (kinds.arena) expect(kinds.arena.slice(0, 3)).toEqual(['attacker:model', 'defender:model', 'judge:judge']);
-    // A checkpoint path and a dataset are not model pickers.
-    if (kinds.defend) expect(kinds.defend).not.toContain('attackerCheckpoint:model');
+    expect(kinds.arena.slice(0, 3)).toEqual(['attacker:model', 'defender:model', 'judge:judge']);
+    expect(kinds.minmax.slice(0, 2)).toEqual(['policy:model', 'monitor:model']);
+    expect(kinds.multiturn).toEqual(expect.arrayContaining(['aggregation:algorithm', 'klEstimator:algorithm']));
+    // A checkpoint path is not a model picker.
+    expect(kinds.defend).not.toContain('attackerCheckpoint:model');
   });
 
   it('reads and writes model references', () => {
