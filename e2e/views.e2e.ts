@@ -1,7 +1,7 @@
 // The lab's views on the recorded example run: live charts (uPlot), arena conversations with the
 // entropy heatmap and its tooltip, pinning a prompt, the success filter, and JSONL replay
-// (a bad line is named; nothing on screen changes). Also writes docs/screenshots/lab.png.
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+// (a bad line is named; nothing on screen changes).
+import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openLab } from './browser';
@@ -192,17 +192,6 @@ describe('lab views on the recorded example', () => {
     const bytes = readFileSync(path);
     expect(bytes.subarray(1, 4).toString()).toBe('PNG');
     expect(bytes.length).toBeGreaterThan(5000);
-    mkdirSync('docs/screenshots', { recursive: true });
-    copyFileSync(path, 'docs/screenshots/chart-reward.png');
-    await page.close();
-  });
-
-  it('writes a screenshot of the main view', async () => {
-    const { page } = await open();
-    await page.locator('[data-testid="sample"]').first().locator('[data-testid="pin"]').click();
-    await page.locator('[data-testid="sample"]').first().locator('[data-testid="token"]').nth(1).hover();
-    mkdirSync('docs/screenshots', { recursive: true });
-    await page.screenshot({ path: 'docs/screenshots/lab.png', fullPage: true });
     await page.close();
   });
 });
