@@ -78,7 +78,7 @@ describe('buildSandboxModels (quick budget)', () => {
         encoding: 'utf8',
         timeout: 60_000,
       });
-      expect(Date.now() - t0).toBeLessThan(50_000); // seconds alone; 32 s measured with three builds sharing 2 cores;
+      expect(Date.now() - t0).toBeLessThan(50_000); // a few seconds alone; 32 s measured with three builds sharing 2 cores
       expect(log).toMatch(/wrote 3 folders/);
       for (const name of ['defender', 'attacker', 'judge']) {
         const dir = join(out, name);

@@ -507,7 +507,7 @@ export interface BuildOptions {
  */
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   defender: { steps: 1200, batchSize: 16, lr: 3e-3 },
-  attacker: { steps: 350, batchSize: 16, lr: 3e-3 },
+  attacker: { steps: 800, batchSize: 16, lr: 3e-3 },
   judge: { steps: 250, batchSize: 16, lr: 3e-3 },
 };
 
