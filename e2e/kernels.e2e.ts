@@ -35,6 +35,31 @@ describe('WGSL token-stats kernel on WebGPU', () => {
   }
 });
 
+describe('WGSL token-stats kernel with reference logits (KL) on WebGPU', () => {
+  // The reference policy's log-prob of the same ids comes from the same pass: a third column.
+  for (const [rows, vocab] of [[5, 1000], [3, 4099], [4, 49152], [2, 151936]] as const) {
+    it(`third column is the float64 log-prob under the reference logits for [${rows}, ${vocab}]; the first two are unchanged`, async () => {
+      const seed = 2000 + vocab;
+      const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsCheck(r, v, s, true), [rows, vocab, seed]);
+      expect(got.path).toBe('wgsl');
+      const c = seededLogits(rows, vocab, seed);
+      const own = tokenStatsF64(c.logits, rows, vocab, c.ids);
+      const ref = tokenStatsF64(seededLogits(rows, vocab, seed + 1).logits, rows, vocab, c.ids);
+      expect(got.refLogp).toHaveLength(rows);
+      // float32 log-sum-exp of a row (|lse| ~ 25 here): 1e-5, and 3e-5 over 151936 terms.
+      const tol = vocab > 100_000 ? 3e-5 : 1e-5;
+      const close = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(tol);
+      for (let r = 0; r < rows; r++) {
+        close(got.logp[r], own.logp[r]);
+        close(got.entropy[r], own.entropy[r]);
+        close(got.refLogp![r], ref.logp[r]);
+        // The two distributions differ, so a kernel that read the wrong tensor would fail here.
+        expect(Math.abs(ref.logp[r] - own.logp[r])).toBeGreaterThan(1e-3);
+      }
+    });
+  }
+});
+
 describe('WGSL token-stats gradient on WebGPU', () => {
   for (const [rows, vocab] of [[3, 1000], [2, 49152]] as const) {
     it(`matches the closed-form float64 gradient for [${rows}, ${vocab}]`, async () => {
@@ -48,6 +73,16 @@ describe('WGSL token-stats gradient on WebGPU', () => {
       expect(worst).toBeLessThan(1e-5); // f32 rounding of log-sum-exp at |x| ~ 30
     });
   }
+
+  it('with reference logits: the same gradient, the reference column sends none back', async () => {
+    const [rows, vocab, seed] = [3, 4099, 4242];
+    const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsGradCheck(r, v, s, true).then((g) => ({ ...g, grad: Array.from(g.grad) })), [rows, vocab, seed]);
+    const c = seededLogits(rows, vocab, seed);
+    const ref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, seed));
+    let worst = 0;
+    for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got.grad[i] - ref[i]));
+    expect(worst).toBeLessThan(1e-5);
+  });
 });
 
 describe('WGSL sampler on WebGPU', () => {

@@ -1,10 +1,14 @@
 // Fused token statistics, one workgroup per row of logits [rows, vocab]:
-//   result[row * 2 + 0] = log softmax(logits[row])[ids[row]]   (log-prob of the chosen token)
-//   result[row * 2 + 1] = -sum_v p_v log p_v                    (entropy of the full distribution)
+//   result[row * OUT + 0] = log softmax(logits[row])[ids[row]]     (log-prob of the chosen token)
+//   result[row * OUT + 1] = -sum_v p_v log p_v                      (entropy of the full distribution)
+//   result[row * OUT + 2] = log softmax(refLogits[row])[ids[row]]  (OUT = 3: the reference policy's
+//                           log-prob for KL, from token_stats_ref.wgsl's second reduction)
 // One pass over the row with an online (max, sum-exp, sum x*exp) triple per thread, merged by a
 // tree in workgroup memory: no [rows, vocab] probability tensor is ever written.
-// Prepended by the host: `const WG : i32 = <workgroup size>;` (a power of two).
-// Bindings come from tfjs's generated header: result, logits, ids, uniforms.logitsShape.
+// Prepended by the host: `const WG : i32 = <workgroup size>;` (a power of two), `const OUT : i32`
+// (2 or 3) and `fn refLogp(row, tid, vocab) -> f32` (token_stats_ref.wgsl when OUT = 3, a stub
+// returning 0 otherwise, so this file never names a binding the variant does not have).
+// Bindings come from tfjs's generated header: result, logits, ids[, refLogits], uniforms.logitsShape.
 
 var<workgroup> wgMax : array<f32, WG>;
 var<workgroup> wgSum : array<f32, WG>;
@@ -56,15 +60,22 @@ fn main(index : i32) {
     workgroupBarrier();
   }
 
+  // Every thread reads the row's totals before refLogp reuses the workgroup arrays.
+  let lse = wgMax[0] + log(wgSum[0]);
+  // H = lse - E_p[x]; E_p[x] = t / s with both sums taken relative to the same max.
+  let entropy = lse - wgDot[0] / wgSum[0];
+  let refLp = refLogp(row, tid, vocab);
+
   if (tid == 0) {
-    let lse = wgMax[0] + log(wgSum[0]);
     let chosen = ids[row];
     var logp = uniforms.NAN;  // an id outside the row is a caller bug: make it loud
     if (chosen >= 0 && chosen < vocab) {
       logp = logits[base + chosen] - lse;
     }
-    result[row * 2] = logp;
-    // H = lse - E_p[x]; E_p[x] = t / s with both sums taken relative to the same max.
-    result[row * 2 + 1] = lse - wgDot[0] / wgSum[0];
+    result[row * OUT] = logp;
+    result[row * OUT + 1] = entropy;
+    if (OUT == 3) {
+      result[row * OUT + 2] = refLp;
+    }
   }
 }

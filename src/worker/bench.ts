@@ -150,6 +150,10 @@ export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
     const ids = tf.tensor1d(c.ids, 'int32');
     const bytes = r * v * 4;
     rows.push(await pairRow(reps, 'token stats (logp + entropy)', `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
+    const refLogits = tf.tensor2d(seededLogits(r, v, 10).logits, [r, v]);
+    rows.push(
+      await pairRow(reps, 'token stats + reference logp (KL)', `${r}x${v}`, 2 * bytes, 0, () => tokenStats(logits, ids, refLogits), () => tokenStatsStock(logits, ids, refLogits)),
+    );
 
     const dy = tf.ones([r, 2]);
     const grad = (f: typeof tokenStats) => () => tf.grad((x: tf.Tensor) => tf.sum(tf.mul(f(x as tf.Tensor2D, ids), dy)))(logits);
@@ -172,7 +176,7 @@ export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
         bytes,
       });
     }
-    tf.dispose([logits, ids, dy]);
+    tf.dispose([logits, ids, dy, refLogits]);
   }
   return rows;
 }

@@ -78,23 +78,27 @@ const api: EngineApi = {
     return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors] };
   },
 
-  async tokenStatsCheck(rows, vocab, seed): Promise<KernelCheck> {
+  async tokenStatsCheck(rows, vocab, seed, withRef = false): Promise<KernelCheck> {
     requireInit();
     const c = seededLogits(rows, vocab, seed);
     const logits = tf.tensor2d(c.logits, [rows, vocab]);
     const ids = tf.tensor1d(c.ids, 'int32');
+    const ref = withRef ? tf.tensor2d(seededLogits(rows, vocab, seed + 1).logits, [rows, vocab]) : undefined;
     const t0 = performance.now();
-    const out = tokenStats(logits, ids);
+    const out = tokenStats(logits, ids, ref);
     const values = await out.data();
     const ms = performance.now() - t0;
-    tf.dispose([logits, ids, out]);
+    tf.dispose([logits, ids, out, ...(ref ? [ref] : [])]);
+    const cols = withRef ? 3 : 2;
     const logp: number[] = [];
     const entropy: number[] = [];
+    const refLogp: number[] = [];
     for (let r = 0; r < rows; r++) {
-      logp.push(values[r * 2]);
-      entropy.push(values[r * 2 + 1]);
+      logp.push(values[r * cols]);
+      entropy.push(values[r * cols + 1]);
+      if (withRef) refLogp.push(values[r * cols + 2]);
     }
-    return { backend: tf.getBackend(), path: customKernelsActive() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ms };
+    return { backend: tf.getBackend(), path: customKernelsActive() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ...(withRef ? { refLogp } : {}), ms };
   },
 
   async attentionCheck(c) {
@@ -158,15 +162,18 @@ const api: EngineApi = {
     setBindingLimitOverride(bytes);
   },
 
-  async tokenStatsGradCheck(rows, vocab, seed): Promise<KernelGradCheck> {
+  async tokenStatsGradCheck(rows, vocab, seed, withRef = false): Promise<KernelGradCheck> {
     requireInit();
     const c = seededLogits(rows, vocab, seed);
     const ids = tf.tensor1d(c.ids, 'int32');
-    const dy = tf.tensor2d(seededUpstream(rows, seed), [rows, 2]);
+    const up = seededUpstream(rows, seed);
+    // With a reference, the upstream of its column is nonzero: it must not change d/d logits.
+    const dy = withRef ? tf.tensor2d(Array.from(up).flatMap((v, i) => (i % 2 === 1 ? [v, 0.9] : [v])), [rows, 3]) : tf.tensor2d(up, [rows, 2]);
+    const ref = withRef ? tf.tensor2d(seededLogits(rows, vocab, seed + 1).logits, [rows, vocab]) : undefined;
     const logits = tf.tensor2d(c.logits, [rows, vocab]);
-    const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids), dy)))(logits);
+    const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids, ref), dy)))(logits);
     const grad = (await g.data()) as Float32Array;
-    tf.dispose([ids, dy, logits, g]);
+    tf.dispose([ids, dy, logits, g, ...(ref ? [ref] : [])]);
     return Comlink.transfer({ backend: tf.getBackend(), rows, vocab, seed, grad }, [grad.buffer]);
   },
 

@@ -43,6 +43,8 @@ export interface KernelCheck {
   seed: number;
   logp: number[];
   entropy: number[];
+  /** With a reference: log-prob of the same ids under the second logits (seededLogits(seed + 1)). */
+  refLogp?: number[];
   ms: number;
 }
 
@@ -129,10 +131,12 @@ export interface EngineApi extends StorageApi {
   /** Probe WebGPU and start tfjs on the preferred backend (falling back as needed). */
   init(preference: BackendPreference): Promise<EngineStatus>;
   status(): Promise<EngineStatus>;
-  tokenStatsCheck(rows: number, vocab: number, seed: number): Promise<KernelCheck>;
+  /** withRef: also the log-prob under reference logits seededLogits(rows, vocab, seed + 1), same pass. */
+  tokenStatsCheck(rows: number, vocab: number, seed: number, withRef?: boolean): Promise<KernelCheck>;
   /** Pretend the GPU allows only this many bytes per storage binding (null: the real limit). */
   setBindingLimit(bytes: number | null): Promise<void>;
-  tokenStatsGradCheck(rows: number, vocab: number, seed: number): Promise<KernelGradCheck>;
+  /** withRef: through tokenStats(x, ids, refLogits) with a nonzero upstream on the reference column. */
+  tokenStatsGradCheck(rows: number, vocab: number, seed: number, withRef?: boolean): Promise<KernelGradCheck>;
   loadModel(name: string, ref: ModelRef, options?: LoadModelOptions): Promise<ModelInfo>;
   /** y = x W^T through the quantised-matmul op and dx = d sum(y * dy) / dx, on the active backend. */
   quantMatmulCheck(c: QuantCaseSpec): Promise<{ backend: string; y: number[]; dx: number[] }>;
