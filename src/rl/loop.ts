@@ -14,7 +14,7 @@ import type { Metrics, RewardTerms, RolloutSample, StepReport, Verdict } from '.
 import { computeAdvantages, type AdvantageConfig } from './advantages';
 import { applyKlPenalty, klPenaltyValue, updateKlController, type KlController } from './kl';
 import { placeOutcomeRewards } from './placement';
-import { policyStats, referenceStats } from './policy';
+import { policyAndReferenceStats, policyStats, referenceStats } from './policy';
 import { mean, std } from './stats';
 import { learnStep, type Learner, type TrainerConfig } from './trainer';
 import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from './types';
@@ -155,8 +155,18 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   const mask = fromRows(gen.mask);
   const needRef = config.reference !== false || !!config.klInReward || (trainer.kl?.coef ?? 0) !== 0;
   let refLogp: TokenMatrix | undefined;
-  if (needRef) {
-    const ref = referenceStats(model, lora, batch, { temperature: config.temperature, padTokenId: config.padTokenId });
+  let values: TokenMatrix | undefined;
+  const statsOpts = { temperature: config.temperature, padTokenId: config.padTokenId };
+  if (needRef && gae) {
+    // Both of the same batch: one fused stats pass gives the policy's hidden state (for the
+    // values) and the reference log-probs.
+    const s = policyAndReferenceStats(model, lora, batch, { ...statsOpts, withHidden: true });
+    const v = learner.valueHead!.forward(s.hidden!);
+    refLogp = await fromTensor2D(s.refLogp);
+    values = await fromTensor2D(v);
+    tf.dispose([s.logp, s.entropy, s.refLogp, s.hidden!, v]);
+  } else if (needRef) {
+    const ref = referenceStats(model, lora, batch, statsOpts);
     refLogp = await fromTensor2D(ref.logp);
     tf.dispose([ref.logp, ref.entropy]);
   }
@@ -173,9 +183,8 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
     metrics['kl/coef'] = coef;
     if (ctx.klController) ctx.klController = updateKlController(ctx.klController, pen.currentKl, B);
   }
-  let values: TokenMatrix | undefined;
-  if (gae) {
-    const s = policyStats(model, batch, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: true });
+  if (gae && !values) {
+    const s = policyStats(model, batch, { ...statsOpts, withHidden: true });
     const v = learner.valueHead!.forward(s.hidden!);
     values = await fromTensor2D(v);
     tf.dispose([s.logp, s.entropy, s.hidden!, v]);

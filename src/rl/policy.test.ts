@@ -8,7 +8,7 @@ import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
 import { loadModel } from '../model/load.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
-import { packSequences, policyStats, referenceStats, stopGradient, ValueHead } from './policy';
+import { packSequences, policyAndReferenceStats, policyStats, referenceStats, stopGradient, ValueHead } from './policy';
 
 const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
 
@@ -101,6 +101,27 @@ describe('policyStats on the tiny fixture', () => {
     expect(maxAbs(ref.logp.dataSync(), want)).toBeLessThan(1e-4);
     expect(maxAbs(ref.logp.dataSync(), cur.logp.dataSync())).toBeGreaterThan(1e-3);
     tf.dispose([ref.logp, ref.entropy, cur.logp, cur.entropy]);
+  });
+
+  it('policy and reference together (one fused stats pass) equal the two computed apart, chunked or not', async () => {
+    const g = await generate(model, PROMPTS, { maxNewTokens: 4, seed: 6 });
+    const batch = { prompts: PROMPTS, responses: g.tokens, mask: g.mask };
+    const opts = { temperature: 0.7, withHidden: true };
+    const cur = policyStats(model, batch, opts);
+    const ref = referenceStats(model, lora, batch, opts);
+    for (const chunkRows of [undefined, 5]) {
+      const both = policyAndReferenceStats(model, lora, batch, { ...opts, chunkRows });
+      expect(lora.enabled).toBe(true);
+      expect(both.logp.shape).toEqual([3, 4]);
+      expect(maxAbs(both.logp.dataSync(), cur.logp.dataSync())).toBeLessThan(1e-5);
+      expect(maxAbs(both.entropy.dataSync(), cur.entropy.dataSync())).toBeLessThan(1e-5);
+      expect(maxAbs(both.refLogp.dataSync(), ref.logp.dataSync())).toBeLessThan(1e-5);
+      expect(maxAbs(both.hidden!.dataSync(), cur.hidden!.dataSync())).toBeLessThan(1e-6);
+      // The two columns really are different policies.
+      expect(maxAbs(both.refLogp.dataSync(), both.logp.dataSync())).toBeGreaterThan(1e-3);
+      tf.dispose([both.logp, both.entropy, both.refLogp, both.hidden!]);
+    }
+    tf.dispose([cur.logp, cur.entropy, cur.hidden!, ref.logp, ref.entropy]);
   });
 
   it('is differentiable w.r.t. the LoRA variables; the reference is not', async () => {

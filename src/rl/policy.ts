@@ -89,45 +89,67 @@ export function packSequences(batch: ResponseBatch, padTokenId = 0): PackedBatch
   return { ids, attentionMask, promptLength: P, responseLength: T };
 }
 
+/** The response-predicting hidden rows [B * T, H] of the packed batch (and [B, T, H] for the caller). */
+function responseHidden(model: LlamaModel, packed: PackedBatch): { rows: tf.Tensor2D; hidden: tf.Tensor3D } {
+  const { promptLength: P, responseLength: T } = packed;
+  const B = packed.ids.length;
+  const H = model.config.hiddenSize;
+  const L = P + T - 1; // the last response token is never an input that predicts a response token
+  const hiddenAll = forward(
+    model,
+    packed.ids.map((r) => r.slice(0, L)),
+    { attentionMask: packed.attentionMask.map((r) => r.slice(0, L)), output: 'hidden' },
+  ); // [B, L, H]
+  const hidden = hiddenAll.slice([0, P - 1, 0], [B, T, H]) as tf.Tensor3D;
+  return { rows: hidden.reshape([B * T, H]) as tf.Tensor2D, hidden };
+}
+
+function checkBatch(model: LlamaModel, batch: ResponseBatch, opts: PolicyStatsOptions): { packed: PackedBatch; temperature: number } {
+  const temperature = opts.temperature ?? 1;
+  if (!(temperature > 0)) throw new Error(`policy: temperature must be > 0, got ${temperature}`);
+  const packed = packSequences(batch, opts.padTokenId ?? 0);
+  const V = model.config.vocabSize;
+  batch.responses.forEach((row, b) => {
+    for (const id of row) {
+      if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`policy: response id ${id} in row ${b} is outside the vocabulary [0, ${V})`);
+    }
+  });
+  return { packed, temperature };
+}
+
+/**
+ * LM head + token stats over the response rows, chunked: [B * T, 2] (logp, H), or [B * T, 3] with
+ * the reference rows' log-prob as the third column (one fused pass per chunk on WebGPU).
+ */
+function statsOfRows(model: LlamaModel, rows: tf.Tensor2D, refRows: tf.Tensor2D | null, ids: tf.Tensor1D, temperature: number, chunkRows?: number): tf.Tensor2D {
+  const [N, H] = rows.shape;
+  const chunk = Math.max(1, Math.floor(chunkRows ?? N));
+  const head = (h: tf.Tensor2D) => {
+    const logits = model.lmHead.forward(h) as tf.Tensor2D; // [n, V]
+    return temperature !== 1 ? (logits.div(temperature) as tf.Tensor2D) : logits;
+  };
+  const parts: tf.Tensor2D[] = [];
+  for (let r0 = 0; r0 < N; r0 += chunk) {
+    const n = Math.min(chunk, N - r0);
+    const slice = (t: tf.Tensor2D) => (n === N ? t : t.slice([r0, 0], [n, H]));
+    parts.push(tokenStats(head(slice(rows)), n === N ? ids : ids.slice([r0], [n]), refRows ? head(slice(refRows)) : undefined));
+  }
+  return parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
+}
+
 /**
  * Per-token log-probs and entropies of the responses under the model as it is now (adapters as
  * switched), differentiable with respect to the LoRA variables: call it inside tf.variableGrads.
  * Returns [B, T] tensors (the caller disposes them).
  */
 export function policyStats(model: LlamaModel, batch: ResponseBatch, opts: PolicyStatsOptions = {}): PolicyStats {
-  const temperature = opts.temperature ?? 1;
-  if (!(temperature > 0)) throw new Error(`policy: temperature must be > 0, got ${temperature}`);
-  const packed = packSequences(batch, opts.padTokenId ?? 0);
-  const { promptLength: P, responseLength: T } = packed;
+  const { packed, temperature } = checkBatch(model, batch, opts);
   const B = packed.ids.length;
-  const H = model.config.hiddenSize;
-  const V = model.config.vocabSize;
-  for (let b = 0; b < B; b++) {
-    for (const id of batch.responses[b]) {
-      if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`policy: response id ${id} in row ${b} is outside the vocabulary [0, ${V})`);
-    }
-  }
-  const L = P + T - 1; // the last response token is never an input that predicts a response token
+  const T = packed.responseLength;
   return tf.tidy(() => {
-    const hiddenAll = forward(
-      model,
-      packed.ids.map((r) => r.slice(0, L)),
-      { attentionMask: packed.attentionMask.map((r) => r.slice(0, L)), output: 'hidden' },
-    ); // [B, L, H]
-    const hidden = hiddenAll.slice([0, P - 1, 0], [B, T, H]) as tf.Tensor3D; // [B, T, H]
-    const rows = hidden.reshape([B * T, H]) as tf.Tensor2D;
+    const { rows, hidden } = responseHidden(model, packed);
     const ids = tf.tensor1d(batch.responses.flat(), 'int32');
-    const chunk = Math.max(1, Math.floor(opts.chunkRows ?? B * T));
-    const parts: tf.Tensor2D[] = [];
-    for (let r0 = 0; r0 < B * T; r0 += chunk) {
-      const n = Math.min(chunk, B * T - r0);
-      const h = n === B * T ? rows : rows.slice([r0, 0], [n, H]);
-      let logits = model.lmHead.forward(h) as tf.Tensor2D; // [n, V]
-      if (temperature !== 1) logits = logits.div(temperature);
-      parts.push(tokenStats(logits, n === B * T ? ids : ids.slice([r0], [n])));
-    }
-    const stats = parts.length === 1 ? parts[0] : tf.concat(parts, 0); // [B*T, 2]
-    const [lp, ent] = tf.split(stats, 2, 1);
+    const [lp, ent] = tf.split(statsOfRows(model, rows, null, ids, temperature, opts.chunkRows), 2, 1);
     const out: PolicyStats = { logp: lp.reshape([B, T]), entropy: ent.reshape([B, T]) };
     if (opts.withHidden) out.hidden = hidden;
     return out;
@@ -140,6 +162,27 @@ export function policyStats(model: LlamaModel, batch: ResponseBatch, opts: Polic
  */
 export function referenceStats(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: PolicyStatsOptions = {}): PolicyStats {
   return withAdaptersDisabled(lora, () => policyStats(model, batch, { ...opts, withHidden: false }));
+}
+
+/**
+ * policyStats and the reference log-probs together, for a caller that needs both of the same
+ * batch (PPO with a value head and a KL term): two forwards, but one LM-head pair and one fused
+ * token-stats pass per chunk (the reference's entropy, never used, is not computed). [B, T]
+ * tensors; caller disposes.
+ */
+export function policyAndReferenceStats(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: PolicyStatsOptions = {}): PolicyStats & { refLogp: tf.Tensor2D } {
+  const { packed, temperature } = checkBatch(model, batch, opts);
+  const B = packed.ids.length;
+  const T = packed.responseLength;
+  return tf.tidy(() => {
+    const ref = withAdaptersDisabled(lora, () => responseHidden(model, packed));
+    const { rows, hidden } = responseHidden(model, packed);
+    const ids = tf.tensor1d(batch.responses.flat(), 'int32');
+    const [lp, ent, refLp] = tf.split(statsOfRows(model, rows, ref.rows, ids, temperature, opts.chunkRows), 3, 1);
+    const out: PolicyStats & { refLogp: tf.Tensor2D } = { logp: lp.reshape([B, T]), entropy: ent.reshape([B, T]), refLogp: refLp.reshape([B, T]) };
+    if (opts.withHidden) out.hidden = hidden;
+    return out;
+  });
 }
 
 /**
