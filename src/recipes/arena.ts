@@ -26,16 +26,15 @@ import * as tf from '@tensorflow/tfjs';
 import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
-import { attachLora } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
 import { groupDiversity } from './attack.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -62,15 +61,13 @@ export const arenaSchema = {
   defenderKlBeta: num(0.05, 'defender reward: weight of its mean sampled-token KL to the defender with LoRA off', { min: 0, max: 10 }),
   attackerLr: num(2e-3, 'attacker AdamW learning rate', { min: 0, max: 1 }),
   defenderLr: num(2e-3, 'defender AdamW learning rate', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (both sides)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (both sides)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay (both sides)', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta1: 'both sides', beta2: 'both sides', weightDecay: 'both sides' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'both adapters; 8 suffices for the 96-wide sandbox models'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names), both sides'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate) or importance_sampling, both sides'),
-  clipRatio: num(0.2, 'PPO clip epsilon', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names), both sides',
+    stdNote: 'grpo',
+    policyLoss: 'ppo (clipped surrogate) or importance_sampling, both sides',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay a fixed held-out set as eval/asr and eval/benign_correct; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(48, 'held-out goals (one attacker prompt and one defender answer each) and a quarter as many benign tasks', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -392,8 +389,8 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
     try {
       def = await env.loadModel(config.defender);
       const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
-        lora: attachLora(m.model, { r: config.loraRank, alpha: config.loraAlpha, targets: loraTargets(config.loraTargets), dropout: config.loraDropout, seed: hash3(seed, 0x10a, stream) }),
-        optimizer: new AdamW({ lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay }),
+        lora: attachConfiguredLora(m.model, config, hash3(seed, 0x10a, stream)),
+        optimizer: adamWFor(config, lr),
       });
       const parts = { attacker: part(atk, config.attackerLr, 81), defender: part(def, config.defenderLr, 82) };
       return new ArenaRun(atk, def, parts, judge, config, seed);

@@ -29,13 +29,14 @@ import * as tf from '@tensorflow/tfjs';
 import { attackerSource, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
+import type { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
-import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes, drawBatch } from './common.ts';
+import { meanOf, spreadRows, tokenTrace, learnFromOutcomes, drawBatch } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -63,15 +64,14 @@ export const attackSchema = {
   diversity: oneOf(DIVERSITY_MODES, 'exact', 'diversity term: exact (1 - share of the other prompts of the group identical to this one) or ngram (1 - mean word-bigram Jaccard overlap with them)'),
   klBeta: num(0.05, 'weight of the attacker\'s mean sampled-token KL to its reference (LoRA off) in the reward', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (the tiny sandbox attacker needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay, as redteam)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta2: 'second-moment decay, as redteam' }),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox attacker'),
-  advantage: oneOf(ATTACK_ADVANTAGES, 'grpo', 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo; false = Dr. GRPO)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)'),
-  clipRatio: num(0.2, 'PPO clip epsilon (policyLoss = ppo only)', { min: 0, max: 10 }),
+  ...policyGradientFields(ATTACK_ADVANTAGES, { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline',
+    stdNote: 'grpo; false = Dr. GRPO',
+    policyLoss: 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)',
+    clipNote: 'policyLoss = ppo only',
+  }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type AttackConfig = ConfigOf<typeof attackSchema>;
@@ -325,14 +325,8 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
     let def: LoadedModel | null = null;
     try {
       def = await env.loadModel(config.defender);
-      const lora = attachLora(atk.model, {
-        r: config.loraRank,
-        alpha: config.loraAlpha,
-        targets: loraTargets(config.loraTargets),
-        dropout: config.loraDropout,
-        seed: hash3(seed, 0x10a, 3),
-      });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(atk.model, config, hash3(seed, 0x10a, 3));
+      const optimizer = adamWFor(config, config.lr);
       return new AttackRun(atk, def, lora, optimizer, judge, config, seed);
     } catch (e) {
       atk.dispose();

@@ -9,11 +9,12 @@
 import * as tf from '@tensorflow/tfjs';
 import { attackerSft, attackerSource, detectTactic, rngFor, splitAttackerTarget, TACTICS, type Tactic } from '../data/sandbox/index.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
-import { loraFields, loraTargets, meanOf, tokenTrace, drawBatch } from './common.ts';
+import { meanOf, tokenTrace, drawBatch } from './common.ts';
+import { attachConfiguredLora, loraFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -235,13 +236,7 @@ export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
     }
     const m = await env.loadModel(config.attacker);
     try {
-      const lora = attachLora(m.model, {
-        r: config.loraRank,
-        alpha: config.loraAlpha,
-        targets: loraTargets(config.loraTargets),
-        dropout: config.loraDropout,
-        seed: hash3(seed, 0x10a, 1),
-      });
+      const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 1));
       const optimizer = new AdamW({ lr: config.lr, weightDecay: config.weightDecay });
       return new AttackerSftRun(m, lora, optimizer, pairs, config, seed);
     } catch (e) {

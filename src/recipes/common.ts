@@ -1,5 +1,6 @@
-// Pieces several recipes share: LoRA schema fields and targets, token traces for the report.
-import type { LlamaModel, ProjName } from '../model/llama.ts';
+// Pieces several recipes share: token traces and row choices for the report, the outcome-reward
+// learning step, seeded batch draws. (Schema fields the recipes share: commonFields.ts.)
+import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
 import type { AdamW } from '../rl/optim.ts';
@@ -8,32 +9,7 @@ import { learnStep } from '../rl/trainer.ts';
 import { fromRows, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from '../rl/types.ts';
 import type { Metrics } from './report.ts';
 import type { TokenTrace } from './report.ts';
-import { int, num, oneOf } from './schema.ts';
 import type { ChatCodec } from './types.ts';
-
-export const LORA_TARGET_SETS = ['all', 'attention', 'mlp'] as const;
-export type LoraTargetSet = (typeof LORA_TARGET_SETS)[number];
-
-export function loraTargets(set: LoraTargetSet): ProjName[] {
-  switch (set) {
-    case 'all':
-      return ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
-    case 'attention':
-      return ['q', 'k', 'v', 'o'];
-    case 'mlp':
-      return ['gate', 'up', 'down'];
-  }
-}
-
-/** LoRA fields with the given defaults (each recipe documents its source's values in the help). */
-export function loraFields(d: { rank: number; alpha: number }, sourceNote: string) {
-  return {
-    loraRank: int(d.rank, `LoRA rank r (${sourceNote})`, { min: 1, max: 256 }),
-    loraAlpha: num(d.alpha, 'LoRA alpha; scale = alpha / r', { min: 1e-6, max: 4096 }),
-    loraTargets: oneOf(LORA_TARGET_SETS, 'all', 'projections that get adapters: all (q k v o gate up down), attention, mlp'),
-    loraDropout: num(0, 'LoRA dropout on the adapter input while training (seeded; resumes exactly)', { min: 0, max: 0.9 }),
-  };
-}
 
 /** The per-token trace of generated ids, for the report's entropy heatmaps. */
 export function tokenTrace(codec: ChatCodec, ids: number[], logp: number[], entropy: number[]): TokenTrace {

@@ -23,16 +23,17 @@
 import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
+import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers } from './defenderRollout.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -56,15 +57,14 @@ export const defendSchema = {
   entropyCoef: num(1, 'weight of -(mean token entropy of the answer) in the reward (MTSA entropy_score, weight 1; its code never applied it)', { min: 0, max: 100 }),
   klBeta: num(0.001, 'weight of the mean k1 KL of the answer to the defender with LoRA off, in the reward (MTSA 0.001)', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (MTSA: 1e-6 full / QLoRA on 7B; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, 'MTSA: QLoRA r 16 / alpha 32; 8 / 16 suffices for the sandbox defender'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names); MTSA uses grpo'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo; false = Dr. GRPO)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, dual clip 3: MTSA) or importance_sampling'),
-  clipRatio: num(0.2, 'PPO clip epsilon (MTSA 0.2)', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names); MTSA uses grpo',
+    stdNote: 'grpo; false = Dr. GRPO',
+    policyLoss: 'ppo (clipped surrogate, dual clip 3: MTSA) or importance_sampling',
+    clipNote: 'MTSA 0.2',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay the fixed held-out set: eval/asr, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(32, 'held-out harmful goals (one attacker prompt each)', { min: 1, max: 4096 }),
   evalBenign: int(32, 'held-out benign tasks', { min: 1, max: 4096 }),
@@ -322,8 +322,8 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
     try {
       const judge = env.judge(config.judge);
       def = await env.loadModel(config.defender);
-      const lora = attachLora(def.model, { r: config.loraRank, alpha: config.loraAlpha, targets: loraTargets(config.loraTargets), dropout: config.loraDropout, seed: hash3(seed, 0x10a, 4) });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
+      const optimizer = adamWFor(config, config.lr);
       return new DefendRun(atk, def, lora, optimizer, judge, config, seed);
     } catch (e) {
       atk.dispose();

@@ -39,17 +39,16 @@ import * as tf from '@tensorflow/tfjs';
 import { qaItems, rngFor, type QaExample } from '../data/sandbox/index.ts';
 import { formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, CHOICE_LETTERS, type QaItem } from '../data/sandbox/qa.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
-import { attachLora } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
-import { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -67,15 +66,13 @@ export const gameFields = {
   topP: num(0.9, 'nucleus sampling mass (both players)', { min: 0.01, max: 1 }),
   policyLr: num(1e-3, 'policy AdamW learning rate (source 1e-6 for billion-parameter models; the 96-wide sandbox needs more)', { min: 0, max: 1 }),
   klBeta: num(0.05, 'reward: weight of the trained player\'s mean sampled-token KL to its model with LoRA off', { min: 0, max: 100 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay, both players)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay, both players)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta1: 'first-moment decay, both players', beta2: 'second-moment decay, both players' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16 / alpha 32; 8 / 16 keeps its scale 2 on the 96-wide sandbox models'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names; the source uses PPO with a value head)'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, the source) or importance_sampling'),
-  clipRatio: num(0.2, 'PPO clip epsilon', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head)',
+    stdNote: 'grpo',
+    policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off', { min: 0, max: 100000 }),
   evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -443,8 +440,8 @@ export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameCo
   try {
     mon = await env.loadModel(game.monitor);
     const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
-      lora: attachLora(m.model, { r: game.loraRank, alpha: game.loraAlpha, targets: loraTargets(game.loraTargets), dropout: game.loraDropout, seed: hash3(seed, 0x10a, stream) }),
-      optimizer: new AdamW({ lr, beta1: game.beta1, beta2: game.beta2, weightDecay: game.weightDecay }),
+      lora: attachConfiguredLora(m.model, game, hash3(seed, 0x10a, stream)),
+      optimizer: adamWFor(game, lr),
     });
     const policy = { loaded: pol, part: part(pol, game.policyLr, 91) };
     const monitor = { loaded: mon, part: mode === 'minmax' ? part(mon, game.monitorLr, 92) : null };

@@ -20,15 +20,16 @@ import * as tf from '@tensorflow/tfjs';
 import { SINGLE_TURN_TACTICS, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
+import type { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
-import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes } from './common.ts';
+import { meanOf, spreadRows, tokenTrace, learnFromOutcomes } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -49,18 +50,17 @@ export const redteamSchema = {
   topP: num(0.9, 'nucleus sampling mass (source 0.9)', { min: 0.01, max: 1 }),
   topK: int(0, 'top-k cut (0 = off; the source does not use one)', { min: 0, max: 100000 }),
   lr: num(2e-3, 'Adam learning rate (source 8e-5 for LoRA on billion-parameter models; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (source 0.9)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (source 0.95)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay (source: plain Adam, 0)', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta1: 'source 0.9', beta2: 'source 0.95', weightDecay: 'source: plain Adam, 0' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16; 8 suffices for the 96-wide sandbox defender'),
   repetitionPenalty: num(0.3, 'rp: weight of the repetition ratio in the reward (source 0.3, example config 0.15)', { min: 0, max: 10 }),
   klBeta: num(0.1, 'beta: weight of the mean sampled-token KL to the reference in the reward (source 0.1, example 0.03)', { min: 0, max: 10 }),
   zScoreRewards: bool(false, 'z-score rewards over the batch before advantages (the source computes it only for logging: off by default)'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names); the source uses grpo'),
-  normAdvByStd: bool(false, 'divide group-centred rewards by the group std (false = the source: A = r - mean_group, Dr. GRPO)'),
-  policyLoss: oneOf(['importance_sampling', 'ppo'] as const, 'importance_sampling', 'importance_sampling (the source: -sum ratio A, no clip) or ppo (clipped surrogate)'),
-  clipRatio: num(0.2, 'PPO clip epsilon (policyLoss = ppo only)', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: false, policyLoss: 'importance_sampling' }, {
+    advantage: 'advantage estimator (veRL names); the source uses grpo',
+    stdNote: 'false = the source: A = r - mean_group, Dr. GRPO',
+    policyLoss: 'importance_sampling (the source: -sum ratio A, no clip) or ppo (clipped surrogate)',
+    clipNote: 'policyLoss = ppo only',
+  }),
   earlyStop: bool(true, 'stop when a threshold below is crossed (the example config does)'),
   earlyStopReward: num(0.8, 'stop when the batch mean reward exceeds this (example config 0.8)', { min: 0, max: 1 }),
   earlyStopRepetition: num(0.5, 'stop when the batch mean repetition exceeds this (example config 0.5)', { min: 0, max: 1 }),
@@ -307,14 +307,8 @@ export const redteamRecipe: Recipe<typeof redteamSchema> = {
     const judge = env.judge(config.judge);
     const m = await env.loadModel(config.defender);
     try {
-      const lora = attachLora(m.model, {
-        r: config.loraRank,
-        alpha: config.loraAlpha,
-        targets: loraTargets(config.loraTargets),
-        dropout: config.loraDropout,
-        seed: hash3(seed, 0x10a, 0),
-      });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 0));
+      const optimizer = adamWFor(config, config.lr);
       return new RedteamRun(m, lora, optimizer, judge, config, seed);
     } catch (e) {
       m.dispose();
