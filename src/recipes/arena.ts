@@ -31,7 +31,7 @@ import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
 import { groupDiversity } from './attack.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -346,13 +346,7 @@ class ArenaRun implements RecipeRun {
   }
 
   dispose(): void {
-    for (const p of Object.values(this.parts)) {
-      p.optimizer.dispose();
-      p.lora.dispose();
-    }
-    this.judge.dispose?.();
-    this.atk.dispose();
-    this.def.dispose();
+    disposeRun(Object.values(this.parts), this.judge, this.atk, this.def);
   }
 }
 

@@ -35,7 +35,7 @@ import type { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
-import { meanOf, spreadRows, tokenTrace, learnFromOutcomes, drawBatch } from './common.ts';
+import { meanOf, spreadRows, tokenTrace, learnFromOutcomes, drawBatch, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -301,11 +301,7 @@ class AttackRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.atk.dispose();
-    this.def.dispose();
+    disposeRun([this], this.judge, this.atk, this.def);
   }
 }
 

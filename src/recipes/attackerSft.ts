@@ -13,7 +13,7 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
-import { meanOf, tokenTrace, drawBatch } from './common.ts';
+import { meanOf, tokenTrace, drawBatch, disposeRun } from './common.ts';
 import { attachConfiguredLora, loraFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
@@ -211,9 +211,7 @@ class AttackerSftRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.m.dispose();
+    disposeRun([this], this.m);
   }
 }
 

@@ -128,3 +128,15 @@ export function drawBatch<T>(pool: readonly T[], size: number, rng: { int(n: num
   while (out.length < size) out.push(pool[out.length % N]);
   return out;
 }
+
+/**
+ * Frees a run: each adapter's optimiser state and adapter, then what else it holds, in order
+ * (judge, models; an absent one or one without dispose is skipped).
+ */
+export function disposeRun(adapters: readonly { optimizer: AdamW; lora: LoraSet }[], ...held: ({ dispose?: () => void } | null | undefined)[]): void {
+  for (const a of adapters) {
+    a.optimizer.dispose();
+    a.lora.dispose();
+  }
+  for (const h of held) h?.dispose?.();
+}

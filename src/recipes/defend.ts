@@ -29,7 +29,7 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers } from './defenderRollout.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
@@ -279,11 +279,7 @@ class DefendRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.atk.dispose();
-    this.def.dispose();
+    disposeRun([this], this.judge, this.atk, this.def);
   }
 }
 

@@ -44,7 +44,7 @@ import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxP
 import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
@@ -413,12 +413,7 @@ export class GameRun implements RecipeRun {
   }
 
   dispose(): void {
-    for (const p of Object.values(this.parts())) {
-      p.optimizer.dispose();
-      p.lora.dispose();
-    }
-    this.policy.loaded.dispose();
-    this.monitor.loaded.dispose();
+    disposeRun(Object.values(this.parts()), this.policy.loaded, this.monitor.loaded);
   }
 }
 

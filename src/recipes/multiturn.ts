@@ -41,7 +41,7 @@ import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
-import { drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
@@ -509,11 +509,7 @@ class MultiturnRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.def.dispose();
-    this.atk?.dispose();
+    disposeRun([this], this.judge, this.def, this.atk);
   }
 }
 

@@ -28,11 +28,11 @@ import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
 import { fromTensor2D } from '../rl/types.ts';
-import { meanOf, spreadRows, tokenTrace, learnFromOutcomes } from './common.ts';
+import { meanOf, spreadRows, tokenTrace, learnFromOutcomes, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { loraRunState, restoreLoraRun } from './state.ts';
+import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;
@@ -277,20 +277,15 @@ class RedteamRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, { done: this.done, stopReason: this.stopReason });
+    return stoppableRunState(this);
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    this.stepsDone = restoreLoraRun(this, payload);
-    this.done = payload.extra.done === true;
-    this.stopReason = typeof payload.extra.stopReason === 'string' ? payload.extra.stopReason : null;
+    restoreStoppableRun(this, payload);
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.m.dispose();
+    disposeRun([this], this.judge, this.m);
   }
 }
 

@@ -149,6 +149,25 @@ export function restoreLoraRun(run: LoraRunParts, payload: RecipeCheckpoint): nu
   return payload.step;
 }
 
+/** A LoRA-training run with its own stopping rule (early stop, a final evaluation). */
+export interface StoppableLoraRun extends LoraRunParts {
+  stepsDone: number;
+  done: boolean;
+  stopReason: string | null;
+}
+
+/** loraRunState, with the run's done flag and stop reason in extra. */
+export function stoppableRunState(run: StoppableLoraRun): Promise<RecipeCheckpoint> {
+  return loraRunState(run, { done: run.done, stopReason: run.stopReason });
+}
+
+/** restoreLoraRun, then the step counter, done flag and stop reason back onto the run. */
+export function restoreStoppableRun(run: StoppableLoraRun, payload: RecipeCheckpoint): void {
+  run.stepsDone = restoreLoraRun(run, payload);
+  run.done = payload.extra.done === true;
+  run.stopReason = typeof payload.extra.stopReason === 'string' ? payload.extra.stopReason : null;
+}
+
 /** One named LoRA set of a run that trains several (arena: attacker and defender). */
 export interface NamedLoraPart {
   lora: LoraSet;

@@ -35,13 +35,13 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type DefenderRollout } from './defenderRollout.ts';
 import { greedyAsr, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, type RedteamTacticMix } from './redteam.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
-import { loraRunState, restoreLoraRun } from './state.ts';
+import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const tokenbuncherSchema = {
@@ -345,20 +345,15 @@ class TokenbuncherRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, { done: this.done, stopReason: this.stopReason });
+    return stoppableRunState(this);
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    this.stepsDone = restoreLoraRun(this, payload);
-    this.done = payload.extra.done === true;
-    this.stopReason = typeof payload.extra.stopReason === 'string' ? payload.extra.stopReason : null;
+    restoreStoppableRun(this, payload);
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.def.dispose();
+    disposeRun([this], this.judge, this.def);
   }
 }
 
