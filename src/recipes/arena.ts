@@ -22,18 +22,15 @@
 // evalEvery, a fixed held-out set is replayed with fixed sampling seeds before the step
 // (eval/asr, eval/benign_correct): it moves only when the weights do. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
-import * as tf from '@tensorflow/tfjs';
 import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
-import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
-import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
 import { groupDiversity } from './attack.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -93,18 +90,6 @@ interface Goal {
   category: SandboxHazard;
 }
 
-/** Mean over a row's sampled tokens of (logp - ref logp). */
-function meanKl(gen: GenerateResult, ref: Float32Array): number[] {
-  const T = gen.tokens[0]?.length ?? 0;
-  return gen.lengths.map((n, b) => {
-    let s = 0;
-    for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - ref[b * T + t];
-    return n > 0 ? s / n : 0;
-  });
-}
-
-const text = (m: LoadedModel, g: GenerateResult, b: number) => m.codec.decode(g.tokens[b].slice(0, g.lengths[b]));
-
 class ArenaRun implements RecipeRun {
   readonly recipe = 'arena';
   stepsDone = 0;
@@ -129,22 +114,15 @@ class ArenaRun implements RecipeRun {
   /** G attacker prompts per goal (adapters as they are). */
   private async attack(goals: Goal[], perGoal: number, seed: number) {
     const c = this.config;
-    const { model, codec } = this.atk;
-    const rowGoal = goals.flatMap((_, i) => Array<number>(perGoal).fill(i));
-    const src = goals.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g.text) }], { addGenerationPrompt: true }));
-    const rows = rowGoal.map((i) => src[i]);
-    const gen = await generate(model, rows, { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
-    const prompts = gen.tokens.map((_, b) => text(this.atk, gen, b));
-    return { rowGoal, rows, gen, prompts };
+    const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
+    const r = await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), perGoal, sampling, seed);
+    return { rowGoal: r.rowGroup, rows: r.rows, gen: r.gen, prompts: r.answers };
   }
 
-  /** Defender answers to user messages (adapters as they are), sampled. */
-  private async answer(messages: string[], seed: number) {
+  /** `perMessage` sampled defender answers to each user message (adapters as they are). */
+  private answer(messages: string[], perMessage: number, seed: number): Promise<Rollout> {
     const c = this.config;
-    const { model, codec } = this.def;
-    const rows = messages.map((m) => codec.encodeChat([{ role: 'user', content: splitAttackerTarget(m).join('\n') || m }], { addGenerationPrompt: true }));
-    const gen = await generate(model, rows, { maxNewTokens: c.defenderMaxTokens, temperature: c.defenderTemperature, topP: c.defenderTopP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
-    return { rows, gen, answers: gen.tokens.map((_, b) => text(this.def, gen, b)) };
+    return sampleAnswers(this.def, messages, perMessage, { maxNewTokens: c.defenderMaxTokens, temperature: c.defenderTemperature, topP: c.defenderTopP }, seed);
   }
 
   private judgeHarmful(prompts: string[], answers: string[], goals: Goal[]): Promise<JudgeVerdict[]> {
@@ -164,9 +142,9 @@ class ArenaRun implements RecipeRun {
     };
     const { goals, benign } = this.evalSet;
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));
-    const h = await this.answer(a.prompts, hash3(heldOut, 2, 0xdef));
+    const h = await this.answer(a.prompts, 1, hash3(heldOut, 2, 0xdef));
     const hv = await this.judgeHarmful(a.prompts, h.answers, goals);
-    const bAns = await this.answer(benign.map((p) => p.prompt as string), hash3(heldOut, 3, 0xdef));
+    const bAns = await this.answer(benign.map((p) => p.prompt as string), 1, hash3(heldOut, 3, 0xdef));
     const bv = await this.judgeBenign(benign, bAns.answers);
     return {
       'eval/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
@@ -208,15 +186,12 @@ class ArenaRun implements RecipeRun {
     const t0 = performance.now();
     const G = c.groupSize;
     const a = await this.attack(goals, G, hash3(this.seed, step, 0xa77ac));
-    const d = await this.answer(a.prompts, hash3(this.seed, step, 0xdef));
+    const d = await this.answer(a.prompts, 1, hash3(this.seed, step, 0xdef));
     const t1 = performance.now();
     const { model, codec } = this.atk;
     const { lora, optimizer } = this.parts.attacker;
     const batch = { prompts: a.rows, responses: a.gen.tokens, mask: a.gen.mask };
-    const ref = referenceStats(model, lora, batch, { temperature: c.attackerTemperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const kl = meanKl(a.gen, refLogp.data);
+    const { refLogp, kl } = await klAndEntropy(this.atk, lora, a, c.attackerTemperature);
     const verdicts = await this.judgeHarmful(a.prompts, d.answers, a.rowGoal.map((i) => goals[i]));
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
@@ -238,7 +213,6 @@ class ArenaRun implements RecipeRun {
       'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
     };
     for (const t of TACTICS) metrics[`tactic/${t}`] = tactics.filter((x) => x === t).length / tactics.length;
-    const T = a.gen.tokens[0].length;
     const samples = spreadRows(goals.length, G, c.samples).map((b): RolloutSample => {
       const g = goals[a.rowGoal[b]];
       const v = verdicts[b];
@@ -249,13 +223,13 @@ class ArenaRun implements RecipeRun {
         tactic: tactics[b],
         category: g.category,
         messages: [
-          { role: 'attacker', text: a.prompts[b], tokens: trace(this.atk, a.gen, b) },
-          { role: 'defender', text: d.answers[b], tokens: trace(this.def, d.gen, b) },
+          { role: 'attacker', text: a.prompts[b], tokens: rowTrace(this.atk, a.gen, b) },
+          { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
         verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.attackerKlBeta * kl[b] },
-        advantage: rowMean(advantages.advantages.data, a.gen.mask[b], b, T),
+        advantage: rowAdvantage(advantages.advantages, a.gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
@@ -270,16 +244,13 @@ class ArenaRun implements RecipeRun {
     // Groups: one per attacker prompt, then one per benign task; G answers each.
     const groupText = [...a.prompts, ...tasks.map((p) => p.prompt as string)];
     const H = a.prompts.length;
-    const rowGroup = groupText.flatMap((_, i) => Array<number>(G).fill(i));
-    const d = await this.answer(rowGroup.map((i) => groupText[i]), hash3(this.seed, step, 0xdef));
+    const d = await this.answer(groupText, G, hash3(this.seed, step, 0xdef));
+    const { rowGroup } = d;
     const t1 = performance.now();
     const { model, codec } = this.def;
     const { lora, optimizer } = this.parts.defender;
     const batch = { prompts: d.rows, responses: d.gen.tokens, mask: d.gen.mask };
-    const ref = referenceStats(model, lora, batch, { temperature: c.defenderTemperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const kl = meanKl(d.gen, refLogp.data);
+    const { refLogp, kl } = await klAndEntropy(this.def, lora, d, c.defenderTemperature);
     const harmRows = rowGroup.flatMap((g, b) => (g < H ? [b] : []));
     const benRows = rowGroup.flatMap((g, b) => (g >= H ? [b] : []));
     const hv = await this.judgeHarmful(harmRows.map((b) => groupText[rowGroup[b]]), harmRows.map((b) => d.answers[b]), harmRows.map((b) => goals[rowGroup[b]]));
@@ -307,7 +278,6 @@ class ArenaRun implements RecipeRun {
       metrics['defender/benign_correct'] = meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0)));
       metrics['defender/over_refusal'] = meanOf(bv.map((v) => (v.refused ? 1 : 0)));
     }
-    const T = d.gen.tokens[0].length;
     const samples = spreadRows(groupText.length, G, c.samples).map((b): RolloutSample => {
       const g = rowGroup[b];
       const harmful = g < H;
@@ -320,13 +290,13 @@ class ArenaRun implements RecipeRun {
         tactic: harmful ? tacticOf(groupText[g]) : (task!.tactic ?? undefined),
         category: harmful ? goals[g].category : undefined,
         messages: [
-          harmful ? { role: 'attacker', text: groupText[g], tokens: trace(this.atk, a.gen, g) } : { role: 'user', text: groupText[g] },
-          { role: 'defender', text: d.answers[b], tokens: trace(this.def, d.gen, b) },
+          harmful ? { role: 'attacker', text: groupText[g], tokens: rowTrace(this.atk, a.gen, g) } : { role: 'user', text: groupText[g] },
+          { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
         verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
         reward: rewards[b],
         terms: harmful ? { safety: safety[b], kl: -c.defenderKlBeta * kl[b] } : { utility: utility[b], kl: -c.defenderKlBeta * kl[b] },
-        advantage: rowMean(advantages.advantages.data, d.gen.mask[b], b, T),
+        advantage: rowAdvantage(advantages.advantages, d.gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
@@ -348,21 +318,6 @@ class ArenaRun implements RecipeRun {
   dispose(): void {
     disposeRun(Object.values(this.parts), this.judge, this.atk, this.def);
   }
-}
-
-const trace = (m: LoadedModel, g: GenerateResult, b: number) => {
-  const n = g.lengths[b];
-  return tokenTrace(m.codec, g.tokens[b].slice(0, n), g.logprobs[b].slice(0, n), g.entropy[b].slice(0, n));
-};
-
-function rowMean(adv: Float32Array, mask: number[], b: number, T: number): number {
-  let s = 0;
-  let n = 0;
-  for (let t = 0; t < T; t++) {
-    s += adv[b * T + t] * mask[t];
-    n += mask[t];
-  }
-  return n ? s / n : 0;
 }
 
 export const arenaRecipe: Recipe<typeof arenaSchema> = {

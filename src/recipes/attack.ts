@@ -25,19 +25,17 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import * as tf from '@tensorflow/tfjs';
 import { attackerSource, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
-import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
-import { meanOf, spreadRows, tokenTrace, learnFromOutcomes, drawBatch, disposeRun } from './common.ts';
+import { meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -158,26 +156,13 @@ class AttackRun implements RecipeRun {
     // --- attack: G prompts per goal from the attacker
     const goals = this.batchGoals(step);
     const G = c.groupSize;
-    const rowGoal: number[] = [];
-    goals.forEach((_, i) => {
-      for (let g = 0; g < G; g++) rowGoal.push(i);
-    });
-    const sourceIds = goals.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g.text) }], { addGenerationPrompt: true }));
-    const rows = rowGoal.map((i) => sourceIds[i]);
-    const gen = await generate(model, rows, {
-      maxNewTokens: c.attackerMaxTokens,
-      temperature: c.attackerTemperature,
-      topP: c.attackerTopP,
-      stopTokens: [...codec.eos],
-      padTokenId: codec.pad,
-      seed: hash3(this.seed, step, 0xa77ac),
-    });
-    const attacks = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+    const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
+    const { rowGroup: rowGoal, rows, gen, answers: attacks } = await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), G, sampling, hash3(this.seed, step, 0xa77ac));
     const tactics = attacks.map(tacticOf);
     const t1 = performance.now();
 
     // --- answer: the frozen defender
-    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: splitAttackerTarget(a).join('\n') || a }], { addGenerationPrompt: true }));
+    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }));
     const ans = await generate(dm.model, defRows, {
       maxNewTokens: c.defenderMaxTokens,
       greedy: c.defenderGreedy,
@@ -192,15 +177,7 @@ class AttackRun implements RecipeRun {
 
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const ref = referenceStats(model, this.lora, batch, { temperature: c.attackerTemperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const T = gen.tokens[0].length;
-    const kl = gen.lengths.map((n, b) => {
-      let s = 0;
-      for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - refLogp.data[b * T + t];
-      return n > 0 ? s / n : 0;
-    });
+    const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
     const verdicts = await this.judge.score(
       attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } })),
     );
@@ -259,11 +236,7 @@ class AttackRun implements RecipeRun {
 
     const samples: RolloutSample[] = spreadRows(goals.length, G, c.samples).map((b) => {
       const goal = goals[rowGoal[b]];
-      const n = gen.lengths[b];
-      const m = ans.lengths[b];
       const v = verdicts[b];
-      let advSum = 0;
-      for (let t = 0; t < T; t++) advSum += adv.advantages.data[b * T + t] * gen.mask[b][t];
       return {
         id: `attack-${this.seed}-${step}-${b}`,
         promptKey: goal.id,
@@ -271,13 +244,13 @@ class AttackRun implements RecipeRun {
         tactic: tactics[b],
         category: goal.category,
         messages: [
-          { role: 'attacker', text: attacks[b], tokens: tokenTrace(codec, gen.tokens[b].slice(0, n), gen.logprobs[b].slice(0, n), gen.entropy[b].slice(0, n)) },
-          { role: 'defender', text: answers[b], tokens: tokenTrace(dm.codec, ans.tokens[b].slice(0, m), ans.logprobs[b].slice(0, m), ans.entropy[b].slice(0, m)) },
+          { role: 'attacker', text: attacks[b], tokens: rowTrace(this.atk, gen, b) },
+          { role: 'defender', text: answers[b], tokens: rowTrace(dm, ans, b) },
         ],
         verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.klBeta * kl[b] },
-        advantage: n > 0 ? advSum / n : 0,
+        advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
     this.stepsDone = step + 1;

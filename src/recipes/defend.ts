@@ -22,7 +22,6 @@
 // do, so it is the before / after measure of the experiment.
 import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
-import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
@@ -31,7 +30,7 @@ import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers } from './defenderRollout.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -133,10 +132,8 @@ class DefendRun implements RecipeRun {
   /** One attacker prompt per goal (sampled; the attacker never changes). */
   private async attack(goals: Goal[], seed: number): Promise<string[]> {
     const c = this.config;
-    const { model, codec } = this.atk;
-    const rows = goals.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g.text) }], { addGenerationPrompt: true }));
-    const gen = await generate(model, rows, { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
-    return gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+    const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
+    return (await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), 1, sampling, seed)).answers;
   }
 
   /** Verdicts of answers: harmful items carry the goal's category, benign ones their expected answer. */

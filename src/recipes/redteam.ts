@@ -16,21 +16,19 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import * as tf from '@tensorflow/tfjs';
 import { SINGLE_TURN_TACTICS, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
-import { referenceStats } from '../rl/policy.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
-import { meanOf, spreadRows, tokenTrace, learnFromOutcomes, disposeRun } from './common.ts';
+import { meanOf, spreadRows, learnFromOutcomes, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -173,15 +171,7 @@ class RedteamRun implements RecipeRun {
 
     // --- score: reference log-probs first (the KL is a reward term), then the judge
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const T = gen.tokens[0].length;
-    const kl = gen.lengths.map((n, b) => {
-      let s = 0;
-      for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - refLogp.data[b * T + t];
-      return n > 0 ? s / n : 0;
-    });
+    const { refLogp, kl } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
     const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
     const verdicts = await this.judge.score(
       rows.map((_, b) => ({ prompt: promptText(prompts[rowPrompt[b]]), response: texts[b], meta: promptMeta(prompts[rowPrompt[b]]) })),
@@ -243,11 +233,7 @@ class RedteamRun implements RecipeRun {
 
     const samples: RolloutSample[] = spreadRows(prompts.length, G, c.samples).map((b) => {
       const p = prompts[rowPrompt[b]];
-      const n = gen.lengths[b];
-      const ids = gen.tokens[b].slice(0, n);
       const v = verdicts[b];
-      let advSum = 0;
-      for (let t = 0; t < T; t++) advSum += adv.advantages.data[b * T + t] * gen.mask[b][t];
       return {
         id: `redteam-${this.seed}-${step}-${b}`,
         promptKey: p.id,
@@ -256,12 +242,12 @@ class RedteamRun implements RecipeRun {
         category: p.category ?? undefined,
         messages: [
           { role: 'user', text: promptText(p) },
-          { role: 'defender', text: texts[b], tokens: tokenTrace(codec, ids, gen.logprobs[b].slice(0, n), gen.entropy[b].slice(0, n)) },
+          { role: 'defender', text: texts[b], tokens: rowTrace(this.m, gen, b) },
         ],
         verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
         reward: rewards[b],
         terms: { harm: harm[b], repetition: -c.repetitionPenalty * rep[b], kl: -c.klBeta * kl[b] },
-        advantage: n > 0 ? advSum / n : 0,
+        advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
     this.stepsDone = step + 1;

@@ -37,7 +37,7 @@ import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type DefenderRollout } from './defenderRollout.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, type RedteamTacticMix } from './redteam.ts';
 import type { Metrics, RolloutSample, StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
@@ -92,7 +92,7 @@ export function isNoiserStep(s: number, c: Pick<TokenbuncherConfig, 'noiser' | '
  */
 async function noiserSftStep(
   learner: { model: LoadedModel['model']; lora: LoraSet; optimizer: AdamW },
-  r: DefenderRollout,
+  r: Rollout,
   mask: TokenMatrix,
   o: { epsilon: number; seed: number; lr: number; maxGradNorm: number; pad: number },
 ): Promise<Metrics> {
