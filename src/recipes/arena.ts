@@ -29,7 +29,7 @@ import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
@@ -169,16 +169,7 @@ class ArenaRun implements RecipeRun {
       'perf/eval_ms': te - t0,
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `arena-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      phase,
-      metrics,
-      samples: r.samples,
-      timings: { ...r.timings, total_ms: performance.now() - t0 },
-    };
+    return stepReport(this, step, { phase, metrics, samples: r.samples, timings: { ...r.timings, total_ms: performance.now() - t0 } });
   }
 
   private async attackerStep(step: number, goals: Goal[]) {

@@ -32,9 +32,9 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
-import { meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun } from './common.ts';
+import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -184,9 +184,7 @@ class AttackRun implements RecipeRun {
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
-    rewards.forEach((r, b) => {
-      if (!Number.isFinite(r)) throw new Error(`attack: reward of row ${b} is ${r} (harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     const t3 = performance.now();
 
     // --- learn (attacker only)
@@ -254,15 +252,7 @@ class AttackRun implements RecipeRun {
       };
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `attack-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t2 - t0, score_ms: t3 - t2, learn_ms: t4 - t3, total_ms: t4 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t2 - t0, score_ms: t3 - t2, learn_ms: t4 - t3, total_ms: t4 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {

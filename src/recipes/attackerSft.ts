@@ -15,7 +15,7 @@ import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
 import { meanOf, tokenTrace, drawBatch, disposeRun } from './common.ts';
 import { attachConfiguredLora, loraFields } from './commonFields.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -191,15 +191,7 @@ class AttackerSftRun implements RecipeRun {
     metrics['perf/step_ms'] = t2 - t0;
     metrics['perf/tokens_per_s'] = nTok / Math.max(1e-9, (t1 - t0) / 1000);
     this.stepsDone = step + 1;
-    return {
-      runId: `attacker-sft-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t2 - t1, score_ms: 0, learn_ms: t1 - t0, total_ms: t2 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t2 - t1, score_ms: 0, learn_ms: t1 - t0, total_ms: t2 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {

@@ -140,3 +140,10 @@ export function disposeRun(adapters: readonly { optimizer: AdamW; lora: LoraSet 
   }
   for (const h of held) h?.dispose?.();
 }
+
+/** Throws on the first row whose reward is not finite: `<recipe>: reward of row b is x (<detail(b)>)`. */
+export function checkFiniteRewards(recipe: string, rewards: readonly number[], detail: (b: number) => string): void {
+  rewards.forEach((x, b) => {
+    if (!Number.isFinite(x)) throw new Error(`${recipe}: reward of row ${b} is ${x} (${detail(b)})`);
+  });
+}

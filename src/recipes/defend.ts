@@ -28,10 +28,10 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -191,9 +191,7 @@ class DefendRun implements RecipeRun {
     const verdicts = await this.verdicts(r.rowGroup.map((g, b) => (harmful[b] ? { prompt: texts[g], answer: r.answers[b], goal: goals[g] } : { prompt: texts[g], answer: r.answers[b], task: tasks[g - H] })));
     const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], meanKl: kl[b] }, c));
     const rewards = scored.map((s) => s.reward);
-    rewards.forEach((x, b) => {
-      if (!Number.isFinite(x)) throw new Error(`defend: reward of row ${b} is ${x} (entropy ${entropy[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
 
     // --- learn
@@ -256,15 +254,7 @@ class DefendRun implements RecipeRun {
       };
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `defend-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {

@@ -47,7 +47,7 @@ import { fromTensor2D } from '../rl/types.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
-import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -378,16 +378,7 @@ export class GameRun implements RecipeRun {
         advantage: rowMean(advantages.advantages.data, gen.gen.mask[r], r, T),
       };
     });
-    return {
-      runId: `${this.recipe}-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      phase: sched.player,
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 },
-    };
+    return stepReport(this, step, { phase: sched.player, metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 } });
   }
 
   /** The policy's adapter (the recipes' modelField): what an adapter export of the run writes. */

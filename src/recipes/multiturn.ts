@@ -44,7 +44,7 @@ import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type Tok
 import { drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
-import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -446,15 +446,7 @@ class MultiturnRun implements RecipeRun {
 
     const samples = spreadRows(groups.length, G, c.samples).map((b) => this.sample(step, b, rowGroup[b], played, scored, rewards[b], adv.advantages.data, T));
     this.stepsDone = step + 1;
-    return {
-      runId: `multiturn-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
   }
 
   private sample(step: number, b: number, group: number, p: Played, s: Scored, reward: number, adv: Float32Array, T: number): RolloutSample {

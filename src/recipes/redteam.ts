@@ -25,9 +25,9 @@ import type { AdamW } from '../rl/optim.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
-import { meanOf, spreadRows, learnFromOutcomes, disposeRun } from './common.ts';
+import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { restoreStoppableRun, stoppableRunState } from './state.ts';
@@ -179,9 +179,7 @@ class RedteamRun implements RecipeRun {
     const harm = verdicts.map((v) => v.unsafe);
     const rep = texts.map((t) => tinkerRepetitionRatio(t));
     const rewards = harm.map((h, b) => tinkerRedTeamReward({ harm: h, repetition: rep[b], kl: kl[b] }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta }));
-    rewards.forEach((r, b) => {
-      if (!Number.isFinite(r)) throw new Error(`redteam: reward of row ${b} is ${r} (harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
     const scores = c.zScoreRewards ? zScore(rewards) : rewards;
     const t2 = performance.now();
 
@@ -251,15 +249,7 @@ class RedteamRun implements RecipeRun {
       };
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `redteam-${this.seed}`,
-      recipe: 'redteam',
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {

@@ -35,11 +35,11 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, type RedteamTacticMix } from './redteam.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -260,9 +260,7 @@ class TokenbuncherRun implements RecipeRun {
         : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -c.klBeta * kl[b] },
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
-    rewards.forEach((x, b) => {
-      if (!Number.isFinite(x)) throw new Error(`tokenbuncher: reward of row ${b} is ${x} (entropy ${entropy[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
 
     // --- learn: the RL update, or the TokenNoiser SFT step on the rollout's advantage >= 0 tokens
@@ -332,16 +330,7 @@ class TokenbuncherRun implements RecipeRun {
     const t4 = performance.now();
     metrics['perf/step_ms'] = t4 - t0;
     metrics['perf/eval_ms'] = te - t0 + (t4 - t3);
-    return {
-      runId: `tokenbuncher-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      phase: sft ? 'noiser-sft' : 'rl',
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t4 - t0 },
-    };
+    return stepReport(this, step, { phase: sft ? 'noiser-sft' : 'rl', metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t4 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {
