@@ -35,19 +35,17 @@
 //
 // `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
 // step with the same R, J from the untrained monitor (or no judge term).
-import * as tf from '@tensorflow/tfjs';
 import { qaItems, rngFor, type QaExample } from '../data/sandbox/index.ts';
 import { formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, CHOICE_LETTERS, type QaItem } from '../data/sandbox/qa.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
-import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -154,26 +152,6 @@ export const verdictRight = (v: Verdict, truth: number) => (truth === 1 ? v === 
 // ---------------------------------------------------------------------------------------------
 // The run
 
-/** Mean over a row's sampled tokens of (logp - ref logp). */
-function meanKl(gen: GenerateResult, ref: Float32Array): number[] {
-  const T = gen.tokens[0]?.length ?? 0;
-  return gen.lengths.map((n, b) => {
-    let s = 0;
-    for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - ref[b * T + t];
-    return n > 0 ? s / n : 0;
-  });
-}
-
-function rowMean(adv: Float32Array, mask: number[], b: number, T: number): number {
-  let s = 0;
-  let n = 0;
-  for (let t = 0; t < T; t++) {
-    s += adv[b * T + t] * mask[t];
-    n += mask[t];
-  }
-  return n ? s / n : 0;
-}
-
 interface Player {
   loaded: LoadedModel;
   /** Absent for a frozen player (the rlhf monitor). */
@@ -258,14 +236,6 @@ export class GameRun implements RecipeRun {
     };
   }
 
-  /** KL of each generated row to its model with LoRA off, and the reference log-probs for learning. */
-  private async klToBase(part: NamedLoraPart, model: LoadedModel, g: Generated) {
-    const ref = referenceStats(model.model, part.lora, { prompts: g.rows, responses: g.gen.tokens, mask: g.gen.mask }, { temperature: this.game.temperature, padTokenId: model.codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    return { refLogp, kl: meanKl(g.gen, refLogp.data) };
-  }
-
   async step(): Promise<StepReport> {
     const g = this.game;
     const step = this.stepsDone;
@@ -302,7 +272,8 @@ export class GameRun implements RecipeRun {
     const part = learner.part;
     if (!part) throw new Error(`${this.recipe}: the ${sched.player} has no adapter to train`);
     const gen = trainsPolicy ? a : c!;
-    const { refLogp, kl } = await this.klToBase(part, learner.loaded, gen);
+    // KL of each generated row to its model with LoRA off, and the reference log-probs for learning.
+    const { refLogp, kl } = await klAndEntropy(learner.loaded, part.lora, gen, this.game.temperature);
     const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
     const rewards = base.map((x, r) => x - g.klBeta * kl[r]);
     const groups = trainsPolicy ? answerItems.map((_, i) => Math.floor(i / G)) : critAnswer;
@@ -351,16 +322,15 @@ export class GameRun implements RecipeRun {
     }
     this.stepsDone = step + 1;
 
-    const T = gen.gen.tokens[0]?.length ?? 0;
     const nGroups = trainsPolicy ? items.length : a.texts.length;
     const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
       const i = trainsPolicy ? r : critAnswer[r];
       const row = rows[r];
       const messages: Message[] = [
         { role: 'user', text: formatQaPrompt(answerItems[i]) },
-        { role: 'assistant', text: a.texts[i], tokens: trace(this.policy.loaded, a.gen, i) },
+        { role: 'assistant', text: a.texts[i], tokens: rowTrace(this.policy.loaded, a.gen, i) },
       ];
-      if (c) messages.push({ role: 'monitor', text: c.texts[r], tokens: trace(this.monitor.loaded, c.gen, r) });
+      if (c) messages.push({ role: 'monitor', text: c.texts[r], tokens: rowTrace(this.monitor.loaded, c.gen, r) });
       // Monitor: the payoff term (-10 J or -R) and -lambda F, which sum to its reward.
       const payoff = g.monitorReward === 'code' ? -10 * sc.judge[r] : -sc.policyReward[r];
       const terms = trainsPolicy
@@ -375,7 +345,7 @@ export class GameRun implements RecipeRun {
         verdict: { label: `${withJudge ? `monitor ${row.verdict}` : 'no monitor'}; answer ${row.truth ? 'right' : 'wrong'}`, unsafe: 0, refused: false, success: row.truth === 1, category: null },
         reward: rewards[r],
         terms,
-        advantage: rowMean(advantages.advantages.data, gen.gen.mask[r], r, T),
+        advantage: rowAdvantage(advantages.advantages, gen.gen.mask[r], r),
       };
     });
     return stepReport(this, step, { phase: sched.player, metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 } });
@@ -407,11 +377,6 @@ export class GameRun implements RecipeRun {
     disposeRun(Object.values(this.parts()), this.policy.loaded, this.monitor.loaded);
   }
 }
-
-const trace = (m: LoadedModel, g: GenerateResult, b: number) => {
-  const n = g.lengths[b];
-  return tokenTrace(m.codec, g.tokens[b].slice(0, n), g.logprobs[b].slice(0, n), g.entropy[b].slice(0, n));
-};
 
 /** The RM a config names: the rules stand-in, or an env judge. */
 export function rewardModelFor(env: RecipeEnv, name: string): QaRewardModel {

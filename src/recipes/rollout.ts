@@ -1,9 +1,9 @@
 // Single-turn sampled rollouts, shared by the recipes that sample one message per row (redteam,
-// attack, defend, tokenbuncher, arena): G samples per user message (adapters on), then per row the
-// mean sampled-token k1 KL to the reference (adapters off), the mean full-vocabulary entropy of the
-// rollout, its token trace and its mean advantage. The judge is only ever shown the decoded
-// GENERATED ids of an answer (never the prompt or its chat template: the MTSA code's guard read
-// "unsafe" out of its own prompt).
+// attack, defend, tokenbuncher, arena, minmax): G samples per user message (adapters on), then
+// per row the mean sampled-token k1 KL to the reference (adapters off), the mean full-vocabulary
+// entropy of the rollout, its token trace and its mean advantage. The judge is only ever shown the
+// decoded GENERATED ids of an answer (never the prompt or its chat template: the MTSA code's guard
+// read "unsafe" out of its own prompt).
 import * as tf from '@tensorflow/tfjs';
 import { splitAttackerTarget } from '../data/sandbox/index.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
