@@ -22,13 +22,14 @@
 // evalEvery, a fixed held-out set is replayed with fixed sampling seeds before the step
 // (eval/asr, eval/benign_correct): it moves only when the weights do. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
-import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -78,18 +79,6 @@ export function arenaPhase(step: number, k: number, first: ArenaPhase): ArenaPha
   return Math.floor(step / k) % 2 === 0 ? first : other;
 }
 
-/** The tactic family of an attacker prompt (several lines = crescendo turns). */
-function tacticOf(text: string): Tactic {
-  const turns = splitAttackerTarget(text);
-  return turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
-}
-
-interface Goal {
-  id: string;
-  text: string;
-  category: SandboxHazard;
-}
-
 class ArenaRun implements RecipeRun {
   readonly recipe = 'arena';
   stepsDone = 0;
@@ -107,7 +96,7 @@ class ArenaRun implements RecipeRun {
     readonly config: ArenaConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulPrompts(config.goalPool, seed).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
+    this.pool = harmfulGoals(config.goalPool, seed);
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
@@ -137,7 +126,7 @@ class ArenaRun implements RecipeRun {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
-      goals: harmfulPrompts(c.evalGoals, heldOut).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard })),
+      goals: harmfulGoals(c.evalGoals, heldOut),
       benign: benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
     };
     const { goals, benign } = this.evalSet;

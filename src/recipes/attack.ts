@@ -25,7 +25,7 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import { attackerSource, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSource, rngFor, TACTICS } from '../data/sandbox/index.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -34,6 +34,7 @@ import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
 import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -110,18 +111,6 @@ export function groupDiversity(texts: readonly string[], group: readonly number[
   });
 }
 
-/** The tactic family of an attacker prompt (several lines = crescendo turns). */
-function tacticOf(text: string): Tactic {
-  const turns = splitAttackerTarget(text);
-  return turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
-}
-
-interface Goal {
-  id: string;
-  text: string;
-  category: SandboxHazard;
-}
-
 class AttackRun implements RecipeRun {
   readonly recipe = 'attack';
   stepsDone = 0;
@@ -138,7 +127,7 @@ class AttackRun implements RecipeRun {
     readonly config: AttackConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulPrompts(config.goalPool, seed).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
+    this.pool = harmfulGoals(config.goalPool, seed);
   }
 
   /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */

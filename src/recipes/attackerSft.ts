@@ -7,7 +7,7 @@
 // (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
-import { attackerSft, attackerSource, detectTactic, rngFor, splitAttackerTarget, TACTICS, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSft, attackerSource, rngFor, TACTICS, type Tactic } from '../data/sandbox/index.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
@@ -15,6 +15,7 @@ import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
 import { meanOf, tokenTrace, drawBatch, disposeRun } from './common.ts';
 import { attachConfiguredLora, loraFields } from './commonFields.ts';
+import { tacticOf } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -85,9 +86,7 @@ export function encodeSftPair(codec: ChatCodec, source: string, target: string, 
 export function tacticMix(prompts: readonly string[]): Record<Tactic, number> {
   const mix = Object.fromEntries(TACTICS.map((t) => [t, 0])) as Record<Tactic, number>;
   for (const p of prompts) {
-    const turns = splitAttackerTarget(p);
-    const t = turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
-    mix[t] += 1 / Math.max(1, prompts.length);
+    mix[tacticOf(p)] += 1 / Math.max(1, prompts.length);
   }
   return mix;
 }
@@ -170,8 +169,7 @@ class AttackerSftRun implements RecipeRun {
       metrics['sample/length_mean'] = meanOf(g.lengths);
       texts.forEach((text, b) => {
         const n = g.lengths[b];
-        const turns = splitAttackerTarget(text);
-        const tactic = turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
+        const tactic = tacticOf(text);
         samples.push({
           id: `attacker-sft-${this.seed}-${step}-${b}`,
           promptKey: `goal-${b}`,

@@ -20,7 +20,7 @@
 // attacker's prompt for each held-out goal, `evalSamples` defender answers each (eval/asr), and
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
 // do, so it is the before / after measure of the experiment.
-import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
@@ -30,6 +30,7 @@ import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
 import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
@@ -96,17 +97,6 @@ export function defendReward(
   return { reward, terms };
 }
 
-/** The tactic family of an attacker prompt (several lines = crescendo turns). */
-const tacticOf = (text: string): Tactic => (splitAttackerTarget(text).length > 1 ? 'crescendo' : detectTactic(splitAttackerTarget(text)[0] ?? ''));
-
-interface Goal {
-  id: string;
-  text: string;
-  category: SandboxHazard;
-}
-
-const toGoals = (ps: SandboxPrompt[]): Goal[] => ps.map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
-
 class DefendRun implements RecipeRun {
   readonly recipe = 'defend';
   stepsDone = 0;
@@ -125,7 +115,7 @@ class DefendRun implements RecipeRun {
     readonly config: DefendConfig,
     readonly seed: number,
   ) {
-    this.pool = toGoals(harmfulPrompts(config.goalPool, seed));
+    this.pool = harmfulGoals(config.goalPool, seed);
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
@@ -150,7 +140,7 @@ class DefendRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    this.evalSet ??= { goals: toGoals(harmfulPrompts(c.evalGoals, heldOut)), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
+    this.evalSet ??= { goals: harmfulGoals(c.evalGoals, heldOut), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
     const e = this.evalSet;
     e.prompts ??= await this.attack(e.goals, hash3(heldOut, 1, 0xa77ac));
     const texts = [...e.prompts, ...e.benign.map((p) => p.prompt as string)];
