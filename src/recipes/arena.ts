@@ -27,7 +27,7 @@ import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -206,7 +206,7 @@ class ArenaRun implements RecipeRun {
           { role: 'attacker', text: a.prompts[b], tokens: rowTrace(this.atk, a.gen, b) },
           { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.attackerKlBeta * kl[b] },
         advantage: rowAdvantage(advantages.advantages, a.gen.mask[b], b),
@@ -273,7 +273,7 @@ class ArenaRun implements RecipeRun {
           harmful ? { role: 'attacker', text: groupText[g], tokens: rowTrace(this.atk, a.gen, g) } : { role: 'user', text: groupText[g] },
           { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: harmful ? { safety: safety[b], kl: -c.defenderKlBeta * kl[b] } : { utility: utility[b], kl: -c.defenderKlBeta * kl[b] },
         advantage: rowAdvantage(advantages.advantages, d.gen.mask[b], b),

@@ -32,11 +32,11 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
-import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun } from './common.ts';
+import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, sampleReplies } from './rollout.ts';
+import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -190,12 +190,7 @@ class AttackRun implements RecipeRun {
 
     // --- report
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
-    let entSum = 0;
-    let tokens = 0;
-    gen.entropy.forEach((row, b) => {
-      for (let t = 0; t < gen.lengths[b]; t++) entSum += row[t];
-      tokens += gen.lengths[b];
-    });
+    const { tokens, mean: entropyMean } = tokenEntropy(gen);
     const defTokens = ans.lengths.reduce((a, x) => a + x, 0);
     const metrics: Metrics = {
       ...learn,
@@ -208,7 +203,7 @@ class AttackRun implements RecipeRun {
       'diversity/mean': meanOf(div),
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),
       'kl/mean': meanOf(kl),
-      'entropy/mean': tokens > 0 ? entSum / tokens : 0,
+      'entropy/mean': entropyMean,
       'attack/length_mean': meanOf(gen.lengths),
       'response/length_mean': meanOf(ans.lengths),
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
@@ -234,7 +229,7 @@ class AttackRun implements RecipeRun {
           { role: 'attacker', text: attacks[b], tokens: rowTrace(this.atk, gen, b) },
           { role: 'defender', text: answers[b], tokens: rowTrace(dm, ans, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.klBeta * kl[b] },
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),

@@ -28,7 +28,7 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
@@ -237,7 +237,7 @@ class DefendRun implements RecipeRun {
           { role: harmful[b] ? 'attacker' : 'user', text: texts[g] },
           { role: 'defender', text: r.answers[b], tokens: rowTrace(this.def, gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { ...scored[b].terms },
         advantage: rowAdvantage(advantages.advantages, gen.mask[b], b),

@@ -25,10 +25,10 @@ import type { AdamW } from '../rl/optim.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
-import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun } from './common.ts';
+import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -196,12 +196,7 @@ class RedteamRun implements RecipeRun {
     const t3 = performance.now();
 
     // --- report
-    let entSum = 0;
-    let tokens = 0;
-    gen.entropy.forEach((row, b) => {
-      for (let t = 0; t < gen.lengths[b]; t++) entSum += row[t];
-      tokens += gen.lengths[b];
-    });
+    const { tokens, mean: entropyMean } = tokenEntropy(gen);
     const meanReward = meanOf(rewards);
     const meanRep = meanOf(rep);
     Object.assign(metrics, learn, {
@@ -213,7 +208,7 @@ class RedteamRun implements RecipeRun {
       'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'repetition/mean': meanRep,
       'kl/mean': meanOf(kl),
-      'entropy/mean': tokens > 0 ? entSum / tokens : 0,
+      'entropy/mean': entropyMean,
       'response/length_mean': meanOf(gen.lengths),
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
       'perf/step_ms': t3 - t0,
@@ -242,7 +237,7 @@ class RedteamRun implements RecipeRun {
           { role: 'user', text: promptText(p) },
           { role: 'defender', text: texts[b], tokens: rowTrace(this.m, gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { harm: harm[b], repetition: -c.repetitionPenalty * rep[b], kl: -c.klBeta * kl[b] },
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),

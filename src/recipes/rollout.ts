@@ -75,6 +75,17 @@ export async function klAndEntropy(m: LoadedModel, lora: LoraSet, r: Pick<Rollou
   };
 }
 
+/** Generated tokens of the rollout, and the mean entropy over them (0 when there are none). */
+export function tokenEntropy(gen: GenerateResult): { tokens: number; mean: number } {
+  let sum = 0;
+  let tokens = 0;
+  gen.entropy.forEach((row, b) => {
+    for (let t = 0; t < gen.lengths[b]; t++) sum += row[t];
+    tokens += gen.lengths[b];
+  });
+  return { tokens, mean: tokens > 0 ? sum / tokens : 0 };
+}
+
 /** The report's token trace of row b. */
 export function rowTrace(m: LoadedModel, gen: GenerateResult, b: number): TokenTrace {
   const n = gen.lengths[b];

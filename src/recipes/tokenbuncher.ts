@@ -35,7 +35,7 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, type RedteamTacticMix } from './redteam.ts';
@@ -315,7 +315,7 @@ class TokenbuncherRun implements RecipeRun {
           { role: 'user', text: promptText(p) },
           { role: 'defender', text: r.answers[b], tokens: rowTrace(this.def, gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { ...terms[b] },
         advantage: rowAdvantage(adv, gen.mask[b], b),
