@@ -68,13 +68,15 @@ export const redteamSchema = {
 };
 export type RedteamConfig = ConfigOf<typeof redteamSchema>;
 
-function tacticList(mix: RedteamTacticMix): readonly Tactic[] {
+/** The tactics a mix wraps goals in. */
+export function tacticList(mix: RedteamTacticMix): readonly Tactic[] {
   if (mix === 'mixed') return SINGLE_TURN_TACTICS;
   if (mix === 'plain') return ['direct'];
   return [mix];
 }
 
-const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
+/** A sandbox prompt as one user message (a multi-turn prompt's turns joined by newlines). */
+export const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
 
 /** Greedy answers of the model to `prompts` (batched), as text; adapters as they are. */
 async function greedyAnswers(m: LoadedModel, prompts: SandboxPrompt[], maxNewTokens: number): Promise<string[]> {

@@ -21,7 +21,7 @@
 // its greedy held-out attack success rate reaches `evalTargetAsr`, and both models' greedy held-out
 // stats (benign correctness, over-refusal, ASR, entropy on harmful prompts); then marks the run done.
 import * as tf from '@tensorflow/tfjs';
-import { benignPrompts, harmfulPrompts, promptMeta, rngFor, SINGLE_TURN_TACTICS, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { benignPrompts, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge } from '../judges/types.ts';
 import { forward } from '../model/llama.ts';
 import { mergeLoraInPlace, type LoraSet } from '../model/lora.ts';
@@ -38,7 +38,7 @@ import { attachCheckpointAdapter } from './checkpointFile.ts';
 import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
-import { greedyAsr, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, type RedteamTacticMix } from './redteam.ts';
+import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
@@ -77,9 +77,6 @@ export const tokenbuncherSchema = {
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type TokenbuncherConfig = ConfigOf<typeof tokenbuncherSchema>;
-
-const tacticList = (mix: RedteamTacticMix): readonly Tactic[] => (mix === 'mixed' ? SINGLE_TURN_TACTICS : mix === 'plain' ? ['direct'] : [mix]);
-const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
 
 /** True when step `s` replaces the RL update with the TokenNoiser SFT step (source: s >= 25, s even). */
 export function isNoiserStep(s: number, c: Pick<TokenbuncherConfig, 'noiser' | 'noiserStart'>): boolean {
