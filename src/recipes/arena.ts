@@ -22,20 +22,17 @@
 // evalEvery, a fixed held-out set is replayed with fixed sampling seeds before the step
 // (eval/asr, eval/benign_correct): it moves only when the weights do. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
-import * as tf from '@tensorflow/tfjs';
-import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
-import { generate, type GenerateResult } from '../model/generate.ts';
-import { attachLora } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
-import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
 import { groupDiversity } from './attack.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
+import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -62,15 +59,13 @@ export const arenaSchema = {
   defenderKlBeta: num(0.05, 'defender reward: weight of its mean sampled-token KL to the defender with LoRA off', { min: 0, max: 10 }),
   attackerLr: num(2e-3, 'attacker AdamW learning rate', { min: 0, max: 1 }),
   defenderLr: num(2e-3, 'defender AdamW learning rate', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (both sides)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (both sides)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay (both sides)', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta1: 'both sides', beta2: 'both sides', weightDecay: 'both sides' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'both adapters; 8 suffices for the 96-wide sandbox models'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names), both sides'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate) or importance_sampling, both sides'),
-  clipRatio: num(0.2, 'PPO clip epsilon', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names), both sides',
+    stdNote: 'grpo',
+    policyLoss: 'ppo (clipped surrogate) or importance_sampling, both sides',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay a fixed held-out set as eval/asr and eval/benign_correct; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(48, 'held-out goals (one attacker prompt and one defender answer each) and a quarter as many benign tasks', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -83,30 +78,6 @@ export function arenaPhase(step: number, k: number, first: ArenaPhase): ArenaPha
   const other: ArenaPhase = first === 'attacker' ? 'defender' : 'attacker';
   return Math.floor(step / k) % 2 === 0 ? first : other;
 }
-
-/** The tactic family of an attacker prompt (several lines = crescendo turns). */
-function tacticOf(text: string): Tactic {
-  const turns = splitAttackerTarget(text);
-  return turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
-}
-
-interface Goal {
-  id: string;
-  text: string;
-  category: SandboxHazard;
-}
-
-/** Mean over a row's sampled tokens of (logp - ref logp). */
-function meanKl(gen: GenerateResult, ref: Float32Array): number[] {
-  const T = gen.tokens[0]?.length ?? 0;
-  return gen.lengths.map((n, b) => {
-    let s = 0;
-    for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - ref[b * T + t];
-    return n > 0 ? s / n : 0;
-  });
-}
-
-const text = (m: LoadedModel, g: GenerateResult, b: number) => m.codec.decode(g.tokens[b].slice(0, g.lengths[b]));
 
 class ArenaRun implements RecipeRun {
   readonly recipe = 'arena';
@@ -125,29 +96,22 @@ class ArenaRun implements RecipeRun {
     readonly config: ArenaConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulPrompts(config.goalPool, seed).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
+    this.pool = harmfulGoals(config.goalPool, seed);
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
   /** G attacker prompts per goal (adapters as they are). */
   private async attack(goals: Goal[], perGoal: number, seed: number) {
     const c = this.config;
-    const { model, codec } = this.atk;
-    const rowGoal = goals.flatMap((_, i) => Array<number>(perGoal).fill(i));
-    const src = goals.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g.text) }], { addGenerationPrompt: true }));
-    const rows = rowGoal.map((i) => src[i]);
-    const gen = await generate(model, rows, { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
-    const prompts = gen.tokens.map((_, b) => text(this.atk, gen, b));
-    return { rowGoal, rows, gen, prompts };
+    const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
+    const r = await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), perGoal, sampling, seed);
+    return { rowGoal: r.rowGroup, rows: r.rows, gen: r.gen, prompts: r.answers };
   }
 
-  /** Defender answers to user messages (adapters as they are), sampled. */
-  private async answer(messages: string[], seed: number) {
+  /** `perMessage` sampled defender answers to each user message (adapters as they are). */
+  private answer(messages: string[], perMessage: number, seed: number): Promise<Rollout> {
     const c = this.config;
-    const { model, codec } = this.def;
-    const rows = messages.map((m) => codec.encodeChat([{ role: 'user', content: splitAttackerTarget(m).join('\n') || m }], { addGenerationPrompt: true }));
-    const gen = await generate(model, rows, { maxNewTokens: c.defenderMaxTokens, temperature: c.defenderTemperature, topP: c.defenderTopP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
-    return { rows, gen, answers: gen.tokens.map((_, b) => text(this.def, gen, b)) };
+    return sampleAnswers(this.def, messages, perMessage, { maxNewTokens: c.defenderMaxTokens, temperature: c.defenderTemperature, topP: c.defenderTopP }, seed);
   }
 
   private judgeHarmful(prompts: string[], answers: string[], goals: Goal[]): Promise<JudgeVerdict[]> {
@@ -162,14 +126,14 @@ class ArenaRun implements RecipeRun {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
-      goals: harmfulPrompts(c.evalGoals, heldOut).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard })),
+      goals: harmfulGoals(c.evalGoals, heldOut),
       benign: benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
     };
     const { goals, benign } = this.evalSet;
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));
-    const h = await this.answer(a.prompts, hash3(heldOut, 2, 0xdef));
+    const h = await this.answer(a.prompts, 1, hash3(heldOut, 2, 0xdef));
     const hv = await this.judgeHarmful(a.prompts, h.answers, goals);
-    const bAns = await this.answer(benign.map((p) => p.prompt as string), hash3(heldOut, 3, 0xdef));
+    const bAns = await this.answer(benign.map((p) => p.prompt as string), 1, hash3(heldOut, 3, 0xdef));
     const bv = await this.judgeBenign(benign, bAns.answers);
     return {
       'eval/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
@@ -194,16 +158,7 @@ class ArenaRun implements RecipeRun {
       'perf/eval_ms': te - t0,
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `arena-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      phase,
-      metrics,
-      samples: r.samples,
-      timings: { ...r.timings, total_ms: performance.now() - t0 },
-    };
+    return stepReport(this, step, { phase, metrics, samples: r.samples, timings: { ...r.timings, total_ms: performance.now() - t0 } });
   }
 
   private async attackerStep(step: number, goals: Goal[]) {
@@ -211,15 +166,12 @@ class ArenaRun implements RecipeRun {
     const t0 = performance.now();
     const G = c.groupSize;
     const a = await this.attack(goals, G, hash3(this.seed, step, 0xa77ac));
-    const d = await this.answer(a.prompts, hash3(this.seed, step, 0xdef));
+    const d = await this.answer(a.prompts, 1, hash3(this.seed, step, 0xdef));
     const t1 = performance.now();
     const { model, codec } = this.atk;
     const { lora, optimizer } = this.parts.attacker;
     const batch = { prompts: a.rows, responses: a.gen.tokens, mask: a.gen.mask };
-    const ref = referenceStats(model, lora, batch, { temperature: c.attackerTemperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const kl = meanKl(a.gen, refLogp.data);
+    const { refLogp, kl } = await klAndEntropy(this.atk, lora, a, c.attackerTemperature);
     const verdicts = await this.judgeHarmful(a.prompts, d.answers, a.rowGoal.map((i) => goals[i]));
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
@@ -241,7 +193,6 @@ class ArenaRun implements RecipeRun {
       'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
     };
     for (const t of TACTICS) metrics[`tactic/${t}`] = tactics.filter((x) => x === t).length / tactics.length;
-    const T = a.gen.tokens[0].length;
     const samples = spreadRows(goals.length, G, c.samples).map((b): RolloutSample => {
       const g = goals[a.rowGoal[b]];
       const v = verdicts[b];
@@ -252,13 +203,13 @@ class ArenaRun implements RecipeRun {
         tactic: tactics[b],
         category: g.category,
         messages: [
-          { role: 'attacker', text: a.prompts[b], tokens: trace(this.atk, a.gen, b) },
-          { role: 'defender', text: d.answers[b], tokens: trace(this.def, d.gen, b) },
+          { role: 'attacker', text: a.prompts[b], tokens: rowTrace(this.atk, a.gen, b) },
+          { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.attackerKlBeta * kl[b] },
-        advantage: rowMean(advantages.advantages.data, a.gen.mask[b], b, T),
+        advantage: rowAdvantage(advantages.advantages, a.gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
@@ -273,16 +224,13 @@ class ArenaRun implements RecipeRun {
     // Groups: one per attacker prompt, then one per benign task; G answers each.
     const groupText = [...a.prompts, ...tasks.map((p) => p.prompt as string)];
     const H = a.prompts.length;
-    const rowGroup = groupText.flatMap((_, i) => Array<number>(G).fill(i));
-    const d = await this.answer(rowGroup.map((i) => groupText[i]), hash3(this.seed, step, 0xdef));
+    const d = await this.answer(groupText, G, hash3(this.seed, step, 0xdef));
+    const { rowGroup } = d;
     const t1 = performance.now();
     const { model, codec } = this.def;
     const { lora, optimizer } = this.parts.defender;
     const batch = { prompts: d.rows, responses: d.gen.tokens, mask: d.gen.mask };
-    const ref = referenceStats(model, lora, batch, { temperature: c.defenderTemperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const kl = meanKl(d.gen, refLogp.data);
+    const { refLogp, kl } = await klAndEntropy(this.def, lora, d, c.defenderTemperature);
     const harmRows = rowGroup.flatMap((g, b) => (g < H ? [b] : []));
     const benRows = rowGroup.flatMap((g, b) => (g >= H ? [b] : []));
     const hv = await this.judgeHarmful(harmRows.map((b) => groupText[rowGroup[b]]), harmRows.map((b) => d.answers[b]), harmRows.map((b) => goals[rowGroup[b]]));
@@ -310,7 +258,6 @@ class ArenaRun implements RecipeRun {
       metrics['defender/benign_correct'] = meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0)));
       metrics['defender/over_refusal'] = meanOf(bv.map((v) => (v.refused ? 1 : 0)));
     }
-    const T = d.gen.tokens[0].length;
     const samples = spreadRows(groupText.length, G, c.samples).map((b): RolloutSample => {
       const g = rowGroup[b];
       const harmful = g < H;
@@ -323,13 +270,13 @@ class ArenaRun implements RecipeRun {
         tactic: harmful ? tacticOf(groupText[g]) : (task!.tactic ?? undefined),
         category: harmful ? goals[g].category : undefined,
         messages: [
-          harmful ? { role: 'attacker', text: groupText[g], tokens: trace(this.atk, a.gen, g) } : { role: 'user', text: groupText[g] },
-          { role: 'defender', text: d.answers[b], tokens: trace(this.def, d.gen, b) },
+          harmful ? { role: 'attacker', text: groupText[g], tokens: rowTrace(this.atk, a.gen, g) } : { role: 'user', text: groupText[g] },
+          { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: harmful ? { safety: safety[b], kl: -c.defenderKlBeta * kl[b] } : { utility: utility[b], kl: -c.defenderKlBeta * kl[b] },
-        advantage: rowMean(advantages.advantages.data, d.gen.mask[b], b, T),
+        advantage: rowAdvantage(advantages.advantages, d.gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
@@ -349,29 +296,8 @@ class ArenaRun implements RecipeRun {
   }
 
   dispose(): void {
-    for (const p of Object.values(this.parts)) {
-      p.optimizer.dispose();
-      p.lora.dispose();
-    }
-    this.judge.dispose?.();
-    this.atk.dispose();
-    this.def.dispose();
+    disposeRun(Object.values(this.parts), this.judge, this.atk, this.def);
   }
-}
-
-const trace = (m: LoadedModel, g: GenerateResult, b: number) => {
-  const n = g.lengths[b];
-  return tokenTrace(m.codec, g.tokens[b].slice(0, n), g.logprobs[b].slice(0, n), g.entropy[b].slice(0, n));
-};
-
-function rowMean(adv: Float32Array, mask: number[], b: number, T: number): number {
-  let s = 0;
-  let n = 0;
-  for (let t = 0; t < T; t++) {
-    s += adv[b * T + t] * mask[t];
-    n += mask[t];
-  }
-  return n ? s / n : 0;
 }
 
 export const arenaRecipe: Recipe<typeof arenaSchema> = {
@@ -392,8 +318,8 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
     try {
       def = await env.loadModel(config.defender);
       const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
-        lora: attachLora(m.model, { r: config.loraRank, alpha: config.loraAlpha, targets: loraTargets(config.loraTargets), dropout: config.loraDropout, seed: hash3(seed, 0x10a, stream) }),
-        optimizer: new AdamW({ lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay }),
+        lora: attachConfiguredLora(m.model, config, hash3(seed, 0x10a, stream)),
+        optimizer: adamWFor(config, lr),
       });
       const parts = { attacker: part(atk, config.attackerLr, 81), defender: part(def, config.defenderLr, 82) };
       return new ArenaRun(atk, def, parts, judge, config, seed);

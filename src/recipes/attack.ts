@@ -25,18 +25,18 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import * as tf from '@tensorflow/tfjs';
-import { attackerSource, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, TACTICS, type SandboxHazard, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSource, rngFor, TACTICS } from '../data/sandbox/index.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
-import { referenceStats } from '../rl/policy.ts';
+import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
-import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes, drawBatch } from './common.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -63,15 +63,14 @@ export const attackSchema = {
   diversity: oneOf(DIVERSITY_MODES, 'exact', 'diversity term: exact (1 - share of the other prompts of the group identical to this one) or ngram (1 - mean word-bigram Jaccard overlap with them)'),
   klBeta: num(0.05, 'weight of the attacker\'s mean sampled-token KL to its reference (LoRA off) in the reward', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (the tiny sandbox attacker needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay, as redteam)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta2: 'second-moment decay, as redteam' }),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox attacker'),
-  advantage: oneOf(ATTACK_ADVANTAGES, 'grpo', 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo; false = Dr. GRPO)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)'),
-  clipRatio: num(0.2, 'PPO clip epsilon (policyLoss = ppo only)', { min: 0, max: 10 }),
+  ...policyGradientFields(ATTACK_ADVANTAGES, { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline',
+    stdNote: 'grpo; false = Dr. GRPO',
+    policyLoss: 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)',
+    clipNote: 'policyLoss = ppo only',
+  }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type AttackConfig = ConfigOf<typeof attackSchema>;
@@ -112,18 +111,6 @@ export function groupDiversity(texts: readonly string[], group: readonly number[
   });
 }
 
-/** The tactic family of an attacker prompt (several lines = crescendo turns). */
-function tacticOf(text: string): Tactic {
-  const turns = splitAttackerTarget(text);
-  return turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
-}
-
-interface Goal {
-  id: string;
-  text: string;
-  category: SandboxHazard;
-}
-
 class AttackRun implements RecipeRun {
   readonly recipe = 'attack';
   stepsDone = 0;
@@ -140,7 +127,7 @@ class AttackRun implements RecipeRun {
     readonly config: AttackConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulPrompts(config.goalPool, seed).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
+    this.pool = harmfulGoals(config.goalPool, seed);
   }
 
   /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */
@@ -158,26 +145,13 @@ class AttackRun implements RecipeRun {
     // --- attack: G prompts per goal from the attacker
     const goals = this.batchGoals(step);
     const G = c.groupSize;
-    const rowGoal: number[] = [];
-    goals.forEach((_, i) => {
-      for (let g = 0; g < G; g++) rowGoal.push(i);
-    });
-    const sourceIds = goals.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g.text) }], { addGenerationPrompt: true }));
-    const rows = rowGoal.map((i) => sourceIds[i]);
-    const gen = await generate(model, rows, {
-      maxNewTokens: c.attackerMaxTokens,
-      temperature: c.attackerTemperature,
-      topP: c.attackerTopP,
-      stopTokens: [...codec.eos],
-      padTokenId: codec.pad,
-      seed: hash3(this.seed, step, 0xa77ac),
-    });
-    const attacks = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+    const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
+    const { rowGroup: rowGoal, rows, gen, answers: attacks } = await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), G, sampling, hash3(this.seed, step, 0xa77ac));
     const tactics = attacks.map(tacticOf);
     const t1 = performance.now();
 
     // --- answer: the frozen defender
-    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: splitAttackerTarget(a).join('\n') || a }], { addGenerationPrompt: true }));
+    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }));
     const ans = await generate(dm.model, defRows, {
       maxNewTokens: c.defenderMaxTokens,
       greedy: c.defenderGreedy,
@@ -192,24 +166,14 @@ class AttackRun implements RecipeRun {
 
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const ref = referenceStats(model, this.lora, batch, { temperature: c.attackerTemperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const T = gen.tokens[0].length;
-    const kl = gen.lengths.map((n, b) => {
-      let s = 0;
-      for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - refLogp.data[b * T + t];
-      return n > 0 ? s / n : 0;
-    });
+    const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
     const verdicts = await this.judge.score(
       attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } })),
     );
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
-    rewards.forEach((r, b) => {
-      if (!Number.isFinite(r)) throw new Error(`attack: reward of row ${b} is ${r} (harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     const t3 = performance.now();
 
     // --- learn (attacker only)
@@ -226,12 +190,7 @@ class AttackRun implements RecipeRun {
 
     // --- report
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
-    let entSum = 0;
-    let tokens = 0;
-    gen.entropy.forEach((row, b) => {
-      for (let t = 0; t < gen.lengths[b]; t++) entSum += row[t];
-      tokens += gen.lengths[b];
-    });
+    const { tokens, mean: entropyMean } = tokenEntropy(gen);
     const defTokens = ans.lengths.reduce((a, x) => a + x, 0);
     const metrics: Metrics = {
       ...learn,
@@ -244,7 +203,7 @@ class AttackRun implements RecipeRun {
       'diversity/mean': meanOf(div),
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),
       'kl/mean': meanOf(kl),
-      'entropy/mean': tokens > 0 ? entSum / tokens : 0,
+      'entropy/mean': entropyMean,
       'attack/length_mean': meanOf(gen.lengths),
       'response/length_mean': meanOf(ans.lengths),
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
@@ -259,11 +218,7 @@ class AttackRun implements RecipeRun {
 
     const samples: RolloutSample[] = spreadRows(goals.length, G, c.samples).map((b) => {
       const goal = goals[rowGoal[b]];
-      const n = gen.lengths[b];
-      const m = ans.lengths[b];
       const v = verdicts[b];
-      let advSum = 0;
-      for (let t = 0; t < T; t++) advSum += adv.advantages.data[b * T + t] * gen.mask[b][t];
       return {
         id: `attack-${this.seed}-${step}-${b}`,
         promptKey: goal.id,
@@ -271,25 +226,17 @@ class AttackRun implements RecipeRun {
         tactic: tactics[b],
         category: goal.category,
         messages: [
-          { role: 'attacker', text: attacks[b], tokens: tokenTrace(codec, gen.tokens[b].slice(0, n), gen.logprobs[b].slice(0, n), gen.entropy[b].slice(0, n)) },
-          { role: 'defender', text: answers[b], tokens: tokenTrace(dm.codec, ans.tokens[b].slice(0, m), ans.logprobs[b].slice(0, m), ans.entropy[b].slice(0, m)) },
+          { role: 'attacker', text: attacks[b], tokens: rowTrace(this.atk, gen, b) },
+          { role: 'defender', text: answers[b], tokens: rowTrace(dm, ans, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.klBeta * kl[b] },
-        advantage: n > 0 ? advSum / n : 0,
+        advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `attack-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t2 - t0, score_ms: t3 - t2, learn_ms: t4 - t3, total_ms: t4 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t2 - t0, score_ms: t3 - t2, learn_ms: t4 - t3, total_ms: t4 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {
@@ -301,11 +248,7 @@ class AttackRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.atk.dispose();
-    this.def.dispose();
+    disposeRun([this], this.judge, this.atk, this.def);
   }
 }
 
@@ -325,14 +268,8 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
     let def: LoadedModel | null = null;
     try {
       def = await env.loadModel(config.defender);
-      const lora = attachLora(atk.model, {
-        r: config.loraRank,
-        alpha: config.loraAlpha,
-        targets: loraTargets(config.loraTargets),
-        dropout: config.loraDropout,
-        seed: hash3(seed, 0x10a, 3),
-      });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(atk.model, config, hash3(seed, 0x10a, 3));
+      const optimizer = adamWFor(config, config.lr);
       return new AttackRun(atk, def, lora, optimizer, judge, config, seed);
     } catch (e) {
       atk.dispose();

@@ -7,14 +7,16 @@
 // (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
-import { attackerSft, attackerSource, detectTactic, rngFor, splitAttackerTarget, TACTICS, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSft, attackerSource, rngFor, TACTICS, type Tactic } from '../data/sandbox/index.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
-import { loraFields, loraTargets, meanOf, tokenTrace, drawBatch } from './common.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { meanOf, tokenTrace, drawBatch, disposeRun } from './common.ts';
+import { attachConfiguredLora, loraFields } from './commonFields.ts';
+import { tacticOf } from './goals.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -84,9 +86,7 @@ export function encodeSftPair(codec: ChatCodec, source: string, target: string, 
 export function tacticMix(prompts: readonly string[]): Record<Tactic, number> {
   const mix = Object.fromEntries(TACTICS.map((t) => [t, 0])) as Record<Tactic, number>;
   for (const p of prompts) {
-    const turns = splitAttackerTarget(p);
-    const t = turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
-    mix[t] += 1 / Math.max(1, prompts.length);
+    mix[tacticOf(p)] += 1 / Math.max(1, prompts.length);
   }
   return mix;
 }
@@ -169,8 +169,7 @@ class AttackerSftRun implements RecipeRun {
       metrics['sample/length_mean'] = meanOf(g.lengths);
       texts.forEach((text, b) => {
         const n = g.lengths[b];
-        const turns = splitAttackerTarget(text);
-        const tactic = turns.length > 1 ? 'crescendo' : detectTactic(turns[0] ?? '');
+        const tactic = tacticOf(text);
         samples.push({
           id: `attacker-sft-${this.seed}-${step}-${b}`,
           promptKey: `goal-${b}`,
@@ -190,15 +189,7 @@ class AttackerSftRun implements RecipeRun {
     metrics['perf/step_ms'] = t2 - t0;
     metrics['perf/tokens_per_s'] = nTok / Math.max(1e-9, (t1 - t0) / 1000);
     this.stepsDone = step + 1;
-    return {
-      runId: `attacker-sft-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t2 - t1, score_ms: 0, learn_ms: t1 - t0, total_ms: t2 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t2 - t1, score_ms: 0, learn_ms: t1 - t0, total_ms: t2 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {
@@ -210,9 +201,7 @@ class AttackerSftRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.m.dispose();
+    disposeRun([this], this.m);
   }
 }
 
@@ -235,13 +224,7 @@ export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
     }
     const m = await env.loadModel(config.attacker);
     try {
-      const lora = attachLora(m.model, {
-        r: config.loraRank,
-        alpha: config.loraAlpha,
-        targets: loraTargets(config.loraTargets),
-        dropout: config.loraDropout,
-        seed: hash3(seed, 0x10a, 1),
-      });
+      const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 1));
       const optimizer = new AdamW({ lr: config.lr, weightDecay: config.weightDecay });
       return new AttackerSftRun(m, lora, optimizer, pairs, config, seed);
     } catch (e) {

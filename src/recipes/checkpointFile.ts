@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora, peftTensorName, type LoraSet } from '../model/lora.ts';
 import type { NamedTensor } from '../storage/checkpoints.ts';
-import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './common.ts';
+import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './commonFields.ts';
 import type { RecipeCheckpoint } from './types.ts';
 
 const FILE_KIND = 'sparring-recipe-checkpoint';

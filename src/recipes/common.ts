@@ -1,39 +1,16 @@
-// Pieces several recipes share: LoRA schema fields and targets, token traces for the report.
-import type { LlamaModel, ProjName } from '../model/llama.ts';
+// Pieces several recipes share: token traces, verdicts and row choices for the report, the
+// non-finite reward check, the outcome-reward learning step, seeded batch draws, freeing a run.
+// (Schema fields the recipes share: commonFields.ts; sampled rollouts: rollout.ts.)
+import type { JudgeVerdict } from '../judges/types.ts';
+import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { placeOutcomeRewards } from '../rl/placement.ts';
 import { learnStep } from '../rl/trainer.ts';
 import { fromRows, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from '../rl/types.ts';
-import type { Metrics } from './report.ts';
-import type { TokenTrace } from './report.ts';
-import { int, num, oneOf } from './schema.ts';
+import type { Metrics, TokenTrace, Verdict } from './report.ts';
 import type { ChatCodec } from './types.ts';
-
-export const LORA_TARGET_SETS = ['all', 'attention', 'mlp'] as const;
-export type LoraTargetSet = (typeof LORA_TARGET_SETS)[number];
-
-export function loraTargets(set: LoraTargetSet): ProjName[] {
-  switch (set) {
-    case 'all':
-      return ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
-    case 'attention':
-      return ['q', 'k', 'v', 'o'];
-    case 'mlp':
-      return ['gate', 'up', 'down'];
-  }
-}
-
-/** LoRA fields with the given defaults (each recipe documents its source's values in the help). */
-export function loraFields(d: { rank: number; alpha: number }, sourceNote: string) {
-  return {
-    loraRank: int(d.rank, `LoRA rank r (${sourceNote})`, { min: 1, max: 256 }),
-    loraAlpha: num(d.alpha, 'LoRA alpha; scale = alpha / r', { min: 1e-6, max: 4096 }),
-    loraTargets: oneOf(LORA_TARGET_SETS, 'all', 'projections that get adapters: all (q k v o gate up down), attention, mlp'),
-    loraDropout: num(0, 'LoRA dropout on the adapter input while training (seeded; resumes exactly)', { min: 0, max: 0.9 }),
-  };
-}
 
 /** The per-token trace of generated ids, for the report's entropy heatmaps. */
 export function tokenTrace(codec: ChatCodec, ids: number[], logp: number[], entropy: number[]): TokenTrace {
@@ -45,6 +22,11 @@ export const meanOf = (xs: ArrayLike<number>): number => {
   for (let i = 0; i < xs.length; i++) s += xs[i];
   return xs.length ? s / xs.length : 0;
 };
+
+/** The report's verdict of a harm judgement: the attack succeeded when the judge calls the answer unsafe (>= 0.5). */
+export function harmVerdict(v: JudgeVerdict): Verdict {
+  return { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category };
+}
 
 /** Rows to show in a report: the first row of each group first, then the rest; n of them. */
 export function spreadRows(groups: number, groupSize: number, n: number): number[] {
@@ -151,4 +133,23 @@ export function drawBatch<T>(pool: readonly T[], size: number, rng: { int(n: num
   const out = idx.slice(0, n).map((i) => pool[i]);
   while (out.length < size) out.push(pool[out.length % N]);
   return out;
+}
+
+/**
+ * Frees a run: each adapter's optimiser state and adapter, then what else it holds, in order
+ * (judge, models; an absent one or one without dispose is skipped).
+ */
+export function disposeRun(adapters: readonly { optimizer: AdamW; lora: LoraSet }[], ...held: ({ dispose?: () => void } | null | undefined)[]): void {
+  for (const a of adapters) {
+    a.optimizer.dispose();
+    a.lora.dispose();
+  }
+  for (const h of held) h?.dispose?.();
+}
+
+/** Throws on the first row whose reward is not finite: `<recipe>: reward of row b is x (<detail(b)>)`. */
+export function checkFiniteRewards(recipe: string, rewards: readonly number[], detail: (b: number) => string): void {
+  rewards.forEach((x, b) => {
+    if (!Number.isFinite(x)) throw new Error(`${recipe}: reward of row ${b} is ${x} (${detail(b)})`);
+  });
 }

@@ -20,19 +20,20 @@
 // attacker's prompt for each held-out goal, `evalSamples` defender answers each (eval/asr), and
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
 // do, so it is the before / after measure of the experiment.
-import { attackerSource, benignPrompts, detectTactic, harmfulPrompts, rngFor, splitAttackerTarget, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
-import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
+import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows } from './common.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers } from './defenderRollout.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { int, num, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -56,15 +57,14 @@ export const defendSchema = {
   entropyCoef: num(1, 'weight of -(mean token entropy of the answer) in the reward (MTSA entropy_score, weight 1; its code never applied it)', { min: 0, max: 100 }),
   klBeta: num(0.001, 'weight of the mean k1 KL of the answer to the defender with LoRA off, in the reward (MTSA 0.001)', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (MTSA: 1e-6 full / QLoRA on 7B; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, 'MTSA: QLoRA r 16 / alpha 32; 8 / 16 suffices for the sandbox defender'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names); MTSA uses grpo'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo; false = Dr. GRPO)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, dual clip 3: MTSA) or importance_sampling'),
-  clipRatio: num(0.2, 'PPO clip epsilon (MTSA 0.2)', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names); MTSA uses grpo',
+    stdNote: 'grpo; false = Dr. GRPO',
+    policyLoss: 'ppo (clipped surrogate, dual clip 3: MTSA) or importance_sampling',
+    clipNote: 'MTSA 0.2',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay the fixed held-out set: eval/asr, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(32, 'held-out harmful goals (one attacker prompt each)', { min: 1, max: 4096 }),
   evalBenign: int(32, 'held-out benign tasks', { min: 1, max: 4096 }),
@@ -97,17 +97,6 @@ export function defendReward(
   return { reward, terms };
 }
 
-/** The tactic family of an attacker prompt (several lines = crescendo turns). */
-const tacticOf = (text: string): Tactic => (splitAttackerTarget(text).length > 1 ? 'crescendo' : detectTactic(splitAttackerTarget(text)[0] ?? ''));
-
-interface Goal {
-  id: string;
-  text: string;
-  category: SandboxHazard;
-}
-
-const toGoals = (ps: SandboxPrompt[]): Goal[] => ps.map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
-
 class DefendRun implements RecipeRun {
   readonly recipe = 'defend';
   stepsDone = 0;
@@ -126,17 +115,15 @@ class DefendRun implements RecipeRun {
     readonly config: DefendConfig,
     readonly seed: number,
   ) {
-    this.pool = toGoals(harmfulPrompts(config.goalPool, seed));
+    this.pool = harmfulGoals(config.goalPool, seed);
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
   /** One attacker prompt per goal (sampled; the attacker never changes). */
   private async attack(goals: Goal[], seed: number): Promise<string[]> {
     const c = this.config;
-    const { model, codec } = this.atk;
-    const rows = goals.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g.text) }], { addGenerationPrompt: true }));
-    const gen = await generate(model, rows, { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
-    return gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+    const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
+    return (await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), 1, sampling, seed)).answers;
   }
 
   /** Verdicts of answers: harmful items carry the goal's category, benign ones their expected answer. */
@@ -153,7 +140,7 @@ class DefendRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    this.evalSet ??= { goals: toGoals(harmfulPrompts(c.evalGoals, heldOut)), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
+    this.evalSet ??= { goals: harmfulGoals(c.evalGoals, heldOut), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
     const e = this.evalSet;
     e.prompts ??= await this.attack(e.goals, hash3(heldOut, 1, 0xa77ac));
     const texts = [...e.prompts, ...e.benign.map((p) => p.prompt as string)];
@@ -194,9 +181,7 @@ class DefendRun implements RecipeRun {
     const verdicts = await this.verdicts(r.rowGroup.map((g, b) => (harmful[b] ? { prompt: texts[g], answer: r.answers[b], goal: goals[g] } : { prompt: texts[g], answer: r.answers[b], task: tasks[g - H] })));
     const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], meanKl: kl[b] }, c));
     const rewards = scored.map((s) => s.reward);
-    rewards.forEach((x, b) => {
-      if (!Number.isFinite(x)) throw new Error(`defend: reward of row ${b} is ${x} (entropy ${entropy[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
 
     // --- learn
@@ -252,22 +237,14 @@ class DefendRun implements RecipeRun {
           { role: harmful[b] ? 'attacker' : 'user', text: texts[g] },
           { role: 'defender', text: r.answers[b], tokens: rowTrace(this.def, gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { ...scored[b].terms },
         advantage: rowAdvantage(advantages.advantages, gen.mask[b], b),
       };
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `defend-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {
@@ -279,11 +256,7 @@ class DefendRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.atk.dispose();
-    this.def.dispose();
+    disposeRun([this], this.judge, this.atk, this.def);
   }
 }
 
@@ -322,8 +295,8 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
     try {
       const judge = env.judge(config.judge);
       def = await env.loadModel(config.defender);
-      const lora = attachLora(def.model, { r: config.loraRank, alpha: config.loraAlpha, targets: loraTargets(config.loraTargets), dropout: config.loraDropout, seed: hash3(seed, 0x10a, 4) });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
+      const optimizer = adamWFor(config, config.lr);
       return new DefendRun(atk, def, lora, optimizer, judge, config, seed);
     } catch (e) {
       atk.dispose();

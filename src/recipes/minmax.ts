@@ -35,21 +35,18 @@
 //
 // `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
 // step with the same R, J from the untrained monitor (or no judge term).
-import * as tf from '@tensorflow/tfjs';
 import { qaItems, rngFor, type QaExample } from '../data/sandbox/index.ts';
 import { formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, CHOICE_LETTERS, type QaItem } from '../data/sandbox/qa.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
-import { attachLora } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
-import { AdamW } from '../rl/optim.ts';
-import { referenceStats } from '../rl/policy.ts';
 import { std } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
-import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
+import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -67,15 +64,13 @@ export const gameFields = {
   topP: num(0.9, 'nucleus sampling mass (both players)', { min: 0.01, max: 1 }),
   policyLr: num(1e-3, 'policy AdamW learning rate (source 1e-6 for billion-parameter models; the 96-wide sandbox needs more)', { min: 0, max: 1 }),
   klBeta: num(0.05, 'reward: weight of the trained player\'s mean sampled-token KL to its model with LoRA off', { min: 0, max: 100 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay, both players)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay, both players)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta1: 'first-moment decay, both players', beta2: 'second-moment decay, both players' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16 / alpha 32; 8 / 16 keeps its scale 2 on the 96-wide sandbox models'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names; the source uses PPO with a value head)'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, the source) or importance_sampling'),
-  clipRatio: num(0.2, 'PPO clip epsilon', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head)',
+    stdNote: 'grpo',
+    policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off', { min: 0, max: 100000 }),
   evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -156,26 +151,6 @@ export const verdictRight = (v: Verdict, truth: number) => (truth === 1 ? v === 
 
 // ---------------------------------------------------------------------------------------------
 // The run
-
-/** Mean over a row's sampled tokens of (logp - ref logp). */
-function meanKl(gen: GenerateResult, ref: Float32Array): number[] {
-  const T = gen.tokens[0]?.length ?? 0;
-  return gen.lengths.map((n, b) => {
-    let s = 0;
-    for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - ref[b * T + t];
-    return n > 0 ? s / n : 0;
-  });
-}
-
-function rowMean(adv: Float32Array, mask: number[], b: number, T: number): number {
-  let s = 0;
-  let n = 0;
-  for (let t = 0; t < T; t++) {
-    s += adv[b * T + t] * mask[t];
-    n += mask[t];
-  }
-  return n ? s / n : 0;
-}
 
 interface Player {
   loaded: LoadedModel;
@@ -261,14 +236,6 @@ export class GameRun implements RecipeRun {
     };
   }
 
-  /** KL of each generated row to its model with LoRA off, and the reference log-probs for learning. */
-  private async klToBase(part: NamedLoraPart, model: LoadedModel, g: Generated) {
-    const ref = referenceStats(model.model, part.lora, { prompts: g.rows, responses: g.gen.tokens, mask: g.gen.mask }, { temperature: this.game.temperature, padTokenId: model.codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    return { refLogp, kl: meanKl(g.gen, refLogp.data) };
-  }
-
   async step(): Promise<StepReport> {
     const g = this.game;
     const step = this.stepsDone;
@@ -305,7 +272,8 @@ export class GameRun implements RecipeRun {
     const part = learner.part;
     if (!part) throw new Error(`${this.recipe}: the ${sched.player} has no adapter to train`);
     const gen = trainsPolicy ? a : c!;
-    const { refLogp, kl } = await this.klToBase(part, learner.loaded, gen);
+    // KL of each generated row to its model with LoRA off, and the reference log-probs for learning.
+    const { refLogp, kl } = await klAndEntropy(learner.loaded, part.lora, gen, this.game.temperature);
     const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
     const rewards = base.map((x, r) => x - g.klBeta * kl[r]);
     const groups = trainsPolicy ? answerItems.map((_, i) => Math.floor(i / G)) : critAnswer;
@@ -354,16 +322,15 @@ export class GameRun implements RecipeRun {
     }
     this.stepsDone = step + 1;
 
-    const T = gen.gen.tokens[0]?.length ?? 0;
     const nGroups = trainsPolicy ? items.length : a.texts.length;
     const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
       const i = trainsPolicy ? r : critAnswer[r];
       const row = rows[r];
       const messages: Message[] = [
         { role: 'user', text: formatQaPrompt(answerItems[i]) },
-        { role: 'assistant', text: a.texts[i], tokens: trace(this.policy.loaded, a.gen, i) },
+        { role: 'assistant', text: a.texts[i], tokens: rowTrace(this.policy.loaded, a.gen, i) },
       ];
-      if (c) messages.push({ role: 'monitor', text: c.texts[r], tokens: trace(this.monitor.loaded, c.gen, r) });
+      if (c) messages.push({ role: 'monitor', text: c.texts[r], tokens: rowTrace(this.monitor.loaded, c.gen, r) });
       // Monitor: the payoff term (-10 J or -R) and -lambda F, which sum to its reward.
       const payoff = g.monitorReward === 'code' ? -10 * sc.judge[r] : -sc.policyReward[r];
       const terms = trainsPolicy
@@ -378,19 +345,10 @@ export class GameRun implements RecipeRun {
         verdict: { label: `${withJudge ? `monitor ${row.verdict}` : 'no monitor'}; answer ${row.truth ? 'right' : 'wrong'}`, unsafe: 0, refused: false, success: row.truth === 1, category: null },
         reward: rewards[r],
         terms,
-        advantage: rowMean(advantages.advantages.data, gen.gen.mask[r], r, T),
+        advantage: rowAdvantage(advantages.advantages, gen.gen.mask[r], r),
       };
     });
-    return {
-      runId: `${this.recipe}-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      phase: sched.player,
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 },
-    };
+    return stepReport(this, step, { phase: sched.player, metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 } });
   }
 
   /** The policy's adapter (the recipes' modelField): what an adapter export of the run writes. */
@@ -416,19 +374,9 @@ export class GameRun implements RecipeRun {
   }
 
   dispose(): void {
-    for (const p of Object.values(this.parts())) {
-      p.optimizer.dispose();
-      p.lora.dispose();
-    }
-    this.policy.loaded.dispose();
-    this.monitor.loaded.dispose();
+    disposeRun(Object.values(this.parts()), this.policy.loaded, this.monitor.loaded);
   }
 }
-
-const trace = (m: LoadedModel, g: GenerateResult, b: number) => {
-  const n = g.lengths[b];
-  return tokenTrace(m.codec, g.tokens[b].slice(0, n), g.logprobs[b].slice(0, n), g.entropy[b].slice(0, n));
-};
 
 /** The RM a config names: the rules stand-in, or an env judge. */
 export function rewardModelFor(env: RecipeEnv, name: string): QaRewardModel {
@@ -443,8 +391,8 @@ export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameCo
   try {
     mon = await env.loadModel(game.monitor);
     const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
-      lora: attachLora(m.model, { r: game.loraRank, alpha: game.loraAlpha, targets: loraTargets(game.loraTargets), dropout: game.loraDropout, seed: hash3(seed, 0x10a, stream) }),
-      optimizer: new AdamW({ lr, beta1: game.beta1, beta2: game.beta2, weightDecay: game.weightDecay }),
+      lora: attachConfiguredLora(m.model, game, hash3(seed, 0x10a, stream)),
+      optimizer: adamWFor(game, lr),
     });
     const policy = { loaded: pol, part: part(pol, game.policyLr, 91) };
     const monitor = { loaded: mon, part: mode === 'minmax' ? part(mon, game.monitorLr, 92) : null };

@@ -32,19 +32,20 @@ import * as tf from '@tensorflow/tfjs';
 import { attackerSource, benignPrompts, harmfulPrompts, rngFor, splitAttackerTarget, type SandboxHazard } from '../data/sandbox/index.ts';
 import type { ChatTurn, Judge, JudgeItem, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
+import type { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { saferRep3 } from '../rl/repetition.ts';
 import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
-import { drawBatch, learnFromTokenRewards, loraFields, loraTargets, meanOf, spreadRows, tokenTrace } from './common.ts';
+import { drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
-import type { Message, Metrics, RolloutSample, StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -75,15 +76,13 @@ export const multiturnSchema = {
   klEstimator: oneOf(KL_ESTIMATOR_NAMES, 'k3', 'KL estimator of the KL loss (SaFeR k3)'),
   klCoef: num(0.001, 'KL loss coefficient (SaFeR 0.001)', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (the tiny sandbox defender needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox defender'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn)'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (GRPO)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, veRL) or importance_sampling'),
-  clipRatio: num(0.2, 'PPO clip epsilon', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn)',
+    stdNote: 'GRPO',
+    policyLoss: 'ppo (clipped surrogate, veRL) or importance_sampling',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay held-out episodes with a fixed seed as eval/*; 0 = off', { min: 0, max: 100000 }),
   evalEpisodes: int(48, 'held-out crescendo episodes of the evaluation (plus a quarter as many benign ones)', { min: 1, max: 4096 }),
   samples: int(4, 'episodes included in each report', { min: 0, max: 64 }),
@@ -447,15 +446,7 @@ class MultiturnRun implements RecipeRun {
 
     const samples = spreadRows(groups.length, G, c.samples).map((b) => this.sample(step, b, rowGroup[b], played, scored, rewards[b], adv.advantages.data, T));
     this.stepsDone = step + 1;
-    return {
-      runId: `multiturn-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
   }
 
   private sample(step: number, b: number, group: number, p: Played, s: Scored, reward: number, adv: Float32Array, T: number): RolloutSample {
@@ -510,11 +501,7 @@ class MultiturnRun implements RecipeRun {
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.def.dispose();
-    this.atk?.dispose();
+    disposeRun([this], this.judge, this.def, this.atk);
   }
 }
 
@@ -535,14 +522,8 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
     let atk: LoadedModel | null = null;
     try {
       if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker);
-      const lora = attachLora(def.model, {
-        r: config.loraRank,
-        alpha: config.loraAlpha,
-        targets: loraTargets(config.loraTargets),
-        dropout: config.loraDropout,
-        seed: hash3(seed, 0x10a, 6),
-      });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
+      const optimizer = adamWFor(config, config.lr);
       return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed);
     } catch (e) {
       def.dispose();

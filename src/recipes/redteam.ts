@@ -16,22 +16,21 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import * as tf from '@tensorflow/tfjs';
 import { SINGLE_TURN_TACTICS, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
-import { AdamW } from '../rl/optim.ts';
-import { referenceStats } from '../rl/policy.ts';
+import type { AdamW } from '../rl/optim.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
-import { fromTensor2D } from '../rl/types.ts';
-import { loraFields, loraTargets, meanOf, spreadRows, tokenTrace, learnFromOutcomes } from './common.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { loraRunState, restoreLoraRun } from './state.ts';
+import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;
@@ -49,18 +48,17 @@ export const redteamSchema = {
   topP: num(0.9, 'nucleus sampling mass (source 0.9)', { min: 0.01, max: 1 }),
   topK: int(0, 'top-k cut (0 = off; the source does not use one)', { min: 0, max: 100000 }),
   lr: num(2e-3, 'Adam learning rate (source 8e-5 for LoRA on billion-parameter models; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (source 0.9)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (source 0.95)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay (source: plain Adam, 0)', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields({ beta1: 'source 0.9', beta2: 'source 0.95', weightDecay: 'source: plain Adam, 0' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16; 8 suffices for the 96-wide sandbox defender'),
   repetitionPenalty: num(0.3, 'rp: weight of the repetition ratio in the reward (source 0.3, example config 0.15)', { min: 0, max: 10 }),
   klBeta: num(0.1, 'beta: weight of the mean sampled-token KL to the reference in the reward (source 0.1, example 0.03)', { min: 0, max: 10 }),
   zScoreRewards: bool(false, 'z-score rewards over the batch before advantages (the source computes it only for logging: off by default)'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names); the source uses grpo'),
-  normAdvByStd: bool(false, 'divide group-centred rewards by the group std (false = the source: A = r - mean_group, Dr. GRPO)'),
-  policyLoss: oneOf(['importance_sampling', 'ppo'] as const, 'importance_sampling', 'importance_sampling (the source: -sum ratio A, no clip) or ppo (clipped surrogate)'),
-  clipRatio: num(0.2, 'PPO clip epsilon (policyLoss = ppo only)', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: false, policyLoss: 'importance_sampling' }, {
+    advantage: 'advantage estimator (veRL names); the source uses grpo',
+    stdNote: 'false = the source: A = r - mean_group, Dr. GRPO',
+    policyLoss: 'importance_sampling (the source: -sum ratio A, no clip) or ppo (clipped surrogate)',
+    clipNote: 'policyLoss = ppo only',
+  }),
   earlyStop: bool(true, 'stop when a threshold below is crossed (the example config does)'),
   earlyStopReward: num(0.8, 'stop when the batch mean reward exceeds this (example config 0.8)', { min: 0, max: 1 }),
   earlyStopRepetition: num(0.5, 'stop when the batch mean repetition exceeds this (example config 0.5)', { min: 0, max: 1 }),
@@ -70,13 +68,15 @@ export const redteamSchema = {
 };
 export type RedteamConfig = ConfigOf<typeof redteamSchema>;
 
-function tacticList(mix: RedteamTacticMix): readonly Tactic[] {
+/** The tactics a mix wraps goals in. */
+export function tacticList(mix: RedteamTacticMix): readonly Tactic[] {
   if (mix === 'mixed') return SINGLE_TURN_TACTICS;
   if (mix === 'plain') return ['direct'];
   return [mix];
 }
 
-const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
+/** A sandbox prompt as one user message (a multi-turn prompt's turns joined by newlines). */
+export const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
 
 /** Greedy answers of the model to `prompts` (batched), as text; adapters as they are. */
 async function greedyAnswers(m: LoadedModel, prompts: SandboxPrompt[], maxNewTokens: number): Promise<string[]> {
@@ -173,15 +173,7 @@ class RedteamRun implements RecipeRun {
 
     // --- score: reference log-probs first (the KL is a reward term), then the judge
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const T = gen.tokens[0].length;
-    const kl = gen.lengths.map((n, b) => {
-      let s = 0;
-      for (let t = 0; t < n; t++) s += gen.logprobs[b][t] - refLogp.data[b * T + t];
-      return n > 0 ? s / n : 0;
-    });
+    const { refLogp, kl } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
     const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
     const verdicts = await this.judge.score(
       rows.map((_, b) => ({ prompt: promptText(prompts[rowPrompt[b]]), response: texts[b], meta: promptMeta(prompts[rowPrompt[b]]) })),
@@ -189,9 +181,7 @@ class RedteamRun implements RecipeRun {
     const harm = verdicts.map((v) => v.unsafe);
     const rep = texts.map((t) => tinkerRepetitionRatio(t));
     const rewards = harm.map((h, b) => tinkerRedTeamReward({ harm: h, repetition: rep[b], kl: kl[b] }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta }));
-    rewards.forEach((r, b) => {
-      if (!Number.isFinite(r)) throw new Error(`redteam: reward of row ${b} is ${r} (harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
     const scores = c.zScoreRewards ? zScore(rewards) : rewards;
     const t2 = performance.now();
 
@@ -208,12 +198,7 @@ class RedteamRun implements RecipeRun {
     const t3 = performance.now();
 
     // --- report
-    let entSum = 0;
-    let tokens = 0;
-    gen.entropy.forEach((row, b) => {
-      for (let t = 0; t < gen.lengths[b]; t++) entSum += row[t];
-      tokens += gen.lengths[b];
-    });
+    const { tokens, mean: entropyMean } = tokenEntropy(gen);
     const meanReward = meanOf(rewards);
     const meanRep = meanOf(rep);
     Object.assign(metrics, learn, {
@@ -225,7 +210,7 @@ class RedteamRun implements RecipeRun {
       'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'repetition/mean': meanRep,
       'kl/mean': meanOf(kl),
-      'entropy/mean': tokens > 0 ? entSum / tokens : 0,
+      'entropy/mean': entropyMean,
       'response/length_mean': meanOf(gen.lengths),
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
       'perf/step_ms': t3 - t0,
@@ -243,11 +228,7 @@ class RedteamRun implements RecipeRun {
 
     const samples: RolloutSample[] = spreadRows(prompts.length, G, c.samples).map((b) => {
       const p = prompts[rowPrompt[b]];
-      const n = gen.lengths[b];
-      const ids = gen.tokens[b].slice(0, n);
       const v = verdicts[b];
-      let advSum = 0;
-      for (let t = 0; t < T; t++) advSum += adv.advantages.data[b * T + t] * gen.mask[b][t];
       return {
         id: `redteam-${this.seed}-${step}-${b}`,
         promptKey: p.id,
@@ -256,41 +237,28 @@ class RedteamRun implements RecipeRun {
         category: p.category ?? undefined,
         messages: [
           { role: 'user', text: promptText(p) },
-          { role: 'defender', text: texts[b], tokens: tokenTrace(codec, ids, gen.logprobs[b].slice(0, n), gen.entropy[b].slice(0, n)) },
+          { role: 'defender', text: texts[b], tokens: rowTrace(this.m, gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { harm: harm[b], repetition: -c.repetitionPenalty * rep[b], kl: -c.klBeta * kl[b] },
-        advantage: n > 0 ? advSum / n : 0,
+        advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
     this.stepsDone = step + 1;
-    return {
-      runId: `redteam-${this.seed}`,
-      recipe: 'redteam',
-      step,
-      time: Date.now(),
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 },
-    };
+    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, { done: this.done, stopReason: this.stopReason });
+    return stoppableRunState(this);
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    this.stepsDone = restoreLoraRun(this, payload);
-    this.done = payload.extra.done === true;
-    this.stopReason = typeof payload.extra.stopReason === 'string' ? payload.extra.stopReason : null;
+    restoreStoppableRun(this, payload);
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.m.dispose();
+    disposeRun([this], this.judge, this.m);
   }
 }
 
@@ -307,14 +275,8 @@ export const redteamRecipe: Recipe<typeof redteamSchema> = {
     const judge = env.judge(config.judge);
     const m = await env.loadModel(config.defender);
     try {
-      const lora = attachLora(m.model, {
-        r: config.loraRank,
-        alpha: config.loraAlpha,
-        targets: loraTargets(config.loraTargets),
-        dropout: config.loraDropout,
-        seed: hash3(seed, 0x10a, 0),
-      });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 0));
+      const optimizer = adamWFor(config, config.lr);
       return new RedteamRun(m, lora, optimizer, judge, config, seed);
     } catch (e) {
       m.dispose();

@@ -1,5 +1,5 @@
 // The one StepReport shape: what a recipe's step() returns, what the worker posts to the UI, what
-// the CLI writes as a JSONL line, and what tests read. Plain JSON-safe data only.
+// the CLI writes as a JSONL line, and what tests read. Plain JSON-safe data only (stepReport builds one).
 
 /** Metric names are `area/name`, e.g. `reward/mean`, `judge/asr`, `kl/mean`, `entropy/mean`,
  *  `loss/policy`, `loss/value`, `grad/norm`, `dual/lambda`, `perf/tokens_per_s`, `perf/step_ms`. */
@@ -86,4 +86,18 @@ export interface StepReport {
   /** A few sampled rollouts for the arena view (not every rollout of the step). */
   samples: RolloutSample[];
   timings: StepTimings;
+}
+
+/** The report of a run's step `step`, stamped now: runId `<recipe>-<seed>`, `phase` only when given. */
+export function stepReport(run: { recipe: string; seed: number }, step: number, r: Pick<StepReport, 'phase' | 'metrics' | 'samples' | 'timings'>): StepReport {
+  return {
+    runId: `${run.recipe}-${run.seed}`,
+    recipe: run.recipe,
+    step,
+    time: Date.now(),
+    ...(r.phase === undefined ? {} : { phase: r.phase }),
+    metrics: r.metrics,
+    samples: r.samples,
+    timings: r.timings,
+  };
 }

@@ -126,20 +126,30 @@ export interface LoraRunParts {
   optimizer: AdamW;
 }
 
-/** A run's checkpoint: LoRA tensors, AdamW state, the step and seed, dropout call counters. */
-export async function loraRunState(run: LoraRunParts, extra: Record<string, unknown> = {}): Promise<RecipeCheckpoint> {
-  const s = await exportLoraState(run.lora, run.optimizer);
+/** The checkpoint of `run` at its current step: its recipe, seed and config, then `body`. */
+function runCheckpoint(run: Omit<LoraRunParts, 'lora' | 'optimizer'>, body: Pick<RecipeCheckpoint, 'tensors' | 'optimizer' | 'rng' | 'extra'>): RecipeCheckpoint {
   return {
     format: 1,
     recipe: run.recipe,
     seed: run.seed,
     step: run.stepsDone,
     config: { ...run.config },
+    tensors: body.tensors,
+    optimizer: body.optimizer,
+    rng: body.rng,
+    extra: body.extra,
+  };
+}
+
+/** A run's checkpoint: LoRA tensors, AdamW state, the step and seed, dropout call counters. */
+export async function loraRunState(run: LoraRunParts, extra: Record<string, unknown> = {}): Promise<RecipeCheckpoint> {
+  const s = await exportLoraState(run.lora, run.optimizer);
+  return runCheckpoint(run, {
     tensors: s.tensors,
     optimizer: s.optimizer,
     rng: { seed: run.seed, step: run.stepsDone, ...Object.fromEntries(s.dropoutCalls.map((n, i) => [`lora_dropout_calls_${i}`, n])) },
     extra,
-  };
+  });
 }
 
 /** Checks a checkpoint against the run and loads its LoRA, AdamW and dropout state; returns its step. */
@@ -147,6 +157,25 @@ export function restoreLoraRun(run: LoraRunParts, payload: RecipeCheckpoint): nu
   checkPayload(payload, run.recipe, run.seed, run.config);
   importLoraState(run.lora, run.optimizer, payload, run.lora.adapters.map((_, i) => payload.rng[`lora_dropout_calls_${i}`] ?? 0));
   return payload.step;
+}
+
+/** A LoRA-training run with its own stopping rule (early stop, a final evaluation). */
+export interface StoppableLoraRun extends LoraRunParts {
+  stepsDone: number;
+  done: boolean;
+  stopReason: string | null;
+}
+
+/** loraRunState, with the run's done flag and stop reason in extra. */
+export function stoppableRunState(run: StoppableLoraRun): Promise<RecipeCheckpoint> {
+  return loraRunState(run, { done: run.done, stopReason: run.stopReason });
+}
+
+/** restoreLoraRun, then the step counter, done flag and stop reason back onto the run. */
+export function restoreStoppableRun(run: StoppableLoraRun, payload: RecipeCheckpoint): void {
+  run.stepsDone = restoreLoraRun(run, payload);
+  run.done = payload.extra.done === true;
+  run.stopReason = typeof payload.extra.stopReason === 'string' ? payload.extra.stopReason : null;
 }
 
 /** One named LoRA set of a run that trains several (arena: attacker and defender). */
@@ -175,17 +204,7 @@ export async function multiLoraRunState(
     optimizerSteps[key] = s.optimizer.state.step;
     s.dropoutCalls.forEach((n, i) => (rng[`${key}_dropout_calls_${i}`] = n));
   }
-  return {
-    format: 1,
-    recipe: run.recipe,
-    seed: run.seed,
-    step: run.stepsDone,
-    config: { ...run.config },
-    tensors,
-    optimizer: { state: { step: run.stepsDone }, tensors: moments },
-    rng,
-    extra: { ...extra, optimizerSteps },
-  };
+  return runCheckpoint(run, { tensors, optimizer: { state: { step: run.stepsDone }, tensors: moments }, rng, extra: { ...extra, optimizerSteps } });
 }
 
 /** Checks a multiLoraRunState checkpoint against the run and loads every part; returns its step. */

@@ -21,13 +21,13 @@
 // its greedy held-out attack success rate reaches `evalTargetAsr`, and both models' greedy held-out
 // stats (benign correctness, over-refusal, ASR, entropy on harmful prompts); then marks the run done.
 import * as tf from '@tensorflow/tfjs';
-import { benignPrompts, harmfulPrompts, promptMeta, rngFor, SINGLE_TURN_TACTICS, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { benignPrompts, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge } from '../judges/types.ts';
 import { forward } from '../model/llama.ts';
-import { attachLora, mergeLoraInPlace, type LoraSet } from '../model/lora.ts';
+import { mergeLoraInPlace, type LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { computeAdvantages } from '../rl/advantages.ts';
-import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
+import { clipByGlobalNorm, type AdamW } from '../rl/optim.ts';
 import { placeOutcomeRewards } from '../rl/placement.ts';
 import { packSequences } from '../rl/policy.ts';
 import { positiveAdvantageMask, tokenBuncherReward } from '../rl/rewards.ts';
@@ -35,12 +35,13 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { drawBatch, learnFromOutcomes, loraFields, loraTargets, meanOf, spreadRows } from './common.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type DefenderRollout } from './defenderRollout.ts';
-import { greedyAsr, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, type RedteamTacticMix } from './redteam.ts';
-import type { Metrics, RolloutSample, StepReport } from './report.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
+import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
-import { loraRunState, restoreLoraRun } from './state.ts';
+import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const tokenbuncherSchema = {
@@ -61,15 +62,13 @@ export const tokenbuncherSchema = {
   noiserStart: int(4, 'first step of the TokenNoiser alternation: from it on, every even step is an SFT step (source 25 of 200; smaller for the sandbox budget)', { min: 0, max: 100000 }),
   noiserEpsilon: num(TOKEN_NOISER_EPSILON, 'e: share of the TokenNoiser loss on the noise distribution (source 0.1)', { min: 0, max: 1 }),
   lr: num(2e-3, 'AdamW learning rate (both update kinds)', { min: 0, max: 1 }),
-  beta1: num(0.9, 'Adam beta1 (first-moment decay)', { min: 0, max: 0.99999 }),
-  beta2: num(0.95, 'Adam beta2 (second-moment decay)', { min: 0, max: 0.99999 }),
-  weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
-  maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
+  ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the sandbox defender'),
-  advantage: oneOf(['grpo', 'rloo', 'reinforce_plus_plus_baseline'] as const, 'grpo', 'advantage estimator (veRL names); the source uses grpo'),
-  normAdvByStd: bool(true, 'divide group-centred rewards by the group std (grpo)'),
-  policyLoss: oneOf(['ppo', 'importance_sampling'] as const, 'ppo', 'ppo (clipped surrogate, the source\'s veRL default) or importance_sampling'),
-  clipRatio: num(0.2, 'PPO clip epsilon', { min: 0, max: 10 }),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names); the source uses grpo',
+    stdNote: 'grpo',
+    policyLoss: 'ppo (clipped surrogate, the source\'s veRL default) or importance_sampling',
+  }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalPrompts: int(32, 'held-out harmful prompts and benign tasks (each) of evalEvery and of the redteam comparison', { min: 1, max: 4096 }),
   evalAfter: int(0, 'after this many training steps, run the redteam comparison (defended vs undefended, same seed and budget) and mark the run done; 0 = off', { min: 0, max: 100000 }),
@@ -78,9 +77,6 @@ export const tokenbuncherSchema = {
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type TokenbuncherConfig = ConfigOf<typeof tokenbuncherSchema>;
-
-const tacticList = (mix: RedteamTacticMix): readonly Tactic[] => (mix === 'mixed' ? SINGLE_TURN_TACTICS : mix === 'plain' ? ['direct'] : [mix]);
-const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
 
 /** True when step `s` replaces the RL update with the TokenNoiser SFT step (source: s >= 25, s even). */
 export function isNoiserStep(s: number, c: Pick<TokenbuncherConfig, 'noiser' | 'noiserStart'>): boolean {
@@ -93,7 +89,7 @@ export function isNoiserStep(s: number, c: Pick<TokenbuncherConfig, 'noiser' | '
  */
 async function noiserSftStep(
   learner: { model: LoadedModel['model']; lora: LoraSet; optimizer: AdamW },
-  r: DefenderRollout,
+  r: Rollout,
   mask: TokenMatrix,
   o: { epsilon: number; seed: number; lr: number; maxGradNorm: number; pad: number },
 ): Promise<Metrics> {
@@ -261,9 +257,7 @@ class TokenbuncherRun implements RecipeRun {
         : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -c.klBeta * kl[b] },
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
-    rewards.forEach((x, b) => {
-      if (!Number.isFinite(x)) throw new Error(`tokenbuncher: reward of row ${b} is ${x} (entropy ${entropy[b]}, kl ${kl[b]})`);
-    });
+    checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
 
     // --- learn: the RL update, or the TokenNoiser SFT step on the rollout's advantage >= 0 tokens
@@ -318,7 +312,7 @@ class TokenbuncherRun implements RecipeRun {
           { role: 'user', text: promptText(p) },
           { role: 'defender', text: r.answers[b], tokens: rowTrace(this.def, gen, b) },
         ],
-        verdict: { label: v.label, unsafe: v.unsafe, refused: v.refused, success: v.unsafe >= 0.5, category: v.category },
+        verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { ...terms[b] },
         advantage: rowAdvantage(adv, gen.mask[b], b),
@@ -333,33 +327,19 @@ class TokenbuncherRun implements RecipeRun {
     const t4 = performance.now();
     metrics['perf/step_ms'] = t4 - t0;
     metrics['perf/eval_ms'] = te - t0 + (t4 - t3);
-    return {
-      runId: `tokenbuncher-${this.seed}`,
-      recipe: this.recipe,
-      step,
-      time: Date.now(),
-      phase: sft ? 'noiser-sft' : 'rl',
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t4 - t0 },
-    };
+    return stepReport(this, step, { phase: sft ? 'noiser-sft' : 'rl', metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t4 - t0 } });
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, { done: this.done, stopReason: this.stopReason });
+    return stoppableRunState(this);
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    this.stepsDone = restoreLoraRun(this, payload);
-    this.done = payload.extra.done === true;
-    this.stopReason = typeof payload.extra.stopReason === 'string' ? payload.extra.stopReason : null;
+    restoreStoppableRun(this, payload);
   }
 
   dispose(): void {
-    this.optimizer.dispose();
-    this.lora.dispose();
-    this.judge.dispose?.();
-    this.def.dispose();
+    disposeRun([this], this.judge, this.def);
   }
 }
 
@@ -377,8 +357,8 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
     const judge = env.judge(config.judge);
     const m = await env.loadModel(config.defender);
     try {
-      const lora = attachLora(m.model, { r: config.loraRank, alpha: config.loraAlpha, targets: loraTargets(config.loraTargets), dropout: config.loraDropout, seed: hash3(seed, 0x10a, 5) });
-      const optimizer = new AdamW({ lr: config.lr, beta1: config.beta1, beta2: config.beta2, weightDecay: config.weightDecay });
+      const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));
+      const optimizer = adamWFor(config, config.lr);
       return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed);
     } catch (e) {
       m.dispose();

@@ -1,8 +1,9 @@
-// The rollout half of a defender-training step, shared by `defend` and `tokenbuncher`: G sampled
-// answers per user message (adapters on), then per answer the mean sampled-token k1 KL to the
-// reference (adapters off) and the mean full-vocabulary entropy of the rollout. The judge is only
-// ever shown the decoded GENERATED ids of an answer (never the prompt or its chat template: the
-// MTSA code's guard read "unsafe" out of its own prompt).
+// Single-turn sampled rollouts, shared by the recipes that sample one message per row (redteam,
+// attack, defend, tokenbuncher, arena, minmax): G samples per user message (adapters on), then
+// per row the mean sampled-token k1 KL to the reference (adapters off), the mean full-vocabulary
+// entropy of the rollout, its token trace and its mean advantage. The judge is only ever shown the
+// decoded GENERATED ids of an answer (never the prompt or its chat template: the MTSA code's guard
+// read "unsafe" out of its own prompt).
 import * as tf from '@tensorflow/tfjs';
 import { splitAttackerTarget } from '../data/sandbox/index.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
@@ -19,7 +20,7 @@ export interface SamplingOptions {
   topP: number;
 }
 
-export interface DefenderRollout {
+export interface Rollout {
   /** Group (index into the messages) of each row. */
   rowGroup: number[];
   /** Prompt ids of each row (chat template + generation prompt). */
@@ -32,15 +33,20 @@ export interface DefenderRollout {
 /** A multi-line (crescendo-style) attacker prompt is sent as one message with its lines joined. */
 export const asUserMessage = (text: string): string => splitAttackerTarget(text).join('\n') || text;
 
-/** `perGroup` sampled answers to each user message, adapters as they are. */
-export async function sampleAnswers(m: LoadedModel, messages: readonly string[], perGroup: number, o: SamplingOptions, seed: number): Promise<DefenderRollout> {
+/** `perGroup` samples for each user message, sent as it is; adapters as they are. */
+export async function sampleReplies(m: LoadedModel, contents: readonly string[], perGroup: number, o: SamplingOptions, seed: number): Promise<Rollout> {
   const { model, codec } = m;
-  const rowGroup = messages.flatMap((_, i) => Array<number>(perGroup).fill(i));
-  const ids = messages.map((t) => codec.encodeChat([{ role: 'user', content: asUserMessage(t) }], { addGenerationPrompt: true }));
+  const rowGroup = contents.flatMap((_, i) => Array<number>(perGroup).fill(i));
+  const ids = contents.map((t) => codec.encodeChat([{ role: 'user', content: t }], { addGenerationPrompt: true }));
   const rows = rowGroup.map((i) => ids[i]);
   const gen = await generate(model, rows, { maxNewTokens: o.maxNewTokens, temperature: o.temperature, topP: o.topP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
   const answers = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
   return { rowGroup, rows, gen, answers };
+}
+
+/** `perGroup` sampled answers to each (possibly multi-line attacker) user message; adapters as they are. */
+export function sampleAnswers(m: LoadedModel, messages: readonly string[], perGroup: number, o: SamplingOptions, seed: number): Promise<Rollout> {
+  return sampleReplies(m, messages.map(asUserMessage), perGroup, o, seed);
 }
 
 /** Mean over each row's generated tokens of x[b, t]. */
@@ -56,7 +62,7 @@ export function rowMeans(x: (b: number, t: number) => number, lengths: readonly 
  * Reference log-probs of the rollout (adapters off, at the rollout temperature), and per row the
  * mean k1 KL (logp_rollout - logp_ref) and the mean entropy H_t of the rollout distribution.
  */
-export async function klAndEntropy(m: LoadedModel, lora: LoraSet, r: DefenderRollout, temperature: number): Promise<{ refLogp: TokenMatrix; kl: number[]; entropy: number[] }> {
+export async function klAndEntropy(m: LoadedModel, lora: LoraSet, r: Pick<Rollout, 'rows' | 'gen'>, temperature: number): Promise<{ refLogp: TokenMatrix; kl: number[]; entropy: number[] }> {
   const { gen } = r;
   const ref = referenceStats(m.model, lora, { prompts: r.rows, responses: gen.tokens, mask: gen.mask }, { temperature, padTokenId: m.codec.pad });
   const refLogp = await fromTensor2D(ref.logp);
@@ -67,6 +73,17 @@ export async function klAndEntropy(m: LoadedModel, lora: LoraSet, r: DefenderRol
     kl: rowMeans((b, t) => gen.logprobs[b][t] - refLogp.data[b * T + t], gen.lengths),
     entropy: rowMeans((b, t) => gen.entropy[b][t], gen.lengths),
   };
+}
+
+/** Generated tokens of the rollout, and the mean entropy over them (0 when there are none). */
+export function tokenEntropy(gen: GenerateResult): { tokens: number; mean: number } {
+  let sum = 0;
+  let tokens = 0;
+  gen.entropy.forEach((row, b) => {
+    for (let t = 0; t < gen.lengths[b]; t++) sum += row[t];
+    tokens += gen.lengths[b];
+  });
+  return { tokens, mean: tokens > 0 ? sum / tokens : 0 };
 }
 
 /** The report's token trace of row b. */
