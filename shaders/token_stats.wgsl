@@ -17,6 +17,19 @@ var<workgroup> wgDot : array<f32, WG>;
 // Logits at or below this are treated as masked (-inf): they add nothing, and never NaN.
 const MASKED : f32 = -1.0e30;
 
+// One step of the (max, sum-exp) tree: merges slot tid + stride into tid and returns the two
+// rescale factors, so a caller can carry another sum along (main's sum of x * exp).
+fn mergeMaxSum(tid : i32, stride : i32) -> vec2<f32> {
+  let m1 = wgMax[tid];
+  let m2 = wgMax[tid + stride];
+  let mm = max(m1, m2);
+  let a = exp(m1 - mm);
+  let b = exp(m2 - mm);
+  wgMax[tid] = mm;
+  wgSum[tid] = wgSum[tid] * a + wgSum[tid + stride] * b;
+  return vec2<f32>(a, b);
+}
+
 fn main(index : i32) {
   let row = index / WG;
   let tid = index % WG;
@@ -48,14 +61,8 @@ fn main(index : i32) {
 
   for (var stride = WG / 2; stride > 0; stride = stride / 2) {
     if (tid < stride) {
-      let m1 = wgMax[tid];
-      let m2 = wgMax[tid + stride];
-      let mm = max(m1, m2);
-      let a = exp(m1 - mm);
-      let b = exp(m2 - mm);
-      wgMax[tid] = mm;
-      wgSum[tid] = wgSum[tid] * a + wgSum[tid + stride] * b;
-      wgDot[tid] = wgDot[tid] * a + wgDot[tid + stride] * b;
+      let ab = mergeMaxSum(tid, stride);
+      wgDot[tid] = wgDot[tid] * ab.x + wgDot[tid + stride] * ab.y;
     }
     workgroupBarrier();
   }

@@ -1,7 +1,8 @@
 // Second reduction of token_stats.wgsl's OUT = 3 variant: the log-prob of the chosen token under
 // refLogits [rows, vocab] (the reference policy), for KL without a [rows, vocab] log-softmax.
 // Only the log-sum-exp is needed here, so one online (max, sum-exp) pair per thread, merged by a
-// tree in the same workgroup arrays after the first reduction's totals have been read.
+// tree (token_stats.wgsl's mergeMaxSum) in the same workgroup arrays after the first reduction's
+// totals have been read.
 // Called by every thread of the workgroup (it contains barriers).
 
 fn refLogp(row : i32, tid : i32, vocab : i32) -> f32 {
@@ -25,11 +26,7 @@ fn refLogp(row : i32, tid : i32, vocab : i32) -> f32 {
   workgroupBarrier();
   for (var stride = WG / 2; stride > 0; stride = stride / 2) {
     if (tid < stride) {
-      let m1 = wgMax[tid];
-      let m2 = wgMax[tid + stride];
-      let mm = max(m1, m2);
-      wgMax[tid] = mm;
-      wgSum[tid] = wgSum[tid] * exp(m1 - mm) + wgSum[tid + stride] * exp(m2 - mm);
+      _ = mergeMaxSum(tid, stride);
     }
     workgroupBarrier();
   }
