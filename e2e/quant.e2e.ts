@@ -63,6 +63,31 @@ describe('quantised matmul kernels on WebGPU', () => {
   }
 });
 
+describe('quantised weights over the storage-binding limit on WebGPU', () => {
+  // A pretend limit of 1,000 bytes: int8 rows of 138 inputs are 35 words (140 B), 7 rows a binding,
+  // so W [75, 138] is 11 row blocks; int4 rows of 160 are 20 words, 12 rows a binding, 7 blocks.
+  const cases: QuantCaseSpec[] = [
+    { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 11 },
+    { bits: 8, rows: 37, out: 75, in: 138, groupSize: 0, seed: 12 },
+    { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 13, gemv: 'splitk' },
+    { bits: 4, rows: 37, out: 75, in: 160, groupSize: 32, seed: 14 },
+  ];
+  for (const c of cases) {
+    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}] in row blocks: forward and backward match float64`, async () => {
+      await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(1000));
+      try {
+        const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
+        const ref = reference(c);
+        expect(maxAbs(got.y, ref.y)).toBeLessThan(1e-4);
+        expect(maxAbs(got.dx, ref.dx)).toBeLessThan(1e-4);
+        expect(got.blocks).toBe(c.bits === 8 ? 11 : 7);
+      } finally {
+        await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
+      }
+    });
+  }
+});
+
 describe('quantised golden fixtures on WebGPU', () => {
   // Same stated bounds as the CPU unit tests (src/model/quant.test.ts): these tiny random models
   // average little quantisation error away.
@@ -82,4 +107,28 @@ describe('quantised golden fixtures on WebGPU', () => {
       expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
     });
   }
+
+  it('tiny-llama-f32 with int8 weights in row blocks (256-byte binding limit) gives the unsplit logits', async () => {
+    const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[] };
+    const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
+    const load = (name: string) => lab.page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }, { quantize: { bits: 8 } }), [name, baseUrl] as const);
+    const tensors = async () => (await lab.page.evaluate(() => window.sparring!.engine.status())).memory.numTensors;
+    const t0 = await tensors();
+    await load('whole');
+    const t1 = await tensors();
+    const whole = await lab.page.evaluate((ids) => window.sparring!.engine.logits('whole', ids), golden.input_ids);
+    // 256 B = 8 int8 rows of 32 inputs: every projection is split (q: 4 blocks, down: 8).
+    await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(256));
+    try {
+      const t2 = await tensors();
+      await load('blocks');
+      // Each block holds its own words and scales: the split model is held in many more tensors.
+      expect((await tensors()) - t2).toBeGreaterThan(2 * (t1 - t0));
+      const split = await lab.page.evaluate((ids) => window.sparring!.engine.logits('blocks', ids), golden.input_ids);
+      expect(maxAbs(split.logits.flat(), whole.logits.flat())).toBeLessThan(1e-5);
+    } finally {
+      await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
+      await lab.page.evaluate(() => Promise.all([window.sparring!.engine.unloadModel('whole'), window.sparring!.engine.unloadModel('blocks')]));
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { DenseWeight } from './linear.ts';
 import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
 import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant.ts';
 import { mulberry32 } from './random.ts';
+import { setBindingLimitOverride } from '../engine/kernels/limits.ts';
 import { parseSafetensors } from './safetensors.ts';
 
 const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
@@ -171,5 +172,39 @@ describe.each(['tiny-llama', 'tiny-llama-f32'])('int4 model on %s', (dir) => {
     tf.dispose([a, b]);
     disposeLlama(q);
     disposeLlama(ref);
+  });
+});
+
+describe('weights over the storage-binding limit', () => {
+  it('are held in row blocks that each fit, with the same product, dense form and size', () => {
+    const [out, inp] = [75, 64];
+    const r = mulberry32(21);
+    const w = Float32Array.from({ length: out * inp }, () => 2 * r() - 1);
+    const x = tf.tensor2d(Float32Array.from({ length: 3 * inp }, () => 2 * r() - 1), [3, inp]);
+    for (const make of [() => Int8Weight.fromFloat32(w, [out, inp]), () => Int4Weight.fromFloat32(w, [out, inp], 32)]) {
+      const whole = make();
+      // int8: 16 words a row (64 B); int4: 8 words (32 B). 20 int8 rows or 40 int4 rows per binding.
+      setBindingLimitOverride(20 * 64);
+      const split = make();
+      setBindingLimitOverride(null);
+      expect(whole.blocks).toHaveLength(1);
+      const rows = split.blocks.map((b) => b.outFeatures);
+      expect(rows.reduce((a, b) => a + b, 0)).toBe(out);
+      for (const b of split.blocks) expect(b.packed.size * 4).toBeLessThanOrEqual(20 * 64);
+      expect(split.blocks.length).toBe(whole.kind === 'int8' ? 4 : 2);
+      expect(split.bytes).toBe(whole.bytes);
+      const [d1, d2, y1, y2] = tf.tidy(() => [whole.toDense(), split.toDense(), whole.matmul(x), split.matmul(x)].map((t) => t.dataSync()));
+      expect(Array.from(d2)).toEqual(Array.from(d1));
+      expect(Array.from(y2)).toEqual(Array.from(y1));
+      // The gradient to x sums over the blocks' output columns.
+      const dy = tf.tensor2d(Float32Array.from({ length: 3 * out }, () => 2 * r() - 1), [3, out]);
+      const g = (m: typeof whole) => tf.grad((v: tf.Tensor) => tf.sum(tf.mul(m.matmul(v as tf.Tensor2D), dy)))(x).dataSync();
+      const [g1, g2] = [g(whole), g(split)];
+      for (let i = 0; i < g1.length; i++) expect(g2[i]).toBeCloseTo(g1[i], 5);
+      tf.dispose(dy);
+      whole.dispose();
+      split.dispose();
+    }
+    x.dispose();
   });
 });

@@ -7,6 +7,7 @@
 // Storage (what a WGSL kernel reads): int32 tensor `packed` [out, ceil(in/4)], four consecutive
 // input features per word, the first in the low byte (WGSL unpack4xI8 order; `in` is zero-padded
 // to a multiple of 4), and float32 `scales` [out, in / groupSize]. 1 byte per weight plus scales.
+// Held in blocks of output rows when the words would not fit one storage binding (PackedWeight).
 //
 // int4 (groups of 32 by default): q = round(w / scale) in [-8, 7], scale = max|w| / 7, stored as
 // q + 8 in nibbles, eight per int32 word along the input, the first in the low nibble.
@@ -17,6 +18,7 @@
 
 import * as tf from '@tensorflow/tfjs';
 import { dequantizeStock, quantMatmul, type QuantizedMatrix } from '../engine/ops/quantMatmul.ts';
+import { rowChunks } from '../engine/kernels/limits.ts';
 import type { FrozenWeight } from './linear.ts';
 import type { LoadOptions } from './llama.ts';
 
@@ -87,15 +89,18 @@ export function packInt8x4(q: Int8Array, out: number, inp: number): Int32Array {
   return packed;
 }
 
-/** A frozen weight held as packed integer words plus float32 scales (int8 or int4). */
-abstract class PackedWeight implements FrozenWeight, QuantizedMatrix {
+/**
+ * A frozen weight held as packed integer words plus float32 scales (int8 or int4), in row blocks:
+ * one block unless the packed words would exceed the device's storage-binding limit (an LM head of
+ * a 150k vocabulary against a 128 MiB floor), then blocks of output rows that each fit, built from
+ * the host arrays so no tensor over the limit ever exists; the product concatenates the blocks'.
+ */
+abstract class PackedWeight implements FrozenWeight {
   abstract readonly kind: string;
   readonly outFeatures: number;
   readonly inFeatures: number;
-  /** int32 words [out, words per row] */
-  readonly packed: tf.Tensor2D;
-  /** float32 [out, in / groupSize] */
-  readonly scales: tf.Tensor2D;
+  /** Row blocks [rows_i, in], top to bottom; each a QuantizedMatrix the kernels take whole. */
+  readonly blocks: QuantizedMatrix[];
 
   protected constructor(
     readonly bits: 8 | 4,
@@ -106,30 +111,47 @@ abstract class PackedWeight implements FrozenWeight, QuantizedMatrix {
   ) {
     this.outFeatures = m.out;
     this.inFeatures = m.in;
-    this.packed = tf.tensor2d(words, [m.out, words.length / m.out], 'int32');
-    this.scales = tf.tensor2d(m.scales, [m.out, m.in / m.groupSize]);
+    const wordsPerRow = words.length / m.out;
+    const scalesPerRow = m.in / m.groupSize;
+    this.blocks = [];
+    let r0 = 0;
+    for (const rows of rowChunks(m.out, Math.max(wordsPerRow, scalesPerRow) * 4)) {
+      this.blocks.push({
+        bits,
+        packed: tf.tensor2d(words.subarray(r0 * wordsPerRow, (r0 + rows) * wordsPerRow), [rows, wordsPerRow], 'int32'),
+        scales: tf.tensor2d(m.scales.subarray(r0 * scalesPerRow, (r0 + rows) * scalesPerRow), [rows, scalesPerRow]),
+        outFeatures: rows,
+        inFeatures: m.in,
+        groupSize: m.groupSize,
+      });
+      r0 += rows;
+    }
   }
 
   get bytes(): number {
-    return this.packed.size * 4 + this.scales.size * 4;
+    return this.blocks.reduce((s, b) => s + b.packed.size * 4 + b.scales.size * 4, 0);
+  }
+
+  private rows(f: (b: QuantizedMatrix) => tf.Tensor2D): tf.Tensor2D {
+    return this.blocks.length === 1 ? f(this.blocks[0]) : tf.tidy(() => tf.concat(this.blocks.map(f), 0) as tf.Tensor2D);
   }
 
   /** The integer values as float32 [out, in] (exact), from the packed words. */
   unpack(): tf.Tensor2D {
-    return tf.tidy(() => dequantizeStock({ ...this, bits: this.bits, scales: tf.onesLike(this.scales) }));
+    return this.rows((b) => tf.tidy(() => dequantizeStock({ ...b, scales: tf.onesLike(b.scales) })));
   }
 
   toDense(): tf.Tensor2D {
-    return dequantizeStock(this);
+    return this.rows((b) => dequantizeStock(b));
   }
 
   matmul(x: tf.Tensor2D): tf.Tensor2D {
-    return quantMatmul(x, this);
+    if (this.blocks.length === 1) return quantMatmul(x, this.blocks[0]);
+    return tf.tidy(() => tf.concat(this.blocks.map((b) => quantMatmul(x, b)), 1) as tf.Tensor2D);
   }
 
   dispose(): void {
-    this.packed.dispose();
-    this.scales.dispose();
+    for (const b of this.blocks) tf.dispose([b.packed, b.scales]);
   }
 }
 

@@ -191,7 +191,7 @@ const api: EngineApi = {
     setGemvVariant(c.gemv ?? null);
     const y = weight.matmul(xt);
     const dx = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(weight.matmul(v as tf.Tensor2D), dyt)))(xt);
-    const out = { backend: tf.getBackend(), y: Array.from(await y.data()), dx: Array.from(await dx.data()) };
+    const out = { backend: tf.getBackend(), y: Array.from(await y.data()), dx: Array.from(await dx.data()), blocks: weight.blocks.length };
     setGemvVariant(null);
     tf.dispose([xt, dyt, y, dx]);
     weight.dispose();

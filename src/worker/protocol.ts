@@ -139,7 +139,8 @@ export interface EngineApi extends StorageApi {
   tokenStatsGradCheck(rows: number, vocab: number, seed: number, withRef?: boolean): Promise<KernelGradCheck>;
   loadModel(name: string, ref: ModelRef, options?: LoadModelOptions): Promise<ModelInfo>;
   /** y = x W^T through the quantised-matmul op and dx = d sum(y * dy) / dx, on the active backend. */
-  quantMatmulCheck(c: QuantCaseSpec): Promise<{ backend: string; y: number[]; dx: number[] }>;
+  /** blocks: row blocks the weight was held in (more than one above the storage-binding limit). */
+  quantMatmulCheck(c: QuantCaseSpec): Promise<{ backend: string; y: number[]; dx: number[]; blocks: number }>;
   unloadModel(name: string): Promise<void>;
   /** Logits of every position (one row each) and next-token entropy, for one id sequence. */
   logits(name: string, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }>;
