@@ -131,4 +131,23 @@ describe('quantised golden fixtures on WebGPU', () => {
       await lab.page.evaluate(() => Promise.all([window.sparring!.engine.unloadModel('whole'), window.sparring!.engine.unloadModel('blocks')]));
     }
   });
+
+  it('tiny-llama-f32 in float32 row blocks (256-byte binding limit: embedding and tied head in 32 blocks) gives the golden logits', async () => {
+    const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
+    const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
+    await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(256));
+    try {
+      const before = (await lab.page.evaluate(() => window.sparring!.engine.status())).memory.numTensors;
+      await lab.page.evaluate((u) => window.sparring!.engine.loadModel('f32blocks', { kind: 'url', baseUrl: u }), baseUrl);
+      // Unsplit it is 21 tensors (embedding, final norm, 2 x (2 norms + 7 projections)); in blocks,
+      // 32 for the embedding alone and 4-8 per projection.
+      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).memory.numTensors - before).toBeGreaterThan(80);
+      const out = await lab.page.evaluate((ids) => window.sparring!.engine.logits('f32blocks', ids), golden.input_ids);
+      expect(maxAbs(out.logits.flat(), golden.logits.flat())).toBeLessThan(1e-3);
+      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+    } finally {
+      await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
+      await lab.page.evaluate(() => window.sparring!.engine.unloadModel('f32blocks'));
+    }
+  });
 });

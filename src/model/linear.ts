@@ -8,6 +8,7 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
+import { rowChunks } from '../engine/kernels/limits.ts';
 
 /** A frozen weight matrix W of shape [out, in] (PyTorch nn.Linear layout). */
 export interface FrozenWeight {
@@ -46,6 +47,74 @@ export class DenseWeight implements FrozenWeight {
   dispose(): void {
     this.w.dispose();
   }
+}
+
+/**
+ * Dense float32 weight held in row blocks that each fit one storage binding: an embedding or LM
+ * head of a 150k vocabulary is over 128 MiB (WebGPU's guaranteed binding size) in float32. Built
+ * from the host array (denseFromHost) so no tensor over the limit is ever created; the product
+ * concatenates the blocks' columns, and as an embedding table it gathers block by block.
+ */
+export class BlockedDenseWeight implements FrozenWeight {
+  readonly kind = 'f32';
+  readonly outFeatures: number;
+  readonly inFeatures: number;
+  /** First row of each block. */
+  private readonly starts: number[];
+
+  constructor(readonly blocks: tf.Tensor2D[]) {
+    if (blocks.length === 0) throw new Error('BlockedDenseWeight: no blocks');
+    this.inFeatures = blocks[0].shape[1];
+    this.starts = [];
+    let rows = 0;
+    for (const b of blocks) {
+      if (b.shape[1] !== this.inFeatures) throw new Error(`BlockedDenseWeight: block of width ${b.shape[1]}, first block ${this.inFeatures}`);
+      this.starts.push(rows);
+      rows += b.shape[0];
+    }
+    this.outFeatures = rows;
+  }
+  get bytes(): number {
+    return this.blocks.reduce((s, b) => s + b.size * 4, 0);
+  }
+  matmul(x: tf.Tensor2D): tf.Tensor2D {
+    return tf.tidy(() => tf.concat(this.blocks.map((b) => tf.matMul(x, b, false, true)), 1) as tf.Tensor2D);
+  }
+  /** Rows `ids` of W (any shape of int32 ids -> [...ids.shape, in]): each block serves the ids it holds. */
+  gather(ids: tf.Tensor): tf.Tensor {
+    return tf.tidy(() => {
+      const parts = this.blocks.map((b, i) => {
+        const local = tf.sub(ids, this.starts[i]);
+        const held = tf.logicalAnd(tf.greaterEqual(local, 0), tf.less(local, b.shape[0]));
+        const rows = tf.gather(b, tf.clipByValue(local, 0, b.shape[0] - 1).toInt());
+        return tf.mul(rows, tf.expandDims(held.toFloat(), -1));
+      });
+      // Pairwise adds, not addN: tfjs-webgpu's AddN binds every input at once, past the 8
+      // storage buffers a shader stage is guaranteed.
+      return parts.reduce((acc, p) => tf.add(acc, p));
+    });
+  }
+  toDense(): tf.Tensor2D {
+    return tf.concat(this.blocks, 0) as tf.Tensor2D;
+  }
+  dispose(): void {
+    tf.dispose(this.blocks);
+  }
+}
+
+/** W [out, in] from host data: one tensor when it fits a storage binding, else row blocks. */
+export function denseFromHost(data: Float32Array, shape: [number, number]): DenseWeight | BlockedDenseWeight {
+  const [out, inp] = shape;
+  const chunks = rowChunks(out, inp * 4);
+  if (chunks.length === 1) return new DenseWeight(tf.tensor2d(data, shape));
+  let r0 = 0;
+  return new BlockedDenseWeight(
+    chunks.map((rows) => {
+      const t = tf.tensor2d(data.subarray(r0 * inp, (r0 + rows) * inp), [rows, inp]);
+      r0 += rows;
+      return t;
+    }),
+  );
 }
 
 /** An additive branch on a linear layer's input: returns the delta to add, or null when off. */

@@ -5,6 +5,8 @@ import { parseModelConfig } from './config.ts';
 import { entropyFromLogits } from './generate.ts';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
 import { parseSafetensors, writeSafetensors } from './safetensors.ts';
+import { BlockedDenseWeight } from './linear.ts';
+import { setBindingLimitOverride } from '../engine/kernels/limits.ts';
 
 const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
 
@@ -176,5 +178,34 @@ describe('biases (Qwen2 layout) and the Linear module', () => {
     tf.dispose([x, d]);
     disposeLlama(model);
     disposeLlama(base);
+  });
+});
+
+describe('embedding and LM head over the storage-binding limit', () => {
+  it('are held in row blocks; logits match the golden ones and the unsplit model', async () => {
+    // 256 B = 2 rows of the 32-wide f32 embedding: the tied [64, 32] table becomes 32 blocks, the
+    // projections ([32..64, 32..64]) 4-8 blocks each.
+    setBindingLimitOverride(256);
+    let blocked: LlamaModel;
+    try {
+      blocked = loadFixture('tiny-llama-f32').model;
+    } finally {
+      setBindingLimitOverride(null);
+    }
+    const { model: whole, golden } = fixtures.find((f) => f.dir === 'tiny-llama-f32')!;
+    expect(blocked.embed).toBeInstanceOf(BlockedDenseWeight);
+    expect((blocked.embed as BlockedDenseWeight).blocks).toHaveLength(32);
+    expect(blocked.lmHead.weight).toBe(blocked.embed); // still tied: one set of blocks
+    const a = forward(blocked, [golden.input_ids]);
+    const b = forward(whole, [golden.input_ids]);
+    expect(maxAbsDiff(a.dataSync(), b.dataSync())).toBeLessThan(1e-5);
+    expect(maxAbsDiff(a.dataSync(), golden.logits.flat())).toBeLessThan(1e-3);
+    // Every id, at block boundaries included, gathers its own row.
+    const ids = tf.tensor2d([Array.from({ length: 64 }, (_, i) => i)], [1, 64], 'int32');
+    const rows = (blocked.embed as BlockedDenseWeight).gather(ids);
+    expect(rows.shape).toEqual([1, 64, 32]);
+    expect(maxAbsDiff(rows.dataSync(), (whole.embed as tf.Tensor2D).dataSync())).toBe(0);
+    tf.dispose([a, b, ids, rows]);
+    disposeLlama(blocked);
   });
 });

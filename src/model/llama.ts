@@ -20,7 +20,7 @@ import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAtten
 import { rmsNorm, rope } from '../engine/ops/fusedNorm.ts';
 import { kvWrite, swiglu } from '../engine/ops/fusedBlock.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
-import { DenseWeight, Linear, type FrozenWeight } from './linear.ts';
+import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear.ts';
 import type { TensorSource } from './safetensors.ts';
 
 /** Hugging Face parameter names of the Llama/Qwen2 checkpoints. */
@@ -58,8 +58,8 @@ export interface LlamaLayer {
 
 export interface LlamaModel {
   config: ModelConfig;
-  /** [V, H] */
-  embed: tf.Tensor2D;
+  /** [V, H]; row blocks when it would not fit one storage binding (see BlockedDenseWeight). */
+  embed: tf.Tensor2D | BlockedDenseWeight;
   layers: LlamaLayer[];
   /** [H] */
   norm: tf.Tensor1D;
@@ -88,7 +88,7 @@ export interface LoadOptions {
 /** Builds the model from a config and a tensor source (one safetensors file or a sharded set). */
 export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadOptions = {}): LlamaModel {
   const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim: D, vocabSize: V } = config;
-  const created: tf.Tensor[] = [];
+  const created: { dispose(): void }[] = [];
   const read = (name: string, shape: number[]): Float32Array => {
     if (!source.has(name)) throw new ModelLoadError(`${source.fileName}: missing tensor "${name}"`);
     const info = source.info(name);
@@ -107,19 +107,16 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
   const linear = (module: string, out: number, inp: number, bias: boolean): Linear => {
     const data = read(`${module}.weight`, [out, inp]);
     let w = opts.quantize?.(module, data, [out, inp]) ?? null;
-    if (!w) {
-      const t = tf.tensor2d(data, [out, inp]);
-      created.push(t);
-      w = new DenseWeight(t);
-    }
+    if (!w) w = denseFromHost(data, [out, inp]);
+    created.push(w);
     const b = bias ? vec(`${module}.bias`, out) : null;
     return new Linear(module, w, b);
   };
 
   try {
-    const embedData = read(HF_NAMES.embed, [V, H]);
-    const embed = tf.tensor2d(embedData, [V, H]);
-    created.push(embed);
+    const embedW = denseFromHost(read(HF_NAMES.embed, [V, H]), [V, H]);
+    const embed = embedW instanceof DenseWeight ? embedW.w : embedW;
+    created.push(embedW);
     const layers: LlamaLayer[] = [];
     for (let i = 0; i < config.numLayers; i++) {
       const n = HF_NAMES.layer(i);
@@ -138,8 +135,8 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
     const norm = vec(HF_NAMES.norm, H);
     let lmHead: Linear;
     if (config.tieWordEmbeddings) {
-      // Same tensor as the embedding; disposeLlama frees it once.
-      lmHead = new Linear('lm_head', new DenseWeight(embed));
+      // Same tensor(s) as the embedding; disposeLlama frees them once.
+      lmHead = new Linear('lm_head', embedW);
     } else {
       if (!source.has(HF_NAMES.lmHead)) {
         throw new ModelLoadError(`${source.fileName}: missing tensor "${HF_NAMES.lmHead}" (config.json has tie_word_embeddings false)`);
@@ -312,7 +309,7 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
     const maskT = tf.tensor5d(bias, [B, 1, 1, L, C]);
     const idsT = ids instanceof tf.Tensor ? ids.toInt() : tf.tensor2d(ids.map((r) => Array.from(r)), [B, L], 'int32');
 
-    let x: tf.Tensor = tf.gather(model.embed, idsT); // [B, L, H]
+    let x: tf.Tensor = model.embed instanceof BlockedDenseWeight ? model.embed.gather(idsT) : tf.gather(model.embed, idsT); // [B, L, H]
     model.layers.forEach((layer, li) => {
       const h = rmsNorm(x, layer.inputNorm, cfg.rmsNormEps);
       let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]
