@@ -92,6 +92,21 @@ describe('tokenbuncher recipe', () => {
     }
   }, 60_000);
 
+  it('noiserLr sets the SFT steps\' learning rate only; 0 keeps the RL one (fixture model)', async () => {
+    for (const [noiserLr, want] of [[0, 2e-2], [3e-3, 3e-3]] as const) {
+      const { run } = await createRun(env, 'tokenbuncher', { ...small, noiserLr }, 3);
+      try {
+        const sft = await run.step();
+        const rl = await run.step();
+        expect(sft.phase).toBe('noiser-sft');
+        expect(sft.metrics['optim/lr']).toBe(want);
+        expect(rl.metrics['optim/lr']).toBe(2e-2);
+      } finally {
+        run.dispose();
+      }
+    }
+  }, 60_000);
+
   it('a checkpoint restored into a fresh run reproduces the next SFT and RL steps (fixture model)', async () => {
     const a = await createRun(env, 'tokenbuncher', small, 7);
     let payload;

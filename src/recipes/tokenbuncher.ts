@@ -61,7 +61,8 @@ export const tokenbuncherSchema = {
   noiser: bool(true, 'alternate the RL update with TokenNoiser SFT on the step\'s own advantage >= 0 tokens (Token Buncher)'),
   noiserStart: int(4, 'first step of the TokenNoiser alternation: from it on, every even step is an SFT step (source 25 of 200; smaller for the sandbox budget)', { min: 0, max: 100000 }),
   noiserEpsilon: num(TOKEN_NOISER_EPSILON, 'e: share of the TokenNoiser loss on the noise distribution (source 0.1)', { min: 0, max: 1 }),
-  lr: num(2e-3, 'AdamW learning rate (both update kinds)', { min: 0, max: 1 }),
+  lr: num(2e-3, 'AdamW learning rate (the RL updates, and the TokenNoiser SFT steps unless noiserLr is set)', { min: 0, max: 1 }),
+  noiserLr: num(0, 'learning rate of the TokenNoiser SFT steps; 0 = lr (the source uses one learning rate)', { min: 0, max: 1 }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the sandbox defender'),
   ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
@@ -272,7 +273,7 @@ class TokenbuncherRun implements RecipeRun {
       adv = a.advantages;
       skippedRows = a.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       // Rows of skipped (all-zero) groups carry no preference: a.mask leaves them out.
-      Object.assign(metrics, await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), { epsilon: c.noiserEpsilon, seed: hash3(this.seed, step, 0x4015e), lr: c.lr, maxGradNorm: c.maxGradNorm, pad: this.def.codec.pad }));
+      Object.assign(metrics, await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), { epsilon: c.noiserEpsilon, seed: hash3(this.seed, step, 0x4015e), lr: c.noiserLr > 0 ? c.noiserLr : c.lr, maxGradNorm: c.maxGradNorm, pad: this.def.codec.pad }));
     } else {
       const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, rewards, r.rowGroup, c, this.def.codec.pad);
       adv = l.advantages.advantages;
