@@ -15,6 +15,19 @@ const lab = sharedLabPage('?backend=wasm&recipe=redteam&seed=5&steps=3&at=stop&c
 const value = (page: Page, id: string) => page.inputValue(`[data-testid="${id}"]`);
 const waitFor = (page: Page, pred: string, timeout = 60_000) => page.waitForFunction(pred, undefined, { timeout, polling: 100 });
 
+/**
+ * Presses Start and waits until the engine reports the new run (a run id other than the one before)
+ * stopped at `step`. The controls are not asked: until the new run's first status arrives they
+ * still show the previous run as stopped.
+ */
+async function runToStop(page: Page, step: number): Promise<void> {
+  const before = (await page.evaluate(() => window.sparring!.engine.runStatus())).runId;
+  await page.click('[data-testid="run-start"]');
+  await expect
+    .poll(() => page.evaluate(() => window.sparring!.engine.runStatus().then((r) => ({ runId: r.runId, state: r.state, step: r.step }))), { timeout: 90_000, interval: 200 })
+    .toEqual({ runId: expect.not.stringMatching(`^${before ?? ''}$`), state: 'stopped', step });
+}
+
 /** Every form control of the setup, by test id. */
 const formState = (page: Page) =>
   page.evaluate(() =>
@@ -157,9 +170,7 @@ describe('run setup', () => {
     await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`);
     await page.fill('[data-testid="run-max-steps"]', '1');
     await page.selectOption('[data-testid="run-at-max"]', 'stop');
-    await page.click('[data-testid="run-start"]');
-    await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`, 90_000);
-    await expect(page.evaluate(() => window.sparring!.engine.runStatus())).resolves.toMatchObject({ state: 'stopped', step: 1 });
+    await runToStop(page, 1);
   });
 
   it('a picked local folder goes to the worker through the model cache and trains', async () => {
@@ -178,10 +189,8 @@ describe('run setup', () => {
     await expect(page.evaluate(async (u) => (await fetch(`${u}model.safetensors`)).headers.get('content-type'), local)).resolves.toMatch(/text\/html/);
     await page.fill('[data-testid="run-max-steps"]', '1');
     await page.selectOption('[data-testid="run-at-max"]', 'stop');
-    await page.click('[data-testid="run-start"]');
-    await waitFor(page, `['stopped', 'error'].includes(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state'))`, 90_000);
+    await runToStop(page, 1);
     await expect(page.locator('[data-testid="run-error"]').count()).resolves.toBe(0);
-    await expect(page.evaluate(() => window.sparring!.engine.runStatus())).resolves.toMatchObject({ state: 'stopped', step: 1 });
   });
 
   it('a dataset field takes a file uploaded right there, and names a bad row', async () => {
