@@ -137,10 +137,14 @@ export const LESSONS: Lesson[] = [
     formula: 'harmful: R = − mean entropy (+ safetyWeight · (1 − harm)) − klBeta · KL;  benign: R = utilityWeight · correct − klBeta · KL',
     combine: 'sum',
     termNames: { entropy: '− mean entropy', safety: 'safetyWeight · (1 − harm)', utility: 'utilityWeight · correct', kl: '− β · KL' },
-    weights: ['safetyWeight', 'utilityWeight', 'klBeta'],
+    weights: ['safetyWeight', 'utilityWeight', 'klBeta', 'noiserEpsilon'],
     watch: [
       { text: 'Entropy on harmful prompts: should drop towards 0.', metric: 'entropy/harmful_mean' },
       { text: 'Benign correctness: should hold.', metric: 'defender/benign_correct' },
+      {
+        text: 'KL to the starting defender: TokenNoiser steps push it up. On the sandbox the source\'s noise share (0.1) lets it run away and the defence fails; 0.02 with safetyWeight 1 holds (EXPERIMENTS.md).',
+        metric: 'kl/mean',
+      },
     ],
   },
   {
