@@ -10,19 +10,12 @@ import { arenaPhase, arenaSchema } from './arena.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { validateConfig } from './schema.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_MODELS = ['attacker', 'defender'].every((m) => existsSync(resolve(MODELS, m, 'model.safetensors')));
-
-const stable = (r: StepReport) => ({
-  step: r.step,
-  phase: r.phase,
-  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
-  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
-});
 
 describe('arena recipe', () => {
   beforeAll(async () => {
@@ -64,7 +57,7 @@ describe('arena recipe', () => {
       expect(b.run.stepsDone).toBe(2);
       const resumed = [await b.run.step(), await b.run.step()];
       expect(resumed.map((r) => r.phase)).toEqual(['attacker', 'defender']);
-      expect(resumed.map(stable)).toEqual(uninterrupted.map(stable));
+      expect(resumed.map(stableReport)).toEqual(uninterrupted.map(stableReport));
     } finally {
       b.run.dispose();
     }

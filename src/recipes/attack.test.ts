@@ -9,17 +9,12 @@ import type { Judge } from '../judges/types.ts';
 import { attackSchema, groupDiversity } from './attack.ts';
 import { createRun, getRecipe } from './registry.ts';
 import type { StepReport } from './report.ts';
+import { stableReport } from './testing.ts';
 import { validateConfig } from './schema.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_MODELS = ['attacker', 'defender'].every((m) => existsSync(resolve(MODELS, m, 'model.safetensors')));
-
-const stable = (r: StepReport) => ({
-  step: r.step,
-  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
-  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
-});
 
 describe('attack recipe', () => {
   beforeAll(async () => {
@@ -100,7 +95,7 @@ describe('attack recipe', () => {
       await b.run.restore(payload);
       expect(b.run.stepsDone).toBe(1);
       const resumed = await b.run.step();
-      expect(stable(resumed)).toEqual(stable(uninterrupted));
+      expect(stableReport(resumed)).toEqual(stableReport(uninterrupted));
       for (const k of ['reward/mean', 'judge/asr', 'diversity/mean', 'kl/mean', 'loss/policy', 'grad/norm', 'perf/step_ms', 'tactic/direct']) {
         expect(Number.isFinite(resumed.metrics[k]), k).toBe(true);
       }

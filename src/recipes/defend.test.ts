@@ -14,30 +14,12 @@ import { defendReward, defendSchema } from './defend.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { validateConfig } from './schema.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { lettersWithTasks, loadWithCharCodec, stableReport } from './testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_MODELS = ['attacker', 'defender'].every((m) => existsSync(resolve(MODELS, m, 'model.safetensors')));
-
-const stable = (r: StepReport) => ({
-  step: r.step,
-  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
-  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
-});
-
-/** letters harm, and a benign task counts as correct when the answer has an even length (dense, deterministic). */
-function lettersWithTasks(): Judge {
-  const inner = letterJudge();
-  return {
-    name: 'letters-tasks',
-    async score(items) {
-      const v = await inner.score(items);
-      return v.map((x, i) => (items[i].meta?.kind === 'benign' ? { ...x, unsafe: 0, benignCorrect: items[i].response.length % 2 === 0 } : x));
-    },
-  };
-}
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -134,7 +116,7 @@ describe('defend recipe', () => {
     const b = await createRun(fixtureEnv, 'defend', config, 9);
     try {
       await b.run.restore(payload);
-      expect(stable(await b.run.step())).toEqual(stable(uninterrupted));
+      expect(stableReport(await b.run.step())).toEqual(stableReport(uninterrupted));
     } finally {
       b.run.dispose();
     }

@@ -9,7 +9,7 @@ import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { ConfigError } from './schema.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
 import type { RecipeCheckpoint, RecipeEnv } from './types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -99,13 +99,6 @@ describe('minmax rules reward model', () => {
   });
 });
 
-const stable = (r: StepReport) => ({
-  step: r.step,
-  phase: r.phase,
-  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
-  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
-});
-
 const part = (p: RecipeCheckpoint, key: string) => p.tensors.filter((t) => t.name.startsWith(`${key}/`));
 const same = (a: RecipeCheckpoint, b: RecipeCheckpoint, key: string) => part(a, key).every((t, i) => t.data.every((x, j) => x === part(b, key)[i].data[j]));
 
@@ -158,7 +151,7 @@ describe('minmax recipe (fixture model)', () => {
       await b.run.restore(payload);
       expect(b.run.stepsDone).toBe(2);
       const got = [await b.run.step(), await b.run.step()];
-      expect(got.map(stable)).toEqual(reports.slice(2, 4).map(stable));
+      expect(got.map(stableReport)).toEqual(reports.slice(2, 4).map(stableReport));
     } finally {
       b.run.dispose();
     }
@@ -217,7 +210,7 @@ describe.skipIf(!HAVE_DEFENDER)('minmax on the sandbox defender', () => {
     const b = await createRun(env, 'minmax', cfg, 5);
     try {
       await b.run.restore(payload);
-      expect(stable(await b.run.step())).toEqual(stable(want));
+      expect(stableReport(await b.run.step())).toEqual(stableReport(want));
     } finally {
       b.run.dispose();
     }

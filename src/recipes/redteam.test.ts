@@ -6,19 +6,13 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { toCheckpointInput } from './state.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
 import type { RecipeEnv } from './types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_DEFENDER = existsSync(resolve(MODELS, 'defender/model.safetensors'));
-
-const stable = (r: StepReport) => ({
-  step: r.step,
-  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
-  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
-});
 
 /** Steps 0..k-1, checkpoint, step k; then a fresh run restored from the checkpoint does step k. */
 async function resumeCheck(env: RecipeEnv, config: Record<string, unknown>, seed: number, k: number) {
@@ -57,7 +51,7 @@ describe('redteam recipe', () => {
     expect(payload.tensors[0].name).toMatch(/^base_model\.model\.model\.layers\.0\..*\.lora_A\.weight$/);
     expect(before.every((r) => Number.isFinite(r.metrics['loss/policy']))).toBe(true);
     expect(resumed.step).toBe(2);
-    expect(stable(resumed)).toEqual(stable(uninterrupted));
+    expect(stableReport(resumed)).toEqual(stableReport(uninterrupted));
     // The report carries the promised metrics and sample anatomy.
     for (const k of ['reward/mean', 'judge/asr', 'kl/mean', 'entropy/mean', 'loss/policy', 'grad/norm', 'perf/step_ms', 'perf/tokens_per_s']) {
       expect(Number.isFinite(resumed.metrics[k]), k).toBe(true);
@@ -87,7 +81,7 @@ describe('redteam recipe', () => {
   it.skipIf(!HAVE_DEFENDER)(`checkpoint resume reproduces the next step on the sandbox defender${HAVE_DEFENDER ? '' : ' (skipped: public/models/defender does not exist yet)'}`, async () => {
     const env = nodeRecipeEnv({ modelsDir: MODELS });
     const { uninterrupted, resumed } = await resumeCheck(env, { prompts: 2, groupSize: 2, maxNewTokens: 10, samples: 1 }, 5, 1);
-    expect(stable(resumed)).toEqual(stable(uninterrupted));
+    expect(stableReport(resumed)).toEqual(stableReport(uninterrupted));
     expect(resumed.samples[0].messages[1].text.length).toBeGreaterThan(0);
   }, 60_000);
 });

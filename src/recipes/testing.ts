@@ -3,6 +3,7 @@
 import type { Judge } from '../judges/types.ts';
 import { disposeLlama } from '../model/llama.ts';
 import { loadModel, type ModelFolder } from '../model/load.ts';
+import type { StepReport } from './report.ts';
 import type { ChatCodec, LoadedModel } from './types.ts';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */
@@ -43,3 +44,23 @@ export function letterJudge(): Judge {
     },
   };
 }
+
+/** letters harm, and a benign task counts as correct when the answer has an even length (dense, deterministic). */
+export function lettersWithTasks(): Judge {
+  const inner = letterJudge();
+  return {
+    name: 'letters-tasks',
+    async score(items) {
+      const v = await inner.score(items);
+      return v.map((x, i) => (items[i].meta?.kind === 'benign' ? { ...x, unsafe: 0, benignCorrect: items[i].response.length % 2 === 0 } : x));
+    },
+  };
+}
+
+/** What a resumed step must reproduce: everything but timings (perf/*, wall clock). */
+export const stableReport = (r: StepReport) => ({
+  step: r.step,
+  phase: r.phase,
+  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
+  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
+});

@@ -4,34 +4,14 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
-import type { Judge } from '../judges/types.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { validateConfig } from './schema.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, lettersWithTasks, loadWithCharCodec, stableReport } from './testing.ts';
 import { isNoiserStep, tokenbuncherSchema } from './tokenbuncher.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
-
-const stable = (r: StepReport) => ({
-  step: r.step,
-  phase: r.phase,
-  metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
-  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
-});
-
-/** letters harm; a benign task is correct when the answer has an even length (dense, deterministic). */
-function lettersWithTasks(): Judge {
-  const inner = letterJudge();
-  return {
-    name: 'letters-tasks',
-    async score(items) {
-      const v = await inner.score(items);
-      return v.map((x, i) => (items[i].meta?.kind === 'benign' ? { ...x, unsafe: 0, benignCorrect: items[i].response.length % 2 === 0 } : x));
-    },
-  };
-}
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -123,7 +103,7 @@ describe('tokenbuncher recipe', () => {
     const b = await createRun(env, 'tokenbuncher', small, 7);
     try {
       await b.run.restore(payload);
-      expect([stable(await b.run.step()), stable(await b.run.step())]).toEqual(uninterrupted.map(stable));
+      expect([stableReport(await b.run.step()), stableReport(await b.run.step())]).toEqual(uninterrupted.map(stableReport));
     } finally {
       b.run.dispose();
     }
