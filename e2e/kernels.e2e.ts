@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
 import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
 import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/ops/decodeAttentionReference';
@@ -9,56 +9,76 @@ import { sharedLabPage } from './browser';
 
 const lab = sharedLabPage();
 
-describe('WGSL token-stats kernel on WebGPU', () => {
-  // Shapes off the 256-wide workgroup, and real vocabularies (SmolLM2 49152, Qwen2.5 151936).
-  const shapes: [number, number, number][] = [
-    [1, 7, 1e-5],
-    [5, 1000, 1e-5],
-    [3, 4099, 1e-5],
-    [4, 49152, 1e-5],
-    [2, 151936, 1e-5],
-  ];
-  for (const [rows, vocab, tol] of shapes) {
-    it(`matches the float64 CPU reference for [${rows}, ${vocab}] within ${tol}`, async () => {
-      const seed = 1000 + vocab;
-      const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsCheck(r, v, s), [rows, vocab, seed]);
-      expect(got.backend).toBe('webgpu');
-      expect(got.path).toBe('wgsl');
-      // The reference is computed here in Node from the same seeded inputs.
-      const c = seededLogits(rows, vocab, seed);
-      const ref = tokenStatsF64(c.logits, rows, vocab, c.ids);
-      for (let r = 0; r < rows; r++) {
-        expect(Math.abs(got.logp[r] - ref.logp[r])).toBeLessThan(tol);
-        expect(Math.abs(got.entropy[r] - ref.entropy[r])).toBeLessThan(tol);
-      }
+// Both row reductions: subgroup operations (Debian's Chromium gives SwiftShader the subgroups
+// feature, 4 lanes wide, laid out contiguously) and the workgroup-memory tree other adapters use.
+for (const variant of ['subgroups', 'tree'] as const) {
+  const expectReduce = (reduce: string | null) => (variant === 'tree' ? expect(reduce).toBe('tree') : expect(reduce).toMatch(/^sg\d+x4$/));
+  describe(`row reduction: ${variant}`, () => {
+    beforeAll(async () => {
+      const s = await lab.page.evaluate((on) => window.sparring!.engine.setSubgroups(on), variant === 'subgroups');
+      if (variant === 'subgroups') {
+        expect(s.layout).toEqual({ contiguous: true, sizes: [4], minSize: 4 });
+        expect(s.active).toBe(true);
+      } else expect(s.active).toBe(false);
     });
-  }
-});
+    afterAll(async () => {
+      await lab.page.evaluate(() => window.sparring!.engine.setSubgroups(true));
+    });
 
-describe('WGSL token-stats kernel with reference logits (KL) on WebGPU', () => {
-  // The reference policy's log-prob of the same ids comes from the same pass: a third column.
-  for (const [rows, vocab] of [[5, 1000], [3, 4099], [4, 49152], [2, 151936]] as const) {
-    it(`third column is the float64 log-prob under the reference logits for [${rows}, ${vocab}]; the first two are unchanged`, async () => {
-      const seed = 2000 + vocab;
-      const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsCheck(r, v, s, true), [rows, vocab, seed]);
-      expect(got.path).toBe('wgsl');
-      const c = seededLogits(rows, vocab, seed);
-      const own = tokenStatsF64(c.logits, rows, vocab, c.ids);
-      const ref = tokenStatsF64(seededLogits(rows, vocab, seed + 1).logits, rows, vocab, c.ids);
-      expect(got.refLogp).toHaveLength(rows);
-      // float32 log-sum-exp of a row (|lse| ~ 25 here): 1e-5, and 3e-5 over 151936 terms.
-      const tol = vocab > 100_000 ? 3e-5 : 1e-5;
-      const close = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(tol);
-      for (let r = 0; r < rows; r++) {
-        close(got.logp[r], own.logp[r]);
-        close(got.entropy[r], own.entropy[r]);
-        close(got.refLogp![r], ref.logp[r]);
-        // The two distributions differ, so a kernel that read the wrong tensor would fail here.
-        expect(Math.abs(ref.logp[r] - own.logp[r])).toBeGreaterThan(1e-3);
+    describe(`WGSL token-stats kernel on WebGPU (${variant})`, () => {
+      // Shapes off the 256-wide workgroup, and real vocabularies (SmolLM2 49152, Qwen2.5 151936).
+      const shapes: [number, number, number][] = [
+        [1, 7, 1e-5],
+        [5, 1000, 1e-5],
+        [3, 4099, 1e-5],
+        [4, 49152, 1e-5],
+        [2, 151936, 1e-5],
+      ];
+      for (const [rows, vocab, tol] of shapes) {
+        it(`matches the float64 CPU reference for [${rows}, ${vocab}] within ${tol}`, async () => {
+          const seed = 1000 + vocab;
+          const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsCheck(r, v, s), [rows, vocab, seed]);
+          expect(got.backend).toBe('webgpu');
+          expect(got.path).toBe('wgsl');
+          expectReduce(got.reduce);
+          // The reference is computed here in Node from the same seeded inputs.
+          const c = seededLogits(rows, vocab, seed);
+          const ref = tokenStatsF64(c.logits, rows, vocab, c.ids);
+          for (let r = 0; r < rows; r++) {
+            expect(Math.abs(got.logp[r] - ref.logp[r])).toBeLessThan(tol);
+            expect(Math.abs(got.entropy[r] - ref.entropy[r])).toBeLessThan(tol);
+          }
+        });
       }
     });
-  }
-});
+
+    describe(`WGSL token-stats kernel with reference logits (KL) on WebGPU (${variant})`, () => {
+      // The reference policy's log-prob of the same ids comes from the same pass: a third column.
+      for (const [rows, vocab] of [[5, 1000], [3, 4099], [4, 49152], [2, 151936]] as const) {
+        it(`third column is the float64 log-prob under the reference logits for [${rows}, ${vocab}]; the first two are unchanged`, async () => {
+          const seed = 2000 + vocab;
+          const got = await lab.page.evaluate(([r, v, s]) => window.sparring!.engine.tokenStatsCheck(r, v, s, true), [rows, vocab, seed]);
+          expect(got.path).toBe('wgsl');
+          expectReduce(got.reduce);
+          const c = seededLogits(rows, vocab, seed);
+          const own = tokenStatsF64(c.logits, rows, vocab, c.ids);
+          const ref = tokenStatsF64(seededLogits(rows, vocab, seed + 1).logits, rows, vocab, c.ids);
+          expect(got.refLogp).toHaveLength(rows);
+          // float32 log-sum-exp of a row (|lse| ~ 25 here): 1e-5, and 3e-5 over 151936 terms.
+          const tol = vocab > 100_000 ? 3e-5 : 1e-5;
+          const close = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(tol);
+          for (let r = 0; r < rows; r++) {
+            close(got.logp[r], own.logp[r]);
+            close(got.entropy[r], own.entropy[r]);
+            close(got.refLogp![r], ref.logp[r]);
+            // The two distributions differ, so a kernel that read the wrong tensor would fail here.
+            expect(Math.abs(ref.logp[r] - own.logp[r])).toBeGreaterThan(1e-3);
+          }
+        });
+      }
+    });
+  });
+}
 
 describe('WGSL token-stats gradient on WebGPU', () => {
   for (const [rows, vocab] of [[3, 1000], [2, 49152]] as const) {

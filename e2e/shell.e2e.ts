@@ -27,6 +27,9 @@ describe('lab shell on WebGPU', () => {
     await page.waitForSelector('[data-testid="device-panel"]');
     const binding = await page.textContent('[data-testid="limit-maxStorageBufferBindingSize"]');
     expect(binding).toMatch(/\d+ (MiB|GiB)/);
+    // SwiftShader's subgroups (4 lanes) pass the layout probe, so the row reductions use them.
+    expect(status.subgroups).toEqual({ layout: { contiguous: true, sizes: [4], minSize: 4 }, active: true });
+    expect(await page.textContent('[data-testid="device-subgroups"]')).toBe('yes, 4 lanes: row reductions use them');
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -3,32 +3,17 @@
 //   result[row * OUT + 1] = -sum_v p_v log p_v                      (entropy of the full distribution)
 //   result[row * OUT + 2] = log softmax(refLogits[row])[ids[row]]  (OUT = 3: the reference policy's
 //                           log-prob for KL, from token_stats_ref.wgsl's second reduction)
-// One pass over the row with an online (max, sum-exp, sum x*exp) triple per thread, merged by a
-// tree in workgroup memory: no [rows, vocab] probability tensor is ever written.
+// One pass over the row with an online (max, sum-exp, sum x*exp) triple per thread, merged by
+// reduceRow (row_reduce_tree.wgsl, or row_reduce_subgroup.wgsl where the adapter has subgroups):
+// no [rows, vocab] probability tensor is ever written.
 // Prepended by the host: `const WG : i32 = <workgroup size>;` (a power of two), `const OUT : i32`
-// (2 or 3) and `fn refLogp(row, tid, vocab) -> f32` (token_stats_ref.wgsl when OUT = 3, a stub
-// returning 0 otherwise, so this file never names a binding the variant does not have).
+// (2 or 3), reduceRow, and `fn refLogp(row, tid, vocab) -> f32` (token_stats_ref.wgsl when
+// OUT = 3, a stub returning 0 otherwise, so this file never names a binding the variant does not
+// have).
 // Bindings come from tfjs's generated header: result, logits, ids[, refLogits], uniforms.logitsShape.
-
-var<workgroup> wgMax : array<f32, WG>;
-var<workgroup> wgSum : array<f32, WG>;
-var<workgroup> wgDot : array<f32, WG>;
 
 // Logits at or below this are treated as masked (-inf): they add nothing, and never NaN.
 const MASKED : f32 = -1.0e30;
-
-// One step of the (max, sum-exp) tree: merges slot tid + stride into tid and returns the two
-// rescale factors, so a caller can carry another sum along (main's sum of x * exp).
-fn mergeMaxSum(tid : i32, stride : i32) -> vec2<f32> {
-  let m1 = wgMax[tid];
-  let m2 = wgMax[tid + stride];
-  let mm = max(m1, m2);
-  let a = exp(m1 - mm);
-  let b = exp(m2 - mm);
-  wgMax[tid] = mm;
-  wgSum[tid] = wgSum[tid] * a + wgSum[tid + stride] * b;
-  return vec2<f32>(a, b);
-}
 
 fn main(index : i32) {
   let row = index / WG;
@@ -54,23 +39,10 @@ fn main(index : i32) {
       }
     }
   }
-  wgMax[tid] = m;
-  wgSum[tid] = s;
-  wgDot[tid] = t;
-  workgroupBarrier();
-
-  for (var stride = WG / 2; stride > 0; stride = stride / 2) {
-    if (tid < stride) {
-      let ab = mergeMaxSum(tid, stride);
-      wgDot[tid] = wgDot[tid] * ab.x + wgDot[tid + stride] * ab.y;
-    }
-    workgroupBarrier();
-  }
-
-  // Every thread reads the row's totals before refLogp reuses the workgroup arrays.
-  let lse = wgMax[0] + log(wgSum[0]);
+  let total = reduceRow(vec3<f32>(m, s, t), tid);
+  let lse = total.x + log(total.y);
   // H = lse - E_p[x]; E_p[x] = t / s with both sums taken relative to the same max.
-  let entropy = lse - wgDot[0] / wgSum[0];
+  let entropy = lse - total.z / total.y;
   let refLp = refLogp(row, tid, vocab);
 
   if (tid == 0) {

@@ -1,8 +1,7 @@
 // Second reduction of token_stats.wgsl's OUT = 3 variant: the log-prob of the chosen token under
 // refLogits [rows, vocab] (the reference policy), for KL without a [rows, vocab] log-softmax.
-// Only the log-sum-exp is needed here, so one online (max, sum-exp) pair per thread, merged by a
-// tree (token_stats.wgsl's mergeMaxSum) in the same workgroup arrays after the first reduction's
-// totals have been read.
+// Only the log-sum-exp is needed here, so one online (max, sum-exp) pair per thread, merged by the
+// same reduceRow as the first reduction (its third sum unused).
 // Called by every thread of the workgroup (it contains barriers).
 
 fn refLogp(row : i32, tid : i32, vocab : i32) -> f32 {
@@ -20,19 +19,10 @@ fn refLogp(row : i32, tid : i32, vocab : i32) -> f32 {
       }
     }
   }
-  workgroupBarrier();  // every thread has read the first reduction's totals
-  wgMax[tid] = m;
-  wgSum[tid] = s;
-  workgroupBarrier();
-  for (var stride = WG / 2; stride > 0; stride = stride / 2) {
-    if (tid < stride) {
-      _ = mergeMaxSum(tid, stride);
-    }
-    workgroupBarrier();
-  }
+  let total = reduceRow(vec3<f32>(m, s, 0.0), tid);
   let chosen = ids[row];
   if (chosen < 0 || chosen >= vocab) {
     return uniforms.NAN;
   }
-  return refLogits[base + chosen] - (wgMax[0] + log(wgSum[0]));
+  return refLogits[base + chosen] - (total.x + log(total.y));
 }

@@ -5,6 +5,7 @@
 // SPARRING_WEBGPU_MODULE=/path/to/webgpu/index.js) and a Vulkan driver.
 import * as tf from '@tensorflow/tfjs';
 import { setCustomKernels } from '../engine/kernels/wgslProgram';
+import { registerWebGPUBackend } from '../engine/kernels/gpuFeatures';
 import { profileDecode } from '../model/profile';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
@@ -32,7 +33,7 @@ async function startWebGPU(): Promise<string> {
   Object.defineProperty(globalThis, 'navigator', { value: { gpu: dawn.create(['disable-dawn-features=timestamp_quantization']) }, configurable: true, writable: true });
   const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw new Error('Dawn found no GPU adapter (is a Vulkan driver installed? VK_DRIVER_FILES may need to name its ICD json)');
-  await import('@tensorflow/tfjs-backend-webgpu');
+  registerWebGPUBackend(await import('@tensorflow/tfjs-backend-webgpu'));
   if (!(await tf.setBackend('webgpu'))) throw new Error('tf.setBackend("webgpu") failed on this adapter');
   await tf.ready();
   const device = (tf.backend() as unknown as { device: GPUDevice }).device;

@@ -10,6 +10,7 @@ import {
   type BackendReport,
 } from './backends';
 import type { GpuProbe } from './probe';
+import { registerWebGPUBackend } from './kernels/gpuFeatures';
 
 export interface InitOptions {
   preference: BackendPreference;
@@ -19,7 +20,7 @@ export interface InitOptions {
 }
 
 async function registerBackend(name: BackendName, opts: InitOptions): Promise<void> {
-  if (name === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
+  if (name === 'webgpu') registerWebGPUBackend(await import('@tensorflow/tfjs-backend-webgpu'));
   if (name === 'wasm') {
     const wasm = await import('@tensorflow/tfjs-backend-wasm');
     if (opts.wasmPaths) wasm.setWasmPaths(opts.wasmPaths);

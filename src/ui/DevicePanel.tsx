@@ -6,8 +6,18 @@ import { useSettings } from '../store/settingsStore';
 import { useSetup } from '../store/setupStore';
 import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
+import type { EngineStatus } from '../worker/protocol';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
+
+function subgroupsText(adapterHas: boolean, used: EngineStatus['subgroups'] | undefined): string {
+  if (!adapterHas) return 'no (reductions use workgroup memory)';
+  const l = used?.layout;
+  if (!l) return 'yes (not requested by this backend)';
+  const lanes = `${l.sizes.join('/')} lanes`;
+  if (!l.contiguous) return `yes, ${lanes}, but not laid out contiguously: reductions use workgroup memory`;
+  return used.active ? `yes, ${lanes}: row reductions use them` : `yes, ${lanes}: switched off`;
+}
 
 /** Full probe results: adapter, features, limits, backend attempts, tfjs memory, backend setting. */
 export function DevicePanel({ onClose }: { onClose(): void }) {
@@ -53,7 +63,7 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
               <>
                 <tr><th>Adapter</th><td>{[probe.vendor, probe.architecture, probe.device, probe.description].filter(Boolean).join(' · ') || 'unnamed'}{probe.isFallbackAdapter ? ' (software fallback)' : ''}</td></tr>
                 <tr><th>shader-f16</th><td>{probe.features.shaderF16 ? 'yes' : 'no (f32 kernels)'}</td></tr>
-                <tr><th>subgroups</th><td>{probe.features.subgroups ? 'yes' : 'no'}</td></tr>
+                <tr><th>subgroups</th><td data-testid="device-subgroups">{subgroupsText(probe.features.subgroups, status?.subgroups)}</td></tr>
                 <tr><th>timestamp-query</th><td>{probe.features.timestampQuery ? 'yes' : 'no'}</td></tr>
                 {probe.limits &&
                   Object.entries(probe.limits).map(([k, v]) => (

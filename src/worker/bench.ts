@@ -11,6 +11,9 @@ import { median } from '../model/throughput';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { mulberry32 } from '../engine/testing/seededLogits';
 import { setCustomKernels } from '../engine/kernels/wgslProgram';
+import { setSubgroups, subgroupsActive } from '../engine/kernels/gpuFeatures';
+import { rowReduce } from '../engine/kernels/rowReduce';
+import { rowWorkgroupSize } from '../engine/kernels/limits';
 import { generate } from '../model/generate';
 import type { LlamaModel } from '../model/llama';
 import { attachLora } from '../model/lora';
@@ -139,21 +142,46 @@ async function benchQuantMatmul(reps: number, rows: KernelBenchRow[]): Promise<v
   dense.dispose();
 }
 
+/**
+ * Token stats forward with each row reduction the adapter offers (subgroups where it has them,
+ * the workgroup-memory tree always), each against the stock ops. The sandbox's 512-token
+ * vocabulary is where the reduction, not the read, dominates.
+ */
+async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): Promise<void> {
+  const variants = subgroupsActive() ? [true, false] : [false];
+  for (const [r, v] of [[64, 512], [8, 49152], [8, 151936]] as const) {
+    const c = seededLogits(r, v, 9);
+    const logits = tf.tensor2d(c.logits, [r, v]);
+    const ids = tf.tensor1d(c.ids, 'int32');
+    const refLogits = tf.tensor2d(seededLogits(r, v, 10).logits, [r, v]);
+    const bytes = r * v * 4;
+    try {
+      for (const sg of variants) {
+        setSubgroups(sg);
+        const how = `[${rowReduce(rowWorkgroupSize(v)).key}]`;
+        rows.push(await pairRow(reps, `token stats (logp + entropy) ${how}`, `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
+        rows.push(
+          await pairRow(reps, `token stats + reference logp (KL) ${how}`, `${r}x${v}`, 2 * bytes, 0, () => tokenStats(logits, ids, refLogits), () => tokenStatsStock(logits, ids, refLogits)),
+        );
+      }
+    } finally {
+      setSubgroups(true);
+      tf.dispose([logits, ids, refLogits]);
+    }
+  }
+}
+
 export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
   const rows: KernelBenchRow[] = [];
   await benchRoofline(reps, rows);
   await benchQuantMatmul(reps, rows);
   await benchDecodeAttention(reps, rows);
+  await benchTokenStatsReductions(reps, rows);
   for (const [r, v] of [[8, 49152], [8, 151936]] as const) {
     const c = seededLogits(r, v, 9);
     const logits = tf.tensor2d(c.logits, [r, v]);
     const ids = tf.tensor1d(c.ids, 'int32');
     const bytes = r * v * 4;
-    rows.push(await pairRow(reps, 'token stats (logp + entropy)', `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
-    const refLogits = tf.tensor2d(seededLogits(r, v, 10).logits, [r, v]);
-    rows.push(
-      await pairRow(reps, 'token stats + reference logp (KL)', `${r}x${v}`, 2 * bytes, 0, () => tokenStats(logits, ids, refLogits), () => tokenStatsStock(logits, ids, refLogits)),
-    );
 
     const dy = tf.ones([r, 2]);
     const grad = (f: typeof tokenStats) => () => tf.grad((x: tf.Tensor) => tf.sum(tf.mul(f(x as tf.Tensor2D, ids), dy)))(logits);
@@ -176,7 +204,7 @@ export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
         bytes,
       });
     }
-    tf.dispose([logits, ids, dy, refLogits]);
+    tf.dispose([logits, ids, dy]);
   }
   return rows;
 }

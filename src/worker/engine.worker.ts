@@ -9,7 +9,9 @@ import type { BackendPreference } from '../engine/backends';
 import { initBackend } from '../engine/initBackend';
 import { probeWebGPU, type GpuProbe } from '../engine/probe';
 import { customKernelsActive, isWebGPUBackend, setCustomKernels, webgpuDevice } from '../engine/kernels/wgslProgram';
-import { setBindingLimitOverride } from '../engine/kernels/limits';
+import { rowWorkgroupSize, setBindingLimitOverride } from '../engine/kernels/limits';
+import { setSubgroups, subgroupLayout, subgroupsActive } from '../engine/kernels/gpuFeatures';
+import { rowReduce } from '../engine/kernels/rowReduce';
 import { tokenStats } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
 import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention';
@@ -30,7 +32,7 @@ import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterInt
 import { listDatasets, putDataset } from './datasets';
 import type { FileBytes } from './storageProtocol';
 
-let current: Omit<EngineStatus, 'memory' | 'gpuErrors'> | null = null;
+let current: Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subgroups'> | null = null;
 const gpuErrors: string[] = [];
 
 /** A failed shader or an out-of-memory error is otherwise silent: the output is just garbage. */
@@ -48,9 +50,13 @@ function memory() {
   return { numTensors: m.numTensors, numBytes: m.numBytes };
 }
 
-function requireInit(): Omit<EngineStatus, 'memory' | 'gpuErrors'> {
+function requireInit(): Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subgroups'> {
   if (!current) throw new Error('engine not initialised: call init() first');
   return current;
+}
+
+function fullStatus(): EngineStatus {
+  return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors], subgroups: { layout: subgroupLayout(), active: subgroupsActive() } };
 }
 
 const api: EngineApi = {
@@ -71,11 +77,12 @@ const api: EngineApi = {
     });
     current = { backend, probe, tfjsVersion: tf.version.tfjs };
     if (isWebGPUBackend()) watchDevice(webgpuDevice());
-    return { ...current, memory: memory(), gpuErrors: [...gpuErrors] };
+    return fullStatus();
   },
 
   async status() {
-    return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors] };
+    requireInit();
+    return fullStatus();
   },
 
   async tokenStatsCheck(rows, vocab, seed, withRef = false): Promise<KernelCheck> {
@@ -98,7 +105,8 @@ const api: EngineApi = {
       entropy.push(values[r * cols + 1]);
       if (withRef) refLogp.push(values[r * cols + 2]);
     }
-    return { backend: tf.getBackend(), path: customKernelsActive() ? 'wgsl' : 'stock', rows, vocab, seed, logp, entropy, ...(withRef ? { refLogp } : {}), ms };
+    const wgsl = customKernelsActive();
+    return { backend: tf.getBackend(), path: wgsl ? 'wgsl' : 'stock', reduce: wgsl ? rowReduce(rowWorkgroupSize(vocab)).key : null, rows, vocab, seed, logp, entropy, ...(withRef ? { refLogp } : {}), ms };
   },
 
   async attentionCheck(c) {
@@ -238,6 +246,12 @@ const api: EngineApi = {
 
   async setCustomKernels(enabled) {
     setCustomKernels(enabled);
+  },
+
+  async setSubgroups(enabled) {
+    requireInit();
+    setSubgroups(enabled);
+    return { layout: subgroupLayout(), active: subgroupsActive() };
   },
 
   async benchModel(name, c) {

@@ -7,6 +7,7 @@ import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
 import type { GpuProbe } from '../engine/probe';
+import type { SubgroupLayout } from '../engine/kernels/gpuFeatures';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { StepReport } from '../recipes/report';
@@ -25,6 +26,8 @@ export interface EngineStatus {
   memory: MemoryInfo;
   /** Uncaptured WebGPU errors (shader compile, validation, out-of-memory) and device loss. */
   gpuErrors: string[];
+  /** The device's subgroup layout (null without the feature or off WebGPU) and whether kernels use it. */
+  subgroups: { layout: SubgroupLayout | null; active: boolean };
 }
 
 export interface Pong {
@@ -38,6 +41,8 @@ export interface Pong {
 export interface KernelCheck {
   backend: string;
   path: 'wgsl' | 'stock';
+  /** The WGSL path's row reduction: 'tree' (workgroup memory) or 'sg<levels>x<size>' (subgroups). */
+  reduce: string | null;
   rows: number;
   vocab: number;
   seed: number;
@@ -159,6 +164,8 @@ export interface EngineApi extends StorageApi {
   rlSmokeStep(name: string): Promise<Record<string, number>>;
   /** Switch the custom WGSL kernels off (stock tfjs ops) or back on. */
   setCustomKernels(enabled: boolean): Promise<void>;
+  /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
+  setSubgroups(enabled: boolean): Promise<{ layout: SubgroupLayout | null; active: boolean }>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
   /** One decode step of GQA attention on seeded inputs (decodeAttentionReference.ts), on the active backend. */

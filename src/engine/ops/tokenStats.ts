@@ -6,6 +6,7 @@ import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
 import tokenStatsGradWgsl from '../../../shaders/token_stats_grad.wgsl?raw';
 import tokenStatsRefWgsl from '../../../shaders/token_stats_ref.wgsl?raw';
 import { rowChunks, rowWorkgroupSize } from '../kernels/limits';
+import { rowReduce } from '../kernels/rowReduce';
 import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
 
 
@@ -48,10 +49,11 @@ export function tokenStatsWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, refLogit
   const WG = rowWorkgroupSize(logits.shape[1]);
   const rows = logits.shape[0];
   const out = refLogits ? 3 : 2;
+  const reduce = rowReduce(WG);
   return runKernel(
     {
-      key: `sparring_token_stats_wg${WG}_out${out}`,
-      source: `const WG : i32 = ${WG};\nconst OUT : i32 = ${out};\n${tokenStatsWgsl}\n${refLogits ? tokenStatsRefWgsl : REF_STUB}`,
+      key: `sparring_token_stats_wg${WG}_out${out}_${reduce.key}`,
+      source: `const WG : i32 = ${WG};\nconst OUT : i32 = ${out};\n${reduce.source}\n${tokenStatsWgsl}\n${refLogits ? tokenStatsRefWgsl : REF_STUB}`,
       inputs: refLogits ? ['logits', 'ids', 'refLogits'] : ['logits', 'ids'],
       outputShape: [rows, out],
       workgroupSize: [WG, 1, 1],
