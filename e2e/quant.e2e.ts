@@ -46,6 +46,11 @@ describe('quantised matmul kernels on WebGPU', () => {
     { bits: 4, rows: 1, out: 75, in: 160, groupSize: 32, seed: 4 },
     { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 5 },
     { bits: 4, rows: 37, out: 75, in: 160, groupSize: 32, seed: 6 },
+    // Tiled over several 32-wide slices and tiles both ways: int8 groups of 8 (one scale per
+    // packed word), groups of 2 (scales change inside a word), int4 groups of 32.
+    { bits: 8, rows: 41, out: 77, in: 1000, groupSize: 8, seed: 15 },
+    { bits: 8, rows: 33, out: 70, in: 130, groupSize: 2, seed: 16 },
+    { bits: 4, rows: 40, out: 70, in: 1024, groupSize: 32, seed: 17 },
     // The split-K GEMV that hardware GPUs get (SwiftShader picks the one-thread-per-output one).
     { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 7, gemv: 'splitk' },
     { bits: 8, rows: 5, out: 77, in: 1000, groupSize: 8, seed: 8, gemv: 'splitk' },
@@ -56,9 +61,11 @@ describe('quantised matmul kernels on WebGPU', () => {
       const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
       expect(got.backend).toBe('webgpu');
       const ref = reference(c);
-      // Sums of ~150 products of size <= 0.5: f32 accumulation error stays well under 1e-4.
-      expect(maxAbs(got.y, ref.y)).toBeLessThan(1e-4);
-      expect(maxAbs(got.dx, ref.dx)).toBeLessThan(1e-4);
+      // Sums of up to 1,024 products of size <= 0.5: f32 accumulation error stays under 1e-4 for
+      // ~150 terms, 3e-4 for 1,000.
+      const tol = c.in > 500 || c.out > 500 ? 3e-4 : 1e-4;
+      expect(maxAbs(got.y, ref.y)).toBeLessThan(tol);
+      expect(maxAbs(got.dx, ref.dx)).toBeLessThan(tol);
     });
   }
 });

@@ -2,8 +2,8 @@
 // tile in workgroup memory (never as a whole float32 copy):
 //   FORWARD (prefill, training): result[m, o] = sum_k a[m, k] * W[o, k]     (a = x [M, wIn])
 //   BACKWARD (grad of x):        result[m, k] = sum_o a[m, o] * W[o, k]     (a = dy [M, wOut])
-// Host-prepended constants: `const TRANS : bool` (true = FORWARD) and `const BITS : i32` (8 or 4),
-// plus the dequantiser `fn wAt(o : i32, k : i32) -> f32` from qmatmul_dequant.wgsl.
+// Host-prepended constants: `const TRANS : bool` (true = FORWARD), `const BITS : i32` (8 or 4) and
+// `const WORD_IN_GROUP : bool` (groupSize is a multiple of the weights per packed word).
 // Inputs (tfjs header): a, packed (i32 words), scales (f32 [wOut, wIn / groupSize]).
 // Uniforms: wIn, groupSize, reduceDim. 8 x 8 threads per 32 x 32 output tile, 4 x 4 outputs per
 // thread held in registers, so each value loaded into workgroup memory feeds 4 multiply-adds and
@@ -11,8 +11,61 @@
 
 const T : i32 = 32;  // tile edge (outputs and reduction slice)
 const R : i32 = 4;   // outputs per thread along each axis
+const PER : i32 = 32 / BITS;  // weights per packed word: 4 (int8) or 8 (int4)
+const WPR : i32 = T / PER;    // packed words per 32-weight line of a tile
 var<workgroup> tileA : array<array<f32, 32>, 32>;  // [row in tile][r]
-var<workgroup> tileB : array<array<f32, 32>, 32>;  // [r][col in tile]
+// [r][col in tile], one column of padding: the forward fill writes a column of 4-8 rows per word.
+var<workgroup> tileB : array<array<f32, 33>, 32>;
+
+// Dequantises the weight tile word by word: each thread reads whole packed words (and one scale
+// per word where WORD_IN_GROUP: groupSize is a multiple of PER), not one weight per read, and
+// consecutive threads read consecutive words of a weight row.
+fn fillB(r0 : i32, col0 : i32, tid : i32, reduce : i32, cols : i32) {
+  let words = uniforms.packedShape[1];
+  let nGroups = uniforms.wIn / uniforms.groupSize;
+  for (var w = tid; w < T * WPR; w += 64) {
+    let line = w / WPR;         // the weight row o inside the tile
+    let kw = (w % WPR) * PER;   // first k of the word inside the tile
+    var o : i32;
+    var k0 : i32;
+    var ok : bool;
+    if (TRANS) {  // B(r, c) = W[o = c, k = r]
+      o = col0 + line;
+      k0 = r0 + kw;
+      ok = o < cols && k0 < reduce;
+    } else {      // B(r, c) = W[o = r, k = c]
+      o = r0 + line;
+      k0 = col0 + kw;
+      ok = o < reduce && k0 < cols;
+    }
+    var word = 0u;
+    var s = 0.0;
+    if (ok) {
+      word = bitcast<u32>(packed[o * words + k0 / PER]);
+      s = scales[o * nGroups + k0 / uniforms.groupSize];
+    }
+    for (var p = 0; p < PER; p++) {
+      let k = k0 + p;
+      var v = 0.0;
+      if (ok && k < uniforms.wIn) {
+        var sc = s;
+        if (!WORD_IN_GROUP) {
+          sc = scales[o * nGroups + k / uniforms.groupSize];
+        }
+        if (BITS == 8) {
+          v = f32(extractBits(bitcast<i32>(word), u32(p) * 8u, 8u)) * sc;
+        } else {
+          v = (f32(extractBits(word, u32(p) * 4u, 4u)) - 8.0) * sc;
+        }
+      }
+      if (TRANS) {
+        tileB[kw + p][line] = v;
+      } else {
+        tileB[line][kw + p] = v;
+      }
+    }
+  }
+}
 
 fn main(index : i32) {
   let rows = uniforms.outShape[0];
@@ -30,7 +83,7 @@ fn main(index : i32) {
     }
   }
   for (var r0 = 0; r0 < reduce; r0 += T) {
-    // 64 threads fill 32 x 32 of each tile: 16 elements apiece.
+    // 64 threads fill 32 x 32 of the activation tile (16 values apiece) and the weight tile.
     for (var e = tid; e < T * T; e += 64) {
       let i = e / T;
       let j = e % T;
@@ -41,19 +94,8 @@ fn main(index : i32) {
         va = a[ar * reduce + ak];
       }
       tileA[i][j] = va;
-      // B(r, c): the weight at (o = c, k = r) going forward, (o = r, k = c) going back.
-      let br = r0 + i;
-      let bc = col0 + j;
-      var vb = 0.0;
-      if (br < reduce && bc < cols) {
-        if (TRANS) {
-          vb = wAt(bc, br);
-        } else {
-          vb = wAt(br, bc);
-        }
-      }
-      tileB[i][j] = vb;
     }
+    fillB(r0, col0, tid, reduce, cols);
     workgroupBarrier();
     for (var r = 0; r < T; r++) {
       var bv : array<f32, 4>;

@@ -4,7 +4,6 @@
 // the gradient of x) so no float32 copy of W ever exists. Elsewhere: dequantise with stock ops
 // (exact integer masks) and matMul.
 import * as tf from '@tensorflow/tfjs';
-import dequantWgsl from '../../../shaders/qmatmul_dequant.wgsl?raw';
 import gemvWgsl from '../../../shaders/qmatmul_gemv.wgsl?raw';
 import gemvSplitKWgsl from '../../../shaders/qmatmul_gemv_splitk.wgsl?raw';
 import gemvWordWgsl from '../../../shaders/qmatmul_gemv_word.wgsl?raw';
@@ -44,10 +43,12 @@ function uniforms(w: QuantizedMatrix, reduceDim?: number) {
 function tiled(a: tf.Tensor2D, w: QuantizedMatrix, forward: boolean): tf.Tensor2D {
   const rows = a.shape[0];
   const cols = forward ? w.outFeatures : w.inFeatures;
+  // One scale per packed word unless a group boundary falls inside a word (int8 with odd groups).
+  const inGroup = w.groupSize % (32 / w.bits) === 0;
   return runKernel(
     {
-      key: `sparring_qmm_tiled_b${w.bits}_${forward ? 'fwd' : 'bwd'}`,
-      source: `${constants(w, `const TRANS : bool = ${forward};`)}\n${dequantWgsl}\n${tiledWgsl}`,
+      key: `sparring_qmm_tiled_b${w.bits}_${forward ? 'fwd' : 'bwd'}_g${inGroup ? 'w' : 'e'}`,
+      source: `${constants(w, `const TRANS : bool = ${forward};\nconst WORD_IN_GROUP : bool = ${inGroup};`)}\n${tiledWgsl}`,
       inputs: ['a', 'packed', 'scales'],
       outputShape: [rows, cols],
       workgroupSize: [8, 8, 1],
