@@ -124,7 +124,7 @@ let registered = false;
 export function registerWebGPUBackend(webgpu: WebGPUModule): void {
   if (registered) return;
   if (typeof navigator === 'undefined' || !navigator.gpu) return;  // the module did not register either
-  tf.removeBackend('webgpu');
+  if (tf.findBackendFactory('webgpu')) tf.removeBackend('webgpu');
   tf.registerBackend(
     'webgpu',
     async () => {
