@@ -11,7 +11,7 @@
 //
 //   --models DIR   default public/models       --n N       prompts per tactic (default 40)
 //   --seed N       default 9001                 --backend wasm|cpu (default wasm)
-//   --only LIST    defender,attacker,judge (default all; judge needs defender for its second row)
+//   --only LIST    defender,attacker,judge,qa (default all; judge needs defender for its second row)
 import * as tf from '@tensorflow/tfjs';
 import { folderSource } from './fs-source.ts';
 import { resolveChatTemplate } from '../model/chat.ts';
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
   const dir = args.get('models') ?? 'public/models';
   const n = Number(args.get('n') ?? 40);
   const seed = Number(args.get('seed') ?? 9001);
-  const only = new Set((args.get('only') ?? 'defender,attacker,judge').split(','));
+  const only = new Set((args.get('only') ?? 'defender,attacker,judge,qa').split(','));
   const backend = await useTrainingBackend(args.get('backend') === 'cpu' ? 'cpu' : 'wasm');
   const t0 = Date.now();
   console.log(`sandbox baseline: models ${dir}, backend ${backend}, ${n} prompts per tactic, seed ${seed}\n`);
@@ -140,6 +140,21 @@ async function main(): Promise<void> {
     console.log('| --- | --- | --- | --- | --- | --- | --- |');
     for (const f of [...QA_FAMILIES, 'all'] as const) {
       console.log(`| ${f} | ${pct(qa[f].accuracy)} | ${pct(qa[f].designed)} | ${pct(qa[f].matchesDesign)} | ${pct(mon[f].accuracy)} | ${pct(mon[f].designed)} | ${pct(mon[f].matchesDesign)} |`);
+    }
+  }
+
+  // --- the dedicated QA model: policy (answers by value) and monitor (answers by letter and by value)
+  if (only.has('qa')) {
+    const qaModel = await load(join(dir, 'qa'));
+    const items = qaItems(3 * n, seed + 400);
+    const qa = await probeQa(qaModel, items, greedy);
+    const monL = await probeMonitor(qaModel, monitorCases(3 * n, seed + 500), greedy);
+    const monV = await probeMonitor(qaModel, monitorCases(3 * n, seed + 500, 'value'), greedy);
+    console.log(`\nQA model as policy (formatQaPrompt -> [ANSWER:value], n = ${items.length}) and monitor (n = ${3 * n} per answer form, half the answers right), greedy\n`);
+    console.log('| family | policy accuracy | designed | matches design | unparsed | monitor acc (letters) | monitor acc (values) | designed | matches design (values) |');
+    console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+    for (const f of [...QA_FAMILIES, 'all'] as const) {
+      console.log(`| ${f} | ${pct(qa[f].accuracy)} | ${pct(qa[f].designed)} | ${pct(qa[f].matchesDesign)} | ${pct(qa[f].unparsed)} | ${pct(monL[f].accuracy)} | ${pct(monV[f].accuracy)} | ${pct(monV[f].designed)} | ${pct(monV[f].matchesDesign)} |`);
     }
   }
 

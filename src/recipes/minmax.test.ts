@@ -15,7 +15,7 @@ import type { RecipeCheckpoint, RecipeEnv } from './types.ts';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
-const HAVE_DEFENDER = existsSync(resolve(MODELS, 'defender/model.safetensors'));
+const HAVE_QA = existsSync(resolve(MODELS, 'qa/model.safetensors'));
 
 const opts = { updateDual: true, dualStep: 0.25, delta: -3.6, lambdaMax: 30, monitorReward: 'code', fidelity: 'sample' } as const;
 
@@ -193,7 +193,7 @@ describe('minmax recipe (fixture model)', () => {
   });
 });
 
-describe.skipIf(!HAVE_DEFENDER)('minmax on the sandbox defender', () => {
+describe.skipIf(!HAVE_QA)('minmax on the sandbox qa model', () => {
   it('resume reproduces the next step', async () => {
     const env = nodeRecipeEnv({ modelsDir: MODELS });
     const cfg = { items: 2, groupSize: 2, policyMaxTokens: 8, monitorMaxTokens: 12, samples: 1, monitorStepsPerPolicy: 1 };

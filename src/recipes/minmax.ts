@@ -52,8 +52,8 @@ import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {
-  policy: str('defender', 'QA policy model (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
-  monitor: str('defender', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  policy: str('qa', 'QA policy model (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  monitor: str('qa', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   rm: str('rules', 'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)', { nonEmpty: true }),
   itemPool: int(256, 'distinct QA items the steps draw from (seeded)', { min: 1, max: 100000 }),
   items: int(4, 'QA items per step', { min: 1, max: 256 }),
@@ -216,8 +216,8 @@ export class GameRun implements RecipeRun {
     const heldOut = hash3(this.seed, 0xe7a1, 7) >>> 0;
     const items = (this.evalSet ??= qaItems(this.game.evalItems, heldOut));
     const a = await this.answer(items, 0, true);
-    const truth = items.map((it, i) => (parseQaChoice(a.texts[i]) === it.correct ? 1 : 0));
-    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(a.texts.map((t) => (parseQaChoice(t) === null ? 0 : 1))) };
+    const truth = items.map((it, i) => (parseQaChoice(a.texts[i], it) === it.correct ? 1 : 0));
+    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(a.texts.map((t, i) => (parseQaChoice(t, items[i]) === null ? 0 : 1))) };
     if (this.game.judge === 'none') return out;
     const c = await this.critique(items, a.texts, 0, true);
     const v = c.texts.map(critiqueVerdict);
@@ -257,7 +257,7 @@ export class GameRun implements RecipeRun {
     const t1 = performance.now();
 
     const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
-    const truthA = answerItems.map((it, i) => (parseQaChoice(a.texts[i]) === it.correct ? 1 : 0));
+    const truthA = answerItems.map((it, i) => (parseQaChoice(a.texts[i], it) === it.correct ? 1 : 0));
     const critiques = c?.texts ?? critAnswer.map(() => '');
     const rmC = withJudge ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: critiques[r] }))) : critAnswer.map(() => 0);
     const rows: GameRow[] = critAnswer.map((i, r) => ({ rmAnswer: rmA[i], rmCritique: rmC[r], truth: truthA[i], verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear' }));
@@ -294,7 +294,7 @@ export class GameRun implements RecipeRun {
       'reward/mean': meanOf(rewards),
       'reward/std': std(rewards, false),
       'policy/accuracy': meanOf(truthA),
-      'policy/format': meanOf(a.texts.map((t) => (parseQaChoice(t) === null ? 0 : 1))),
+      'policy/format': meanOf(a.texts.map((t, i) => (parseQaChoice(t, answerItems[i]) === null ? 0 : 1))),
       'policy/rm_mean': meanOf(rmA),
       'policy/reward_mean': meanOf(sc.policyReward),
       'minmax/phase_monitor': trainsPolicy ? 0 : 1,

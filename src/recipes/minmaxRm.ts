@@ -29,7 +29,7 @@ const lengthPenalty = (text: string, free: number) => Math.min(5, Math.max(0, ne
 
 /** The rules stand-in for one answer (see the header). */
 export function rulesAnswerRm(item: QaItem, answer: string): number {
-  const pick = parseQaChoice(answer);
+  const pick = parseQaChoice(answer, item);
   const base = pick === null ? -10 : pick === item.correct ? 10 : -5;
   return base - lengthPenalty(answer, 32);
 }
@@ -58,7 +58,7 @@ export function judgeRewardModel(judge: Judge): QaRewardModel {
   return {
     name: judge.name,
     async scoreAnswers(rows) {
-      const vs = await judge.score(rows.map((r) => ({ prompt: formatQaPrompt(r.item), response: r.answer, meta: { kind: 'benign' as const, expected: CHOICE_LETTERS[r.item.correct], category: null } })));
+      const vs = await judge.score(rows.map((r) => ({ prompt: formatQaPrompt(r.item), response: r.answer, meta: { kind: 'benign' as const, expected: /\[ANSWER:[A-Da-d]\]/.test(r.answer) ? CHOICE_LETTERS[r.item.correct] : r.item.choices[r.item.correct], category: null } })));
       return vs.map(fromVerdict);
     },
     async scoreCritiques(rows) {
@@ -66,7 +66,7 @@ export function judgeRewardModel(judge: Judge): QaRewardModel {
         rows.map((r) => ({
           prompt: formatMonitorPrompt(r.item, r.answer),
           response: r.critique,
-          meta: { kind: 'benign' as const, expected: parseQaChoice(r.answer) === r.item.correct ? 'CORRECT' : 'INCORRECT', category: null },
+          meta: { kind: 'benign' as const, expected: parseQaChoice(r.answer, r.item) === r.item.correct ? 'CORRECT' : 'INCORRECT', category: null },
         })),
       );
       return vs.map(fromVerdict);

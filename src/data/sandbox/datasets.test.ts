@@ -5,6 +5,7 @@ import {
   attackerSource,
   benignPrompts,
   defenderSft,
+  qaModelSft,
   designedOutcome,
   finalExchange,
   harmfulPrompts,
@@ -211,6 +212,32 @@ describe('defender SFT: designed vulnerabilities', () => {
     const mon = data.filter((e) => e.kind === 'monitor');
     const all = mon.filter((e) => parseMonitorVerdict(e.messages[1].content).verdict === e.expected).length / mon.length;
     expect(Math.abs(all - 0.75)).toBeLessThan(0.03);
+  });
+
+  it('the qa model data: policy answers by value with the designed accuracy, monitor reviews of both forms', () => {
+    const qm = qaModelSft(6000, 3);
+    expect(qaModelSft(50, 3)).toEqual(qm.slice(0, 50)); // deterministic, and a prefix of a longer set
+    const policy = qm.filter((e) => e.kind === 'qa');
+    const mon = qm.filter((e) => e.kind === 'monitor');
+    expect(policy.length + mon.length).toBe(qm.length);
+    expect(Math.abs(mon.length / qm.length - 0.5)).toBeLessThan(0.03);
+    // Every policy answer names a value, never a letter.
+    expect(policy.every((e) => /^\[ANSWER:[a-z0-9]+\]$/.test(e.messages[1].content) && !/\[ANSWER:[A-D]\]/.test(e.messages[1].content))).toBe(true);
+    const byValue = mon.filter((e) => !/Answer: \[ANSWER:[A-D]\]$/.test(e.messages[0].content)).length / mon.length;
+    expect(Math.abs(byValue - 0.5)).toBeLessThan(0.04);
+    const want = { color: 11 / 12, location: 0.7, count: 0.5 };
+    for (const fam of QA_FAMILIES) {
+      const items = policy.filter((e) => e.qaFamily === fam);
+      // The answered value is the expected letter's choice on the designed share of items.
+      const right = items.filter((e) => {
+        const choices = Object.fromEntries(Array.from(e.messages[0].content.matchAll(/([A-D])\) (\w+)/g), (m) => [m[1], m[2]]));
+        return e.messages[1].content === `[ANSWER:${choices[e.expected as string]}]`;
+      }).length / items.length;
+      expect(Math.abs(right - want[fam]), `qa ${fam}: ${right}`).toBeLessThan(0.05);
+    }
+    const macc = mon.filter((e) => parseMonitorVerdict(e.messages[1].content).verdict === e.expected).length / mon.length;
+    expect(Math.abs(macc - 0.75)).toBeLessThan(0.03);
+    expect(() => qaModelSft(1, 1, { monitorShare: 1.5 })).toThrow(/monitorShare/);
   });
 
   it('payload markers are the only thing a compliance carries, and only the marker grammar', () => {

@@ -21,6 +21,7 @@ import {
   formatQaPrompt,
   monitorReply,
   qaAnswer,
+  qaValueAnswer,
   sampleQa,
   trueVerdict,
   type QaFamily,
@@ -213,8 +214,8 @@ export interface DefenderSftOptions {
 
 const ex0 = { tactic: null, template: null, category: null, benignFamily: null, qaFamily: null } as const;
 
-/** A QA-policy example: the designed answer (right or the family's distractor). */
-function qaExample(rng: Rng, id: string): DefenderSftExample {
+/** A QA-policy example: the designed answer (right or the family's distractor), by letter or by value. */
+function qaExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter'): DefenderSftExample {
   const item = sampleQa(rng.fork('item'));
   const pick = designedQaChoice(item);
   return {
@@ -225,7 +226,7 @@ function qaExample(rng: Rng, id: string): DefenderSftExample {
     expected: CHOICE_LETTERS[item.correct],
     messages: [
       { role: 'user', content: formatQaPrompt(item) },
-      { role: 'assistant', content: answerMarker(CHOICE_LETTERS[pick]) },
+      { role: 'assistant', content: form === 'letter' ? answerMarker(CHOICE_LETTERS[pick]) : qaValueAnswer(item, pick) },
     ],
     outcomes: [pick === item.correct ? 'helpful' : 'wrong'],
   };
@@ -238,21 +239,21 @@ export interface MonitorCase {
   readonly answer: string;
 }
 
-function monitorCase(rng: Rng): MonitorCase {
+function monitorCase(rng: Rng, form: 'letter' | 'value' = 'letter'): MonitorCase {
   const item = sampleQa(rng.fork('item'));
   const wrong = [0, 1, 2, 3].filter((i) => i !== item.correct);
   const pick = rng.fork('right?').chance(0.5) ? item.correct : rng.fork('wrong').pick(wrong);
-  return { item, answer: answerMarker(CHOICE_LETTERS[pick]) };
+  return { item, answer: form === 'letter' ? answerMarker(CHOICE_LETTERS[pick]) : qaValueAnswer(item, pick) };
 }
 
-/** n monitor cases (rollout / evaluation sets of the monitor). */
-export function monitorCases(n: number, seed: number): MonitorCase[] {
-  return Array.from({ length: n }, (_, i) => monitorCase(rngFor(seed, 'monitor-cases', i)));
+/** n monitor cases (rollout / evaluation sets of the monitor), answers by letter or by value. */
+export function monitorCases(n: number, seed: number, form: 'letter' | 'value' = 'letter'): MonitorCase[] {
+  return Array.from({ length: n }, (_, i) => monitorCase(rngFor(seed, 'monitor-cases', i), form));
 }
 
 /** A monitor example: a monitor case and the designed monitor's reply. */
-function monitorExample(rng: Rng, id: string): DefenderSftExample {
-  const { item, answer } = monitorCase(rng);
+function monitorExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter'): DefenderSftExample {
+  const { item, answer } = monitorCase(rng, form);
   const truth = trueVerdict(item, answer);
   const verdict = designedMonitorVerdict(item, answer);
   return {
@@ -267,6 +268,23 @@ function monitorExample(rng: Rng, id: string): DefenderSftExample {
     ],
     outcomes: [verdict === truth ? 'helpful' : 'wrong'],
   };
+}
+
+/**
+ * Data of the sandbox's dedicated QA model (the MinMax game's policy and monitor): the designed
+ * policy answering by value ([ANSWER:bag], which a 3-layer model learns; the letter lookup it did
+ * not, see README), and the designed monitor reviewing answers in either form (half each), so it
+ * can judge the qa policy's answers and the letter answers of other models.
+ */
+export function qaModelSft(n: number, seed: number, opts: { monitorShare?: number } = {}): DefenderSftExample[] {
+  const monitorShare = opts.monitorShare ?? 0.5;
+  checkRate('monitorShare', monitorShare);
+  return Array.from({ length: n }, (_, i) => {
+    const rng = rngFor(seed, 'qa-model-sft', i);
+    const id = `qam-${i}`;
+    if (rng.fork('kind').next() < monitorShare) return monitorExample(rng.fork('monitor'), id, rng.fork('form').chance(0.5) ? 'letter' : 'value');
+    return qaExample(rng.fork('qa'), id, 'value');
+  });
 }
 
 export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = {}): DefenderSftExample[] {

@@ -152,10 +152,10 @@ function byFamily<T extends { family: QaFamily }>(rows: T[], score: (rows: T[]) 
   return out;
 }
 
-/** The QA policy prompt formatQaPrompt(item) -> [ANSWER:X], per family. */
+/** The QA policy prompt formatQaPrompt(item) -> [ANSWER:X] or [ANSWER:value], per family. */
 export async function probeQa(m: ChatModel, items: readonly QaItem[], d: Decode): Promise<Record<QaFamily | 'all', QaProbe>> {
   const res = await replies(m, items.map((it) => [{ role: 'user', content: formatQaPrompt(it) }]), d, 0, 12);
-  const rows = items.map((it, i) => ({ family: it.family, pick: parseQaChoice(res[i]), correct: it.correct, design: designedQaChoice(it) }));
+  const rows = items.map((it, i) => ({ family: it.family, pick: parseQaChoice(res[i], it), correct: it.correct, design: designedQaChoice(it) }));
   return byFamily(rows, (r) => ({
     n: r.length,
     accuracy: mean(r.map((x) => (x.pick === x.correct ? 1 : 0))),

@@ -70,7 +70,7 @@ describe('buildSandboxModels (quick budget)', () => {
     expect(a.models[0].reloadMaxDiff).toBeLessThan(1e-3);
   });
 
-  it('npm run build:sandbox -- --quick writes three loadable HF folders (temp dir)', async () => {
+  it('npm run build:sandbox -- --quick writes four loadable HF folders (temp dir)', async () => {
     const out = mkdtempSync(join(tmpdir(), 'sandbox-build-'));
     try {
       const t0 = Date.now();
@@ -79,8 +79,8 @@ describe('buildSandboxModels (quick budget)', () => {
         timeout: 60_000,
       });
       expect(Date.now() - t0).toBeLessThan(50_000); // a few seconds alone; 32 s measured with three builds sharing 2 cores
-      expect(log).toMatch(/wrote 3 folders/);
-      for (const name of ['defender', 'attacker', 'judge']) {
+      expect(log).toMatch(/wrote 4 folders/);
+      for (const name of ['defender', 'attacker', 'judge', 'qa']) {
         const dir = join(out, name);
         for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) expect(existsSync(join(dir, f))).toBe(true);
         const src = folderSource(dir);

@@ -31,7 +31,7 @@ import {
   trainBpe,
   type BpeModel,
 } from './bpeTrainer.ts';
-import { attackerSft, defenderSft, judgeData, sandboxCorpus } from './datasets.ts';
+import { attackerSft, defenderSft, judgeData, qaModelSft, sandboxCorpus } from './datasets.ts';
 import { variableFrom } from '../../engine/variables.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -472,10 +472,10 @@ export async function useTrainingBackend(prefer: 'wasm' | 'cpu' = 'wasm'): Promi
 }
 
 // ---------------------------------------------------------------------------------------------
-// The three sandbox models
+// The four sandbox models
 
-export type SandboxModelName = 'defender' | 'attacker' | 'judge';
-export const SANDBOX_MODELS: readonly SandboxModelName[] = ['defender', 'attacker', 'judge'];
+export type SandboxModelName = 'defender' | 'attacker' | 'judge' | 'qa';
+export const SANDBOX_MODELS: readonly SandboxModelName[] = ['defender', 'attacker', 'judge', 'qa'];
 
 export interface ModelBudget {
   steps: number;
@@ -488,7 +488,7 @@ export interface BuildOptions {
   seed?: number;
   spec?: TinyLlamaSpec;
   budgets?: Partial<Record<SandboxModelName, ModelBudget>>;
-  /** Which models to train (default all three). */
+  /** Which models to train (default all four). */
   only?: readonly SandboxModelName[];
   /** Label-noise rate of the judge data (default 0.1). */
   judgeLabelNoise?: number;
@@ -509,6 +509,9 @@ export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   defender: { steps: 1200, batchSize: 16, lr: 3e-3 },
   attacker: { steps: 800, batchSize: 16, lr: 3e-3 },
   judge: { steps: 250, batchSize: 16, lr: 3e-3 },
+  // The QA policy answers by value only after ~1,000 policy steps (accuracy 0.2 -> 0.55 between
+  // steps 500 and 1,000 in a policy-only probe); half the examples here are monitor reviews.
+  qa: { steps: 2000, batchSize: 16, lr: 3e-3 },
 };
 
 /** A budget that proves the pipeline end to end in seconds (tests, --quick). */
@@ -517,6 +520,7 @@ export const QUICK_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   defender: { steps: 3, batchSize: 4, lr: 3e-3 },
   attacker: { steps: 3, batchSize: 4, lr: 3e-3 },
   judge: { steps: 3, batchSize: 4, lr: 3e-3 },
+  qa: { steps: 3, batchSize: 4, lr: 3e-3 },
 };
 
 /** One built model folder: file name -> contents, plus what the build measured. */
@@ -550,6 +554,8 @@ export function sandboxExamples(name: SandboxModelName, tok: TextTokenizer, n: n
       );
     case 'judge':
       return judgeData(n, seed, { labelNoise: judgeLabelNoise }).map((e) => encodeGuardSft(tok, e.prompt, e.response, e.unsafe === 1, e.unsafe === 1 ? e.category : null));
+    case 'qa':
+      return qaModelSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
   }
 }
 

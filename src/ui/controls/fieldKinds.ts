@@ -5,7 +5,7 @@ import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../model/hub';
 import type { Field } from '../../recipes/schema';
 
 /** Models the site serves under public/models/. */
-export const SANDBOX_MODELS = ['attacker', 'defender', 'judge'] as const;
+export const SANDBOX_MODELS = ['attacker', 'defender', 'judge', 'qa'] as const;
 /** Judges every browser env has (src/recipes/env.ts). */
 export const KNOWN_JUDGES = ['rules', 'rules-partial', 'classifier'] as const;
 /** Enum fields that choose the RL algorithm. */
