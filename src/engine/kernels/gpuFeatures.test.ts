@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hoistEnableDirectives, judgeSubgroupLayout } from './gpuFeatures';
+import { hoistEnableDirectives, installDirectiveHoist, judgeSubgroupLayout } from './gpuFeatures';
 import { subgroupLevels } from './rowReduce';
 
 describe('hoistEnableDirectives', () => {
@@ -16,6 +16,19 @@ describe('hoistEnableDirectives', () => {
   it('leaves code without directives, and identifiers that merely contain "enable", untouched', () => {
     const code = 'let enabled = 1;\n// enable subgroups when present\nfn main() {}';
     expect(hoistEnableDirectives(code)).toBe(code);
+  });
+});
+
+describe('installDirectiveHoist', () => {
+  it('routes shader code through the hoist, once, and reports a device that refuses the wrapper', () => {
+    const seen: string[] = [];
+    const device = { createShaderModule: (d: { code: string }) => (seen.push(d.code), {}) } as unknown as GPUDevice;
+    expect(installDirectiveHoist(device)).toBe(true);
+    expect(installDirectiveHoist(device)).toBe(true);
+    device.createShaderModule({ code: 'fn a() {}\nenable subgroups;' });
+    expect(seen).toEqual(['enable subgroups;\nfn a() {}\n']);
+    const frozen = Object.freeze({ createShaderModule: () => ({}) }) as unknown as GPUDevice;
+    expect(installDirectiveHoist(frozen)).toBe(false);
   });
 });
 

@@ -54,13 +54,24 @@ export function hoistEnableDirectives(code: string): string {
 
 const HOISTED = Symbol('sparring.hoistEnableDirectives');
 
-/** Wraps device.createShaderModule so every module (tfjs's and ours) gets hoistEnableDirectives. */
-export function installDirectiveHoist(device: GPUDevice): void {
+/**
+ * Wraps device.createShaderModule so every module (tfjs's and ours) gets hoistEnableDirectives.
+ * Returns false where the device object refuses the wrapper (a binding with read-only methods):
+ * kernels then must not use `enable` directives.
+ */
+export function installDirectiveHoist(device: GPUDevice): boolean {
   const d = device as GPUDevice & { [HOISTED]?: true };
-  if (d[HOISTED]) return;
+  if (d[HOISTED]) return true;
   const create = device.createShaderModule.bind(device);
-  device.createShaderModule = (desc: GPUShaderModuleDescriptor) => create({ ...desc, code: hoistEnableDirectives(desc.code) });
+  const wrapped = (desc: GPUShaderModuleDescriptor) => create({ ...desc, code: hoistEnableDirectives(desc.code) });
+  try {
+    device.createShaderModule = wrapped;
+  } catch {
+    return false;
+  }
+  if (device.createShaderModule !== wrapped) return false;
   d[HOISTED] = true;
+  return true;
 }
 
 const PROBE_WGSL = `enable subgroups;
@@ -145,8 +156,8 @@ export function registerWebGPUBackend(webgpu: WebGPUModule): void {
           maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
         },
       });
-      installDirectiveHoist(device);
-      if (device.features.has('subgroups')) {
+      // Subgroup kernels need `enable subgroups;` above tfjs's header, so they need the hoist.
+      if (installDirectiveHoist(device) && device.features.has('subgroups')) {
         const info = adapter.info as GPUAdapterInfo & { subgroupMinSize?: number };
         layouts.set(device, await probeSubgroupLayout(device, info.subgroupMinSize));
       }
