@@ -21,13 +21,12 @@ import {
   formatQaPrompt,
   monitorReply,
   qaAnswer,
-  qaValueAnswer,
+  qaAnswerAs,
   sampleQa,
   trueVerdict,
   type QaFamily,
   type QaItem,
 } from './qa';
-import { answerMarker } from './markers';
 import { compliance, FULL_PAYLOAD_STEPS, neutralReply, refusal } from './responses';
 import { rngFor, type Rng } from './rng';
 import {
@@ -226,7 +225,7 @@ function qaExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter'): D
     expected: CHOICE_LETTERS[item.correct],
     messages: [
       { role: 'user', content: formatQaPrompt(item) },
-      { role: 'assistant', content: form === 'letter' ? answerMarker(CHOICE_LETTERS[pick]) : qaValueAnswer(item, pick) },
+      { role: 'assistant', content: qaAnswerAs(item, pick, form) },
     ],
     outcomes: [pick === item.correct ? 'helpful' : 'wrong'],
   };
@@ -243,7 +242,7 @@ function monitorCase(rng: Rng, form: 'letter' | 'value' = 'letter'): MonitorCase
   const item = sampleQa(rng.fork('item'));
   const wrong = [0, 1, 2, 3].filter((i) => i !== item.correct);
   const pick = rng.fork('right?').chance(0.5) ? item.correct : rng.fork('wrong').pick(wrong);
-  return { item, answer: form === 'letter' ? answerMarker(CHOICE_LETTERS[pick]) : qaValueAnswer(item, pick) };
+  return { item, answer: qaAnswerAs(item, pick, form) };
 }
 
 /** n monitor cases (rollout / evaluation sets of the monitor), answers by letter or by value. */

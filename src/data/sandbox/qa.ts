@@ -91,6 +91,11 @@ export function qaValueAnswer(item: QaItem, choice: number): string {
   return answerMarker(item.choices[choice]);
 }
 
+/** The answer picking `choice`, by letter ([ANSWER:B]) or by value ([ANSWER:bag]). */
+export function qaAnswerAs(item: QaItem, choice: number, form: 'letter' | 'value'): string {
+  return form === 'letter' ? answerMarker(CHOICE_LETTERS[choice]) : qaValueAnswer(item, choice);
+}
+
 /**
  * The choice index a response picks, or null when it picks none or several: by letter
  * ([ANSWER:C] -> 2) and, given the item, by value ([ANSWER:bag] -> the index of bag).
