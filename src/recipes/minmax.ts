@@ -216,8 +216,9 @@ export class GameRun implements RecipeRun {
     const heldOut = hash3(this.seed, 0xe7a1, 7) >>> 0;
     const items = (this.evalSet ??= qaItems(this.game.evalItems, heldOut));
     const a = await this.answer(items, 0, true);
-    const truth = items.map((it, i) => (parseQaChoice(a.texts[i], it) === it.correct ? 1 : 0));
-    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(a.texts.map((t, i) => (parseQaChoice(t, items[i]) === null ? 0 : 1))) };
+    const picks = items.map((it, i) => parseQaChoice(a.texts[i], it));
+    const truth = items.map((it, i) => (picks[i] === it.correct ? 1 : 0));
+    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))) };
     if (this.game.judge === 'none') return out;
     const c = await this.critique(items, a.texts, 0, true);
     const v = c.texts.map(critiqueVerdict);
@@ -257,7 +258,8 @@ export class GameRun implements RecipeRun {
     const t1 = performance.now();
 
     const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
-    const truthA = answerItems.map((it, i) => (parseQaChoice(a.texts[i], it) === it.correct ? 1 : 0));
+    const picksA = answerItems.map((it, i) => parseQaChoice(a.texts[i], it));
+    const truthA = answerItems.map((it, i) => (picksA[i] === it.correct ? 1 : 0));
     const critiques = c?.texts ?? critAnswer.map(() => '');
     const rmC = withJudge ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: critiques[r] }))) : critAnswer.map(() => 0);
     const rows: GameRow[] = critAnswer.map((i, r) => ({ rmAnswer: rmA[i], rmCritique: rmC[r], truth: truthA[i], verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear' }));
@@ -294,7 +296,7 @@ export class GameRun implements RecipeRun {
       'reward/mean': meanOf(rewards),
       'reward/std': std(rewards, false),
       'policy/accuracy': meanOf(truthA),
-      'policy/format': meanOf(a.texts.map((t, i) => (parseQaChoice(t, answerItems[i]) === null ? 0 : 1))),
+      'policy/format': meanOf(picksA.map((p) => (p === null ? 0 : 1))),
       'policy/rm_mean': meanOf(rmA),
       'policy/reward_mean': meanOf(sc.policyReward),
       'minmax/phase_monitor': trainsPolicy ? 0 : 1,

@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { sampleTokens } from '../engine/ops/sample';
 import { sampleReference } from '../engine/ops/sampleReference';
-import { tokenStats, tokenStatsStock } from '../engine/ops/tokenStats';
+import { tokenStats, tokenStatsReduceKey, tokenStatsStock } from '../engine/ops/tokenStats';
 import { decodeAttention, decodeAttentionStock } from '../engine/ops/decodeAttention';
 import { seededLogits } from '../engine/testing/seededLogits';
 import { median } from '../model/throughput';
@@ -12,8 +12,6 @@ import { Int4Weight, Int8Weight } from '../model/quant';
 import { mulberry32 } from '../engine/testing/seededLogits';
 import { setCustomKernels } from '../engine/kernels/wgslProgram';
 import { setSubgroups, subgroupsActive } from '../engine/kernels/gpuFeatures';
-import { rowReduce } from '../engine/kernels/rowReduce';
-import { rowWorkgroupSize } from '../engine/kernels/limits';
 import { generate } from '../model/generate';
 import type { LlamaModel } from '../model/llama';
 import { attachLora } from '../model/lora';
@@ -158,7 +156,7 @@ async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): 
     try {
       for (const sg of variants) {
         setSubgroups(sg);
-        const how = `[${rowReduce(rowWorkgroupSize(v)).key}]`;
+        const how = `[${tokenStatsReduceKey(v)}]`;
         rows.push(await pairRow(reps, `token stats (logp + entropy) ${how}`, `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
         rows.push(
           await pairRow(reps, `token stats + reference logp (KL) ${how}`, `${r}x${v}`, 2 * bytes, 0, () => tokenStats(logits, ids, refLogits), () => tokenStatsStock(logits, ids, refLogits)),

@@ -9,10 +9,9 @@ import type { BackendPreference } from '../engine/backends';
 import { initBackend } from '../engine/initBackend';
 import { probeWebGPU, type GpuProbe } from '../engine/probe';
 import { customKernelsActive, isWebGPUBackend, setCustomKernels, webgpuDevice } from '../engine/kernels/wgslProgram';
-import { rowWorkgroupSize, setBindingLimitOverride } from '../engine/kernels/limits';
-import { setSubgroups, subgroupLayout, subgroupsActive } from '../engine/kernels/gpuFeatures';
-import { rowReduce } from '../engine/kernels/rowReduce';
-import { tokenStats } from '../engine/ops/tokenStats';
+import { setBindingLimitOverride } from '../engine/kernels/limits';
+import { setSubgroups, subgroupStatus } from '../engine/kernels/gpuFeatures';
+import { tokenStats, tokenStatsReduceKey } from '../engine/ops/tokenStats';
 import { sampleTokens } from '../engine/ops/sample';
 import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention';
 import { setGemvVariant } from '../engine/ops/quantMatmul';
@@ -56,7 +55,7 @@ function requireInit(): Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subgroups'>
 }
 
 function fullStatus(): EngineStatus {
-  return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors], subgroups: { layout: subgroupLayout(), active: subgroupsActive() } };
+  return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors], subgroups: subgroupStatus() };
 }
 
 const api: EngineApi = {
@@ -81,7 +80,6 @@ const api: EngineApi = {
   },
 
   async status() {
-    requireInit();
     return fullStatus();
   },
 
@@ -106,7 +104,7 @@ const api: EngineApi = {
       if (withRef) refLogp.push(values[r * cols + 2]);
     }
     const wgsl = customKernelsActive();
-    return { backend: tf.getBackend(), path: wgsl ? 'wgsl' : 'stock', reduce: wgsl ? rowReduce(rowWorkgroupSize(vocab)).key : null, rows, vocab, seed, logp, entropy, ...(withRef ? { refLogp } : {}), ms };
+    return { backend: tf.getBackend(), path: wgsl ? 'wgsl' : 'stock', reduce: wgsl ? tokenStatsReduceKey(vocab) : null, rows, vocab, seed, logp, entropy, ...(withRef ? { refLogp } : {}), ms };
   },
 
   async attentionCheck(c) {
@@ -251,7 +249,7 @@ const api: EngineApi = {
   async setSubgroups(enabled) {
     requireInit();
     setSubgroups(enabled);
-    return { layout: subgroupLayout(), active: subgroupsActive() };
+    return subgroupStatus();
   },
 
   async benchModel(name, c) {

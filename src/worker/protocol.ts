@@ -7,7 +7,7 @@ import type { BackendPreference, BackendReport } from '../engine/backends';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
 import type { GpuProbe } from '../engine/probe';
-import type { SubgroupLayout } from '../engine/kernels/gpuFeatures';
+import type { SubgroupStatus } from '../engine/kernels/gpuFeatures';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { StepReport } from '../recipes/report';
@@ -27,7 +27,7 @@ export interface EngineStatus {
   /** Uncaptured WebGPU errors (shader compile, validation, out-of-memory) and device loss. */
   gpuErrors: string[];
   /** The device's subgroup layout (null without the feature or off WebGPU) and whether kernels use it. */
-  subgroups: { layout: SubgroupLayout | null; active: boolean };
+  subgroups: SubgroupStatus;
 }
 
 export interface Pong {
@@ -165,7 +165,7 @@ export interface EngineApi extends StorageApi {
   /** Switch the custom WGSL kernels off (stock tfjs ops) or back on. */
   setCustomKernels(enabled: boolean): Promise<void>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
-  setSubgroups(enabled: boolean): Promise<{ layout: SubgroupLayout | null; active: boolean }>;
+  setSubgroups(enabled: boolean): Promise<SubgroupStatus>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
   sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
   /** One decode step of GQA attention on seeded inputs (decodeAttentionReference.ts), on the active backend. */

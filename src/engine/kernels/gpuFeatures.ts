@@ -30,6 +30,16 @@ export function subgroupLayout(): SubgroupLayout | null {
   return layouts.get(webgpuDevice()) ?? null;
 }
 
+/** What the engine reports about subgroups: the device's layout and whether kernels use it. */
+export interface SubgroupStatus {
+  layout: SubgroupLayout | null;
+  active: boolean;
+}
+
+export function subgroupStatus(): SubgroupStatus {
+  return { layout: subgroupLayout(), active: subgroupsActive() };
+}
+
 /**
  * Whether kernels use subgroup operations: the device has the feature, the probe found the
  * contiguous layout the reductions index by (tid / size), and they are not switched off.

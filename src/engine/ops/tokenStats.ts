@@ -44,6 +44,11 @@ export function tokenStatsStock(logits: tf.Tensor2D, ids: tf.Tensor1D, refLogits
 
 const REF_STUB = 'fn refLogp(row : i32, tid : i32, vocab : i32) -> f32 {\n  return 0.0;\n}\n';
 
+/** The row reduction tokenStats' WGSL path uses for rows of `vocab` logits ('tree' or 'sg<levels>x<size>'). */
+export function tokenStatsReduceKey(vocab: number): string {
+  return rowReduce(rowWorkgroupSize(vocab)).key;
+}
+
 export function tokenStatsWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, refLogits?: tf.Tensor2D): tf.Tensor2D {
   checkShapes(logits, ids, refLogits);
   const WG = rowWorkgroupSize(logits.shape[1]);
