@@ -1,0 +1,156 @@
+// The lab's WGSL kernels in Node through Dawn (the `webgpu` package): the path `npm run bench:gpu`
+// takes on a GPU machine, here on Chromium's SwiftShader Vulkan driver so it runs in CI. It checks
+// Sparring's own backend registration (subgroups requested, the directive hoist accepted by
+// Dawn's compiler, the layout probe) and each kernel family against float64 references.
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDawn } from '../src/cli/node/dawn';
+import { setSubgroups, subgroupStatus } from '../src/engine/kernels/gpuFeatures';
+import { customKernelsActive } from '../src/engine/kernels/wgslProgram';
+import { decodeAttention, decodeAttentionFused } from '../src/engine/ops/decodeAttention';
+import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/ops/decodeAttentionReference';
+import { setGemvVariant } from '../src/engine/ops/quantMatmul';
+import { sampleTokens } from '../src/engine/ops/sample';
+import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
+import { tokenStats, tokenStatsReduceKey } from '../src/engine/ops/tokenStats';
+import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
+import { quantCaseData, type QuantCaseSpec } from '../src/engine/testing/quantCase';
+import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
+import { Int4Weight, Int8Weight } from '../src/model/quant';
+import { quantMatmulF64 } from '../src/model/quantReference';
+
+const gpuErrors: string[] = [];
+const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+};
+
+let adapter = '';
+beforeAll(async () => {
+  adapter = await startDawn({ swiftshader: true });
+  const device = (tf.backend() as unknown as { device: GPUDevice }).device;
+  device.addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+});
+afterAll(() => {
+  setSubgroups(true);
+  setGemvVariant(null);
+});
+
+describe('Node + Dawn (SwiftShader Vulkan): the webgpu backend Sparring registers', () => {
+  it('runs on Dawn with subgroups requested and laid out contiguously, and custom kernels on', () => {
+    expect(adapter.toLowerCase()).toContain('swiftshader');
+    expect(tf.getBackend()).toBe('webgpu');
+    expect(customKernelsActive()).toBe(true);
+    const device = (tf.backend() as unknown as { device: GPUDevice }).device;
+    expect(device.features.has('subgroups' as GPUFeatureName)).toBe(true);
+    const s = subgroupStatus();
+    expect(s.active).toBe(true);
+    expect(s.layout?.contiguous).toBe(true);
+  });
+});
+
+for (const variant of ['subgroups', 'tree'] as const) {
+  describe(`Dawn: token stats with the ${variant} row reduction`, () => {
+    beforeAll(() => setSubgroups(variant === 'subgroups'));
+    for (const [rows, vocab] of [[3, 4099], [4, 49152]] as const) {
+      it(`[${rows}, ${vocab}] log-prob, entropy and reference log-prob match float64 within 1e-5`, async () => {
+        const seed = 3000 + vocab;
+        expect(tokenStatsReduceKey(vocab)).toMatch(variant === 'tree' ? /^tree$/ : /^sg\d+x\d+$/);
+        const c = seededLogits(rows, vocab, seed);
+        const r = seededLogits(rows, vocab, seed + 1);
+        const out = tf.tidy(() => tokenStats(tf.tensor2d(c.logits, [rows, vocab]), tf.tensor1d(c.ids, 'int32'), tf.tensor2d(r.logits, [rows, vocab])));
+        const got = await out.data();
+        out.dispose();
+        const own = tokenStatsF64(c.logits, rows, vocab, c.ids);
+        const ref = tokenStatsF64(r.logits, rows, vocab, c.ids);
+        for (let i = 0; i < rows; i++) {
+          expect(Math.abs(got[i * 3] - own.logp[i])).toBeLessThan(1e-5);
+          expect(Math.abs(got[i * 3 + 1] - own.entropy[i])).toBeLessThan(1e-5);
+          expect(Math.abs(got[i * 3 + 2] - ref.logp[i])).toBeLessThan(1e-5);
+        }
+      });
+    }
+  });
+}
+
+describe('Dawn: the token-stats gradient', () => {
+  it('d(logp, entropy)/d logits for [3, 1000] matches float64 within 1e-5', async () => {
+    const [rows, vocab, seed] = [3, 1000, 41];
+    const c = seededLogits(rows, vocab, seed);
+    const ids = tf.tensor1d(c.ids, 'int32');
+    const dy = tf.tensor2d(seededUpstream(rows, seed), [rows, 2]);
+    const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids), dy)))(tf.tensor2d(c.logits, [rows, vocab]));
+    const got = await g.data();
+    tf.dispose([ids, dy, g]);
+    expect(maxAbs(got, tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, seed)))).toBeLessThan(1e-5);
+  });
+});
+
+describe('Dawn: quantised matmul, forward and backward through the frozen weight', () => {
+  const cases: QuantCaseSpec[] = [
+    { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 21 },
+    { bits: 4, rows: 5, out: 75, in: 160, groupSize: 32, seed: 22, gemv: 'splitk' },
+    { bits: 8, rows: 41, out: 77, in: 1000, groupSize: 8, seed: 23 },
+    { bits: 4, rows: 40, out: 70, in: 1024, groupSize: 32, seed: 24 },
+  ];
+  for (const c of cases) {
+    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}]${c.gemv ? ` (${c.gemv} GEMV)` : ''} matches float64`, async () => {
+      const { w, x, dy } = quantCaseData(c);
+      const weight = c.bits === 8 ? Int8Weight.fromFloat32(w, [c.out, c.in], { groupSize: c.groupSize }) : Int4Weight.fromFloat32(w, [c.out, c.in], c.groupSize);
+      setGemvVariant(c.gemv ?? null);
+      const xt = tf.tensor2d(x, [c.rows, c.in]);
+      const dyt = tf.tensor2d(dy, [c.rows, c.out]);
+      const y = weight.matmul(xt);
+      const dx = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(weight.matmul(v as tf.Tensor2D), dyt)))(xt);
+      const got = { y: await y.data(), dx: await dx.data() };
+      tf.dispose([xt, dyt, y, dx]);
+      weight.dispose();
+      const ref = quantMatmulF64(c);
+      // f32 accumulation of up to 1,024 products of size <= 0.5 (as in the browser test).
+      const tol = c.in > 500 || c.out > 500 ? 3e-4 : 1e-4;
+      expect(maxAbs(got.y, ref.y)).toBeLessThan(tol);
+      expect(maxAbs(got.dx, ref.dx)).toBeLessThan(tol);
+    });
+  }
+});
+
+describe('Dawn: sampling and decode attention', () => {
+  it('top-k / top-p sampling picks the ids of the CPU reference, and repeats them for the same seed', async () => {
+    const [rows, vocab] = [6, 4099];
+    const o: SamplingOptions = { temperature: 0.8, topK: 40, topP: 0.9, seed: 7, step: 3 };
+    const c = seededLogits(rows, vocab, vocab + 5);
+    const draw = async () => {
+      const logits = tf.tensor2d(c.logits, [rows, vocab]);
+      const ids = await sampleTokens(logits, o);
+      const v = Array.from(await ids.data());
+      tf.dispose([logits, ids]);
+      return v;
+    };
+    const first = await draw();
+    expect(first).toEqual(Array.from(sampleReference(c.logits, rows, vocab, o)));
+    expect(await draw()).toEqual(first);
+  });
+
+  it('GQA decode attention over a KV cache (9 query / 3 kv heads of 64, 37 of 64 slots) matches float64 within 1e-5', async () => {
+    const c: AttentionCaseSpec = { batch: 2, heads: 9, kvHeads: 3, capacity: 64, headDim: 64, len: 37, seed: 31 };
+    expect(decodeAttentionFused(c.len)).toBe(true);
+    const d = attentionCaseData(c);
+    const t = tf.tidy(() =>
+      decodeAttention(
+        tf.tensor3d(d.q, [c.batch, c.heads, c.headDim]),
+        tf.tensor4d(d.k, [c.batch, c.kvHeads, c.capacity, c.headDim]),
+        tf.tensor4d(d.v, [c.batch, c.kvHeads, c.capacity, c.headDim]),
+        tf.tensor2d(d.bias, [c.batch, c.capacity]),
+        c.len,
+      ),
+    );
+    const got = await t.data();
+    t.dispose();
+    expect(maxAbs(got, decodeAttentionF64(c, d))).toBeLessThan(1e-5);
+  });
+
+  it('left no uncaptured WebGPU error (a shader Dawn refused to compile would show here)', () => {
+    expect(gpuErrors).toEqual([]);
+  });
+});
