@@ -4,7 +4,8 @@
 // Dawn's compiler, the layout probe) and each kernel family against float64 references.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDawn } from '../src/cli/node/dawn';
+import { readFileSync } from 'node:fs';
+import { CHROMIUM_VULKAN_LOADER, startDawn } from '../src/cli/node/dawn';
 import { setSubgroups, subgroupStatus } from '../src/engine/kernels/gpuFeatures';
 import { customKernelsActive } from '../src/engine/kernels/wgslProgram';
 import { decodeAttention, decodeAttentionFused } from '../src/engine/ops/decodeAttention';
@@ -47,6 +48,11 @@ describe('Node + Dawn (SwiftShader Vulkan): the webgpu backend Sparring register
     const s = subgroupStatus();
     expect(s.active).toBe(true);
     expect(s.layout?.contiguous).toBe(true);
+  });
+
+  it("uses Chromium's Vulkan loader, so it needs no system libvulkan1", () => {
+    const loaders = new Set(readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => /libvulkan\.so/.test(l)).map((l) => l.split(/\s+/).pop()));
+    expect([...loaders]).toEqual([CHROMIUM_VULKAN_LOADER]);
   });
 });
 

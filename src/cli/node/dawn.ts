@@ -4,10 +4,30 @@
 // the Node path is tested where CI runs, not only on a lent GPU machine.
 import * as tf from '@tensorflow/tfjs';
 import { existsSync } from 'node:fs';
+import { constants } from 'node:os';
 import { registerWebGPUBackend } from '../../engine/kernels/gpuFeatures';
 
 /** Chromium's SwiftShader Vulkan driver (a CPU implementation), as Debian installs it. */
 export const SWIFTSHADER_VULKAN_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+/** The Vulkan loader Chromium ships beside it (Debian's chromium does not pull in libvulkan1). */
+export const CHROMIUM_VULKAN_LOADER = '/usr/lib/chromium/libvulkan.so.1';
+// glibc's RTLD_NODELETE; Node's os.constants.dlopen does not list it.
+const RTLD_NODELETE = 0x1000;
+
+/**
+ * Maps Chromium's Vulkan loader into this process and keeps it there, so Dawn's own
+ * dlopen("libvulkan.so.1") finds it by soname on machines without the system loader.
+ * process.dlopen is the one way to dlopen from Node without an addon: it loads the library, then
+ * throws because it is not a Node module, and its dlclose is a no-op under RTLD_NODELETE.
+ */
+function preloadChromiumVulkanLoader(): void {
+  if (!existsSync(CHROMIUM_VULKAN_LOADER)) return;
+  try {
+    process.dlopen({ exports: {} } as NodeJS.Module, CHROMIUM_VULKAN_LOADER, constants.dlopen.RTLD_NOW | constants.dlopen.RTLD_GLOBAL | RTLD_NODELETE);
+  } catch (e) {
+    if (!/did not self-register/.test((e as Error).message)) throw e;
+  }
+}
 
 interface DawnModule {
   create(flags: string[]): GPU;
@@ -32,6 +52,7 @@ export async function startDawn(opts: DawnOptions = {}): Promise<string> {
     process.env.VK_DRIVER_FILES = SWIFTSHADER_VULKAN_ICD;
     // Mesa's implicit layers complain without it, on every instance.
     process.env.XDG_RUNTIME_DIR ??= '/tmp';
+    preloadChromiumVulkanLoader();
   }
   const dawn = (await import(/* @vite-ignore */ opts.module ?? 'webgpu')) as DawnModule;
   Object.assign(globalThis, dawn.globals);
