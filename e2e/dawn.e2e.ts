@@ -5,6 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { CHROMIUM_VULKAN_LOADER, startDawn } from '../src/cli/node/dawn';
 import { setSubgroups, subgroupStatus } from '../src/engine/kernels/gpuFeatures';
 import { customKernelsActive } from '../src/engine/kernels/wgslProgram';
@@ -17,7 +18,11 @@ import { tokenStats, tokenStatsReduceKey } from '../src/engine/ops/tokenStats';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
 import { quantCaseData, type QuantCaseSpec } from '../src/engine/testing/quantCase';
 import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
+import { parseModelConfig } from '../src/model/config';
+import { generate } from '../src/model/generate';
+import { disposeLlama, forward, loadLlama } from '../src/model/llama';
 import { Int4Weight, Int8Weight } from '../src/model/quant';
+import { parseSafetensors } from '../src/model/safetensors';
 import { quantMatmulF64 } from '../src/model/quantReference';
 
 const gpuErrors: string[] = [];
@@ -154,6 +159,22 @@ describe('Dawn: sampling and decode attention', () => {
     const got = await t.data();
     t.dispose();
     expect(maxAbs(got, decodeAttentionF64(c, d))).toBeLessThan(1e-5);
+  });
+
+  it('the tiny-llama-f32 golden fixture reproduces: logits within 1e-3 and the exact greedy continuation', async () => {
+    const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+    const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][]; greedy_continuation: number[] };
+    const model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))));
+    try {
+      const logits = forward(model, [golden.input_ids]);
+      const got = await logits.data();
+      logits.dispose();
+      expect(maxAbs(got, golden.logits.flat())).toBeLessThan(1e-3);
+      const r = await generate(model, [golden.input_ids], { maxNewTokens: golden.greedy_continuation.length, greedy: true });
+      expect(r.tokens[0]).toEqual(golden.greedy_continuation);
+    } finally {
+      disposeLlama(model);
+    }
   });
 
   it('left no uncaptured WebGPU error (a shader Dawn refused to compile would show here)', () => {
