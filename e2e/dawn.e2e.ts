@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CHROMIUM_VULKAN_LOADER, startDawn } from '../src/cli/node/dawn';
 import { setSubgroups, subgroupStatus } from '../src/engine/kernels/gpuFeatures';
-import { customKernelsActive } from '../src/engine/kernels/wgslProgram';
+import { customKernelsActive, webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { decodeAttention, decodeAttentionFused } from '../src/engine/ops/decodeAttention';
 import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/ops/decodeAttentionReference';
 import { setGemvVariant } from '../src/engine/ops/quantMatmul';
@@ -24,19 +24,14 @@ import { disposeLlama, forward, loadLlama } from '../src/model/llama';
 import { Int4Weight, Int8Weight } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { quantMatmulF64 } from '../src/model/quantReference';
+import { maxAbs } from '../src/engine/testing/maxAbs';
 
 const gpuErrors: string[] = [];
-const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-};
 
 let adapter = '';
 beforeAll(async () => {
   adapter = await startDawn({ swiftshader: true });
-  const device = (tf.backend() as unknown as { device: GPUDevice }).device;
-  device.addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
 });
 afterAll(() => {
   setSubgroups(true);
@@ -48,8 +43,7 @@ describe('Node + Dawn (SwiftShader Vulkan): the webgpu backend Sparring register
     expect(adapter.toLowerCase()).toContain('swiftshader');
     expect(tf.getBackend()).toBe('webgpu');
     expect(customKernelsActive()).toBe(true);
-    const device = (tf.backend() as unknown as { device: GPUDevice }).device;
-    expect(device.features.has('subgroups' as GPUFeatureName)).toBe(true);
+    expect(webgpuDevice().features.has('subgroups' as GPUFeatureName)).toBe(true);
     const s = subgroupStatus();
     expect(s.active).toBe(true);
     expect(s.layout?.contiguous).toBe(true);

@@ -4,14 +4,10 @@ import { describe, expect, inject, it } from 'vitest';
 import type { QuantCaseSpec } from '../src/engine/testing/quantCase';
 import { quantMatmulF64 as reference } from '../src/model/quantReference';
 import { sharedLabPage } from './browser';
+import { maxAbs } from '../src/engine/testing/maxAbs';
 
 const lab = sharedLabPage();
 
-const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-};
 
 describe('quantised matmul kernels on WebGPU', () => {
   // Rows 1 and 5 take the decode GEMV, 37 the tiled GEMM; no dimension is a multiple of 16, and

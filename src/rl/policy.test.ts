@@ -9,6 +9,7 @@ import { loadModel } from '../model/load.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, stopGradient, ValueHead } from './policy';
+import { maxAbs } from '../engine/testing/maxAbs.ts';
 
 const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
 
@@ -32,11 +33,6 @@ const PROMPTS = [
   [1, 60, 2, 44, 12, 7, 30],
 ];
 
-const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-};
 
 describe('packSequences', () => {
   it('left-pads prompts and appends responses; attention follows the masks', () => {

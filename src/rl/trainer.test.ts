@@ -12,6 +12,7 @@ import { AdamW } from './optim';
 import { policyStats, referenceStats, ValueHead } from './policy';
 import { learnStep, type LearnBatch, type TrainerConfig } from './trainer';
 import { fromRows, fromTensor2D, type TokenMatrix } from './types';
+import { maxAbs } from '../engine/testing/maxAbs.ts';
 
 const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
 
@@ -39,11 +40,6 @@ function restore(): void {
   for (const v of [...lora.variables(), ...head.variables()]) v.assign(tf.tensor(initial.get(v.name)!, v.shape));
 }
 const snapshot = () => [...lora.variables(), ...head.variables()].map((v) => Float32Array.from(v.dataSync()));
-const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-};
 
 const PROMPTS = [[1, 17, 33, 8, 41], [1, 5, 9], [1, 60, 2, 44, 12, 7, 30], [1, 22]];
 

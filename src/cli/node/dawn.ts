@@ -6,6 +6,7 @@ import * as tf from '@tensorflow/tfjs';
 import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
 import { registerWebGPUBackend } from '../../engine/kernels/gpuFeatures';
+import { webgpuDevice } from '../../engine/kernels/wgslProgram';
 
 /** Chromium's SwiftShader Vulkan driver (a CPU implementation), as Debian installs it. */
 export const SWIFTSHADER_VULKAN_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
@@ -68,8 +69,7 @@ export async function startDawn(opts: DawnOptions = {}): Promise<string> {
   registerWebGPUBackend(await import('@tensorflow/tfjs-backend-webgpu'));
   if (!(await tf.setBackend('webgpu'))) throw new Error('tf.setBackend("webgpu") failed on this adapter');
   await tf.ready();
-  const device = (tf.backend() as unknown as { device: GPUDevice }).device;
-  device.addEventListener('uncapturederror', (e) => console.error(`uncaptured WebGPU error: ${(e as GPUUncapturedErrorEvent).error.message}`));
+  webgpuDevice().addEventListener('uncapturederror', (e) => console.error(`uncaptured WebGPU error: ${(e as GPUUncapturedErrorEvent).error.message}`));
   const i = adapter.info;
   return `${i.vendor} ${i.architecture} ${i.description}`.replace(/\s+/g, ' ').trim();
 }
