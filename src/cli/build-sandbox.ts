@@ -1,14 +1,15 @@
 // npm run build:sandbox — trains the sandbox tokenizer and the built-in models (defender,
-// attacker, judge) from scratch and writes them to public/models/<name>/ as Hugging Face folders.
+// attacker, judge, qa) from scratch and writes them to public/models/<name>/ as Hugging Face folders.
 // Deterministic for a seed and backend. See src/data/sandbox/train.ts and the README there.
 //
 //   --out DIR            output folder (default public/models)
 //   --seed N             default 2024
 //   --quick              tiny model and 3 steps per model: proves the pipeline in seconds
-//   --only a,b           train only these models (defender, attacker, judge)
+//   --only a,b           train only these models (defender, attacker, judge, qa)
 //   --steps N            steps of every model (overrides the budget)
 //   --<model>-steps N    steps of one model, e.g. --defender-steps 800
 //   --batch N            sequences per step
+//   --batching length|prompt  batch bucketing of every model (overrides the budget; see trainSft)
 //   --backend wasm|cpu   default wasm (falls back to cpu)
 //   --bf16               store BF16 weights instead of F32
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -48,7 +49,7 @@ function int(args: Map<string, string | true>, key: string): number | undefined 
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const known = new Set(['out', 'seed', 'quick', 'only', 'steps', 'batch', 'backend', 'bf16', ...SANDBOX_MODELS.map((m) => `${m}-steps`)]);
+  const known = new Set(['out', 'seed', 'quick', 'only', 'steps', 'batch', 'backend', 'bf16', 'batching', ...SANDBOX_MODELS.map((m) => `${m}-steps`)]);
   for (const k of args.keys()) if (!known.has(k)) throw new Error(`build-sandbox: unknown flag --${k}`);
   const quick = args.has('quick');
   const out = String(args.get('out') ?? 'public/models');
@@ -56,12 +57,17 @@ async function main(): Promise<void> {
   const only = args.has('only') ? (String(args.get('only')).split(',') as SandboxModelName[]) : SANDBOX_MODELS;
   for (const m of only) if (!SANDBOX_MODELS.includes(m)) throw new Error(`build-sandbox: --only names unknown model ${m}`);
   const base = quick ? QUICK_BUDGETS : DEFAULT_BUDGETS;
+  const batching = args.get('batching');
+  if (batching !== undefined && batching !== 'length' && batching !== 'prompt') {
+    throw new Error(`build-sandbox: --batching must be length or prompt, got ${String(batching)}`);
+  }
   const budgets = {} as Record<SandboxModelName, ModelBudget>;
   for (const m of SANDBOX_MODELS) {
     budgets[m] = {
       ...base[m],
       steps: int(args, `${m}-steps`) ?? int(args, 'steps') ?? base[m].steps,
       batchSize: int(args, 'batch') ?? base[m].batchSize,
+      batching: batching ?? base[m].batching,
     };
   }
   const backend = await useTrainingBackend(args.get('backend') === 'cpu' ? 'cpu' : 'wasm');

@@ -10,6 +10,7 @@ import { disposeLlama, forward } from '../../model/llama';
 import { loadModel } from '../../model/load';
 import { createTokenizer, loadTokenizer } from '../../model/tokenizer';
 import { bpeTokenizerConfig, bpeTokenizerJson, trainBpe } from './bpeTrainer';
+import { mulberry32 } from '../../model/random';
 import { defenderSft, judgeData } from './datasets';
 import {
   buildSandboxModels,
@@ -17,6 +18,7 @@ import {
   encodeGuardSft,
   GUARD_CHAT_TEMPLATE,
   guardMessages,
+  makeBatches,
   QUICK_BUDGETS,
   QUICK_SPEC,
   renderGuardPrompt,
@@ -48,6 +50,38 @@ describe('training examples', () => {
     expect(rendered.endsWith('<|im_start|>assistant\n')).toBe(true);
     expect(() => singleTokenId(tok, 'unsafe')).not.toThrow();
     expect(() => singleTokenId(tok, 'safe')).not.toThrow();
+  });
+});
+
+describe('makeBatches', () => {
+  // 512 examples = one pool of 32 batches of 16: a 10-token prompt, then a 3-token reply for
+  // label 0 (even index) and a 5-token one for label 1 (odd), as CORRECT / INCORRECT differ.
+  const examples = Array.from({ length: 512 }, (_, i) => {
+    const reply = i % 2 === 0 ? 3 : 5;
+    return { ids: Array.from({ length: 10 + reply }, (_, j) => (j === 0 ? i : 7)), target: Uint8Array.from({ length: 10 + reply }, (_, j) => (j >= 10 ? 1 : 0)) };
+  });
+  const labelOnes = (b: { ids: number[] }[]) => b.filter((e) => e.ids[0] % 2 === 1).length;
+
+  it("'length' groups replies of one length: every batch holds one label", () => {
+    const batches = makeBatches(examples, 16, mulberry32(1), 'length');
+    expect(batches).toHaveLength(32);
+    expect(batches.map(labelOnes).sort((a, b) => a - b)).toEqual([...Array(16).fill(0), ...Array(16).fill(16)]);
+  });
+
+  it("'prompt' buckets by the prompt only: equal prompts keep index order, 8 of each label per batch", () => {
+    const batches = makeBatches(examples, 16, mulberry32(1), 'prompt');
+    expect(batches).toHaveLength(32);
+    expect(batches.map(labelOnes)).toEqual(Array(32).fill(8));
+    expect(new Set(batches.flat().map((e) => e.ids[0])).size).toBe(512);
+  });
+
+  it("'prompt' sorts by the tokens before the first target", () => {
+    // prompts of 4..7 tokens (i % 4 + 4), replies of 12 - prompt tokens: every whole length is 12
+    const mixed = Array.from({ length: 64 }, (_, i) => {
+      const p = (i % 4) + 4;
+      return { ids: Array.from({ length: 12 }, () => i), target: Uint8Array.from({ length: 12 }, (_, j) => (j >= p ? 1 : 0)) };
+    });
+    for (const b of makeBatches(mixed, 16, mulberry32(2), 'prompt')) expect(new Set(b.map((e) => e.ids[0] % 4)).size).toBe(1);
   });
 });
 
@@ -98,5 +132,15 @@ describe('buildSandboxModels (quick budget)', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
+  });
+
+  it('npm run build:sandbox rejects an unknown --batching before training', () => {
+    const run = () =>
+      execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/build-sandbox.ts', '--quick', '--batching', 'random', '--out', '/nonexistent'], {
+        encoding: 'utf8',
+        stdio: 'pipe',
+        timeout: 60_000,
+      });
+    expect(run).toThrow(/--batching must be length or prompt, got random/);
   });
 });

@@ -294,6 +294,8 @@ export interface SftOptions {
   /** Called every logEvery steps with the mean loss since the last call. */
   log?: (msg: string) => void;
   logEvery?: number;
+  /** Batch bucketing (default 'length', which the committed defender, attacker and judge used). */
+  batching?: SftBatching;
   label?: string;
 }
 
@@ -337,16 +339,32 @@ function batchLoss(model: LlamaModel, batch: SftExample[]): () => tf.Scalar {
 }
 
 /**
- * Batches of similar length (sorted by length within shuffled pools of 32 batches), so padding
- * stays small; the batch order is shuffled with the seed.
+ * How batches are bucketed: by whole length ('length', the first builds), or by the length of
+ * the prompt before the first target token ('prompt'). Sorting by whole length groups replies of
+ * equal length, so a batch holds nearly one verdict (CORRECT is two tokens shorter than
+ * INCORRECT, a refusal shorter than a compliance): each step then pushes the decision one way,
+ * and a 3-layer model stayed at chance on a one-token lookup after 300 steps that way.
  */
-function makeBatches(examples: SftExample[], batchSize: number, rand: () => number): SftExample[][] {
+export type SftBatching = 'length' | 'prompt';
+
+/** Tokens before the first target token. */
+function promptLength(e: SftExample): number {
+  const i = e.target.indexOf(1);
+  return i < 0 ? e.ids.length : i;
+}
+
+/**
+ * Batches of similar length (sorted within shuffled pools of 32 batches), so padding stays small;
+ * the batch order is shuffled with the seed.
+ */
+export function makeBatches(examples: SftExample[], batchSize: number, rand: () => number, batching: SftBatching): SftExample[][] {
   const order = examples.map((_, i) => i);
   shuffle(order, rand);
   const pool = batchSize * 32;
+  const key = batching === 'prompt' ? examples.map(promptLength) : examples.map((e) => e.ids.length);
   const batches: SftExample[][] = [];
   for (let s = 0; s < order.length; s += pool) {
-    const chunk = order.slice(s, s + pool).sort((a, b) => examples[a].ids.length - examples[b].ids.length || a - b);
+    const chunk = order.slice(s, s + pool).sort((a, b) => key[a] - key[b] || a - b);
     for (let i = 0; i < chunk.length; i += batchSize) batches.push(chunk.slice(i, i + batchSize).map((j) => examples[j]));
   }
   shuffle(batches, rand);
@@ -381,7 +399,7 @@ export async function trainSft(t: TrainableLlama, examples: SftExample[], opts: 
   let lastLoss = NaN;
   let tokens = 0;
   for (let step = 0; step < opts.steps; step++) {
-    if (batches.length === 0) batches = makeBatches(examples, opts.batchSize, rand);
+    if (batches.length === 0) batches = makeBatches(examples, opts.batchSize, rand, opts.batching ?? 'length');
     const batch = batches.pop() as SftExample[];
     tokens += batch.reduce((a, e) => a + e.ids.length, 0);
     const lr =
@@ -481,6 +499,8 @@ export interface ModelBudget {
   steps: number;
   batchSize: number;
   lr: number;
+  /** Batch bucketing (SftBatching; default 'length'). */
+  batching?: SftBatching;
 }
 
 export interface BuildOptions {
