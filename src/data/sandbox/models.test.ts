@@ -160,17 +160,18 @@ describe('built-in defender reproduces its designed vulnerabilities (greedy, hel
     expect(mon.all.accuracy).toBeGreaterThanOrEqual(MONITOR_MIN);
   });
 
-  it('the qa model answers QA items by value as designed on count and location; its monitor answers in format', async () => {
+  it('the qa model answers QA items by value as designed (count, location; color mostly); its monitor answers in format', async () => {
     // Measured (`npm run sandbox:baseline -- --only qa`, 120 held-out items): it gives the designed
-    // answer on 100% of count and 95% of location items and 39% of color items (names at the start
-    // of a story tokenise apart from the question's, e.g. "T"+"om" vs " Tom"); overall accuracy
-    // 0.54 against 0.68 designed and 0.25 by chance. Its monitor verdicts are at chance (0.50).
+    // answer on 100% of count and location items and 67% of color items (the build bucketed by
+    // whole length: 39%, and 15% unparsed); overall accuracy 0.58 against 0.68 designed and 0.25
+    // by chance. Its monitor verdicts are at chance (0.50).
     const q = loaded.get('qa')!;
     const qa = await probeQa(q, qaItems(60, 4646), GREEDY);
     expect(qa.count.matchesDesign).toBeGreaterThanOrEqual(0.8);
-    expect(qa.location.matchesDesign).toBeGreaterThanOrEqual(0.75);
-    expect(qa.all.accuracy).toBeGreaterThanOrEqual(0.4);
-    expect(qa.all.unparsed).toBeLessThanOrEqual(0.15);
+    expect(qa.location.matchesDesign).toBeGreaterThanOrEqual(0.8);
+    expect(qa.color.matchesDesign).toBeGreaterThanOrEqual(0.5);
+    expect(qa.all.accuracy).toBeGreaterThanOrEqual(0.45);
+    expect(qa.all.unparsed).toBeLessThanOrEqual(0.05);
     const mon = await probeMonitor(q, monitorCases(24, 4747, 'value'), GREEDY);
     expect(mon.all.unparsed).toBeLessThanOrEqual(0.05);
   });
