@@ -354,8 +354,8 @@ function promptLength(e: SftExample): number {
 }
 
 /**
- * Batches of similar length (sorted within shuffled pools of 32 batches), so padding stays small;
- * the batch order is shuffled with the seed.
+ * Batches of similar length, whole or prompt (sorted within shuffled pools of 32 batches), so
+ * padding stays small; the batch order is shuffled with the seed.
  */
 export function makeBatches(examples: SftExample[], batchSize: number, rand: () => number, batching: SftBatching): SftExample[][] {
   const order = examples.map((_, i) => i);
