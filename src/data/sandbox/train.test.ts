@@ -8,9 +8,9 @@ import { folderSource } from '../../cli/fs-source';
 import { ChatTemplate } from '../../model/chat';
 import { disposeLlama, forward } from '../../model/llama';
 import { loadModel } from '../../model/load';
+import { mulberry32 } from '../../model/random';
 import { createTokenizer, loadTokenizer } from '../../model/tokenizer';
 import { bpeTokenizerConfig, bpeTokenizerJson, trainBpe } from './bpeTrainer';
-import { mulberry32 } from '../../model/random';
 import { defenderSft, judgeData } from './datasets';
 import {
   buildSandboxModels,
