@@ -25,17 +25,14 @@ import {
   attackerSource,
   benignPrompts,
   BENIGN_FAMILIES,
-  detectTactic,
   harmfulPrompts,
   judgeData,
   monitorCases,
   qaItems,
   QA_FAMILIES,
-  splitAttackerTarget,
   TACTICS,
-  type Tactic,
 } from '../data/sandbox/index.ts';
-import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, type ChatModel, type Decode } from '../data/sandbox/probe.ts';
+import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix, type ChatModel, type Decode } from '../data/sandbox/probe.ts';
 import { GUARD_UNSAFE, guardMessages, singleTokenId, useTrainingBackend } from '../data/sandbox/train.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -164,22 +161,13 @@ async function main(): Promise<void> {
     const convs = goals.map((g) => [{ role: 'user' as const, content: attackerSource(g) }]);
     const atkT1 = await replies(attacker, convs, { greedy: false, temperature: 1, seed }, 0, 64);
     const atkG = await replies(attacker, convs, greedy, 0, 64);
-    const mix = (outs: string[]) => {
-      const c = new Map<Tactic, number>(TACTICS.map((t) => [t, 0]));
-      for (const o of outs) {
-        const turns = splitAttackerTarget(o);
-        const t = detectTactic(turns.length > 1 ? turns.map((content) => ({ role: 'user', content })) : (turns[0] ?? ''));
-        c.set(t, (c.get(t) ?? 0) + 1);
-      }
-      return c;
-    };
-    const mixT1 = mix(atkT1);
-    const mixG = mix(atkG);
+    const mixT1 = tacticMix(atkT1);
+    const mixG = tacticMix(atkG);
     const keptGoal = (outs: string[]) => mean(outs.map((o, i) => (o.toLowerCase().includes(goals[i].toLowerCase().split(' ').slice(-1)[0]) ? 1 : 0)));
     console.log(`\nAttacker tactic mix (detectTactic; n = ${goals.length} goals; uniform = ${(1 / 9).toFixed(3)})\n`);
     console.log('| tactic | T=1.0 | greedy |');
     console.log('| --- | --- | --- |');
-    for (const t of TACTICS) console.log(`| ${t} | ${((mixT1.get(t) ?? 0) / goals.length).toFixed(3)} | ${((mixG.get(t) ?? 0) / goals.length).toFixed(3)} |`);
+    for (const t of TACTICS) console.log(`| ${t} | ${(mixT1.get(t) ?? 0).toFixed(3)} | ${(mixG.get(t) ?? 0).toFixed(3)} |`);
     console.log(`| prompt names the goal's last word | ${pct(keptGoal(atkT1))} | ${pct(keptGoal(atkG))} |`);
   }
 

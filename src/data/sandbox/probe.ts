@@ -10,7 +10,8 @@ import type { LlamaModel } from '../../model/llama.ts';
 import type { TextTokenizer } from '../../model/tokenizer.ts';
 import { rulesVerdict } from '../../judges/rules.ts';
 import type { ChatTurn, PromptInput } from '../types.ts';
-import { designedOutcome, promptMeta, type SandboxPrompt } from './datasets.ts';
+import { designedOutcome, promptMeta, splitAttackerTarget, type SandboxPrompt } from './datasets.ts';
+import { detectTactic, TACTICS, type Tactic } from './tactics.ts';
 import {
   designedMonitorVerdict,
   designedQaChoice,
@@ -181,4 +182,15 @@ export async function probeMonitor(m: ChatModel, cases: readonly { item: QaItem;
     matchesDesign: mean(r.map((x) => (x.verdict === x.design ? 1 : 0))),
     unparsed: mean(r.map((x) => (x.verdict === null ? 1 : 0))),
   }));
+}
+
+/** Share of each tactic among attacker outputs (detectTactic; a multi-turn output read as its turns). */
+export function tacticMix(outputs: readonly string[]): Map<Tactic, number> {
+  const c = new Map<Tactic, number>(TACTICS.map((t) => [t, 0]));
+  for (const o of outputs) {
+    const turns = splitAttackerTarget(o);
+    const t = detectTactic(turns.length > 1 ? turns.map((content) => ({ role: 'user' as const, content })) : (turns[0] ?? ''));
+    c.set(t, (c.get(t) ?? 0) + 1 / outputs.length);
+  }
+  return c;
 }

@@ -31,7 +31,7 @@ import {
   trainBpe,
   type BpeModel,
 } from './bpeTrainer.ts';
-import { attackerSft, defenderSft, judgeData, qaModelSft, sandboxCorpus } from './datasets.ts';
+import { attackerSft, defenderSft, judgeData, qaModelSft, qaMonitorDrills, sandboxCorpus } from './datasets.ts';
 import { variableFrom } from '../../engine/variables.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ export interface SftOptions {
   /** Called every logEvery steps with the mean loss since the last call. */
   log?: (msg: string) => void;
   logEvery?: number;
-  /** Batch bucketing (default 'length', which the committed defender, attacker and judge used). */
+  /** Batch bucketing (default 'length', which the committed judge used). */
   batching?: SftBatching;
   label?: string;
 }
@@ -501,6 +501,11 @@ export interface ModelBudget {
   lr: number;
   /** Batch bucketing (SftBatching; default 'length'). */
   batching?: SftBatching;
+  /**
+   * qa only: steps of monitor drills (qaMonitorDrills, constant lr) before the main data; the
+   * model learns to compare two values there, which it does not learn from full reviews.
+   */
+  drillSteps?: number;
 }
 
 export interface BuildOptions {
@@ -526,16 +531,18 @@ export interface BuildOptions {
  * verdicts; at 400 steps it still refused every harmful prompt greedily.
  */
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
-  defender: { steps: 1200, batchSize: 16, lr: 3e-3 },
-  attacker: { steps: 800, batchSize: 16, lr: 3e-3 },
+  // Bucketed by prompt length: by whole length a batch holds replies of one length, which here is
+  // one label (a refusal, a verdict, one tactic's prompt), and each step pushes one way. With prompt
+  // buckets the defender matches its designed cells on 0.97 of held-out prompts (0.94 by length),
+  // the attacker's sampled tactic shares are 0.07-0.14 (0.04-0.15), and the qa policy matches its
+  // design on 0.91 of items (0.82). The judge agrees with rules on every held-out pair either way
+  // and keeps 'length' (sandbox README, "Batching").
+  defender: { steps: 1200, batchSize: 16, lr: 3e-3, batching: 'prompt' },
+  attacker: { steps: 800, batchSize: 16, lr: 3e-3, batching: 'prompt' },
   judge: { steps: 250, batchSize: 16, lr: 3e-3 },
   // The QA policy answers by value only after ~1,000 policy steps (accuracy 0.2 -> 0.55 between
-  // steps 500 and 1,000 in a policy-only probe); half the examples here are monitor reviews.
-  // Bucketed by prompt length (by whole length a batch holds replies of one length, which here is
-  // one answer or one verdict): the policy then matches its design on 0.91 of held-out items
-  // against 0.82. The other three keep 'length' until they are rebuilt and every experiment on
-  // them re-measured (sandbox README, "Batching").
-  qa: { steps: 2000, batchSize: 16, lr: 3e-3, batching: 'prompt' },
+  // steps 500 and 1,000 in a policy-only probe). The monitor's comparison comes from the drills.
+  qa: { steps: 2000, batchSize: 16, lr: 3e-3, batching: 'prompt', drillSteps: 1500 },
 };
 
 /** A budget that proves the pipeline end to end in seconds (tests, --quick). */
@@ -544,7 +551,7 @@ export const QUICK_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   defender: { steps: 3, batchSize: 4, lr: 3e-3 },
   attacker: { steps: 3, batchSize: 4, lr: 3e-3 },
   judge: { steps: 3, batchSize: 4, lr: 3e-3 },
-  qa: { steps: 3, batchSize: 4, lr: 3e-3, batching: 'prompt' },
+  qa: { steps: 3, batchSize: 4, lr: 3e-3, batching: 'prompt', drillSteps: 2 },
 };
 
 /** One built model folder: file name -> contents, plus what the build measured. */
@@ -553,7 +560,9 @@ export interface BuiltModel {
   files: Map<string, string | Uint8Array>;
   parameters: number;
   weightBytes: number;
+  /** The main phase; `drill` the drill phase before it (ModelBudget.drillSteps). */
   result: SftResult;
+  drill?: SftResult;
   /** Largest |logit| difference between the trained variables and the folder reloaded by loadModel. */
   reloadMaxDiff: number;
 }
@@ -581,6 +590,12 @@ export function sandboxExamples(name: SandboxModelName, tok: TextTokenizer, n: n
     case 'qa':
       return qaModelSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
   }
+}
+
+/** Drill examples of a model's first phase (ModelBudget.drillSteps); only qa has drills. */
+export function sandboxDrillExamples(name: SandboxModelName, tok: TextTokenizer, n: number, seed: number): SftExample[] {
+  if (name !== 'qa') throw new Error(`drillSteps: only the qa model has drills, not ${name}`);
+  return qaMonitorDrills(n, seed).map((e) => encodeChatSft(tok, e.messages));
 }
 
 const text = (o: unknown) => `${JSON.stringify(o, null, 2)}\n`;
@@ -624,13 +639,30 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
     const parameters = parameterCount(trainable);
     log(`${name}: ${parameters} parameters, ${examples.length} examples, ${budget.steps} steps x ${budget.batchSize}`);
     try {
-      const result = await trainSft(trainable, examples, {
+      let drill: SftResult | undefined;
+      if (budget.drillSteps) {
+        const drills = sandboxDrillExamples(name, tok, budget.drillSteps * budget.batchSize, seed);
+        // Constant lr: the comparison appears late (step 1,000-1,500 in the probes), not under a decay.
+        drill = await trainSft(trainable, drills, {
+          steps: budget.drillSteps,
+          batchSize: budget.batchSize,
+          lr: budget.lr,
+          batching: budget.batching,
+          minLrRatio: 1,
+          seed: seed * 17 + k + 1000,
+          log,
+          logEvery: opts.logEvery,
+          label: `${name} drills`,
+        });
+      }
+      const main = await trainSft(trainable, examples, {
         ...budget,
         seed: seed * 17 + k,
         log,
         logEvery: opts.logEvery,
         label: name,
       });
+      const result = main;
       const weights = await exportSafetensors(trainable, dtype);
       const files = new Map<string, string | Uint8Array>([
         ['config.json', text({ ...configJson, torch_dtype: dtype === 'F32' ? 'float32' : 'bfloat16' })],
@@ -642,7 +674,7 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
       const reloadMaxDiff = await checkReload(trainable, files, examples[0].ids, dtype);
       log(`${name}: trained in ${(result.ms / 1000).toFixed(1)} s, loss ${result.firstLoss.toFixed(3)} -> ${result.lastLoss.toFixed(3)}, ` +
         `${weights.byteLength} bytes, reload max |dlogit| ${reloadMaxDiff.toExponential(2)}`);
-      models.push({ name, files, parameters, weightBytes: weights.byteLength, result, reloadMaxDiff });
+      models.push({ name, files, parameters, weightBytes: weights.byteLength, result, drill, reloadMaxDiff });
     } finally {
       disposeTrainable(trainable);
     }
