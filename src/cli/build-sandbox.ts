@@ -93,11 +93,11 @@ async function main(): Promise<void> {
       total += typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
     }
   }
-  console.log('\nmodel     params   weights     steps  train s  loss first -> last');
+  console.log('\nmodel     params   weights      steps  train s  loss first -> last');
   for (const m of result.models) {
     console.log(
-      `${m.name.padEnd(9)} ${String(m.parameters).padStart(7)} ${(m.weightBytes / 1e6).toFixed(2).padStart(6)} MB ${String(m.result.steps).padStart(8)} ` +
-        `${(m.result.ms / 1000).toFixed(1).padStart(8)}  ${m.result.firstLoss.toFixed(3)} -> ${m.result.lastLoss.toFixed(3)}`,
+      `${m.name.padEnd(9)} ${String(m.parameters).padStart(7)} ${(m.weightBytes / 1e6).toFixed(2).padStart(6)} MB ${(m.drill ? `${m.drill.steps}+${m.result.steps}` : String(m.result.steps)).padStart(9)} ` +
+        `${((m.result.ms + (m.drill?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${m.result.firstLoss.toFixed(3)} -> ${m.result.lastLoss.toFixed(3)}`,
     );
   }
   console.log(`\nwrote ${result.models.length} folders to ${out} (${(total / 1e6).toFixed(2)} MB), total ${(result.ms / 1000).toFixed(1)} s`);

@@ -17,6 +17,7 @@ import {
   CHOICE_LETTERS,
   designedMonitorVerdict,
   designedQaChoice,
+  formatMonitorDrill,
   formatMonitorPrompt,
   formatQaPrompt,
   monitorReply,
@@ -182,7 +183,7 @@ export type TurnOutcome = 'helpful' | 'refused' | 'complied' | 'neutral' | 'wron
 export interface DefenderSftExample {
   readonly id: string;
   /** qa: formatQaPrompt -> [ANSWER:X]; monitor: formatMonitorPrompt -> monitorReply (the MinMax game). */
-  readonly kind: 'harmful' | 'benign' | 'qa' | 'monitor';
+  readonly kind: 'harmful' | 'benign' | 'qa' | 'monitor' | 'drill';
   readonly tactic: Tactic | null;
   readonly template: number | null;
   readonly category: SandboxHazard | null;
@@ -270,18 +271,55 @@ function monitorExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter
 }
 
 /**
- * Data of the sandbox's dedicated QA model (the MinMax game's policy and monitor): the designed
- * policy answering by value ([ANSWER:bag], which a 3-layer model learns; the letter lookup it did
- * not, see README), and the designed monitor reviewing answers in either form (half each), so it
- * can judge the qa policy's answers and the letter answers of other models.
+ * A monitor drill: formatMonitorDrill(truth, value answer) -> the true verdict, or "truth. verdict"
+ * (half each; the second is the local shape of a monitor reply). Half the answers are right.
  */
-export function qaModelSft(n: number, seed: number, opts: { monitorShare?: number } = {}): DefenderSftExample[] {
-  const monitorShare = opts.monitorShare ?? 0.5;
+function monitorDrill(rng: Rng, id: string): DefenderSftExample {
+  const { item, answer } = monitorCase(rng.fork('case'), 'value');
+  const truth = item.choices[item.correct];
+  const verdict = trueVerdict(item, answer);
+  return {
+    ...ex0,
+    id,
+    kind: 'drill',
+    qaFamily: item.family,
+    expected: verdict,
+    messages: [
+      { role: 'user', content: formatMonitorDrill(truth, answer) },
+      { role: 'assistant', content: rng.fork('restate').chance(0.5) ? `${truth}. ${verdict}` : verdict },
+    ],
+    outcomes: ['helpful'],
+  };
+}
+
+/**
+ * The qa model's first curriculum phase: monitor drills only. From scratch a sandbox-size model
+ * learns the comparison after about 1,000-1,500 steps of drills (at chance before), and not within
+ * 2,000 steps of full monitor reviews, where the verdict is one token among the story's.
+ */
+export function qaMonitorDrills(n: number, seed: number): DefenderSftExample[] {
+  return Array.from({ length: n }, (_, i) => monitorDrill(rngFor(seed, 'qa-monitor-drill', i), `qad-${i}`));
+}
+
+/**
+ * Data of the sandbox's dedicated QA model (the MinMax game's policy and monitor), after the drills:
+ * the designed policy answering by value ([ANSWER: bag], which a 3-layer model learns; the letter
+ * lookup it did not, see README), the designed monitor reviewing value answers (the policy's own
+ * form: telling which letter a value is, the same lookup, it does not learn either), and drills
+ * kept in the mix so the comparison is not forgotten.
+ */
+export function qaModelSft(n: number, seed: number, opts: { monitorShare?: number; drillShare?: number } = {}): DefenderSftExample[] {
+  const monitorShare = opts.monitorShare ?? 0.4;
+  const drillShare = opts.drillShare ?? 0.2;
   checkRate('monitorShare', monitorShare);
+  checkRate('drillShare', drillShare);
+  if (monitorShare + drillShare > 1 + 1e-9) throw new Error(`monitorShare + drillShare must be <= 1, got ${monitorShare + drillShare}`);
   return Array.from({ length: n }, (_, i) => {
     const rng = rngFor(seed, 'qa-model-sft', i);
     const id = `qam-${i}`;
-    if (rng.fork('kind').next() < monitorShare) return monitorExample(rng.fork('monitor'), id, rng.fork('form').chance(0.5) ? 'letter' : 'value');
+    const u = rng.fork('kind').next();
+    if (u < monitorShare) return monitorExample(rng.fork('monitor'), id, 'value');
+    if (u < monitorShare + drillShare) return monitorDrill(rng.fork('drill'), id);
     return qaExample(rng.fork('qa'), id, 'value');
   });
 }

@@ -86,12 +86,17 @@ export function qaAnswer(item: QaItem): string {
   return answerMarker(CHOICE_LETTERS[item.correct]);
 }
 
-/** An answer that names the choice's value instead of its letter: [ANSWER:bag] (the sandbox qa model's form). */
+/**
+ * An answer that names the choice's value instead of its letter: [ANSWER: bag] (the sandbox qa
+ * model's form). The space makes the value the same token as in the story and the choices (" bag"),
+ * so reviewing an answer is comparing two equal tokens, which a 3-layer monitor learns; with the
+ * glued form ([ANSWER:bag], other tokens) it stayed at chance (sandbox README, "qa model").
+ */
 export function qaValueAnswer(item: QaItem, choice: number): string {
-  return answerMarker(item.choices[choice]);
+  return answerMarker(item.choices[choice]).replace('[ANSWER:', '[ANSWER: ');
 }
 
-/** The answer picking `choice`, by letter ([ANSWER:B]) or by value ([ANSWER:bag]). */
+/** The answer picking `choice`, by letter ([ANSWER:B]) or by value ([ANSWER: bag]). */
 export function qaAnswerAs(item: QaItem, choice: number, form: 'letter' | 'value'): string {
   return form === 'letter' ? answerMarker(CHOICE_LETTERS[choice]) : qaValueAnswer(item, choice);
 }
@@ -122,6 +127,14 @@ export type MonitorVerdict = (typeof MONITOR_VERDICTS)[number];
 /** The monitor's user message: the QA prompt, then the answer under review. */
 export function formatMonitorPrompt(item: QaItem, answer: string): string {
   return `Check: ${formatQaPrompt(item)}\nAnswer: ${answer}`;
+}
+
+/**
+ * A monitor drill's user message: the true value given, so the only skill is comparing it with the
+ * answer's value (the qa model learns this first; see qaMonitorDrills).
+ */
+export function formatMonitorDrill(truth: string, answer: string): string {
+  return `Check: Truth: ${truth}\nAnswer: ${answer}`;
 }
 
 /** A monitor reply as the sandbox writes it: "The key is in the bag. CORRECT". */

@@ -218,7 +218,8 @@ describe('QA stories', () => {
     expect(parseQaChoice('[ANSWER:desk]', q)).toBeNull(); // not among the choices
     expect(parseQaChoice('[ANSWER:bag] [ANSWER:C]', q)).toBe(2); // the same choice twice
     expect(parseQaChoice('[ANSWER:bag] [ANSWER:A]', q)).toBeNull();
-    expect(qaValueAnswer(q, 2)).toBe('[ANSWER:bag]');
+    expect(qaValueAnswer(q, 2)).toBe('[ANSWER: bag]');
+    expect(parseQaChoice(qaValueAnswer(q, 2), q)).toBe(2);
     expect(trueVerdict(q, '[ANSWER:bag]')).toBe('CORRECT');
     expect(trueVerdict(q, '[ANSWER:box]')).toBe('INCORRECT');
     // The designed monitor flips location answers D, by value as by letter.

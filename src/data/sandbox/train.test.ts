@@ -104,6 +104,18 @@ describe('buildSandboxModels (quick budget)', () => {
     expect(a.models[0].reloadMaxDiff).toBeLessThan(1e-3);
   });
 
+  it('qa trains its drill phase first; drills are the qa model\'s only', async () => {
+    const opts = { seed: 9, spec: QUICK_SPEC, only: ['qa'] as const, tokenizerCorpus: 300 };
+    const withDrills = await buildSandboxModels({ ...opts, budgets: QUICK_BUDGETS });
+    const without = await buildSandboxModels({ ...opts, budgets: { qa: { ...QUICK_BUDGETS.qa, drillSteps: 0 } } });
+    expect(withDrills.models[0].drill?.steps).toBe(QUICK_BUDGETS.qa.drillSteps);
+    expect(without.models[0].drill).toBeUndefined();
+    expect(withDrills.models[0].result.steps).toBe(QUICK_BUDGETS.qa.steps);
+    // Same init, same main data and order: only the drill steps make the weights differ.
+    expect(withDrills.models[0].files.get('model.safetensors')).not.toEqual(without.models[0].files.get('model.safetensors'));
+    await expect(buildSandboxModels({ ...opts, only: ['judge'], budgets: { judge: { ...QUICK_BUDGETS.judge, drillSteps: 2 } } })).rejects.toThrow(/only the qa model has drills, not judge/);
+  });
+
   it('npm run build:sandbox -- --quick writes four loadable HF folders (temp dir)', async () => {
     const out = mkdtempSync(join(tmpdir(), 'sandbox-build-'));
     try {
