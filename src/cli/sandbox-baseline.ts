@@ -147,7 +147,7 @@ async function main(): Promise<void> {
     const qa = await probeQa(qaModel, items, greedy);
     const monL = await probeMonitor(qaModel, monitorCases(3 * n, seed + 500), greedy);
     const monV = await probeMonitor(qaModel, monitorCases(3 * n, seed + 500, 'value'), greedy);
-    console.log(`\nQA model as policy (formatQaPrompt -> [ANSWER:value], n = ${items.length}) and monitor (n = ${3 * n} per answer form, half the answers right), greedy\n`);
+    console.log(`\nQA model as policy (formatQaPrompt -> [ANSWER: value], n = ${items.length}) and monitor (n = ${3 * n} per answer form, half the answers right), greedy\n`);
     console.log('| family | policy accuracy | designed | matches design | unparsed | monitor acc (letters) | monitor acc (values) | designed | matches design (values) |');
     console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const f of [...QA_FAMILIES, 'all'] as const) {

@@ -153,7 +153,7 @@ function byFamily<T extends { family: QaFamily }>(rows: T[], score: (rows: T[]) 
   return out;
 }
 
-/** The QA policy prompt formatQaPrompt(item) -> [ANSWER:X] or [ANSWER:value], per family. */
+/** The QA policy prompt formatQaPrompt(item) -> [ANSWER:X] or [ANSWER: value], per family. */
 export async function probeQa(m: ChatModel, items: readonly QaItem[], d: Decode): Promise<Record<QaFamily | 'all', QaProbe>> {
   const res = await replies(m, items.map((it) => [{ role: 'user', content: formatQaPrompt(it) }]), d, 0, 12);
   const rows = items.map((it, i) => ({ family: it.family, pick: parseQaChoice(res[i], it), correct: it.correct, design: designedQaChoice(it) }));
