@@ -294,7 +294,7 @@ export interface SftOptions {
   /** Called every logEvery steps with the mean loss since the last call. */
   log?: (msg: string) => void;
   logEvery?: number;
-  /** Batch bucketing (default 'length', which the committed judge used). */
+  /** Batch bucketing (default 'length', which the committed defender and judge used). */
   batching?: SftBatching;
   label?: string;
 }
@@ -532,12 +532,13 @@ export interface BuildOptions {
  */
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   // Bucketed by prompt length: by whole length a batch holds replies of one length, which here is
-  // one label (a refusal, a verdict, one tactic's prompt), and each step pushes one way. With prompt
-  // buckets the defender matches its designed cells on 0.97 of held-out prompts (0.94 by length),
-  // the attacker's sampled tactic shares are 0.07-0.14 (0.04-0.15), and the qa policy matches its
-  // design on 0.91 of items (0.82). The judge agrees with rules on every held-out pair either way
-  // and keeps 'length' (sandbox README, "Batching").
-  defender: { steps: 1200, batchSize: 16, lr: 3e-3, batching: 'prompt' },
+  // one label (a refusal, a verdict, one tactic's prompt), and each step pushes one way. The
+  // attacker's sampled tactic shares are then 0.07-0.14 (0.04-0.15 by length) and the qa policy
+  // matches its design on 0.91 of items (0.82). The defender keeps 'length': rebuilt by prompt it
+  // matches its designed cells better (0.97 vs 0.94) but complies in its weak cells so surely that
+  // RL defence never samples a refusal there and learns nothing (sandbox README, "Batching").
+  // The judge agrees with rules on every held-out pair and keeps 'length'.
+  defender: { steps: 1200, batchSize: 16, lr: 3e-3 },
   attacker: { steps: 800, batchSize: 16, lr: 3e-3, batching: 'prompt' },
   judge: { steps: 250, batchSize: 16, lr: 3e-3 },
   // The QA policy answers by value only after ~1,000 policy steps (accuracy 0.2 -> 0.55 between
