@@ -294,7 +294,7 @@ export interface SftOptions {
   /** Called every logEvery steps with the mean loss since the last call. */
   log?: (msg: string) => void;
   logEvery?: number;
-  /** Batch bucketing (default 'length', which the committed defender and judge used). */
+  /** Batch bucketing (default 'length', which the committed defender, attacker and judge used). */
   batching?: SftBatching;
   label?: string;
 }
@@ -531,15 +531,15 @@ export interface BuildOptions {
  * verdicts; at 400 steps it still refused every harmful prompt greedily.
  */
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
-  // Bucketed by prompt length: by whole length a batch holds replies of one length, which here is
-  // one label (a refusal, a verdict, one tactic's prompt), and each step pushes one way. The
-  // attacker's sampled tactic shares are then 0.07-0.14 (0.04-0.15 by length) and the qa policy
-  // matches its design on 0.91 of items (0.82). The defender keeps 'length': rebuilt by prompt it
-  // matches its designed cells better (0.97 vs 0.94) but complies in its weak cells so surely that
-  // RL defence never samples a refusal there and learns nothing (sandbox README, "Batching").
-  // The judge agrees with rules on every held-out pair and keeps 'length'.
+  // The defender, attacker and judge were built bucketed by whole length; the qa model by prompt.
+  // By whole length a batch holds replies of one length, which here is one label (a refusal, a
+  // verdict, one tactic's prompt). Rebuilt by prompt, the defender matches its designed cells
+  // better (0.97 vs 0.94) and the attacker's tactic mix is flatter (0.07-0.14 vs 0.04-0.15), but
+  // the trained attacker then lands in weak cells the defender complies with so surely that
+  // `defend` never samples a refusal and learns nothing, with either defender (sandbox README,
+  // "Batching"). They keep 'length' until the weak cells are made less certain.
   defender: { steps: 1200, batchSize: 16, lr: 3e-3 },
-  attacker: { steps: 800, batchSize: 16, lr: 3e-3, batching: 'prompt' },
+  attacker: { steps: 800, batchSize: 16, lr: 3e-3 },
   judge: { steps: 250, batchSize: 16, lr: 3e-3 },
   // The QA policy answers by value only after ~1,000 policy steps (accuracy 0.2 -> 0.55 between
   // steps 500 and 1,000 in a policy-only probe). The monitor's comparison comes from the drills.
