@@ -36,7 +36,7 @@
 // `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
 // step with the same R, J from the untrained monitor (or no judge term).
 import { qaItems, rngFor, type QaExample } from '../data/sandbox/index.ts';
-import { formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, CHOICE_LETTERS, type QaItem } from '../data/sandbox/qa.ts';
+import { answerFormOf, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, qaAnswerAs, type QaItem } from '../data/sandbox/qa.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
@@ -222,8 +222,10 @@ export class GameRun implements RecipeRun {
     if (this.game.judge === 'none') return out;
     const c = await this.critique(items, a.texts, 0, true);
     const v = c.texts.map(critiqueVerdict);
-    // Balanced: each item once with its right answer and once with a wrong one, as the policy writes them.
-    const scripted = items.flatMap((it) => [`[ANSWER:${CHOICE_LETTERS[it.correct]}]`, `[ANSWER:${CHOICE_LETTERS[(it.correct + 1) % 4]}]`]);
+    // Balanced: each item once with its right answer and once with a wrong one, in the form the
+    // policy writes (the sandbox qa model answers by value, and its monitor reviews that form).
+    const form = answerFormOf(a.texts);
+    const scripted = items.flatMap((it) => [qaAnswerAs(it, it.correct, form), qaAnswerAs(it, (it.correct + 1) % 4, form)]);
     const bItems = items.flatMap((it) => [it, it]);
     const b = await this.critique(bItems, scripted, 0, true);
     const bv = b.texts.map(critiqueVerdict);

@@ -102,6 +102,22 @@ export function qaAnswerAs(item: QaItem, choice: number, form: 'letter' | 'value
 }
 
 /**
+ * The form most of these answers use: 'value' when more name a value ([ANSWER: bag]) than a
+ * letter ([ANSWER:B]), else 'letter'. Lets an evaluation script answers the way the policy writes.
+ */
+export function answerFormOf(answers: readonly string[]): 'letter' | 'value' {
+  let letters = 0;
+  let values = 0;
+  for (const a of answers) {
+    for (const m of a.matchAll(/\[ANSWER:([^\]]*)\]/g)) {
+      if (/^[A-Da-d]$/.test(m[1].trim())) letters++;
+      else values++;
+    }
+  }
+  return values > letters ? 'value' : 'letter';
+}
+
+/**
  * The choice index a response picks, or null when it picks none or several: by letter
  * ([ANSWER:C] -> 2) and, given the item, by value ([ANSWER:bag] -> the index of bag).
  */

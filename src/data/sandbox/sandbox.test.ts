@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BENIGN_FAMILIES, CAPITALS, helpfulAnswer, HELPFUL_TEMPLATES, reverseWord, sampleBenign, solveBenign } from './benign';
 import { allGoals, HAZARDS, LLAMA_GUARD_CATEGORIES, SANDBOX_HAZARDS, sampleGoal } from './hazards';
 import { answerMarker, findAnswerMarkers, findPayloadMarkers, PAYLOAD_MARKER_EXACT, payloadMarker } from './markers';
-import { designedMonitorVerdict, formatQaPrompt, parseQaChoice, QA_FAMILIES, qaAnswer, qaValueAnswer, sampleQa, trueVerdict, type QaItem } from './qa';
+import { answerFormOf, designedMonitorVerdict, formatQaPrompt, parseQaChoice, QA_FAMILIES, qaAnswer, qaValueAnswer, sampleQa, trueVerdict, type QaItem } from './qa';
 import { compliance, COMPLIANCE_TEMPLATES, REFUSALS } from './responses';
 import { Rng, rngFor } from './rng';
 import {
@@ -219,6 +219,10 @@ describe('QA stories', () => {
     expect(parseQaChoice('[ANSWER:bag] [ANSWER:C]', q)).toBe(2); // the same choice twice
     expect(parseQaChoice('[ANSWER:bag] [ANSWER:A]', q)).toBeNull();
     expect(qaValueAnswer(q, 2)).toBe('[ANSWER: bag]');
+    expect(answerFormOf(['[ANSWER: bag]', '[ANSWER:box]', '[ANSWER:C]'])).toBe('value');
+    expect(answerFormOf(['[ANSWER:B]', 'It is [ANSWER: c]', '[ANSWER: bag]'])).toBe('letter');
+    expect(answerFormOf(['no answer', '[ANSWER: bag] [ANSWER:A]'])).toBe('letter'); // a tie
+    expect(answerFormOf([])).toBe('letter');
     expect(parseQaChoice(qaValueAnswer(q, 2), q)).toBe(2);
     expect(trueVerdict(q, '[ANSWER:bag]')).toBe('CORRECT');
     expect(trueVerdict(q, '[ANSWER:box]')).toBe('INCORRECT');
