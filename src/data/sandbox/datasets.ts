@@ -304,9 +304,9 @@ export function qaMonitorDrills(n: number, seed: number): DefenderSftExample[] {
 /**
  * Data of the sandbox's dedicated QA model (the MinMax game's policy and monitor), after the drills:
  * the designed policy answering by value ([ANSWER: bag], which a 3-layer model learns; the letter
- * lookup it did not, see README), the designed monitor reviewing value answers (the policy's own
- * form: telling which letter a value is, the same lookup, it does not learn either), and drills
- * kept in the mix so the comparison is not forgotten.
+ * lookup it did not, see README), the designed monitor reviewing value answers (the form the
+ * policy writes; letter answers would need that lookup too), and drills kept in the mix so the
+ * comparison is not forgotten.
  */
 export function qaModelSft(n: number, seed: number, opts: { monitorShare?: number; drillShare?: number } = {}): DefenderSftExample[] {
   const monitorShare = opts.monitorShare ?? 0.4;

@@ -89,8 +89,8 @@ export function qaAnswer(item: QaItem): string {
 /**
  * An answer that names the choice's value instead of its letter: [ANSWER: bag] (the sandbox qa
  * model's form). The space makes the value the same token as in the story and the choices (" bag"),
- * so reviewing an answer is comparing two equal tokens, which a 3-layer monitor learns; with the
- * glued form ([ANSWER:bag], other tokens) it stayed at chance (sandbox README, "qa model").
+ * so reviewing an answer is comparing two equal tokens; glued ([ANSWER:bag]) the value is spelled
+ * in other tokens (sandbox README, "qa model").
  */
 export function qaValueAnswer(item: QaItem, choice: number): string {
   return answerMarker(item.choices[choice]).replace('[ANSWER:', '[ANSWER: ');
