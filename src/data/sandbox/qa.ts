@@ -108,14 +108,19 @@ export function qaAnswerAs(item: QaItem, choice: number, form: 'letter' | 'value
 export function answerFormOf(answers: readonly string[]): 'letter' | 'value' {
   let letters = 0;
   let values = 0;
-  for (const a of answers) {
-    for (const m of a.matchAll(/\[ANSWER:([^\]]*)\]/g)) {
-      if (/^[A-Da-d]$/.test(m[1].trim())) letters++;
-      else values++;
-    }
+  for (const v of answers.flatMap(answerMarkerValues)) {
+    if (isChoiceLetter(v)) letters++;
+    else values++;
   }
   return values > letters ? 'value' : 'letter';
 }
+
+/** The trimmed values of every [ANSWER:...] marker in a text. */
+function answerMarkerValues(text: string): string[] {
+  return Array.from(text.matchAll(/\[ANSWER:([^\]]*)\]/g), (m) => m[1].trim());
+}
+
+const isChoiceLetter = (v: string) => /^[A-Da-d]$/.test(v);
 
 /**
  * The choice index a response picks, or null when it picks none or several: by letter
@@ -123,9 +128,8 @@ export function answerFormOf(answers: readonly string[]): 'letter' | 'value' {
  */
 export function parseQaChoice(response: string, item?: QaItem): number | null {
   const picks = new Set<number>();
-  for (const m of response.matchAll(/\[ANSWER:([^\]]*)\]/g)) {
-    const v = m[1].trim();
-    if (/^[A-Da-d]$/.test(v)) picks.add('ABCD'.indexOf(v.toUpperCase()));
+  for (const v of answerMarkerValues(response)) {
+    if (isChoiceLetter(v)) picks.add('ABCD'.indexOf(v.toUpperCase()));
     else if (item) {
       const i = item.choices.findIndex((c) => c.toLowerCase() === v.toLowerCase());
       if (i >= 0) picks.add(i);

@@ -656,14 +656,13 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
           label: `${name} drills`,
         });
       }
-      const main = await trainSft(trainable, examples, {
+      const result = await trainSft(trainable, examples, {
         ...budget,
         seed: seed * 17 + k,
         log,
         logEvery: opts.logEvery,
         label: name,
       });
-      const result = main;
       const weights = await exportSafetensors(trainable, dtype);
       const files = new Map<string, string | Uint8Array>([
         ['config.json', text({ ...configJson, torch_dtype: dtype === 'F32' ? 'float32' : 'bfloat16' })],
