@@ -66,6 +66,31 @@ describe('redteam recipe', () => {
     expect(input.tensors).toBe(payload.tensors);
   });
 
+  it('early stop ends the run and evaluates the policy it ends with (eval/asr_at_stop)', async () => {
+    // Stop on any positive mean reward (letters reward every response with a letter). With lr 0 the
+    // policy does not move, so the evaluation at the stop must equal the one before the step.
+    const stopAt = { ...small, earlyStopReward: 0, evalEvery: 5, evalPrompts: 4 };
+    const frozen = await createRun(fixtureEnv, 'redteam', { ...stopAt, lr: 0 }, 3);
+    try {
+      const r = await frozen.run.step();
+      expect(r.metrics['reward/mean']).toBeGreaterThan(0);
+      expect(frozen.run.done).toBe(true);
+      expect(frozen.run.stopReason).toMatch(/^mean reward .* > 0$/);
+      expect(r.metrics['eval/asr']).toBeGreaterThan(0); // 0.25 here: not two zeros
+      expect(r.metrics['eval/asr_at_stop']).toBe(r.metrics['eval/asr']);
+    } finally {
+      frozen.run.dispose();
+    }
+    for (const config of [{ ...stopAt, evalEvery: 0 }, { ...stopAt, earlyStop: false }]) {
+      const a = await createRun(fixtureEnv, 'redteam', config, 3);
+      try {
+        expect((await a.run.step()).metrics).not.toHaveProperty('eval/asr_at_stop');
+      } finally {
+        a.run.dispose();
+      }
+    }
+  });
+
   it('restore refuses a checkpoint of another seed or config', async () => {
     const a = await createRun(fixtureEnv, 'redteam', small, 1);
     const p = await a.run.state();

@@ -62,7 +62,7 @@ export const redteamSchema = {
   earlyStop: bool(true, 'stop when a threshold below is crossed (the example config does)'),
   earlyStopReward: num(0.8, 'stop when the batch mean reward exceeds this (example config 0.8)', { min: 0, max: 1 }),
   earlyStopRepetition: num(0.5, 'stop when the batch mean repetition exceeds this (example config 0.5)', { min: 0, max: 1 }),
-  evalEvery: int(0, 'every N steps (before the step, so step 0 is the baseline) measure greedy ASR on held-out prompts as eval/asr; 0 = off', { min: 0, max: 100000 }),
+  evalEvery: int(0, 'every N steps (before the step, so step 0 is the baseline) measure greedy ASR on held-out prompts as eval/asr, and once more after the step that early-stops as eval/asr_at_stop; 0 = off', { min: 0, max: 100000 }),
   evalPrompts: int(64, 'held-out prompts of the greedy evaluation', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
@@ -222,6 +222,11 @@ class RedteamRun implements RecipeRun {
       if (es.stop) {
         this.done = true;
         this.stopReason = es.reason === 'reward' ? `mean reward ${meanReward.toFixed(3)} > ${c.earlyStopReward}` : `mean repetition ${meanRep.toFixed(3)} > ${c.earlyStopRepetition}`;
+        // The run ends with this step's update: measure that policy, not the last scheduled eval's.
+        if (c.evalEvery > 0) {
+          this.evalSet ??= redteamEvalPrompts(c, this.seed);
+          metrics['eval/asr_at_stop'] = (await greedyAsr(this.m, this.judge, this.evalSet, c.maxNewTokens)).asr;
+        }
       }
     }
     metrics['run/early_stop'] = this.done ? 1 : 0;
