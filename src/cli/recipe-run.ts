@@ -108,7 +108,7 @@ function fmt(x: number | undefined): string {
 
 /** The one-line stderr summary of a step. */
 export function summaryLine(r: StepReport): string {
-  const keys = ['loss/sft', 'reward/mean', 'judge/asr', 'eval/asr', 'kl/mean', 'entropy/mean', 'loss/policy', 'grad/norm'];
+  const keys = ['loss/sft', 'reward/mean', 'judge/asr', 'eval/asr', 'eval/asr_at_stop', 'kl/mean', 'entropy/mean', 'loss/policy', 'grad/norm'];
   const parts = keys.filter((k) => r.metrics[k] !== undefined).map((k) => `${k} ${fmt(r.metrics[k])}`);
   return `[${r.recipe}] step ${r.step}  ${parts.join('  ')}  ${fmt(r.timings.total_ms)} ms`;
 }
