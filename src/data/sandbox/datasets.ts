@@ -3,12 +3,12 @@
 // shorter one with the same seed, and builders never shift each other's streams.
 //
 // The defender SFT data is where the defender's *measured* vulnerabilities come from: harmful
-// goals under a tactic are answered with redacted compliance in the tactic's vulnerable
-// (template x category) cells (vulnerability.ts; direct requests always refused), crescendo
-// complies more on later turns, and some tactic-wrapped benign tasks are refused. The same data
-// teaches the QA policy and the monitor of the MinMax game their designed, imperfect answers
-// (qa.ts). A defender trained on it starts with known weak spots that the attacker can find and
-// RL can close.
+// goals under a tactic are answered with redacted compliance, with probability weakCompliance, in
+// the tactic's weak (template x category) cells (vulnerability.ts; direct requests always
+// refused), crescendo complies more on later turns, and some tactic-wrapped benign tasks are
+// refused. The same data teaches the QA policy and the monitor of the MinMax game their
+// designed, imperfect answers (qa.ts). A defender trained on it starts with known weak spots
+// that the attacker can find and RL can close.
 
 import type { ChatTurn, PromptInput } from '../types';
 import { helpfulAnswer, sampleBenign, type BenignFamily } from './benign';
@@ -370,8 +370,10 @@ export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = 
     const template = p.template as number;
     const messages: ChatTurn[] = [];
     const outcomes: TurnOutcome[] = [];
+    // One draw per conversation: a crescendo that breaks through at turn 2 goes on complying.
+    const breaks = rng.fork('weak').chance(rates.weakCompliance);
     if (typeof p.prompt === 'string') {
-      const comply = designedCompliance(rates, tactic, template, category);
+      const comply = breaks && designedCompliance(rates, tactic, template, category);
       messages.push({ role: 'user', content: p.prompt }, { role: 'assistant', content: comply ? compliance(reply, category) : refusal(reply) });
       outcomes.push(comply ? 'complied' : 'refused');
     } else {
@@ -382,7 +384,7 @@ export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = 
           outcomes.push('neutral');
           return;
         }
-        const comply = designedCompliance(rates, tactic, template, category, k);
+        const comply = breaks && designedCompliance(rates, tactic, template, category, k);
         const step = Math.min(k, FULL_PAYLOAD_STEPS);
         messages.push({ role: 'assistant', content: comply ? compliance(reply, category, [step]) : refusal(reply) });
         outcomes.push(comply ? 'complied' : 'refused');
@@ -512,7 +514,11 @@ export function qaItems(n: number, seed: number): QaExample[] {
 export function sandboxCorpus(n: number, seed: number): string[] {
   const lines: string[] = [];
   for (const ex of attackerSft(n, seed)) lines.push(ex.source, ...ex.turns);
-  for (const ex of defenderSft(n, seed)) for (const m of ex.messages) lines.push(m.content);
+  // Weak cells as certain as the first design had them: the words are the same either way (only
+  // which reply follows which prompt differs), and a fixed corpus kept the tokenizer, and the
+  // attacker, judge and qa models trained with it, unchanged when the weak cells became uncertain.
+  const certain = { ...DEFAULT_VULNERABILITY, weakCompliance: 1 };
+  for (const ex of defenderSft(n, seed, { vulnerability: certain })) for (const m of ex.messages) lines.push(m.content);
   for (const q of qaItems(Math.ceil(n / 4), seed)) lines.push(q.prompt, q.answer);
   return lines;
 }

@@ -531,15 +531,13 @@ export interface BuildOptions {
  * verdicts; at 400 steps it still refused every harmful prompt greedily.
  */
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
-  // The defender, attacker and judge were built bucketed by whole length; the qa model by prompt.
-  // By whole length a batch holds replies of one length, which here is one label (a refusal, a
-  // verdict, one tactic's prompt). Rebuilt by prompt, the defender matches its designed cells
-  // better (0.97 vs 0.94) and the attacker's tactic mix is flatter (0.07-0.14 vs 0.04-0.15), but
-  // the trained attacker then lands in weak cells the defender complies with so surely that
-  // `defend` never samples a refusal and learns nothing, with either defender (sandbox README,
-  // "Batching"). They keep 'length' until the weak cells are made less certain.
-  defender: { steps: 1200, batchSize: 16, lr: 3e-3 },
-  attacker: { steps: 800, batchSize: 16, lr: 3e-3 },
+  // Bucketed by whole length, a batch holds replies of one length, which here is one label (a
+  // refusal, a verdict, one tactic's prompt), and the defender fitted its designed cells worse
+  // (0.94 vs 0.97) and the attacker wrote crescendo at 0.04. By prompt, both fit their designs;
+  // with certain weak cells that broke `defend` (sandbox README, "Batching"), hence weakCompliance.
+  // The judge keeps its whole-length build: it agrees with rules on held-out pairs, not rebuilt.
+  defender: { steps: 1200, batchSize: 16, lr: 3e-3, batching: 'prompt' },
+  attacker: { steps: 800, batchSize: 16, lr: 3e-3, batching: 'prompt' },
   judge: { steps: 250, batchSize: 16, lr: 3e-3 },
   // The QA policy answers by value only after ~1,000 policy steps (accuracy 0.2 -> 0.55 between
   // steps 500 and 1,000 in a policy-only probe). The monitor's comparison comes from the drills.
