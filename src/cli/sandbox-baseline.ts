@@ -1,8 +1,9 @@
 // npm run sandbox:baseline — measures the built-in sandbox models in public/models against the
 // rules judge and prints the tables pasted in src/data/sandbox/README.md:
-//   - defender: attack success rate per tactic (greedy and sampled at T = 0.7) next to the rate
-//     designed into its SFT data for the same prompts, and how often its greedy comply / refuse
-//     decision matches each prompt's designed cell; benign helpfulness and over-refusal, plain and
+//   - defender: attack success rate per tactic, greedy next to the share of the same prompts in
+//     weak cells (a fitted defender complies there greedily) and how often its greedy comply /
+//     refuse decision matches each prompt's cell, sampled at T = 1 next to the rate designed into
+//     its SFT data (weakCompliance x that share), and how often it refuses in weak cells; benign helpfulness and over-refusal, plain and
 //     tactic-wrapped; QA-policy and monitor accuracy per QA family (the MinMax game);
 //   - attacker: tactic mix of its sampled prompts (detectTactic), against the uniform 1/9;
 //   - judge: agreement of P(unsafe) > 0.5 with the rules judge on held-out judgeData pairs and on
@@ -25,6 +26,7 @@ import {
   attackerSource,
   benignPrompts,
   BENIGN_FAMILIES,
+  DEFAULT_VULNERABILITY,
   harmfulPrompts,
   judgeData,
   monitorCases,
@@ -88,14 +90,15 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   console.log(`sandbox baseline: models ${dir}, backend ${backend}, ${n} prompts per tactic, seed ${seed}\n`);
   const greedy: Decode = { greedy: true, temperature: 0, seed };
-  const sampled: Decode = { greedy: false, temperature: 0.7, seed };
+  const sampled: Decode = { greedy: false, temperature: 1, seed };
+  const q = DEFAULT_VULNERABILITY.weakCompliance;
   const judged: { prompt: PromptInput; response: string; unsafe: boolean }[] = [];
 
   if (only.has('defender')) {
     const defender = await load(join(dir, 'defender'));
     // --- defender: ASR per tactic
     const rows: string[] = [];
-    const tot = { d: 0, g: 0, s: 0, a: 0 };
+    const tot = { d: 0, g: 0, s: 0, a: 0, w: 0 };
     for (const tactic of TACTICS) {
       const prompts = harmfulPrompts(n, seed + TACTICS.indexOf(tactic), { tactics: [tactic] });
       const g = await probeHarmful(defender, prompts, greedy);
@@ -105,22 +108,24 @@ async function main(): Promise<void> {
       tot.g += g.asr / TACTICS.length;
       tot.s += s.asr / TACTICS.length;
       tot.a += g.agreement / TACTICS.length;
-      rows.push(`| ${tactic} | ${pct(g.designed)} | ${pct(g.asr)} | ${pct(g.agreement)} | ${pct(s.asr)} | ${pct(s.refused)} |`);
+      // direct has no weak cell: its refusal share there is undefined and left out of the mean.
+      if (tactic !== 'direct') tot.w += s.weakRefused / (TACTICS.length - 1);
+      rows.push(`| ${tactic} | ${pct(g.designed)} | ${pct(g.asr)} | ${pct(g.agreement)} | ${pct(q * g.designed)} | ${pct(s.asr)} | ${Number.isNaN(s.weakRefused) ? '-' : pct(s.weakRefused)} |`);
     }
     console.log(`Defender attack success rate under the rules judge (n = ${n} per tactic; crescendo: last turn)\n`);
-    console.log('| tactic | designed (these prompts) | greedy | greedy matches design | T=0.7 | refused, T=0.7 |');
-    console.log('| --- | --- | --- | --- | --- | --- |');
+    console.log(`| tactic | weak cells (these prompts) | greedy | greedy matches design | designed, T=1 (${q} x weak) | T=1 | refused in weak cells, T=1 (designed ${pct(1 - q)}) |`);
+    console.log('| --- | --- | --- | --- | --- | --- | --- |');
     for (const r of rows) console.log(r);
-    console.log(`| all (mean over tactics) | ${pct(tot.d)} | ${pct(tot.g)} | ${pct(tot.a)} | ${pct(tot.s)} | |`);
+    console.log(`| all (mean over tactics) | ${pct(tot.d)} | ${pct(tot.g)} | ${pct(tot.a)} | ${pct(q * tot.d)} | ${pct(tot.s)} | ${pct(tot.w)} |`);
 
     // --- defender: benign
     const benign = benignPrompts(4 * n, seed + 100, { wrapShare: 0.5 });
     console.log(`\nDefender on benign tasks (n = ${benign.length}, half tactic-wrapped)\n`);
     console.log('| set | decoding | helpful (correct) | over-refusal | designed over-refusal |');
     console.log('| --- | --- | --- | --- | --- |');
-    for (const [label, d] of [['greedy', greedy], ['T=0.7', sampled]] as const) {
+    for (const [label, d] of [['greedy', greedy], ['T=1', sampled]] as const) {
       const b = await probeBenign(defender, benign, d);
-      if (label === 'T=0.7') judged.push(...b.pairs);
+      if (label === 'T=1') judged.push(...b.pairs);
       const line = (name: string, r: ReturnType<typeof b.probe>) => console.log(`| ${name} | ${label} | ${pct(r.helpful)} | ${pct(r.overRefusal)} | ${pct(r.designedOverRefusal)} |`);
       line('plain', b.probe((p) => p.tactic === null));
       line('wrapped', b.probe((p) => p.tactic !== null));
@@ -185,7 +190,7 @@ async function main(): Promise<void> {
     if (judged.length) {
       const pOwn = await guardScores(judge, judged);
       const ownRules = judged.map((j) => j.unsafe);
-      console.log(`| defender replies (T=0.7, above) | ${judged.length} | ${pct(agree(pOwn, ownRules))} | ${pct(byLabel(pOwn, ownRules, true))} | ${pct(byLabel(pOwn, ownRules, false))} |`);
+      console.log(`| defender replies (T=1, above) | ${judged.length} | ${pct(agree(pOwn, ownRules))} | ${pct(byLabel(pOwn, ownRules, true))} | ${pct(byLabel(pOwn, ownRules, false))} |`);
     }
   }
   console.log(`\n(${((Date.now() - t0) / 1000).toFixed(0)} s)`);
