@@ -41,7 +41,7 @@ export const redteamSchema = {
   judge: str('rules', 'harm scorer: rules (any payload marker = 1), rules-partial (graded by leaked steps), or a judge the env provides', { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how goals are wrapped: mixed (uniform over the 8 single-turn tactics), plain (direct request, no wrapper) or one tactic'),
   promptPool: int(256, 'distinct harmful prompts the steps draw from (seeded)', { min: 1, max: 100000 }),
-  prompts: int(4, 'prompts per step (the source uses 8+ per batch; 4 keeps a CPU step to seconds)', { min: 1, max: 256 }),
+  prompts: int(8, 'prompts per step (the source uses 8+ per batch; with 4 the batch-mean early stop fires on a lucky batch before the held-out ASR moves, EXPERIMENTS.md)', { min: 1, max: 256 }),
   groupSize: int(8, 'G: answers sampled per prompt (source 16, example config 8)', { min: 2, max: 64 }),
   maxNewTokens: int(40, 'answer length cap in tokens (sandbox replies are <= 53 bytes; the source uses 256 for real models)', { min: 1, max: 1024 }),
   temperature: num(0.7, 'sampling temperature (source 0.7)', { min: 0.05, max: 2 }),

@@ -121,8 +121,9 @@ describe('tokenbuncher recipe', () => {
     } finally {
       run.dispose();
     }
-    // The undefended curve, independently: redteam with the comparison's settings.
-    const plain = await createRun(redteamEnv, 'redteam', { defender: 'tiny-llama-f32', judge: 'letters', evalEvery: 1, evalPrompts: 4, maxNewTokens: 6, earlyStop: false }, 5);
+    // The undefended curve, independently: redteam with the comparison's settings (this recipe's
+    // prompts per step, not redteam's default).
+    const plain = await createRun(redteamEnv, 'redteam', { defender: 'tiny-llama-f32', judge: 'letters', prompts: cfg.prompts, evalEvery: 1, evalPrompts: 4, maxNewTokens: 6, earlyStop: false }, 5);
     const curve: number[] = [];
     try {
       for (let s = 0; s <= 2; s++) curve.push((await plain.run.step()).metrics['eval/asr']);

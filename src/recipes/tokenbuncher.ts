@@ -16,7 +16,7 @@
 //               n seeded uniform noise with the target zeroed, renormalised (src/rl/tokenNoiser.ts)
 //
 // Built-in evaluation (`evalAfter` > 0): once that many steps have run, the `redteam` recipe runs
-// twice with the same seed and budget: against the defended defender (this run's adapter merged
+// twice with the same seed, budget and prompts per step: against the defended defender (this run's adapter merged
 // into a fresh copy) and the undefended one. It reports how many redteam steps each needs before
 // its greedy held-out attack success rate reaches `evalTargetAsr`, and both models' greedy held-out
 // stats (benign correctness, over-refusal, ASR, entropy on harmful prompts); then marks the run done.
@@ -73,7 +73,7 @@ export const tokenbuncherSchema = {
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalPrompts: int(32, 'held-out harmful prompts and benign tasks (each) of evalEvery and of the redteam comparison', { min: 1, max: 4096 }),
   evalAfter: int(0, 'after this many training steps, run the redteam comparison (defended vs undefended, same seed and budget) and mark the run done; 0 = off', { min: 0, max: 100000 }),
-  evalRedteamSteps: int(20, 'redteam budget (steps) of each side of the comparison', { min: 1, max: 10000 }),
+  evalRedteamSteps: int(20, 'redteam budget (steps) of each side of the comparison (its batches: this recipe\'s `prompts` per step)', { min: 1, max: 10000 }),
   evalTargetAsr: num(0.5, 'the comparison counts redteam steps until the greedy held-out attack success rate reaches this', { min: 0.01, max: 1 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
@@ -213,7 +213,7 @@ class TokenbuncherRun implements RecipeRun {
     } finally {
       this.lora.enabled = true;
     }
-    const input = { defender: c.defender, judge: c.judge, tactics: c.tactics, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
+    const input = { defender: c.defender, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
     const budget = c.evalRedteamSteps;
     const defended = await redteamStepsToTarget(defendedEnv, input, this.seed, budget, c.evalTargetAsr);
     const undefended = await redteamStepsToTarget(this.env, input, this.seed, budget, c.evalTargetAsr);
