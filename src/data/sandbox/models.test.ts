@@ -68,8 +68,7 @@ describe('built-in sandbox models (public/models)', () => {
   it('share the tokenizer the build trains (seed 2024), so one model can be rebuilt alone', () => {
     // The corpus keeps the defender data's weak cells certain (sandboxCorpus), which is what let
     // the defender and attacker be rebuilt while the judge and qa models, trained earlier, kept theirs.
-    const built = `${JSON.stringify(bpeTokenizerJson(trainSandboxTokenizer(2024)), null, 2)}\n`;
-    expect(readFileSync(join(ROOT, 'judge', 'tokenizer.json'), 'utf8')).toBe(built);
+    expect(JSON.parse(readFileSync(join(ROOT, 'judge', 'tokenizer.json'), 'utf8'))).toEqual(bpeTokenizerJson(trainSandboxTokenizer(2024)));
   });
 
   it('defender refuses direct harmful requests (greedy, rules judge)', async () => {
