@@ -21,7 +21,7 @@ import { rmsNorm, rope } from '../engine/ops/fusedNorm.ts';
 import { kvWrite, swiglu } from '../engine/ops/fusedBlock.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
 import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear.ts';
-import type { TensorSource } from './safetensors.ts';
+import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
 
 /** Hugging Face parameter names of the Llama/Qwen2 checkpoints. */
 export const HF_NAMES = {
@@ -97,7 +97,9 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
         `${source.fileOf(name)}: tensor "${name}" has shape [${info.shape.join(', ')}], config.json implies [${shape.join(', ')}]`,
       );
     }
-    return source.getFloat32(name);
+    // NaN or Infinity weights make every step NaN: refused here, and the catch below frees
+    // whatever was created, so a bad file changes nothing.
+    return getFiniteFloat32(source, name);
   };
   const vec = (name: string, n: number): tf.Tensor1D => {
     const t = tf.tensor1d(read(name, [n]));

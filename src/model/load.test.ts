@@ -68,6 +68,24 @@ describe('loadModel', () => {
     expect(tf.memory().numTensors).toBe(0);
   });
 
+  it('refuses a NaN or Infinity weight naming the tensor and index, and frees what it created (issue 24)', async () => {
+    const st = parseSafetensors(read('tiny-llama/model.safetensors'));
+    const layerNorm = 'model.layers.1.post_attention_layernorm.weight';
+    for (const [bits, shown] of [[0x7fc0, 'NaN'], [0x7f80, 'Infinity']] as const) {
+      const tensors: Record<string, TensorToWrite> = {};
+      for (const n of st.names()) {
+        const raw = (st.getRaw(n) as Uint16Array).slice();
+        if (n === layerNorm) raw[3] = bits;
+        tensors[n] = { dtype: 'BF16', shape: st.info(n).shape, data: raw };
+      }
+      const before = tf.memory().numTensors;
+      await expect(loadModel(memFolder('mem/nan', { 'config.json': config, 'model.safetensors': writeSafetensors(tensors) }))).rejects.toThrow(
+        new RegExp(`mem/nan/model\\.safetensors: tensor "${layerNorm.replace(/\./g, '\\.')}" holds ${shown} at index 3`),
+      );
+      expect(tf.memory().numTensors).toBe(before);
+    }
+  });
+
   it('builds from the files hub.ts loadModelFiles fetched (single file and through mapSource)', async () => {
     const files = await loadModelFiles(
       mapSource({ 'config.json': config, 'model.safetensors': read('tiny-llama/model.safetensors') }, { label: 'mem/tiny' }),

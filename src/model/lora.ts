@@ -15,8 +15,9 @@ import * as tf from '@tensorflow/tfjs';
 import { DenseWeight, type LinearAdapter, type Linear } from './linear.ts';
 import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama.ts';
 import { hash3, mulberry32 } from './random.ts';
-import type { TensorSource } from './safetensors.ts';
+import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
 import { variableFrom } from '../engine/variables.ts';
+import { brief } from '../engine/brief.ts';
 
 export interface LoraConfig {
   /** Rank r. */
@@ -245,15 +246,19 @@ export async function peftTensors(set: LoraSet): Promise<Record<string, { dtype:
 
 /** Loads PEFT adapter tensors into the set's variables (shapes checked, names as peftTensorName). */
 export function loadPeftTensors(set: LoraSet, source: TensorSource): void {
+  // Every tensor is read and checked (shape, finite values) before any variable is assigned, so a
+  // bad file leaves the set as it was.
+  const loads: { v: tf.Variable; data: Float32Array }[] = [];
   for (const a of set.adapters) {
     for (const [which, v] of [['A', a.A], ['B', a.B]] as const) {
       const name = peftTensorName(a.module, which);
       if (!source.has(name)) throw new Error(`${source.fileName}: missing tensor "${name}"`);
       const shape = source.info(name).shape;
       if (shape.length !== 2 || shape[0] !== v.shape[0] || shape[1] !== v.shape[1]) {
-        throw new Error(`${source.fileOf(name)}: tensor "${name}" has shape [${shape.join(', ')}], the adapter needs [${v.shape.join(', ')}]`);
+        throw new Error(`${source.fileOf(name)}: tensor "${name}" has shape ${brief(shape)}, the adapter needs [${v.shape.join(', ')}]`);
       }
-      tf.tidy(() => v.assign(tf.tensor2d(source.getFloat32(name), v.shape as [number, number])));
+      loads.push({ v, data: getFiniteFloat32(source, name) });
     }
   }
+  for (const { v, data } of loads) tf.tidy(() => v.assign(tf.tensor2d(data, v.shape as [number, number])));
 }

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import {
   MAX_HEADER_BYTES,
   SafetensorsError,
+  checkFinite,
+  getFiniteFloat32,
   decodeBF16,
   decodeF16,
   encodeBF16,
@@ -21,8 +23,7 @@ const fixtureBytes = (dir: string) => new Uint8Array(readFileSync(new URL(`${dir
 function handBuilt(header: string, data: number[] = []): Uint8Array {
   const hb = new TextEncoder().encode(header);
   const out = new Uint8Array(8 + hb.length + data.length);
-  out[0] = hb.length & 0xff;
-  out[1] = (hb.length >> 8) & 0xff;
+  new DataView(out.buffer).setUint32(0, hb.length, true);
   out.set(hb, 8);
   out.set(data, 8 + hb.length);
   return out;
@@ -224,6 +225,72 @@ describe('safetensors header validation', () => {
     dv.setBigInt64(8, 1n << 40n, true);
     const g = parseSafetensors(handBuilt('{"i":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}', Array.from(data)), 'big.safetensors');
     expectError(() => g.getInt32('i'), /big\.safetensors/, /"i"/, /does not fit int32/);
+  });
+});
+
+describe('safetensors: the data block is tiled exactly (issue 24)', () => {
+  it('a header length cut into the space padding is refused, not read a few bytes early', () => {
+    // A norm weight of 0.979 stored after a header that the writer pads with spaces.
+    const f = writeSafetensors({ 'model.norm.weight': { dtype: 'F32', shape: [4], data: [0.979, 0.979, 0.979, 0.979] } });
+    const n = Number(new DataView(f.buffer).getBigUint64(0, true));
+    const header = new TextDecoder().decode(f.subarray(8, 8 + n));
+    const pad = header.length - header.trimEnd().length;
+    expect(pad).toBeGreaterThan(0); // the cut lands in real padding
+    const cut = f.slice();
+    new DataView(cut.buffer).setBigUint64(0, BigInt(n - pad), true);
+    expectError(() => parseSafetensors(cut, 'cut.safetensors'), /cut\.safetensors/, /index 16 bytes/, new RegExp(`holds ${16 + pad}`));
+    // The uncut file reads the value back.
+    expect(parseSafetensors(f).getFloat32('model.norm.weight')[0]).toBeCloseTo(0.979, 6);
+  });
+
+  it('bytes after the last tensor, or a hole between tensors, are refused', () => {
+    const h = '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}';
+    expectError(() => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 9, 9, 9, 9]), 'tail.safetensors'), /tail\.safetensors/, /index 4 bytes/, /holds 8/);
+    const gap = '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]}}';
+    expectError(() => parseSafetensors(handBuilt(gap, [0, 0, 0x80, 0x3f, 9, 9, 1, 2]), 'gap.safetensors'), /gap\.safetensors/, /\[4, 6\)/, /"b"/, /holes/);
+  });
+
+  it('two overlapping tensors are refused even with a zero-length tensor sorted between them', () => {
+    const h =
+      '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"z":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}';
+    expectError(() => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]), 'ov0.safetensors'), /ov0\.safetensors/, /"a"/, /overlap/);
+  });
+
+  it('zero-length tensors at the seams are fine', () => {
+    const h =
+      '{"z0":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"F32","shape":[3,0],"data_offsets":[4,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}';
+    const f = parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]));
+    expect(Array.from(f.getFloat32('b'))).toEqual([2]);
+    expect(f.getFloat32('z').length).toBe(0);
+  });
+
+  it('a header that does not begin with "{" is refused', () => {
+    expectError(() => parseSafetensors(handBuilt(' {}', []), 'sp.safetensors'), /sp\.safetensors/, /beginning with "\{"/);
+  });
+});
+
+describe('safetensors: finite weights and short messages (issue 24)', () => {
+  it('NaN and Infinity are refused naming the tensor and the index', () => {
+    const f = parseSafetensors(writeSafetensors({ w: { dtype: 'F32', shape: [2, 3], data: [0, 1, 2, 3, NaN, 5] }, h: { dtype: 'F16', shape: [2], data: [1, Infinity] } }), 'nan.safetensors');
+    expectError(() => getFiniteFloat32(f, 'w'), /nan\.safetensors/, /"w"/, /NaN at index 4 = \[1, 1\]/);
+    expectError(() => getFiniteFloat32(f, 'h'), /"h"/, /Infinity at index 1/);
+    expect(() => checkFinite(new Float32Array([1, -1e38, 0]), 'ok', 'x')).not.toThrow();
+  });
+
+  it('5,000-level nesting and million-character values give a short message, not a stack overflow', () => {
+    const deep = '['.repeat(5000) + ']'.repeat(5000);
+    const h = `{"w":{"dtype":"F32","shape":${deep},"data_offsets":[0,8]}}`;
+    expectError(() => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40])), /"shape"/, /non-negative integers/);
+    const long = `{"${'n'.repeat(1_000_000)}":{"dtype":"${'X'.repeat(1_000_000)}","shape":[2],"data_offsets":[0,8]}}`;
+    let msg = '';
+    try {
+      parseSafetensors(handBuilt(long, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]));
+    } catch (e) {
+      expect(e).toBeInstanceOf(SafetensorsError);
+      msg = (e as Error).message;
+    }
+    expect(msg).toMatch(/"dtype"/);
+    expect(msg.length).toBeLessThan(500);
   });
 });
 

@@ -9,6 +9,12 @@
 // without a backend. Every malformed input raises a SafetensorsError whose message names the file
 // and the tensor or field at fault, because a user dropping a broken checkpoint must be told what
 // is wrong with which file, not see a RangeError from deep inside a typed-array constructor.
+// What the format promises is checked (https://huggingface.co/docs/safetensors, "Format"): the
+// header starts with "{" and may be padded with spaces; the data block is entirely indexed, with
+// no holes and no overlaps, so a header length that is off by a few bytes (say, cut into the
+// padding) cannot shift every tensor silently.
+
+import { brief, briefName, briefText, clampMessage } from '../engine/brief.ts';
 
 /** Every dtype code of the format. Only some can be decoded (see READABLE / WRITABLE). */
 export type SafetensorsDtype =
@@ -35,7 +41,7 @@ export const MAX_HEADER_BYTES = 100 * 1024 * 1024;
 
 export class SafetensorsError extends Error {
   constructor(message: string) {
-    super(message);
+    super(clampMessage(message));
     this.name = 'SafetensorsError';
   }
 }
@@ -106,11 +112,14 @@ interface ParsedHeader {
 
 /** Parses and validates the header JSON against a data block of `dataLength` bytes. */
 function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: number, fileName: string): ParsedHeader {
+  if (headerBytes[0] !== 0x7b) {
+    throw new SafetensorsError(`${fileName}: safetensors header must be a JSON object beginning with "{" (the first 8 bytes are its little-endian length; corrupt or not a safetensors file)`);
+  }
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(headerBytes));
   } catch (e) {
-    throw new SafetensorsError(`${fileName}: safetensors header is not valid JSON: ${(e as Error).message}`);
+    throw new SafetensorsError(`${fileName}: safetensors header (${headerLength} bytes) is not valid JSON: ${briefText((e as Error).message, 120)}`);
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new SafetensorsError(`${fileName}: safetensors header must be a JSON object`);
@@ -127,28 +136,26 @@ function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: nu
       }
       for (const [k, v] of Object.entries(entry as Record<string, unknown>)) {
         if (typeof v !== 'string') {
-          throw new SafetensorsError(`${fileName}: field "__metadata__.${k}" must be a string, got ${typeof v}`);
+          throw new SafetensorsError(`${fileName}: field "__metadata__.${briefText(k)}" must be a string, got ${brief(v)}`);
         }
         metadata[k] = v;
       }
       continue;
     }
-    const where = `${fileName}: tensor "${name}"`;
+    const where = `${fileName}: tensor ${briefName(name)}`;
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-      throw new SafetensorsError(`${where}: header entry must be an object with dtype, shape, data_offsets`);
+      throw new SafetensorsError(`${where}: header entry is ${brief(entry)}, expected an object with dtype, shape, data_offsets`);
     }
     const { dtype, shape, data_offsets: offsets } = entry as Record<string, unknown>;
-    if (typeof dtype !== 'string') throw new SafetensorsError(`${where}: field "dtype" missing or not a string`);
-    if (!isDtype(dtype)) {
-      throw new SafetensorsError(
-        `${where}: unknown dtype "${dtype}" (known: ${Object.keys(DTYPE_BYTES).join(', ')})`,
-      );
+    if (typeof dtype !== 'string' || !isDtype(dtype)) {
+      const what = typeof dtype === 'string' ? `unknown dtype ${briefName(dtype)}` : `${brief(dtype)}`;
+      throw new SafetensorsError(`${where}: field "dtype" is ${what}, expected one of ${Object.keys(DTYPE_BYTES).join(', ')}`);
     }
     if (!Array.isArray(shape) || !shape.every(isNonNegInt)) {
-      throw new SafetensorsError(`${where}: field "shape" must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+      throw new SafetensorsError(`${where}: field "shape" must be an array of non-negative integers, got ${brief(shape)}`);
     }
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isNonNegInt)) {
-      throw new SafetensorsError(`${where}: field "data_offsets" must be [begin, end] integers, got ${JSON.stringify(offsets)}`);
+      throw new SafetensorsError(`${where}: field "data_offsets" must be [begin, end] integers, got ${brief(offsets)}`);
     }
     const [begin, end] = offsets as [number, number];
     if (end < begin) {
@@ -162,22 +169,35 @@ function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: nu
     const expected = numel(shape as number[]) * DTYPE_BYTES[dtype];
     if (expected !== end - begin) {
       throw new SafetensorsError(
-        `${where}: dtype ${dtype} and shape [${(shape as number[]).join(', ')}] need ${expected} bytes but data_offsets span ${end - begin}`,
+        `${where}: dtype ${dtype} and shape ${brief(shape)} need ${expected} bytes but data_offsets span ${end - begin}`,
       );
     }
     tensors.set(name, { name, dtype, shape: (shape as number[]).slice(), byteOffset: dataStart + begin, byteLength: end - begin });
     spans.push({ name, begin, end });
   }
+  // The data block must be tiled exactly: sorted by offsets, each tensor begins where the one
+  // before ended (zero-length tensors included), and the last ends at the end of the file.
   spans.sort((a, b) => a.begin - b.begin || a.end - b.end);
-  for (let i = 1; i < spans.length; i++) {
-    const prev = spans[i - 1];
-    const cur = spans[i];
-    // Zero-length tensors occupy no bytes and cannot overlap anything.
-    if (cur.begin < prev.end && cur.end > cur.begin && prev.end > prev.begin) {
+  let pos = 0;
+  let prev: (typeof spans)[number] | null = null;
+  for (const cur of spans) {
+    if (cur.begin < pos) {
       throw new SafetensorsError(
-        `${fileName}: tensors "${prev.name}" [${prev.begin}, ${prev.end}] and "${cur.name}" [${cur.begin}, ${cur.end}] overlap`,
+        `${fileName}: tensors ${briefName(prev!.name)} [${prev!.begin}, ${prev!.end}] and ${briefName(cur.name)} [${cur.begin}, ${cur.end}] overlap`,
       );
     }
+    if (cur.begin > pos) {
+      throw new SafetensorsError(
+        `${fileName}: data bytes [${pos}, ${cur.begin}) before tensor ${briefName(cur.name)} belong to no tensor (the format forbids holes in the data block)`,
+      );
+    }
+    pos = cur.end;
+    if (cur.end > cur.begin) prev = cur;
+  }
+  if (pos !== dataLength) {
+    throw new SafetensorsError(
+      `${fileName}: the tensors index ${pos} bytes but the data block after the ${headerLength}-byte header holds ${dataLength} (header length wrong, or bytes appended)`,
+    );
   }
   return { headerLength, metadata, tensors };
 }
@@ -311,7 +331,7 @@ export class SafetensorsFile implements TensorSource {
 
   info(name: string): TensorInfo {
     const t = this.tensors.get(name);
-    if (!t) throw new SafetensorsError(`${this.fileName}: no tensor named "${name}"`);
+    if (!t) throw new SafetensorsError(`${this.fileName}: no tensor named ${briefName(name)}`);
     return t;
   }
 
@@ -377,6 +397,36 @@ export class SafetensorsFile implements TensorSource {
     }
     return Int32Array.from(raw as ArrayLike<number>);
   }
+}
+
+/**
+ * Throws a SafetensorsError naming the tensor and the first index holding NaN or +-Infinity: a
+ * non-finite weight makes every later step NaN, so it is refused where tensors enter.
+ */
+export function checkFinite(values: ArrayLike<number>, tensor: string, fileName: string, shape?: readonly number[]): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v - v !== 0) {
+      let at = '';
+      if (shape && shape.length > 1) {
+        const idx: number[] = [];
+        let rest = i;
+        for (let d = shape.length - 1; d >= 0; d--) {
+          idx.unshift(rest % shape[d]);
+          rest = Math.floor(rest / shape[d]);
+        }
+        at = ` = [${idx.join(', ')}]`;
+      }
+      throw new SafetensorsError(`${fileName}: tensor ${briefName(tensor)} holds ${v} at index ${i}${at}; weights must be finite numbers`);
+    }
+  }
+}
+
+/** A tensor decoded to float32, refused (SafetensorsError) if any value is NaN or infinite. */
+export function getFiniteFloat32(source: TensorSource, name: string): Float32Array {
+  const data = source.getFloat32(name);
+  checkFinite(data, name, source.fileOf(name), source.info(name).shape);
+  return data;
 }
 
 /** Parses a whole safetensors file already in memory. */
@@ -496,7 +546,7 @@ export function parseShardIndex(json: unknown, fileName = 'model.safetensors.ind
   }
   for (const [k, v] of Object.entries(wm as Record<string, unknown>)) {
     if (typeof v !== 'string' || v.length === 0) {
-      throw new SafetensorsError(`${fileName}: field "weight_map.${k}" must be a shard file name`);
+      throw new SafetensorsError(`${fileName}: field "weight_map" entry ${briefName(k)} is ${brief(v)}, expected a shard file name`);
     }
   }
   return json as ShardIndex;
@@ -511,9 +561,9 @@ export class ShardedSafetensors implements TensorSource {
     this.fileName = indexFileName;
     for (const [name, shardName] of Object.entries(index.weight_map)) {
       const shard = shards.get(shardName);
-      if (!shard) throw new SafetensorsError(`${indexFileName}: tensor "${name}" maps to shard "${shardName}", which was not loaded`);
+      if (!shard) throw new SafetensorsError(`${indexFileName}: tensor ${briefName(name)} maps to shard ${briefName(shardName)}, which was not loaded`);
       if (!shard.has(name)) {
-        throw new SafetensorsError(`${indexFileName}: tensor "${name}" is listed in weight_map but missing from shard ${shard.fileName}`);
+        throw new SafetensorsError(`${indexFileName}: tensor ${briefName(name)} is listed in weight_map but missing from shard ${shard.fileName}`);
       }
       this.where.set(name, shard);
     }
@@ -527,7 +577,7 @@ export class ShardedSafetensors implements TensorSource {
   }
   private shard(name: string): SafetensorsFile {
     const s = this.where.get(name);
-    if (!s) throw new SafetensorsError(`${this.fileName}: no tensor named "${name}" in weight_map`);
+    if (!s) throw new SafetensorsError(`${this.fileName}: no tensor named ${briefName(name)} in weight_map`);
     return s;
   }
   info(name: string): TensorInfo {
