@@ -9,7 +9,8 @@ describe('brief: short renderings of untrusted values', () => {
     expect(brief(-Infinity)).toBe('-Infinity');
     expect(brief(-0)).toBe('-0');
     expect(brief('a"b')).toBe('"a\\"b"');
-    expect(brief([1, [2, 3], { a: true }])).toBe('[1, [2, 3], {"a": true}]');
+    const small = [1, [2, 3], { a: true, b: 'x' }];
+    expect(brief(small)).toBe(JSON.stringify(small));
     expect(brief({})).toBe('{}');
   });
 
@@ -18,7 +19,7 @@ describe('brief: short renderings of untrusted values', () => {
     expect(briefText('abcdef', 3)).toBe('abc… (6 chars)');
     expect(briefName('abcdef', 3)).toBe('"abc"… (6 chars)');
     const many = brief(Array.from({ length: 100_000 }, (_, i) => i));
-    expect(many).toMatch(/^\[0, 1, 2, .*… 100000 items\]$/);
+    expect(many).toMatch(/^\[0,1,2,.*… 100000 items\]$/);
     expect(many.length).toBeLessThan(90);
   });
 
@@ -28,7 +29,7 @@ describe('brief: short renderings of untrusted values', () => {
     expect(brief(deep)).toBe('[[[… 1 items]]]');
     let obj: unknown = 1;
     for (let i = 0; i < 5000; i++) obj = { k: obj };
-    expect(brief(obj)).toBe('{"k": {"k": {… 1 keys}}}');
+    expect(brief(obj)).toBe('{"k":{"k":{… 1 keys}}}');
   });
 
   it('kindOf and clampMessage', () => {

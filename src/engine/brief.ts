@@ -5,6 +5,8 @@
 
 /** Most characters a value rendering takes. */
 export const BRIEF_CHARS = 60;
+/** Most characters of a name (tensor names of real checkpoints run to about 70). */
+export const BRIEF_NAME_CHARS = 120;
 /** Most characters a parser error message takes (the backstop of clampMessage). */
 export const MAX_MESSAGE_CHARS = 500;
 
@@ -17,13 +19,14 @@ export function briefText(s: string, max = BRIEF_CHARS): string {
 }
 
 /** A name (tensor, field, key) quoted and cut: "model.layers.0…" (12345 chars). */
-export function briefName(s: string, max = BRIEF_CHARS): string {
+export function briefName(s: string, max = BRIEF_NAME_CHARS): string {
   return s.length <= max ? JSON.stringify(s) : `${JSON.stringify(s.slice(0, max))}${ELLIPSIS} (${s.length} chars)`;
 }
 
 /**
- * A value as a short JSON-like text: `missing` for undefined, numbers as JS prints them (NaN,
- * Infinity), strings quoted and cut, arrays and objects two levels deep with their sizes. Never
+ * A value as a short JSON-like text (small values print as JSON.stringify does): `missing` for
+ * undefined, numbers as JS prints them (NaN, Infinity), strings quoted and cut, arrays and
+ * objects two levels deep, with their sizes when cut. Never
  * recurses deeper, so any nesting is safe; the result is at most about 2 x `max` characters.
  */
 export function brief(v: unknown, max = BRIEF_CHARS): string {
@@ -51,14 +54,14 @@ function render(v: unknown, depth: number, max: number): string {
   const keys = Object.keys(v as object);
   if (keys.length === 0) return '{}';
   if (depth === 0) return `{${ELLIPSIS} ${keys.length} keys}`;
-  return list(keys.length, (i) => `${briefName(keys[i], 20)}: ${render((v as Record<string, unknown>)[keys[i]], depth - 1, max)}`, '{', '}', max);
+  return list(keys.length, (i) => `${briefName(keys[i], 20)}:${render((v as Record<string, unknown>)[keys[i]], depth - 1, max)}`, '{', '}', max);
 }
 
 function list(n: number, item: (i: number) => string, open: string, close: string, max: number): string {
   let s = open;
   for (let i = 0; i < n; i++) {
-    const next = `${i ? ', ' : ''}${item(i)}`;
-    if (s.length + next.length > max) return `${s}${i ? ', ' : ''}${ELLIPSIS} ${n} ${open === '[' ? 'items' : 'keys'}${close}`;
+    const next = `${i ? ',' : ''}${item(i)}`;
+    if (s.length + next.length > max) return `${s}${i ? ',' : ''}${ELLIPSIS} ${n} ${open === '[' ? 'items' : 'keys'}${close}`;
     s += next;
   }
   return s + close;
@@ -82,4 +85,9 @@ export function clampMessage(message: string, max = MAX_MESSAGE_CHARS): string {
   const tail = Math.floor(max * 0.3);
   const head = max - tail - 3;
   return `${message.slice(0, head)} ${ELLIPSIS} ${message.slice(message.length - tail)}`;
+}
+
+/** A tensor shape as [a, b, c]; a shape of more than 8 dimensions is cut. */
+export function briefShape(shape: readonly number[]): string {
+  return shape.length <= 8 ? `[${shape.join(', ')}]` : `[${shape.slice(0, 4).join(', ')}, ${ELLIPSIS} ${shape.length} dims]`;
 }

@@ -17,7 +17,7 @@ import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama.ts';
 import { hash3, mulberry32 } from './random.ts';
 import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
 import { variableFrom } from '../engine/variables.ts';
-import { brief } from '../engine/brief.ts';
+import { briefShape } from '../engine/brief.ts';
 
 export interface LoraConfig {
   /** Rank r. */
@@ -255,7 +255,7 @@ export function loadPeftTensors(set: LoraSet, source: TensorSource): void {
       if (!source.has(name)) throw new Error(`${source.fileName}: missing tensor "${name}"`);
       const shape = source.info(name).shape;
       if (shape.length !== 2 || shape[0] !== v.shape[0] || shape[1] !== v.shape[1]) {
-        throw new Error(`${source.fileOf(name)}: tensor "${name}" has shape ${brief(shape)}, the adapter needs [${v.shape.join(', ')}]`);
+        throw new Error(`${source.fileOf(name)}: tensor "${name}" has shape ${briefShape(shape)}, the adapter needs [${v.shape.join(', ')}]`);
       }
       loads.push({ v, data: getFiniteFloat32(source, name) });
     }

@@ -14,7 +14,7 @@
 // no holes and no overlaps, so a header length that is off by a few bytes (say, cut into the
 // padding) cannot shift every tensor silently.
 
-import { brief, briefName, briefText, clampMessage } from '../engine/brief.ts';
+import { brief, briefName, briefShape, briefText, clampMessage } from '../engine/brief.ts';
 
 /** Every dtype code of the format. Only some can be decoded (see READABLE / WRITABLE). */
 export type SafetensorsDtype =
@@ -169,7 +169,7 @@ function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: nu
     const expected = numel(shape as number[]) * DTYPE_BYTES[dtype];
     if (expected !== end - begin) {
       throw new SafetensorsError(
-        `${where}: dtype ${dtype} and shape ${brief(shape)} need ${expected} bytes but data_offsets span ${end - begin}`,
+        `${where}: dtype ${dtype} and shape ${briefShape(shape as number[])} need ${expected} bytes but data_offsets span ${end - begin}`,
       );
     }
     tensors.set(name, { name, dtype, shape: (shape as number[]).slice(), byteOffset: dataStart + begin, byteLength: end - begin });

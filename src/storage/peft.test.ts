@@ -13,6 +13,8 @@ import {
   fromPeftTensors,
   hfWeightName,
   importPeftZip,
+  importPeftZipAsync,
+  PeftError,
   parsePeftKey,
   peftKey,
   toLoraConfig,
@@ -20,6 +22,7 @@ import {
   type BaseDims,
   type PlainLoraAdapter,
 } from './peft.ts';
+import { zip64Claiming } from './testZips.ts';
 
 // Toy 2-layer base: q out = heads x head_dim = 6 (not hidden 8) and kv out = 3, so a swapped
 // dimension anywhere shows up as a wrong shape.
@@ -230,6 +233,83 @@ describe('PEFT import', () => {
     expect(errorOf(() => importPeftZip(badJson, { dims: DIMS })).message).toMatch(/^adapter\.zip\/adapter_config\.json: not valid JSON/);
   });
 });
+
+describe('PEFT import of hostile zips (issue 24)', () => {
+  const zip = exportPeftZip(toyAdapter(), { baseModel: BASE, dims: DIMS });
+
+  it('a 56 KB zip whose end record claims 4 billion entries is refused at once (it froze unzipSync)', () => {
+    const t0 = performance.now();
+    const e = errorOf(() => importPeftZip(zip64Claiming(0xffffffffn), { dims: DIMS, fileName: 'bomb.zip' }));
+    expect(performance.now() - t0).toBeLessThan(200);
+    expect(e).toBeInstanceOf(PeftError);
+    expect(e.message).toBe("bomb.zip: the zip's end record claims 4294967295 entries; at most 1000 are read (corrupt, or not an adapter folder)");
+  });
+
+  it('an end record claiming 65,535 entries is refused before anything is read', () => {
+    // A 56 KB zip: the adapter after 56 KB of junk, its end record claiming 0xFFFF entries.
+    const z = new Uint8Array(56 * 1024 + zip.length);
+    z.set(zip, 56 * 1024);
+    new DataView(z.buffer).setUint16(z.length - 22 + 10, 0xffff, true);
+    new DataView(z.buffer).setUint16(z.length - 22 + 8, 0xffff, true);
+    const t0 = performance.now();
+    const e = errorOf(() => importPeftZip(z, { dims: DIMS, fileName: 'bomb.zip' }));
+    expect(performance.now() - t0).toBeLessThan(200);
+    expect(e).toBeInstanceOf(PeftError);
+    expect(e.message).toMatch(/^bomb\.zip: the zip's end record claims 65535 entries; at most 1000 are read/);
+  });
+
+  it('a corrupted stored byte in the weights fails the CRC instead of importing changed weights', () => {
+    const files = unzipSync(zip);
+    const st = files['adapter_model.safetensors'];
+    const at = zip.length - 22 - 2 * 46 - 'adapter_config.json'.length - 'adapter_model.safetensors'.length; // after the stored data
+    // Find the stored safetensors bytes in the zip and flip one bit of the last weight.
+    const start = indexOf(zip, st.subarray(0, 64));
+    expect(start).toBeGreaterThan(0);
+    expect(start + st.length).toBeLessThanOrEqual(at);
+    const bad = zip.slice();
+    bad[start + st.length - 2] ^= 0x01;
+    const e = errorOf(() => importPeftZip(bad, { dims: DIMS, fileName: 'flip.zip' }));
+    expect(e).toBeInstanceOf(PeftError);
+    expect(e.message).toMatch(/^flip\.zip\/adapter_model\.safetensors: CRC-32 is 0x[0-9a-f]+ but the zip records 0x[0-9a-f]+; the archive is corrupt$/);
+  });
+
+  it('only the two adapter files are inflated: a broken unrelated entry does not matter', () => {
+    const files = unzipSync(zip);
+    const z = zipSync({ 'adapter_config.json': files['adapter_config.json'], 'adapter_model.safetensors': [files['adapter_model.safetensors'], { level: 0 }], 'README.md': strToU8('x'.repeat(5000)) });
+    const readme = indexOf(z, strToU8('README.md')) + 'README.md'.length;
+    const broken = z.slice();
+    broken.fill(0xff, readme, readme + 20); // the deflate stream of README.md is now garbage
+    expect(() => unzipSync(broken)).toThrow();
+    expect(importPeftZip(broken, { dims: DIMS }).adapter).toEqual(toyAdapter());
+  });
+
+  it('NaN or Infinity in an adapter tensor is refused naming the tensor and index', () => {
+    const key = 'base_model.model.model.layers.1.mlp.up_proj.lora_B.weight';
+    for (const [v, shown] of [[NaN, 'NaN'], [-Infinity, '-Infinity']] as const) {
+      const bad = tamper(zip, (_, t) => {
+        const d = Float32Array.from(t.get(key)!.data);
+        d[5] = v; // [out 12, r 2]: index 5 = [2, 1]
+        t.set(key, { ...t.get(key)!, data: d });
+      });
+      const e = errorOf(() => importPeftZip(bad, { dims: DIMS }));
+      expect(e).toBeInstanceOf(PeftError);
+      expect(e.message).toBe(`adapter.zip/adapter_model.safetensors: tensor "${key}" holds ${shown} at index 5 = [2, 1]; weights must be finite numbers`);
+    }
+  });
+
+  it('the yielding import gives the same adapter', async () => {
+    expect((await importPeftZipAsync(zip, { dims: DIMS })).adapter).toEqual(toyAdapter());
+    await expect(importPeftZipAsync(strToU8('hello'), { dims: DIMS, fileName: 'x.zip' })).rejects.toThrow(/^x\.zip: not a readable zip archive/);
+  });
+});
+
+function indexOf(hay: Uint8Array, needle: Uint8Array): number {
+  outer: for (let i = 0; i + needle.length <= hay.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
 
 describe('merged weights', () => {
   it('writes HF names with format pt, checks names and projection shapes', () => {

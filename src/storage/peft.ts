@@ -14,15 +14,17 @@
 // PEFT-named tensors that lora.ts already reads and writes (peftTensors / loadPeftTensors).
 // Only type imports from lora.ts and llama.ts: a value import would pull tfjs into the UI bundle.
 
-import { strFromU8, strToU8, unzipSync, zipSync, type Zippable } from 'fflate';
+import { strFromU8, strToU8, zipSync, type Zippable } from 'fflate';
 import type { ModelConfig } from '../model/config.ts';
 import type { ProjName } from '../model/llama.ts';
 import type { LoraConfig } from '../model/lora.ts';
-import { parseSafetensors, SafetensorsError, writeSafetensors, type SafetensorsFile, type TensorToWrite } from '../model/safetensors.ts';
+import { checkFinite, parseSafetensors, SafetensorsError, writeSafetensors, type SafetensorsFile, type TensorToWrite } from '../model/safetensors.ts';
+import { brief, briefName, briefShape, clampMessage } from '../engine/brief.ts';
+import { DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError, type ZipEntry, type ZipLimits } from './zip.ts';
 
 export class PeftError extends Error {
   constructor(message: string) {
-    super(message);
+    super(clampMessage(message));
     this.name = 'PeftError';
   }
 }
@@ -229,35 +231,55 @@ export interface PeftImport {
 /** Repo ids are case-insensitive on the hub; trailing slashes and spaces carry no meaning. */
 const normBase = (s: string) => s.trim().replace(/\/+$/, '').toLowerCase();
 
-const show = (v: unknown) => (v === undefined ? 'missing' : JSON.stringify(v));
+/** adapter_config.json above this is not a config (a real one is about 1 KB). */
+export const MAX_ADAPTER_CONFIG_BYTES = 1024 * 1024;
 
-/** Reads a PEFT adapter zip (files at the root or inside one folder). */
-export function importPeftZip(zip: Uint8Array, opts: PeftImportOptions): PeftImport {
-  const zipName = opts.fileName ?? 'adapter.zip';
-  let files: Record<string, Uint8Array>;
-  try {
-    files = unzipSync(zip);
-  } catch (e) {
-    throw new PeftError(`${zipName}: not a readable zip archive (${(e as Error).message})`);
-  }
-  const names = Object.keys(files).filter((n) => !n.startsWith('__MACOSX/') && !n.endsWith('/'));
-  const configs = names.filter((n) => n === 'adapter_config.json' || n.endsWith('/adapter_config.json'));
-  if (configs.length === 0) {
-    throw new PeftError(`${zipName}: no adapter_config.json (a PEFT adapter folder holds adapter_config.json and adapter_model.safetensors)`);
-  }
-  if (configs.length > 1) throw new PeftError(`${zipName}: several adapters (${configs.join(', ')}); zip one adapter folder`);
-  const dir = configs[0].slice(0, -'adapter_config.json'.length);
-  const stName = `${dir}adapter_model.safetensors`;
-  if (!files[stName]) {
-    const bin = files[`${dir}adapter_model.bin`] ? ' (adapter_model.bin is a PyTorch pickle, not read here: save with safe_serialization=True)' : '';
-    throw new PeftError(`${zipName}: no ${stName}${bin}`);
-  }
-  return importPeftFiles({ config: strFromU8(files[configs[0]]), safetensors: files[stName] }, {
-    ...opts,
-    configName: `${zipName}/${configs[0]}`,
-    safetensorsName: `${zipName}/${stName}`,
-  });
+/**
+ * Reads a PEFT adapter zip (files at the root or inside one folder). The central directory is
+ * checked against `limits` before anything is inflated; only adapter_config.json and
+ * adapter_model.safetensors are inflated, and their CRC-32 checked.
+ */
+export function importPeftZip(zip: Uint8Array, opts: PeftImportOptions & { limits?: ZipLimits }): PeftImport {
+  return runSync(peftZipJob(zip, opts));
 }
+
+/** importPeftZip in steps that give the event loop a turn, for the worker (Stop still answers). */
+export function importPeftZipAsync(zip: Uint8Array, opts: PeftImportOptions & { limits?: ZipLimits }): Promise<PeftImport> {
+  return runYielding(peftZipJob(zip, opts));
+}
+
+function* peftZipJob(zip: Uint8Array, opts: PeftImportOptions & { limits?: ZipLimits }): Generator<void, PeftImport> {
+  const zipName = opts.fileName ?? 'adapter.zip';
+  try {
+    const entries = readCentralDirectory(zip, zipName, opts.limits ?? DEFAULT_ZIP_LIMITS);
+    const byName = new Map<string, ZipEntry>();
+    for (const e of entries) if (!e.name.startsWith('__MACOSX/') && !e.name.endsWith('/')) byName.set(e.name, e);
+    const configs = [...byName.keys()].filter((n) => n === 'adapter_config.json' || n.endsWith('/adapter_config.json'));
+    if (configs.length === 0) {
+      throw new PeftError(`${zipName}: no adapter_config.json (a PEFT adapter folder holds adapter_config.json and adapter_model.safetensors)`);
+    }
+    if (configs.length > 1) throw new PeftError(`${zipName}: several adapters (${brief(configs)}); zip one adapter folder`);
+    const cfgEntry = byName.get(configs[0])!;
+    const dir = configs[0].slice(0, -'adapter_config.json'.length);
+    const stName = `${dir}adapter_model.safetensors`;
+    const stEntry = byName.get(stName);
+    if (!stEntry) {
+      const bin = byName.has(`${dir}adapter_model.bin`) ? ' (adapter_model.bin is a PyTorch pickle, not read here: save with safe_serialization=True)' : '';
+      throw new PeftError(`${zipName}: no ${briefText(stName)}${bin}`);
+    }
+    if (cfgEntry.size > MAX_ADAPTER_CONFIG_BYTES) {
+      throw new PeftError(`${zipName}/${briefText(configs[0])}: ${cfgEntry.size} bytes, over the ${MAX_ADAPTER_CONFIG_BYTES}-byte limit for an adapter config`);
+    }
+    const config = strFromU8(yield* extractEntry(zip, cfgEntry, zipName));
+    const safetensors = yield* extractEntry(zip, stEntry, zipName);
+    return importPeftFiles({ config, safetensors }, { ...opts, configName: `${zipName}/${briefText(configs[0])}`, safetensorsName: `${zipName}/${briefText(stName)}` });
+  } catch (e) {
+    if (e instanceof ZipError) throw new PeftError(e.message);
+    throw e;
+  }
+}
+
+const briefText = (s: string) => briefName(s).replace(/^"|"$/g, '');
 
 /** Reads an adapter from its two files (a picked folder, or the zip's entries). */
 export function importPeftFiles(
@@ -278,7 +300,7 @@ export function importPeftFiles(
   if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new PeftError(`${cfgName}: must be a JSON object`);
   const cfg = c as Record<string, unknown>;
   const bad = (field: string, why: string): never => {
-    throw new PeftError(`${cfgName}: field "${field}" is ${show(cfg[field])}; ${why}`);
+    throw new PeftError(`${cfgName}: field "${field}" is ${brief(cfg[field])}; ${why}`);
   };
 
   if (cfg.peft_type !== 'LORA') bad('peft_type', 'only "LORA" adapters can be imported');
@@ -309,7 +331,7 @@ export function importPeftFiles(
   const targets = new Set<ProjName>();
   for (const m of tm as unknown[]) {
     const p = typeof m === 'string' ? BY_MODULE.get(m) : undefined;
-    if (!p) bad('target_modules', `${show(m)} is not one of ${PROJS.map((x) => HF_PROJ[x].module).join(', ')}`);
+    if (!p) bad('target_modules', `${brief(m)} is not one of ${PROJS.map((x) => HF_PROJ[x].module).join(', ')}`);
     targets.add(p!);
   }
   let layers: number[];
@@ -340,7 +362,7 @@ export function importPeftFiles(
   const layerSet = new Set(layers);
   for (const key of st.names()) {
     const k = parsePeftKey(key);
-    const where = `${stName}: tensor "${key}"`;
+    const where = `${stName}: tensor ${briefName(key)}`;
     if (!k) throw new PeftError(`${where} is not a LoRA weight of a Llama-family projection (expected base_model.model.model.layers.{i}.{self_attn|mlp}.{q|k|v|o|gate|up|down}_proj.lora_{A|B}.weight)`);
     if (k.layer >= dims.numLayers) throw new PeftError(`${where}: layer ${k.layer} does not exist (the base model has ${dims.numLayers} layers)`);
     if (!layerSet.has(k.layer)) throw new PeftError(`${where}: layer ${k.layer} is not in layers_to_transform of ${cfgName}`);
@@ -351,12 +373,19 @@ export function importPeftFiles(
     const want = k.which === 'A' ? [R, d.in] : [d.out, R];
     if (info.shape.length !== 2 || info.shape[0] !== want[0] || info.shape[1] !== want[1]) {
       const meaning = k.which === 'A' ? `[r, in] with r = ${R} from ${cfgName}` : `[out, r] with r = ${R} from ${cfgName}`;
-      throw new PeftError(`${where} has shape [${info.shape.join(', ')}], expected [${want.join(', ')}] = ${meaning} and the base model's ${HF_PROJ[k.proj].module} [out ${d.out}, in ${d.in}]`);
+      throw new PeftError(`${where} has shape ${briefShape(info.shape)}, expected [${want.join(', ')}] = ${meaning} and the base model's ${HF_PROJ[k.proj].module} [out ${d.out}, in ${d.in}]`);
     }
     const entry = adapter.layers.get(k.layer) ?? {};
     adapter.layers.set(k.layer, entry);
     const pair = (entry[k.proj] ??= { A: new Float32Array(0), B: new Float32Array(0) });
-    pair[k.which] = st.getFloat32(key);
+    const values = st.getFloat32(key);
+    try {
+      checkFinite(values, key, stName, info.shape);
+    } catch (e) {
+      if (e instanceof SafetensorsError) throw new PeftError(e.message);
+      throw e;
+    }
+    pair[k.which] = values;
   }
   // Every configured (layer, target) must be present: PEFT would silently keep a fresh (B = 0)
   // adapter for a missing one; here a missing tensor is a broken file.

@@ -9,7 +9,7 @@ import { generate } from '../model/generate';
 import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
-import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZip, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
+import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZipAsync, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
 import { exportMergedModel } from '../storage/merge';
 import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
 
@@ -82,11 +82,12 @@ export async function importAdapterIntoRun(
   fileName: string,
   opts: { allowBaseMismatch?: boolean } = {},
 ): Promise<ImportAdapterResult> {
-  let imported: ReturnType<typeof importPeftZip>;
+  let imported: Awaited<ReturnType<typeof importPeftZipAsync>>;
   let dims: BaseDims;
   try {
     dims = await baseDims(folder);
-    imported = importPeftZip(zip, { dims, expectedBase: ra.baseRef, allowBaseMismatch: opts.allowBaseMismatch, fileName });
+    // Yields while it inflates and checks, so Stop and Pause still answer during a large import.
+    imported = await importPeftZipAsync(zip, { dims, expectedBase: ra.baseRef, allowBaseMismatch: opts.allowBaseMismatch, fileName });
     const why = structureMismatch(imported.adapter, ra.lora, dims);
     if (why) throw new PeftError(`${fileName}: ${why}`);
   } catch (e) {
