@@ -126,6 +126,60 @@ describe('parseModelConfig', () => {
   });
 });
 
+describe('config.json ranges that keep the model computable (issue 24)', () => {
+  const err = (over: Record<string, unknown>, base: object = SMOLLM2) => {
+    try {
+      parseModelConfig({ ...base, ...over }, 'x/config.json');
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as Error).message.length).toBeLessThan(400);
+      return (e as Error).message;
+    }
+    throw new Error('expected a ConfigError');
+  };
+
+  it('a denormal rope_scaling.factor or a tiny rope_theta, whose frequencies would be Infinity, is refused', () => {
+    // 1 / 1e-310 overflows float64 and float32 alike.
+    expect(err({ rope_scaling: { rope_type: 'linear', factor: 1e-310 } })).toMatch(/^x\/config\.json: field "rope_scaling" gives rotary frequency 0 = Infinity, not a finite positive float32/);
+    // theta = 1e-300, head_dim 64: inv_freq[i] = 10^(300 * 2i / 64); i = 4 gives 10^37.5 (fits
+    // float32, max 3.4e38), i = 5 gives 10^46.875 = 7.4989e46 (does not).
+    expect(err({ rope_theta: 1e-300 })).toMatch(/field "rope_theta" gives rotary frequency 5 = 7\.4989\d*e\+46, not a finite positive float32/);
+    expect(err({ rope_theta: 0 })).toMatch(/field "rope_theta" must be a number above 0/);
+    expect(err({ rope_scaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 4, high_freq_factor: 4, original_max_position_embeddings: 8192 } })).toMatch(
+      /"rope_scaling\.high_freq_factor" \(4\) must be above low_freq_factor \(4\)/,
+    );
+    // A real llama3 block is fine (Llama 3.2's).
+    expect(parseModelConfig({ ...SMOLLM2, rope_theta: 500000, rope_scaling: { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 } }).ropeScaling.type).toBe('llama3');
+  });
+
+  it('head_dim 1e15, hidden_size 2^32 and friends are refused before anything is allocated', () => {
+    expect(err({ head_dim: 1e15 })).toBe('x/config.json: field "head_dim" must be a positive integer up to 1024, got 1000000000000000');
+    expect(err({ hidden_size: 2 ** 32 })).toBe('x/config.json: field "hidden_size" must be a positive integer up to 65536, got 4294967296');
+    expect(err({ num_hidden_layers: 1.5 })).toMatch(/"num_hidden_layers" must be a positive integer up to 1024, got 1\.5/);
+    expect(err({ num_key_value_heads: 18 })).toMatch(/"num_key_value_heads" must be a positive integer up to 9, got 18/);
+    expect(err({ hidden_size: 9 * 2048, head_dim: undefined })).toMatch(/"hidden_size" gives head_dim 2048, over the limit of 1024/);
+    expect(err({ vocab_size: 1 << 20, hidden_size: 4096, num_attention_heads: 32, num_key_value_heads: 8 })).toMatch(
+      /"vocab_size" makes a weight matrix of vocab_size x hidden_size = 4294967296 values/,
+    );
+    expect(err({ rms_norm_eps: 2 })).toMatch(/"rms_norm_eps" must be a number above 0 and below 1, got 2/);
+  });
+
+  it('bos, eos and pad ids at or above vocab_size are refused (lists included)', () => {
+    expect(err({ bos_token_id: 49152 })).toBe('x/config.json: field "bos_token_id" must be a token id below vocab_size (49152), got 49152');
+    expect(err({ pad_token_id: 1e9 })).toMatch(/"pad_token_id" must be a token id below vocab_size/);
+    expect(err({ eos_token_id: [2, 49152] })).toMatch(/"eos_token_id" must be a token id below vocab_size \(49152\) or a list of them, got \[2,49152\]/);
+    expect(parseModelConfig({ ...SMOLLM2, eos_token_id: [2, 49151] }).eosTokenIds).toEqual([2, 49151]);
+  });
+
+  it('a 5,000-level nested or million-character value gives a short message', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 5000; i++) deep = [deep];
+    expect(err({ eos_token_id: deep })).toMatch(/"eos_token_id" must be a token id.*got \[\[\[… 1 items\]\]\]$/);
+    expect(err({ hidden_act: 'g'.repeat(1_000_000) })).toMatch(/"hidden_act" "g+"… \(1000000 chars\) is not supported/);
+    expect(err({ rope_scaling: deep })).toMatch(/"rope_scaling" must be an object or null/);
+  });
+});
+
 describe('ropeInvFreq', () => {
   it('is theta^(-2i/d), worked by hand for d = 8, theta = 10000', () => {
     const inv = ropeInvFreq({ headDim: 8, ropeTheta: 10000, ropeScaling: { type: 'default' } });
