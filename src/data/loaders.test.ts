@@ -41,7 +41,7 @@ describe('JSONL loader', () => {
       [`${ok}\n${ok}\n{"prompt": "  "}`, 3, 'prompt', /empty/],
       [`${ok}\n{"prompt": 5}`, 2, 'prompt', /string or a list of turns/],
       [`{"prompt": "a", "category": 9}`, 1, 'category', /expected a string/],
-      [`{"prompt": "a", "goal": ["x"]}`, 1, 'goal', /expected a string, got array/],
+      [`{"prompt": "a", "goal": ["x"]}`, 1, 'goal', /expected a string, got an array/],
       [`${ok}\n{"prompt": "a",}`, 2, null, /not valid JSON/],
       [`${ok}\n[1, 2]`, 2, null, /JSON object/],
       [`{"prompt": [{"role": "bot", "content": "x"}]}`, 1, 'prompt[0].role', /"user"/],
@@ -116,5 +116,41 @@ describe('dataset dispatch', () => {
     expect(parseDataset('prompt\nb', 'upload.txt')).toEqual([{ prompt: 'b', line: 2 }]);
     const file = new File(['{"prompt":"hi","category":"S2"}\n'], 'u.ndjson');
     expect(await loadDatasetFile(file)).toEqual([{ prompt: 'hi', category: 'S2', line: 1 }]);
+  });
+});
+
+describe('datasets: hostile rows (issue 24)', () => {
+  const err = (fn: () => unknown): DatasetError => {
+    try {
+      fn();
+    } catch (e) {
+      expect(e).toBeInstanceOf(DatasetError);
+      return e as DatasetError;
+    }
+    throw new Error('expected a DatasetError');
+  };
+
+  it('an empty user turn is refused, naming the turn', () => {
+    const e = err(() => parseJsonl('{"prompt": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "  "}]}', 'mt.jsonl'));
+    expect(e.message).toBe("mt.jsonl line 1, field 'prompt[1].content': empty user turn");
+    // An empty assistant turn is a different matter (a prefill); it stays allowed.
+    expect(parseJsonl('{"prompt": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}')).toHaveLength(1);
+  });
+
+  it('a byte-order mark is stripped (JSONL and CSV)', () => {
+    expect(parseJsonl('\uFEFF{"prompt": "a"}')[0].prompt).toBe('a');
+    expect(parseCsv('\uFEFFprompt\nb')[0].prompt).toBe('b');
+  });
+
+  it('a 5,000-level nested or 3-million-character value gives a short message', () => {
+    const deep = '['.repeat(5000) + ']'.repeat(5000);
+    expect(err(() => parseJsonl(`{"prompt": "a", "goal": ${deep}}`, 'd.jsonl')).message).toBe("d.jsonl line 1, field 'goal': expected a string, got an array [[[… 1 items]]]");
+    expect(err(() => parseJsonl(`{"prompt": {"a": ${deep}}}`, 'd.jsonl')).message).toMatch(/field 'prompt': expected a string or a list of turns, got \{"a":\[\[… 1 items\]\]\}$/);
+    const wide = `${'x'.repeat(3_000_000)}\nrow`;
+    const e = err(() => parseCsv(wide, 'wide.csv'));
+    expect(e.message.length).toBeLessThan(400);
+    expect(e.message).toMatch(/^wide\.csv line 1, field 'prompt': the header has no prompt column \(columns: x+… \(3000000 chars\)\)$/);
+    const role = err(() => parseJsonl(`{"prompt": [{"role": "${'u'.repeat(1_000_000)}", "content": "x"}]}`));
+    expect(role.message.length).toBeLessThan(400);
   });
 });

@@ -8,6 +8,7 @@
 //        case-insensitive), comma separated, fields optionally in double quotes, quoted fields
 //        may hold commas, newlines and doubled quotes (""); CRLF or LF; blank lines skip.
 
+import { brief, briefText, clampMessage, kindOf } from '../engine/brief';
 import type { ChatTurn, PromptInput } from './types';
 
 export interface DatasetRow {
@@ -23,8 +24,8 @@ export class DatasetError extends Error {
   readonly line: number | null;
   readonly field: string | null;
   constructor(file: string, line: number | null, field: string | null, problem: string) {
-    const where = [file, line !== null ? `line ${line}` : null].filter(Boolean).join(' ');
-    super(`${where}${field !== null ? `, field '${field}'` : ''}: ${problem}`);
+    const where = [briefText(file, 200), line !== null ? `line ${line}` : null].filter(Boolean).join(' ');
+    super(clampMessage(`${where}${field !== null ? `, field '${briefText(field)}'` : ''}: ${problem}`));
     this.name = 'DatasetError';
     this.file = file;
     this.line = line;
@@ -32,7 +33,8 @@ export class DatasetError extends Error {
   }
 }
 
-function stripBom(text: string): string {
+/** Strips one leading byte-order mark (Excel and Notepad write one). */
+export function stripBom(text: string): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
@@ -52,21 +54,23 @@ function readPrompt(value: unknown, file: string, line: number): PromptInput {
         throw new DatasetError(file, line, `prompt[${i}]`, 'expected a turn {"role": ..., "content": ...}');
       }
       if (typeof turn.role !== 'string' || !ROLES.has(turn.role)) {
-        throw new DatasetError(file, line, `prompt[${i}].role`, `expected "user", "assistant" or "system", got ${JSON.stringify(turn.role)}`);
+        throw new DatasetError(file, line, `prompt[${i}].role`, `expected "user", "assistant" or "system", got ${brief(turn.role)}`);
       }
-      if (typeof turn.content !== 'string') throw new DatasetError(file, line, `prompt[${i}].content`, 'expected a string');
+      if (typeof turn.content !== 'string') throw new DatasetError(file, line, `prompt[${i}].content`, `expected a string, got ${brief(turn.content)}`);
+      // An empty user turn gives the model nothing to answer (and the judge nothing to score).
+      if (turn.role === 'user' && turn.content.trim() === '') throw new DatasetError(file, line, `prompt[${i}].content`, 'empty user turn');
       return { role: turn.role as ChatTurn['role'], content: turn.content };
     });
     if (!turns.some((t) => t.role === 'user')) throw new DatasetError(file, line, 'prompt', 'the turns hold no user turn');
     return turns;
   }
-  throw new DatasetError(file, line, 'prompt', `expected a string or a list of turns, got ${typeof value}`);
+  throw new DatasetError(file, line, 'prompt', `expected a string or a list of turns, got ${brief(value)}`);
 }
 
 function readOptional(obj: Record<string, unknown>, field: 'category' | 'goal', file: string, line: number): string | undefined {
   const v = obj[field];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') throw new DatasetError(file, line, field, `expected a string, got ${Array.isArray(v) ? 'array' : typeof v}`);
+  if (typeof v !== 'string') throw new DatasetError(file, line, field, `expected a string, got ${kindOf(v)} ${brief(v)}`);
   return v.trim() === '' ? undefined : v;
 }
 
@@ -80,10 +84,10 @@ export function parseJsonl(text: string, file = 'dataset.jsonl'): DatasetRow[] {
     try {
       obj = JSON.parse(raw);
     } catch (err) {
-      throw new DatasetError(file, line, null, `not valid JSON (${err instanceof Error ? err.message : String(err)})`);
+      throw new DatasetError(file, line, null, `not valid JSON (${briefText(err instanceof Error ? err.message : String(err), 120)})`);
     }
     if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
-      throw new DatasetError(file, line, null, `expected a JSON object with a "prompt" field, got ${Array.isArray(obj) ? 'an array' : JSON.stringify(obj)}`);
+      throw new DatasetError(file, line, null, `expected a JSON object with a "prompt" field, got ${brief(obj)}`);
     }
     const rec = obj as Record<string, unknown>;
     const row: { prompt: PromptInput; category?: string; goal?: string; line: number } = { prompt: readPrompt(rec.prompt, file, line), line };
@@ -185,7 +189,7 @@ export function parseCsv(text: string, file = 'dataset.csv'): DatasetRow[] {
   const lower = header.map((h) => h.toLowerCase());
   const col = (name: string) => lower.indexOf(name);
   const iPrompt = col('prompt');
-  if (iPrompt < 0) throw new DatasetError(file, first.line, 'prompt', `the header has no prompt column (columns: ${header.join(', ') || '(none)'})`);
+  if (iPrompt < 0) throw new DatasetError(file, first.line, 'prompt', `the header has no prompt column (columns: ${briefText(header.join(', '), 120) || '(none)'})`);
   const iCategory = col('category');
   const iGoal = col('goal');
   const rows: DatasetRow[] = [];

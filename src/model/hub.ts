@@ -2,6 +2,7 @@
 // with the endpoint injectable (a mirror, or the local server the tests start), and the loader that
 // gathers a model folder's files from any source.
 
+import { brief } from '../engine/brief.ts';
 import {
   INDEX_FILE,
   listWeightFiles,
@@ -19,7 +20,7 @@ export const DEFAULT_REVISION = 'main';
 
 export class InvalidModelIdError extends ModelSourceError {
   constructor(id: unknown, why: string) {
-    super(`invalid model id ${JSON.stringify(id)}: ${why}; expected "owner/name", e.g. "HuggingFaceTB/SmolLM2-135M-Instruct"`);
+    super(`invalid model id ${brief(id)}: ${why}; expected "owner/name", e.g. "HuggingFaceTB/SmolLM2-135M-Instruct"`);
     this.name = 'InvalidModelIdError';
   }
 }
@@ -38,7 +39,7 @@ export function validateModelId(id: string): string {
     if (!PART.test(p) || p.includes('--') || p.includes('..')) {
       throw new InvalidModelIdError(
         id,
-        `the ${what} ${JSON.stringify(p)} must be 1-96 letters, digits, "-", "_" or ".", not starting or ending with "-" or "." and without "--" or ".."`,
+        `the ${what} ${brief(p)} must be 1-96 letters, digits, "-", "_" or ".", not starting or ending with "-" or "." and without "--" or ".."`,
       );
     }
   }
@@ -47,7 +48,7 @@ export function validateModelId(id: string): string {
 
 function validateRevision(revision: string): string {
   if (typeof revision !== 'string' || revision === '' || /\s/.test(revision) || revision.split('/').includes('..')) {
-    throw new ModelSourceError(`invalid revision ${JSON.stringify(revision)}: expected a branch, tag or commit such as "main"`);
+    throw new ModelSourceError(`invalid revision ${brief(revision)}: expected a branch, tag or commit such as "main"`);
   }
   return revision;
 }

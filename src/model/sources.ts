@@ -8,6 +8,8 @@
 //   - a plain map of name -> bytes (tests, files built in memory).
 // A source hands out raw bytes (or Blobs) per file name; parsing is the caller's business.
 
+import { brief, briefText } from '../engine/brief.ts';
+
 /** Where and how far a file's bytes have arrived. `loaded` never decreases for one file. */
 export interface FileProgress {
   file: string;
@@ -68,7 +70,7 @@ export function checkFileName(name: string): string {
     name.includes('\\') ||
     name.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')
   ) {
-    throw new ModelSourceError(`invalid model file name ${JSON.stringify(name)}: expected a relative path such as "config.json"`);
+    throw new ModelSourceError(`invalid model file name ${brief(name)}: expected a relative path such as "config.json"`);
   }
   return name;
 }
@@ -373,7 +375,7 @@ class UrlSource implements ModelSource {
     try {
       new URL(base);
     } catch {
-      throw new ModelSourceError(`invalid model base URL ${JSON.stringify(base)}`);
+      throw new ModelSourceError(`invalid model base URL ${brief(base)}`);
     }
     if (!base.endsWith('/')) base += '/';
     this.base = base;
@@ -558,7 +560,7 @@ export function shardFilesFromIndex(index: unknown, file = INDEX_FILE): string[]
     try {
       checkFileName(shard);
     } catch {
-      throw new ModelSourceError(`${file}: field "weight_map.${tensor}" names ${JSON.stringify(shard)}, not a file in the folder`);
+      throw new ModelSourceError(`${file}: field "weight_map.${briefText(tensor)}" names ${brief(shard)}, not a file in the folder`);
     }
     shards.add(shard);
   }

@@ -5,12 +5,13 @@
 // or an unsupported model type gets one message naming the file and the field, not a wrong
 // tokenisation or a TypeError from inside the library.
 
+import { brief, clampMessage } from '../engine/brief.ts';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import type { ModelSource } from './sources.ts';
 
 export class TokenizerError extends Error {
   constructor(message: string) {
-    super(message);
+    super(clampMessage(message));
     this.name = 'TokenizerError';
   }
 }
@@ -103,14 +104,14 @@ function validateTokenizerJson(json: unknown, file: string): Json {
   }
   if (type !== undefined && !(SUPPORTED_MODEL_TYPES as readonly unknown[]).includes(type)) {
     throw new TokenizerError(
-      `${file}: field "model.type" is ${JSON.stringify(type)}; supported: ${SUPPORTED_MODEL_TYPES.join(', ')}`,
+      `${file}: field "model.type" is ${brief(type)}; supported: ${SUPPORTED_MODEL_TYPES.join(', ')}`,
     );
   }
   if (type === 'BPE' || type === 'WordPiece') {
     if (!isObject(model.vocab)) throw new TokenizerError(`${file}: field "model.vocab" must be an object of token -> id`);
     for (const [tok, id] of Object.entries(model.vocab)) {
       if (!Number.isInteger(id) || (id as number) < 0) {
-        throw new TokenizerError(`${file}: field "model.vocab" maps ${JSON.stringify(tok)} to ${JSON.stringify(id)}, not a token id`);
+        throw new TokenizerError(`${file}: field "model.vocab" maps ${brief(tok)} to ${brief(id)}, not a token id`);
       }
     }
   }
@@ -123,7 +124,7 @@ function validateTokenizerJson(json: unknown, file: string): Json {
       const ok =
         (typeof m === 'string' && m.includes(' ')) ||
         (Array.isArray(m) && m.length === 2 && typeof m[0] === 'string' && typeof m[1] === 'string');
-      if (!ok) throw new TokenizerError(`${file}: field "model.merges[${i}]" must be "a b" or ["a", "b"], got ${JSON.stringify(m)}`);
+      if (!ok) throw new TokenizerError(`${file}: field "model.merges[${i}]" must be "a b" or ["a", "b"], got ${brief(m)}`);
     });
   }
   const added = json.added_tokens ?? [];
@@ -165,7 +166,7 @@ function idList(v: unknown, file: string, field: string): number[] {
   if (v === undefined || v === null) return [];
   const list = Array.isArray(v) ? v : [v];
   for (const x of list) {
-    if (!Number.isInteger(x) || x < 0) throw new TokenizerError(`${file}: field "${field}" must be a token id or a list of ids, got ${JSON.stringify(v)}`);
+    if (!Number.isInteger(x) || x < 0) throw new TokenizerError(`${file}: field "${field}" must be a token id or a list of ids, got ${brief(v)}`);
   }
   return list as number[];
 }
@@ -247,7 +248,7 @@ export class TextTokenizer {
       const s = strings[key];
       if (s === undefined) return null;
       const id = this.hf.token_to_id(s);
-      if (id === undefined) throw new TokenizerError(`${tcFile}: field "${key}" is ${JSON.stringify(s)}, which is not a token of tokenizer.json`);
+      if (id === undefined) throw new TokenizerError(`${tcFile}: field "${key}" is ${brief(s)}, which is not a token of tokenizer.json`);
       return id;
     };
     const gen = isObject(opts.generationConfig) ? opts.generationConfig : {};

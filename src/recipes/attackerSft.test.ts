@@ -15,7 +15,9 @@ describe('attacker-sft recipe', () => {
       { goal: 'g', prompt: 'p' },
       { goal: 'h', prompt: 'q' },
     ]);
-    expect(() => parseGoalPromptJsonl('{"goal":"g","prompt":"p"}\n{"goal":"g"}', 'up.jsonl')).toThrow('up.jsonl:2: field "prompt" must be a non-empty string (row fields: goal)');
+    expect(() => parseGoalPromptJsonl('{"goal":"g","prompt":"p"}\n{"goal":"g"}', 'up.jsonl')).toThrow('up.jsonl:2: field "prompt" must be a non-empty string, got missing (row fields: goal)');
+    // A byte-order mark (Notepad, Excel) is not part of the first row (issue 24).
+    expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
     expect(() => parseGoalPromptJsonl('{"goal":', 'up.jsonl')).toThrow(/^up\.jsonl:1: not valid JSON/);
     expect(() => parseGoalPromptJsonl('[1]', 'up.jsonl')).toThrow(/up\.jsonl:1: a row must be a JSON object/);
     expect(() => parseGoalPromptJsonl('\n', 'up.jsonl')).toThrow('up.jsonl: no rows');

@@ -8,6 +8,8 @@
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
 import { attackerSft, attackerSource, rngFor, TACTICS, type Tactic } from '../data/sandbox/index.ts';
+import { stripBom } from '../data/loaders.ts';
+import { brief, briefText } from '../engine/brief.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
@@ -45,19 +47,19 @@ export interface GoalPromptPair {
 /** Parses JSONL rows {"goal", "prompt"}; errors name the file, the line and the field. Blank lines are skipped. */
 export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPair[] {
   const out: GoalPromptPair[] = [];
-  text.split(/\r?\n/).forEach((line, i) => {
+  stripBom(text).split(/\r?\n/).forEach((line, i) => {
     if (line.trim() === '') return;
     let row: unknown;
     try {
       row = JSON.parse(line);
     } catch (e) {
-      throw new Error(`${label}:${i + 1}: not valid JSON: ${(e as Error).message}`);
+      throw new Error(`${label}:${i + 1}: not valid JSON: ${briefText((e as Error).message, 120)}`);
     }
     if (!row || typeof row !== 'object' || Array.isArray(row)) throw new Error(`${label}:${i + 1}: a row must be a JSON object {"goal", "prompt"}`);
     const r = row as Record<string, unknown>;
     for (const f of ['goal', 'prompt'] as const) {
       if (typeof r[f] !== 'string' || (r[f] as string).trim() === '') {
-        throw new Error(`${label}:${i + 1}: field "${f}" must be a non-empty string (row fields: ${Object.keys(r).join(', ') || 'none'})`);
+        throw new Error(`${label}:${i + 1}: field "${f}" must be a non-empty string, got ${brief(r[f])} (row fields: ${briefText(Object.keys(r).join(', '), 120) || 'none'})`);
       }
     }
     out.push({ goal: r.goal as string, prompt: r.prompt as string });

@@ -7,6 +7,8 @@
 //   type Config = ConfigOf<typeof schema>;          // { groupSize: number }
 //   const r = validateConfig(schema, { groupSize: '16' });  // r.ok, r.config.groupSize === 16
 
+import { brief } from '../engine/brief.ts';
+
 export type FieldType = 'number' | 'integer' | 'boolean' | 'enum' | 'string';
 
 interface FieldBase {
@@ -109,7 +111,7 @@ export function describeAllowed(f: Field): string {
 
 /** Check one value (strings are coerced for non-string fields). Returns the value or an error message. */
 export function validateField(name: string, f: Field, raw: unknown): { value: unknown } | { error: string } {
-  const bad = () => ({ error: `field "${name}" must be ${describeAllowed(f)}, got ${JSON.stringify(raw) ?? String(raw)}` });
+  const bad = () => ({ error: `field "${name}" must be ${describeAllowed(f)}, got ${brief(raw)}` });
   switch (f.type) {
     case 'number':
     case 'integer': {

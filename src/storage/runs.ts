@@ -12,7 +12,9 @@
 // JSON.stringify writes null, and parsing reads a null metric back as NaN.
 
 import type { StepReport } from '../recipes/report.ts';
+import { briefText, clampMessage } from '../engine/brief.ts';
 import { idbKv, newId, pad, StorageError, type Kv } from './kv.ts';
+import { stepProblem } from './reportRules.ts';
 
 export type RunStatus = 'created' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed';
 const STATUSES: readonly RunStatus[] = ['created', 'running', 'paused', 'finished', 'stopped', 'failed'];
@@ -250,7 +252,7 @@ export class JsonlError extends Error {
     readonly line: number,
     detail: string,
   ) {
-    super(`${fileName} line ${line}: ${detail}`);
+    super(clampMessage(`${briefText(fileName, 200)} line ${line}: ${detail}`));
     this.name = 'JsonlError';
   }
 }
@@ -263,13 +265,14 @@ function checkReport(v: unknown): StepReport | string {
   if (!isObj(v)) return `expected a StepReport object, got ${kind(v)}`;
   if (typeof v.runId !== 'string' || v.runId === '') return `field "runId" is ${kind(v.runId)}, expected a non-empty string`;
   if (typeof v.recipe !== 'string') return `field "recipe" is ${kind(v.recipe)}, expected a string`;
-  if (!Number.isSafeInteger(v.step) || (v.step as number) < 0) return `field "step" is ${JSON.stringify(v.step) ?? 'missing'}, expected a non-negative integer`;
+  const stepBad = stepProblem(v.step);
+  if (stepBad) return stepBad;
   if (typeof v.time !== 'number') return `field "time" is ${kind(v.time)}, expected a number (ms since epoch)`;
   if (v.phase !== undefined && typeof v.phase !== 'string') return `field "phase" is ${kind(v.phase)}, expected a string`;
   if (!isObj(v.metrics)) return `field "metrics" is ${kind(v.metrics)}, expected an object of numbers`;
   const metrics: Record<string, number> = {};
   for (const [k, m] of Object.entries(v.metrics)) {
-    if (m !== null && typeof m !== 'number') return `field "metrics.${k}" is ${kind(m)}, expected a number`;
+    if (m !== null && typeof m !== 'number') return `field "metrics.${briefText(k)}" is ${kind(m)}, expected a number`;
     metrics[k] = m === null ? NaN : m;
   }
   if (!Array.isArray(v.samples)) return `field "samples" is ${kind(v.samples)}, expected an array`;
@@ -300,7 +303,7 @@ export function parseReportsJsonl(text: string, fileName = 'run.jsonl'): StepRep
     try {
       v = JSON.parse(line);
     } catch (e) {
-      throw new JsonlError(fileName, i + 1, `not valid JSON (${(e as Error).message})`);
+      throw new JsonlError(fileName, i + 1, `not valid JSON (${briefText((e as Error).message, 120)})`);
     }
     const r = checkReport(v);
     if (typeof r === 'string') throw new JsonlError(fileName, i + 1, r);

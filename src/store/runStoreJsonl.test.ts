@@ -48,7 +48,7 @@ describe('JSONL replay parsing', () => {
 
   it('names the line and the field of a report with a wrong shape', () => {
     expect(errorOf(`${good(1)}\n${good(2)}\n{"runId":"r","step":"three","metrics":{}}`).message).toBe(
-      'run.jsonl, line 3: step is a string, expected a number',
+      'run.jsonl, line 3: field "step" is "three", expected a non-negative integer',
     );
     const bad = JSON.parse(good(4));
     bad.samples[0].messages[0].tokens.entropy = [0.1, 0.2];
@@ -61,5 +61,28 @@ describe('JSONL replay parsing', () => {
 
   it('rejects an empty file', () => {
     expect(errorOf('\n\n').message).toMatch(/no StepReport/);
+  });
+});
+
+describe('JSONL replay: the storage reader step rule and short messages (issue 24)', () => {
+  it.each([
+    ['-1', '-1'],
+    ['1.5', '1.5'],
+    ['1e300', '1e+300'],
+    ['null', 'null'],
+  ])('refuses step %s as the storage layer does', (raw, shown) => {
+    const line = good(7).replace('"step":7', `"step":${raw}`);
+    expect(errorOf(line).message).toBe(`run.jsonl, line 1: field "step" is ${shown}, expected a non-negative integer`);
+  });
+
+  it('a 5,000-level nested or million-character value gives a short ReplayError', () => {
+    const deep = '['.repeat(5000) + ']'.repeat(5000);
+    const e1 = errorOf(good(1).replace('"runId":"r1"', `"runId":${deep}`));
+    expect(e1.message).toBe('run.jsonl, line 1: runId is an array, expected a string');
+    const e2 = errorOf(good(1).replace('"reward/mean"', `"${'k'.repeat(1_000_000)}"`).replace(':0.5', ':"x"'));
+    expect(e2.message.length).toBeLessThan(300);
+    expect(e2.message).toMatch(/^run\.jsonl, line 1: metrics\["k+"… \(1000000 chars\)\] is a string, expected a number$/);
+    const e3 = errorOf(good(1).replace('"role":"defender"', `"role":"${'r'.repeat(1_000_000)}"`));
+    expect(e3.message.length).toBeLessThan(400);
   });
 });

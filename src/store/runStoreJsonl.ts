@@ -1,7 +1,9 @@
 // Reading a recorded run: a JSONL file with one StepReport per line (what the CLI writes).
 // Every line is checked before anything is loaded, so a bad file changes nothing on screen; the
 // error names the file, the line and the field.
+import { brief, briefText, clampMessage, kindOf } from '../engine/brief';
 import type { Message, RolloutSample, StepReport, TokenTrace } from '../recipes/report';
+import { stepProblem } from '../storage/reportRules';
 
 export class ReplayError extends Error {
   constructor(
@@ -9,7 +11,7 @@ export class ReplayError extends Error {
     readonly detail: string,
     readonly file?: string,
   ) {
-    super(`${file ? `${file}, ` : ''}line ${line}: ${detail}`);
+    super(clampMessage(`${file ? `${briefText(file, 200)}, ` : ''}line ${line}: ${detail}`));
     this.name = 'ReplayError';
   }
 }
@@ -35,12 +37,7 @@ function num(o: Record<string, unknown>, key: string, path: string): number {
   return v;
 }
 
-function describe(v: unknown): string {
-  if (v === undefined) return 'missing';
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  return `a ${typeof v}`;
-}
+const describe = kindOf;
 
 function numArray(v: unknown, path: string): number[] {
   if (!Array.isArray(v)) throw new FieldError(`${path} is ${describe(v)}, expected an array of numbers`);
@@ -79,7 +76,7 @@ function checkTokens(v: unknown, path: string): TokenTrace {
 function checkMessage(v: unknown, path: string): Message {
   if (!isObj(v)) throw new FieldError(`${path} is ${describe(v)}, expected an object`);
   const role = str(v, 'role', `${path}.`);
-  if (!ROLES.has(role)) throw new FieldError(`${path}.role '${role}' is not one of ${[...ROLES].join(', ')}`);
+  if (!ROLES.has(role)) throw new FieldError(`${path}.role ${brief(role)} is not one of ${[...ROLES].join(', ')}`);
   const msg: Message = { role: role as Message['role'], text: str(v, 'text', `${path}.`) };
   if (v.tokens !== undefined) msg.tokens = checkTokens(v.tokens, `${path}.tokens`);
   if (v.turnScore !== undefined) msg.turnScore = num(v, 'turnScore', `${path}.`);
@@ -99,7 +96,7 @@ function checkSample(v: unknown, path: string): RolloutSample {
   const terms = v.terms === undefined ? {} : v.terms;
   if (!isObj(terms)) throw new FieldError(`${p}terms is ${describe(terms)}, expected an object`);
   for (const [k, t] of Object.entries(terms)) {
-    if (t !== null && t !== undefined && typeof t !== 'number') throw new FieldError(`${p}terms.${k} is ${describe(t)}, expected a number`);
+    if (t !== null && t !== undefined && typeof t !== 'number') throw new FieldError(`${p}terms.${briefText(k)} is ${describe(t)}, expected a number`);
   }
   return {
     ...(v as unknown as RolloutSample),
@@ -122,12 +119,14 @@ export function checkStepReport(v: unknown): StepReport {
   if (!isObj(v)) throw new FieldError(`the line is ${describe(v)}, expected a StepReport object`);
   const runId = str(v, 'runId', '');
   if (runId === '') throw new FieldError('runId is empty');
-  const step = num(v, 'step', '');
-  if (!Number.isFinite(step)) throw new FieldError('step is not a finite number');
+  // The same rule as the storage layer's reader: steps are non-negative integers.
+  const stepBad = stepProblem(v.step);
+  if (stepBad) throw new FieldError(stepBad);
+  const step = v.step as number;
   if (!isObj(v.metrics)) throw new FieldError(`metrics is ${describe(v.metrics)}, expected an object of numbers`);
   const metrics: Record<string, number> = {};
   for (const [k, m] of Object.entries(v.metrics)) {
-    if (m !== null && typeof m !== 'number') throw new FieldError(`metrics["${k}"] is ${describe(m)}, expected a number`);
+    if (m !== null && typeof m !== 'number') throw new FieldError(`metrics[${brief(k)}] is ${describe(m)}, expected a number`);
     metrics[k] = m === null ? NaN : m;
   }
   const samples = v.samples === undefined ? [] : v.samples;
@@ -158,7 +157,7 @@ export function parseReportsJsonl(text: string, file?: string): StepReport[] {
     try {
       parsed = JSON.parse(line);
     } catch (err) {
-      throw new ReplayError(i + 1, `not valid JSON (${(err as Error).message})`, file);
+      throw new ReplayError(i + 1, `not valid JSON (${briefText((err as Error).message, 120)})`, file);
     }
     try {
       out.push(checkStepReport(parsed));

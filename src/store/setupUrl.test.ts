@@ -60,3 +60,20 @@ describe('shareable setup URL', () => {
     expect(decodeSetup('?backend=wasm', schemas)).toBeNull();
   });
 });
+
+describe('setup URL: hostile values (issue 24)', () => {
+  it('a million-character value or name is named in a short message, field by field', () => {
+    const long = 'x'.repeat(1_000_000);
+    const d = decodeSetup(`?recipe=redteam&seed=${long}&c.groupSize=${long}&c.${long}=1&at=${long}`, schemas)!;
+    for (const m of Object.values(d.errors)) expect(m.length).toBeLessThan(400);
+    expect(d.errors.groupSize).toBe(`field "groupSize" must be an integer in [2, 64], got "${'x'.repeat(60)}"… (1000000 chars)`);
+    expect(d.errors.seed).toMatch(/^seed must be a non-negative integer, got "x+"… \(1000000 chars\)$/);
+    expect(d.errors[long]).toMatch(/^the link sets "x+"… \(1000000 chars\), which recipe redteam does not have/);
+    expect(decodeSetup(`?recipe=${long}`, schemas)!.errors.recipe.length).toBeLessThan(400);
+  });
+
+  it('a link setting c.__proto__ gets an error like any unknown name', () => {
+    const d = decodeSetup('?recipe=redteam&c.__proto__=1', schemas)!;
+    expect(Object.keys(d.errors)).toEqual(['__proto__']);
+  });
+});

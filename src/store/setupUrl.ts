@@ -2,6 +2,7 @@
 // limit, as query parameters (`?recipe=arena&seed=3&steps=20&at=pause&c.goals=2...`). Decoding
 // keeps each raw value as the form would hold it, so an invalid one is shown (and marked) on its
 // field instead of being dropped; fields the recipe does not have and bad setup values are named.
+import { brief } from '../engine/brief';
 import { validateField, type Schema } from '../recipes/schema';
 
 /** What to do when the run reaches max steps. */
@@ -60,12 +61,12 @@ export interface DecodedSetup {
 export function maxStepsError(raw: string): string | null {
   const s = raw.trim();
   if (s === '') return null;
-  return /^\d+$/.test(s) && Number(s) >= 1 ? null : `max steps must be a positive integer (or empty for no limit), got ${JSON.stringify(raw)}`;
+  return /^\d+$/.test(s) && Number(s) >= 1 ? null : `max steps must be a positive integer (or empty for no limit), got ${brief(raw)}`;
 }
 
 /** Seed as typed: a non-negative integer. Returns an error message or null. */
 export function seedError(raw: string): string | null {
-  return /^\d+$/.test(raw.trim()) && Number.isSafeInteger(Number(raw.trim())) ? null : `seed must be a non-negative integer, got ${JSON.stringify(raw)}`;
+  return /^\d+$/.test(raw.trim()) && Number.isSafeInteger(Number(raw.trim())) ? null : `seed must be a non-negative integer, got ${brief(raw)}`;
 }
 
 /**
@@ -76,9 +77,10 @@ export function decodeSetup(search: string, schemas: Record<string, Schema>): De
   const q = new URLSearchParams(search);
   const recipe = q.get('recipe');
   if (recipe === null) return null;
-  const errors: Record<string, string> = {};
+  // No prototype: a link setting c.__proto__ gets its error recorded like any other name.
+  const errors: Record<string, string> = Object.create(null) as Record<string, string>;
   const schema = Object.hasOwn(schemas, recipe) ? schemas[recipe] : undefined;
-  if (!schema) errors.recipe = `the link names recipe "${recipe}", which is not registered (recipes: ${Object.keys(schemas).join(', ')})`;
+  if (!schema) errors.recipe = `the link names recipe ${brief(recipe)}, which is not registered (recipes: ${Object.keys(schemas).join(', ')})`;
   const values: FormValues = schema ? formDefaults(schema) : {};
   for (const [key, raw] of q) {
     if (!key.startsWith(CONFIG_PREFIX)) continue;
@@ -86,7 +88,7 @@ export function decodeSetup(search: string, schemas: Record<string, Schema>): De
     if (!schema) continue;
     const f = Object.hasOwn(schema, name) ? schema[name] : undefined;
     if (!f) {
-      errors[name] = `the link sets "${name}", which recipe ${recipe} does not have (fields: ${Object.keys(schema).join(', ')})`;
+      errors[name] = `the link sets ${brief(name)}, which recipe ${recipe} does not have (fields: ${Object.keys(schema).join(', ')})`;
       continue;
     }
     const r = validateField(name, f, raw);
@@ -105,6 +107,6 @@ export function decodeSetup(search: string, schemas: Record<string, Schema>): De
   const stepsErr = maxStepsError(maxSteps);
   if (stepsErr) errors.steps = stepsErr;
   const at = q.get('at') ?? 'pause';
-  if (at !== 'pause' && at !== 'stop') errors.at = `"at" must be pause or stop, got ${JSON.stringify(at)}`;
+  if (at !== 'pause' && at !== 'stop') errors.at = `"at" must be pause or stop, got ${brief(at)}`;
   return { setup: { recipe, values, seed, maxSteps, atMax: at === 'stop' ? 'stop' : 'pause' }, errors };
 }
