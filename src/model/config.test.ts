@@ -171,6 +171,12 @@ describe('config.json ranges that keep the model computable (issue 24)', () => {
     expect(parseModelConfig({ ...SMOLLM2, eos_token_id: [2, 49151] }).eosTokenIds).toEqual([2, 49151]);
   });
 
+  it('says what the value was, never "[object Object]" or "undefined"', () => {
+    expect(err({ hidden_act: { name: 'silu' } })).toBe('x/config.json: field "hidden_act" {"name":"silu"} is not supported (only "silu")');
+    expect(err({ rope_scaling: { rope_type: ['linear'] } })).toBe('x/config.json: field "rope_scaling" type ["linear"] is not supported (supported: default, linear, llama3)');
+    expect(err({ architectures: undefined, model_type: undefined })).toMatch(/^x\/config\.json: field "model_type" is missing, not a supported model type/);
+  });
+
   it('a 5,000-level nested or million-character value gives a short message', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 5000; i++) deep = [deep];

@@ -11,6 +11,7 @@
 // reload has its history and its JSONL export.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
+import { brief } from '../engine/brief';
 import { isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames } from '../recipes/registry';
@@ -294,10 +295,10 @@ async function launch(
   onStatus: StatusSink | undefined,
   resume: { payload: RecipeCheckpoint; runId: string; paused: boolean } | null,
 ): Promise<StartRunResult> {
-  if (!hasRecipe(recipeName)) return { ok: false, errors: { recipe: `unknown recipe "${recipeName}" (recipes: ${recipeNames().join(', ')})` } };
+  if (!hasRecipe(recipeName)) return { ok: false, errors: { recipe: `unknown recipe ${brief(recipeName)} (recipes: ${recipeNames().join(', ')})` } };
   const recipe = getRecipe(recipeName);
   const errors: Record<string, string> = {};
-  if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0) errors.seed = `seed must be a non-negative integer, got ${JSON.stringify(seed)}`;
+  if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0) errors.seed = `seed must be a non-negative integer, got ${brief(seed)}`;
   const v = validateConfig(recipe.schema, config);
   Object.assign(errors, v.errors);
   if (Object.keys(errors).length > 0) return { ok: false, errors };
