@@ -19,7 +19,7 @@ import type { ModelConfig } from '../model/config.ts';
 import type { ProjName } from '../model/llama.ts';
 import type { LoraConfig } from '../model/lora.ts';
 import { checkFinite, parseSafetensors, SafetensorsError, writeSafetensors, type SafetensorsFile, type TensorToWrite } from '../model/safetensors.ts';
-import { brief, briefName, briefShape, clampMessage } from '../engine/brief.ts';
+import { brief, briefName, briefShape, briefText, clampMessage } from '../engine/brief.ts';
 import { DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError, type ZipEntry, type ZipLimits } from './zip.ts';
 
 export class PeftError extends Error {
@@ -265,21 +265,22 @@ function* peftZipJob(zip: Uint8Array, opts: PeftImportOptions & { limits?: ZipLi
     const stEntry = byName.get(stName);
     if (!stEntry) {
       const bin = byName.has(`${dir}adapter_model.bin`) ? ' (adapter_model.bin is a PyTorch pickle, not read here: save with safe_serialization=True)' : '';
-      throw new PeftError(`${zipName}: no ${briefText(stName)}${bin}`);
+      throw new PeftError(`${zipName}: no ${entryName(stName)}${bin}`);
     }
     if (cfgEntry.size > MAX_ADAPTER_CONFIG_BYTES) {
-      throw new PeftError(`${zipName}/${briefText(configs[0])}: ${cfgEntry.size} bytes, over the ${MAX_ADAPTER_CONFIG_BYTES}-byte limit for an adapter config`);
+      throw new PeftError(`${zipName}/${entryName(configs[0])}: ${cfgEntry.size} bytes, over the ${MAX_ADAPTER_CONFIG_BYTES}-byte limit for an adapter config`);
     }
     const config = strFromU8(yield* extractEntry(zip, cfgEntry, zipName));
     const safetensors = yield* extractEntry(zip, stEntry, zipName);
-    return importPeftFiles({ config, safetensors }, { ...opts, configName: `${zipName}/${briefText(configs[0])}`, safetensorsName: `${zipName}/${briefText(stName)}` });
+    return importPeftFiles({ config, safetensors }, { ...opts, configName: `${zipName}/${entryName(configs[0])}`, safetensorsName: `${zipName}/${entryName(stName)}` });
   } catch (e) {
     if (e instanceof ZipError) throw new PeftError(e.message);
     throw e;
   }
 }
 
-const briefText = (s: string) => briefName(s).replace(/^"|"$/g, '');
+/** An entry name cut for messages (real ones are short; a hostile one may not be). */
+const entryName = (s: string) => briefText(s, 120);
 
 /** Reads an adapter from its two files (a picked folder, or the zip's entries). */
 export function importPeftFiles(

@@ -13,7 +13,7 @@
 // central directory file header, local file header, ZIP64 extra field 0x0001).
 
 import { Inflate } from 'fflate';
-import { brief, briefName, clampMessage } from '../engine/brief.ts';
+import { brief, briefName, briefText, clampMessage } from '../engine/brief.ts';
 
 export class ZipError extends Error {
   constructor(message: string) {
@@ -153,7 +153,7 @@ const IN_CHUNK = 1 << 14;
 /** Inflates one entry in chunks, yielding between them; checks its size and CRC-32. */
 export function* extractEntry(zip: Uint8Array, e: ZipEntry, fileName: string): Generator<void, Uint8Array> {
   const dv = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
-  const where = `${fileName}/${briefText(e.name)}`;
+  const where = `${fileName}/${briefText(e.name, 120)}`;
   const at = e.localOffset;
   if (!(at + 30 <= zip.byteLength) || dv.getUint32(at, true) !== SIG_LOCAL) throw new ZipError(`${where}: local header missing or corrupt`);
   const start = at + 30 + dv.getUint16(at + 26, true) + dv.getUint16(at + 28, true);
@@ -196,10 +196,6 @@ export function* extractEntry(zip: Uint8Array, e: ZipEntry, fileName: string): G
     throw new ZipError(`${where}: CRC-32 is ${hex(crc)} but the zip records ${hex(e.crc)}; the archive is corrupt`);
   }
   return out;
-}
-
-function briefText(s: string): string {
-  return briefName(s).replace(/^"|"$/g, '');
 }
 
 let crcTable: Uint32Array | null = null;
