@@ -12,7 +12,8 @@
 // What the format promises is checked (https://huggingface.co/docs/safetensors, "Format"): the
 // header starts with "{" and may be padded with spaces; the data block is entirely indexed, with
 // no holes and no overlaps, so a header length that is off by a few bytes (say, cut into the
-// padding) cannot shift every tensor silently.
+// padding) cannot shift every tensor silently. Alignment of the data is not required on read:
+// the spec does not ask for it, and published files with odd offsets exist.
 
 import { brief, briefName, briefShape, briefText, clampMessage } from '../engine/brief.ts';
 

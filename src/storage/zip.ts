@@ -147,8 +147,12 @@ export function readCentralDirectory(zip: Uint8Array, fileName: string, limits: 
 
 /** Bytes CRC-summed between yields. */
 const CHUNK = 1 << 20;
-/** Deflated bytes fed between yields: at deflate's 1032:1 at most about 16 MB come out. */
-const IN_CHUNK = 1 << 14;
+/**
+ * Inflated bytes aimed at between yields. The deflated bytes fed per step follow the ratio seen
+ * so far (1 KB at first, at most 1 MB), so a step stays near 1 MB out whether the data is
+ * weights (about 1:1) or zeros (1032:1).
+ */
+const OUT_STEP = 1 << 20;
 
 /** Inflates one entry in chunks, yielding between them; checks its size and CRC-32. */
 export function* extractEntry(zip: Uint8Array, e: ZipEntry, fileName: string): Generator<void, Uint8Array> {
@@ -174,10 +178,13 @@ export function* extractEntry(zip: Uint8Array, e: ZipEntry, fileName: string): G
       if (final) done = true;
     });
     try {
-      for (let i = 0; i < data.length || i === 0; i += IN_CHUNK) {
-        inf.push(data.subarray(i, i + IN_CHUNK), i + IN_CHUNK >= data.length);
+      let i = 0;
+      do {
+        const step = Math.max(1024, Math.min(OUT_STEP, Math.floor((OUT_STEP * Math.max(i, 1)) / Math.max(n, OUT_STEP))));
+        inf.push(data.subarray(i, i + step), i + step >= data.length);
+        i += step;
         yield;
-      }
+      } while (i < data.length);
     } catch (err) {
       if (err instanceof ZipError) throw err;
       throw new ZipError(`${where}: deflate data is corrupt (${brief((err as Error).message)})`);
