@@ -297,6 +297,12 @@ describe('PEFT import of hostile zips (issue 24)', () => {
     }
   });
 
+  it('an adapter_config.json over 1 MiB is refused before it is inflated', () => {
+    const files = unzipSync(zip);
+    const big = zipOf({ 'adapter_config.json': strToU8(' '.repeat(2 << 20)), 'adapter_model.safetensors': files['adapter_model.safetensors'] });
+    expect(errorOf(() => importPeftZip(big, { dims: DIMS })).message).toBe('adapter.zip/adapter_config.json: 2097152 bytes, over the 1048576-byte limit for an adapter config');
+  });
+
   it('the yielding import gives the same adapter', async () => {
     expect((await importPeftZipAsync(zip, { dims: DIMS })).adapter).toEqual(toyAdapter());
     await expect(importPeftZipAsync(strToU8('hello'), { dims: DIMS, fileName: 'x.zip' })).rejects.toThrow(/^x\.zip: not a readable zip archive/);

@@ -85,4 +85,16 @@ describe('zip reading with bounded work (issue 24)', () => {
     expect(ticks).toBeGreaterThan(2);
     expect(maxGap).toBeLessThan(500);
   });
+
+  it('encrypted entries, unknown methods and data past the end are named', () => {
+    const z = zipSync({ 'a.bin': [new Uint8Array(10), { level: 0 }] });
+    const cd = new DataView(z.buffer).getUint32(eocdAt(z) + 16, true);
+    const enc = z.slice();
+    new DataView(enc.buffer).setUint16(cd + 8, 1, true);
+    expect(errorOf(() => readCentralDirectory(enc, 'e.zip')).message).toBe('e.zip: entry "a.bin" is encrypted; zip the adapter folder without a password');
+    const [e] = readCentralDirectory(z, 'm.zip');
+    expect(errorOf(() => runSync(extractEntry(z, { ...e, method: 12 }, 'm.zip'))).message).toBe('m.zip/a.bin: compression method 12 is not supported (stored or deflate)');
+    expect(errorOf(() => runSync(extractEntry(z, { ...e, compressedSize: 1e6, size: 1e6 }, 'm.zip'))).message).toBe('m.zip/a.bin: data runs past the end of the file (truncated zip)');
+    expect(errorOf(() => readCentralDirectory(z.slice(0, cd + 10), 'cut.zip')).message).toMatch(/^cut\.zip: not a readable zip archive/);
+  });
 });
