@@ -9,6 +9,7 @@ import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
+import { zip64Claiming } from '../src/storage/testZips';
 import { sharedLabPage } from './browser';
 
 const lab = sharedLabPage('?backend=wasm');
@@ -169,6 +170,12 @@ describe('export and import', () => {
     const msg = await page.textContent('[data-testid="export-message"]');
     expect(msg).toMatch(/wrong-base\.zip\/my-adapter\/adapter_config\.json: field "base_model_name_or_path" is "HuggingFaceTB\/SmolLM2-135M-Instruct"; this adapter was trained on another base than "attacker"/);
     expect(msg).toMatch(/The run continues unchanged/);
+
+    // A 56 KB zip whose end record claims 4 billion entries froze the worker (issue 24): now it
+    // is refused at once and the run keeps answering.
+    await page.setInputFiles('[data-testid="import-adapter"]', { name: 'bomb.zip', mimeType: 'application/zip', buffer: Buffer.from(zip64Claiming(0xffffffffn)) });
+    await waitFor(page, `document.querySelector('[data-testid="export-message"]')?.textContent?.includes('bomb.zip') === true`, 10_000);
+    await expect(page.textContent('[data-testid="export-message"]')).resolves.toMatch(/bomb\.zip: the zip's end record claims 4294967295 entries; at most 1000 are read/);
 
     await page.setInputFiles('[data-testid="dataset-file"]', {
       name: 'bad.jsonl',
