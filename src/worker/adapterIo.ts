@@ -70,6 +70,17 @@ export function structureMismatch(a: PlainLoraAdapter, lora: LoraSet, dims: Base
   return null;
 }
 
+/** Throws, naming the tensor and the index, if an adapter weight is NaN or +-Infinity (before anything is assigned). */
+export function checkFiniteAdapter(a: PlainLoraAdapter, dims: BaseDims, fileName: string): void {
+  for (const [name, t] of peftTensorMap(a, dims)) {
+    const d = t.data as ArrayLike<number>;
+    for (let i = 0; i < d.length; i++) {
+      // x - x is 0 for finite x and NaN for NaN and +-Infinity.
+      if (d[i] - d[i] !== 0) throw new PeftError(`${fileName}: tensor "${name}" holds ${d[i]} at index ${i}; adapter weights must be finite numbers`);
+    }
+  }
+}
+
 /**
  * Validates the zip against the run's base (name and dims), rank, alpha and targets, then loads
  * its tensors into the run. Bad input -> { ok: false, error } and the run is untouched.
@@ -89,6 +100,7 @@ export async function importAdapterIntoRun(
     imported = importPeftZip(zip, { dims, expectedBase: ra.baseRef, allowBaseMismatch: opts.allowBaseMismatch, fileName });
     const why = structureMismatch(imported.adapter, ra.lora, dims);
     if (why) throw new PeftError(`${fileName}: ${why}`);
+    checkFiniteAdapter(imported.adapter, dims, fileName);
   } catch (e) {
     return { ok: false, error: (e as Error).message };
   }
