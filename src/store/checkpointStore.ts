@@ -152,7 +152,7 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
     try {
       const [list, use, logs] = await Promise.all([ckpts().list(), ckpts().usage(), runLogs().usage()]);
       set({ list, use: { ...use, runs: logs.runs, runLogBytes: logs.logBytes, persisted: get().persisted }, loading: false });
-      if (checked) noteSeen({ checkpoints: list.length, runs: logs.runs });
+      if (checked) void noteSeen({ checkpoints: list.length, runs: logs.runs }).catch(() => undefined);
     } catch (e) {
       set({ loading: false, message: { text: `Could not read checkpoints from IndexedDB: ${(e as Error).message}`, error: true } });
     }
