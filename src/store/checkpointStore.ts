@@ -8,6 +8,7 @@ import {
   type CheckpointSummary, type CheckpointStore, type RunStore,
 } from '../storage';
 import type { RunStatus } from '../worker/protocol';
+import { reconcileSettings } from './settingsStore';
 import type { AutosavePolicy, CheckpointEvent } from '../worker/storageProtocol';
 
 export interface StorageUse {
@@ -135,6 +136,7 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
   startup: () =>
     (started ??= (async () => {
       if ((await durableSettings().reconcile(POLICY_KEY)) && !policyTouched) set({ policy: loadPolicy() });
+      await reconcileSettings().catch(() => undefined);
       const persisted = await requestPersistentStorage();
       set({ persisted });
       try {
