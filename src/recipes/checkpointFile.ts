@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora, peftTensorName, type LoraSet } from '../model/lora.ts';
-import type { NamedTensor } from '../storage/checkpoints.ts';
+import { findNonFinite, type NamedTensor } from '../storage/checkpoints.ts';
 import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './commonFields.ts';
 import type { RecipeCheckpoint } from './types.ts';
 
@@ -60,11 +60,10 @@ function decodeTensors(raw: unknown, where: string): NamedTensor[] {
     const data = fromBase64(r.data, named);
     const n = (r.shape as number[]).reduce((a, b) => a * b, 1);
     if (data.length !== n) throw new Error(`${named}: ${data.length} values for shape [${(r.shape as number[]).join(', ')}]`);
-    for (let k = 0; k < data.length; k++) {
-      // x - x is 0 for finite x and NaN for NaN and +-Infinity.
-      if (data[k] - data[k] !== 0) throw new Error(`${named}: holds ${data[k]} at index ${k}; a checkpoint must hold finite numbers`);
-    }
-    return { name: r.name, dtype: 'float32', shape: r.shape as number[], data } as NamedTensor;
+    const tensor: NamedTensor = { name: r.name, dtype: 'float32', shape: r.shape as number[], data };
+    const bad = findNonFinite([tensor]);
+    if (bad) throw new Error(`${named}: holds ${bad.value} at index ${bad.index}; a checkpoint must hold finite numbers`);
+    return tensor;
   });
 }
 

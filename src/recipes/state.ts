@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { peftTensorName, type LoraSet } from '../model/lora.ts';
 import type { AdamW, AdamWState } from '../rl/optim.ts';
-import type { CheckpointInput, NamedTensor } from '../storage/checkpoints.ts';
+import { findNonFinite, type CheckpointInput, type NamedTensor } from '../storage/checkpoints.ts';
 import type { RecipeCheckpoint } from './types.ts';
 
 /** variable name <-> PEFT name for every adapter matrix of the set. */
@@ -49,23 +49,14 @@ export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (
 
 const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
-/** "holds NaN at index 3" for the first non-finite element, or null. */
-function firstNonFinite(data: ArrayLike<number>): string | null {
-  for (let i = 0; i < data.length; i++) {
-    // x - x is 0 for finite x and NaN for NaN and +-Infinity: one test per element.
-    if (data[i] - data[i] !== 0) return `holds ${data[i]} at index ${i}`;
-  }
-  return null;
-}
-
 /** Throws unless `t` is a float32 tensor of exactly `shape`, all finite. */
 function checkPayloadTensor(t: NamedTensor, shape: readonly number[], label: string): void {
   const what = `checkpoint: ${label} "${t.name}"`;
   if (!sameShape(t.shape, shape)) throw new Error(`${what} has shape [${t.shape.join(', ')}], the run's is [${shape.join(', ')}] (different LoRA rank or model?)`);
   const n = shape.reduce((a, b) => a * b, 1);
   if (!(t.data instanceof Float32Array) || t.data.length !== n) throw new Error(`${what} holds ${t.data?.length ?? 'no'} values (${t.data?.constructor?.name ?? typeof t.data}), shape [${shape.join(', ')}] needs ${n} float32`);
-  const bad = firstNonFinite(t.data);
-  if (bad) throw new Error(`${what} ${bad}; a checkpoint must hold finite numbers (resume from an earlier one)`);
+  const bad = findNonFinite([t]);
+  if (bad) throw new Error(`${what} holds ${bad.value} at index ${bad.index}; a checkpoint must hold finite numbers (resume from an earlier one)`);
 }
 
 /**

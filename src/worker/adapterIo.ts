@@ -10,6 +10,7 @@ import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZip, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
+import { findNonFinite } from '../storage/checkpoints';
 import { exportMergedModel } from '../storage/merge';
 import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
 
@@ -73,11 +74,8 @@ export function structureMismatch(a: PlainLoraAdapter, lora: LoraSet, dims: Base
 /** Throws, naming the tensor and the index, if an adapter weight is NaN or +-Infinity (before anything is assigned). */
 export function checkFiniteAdapter(a: PlainLoraAdapter, dims: BaseDims, fileName: string): void {
   for (const [name, t] of peftTensorMap(a, dims)) {
-    const d = t.data as ArrayLike<number>;
-    for (let i = 0; i < d.length; i++) {
-      // x - x is 0 for finite x and NaN for NaN and +-Infinity.
-      if (d[i] - d[i] !== 0) throw new PeftError(`${fileName}: tensor "${name}" holds ${d[i]} at index ${i}; adapter weights must be finite numbers`);
-    }
+    const bad = findNonFinite([{ name, dtype: 'float32', shape: t.shape, data: t.data as Float32Array }]);
+    if (bad) throw new PeftError(`${fileName}: tensor "${name}" holds ${bad.value} at index ${bad.index}; adapter weights must be finite numbers`);
   }
 }
 
