@@ -248,10 +248,13 @@ describe('orphan collection across tabs', () => {
       while ((await kv.keys('c/')).length === 0) await new Promise((r) => setTimeout(r, 1));
       const otherTab = new CheckpointStore({ kv, chunkBytes: 10 });
       expect(await otherTab.gcOrphanChunks()).toBe(0);
+      // Nor does its storage line call them orphans.
+      expect(await otherTab.usage()).toMatchObject({ orphanChunks: 0, orphanBytes: 0 });
       release();
       const m = await saving;
       expect((await otherTab.load(m.id)).tensors.map((t) => t.name)).toEqual(params().map((t) => t.name));
       await kv.set('c/ckpt-dead/000000', new Uint8Array(10).buffer);
+      expect(await otherTab.usage()).toMatchObject({ orphanChunks: 1, orphanBytes: 10 });
       expect(await otherTab.gcOrphanChunks()).toBe(1);
       expect((await otherTab.load(m.id)).tensors.length).toBe(3);
     } finally {

@@ -504,10 +504,15 @@ export class CheckpointStore {
   /** Checkpoint bytes stored here, with the browser's quota and usage where it reports them. */
   async usage(): Promise<CheckpointUsage> {
     const l = await this.list();
-    const orphans = await this.orphanChunkKeys();
-    let orphanBytes = 0;
-    // One chunk in memory at a time; there are none after a start's gcOrphanChunks, bar a fresh kill.
-    for (const k of orphans) orphanBytes += asBytes(await this.kv.get<unknown>(k))?.byteLength ?? 0;
+    // Counted only while no save holds the chunk lock: a save under way elsewhere (the worker,
+    // another tab) has chunks without a manifest that are not orphans.
+    const { orphans, orphanBytes } = await withChunkLock('exclusive', true, async (held) => {
+      const keys = held ? await this.orphanChunkKeys() : [];
+      let bytes = 0;
+      // One chunk in memory at a time; there are none after a start's gcOrphanChunks, bar a fresh kill.
+      for (const k of keys) bytes += asBytes(await this.kv.get<unknown>(k))?.byteLength ?? 0;
+      return { orphans: keys, orphanBytes: bytes };
+    });
     const est = await this.estimate().catch(() => ({ usage: null, quota: null }));
     return {
       checkpoints: l.length, checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0),
