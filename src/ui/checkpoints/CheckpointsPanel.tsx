@@ -94,7 +94,6 @@ export function CheckpointsPanel() {
       .finally(() => setBusy(null));
   };
 
-  const applyPolicy = (next: typeof policy) => setPolicy(next);
   const everyInvalid = !/^\d+$/.test(everyText.trim());
   const keepInvalid = !/^\d+$/.test(keepText.trim());
 
@@ -116,7 +115,7 @@ export function CheckpointsPanel() {
             aria-invalid={everyInvalid}
             onChange={(e) => {
               setEveryText(e.target.value);
-              if (/^\d+$/.test(e.target.value.trim())) applyPolicy({ ...policy, everySteps: Number(e.target.value.trim()) });
+              if (/^\d+$/.test(e.target.value.trim())) setPolicy({ ...policy, everySteps: Number(e.target.value.trim()) });
             }}
           />
           steps (0 = off)
@@ -133,13 +132,13 @@ export function CheckpointsPanel() {
             value={keepText}
             onChange={(e) => {
               setKeepText(e.target.value);
-              if (/^\d+$/.test(e.target.value.trim())) applyPolicy({ ...policy, keep: Number(e.target.value.trim()) });
+              if (/^\d+$/.test(e.target.value.trim())) setPolicy({ ...policy, keep: Number(e.target.value.trim()) });
             }}
           />
           (0 = all; renamed ones stay)
         </label>
         <label className="control">
-          <input data-testid="autosave-pause" type="checkbox" checked={policy.onPause} onChange={(e) => applyPolicy({ ...policy, onPause: e.target.checked })} />
+          <input data-testid="autosave-pause" type="checkbox" checked={policy.onPause} onChange={(e) => setPolicy({ ...policy, onPause: e.target.checked })} />
           and on pause
         </label>
         <button type="button" data-testid="checkpoint-save" disabled={phase !== 'ready' || busy !== null} onClick={() => act('saving', async () => { onEvent(await engineApi().saveCheckpoint()); })}>
@@ -168,8 +167,8 @@ export function CheckpointsPanel() {
       <ResumedRun />
       {list.length === 0 ? (
         <p className="empty" data-testid="checkpoints-empty">
-          {notice ? 'No checkpoints: the browser cleared them (see above). ' : 'No checkpoints yet: '}
-          a run saves one every {policy.everySteps || '—'} steps{policy.onPause ? ' and when paused' : ''}.
+          {notice ? 'No checkpoints: the browser cleared them (see above). A' : 'No checkpoints yet: a'} run saves one every{' '}
+          {policy.everySteps || '—'} steps{policy.onPause ? ' and when paused' : ''}.
         </p>
       ) : (
         <table className="ckpt-table small" data-testid="checkpoint-list" style={{ width: '100%', borderCollapse: 'collapse', textAlign: 'left' }}>
