@@ -79,6 +79,10 @@ describe('adapter export / import of a run', () => {
     }
   });
 
+  it('says when there is no run', () => {
+    expect(() => runAdapter(recipe, base, null)).toThrow(/no active run/);
+  });
+
   it('refuses an adapter holding NaN or Infinity, naming the tensor and the index, and leaves the run untouched', async () => {
     const a = await sftRun(base, 1);
     const b = await sftRun(base, 2);
@@ -109,9 +113,5 @@ describe('adapter export / import of a run', () => {
       a.run.dispose();
       b.run.dispose();
     }
-  });
-
-  it('says when there is no run', () => {
-    expect(() => runAdapter(recipe, base, null)).toThrow(/no active run/);
   });
 });

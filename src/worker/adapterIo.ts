@@ -10,9 +10,9 @@ import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZip, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
-import { findNonFinite } from '../storage/checkpoints';
 import { exportMergedModel } from '../storage/merge';
 import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
+import { findNonFinite } from '../storage/checkpoints';
 
 export interface RunAdapter {
   lora: LoraSet;
