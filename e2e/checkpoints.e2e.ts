@@ -97,7 +97,7 @@ describe('checkpoints', () => {
     }
     // The panel lists them with their step; the storage line shows use and quota.
     await waitFor(page, `document.querySelectorAll('[data-testid="checkpoint-row"][data-run="${runA}"]').length === ${mine.length}`, 10_000);
-    await expect(page.textContent('[data-testid="storage-usage"]')).resolves.toMatch(/\d+ checkpoints?, [\d.]+ (KiB|MiB|B); this site uses .* of .*/);
+    await expect(page.textContent('[data-testid="storage-usage"]')).resolves.toMatch(/\d+ checkpoints?, [\d.]+ (KiB|MiB|B); \d+ run logs?, [\d.]+ (KiB|MiB|B); this site uses .* of .*/);
 
     reference = await runLog(page, runA);
     expect(reference.map((r) => r.step).slice(0, 6)).toEqual([0, 1, 2, 3, 4, 5]);

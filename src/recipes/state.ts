@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { peftTensorName, type LoraSet } from '../model/lora.ts';
 import type { AdamW, AdamWState } from '../rl/optim.ts';
-import type { CheckpointInput, NamedTensor } from '../storage/checkpoints.ts';
+import { findNonFinite, type CheckpointInput, type NamedTensor } from '../storage/checkpoints.ts';
 import type { RecipeCheckpoint } from './types.ts';
 
 /** variable name <-> PEFT name for every adapter matrix of the set. */
@@ -44,33 +44,82 @@ export async function exportLoraState(lora: LoraSet, optimizer: AdamW): Promise<
   return { tensors, optimizer: { state: { step: st.step }, tensors: opt }, dropoutCalls: dropoutCalls(lora) };
 }
 
-export function importLoraState(lora: LoraSet, optimizer: AdamW, payload: Pick<RecipeCheckpoint, 'tensors' | 'optimizer'>, calls?: readonly number[]): void {
+/** Non-negative safe integer (a step, a seed, a counter). */
+export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
+
+/** Throws unless `t` is a float32 tensor of exactly `shape`, all finite. */
+function checkPayloadTensor(t: NamedTensor, shape: readonly number[], label: string): void {
+  const what = `checkpoint: ${label} "${t.name}"`;
+  if (!sameShape(t.shape, shape)) throw new Error(`${what} has shape [${t.shape.join(', ')}], the run's is [${shape.join(', ')}] (different LoRA rank or model?)`);
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (!(t.data instanceof Float32Array) || t.data.length !== n) throw new Error(`${what} holds ${t.data?.length ?? 'no'} values (${t.data?.constructor?.name ?? typeof t.data}), shape [${shape.join(', ')}] needs ${n} float32`);
+  const bad = findNonFinite([t]);
+  if (bad) throw new Error(`${what} holds ${bad.value} at index ${bad.index}; a checkpoint must hold finite numbers (resume from an earlier one)`);
+}
+
+/**
+ * Checks a LoRA payload whole against the run's adapters before anything is assigned: every
+ * adapter tensor present once with the run's shape and finite values, no unknown tensors, each
+ * moment pair named after a parameter with its shape and finite, the optimiser step and dropout
+ * counters whole numbers. `part` names the adapter set in messages (arena: "attacker/").
+ * Returns the moments in AdamW's form (keyed by variable name).
+ */
+export function validateLoraPayload(lora: LoraSet, payload: Pick<RecipeCheckpoint, 'tensors' | 'optimizer'>, calls?: readonly number[], part = ''): AdamWState {
   const { fromPeft } = nameMaps(lora);
   const seen = new Set<string>();
   for (const t of payload.tensors) {
     const v = fromPeft.get(t.name);
-    if (!v) throw new Error(`checkpoint: tensor "${t.name}" is not an adapter of this run (different LoRA targets or model?)`);
-    if (t.shape.length !== v.shape.length || t.shape.some((d, i) => d !== v.shape[i])) {
-      throw new Error(`checkpoint: tensor "${t.name}" has shape [${t.shape.join(', ')}], the run's adapter is [${v.shape.join(', ')}] (different LoRA rank?)`);
-    }
-    tf.tidy(() => v.assign(tf.tensor(t.data, v.shape, 'float32')));
+    if (!v) throw new Error(`checkpoint: tensor "${part}${t.name}" is not an adapter of this run (different LoRA targets or model?)`);
+    if (seen.has(t.name)) throw new Error(`checkpoint: tensor "${part}${t.name}" appears twice`);
     seen.add(t.name);
+    checkPayloadTensor({ ...t, name: part + t.name }, v.shape, 'tensor');
   }
   const missing = [...fromPeft.keys()].filter((n) => !seen.has(n));
-  if (missing.length) throw new Error(`checkpoint: no tensor for adapter "${missing[0]}"${missing.length > 1 ? ` (and ${missing.length - 1} more)` : ''}`);
+  if (missing.length) throw new Error(`checkpoint: no tensor for adapter "${part}${missing[0]}"${missing.length > 1 ? ` (and ${missing.length - 1} more)` : ''}`);
+  const step = payload.optimizer?.state?.step;
+  if (!isCount(step)) throw new Error(`checkpoint: optimiser step of "${part || 'the adapter'}" must be a non-negative integer, got ${String(step)}`);
+  const byName = new Map<string, NamedTensor>();
+  for (const t of payload.optimizer.tensors) {
+    const m = /^(.*)\.(exp_avg|exp_avg_sq)$/.exec(t.name);
+    const v = m ? fromPeft.get(m[1]) : undefined;
+    if (!m || !v) throw new Error(`checkpoint: optimiser tensor "${part}${t.name}" is not <adapter tensor>.exp_avg or .exp_avg_sq of this run`);
+    if (byName.has(t.name)) throw new Error(`checkpoint: optimiser tensor "${part}${t.name}" appears twice`);
+    byName.set(t.name, t);
+    checkPayloadTensor({ ...t, name: part + t.name }, v.shape, 'optimiser moment');
+  }
   const moments: AdamWState['moments'] = {};
-  const byName = new Map(payload.optimizer.tensors.map((t) => [t.name, t]));
   for (const [p, v] of fromPeft) {
     const m = byName.get(`${p}.exp_avg`);
     const s = byName.get(`${p}.exp_avg_sq`);
-    if (!m || !s) continue; // no moment yet (no update touched it)
-    moments[v.name] = { shape: m.shape.slice(), m: Float32Array.from(m.data), v: Float32Array.from(s.data) };
+    if (!m && !s) continue; // no moment yet (no update touched it)
+    if (!m || !s) throw new Error(`checkpoint: "${part}${p}" has ${m ? 'exp_avg' : 'exp_avg_sq'} but no ${m ? 'exp_avg_sq' : 'exp_avg'} (both moments or neither)`);
+    moments[v.name] = { shape: v.shape.slice(), m: Float32Array.from(m.data), v: Float32Array.from(s.data) };
   }
-  optimizer.importState({ step: payload.optimizer.state.step, moments });
   if (calls) {
     if (calls.length !== lora.adapters.length) throw new Error(`checkpoint: ${calls.length} dropout counters for ${lora.adapters.length} adapters`);
-    lora.adapters.forEach((a, i) => ((a as unknown as { calls: number }).calls = calls[i]));
+    const i = calls.findIndex((c) => !isCount(c));
+    if (i >= 0) throw new Error(`checkpoint: dropout counter ${i} of "${part || 'the adapter'}" must be a non-negative integer, got ${String(calls[i])}`);
   }
+  return { step, moments };
+}
+
+/** Loads a payload into the adapters and AdamW; validates it whole first, so a bad one changes nothing. */
+export function importLoraState(lora: LoraSet, optimizer: AdamW, payload: Pick<RecipeCheckpoint, 'tensors' | 'optimizer'>, calls?: readonly number[]): void {
+  const state = validateLoraPayload(lora, payload, calls);
+  assignLoraState(lora, optimizer, payload, state, calls);
+}
+
+/** The assignments only: `state` is validateLoraPayload's result for this payload. */
+function assignLoraState(lora: LoraSet, optimizer: AdamW, payload: Pick<RecipeCheckpoint, 'tensors'>, state: AdamWState, calls?: readonly number[]): void {
+  const { fromPeft } = nameMaps(lora);
+  for (const t of payload.tensors) {
+    const v = fromPeft.get(t.name)!;
+    tf.tidy(() => v.assign(tf.tensor(t.data, v.shape, 'float32')));
+  }
+  optimizer.importState(state);
+  if (calls) lora.adapters.forEach((a, i) => ((a as unknown as { calls: number }).calls = calls[i]));
 }
 
 /** The storage layer's input for a recipe checkpoint (IndexedDB CheckpointStore.save). */
@@ -104,11 +153,17 @@ export function fromStoredCheckpoint(c: { spec: unknown; tensors: NamedTensor[];
   };
 }
 
+export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** Throws unless the payload belongs to this recipe, seed and config. */
 export function checkPayload(payload: RecipeCheckpoint, recipe: string, seed: number, config: Record<string, unknown>): void {
   if (payload.format !== 1) throw new Error(`checkpoint: format ${String(payload.format)} is not supported (expected 1)`);
   if (payload.recipe !== recipe) throw new Error(`checkpoint: saved by recipe "${payload.recipe}", this run is "${recipe}"`);
   if (payload.seed !== seed) throw new Error(`checkpoint: saved with seed ${payload.seed}, this run has seed ${seed}`);
+  if (!isCount(payload.step)) throw new Error(`checkpoint: step must be a non-negative integer, got ${String(payload.step)}`);
+  if (!isPlainObject(payload.config)) throw new Error('checkpoint: config must be an object');
+  if (!isPlainObject(payload.extra)) throw new Error('checkpoint: extra must be an object');
+  if (!isPlainObject(payload.rng)) throw new Error('checkpoint: rng must be an object');
   for (const [k, v] of Object.entries(config)) {
     if (k in payload.config && payload.config[k] !== v) {
       throw new Error(`checkpoint: field "${k}" was ${JSON.stringify(payload.config[k])} when saved, this run has ${JSON.stringify(v)}`);
@@ -207,15 +262,24 @@ export async function multiLoraRunState(
   return runCheckpoint(run, { tensors, optimizer: { state: { step: run.stepsDone }, tensors: moments }, rng, extra: { ...extra, optimizerSteps } });
 }
 
-/** Checks a multiLoraRunState checkpoint against the run and loads every part; returns its step. */
+/**
+ * Checks a multiLoraRunState checkpoint against the run and loads every part; returns its step.
+ * Every part is validated before any is assigned, so a bad file leaves the whole run as it was.
+ */
 export function restoreMultiLoraRun(run: Omit<LoraRunParts, 'lora' | 'optimizer'>, parts: Record<string, NamedLoraPart>, payload: RecipeCheckpoint): number {
   checkPayload(payload, run.recipe, run.seed, run.config);
   const steps = (payload.extra.optimizerSteps ?? {}) as Record<string, unknown>;
-  for (const [key, p] of Object.entries(parts)) {
+  const known = Object.keys(parts);
+  const stray = [...payload.tensors, ...payload.optimizer.tensors].find((t) => !known.some((k) => t.name.startsWith(`${k}/`)));
+  if (stray) throw new Error(`checkpoint: tensor "${stray.name}" belongs to none of this run's adapters (${known.join(', ')})`);
+  const plans = Object.entries(parts).map(([key, p]) => {
     const strip = (ts: NamedTensor[]) => ts.filter((t) => t.name.startsWith(`${key}/`)).map((t) => ({ ...t, name: t.name.slice(key.length + 1) }));
     const step = steps[key];
     if (typeof step !== 'number') throw new Error(`checkpoint: no optimiser step for "${key}" (extra.optimizerSteps)`);
-    importLoraState(p.lora, p.optimizer, { tensors: strip(payload.tensors), optimizer: { state: { step }, tensors: strip(payload.optimizer.tensors) } }, p.lora.adapters.map((_, i) => payload.rng[`${key}_dropout_calls_${i}`] ?? 0));
-  }
+    const sub = { tensors: strip(payload.tensors), optimizer: { state: { step }, tensors: strip(payload.optimizer.tensors) } };
+    const calls = p.lora.adapters.map((_, i) => payload.rng[`${key}_dropout_calls_${i}`] ?? 0);
+    return { p, sub, calls, state: validateLoraPayload(p.lora, sub, calls, `${key}/`) };
+  });
+  for (const { p, sub, calls, state } of plans) assignLoraState(p.lora, p.optimizer, sub, state, calls);
   return payload.step;
 }

@@ -68,4 +68,17 @@ describe('AdamW', () => {
     opt.applyGradients({ w: tf.variable(tf.zeros([2])) }, { w: tf.ones([2]) });
     expect(() => opt.applyGradients({ w: tf.variable(tf.zeros([3])) }, { w: tf.ones([3]) })).toThrow(/changed shape/);
   });
+
+  it('importState of a bad state throws and keeps the moments it had (built first, old ones disposed after)', async () => {
+    const opt = new AdamW(cfg);
+    opt.applyGradients({ w: tf.variable(tf.zeros([2])) }, { w: tf.tensor1d([1, -2]) });
+    const before = await opt.exportState();
+    // m = (1 - 0.9) g = [0.1, -0.2]: the hand-worked first moment.
+    expectAllClose(before.moments.w.m, [0.1, -0.2], 6);
+    const bad = { step: 3, moments: { w: { shape: [2], m: new Float32Array(2), v: new Float32Array(2) }, u: { shape: [2, 2], m: new Float32Array(3), v: new Float32Array(4) } } };
+    expect(() => opt.importState(bad)).toThrow(/moments of "u" hold 3 and 4 values, shape \[2,2\] needs 4/);
+    expect(() => opt.importState({ step: -1, moments: {} })).toThrow(/step must be a non-negative integer, got -1/);
+    expect(await opt.exportState()).toEqual(before);
+    expect(opt.step).toBe(1);
+  });
 });

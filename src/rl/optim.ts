@@ -91,13 +91,25 @@ export class AdamW {
     return { step: this.t, moments };
   }
 
-  /** Replace the state with a saved one (disposes the current moments). */
+  /**
+   * Replace the state with a saved one. The new moments are checked and built first and the old
+   * ones disposed only then, so a bad state throws with the optimiser unchanged.
+   */
   importState(state: AdamWState): void {
+    if (!Number.isSafeInteger(state.step) || state.step < 0) throw new Error(`AdamW: step must be a non-negative integer, got ${state.step}`);
+    for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
+      const n = shape.reduce((a, b) => a * b, 1);
+      if (m.length !== n || v.length !== n) throw new Error(`AdamW: moments of "${name}" hold ${m.length} and ${v.length} values, shape [${shape}] needs ${n}`);
+    }
+    const built: [string, tf.Variable, tf.Variable][] = [];
+    for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
+      built.push([name, variableFrom(tf.tensor(m, shape, 'float32'), false), variableFrom(tf.tensor(v, shape, 'float32'), false)]);
+    }
     this.dispose();
     this.t = state.step;
-    for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
-      this.m.set(name, variableFrom(tf.tensor(m, shape, 'float32'), false));
-      this.v.set(name, variableFrom(tf.tensor(v, shape, 'float32'), false));
+    for (const [name, m, v] of built) {
+      this.m.set(name, m);
+      this.v.set(name, v);
     }
   }
 

@@ -217,6 +217,52 @@ describe('CheckpointStore', () => {
   });
 });
 
+/** Web Locks, enough of them: shared holders counted; an exclusive ifAvailable request sees them. */
+function fakeLocks() {
+  let shared = 0;
+  return {
+    async request<T>(_name: string, opts: { mode: 'shared' | 'exclusive'; ifAvailable?: boolean }, cb: (lock: unknown) => Promise<T>): Promise<T> {
+      if (opts.mode === 'exclusive') return cb(shared > 0 && opts.ifAvailable ? null : {});
+      shared++;
+      try {
+        return await cb({});
+      } finally {
+        shared--;
+      }
+    },
+  };
+}
+
+describe('orphan collection across tabs', () => {
+  it("a collector in another tab leaves the chunks of a save under way alone (the save's lock), then collects real orphans", async () => {
+    vi.stubGlobal('navigator', { locks: fakeLocks() });
+    try {
+      const kv = freshKv();
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((r) => (release = r));
+      let writes = 0;
+      // The saving tab's writes stall after its first chunk: a collector runs in that window.
+      const slow: Kv = { ...kv, set: async (k, v) => { if (writes++ === 1) await gate; return kv.set(k, v); } };
+      const saver = new CheckpointStore({ kv: slow, chunkBytes: 10 });
+      const saving = saver.save({ runId: 'r', step: 1, tensors: params() });
+      while ((await kv.keys('c/')).length === 0) await new Promise((r) => setTimeout(r, 1));
+      const otherTab = new CheckpointStore({ kv, chunkBytes: 10 });
+      expect(await otherTab.gcOrphanChunks()).toBe(0);
+      // Nor does its storage line call them orphans.
+      expect(await otherTab.usage()).toMatchObject({ orphanChunks: 0, orphanBytes: 0 });
+      release();
+      const m = await saving;
+      expect((await otherTab.load(m.id)).tensors.map((t) => t.name)).toEqual(params().map((t) => t.name));
+      await kv.set('c/ckpt-dead/000000', new Uint8Array(10).buffer);
+      expect(await otherTab.usage()).toMatchObject({ orphanChunks: 1, orphanBytes: 10 });
+      expect(await otherTab.gcOrphanChunks()).toBe(1);
+      expect((await otherTab.load(m.id)).tensors.length).toBe(3);
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+});
+
 describe('storage estimate', () => {
   it('usage() reports navigator.storage.estimate and the bytes of stored checkpoints', async () => {
     vi.stubGlobal('navigator', {
@@ -225,7 +271,11 @@ describe('storage estimate', () => {
     try {
       const store = new CheckpointStore({ kv: freshKv(), chunkBytes: 32 });
       await store.save({ runId: 'r', step: 1, tensors: params() });
-      expect(await store.usage()).toEqual({ checkpoints: 1, checkpointBytes: 60, usage: 3145728, quota: 10737418240 });
+      expect(await store.usage()).toEqual({ checkpoints: 1, checkpointBytes: 60, orphanChunks: 0, orphanBytes: 0, usage: 3145728, quota: 10737418240 });
+      // Chunks nobody points at count too, with their bytes, until collected.
+      await store.kv.set('c/ckpt-dead/000000', new Uint8Array(32).buffer);
+      await store.kv.set('c/ckpt-dead/000001', new Uint8Array(7).buffer);
+      expect(await store.usage()).toMatchObject({ checkpoints: 1, checkpointBytes: 60, orphanChunks: 2, orphanBytes: 39 });
       expect(formatBytes(3145728)).toBe('3.0 MiB');
       expect(formatBytes(512)).toBe('512 B');
       expect(await requestPersistentStorage()).toBe(true);

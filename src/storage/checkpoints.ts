@@ -117,12 +117,36 @@ export interface CheckpointStoreOptions {
   estimate?: () => Promise<StorageEstimateResult>;
 }
 
+export interface CheckpointUsage {
+  checkpoints: number;
+  /** Tensor bytes of the listed checkpoints (manifests are a few KiB more). */
+  checkpointBytes: number;
+  /** Chunks of saves that never got their manifest, and their bytes. */
+  orphanChunks: number;
+  orphanBytes: number;
+  usage: number | null;
+  quota: number | null;
+}
+
 export const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
 export const CHECKPOINT_DB = 'sparring-checkpoints';
 
 const manifestKey = (id: string) => `m/${id}`;
 const chunkPrefix = (id: string) => `c/${id}/`;
 const chunkKey = (id: string, n: number) => `${chunkPrefix(id)}${pad(n, 6)}`;
+
+// Saves hold this Web Lock shared and the orphan collector exclusive (if free), so a collector
+// in one tab never takes the chunks of a save under way in another tab or in a worker.
+const CHUNK_LOCK = 'sparring-checkpoint-chunks';
+type LockManagerLike = { request<T>(name: string, opts: { mode: 'shared' | 'exclusive'; ifAvailable?: boolean }, cb: (lock: unknown) => Promise<T>): Promise<T> };
+const lockManager = (): LockManagerLike | null => (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks ?? null;
+
+/** Runs `fn` under the chunk lock; without the Web Locks API (Node), runs it as is. `fn` gets false if the lock was busy (ifAvailable). */
+function withChunkLock<T>(mode: 'shared' | 'exclusive', ifAvailable: boolean, fn: (held: boolean) => Promise<T>): Promise<T> {
+  const locks = lockManager();
+  if (!locks) return fn(true);
+  return locks.request(CHUNK_LOCK, { mode, ifAvailable }, (lock) => fn(lock !== null));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Validation helpers
@@ -267,6 +291,14 @@ export class CheckpointStore {
       nonFinite,
     };
 
+    return withChunkLock('shared', false, () => this.write(id, manifest, groups, chunks));
+  }
+
+  /** The writes of save(): chunks, then the manifest; on failure its own chunks are removed. */
+  private async write(id: string, manifest: CheckpointManifest, groups: [TensorGroup, NamedTensor[]][], chunks: ChunkEntry[]): Promise<CheckpointManifest> {
+    const cb = this.chunkBytes;
+    const total = manifest.sizeBytes;
+    const nChunks = chunks.length;
     this.saving.add(id);
     let chunkNo = 0;
     let written = 0;
@@ -364,6 +396,8 @@ export class CheckpointStore {
     if (m.format !== CHECKPOINT_FORMAT) {
       throw new StorageError('corrupt', `${what} cannot be loaded: manifest format ${String(m.format)}, this version reads format ${CHECKPOINT_FORMAT}`);
     }
+    if (!Number.isSafeInteger(m.step) || m.step < 0) throw new StorageError('corrupt', `${what}: manifest step must be a non-negative integer, got ${String(m.step)}`);
+    if (!Array.isArray(m.tensors) || !Array.isArray(m.chunks)) throw new StorageError('corrupt', `${what}: manifest has no tensor or chunk index`);
     const present = new Set(await this.kv.keys(chunkPrefix(id)));
     m.chunks.forEach((c, i) => {
       if (!present.has(c.key)) {
@@ -445,25 +479,45 @@ export class CheckpointStore {
     return gone;
   }
 
-  /**
-   * Removes chunks that no manifest points at (left by a tab closed mid-save). Saves under way
-   * in this store are skipped; call it at startup, before another tab could be saving.
-   */
-  async gcOrphanChunks(): Promise<number> {
+  /** Keys of chunks that no manifest points at (saves under way in this store excluded). */
+  async orphanChunkKeys(): Promise<string[]> {
     const ids = new Set((await this.kv.keys('m/')).map((k) => k.slice(2)));
-    const orphans = (await this.kv.keys('c/')).filter((k) => {
+    return (await this.kv.keys('c/')).filter((k) => {
       const id = k.slice(2, k.lastIndexOf('/'));
       return !ids.has(id) && !this.saving.has(id);
     });
-    if (orphans.length) await this.kv.delMany(orphans);
-    return orphans.length;
+  }
+
+  /**
+   * Removes chunks that no manifest points at (left by a tab killed between its chunks and its
+   * manifest). Skipped (returns 0) while a save holds the chunk lock anywhere in this origin.
+   */
+  async gcOrphanChunks(): Promise<number> {
+    return withChunkLock('exclusive', true, async (held) => {
+      if (!held) return 0;
+      const orphans = await this.orphanChunkKeys();
+      if (orphans.length) await this.kv.delMany(orphans);
+      return orphans.length;
+    });
   }
 
   /** Checkpoint bytes stored here, with the browser's quota and usage where it reports them. */
-  async usage(): Promise<{ checkpoints: number; checkpointBytes: number; usage: number | null; quota: number | null }> {
+  async usage(): Promise<CheckpointUsage> {
     const l = await this.list();
+    // Counted only while no save holds the chunk lock: a save under way elsewhere (the worker,
+    // another tab) has chunks without a manifest that are not orphans.
+    const { orphans, orphanBytes } = await withChunkLock('exclusive', true, async (held) => {
+      const keys = held ? await this.orphanChunkKeys() : [];
+      let bytes = 0;
+      // One chunk in memory at a time; there are none after a start's gcOrphanChunks, bar a fresh kill.
+      for (const k of keys) bytes += asBytes(await this.kv.get<unknown>(k))?.byteLength ?? 0;
+      return { orphans: keys, orphanBytes: bytes };
+    });
     const est = await this.estimate().catch(() => ({ usage: null, quota: null }));
-    return { checkpoints: l.length, checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0), usage: est.usage, quota: est.quota };
+    return {
+      checkpoints: l.length, checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0),
+      orphanChunks: orphans.length, orphanBytes, usage: est.usage, quota: est.quota,
+    };
   }
 }
 

@@ -31,6 +31,26 @@ const report = (step: number, runId = 'run-1'): StepReport => ({
 });
 
 describe('RunStore', () => {
+  it('usage() counts runs and the JSON bytes of their logs, through appends, truncation and old records', async () => {
+    const kv = freshKv();
+    const store = new RunStore({ kv, maxBatchReports: 2 });
+    const len = (steps: number[]) => steps.reduce((a, s) => a + JSON.stringify(report(s)).length, 0);
+    await store.createRun({ id: 'run-1', recipe: 'redteam' });
+    await store.appendReports('run-1', [0, 1, 2].map((s) => report(s)));
+    await store.appendReports('run-1', [report(3)]);
+    expect(await store.usage()).toEqual({ runs: 1, logBytes: len([0, 1, 2, 3]) });
+    await store.truncateAfter('run-1', 1);
+    expect(await store.usage()).toEqual({ runs: 1, logBytes: len([0, 1]) });
+    // A record written before logBytes existed: counted from its batches.
+    const rec = (await store.getRun('run-1'))!;
+    delete rec.logBytes;
+    await kv.set('r/run-1', rec);
+    await store.createRun({ id: 'run-2', recipe: 'redteam' });
+    expect(await store.usage()).toEqual({ runs: 2, logBytes: len([0, 1]) });
+    await store.appendReports('run-1', [report(2)]);
+    expect((await store.getRun('run-1'))!.logBytes).toBe(len([0, 1, 2]));
+  });
+
   it('creates, lists, updates and deletes run records', async () => {
     const store = new RunStore({ kv: freshKv() });
     const a = await store.createRun({ id: 'a', recipe: 'defend', spec: { seed: 1 }, created: 100 });

@@ -34,6 +34,8 @@ export interface RunRecord {
   status: RunStatus;
   /** Why a failed run failed. */
   error: string | null;
+  /** JSON bytes of its logged reports (absent in records written before it was counted). */
+  logBytes?: number;
 }
 
 export interface LogBatch {
@@ -152,6 +154,7 @@ export class RunStore {
       let seq = keys.length ? Number(keys[keys.length - 1].slice(logPrefix(runId).length)) + 1 : 0;
       let batch: StepReport[] = [];
       let bytes = 0;
+      let added = 0;
       const flush = async () => {
         if (!batch.length) return;
         const b: LogBatch = { firstStep: batch[0].step, lastStep: batch[batch.length - 1].step, reports: batch };
@@ -165,12 +168,14 @@ export class RunStore {
         if (batch.length >= this.maxBatchReports || (batch.length > 0 && bytes + size > this.maxBatchBytes)) await flush();
         batch.push(r);
         bytes += size;
+        added += size;
       }
       await flush();
       const next: RunRecord = {
         ...rec,
         lastStep: reports[reports.length - 1].step,
         reportCount: rec.reportCount + reports.length,
+        logBytes: rec.logBytes !== undefined ? rec.logBytes + added : await this.countLogBytes(runId),
         updated: Date.now(),
         status: rec.status === 'created' ? 'running' : rec.status,
       };
@@ -200,6 +205,7 @@ export class RunStore {
       const prefix = logPrefix(runId);
       const keys = await this.kv.keys(prefix);
       let kept = 0;
+      let keptBytes = 0;
       let last: number | null = null;
       for (const k of keys) {
         const b = await this.kv.get<LogBatch>(k);
@@ -208,12 +214,28 @@ export class RunStore {
         if (keep.length === 0) await this.kv.del(k);
         else if (keep.length < b.reports.length) await this.kv.set(k, { firstStep: keep[0].step, lastStep: keep[keep.length - 1].step, reports: keep });
         kept += keep.length;
+        keptBytes += reportBytes(keep);
         if (keep.length) last = keep[keep.length - 1].step;
       }
-      const next = { ...rec, reportCount: kept, lastStep: last, updated: Date.now() };
+      const next = { ...rec, reportCount: kept, lastStep: last, logBytes: keptBytes, updated: Date.now() };
       await this.kv.set(recordKey(runId), next);
       return next;
     });
+  }
+
+  /** JSON bytes of a run's stored log, read batch by batch (for records without logBytes). */
+  private async countLogBytes(runId: string): Promise<number> {
+    let n = 0;
+    for (const k of await this.kv.keys(logPrefix(runId))) n += reportBytes((await this.kv.get<LogBatch>(k))?.reports ?? []);
+    return n;
+  }
+
+  /** How many runs are stored and the bytes of their logs (JSON length, a fair proxy for the stored size). */
+  async usage(): Promise<{ runs: number; logBytes: number }> {
+    const all = await this.listRuns();
+    let logBytes = 0;
+    for (const r of all) logBytes += r.logBytes ?? (await this.countLogBytes(r.id));
+    return { runs: all.length, logBytes };
   }
 
   async exportJsonl(runId: string): Promise<string> {
@@ -231,6 +253,8 @@ export class RunStore {
     return this.updateRun(id, { status: 'finished' });
   }
 }
+
+const reportBytes = (reports: readonly StepReport[]): number => reports.reduce((a, r) => a + JSON.stringify(r).length, 0);
 
 let defaultStore: RunStore | null = null;
 /** The app's run store (database "sparring-runs"), created on first use. */

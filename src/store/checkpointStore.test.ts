@@ -12,11 +12,17 @@ describe('checkpoint panel helpers', () => {
     expect(latestCheckpoint([])).toBeNull();
   });
 
-  it('says what the checkpoints take and the share of the quota', () => {
-    expect(storageLine({ checkpoints: 2, checkpointBytes: 3 * 1024 * 1024, usage: 512 * 1024 * 1024, quota: 2048 * 1024 * 1024 })).toBe(
-      '2 checkpoints, 3.0 MiB; this site uses 512.0 MiB of 2.0 GiB (25%)',
+  it('says every byte the lab keeps, the share of the quota, and whether the browser may evict it', () => {
+    const none = { runs: 0, runLogBytes: 0, orphanChunks: 0, orphanBytes: 0, persisted: null };
+    expect(storageLine({ ...none, checkpoints: 2, checkpointBytes: 3 * 1024 * 1024, usage: 512 * 1024 * 1024, quota: 2048 * 1024 * 1024 })).toBe(
+      '2 checkpoints, 3.0 MiB; 0 run logs, 0 B; this site uses 512.0 MiB of 2.0 GiB (25%)',
     );
-    expect(storageLine({ checkpoints: 1, checkpointBytes: 100, usage: null, quota: null })).toBe('1 checkpoint, 100 B; the browser does not report its storage quota');
+    expect(storageLine({ ...none, checkpoints: 1, checkpointBytes: 100, usage: null, quota: null })).toBe('1 checkpoint, 100 B; 0 run logs, 0 B; the browser does not report its storage quota');
+    expect(storageLine({ checkpoints: 1, checkpointBytes: 100, runs: 1, runLogBytes: 1536, orphanChunks: 2, orphanBytes: 2048, usage: null, quota: null, persisted: false })).toBe(
+      '1 checkpoint, 100 B; 1 run log, 1.5 KiB; 2 chunks of an interrupted save, 2.0 KiB (removed at the next start); the browser does not report its storage quota; ' +
+        'storage is not persistent: the browser may clear it when disk space runs low',
+    );
+    expect(storageLine({ ...none, checkpoints: 0, checkpointBytes: 0, usage: null, quota: null, persisted: true })).toMatch(/; storage is persistent$/);
   });
 
   it('words a quota failure as storage full, nothing lost, run continues', () => {

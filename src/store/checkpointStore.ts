@@ -1,24 +1,49 @@
 // Checkpoints as the page sees them: the list and storage use read from IndexedDB (the worker
-// writes, the page reads the same database), the autosave policy (kept in localStorage), the
-// latest save event, and the status of a run the Checkpoints panel resumed.
+// writes, the page reads the same database), the autosave policy (kept in localStorage and
+// mirrored to IndexedDB), the latest save event, the status of a run the Checkpoints panel
+// resumed, and what the start found: persistence granted or not, a wiped store, orphan chunks.
 import { create } from 'zustand';
-import { checkpoints, formatBytes, runs, type CheckpointSummary, type CheckpointStore, type RunStore } from '../storage';
+import {
+  checkpoints, checkStores, durableSettings, formatBytes, noteSeen, requestPersistentStorage, runs, wipedMessage,
+  type CheckpointSummary, type CheckpointStore, type RunStore,
+} from '../storage';
 import type { RunStatus } from '../worker/protocol';
+import { reconcileSettings } from './settingsStore';
 import type { AutosavePolicy, CheckpointEvent } from '../worker/storageProtocol';
 
 export interface StorageUse {
   checkpoints: number;
   checkpointBytes: number;
+  /** Run records and the bytes of their step logs. */
+  runs: number;
+  runLogBytes: number;
+  /** Chunks of a save that never got its manifest (a kill mid-save), collected at the next start. */
+  orphanChunks: number;
+  orphanBytes: number;
   usage: number | null;
   quota: number | null;
+  /** Whether the browser granted persistent storage (null: not asked yet or no API). */
+  persisted: boolean | null;
 }
 
-/** One line for the panel: what the checkpoints take and what the browser allows. */
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
+
+/** One line for the panel: every byte the lab keeps, what the browser allows, and whether it may evict it. */
 export function storageLine(u: StorageUse): string {
-  const ours = `${u.checkpoints} checkpoint${u.checkpoints === 1 ? '' : 's'}, ${formatBytes(u.checkpointBytes)}`;
-  if (u.usage === null || u.quota === null) return `${ours}; the browser does not report its storage quota`;
-  const pct = u.quota > 0 ? ` (${((100 * u.usage) / u.quota).toFixed(u.usage / u.quota < 0.01 ? 2 : 0)}%)` : '';
-  return `${ours}; this site uses ${formatBytes(u.usage)} of ${formatBytes(u.quota)}${pct}`;
+  const parts = [`${plural(u.checkpoints, 'checkpoint')}, ${formatBytes(u.checkpointBytes)}`, `${plural(u.runs, 'run log')}, ${formatBytes(u.runLogBytes)}`];
+  if (u.orphanChunks > 0) parts.push(`${plural(u.orphanChunks, 'chunk')} of an interrupted save, ${formatBytes(u.orphanBytes)} (removed at the next start)`);
+  const ours = parts.join('; ');
+  const site =
+    u.usage === null || u.quota === null
+      ? 'the browser does not report its storage quota'
+      : `this site uses ${formatBytes(u.usage)} of ${formatBytes(u.quota)}${u.quota > 0 ? ` (${((100 * u.usage) / u.quota).toFixed(u.usage / u.quota < 0.01 ? 2 : 0)}%)` : ''}`;
+  const kept =
+    u.persisted === true
+      ? 'storage is persistent'
+      : u.persisted === false
+        ? 'storage is not persistent: the browser may clear it when disk space runs low'
+        : '';
+  return `${ours}; ${site}${kept ? `; ${kept}` : ''}`;
 }
 
 /** What the panel says after a save: the event in words (a failure names the cause and that nothing was lost). */
@@ -51,7 +76,7 @@ export function latestCheckpoint(list: readonly CheckpointSummary[]): Checkpoint
 const POLICY_KEY = 'sparring.autosave';
 export const DEFAULT_POLICY: AutosavePolicy = { everySteps: 5, onPause: true, keep: 5 };
 
-export function loadPolicy(storage: Pick<Storage, 'getItem'> | null = typeof localStorage === 'undefined' ? null : localStorage): AutosavePolicy {
+export function loadPolicy(storage: Pick<Storage, 'getItem'> | null = durableSettings()): AutosavePolicy {
   try {
     const p = JSON.parse(storage?.getItem(POLICY_KEY) ?? 'null') as Partial<AutosavePolicy> | null;
     const count = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
@@ -70,6 +95,14 @@ interface CheckpointState {
   /** Status of the run this panel resumed (the run controls only know runs they started). */
   resumed: RunStatus | null;
   loading: boolean;
+  /** Persistent storage granted (null until the start asked). */
+  persisted: boolean | null;
+  /** The start found the store wiped: this says so (null otherwise). */
+  notice: string | null;
+  /** Orphan chunks the start removed. */
+  collected: number;
+  /** Once per page: ask for persistence, detect a wiped store, collect orphans, reload settings. */
+  startup(): Promise<void>;
   refresh(): Promise<void>;
   setPolicy(p: AutosavePolicy): void;
   onEvent(e: CheckpointEvent): void;
@@ -84,6 +117,12 @@ let logStore: RunStore | null = null;
 export const ckpts = () => (ckptStore ??= checkpoints());
 export const runLogs = () => (logStore ??= runs());
 
+let started: Promise<void> | null = null;
+/** Set once the start compared the stores: only then may refresh record what they hold. */
+let checked = false;
+/** Set once the user changes the policy: the start's reconcile must not overwrite a fresh choice. */
+let policyTouched = false;
+
 export const useCheckpoints = create<CheckpointState>()((set, get) => ({
   list: [],
   use: null,
@@ -91,22 +130,39 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
   message: null,
   resumed: null,
   loading: false,
+  persisted: null,
+  notice: null,
+  collected: 0,
+  startup: () =>
+    (started ??= (async () => {
+      if ((await durableSettings().reconcile(POLICY_KEY)) && !policyTouched) set({ policy: loadPolicy() });
+      await reconcileSettings().catch(() => undefined);
+      const persisted = await requestPersistentStorage();
+      set({ persisted });
+      try {
+        const check = await checkStores([{ name: 'checkpoints', kv: ckpts().kv }, { name: 'run logs', kv: runLogs().kv }]);
+        checked = true;
+        if (check.state === 'wiped') set({ notice: wipedMessage(check, persisted) });
+        set({ collected: await ckpts().gcOrphanChunks() });
+      } catch (e) {
+        set({ message: { text: `Could not check the checkpoint store in IndexedDB: ${(e as Error).message}`, error: true } });
+      }
+      await get().refresh();
+    })()),
   refresh: async () => {
     set({ loading: true });
     try {
-      const [list, use] = await Promise.all([ckpts().list(), ckpts().usage()]);
-      set({ list, use, loading: false });
+      const [list, use, logs] = await Promise.all([ckpts().list(), ckpts().usage(), runLogs().usage()]);
+      set({ list, use: { ...use, runs: logs.runs, runLogBytes: logs.logBytes, persisted: get().persisted }, loading: false });
+      if (checked) void noteSeen({ checkpoints: list.length, runs: logs.runs }).catch(() => undefined);
     } catch (e) {
       set({ loading: false, message: { text: `Could not read checkpoints from IndexedDB: ${(e as Error).message}`, error: true } });
     }
   },
   setPolicy: (policy) => {
+    policyTouched = true;
     set({ policy });
-    try {
-      localStorage.setItem(POLICY_KEY, JSON.stringify(policy));
-    } catch {
-      // private mode: the setting lasts this tab
-    }
+    durableSettings().setItem(POLICY_KEY, JSON.stringify(policy));
   },
   onEvent: (e) => {
     set({ message: eventMessage(e) });

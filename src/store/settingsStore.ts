@@ -1,7 +1,9 @@
-// User settings, persisted in localStorage so a reload keeps them.
+// User settings, persisted in localStorage so a reload keeps them, and mirrored to IndexedDB
+// (durableSettings) so a browser killed seconds after a change keeps it too.
 import { create } from 'zustand';
-import { persist } from 'zustand/middleware';
+import { createJSONStorage, persist } from 'zustand/middleware';
 import type { BackendPreference } from '../engine/backends';
+import { durableSettings } from '../storage/durable';
 
 interface SettingsState {
   backendPreference: BackendPreference;
@@ -10,6 +12,8 @@ interface SettingsState {
   setBackendPreference(p: BackendPreference): void;
   setTeaching(on: boolean): void;
 }
+
+export const SETTINGS_KEY = 'sparring.settings';
 
 export const useSettings = create<SettingsState>()(
   persist(
@@ -20,6 +24,16 @@ export const useSettings = create<SettingsState>()(
       setTeaching: (teaching) => set({ teaching }),
     }),
     // Version 2 adds `teaching`; a version-1 record keeps its backend and gets teaching off.
-    { name: 'sparring.settings', version: 2, migrate: (old) => ({ teaching: false, ...(old as object) }) as SettingsState },
+    {
+      name: SETTINGS_KEY,
+      version: 2,
+      migrate: (old) => ({ teaching: false, ...(old as object) }) as SettingsState,
+      storage: createJSONStorage(() => durableSettings()),
+    },
   ),
 );
+
+/** At start: where IndexedDB holds newer settings than localStorage (a kill lost the latter), load them. */
+export async function reconcileSettings(): Promise<void> {
+  if (await durableSettings().reconcile(SETTINGS_KEY)) await useSettings.persist.rehydrate();
+}

@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { unzipSync } from 'fflate';
+import { unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source';
 import { peftTensors } from '../model/lora';
@@ -81,5 +81,37 @@ describe('adapter export / import of a run', () => {
 
   it('says when there is no run', () => {
     expect(() => runAdapter(recipe, base, null)).toThrow(/no active run/);
+  });
+
+  it('refuses an adapter holding NaN or Infinity, naming the tensor and the index, and leaves the run untouched', async () => {
+    const a = await sftRun(base, 1);
+    const b = await sftRun(base, 2);
+    try {
+      await a.run.step();
+      const { bytes } = await exportAdapterZip(runAdapter(recipe, a.config, a.run), folder);
+      const files = unzipSync(bytes);
+      const st = files['adapter_model.safetensors'];
+      // safetensors: u64 header length, JSON header, data; poison one element of one tensor.
+      const headerLen = Number(new DataView(st.buffer, st.byteOffset).getBigUint64(0, true));
+      const header = JSON.parse(new TextDecoder().decode(st.subarray(8, 8 + headerLen))) as Record<string, { data_offsets: [number, number] }>;
+      const name = Object.keys(header).filter((k) => k.endsWith('lora_B.weight')).sort()[0];
+      for (const [value, shown] of [[NaN, 'NaN'], [-Infinity, '-Infinity']] as const) {
+        const poisoned = st.slice();
+        new DataView(poisoned.buffer).setFloat32(8 + headerLen + header[name].data_offsets[0] + 3 * 4, value, true);
+        const zip = zipSync({ ...files, 'adapter_model.safetensors': poisoned });
+        const before = await tensorsOf(b.run);
+        const r = await importAdapterIntoRun(b.run, runAdapter(recipe, b.config, b.run), folder, zip, 'bad.zip');
+        expect(r.ok).toBe(false);
+        const error = r.ok ? '' : r.error;
+        expect(error).toContain('bad.zip');
+        expect(error).toContain(name);
+        expect(error).toContain(shown);
+        expect(error).toMatch(/\b3\b/);
+        expect(await tensorsOf(b.run)).toEqual(before);
+      }
+    } finally {
+      a.run.dispose();
+      b.run.dispose();
+    }
   });
 });

@@ -12,6 +12,7 @@ import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZipAsync, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
 import { exportMergedModel } from '../storage/merge';
 import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
+import { findNonFinite } from '../storage/checkpoints';
 
 export interface RunAdapter {
   lora: LoraSet;
@@ -70,6 +71,14 @@ export function structureMismatch(a: PlainLoraAdapter, lora: LoraSet, dims: Base
   return null;
 }
 
+/** Throws, naming the tensor and the index, if an adapter weight is NaN or +-Infinity (before anything is assigned). */
+export function checkFiniteAdapter(a: PlainLoraAdapter, dims: BaseDims, fileName: string): void {
+  for (const [name, t] of peftTensorMap(a, dims)) {
+    const bad = findNonFinite([{ name, dtype: 'float32', shape: t.shape, data: t.data as Float32Array }]);
+    if (bad) throw new PeftError(`${fileName}: tensor "${name}" holds ${bad.value} at index ${bad.index}; adapter weights must be finite numbers`);
+  }
+}
+
 /**
  * Validates the zip against the run's base (name and dims), rank, alpha and targets, then loads
  * its tensors into the run. Bad input -> { ok: false, error } and the run is untouched.
@@ -90,6 +99,7 @@ export async function importAdapterIntoRun(
     imported = await importPeftZipAsync(zip, { dims, expectedBase: ra.baseRef, allowBaseMismatch: opts.allowBaseMismatch, fileName });
     const why = structureMismatch(imported.adapter, ra.lora, dims);
     if (why) throw new PeftError(`${fileName}: ${why}`);
+    checkFiniteAdapter(imported.adapter, dims, fileName);
   } catch (e) {
     return { ok: false, error: (e as Error).message };
   }

@@ -61,7 +61,7 @@ function Row({ c, busy, act }: { c: CheckpointSummary; busy: boolean; act: (labe
 
 export function CheckpointsPanel() {
   const phase = useEngine((s) => s.phase);
-  const { list, use, policy, message, refresh, setPolicy, onEvent, setMessage } = useCheckpoints();
+  const { list, use, policy, message, refresh, setPolicy, onEvent, setMessage, startup, notice, collected } = useCheckpoints();
   const [busy, setBusy] = useState<string | null>(null);
   const [everyText, setEveryText] = useState(String(policy.everySteps));
   const [keepText, setKeepText] = useState(String(policy.keep));
@@ -69,13 +69,23 @@ export function CheckpointsPanel() {
   const hasLiveRun = useRunStore((s) => s.order.some((id) => s.runs[id].info.source === 'live'));
 
   // A (re)started worker gets the policy and this page's listener; the list is read from IndexedDB.
+  // The first time, the start's checks run first (persistence, a wiped store, orphan chunks).
   useEffect(() => {
-    void refresh();
+    void startup().then(refresh);
     if (phase !== 'ready') return;
     const api = engineApi();
     void api.watchCheckpoints(Comlink.proxy((e) => useCheckpoints.getState().onEvent(e)));
-    void api.setAutosave(useCheckpoints.getState().policy).catch((e: Error) => setMessage({ text: e.message, error: true }));
-  }, [phase, refresh, onEvent, setMessage]);
+  }, [phase, startup, refresh, onEvent, setMessage]);
+  // The worker follows the policy: typed here, or reloaded from IndexedDB at the start.
+  useEffect(() => {
+    if (phase !== 'ready') return;
+    void engineApi().setAutosave(policy).catch((e: Error) => setMessage({ text: e.message, error: true }));
+  }, [phase, policy, setMessage]);
+  // A policy reloaded at the start replaces what the boxes show (unless they already say it).
+  useEffect(() => {
+    setEveryText((t) => (/^\d+$/.test(t.trim()) && Number(t.trim()) === policy.everySteps ? t : String(policy.everySteps)));
+    setKeepText((t) => (/^\d+$/.test(t.trim()) && Number(t.trim()) === policy.keep ? t : String(policy.keep)));
+  }, [policy.everySteps, policy.keep]);
 
   const act = (label: string, fn: () => Promise<void>) => {
     setBusy(label);
@@ -84,10 +94,6 @@ export function CheckpointsPanel() {
       .finally(() => setBusy(null));
   };
 
-  const applyPolicy = (next: typeof policy) => {
-    setPolicy(next);
-    if (phase === 'ready') void engineApi().setAutosave(next).catch((e: Error) => setMessage({ text: e.message, error: true }));
-  };
   const everyInvalid = !/^\d+$/.test(everyText.trim());
   const keepInvalid = !/^\d+$/.test(keepText.trim());
 
@@ -109,7 +115,7 @@ export function CheckpointsPanel() {
             aria-invalid={everyInvalid}
             onChange={(e) => {
               setEveryText(e.target.value);
-              if (/^\d+$/.test(e.target.value.trim())) applyPolicy({ ...policy, everySteps: Number(e.target.value.trim()) });
+              if (/^\d+$/.test(e.target.value.trim())) setPolicy({ ...policy, everySteps: Number(e.target.value.trim()) });
             }}
           />
           steps (0 = off)
@@ -126,13 +132,13 @@ export function CheckpointsPanel() {
             value={keepText}
             onChange={(e) => {
               setKeepText(e.target.value);
-              if (/^\d+$/.test(e.target.value.trim())) applyPolicy({ ...policy, keep: Number(e.target.value.trim()) });
+              if (/^\d+$/.test(e.target.value.trim())) setPolicy({ ...policy, keep: Number(e.target.value.trim()) });
             }}
           />
           (0 = all; renamed ones stay)
         </label>
         <label className="control">
-          <input data-testid="autosave-pause" type="checkbox" checked={policy.onPause} onChange={(e) => applyPolicy({ ...policy, onPause: e.target.checked })} />
+          <input data-testid="autosave-pause" type="checkbox" checked={policy.onPause} onChange={(e) => setPolicy({ ...policy, onPause: e.target.checked })} />
           and on pause
         </label>
         <button type="button" data-testid="checkpoint-save" disabled={phase !== 'ready' || busy !== null} onClick={() => act('saving', async () => { onEvent(await engineApi().saveCheckpoint()); })}>
@@ -141,7 +147,9 @@ export function CheckpointsPanel() {
       </div>
       {everyInvalid && <div className="error small">Autosave every: a whole number of steps (0 = off), got "{everyText}".</div>}
       {keepInvalid && <div className="error small">Keep the last: a whole number of autosaves (0 = all), got "{keepText}".</div>}
-      <p className="small" data-testid="storage-usage">{use ? storageLine(use) : 'Reading storage…'}</p>
+      {notice && <div className="error" role="alert" data-testid="storage-notice">{notice}</div>}
+      <p className="small" data-testid="storage-usage" data-persisted={use?.persisted === null || !use ? '' : String(use.persisted)}>{use ? storageLine(use) : 'Reading storage…'}</p>
+      {collected > 0 && <p className="small" data-testid="orphans-collected">Removed {collected} chunk{collected === 1 ? '' : 's'} of a save that was interrupted before it finished (earlier checkpoints were not affected).</p>}
       {message && (
         <div className={message.error ? 'error' : 'small'} role={message.error ? 'alert' : 'status'} data-testid="checkpoint-message" data-error={message.error ? 'true' : 'false'}>
           {message.text}
@@ -158,7 +166,10 @@ export function CheckpointsPanel() {
       )}
       <ResumedRun />
       {list.length === 0 ? (
-        <p className="empty" data-testid="checkpoints-empty">No checkpoints yet: a run saves one every {policy.everySteps || '—'} steps{policy.onPause ? ' and when paused' : ''}.</p>
+        <p className="empty" data-testid="checkpoints-empty">
+          {notice ? 'No checkpoints: the browser cleared them (see above). A' : 'No checkpoints yet: a'} run saves one every{' '}
+          {policy.everySteps || '—'} steps{policy.onPause ? ' and when paused' : ''}.
+        </p>
       ) : (
         <table className="ckpt-table small" data-testid="checkpoint-list" style={{ width: '100%', borderCollapse: 'collapse', textAlign: 'left' }}>
           <thead>
