@@ -79,6 +79,35 @@ describe('adapter export / import of a run', () => {
     }
   });
 
+  it('imports into a run that trains two adapters (arena): only the exported part changes, its moments reset', async () => {
+    const arena = getRecipe('arena');
+    const cfg = { attacker: 'fixture', defender: 'fixture', judge: 'rules', phaseSteps: 1, firstPhase: 'defender', goals: 1, groupSize: 2, benignPrompts: 0, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 4, samples: 0, loraRank: 2, attackerLr: 5e-2, defenderLr: 5e-2 };
+    const make = async (seed: number) => {
+      const r = await createRun(env, 'arena', cfg, seed);
+      return { run: r.run, config: r.config as Record<string, unknown> };
+    };
+    const a = await make(1);
+    const b = await make(2);
+    try {
+      await a.run.step();
+      await b.run.step();
+      const { bytes, fileName } = await exportAdapterZip(runAdapter(arena, a.config, a.run), folder);
+      const before = await b.run.state();
+      const r = await importAdapterIntoRun(b.run, runAdapter(arena, b.config, b.run), folder, bytes, fileName);
+      expect(r).toMatchObject({ ok: true, r: 2 });
+      expect(await tensorsOf(b.run)).toEqual(await tensorsOf(a.run));
+      const after = await b.run.state();
+      const side = (p: typeof after, key: string) => p.tensors.filter((t) => t.name.startsWith(`${key}/`)).map((t) => [t.name, Array.from(t.data)]);
+      expect(side(after, 'attacker')).toEqual(side(before, 'attacker'));
+      expect(after.optimizer.tensors.some((t) => t.name.startsWith('defender/'))).toBe(false);
+      expect(after.optimizer.tensors.filter((t) => t.name.startsWith('attacker/')).length).toBe(before.optimizer.tensors.filter((t) => t.name.startsWith('attacker/')).length);
+      expect((after.extra.optimizerSteps as Record<string, number>).defender).toBe(0);
+    } finally {
+      a.run.dispose();
+      b.run.dispose();
+    }
+  });
+
   it('says when there is no run', () => {
     expect(() => runAdapter(recipe, base, null)).toThrow(/no active run/);
   });

@@ -19,6 +19,11 @@ export interface RunAdapter {
   baseRef: string;
   recipe: string;
   step: number;
+  /**
+   * The recipe's model field (arena: defender, minmax / rlhf: policy): the key under which a run
+   * that trains several adapters stores this one's tensors (`<part>/<PEFT name>`).
+   */
+  part: string;
 }
 
 /** The adapter of a run, or one clear error when the recipe trains none. */
@@ -29,7 +34,7 @@ export function runAdapter(recipe: AnyRecipe, config: Record<string, unknown>, r
   if (!(lora instanceof LoraSet) || !field) throw new Error(`recipe "${recipe.name}" trains no LoRA adapter, so there is nothing to export`);
   const ref = config[field];
   if (typeof ref !== 'string' || ref === '') throw new Error(`recipe "${recipe.name}": field "${field}" names no model`);
-  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone };
+  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone, part: field };
 }
 
 export function baseDims(folder: ModelFolder): Promise<BaseDims> {
@@ -94,12 +99,22 @@ export async function importAdapterIntoRun(
   }
   const tensors = peftTensorMap(imported.adapter, dims);
   const payload = await run.state();
+  // A run that trains several adapters (arena, minmax, rlhf) names them `<part>/<PEFT name>`:
+  // replace only the exported part's tensors and moments; the other part keeps its state.
+  const prefix = payload.tensors.some((t) => t.name.startsWith(`${ra.part}/`)) ? `${ra.part}/` : '';
   payload.tensors = payload.tensors.map((t) => {
-    const src = tensors.get(t.name);
+    if (!t.name.startsWith(prefix)) return t;
+    const src = tensors.get(t.name.slice(prefix.length));
     if (!src) throw new Error(`${fileName}: no tensor "${t.name}" (checked above; the run's adapter changed?)`);
     return { ...t, data: Float32Array.from(src.data as ArrayLike<number>) };
   });
-  payload.optimizer = { state: { step: 0 }, tensors: [] };
+  if (prefix) {
+    payload.optimizer = { ...payload.optimizer, tensors: payload.optimizer.tensors.filter((t) => !t.name.startsWith(prefix)) };
+    const steps = (payload.extra.optimizerSteps ?? {}) as Record<string, number>;
+    payload.extra = { ...payload.extra, optimizerSteps: { ...steps, [ra.part]: 0 } };
+  } else {
+    payload.optimizer = { state: { step: 0 }, tensors: [] };
+  }
   await run.restore(payload);
   return { ok: true, fileName, baseModel: imported.baseModel, baseMismatch: imported.baseMismatch, r: imported.adapter.r, tensors: tensors.size, step: run.stepsDone };
 }
