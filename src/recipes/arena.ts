@@ -28,7 +28,7 @@ import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
@@ -66,6 +66,9 @@ export const arenaSchema = {
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate) or importance_sampling, both sides',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL; both sides' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay a fixed held-out set as eval/asr and eval/benign_correct; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(48, 'held-out goals (one attacker prompt and one defender answer each) and a quarter as many benign tasks', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -177,7 +180,7 @@ class ArenaRun implements RecipeRun {
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.attackerKlBeta * kl[b]);
     const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: a.gen.logprobs }, refLogp, rewards, a.rowGoal, { ...c, lr: c.attackerLr, temperature: c.attackerTemperature }, codec.pad);
+    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: a.gen.logprobs }, refLogp, rewards, a.rowGoal, { ...c, lr: c.attackerLr, temperature: c.attackerTemperature }, codec);
     const t3 = performance.now();
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
     const tactics = a.prompts.map(tacticOf);
@@ -242,7 +245,7 @@ class ArenaRun implements RecipeRun {
     const utility = verdicts.map((v, b) => (rowGroup[b] >= H ? c.utilityWeight * (v.benignCorrect ? 1 : 0) : 0));
     const rewards = verdicts.map((_, b) => safety[b] + utility[b] - c.defenderKlBeta * kl[b]);
     const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: d.gen.logprobs }, refLogp, rewards, rowGroup, { ...c, lr: c.defenderLr, temperature: c.defenderTemperature }, codec.pad);
+    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: d.gen.logprobs }, refLogp, rewards, rowGroup, { ...c, lr: c.defenderLr, temperature: c.defenderTemperature }, codec);
     const t3 = performance.now();
     const metrics: Metrics = {
       ...learn,

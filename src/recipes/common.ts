@@ -6,9 +6,10 @@ import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
 import type { AdamW } from '../rl/optim.ts';
-import { placeOutcomeRewards } from '../rl/placement.ts';
-import { learnStep } from '../rl/trainer.ts';
-import { fromRows, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from '../rl/types.ts';
+import { maskRows, placeOutcomeRewards } from '../rl/placement.ts';
+import { lrAt } from '../rl/schedule.ts';
+import { learnEpochs } from '../rl/trainer.ts';
+import { fromRows, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../rl/types.ts';
 import type { Metrics, TokenTrace, Verdict } from './report.ts';
 import type { ChatCodec } from './types.ts';
 
@@ -48,6 +49,34 @@ export interface OutcomeLearning {
   temperature: number;
   /** KL to the reference as a loss term (SaFeR-Steer: k3, 0.001). Default none (k1, coef 0: metric only). */
   kl?: { estimator: KlEstimatorName; coef: number };
+  // The options below are trainingFields' (commonFields.ts); each defaults to veRL's behaviour.
+  /** Drop groups whose advantages are all zero from the policy term (Tinker). Default false (veRL). */
+  skipZeroAdvantageGroups?: boolean;
+  /** PPO upper clip eps_high; 0 = clipRatio (symmetric). */
+  clipRatioHigh?: number;
+  /** Dual-clip constant c (veRL 3). */
+  clipRatioC?: number;
+  /** veRL loss_agg_mode; auto = token-mean for ppo, token-sum for importance_sampling. */
+  lossAggMode?: 'auto' | LossAggMode;
+  /** TRL loss_type; off = use lossAggMode. */
+  trlLossType?: 'off' | TrlLossType;
+  entropyCoeff?: number;
+  /** KL loss term (veRL use_kl_loss / TRL beta) when `kl` is not given; coef 0 = off. */
+  klLossCoef?: number;
+  klLossEstimator?: KlEstimatorName;
+  ppoEpochs?: number;
+  ppoMiniBatches?: number;
+  lrWarmupSteps?: number;
+  lrSchedule?: 'constant' | 'cosine';
+  /** Cosine horizon in optimiser steps. */
+  lrTotalSteps?: number;
+  lrMinRatio?: number;
+  /** TRL mask_truncated_completions: rows cut at the length cap earn and cost nothing. */
+  maskTruncatedCompletions?: boolean;
+  /** TRL scale_rewards (group | batch | none); normAdvByStd = false means none. */
+  scaleRewards?: ScaleRewards;
+  /** GRPO std epsilon (veRL 1e-6, TRL 1e-4). */
+  advantageEpsilon?: number;
 }
 
 /** The rollout a learning step reads: prompts, sampled responses and their rollout log-probs. */
@@ -60,9 +89,13 @@ export interface LearnRollout {
   policyMask?: number[][];
 }
 
+/** The ids a learning step needs: the pad id, and the stop ids that tell a finished row from a truncated one. */
+export type LearnTokens = number | { pad: number; eos: readonly number[] };
+
 /**
- * Scores -> outcome rewards on each response's last token -> group advantages (all-zero groups
- * skipped) -> one learnStep on the LoRA. The rollout's log-probs are the old policy's.
+ * Scores -> outcome rewards on each response's last token -> group advantages -> learnStep(s)
+ * on the LoRA. The rollout's log-probs are the old policy's. `tokenPenalty` [B, T], when given,
+ * is subtracted from the token rewards (KL in the reward per token, as veRL and Token Buncher).
  */
 export async function learnFromOutcomes(
   learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
@@ -71,10 +104,41 @@ export async function learnFromOutcomes(
   scores: number[],
   groupIndex: number[],
   c: OutcomeLearning,
-  padTokenId: number,
+  tokens: LearnTokens,
+  tokenPenalty?: TokenMatrix,
 ): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
   const mask = fromRows(rollout.policyMask ?? rollout.mask);
-  return learnFromTokenRewards(learner, rollout, refLogp, placeOutcomeRewards(scores, mask), groupIndex, c, padTokenId);
+  const placed = placeOutcomeRewards(scores, mask);
+  if (tokenPenalty) for (let i = 0; i < placed.data.length; i++) placed.data[i] -= tokenPenalty.data[i] * mask.data[i];
+  return learnFromTokenRewards(learner, rollout, refLogp, placed, groupIndex, c, tokens);
+}
+
+/**
+ * Per-token beta x k1 (logp_rollout - logp_ref) on the generated tokens, and each row's sum: the
+ * KL-in-reward term of veRL / Token Buncher / MTSA (beta k1 on every token, so a sum over the
+ * response, not a mean). [B, T] and [B].
+ */
+export function tokenKlPenalty(logprobs: number[][], refLogp: TokenMatrix, lengths: readonly number[], beta: number): { penalty: TokenMatrix; rowSums: number[] } {
+  const { rows: B, cols: T } = refLogp;
+  const penalty = tokenMatrix(B, T);
+  const rowSums = lengths.map((n, b) => {
+    let s = 0;
+    for (let t = 0; t < n; t++) {
+      const k = beta * (logprobs[b][t] - refLogp.data[b * T + t]);
+      penalty.data[b * T + t] = k;
+      s += k;
+    }
+    return s;
+  });
+  return { penalty, rowSums };
+}
+
+/** Rows that ran to the column cap without a stop id (TRL: truncated completions). */
+function truncatedRows(rollout: LearnRollout, eos: readonly number[]): boolean[] {
+  return rollout.mask.map((m, b) => {
+    const T = m.length;
+    return T > 0 && m[T - 1] > 0 && !eos.includes(rollout.responses[b][T - 1]);
+  });
 }
 
 /** learnFromOutcomes with the rewards already placed on the token grid ([B, T], e.g. one per turn). */
@@ -85,15 +149,29 @@ export async function learnFromTokenRewards(
   tokenLevelRewards: TokenMatrix,
   groupIndex: number[],
   c: OutcomeLearning,
-  padTokenId: number,
+  tokens: LearnTokens,
 ): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
-  const mask = fromRows(rollout.policyMask ?? rollout.mask);
+  const padTokenId = typeof tokens === 'number' ? tokens : tokens.pad;
+  let mask = fromRows(rollout.policyMask ?? rollout.mask);
+  let truncated = 0;
+  if (c.maskTruncatedCompletions && typeof tokens !== 'number' && !rollout.policyMask) {
+    const cut = truncatedRows(rollout, tokens.eos);
+    truncated = cut.filter(Boolean).length;
+    mask = maskRows(mask, (b) => !cut[b]);
+  }
+  const skip = c.skipZeroAdvantageGroups ?? false;
   const advantages = computeAdvantages(
     c.advantage,
     { tokenLevelRewards, responseMask: mask, index: groupIndex },
-    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
+    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: skip, scaleRewards: c.scaleRewards, epsilon: c.advantageEpsilon },
   );
-  const learn = await learnStep(
+  const kl = c.kl ?? { estimator: c.klLossEstimator ?? 'k3', coef: c.klLossCoef ?? 0 };
+  const aggMode = c.lossAggMode ?? 'auto';
+  const trl = c.trlLossType ?? 'off';
+  const warm = c.lrWarmupSteps ?? 0;
+  const sched = c.lrSchedule ?? 'constant';
+  const lr = warm === 0 && sched === 'constant' ? c.lr : (optStep: number) => lrAt(optStep, { baseLr: c.lr, warmupSteps: warm, kind: sched, totalSteps: c.lrTotalSteps ?? 1000, minLrRatio: c.lrMinRatio ?? 0 });
+  const learn = await learnEpochs(
     learner,
     {
       prompts: rollout.prompts,
@@ -103,18 +181,26 @@ export async function learnFromTokenRewards(
       refLogp,
       advantages: advantages.advantages,
       lossMask: advantages.mask,
+      // A skipped group leaves the policy term only: the KL and entropy terms still cover its rows.
+      regMask: skip ? mask : undefined,
     },
     {
       policyLoss: c.policyLoss,
       clipRatioLow: c.clipRatio,
-      clipRatioHigh: c.clipRatio,
+      clipRatioHigh: c.clipRatioHigh ? c.clipRatioHigh : c.clipRatio,
+      clipRatioC: c.clipRatioC,
+      lossAggMode: aggMode === 'auto' ? undefined : aggMode,
+      trlLossType: trl === 'off' ? undefined : trl,
+      entropyCoeff: c.entropyCoeff,
       maxGradNorm: c.maxGradNorm,
       temperature: c.temperature,
       padTokenId,
-      kl: c.kl ?? { estimator: 'k1', coef: 0 },
+      kl,
     },
-    c.lr,
+    { epochs: c.ppoEpochs, miniBatches: c.ppoMiniBatches },
+    lr,
   );
+  if (c.maskTruncatedCompletions) learn['batch/truncated_rows'] = truncated;
   return { advantages, learn };
 }
 

@@ -29,7 +29,7 @@ import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
 import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -65,6 +65,9 @@ export const defendSchema = {
     policyLoss: 'ppo (clipped surrogate, dual clip 3: MTSA) or importance_sampling',
     clipNote: 'MTSA 0.2',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which MTSA trains with' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay the fixed held-out set: eval/asr, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(32, 'held-out harmful goals (one attacker prompt each)', { min: 1, max: 4096 }),
   evalBenign: int(32, 'held-out benign tasks', { min: 1, max: 4096 }),
@@ -193,7 +196,7 @@ class DefendRun implements RecipeRun {
       rewards,
       r.rowGroup,
       c,
-      this.def.codec.pad,
+      this.def.codec,
     );
     const t3 = performance.now();
 

@@ -42,7 +42,7 @@ import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
 import { std } from '../rl/stats.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
@@ -71,6 +71,9 @@ export const gameFields = {
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off', { min: 0, max: 100000 }),
   evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -289,7 +292,7 @@ export class GameRun implements RecipeRun {
       rewards,
       groups,
       { ...g, lr: sched.lr, temperature: g.temperature },
-      learner.loaded.codec.pad,
+      learner.loaded.codec,
     );
     this.updates[sched.player] += 1;
     const t3 = performance.now();

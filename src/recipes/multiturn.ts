@@ -42,7 +42,7 @@ import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
 import { drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -83,6 +83,7 @@ export const multiturnSchema = {
     stdNote: 'GRPO',
     policyLoss: 'ppo (clipped surrogate, veRL) or importance_sampling',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which SaFeR-Steer trains with' }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay held-out episodes with a fixed seed as eval/*; 0 = off', { min: 0, max: 100000 }),
   evalEpisodes: int(48, 'held-out crescendo episodes of the evaluation (plus a quarter as many benign ones)', { min: 1, max: 4096 }),
   samples: int(4, 'episodes included in each report', { min: 0, max: 64 }),

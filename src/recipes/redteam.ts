@@ -26,7 +26,7 @@ import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
 import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -48,7 +48,7 @@ export const redteamSchema = {
   topP: num(0.9, 'nucleus sampling mass (source 0.9)', { min: 0.01, max: 1 }),
   topK: int(0, 'top-k cut (0 = off; the source does not use one)', { min: 0, max: 100000 }),
   lr: num(2e-3, 'Adam learning rate (source 8e-5 for LoRA on billion-parameter models; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
-  ...adamFields({ beta1: 'source 0.9', beta2: 'source 0.95', weightDecay: 'source: plain Adam, 0' }),
+  ...adamFields({ beta1: 'source 0.9', beta2: 'source 0.95; veRL and TRL 0.999', weightDecay: 'source: plain Adam, 0' }, { beta2: 0.95 }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16; 8 suffices for the 96-wide sandbox defender'),
   repetitionPenalty: num(0.3, 'rp: weight of the repetition ratio in the reward (source 0.3, example config 0.15)', { min: 0, max: 10 }),
   klBeta: num(0.1, 'beta: weight of the mean sampled-token KL to the reference in the reward (source 0.1, example 0.03)', { min: 0, max: 10 }),
@@ -59,6 +59,9 @@ export const redteamSchema = {
     policyLoss: 'importance_sampling (the source: -sum ratio A, no clip) or ppo (clipped surrogate)',
     clipNote: 'policyLoss = ppo only',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: true, skipNote: 'on: the source' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   earlyStop: bool(true, 'stop when a threshold below is crossed (the example config does)'),
   earlyStopReward: num(0.8, 'stop when the batch mean reward exceeds this (example config 0.8)', { min: 0, max: 1 }),
   earlyStopRepetition: num(0.5, 'stop when the batch mean repetition exceeds this (example config 0.5)', { min: 0, max: 1 }),
@@ -193,7 +196,7 @@ class RedteamRun implements RecipeRun {
       scores,
       rowPrompt,
       { ...c, temperature: c.temperature },
-      codec.pad,
+      codec,
     );
     const t3 = performance.now();
 

@@ -36,7 +36,7 @@ import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
 import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -70,6 +70,9 @@ export const tokenbuncherSchema = {
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate, the source\'s veRL default) or importance_sampling',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which Token Buncher trains with' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalPrompts: int(32, 'held-out harmful prompts and benign tasks (each) of evalEvery and of the redteam comparison', { min: 1, max: 4096 }),
   evalAfter: int(0, 'after this many training steps, run the redteam comparison (defended vs undefended, same seed and budget) and mark the run done; 0 = off', { min: 0, max: 100000 }),
@@ -275,7 +278,7 @@ class TokenbuncherRun implements RecipeRun {
       // Rows of skipped (all-zero) groups carry no preference: a.mask leaves them out.
       Object.assign(metrics, await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), { epsilon: c.noiserEpsilon, seed: hash3(this.seed, step, 0x4015e), lr: c.noiserLr > 0 ? c.noiserLr : c.lr, maxGradNorm: c.maxGradNorm, pad: this.def.codec.pad }));
     } else {
-      const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, rewards, r.rowGroup, c, this.def.codec.pad);
+      const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, rewards, r.rowGroup, c, this.def.codec);
       adv = l.advantages.advantages;
       skippedRows = l.advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       Object.assign(metrics, l.learn);

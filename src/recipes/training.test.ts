@@ -1,0 +1,66 @@
+// The learning options every policy-gradient recipe shares (commonFields.trainingFields), reached
+// through the recipes' configs: defaults per source, and what they change in a real step.
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { nodeRecipeEnv } from '../cli/recipe-env.ts';
+import type { Judge } from '../judges/types.ts';
+import { createRun, getRecipe } from './registry.ts';
+import { validateConfig } from './schema.ts';
+import { letterJudge, loadWithCharCodec } from './testing.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+
+/** Every answer equally harmless: every group's advantages are zero. */
+const constantJudge = (): Judge => ({
+  name: 'constant',
+  async score(items) {
+    return items.map(() => ({ unsafe: 0, refused: false, benignCorrect: null, category: null, label: 'safe' }));
+  },
+});
+
+const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge, constant: constantJudge } });
+const small = { defender: 'tiny-llama-f32', prompts: 2, groupSize: 4, maxNewTokens: 6, promptPool: 8, samples: 0 };
+
+describe('shared training options', () => {
+  it('each recipe states its source\'s defaults: zero-advantage skipping and Adam beta2 (Tinker: on, 0.95; veRL-based: off, 0.999)', () => {
+    const d = (name: string) => validateConfig(getRecipe(name).schema, {}).config as Record<string, unknown>;
+    expect(d('redteam')).toMatchObject({ skipZeroAdvantageGroups: true, beta2: 0.95 });
+    for (const name of ['defend', 'attack', 'tokenbuncher', 'multiturn', 'minmax', 'rlhf', 'arena']) {
+      expect(d(name), name).toMatchObject({ skipZeroAdvantageGroups: false, beta2: 0.999, ppoEpochs: 1, ppoMiniBatches: 1, clipRatioC: 3, entropyCoeff: 0, lossAggMode: 'auto', scaleRewards: 'group' });
+    }
+    // Reachable from the CLI's --set strings.
+    const r = validateConfig(getRecipe('defend').schema, { ppoEpochs: '2', lossAggMode: 'seq-mean-token-sum-norm', trlLossType: 'dr_grpo', klLossCoef: '0.001', lrSchedule: 'cosine', maskTruncatedCompletions: 'true' });
+    expect(r.ok, JSON.stringify(r.errors)).toBe(true);
+    expect(r.config).toMatchObject({ ppoEpochs: 2, lossAggMode: 'seq-mean-token-sum-norm', trlLossType: 'dr_grpo', klLossCoef: 0.001, lrSchedule: 'cosine', maskTruncatedCompletions: true });
+  });
+
+  it('redteam: a step where every group is skipped takes no optimiser step (AdamW would still move the adapter)', async () => {
+    const a = await createRun(env, 'redteam', { ...small, judge: 'constant', klBeta: 0, repetitionPenalty: 0, weightDecay: 0.1, evalEvery: 0 }, 3);
+    try {
+      const before = (await a.run.state()).tensors.map((t) => Array.from(t.data));
+      const r = await a.run.step();
+      expect(r.metrics['batch/skipped_rows']).toBe(8);
+      expect(r.metrics['optim/updates']).toBe(0);
+      const after = await a.run.state();
+      expect(after.optimizer.state.step).toBe(0);
+      expect(after.tensors.map((t) => Array.from(t.data))).toEqual(before);
+    } finally {
+      a.run.dispose();
+    }
+  });
+
+  it('redteam with ppo and 2 epochs: two optimiser steps per rollout, and the clip binds on the second', async () => {
+    const cfg = { ...small, judge: 'letters', policyLoss: 'ppo', skipZeroAdvantageGroups: false, normAdvByStd: true, ppoEpochs: 2, clipRatio: 0.02, lr: 5e-2, earlyStop: false };
+    const a = await createRun(env, 'redteam', cfg, 5);
+    try {
+      const r = await a.run.step();
+      expect(r.metrics['optim/updates']).toBe(2);
+      expect((await a.run.state()).optimizer.state.step).toBe(2);
+      expect(r.metrics['ppo/clipfrac_last']).toBeGreaterThan(0);
+    } finally {
+      a.run.dispose();
+    }
+  });
+});
