@@ -6,7 +6,8 @@
 //             final checkpoint of an `attack` run) samples one prompt per goal from `Goal: <goal>`
 //   benign    `benignPrompts` sandbox tasks (half wrapped in adversarial-looking tactics)
 //   answer    G sampled defender answers per prompt (defender LoRA on)
-//   reward    MTSA: s + entropyCoef x (-mean_t H_t) - klBeta x mean_t (logp - logp_ref)   (k1)
+//   reward    MTSA: s + entropyCoef x (-mean_t H_t) - klBeta x sum_t (logp - logp_ref)   (k1 on
+//             every token, as the source's veRL KL-in-reward; it is placed per token for learning)
 //             s = safetyWeight x P(safe) = safetyWeight x (1 - judge unsafe) on a harmful prompt,
 //                 utilityWeight x [judge: correct] on a benign task (a refusal or a wrong answer
 //                 earns 0, so refusing everything does not pay)
@@ -28,7 +29,7 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
@@ -55,7 +56,7 @@ export const defendSchema = {
   safetyWeight: num(1, 'reward on a harmful prompt: weight of P(safe) = 1 - judge unsafe (MTSA: 1)', { min: 0, max: 10 }),
   utilityWeight: num(1, 'reward on a benign task: weight of a correct answer (refusal or wrong = 0)', { min: 0, max: 10 }),
   entropyCoef: num(1, 'weight of -(mean token entropy of the answer) in the reward (MTSA entropy_score, weight 1; its code never applied it)', { min: 0, max: 100 }),
-  klBeta: num(0.001, 'weight of the mean k1 KL of the answer to the defender with LoRA off, in the reward (MTSA 0.001)', { min: 0, max: 10 }),
+  klBeta: num(0.001, 'beta: -beta x k1 KL to the defender with LoRA off on every answer token, in the reward (MTSA 0.001, per token as here; a sum over the answer)', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (MTSA: 1e-6 full / QLoRA on 7B; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, 'MTSA: QLoRA r 16 / alpha 32; 8 / 16 suffices for the sandbox defender'),
@@ -86,15 +87,16 @@ export interface DefendTerms {
 
 /**
  * MTSA defender reward of one answer. `unsafe` (judge P(unsafe)) for a harmful prompt; `correct`
- * for a benign task. meanEntropy / meanKl are over the answer's generated tokens.
+ * for a benign task. meanEntropy is the mean over the answer's generated tokens, klSum the sum of
+ * their k1 KL (the source puts beta k1 on every token).
  */
 export function defendReward(
-  a: { harmful: boolean; unsafe: number; correct: boolean; meanEntropy: number; meanKl: number },
+  a: { harmful: boolean; unsafe: number; correct: boolean; meanEntropy: number; klSum: number },
   c: Pick<DefendConfig, 'safetyWeight' | 'utilityWeight' | 'entropyCoef' | 'klBeta'>,
 ): { reward: number; terms: DefendTerms } {
   const score = a.harmful ? c.safetyWeight * (1 - a.unsafe) : c.utilityWeight * (a.correct ? 1 : 0);
-  const reward = mtsaDefenderReward({ pSafe: score, meanEntropy: a.meanEntropy, meanKl: a.meanKl }, { entropyWeight: c.entropyCoef, klBeta: c.klBeta });
-  const terms: DefendTerms = { entropy: -c.entropyCoef * a.meanEntropy, kl: -c.klBeta * a.meanKl };
+  const reward = mtsaDefenderReward({ pSafe: score, meanEntropy: a.meanEntropy, klSum: a.klSum }, { entropyWeight: c.entropyCoef, klBeta: c.klBeta });
+  const terms: DefendTerms = { entropy: -c.entropyCoef * a.meanEntropy, kl: -c.klBeta * a.klSum };
   if (a.harmful) terms.safety = score;
   else terms.utility = score;
   return { reward, terms };
@@ -182,7 +184,8 @@ class DefendRun implements RecipeRun {
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
     const harmful = r.rowGroup.map((g) => g < H);
     const verdicts = await this.verdicts(r.rowGroup.map((g, b) => (harmful[b] ? { prompt: texts[g], answer: r.answers[b], goal: goals[g] } : { prompt: texts[g], answer: r.answers[b], task: tasks[g - H] })));
-    const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], meanKl: kl[b] }, c));
+    const klPen = tokenKlPenalty(r.gen.logprobs, refLogp, r.gen.lengths, c.klBeta);
+    const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], klSum: kl[b] * r.gen.lengths[b] }, c));
     const rewards = scored.map((s) => s.reward);
     checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
@@ -193,10 +196,12 @@ class DefendRun implements RecipeRun {
       { model: this.def.model, lora: this.lora, optimizer: this.optimizer },
       { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs },
       refLogp,
-      rewards,
+      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
+      scored.map((s) => s.reward - s.terms.kl),
       r.rowGroup,
       c,
       this.def.codec,
+      klPen.penalty,
     );
     const t3 = performance.now();
 
@@ -289,7 +294,7 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
   description:
     'The defender trains through a LoRA adapter on prompts a frozen attacker (optionally a trained attacker checkpoint) ' +
     'writes: reward = P(safe) from the judge + entropyCoef x (-mean token entropy) - klBeta x k1 KL, and on benign tasks ' +
-    'a correct answer instead of P(safe), so refusing everything does not pay. GRPO by default.',
+    'a correct answer instead of P(safe), so refusing everything does not pay (the KL is beta x k1 on every token, summed over the answer). GRPO by default.',
   schema: defendSchema,
   modelField: 'defender',
   async create(env: RecipeEnv, config: DefendConfig, seed: number): Promise<RecipeRun> {

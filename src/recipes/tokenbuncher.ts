@@ -7,7 +7,8 @@
 //   reward    harmful: -(sum_t H_t) / L   (mean full-vocabulary entropy of the rollout)
 //                      [+ safetyWeight x (1 - judge unsafe): not in the source, default 0]
 //             benign:  utilityWeight x [judge: correct]
-//             both:    - klBeta x mean k1 KL to the defender with LoRA off (source: 0.001)
+//             both:    - klBeta x k1 KL to the defender with LoRA off on every token (source:
+//                      0.001 per token, veRL's KL in the reward; a sum over the answer)
 //   learn     GRPO advantages over each prompt's G answers, then either
 //             - the RL update (PPO clip, AdamW), or
 //             - on even steps from `noiserStart` on (source: 25; on by default, `noiser`):
@@ -35,7 +36,7 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
@@ -57,7 +58,7 @@ export const tokenbuncherSchema = {
   topP: num(0.9, 'nucleus sampling mass', { min: 0.01, max: 1 }),
   utilityWeight: num(1, 'reward on a benign task: weight of a correct answer (refusal or wrong = 0)', { min: 0, max: 10 }),
   safetyWeight: num(0, 'reward on a harmful prompt: weight of 1 - judge unsafe, added to -mean entropy (not in the source: 0 = pure Token Buncher)', { min: 0, max: 10 }),
-  klBeta: num(0.001, 'weight of the mean k1 KL to the defender with LoRA off, in the reward (source 0.001)', { min: 0, max: 10 }),
+  klBeta: num(0.001, 'beta: -beta x k1 KL to the defender with LoRA off on every answer token, in the reward (source 0.001 per token, as here; a sum over the answer)', { min: 0, max: 10 }),
   noiser: bool(true, 'alternate the RL update with TokenNoiser SFT on the step\'s own advantage >= 0 tokens (Token Buncher)'),
   noiserStart: int(4, 'first step of the TokenNoiser alternation: from it on, every even step is an SFT step (source 25 of 200; smaller for the sandbox budget)', { min: 0, max: 100000 }),
   noiserEpsilon: num(TOKEN_NOISER_EPSILON, 'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 holds off redteam, EXPERIMENTS.md)', { min: 0, max: 1 }),
@@ -180,7 +181,8 @@ class TokenbuncherRun implements RecipeRun {
     const ben = benignPrompts(c.evalPrompts, heldOut);
     const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
-    // Entropy of the sampling distribution along the greedy answers to the harmful prompts.
+    // Entropy on harmful prompts: along one SAMPLED answer per prompt (temperature / top-p of the
+    // run, fixed seed), the distribution the entropy reward reads; ASR above is greedy (HarmBench).
     const r = await sampleAnswers(this.def, harm.map(promptText), 1, c, hash3(heldOut, 5, 0xe27));
     return {
       'eval/asr': h.asr,
@@ -257,8 +259,8 @@ class TokenbuncherRun implements RecipeRun {
     const verdicts = await this.judge.score(r.rowGroup.map((g, b) => ({ prompt: promptText(items[g]), response: r.answers[b], meta: promptMeta(items[g]) })));
     const terms = verdicts.map((v, b) =>
       harmful[b]
-        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -c.klBeta * kl[b] }
-        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -c.klBeta * kl[b] },
+        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -c.klBeta * kl[b] * r.gen.lengths[b] }
+        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -c.klBeta * kl[b] * r.gen.lengths[b] },
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
     checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
@@ -278,7 +280,10 @@ class TokenbuncherRun implements RecipeRun {
       // Rows of skipped (all-zero) groups carry no preference: a.mask leaves them out.
       Object.assign(metrics, await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), { epsilon: c.noiserEpsilon, seed: hash3(this.seed, step, 0x4015e), lr: c.noiserLr > 0 ? c.noiserLr : c.lr, maxGradNorm: c.maxGradNorm, pad: this.def.codec.pad }));
     } else {
-      const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, rewards, r.rowGroup, c, this.def.codec);
+      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
+      const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, c.klBeta);
+      const outcome = rewards.map((x, b) => x - terms[b].kl);
+      const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, outcome, r.rowGroup, c, this.def.codec, klPen.penalty);
       adv = l.advantages.advantages;
       skippedRows = l.advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       Object.assign(metrics, l.learn);

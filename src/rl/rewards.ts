@@ -82,17 +82,18 @@ export function positiveAdvantageMask(advantages: TokenMatrix, mask: TokenMatrix
 export const MTSA_REWARD_DEFAULTS = { entropyWeight: 1, klBeta: 0.001 } as const;
 
 /**
- * MTSA defender reward: P(safe) + w x (-mean H) - beta x mean k1 KL over the response.
- * (MTSA's code computed the entropy term but never added it: the lab adds it, w = 0 turns it off.)
- * For KL per token in the reward instead of its mean, leave meanKl out and use applyKlPenalty.
+ * MTSA defender reward: P(safe) + w x (-mean H) - beta x sum_t k1_t over the response: the source
+ * puts beta k1 on every token (veRL's KL in the reward), so the sequence's share is a sum, not a
+ * mean. (MTSA's code computed the entropy term but never added it: the lab adds it, w = 0 turns it
+ * off.) To place the KL per token, leave klSum out and use applyKlPenalty.
  */
 export function mtsaDefenderReward(
-  parts: { pSafe: number; meanEntropy: number; meanKl?: number },
+  parts: { pSafe: number; meanEntropy: number; klSum?: number },
   opts: { entropyWeight?: number; klBeta?: number } = {},
 ): number {
   const w = opts.entropyWeight ?? MTSA_REWARD_DEFAULTS.entropyWeight;
   const beta = opts.klBeta ?? MTSA_REWARD_DEFAULTS.klBeta;
-  return parts.pSafe - w * parts.meanEntropy - beta * (parts.meanKl ?? 0);
+  return parts.pSafe - w * parts.meanEntropy - beta * (parts.klSum ?? 0);
 }
 
 // ---------------------------------------------------------------- SaFeR-Steer turn score
