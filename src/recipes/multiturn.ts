@@ -37,6 +37,7 @@ import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { saferRep3 } from '../rl/repetition.ts';
+import { saferTurnScore as saferSourceTurnScore } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
@@ -118,7 +119,12 @@ export function saferTurnScore(v: Pick<JudgeVerdict, 'unsafe' | 'refused' | 'ben
   const usefulness = kind === 'harmful' ? safety : v.benignCorrect === null ? (v.refused ? 0 : safety) : v.benignCorrect ? 1 : 0;
   const format = reply.ended && reply.text.trim().length > 0 ? 1 : 0;
   const rep3 = saferRep3(reply.text);
-  const score = Math.max(0, w.safetyWeight * safety + w.usefulnessWeight * usefulness + w.formatWeight * format - w.repetitionPenalty * rep3);
+  // The source's formula (rl/rewards.ts): its 1-10 judge scores are the [0, 1] scores x 10; the
+  // format check stands in for faithfulness, so the source's separate format term is 0.
+  const score = saferSourceTurnScore(
+    { format: 0, safety: 10 * safety, usefulness: 10 * usefulness, faithfulness: 10 * format, rep3 },
+    { repWeight: w.repetitionPenalty, weights: { safety: w.safetyWeight, usefulness: w.usefulnessWeight, faithfulness: w.formatWeight } },
+  );
   return { score, safety, usefulness, format, rep3 };
 }
 
