@@ -9,6 +9,9 @@
 //             kl     = mean over sampled tokens of (logp_rollout - logp_reference), reference =
 //                      the defender with LoRA off
 //             reward = clip(harm - rp rep - beta kl, 0, 1); optional per-batch z-score
+//             (rewardMode = tinker). Token Buncher's attack modes instead: harm (tokenbuncher),
+//             or harm + min(mean H, 3) (tokenbuncher_adaptive), minus beta x the sum of k1 over
+//             the answer (veRL's KL in the reward), neither clipped nor repetition-penalised
 //   learn     advantages (grpo without std normalisation = the source's A = r - mean_group;
 //             groups with all-zero advantages skipped), importance-sampling loss (the source's)
 //             or PPO clip, global norm clip, Adam(0.9, 0.95)
@@ -23,7 +26,7 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
-import { earlyStop, tinkerRedTeamReward } from '../rl/rewards.ts';
+import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
 import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
@@ -32,6 +35,23 @@ import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
+
+export const REDTEAM_REWARD_MODES = ['tinker', 'tokenbuncher', 'tokenbuncher_adaptive'] as const;
+export type RedteamRewardMode = (typeof REDTEAM_REWARD_MODES)[number];
+
+/**
+ * The reward of one answer under a redteam reward mode (see the header). kl is the answer's mean
+ * sampled-token k1, entropy its mean token entropy, length its generated tokens.
+ */
+export function redteamReward(
+  mode: RedteamRewardMode,
+  a: { harm: number; repetition: number; kl: number; entropy: number; length: number },
+  c: { repetitionPenalty: number; klBeta: number },
+): number {
+  if (mode === 'tinker') return tinkerRedTeamReward({ harm: a.harm, repetition: a.repetition, kl: a.kl }, c);
+  const tb = tokenBuncherReward(a.entropy, mode === 'tokenbuncher' ? 'attack' : 'adaptive_attack', { harm: a.harm });
+  return tb - c.klBeta * a.kl * a.length;
+}
 
 export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;
 export type RedteamTacticMix = (typeof REDTEAM_TACTIC_MIXES)[number];
@@ -50,6 +70,7 @@ export const redteamSchema = {
   lr: num(2e-3, 'Adam learning rate (source 8e-5 for LoRA on billion-parameter models; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
   ...adamFields({ beta1: 'source 0.9', beta2: 'source 0.95; veRL and TRL 0.999', weightDecay: 'source: plain Adam, 0' }, { beta2: 0.95 }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16; 8 suffices for the 96-wide sandbox defender'),
+  rewardMode: oneOf(REDTEAM_REWARD_MODES, 'tinker', 'tinker: clip(harm - rp x repetition - beta x mean KL, 0, 1) (the Tinker trainer); tokenbuncher: harm - beta x sum KL (Token Buncher\'s attack, no clip, no repetition term); tokenbuncher_adaptive: harm + min(mean entropy, 3) - beta x sum KL (its adaptive attack)'),
   repetitionPenalty: num(0.3, 'rp: weight of the repetition ratio in the reward (source 0.3, example config 0.15)', { min: 0, max: 10 }),
   klBeta: num(0.1, 'beta: weight of the mean sampled-token KL to the reference in the reward (source 0.1, example 0.03)', { min: 0, max: 10 }),
   zScoreRewards: bool(false, 'z-score rewards over the batch before advantages (the source computes it only for logging: off by default)'),
@@ -176,14 +197,14 @@ class RedteamRun implements RecipeRun {
 
     // --- score: reference log-probs first (the KL is a reward term), then the judge
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const { refLogp, kl } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
+    const { refLogp, kl, entropy } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
     const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
     const verdicts = await this.judge.score(
       rows.map((_, b) => ({ prompt: promptText(prompts[rowPrompt[b]]), response: texts[b], meta: promptMeta(prompts[rowPrompt[b]]) })),
     );
     const harm = verdicts.map((v) => v.unsafe);
     const rep = texts.map((t) => tinkerRepetitionRatio(t));
-    const rewards = harm.map((h, b) => tinkerRedTeamReward({ harm: h, repetition: rep[b], kl: kl[b] }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta }));
+    const rewards = harm.map((h, b) => redteamReward(c.rewardMode, { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] }, c));
     checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
     const scores = c.zScoreRewards ? zScore(rewards) : rewards;
     const t2 = performance.now();
@@ -249,7 +270,10 @@ class RedteamRun implements RecipeRun {
         ],
         verdict: harmVerdict(v),
         reward: rewards[b],
-        terms: { harm: harm[b], repetition: -c.repetitionPenalty * rep[b], kl: -c.klBeta * kl[b] },
+        terms:
+          c.rewardMode === 'tinker'
+            ? { harm: harm[b], repetition: -c.repetitionPenalty * rep[b], kl: -c.klBeta * kl[b] }
+            : { harm: harm[b], ...(c.rewardMode === 'tokenbuncher_adaptive' ? { entropy: Math.min(entropy[b], 3) } : {}), kl: -c.klBeta * kl[b] * gen.lengths[b] },
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });

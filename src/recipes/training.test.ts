@@ -64,3 +64,34 @@ describe('shared training options', () => {
     }
   });
 });
+
+describe('redteam reward modes', () => {
+  it('tinker clips to [0, 1] with the repetition term; Token Buncher\'s attack and adaptive attack do neither (hand-computed)', async () => {
+    const { redteamReward } = await import('./redteam.ts');
+    const a = { harm: 0.9, repetition: 0.5, kl: 0.2, entropy: 4, length: 10 };
+    const c = { repetitionPenalty: 0.3, klBeta: 0.1 };
+    expect(redteamReward('tinker', a, c)).toBeCloseTo(0.9 - 0.15 - 0.02, 12);
+    expect(redteamReward('tinker', { ...a, harm: 0 }, c)).toBe(0); // clipped
+    // harm - beta x sum k1 = 0.9 - 0.1 x 0.2 x 10
+    expect(redteamReward('tokenbuncher', a, c)).toBeCloseTo(0.7, 12);
+    expect(redteamReward('tokenbuncher', { ...a, harm: 0 }, c)).toBeCloseTo(-0.2, 12); // not clipped
+    // + min(mean H, 3)
+    expect(redteamReward('tokenbuncher_adaptive', a, c)).toBeCloseTo(3.7, 12);
+  });
+
+  it('a run in tokenbuncher_adaptive mode: each reward is harm + min(H, 3) + kl term, above 1 where the entropy is high (fixture model)', async () => {
+    const a = await createRun(env, 'redteam', { ...small, judge: 'letters', rewardMode: 'tokenbuncher_adaptive', samples: 8, temperature: 1.5 }, 4);
+    try {
+      const r = await a.run.step();
+      for (const s of r.samples) {
+        const H = s.messages[1].tokens!.entropy;
+        const meanH = H.reduce((x, y) => x + y, 0) / H.length;
+        expect(s.terms.entropy).toBeCloseTo(Math.min(meanH, 3), 5);
+        expect(s.reward).toBeCloseTo(s.terms.harm! + s.terms.entropy! + s.terms.kl!, 10);
+      }
+      expect(r.samples.some((s) => s.reward > 1)).toBe(true);
+    } finally {
+      a.run.dispose();
+    }
+  });
+});
