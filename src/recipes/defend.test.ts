@@ -156,6 +156,18 @@ describe('defend recipe', () => {
     writeFileSync(file, '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{},"tensors":[]}');
     await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: file }, 1)).rejects.toThrow(/field "attackerCheckpoint": .*bad\.json: config has no loraRank/);
     await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: '/nope/x.json' }, 1)).rejects.toThrow(/x\.json: file not found/);
+    // A defender's adapter (same shapes) or another model's attacker must not load into the attacker.
+    const def = await createRun(fixtureEnv, 'defend', small, 1);
+    const defFile = join(mkdtempSync(join(tmpdir(), 'defend-')), 'defender.json');
+    try {
+      writeFileSync(defFile, checkpointToJson(await def.run.state()));
+    } finally {
+      def.run.dispose();
+    }
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: defFile }, 1)).rejects.toThrow(/defender\.json was saved by recipe "defend", which trains no attacker/);
+    const other = join(mkdtempSync(join(tmpdir(), 'defend-')), 'other.json');
+    writeFileSync(other, '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{"attacker":"someone/else","loraRank":2,"loraAlpha":4},"tensors":[]}');
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: other }, 1)).rejects.toThrow(/trained an adapter for attacker "someone\/else", but field "attacker" is "tiny-llama-f32"/);
   }, 30_000);
 
   it.skipIf(!HAVE_MODELS)('the judge reads only the generated answer, and the rules verdicts match the answers (built-in models)', async () => {

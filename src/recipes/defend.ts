@@ -268,6 +268,23 @@ class DefendRun implements RecipeRun {
   }
 }
 
+/** Recipes whose checkpoint holds a trained attacker adapter (arena's under `attacker/`). */
+export const ATTACKER_RECIPES = ['attack', 'attacker-sft', 'arena'] as const;
+
+/**
+ * Refuses a checkpoint that did not train an attacker, or trained one on another model: a
+ * defender adapter of the same shape would otherwise load silently into the attacker.
+ */
+export function checkAttackerCheckpoint(p: RecipeCheckpoint, file: string, attacker: string): void {
+  if (!(ATTACKER_RECIPES as readonly string[]).includes(p.recipe)) {
+    throw new Error(`defend: field "attackerCheckpoint": ${file} was saved by recipe "${p.recipe}", which trains no attacker (expected ${ATTACKER_RECIPES.join(', ')})`);
+  }
+  const model = p.config.attacker;
+  if (typeof model === 'string' && model !== attacker) {
+    throw new Error(`defend: field "attackerCheckpoint": ${file} trained an adapter for attacker "${model}", but field "attacker" is "${attacker}"`);
+  }
+}
+
 /** Loads the attacker and, when the config names one, its trained adapter (frozen). */
 async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<LoadedModel> {
   const file = config.attackerCheckpoint;
@@ -275,6 +292,7 @@ async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<Loade
   if (file) {
     if (!env.readText) throw new Error(`defend: field "attackerCheckpoint" names a file (${file}) but this environment cannot read files`);
     payload = checkpointFromJson(await env.readText(file), file);
+    checkAttackerCheckpoint(payload, file, config.attacker);
   }
   const m = await env.loadModel(config.attacker);
   if (!payload) return m;
