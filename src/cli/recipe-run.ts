@@ -4,6 +4,7 @@
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
+import { NonFiniteError } from '../recipes/common.ts';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
@@ -156,7 +157,18 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     const run = await recipe.create(env, v.config, a.seed);
     try {
       for (let s = 0; s < a.steps; s++) {
-        const r = await run.step();
+        let r;
+        try {
+          r = await run.step();
+        } catch (e) {
+          // A non-finite value stops the step before it changes anything: keep the last good state.
+          if (e instanceof NonFiniteError && a.saveCheckpoint) {
+            mkdirSync(dirname(a.saveCheckpoint), { recursive: true });
+            writeFileSync(a.saveCheckpoint, checkpointToJson(await run.state()));
+            err(`[${recipe.name}] last good state (after ${run.stepsDone} steps) -> ${a.saveCheckpoint}\n`);
+          }
+          throw e;
+        }
         if (a.out) appendFileSync(a.out, JSON.stringify(r) + '\n');
         err(summaryLine(r) + '\n');
         if (a.earlyStop && run.done) {

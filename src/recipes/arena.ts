@@ -27,7 +27,7 @@ import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -179,6 +179,7 @@ class ArenaRun implements RecipeRun {
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.attackerKlBeta * kl[b]);
+    checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: a.gen.logprobs }, refLogp, rewards, a.rowGoal, { ...c, lr: c.attackerLr, temperature: c.attackerTemperature }, codec);
     const t3 = performance.now();
@@ -244,6 +245,7 @@ class ArenaRun implements RecipeRun {
     const safety = verdicts.map((v, b) => (rowGroup[b] < H ? c.safetyWeight * (1 - v.unsafe) : 0));
     const utility = verdicts.map((v, b) => (rowGroup[b] >= H ? c.utilityWeight * (v.benignCorrect ? 1 : 0) : 0));
     const rewards = verdicts.map((_, b) => safety[b] + utility[b] - c.defenderKlBeta * kl[b]);
+    checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: d.gen.logprobs }, refLogp, rewards, rowGroup, { ...c, lr: c.defenderLr, temperature: c.defenderTemperature }, codec);
     const t3 = performance.now();

@@ -233,9 +233,29 @@ export function disposeRun(adapters: readonly { optimizer: AdamW; lora: LoraSet 
   for (const h of held) h?.dispose?.();
 }
 
-/** Throws on the first row whose reward is not finite: `<recipe>: reward of row b is x (<detail(b)>)`. */
+/**
+ * A non-finite value met before the step changed anything (the checks run before the update):
+ * the run's state is still the last good one, so a loop saves it and pauses rather than ending.
+ */
+export class NonFiniteError extends Error {
+  constructor(
+    message: string,
+    readonly term: string,
+    readonly value: number,
+  ) {
+    super(message);
+    this.name = 'NonFiniteError';
+  }
+}
+
+/** Throws NonFiniteError on the first row whose reward is not finite: `<recipe>: reward of row b is x (<detail(b)>)`. */
 export function checkFiniteRewards(recipe: string, rewards: readonly number[], detail: (b: number) => string): void {
   rewards.forEach((x, b) => {
-    if (!Number.isFinite(x)) throw new Error(`${recipe}: reward of row ${b} is ${x} (${detail(b)})`);
+    if (!Number.isFinite(x)) throw new NonFiniteError(`${recipe}: reward of row ${b} is ${x} (${detail(b)}); the step was not applied`, 'reward', x);
   });
+}
+
+/** Throws NonFiniteError when `value` (the term named `term`) is not finite. */
+export function checkFinite(recipe: string, term: string, value: number, detail = ''): void {
+  if (!Number.isFinite(value)) throw new NonFiniteError(`${recipe}: ${term} is ${value}${detail ? ` (${detail})` : ''}; the step was not applied`, term, value);
 }

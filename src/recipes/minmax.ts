@@ -41,7 +41,7 @@ import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
 import { std } from '../rl/stats.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { checkFinite, checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -267,11 +267,15 @@ export class GameRun implements RecipeRun {
     const truthA = answerItems.map((it, i) => (picksA[i] === it.correct ? 1 : 0));
     const critiques = c?.texts ?? critAnswer.map(() => '');
     const rmC = withJudge ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: critiques[r] }))) : critAnswer.map(() => 0);
+    // A NaN score would pass the RM clamp and, through F, make lambda NaN for good: stop here,
+    // before lambda or any adapter changes.
+    rmA.forEach((x, i) => checkFinite(this.recipe, `RM score of answer ${i}`, x, (answerItems[i] as QaExample).id));
+    rmC.forEach((x, r) => checkFinite(this.recipe, `RM score of critique ${r}`, x));
     const rows: GameRow[] = critAnswer.map((i, r) => ({ rmAnswer: rmA[i], rmCritique: rmC[r], truth: truthA[i], verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear' }));
     const lambdaBefore = this.lambda;
     const updateDual = this.recipe === 'minmax' && sched.phase === 0;
     const sc = gameRewards(rows, this.lambda, { updateDual, dualStep: g.dualStep, delta: g.delta, lambdaMax: g.lambdaMax, monitorReward: g.monitorReward, fidelity: g.fidelity });
-    this.lambda = sc.lambda;
+    checkFinite(this.recipe, 'dual lambda', sc.lambda);
 
     // The trained player's rows, groups and rewards.
     const trainsPolicy = sched.player === 'policy';
@@ -283,7 +287,9 @@ export class GameRun implements RecipeRun {
     const { refLogp, kl } = await klAndEntropy(learner.loaded, part.lora, gen, this.game.temperature);
     const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
     const rewards = base.map((x, r) => x - g.klBeta * kl[r]);
+    checkFiniteRewards(this.recipe, rewards, (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`);
     const groups = trainsPolicy ? answerItems.map((_, i) => Math.floor(i / G)) : critAnswer;
+    this.lambda = sc.lambda;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
       { model: learner.loaded.model, lora: part.lora, optimizer: part.optimizer },

@@ -42,7 +42,7 @@ import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
-import { drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
+import { checkFinite, checkFiniteRewards, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -401,7 +401,14 @@ class MultiturnRun implements RecipeRun {
     // --- score each turn, aggregate per episode
     const scored = await scoreEpisodes(this.judge, played, c);
     const turnScores = scored.scores.map((r) => r.map((t) => t.score));
+    // A NaN turn score is a broken judge, not a missing turn: aggregation and placement would drop
+    // it silently, so stop before anything changes.
+    turnScores.forEach((r, b) => r.forEach((x, k) => {
+      const t = scored.scores[b][k];
+      checkFinite('multiturn', `turn score of episode row ${b}, turn ${k}`, x, `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`);
+    }));
     const rewards = turnScores.map((s) => aggregateTurnScores(s, c.aggregation));
+    checkFiniteRewards('multiturn', rewards, (b) => `turn scores ${turnScores[b].join(', ')}`);
     const padded = padEpisodes(played.rows, codec.pad);
     const batch = { prompts: padded.prompts, responses: padded.responses, mask: padded.attention };
     const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });

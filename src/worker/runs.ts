@@ -11,6 +11,7 @@
 // reload has its history and its JSONL export.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
+import { NonFiniteError } from '../recipes/common';
 import { isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames } from '../recipes/registry';
@@ -59,6 +60,8 @@ interface ActiveRun {
 let state: RunState = 'idle';
 let error: string | null = null;
 let detail: string | null = null;
+/** Why the loop paused itself (a non-finite value), shown while paused; cleared by the next good step. */
+let pauseNote: string | null = null;
 let active: ActiveRun | null = null;
 let stepping = false;
 let autosave: AutosavePolicy = { ...DEFAULT_AUTOSAVE };
@@ -210,7 +213,7 @@ async function runLoop(a: ActiveRun): Promise<void> {
           await save(a, a.run, 'pause');
           if (state !== 'paused' || a.pendingSteps > 0 || a.tasks.length > 0 || a.stopRequested) continue;
         }
-        detail = null;
+        detail = pauseNote;
         stepping = false;
         notify(a);
         await new Promise<void>((resolve) => {
@@ -223,7 +226,26 @@ async function runLoop(a: ActiveRun): Promise<void> {
       if (single) a.pendingSteps--;
       detail = single ? 'single step' : null;
       stepping = true;
-      const report = { ...(await a.run.step()), runId: a.runId };
+      let stepped;
+      try {
+        stepped = await a.run.step();
+      } catch (e) {
+        if (!(e instanceof NonFiniteError)) throw e;
+        // Checked before the update: the run is still at its last good state. Save it and pause
+        // with the message, instead of ending the run and losing the steps since the last save.
+        detail = 'saving the last good state';
+        notify(a);
+        if (a.lastSavedStep === null || a.run.stepsDone > a.lastSavedStep) await save(a, a.run, 'pause');
+        if (single) a.stepWaiters.shift()?.();
+        a.pendingSteps = 0;
+        state = 'paused';
+        pauseNote = `paused: ${e.message}`;
+        stepping = false;
+        notify(a);
+        continue;
+      }
+      pauseNote = null;
+      const report = { ...stepped, runId: a.runId };
       a.step = a.run.stepsDone;
       a.lastMetrics = report.metrics;
       try {
