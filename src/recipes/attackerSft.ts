@@ -45,7 +45,8 @@ export interface GoalPromptPair {
 /** Parses JSONL rows {"goal", "prompt"}; errors name the file, the line and the field. Blank lines are skipped. */
 export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPair[] {
   const out: GoalPromptPair[] = [];
-  text.split(/\r?\n/).forEach((line, i) => {
+  // A UTF-8 BOM (Windows editors write one) would make line 1 invalid JSON.
+  text.replace(/^\uFEFF/, '').split(/\r?\n/).forEach((line, i) => {
     if (line.trim() === '') return;
     let row: unknown;
     try {

@@ -46,7 +46,7 @@ import { checkFinite, checkFiniteRewards, drawBatch, learnFromTokenRewards, mean
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { ConfigError, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -531,6 +531,10 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
   schema: multiturnSchema,
   modelField: 'defender',
   async create(env: RecipeEnv, config: MultiturnConfig, seed: number): Promise<RecipeRun> {
+    // Each field is valid alone; together they would play nothing. Refused before any model loads.
+    if (config.episodes + config.benignEpisodes === 0) {
+      throw new ConfigError('recipe multiturn', { episodes: 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode' });
+    }
     const judge = env.judge(config.judge);
     const def = await env.loadModel(config.defender);
     let atk: LoadedModel | null = null;

@@ -68,3 +68,17 @@ describe('non-finite values', () => {
     expect(p).toMatchObject({ recipe: 'defend', step: 0 });
   });
 });
+
+describe('input checks', () => {
+  it('parseGoalPromptJsonl reads a file that starts with a UTF-8 BOM', async () => {
+    const { parseGoalPromptJsonl } = await import('./attackerSft.ts');
+    expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}\r\n', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
+  });
+
+  it('multiturn: episodes + benignEpisodes = 0 is a config error, before any model loads or step runs', async () => {
+    let loaded = 0;
+    const counting = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: (f, r) => (loaded++, loadWithCharCodec(f, r)), judges: { nan: nanJudge } });
+    await expect(createRun(counting, 'multiturn', { defender: 'tiny-llama-f32', judge: 'nan', episodes: 0, benignEpisodes: 0 }, 1)).rejects.toThrow(/"episodes" and "benignEpisodes" are both 0/);
+    expect(loaded).toBe(0);
+  });
+});
