@@ -28,12 +28,13 @@ export function loraFields(d: { rank: number; alpha: number }, sourceNote: strin
     loraAlpha: num(d.alpha, 'LoRA alpha; scale = alpha / r', { min: 1e-6, max: 4096 }),
     loraTargets: oneOf(LORA_TARGET_SETS, 'all', 'projections that get adapters: all (q k v o gate up down), attention, mlp'),
     loraDropout: num(0, 'LoRA dropout on the adapter input while training (seeded; resumes exactly)', { min: 0, max: 0.9 }),
+    loraUseRslora: bool(false, 'rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r (PEFT use_rslora; off in PEFT, veRL and the sources)'),
   };
 }
 
 /** The adapter loraFields configure, attached to `model`; `seed` seeds its init and dropout. */
-export function attachConfiguredLora(model: LlamaModel, c: { loraRank: number; loraAlpha: number; loraTargets: LoraTargetSet; loraDropout: number }, seed: number): LoraSet {
-  return attachLora(model, { r: c.loraRank, alpha: c.loraAlpha, targets: loraTargets(c.loraTargets), dropout: c.loraDropout, seed });
+export function attachConfiguredLora(model: LlamaModel, c: { loraRank: number; loraAlpha: number; loraTargets: LoraTargetSet; loraDropout: number; loraUseRslora?: boolean }, seed: number): LoraSet {
+  return attachLora(model, { r: c.loraRank, alpha: c.loraAlpha, targets: loraTargets(c.loraTargets), dropout: c.loraDropout, useRslora: c.loraUseRslora ?? false, seed });
 }
 
 /**

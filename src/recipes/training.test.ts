@@ -95,3 +95,32 @@ describe('redteam reward modes', () => {
     }
   });
 });
+
+describe('LoRA options', () => {
+  it('loraUseRslora reaches the adapter, and a checkpoint\'s adapter is rebuilt with its rsLoRA scale and its layers', async () => {
+    const { attachCheckpointAdapter } = await import('./checkpointFile.ts');
+    const a = await createRun(env, 'redteam', { ...small, judge: 'letters', loraUseRslora: true, loraRank: 4 }, 2);
+    try {
+      const lora = (a.run as unknown as { lora: { config: { useRslora?: boolean } } }).lora;
+      expect(lora.config.useRslora).toBe(true);
+      await a.run.step();
+      const p = await a.run.state();
+      const m = await loadWithCharCodec((await import('../cli/fs-source.ts')).folderSource(FIXTURE), 'x');
+      try {
+        const set = attachCheckpointAdapter(m.model, p, 'ckpt');
+        expect(set.config.useRslora).toBe(true);
+        expect(set.config.layers).toBeUndefined();
+        set.dispose();
+        // A checkpoint that holds layer 0 only rebuilds an adapter on layer 0 only.
+        const only0 = { ...p, tensors: p.tensors.filter((t) => t.name.includes('.layers.0.')) };
+        const set0 = attachCheckpointAdapter(m.model, only0, 'ckpt');
+        expect(set0.config.layers).toEqual([0]);
+        set0.dispose();
+      } finally {
+        m.dispose();
+      }
+    } finally {
+      a.run.dispose();
+    }
+  });
+});

@@ -39,14 +39,19 @@ describe('adapter export / import of a run', () => {
       expect(ra).toMatchObject({ baseRef: 'fixture', recipe: 'attacker-sft', step: 2 });
       const { bytes, fileName } = await exportAdapterZip(ra, folder);
       expect(fileName).toBe('attacker-sft-fixture-step2-adapter.zip');
-      const st = parseSafetensors(unzipSync(bytes)['adapter_model.safetensors'], 'a');
+      const files = unzipSync(bytes);
+      const st = parseSafetensors(files['adapter_model.safetensors'], 'a');
+      // A sandbox name is no hub id: the export names the model's folder in a Sparring checkout, and says so.
+      const cfg = JSON.parse(new TextDecoder().decode(files['adapter_config.json'])) as Record<string, unknown>;
+      expect(cfg.base_model_name_or_path).toBe('./public/models/fixture');
+      expect(new TextDecoder().decode(files['README.md'])).toMatch(/`\.\/public\/models\/fixture`: the built-in sandbox model "fixture" as a path inside a Sparring checkout/);
       expect(st.names().every((n) => n.startsWith('base_model.model.model.layers.'))).toBe(true);
 
       await b.run.step();
       const want = await tensorsOf(a.run);
       expect(await tensorsOf(b.run)).not.toEqual(want);
       const r = await importAdapterIntoRun(b.run, runAdapter(recipe, b.config, b.run), folder, bytes, fileName);
-      expect(r).toMatchObject({ ok: true, r: 2, baseModel: 'fixture', baseMismatch: false, step: 1, tensors: st.names().length });
+      expect(r).toMatchObject({ ok: true, r: 2, baseModel: './public/models/fixture', baseMismatch: false, step: 1, tensors: st.names().length });
       expect(await tensorsOf(b.run)).toEqual(want);
       const state = await b.run.state();
       expect(state.optimizer.state.step).toBe(0);
@@ -71,7 +76,7 @@ describe('adapter export / import of a run', () => {
       expect(badAlpha.ok === false && badAlpha.error).toMatch(/lora_alpha = 16, but this run's adapter has 8 \(field "loraAlpha"\)/);
       const other = { ...runAdapter(recipe, a.config, a.run), baseRef: 'someone/else' };
       const wrongBase = await importAdapterIntoRun(a.run, other, folder, bytes, 'a.zip');
-      expect(wrongBase.ok === false && wrongBase.error).toMatch(/field "base_model_name_or_path" is "fixture"; this adapter was trained on another base than "someone\/else"/);
+      expect(wrongBase.ok === false && wrongBase.error).toMatch(/field "base_model_name_or_path" is "\.\/public\/models\/fixture"; this adapter was trained on another base than "someone\/else"/);
     } finally {
       a.run.dispose();
       r4.run.dispose();

@@ -8,6 +8,7 @@
 import { generate } from '../model/generate';
 import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
+import { isSandboxName } from '../recipes/env';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZip, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
 import { exportMergedModel } from '../storage/merge';
@@ -48,9 +49,38 @@ export async function plainAdapter(lora: LoraSet): Promise<PlainLoraAdapter> {
 
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^_+|_+$/g, '') || 'model';
 
+/**
+ * base_model_name_or_path of an export. A sandbox name ("defender") is no hub id:
+ * AutoPeftModelForCausalLM would look it up on the hub. It is written as the model's folder in a
+ * Sparring checkout, a local path that transformers resolves from the checkout's root.
+ */
+export function exportBaseModel(ref: string): string {
+  return isSandboxName(ref) ? `./public/models/${ref}` : ref;
+}
+
+function exportReadme(ra: RunAdapter): string {
+  const base = exportBaseModel(ra.baseRef);
+  const local = base !== ra.baseRef;
+  return [
+    `# LoRA adapter: ${ra.recipe}, step ${ra.step}`,
+    '',
+    'A PEFT adapter exported by Sparring (adapter_config.json + adapter_model.safetensors).',
+    '',
+    local
+      ? `base_model_name_or_path is \`${base}\`: the built-in sandbox model "${ra.baseRef}" as a path inside a Sparring checkout (it is not on the Hugging Face hub). Load it from the checkout's root, or set the field to wherever that model folder is:`
+      : `base_model_name_or_path is \`${base}\`, the model the run trained:`,
+    '',
+    '```python',
+    'from peft import AutoPeftModelForCausalLM',
+    'model = AutoPeftModelForCausalLM.from_pretrained("path/to/this/folder")',
+    '```',
+    '',
+  ].join('\n');
+}
+
 export async function exportAdapterZip(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
   const dims = await baseDims(folder);
-  const bytes = exportPeftZip(await plainAdapter(ra.lora), { baseModel: ra.baseRef, dims });
+  const bytes = exportPeftZip(await plainAdapter(ra.lora), { baseModel: exportBaseModel(ra.baseRef), dims, readme: exportReadme(ra) });
   return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-adapter.zip`, bytes };
 }
 
@@ -91,7 +121,7 @@ export async function importAdapterIntoRun(
   let dims: BaseDims;
   try {
     dims = await baseDims(folder);
-    imported = importPeftZip(zip, { dims, expectedBase: ra.baseRef, allowBaseMismatch: opts.allowBaseMismatch, fileName });
+    imported = importPeftZip(zip, { dims, expectedBase: exportBaseModel(ra.baseRef), allowBaseMismatch: opts.allowBaseMismatch, fileName });
     const why = structureMismatch(imported.adapter, ra.lora, dims);
     if (why) throw new PeftError(`${fileName}: ${why}`);
   } catch (e) {
