@@ -19,6 +19,13 @@
 //   learn     GRPO over each group, PPO clip, AdamW on the trained player's adapter; both rewards
 //             minus klBeta x the player's mean sampled-token KL to its model with LoRA off
 //
+// Rollouts per update. The source rolls out ONE batch per TTUR cycle and runs its five monitor
+// PPO updates and its one policy update on it. Here every update samples its own batch (a monitor
+// step: one answer per item, G critiques each; a policy step: G answers per item), because GRPO
+// needs groups of the trained player's outputs and the two players' groups differ. So each update
+// sees fresh rollouts: the monitor is not fitted five times to one batch. (Sharing one batch per
+// cycle, with ppoEpochs for the repeated updates, is not built yet.)
+//
 // Reading of J. In the source a judge model reads the policy's answer O and the monitor's critique
 // O' and returns +1 (accepts the answer), -1 (rejects it) or 0 (undecided); its judge accuracy
 // compares J > 0 with the ground truth. The sandbox has no QA judge, so the stand-in judge takes
