@@ -23,6 +23,7 @@
 // (eval/asr, eval/benign_correct): it moves only when the weights do. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
 import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../data/sandbox/index.ts';
+import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
@@ -188,6 +189,7 @@ class ArenaRun implements RecipeRun {
     const metrics: Metrics = {
       ...learn,
       'judge/asr': meanOf(success),
+      'judge/strongreject_rules': meanStrongRejectRules(a.prompts.map((p, b) => ({ prompt: p, response: d.answers[b], meta: { kind: 'harmful' as const, category: goals[a.rowGoal[b]].category } }))),
       'reward/mean': meanOf(rewards),
       'reward/std': std(rewards, false),
       'attacker/reward_mean': meanOf(rewards),

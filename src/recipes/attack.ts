@@ -26,6 +26,7 @@
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
 import { attackerSource, rngFor, TACTICS } from '../data/sandbox/index.ts';
+import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -170,9 +171,8 @@ class AttackRun implements RecipeRun {
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
     const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
-    const verdicts = await this.judge.score(
-      attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } })),
-    );
+    const judged = attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } }));
+    const verdicts = await this.judge.score(judged);
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
@@ -202,6 +202,7 @@ class AttackRun implements RecipeRun {
       'reward/max': Math.max(...rewards),
       'judge/asr': meanOf(success),
       'judge/harm_mean': meanOf(harm),
+      'judge/strongreject_rules': meanStrongRejectRules(judged),
       'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'diversity/mean': meanOf(div),
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),

@@ -186,6 +186,7 @@ class TokenbuncherRun implements RecipeRun {
     const r = await sampleAnswers(this.def, harm.map(promptText), 1, c, hash3(heldOut, 5, 0xe27));
     return {
       'eval/asr': h.asr,
+      'eval/strongreject_rules': h.strongReject,
       'eval/entropy_harmful': meanOf(r.gen.entropy.map((row, i) => meanOf(row.slice(0, r.gen.lengths[i])))),
       'eval/benign_correct': meanOf(b.verdicts.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(b.verdicts.map((v) => (v.refused ? 1 : 0))),

@@ -124,3 +124,21 @@ describe('LoRA options', () => {
     }
   });
 });
+
+describe('StrongREJECT in the recipes that report ASR', () => {
+  it('redteam on the built-in defender: judge/strongreject_rules is the mean proxy score of the step\'s answers', async () => {
+    const { nodeRecipeEnv: mk } = await import('../cli/recipe-env.ts');
+    const { strongRejectRules } = await import('../judges/strongreject.ts');
+    const sandbox = mk({ modelsDir: resolve(HERE, '../../public/models') });
+    const a = await createRun(sandbox, 'redteam', { prompts: 4, groupSize: 4, samples: 16, lr: 0, tactics: 'mixed' }, 3);
+    try {
+      const r = await a.run.step();
+      const want = r.samples.map((s) => strongRejectRules({ prompt: s.messages[0].text, response: s.messages[1].text, meta: { kind: 'harmful', category: s.category ?? null } }).score);
+      expect(r.samples).toHaveLength(16);
+      expect(r.metrics['judge/strongreject_rules']).toBeCloseTo(want.reduce((x, y) => x + y, 0) / want.length, 10);
+      expect(r.metrics['judge/strongreject_rules']).toBeGreaterThan(0); // the sandbox defender leaks on some tactics
+    } finally {
+      a.run.dispose();
+    }
+  }, 60_000);
+});
