@@ -3,9 +3,10 @@
 // Every step is one update of one player, on the two-timescale schedule (rl/minmax tturSchedule):
 // k monitor updates at the higher learning rate, then one policy update, and again. One step:
 //
-//   items     `items` QA items from a seeded pool by (seed, step)
-//   policy    policy step: G sampled answers per item (groups = items), one sampled critique each
-//             monitor step: one sampled answer per item, G sampled critiques each (groups = answers)
+//   items     `items` QA items from a seeded pool by (seed, step of the rollout)
+//   rollout   G sampled answers per item (groups = items), one sampled critique each; with
+//             rolloutSharing = update, a monitor step samples one answer per item and G critiques
+//             each (groups = answers) instead
 //   score     truth t = the answer's single [ANSWER:X] is the correct choice (1) or not (0)
 //             verdict v from the critique text only: CORRECT 1 / INCORRECT 0 / unclear 0.2
 //             J = +1 / -1 / 0 from the same verdict (see below)
@@ -19,12 +20,13 @@
 //   learn     GRPO over each group, PPO clip, AdamW on the trained player's adapter; both rewards
 //             minus klBeta x the player's mean sampled-token KL to its model with LoRA off
 //
-// Rollouts per update. The source rolls out ONE batch per TTUR cycle and runs its five monitor
-// PPO updates and its one policy update on it. Here every update samples its own batch (a monitor
-// step: one answer per item, G critiques each; a policy step: G answers per item), because GRPO
-// needs groups of the trained player's outputs and the two players' groups differ. So each update
-// sees fresh rollouts: the monitor is not fitted five times to one batch. (Sharing one batch per
-// cycle, with ppoEpochs for the repeated updates, is not built yet.)
+// Rollouts. The source rolls out ONE batch per TTUR cycle and runs its five monitor PPO updates
+// and its one policy update on it: rolloutSharing = cycle (default) does the same: the batch of
+// the cycle's first step (G answers per item, one critique each) is kept, in the checkpoint too,
+// and every update of the cycle learns from it with the rollout's log-probs as the old policy
+// (so from the second monitor update on the PPO ratio differs from 1 and the clip binds). The
+// monitor's GRPO groups are then the critiques of one item's G answers. rolloutSharing = update
+// samples a fresh batch for every update instead (monitor steps: G critiques of one answer).
 //
 // Reading of J. In the source a judge model reads the policy's answer O and the monitor's critique
 // O' and returns +1 (accepts the answer), -1 (rejects it) or 0 (undecided); its judge accuracy
@@ -95,6 +97,7 @@ export const minmaxSchema = {
   delta: num(MINMAX_DEFAULTS.delta, 'fidelity bound: the monitor should keep F <= delta (source -3.6)', { min: -1e6, max: 1e6 }),
   lambdaMax: num(MINMAX_DEFAULTS.lambdaMax, 'lambda is clipped to [0, lambdaMax] (source 30)', { min: 0, max: 1e6 }),
   monitorReward: oneOf(['code', 'readme'] as const, 'code', 'monitor reward: code (-10 J - lambda F, the source\'s implementation) or readme (-R - lambda F, its stated payoff)'),
+  rolloutSharing: oneOf(['cycle', 'update'] as const, 'cycle', 'cycle: one rollout batch per TTUR cycle (G answers per item, one critique each), learned from by its k monitor updates and its policy update (the source; the later monitor updates see a ratio != 1, so the PPO clip binds); update: every update samples its own batch (monitor steps: G critiques of one answer per item)'),
   fidelity: oneOf(['sample', 'batch'] as const, 'sample', 'F in the monitor reward: each critique\'s own (sample) or the batch F for all (batch, the source; a group baseline cancels it)'),
 };
 export type MinmaxConfig = ConfigOf<typeof minmaxSchema>;
@@ -174,6 +177,15 @@ interface Generated {
   texts: string[];
 }
 
+/** One rollout of the game: answers, critiques and their RM scores; `start` = the step that drew it. */
+interface CycleBatch {
+  start: number;
+  a: Generated;
+  c: Generated | null;
+  rmA: number[];
+  rmC: number[];
+}
+
 export type GameMode = 'minmax' | 'rlhf';
 
 export class GameRun implements RecipeRun {
@@ -183,6 +195,8 @@ export class GameRun implements RecipeRun {
   lambda: number;
   /** Updates each player has had (also in the checkpoint; the TTUR test reads them). */
   updates = { policy: 0, monitor: 0 };
+  /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
+  private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
   private evalSet: QaExample[] | null = null;
 
@@ -257,23 +271,36 @@ export class GameRun implements RecipeRun {
     const metrics: Metrics = {};
     if (g.evalEvery > 0 && step % g.evalEvery === 0) Object.assign(metrics, await this.evaluate());
     const te = performance.now();
-    const items = drawBatch(this.pool, g.items, rngFor(this.seed, 'minmax-items', step));
+    // The rollout: per update (its own batch), or once per TTUR cycle (the source: its k monitor
+    // updates and its policy update all learn from the batch rolled out at the cycle's start).
+    const shared = this.recipe === 'minmax' && g.rolloutSharing === 'cycle';
+    const start = shared ? step - sched.phase : step;
+    // Batch shape: G answers per item, one critique each ('policy'), or one answer per item and
+    // G critiques of it ('monitor'). A shared batch has the policy's shape; its monitor groups
+    // are the critiques of one item's G answers.
+    const shape: 'policy' | 'monitor' = shared ? 'policy' : sched.player;
+    const items = drawBatch(this.pool, g.items, rngFor(this.seed, 'minmax-items', start));
     const G = g.groupSize;
-    // Policy step: G answers per item, one critique each. Monitor step: one answer, G critiques.
-    const perItem = sched.player === 'policy' ? G : 1;
+    const perItem = shape === 'policy' ? G : 1;
     const answerItems = items.flatMap((it) => Array<QaItem>(perItem).fill(it));
-    const a = await this.answer(answerItems, hash3(this.seed, step, 0xa115));
-    const perAnswer = sched.player === 'monitor' ? G : 1;
-    const critAnswer = a.texts.flatMap((_, i) => Array<number>(perAnswer).fill(i));
+    const perAnswer = shape === 'monitor' ? G : 1;
+    const critAnswer = answerItems.flatMap((_, i) => Array<number>(perAnswer).fill(i));
     const withJudge = g.judge === 'monitor';
-    const c = withJudge ? await this.critique(critAnswer.map((i) => answerItems[i]), critAnswer.map((i) => a.texts[i]), hash3(this.seed, step, 0xc417)) : null;
+    let batch = shared && this.cycle?.start === start ? this.cycle : null;
+    if (!batch) {
+      const a = await this.answer(answerItems, hash3(this.seed, start, 0xa115));
+      const c = withJudge ? await this.critique(critAnswer.map((i) => answerItems[i]), critAnswer.map((i) => a.texts[i]), hash3(this.seed, start, 0xc417)) : null;
+      const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
+      const rmC = withJudge && c ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: c.texts[r] }))) : critAnswer.map(() => 0);
+      batch = { start, a, c, rmA, rmC };
+      if (shared) this.cycle = batch;
+    }
+    const { a, c, rmA, rmC } = batch;
     const t1 = performance.now();
 
-    const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
     const picksA = answerItems.map((it, i) => parseQaChoice(a.texts[i], it));
     const truthA = answerItems.map((it, i) => (picksA[i] === it.correct ? 1 : 0));
     const critiques = c?.texts ?? critAnswer.map(() => '');
-    const rmC = withJudge ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: critiques[r] }))) : critAnswer.map(() => 0);
     // A NaN score would pass the RM clamp and, through F, make lambda NaN for good: stop here,
     // before lambda or any adapter changes.
     rmA.forEach((x, i) => checkFinite(this.recipe, `RM score of answer ${i}`, x, (answerItems[i] as QaExample).id));
@@ -295,7 +322,7 @@ export class GameRun implements RecipeRun {
     const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
     const rewards = base.map((x, r) => x - g.klBeta * kl[r]);
     checkFiniteRewards(this.recipe, rewards, (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`);
-    const groups = trainsPolicy ? answerItems.map((_, i) => Math.floor(i / G)) : critAnswer;
+    const groups = critAnswer.map((i) => (shape === 'policy' ? Math.floor(i / G) : i));
     this.lambda = sc.lambda;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
@@ -342,9 +369,9 @@ export class GameRun implements RecipeRun {
     }
     this.stepsDone = step + 1;
 
-    const nGroups = trainsPolicy ? items.length : a.texts.length;
+    const nGroups = shape === 'policy' ? items.length : a.texts.length;
     const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
-      const i = trainsPolicy ? r : critAnswer[r];
+      const i = critAnswer[r];
       const row = rows[r];
       const messages: Message[] = [
         { role: 'user', text: formatQaPrompt(answerItems[i]) },
@@ -381,7 +408,7 @@ export class GameRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates } });
+    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, ...(this.cycle ? { cycle: this.cycle } : {}) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
@@ -391,6 +418,9 @@ export class GameRun implements RecipeRun {
     this.stepsDone = restoreMultiLoraRun(this, this.parts(), payload);
     this.lambda = lambda;
     this.updates = { policy: updates.policy, monitor: updates.monitor };
+    // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
+    const cycle = (payload.extra as { cycle?: CycleBatch }).cycle;
+    this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
   }
 
   dispose(): void {
