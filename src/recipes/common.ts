@@ -5,6 +5,7 @@ import type { JudgeVerdict } from '../judges/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
+import { adaptiveKlController, updateKlController } from '../rl/kl.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { maskRows, placeOutcomeRewards } from '../rl/placement.ts';
 import { lrAt } from '../rl/schedule.ts';
@@ -131,6 +132,29 @@ export function tokenKlPenalty(logprobs: number[][], refLogp: TokenMatrix, lengt
     return s;
   });
   return { penalty, rowSums };
+}
+
+/**
+ * The KL-in-reward coefficient of a run under klControllerFields: the current value, and the
+ * step's update from the measured KL (mean over rows of each row's mean k1, veRL's current_kl)
+ * and the batch size. The value goes in the checkpoint (extra.klCoef).
+ */
+export class KlCoef {
+  value: number;
+  constructor(private readonly c: { klBeta: number; klController: 'fixed' | 'adaptive'; klTarget: number; klHorizon: number }) {
+    this.value = c.klBeta;
+  }
+  update(rowMeanKl: readonly number[]): void {
+    if (this.c.klController === 'fixed' || rowMeanKl.length === 0) return;
+    const ctrl = updateKlController(adaptiveKlController(this.value, this.c.klTarget, this.c.klHorizon), meanOf(rowMeanKl), rowMeanKl.length);
+    this.value = ctrl.value;
+  }
+  restore(extra: Record<string, unknown>): void {
+    const v = extra.klCoef;
+    if (v === undefined) this.value = this.c.klBeta;
+    else if (typeof v === 'number' && Number.isFinite(v) && v >= 0) this.value = v;
+    else throw new Error(`checkpoint: extra.klCoef must be a finite number >= 0 (got ${JSON.stringify(v)})`);
+  }
 }
 
 /** Rows that ran to the column cap without a stop id (TRL: truncated completions). */

@@ -109,6 +109,15 @@ export function klLossFields() {
   };
 }
 
+/** veRL's KL controller of a KL-in-the-reward coefficient (klBeta); fixed by default. */
+export function klControllerFields() {
+  return {
+    klController: oneOf(['fixed', 'adaptive'], 'fixed', 'KL-in-reward coefficient: fixed klBeta (veRL kl_ctrl.type fixed, the sources) or adaptive: beta <- beta (1 + clip(KL / klTarget - 1, -0.2, 0.2) x batch / klHorizon) after each step'),
+    klTarget: num(0.1, 'adaptive KL controller: target KL (veRL target_kl 0.1)', { min: 1e-9, max: 1e6 }),
+    klHorizon: num(10000, 'adaptive KL controller: horizon in samples (veRL horizon 10000)', { min: 1, max: 1e12 }),
+  };
+}
+
 /** TRL mask_truncated_completions; off by default. */
 export function maskTruncatedField() {
   return {

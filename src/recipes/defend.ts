@@ -30,8 +30,8 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFiniteRewards, drawBatch, KlCoef, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -68,6 +68,7 @@ export const defendSchema = {
     clipNote: 'MTSA 0.2',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which MTSA trains with' }),
+  ...klControllerFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay the fixed held-out set: eval/asr, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
@@ -116,6 +117,7 @@ class DefendRun implements RecipeRun {
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
+  private readonly klCoef: KlCoef;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -126,6 +128,7 @@ class DefendRun implements RecipeRun {
     readonly config: DefendConfig,
     readonly seed: number,
   ) {
+    this.klCoef = new KlCoef(config);
     this.pool = harmfulGoals(config.goalPool, seed);
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
@@ -191,8 +194,9 @@ class DefendRun implements RecipeRun {
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
     const harmful = r.rowGroup.map((g) => g < H);
     const verdicts = await this.verdicts(r.rowGroup.map((g, b) => (harmful[b] ? { prompt: texts[g], answer: r.answers[b], goal: goals[g] } : { prompt: texts[g], answer: r.answers[b], task: tasks[g - H] })));
-    const klPen = tokenKlPenalty(r.gen.logprobs, refLogp, r.gen.lengths, c.klBeta);
-    const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], klSum: kl[b] * r.gen.lengths[b] }, c));
+    const beta = this.klCoef.value;
+    const klPen = tokenKlPenalty(r.gen.logprobs, refLogp, r.gen.lengths, beta);
+    const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], klSum: kl[b] * r.gen.lengths[b] }, { ...c, klBeta: beta }));
     const rewards = scored.map((s) => s.reward);
     checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
@@ -210,6 +214,7 @@ class DefendRun implements RecipeRun {
       this.def.codec,
       klPen.penalty,
     );
+    this.klCoef.update(kl);
     const t3 = performance.now();
 
     // --- report
@@ -222,6 +227,8 @@ class DefendRun implements RecipeRun {
       'reward/safety_mean': meanOf(scored.flatMap((s) => (s.terms.safety === undefined ? [] : [s.terms.safety]))),
       'reward/entropy_mean': meanOf(scored.map((s) => s.terms.entropy)),
       'reward/kl_mean': meanOf(scored.map((s) => s.terms.kl)),
+      'kl/coef': beta,
+      'kl/mean_k1': meanOf(kl),
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'judge/strongreject_rules': harmfulStrongReject(r.rowGroup.flatMap((g, b) => (harmful[b] ? [{ prompt: texts[g], answer: r.answers[b], goal: goals[g] }] : []))),
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
@@ -264,11 +271,12 @@ class DefendRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this);
+    return loraRunState(this, { klCoef: this.klCoef.value });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     this.stepsDone = restoreLoraRun(this, payload);
+    this.klCoef.restore(payload.extra);
   }
 
   dispose(): void {

@@ -36,8 +36,8 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFiniteRewards, drawBatch, KlCoef, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -72,6 +72,7 @@ export const tokenbuncherSchema = {
     policyLoss: 'ppo (clipped surrogate, the source\'s veRL default) or importance_sampling',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which Token Buncher trains with' }),
+  ...klControllerFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
@@ -159,6 +160,7 @@ class TokenbuncherRun implements RecipeRun {
   stopReason: string | null = null;
   private readonly pool: SandboxPrompt[];
   private readonly benignPool: SandboxPrompt[];
+  private readonly klCoef: KlCoef;
 
   constructor(
     private readonly env: RecipeEnv,
@@ -171,6 +173,7 @@ class TokenbuncherRun implements RecipeRun {
   ) {
     this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
     this.benignPool = benignPrompts(config.promptPool, seed);
+    this.klCoef = new KlCoef(config);
   }
 
   /** Greedy held-out answers: ASR and mean entropy on harmful prompts, correctness on benign tasks. */
@@ -258,10 +261,11 @@ class TokenbuncherRun implements RecipeRun {
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
     const harmful = r.rowGroup.map((g) => g < H);
     const verdicts = await this.judge.score(r.rowGroup.map((g, b) => ({ prompt: promptText(items[g]), response: r.answers[b], meta: promptMeta(items[g]) })));
+    const beta = this.klCoef.value;
     const terms = verdicts.map((v, b) =>
       harmful[b]
-        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -c.klBeta * kl[b] * r.gen.lengths[b] }
-        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -c.klBeta * kl[b] * r.gen.lengths[b] },
+        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -beta * kl[b] * r.gen.lengths[b] }
+        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -beta * kl[b] * r.gen.lengths[b] },
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
     checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
@@ -282,13 +286,14 @@ class TokenbuncherRun implements RecipeRun {
       Object.assign(metrics, await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), { epsilon: c.noiserEpsilon, seed: hash3(this.seed, step, 0x4015e), lr: c.noiserLr > 0 ? c.noiserLr : c.lr, maxGradNorm: c.maxGradNorm, pad: this.def.codec.pad }));
     } else {
       // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
-      const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, c.klBeta);
+      const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, beta);
       const outcome = rewards.map((x, b) => x - terms[b].kl);
       const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, outcome, r.rowGroup, c, this.def.codec, klPen.penalty);
       adv = l.advantages.advantages;
       skippedRows = l.advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       Object.assign(metrics, l.learn);
     }
+    this.klCoef.update(kl);
     const t3 = performance.now();
 
     // --- report
@@ -300,6 +305,7 @@ class TokenbuncherRun implements RecipeRun {
       'reward/std': std(rewards, false),
       'entropy/harmful_mean': meanOf(entropy.filter((_, b) => harmful[b])),
       'kl/mean': meanOf(kl),
+      'kl/coef': beta,
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'response/length_mean': meanOf(gen.lengths),
@@ -341,11 +347,13 @@ class TokenbuncherRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return stoppableRunState(this);
+    const s = await stoppableRunState(this);
+    return { ...s, extra: { ...s.extra, klCoef: this.klCoef.value } };
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     restoreStoppableRun(this, payload);
+    this.klCoef.restore(payload.extra);
   }
 
   dispose(): void {

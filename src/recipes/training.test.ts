@@ -142,3 +142,33 @@ describe('StrongREJECT in the recipes that report ASR', () => {
     }
   }, 60_000);
 });
+
+describe('adaptive KL controller (KL in the reward)', () => {
+  it('defend: beta moves by clip(KL / target - 1, +-0.2) x batch / horizon each step and survives a checkpoint (hand-computed)', async () => {
+    const cfg = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, maxNewTokens: 6, goalPool: 8, samples: 0, lr: 2e-2, klBeta: 0.5, klController: 'adaptive', klTarget: 1e-6, klHorizon: 10 };
+    const a = await createRun(env, 'defend', cfg, 4);
+    let payload;
+    let next;
+    try {
+      const r0 = await a.run.step(); // KL 0 (fresh adapter): beta shrinks by 0.2 x 9 / 10
+      const r1 = await a.run.step(); // KL far above the target: beta grows by 0.2 x 9 / 10
+      expect(r0.metrics['kl/coef']).toBe(0.5);
+      expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.18), 12);
+      expect(r1.metrics['kl/mean_k1']).toBeGreaterThan(1.2e-6);
+      payload = await a.run.state();
+      expect(payload.extra.klCoef).toBeCloseTo(0.5 * 0.82 * 1.18, 12);
+      next = await a.run.step();
+    } finally {
+      a.run.dispose();
+    }
+    const b = await createRun(env, 'defend', cfg, 4);
+    try {
+      await b.run.restore(payload);
+      const again = await b.run.step();
+      expect(again.metrics['kl/coef']).toBe(next.metrics['kl/coef']);
+      expect(again.metrics['reward/mean']).toBe(next.metrics['reward/mean']);
+    } finally {
+      b.run.dispose();
+    }
+  }, 60_000);
+});
