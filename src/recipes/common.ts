@@ -88,6 +88,8 @@ export interface LearnRollout {
   logprobs: number[][];
   /** Tokens the policy wrote, when not all of `mask` (multi-turn rows attend to user turns that must not learn). */
   policyMask?: number[][];
+  /** ReMax: per row, the reward of a greedy rollout of its prompt (the baseline). */
+  rewardBaselines?: number[];
 }
 
 /** The ids a learning step needs: the pad id, and the stop ids that tell a finished row from a truncated one. */
@@ -186,7 +188,7 @@ export async function learnFromTokenRewards(
   const skip = c.skipZeroAdvantageGroups ?? false;
   const advantages = computeAdvantages(
     c.advantage,
-    { tokenLevelRewards, responseMask: mask, index: groupIndex },
+    { tokenLevelRewards, responseMask: mask, index: groupIndex, rewardBaselines: rollout.rewardBaselines },
     { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: skip, scaleRewards: c.scaleRewards, epsilon: c.advantageEpsilon },
   );
   const kl = c.kl ?? { estimator: c.klLossEstimator ?? 'k3', coef: c.klLossCoef ?? 0 };

@@ -75,8 +75,8 @@ export const redteamSchema = {
   repetitionPenalty: num(0.3, 'rp: weight of the repetition ratio in the reward (source 0.3, example config 0.15)', { min: 0, max: 10 }),
   klBeta: num(0.1, 'beta: weight of the mean sampled-token KL to the reference in the reward (source 0.1, example 0.03)', { min: 0, max: 10 }),
   zScoreRewards: bool(false, 'z-score rewards over the batch before advantages (the source computes it only for logging: off by default)'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: false, policyLoss: 'importance_sampling' }, {
-    advantage: 'advantage estimator (veRL names); the source uses grpo',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline', 'remax'], { advantage: 'grpo', normAdvByStd: false, policyLoss: 'importance_sampling' }, {
+    advantage: 'advantage estimator (veRL names); the source uses grpo; remax: baseline = the reward of a greedy answer to the same prompt (one extra greedy rollout per prompt)',
     stdNote: 'false = the source: A = r - mean_group, Dr. GRPO',
     policyLoss: 'importance_sampling (the source: -sum ratio A, no clip) or ppo (clipped surrogate)',
     clipNote: 'policyLoss = ppo only',
@@ -163,6 +163,23 @@ class RedteamRun implements RecipeRun {
     return chosen;
   }
 
+  /**
+   * ReMax baselines: each prompt's greedy answer (adapters on), scored by the same reward (its
+   * harm, repetition and KL to the reference), per row. z-scoring does not apply to them.
+   */
+  private async greedyBaselines(promptIds: number[][], prompts: SandboxPrompt[], rowPrompt: number[]): Promise<number[]> {
+    const c = this.config;
+    const { model, codec } = this.m;
+    const gen = await generate(model, promptIds, { maxNewTokens: c.maxNewTokens, greedy: true, stopTokens: [...codec.eos], padTokenId: codec.pad });
+    // generate reports a greedy rollout's statistics at temperature 1: compare at the same.
+    const { kl, entropy } = await klAndEntropy(this.m, this.lora, { rows: promptIds, gen }, 1);
+    const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+    const v = await this.judge.score(prompts.map((p, i) => ({ prompt: promptText(p), response: texts[i], meta: promptMeta(p) })));
+    const base = v.map((x, i) => redteamReward(c.rewardMode, { harm: x.unsafe, repetition: tinkerRepetitionRatio(texts[i]), kl: kl[i], entropy: entropy[i], length: gen.lengths[i] }, c));
+    checkFiniteRewards('redteam', base, (i) => `ReMax greedy baseline of prompt ${i}: harm ${v[i].unsafe}, kl ${kl[i]}`);
+    return rowPrompt.map((i) => base[i]);
+  }
+
   async step(): Promise<StepReport> {
     const c = this.config;
     const step = this.stepsDone;
@@ -209,12 +226,13 @@ class RedteamRun implements RecipeRun {
     const rewards = harm.map((h, b) => redteamReward(c.rewardMode, { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] }, c));
     checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
     const scores = c.zScoreRewards ? zScore(rewards) : rewards;
+    const rewardBaselines = c.advantage === 'remax' ? await this.greedyBaselines(promptIds, prompts, rowPrompt) : undefined;
     const t2 = performance.now();
 
     // --- learn
     const { advantages: adv, learn } = await learnFromOutcomes(
       { model, lora: this.lora, optimizer: this.optimizer },
-      { ...batch, logprobs: gen.logprobs },
+      { ...batch, logprobs: gen.logprobs, rewardBaselines },
       refLogp,
       scores,
       rowPrompt,

@@ -172,3 +172,30 @@ describe('adaptive KL controller (KL in the reward)', () => {
     }
   }, 60_000);
 });
+
+describe('ReMax in redteam', () => {
+  it('the baseline is the reward of each prompt\'s greedy answer: advantage = reward - b for every sample (fixture model, step 0)', async () => {
+    const { generate } = await import('../model/generate.ts');
+    const { tinkerRepetitionRatio } = await import('../rl/repetition.ts');
+    const { tinkerRedTeamReward } = await import('../rl/rewards.ts');
+    const a = await createRun(env, 'redteam', { ...small, judge: 'letters', advantage: 'remax', samples: 8, lr: 0 }, 9);
+    const m = await loadWithCharCodec((await import('../cli/fs-source.ts')).folderSource(FIXTURE), 'x');
+    try {
+      const r = await a.run.step();
+      expect(r.samples).toHaveLength(8);
+      const judge = letterJudge();
+      for (const s of r.samples) {
+        // Independently: the base model's greedy answer (the fresh adapter is zero, so KL is 0).
+        const ids = m.codec.encodeChat([{ role: 'user', content: s.messages[0].text }], { addGenerationPrompt: true });
+        const g = await generate(m.model, [ids], { maxNewTokens: 6, greedy: true, stopTokens: [...m.codec.eos], padTokenId: m.codec.pad });
+        const text = m.codec.decode(g.tokens[0].slice(0, g.lengths[0]));
+        const [v] = await judge.score([{ prompt: s.messages[0].text, response: text }]);
+        const b = tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(text), kl: 0 }, { repetitionPenalty: 0.3, klBeta: 0.1 });
+        expect(s.advantage).toBeCloseTo(s.reward - b, 5);
+      }
+    } finally {
+      m.dispose();
+      a.run.dispose();
+    }
+  }, 60_000);
+});
