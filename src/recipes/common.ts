@@ -6,11 +6,13 @@ import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
 import { adaptiveKlController, updateKlController } from '../rl/kl.ts';
-import type { AdamW } from '../rl/optim.ts';
+import * as tf from '@tensorflow/tfjs';
+import { AdamW, type AdamWState } from '../rl/optim.ts';
+import { policyStats, ValueHead } from '../rl/policy.ts';
 import { maskRows, placeOutcomeRewards } from '../rl/placement.ts';
 import { lrAt } from '../rl/schedule.ts';
 import { learnEpochs } from '../rl/trainer.ts';
-import { fromRows, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../rl/types.ts';
+import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../rl/types.ts';
 import type { Metrics, TokenTrace, Verdict } from './report.ts';
 import type { ChatCodec } from './types.ts';
 
@@ -78,6 +80,11 @@ export interface OutcomeLearning {
   scaleRewards?: ScaleRewards;
   /** GRPO std epsilon (veRL 1e-6, TRL 1e-4). */
   advantageEpsilon?: number;
+  /** GAE discount and lambda (veRL 1, 1), value-loss weight and clip (veRL 0.5, 0.5). */
+  gaeGamma?: number;
+  gaeLambda?: number;
+  vfCoef?: number;
+  cliprangeValue?: number;
 }
 
 /** The rollout a learning step reads: prompts, sampled responses and their rollout log-probs. */
@@ -101,7 +108,7 @@ export type LearnTokens = number | { pad: number; eos: readonly number[] };
  * is subtracted from the token rewards (KL in the reward per token, as veRL and Token Buncher).
  */
 export async function learnFromOutcomes(
-  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
+  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW; critic?: ValueCritic | null },
   rollout: LearnRollout,
   refLogp: TokenMatrix | undefined,
   scores: number[],
@@ -159,6 +166,54 @@ export class KlCoef {
   }
 }
 
+/**
+ * A PPO critic for the `gae` estimator: a value head on the policy's final hidden state with its
+ * own AdamW (veRL trains the critic with its own optimiser and learning rate). Its weights and
+ * moments go in the checkpoint's extra.critic under stable names.
+ */
+export class ValueCritic {
+  readonly head: ValueHead;
+  readonly optimizer: AdamW;
+  constructor(hiddenSize: number, opt: { lr: number; beta1: number; beta2: number; weightDecay: number }) {
+    this.head = new ValueHead(hiddenSize);
+    this.optimizer = new AdamW({ lr: opt.lr, beta1: opt.beta1, beta2: opt.beta2, weightDecay: opt.weightDecay });
+  }
+  private names(): [string, tf.Variable][] {
+    return [['weight', this.head.w], ['bias', this.head.b]];
+  }
+  async state(): Promise<Record<string, unknown>> {
+    const st = await this.optimizer.exportState();
+    const out: Record<string, unknown> = { step: st.step };
+    for (const [k, v] of this.names()) {
+      const mo = st.moments[v.name];
+      out[k] = { data: Array.from(await v.data()), m: mo ? Array.from(mo.m) : null, v: mo ? Array.from(mo.v) : null };
+    }
+    return out;
+  }
+  restore(x: unknown): void {
+    const s = x as Record<string, { data?: unknown; m?: unknown; v?: unknown }> & { step?: unknown } | undefined;
+    if (!s || typeof s.step !== 'number') throw new Error('checkpoint: extra.critic is missing (saved without the gae critic?)');
+    const moments: AdamWState['moments'] = {};
+    for (const [k, v] of this.names()) {
+      const e = s[k];
+      const ok = (a: unknown): a is number[] => Array.isArray(a) && a.length === v.size && a.every(Number.isFinite);
+      if (!e || !ok(e.data)) throw new Error(`checkpoint: extra.critic.${k} must hold ${v.size} finite numbers`);
+      tf.tidy(() => v.assign(tf.tensor(e.data as number[], v.shape, 'float32')));
+      if (ok(e.m) && ok(e.v)) moments[v.name] = { shape: v.shape.slice(), m: Float32Array.from(e.m), v: Float32Array.from(e.v) };
+    }
+    this.optimizer.importState({ step: s.step, moments });
+  }
+  dispose(): void {
+    this.optimizer.dispose();
+    this.head.dispose();
+  }
+}
+
+/** The critic a config asks for (advantage = gae), or null. */
+export function criticFor(model: LlamaModel, c: { advantage: string; criticLr: number; beta1: number; beta2: number; weightDecay: number }): ValueCritic | null {
+  return c.advantage === 'gae' ? new ValueCritic(model.config.hiddenSize, { lr: c.criticLr, beta1: c.beta1, beta2: c.beta2, weightDecay: c.weightDecay }) : null;
+}
+
 /** Rows that ran to the column cap without a stop id (TRL: truncated completions). */
 function truncatedRows(rollout: LearnRollout, eos: readonly number[]): boolean[] {
   return rollout.mask.map((m, b) => {
@@ -169,7 +224,7 @@ function truncatedRows(rollout: LearnRollout, eos: readonly number[]): boolean[]
 
 /** learnFromOutcomes with the rewards already placed on the token grid ([B, T], e.g. one per turn). */
 export async function learnFromTokenRewards(
-  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
+  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW; critic?: ValueCritic | null },
   rollout: LearnRollout,
   refLogp: TokenMatrix | undefined,
   tokenLevelRewards: TokenMatrix,
@@ -186,10 +241,21 @@ export async function learnFromTokenRewards(
     mask = maskRows(mask, (b) => !cut[b]);
   }
   const skip = c.skipZeroAdvantageGroups ?? false;
+  const gae = c.advantage === 'gae';
+  const critic = learner.critic ?? null;
+  if (gae && !critic) throw new Error('advantage gae needs a critic (the recipe builds one when advantage = gae)');
+  let values: TokenMatrix | undefined;
+  if (gae) {
+    // The critic's values at rollout time (veRL compute_values), from the policy's hidden state.
+    const s = policyStats(learner.model, { prompts: rollout.prompts, responses: rollout.responses, mask: rollout.mask }, { temperature: c.temperature, padTokenId, withHidden: true });
+    const v = critic!.head.forward(s.hidden!);
+    values = await fromTensor2D(v);
+    tf.dispose([s.logp, s.entropy, s.hidden!, v]);
+  }
   const advantages = computeAdvantages(
     c.advantage,
-    { tokenLevelRewards, responseMask: mask, index: groupIndex, rewardBaselines: rollout.rewardBaselines },
-    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: skip, scaleRewards: c.scaleRewards, epsilon: c.advantageEpsilon },
+    { tokenLevelRewards, responseMask: mask, index: groupIndex, rewardBaselines: rollout.rewardBaselines, values },
+    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: skip, scaleRewards: c.scaleRewards, epsilon: c.advantageEpsilon, gamma: c.gaeGamma, lam: c.gaeLambda },
   );
   const kl = c.kl ?? { estimator: c.klLossEstimator ?? 'k3', coef: c.klLossCoef ?? 0 };
   const aggMode = c.lossAggMode ?? 'auto';
@@ -198,7 +264,7 @@ export async function learnFromTokenRewards(
   const sched = c.lrSchedule ?? 'constant';
   const lr = warm === 0 && sched === 'constant' ? c.lr : (optStep: number) => lrAt(optStep, { baseLr: c.lr, warmupSteps: warm, kind: sched, totalSteps: c.lrTotalSteps ?? 1000, minLrRatio: c.lrMinRatio ?? 0 });
   const learn = await learnEpochs(
-    learner,
+    { model: learner.model, lora: learner.lora, optimizer: learner.optimizer, valueHead: critic?.head, valueOptimizer: critic?.optimizer },
     {
       prompts: rollout.prompts,
       responses: rollout.responses,
@@ -209,6 +275,8 @@ export async function learnFromTokenRewards(
       lossMask: advantages.mask,
       // A skipped group leaves the policy term only: the KL and entropy terms still cover its rows.
       regMask: skip ? mask : undefined,
+      values: gae ? values : undefined,
+      returns: gae ? advantages.returns : undefined,
     },
     {
       policyLoss: c.policyLoss,
@@ -222,6 +290,8 @@ export async function learnFromTokenRewards(
       temperature: c.temperature,
       padTokenId,
       kl,
+      vfCoef: c.vfCoef,
+      cliprangeValue: c.cliprangeValue,
     },
     { epochs: c.ppoEpochs, miniBatches: c.ppoMiniBatches },
     lr,

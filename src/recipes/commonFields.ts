@@ -118,6 +118,17 @@ export function klControllerFields() {
   };
 }
 
+/** The PPO critic of the gae estimator (a value head with its own AdamW); used only when advantage = gae. */
+export function criticFields() {
+  return {
+    criticLr: num(1e-3, 'critic (value head) learning rate, advantage = gae (veRL trains the critic with its own optimiser; its example uses 10x the actor lr)', { min: 0, max: 1 }),
+    gaeGamma: num(1, 'GAE discount gamma (veRL 1)', { min: 0, max: 1 }),
+    gaeLambda: num(1, 'GAE lambda (veRL 1)', { min: 0, max: 1 }),
+    vfCoef: num(0.5, 'value-loss weight (veRL / TRL 0.5)', { min: 0, max: 100 }),
+    cliprangeValue: num(0.5, 'value clip range around the rollout values (veRL cliprange_value 0.5)', { min: 0, max: 100 }),
+  };
+}
+
 /** TRL mask_truncated_completions; off by default. */
 export function maskTruncatedField() {
   return {

@@ -30,8 +30,8 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, KlCoef, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -61,14 +61,15 @@ export const defendSchema = {
   lr: num(2e-3, 'AdamW learning rate (MTSA: 1e-6 full / QLoRA on 7B; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, 'MTSA: QLoRA r 16 / alpha 32; 8 / 16 suffices for the sandbox defender'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names); MTSA uses grpo',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names); MTSA uses grpo; gae = PPO with a critic (criticLr, gaeGamma, gaeLambda, vfCoef)',
     stdNote: 'grpo; false = Dr. GRPO',
     policyLoss: 'ppo (clipped surrogate, dual clip 3: MTSA) or importance_sampling',
     clipNote: 'MTSA 0.2',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which MTSA trains with' }),
   ...klControllerFields(),
+  ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay the fixed held-out set: eval/asr, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
@@ -118,6 +119,7 @@ class DefendRun implements RecipeRun {
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
   private readonly klCoef: KlCoef;
+  private readonly critic: ValueCritic | null;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -129,6 +131,7 @@ class DefendRun implements RecipeRun {
     readonly seed: number,
   ) {
     this.klCoef = new KlCoef(config);
+    this.critic = criticFor(def.model, config);
     this.pool = harmfulGoals(config.goalPool, seed);
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
@@ -204,7 +207,7 @@ class DefendRun implements RecipeRun {
     // --- learn
     const { gen } = r;
     const { advantages, learn } = await learnFromOutcomes(
-      { model: this.def.model, lora: this.lora, optimizer: this.optimizer },
+      { model: this.def.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
       { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs },
       refLogp,
       // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
@@ -271,16 +274,17 @@ class DefendRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, { klCoef: this.klCoef.value });
+    return loraRunState(this, { klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     this.stepsDone = restoreLoraRun(this, payload);
     this.klCoef.restore(payload.extra);
+    this.critic?.restore(payload.extra.critic);
   }
 
   dispose(): void {
-    disposeRun([this], this.judge, this.atk, this.def);
+    disposeRun([this], this.critic, this.judge, this.atk, this.def);
   }
 }
 

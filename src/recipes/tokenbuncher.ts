@@ -36,8 +36,8 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, KlCoef, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -66,13 +66,14 @@ export const tokenbuncherSchema = {
   noiserLr: num(0, 'learning rate of the TokenNoiser SFT steps; 0 = lr (the source uses one learning rate)', { min: 0, max: 1 }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the sandbox defender'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names); the source uses grpo',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names); the source uses grpo (and offers PPO: gae with a critic: criticLr, gaeGamma, gaeLambda, vfCoef)',
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate, the source\'s veRL default) or importance_sampling',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which Token Buncher trains with' }),
   ...klControllerFields(),
+  ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
@@ -161,6 +162,7 @@ class TokenbuncherRun implements RecipeRun {
   private readonly pool: SandboxPrompt[];
   private readonly benignPool: SandboxPrompt[];
   private readonly klCoef: KlCoef;
+  private readonly critic: ValueCritic | null;
 
   constructor(
     private readonly env: RecipeEnv,
@@ -174,6 +176,7 @@ class TokenbuncherRun implements RecipeRun {
     this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
     this.benignPool = benignPrompts(config.promptPool, seed);
     this.klCoef = new KlCoef(config);
+    this.critic = criticFor(def.model, config);
   }
 
   /** Greedy held-out answers: ASR and mean entropy on harmful prompts, correctness on benign tasks. */
@@ -279,7 +282,8 @@ class TokenbuncherRun implements RecipeRun {
     let skippedRows = 0;
     if (sft) {
       const mask = fromRows(gen.mask);
-      const a = computeAdvantages(c.advantage, { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: r.rowGroup }, { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true });
+      // The SFT step keeps the rows' GRPO preference when the RL steps use a critic (gae).
+      const a = computeAdvantages(c.advantage === 'gae' ? 'grpo' : c.advantage, { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: r.rowGroup }, { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true });
       adv = a.advantages;
       skippedRows = a.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       // Rows of skipped (all-zero) groups carry no preference: a.mask leaves them out.
@@ -288,7 +292,7 @@ class TokenbuncherRun implements RecipeRun {
       // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
       const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, beta);
       const outcome = rewards.map((x, b) => x - terms[b].kl);
-      const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, outcome, r.rowGroup, c, this.def.codec, klPen.penalty);
+      const l = await learnFromOutcomes({ ...learner, critic: this.critic }, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, outcome, r.rowGroup, c, this.def.codec, klPen.penalty);
       adv = l.advantages.advantages;
       skippedRows = l.advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       Object.assign(metrics, l.learn);
@@ -348,16 +352,17 @@ class TokenbuncherRun implements RecipeRun {
 
   async state(): Promise<RecipeCheckpoint> {
     const s = await stoppableRunState(this);
-    return { ...s, extra: { ...s.extra, klCoef: this.klCoef.value } };
+    return { ...s, extra: { ...s.extra, klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) } };
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     restoreStoppableRun(this, payload);
     this.klCoef.restore(payload.extra);
+    this.critic?.restore(payload.extra.critic);
   }
 
   dispose(): void {
-    disposeRun([this], this.judge, this.def);
+    disposeRun([this], this.critic, this.judge, this.def);
   }
 }
 

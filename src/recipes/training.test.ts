@@ -199,3 +199,36 @@ describe('ReMax in redteam', () => {
     }
   }, 60_000);
 });
+
+describe('GAE with a critic (defend)', () => {
+  it('trains the value head with its own optimiser, reports the value loss, and a checkpoint restores the critic exactly', async () => {
+    const cfg = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, maxNewTokens: 6, goalPool: 8, samples: 0, lr: 2e-2, advantage: 'gae', criticLr: 1e-2 };
+    const a = await createRun(env, 'defend', cfg, 4);
+    let payload;
+    let next;
+    try {
+      const r0 = await a.run.step();
+      expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
+      expect(r0.metrics['value/mean']).toBe(0); // the head starts at zero
+      payload = await a.run.state();
+      const critic = payload.extra.critic as { step: number; weight: { data: number[]; m: number[] | null } };
+      expect(critic.step).toBe(1);
+      expect(critic.weight.data.some((x) => x !== 0)).toBe(true); // the critic learned
+      expect(critic.weight.m).not.toBeNull();
+      // Its moments are the critic optimiser's, not in the adapter's optimiser state.
+      expect(payload.optimizer.tensors.every((t) => t.name.includes('lora_'))).toBe(true);
+      next = await a.run.step();
+    } finally {
+      a.run.dispose();
+    }
+    const b = await createRun(env, 'defend', cfg, 4);
+    try {
+      await b.run.restore(payload);
+      const again = await b.run.step();
+      expect(again.metrics['value/mean']).toBe(next.metrics['value/mean']);
+      expect(again.metrics['loss/value']).toBe(next.metrics['loss/value']);
+    } finally {
+      b.run.dispose();
+    }
+  }, 60_000);
+});

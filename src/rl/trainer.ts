@@ -84,6 +84,8 @@ export interface Learner {
   optimizer: AdamW;
   /** PPO critic; trained when the batch has values and returns. */
   valueHead?: ValueHead;
+  /** The critic's own optimiser (veRL: a separate critic optimiser and lr); default `optimizer`. */
+  valueOptimizer?: AdamW;
 }
 
 export type LearnMetrics = Record<string, number>;
@@ -292,7 +294,15 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const clipped = clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
   const norm = (await clipped.norm.data())[0];
   const skipped = !Number.isFinite(norm);
-  if (!skipped) optimizer.applyGradients(vars, clipped.grads, stepLr);
+  if (!skipped) {
+    const vo = learner.valueOptimizer;
+    if (vo && useValue) {
+      const isHead = new Set(valueHead!.variables().map((v) => v.name));
+      const pick = (keep: boolean) => Object.fromEntries(Object.entries(clipped.grads).filter(([n]) => isHead.has(n) === keep));
+      optimizer.applyGradients(vars, pick(false), stepLr);
+      vo.applyGradients(vars, pick(true));
+    } else optimizer.applyGradients(vars, clipped.grads, stepLr);
+  }
   const names = Object.keys(sums);
   const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
   const values = stacked ? await stacked.data() : new Float32Array(0);
