@@ -293,7 +293,12 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const grads = acc!;
   const clipped = clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
   const norm = (await clipped.norm.data())[0];
-  const skipped = !Number.isFinite(norm);
+  const names = Object.keys(sums);
+  const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
+  const values = stacked ? await stacked.data() : new Float32Array(0);
+  // A non-finite loss or gradient norm: no update (veRL skips it too); grad/skipped says so.
+  const total = values[names.indexOf('loss/total')];
+  const skipped = !Number.isFinite(norm) || (total !== undefined && !Number.isFinite(total));
   if (!skipped) {
     const vo = learner.valueOptimizer;
     if (vo && useValue) {
@@ -303,9 +308,6 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
       vo.applyGradients(vars, pick(true));
     } else optimizer.applyGradients(vars, clipped.grads, stepLr);
   }
-  const names = Object.keys(sums);
-  const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
-  const values = stacked ? await stacked.data() : new Float32Array(0);
   tf.dispose([...Object.values(grads), ...Object.values(clipped.grads), clipped.norm, ...Object.values(sums)]);
   stacked?.dispose();
   const metrics: LearnMetrics = {};
