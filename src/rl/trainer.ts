@@ -347,8 +347,9 @@ function batchRows(batch: LearnBatch, rows: number[]): LearnBatch {
  * `epochs` passes over the batch, each split into `miniBatches` optimiser steps. The old log-probs
  * stay the rollout's, so from the second update on the PPO ratio differs from 1 and the clip can
  * bind. `lr` may be a function of the optimiser's step count (a schedule). Metrics are the mean
- * over the updates; `optim/updates` counts the steps taken (an update with nothing to learn from
- * takes none), `ppo/clipfrac_last` is the last update's clip fraction.
+ * over the updates, except the counts: `optim/updates` (optimiser steps taken), `optim/no_update`
+ * (updates with nothing to learn from), `grad/skipped` (non-finite); `ppo/clipfrac_last` is the
+ * last update's clip fraction.
  */
 export async function learnEpochs(learner: Learner, batch: LearnBatch, config: TrainerConfig, e: EpochConfig = {}, lr?: number | ((optimizerStep: number) => number)): Promise<LearnMetrics> {
   const B = batch.prompts.length;
@@ -373,6 +374,9 @@ export async function learnEpochs(learner: Learner, batch: LearnBatch, config: T
     out[k] = xs.reduce((a, x) => a + x, 0) / xs.length;
   }
   out['optim/updates'] = updates;
+  // Counts, not means over the updates that reported them.
+  out['optim/no_update'] = all.filter((m) => m['optim/no_update']).length;
+  out['grad/skipped'] = all.filter((m) => m['grad/skipped'] && !m['optim/no_update']).length;
   out['ppo/clipfrac_last'] = all[all.length - 1]['ppo/clipfrac'] ?? 0;
   return out;
 }
