@@ -9,9 +9,9 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
 import { checkpointToJson } from '../recipes/checkpointFile.ts';
-import { getRecipe, listRecipes } from '../recipes/registry.ts';
+import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
 import type { StepReport } from '../recipes/report.ts';
-import { ConfigError, describeSchema, validateConfig } from '../recipes/schema.ts';
+import { ConfigError, describeSchema } from '../recipes/schema.ts';
 import type { RecipeEnv } from '../recipes/types.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
 
@@ -145,7 +145,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
       out(recipeHelp(recipe.name) + '\n');
       return 0;
     }
-    const v = validateConfig(recipe.schema, recipeInput(a));
+    const v = validateRecipeConfig(recipe, recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
     const backend = opts.env?.backend ?? (await useTrainingBackend(a.backend));
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });

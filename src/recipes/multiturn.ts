@@ -91,6 +91,11 @@ export const multiturnSchema = {
 };
 export type MultiturnConfig = ConfigOf<typeof multiturnSchema>;
 
+/** Each field is valid alone; together they must play at least one episode a step. */
+export function multiturnCheck(c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'>): Record<string, string> {
+  return c.episodes + c.benignEpisodes === 0 ? { episodes: 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode' } : {};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Turn scores
 
@@ -530,11 +535,10 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
     'the last reply token, user turns masked out of the loss, k3 KL loss. Reports crescendo success by turn.',
   schema: multiturnSchema,
   modelField: 'defender',
+  check: multiturnCheck,
   async create(env: RecipeEnv, config: MultiturnConfig, seed: number): Promise<RecipeRun> {
-    // Each field is valid alone; together they would play nothing. Refused before any model loads.
-    if (config.episodes + config.benignEpisodes === 0) {
-      throw new ConfigError('recipe multiturn', { episodes: 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode' });
-    }
+    const bad = multiturnCheck(config);
+    if (Object.keys(bad).length) throw new ConfigError('recipe multiturn', bad);
     const judge = env.judge(config.judge);
     const def = await env.loadModel(config.defender);
     let atk: LoadedModel | null = null;

@@ -80,5 +80,11 @@ describe('input checks', () => {
     const counting = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: (f, r) => (loaded++, loadWithCharCodec(f, r)), judges: { nan: nanJudge } });
     await expect(createRun(counting, 'multiturn', { defender: 'tiny-llama-f32', judge: 'nan', episodes: 0, benignEpisodes: 0 }, 1)).rejects.toThrow(/"episodes" and "benignEpisodes" are both 0/);
     expect(loaded).toBe(0);
+    // The same rule in the validation the worker's start and the CLI run, with the field named.
+    const { getRecipe, validateRecipeConfig } = await import('./registry.ts');
+    const v = validateRecipeConfig(getRecipe('multiturn'), { episodes: '0', benignEpisodes: '0' });
+    expect(v.ok).toBe(false);
+    expect(v.errors.episodes).toMatch(/both 0/);
+    expect(validateRecipeConfig(getRecipe('multiturn'), { episodes: '0', benignEpisodes: '1' }).ok).toBe(true);
   });
 });

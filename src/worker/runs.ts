@@ -14,8 +14,7 @@ import * as tf from '@tensorflow/tfjs';
 import { NonFiniteError } from '../recipes/common';
 import { isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
-import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames } from '../recipes/registry';
-import { validateConfig } from '../recipes/schema';
+import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
 import { fromStoredCheckpoint } from '../recipes/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/types';
 import { urlSource } from '../model/sources';
@@ -320,7 +319,7 @@ async function launch(
   const recipe = getRecipe(recipeName);
   const errors: Record<string, string> = {};
   if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0) errors.seed = `seed must be a non-negative integer, got ${JSON.stringify(seed)}`;
-  const v = validateConfig(recipe.schema, config);
+  const v = validateRecipeConfig(recipe, config);
   Object.assign(errors, v.errors);
   if (Object.keys(errors).length > 0) return { ok: false, errors };
 
