@@ -247,3 +247,33 @@ describe('minmax rollout sharing (fixture model)', () => {
     }
   }, 120_000);
 });
+
+describe('minmax with gae (fixture model)', () => {
+  const env: RecipeEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+  const cfg = { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'letters', items: 2, groupSize: 3, policyMaxTokens: 4, monitorMaxTokens: 12, itemPool: 8, samples: 0, policyLr: 1e-2, monitorLr: 5e-2, monitorStepsPerPolicy: 1, advantage: 'gae', criticLr: 1e-2 };
+
+  it('each trained player has its own critic, trained on its updates only; a checkpoint restores both', async () => {
+    const { run } = await createRun(env, 'minmax', cfg, 6);
+    let payload: RecipeCheckpoint;
+    let next: StepReport;
+    try {
+      const r0 = await run.step(); // monitor
+      expect(r0.phase).toBe('monitor');
+      expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
+      payload = await run.state();
+      const critics = payload.extra.critics as Record<string, { step: number }>;
+      expect(critics.monitor.step).toBe(1);
+      expect(critics.policy.step).toBe(0);
+      next = await run.step(); // policy
+    } finally {
+      run.dispose();
+    }
+    const b = await createRun(env, 'minmax', cfg, 6);
+    try {
+      await b.run.restore(payload);
+      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
+    } finally {
+      b.run.dispose();
+    }
+  }, 120_000);
+});

@@ -50,8 +50,8 @@ import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
 import { std } from '../rl/stats.ts';
-import { checkFinite, checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFinite, checkFiniteRewards, criticFor, drawBatch, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
@@ -75,14 +75,15 @@ export const gameFields = {
   klBeta: num(0.05, 'reward: weight of the trained player\'s mean sampled-token KL to its model with LoRA off', { min: 0, max: 100 }),
   ...adamFields({ beta1: 'first-moment decay, both players', beta2: 'second-moment decay, both players' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16 / alpha 32; 8 / 16 keeps its scale 2 on the 96-wide sandbox models'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head)',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head: gae, one critic per trained player, criticLr)',
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
   ...klLossFields(),
   ...maskTruncatedField(),
+  ...criticFields(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off', { min: 0, max: 100000 }),
   evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -195,6 +196,7 @@ export class GameRun implements RecipeRun {
   lambda: number;
   /** Updates each player has had (also in the checkpoint; the TTUR test reads them). */
   updates = { policy: 0, monitor: 0 };
+  private readonly critics: { policy: ValueCritic | null; monitor: ValueCritic | null };
   /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
   private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
@@ -212,6 +214,8 @@ export class GameRun implements RecipeRun {
   ) {
     this.pool = qaItems(game.itemPool, seed);
     this.lambda = game.lambda0;
+    // advantage = gae: a critic per trained player (the source trains a value head with each PPO player).
+    this.critics = { policy: criticFor(policy.loaded.model, game), monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null };
   }
 
   /** The player that updates at `step`, its learning rate and where it stands in its TTUR cycle. */
@@ -326,7 +330,7 @@ export class GameRun implements RecipeRun {
     this.lambda = sc.lambda;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
-      { model: learner.loaded.model, lora: part.lora, optimizer: part.optimizer },
+      { model: learner.loaded.model, lora: part.lora, optimizer: part.optimizer, critic: this.critics[sched.player] },
       { prompts: gen.rows, responses: gen.gen.tokens, mask: gen.gen.mask, logprobs: gen.gen.logprobs },
       refLogp,
       rewards,
@@ -408,7 +412,9 @@ export class GameRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, ...(this.cycle ? { cycle: this.cycle } : {}) });
+    const critics: Record<string, unknown> = {};
+    for (const [k, cr] of Object.entries(this.critics)) if (cr) critics[k] = await cr.state();
+    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, ...(this.cycle ? { cycle: this.cycle } : {}), ...(Object.keys(critics).length ? { critics } : {}) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
@@ -421,10 +427,12 @@ export class GameRun implements RecipeRun {
     // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
     const cycle = (payload.extra as { cycle?: CycleBatch }).cycle;
     this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
+    const saved = (payload.extra.critics ?? {}) as Record<string, unknown>;
+    for (const [k, cr] of Object.entries(this.critics)) cr?.restore(saved[k]);
   }
 
   dispose(): void {
-    disposeRun(Object.values(this.parts()), this.policy.loaded, this.monitor.loaded);
+    disposeRun(Object.values(this.parts()), this.critics.policy, this.critics.monitor, this.policy.loaded, this.monitor.loaded);
   }
 }
 
