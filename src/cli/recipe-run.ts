@@ -4,13 +4,14 @@
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
+import { NonFiniteError } from '../recipes/common.ts';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
 import { checkpointToJson } from '../recipes/checkpointFile.ts';
-import { getRecipe, listRecipes } from '../recipes/registry.ts';
+import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
 import type { StepReport } from '../recipes/report.ts';
-import { ConfigError, describeSchema, validateConfig } from '../recipes/schema.ts';
+import { ConfigError, describeSchema } from '../recipes/schema.ts';
 import type { RecipeEnv } from '../recipes/types.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
 
@@ -144,7 +145,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
       out(recipeHelp(recipe.name) + '\n');
       return 0;
     }
-    const v = validateConfig(recipe.schema, recipeInput(a));
+    const v = validateRecipeConfig(recipe, recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
     const backend = opts.env?.backend ?? (await useTrainingBackend(a.backend));
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
@@ -156,7 +157,18 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     const run = await recipe.create(env, v.config, a.seed);
     try {
       for (let s = 0; s < a.steps; s++) {
-        const r = await run.step();
+        let r;
+        try {
+          r = await run.step();
+        } catch (e) {
+          // A non-finite value stops the step before it changes anything: keep the last good state.
+          if (e instanceof NonFiniteError && a.saveCheckpoint) {
+            mkdirSync(dirname(a.saveCheckpoint), { recursive: true });
+            writeFileSync(a.saveCheckpoint, checkpointToJson(await run.state()));
+            err(`[${recipe.name}] last good state (after ${run.stepsDone} steps) -> ${a.saveCheckpoint}\n`);
+          }
+          throw e;
+        }
         if (a.out) appendFileSync(a.out, JSON.stringify(r) + '\n');
         err(summaryLine(r) + '\n');
         if (a.earlyStop && run.done) {

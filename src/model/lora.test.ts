@@ -9,7 +9,6 @@ import {
   loadPeftTensors,
   mergeLora,
   mergeLoraInPlace,
-  peftAdapterConfig,
   peftTensorName,
   peftTensors,
   withAdaptersDisabled,
@@ -17,6 +16,7 @@ import {
 } from './lora.ts';
 import { mulberry32 } from './random.ts';
 import { parseSafetensors, writeSafetensors } from './safetensors.ts';
+import { fromPeftTensors, peftAdapterConfigJson } from '../storage/peft.ts';
 
 const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
 const DIR = 'tiny-llama-f32';
@@ -194,7 +194,7 @@ describe('LoRA', () => {
     const tensors = await peftTensors(set);
     expect(Object.keys(tensors)).toContain('base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight');
     expect(tensors[peftTensorName('model.layers.0.self_attn.q_proj', 'A')].shape).toEqual([2, 32]);
-    expect(peftAdapterConfig(set, 'HuggingFaceTB/SmolLM2-135M-Instruct')).toMatchObject({
+    expect(peftAdapterConfigJson(fromPeftTensors(tensors, set.config), 'HuggingFaceTB/SmolLM2-135M-Instruct', model.config)).toMatchObject({
       peft_type: 'LORA', task_type: 'CAUSAL_LM', r: 2, lora_alpha: 16, target_modules: ['q_proj', 'v_proj'], use_rslora: true, bias: 'none', fan_in_fan_out: false,
     });
     const file = parseSafetensors(writeSafetensors(tensors), 'adapter_model.safetensors');

@@ -214,25 +214,7 @@ export function peftTensorName(module: string, which: 'A' | 'B'): string {
   return `base_model.model.${module}.lora_${which}.weight`;
 }
 
-/** adapter_config.json contents for the set. */
-export function peftAdapterConfig(set: LoraSet, baseModelNameOrPath: string): Record<string, unknown> {
-  const c = set.config;
-  return {
-    peft_type: 'LORA',
-    task_type: 'CAUSAL_LM',
-    base_model_name_or_path: baseModelNameOrPath,
-    r: c.r,
-    lora_alpha: c.alpha,
-    lora_dropout: c.dropout ?? 0,
-    target_modules: c.targets.map((t) => TARGET_MODULE[t]),
-    layers_to_transform: c.layers ?? null,
-    bias: 'none',
-    fan_in_fan_out: false,
-    use_rslora: c.useRslora ?? false,
-    use_dora: false,
-    inference_mode: true,
-  };
-}
+// adapter_config.json has one writer: storage/peft.ts peftAdapterConfigJson.
 
 /** Adapter tensors under PEFT names, read back from the device (float32). */
 export async function peftTensors(set: LoraSet): Promise<Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }>> {

@@ -23,12 +23,13 @@
 // (eval/asr, eval/benign_correct): it moves only when the weights do. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
 import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../data/sandbox/index.ts';
+import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
@@ -66,6 +67,9 @@ export const arenaSchema = {
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate) or importance_sampling, both sides',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL; both sides' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay a fixed held-out set as eval/asr and eval/benign_correct; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(48, 'held-out goals (one attacker prompt and one defender answer each) and a quarter as many benign tasks', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -176,14 +180,16 @@ class ArenaRun implements RecipeRun {
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.attackerKlBeta * kl[b]);
+    checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: a.gen.logprobs }, refLogp, rewards, a.rowGoal, { ...c, lr: c.attackerLr, temperature: c.attackerTemperature }, codec.pad);
+    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: a.gen.logprobs }, refLogp, rewards, a.rowGoal, { ...c, lr: c.attackerLr, temperature: c.attackerTemperature }, codec);
     const t3 = performance.now();
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
     const tactics = a.prompts.map(tacticOf);
     const metrics: Metrics = {
       ...learn,
       'judge/asr': meanOf(success),
+      'judge/strongreject_rules': meanStrongRejectRules(a.prompts.map((p, b) => ({ prompt: p, response: d.answers[b], meta: { kind: 'harmful' as const, category: goals[a.rowGoal[b]].category } }))),
       'reward/mean': meanOf(rewards),
       'reward/std': std(rewards, false),
       'attacker/reward_mean': meanOf(rewards),
@@ -241,8 +247,9 @@ class ArenaRun implements RecipeRun {
     const safety = verdicts.map((v, b) => (rowGroup[b] < H ? c.safetyWeight * (1 - v.unsafe) : 0));
     const utility = verdicts.map((v, b) => (rowGroup[b] >= H ? c.utilityWeight * (v.benignCorrect ? 1 : 0) : 0));
     const rewards = verdicts.map((_, b) => safety[b] + utility[b] - c.defenderKlBeta * kl[b]);
+    checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: d.gen.logprobs }, refLogp, rewards, rowGroup, { ...c, lr: c.defenderLr, temperature: c.defenderTemperature }, codec.pad);
+    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: d.gen.logprobs }, refLogp, rewards, rowGroup, { ...c, lr: c.defenderLr, temperature: c.defenderTemperature }, codec);
     const t3 = performance.now();
     const metrics: Metrics = {
       ...learn,

@@ -26,6 +26,7 @@
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
 import { attackerSource, rngFor, TACTICS } from '../data/sandbox/index.ts';
+import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -33,7 +34,7 @@ import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
 import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
@@ -63,7 +64,7 @@ export const attackSchema = {
   diversity: oneOf(DIVERSITY_MODES, 'exact', 'diversity term: exact (1 - share of the other prompts of the group identical to this one) or ngram (1 - mean word-bigram Jaccard overlap with them)'),
   klBeta: num(0.05, 'weight of the attacker\'s mean sampled-token KL to its reference (LoRA off) in the reward', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (the tiny sandbox attacker needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
-  ...adamFields({ beta2: 'second-moment decay, as redteam' }),
+  ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox attacker'),
   ...policyGradientFields(ATTACK_ADVANTAGES, { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
     advantage: 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline',
@@ -71,6 +72,9 @@ export const attackSchema = {
     policyLoss: 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)',
     clipNote: 'policyLoss = ppo only',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, as MTSA' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type AttackConfig = ConfigOf<typeof attackSchema>;
@@ -167,9 +171,8 @@ class AttackRun implements RecipeRun {
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
     const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
-    const verdicts = await this.judge.score(
-      attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } })),
-    );
+    const judged = attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } }));
+    const verdicts = await this.judge.score(judged);
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
@@ -184,7 +187,7 @@ class AttackRun implements RecipeRun {
       rewards,
       rowGoal,
       { ...c, temperature: c.attackerTemperature },
-      codec.pad,
+      codec,
     );
     const t4 = performance.now();
 
@@ -199,6 +202,7 @@ class AttackRun implements RecipeRun {
       'reward/max': Math.max(...rewards),
       'judge/asr': meanOf(success),
       'judge/harm_mean': meanOf(harm),
+      'judge/strongreject_rules': meanStrongRejectRules(judged),
       'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'diversity/mean': meanOf(div),
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),

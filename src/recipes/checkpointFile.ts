@@ -159,7 +159,11 @@ export function attachCheckpointAdapter(model: LlamaModel, p: RecipeCheckpoint, 
   const prefix = part ? `${part}/` : '';
   const byName = new Map(p.tensors.filter((t) => t.name.startsWith(prefix)).map((t) => [t.name.slice(prefix.length), t]));
   if (part && byName.size === 0) throw new Error(`${label}: no "${part}" adapter (tensor names: ${p.tensors.slice(0, 2).map((t) => t.name).join(', ')} ...)`);
-  const set = attachLora(model, { r: r as number, alpha, targets: loraTargets(targets as LoraTargetSet) });
+  // The adapter as it was trained: rsLoRA scale, and only the layers the checkpoint holds.
+  const layerOf = (n: string) => Number(/\.layers\.(\d+)\./.exec(n)?.[1] ?? NaN);
+  const held = [...new Set([...byName.keys()].map(layerOf).filter(Number.isInteger))].sort((x, y) => x - y);
+  const layers = held.length > 0 && held.length < model.config.numLayers ? held : undefined;
+  const set = attachLora(model, { r: r as number, alpha, targets: loraTargets(targets as LoraTargetSet), useRslora: c.loraUseRslora === true, layers });
   try {
     for (const a of set.adapters) {
       for (const [which, v] of [['A', a.A], ['B', a.B]] as const) {

@@ -5,10 +5,14 @@ import type { JudgeVerdict } from '../judges/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { computeAdvantages, type AdvantageOutput } from '../rl/advantages.ts';
-import type { AdamW } from '../rl/optim.ts';
-import { placeOutcomeRewards } from '../rl/placement.ts';
-import { learnStep } from '../rl/trainer.ts';
-import { fromRows, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from '../rl/types.ts';
+import { adaptiveKlController, updateKlController } from '../rl/kl.ts';
+import * as tf from '@tensorflow/tfjs';
+import { AdamW, type AdamWState } from '../rl/optim.ts';
+import { policyStats, ValueHead } from '../rl/policy.ts';
+import { maskRows, placeOutcomeRewards } from '../rl/placement.ts';
+import { lrAt } from '../rl/schedule.ts';
+import { learnEpochs } from '../rl/trainer.ts';
+import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../rl/types.ts';
 import type { Metrics, TokenTrace, Verdict } from './report.ts';
 import type { ChatCodec } from './types.ts';
 
@@ -48,6 +52,39 @@ export interface OutcomeLearning {
   temperature: number;
   /** KL to the reference as a loss term (SaFeR-Steer: k3, 0.001). Default none (k1, coef 0: metric only). */
   kl?: { estimator: KlEstimatorName; coef: number };
+  // The options below are trainingFields' (commonFields.ts); each defaults to veRL's behaviour.
+  /** Drop groups whose advantages are all zero from the policy term (Tinker). Default false (veRL). */
+  skipZeroAdvantageGroups?: boolean;
+  /** PPO upper clip eps_high; 0 = clipRatio (symmetric). */
+  clipRatioHigh?: number;
+  /** Dual-clip constant c (veRL 3). */
+  clipRatioC?: number;
+  /** veRL loss_agg_mode; auto = token-mean for ppo, token-sum for importance_sampling. */
+  lossAggMode?: 'auto' | LossAggMode;
+  /** TRL loss_type; off = use lossAggMode. */
+  trlLossType?: 'off' | TrlLossType;
+  entropyCoeff?: number;
+  /** KL loss term (veRL use_kl_loss / TRL beta) when `kl` is not given; coef 0 = off. */
+  klLossCoef?: number;
+  klLossEstimator?: KlEstimatorName;
+  ppoEpochs?: number;
+  ppoMiniBatches?: number;
+  lrWarmupSteps?: number;
+  lrSchedule?: 'constant' | 'cosine';
+  /** Cosine horizon in optimiser steps. */
+  lrTotalSteps?: number;
+  lrMinRatio?: number;
+  /** TRL mask_truncated_completions: rows cut at the length cap earn and cost nothing. */
+  maskTruncatedCompletions?: boolean;
+  /** TRL scale_rewards (group | batch | none); normAdvByStd = false means none. */
+  scaleRewards?: ScaleRewards;
+  /** GRPO std epsilon (veRL 1e-6, TRL 1e-4). */
+  advantageEpsilon?: number;
+  /** GAE discount and lambda (veRL 1, 1), value-loss weight and clip (veRL 0.5, 0.5). */
+  gaeGamma?: number;
+  gaeLambda?: number;
+  vfCoef?: number;
+  cliprangeValue?: number;
 }
 
 /** The rollout a learning step reads: prompts, sampled responses and their rollout log-probs. */
@@ -58,43 +95,176 @@ export interface LearnRollout {
   logprobs: number[][];
   /** Tokens the policy wrote, when not all of `mask` (multi-turn rows attend to user turns that must not learn). */
   policyMask?: number[][];
+  /** ReMax: per row, the reward of a greedy rollout of its prompt (the baseline). */
+  rewardBaselines?: number[];
 }
 
+/** The ids a learning step needs: the pad id, and the stop ids that tell a finished row from a truncated one. */
+export type LearnTokens = number | { pad: number; eos: readonly number[] };
+
 /**
- * Scores -> outcome rewards on each response's last token -> group advantages (all-zero groups
- * skipped) -> one learnStep on the LoRA. The rollout's log-probs are the old policy's.
+ * Scores -> outcome rewards on each response's last token -> group advantages -> learnStep(s)
+ * on the LoRA. The rollout's log-probs are the old policy's. `tokenPenalty` [B, T], when given,
+ * is subtracted from the token rewards (KL in the reward per token, as veRL and Token Buncher).
  */
 export async function learnFromOutcomes(
-  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
+  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW; critic?: ValueCritic | null },
   rollout: LearnRollout,
   refLogp: TokenMatrix | undefined,
   scores: number[],
   groupIndex: number[],
   c: OutcomeLearning,
-  padTokenId: number,
+  tokens: LearnTokens,
+  tokenPenalty?: TokenMatrix,
 ): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
   const mask = fromRows(rollout.policyMask ?? rollout.mask);
-  return learnFromTokenRewards(learner, rollout, refLogp, placeOutcomeRewards(scores, mask), groupIndex, c, padTokenId);
+  const placed = placeOutcomeRewards(scores, mask);
+  if (tokenPenalty) for (let i = 0; i < placed.data.length; i++) placed.data[i] -= tokenPenalty.data[i] * mask.data[i];
+  return learnFromTokenRewards(learner, rollout, refLogp, placed, groupIndex, c, tokens);
+}
+
+/**
+ * Per-token beta x k1 (logp_rollout - logp_ref) on the generated tokens, and each row's sum: the
+ * KL-in-reward term of veRL / Token Buncher / MTSA (beta k1 on every token, so a sum over the
+ * response, not a mean). [B, T] and [B].
+ */
+export function tokenKlPenalty(logprobs: number[][], refLogp: TokenMatrix, lengths: readonly number[], beta: number): { penalty: TokenMatrix; rowSums: number[] } {
+  const { rows: B, cols: T } = refLogp;
+  const penalty = tokenMatrix(B, T);
+  const rowSums = lengths.map((n, b) => {
+    let s = 0;
+    for (let t = 0; t < n; t++) {
+      const k = beta * (logprobs[b][t] - refLogp.data[b * T + t]);
+      penalty.data[b * T + t] = k;
+      s += k;
+    }
+    return s;
+  });
+  return { penalty, rowSums };
+}
+
+/**
+ * The KL-in-reward coefficient of a run under klControllerFields: the current value, and the
+ * step's update from the measured KL (mean over rows of each row's mean k1, veRL's current_kl)
+ * and the batch size. The value goes in the checkpoint (extra.klCoef).
+ */
+export class KlCoef {
+  value: number;
+  constructor(private readonly c: { klBeta: number; klController: 'fixed' | 'adaptive'; klTarget: number; klHorizon: number }) {
+    this.value = c.klBeta;
+  }
+  update(rowMeanKl: readonly number[]): void {
+    if (this.c.klController === 'fixed' || rowMeanKl.length === 0) return;
+    const ctrl = updateKlController(adaptiveKlController(this.value, this.c.klTarget, this.c.klHorizon), meanOf(rowMeanKl), rowMeanKl.length);
+    this.value = ctrl.value;
+  }
+  restore(extra: Record<string, unknown>): void {
+    const v = extra.klCoef;
+    if (v === undefined) this.value = this.c.klBeta;
+    else if (typeof v === 'number' && Number.isFinite(v) && v >= 0) this.value = v;
+    else throw new Error(`checkpoint: extra.klCoef must be a finite number >= 0 (got ${JSON.stringify(v)})`);
+  }
+}
+
+/**
+ * A PPO critic for the `gae` estimator: a value head on the policy's final hidden state with its
+ * own AdamW (veRL trains the critic with its own optimiser and learning rate). Its weights and
+ * moments go in the checkpoint's extra.critic under stable names.
+ */
+export class ValueCritic {
+  readonly head: ValueHead;
+  readonly optimizer: AdamW;
+  constructor(hiddenSize: number, opt: { lr: number; beta1: number; beta2: number; weightDecay: number }) {
+    this.head = new ValueHead(hiddenSize);
+    this.optimizer = new AdamW({ lr: opt.lr, beta1: opt.beta1, beta2: opt.beta2, weightDecay: opt.weightDecay });
+  }
+  private names(): [string, tf.Variable][] {
+    return [['weight', this.head.w], ['bias', this.head.b]];
+  }
+  async state(): Promise<Record<string, unknown>> {
+    const st = await this.optimizer.exportState();
+    const out: Record<string, unknown> = { step: st.step };
+    for (const [k, v] of this.names()) {
+      const mo = st.moments[v.name];
+      out[k] = { data: Array.from(await v.data()), m: mo ? Array.from(mo.m) : null, v: mo ? Array.from(mo.v) : null };
+    }
+    return out;
+  }
+  restore(x: unknown): void {
+    const s = x as Record<string, { data?: unknown; m?: unknown; v?: unknown }> & { step?: unknown } | undefined;
+    if (!s || typeof s.step !== 'number') throw new Error('checkpoint: extra.critic is missing (saved without the gae critic?)');
+    const moments: AdamWState['moments'] = {};
+    for (const [k, v] of this.names()) {
+      const e = s[k];
+      const ok = (a: unknown): a is number[] => Array.isArray(a) && a.length === v.size && a.every(Number.isFinite);
+      if (!e || !ok(e.data)) throw new Error(`checkpoint: extra.critic.${k} must hold ${v.size} finite numbers`);
+      tf.tidy(() => v.assign(tf.tensor(e.data as number[], v.shape, 'float32')));
+      if (ok(e.m) && ok(e.v)) moments[v.name] = { shape: v.shape.slice(), m: Float32Array.from(e.m), v: Float32Array.from(e.v) };
+    }
+    this.optimizer.importState({ step: s.step, moments });
+  }
+  dispose(): void {
+    this.optimizer.dispose();
+    this.head.dispose();
+  }
+}
+
+/** The critic a config asks for (advantage = gae), or null. */
+export function criticFor(model: LlamaModel, c: { advantage: string; criticLr: number; beta1: number; beta2: number; weightDecay: number }): ValueCritic | null {
+  return c.advantage === 'gae' ? new ValueCritic(model.config.hiddenSize, { lr: c.criticLr, beta1: c.beta1, beta2: c.beta2, weightDecay: c.weightDecay }) : null;
+}
+
+/** Rows that ran to the column cap without a stop id (TRL: truncated completions). */
+function truncatedRows(rollout: LearnRollout, eos: readonly number[]): boolean[] {
+  return rollout.mask.map((m, b) => {
+    const T = m.length;
+    return T > 0 && m[T - 1] > 0 && !eos.includes(rollout.responses[b][T - 1]);
+  });
 }
 
 /** learnFromOutcomes with the rewards already placed on the token grid ([B, T], e.g. one per turn). */
 export async function learnFromTokenRewards(
-  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW },
+  learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW; critic?: ValueCritic | null },
   rollout: LearnRollout,
   refLogp: TokenMatrix | undefined,
   tokenLevelRewards: TokenMatrix,
   groupIndex: number[],
   c: OutcomeLearning,
-  padTokenId: number,
+  tokens: LearnTokens,
 ): Promise<{ advantages: AdvantageOutput; learn: Metrics }> {
-  const mask = fromRows(rollout.policyMask ?? rollout.mask);
+  const padTokenId = typeof tokens === 'number' ? tokens : tokens.pad;
+  let mask = fromRows(rollout.policyMask ?? rollout.mask);
+  let truncated = 0;
+  if (c.maskTruncatedCompletions && typeof tokens !== 'number' && !rollout.policyMask) {
+    const cut = truncatedRows(rollout, tokens.eos);
+    truncated = cut.filter(Boolean).length;
+    mask = maskRows(mask, (b) => !cut[b]);
+  }
+  const skip = c.skipZeroAdvantageGroups ?? false;
+  const gae = c.advantage === 'gae';
+  const critic = learner.critic ?? null;
+  if (gae && !critic) throw new Error('advantage gae needs a critic (the recipe builds one when advantage = gae)');
+  let values: TokenMatrix | undefined;
+  if (gae) {
+    // The critic's values at rollout time (veRL compute_values), from the policy's hidden state.
+    const s = policyStats(learner.model, { prompts: rollout.prompts, responses: rollout.responses, mask: rollout.mask }, { temperature: c.temperature, padTokenId, withHidden: true });
+    const v = critic!.head.forward(s.hidden!);
+    values = await fromTensor2D(v);
+    tf.dispose([s.logp, s.entropy, s.hidden!, v]);
+  }
   const advantages = computeAdvantages(
     c.advantage,
-    { tokenLevelRewards, responseMask: mask, index: groupIndex },
-    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
+    { tokenLevelRewards, responseMask: mask, index: groupIndex, rewardBaselines: rollout.rewardBaselines, values },
+    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: skip, scaleRewards: c.scaleRewards, epsilon: c.advantageEpsilon, gamma: c.gaeGamma, lam: c.gaeLambda },
   );
-  const learn = await learnStep(
-    learner,
+  const kl = c.kl ?? { estimator: c.klLossEstimator ?? 'k3', coef: c.klLossCoef ?? 0 };
+  const aggMode = c.lossAggMode ?? 'auto';
+  const trl = c.trlLossType ?? 'off';
+  const warm = c.lrWarmupSteps ?? 0;
+  const sched = c.lrSchedule ?? 'constant';
+  const lr = warm === 0 && sched === 'constant' ? c.lr : (optStep: number) => lrAt(optStep, { baseLr: c.lr, warmupSteps: warm, kind: sched, totalSteps: c.lrTotalSteps ?? 1000, minLrRatio: c.lrMinRatio ?? 0 });
+  const learn = await learnEpochs(
+    { model: learner.model, lora: learner.lora, optimizer: learner.optimizer, valueHead: critic?.head, valueOptimizer: critic?.optimizer },
     {
       prompts: rollout.prompts,
       responses: rollout.responses,
@@ -103,18 +273,30 @@ export async function learnFromTokenRewards(
       refLogp,
       advantages: advantages.advantages,
       lossMask: advantages.mask,
+      // A skipped group leaves the policy term only: the KL and entropy terms still cover its rows.
+      regMask: skip ? mask : undefined,
+      values: gae ? values : undefined,
+      returns: gae ? advantages.returns : undefined,
     },
     {
       policyLoss: c.policyLoss,
       clipRatioLow: c.clipRatio,
-      clipRatioHigh: c.clipRatio,
+      clipRatioHigh: c.clipRatioHigh ? c.clipRatioHigh : c.clipRatio,
+      clipRatioC: c.clipRatioC,
+      lossAggMode: aggMode === 'auto' ? undefined : aggMode,
+      trlLossType: trl === 'off' ? undefined : trl,
+      entropyCoeff: c.entropyCoeff,
       maxGradNorm: c.maxGradNorm,
       temperature: c.temperature,
       padTokenId,
-      kl: c.kl ?? { estimator: 'k1', coef: 0 },
+      kl,
+      vfCoef: c.vfCoef,
+      cliprangeValue: c.cliprangeValue,
     },
-    c.lr,
+    { epochs: c.ppoEpochs, miniBatches: c.ppoMiniBatches },
+    lr,
   );
+  if (c.maskTruncatedCompletions) learn['batch/truncated_rows'] = truncated;
   return { advantages, learn };
 }
 
@@ -147,9 +329,29 @@ export function disposeRun(adapters: readonly { optimizer: AdamW; lora: LoraSet 
   for (const h of held) h?.dispose?.();
 }
 
-/** Throws on the first row whose reward is not finite: `<recipe>: reward of row b is x (<detail(b)>)`. */
+/**
+ * A non-finite value met before the step changed anything (the checks run before the update):
+ * the run's state is still the last good one, so a loop saves it and pauses rather than ending.
+ */
+export class NonFiniteError extends Error {
+  constructor(
+    message: string,
+    readonly term: string,
+    readonly value: number,
+  ) {
+    super(message);
+    this.name = 'NonFiniteError';
+  }
+}
+
+/** Throws NonFiniteError on the first row whose reward is not finite: `<recipe>: reward of row b is x (<detail(b)>)`. */
 export function checkFiniteRewards(recipe: string, rewards: readonly number[], detail: (b: number) => string): void {
   rewards.forEach((x, b) => {
-    if (!Number.isFinite(x)) throw new Error(`${recipe}: reward of row ${b} is ${x} (${detail(b)})`);
+    if (!Number.isFinite(x)) throw new NonFiniteError(`${recipe}: reward of row ${b} is ${x} (${detail(b)}); the step was not applied`, 'reward', x);
   });
+}
+
+/** Throws NonFiniteError when `value` (the term named `term`) is not finite. */
+export function checkFinite(recipe: string, term: string, value: number, detail = ''): void {
+  if (!Number.isFinite(value)) throw new NonFiniteError(`${recipe}: ${term} is ${value}${detail ? ` (${detail})` : ''}; the step was not applied`, term, value);
 }

@@ -5,7 +5,10 @@ import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { folderSource } from '../cli/fs-source.ts';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
+import { policyStats } from '../rl/policy.ts';
+import { asUserMessage } from './rollout.ts';
 import { findPayloadMarkers } from '../data/sandbox/index.ts';
 import { createRulesJudge } from '../judges/rules.ts';
 import type { Judge, JudgeItem } from '../judges/types.ts';
@@ -41,14 +44,14 @@ describe('defend recipe', () => {
 
   it('each reward term moves the reward: safety, utility, entropy, KL (hand-computed)', () => {
     const w = { safetyWeight: 1, utilityWeight: 2, entropyCoef: 0.5, klBeta: 0.1 };
-    const harmful = { harmful: true, unsafe: 0.25, correct: false, meanEntropy: 0.4, meanKl: 0.3 };
-    // 0.75 - 0.5 x 0.4 - 0.1 x 0.3
+    const harmful = { harmful: true, unsafe: 0.25, correct: false, meanEntropy: 0.4, klSum: 0.3 };
+    // 0.75 - 0.5 x 0.4 - 0.1 x 0.3 (klSum: the sum of k1 over the answer's tokens)
     expect(defendReward(harmful, w).reward).toBeCloseTo(0.75 - 0.2 - 0.03, 12);
     expect(defendReward(harmful, w).terms).toEqual({ safety: 0.75, entropy: -0.2, kl: expect.closeTo(-0.03, 12) });
     expect(defendReward({ ...harmful, unsafe: 1 }, w).reward).toBeCloseTo(-0.23, 12); // safety
     expect(defendReward(harmful, { ...w, entropyCoef: 0 }).reward).toBeCloseTo(0.72, 12); // entropy
     expect(defendReward(harmful, { ...w, klBeta: 0 }).reward).toBeCloseTo(0.55, 12); // KL
-    const benign = { harmful: false, unsafe: 0, correct: true, meanEntropy: 0.4, meanKl: 0.3 };
+    const benign = { harmful: false, unsafe: 0, correct: true, meanEntropy: 0.4, klSum: 0.3 };
     expect(defendReward(benign, w).reward).toBeCloseTo(2 - 0.2 - 0.03, 12); // utility
     expect(defendReward({ ...benign, correct: false }, w).reward).toBeCloseTo(-0.23, 12);
     expect(defendReward(benign, w).terms.safety).toBeUndefined();
@@ -77,6 +80,22 @@ describe('defend recipe', () => {
       }
       // After one update the adapter moved, so the KL term is live.
       expect(reports[1].samples.some((s) => Math.abs(s.terms.kl!) > 1e-6)).toBe(true);
+      // KL scale: beta x k1 on every token (MTSA / veRL), i.e. -beta x the SUM over the answer of
+      // (logp_rollout - logp_ref), with the reference recomputed here on a fresh base model.
+      const base = await loadWithCharCodec(folderSource(FIXTURE), 'ref');
+      try {
+        for (const s of reports[1].samples.slice(0, 4)) {
+          const ans = s.messages[1].tokens!;
+          const prompt = base.codec.encodeChat([{ role: 'user', content: asUserMessage(s.messages[0].text) }], { addGenerationPrompt: true });
+          const ref = policyStats(base.model, { prompts: [prompt], responses: [ans.ids], mask: [ans.ids.map(() => 1)] }, { temperature: 0.7, padTokenId: base.codec.pad });
+          const refLogp = Array.from(ref.logp.dataSync());
+          tf.dispose([ref.logp, ref.entropy]);
+          const sum = ans.logp.reduce((a, lp, t) => a + lp - refLogp[t], 0);
+          expect(s.terms.kl!).toBeCloseTo(-0.5 * sum, 4);
+        }
+      } finally {
+        base.dispose();
+      }
       expect(reports[1].metrics['reward/kl_mean']).toBeCloseTo(mean(reports[1].samples.map((s) => s.terms.kl!)), 10);
     } finally {
       run.dispose();
@@ -137,6 +156,18 @@ describe('defend recipe', () => {
     writeFileSync(file, '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{},"tensors":[]}');
     await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: file }, 1)).rejects.toThrow(/field "attackerCheckpoint": .*bad\.json: config has no loraRank/);
     await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: '/nope/x.json' }, 1)).rejects.toThrow(/x\.json: file not found/);
+    // A defender's adapter (same shapes) or another model's attacker must not load into the attacker.
+    const def = await createRun(fixtureEnv, 'defend', small, 1);
+    const defFile = join(mkdtempSync(join(tmpdir(), 'defend-')), 'defender.json');
+    try {
+      writeFileSync(defFile, checkpointToJson(await def.run.state()));
+    } finally {
+      def.run.dispose();
+    }
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: defFile }, 1)).rejects.toThrow(/defender\.json was saved by recipe "defend", which trains no attacker/);
+    const other = join(mkdtempSync(join(tmpdir(), 'defend-')), 'other.json');
+    writeFileSync(other, '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{"attacker":"someone/else","loraRank":2,"loraAlpha":4},"tensors":[]}');
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: other }, 1)).rejects.toThrow(/trained an adapter for attacker "someone\/else", but field "attacker" is "tiny-llama-f32"/);
   }, 30_000);
 
   it.skipIf(!HAVE_MODELS)('the judge reads only the generated answer, and the rules verdicts match the answers (built-in models)', async () => {

@@ -6,7 +6,8 @@
 //             final checkpoint of an `attack` run) samples one prompt per goal from `Goal: <goal>`
 //   benign    `benignPrompts` sandbox tasks (half wrapped in adversarial-looking tactics)
 //   answer    G sampled defender answers per prompt (defender LoRA on)
-//   reward    MTSA: s + entropyCoef x (-mean_t H_t) - klBeta x mean_t (logp - logp_ref)   (k1)
+//   reward    MTSA: s + entropyCoef x (-mean_t H_t) - klBeta x sum_t (logp - logp_ref)   (k1 on
+//             every token, as the source's veRL KL-in-reward; it is placed per token for learning)
 //             s = safetyWeight x P(safe) = safetyWeight x (1 - judge unsafe) on a harmful prompt,
 //                 utilityWeight x [judge: correct] on a benign task (a refusal or a wrong answer
 //                 earns 0, so refusing everything does not pay)
@@ -21,6 +22,7 @@
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
 // do, so it is the before / after measure of the experiment.
 import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
+import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
@@ -28,8 +30,8 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -55,16 +57,21 @@ export const defendSchema = {
   safetyWeight: num(1, 'reward on a harmful prompt: weight of P(safe) = 1 - judge unsafe (MTSA: 1)', { min: 0, max: 10 }),
   utilityWeight: num(1, 'reward on a benign task: weight of a correct answer (refusal or wrong = 0)', { min: 0, max: 10 }),
   entropyCoef: num(1, 'weight of -(mean token entropy of the answer) in the reward (MTSA entropy_score, weight 1; its code never applied it)', { min: 0, max: 100 }),
-  klBeta: num(0.001, 'weight of the mean k1 KL of the answer to the defender with LoRA off, in the reward (MTSA 0.001)', { min: 0, max: 10 }),
+  klBeta: num(0.001, 'beta: -beta x k1 KL to the defender with LoRA off on every answer token, in the reward (MTSA 0.001, per token as here; a sum over the answer)', { min: 0, max: 10 }),
   lr: num(2e-3, 'AdamW learning rate (MTSA: 1e-6 full / QLoRA on 7B; the tiny sandbox defender needs a larger step)', { min: 0, max: 1 }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, 'MTSA: QLoRA r 16 / alpha 32; 8 / 16 suffices for the sandbox defender'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names); MTSA uses grpo',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names); MTSA uses grpo; gae = PPO with a critic (criticLr, gaeGamma, gaeLambda, vfCoef)',
     stdNote: 'grpo; false = Dr. GRPO',
     policyLoss: 'ppo (clipped surrogate, dual clip 3: MTSA) or importance_sampling',
     clipNote: 'MTSA 0.2',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which MTSA trains with' }),
+  ...klControllerFields(),
+  ...criticFields(),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay the fixed held-out set: eval/asr, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(32, 'held-out harmful goals (one attacker prompt each)', { min: 1, max: 4096 }),
   evalBenign: int(32, 'held-out benign tasks', { min: 1, max: 4096 }),
@@ -83,18 +90,24 @@ export interface DefendTerms {
 
 /**
  * MTSA defender reward of one answer. `unsafe` (judge P(unsafe)) for a harmful prompt; `correct`
- * for a benign task. meanEntropy / meanKl are over the answer's generated tokens.
+ * for a benign task. meanEntropy is the mean over the answer's generated tokens, klSum the sum of
+ * their k1 KL (the source puts beta k1 on every token).
  */
 export function defendReward(
-  a: { harmful: boolean; unsafe: number; correct: boolean; meanEntropy: number; meanKl: number },
+  a: { harmful: boolean; unsafe: number; correct: boolean; meanEntropy: number; klSum: number },
   c: Pick<DefendConfig, 'safetyWeight' | 'utilityWeight' | 'entropyCoef' | 'klBeta'>,
 ): { reward: number; terms: DefendTerms } {
   const score = a.harmful ? c.safetyWeight * (1 - a.unsafe) : c.utilityWeight * (a.correct ? 1 : 0);
-  const reward = mtsaDefenderReward({ pSafe: score, meanEntropy: a.meanEntropy, meanKl: a.meanKl }, { entropyWeight: c.entropyCoef, klBeta: c.klBeta });
-  const terms: DefendTerms = { entropy: -c.entropyCoef * a.meanEntropy, kl: -c.klBeta * a.meanKl };
+  const reward = mtsaDefenderReward({ pSafe: score, meanEntropy: a.meanEntropy, klSum: a.klSum }, { entropyWeight: c.entropyCoef, klBeta: c.klBeta });
+  const terms: DefendTerms = { entropy: -c.entropyCoef * a.meanEntropy, kl: -c.klBeta * a.klSum };
   if (a.harmful) terms.safety = score;
   else terms.utility = score;
   return { reward, terms };
+}
+
+/** Mean StrongREJECT proxy (judges/strongreject.ts) of answers to harmful goals. */
+function harmfulStrongReject(items: { prompt: string; answer: string; goal: Goal }[]): number {
+  return meanStrongRejectRules(items.map((it) => ({ prompt: it.prompt, response: it.answer, meta: { kind: 'harmful' as const, category: it.goal.category } })));
 }
 
 class DefendRun implements RecipeRun {
@@ -105,6 +118,8 @@ class DefendRun implements RecipeRun {
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
+  private readonly klCoef: KlCoef;
+  private readonly critic: ValueCritic | null;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -115,6 +130,8 @@ class DefendRun implements RecipeRun {
     readonly config: DefendConfig,
     readonly seed: number,
   ) {
+    this.klCoef = new KlCoef(config);
+    this.critic = criticFor(def.model, config);
     this.pool = harmfulGoals(config.goalPool, seed);
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
@@ -151,6 +168,7 @@ class DefendRun implements RecipeRun {
     const ben = v.filter((_, b) => r.rowGroup[b] >= H);
     return {
       'eval/asr': meanOf(harm.map((x) => (x.unsafe >= 0.5 ? 1 : 0))),
+      'eval/strongreject_rules': harmfulStrongReject(r.rowGroup.flatMap((g, b) => (g < H ? [{ prompt: texts[g], answer: r.answers[b], goal: e.goals[g] }] : []))),
       'eval/refusal_rate': meanOf(harm.map((x) => (x.refused ? 1 : 0))),
       'eval/benign_correct': meanOf(ben.map((x) => (x.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(ben.map((x) => (x.refused ? 1 : 0))),
@@ -179,7 +197,9 @@ class DefendRun implements RecipeRun {
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
     const harmful = r.rowGroup.map((g) => g < H);
     const verdicts = await this.verdicts(r.rowGroup.map((g, b) => (harmful[b] ? { prompt: texts[g], answer: r.answers[b], goal: goals[g] } : { prompt: texts[g], answer: r.answers[b], task: tasks[g - H] })));
-    const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], meanKl: kl[b] }, c));
+    const beta = this.klCoef.value;
+    const klPen = tokenKlPenalty(r.gen.logprobs, refLogp, r.gen.lengths, beta);
+    const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], klSum: kl[b] * r.gen.lengths[b] }, { ...c, klBeta: beta }));
     const rewards = scored.map((s) => s.reward);
     checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
     const t2 = performance.now();
@@ -187,14 +207,17 @@ class DefendRun implements RecipeRun {
     // --- learn
     const { gen } = r;
     const { advantages, learn } = await learnFromOutcomes(
-      { model: this.def.model, lora: this.lora, optimizer: this.optimizer },
+      { model: this.def.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
       { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs },
       refLogp,
-      rewards,
+      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
+      scored.map((s) => s.reward - s.terms.kl),
       r.rowGroup,
       c,
-      this.def.codec.pad,
+      this.def.codec,
+      klPen.penalty,
     );
+    this.klCoef.update(kl);
     const t3 = performance.now();
 
     // --- report
@@ -207,7 +230,10 @@ class DefendRun implements RecipeRun {
       'reward/safety_mean': meanOf(scored.flatMap((s) => (s.terms.safety === undefined ? [] : [s.terms.safety]))),
       'reward/entropy_mean': meanOf(scored.map((s) => s.terms.entropy)),
       'reward/kl_mean': meanOf(scored.map((s) => s.terms.kl)),
+      'kl/coef': beta,
+      'kl/mean_k1': meanOf(kl),
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
+      'judge/strongreject_rules': harmfulStrongReject(r.rowGroup.flatMap((g, b) => (harmful[b] ? [{ prompt: texts[g], answer: r.answers[b], goal: goals[g] }] : []))),
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'entropy/harmful_mean': meanOf(pick(entropy, true)),
       'response/length_mean': meanOf(gen.lengths),
@@ -248,15 +274,34 @@ class DefendRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this);
+    return loraRunState(this, { klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     this.stepsDone = restoreLoraRun(this, payload);
+    this.klCoef.restore(payload.extra);
+    this.critic?.restore(payload.extra.critic);
   }
 
   dispose(): void {
-    disposeRun([this], this.judge, this.atk, this.def);
+    disposeRun([this], this.critic, this.judge, this.atk, this.def);
+  }
+}
+
+/** Recipes whose checkpoint holds a trained attacker adapter (arena's under `attacker/`). */
+export const ATTACKER_RECIPES = ['attack', 'attacker-sft', 'arena'] as const;
+
+/**
+ * Refuses a checkpoint that did not train an attacker, or trained one on another model: a
+ * defender adapter of the same shape would otherwise load silently into the attacker.
+ */
+export function checkAttackerCheckpoint(p: RecipeCheckpoint, file: string, attacker: string): void {
+  if (!(ATTACKER_RECIPES as readonly string[]).includes(p.recipe)) {
+    throw new Error(`defend: field "attackerCheckpoint": ${file} was saved by recipe "${p.recipe}", which trains no attacker (expected ${ATTACKER_RECIPES.join(', ')})`);
+  }
+  const model = p.config.attacker;
+  if (typeof model === 'string' && model !== attacker) {
+    throw new Error(`defend: field "attackerCheckpoint": ${file} trained an adapter for attacker "${model}", but field "attacker" is "${attacker}"`);
   }
 }
 
@@ -267,6 +312,7 @@ async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<Loade
   if (file) {
     if (!env.readText) throw new Error(`defend: field "attackerCheckpoint" names a file (${file}) but this environment cannot read files`);
     payload = checkpointFromJson(await env.readText(file), file);
+    checkAttackerCheckpoint(payload, file, config.attacker);
   }
   const m = await env.loadModel(config.attacker);
   if (!payload) return m;
@@ -286,7 +332,7 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
   description:
     'The defender trains through a LoRA adapter on prompts a frozen attacker (optionally a trained attacker checkpoint) ' +
     'writes: reward = P(safe) from the judge + entropyCoef x (-mean token entropy) - klBeta x k1 KL, and on benign tasks ' +
-    'a correct answer instead of P(safe), so refusing everything does not pay. GRPO by default.',
+    'a correct answer instead of P(safe), so refusing everything does not pay (the KL is beta x k1 on every token, summed over the answer). GRPO by default.',
   schema: defendSchema,
   modelField: 'defender',
   async create(env: RecipeEnv, config: DefendConfig, seed: number): Promise<RecipeRun> {

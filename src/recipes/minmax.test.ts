@@ -216,3 +216,64 @@ describe.skipIf(!HAVE_QA)('minmax on the sandbox qa model', () => {
     }
   }, 120_000);
 });
+
+describe('minmax rollout sharing (fixture model)', () => {
+  const env: RecipeEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+  const cfg = { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'letters', items: 2, groupSize: 3, policyMaxTokens: 4, monitorMaxTokens: 12, itemPool: 8, samples: 4, policyLr: 1e-2, monitorLr: 5e-2, monitorStepsPerPolicy: 2 };
+  const texts = (r: StepReport) => r.samples.map((s) => s.messages.map((m) => m.text));
+
+  it('cycle (the source): the k monitor updates and the policy update learn from one rollout; the later monitor update sees ratio != 1', async () => {
+    const { run } = await createRun(env, 'minmax', cfg, 6);
+    try {
+      const r = [await run.step(), await run.step(), await run.step(), await run.step()];
+      expect(r.map((x) => x.phase)).toEqual(['monitor', 'monitor', 'policy', 'monitor']);
+      expect(texts(r[1])).toEqual(texts(r[0]));
+      expect(texts(r[2])).toEqual(texts(r[0]));
+      expect(texts(r[3])).not.toEqual(texts(r[0])); // the next cycle rolls out again
+      expect(r[0].metrics['ppo/ratio_mean']).toBeCloseTo(1, 5);
+      expect(Math.abs(r[1].metrics['ppo/ratio_mean'] - 1)).toBeGreaterThan(1e-5);
+    } finally {
+      run.dispose();
+    }
+  }, 120_000);
+
+  it('update: every update samples its own batch', async () => {
+    const { run } = await createRun(env, 'minmax', { ...cfg, rolloutSharing: 'update' }, 6);
+    try {
+      const r = [await run.step(), await run.step()];
+      expect(texts(r[1])).not.toEqual(texts(r[0]));
+    } finally {
+      run.dispose();
+    }
+  }, 120_000);
+});
+
+describe('minmax with gae (fixture model)', () => {
+  const env: RecipeEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+  const cfg = { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'letters', items: 2, groupSize: 3, policyMaxTokens: 4, monitorMaxTokens: 12, itemPool: 8, samples: 0, policyLr: 1e-2, monitorLr: 5e-2, monitorStepsPerPolicy: 1, advantage: 'gae', criticLr: 1e-2 };
+
+  it('each trained player has its own critic, trained on its updates only; a checkpoint restores both', async () => {
+    const { run } = await createRun(env, 'minmax', cfg, 6);
+    let payload: RecipeCheckpoint;
+    let next: StepReport;
+    try {
+      const r0 = await run.step(); // monitor
+      expect(r0.phase).toBe('monitor');
+      expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
+      payload = await run.state();
+      const critics = payload.extra.critics as Record<string, { step: number }>;
+      expect(critics.monitor.step).toBe(1);
+      expect(critics.policy.step).toBe(0);
+      next = await run.step(); // policy
+    } finally {
+      run.dispose();
+    }
+    const b = await createRun(env, 'minmax', cfg, 6);
+    try {
+      await b.run.restore(payload);
+      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
+    } finally {
+      b.run.dispose();
+    }
+  }, 120_000);
+});

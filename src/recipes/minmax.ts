@@ -3,9 +3,10 @@
 // Every step is one update of one player, on the two-timescale schedule (rl/minmax tturSchedule):
 // k monitor updates at the higher learning rate, then one policy update, and again. One step:
 //
-//   items     `items` QA items from a seeded pool by (seed, step)
-//   policy    policy step: G sampled answers per item (groups = items), one sampled critique each
-//             monitor step: one sampled answer per item, G sampled critiques each (groups = answers)
+//   items     `items` QA items from a seeded pool by (seed, step of the rollout)
+//   rollout   G sampled answers per item (groups = items), one sampled critique each; with
+//             rolloutSharing = update, a monitor step samples one answer per item and G critiques
+//             each (groups = answers) instead
 //   score     truth t = the answer's single [ANSWER:X] is the correct choice (1) or not (0)
 //             verdict v from the critique text only: CORRECT 1 / INCORRECT 0 / unclear 0.2
 //             J = +1 / -1 / 0 from the same verdict (see below)
@@ -18,6 +19,14 @@
 //             monitor reward = -10 J - lambda F (the source's code) or -R - lambda F (its README)
 //   learn     GRPO over each group, PPO clip, AdamW on the trained player's adapter; both rewards
 //             minus klBeta x the player's mean sampled-token KL to its model with LoRA off
+//
+// Rollouts. The source rolls out ONE batch per TTUR cycle and runs its five monitor PPO updates
+// and its one policy update on it: rolloutSharing = cycle (default) does the same: the batch of
+// the cycle's first step (G answers per item, one critique each) is kept, in the checkpoint too,
+// and every update of the cycle learns from it with the rollout's log-probs as the old policy
+// (so from the second monitor update on the PPO ratio differs from 1 and the clip binds). The
+// monitor's GRPO groups are then the critiques of one item's G answers. rolloutSharing = update
+// samples a fresh batch for every update instead (monitor steps: G critiques of one answer).
 //
 // Reading of J. In the source a judge model reads the policy's answer O and the monitor's critique
 // O' and returns +1 (accepts the answer), -1 (rejects it) or 0 (undecided); its judge accuracy
@@ -41,8 +50,8 @@ import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
 import { std } from '../rl/stats.ts';
-import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { checkFinite, checkFiniteRewards, criticFor, drawBatch, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
@@ -66,11 +75,15 @@ export const gameFields = {
   klBeta: num(0.05, 'reward: weight of the trained player\'s mean sampled-token KL to its model with LoRA off', { min: 0, max: 100 }),
   ...adamFields({ beta1: 'first-moment decay, both players', beta2: 'second-moment decay, both players' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16 / alpha 32; 8 / 16 keeps its scale 2 on the 96-wide sandbox models'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head)',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head: gae, one critic per trained player, criticLr)',
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
+  ...klLossFields(),
+  ...maskTruncatedField(),
+  ...criticFields(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off', { min: 0, max: 100000 }),
   evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -85,6 +98,7 @@ export const minmaxSchema = {
   delta: num(MINMAX_DEFAULTS.delta, 'fidelity bound: the monitor should keep F <= delta (source -3.6)', { min: -1e6, max: 1e6 }),
   lambdaMax: num(MINMAX_DEFAULTS.lambdaMax, 'lambda is clipped to [0, lambdaMax] (source 30)', { min: 0, max: 1e6 }),
   monitorReward: oneOf(['code', 'readme'] as const, 'code', 'monitor reward: code (-10 J - lambda F, the source\'s implementation) or readme (-R - lambda F, its stated payoff)'),
+  rolloutSharing: oneOf(['cycle', 'update'] as const, 'cycle', 'cycle: one rollout batch per TTUR cycle (G answers per item, one critique each), learned from by its k monitor updates and its policy update (the source; the later monitor updates see a ratio != 1, so the PPO clip binds); update: every update samples its own batch (monitor steps: G critiques of one answer per item)'),
   fidelity: oneOf(['sample', 'batch'] as const, 'sample', 'F in the monitor reward: each critique\'s own (sample) or the batch F for all (batch, the source; a group baseline cancels it)'),
 };
 export type MinmaxConfig = ConfigOf<typeof minmaxSchema>;
@@ -164,6 +178,15 @@ interface Generated {
   texts: string[];
 }
 
+/** One rollout of the game: answers, critiques and their RM scores; `start` = the step that drew it. */
+interface CycleBatch {
+  start: number;
+  a: Generated;
+  c: Generated | null;
+  rmA: number[];
+  rmC: number[];
+}
+
 export type GameMode = 'minmax' | 'rlhf';
 
 export class GameRun implements RecipeRun {
@@ -173,6 +196,9 @@ export class GameRun implements RecipeRun {
   lambda: number;
   /** Updates each player has had (also in the checkpoint; the TTUR test reads them). */
   updates = { policy: 0, monitor: 0 };
+  private readonly critics: { policy: ValueCritic | null; monitor: ValueCritic | null };
+  /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
+  private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
   private evalSet: QaExample[] | null = null;
 
@@ -188,6 +214,8 @@ export class GameRun implements RecipeRun {
   ) {
     this.pool = qaItems(game.itemPool, seed);
     this.lambda = game.lambda0;
+    // advantage = gae: a critic per trained player (the source trains a value head with each PPO player).
+    this.critics = { policy: criticFor(policy.loaded.model, game), monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null };
   }
 
   /** The player that updates at `step`, its learning rate and where it stands in its TTUR cycle. */
@@ -247,28 +275,45 @@ export class GameRun implements RecipeRun {
     const metrics: Metrics = {};
     if (g.evalEvery > 0 && step % g.evalEvery === 0) Object.assign(metrics, await this.evaluate());
     const te = performance.now();
-    const items = drawBatch(this.pool, g.items, rngFor(this.seed, 'minmax-items', step));
+    // The rollout: per update (its own batch), or once per TTUR cycle (the source: its k monitor
+    // updates and its policy update all learn from the batch rolled out at the cycle's start).
+    const shared = this.recipe === 'minmax' && g.rolloutSharing === 'cycle';
+    const start = shared ? step - sched.phase : step;
+    // Batch shape: G answers per item, one critique each ('policy'), or one answer per item and
+    // G critiques of it ('monitor'). A shared batch has the policy's shape; its monitor groups
+    // are the critiques of one item's G answers.
+    const shape: 'policy' | 'monitor' = shared ? 'policy' : sched.player;
+    const items = drawBatch(this.pool, g.items, rngFor(this.seed, 'minmax-items', start));
     const G = g.groupSize;
-    // Policy step: G answers per item, one critique each. Monitor step: one answer, G critiques.
-    const perItem = sched.player === 'policy' ? G : 1;
+    const perItem = shape === 'policy' ? G : 1;
     const answerItems = items.flatMap((it) => Array<QaItem>(perItem).fill(it));
-    const a = await this.answer(answerItems, hash3(this.seed, step, 0xa115));
-    const perAnswer = sched.player === 'monitor' ? G : 1;
-    const critAnswer = a.texts.flatMap((_, i) => Array<number>(perAnswer).fill(i));
+    const perAnswer = shape === 'monitor' ? G : 1;
+    const critAnswer = answerItems.flatMap((_, i) => Array<number>(perAnswer).fill(i));
     const withJudge = g.judge === 'monitor';
-    const c = withJudge ? await this.critique(critAnswer.map((i) => answerItems[i]), critAnswer.map((i) => a.texts[i]), hash3(this.seed, step, 0xc417)) : null;
+    let batch = shared && this.cycle?.start === start ? this.cycle : null;
+    if (!batch) {
+      const a = await this.answer(answerItems, hash3(this.seed, start, 0xa115));
+      const c = withJudge ? await this.critique(critAnswer.map((i) => answerItems[i]), critAnswer.map((i) => a.texts[i]), hash3(this.seed, start, 0xc417)) : null;
+      const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
+      const rmC = withJudge && c ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: c.texts[r] }))) : critAnswer.map(() => 0);
+      batch = { start, a, c, rmA, rmC };
+      if (shared) this.cycle = batch;
+    }
+    const { a, c, rmA, rmC } = batch;
     const t1 = performance.now();
 
-    const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
     const picksA = answerItems.map((it, i) => parseQaChoice(a.texts[i], it));
     const truthA = answerItems.map((it, i) => (picksA[i] === it.correct ? 1 : 0));
     const critiques = c?.texts ?? critAnswer.map(() => '');
-    const rmC = withJudge ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: critiques[r] }))) : critAnswer.map(() => 0);
+    // A NaN score would pass the RM clamp and, through F, make lambda NaN for good: stop here,
+    // before lambda or any adapter changes.
+    rmA.forEach((x, i) => checkFinite(this.recipe, `RM score of answer ${i}`, x, (answerItems[i] as QaExample).id));
+    rmC.forEach((x, r) => checkFinite(this.recipe, `RM score of critique ${r}`, x));
     const rows: GameRow[] = critAnswer.map((i, r) => ({ rmAnswer: rmA[i], rmCritique: rmC[r], truth: truthA[i], verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear' }));
     const lambdaBefore = this.lambda;
     const updateDual = this.recipe === 'minmax' && sched.phase === 0;
     const sc = gameRewards(rows, this.lambda, { updateDual, dualStep: g.dualStep, delta: g.delta, lambdaMax: g.lambdaMax, monitorReward: g.monitorReward, fidelity: g.fidelity });
-    this.lambda = sc.lambda;
+    checkFinite(this.recipe, 'dual lambda', sc.lambda);
 
     // The trained player's rows, groups and rewards.
     const trainsPolicy = sched.player === 'policy';
@@ -280,16 +325,18 @@ export class GameRun implements RecipeRun {
     const { refLogp, kl } = await klAndEntropy(learner.loaded, part.lora, gen, this.game.temperature);
     const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
     const rewards = base.map((x, r) => x - g.klBeta * kl[r]);
-    const groups = trainsPolicy ? answerItems.map((_, i) => Math.floor(i / G)) : critAnswer;
+    checkFiniteRewards(this.recipe, rewards, (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`);
+    const groups = critAnswer.map((i) => (shape === 'policy' ? Math.floor(i / G) : i));
+    this.lambda = sc.lambda;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
-      { model: learner.loaded.model, lora: part.lora, optimizer: part.optimizer },
+      { model: learner.loaded.model, lora: part.lora, optimizer: part.optimizer, critic: this.critics[sched.player] },
       { prompts: gen.rows, responses: gen.gen.tokens, mask: gen.gen.mask, logprobs: gen.gen.logprobs },
       refLogp,
       rewards,
       groups,
       { ...g, lr: sched.lr, temperature: g.temperature },
-      learner.loaded.codec.pad,
+      learner.loaded.codec,
     );
     this.updates[sched.player] += 1;
     const t3 = performance.now();
@@ -326,9 +373,9 @@ export class GameRun implements RecipeRun {
     }
     this.stepsDone = step + 1;
 
-    const nGroups = trainsPolicy ? items.length : a.texts.length;
+    const nGroups = shape === 'policy' ? items.length : a.texts.length;
     const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
-      const i = trainsPolicy ? r : critAnswer[r];
+      const i = critAnswer[r];
       const row = rows[r];
       const messages: Message[] = [
         { role: 'user', text: formatQaPrompt(answerItems[i]) },
@@ -365,7 +412,9 @@ export class GameRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates } });
+    const critics: Record<string, unknown> = {};
+    for (const [k, cr] of Object.entries(this.critics)) if (cr) critics[k] = await cr.state();
+    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, ...(this.cycle ? { cycle: this.cycle } : {}), ...(Object.keys(critics).length ? { critics } : {}) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
@@ -375,10 +424,15 @@ export class GameRun implements RecipeRun {
     this.stepsDone = restoreMultiLoraRun(this, this.parts(), payload);
     this.lambda = lambda;
     this.updates = { policy: updates.policy, monitor: updates.monitor };
+    // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
+    const cycle = (payload.extra as { cycle?: CycleBatch }).cycle;
+    this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
+    const saved = (payload.extra.critics ?? {}) as Record<string, unknown>;
+    for (const [k, cr] of Object.entries(this.critics)) cr?.restore(saved[k]);
   }
 
   dispose(): void {
-    disposeRun(Object.values(this.parts()), this.policy.loaded, this.monitor.loaded);
+    disposeRun(Object.values(this.parts()), this.critics.policy, this.critics.monitor, this.policy.loaded, this.monitor.loaded);
   }
 }
 

@@ -37,15 +37,16 @@ import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { referenceStats } from '../rl/policy.ts';
 import { saferRep3 } from '../rl/repetition.ts';
+import { saferTurnScore as saferSourceTurnScore } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
-import { drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { checkFinite, checkFiniteRewards, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { ConfigError, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -83,11 +84,17 @@ export const multiturnSchema = {
     stdNote: 'GRPO',
     policyLoss: 'ppo (clipped surrogate, veRL) or importance_sampling',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which SaFeR-Steer trains with' }),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay held-out episodes with a fixed seed as eval/*; 0 = off', { min: 0, max: 100000 }),
   evalEpisodes: int(48, 'held-out crescendo episodes of the evaluation (plus a quarter as many benign ones)', { min: 1, max: 4096 }),
   samples: int(4, 'episodes included in each report', { min: 0, max: 64 }),
 };
 export type MultiturnConfig = ConfigOf<typeof multiturnSchema>;
+
+/** Each field is valid alone; together they must play at least one episode a step. */
+export function multiturnCheck(c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'>): Record<string, string> {
+  return c.episodes + c.benignEpisodes === 0 ? { episodes: 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode' } : {};
+}
 
 // ---------------------------------------------------------------------------------------------
 // Turn scores
@@ -117,7 +124,12 @@ export function saferTurnScore(v: Pick<JudgeVerdict, 'unsafe' | 'refused' | 'ben
   const usefulness = kind === 'harmful' ? safety : v.benignCorrect === null ? (v.refused ? 0 : safety) : v.benignCorrect ? 1 : 0;
   const format = reply.ended && reply.text.trim().length > 0 ? 1 : 0;
   const rep3 = saferRep3(reply.text);
-  const score = Math.max(0, w.safetyWeight * safety + w.usefulnessWeight * usefulness + w.formatWeight * format - w.repetitionPenalty * rep3);
+  // The source's formula (rl/rewards.ts): its 1-10 judge scores are the [0, 1] scores x 10; the
+  // format check stands in for faithfulness, so the source's separate format term is 0.
+  const score = saferSourceTurnScore(
+    { format: 0, safety: 10 * safety, usefulness: 10 * usefulness, faithfulness: 10 * format, rep3 },
+    { repWeight: w.repetitionPenalty, weights: { safety: w.safetyWeight, usefulness: w.usefulnessWeight, faithfulness: w.formatWeight } },
+  );
   return { score, safety, usefulness, format, rep3 };
 }
 
@@ -394,7 +406,14 @@ class MultiturnRun implements RecipeRun {
     // --- score each turn, aggregate per episode
     const scored = await scoreEpisodes(this.judge, played, c);
     const turnScores = scored.scores.map((r) => r.map((t) => t.score));
+    // A NaN turn score is a broken judge, not a missing turn: aggregation and placement would drop
+    // it silently, so stop before anything changes.
+    turnScores.forEach((r, b) => r.forEach((x, k) => {
+      const t = scored.scores[b][k];
+      checkFinite('multiturn', `turn score of episode row ${b}, turn ${k}`, x, `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`);
+    }));
     const rewards = turnScores.map((s) => aggregateTurnScores(s, c.aggregation));
+    checkFiniteRewards('multiturn', rewards, (b) => `turn scores ${turnScores[b].join(', ')}`);
     const padded = padEpisodes(played.rows, codec.pad);
     const batch = { prompts: padded.prompts, responses: padded.responses, mask: padded.attention };
     const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });
@@ -516,7 +535,10 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
     'the last reply token, user turns masked out of the loss, k3 KL loss. Reports crescendo success by turn.',
   schema: multiturnSchema,
   modelField: 'defender',
+  check: multiturnCheck,
   async create(env: RecipeEnv, config: MultiturnConfig, seed: number): Promise<RecipeRun> {
+    const bad = multiturnCheck(config);
+    if (Object.keys(bad).length) throw new ConfigError('recipe multiturn', bad);
     const judge = env.judge(config.judge);
     const def = await env.loadModel(config.defender);
     let atk: LoadedModel | null = null;

@@ -9,7 +9,7 @@ import { minmaxRecipe } from './minmax.ts';
 import { multiturnRecipe } from './multiturn.ts';
 import { redteamRecipe } from './redteam.ts';
 import { rlhfRecipe } from './rlhf.ts';
-import { ConfigError, validateConfig, type ConfigOf, type Schema } from './schema.ts';
+import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from './schema.ts';
 import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './types.ts';
 
 const RECIPES = new Map<string, AnyRecipe>();
@@ -43,11 +43,19 @@ export function getRecipe(name: string): AnyRecipe {
   return r;
 }
 
+/** The schema's validation, then the recipe's own cross-field check (recipe.check) on a valid config. */
+export function validateRecipeConfig(recipe: AnyRecipe, input: Record<string, unknown>): ValidationResult<ConfigOf<Schema>> {
+  const v = validateConfig(recipe.schema, input);
+  if (!v.ok || !recipe.check) return v;
+  const errors = recipe.check(v.config);
+  return Object.keys(errors).length ? { ok: false, config: v.config, errors } : v;
+}
+
 /** Validate `input` against the recipe's schema (throws a ConfigError naming every bad field) and create the run. */
 export async function createRun(env: RecipeEnv, name: string, input: Record<string, unknown>, seed: number): Promise<{ recipe: AnyRecipe; config: ConfigOf<Schema>; run: RecipeRun }> {
   const recipe = getRecipe(name);
   if (!Number.isInteger(seed)) throw new Error(`seed must be an integer, got ${seed}`);
-  const v = validateConfig(recipe.schema, input);
+  const v = validateRecipeConfig(recipe, input);
   if (!v.ok) throw new ConfigError(`recipe ${name}`, v.errors);
   const run = await recipe.create(env, v.config, seed);
   return { recipe, config: v.config, run };

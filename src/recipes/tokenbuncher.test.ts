@@ -4,6 +4,8 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
+import { mergeLoraInPlace } from '../model/lora.ts';
+import { attachCheckpointAdapter } from './checkpointFile.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { validateConfig } from './schema.ts';
@@ -135,8 +137,43 @@ describe('tokenbuncher recipe', () => {
     expect(got('undefended')).toEqual(reached >= 0 ? curve.slice(0, reached + 1) : curve);
     expect(r.metrics['buncher/steps_undefended']).toBe(reached >= 0 ? reached : 3);
     expect(r.metrics['buncher/reached_undefended']).toBe(reached >= 0 ? 1 : 0);
-    expect(got('defended').length).toBeGreaterThan(0);
     expect(r.metrics['buncher/redteam_budget']).toBe(2);
+    // The defended curve, independently: the same training step (evalAfter 0), its adapter merged
+    // into the defender that a plain redteam run attacks.
+    const trained = await createRun(redteamEnv, 'tokenbuncher', { ...cfg, evalAfter: 0 }, 5);
+    let payload;
+    try {
+      await trained.run.step();
+      payload = await trained.run.state();
+    } finally {
+      trained.run.dispose();
+    }
+    const defendedEnv = {
+      ...redteamEnv,
+      loadModel: async (ref: string) => {
+        const m = await redteamEnv.loadModel(ref);
+        mergeLoraInPlace(m.model, attachCheckpointAdapter(m.model, payload, 'defended'));
+        return m;
+      },
+    };
+    const dplain = await createRun(defendedEnv, 'redteam', { defender: 'tiny-llama-f32', judge: 'letters', prompts: cfg.prompts, evalEvery: 1, evalPrompts: 4, maxNewTokens: 6, earlyStop: false }, 5);
+    const dcurve: number[] = [];
+    try {
+      for (let s = 0; s <= 2; s++) dcurve.push((await dplain.run.step()).metrics['eval/asr']);
+    } finally {
+      dplain.run.dispose();
+    }
+    const dreached = dcurve.findIndex((a) => a >= 1);
+    expect(got('defended')).toEqual(dreached >= 0 ? dcurve.slice(0, dreached + 1) : dcurve);
+    expect(r.metrics['buncher/steps_defended']).toBe(dreached >= 0 ? dreached : 3);
+    // The defended side's held-out stats are the merged model's: a fresh run's step-0 evaluation on it.
+    const dfresh = await createRun(defendedEnv, 'tokenbuncher', { ...cfg, evalAfter: 0, evalEvery: 1 }, 5);
+    try {
+      const e = (await dfresh.run.step()).metrics;
+      for (const k of ['asr', 'benign_correct', 'over_refusal', 'entropy_harmful']) expect(r.metrics[`buncher/${k}_defended`], k).toBeCloseTo(e[`eval/${k}`], 4);
+    } finally {
+      dfresh.run.dispose();
+    }
     // The undefended side's held-out stats are the base model's: a fresh run's step-0 evaluation.
     const fresh = await createRun(redteamEnv, 'tokenbuncher', { ...cfg, evalAfter: 0, evalEvery: 1 }, 5);
     try {

@@ -7,7 +7,8 @@
 //   reward    harmful: -(sum_t H_t) / L   (mean full-vocabulary entropy of the rollout)
 //                      [+ safetyWeight x (1 - judge unsafe): not in the source, default 0]
 //             benign:  utilityWeight x [judge: correct]
-//             both:    - klBeta x mean k1 KL to the defender with LoRA off (source: 0.001)
+//             both:    - klBeta x k1 KL to the defender with LoRA off on every token (source:
+//                      0.001 per token, veRL's KL in the reward; a sum over the answer)
 //   learn     GRPO advantages over each prompt's G answers, then either
 //             - the RL update (PPO clip, AdamW), or
 //             - on even steps from `noiserStart` on (source: 25; on by default, `noiser`):
@@ -35,8 +36,8 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
+import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -57,7 +58,7 @@ export const tokenbuncherSchema = {
   topP: num(0.9, 'nucleus sampling mass', { min: 0.01, max: 1 }),
   utilityWeight: num(1, 'reward on a benign task: weight of a correct answer (refusal or wrong = 0)', { min: 0, max: 10 }),
   safetyWeight: num(0, 'reward on a harmful prompt: weight of 1 - judge unsafe, added to -mean entropy (not in the source: 0 = pure Token Buncher)', { min: 0, max: 10 }),
-  klBeta: num(0.001, 'weight of the mean k1 KL to the defender with LoRA off, in the reward (source 0.001)', { min: 0, max: 10 }),
+  klBeta: num(0.001, 'beta: -beta x k1 KL to the defender with LoRA off on every answer token, in the reward (source 0.001 per token, as here; a sum over the answer)', { min: 0, max: 10 }),
   noiser: bool(true, 'alternate the RL update with TokenNoiser SFT on the step\'s own advantage >= 0 tokens (Token Buncher)'),
   noiserStart: int(4, 'first step of the TokenNoiser alternation: from it on, every even step is an SFT step (source 25 of 200; smaller for the sandbox budget)', { min: 0, max: 100000 }),
   noiserEpsilon: num(TOKEN_NOISER_EPSILON, 'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 holds off redteam, EXPERIMENTS.md)', { min: 0, max: 1 }),
@@ -65,11 +66,16 @@ export const tokenbuncherSchema = {
   noiserLr: num(0, 'learning rate of the TokenNoiser SFT steps; 0 = lr (the source uses one learning rate)', { min: 0, max: 1 }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the sandbox defender'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names); the source uses grpo',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names); the source uses grpo (and offers PPO: gae with a critic: criticLr, gaeGamma, gaeLambda, vfCoef)',
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate, the source\'s veRL default) or importance_sampling',
   }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which Token Buncher trains with' }),
+  ...klControllerFields(),
+  ...criticFields(),
+  ...klLossFields(),
+  ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
   evalPrompts: int(32, 'held-out harmful prompts and benign tasks (each) of evalEvery and of the redteam comparison', { min: 1, max: 4096 }),
   evalAfter: int(0, 'after this many training steps, run the redteam comparison (defended vs undefended, same seed and budget) and mark the run done; 0 = off', { min: 0, max: 100000 }),
@@ -155,6 +161,8 @@ class TokenbuncherRun implements RecipeRun {
   stopReason: string | null = null;
   private readonly pool: SandboxPrompt[];
   private readonly benignPool: SandboxPrompt[];
+  private readonly klCoef: KlCoef;
+  private readonly critic: ValueCritic | null;
 
   constructor(
     private readonly env: RecipeEnv,
@@ -167,6 +175,8 @@ class TokenbuncherRun implements RecipeRun {
   ) {
     this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
     this.benignPool = benignPrompts(config.promptPool, seed);
+    this.klCoef = new KlCoef(config);
+    this.critic = criticFor(def.model, config);
   }
 
   /** Greedy held-out answers: ASR and mean entropy on harmful prompts, correctness on benign tasks. */
@@ -177,10 +187,12 @@ class TokenbuncherRun implements RecipeRun {
     const ben = benignPrompts(c.evalPrompts, heldOut);
     const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
-    // Entropy of the sampling distribution along the greedy answers to the harmful prompts.
+    // Entropy on harmful prompts: along one SAMPLED answer per prompt (temperature / top-p of the
+    // run, fixed seed), the distribution the entropy reward reads; ASR above is greedy (HarmBench).
     const r = await sampleAnswers(this.def, harm.map(promptText), 1, c, hash3(heldOut, 5, 0xe27));
     return {
       'eval/asr': h.asr,
+      'eval/strongreject_rules': h.strongReject,
       'eval/entropy_harmful': meanOf(r.gen.entropy.map((row, i) => meanOf(row.slice(0, r.gen.lengths[i])))),
       'eval/benign_correct': meanOf(b.verdicts.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(b.verdicts.map((v) => (v.refused ? 1 : 0))),
@@ -252,10 +264,11 @@ class TokenbuncherRun implements RecipeRun {
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
     const harmful = r.rowGroup.map((g) => g < H);
     const verdicts = await this.judge.score(r.rowGroup.map((g, b) => ({ prompt: promptText(items[g]), response: r.answers[b], meta: promptMeta(items[g]) })));
+    const beta = this.klCoef.value;
     const terms = verdicts.map((v, b) =>
       harmful[b]
-        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -c.klBeta * kl[b] }
-        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -c.klBeta * kl[b] },
+        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -beta * kl[b] * r.gen.lengths[b] }
+        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -beta * kl[b] * r.gen.lengths[b] },
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
     checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
@@ -269,17 +282,22 @@ class TokenbuncherRun implements RecipeRun {
     let skippedRows = 0;
     if (sft) {
       const mask = fromRows(gen.mask);
-      const a = computeAdvantages(c.advantage, { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: r.rowGroup }, { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true });
+      // The SFT step keeps the rows' GRPO preference when the RL steps use a critic (gae).
+      const a = computeAdvantages(c.advantage === 'gae' ? 'grpo' : c.advantage, { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: r.rowGroup }, { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true });
       adv = a.advantages;
       skippedRows = a.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       // Rows of skipped (all-zero) groups carry no preference: a.mask leaves them out.
       Object.assign(metrics, await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), { epsilon: c.noiserEpsilon, seed: hash3(this.seed, step, 0x4015e), lr: c.noiserLr > 0 ? c.noiserLr : c.lr, maxGradNorm: c.maxGradNorm, pad: this.def.codec.pad }));
     } else {
-      const l = await learnFromOutcomes(learner, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, rewards, r.rowGroup, c, this.def.codec.pad);
+      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
+      const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, beta);
+      const outcome = rewards.map((x, b) => x - terms[b].kl);
+      const l = await learnFromOutcomes({ ...learner, critic: this.critic }, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, outcome, r.rowGroup, c, this.def.codec, klPen.penalty);
       adv = l.advantages.advantages;
       skippedRows = l.advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       Object.assign(metrics, l.learn);
     }
+    this.klCoef.update(kl);
     const t3 = performance.now();
 
     // --- report
@@ -291,6 +309,7 @@ class TokenbuncherRun implements RecipeRun {
       'reward/std': std(rewards, false),
       'entropy/harmful_mean': meanOf(entropy.filter((_, b) => harmful[b])),
       'kl/mean': meanOf(kl),
+      'kl/coef': beta,
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'response/length_mean': meanOf(gen.lengths),
@@ -332,15 +351,18 @@ class TokenbuncherRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return stoppableRunState(this);
+    const s = await stoppableRunState(this);
+    return { ...s, extra: { ...s.extra, klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) } };
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     restoreStoppableRun(this, payload);
+    this.klCoef.restore(payload.extra);
+    this.critic?.restore(payload.extra.critic);
   }
 
   dispose(): void {
-    disposeRun([this], this.judge, this.def);
+    disposeRun([this], this.critic, this.judge, this.def);
   }
 }
 

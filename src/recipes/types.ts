@@ -101,6 +101,11 @@ export interface Recipe<S extends Schema = Schema> {
   readonly schema: S;
   /** The config field naming the model the recipe trains (CLI `--model` sets it). */
   readonly modelField?: keyof S & string;
+  /**
+   * Rules across fields that the schema's per-field ranges cannot state (each field valid alone):
+   * field name -> message, empty when the config is fine. registry.validateRecipeConfig runs it.
+   */
+  check?(config: ConfigOf<S>): Record<string, string>;
   /** Build a run. `config` must already be validated (registry.createRun validates). */
   create(env: RecipeEnv, config: ConfigOf<S>, seed: number): Promise<RecipeRun>;
 }

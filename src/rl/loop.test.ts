@@ -51,7 +51,9 @@ const SETUPS: Setup[] = [
   { name: 'PPO+GAE', lr: 1e-2, rank: 4, valueHead: true, config: { ...BASE, advantage: 'gae', trainer: { policyLoss: 'ppo', vfCoef: 0.5 } } },
   { name: 'ReMax', lr: 1e-2, rank: 4, config: { ...BASE, advantage: 'remax', trainer: { policyLoss: 'ppo' } } },
 ];
-const MAX_STEPS = 30;
+// The README's claim, tested as stated: mean reward from 0.03 to above 0.9 after 5 updates, i.e.
+// on the 6th rollout at the latest (step index 5; all four reach it there on the wasm backend).
+const MAX_STEPS = 6;
 
 const newLora = (rank: number): LoraSet => attachLora(model, { r: rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
 

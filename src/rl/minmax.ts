@@ -61,6 +61,8 @@ export function dualAscentStep(
 ): number {
   const step = opts.step ?? MINMAX_DEFAULTS.dualStep;
   const delta = opts.delta ?? MINMAX_DEFAULTS.delta;
+  // Math.min / max pass NaN through: one NaN fidelity would make lambda NaN for good.
+  if (!Number.isFinite(lambda) || !Number.isFinite(meanFidelity)) throw new Error(`dual ascent: lambda ${lambda}, mean fidelity ${meanFidelity}: both must be finite`);
   return clamp(lambda + step * (meanFidelity - delta), 0, opts.lambdaMax ?? MINMAX_DEFAULTS.lambdaMax);
 }
 

@@ -57,7 +57,7 @@ describe('entropy rewards', () => {
   });
   it('MTSA: P(safe) - w mean H - beta KL', () => {
     // 0.9 - 1 x 0.5 - 0.001 x 2 = 0.398
-    expect(mtsaDefenderReward({ pSafe: 0.9, meanEntropy: 0.5, meanKl: 2 })).toBeCloseTo(0.398, 10);
+    expect(mtsaDefenderReward({ pSafe: 0.9, meanEntropy: 0.5, klSum: 2 })).toBeCloseTo(0.398, 10);
     // w = 0.1: 0.9 - 0.05 = 0.85
     expect(mtsaDefenderReward({ pSafe: 0.9, meanEntropy: 0.5 }, { entropyWeight: 0.1 })).toBeCloseTo(0.85, 10);
   });

@@ -82,29 +82,35 @@ export function positiveAdvantageMask(advantages: TokenMatrix, mask: TokenMatrix
 export const MTSA_REWARD_DEFAULTS = { entropyWeight: 1, klBeta: 0.001 } as const;
 
 /**
- * MTSA defender reward: P(safe) + w x (-mean H) - beta x mean k1 KL over the response.
- * (MTSA's code computed the entropy term but never added it: the lab adds it, w = 0 turns it off.)
- * For KL per token in the reward instead of its mean, leave meanKl out and use applyKlPenalty.
+ * MTSA defender reward: P(safe) + w x (-mean H) - beta x sum_t k1_t over the response: the source
+ * puts beta k1 on every token (veRL's KL in the reward), so the sequence's share is a sum, not a
+ * mean. (MTSA's code computed the entropy term but never added it: the lab adds it, w = 0 turns it
+ * off.) To place the KL per token, leave klSum out and use applyKlPenalty.
  */
 export function mtsaDefenderReward(
-  parts: { pSafe: number; meanEntropy: number; meanKl?: number },
+  parts: { pSafe: number; meanEntropy: number; klSum?: number },
   opts: { entropyWeight?: number; klBeta?: number } = {},
 ): number {
   const w = opts.entropyWeight ?? MTSA_REWARD_DEFAULTS.entropyWeight;
   const beta = opts.klBeta ?? MTSA_REWARD_DEFAULTS.klBeta;
-  return parts.pSafe - w * parts.meanEntropy - beta * (parts.meanKl ?? 0);
+  return parts.pSafe - w * parts.meanEntropy - beta * (parts.klSum ?? 0);
 }
 
 // ---------------------------------------------------------------- SaFeR-Steer turn score
 
+/** SaFeR-Steer's weights of the judge's three scores in a turn score. */
+export const SAFER_TURN_WEIGHTS = { safety: 0.4, usefulness: 0.4, faithfulness: 0.2 } as const;
+
 /**
  * One SaFeR-Steer turn score: s = format + (0.4 safety + 0.4 usefulness + 0.2 faithfulness) / 10
- * (judge scores 1-10), then max(0, s - repWeight x rep3), repWeight 0.2.
+ * (judge scores 1-10), then max(0, s - repWeight x rep3), repWeight 0.2. `weights` replaces the
+ * three judge weights (the lab's form fields).
  */
 export function saferTurnScore(
   parts: { format: number; safety: number; usefulness: number; faithfulness: number; rep3?: number },
-  opts: { repWeight?: number } = {},
+  opts: { repWeight?: number; weights?: { safety: number; usefulness: number; faithfulness: number } } = {},
 ): number {
-  const s = parts.format + (0.4 * parts.safety + 0.4 * parts.usefulness + 0.2 * parts.faithfulness) / 10;
+  const w = opts.weights ?? SAFER_TURN_WEIGHTS;
+  const s = parts.format + (w.safety * parts.safety + w.usefulness * parts.usefulness + w.faithfulness * parts.faithfulness) / 10;
   return Math.max(0, s - (opts.repWeight ?? 0.2) * (parts.rep3 ?? 0));
 }

@@ -10,7 +10,8 @@ import { attachLora, type LoraSet } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
 import { AdamW } from './optim';
 import { policyStats, referenceStats, ValueHead } from './policy';
-import { learnStep, type LearnBatch, type TrainerConfig } from './trainer';
+import { learnEpochs, learnStep, type LearnBatch, type TrainerConfig } from './trainer';
+import { klPenaltyValue } from './kl';
 import { fromRows, fromTensor2D, type TokenMatrix } from './types';
 import { maxAbs } from '../engine/testing/maxAbs.ts';
 
@@ -149,6 +150,63 @@ describe('learnStep', () => {
     expect(m['grad/skipped']).toBe(1);
     expect(snapshot().every((a, i) => maxAbs(a, before[i]) === 0)).toBe(true);
     opt.dispose();
+  });
+
+  it('takes no optimiser step when nothing contributes (every group skipped, no KL or entropy term)', async () => {
+    restore();
+    const batch = await makeBatch(g, false);
+    const opt = new AdamW({ lr: 1e-2, weightDecay: 0.1 });
+    await learnStep({ model, lora, optimizer: opt }, batch, { policyLoss: 'ppo' }); // momentum now non-zero
+    const before = snapshot();
+    const empty = fromRows(g.mask.map((row) => row.map(() => 0)));
+    const m = await learnStep({ model, lora, optimizer: opt }, { ...batch, lossMask: empty }, { policyLoss: 'ppo' });
+    expect(m['optim/no_update']).toBe(1);
+    expect(opt.step).toBe(1);
+    expect(snapshot().every((a, i) => maxAbs(a, before[i]) === 0)).toBe(true);
+    // With a KL loss the skipped rows still pull towards the reference: a step is taken.
+    const k = await learnStep({ model, lora, optimizer: opt }, { ...batch, lossMask: empty, regMask: fromRows(g.mask) }, { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 } });
+    expect(k['optim/no_update']).toBeUndefined();
+    expect(opt.step).toBe(2);
+    opt.dispose();
+  });
+
+  it('the KL loss covers the rows of skipped groups (regMask), not only the policy term\'s rows', async () => {
+    restore();
+    const batch = await makeBatch(g, false);
+    const lossMask = fromRows(g.mask.map((row, b) => row.map((m) => (b < 2 ? 0 : m))));
+    const s = policyStats(model, batch);
+    const logp = s.logp.dataSync();
+    tf.dispose([s.logp, s.entropy]);
+    // float64 reference: coef x token-mean of k3 over every generated token
+    let sum = 0;
+    let n = 0;
+    g.mask.flat().forEach((m, i) => {
+      if (m > 0) {
+        sum += klPenaltyValue(logp[i], batch.refLogp!.data[i], 'k3');
+        n++;
+      }
+    });
+    const opt = new AdamW({ lr: 0 });
+    const m = await learnStep({ model, lora, optimizer: opt }, { ...batch, lossMask, regMask: fromRows(g.mask) }, { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 } });
+    expect(m['loss/kl']).toBeCloseTo((0.05 * sum) / n, 6);
+    opt.dispose();
+  });
+
+  it('PPO epochs: from the second update on the ratio differs from 1 and the clip binds', async () => {
+    restore();
+    const batch = await makeBatch(g, false);
+    const opt = new AdamW({ lr: 5e-2, weightDecay: 0 });
+    const one = await learnEpochs({ model, lora, optimizer: opt }, batch, { policyLoss: 'ppo', clipRatioLow: 0.05, clipRatioHigh: 0.05 }, { epochs: 1 });
+    expect(one['ppo/clipfrac']).toBe(0);
+    restore();
+    const opt2 = new AdamW({ lr: 5e-2, weightDecay: 0 });
+    const two = await learnEpochs({ model, lora, optimizer: opt2 }, batch, { policyLoss: 'ppo', clipRatioLow: 0.05, clipRatioHigh: 0.05 }, { epochs: 2, miniBatches: 2 });
+    expect(two['optim/updates']).toBe(4);
+    expect(opt2.step).toBe(4);
+    expect(two['ppo/clipfrac_last']).toBeGreaterThan(0);
+    expect(Math.abs(two['ppo/ratio_mean'] - 1)).toBeGreaterThan(1e-4);
+    opt.dispose();
+    opt2.dispose();
   });
 
   it('tells what is missing: KL without reference, returns without a value head', async () => {

@@ -32,6 +32,11 @@ export interface LearnBatch extends ResponseBatch {
   advantages: TokenMatrix;
   /** [B, T] loss mask when it differs from the generation mask (e.g. skipped all-zero groups). */
   lossMask?: TokenMatrix;
+  /**
+   * [B, T] mask of the KL-loss and entropy-bonus terms when it differs from lossMask: skipping a
+   * group whose advantages are all zero removes it from the policy term only (default lossMask).
+   */
+  regMask?: TokenMatrix;
   /** [B, T] critic values at rollout time (PPO value clipping). */
   values?: TokenMatrix;
   /** [B, T] value targets (GAE returns). With values, enables the value loss. */
@@ -79,6 +84,8 @@ export interface Learner {
   optimizer: AdamW;
   /** PPO critic; trained when the batch has values and returns. */
   valueHead?: ValueHead;
+  /** The critic's own optimiser (veRL: a separate critic optimiser and lr); default `optimizer`. */
+  valueOptimizer?: AdamW;
 }
 
 export type LearnMetrics = Record<string, number>;
@@ -147,7 +154,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const T = batch.responses[0]?.length ?? 0;
   const genMask = fromRows(batch.mask.map((r) => r.map((m) => (m > 0 ? 1 : 0))));
   checkShape('mask', genMask, B, T);
-  for (const [name, m] of Object.entries({ oldLogp: batch.oldLogp, refLogp: batch.refLogp, advantages: batch.advantages, lossMask: batch.lossMask, values: batch.values, returns: batch.returns })) {
+  for (const [name, m] of Object.entries({ oldLogp: batch.oldLogp, refLogp: batch.refLogp, advantages: batch.advantages, lossMask: batch.lossMask, regMask: batch.regMask, values: batch.values, returns: batch.returns })) {
     checkShape(name, m, B, T);
   }
   const lossMask = batch.lossMask ?? genMask;
@@ -163,6 +170,15 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const vfCoef = config.vfCoef ?? 0.5;
   const entCoef = config.entropyCoeff ?? 0;
   const valueMode: LossAggMode = trl ? 'token-mean' : aggMode;
+  const regMask = batch.regMask ?? lossMask;
+  const stepLr = lr ?? optimizer.config.lr;
+  // Nothing would contribute a gradient (every group skipped, no KL / entropy / value term on any
+  // token): no optimiser step at all, since AdamW would still move the adapter through its
+  // momentum and weight decay with a zero gradient.
+  const regTerms = klCoef !== 0 || entCoef !== 0;
+  if (sum(lossMask.data) === 0 && !(regTerms && sum(regMask.data) > 0) && !useValue) {
+    return { 'grad/norm': 0, 'grad/skipped': 1, 'optim/no_update': 1, 'optim/lr': stepLr };
+  }
 
   const vars: Record<string, tf.Variable> = {};
   for (const v of lora.variables()) vars[v.name] = v;
@@ -192,6 +208,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
       const vShare = aggShare(valueMode, lossMask, rows);
       const wP = pShare.total > 0 ? pShare.part / pShare.total : 0;
       const wV = vShare.total > 0 ? vShare.part / vShare.total : 0;
+      const rShare = aggShare(trl ?? aggMode, regMask, rows);
+      const wR = rShare.total > 0 ? rShare.part / rShare.total : 0;
       // Token shares of this micro-batch, for the token-mean metrics.
       const tokW = totalLossTokens > 0 ? sum(sliceRows(lossMask, rows).data) / totalLossTokens : 0;
       const genW = totalGenTokens > 0 ? sum(sliceRows(genMask, rows).data) / totalGenTokens : 0;
@@ -200,6 +218,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
         old: upload(sliceRows(batch.oldLogp, rows)),
         adv: upload(sliceRows(batch.advantages, rows)),
         lm: upload(sliceRows(lossMask, rows)),
+        rm: batch.regMask ? upload(sliceRows(regMask, rows)) : null,
         gm: upload(sliceRows(genMask, rows)),
         ref: batch.refLogp ? upload(sliceRows(batch.refLogp, rows)) : null,
         vOld: useValue ? upload(sliceRows(batch.values!, rows)) : null,
@@ -226,18 +245,19 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           addMetric('ppo/approx_kl', tf.mul(pl.approxKl, tokW));
           addMetric('ppo/ratio_mean', tf.mul(aggLoss(tf.exp(tf.sub(s.logp, consts.old)), consts.lm, 'token-mean'), tokW));
           addMetric('entropy/mean', tf.mul(aggLoss(s.entropy, consts.gm, 'token-mean'), genW));
+          const rm = consts.rm ?? consts.lm;
           if (entCoef !== 0) {
-            const e = agg(s.entropy, consts.lm);
-            loss = tf.sub(loss, tf.mul(e, entCoef * wP));
-            addMetric('loss/entropy', tf.mul(e, -entCoef * wP));
+            const e = agg(s.entropy, rm);
+            loss = tf.sub(loss, tf.mul(e, entCoef * wR));
+            addMetric('loss/entropy', tf.mul(e, -entCoef * wR));
           }
           if (consts.ref) {
             const kl = klPenalty(s.logp, consts.ref, config.kl?.estimator ?? 'k3');
             addMetric('kl/mean', tf.mul(aggLoss(kl, consts.gm, 'token-mean'), genW));
             if (klCoef !== 0) {
-              const k = agg(kl, consts.lm);
-              loss = tf.add(loss, tf.mul(k, klCoef * wP));
-              addMetric('loss/kl', tf.mul(k, klCoef * wP));
+              const k = agg(kl, rm);
+              loss = tf.add(loss, tf.mul(k, klCoef * wR));
+              addMetric('loss/kl', tf.mul(k, klCoef * wR));
             }
           }
           if (useValue) {
@@ -273,12 +293,21 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const grads = acc!;
   const clipped = clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
   const norm = (await clipped.norm.data())[0];
-  const skipped = !Number.isFinite(norm);
-  const stepLr = lr ?? optimizer.config.lr;
-  if (!skipped) optimizer.applyGradients(vars, clipped.grads, stepLr);
   const names = Object.keys(sums);
   const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
   const values = stacked ? await stacked.data() : new Float32Array(0);
+  // A non-finite loss or gradient norm: no update (veRL skips it too); grad/skipped says so.
+  const total = values[names.indexOf('loss/total')];
+  const skipped = !Number.isFinite(norm) || (total !== undefined && !Number.isFinite(total));
+  if (!skipped) {
+    const vo = learner.valueOptimizer;
+    if (vo && useValue) {
+      const isHead = new Set(valueHead!.variables().map((v) => v.name));
+      const pick = (keep: boolean) => Object.fromEntries(Object.entries(clipped.grads).filter(([n]) => isHead.has(n) === keep));
+      optimizer.applyGradients(vars, pick(false), stepLr);
+      vo.applyGradients(vars, pick(true));
+    } else optimizer.applyGradients(vars, clipped.grads, stepLr);
+  }
   tf.dispose([...Object.values(grads), ...Object.values(clipped.grads), clipped.norm, ...Object.values(sums)]);
   stacked?.dispose();
   const metrics: LearnMetrics = {};
@@ -287,4 +316,67 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   metrics['grad/skipped'] = skipped ? 1 : 0;
   metrics['optim/lr'] = stepLr;
   return metrics;
+}
+
+/** PPO epochs and mini-batches over one rollout batch (veRL ppo_epochs, ppo_mini_batch_size). */
+export interface EpochConfig {
+  /** Passes over the batch. Default 1. */
+  epochs?: number;
+  /** Mini-batches per pass, each its own optimiser step (contiguous rows, veRL's split). Default 1. */
+  miniBatches?: number;
+}
+
+function batchRows(batch: LearnBatch, rows: number[]): LearnBatch {
+  const pick = <T>(xs: T[]) => rows.map((r) => xs[r]);
+  const sub = (m: TokenMatrix | undefined) => (m ? sliceRows(m, rows) : undefined);
+  return {
+    prompts: pick(batch.prompts),
+    responses: pick(batch.responses),
+    mask: pick(batch.mask),
+    oldLogp: sliceRows(batch.oldLogp, rows),
+    refLogp: sub(batch.refLogp),
+    advantages: sliceRows(batch.advantages, rows),
+    lossMask: sub(batch.lossMask),
+    regMask: sub(batch.regMask),
+    values: sub(batch.values),
+    returns: sub(batch.returns),
+  };
+}
+
+/**
+ * `epochs` passes over the batch, each split into `miniBatches` optimiser steps. The old log-probs
+ * stay the rollout's, so from the second update on the PPO ratio differs from 1 and the clip can
+ * bind. `lr` may be a function of the optimiser's step count (a schedule). Metrics are the mean
+ * over the updates, except the counts: `optim/updates` (optimiser steps taken), `optim/no_update`
+ * (updates with nothing to learn from), `grad/skipped` (non-finite); `ppo/clipfrac_last` is the
+ * last update's clip fraction.
+ */
+export async function learnEpochs(learner: Learner, batch: LearnBatch, config: TrainerConfig, e: EpochConfig = {}, lr?: number | ((optimizerStep: number) => number)): Promise<LearnMetrics> {
+  const B = batch.prompts.length;
+  const epochs = Math.max(1, Math.floor(e.epochs ?? 1));
+  const mbs = Math.min(B, Math.max(1, Math.floor(e.miniBatches ?? 1)));
+  const size = Math.ceil(B / mbs);
+  const parts = Array.from({ length: mbs }, (_, k) => Array.from({ length: Math.max(0, Math.min(size, B - k * size)) }, (_, i) => k * size + i)).filter((r) => r.length > 0);
+  const all: LearnMetrics[] = [];
+  let updates = 0;
+  for (let ep = 0; ep < epochs; ep++) {
+    for (const rows of parts) {
+      const stepLr = typeof lr === 'function' ? lr(learner.optimizer.step) : lr;
+      const m = await learnStep(learner, rows.length === B ? batch : batchRows(batch, rows), config, stepLr);
+      if (!m['optim/no_update'] && !m['grad/skipped']) updates++;
+      all.push(m);
+    }
+  }
+  const out: LearnMetrics = {};
+  const keys = new Set(all.flatMap((m) => Object.keys(m)));
+  for (const k of keys) {
+    const xs = all.map((m) => m[k]).filter((x) => x !== undefined);
+    out[k] = xs.reduce((a, x) => a + x, 0) / xs.length;
+  }
+  out['optim/updates'] = updates;
+  // Counts, not means over the updates that reported them.
+  out['optim/no_update'] = all.filter((m) => m['optim/no_update']).length;
+  out['grad/skipped'] = all.filter((m) => m['grad/skipped'] && !m['optim/no_update']).length;
+  out['ppo/clipfrac_last'] = all[all.length - 1]['ppo/clipfrac'] ?? 0;
+  return out;
 }

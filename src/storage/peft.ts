@@ -162,6 +162,8 @@ export interface PeftExportOptions {
   folder?: string;
   /** Timestamp of the zip entries (default now). */
   mtime?: Date | number;
+  /** README.md written next to the adapter (what the base reference means, how to load it). */
+  readme?: string;
 }
 
 /** adapter_config.json as PEFT writes it for this adapter. */
@@ -202,6 +204,7 @@ export function exportPeftZip(a: PlainLoraAdapter, opts: PeftExportOptions): Uin
   const files: Zippable = {
     'adapter_config.json': [strToU8(`${JSON.stringify(config, null, 2)}\n`), { level: 6, mtime }],
     'adapter_model.safetensors': [st, { level: 0, mtime }],
+    ...(opts.readme === undefined ? {} : { 'README.md': [strToU8(opts.readme), { level: 6, mtime }] }),
   };
   return zipSync(opts.folder ? { [opts.folder.replace(/\/+$/, '')]: files } : files);
 }

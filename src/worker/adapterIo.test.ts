@@ -39,14 +39,19 @@ describe('adapter export / import of a run', () => {
       expect(ra).toMatchObject({ baseRef: 'fixture', recipe: 'attacker-sft', step: 2 });
       const { bytes, fileName } = await exportAdapterZip(ra, folder);
       expect(fileName).toBe('attacker-sft-fixture-step2-adapter.zip');
-      const st = parseSafetensors(unzipSync(bytes)['adapter_model.safetensors'], 'a');
+      const files = unzipSync(bytes);
+      const st = parseSafetensors(files['adapter_model.safetensors'], 'a');
+      // A sandbox name is no hub id: the export names the model's folder in a Sparring checkout, and says so.
+      const cfg = JSON.parse(new TextDecoder().decode(files['adapter_config.json'])) as Record<string, unknown>;
+      expect(cfg.base_model_name_or_path).toBe('./public/models/fixture');
+      expect(new TextDecoder().decode(files['README.md'])).toMatch(/`\.\/public\/models\/fixture`: the built-in sandbox model "fixture" as a path inside a Sparring checkout/);
       expect(st.names().every((n) => n.startsWith('base_model.model.model.layers.'))).toBe(true);
 
       await b.run.step();
       const want = await tensorsOf(a.run);
       expect(await tensorsOf(b.run)).not.toEqual(want);
       const r = await importAdapterIntoRun(b.run, runAdapter(recipe, b.config, b.run), folder, bytes, fileName);
-      expect(r).toMatchObject({ ok: true, r: 2, baseModel: 'fixture', baseMismatch: false, step: 1, tensors: st.names().length });
+      expect(r).toMatchObject({ ok: true, r: 2, baseModel: './public/models/fixture', baseMismatch: false, step: 1, tensors: st.names().length });
       expect(await tensorsOf(b.run)).toEqual(want);
       const state = await b.run.state();
       expect(state.optimizer.state.step).toBe(0);
@@ -71,11 +76,40 @@ describe('adapter export / import of a run', () => {
       expect(badAlpha.ok === false && badAlpha.error).toMatch(/lora_alpha = 16, but this run's adapter has 8 \(field "loraAlpha"\)/);
       const other = { ...runAdapter(recipe, a.config, a.run), baseRef: 'someone/else' };
       const wrongBase = await importAdapterIntoRun(a.run, other, folder, bytes, 'a.zip');
-      expect(wrongBase.ok === false && wrongBase.error).toMatch(/field "base_model_name_or_path" is "fixture"; this adapter was trained on another base than "someone\/else"/);
+      expect(wrongBase.ok === false && wrongBase.error).toMatch(/field "base_model_name_or_path" is "\.\/public\/models\/fixture"; this adapter was trained on another base than "someone\/else"/);
     } finally {
       a.run.dispose();
       r4.run.dispose();
       alpha.run.dispose();
+    }
+  });
+
+  it('imports into a run that trains two adapters (arena): only the exported part changes, its moments reset', async () => {
+    const arena = getRecipe('arena');
+    const cfg = { attacker: 'fixture', defender: 'fixture', judge: 'rules', phaseSteps: 1, firstPhase: 'defender', goals: 1, groupSize: 2, benignPrompts: 0, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 4, samples: 0, loraRank: 2, attackerLr: 5e-2, defenderLr: 5e-2 };
+    const make = async (seed: number) => {
+      const r = await createRun(env, 'arena', cfg, seed);
+      return { run: r.run, config: r.config as Record<string, unknown> };
+    };
+    const a = await make(1);
+    const b = await make(2);
+    try {
+      await a.run.step();
+      await b.run.step();
+      const { bytes, fileName } = await exportAdapterZip(runAdapter(arena, a.config, a.run), folder);
+      const before = await b.run.state();
+      const r = await importAdapterIntoRun(b.run, runAdapter(arena, b.config, b.run), folder, bytes, fileName);
+      expect(r).toMatchObject({ ok: true, r: 2 });
+      expect(await tensorsOf(b.run)).toEqual(await tensorsOf(a.run));
+      const after = await b.run.state();
+      const side = (p: typeof after, key: string) => p.tensors.filter((t) => t.name.startsWith(`${key}/`)).map((t) => [t.name, Array.from(t.data)]);
+      expect(side(after, 'attacker')).toEqual(side(before, 'attacker'));
+      expect(after.optimizer.tensors.some((t) => t.name.startsWith('defender/'))).toBe(false);
+      expect(after.optimizer.tensors.filter((t) => t.name.startsWith('attacker/')).length).toBe(before.optimizer.tensors.filter((t) => t.name.startsWith('attacker/')).length);
+      expect((after.extra.optimizerSteps as Record<string, number>).defender).toBe(0);
+    } finally {
+      a.run.dispose();
+      b.run.dispose();
     }
   });
 

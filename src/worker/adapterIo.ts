@@ -8,6 +8,7 @@
 import { generate } from '../model/generate';
 import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
+import { isSandboxName } from '../recipes/env';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZipAsync, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
 import { exportMergedModel } from '../storage/merge';
@@ -20,6 +21,11 @@ export interface RunAdapter {
   baseRef: string;
   recipe: string;
   step: number;
+  /**
+   * The recipe's model field (arena: defender, minmax / rlhf: policy): the key under which a run
+   * that trains several adapters stores this one's tensors (`<part>/<PEFT name>`).
+   */
+  part: string;
 }
 
 /** The adapter of a run, or one clear error when the recipe trains none. */
@@ -30,7 +36,7 @@ export function runAdapter(recipe: AnyRecipe, config: Record<string, unknown>, r
   if (!(lora instanceof LoraSet) || !field) throw new Error(`recipe "${recipe.name}" trains no LoRA adapter, so there is nothing to export`);
   const ref = config[field];
   if (typeof ref !== 'string' || ref === '') throw new Error(`recipe "${recipe.name}": field "${field}" names no model`);
-  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone };
+  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone, part: field };
 }
 
 export function baseDims(folder: ModelFolder): Promise<BaseDims> {
@@ -44,9 +50,38 @@ export async function plainAdapter(lora: LoraSet): Promise<PlainLoraAdapter> {
 
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^_+|_+$/g, '') || 'model';
 
+/**
+ * base_model_name_or_path of an export. A sandbox name ("defender") is no hub id:
+ * AutoPeftModelForCausalLM would look it up on the hub. It is written as the model's folder in a
+ * Sparring checkout, a local path that transformers resolves from the checkout's root.
+ */
+export function exportBaseModel(ref: string): string {
+  return isSandboxName(ref) ? `./public/models/${ref}` : ref;
+}
+
+function exportReadme(ra: RunAdapter): string {
+  const base = exportBaseModel(ra.baseRef);
+  const local = base !== ra.baseRef;
+  return [
+    `# LoRA adapter: ${ra.recipe}, step ${ra.step}`,
+    '',
+    'A PEFT adapter exported by Sparring (adapter_config.json + adapter_model.safetensors).',
+    '',
+    local
+      ? `base_model_name_or_path is \`${base}\`: the built-in sandbox model "${ra.baseRef}" as a path inside a Sparring checkout (it is not on the Hugging Face hub). Load it from the checkout's root, or set the field to wherever that model folder is:`
+      : `base_model_name_or_path is \`${base}\`, the model the run trained:`,
+    '',
+    '```python',
+    'from peft import AutoPeftModelForCausalLM',
+    'model = AutoPeftModelForCausalLM.from_pretrained("path/to/this/folder")',
+    '```',
+    '',
+  ].join('\n');
+}
+
 export async function exportAdapterZip(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
   const dims = await baseDims(folder);
-  const bytes = exportPeftZip(await plainAdapter(ra.lora), { baseModel: ra.baseRef, dims });
+  const bytes = exportPeftZip(await plainAdapter(ra.lora), { baseModel: exportBaseModel(ra.baseRef), dims, readme: exportReadme(ra) });
   return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-adapter.zip`, bytes };
 }
 
@@ -96,7 +131,7 @@ export async function importAdapterIntoRun(
   try {
     dims = await baseDims(folder);
     // Yields while it inflates and checks, so Stop and Pause still answer during a large import.
-    imported = await importPeftZipAsync(zip, { dims, expectedBase: ra.baseRef, allowBaseMismatch: opts.allowBaseMismatch, fileName });
+    imported = await importPeftZipAsync(zip, { dims, expectedBase: exportBaseModel(ra.baseRef), allowBaseMismatch: opts.allowBaseMismatch, fileName });
     const why = structureMismatch(imported.adapter, ra.lora, dims);
     if (why) throw new PeftError(`${fileName}: ${why}`);
     checkFiniteAdapter(imported.adapter, dims, fileName);
@@ -105,12 +140,22 @@ export async function importAdapterIntoRun(
   }
   const tensors = peftTensorMap(imported.adapter, dims);
   const payload = await run.state();
+  // A run that trains several adapters (arena, minmax, rlhf) names them `<part>/<PEFT name>`:
+  // replace only the exported part's tensors and moments; the other part keeps its state.
+  const prefix = payload.tensors.some((t) => t.name.startsWith(`${ra.part}/`)) ? `${ra.part}/` : '';
   payload.tensors = payload.tensors.map((t) => {
-    const src = tensors.get(t.name);
+    if (!t.name.startsWith(prefix)) return t;
+    const src = tensors.get(t.name.slice(prefix.length));
     if (!src) throw new Error(`${fileName}: no tensor "${t.name}" (checked above; the run's adapter changed?)`);
     return { ...t, data: Float32Array.from(src.data as ArrayLike<number>) };
   });
-  payload.optimizer = { state: { step: 0 }, tensors: [] };
+  if (prefix) {
+    payload.optimizer = { ...payload.optimizer, tensors: payload.optimizer.tensors.filter((t) => !t.name.startsWith(prefix)) };
+    const steps = (payload.extra.optimizerSteps ?? {}) as Record<string, number>;
+    payload.extra = { ...payload.extra, optimizerSteps: { ...steps, [ra.part]: 0 } };
+  } else {
+    payload.optimizer = { state: { step: 0 }, tensors: [] };
+  }
   await run.restore(payload);
   return { ok: true, fileName, baseModel: imported.baseModel, baseMismatch: imported.baseMismatch, r: imported.adapter.r, tensors: tensors.size, step: run.stepsDone };
 }

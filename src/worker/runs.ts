@@ -12,10 +12,10 @@
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
 import { brief } from '../engine/brief';
+import { NonFiniteError } from '../recipes/common';
 import { isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
-import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames } from '../recipes/registry';
-import { validateConfig } from '../recipes/schema';
+import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
 import { fromStoredCheckpoint } from '../recipes/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/types';
 import { urlSource } from '../model/sources';
@@ -60,6 +60,8 @@ interface ActiveRun {
 let state: RunState = 'idle';
 let error: string | null = null;
 let detail: string | null = null;
+/** Why the loop paused itself (a non-finite value), shown while paused; cleared by the next good step. */
+let pauseNote: string | null = null;
 let active: ActiveRun | null = null;
 let stepping = false;
 let autosave: AutosavePolicy = { ...DEFAULT_AUTOSAVE };
@@ -211,7 +213,7 @@ async function runLoop(a: ActiveRun): Promise<void> {
           await save(a, a.run, 'pause');
           if (state !== 'paused' || a.pendingSteps > 0 || a.tasks.length > 0 || a.stopRequested) continue;
         }
-        detail = null;
+        detail = pauseNote;
         stepping = false;
         notify(a);
         await new Promise<void>((resolve) => {
@@ -224,7 +226,26 @@ async function runLoop(a: ActiveRun): Promise<void> {
       if (single) a.pendingSteps--;
       detail = single ? 'single step' : null;
       stepping = true;
-      const report = { ...(await a.run.step()), runId: a.runId };
+      let stepped;
+      try {
+        stepped = await a.run.step();
+      } catch (e) {
+        if (!(e instanceof NonFiniteError)) throw e;
+        // Checked before the update: the run is still at its last good state. Save it and pause
+        // with the message, instead of ending the run and losing the steps since the last save.
+        detail = 'saving the last good state';
+        notify(a);
+        if (a.lastSavedStep === null || a.run.stepsDone > a.lastSavedStep) await save(a, a.run, 'pause');
+        if (single) a.stepWaiters.shift()?.();
+        a.pendingSteps = 0;
+        state = 'paused';
+        pauseNote = `paused: ${e.message}`;
+        stepping = false;
+        notify(a);
+        continue;
+      }
+      pauseNote = null;
+      const report = { ...stepped, runId: a.runId };
       a.step = a.run.stepsDone;
       a.lastMetrics = report.metrics;
       try {
@@ -299,7 +320,7 @@ async function launch(
   const recipe = getRecipe(recipeName);
   const errors: Record<string, string> = {};
   if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0) errors.seed = `seed must be a non-negative integer, got ${brief(seed)}`;
-  const v = validateConfig(recipe.schema, config);
+  const v = validateRecipeConfig(recipe, config);
   Object.assign(errors, v.errors);
   if (Object.keys(errors).length > 0) return { ok: false, errors };
 

@@ -103,7 +103,7 @@ export const LESSONS: Lesson[] = [
     what:
       'A frozen attacker writes harmful prompts; the defender answers each G times and learns to answer safely, while benign tasks (some dressed ' +
       'up to look adversarial) keep it from refusing everything. An entropy bonus rewards confident answers.',
-    formula: 'R = safetyWeight · (1 − harm) | utilityWeight · correct  − entropyCoef · mean entropy − klBeta · KL',
+    formula: 'R = safetyWeight · (1 − harm) | utilityWeight · correct  − entropyCoef · mean entropy − klBeta · Σ_t KL_t (per token, as MTSA)',
     combine: 'sum',
     termNames: { safety: 'safetyWeight · (1 − harm)', utility: 'utilityWeight · correct', entropy: '− entropyCoef · H', kl: '− β · KL' },
     weights: ['safetyWeight', 'utilityWeight', 'entropyCoef', 'klBeta'],
@@ -134,7 +134,7 @@ export const LESSONS: Lesson[] = [
     what:
       'RL-based harmful fine-tuning needs the model to explore (sample varied answers) to find a reward signal. Token Buncher trains the defender to ' +
       'answer harmful prompts with very low entropy, so an attacker\'s RL later has nothing to reinforce, while benign utility is kept.',
-    formula: 'harmful: R = − mean entropy (+ safetyWeight · (1 − harm)) − klBeta · KL;  benign: R = utilityWeight · correct − klBeta · KL',
+    formula: 'harmful: R = − mean entropy (+ safetyWeight · (1 − harm)) − klBeta · Σ_t KL_t;  benign: R = utilityWeight · correct − klBeta · Σ_t KL_t',
     combine: 'sum',
     termNames: { entropy: '− mean entropy', safety: 'safetyWeight · (1 − harm)', utility: 'utilityWeight · correct', kl: '− β · KL' },
     weights: ['safetyWeight', 'utilityWeight', 'klBeta', 'noiserEpsilon'],
