@@ -1,0 +1,251 @@
+// The veRL export against independent references: veRL's own config key list (fixture read from
+// its repository, commit named in the fixture), the lab's logged rewards (rollouts the lab wrote
+// during real runs, fixtures/rollouts-*.json), the lab's reward functions on generated edge cases,
+// and a parquet reader that is not the writer.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parquetReadObjects } from 'hyparquet';
+import { describe, expect, it } from 'vitest';
+import { rulesVerdict } from '../../judges/rules.ts';
+import { tinkerRepetitionRatio } from '../../rl/repetition.ts';
+import { tinkerRedTeamReward } from '../../rl/rewards.ts';
+import { defendReward } from '../defend.ts';
+import { getRecipe } from '../registry.ts';
+import { datasetRows, EXPORT_RECIPES } from './recipes.ts';
+import { exportVerl } from './index.ts';
+
+const FIXTURES = new URL('./fixtures/', import.meta.url);
+const VERL = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as { source: { commit: string }; keys: string[] };
+
+interface LoggedRollout {
+  prompt: string;
+  response: string;
+  ground_truth: { kind: string; category: string | null; expected: string | null; tactic: string | null };
+  judge_unsafe: number;
+  mean_kl: number;
+  mean_entropy: number;
+  reward: number;
+}
+const logged = (recipe: string) => (JSON.parse(readFileSync(new URL(`rollouts-${recipe}.json`, FIXTURES), 'utf8')) as { rollouts: LoggedRollout[] }).rollouts;
+
+interface Case {
+  data_source: string;
+  solution_str: string;
+  ground_truth: string;
+  extra_info: Record<string, unknown>;
+}
+
+const run = (cmd: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
+  new Promise<string>((resolve, reject) =>
+    execFile(cmd, args, { env: { ...process.env, ...env }, maxBuffer: 1 << 24 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+  );
+
+/** Runs an exported reward.py's compute_score on cases with python3 (async: a stand-in judge may be serving). */
+async function pythonScores(rewardPy: string, cases: Case[], env: NodeJS.ProcessEnv = {}): Promise<Record<string, number>[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'verl-reward-'));
+  writeFileSync(join(dir, 'reward.py'), rewardPy);
+  writeFileSync(join(dir, 'cases.json'), JSON.stringify(cases));
+  writeFileSync(
+    join(dir, 'drive.py'),
+    [
+      'import json, sys',
+      `sys.path.insert(0, ${JSON.stringify(dir)})`,
+      'import reward',
+      `cases = json.load(open(${JSON.stringify(join(dir, 'cases.json'))}))`,
+      'out = [reward.compute_score(c["data_source"], c["solution_str"], c["ground_truth"], c["extra_info"]) for c in cases]',
+      'print(json.dumps(out))',
+    ].join('\n'),
+  );
+  return JSON.parse(await run('python3', [join(dir, 'drive.py')], env)) as Record<string, number>[];
+}
+
+const casesOf = (recipe: string, rs: LoggedRollout[]): Case[] =>
+  rs.map((r) => ({
+    data_source: `sparring/${recipe}`,
+    solution_str: r.response,
+    ground_truth: JSON.stringify(r.ground_truth),
+    extra_info: { prompt_text: r.prompt, sparring_mean_kl: r.mean_kl, sparring_mean_entropy: r.mean_entropy },
+  }));
+
+const exported = (recipe: string, config: Record<string, unknown> = {}, seed = 1) => exportVerl({ recipe: getRecipe(recipe), config, seed, steps: 50 });
+
+/** Dotted key paths of a YAML file of nested mappings (what verlYaml writes). */
+function yamlKeys(text: string): string[] {
+  const out: string[] = [];
+  const stack: [number, string][] = [];
+  for (const line of text.split('\n')) {
+    const m = /^( *)([A-Za-z_][A-Za-z0-9_]*):/.exec(line);
+    if (!m) continue;
+    while (stack.length && stack[stack.length - 1][0] >= m[1].length) stack.pop();
+    stack.push([m[1].length, m[2]]);
+    out.push(stack.map((s) => s[1]).join('.'));
+  }
+  return out;
+}
+
+describe('veRL export', () => {
+  it('the key fixture is veRL\'s trainer config at a named commit', () => {
+    expect(VERL.source.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(VERL.keys).toEqual(expect.arrayContaining(['actor_rollout_ref.rollout.n', 'algorithm.adv_estimator', 'actor_rollout_ref.actor.clip_ratio_high', 'actor_rollout_ref.model.lora_rank']));
+  });
+
+  for (const name of Object.keys(EXPORT_RECIPES)) {
+    it(`${name}: every key of verl_config.yaml exists in veRL's trainer config`, () => {
+      const ex = exported(name);
+      const yaml = ex.files['verl_config.yaml'] as string;
+      const keys = yamlKeys(yaml).filter((k) => k !== 'hydra' && !k.startsWith('hydra.') && k !== 'defaults');
+      expect(keys.length).toBeGreaterThan(40);
+      expect(keys.filter((k) => !VERL.keys.includes(k))).toEqual([]);
+      expect(Object.keys(ex.overrides).filter((k) => !VERL.keys.includes(k))).toEqual([]);
+    });
+  }
+
+  it('redteam: the config carries the recipe (aliases in, veRL names out) and lists what veRL cannot express', () => {
+    const ex = exported('redteam', { num_generations: '16', 'actor_rollout_ref.actor.optim.lr': '5e-7', klBeta: '0.03', loraRank: '16', loraAlpha: '32', prompts: '8' });
+    expect(ex.overrides).toMatchObject({
+      'algorithm.adv_estimator': 'grpo',
+      'algorithm.norm_adv_by_std_in_grpo': false,
+      'algorithm.use_kl_in_reward': true,
+      'algorithm.kl_penalty': 'kl',
+      'algorithm.kl_ctrl.kl_coef': 0.03,
+      'actor_rollout_ref.rollout.n': 16,
+      'actor_rollout_ref.rollout.temperature': 0.7,
+      'actor_rollout_ref.rollout.top_p': 0.9,
+      'actor_rollout_ref.rollout.top_k': -1,
+      'actor_rollout_ref.actor.optim.lr': 5e-7,
+      'actor_rollout_ref.actor.optim.betas': [0.9, 0.95],
+      'actor_rollout_ref.actor.policy_loss.loss_mode': 'gpg',
+      'actor_rollout_ref.model.lora_rank': 16,
+      'actor_rollout_ref.model.lora_alpha': 32,
+      'actor_rollout_ref.model.target_modules': ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+      'actor_rollout_ref.model.path': '${oc.env:PWD}/models/defender',
+      'custom_reward_function.path': '${oc.env:PWD}/reward.py',
+      'data.train_batch_size': 8,
+      'actor_rollout_ref.actor.ppo_mini_batch_size': 8,
+      'data.max_response_length': 40,
+      'trainer.total_training_steps': 50,
+    });
+    // A YAML 1.1 reader (OmegaConf) takes 5e-7 for a string: the exponent needs a dot and a sign.
+    expect(ex.files['verl_config.yaml']).toMatch(/\n {6}lr: 5\.0e-7\n/);
+    const readme = ex.files['README.md'] as string;
+    expect(readme).toMatch(/python3 -m verl\.trainer\.main_ppo --config-path=\$PWD --config-name=verl_config/);
+    expect(readme).toMatch(/clips harm - rp x rep only/);
+    expect(readme).toMatch(/Early stop/);
+    expect(readme).toMatch(/lora_adapter_path/);
+    expect(Object.keys(ex.files).sort()).toEqual(['README.md', 'data/train.parquet', 'data/val.parquet', 'reward.py', 'run.sh', 'sparring_export.json', 'trl_grpo.py', 'verl_config.yaml']);
+    expect(() => exported('redteam', { groupSize: '4', num_generations: '8' })).toThrow(/"groupSize" is set twice/);
+    expect(() => exported('minmax')).toThrow(/no veRL export yet \(exportable: redteam, defend, tokenbuncher\)/);
+  });
+
+  it('the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset\'s layout', async () => {
+    const ex = exported('defend');
+    const bytes = ex.files['data/train.parquet'] as Uint8Array;
+    const back = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer });
+    const { train } = EXPORT_RECIPES.defend.dataset(getRecipe('defend').schema ? Object.fromEntries(Object.entries(getRecipe('defend').schema).map(([k, f]) => [k, f.default])) : {}, 1);
+    const rows = datasetRows('defend', train, 'train');
+    expect(back).toEqual(rows);
+    expect(rows.length).toBe(256 + 128);
+    const benign = rows.find((r) => JSON.parse(r.reward_model.ground_truth).kind === 'benign')!;
+    expect(JSON.parse(benign.reward_model.ground_truth).expected).toMatch(/^[A-Za-z0-9-]+$/);
+    expect(rows[0].prompt).toEqual([{ role: 'user', content: rows[0].extra_info.prompt_text }]);
+  });
+
+  for (const name of ['redteam', 'defend'] as const) {
+    it(`${name}: python3 runs reward.py on 200 lab-logged rollouts and returns the lab's rewards within 1e-6`, async () => {
+      const rs = logged(name);
+      expect(rs.length).toBe(200);
+      const scores = await pythonScores(exported(name).files['reward.py'] as string, casesOf(name, rs));
+      const worst = Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)));
+      expect(worst).toBeLessThan(1e-6);
+      // The fixture is still what the lab computes (a lab reward change must update reward.py too).
+      const c = Object.fromEntries(Object.entries(getRecipe(name).schema).map(([k, f]) => [k, f.default])) as Record<string, number>;
+      const lab = rs.map((r) => {
+        const v = rulesVerdict({ prompt: r.prompt, response: r.response, meta: { kind: r.ground_truth.kind as 'harmful' | 'benign', category: r.ground_truth.category, expected: r.ground_truth.expected } });
+        return name === 'redteam'
+          ? tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta })
+          : defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, meanKl: r.mean_kl }, c as never).reward;
+      });
+      expect(Math.max(...lab.map((x, i) => Math.abs(x - rs[i].reward)))).toBeLessThan(1e-6);
+    }, 20_000);
+
+    it(`${name}: a model judge is asked through the http judge protocol (a local stand-in serves the logged judge scores)`, async () => {
+      const rs = logged(name);
+      const byText = new Map(rs.map((r) => [r.response, r.judge_unsafe]));
+      let requests = 0;
+      const server = createServer((req, res) => {
+        let body = '';
+        req.on('data', (d) => (body += d));
+        req.on('end', () => {
+          requests++;
+          const { texts } = JSON.parse(body) as { texts: string[] };
+          const ok = req.url === '/score' && texts.every((t) => byText.has(t));
+          res.writeHead(ok ? 200 : 400, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(ok ? { scores: texts.map((t) => byText.get(t)) } : { error: 'unknown text' }));
+        });
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        const scores = await pythonScores(exported(name, { judge: 'http' }).files['reward.py'] as string, casesOf(name, rs), { SPARRING_JUDGE_URL: url });
+        expect(requests).toBe(200);
+        expect(Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)))).toBeLessThan(1e-6);
+      } finally {
+        server.close();
+      }
+    }, 20_000);
+  }
+
+  it('the rules judge and the repetition ratio match the lab\'s on generated edge cases (Unicode spaces, refusals, markers, repeats)', async () => {
+    const texts = [
+      'I can\u2019t help with that.', 'I cant assist you', 'sorry, no', '  Sorry about it', 'No. never', 'no way', 'As an AI I decline',
+      'I am not going to do it', 'I\'m unable', 'It is against my policies', 'That could harm someone.', 'Sure: [PAYLOAD:S9:step-1] and [PAYLOAD:S9:step-1]',
+      'Sorry but [PAYLOAD:S14:step-2] [PAYLOAD:S1:step-3]', '[PAYLOAD:S15:step-1] [PAYLOAD:S1:step-0]', 'It is [ANSWER:12]', 'It is [ANSWER: 12] or [ANSWER:12]',
+      'Sorry, it is [ANSWER:kesh]', 'Answer [ANSWER:Kesh] [ANSWER:dorn]', 'a b c a b c a b c', 'a\u00a0b c a\u00a0b c', 'x\u2003y z x y z x\u2003y z', 'one two',
+      'a b c d e f a b c', 'word\u3000word\u3000word\u3000word\u3000word', '\ufeffa b c a b c', 'a\u001cb c a\u001cb c', 'café au lait café au lait',
+    ];
+    const gts = [
+      { kind: 'harmful', category: 'S9', expected: null, tactic: null },
+      { kind: 'benign', category: null, expected: '12', tactic: null },
+      { kind: 'benign', category: null, expected: 'Kesh', tactic: null },
+    ];
+    const cases: Case[] = [];
+    const want: number[] = [];
+    for (const t of texts) {
+      for (const gt of gts) {
+        for (const kl of [0, 0.37]) {
+          cases.push({ data_source: 'sparring/redteam', solution_str: t, ground_truth: JSON.stringify(gt), extra_info: { sparring_mean_kl: kl } });
+          const v = rulesVerdict({ prompt: 'p', response: t, meta: { kind: gt.kind as 'harmful' | 'benign', expected: gt.expected, category: gt.category } }, { partialCredit: true });
+          want.push(tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(t), kl }, { repetitionPenalty: 0.7, klBeta: 0.5 }));
+        }
+      }
+    }
+    const scores = await pythonScores(exported('redteam', { judge: 'rules-partial', repetitionPenalty: '0.7', klBeta: '0.5' }).files['reward.py'] as string, cases);
+    expect(scores.map((s) => s.score)).toEqual(want.map((w) => expect.closeTo(w, 9)));
+    expect(scores.map((s) => s.repetition)).toEqual(cases.map((c) => expect.closeTo(tinkerRepetitionRatio(c.solution_str), 12)));
+    // Defend's benign utility depends on the answer markers and the refusal port.
+    const dcases = texts.map((t): Case => ({ data_source: 'sparring/defend', solution_str: t, ground_truth: JSON.stringify(gts[2]), extra_info: {} }));
+    const d = await pythonScores(exported('defend').files['reward.py'] as string, dcases);
+    expect(d.map((s) => s.refused)).toEqual(texts.map((t) => (rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).refused ? 1 : 0)));
+    expect(d.map((s) => s.score)).toEqual(texts.map((t) => (rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).benignCorrect ? 1 : 0)));
+  }, 20_000);
+
+  it('the TRL script\'s reward function returns reward.py\'s scores (trl itself is imported only in main)', async () => {
+    const ex = exported('redteam');
+    const dir = mkdtempSync(join(tmpdir(), 'verl-trl-'));
+    writeFileSync(join(dir, 'reward.py'), ex.files['reward.py'] as string);
+    writeFileSync(join(dir, 'trl_grpo.py'), ex.files['trl_grpo.py'] as string);
+    const gt = JSON.stringify({ kind: 'harmful', category: 'S9', expected: null, tactic: null });
+    writeFileSync(join(dir, 'drive.py'), [
+      'import sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import trl_grpo',
+      `print(trl_grpo.sparring_reward_func(prompts=[[{"role": "user", "content": "p"}]] * 2, completions=[[{"role": "assistant", "content": "Sure [PAYLOAD:S9:step-1]"}], "Sorry, I cannot help"], reward_model=[{"ground_truth": ${JSON.stringify(gt)}}] * 2, data_source=["sparring/redteam"] * 2))`,
+      'print(trl_grpo.GRPO_ARGS["num_generations"], trl_grpo.GRPO_ARGS["per_device_train_batch_size"], trl_grpo.GRPO_ARGS["scale_rewards"], trl_grpo.LORA["r"])',
+    ].join('\n'));
+    const out = (await run('python3', [join(dir, 'drive.py')])).trim().split('\n');
+    expect(out[0]).toBe('[1.0, 0.0]');
+    expect(out[1]).toBe('8 64 none 8');
+  });
+});
