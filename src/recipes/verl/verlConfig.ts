@@ -4,15 +4,13 @@
 // what needs translating (estimator names, KL placement, loss names, LoRA targets) is spelled
 // out here.
 import { aliasRows } from '../aliases.ts';
-import { loraTargets, type LoraTargetSet } from '../commonFields.ts';
+import { hfTargetModules, type LoraTargetSet } from '../loraTargets.ts';
 import type { Schema } from '../schema.ts';
 import type { ExportRecipe } from './recipes.ts';
 
 /** Lab KL estimator names -> veRL kl_penalty / kl_loss_type names. */
 export const VERL_KL_NAMES: Readonly<Record<string, string>> = { k1: 'kl', kl: 'kl', abs: 'abs', k2: 'mse', mse: 'mse', k3: 'low_var_kl', low_var_kl: 'low_var_kl' };
 
-/** Lab projection names -> Hugging Face Llama / Qwen2 module names. */
-const HF_MODULES: Readonly<Record<string, string>> = { q: 'q_proj', k: 'k_proj', v: 'v_proj', o: 'o_proj', gate: 'gate_proj', up: 'up_proj', down: 'down_proj' };
 
 export interface VerlJob {
   /** Training steps (trainer.total_training_steps). */
@@ -64,7 +62,7 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     'actor_rollout_ref.actor.loss_agg_mode': c.policyLoss === 'importance_sampling' ? 'seq-mean-token-sum' : 'token-mean',
     'actor_rollout_ref.actor.entropy_coeff': 0,
     'actor_rollout_ref.actor.use_kl_loss': false,
-    'actor_rollout_ref.model.target_modules': loraTargets(c.loraTargets as LoraTargetSet).map((p) => HF_MODULES[p]),
+    'actor_rollout_ref.model.target_modules': hfTargetModules(c.loraTargets as LoraTargetSet),
     'actor_rollout_ref.rollout.name': 'vllm',
     'actor_rollout_ref.rollout.top_k': c.topK === undefined || c.topK === 0 ? -1 : c.topK,
     'actor_rollout_ref.rollout.tensor_model_parallel_size': 1,
