@@ -1,4 +1,4 @@
-// "Export for veRL" in the browser: the current Run setup (typed in the form) downloads as a zip
+// The form's help names each field's veRL key and TRL name. "Export for veRL" in the browser: the current Run setup (typed in the form) downloads as a zip
 // with the veRL config, reward.py, the parquet dataset (read back here with hyparquet) and the
 // sandbox model; a recipe without an export has the button disabled, saying why.
 import { strFromU8, unzipSync } from 'fflate';
@@ -13,6 +13,7 @@ describe('export for veRL', () => {
     const { page } = lab;
     await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', { state: 'attached', timeout: 30_000 });
     await page.selectOption('[data-testid="recipe-select"]', 'redteam');
+    expect(await page.textContent('[data-testid="field-aliases-groupSize"]')).toBe(' (veRL actor_rollout_ref.rollout.n, TRL num_generations)');
     await page.fill('[data-testid="field-groupSize"]', '12');
     await page.fill('[data-testid="field-klBeta"]', '0.03');
     await page.fill('[data-testid="run-seed"]', '5');
