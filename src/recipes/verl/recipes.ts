@@ -5,6 +5,16 @@
 import { benignPrompts, harmfulPrompts, SINGLE_TURN_TACTICS, type SandboxPrompt } from '../../data/sandbox/index.ts';
 import { promptText, tacticList, type RedteamTacticMix } from '../goals.ts';
 
+/** One prompt of the export's dataset: its user message and what the reward needs to know about it. */
+export interface DatasetItem {
+  id: string;
+  text: string;
+  groundTruth: Record<string, unknown>;
+}
+
+/** A sandbox prompt as a dataset item (ground truth: what the rules judge reads). */
+export const fromPrompt = (p: SandboxPrompt): DatasetItem => ({ id: p.id, text: promptText(p), groundTruth: { kind: p.kind, category: p.category, expected: p.expected, tactic: p.tactic } });
+
 export interface DatasetRow {
   data_source: string;
   prompt: { role: 'system' | 'user' | 'assistant'; content: string }[];
@@ -24,7 +34,7 @@ export interface ExportRecipe {
   /** Prompts per step in the lab (veRL data.train_batch_size). */
   batchPrompts(c: Cfg): number;
   /** Training and held-out prompts. */
-  dataset(c: Cfg, seed: number): { train: SandboxPrompt[]; val: SandboxPrompt[] };
+  dataset(c: Cfg, seed: number): { train: DatasetItem[]; val: DatasetItem[] };
   /** The constants reward.py's CONFIG holds. */
   rewardConstants(c: Cfg): Record<string, unknown>;
   /** Python: def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs). */
@@ -61,7 +71,7 @@ const POLICY_LOSS_NOTES = (c: Cfg): string[] =>
     ? ['Policy loss: the lab\'s importance_sampling loss (-sum ratio x A, no clip, summed over the batch\'s tokens) is exported as veRL\'s "gpg" loss (-logp x A) with loss_agg_mode seq-mean-token-sum: the same gradient direction with one update per batch, scaled by 1 / batch size.']
     : [];
 
-const harmfulGroundTruth = (p: SandboxPrompt) => ({ kind: p.kind, category: p.category, expected: p.expected, tactic: p.tactic });
+const items = (d: { train: SandboxPrompt[]; val: SandboxPrompt[] }) => ({ train: d.train.map(fromPrompt), val: d.val.map(fromPrompt) });
 
 const REDTEAM_SCORE = String.raw`
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -116,7 +126,7 @@ const redteam: ExportRecipe = {
   batchPrompts: (c) => n(c, 'prompts'),
   dataset: (c, seed) => {
     const tactics = tacticList(c.tactics as RedteamTacticMix);
-    return { train: harmfulPrompts(n(c, 'promptPool'), seed, { tactics }), val: harmfulPrompts(Math.min(64, n(c, 'promptPool')), seed + 9001, { tactics }) };
+    return items({ train: harmfulPrompts(n(c, 'promptPool'), seed, { tactics }), val: harmfulPrompts(Math.min(64, n(c, 'promptPool')), seed + 9001, { tactics }) });
   },
   rewardConstants: (c) => ({ ...judgeConstants(c), repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta }),
   computeScore: REDTEAM_SCORE,
@@ -141,10 +151,10 @@ const defend: ExportRecipe = {
     const harm = n(c, 'goalPool');
     const benign = Math.round((harm * n(c, 'benignPrompts')) / n(c, 'goals'));
     const held = seed + 9001;
-    return {
+    return items({
       train: [...harmfulPrompts(harm, seed, { tactics: SINGLE_TURN_TACTICS }), ...benignPrompts(benign, seed)],
       val: [...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS }), ...benignPrompts(Math.round((32 * n(c, 'benignPrompts')) / n(c, 'goals')), held)],
-    };
+    });
   },
   rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: c.entropyCoef, klBeta: c.klBeta }),
   computeScore: DEFEND_SCORE,
@@ -168,7 +178,7 @@ const tokenbuncher: ExportRecipe = {
     const harm = n(c, 'promptPool');
     const benign = Math.round((harm * n(c, 'benignPrompts')) / Math.max(1, n(c, 'prompts')));
     const held = seed + 9001;
-    return { train: [...harmfulPrompts(harm, seed, { tactics }), ...benignPrompts(benign, seed)], val: [...harmfulPrompts(32, held, { tactics }), ...benignPrompts(8, held)] };
+    return items({ train: [...harmfulPrompts(harm, seed, { tactics }), ...benignPrompts(benign, seed)], val: [...harmfulPrompts(32, held, { tactics }), ...benignPrompts(8, held)] });
   },
   rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, klBeta: c.klBeta }),
   computeScore: TOKENBUNCHER_SCORE,
@@ -194,15 +204,12 @@ export function exportRecipe(name: string): ExportRecipe {
 }
 
 /** Dataset rows of prompts in veRL's RLHFDataset layout. */
-export function datasetRows(recipe: string, prompts: readonly SandboxPrompt[], split: string): DatasetRow[] {
-  return prompts.map((p, i) => {
-    const text = promptText(p);
-    return {
-      data_source: `sparring/${recipe}`,
-      prompt: [{ role: 'user', content: text }],
-      ability: 'safety',
-      reward_model: { style: 'rule', ground_truth: JSON.stringify(harmfulGroundTruth(p)) },
-      extra_info: { split, index: i, prompt_id: p.id, prompt_text: text },
-    };
-  });
+export function datasetRows(recipe: string, prompts: readonly DatasetItem[], split: string): DatasetRow[] {
+  return prompts.map((p, i) => ({
+    data_source: `sparring/${recipe}`,
+    prompt: [{ role: 'user', content: p.text }],
+    ability: 'safety',
+    reward_model: { style: 'rule', ground_truth: JSON.stringify(p.groundTruth) },
+    extra_info: { split, index: i, prompt_id: p.id, prompt_text: p.text },
+  }));
 }

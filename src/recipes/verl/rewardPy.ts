@@ -89,25 +89,45 @@ def rules_verdict(response, gt, partial_credit=False, steps_for_full=2):
 # ---------------------------------------------------------------- model judges (src/judges/http.ts protocol)
 
 
-def http_scores(texts, url=None, timeout=30.0, retries=2):
+def _post_json(url, payload, timeout=60.0, retries=2):
+    """POST JSON, parse the JSON reply; network errors and 5xx are retried, the last one raised."""
+    body = json.dumps(payload).encode("utf-8")
+    last = None
+    for _ in range(retries + 1):
+        try:
+            req = urllib.request.Request(url, data=body, headers={"content-type": "application/json"}, method="POST")
+            with urllib.request.urlopen(req, timeout=timeout) as res:
+                return json.loads(res.read().decode("utf-8"))
+        except Exception as e:
+            last = e
+    raise RuntimeError("reward.py: %s failed: %s" % (url, last))
+
+
+def http_scores(texts, url=None):
     """POST {"texts": [...]} to <url>/score and return its "scores" (one number per text)."""
     url = (url or os.environ.get("SPARRING_JUDGE_URL", "")).rstrip("/")
     if not url:
         raise RuntimeError("reward.py: this recipe's judge is a model; set SPARRING_JUDGE_URL to its scorer (POST /score {\"texts\": [...]} -> {\"scores\": [...]})")
     endpoint = url if url.endswith("/score") else url + "/score"
-    body = json.dumps({"texts": list(texts)}).encode("utf-8")
-    last = None
-    for _ in range(retries + 1):
-        try:
-            req = urllib.request.Request(endpoint, data=body, headers={"content-type": "application/json"}, method="POST")
-            with urllib.request.urlopen(req, timeout=timeout) as res:
-                scores = json.loads(res.read().decode("utf-8"))["scores"]
-            if len(scores) != len(texts):
-                raise RuntimeError("%s returned %d scores for %d texts" % (endpoint, len(scores), len(texts)))
-            return [float(s) for s in scores]
-        except Exception as e:  # network errors and 5xx: retry; the last one is raised
-            last = e
-    raise RuntimeError("reward.py: judge at %s failed: %s" % (endpoint, last))
+    scores = _post_json(endpoint, {"texts": list(texts)})["scores"]
+    if len(scores) != len(texts):
+        raise RuntimeError("reward.py: %s returned %d scores for %d texts" % (endpoint, len(scores), len(texts)))
+    return [float(s) for s in scores]
+
+
+def chat_reply(env_var, model, user_text, max_tokens, temperature, top_p):
+    """A frozen model's reply from an OpenAI-compatible chat server (e.g. vllm serve MODEL) at $env_var."""
+    url = os.environ.get(env_var, "").rstrip("/")
+    if not url:
+        raise RuntimeError("reward.py: set %s to an OpenAI-compatible server of %s (vllm serve ...)" % (env_var, model))
+    reply = _post_json(url + "/v1/chat/completions", {
+        "model": model,
+        "messages": [{"role": "user", "content": user_text}],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+    })
+    return reply["choices"][0]["message"]["content"] or ""
 
 
 def judge_verdict(response, gt, extra_info):
@@ -149,22 +169,37 @@ def _ground_truth(ground_truth):
     return json.loads(ground_truth) if isinstance(ground_truth, str) else dict(ground_truth)
 
 
+def as_user_message(text):
+    """A multi-line (crescendo-style) attacker prompt is sent as one message, its lines trimmed and joined."""
+    turns = [t.strip(_WS_CHARS) for t in text.split("\n")]
+    return "\n".join(t for t in turns if t) or text
+
+
 def _fed(extra_info, key):
     """A per-sequence term veRL computes itself, when the caller feeds it (the lab's parity test)."""
     v = (extra_info or {}).get(key)
     return 0.0 if v is None else float(v)
 `;
 
+const BATCH_OF_SINGLE = String.raw`
+def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos, **kwargs):
+    """The batch form (veRL's batch reward manager, the TRL script): compute_score per response."""
+    return [compute_score(d, s, g, e) for d, s, g, e in zip(data_sources, solution_strs, ground_truths, extra_infos)]
+`;
+
 /** The whole reward.py of a recipe: header, CONFIG, the shared port, the recipe's compute_score. */
 export function rewardPy(recipe: ExportRecipe, config: Record<string, unknown>, header: string): string {
-  const constants = recipe.rewardConstants(config);
+  const body = recipe.computeScore.trim();
   return [
     `"""${header}"""`,
     PRELUDE,
-    `CONFIG = ${pyLiteral(constants)}`,
+    `CONFIG = ${pyLiteral(recipe.rewardConstants(config))}`,
     '',
     '',
-    recipe.computeScore.trim(),
+    body,
+    // veRL's batch reward manager and the TRL script call the batch form; a recipe whose reward
+    // needs the whole group (diversity) defines its own.
+    ...(body.includes('def compute_score_batch(') ? [] : ['', '', BATCH_OF_SINGLE.trim()]),
     '',
   ].join('\n');
 }

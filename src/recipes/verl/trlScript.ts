@@ -63,13 +63,11 @@ def _text(completion):
 
 
 def sparring_reward_func(prompts, completions, reward_model, data_source, extra_info=None, **kwargs):
-    """TRL reward function: one float per completion, from reward.py's compute_score."""
-    out = []
-    for i, completion in enumerate(completions):
-        info = dict(extra_info[i]) if extra_info is not None else {}
-        r = sparring_reward.compute_score(data_source[i], _text(completion), reward_model[i]["ground_truth"], info)
-        out.append(float(r["score"] if isinstance(r, dict) else r))
-    return out
+    """TRL reward function: one float per completion, from reward.py (the batch form, so a group's
+    completions are scored together where the reward needs the group)."""
+    infos = [dict(extra_info[i]) if extra_info is not None else {} for i in range(len(completions))]
+    rs = sparring_reward.compute_score_batch(list(data_source), [_text(c) for c in completions], [m["ground_truth"] for m in reward_model], infos)
+    return [float(r["score"] if isinstance(r, dict) else r) for r in rs]
 
 
 def main():
