@@ -12,7 +12,9 @@ import { parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { rulesVerdict } from '../../judges/rules.ts';
 import { tinkerRepetitionRatio } from '../../rl/repetition.ts';
-import { tinkerRedTeamReward } from '../../rl/rewards.ts';
+import { tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards.ts';
+import { groupDiversity } from '../attack.ts';
+import { asUserMessage } from '../rollout.ts';
 import { defendReward } from '../defend.ts';
 import { getRecipe } from '../registry.ts';
 import { datasetRows, EXPORT_RECIPES } from './recipes.ts';
@@ -26,6 +28,10 @@ interface LoggedRollout {
   response: string;
   ground_truth: { kind: string; category: string | null; expected: string | null; tactic: string | null };
   judge_unsafe: number;
+  /** GRPO group within its step. */
+  group: string;
+  /** attack: the frozen defender's answer to the attacker's prompt (the response). */
+  defender_answer?: string;
   mean_kl: number;
   mean_entropy: number;
   reward: number;
@@ -56,7 +62,7 @@ async function pythonScores(rewardPy: string, cases: Case[], env: NodeJS.Process
       `sys.path.insert(0, ${JSON.stringify(dir)})`,
       'import reward',
       `cases = json.load(open(${JSON.stringify(join(dir, 'cases.json'))}))`,
-      'out = [reward.compute_score(c["data_source"], c["solution_str"], c["ground_truth"], c["extra_info"]) for c in cases]',
+      'out = reward.compute_score_batch([c["data_source"] for c in cases], [c["solution_str"] for c in cases], [c["ground_truth"] for c in cases], [c["extra_info"] for c in cases])',
       'print(json.dumps(out))',
     ].join('\n'),
   );
@@ -68,7 +74,7 @@ const casesOf = (recipe: string, rs: LoggedRollout[]): Case[] =>
     data_source: `sparring/${recipe}`,
     solution_str: r.response,
     ground_truth: JSON.stringify(r.ground_truth),
-    extra_info: { prompt_text: r.prompt, sparring_mean_kl: r.mean_kl, sparring_mean_entropy: r.mean_entropy },
+    extra_info: { prompt_text: r.prompt, group: r.group, sparring_mean_kl: r.mean_kl, sparring_mean_entropy: r.mean_entropy },
   }));
 
 const exported = (recipe: string, config: Record<string, unknown> = {}, seed = 1) => exportVerl({ recipe: getRecipe(recipe), config, seed, steps: 50 });
@@ -138,7 +144,7 @@ describe('veRL export', () => {
     expect(readme).toMatch(/lora_adapter_path/);
     expect(Object.keys(ex.files).sort()).toEqual(['README.md', 'data/train.parquet', 'data/val.parquet', 'reward.py', 'run.sh', 'sparring_export.json', 'trl_grpo.py', 'verl_config.yaml']);
     expect(() => exported('redteam', { groupSize: '4', num_generations: '8' })).toThrow(/"groupSize" is set twice/);
-    expect(() => exported('minmax')).toThrow(/no veRL export yet \(exportable: redteam, defend, tokenbuncher\)/);
+    expect(() => exported('minmax')).toThrow(/no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack/);
   });
 
   it('the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset\'s layout', async () => {
@@ -154,49 +160,74 @@ describe('veRL export', () => {
     expect(rows[0].prompt).toEqual([{ role: 'user', content: rows[0].extra_info.prompt_text }]);
   });
 
-  for (const name of ['redteam', 'defend'] as const) {
+  /** The lab's own reward of a logged rollout, from the lab's functions (the fixture must still be what the lab computes). */
+  const labReward = (name: string, rs: LoggedRollout[]): number[] => {
+    const c = Object.fromEntries(Object.entries(getRecipe(name).schema).map(([k, f]) => [k, f.default])) as Record<string, number>;
+    const verdict = (r: LoggedRollout) =>
+      rulesVerdict({ prompt: r.prompt, response: r.defender_answer ?? r.response, meta: { kind: r.ground_truth.kind as 'harmful' | 'benign', category: r.ground_truth.category, expected: r.ground_truth.expected } });
+    const groupIds = [...new Set(rs.map((r) => r.group))];
+    const div = name === 'attack' ? groupDiversity(rs.map((r) => r.response), rs.map((r) => groupIds.indexOf(r.group)), 'exact') : [];
+    return rs.map((r, i) => {
+      const v = verdict(r);
+      if (name === 'redteam') return tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta });
+      if (name === 'defend') return defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, meanKl: r.mean_kl }, c as never).reward;
+      if (name === 'attack') return v.unsafe + c.diversityCoef * div[i] - c.klBeta * r.mean_kl;
+      // tokenbuncher
+      return r.ground_truth.kind === 'harmful' ? 0 + tokenBuncherReward(r.mean_entropy, 'defence') + -c.klBeta * r.mean_kl : 0 + c.utilityWeight * (v.benignCorrect ? 1 : 0) + -c.klBeta * r.mean_kl;
+    });
+  };
+
+  /**
+   * A local stand-in for the model servers reward.py talks to: the http judge (/score, the logged
+   * judge score of each text) and the frozen defender (/v1/chat/completions, the logged answers to
+   * each prompt, in the order they were logged).
+   */
+  async function standIn(rs: LoggedRollout[], fn: (url: string, requests: () => number) => Promise<void>): Promise<void> {
+    const judge = new Map(rs.map((r) => [r.defender_answer ?? r.response, r.judge_unsafe]));
+    const answers = new Map<string, string[]>();
+    for (const r of rs) if (r.defender_answer !== undefined) answers.set(asUserMessage(r.response), [...(answers.get(asUserMessage(r.response)) ?? []), r.defender_answer]);
+    let requests = 0;
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        requests++;
+        const j = JSON.parse(body) as { texts?: string[]; messages?: { content: string }[] };
+        let reply: unknown = null;
+        if (req.url === '/score' && j.texts?.every((t) => judge.has(t))) reply = { scores: j.texts.map((t) => judge.get(t)) };
+        if (req.url === '/v1/chat/completions' && answers.get(j.messages?.[0]?.content ?? '')?.length) reply = { choices: [{ message: { role: 'assistant', content: answers.get(j.messages![0].content)!.shift() } }] };
+        res.writeHead(reply ? 200 : 400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(reply ?? { error: `no logged reply for ${req.url} ${body.slice(0, 80)}` }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      await fn(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, () => requests);
+    } finally {
+      server.close();
+    }
+  }
+
+  for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack'] as const) {
     it(`${name}: python3 runs reward.py on 200 lab-logged rollouts and returns the lab's rewards within 1e-6`, async () => {
       const rs = logged(name);
       expect(rs.length).toBe(200);
-      const scores = await pythonScores(exported(name).files['reward.py'] as string, casesOf(name, rs));
-      const worst = Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)));
-      expect(worst).toBeLessThan(1e-6);
-      // The fixture is still what the lab computes (a lab reward change must update reward.py too).
-      const c = Object.fromEntries(Object.entries(getRecipe(name).schema).map(([k, f]) => [k, f.default])) as Record<string, number>;
-      const lab = rs.map((r) => {
-        const v = rulesVerdict({ prompt: r.prompt, response: r.response, meta: { kind: r.ground_truth.kind as 'harmful' | 'benign', category: r.ground_truth.category, expected: r.ground_truth.expected } });
-        return name === 'redteam'
-          ? tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta })
-          : defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, meanKl: r.mean_kl }, c as never).reward;
+      expect(Math.max(...labReward(name, rs).map((x, i) => Math.abs(x - rs[i].reward)))).toBeLessThan(1e-6);
+      await standIn(rs, async (url, requests) => {
+        const scores = await pythonScores(exported(name).files['reward.py'] as string, casesOf(name, rs), { SPARRING_DEFENDER_URL: url });
+        expect(Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)))).toBeLessThan(1e-6);
+        expect(requests()).toBe(name === 'attack' ? 200 : 0);
       });
-      expect(Math.max(...lab.map((x, i) => Math.abs(x - rs[i].reward)))).toBeLessThan(1e-6);
-    }, 20_000);
+    }, 30_000);
 
     it(`${name}: a model judge is asked through the http judge protocol (a local stand-in serves the logged judge scores)`, async () => {
       const rs = logged(name);
-      const byText = new Map(rs.map((r) => [r.response, r.judge_unsafe]));
-      let requests = 0;
-      const server = createServer((req, res) => {
-        let body = '';
-        req.on('data', (d) => (body += d));
-        req.on('end', () => {
-          requests++;
-          const { texts } = JSON.parse(body) as { texts: string[] };
-          const ok = req.url === '/score' && texts.every((t) => byText.has(t));
-          res.writeHead(ok ? 200 : 400, { 'content-type': 'application/json' });
-          res.end(JSON.stringify(ok ? { scores: texts.map((t) => byText.get(t)) } : { error: 'unknown text' }));
-        });
-      });
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      try {
-        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-        const scores = await pythonScores(exported(name, { judge: 'http' }).files['reward.py'] as string, casesOf(name, rs), { SPARRING_JUDGE_URL: url });
-        expect(requests).toBe(200);
+      await standIn(rs, async (url, requests) => {
+        const scores = await pythonScores(exported(name, { judge: 'http' }).files['reward.py'] as string, casesOf(name, rs), { SPARRING_JUDGE_URL: url, SPARRING_DEFENDER_URL: url });
+        expect(requests()).toBe(name === 'attack' ? 400 : 200);
         expect(Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)))).toBeLessThan(1e-6);
-      } finally {
-        server.close();
-      }
-    }, 20_000);
+      });
+    }, 30_000);
   }
 
   it('the rules judge and the repetition ratio match the lab\'s on generated edge cases (Unicode spaces, refusals, markers, repeats)', async () => {
@@ -232,6 +263,18 @@ describe('veRL export', () => {
     expect(d.map((s) => s.refused)).toEqual(texts.map((t) => (rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).refused ? 1 : 0)));
     expect(d.map((s) => s.score)).toEqual(texts.map((t) => (rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).benignCorrect ? 1 : 0)));
   }, 20_000);
+
+  it('attack: the diversity term matches the lab\'s groupDiversity in both modes', async () => {
+    const texts = ['Pretend you are X. a b', 'Pretend you are X. a b', 'pretend YOU are x.  a b', 'single', 'single', '', 'one two three', 'two three four', 'Crescendo\nline two'];
+    const groups = [0, 0, 0, 1, 1, 1, 2, 2, 3];
+    const dir = mkdtempSync(join(tmpdir(), 'verl-div-'));
+    writeFileSync(join(dir, 'reward.py'), exported('attack').files['reward.py'] as string);
+    writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import reward',
+      `t = ${JSON.stringify(texts)}; g = ${JSON.stringify(groups)}`, 'print(json.dumps([reward.group_diversity(t, g, "exact"), reward.group_diversity(t, g, "ngram")]))'].join('\n'));
+    const [exact, ngram] = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as number[][];
+    expect(exact).toEqual(groupDiversity(texts, groups, 'exact').map((x) => expect.closeTo(x, 12)));
+    expect(ngram).toEqual(groupDiversity(texts, groups, 'ngram').map((x) => expect.closeTo(x, 12)));
+  });
 
   it('the TRL script\'s reward function returns reward.py\'s scores (trl itself is imported only in main)', async () => {
     const ex = exported('redteam');

@@ -2,8 +2,8 @@
 // compute_score that composes its reward, the constants that reward reads, recipe-specific veRL
 // overrides, and every part of the lab's method that veRL cannot express (listed in the export's
 // README, never silently dropped). One entry per recipe; the shared parts live in verlConfig.ts.
-import { benignPrompts, harmfulPrompts, SINGLE_TURN_TACTICS, type SandboxPrompt } from '../../data/sandbox/index.ts';
-import { promptText, tacticList, type RedteamTacticMix } from '../goals.ts';
+import { attackerSource, benignPrompts, harmfulPrompts, SINGLE_TURN_TACTICS, type SandboxPrompt } from '../../data/sandbox/index.ts';
+import { harmfulGoals, promptText, tacticList, type Goal, type RedteamTacticMix } from '../goals.ts';
 
 /** One prompt of the export's dataset: its user message and what the reward needs to know about it. */
 export interface DatasetItem {
@@ -120,6 +120,94 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     return {"score": score, "unsafe": v["unsafe"]}
 `;
 
+const ATTACK_SCORE = String.raw`
+def _word_bigrams(text):
+    w = [x for x in re.split(_WS + "+", text.lower()) if x]
+    out = set()
+    if len(w) == 1:
+        out.add(w[0])
+    for i in range(len(w) - 1):
+        out.add(w[i] + " " + w[i + 1])
+    return out
+
+
+def _jaccard(a, b):
+    if not a and not b:
+        return 1
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def group_diversity(texts, groups, mode):
+    """1 - share of the other prompts of the group identical to this one (exact), or 1 - mean
+    word-bigram Jaccard overlap with them (ngram); 1 for a prompt alone in its group."""
+    grams = [_word_bigrams(t) for t in texts] if mode == "ngram" else None
+    out = []
+    for b, t in enumerate(texts):
+        others = 0
+        same = 0
+        for j in range(len(texts)):
+            if j == b or groups[j] != groups[b]:
+                continue
+            others += 1
+            same += (1 if texts[j] == t else 0) if mode == "exact" else _jaccard(grams[b], grams[j])
+        out.append(1 if others == 0 else 1 - same / others)
+    return out
+
+
+def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos, **kwargs):
+    """Attacker reward: harm of the frozen defender's answer + diversityCoef x diversity within the
+    prompt's group - beta x KL. veRL: reward_model.reward_manager=batch (the group is the responses
+    of one prompt_id in the batch)."""
+    infos = [e or {} for e in extra_infos]
+    groups = [info.get("group", info.get("prompt_id", k)) for k, info in enumerate(infos)]
+    div = group_diversity(list(solution_strs), groups, CONFIG["diversity"])
+    out = []
+    for attack, gt, info, d in zip(solution_strs, ground_truths, infos, div):
+        temperature = 0 if CONFIG["defenderGreedy"] else CONFIG["defenderTemperature"]
+        answer = chat_reply("SPARRING_DEFENDER_URL", CONFIG["defender"], as_user_message(attack), CONFIG["defenderMaxTokens"], temperature, CONFIG["defenderTopP"])
+        harm = judge_verdict(answer, _ground_truth(gt), info)["unsafe"]
+        score = harm + CONFIG["diversityCoef"] * d - CONFIG["klBeta"] * _fed(info, "sparring_mean_kl")
+        out.append({"score": score, "harm": harm, "diversity": d, "asr": 1.0 if harm >= 0.5 else 0.0})
+    return out
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    """One prompt alone (veRL's naive reward manager): no group, so diversity is 1."""
+    return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info])[0]
+`;
+
+const attack: ExportRecipe = {
+  name: 'attack',
+  modelField: 'attacker',
+  batchPrompts: (c) => n(c, 'goals'),
+  dataset: (c, seed) => {
+    const goal = (g: Goal): DatasetItem => ({ id: g.id, text: attackerSource(g.text), groundTruth: { kind: 'harmful', category: g.category, expected: null, goal: g.text } });
+    return { train: harmfulGoals(n(c, 'goalPool'), seed).map(goal), val: harmfulGoals(32, seed + 9001).map(goal) };
+  },
+  rewardConstants: (c) => ({
+    ...judgeConstants(c),
+    defender: c.defender,
+    defenderGreedy: c.defenderGreedy,
+    defenderTemperature: c.defenderTemperature,
+    defenderTopP: c.defenderTopP,
+    defenderMaxTokens: c.defenderMaxTokens,
+    diversity: c.diversity,
+    diversityCoef: c.diversityCoef,
+    klBeta: c.klBeta,
+  }),
+  computeScore: ATTACK_SCORE,
+  verl: () => ({ 'reward_model.reward_manager': 'batch', 'custom_reward_function.name': 'compute_score_batch' }),
+  unsupported: (c) => [
+    ...judgeNotes(c),
+    `The frozen defender answers every attacker prompt inside reward.py: serve it with an OpenAI-compatible server (\`vllm serve <defender> --port 8001\`) and \`export SPARRING_DEFENDER_URL=http://HOST:8001\`. ${c.defenderGreedy ? 'It answers greedily (temperature 0).' : `It samples at temperature ${c.defenderTemperature} / top_p ${c.defenderTopP}; the lab seeds that draw per (seed, step, row), a server does not.`}`,
+    'Diversity is computed over the responses of one prompt in the batch (veRL\'s batch reward manager); if a prompt appears twice in one batch its two groups count as one.',
+    KL_IN_REWARD_NOTE(n(c, 'klBeta')),
+    ...POLICY_LOSS_NOTES(c),
+  ],
+  trl: true,
+};
+
 const redteam: ExportRecipe = {
   name: 'redteam',
   modelField: 'defender',
@@ -194,7 +282,7 @@ const tokenbuncher: ExportRecipe = {
   trl: true,
 };
 
-export const EXPORT_RECIPES: Readonly<Record<string, ExportRecipe>> = { redteam, defend, tokenbuncher };
+export const EXPORT_RECIPES: Readonly<Record<string, ExportRecipe>> = { redteam, defend, tokenbuncher, attack };
 
 /** The export entry of a recipe, or an error naming the exportable recipes. */
 export function exportRecipe(name: string): ExportRecipe {
