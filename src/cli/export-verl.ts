@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join } from 'node:path';
 import { getRecipe } from '../recipes/registry.ts';
 import { ConfigError } from '../recipes/schema.ts';
-import { exportRecipe, exportVerl, modelPathFor } from '../recipes/verl/index.ts';
+import { exportModelField, exportVerl, modelPathFor } from '../recipes/verl/index.ts';
 import { DEFAULT_MODELS_DIR } from './recipe-env.ts';
 import { parseRecipeArgs, recipeInput, RecipeUsageError } from './recipe-run.ts';
 
@@ -24,9 +24,9 @@ export async function exportVerlMain(argv: string[], opts: { stderr?: (s: string
     if (!a.recipe) throw new RecipeUsageError('--recipe NAME is required');
     if (!a.out) throw new RecipeUsageError('--out DIR is required');
     const recipe = getRecipe(a.recipe);
-    const spec = exportRecipe(recipe.name);
+    const modelField = exportModelField(recipe.name);
     const input = recipeInput(a);
-    const ref = String(input[spec.modelField] ?? recipe.schema[spec.modelField].default);
+    const ref = String(input[modelField] ?? recipe.schema[modelField].default);
     const sandbox = modelPathFor(ref).sandbox;
     const modelDir = sandbox ? join(a.models ?? DEFAULT_MODELS_DIR, sandbox) : null;
     const modelFiles = modelDir && existsSync(modelDir) ? sandboxFiles(modelDir) : undefined;

@@ -14,7 +14,12 @@ import { rulesVerdict } from '../../judges/rules.ts';
 import { tinkerRepetitionRatio } from '../../rl/repetition.ts';
 import { tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards.ts';
 import { groupDiversity } from '../attack.ts';
-import { asUserMessage } from '../rollout.ts';
+import type { QaItem } from '../../data/sandbox/qa.ts';
+import { critiqueVerdict } from '../minmax.ts';
+import { judgeRewardModel, rulesAnswerRm } from '../minmaxRm.ts';
+import { createHttpJudge } from '../../judges/http.ts';
+import { attackerSft } from '../../data/sandbox/index.ts';
+import { minmaxPolicyReward } from '../../rl/minmax.ts';
 import { defendReward } from '../defend.ts';
 import { getRecipe } from '../registry.ts';
 import { datasetRows, EXPORT_RECIPES } from './recipes.ts';
@@ -26,12 +31,12 @@ const VERL = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8'
 interface LoggedRollout {
   prompt: string;
   response: string;
-  ground_truth: { kind: string; category: string | null; expected: string | null; tactic: string | null };
+  ground_truth: { kind: string; category: string | null; expected: string | null; tactic: string | null; choices?: [string, string, string, string]; correct?: number; family?: string; story?: string; question?: string };
   judge_unsafe: number;
   /** GRPO group within its step. */
   group: string;
-  /** attack: the frozen defender's answer to the attacker's prompt (the response). */
-  defender_answer?: string;
+  /** What a frozen model was asked and answered (attack: the defender; rlhf: the monitor). */
+  chat?: { content: string; reply: string };
   mean_kl: number;
   mean_entropy: number;
   reward: number;
@@ -144,7 +149,7 @@ describe('veRL export', () => {
     expect(readme).toMatch(/lora_adapter_path/);
     expect(Object.keys(ex.files).sort()).toEqual(['README.md', 'data/train.parquet', 'data/val.parquet', 'reward.py', 'run.sh', 'sparring_export.json', 'trl_grpo.py', 'verl_config.yaml']);
     expect(() => exported('redteam', { groupSize: '4', num_generations: '8' })).toThrow(/"groupSize" is set twice/);
-    expect(() => exported('minmax')).toThrow(/no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack/);
+    expect(() => exported('arena')).toThrow(/no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, attacker-sft/);
   });
 
   it('the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset\'s layout', async () => {
@@ -164,7 +169,7 @@ describe('veRL export', () => {
   const labReward = (name: string, rs: LoggedRollout[]): number[] => {
     const c = Object.fromEntries(Object.entries(getRecipe(name).schema).map(([k, f]) => [k, f.default])) as Record<string, number>;
     const verdict = (r: LoggedRollout) =>
-      rulesVerdict({ prompt: r.prompt, response: r.defender_answer ?? r.response, meta: { kind: r.ground_truth.kind as 'harmful' | 'benign', category: r.ground_truth.category, expected: r.ground_truth.expected } });
+      rulesVerdict({ prompt: r.prompt, response: name === 'attack' ? r.chat!.reply : r.response, meta: { kind: r.ground_truth.kind as 'harmful' | 'benign', category: r.ground_truth.category, expected: r.ground_truth.expected } });
     const groupIds = [...new Set(rs.map((r) => r.group))];
     const div = name === 'attack' ? groupDiversity(rs.map((r) => r.response), rs.map((r) => groupIds.indexOf(r.group)), 'exact') : [];
     return rs.map((r, i) => {
@@ -172,6 +177,7 @@ describe('veRL export', () => {
       if (name === 'redteam') return tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta });
       if (name === 'defend') return defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, meanKl: r.mean_kl }, c as never).reward;
       if (name === 'attack') return v.unsafe + c.diversityCoef * div[i] - c.klBeta * r.mean_kl;
+      if (name === 'rlhf') return minmaxPolicyReward(rulesAnswerRm(r.ground_truth as unknown as QaItem, r.response), critiqueVerdict(r.chat!.reply)) - c.klBeta * r.mean_kl;
       // tokenbuncher
       return r.ground_truth.kind === 'harmful' ? 0 + tokenBuncherReward(r.mean_entropy, 'defence') + -c.klBeta * r.mean_kl : 0 + c.utilityWeight * (v.benignCorrect ? 1 : 0) + -c.klBeta * r.mean_kl;
     });
@@ -183,9 +189,9 @@ describe('veRL export', () => {
    * each prompt, in the order they were logged).
    */
   async function standIn(rs: LoggedRollout[], fn: (url: string, requests: () => number) => Promise<void>): Promise<void> {
-    const judge = new Map(rs.map((r) => [r.defender_answer ?? r.response, r.judge_unsafe]));
+    const judge = new Map(rs.map((r) => [r.chat?.reply ?? r.response, r.judge_unsafe]));
     const answers = new Map<string, string[]>();
-    for (const r of rs) if (r.defender_answer !== undefined) answers.set(asUserMessage(r.response), [...(answers.get(asUserMessage(r.response)) ?? []), r.defender_answer]);
+    for (const r of rs) if (r.chat) answers.set(r.chat.content, [...(answers.get(r.chat.content) ?? []), r.chat.reply]);
     let requests = 0;
     const server = createServer((req, res) => {
       let body = '';
@@ -208,18 +214,19 @@ describe('veRL export', () => {
     }
   }
 
-  for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack'] as const) {
+  for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack', 'rlhf'] as const) {
     it(`${name}: python3 runs reward.py on 200 lab-logged rollouts and returns the lab's rewards within 1e-6`, async () => {
       const rs = logged(name);
       expect(rs.length).toBe(200);
       expect(Math.max(...labReward(name, rs).map((x, i) => Math.abs(x - rs[i].reward)))).toBeLessThan(1e-6);
       await standIn(rs, async (url, requests) => {
-        const scores = await pythonScores(exported(name).files['reward.py'] as string, casesOf(name, rs), { SPARRING_DEFENDER_URL: url });
+        const scores = await pythonScores(exported(name).files['reward.py'] as string, casesOf(name, rs), { SPARRING_DEFENDER_URL: url, SPARRING_MONITOR_URL: url });
         expect(Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)))).toBeLessThan(1e-6);
-        expect(requests()).toBe(name === 'attack' ? 200 : 0);
+        expect(requests()).toBe(name === 'attack' || name === 'rlhf' ? 200 : 0);
       });
     }, 30_000);
 
+    if (name === 'rlhf') continue; // its judge is the monitor (served above); its RM is the rules stand-in
     it(`${name}: a model judge is asked through the http judge protocol (a local stand-in serves the logged judge scores)`, async () => {
       const rs = logged(name);
       await standIn(rs, async (url, requests) => {
@@ -229,6 +236,32 @@ describe('veRL export', () => {
       });
     }, 30_000);
   }
+
+  it('rlhf: a judge RM (rm = http) scores answers as the lab\'s judgeRewardModel does, through the same server', async () => {
+    const rs = logged('rlhf').slice(0, 40);
+    // The stand-in scorer gives every answer a P(unsafe) of its own.
+    const scored = rs.map((r, i) => ({ ...r, chat: undefined, judge_unsafe: (i % 5) / 8 }));
+    await standIn(scored, async (url) => {
+      const lab = await judgeRewardModel(createHttpJudge({ url, retries: 0 })).scoreAnswers(rs.map((r) => ({ item: r.ground_truth as unknown as QaItem, answer: r.response })));
+      const want = lab.map((rm, i) => minmaxPolicyReward(rm, 'unclear') - 0.05 * rs[i].mean_kl);
+      const got = await pythonScores(exported('rlhf', { rm: 'http', judge: 'none' }).files['reward.py'] as string, casesOf('rlhf', rs), { SPARRING_JUDGE_URL: url });
+      expect(new Set(lab).size).toBeGreaterThan(2);
+      expect(got.map((g) => g.score)).toEqual(want.map((w) => expect.closeTo(w, 9)));
+    });
+  }, 30_000);
+
+  it('attacker-sft: a veRL SFT job whose keys are the SFT trainer\'s and whose parquet holds the lab\'s pairs', async () => {
+    const sft = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as { sft_keys: string[] };
+    const ex = exported('attacker-sft', { dataSize: '100', batchSize: '8', loraRank: '16' });
+    const keys = yamlKeys(ex.files['verl_sft_config.yaml'] as string).filter((k) => k !== 'hydra' && !k.startsWith('hydra.') && k !== 'defaults');
+    expect(keys.filter((k) => !sft.sft_keys.includes(k))).toEqual([]);
+    expect(ex.overrides).toMatchObject({ 'data.train_batch_size': 8, 'model.lora_rank': 16, 'data.prompt_key': 'prompt', 'data.response_key': 'response' });
+    expect(ex.files['run.sh']).toMatch(/-m verl\.trainer\.fsdp_sft_trainer --config-path="\$PWD" --config-name=verl_sft_config/);
+    const bytes = ex.files['data/sft_train.parquet'] as Uint8Array;
+    const back = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer });
+    expect(back).toEqual(attackerSft(100, 1).map((e) => ({ prompt: e.source, response: e.target, prompt_id: e.id })));
+    expect(() => exported('attacker-sft', { dataset: 'my.jsonl' })).toThrow(/sandbox pairs only; field "dataset" is "my.jsonl"/);
+  });
 
   it('the rules judge and the repetition ratio match the lab\'s on generated edge cases (Unicode spaces, refusals, markers, repeats)', async () => {
     const texts = [

@@ -58,7 +58,7 @@ bash run.sh trainer.n_gpus_per_node=8 actor_rollout_ref.rollout.tensor_model_par
 
 Each step samples ${f.groupSize} responses for each of ${f.batchPrompts} prompts (data.train_batch_size ${f.batchPrompts},
 actor_rollout_ref.rollout.n ${f.groupSize}) and takes one optimiser step, for ${f.steps} steps. Hardware: ${hardware(f)}
-${f.judge === 'rules' || f.judge === 'rules-partial' ? `The judge is the lab's rules judge, ported into reward.py: no judge server is needed.` : `The judge "${f.judge}" is a model: start a scorer that speaks the lab's http judge protocol and \`export SPARRING_JUDGE_URL=http://HOST:PORT\` before \`run.sh\`.`}
+${f.judge === 'rules' || f.judge === 'rules-partial' ? `The judge is the lab's rules judge, ported into reward.py: no judge server is needed.` : 'reward.py asks model servers for part of the reward: the list below says which and how to start them.'}
 
 ## Start from the lab's adapter
 

@@ -3,7 +3,7 @@
 // base model, shapes, rank, alpha, targets); the current setup as a veRL / TRL job zip; and
 // uploaded prompt datasets for the recipes.
 import { useState } from 'react';
-import { EXPORT_RECIPES } from '../../recipes/verl/index';
+import { EXPORTABLE_RECIPES } from '../../recipes/verl/index';
 import { runLogs } from '../../store/checkpointStore';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
@@ -53,7 +53,7 @@ export function ExportPanel() {
       return { text: `Saved ${activeRunId}.jsonl (${rec.reportCount} steps).`, error: false };
     });
   const recipeName = useSetup((s) => s.recipeName);
-  const canVerl = Object.hasOwn(EXPORT_RECIPES, recipeName);
+  const canVerl = EXPORTABLE_RECIPES.includes(recipeName);
   const exportVerlJob = () =>
     act('writing the veRL job', async () => {
       const s = useSetup.getState();
@@ -84,7 +84,7 @@ export function ExportPanel() {
           type="button"
           data-testid="export-verl"
           disabled={busy !== null || !canVerl}
-          title={canVerl ? 'the Run setup as a veRL job (and a TRL script): config, reward.py, parquet data, launch command' : `no veRL export for ${recipeName || 'this recipe'} yet (exportable: ${Object.keys(EXPORT_RECIPES).join(', ')})`}
+          title={canVerl ? 'the Run setup as a veRL job (and a TRL script): config, reward.py, parquet data, launch command' : `no veRL export for ${recipeName || 'this recipe'} yet (exportable: ${EXPORTABLE_RECIPES.join(', ')})`}
           onClick={exportVerlJob}
         >
           Export for veRL (zip)

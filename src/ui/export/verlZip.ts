@@ -4,7 +4,7 @@
 // zip; if that fails the README says where to copy it from.
 import { zipSync } from 'fflate';
 import type { Schema } from '../../recipes/schema';
-import { exportRecipe, exportVerl, modelPathFor } from '../../recipes/verl/index';
+import { exportModelField, exportVerl, modelPathFor } from '../../recipes/verl/index';
 
 const SANDBOX_FILES = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
 
@@ -32,8 +32,8 @@ export interface VerlZip {
 }
 
 export async function verlZip(recipe: { name: string; schema: Schema }, values: Record<string, unknown>, seed: number, steps: number | undefined): Promise<VerlZip> {
-  const spec = exportRecipe(recipe.name);
-  const sandbox = modelPathFor(String(values[spec.modelField] ?? recipe.schema[spec.modelField]?.default)).sandbox;
+  const field = exportModelField(recipe.name);
+  const sandbox = modelPathFor(String(values[field] ?? recipe.schema[field]?.default)).sandbox;
   const modelFiles = sandbox ? await sandboxFiles(sandbox) : undefined;
   const ex = exportVerl({ recipe, config: values, seed, steps, modelFiles });
   const dir = `sparring-${recipe.name}-verl`;
