@@ -31,6 +31,6 @@ describe('lab export-verl', () => {
     expect(bad.stderr).toMatch(/field "groupSize" must be an integer in \[2, 64\], got "1"/);
     expect(existsSync(dir)).toBe(false);
     expect((await run('--recipe', 'redteam')).stderr).toMatch(/--out DIR is required/);
-    expect((await run('--recipe', 'arena', '--out', dir)).stderr).toMatch(/no veRL export yet/);
+    expect((await run('--recipe', 'nope', '--out', dir)).stderr).toMatch(/unknown recipe "nope"/);
   });
 });

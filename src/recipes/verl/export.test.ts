@@ -3,7 +3,7 @@
 // during real runs, fixtures/rollouts-*.json), the lab's reward functions on generated edge cases,
 // and a parquet reader that is not the writer.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,10 +20,13 @@ import { judgeRewardModel, rulesAnswerRm } from '../minmaxRm.ts';
 import { createHttpJudge } from '../../judges/http.ts';
 import { attackerSft } from '../../data/sandbox/index.ts';
 import { minmaxPolicyReward } from '../../rl/minmax.ts';
+import { aggregateTurnScores } from '../../rl/turns.ts';
+import { TURN_AGGREGATIONS } from '../../rl/types.ts';
+import { saferTurnScore } from '../multiturn.ts';
 import { defendReward } from '../defend.ts';
-import { getRecipe } from '../registry.ts';
+import { getRecipe, listRecipes } from '../registry.ts';
 import { datasetRows, EXPORT_RECIPES } from './recipes.ts';
-import { exportVerl } from './index.ts';
+import { EXPORTABLE_RECIPES, exportVerl } from './index.ts';
 
 const FIXTURES = new URL('./fixtures/', import.meta.url);
 const VERL = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as { source: { commit: string }; keys: string[] };
@@ -149,7 +152,9 @@ describe('veRL export', () => {
     expect(readme).toMatch(/lora_adapter_path/);
     expect(Object.keys(ex.files).sort()).toEqual(['README.md', 'data/train.parquet', 'data/val.parquet', 'reward.py', 'run.sh', 'sparring_export.json', 'trl_grpo.py', 'verl_config.yaml']);
     expect(() => exported('redteam', { groupSize: '4', num_generations: '8' })).toThrow(/"groupSize" is set twice/);
-    expect(() => exported('arena')).toThrow(/no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, attacker-sft/);
+    // Every registered recipe exports; a plug-in recipe without an export entry is named.
+    for (const r of listRecipes()) expect(EXPORTABLE_RECIPES, r.name).toContain(r.name);
+    expect(() => exportVerl({ recipe: { name: 'plugin', schema: {} }, config: {}, seed: 0 })).toThrow(/recipe "plugin" has no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, multiturn, arena, attacker-sft\)/);
   });
 
   it('the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset\'s layout', async () => {
@@ -261,6 +266,86 @@ describe('veRL export', () => {
     const back = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer });
     expect(back).toEqual(attackerSft(100, 1).map((e) => ({ prompt: e.source, response: e.target, prompt_id: e.id })));
     expect(() => exported('attacker-sft', { dataset: 'my.jsonl' })).toThrow(/sandbox pairs only; field "dataset" is "my.jsonl"/);
+  });
+
+  describe('multiturn', () => {
+    interface Turn { user: string; reply: string; kind: 'harmful' | 'benign'; expected: string | null; category: string | null; ended: boolean; turn_score: number }
+    const episodes = () => (JSON.parse(readFileSync(new URL('rollouts-multiturn.json', FIXTURES), 'utf8')) as { rollouts: { turns: Turn[]; reward: number; ground_truth: { kind: string } }[] }).rollouts;
+    const w = { safetyWeight: 0.4, usefulnessWeight: 0.4, formatWeight: 0.2, repetitionPenalty: 0.2 };
+
+    it('reward.py scores every turn and aggregates 200 lab-logged episodes to the lab\'s rewards within 1e-6', async () => {
+      const eps = episodes();
+      expect(eps.length).toBe(200);
+      // The fixture is what the lab computes now.
+      for (const e of eps) {
+        const lab = e.turns.map((t) => saferTurnScore(rulesVerdict({ prompt: t.user, response: t.reply, meta: { kind: t.kind, expected: t.expected, category: t.category } }), t.kind, { text: t.reply, ended: t.ended }, w).score);
+        expect(lab.map((x, k) => Math.abs(x - e.turns[k].turn_score)).every((d) => d < 1e-9)).toBe(true);
+        expect(Math.abs(aggregateTurnScores(lab, 'min_mean') - e.reward)).toBeLessThan(1e-9);
+      }
+      const dir = mkdtempSync(join(tmpdir(), 'verl-mt-'));
+      writeFileSync(join(dir, 'reward.py'), exported('multiturn').files['reward.py'] as string);
+      writeFileSync(join(dir, 'eps.json'), JSON.stringify(eps));
+      writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import reward',
+        `eps = json.load(open(${JSON.stringify(join(dir, 'eps.json'))}))`,
+        'out = []',
+        'for e in eps:',
+        '    s = [reward.turn_score(t["reply"], t["ended"], t) for t in e["turns"]]',
+        '    out.append({"turns": s, "episode": reward.episode_reward(s), "via_compute_score": reward.compute_score("sparring/multiturn", "", "{}", {"turn_scores": s})["score"]})',
+        'print(json.dumps(out))'].join('\n'));
+      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as { turns: number[]; episode: number; via_compute_score: number }[];
+      expect(Math.max(...got.flatMap((g, i) => g.turns.map((x, k) => Math.abs(x - eps[i].turns[k].turn_score))))).toBeLessThan(1e-6);
+      expect(Math.max(...got.map((g, i) => Math.abs(g.episode - eps[i].reward)))).toBeLessThan(1e-6);
+      expect(got.map((g) => g.via_compute_score)).toEqual(got.map((g) => g.episode));
+      expect(new Set(eps.map((e) => e.turns.length)).size).toBeGreaterThan(0);
+    }, 30_000);
+
+    it('every aggregation matches the lab\'s aggregateTurnScores', async () => {
+      const cases = [[0.5], [1, 0.2, 0.7], [0, 0, 0.9], [0.333, 0.001, 1, 0.5], [0.8, 0.8]];
+      const dir = mkdtempSync(join(tmpdir(), 'verl-agg-'));
+      writeFileSync(join(dir, 'reward.py'), exported('multiturn').files['reward.py'] as string);
+      writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import reward',
+        `print(json.dumps([[reward.aggregate_turn_scores(c, m) for c in ${JSON.stringify(cases)}] for m in ${JSON.stringify(TURN_AGGREGATIONS)}]))`].join('\n'));
+      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as number[][];
+      expect(got).toEqual(TURN_AGGREGATIONS.map((m) => cases.map((c) => expect.closeTo(aggregateTurnScores(c, m), 12))));
+    });
+
+    it('the veRL interaction plays a logged episode turn by turn: next user turns, turn scores and the episode reward (against a stand-in of veRL\'s BaseInteraction)', async () => {
+      const ex = exported('multiturn');
+      const eps = episodes().filter((e) => e.turns.length === 3 && e.turns.every((t) => t.ended)).slice(0, 12);
+      expect(eps.length).toBeGreaterThan(5);
+      const dir = mkdtempSync(join(tmpdir(), 'verl-int-'));
+      for (const f of ['reward.py', 'sparring_interaction.py', 'sparring_reward_manager.py', 'interaction_config.yaml']) writeFileSync(join(dir, f), ex.files[f] as string);
+      mkdirSync(join(dir, 'stub/verl/interactions'), { recursive: true });
+      writeFileSync(join(dir, 'stub/verl/__init__.py'), '');
+      writeFileSync(join(dir, 'stub/verl/interactions/__init__.py'), '');
+      writeFileSync(join(dir, 'stub/verl/interactions/base.py'), 'class BaseInteraction:\n    def __init__(self, config):\n        self.config = config\n');
+      const episodeJson = eps.map((e) => JSON.stringify({ turns: e.turns.map((t) => t.user), turn_kinds: e.turns.map((t) => t.kind), expected: e.turns.map((t) => t.expected), category: e.turns[0].category }));
+      writeFileSync(join(dir, 'eps.json'), JSON.stringify(eps.map((e, i) => ({ episode: episodeJson[i], replies: e.turns.map((t) => t.reply) }))));
+      writeFileSync(join(dir, 'drive.py'), ['import asyncio, json, sys', `sys.path[:0] = [${JSON.stringify(join(dir, 'stub'))}, ${JSON.stringify(dir)}]`, 'from sparring_interaction import SparringEpisodeInteraction',
+        `eps = json.load(open(${JSON.stringify(join(dir, 'eps.json'))}))`,
+        'async def play(it, e):',
+        '    iid = await it.start_interaction(None, name="sparring", episode=e["episode"])',
+        '    msgs = [{"role": "user", "content": json.loads(e["episode"])["turns"][0]}]',
+        '    log = []',
+        '    for r in e["replies"]:',
+        '        msgs.append({"role": "assistant", "content": r})',
+        '        done, nxt, score, _ = await it.generate_response(iid, msgs)',
+        '        log.append([done, nxt, score])',
+        '        msgs.append({"role": "user", "content": nxt})',
+        '    final = await it.calculate_score(iid)',
+        '    await it.finalize_interaction(iid)',
+        '    return {"log": log, "final": final}',
+        'it = SparringEpisodeInteraction({})',
+        'print(json.dumps([asyncio.run(play(it, e)) for e in eps]))'].join('\n'));
+      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as { log: [boolean, string, number][]; final: number }[];
+      got.forEach((g, i) => {
+        expect(g.log.map((l) => l[0])).toEqual([false, false, true]);
+        expect(g.log.map((l) => l[1])).toEqual([eps[i].turns[1].user, eps[i].turns[2].user, '']);
+        expect(g.log.map((l) => l[2])).toEqual(eps[i].turns.map((t) => expect.closeTo(t.turn_score, 9)));
+        expect(g.final).toBeCloseTo(eps[i].reward, 9);
+      });
+      expect(ex.overrides).toMatchObject({ 'actor_rollout_ref.rollout.multi_turn.enable': true, 'reward_manager.source': 'importlib', 'reward_manager.name': 'SparringTurnRewardManager' });
+    }, 30_000);
   });
 
   it('the rules judge and the repetition ratio match the lab\'s on generated edge cases (Unicode spaces, refusals, markers, repeats)', async () => {

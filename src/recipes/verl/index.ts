@@ -115,6 +115,13 @@ export function exportVerl(input: VerlExportInput): VerlExport {
   const experiment = `${recipe.name}-seed${seed}`;
   const overrides = verlOverrides(spec, recipe, c, { steps, modelPath: model.path, maxPromptTokens, gpus, experiment });
   const unsupported = spec.unsupported(c);
+  // A shipped model's context bounds prompt + response (vLLM refuses longer sequences).
+  const maxPos = model.sandbox && input.modelFiles?.['config.json'] ? (JSON.parse(new TextDecoder().decode(input.modelFiles['config.json'])) as { max_position_embeddings?: number }).max_position_embeddings : undefined;
+  const room = maxPos === undefined ? Infinity : maxPos - (overrides['data.max_prompt_length'] as number);
+  if ((overrides['data.max_response_length'] as number) > room) {
+    unsupported.push(`data.max_response_length is cut from ${overrides['data.max_response_length']} to ${room} so prompt + response fit the model's ${maxPos} positions.`);
+    overrides['data.max_response_length'] = room;
+  }
 
   const files: Record<string, string | Uint8Array> = {
     'verl_config.yaml': verlYaml(overrides, [header, 'Launch: bash run.sh (see README.md). Every key is one of veRL\'s trainer config keys.']),
@@ -127,11 +134,14 @@ export function exportVerl(input: VerlExportInput): VerlExport {
       '# Starts veRL on this folder\'s config; extra Hydra overrides go after the script name.',
       'set -euo pipefail',
       'cd "$(dirname "$0")"',
+      '# reward.py and any interaction / reward-manager module of this folder import each other by name.',
+      'export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"',
       'python3 -m verl.trainer.main_ppo --config-path="$PWD" --config-name=verl_config "$@"',
       '',
     ].join('\n'),
     'sparring_export.json': manifest(input, c, steps),
   };
+  Object.assign(files, spec.extraFiles?.(c));
   if (spec.trl) files['trl_grpo.py'] = trlScript(recipe, c, { steps, batchPrompts: spec.batchPrompts(c), experiment, modelPath: model.path });
   if (model.sandbox && input.modelFiles) for (const [name, bytes] of Object.entries(input.modelFiles)) files[`models/${model.sandbox}/${name}`] = bytes;
   files['README.md'] = exportReadme({

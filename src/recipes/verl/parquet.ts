@@ -9,7 +9,7 @@ import type { DatasetRow } from './recipes.ts';
 const str = (name: string) => ({ name, type: 'BYTE_ARRAY' as const, converted_type: 'UTF8' as const, repetition_type: 'OPTIONAL' as const });
 
 /** The parquet schema of DatasetRow (3-level LIST of a struct, as pyarrow writes list<struct>). */
-const SCHEMA = [
+const schema = (interaction: boolean) => [
   { name: 'root', num_children: 5 },
   str('data_source'),
   { name: 'prompt', repetition_type: 'OPTIONAL' as const, converted_type: 'LIST' as const, num_children: 1 },
@@ -21,11 +21,13 @@ const SCHEMA = [
   { name: 'reward_model', repetition_type: 'OPTIONAL' as const, num_children: 2 },
   str('style'),
   str('ground_truth'),
-  { name: 'extra_info', repetition_type: 'OPTIONAL' as const, num_children: 4 },
+  { name: 'extra_info', repetition_type: 'OPTIONAL' as const, num_children: interaction ? 5 : 4 },
   str('split'),
   { name: 'index', type: 'INT32' as const, repetition_type: 'OPTIONAL' as const },
   str('prompt_id'),
   str('prompt_text'),
+  // Multi-turn rows: veRL's agent loop passes extra_info.interaction_kwargs to the interaction.
+  ...(interaction ? [{ name: 'interaction_kwargs', repetition_type: 'OPTIONAL' as const, num_children: 2 }, str('name'), str('episode')] : []),
 ];
 
 const COLUMNS = ['data_source', 'prompt', 'ability', 'reward_model', 'extra_info'] as const;
@@ -34,6 +36,8 @@ const COLUMNS = ['data_source', 'prompt', 'ability', 'reward_model', 'extra_info
 export function rowsToParquet(rows: readonly DatasetRow[]): Uint8Array {
   if (rows.length === 0) throw new Error('parquet: no rows to write');
   const columnData = COLUMNS.map((name) => ({ name, data: rows.map((r) => r[name]) as unknown[] }));
-  const buf = parquetWriteBuffer({ columnData: columnData as never, schema: SCHEMA as never, createdBy: 'sparring (hyparquet-writer)' });
+  const interaction = rows.some((r) => r.extra_info.interaction_kwargs);
+  if (interaction && !rows.every((r) => r.extra_info.interaction_kwargs)) throw new Error('parquet: interaction_kwargs must be on every row or none');
+  const buf = parquetWriteBuffer({ columnData: columnData as never, schema: schema(interaction) as never, createdBy: 'sparring (hyparquet-writer)' });
   return new Uint8Array(buf);
 }

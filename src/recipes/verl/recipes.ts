@@ -3,6 +3,7 @@
 // overrides, and every part of the lab's method that veRL cannot express (listed in the export's
 // README, never silently dropped). One entry per recipe; the shared parts live in verlConfig.ts.
 import { attackerSource, benignPrompts, harmfulPrompts, qaItems, SINGLE_TURN_TACTICS, type QaExample, type SandboxPrompt } from '../../data/sandbox/index.ts';
+import { multiturnExport } from './multiturn.ts';
 import { harmfulGoals, promptText, tacticList, type Goal, type RedteamTacticMix } from '../goals.ts';
 
 /** One prompt of the export's dataset: its user message and what the reward needs to know about it. */
@@ -10,6 +11,8 @@ export interface DatasetItem {
   id: string;
   text: string;
   groundTruth: Record<string, unknown>;
+  /** Multi-turn: what the veRL interaction plays (extra_info.interaction_kwargs.episode, JSON). */
+  episode?: Record<string, unknown>;
 }
 
 /** A sandbox prompt as a dataset item (ground truth: what the rules judge reads). */
@@ -21,7 +24,7 @@ export interface DatasetRow {
   ability: string;
   /** ground_truth: JSON text of {kind, category, expected, tactic}, what the rules judge needs. */
   reward_model: { style: string; ground_truth: string };
-  extra_info: { split: string; index: number; prompt_id: string; prompt_text: string };
+  extra_info: { split: string; index: number; prompt_id: string; prompt_text: string; interaction_kwargs?: { name: string; episode: string } };
 }
 
 /** A nested veRL override record (dotted paths are split by verlConfig). */
@@ -45,6 +48,8 @@ export interface ExportRecipe {
   unsupported(c: Cfg): string[];
   /** Fits TRL's GRPOTrainer (single-turn GRPO on one policy). */
   readonly trl: boolean;
+  /** More files of the export (the multi-turn interaction, a reward manager), by path. */
+  extraFiles?(c: Cfg): Record<string, string>;
 }
 
 type Cfg = Record<string, unknown>;
@@ -65,6 +70,9 @@ function judgeNotes(c: Cfg): string[] {
 
 const KL_IN_REWARD_NOTE = (beta: number) =>
   `KL in the reward: the lab subtracts klBeta x the MEAN over the response of k1 (logp - logp_ref); veRL's use_kl_in_reward subtracts kl_coef x k1 at EVERY token, i.e. the SUM over the response. The export keeps kl_coef = ${beta}; divide it by the typical response length to match the lab's magnitude.`;
+
+const ATTACKER_PROMPTS_NOTE =
+  'Attacker prompts: the lab\'s attacker writes a fresh prompt per goal every step; veRL trains on a fixed prompt set, so the export writes the sandbox\'s tactic-wrapped prompts of the same goals (the distribution the attacker was fine-tuned on). To train on the attacker\'s own prompts, sample them once and replace data/train.parquet\'s prompt column.';
 
 const POLICY_LOSS_NOTES = (c: Cfg): string[] =>
   c.policyLoss === 'importance_sampling'
@@ -350,7 +358,7 @@ const defend: ExportRecipe = {
   verl: (c) => ({ 'actor_rollout_ref.actor.entropy_coeff': -n(c, 'entropyCoef') }),
   unsupported: (c) => [
     ...judgeNotes(c),
-    'Attacker prompts: the lab\'s frozen attacker writes a fresh prompt per goal every step; veRL trains on a fixed prompt set, so the export writes the sandbox\'s tactic-wrapped prompts of the same goals (the distribution the attacker was fine-tuned on). To train on the attacker\'s own prompts, sample them once and replace data/train.parquet\'s prompt column.',
+    ATTACKER_PROMPTS_NOTE,
     `Entropy term: the lab adds -entropyCoef x mean token entropy to the REWARD; compute_score cannot see token entropies, so the export puts it in the loss as actor.entropy_coeff = ${-n(c, 'entropyCoef')} (loss -= coeff x entropy, i.e. minimises entropy directly, on every prompt, not only through the advantage).`,
     KL_IN_REWARD_NOTE(n(c, 'klBeta')),
     ...POLICY_LOSS_NOTES(c),
@@ -383,7 +391,32 @@ const tokenbuncher: ExportRecipe = {
   trl: true,
 };
 
-export const EXPORT_RECIPES: Readonly<Record<string, ExportRecipe>> = { redteam, defend, tokenbuncher, attack, rlhf, minmax };
+/** arena: the defender's phase as its own job (defend's reward, no entropy term); the attacker's phase is attack's export. */
+const arena: ExportRecipe = {
+  ...defend,
+  name: 'arena',
+  rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: 0, klBeta: c.defenderKlBeta }),
+  verl: (c) => ({
+    'actor_rollout_ref.rollout.temperature': c.defenderTemperature,
+    'actor_rollout_ref.rollout.top_p': c.defenderTopP,
+    'data.max_response_length': c.defenderMaxTokens,
+    'actor_rollout_ref.actor.optim.lr': c.defenderLr,
+    'algorithm.use_kl_in_reward': n(c, 'defenderKlBeta') > 0,
+    'algorithm.kl_penalty': 'kl',
+    'algorithm.kl_ctrl.type': 'fixed',
+    'algorithm.kl_ctrl.kl_coef': c.defenderKlBeta,
+  }),
+  unsupported: (c) => [
+    `Two players: the lab alternates ${c.phaseSteps} attacker steps with ${c.phaseSteps} defender steps, each against the other as it is now. veRL trains one policy per job, so this export is the DEFENDER's phase (reward: safetyWeight x (1 - harm) on harmful prompts, utilityWeight x correct on benign tasks, minus defenderKlBeta x KL); the attacker's phase is the \`attack\` recipe's export (diversityCoef ${c.diversityCoef}, KL ${c.attackerKlBeta}). Alternate the two jobs in an outer loop, each starting from the other's latest adapter.`,
+    ...judgeNotes(c),
+    ATTACKER_PROMPTS_NOTE,
+    KL_IN_REWARD_NOTE(n(c, 'defenderKlBeta')),
+    ...POLICY_LOSS_NOTES(c),
+  ],
+  trl: false,
+};
+
+export const EXPORT_RECIPES: Readonly<Record<string, ExportRecipe>> = { redteam, defend, tokenbuncher, attack, rlhf, minmax, multiturn: multiturnExport, arena };
 
 /** The export entry of a recipe, or an error naming the exportable recipes. */
 export function exportRecipe(name: string): ExportRecipe {
@@ -399,6 +432,6 @@ export function datasetRows(recipe: string, prompts: readonly DatasetItem[], spl
     prompt: [{ role: 'user', content: p.text }],
     ability: 'safety',
     reward_model: { style: 'rule', ground_truth: JSON.stringify(p.groundTruth) },
-    extra_info: { split, index: i, prompt_id: p.id, prompt_text: p.text },
+    extra_info: { split, index: i, prompt_id: p.id, prompt_text: p.text, ...(p.episode ? { interaction_kwargs: { name: 'sparring', episode: JSON.stringify(p.episode) } } : {}) },
   }));
 }
