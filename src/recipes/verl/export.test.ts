@@ -394,6 +394,23 @@ describe('veRL export', () => {
     expect(ngram).toEqual(groupDiversity(texts, groups, 'ngram').map((x) => expect.closeTo(x, 12)));
   });
 
+  it('every TRL script\'s GRPOConfig argument is a GRPOConfig field (TRL fixture, commit named) or a transformers TrainingArguments one', async () => {
+    const trl = JSON.parse(readFileSync(new URL('trl-grpo-fields.json', FIXTURES), 'utf8')) as { source: { commit: string }; fields: string[] };
+    expect(trl.source.commit).toMatch(/^[0-9a-f]{40}$/);
+    // GRPOConfig inherits these from transformers' TrainingArguments (not in the fixture).
+    const trainingArguments = ['output_dir', 'max_steps', 'per_device_train_batch_size', 'gradient_accumulation_steps', 'report_to', 'adam_beta1', 'adam_beta2', 'weight_decay', 'max_grad_norm'];
+    for (const [name, spec] of Object.entries(EXPORT_RECIPES).filter(([, r]) => r.trl)) {
+      const script = exported(name).files['trl_grpo.py'] as string;
+      const dir = mkdtempSync(join(tmpdir(), 'verl-trlargs-'));
+      writeFileSync(join(dir, 'reward.py'), exported(name).files['reward.py'] as string);
+      writeFileSync(join(dir, 'trl_grpo.py'), script);
+      writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import trl_grpo', 'print(json.dumps(sorted(trl_grpo.GRPO_ARGS)))'].join('\n'));
+      const keys = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as string[];
+      expect(keys.filter((k) => !trl.fields.includes(k) && !trainingArguments.includes(k)), `${name} (${spec.name})`).toEqual([]);
+      expect(keys).toEqual(expect.arrayContaining(['num_generations', 'learning_rate', 'beta', 'max_completion_length']));
+    }
+  });
+
   it('the TRL script\'s reward function returns reward.py\'s scores (trl itself is imported only in main)', async () => {
     const ex = exported('redteam');
     const dir = mkdtempSync(join(tmpdir(), 'verl-trl-'));
