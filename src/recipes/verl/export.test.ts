@@ -181,6 +181,8 @@ describe('veRL export', () => {
       const v = verdict(r);
       if (name === 'redteam') return tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta });
       if (name === 'defend') return defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, meanKl: r.mean_kl }, c as never).reward;
+      // arena's defender phase: safety or utility, minus defenderKlBeta x KL (arena.ts).
+      if (name === 'arena') return (r.ground_truth.kind === 'harmful' ? c.safetyWeight * (1 - v.unsafe) : 0) + (r.ground_truth.kind === 'harmful' ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)) - c.defenderKlBeta * r.mean_kl;
       if (name === 'attack') return v.unsafe + c.diversityCoef * div[i] - c.klBeta * r.mean_kl;
       if (name === 'rlhf') return minmaxPolicyReward(rulesAnswerRm(r.ground_truth as unknown as QaItem, r.response), critiqueVerdict(r.chat!.reply)) - c.klBeta * r.mean_kl;
       // tokenbuncher
@@ -219,7 +221,7 @@ describe('veRL export', () => {
     }
   }
 
-  for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack', 'rlhf'] as const) {
+  for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack', 'rlhf', 'arena'] as const) {
     it(`${name}: python3 runs reward.py on 200 lab-logged rollouts and returns the lab's rewards within 1e-6`, async () => {
       const rs = logged(name);
       expect(rs.length).toBe(200);
