@@ -14,7 +14,7 @@ import { rowsToParquet } from './parquet.ts';
 import { datasetRows, EXPORT_RECIPES, exportRecipe } from './recipes.ts';
 import { exportReadme } from './readme.ts';
 import { rewardPy } from './rewardPy.ts';
-import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh, sftYaml } from './sft.ts';
+import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft.ts';
 import { trlScript } from './trlScript.ts';
 import { HERE, verlOverrides, verlYaml } from './verlConfig.ts';
 
@@ -89,7 +89,7 @@ function exportSft(input: VerlExportInput): VerlExport {
   const val = sftRows(64, input.seed + 9001);
   const overrides = sftOverrides(c, [...rows, ...val], { steps, modelPath: model.path, gpus, experiment: `attacker-sft-seed${input.seed}` });
   const files: Record<string, string | Uint8Array> = {
-    'verl_sft_config.yaml': sftYaml(overrides, [header, 'Launch: bash run.sh (see README.md). Every key is one of veRL\'s SFT trainer config keys.']),
+    'verl_sft_config.yaml': verlYaml(overrides, [header, 'Launch: bash run.sh (see README.md). Every key is one of veRL\'s SFT trainer config keys.'], 'sft_trainer'),
     'data/sft_train.parquet': sftParquet(rows),
     'data/sft_val.parquet': sftParquet(val),
     'run.sh': sftRunSh(header, gpus),

@@ -5,7 +5,7 @@
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { attackerSft } from '../../data/sandbox/index.ts';
 import { hfTargetModules, type LoraTargetSet } from '../loraTargets.ts';
-import { HERE, toYaml, nest } from './verlConfig.ts';
+import { HERE, trainerKeys } from './verlConfig.ts';
 
 export interface SftRow {
   prompt: string;
@@ -49,20 +49,8 @@ export function sftOverrides(c: Record<string, unknown>, rows: readonly SftRow[]
     'optim.clip_grad': c.maxGradNorm,
     'optim.lr_warmup_steps_ratio': 0,
     'optim.lr_scheduler': 'constant',
-    'trainer.total_training_steps': job.steps,
-    'trainer.total_epochs': 1000,
-    'trainer.project_name': 'sparring',
-    'trainer.experiment_name': job.experiment,
-    'trainer.logger': ['console'],
-    'trainer.nnodes': 1,
-    'trainer.n_gpus_per_node': job.gpus,
-    'trainer.save_freq': job.steps,
-    'trainer.test_freq': -1,
+    ...trainerKeys(job),
   };
-}
-
-export function sftYaml(flat: Record<string, unknown>, header: string[]): string {
-  return [...header.map((h) => `# ${h}`), 'hydra:', '  searchpath:', '    - pkg://verl.trainer.config', 'defaults:', '  - sft_trainer', '  - _self_', toYaml(nest(flat)), ''].join('\n');
 }
 
 export function sftRunSh(header: string, gpus: number): string {

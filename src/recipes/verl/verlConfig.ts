@@ -29,6 +29,22 @@ export interface VerlJob {
  */
 export const HERE = '${oc.env:PWD}';
 
+/** The `trainer` keys both of veRL's trainers (PPO and SFT) share: steps, naming, logging, GPUs, saving. */
+export function trainerKeys(job: { steps: number; gpus: number; experiment: string }): Record<string, unknown> {
+  return {
+    'trainer.total_training_steps': job.steps,
+    // Steps bound the run; the epoch count only has to be large enough not to end it first.
+    'trainer.total_epochs': 1000,
+    'trainer.project_name': 'sparring',
+    'trainer.experiment_name': job.experiment,
+    'trainer.logger': ['console'],
+    'trainer.nnodes': 1,
+    'trainer.n_gpus_per_node': job.gpus,
+    'trainer.save_freq': job.steps,
+    'trainer.test_freq': -1,
+  };
+}
+
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 
 /** The dotted-key overrides of a recipe run. */
@@ -71,16 +87,8 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu': 8,
     'custom_reward_function.path': `${HERE}/reward.py`,
     'custom_reward_function.name': 'compute_score',
-    'trainer.total_training_steps': job.steps,
-    'trainer.total_epochs': 1000,
-    'trainer.project_name': 'sparring',
-    'trainer.experiment_name': job.experiment,
-    'trainer.logger': ['console'],
-    'trainer.nnodes': 1,
-    'trainer.n_gpus_per_node': job.gpus,
+    ...trainerKeys(job),
     'trainer.val_before_train': false,
-    'trainer.test_freq': -1,
-    'trainer.save_freq': job.steps,
     'trainer.critic_warmup': 0,
   });
   // KL in the reward (the source systems' placement): veRL's use_kl_in_reward with k1.
@@ -144,17 +152,7 @@ export function toYaml(v: Record<string, unknown>, indent = ''): string {
   return lines.join('\n');
 }
 
-/** The Hydra config file: veRL's ppo_trainer as the base, then these overrides. */
-export function verlYaml(flat: Record<string, unknown>, header: string[]): string {
-  return [
-    ...header.map((h) => `# ${h}`),
-    'hydra:',
-    '  searchpath:',
-    '    - pkg://verl.trainer.config',
-    'defaults:',
-    '  - ppo_trainer',
-    '  - _self_',
-    toYaml(nest(flat)),
-    '',
-  ].join('\n');
+/** A Hydra config file: one of veRL's trainer configs (`ppo_trainer`, `sft_trainer`) as the base, then these overrides. */
+export function verlYaml(flat: Record<string, unknown>, header: string[], base = 'ppo_trainer'): string {
+  return [...header.map((h) => `# ${h}`), 'hydra:', '  searchpath:', '    - pkg://verl.trainer.config', 'defaults:', `  - ${base}`, '  - _self_', toYaml(nest(flat)), ''].join('\n');
 }
