@@ -62,8 +62,8 @@ ${f.judge === 'rules' || f.judge === 'rules-partial' ? `The judge is the lab's r
 
 ## Start from the lab's adapter
 
-The lab's Export panel (or \`npm run lab -- --recipe ${f.recipe} ... --save-checkpoint\`) gives the trained LoRA as a PEFT
-adapter zip (adapter_config.json + adapter_model.safetensors). Unzip it to \`adapter/\`, then
+The lab's Export panel (Adapter (PEFT zip)) gives the trained LoRA as a PEFT adapter zip
+(adapter_config.json + adapter_model.safetensors, Hugging Face PEFT names). Unzip it to \`adapter/\`, then
 
 \`\`\`sh
 bash run.sh actor_rollout_ref.model.lora_adapter_path=$PWD/adapter
