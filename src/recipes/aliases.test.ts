@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { aliasNote, FIELD_ALIASES, METRIC_ALIASES, renameMetrics, resolveAliases } from './aliases.ts';
 import { listRecipes } from './registry.ts';
@@ -18,6 +19,11 @@ describe('veRL / TRL aliases', () => {
         }
       }
     }
+  });
+
+  it('every veRL alias is a key of veRL\'s trainer config (the export\'s key fixture, commit named there)', () => {
+    const verl = JSON.parse(readFileSync(new URL('./verl/fixtures/verl-keys.json', import.meta.url), 'utf8')) as { keys: string[] };
+    expect(FIELD_ALIASES.flatMap((a) => (a.verl && !verl.keys.includes(a.verl) ? [a.verl] : []))).toEqual([]);
   });
 
   it('translates names and values per recipe: temperature is the attacker\'s in attack, the defender\'s in redteam', () => {
