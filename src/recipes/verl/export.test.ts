@@ -134,6 +134,7 @@ describe('veRL export', () => {
       'actor_rollout_ref.actor.optim.betas': [0.9, 0.95],
       'actor_rollout_ref.actor.policy_loss.loss_mode': 'gpg',
       'actor_rollout_ref.model.lora_rank': 16,
+      'actor_rollout_ref.rollout.load_format': 'safetensors',
       'actor_rollout_ref.model.lora_alpha': 32,
       'actor_rollout_ref.model.target_modules': ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
       'actor_rollout_ref.model.path': '${oc.env:PWD}/models/defender',

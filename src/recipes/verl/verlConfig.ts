@@ -84,6 +84,8 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     'actor_rollout_ref.rollout.tensor_model_parallel_size': 1,
     'actor_rollout_ref.rollout.gpu_memory_utilization': 0.5,
     'actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu': 8,
+    // veRL's LoRA guide (docs/advance/ppo_lora.rst): vLLM must load the base weights itself.
+    'actor_rollout_ref.rollout.load_format': 'safetensors',
     'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu': 8,
     'custom_reward_function.path': `${HERE}/reward.py`,
     'custom_reward_function.name': 'compute_score',
