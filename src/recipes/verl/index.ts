@@ -5,9 +5,12 @@
 //   reward.py          compute_score(data_source, solution_str, ground_truth, extra_info): the recipe's reward
 //   data/train.parquet, data/val.parquet   the prompts in RLHFDataset's layout
 //   run.sh             the launch command
-//   trl_grpo.py        the same job on TRL's GRPOTrainer (redteam, defend, tokenbuncher)
+//   trl_grpo.py        the same job on TRL's GRPOTrainer (redteam, attack, defend, tokenbuncher, rlhf)
 //   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
 //   sparring_export.json   recipe, seed and the validated config the export came from
+//   models/NAME/       the sandbox model the recipe trains, when the caller passes its files
+// multiturn adds its veRL Interaction, interaction config and reward manager (multiturn.ts);
+// attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet, run.sh.
 import { resolveAliases } from '../aliases.ts';
 import { ConfigError, validateConfig, type Schema } from '../schema.ts';
 import { rowsToParquet } from './parquet.ts';
