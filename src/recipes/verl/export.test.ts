@@ -25,6 +25,7 @@ import { TURN_AGGREGATIONS } from '../../rl/types.ts';
 import { saferTurnScore } from '../multiturn.ts';
 import { defendReward } from '../defend.ts';
 import { getRecipe, listRecipes } from '../registry.ts';
+import { str } from '../schema.ts';
 import { datasetRows, EXPORT_RECIPES } from './recipes.ts';
 import { EXPORTABLE_RECIPES, exportVerl } from './index.ts';
 
@@ -155,6 +156,10 @@ describe('veRL export', () => {
     expect(() => exported('redteam', { groupSize: '4', num_generations: '8' })).toThrow(/"groupSize" is set twice/);
     // Every registered recipe exports; a plug-in recipe without an export entry is named.
     for (const r of listRecipes()) expect(EXPORTABLE_RECIPES, r.name).toContain(r.name);
+    // A recipe given a dataset other than the sandbox's (issue 25 adds such fields) is refused, not exported with sandbox prompts.
+    const withDataset = { name: 'redteam', schema: { ...getRecipe('redteam').schema, dataset: str('sandbox', 'prompts') } };
+    expect(() => exportVerl({ recipe: withDataset, config: { dataset: 'upload:mine' }, seed: 0 })).toThrow(/field "dataset" is "upload:mine"; the export writes the sandbox's prompts only/);
+    expect(exportVerl({ recipe: withDataset, config: {}, seed: 0 }).files['reward.py']).toMatch(/def compute_score/);
     expect(() => exportVerl({ recipe: { name: 'plugin', schema: {} }, config: {}, seed: 0 })).toThrow(/recipe "plugin" has no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, multiturn, arena, attacker-sft\)/);
   });
 
