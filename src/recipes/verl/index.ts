@@ -150,7 +150,7 @@ export function exportVerl(input: VerlExportInput): VerlExport {
     'sparring_export.json': manifest(input, c, steps),
   };
   Object.assign(files, spec.extraFiles?.(c));
-  if (spec.trl) files['trl_grpo.py'] = trlScript(recipe, c, { steps, batchPrompts: spec.batchPrompts(c), experiment, modelPath: model.path });
+  if (spec.trl) files['trl_grpo.py'] = trlScript(recipe, c, { steps, batchPrompts: spec.batchPrompts(c), experiment, modelPath: model.path, entropyCoef: overrides['actor_rollout_ref.actor.entropy_coeff'] as number });
   if (model.sandbox && input.modelFiles) for (const [name, bytes] of Object.entries(input.modelFiles)) files[`models/${model.sandbox}/${name}`] = bytes;
   files['README.md'] = exportReadme({
     recipe: recipe.name,

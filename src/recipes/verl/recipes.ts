@@ -359,7 +359,7 @@ const defend: ExportRecipe = {
   unsupported: (c) => [
     ...judgeNotes(c),
     ATTACKER_PROMPTS_NOTE,
-    `Entropy term: the lab adds -entropyCoef x mean token entropy to the REWARD; compute_score cannot see token entropies, so the export puts it in the loss as actor.entropy_coeff = ${-n(c, 'entropyCoef')} (loss -= coeff x entropy, i.e. minimises entropy directly, on every prompt, not only through the advantage).`,
+    `Entropy term: the lab adds -entropyCoef x mean token entropy to the REWARD; compute_score cannot see token entropies, so the export puts it in the loss as actor.entropy_coeff = ${-n(c, 'entropyCoef')} (TRL entropy_coef the same; loss -= coeff x entropy, i.e. minimises entropy directly, on every prompt, not only through the advantage).`,
     KL_IN_REWARD_NOTE(n(c, 'klBeta')),
     ...POLICY_LOSS_NOTES(c),
   ],
@@ -382,7 +382,7 @@ const tokenbuncher: ExportRecipe = {
   verl: () => ({ 'actor_rollout_ref.actor.entropy_coeff': -1 }),
   unsupported: (c) => [
     ...judgeNotes(c),
-    'Entropy as the reward: Token Buncher\'s defence reward on harmful prompts is -(mean full-vocabulary entropy of the response); veRL computes entropies after the reward, so compute_score cannot see them. The export minimises entropy through the loss instead (actor.entropy_coeff = -1), which also acts on benign prompts. Token Buncher\'s own code patches veRL\'s reward manager to read the rollout entropies; port that patch for the exact reward.',
+    'Entropy as the reward: Token Buncher\'s defence reward on harmful prompts is -(mean full-vocabulary entropy of the response); veRL computes entropies after the reward, so compute_score cannot see them. The export minimises entropy through the loss instead (actor.entropy_coeff = -1; TRL entropy_coef = -1), which also acts on benign prompts. The exact reward needs a reward manager that reads the old-policy entropies veRL computes with the log-probs (actor.calculate_entropy), after the reward today.',
     KL_IN_REWARD_NOTE(n(c, 'klBeta')),
     ...(c.noiser ? [`TokenNoiser SFT (every even step from step ${c.noiserStart}: SFT on the step's own rollouts, tokens with advantage >= 0, noised NLL) is not a veRL phase; run it as a separate SFT job on saved rollouts (trainer.rollout_data_dir).`] : []),
     ...(n(c, 'evalAfter') > 0 ? ['The built-in redteam comparison after training (evalAfter) is a second job: export the redteam recipe against the trained adapter.'] : []),
