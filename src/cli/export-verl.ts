@@ -31,7 +31,8 @@ export async function exportVerlMain(argv: string[], opts: { stderr?: (s: string
     const modelDir = sandbox ? join(a.models ?? DEFAULT_MODELS_DIR, sandbox) : null;
     const modelFiles = modelDir && existsSync(modelDir) ? sandboxFiles(modelDir) : undefined;
     const steps = argv.some((x) => x === '--steps' || x.startsWith('--steps=')) ? a.steps : undefined;
-    const ex = exportVerl({ recipe, config: input, seed: a.seed, steps, modelFiles });
+    const labVersion = `v${(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version}`;
+    const ex = exportVerl({ recipe, config: input, seed: a.seed, steps, modelFiles, labVersion });
     for (const [path, content] of Object.entries(ex.files)) {
       const file = join(a.out, path);
       mkdirSync(dirname(file), { recursive: true });
