@@ -47,13 +47,15 @@ export function trainerKeys(job: { steps: number; gpus: number; experiment: stri
 
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 
-/** The dotted-key overrides of a recipe run. */
+/**
+ * The dotted-key overrides of a recipe run. Order matters: the job's defaults first, then every
+ * one-to-one field of the alias table (so a field added there, e.g. PPO epochs or a second clip
+ * ratio, overrides the default it refines), then the values that need translating, the KL
+ * placement, and last the recipe's own keys.
+ */
 export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string; schema: Schema }, c: Record<string, unknown>, job: VerlJob): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  // One-to-one fields straight from the alias table.
-  for (const a of aliasRows(schemaRecipe.name, schemaRecipe.schema)) if (a.verl && c[a.lab] !== undefined) o[a.verl] = c[a.lab];
   const batch = recipe.batchPrompts(c);
-  Object.assign(o, {
+  const o: Record<string, unknown> = {
     'data.train_files': `${HERE}/data/train.parquet`,
     'data.val_files': `${HERE}/data/val.parquet`,
     'data.prompt_key': 'prompt',
@@ -61,7 +63,6 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     'data.max_prompt_length': roundUp(job.maxPromptTokens + 32, 64),
     'data.filter_overlong_prompts': true,
     'data.truncation': 'error',
-    'actor_rollout_ref.model.path': job.modelPath,
     'actor_rollout_ref.model.use_shm': false,
     'actor_rollout_ref.model.enable_gradient_checkpointing': true,
     // One optimiser step per batch, as in the lab (the PPO ratio starts at 1 every step).
@@ -78,9 +79,7 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     'actor_rollout_ref.actor.loss_agg_mode': c.policyLoss === 'importance_sampling' ? 'seq-mean-token-sum' : 'token-mean',
     'actor_rollout_ref.actor.entropy_coeff': 0,
     'actor_rollout_ref.actor.use_kl_loss': false,
-    'actor_rollout_ref.model.target_modules': hfTargetModules(c.loraTargets as LoraTargetSet),
     'actor_rollout_ref.rollout.name': 'vllm',
-    'actor_rollout_ref.rollout.top_k': c.topK === undefined || c.topK === 0 ? -1 : c.topK,
     'actor_rollout_ref.rollout.tensor_model_parallel_size': 1,
     'actor_rollout_ref.rollout.gpu_memory_utilization': 0.5,
     'actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu': 8,
@@ -92,6 +91,12 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     ...trainerKeys(job),
     'trainer.val_before_train': false,
     'trainer.critic_warmup': 0,
+  };
+  for (const a of aliasRows(schemaRecipe.name, schemaRecipe.schema)) if (a.verl && c[a.lab] !== undefined) o[a.verl] = c[a.lab];
+  Object.assign(o, {
+    'actor_rollout_ref.model.path': job.modelPath,
+    'actor_rollout_ref.model.target_modules': hfTargetModules(c.loraTargets as LoraTargetSet),
+    'actor_rollout_ref.rollout.top_k': c.topK === undefined || c.topK === 0 ? -1 : c.topK,
   });
   // KL in the reward (the source systems' placement): veRL's use_kl_in_reward with k1.
   if (typeof c.klBeta === 'number') {
@@ -111,7 +116,7 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
       'algorithm.use_kl_in_reward': false,
     });
   }
-  o['data.max_response_length'] = o['data.max_response_length'] ?? c.maxNewTokens;
+  o['data.max_response_length'] ??= c.maxNewTokens;
   Object.assign(o, recipe.verl(c));
   return o;
 }
