@@ -25,7 +25,7 @@ describe('export for veRL', () => {
     const dir = 'sparring-redteam-verl/';
     expect(Object.keys(files).map((f) => f.slice(dir.length)).sort()).toEqual(expect.arrayContaining(['README.md', 'data/train.parquet', 'reward.py', 'run.sh', 'trl_grpo.py', 'verl_config.yaml', 'models/defender/model.safetensors']));
     const yaml = strFromU8(files[`${dir}verl_config.yaml`]);
-    expect(yaml).toMatch(/\n {4}n: 12\n/);
+    expect(yaml).toMatch(/\n {4}'n': 12\n/);
     expect(yaml).toMatch(/\n {4}kl_coef: 0\.03\n/);
     expect(JSON.parse(strFromU8(files[`${dir}sparring_export.json`]))).toMatchObject({ recipe: 'redteam', seed: 5, config: { groupSize: 12 } });
     const pq = files[`${dir}data/train.parquet`];

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
+import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { rulesVerdict } from '../../judges/rules.ts';
 import { tinkerRepetitionRatio } from '../../rl/repetition.ts';
@@ -93,7 +94,7 @@ function yamlKeys(text: string): string[] {
   const out: string[] = [];
   const stack: [number, string][] = [];
   for (const line of text.split('\n')) {
-    const m = /^( *)([A-Za-z_][A-Za-z0-9_]*):/.exec(line);
+    const m = /^( *)'?([A-Za-z_][A-Za-z0-9_]*)'?:/.exec(line);
     if (!m) continue;
     while (stack.length && stack[stack.length - 1][0] >= m[1].length) stack.pop();
     stack.push([m[1].length, m[2]]);
@@ -118,6 +119,20 @@ describe('veRL export', () => {
       expect(Object.keys(ex.overrides).filter((k) => !VERL.keys.includes(k))).toEqual([]);
     });
   }
+
+  it('every exported YAML parses (YAML 1.1, as OmegaConf reads it) back to the overrides, value for value', () => {
+    const flatten = (v: unknown, prefix = ''): [string, unknown][] =>
+      v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.entries(v).flatMap(([k, x]) => flatten(x, prefix ? `${prefix}.${k}` : k)) : [[prefix, v]];
+    for (const name of EXPORTABLE_RECIPES) {
+      const ex = exported(name, { loraTargets: 'attention' });
+      const file = name === 'attacker-sft' ? 'verl_sft_config.yaml' : 'verl_config.yaml';
+      const doc = parseYaml(ex.files[file] as string, { version: '1.1' }) as Record<string, unknown>;
+      expect(doc.defaults, name).toEqual([name === 'attacker-sft' ? 'sft_trainer' : 'ppo_trainer', '_self_']);
+      expect(doc.hydra, name).toEqual({ searchpath: ['pkg://verl.trainer.config'] });
+      const { hydra: _h, defaults: _d, ...rest } = doc;
+      expect(Object.fromEntries(flatten(rest)), name).toEqual(ex.overrides);
+    }
+  });
 
   it('redteam: the config carries the recipe (aliases in, veRL names out) and lists what veRL cannot express', () => {
     const ex = exported('redteam', { num_generations: '16', 'actor_rollout_ref.actor.optim.lr': '5e-7', klBeta: '0.03', loraRank: '16', loraAlpha: '32', prompts: '8' });

@@ -133,6 +133,11 @@ export function nest(flat: Record<string, unknown>): Record<string, unknown> {
   return root;
 }
 
+/** Plain words a YAML 1.1 reader takes for booleans or null (`n` is false there: veRL's own file quotes the key). */
+const YAML11_WORDS = /^(y|n|yes|no|true|false|on|off|null|~)$/i;
+
+const yamlKey = (k: string) => (YAML11_WORDS.test(k) ? `'${k}'` : k);
+
 function yamlScalar(v: unknown): string {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'boolean' || typeof v === 'number') {
@@ -144,7 +149,7 @@ function yamlScalar(v: unknown): string {
     }
     return String(v);
   }
-  if (typeof v === 'string') return /^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(v) && !/^(true|false|null|yes|no|on|off|~)$/i.test(v) ? v : JSON.stringify(v);
+  if (typeof v === 'string') return /^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(v) && !YAML11_WORDS.test(v) ? v : JSON.stringify(v);
   throw new Error(`yaml: cannot write ${typeof v}`);
 }
 
@@ -152,9 +157,10 @@ function yamlScalar(v: unknown): string {
 export function toYaml(v: Record<string, unknown>, indent = ''): string {
   const lines: string[] = [];
   for (const [k, x] of Object.entries(v)) {
-    if (Array.isArray(x)) lines.push(`${indent}${k}: [${x.map(yamlScalar).join(', ')}]`);
-    else if (x !== null && typeof x === 'object') lines.push(`${indent}${k}:`, toYaml(x as Record<string, unknown>, `${indent}  `));
-    else lines.push(`${indent}${k}: ${yamlScalar(x)}`);
+    const key = yamlKey(k);
+    if (Array.isArray(x)) lines.push(`${indent}${key}: [${x.map(yamlScalar).join(', ')}]`);
+    else if (x !== null && typeof x === 'object') lines.push(`${indent}${key}:`, toYaml(x as Record<string, unknown>, `${indent}  `));
+    else lines.push(`${indent}${key}: ${yamlScalar(x)}`);
   }
   return lines.join('\n');
 }
