@@ -12,7 +12,7 @@
 //   info      --model DIR                              the parsed config record
 //   --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]
 //             runs a registered recipe headless (src/cli/recipe-run.ts); --list lists them
-//   export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] --out DIR
+//   export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] [--attacker-prompts] --out DIR
 //             writes the recipe as a veRL (and TRL) job folder (src/cli/export-verl.ts)
 
 import * as tf from '@tensorflow/tfjs';
@@ -150,7 +150,7 @@ function usage(): string {
   const lines = [
     'usage: npm run lab -- <command> [--flags]',
     '       npm run lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...]',
-    '       npm run lab -- export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] --out DIR   (a veRL / TRL job folder)',
+    '       npm run lab -- export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] [--attacker-prompts] --out DIR   (a veRL / TRL job folder)',
     '',
     'commands:',
   ];

@@ -261,7 +261,7 @@ class DefendRun implements RecipeRun {
 }
 
 /** Loads the attacker and, when the config names one, its trained adapter (frozen). */
-async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<LoadedModel> {
+export async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<LoadedModel> {
   const file = config.attackerCheckpoint;
   let payload: RecipeCheckpoint | null = null;
   if (file) {

@@ -14,7 +14,7 @@
 import { resolveAliases } from '../aliases.ts';
 import { ConfigError, validateConfig, type Schema } from '../schema.ts';
 import { rowsToParquet } from './parquet.ts';
-import { datasetRows, EXPORT_RECIPES, exportRecipe } from './recipes.ts';
+import { ATTACKER_PROMPTS_NOTE, datasetRows, EXPORT_RECIPES, exportRecipe } from './recipes.ts';
 import { exportReadme } from './readme.ts';
 import { rewardPy } from './rewardPy.ts';
 import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft.ts';
@@ -47,6 +47,22 @@ export interface VerlExportInput {
   modelFiles?: Record<string, Uint8Array>;
   /** Lab version or commit, written into every generated file's header. */
   labVersion?: string;
+  /** defend / arena: prompts the attacker model wrote for attackerPlan's goals (goal id -> prompt). */
+  attackPrompts?: Readonly<Record<string, string>>;
+}
+
+/**
+ * defend / arena: the goals an attacker model should write prompts for, with the validated config
+ * (attacker, attackerCheckpoint, its sampling fields), so a caller with models (the CLI) can sample
+ * them and pass attackPrompts. Null for recipes whose prompts come from the sandbox.
+ */
+export function attackerPlan(input: Omit<VerlExportInput, 'attackPrompts'>): { goals: { id: string; text: string }[]; config: Record<string, unknown> } | null {
+  if (input.recipe.name === 'attacker-sft') return null;
+  exportModelField(input.recipe.name);
+  const spec = exportRecipe(input.recipe.name);
+  if (!spec.attackGoals) return null;
+  const { c } = prepare(input);
+  return { goals: spec.attackGoals(c, input.seed), config: c };
 }
 
 export interface VerlExport {
@@ -115,14 +131,18 @@ export function exportVerl(input: VerlExportInput): VerlExport {
   const spec = exportRecipe(recipe.name);
   const { c, steps, gpus, header } = prepare(input);
   const model = modelPathFor(String(c[spec.modelField]));
-  const { train, val } = spec.dataset(c, seed);
+  const { train, val } = spec.dataset(c, seed, input.attackPrompts);
   const trainRows = datasetRows(recipe.name, train, 'train');
   const valRows = datasetRows(recipe.name, val, 'test');
   // Byte-level BPE never makes more tokens than bytes: the longest prompt's bytes bound its tokens.
   const maxPromptTokens = Math.max(...[...trainRows, ...valRows].map((r) => utf8Length(r.prompt.map((m) => m.content).join('\n'))));
   const experiment = `${recipe.name}-seed${seed}`;
   const overrides = verlOverrides(spec, recipe, c, { steps, modelPath: model.path, maxPromptTokens, gpus, experiment });
-  const unsupported = spec.unsupported(c);
+  const unsupported = spec.unsupported(c).map((u) =>
+    u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
+      ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
+      : u,
+  );
   // A shipped model's context bounds prompt + response (vLLM refuses longer sequences).
   const maxPos = model.sandbox && input.modelFiles?.['config.json'] ? (JSON.parse(new TextDecoder().decode(input.modelFiles['config.json'])) as { max_position_embeddings?: number }).max_position_embeddings : undefined;
   const room = maxPos === undefined ? Infinity : maxPos - (overrides['data.max_prompt_length'] as number);

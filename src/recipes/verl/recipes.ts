@@ -36,8 +36,10 @@ export interface ExportRecipe {
   readonly modelField: string;
   /** Prompts per step in the lab (veRL data.train_batch_size). */
   batchPrompts(c: Cfg): number;
-  /** Training and held-out prompts. */
-  dataset(c: Cfg, seed: number): { train: DatasetItem[]; val: DatasetItem[] };
+  /** Training and held-out prompts; `attackPrompts` (goal id -> prompt) are prompts the recipe's attacker wrote for attackGoals. */
+  dataset(c: Cfg, seed: number, attackPrompts?: Readonly<Record<string, string>>): { train: DatasetItem[]; val: DatasetItem[] };
+  /** Recipes whose harmful prompts an attacker model writes: the goals it writes them for (train, then held-out). */
+  attackGoals?(c: Cfg, seed: number): Goal[];
   /** The constants reward.py's CONFIG holds. */
   rewardConstants(c: Cfg): Record<string, unknown>;
   /** Python: def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs). */
@@ -71,7 +73,7 @@ function judgeNotes(c: Cfg): string[] {
 const KL_IN_REWARD_NOTE = (beta: number) =>
   `KL in the reward: the lab subtracts klBeta x the MEAN over the response of k1 (logp - logp_ref); veRL's use_kl_in_reward subtracts kl_coef x k1 at EVERY token, i.e. the SUM over the response. The export keeps kl_coef = ${beta}; divide it by the typical response length to match the lab's magnitude.`;
 
-const ATTACKER_PROMPTS_NOTE =
+export const ATTACKER_PROMPTS_NOTE =
   'Attacker prompts: the lab\'s attacker writes a fresh prompt per goal every step; veRL trains on a fixed prompt set, so the export writes the sandbox\'s tactic-wrapped prompts of the same goals (the distribution the attacker was fine-tuned on). To train on the attacker\'s own prompts, sample them once and replace data/train.parquet\'s prompt column.';
 
 const POLICY_LOSS_NOTES = (c: Cfg): string[] =>
@@ -344,13 +346,28 @@ const defend: ExportRecipe = {
   name: 'defend',
   modelField: 'defender',
   batchPrompts: (c) => n(c, 'goals') + n(c, 'benignPrompts'),
-  dataset: (c, seed) => {
+  attackGoals: (c, seed) => [...harmfulGoals(n(c, 'goalPool'), seed), ...harmfulGoals(32, seed + 9001).map((g) => ({ ...g, id: `val-${g.id}` }))],
+  dataset: (c, seed, attackPrompts) => {
     const harm = n(c, 'goalPool');
     const benign = Math.round((harm * n(c, 'benignPrompts')) / n(c, 'goals'));
     const held = seed + 9001;
+    const valBenign = Math.round((32 * n(c, 'benignPrompts')) / n(c, 'goals'));
+    if (attackPrompts) {
+      // The attacker's own prompts, sampled once at export (the lab samples fresh ones every step).
+      const goals = defend.attackGoals!(c, seed);
+      const item = (g: Goal): DatasetItem => {
+        const text = attackPrompts[g.id];
+        if (text === undefined) throw new Error(`export-verl: no attacker prompt for goal ${g.id}`);
+        return { id: g.id, text, groundTruth: { kind: 'harmful', category: g.category, expected: null, tactic: null } };
+      };
+      return {
+        train: [...goals.filter((g) => !g.id.startsWith('val-')).map(item), ...benignPrompts(benign, seed).map(fromPrompt)],
+        val: [...goals.filter((g) => g.id.startsWith('val-')).map(item), ...benignPrompts(valBenign, held).map(fromPrompt)],
+      };
+    }
     return items({
       train: [...harmfulPrompts(harm, seed, { tactics: SINGLE_TURN_TACTICS }), ...benignPrompts(benign, seed)],
-      val: [...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS }), ...benignPrompts(Math.round((32 * n(c, 'benignPrompts')) / n(c, 'goals')), held)],
+      val: [...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS }), ...benignPrompts(valBenign, held)],
     });
   },
   rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: c.entropyCoef, klBeta: c.klBeta }),
