@@ -32,7 +32,6 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   { lab: 'topK', verl: 'actor_rollout_ref.rollout.top_k', trl: 'top_k' },
   // multiturn's maxNewTokens caps one reply; veRL's response length covers the whole conversation.
   { lab: 'maxNewTokens', verl: 'data.max_response_length', trl: 'max_completion_length', recipes: ['redteam', 'defend', 'tokenbuncher'] },
-  { lab: 'maxTurns', verl: 'actor_rollout_ref.rollout.multi_turn.max_user_turns', recipes: ['multiturn'] },
   { lab: 'attackerTemperature', verl: 'actor_rollout_ref.rollout.temperature', trl: 'temperature', recipes: ['attack'] },
   { lab: 'attackerTopP', verl: 'actor_rollout_ref.rollout.top_p', trl: 'top_p', recipes: ['attack'] },
   { lab: 'attackerMaxTokens', verl: 'data.max_response_length', trl: 'max_completion_length', recipes: ['attack'] },

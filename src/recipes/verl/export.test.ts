@@ -367,7 +367,8 @@ describe('veRL export', () => {
         expect(g.log.map((l) => l[2])).toEqual(eps[i].turns.map((t) => expect.closeTo(t.turn_score, 9)));
         expect(g.final).toBeCloseTo(eps[i].reward, 9);
       });
-      expect(ex.overrides).toMatchObject({ 'actor_rollout_ref.rollout.multi_turn.enable': true, 'reward_manager.source': 'importlib', 'reward_manager.name': 'SparringTurnRewardManager' });
+      // veRL ends an episode at max_assistant_turns before asking the interaction: one above maxTurns (3), or the last reply goes unscored.
+      expect(ex.overrides).toMatchObject({ 'actor_rollout_ref.rollout.multi_turn.enable': true, 'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': 4, 'actor_rollout_ref.rollout.multi_turn.max_user_turns': 4, 'reward_manager.source': 'importlib', 'reward_manager.name': 'SparringTurnRewardManager' });
     }, 30_000);
 
     it('the reward manager puts each episode\'s aggregated turn scores on its last response token (against stand-ins of torch and DataProto)', async () => {

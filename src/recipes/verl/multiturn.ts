@@ -214,8 +214,11 @@ export const multiturnExport: ExportRecipe = {
   verl: (c) => ({
     'actor_rollout_ref.rollout.multi_turn.enable': true,
     'actor_rollout_ref.rollout.multi_turn.interaction_config_path': `${HERE}/interaction_config.yaml`,
-    'actor_rollout_ref.rollout.multi_turn.max_user_turns': n(c, 'maxTurns'),
-    'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': n(c, 'maxTurns'),
+    // veRL's agent loop checks these limits right after a reply and, when reached, ends the episode
+    // BEFORE asking the interaction, so the last reply would go unscored. The interaction ends the
+    // episode itself after maxTurns replies; the limits sit one above, as a backstop.
+    'actor_rollout_ref.rollout.multi_turn.max_user_turns': n(c, 'maxTurns') + 1,
+    'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': n(c, 'maxTurns') + 1,
     'actor_rollout_ref.rollout.agent.default_agent_loop': 'tool_agent',
     // Every reply plus the user turns between them.
     'data.max_response_length': n(c, 'maxTurns') * (n(c, 'maxNewTokens') + 64),
