@@ -313,7 +313,8 @@ describe('veRL export', () => {
         'out = []',
         'for e in eps:',
         '    s = [reward.turn_score(t["reply"], t["ended"], t) for t in e["turns"]]',
-        '    out.append({"turns": s, "episode": reward.episode_reward(s), "via_compute_score": reward.compute_score("sparring/multiturn", "", "{}", {"turn_scores": s})["score"]})',
+        // As veRL's reward loop calls it: the agent loop's extra fields merged into extra_info.
+        '    out.append({"turns": s, "episode": reward.episode_reward(s), "via_compute_score": reward.compute_score("sparring/multiturn", "", "{}", {"turn_scores": s, "tool_rewards": [], "num_turns": 2 * len(s) + 1, "rollout_reward_scores": {}})["score"]})',
         'print(json.dumps(out))'].join('\n'));
       const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as { turns: number[]; episode: number; via_compute_score: number }[];
       expect(Math.max(...got.flatMap((g, i) => g.turns.map((x, k) => Math.abs(x - eps[i].turns[k].turn_score))))).toBeLessThan(1e-6);
@@ -337,7 +338,7 @@ describe('veRL export', () => {
       const eps = episodes().filter((e) => e.turns.length === 3 && e.turns.every((t) => t.ended)).slice(0, 12);
       expect(eps.length).toBeGreaterThan(5);
       const dir = mkdtempSync(join(tmpdir(), 'verl-int-'));
-      for (const f of ['reward.py', 'sparring_interaction.py', 'sparring_reward_manager.py', 'interaction_config.yaml']) writeFileSync(join(dir, f), ex.files[f] as string);
+      for (const f of ['reward.py', 'sparring_interaction.py', 'interaction_config.yaml']) writeFileSync(join(dir, f), ex.files[f] as string);
       mkdirSync(join(dir, 'stub/verl/interactions'), { recursive: true });
       writeFileSync(join(dir, 'stub/verl/__init__.py'), '');
       writeFileSync(join(dir, 'stub/verl/interactions/__init__.py'), '');
@@ -368,44 +369,8 @@ describe('veRL export', () => {
         expect(g.final).toBeCloseTo(eps[i].reward, 9);
       });
       // veRL ends an episode at max_assistant_turns before asking the interaction: one above maxTurns (3), or the last reply goes unscored.
-      expect(ex.overrides).toMatchObject({ 'actor_rollout_ref.rollout.multi_turn.enable': true, 'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': 4, 'actor_rollout_ref.rollout.multi_turn.max_user_turns': 4, 'reward_manager.source': 'importlib', 'reward_manager.name': 'SparringTurnRewardManager' });
+      expect(ex.overrides).toMatchObject({ 'actor_rollout_ref.rollout.multi_turn.enable': true, 'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': 4, 'actor_rollout_ref.rollout.multi_turn.max_user_turns': 4, 'reward_model.use_reward_loop': true });
     }, 30_000);
-
-    it('the reward manager puts each episode\'s aggregated turn scores on its last response token (against stand-ins of torch and DataProto)', async () => {
-      const ex = exported('multiturn', { aggregation: 'harmonic' });
-      const dir = mkdtempSync(join(tmpdir(), 'verl-rm-'));
-      for (const f of ['reward.py', 'sparring_reward_manager.py']) writeFileSync(join(dir, f), ex.files[f] as string);
-      mkdirSync(join(dir, 'stub'), { recursive: true });
-      // Just enough of torch for the manager: 2-D float tensors, zeros_like, [i, j] assignment, slicing and sum.
-      writeFileSync(join(dir, 'stub/torch.py'), [
-        'float32 = "float32"',
-        'class T:',
-        '    def __init__(self, rows): self.rows = rows',
-        '    @property',
-        '    def shape(self): return (len(self.rows), len(self.rows[0]) if self.rows and isinstance(self.rows[0], list) else len(self.rows))',
-        '    def __getitem__(self, k): return T(self.rows[k]) if isinstance(k, slice) else (self.rows[k] if not isinstance(k, tuple) else self.rows[k[0]][k[1]])',
-        '    def __setitem__(self, k, v): self.rows[k[0]][k[1]] = v',
-        '    def sum(self): return sum(self.rows)',
-        'def zeros_like(t, dtype=None): return T([[0.0] * len(r) for r in t.rows])',
-      ].join('\n'));
-      writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path[:0] = [${JSON.stringify(join(dir, 'stub'))}, ${JSON.stringify(dir)}]`, 'import torch', 'from sparring_reward_manager import SparringTurnRewardManager',
-        'class Item:',
-        '    def __init__(self, batch, nt): self.batch, self.non_tensor_batch = batch, nt',
-        'class Data:',
-        '    def __init__(self, items): self.items = items; self.batch = {"responses": torch.T([[0] * 6 for _ in items]), "prompts": torch.T([[0] * 3 for _ in items])}',
-        '    def __len__(self): return len(self.items)',
-        '    def __getitem__(self, i): return self.items[i]',
-        'mask = lambda p, r: torch.T([1] * p + [1] * r + [0] * (6 - r))',
-        'items = [Item({"attention_mask": mask(3, 4)}, {"turn_scores": [1.0, 0.5, 0.25], "data_source": "s"}), Item({"attention_mask": mask(3, 6)}, {"turn_scores": [0.8], "data_source": "s"}), Item({"attention_mask": mask(3, 2)}, {"turn_scores": None, "data_source": "s"})]',
-        'out = SparringTurnRewardManager(tokenizer=None, num_examine=0)(Data(items), return_dict=True)',
-        'print(json.dumps({"rewards": out["reward_tensor"].rows, "extra": out["reward_extra_info"]}))'].join('\n'));
-      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as { rewards: number[][]; extra: { score: number[]; turns: number[] } };
-      const h = aggregateTurnScores([1, 0.5, 0.25], 'harmonic');
-      expect(got.rewards[0]).toEqual([0, 0, 0, expect.closeTo(h, 12), 0, 0]);
-      expect(got.rewards[1]).toEqual([0, 0, 0, 0, 0, 0.8]);
-      expect(got.rewards[2]).toEqual([0, 0, 0, 0, 0, 0]);
-      expect(got.extra.turns).toEqual([3, 1, 0]);
-    });
   });
 
   it('the rules judge and the repetition ratio match the lab\'s on generated edge cases (Unicode spaces, refusals, markers, repeats)', async () => {

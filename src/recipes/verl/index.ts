@@ -9,7 +9,7 @@
 //   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
 //   sparring_export.json   recipe, seed and the validated config the export came from
 //   models/NAME/       the sandbox model the recipe trains, when the caller passes its files
-// multiturn adds its veRL Interaction, interaction config and reward manager (multiturn.ts);
+// multiturn adds its veRL Interaction and interaction config (multiturn.ts);
 // attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet, run.sh.
 import { resolveAliases } from '../aliases.ts';
 import { ConfigError, validateConfig, type Schema } from '../schema.ts';

@@ -50,7 +50,7 @@ export interface ExportRecipe {
   unsupported(c: Cfg): string[];
   /** Fits TRL's GRPOTrainer (single-turn GRPO on one policy). */
   readonly trl: boolean;
-  /** More files of the export (the multi-turn interaction, a reward manager), by path. */
+  /** More files of the export (the multi-turn interaction and its config), by path. */
   extraFiles?(c: Cfg): Record<string, string>;
 }
 
@@ -207,7 +207,8 @@ const attack: ExportRecipe = {
     klBeta: c.klBeta,
   }),
   computeScore: ATTACK_SCORE,
-  verl: () => ({ 'reward_model.reward_manager': 'batch', 'custom_reward_function.name': 'compute_score_batch' }),
+  // veRL's batch reward manager (the legacy reward path; its reward loop scores one response at a time).
+  verl: () => ({ 'reward_model.use_reward_loop': false, 'reward_model.reward_manager': 'batch', 'custom_reward_function.name': 'compute_score_batch' }),
   unsupported: (c) => [
     ...judgeNotes(c),
     `The frozen defender answers every attacker prompt inside reward.py: serve it with an OpenAI-compatible server (\`vllm serve <defender> --port 8001\`) and \`export SPARRING_DEFENDER_URL=http://HOST:8001\`. ${c.defenderGreedy ? 'It answers greedily (temperature 0).' : `It samples at temperature ${c.defenderTemperature} / top_p ${c.defenderTopP}; the lab seeds that draw per (seed, step, row), a server does not.`}`,
