@@ -12,11 +12,14 @@
 //   info      --model DIR                              the parsed config record
 //   --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]
 //             runs a registered recipe headless (src/cli/recipe-run.ts); --list lists them
+//   export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] [--attacker-prompts] --out DIR
+//             writes the recipe as a veRL (and TRL) job folder (src/cli/export-verl.ts)
 
 import * as tf from '@tensorflow/tfjs';
 import { entropyFromLogits, generate } from '../model/generate.ts';
 import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
 import { loadModel, loadModelConfig } from '../model/load.ts';
+import { exportVerlMain } from './export-verl.ts';
 import { folderSource } from './fs-source.ts';
 import { recipeMain } from './recipe-run.ts';
 
@@ -144,7 +147,13 @@ const COMMANDS: Record<string, Command> = {
 };
 
 function usage(): string {
-  const lines = ['usage: npm run lab -- <command> [--flags]', '       npm run lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...]', '', 'commands:'];
+  const lines = [
+    'usage: npm run lab -- <command> [--flags]',
+    '       npm run lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...]',
+    '       npm run lab -- export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] [--attacker-prompts] --out DIR   (a veRL / TRL job folder)',
+    '',
+    'commands:',
+  ];
   for (const [name, c] of Object.entries(COMMANDS)) {
     lines.push(`  ${name.padEnd(10)} ${c.summary}`);
     lines.push(`  ${''.padEnd(10)} flags: ${Object.entries(c.flags).map(([f, k]) => (k === 'bool' ? `--${f}` : `--${f} X`)).join(' ')}`);
@@ -154,6 +163,7 @@ function usage(): string {
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--recipe' || argv[0]?.startsWith('--recipe=') || argv[0] === '--list') return recipeMain(argv);
+  if (argv[0] === 'export-verl') return exportVerlMain(argv.slice(1));
   const [cmd, ...rest] = argv;
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
     (cmd ? process.stdout : process.stderr).write(usage() + '\n');

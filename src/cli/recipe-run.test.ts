@@ -78,6 +78,26 @@ describe('lab --recipe', () => {
     expect((await run('--recipe', 'redteam', '--save-checkpoint')).stderr).toMatch(/--save-checkpoint needs a value/);
   }, 20_000);
 
+  it('--set takes veRL keys and TRL names; --metric-names verl writes veRL\'s metric names', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
+    const file = join(dir, 'ck.json');
+    const out = join(dir, 'run.jsonl');
+    const r = await run('--recipe', 'redteam', '--steps', '1', '--seed', '3', '--model', 'tiny-llama-f32', '--save-checkpoint', file, '--out', out, '--metric-names', 'verl',
+      '--set', 'judge=letters', '--set', 'data.train_batch_size=2', '--set', 'actor_rollout_ref.rollout.n=3', '--set', 'lora_r=4',
+      '--set', 'scale_rewards=group', '--set', 'maxNewTokens=4', '--no-early-stop');
+    expect(r.stderr).not.toMatch(/lab --recipe:/);
+    expect(checkpointFromJson(readFileSync(file, 'utf8'), file).config).toMatchObject({ prompts: 2, groupSize: 3, loraRank: 4, normAdvByStd: true });
+    const rep = JSON.parse(readFileSync(out, 'utf8').trim()) as StepReport;
+    expect(Object.keys(rep.metrics)).toEqual(expect.arrayContaining(['critic/score/mean', 'actor/pg_loss', 'actor/grad_norm', 'response_length/mean', 'timing_s/step']));
+    expect(rep.metrics['reward/mean']).toBeUndefined();
+    expect(rep.metrics['timing_s/step']).toBeCloseTo(rep.timings.total_ms / 1000, 1);
+    const twice = await run('--recipe', 'redteam', '--set', 'groupSize=4', '--set', 'num_generations=8');
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(/field "groupSize" is set twice: as "groupSize" and as "num_generations"/);
+    const h = await run('--recipe', 'redteam', '--help');
+    expect(h.stdout).toMatch(/groupSize .*\[veRL actor_rollout_ref\.rollout\.n, TRL num_generations\]/);
+  }, 20_000);
+
   it.skipIf(!HAVE_MODELS)(`npm run lab -- --recipe runs on the sandbox models${HAVE_MODELS ? '' : ' (skipped: public/models does not exist yet)'}`, () => {
     const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'sft.jsonl');
     const r = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', '--recipe', 'attacker-sft', '--steps', '1', '--seed', '1',

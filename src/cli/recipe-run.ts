@@ -1,5 +1,6 @@
 // `npm run lab -- --recipe NAME --steps N --seed S --out runs/NAME.jsonl [--set field=value ...]
-//  [--model REF] [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE]`
+//  [--model REF] [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE]
+//  [--metric-names lab|verl|trl]`; --set takes the lab's field names or their veRL / TRL aliases
 // runs a registered recipe headless: one StepReport JSON per line in --out, a one-line summary per
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
@@ -9,6 +10,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
 import { checkpointToJson } from '../recipes/checkpointFile.ts';
+import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../recipes/aliases.ts';
 import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
 import type { StepReport } from '../recipes/report.ts';
 import { ConfigError, describeSchema } from '../recipes/schema.ts';
@@ -27,16 +29,18 @@ export interface RecipeCliArgs {
   model?: string;
   models?: string;
   backend: 'wasm' | 'cpu';
+  /** Metric names in the JSONL log: the lab's, veRL's or TRL's (aliases.ts METRIC_ALIASES). */
+  metricNames: 'lab' | Framework;
   earlyStop: boolean;
   help: boolean;
   list: boolean;
 }
 
-const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint'] as const;
+const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint', 'metric-names'] as const;
 const BOOL_FLAGS = ['help', 'list', 'no-early-stop'] as const;
 
 export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
-  const a: RecipeCliArgs = { steps: 10, seed: 0, sets: {}, backend: 'wasm', earlyStop: true, help: false, list: false };
+  const a: RecipeCliArgs = { steps: 10, seed: 0, sets: {}, backend: 'wasm', metricNames: 'lab', earlyStop: true, help: false, list: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-h') {
@@ -79,6 +83,10 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
         if (value !== 'wasm' && value !== 'cpu') throw new RecipeUsageError(`--backend must be wasm or cpu, got ${JSON.stringify(value)}`);
         a.backend = value;
         break;
+      case 'metric-names':
+        if (value !== 'lab' && value !== 'verl' && value !== 'trl') throw new RecipeUsageError(`--metric-names must be lab, verl or trl, got ${JSON.stringify(value)}`);
+        a.metricNames = value;
+        break;
       case 'set': {
         const k = value.indexOf('=');
         if (k <= 0) throw new RecipeUsageError(`--set needs field=value, got ${JSON.stringify(value)}`);
@@ -90,12 +98,18 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
   return a;
 }
 
-/** Recipe config input from --set and --model. Throws a ConfigError naming every bad field. */
+/**
+ * Recipe config input from --set (lab names, veRL keys or TRL names) and --model, keyed by lab
+ * names. Throws a ConfigError naming a field set twice.
+ */
 export function recipeInput(a: RecipeCliArgs): Record<string, unknown> {
   const recipe = getRecipe(a.recipe!);
-  const input: Record<string, unknown> = { ...a.sets };
+  const resolved = resolveAliases(recipe.name, recipe.schema, a.sets);
+  if (Object.keys(resolved.errors).length) throw new ConfigError(`recipe ${recipe.name}`, resolved.errors);
+  const input: Record<string, unknown> = resolved.input;
   if (a.model !== undefined) {
     if (!recipe.modelField) throw new RecipeUsageError(`recipe ${recipe.name} has no model field for --model`);
+    if (input[recipe.modelField] !== undefined) throw new ConfigError(`recipe ${recipe.name}`, { [recipe.modelField]: `field "${recipe.modelField}" is set twice: by --model and by --set` });
     input[recipe.modelField] = a.model;
   }
   return input;
@@ -118,7 +132,7 @@ export function recipeHelp(name?: string): string {
   if (!name) {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
-      '       [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE.json]',
+      '       [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
       '       --recipe NAME --help: its fields',
       '',
       'recipes:',
@@ -126,7 +140,7 @@ export function recipeHelp(name?: string): string {
     ].join('\n');
   }
   const r = getRecipe(name);
-  return [`${r.name}: ${r.title} (${r.source})`, r.description, '', 'fields (--set field=value):', ...describeSchema(r.schema).map((l) => `  ${l}`)].join('\n');
+  return [`${r.name}: ${r.title} (${r.source})`, r.description, '', 'fields (--set field=value; the veRL key or TRL name in brackets works too):', ...describeSchema(r.schema, (k) => aliasNote(r.name, r.schema, k)).map((l) => `  ${l}`)].join('\n');
 }
 
 /** Runs the CLI; returns the exit code (0 ok, 1 failure, 2 usage). `env` is injectable for tests. */
@@ -169,7 +183,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
           }
           throw e;
         }
-        if (a.out) appendFileSync(a.out, JSON.stringify(r) + '\n');
+        if (a.out) appendFileSync(a.out, JSON.stringify(a.metricNames === 'lab' ? r : { ...r, metrics: renameMetrics(r.metrics, a.metricNames) }) + '\n');
         err(summaryLine(r) + '\n');
         if (a.earlyStop && run.done) {
           err(`[${recipe.name}] early stop after step ${r.step}: ${run.stopReason}\n`);

@@ -1,25 +1,14 @@
 // Schema fields the training recipes share — LoRA, AdamW, the policy-gradient algorithm — and the
 // adapter and optimiser those fields configure. Ranges are the same in every recipe; defaults that
 // differ and the help text that documents each recipe's source are the callers' arguments.
-import type { LlamaModel, ProjName } from '../model/llama.ts';
+import type { LlamaModel } from '../model/llama.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { AdamW } from '../rl/optim.ts';
 import { KL_ESTIMATOR_NAMES, LOSS_AGG_MODES, TRL_LOSS_TYPES, type AdvantageEstimatorName } from '../rl/types.ts';
+import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './loraTargets.ts';
 import { bool, int, num, oneOf } from './schema.ts';
 
-export const LORA_TARGET_SETS = ['all', 'attention', 'mlp'] as const;
-export type LoraTargetSet = (typeof LORA_TARGET_SETS)[number];
-
-export function loraTargets(set: LoraTargetSet): ProjName[] {
-  switch (set) {
-    case 'all':
-      return ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
-    case 'attention':
-      return ['q', 'k', 'v', 'o'];
-    case 'mlp':
-      return ['gate', 'up', 'down'];
-  }
-}
+export { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './loraTargets.ts';
 
 /** LoRA fields with the given defaults (each recipe documents its source's values in the help). */
 export function loraFields(d: { rank: number; alpha: number }, sourceNote: string) {

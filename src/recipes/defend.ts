@@ -306,7 +306,7 @@ export function checkAttackerCheckpoint(p: RecipeCheckpoint, file: string, attac
 }
 
 /** Loads the attacker and, when the config names one, its trained adapter (frozen). */
-async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<LoadedModel> {
+export async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<LoadedModel> {
   const file = config.attackerCheckpoint;
   let payload: RecipeCheckpoint | null = null;
   if (file) {

@@ -1,6 +1,20 @@
 // The harmful goals the attacker-side recipes (attack, defend, arena) draw from, and the tactic
 // family of a prompt an attacker wrote.
-import { detectTactic, harmfulPrompts, splitAttackerTarget, type SandboxHazard, type Tactic } from '../data/sandbox/index.ts';
+import { detectTactic, harmfulPrompts, SINGLE_TURN_TACTICS, splitAttackerTarget, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+
+/** How redteam and tokenbuncher wrap goals: every single-turn tactic, none, or one tactic. */
+export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;
+export type RedteamTacticMix = (typeof REDTEAM_TACTIC_MIXES)[number];
+
+/** The tactics a mix wraps goals in. */
+export function tacticList(mix: RedteamTacticMix): readonly Tactic[] {
+  if (mix === 'mixed') return SINGLE_TURN_TACTICS;
+  if (mix === 'plain') return ['direct'];
+  return [mix];
+}
+
+/** A sandbox prompt as one user message (a multi-turn prompt's turns joined by newlines). */
+export const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
 
 export interface Goal {
   id: string;

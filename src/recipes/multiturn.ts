@@ -29,7 +29,7 @@
 // evalEvery, held-out episodes are replayed before the step with a fixed sampling seed, so the
 // eval numbers move only when the weights do.
 import * as tf from '@tensorflow/tfjs';
-import { attackerSource, benignPrompts, harmfulPrompts, rngFor, splitAttackerTarget, type SandboxHazard } from '../data/sandbox/index.ts';
+import { attackerSource, rngFor, splitAttackerTarget } from '../data/sandbox/index.ts';
 import type { ChatTurn, Judge, JudgeItem, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -45,6 +45,8 @@ import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type Tok
 import { checkFinite, checkFiniteRewards, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
+import { episodePools, type EpisodeSpec } from './episodePools.ts';
+export type { EpisodeSpec } from './episodePools.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { ConfigError, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -135,33 +137,6 @@ export function saferTurnScore(v: Pick<JudgeVerdict, 'unsafe' | 'refused' | 'ben
 
 // ---------------------------------------------------------------------------------------------
 // Episodes
-
-/** What an episode is about: the scripted user turns (empty when the attacker writes them). */
-export interface EpisodeSpec {
-  id: string;
-  kind: 'harmful' | 'benign';
-  goal: string;
-  category: SandboxHazard | null;
-  /** Scripted user turns (followUps = scripted, and always for benign episodes). */
-  turns: string[];
-  /** Per scripted turn: the judge's view (kind, expected answer). */
-  turnKinds: ('harmful' | 'benign')[];
-  expected: (string | null)[];
-}
-
-/** Crescendo goals (scripted turns; the opener is innocuous) and benign task chains. */
-function episodePools(n: number, seed: number, maxTurns: number): { harmful: EpisodeSpec[]; benign: EpisodeSpec[] } {
-  const harmful = harmfulPrompts(n, seed, { tactics: ['crescendo'] }).map((p): EpisodeSpec => {
-    const turns = (typeof p.prompt === 'string' ? [p.prompt] : [...p.prompt]).slice(0, maxTurns);
-    return { id: p.id, kind: 'harmful', goal: p.goal, category: p.category, turns, turnKinds: turns.map((_, k) => (k === 0 ? 'benign' : 'harmful')), expected: turns.map(() => null) };
-  });
-  const tasks = benignPrompts(n * maxTurns, seed, { wrapShare: 0.5 });
-  const benign = Array.from({ length: n }, (_, i): EpisodeSpec => {
-    const chain = tasks.slice(i * maxTurns, (i + 1) * maxTurns);
-    return { id: `benign-ep-${i}`, kind: 'benign', goal: chain[0].goal, category: null, turns: chain.map((t) => t.prompt as string), turnKinds: chain.map(() => 'benign'), expected: chain.map((t) => t.expected) };
-  });
-  return { harmful, benign };
-}
 
 interface PlayedTurn {
   user: string;

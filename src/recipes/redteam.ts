@@ -19,7 +19,7 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import { SINGLE_TURN_TACTICS, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { harmfulPrompts, promptMeta, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
 import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
@@ -30,6 +30,7 @@ import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
 import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
+import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from './goals.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
@@ -54,8 +55,6 @@ export function redteamReward(
   return tb - c.klBeta * a.kl * a.length;
 }
 
-export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;
-export type RedteamTacticMix = (typeof REDTEAM_TACTIC_MIXES)[number];
 
 export const redteamSchema = {
   defender: str('defender', 'model to attack and train: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
@@ -92,16 +91,8 @@ export const redteamSchema = {
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type RedteamConfig = ConfigOf<typeof redteamSchema>;
+export { promptText, REDTEAM_TACTIC_MIXES, tacticList, type RedteamTacticMix } from './goals.ts';
 
-/** The tactics a mix wraps goals in. */
-export function tacticList(mix: RedteamTacticMix): readonly Tactic[] {
-  if (mix === 'mixed') return SINGLE_TURN_TACTICS;
-  if (mix === 'plain') return ['direct'];
-  return [mix];
-}
-
-/** A sandbox prompt as one user message (a multi-turn prompt's turns joined by newlines). */
-export const promptText = (p: SandboxPrompt): string => (typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'));
 
 /** Greedy answers of the model to `prompts` (batched), as text; adapters as they are. */
 async function greedyAnswers(m: LoadedModel, prompts: SandboxPrompt[], maxNewTokens: number): Promise<string[]> {

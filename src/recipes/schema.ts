@@ -178,8 +178,11 @@ export function parseConfig<S extends Schema>(schema: S, input: Record<string, u
   return r.config;
 }
 
-/** One help line per field: `name  type = default  (allowed)  help`. */
-export function describeSchema(schema: Schema): string[] {
+/** One help line per field: `name  type = default  (allowed)  help [also]`; `also(name)` adds other names. */
+export function describeSchema(schema: Schema, also: (field: string) => string = () => ''): string[] {
   const w = Math.max(0, ...Object.keys(schema).map((k) => k.length));
-  return Object.entries(schema).map(([k, f]) => `${k.padEnd(w)}  ${f.type} = ${JSON.stringify(f.default)}  (${describeAllowed(f)})  ${f.help}`);
+  return Object.entries(schema).map(([k, f]) => {
+    const more = also(k);
+    return `${k.padEnd(w)}  ${f.type} = ${JSON.stringify(f.default)}  (${describeAllowed(f)})  ${f.help}${more ? `  [${more}]` : ''}`;
+  });
 }

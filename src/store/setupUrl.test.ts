@@ -11,6 +11,7 @@ const schema: Schema = {
 };
 const schemas = { redteam: schema, other: { x: int(1, 'x') } };
 
+
 describe('shareable setup URL', () => {
   it('round-trips a setup, keeping unrelated parameters', () => {
     const setup: RunSetup = {
@@ -58,6 +59,16 @@ describe('shareable setup URL', () => {
     const d = decodeSetup('?recipe=ghost&c.x=1', schemas)!;
     expect(d.errors.recipe).toMatch(/"ghost".*recipes: redteam, other/);
     expect(decodeSetup('?backend=wasm', schemas)).toBeNull();
+  });
+
+  it('a veRL key or a TRL name in the link sets the lab field it aliases (values translated); later parameters win', () => {
+    const d = decodeSetup('?recipe=redteam&c.actor_rollout_ref.rollout.n=16&c.learning_rate=1e-4&c.algorithm.adv_estimator=rloo', schemas)!;
+    expect(d.errors).toEqual({});
+    expect(d.setup.values).toMatchObject({ groupSize: '16', lr: '1e-4', advantage: 'rloo' });
+    const appended = decodeSetup('?recipe=redteam&c.groupSize=8&c.num_generations=4', schemas)!;
+    expect(appended.setup.values.groupSize).toBe('4');
+    const bad = decodeSetup('?recipe=redteam&c.num_generations=1', schemas)!;
+    expect(bad.errors.groupSize).toMatch(/must be an integer in \[2, 64\], got "1"/);
   });
 });
 

@@ -3,6 +3,7 @@
 // keeps each raw value as the form would hold it, so an invalid one is shown (and marked) on its
 // field instead of being dropped; fields the recipe does not have and bad setup values are named.
 import { brief } from '../engine/brief';
+import { resolveAliases, resolveFieldName } from '../recipes/aliases';
 import { validateField, type Schema } from '../recipes/schema';
 
 /** What to do when the run reaches max steps. */
@@ -82,15 +83,20 @@ export function decodeSetup(search: string, schemas: Record<string, Schema>): De
   const schema = Object.hasOwn(schemas, recipe) ? schemas[recipe] : undefined;
   if (!schema) errors.recipe = `the link names recipe ${brief(recipe)}, which is not registered (recipes: ${Object.keys(schemas).join(', ')})`;
   const values: FormValues = schema ? formDefaults(schema) : {};
-  for (const [key, raw] of q) {
+  for (const [key, raw0] of q) {
     if (!key.startsWith(CONFIG_PREFIX)) continue;
-    const name = key.slice(CONFIG_PREFIX.length);
+    const key0 = key.slice(CONFIG_PREFIX.length);
     if (!schema) continue;
-    const f = Object.hasOwn(schema, name) ? schema[name] : undefined;
-    if (!f) {
-      errors[name] = `the link sets ${brief(name)}, which recipe ${recipe} does not have (fields: ${Object.keys(schema).join(', ')})`;
+    // A veRL key or TRL name (c.actor_rollout_ref.rollout.n=8) sets the lab field it aliases.
+    const named = resolveFieldName(recipe, schema, key0);
+    if (!named) {
+      errors[key0] = `the link sets ${brief(key0)}, which recipe ${recipe} does not have (fields: ${Object.keys(schema).join(', ')})`;
       continue;
     }
+    const name = named.field;
+    // Later parameters win, so a copied link (which names every field) can be edited by appending.
+    const raw = named.via ? (resolveAliases(recipe, schema, { [key0]: raw0 }).input[name] as string) : raw0;
+    const f = schema[name];
     const r = validateField(name, f, raw);
     if ('error' in r) {
       errors[name] = r.error;

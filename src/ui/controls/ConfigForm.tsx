@@ -2,6 +2,7 @@
 // with its default, allowed range and one-line help; invalid fields carry their message. Model
 // fields get a model picker, the judge a list of known judges; models, judge and algorithm come
 // first, in their own sections.
+import { aliasNote } from '../../recipes/aliases';
 import { describeAllowed, type Field, type Schema } from '../../recipes/schema';
 import type { FormValues } from '../../store/setupUrl';
 import { fieldKind, KNOWN_JUDGES, type FieldKind } from './fieldKinds';
@@ -76,6 +77,8 @@ const SECTIONS: [FieldKind[], string][] = [
 ];
 
 interface FormProps {
+  /** Recipe name: the veRL / TRL names of its fields (aliases.ts) show in the help. */
+  recipe: string;
   schema: Schema;
   values: FormValues;
   errors: Record<string, string>;
@@ -83,8 +86,9 @@ interface FormProps {
   onChange(name: string, v: string | boolean): void;
 }
 
-export function ConfigForm({ schema, values, errors, disabled, onChange }: FormProps) {
+export function ConfigForm({ recipe, schema, values, errors, disabled, onChange }: FormProps) {
   const entries = Object.entries(schema);
+  const aliases = (name: string) => aliasNote(recipe, schema, name);
   const row = ([name, field]: [string, Field]) => {
     const err = errors[name];
     const value = values[name] ?? (field.type === 'boolean' ? field.default : String(field.default));
@@ -110,6 +114,7 @@ export function ConfigForm({ schema, values, errors, disabled, onChange }: FormP
             {field.type} = {JSON.stringify(field.default)} · {describeAllowed(field)}
           </span>{' '}
           — {field.help}
+          {aliases(name) && <span className="field-aliases" data-testid={`field-aliases-${name}`}> ({aliases(name)})</span>}
         </div>
         {err && (
           <div className="field-error error" role="alert" data-testid={`field-error-${name}`}>

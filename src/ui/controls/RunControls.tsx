@@ -223,7 +223,7 @@ export function RunControls() {
           </button>
         </div>
       )}
-      {recipe && <ConfigForm schema={recipe.schema} values={values} errors={errors} disabled={active} onChange={s.setValue} />}
+      {recipe && <ConfigForm recipe={recipe.name} schema={recipe.schema} values={values} errors={errors} disabled={active} onChange={s.setValue} />}
     </div>
   );
 }

@@ -1,12 +1,16 @@
 // Export / import: the active run's adapter as a PEFT folder zip, the merged model as safetensors,
 // the run log as JSONL; an adapter zip imported back into the run (validated by the worker:
-// base model, shapes, rank, alpha, targets); and uploaded prompt datasets for the recipes.
+// base model, shapes, rank, alpha, targets); the current setup as a veRL / TRL job zip; and
+// uploaded prompt datasets for the recipes.
 import { useState } from 'react';
+import { EXPORTABLE_RECIPES } from '../../recipes/verl/index';
 import { runLogs } from '../../store/checkpointStore';
 import { useRunStore } from '../../store/runStore';
+import { useSetup, valuesOf } from '../../store/setupStore';
 import { saveBlob } from '../charts/download';
 import { DatasetUpload } from './DatasetUpload';
 import { engineApi } from './engineApi';
+import { verlZip } from './verlZip';
 
 type Msg = { text: string; error: boolean } | null;
 
@@ -48,6 +52,19 @@ export function ExportPanel() {
       saveBlob(new Blob([text], { type: 'application/x-ndjson' }), `${activeRunId}.jsonl`);
       return { text: `Saved ${activeRunId}.jsonl (${rec.reportCount} steps).`, error: false };
     });
+  const recipeName = useSetup((s) => s.recipeName);
+  const canVerl = EXPORTABLE_RECIPES.includes(recipeName);
+  const exportVerlJob = () =>
+    act('writing the veRL job', async () => {
+      const s = useSetup.getState();
+      const recipe = s.recipes.find((r) => r.name === s.recipeName);
+      if (!recipe) return { text: 'Pick a recipe in Run setup first.', error: true };
+      const steps = /^\d+$/.test(s.maxSteps.trim()) ? Number(s.maxSteps.trim()) : undefined;
+      const z = await verlZip(recipe, valuesOf(s, recipe.name), Number(s.seed) || 0, steps);
+      saveBlob(bytesBlob(z.bytes, 'application/zip'), z.fileName);
+      const model = z.modelShipped ? ', with the sandbox model' : '';
+      return { text: `Saved ${z.fileName} (verl_config.yaml, reward.py, parquet data, run.sh, README${model}); ${z.unsupported.length} parts veRL cannot express are listed in its README.`, error: false };
+    });
   const importAdapter = (file: File) =>
     act('importing the adapter', async () => {
       const bytes = new Uint8Array(await file.arrayBuffer());
@@ -63,6 +80,15 @@ export function ExportPanel() {
         <button type="button" data-testid="export-adapter" disabled={busy !== null} onClick={exportAdapter}>Adapter (PEFT zip)</button>
         <button type="button" data-testid="export-merged" disabled={busy !== null} onClick={exportMerged}>Merged model (safetensors)</button>
         <button type="button" data-testid="export-log" disabled={busy !== null} onClick={exportLog}>Run log (JSONL)</button>
+        <button
+          type="button"
+          data-testid="export-verl"
+          disabled={busy !== null || !canVerl}
+          title={canVerl ? 'the Run setup as a veRL job (and a TRL script): config, reward.py, parquet data, launch command' : `no veRL export for ${recipeName || 'this recipe'} yet (exportable: ${EXPORTABLE_RECIPES.join(', ')})`}
+          onClick={exportVerlJob}
+        >
+          Export for veRL (zip)
+        </button>
       </div>
       <div className="controls-row">
         <label className="control">
