@@ -43,6 +43,8 @@ interface LoggedRollout {
   /** What a frozen model was asked and answered (attack: the defender; rlhf: the monitor). */
   chat?: { content: string; reply: string };
   mean_kl: number;
+  /** defend, tokenbuncher: beta x this is their KL term (k1 summed over the answer). */
+  kl_sum?: number;
   mean_entropy: number;
   reward: number;
 }
@@ -84,7 +86,7 @@ const casesOf = (recipe: string, rs: LoggedRollout[]): Case[] =>
     data_source: `sparring/${recipe}`,
     solution_str: r.response,
     ground_truth: JSON.stringify(r.ground_truth),
-    extra_info: { prompt_text: r.prompt, group: r.group, sparring_mean_kl: r.mean_kl, sparring_mean_entropy: r.mean_entropy },
+    extra_info: { prompt_text: r.prompt, group: r.group, sparring_mean_kl: r.mean_kl, sparring_kl_sum: r.kl_sum, sparring_mean_entropy: r.mean_entropy },
   }));
 
 const exported = (recipe: string, config: Record<string, unknown> = {}, seed = 1) => exportVerl({ recipe: getRecipe(recipe), config, seed, steps: 50 });
@@ -201,13 +203,13 @@ describe('veRL export', () => {
     return rs.map((r, i) => {
       const v = verdict(r);
       if (name === 'redteam') return tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta });
-      if (name === 'defend') return defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, meanKl: r.mean_kl }, c as never).reward;
+      if (name === 'defend') return defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, klSum: r.kl_sum! }, c as never).reward;
       // arena's defender phase: safety or utility, minus defenderKlBeta x KL (arena.ts).
       if (name === 'arena') return (r.ground_truth.kind === 'harmful' ? c.safetyWeight * (1 - v.unsafe) : 0) + (r.ground_truth.kind === 'harmful' ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)) - c.defenderKlBeta * r.mean_kl;
       if (name === 'attack') return v.unsafe + c.diversityCoef * div[i] - c.klBeta * r.mean_kl;
       if (name === 'rlhf') return minmaxPolicyReward(rulesAnswerRm(r.ground_truth as unknown as QaItem, r.response), critiqueVerdict(r.chat!.reply)) - c.klBeta * r.mean_kl;
       // tokenbuncher
-      return r.ground_truth.kind === 'harmful' ? 0 + tokenBuncherReward(r.mean_entropy, 'defence') + -c.klBeta * r.mean_kl : 0 + c.utilityWeight * (v.benignCorrect ? 1 : 0) + -c.klBeta * r.mean_kl;
+      return r.ground_truth.kind === 'harmful' ? 0 + tokenBuncherReward(r.mean_entropy, 'defence') + -c.klBeta * r.kl_sum! : 0 + c.utilityWeight * (v.benignCorrect ? 1 : 0) + -c.klBeta * r.kl_sum!;
     });
   };
 

@@ -73,6 +73,10 @@ function judgeNotes(c: Cfg): string[] {
 const KL_IN_REWARD_NOTE = (beta: number) =>
   `KL in the reward: the lab subtracts klBeta x the MEAN over the response of k1 (logp - logp_ref); veRL's use_kl_in_reward subtracts kl_coef x k1 at EVERY token, i.e. the SUM over the response. The export keeps kl_coef = ${beta}; divide it by the typical response length to match the lab's magnitude.`;
 
+/** defend and tokenbuncher put beta x k1 on every answer token, as their sources and veRL do. */
+const KL_SUM_NOTE = (beta: number) =>
+  `KL in the reward: the lab subtracts klBeta x k1 (logp - logp_ref) summed over the response, as veRL's use_kl_in_reward does token by token, so kl_coef = ${beta} carries over unchanged.`;
+
 export const ATTACKER_PROMPTS_NOTE =
   'Attacker prompts: the lab\'s attacker writes a fresh prompt per goal every step; veRL trains on a fixed prompt set, so the export writes the sandbox\'s tactic-wrapped prompts of the same goals (the distribution the attacker was fine-tuned on). To train on the attacker\'s own prompts, sample them once and replace data/train.parquet\'s prompt column.';
 
@@ -98,7 +102,7 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 
 const DEFEND_SCORE = String.raw`
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    """MTSA defender reward: safety (harmful prompt) or utility (benign task) - entropy - beta x KL."""
+    """MTSA defender reward: safety (harmful prompt) or utility (benign task) - entropy - beta x KL (summed over the answer)."""
     gt = _ground_truth(ground_truth)
     extra_info = extra_info or {}
     v = judge_verdict(solution_str, gt, extra_info)
@@ -108,18 +112,19 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     else:
         part = CONFIG["utilityWeight"] * (1 if v["benign_correct"] is True else 0)
     entropy = _fed(extra_info, "sparring_mean_entropy")
-    kl = _fed(extra_info, "sparring_mean_kl")
+    # defend charges k1 summed over the answer; arena's defender phase (same reward) its mean.
+    kl = _fed(extra_info, "sparring_kl_sum" if CONFIG.get("klSum", True) else "sparring_mean_kl")
     score = part - CONFIG["entropyCoef"] * entropy - CONFIG["klBeta"] * kl
     return {"score": score, "safety" if harmful else "utility": part, "unsafe": v["unsafe"], "refused": 1.0 if v["refused"] else 0.0}
 `;
 
 const TOKENBUNCHER_SCORE = String.raw`
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    """Token Buncher defence: harmful -> -mean entropy [+ safety]; benign -> utility; both - beta x KL."""
+    """Token Buncher defence: harmful -> -mean entropy [+ safety]; benign -> utility; both - beta x KL (summed over the answer)."""
     gt = _ground_truth(ground_truth)
     extra_info = extra_info or {}
     v = judge_verdict(solution_str, gt, extra_info)
-    kl_term = -CONFIG["klBeta"] * _fed(extra_info, "sparring_mean_kl")
+    kl_term = -CONFIG["klBeta"] * _fed(extra_info, "sparring_kl_sum")
     if gt.get("kind") == "harmful":
         score = 0 + -_fed(extra_info, "sparring_mean_entropy")
         if CONFIG["safetyWeight"] > 0:
@@ -378,7 +383,7 @@ const defend: ExportRecipe = {
     ...judgeNotes(c),
     ATTACKER_PROMPTS_NOTE,
     `Entropy term: the lab adds -entropyCoef x mean token entropy to the REWARD; compute_score cannot see token entropies, so the export puts it in the loss as actor.entropy_coeff = ${-n(c, 'entropyCoef')} (TRL entropy_coef the same; loss -= coeff x entropy, i.e. minimises entropy directly, on every prompt, not only through the advantage).`,
-    KL_IN_REWARD_NOTE(n(c, 'klBeta')),
+    KL_SUM_NOTE(n(c, 'klBeta')),
     ...POLICY_LOSS_NOTES(c),
   ],
   trl: true,
@@ -401,7 +406,7 @@ const tokenbuncher: ExportRecipe = {
   unsupported: (c) => [
     ...judgeNotes(c),
     'Entropy as the reward: Token Buncher\'s defence reward on harmful prompts is -(mean full-vocabulary entropy of the response); veRL computes entropies after the reward, so compute_score cannot see them. The export minimises entropy through the loss instead (actor.entropy_coeff = -1; TRL entropy_coef = -1), which also acts on benign prompts. The exact reward needs a reward manager that reads the old-policy entropies veRL computes with the log-probs (actor.calculate_entropy), after the reward today.',
-    KL_IN_REWARD_NOTE(n(c, 'klBeta')),
+    KL_SUM_NOTE(n(c, 'klBeta')),
     ...(c.noiser ? [`TokenNoiser SFT (every even step from step ${c.noiserStart}: SFT on the step's own rollouts, tokens with advantage >= 0, noised NLL) is not a veRL phase; run it as a separate SFT job on saved rollouts (trainer.rollout_data_dir).`] : []),
     ...(n(c, 'evalAfter') > 0 ? ['The built-in redteam comparison after training (evalAfter) is a second job: export the redteam recipe against the trained adapter.'] : []),
     ...POLICY_LOSS_NOTES(c),
@@ -413,7 +418,7 @@ const tokenbuncher: ExportRecipe = {
 const arena: ExportRecipe = {
   ...defend,
   name: 'arena',
-  rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: 0, klBeta: c.defenderKlBeta }),
+  rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: 0, klBeta: c.defenderKlBeta, klSum: false }),
   verl: (c) => ({
     'actor_rollout_ref.rollout.temperature': c.defenderTemperature,
     'actor_rollout_ref.rollout.top_p': c.defenderTopP,
