@@ -4,6 +4,7 @@
 // with its dispatch budget and no buffer made after warm-up.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
@@ -219,6 +220,23 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       releaseDecodePlans(model);
       disposeLlama(model);
     }
+  });
+
+  it('the CLI checks a model folder through the planned path: `lab logits --backend webgpu --swiftshader` matches the golden logits', async () => {
+    const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+    const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as Golden;
+    const run = (path: string) =>
+      new Promise<{ logits: number[][] }>((ok, fail) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', '--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', 'logits', '--model', dir, '--ids', golden.input_ids.join(','), '--backend', 'webgpu', '--swiftshader', '--path', path],
+          { maxBuffer: 1 << 26 },
+          (e, stdout, stderr) => (e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(JSON.parse(stdout))),
+        );
+      });
+    const planned = await run('planned');
+    expect(planned.logits.length).toBe(golden.input_ids.length);
+    expect(maxAbs(planned.logits.flat(), golden.logits.flat())).toBeLessThan(1e-3);
   });
 
   it('left no uncaptured WebGPU error', () => {

@@ -17,6 +17,7 @@ import { folderSource } from './fs-source';
 import { serveFolder } from './staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
+import { decodeBenchRows, DECODE_BENCH_HEADER } from '../model/decodeBench';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
@@ -100,6 +101,19 @@ async function browserBench(): Promise<void> {
         ),
       );
     }
+    console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: decode, planned path vs tfjs op by op (same run; medians)\n`);
+    const appUrl = server.resolvedUrls!.local[0].replace('127.0.0.1', 'localhost');
+    const decodeRows: (string | number)[][] = [];
+    for (const [fmt, quantize] of [['f32', undefined], ['int8', { bits: 8 as const }], ['int4', { bits: 4 as const, groupSize: 32 }]] as const) {
+      await page.evaluate(([u, q]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [`${appUrl}models/defender/`, quantize] as const);
+      // batch 64 x 32 tokens is a sandbox rollout (the issue's Chromium target)
+      for (const c of [{ batch: 1, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 8, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 64, promptLen: 16, steps: 32, reps: quick ? 1 : 3 }]) {
+        const r = await page.evaluate(([cc]) => (window as unknown as Api).sparring.engine.benchDecode('defender', cc), [c] as const);
+        decodeRows.push(...decodeBenchRows('sandbox defender', fmt, r));
+      }
+      await page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));
+    }
+    console.log(formatTable(DECODE_BENCH_HEADER, decodeRows));
     if (!full) console.log('(pass --full to also time the synthetic SmolLM2-135M model here; slow on SwiftShader)');
   } finally {
     await browser.close();

@@ -16,6 +16,13 @@ import { nodeRecipeEnv } from './recipe-env.ts';
 
 export class RecipeUsageError extends Error {}
 
+/** tfjs on WebGPU through Dawn: generate() then runs the planned decode path. */
+export async function useDawn(swiftshader: boolean): Promise<string> {
+  const { startDawn } = await import('./node/dawn.ts');
+  const adapter = await startDawn({ swiftshader });
+  return `webgpu (${adapter})`;
+}
+
 export interface RecipeCliArgs {
   recipe?: string;
   steps: number;
@@ -25,14 +32,16 @@ export interface RecipeCliArgs {
   sets: Record<string, string>;
   model?: string;
   models?: string;
-  backend: 'wasm' | 'cpu';
+  /** webgpu: Node + Dawn (rollouts on the planned decode path); --swiftshader for a CPU adapter. */
+  backend: 'wasm' | 'cpu' | 'webgpu';
+  swiftshader?: boolean;
   earlyStop: boolean;
   help: boolean;
   list: boolean;
 }
 
 const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint'] as const;
-const BOOL_FLAGS = ['help', 'list', 'no-early-stop'] as const;
+const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader'] as const;
 
 export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
   const a: RecipeCliArgs = { steps: 10, seed: 0, sets: {}, backend: 'wasm', earlyStop: true, help: false, list: false };
@@ -53,6 +62,7 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
     if ((BOOL_FLAGS as readonly string[]).includes(key)) {
       if (key === 'help') a.help = true;
       else if (key === 'list') a.list = true;
+      else if (key === 'swiftshader') a.swiftshader = true;
       else a.earlyStop = false;
       continue;
     }
@@ -75,7 +85,7 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
       case 'model': a.model = value; break;
       case 'models': a.models = value; break;
       case 'backend':
-        if (value !== 'wasm' && value !== 'cpu') throw new RecipeUsageError(`--backend must be wasm or cpu, got ${JSON.stringify(value)}`);
+        if (value !== 'wasm' && value !== 'cpu' && value !== 'webgpu') throw new RecipeUsageError(`--backend must be wasm, cpu or webgpu, got ${JSON.stringify(value)}`);
         a.backend = value;
         break;
       case 'set': {
@@ -117,7 +127,7 @@ export function recipeHelp(name?: string): string {
   if (!name) {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
-      '       [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE.json]',
+      '       [--models DIR] [--backend wasm|cpu|webgpu [--swiftshader]] [--no-early-stop] [--save-checkpoint FILE.json]',
       '       --recipe NAME --help: its fields',
       '',
       'recipes:',
@@ -146,7 +156,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     }
     const v = validateConfig(recipe.schema, recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
-    const backend = opts.env?.backend ?? (await useTrainingBackend(a.backend));
+    const backend = opts.env?.backend ?? (a.backend === 'webgpu' ? await useDawn(a.swiftshader === true) : await useTrainingBackend(a.backend));
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
     if (a.out) {
       mkdirSync(dirname(a.out), { recursive: true });

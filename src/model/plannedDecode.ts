@@ -13,7 +13,7 @@ import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { seedKey } from '../engine/rng/philox.ts';
 import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
 import type { GenerateOptions, GenerateResult } from './generate.ts';
-import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
+import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from './llama.ts';
 import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from './linear.ts';
 import { LoraAdapter } from './lora.ts';
 import { Int4Weight, Int8Weight } from './quant.ts';
@@ -165,11 +165,12 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   return plan;
 }
 
-/** Frees the decode plans built for a model (they also go when the model is collected). */
+/** Frees the decode plans built for a model (disposeLlama does it; they borrow its weights). */
 export function releaseDecodePlans(model: LlamaModel): void {
   for (const p of plans.get(model)?.values() ?? []) p.plan.dispose();
   plans.delete(model);
 }
+onDisposeLlama(releaseDecodePlans);
 
 /** Dispatch counts of the plan generate() would use for this model and batch (tests, benchmarks). */
 export function plannedDispatches(model: LlamaModel, B: number, capacity: number) {
