@@ -239,6 +239,36 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     expect(maxAbs(planned.logits.flat(), golden.logits.flat())).toBeLessThan(1e-3);
   });
 
+  it('a lost device fails the next run with one clear error (no hang), and the plan names why', async () => {
+    // A device of its own (tfjs's stays up for the other tests) and a one-layer model on it.
+    const adapter = await navigator.gpu.requestAdapter();
+    const device = await adapter!.requestDevice();
+    const buf = (floats: number) => device.createBuffer({ size: Math.max(16, floats * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    const H = 8, I = 16, V = 12, D = 4;
+    const w = (rows: number, cols: number) => ({ weight: { format: 'f32' as const, rows, cols, buffer: buf(rows * cols) } });
+    const vec = (n: number) => ({ buffer: buf(n), length: n });
+    const plan = new DecodePlan(
+      device,
+      {
+        hidden: H, intermediate: I, heads: 2, kvHeads: 1, headDim: D, vocab: V, eps: 1e-5,
+        invFreq: new Float64Array([1, 0.01]),
+        embed: [{ rowStart: 0, rows: V, buffer: buf(V * H) }],
+        layers: [{ inputNorm: vec(H), postNorm: vec(H), q: w(2 * D, H), k: w(D, H), v: w(D, H), o: w(H, 2 * D), gate: w(I, H), up: w(I, H), down: w(H, I) }],
+        norm: vec(H),
+        head: [{ format: 'f32', rows: V, cols: H, buffer: buf(V * H) }],
+        lora: [{}],
+      },
+      { batch: 1, capacity: 8, tokensPerRun: 2 },
+    );
+    plan.begin({ prefill: 1, basePos: [1], slotValid: [[1]], streams: [0], sampling: { temperature: 0, topK: 0, topP: 1, seedLo: 0, seedHi: 0 }, loraOn: false });
+    const first = await plan.run(0, 2, false);
+    expect(first.length).toBe(6);
+    device.destroy();
+    await device.lost;
+    await expect(plan.run(2, 2, false)).rejects.toThrow(/GPU device was lost \(destroyed.*Saved checkpoints are kept/);
+    plan.dispose();
+  });
+
   it('left no uncaptured WebGPU error', () => {
     expect(gpuErrors).toEqual([]);
   });

@@ -146,7 +146,10 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
   const hit = byKey.get(key);
-  if (hit && hit.weights.length === weights.length && hit.weights.every((w, i) => w === weights[i])) {
+  const device = webgpuDevice();
+  // A plan is tied to its device and to the weights it borrowed: a new device (after a loss) or a
+  // swapped weight means a new plan.
+  if (hit && hit.plan.device === device && hit.weights.length === weights.length && hit.weights.every((w, i) => w === weights[i])) {
     byKey.delete(key);
     byKey.set(key, hit); // most recently used last
     return hit.plan;
@@ -160,7 +163,7 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   }
   const ref = modelRef(model, lora);
   flushTfjs(); // uploads of weights tfjs has encoded but not submitted land before the plan copies them
-  const plan = new DecodePlan(webgpuDevice(), ref, { batch: B, capacity, tokensPerRun });
+  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun });
   byKey.set(key, { plan, weights });
   return plan;
 }

@@ -8,6 +8,7 @@ import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
 import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
 import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
+import rowReduceTreeWgsl from '../../../shaders/row_reduce_tree.wgsl?raw';
 import { rowReduce } from '../kernels/rowReduce';
 import { rowWorkgroupSize } from '../kernels/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
@@ -350,10 +351,15 @@ export function sampleKernel(vocab: number): PlanKernel & { entry: string } {
   };
 }
 
-/** token_stats.wgsl as planned: (log-prob of ids, entropy) per row of the scaled logits. */
-export function statsKernel(vocab: number): PlanKernel & { entry: string } {
+/**
+ * token_stats.wgsl as planned: (log-prob of ids, entropy) per row of the scaled logits. The row
+ * reduction is the tfjs path's choice (subgroups where probed) on a device that has subgroups,
+ * the workgroup tree on any other.
+ */
+export function statsKernel(vocab: number, device: GPUDevice): PlanKernel & { entry: string } {
   const WG = rowWorkgroupSize(vocab);
-  const reduce = rowReduce(WG);
+  const chosen = rowReduce(WG);
+  const reduce = chosen.key !== 'tree' && !device.features.has('subgroups' as GPUFeatureName) ? { key: 'tree', source: rowReduceTreeWgsl } : chosen;
   return {
     key: `plan_stats_wg${WG}_${reduce.key}`,
     entry: 'planMain',

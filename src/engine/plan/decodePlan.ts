@@ -114,6 +114,28 @@ export interface DecodeBegin {
   lora?: Partial<Record<ProjKey, LoraRef>>[];
 }
 
+/** The GPU failed under a plan (device lost, out of memory, a rejected command): nothing it ran is usable. */
+export class PlanGpuError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PlanGpuError';
+  }
+}
+
+const lostDevices = new WeakMap<GPUDevice, string>();
+const watched = new WeakSet<GPUDevice>();
+
+/** Remembers why a device was lost, so every plan on it fails with that reason instead of hanging. */
+function watchDevice(device: GPUDevice): void {
+  if (watched.has(device)) return;
+  watched.add(device);
+  void device.lost.then((info) => lostDevices.set(device, `${info.reason}: ${info.message}`));
+}
+
+export function deviceLostReason(device: GPUDevice): string | null {
+  return lostDevices.get(device) ?? null;
+}
+
 function formatOf(w: WeightRef): { format: WeightFormat; groupSize?: number } {
   return w.format === 'f32' ? { format: 'f32' } : { format: w.format, groupSize: w.groupSize };
 }
@@ -168,6 +190,7 @@ export class DecodePlan {
   ) {
     const m = model;
     const { batch: B, capacity: C, tokensPerRun } = opts;
+    watchDevice(device);
     const D = m.headDim;
     if (D % 4 !== 0) throw new Error(`decode plan: head_dim ${D} must be a multiple of 4 (RoPE pairs per workgroup)`);
     if (m.heads % m.kvHeads !== 0) throw new Error(`decode plan: ${m.heads} heads are not a multiple of ${m.kvHeads} kv heads`);
@@ -289,7 +312,7 @@ export class DecodePlan {
 
     // draw: ids from the logits, statistics under logits / statT; embed: x of the ids, + record
     plan.add('draw', sampleKernel(m.vocab), ['dyn', { buffer: this.logits }, { buffer: this.streams }, { buffer: ids }], [B, 1, 1]);
-    plan.add('draw', statsKernel(m.vocab), ['dyn', { buffer: this.scaled }, { buffer: ids }, { buffer: stats }], [B, 1, 1]);
+    plan.add('draw', statsKernel(m.vocab, device), ['dyn', { buffer: this.scaled }, { buffer: ids }, { buffer: stats }], [B, 1, 1]);
     m.embed.forEach((blk, i) => {
       plan.add(
         'embed',
@@ -420,6 +443,7 @@ export class DecodePlan {
     const b = this.begun;
     if (!b) throw new Error('decode plan: run before begin');
     if (this.busy) throw new Error('decode plan: a run is already in flight');
+    this.checkDevice();
     if (n < 1 || n > this.opts.tokensPerRun) throw new Error(`decode plan: ${n} tokens per run outside [1, ${this.opts.tokensPerRun}]`);
     if (b.prefill + first + n - (forwardLast ? 0 : 1) > this.opts.capacity) throw new Error(`decode plan: cache capacity ${this.opts.capacity} exceeded`);
     this.busy = true;
@@ -443,6 +467,8 @@ export class DecodePlan {
         );
       }
       const q = this.device.queue;
+      this.device.pushErrorScope('out-of-memory');
+      this.device.pushErrorScope('validation');
       q.writeBuffer(this.plan.dyn, 0, slots);
       const enc = this.device.createCommandEncoder();
       const pass = enc.beginComputePass();
@@ -458,7 +484,21 @@ export class DecodePlan {
       const bytes = n * this.opts.batch * 3 * 4;
       enc.copyBufferToBuffer(this.record, 0, this.readback, 0, bytes);
       q.submit([enc.finish()]);
-      await this.readback.mapAsync(GPUMapMode.READ, 0, bytes);
+      // Scopes pop in reverse order of pushing; the readback is requested at once beside them.
+      const invalid = this.device.popErrorScope();
+      const oom = this.device.popErrorScope();
+      const mapped = this.readback.mapAsync(GPUMapMode.READ, 0, bytes).then(
+        () => null,
+        (e: Error) => e,
+      );
+      const [badStep, noMemory, mapError] = await Promise.all([invalid, oom, mapped]);
+      if (badStep || noMemory || mapError) {
+        if (!mapError) this.readback.unmap();
+        this.checkDevice();
+        if (noMemory) throw new PlanGpuError(`decode plan: the GPU ran out of memory during a decode step (${noMemory.message}); the plan holds ${this.plan.bytes} bytes`);
+        if (badStep) throw new PlanGpuError(`decode plan: the GPU rejected a decode step (${badStep.message})`);
+        throw mapError!;
+      }
       const out = new Float32Array(this.readback.getMappedRange(0, bytes).slice(0));
       this.readback.unmap();
       return out;
@@ -495,6 +535,12 @@ export class DecodePlan {
   }
 
   private logitsReadback: GPUBuffer | null = null;
+
+  /** Throws a PlanGpuError when the device this plan was built on is gone. */
+  checkDevice(): void {
+    const lost = deviceLostReason(this.device);
+    if (lost) throw new PlanGpuError(`the GPU device was lost (${lost}); decoding stopped. Saved checkpoints are kept: reload the lab to get a new device and resume from the newest one`);
+  }
 
   dispose(): void {
     this.plan.dispose();

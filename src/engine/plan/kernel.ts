@@ -25,12 +25,23 @@ export interface PlanKernel {
 /** WebGPU's guaranteed minimum of storage buffers a compute stage may bind. */
 export const STORAGE_BINDINGS_FLOOR = 8;
 
+/** Directives (`enable subgroups;`) must precede every declaration: lift them out of the parts. */
+function hoistDirectives(src: string): { directives: string; rest: string } {
+  const directives: string[] = [];
+  const rest = src.replace(/^\s*enable\s+[\w\s,]+;\s*$/gm, (d) => {
+    directives.push(d.trim());
+    return '';
+  });
+  return { directives: [...new Set(directives)].join('\n'), rest };
+}
+
 export function kernelSource(k: PlanKernel): string {
   const decl = k.bindings.map((b, i) => {
     const space = b.kind === 'uniform' || b.kind === 'dyn' ? 'uniform' : b.kind === 'read' ? 'storage, read' : 'storage, read_write';
     return `@group(0) @binding(${i}) var<${space}> ${b.name} : ${b.type};`;
   });
-  return `${k.prelude ?? ''}\n${decl.join('\n')}\n${k.body}`;
+  const { directives, rest } = hoistDirectives(`${k.prelude ?? ''}\n${decl.join('\n')}\n${k.body}`);
+  return `${directives}\n${rest}`;
 }
 
 export interface CompiledKernel {
