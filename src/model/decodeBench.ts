@@ -5,7 +5,7 @@
 import { generate } from './generate';
 import type { LlamaModel } from './llama';
 import { PROJ_NAMES } from './llama';
-import { decodePath, plannedDispatches, setDecodePath, type DecodePath } from './plannedDecode';
+import { decodePath, plannedDispatches, setDecodePath, takePlannedGpuMs, type DecodePath } from './plannedDecode';
 import { median } from './throughput';
 
 export interface DecodeBenchCase {
@@ -20,6 +20,8 @@ export interface DecodeBenchResult extends DecodeBenchCase {
   tokPerS: number;
   msPerToken: number;
   hostMsPerToken: number;
+  /** GPU time of the decode passes per token (planned path, timestamp queries); null where not measured. */
+  gpuMsPerToken: number | null;
   dispatchesPerToken: number;
   /** Weight bytes one decode step reads (projections and LM head), per second of decode. */
   weightGBps: number;
@@ -31,7 +33,7 @@ interface Counters {
 }
 
 /** Counts dispatches and readback waits of whatever runs inside fn (both paths go through these). */
-async function counted(fn: () => Promise<unknown>): Promise<Counters & { ms: number }> {
+async function counted(fn: () => Promise<unknown>): Promise<Counters & { ms: number; gpuMs: number }> {
   const c: Counters = { dispatches: 0, waitMs: 0 };
   const pass = GPUComputePassEncoder.prototype;
   const buf = GPUBuffer.prototype;
@@ -49,6 +51,7 @@ async function counted(fn: () => Promise<unknown>): Promise<Counters & { ms: num
       c.waitMs += performance.now() - t0;
     }
   };
+  takePlannedGpuMs();
   const t0 = performance.now();
   try {
     await fn();
@@ -56,7 +59,7 @@ async function counted(fn: () => Promise<unknown>): Promise<Counters & { ms: num
     pass.dispatchWorkgroups = dispatch;
     buf.mapAsync = map;
   }
-  return { ...c, ms: performance.now() - t0 };
+  return { ...c, ms: performance.now() - t0, gpuMs: takePlannedGpuMs() };
 }
 
 export function decodeWeightBytes(model: LlamaModel): number {
@@ -81,12 +84,14 @@ async function benchPath(model: LlamaModel, c: DecodeBenchCase, path: DecodePath
     const wall: number[] = [];
     const host: number[] = [];
     const disp: number[] = [];
+    const gpu: number[] = [];
     for (let r = 0; r < c.reps; r++) {
       const one = await counted(() => generate(model, ps, { ...opts, maxNewTokens: 1 }));
       const many = await counted(() => generate(model, ps, { ...opts, maxNewTokens: 1 + c.steps }));
       wall.push((many.ms - one.ms) / c.steps);
       host.push((many.ms - many.waitMs - (one.ms - one.waitMs)) / c.steps);
       disp.push((many.dispatches - one.dispatches) / c.steps);
+      gpu.push((many.gpuMs - one.gpuMs) / c.steps);
     }
     const msPerToken = Math.max(median(wall), 1e-6);
     return {
@@ -95,6 +100,7 @@ async function benchPath(model: LlamaModel, c: DecodeBenchCase, path: DecodePath
       tokPerS: (c.batch / msPerToken) * 1000,
       msPerToken,
       hostMsPerToken: median(host),
+      gpuMsPerToken: path === 'planned' && median(gpu) > 0 ? median(gpu) : null,
       dispatchesPerToken: median(disp),
       weightGBps: decodeWeightBytes(model) / (msPerToken / 1000) / 1e9,
     };
@@ -108,10 +114,10 @@ export async function benchDecodePaths(model: LlamaModel, c: DecodeBenchCase): P
   return [await benchPath(model, c, 'planned'), await benchPath(model, c, 'tfjs')];
 }
 
-export const DECODE_BENCH_HEADER = ['model', 'weights', 'batch', 'path', 'decode tok/s', 'ms/token', 'host ms/token', 'dispatches/token', 'weight GB/s', 'speed-up', 'host ratio'];
+export const DECODE_BENCH_HEADER = ['model', 'weights', 'batch', 'path', 'decode tok/s', 'ms/token', 'host ms/token', 'GPU ms/token', 'dispatches/token', 'weight GB/s', 'speed-up', 'host ratio'];
 
 export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: [DecodeBenchResult, DecodeBenchResult]): (string | number)[][] {
-  const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [name, weights, r.batch, r.path, r.tokPerS, r.msPerToken, r.hostMsPerToken, r.dispatchesPerToken, r.weightGBps, speed, hostRatio];
+  const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [name, weights, r.batch, r.path, r.tokPerS, r.msPerToken, r.hostMsPerToken, r.gpuMsPerToken ?? '-', r.dispatchesPerToken, r.weightGBps, speed, hostRatio];
   return [
     row(planned, `${(planned.tokPerS / tfjs.tokPerS).toFixed(2)}x`, `${(tfjs.hostMsPerToken / Math.max(planned.hostMsPerToken, 1e-6)).toFixed(1)}x lower`),
     row(tfjs, '', ''),

@@ -19,6 +19,14 @@ import { LoraAdapter } from './lora.ts';
 import { Int4Weight, Int8Weight } from './quant.ts';
 
 export type DecodePath = 'planned' | 'tfjs';
+let gpuMs = 0;
+
+/** GPU milliseconds the planned decode steps took since the last call (timestamp queries; 0 without). */
+export function takePlannedGpuMs(): number {
+  const t = gpuMs;
+  gpuMs = 0;
+  return t;
+}
 let path: DecodePath = 'planned';
 let tokensPerRun = 8;
 
@@ -236,6 +244,7 @@ export async function generatePlanned(model: LlamaModel, prompts: number[][], op
   for (let t = 0; t < maxNew; t += per) {
     const n = Math.min(per, maxNew - t);
     const rec = await plan.run(t, n, t + n < maxNew);
+    if (plan.lastGpuMs !== null) gpuMs += plan.lastGpuMs;
     for (let i = 0; i < n; i++) {
       for (let b = 0; b < B; b++) {
         const at = (i * B + b) * 3;

@@ -181,6 +181,10 @@ export class DecodePlan {
   /** Where each LoRA A and B goes in the plan's lora buffer (floats), per layer and projection. */
   private readonly loraAt: Partial<Record<ProjKey, { a: number; b: number; r: number; out: number; inp: number }>>[] = [];
   private begun: (DecodeBegin & { statT: number }) | null = null;
+  /** Timestamp queries around each run's pass, where the device has them (GPU time per token). */
+  private readonly timer: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer } | null = null;
+  /** GPU milliseconds of the last run's compute pass (null without timestamp queries). */
+  lastGpuMs: number | null = null;
   private busy = false;
 
   constructor(
@@ -265,6 +269,13 @@ export class DecodePlan {
     const stats = plan.buffer('stats', B * 2 * 4);
     this.record = plan.buffer('record', tokensPerRun * B * 3 * 4);
     this.ids = ids;
+    if (device.features.has('timestamp-query')) {
+      this.timer = {
+        set: device.createQuerySet({ type: 'timestamp', count: 2 }),
+        resolve: plan.buffer('timestamps', 16, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC),
+        read: plan.buffer('timestamps readback', 16, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST),
+      };
+    }
     this.readback = plan.buffer('readback', tokensPerRun * B * 3 * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
 
     // --- params: norms and biases, copied once from the model's buffers
@@ -471,7 +482,8 @@ export class DecodePlan {
       this.device.pushErrorScope('validation');
       q.writeBuffer(this.plan.dyn, 0, slots);
       const enc = this.device.createCommandEncoder();
-      const pass = enc.beginComputePass();
+      const timer = this.timer;
+      const pass = enc.beginComputePass(timer ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : undefined);
       for (let i = 0; i < n; i++) {
         this.plan.encode(pass, 'draw', i);
         this.plan.encode(pass, 'embed', i);
@@ -483,6 +495,10 @@ export class DecodePlan {
       pass.end();
       const bytes = n * this.opts.batch * 3 * 4;
       enc.copyBufferToBuffer(this.record, 0, this.readback, 0, bytes);
+      if (timer) {
+        enc.resolveQuerySet(timer.set, 0, 2, timer.resolve, 0);
+        enc.copyBufferToBuffer(timer.resolve, 0, timer.read, 0, 16);
+      }
       q.submit([enc.finish()]);
       // Scopes pop in reverse order of pushing; the readback is requested at once beside them.
       const invalid = this.device.popErrorScope();
@@ -501,6 +517,12 @@ export class DecodePlan {
       }
       const out = new Float32Array(this.readback.getMappedRange(0, bytes).slice(0));
       this.readback.unmap();
+      if (timer) {
+        await timer.read.mapAsync(GPUMapMode.READ);
+        const [t0, t1] = new BigUint64Array(timer.read.getMappedRange().slice(0));
+        timer.read.unmap();
+        this.lastGpuMs = Number(t1 - t0) / 1e6;
+      }
       return out;
     } finally {
       this.busy = false;
@@ -543,6 +565,7 @@ export class DecodePlan {
   }
 
   dispose(): void {
+    this.timer?.set.destroy();
     this.plan.dispose();
   }
 }
