@@ -15,7 +15,7 @@ import { parseModelConfig } from '../src/model/config';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
-import { plannedDispatches, plannedForcedLogits, releaseDecodePlans, setDecodePath, setTokensPerRun } from '../src/model/plannedDecode';
+import { plannedDispatches, plannedForcedLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, setTokensPerRun } from '../src/model/plannedDecode';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import type { LoadOptions } from '../src/model/llama';
@@ -113,9 +113,17 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   ];
   const forced = Array.from({ length: 6 }, (_, t) => prompts.map((_, b) => (11 * t + 5 * b + 3) % 64));
 
-  for (const [format, quantize] of [['f32', undefined], ['int8', int8Quantizer()], ['int4', int4Quantizer(32)]] as const) {
-    it(`${format}: left-padded GQA batch, teacher-forced logits within 1e-4 of tfjs; seeded sampling draw for draw`, async () => {
+  for (const [format, quantize, shape] of [
+    ['f32', undefined, 'thread'],
+    ['int8', int8Quantizer(), 'thread'],
+    ['int4', int4Quantizer(32), 'thread'],
+    ['f32', undefined, 'split'],
+    ['int8', int8Quantizer(), 'split'],
+    ['int4', int4Quantizer(32), 'split'],
+  ] as const) {
+    it(`${format}, ${shape} GEMV: left-padded GQA batch, teacher-forced logits within 1e-4 of tfjs; seeded sampling draw for draw`, async () => {
       const { model } = fixture('tiny-llama-f32', quantize ? { quantize } : {});
+      setPlannedGemv(shape);
       try {
         expect(await forcedAgainstTfjs(model, prompts, forced)).toBeLessThan(1e-4);
         const opts = { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] };
@@ -124,22 +132,24 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
         expect(got.mask).toEqual(ref.mask);
         expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
       } finally {
+        setPlannedGemv(null);
         releaseDecodePlans(model);
         disposeLlama(model);
       }
     });
   }
 
-  it('LoRA on every projection: on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off', async () => {
+  for (const shape of ['thread', 'split'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
     const { model } = fixture('tiny-llama-f32');
     const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
+    setPlannedGemv(shape);
     try {
       // B starts at zero (a fresh adapter is the identity): give it values so the branch shows.
       for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
-      const on = await forcedAgainstTfjs(model, prompts, forced);
+      const on = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
       const plannedOn = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
       set.enabled = false;
-      const off = await forcedAgainstTfjs(model, prompts, forced);
+      const off = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
       const plannedOff = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
       expect(on).toBeLessThan(1e-4);
       expect(off).toBeLessThan(1e-4);
@@ -148,10 +158,11 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       const { ref, got } = await bothPaths(model, prompts, { maxNewTokens: 10, temperature: 1, seed: 3 });
       expect(got.tokens).toEqual(ref.tokens);
     } finally {
+      setPlannedGemv(null);
       releaseDecodePlans(model);
       disposeLlama(model);
     }
-  });
+  }, 300_000);
 
   it('runs of 1, 3 and 8 tokens between readbacks give the same draws', async () => {
     const { model } = fixture('tiny-llama-f32');

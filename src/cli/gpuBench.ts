@@ -46,16 +46,21 @@ console.log(`\n== Node + Dawn: decode, planned path vs tfjs op by op (same run, 
   ] as const;
   // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
   // keeps the sandbox defender's full grid and the 135M shape at batch 1 and 8.
-  const smolBatches = quick ? [1, 8] : [1, 8, 64, 256];
+  const smolBatches = args.includes('--no-smol') ? [] : quick ? [1, 8] : [1, 8, 64, 256];
+  const progress = (name: string, fmt: string, r: Awaited<ReturnType<typeof benchDecodePaths>>) => {
+    console.error(`  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`);
+    return decodeBenchRows(name, fmt, r);
+  };
   for (const [fmt, opts] of formats) {
     const defender = await loadModel(folderSource('public/models/defender'), opts);
     for (const batch of [1, 8, 64]) {
-      rows.push(...decodeBenchRows('sandbox defender', fmt, await benchDecodePaths(defender, { batch, promptLen: 16, steps: quick ? 8 : 32, reps: quick ? 3 : 5 })));
+      rows.push(...progress('sandbox defender', fmt, await benchDecodePaths(defender, { batch, promptLen: 16, steps: quick ? 8 : 32, reps: quick ? 3 : 5 })));
     }
     disposeLlama(defender);
+    if (smolBatches.length === 0) continue;
     const model = await syntheticModel(SMOLLM2_135M_CONFIG, 1, opts);
     for (const batch of smolBatches) {
-      rows.push(...decodeBenchRows('SmolLM2-135M shape', fmt, await benchDecodePaths(model, { batch, promptLen: 64, steps: quick ? 4 : 32, reps: quick ? 2 : 5 })));
+      rows.push(...progress('SmolLM2-135M shape', fmt, await benchDecodePaths(model, { batch, promptLen: 64, steps: quick ? 4 : 32, reps: quick ? 2 : 5 })));
     }
     disposeLlama(model);
   }

@@ -2,6 +2,7 @@
 // tokens/s, dispatches per token, host milliseconds per token and weight bytes streamed per
 // second. Host time is the wall time less the time spent waiting for readbacks (mapAsync), so it
 // is the CPU time spent encoding and submitting, on either path.
+import { countGpuWork } from '../engine/gpuCounters';
 import { generate } from './generate';
 import type { LlamaModel } from './llama';
 import { PROJ_NAMES } from './llama';
@@ -27,39 +28,11 @@ export interface DecodeBenchResult extends DecodeBenchCase {
   weightGBps: number;
 }
 
-interface Counters {
-  dispatches: number;
-  waitMs: number;
-}
-
-/** Counts dispatches and readback waits of whatever runs inside fn (both paths go through these). */
-async function counted(fn: () => Promise<unknown>): Promise<Counters & { ms: number; gpuMs: number }> {
-  const c: Counters = { dispatches: 0, waitMs: 0 };
-  const pass = GPUComputePassEncoder.prototype;
-  const buf = GPUBuffer.prototype;
-  const dispatch = pass.dispatchWorkgroups;
-  const map = buf.mapAsync;
-  pass.dispatchWorkgroups = function (this: GPUComputePassEncoder, ...a: Parameters<typeof dispatch>) {
-    c.dispatches++;
-    return dispatch.apply(this, a);
-  };
-  buf.mapAsync = async function (this: GPUBuffer, ...a: Parameters<typeof map>) {
-    const t0 = performance.now();
-    try {
-      return await map.apply(this, a);
-    } finally {
-      c.waitMs += performance.now() - t0;
-    }
-  };
+/** One generate under the counters: wall, host (wall less readback waits), dispatches, planned GPU ms. */
+async function counted(fn: () => Promise<unknown>): Promise<{ ms: number; hostMs: number; dispatches: number; gpuMs: number }> {
   takePlannedGpuMs();
-  const t0 = performance.now();
-  try {
-    await fn();
-  } finally {
-    pass.dispatchWorkgroups = dispatch;
-    buf.mapAsync = map;
-  }
-  return { ...c, ms: performance.now() - t0, gpuMs: takePlannedGpuMs() };
+  const { counts } = await countGpuWork(fn);
+  return { ms: counts.ms, hostMs: counts.hostMs, dispatches: counts.dispatches, gpuMs: takePlannedGpuMs() };
 }
 
 export function decodeWeightBytes(model: LlamaModel): number {
@@ -89,7 +62,7 @@ async function benchPath(model: LlamaModel, c: DecodeBenchCase, path: DecodePath
       const one = await counted(() => generate(model, ps, { ...opts, maxNewTokens: 1 }));
       const many = await counted(() => generate(model, ps, { ...opts, maxNewTokens: 1 + c.steps }));
       wall.push((many.ms - one.ms) / c.steps);
-      host.push((many.ms - many.waitMs - (one.ms - one.waitMs)) / c.steps);
+      host.push((many.hostMs - one.hostMs) / c.steps);
       disp.push((many.dispatches - one.dispatches) / c.steps);
       gpu.push((many.gpuMs - one.gpuMs) / c.steps);
     }

@@ -10,6 +10,8 @@ import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram
 import { alignUp } from '../engine/plan/plan.ts';
 import { DecodePlan, PROJ_KEYS, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
+import type { GemvShape } from '../engine/plan/decodeKernels.ts';
+import { gemvVariant } from '../engine/ops/quantMatmul.ts';
 import { seedKey } from '../engine/rng/philox.ts';
 import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
 import type { GenerateOptions, GenerateResult } from './generate.ts';
@@ -29,6 +31,12 @@ export function takePlannedGpuMs(): number {
 }
 let path: DecodePath = 'planned';
 let tokensPerRun = 8;
+let gemvShape: GemvShape | null = null;
+
+/** Forces the planned GEMV layout (tests, benchmarks); null picks by adapter. */
+export function setPlannedGemv(shape: GemvShape | null): void {
+  gemvShape = shape;
+}
 
 /** Selects the decode path of generate() on WebGPU (A/B and triage); other backends always run tfjs. */
 export function setDecodePath(p: DecodePath): void {
@@ -149,7 +157,7 @@ function frozenOf(model: LlamaModel): FrozenWeight[] {
 }
 
 function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeModelRef['lora']): DecodePlan {
-  const key = `${B}:${capacity}:${tokensPerRun}:${JSON.stringify(lora)}`;
+  const key = `${B}:${capacity}:${tokensPerRun}:${gemvShape}:${JSON.stringify(lora)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -171,7 +179,7 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   }
   const ref = modelRef(model, lora);
   flushTfjs(); // uploads of weights tfjs has encoded but not submitted land before the plan copies them
-  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun });
+  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvShape ?? (gemvVariant() === 'thread' ? 'thread' : 'split') });
   byKey.set(key, { plan, weights });
   return plan;
 }

@@ -4,6 +4,7 @@
 // token_stats.wgsl) under a header that gives them the names tfjs would, so both paths draw the
 // same tokens from the same Philox streams.
 import gemvWgsl from '../../../shaders/plan_gemv.wgsl?raw';
+import gemvThreadWgsl from '../../../shaders/plan_gemv_thread.wgsl?raw';
 import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
 import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
@@ -203,7 +204,14 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
 }`;
 }
 
+/**
+ * 'split': R outputs per workgroup, threads split the input and merge once (GPUs); 'thread': one
+ * thread per output unit and no barrier (software adapters, where a barrier is a thread switch).
+ */
+export type GemvShape = 'split' | 'thread';
+
 export interface GemvVariant {
+  shape: GemvShape;
   mode: GemvMode;
   format: WeightFormat;
   /** Input features per scale (int8 / int4). */
@@ -212,8 +220,9 @@ export interface GemvVariant {
   norm: boolean;
 }
 
-/** Outputs a workgroup computes for `n` outputs (grid x). */
-export function gemvWorkgroupsX(mode: GemvMode, n: number, headDim = 0): number {
+/** Workgroups along x for `n` outputs. */
+export function gemvWorkgroupsX(shape: GemvShape, mode: GemvMode, n: number, headDim = 0): number {
+  if (shape === 'thread') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / GEMV_WG);
   if (mode === GemvMode.RopeQ || mode === GemvMode.RopeK) return (n / headDim) * (headDim / 4);
   if (mode === GemvMode.GateUp) return Math.ceil(n / (GEMV_R / 2));
   return Math.ceil(n / GEMV_R);
@@ -261,9 +270,9 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
   const consts = `const WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${GEMV_MAXB}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
-    key: `plan_gemv_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
+    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvWgsl}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
   };
 }
 

@@ -26,6 +26,7 @@ import {
   packTok,
   sampleKernel,
   statsKernel,
+  type GemvShape,
   type GemvUniform,
   type WeightFormat,
 } from './decodeKernels';
@@ -84,6 +85,8 @@ export interface DecodeModelRef {
 }
 
 export interface DecodePlanOptions {
+  /** GEMV layout; default by adapter (software adapters get 'thread'). */
+  gemv?: GemvShape;
   batch: number;
   /** KV-cache slots per row (prompt + new tokens). */
   capacity: number;
@@ -165,6 +168,7 @@ const LORA_GROUPS: { input: 'norm1' | 'attn' | 'norm2' | 'act'; projs: ProjKey[]
 
 export class DecodePlan {
   readonly plan: GpuPlan;
+  readonly gemvShape: GemvShape;
   /** Key and value caches per layer, [B, nKV, capacity, D] float32 (the tfjs cache layout). */
   readonly kCache: GPUBuffer[] = [];
   readonly vCache: GPUBuffer[] = [];
@@ -301,6 +305,8 @@ export class DecodePlan {
 
     // --- the dispatches
     const rowBlocks = Math.ceil(B / GEMV_MAXB);
+    const shape: GemvShape = opts.gemv ?? 'split';
+    this.gemvShape = shape;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
     const gemv = (
       phase: string,
@@ -310,10 +316,10 @@ export class DecodePlan {
       extra: BufferRange[] = [],
       w2?: WeightRef,
     ) => {
-      const k = gemvKernel({ mode, ...formatOf(w), norm: u.normOff !== undefined });
+      const k = gemvKernel({ shape, mode, ...formatOf(w), norm: u.normOff !== undefined });
       const wb = weightBindings(w);
       const values = [{ uniform: packGemv(u) }, 'dyn' as const, common.work, common.params, common.lora, ...wb, ...(w2 ? weightBindings(w2) : []), ...extra];
-      plan.add(phase, k, values, [gemvWorkgroupsX(mode, u.N, D), rowBlocks, 1]);
+      plan.add(phase, k, values, [gemvWorkgroupsX(shape, mode, u.N, D), rowBlocks, 1]);
     };
     const check = (w: WeightRef, rows: number, cols: number, what: string) => {
       if (w.rows !== rows || w.cols !== cols) throw new Error(`decode plan: ${what} is [${w.rows}, ${w.cols}], expected [${rows}, ${cols}]`);
@@ -340,12 +346,12 @@ export class DecodePlan {
       const loraA = (gi: number, u: Omit<GemvUniform, 'N' | 'outOff' | 'outStride'>) => {
         const g = groupOf(gi);
         if (!g) return;
-        const k = gemvKernel({ mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
+        const k = gemvKernel({ shape, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
         plan.add(
           'layers',
           k,
           [{ uniform: packGemv({ ...u, N: g.rows, outOff: W.t, outStride: g.rows }) }, 'dyn', common.work, common.params, common.lora, { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 }],
-          [gemvWorkgroupsX(GemvMode.Plain, g.rows), rowBlocks, 1],
+          [gemvWorkgroupsX(shape, GemvMode.Plain, g.rows), rowBlocks, 1],
         );
       };
       // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
