@@ -173,12 +173,15 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
   return v;
 }`;
   }
-  // Scales: one per group of GS inputs along the row; nG = K / GS groups per output row.
-  const scale = `${s}[o * (G.K / ${groupSize}u) + (k + i) / ${groupSize}u]`;
+  // Scales: one per group of GS inputs along the row; nG = K / GS groups per output row. A group
+  // of a multiple of 4 inputs holds whole chunks: one scale (and one division) per chunk.
+  const perChunk = groupSize % 4 === 0;
+  const scale = perChunk ? 'sc' : `${s}[o * (G.K / ${groupSize}u) + (k + i) / ${groupSize}u]`;
+  const chunkScale = perChunk ? `\n  let sc = ${s}[o * (G.K / ${groupSize}u) + (c * 4u) / ${groupSize}u];` : '';
   if (format === 'int8') {
     // Four signed bytes per word, the first in the low byte; rows padded to whole words.
     return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
-  let word = ${w}[o * ((G.K + 3u) / 4u) + c];
+  let word = ${w}[o * ((G.K + 3u) / 4u) + c];${chunkScale}
   let k = c * 4u;
   var v = vec4<f32>(0.0);
   for (var i = 0u; i < 4u; i++) {
@@ -192,7 +195,7 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
   }
   // int4: eight q + 8 nibbles per word, the first in the low nibble (K a multiple of 8).
   return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
-  let word = ${w}[o * (G.K / 8u) + c / 2u];
+  let word = ${w}[o * (G.K / 8u) + c / 2u];${chunkScale}
   let shift = (c % 2u) * 16u;
   let k = c * 4u;
   var v = vec4<f32>(0.0);
