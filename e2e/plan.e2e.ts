@@ -164,6 +164,22 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   }, 300_000);
 
+  for (const shape of ['thread', 'split'] as const) {
+    it(`a batch of 20 rows spans several row blocks (${shape} GEMV): teacher-forced logits within 1e-4 of tfjs`, async () => {
+      const { model } = fixture('tiny-llama-f32');
+      setPlannedGemv(shape);
+      try {
+        const many = Array.from({ length: 20 }, (_, b) => [1, ...Array.from({ length: 1 + (b % 5) }, (_, t) => (13 * b + 7 * t + 3) % 64)]);
+        const steps = Array.from({ length: 2 }, (_, t) => many.map((_, b) => (5 * b + 9 * t + 1) % 64));
+        expect(await forcedAgainstTfjs(model, many, steps)).toBeLessThan(1e-4);
+      } finally {
+        setPlannedGemv(null);
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    }, 300_000);
+  }
+
   it('runs of 1, 3 and 8 tokens between readbacks give the same draws', async () => {
     const { model } = fixture('tiny-llama-f32');
     try {

@@ -32,9 +32,10 @@ fn outIndex(wg : u32, i : u32) -> u32 {
   return wg * R + i;
 }
 
-fn xload(b : u32, c : u32) -> vec4<f32> {
+// Row `row` of x (its block-local index b picks the row's inverse RMS).
+fn xload(row : u32, b : u32, c : u32) -> vec4<f32> {
   let k = c * 4u;
-  let base = G.xOff + b * G.xStride + k;
+  let base = G.xOff + row * G.xStride + k;
   var v = vec4<f32>(0.0);
   for (var i = 0u; i < 4u; i++) {
     if (k + i < G.K) {
@@ -96,7 +97,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
   for (var c = tid; c < chunks; c += WG) {
     var xs : array<vec4<f32>, MAXB>;
     for (var b = 0u; b < nb; b++) {
-      xs[b] = xload(b0 + b, c);
+      xs[b] = xload(b0 + b, b, c);
     }
     for (var i = 0u; i < R; i++) {
       var o = 0u;

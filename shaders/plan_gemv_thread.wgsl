@@ -55,19 +55,27 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     }
     let k = c * 4u;
     var nw = vec4<f32>(1.0);
-    if (NORM) {
+    if (NORM && k + 3u < G.K) {
+      let n0 = u32(G.normOff) + k;
+      nw = vec4<f32>(params[n0], params[n0 + 1u], params[n0 + 2u], params[n0 + 3u]);
+    } else if (NORM) {
       for (var i = 0u; i < 4u; i++) {
         if (k + i < G.K) {
           nw[i] = params[u32(G.normOff) + k + i];
         }
       }
     }
+    let full = k + 3u < G.K;
     for (var b = 0u; b < nb; b++) {
       let base = G.xOff + (b0 + b) * G.xStride + k;
       var x = vec4<f32>(0.0);
-      for (var i = 0u; i < 4u; i++) {
-        if (k + i < G.K) {
-          x[i] = work[base + i];
+      if (full) {
+        x = vec4<f32>(work[base], work[base + 1u], work[base + 2u], work[base + 3u]);
+      } else {
+        for (var i = 0u; i < 4u; i++) {
+          if (k + i < G.K) {
+            x[i] = work[base + i];
+          }
         }
       }
       if (NORM) {

@@ -67,8 +67,13 @@ const TOK: BindingSpec = { name: 'tok', kind: 'dyn', type: 'Tok' };
 // Projections
 
 export const GEMV_WG = 64;
-/** Rows of x one workgroup multiplies (grid y walks blocks of this many). */
-export const GEMV_MAXB = 8;
+/**
+ * Rows of x one workgroup multiplies (grid y walks blocks of this many): every block streams the
+ * weights again, so the one-thread layout, with no workgroup memory to bound it, takes 16.
+ */
+export function gemvMaxRows(shape: GemvShape): number {
+  return shape === 'thread' ? 16 : 8;
+}
 export const GEMV_R = 4;
 
 export const enum GemvMode {
@@ -271,7 +276,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
     fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n}');
   }
   // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
-  const consts = `const WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${GEMV_MAXB}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
+  const consts = `const WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,

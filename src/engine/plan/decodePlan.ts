@@ -14,7 +14,7 @@
 import { GpuPlan, alignUp, type BufferRange } from './plan';
 import {
   GemvMode,
-  GEMV_MAXB,
+  gemvMaxRows,
   attentionKernel,
   attentionWorkgroupSize,
   embedKernel,
@@ -304,8 +304,8 @@ export class DecodePlan {
     device.queue.submit([enc.finish()]);
 
     // --- the dispatches
-    const rowBlocks = Math.ceil(B / GEMV_MAXB);
     const shape: GemvShape = opts.gemv ?? 'split';
+    const rowBlocks = Math.ceil(B / gemvMaxRows(shape));
     this.gemvShape = shape;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
     const gemv = (
