@@ -12,6 +12,43 @@ interface Golden {
 
 const lab = sharedLabPage();
 
+describe('the planned decode path in Chromium on WebGPU', () => {
+  for (const [label, quantize] of [['f32', undefined], ['int4', { bits: 4 as const, groupSize: 32 }]] as const) {
+    it(`${label}: generate() on the planned path draws what the tfjs path draws, log-probs within 1e-4`, async () => {
+      const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
+      const name = `planned-${label}`;
+      await lab.page.evaluate(([n, u, q]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, baseUrl, quantize] as const);
+      const prompts = [[1, 5, 9, 13, 17, 21], [1, 40, 2], [1, 7, 7, 30]];
+      const opts = { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] };
+      const run = (path: 'planned' | 'tfjs') =>
+        lab.page.evaluate(
+          async ([n, p, o, pa]) => {
+            await window.sparring!.engine.setDecodePath(pa);
+            try {
+              return await window.sparring!.engine.generate(n, p, o);
+            } finally {
+              await window.sparring!.engine.setDecodePath('planned');
+            }
+          },
+          [name, prompts, opts, path] as const,
+        );
+      const ref = await run('tfjs');
+      const got = await run('planned');
+      expect(got.tokens).toEqual(ref.tokens);
+      expect(got.mask).toEqual(ref.mask);
+      let worst = 0;
+      got.logprobs.forEach((row, b) => row.forEach((v, t) => (worst = Math.max(worst, Math.abs(v - ref.logprobs[b][t])))));
+      expect(worst).toBeLessThan(1e-4);
+      // A planned run must not fall back silently: its dispatches are the plan's, far fewer than tfjs's.
+      const bench = await lab.page.evaluate(([n]) => window.sparring!.engine.benchDecode(n, { batch: 2, promptLen: 4, steps: 4, reps: 1 }), [name] as const);
+      expect(bench[0].path).toBe('planned');
+      expect(bench[0].dispatchesPerToken).toBeLessThan(bench[1].dispatchesPerToken / 2);
+      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      await lab.page.evaluate((n) => window.sparring!.engine.unloadModel(n), name);
+    });
+  }
+});
+
 describe('golden fixtures in Chromium on WebGPU', () => {
   for (const fixture of ['tiny-llama', 'tiny-llama-f32']) {
     it(`${fixture}: logits within 1e-3 and the exact greedy continuation`, async () => {

@@ -17,11 +17,14 @@ import { folderSource } from './fs-source';
 import { serveFolder } from './staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
+import { decodeBenchRows, DECODE_BENCH_HEADER } from '../model/decodeBench';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
 const quick = args.includes('--quick');
 const full = args.includes('--full');
+// --decode: only the planned-vs-tfjs decode table, in the browser.
+const decodeOnly = args.includes('--decode');
 const FIXTURE = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
 
 const THROUGHPUT_HEADER = ['model', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)', 'ratio'];
@@ -65,8 +68,24 @@ async function browserBench(): Promise<void> {
     type Api = { sparring: { engine: EngineApi } };
     const status = await page.evaluate(() => (window as unknown as Api).sparring.engine.status());
     const adapter = status.probe.available ? `${status.probe.vendor} ${status.probe.architecture}`.trim() : 'none';
-    console.log(`\n== Chromium, tfjs ${status.backend.backend} backend (adapter: ${adapter}): kernels (medians)\n`);
+    console.log(`\n== Chromium, tfjs ${status.backend.backend} backend (adapter: ${adapter})`);
     const reps = quick ? 3 : 7;
+    if (!decodeOnly) await kernelAndThroughputTables(page, status, reps, fixtures.url);
+    await decodeTable(page, status, server.resolvedUrls!.local[0].replace('127.0.0.1', 'localhost'));
+  } finally {
+    await browser.close();
+    await server.close();
+    await fixtures.close();
+  }
+}
+
+type Api = { sparring: { engine: EngineApi } };
+type Page = Awaited<ReturnType<Awaited<ReturnType<typeof launchChromium>>['newPage']>>;
+type Status = Awaited<ReturnType<EngineApi['status']>>;
+
+async function kernelAndThroughputTables(page: Page, status: Status, reps: number, fixturesUrl: string): Promise<void> {
+  {
+    console.log('\n== kernels (medians)\n');
     const kernels = await page.evaluate((n) => (window as unknown as Api).sparring.engine.benchKernels(n), reps);
     console.log(kernelTable(kernels));
     console.log('\nstock = the same work with stock tfjs ops (sampling: read logits back, sample on the CPU); GPU ms from');
@@ -75,7 +94,7 @@ async function browserBench(): Promise<void> {
     console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: model throughput (medians)\n`);
     const rows: (string | number)[][] = [];
     if (existsSync(FIXTURE)) {
-      const baseUrl = `${fixtures.url}tiny-llama-f32/`;
+      const baseUrl = `${fixturesUrl}tiny-llama-f32/`;
       await page.evaluate((u) => (window as unknown as Api).sparring.engine.loadModel('fixture', { kind: 'url', baseUrl: u }), baseUrl);
       for (const batch of [1, 8]) {
         const c: ThroughputCase = { batch, promptLen: 12, decodeSteps: 16, reps: 5 };
@@ -101,12 +120,25 @@ async function browserBench(): Promise<void> {
       );
     }
     if (!full) console.log('(pass --full to also time the synthetic SmolLM2-135M model here; slow on SwiftShader)');
-  } finally {
-    await browser.close();
-    await server.close();
-    await fixtures.close();
   }
 }
 
-if (only !== 'browser') await nodeBench();
+async function decodeTable(page: Page, status: Status, appUrl: string): Promise<void> {
+  {
+    console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: decode, planned path vs tfjs op by op (same run; medians)\n`);
+    const decodeRows: (string | number)[][] = [];
+    for (const [fmt, quantize] of [['f32', undefined], ['int8', { bits: 8 as const }], ['int4', { bits: 4 as const, groupSize: 32 }]] as const) {
+      await page.evaluate(([u, q]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [`${appUrl}models/defender/`, quantize] as const);
+      // batch 64 x 32 tokens is a sandbox rollout (the issue's Chromium target)
+      for (const c of [{ batch: 1, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 8, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 64, promptLen: 16, steps: 32, reps: quick ? 1 : 3 }]) {
+        const r = await page.evaluate(([cc]) => (window as unknown as Api).sparring.engine.benchDecode('defender', cc), [c] as const);
+        decodeRows.push(...decodeBenchRows('sandbox defender', fmt, r));
+      }
+      await page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));
+    }
+    console.log(formatTable(DECODE_BENCH_HEADER, decodeRows));
+  }
+}
+
+if (only !== 'browser' && !decodeOnly) await nodeBench();
 if (only !== 'node') await browserBench();

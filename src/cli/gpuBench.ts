@@ -9,6 +9,11 @@ import { profileDecode } from '../model/profile';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
 import { benchKernels, benchWholeSteps } from '../worker/bench';
+import { benchDecodePaths, decodeBenchRows, DECODE_BENCH_HEADER } from '../model/decodeBench';
+import { disposeLlama } from '../model/llama';
+import { loadModel } from '../model/load';
+import { int4Quantizer, int8Quantizer } from '../model/quant';
+import { folderSource } from './fs-source';
 import { kernelTable } from './kernelTable';
 import { startDawn } from './node/dawn';
 import { formatTable } from './table';
@@ -17,6 +22,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const kernelsOnly = args.includes('--kernels');
 const modelsOnly = args.includes('--models');
+const decodeOnly = args.includes('--decode');
 const reps = quick ? 3 : 9;
 
 const THROUGHPUT_HEADER = ['model', 'kernels', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)'];
@@ -24,11 +30,43 @@ const row = (name: string, kernels: string, r: ThroughputResult) => [name, kerne
 
 const adapter = await startDawn({ swiftshader: args.includes('--swiftshader'), module: process.env.SPARRING_WEBGPU_MODULE });
 console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
-if (!modelsOnly) {
+if (!modelsOnly && !decodeOnly) {
   console.log(`\n== Node + Dawn: kernels (medians of ${reps})\n`);
   console.log(kernelTable(await benchKernels(reps)));
 }
 if (kernelsOnly) process.exit(0);
+
+console.log(`\n== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)\n`);
+{
+  const rows: (string | number)[][] = [];
+  const formats = [
+    ['f32', {}],
+    ['int8', { quantize: int8Quantizer() }],
+    ['int4', { quantize: int4Quantizer(32) }],
+  ] as const;
+  // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
+  // keeps the sandbox defender's full grid and the 135M shape at batch 1 and 8.
+  const smolBatches = args.includes('--no-smol') ? [] : quick ? [1, 8] : [1, 8, 64, 256];
+  const progress = (name: string, fmt: string, r: Awaited<ReturnType<typeof benchDecodePaths>>) => {
+    console.error(`  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`);
+    return decodeBenchRows(name, fmt, r);
+  };
+  for (const [fmt, opts] of formats) {
+    const defender = await loadModel(folderSource('public/models/defender'), opts);
+    for (const batch of [1, 8, 64]) {
+      rows.push(...progress('sandbox defender', fmt, await benchDecodePaths(defender, { batch, promptLen: 16, steps: quick ? 8 : 32, reps: quick ? 3 : 5 })));
+    }
+    disposeLlama(defender);
+    if (smolBatches.length === 0) continue;
+    const model = await syntheticModel(SMOLLM2_135M_CONFIG, 1, opts);
+    for (const batch of smolBatches) {
+      rows.push(...progress('SmolLM2-135M shape', fmt, await benchDecodePaths(model, { batch, promptLen: 64, steps: quick ? 4 : 32, reps: quick ? 2 : 5 })));
+    }
+    disposeLlama(model);
+  }
+  console.log(formatTable(DECODE_BENCH_HEADER, rows));
+}
+if (decodeOnly) process.exit(0);
 
 console.log(`\n== Node + Dawn: SmolLM2-135M shape (random weights), custom kernels on vs off (medians)\n`);
 const smol = await syntheticModel(SMOLLM2_135M_CONFIG);

@@ -2,10 +2,13 @@
 //
 // A dispatcher: each command is one entry of COMMANDS (summary, flags, run). Results go to
 // stdout as one line of JSON; errors go to stderr as one line naming the file or argument,
-// with exit code 1 (bad input) or 2 (bad usage). Node has no WebGPU here, so tensors run on
-// the tfjs CPU backend.
+// with exit code 1 (bad input) or 2 (bad usage). Tensors run on the tfjs CPU backend, or with
+// --backend webgpu on WebGPU through Dawn (--swiftshader: Chromium's CPU Vulkan driver), where
+// generate and logits take the planned decode path unless --path tfjs.
 //
 //   logits    --model DIR --ids 1,5,9                  {"logits": [[...] per position], "entropy": [...]}
+//             [--backend cpu|webgpu [--swiftshader] [--path planned|tfjs]] (webgpu: Node + Dawn; the
+//             planned path computes positions 1.. teacher-forced, the prefill gives position 0)
 //   generate  --model DIR --ids 1,5,9 [--max-new-tokens N] [--greedy] [--temperature T]
 //             [--top-k K] [--top-p P] [--seed S] [--stop 2,3 | --stop-eos] [--stats]
 //                                                      [ids...]  (or {"ids","logprobs","entropy"} with --stats)
@@ -22,6 +25,7 @@ import { loadModel, loadModelConfig } from '../model/load.ts';
 import { exportVerlMain } from './export-verl.ts';
 import { folderSource } from './fs-source.ts';
 import { recipeMain } from './recipe-run.ts';
+import { decodePath, plannedForcedLogits, setDecodePath, type DecodePath } from '../model/plannedDecode.ts';
 
 class UsageError extends Error {}
 
@@ -96,15 +100,55 @@ function checkVocab(ids: number[], model: LlamaModel, flag: string): void {
   }
 }
 
+const BACKEND_FLAGS: Record<string, FlagKind> = { backend: 'string', swiftshader: 'bool', path: 'string' };
+
+/** Position 0 from the prefill, positions 1.. from the planned decode step, teacher-forced. */
+async function plannedLogits(model: LlamaModel, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }> {
+  const first = forward(model, [ids.slice(0, 1)]);
+  const rows: Float32Array[] = [(await first.data()) as Float32Array];
+  first.dispose();
+  rows.push(...(await plannedForcedLogits(model, [ids.slice(0, 1)], ids.slice(1).map((t) => [t]))));
+  const entropy = rows.map((r) => {
+    let m = -Infinity;
+    for (const v of r) m = Math.max(m, v);
+    let z = 0;
+    let ez = 0;
+    for (const v of r) {
+      const e = Math.exp(v - m);
+      z += e;
+      ez += e * v;
+    }
+    return Math.log(z) + m - ez / z;
+  });
+  return { logits: rows.map((r) => Array.from(r)), entropy };
+}
+
+/** --backend cpu (default) or webgpu (Node + Dawn); --path picks the decode path on webgpu. */
+async function useBackend(a: Args): Promise<void> {
+  const backend = a.backend ?? 'cpu';
+  if (backend !== 'cpu' && backend !== 'webgpu') throw new UsageError(`--backend must be cpu or webgpu, got ${JSON.stringify(backend)}`);
+  if (a.path !== undefined && a.path !== 'planned' && a.path !== 'tfjs') throw new UsageError(`--path must be planned or tfjs, got ${JSON.stringify(a.path)}`);
+  if (a.swiftshader && backend !== 'webgpu') throw new UsageError('--swiftshader needs --backend webgpu');
+  if (backend === 'webgpu') {
+    const { startDawn } = await import('./node/dawn.ts');
+    await startDawn({ swiftshader: a.swiftshader === true });
+    setDecodePath((a.path as DecodePath | undefined) ?? 'planned');
+    return;
+  }
+  await tf.setBackend('cpu');
+  await tf.ready();
+}
+
 const COMMANDS: Record<string, Command> = {
   logits: {
     summary: 'logits and next-token entropy at every position of one sequence',
-    flags: { model: 'string', ids: 'string' },
+    flags: { model: 'string', ids: 'string', ...BACKEND_FLAGS },
     required: ['model', 'ids'],
     run: async (a) => {
       const ids = parseIds(a.ids as string, 'ids');
       return withModel(a.model as string, async (model) => {
         checkVocab(ids, model, 'ids');
+        if (a.backend === 'webgpu' && decodePath() === 'planned' && ids.length > 1) return plannedLogits(model, ids);
         const logits = forward(model, [ids]);
         const ent = entropyFromLogits(logits);
         const out = { logits: (await logits.array())[0], entropy: (await ent.array()) as number[][] };
@@ -117,7 +161,7 @@ const COMMANDS: Record<string, Command> = {
     summary: 'continue one sequence (greedy or seeded sampling) and print the generated ids',
     flags: {
       model: 'string', ids: 'string', 'max-new-tokens': 'string', greedy: 'bool', temperature: 'string',
-      'top-k': 'string', 'top-p': 'string', seed: 'string', stop: 'string', 'stop-eos': 'bool', stats: 'bool',
+      'top-k': 'string', 'top-p': 'string', seed: 'string', stop: 'string', 'stop-eos': 'bool', stats: 'bool', ...BACKEND_FLAGS,
     },
     required: ['model', 'ids'],
     run: async (a) => {
@@ -173,8 +217,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (!spec) throw new UsageError(`unknown command ${JSON.stringify(cmd)} (commands: ${Object.keys(COMMANDS).join(', ')})`);
     const args = parseArgs(rest, cmd, spec);
-    await tf.setBackend('cpu');
-    await tf.ready();
+    await useBackend(args);
     const result = await spec.run(args);
     process.stdout.write(JSON.stringify(result) + '\n');
     return 0;

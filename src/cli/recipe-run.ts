@@ -19,6 +19,13 @@ import { nodeRecipeEnv } from './recipe-env.ts';
 
 export class RecipeUsageError extends Error {}
 
+/** tfjs on WebGPU through Dawn: generate() then runs the planned decode path. */
+export async function useDawn(swiftshader: boolean): Promise<string> {
+  const { startDawn } = await import('./node/dawn.ts');
+  const adapter = await startDawn({ swiftshader });
+  return `webgpu (${adapter})`;
+}
+
 export interface RecipeCliArgs {
   recipe?: string;
   steps: number;
@@ -28,7 +35,9 @@ export interface RecipeCliArgs {
   sets: Record<string, string>;
   model?: string;
   models?: string;
-  backend: 'wasm' | 'cpu';
+  /** webgpu: Node + Dawn (rollouts on the planned decode path); --swiftshader for a CPU adapter. */
+  backend: 'wasm' | 'cpu' | 'webgpu';
+  swiftshader?: boolean;
   /** Metric names in the JSONL log: the lab's, veRL's or TRL's (aliases.ts METRIC_ALIASES). */
   metricNames: 'lab' | Framework;
   earlyStop: boolean;
@@ -37,7 +46,7 @@ export interface RecipeCliArgs {
 }
 
 const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint', 'metric-names'] as const;
-const BOOL_FLAGS = ['help', 'list', 'no-early-stop'] as const;
+const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader'] as const;
 
 export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
   const a: RecipeCliArgs = { steps: 10, seed: 0, sets: {}, backend: 'wasm', metricNames: 'lab', earlyStop: true, help: false, list: false };
@@ -58,6 +67,7 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
     if ((BOOL_FLAGS as readonly string[]).includes(key)) {
       if (key === 'help') a.help = true;
       else if (key === 'list') a.list = true;
+      else if (key === 'swiftshader') a.swiftshader = true;
       else a.earlyStop = false;
       continue;
     }
@@ -80,7 +90,7 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
       case 'model': a.model = value; break;
       case 'models': a.models = value; break;
       case 'backend':
-        if (value !== 'wasm' && value !== 'cpu') throw new RecipeUsageError(`--backend must be wasm or cpu, got ${JSON.stringify(value)}`);
+        if (value !== 'wasm' && value !== 'cpu' && value !== 'webgpu') throw new RecipeUsageError(`--backend must be wasm, cpu or webgpu, got ${JSON.stringify(value)}`);
         a.backend = value;
         break;
       case 'metric-names':
@@ -132,7 +142,7 @@ export function recipeHelp(name?: string): string {
   if (!name) {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
-      '       [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
+      '       [--models DIR] [--backend wasm|cpu|webgpu [--swiftshader]] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
       '       --recipe NAME --help: its fields',
       '',
       'recipes:',
@@ -161,7 +171,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     }
     const v = validateRecipeConfig(recipe, recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
-    const backend = opts.env?.backend ?? (await useTrainingBackend(a.backend));
+    const backend = opts.env?.backend ?? (a.backend === 'webgpu' ? await useDawn(a.swiftshader === true) : await useTrainingBackend(a.backend));
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
     if (a.out) {
       mkdirSync(dirname(a.out), { recursive: true });

@@ -15,8 +15,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
 import { sampleTokens } from '../engine/ops/sample.ts';
-import { checkSamplingOptions } from '../engine/ops/sampleReference.ts';
 import { tokenStats } from '../engine/ops/tokenStats.ts';
+import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
+import { plannedDecodeFor } from './plannedDecode.ts';
 
 export interface SamplingOptions {
   /** Argmax instead of sampling (also implied by temperature 0). */
@@ -71,39 +72,17 @@ export function entropyFromLogits(logits: tf.Tensor): tf.Tensor {
  * Deterministic for a given seed, backend and batch composition of streams.
  */
 export async function generate(model: LlamaModel, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {
-  const B = prompts.length;
-  if (B === 0) throw new Error('generate: no prompts');
-  prompts.forEach((p, b) => {
-    if (p.length === 0) throw new Error(`generate: prompt ${b} is empty (at least one token, e.g. BOS, is needed)`);
-  });
-  const maxNew = opts.maxNewTokens;
-  if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`generate: maxNewTokens must be a non-negative integer, got ${maxNew}`);
-  const seed = opts.seed ?? 0;
-  const streams = opts.streams ?? prompts.map((_, b) => b);
-  if (streams.length !== B) throw new Error(`generate: streams has ${streams.length} entries for ${B} prompts`);
-  const stop = new Set(opts.stopTokens ?? []);
-  const pad = opts.padTokenId ?? 0;
-  // Statistics are under softmax(logits / T); greedy reports them at T = 1.
-  const temperature = opts.greedy ? 0 : (opts.temperature ?? 1);
-  const topK = opts.topK ?? 0;
-  const topP = opts.topP ?? 1;
-  checkSamplingOptions({ temperature, topK, topP, seed, step: 0 });
-
-  const result: GenerateResult = {
-    tokens: prompts.map(() => []),
-    logprobs: prompts.map(() => []),
-    entropy: prompts.map(() => []),
-    mask: prompts.map(() => []),
-    lengths: prompts.map(() => 0),
-  };
+  const s = decodeSetup(prompts, opts);
+  const planned = plannedDecodeFor(model, s.B, opts);
+  if (planned) return planned(model, prompts, opts);
+  const { B, maxNew, seed, streams, pad, temperature, topK, topP } = s;
+  const result = emptyResult(B);
   if (maxNew === 0) return result;
 
-  const P = Math.max(...prompts.map((p) => p.length));
-  const ids = prompts.map((p) => [...Array(P - p.length).fill(pad), ...p]);
-  const attn = prompts.map((p) => [...Array(P - p.length).fill(0), ...Array(p.length).fill(1)]);
+  const { P, ids, attn } = leftPad(prompts, pad);
   const V = model.config.vocabSize;
   const cache = createKVCache(model, B, P + maxNew);
-  const done = new Array<boolean>(B).fill(false);
+  const steps = new StepRecorder(result, s.stop, pad);
   let logits: tf.Tensor3D | null = null;
   try {
     logits = forward(model, ids, { attentionMask: attn, cache, lastOnly: true }); // [B, 1, V]
@@ -121,31 +100,14 @@ export async function generate(model: LlamaModel, prompts: number[][], opts: Gen
       });
       const row = await packed.data();
       tf.dispose([flat, ids, packed]);
-      const idA = Array.from({ length: B }, (_, b) => row[3 * b]);
-      const stA = Array.from({ length: 2 * B }, (_, i) => row[3 * (i >> 1) + 1 + (i & 1)]);
       const next: number[][] = [];
       const nextMask: number[][] = [];
       for (let b = 0; b < B; b++) {
-        if (done[b]) {
-          result.tokens[b].push(pad);
-          result.logprobs[b].push(0);
-          result.entropy[b].push(0);
-          result.mask[b].push(0);
-          next.push([pad]);
-          nextMask.push([0]);
-          continue;
-        }
-        const tok = idA[b];
-        result.tokens[b].push(tok);
-        result.logprobs[b].push(stA[2 * b]);
-        result.entropy[b].push(stA[2 * b + 1]);
-        result.mask[b].push(1);
-        result.lengths[b]++;
-        if (stop.has(tok)) done[b] = true;
-        next.push([tok]);
-        nextMask.push([1]);
+        const r = steps.record(b, row[3 * b], row[3 * b + 1], row[3 * b + 2]);
+        next.push([r.next]);
+        nextMask.push([r.mask]);
       }
-      if (t === maxNew - 1 || done.every(Boolean)) break;
+      if (t === maxNew - 1 || steps.allDone()) break;
       logits = forward(model, next, { attentionMask: nextMask, cache });
     }
   } finally {

@@ -152,8 +152,16 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
   }
 }
 
+const disposeHooks: ((model: LlamaModel) => void)[] = [];
+
+/** Runs `fn` whenever a model is disposed (what other modules built on its weights goes with it). */
+export function onDisposeLlama(fn: (model: LlamaModel) => void): void {
+  disposeHooks.push(fn);
+}
+
 /** Frees every tensor of the model (adapters included). */
 export function disposeLlama(model: LlamaModel): void {
+  for (const h of disposeHooks) h(model);
   for (const l of model.layers) {
     l.inputNorm.dispose();
     l.postNorm.dispose();

@@ -5,7 +5,7 @@ import { HF_NAMES } from './llama';
 import { loadModel } from './load';
 import { mapSource } from './sources';
 import { writeSafetensors, type TensorToWrite } from './safetensors';
-import type { LlamaModel } from './llama';
+import type { LlamaModel, LoadOptions } from './llama';
 import { mulberry32 } from './random';
 
 /** config.json of HuggingFaceTB/SmolLM2-135M-Instruct (shapes only matter here). */
@@ -62,9 +62,10 @@ export function syntheticWeights(configJson: Record<string, unknown>, seed = 1, 
   return writeSafetensors(tensors);
 }
 
-export async function syntheticModel(configJson: Record<string, unknown>, seed = 1): Promise<LlamaModel> {
+export async function syntheticModel(configJson: Record<string, unknown>, seed = 1, opts: LoadOptions = {}): Promise<LlamaModel> {
   const weights = syntheticWeights(configJson, seed);
   return loadModel(
     mapSource({ 'config.json': JSON.stringify(configJson), 'model.safetensors': weights }, { label: 'synthetic' }),
+    opts,
   );
 }

@@ -23,6 +23,8 @@ import { blockCaseData } from '../engine/ops/fusedBlockReference';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
+import { setDecodePath } from '../model/plannedDecode';
+import { benchDecodePaths } from '../model/decodeBench';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -244,6 +246,15 @@ const api: EngineApi = {
 
   async setCustomKernels(enabled) {
     setCustomKernels(enabled);
+  },
+
+  async setDecodePath(path) {
+    if (path !== 'planned' && path !== 'tfjs') throw new Error(`decode path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
+    setDecodePath(path);
+  },
+
+  async benchDecode(name, c) {
+    return benchDecodePaths(namedModel(name), c);
   },
 
   async setSubgroups(enabled) {

@@ -10,6 +10,8 @@ import type { GpuProbe } from '../engine/probe';
 import type { SubgroupStatus } from '../engine/kernels/gpuFeatures';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
+import type { DecodeBenchCase, DecodeBenchResult } from '../model/decodeBench';
+import type { DecodePath } from '../model/plannedDecode';
 import type { StepReport } from '../recipes/report';
 import type { Schema } from '../recipes/schema';
 import type { StorageApi } from './storageProtocol';
@@ -164,6 +166,10 @@ export interface EngineApi extends StorageApi {
   rlSmokeStep(name: string): Promise<Record<string, number>>;
   /** Switch the custom WGSL kernels off (stock tfjs ops) or back on. */
   setCustomKernels(enabled: boolean): Promise<void>;
+  /** generate() on WebGPU: the planned decode path (default) or tfjs op by op (A/B, triage). */
+  setDecodePath(path: DecodePath): Promise<void>;
+  /** Decode on both paths in the same run on a loaded model: [planned, tfjs]. */
+  benchDecode(name: string, c: DecodeBenchCase): Promise<[DecodeBenchResult, DecodeBenchResult]>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
   setSubgroups(enabled: boolean): Promise<SubgroupStatus>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */

@@ -1,0 +1,302 @@
+// The planned decode path (src/engine/plan/, src/model/plannedDecode.ts) in Node + Dawn on
+// SwiftShader's Vulkan driver: against the golden fixtures and against the tfjs op-by-op path on
+// the same weights (f32, int8, int4; LoRA on and off; left-padded batches; GQA), draw for draw,
+// with its dispatch budget and no buffer made after warm-up.
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { startDawn } from '../src/cli/node/dawn';
+import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { DecodePlan } from '../src/engine/plan/decodePlan';
+import { maxAbs } from '../src/engine/testing/maxAbs';
+import { parseModelConfig } from '../src/model/config';
+import { generate, type GenerateOptions } from '../src/model/generate';
+import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
+import { attachLora } from '../src/model/lora';
+import { plannedDispatches, plannedForcedLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, setTokensPerRun } from '../src/model/plannedDecode';
+import { int4Quantizer, int8Quantizer } from '../src/model/quant';
+import { parseSafetensors } from '../src/model/safetensors';
+import type { LoadOptions } from '../src/model/llama';
+
+const gpuErrors: string[] = [];
+beforeAll(async () => {
+  await startDawn({ swiftshader: true });
+  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+});
+afterAll(() => {
+  setDecodePath('planned');
+  setTokensPerRun(8);
+});
+
+interface Golden {
+  input_ids: number[];
+  logits: number[][];
+  greedy_continuation: number[];
+}
+
+function fixture(name: string, opts: LoadOptions = {}): { model: LlamaModel; golden: Golden } {
+  const dir = resolve('..', 'shared', 'fixtures', name);
+  const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as Golden;
+  const model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
+  return { model, golden };
+}
+
+/** Last-position logits of the tfjs path over each row's full sequence (left-padded), [B * V]. */
+async function tfjsLogits(model: LlamaModel, rows: number[][]): Promise<Float32Array> {
+  const P = Math.max(...rows.map((r) => r.length));
+  const ids = rows.map((r) => [...Array(P - r.length).fill(0), ...r]);
+  const attn = rows.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]);
+  const t = forward(model, ids, { attentionMask: attn, lastOnly: true });
+  const v = (await t.data()) as Float32Array;
+  t.dispose();
+  return v;
+}
+
+async function bothPaths(model: LlamaModel, prompts: number[][], opts: GenerateOptions) {
+  setDecodePath('tfjs');
+  const ref = await generate(model, prompts, opts);
+  setDecodePath('planned');
+  const got = await generate(model, prompts, opts);
+  return { ref, got };
+}
+
+/** Teacher-forces `steps` tokens after left-padded prompts and compares every step's logits with tfjs. */
+async function forcedAgainstTfjs(model: LlamaModel, prompts: number[][], forced: number[][]): Promise<number> {
+  const planned = await plannedForcedLogits(model, prompts, forced);
+  let worst = 0;
+  for (let t = 0; t < forced.length; t++) {
+    const seqs = prompts.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
+    worst = Math.max(worst, maxAbs(planned[t], await tfjsLogits(model, seqs)));
+  }
+  return worst;
+}
+
+describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => {
+  for (const name of ['tiny-llama-f32', 'tiny-llama']) {
+    it(`${name}: teacher-forced planned logits within 1e-3 of the golden float64 reference and 1e-4 of tfjs`, async () => {
+      const { model, golden } = fixture(name);
+      try {
+        const k = 4;
+        const forced = golden.input_ids.slice(k).map((id) => [id]);
+        const planned = await plannedForcedLogits(model, [golden.input_ids.slice(0, k)], forced);
+        // planned[t] follows input_ids[k + t]: golden logits of that position.
+        const worstGolden = Math.max(...planned.map((l, t) => maxAbs(l, golden.logits[k + t])));
+        expect(worstGolden).toBeLessThan(1e-3);
+        expect(await forcedAgainstTfjs(model, [golden.input_ids.slice(0, k)], forced)).toBeLessThan(1e-4);
+      } finally {
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    });
+
+    it(`${name}: the greedy continuation is exact and equals the tfjs path's, log-probs within 1e-4`, async () => {
+      const { model, golden } = fixture(name);
+      try {
+        const { ref, got } = await bothPaths(model, [golden.input_ids], { maxNewTokens: golden.greedy_continuation.length, greedy: true });
+        expect(got.tokens[0]).toEqual(golden.greedy_continuation);
+        expect(got.tokens).toEqual(ref.tokens);
+        expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+        expect(maxAbs(got.entropy.flat(), ref.entropy.flat())).toBeLessThan(1e-4);
+      } finally {
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    });
+  }
+
+  const prompts = [
+    [1, 5, 9, 13, 17, 21, 25],
+    [1, 40, 2],
+    [1, 7, 7, 7, 30],
+  ];
+  const forced = Array.from({ length: 6 }, (_, t) => prompts.map((_, b) => (11 * t + 5 * b + 3) % 64));
+
+  for (const [format, quantize, shape] of [
+    ['f32', undefined, 'thread'],
+    ['int8', int8Quantizer(), 'thread'],
+    ['int4', int4Quantizer(32), 'thread'],
+    ['f32', undefined, 'split'],
+    ['int8', int8Quantizer(), 'split'],
+    ['int4', int4Quantizer(32), 'split'],
+  ] as const) {
+    it(`${format}, ${shape} GEMV: left-padded GQA batch, teacher-forced logits within 1e-4 of tfjs; seeded sampling draw for draw`, async () => {
+      const { model } = fixture('tiny-llama-f32', quantize ? { quantize } : {});
+      setPlannedGemv(shape);
+      try {
+        expect(await forcedAgainstTfjs(model, prompts, forced)).toBeLessThan(1e-4);
+        const opts = { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] };
+        const { ref, got } = await bothPaths(model, prompts, opts);
+        expect(got.tokens).toEqual(ref.tokens);
+        expect(got.mask).toEqual(ref.mask);
+        expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+      } finally {
+        setPlannedGemv(null);
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    });
+  }
+
+  for (const shape of ['thread', 'split'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
+    const { model } = fixture('tiny-llama-f32');
+    const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
+    setPlannedGemv(shape);
+    try {
+      // B starts at zero (a fresh adapter is the identity): give it values so the branch shows.
+      for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
+      const on = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
+      const plannedOn = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
+      set.enabled = false;
+      const off = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
+      const plannedOff = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
+      expect(on).toBeLessThan(1e-4);
+      expect(off).toBeLessThan(1e-4);
+      expect(maxAbs(plannedOn[0], plannedOff[0])).toBeGreaterThan(1e-2);
+      set.enabled = true;
+      const { ref, got } = await bothPaths(model, prompts, { maxNewTokens: 10, temperature: 1, seed: 3 });
+      expect(got.tokens).toEqual(ref.tokens);
+    } finally {
+      setPlannedGemv(null);
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  }, 300_000);
+
+  for (const shape of ['thread', 'split'] as const) {
+    it(`a batch of 20 rows spans several row blocks (${shape} GEMV): teacher-forced logits within 1e-4 of tfjs`, async () => {
+      const { model } = fixture('tiny-llama-f32');
+      setPlannedGemv(shape);
+      try {
+        const many = Array.from({ length: 20 }, (_, b) => [1, ...Array.from({ length: 1 + (b % 5) }, (_, t) => (13 * b + 7 * t + 3) % 64)]);
+        const steps = Array.from({ length: 2 }, (_, t) => many.map((_, b) => (5 * b + 9 * t + 1) % 64));
+        expect(await forcedAgainstTfjs(model, many, steps)).toBeLessThan(1e-4);
+      } finally {
+        setPlannedGemv(null);
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    }, 300_000);
+  }
+
+  it('runs of 1, 3 and 8 tokens between readbacks give the same draws', async () => {
+    const { model } = fixture('tiny-llama-f32');
+    try {
+      const opts = { maxNewTokens: 10, temperature: 1, seed: 5, stopTokens: [2, 9] };
+      const runs = [];
+      for (const n of [1, 3, 8]) {
+        setTokensPerRun(n);
+        runs.push(await generate(model, prompts, opts));
+      }
+      expect(runs[1]).toEqual(runs[0]);
+      expect(runs[2]).toEqual(runs[0]);
+    } finally {
+      setTokensPerRun(8);
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  it('holds the dispatch budget: at most 8 per layer and 6 per token besides, without LoRA', () => {
+    const { model } = fixture('tiny-llama-f32');
+    try {
+      const d = plannedDispatches(model, 3, 32);
+      expect(d.perLayer).toBeLessThanOrEqual(8);
+      expect(d.draw + d.embed + d.head).toBeLessThanOrEqual(6);
+      expect(d.total).toBe(d.perLayer * model.layers.length + d.draw + d.embed + d.head);
+    } finally {
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  it('creates no GPU buffer in the decode steps after warm-up (20 steps; the tfjs prefill is not counted)', async () => {
+    const { model } = fixture('tiny-llama-f32');
+    const device = webgpuDevice();
+    const create = device.createBuffer.bind(device);
+    const run = DecodePlan.prototype.run;
+    let inRun = false;
+    let made = 0;
+    let runs = 0;
+    try {
+      const opts = { maxNewTokens: 20, temperature: 1, seed: 1 };
+      setTokensPerRun(4);
+      await generate(model, prompts, opts); // warm-up: the plan is built here
+      device.createBuffer = (d: GPUBufferDescriptor) => {
+        if (inRun) made++;
+        return create(d);
+      };
+      DecodePlan.prototype.run = async function (this: DecodePlan, ...args: Parameters<typeof run>) {
+        inRun = true;
+        runs++;
+        try {
+          return await run.apply(this, args);
+        } finally {
+          inRun = false;
+        }
+      };
+      const r = await generate(model, prompts, opts);
+      expect(r.tokens[0].length).toBe(20);
+      expect(runs).toBe(5);
+      expect(made).toBe(0);
+    } finally {
+      DecodePlan.prototype.run = run;
+      device.createBuffer = create;
+      setTokensPerRun(8);
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  it('the CLI checks a model folder through the planned path: `lab logits --backend webgpu --swiftshader` matches the golden logits', async () => {
+    const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+    const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as Golden;
+    const run = (path: string) =>
+      new Promise<{ logits: number[][] }>((ok, fail) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', '--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', 'logits', '--model', dir, '--ids', golden.input_ids.join(','), '--backend', 'webgpu', '--swiftshader', '--path', path],
+          { maxBuffer: 1 << 26 },
+          (e, stdout, stderr) => (e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(JSON.parse(stdout))),
+        );
+      });
+    const planned = await run('planned');
+    expect(planned.logits.length).toBe(golden.input_ids.length);
+    expect(maxAbs(planned.logits.flat(), golden.logits.flat())).toBeLessThan(1e-3);
+  });
+
+  it('a lost device fails the next run with one clear error (no hang), and the plan names why', async () => {
+    // A device of its own (tfjs's stays up for the other tests) and a one-layer model on it.
+    const adapter = await navigator.gpu.requestAdapter();
+    const device = await adapter!.requestDevice();
+    const buf = (floats: number) => device.createBuffer({ size: Math.max(16, floats * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    const H = 8, I = 16, V = 12, D = 4;
+    const w = (rows: number, cols: number) => ({ weight: { format: 'f32' as const, rows, cols, buffer: buf(rows * cols) } });
+    const vec = (n: number) => ({ buffer: buf(n), length: n });
+    const plan = new DecodePlan(
+      device,
+      {
+        hidden: H, intermediate: I, heads: 2, kvHeads: 1, headDim: D, vocab: V, eps: 1e-5,
+        invFreq: new Float64Array([1, 0.01]),
+        embed: [{ rowStart: 0, rows: V, buffer: buf(V * H) }],
+        layers: [{ inputNorm: vec(H), postNorm: vec(H), q: w(2 * D, H), k: w(D, H), v: w(D, H), o: w(H, 2 * D), gate: w(I, H), up: w(I, H), down: w(H, I) }],
+        norm: vec(H),
+        head: [{ format: 'f32', rows: V, cols: H, buffer: buf(V * H) }],
+        lora: [{}],
+      },
+      { batch: 1, capacity: 8, tokensPerRun: 2 },
+    );
+    plan.begin({ prefill: 1, basePos: [1], slotValid: [[1]], streams: [0], sampling: { temperature: 0, topK: 0, topP: 1, seedLo: 0, seedHi: 0 }, loraOn: false });
+    const first = await plan.run(0, 2, false);
+    expect(first.length).toBe(6);
+    device.destroy();
+    await device.lost;
+    await expect(plan.run(2, 2, false)).rejects.toThrow(/GPU device was lost \(destroyed.*Saved checkpoints are kept/);
+    plan.dispose();
+  });
+
+  it('left no uncaptured WebGPU error', () => {
+    expect(gpuErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,391 @@
+// The planned decode step's kernels: WGSL sources from shaders/ with the declarations each
+// variant needs (weight format, epilogue mode), and the uniform records the planner fills.
+// The sampler and token statistics reuse the tfjs path's kernel bodies unchanged (sample.wgsl,
+// token_stats.wgsl) under a header that gives them the names tfjs would, so both paths draw the
+// same tokens from the same Philox streams.
+import gemvWgsl from '../../../shaders/plan_gemv.wgsl?raw';
+import gemvThreadWgsl from '../../../shaders/plan_gemv_thread.wgsl?raw';
+import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
+import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
+import sampleWgsl from '../../../shaders/sample.wgsl?raw';
+import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
+import rowReduceTreeWgsl from '../../../shaders/row_reduce_tree.wgsl?raw';
+import { rowReduce } from '../kernels/rowReduce';
+import { rowWorkgroupSize } from '../kernels/limits';
+import type { BindingSpec, PlanKernel } from './kernel';
+
+export type WeightFormat = 'f32' | 'int8' | 'int4';
+
+/** The per-token uniform (one 256-byte slot per token of a run); field names are the tfjs kernels'. */
+export const TOK_STRUCT = `struct Tok {
+  NAN : f32, INFINITY : f32, logitsShape : vec2<i32>,
+  temperature : f32, topK : i32, topP : f32, seedLo : u32,
+  seedHi : u32, step : u32, slot : u32, loraOn : u32,
+  kvLen : u32, rec : u32, statT : f32, pad0 : u32,
+}`;
+
+export interface TokValues {
+  vocab: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  seedLo: number;
+  seedHi: number;
+  step: number;
+  slot: number;
+  loraOn: boolean;
+  kvLen: number;
+  rec: number;
+  /** Token statistics are taken under logits / statT. */
+  statT: number;
+}
+
+export function packTok(v: TokValues, into: ArrayBuffer, byteOffset: number): void {
+  const f = new Float32Array(into, byteOffset, 16);
+  const i = new Int32Array(into, byteOffset, 16);
+  const u = new Uint32Array(into, byteOffset, 16);
+  f[0] = NaN;
+  f[1] = Infinity;
+  i[2] = 1;
+  i[3] = v.vocab;
+  f[4] = v.temperature;
+  i[5] = v.topK;
+  f[6] = v.topP;
+  u[7] = v.seedLo;
+  u[8] = v.seedHi;
+  u[9] = v.step;
+  u[10] = v.slot;
+  u[11] = v.loraOn ? 1 : 0;
+  u[12] = v.kvLen;
+  u[13] = v.rec;
+  f[14] = v.statT;
+}
+
+const TOK: BindingSpec = { name: 'tok', kind: 'dyn', type: 'Tok' };
+
+// ---------------------------------------------------------------------------------------------
+// Projections
+
+export const GEMV_WG = 64;
+/**
+ * Rows of x one workgroup multiplies (grid y walks blocks of this many): every block streams the
+ * weights again, so the one-thread layout, with no workgroup memory to bound it, takes 16.
+ */
+export function gemvMaxRows(shape: GemvShape): number {
+  return shape === 'thread' ? 16 : 8;
+}
+export const GEMV_R = 4;
+
+export const enum GemvMode {
+  Plain = 0,
+  RopeQ = 1,
+  RopeK = 2,
+  CacheV = 3,
+  GateUp = 4,
+  Head = 5,
+}
+
+const GEMV_STRUCT = `struct Gemv {
+  K : u32, N : u32, rows : u32, xOff : u32,
+  xStride : u32, normOff : i32, biasOff : i32, outOff : u32,
+  outStride : u32, tOff : i32, tStride : u32, bOff : u32,
+  r : u32, scale : f32, eps : f32, headDim : u32,
+  nKV : u32, cap : u32, cosOff : u32, sinOff : u32,
+  posOff : u32, resid : u32, bias2Off : i32, t2Off : i32,
+  b2Off : u32, r2 : u32, scale2 : f32, pad0 : u32,
+}`;
+
+export interface GemvUniform {
+  K: number;
+  N: number;
+  rows: number;
+  xOff: number;
+  xStride: number;
+  normOff?: number;
+  biasOff?: number;
+  outOff: number;
+  outStride: number;
+  tOff?: number;
+  tStride?: number;
+  bOff?: number;
+  r?: number;
+  scale?: number;
+  eps?: number;
+  headDim?: number;
+  nKV?: number;
+  cap?: number;
+  cosOff?: number;
+  sinOff?: number;
+  posOff?: number;
+  resid?: boolean;
+  bias2Off?: number;
+  t2Off?: number;
+  b2Off?: number;
+  r2?: number;
+  scale2?: number;
+}
+
+export function packGemv(g: GemvUniform): ArrayBuffer {
+  const buf = new ArrayBuffer(28 * 4);
+  const u = new Uint32Array(buf);
+  const i = new Int32Array(buf);
+  const f = new Float32Array(buf);
+  u[0] = g.K;
+  u[1] = g.N;
+  u[2] = g.rows;
+  u[3] = g.xOff;
+  u[4] = g.xStride;
+  i[5] = g.normOff ?? -1;
+  i[6] = g.biasOff ?? -1;
+  u[7] = g.outOff;
+  u[8] = g.outStride;
+  i[9] = g.tOff ?? -1;
+  u[10] = g.tStride ?? 0;
+  u[11] = g.bOff ?? 0;
+  u[12] = g.r ?? 0;
+  f[13] = g.scale ?? 0;
+  f[14] = g.eps ?? 0;
+  u[15] = g.headDim ?? 0;
+  u[16] = g.nKV ?? 0;
+  u[17] = g.cap ?? 0;
+  u[18] = g.cosOff ?? 0;
+  u[19] = g.sinOff ?? 0;
+  u[20] = g.posOff ?? 0;
+  u[21] = g.resid ? 1 : 0;
+  i[22] = g.bias2Off ?? -1;
+  i[23] = g.t2Off ?? -1;
+  u[24] = g.b2Off ?? 0;
+  u[25] = g.r2 ?? 0;
+  f[26] = g.scale2 ?? 0;
+  return buf;
+}
+
+/** `fn <name>(o, c) -> vec4<f32>`: W[o, 4c .. 4c+3] as float32 from binding `w` (and scales `s`). */
+function weightLoader(name: string, format: WeightFormat, w: string, s: string, groupSize: number): string {
+  if (format === 'f32') {
+    return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
+  let k = c * 4u;
+  let base = o * G.K + k;
+  if (k + 3u < G.K) {
+    return vec4<f32>(${w}[base], ${w}[base + 1u], ${w}[base + 2u], ${w}[base + 3u]);
+  }
+  var v = vec4<f32>(0.0);
+  for (var i = 0u; i < 4u; i++) {
+    if (k + i < G.K) {
+      v[i] = ${w}[base + i];
+    }
+  }
+  return v;
+}`;
+  }
+  // Scales: one per group of GS inputs along the row; nG = K / GS groups per output row. A group
+  // of a multiple of 4 inputs holds whole chunks: one scale (and one division) per chunk.
+  const perChunk = groupSize % 4 === 0;
+  const scale = perChunk ? 'sc' : `${s}[o * (G.K / ${groupSize}u) + (k + i) / ${groupSize}u]`;
+  const chunkScale = perChunk ? `\n  let sc = ${s}[o * (G.K / ${groupSize}u) + (c * 4u) / ${groupSize}u];` : '';
+  if (format === 'int8') {
+    // Four signed bytes per word, the first in the low byte; rows padded to whole words.
+    return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
+  let word = ${w}[o * ((G.K + 3u) / 4u) + c];${chunkScale}
+  let k = c * 4u;
+  var v = vec4<f32>(0.0);
+  for (var i = 0u; i < 4u; i++) {
+    if (k + i < G.K) {
+      let q = (word << (24u - 8u * i)) >> 24u;
+      v[i] = f32(q) * ${scale};
+    }
+  }
+  return v;
+}`;
+  }
+  // int4: eight q + 8 nibbles per word, the first in the low nibble (K a multiple of 8).
+  return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
+  let word = ${w}[o * (G.K / 8u) + c / 2u];${chunkScale}
+  let shift = (c % 2u) * 16u;
+  let k = c * 4u;
+  var v = vec4<f32>(0.0);
+  for (var i = 0u; i < 4u; i++) {
+    let q = (word >> (shift + 4u * i)) & 15;
+    v[i] = f32(q - 8) * ${scale};
+  }
+  return v;
+}`;
+}
+
+/**
+ * 'split': R outputs per workgroup, threads split the input and merge once (GPUs); 'thread': one
+ * thread per output unit and no barrier (software adapters, where a barrier is a thread switch).
+ */
+export type GemvShape = 'split' | 'thread';
+
+export interface GemvVariant {
+  shape: GemvShape;
+  mode: GemvMode;
+  format: WeightFormat;
+  /** Input features per scale (int8 / int4). */
+  groupSize?: number;
+  /** RMSNorm of the input fused in (its weight at G.normOff in params). */
+  norm: boolean;
+}
+
+/** Workgroups along x for `n` outputs. */
+export function gemvWorkgroupsX(shape: GemvShape, mode: GemvMode, n: number, headDim = 0): number {
+  if (shape === 'thread') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / GEMV_WG);
+  if (mode === GemvMode.RopeQ || mode === GemvMode.RopeK) return (n / headDim) * (headDim / 4);
+  if (mode === GemvMode.GateUp) return Math.ceil(n / (GEMV_R / 2));
+  return Math.ceil(n / GEMV_R);
+}
+
+export function gemvKernel(v: GemvVariant): PlanKernel {
+  const quant = v.format !== 'f32';
+  const wType = quant ? 'array<i32>' : 'array<f32>';
+  const gs = v.groupSize ?? 0;
+  const b: BindingSpec[] = [
+    { name: 'G', kind: 'uniform', type: 'Gemv' },
+    TOK,
+    { name: 'work', kind: 'rw', type: 'array<f32>' },
+    { name: 'params', kind: 'read', type: 'array<f32>' },
+    { name: 'lora', kind: 'read', type: 'array<f32>' },
+    { name: 'W', kind: 'read', type: wType },
+  ];
+  if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
+  const fns = [weightLoader('wload', v.format, 'W', 'S', gs)];
+  if (v.mode === GemvMode.GateUp) {
+    b.push({ name: 'W2', kind: 'read', type: wType });
+    if (quant) b.push({ name: 'S2', kind: 'read', type: 'array<f32>' });
+    fns.push(weightLoader('wload2', v.format, 'W2', 'S2', gs));
+  } else {
+    fns.push('fn wload2(o : u32, c : u32) -> vec4<f32> {\n  return vec4<f32>(0.0);\n}');
+  }
+  if (v.mode === GemvMode.RopeQ || v.mode === GemvMode.RopeK) {
+    b.push({ name: 'aux', kind: 'read', type: 'array<f32>' });
+    fns.push('fn auxAt(i : u32) -> f32 {\n  return aux[i];\n}');
+  } else {
+    fns.push('fn auxAt(i : u32) -> f32 {\n  return 0.0;\n}');
+  }
+  if (v.mode === GemvMode.RopeK || v.mode === GemvMode.CacheV) {
+    b.push({ name: 'cache', kind: 'rw', type: 'array<f32>' });
+    fns.push('fn cacheStore(i : u32, y : f32) {\n  cache[i] = y;\n}');
+  } else {
+    fns.push('fn cacheStore(i : u32, y : f32) {\n}');
+  }
+  if (v.mode === GemvMode.Head) {
+    b.push({ name: 'logitsOut', kind: 'rw', type: 'array<f32>' }, { name: 'scaledOut', kind: 'rw', type: 'array<f32>' });
+    fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n  logitsOut[i] = y;\n  scaledOut[i] = scaled;\n}');
+  } else {
+    fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n}');
+  }
+  // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
+  const consts = `const WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
+  return {
+    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
+    bindings: b,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention, embedding, sampling, statistics
+
+const ATT_STRUCT = `struct Att {
+  nH : u32, nKV : u32, D : u32, cap : u32,
+  qOff : u32, aOff : u32, validOff : u32, scale : f32,
+}`;
+
+export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number }): ArrayBuffer {
+  const buf = new ArrayBuffer(32);
+  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff]);
+  new Float32Array(buf)[7] = 1 / Math.sqrt(a.D);
+  return buf;
+}
+
+export function attentionWorkgroupSize(headDim: number): number {
+  let wg = 64;
+  while (wg < headDim) wg *= 2;
+  return wg;
+}
+
+export function attentionKernel(headDim: number): PlanKernel {
+  const WG = attentionWorkgroupSize(headDim);
+  return {
+    key: `plan_attention_wg${WG}`,
+    bindings: [
+      { name: 'A', kind: 'uniform', type: 'Att' },
+      TOK,
+      { name: 'work', kind: 'rw', type: 'array<f32>' },
+      { name: 'aux', kind: 'read', type: 'array<f32>' },
+      { name: 'kc', kind: 'read', type: 'array<f32>' },
+      { name: 'vc', kind: 'read', type: 'array<f32>' },
+    ],
+    body: `const WG : u32 = ${WG}u;\nconst SCH : u32 = 256u;\nconst MAXD : u32 = ${WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${attentionWgsl}`,
+  };
+}
+
+const EMB_STRUCT = `struct Emb {
+  H : u32, rowStart : u32, rowCount : u32, xOff : u32,
+  rec : u32, B : u32, pad0 : u32, pad1 : u32,
+}`;
+
+export function packEmb(e: { H: number; rowStart: number; rowCount: number; xOff: number; rec: boolean; B: number }): ArrayBuffer {
+  return new Uint32Array([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, 0, 0]).buffer;
+}
+
+export function embedKernel(): PlanKernel {
+  return {
+    key: 'plan_embed',
+    bindings: [
+      { name: 'E', kind: 'uniform', type: 'Emb' },
+      TOK,
+      { name: 'work', kind: 'rw', type: 'array<f32>' },
+      { name: 'ids', kind: 'read', type: 'array<i32>' },
+      { name: 'table', kind: 'read', type: 'array<f32>' },
+      { name: 'stats', kind: 'read', type: 'array<f32>' },
+      { name: 'record', kind: 'rw', type: 'array<f32>' },
+    ],
+    body: `const WG : u32 = 64u;\n${EMB_STRUCT}\n${TOK_STRUCT}\n${embedWgsl}`,
+  };
+}
+
+/** tfjs calls a kernel body's `main(index)` once per thread with index = workgroup * WG + lane. */
+const TFJS_ENTRY = `@compute @workgroup_size(WG, 1, 1)
+fn planMain(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) lid : u32) {
+  main(i32(wid.x) * WG + i32(lid));
+}`;
+
+/** sample.wgsl as planned: logits [rows, vocab] -> result (the ids buffer), one workgroup per row. */
+export function sampleKernel(vocab: number): PlanKernel & { entry: string } {
+  const WG = rowWorkgroupSize(vocab);
+  return {
+    key: `plan_sample_wg${WG}`,
+    entry: 'planMain',
+    bindings: [
+      { name: 'uniforms', kind: 'dyn', type: 'Tok' },
+      { name: 'logits', kind: 'read', type: 'array<f32>' },
+      { name: 'streams', kind: 'read', type: 'array<i32>' },
+      { name: 'result', kind: 'rw', type: 'array<i32>' },
+    ],
+    body: `${TOK_STRUCT}\nconst WG : i32 = ${WG};\n${sampleWgsl}\n${TFJS_ENTRY}`,
+  };
+}
+
+/**
+ * token_stats.wgsl as planned: (log-prob of ids, entropy) per row of the scaled logits. The row
+ * reduction is the tfjs path's choice (subgroups where probed) on a device that has subgroups,
+ * the workgroup tree on any other.
+ */
+export function statsKernel(vocab: number, device: GPUDevice): PlanKernel & { entry: string } {
+  const WG = rowWorkgroupSize(vocab);
+  const chosen = rowReduce(WG);
+  const reduce = chosen.key !== 'tree' && !device.features.has('subgroups' as GPUFeatureName) ? { key: 'tree', source: rowReduceTreeWgsl } : chosen;
+  return {
+    key: `plan_stats_wg${WG}_${reduce.key}`,
+    entry: 'planMain',
+    bindings: [
+      { name: 'uniforms', kind: 'dyn', type: 'Tok' },
+      { name: 'logits', kind: 'read', type: 'array<f32>' },
+      { name: 'ids', kind: 'read', type: 'array<i32>' },
+      { name: 'result', kind: 'rw', type: 'array<f32>' },
+    ],
+    body: `${TOK_STRUCT}\nconst WG : i32 = ${WG};\nconst OUT : i32 = 2;\n${reduce.source}\n${tokenStatsWgsl}\nfn refLogp(row : i32, tid : i32, vocab : i32) -> f32 {\n  return 0.0;\n}\n${TFJS_ENTRY}`,
+  };
+}

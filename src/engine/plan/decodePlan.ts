@@ -1,0 +1,577 @@
+// The decode planner: from a description of a decoder-only model (dimensions and the GPU buffers
+// of its weights; it knows no model names), a batch size and a cache capacity, it builds once
+// every buffer, pipeline and bind group of a cached decode step, and then runs tokens as replays:
+// per run of n tokens one write of n uniform slots, one compute pass, one submit and one
+// readback of n x B x (id, log-prob, entropy).
+//
+// Per token, in one pass:
+//   sample   sample (sample.wgsl), token statistics (token_stats.wgsl), embed + record
+//   layers   per layer: [x·A for LoRA] q(+norm, RoPE), k(+norm, RoPE, cache), v(+norm, cache),
+//            attention, [a·A] o(+residual), [x·A] gate+up(+norm, SwiGLU), [act·A] down(+residual)
+//   head     final norm + LM head (row blocks), writing the logits and the scaled logits
+// 7 dispatches per layer and 4 + head blocks per token without LoRA; each adapted input adds one
+// small x·A dispatch (up to 4 per layer).
+import { GpuPlan, alignUp, type BufferRange } from './plan';
+import {
+  GemvMode,
+  gemvMaxRows,
+  attentionKernel,
+  attentionWorkgroupSize,
+  embedKernel,
+  gemvKernel,
+  gemvWorkgroupsX,
+  packAtt,
+  packEmb,
+  packGemv,
+  packTok,
+  sampleKernel,
+  statsKernel,
+  type GemvShape,
+  type GemvUniform,
+  type WeightFormat,
+} from './decodeKernels';
+import { DYN_SLOT_BYTES } from './plan';
+
+/** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
+export type WeightRef =
+  | { format: 'f32'; rows: number; cols: number; buffer: GPUBuffer }
+  | { format: 'int8' | 'int4'; rows: number; cols: number; groupSize: number; words: GPUBuffer; scales: GPUBuffer };
+
+/** A float32 vector on the device (a norm weight or a bias). */
+export interface VectorRef {
+  buffer: GPUBuffer;
+  length: number;
+}
+
+/** A LoRA branch: A [r, in], B [out, r] (float32 device buffers), scale s. */
+export interface LoraRef {
+  A: GPUBuffer;
+  B: GPUBuffer;
+  r: number;
+  scale: number;
+}
+
+export interface ProjectionRef {
+  weight: WeightRef;
+  bias?: VectorRef;
+}
+
+export type ProjKey = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
+export const PROJ_KEYS: readonly ProjKey[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+
+export interface DecodeLayerRef extends Record<ProjKey, ProjectionRef> {
+  inputNorm: VectorRef;
+  postNorm: VectorRef;
+}
+
+export interface DecodeModelRef {
+  hidden: number;
+  intermediate: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  vocab: number;
+  eps: number;
+  /** RoPE inverse frequencies (float64). */
+  invFreq: Float64Array;
+  /** Embedding table [vocab, hidden] in row blocks (float32). */
+  embed: { rowStart: number; rows: number; buffer: GPUBuffer }[];
+  layers: DecodeLayerRef[];
+  norm: VectorRef;
+  /** LM head [vocab, hidden] in row blocks. */
+  head: WeightRef[];
+  /** Rank and scale of the LoRA branch per layer and projection (absent: none); fixes the layout. */
+  lora: Partial<Record<ProjKey, { r: number; scale: number }>>[];
+}
+
+export interface DecodePlanOptions {
+  /** GEMV layout; default by adapter (software adapters get 'thread'). */
+  gemv?: GemvShape;
+  batch: number;
+  /** KV-cache slots per row (prompt + new tokens). */
+  capacity: number;
+  /** Tokens per run (one readback each); per-token uniform slots. */
+  tokensPerRun: number;
+}
+
+export interface RunSampling {
+  temperature: number;
+  topK: number;
+  topP: number;
+  seedLo: number;
+  seedHi: number;
+}
+
+/** Inputs of one generation: positions and valid slots after the prefill, streams, sampling. */
+export interface DecodeBegin {
+  /** Slots the prefill filled (the same for every row: rows are left-padded). */
+  prefill: number;
+  /** Per row: RoPE position of its first generated token (its real prompt tokens). */
+  basePos: ArrayLike<number>;
+  /** Per row: 1 where a prefill slot holds a real token ([B][prefill] at least). */
+  slotValid: ArrayLike<number>[];
+  streams: ArrayLike<number>;
+  sampling: RunSampling;
+  loraOn: boolean;
+  /** LoRA branches per layer and projection, matching the model's `lora` shapes (copied into the plan). */
+  lora?: Partial<Record<ProjKey, LoraRef>>[];
+}
+
+/** The GPU failed under a plan (device lost, out of memory, a rejected command): nothing it ran is usable. */
+export class PlanGpuError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PlanGpuError';
+  }
+}
+
+const lostDevices = new WeakMap<GPUDevice, string>();
+const watched = new WeakSet<GPUDevice>();
+
+/** Remembers why a device was lost, so every plan on it fails with that reason instead of hanging. */
+function watchDevice(device: GPUDevice): void {
+  if (watched.has(device)) return;
+  watched.add(device);
+  void device.lost.then((info) => lostDevices.set(device, `${info.reason}: ${info.message}`));
+}
+
+export function deviceLostReason(device: GPUDevice): string | null {
+  return lostDevices.get(device) ?? null;
+}
+
+function formatOf(w: WeightRef): { format: WeightFormat; groupSize?: number } {
+  return w.format === 'f32' ? { format: 'f32' } : { format: w.format, groupSize: w.groupSize };
+}
+
+function weightBindings(w: WeightRef): BufferRange[] {
+  return w.format === 'f32' ? [{ buffer: w.buffer }] : [{ buffer: w.words }, { buffer: w.scales }];
+}
+
+/** Floats of every work section, offsets in floats (each section 256-byte aligned). */
+function sections(sizes: Record<string, number>): { offsets: Record<string, number>; total: number } {
+  let at = 0;
+  const offsets: Record<string, number> = {};
+  for (const [k, n] of Object.entries(sizes)) {
+    offsets[k] = at;
+    at += alignUp(n * 4) / 4;
+  }
+  return { offsets, total: at };
+}
+
+/** LoRA-A groups: projections that read the same input share one x·A dispatch. */
+const LORA_GROUPS: { input: 'norm1' | 'attn' | 'norm2' | 'act'; projs: ProjKey[] }[] = [
+  { input: 'norm1', projs: ['q', 'k', 'v'] },
+  { input: 'attn', projs: ['o'] },
+  { input: 'norm2', projs: ['gate', 'up'] },
+  { input: 'act', projs: ['down'] },
+];
+
+export class DecodePlan {
+  readonly plan: GpuPlan;
+  readonly gemvShape: GemvShape;
+  /** Key and value caches per layer, [B, nKV, capacity, D] float32 (the tfjs cache layout). */
+  readonly kCache: GPUBuffer[] = [];
+  readonly vCache: GPUBuffer[] = [];
+  /** Logits [B, V] the sampler reads, and logits / statT the statistics read. */
+  readonly logits: GPUBuffer;
+  readonly scaled: GPUBuffer;
+  private readonly aux: GPUBuffer;
+  private readonly streams: GPUBuffer;
+  private readonly record: GPUBuffer;
+  private readonly readback: GPUBuffer;
+  private readonly loraBuf: GPUBuffer;
+  private readonly ids: GPUBuffer;
+  private readonly auxOff: { cos: number; sin: number; pos: number; valid: number };
+  /** Where each LoRA A and B goes in the plan's lora buffer (floats), per layer and projection. */
+  private readonly loraAt: Partial<Record<ProjKey, { a: number; b: number; r: number; out: number; inp: number }>>[] = [];
+  private begun: (DecodeBegin & { statT: number }) | null = null;
+  /** Timestamp queries around each run's pass, where the device has them (GPU time per token). */
+  private readonly timer: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer } | null = null;
+  /** GPU milliseconds of the last run's compute pass (null without timestamp queries). */
+  lastGpuMs: number | null = null;
+  private busy = false;
+
+  constructor(
+    readonly device: GPUDevice,
+    readonly model: DecodeModelRef,
+    readonly opts: DecodePlanOptions,
+  ) {
+    const m = model;
+    const { batch: B, capacity: C, tokensPerRun } = opts;
+    watchDevice(device);
+    const D = m.headDim;
+    if (D % 4 !== 0) throw new Error(`decode plan: head_dim ${D} must be a multiple of 4 (RoPE pairs per workgroup)`);
+    if (m.heads % m.kvHeads !== 0) throw new Error(`decode plan: ${m.heads} heads are not a multiple of ${m.kvHeads} kv heads`);
+    if (attentionWorkgroupSize(D) > device.limits.maxComputeInvocationsPerWorkgroup) throw new Error(`decode plan: head_dim ${D} exceeds the device's workgroup size`);
+    const maxBinding = device.limits.maxStorageBufferBindingSize;
+    if (B * m.vocab * 4 > maxBinding) throw new Error(`decode plan: ${B} rows of ${m.vocab} logits exceed the ${maxBinding}-byte storage binding limit`);
+    const plan = (this.plan = new GpuPlan(device, tokensPerRun, `decode B${B} C${C}`));
+    const qDim = m.heads * D;
+    const kvDim = m.kvHeads * D;
+
+    // --- LoRA layout: per group, the A rows of its projections stacked [sum r, in] (one x·A
+    // GEMV), 256-byte aligned so the GEMV can bind it as its weight; B matrices after.
+    let loraFloats = 0;
+    const groupA: { layer: number; group: number; off: number; rows: number; inp: number }[] = [];
+    let maxGroupR = 0;
+    const inDim = (p: ProjKey) => (p === 'o' ? qDim : p === 'down' ? m.intermediate : m.hidden);
+    const outDim = (p: ProjKey) => (p === 'q' ? qDim : p === 'k' || p === 'v' ? kvDim : p === 'gate' || p === 'up' ? m.intermediate : m.hidden);
+    m.layers.forEach((_, li) => {
+      const shapes = m.lora[li] ?? {};
+      const at: (typeof this.loraAt)[number] = {};
+      LORA_GROUPS.forEach((g, gi) => {
+        const rs = g.projs.map((p) => shapes[p]?.r ?? 0);
+        const rows = rs.reduce((a, b) => a + b, 0);
+        if (rows === 0) return;
+        const inp = inDim(g.projs[0]);
+        loraFloats = alignUp(loraFloats * 4) / 4;
+        const off = loraFloats;
+        groupA.push({ layer: li, group: gi, off, rows, inp });
+        let row = 0;
+        g.projs.forEach((p, j) => {
+          if (rs[j] > 0) at[p] = { a: off + row * inp, b: 0, r: rs[j], out: outDim(p), inp };
+          row += rs[j];
+        });
+        loraFloats += rows * inp;
+        maxGroupR = Math.max(maxGroupR, rows);
+      });
+      for (const p of PROJ_KEYS) {
+        const e = at[p];
+        if (!e) continue;
+        e.b = loraFloats;
+        loraFloats += e.out * e.r;
+      }
+      this.loraAt.push(at);
+    });
+    this.loraBuf = plan.buffer('lora', loraFloats * 4);
+
+    // --- buffers
+    const work = sections({ x: B * m.hidden, q: B * qDim, a: B * qDim, act: B * m.intermediate, t: B * Math.max(1, maxGroupR) });
+    const W = work.offsets;
+    const workBuf = plan.buffer('work', work.total * 4);
+    const half = D / 2;
+    const aux = sections({ cos: C * half, sin: C * half, pos: B, valid: B * C });
+    this.auxOff = aux.offsets as typeof this.auxOff;
+    this.aux = plan.buffer('aux', aux.total * 4);
+    const cosSin = new Float32Array(aux.total);
+    for (let pos = 0; pos < C; pos++) {
+      for (let j = 0; j < half; j++) {
+        const angle = pos * m.invFreq[j];
+        cosSin[this.auxOff.cos + pos * half + j] = Math.cos(angle);
+        cosSin[this.auxOff.sin + pos * half + j] = Math.sin(angle);
+      }
+    }
+    device.queue.writeBuffer(this.aux, 0, cosSin);
+    for (let l = 0; l < m.layers.length; l++) {
+      this.kCache.push(plan.buffer(`k${l}`, B * kvDim * C * 4));
+      this.vCache.push(plan.buffer(`v${l}`, B * kvDim * C * 4));
+    }
+    this.logits = plan.buffer('logits', B * m.vocab * 4);
+    this.scaled = plan.buffer('scaled', B * m.vocab * 4);
+    const ids = plan.buffer('ids', B * 4);
+    this.streams = plan.buffer('streams', B * 4);
+    const stats = plan.buffer('stats', B * 2 * 4);
+    this.record = plan.buffer('record', tokensPerRun * B * 3 * 4);
+    this.ids = ids;
+    if (device.features.has('timestamp-query')) {
+      this.timer = {
+        set: device.createQuerySet({ type: 'timestamp', count: 2 }),
+        resolve: plan.buffer('timestamps', 16, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC),
+        read: plan.buffer('timestamps readback', 16, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST),
+      };
+    }
+    this.readback = plan.buffer('readback', tokensPerRun * B * 3 * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+
+    // --- params: norms and biases, copied once from the model's buffers
+    const copies: { src: GPUBuffer; dst: number; n: number }[] = [];
+    let pf = 0;
+    const param = (v: VectorRef | undefined): number | undefined => {
+      if (!v) return undefined;
+      const at = pf;
+      copies.push({ src: v.buffer, dst: at, n: v.length });
+      pf += v.length;
+      return at;
+    };
+    const layerParams = m.layers.map((l) => ({
+      norm1: param(l.inputNorm)!,
+      norm2: param(l.postNorm)!,
+      bias: Object.fromEntries(PROJ_KEYS.map((p) => [p, param(l[p].bias)])) as Record<ProjKey, number | undefined>,
+    }));
+    const finalNorm = param(m.norm)!;
+    const params = plan.buffer('params', pf * 4);
+    const enc = device.createCommandEncoder();
+    for (const c of copies) enc.copyBufferToBuffer(c.src, 0, params, c.dst * 4, c.n * 4);
+    device.queue.submit([enc.finish()]);
+
+    // --- the dispatches
+    const shape: GemvShape = opts.gemv ?? 'split';
+    const rowBlocks = Math.ceil(B / gemvMaxRows(shape));
+    this.gemvShape = shape;
+    const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
+    const gemv = (
+      phase: string,
+      mode: GemvMode,
+      w: WeightRef,
+      u: GemvUniform,
+      extra: BufferRange[] = [],
+      w2?: WeightRef,
+    ) => {
+      const k = gemvKernel({ shape, mode, ...formatOf(w), norm: u.normOff !== undefined });
+      const wb = weightBindings(w);
+      const values = [{ uniform: packGemv(u) }, 'dyn' as const, common.work, common.params, common.lora, ...wb, ...(w2 ? weightBindings(w2) : []), ...extra];
+      plan.add(phase, k, values, [gemvWorkgroupsX(shape, mode, u.N, D), rowBlocks, 1]);
+    };
+    const check = (w: WeightRef, rows: number, cols: number, what: string) => {
+      if (w.rows !== rows || w.cols !== cols) throw new Error(`decode plan: ${what} is [${w.rows}, ${w.cols}], expected [${rows}, ${cols}]`);
+    };
+    const auxB = { buffer: this.aux };
+    const ropeU = { headDim: D, cap: C, cosOff: this.auxOff.cos, sinOff: this.auxOff.sin, posOff: this.auxOff.pos };
+
+    // draw: ids from the logits, statistics under logits / statT; embed: x of the ids, + record
+    plan.add('draw', sampleKernel(m.vocab), ['dyn', { buffer: this.logits }, { buffer: this.streams }, { buffer: ids }], [B, 1, 1]);
+    plan.add('draw', statsKernel(m.vocab, device), ['dyn', { buffer: this.scaled }, { buffer: ids }, { buffer: stats }], [B, 1, 1]);
+    m.embed.forEach((blk, i) => {
+      plan.add(
+        'embed',
+        embedKernel(),
+        [{ uniform: packEmb({ H: m.hidden, rowStart: blk.rowStart, rowCount: blk.rows, xOff: W.x, rec: i === 0, B }) }, 'dyn', common.work, { buffer: ids }, { buffer: blk.buffer }, { buffer: stats }, { buffer: this.record }],
+        [B, 1, 1],
+      );
+    });
+
+    m.layers.forEach((layer, li) => {
+      const lp = layerParams[li];
+      const at = this.loraAt[li];
+      const groupOf = (gi: number) => groupA.find((g) => g.layer === li && g.group === gi);
+      const loraA = (gi: number, u: Omit<GemvUniform, 'N' | 'outOff' | 'outStride'>) => {
+        const g = groupOf(gi);
+        if (!g) return;
+        const k = gemvKernel({ shape, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
+        plan.add(
+          'layers',
+          k,
+          [{ uniform: packGemv({ ...u, N: g.rows, outOff: W.t, outStride: g.rows }) }, 'dyn', common.work, common.params, common.lora, { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 }],
+          [gemvWorkgroupsX(shape, GemvMode.Plain, g.rows), rowBlocks, 1],
+        );
+      };
+      // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
+      const loraU = (p: ProjKey, gi: number) => {
+        const e = at[p];
+        const g = groupOf(gi);
+        if (!e || !g) return {};
+        return { tOff: W.t + (e.a - g.off) / g.inp, tStride: g.rows, bOff: e.b, r: e.r, scale: m.lora[li]?.[p]?.scale ?? 0 };
+      };
+      const x1 = { K: m.hidden, rows: B, xOff: W.x, xStride: m.hidden, normOff: lp.norm1, eps: m.eps };
+      check(layer.q.weight, qDim, m.hidden, `layer ${li} q`);
+      check(layer.k.weight, kvDim, m.hidden, `layer ${li} k`);
+      check(layer.v.weight, kvDim, m.hidden, `layer ${li} v`);
+      check(layer.o.weight, m.hidden, qDim, `layer ${li} o`);
+      check(layer.gate.weight, m.intermediate, m.hidden, `layer ${li} gate`);
+      check(layer.up.weight, m.intermediate, m.hidden, `layer ${li} up`);
+      check(layer.down.weight, m.hidden, m.intermediate, `layer ${li} down`);
+      loraA(0, x1);
+      gemv('layers', GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
+      gemv('layers', GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
+      gemv('layers', GemvMode.CacheV, layer.v.weight, { ...x1, headDim: D, cap: C, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
+      plan.add(
+        'layers',
+        attentionKernel(D),
+        [{ uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid }) }, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
+        [m.heads, B, 1],
+      );
+      const xa = { K: qDim, rows: B, xOff: W.a, xStride: qDim };
+      loraA(1, xa);
+      gemv('layers', GemvMode.Plain, layer.o.weight, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
+      const x2 = { K: m.hidden, rows: B, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
+      loraA(2, x2);
+      const up = loraU('up', 2);
+      if (formatOf(layer.gate.weight).format !== formatOf(layer.up.weight).format) throw new Error(`decode plan: layer ${li} gate and up differ in weight format`);
+      gemv(
+        'layers',
+        GemvMode.GateUp,
+        layer.gate.weight,
+        { ...x2, N: m.intermediate, outOff: W.act, outStride: m.intermediate, biasOff: lp.bias.gate, ...loraU('gate', 2), bias2Off: lp.bias.up, t2Off: up.tOff, b2Off: up.bOff, r2: up.r, scale2: up.scale },
+        [],
+        layer.up.weight,
+      );
+      const xd = { K: m.intermediate, rows: B, xOff: W.act, xStride: m.intermediate };
+      loraA(3, xd);
+      gemv('layers', GemvMode.Plain, layer.down.weight, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
+    });
+
+    let col = 0;
+    for (const blk of m.head) {
+      if (blk.cols !== m.hidden) throw new Error(`decode plan: LM head block has ${blk.cols} columns, hidden size is ${m.hidden}`);
+      gemv('head', GemvMode.Head, blk, { K: m.hidden, rows: B, xOff: W.x, xStride: m.hidden, normOff: finalNorm, eps: m.eps, N: blk.rows, outOff: col, outStride: m.vocab }, [{ buffer: this.logits }, { buffer: this.scaled }]);
+      col += blk.rows;
+    }
+    if (col !== m.vocab) throw new Error(`decode plan: LM head blocks hold ${col} rows, vocabulary is ${m.vocab}`);
+    plan.finalize();
+  }
+
+  /** Dispatches per token: sampling, the embedding (+ record), the layers and the head. */
+  dispatchesPerToken(): { draw: number; embed: number; layers: number; head: number; perLayer: number; total: number } {
+    const [draw, embed, layers, head] = ['draw', 'embed', 'layers', 'head'].map((p) => this.plan.count(p));
+    return { draw, embed, layers, head, perLayer: layers / this.model.layers.length, total: draw + embed + layers + head };
+  }
+
+  /**
+   * Starts a generation: uploads positions, valid slots and streams, and copies the LoRA
+   * branches in. The caller has put the prefill's caches and first logits into kCache / vCache,
+   * logits and scaled (logits / statT) before the first run.
+   */
+  begin(b: DecodeBegin): void {
+    const { batch: B, capacity: C } = this.opts;
+    if (b.basePos.length !== B || b.streams.length !== B || b.slotValid.length !== B) throw new Error(`decode plan: begin needs ${B} rows of positions, slots and streams`);
+    if (b.prefill < 1 || b.prefill > C) throw new Error(`decode plan: prefill of ${b.prefill} slots outside [1, ${C}]`);
+    const pos = new Float32Array(B);
+    const valid = new Float32Array(B * C);
+    for (let r = 0; r < B; r++) {
+      pos[r] = b.basePos[r];
+      for (let j = 0; j < C; j++) valid[r * C + j] = j < b.prefill ? (b.slotValid[r][j] ? 1 : 0) : 1;
+    }
+    const q = this.device.queue;
+    q.writeBuffer(this.aux, this.auxOff.pos * 4, pos);
+    q.writeBuffer(this.aux, this.auxOff.valid * 4, valid);
+    q.writeBuffer(this.streams, 0, Int32Array.from(b.streams));
+    const enc = this.device.createCommandEncoder();
+    this.loraAt.forEach((at, li) => {
+      for (const p of PROJ_KEYS) {
+        const e = at[p];
+        if (!e) continue;
+        const ref = b.lora?.[li]?.[p];
+        if (!ref || ref.r !== e.r || ref.scale !== this.model.lora[li]?.[p]?.scale) {
+          throw new Error(`decode plan: layer ${li} ${p} needs the LoRA branch of rank ${e.r} and scale ${this.model.lora[li]?.[p]?.scale} it was planned with`);
+        }
+        enc.copyBufferToBuffer(ref.A, 0, this.loraBuf, e.a * 4, e.r * e.inp * 4);
+        enc.copyBufferToBuffer(ref.B, 0, this.loraBuf, e.b * 4, e.out * e.r * 4);
+      }
+    });
+    q.submit([enc.finish()]);
+    const t = b.sampling.temperature;
+    this.begun = { ...b, statT: t > 0 && t !== 1 ? t : 1 };
+  }
+
+  /**
+   * Runs tokens first .. first + n - 1 (sampling each from the current logits; `forwardLast`
+   * false skips the forward after the last one) and returns [n][B][id, log-prob, entropy].
+   */
+  async run(first: number, n: number, forwardLast: boolean): Promise<Float32Array> {
+    const b = this.begun;
+    if (!b) throw new Error('decode plan: run before begin');
+    if (this.busy) throw new Error('decode plan: a run is already in flight');
+    this.checkDevice();
+    if (n < 1 || n > this.opts.tokensPerRun) throw new Error(`decode plan: ${n} tokens per run outside [1, ${this.opts.tokensPerRun}]`);
+    if (b.prefill + first + n - (forwardLast ? 0 : 1) > this.opts.capacity) throw new Error(`decode plan: cache capacity ${this.opts.capacity} exceeded`);
+    this.busy = true;
+    try {
+      const slots = new ArrayBuffer(n * DYN_SLOT_BYTES);
+      for (let i = 0; i < n; i++) {
+        const t = first + i;
+        packTok(
+          {
+            vocab: this.model.vocab,
+            ...b.sampling,
+            step: t,
+            slot: b.prefill + t,
+            loraOn: b.loraOn,
+            kvLen: b.prefill + t + 1,
+            rec: i,
+            statT: b.statT,
+          },
+          slots,
+          i * DYN_SLOT_BYTES,
+        );
+      }
+      const q = this.device.queue;
+      this.device.pushErrorScope('out-of-memory');
+      this.device.pushErrorScope('validation');
+      q.writeBuffer(this.plan.dyn, 0, slots);
+      const enc = this.device.createCommandEncoder();
+      const timer = this.timer;
+      const pass = enc.beginComputePass(timer ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : undefined);
+      for (let i = 0; i < n; i++) {
+        this.plan.encode(pass, 'draw', i);
+        this.plan.encode(pass, 'embed', i);
+        if (i < n - 1 || forwardLast) {
+          this.plan.encode(pass, 'layers', i);
+          this.plan.encode(pass, 'head', i);
+        }
+      }
+      pass.end();
+      const bytes = n * this.opts.batch * 3 * 4;
+      enc.copyBufferToBuffer(this.record, 0, this.readback, 0, bytes);
+      if (timer) {
+        enc.resolveQuerySet(timer.set, 0, 2, timer.resolve, 0);
+        enc.copyBufferToBuffer(timer.resolve, 0, timer.read, 0, 16);
+      }
+      q.submit([enc.finish()]);
+      // Scopes pop in reverse order of pushing; the readback is requested at once beside them.
+      const invalid = this.device.popErrorScope();
+      const oom = this.device.popErrorScope();
+      const mapped = this.readback.mapAsync(GPUMapMode.READ, 0, bytes).then(
+        () => null,
+        (e: Error) => e,
+      );
+      const [badStep, noMemory, mapError] = await Promise.all([invalid, oom, mapped]);
+      if (badStep || noMemory || mapError) {
+        if (!mapError) this.readback.unmap();
+        this.checkDevice();
+        if (noMemory) throw new PlanGpuError(`decode plan: the GPU ran out of memory during a decode step (${noMemory.message}); the plan holds ${this.plan.bytes} bytes`);
+        if (badStep) throw new PlanGpuError(`decode plan: the GPU rejected a decode step (${badStep.message})`);
+        throw mapError!;
+      }
+      const out = new Float32Array(this.readback.getMappedRange(0, bytes).slice(0));
+      this.readback.unmap();
+      if (timer) {
+        await timer.read.mapAsync(GPUMapMode.READ);
+        const [t0, t1] = new BigUint64Array(timer.read.getMappedRange().slice(0));
+        timer.read.unmap();
+        this.lastGpuMs = Number(t1 - t0) / 1e6;
+      }
+      return out;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /**
+   * Teacher-forced step t: feeds `ids` (one per row) instead of sampling and returns the logits
+   * [B, V] that follow (tests and triage; its readback buffer is made on first use).
+   */
+  async forced(t: number, ids: ArrayLike<number>): Promise<Float32Array> {
+    const b = this.begun;
+    if (!b) throw new Error('decode plan: forced before begin');
+    const { batch: B } = this.opts;
+    const V = this.model.vocab;
+    const slots = new ArrayBuffer(DYN_SLOT_BYTES);
+    packTok({ vocab: V, ...b.sampling, step: t, slot: b.prefill + t, loraOn: b.loraOn, kvLen: b.prefill + t + 1, rec: 0, statT: b.statT }, slots, 0);
+    const q = this.device.queue;
+    q.writeBuffer(this.plan.dyn, 0, slots);
+    q.writeBuffer(this.ids, 0, Int32Array.from(ids));
+    this.logitsReadback ??= this.plan.buffer('logits readback', B * V * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    const enc = this.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    for (const phase of ['embed', 'layers', 'head']) this.plan.encode(pass, phase, 0);
+    pass.end();
+    enc.copyBufferToBuffer(this.logits, 0, this.logitsReadback, 0, B * V * 4);
+    q.submit([enc.finish()]);
+    await this.logitsReadback.mapAsync(GPUMapMode.READ);
+    const out = new Float32Array(this.logitsReadback.getMappedRange().slice(0, B * V * 4));
+    this.logitsReadback.unmap();
+    return out;
+  }
+
+  private logitsReadback: GPUBuffer | null = null;
+
+  /** Throws a PlanGpuError when the device this plan was built on is gone. */
+  checkDevice(): void {
+    const lost = deviceLostReason(this.device);
+    if (lost) throw new PlanGpuError(`the GPU device was lost (${lost}); decoding stopped. Saved checkpoints are kept: reload the lab to get a new device and resume from the newest one`);
+  }
+
+  dispose(): void {
+    this.timer?.set.destroy();
+    this.plan.dispose();
+  }
+}

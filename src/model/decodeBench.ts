@@ -1,0 +1,104 @@
+// Decode on the planned path beside the tfjs op-by-op path, in the same run on the same weights:
+// tokens/s, dispatches per token, host milliseconds per token and weight bytes streamed per
+// second. Host time is the wall time less the time spent waiting for readbacks (mapAsync), so it
+// is the CPU time spent encoding and submitting, on either path.
+import { countGpuWork } from '../engine/gpuCounters';
+import { generate } from './generate';
+import type { LlamaModel } from './llama';
+import { PROJ_NAMES } from './llama';
+import { decodePath, plannedDispatches, setDecodePath, takePlannedGpuMs, type DecodePath } from './plannedDecode';
+import { median } from './throughput';
+
+export interface DecodeBenchCase {
+  batch: number;
+  promptLen: number;
+  steps: number;
+  reps: number;
+}
+
+export interface DecodeBenchResult extends DecodeBenchCase {
+  path: DecodePath;
+  tokPerS: number;
+  msPerToken: number;
+  hostMsPerToken: number;
+  /** GPU time of the decode passes per token (planned path, timestamp queries); null where not measured. */
+  gpuMsPerToken: number | null;
+  dispatchesPerToken: number;
+  /** Weight bytes one decode step reads (projections and LM head), per second of decode. */
+  weightGBps: number;
+}
+
+/** One generate under the counters: wall, host (wall less readback waits), dispatches, planned GPU ms. */
+async function counted(fn: () => Promise<unknown>): Promise<{ ms: number; hostMs: number; dispatches: number; gpuMs: number }> {
+  takePlannedGpuMs();
+  const { counts } = await countGpuWork(fn);
+  return { ms: counts.ms, hostMs: counts.hostMs, dispatches: counts.dispatches, gpuMs: takePlannedGpuMs() };
+}
+
+export function decodeWeightBytes(model: LlamaModel): number {
+  let bytes = model.lmHead.weight.bytes;
+  for (const l of model.layers) for (const p of PROJ_NAMES) bytes += l[p].weight.bytes;
+  return bytes;
+}
+
+function benchPrompts(model: LlamaModel, c: DecodeBenchCase): number[][] {
+  const V = model.config.vocabSize;
+  return Array.from({ length: c.batch }, (_, b) => Array.from({ length: c.promptLen }, (_, t) => (7 + 31 * t + 101 * b) % V));
+}
+
+/** One path: per-token figures from (1 + steps tokens) - (1 token), medians over reps. */
+async function benchPath(model: LlamaModel, c: DecodeBenchCase, path: DecodePath): Promise<DecodeBenchResult> {
+  const before = decodePath();
+  setDecodePath(path);
+  try {
+    const ps = benchPrompts(model, c);
+    const opts = { temperature: 1, seed: 1 };
+    await generate(model, ps, { ...opts, maxNewTokens: c.steps + 1 }); // warm-up: shaders, plan, pools
+    const wall: number[] = [];
+    const host: number[] = [];
+    const disp: number[] = [];
+    const gpu: number[] = [];
+    for (let r = 0; r < c.reps; r++) {
+      const one = await counted(() => generate(model, ps, { ...opts, maxNewTokens: 1 }));
+      const many = await counted(() => generate(model, ps, { ...opts, maxNewTokens: 1 + c.steps }));
+      wall.push((many.ms - one.ms) / c.steps);
+      host.push((many.hostMs - one.hostMs) / c.steps);
+      disp.push((many.dispatches - one.dispatches) / c.steps);
+      gpu.push((many.gpuMs - one.gpuMs) / c.steps);
+    }
+    const msPerToken = Math.max(median(wall), 1e-6);
+    return {
+      ...c,
+      path,
+      tokPerS: (c.batch / msPerToken) * 1000,
+      msPerToken,
+      // A difference of two noisy runs: on a busy machine it can dip below zero; report 0 then.
+      hostMsPerToken: Math.max(0, median(host)),
+      gpuMsPerToken: path === 'planned' && median(gpu) > 0 ? median(gpu) : null,
+      dispatchesPerToken: median(disp),
+      weightGBps: decodeWeightBytes(model) / (msPerToken / 1000) / 1e9,
+    };
+  } finally {
+    setDecodePath(before);
+  }
+}
+
+/** Both paths on one case: [planned, tfjs]. */
+export async function benchDecodePaths(model: LlamaModel, c: DecodeBenchCase): Promise<[DecodeBenchResult, DecodeBenchResult]> {
+  return [await benchPath(model, c, 'planned'), await benchPath(model, c, 'tfjs')];
+}
+
+export const DECODE_BENCH_HEADER = ['model', 'weights', 'batch', 'path', 'decode tok/s', 'ms/token', 'host ms/token', 'GPU ms/token', 'dispatches/token', 'weight GB/s', 'speed-up', 'host ratio'];
+
+export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: [DecodeBenchResult, DecodeBenchResult]): (string | number)[][] {
+  const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [name, weights, r.batch, r.path, r.tokPerS, r.msPerToken, r.hostMsPerToken, r.gpuMsPerToken ?? '-', r.dispatchesPerToken, r.weightGBps, speed, hostRatio];
+  return [
+    row(planned, `${(planned.tokPerS / tfjs.tokPerS).toFixed(2)}x`, planned.hostMsPerToken > 0 ? `${(tfjs.hostMsPerToken / planned.hostMsPerToken).toFixed(1)}x lower` : 'not measurable'),
+    row(tfjs, '', ''),
+  ];
+}
+
+/** Planned dispatch counts of a model at a batch (reported beside the measured ones). */
+export function plannedBudget(model: LlamaModel, batch: number) {
+  return plannedDispatches(model, batch, 64);
+}

@@ -1,0 +1,93 @@
+// What both decode paths share (tfjs op by op in generate.ts, planned in plannedDecode.ts):
+// option checks, left padding, and the bookkeeping of one sampled step, so the two paths return
+// the same result for the same draws by construction.
+import { checkSamplingOptions } from '../engine/ops/sampleReference.ts';
+import type { GenerateOptions, GenerateResult } from './generate.ts';
+
+export interface DecodeSetup {
+  B: number;
+  maxNew: number;
+  seed: number;
+  streams: number[];
+  stop: Set<number>;
+  pad: number;
+  /** 0 when greedy. */
+  temperature: number;
+  topK: number;
+  topP: number;
+}
+
+export function decodeSetup(prompts: number[][], opts: GenerateOptions): DecodeSetup {
+  const B = prompts.length;
+  if (B === 0) throw new Error('generate: no prompts');
+  prompts.forEach((p, b) => {
+    if (p.length === 0) throw new Error(`generate: prompt ${b} is empty (at least one token, e.g. BOS, is needed)`);
+  });
+  const maxNew = opts.maxNewTokens;
+  if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`generate: maxNewTokens must be a non-negative integer, got ${maxNew}`);
+  const seed = opts.seed ?? 0;
+  const streams = opts.streams ?? prompts.map((_, b) => b);
+  if (streams.length !== B) throw new Error(`generate: streams has ${streams.length} entries for ${B} prompts`);
+  // Statistics are under softmax(logits / T); greedy reports them at T = 1.
+  const temperature = opts.greedy ? 0 : (opts.temperature ?? 1);
+  const topK = opts.topK ?? 0;
+  const topP = opts.topP ?? 1;
+  checkSamplingOptions({ temperature, topK, topP, seed, step: 0 });
+  return { B, maxNew, seed, streams, stop: new Set(opts.stopTokens ?? []), pad: opts.padTokenId ?? 0, temperature, topK, topP };
+}
+
+/** Left-pads the prompts to the longest: ids and the 0/1 attention mask, [B][P]. */
+export function leftPad(prompts: number[][], pad: number): { P: number; ids: number[][]; attn: number[][] } {
+  const P = Math.max(...prompts.map((p) => p.length));
+  return {
+    P,
+    ids: prompts.map((p) => [...Array(P - p.length).fill(pad), ...p]),
+    attn: prompts.map((p) => [...Array(P - p.length).fill(0), ...Array(p.length).fill(1)]),
+  };
+}
+
+export function emptyResult(B: number): GenerateResult {
+  return {
+    tokens: Array.from({ length: B }, () => []),
+    logprobs: Array.from({ length: B }, () => []),
+    entropy: Array.from({ length: B }, () => []),
+    mask: Array.from({ length: B }, () => []),
+    lengths: new Array<number>(B).fill(0),
+  };
+}
+
+/** Appends one step's draws to a result; a row that has stopped gets pads with mask 0. */
+export class StepRecorder {
+  readonly done: boolean[];
+
+  constructor(
+    readonly result: GenerateResult,
+    private readonly stop: Set<number>,
+    private readonly pad: number,
+  ) {
+    this.done = new Array<boolean>(result.tokens.length).fill(false);
+  }
+
+  /** Records row b's id, log-prob and entropy; returns the row's next input and its mask. */
+  record(b: number, tok: number, logprob: number, entropy: number): { next: number; mask: number } {
+    const r = this.result;
+    if (this.done[b]) {
+      r.tokens[b].push(this.pad);
+      r.logprobs[b].push(0);
+      r.entropy[b].push(0);
+      r.mask[b].push(0);
+      return { next: this.pad, mask: 0 };
+    }
+    r.tokens[b].push(tok);
+    r.logprobs[b].push(logprob);
+    r.entropy[b].push(entropy);
+    r.mask[b].push(1);
+    r.lengths[b]++;
+    if (this.stop.has(tok)) this.done[b] = true;
+    return { next: tok, mask: 1 };
+  }
+
+  allDone(): boolean {
+    return this.done.every(Boolean);
+  }
+}

@@ -1,0 +1,277 @@
+// generate() on the planned WebGPU path: the prefill runs op by op on tfjs (its caches and last
+// logits are copied into the plan), then every new token is a replay of the decode plan built
+// once per (model, batch, capacity, LoRA shapes) by src/engine/plan/decodePlan.ts. The model
+// layer only describes the model (its weights' GPU buffers and dimensions); the engine plans it.
+//
+// Same seeds, same draws: the plan samples with the tfjs path's own sampler kernel from the same
+// Philox streams, and records the steps with the same StepRecorder.
+import * as tf from '@tensorflow/tfjs';
+import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { alignUp } from '../engine/plan/plan.ts';
+import { DecodePlan, PROJ_KEYS, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
+import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
+import type { GemvShape } from '../engine/plan/decodeKernels.ts';
+import { gemvVariant } from '../engine/ops/quantMatmul.ts';
+import { seedKey } from '../engine/rng/philox.ts';
+import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
+import type { GenerateOptions, GenerateResult } from './generate.ts';
+import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from './llama.ts';
+import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from './linear.ts';
+import { LoraAdapter } from './lora.ts';
+import { Int4Weight, Int8Weight } from './quant.ts';
+
+export type DecodePath = 'planned' | 'tfjs';
+let gpuMs = 0;
+
+/** GPU milliseconds the planned decode steps took since the last call (timestamp queries; 0 without). */
+export function takePlannedGpuMs(): number {
+  const t = gpuMs;
+  gpuMs = 0;
+  return t;
+}
+let path: DecodePath = 'planned';
+let tokensPerRun = 8;
+let gemvShape: GemvShape | null = null;
+
+/** Forces the planned GEMV layout (tests, benchmarks); null picks by adapter. */
+export function setPlannedGemv(shape: GemvShape | null): void {
+  gemvShape = shape;
+}
+
+/** Selects the decode path of generate() on WebGPU (A/B and triage); other backends always run tfjs. */
+export function setDecodePath(p: DecodePath): void {
+  path = p;
+}
+
+export function decodePath(): DecodePath {
+  return path;
+}
+
+/** Tokens the planned path decodes between readbacks (a stopped row decodes on, masked). */
+export function setTokensPerRun(n: number): void {
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`tokens per run must be an integer in [1, 256], got ${n}`);
+  tokensPerRun = n;
+}
+
+function frozenRefs(w: FrozenWeight): WeightRef[] {
+  if (w instanceof DenseWeight) return [{ format: 'f32', rows: w.outFeatures, cols: w.inFeatures, buffer: tensorBuffer(w.w) }];
+  if (w instanceof BlockedDenseWeight) return w.blocks.map((b) => ({ format: 'f32', rows: b.shape[0], cols: b.shape[1], buffer: tensorBuffer(b) }));
+  if (w instanceof Int8Weight || w instanceof Int4Weight) {
+    return w.blocks.map((b) => ({
+      format: b.bits === 8 ? 'int8' : 'int4',
+      rows: b.outFeatures,
+      cols: b.inFeatures,
+      groupSize: b.groupSize,
+      words: tensorBuffer(b.packed),
+      scales: tensorBuffer(b.scales),
+    }));
+  }
+  throw new Error(`planned decode: no plan for a ${w.kind} weight`);
+}
+
+/** Why the planned path cannot run this model now (null: it can). */
+export function unplannableReason(model: LlamaModel): string | null {
+  let set: LoraAdapter['set'] | null = null;
+  for (const l of model.layers) {
+    for (const p of PROJ_KEYS) {
+      const lin = l[p];
+      const w = lin.weight;
+      const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight) && w.blocks.length === 1);
+      if (!single) return `${lin.name}: a ${w.kind} weight in row blocks`;
+      if (!lin.adapter) continue;
+      if (!(lin.adapter instanceof LoraAdapter)) return `${lin.name}: an adapter that is not LoRA`;
+      const s = lin.adapter.set;
+      if (set && s !== set && s.enabled !== set.enabled) return 'LoRA sets switched on and off at once';
+      set = s;
+      if (s.training && s.dropout > 0) return 'LoRA dropout while training';
+    }
+  }
+  if (model.lmHead.adapter) return 'an adapter on the LM head';
+  const f = frozenRefs(model.lmHead.weight)[0];
+  if (f.format === 'int4' && f.cols % 8 !== 0) return 'int4 head';
+  return null;
+}
+
+function loraOf(model: LlamaModel): { shapes: DecodeModelRef['lora']; refs: Partial<Record<ProjKey, LoraRef>>[]; on: boolean } {
+  let on = true;
+  const shapes: DecodeModelRef['lora'] = [];
+  const refs: Partial<Record<ProjKey, LoraRef>>[] = [];
+  for (const l of model.layers) {
+    const s: DecodeModelRef['lora'][number] = {};
+    const r: Partial<Record<ProjKey, LoraRef>> = {};
+    for (const p of PROJ_KEYS) {
+      const a = l[p].adapter;
+      if (!(a instanceof LoraAdapter)) continue;
+      const rank = a.A.shape[0];
+      s[p] = { r: rank, scale: a.set.scale };
+      r[p] = { A: tensorBuffer(a.A), B: tensorBuffer(a.B), r: rank, scale: a.set.scale };
+      on = a.set.enabled;
+    }
+    shapes.push(s);
+    refs.push(r);
+  }
+  return { shapes, refs, on };
+}
+
+function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): DecodeModelRef {
+  const c = model.config;
+  const vec = (t: tf.Tensor1D | null) => (t ? { buffer: tensorBuffer(t), length: t.shape[0] } : undefined);
+  const single = (w: FrozenWeight) => frozenRefs(w)[0];
+  let row = 0;
+  const embedBlocks = model.embed instanceof BlockedDenseWeight ? model.embed.blocks : [model.embed];
+  return {
+    hidden: c.hiddenSize,
+    intermediate: c.intermediateSize,
+    heads: c.numHeads,
+    kvHeads: c.numKvHeads,
+    headDim: c.headDim,
+    vocab: c.vocabSize,
+    eps: c.rmsNormEps,
+    invFreq: model.invFreq,
+    embed: embedBlocks.map((b) => {
+      const blk = { rowStart: row, rows: b.shape[0], buffer: tensorBuffer(b) };
+      row += b.shape[0];
+      return blk;
+    }),
+    layers: model.layers.map((l) => ({
+      inputNorm: vec(l.inputNorm)!,
+      postNorm: vec(l.postNorm)!,
+      ...(Object.fromEntries(PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias) }])) as unknown as Record<ProjKey, { weight: WeightRef }>),
+    })),
+    norm: vec(model.norm)!,
+    head: frozenRefs(model.lmHead.weight),
+    lora,
+  };
+}
+
+interface CachedPlan {
+  plan: DecodePlan;
+  /** The frozen weights it borrowed: a swapped weight means a new plan. */
+  weights: FrozenWeight[];
+}
+const plans = new WeakMap<LlamaModel, Map<string, CachedPlan>>();
+const KEEP = 2;
+
+function frozenOf(model: LlamaModel): FrozenWeight[] {
+  return [...model.layers.flatMap((l) => PROJ_KEYS.map((p) => l[p].weight)), model.lmHead.weight];
+}
+
+function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeModelRef['lora']): DecodePlan {
+  const key = `${B}:${capacity}:${tokensPerRun}:${gemvShape}:${JSON.stringify(lora)}`;
+  let byKey = plans.get(model);
+  if (!byKey) plans.set(model, (byKey = new Map()));
+  const weights = frozenOf(model);
+  const hit = byKey.get(key);
+  const device = webgpuDevice();
+  // A plan is tied to its device and to the weights it borrowed: a new device (after a loss) or a
+  // swapped weight means a new plan.
+  if (hit && hit.plan.device === device && hit.weights.length === weights.length && hit.weights.every((w, i) => w === weights[i])) {
+    byKey.delete(key);
+    byKey.set(key, hit); // most recently used last
+    return hit.plan;
+  }
+  hit?.plan.dispose();
+  byKey.delete(key);
+  while (byKey.size >= KEEP) {
+    const [oldest, p] = byKey.entries().next().value as [string, CachedPlan];
+    p.plan.dispose();
+    byKey.delete(oldest);
+  }
+  const ref = modelRef(model, lora);
+  flushTfjs(); // uploads of weights tfjs has encoded but not submitted land before the plan copies them
+  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvShape ?? (gemvVariant() === 'thread' ? 'thread' : 'split') });
+  byKey.set(key, { plan, weights });
+  return plan;
+}
+
+/** Frees the decode plans built for a model (disposeLlama does it; they borrow its weights). */
+export function releaseDecodePlans(model: LlamaModel): void {
+  for (const p of plans.get(model)?.values() ?? []) p.plan.dispose();
+  plans.delete(model);
+}
+onDisposeLlama(releaseDecodePlans);
+
+/** Dispatch counts of the plan generate() would use for this model and batch (tests, benchmarks). */
+export function plannedDispatches(model: LlamaModel, B: number, capacity: number) {
+  return planFor(model, B, alignUp(capacity, 64), loraOf(model).shapes).dispatchesPerToken();
+}
+
+/** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */
+export function plannedDecodeFor(model: LlamaModel, _B: number, _opts: GenerateOptions): typeof generatePlanned | null {
+  if (path !== 'planned' || !customKernelsActive()) return null;
+  return unplannableReason(model) === null ? generatePlanned : null;
+}
+
+/** Prefill on tfjs, then the plan takes the caches and the first logits over. */
+function startPlanned(model: LlamaModel, prompts: number[][], s: ReturnType<typeof decodeSetup>): DecodePlan {
+  const { B, maxNew, pad, temperature } = s;
+  const { P, ids, attn } = leftPad(prompts, pad);
+  const V = model.config.vocabSize;
+  // Capacity in steps of 64 slots, so rollouts of similar lengths share one plan.
+  const capacity = alignUp(P + maxNew, 64);
+  const lora = loraOf(model);
+  const plan = planFor(model, B, capacity, lora.shapes);
+  const cache = createKVCache(model, B, capacity);
+  try {
+    const logits = forward(model, ids, { attentionMask: attn, cache, lastOnly: true }); // [B, 1, V]
+    const scaled = temperature > 0 && temperature !== 1 ? tf.div(logits, temperature) : logits;
+    const device = webgpuDevice();
+    flushTfjs();
+    const enc = device.createCommandEncoder();
+    const kvBytes = B * model.config.numKvHeads * capacity * model.config.headDim * 4;
+    cache.keys.forEach((k, l) => enc.copyBufferToBuffer(tensorBuffer(k), 0, plan.kCache[l], 0, kvBytes));
+    cache.values.forEach((v, l) => enc.copyBufferToBuffer(tensorBuffer(v), 0, plan.vCache[l], 0, kvBytes));
+    enc.copyBufferToBuffer(tensorBuffer(logits), 0, plan.logits, 0, B * V * 4);
+    enc.copyBufferToBuffer(tensorBuffer(scaled), 0, plan.scaled, 0, B * V * 4);
+    device.queue.submit([enc.finish()]);
+    tf.dispose([logits, scaled]);
+    const [seedLo, seedHi] = seedKey(s.seed);
+    plan.begin({
+      prefill: P,
+      basePos: cache.nextPosition,
+      slotValid: cache.slotValid,
+      streams: s.streams,
+      sampling: { temperature, topK: s.topK, topP: s.topP, seedLo, seedHi },
+      loraOn: lora.on,
+      lora: lora.refs,
+    });
+  } finally {
+    disposeKVCache(cache);
+  }
+  return plan;
+}
+
+export async function generatePlanned(model: LlamaModel, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {
+  const s = decodeSetup(prompts, opts);
+  const { B, maxNew } = s;
+  const result = emptyResult(B);
+  if (maxNew === 0) return result;
+  const plan = startPlanned(model, prompts, s);
+  const steps = new StepRecorder(result, s.stop, s.pad);
+  const per = plan.opts.tokensPerRun;
+  for (let t = 0; t < maxNew; t += per) {
+    const n = Math.min(per, maxNew - t);
+    const rec = await plan.run(t, n, t + n < maxNew);
+    if (plan.lastGpuMs !== null) gpuMs += plan.lastGpuMs;
+    for (let i = 0; i < n; i++) {
+      for (let b = 0; b < B; b++) {
+        const at = (i * B + b) * 3;
+        steps.record(b, rec[at], rec[at + 1], rec[at + 2]);
+      }
+      if (t + i === maxNew - 1 || steps.allDone()) return result;
+    }
+  }
+  return result;
+}
+
+/**
+ * Teacher-forced planned decode (tests and triage): after the prompts, feeds forced[t][b] at step t
+ * and returns the logits [B * V] that follow each, as the planned path computes them.
+ */
+export async function plannedForcedLogits(model: LlamaModel, prompts: number[][], forced: number[][]): Promise<Float32Array[]> {
+  const s = decodeSetup(prompts, { maxNewTokens: forced.length + 1, greedy: true });
+  const plan = startPlanned(model, prompts, s);
+  const out: Float32Array[] = [];
+  for (let t = 0; t < forced.length; t++) out.push(await plan.forced(t, forced[t]));
+  return out;
+}

@@ -1,0 +1,80 @@
+// Where one GRPO step's time goes (issue: the learning step at GPU speed, step 1): the step's own
+// phase timings (rollout, score, learn), what it asks of WebGPU (dispatches, submits, buffers
+// created, readbacks and the time spent waiting for them; host time = wall - waits), and tfjs's
+// profile of the kernels it ran (count, GPU ms where timestamps exist, bytes allocated).
+import * as tf from '@tensorflow/tfjs';
+import { countGpuWork, type GpuCounts } from '../engine/gpuCounters.ts';
+import type { LlamaModel } from '../model/llama.ts';
+import { attachLora } from '../model/lora.ts';
+import { rlStep } from './loop.ts';
+import { AdamW } from './optim.ts';
+
+export interface StepProfile {
+  /** rlStep's own timings: rollout_ms, score_ms, learn_ms, total_ms. */
+  phases: Record<string, number>;
+  gpu: GpuCounts | null;
+  kernels: { name: string; count: number; gpuMs: number; bytes: number }[];
+  tfjsKernels: number;
+  peakBytes: number;
+  newTensors: number;
+}
+
+export interface StepProfileCase {
+  prompts: number;
+  groupSize: number;
+  promptLen: number;
+  newTokens: number;
+  rank: number;
+}
+
+/** One GRPO step (PPO loss, LoRA on every projection) after a warm-up step, profiled. */
+export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Promise<StepProfile> {
+  const V = model.config.vocabSize;
+  const prompts = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: c.promptLen }, (_, t) => (3 + 7 * t + 11 * b) % V));
+  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  const optimizer = new AdamW({ lr: 1e-3 });
+  const step = (s: number) =>
+    rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, prompts, s, {
+      groupSize: c.groupSize,
+      maxNewTokens: c.newTokens,
+      temperature: 1,
+      advantage: 'grpo',
+      trainer: { policyLoss: 'ppo' },
+    });
+  try {
+    await step(0); // warm-up: shaders, plans, buffer pools
+    const webgpu = tf.getBackend() === 'webgpu';
+    let phases: Record<string, number> = {};
+    let gpu: GpuCounts | null = null;
+    const info = await tf.profile(async () => {
+      if (webgpu) {
+        const r = await countGpuWork(() => step(1));
+        gpu = r.counts;
+        phases = { ...r.result.timings };
+      } else {
+        phases = { ...(await step(1)).timings };
+      }
+      return tf.scalar(0);
+    });
+    (info.result as unknown as tf.Tensor).dispose();
+    const agg = new Map<string, { name: string; count: number; gpuMs: number; bytes: number }>();
+    for (const k of info.kernels) {
+      const a = agg.get(k.name) ?? { name: k.name, count: 0, gpuMs: 0, bytes: 0 };
+      a.count++;
+      a.gpuMs += typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
+      a.bytes += k.bytesAdded > 0 ? k.bytesAdded : 0;
+      agg.set(k.name, a);
+    }
+    return {
+      phases,
+      gpu,
+      kernels: [...agg.values()].sort((a, b) => b.gpuMs - a.gpuMs || b.count - a.count),
+      tfjsKernels: info.kernels.length,
+      peakBytes: info.peakBytes,
+      newTensors: info.newTensors,
+    };
+  } finally {
+    optimizer.dispose();
+    lora.dispose();
+  }
+}
