@@ -1,6 +1,7 @@
 // The kernel and whole-model benchmarks in Node on a GPU, through Dawn (the `webgpu` npm package)
 // instead of Chromium: the figures for machines with a GPU and no browser. Run by
-// `npm run bench:gpu [-- --quick] [-- --kernels | --models] [-- --swiftshader]`, which bundles this
+// `npm run bench:gpu [-- --quick] [-- --kernels | --models | --decode | --profile-step] [-- --no-smol]
+// [-- --swiftshader]`, which bundles this
 // file (src/cli/build-gpu-bench.ts) so tfjs and the WGSL sources travel as one script. Needs a
 // Vulkan driver; `--swiftshader` uses Chromium's CPU one. SPARRING_WEBGPU_MODULE names a carried
 // copy of the `webgpu` package where node_modules is absent.
@@ -14,6 +15,7 @@ import { disposeLlama } from '../model/llama';
 import { loadModel } from '../model/load';
 import { int4Quantizer, int8Quantizer } from '../model/quant';
 import { folderSource } from './fs-source';
+import { profileGrpoStep, type StepProfileCase } from '../rl/stepProfile';
 import { kernelTable } from './kernelTable';
 import { startDawn } from './node/dawn';
 import { formatTable } from './table';
@@ -23,6 +25,7 @@ const quick = args.includes('--quick');
 const kernelsOnly = args.includes('--kernels');
 const modelsOnly = args.includes('--models');
 const decodeOnly = args.includes('--decode');
+const profileOnly = args.includes('--profile-step');
 const reps = quick ? 3 : 9;
 
 const THROUGHPUT_HEADER = ['model', 'kernels', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)'];
@@ -30,6 +33,28 @@ const row = (name: string, kernels: string, r: ThroughputResult) => [name, kerne
 
 const adapter = await startDawn({ swiftshader: args.includes('--swiftshader'), module: process.env.SPARRING_WEBGPU_MODULE });
 console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
+if (profileOnly) {
+  // Where one GRPO step's time goes (rollout on the planned path, learn on tfjs): phases, WebGPU
+  // work and tfjs's kernels. The sandbox defender, and the SmolLM2-135M shape unless --no-smol.
+  const models: [string, () => Promise<import('../model/llama').LlamaModel>, StepProfileCase][] = [
+    ['sandbox defender', () => loadModel(folderSource('public/models/defender')), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }],
+  ];
+  if (!args.includes('--no-smol')) models.push(['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }]);
+  for (const [name, load, c] of models) {
+    const model = await load();
+    const p = await profileGrpoStep(model, c);
+    disposeLlama(model);
+    console.log(`\n== Node + Dawn: one GRPO step of the ${name}, ${c.prompts} prompts x G ${c.groupSize} x ${c.newTokens} new tokens, LoRA r ${c.rank} on every projection (after a warm-up step)\n`);
+    console.log(formatTable(['phase', 'ms'], Object.entries(p.phases).map(([k, v]) => [k, v])));
+    if (p.gpu) {
+      const g = p.gpu;
+      console.log(`\nWebGPU: ${g.dispatches} dispatches, ${g.submits} submits, ${g.buffersCreated} buffers created (${(g.bytesCreated / 2 ** 20).toFixed(1)} MiB), ${g.readbacks} readbacks waiting ${g.readbackWaitMs.toFixed(0)} ms; host ${g.hostMs.toFixed(0)} ms of ${g.ms.toFixed(0)} ms wall`);
+    }
+    console.log(`tfjs: ${p.tfjsKernels} kernels, ${p.newTensors} new tensors, peak ${(p.peakBytes / 2 ** 20).toFixed(1)} MiB\n`);
+    console.log(formatTable(['tfjs kernel', 'count', 'GPU ms', 'MiB allocated'], p.kernels.slice(0, 15).map((k) => [k.name, k.count, k.gpuMs, k.bytes / 2 ** 20])));
+  }
+  process.exit(0);
+}
 if (!modelsOnly && !decodeOnly) {
   console.log(`\n== Node + Dawn: kernels (medians of ${reps})\n`);
   console.log(kernelTable(await benchKernels(reps)));
