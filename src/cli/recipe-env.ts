@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { Judge } from '../judges/types.ts';
 import type { ModelFolder } from '../model/load.ts';
 import { createRecipeEnv, isSandboxName } from '../recipes/env.ts';
-import type { LoadedModel, RecipeEnv } from '../recipes/types.ts';
+import type { LoadedModel, LoadModelRefOptions, RecipeEnv } from '../recipes/types.ts';
 import { folderSource } from './fs-source.ts';
 
 export const DEFAULT_MODELS_DIR = 'public/models';
@@ -23,7 +23,7 @@ export function nodeRecipeEnv(opts: {
   modelsDir?: string;
   backend?: string;
   judges?: Record<string, () => Judge>;
-  load?: (folder: ModelFolder, ref: string) => Promise<LoadedModel>;
+  load?: (folder: ModelFolder, ref: string, opts?: LoadModelRefOptions) => Promise<LoadedModel>;
 } = {}): RecipeEnv {
   const modelsDir = opts.modelsDir ?? DEFAULT_MODELS_DIR;
   return createRecipeEnv({

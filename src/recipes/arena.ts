@@ -33,12 +33,15 @@ import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const arenaSchema = {
   attacker: str('attacker', 'attacker model (trained through its LoRA in attacker phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   defender: str('defender', 'defender model (trained through its LoRA in defender phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm / task scorer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
   phaseSteps: int(3, 'k: attacker steps, then k defender steps, repeating', { min: 1, max: 100000 }),
   firstPhase: oneOf(['attacker', 'defender'] as const, 'attacker', 'which side trains first'),
@@ -313,10 +316,10 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: ArenaConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const atk = await env.loadModel(config.attacker);
+    const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     let def: LoadedModel | null = null;
     try {
-      def = await env.loadModel(config.defender);
+      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
         lora: attachConfiguredLora(m.model, config, hash3(seed, 0x10a, stream)),
         optimizer: adamWFor(config, lr),

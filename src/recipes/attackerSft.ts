@@ -18,11 +18,13 @@ import { attachConfiguredLora, loraFields } from './commonFields.ts';
 import { tacticOf } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const attackerSftSchema = {
   attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   dataset: str('sandbox', 'training pairs: "sandbox" (the seeded attackerSft data) or a JSONL file / URL of rows {"goal": ..., "prompt": ...}', { nonEmpty: true }),
   dataSize: int(2000, 'pairs drawn from the sandbox data (ignored for a JSONL dataset)', { min: 1, max: 1000000 }),
   batchSize: int(16, 'pairs per step', { min: 1, max: 1024 }),
@@ -222,7 +224,7 @@ export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
       if (!env.readText) throw new Error(`attacker-sft: field "dataset" names a file (${config.dataset}) but this environment cannot read files`);
       pairs = parseGoalPromptJsonl(await env.readText(config.dataset), config.dataset);
     }
-    const m = await env.loadModel(config.attacker);
+    const m = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 1));
       const optimizer = new AdamW({ lr: config.lr, weightDecay: config.weightDecay });

@@ -34,13 +34,16 @@ import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
+import { checkSavedWeights, weightsField } from './weightFields.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const defendSchema = {
   attacker: str('attacker', 'frozen attacker model that writes the harmful prompts: a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   attackerCheckpoint: str('', 'checkpoint file (lab --save-checkpoint) of a run that trained the attacker (attack, attacker-sft, or arena: its attacker adapter); its LoRA is loaded into the attacker, frozen. Empty = the attacker as it is'),
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'safety / task scorer: rules, rules-partial, classifier (the sandbox guard model), or a judge the env provides', { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'harmful goals per step (one attacker prompt each, one group each)', { min: 1, max: 256 }),
@@ -268,7 +271,8 @@ async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promise<Loade
     if (!env.readText) throw new Error(`defend: field "attackerCheckpoint" names a file (${file}) but this environment cannot read files`);
     payload = checkpointFromJson(await env.readText(file), file);
   }
-  const m = await env.loadModel(config.attacker);
+  if (payload) checkSavedWeights(payload.config, 'attacker', config.attackerWeights, file);
+  const m = await env.loadModel(config.attacker, { weights: config.attackerWeights });
   if (!payload) return m;
   try {
     const set = attachCheckpointAdapter(m.model, payload, file, payload.recipe === 'arena' ? 'attacker' : undefined);
@@ -294,7 +298,7 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
     let def: LoadedModel | null = null;
     try {
       const judge = env.judge(config.judge);
-      def = await env.loadModel(config.defender);
+      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
       const optimizer = adamWFor(config, config.lr);
       return new DefendRun(atk, def, lora, optimizer, judge, config, seed);

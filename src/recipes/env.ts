@@ -10,7 +10,8 @@ import { loadModel, type ModelFolder } from '../model/load.ts';
 import { urlSource } from '../model/sources.ts';
 import { createTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { ChatTemplate } from '../model/chat.ts';
-import type { ChatCodec, LoadedModel, RecipeEnv } from './types.ts';
+import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types.ts';
+import { weightQuantizer } from '../model/weightFormat.ts';
 
 /** The built-in judges by name. */
 export const BUILTIN_JUDGES: Record<string, () => Judge> = {
@@ -40,7 +41,7 @@ export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): Chat
 }
 
 /** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
-export async function loadChatModel(folder: ModelFolder, ref: string): Promise<LoadedModel> {
+export async function loadChatModel(folder: ModelFolder, ref: string, opts: LoadModelRefOptions = {}): Promise<LoadedModel> {
   const json = async (name: string, required: boolean): Promise<unknown> => {
     if (!(await folder.has(name))) {
       if (required) throw new Error(`${folder.label}/${name}: not found (model "${ref}" needs a tokenizer)`);
@@ -56,11 +57,12 @@ export async function loadChatModel(folder: ModelFolder, ref: string): Promise<L
   const tokenizerJson = await json('tokenizer.json', true);
   const tokenizerConfig = await json('tokenizer_config.json', false);
   const modelConfig = await json('config.json', false);
-  const model = await loadModel(folder);
+  const weights = opts.weights ?? 'f32';
+  const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
   try {
     const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, { label: folder.label, modelConfig });
     const template = resolveChatTemplate({ tokenizerConfig, model: folder.label });
-    return { ref, model, codec: tokenizerCodec(tok, template), dispose: () => disposeLlama(model) };
+    return { ref, model, codec: tokenizerCodec(tok, template), weights, dispose: () => disposeLlama(model) };
   } catch (e) {
     disposeLlama(model);
     throw e;
@@ -99,14 +101,14 @@ export interface RecipeEnvOptions {
   readText?(ref: string): Promise<string>;
   backend?: string;
   /** Replace how a folder becomes a model (tests: a fixture without a tokenizer + a stand-in codec). */
-  load?(folder: ModelFolder, ref: string): Promise<LoadedModel>;
+  load?(folder: ModelFolder, ref: string, opts?: LoadModelRefOptions): Promise<LoadedModel>;
 }
 
 export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
   const judges: Record<string, () => Judge> = { ...BUILTIN_JUDGES, classifier: () => classifierJudge(opts.folder), ...opts.judges };
   const load = opts.load ?? loadChatModel;
   return {
-    loadModel: (ref) => load(opts.folder(ref), ref),
+    loadModel: (ref, o) => load(opts.folder(ref), ref, o),
     judge: (name) => {
       const make = Object.hasOwn(judges, name) ? judges[name] : undefined;
       if (!make) throw new Error(`unknown judge "${name}" (judges: ${Object.keys(judges).join(', ')})`);

@@ -47,13 +47,16 @@ import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmax
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {
   policy: str('qa', 'QA policy model (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  policyWeights: weightsField('policy'),
   monitor: str('qa', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  monitorWeights: weightsField('monitor'),
   rm: str('rules', 'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)', { nonEmpty: true }),
   itemPool: int(256, 'distinct QA items the steps draw from (seeded)', { min: 1, max: 100000 }),
   items: int(4, 'QA items per step', { min: 1, max: 256 }),
@@ -390,10 +393,10 @@ export function rewardModelFor(env: RecipeEnv, name: string): QaRewardModel {
 /** Loads both players; the monitor gets an adapter unless frozen. */
 export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameConfig, config: Record<string, unknown>, seed: number): Promise<GameRun> {
   const rm = rewardModelFor(env, game.rm);
-  const pol = await env.loadModel(game.policy);
+  const pol = await env.loadModel(game.policy, { weights: game.policyWeights });
   let mon: LoadedModel | null = null;
   try {
-    mon = await env.loadModel(game.monitor);
+    mon = await env.loadModel(game.monitor, { weights: game.monitorWeights });
     const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
       lora: attachConfiguredLora(m.model, game, hash3(seed, 0x10a, stream)),
       optimizer: adamWFor(game, lr),

@@ -46,6 +46,7 @@ import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientF
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -54,7 +55,9 @@ export const REWARD_PLACEMENTS = ['episode', 'turn'] as const;
 
 export const multiturnSchema = {
   defender: str('defender', 'model trained (LoRA): a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   attacker: str('attacker', 'model that writes the user turns when followUps = attacker (frozen)', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
   followUps: oneOf(FOLLOW_UP_SOURCES, 'scripted', 'who writes the follow-up user turns: scripted (the sandbox crescendo script, standing in for SaFeR\'s judge-written new_question) or attacker (after the scripted opener, the attacker model continues the user turns so far, one line each)'),
   maxTurns: int(3, 'most user turns per episode (SaFeR 10; the sandbox crescendo has 3)', { min: 1, max: 10 }),
@@ -518,10 +521,10 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: MultiturnConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const def = await env.loadModel(config.defender);
+    const def = await env.loadModel(config.defender, { weights: config.defenderWeights });
     let atk: LoadedModel | null = null;
     try {
-      if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker);
+      if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
       const optimizer = adamWFor(config, config.lr);
       return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed);

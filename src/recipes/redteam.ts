@@ -30,6 +30,7 @@ import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientF
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -38,6 +39,7 @@ export type RedteamTacticMix = (typeof REDTEAM_TACTIC_MIXES)[number];
 
 export const redteamSchema = {
   defender: str('defender', 'model to attack and train: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm scorer: rules (any payload marker = 1), rules-partial (graded by leaked steps), or a judge the env provides', { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how goals are wrapped: mixed (uniform over the 8 single-turn tactics), plain (direct request, no wrapper) or one tactic'),
   promptPool: int(256, 'distinct harmful prompts the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -278,7 +280,7 @@ export const redteamRecipe: Recipe<typeof redteamSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: RedteamConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const m = await env.loadModel(config.defender);
+    const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 0));
       const optimizer = adamWFor(config, config.lr);

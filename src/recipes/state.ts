@@ -7,6 +7,7 @@ import { peftTensorName, type LoraSet } from '../model/lora.ts';
 import type { AdamW, AdamWState } from '../rl/optim.ts';
 import type { CheckpointInput, NamedTensor } from '../storage/checkpoints.ts';
 import type { RecipeCheckpoint } from './types.ts';
+import { checkSavedWeights, weightFormatsOf } from './weightFields.ts';
 
 /** variable name <-> PEFT name for every adapter matrix of the set. */
 function nameMaps(lora: LoraSet): { toPeft: Map<string, string>; fromPeft: Map<string, tf.Variable> } {
@@ -109,6 +110,7 @@ export function checkPayload(payload: RecipeCheckpoint, recipe: string, seed: nu
   if (payload.format !== 1) throw new Error(`checkpoint: format ${String(payload.format)} is not supported (expected 1)`);
   if (payload.recipe !== recipe) throw new Error(`checkpoint: saved by recipe "${payload.recipe}", this run is "${recipe}"`);
   if (payload.seed !== seed) throw new Error(`checkpoint: saved with seed ${payload.seed}, this run has seed ${seed}`);
+  for (const [model, format] of Object.entries(weightFormatsOf(config))) checkSavedWeights(payload.config, model, format, 'checkpoint');
   for (const [k, v] of Object.entries(config)) {
     if (k in payload.config && payload.config[k] !== v) {
       throw new Error(`checkpoint: field "${k}" was ${JSON.stringify(payload.config[k])} when saved, this run has ${JSON.stringify(v)}`);

@@ -41,11 +41,13 @@ import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } fro
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'task scorer (benign correctness), harm reporting and the redteam evaluation: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how harmful goals are wrapped (as redteam): mixed, plain or one tactic'),
   promptPool: int(256, 'distinct harmful prompts / benign tasks the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -193,8 +195,8 @@ class TokenbuncherRun implements RecipeRun {
     const payload = await loraRunState(this);
     const defendedEnv: RecipeEnv = {
       ...this.env,
-      loadModel: async (ref) => {
-        const m = await this.env.loadModel(ref);
+      loadModel: async (ref, o) => {
+        const m = await this.env.loadModel(ref, o);
         try {
           mergeLoraInPlace(m.model, attachCheckpointAdapter(m.model, payload, 'tokenbuncher adapter'));
         } catch (e) {
@@ -213,7 +215,7 @@ class TokenbuncherRun implements RecipeRun {
     } finally {
       this.lora.enabled = true;
     }
-    const input = { defender: c.defender, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
+    const input = { defender: c.defender, defenderWeights: c.defenderWeights, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
     const budget = c.evalRedteamSteps;
     const defended = await redteamStepsToTarget(defendedEnv, input, this.seed, budget, c.evalTargetAsr);
     const undefended = await redteamStepsToTarget(this.env, input, this.seed, budget, c.evalTargetAsr);
@@ -356,7 +358,7 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: TokenbuncherConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const m = await env.loadModel(config.defender);
+    const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));
       const optimizer = adamWFor(config, config.lr);

@@ -10,7 +10,9 @@ import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZip, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
-import { exportMergedModel } from '../storage/merge';
+import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
+import { isWeightFormat, type WeightFormat } from '../model/weightFormat';
+import { weightsFieldOf } from '../recipes/weightFields';
 import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
 
 export interface RunAdapter {
@@ -19,6 +21,8 @@ export interface RunAdapter {
   baseRef: string;
   recipe: string;
   step: number;
+  /** The format the run loaded the base in (its weights field; f32 when the recipe has none). */
+  baseWeights: WeightFormat;
 }
 
 /** The adapter of a run, or one clear error when the recipe trains none. */
@@ -29,7 +33,8 @@ export function runAdapter(recipe: AnyRecipe, config: Record<string, unknown>, r
   if (!(lora instanceof LoraSet) || !field) throw new Error(`recipe "${recipe.name}" trains no LoRA adapter, so there is nothing to export`);
   const ref = config[field];
   if (typeof ref !== 'string' || ref === '') throw new Error(`recipe "${recipe.name}": field "${field}" names no model`);
-  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone };
+  const w = config[weightsFieldOf(field)];
+  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone, baseWeights: isWeightFormat(w) ? w : 'f32' };
 }
 
 export function baseDims(folder: ModelFolder): Promise<BaseDims> {
@@ -51,8 +56,9 @@ export async function exportAdapterZip(ra: RunAdapter, folder: ModelFolder): Pro
 
 export async function exportMergedWeights(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
   const dims = await baseDims(folder);
-  const bytes = exportMergedModel(await loadWeights(folder), await plainAdapter(ra.lora), dims, ra.baseRef);
-  return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-merged.safetensors`, bytes };
+  const bytes = exportMergedModel(await loadWeights(folder), await plainAdapter(ra.lora), dims, ra.baseRef, ra.baseWeights);
+  const note = quantisedBaseNote(ra.baseWeights);
+  return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-merged.safetensors`, bytes, ...(note ? { note } : {}) };
 }
 
 /** Why an adapter cannot replace the run's one (rank, alpha, targets, layers), or null. */
@@ -112,7 +118,7 @@ export async function adapterOutputs(env: RecipeEnv, ra: RunAdapter, folder: Mod
   if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1 || maxNewTokens > 256) throw new Error(`adapterOutputs: maxNewTokens must be an integer in [1, 256], got ${maxNewTokens}`);
   const dims = await baseDims(folder);
   const a = await plainAdapter(ra.lora);
-  const m = await env.loadModel(ra.baseRef);
+  const m = await env.loadModel(ra.baseRef, { weights: ra.baseWeights });
   let set: LoraSet | null = null;
   try {
     set = attachLora(m.model, toLoraConfig(a));

@@ -23,6 +23,8 @@ export type CheckpointEvent =
 export interface FileBytes {
   fileName: string;
   bytes: Uint8Array;
+  /** Something the person should know about the file (a merged export of a quantised base). */
+  note?: string;
 }
 
 export type ImportAdapterResult =
