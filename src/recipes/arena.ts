@@ -29,7 +29,7 @@ import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
-import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -99,7 +99,7 @@ class ArenaRun implements RecipeRun {
     readonly config: ArenaConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulGoals(config.goalPool, seed);
+    this.pool = harmfulGoals(config.goalPool, seed, 'train');
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
@@ -129,7 +129,7 @@ class ArenaRun implements RecipeRun {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
-      goals: harmfulGoals(c.evalGoals, heldOut),
+      goals: harmfulGoals(c.evalGoals, heldOut, 'eval'),
       benign: benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
     };
     const { goals, benign } = this.evalSet;
@@ -142,6 +142,7 @@ class ArenaRun implements RecipeRun {
       'eval/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'eval/benign_correct': meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(bv.map((v) => (v.refused ? 1 : 0))),
+      ...sandboxSplitMetrics(),
     };
   }
 

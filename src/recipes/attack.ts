@@ -130,7 +130,7 @@ class AttackRun implements RecipeRun {
     readonly config: AttackConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulGoals(config.goalPool, seed);
+    this.pool = harmfulGoals(config.goalPool, seed, 'train');
   }
 
   /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */

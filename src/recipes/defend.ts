@@ -30,7 +30,7 @@ import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
 import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
-import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
@@ -118,7 +118,7 @@ class DefendRun implements RecipeRun {
     readonly config: DefendConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulGoals(config.goalPool, seed);
+    this.pool = harmfulGoals(config.goalPool, seed, 'train');
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
@@ -143,7 +143,7 @@ class DefendRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    this.evalSet ??= { goals: harmfulGoals(c.evalGoals, heldOut), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
+    this.evalSet ??= { goals: harmfulGoals(c.evalGoals, heldOut, 'eval'), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
     const e = this.evalSet;
     e.prompts ??= await this.attack(e.goals, hash3(heldOut, 1, 0xa77ac));
     const texts = [...e.prompts, ...e.benign.map((p) => p.prompt as string)];
@@ -157,6 +157,7 @@ class DefendRun implements RecipeRun {
       'eval/refusal_rate': meanOf(harm.map((x) => (x.refused ? 1 : 0))),
       'eval/benign_correct': meanOf(ben.map((x) => (x.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(ben.map((x) => (x.refused ? 1 : 0))),
+      ...sandboxSplitMetrics(),
     };
   }
 

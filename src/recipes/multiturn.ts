@@ -29,7 +29,8 @@
 // evalEvery, held-out episodes are replayed before the step with a fixed sampling seed, so the
 // eval numbers move only when the weights do.
 import * as tf from '@tensorflow/tfjs';
-import { attackerSource, benignPrompts, harmfulPrompts, rngFor, splitAttackerTarget, type SandboxHazard } from '../data/sandbox/index.ts';
+import { attackerSource, benignPrompts, harmfulPrompts, rngFor, splitAttackerTarget, type GoalSplit, type SandboxHazard } from '../data/sandbox/index.ts';
+import { sandboxSplitMetrics } from './goals.ts';
 import type { ChatTurn, Judge, JudgeItem, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -141,8 +142,8 @@ export interface EpisodeSpec {
 }
 
 /** Crescendo goals (scripted turns; the opener is innocuous) and benign task chains. */
-function episodePools(n: number, seed: number, maxTurns: number): { harmful: EpisodeSpec[]; benign: EpisodeSpec[] } {
-  const harmful = harmfulPrompts(n, seed, { tactics: ['crescendo'] }).map((p): EpisodeSpec => {
+function episodePools(n: number, seed: number, maxTurns: number, split: GoalSplit): { harmful: EpisodeSpec[]; benign: EpisodeSpec[] } {
+  const harmful = harmfulPrompts(n, seed, { tactics: ['crescendo'], split }).map((p): EpisodeSpec => {
     const turns = (typeof p.prompt === 'string' ? [p.prompt] : [...p.prompt]).slice(0, maxTurns);
     return { id: p.id, kind: 'harmful', goal: p.goal, category: p.category, turns, turnKinds: turns.map((_, k) => (k === 0 ? 'benign' : 'harmful')), expected: turns.map(() => null) };
   });
@@ -343,7 +344,7 @@ class MultiturnRun implements RecipeRun {
     readonly config: MultiturnConfig,
     readonly seed: number,
   ) {
-    this.pools = episodePools(config.goalPool, seed, config.maxTurns);
+    this.pools = episodePools(config.goalPool, seed, config.maxTurns, 'train');
   }
 
   private playOptions(seed: number): PlayOptions {
@@ -358,12 +359,12 @@ class MultiturnRun implements RecipeRun {
     };
   }
 
-  /** Held-out episodes (a stream disjoint from the training pools), one play each. */
+  /** Held-out episodes, one play each: crescendo goals of the eval split, none in the training pool. */
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= (() => {
-      const p = episodePools(c.evalEpisodes, heldOut, c.maxTurns);
+      const p = episodePools(c.evalEpisodes, heldOut, c.maxTurns, 'eval');
       return [...p.harmful, ...p.benign.slice(0, Math.max(1, Math.round(c.evalEpisodes / 4)))];
     })();
     const played = await playEpisodes(this.def, this.evalSet, this.playOptions(heldOut));
@@ -371,6 +372,7 @@ class MultiturnRun implements RecipeRun {
     return {
       ...outcomeMetrics(played, scored, c.maxTurns, 'eval/'),
       'eval/reward_mean': meanOf(scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation))),
+      ...sandboxSplitMetrics(),
     };
   }
 

@@ -31,6 +31,7 @@ import { stepReport, type Metrics, type RolloutSample, type StepReport } from '.
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
+import { sandboxSplitMetrics } from './goals.ts';
 import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -100,9 +101,9 @@ export async function greedyAsr(m: LoadedModel, judge: Judge, prompts: SandboxPr
   return { asr: meanOf(verdicts.map((v) => (v.unsafe >= 0.5 ? 1 : 0))), verdicts, answers };
 }
 
-/** The held-out evaluation prompts of a redteam run (disjoint stream from the training pool). */
+/** The held-out evaluation prompts of a redteam run: goals of the eval split, none in the training pool. */
 export function redteamEvalPrompts(config: RedteamConfig, seed: number): SandboxPrompt[] {
-  return harmfulPrompts(config.evalPrompts, (hash3(seed, 0xe7a1, 0) >>> 0), { tactics: tacticList(config.tactics) });
+  return harmfulPrompts(config.evalPrompts, (hash3(seed, 0xe7a1, 0) >>> 0), { tactics: tacticList(config.tactics), split: 'eval' });
 }
 
 class RedteamRun implements RecipeRun {
@@ -121,7 +122,7 @@ class RedteamRun implements RecipeRun {
     readonly config: RedteamConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
+    this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
   }
 
   /** Prompts of step s: a seeded draw from the pool (with replacement across steps, distinct within one). */
@@ -150,6 +151,7 @@ class RedteamRun implements RecipeRun {
       this.evalSet ??= redteamEvalPrompts(c, this.seed);
       const e = await greedyAsr(this.m, this.judge, this.evalSet, c.maxNewTokens);
       metrics['eval/asr'] = e.asr;
+      Object.assign(metrics, sandboxSplitMetrics());
     }
     const te = performance.now();
 

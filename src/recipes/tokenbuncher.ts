@@ -42,6 +42,7 @@ import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSche
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
+import { sandboxSplitMetrics } from './goals.ts';
 import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -167,7 +168,7 @@ class TokenbuncherRun implements RecipeRun {
     readonly config: TokenbuncherConfig,
     readonly seed: number,
   ) {
-    this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
+    this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
     this.benignPool = benignPrompts(config.promptPool, seed);
   }
 
@@ -175,7 +176,7 @@ class TokenbuncherRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    const harm = harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics) });
+    const harm = harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
     const ben = benignPrompts(c.evalPrompts, heldOut);
     const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
@@ -238,7 +239,7 @@ class TokenbuncherRun implements RecipeRun {
     const step = this.stepsDone;
     const t0 = performance.now();
     const metrics: Metrics = {};
-    if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
+    if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate(), sandboxSplitMetrics());
     const te = performance.now();
 
     // --- rollout
