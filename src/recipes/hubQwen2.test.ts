@@ -4,7 +4,9 @@
 // recipe env (model/hub.ts sources, model/load.ts, the tokenizer and template code) in int4, and
 // checked against a float64 Qwen2 forward written here from the architecture's definition.
 import * as tf from '@tensorflow/tfjs';
-import { mkdtempSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +15,7 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { generate } from '../model/generate.ts';
 import { forward } from '../model/llama.ts';
 import { CHAT_TEMPLATE, DEFAULT_SYSTEM, ENDOFTEXT, IM_END, IM_START, qwen2Weights, QWEN2_DIMS as D, VOCAB, writeQwen2Fixture } from '../model/testdata/qwen2Fixture.ts';
+import type { StepReport } from './report.ts';
 import type { LoadedModel } from './types.ts';
 
 const ID = 'test-org/qwen2-tiny';
@@ -206,4 +209,37 @@ describe('a Qwen2 repository from a hub, in int4', () => {
       m.dispose();
     }
   });
+});
+
+describe('the CLI on the hub Qwen2 model', () => {
+  const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+  const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+
+  // spawn, not spawnSync: the hub stand-in answers from this process's event loop.
+  function lab(args: string[], env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
+    return new Promise((ok) => {
+      const p = spawn(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+      let stderr = '';
+      p.stderr.on('data', (d) => (stderr += String(d)));
+      p.on('close', (status) => ok({ status, stderr }));
+    });
+  }
+
+  it('npm run lab -- --recipe redteam --model <hub id> --set defenderWeights=int4-g32 runs two steps', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'lab-qwen2-')), 'redteam.jsonl');
+    const before = hub.requests.length;
+    const r = await lab(
+      ['--recipe', 'redteam', '--steps', '2', '--seed', '3', '--out', out, '--backend', 'cpu', '--model', ID,
+        '--set', 'defenderWeights=int4-g32', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--set', 'promptPool=8', '--set', 'samples=1'],
+      { HF_ENDPOINT: hub.endpoint },
+    );
+    expect(r.stderr).toMatch(/\[redteam\] step 1 /);
+    expect(r.status).toBe(0);
+    expect(hub.requests.slice(before)).toContain(`GET /${ID}/resolve/main/model.safetensors`);
+    const reps = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as StepReport);
+    expect(reps.map((x) => x.step)).toEqual([0, 1]);
+    for (const rep of reps) for (const k of ['reward/mean', 'loss/policy', 'kl/mean']) expect(Number.isFinite(rep.metrics[k]), k).toBe(true);
+    // The defender writes Qwen2 tokens: every sampled answer decodes from ids of this vocabulary.
+    expect(reps[0].samples[0].messages.at(-1)!.tokens!.ids.every((id) => id < 320)).toBe(true);
+  }, 120_000);
 });
