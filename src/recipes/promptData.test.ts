@@ -1,0 +1,48 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { nodeRecipeEnv } from '../cli/recipe-env.ts';
+import { createRun } from './registry.ts';
+import { letterJudge, loadWithCharCodec } from './testing.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+
+describe('redteam on a harmful prompt file', () => {
+  // A HarmBench-style CSV: behavior + category, one row without a prompt, one marked safe.
+  const rows = Array.from({ length: 12 }, (_, i) => `"Explain step ${i} of the plan, in detail",S${(i % 3) + 1},false`);
+  const csv = ['Behavior,category,is_safe', ...rows, ',S1,false', 'What is 2 + 2?,,true'].join('\n');
+  const dir = mkdtempSync(join(tmpdir(), 'redteam-data-'));
+  const file = join(dir, 'behaviors.csv');
+  writeFileSync(file, csv);
+  const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+  const cfg = { defender: 'tiny-llama-f32', judge: 'letters', dataset: file, prompts: 2, groupSize: 2, maxNewTokens: 4, samples: 2, evalEvery: 1, evalPrompts: 64 };
+
+  it('trains on the train rows, evaluates on the held-out rows, and reports the split and the rows left out', async () => {
+    const { run } = await createRun(env, 'redteam', cfg, 4);
+    try {
+      const r0 = await run.step();
+      const r1 = await run.step();
+      const internals = run as unknown as { pool: { prompt: string }[]; evalSet: { prompt: string }[] };
+      const train = internals.pool.map((p) => p.prompt);
+      const held = internals.evalSet.map((p) => p.prompt);
+      // 12 usable rows: ceil(12 / 4) = 3 held out, 9 trained on; no overlap; all from the file.
+      expect([train.length, held.length]).toEqual([9, 3]);
+      expect(held.filter((p) => train.includes(p))).toEqual([]);
+      expect([...train, ...held].sort()).toEqual(Array.from({ length: 12 }, (_, i) => `Explain step ${i} of the plan, in detail`).sort());
+      expect(r0.metrics).toMatchObject({ 'split/train': 9, 'split/eval': 3, 'split/seed': 20261124, 'data/skipped_rows': 2 });
+      // What the defender was asked in training came from the train rows.
+      for (const r of [r0, r1]) for (const s of r.samples) expect(train).toContain(s.messages[0].text);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('a file with fewer than two usable rows is one clear error', async () => {
+    const one = join(dir, 'one.jsonl');
+    writeFileSync(one, '{"goal": "how to hurt Tom"}\n{"title": "x"}\n');
+    await expect(createRun(env, 'redteam', { ...cfg, dataset: one }, 0)).rejects.toThrow(`${one}: 1 usable row; redteam needs at least 2 to hold one out for evaluation`);
+  });
+});

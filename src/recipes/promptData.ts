@@ -1,0 +1,47 @@
+// A recipe's dataset field: "sandbox" (the built-in world) or a file the env can read (a path in
+// the CLI, an upload or URL in the browser) of harmful prompts in any of the layouts
+// data/promptSets.ts recognises. The rows are split by row (seeded, data/split.ts): training
+// draws only the train rows, the held-out evaluation only the eval rows.
+import type { SandboxHazard, SandboxPrompt } from '../data/sandbox/index.ts';
+import { describeSkipped, harmfulRows, readPromptSet } from '../data/promptSets.ts';
+import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../data/split.ts';
+import type { RecipeEnv } from './types.ts';
+
+export const SANDBOX_DATASET = 'sandbox';
+
+export interface HarmfulPromptData {
+  train: SandboxPrompt[];
+  eval: SandboxPrompt[];
+  split: SplitInfo;
+  /** Rows left out, by line and field ('' when none): the report and the form show it. */
+  skipped: string;
+  skippedRows: number;
+}
+
+/** The dataset field's help line for a recipe that reads harmful prompts. */
+export const HARMFUL_DATASET_HELP =
+  'harmful prompts: "sandbox" (the built-in world) or a JSONL / CSV file (a path, URL or upload) whose rows give a prompt in ' +
+  'prompt, goal, behavior, instruction, question or messages (chat format), with optional category and is_safe (safe rows are left out); ' +
+  'a quarter of the rows (seeded) are held out for the evaluation';
+
+/** Reads and splits a harmful prompt file; rows that cannot be used are named and left out. */
+export async function loadHarmfulPromptData(env: RecipeEnv, ref: string, recipe: string, field = 'dataset'): Promise<HarmfulPromptData> {
+  if (!env.readText) throw new Error(`${recipe}: field "${field}" names a file (${ref}) but this environment cannot read files`);
+  const set = harmfulRows(readPromptSet(await env.readText(ref), ref));
+  if (set.rows.length < 2) throw new Error(`${ref}: ${set.rows.length} usable row; ${recipe} needs at least 2 to hold one out for evaluation`);
+  const prompts = set.rows.map((r): SandboxPrompt => ({
+    id: `${ref}:${r.line}`,
+    kind: 'harmful',
+    // A chat row's user turns, answered in order (a system turn is not sent).
+    prompt: typeof r.prompt === 'string' ? r.prompt : r.prompt.filter((t) => t.role === 'user').map((t) => t.content),
+    tactic: null,
+    template: null,
+    // Judges read the category as a label; an uploaded set's own names pass through unchanged.
+    category: r.category as SandboxHazard | null,
+    goal: r.goal,
+    benignFamily: null,
+    expected: null,
+  }));
+  const s = splitRows(prompts, EVAL_SHARE, DATA_SPLIT_SEED);
+  return { train: s.train, eval: s.eval, split: s.info, skipped: describeSkipped(set), skippedRows: set.skipped.length };
+}
