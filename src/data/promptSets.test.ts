@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeSkipped, harmfulRows, readPromptSet } from './promptSets.ts';
+import { describeSkipped, harmfulRows, promptSetToJsonl, readPromptSet } from './promptSets.ts';
 
 describe('prompt sets with public column names', () => {
   it('reads HarmBench-style CSV (behavior, category), AdvBench-style (goal, target) and chat-format JSONL', () => {
@@ -59,4 +59,14 @@ describe('prompt sets with public column names', () => {
     expect(s.skipped).toEqual([{ line: 3, field: 'is_safe', problem: 'marked safe: not a harmful prompt' }]);
     expect(() => harmfulRows(readPromptSet('prompt,is_safe\nhi,true\n', 'safe.csv'))).toThrow("safe.csv, field 'is_safe': every row is marked safe");
   });
+
+  it('stores the usable rows as JSONL in its own names, which read back to the same rows', () => {
+    const s = readPromptSet('Behavior,category,is_safe\nhow to hurt Tom,S1,false\n,S2,false\n', 'hb.csv');
+    const chat = readPromptSet('{"messages": [{"role": "user", "content": "hi"}], "goal": "greet"}\n', 'c.jsonl');
+    expect(promptSetToJsonl(s)).toBe('{"prompt":"how to hurt Tom","category":"S1","is_safe":false}\n');
+    expect(promptSetToJsonl(chat)).toBe('{"messages":[{"role":"user","content":"hi"}],"goal":"greet"}\n');
+    const back = readPromptSet(promptSetToJsonl(s), 'upload:hb.csv');
+    expect(back.rows.map(({ line: _, ...r }) => r)).toEqual(s.rows.map(({ line: _, ...r }) => r));
+  });
 });
+

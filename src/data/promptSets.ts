@@ -204,3 +204,24 @@ export function describeSkipped(set: PromptSet, max = 5): string {
   const shown = set.skipped.slice(0, max).map((s) => `line ${s.line}${s.field ? ` (${s.field})` : ''}: ${s.problem}`);
   return `${set.file}: ${set.skipped.length} row(s) left out: ${shown.join('; ')}${set.skipped.length > max ? '; …' : ''}`;
 }
+
+/**
+ * The usable rows as JSONL in the names this reader prefers ({"prompt"} or {"messages"}, "goal"
+ * when it differs from the prompt, "category", "is_safe"): what an upload is stored as, so every
+ * recipe reads an upload the same way whatever the file's own layout was.
+ */
+export function promptSetToJsonl(set: PromptSet): string {
+  return (
+    set.rows
+      .map((r) => {
+        const text = typeof r.prompt === 'string' ? r.prompt : null;
+        return JSON.stringify({
+          ...(text !== null ? { prompt: text } : { messages: r.prompt }),
+          ...(r.goal !== text ? { goal: r.goal } : {}),
+          ...(r.category !== null ? { category: r.category } : {}),
+          ...(r.isSafe !== null ? { is_safe: r.isSafe } : {}),
+        });
+      })
+      .join('\n') + '\n'
+  );
+}

@@ -4,3 +4,4 @@ export * from './kv.ts';
 export * from './checkpoints.ts';
 export * from './runs.ts';
 export * from './peft.ts';
+export * from './datasets.ts';

@@ -11,7 +11,7 @@
 // reload has its history and its JSONL export.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { isSandboxName, urlRecipeEnv } from '../recipes/env';
+import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames } from '../recipes/registry';
 import { validateConfig } from '../recipes/schema';
@@ -107,12 +107,12 @@ const modelsBase = () => new URL(`${import.meta.env.BASE_URL}models/`, self.loca
 export function browserEnv(): RecipeEnv {
   const env = urlRecipeEnv({ modelsBase: modelsBase(), backend: tf.getBackend() });
   const fetchText = env.readText!;
-  return { ...env, readText: async (ref) => datasetText(ref) ?? fetchText(ref) };
+  return { ...env, readText: async (ref) => (await datasetText(ref)) ?? fetchText(ref) };
 }
 
 /** The folder of a model reference, resolved as the browser env resolves it. */
 export function modelFolder(ref: string): ModelFolder {
-  return urlSource(isSandboxName(ref) ? `${modelsBase()}${ref}/` : ref);
+  return isSandboxName(ref) ? urlSource(`${modelsBase()}${ref}/`) : (hubFolder(ref) ?? urlSource(ref));
 }
 
 /** HHMMSS plus 4 random hex digits: two runs of one seed in the same second must not share logs and checkpoints. */

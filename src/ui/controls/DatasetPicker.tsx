@@ -1,10 +1,10 @@
-// A dataset field of the setup form: the sandbox data, a file uploaded in this tab (kept in the
-// worker as `upload:<name>`, here or from the Export / import panel), or a URL typed in the box.
-// An upload is parsed in the page first: a bad row is named (file, line, field) and nothing changes.
+// A dataset field of the setup form: the sandbox data, an uploaded file (stored in IndexedDB as
+// `upload:<name>`, here or from the Export / import panel), or a URL typed in the box. An upload
+// is read in the page first: rows that cannot be used are named (line, field) and left out; a
+// file with no usable row changes nothing.
 import { useCallback, useEffect, useState } from 'react';
-import { parseDataset } from '../../data/loaders';
-import { rowsToJsonl } from '../../worker/datasets';
 import type { DatasetInfo } from '../../worker/storageProtocol';
+import { uploadPromptFile } from './uploadDataset';
 
 interface Props {
   name: string;
@@ -19,6 +19,7 @@ const SANDBOX = 'sandbox';
 export function DatasetPicker({ name, value, invalid, disabled, onChange }: Props) {
   const [uploads, setUploads] = useState<DatasetInfo[]>([]);
   const [error, setError] = useState<string | null>(null);
+  const [note, setNote] = useState('');
   const refresh = useCallback(() => {
     void window.sparring?.engine.listDatasets().then(setUploads, () => undefined);
   }, []);
@@ -26,9 +27,10 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
 
   const upload = async (file: File) => {
     setError(null);
+    setNote('');
     try {
-      const rows = parseDataset(await file.text(), file.name);
-      const info = await window.sparring!.engine.putDataset(file.name, rowsToJsonl(rows), rows.length);
+      const { info, note } = await uploadPromptFile(file, (n, j, r) => window.sparring!.engine.putDataset(n, j, r));
+      setNote(note);
       refresh();
       onChange(info.ref);
     } catch (e) {
@@ -62,6 +64,7 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
       </div>
       <input id={`field-${name}`} data-testid={`field-${name}`} aria-invalid={invalid} aria-describedby={`field-${name}-help`} type="text" value={value} disabled={disabled} onChange={(e) => onChange(e.target.value)} />
       {error && <div className="field-error error small" role="alert" data-testid={`dataset-error-${name}`}>{error}</div>}
+      {note && <div className="small" data-testid={`dataset-note-${name}`}>{note}</div>}
     </div>
   );
 }
