@@ -202,9 +202,14 @@ describe('run setup', () => {
     await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'pairs.jsonl', mimeType: 'application/json', buffer: Buffer.from(good) });
     await waitFor(page, `document.querySelector('[data-testid="field-dataset"]')?.value === 'upload:pairs.jsonl'`, 15_000);
     await expect(page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:pairs.jsonl"]')).resolves.toMatch(/2 rows/);
-    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'bad.jsonl', mimeType: 'application/json', buffer: Buffer.from('{"prompt": "fine"}\n{"prompt": 3}\n') });
-    await expect(page.textContent('[data-testid="dataset-error-dataset"]')).resolves.toMatch(/bad\.jsonl.*line 2/);
+    // No usable row: refused whole, the field keeps its value.
+    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'bad.jsonl', mimeType: 'application/json', buffer: Buffer.from('{"prompt": 3}\n{"title": "x"}\n') });
+    await expect(page.textContent('[data-testid="dataset-error-dataset"]')).resolves.toMatch(/bad\.jsonl line 1, field 'prompt'/);
     await expect(value(page, 'field-dataset')).resolves.toBe('upload:pairs.jsonl');
     expect(new URL(page.url()).searchParams.get('c.dataset')).toBe('upload:pairs.jsonl');
+    // Some usable rows: the rest load, the row left out is named by line and field.
+    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'mixed.jsonl', mimeType: 'application/json', buffer: Buffer.from('{"prompt": "fine", "goal": "g"}\n{"prompt": 3}\n') });
+    await waitFor(page, `document.querySelector('[data-testid="field-dataset"]')?.value === 'upload:mixed.jsonl'`, 15_000);
+    await expect(page.textContent('[data-testid="dataset-note-dataset"]')).resolves.toMatch(/mixed\.jsonl: 1 row\(s\) left out: line 2 \(prompt\)/);
   });
 });

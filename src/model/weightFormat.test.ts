@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { disposeLlama, forward } from './llama.ts';
 import { loadModel } from './load.ts';
-import { projectionBytes, weightQuantizer, weightSpec } from './weightFormat.ts';
+import { weightQuantizer } from './quant.ts';
+import { projectionBytes, weightSpec } from './weightFormat.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');

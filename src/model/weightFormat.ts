@@ -2,8 +2,7 @@
 // `int8` (one scale per output channel) or `int4-gN` (a scale per group of N input features).
 // Embeddings, norms and biases stay float32; an untied LM head is a projection like the others.
 // There is no f16 entry: the engine has no f16 weight path (shader-f16 is optional, see DESIGN).
-import { INT4_GROUP, int4Quantizer, int8Quantizer } from './quant.ts';
-import type { LoadOptions } from './llama.ts';
+// Pure (no tfjs): the page's fit check reads it; the loader hook is quant.ts's weightQuantizer.
 
 export const WEIGHT_FORMATS = ['f32', 'int8', 'int4-g32', 'int4-g64', 'int4-g128'] as const;
 export type WeightFormat = (typeof WEIGHT_FORMATS)[number];
@@ -19,23 +18,7 @@ export function weightSpec(format: string): WeightSpec {
   if (!isWeightFormat(format)) throw new Error(`unknown weight format ${JSON.stringify(format)} (formats: ${WEIGHT_FORMATS.join(', ')})`);
   if (format === 'f32') return { kind: 'f32' };
   if (format === 'int8') return { kind: 'int8' };
-  return { kind: 'int4', groupSize: Number(format.slice('int4-g'.length)) || INT4_GROUP };
-}
-
-/**
- * The loader hook that stores projections in `format` (undefined for f32). A projection whose
- * input size the group does not divide fails naming the model, the projection and the format.
- */
-export function weightQuantizer(format: WeightFormat, model: string): LoadOptions['quantize'] {
-  const spec = weightSpec(format);
-  if (spec.kind === 'f32') return undefined;
-  const inner = spec.kind === 'int8' ? int8Quantizer({}) : int4Quantizer(spec.groupSize);
-  return (name, w, shape) => {
-    if (spec.kind === 'int4' && shape[1] % spec.groupSize !== 0) {
-      throw new Error(`${model}: weight format ${format} needs input sizes divisible by ${spec.groupSize}, but ${name} has ${shape[1]} inputs (pick int8 or a smaller group)`);
-    }
-    return inner(name, w, shape);
-  };
+  return { kind: 'int4', groupSize: Number(format.slice('int4-g'.length)) };
 }
 
 /** Bytes one [out, in] projection takes in `format` (packed words plus float32 scales). */

@@ -12,7 +12,7 @@ import { urlSource } from '../model/sources.ts';
 import { createTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { ChatTemplate } from '../model/chat.ts';
 import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types.ts';
-import { weightQuantizer } from '../model/weightFormat.ts';
+import { weightQuantizer } from '../model/quant.ts';
 
 /** The built-in judges by name. */
 export const BUILTIN_JUDGES: Record<string, () => Judge> = {

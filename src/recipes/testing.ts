@@ -5,7 +5,7 @@ import { disposeLlama } from '../model/llama.ts';
 import { loadModel, type ModelFolder } from '../model/load.ts';
 import type { StepReport } from './report.ts';
 import type { ChatCodec, LoadedModel, LoadModelRefOptions } from './types.ts';
-import { weightQuantizer } from '../model/weightFormat.ts';
+import { weightQuantizer } from '../model/quant.ts';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */
 export function charCodec(vocab = 64): ChatCodec {
