@@ -20,7 +20,8 @@
 // Both phases report `judge/asr` (share of the step's harmful rollouts the judge calls unsafe), so
 // the curve rises in attacker phases and falls in defender phases when both sides learn. With
 // evalEvery, a fixed held-out set is replayed with fixed sampling seeds before the step
-// (eval/asr, eval/benign_correct): it moves only when the weights do. The checkpoint holds both
+// (eval/asr, eval/benign_correct): it moves only when the weights do; its goals are the sandbox
+// split's eval goals, which the training pool never draws. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
 import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';

@@ -19,7 +19,8 @@
 // With evalEvery, a fixed held-out set is replayed before the step with fixed sampling seeds: the
 // attacker's prompt for each held-out goal, `evalSamples` defender answers each (eval/asr), and
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
-// do, so it is the before / after measure of the experiment.
+// do, so it is the before / after measure of the experiment. Held-out goals are the sandbox
+// split's eval goals (data/sandbox/split.ts): the training pool never draws them.
 import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import type { LoraSet } from '../model/lora.ts';

@@ -27,7 +27,8 @@
 // Reported: per-turn scores, crescendo success (any turn unsafe) and its rate at each turn, the
 // episode reward under all five aggregations of the same episodes, benign correctness. With
 // evalEvery, held-out episodes are replayed before the step with a fixed sampling seed, so the
-// eval numbers move only when the weights do.
+// eval numbers move only when the weights do. Their crescendo goals are the sandbox split's eval
+// goals (data/sandbox/split.ts), which the training pool never draws.
 import * as tf from '@tensorflow/tfjs';
 import { attackerSource, benignPrompts, harmfulPrompts, rngFor, splitAttackerTarget, type GoalSplit, type SandboxHazard } from '../data/sandbox/index.ts';
 import { sandboxSplitMetrics } from './goals.ts';
