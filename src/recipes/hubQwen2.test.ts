@@ -15,6 +15,7 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { generate } from '../model/generate.ts';
 import { forward } from '../model/llama.ts';
 import { CHAT_TEMPLATE, DEFAULT_SYSTEM, ENDOFTEXT, IM_END, IM_START, qwen2Weights, QWEN2_DIMS as D, VOCAB, writeQwen2Fixture } from '../model/testdata/qwen2Fixture.ts';
+import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import type { LoadedModel } from './types.ts';
 
@@ -242,4 +243,31 @@ describe('the CLI on the hub Qwen2 model', () => {
     // The defender writes Qwen2 tokens: every sampled answer decodes from ids of this vocabulary.
     expect(reps[0].samples[0].messages.at(-1)!.tokens!.ids.every((id) => id < 320)).toBe(true);
   }, 120_000);
+});
+
+describe('every recipe runs two steps on the hub Qwen2 model (int4, sandbox data, rules judge)', () => {
+  const q = { weights: 'int4-g32' };
+  const cases: [string, Record<string, unknown>][] = [
+    ['redteam', { defender: ID, defenderWeights: q.weights, prompts: 2, groupSize: 2, maxNewTokens: 4, promptPool: 8, samples: 1 }],
+    ['attack', { attacker: ID, attackerWeights: q.weights, defender: ID, defenderWeights: 'int8', goals: 2, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 8, samples: 1 }],
+    ['attacker-sft', { attacker: ID, attackerWeights: q.weights, dataSize: 16, batchSize: 2, sampleGoals: 2, sampleMaxTokens: 4 }],
+    ['defend', { attacker: ID, attackerWeights: 'int8', defender: ID, defenderWeights: q.weights, goals: 2, benignPrompts: 1, groupSize: 2, attackerMaxTokens: 4, maxNewTokens: 4, goalPool: 8, samples: 1 }],
+    ['arena', { attacker: ID, attackerWeights: q.weights, defender: ID, defenderWeights: q.weights, phaseSteps: 1, goals: 2, benignPrompts: 1, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 8, samples: 1 }],
+    ['tokenbuncher', { defender: ID, defenderWeights: q.weights, prompts: 2, benignPrompts: 1, groupSize: 2, maxNewTokens: 4, promptPool: 8, samples: 1 }],
+    ['multiturn', { defender: ID, defenderWeights: q.weights, episodes: 1, benignEpisodes: 1, groupSize: 2, maxNewTokens: 4, maxTurns: 2, goalPool: 8, samples: 1 }],
+    ['minmax', { policy: ID, policyWeights: q.weights, monitor: ID, monitorWeights: q.weights, items: 2, groupSize: 2, policyMaxTokens: 4, monitorMaxTokens: 4, itemPool: 8, samples: 1 }],
+    ['rlhf', { policy: ID, policyWeights: q.weights, items: 2, groupSize: 2, policyMaxTokens: 4, itemPool: 8, samples: 1 }],
+  ];
+  for (const [recipe, config] of cases) {
+    it(recipe, async () => {
+      const { run } = await createRun(nodeRecipeEnv({ hubEndpoint: hub.endpoint }), recipe, config, 1);
+      try {
+        const reps = [await run.step(), await run.step()];
+        expect(reps.map((r) => r.step)).toEqual([0, 1]);
+        for (const r of reps) for (const [k, v] of Object.entries(r.metrics)) expect(Number.isNaN(v), `${recipe} ${k}`).toBe(false);
+      } finally {
+        run.dispose();
+      }
+    }, 60_000);
+  }
 });

@@ -3,6 +3,7 @@
 // `upload:<file name>`, which a recipe's dataset field can name, after a reload too. Stored
 // uploads are listed and can be deleted. Nothing about the run in progress changes.
 import { useCallback, useEffect, useState } from 'react';
+import { useEngine } from '../../store/engineStore';
 import { formatBytes } from '../../storage/kv';
 import { uploadPromptFile } from '../controls/uploadDataset';
 import type { DatasetInfo } from '../../worker/storageProtocol';
@@ -12,10 +13,12 @@ export function DatasetUpload() {
   const [uploads, setUploads] = useState<DatasetInfo[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState('');
+  // The worker may not be up yet when this mounts: list what is stored once it is.
   const refresh = useCallback(() => {
-    void engineApi().listDatasets().then(setUploads, () => undefined);
+    void window.sparring?.engine.listDatasets().then(setUploads, () => undefined);
   }, []);
-  useEffect(refresh, [refresh]);
+  const ready = useEngine((s) => s.status !== null);
+  useEffect(refresh, [refresh, ready]);
 
   const upload = async (file: File) => {
     setError(null);
