@@ -211,5 +211,11 @@ describe('run setup', () => {
     await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'mixed.jsonl', mimeType: 'application/json', buffer: Buffer.from('{"prompt": "fine", "goal": "g"}\n{"prompt": 3}\n') });
     await waitFor(page, `document.querySelector('[data-testid="field-dataset"]')?.value === 'upload:mixed.jsonl'`, 15_000);
     await expect(page.textContent('[data-testid="dataset-note-dataset"]')).resolves.toMatch(/mixed\.jsonl: 1 row\(s\) left out: line 2 \(prompt\)/);
+    // Stored in IndexedDB: after a reload the uploads are still offered.
+    await page.reload();
+    await waitFor(page, `document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend')`, 90_000);
+    await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
+    await waitFor(page, `!!document.querySelector('[data-testid="dataset-pick-dataset"] option[value="upload:pairs.jsonl"]')`, 30_000);
+    await expect(page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:mixed.jsonl"]')).resolves.toMatch(/1 rows/);
   });
 });

@@ -3,6 +3,7 @@
 // is read in the page first: rows that cannot be used are named (line, field) and left out; a
 // file with no usable row changes nothing.
 import { useCallback, useEffect, useState } from 'react';
+import { useEngine } from '../../store/engineStore';
 import type { DatasetInfo } from '../../worker/storageProtocol';
 import { uploadPromptFile } from './uploadDataset';
 
@@ -23,7 +24,9 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
   const refresh = useCallback(() => {
     void window.sparring?.engine.listDatasets().then(setUploads, () => undefined);
   }, []);
-  useEffect(refresh, [refresh]);
+  // Stored uploads outlive the tab: list them once the worker is up (after a reload too).
+  const ready = useEngine((s) => s.status !== null);
+  useEffect(refresh, [refresh, ready]);
 
   const upload = async (file: File) => {
     setError(null);
