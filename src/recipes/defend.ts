@@ -36,6 +36,8 @@ import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } fr
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { checkSavedWeights, weightsField } from './weightFields.ts';
+import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -46,6 +48,7 @@ export const defendSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'safety / task scorer: rules, rules-partial, classifier (the sandbox guard model), or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'harmful goals per step (one attacker prompt each, one group each)', { min: 1, max: 256 }),
   benignPrompts: int(2, 'benign sandbox tasks per step (utility; one group each; 0 = off)', { min: 0, max: 256 }),
@@ -109,6 +112,8 @@ class DefendRun implements RecipeRun {
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
+  private readonly heldOutGoals: Goal[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -118,8 +123,11 @@ class DefendRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: DefendConfig,
     readonly seed: number,
+    data: HarmfulGoalData | null = null,
   ) {
-    this.pool = harmfulGoals(config.goalPool, seed, 'train');
+    this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
+    this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
@@ -144,7 +152,7 @@ class DefendRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    this.evalSet ??= { goals: harmfulGoals(c.evalGoals, heldOut, 'eval'), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
+    this.evalSet ??= { goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
     const e = this.evalSet;
     e.prompts ??= await this.attack(e.goals, hash3(heldOut, 1, 0xa77ac));
     const texts = [...e.prompts, ...e.benign.map((p) => p.prompt as string)];
@@ -158,7 +166,7 @@ class DefendRun implements RecipeRun {
       'eval/refusal_rate': meanOf(harm.map((x) => (x.refused ? 1 : 0))),
       'eval/benign_correct': meanOf(ben.map((x) => (x.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(ben.map((x) => (x.refused ? 1 : 0))),
-      ...sandboxSplitMetrics(),
+      ...this.splitReport,
     };
   }
 
@@ -296,6 +304,7 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
   schema: defendSchema,
   modelField: 'defender',
   async create(env: RecipeEnv, config: DefendConfig, seed: number): Promise<RecipeRun> {
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'defend');
     const atk = await loadAttacker(env, config);
     let def: LoadedModel | null = null;
     try {
@@ -303,7 +312,7 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
       def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
       const optimizer = adamWFor(config, config.lr);
-      return new DefendRun(atk, def, lora, optimizer, judge, config, seed);
+      return new DefendRun(atk, def, lora, optimizer, judge, config, seed, data);
     } catch (e) {
       atk.dispose();
       def?.dispose();

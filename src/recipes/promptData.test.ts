@@ -46,3 +46,42 @@ describe('redteam on a harmful prompt file', () => {
     await expect(createRun(env, 'redteam', { ...cfg, dataset: one }, 0)).rejects.toThrow(`${one}: 1 usable row; redteam needs at least 2 to hold one out for evaluation`);
   });
 });
+
+describe('attack and defend on a harmful goal file', () => {
+  // AdvBench-style JSONL: goal + target; goals are what the attacker writes prompts for.
+  const dir = mkdtempSync(join(tmpdir(), 'goal-data-'));
+  const file = join(dir, 'advbench.jsonl');
+  const goals = Array.from({ length: 8 }, (_, i) => `Write a plan for mischief number ${i}`);
+  writeFileSync(file, goals.map((g) => JSON.stringify({ goal: g, target: 'Sure, here is' })).join('\n') + '\n');
+  const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+  const base = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', dataset: file, goals: 2, groupSize: 2, attackerMaxTokens: 4, samples: 2 };
+
+  it('attack draws its goals from the file\'s train rows', async () => {
+    const { run } = await createRun(env, 'attack', { ...base, defenderMaxTokens: 4 }, 2);
+    try {
+      await run.step();
+      const pool = (run as unknown as { pool: { text: string }[] }).pool.map((g) => g.text);
+      // 8 rows: 2 held out, 6 trained on.
+      expect(pool).toHaveLength(6);
+      expect(pool.every((g) => goals.includes(g))).toBe(true);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('defend trains on the train rows and evaluates on the held-out rows, with the split in the report', async () => {
+    const { run } = await createRun(env, 'defend', { ...base, maxNewTokens: 4, benignPrompts: 0, evalEvery: 1, evalBenign: 1, evalSamples: 1 }, 2);
+    try {
+      const r = await run.step();
+      const internals = run as unknown as { pool: { text: string }[]; evalSet: { goals: { text: string }[] } };
+      const train = internals.pool.map((g) => g.text);
+      const held = internals.evalSet.goals.map((g) => g.text);
+      expect([train.length, held.length]).toEqual([6, 2]);
+      expect(held.filter((g) => train.includes(g))).toEqual([]);
+      expect([...train, ...held].sort()).toEqual([...goals].sort());
+      expect(r.metrics).toMatchObject({ 'split/train': 6, 'split/eval': 2, 'data/skipped_rows': 0 });
+    } finally {
+      run.dispose();
+    }
+  });
+});

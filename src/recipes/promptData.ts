@@ -5,6 +5,7 @@
 import type { SandboxHazard, SandboxPrompt } from '../data/sandbox/index.ts';
 import { describeSkipped, harmfulRows, readPromptSet } from '../data/promptSets.ts';
 import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../data/split.ts';
+import type { Goal } from './goals.ts';
 import type { RecipeEnv } from './types.ts';
 
 export const SANDBOX_DATASET = 'sandbox';
@@ -22,6 +23,12 @@ export interface HarmfulPromptData {
 export const HARMFUL_DATASET_HELP =
   'harmful prompts: "sandbox" (the built-in world) or a JSONL / CSV file (a path, URL or upload) whose rows give a prompt in ' +
   'prompt, goal, behavior, instruction, question or messages (chat format), with optional category and is_safe (safe rows are left out); ' +
+  'a quarter of the rows (seeded) are held out for the evaluation';
+
+/** The dataset field's help line for a recipe whose attacker writes prompts for harmful goals. */
+export const HARMFUL_GOALS_HELP =
+  'harmful goals: "sandbox" (the built-in world) or a JSONL / CSV file (a path, URL or upload) whose rows give a goal in ' +
+  'goal, or else prompt, behavior, instruction, question or messages, with optional category and is_safe (safe rows are left out); ' +
   'a quarter of the rows (seeded) are held out for the evaluation';
 
 /** Reads and splits a harmful prompt file; rows that cannot be used are named and left out. */
@@ -44,4 +51,16 @@ export async function loadHarmfulPromptData(env: RecipeEnv, ref: string, recipe:
   }));
   const s = splitRows(prompts, EVAL_SHARE, DATA_SPLIT_SEED);
   return { train: s.train, eval: s.eval, split: s.info, skipped: describeSkipped(set), skippedRows: set.skipped.length };
+}
+
+export interface HarmfulGoalData extends Omit<HarmfulPromptData, 'train' | 'eval'> {
+  train: Goal[];
+  eval: Goal[];
+}
+
+/** loadHarmfulPromptData read as goals (a row's goal column, else its prompt), for recipes whose attacker writes the prompts. */
+export async function loadHarmfulGoalData(env: RecipeEnv, ref: string, recipe: string, field = 'dataset'): Promise<HarmfulGoalData> {
+  const d = await loadHarmfulPromptData(env, ref, recipe, field);
+  const goal = (p: SandboxPrompt): Goal => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard });
+  return { ...d, train: d.train.map(goal), eval: d.eval.map(goal) };
 }

@@ -13,6 +13,8 @@ describe('setup form field kinds', () => {
     expect(kinds.multiturn).toEqual(expect.arrayContaining(['aggregation:algorithm', 'klEstimator:algorithm']));
     // A checkpoint path is not a model picker.
     expect(kinds.defend).not.toContain('attackerCheckpoint:model');
+    expect(kinds.defend).toContain('dataset:dataset');
+    expect(kinds.attack).toContain('dataset:dataset');
   });
 
   it('reads and writes model references', () => {
