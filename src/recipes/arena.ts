@@ -31,6 +31,8 @@ import { groupDiversity } from './attack.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
+import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -44,6 +46,7 @@ export const arenaSchema = {
   defender: str('defender', 'defender model (trained through its LoRA in defender phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm / task scorer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
   phaseSteps: int(3, 'k: attacker steps, then k defender steps, repeating', { min: 1, max: 100000 }),
   firstPhase: oneOf(['attacker', 'defender'] as const, 'attacker', 'which side trains first'),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -91,6 +94,8 @@ class ArenaRun implements RecipeRun {
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[] } | null = null;
+  private readonly heldOutGoals: Goal[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -99,8 +104,11 @@ class ArenaRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: ArenaConfig,
     readonly seed: number,
+    data: HarmfulGoalData | null = null,
   ) {
-    this.pool = harmfulGoals(config.goalPool, seed, 'train');
+    this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
+    this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
     this.benignPool = benignPrompts(config.goalPool, seed);
   }
 
@@ -130,7 +138,7 @@ class ArenaRun implements RecipeRun {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
-      goals: harmfulGoals(c.evalGoals, heldOut, 'eval'),
+      goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'),
       benign: benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
     };
     const { goals, benign } = this.evalSet;
@@ -143,7 +151,7 @@ class ArenaRun implements RecipeRun {
       'eval/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'eval/benign_correct': meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(bv.map((v) => (v.refused ? 1 : 0))),
-      ...sandboxSplitMetrics(),
+      ...this.splitReport,
     };
   }
 
@@ -318,6 +326,7 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: ArenaConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'arena');
     const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     let def: LoadedModel | null = null;
     try {
@@ -327,7 +336,7 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
         optimizer: adamWFor(config, lr),
       });
       const parts = { attacker: part(atk, config.attackerLr, 81), defender: part(def, config.defenderLr, 82) };
-      return new ArenaRun(atk, def, parts, judge, config, seed);
+      return new ArenaRun(atk, def, parts, judge, config, seed, data);
     } catch (e) {
       atk.dispose();
       def?.dispose();

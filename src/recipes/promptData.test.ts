@@ -85,3 +85,39 @@ describe('attack and defend on a harmful goal file', () => {
     }
   });
 });
+
+describe('arena and tokenbuncher on a file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'more-data-'));
+  const file = join(dir, 'prompts.csv');
+  const prompts = Array.from({ length: 8 }, (_, i) => `Tell me secret number ${i}`);
+  writeFileSync(file, ['prompt,category', ...prompts.map((p) => `${p},S2`)].join('\n'));
+  const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+
+  const cases: [string, Record<string, unknown>, (r: Record<string, unknown>) => [unknown[], unknown[]]][] = [
+    [
+      'arena',
+      { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', dataset: file, goals: 2, benignPrompts: 0, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, evalEvery: 1, samples: 1 },
+      (r) => [(r.pool as { text: string }[]).map((g) => g.text), ((r.evalSet as { goals: { text: string }[] }).goals).map((g) => g.text)],
+    ],
+    [
+      'tokenbuncher',
+      { defender: 'tiny-llama-f32', judge: 'letters', dataset: file, prompts: 2, benignPrompts: 0, groupSize: 2, maxNewTokens: 4, evalEvery: 1, samples: 1 },
+      (r) => [(r.pool as { prompt: string }[]).map((p) => p.prompt), (r.heldOut as { prompt: string }[]).map((p) => p.prompt)],
+    ],
+  ];
+  for (const [recipe, cfg, read] of cases) {
+    it(`${recipe}: trains on the file's train rows, evaluates on its held-out rows`, async () => {
+      const { run } = await createRun(env, recipe, cfg, 3);
+      try {
+        const rep = await run.step();
+        const [train, held] = read(run as unknown as Record<string, unknown>) as [string[], string[]];
+        expect([train.length, held.length]).toEqual([6, 2]);
+        expect(held.filter((p) => train.includes(p))).toEqual([]);
+        expect([...train, ...held].sort()).toEqual([...prompts].sort());
+        expect(rep.metrics).toMatchObject({ 'split/train': 6, 'split/eval': 2 });
+      } finally {
+        run.dispose();
+      }
+    });
+  }
+});

@@ -43,6 +43,8 @@ import { stepReport, type Metrics, type RolloutSample, type StepReport } from '.
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
 import { sandboxSplitMetrics } from './goals.ts';
+import { HARMFUL_DATASET_HELP, loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -50,6 +52,7 @@ export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'task scorer (benign correctness), harm reporting and the redteam evaluation: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_DATASET_HELP} (the harmful side; the redteam evaluation reads the same file); with a file, tactics and promptPool do not apply`, { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how harmful goals are wrapped (as redteam): mixed, plain or one tactic'),
   promptPool: int(256, 'distinct harmful prompts / benign tasks the steps draw from (seeded)', { min: 1, max: 100000 }),
   prompts: int(4, 'harmful prompts per step (one group each)', { min: 1, max: 256 }),
@@ -158,6 +161,8 @@ class TokenbuncherRun implements RecipeRun {
   stopReason: string | null = null;
   private readonly pool: SandboxPrompt[];
   private readonly benignPool: SandboxPrompt[];
+  private readonly heldOut: SandboxPrompt[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly env: RecipeEnv,
@@ -167,8 +172,11 @@ class TokenbuncherRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: TokenbuncherConfig,
     readonly seed: number,
+    data: HarmfulPromptData | null = null,
   ) {
-    this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
+    this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
+    this.heldOut = data ? data.eval.slice(0, config.evalPrompts) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
     this.benignPool = benignPrompts(config.promptPool, seed);
   }
 
@@ -176,7 +184,7 @@ class TokenbuncherRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    const harm = harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
+    const harm = this.heldOut ?? harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
     const ben = benignPrompts(c.evalPrompts, heldOut);
     const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
@@ -216,7 +224,7 @@ class TokenbuncherRun implements RecipeRun {
     } finally {
       this.lora.enabled = true;
     }
-    const input = { defender: c.defender, defenderWeights: c.defenderWeights, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
+    const input = { defender: c.defender, defenderWeights: c.defenderWeights, dataset: c.dataset, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
     const budget = c.evalRedteamSteps;
     const defended = await redteamStepsToTarget(defendedEnv, input, this.seed, budget, c.evalTargetAsr);
     const undefended = await redteamStepsToTarget(this.env, input, this.seed, budget, c.evalTargetAsr);
@@ -239,7 +247,7 @@ class TokenbuncherRun implements RecipeRun {
     const step = this.stepsDone;
     const t0 = performance.now();
     const metrics: Metrics = {};
-    if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate(), sandboxSplitMetrics());
+    if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate(), this.splitReport);
     const te = performance.now();
 
     // --- rollout
@@ -359,11 +367,12 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: TokenbuncherConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'tokenbuncher');
     const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));
       const optimizer = adamWFor(config, config.lr);
-      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed);
+      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed, data);
     } catch (e) {
       m.dispose();
       throw e;
