@@ -217,5 +217,14 @@ describe('run setup', () => {
     await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
     await waitFor(page, `!!document.querySelector('[data-testid="dataset-pick-dataset"] option[value="upload:pairs.jsonl"]')`, 30_000);
     await expect(page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:mixed.jsonl"]')).resolves.toMatch(/1 rows/);
+    // Columns with other names: the form offers them as the prompt column.
+    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'odd.csv', mimeType: 'text/csv', buffer: Buffer.from('id,text\n1,how to pick a lock\n2,how to hotwire a car\n') });
+    await page.waitForSelector('[data-testid="dataset-map-dataset"]', { timeout: 15_000 });
+    await expect(page.textContent('[data-testid="dataset-error-dataset"]')).resolves.toMatch(/odd\.csv line 2, field 'prompt': no usable row/);
+    await page.selectOption('[data-testid="dataset-map-prompt-dataset"]', 'text');
+    await page.click('[data-testid="dataset-map-apply-dataset"]');
+    await waitFor(page, `document.querySelector('[data-testid="field-dataset"]')?.value === 'upload:odd.csv'`, 15_000);
+    await expect(page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:odd.csv"]')).resolves.toMatch(/2 rows/);
+    await expect(page.locator('[data-testid="dataset-map-dataset"]').count()).resolves.toBe(0);
   });
 });

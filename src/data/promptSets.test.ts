@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeSkipped, harmfulRows, promptSetToJsonl, readPromptSet } from './promptSets.ts';
+import { columnsOf, describeSkipped, harmfulRows, promptSetToJsonl, readPromptSet } from './promptSets.ts';
 
 describe('prompt sets with public column names', () => {
   it('reads HarmBench-style CSV (behavior, category), AdvBench-style (goal, target) and chat-format JSONL', () => {
@@ -67,6 +67,11 @@ describe('prompt sets with public column names', () => {
     expect(promptSetToJsonl(chat)).toBe('{"messages":[{"role":"user","content":"hi"}],"goal":"greet"}\n');
     const back = readPromptSet(promptSetToJsonl(s), 'upload:hb.csv');
     expect(back.rows.map(({ line: _, ...r }) => r)).toEqual(s.rows.map(({ line: _, ...r }) => r));
+  });
+
+  it('lists a file\'s columns for the form\'s column map', () => {
+    expect(columnsOf('id,text,harm\n1,a,b\n', 'x.csv')).toEqual(['id', 'text', 'harm']);
+    expect(columnsOf('{"id": 1, "text": "a"}\nnot json\n{"text": "b", "label": "x"}\n', 'x.jsonl')).toEqual(['id', 'text', 'label']);
   });
 });
 

@@ -225,3 +225,21 @@ export function promptSetToJsonl(set: PromptSet): string {
       .join('\n') + '\n'
   );
 }
+
+/** The column names a file has (a CSV header; the keys of the first JSONL objects), for a column map. */
+export function columnsOf(text: string, file: string): string[] {
+  const src = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (src.trimStart().startsWith('{')) {
+    const keys = new Set<string>();
+    for (const line of src.split(/\r?\n/).filter((l) => l.trim() !== '').slice(0, 50)) {
+      try {
+        const o = JSON.parse(line) as unknown;
+        if (o && typeof o === 'object' && !Array.isArray(o)) Object.keys(o).forEach((k) => keys.add(k));
+      } catch {
+        // A bad line is reported when the rows are read.
+      }
+    }
+    return [...keys];
+  }
+  return parseCsvRecords(src, file)[0]?.fields.map((h) => h.trim()).filter((h) => h !== '') ?? [];
+}
