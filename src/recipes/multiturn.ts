@@ -30,8 +30,10 @@
 // eval numbers move only when the weights do. Their crescendo goals are the sandbox split's eval
 // goals (data/sandbox/split.ts), which the training pool never draws.
 import * as tf from '@tensorflow/tfjs';
-import { attackerSource, benignPrompts, harmfulPrompts, rngFor, splitAttackerTarget, type GoalSplit, type SandboxHazard } from '../data/sandbox/index.ts';
+import { attackerSource, benignPrompts, harmfulPrompts, rngFor, splitAttackerTarget, type GoalSplit, type SandboxHazard, type SandboxPrompt } from '../data/sandbox/index.ts';
 import { sandboxSplitMetrics } from './goals.ts';
+import { loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import type { ChatTurn, Judge, JudgeItem, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -61,6 +63,13 @@ export const multiturnSchema = {
   attacker: str('attacker', 'model that writes the user turns when followUps = attacker (frozen)', { nonEmpty: true }),
   attackerWeights: weightsField('attacker'),
   judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  dataset: str(
+    SANDBOX_DATASET,
+    'multi-turn seeds: "sandbox" (crescendo goals) or a JSONL / CSV file whose rows give the user turns (messages, in order) or one opening prompt ' +
+      '(prompt, goal, behavior, instruction, question); every user turn of a seed is scored as harmful, and with followUps = attacker the attacker ' +
+      'continues after the first; a quarter of the rows (seeded) are held out for the evaluation',
+    { nonEmpty: true },
+  ),
   followUps: oneOf(FOLLOW_UP_SOURCES, 'scripted', 'who writes the follow-up user turns: scripted (the sandbox crescendo script, standing in for SaFeR\'s judge-written new_question) or attacker (after the scripted opener, the attacker model continues the user turns so far, one line each)'),
   maxTurns: int(3, 'most user turns per episode (SaFeR 10; the sandbox crescendo has 3)', { min: 1, max: 10 }),
   goalPool: int(256, 'distinct harmful goals (and benign episodes) the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -154,6 +163,14 @@ function episodePools(n: number, seed: number, maxTurns: number, split: GoalSpli
     return { id: `benign-ep-${i}`, kind: 'benign', goal: chain[0].goal, category: null, turns: chain.map((t) => t.prompt as string), turnKinds: chain.map(() => 'benign'), expected: chain.map((t) => t.expected) };
   });
   return { harmful, benign };
+}
+
+/** Uploaded seeds as harmful episodes: their user turns, up to maxTurns, each judged as harmful. */
+function seedEpisodes(prompts: readonly SandboxPrompt[], maxTurns: number): EpisodeSpec[] {
+  return prompts.map((p) => {
+    const turns = (typeof p.prompt === 'string' ? [p.prompt] : [...p.prompt]).slice(0, maxTurns);
+    return { id: p.id, kind: 'harmful', goal: p.goal, category: p.category, turns, turnKinds: turns.map(() => 'harmful'), expected: turns.map(() => null) };
+  });
 }
 
 interface PlayedTurn {
@@ -335,6 +352,8 @@ class MultiturnRun implements RecipeRun {
   readonly stopReason = null;
   private readonly pools: { harmful: EpisodeSpec[]; benign: EpisodeSpec[] };
   private evalSet: EpisodeSpec[] | null = null;
+  private readonly heldOutSeeds: EpisodeSpec[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly def: LoadedModel,
@@ -344,8 +363,12 @@ class MultiturnRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: MultiturnConfig,
     readonly seed: number,
+    data: HarmfulPromptData | null = null,
   ) {
     this.pools = episodePools(config.goalPool, seed, config.maxTurns, 'train');
+    if (data) this.pools.harmful = seedEpisodes(data.train, config.maxTurns);
+    this.heldOutSeeds = data ? seedEpisodes(data.eval, config.maxTurns).slice(0, config.evalEpisodes) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
   }
 
   private playOptions(seed: number): PlayOptions {
@@ -366,14 +389,14 @@ class MultiturnRun implements RecipeRun {
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= (() => {
       const p = episodePools(c.evalEpisodes, heldOut, c.maxTurns, 'eval');
-      return [...p.harmful, ...p.benign.slice(0, Math.max(1, Math.round(c.evalEpisodes / 4)))];
+      return [...(this.heldOutSeeds ?? p.harmful), ...p.benign.slice(0, Math.max(1, Math.round(c.evalEpisodes / 4)))];
     })();
     const played = await playEpisodes(this.def, this.evalSet, this.playOptions(heldOut));
     const scored = await scoreEpisodes(this.judge, played, c);
     return {
       ...outcomeMetrics(played, scored, c.maxTurns, 'eval/'),
       'eval/reward_mean': meanOf(scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation))),
-      ...sandboxSplitMetrics(),
+      ...this.splitReport,
     };
   }
 
@@ -524,13 +547,14 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: MultiturnConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'multiturn');
     const def = await env.loadModel(config.defender, { weights: config.defenderWeights });
     let atk: LoadedModel | null = null;
     try {
       if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
       const optimizer = adamWFor(config, config.lr);
-      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed);
+      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed, data);
     } catch (e) {
       def.dispose();
       atk?.dispose();
