@@ -9,6 +9,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../data/sandbox/index.ts';
 import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../data/split.ts';
+import { columnsOf, readPromptSet } from '../data/promptSets.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
@@ -46,6 +47,18 @@ export interface GoalPromptPair {
 }
 
 /** Parses JSONL rows {"goal", "prompt"}; errors name the file, the line and the field. Blank lines are skipped. */
+/**
+ * Goal -> prompt pairs from JSONL (parseGoalPromptJsonl: every row must be whole) or CSV with
+ * `goal` and `prompt` columns (data/promptSets.ts: rows without a prompt are left out).
+ */
+export function parseGoalPromptPairs(text: string, label: string): GoalPromptPair[] {
+  if (text.trimStart().replace(/^\uFEFF/, '').startsWith('{')) return parseGoalPromptJsonl(text, label);
+  const set = readPromptSet(text, label, { prompt: 'prompt' });
+  const cols = columnsOf(text, label).map((c) => c.toLowerCase());
+  if (!cols.includes('goal')) throw new Error(`${label}: a CSV of pairs needs a "goal" and a "prompt" column (columns: ${cols.join(', ')})`);
+  return set.rows.map((r) => ({ goal: r.goal, prompt: typeof r.prompt === 'string' ? r.prompt : r.prompt.map((t) => t.content).join('\n') }));
+}
+
 export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPair[] {
   const out: GoalPromptPair[] = [];
   text.split(/\r?\n/).forEach((line, i) => {
@@ -258,7 +271,7 @@ export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
     if (config.dataset === 'sandbox') data = sandboxAttackerSftData(config, seed);
     else {
       if (!env.readText) throw new Error(`attacker-sft: field "dataset" names a file (${config.dataset}) but this environment cannot read files`);
-      data = uploadedAttackerSftData(parseGoalPromptJsonl(await env.readText(config.dataset), config.dataset), config);
+      data = uploadedAttackerSftData(parseGoalPromptPairs(await env.readText(config.dataset), config.dataset), config);
     }
     const m = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     try {

@@ -70,8 +70,8 @@ export interface StorageApi {
   importAdapter(zip: Uint8Array, fileName: string, opts?: { allowBaseMismatch?: boolean }): Promise<ImportAdapterResult>;
   /** Greedy tokens of the run's model + adapter on a chat prompt (compare runs and imports). */
   adapterOutputs(prompt: string, maxNewTokens: number): Promise<AdapterOutputs>;
-  /** Store an uploaded dataset (already read and normalised to JSONL by the page) in IndexedDB for readText. */
-  putDataset(fileName: string, jsonl: string, rows: number): Promise<DatasetInfo>;
+  /** Store an uploaded dataset (already read and checked by the page) in IndexedDB for readText. */
+  putDataset(fileName: string, text: string, rows: number): Promise<DatasetInfo>;
   listDatasets(): Promise<DatasetInfo[]>;
   /** Remove a stored upload; false when there was none. */
   deleteDataset(ref: string): Promise<boolean>;
