@@ -150,3 +150,35 @@ describe('multiturn on multi-turn seeds from a file', () => {
     }
   });
 });
+
+describe('minmax and rlhf on a QA file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'qa-'));
+  const file = join(dir, 'qa.jsonl');
+  const rows = Array.from({ length: 8 }, (_, i) => ({ question: `Which box holds coin ${i}?`, choices: ['red', 'blue', 'green', 'black'], answer: i % 4, context: `Coin ${i} is in a box.` }));
+  writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+
+  for (const recipe of ['minmax', 'rlhf']) {
+    it(`${recipe}: plays the file's train items and evaluates on its held-out items`, async () => {
+      const cfg = { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'rules', dataset: file, items: 2, groupSize: 2, policyMaxTokens: 3, monitorMaxTokens: 3, evalEvery: 1, samples: 2 };
+      const { run } = await createRun(env, recipe, recipe === 'rlhf' ? { ...cfg, monitorMaxTokens: undefined } : cfg, 1);
+      try {
+        const rep = await run.step();
+        const r = run as unknown as { pool: { question: string; prompt: string; correct: number }[]; evalSet: { question: string }[] };
+        const train = r.pool.map((x) => x.question);
+        const held = r.evalSet.map((x) => x.question);
+        expect([train.length, held.length]).toEqual([6, 2]);
+        expect(held.filter((q) => train.includes(q))).toEqual([]);
+        expect([...train, ...held].sort()).toEqual(rows.map((x) => x.question).sort());
+        // The prompt is the passage, the question and the lettered choices; the answer index is the row's.
+        const first = r.pool[0];
+        const row = rows.find((x) => x.question === first.question)!;
+        expect(first.prompt).toBe(`${row.context}\nQ: ${row.question}\nA) red B) blue C) green D) black`);
+        expect(first.correct).toBe(row.answer);
+        expect(rep.metrics).toMatchObject({ 'split/train': 6, 'split/eval': 2, 'data/skipped_rows': 0 });
+      } finally {
+        run.dispose();
+      }
+    });
+  }
+});

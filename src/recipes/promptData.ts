@@ -2,7 +2,8 @@
 // the CLI, an upload or URL in the browser) of harmful prompts in any of the layouts
 // data/promptSets.ts recognises. The rows are split by row (seeded, data/split.ts): training
 // draws only the train rows, the held-out evaluation only the eval rows.
-import type { SandboxHazard, SandboxPrompt } from '../data/sandbox/index.ts';
+import { formatQaPrompt, qaAnswer, type QaExample, type SandboxHazard, type SandboxPrompt } from '../data/sandbox/index.ts';
+import { readQaSet } from '../data/qaSets.ts';
 import { describeSkipped, harmfulRows, readPromptSet } from '../data/promptSets.ts';
 import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../data/split.ts';
 import type { Goal } from './goals.ts';
@@ -63,4 +64,21 @@ export async function loadHarmfulGoalData(env: RecipeEnv, ref: string, recipe: s
   const d = await loadHarmfulPromptData(env, ref, recipe, field);
   const goal = (p: SandboxPrompt): Goal => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard });
   return { ...d, train: d.train.map(goal), eval: d.eval.map(goal) };
+}
+
+export interface QaData {
+  train: QaExample[];
+  eval: QaExample[];
+  split: SplitInfo;
+  skippedRows: number;
+}
+
+/** Multiple-choice QA rows of a file (data/qaSets.ts) as the game's items, split by row. */
+export async function loadQaData(env: RecipeEnv, ref: string, recipe: string, field = 'dataset'): Promise<QaData> {
+  if (!env.readText) throw new Error(`${recipe}: field "${field}" names a file (${ref}) but this environment cannot read files`);
+  const set = readQaSet(await env.readText(ref), ref);
+  if (set.items.length < 2) throw new Error(`${ref}: ${set.items.length} usable QA row; ${recipe} needs at least 2 to hold one out for evaluation`);
+  const items = set.items.map((it, i): QaExample => ({ ...it, id: `${ref}:${set.lines[i]}`, prompt: formatQaPrompt(it), answer: qaAnswer(it) }));
+  const s = splitRows(items, EVAL_SHARE, DATA_SPLIT_SEED);
+  return { train: s.train, eval: s.eval, split: s.info, skippedRows: set.skipped.length };
 }

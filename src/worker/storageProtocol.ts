@@ -32,7 +32,7 @@ export type ImportAdapterResult =
   | { ok: false; error: string };
 
 export interface DatasetInfo {
-  /** What a recipe's dataset field takes (readText(ref) returns the rows as JSONL). */
+  /** What a recipe's dataset field takes (readText(ref) returns the stored text). */
   ref: string;
   rows: number;
   bytes: number;
