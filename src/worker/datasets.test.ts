@@ -1,24 +1,13 @@
 import 'fake-indexeddb/auto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { parseDataset } from '../data/loaders';
 import { DatasetStore } from '../storage/datasets';
 import { idbKv } from '../storage/kv';
-import { datasetText, deleteDataset, listDatasets, putDataset, rowsToJsonl, uploadRef, useDatasetStore } from './datasets';
+import { datasetText, deleteDataset, listDatasets, putDataset, uploadRef, useDatasetStore } from './datasets';
 
 let dbNo = 0;
 beforeEach(() => useDatasetStore(new DatasetStore({ kv: idbKv(`worker-datasets-${dbNo++}`) })));
 
 describe('uploaded datasets', () => {
-  it('converts parsed CSV rows to JSONL that the JSONL loader reads back', () => {
-    const rows = parseDataset('prompt,goal,category\n"Say ""hi"", then go",greet,S1\nsecond,,\n', 'p.csv');
-    const jsonl = rowsToJsonl(rows);
-    expect(jsonl.split('\n').filter(Boolean).map((l) => JSON.parse(l))).toEqual([
-      { prompt: 'Say "hi", then go', goal: 'greet', category: 'S1' },
-      { prompt: 'second' },
-    ]);
-    expect(parseDataset(jsonl, 'p.jsonl').map((r) => r.prompt)).toEqual(['Say "hi", then go', 'second']);
-  });
-
   it('keeps an upload under upload:<name> for readText, lists it and deletes it', async () => {
     expect(uploadRef('C:\\data\\prompts.jsonl')).toBe('upload:prompts.jsonl');
     const info = await putDataset('prompts.jsonl', '{"prompt":"a","goal":"b"}\n', 1);

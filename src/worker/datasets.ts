@@ -3,7 +3,6 @@
 // reload and in a resumed run too. The page reads and checks the file first (data/promptSets.ts:
 // unusable rows named by line and field) and sends it as it is (or, with a column map, its usable
 // rows as JSONL); each recipe reads it in its own terms.
-import type { DatasetRow } from '../data/loaders';
 import { DatasetStore, UPLOAD_PREFIX, uploadRef } from '../storage/datasets';
 import type { DatasetInfo } from './storageProtocol';
 
@@ -11,11 +10,6 @@ export { UPLOAD_PREFIX, uploadRef };
 
 let store: DatasetStore | null = null;
 const datasets = (): DatasetStore => (store ??= new DatasetStore());
-
-/** Rows as JSONL lines {"prompt", "goal"?, "category"?} (what the recipes' JSONL readers take). */
-export function rowsToJsonl(rows: readonly DatasetRow[]): string {
-  return rows.map((r) => JSON.stringify({ prompt: r.prompt, ...(r.goal !== undefined ? { goal: r.goal } : {}), ...(r.category !== undefined ? { category: r.category } : {}) })).join('\n') + '\n';
-}
 
 const info = (d: { ref: string; rows: number; bytes: number }): DatasetInfo => ({ ref: d.ref, rows: d.rows, bytes: d.bytes });
 
