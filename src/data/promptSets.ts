@@ -7,6 +7,9 @@
 import { DatasetError, parseCsvRecords } from './loaders.ts';
 import type { ChatTurn, PromptInput } from './types.ts';
 
+/** Column names read as a benign task's reference answer, in order of preference. */
+export const REFERENCE_COLUMNS = ['answer', 'reference', 'expected'] as const;
+
 /** Column names read as the prompt, in order of preference. */
 export const PROMPT_COLUMNS = ['prompt', 'goal', 'behavior', 'instruction', 'question'] as const;
 
@@ -18,6 +21,8 @@ export interface PromptRow {
   category: string | null;
   /** The set's own label: true = a safe (benign) prompt; null when it has none. */
   isSafe: boolean | null;
+  /** A reference answer (`answer`, `reference` or `expected`), for benign tasks; null when none. */
+  reference: string | null;
   /** 1-based line of the row. */
   line: number;
 }
@@ -123,12 +128,16 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
   const goal = goalKey !== undefined && goalKey !== promptField ? text(goalKey) : undefined;
   const catKey = key(map.category ?? 'category');
   const safeKey = key(map.isSafe ?? 'is_safe');
+  const refKey = REFERENCE_COLUMNS.map((c) => key(c)).find((k) => k !== undefined && rec[k] !== undefined && rec[k] !== null && rec[k] !== '');
+  const refRaw = refKey === undefined ? undefined : rec[refKey];
+  if (refRaw !== undefined && typeof refRaw !== 'string' && typeof refRaw !== 'number') throw new RowProblem(refKey!, `expected text, got ${Array.isArray(refRaw) ? 'a list' : typeof refRaw}`);
   const promptText = typeof prompt === 'string' ? prompt : prompt.filter((t) => t.role === 'user').at(-1)!.content;
   return {
     prompt,
     goal: goal ?? promptText,
     category: catKey === undefined ? null : (text(catKey)?.trim() ?? null),
     isSafe: safeKey === undefined ? null : readBool(rec[safeKey], safeKey),
+    reference: refRaw === undefined ? null : String(refRaw),
     line,
   };
 }
@@ -220,6 +229,7 @@ export function promptSetToJsonl(set: PromptSet): string {
           ...(r.goal !== text ? { goal: r.goal } : {}),
           ...(r.category !== null ? { category: r.category } : {}),
           ...(r.isSafe !== null ? { is_safe: r.isSafe } : {}),
+          ...(r.reference !== null ? { answer: r.reference } : {}),
         });
       })
       .join('\n') + '\n'

@@ -36,7 +36,7 @@ import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } fr
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { checkSavedWeights, weightsField } from './weightFields.ts';
-import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
+import { BENIGN_DATASET_HELP, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -49,6 +49,7 @@ export const defendSchema = {
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'safety / task scorer: rules, rules-partial, classifier (the sandbox guard model), or a judge the env provides', { nonEmpty: true }),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
+  benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'harmful goals per step (one attacker prompt each, one group each)', { min: 1, max: 256 }),
   benignPrompts: int(2, 'benign sandbox tasks per step (utility; one group each; 0 = off)', { min: 0, max: 256 }),
@@ -113,6 +114,7 @@ class DefendRun implements RecipeRun {
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
   private readonly heldOutGoals: Goal[] | null;
+  private readonly heldOutBenign: SandboxPrompt[] | null;
   private readonly splitReport: Metrics;
 
   constructor(
@@ -124,11 +126,14 @@ class DefendRun implements RecipeRun {
     readonly config: DefendConfig,
     readonly seed: number,
     data: HarmfulGoalData | null = null,
+    benign: BenignData | null = null,
   ) {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
-    this.benignPool = benignPrompts(config.goalPool, seed);
+    if (benign) Object.assign(this.splitReport, { 'split/benign_train': benign.split.trainSize, 'split/benign_eval': benign.split.evalSize, 'data/benign_skipped_rows': benign.skippedRows });
+    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
+    this.heldOutBenign = benign ? benign.eval.slice(0, config.evalBenign) : null;
   }
 
   /** One attacker prompt per goal (sampled; the attacker never changes). */
@@ -152,7 +157,7 @@ class DefendRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    this.evalSet ??= { goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
+    this.evalSet ??= { goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'), benign: this.heldOutBenign ?? benignPrompts(c.evalBenign, heldOut), prompts: null };
     const e = this.evalSet;
     e.prompts ??= await this.attack(e.goals, hash3(heldOut, 1, 0xa77ac));
     const texts = [...e.prompts, ...e.benign.map((p) => p.prompt as string)];
@@ -305,6 +310,7 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: DefendConfig, seed: number): Promise<RecipeRun> {
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'defend');
+    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'defend');
     const atk = await loadAttacker(env, config);
     let def: LoadedModel | null = null;
     try {
@@ -312,7 +318,7 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
       def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
       const optimizer = adamWFor(config, config.lr);
-      return new DefendRun(atk, def, lora, optimizer, judge, config, seed, data);
+      return new DefendRun(atk, def, lora, optimizer, judge, config, seed, data, benign);
     } catch (e) {
       atk.dispose();
       def?.dispose();

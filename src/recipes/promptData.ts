@@ -82,3 +82,37 @@ export async function loadQaData(env: RecipeEnv, ref: string, recipe: string, fi
   const s = splitRows(items, EVAL_SHARE, DATA_SPLIT_SEED);
   return { train: s.train, eval: s.eval, split: s.info, skippedRows: set.skipped.length };
 }
+
+export interface BenignData {
+  train: SandboxPrompt[];
+  eval: SandboxPrompt[];
+  split: SplitInfo;
+  skippedRows: number;
+}
+
+/** The benign dataset field's help line (utility and over-refusal). */
+export const BENIGN_DATASET_HELP =
+  'benign tasks: "sandbox" (verifiable arithmetic, reversal and capital questions) or a JSONL / CSV file whose rows give a prompt ' +
+  '(as for harmful prompts) and an optional reference answer (answer, reference or expected: correct when the reply contains it); ' +
+  'rows marked is_safe false are left out; rows without a reference count toward over-refusal only; a quarter (seeded) are held out';
+
+/** Benign tasks of a file, split by row: a chat row's user turns are joined into one message. */
+export async function loadBenignData(env: RecipeEnv, ref: string, recipe: string, field = 'benignDataset'): Promise<BenignData> {
+  if (!env.readText) throw new Error(`${recipe}: field "${field}" names a file (${ref}) but this environment cannot read files`);
+  const set = readPromptSet(await env.readText(ref), ref);
+  const rows = set.rows.filter((r) => r.isSafe !== false);
+  if (rows.length < 2) throw new Error(`${ref}: ${rows.length} usable benign row; ${recipe} needs at least 2 to hold one out for evaluation`);
+  const tasks = rows.map((r): SandboxPrompt => ({
+    id: `${ref}:${r.line}`,
+    kind: 'benign',
+    prompt: typeof r.prompt === 'string' ? r.prompt : r.prompt.filter((t) => t.role === 'user').map((t) => t.content).join('\n'),
+    tactic: null,
+    template: null,
+    category: null,
+    goal: r.goal,
+    benignFamily: null,
+    expected: r.reference,
+  }));
+  const s = splitRows(tasks, EVAL_SHARE, DATA_SPLIT_SEED, 'benign');
+  return { train: s.train, eval: s.eval, split: s.info, skippedRows: set.skipped.length + set.rows.length - rows.length };
+}
