@@ -31,7 +31,7 @@ import { groupDiversity } from './attack.ts';
 import { drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields } from './commonFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
-import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
@@ -47,6 +47,7 @@ export const arenaSchema = {
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm / task scorer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
+  benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   phaseSteps: int(3, 'k: attacker steps, then k defender steps, repeating', { min: 1, max: 100000 }),
   firstPhase: oneOf(['attacker', 'defender'] as const, 'attacker', 'which side trains first'),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -95,6 +96,7 @@ class ArenaRun implements RecipeRun {
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[] } | null = null;
   private readonly heldOutGoals: Goal[] | null;
+  private readonly heldOutBenign: SandboxPrompt[] | null;
   private readonly splitReport: Metrics;
 
   constructor(
@@ -105,11 +107,14 @@ class ArenaRun implements RecipeRun {
     readonly config: ArenaConfig,
     readonly seed: number,
     data: HarmfulGoalData | null = null,
+    benign: BenignData | null = null,
   ) {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
-    this.benignPool = benignPrompts(config.goalPool, seed);
+    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
+    this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
   }
 
   /** G attacker prompts per goal (adapters as they are). */
@@ -139,7 +144,7 @@ class ArenaRun implements RecipeRun {
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
       goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'),
-      benign: benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
+      benign: this.heldOutBenign ?? benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
     };
     const { goals, benign } = this.evalSet;
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));
@@ -327,6 +332,7 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
   async create(env: RecipeEnv, config: ArenaConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'arena');
+    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'arena');
     const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     let def: LoadedModel | null = null;
     try {
@@ -336,7 +342,7 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
         optimizer: adamWFor(config, lr),
       });
       const parts = { attacker: part(atk, config.attackerLr, 81), defender: part(def, config.defenderLr, 82) };
-      return new ArenaRun(atk, def, parts, judge, config, seed, data);
+      return new ArenaRun(atk, def, parts, judge, config, seed, data, benign);
     } catch (e) {
       atk.dispose();
       def?.dispose();

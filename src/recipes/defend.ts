@@ -36,7 +36,7 @@ import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } fr
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { checkSavedWeights, weightsField } from './weightFields.ts';
-import { BENIGN_DATASET_HELP, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -131,7 +131,7 @@ class DefendRun implements RecipeRun {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
-    if (benign) Object.assign(this.splitReport, { 'split/benign_train': benign.split.trainSize, 'split/benign_eval': benign.split.evalSize, 'data/benign_skipped_rows': benign.skippedRows });
+    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
     this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
     this.heldOutBenign = benign ? benign.eval.slice(0, config.evalBenign) : null;
   }

@@ -209,3 +209,40 @@ describe('defend on a benign task file', () => {
     }
   });
 });
+
+describe('arena and tokenbuncher on a benign task file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'benign2-'));
+  const file = join(dir, 'benign.jsonl');
+  const tasks = Array.from({ length: 8 }, (_, i) => ({ prompt: `Spell the word number ${i}`, reference: `word${i}` }));
+  writeFileSync(file, tasks.map((t) => JSON.stringify(t)).join('\n') + '\n');
+  const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+  const cases: [string, Record<string, unknown>, (r: Record<string, unknown>) => { prompt: string; expected: string | null }[]][] = [
+    [
+      'arena',
+      { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', benignDataset: file, firstPhase: 'defender', goals: 1, benignPrompts: 2, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, evalEvery: 1, evalGoals: 8, samples: 1 },
+      (r) => (r.evalSet as { benign: { prompt: string; expected: string | null }[] }).benign,
+    ],
+    [
+      'tokenbuncher',
+      { defender: 'tiny-llama-f32', judge: 'letters', benignDataset: file, prompts: 1, benignPrompts: 2, groupSize: 2, maxNewTokens: 4, evalEvery: 1, evalPrompts: 4, samples: 1 },
+      (r) => r.heldOutBenign as { prompt: string; expected: string | null }[],
+    ],
+  ];
+  for (const [recipe, cfg, heldOf] of cases) {
+    it(`${recipe}: benign train rows for utility, held-out rows for the evaluation, references kept`, async () => {
+      const { run } = await createRun(env, recipe, cfg, 2);
+      try {
+        const rep = await run.step();
+        const r = run as unknown as Record<string, unknown>;
+        const train = (r.benignPool as { prompt: string }[]).map((t) => t.prompt);
+        const held = heldOf(r);
+        expect([train.length, held.length]).toEqual([6, 2]);
+        expect(held.filter((t) => train.includes(t.prompt))).toEqual([]);
+        expect(held.every((t) => t.expected === tasks.find((x) => x.prompt === t.prompt)!.reference)).toBe(true);
+        expect(rep.metrics).toMatchObject({ 'split/benign_train': 6, 'split/benign_eval': 2 });
+      } finally {
+        run.dispose();
+      }
+    });
+  }
+});

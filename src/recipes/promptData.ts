@@ -116,3 +116,8 @@ export async function loadBenignData(env: RecipeEnv, ref: string, recipe: string
   const s = splitRows(tasks, EVAL_SHARE, DATA_SPLIT_SEED, 'benign');
   return { train: s.train, eval: s.eval, split: s.info, skippedRows: set.skipped.length + set.rows.length - rows.length };
 }
+
+/** A benign file's split for the report: `split/benign_train`, `split/benign_eval`, `data/benign_skipped_rows`. */
+export function benignSplitMetrics(b: BenignData): Record<string, number> {
+  return { 'split/benign_train': b.split.trainSize, 'split/benign_eval': b.split.evalSize, 'data/benign_skipped_rows': b.skippedRows };
+}

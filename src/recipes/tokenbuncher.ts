@@ -43,7 +43,7 @@ import { stepReport, type Metrics, type RolloutSample, type StepReport } from '.
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
 import { sandboxSplitMetrics } from './goals.ts';
-import { HARMFUL_DATASET_HELP, loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from './promptData.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -53,6 +53,7 @@ export const tokenbuncherSchema = {
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'task scorer (benign correctness), harm reporting and the redteam evaluation: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_DATASET_HELP} (the harmful side; the redteam evaluation reads the same file); with a file, tactics and promptPool do not apply`, { nonEmpty: true }),
+  benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how harmful goals are wrapped (as redteam): mixed, plain or one tactic'),
   promptPool: int(256, 'distinct harmful prompts / benign tasks the steps draw from (seeded)', { min: 1, max: 100000 }),
   prompts: int(4, 'harmful prompts per step (one group each)', { min: 1, max: 256 }),
@@ -162,6 +163,7 @@ class TokenbuncherRun implements RecipeRun {
   private readonly pool: SandboxPrompt[];
   private readonly benignPool: SandboxPrompt[];
   private readonly heldOut: SandboxPrompt[] | null;
+  private readonly heldOutBenign: SandboxPrompt[] | null;
   private readonly splitReport: Metrics;
 
   constructor(
@@ -173,11 +175,14 @@ class TokenbuncherRun implements RecipeRun {
     readonly config: TokenbuncherConfig,
     readonly seed: number,
     data: HarmfulPromptData | null = null,
+    benign: BenignData | null = null,
   ) {
     this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
     this.heldOut = data ? data.eval.slice(0, config.evalPrompts) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
-    this.benignPool = benignPrompts(config.promptPool, seed);
+    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    this.benignPool = benign ? benign.train : benignPrompts(config.promptPool, seed);
+    this.heldOutBenign = benign ? benign.eval.slice(0, config.evalPrompts) : null;
   }
 
   /** Greedy held-out answers: ASR and mean entropy on harmful prompts, correctness on benign tasks. */
@@ -185,7 +190,7 @@ class TokenbuncherRun implements RecipeRun {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     const harm = this.heldOut ?? harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
-    const ben = benignPrompts(c.evalPrompts, heldOut);
+    const ben = this.heldOutBenign ?? benignPrompts(c.evalPrompts, heldOut);
     const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
     // Entropy of the sampling distribution along the greedy answers to the harmful prompts.
@@ -368,11 +373,12 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
   async create(env: RecipeEnv, config: TokenbuncherConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'tokenbuncher');
+    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'tokenbuncher');
     const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));
       const optimizer = adamWFor(config, config.lr);
-      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed, data);
+      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed, data, benign);
     } catch (e) {
       m.dispose();
       throw e;
