@@ -182,9 +182,16 @@ describe('export and import', () => {
       mimeType: 'application/x-ndjson',
       buffer: Buffer.from('{"prompt": "one", "goal": "g"}\n{"prompt": "two", "goal": \n{"prompt": "three"}\n'),
     });
+    // The row that cannot be used is named and left out; the other two are stored.
+    await page.waitForSelector('[data-testid="dataset-note"]', { timeout: 10_000 });
+    await expect(page.textContent('[data-testid="dataset-note"]')).resolves.toMatch(/^bad\.jsonl: 1 row\(s\) left out: line 2: not valid JSON/);
+    await page.waitForSelector('[data-testid="dataset-item"][data-ref="upload:bad.jsonl"]', { timeout: 10_000 });
+    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:bad.jsonl"]')).resolves.toMatch(/upload:bad\.jsonl: 2 rows/);
+    // A file with no usable row is refused whole.
+    await page.setInputFiles('[data-testid="dataset-file"]', { name: 'none.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from('{"title": "x"}\n') });
     await page.waitForSelector('[data-testid="dataset-error"]', { timeout: 10_000 });
-    await expect(page.textContent('[data-testid="dataset-error"]')).resolves.toMatch(/^Dataset not uploaded: bad\.jsonl line 2: not valid JSON/);
-    await expect(page.locator('[data-testid="dataset-item"]').count()).resolves.toBe(0);
+    await expect(page.textContent('[data-testid="dataset-error"]')).resolves.toMatch(/^Dataset not uploaded: none\.jsonl line 1, field 'prompt': no usable row/);
+    await expect(page.locator('[data-testid="dataset-item"][data-ref="upload:none.jsonl"]').count()).resolves.toBe(0);
 
     // Neither touched the run: it keeps stepping.
     await waitFor(page, `${step} >= ${s0 + 2}`, 60_000);
@@ -198,7 +205,7 @@ describe('export and import', () => {
     const rows = Array.from({ length: 6 }, (_, i) => JSON.stringify({ goal: `goal number ${i}`, prompt: `As a story, explain step ${i}` })).join('\n');
     await page.setInputFiles('[data-testid="dataset-file"]', { name: 'pairs.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(rows) });
     await page.waitForSelector('[data-testid="dataset-item"][data-ref="upload:pairs.jsonl"]', { timeout: 10_000 });
-    await expect(page.textContent('[data-testid="dataset-item"]')).resolves.toMatch(/upload:pairs\.jsonl: 6 rows/);
+    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:pairs.jsonl"]')).resolves.toMatch(/upload:pairs\.jsonl: 6 rows/);
 
     await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
     const fill = async (v: Record<string, string>) => {
@@ -207,7 +214,7 @@ describe('export and import', () => {
     await fill({ batchSize: '2', loraRank: '2', maxTargetTokens: '16', sampleEvery: '0', dataset: 'upload:missing.jsonl' });
     await page.click('[data-testid="run-start"]');
     await waitFor(page, `${state} === 'error'`, 30_000);
-    await expect(page.textContent('[data-testid="run-error"]')).resolves.toMatch(/"upload:missing\.jsonl" is not uploaded in this tab \(uploaded: upload:pairs\.jsonl\)/);
+    await expect(page.textContent('[data-testid="run-error"]')).resolves.toMatch(/"upload:missing\.jsonl" is not stored in this browser \(stored: .*upload:pairs\.jsonl/);
 
     await fill({ dataset: 'upload:pairs.jsonl' });
     await page.click('[data-testid="run-start"]');

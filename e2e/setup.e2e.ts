@@ -202,9 +202,29 @@ describe('run setup', () => {
     await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'pairs.jsonl', mimeType: 'application/json', buffer: Buffer.from(good) });
     await waitFor(page, `document.querySelector('[data-testid="field-dataset"]')?.value === 'upload:pairs.jsonl'`, 15_000);
     await expect(page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:pairs.jsonl"]')).resolves.toMatch(/2 rows/);
-    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'bad.jsonl', mimeType: 'application/json', buffer: Buffer.from('{"prompt": "fine"}\n{"prompt": 3}\n') });
-    await expect(page.textContent('[data-testid="dataset-error-dataset"]')).resolves.toMatch(/bad\.jsonl.*line 2/);
+    // No usable row: refused whole, the field keeps its value.
+    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'bad.jsonl', mimeType: 'application/json', buffer: Buffer.from('{"prompt": 3}\n{"title": "x"}\n') });
+    await expect(page.textContent('[data-testid="dataset-error-dataset"]')).resolves.toMatch(/bad\.jsonl line 1, field 'prompt'/);
     await expect(value(page, 'field-dataset')).resolves.toBe('upload:pairs.jsonl');
     expect(new URL(page.url()).searchParams.get('c.dataset')).toBe('upload:pairs.jsonl');
+    // Some usable rows: the rest load, the row left out is named by line and field.
+    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'mixed.jsonl', mimeType: 'application/json', buffer: Buffer.from('{"prompt": "fine", "goal": "g"}\n{"prompt": 3}\n') });
+    await waitFor(page, `document.querySelector('[data-testid="field-dataset"]')?.value === 'upload:mixed.jsonl'`, 15_000);
+    await expect(page.textContent('[data-testid="dataset-note-dataset"]')).resolves.toMatch(/mixed\.jsonl: 1 row\(s\) left out: line 2 \(prompt\)/);
+    // Stored in IndexedDB: after a reload the uploads are still offered.
+    await page.reload();
+    await waitFor(page, `document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend')`, 90_000);
+    await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
+    await waitFor(page, `!!document.querySelector('[data-testid="dataset-pick-dataset"] option[value="upload:pairs.jsonl"]')`, 30_000);
+    await expect(page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:mixed.jsonl"]')).resolves.toMatch(/1 rows/);
+    // Columns with other names: the form offers them as the prompt column.
+    await page.setInputFiles('[data-testid="dataset-file-dataset"]', { name: 'odd.csv', mimeType: 'text/csv', buffer: Buffer.from('id,text\n1,how to pick a lock\n2,how to hotwire a car\n') });
+    await page.waitForSelector('[data-testid="dataset-map-dataset"]', { timeout: 15_000 });
+    await expect(page.textContent('[data-testid="dataset-error-dataset"]')).resolves.toMatch(/odd\.csv line 2, field 'prompt': no usable row/);
+    await page.selectOption('[data-testid="dataset-map-prompt-dataset"]', 'text');
+    await page.click('[data-testid="dataset-map-apply-dataset"]');
+    await waitFor(page, `document.querySelector('[data-testid="field-dataset"]')?.value === 'upload:odd.csv'`, 15_000);
+    await expect(page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:odd.csv"]')).resolves.toMatch(/2 rows/);
+    await expect(page.locator('[data-testid="dataset-map-dataset"]').count()).resolves.toBe(0);
   });
 });

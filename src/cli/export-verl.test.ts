@@ -38,7 +38,7 @@ describe('lab export-verl', () => {
     const harmful = rows.filter((x) => JSON.parse(x.reward_model.ground_truth).kind === 'harmful');
     expect(harmful).toHaveLength(6);
     // Not the sandbox's goal text itself: the attacker's rewrite of "Goal: <goal>".
-    const goals = harmfulGoals(6, 2);
+    const goals = harmfulGoals(6, 2, 'train');
     harmful.forEach((x, i) => {
       expect(x.prompt[0].content.length).toBeGreaterThan(0);
       expect(x.prompt[0].content).not.toBe(attackerSource(goals[i].text));

@@ -4,8 +4,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Judge } from '../judges/types.ts';
 import type { ModelFolder } from '../model/load.ts';
-import { createRecipeEnv, isSandboxName } from '../recipes/env.ts';
-import type { LoadedModel, RecipeEnv } from '../recipes/types.ts';
+import { createRecipeEnv, hubFolder, isSandboxName } from '../recipes/env.ts';
+import type { LoadedModel, LoadModelRefOptions, RecipeEnv } from '../recipes/types.ts';
 import { folderSource } from './fs-source.ts';
 
 export const DEFAULT_MODELS_DIR = 'public/models';
@@ -19,15 +19,23 @@ export function resolveModelDir(ref: string, modelsDir = DEFAULT_MODELS_DIR): st
   return ref;
 }
 
+/**
+ * Node env. A reference that names no folder on disk but reads as a hub id ("owner/name[@rev]")
+ * loads from the hub, or from `hubEndpoint` (default $HF_ENDPOINT, as huggingface_hub reads it).
+ */
 export function nodeRecipeEnv(opts: {
   modelsDir?: string;
+  hubEndpoint?: string;
   backend?: string;
   judges?: Record<string, () => Judge>;
-  load?: (folder: ModelFolder, ref: string) => Promise<LoadedModel>;
+  load?: (folder: ModelFolder, ref: string, opts?: LoadModelRefOptions) => Promise<LoadedModel>;
 } = {}): RecipeEnv {
   const modelsDir = opts.modelsDir ?? DEFAULT_MODELS_DIR;
   return createRecipeEnv({
-    folder: (ref) => folderSource(resolveModelDir(ref, modelsDir)),
+    folder: (ref) => {
+      const dir = resolveModelDir(ref, modelsDir);
+      return (!existsSync(dir) && hubFolder(ref, opts.hubEndpoint ?? process.env.HF_ENDPOINT)) || folderSource(dir);
+    },
     judges: opts.judges,
     backend: opts.backend,
     load: opts.load,

@@ -21,6 +21,7 @@ import { dequantizeStock, quantMatmul, type QuantizedMatrix } from '../engine/op
 import { rowChunks } from '../engine/kernels/limits.ts';
 import type { FrozenWeight } from './linear.ts';
 import type { LoadOptions } from './llama.ts';
+import { weightSpec, type WeightFormat } from './weightFormat.ts';
 
 export interface Int8Options {
   /** Input features per scale; 0 or undefined = one scale per output channel. Must divide `in`. */
@@ -239,4 +240,20 @@ export class Int4Weight extends PackedWeight {
 /** A LoadOptions.quantize hook storing every projection (and an untied LM head) as int4. */
 export function int4Quantizer(groupSize = INT4_GROUP): NonNullable<LoadOptions['quantize']> {
   return (name, w, shape) => Int4Weight.fromFloat32(w, shape, groupSize, name);
+}
+
+/**
+ * The loader hook that stores projections in `format` (undefined for f32). A projection whose
+ * input size the group does not divide fails naming the model, the projection and the format.
+ */
+export function weightQuantizer(format: WeightFormat, model: string): LoadOptions['quantize'] {
+  const spec = weightSpec(format);
+  if (spec.kind === 'f32') return undefined;
+  const inner = spec.kind === 'int8' ? int8Quantizer({}) : int4Quantizer(spec.groupSize);
+  return (name, w, shape) => {
+    if (spec.kind === 'int4' && shape[1] % spec.groupSize !== 0) {
+      throw new Error(`${model}: weight format ${format} needs input sizes divisible by ${spec.groupSize}, but ${name} has ${shape[1]} inputs (pick int8 or a smaller group)`);
+    }
+    return inner(name, w, shape);
+  };
 }

@@ -20,7 +20,8 @@
 // Both phases report `judge/asr` (share of the step's harmful rollouts the judge calls unsafe), so
 // the curve rises in attacker phases and falls in defender phases when both sides learn. With
 // evalEvery, a fixed held-out set is replayed with fixed sampling seeds before the step
-// (eval/asr, eval/benign_correct): it moves only when the weights do. The checkpoint holds both
+// (eval/asr, eval/benign_correct): it moves only when the weights do; its goals are the sandbox
+// split's eval goals, which the training pool never draws. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
 import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../data/sandbox/index.ts';
 import { meanStrongRejectRules } from '../judges/strongreject.ts';
@@ -30,17 +31,24 @@ import { std } from '../rl/stats.ts';
 import { groupDiversity } from './attack.ts';
 import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
-import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const arenaSchema = {
   attacker: str('attacker', 'attacker model (trained through its LoRA in attacker phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   defender: str('defender', 'defender model (trained through its LoRA in defender phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm / task scorer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
+  benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   phaseSteps: int(3, 'k: attacker steps, then k defender steps, repeating', { min: 1, max: 100000 }),
   firstPhase: oneOf(['attacker', 'defender'] as const, 'attacker', 'which side trains first'),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -91,6 +99,9 @@ class ArenaRun implements RecipeRun {
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[] } | null = null;
+  private readonly heldOutGoals: Goal[] | null;
+  private readonly heldOutBenign: SandboxPrompt[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -99,9 +110,15 @@ class ArenaRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: ArenaConfig,
     readonly seed: number,
+    data: HarmfulGoalData | null = null,
+    benign: BenignData | null = null,
   ) {
-    this.pool = harmfulGoals(config.goalPool, seed);
-    this.benignPool = benignPrompts(config.goalPool, seed);
+    this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
+    this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
+    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
+    this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
   }
 
   /** G attacker prompts per goal (adapters as they are). */
@@ -130,8 +147,8 @@ class ArenaRun implements RecipeRun {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
-      goals: harmfulGoals(c.evalGoals, heldOut),
-      benign: benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
+      goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'),
+      benign: this.heldOutBenign ?? benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
     };
     const { goals, benign } = this.evalSet;
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));
@@ -143,6 +160,7 @@ class ArenaRun implements RecipeRun {
       'eval/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'eval/benign_correct': meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(bv.map((v) => (v.refused ? 1 : 0))),
+      ...this.splitReport,
     };
   }
 
@@ -320,16 +338,18 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: ArenaConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const atk = await env.loadModel(config.attacker);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'arena');
+    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'arena');
+    const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     let def: LoadedModel | null = null;
     try {
-      def = await env.loadModel(config.defender);
+      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
         lora: attachConfiguredLora(m.model, config, hash3(seed, 0x10a, stream)),
         optimizer: adamWFor(config, lr),
       });
       const parts = { attacker: part(atk, config.attackerLr, 81), defender: part(def, config.defenderLr, 82) };
-      return new ArenaRun(atk, def, parts, judge, config, seed);
+      return new ArenaRun(atk, def, parts, judge, config, seed, data, benign);
     } catch (e) {
       atk.dispose();
       def?.dispose();

@@ -39,6 +39,8 @@ import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
+import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -48,8 +50,11 @@ export type DiversityMode = (typeof DIVERSITY_MODES)[number];
 
 export const attackSchema = {
   attacker: str('attacker', 'model trained to attack: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   defender: str('defender', 'frozen target model (never updated): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm scorer of the defender answer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP} (attack trains on the train rows; goalPool applies to the sandbox only)`, { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'goals per step (each is one group)', { min: 1, max: 256 }),
   groupSize: int(8, 'G: attacker prompts sampled per goal', { min: 2, max: 64 }),
@@ -130,8 +135,9 @@ class AttackRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: AttackConfig,
     readonly seed: number,
+    data: HarmfulGoalData | null = null,
   ) {
-    this.pool = harmfulGoals(config.goalPool, seed);
+    this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
   }
 
   /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */
@@ -268,13 +274,14 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
   modelField: 'attacker',
   async create(env: RecipeEnv, config: AttackConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const atk = await env.loadModel(config.attacker);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'attack');
+    const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     let def: LoadedModel | null = null;
     try {
-      def = await env.loadModel(config.defender);
+      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(atk.model, config, hash3(seed, 0x10a, 3));
       const optimizer = adamWFor(config, config.lr);
-      return new AttackRun(atk, def, lora, optimizer, judge, config, seed);
+      return new AttackRun(atk, def, lora, optimizer, judge, config, seed, data);
     } catch (e) {
       atk.dispose();
       def?.dispose();

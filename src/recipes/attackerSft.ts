@@ -7,9 +7,11 @@
 // (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
-import { attackerSft, attackerSource, rngFor, TACTICS, type Tactic } from '../data/sandbox/index.ts';
+import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../data/sandbox/index.ts';
 import { stripBom } from '../data/loaders.ts';
 import { brief, briefText } from '../engine/brief.ts';
+import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../data/split.ts';
+import { columnsOf, readPromptSet } from '../data/promptSets.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
@@ -20,11 +22,13 @@ import { attachConfiguredLora, loraFields } from './commonFields.ts';
 import { tacticOf } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const attackerSftSchema = {
   attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   dataset: str('sandbox', 'training pairs: "sandbox" (the seeded attackerSft data) or a JSONL file / URL of rows {"goal": ..., "prompt": ...}', { nonEmpty: true }),
   dataSize: int(2000, 'pairs drawn from the sandbox data (ignored for a JSONL dataset)', { min: 1, max: 1000000 }),
   batchSize: int(16, 'pairs per step', { min: 1, max: 1024 }),
@@ -45,6 +49,18 @@ export interface GoalPromptPair {
 }
 
 /** Parses JSONL rows {"goal", "prompt"}; errors name the file, the line and the field. Blank lines are skipped. */
+/**
+ * Goal -> prompt pairs from JSONL (parseGoalPromptJsonl: every row must be whole) or CSV with
+ * `goal` and `prompt` columns (data/promptSets.ts: rows without a prompt are left out).
+ */
+export function parseGoalPromptPairs(text: string, label: string): GoalPromptPair[] {
+  if (text.trimStart().replace(/^\uFEFF/, '').startsWith('{')) return parseGoalPromptJsonl(text, label);
+  const set = readPromptSet(text, label, { prompt: 'prompt' });
+  const cols = columnsOf(text, label).map((c) => c.toLowerCase());
+  if (!cols.includes('goal')) throw new Error(`${label}: a CSV of pairs needs a "goal" and a "prompt" column (columns: ${cols.join(', ')})`);
+  return set.rows.map((r) => ({ goal: r.goal, prompt: typeof r.prompt === 'string' ? r.prompt : r.prompt.map((t) => t.content).join('\n') }));
+}
+
 export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPair[] {
   const out: GoalPromptPair[] = [];
   stripBom(text).split(/\r?\n/).forEach((line, i) => {
@@ -93,22 +109,57 @@ export function tacticMix(prompts: readonly string[]): Record<Tactic, number> {
   return mix;
 }
 
+/** Training pairs, the held-out goals the greedy samples are written for (never trained on), and the split. */
+export interface AttackerSftData {
+  train: GoalPromptPair[];
+  heldOutGoals: string[];
+  split: SplitInfo;
+}
+
+/** Sandbox pairs on the train goals; held-out goals from the eval goals (data/sandbox/split.ts). */
+export function sandboxAttackerSftData(config: Pick<AttackerSftConfig, 'dataSize' | 'sampleGoals'>, seed: number): AttackerSftData {
+  return {
+    train: attackerSft(config.dataSize, seed, { split: 'train' }).map((e) => ({ goal: e.goal, prompt: e.target })),
+    heldOutGoals: attackerSft(config.sampleGoals, hash3(seed, 0xa77, 1) >>> 0, { split: 'eval' }).map((e) => e.goal),
+    split: sandboxSplitInfo(),
+  };
+}
+
+/**
+ * An uploaded file's rows split by row (seeded, data/split.ts): a quarter held out. Held-out goals
+ * are the first sampleGoals held-out rows' goals; a goal that also has a training row is skipped,
+ * so no held-out goal was trained on.
+ */
+export function uploadedAttackerSftData(rows: GoalPromptPair[], config: Pick<AttackerSftConfig, 'dataset' | 'sampleGoals'>): AttackerSftData {
+  if (rows.length < 2) throw new Error(`${config.dataset}: ${rows.length} row(s); attacker-sft needs at least 2 to hold one out for evaluation`);
+  const s = splitRows(rows, EVAL_SHARE, DATA_SPLIT_SEED);
+  const trained = new Set(s.train.map((r) => r.goal));
+  const heldOutGoals = [...new Set(s.eval.map((r) => r.goal))].filter((g) => !trained.has(g)).slice(0, config.sampleGoals);
+  if (heldOutGoals.length === 0) throw new Error(`${config.dataset}: every held-out row's goal also has a training row; no goal is left to evaluate on (use distinct goals)`);
+  return { train: s.train, heldOutGoals, split: s.info };
+}
+
 class AttackerSftRun implements RecipeRun {
   readonly recipe = 'attacker-sft';
   stepsDone = 0;
   readonly done = false;
   readonly stopReason = null;
-  private readonly heldOut: string[];
 
   constructor(
     private readonly m: LoadedModel,
     readonly lora: LoraSet,
     readonly optimizer: AdamW,
-    private readonly pairs: GoalPromptPair[],
+    private readonly data: AttackerSftData,
     readonly config: AttackerSftConfig,
     readonly seed: number,
-  ) {
-    this.heldOut = attackerSft(config.sampleGoals, (hash3(seed, 0xa77, 1) >>> 0)).map((e) => e.goal);
+  ) {}
+
+  private get pairs(): GoalPromptPair[] {
+    return this.data.train;
+  }
+
+  private get heldOut(): string[] {
+    return this.data.heldOutGoals;
   }
 
   private batch(step: number): GoalPromptPair[] {
@@ -169,6 +220,7 @@ class AttackerSftRun implements RecipeRun {
       for (const t of TACTICS) metrics[`tactic/${t}`] = mix[t];
       metrics['sample/distinct'] = new Set(texts).size / Math.max(1, texts.length);
       metrics['sample/length_mean'] = meanOf(g.lengths);
+      Object.assign(metrics, splitMetrics(this.data.split));
       texts.forEach((text, b) => {
         const n = g.lengths[b];
         const tactic = tacticOf(text);
@@ -217,18 +269,17 @@ export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
   schema: attackerSftSchema,
   modelField: 'attacker',
   async create(env: RecipeEnv, config: AttackerSftConfig, seed: number): Promise<RecipeRun> {
-    let pairs: GoalPromptPair[];
-    if (config.dataset === 'sandbox') {
-      pairs = attackerSft(config.dataSize, seed).map((e) => ({ goal: e.goal, prompt: e.target }));
-    } else {
+    let data: AttackerSftData;
+    if (config.dataset === 'sandbox') data = sandboxAttackerSftData(config, seed);
+    else {
       if (!env.readText) throw new Error(`attacker-sft: field "dataset" names a file (${config.dataset}) but this environment cannot read files`);
-      pairs = parseGoalPromptJsonl(await env.readText(config.dataset), config.dataset);
+      data = uploadedAttackerSftData(parseGoalPromptPairs(await env.readText(config.dataset), config.dataset), config);
     }
-    const m = await env.loadModel(config.attacker);
+    const m = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 1));
       const optimizer = new AdamW({ lr: config.lr, weightDecay: config.weightDecay });
-      return new AttackerSftRun(m, lora, optimizer, pairs, config, seed);
+      return new AttackerSftRun(m, lora, optimizer, data, config, seed);
     } catch (e) {
       m.dispose();
       throw e;

@@ -20,7 +20,8 @@
 // With evalEvery, a fixed held-out set is replayed before the step with fixed sampling seeds: the
 // attacker's prompt for each held-out goal, `evalSamples` defender answers each (eval/asr), and
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
-// do, so it is the before / after measure of the experiment.
+// do, so it is the before / after measure of the experiment. Held-out goals are the sandbox
+// split's eval goals (data/sandbox/split.ts): the training pool never draws them.
 import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
 import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
@@ -32,18 +33,25 @@ import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
 import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
-import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
+import { checkSavedWeights, weightsField } from './weightFields.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const defendSchema = {
   attacker: str('attacker', 'frozen attacker model that writes the harmful prompts: a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   attackerCheckpoint: str('', 'checkpoint file (lab --save-checkpoint) of a run that trained the attacker (attack, attacker-sft, or arena: its attacker adapter); its LoRA is loaded into the attacker, frozen. Empty = the attacker as it is'),
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'safety / task scorer: rules, rules-partial, classifier (the sandbox guard model), or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
+  benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'harmful goals per step (one attacker prompt each, one group each)', { min: 1, max: 256 }),
   benignPrompts: int(2, 'benign sandbox tasks per step (utility; one group each; 0 = off)', { min: 0, max: 256 }),
@@ -120,6 +128,9 @@ class DefendRun implements RecipeRun {
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
   private readonly klCoef: KlCoef;
   private readonly critic: ValueCritic | null;
+  private readonly heldOutGoals: Goal[] | null;
+  private readonly heldOutBenign: SandboxPrompt[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -129,11 +140,17 @@ class DefendRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: DefendConfig,
     readonly seed: number,
+    data: HarmfulGoalData | null = null,
+    benign: BenignData | null = null,
   ) {
     this.klCoef = new KlCoef(config);
     this.critic = criticFor(def.model, config);
-    this.pool = harmfulGoals(config.goalPool, seed);
-    this.benignPool = benignPrompts(config.goalPool, seed);
+    this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
+    this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
+    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
+    this.heldOutBenign = benign ? benign.eval.slice(0, config.evalBenign) : null;
   }
 
   /** One attacker prompt per goal (sampled; the attacker never changes). */
@@ -157,7 +174,7 @@ class DefendRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    this.evalSet ??= { goals: harmfulGoals(c.evalGoals, heldOut), benign: benignPrompts(c.evalBenign, heldOut), prompts: null };
+    this.evalSet ??= { goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'), benign: this.heldOutBenign ?? benignPrompts(c.evalBenign, heldOut), prompts: null };
     const e = this.evalSet;
     e.prompts ??= await this.attack(e.goals, hash3(heldOut, 1, 0xa77ac));
     const texts = [...e.prompts, ...e.benign.map((p) => p.prompt as string)];
@@ -172,6 +189,7 @@ class DefendRun implements RecipeRun {
       'eval/refusal_rate': meanOf(harm.map((x) => (x.refused ? 1 : 0))),
       'eval/benign_correct': meanOf(ben.map((x) => (x.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(ben.map((x) => (x.refused ? 1 : 0))),
+      ...this.splitReport,
     };
   }
 
@@ -314,7 +332,8 @@ export async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promis
     payload = checkpointFromJson(await env.readText(file), file);
     checkAttackerCheckpoint(payload, file, config.attacker);
   }
-  const m = await env.loadModel(config.attacker);
+  if (payload) checkSavedWeights(payload.config, 'attacker', config.attackerWeights, file);
+  const m = await env.loadModel(config.attacker, { weights: config.attackerWeights });
   if (!payload) return m;
   try {
     const set = attachCheckpointAdapter(m.model, payload, file, payload.recipe === 'arena' ? 'attacker' : undefined);
@@ -336,14 +355,16 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
   schema: defendSchema,
   modelField: 'defender',
   async create(env: RecipeEnv, config: DefendConfig, seed: number): Promise<RecipeRun> {
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'defend');
+    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'defend');
     const atk = await loadAttacker(env, config);
     let def: LoadedModel | null = null;
     try {
       const judge = env.judge(config.judge);
-      def = await env.loadModel(config.defender);
+      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
       const optimizer = adamWFor(config, config.lr);
-      return new DefendRun(atk, def, lora, optimizer, judge, config, seed);
+      return new DefendRun(atk, def, lora, optimizer, judge, config, seed, data, benign);
     } catch (e) {
       atk.dispose();
       def?.dispose();

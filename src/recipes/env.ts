@@ -4,13 +4,15 @@
 import { createLlmGuardJudge } from '../judges/llmGuard.ts';
 import { createRulesJudge } from '../judges/rules.ts';
 import type { Judge } from '../judges/types.ts';
-import { applyChatTemplate, resolveChatTemplate } from '../model/chat.ts';
+import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../model/chat.ts';
+import { hubSource, parseHubRef } from '../model/hub.ts';
 import { disposeLlama } from '../model/llama.ts';
 import { loadModel, type ModelFolder } from '../model/load.ts';
 import { urlSource } from '../model/sources.ts';
 import { createTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { ChatTemplate } from '../model/chat.ts';
-import type { ChatCodec, LoadedModel, RecipeEnv } from './types.ts';
+import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types.ts';
+import { weightQuantizer } from '../model/quant.ts';
 
 /** The built-in judges by name. */
 export const BUILTIN_JUDGES: Record<string, () => Judge> = {
@@ -40,7 +42,7 @@ export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): Chat
 }
 
 /** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
-export async function loadChatModel(folder: ModelFolder, ref: string): Promise<LoadedModel> {
+export async function loadChatModel(folder: ModelFolder, ref: string, opts: LoadModelRefOptions = {}): Promise<LoadedModel> {
   const json = async (name: string, required: boolean): Promise<unknown> => {
     if (!(await folder.has(name))) {
       if (required) throw new Error(`${folder.label}/${name}: not found (model "${ref}" needs a tokenizer)`);
@@ -56,11 +58,15 @@ export async function loadChatModel(folder: ModelFolder, ref: string): Promise<L
   const tokenizerJson = await json('tokenizer.json', true);
   const tokenizerConfig = await json('tokenizer_config.json', false);
   const modelConfig = await json('config.json', false);
-  const model = await loadModel(folder);
+  // Several eos ids (Qwen2.5: <|im_end|> and <|endoftext|>) are listed only here.
+  const generationConfig = await json('generation_config.json', false);
+  const chatTemplateJinja = (await folder.has(CHAT_TEMPLATE_FILE)) ? await folder.getText(CHAT_TEMPLATE_FILE) : undefined;
+  const weights = opts.weights ?? 'f32';
+  const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
   try {
-    const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, { label: folder.label, modelConfig });
-    const template = resolveChatTemplate({ tokenizerConfig, model: folder.label });
-    return { ref, model, codec: tokenizerCodec(tok, template), dispose: () => disposeLlama(model) };
+    const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, { label: folder.label, modelConfig, generationConfig });
+    const template = resolveChatTemplate({ tokenizerConfig, chatTemplateJinja, model: folder.label });
+    return { ref, model, codec: tokenizerCodec(tok, template), weights, dispose: () => disposeLlama(model) };
   } catch (e) {
     disposeLlama(model);
     throw e;
@@ -99,14 +105,14 @@ export interface RecipeEnvOptions {
   readText?(ref: string): Promise<string>;
   backend?: string;
   /** Replace how a folder becomes a model (tests: a fixture without a tokenizer + a stand-in codec). */
-  load?(folder: ModelFolder, ref: string): Promise<LoadedModel>;
+  load?(folder: ModelFolder, ref: string, opts?: LoadModelRefOptions): Promise<LoadedModel>;
 }
 
 export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
   const judges: Record<string, () => Judge> = { ...BUILTIN_JUDGES, classifier: () => classifierJudge(opts.folder), ...opts.judges };
   const load = opts.load ?? loadChatModel;
   return {
-    loadModel: (ref) => load(opts.folder(ref), ref),
+    loadModel: (ref, o) => load(opts.folder(ref), ref, o),
     judge: (name) => {
       const make = Object.hasOwn(judges, name) ? judges[name] : undefined;
       if (!make) throw new Error(`unknown judge "${name}" (judges: ${Object.keys(judges).join(', ')})`);
@@ -117,11 +123,26 @@ export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
   };
 }
 
-/** Browser env: sandbox names under `modelsBase` (default the site's models/ folder), anything else a URL. */
-export function urlRecipeEnv(opts: { modelsBase?: string; judges?: Record<string, () => Judge>; backend?: string } = {}): RecipeEnv {
+/**
+ * A hub model id ("owner/name" or "owner/name@revision") as a folder on `endpoint` (default the
+ * hub), or null when `ref` is not one (a URL, a path starting with . or /, a sandbox name).
+ */
+export function hubFolder(ref: string, endpoint?: string): ModelFolder | null {
+  if (/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(ref) || !ref.includes('/')) return null;
+  let id;
+  try {
+    id = parseHubRef(ref);
+  } catch {
+    return null;
+  }
+  return hubSource(id.id, { revision: id.revision, endpoint });
+}
+
+/** Browser env: sandbox names under `modelsBase` (default the site's models/ folder), hub ids on `hubEndpoint`, anything else a URL. */
+export function urlRecipeEnv(opts: { modelsBase?: string; hubEndpoint?: string; judges?: Record<string, () => Judge>; backend?: string } = {}): RecipeEnv {
   const base = (opts.modelsBase ?? 'models/').replace(/\/?$/, '/');
   return createRecipeEnv({
-    folder: (ref) => urlSource(isSandboxName(ref) ? `${base}${ref}/` : ref),
+    folder: (ref) => (isSandboxName(ref) ? urlSource(`${base}${ref}/`) : (hubFolder(ref, opts.hubEndpoint) ?? urlSource(ref))),
     judges: opts.judges,
     backend: opts.backend,
     readText: async (ref) => {

@@ -1,6 +1,7 @@
 // The harmful goals the attacker-side recipes (attack, defend, arena) draw from, and the tactic
 // family of a prompt an attacker wrote.
-import { detectTactic, harmfulPrompts, SINGLE_TURN_TACTICS, splitAttackerTarget, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { detectTactic, harmfulPrompts, sandboxSplitInfo, SINGLE_TURN_TACTICS, splitAttackerTarget, type GoalSplit, type SandboxHazard, type SandboxPrompt, type Tactic } from '../data/sandbox/index.ts';
+import { splitMetrics } from '../data/split.ts';
 
 /** How redteam and tokenbuncher wrap goals: every single-turn tactic, none, or one tactic. */
 export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;
@@ -22,10 +23,16 @@ export interface Goal {
   category: SandboxHazard;
 }
 
-/** `n` seeded harmful sandbox goals (harmfulPrompts' goals, without a tactic wrapper). */
-export function harmfulGoals(n: number, seed: number): Goal[] {
-  return harmfulPrompts(n, seed).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
+/**
+ * `n` seeded harmful sandbox goals (harmfulPrompts' goals, without a tactic wrapper) from one side
+ * of the sandbox's train / eval goal split: training pools draw 'train', held-out evaluations 'eval'.
+ */
+export function harmfulGoals(n: number, seed: number, split: GoalSplit): Goal[] {
+  return harmfulPrompts(n, seed, { split }).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
 }
+
+/** The sandbox goal split's sizes and seed, for an evaluation's report (`split/train`, `split/eval`, `split/seed`). */
+export const sandboxSplitMetrics = (): Record<string, number> => splitMetrics(sandboxSplitInfo());
 
 /** The tactic family of an attacker prompt (several lines = crescendo turns). */
 export function tacticOf(text: string): Tactic {

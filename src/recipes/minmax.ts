@@ -56,15 +56,27 @@ import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmax
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
+import { loadQaData, SANDBOX_DATASET, type QaData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {
   policy: str('qa', 'QA policy model (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  policyWeights: weightsField('policy'),
   monitor: str('qa', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  monitorWeights: weightsField('monitor'),
   rm: str('rules', 'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)', { nonEmpty: true }),
-  itemPool: int(256, 'distinct QA items the steps draw from (seeded)', { min: 1, max: 100000 }),
+  dataset: str(
+    SANDBOX_DATASET,
+    'QA items: "sandbox" (the built-in stories) or a JSONL / CSV file of multiple-choice rows: question, four choices (a "choices" list or ' +
+      'columns A B C D), answer (0-3, A-D or the right choice\'s text), optional story / context / article / passage; a quarter of the rows ' +
+      '(seeded) are held out for the evaluation',
+    { nonEmpty: true },
+  ),
+  itemPool: int(256, 'distinct QA items the steps draw from (seeded; sandbox only)', { min: 1, max: 100000 }),
   items: int(4, 'QA items per step', { min: 1, max: 256 }),
   groupSize: int(4, 'G: answers per item (policy steps) / critiques per answer (monitor steps)', { min: 2, max: 64 }),
   policyMaxTokens: int(16, 'answer length cap in tokens ("[ANSWER:B]" is a few)', { min: 1, max: 1024 }),
@@ -201,6 +213,9 @@ export class GameRun implements RecipeRun {
   private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
   private evalSet: QaExample[] | null = null;
+  private readonly heldOut: QaExample[] | null;
+  /** The QA split's sizes and seed (an uploaded file's), for the evaluation's report. */
+  private readonly splitReport: Metrics;
 
   constructor(
     readonly recipe: GameMode,
@@ -211,8 +226,11 @@ export class GameRun implements RecipeRun {
     /** The recipe's own validated config (what the checkpoint records and checks). */
     readonly config: Record<string, unknown>,
     readonly seed: number,
+    data: QaData | null = null,
   ) {
-    this.pool = qaItems(game.itemPool, seed);
+    this.pool = data ? data.train : qaItems(game.itemPool, seed);
+    this.heldOut = data ? data.eval.slice(0, game.evalItems) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : {};
     this.lambda = game.lambda0;
     // advantage = gae: a critic per trained player (the source trains a value head with each PPO player).
     this.critics = { policy: criticFor(policy.loaded.model, game), monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null };
@@ -242,11 +260,11 @@ export class GameRun implements RecipeRun {
 
   private async evaluate(): Promise<Metrics> {
     const heldOut = hash3(this.seed, 0xe7a1, 7) >>> 0;
-    const items = (this.evalSet ??= qaItems(this.game.evalItems, heldOut));
+    const items = (this.evalSet ??= this.heldOut ?? qaItems(this.game.evalItems, heldOut));
     const a = await this.answer(items, 0, true);
     const picks = items.map((it, i) => parseQaChoice(a.texts[i], it));
     const truth = items.map((it, i) => (picks[i] === it.correct ? 1 : 0));
-    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))) };
+    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))), ...this.splitReport };
     if (this.game.judge === 'none') return out;
     const c = await this.critique(items, a.texts, 0, true);
     const v = c.texts.map(critiqueVerdict);
@@ -444,17 +462,18 @@ export function rewardModelFor(env: RecipeEnv, name: string): QaRewardModel {
 /** Loads both players; the monitor gets an adapter unless frozen. */
 export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameConfig, config: Record<string, unknown>, seed: number): Promise<GameRun> {
   const rm = rewardModelFor(env, game.rm);
-  const pol = await env.loadModel(game.policy);
+  const data = game.dataset === SANDBOX_DATASET ? null : await loadQaData(env, game.dataset, mode);
+  const pol = await env.loadModel(game.policy, { weights: game.policyWeights });
   let mon: LoadedModel | null = null;
   try {
-    mon = await env.loadModel(game.monitor);
+    mon = await env.loadModel(game.monitor, { weights: game.monitorWeights });
     const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
       lora: attachConfiguredLora(m.model, game, hash3(seed, 0x10a, stream)),
       optimizer: adamWFor(game, lr),
     });
     const policy = { loaded: pol, part: part(pol, game.policyLr, 91) };
     const monitor = { loaded: mon, part: mode === 'minmax' ? part(mon, game.monitorLr, 92) : null };
-    return new GameRun(mode, policy, monitor, rm, game, config, seed);
+    return new GameRun(mode, policy, monitor, rm, game, config, seed, data);
   } catch (e) {
     pol.dispose();
     mon?.dispose();

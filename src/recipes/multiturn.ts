@@ -27,9 +27,13 @@
 // Reported: per-turn scores, crescendo success (any turn unsafe) and its rate at each turn, the
 // episode reward under all five aggregations of the same episodes, benign correctness. With
 // evalEvery, held-out episodes are replayed before the step with a fixed sampling seed, so the
-// eval numbers move only when the weights do.
+// eval numbers move only when the weights do. Their crescendo goals are the sandbox split's eval
+// goals (data/sandbox/split.ts), which the training pool never draws.
 import * as tf from '@tensorflow/tfjs';
 import { attackerSource, rngFor, splitAttackerTarget } from '../data/sandbox/index.ts';
+import { sandboxSplitMetrics } from './goals.ts';
+import { loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import type { ChatTurn, Judge, JudgeItem, JudgeVerdict } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -45,10 +49,11 @@ import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type Tok
 import { checkFinite, checkFiniteRewards, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
-import { episodePools, type EpisodeSpec } from './episodePools.ts';
+import { episodePools, seedEpisodes, type EpisodeSpec } from './episodePools.ts';
 export type { EpisodeSpec } from './episodePools.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { ConfigError, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -57,8 +62,17 @@ export const REWARD_PLACEMENTS = ['episode', 'turn'] as const;
 
 export const multiturnSchema = {
   defender: str('defender', 'model trained (LoRA): a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   attacker: str('attacker', 'model that writes the user turns when followUps = attacker (frozen)', { nonEmpty: true }),
+  attackerWeights: weightsField('attacker'),
   judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  dataset: str(
+    SANDBOX_DATASET,
+    'multi-turn seeds: "sandbox" (crescendo goals) or a JSONL / CSV file whose rows give the user turns (messages, in order) or one opening prompt ' +
+      '(prompt, goal, behavior, instruction, question); every user turn of a seed is scored as harmful, and with followUps = attacker the attacker ' +
+      'continues after the first; a quarter of the rows (seeded) are held out for the evaluation',
+    { nonEmpty: true },
+  ),
   followUps: oneOf(FOLLOW_UP_SOURCES, 'scripted', 'who writes the follow-up user turns: scripted (the sandbox crescendo script, standing in for SaFeR\'s judge-written new_question) or attacker (after the scripted opener, the attacker model continues the user turns so far, one line each)'),
   maxTurns: int(3, 'most user turns per episode (SaFeR 10; the sandbox crescendo has 3)', { min: 1, max: 10 }),
   goalPool: int(256, 'distinct harmful goals (and benign episodes) the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -317,6 +331,8 @@ class MultiturnRun implements RecipeRun {
   readonly stopReason = null;
   private readonly pools: { harmful: EpisodeSpec[]; benign: EpisodeSpec[] };
   private evalSet: EpisodeSpec[] | null = null;
+  private readonly heldOutSeeds: EpisodeSpec[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly def: LoadedModel,
@@ -326,8 +342,12 @@ class MultiturnRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: MultiturnConfig,
     readonly seed: number,
+    data: HarmfulPromptData | null = null,
   ) {
-    this.pools = episodePools(config.goalPool, seed, config.maxTurns);
+    this.pools = episodePools(config.goalPool, seed, config.maxTurns, 'train');
+    if (data) this.pools.harmful = seedEpisodes(data.train, config.maxTurns);
+    this.heldOutSeeds = data ? seedEpisodes(data.eval, config.maxTurns).slice(0, config.evalEpisodes) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
   }
 
   private playOptions(seed: number): PlayOptions {
@@ -342,19 +362,20 @@ class MultiturnRun implements RecipeRun {
     };
   }
 
-  /** Held-out episodes (a stream disjoint from the training pools), one play each. */
+  /** Held-out episodes, one play each: crescendo goals of the eval split, none in the training pool. */
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= (() => {
-      const p = episodePools(c.evalEpisodes, heldOut, c.maxTurns);
-      return [...p.harmful, ...p.benign.slice(0, Math.max(1, Math.round(c.evalEpisodes / 4)))];
+      const p = episodePools(c.evalEpisodes, heldOut, c.maxTurns, 'eval');
+      return [...(this.heldOutSeeds ?? p.harmful), ...p.benign.slice(0, Math.max(1, Math.round(c.evalEpisodes / 4)))];
     })();
     const played = await playEpisodes(this.def, this.evalSet, this.playOptions(heldOut));
     const scored = await scoreEpisodes(this.judge, played, c);
     return {
       ...outcomeMetrics(played, scored, c.maxTurns, 'eval/'),
       'eval/reward_mean': meanOf(scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation))),
+      ...this.splitReport,
     };
   }
 
@@ -515,13 +536,14 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
     const bad = multiturnCheck(config);
     if (Object.keys(bad).length) throw new ConfigError('recipe multiturn', bad);
     const judge = env.judge(config.judge);
-    const def = await env.loadModel(config.defender);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'multiturn');
+    const def = await env.loadModel(config.defender, { weights: config.defenderWeights });
     let atk: LoadedModel | null = null;
     try {
-      if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker);
+      if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
       const optimizer = adamWFor(config, config.lr);
-      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed);
+      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed, data);
     } catch (e) {
       def.dispose();
       atk?.dispose();

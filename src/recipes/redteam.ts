@@ -35,6 +35,10 @@ import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, m
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
+import { sandboxSplitMetrics } from './goals.ts';
+import { HARMFUL_DATASET_HELP, loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -58,7 +62,9 @@ export function redteamReward(
 
 export const redteamSchema = {
   defender: str('defender', 'model to attack and train: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm scorer: rules (any payload marker = 1), rules-partial (graded by leaked steps), or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_DATASET_HELP}; with a file, tactics and promptPool do not apply`, { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how goals are wrapped: mixed (uniform over the 8 single-turn tactics), plain (direct request, no wrapper) or one tactic'),
   promptPool: int(256, 'distinct harmful prompts the steps draw from (seeded)', { min: 1, max: 100000 }),
   prompts: int(8, 'prompts per step (the source uses 8+ per batch; with 4 the batch-mean early stop fires on a lucky batch before the held-out ASR moves, EXPERIMENTS.md)', { min: 1, max: 256 }),
@@ -115,9 +121,9 @@ export async function greedyAsr(m: LoadedModel, judge: Judge, prompts: SandboxPr
   return { asr: meanOf(verdicts.map((v) => (v.unsafe >= 0.5 ? 1 : 0))), strongReject: meanStrongRejectRules(items), verdicts, answers };
 }
 
-/** The held-out evaluation prompts of a redteam run (disjoint stream from the training pool). */
+/** The held-out evaluation prompts of a redteam run: goals of the eval split, none in the training pool. */
 export function redteamEvalPrompts(config: RedteamConfig, seed: number): SandboxPrompt[] {
-  return harmfulPrompts(config.evalPrompts, (hash3(seed, 0xe7a1, 0) >>> 0), { tactics: tacticList(config.tactics) });
+  return harmfulPrompts(config.evalPrompts, (hash3(seed, 0xe7a1, 0) >>> 0), { tactics: tacticList(config.tactics), split: 'eval' });
 }
 
 class RedteamRun implements RecipeRun {
@@ -127,6 +133,7 @@ class RedteamRun implements RecipeRun {
   stopReason: string | null = null;
   private readonly pool: SandboxPrompt[];
   private evalSet: SandboxPrompt[] | null = null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly m: LoadedModel,
@@ -135,8 +142,11 @@ class RedteamRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: RedteamConfig,
     readonly seed: number,
+    data: HarmfulPromptData | null = null,
   ) {
-    this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
+    this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
+    if (data) this.evalSet = data.eval.slice(0, config.evalPrompts);
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
   }
 
   /** Prompts of step s: a seeded draw from the pool (with replacement across steps, distinct within one). */
@@ -183,6 +193,7 @@ class RedteamRun implements RecipeRun {
       const e = await greedyAsr(this.m, this.judge, this.evalSet, c.maxNewTokens);
       metrics['eval/asr'] = e.asr;
       metrics['eval/strongreject_rules'] = e.strongReject;
+      Object.assign(metrics, this.splitReport);
     }
     const te = performance.now();
 
@@ -317,11 +328,12 @@ export const redteamRecipe: Recipe<typeof redteamSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: RedteamConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const m = await env.loadModel(config.defender);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'redteam');
+    const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 0));
       const optimizer = adamWFor(config, config.lr);
-      return new RedteamRun(m, lora, optimizer, judge, config, seed);
+      return new RedteamRun(m, lora, optimizer, judge, config, seed, data);
     } catch (e) {
       m.dispose();
       throw e;

@@ -7,6 +7,7 @@ import { peftTensorName, type LoraSet } from '../model/lora.ts';
 import type { AdamW, AdamWState } from '../rl/optim.ts';
 import { findNonFinite, type CheckpointInput, type NamedTensor } from '../storage/checkpoints.ts';
 import type { RecipeCheckpoint } from './types.ts';
+import { checkSavedWeights, weightFormatsOf } from './weightFields.ts';
 
 /** variable name <-> PEFT name for every adapter matrix of the set. */
 function nameMaps(lora: LoraSet): { toPeft: Map<string, string>; fromPeft: Map<string, tf.Variable> } {
@@ -164,6 +165,7 @@ export function checkPayload(payload: RecipeCheckpoint, recipe: string, seed: nu
   if (!isPlainObject(payload.config)) throw new Error('checkpoint: config must be an object');
   if (!isPlainObject(payload.extra)) throw new Error('checkpoint: extra must be an object');
   if (!isPlainObject(payload.rng)) throw new Error('checkpoint: rng must be an object');
+  for (const [model, format] of Object.entries(weightFormatsOf(config))) checkSavedWeights(payload.config, model, format, 'checkpoint');
   for (const [k, v] of Object.entries(config)) {
     if (k in payload.config && payload.config[k] !== v) {
       throw new Error(`checkpoint: field "${k}" was ${JSON.stringify(payload.config[k])} when saved, this run has ${JSON.stringify(v)}`);

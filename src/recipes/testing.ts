@@ -4,7 +4,8 @@ import type { Judge } from '../judges/types.ts';
 import { disposeLlama } from '../model/llama.ts';
 import { loadModel, type ModelFolder } from '../model/load.ts';
 import type { StepReport } from './report.ts';
-import type { ChatCodec, LoadedModel } from './types.ts';
+import type { ChatCodec, LoadedModel, LoadModelRefOptions } from './types.ts';
+import { weightQuantizer } from '../model/quant.ts';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */
 export function charCodec(vocab = 64): ChatCodec {
@@ -26,9 +27,10 @@ export function charCodec(vocab = 64): ChatCodec {
 }
 
 /** Loads a model folder without a tokenizer and pairs it with charCodec. */
-export async function loadWithCharCodec(folder: ModelFolder, ref: string): Promise<LoadedModel> {
-  const model = await loadModel(folder);
-  return { ref, model, codec: charCodec(model.config.vocabSize), dispose: () => disposeLlama(model) };
+export async function loadWithCharCodec(folder: ModelFolder, ref: string, opts: LoadModelRefOptions = {}): Promise<LoadedModel> {
+  const weights = opts.weights ?? 'f32';
+  const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
+  return { ref, model, codec: charCodec(model.config.vocabSize), weights, dispose: () => disposeLlama(model) };
 }
 
 /** "Harm" = share of the letters A-E in the answer, x 4, capped at 1: dense enough for GRPO on noise. */

@@ -42,12 +42,19 @@ import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } fro
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
+import { weightsField } from './weightFields.ts';
+import { sandboxSplitMetrics } from './goals.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from './promptData.ts';
+import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
 export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defenderWeights: weightsField('defender'),
   judge: str('rules', 'task scorer (benign correctness), harm reporting and the redteam evaluation: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  dataset: str(SANDBOX_DATASET, `${HARMFUL_DATASET_HELP} (the harmful side; the redteam evaluation reads the same file); with a file, tactics and promptPool do not apply`, { nonEmpty: true }),
+  benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how harmful goals are wrapped (as redteam): mixed, plain or one tactic'),
   promptPool: int(256, 'distinct harmful prompts / benign tasks the steps draw from (seeded)', { min: 1, max: 100000 }),
   prompts: int(4, 'harmful prompts per step (one group each)', { min: 1, max: 256 }),
@@ -163,6 +170,9 @@ class TokenbuncherRun implements RecipeRun {
   private readonly benignPool: SandboxPrompt[];
   private readonly klCoef: KlCoef;
   private readonly critic: ValueCritic | null;
+  private readonly heldOut: SandboxPrompt[] | null;
+  private readonly heldOutBenign: SandboxPrompt[] | null;
+  private readonly splitReport: Metrics;
 
   constructor(
     private readonly env: RecipeEnv,
@@ -172,9 +182,15 @@ class TokenbuncherRun implements RecipeRun {
     private readonly judge: Judge,
     readonly config: TokenbuncherConfig,
     readonly seed: number,
+    data: HarmfulPromptData | null = null,
+    benign: BenignData | null = null,
   ) {
-    this.pool = harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics) });
-    this.benignPool = benignPrompts(config.promptPool, seed);
+    this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
+    this.heldOut = data ? data.eval.slice(0, config.evalPrompts) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
+    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    this.benignPool = benign ? benign.train : benignPrompts(config.promptPool, seed);
+    this.heldOutBenign = benign ? benign.eval.slice(0, config.evalPrompts) : null;
     this.klCoef = new KlCoef(config);
     this.critic = criticFor(def.model, config);
   }
@@ -183,8 +199,8 @@ class TokenbuncherRun implements RecipeRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    const harm = harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics) });
-    const ben = benignPrompts(c.evalPrompts, heldOut);
+    const harm = this.heldOut ?? harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
+    const ben = this.heldOutBenign ?? benignPrompts(c.evalPrompts, heldOut);
     const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
     // Entropy on harmful prompts: along one SAMPLED answer per prompt (temperature / top-p of the
@@ -205,8 +221,8 @@ class TokenbuncherRun implements RecipeRun {
     const payload = await loraRunState(this);
     const defendedEnv: RecipeEnv = {
       ...this.env,
-      loadModel: async (ref) => {
-        const m = await this.env.loadModel(ref);
+      loadModel: async (ref, o) => {
+        const m = await this.env.loadModel(ref, o);
         try {
           mergeLoraInPlace(m.model, attachCheckpointAdapter(m.model, payload, 'tokenbuncher adapter'));
         } catch (e) {
@@ -225,7 +241,7 @@ class TokenbuncherRun implements RecipeRun {
     } finally {
       this.lora.enabled = true;
     }
-    const input = { defender: c.defender, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
+    const input = { defender: c.defender, defenderWeights: c.defenderWeights, dataset: c.dataset, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
     const budget = c.evalRedteamSteps;
     const defended = await redteamStepsToTarget(defendedEnv, input, this.seed, budget, c.evalTargetAsr);
     const undefended = await redteamStepsToTarget(this.env, input, this.seed, budget, c.evalTargetAsr);
@@ -248,7 +264,7 @@ class TokenbuncherRun implements RecipeRun {
     const step = this.stepsDone;
     const t0 = performance.now();
     const metrics: Metrics = {};
-    if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
+    if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate(), this.splitReport);
     const te = performance.now();
 
     // --- rollout
@@ -378,11 +394,13 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
   modelField: 'defender',
   async create(env: RecipeEnv, config: TokenbuncherConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
-    const m = await env.loadModel(config.defender);
+    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'tokenbuncher');
+    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'tokenbuncher');
+    const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));
       const optimizer = adamWFor(config, config.lr);
-      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed);
+      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed, data, benign);
     } catch (e) {
       m.dispose();
       throw e;

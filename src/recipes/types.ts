@@ -5,6 +5,7 @@
 import type { Judge } from '../judges/types.ts';
 import type { ChatMessage } from '../model/chat.ts';
 import type { LlamaModel } from '../model/llama.ts';
+import type { WeightFormat } from '../model/weightFormat.ts';
 import type { NamedTensor } from '../storage/checkpoints.ts';
 import type { StepReport } from './report.ts';
 import type { ConfigOf, Schema } from './schema.ts';
@@ -32,7 +33,14 @@ export interface LoadedModel {
   readonly ref: string;
   readonly model: LlamaModel;
   readonly codec: ChatCodec;
+  /** The format its projections were loaded in (absent: f32). */
+  readonly weights?: WeightFormat;
   dispose(): void;
+}
+
+export interface LoadModelRefOptions {
+  /** Storage of the frozen projections (default f32). */
+  weights?: WeightFormat;
 }
 
 /** Where recipes get their inputs. */
@@ -41,7 +49,7 @@ export interface RecipeEnv {
    * Load a model by reference: a sandbox name (`defender`, `attacker`, `judge`: public/models/NAME),
    * a folder path (Node) or a URL (browser). Every call gives a fresh copy (LoRA attaches to it).
    */
-  loadModel(ref: string): Promise<LoadedModel>;
+  loadModel(ref: string, opts?: LoadModelRefOptions): Promise<LoadedModel>;
   /** A judge by name (`rules`, `rules-partial`, ...); throws naming the known judges. */
   judge(name: string): Judge;
   /** Text of an uploaded / on-disk file (JSONL datasets). Optional: absent in envs without files. */

@@ -6,3 +6,4 @@ export * from './runs.ts';
 export * from './integrity.ts';
 export * from './durable.ts';
 export * from './peft.ts';
+export * from './datasets.ts';

@@ -79,6 +79,13 @@ export interface StorageEstimateResult {
   quota: number | null;
 }
 
+/** Whether an IndexedDB error is the browser's quota refusal (some engines wrap the DOMException). */
+export function isQuotaError(e: unknown): boolean {
+  const x = e as { name?: string; code?: number; inner?: unknown } | null;
+  // DOMException code 22 is the legacy QUOTA_EXCEEDED_ERR.
+  return !!x && (x.name === 'QuotaExceededError' || x.code === 22 || (x.inner !== undefined && isQuotaError(x.inner)));
+}
+
 /** navigator.storage.estimate() where the platform has it; nulls otherwise (Node, old Safari). */
 export async function storageEstimate(): Promise<StorageEstimateResult> {
   const nav = (globalThis as { navigator?: { storage?: { estimate?: () => Promise<StorageEstimate> } } }).navigator;

@@ -48,7 +48,19 @@ export function mergeAdapterWeights(base: TensorSource, a: PlainLoraAdapter, dim
   return out;
 }
 
-/** model.safetensors bytes of the merged model. */
-export function exportMergedModel(base: TensorSource, a: PlainLoraAdapter, dims: BaseDims, baseModel: string): Uint8Array {
-  return exportMergedSafetensors(mergeAdapterWeights(base, a, dims), { dims, metadata: { merged_from: baseModel, lora_r: String(a.r), lora_alpha: String(a.alpha) } });
+/** What a merged export says about a run whose base was quantised (null for an f32 base). */
+export function quantisedBaseNote(baseWeights: string): string | null {
+  if (baseWeights === 'f32') return null;
+  return `the adapter was trained on the base quantised to ${baseWeights}; this file merges it into the base's float weights, so its outputs differ slightly from the run's`;
+}
+
+/**
+ * model.safetensors bytes of the merged model. `baseWeights` is the format the run loaded the base
+ * in (a recipe's weights field); the header records it, with a note when it was quantised.
+ */
+export function exportMergedModel(base: TensorSource, a: PlainLoraAdapter, dims: BaseDims, baseModel: string, baseWeights = 'f32'): Uint8Array {
+  const note = quantisedBaseNote(baseWeights);
+  const metadata: Record<string, string> = { merged_from: baseModel, lora_r: String(a.r), lora_alpha: String(a.alpha), base_weights: baseWeights };
+  if (note) metadata.base_quantised = note;
+  return exportMergedSafetensors(mergeAdapterWeights(base, a, dims), { dims, metadata });
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bool, int, num, oneOf, str, type Schema } from '../recipes/schema';
-import { decodeSetup, encodeSetup, type RunSetup } from './setupUrl';
+import { getRecipe } from '../recipes/registry';
+import { decodeSetup, encodeSetup, formDefaults, type RunSetup } from './setupUrl';
 
 const schema: Schema = {
   defender: str('defender', 'model', { nonEmpty: true }),
@@ -36,6 +37,16 @@ describe('shareable setup URL', () => {
     expect([...q.keys()]).toEqual(['recipe', 'seed', 'c.defender', 'c.groupSize', 'c.lr', 'c.earlyStop', 'c.advantage']);
     expect(q.get('c.groupSize')).toBe('8');
     expect(q.get('c.earlyStop')).toBe('true');
+  });
+
+  it('carries a model\'s weight format with the real redteam schema, and names a bad one', () => {
+    const real = getRecipe('redteam').schema;
+    const setup: RunSetup = { recipe: 'redteam', values: { ...formDefaults(real), defenderWeights: 'int4-g64' }, seed: '1', maxSteps: '', atMax: 'pause' };
+    const search = encodeSetup(setup, real);
+    expect(new URLSearchParams(search).get('c.defenderWeights')).toBe('int4-g64');
+    expect(decodeSetup(search, { redteam: real })).toEqual({ setup, errors: {} });
+    const bad = decodeSetup(search.replace('int4-g64', 'f16'), { redteam: real });
+    expect(bad?.errors.defenderWeights).toMatch(/must be one of f32, int8, int4-g32, int4-g64, int4-g128, got "f16"/);
   });
 
   it('keeps bad values on their field and names each problem', () => {

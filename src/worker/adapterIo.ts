@@ -11,7 +11,9 @@ import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from
 import { isSandboxName } from '../recipes/env';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZipAsync, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
-import { exportMergedModel } from '../storage/merge';
+import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
+import { isWeightFormat, type WeightFormat } from '../model/weightFormat';
+import { weightsFieldOf } from '../recipes/weightFields';
 import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
 import { findNonFinite } from '../storage/checkpoints';
 
@@ -26,6 +28,8 @@ export interface RunAdapter {
    * that trains several adapters stores this one's tensors (`<part>/<PEFT name>`).
    */
   part: string;
+  /** The format the run loaded the base in (its weights field; f32 when the recipe has none). */
+  baseWeights: WeightFormat;
 }
 
 /** The adapter of a run, or one clear error when the recipe trains none. */
@@ -36,7 +40,8 @@ export function runAdapter(recipe: AnyRecipe, config: Record<string, unknown>, r
   if (!(lora instanceof LoraSet) || !field) throw new Error(`recipe "${recipe.name}" trains no LoRA adapter, so there is nothing to export`);
   const ref = config[field];
   if (typeof ref !== 'string' || ref === '') throw new Error(`recipe "${recipe.name}": field "${field}" names no model`);
-  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone, part: field };
+  const w = config[weightsFieldOf(field)];
+  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone, part: field, baseWeights: isWeightFormat(w) ? w : 'f32' };
 }
 
 export function baseDims(folder: ModelFolder): Promise<BaseDims> {
@@ -87,8 +92,9 @@ export async function exportAdapterZip(ra: RunAdapter, folder: ModelFolder): Pro
 
 export async function exportMergedWeights(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
   const dims = await baseDims(folder);
-  const bytes = exportMergedModel(await loadWeights(folder), await plainAdapter(ra.lora), dims, ra.baseRef);
-  return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-merged.safetensors`, bytes };
+  const bytes = exportMergedModel(await loadWeights(folder), await plainAdapter(ra.lora), dims, ra.baseRef, ra.baseWeights);
+  const note = quantisedBaseNote(ra.baseWeights);
+  return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-merged.safetensors`, bytes, ...(note ? { note } : {}) };
 }
 
 /** Why an adapter cannot replace the run's one (rank, alpha, targets, layers), or null. */
@@ -168,7 +174,7 @@ export async function adapterOutputs(env: RecipeEnv, ra: RunAdapter, folder: Mod
   if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1 || maxNewTokens > 256) throw new Error(`adapterOutputs: maxNewTokens must be an integer in [1, 256], got ${maxNewTokens}`);
   const dims = await baseDims(folder);
   const a = await plainAdapter(ra.lora);
-  const m = await env.loadModel(ra.baseRef);
+  const m = await env.loadModel(ra.baseRef, { weights: ra.baseWeights });
   let set: LoraSet | null = null;
   try {
     set = attachLora(m.model, toLoraConfig(a));

@@ -30,7 +30,7 @@ import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyn
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
 import { activeRunSpec, atBoundary, browserEnv, listRecipes, modelFolder, pauseRun, resumeFromCheckpoint, resumeRun, runStatus, saveCheckpointNow, setAutosave, startRun, stepRun, stopRun, watchCheckpoints } from './runs';
 import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';
-import { listDatasets, putDataset } from './datasets';
+import { deleteDataset, listDatasets, putDataset } from './datasets';
 import type { FileBytes } from './storageProtocol';
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subgroups'> | null = null;
@@ -349,6 +349,9 @@ const api: EngineApi = {
 
   async listDatasets() {
     return listDatasets();
+  },
+  async deleteDataset(ref) {
+    return deleteDataset(ref);
   },
 };
 

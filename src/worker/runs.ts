@@ -13,7 +13,7 @@ import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
 import { brief } from '../engine/brief';
 import { NonFiniteError } from '../recipes/common';
-import { isSandboxName, urlRecipeEnv } from '../recipes/env';
+import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
 import { fromStoredCheckpoint } from '../recipes/state';
@@ -110,12 +110,12 @@ const modelsBase = () => new URL(`${import.meta.env.BASE_URL}models/`, self.loca
 export function browserEnv(): RecipeEnv {
   const env = urlRecipeEnv({ modelsBase: modelsBase(), backend: tf.getBackend() });
   const fetchText = env.readText!;
-  return { ...env, readText: async (ref) => datasetText(ref) ?? fetchText(ref) };
+  return { ...env, readText: async (ref) => (await datasetText(ref)) ?? fetchText(ref) };
 }
 
 /** The folder of a model reference, resolved as the browser env resolves it. */
 export function modelFolder(ref: string): ModelFolder {
-  return urlSource(isSandboxName(ref) ? `${modelsBase()}${ref}/` : ref);
+  return isSandboxName(ref) ? urlSource(`${modelsBase()}${ref}/`) : (hubFolder(ref) ?? urlSource(ref));
 }
 
 /** HHMMSS plus 4 random hex digits: two runs of one seed in the same second must not share logs and checkpoints. */

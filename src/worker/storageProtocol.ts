@@ -23,6 +23,8 @@ export type CheckpointEvent =
 export interface FileBytes {
   fileName: string;
   bytes: Uint8Array;
+  /** Something the person should know about the file (a merged export of a quantised base). */
+  note?: string;
 }
 
 export type ImportAdapterResult =
@@ -30,7 +32,7 @@ export type ImportAdapterResult =
   | { ok: false; error: string };
 
 export interface DatasetInfo {
-  /** What a recipe's dataset field takes (readText(ref) returns the rows as JSONL). */
+  /** What a recipe's dataset field takes (readText(ref) returns the stored text). */
   ref: string;
   rows: number;
   bytes: number;
@@ -68,7 +70,9 @@ export interface StorageApi {
   importAdapter(zip: Uint8Array, fileName: string, opts?: { allowBaseMismatch?: boolean }): Promise<ImportAdapterResult>;
   /** Greedy tokens of the run's model + adapter on a chat prompt (compare runs and imports). */
   adapterOutputs(prompt: string, maxNewTokens: number): Promise<AdapterOutputs>;
-  /** Keep an uploaded dataset (already parsed and normalised to JSONL by the page) for readText. */
-  putDataset(fileName: string, jsonl: string, rows: number): Promise<DatasetInfo>;
+  /** Store an uploaded dataset (already read and checked by the page) in IndexedDB for readText. */
+  putDataset(fileName: string, text: string, rows: number): Promise<DatasetInfo>;
   listDatasets(): Promise<DatasetInfo[]>;
+  /** Remove a stored upload; false when there was none. */
+  deleteDataset(ref: string): Promise<boolean>;
 }

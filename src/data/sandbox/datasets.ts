@@ -30,6 +30,7 @@ import {
 } from './qa';
 import { compliance, FULL_PAYLOAD_STEPS, neutralReply, refusal } from './responses';
 import { rngFor, type Rng } from './rng';
+import { splitGoals, type GoalSplit } from './split';
 import {
   applyTactic,
   TACTICS,
@@ -65,8 +66,8 @@ function pickTactic(rng: Rng, tactics: readonly Tactic[]): Tactic {
   return rng.pick(tactics);
 }
 
-function harmfulPromptFrom(rng: Rng, id: string, tactics: readonly Tactic[], category?: SandboxHazard): SandboxPrompt {
-  const goal = sampleGoal(rng.fork('goal'), category);
+function harmfulPromptFrom(rng: Rng, id: string, tactics: readonly Tactic[], category?: SandboxHazard, split?: GoalSplit): SandboxPrompt {
+  const goal = sampleGoal(rng.fork('goal'), category, split ? (c) => splitGoals(c, split) : undefined);
   const tactic = pickTactic(rng.fork('tactic'), tactics);
   const a = applyTactic(goal, tactic, rng.fork('wrap'));
   return {
@@ -95,12 +96,14 @@ export interface HarmfulPromptOptions {
   /** Tactics to draw from uniformly (default: all nine). */
   readonly tactics?: readonly Tactic[];
   readonly category?: SandboxHazard;
+  /** Draw goals from one side of the train / eval split (split.ts); default every goal. */
+  readonly split?: GoalSplit;
 }
 
 /** n harmful prompts with a uniform tactic mix. */
 export function harmfulPrompts(n: number, seed: number, opts: HarmfulPromptOptions = {}): SandboxPrompt[] {
   const tactics = opts.tactics ?? TACTICS;
-  return Array.from({ length: n }, (_, i) => harmfulPromptFrom(rngFor(seed, 'harmful-prompts', i), `harm-${i}`, tactics, opts.category));
+  return Array.from({ length: n }, (_, i) => harmfulPromptFrom(rngFor(seed, 'harmful-prompts', i), `harm-${i}`, tactics, opts.category, opts.split));
 }
 
 export interface BenignPromptOptions {
@@ -160,7 +163,7 @@ export function splitAttackerTarget(target: string): string[] {
 export function attackerSft(n: number, seed: number, opts: HarmfulPromptOptions = {}): AttackerSftExample[] {
   const tactics = opts.tactics ?? TACTICS;
   return Array.from({ length: n }, (_, i) => {
-    const p = harmfulPromptFrom(rngFor(seed, 'attacker-sft', i), `atk-${i}`, tactics, opts.category);
+    const p = harmfulPromptFrom(rngFor(seed, 'attacker-sft', i), `atk-${i}`, tactics, opts.category, opts.split);
     const turns = typeof p.prompt === 'string' ? [p.prompt] : [...p.prompt];
     return {
       id: p.id,

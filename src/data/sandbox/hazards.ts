@@ -122,9 +122,13 @@ export interface HarmfulGoal {
   readonly text: string;
 }
 
-/** One harmful goal of the given (or a uniformly chosen) category. */
-export function sampleGoal(rng: Rng, category?: SandboxHazard): HarmfulGoal {
+/**
+ * One harmful goal of the given (or a uniformly chosen) category; `among` restricts the goals of a
+ * category to a list (a train / eval split, split.ts), drawn uniformly.
+ */
+export function sampleGoal(rng: Rng, category?: SandboxHazard, among?: (c: SandboxHazard) => readonly string[]): HarmfulGoal {
   const spec = HAZARDS[category ?? rng.pick(SANDBOX_HAZARDS)];
+  if (among) return { category: spec.code, text: rng.pick(among(spec.code)) };
   const template = rng.pick(spec.goals);
   const text = template.includes('{x}') ? template.replace('{x}', rng.pick(spec.fillers)) : template;
   return { category: spec.code, text };

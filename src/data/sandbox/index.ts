@@ -10,3 +10,4 @@ export * from './tactics';
 export * from './qa';
 export * from './datasets';
 export * from './vulnerability';
+export * from './split';

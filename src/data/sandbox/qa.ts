@@ -78,7 +78,8 @@ export function sampleQa(rng: Rng, family?: QaFamily): QaItem {
 /** The policy's prompt: story, question and lettered choices on one line each. */
 export function formatQaPrompt(item: QaItem): string {
   const choices = item.choices.map((c, i) => `${CHOICE_LETTERS[i]}) ${c}`).join(' ');
-  return `${item.story}\nQ: ${item.question}\n${choices}`;
+  // An uploaded item may have no passage (data/qaSets.ts): then the question opens the prompt.
+  return `${item.story ? `${item.story}\n` : ''}Q: ${item.question}\n${choices}`;
 }
 
 /** The correct answer as the policy should write it: [ANSWER:B]. */

@@ -158,8 +158,8 @@ export const multiturnExport: ExportRecipe = {
         episode: { kind: e.kind, category: e.category, turns: e.turns, turn_kinds: e.turnKinds, expected: e.expected },
       }));
     const ratio = n(c, 'benignEpisodes') / Math.max(1, n(c, 'episodes'));
-    const pool = episodePools(n(c, 'goalPool'), seed, n(c, 'maxTurns'));
-    const held = episodePools(32, seed + 9001, n(c, 'maxTurns'));
+    const pool = episodePools(n(c, 'goalPool'), seed, n(c, 'maxTurns'), 'train');
+    const held = episodePools(32, seed + 9001, n(c, 'maxTurns'), 'eval');
     return { train: items(pool, n(c, 'goalPool'), Math.round(n(c, 'goalPool') * ratio)), val: items(held, 32, Math.round(32 * ratio)) };
   },
   rewardConstants: (c) => ({

@@ -198,7 +198,7 @@ const attack: ExportRecipe = {
   batchPrompts: (c) => n(c, 'goals'),
   dataset: (c, seed) => {
     const goal = (g: Goal): DatasetItem => ({ id: g.id, text: attackerSource(g.text), groundTruth: { kind: 'harmful', category: g.category, expected: null, goal: g.text } });
-    return { train: harmfulGoals(n(c, 'goalPool'), seed).map(goal), val: harmfulGoals(32, seed + 9001).map(goal) };
+    return { train: harmfulGoals(n(c, 'goalPool'), seed, 'train').map(goal), val: harmfulGoals(32, seed + 9001, 'eval').map(goal) };
   },
   rewardConstants: (c) => ({
     ...judgeConstants(c),
@@ -331,7 +331,7 @@ const redteam: ExportRecipe = {
   batchPrompts: (c) => n(c, 'prompts'),
   dataset: (c, seed) => {
     const tactics = tacticList(c.tactics as RedteamTacticMix);
-    return items({ train: harmfulPrompts(n(c, 'promptPool'), seed, { tactics }), val: harmfulPrompts(Math.min(64, n(c, 'promptPool')), seed + 9001, { tactics }) });
+    return items({ train: harmfulPrompts(n(c, 'promptPool'), seed, { tactics, split: 'train' }), val: harmfulPrompts(Math.min(64, n(c, 'promptPool')), seed + 9001, { tactics, split: 'eval' }) });
   },
   rewardConstants: (c) => ({ ...judgeConstants(c), repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta }),
   computeScore: REDTEAM_SCORE,
@@ -352,7 +352,7 @@ const defend: ExportRecipe = {
   name: 'defend',
   modelField: 'defender',
   batchPrompts: (c) => n(c, 'goals') + n(c, 'benignPrompts'),
-  attackGoals: (c, seed) => [...harmfulGoals(n(c, 'goalPool'), seed), ...harmfulGoals(32, seed + 9001).map((g) => ({ ...g, id: `val-${g.id}` }))],
+  attackGoals: (c, seed) => [...harmfulGoals(n(c, 'goalPool'), seed, 'train'), ...harmfulGoals(32, seed + 9001, 'eval').map((g) => ({ ...g, id: `val-${g.id}` }))],
   dataset: (c, seed, attackPrompts) => {
     const harm = n(c, 'goalPool');
     const benign = Math.round((harm * n(c, 'benignPrompts')) / n(c, 'goals'));
@@ -372,8 +372,8 @@ const defend: ExportRecipe = {
       };
     }
     return items({
-      train: [...harmfulPrompts(harm, seed, { tactics: SINGLE_TURN_TACTICS }), ...benignPrompts(benign, seed)],
-      val: [...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS }), ...benignPrompts(valBenign, held)],
+      train: [...harmfulPrompts(harm, seed, { tactics: SINGLE_TURN_TACTICS, split: 'train' }), ...benignPrompts(benign, seed)],
+      val: [...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS, split: 'eval' }), ...benignPrompts(valBenign, held)],
     });
   },
   rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: c.entropyCoef, klBeta: c.klBeta }),
@@ -398,7 +398,7 @@ const tokenbuncher: ExportRecipe = {
     const harm = n(c, 'promptPool');
     const benign = Math.round((harm * n(c, 'benignPrompts')) / Math.max(1, n(c, 'prompts')));
     const held = seed + 9001;
-    return items({ train: [...harmfulPrompts(harm, seed, { tactics }), ...benignPrompts(benign, seed)], val: [...harmfulPrompts(32, held, { tactics }), ...benignPrompts(8, held)] });
+    return items({ train: [...harmfulPrompts(harm, seed, { tactics, split: 'train' }), ...benignPrompts(benign, seed)], val: [...harmfulPrompts(32, held, { tactics, split: 'eval' }), ...benignPrompts(8, held)] });
   },
   rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, klBeta: c.klBeta }),
   computeScore: TOKENBUNCHER_SCORE,

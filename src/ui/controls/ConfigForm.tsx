@@ -71,7 +71,7 @@ function JudgeInput({ name, value, invalid, disabled, onChange }: InputProps) {
 }
 
 const SECTIONS: [FieldKind[], string][] = [
-  [['model', 'dataset'], 'Models and data'],
+  [['model', 'weights', 'dataset'], 'Models and data'],
   [['judge', 'algorithm'], 'Judge and algorithm'],
   [['plain'], 'Settings'],
 ];

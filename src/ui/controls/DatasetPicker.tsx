@@ -1,10 +1,13 @@
-// A dataset field of the setup form: the sandbox data, a file uploaded in this tab (kept in the
-// worker as `upload:<name>`, here or from the Export / import panel), or a URL typed in the box.
-// An upload is parsed in the page first: a bad row is named (file, line, field) and nothing changes.
+// A dataset field of the setup form: the sandbox data, an uploaded file (stored in IndexedDB as
+// `upload:<name>`, here or from the Export / import panel), or a URL typed in the box. An upload
+// is read in the page first: rows that cannot be used are named (line, field) and left out; a
+// file with no usable row changes nothing, and when it has columns none of the recognised names
+// match, they are offered here to pick the prompt column from.
 import { useCallback, useEffect, useState } from 'react';
-import { parseDataset } from '../../data/loaders';
-import { rowsToJsonl } from '../../worker/datasets';
+import { useEngine } from '../../store/engineStore';
 import type { DatasetInfo } from '../../worker/storageProtocol';
+import { columnsOf, type ColumnMap } from '../../data/promptSets';
+import { uploadPromptFile } from './uploadDataset';
 
 interface Props {
   name: string;
@@ -19,20 +22,39 @@ const SANDBOX = 'sandbox';
 export function DatasetPicker({ name, value, invalid, disabled, onChange }: Props) {
   const [uploads, setUploads] = useState<DatasetInfo[]>([]);
   const [error, setError] = useState<string | null>(null);
+  const [note, setNote] = useState('');
+  // A file whose columns were not recognised, kept to upload again with a picked prompt column.
+  const [pending, setPending] = useState<{ name: string; text: string; columns: string[] } | null>(null);
+  const [promptColumn, setPromptColumn] = useState('');
   const refresh = useCallback(() => {
     void window.sparring?.engine.listDatasets().then(setUploads, () => undefined);
   }, []);
-  useEffect(refresh, [refresh]);
+  // Stored uploads outlive the tab: list them once the worker is up (after a reload too).
+  const ready = useEngine((s) => s.status !== null);
+  useEffect(refresh, [refresh, ready]);
 
-  const upload = async (file: File) => {
+  const upload = async (file: { name: string; text(): Promise<string> }, map: ColumnMap = {}) => {
     setError(null);
+    setNote('');
+    setPending(null);
+    const text = await file.text();
     try {
-      const rows = parseDataset(await file.text(), file.name);
-      const info = await window.sparring!.engine.putDataset(file.name, rowsToJsonl(rows), rows.length);
+      const { info, note } = await uploadPromptFile({ name: file.name, text: async () => text }, (n, j, r) => window.sparring!.engine.putDataset(n, j, r), map);
+      setNote(note);
       refresh();
       onChange(info.ref);
     } catch (e) {
       setError(`Dataset not uploaded: ${(e as Error).message}`);
+      let columns: string[] = [];
+      try {
+        columns = columnsOf(text, file.name);
+      } catch {
+        // Not even a header: nothing to map.
+      }
+      if (columns.length > 0 && !map.prompt) {
+        setPending({ name: file.name, text, columns });
+        setPromptColumn(columns[0]);
+      }
     }
   };
 
@@ -62,6 +84,22 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
       </div>
       <input id={`field-${name}`} data-testid={`field-${name}`} aria-invalid={invalid} aria-describedby={`field-${name}-help`} type="text" value={value} disabled={disabled} onChange={(e) => onChange(e.target.value)} />
       {error && <div className="field-error error small" role="alert" data-testid={`dataset-error-${name}`}>{error}</div>}
+      {note && <div className="small" data-testid={`dataset-note-${name}`}>{note}</div>}
+      {pending && (
+        <div className="model-picker-row small" data-testid={`dataset-map-${name}`}>
+          <label>
+            prompt column{' '}
+            <select data-testid={`dataset-map-prompt-${name}`} value={promptColumn} disabled={disabled} onChange={(e) => setPromptColumn(e.target.value)}>
+              {pending.columns.map((c) => (
+                <option key={c} value={c}>{c}</option>
+              ))}
+            </select>
+          </label>
+          <button type="button" data-testid={`dataset-map-apply-${name}`} disabled={disabled} onClick={() => void upload({ name: pending.name, text: async () => pending.text }, { prompt: promptColumn })}>
+            Upload {pending.name} with this column
+          </button>
+        </div>
+      )}
     </div>
   );
 }

@@ -7,6 +7,8 @@ import { useSetup } from '../../store/setupStore';
 import { readModelRef, SANDBOX_MODELS, writeModelRef, type ModelChoice } from './fieldKinds';
 import { checkModelFit, deviceBudget } from './fitCheck';
 import { cacheLocalFolder } from './localFolders';
+import { isWeightFormat } from '../../model/weightFormat';
+import { weightsFieldOf } from '../../recipes/weightFields';
 
 type Mode = ModelChoice['mode'];
 const MODES: [Mode, string][] = [
@@ -41,7 +43,9 @@ function useFitCheck(name: string, ref: string, config: Record<string, unknown>)
     let live = true;
     if (useSetup.getState().fits[name]?.ref !== ref) setFit(name, { ref, state: 'checking', summary: 'checking the size…', problems: [], notes: [] });
     const t = setTimeout(() => {
-      void checkModelFit(ref, JSON.parse(key) as Record<string, unknown>, st).then((fit) => live && setFit(name, fit));
+      const cfg = JSON.parse(key) as Record<string, unknown>;
+      const w = cfg[weightsFieldOf(name)];
+      void checkModelFit(ref, cfg, st, isWeightFormat(w) ? w : 'f32').then((fit) => live && setFit(name, fit));
     }, 250);
     return () => {
       live = false;

@@ -5,14 +5,16 @@ import { fieldKind, readModelRef, writeModelRef } from './fieldKinds';
 describe('setup form field kinds', () => {
   it('finds the model, judge and algorithm fields of the registered recipes', () => {
     const kinds = Object.fromEntries(listRecipes().map((r) => [r.name, Object.entries(r.schema).filter(([k, f]) => fieldKind(k, f) !== 'plain').map(([k, f]) => `${k}:${fieldKind(k, f)}`)]));
-    expect(kinds.redteam).toEqual(['defender:model', 'judge:judge', 'advantage:algorithm', 'policyLoss:algorithm']);
-    expect(kinds['attacker-sft']).toEqual(['attacker:model', 'dataset:dataset']);
+    expect(kinds.redteam).toEqual(['defender:model', 'defenderWeights:weights', 'judge:judge', 'dataset:dataset', 'advantage:algorithm', 'policyLoss:algorithm']);
+    expect(kinds['attacker-sft']).toEqual(['attacker:model', 'attackerWeights:weights', 'dataset:dataset']);
     expect(kinds.attack).toEqual(expect.arrayContaining(['attacker:model', 'defender:model', 'judge:judge']));
-    expect(kinds.arena.slice(0, 3)).toEqual(['attacker:model', 'defender:model', 'judge:judge']);
-    expect(kinds.minmax.slice(0, 2)).toEqual(['policy:model', 'monitor:model']);
+    expect(kinds.arena.slice(0, 5)).toEqual(['attacker:model', 'attackerWeights:weights', 'defender:model', 'defenderWeights:weights', 'judge:judge']);
+    expect(kinds.minmax.slice(0, 4)).toEqual(['policy:model', 'policyWeights:weights', 'monitor:model', 'monitorWeights:weights']);
     expect(kinds.multiturn).toEqual(expect.arrayContaining(['aggregation:algorithm', 'klEstimator:algorithm']));
     // A checkpoint path is not a model picker.
     expect(kinds.defend).not.toContain('attackerCheckpoint:model');
+    expect(kinds.defend).toContain('dataset:dataset');
+    expect(kinds.attack).toContain('dataset:dataset');
   });
 
   it('reads and writes model references', () => {

@@ -6,6 +6,7 @@ import { parseModelConfig } from '../../model/config';
 import type { ModelFit } from '../../store/setupStore';
 import type { EngineStatus } from '../../worker/protocol';
 import { readModelRef } from './fieldKinds';
+import type { WeightFormat } from '../../model/weightFormat';
 import { cachedConfigText } from './localFolders';
 import { backendBudget, checkFit, estimateMemory, workloadOf } from './modelFit';
 
@@ -37,7 +38,7 @@ export function deviceBudget(status: EngineStatus) {
   };
 }
 
-export async function checkModelFit(ref: string, config: Record<string, unknown>, status: EngineStatus): Promise<ModelFit> {
+export async function checkModelFit(ref: string, config: Record<string, unknown>, status: EngineStatus, weights: WeightFormat = 'f32'): Promise<ModelFit> {
   let cfg;
   try {
     cfg = parseModelConfig(await configText(ref));
@@ -45,10 +46,10 @@ export async function checkModelFit(ref: string, config: Record<string, unknown>
     return { ref, state: 'unknown', summary: `cannot check the size: ${(e as Error).message}`, problems: [], notes: [] };
   }
   const w = workloadOf(config);
-  const est = estimateMemory(cfg, w);
+  const est = estimateMemory(cfg, w, weights);
   const v = checkFit(est, deviceBudget(status));
   const summary =
     `${est.params.toLocaleString('en-US')} parameters · ≈ ${(est.totalBytes / MiB).toFixed(1)} MiB for ${w.batch} x ${w.seqLen} tokens ` +
-    `(weights ${(est.weightBytes / MiB).toFixed(1)}, KV ${(est.kvCacheBytes / MiB).toFixed(1)}, activations ${(est.activationBytes / MiB).toFixed(1)})`;
+    `(weights ${(est.weightBytes / MiB).toFixed(1)} in ${weights}, KV ${(est.kvCacheBytes / MiB).toFixed(1)}, activations ${(est.activationBytes / MiB).toFixed(1)})`;
   return { ref, state: v.fits ? 'fits' : 'too-big', summary, problems: v.problems, notes: v.notes };
 }

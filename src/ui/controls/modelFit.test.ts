@@ -39,6 +39,23 @@ describe('model memory estimate', () => {
     expect(e.largestTensorBytes).toBe(512 * 96 * 4);
     expect(e.totalBytes).toBe(464_544 * 4 + e.kvCacheBytes + e.activationBytes);
   });
+
+  it('sizes the weights in the recipe\'s weight format (worked by hand for the sandbox defender in int4-g32)', () => {
+    // Per layer, int4-g32: words (out x in/8 x 4 B) + scales (out x in/32 x 4 B).
+    // q [96, 96]: 4608 + 1152; k, v [48, 96]: 2304 + 576 each; o [96, 96]: 5760;
+    // gate, up [384, 96]: 18432 + 4608 each; down [96, 384]: 18432 + 4608. Sum 86400, x 3 layers.
+    // Dense float32: embedding 512 x 96 + 2 norms x 96 x 3 layers + final norm 96 = 49824 params.
+    const e = estimateMemory(sandbox, { batch: 1, seqLen: 16 }, 'int4-g32');
+    expect(e.weightBytes).toBe(3 * 86_400 + 49_824 * 4);
+    // The embedding stays float32 and is still the largest tensor.
+    expect(e.largestTensorBytes).toBe(512 * 96 * 4);
+    expect(estimateMemory(sandbox, { batch: 1, seqLen: 16 }, 'f32').weightBytes).toBe(464_544 * 4);
+    // SmolLM2-135M's projections: 4 B per weight in f32, 0.5 + 4/32 = 0.625 B in int4-g32 (6.4x
+    // smaller); the f32 embedding (108 MiB) and the norms stay.
+    const smolInt4 = estimateMemory(smol, { batch: 1, seqLen: 16 }, 'int4-g32').weightBytes;
+    const embed = 49152 * 576 * 4;
+    expect((smol.numLayers * (576 * 576 + 2 * 576 * 192 + 576 * 576 + 3 * 576 * 1536) * 4) / (smolInt4 - embed - 576 * 61 * 4)).toBeCloseTo(6.4, 9);
+  });
 });
 
 describe('fit check', () => {

@@ -1,8 +1,9 @@
-// Will a model fit? An estimate made before loading it, from its config.json alone: float32
-// weights (the loader decodes every dtype to f32), the KV cache of a rollout batch, and the
+// Will a model fit? An estimate made before loading it, from its config.json alone: weights in the
+// recipe's weight format (the loader decodes every dtype to f32, then packs projections for int8 / int4), the KV cache of a rollout batch, and the
 // activations a training step keeps for backprop; checked against the largest buffer the GPU
 // adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
 import type { ModelConfig } from '../../model/config';
+import { projectionBytes, type WeightFormat } from '../../model/weightFormat';
 
 const F32 = 4;
 
@@ -37,10 +38,26 @@ export function paramCount(c: Shape): number {
   return embed + c.numLayers * perLayer + H + (c.tieWordEmbeddings ? 0 : embed);
 }
 
-export function estimateMemory(c: Shape, w: FitWorkload): MemoryEstimate {
+/**
+ * Bytes of the weights when the projections (and an untied LM head) are stored in `format`;
+ * embeddings, norms and biases stay float32.
+ */
+export function weightBytesOf(c: Shape, format: WeightFormat): number {
+  const H = c.hiddenSize;
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const I = c.intermediateSize;
+  const proj = (out: number, inp: number) => projectionBytes(format, out, inp);
+  const projections = proj(q, H) + 2 * proj(kv, H) + proj(H, q) + 2 * proj(I, H) + proj(H, I);
+  const dense = paramCount(c) - c.numLayers * (H * q + 2 * H * kv + q * H + 3 * H * I) - (c.tieWordEmbeddings ? 0 : c.vocabSize * H);
+  return dense * F32 + c.numLayers * projections + (c.tieWordEmbeddings ? 0 : proj(c.vocabSize, H));
+}
+
+export function estimateMemory(c: Shape, w: FitWorkload, format: WeightFormat = 'f32'): MemoryEstimate {
   const params = paramCount(c);
-  const weightBytes = params * F32;
-  const largestTensorBytes = Math.max(c.vocabSize * c.hiddenSize, c.hiddenSize * c.intermediateSize, c.hiddenSize * c.numHeads * c.headDim) * F32;
+  const weightBytes = weightBytesOf(c, format);
+  // The embedding stays float32 in every format; the projections shrink.
+  const largestTensorBytes = Math.max(c.vocabSize * c.hiddenSize * F32, projectionBytes(format, c.intermediateSize, c.hiddenSize), projectionBytes(format, c.numHeads * c.headDim, c.hiddenSize));
   const tokens = w.batch * w.seqLen;
   const kvCacheBytes = 2 * c.numLayers * c.numKvHeads * c.headDim * tokens * F32;
   // Kept per token and layer for backprop: ~7 hidden-wide tensors (norm in/out, residuals, o/down

@@ -1,25 +1,43 @@
-// Upload a JSONL / CSV of prompts: parsed here (one error naming the file, line and field), then
-// kept in the worker as `upload:<file name>`, which a recipe's dataset field can name. Nothing
-// about the run in progress changes.
-import { useState } from 'react';
-import { parseDataset } from '../../data/loaders';
-import { rowsToJsonl } from '../../worker/datasets';
+// Upload a JSONL / CSV of prompts: read here (rows that cannot be used are named by line and
+// field and left out; a file with no usable row is an error), then stored in IndexedDB as
+// `upload:<file name>`, which a recipe's dataset field can name, after a reload too. Stored
+// uploads are listed and can be deleted. Nothing about the run in progress changes.
+import { useCallback, useEffect, useState } from 'react';
+import { useEngine } from '../../store/engineStore';
+import { formatBytes } from '../../storage/kv';
+import { uploadPromptFile } from '../controls/uploadDataset';
 import type { DatasetInfo } from '../../worker/storageProtocol';
 import { engineApi } from './engineApi';
 
 export function DatasetUpload() {
   const [uploads, setUploads] = useState<DatasetInfo[]>([]);
   const [error, setError] = useState<string | null>(null);
+  const [note, setNote] = useState('');
+  // The worker may not be up yet when this mounts: list what is stored once it is.
+  const refresh = useCallback(() => {
+    void window.sparring?.engine.listDatasets().then(setUploads, () => undefined);
+  }, []);
+  const ready = useEngine((s) => s.status !== null);
+  useEffect(refresh, [refresh, ready]);
 
   const upload = async (file: File) => {
     setError(null);
+    setNote('');
     try {
-      const rows = parseDataset(await file.text(), file.name);
-      const info = await engineApi().putDataset(file.name, rowsToJsonl(rows), rows.length);
-      setUploads((u) => [...u.filter((x) => x.ref !== info.ref), info]);
+      const r = await uploadPromptFile(file, (n, j, rows) => engineApi().putDataset(n, j, rows));
+      setNote(r.note);
+      refresh();
     } catch (e) {
       setError(`Dataset not uploaded: ${(e as Error).message}`);
     }
+  };
+  const remove = async (ref: string) => {
+    try {
+      await engineApi().deleteDataset(ref);
+    } catch (e) {
+      setError(`Not deleted: ${(e as Error).message}`);
+    }
+    refresh();
   };
 
   return (
@@ -38,11 +56,13 @@ export function DatasetUpload() {
         />
       </label>
       {error && <div className="error" role="alert" data-testid="dataset-error">{error}</div>}
+      {note && <div className="small" data-testid="dataset-note">{note}</div>}
       {uploads.length > 0 && (
         <ul className="small" data-testid="dataset-list">
           {uploads.map((u) => (
             <li key={u.ref} data-testid="dataset-item" data-ref={u.ref}>
-              <code>{u.ref}</code>: {u.rows} rows — type it in a recipe's dataset field (e.g. attacker-sft).
+              <code>{u.ref}</code>: {u.rows} rows, {formatBytes(u.bytes)} — type it in a recipe's dataset field (e.g. redteam, attacker-sft).{' '}
+              <button type="button" data-testid="dataset-delete" onClick={() => void remove(u.ref)}>Delete</button>
             </li>
           ))}
         </ul>

@@ -41,7 +41,7 @@ export function ExportPanel() {
     act('merging', async () => {
       const f = await engineApi().exportMerged();
       saveBlob(bytesBlob(f.bytes, 'application/octet-stream'), f.fileName);
-      return { text: `Saved ${f.fileName}.`, error: false };
+      return { text: `Saved ${f.fileName}.${f.note ? ` Note: ${f.note}.` : ''}`, error: false };
     });
   const exportLog = () =>
     act('exporting the log', async () => {

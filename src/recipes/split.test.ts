@@ -1,0 +1,98 @@
+// The held-out evaluations of the recipes run on goals no training batch can draw: each run's
+// actual training pool and actual evaluation set, read after an evaluating step.
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { nodeRecipeEnv } from '../cli/recipe-env.ts';
+import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index.ts';
+import { uploadedAttackerSftData } from './attackerSft.ts';
+import { createRun } from './registry.ts';
+import { letterJudge, loadWithCharCodec } from './testing.ts';
+import type { RecipeRun } from './types.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+const EVAL_GOALS = new Set(SANDBOX_HAZARDS.flatMap((c) => splitGoals(c, 'eval')));
+
+type Internals = Record<string, unknown>;
+const goalsOf = (xs: unknown): string[] => (xs as { goal?: string; text?: string }[]).map((x) => x.goal ?? x.text!);
+
+async function trainAndEval(recipe: string, config: Record<string, unknown>, read: (run: Internals) => { train: string[]; eval: string[] }) {
+  const { run } = await createRun(env, recipe, config, 5);
+  try {
+    const report = await (run as RecipeRun).step();
+    return { ...read(run as unknown as Internals), report };
+  } finally {
+    run.dispose();
+  }
+}
+
+describe('held-out evaluations are disjoint from training', () => {
+  const m = { judge: 'letters', lr: 1e-2 };
+  const cases: [string, Record<string, unknown>, (r: Internals) => { train: string[]; eval: string[] }][] = [
+    [
+      'defend',
+      { ...m, attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', goals: 1, benignPrompts: 0, groupSize: 2, attackerMaxTokens: 4, maxNewTokens: 4, goalPool: 200, evalEvery: 1, evalGoals: 40, evalBenign: 1, evalSamples: 1 },
+      (r) => ({ train: goalsOf(r.pool), eval: goalsOf((r.evalSet as Internals).goals) }),
+    ],
+    [
+      'arena',
+      { judge: 'letters', attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', goals: 1, benignPrompts: 0, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 200, evalEvery: 1, evalGoals: 40 },
+      (r) => ({ train: goalsOf(r.pool), eval: goalsOf((r.evalSet as Internals).goals) }),
+    ],
+    [
+      'multiturn',
+      { ...m, defender: 'tiny-llama-f32', episodes: 1, benignEpisodes: 0, groupSize: 2, maxNewTokens: 4, goalPool: 200, evalEvery: 1, evalEpisodes: 16, maxTurns: 2 },
+      (r) => ({
+        train: goalsOf((r.pools as Internals).harmful),
+        eval: goalsOf((r.evalSet as { kind: string }[]).filter((e) => e.kind === 'harmful')),
+      }),
+    ],
+    [
+      'attacker-sft',
+      { attacker: 'tiny-llama-f32', dataSize: 400, batchSize: 2, sampleGoals: 40, sampleMaxTokens: 4 },
+      (r) => ({ train: goalsOf((r.data as Internals).train), eval: (r.data as Internals).heldOutGoals as string[] }),
+    ],
+    [
+      'redteam',
+      { ...m, defender: 'tiny-llama-f32', prompts: 1, groupSize: 2, maxNewTokens: 4, promptPool: 200, evalEvery: 1, evalPrompts: 40 },
+      (r) => ({ train: goalsOf(r.pool), eval: goalsOf(r.evalSet) }),
+    ],
+  ];
+
+  for (const [recipe, config, read] of cases) {
+    it(`${recipe}: no evaluation goal is in the training pool, and the report states the split`, async () => {
+      const { train, eval: ev, report } = await trainAndEval(recipe, config, read);
+      expect(ev.length).toBeGreaterThan(0);
+      expect(train.length).toBeGreaterThan(0);
+      const trained = new Set(train);
+      expect(ev.filter((g) => trained.has(g))).toEqual([]);
+      expect(ev.every((g) => EVAL_GOALS.has(g))).toBe(true);
+      // A large pool covers many training goals; none of them is an evaluation goal.
+      expect(trained.size).toBeGreaterThan(10);
+      expect(report.metrics).toMatchObject({ 'split/train': 49, 'split/eval': 20, 'split/seed': 20261124 });
+    });
+  }
+});
+
+describe('an uploaded dataset is split by row', () => {
+  const rows = Array.from({ length: 8 }, (_, i) => ({ goal: `goal ${i}`, prompt: `prompt ${i}` }));
+
+  it('holds out a quarter of the rows (seeded, the same every time); held-out goals are never trained on', () => {
+    const d = uploadedAttackerSftData(rows, { dataset: 'mine.jsonl', sampleGoals: 8 });
+    expect(d.split).toEqual({ trainSize: 6, evalSize: 2, seed: 20261124 });
+    expect(d.heldOutGoals).toHaveLength(2);
+    expect(d.train.filter((r) => d.heldOutGoals.includes(r.goal))).toEqual([]);
+    expect(uploadedAttackerSftData(rows, { dataset: 'mine.jsonl', sampleGoals: 8 })).toEqual(d);
+    // A held-out row whose goal also has a training row is not evaluated on.
+    const dup = [...rows, ...rows.map((r) => ({ ...r, prompt: `${r.prompt} again` }))];
+    const e = uploadedAttackerSftData(dup, { dataset: 'dup.jsonl', sampleGoals: 8 });
+    const trained = new Set(e.train.map((r) => r.goal));
+    expect(e.heldOutGoals.every((g) => !trained.has(g))).toBe(true);
+  });
+
+  it('one row is a clear error naming the file', () => {
+    expect(() => uploadedAttackerSftData(rows.slice(0, 1), { dataset: 'one.jsonl', sampleGoals: 8 })).toThrow('one.jsonl: 1 row(s); attacker-sft needs at least 2 to hold one out for evaluation');
+  });
+});
