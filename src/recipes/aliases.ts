@@ -55,6 +55,21 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   { lab: 'klBeta', verl: 'algorithm.kl_ctrl.kl_coef' },
   { lab: 'klCoef', verl: 'actor_rollout_ref.actor.kl_loss_coef', trl: 'beta' },
   { lab: 'klEstimator', verl: 'actor_rollout_ref.actor.kl_loss_type' },
+  // The shared learning options (commonFields.ts trainingFields / klLossFields / klControllerFields /
+  // criticFields) whose values mean the same in the lab and the framework.
+  { lab: 'ppoEpochs', verl: 'actor_rollout_ref.actor.ppo_epochs', trl: 'num_iterations' },
+  { lab: 'clipRatioC', verl: 'actor_rollout_ref.actor.clip_ratio_c' },
+  { lab: 'lrWarmupSteps', verl: 'actor_rollout_ref.actor.optim.lr_warmup_steps' },
+  { lab: 'lrMinRatio', verl: 'actor_rollout_ref.actor.optim.min_lr_ratio' },
+  { lab: 'klLossCoef', verl: 'actor_rollout_ref.actor.kl_loss_coef', trl: 'beta' },
+  { lab: 'maskTruncatedCompletions', trl: 'mask_truncated_completions' },
+  { lab: 'klController', verl: 'algorithm.kl_ctrl.type' },
+  { lab: 'klTarget', verl: 'algorithm.kl_ctrl.target_kl' },
+  { lab: 'klHorizon', verl: 'algorithm.kl_ctrl.horizon' },
+  { lab: 'criticLr', verl: 'critic.optim.lr' },
+  { lab: 'gaeGamma', verl: 'algorithm.gamma' },
+  { lab: 'gaeLambda', verl: 'algorithm.lam' },
+  { lab: 'cliprangeValue', verl: 'critic.cliprange_value' },
 ];
 
 export type Framework = 'verl' | 'trl';
