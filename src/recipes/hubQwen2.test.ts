@@ -231,7 +231,9 @@ describe('the CLI on the hub Qwen2 model', () => {
     const before = hub.requests.length;
     const r = await lab(
       ['--recipe', 'redteam', '--steps', '2', '--seed', '3', '--out', out, '--backend', 'cpu', '--model', ID,
-        '--set', 'defenderWeights=int4-g32', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--set', 'promptPool=8', '--set', 'samples=1'],
+        '--set', 'defenderWeights=int4-g32', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--set', 'promptPool=8', '--set', 'samples=1',
+        // redteam skips groups whose rewards are all equal (no loss then); the random tiny model's are.
+        '--set', 'skipZeroAdvantageGroups=false'],
       { HF_ENDPOINT: hub.endpoint },
     );
     expect(r.stderr).toMatch(/\[redteam\] step 1 /);
