@@ -155,7 +155,7 @@ export function attachCheckpointAdapter(model: LlamaModel, p: RecipeCheckpoint, 
   const alpha = c.loraAlpha;
   const targets = c.loraTargets ?? 'all';
   if (!Number.isInteger(r) || typeof alpha !== 'number') throw new Error(`${label}: config has no loraRank / loraAlpha (recipe "${p.recipe}" trains no LoRA adapter?)`);
-  if (!(LORA_TARGET_SETS as readonly unknown[]).includes(targets)) throw new Error(`${label}: config loraTargets ${JSON.stringify(targets)} is not one of ${LORA_TARGET_SETS.join(', ')}`);
+  if (!(LORA_TARGET_SETS as readonly unknown[]).includes(targets)) throw new Error(`${label}: config loraTargets ${brief(targets)} is not one of ${LORA_TARGET_SETS.join(', ')}`);
   const prefix = part ? `${part}/` : '';
   const byName = new Map(p.tensors.filter((t) => t.name.startsWith(prefix)).map((t) => [t.name.slice(prefix.length), t]));
   if (part && byName.size === 0) throw new Error(`${label}: no "${part}" adapter (tensor names: ${p.tensors.slice(0, 2).map((t) => t.name).join(', ')} ...)`);

@@ -8,6 +8,7 @@ import type { AdamW, AdamWState } from '../rl/optim.ts';
 import { findNonFinite, type CheckpointInput, type NamedTensor } from '../storage/checkpoints.ts';
 import type { RecipeCheckpoint } from './types.ts';
 import { checkSavedWeights, weightFormatsOf } from './weightFields.ts';
+import { brief } from '../engine/brief.ts';
 
 /** variable name <-> PEFT name for every adapter matrix of the set. */
 function nameMaps(lora: LoraSet): { toPeft: Map<string, string>; fromPeft: Map<string, tf.Variable> } {
@@ -168,7 +169,7 @@ export function checkPayload(payload: RecipeCheckpoint, recipe: string, seed: nu
   for (const [model, format] of Object.entries(weightFormatsOf(config))) checkSavedWeights(payload.config, model, format, 'checkpoint');
   for (const [k, v] of Object.entries(config)) {
     if (k in payload.config && payload.config[k] !== v) {
-      throw new Error(`checkpoint: field "${k}" was ${JSON.stringify(payload.config[k])} when saved, this run has ${JSON.stringify(v)}`);
+      throw new Error(`checkpoint: field "${k}" was ${brief(payload.config[k])} when saved, this run has ${brief(v)}`);
     }
   }
 }

@@ -18,6 +18,7 @@
 
 import type { Metrics } from '../recipes/report.ts';
 import { formatBytes, idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv.ts';
+import { brief } from '../engine/brief';
 
 export type TensorDtype = 'float32' | 'int32';
 
@@ -171,7 +172,7 @@ function checkTensor(t: NamedTensor, where: string): void {
   if (!want) throw new StorageError('invalid', `${w}: dtype "${String(t.dtype)}" is not float32 or int32`);
   if (!(t.data instanceof want)) throw new StorageError('invalid', `${w}: dtype ${t.dtype} needs a ${want.name}, got ${t.data?.constructor?.name ?? typeof t.data}`);
   if (!Array.isArray(t.shape) || !t.shape.every((s) => Number.isSafeInteger(s) && s >= 0)) {
-    throw new StorageError('invalid', `${w}: shape must be non-negative integers, got ${JSON.stringify(t.shape)}`);
+    throw new StorageError('invalid', `${w}: shape must be non-negative integers, got ${brief(t.shape)}`);
   }
   const n = t.shape.reduce((a, b) => a * b, 1);
   if (n !== t.data.length) throw new StorageError('invalid', `${w}: shape [${t.shape.join(', ')}] has ${n} elements but data has ${t.data.length}`);

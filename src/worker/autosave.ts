@@ -12,6 +12,7 @@ import { toCheckpointInput } from '../recipes/state';
 import type { RecipeRun } from '../recipes/types';
 import { CheckpointStore, StorageError } from '../storage';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
+import { brief } from '../engine/brief';
 
 export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true, keep: 5 };
 
@@ -19,11 +20,11 @@ export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true, 
 export function checkAutosavePolicy(p: unknown): AutosavePolicy {
   const o = (p ?? {}) as Partial<AutosavePolicy>;
   if (typeof o.everySteps !== 'number' || !Number.isSafeInteger(o.everySteps) || o.everySteps < 0 || o.everySteps > 1_000_000) {
-    throw new Error(`autosave: field "everySteps" must be an integer in [0, 1000000] (0 = off), got ${JSON.stringify(o.everySteps)}`);
+    throw new Error(`autosave: field "everySteps" must be an integer in [0, 1000000] (0 = off), got ${brief(o.everySteps)}`);
   }
-  if (typeof o.onPause !== 'boolean') throw new Error(`autosave: field "onPause" must be true or false, got ${JSON.stringify(o.onPause)}`);
+  if (typeof o.onPause !== 'boolean') throw new Error(`autosave: field "onPause" must be true or false, got ${brief(o.onPause)}`);
   if (typeof o.keep !== 'number' || !Number.isSafeInteger(o.keep) || o.keep < 0 || o.keep > 10_000) {
-    throw new Error(`autosave: field "keep" must be an integer in [0, 10000] (0 = keep all), got ${JSON.stringify(o.keep)}`);
+    throw new Error(`autosave: field "keep" must be an integer in [0, 10000] (0 = keep all), got ${brief(o.keep)}`);
   }
   return { everySteps: o.everySteps, onPause: o.onPause, keep: o.keep };
 }
