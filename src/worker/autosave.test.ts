@@ -47,7 +47,7 @@ describe('autosave policy', () => {
 
   it('names the bad field', () => {
     expect(checkAutosavePolicy({ everySteps: 2, onPause: false, keep: 0 })).toEqual({ everySteps: 2, onPause: false, keep: 0 });
-    expect(() => checkAutosavePolicy({ everySteps: 2, onPause: false })).toThrow(/"keep".*undefined/);
+    expect(() => checkAutosavePolicy({ everySteps: 2, onPause: false })).toThrow(/"keep" must be an integer.*got missing/);
     expect(() => checkAutosavePolicy({ everySteps: -1, onPause: true })).toThrow(/"everySteps".*-1/);
     expect(() => checkAutosavePolicy({ everySteps: 1.5, onPause: true })).toThrow(/"everySteps"/);
     expect(() => checkAutosavePolicy({ everySteps: 1, onPause: 'yes' })).toThrow(/"onPause".*"yes"/);
