@@ -27,13 +27,16 @@ export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T
     c.dispatches++;
     return dispatch.apply(this, a);
   };
+  // Waiting time is the time at least one readback is pending: overlapping waits count once.
+  let pending = 0;
+  let since = 0;
   buf.mapAsync = async function (this: GPUBuffer, ...a: Parameters<typeof map>) {
     c.readbacks++;
-    const t0 = performance.now();
+    if (pending++ === 0) since = performance.now();
     try {
       return await map.apply(this, a);
     } finally {
-      c.readbackWaitMs += performance.now() - t0;
+      if (--pending === 0) c.readbackWaitMs += performance.now() - since;
     }
   };
   dev.createBuffer = function (this: GPUDevice, d: GPUBufferDescriptor) {

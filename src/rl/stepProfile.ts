@@ -10,9 +10,10 @@ import { rlStep } from './loop.ts';
 import { AdamW } from './optim.ts';
 
 export interface StepProfile {
-  /** rlStep's own timings: rollout_ms, score_ms, learn_ms, total_ms. */
+  /** rlStep's own timings: rollout_ms, score_ms, learn_ms, total_ms (an unprofiled step). */
   phases: Record<string, number>;
   gpu: GpuCounts | null;
+  /** tfjs's kernels of the next step, profiled (GPU ms where timestamps exist). */
   kernels: { name: string; count: number; gpuMs: number; bytes: number }[];
   tfjsKernels: number;
   peakBytes: number;
@@ -43,17 +44,19 @@ export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Pr
     });
   try {
     await step(0); // warm-up: shaders, plans, buffer pools
-    const webgpu = tf.getBackend() === 'webgpu';
+    // Counted and timed on its own: tf.profile times every kernel with a query and a readback
+    // of its own, which would swamp both the counts and the phases.
     let phases: Record<string, number> = {};
     let gpu: GpuCounts | null = null;
+    if (tf.getBackend() === 'webgpu') {
+      const r = await countGpuWork(() => step(1));
+      gpu = r.counts;
+      phases = { ...r.result.timings };
+    } else {
+      phases = { ...(await step(1)).timings };
+    }
     const info = await tf.profile(async () => {
-      if (webgpu) {
-        const r = await countGpuWork(() => step(1));
-        gpu = r.counts;
-        phases = { ...r.result.timings };
-      } else {
-        phases = { ...(await step(1)).timings };
-      }
+      await step(2);
       return tf.scalar(0);
     });
     (info.result as unknown as tf.Tensor).dispose();
