@@ -76,9 +76,9 @@ describe('export and import', () => {
     expect(f.name).toMatch(/^attacker-sft-attacker-step\d+-adapter\.zip$/);
     zip = f.bytes;
     const files = unzipSync(zip);
-    expect(Object.keys(files).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    expect(Object.keys(files).sort()).toEqual(['README.md', 'adapter_config.json', 'adapter_model.safetensors']);
     const cfg = JSON.parse(strFromU8(files['adapter_config.json'])) as Record<string, unknown>;
-    expect(cfg).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', base_model_name_or_path: 'attacker', r: 2, lora_alpha: 16, bias: 'none', use_dora: false, layers_to_transform: null });
+    expect(cfg).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', base_model_name_or_path: './public/models/attacker', r: 2, lora_alpha: 16, bias: 'none', use_dora: false, layers_to_transform: null });
     const targets = cfg.target_modules as string[];
     expect([...targets].sort()).toEqual(['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj']);
 
@@ -168,7 +168,7 @@ describe('export and import', () => {
     await page.setInputFiles('[data-testid="import-adapter"]', { name: 'wrong-base.zip', mimeType: 'application/zip', buffer: Buffer.from(wrong) });
     await waitFor(page, `document.querySelector('[data-testid="export-message"]')?.getAttribute('data-error') === 'true'`, 30_000);
     const msg = await page.textContent('[data-testid="export-message"]');
-    expect(msg).toMatch(/wrong-base\.zip\/my-adapter\/adapter_config\.json: field "base_model_name_or_path" is "HuggingFaceTB\/SmolLM2-135M-Instruct"; this adapter was trained on another base than "attacker"/);
+    expect(msg).toMatch(/wrong-base\.zip\/my-adapter\/adapter_config\.json: field "base_model_name_or_path" is "HuggingFaceTB\/SmolLM2-135M-Instruct"; this adapter was trained on another base than "\.\/public\/models\/attacker"/);
     expect(msg).toMatch(/The run continues unchanged/);
 
     // A 56 KB zip whose end record claims 4 billion entries froze the worker (issue 24): now it

@@ -39,7 +39,7 @@ describe('running a recipe from the controls', () => {
     await expect(page.inputValue('[data-testid="field-groupSize"]')).resolves.toBe('8');
     await expect(page.textContent('[data-testid="field-row-groupSize"]')).resolves.toMatch(/an integer in \[2, 64\].*answers sampled per prompt/s);
     await expect(page.isChecked('[data-testid="field-earlyStop"]')).resolves.toBe(true);
-    await expect(page.locator('[data-testid="field-advantage"] option').count()).resolves.toBe(3);
+    await expect(page.locator('[data-testid="field-advantage"] option').count()).resolves.toBe(4); // grpo, rloo, reinforce_plus_plus_baseline, remax
     await expect(runState(page)).resolves.toBe('idle');
   });
 

@@ -49,17 +49,6 @@ fn xload(row : u32, b : u32, c : u32) -> vec4<f32> {
   return v;
 }
 
-fn loraDelta(tOff : i32, bOff : u32, r : u32, scale : f32, b : u32, o : u32) -> f32 {
-  if (tok.loraOn == 0u || r == 0u || tOff < 0) {
-    return 0.0;
-  }
-  var d = 0.0;
-  for (var j = 0u; j < r; j++) {
-    d += work[u32(tOff) + b * G.tStride + j] * lora[bOff + o * r + j];
-  }
-  return d * scale;
-}
-
 @compute @workgroup_size(WG, 1, 1)
 fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let b0 = wid.y * MAXB;

@@ -6,17 +6,6 @@
 //   norm(x)·w = inverseSqrt(mean(x^2) + eps) * sum_k x_k n_k w_k.
 // Same bindings, uniforms, modes and host-prepended pieces as plan_gemv.wgsl.
 
-fn loraDelta(tOff : i32, bOff : u32, r : u32, scale : f32, b : u32, o : u32) -> f32 {
-  if (tok.loraOn == 0u || r == 0u || tOff < 0) {
-    return 0.0;
-  }
-  var d = 0.0;
-  for (var j = 0u; j < r; j++) {
-    d += work[u32(tOff) + b * G.tStride + j] * lora[bOff + o * r + j];
-  }
-  return d * scale;
-}
-
 fn unitOutputs(u : u32) -> vec2<u32> {
   if (MODE == 1u || MODE == 2u) {
     let hd = G.headDim / 2u;

@@ -5,6 +5,7 @@
 // same tokens from the same Philox streams.
 import gemvWgsl from '../../../shaders/plan_gemv.wgsl?raw';
 import gemvThreadWgsl from '../../../shaders/plan_gemv_thread.wgsl?raw';
+import loraDeltaWgsl from '../../../shaders/plan_lora_delta.wgsl?raw';
 import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
 import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
@@ -280,7 +281,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${loraDeltaWgsl}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
   };
 }
 
