@@ -2,9 +2,8 @@
 // layout, `/{owner}/{name}/resolve/{revision}/{file}` (GET and HEAD, 404 "Entry not found" for
 // anything else), so the real hub loading code (model/hub.ts) runs against it in tests and from
 // the CLI (HF_ENDPOINT=<url>).
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { resolve, sep } from 'node:path';
+import type { Server } from 'node:http';
+import { fileUnder, serveFiles } from './staticServer.ts';
 
 export interface HubServer {
   server: Server;
@@ -16,28 +15,13 @@ export interface HubServer {
 }
 
 /** `repos`: "owner/name" -> folder. Only revision "main" exists. */
-export function serveHubRepos(repos: Record<string, string>): Promise<HubServer> {
+export async function serveHubRepos(repos: Record<string, string>): Promise<HubServer> {
   const requests: string[] = [];
-  const server = createServer((req, res) => {
-    requests.push(`${req.method} ${req.url}`);
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    const m = /^\/([^/]+)\/([^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(new URL(req.url ?? '/', 'http://x').pathname);
+  const locate = (pathname: string): string | null => {
+    const m = /^\/([^/]+)\/([^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(pathname);
     const dir = m && m[3] === 'main' ? repos[`${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}`] : undefined;
-    const root = dir ? resolve(dir) : '';
-    const path = dir && m ? resolve(root, decodeURIComponent(m[4])) : '';
-    if (!dir || !path.startsWith(root + sep) || !existsSync(path) || !statSync(path).isFile()) {
-      res.writeHead(404).end('Entry not found');
-      return;
-    }
-    const body = readFileSync(path);
-    res.writeHead(200, { 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' });
-    res.end(req.method === 'HEAD' ? undefined : body);
-  });
-  return new Promise((ok) =>
-    server.listen(0, '127.0.0.1', () => {
-      const addr = server.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      ok({ server, endpoint: `http://127.0.0.1:${port}`, requests, close: () => new Promise<void>((done) => server.close(() => done())) });
-    }),
-  );
+    return dir && m ? fileUnder(dir, decodeURIComponent(m[4])) : null;
+  };
+  const s = await serveFiles(locate, 'Entry not found', (line) => requests.push(line));
+  return { server: s.server, endpoint: `http://127.0.0.1:${s.port}`, requests, close: s.close };
 }

@@ -11,6 +11,7 @@
 // then writes <|endoftext|> at once, which stops generation only if that second eos id is known.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { mulberry32 } from '../../engine/rng/mulberry32.ts';
 
 export const QWEN2_DIMS = { hidden: 64, intermediate: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 320, ropeTheta: 1_000_000, eps: 1e-6 } as const;
 
@@ -50,18 +51,6 @@ export const CHAT_TEMPLATE =
   "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endif %}{%- endfor %}" +
   "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
-/** mulberry32: a small seeded stream, so the weights need no library. */
-function stream(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** float32 -> bfloat16 bits, round to nearest even (what torch's .to(bfloat16) does). */
 function bf16Bits(x: number): number {
   const u = new Uint32Array(new Float32Array([x]).buffer)[0];
@@ -78,7 +67,7 @@ export interface Qwen2Tensor {
 /** The model's tensors under their Hugging Face names, values already rounded to bfloat16. */
 export function qwen2Weights(seed = 7): Map<string, Qwen2Tensor> {
   const D = QWEN2_DIMS;
-  const rnd = stream(seed);
+  const rnd = mulberry32(seed);
   const out = new Map<string, Qwen2Tensor>();
   const add = (name: string, shape: number[], f: (i: number) => number) => {
     const n = shape.reduce((a, b) => a * b, 1);
