@@ -68,7 +68,7 @@ export const tokenbuncherSchema = {
   klBeta: num(0.001, 'beta: -beta x k1 KL to the defender with LoRA off on every answer token, in the reward (source 0.001 per token, as here; a sum over the answer)', { min: 0, max: 10 }),
   noiser: bool(true, 'alternate the RL update with TokenNoiser SFT on the step\'s own advantage >= 0 tokens (Token Buncher)'),
   noiserStart: int(4, 'first step of the TokenNoiser alternation: from it on, every even step is an SFT step (source 25 of 200; smaller for the sandbox budget)', { min: 0, max: 100000 }),
-  noiserEpsilon: num(TOKEN_NOISER_EPSILON, 'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 holds off redteam, EXPERIMENTS.md)', { min: 0, max: 1 }),
+  noiserEpsilon: num(TOKEN_NOISER_EPSILON, 'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 holds off redteam only with skipZeroAdvantageGroups on; with the veRL default off it is opened in 11 steps, and without the noiser it holds: EXPERIMENTS.md)', { min: 0, max: 1 }),
   lr: num(2e-3, 'AdamW learning rate (the RL updates, and the TokenNoiser SFT steps unless noiserLr is set)', { min: 0, max: 1 }),
   noiserLr: num(0, 'learning rate of the TokenNoiser SFT steps; 0 = lr (the source uses one learning rate)', { min: 0, max: 1 }),
   ...adamFields(),

@@ -142,7 +142,7 @@ export const LESSONS: Lesson[] = [
       { text: 'Entropy on harmful prompts: should drop towards 0.', metric: 'entropy/harmful_mean' },
       { text: 'Benign correctness: should hold.', metric: 'defender/benign_correct' },
       {
-        text: 'KL to the starting defender: TokenNoiser steps push it up. On the sandbox the source\'s noise share (0.1) lets it run away and the defence fails; 0.02 with safetyWeight 1 holds (EXPERIMENTS.md).',
+        text: 'KL to the starting defender: TokenNoiser steps push it up. On the sandbox the source\'s noise share (0.1) lets it run away and the defence fails; 0.02 with safetyWeight 1 holds only with zero-advantage groups skipped, and no noiser with safetyWeight 1 holds (EXPERIMENTS.md).',
         metric: 'kl/mean',
       },
     ],
