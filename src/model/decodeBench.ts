@@ -6,7 +6,7 @@ import { countGpuWork } from '../engine/gpuCounters';
 import { generate } from './generate';
 import type { LlamaModel } from './llama';
 import { PROJ_NAMES } from './llama';
-import { decodePath, plannedDispatches, setDecodePath, takePlannedGpuMs, type DecodePath } from './plannedDecode';
+import { decodePath, setDecodePath, takePlannedGpuMs, type DecodePath } from './plannedDecode';
 import { median } from './throughput';
 
 export interface DecodeBenchCase {
@@ -96,9 +96,4 @@ export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: 
     row(planned, `${(planned.tokPerS / tfjs.tokPerS).toFixed(2)}x`, planned.hostMsPerToken > 0 ? `${(tfjs.hostMsPerToken / planned.hostMsPerToken).toFixed(1)}x lower` : 'not measurable'),
     row(tfjs, '', ''),
   ];
-}
-
-/** Planned dispatch counts of a model at a batch (reported beside the measured ones). */
-export function plannedBudget(model: LlamaModel, batch: number) {
-  return plannedDispatches(model, batch, 64);
 }

@@ -73,7 +73,7 @@ export function entropyFromLogits(logits: tf.Tensor): tf.Tensor {
  */
 export async function generate(model: LlamaModel, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {
   const s = decodeSetup(prompts, opts);
-  const planned = plannedDecodeFor(model, s.B, opts);
+  const planned = plannedDecodeFor(model);
   if (planned) return planned(model, prompts, opts);
   const { B, maxNew, seed, streams, pad, temperature, topK, topP } = s;
   const result = emptyResult(B);

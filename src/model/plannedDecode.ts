@@ -197,7 +197,7 @@ export function plannedDispatches(model: LlamaModel, B: number, capacity: number
 }
 
 /** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */
-export function plannedDecodeFor(model: LlamaModel, _B: number, _opts: GenerateOptions): typeof generatePlanned | null {
+export function plannedDecodeFor(model: LlamaModel): typeof generatePlanned | null {
   if (path !== 'planned' || !customKernelsActive()) return null;
   return unplannableReason(model) === null ? generatePlanned : null;
 }
