@@ -48,6 +48,7 @@ import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
 import { checkFinite, checkFiniteRewards, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import { episodePools, seedEpisodes, type EpisodeSpec } from './episodePools.ts';
 export type { EpisodeSpec } from './episodePools.ts';
@@ -66,6 +67,7 @@ export const multiturnSchema = {
   attacker: str('attacker', 'model that writes the user turns when followUps = attacker (frozen)', { nonEmpty: true }),
   attackerWeights: weightsField('attacker'),
   judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  ...judgeModelFields(),
   dataset: str(
     SANDBOX_DATASET,
     'multi-turn seeds: "sandbox" (crescendo goals) or a JSONL / CSV file whose rows give the user turns (messages, in order) or one opening prompt ' +
@@ -535,7 +537,7 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
   async create(env: RecipeEnv, config: MultiturnConfig, seed: number): Promise<RecipeRun> {
     const bad = multiturnCheck(config);
     if (Object.keys(bad).length) throw new ConfigError('recipe multiturn', bad);
-    const judge = env.judge(config.judge);
+    const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'multiturn');
     const def = await env.loadModel(config.defender, { weights: config.defenderWeights });
     let atk: LoadedModel | null = null;

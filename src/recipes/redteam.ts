@@ -32,6 +32,7 @@ import { std, zScore } from '../rl/stats.ts';
 import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from './goals.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -64,6 +65,7 @@ export const redteamSchema = {
   defender: str('defender', 'model to attack and train: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm scorer: rules (any payload marker = 1), rules-partial (graded by leaked steps), or a judge the env provides', { nonEmpty: true }),
+  ...judgeModelFields(),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_DATASET_HELP}; with a file, tactics and promptPool do not apply`, { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how goals are wrapped: mixed (uniform over the 8 single-turn tactics), plain (direct request, no wrapper) or one tactic'),
   promptPool: int(256, 'distinct harmful prompts the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -327,7 +329,7 @@ export const redteamRecipe: Recipe<typeof redteamSchema> = {
   schema: redteamSchema,
   modelField: 'defender',
   async create(env: RecipeEnv, config: RedteamConfig, seed: number): Promise<RecipeRun> {
-    const judge = env.judge(config.judge);
+    const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'redteam');
     const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {

@@ -15,6 +15,7 @@ import { brief } from '../engine/brief';
 import { NonFiniteError } from '../recipes/common';
 import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
+import { createTimedRun } from '../recipes/judgeTiming';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
 import { fromStoredCheckpoint } from '../recipes/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/types';
@@ -194,7 +195,7 @@ async function runLoop(a: ActiveRun): Promise<void> {
     detail = a.restoreFrom ? 'loading models and the checkpoint' : 'loading models';
     stepping = true;
     notify(a);
-    a.run = await a.recipe.create(browserEnv(), a.config as never, a.seed);
+    a.run = await createTimedRun(a.recipe, browserEnv(), a.config as never, a.seed);
     if (a.restoreFrom) {
       await a.run.restore(a.restoreFrom);
       a.step = a.run.stepsDone;
