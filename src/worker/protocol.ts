@@ -168,6 +168,8 @@ export interface EngineApi extends StorageApi {
   setCustomKernels(enabled: boolean): Promise<void>;
   /** generate() on WebGPU: the planned decode path (default) or tfjs op by op (A/B, triage). */
   setDecodePath(path: DecodePath): Promise<void>;
+  /** Load hub ids ("owner/name") from a hub mirror at `endpoint` (the page's `?hub=`); null: the hub. */
+  setHubEndpoint(endpoint: string | null): Promise<void>;
   /** Decode on both paths in the same run on a loaded model: [planned, tfjs]. */
   benchDecode(name: string, c: DecodeBenchCase): Promise<[DecodeBenchResult, DecodeBenchResult]>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
