@@ -75,28 +75,29 @@ export async function loadChatModel(folder: ModelFolder, ref: string, opts: Load
   }
 }
 
-/**
- * `classifier`: the built-in guard model (sandbox `judge`) read as an LLM guard. Loaded on first
- * use, so recipes that never ask for it never pay for it.
- */
+/** A judge built on first use (its model loads then), so recipes that never score never pay for it. */
+function lazyJudge(name: string, start: () => Promise<{ judge: Judge; free(): void }>): Judge {
+  let inner: Promise<{ judge: Judge; free(): void }> | null = null;
+  return {
+    name,
+    score: async (items, o) => (await (inner ??= start())).judge.score(items, o),
+    dispose: () => {
+      void inner?.then((x) => x.free(), () => undefined);
+      inner = null;
+    },
+  };
+}
+
+/** `classifier`: the built-in guard model (sandbox `judge`) read as an LLM guard. */
 export function classifierJudge(folder: (ref: string) => ModelFolder, ref = 'judge'): Judge {
-  let inner: Promise<{ judge: Judge; model: Awaited<ReturnType<typeof loadModel>> }> | null = null;
-  const load = async () => {
+  return lazyJudge('classifier', async () => {
     const f = folder(ref);
     const tokenizerConfig = JSON.parse(await f.getText('tokenizer_config.json'));
     const tokenizer = createTokenizer(JSON.parse(await f.getText('tokenizer.json')), tokenizerConfig, { label: f.label });
     const template = resolveChatTemplate({ tokenizerConfig, model: f.label });
     const model = await loadModel(f);
-    return { judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }), model };
-  };
-  return {
-    name: 'classifier',
-    score: async (items, o) => (await (inner ??= load())).judge.score(items, o),
-    dispose: () => {
-      void inner?.then(({ model }) => disposeLlama(model));
-      inner = null;
-    },
-  };
+    return { judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }), free: () => disposeLlama(model) };
+  });
 }
 
 /**
@@ -106,25 +107,16 @@ export function classifierJudge(folder: (ref: string) => ModelFolder, ref = 'jud
 export function llmGuardJudge(load: (ref: string, o: LoadModelRefOptions) => Promise<LoadedModel>, g: NonNullable<JudgeOptions['guard']> | undefined): Judge {
   if (!g || g.ref.trim() === '') throw new Error('judge "llm-guard" needs a guard model: set the field "guard" (a Llama Guard 3 checkpoint, e.g. meta-llama/Llama-Guard-3-1B)');
   const categories = guardCategories(g.categories, g.customCategories);
-  let inner: Promise<{ judge: Judge; m: LoadedModel }> | null = null;
-  const start = async () => {
+  return lazyJudge('llm-guard', async () => {
     const m = await load(g.ref, { weights: g.weights });
     const c = m.codec;
     try {
-      return { m, judge: createLlamaGuard3Judge({ model: m.model, encode: c.encodeText, decode: c.decode, eos: c.eos, pad: c.pad, label: c.label }, { categories, verdict: g.verdict }) };
+      return { judge: createLlamaGuard3Judge({ model: m.model, encode: c.encodeText, decode: c.decode, eos: c.eos, pad: c.pad, label: c.label }, { categories, verdict: g.verdict }), free: () => m.dispose() };
     } catch (e) {
       m.dispose();
       throw e;
     }
-  };
-  return {
-    name: 'llm-guard',
-    score: async (items, o) => (await (inner ??= start())).judge.score(items, o),
-    dispose: () => {
-      void inner?.then(({ m }) => m.dispose(), () => undefined);
-      inner = null;
-    },
-  };
+  });
 }
 
 export interface RecipeEnvOptions {
