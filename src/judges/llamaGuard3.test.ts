@@ -158,8 +158,8 @@ describe('recipes judge with llm-guard and http through their fields', () => {
     }
   }, 120_000);
 
-  it('redteam judged by the http judge at judgeUrl, sent prompt and response', async () => {
-    const seen: string[] = [];
+  /** A scorer that records what it is sent: 0.9 for a text naming the trigger, else 0.1. */
+  async function scorer(seen: string[]) {
     const server = createServer((req, res) => {
       let body = '';
       req.on('data', (d) => (body += String(d)));
@@ -171,8 +171,13 @@ describe('recipes judge with llm-guard and http through their fields', () => {
       });
     });
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-    const port = (server.address() as { port: number }).port;
-    const { run } = await createRun(nodeRecipeEnv({ hubEndpoint: hub.endpoint }), 'redteam', { ...base(), judge: 'http', judgeUrl: `http://127.0.0.1:${port}/score`, judgeUrlPromptToo: true }, 2);
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/score`, close: () => new Promise((ok) => server.close(ok)) };
+  }
+
+  it('redteam judged by the http judge at judgeUrl, sent prompt and response', async () => {
+    const seen: string[] = [];
+    const server = await scorer(seen);
+    const { run } = await createRun(nodeRecipeEnv({ hubEndpoint: hub.endpoint }), 'redteam', { ...base(), judge: 'http', judgeUrl: server.url, judgeUrlPromptToo: true }, 2);
     try {
       const r = await run.step();
       expect(seen.length).toBeGreaterThanOrEqual(8);
@@ -180,7 +185,22 @@ describe('recipes judge with llm-guard and http through their fields', () => {
       expect(r.metrics['perf/judge_ms/http']).toBeGreaterThan(0);
     } finally {
       run.dispose();
-      await new Promise((ok) => server.close(ok));
+      await server.close();
+    }
+  }, 120_000);
+
+  it('minmax takes the http scorer as its reward model (rm = http, judgeUrl)', async () => {
+    const seen: string[] = [];
+    const server = await scorer(seen);
+    const cfg = { policy: QWEN, policyWeights: 'int4-g32', monitor: QWEN, monitorWeights: 'int4-g32', rm: 'http', judgeUrl: server.url, items: 2, groupSize: 2, policyMaxTokens: 3, monitorMaxTokens: 3, itemPool: 8, samples: 1 };
+    const { run } = await createRun(nodeRecipeEnv({ hubEndpoint: hub.endpoint }), 'minmax', cfg, 1);
+    try {
+      const r = await run.step();
+      expect(seen.length).toBeGreaterThanOrEqual(4);
+      expect(r.metrics['perf/judge_ms/http']).toBeGreaterThan(0);
+    } finally {
+      run.dispose();
+      await server.close();
     }
   }, 120_000);
 

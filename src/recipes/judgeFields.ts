@@ -14,9 +14,21 @@ export function judgeModelFields() {
     guardCategories: str('', 'llm-guard: the Llama Guard 3 categories that count, comma-separated codes S1 to S14 (kept under their own numbers); empty = all fourteen'),
     guardCustomCategories: str('', 'llm-guard: extra categories listed after those, "S15: Name. what it covers" separated by ";"'),
     guardVerdict: oneOf(['probability', 'text'], 'probability', 'llm-guard verdict: probability = P("unsafe") / (P("unsafe") + P("safe")) of the first token (a graded score); text = the greedy answer "safe" / "unsafe\\nS1,S3" (0 or 1, with its categories)'),
+    ...httpJudgeFields(),
+  };
+}
+
+/** The http judge's fields (also minmax / rlhf, whose rm may name it). */
+export function httpJudgeFields() {
+  return {
     judgeUrl: str('', 'http judge (judge = http): the scorer URL; it is POSTed {"texts": [...]} and answers {"scores": [...]} in [0, 1]'),
     judgeUrlPromptToo: bool(false, 'http judge: send the prompt and the response (true) or the response alone (false)'),
   };
+}
+
+/** What env.judge needs of the http fields. */
+export function httpJudgeOptionsOf(c: { judgeUrl: string; judgeUrlPromptToo: boolean }): JudgeOptions {
+  return { url: c.judgeUrl, urlText: c.judgeUrlPromptToo ? 'prompt+response' : 'response' };
 }
 
 type JudgeConfig = {
@@ -33,8 +45,7 @@ type JudgeConfig = {
 export function judgeOptionsOf(c: JudgeConfig): JudgeOptions {
   return {
     guard: { ref: c.guard, weights: c.guardWeights, categories: c.guardCategories, customCategories: c.guardCustomCategories, verdict: c.guardVerdict },
-    url: c.judgeUrl,
-    urlText: c.judgeUrlPromptToo ? 'prompt+response' : 'response',
+    ...httpJudgeOptionsOf(c),
   };
 }
 

@@ -52,6 +52,7 @@ import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxP
 import { std } from '../rl/stats.ts';
 import { checkFinite, checkFiniteRewards, criticFor, drawBatch, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { httpJudgeFields, httpJudgeOptionsOf } from './judgeFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
@@ -69,6 +70,7 @@ export const gameFields = {
   monitor: str('qa', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   monitorWeights: weightsField('monitor'),
   rm: str('rules', 'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)', { nonEmpty: true }),
+  ...httpJudgeFields(),
   dataset: str(
     SANDBOX_DATASET,
     'QA items: "sandbox" (the built-in stories) or a JSONL / CSV file of multiple-choice rows: question, four choices (a "choices" list or ' +
@@ -455,13 +457,13 @@ export class GameRun implements RecipeRun {
 }
 
 /** The RM a config names: the rules stand-in, or an env judge. */
-export function rewardModelFor(env: RecipeEnv, name: string): QaRewardModel {
-  return name === 'rules' ? rulesRewardModel : judgeRewardModel(env.judge(name));
+export function rewardModelFor(env: RecipeEnv, name: string, http: { judgeUrl: string; judgeUrlPromptToo: boolean }): QaRewardModel {
+  return name === 'rules' ? rulesRewardModel : judgeRewardModel(env.judge(name, httpJudgeOptionsOf(http)));
 }
 
 /** Loads both players; the monitor gets an adapter unless frozen. */
 export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameConfig, config: Record<string, unknown>, seed: number): Promise<GameRun> {
-  const rm = rewardModelFor(env, game.rm);
+  const rm = rewardModelFor(env, game.rm, game);
   const data = game.dataset === SANDBOX_DATASET ? null : await loadQaData(env, game.dataset, mode);
   const pol = await env.loadModel(game.policy, { weights: game.policyWeights });
   let mon: LoadedModel | null = null;
