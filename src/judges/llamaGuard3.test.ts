@@ -3,13 +3,14 @@
 // the word "bomb"), the prompt against a hand-written Llama Guard 3 prompt, and both verdict modes.
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveHubRepos, type HubServer } from '../cli/hubServer.ts';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
+import { recipeMain } from '../cli/recipe-run.ts';
 import { writeLlamaGuardFixture } from '../model/testdata/llamaGuardFixture.ts';
 import { writeQwen2Fixture } from '../model/testdata/qwen2Fixture.ts';
 import { createRun } from '../recipes/registry.ts';
@@ -201,6 +202,21 @@ describe('recipes judge with llm-guard and http through their fields', () => {
     } finally {
       run.dispose();
       await server.close();
+    }
+  }, 120_000);
+
+  it('the CLI takes the guard by --set and prints its latency and share on each step\'s line', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'lab-guard-')), 'run.jsonl');
+    let stderr = '';
+    const args = ['--recipe', 'redteam', '--steps', '2', '--seed', '2', '--out', out, '--model', QWEN, '--set', 'defenderWeights=int4-g32', '--set', `dataset=${data}`,
+      '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=3', '--set', 'judge=llm-guard', '--set', `guard=${ID}`, '--set', 'guardWeights=int8', '--set', 'guardVerdict=text'];
+    const code = await recipeMain(args, { env: nodeRecipeEnv({ hubEndpoint: hub.endpoint }), stderr: (x) => (stderr += x), stdout: () => undefined });
+    expect(stderr).toMatch(/\[redteam\] step 1 .*judge llm-guard \d+(\.\d+)? ms \(\d+%\)/);
+    expect(code).toBe(0);
+    const reps = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { metrics: Record<string, number>; samples: { verdict: { label: string }; messages: { text: string }[] }[] });
+    for (const r of reps) {
+      expect(r.metrics['perf/judge_share/llm-guard']).toBeGreaterThan(0);
+      for (const x of r.samples) expect(x.verdict.label).toBe(x.messages[0].text.includes('bomb') ? 'unsafe S9' : 'safe');
     }
   }, 120_000);
 
