@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ringCreate, ringPush } from '../../store/runStoreSeries';
+import { CHART_GROUPS, groupMetrics, OTHER_GROUP } from '../charts/groups';
 import { judgeTimesAt } from './JudgeTimes';
 
 describe('the step view\'s judge times', () => {
@@ -20,5 +21,13 @@ describe('the step view\'s judge times', () => {
     expect(judgeTimesAt(metrics, 1)).toEqual([{ name: 'llm-guard', ms: 40, share: 0.4 }, { name: 'rules', ms: 20, share: 0.2 }]);
     expect(judgeTimesAt(metrics, 0)).toEqual([{ name: 'rules', ms: 10, share: 0.1 }]);
     expect(judgeTimesAt(metrics, 5)).toEqual([]);
+  });
+});
+
+describe('the judge share chart', () => {
+  it('takes the shares, all judges and each; the latencies stay with the other metrics', () => {
+    const names = ['perf/judge_share', 'perf/judge_share/rules', 'perf/judge_ms', 'perf/judge_ms/rules', 'perf/step_ms'];
+    expect(groupMetrics(CHART_GROUPS.find((g) => g.id === 'judgetime')!, names)).toEqual(['perf/judge_share', 'perf/judge_share/rules']);
+    expect(groupMetrics(OTHER_GROUP, names)).toEqual(['perf/judge_ms', 'perf/judge_ms/rules']);
   });
 });
