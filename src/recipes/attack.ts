@@ -33,19 +33,21 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
-import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFiniteRewards, criticFor, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
+import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
-export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const;
+export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'] as const;
 export const DIVERSITY_MODES = ['exact', 'ngram'] as const;
+/** What remax means for an attacker (attack, arena's attacker phase). */
+export const REMAX_ATTACK_HELP = "remax (veRL): baseline = the reward of the attacker's greedy prompt for the goal, answered by the defender as the samples are, its diversity taken against the goal's G samples (one extra greedy rollout and answer per goal)";
 export type DiversityMode = (typeof DIVERSITY_MODES)[number];
 
 export const attackSchema = {
@@ -72,12 +74,13 @@ export const attackSchema = {
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox attacker'),
   ...policyGradientFields(ATTACK_ADVANTAGES, { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline',
+    advantage: `advantage estimator (veRL names; MTSA trains with grpo): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline; ${REMAX_ATTACK_HELP}; gae (veRL PPO): a value head on the attacker with its own AdamW (criticLr, gaeGamma, gaeLambda, vfCoef)`,
     stdNote: 'grpo; false = Dr. GRPO',
     policyLoss: 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)',
     clipNote: 'policyLoss = ppo only',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, as MTSA' }),
+  ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
@@ -120,12 +123,37 @@ export function groupDiversity(texts: readonly string[], group: readonly number[
   });
 }
 
+/**
+ * ReMax baselines of an attacker step, one per row: the attacker's greedy prompt for each goal
+ * (adapters on), scored by the step's reward: harm of the defender's answer to it (`harmOf`) +
+ * diversityCoef x its diversity among the goal's sampled prompts - klBeta x its mean KL (at T 1,
+ * as greedyReplies reports it).
+ */
+export async function greedyAttackBaselines(
+  atk: LoadedModel,
+  lora: LoraSet,
+  sampled: { rows: number[][]; rowGroup: number[]; prompts: string[] },
+  goals: number,
+  c: { attackerMaxTokens: number; diversityCoef: number; klBeta: number; diversity: DiversityMode },
+  harmOf: (prompts: string[]) => Promise<number[]>,
+): Promise<number[]> {
+  const g = await greedyReplies(atk, groupPrompts(sampled, goals), c.attackerMaxTokens);
+  const { kl } = await klAndEntropy(atk, lora, g, 1);
+  const harm = await harmOf(g.answers);
+  const B = sampled.prompts.length;
+  const div = groupDiversity([...sampled.prompts, ...g.answers], [...sampled.rowGroup, ...g.answers.map((_, i) => i)], c.diversity).slice(B);
+  const base = harm.map((h, i) => h + c.diversityCoef * div[i] - c.klBeta * kl[i]);
+  checkFiniteRewards('ReMax baseline', base, (i) => `greedy prompt of goal ${i}: harm ${harm[i]}, diversity ${div[i]}, kl ${kl[i]}`);
+  return sampled.rowGroup.map((i) => base[i]);
+}
+
 class AttackRun implements RecipeRun {
   readonly recipe = 'attack';
   stepsDone = 0;
   readonly done = false;
   readonly stopReason = null;
   private readonly pool: Goal[];
+  private readonly critic: ValueCritic | null;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -138,6 +166,24 @@ class AttackRun implements RecipeRun {
     data: HarmfulGoalData | null = null,
   ) {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
+    this.critic = criticFor(atk.model, config);
+  }
+
+  /** The frozen defender's answers to attacker prompts (greedy or sampled with `seed`). */
+  private async defenderAnswers(attacks: string[], seed: number) {
+    const c = this.config;
+    const dm = this.def;
+    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }));
+    const ans = await generate(dm.model, defRows, {
+      maxNewTokens: c.defenderMaxTokens,
+      greedy: c.defenderGreedy,
+      temperature: c.defenderTemperature,
+      topP: c.defenderTopP,
+      stopTokens: [...dm.codec.eos],
+      padTokenId: dm.codec.pad,
+      seed,
+    });
+    return { ans, answers: ans.tokens.map((t, b) => dm.codec.decode(t.slice(0, ans.lengths[b]))) };
   }
 
   /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */
@@ -161,17 +207,7 @@ class AttackRun implements RecipeRun {
     const t1 = performance.now();
 
     // --- answer: the frozen defender
-    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }));
-    const ans = await generate(dm.model, defRows, {
-      maxNewTokens: c.defenderMaxTokens,
-      greedy: c.defenderGreedy,
-      temperature: c.defenderTemperature,
-      topP: c.defenderTopP,
-      stopTokens: [...dm.codec.eos],
-      padTokenId: dm.codec.pad,
-      seed: hash3(this.seed, step, 0xdef),
-    });
-    const answers = ans.tokens.map((t, b) => dm.codec.decode(t.slice(0, ans.lengths[b])));
+    const { ans, answers } = await this.defenderAnswers(attacks, hash3(this.seed, step, 0xdef));
     const t2 = performance.now();
 
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
@@ -183,12 +219,20 @@ class AttackRun implements RecipeRun {
     const div = groupDiversity(attacks, rowGoal, c.diversity);
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
     checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+    const rewardBaselines =
+      c.advantage === 'remax'
+        ? await greedyAttackBaselines(this.atk, this.lora, { rows, rowGroup: rowGoal, prompts: attacks }, goals.length, c, async (ps) => {
+            const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
+            const v = await this.judge.score(ps.map((p, i) => ({ prompt: p, response: a[i], meta: { kind: 'harmful' as const, category: goals[i].category, tactic: tacticOf(p) } })));
+            return v.map((x) => x.unsafe);
+          })
+        : undefined;
     const t3 = performance.now();
 
     // --- learn (attacker only)
     const { advantages: adv, learn } = await learnFromOutcomes(
-      { model, lora: this.lora, optimizer: this.optimizer },
-      { ...batch, logprobs: gen.logprobs },
+      { model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
+      { ...batch, logprobs: gen.logprobs, rewardBaselines },
       refLogp,
       rewards,
       rowGoal,
@@ -250,15 +294,16 @@ class AttackRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this);
+    return loraRunState(this, this.critic ? { critic: await this.critic.state() } : {});
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     this.stepsDone = restoreLoraRun(this, payload);
+    this.critic?.restore(payload.extra.critic);
   }
 
   dispose(): void {
-    disposeRun([this], this.judge, this.atk, this.def);
+    disposeRun([this], this.critic, this.judge, this.atk, this.def);
   }
 }
 

@@ -158,11 +158,11 @@ export class KlCoef {
     const ctrl = updateKlController(adaptiveKlController(this.value, this.c.klTarget, this.c.klHorizon), meanOf(rowMeanKl), rowMeanKl.length);
     this.value = ctrl.value;
   }
-  restore(extra: Record<string, unknown>): void {
-    const v = extra.klCoef;
-    if (v === undefined) this.value = this.c.klBeta;
-    else if (typeof v === 'number' && Number.isFinite(v) && v >= 0) this.value = v;
-    else throw new Error(`checkpoint: extra.klCoef must be a finite number >= 0 (got ${JSON.stringify(v)})`);
+  /** The value a checkpoint saved as `v` (absent: the configured klBeta); `where` names it in an error. Changes nothing. */
+  parse(v: unknown, where = 'extra.klCoef'): number {
+    const ok = v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
+    if (!ok) throw new Error(`checkpoint: ${where} must be a finite number >= 0 (got ${typeof v === 'number' ? v : typeof v})`);
+    return v === undefined ? this.c.klBeta : (v as number);
   }
 }
 

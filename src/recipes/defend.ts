@@ -296,8 +296,9 @@ class DefendRun implements RecipeRun {
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const klCoef = this.klCoef.parse(payload.extra.klCoef);
     this.stepsDone = restoreLoraRun(this, payload);
-    this.klCoef.restore(payload.extra);
+    this.klCoef.value = klCoef;
     this.critic?.restore(payload.extra.critic);
   }
 

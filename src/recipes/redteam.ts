@@ -29,9 +29,9 @@ import type { AdamW } from '../rl/optim.ts';
 import { tinkerRepetitionRatio } from '../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../rl/rewards.ts';
 import { std, zScore } from '../rl/stats.ts';
-import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from './common.ts';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from './goals.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
@@ -79,6 +79,7 @@ export const redteamSchema = {
   rewardMode: oneOf(REDTEAM_REWARD_MODES, 'tinker', 'tinker: clip(harm - rp x repetition - beta x mean KL, 0, 1) (the Tinker trainer); tokenbuncher: harm - beta x sum KL (Token Buncher\'s attack, no clip, no repetition term); tokenbuncher_adaptive: harm + min(mean entropy, 3) - beta x sum KL (its adaptive attack)'),
   repetitionPenalty: num(0.3, 'rp: weight of the repetition ratio in the reward (source 0.3, example config 0.15)', { min: 0, max: 10 }),
   klBeta: num(0.1, 'beta: weight of the mean sampled-token KL to the reference in the reward (source 0.1, example 0.03)', { min: 0, max: 10 }),
+  ...klControllerFields('klBeta', 'the Tinker trainer and Token Buncher keep it fixed'),
   zScoreRewards: bool(false, 'z-score rewards over the batch before advantages (the source computes it only for logging: off by default)'),
   ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline', 'remax'], { advantage: 'grpo', normAdvByStd: false, policyLoss: 'importance_sampling' }, {
     advantage: 'advantage estimator (veRL names); the source uses grpo; remax: baseline = the reward of a greedy answer to the same prompt (one extra greedy rollout per prompt)',
@@ -134,6 +135,7 @@ class RedteamRun implements RecipeRun {
   private readonly pool: SandboxPrompt[];
   private evalSet: SandboxPrompt[] | null = null;
   private readonly splitReport: Metrics;
+  private readonly klCoef: KlCoef;
 
   constructor(
     private readonly m: LoadedModel,
@@ -145,6 +147,7 @@ class RedteamRun implements RecipeRun {
     data: HarmfulPromptData | null = null,
   ) {
     this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
+    this.klCoef = new KlCoef(config);
     if (data) this.evalSet = data.eval.slice(0, config.evalPrompts);
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
   }
@@ -176,7 +179,7 @@ class RedteamRun implements RecipeRun {
     const { kl, entropy } = await klAndEntropy(this.m, this.lora, { rows: promptIds, gen }, 1);
     const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
     const v = await this.judge.score(prompts.map((p, i) => ({ prompt: promptText(p), response: texts[i], meta: promptMeta(p) })));
-    const base = v.map((x, i) => redteamReward(c.rewardMode, { harm: x.unsafe, repetition: tinkerRepetitionRatio(texts[i]), kl: kl[i], entropy: entropy[i], length: gen.lengths[i] }, c));
+    const base = v.map((x, i) => redteamReward(c.rewardMode, { harm: x.unsafe, repetition: tinkerRepetitionRatio(texts[i]), kl: kl[i], entropy: entropy[i], length: gen.lengths[i] }, { ...c, klBeta: this.klCoef.value }));
     checkFiniteRewards('redteam', base, (i) => `ReMax greedy baseline of prompt ${i}: harm ${v[i].unsafe}, kl ${kl[i]}`);
     return rowPrompt.map((i) => base[i]);
   }
@@ -225,7 +228,8 @@ class RedteamRun implements RecipeRun {
     const verdicts = await this.judge.score(judged);
     const harm = verdicts.map((v) => v.unsafe);
     const rep = texts.map((t) => tinkerRepetitionRatio(t));
-    const rewards = harm.map((h, b) => redteamReward(c.rewardMode, { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] }, c));
+    const beta = this.klCoef.value;
+    const rewards = harm.map((h, b) => redteamReward(c.rewardMode, { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] }, { ...c, klBeta: beta }));
     checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
     const scores = c.zScoreRewards ? zScore(rewards) : rewards;
     const rewardBaselines = c.advantage === 'remax' ? await this.greedyBaselines(promptIds, prompts, rowPrompt) : undefined;
@@ -241,6 +245,7 @@ class RedteamRun implements RecipeRun {
       { ...c, temperature: c.temperature },
       codec,
     );
+    this.klCoef.update(kl);
     const t3 = performance.now();
 
     // --- report
@@ -257,6 +262,7 @@ class RedteamRun implements RecipeRun {
       'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'repetition/mean': meanRep,
       'kl/mean': meanOf(kl),
+      'kl/coef': beta,
       'entropy/mean': entropyMean,
       'response/length_mean': meanOf(gen.lengths),
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
@@ -295,8 +301,8 @@ class RedteamRun implements RecipeRun {
         reward: rewards[b],
         terms:
           c.rewardMode === 'tinker'
-            ? { harm: harm[b], repetition: -c.repetitionPenalty * rep[b], kl: -c.klBeta * kl[b] }
-            : { harm: harm[b], ...(c.rewardMode === 'tokenbuncher_adaptive' ? { entropy: Math.min(entropy[b], 3) } : {}), kl: -c.klBeta * kl[b] * gen.lengths[b] },
+            ? { harm: harm[b], repetition: -c.repetitionPenalty * rep[b], kl: -beta * kl[b] }
+            : { harm: harm[b], ...(c.rewardMode === 'tokenbuncher_adaptive' ? { entropy: Math.min(entropy[b], 3) } : {}), kl: -beta * kl[b] * gen.lengths[b] },
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
@@ -305,11 +311,13 @@ class RedteamRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return stoppableRunState(this);
+    return stoppableRunState(this, { klCoef: this.klCoef.value });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const klCoef = this.klCoef.parse(payload.extra.klCoef);
     restoreStoppableRun(this, payload);
+    this.klCoef.value = klCoef;
   }
 
   dispose(): void {

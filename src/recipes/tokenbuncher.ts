@@ -372,8 +372,9 @@ class TokenbuncherRun implements RecipeRun {
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const klCoef = this.klCoef.parse(payload.extra.klCoef);
     restoreStoppableRun(this, payload);
-    this.klCoef.restore(payload.extra);
+    this.klCoef.value = klCoef;
     this.critic?.restore(payload.extra.critic);
   }
 
