@@ -26,7 +26,6 @@
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
 import { attackerSource, rngFor, TACTICS } from '../data/sandbox/index.ts';
-import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
@@ -40,6 +39,8 @@ import { stepReport, type Metrics, type RolloutSample, type StepReport } from '.
 import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import type { TextGrader } from '../judges/textGrader.ts';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
@@ -83,6 +84,7 @@ export const attackSchema = {
   ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
+  ...strongRejectFields("every step's defender answers (attack has no held-out set; the metrics are judge/strongreject*)"),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type AttackConfig = ConfigOf<typeof attackSchema>;
@@ -164,6 +166,7 @@ class AttackRun implements RecipeRun {
     readonly config: AttackConfig,
     readonly seed: number,
     data: HarmfulGoalData | null = null,
+    private readonly grader: TextGrader | null = null,
   ) {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.critic = criticFor(atk.model, config);
@@ -252,7 +255,7 @@ class AttackRun implements RecipeRun {
       'reward/max': Math.max(...rewards),
       'judge/asr': meanOf(success),
       'judge/harm_mean': meanOf(harm),
-      'judge/strongreject_rules': meanStrongRejectRules(judged),
+      ...(await strongRejectMetrics('judge', judged, this.grader)),
       'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'diversity/mean': meanOf(div),
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),
@@ -303,7 +306,7 @@ class AttackRun implements RecipeRun {
   }
 
   dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.atk, this.def);
+    disposeRun([this], this.critic, this.judge, this.grader, this.atk, this.def);
   }
 }
 
@@ -317,6 +320,7 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
     'term (duplicates earn less) minus KL to the untouched attacker. Reports the attack success rate and the tactic mix.',
   schema: attackSchema,
   modelField: 'attacker',
+  check: strongRejectCheck,
   async create(env: RecipeEnv, config: AttackConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge);
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'attack');
@@ -326,7 +330,8 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
       def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(atk.model, config, hash3(seed, 0x10a, 3));
       const optimizer = adamWFor(config, config.lr);
-      return new AttackRun(atk, def, lora, optimizer, judge, config, seed, data);
+      const grader = await loadStrongRejectGrader(env, config, 'attack');
+      return new AttackRun(atk, def, lora, optimizer, judge, config, seed, data, grader);
     } catch (e) {
       atk.dispose();
       def?.dispose();

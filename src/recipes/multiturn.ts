@@ -54,6 +54,8 @@ export type { EpisodeSpec } from './episodePools.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { ConfigError, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import type { TextGrader } from '../judges/textGrader.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -108,14 +110,16 @@ export const multiturnSchema = {
   ...criticFields(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay held-out episodes with a fixed seed as eval/*; 0 = off', { min: 0, max: 100000 }),
   evalEpisodes: int(48, 'held-out crescendo episodes of the evaluation (plus a quarter as many benign ones)', { min: 1, max: 4096 }),
+  ...strongRejectFields('every reply to a harmful user turn of the held-out crescendo episodes (evalEvery; instruction = that turn)'),
   samples: int(4, 'episodes included in each report', { min: 0, max: 64 }),
 };
 export type MultiturnConfig = ConfigOf<typeof multiturnSchema>;
 
 /** Each field is valid alone; together they must play at least one episode a step, and remax needs one reward per episode. */
-export function multiturnCheck(c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'> & Partial<Pick<MultiturnConfig, 'advantage' | 'rewardPlacement'>>): Record<string, string> {
+export function multiturnCheck(c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'> & Partial<Pick<MultiturnConfig, 'advantage' | 'rewardPlacement' | 'strongRejectJudge'>>): Record<string, string> {
   const bad: Record<string, string> = {};
   if (c.episodes + c.benignEpisodes === 0) bad.episodes = 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode';
+  Object.assign(bad, strongRejectCheck(c));
   if (c.advantage === 'remax' && c.rewardPlacement === 'turn') bad.advantage = 'advantage "remax" needs rewardPlacement "episode": its baseline is one greedy episode\'s aggregate reward, which a per-turn return does not match';
   return bad;
 }
@@ -355,6 +359,7 @@ class MultiturnRun implements RecipeRun {
     readonly config: MultiturnConfig,
     readonly seed: number,
     data: HarmfulPromptData | null = null,
+    private readonly grader: TextGrader | null = null,
   ) {
     this.pools = episodePools(config.goalPool, seed, config.maxTurns, 'train');
     if (data) this.pools.harmful = seedEpisodes(data.train, config.maxTurns);
@@ -395,8 +400,10 @@ class MultiturnRun implements RecipeRun {
     })();
     const played = await playEpisodes(this.def, this.evalSet, this.playOptions(heldOut));
     const scored = await scoreEpisodes(this.judge, played, c);
+    const harmfulTurns = judgeItems(played).items.filter((it) => it.meta?.kind === 'harmful');
     return {
       ...outcomeMetrics(played, scored, c.maxTurns, 'eval/'),
+      ...(await strongRejectMetrics('eval', harmfulTurns, this.grader)),
       'eval/reward_mean': meanOf(scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation))),
       ...this.splitReport,
     };
@@ -541,7 +548,7 @@ class MultiturnRun implements RecipeRun {
   }
 
   dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.def, this.atk);
+    disposeRun([this], this.critic, this.judge, this.grader, this.def, this.atk);
   }
 }
 
@@ -568,7 +575,8 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
       if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
       const optimizer = adamWFor(config, config.lr);
-      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed, data);
+      const grader = await loadStrongRejectGrader(env, config, 'multiturn');
+      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed, data, grader);
     } catch (e) {
       def.dispose();
       atk?.dispose();

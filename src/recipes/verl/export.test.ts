@@ -180,6 +180,14 @@ describe('veRL export', () => {
     expect(() => exportVerl({ recipe: { name: 'plugin', schema: {} }, config: {}, seed: 0 })).toThrow(/recipe "plugin" has no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, multiturn, arena, attacker-sft\)/);
   });
 
+  it('the adaptive KL controller exports as veRL\'s kl_ctrl (type, target, horizon); fixed stays fixed', () => {
+    for (const name of ['redteam', 'defend', 'tokenbuncher', 'arena']) {
+      const ex = exported(name, { klController: 'adaptive', klTarget: '0.05', klHorizon: '5000' });
+      expect(ex.overrides, name).toMatchObject({ 'algorithm.kl_ctrl.type': 'adaptive', 'algorithm.kl_ctrl.target_kl': 0.05, 'algorithm.kl_ctrl.horizon': 5000 });
+      expect(exported(name, {}).overrides['algorithm.kl_ctrl.type'], name).toBe('fixed');
+    }
+  });
+
   it('the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset\'s layout', async () => {
     const ex = exported('defend');
     const bytes = ex.files['data/train.parquet'] as Uint8Array;

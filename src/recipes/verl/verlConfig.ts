@@ -103,7 +103,8 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     Object.assign(o, {
       'algorithm.use_kl_in_reward': c.klBeta > 0,
       'algorithm.kl_penalty': 'kl',
-      'algorithm.kl_ctrl.type': 'fixed',
+      // The lab's controller (klControllerFields) where the recipe offers one; fixed otherwise.
+      'algorithm.kl_ctrl.type': c.klController ?? 'fixed',
       'algorithm.kl_ctrl.kl_coef': c.klBeta,
     });
   }
