@@ -29,7 +29,7 @@ import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
 import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from './attack.ts';
-import { checkFiniteRewards, criticFor, drawBatch, KlCoef, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
+import { checkFiniteRewards, criticFor, criticsState, restoreCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
@@ -369,21 +369,14 @@ class ArenaRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    const critics: Record<string, unknown> = {};
-    for (const [k, cr] of Object.entries(this.critics)) if (cr) critics[k] = await cr.state();
-    const klCoefs = { attacker: this.klCoefs.attacker.value, defender: this.klCoefs.defender.value };
-    return multiLoraRunState(this, this.parts, { klCoefs, ...(Object.keys(critics).length ? { critics } : {}) });
+    return multiLoraRunState(this, this.parts, { klCoefs: klCoefsState(this.klCoefs), ...(await criticsState(this.critics)) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
-    const saved = (payload.extra.klCoefs ?? {}) as Record<string, unknown>;
-    const attacker = this.klCoefs.attacker.parse(saved.attacker, 'extra.klCoefs.attacker');
-    const defender = this.klCoefs.defender.parse(saved.defender, 'extra.klCoefs.defender');
+    const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
     this.stepsDone = restoreMultiLoraRun(this, this.parts, payload);
-    this.klCoefs.attacker.value = attacker;
-    this.klCoefs.defender.value = defender;
-    const critics = (payload.extra.critics ?? {}) as Record<string, unknown>;
-    for (const [k, cr] of Object.entries(this.critics)) cr?.restore(critics[k]);
+    assignKl();
+    restoreCritics(this.critics, payload.extra.critics);
   }
 
   dispose(): void {

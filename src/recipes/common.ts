@@ -166,6 +166,16 @@ export class KlCoef {
   }
 }
 
+/** extra.klCoefs of a run with one controller per trained model (arena's sides, minmax's players). */
+export const klCoefsState = (coefs: Record<string, KlCoef>): Record<string, number> => Object.fromEntries(Object.entries(coefs).map(([k, c]) => [k, c.value]));
+
+/** Checks every saved extra.klCoefs value first and returns what assigns them (after the rest of the checkpoint restored). */
+export function parseKlCoefs(coefs: Record<string, KlCoef>, saved: unknown): () => void {
+  const s = (saved ?? {}) as Record<string, unknown>;
+  const values = Object.entries(coefs).map(([k, c]) => [c, c.parse(s[k], `extra.klCoefs.${k}`)] as const);
+  return () => values.forEach(([c, v]) => (c.value = v));
+}
+
 /**
  * A PPO critic for the `gae` estimator: a value head on the policy's final hidden state with its
  * own AdamW (veRL trains the critic with its own optimiser and learning rate). Its weights and
@@ -207,6 +217,19 @@ export class ValueCritic {
     this.optimizer.dispose();
     this.head.dispose();
   }
+}
+
+/** extra.critics of a run with one critic per trained model (arena's sides, minmax's players); nothing when none is built. */
+export async function criticsState(critics: Record<string, ValueCritic | null>): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const [k, cr] of Object.entries(critics)) if (cr) out[k] = await cr.state();
+  return Object.keys(out).length ? { critics: out } : {};
+}
+
+/** Restores each built critic from extra.critics (`saved`). */
+export function restoreCritics(critics: Record<string, ValueCritic | null>, saved: unknown): void {
+  const s = (saved ?? {}) as Record<string, unknown>;
+  for (const [k, cr] of Object.entries(critics)) cr?.restore(s[k]);
 }
 
 /** The critic a config asks for (advantage = gae), or null. */

@@ -265,6 +265,16 @@ describe('adaptive KL controller', () => {
       expect(k.policy).toBeCloseTo(0.5 * 0.88, 12);
       const r2 = await run.step(); // monitor again, its beta as left by step 0
       expect(r2.metrics['kl/coef']).toBeCloseTo(0.5 * 0.88, 12);
+      // A bad saved beta is refused before anything of the run is restored.
+      const bad = await run.state();
+      (bad.extra.klCoefs as Record<string, number>).monitor = -1;
+      const fresh = await createRun(env, 'minmax', cfg, 6);
+      try {
+        await expect(fresh.run.restore(bad)).rejects.toThrow(/checkpoint: extra\.klCoefs\.monitor must be a finite number >= 0 \(got -1\)/);
+        expect(fresh.run.stepsDone).toBe(0);
+      } finally {
+        fresh.run.dispose();
+      }
     } finally {
       run.dispose();
     }

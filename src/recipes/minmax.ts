@@ -50,7 +50,7 @@ import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
 import { std } from '../rl/stats.ts';
-import { checkFinite, checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { checkFinite, checkFiniteRewards, criticFor, criticsState, restoreCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
@@ -437,29 +437,22 @@ export class GameRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    const critics: Record<string, unknown> = {};
-    for (const [k, cr] of Object.entries(this.critics)) if (cr) critics[k] = await cr.state();
-    const klCoefs = { policy: this.klCoefs.policy.value, monitor: this.klCoefs.monitor.value };
-    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, klCoefs, ...(this.cycle ? { cycle: this.cycle } : {}), ...(Object.keys(critics).length ? { critics } : {}) });
+    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, klCoefs: klCoefsState(this.klCoefs), ...(this.cycle ? { cycle: this.cycle } : {}), ...(await criticsState(this.critics)) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     const { lambda, updates } = payload.extra as { lambda?: unknown; updates?: { policy?: unknown; monitor?: unknown } };
     if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new Error(`checkpoint: extra.lambda must be a number (got ${JSON.stringify(lambda)})`);
     if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number') throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
-    const savedKl = (payload.extra.klCoefs ?? {}) as Record<string, unknown>;
-    const klPolicy = this.klCoefs.policy.parse(savedKl.policy, 'extra.klCoefs.policy');
-    const klMonitor = this.klCoefs.monitor.parse(savedKl.monitor, 'extra.klCoefs.monitor');
+    const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
     this.stepsDone = restoreMultiLoraRun(this, this.parts(), payload);
-    this.klCoefs.policy.value = klPolicy;
-    this.klCoefs.monitor.value = klMonitor;
+    assignKl();
     this.lambda = lambda;
     this.updates = { policy: updates.policy, monitor: updates.monitor };
     // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
     const cycle = (payload.extra as { cycle?: CycleBatch }).cycle;
     this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
-    const saved = (payload.extra.critics ?? {}) as Record<string, unknown>;
-    for (const [k, cr] of Object.entries(this.critics)) cr?.restore(saved[k]);
+    restoreCritics(this.critics, payload.extra.critics);
   }
 
   dispose(): void {
