@@ -102,7 +102,7 @@ export const multiturnSchema = {
       'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn). ' +
       'gae (veRL PPO, its multi-turn form): a value head on the defender (criticLr, gaeGamma, gaeLambda, vfCoef) valued on reply tokens only; the user turns are skipped, not reset, so the recursion runs across the whole conversation ' +
       'and with rewardPlacement = turn a reply is credited with its own and every later turn\'s score (gamma discounts per reply token). ' +
-      'remax (veRL): baseline = the aggregate episode reward of one greedy play of the same episode (the defender replies greedily, the user turns are written as in the samples); only with rewardPlacement = episode, since a per-turn return has no matching greedy scalar',
+      'remax (veRL): baseline = the aggregate episode reward of one greedy play of the same episode (the defender replies greedily; the user turns are written the same way as the samples\': scripted, or sampled from the attacker); only with rewardPlacement = episode, since a per-turn return has no matching greedy scalar',
     stdNote: 'GRPO',
     policyLoss: 'ppo (clipped surrogate, veRL) or importance_sampling',
   }),
