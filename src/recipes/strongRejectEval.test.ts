@@ -117,7 +117,7 @@ describe('the generated Qwen2 hub repository as a local grader model', () => {
 
   it('its answers (it ends its turn at once) do not parse: counted as failures, no score', async () => {
     const env = nodeRecipeEnv({ hubEndpoint: hub.endpoint });
-    const cfg = { defender: ID, judge: 'rules', prompts: 1, groupSize: 2, maxNewTokens: 4, samples: 0, evalEvery: 1, evalPrompts: 2, strongRejectJudge: `model:${ID}`, strongRejectMaxTokens: 16 };
+    const cfg = { defender: ID, judge: 'rules', prompts: 1, groupSize: 2, maxNewTokens: 4, samples: 0, evalEvery: 1, evalPrompts: 2, strongRejectJudge: `model:${ID}`, strongRejectMaxTokens: 16, strongRejectGraderFormat: 'int4-g32' };
     const { run } = await createRun(env, 'redteam', cfg, 1);
     try {
       const m = (await run.step()).metrics;

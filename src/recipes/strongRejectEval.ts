@@ -7,7 +7,8 @@ import { gradeStrongReject } from '../judges/strongrejectGrader.ts';
 import { createChatCompletionsGrader, createChatModelGrader, type TextGrader } from '../judges/textGrader.ts';
 import type { JudgeItem } from '../judges/types.ts';
 import type { Metrics } from './report.ts';
-import { ConfigError, int, str } from './schema.ts';
+import { WEIGHT_FORMATS, type WeightFormat } from '../model/weightFormat.ts';
+import { ConfigError, int, oneOf, str } from './schema.ts';
 import type { RecipeEnv } from './types.ts';
 
 /** The grader fields; `where` says which answers are graded (the recipe's evaluation set). */
@@ -22,10 +23,12 @@ export function strongRejectFields(where = 'the held-out evaluation\'s harmful a
       { nonEmpty: true },
     ),
     strongRejectMaxTokens: int(512, 'answer length cap of the StrongREJECT grader, in tokens', { min: 16, max: 8192 }),
+    // Not `<model>Weights`: that name pairs a format with a model field (weightFields.ts).
+    strongRejectGraderFormat: oneOf(WEIGHT_FORMATS, 'f32', 'storage of a model:<ref> grader\'s projections: f32, int8, int4-gN (a large grader in less memory)'),
   };
 }
 
-type StrongRejectConfig = { strongRejectJudge: string; strongRejectMaxTokens: number };
+type StrongRejectConfig = { strongRejectJudge: string; strongRejectMaxTokens: number; strongRejectGraderFormat?: WeightFormat };
 
 /** Field errors of a grader spec (the recipe's `check`): rules, model:<ref> or http:<url>. */
 export function strongRejectCheck(c: Partial<StrongRejectConfig>): Record<string, string> {
@@ -50,7 +53,7 @@ export async function loadStrongRejectGrader(env: RecipeEnv, c: StrongRejectConf
   const ref = v.slice('model:'.length);
   let m;
   try {
-    m = await env.loadModel(ref);
+    m = await env.loadModel(ref, { weights: c.strongRejectGraderFormat ?? 'f32' });
   } catch (e) {
     throw new Error(`${recipe}: field "strongRejectJudge": the grader model "${ref}" did not load: ${(e as Error).message}`);
   }
