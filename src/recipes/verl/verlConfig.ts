@@ -117,6 +117,16 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
       'algorithm.use_kl_in_reward': false,
     });
   }
+  // PPO with a critic: veRL's critic is a model of its own (the actor's base, with its own LoRA);
+  // without a path it would load the config's default model.
+  if (c.advantage === 'gae') {
+    Object.assign(o, {
+      'critic.model.path': job.modelPath,
+      'critic.model.lora_rank': c.loraRank,
+      'critic.model.lora_alpha': c.loraAlpha,
+      'critic.ppo_micro_batch_size_per_gpu': 8,
+    });
+  }
   o['data.max_response_length'] ??= c.maxNewTokens;
   Object.assign(o, recipe.verl(c));
   return o;
