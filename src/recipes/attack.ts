@@ -32,8 +32,8 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
-import { checkFiniteRewards, criticFor, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFiniteRewards, criticFor, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
@@ -81,6 +81,7 @@ export const attackSchema = {
     clipNote: 'policyLoss = ppo only',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, as MTSA' }),
+  ...klControllerFields('klBeta', 'MTSA: fixed'),
   ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
@@ -156,6 +157,7 @@ class AttackRun implements RecipeRun {
   readonly stopReason = null;
   private readonly pool: Goal[];
   private readonly critic: ValueCritic | null;
+  private readonly klCoef: KlCoef;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -170,6 +172,7 @@ class AttackRun implements RecipeRun {
   ) {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.critic = criticFor(atk.model, config);
+    this.klCoef = new KlCoef(config);
   }
 
   /** The frozen defender's answers to attacker prompts (greedy or sampled with `seed`). */
@@ -220,11 +223,12 @@ class AttackRun implements RecipeRun {
     const verdicts = await this.judge.score(judged);
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
-    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
+    const beta = this.klCoef.value;
+    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
     checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     const rewardBaselines =
       c.advantage === 'remax'
-        ? await greedyAttackBaselines(this.atk, this.lora, { rows, rowGroup: rowGoal, prompts: attacks }, goals.length, c, async (ps) => {
+        ? await greedyAttackBaselines(this.atk, this.lora, { rows, rowGroup: rowGoal, prompts: attacks }, goals.length, { ...c, klBeta: beta }, async (ps) => {
             const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
             const v = await this.judge.score(ps.map((p, i) => ({ prompt: p, response: a[i], meta: { kind: 'harmful' as const, category: goals[i].category, tactic: tacticOf(p) } })));
             return v.map((x) => x.unsafe);
@@ -242,6 +246,7 @@ class AttackRun implements RecipeRun {
       { ...c, temperature: c.attackerTemperature },
       codec,
     );
+    this.klCoef.update(kl);
     const t4 = performance.now();
 
     // --- report
@@ -260,6 +265,7 @@ class AttackRun implements RecipeRun {
       'diversity/mean': meanOf(div),
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),
       'kl/mean': meanOf(kl),
+      'kl/coef': beta,
       'entropy/mean': entropyMean,
       'attack/length_mean': meanOf(gen.lengths),
       'response/length_mean': meanOf(ans.lengths),
@@ -288,7 +294,7 @@ class AttackRun implements RecipeRun {
         ],
         verdict: harmVerdict(v),
         reward: rewards[b],
-        terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.klBeta * kl[b] },
+        terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -beta * kl[b] },
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
@@ -297,11 +303,13 @@ class AttackRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, this.critic ? { critic: await this.critic.state() } : {});
+    return loraRunState(this, { klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const klCoef = this.klCoef.parse(payload.extra.klCoef);
     this.stepsDone = restoreLoraRun(this, payload);
+    this.klCoef.value = klCoef;
     this.critic?.restore(payload.extra.critic);
   }
 

@@ -44,7 +44,7 @@ describe('estimators reachable from the forms and --set', () => {
       expect(r.ok, `${name}: ${JSON.stringify(r.errors)}`).toBe(true);
       expect(validateConfig(getRecipe(name).schema, { advantage: 'remax' }).ok, name).toBe(true);
     }
-    for (const name of ['redteam', 'arena', 'minmax', 'rlhf']) {
+    for (const name of ['redteam', 'attack', 'arena', 'minmax', 'rlhf']) {
       const r = validateConfig(getRecipe(name).schema, { klController: 'adaptive', klTarget: '0.05' });
       expect(r.ok, name).toBe(true);
       expect(r.config).toMatchObject({ klController: 'adaptive', klTarget: 0.05, klHorizon: 10000 });
@@ -219,6 +219,21 @@ describe('adaptive KL controller', () => {
       expect(stableReport(await b.run.step())).toEqual(stableReport(next));
     } finally {
       b.run.dispose();
+    }
+  }, 90_000);
+
+  it('attack: beta follows the controller each step (hand-computed)', async () => {
+    const cfg = { attacker: M, defender: M, judge: 'letters', goals: 2, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 0, lr: 5e-2, klBeta: 0.5, ...ctl };
+    const { run } = await createRun(env, 'attack', cfg, 3);
+    try {
+      const r0 = await run.step();
+      const r1 = await run.step();
+      expect(r0.metrics['kl/coef']).toBe(0.5);
+      expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.2 * 6 / 10), 12); // 2 goals x G 3
+      expect(r1.metrics['kl/mean']).toBeGreaterThan(1e-6);
+      expect((await run.state()).extra.klCoef).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
+    } finally {
+      run.dispose();
     }
   }, 90_000);
 

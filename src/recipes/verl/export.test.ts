@@ -191,7 +191,7 @@ describe('veRL export', () => {
   });
 
   it('the adaptive KL controller exports as veRL\'s kl_ctrl (type, target, horizon); fixed stays fixed', () => {
-    for (const name of ['redteam', 'defend', 'tokenbuncher', 'arena']) {
+    for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack', 'arena']) {
       const ex = exported(name, { klController: 'adaptive', klTarget: '0.05', klHorizon: '5000' });
       expect(ex.overrides, name).toMatchObject({ 'algorithm.kl_ctrl.type': 'adaptive', 'algorithm.kl_ctrl.target_kl': 0.05, 'algorithm.kl_ctrl.horizon': 5000 });
       expect(exported(name, {}).overrides['algorithm.kl_ctrl.type'], name).toBe('fixed');
