@@ -174,12 +174,25 @@ describe('GAE with a critic', () => {
     }
   }, 90_000);
 
-  it('multiturn: the critic values reply tokens across the episode and trains on the step', async () => {
-    const cfg = { defender: M, judge: 'letters', episodes: 1, benignEpisodes: 1, groupSize: 3, maxNewTokens: 6, goalPool: 8, samples: 2, lr: 1e-2, advantage: 'gae', criticLr: 1e-2, rewardPlacement: 'turn' };
+  it('multiturn: GAE runs across the user turns (a reply is credited with its own and every later turn\'s score) and the critic trains', async () => {
+    const cfg = { defender: M, judge: 'letters', episodes: 1, benignEpisodes: 1, groupSize: 3, maxNewTokens: 6, goalPool: 8, samples: 6, lr: 1e-2, advantage: 'gae', criticLr: 1e-2, rewardPlacement: 'turn' };
     const a = await createRun(env, 'multiturn', cfg, 11);
     try {
       const r0 = await a.run.step();
       expect(r0.metrics['value/mean']).toBe(0);
+      // Independently: the head starts at zero (V = 0), gamma = lambda = 1, so the raw advantage of
+      // every token of reply k is s_k + s_{k+1} + ...; then whitened over all reply tokens of the
+      // batch (Bessel variance, veRL masked_whiten); a sample's advantage is its tokens' mean.
+      expect(r0.samples).toHaveLength(6);
+      const rows = r0.samples.map((smp) => {
+        const replies = smp.messages.filter((m) => m.role === 'defender');
+        const toGo = replies.map((_, k) => replies.slice(k).reduce((t, m) => t + m.turnScore!, 0));
+        return replies.flatMap((m, k) => Array<number>(m.tokens!.ids.length).fill(toGo[k]));
+      });
+      const all = rows.flat();
+      const mu = all.reduce((t, x) => t + x, 0) / all.length;
+      const sd = Math.sqrt(all.reduce((t, x) => t + (x - mu) ** 2, 0) / (all.length - 1) + 1e-8);
+      r0.samples.forEach((smp, i) => expect(smp.advantage).toBeCloseTo(rows[i].reduce((t, x) => t + (x - mu) / sd, 0) / rows[i].length, 4));
       expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
       expect(r0.metrics['loss/value']).toBeGreaterThan(0); // returns are the turn scores, the head says 0
       const critic = (await a.run.state()).extra.critic as { step: number };
