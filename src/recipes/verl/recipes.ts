@@ -430,7 +430,7 @@ const arena: ExportRecipe = {
     'actor_rollout_ref.actor.optim.lr': c.defenderLr,
     'algorithm.use_kl_in_reward': n(c, 'defenderKlBeta') > 0,
     'algorithm.kl_penalty': 'kl',
-    'algorithm.kl_ctrl.type': 'fixed',
+    'algorithm.kl_ctrl.type': c.klController,
     'algorithm.kl_ctrl.kl_coef': c.defenderKlBeta,
   }),
   unsupported: (c) => [
