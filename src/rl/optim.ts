@@ -79,15 +79,19 @@ export class AdamW {
   }
 
   /**
-   * Hands the moments over to `holder`: returns the ones held here (the caller copies them and
-   * disposes them) and forgets them. Step count and config stay here.
+   * Hands the moments of `names` over to `holder`: returns the ones held here (the caller copies
+   * them and disposes them) and forgets them; moments of other variables stay here. Step count and
+   * config stay here too.
    */
-  handOver(holder: MomentHolder): Map<string, { m: tf.Variable; v: tf.Variable }> {
+  handOver(holder: MomentHolder, names: ReadonlySet<string>): Map<string, { m: tf.Variable; v: tf.Variable }> {
     this.reclaim();
     const out = new Map<string, { m: tf.Variable; v: tf.Variable }>();
-    for (const [name, m] of this.m) out.set(name, { m, v: this.v.get(name)! });
-    this.m.clear();
-    this.v.clear();
+    for (const [name, m] of this.m) {
+      if (!names.has(name)) continue;
+      out.set(name, { m, v: this.v.get(name)! });
+      this.m.delete(name);
+      this.v.delete(name);
+    }
     this.holder = holder;
     return out;
   }
@@ -135,8 +139,7 @@ export class AdamW {
 
   /** Copy the state out (awaits the device; moments as Float32Array per name). */
   async exportState(): Promise<AdamWState> {
-    if (this.holder) return { step: this.t, moments: await this.holder.exportMoments() };
-    const moments: AdamWState['moments'] = {};
+    const moments: AdamWState['moments'] = this.holder ? await this.holder.exportMoments() : {};
     for (const [name, m] of this.m) {
       const v = this.v.get(name)!;
       moments[name] = { shape: m.shape.slice(), m: Float32Array.from(await m.data()), v: Float32Array.from(await v.data()) };

@@ -73,8 +73,8 @@ function plannedFor(opt: AdamW, tensors: { name: string; shape: number[] }[]): P
   const device = webgpuDevice();
   const plan = new AdamWPlan(device, tensors, opt.config);
   const holder = new PlannedMoments(plan, key);
-  // handOver first reclaims a stale holder's moments into tfjs tensors, then passes them all here.
-  const moments = opt.handOver(holder);
+  // handOver first reclaims a stale holder's moments into tfjs tensors, then passes this layout's here.
+  const moments = opt.handOver(holder, new Set(tensors.map((t) => t.name)));
   try {
     plan.importState({ step: opt.step, moments: {} });
     const enc = device.createCommandEncoder({ label: 'adamw moments from tfjs' });
