@@ -14,6 +14,11 @@ import { GpuPlan } from './plan';
 const WG = 256;
 /** Workgroups of the norm's first pass: at most WG, so one workgroup sums their partials. */
 const MAX_PARTS = WG;
+/**
+ * Fewest squares each thread of the first pass sums: a LoRA of 100k parameters needs a dozen
+ * workgroups, not 256 (each pays a tree of barriers, slow on CPU adapters); millions fill all 256.
+ */
+const PER_THREAD = 32;
 /** Largest readback of a state export at a time (the staging buffer is made once, this size). */
 const STAGING_BYTES = 4 * 2 ** 20;
 const F32 = 4;
@@ -141,7 +146,7 @@ export class AdamWPlan {
     if (bytes > bind) throw new Error(`AdamWPlan: ${total} parameters are ${bytes} bytes, over this device's maxStorageBufferBindingSize of ${bind}`);
     const groups = Math.ceil(total / WG);
     this.wx = Math.min(groups, device.limits.maxComputeWorkgroupsPerDimension);
-    this.parts = Math.min(MAX_PARTS, groups);
+    this.parts = Math.min(MAX_PARTS, Math.ceil(total / (WG * PER_THREAD)));
 
     const plan = (this.plan = new GpuPlan(device, 1, 'adamw'));
     this.params = plan.buffer('params', bytes);
