@@ -2,9 +2,8 @@
 // stats = [norm, clip coefficient, skipped]. coef = min(maxNorm / (norm + 1e-6), 1) as torch's
 // clip_grad_norm_; skipped = 1 when the norm is not finite (a NaN or Inf gradient) or the host
 // asks for a skip (a non-finite loss): the update pass then changes nothing.
-// Host-prepended: WG, the Hyper struct and the bindings (H, partials, stats).
-
-var<workgroup> acc : array<f32, WG>;
+// Host-prepended: WG, the Hyper struct, treeSum (plan_tree_sum.wgsl) and the bindings (H,
+// partials, stats).
 
 // WGSL has no isnan / isinf, and a compiler may fold x != x away: test the exponent bits.
 fn nonFinite(x : f32) -> bool {
@@ -17,16 +16,9 @@ fn main(@builtin(local_invocation_index) tid : u32) {
   if (tid < H.parts) {
     s = partials[tid];
   }
-  acc[tid] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k = k >> 1u) {
-    if (tid < k) {
-      acc[tid] = acc[tid] + acc[tid + k];
-    }
-    workgroupBarrier();
-  }
+  let total = treeSum(tid, s);
   if (tid == 0u) {
-    let norm = sqrt(acc[0]);
+    let norm = sqrt(total);
     stats[0] = norm;
     stats[1] = min(H.maxNorm / (norm + 1e-6), 1.0);
     stats[2] = select(0.0, 1.0, nonFinite(norm) || H.forceSkip != 0u);

@@ -1,9 +1,8 @@
 // Global gradient norm, pass 1 of 2: each of H.parts workgroups sums g^2 over a grid-strided share
 // of the flat gradient buffer (Kahan-compensated per thread, so millions of small squares do not
 // vanish into a large running sum) and tree-reduces its threads into partials[workgroup].
-// Host-prepended: WG, the Hyper struct and the bindings (H, grads, partials).
-
-var<workgroup> acc : array<f32, WG>;
+// Host-prepended: WG, the Hyper struct, treeSum (plan_tree_sum.wgsl) and the bindings (H, grads,
+// partials).
 
 @compute @workgroup_size(WG, 1, 1)
 fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -17,15 +16,8 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     c = (t - s) - y;
     s = t;
   }
-  acc[tid] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k = k >> 1u) {
-    if (tid < k) {
-      acc[tid] = acc[tid] + acc[tid + k];
-    }
-    workgroupBarrier();
-  }
+  let total = treeSum(tid, s);
   if (tid == 0u) {
-    partials[wid.x] = acc[0];
+    partials[wid.x] = total;
   }
 }

@@ -17,6 +17,7 @@
 //               hidden-wide, two MLP-wide, the probabilities' and q/k/v's); the final hidden state
 //               of the response rows, the LM head's logits and their gradient over a chunk of
 //               response rows that fits one binding, token statistics and the batch's inputs.
+import type { ModelConfig } from './config.ts';
 import type { ProjName } from './llama.ts';
 import { projectionBytes, type WeightFormat } from './weightFormat.ts';
 
@@ -29,19 +30,8 @@ const STAGING_BYTES = 4 * 2 ** 20;
  */
 const HEAD_ROWS = 512;
 
-export interface LearnModelDims {
-  vocabSize: number;
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
-  tieWordEmbeddings: boolean;
-  qkvBias: boolean;
-  oBias: boolean;
-  mlpBias: boolean;
-}
+/** The dims the planner reads (a parsed config.json has them all). */
+export type LearnModelDims = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'tieWordEmbeddings' | 'qkvBias' | 'oBias' | 'mlpBias'>;
 
 export interface LearnLoraShape {
   r: number;

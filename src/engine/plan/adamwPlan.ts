@@ -8,6 +8,7 @@
 import partialWgsl from '../../../shaders/plan_grad_norm_partial.wgsl?raw';
 import finishWgsl from '../../../shaders/plan_grad_norm_finish.wgsl?raw';
 import adamwWgsl from '../../../shaders/plan_adamw.wgsl?raw';
+import treeSumWgsl from '../../../shaders/plan_tree_sum.wgsl?raw';
 import type { PlanKernel } from './kernel';
 import { GpuPlan } from './plan';
 
@@ -31,41 +32,21 @@ struct Hyper {
   maxNorm : f32, pad0 : f32, pad1 : f32, pad2 : f32,
 }`;
 
+/** A kernel of the step: the per-step uniform H first, then flat f32 buffers. */
+function kernel(key: string, body: string, buffers: [string, 'read' | 'rw'][]): PlanKernel {
+  return {
+    key: `adamw/${key}`,
+    bindings: [{ name: 'H', kind: 'dyn', type: 'Hyper' }, ...buffers.map(([name, kind]) => ({ name, kind, type: 'array<f32>' }))],
+    prelude: HYPER_STRUCT,
+    body,
+  };
+}
+
 const KERNELS = {
-  partial: {
-    key: 'adamw/norm-partial',
-    bindings: [
-      { name: 'H', kind: 'dyn', type: 'Hyper' },
-      { name: 'grads', kind: 'read', type: 'array<f32>' },
-      { name: 'partials', kind: 'rw', type: 'array<f32>' },
-    ],
-    prelude: HYPER_STRUCT,
-    body: partialWgsl,
-  },
-  finish: {
-    key: 'adamw/norm-finish',
-    bindings: [
-      { name: 'H', kind: 'dyn', type: 'Hyper' },
-      { name: 'partials', kind: 'read', type: 'array<f32>' },
-      { name: 'stats', kind: 'rw', type: 'array<f32>' },
-    ],
-    prelude: HYPER_STRUCT,
-    body: finishWgsl,
-  },
-  update: {
-    key: 'adamw/update',
-    bindings: [
-      { name: 'H', kind: 'dyn', type: 'Hyper' },
-      { name: 'stats', kind: 'read', type: 'array<f32>' },
-      { name: 'grads', kind: 'read', type: 'array<f32>' },
-      { name: 'params', kind: 'rw', type: 'array<f32>' },
-      { name: 'm', kind: 'rw', type: 'array<f32>' },
-      { name: 'v', kind: 'rw', type: 'array<f32>' },
-    ],
-    prelude: HYPER_STRUCT,
-    body: adamwWgsl,
-  },
-} satisfies Record<string, PlanKernel>;
+  partial: kernel('norm-partial', `${treeSumWgsl}\n${partialWgsl}`, [['grads', 'read'], ['partials', 'rw']]),
+  finish: kernel('norm-finish', `${treeSumWgsl}\n${finishWgsl}`, [['partials', 'read'], ['stats', 'rw']]),
+  update: kernel('update', adamwWgsl, [['stats', 'read'], ['grads', 'read'], ['params', 'rw'], ['m', 'rw'], ['v', 'rw']]),
+};
 
 export interface AdamWHyper {
   lr: number;
