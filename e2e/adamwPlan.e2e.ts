@@ -228,6 +228,33 @@ describe('planned AdamW on Dawn (SwiftShader) against the tfjs AdamW', () => {
     }
   });
 
+  it('reads a gradient buffer another plan owns in place, with the same result as its own', async () => {
+    const device = webgpuDevice();
+    const ext = device.createBuffer({ size: N * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    const own = new AdamWPlan(device, TENSORS, CFG);
+    const shared = new AdamWPlan(device, TENSORS, CFG, { grads: ext });
+    try {
+      expect(shared.grads).toBe(ext);
+      const init = randoms(9, N, 0.1);
+      own.write('params', init);
+      shared.write('params', init);
+      for (let k = 0; k < 2; k++) {
+        own.write('grads', gradsOf(k, 0.05));
+        device.queue.writeBuffer(ext, 0, gradsOf(k, 0.05));
+        await own.stepOnce(1e-3, MAX_NORM);
+        await shared.stepOnce(1e-3, MAX_NORM);
+      }
+      expect(await shared.read('params')).toEqual(await own.read('params'));
+      const small = device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE });
+      expect(() => new AdamWPlan(device, TENSORS, CFG, { grads: small })).toThrow(/has 64 bytes, 72696 parameters need 290784/);
+      small.destroy();
+    } finally {
+      own.dispose();
+      shared.dispose();
+      ext.destroy();
+    }
+  });
+
   it('refuses a state that does not fit, leaving its own unchanged', async () => {
     const plan = new AdamWPlan(webgpuDevice(), TENSORS, CFG);
     try {

@@ -112,10 +112,15 @@ export class AdamWPlan {
   private t = 0;
   private busy = false;
 
+  /**
+   * `grads`: a flat f32 gradient buffer another plan writes (the planned backward's, in the same
+   * tensor order), read in place instead of copied into one of ours.
+   */
   constructor(
     readonly device: GPUDevice,
     tensors: { name: string; shape: readonly number[] }[],
     config: AdamWHyper,
+    opts: { grads?: GPUBuffer } = {},
   ) {
     this.config = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01, ...config };
     const { segments, total } = flatLayout(tensors);
@@ -131,7 +136,10 @@ export class AdamWPlan {
 
     const plan = (this.plan = new GpuPlan(device, 1, 'adamw'));
     this.params = plan.buffer('params', bytes);
-    this.grads = plan.buffer('grads', bytes);
+    if (opts.grads && (opts.grads.size < bytes || !(opts.grads.usage & GPUBufferUsage.STORAGE))) {
+      throw new Error(`AdamWPlan: the gradient buffer given has ${opts.grads.size} bytes${opts.grads.usage & GPUBufferUsage.STORAGE ? '' : ' and no STORAGE usage'}, ${total} parameters need ${bytes}`);
+    }
+    this.grads = opts.grads ?? plan.buffer('grads', bytes);
     this.m = plan.buffer('m', bytes);
     this.v = plan.buffer('v', bytes);
     const partials = plan.buffer('partials', MAX_PARTS * F32);
