@@ -24,6 +24,7 @@ import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { setDecodePath } from '../model/plannedDecode';
+import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths } from '../model/decodeBench';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
@@ -250,6 +251,10 @@ const api: EngineApi = {
 
   async setHubEndpoint(endpoint) {
     setHubEndpoint(endpoint);
+  },
+
+  async setOptimizerPath(path) {
+    setOptimizerPath(path);
   },
 
   async setDecodePath(path) {
