@@ -29,7 +29,7 @@ import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
 import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from './attack.ts';
-import { checkFiniteRewards, criticFor, criticsState, restoreCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
+import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
@@ -376,9 +376,10 @@ class ArenaRun implements RecipeRun {
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
+    const assignCritics = parseCritics(this.critics, payload.extra.critics);
     this.stepsDone = restoreMultiLoraRun(this, this.parts, payload);
     assignKl();
-    restoreCritics(this.critics, payload.extra.critics);
+    assignCritics();
   }
 
   dispose(): void {

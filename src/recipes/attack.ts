@@ -32,7 +32,7 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
-import { checkFiniteRewards, criticFor, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
+import { checkFiniteRewards, criticFor, parseCritic, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
@@ -310,9 +310,10 @@ class AttackRun implements RecipeRun {
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     const klCoef = this.klCoef.parse(payload.extra.klCoef);
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     this.stepsDone = restoreLoraRun(this, payload);
     this.klCoef.value = klCoef;
-    this.critic?.restore(payload.extra.critic);
+    assignCritic();
   }
 
   dispose(): void {

@@ -200,18 +200,30 @@ export class ValueCritic {
     }
     return out;
   }
-  restore(x: unknown): void {
+  /**
+   * Checks a saved extra.critic whole (weights, moments, step) and returns what assigns it, so a
+   * restore can check every part of a checkpoint before it touches the run. Changes nothing.
+   */
+  parse(x: unknown, where = 'extra.critic'): () => void {
     const s = x as Record<string, { data?: unknown; m?: unknown; v?: unknown }> & { step?: unknown } | undefined;
-    if (!s || typeof s.step !== 'number') throw new Error('checkpoint: extra.critic is missing (saved without the gae critic?)');
+    if (!s || typeof s !== 'object') throw new Error(`checkpoint: ${where} is missing (saved without the gae critic?)`);
+    if (typeof s.step !== 'number' || !Number.isInteger(s.step) || s.step < 0) throw new Error(`checkpoint: ${where}.step must be a non-negative integer`);
+    const step = s.step;
     const moments: AdamWState['moments'] = {};
+    const values: [tf.Variable, number[]][] = [];
     for (const [k, v] of this.names()) {
       const e = s[k];
       const ok = (a: unknown): a is number[] => Array.isArray(a) && a.length === v.size && a.every(Number.isFinite);
-      if (!e || !ok(e.data)) throw new Error(`checkpoint: extra.critic.${k} must hold ${v.size} finite numbers`);
-      tf.tidy(() => v.assign(tf.tensor(e.data as number[], v.shape, 'float32')));
+      if (!e || !ok(e.data)) throw new Error(`checkpoint: ${where}.${k} must hold ${v.size} finite numbers`);
+      const absent = (a: unknown) => a === null || a === undefined;
       if (ok(e.m) && ok(e.v)) moments[v.name] = { shape: v.shape.slice(), m: Float32Array.from(e.m), v: Float32Array.from(e.v) };
+      else if (!(absent(e.m) && absent(e.v))) throw new Error(`checkpoint: ${where}.${k}'s moments m and v must both hold ${v.size} finite numbers, or both be null`);
+      values.push([v, e.data]);
     }
-    this.optimizer.importState({ step: s.step, moments });
+    return () => {
+      for (const [v, data] of values) tf.tidy(() => v.assign(tf.tensor(data, v.shape, 'float32')));
+      this.optimizer.importState({ step, moments });
+    };
   }
   dispose(): void {
     this.optimizer.dispose();
@@ -226,11 +238,15 @@ export async function criticsState(critics: Record<string, ValueCritic | null>):
   return Object.keys(out).length ? { critics: out } : {};
 }
 
-/** Restores each built critic from extra.critics (`saved`). */
-export function restoreCritics(critics: Record<string, ValueCritic | null>, saved: unknown): void {
+/** Checks each built critic's saved extra.critics entry first and returns what assigns them all. */
+export function parseCritics(critics: Record<string, ValueCritic | null>, saved: unknown): () => void {
   const s = (saved ?? {}) as Record<string, unknown>;
-  for (const [k, cr] of Object.entries(critics)) cr?.restore(s[k]);
+  const assign = Object.entries(critics).map(([k, cr]) => (cr ? cr.parse(s[k], `extra.critics.${k}`) : () => {}));
+  return () => assign.forEach((a) => a());
 }
+
+/** The assignment of one optional critic's extra.critic, checked now (nothing when no critic is built). */
+export const parseCritic = (critic: ValueCritic | null, saved: unknown): (() => void) => (critic ? critic.parse(saved) : () => {});
 
 /** The critic a config asks for (advantage = gae), or null. */
 export function criticFor(model: LlamaModel, c: { advantage: string; criticLr: number; beta1: number; beta2: number; weightDecay: number }): ValueCritic | null {

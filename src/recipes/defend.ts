@@ -31,7 +31,7 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
@@ -301,9 +301,10 @@ class DefendRun implements RecipeRun {
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     const klCoef = this.klCoef.parse(payload.extra.klCoef);
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     this.stepsDone = restoreLoraRun(this, payload);
     this.klCoef.value = klCoef;
-    this.critic?.restore(payload.extra.critic);
+    assignCritic();
   }
 
   dispose(): void {

@@ -50,7 +50,7 @@ import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
 import { std } from '../rl/stats.ts';
-import { checkFinite, checkFiniteRewards, criticFor, criticsState, restoreCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { httpJudgeFields, httpJudgeOptionsOf } from './judgeFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
@@ -447,6 +447,7 @@ export class GameRun implements RecipeRun {
     if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new Error(`checkpoint: extra.lambda must be a number (got ${JSON.stringify(lambda)})`);
     if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number') throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
     const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
+    const assignCritics = parseCritics(this.critics, payload.extra.critics);
     this.stepsDone = restoreMultiLoraRun(this, this.parts(), payload);
     assignKl();
     this.lambda = lambda;
@@ -454,7 +455,7 @@ export class GameRun implements RecipeRun {
     // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
     const cycle = (payload.extra as { cycle?: CycleBatch }).cycle;
     this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
-    restoreCritics(this.critics, payload.extra.critics);
+    assignCritics();
   }
 
   dispose(): void {

@@ -46,7 +46,7 @@ import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
-import { checkFinite, checkFiniteRewards, criticFor, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun, type ValueCritic } from './common.ts';
+import { checkFinite, checkFiniteRewards, criticFor, parseCritic, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun, type ValueCritic } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
@@ -545,8 +545,9 @@ class MultiturnRun implements RecipeRun {
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     this.stepsDone = restoreLoraRun(this, payload);
-    this.critic?.restore(payload.extra.critic);
+    assignCritic();
   }
 
   dispose(): void {

@@ -36,7 +36,7 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
@@ -379,9 +379,10 @@ class TokenbuncherRun implements RecipeRun {
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     const klCoef = this.klCoef.parse(payload.extra.klCoef);
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     restoreStoppableRun(this, payload);
     this.klCoef.value = klCoef;
-    this.critic?.restore(payload.extra.critic);
+    assignCritic();
   }
 
   dispose(): void {
