@@ -1,0 +1,105 @@
+// The learning step's forward and backward on the planned WebGPU path: the model layer describes
+// the model (the decode planner's description: dimensions, weight buffers, LoRA shapes) and the
+// engine (src/engine/plan/learnPlan.ts) plans it once per (rows, prompt columns, response
+// columns, temperature, LoRA shapes) and replays it. The loss stays the caller's: it gets the
+// per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
+// gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
+import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { LearnPlan } from '../engine/plan/learnPlan.ts';
+import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
+import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
+import type { FrozenWeight } from './linear.ts';
+import { LoraAdapter, type LoraSet } from './lora.ts';
+import { loraOf, modelRef, unplannableReason } from './plannedDecode.ts';
+
+/** A left-padded batch of prompt + response (policy.ts packSequences' shape). */
+export interface PackedSequences {
+  ids: number[][];
+  attentionMask: number[][];
+  promptLength: number;
+  responseLength: number;
+}
+
+interface Cached {
+  plan: LearnPlan;
+  weights: FrozenWeight[];
+}
+const plans = new WeakMap<LlamaModel, Map<string, Cached>>();
+const KEEP = 2;
+
+function frozenOf(model: LlamaModel): FrozenWeight[] {
+  return [...model.layers.flatMap((l) => PROJ_NAMES.map((p) => l[p].weight)), model.lmHead.weight];
+}
+
+/** Why the planned learning step cannot run this model and adapter set now (null: it can). */
+export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string | null {
+  if (!customKernelsActive()) return 'not on WebGPU with the custom kernels';
+  const r = unplannableReason(model);
+  if (r) return r;
+  if (lora.dropout > 0) return 'LoRA dropout';
+  for (const l of model.layers) {
+    for (const p of PROJ_NAMES) {
+      const a = l[p].adapter;
+      if (a && (!(a instanceof LoraAdapter) || a.set !== lora)) return `${l[p].name}: an adapter outside the trained set`;
+    }
+  }
+  return null;
+}
+
+/** The plan for this batch shape (built on first use, kept for the next step of the same shape). */
+export function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): LearnPlan {
+  const lora = loraOf(model);
+  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${JSON.stringify(lora.shapes)}`;
+  let byKey = plans.get(model);
+  if (!byKey) plans.set(model, (byKey = new Map()));
+  const weights = frozenOf(model);
+  const device = webgpuDevice();
+  const hit = byKey.get(key);
+  if (hit && hit.plan.device === device && hit.weights.every((w, i) => w === weights[i])) {
+    byKey.delete(key);
+    byKey.set(key, hit);
+    return hit.plan;
+  }
+  hit?.plan.dispose();
+  byKey.delete(key);
+  while (byKey.size >= KEEP) {
+    const [oldest, p] = byKey.entries().next().value as [string, Cached];
+    p.plan.dispose();
+    byKey.delete(oldest);
+  }
+  const ref = modelRef(model, lora.shapes);
+  flushTfjs();
+  const plan = new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature });
+  byKey.set(key, { plan, weights });
+  return plan;
+}
+
+export function releaseLearnPlans(model: LlamaModel): void {
+  for (const p of plans.get(model)?.values() ?? []) p.plan.dispose();
+  plans.delete(model);
+}
+onDisposeLlama(releaseLearnPlans);
+
+export interface PlannedStats {
+  plan: LearnPlan;
+  /** [B T] per response token. */
+  logp: Float32Array;
+  entropy: Float32Array;
+  /** Under the adapters switched off (when asked for). */
+  refLogp: Float32Array | null;
+}
+
+/**
+ * Forward of the packed batch with the adapters' current factors: per-token log-prob and entropy
+ * (and the reference log-prob); the plan keeps the activations for `plan.backward`.
+ */
+export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false): Promise<PlannedStats> {
+  const why = unplannableLearnReason(model, lora);
+  if (why) throw new Error(`planned learning step: ${why}`);
+  const plan = learnPlanFor(model, packed.ids.length, packed.promptLength, packed.responseLength, temperature);
+  plan.writeInputs(packed);
+  flushTfjs(); // the factors' latest values are submitted before the copy reads them
+  plan.loadParams(lora.adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) })));
+  const s = await plan.forward(reference);
+  return { plan, ...s };
+}
