@@ -19,7 +19,10 @@ import { mulberry32 } from '../src/model/random';
 import { packSequences, policyAndReferenceStats, policyStats, type ResponseBatch } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
 import { klPenalty } from '../src/rl/kl';
-import { lossGradsAt, type StatTensors } from '../src/rl/plannedLoss';
+import { lossGradsAt, plannedGrads, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { learnStep, type LearnBatch } from '../src/rl/trainer';
+import { AdamW } from '../src/rl/optim';
+import { fromRows } from '../src/rl/types';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -27,6 +30,7 @@ beforeAll(async () => {
   webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
 });
 afterAll(() => {
+  setLearnPath('tfjs');
   expect(gpuErrors).toEqual([]);
 });
 
@@ -108,7 +112,6 @@ async function compare(model: LlamaModel, set: LoraSet, withTerms = true): Promi
     at += g.length;
   }
   expect(at).toBe(got.plan.paramCount);
-  if (process.env.LEARN_DEBUG) console.log('rel', rel.map((r) => r.toExponential(1)).join(' '), 'norm', Math.sqrt(sq), 'loss', lg.loss, tfLoss);
   tf.dispose([ref.logp, ref.entropy, refLogp, value, ...Object.values(grads)]);
   return { stats, loss: [lg.loss, tfLoss], rel, gradNorm: Math.sqrt(sq) };
 }
@@ -158,3 +161,124 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     }
   });
 });
+
+describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, buffers, learnStep', () => {
+  it('the planned gradient agrees with central differences of the planned loss on the largest coordinates', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model);
+      const packed = packSequences(BATCH);
+      const refLogp = tf.tensor2d(OLD); // any constant reference: the KL term only needs to be fixed
+      const lossAt = async () => {
+        const f = await plannedLearnForward(model, set, packed, TEMP, false);
+        return { f, lg: await lossGradsAt(f.logp, f.entropy, B, T, (s) => grpoLoss(s, refLogp, true)) };
+      };
+      const { f, lg } = await lossAt();
+      f.plan.backward(lg.dlogp, lg.dentropy);
+      const grads = await f.plan.readGrads();
+      // The three largest gradient coordinates of the first adapter's A and the last adapter's B.
+      const picks: { v: tf.Variable; i: number; g: number }[] = [];
+      for (const [slot, which] of [[f.plan.slots[0], 'A'], [f.plan.slots[f.plan.slots.length - 1], 'B']] as const) {
+        const off = which === 'A' ? slot.aOff : slot.bOff;
+        const n = which === 'A' ? slot.r * slot.inF : slot.outF * slot.r;
+        const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => Math.abs(grads[off + b]) - Math.abs(grads[off + a]));
+        const a = set.adapters[f.plan.slots.indexOf(slot)];
+        for (const i of order.slice(0, 3)) picks.push({ v: which === 'A' ? a.A : a.B, i, g: grads[off + i] });
+      }
+      // Small enough not to step over the loss's kinks (the clip, the k3 clamp at 10) on this batch.
+      const eps = 5e-4;
+      for (const p of picks) {
+        const base = (await p.v.data()) as Float32Array;
+        const at = async (d: number) => {
+          const x = base.slice();
+          x[p.i] += d;
+          p.v.assign(tf.tensor(x, p.v.shape));
+          return (await lossAt()).lg.loss;
+        };
+        const fd = ((await at(eps)) - (await at(-eps))) / (2 * eps);
+        p.v.assign(tf.tensor(base, p.v.shape));
+        expect(Math.abs(p.g)).toBeGreaterThan(1e-3);
+        expect(Math.abs(fd - p.g)).toBeLessThan(5e-3 * Math.abs(p.g));
+      }
+      refLogp.dispose();
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('no GPU buffer is created by the planned pass after warm-up', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model);
+      const loss = (s: StatTensors) => grpoLoss(s, tf.tensor2d(OLD), true);
+      const run = async () => tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).grads));
+      await run();
+      await run();
+      const device = webgpuDevice();
+      const create = device.createBuffer.bind(device);
+      const made: string[] = [];
+      device.createBuffer = (d: GPUBufferDescriptor) => {
+        made.push(d.label ?? `${d.size} bytes`);
+        return create(d);
+      };
+      try {
+        await run();
+      } finally {
+        device.createBuffer = create;
+      }
+      expect(made.filter((l) => l.startsWith('learn'))).toEqual([]);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('learnStep on the planned path: the same metrics and update as on tfjs, with micro-batches', async () => {
+    const batch: LearnBatch = {
+      ...BATCH,
+      oldLogp: fromRows(OLD),
+      advantages: fromRows(ADV),
+      refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))),
+    };
+    const config = { kl: { estimator: 'k3' as const, coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2, temperature: TEMP };
+    const results: { metrics: Record<string, number>; params: Float32Array[] }[] = [];
+    for (const path of ['tfjs', 'planned'] as const) {
+      const model = fixture('tiny-llama-f32');
+      try {
+        const set = adapters(model);
+        setLearnPath(path);
+        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3 }) }, batch, config);
+        results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
+      } finally {
+        setLearnPath('tfjs');
+        disposeLlama(model);
+      }
+    }
+    const [want, got] = results;
+    for (const k of ['loss/total', 'loss/policy', 'loss/kl', 'loss/entropy', 'entropy/mean', 'kl/mean', 'ppo/clipfrac', 'grad/norm']) {
+      expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+    }
+    expect(want.metrics['grad/norm']).toBeGreaterThan(1e-3);
+    let worst = 0;
+    let moved = 0;
+    const before = adaptersBefore();
+    got.params.forEach((p, i) => {
+      for (let j = 0; j < p.length; j++) {
+        worst = Math.max(worst, Math.abs(p[j] - want.params[i][j]));
+        moved = Math.max(moved, Math.abs(p[j] - before[i][j]));
+      }
+    });
+    expect(moved).toBeGreaterThan(5e-4); // the step did move the adapters (lr 1e-3)
+    expect(worst).toBeLessThan(1e-6);
+  });
+});
+
+/** The adapters' factors as `adapters()` draws them, before any step. */
+function adaptersBefore(): Float32Array[] {
+  const model = fixture('tiny-llama-f32');
+  try {
+    const set = adapters(model);
+    return set.variables().map((v) => v.dataSync() as Float32Array);
+  } finally {
+    disposeLlama(model);
+  }
+}

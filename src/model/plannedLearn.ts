@@ -98,8 +98,11 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   if (why) throw new Error(`planned learning step: ${why}`);
   const plan = learnPlanFor(model, packed.ids.length, packed.promptLength, packed.responseLength, temperature);
   plan.writeInputs(packed);
-  flushTfjs(); // the factors' latest values are submitted before the copy reads them
-  plan.loadParams(lora.adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) })));
+  // tensorBuffer may encode an upload of host values: take every buffer, then submit tfjs's work,
+  // so the copy reads the factors' latest values.
+  const factors = lora.adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
+  flushTfjs();
+  plan.loadParams(factors);
   const s = await plan.forward(reference);
   return { plan, ...s };
 }

@@ -20,6 +20,7 @@ import { klPenalty } from './kl';
 import { clipByGlobalNorm, type AdamW } from './optim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
+import { plannedGrads, plannedLearnBlocker } from './plannedLearn';
 import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
 
 /** One scored batch of rollouts, all [B, T] aligned with `responses`. */
@@ -199,6 +200,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const totalLossTokens = sum(lossMask.data);
   const totalGenTokens = sum(genMask.data);
 
+  // The planned WebGPU pass when switched on and it can run this learner; tfjs otherwise.
+  const planned = plannedLearnBlocker(model, lora, useValue) === null;
   const wasTraining = lora.training;
   lora.training = true;
   try {
@@ -225,8 +228,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
         ret: useValue ? upload(sliceRows(batch.returns!, rows)) : null,
       };
       try {
-        const { value, grads } = tf.variableGrads(() => {
-          const s = policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue });
+        // The loss of this micro-batch from its per-token statistics (both paths differentiate it).
+        const lossOf = (s: { logp: tf.Tensor2D; entropy: tf.Tensor2D; hidden?: tf.Tensor3D }): tf.Scalar => {
           const pl = computePolicyLoss(
             lossName,
             { logp: s.logp, oldLogp: consts.old, advantages: consts.adv, mask: consts.lm },
@@ -271,8 +274,15 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           }
           addMetric('loss/total', loss);
           return loss;
-        }, varList);
-        value.dispose();
+        };
+        let grads: tf.NamedTensorMap;
+        if (planned) {
+          grads = (await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId }, lossOf)).grads;
+        } else {
+          const out = tf.variableGrads(() => lossOf(policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue })), varList);
+          out.value.dispose();
+          grads = out.grads;
+        }
         if (!acc) acc = grads;
         else {
           const prev: tf.NamedTensorMap = acc;

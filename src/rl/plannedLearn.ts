@@ -1,0 +1,94 @@
+// The loss side of the planned learning step. The formulas are src/rl's own (policyLoss.ts,
+// aggregate.ts, kl.ts: the reference, defined once): the planned forward's per-token log-probs
+// and entropies become small constant tensors, the caller's loss is built on them with those
+// functions, and tf.grads gives d loss / d log-prob and d loss / d entropy per token, which the
+// planned backward carries through the model. Every loss type, aggregation mode, KL term and
+// entropy bonus therefore has its planned counterpart by construction.
+import * as tf from '@tensorflow/tfjs';
+import type { LlamaModel } from '../model/llama.ts';
+import type { LoraSet } from '../model/lora.ts';
+import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
+import { plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
+import { packSequences, type ResponseBatch } from './policy';
+
+export interface StatTensors {
+  /** [B, T] */
+  logp: tf.Tensor2D;
+  entropy: tf.Tensor2D;
+}
+
+export interface LossGrads {
+  loss: number;
+  /** [B T] d loss / d log-prob and d loss / d entropy. */
+  dlogp: Float32Array;
+  dentropy: Float32Array;
+}
+
+/** d loss / d (log-prob, entropy) of `lossFn` at the given per-token statistics [B T]. */
+export async function lossGradsAt(logp: Float32Array, entropy: Float32Array, B: number, T: number, lossFn: (s: StatTensors) => tf.Scalar): Promise<LossGrads> {
+  const lp = tf.tensor2d(logp, [B, T]);
+  const ent = tf.tensor2d(entropy, [B, T]);
+  try {
+    const f = (a: tf.Tensor, b: tf.Tensor) => {
+      const s = { logp: a as tf.Tensor2D, entropy: b as tf.Tensor2D };
+      // 0 x sum keeps both inputs on the tape when the loss reads only one of them.
+      return tf.add(lossFn(s), tf.mul(0, tf.add(tf.sum(a), tf.sum(b)))) as tf.Scalar;
+    };
+    const { value, grads } = tf.valueAndGrads(f)([lp, ent]);
+    const [loss, dlogp, dentropy] = await Promise.all([value.data(), grads[0].data(), grads[1].data()]);
+    tf.dispose([value, ...grads]);
+    return { loss: loss[0], dlogp: dlogp as Float32Array, dentropy: dentropy as Float32Array };
+  } finally {
+    tf.dispose([lp, ent]);
+  }
+}
+
+/** Which path learnStep takes on WebGPU: the planned pass, or tfjs op by op (the reference). */
+export type LearnPath = 'planned' | 'tfjs';
+let learnPath: LearnPath = 'tfjs';
+
+export function setLearnPath(p: LearnPath): void {
+  learnPath = p;
+}
+
+export function getLearnPath(): LearnPath {
+  return learnPath;
+}
+
+/** Why learnStep would not take the planned path for this learner now (null: it would). */
+export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, withValueHead: boolean): string | null {
+  if (learnPath !== 'planned') return 'the learn path is tfjs';
+  if (withValueHead) return 'a value head (PPO critic) is trained';
+  if (!lora.enabled) return 'the adapters are switched off';
+  return unplannableLearnReason(model, lora);
+}
+
+/**
+ * LoRA gradients of `lossFn` on one micro-batch by the planned forward and backward: the stats come
+ * back, the loss (src/rl's formulas) is differentiated with respect to them, the backward fills the
+ * plan's flat gradient buffer, and it is handed to tfjs as one tensor per variable of
+ * `lora.variables()` (named as they are), with the loss value.
+ */
+export async function plannedGrads(
+  model: LlamaModel,
+  lora: LoraSet,
+  batch: ResponseBatch,
+  opts: { temperature?: number; padTokenId?: number },
+  lossFn: (s: StatTensors) => tf.Scalar,
+): Promise<{ loss: number; grads: tf.NamedTensorMap }> {
+  const packed = packSequences(batch, opts.padTokenId ?? 0);
+  const B = packed.ids.length;
+  const T = packed.responseLength;
+  const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false);
+  const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn);
+  fwd.plan.backward(lg.dlogp, lg.dentropy);
+  const vars = lora.variables();
+  const grads: tf.NamedTensorMap = {};
+  tf.tidy(() => {
+    const flat = tf.tensor({ buffer: fwd.plan.grads }, [fwd.plan.paramCount], 'float32');
+    const parts = tf.split(flat, vars.map((v) => v.size));
+    vars.forEach((v, i) => (grads[v.name] = tf.keep(parts[i].reshape(v.shape))));
+  });
+  flushTfjs(); // the copy out of the gradient buffer is submitted before a next backward overwrites it
+  return { loss: lg.loss, grads };
+}
