@@ -120,6 +120,10 @@ export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0):
     { name: 'Rm', kind: 'read', type: 'array<f32>' },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
+  const bInit = quant ? '' : 'var bi = vec4<u32>(bBase) + ns * U.bS1;';
+  const bLoad = quant
+    ? 'let bv = vec4<f32>(bAt(bBase, k, ns.x), bAt(bBase, k, ns.y), bAt(bBase, k, ns.z), bAt(bBase, k, ns.w));'
+    : 'let bv = vec4<f32>(Bm[bi.x], Bm[bi.y], Bm[bi.z], Bm[bi.w]);\n    bi += vec4<u32>(U.bS0);';
   return {
     key: `learn_gemm_${quant ? `${format}_g${groupSize}` : 'f32'}`,
     bindings: b,
@@ -139,20 +143,26 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
   if (m0 >= U.M || n0 >= U.N) {
     return;
   }
-  var acc : array<vec4<f32>, 4>;
+  // Rows and columns past the edge read the last one (in bounds, no branch in the loop); their
+  // sums are never stored. Indices advance by a stride per k instead of being recomputed.
+  let ms = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.M - 1u));
+  let ns = min(vec4<u32>(n0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.N - 1u));
+  var ai = vec4<u32>(aBase) + ms * U.aS0;
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  ${bInit}
   for (var k = 0u; k < U.K; k++) {
-    var bv = vec4<f32>(0.0);
-    for (var j = 0u; j < T; j++) {
-      if (n0 + j < U.N) {
-        bv[j] = bAt(bBase, k, n0 + j);
-      }
-    }
-    for (var i = 0u; i < T; i++) {
-      if (m0 + i < U.M) {
-        acc[i] += Am[aBase + (m0 + i) * U.aS0 + k * U.aS1] * bv;
-      }
-    }
+    let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
+    ${bLoad}
+    acc0 += av.x * bv;
+    acc1 += av.y * bv;
+    acc2 += av.z * bv;
+    acc3 += av.w * bv;
+    ai += vec4<u32>(U.aS1);
   }
+  var acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   for (var i = 0u; i < T; i++) {
     let m = m0 + i;
     if (m >= U.M) {
