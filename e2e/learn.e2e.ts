@@ -12,7 +12,8 @@ import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { parseModelConfig } from '../src/model/config';
 import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
-import { plannedLearnForward } from '../src/model/plannedLearn';
+import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
+import { learnPlanBytes } from '../src/engine/plan/learnPlan';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { mulberry32 } from '../src/model/random';
@@ -211,7 +212,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
     try {
       const set = adapters(model);
       const loss = (s: StatTensors) => grpoLoss(s, tf.tensor2d(OLD), true);
-      const run = async () => tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).grads));
+      const run = async () => tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss))!.grads));
       await run();
       await run();
       const device = webgpuDevice();
@@ -227,6 +228,19 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
         device.createBuffer = create;
       }
       expect(made.filter((l) => l.startsWith('learn'))).toEqual([]);
+      // The planner's estimate is what the plan allocates (within 5 %), and over the budget a
+      // micro-batch is handed back to tfjs.
+      const f = await plannedLearnForward(model, set, packSequences(BATCH), TEMP);
+      const est = learnPlanBytes(f.plan.model, f.plan.opts).total;
+      expect(Math.abs(est - f.plan.plan.bytes) / f.plan.plan.bytes).toBeLessThan(0.05);
+      setLearnMemoryBudget(est / 2);
+      try {
+        expect(learnShapeBlocker(model, B, 5, T)).toMatch(/over the budget/);
+        expect(await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).toBeNull();
+      } finally {
+        setLearnMemoryBudget(2 ** 31);
+      }
+      expect(learnShapeBlocker(model, B, 5, T)).toBeNull();
     } finally {
       disposeLlama(model);
     }

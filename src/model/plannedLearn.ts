@@ -5,7 +5,7 @@
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
-import { LearnPlan } from '../engine/plan/learnPlan.ts';
+import { LearnPlan, learnPlanBytes, type LearnShape } from '../engine/plan/learnPlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
 import type { FrozenWeight } from './linear.ts';
@@ -44,6 +44,33 @@ export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string
     }
   }
   return null;
+}
+
+let budgetBytes = 2 ** 31;
+
+/** GPU memory the planned learning step may hold per plan (default 2 GiB); bigger shapes run on tfjs. */
+export function setLearnMemoryBudget(bytes: number): void {
+  budgetBytes = bytes;
+}
+
+/** Prompt columns rounded up to a multiple of this: more left padding changes no result and lets steps share plans. */
+export const PROMPT_COLUMNS_STEP = 8;
+
+/** Why a batch of this shape would not fit the device or the budget (null: it fits). */
+export function learnShapeBlocker(model: LlamaModel, rows: number, promptLength: number, responseLength: number): string | null {
+  const P = Math.ceil(promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP;
+  const { total, largest } = learnPlanBytes(modelShape(model), { rows, promptLength: P, responseLength, temperature: 1 });
+  const limits = webgpuDevice().limits;
+  const cap = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  if (largest > cap) return `a buffer of ${largest} bytes, over the device's ${cap}`;
+  if (total > budgetBytes) return `${total} bytes of activations, over the budget of ${budgetBytes}`;
+  return null;
+}
+
+/** The description's dimensions and LoRA shapes alone (no buffers are touched). */
+function modelShape(model: LlamaModel): LearnShape {
+  const c = model.config;
+  return { hidden: c.hiddenSize, intermediate: c.intermediateSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, vocab: c.vocabSize, lora: loraOf(model).shapes };
 }
 
 /** The plan for this batch shape (built on first use, kept for the next step of the same shape). */
@@ -96,8 +123,13 @@ export interface PlannedStats {
 export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false): Promise<PlannedStats> {
   const why = unplannableLearnReason(model, lora);
   if (why) throw new Error(`planned learning step: ${why}`);
-  const plan = learnPlanFor(model, packed.ids.length, packed.promptLength, packed.responseLength, temperature);
-  plan.writeInputs(packed);
+  // Extra left padding up to a multiple of PROMPT_COLUMNS_STEP: masked keys add exact zeros.
+  const extra = Math.ceil(packed.promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP - packed.promptLength;
+  const plan = learnPlanFor(model, packed.ids.length, packed.promptLength + extra, packed.responseLength, temperature);
+  plan.writeInputs({
+    ids: packed.ids.map((r) => [...Array<number>(extra).fill(0), ...r]),
+    attentionMask: packed.attentionMask.map((r) => [...Array<number>(extra).fill(0), ...r]),
+  });
   // tensorBuffer may encode an upload of host values: take every buffer, then submit tfjs's work,
   // so the copy reads the factors' latest values.
   const factors = lora.adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
-import { plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
+import { learnShapeBlocker, plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch } from './policy';
 
 export interface StatTensors {
@@ -67,7 +67,8 @@ export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, withValueH
  * LoRA gradients of `lossFn` on one micro-batch by the planned forward and backward: the stats come
  * back, the loss (src/rl's formulas) is differentiated with respect to them, the backward fills the
  * plan's flat gradient buffer, and it is handed to tfjs as one tensor per variable of
- * `lora.variables()` (named as they are), with the loss value.
+ * `lora.variables()` (named as they are), with the loss value. Null when the micro-batch's shape
+ * would not fit the device or the memory budget (the caller runs it on tfjs).
  */
 export async function plannedGrads(
   model: LlamaModel,
@@ -75,10 +76,11 @@ export async function plannedGrads(
   batch: ResponseBatch,
   opts: { temperature?: number; padTokenId?: number },
   lossFn: (s: StatTensors) => tf.Scalar,
-): Promise<{ loss: number; grads: tf.NamedTensorMap }> {
+): Promise<{ loss: number; grads: tf.NamedTensorMap } | null> {
   const packed = packSequences(batch, opts.padTokenId ?? 0);
   const B = packed.ids.length;
   const T = packed.responseLength;
+  if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
   const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false);
   const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn);
   fwd.plan.backward(lg.dlogp, lg.dentropy);

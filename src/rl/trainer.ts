@@ -276,9 +276,9 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           return loss;
         };
         let grads: tf.NamedTensorMap;
-        if (planned) {
-          grads = (await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId }, lossOf)).grads;
-        } else {
+        const viaPlan = planned ? await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId }, lossOf) : null;
+        if (viaPlan) grads = viaPlan.grads;
+        else {
           const out = tf.variableGrads(() => lossOf(policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue })), varList);
           out.value.dispose();
           grads = out.grads;

@@ -72,8 +72,11 @@ export interface LearnInputs {
   attentionMask: ArrayLike<number>[];
 }
 
+/** The dimensions and LoRA shapes of a description (one `lora` entry per layer), no buffers. */
+export type LearnShape = Pick<DecodeModelRef, 'hidden' | 'intermediate' | 'heads' | 'kvHeads' | 'headDim' | 'vocab' | 'lora'>;
+
 /** The flat LoRA layout of a model description (see the file comment). */
-export function loraSlots(m: DecodeModelRef): { slots: LoraSlot[]; count: number } {
+export function loraSlots(m: LearnShape): { slots: LoraSlot[]; count: number } {
   const dims = projDims(m);
   const slots: LoraSlot[] = [];
   let at = 0;
@@ -89,7 +92,32 @@ export function loraSlots(m: DecodeModelRef): { slots: LoraSlot[]; count: number
   return { slots, count: at };
 }
 
-function projDims(m: DecodeModelRef): Record<ProjKey, [number, number]> {
+/**
+ * Bytes the plan for this shape would allocate (activations kept for every layer) and its largest
+ * buffer, before building it: what a caller checks against the device's limits and a budget.
+ */
+export function learnPlanBytes(m: LearnShape, opts: LearnPlanOptions): { total: number; largest: number } {
+  const { rows: B, promptLength: P, responseLength: T } = opts;
+  const L = P + T - 1;
+  const N = B * L;
+  const R = B * T;
+  const H = m.hidden;
+  const qF = m.heads * m.headDim;
+  const kvF = m.kvHeads * m.headDim;
+  const I = m.intermediate;
+  const att = B * m.heads * L * L;
+  const { slots, count } = loraSlots(m);
+  const xa = slots.reduce((a, s) => a + N * s.r, 0);
+  const perLayer = 4 * N * H + 2 * N + 2 * N * qF + 2 * N * kvF + att + 3 * N * I;
+  const rmax = Math.max(1, ...slots.map((s) => s.r));
+  const scratch = N * qF * 5 + N * kvF * 6 + N * H * 5 + N * I * 3 + att + 2 * R * m.vocab + N * rmax;
+  const floats = m.lora.length * perLayer + xa + scratch + 2 * count + N * (3 + m.headDim) + 10 * R;
+  // Each dispatch's uniform record takes a 256-byte slot (about 54 dispatches a layer, 6 an adapter).
+  const uniforms = (m.lora.length * 54 + slots.length * 6 + 16) * 256;
+  return { total: floats * F + uniforms, largest: Math.max(R * m.vocab, att, N * I, N * qF) * F };
+}
+
+function projDims(m: LearnShape): Record<ProjKey, [number, number]> {
   const q = m.heads * m.headDim;
   const kv = m.kvHeads * m.headDim;
   return { q: [m.hidden, q], k: [m.hidden, kv], v: [m.hidden, kv], o: [q, m.hidden], gate: [m.hidden, m.intermediate], up: [m.hidden, m.intermediate], down: [m.intermediate, m.hidden] };
