@@ -20,10 +20,11 @@ import { mulberry32 } from '../src/model/random';
 import { packSequences, policyAndReferenceStats, policyStats, type ResponseBatch } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
 import { klPenalty } from '../src/rl/kl';
-import { lossGradsAt, plannedGrads, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { lossGradsAt, plannedGrads, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
+import { rlStep } from '../src/rl/loop';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -260,7 +261,9 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       try {
         const set = adapters(model);
         setLearnPath(path);
+        const n0 = plannedMicroBatches();
         const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3 }) }, batch, config);
+        expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 2 : 0); // 3 rows in micro-batches of 2
         results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
       } finally {
         setLearnPath('tfjs');
@@ -296,3 +299,33 @@ function adaptersBefore(): Float32Array[] {
     disposeLlama(model);
   }
 }
+
+describe('planned LoRA learning step on Dawn (SwiftShader): a GRPO run learns', () => {
+  it('GRPO on the tiny fixture with the planned learning step raises the mean reward above 0.9 (src/rl/loop.test.ts\'s task)', async () => {
+    // loop.test.ts's setup: reward 1 when the first sampled token is 23; 4 prompts x G 8, 2 new tokens.
+    const TARGET = 23;
+    const PROMPTS = [[1, 14, 5, 29], [1, 22, 58, 55], [1, 22, 29, 56], [1, 35, 37, 42]];
+    const model = fixture('tiny-llama-f32');
+    const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
+    const optimizer = new AdamW({ lr: 1e-2, weightDecay: 0 });
+    const before = plannedMicroBatches();
+    setLearnPath('planned');
+    try {
+      const curve: number[] = [];
+      for (let step = 0; step < 6; step++) {
+        const rep = await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] === TARGET ? 1 : 0) }, PROMPTS, step, {
+          groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } },
+        });
+        curve.push(rep.metrics['reward/mean']);
+        if (curve[curve.length - 1] > 0.9) break;
+      }
+      expect(curve[0]).toBeLessThan(0.3);
+      expect(curve[curve.length - 1]).toBeGreaterThan(0.9);
+      expect(plannedMicroBatches() - before).toBe(curve.length); // every update took the planned pass
+    } finally {
+      setLearnPath('tfjs');
+      optimizer.dispose();
+      disposeLlama(model);
+    }
+  });
+});

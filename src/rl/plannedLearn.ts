@@ -55,6 +55,13 @@ export function getLearnPath(): LearnPath {
   return learnPath;
 }
 
+let plannedCount = 0;
+
+/** Micro-batches learned on the planned path so far (tests and benchmarks check which path ran). */
+export function plannedMicroBatches(): number {
+  return plannedCount;
+}
+
 /** Why learnStep would not take the planned path for this learner now (null: it would). */
 export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, withValueHead: boolean): string | null {
   if (learnPath !== 'planned') return 'the learn path is tfjs';
@@ -82,6 +89,7 @@ export async function plannedGrads(
   const T = packed.responseLength;
   if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
   const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false);
+  plannedCount++;
   const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn);
   fwd.plan.backward(lg.dlogp, lg.dentropy);
   const vars = lora.variables();
