@@ -32,9 +32,16 @@ beforeAll(async () => {
   webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
 });
 afterAll(() => {
-  setLearnPath('tfjs');
+  setLearnPath('planned');
   expect(gpuErrors).toEqual([]);
 });
+
+/** The planned forward, which must not be refused here. */
+async function plannedForward(...a: Parameters<typeof plannedLearnForward>) {
+  const f = await plannedLearnForward(...a);
+  if (!f) throw new Error('the planned forward was refused');
+  return f;
+}
 
 function fixture(name: string, opts: LoadOptions = {}): LlamaModel {
   const dir = resolve('..', 'shared', 'fixtures', name);
@@ -90,7 +97,7 @@ async function compare(model: LlamaModel, set: LoraSet, withTerms = true): Promi
   const tfLoss = (await value.data())[0];
 
   const packed = packSequences(BATCH);
-  const got = await plannedLearnForward(model, set, packed, TEMP, true);
+  const got = await plannedForward(model, set, packed, TEMP, true);
   let stats = 0;
   for (let i = 0; i < B * T; i++) {
     stats = Math.max(stats, Math.abs(got.logp[i] - want.logp[i]), Math.abs(got.entropy[i] - want.entropy[i]), Math.abs(got.refLogp![i] - want.refLogp[i]));
@@ -172,7 +179,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       const packed = packSequences(BATCH);
       const refLogp = tf.tensor2d(OLD); // any constant reference: the KL term only needs to be fixed
       const lossAt = async () => {
-        const f = await plannedLearnForward(model, set, packed, TEMP, false);
+        const f = await plannedForward(model, set, packed, TEMP, false);
         return { f, lg: await lossGradsAt(f.logp, f.entropy, B, T, (s) => grpoLoss(s, refLogp, true)) };
       };
       const { f, lg } = await lossAt();
@@ -231,7 +238,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       expect(made.filter((l) => l.startsWith('learn'))).toEqual([]);
       // The planner's estimate is what the plan allocates (within 5 %), and over the budget a
       // micro-batch is handed back to tfjs.
-      const f = await plannedLearnForward(model, set, packSequences(BATCH), TEMP);
+      const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
       const est = learnPlanBytes(f.plan.model, f.plan.opts).total;
       expect(Math.abs(est - f.plan.plan.bytes) / f.plan.plan.bytes).toBeLessThan(0.05);
       setLearnMemoryBudget(est / 2);
@@ -266,7 +273,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
         expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 2 : 0); // 3 rows in micro-batches of 2
         results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
       } finally {
-        setLearnPath('tfjs');
+        setLearnPath('planned');
         disposeLlama(model);
       }
     }
@@ -323,7 +330,6 @@ describe('planned LoRA learning step on Dawn (SwiftShader): a GRPO run learns', 
       expect(curve[curve.length - 1]).toBeGreaterThan(0.9);
       expect(plannedMicroBatches() - before).toBe(curve.length); // every update took the planned pass
     } finally {
-      setLearnPath('tfjs');
       optimizer.dispose();
       disposeLlama(model);
     }

@@ -39,7 +39,7 @@ export interface RecipeCliArgs {
   /** webgpu: Node + Dawn (rollouts on the planned decode path); --swiftshader for a CPU adapter. */
   backend: 'wasm' | 'cpu' | 'webgpu';
   swiftshader?: boolean;
-  /** webgpu: the learning step's path (src/rl/plannedLearn.ts); default tfjs. */
+  /** webgpu: the learning step's path (src/rl/plannedLearn.ts); default planned. */
   learnPath?: LearnPath;
   /** Metric names in the JSONL log: the lab's, veRL's or TRL's (aliases.ts METRIC_ALIASES). */
   metricNames: 'lab' | Framework;

@@ -73,8 +73,30 @@ function modelShape(model: LlamaModel): LearnShape {
   return { hidden: c.hiddenSize, intermediate: c.intermediateSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, vocab: c.vocabSize, lora: loraOf(model).shapes };
 }
 
-/** The plan for this batch shape (built on first use, kept for the next step of the same shape). */
-export function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): LearnPlan {
+/** Shapes whose plan the device refused (out of memory or a limit): not tried again. */
+const refused = new WeakMap<GPUDevice, Set<string>>();
+
+/** Runs fn under out-of-memory and validation error scopes; the first error's message, or null. */
+export async function gpuScoped<T>(device: GPUDevice, fn: () => T): Promise<{ value: T | null; error: string | null }> {
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  let value: T | null = null;
+  let thrown: string | null = null;
+  try {
+    value = fn();
+  } catch (e) {
+    thrown = e instanceof Error ? e.message : String(e);
+  }
+  const invalid = await device.popErrorScope();
+  const oom = await device.popErrorScope();
+  return { value, error: thrown ?? oom?.message ?? invalid?.message ?? null };
+}
+
+/**
+ * The plan for this batch shape (built on first use, kept for the next step of the same shape), or
+ * null when the device refuses it (out of memory, a limit): the caller learns on tfjs then.
+ */
+export async function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): Promise<LearnPlan | null> {
   const lora = loraOf(model);
   const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${JSON.stringify(lora.shapes)}`;
   let byKey = plans.get(model);
@@ -94,11 +116,19 @@ export function learnPlanFor(model: LlamaModel, rows: number, promptLength: numb
     p.plan.dispose();
     byKey.delete(oldest);
   }
+  if (refused.get(device)?.has(key)) return null;
   const ref = modelRef(model, lora.shapes);
   flushTfjs();
-  const plan = new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature });
-  byKey.set(key, { plan, weights });
-  return plan;
+  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature }));
+  if (built.error || !built.value) {
+    built.value?.dispose();
+    if (!refused.has(device)) refused.set(device, new Set());
+    refused.get(device)!.add(key);
+    console.warn(`planned learning step: the device refused the plan for ${key} (${built.error}); this shape learns on tfjs`);
+    return null;
+  }
+  byKey.set(key, { plan: built.value, weights });
+  return built.value;
 }
 
 export function releaseLearnPlans(model: LlamaModel): void {
@@ -118,14 +148,16 @@ export interface PlannedStats {
 
 /**
  * Forward of the packed batch with the adapters' current factors: per-token log-prob and entropy
- * (and the reference log-prob); the plan keeps the activations for `plan.backward`.
+ * (and the reference log-prob); the plan keeps the activations for `plan.backward`. Null when the
+ * device refused the plan or rejected its forward (nothing was learned: run the batch on tfjs).
  */
-export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false): Promise<PlannedStats> {
+export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false): Promise<PlannedStats | null> {
   const why = unplannableLearnReason(model, lora);
   if (why) throw new Error(`planned learning step: ${why}`);
   // Extra left padding up to a multiple of PROMPT_COLUMNS_STEP: masked keys add exact zeros.
   const extra = Math.ceil(packed.promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP - packed.promptLength;
-  const plan = learnPlanFor(model, packed.ids.length, packed.promptLength + extra, packed.responseLength, temperature);
+  const plan = await learnPlanFor(model, packed.ids.length, packed.promptLength + extra, packed.responseLength, temperature);
+  if (!plan) return null;
   plan.writeInputs({
     ids: packed.ids.map((r) => [...Array<number>(extra).fill(0), ...r]),
     attentionMask: packed.attentionMask.map((r) => [...Array<number>(extra).fill(0), ...r]),
@@ -135,6 +167,15 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   const factors = lora.adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
   flushTfjs();
   plan.loadParams(factors);
-  const s = await plan.forward(reference);
+  plan.device.pushErrorScope('out-of-memory');
+  plan.device.pushErrorScope('validation');
+  const s = await plan.forward(reference).catch((e: unknown) => e as Error);
+  const invalid = await plan.device.popErrorScope();
+  const oom = await plan.device.popErrorScope();
+  const error = s instanceof Error ? s.message : (oom ?? invalid)?.message;
+  if (error || s instanceof Error) {
+    console.warn(`planned learning step: the forward failed (${error}); this batch learns on tfjs`);
+    return null;
+  }
   return { plan, ...s };
 }

@@ -75,7 +75,7 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
         hostMs: counts!.hostMs,
       });
     } finally {
-      setLearnPath('tfjs');
+      setLearnPath('planned');
       optimizer.dispose();
       lora.dispose();
     }

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
-import { learnShapeBlocker, plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
+import { gpuScoped, learnShapeBlocker, plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch } from './policy';
 
 export interface StatTensors {
@@ -43,9 +43,12 @@ export async function lossGradsAt(logp: Float32Array, entropy: Float32Array, B: 
   }
 }
 
-/** Which path learnStep takes on WebGPU: the planned pass, or tfjs op by op (the reference). */
+/**
+ * Which path learnStep takes on WebGPU: the planned pass (default), or tfjs op by op (the reference
+ * and the fallback; other backends always run tfjs).
+ */
 export type LearnPath = 'planned' | 'tfjs';
-let learnPath: LearnPath = 'tfjs';
+let learnPath: LearnPath = 'planned';
 
 export function setLearnPath(p: LearnPath): void {
   learnPath = p;
@@ -89,9 +92,12 @@ export async function plannedGrads(
   const T = packed.responseLength;
   if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
   const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false);
+  if (!fwd) return null;
   plannedCount++;
+  // From here the loss has been evaluated (its metrics recorded): a failure throws, no fallback.
   const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn);
-  fwd.plan.backward(lg.dlogp, lg.dentropy);
+  const back = await gpuScoped(fwd.plan.device, () => fwd.plan.backward(lg.dlogp, lg.dentropy));
+  if (back.error) throw new Error(`planned learning step: the GPU rejected the backward pass (${back.error})`);
   const vars = lora.variables();
   const grads: tf.NamedTensorMap = {};
   tf.tidy(() => {
