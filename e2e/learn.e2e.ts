@@ -17,7 +17,7 @@ import { learnPlanBytes } from '../src/engine/plan/learnPlan';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { mulberry32 } from '../src/model/random';
-import { packSequences, policyAndReferenceStats, policyStats, type ResponseBatch } from '../src/rl/policy';
+import { packSequences, policyAndReferenceStats, policyStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
 import { klPenalty } from '../src/rl/kl';
 import { lossGradsAt, plannedGrads, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
@@ -293,6 +293,47 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
     });
     expect(moved).toBeGreaterThan(5e-4); // the step did move the adapters (lr 1e-3)
     expect(worst).toBeLessThan(1e-6);
+  });
+});
+
+describe('planned LoRA learning step on Dawn (SwiftShader): PPO with a value head', () => {
+  it('learnStep with a value head (hidden state as a constant): the same losses and update of adapters and head as on tfjs', async () => {
+    const batch: LearnBatch = {
+      ...BATCH,
+      oldLogp: fromRows(OLD),
+      advantages: fromRows(ADV),
+      values: fromRows([[0.1, 0.2, 0.3, 0.1], [0.0, -0.2, 0, 0], [0.4, 0.1, 0.2, 0.3]]),
+      returns: fromRows([[0.9, 0.7, 0.5, 0.4], [-0.8, -0.6, 0, 0], [0.2, 0.6, 0.3, 0.1]]),
+    };
+    const results: { metrics: Record<string, number>; params: Float32Array[] }[] = [];
+    for (const path of ['tfjs', 'planned'] as const) {
+      const model = fixture('tiny-llama-f32');
+      const head = new ValueHead(model.config.hiddenSize);
+      try {
+        const set = adapters(model);
+        setLearnPath(path);
+        const n0 = plannedMicroBatches();
+        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3 }), valueHead: head }, batch, { temperature: TEMP, vfCoef: 0.5 });
+        expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
+        results.push({ metrics, params: await Promise.all([...set.variables(), ...head.variables()].map(async (v) => (await v.data()) as Float32Array)) });
+      } finally {
+        setLearnPath('planned');
+        head.dispose();
+        disposeLlama(model);
+      }
+    }
+    const [want, got] = results;
+    for (const k of ['loss/total', 'loss/policy', 'loss/value', 'value/mean', 'value/clipfrac', 'grad/norm']) {
+      expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+    }
+    expect(want.metrics['loss/value']).toBeGreaterThan(0.01);
+    let worst = 0;
+    got.params.forEach((p, i) => p.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want.params[i][j])))));
+    // The head's weights moved (w starts at 0: AdamW's first step is about lr per coordinate).
+    expect(Math.max(...Array.from(got.params[got.params.length - 2]).map(Math.abs))).toBeGreaterThan(5e-4);
+    // AdamW's first step is lr g / (|g| + 1e-8): on coordinates with |g| near 1e-8 float error in g
+    // moves the update by a share of lr; a wrong gradient would move it by up to 2 lr.
+    expect(worst).toBeLessThan(2e-5);
   });
 });
 

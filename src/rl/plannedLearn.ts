@@ -15,6 +15,8 @@ export interface StatTensors {
   /** [B, T] */
   logp: tf.Tensor2D;
   entropy: tf.Tensor2D;
+  /** [B, T, H] final normed hidden state of the response-predicting rows (a constant here). */
+  hidden?: tf.Tensor3D;
 }
 
 export interface LossGrads {
@@ -22,22 +24,37 @@ export interface LossGrads {
   /** [B T] d loss / d log-prob and d loss / d entropy. */
   dlogp: Float32Array;
   dentropy: Float32Array;
+  /** Gradients of the extra variables (a value head), by name; the caller disposes them. */
+  varGrads: tf.NamedTensorMap;
 }
 
-/** d loss / d (log-prob, entropy) of `lossFn` at the given per-token statistics [B T]. */
-export async function lossGradsAt(logp: Float32Array, entropy: Float32Array, B: number, T: number, lossFn: (s: StatTensors) => tf.Scalar): Promise<LossGrads> {
+/**
+ * d loss / d (log-prob, entropy) of `lossFn` at the given per-token statistics [B T], and the
+ * gradient of the variables in `vars` (a value head reading `hidden`).
+ */
+export async function lossGradsAt(
+  logp: Float32Array,
+  entropy: Float32Array,
+  B: number,
+  T: number,
+  lossFn: (s: StatTensors) => tf.Scalar,
+  extra: { hidden?: tf.Tensor3D; vars?: tf.Variable[] } = {},
+): Promise<LossGrads> {
   const lp = tf.tensor2d(logp, [B, T]);
   const ent = tf.tensor2d(entropy, [B, T]);
+  const vars = extra.vars ?? [];
   try {
-    const f = (a: tf.Tensor, b: tf.Tensor) => {
-      const s = { logp: a as tf.Tensor2D, entropy: b as tf.Tensor2D };
+    const f = () => {
+      const s: StatTensors = { logp: lp, entropy: ent, hidden: extra.hidden };
       // 0 x sum keeps both inputs on the tape when the loss reads only one of them.
-      return tf.add(lossFn(s), tf.mul(0, tf.add(tf.sum(a), tf.sum(b)))) as tf.Scalar;
+      return tf.add(lossFn(s), tf.mul(0, tf.add(tf.sum(lp), tf.sum(ent)))) as tf.Scalar;
     };
-    const { value, grads } = tf.valueAndGrads(f)([lp, ent]);
+    const { value, grads } = tf.engine().gradients(f, [lp, ent, ...vars], undefined, true);
     const [loss, dlogp, dentropy] = await Promise.all([value.data(), grads[0].data(), grads[1].data()]);
-    tf.dispose([value, ...grads]);
-    return { loss: loss[0], dlogp: dlogp as Float32Array, dentropy: dentropy as Float32Array };
+    const varGrads: tf.NamedTensorMap = {};
+    vars.forEach((v, i) => (varGrads[v.name] = grads[2 + i] ?? tf.zerosLike(v)));
+    tf.dispose([value, grads[0], grads[1]]);
+    return { loss: loss[0], dlogp: dlogp as Float32Array, dentropy: dentropy as Float32Array, varGrads };
   } finally {
     tf.dispose([lp, ent]);
   }
@@ -65,10 +82,14 @@ export function plannedMicroBatches(): number {
   return plannedCount;
 }
 
-/** Why learnStep would not take the planned path for this learner now (null: it would). */
-export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, withValueHead: boolean): string | null {
+/**
+ * Why learnStep would not take the planned path for this learner now (null: it would). A value
+ * head is planned when it reads the hidden state as a constant (valueGradToAdapters off, the
+ * default); its loss's gradient into the adapters is not carried by the plan.
+ */
+export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, valueGradToAdapters: boolean): string | null {
   if (learnPath !== 'planned') return 'the learn path is tfjs';
-  if (withValueHead) return 'a value head (PPO critic) is trained';
+  if (valueGradToAdapters) return 'the value loss sends gradient into the adapters';
   if (!lora.enabled) return 'the adapters are switched off';
   return unplannableLearnReason(model, lora);
 }
@@ -84,22 +105,25 @@ export async function plannedGrads(
   model: LlamaModel,
   lora: LoraSet,
   batch: ResponseBatch,
-  opts: { temperature?: number; padTokenId?: number },
+  opts: { temperature?: number; padTokenId?: number; valueHead?: { variables(): tf.Variable[] } },
   lossFn: (s: StatTensors) => tf.Scalar,
 ): Promise<{ loss: number; grads: tf.NamedTensorMap } | null> {
   const packed = packSequences(batch, opts.padTokenId ?? 0);
   const B = packed.ids.length;
   const T = packed.responseLength;
   if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
-  const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false);
+  const head = opts.valueHead;
+  const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false, !!head);
   if (!fwd) return null;
   plannedCount++;
+  const H = model.config.hiddenSize;
+  const hidden = head ? (tf.tensor({ buffer: fwd.plan.hidden }, [B, T, H], 'float32') as tf.Tensor3D) : undefined;
   // From here the loss has been evaluated (its metrics recorded): a failure throws, no fallback.
-  const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn);
+  const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn, { hidden, vars: head?.variables() }).finally(() => hidden?.dispose());
   const back = await gpuScoped(fwd.plan.device, () => fwd.plan.backward(lg.dlogp, lg.dentropy));
   if (back.error) throw new Error(`planned learning step: the GPU rejected the backward pass (${back.error})`);
   const vars = lora.variables();
-  const grads: tf.NamedTensorMap = {};
+  const grads: tf.NamedTensorMap = { ...lg.varGrads };
   tf.tidy(() => {
     const flat = tf.tensor({ buffer: fwd.plan.grads }, [fwd.plan.paramCount], 'float32');
     const parts = tf.split(flat, vars.map((v) => v.size));

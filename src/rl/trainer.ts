@@ -201,7 +201,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const totalGenTokens = sum(genMask.data);
 
   // The planned WebGPU pass when switched on and it can run this learner; tfjs otherwise.
-  const planned = plannedLearnBlocker(model, lora, useValue) === null;
+  const planned = plannedLearnBlocker(model, lora, useValue && !!config.valueGradToAdapters) === null;
   const wasTraining = lora.training;
   lora.training = true;
   try {
@@ -276,7 +276,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           return loss;
         };
         let grads: tf.NamedTensorMap;
-        const viaPlan = planned ? await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId }, lossOf) : null;
+        const viaPlan = planned ? await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId, valueHead: useValue ? valueHead : undefined }, lossOf) : null;
         if (viaPlan) grads = viaPlan.grads;
         else {
           const out = tf.variableGrads(() => lossOf(policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue })), varList);

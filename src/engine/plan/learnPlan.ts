@@ -168,6 +168,9 @@ export class LearnPlan {
   private readonly dstats: GPUBuffer;
   private readonly statsRead: GPUBuffer;
   private gradsRead: GPUBuffer | null = null;
+  private readonly hn: GPUBuffer;
+  /** The final normed hidden state of the response-predicting rows [B T, H] (forward(.., true)). */
+  readonly hidden: GPUBuffer;
   private readonly dummy: GPUBuffer;
   private readonly layers: LayerBufs[] = [];
 
@@ -226,7 +229,8 @@ export class LearnPlan {
     }
     const xOut = buf('x out', N * H);
     const invF = buf('inv final', N);
-    const hn = buf('hn', N * H);
+    const hn = (this.hn = buf('hn', N * H));
+    this.hidden = buf('hidden rows', R * H);
     const logits = buf('logits', R * V);
     // forward scratch: token-major projections before RoPE
     const qt = buf('q tok', N * qF);
@@ -478,11 +482,17 @@ export class LearnPlan {
 
   /**
    * Runs the forward (and first the reference pass when `reference`) and reads back per response
-   * token [B T] log-prob, entropy, and the reference log-prob (0 without).
+   * token [B T] log-prob, entropy, and the reference log-prob (0 without); `withHidden` also fills
+   * `hidden`.
    */
-  async forward(reference: boolean): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
+  async forward(reference: boolean, withHidden = false): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
     const bytes = this.R * STATS_COLS * F;
-    this.pass(reference ? ['ref', 'fwd'] : ['fwd'], (enc) => enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes));
+    const H = this.model.hidden;
+    this.pass(reference ? ['ref', 'fwd'] : ['fwd'], (enc) => {
+      enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes);
+      // The response-predicting rows (the last T of each row's L) for a value head.
+      for (let b = 0; withHidden && b < this.B; b++) enc.copyBufferToBuffer(this.hn, (b * this.L + this.P - 1) * H * F, this.hidden, b * this.T * H * F, this.T * H * F);
+    });
     await this.statsRead.mapAsync(GPUMapMode.READ, 0, bytes);
     const s = new Float32Array(this.statsRead.getMappedRange(0, bytes).slice(0));
     this.statsRead.unmap();
