@@ -17,10 +17,10 @@ import { learnPlanBytes } from '../src/engine/plan/learnPlan';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { mulberry32 } from '../src/model/random';
-import { packSequences, policyAndReferenceStats, policyStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
+import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
 import { klPenalty } from '../src/rl/kl';
-import { lossGradsAt, plannedGrads, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { lossGradsAt, plannedGrads, plannedMicroBatches, plannedReferenceLogp, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
@@ -133,6 +133,15 @@ describe('planned LoRA learning step on Dawn (SwiftShader): against tfjs autodif
       const c = await compare(model, set);
       expect(c.stats).toBeLessThan(1e-4);
       expect(Math.abs(c.loss[0] - c.loss[1])).toBeLessThan(1e-5 * Math.max(1, Math.abs(c.loss[1])));
+      // rlStep's reference log-probs from the plan's reference pass alone (adapters off)
+      const ref = referenceStats(model, set, BATCH, { temperature: TEMP });
+      const want = await ref.logp.data();
+      tf.dispose([ref.logp, ref.entropy]);
+      const got = (await plannedReferenceLogp(model, set, BATCH, { temperature: TEMP }))!;
+      expect(got.rows * got.cols).toBe(B * T);
+      let worst = 0;
+      for (let i = 0; i < B * T; i++) worst = Math.max(worst, Math.abs(got.data[i] - want[i]));
+      expect(worst).toBeLessThan(1e-4);
       expect(c.gradNorm).toBeGreaterThan(1e-3);
       expect(Math.max(...c.rel)).toBeLessThan(1e-4);
     } finally {

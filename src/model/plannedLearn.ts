@@ -151,7 +151,7 @@ export interface PlannedStats {
  * (and the reference log-prob); the plan keeps the activations for `plan.backward`. Null when the
  * device refused the plan or rejected its forward (nothing was learned: run the batch on tfjs).
  */
-export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false, withHidden = false): Promise<PlannedStats | null> {
+export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false, withHidden = false, policy = true): Promise<PlannedStats | null> {
   const why = unplannableLearnReason(model, lora);
   if (why) throw new Error(`planned learning step: ${why}`);
   // Extra left padding up to a multiple of PROMPT_COLUMNS_STEP: masked keys add exact zeros.
@@ -169,7 +169,7 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   plan.loadParams(factors);
   plan.device.pushErrorScope('out-of-memory');
   plan.device.pushErrorScope('validation');
-  const s = await plan.forward(reference, withHidden).catch((e: unknown) => e as Error);
+  const s = await plan.forward(reference, withHidden, policy).catch((e: unknown) => e as Error);
   const invalid = await plan.device.popErrorScope();
   const oom = await plan.device.popErrorScope();
   const error = s instanceof Error ? s.message : (oom ?? invalid)?.message;

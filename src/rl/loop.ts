@@ -15,6 +15,7 @@ import { computeAdvantages, type AdvantageConfig } from './advantages';
 import { applyKlPenalty, klPenaltyValue, updateKlController, type KlController } from './kl';
 import { placeOutcomeRewards } from './placement';
 import { policyAndReferenceStats, policyStats, referenceStats } from './policy';
+import { plannedReferenceLogp } from './plannedLearn';
 import { mean, std } from './stats';
 import { learnStep, type Learner, type TrainerConfig } from './trainer';
 import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from './types';
@@ -166,9 +167,13 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
     values = await fromTensor2D(v);
     tf.dispose([s.logp, s.entropy, s.refLogp, s.hidden!, v]);
   } else if (needRef) {
-    const ref = referenceStats(model, lora, batch, statsOpts);
-    refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
+    // The planned reference pass on WebGPU (the plan the learning step replays next), else tfjs.
+    refLogp = (await plannedReferenceLogp(model, lora, batch, statsOpts)) ?? undefined;
+    if (!refLogp) {
+      const ref = referenceStats(model, lora, batch, statsOpts);
+      refLogp = await fromTensor2D(ref.logp);
+      tf.dispose([ref.logp, ref.entropy]);
+    }
   }
   const oldLogp = fromRows(gen.logprobs);
   let tokenRewards = placeOutcomeRewards(scores, mask);

@@ -10,6 +10,7 @@ import type { LoraSet } from '../model/lora.ts';
 import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
 import { gpuScoped, learnShapeBlocker, plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch } from './policy';
+import type { TokenMatrix } from './types';
 
 export interface StatTensors {
   /** [B, T] */
@@ -131,4 +132,18 @@ export async function plannedGrads(
   });
   flushTfjs(); // the copy out of the gradient buffer is submitted before a next backward overwrites it
   return { loss: lg.loss, grads };
+}
+
+/**
+ * Reference log-probs [B, T] of a batch (the adapters switched off) by the plan's reference pass,
+ * or null when the planned path would not run it (the caller uses referenceStats on tfjs).
+ */
+export async function plannedReferenceLogp(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: { temperature?: number; padTokenId?: number }): Promise<TokenMatrix | null> {
+  if (plannedLearnBlocker(model, lora, false)) return null;
+  const packed = packSequences(batch, opts.padTokenId ?? 0);
+  const B = packed.ids.length;
+  const T = packed.responseLength;
+  if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
+  const f = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, true, false, false);
+  return f ? { data: f.refLogp!, rows: B, cols: T } : null;
 }

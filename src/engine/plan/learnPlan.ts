@@ -483,12 +483,12 @@ export class LearnPlan {
   /**
    * Runs the forward (and first the reference pass when `reference`) and reads back per response
    * token [B T] log-prob, entropy, and the reference log-prob (0 without); `withHidden` also fills
-   * `hidden`.
+   * `hidden`. With `policy` false only the reference pass runs (log-prob and entropy are stale).
    */
-  async forward(reference: boolean, withHidden = false): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
+  async forward(reference: boolean, withHidden = false, policy = true): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
     const bytes = this.R * STATS_COLS * F;
     const H = this.model.hidden;
-    this.pass(reference ? ['ref', 'fwd'] : ['fwd'], (enc) => {
+    this.pass([...(reference ? ['ref'] : []), ...(policy ? ['fwd'] : [])], (enc) => {
       enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes);
       // The response-predicting rows (the last T of each row's L) for a value head.
       for (let b = 0; withHidden && b < this.B; b++) enc.copyBufferToBuffer(this.hn, (b * this.L + this.P - 1) * H * F, this.hidden, b * this.T * H * F, this.T * H * F);
