@@ -109,6 +109,57 @@ function bLoader(format: WeightFormat | 'buf', groupSize: number): string {
 }`;
 }
 
+/**
+ * The k loop over packed words (groups a multiple of the values per word): x W^T reads, per block
+ * of 8 (int4) or 4 (int8) inputs, one word and one scale per output row and decodes the block in
+ * registers; dy W reads the thread's four consecutive columns of a row from one word and one
+ * scale per k. No element is decoded twice and no matrix is dequantised.
+ */
+function packedLoopsWgsl(format: 'int8' | 'int4', groupSize: number): string {
+  const blk = format === 'int4' ? 8 : 4;
+  const wpr = format === 'int4' ? 'U.wK / 8u' : '(U.wK + 3u) / 4u';
+  const decode = (idx: string) =>
+    format === 'int4'
+      ? `vec4<f32>(((wv >> (4u * ${idx})) & vec4<i32>(15)) - vec4<i32>(8))`
+      : `vec4<f32>((wv << (24u - 8u * ${idx})) >> vec4<u32>(24u))`;
+  const fma = `acc0 += av.x * bv;
+      acc1 += av.y * bv;
+      acc2 += av.z * bv;
+      acc3 += av.w * bv;
+      ai += vec4<u32>(U.aS1);`;
+  return `let wpr = ${wpr};
+  let spr = U.wK / ${groupSize}u;
+  if (U.wT == 1u) {
+    // x W^T: rows ns of W along k
+    let kFull = U.K / ${blk}u * ${blk}u;
+    for (var kb = 0u; kb < kFull; kb += ${blk}u) {
+      let wi = kb / ${blk}u;
+      let wv = vec4<i32>(Bm[ns.x * wpr + wi], Bm[ns.y * wpr + wi], Bm[ns.z * wpr + wi], Bm[ns.w * wpr + wi]);
+      let g = kb / ${groupSize}u;
+      let sc = vec4<f32>(S[ns.x * spr + g], S[ns.y * spr + g], S[ns.z * spr + g], S[ns.w * spr + g]);
+      for (var j = 0u; j < ${blk}u; j++) {
+        let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
+        let bv = ${decode('vec4<u32>(j)')} * sc;
+        ${fma}
+      }
+    }
+    for (var k = kFull; k < U.K; k++) {
+      let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
+      let bv = vec4<f32>(bAt(0u, k, ns.x), bAt(0u, k, ns.y), bAt(0u, k, ns.z), bAt(0u, k, ns.w));
+      ${fma}
+    }
+  } else {
+    // dy W: columns n0 .. n0 + 3 of row k sit in one word and one group
+    let lanes = vec4<u32>(n0 % ${blk}u) + vec4<u32>(0u, 1u, 2u, 3u);
+    for (var k = 0u; k < U.K; k++) {
+      let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
+      let wv = vec4<i32>(Bm[k * wpr + n0 / ${blk}u]);
+      let bv = ${decode('lanes')} * S[k * spr + n0 / ${groupSize}u];
+      ${fma}
+    }
+  }`;
+}
+
 export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0): PlanKernel {
   const quant = format === 'int8' || format === 'int4';
   const b: BindingSpec[] = [
@@ -120,12 +171,14 @@ export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0):
     { name: 'Rm', kind: 'read', type: 'array<f32>' },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
+  const blk = format === 'int4' ? 8 : 4;
+  const packedLoops = quant && groupSize % blk === 0;
   const bInit = quant ? '' : 'var bi = vec4<u32>(bBase) + ns * U.bS1;';
   const bLoad = quant
     ? 'let bv = vec4<f32>(bAt(bBase, k, ns.x), bAt(bBase, k, ns.y), bAt(bBase, k, ns.z), bAt(bBase, k, ns.w));'
     : 'let bv = vec4<f32>(Bm[bi.x], Bm[bi.y], Bm[bi.z], Bm[bi.w]);\n    bi += vec4<u32>(U.bS0);';
   return {
-    key: `learn_gemm_${quant ? `${format}_g${groupSize}` : 'f32'}`,
+    key: `learn_gemm_${quant ? `${format}_g${groupSize}${packedLoops ? '_packed' : ''}` : 'f32'}`,
     bindings: b,
     body: `${GEMM_STRUCT}
 const T : u32 = ${GEMM_T}u;
@@ -153,7 +206,7 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
   ${bInit}
-  for (var k = 0u; k < U.K; k++) {
+  ${packedLoops ? packedLoopsWgsl(format as 'int8' | 'int4', groupSize) : `for (var k = 0u; k < U.K; k++) {
     let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
     ${bLoad}
     acc0 += av.x * bv;
@@ -161,7 +214,7 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
     acc2 += av.z * bv;
     acc3 += av.w * bv;
     ai += vec4<u32>(U.aS1);
-  }
+  }`}
   var acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   for (var i = 0u; i < T; i++) {
     let m = m0 + i;
