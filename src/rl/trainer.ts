@@ -9,6 +9,10 @@
 //                                                 denominator, so the sum equals the full batch
 //   clip the global grad norm; AdamW (skipped when the norm is not finite)
 //
+// On WebGPU the forward and backward of a micro-batch run as one planned pass by default
+// (src/rl/plannedLearn.ts: the same loss, differentiated with respect to the per-token statistics
+// the plan returns); tfjs op by op is the fallback and the reference.
+//
 // Inputs that are constants of the loss (old / ref log-probs, advantages, values, returns) are CPU
 // TokenMatrix values, uploaded per micro-batch. Metrics come back as plain numbers in one
 // readback at the end.
