@@ -60,7 +60,7 @@ if (learnOnly) {
   process.exit(0);
 }
 if (profileOnly) {
-  // Where one GRPO step's time goes (rollout on the planned path, learn on tfjs): phases, WebGPU
+  // Where one GRPO step's time goes (rollout and learn on the planned paths, the defaults): phases, WebGPU
   // work and tfjs's kernels. The sandbox defender, and the SmolLM2-135M shape unless --no-smol.
   const models: [string, () => Promise<import('../model/llama').LlamaModel>, StepProfileCase][] = [
     ['sandbox defender', () => loadModel(folderSource('public/models/defender')), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }],
