@@ -20,11 +20,11 @@ import { mulberry32 } from '../src/model/random';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
 import { klPenalty } from '../src/rl/kl';
-import { lossGradsAt, plannedGrads, plannedMicroBatches, plannedReferenceLogp, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { lossGradsAt, plannedGrads, plannedMicroBatches, plannedReferenceLogp, plannedRolloutStats, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
 import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
-import { rlStep } from '../src/rl/loop';
+import { rlStep, type RlLoopConfig } from '../src/rl/loop';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -314,6 +314,28 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
 });
 
 describe('planned LoRA learning step on Dawn (SwiftShader): PPO with a value head', () => {
+  it("rlStep's critic values and reference log-probs from the plan equal the tfjs statistics", async () => {
+    const model = fixture('tiny-llama-f32');
+    const head = new ValueHead(model.config.hiddenSize);
+    try {
+      const set = adapters(model);
+      const rand = mulberry32(5);
+      head.w.assign(tf.tensor2d(Float32Array.from({ length: model.config.hiddenSize }, () => rand() * 2 - 1), [model.config.hiddenSize, 1]));
+      const s = policyAndReferenceStats(model, set, BATCH, { temperature: TEMP, withHidden: true });
+      const v = head.forward(s.hidden!);
+      const [wantV, wantRef] = [await v.data(), await s.refLogp.data()];
+      tf.dispose([s.logp, s.entropy, s.refLogp, s.hidden!, v]);
+      const got = (await plannedRolloutStats(model, set, BATCH, { temperature: TEMP }, { reference: true, valueHead: head }))!;
+      let worst = 0;
+      for (let i = 0; i < B * T; i++) worst = Math.max(worst, Math.abs(got.values!.data[i] - wantV[i]), Math.abs(got.refLogp!.data[i] - wantRef[i]));
+      expect(Math.max(...Array.from(wantV).map(Math.abs))).toBeGreaterThan(0.1);
+      expect(worst).toBeLessThan(1e-4);
+    } finally {
+      head.dispose();
+      disposeLlama(model);
+    }
+  });
+
   it('learnStep with a value head (hidden state as a constant): the same losses and update of adapters and head as on tfjs', async () => {
     const batch: LearnBatch = {
       ...BATCH,
@@ -365,31 +387,36 @@ function adaptersBefore(): Float32Array[] {
   }
 }
 
-describe('planned LoRA learning step on Dawn (SwiftShader): a GRPO run learns', () => {
-  it('GRPO on the tiny fixture with the planned learning step raises the mean reward above 0.9 (src/rl/loop.test.ts\'s task)', async () => {
-    // loop.test.ts's setup: reward 1 when the first sampled token is 23; 4 prompts x G 8, 2 new tokens.
-    const TARGET = 23;
-    const PROMPTS = [[1, 14, 5, 29], [1, 22, 58, 55], [1, 22, 29, 56], [1, 35, 37, 42]];
-    const model = fixture('tiny-llama-f32');
-    const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
-    const optimizer = new AdamW({ lr: 1e-2, weightDecay: 0 });
-    const before = plannedMicroBatches();
-    setLearnPath('planned');
-    try {
-      const curve: number[] = [];
-      for (let step = 0; step < 6; step++) {
-        const rep = await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] === TARGET ? 1 : 0) }, PROMPTS, step, {
-          groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } },
-        });
-        curve.push(rep.metrics['reward/mean']);
-        if (curve[curve.length - 1] > 0.9) break;
+describe('planned LoRA learning step on Dawn (SwiftShader): runs learn', () => {
+  // loop.test.ts's setups: reward 1 when the first sampled token is 23; 4 prompts x G 8, 2 new tokens.
+  const RUNS: [string, RlLoopConfig, boolean][] = [
+    ['GRPO (k3 KL loss)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } } }, false],
+    ['PPO + GAE (value head)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'gae', trainer: { policyLoss: 'ppo', vfCoef: 0.5 } }, true],
+  ];
+  for (const [name, config, withHead] of RUNS) {
+    it(`${name} on the tiny fixture with the planned learning step raises the mean reward above 0.9 (src/rl/loop.test.ts's task)`, async () => {
+      const TARGET = 23;
+      const PROMPTS = [[1, 14, 5, 29], [1, 22, 58, 55], [1, 22, 29, 56], [1, 35, 37, 42]];
+      const model = fixture('tiny-llama-f32');
+      const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
+      const valueHead = withHead ? new ValueHead(model.config.hiddenSize) : undefined;
+      const optimizer = new AdamW({ lr: 1e-2, weightDecay: 0 });
+      const before = plannedMicroBatches();
+      try {
+        const curve: number[] = [];
+        for (let step = 0; step < 6; step++) {
+          const rep = await rlStep({ learner: { model, lora, optimizer, valueHead }, rewardFn: ({ response }) => (response[0] === TARGET ? 1 : 0) }, PROMPTS, step, config);
+          curve.push(rep.metrics['reward/mean']);
+          if (curve[curve.length - 1] > 0.9) break;
+        }
+        expect(curve[0]).toBeLessThan(0.3);
+        expect(curve[curve.length - 1]).toBeGreaterThan(0.9);
+        expect(plannedMicroBatches() - before).toBe(curve.length); // every update took the planned pass
+      } finally {
+        optimizer.dispose();
+        valueHead?.dispose();
+        disposeLlama(model);
       }
-      expect(curve[0]).toBeLessThan(0.3);
-      expect(curve[curve.length - 1]).toBeGreaterThan(0.9);
-      expect(plannedMicroBatches() - before).toBe(curve.length); // every update took the planned pass
-    } finally {
-      optimizer.dispose();
-      disposeLlama(model);
-    }
-  });
+    });
+  }
 });

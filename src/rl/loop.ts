@@ -15,7 +15,7 @@ import { computeAdvantages, type AdvantageConfig } from './advantages';
 import { applyKlPenalty, klPenaltyValue, updateKlController, type KlController } from './kl';
 import { placeOutcomeRewards } from './placement';
 import { policyAndReferenceStats, policyStats, referenceStats } from './policy';
-import { plannedReferenceLogp } from './plannedLearn';
+import { plannedRolloutStats } from './plannedLearn';
 import { mean, std } from './stats';
 import { learnStep, type Learner, type TrainerConfig } from './trainer';
 import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from './types';
@@ -158,7 +158,12 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   let refLogp: TokenMatrix | undefined;
   let values: TokenMatrix | undefined;
   const statsOpts = { temperature: config.temperature, padTokenId: config.padTokenId };
-  if (needRef && gae) {
+  // On WebGPU the plan the learning step replays next gives them (reference pass, hidden rows).
+  const planned = needRef || gae ? await plannedRolloutStats(model, lora, batch, statsOpts, { reference: needRef, valueHead: gae ? learner.valueHead : undefined }) : null;
+  if (planned) {
+    refLogp = planned.refLogp;
+    values = planned.values;
+  } else if (needRef && gae) {
     // Both of the same batch: one fused stats pass gives the policy's hidden state (for the
     // values) and the reference log-probs.
     const s = policyAndReferenceStats(model, lora, batch, { ...statsOpts, withHidden: true });
@@ -167,13 +172,9 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
     values = await fromTensor2D(v);
     tf.dispose([s.logp, s.entropy, s.refLogp, s.hidden!, v]);
   } else if (needRef) {
-    // The planned reference pass on WebGPU (the plan the learning step replays next), else tfjs.
-    refLogp = (await plannedReferenceLogp(model, lora, batch, statsOpts)) ?? undefined;
-    if (!refLogp) {
-      const ref = referenceStats(model, lora, batch, statsOpts);
-      refLogp = await fromTensor2D(ref.logp);
-      tf.dispose([ref.logp, ref.entropy]);
-    }
+    const ref = referenceStats(model, lora, batch, statsOpts);
+    refLogp = await fromTensor2D(ref.logp);
+    tf.dispose([ref.logp, ref.entropy]);
   }
   const oldLogp = fromRows(gen.logprobs);
   let tokenRewards = placeOutcomeRewards(scores, mask);

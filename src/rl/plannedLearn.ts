@@ -9,7 +9,7 @@ import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
 import { gpuScoped, learnShapeBlocker, plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
-import { packSequences, type ResponseBatch } from './policy';
+import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';
 
 export interface StatTensors {
@@ -135,15 +135,38 @@ export async function plannedGrads(
 }
 
 /**
- * Reference log-probs [B, T] of a batch (the adapters switched off) by the plan's reference pass,
- * or null when the planned path would not run it (the caller uses referenceStats on tfjs).
+ * What rlStep needs of a fresh batch before learning, by the plan the learning step replays next:
+ * the reference log-probs [B, T] (the reference pass alone, adapters off) and/or a value head's
+ * values [B, T] on the policy's final hidden state. Null when the planned path would not run it
+ * (the caller uses the tfjs statistics).
  */
-export async function plannedReferenceLogp(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: { temperature?: number; padTokenId?: number }): Promise<TokenMatrix | null> {
+export async function plannedRolloutStats(
+  model: LlamaModel,
+  lora: LoraSet,
+  batch: ResponseBatch,
+  opts: { temperature?: number; padTokenId?: number },
+  want: { reference: boolean; valueHead?: ValueHead },
+): Promise<{ refLogp?: TokenMatrix; values?: TokenMatrix } | null> {
   if (plannedLearnBlocker(model, lora, false)) return null;
   const packed = packSequences(batch, opts.padTokenId ?? 0);
   const B = packed.ids.length;
   const T = packed.responseLength;
   if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
-  const f = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, true, false, false);
-  return f ? { data: f.refLogp!, rows: B, cols: T } : null;
+  const head = want.valueHead;
+  const f = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, want.reference, !!head, !!head);
+  if (!f) return null;
+  const out: { refLogp?: TokenMatrix; values?: TokenMatrix } = {};
+  if (want.reference) out.refLogp = { data: f.refLogp!, rows: B, cols: T };
+  if (head) {
+    const hidden = tf.tensor({ buffer: f.plan.hidden }, [B, T, model.config.hiddenSize], 'float32') as tf.Tensor3D;
+    const v = head.forward(hidden);
+    out.values = { data: (await v.data()) as Float32Array, rows: B, cols: T };
+    tf.dispose([hidden, v]);
+  }
+  return out;
+}
+
+/** Reference log-probs [B, T] by the plan's reference pass (see plannedRolloutStats), or null. */
+export async function plannedReferenceLogp(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: { temperature?: number; padTokenId?: number }): Promise<TokenMatrix | null> {
+  return (await plannedRolloutStats(model, lora, batch, opts, { reference: true }))?.refLogp ?? null;
 }
