@@ -137,6 +137,11 @@ export function releaseLearnPlans(model: LlamaModel): void {
 }
 onDisposeLlama(releaseLearnPlans);
 
+/** The adapter of each of the plan's LoRA slots (the flat buffers' order: layer, projection). */
+export function slotAdapters(model: LlamaModel, plan: LearnPlan): LoraAdapter[] {
+  return plan.slots.map((s) => model.layers[s.layer][s.proj].adapter as LoraAdapter);
+}
+
 export interface PlannedStats {
   plan: LearnPlan;
   /** [B T] per response token. */
@@ -164,7 +169,7 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   });
   // tensorBuffer may encode an upload of host values: take every buffer, then submit tfjs's work,
   // so the copy reads the factors' latest values.
-  const factors = lora.adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
+  const factors = slotAdapters(model, plan).map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
   flushTfjs();
   plan.loadParams(factors);
   plan.device.pushErrorScope('out-of-memory');

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
-import { gpuScoped, learnShapeBlocker, plannedLearnForward, unplannableLearnReason } from '../model/plannedLearn.ts';
+import { gpuScoped, learnShapeBlocker, plannedLearnForward, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';
 
@@ -98,8 +98,8 @@ export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, valueGradT
 /**
  * LoRA gradients of `lossFn` on one micro-batch by the planned forward and backward: the stats come
  * back, the loss (src/rl's formulas) is differentiated with respect to them, the backward fills the
- * plan's flat gradient buffer, and it is handed to tfjs as one tensor per variable of
- * `lora.variables()` (named as they are), with the loss value. Null when the micro-batch's shape
+ * plan's flat gradient buffer, and it is handed to tfjs as one tensor per LoRA variable (named as
+ * they are), with the loss value. Null when the micro-batch's shape
  * would not fit the device or the memory budget (the caller runs it on tfjs).
  */
 export async function plannedGrads(
@@ -123,7 +123,7 @@ export async function plannedGrads(
   const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn, { hidden, vars: head?.variables() }).finally(() => hidden?.dispose());
   const back = await gpuScoped(fwd.plan.device, () => fwd.plan.backward(lg.dlogp, lg.dentropy));
   if (back.error) throw new Error(`planned learning step: the GPU rejected the backward pass (${back.error})`);
-  const vars = lora.variables();
+  const vars = slotAdapters(model, fwd.plan).flatMap((a) => [a.A, a.B]);
   const grads: tf.NamedTensorMap = { ...lg.varGrads };
   tf.tidy(() => {
     const flat = tf.tensor({ buffer: fwd.plan.grads }, [fwd.plan.paramCount], 'float32');
