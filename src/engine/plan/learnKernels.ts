@@ -259,23 +259,37 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups)
   run(idx);
 }`;
 
+/** One thread per item: `run(idx)` for idx below `limit` (a WGSL expression over the uniform U). */
+function flatKernel(key: string, struct: string, bindings: BindingSpec[], idx: string, limit: string, body: string): PlanKernel {
+  const type = /^struct (\w+)/.exec(struct)![1];
+  return {
+    key,
+    bindings: [{ name: 'U', kind: 'uniform', type }, ...bindings],
+    body: `${struct}
+fn run(${idx} : u32) {
+  if (${idx} >= ${limit}) {
+    return;
+  }
+${body}
+}
+${FLAT}`,
+  };
+}
+
 /** Row r of rows: y = x inv w, inv = (mean x^2 + eps)^-1/2 (kept for the backward). */
 export function rmsNormKernel(): PlanKernel {
-  return {
-    key: 'learn_rms_fwd',
-    bindings: [
-      { name: 'U', kind: 'uniform', type: 'Row' },
+  return flatKernel(
+    'learn_rms_fwd',
+    'struct Row { rows : u32, H : u32, eps : f32, acc : u32 }',
+    [
       { name: 'X', kind: 'read', type: 'array<f32>' },
       { name: 'W', kind: 'read', type: 'array<f32>' },
       { name: 'Y', kind: 'rw', type: 'array<f32>' },
       { name: 'Inv', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `struct Row { rows : u32, H : u32, eps : f32, acc : u32 }
-fn run(r : u32) {
-  if (r >= U.rows) {
-    return;
-  }
-  let base = r * U.H;
+    'r',
+    'U.rows',
+    `  let base = r * U.H;
   var ss = 0.0;
   for (var i = 0u; i < U.H; i++) {
     ss += X[base + i] * X[base + i];
@@ -284,30 +298,25 @@ fn run(r : u32) {
   Inv[r] = inv;
   for (var i = 0u; i < U.H; i++) {
     Y[base + i] = X[base + i] * inv * W[i];
-  }
-}
-${FLAT}`,
-  };
+  }`,
+  );
 }
 
 /** dX (+)= inv g - x inv^3 / H sum(g x), g = dY w. */
 export function rmsNormGradKernel(): PlanKernel {
-  return {
-    key: 'learn_rms_bwd',
-    bindings: [
-      { name: 'U', kind: 'uniform', type: 'Row' },
+  return flatKernel(
+    'learn_rms_bwd',
+    'struct Row { rows : u32, H : u32, eps : f32, acc : u32 }',
+    [
       { name: 'X', kind: 'read', type: 'array<f32>' },
       { name: 'W', kind: 'read', type: 'array<f32>' },
       { name: 'Inv', kind: 'read', type: 'array<f32>' },
       { name: 'DY', kind: 'read', type: 'array<f32>' },
       { name: 'DX', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `struct Row { rows : u32, H : u32, eps : f32, acc : u32 }
-fn run(r : u32) {
-  if (r >= U.rows) {
-    return;
-  }
-  let base = r * U.H;
+    'r',
+    'U.rows',
+    `  let base = r * U.H;
   let inv = Inv[r];
   var dot = 0.0;
   for (var i = 0u; i < U.H; i++) {
@@ -320,10 +329,8 @@ fn run(r : u32) {
       d += DX[base + i];
     }
     DX[base + i] = d;
-  }
-}
-${FLAT}`,
-  };
+  }`,
+  );
 }
 
 export function packRow(rows: number, H: number, eps: number, accumulate: boolean): ArrayBuffer {
@@ -397,19 +404,16 @@ export function packHeads(tokens: number, L: number, n: number, D: number, toHea
  * with nothing to see is uniform there too.
  */
 export function softmaxKernel(): PlanKernel {
-  return {
-    key: 'learn_softmax',
-    bindings: [
-      { name: 'U', kind: 'uniform', type: 'Sm' },
+  return flatKernel(
+    'learn_softmax',
+    'struct Sm { rows : u32, L : u32, nH : u32, p0 : u32 }',
+    [
       { name: 'S', kind: 'rw', type: 'array<f32>' },
       { name: 'Valid', kind: 'read', type: 'array<f32>' },
     ],
-    body: `struct Sm { rows : u32, L : u32, nH : u32, p0 : u32 }
-fn run(r : u32) {
-  if (r >= U.rows) {
-    return;
-  }
-  let i = r % U.L;
+    'r',
+    'U.rows',
+    `  let i = r % U.L;
   let b = r / (U.L * U.nH);
   let base = r * U.L;
   var mx = -3.0e38;
@@ -429,37 +433,30 @@ fn run(r : u32) {
   }
   for (var j = 0u; j < U.L; j++) {
     S[base + j] = S[base + j] / sum;
-  }
-}
-${FLAT}`,
-  };
+  }`,
+  );
 }
 
 /** dS = P (dP - sum_j P dP), in place over dP. */
 export function softmaxGradKernel(): PlanKernel {
-  return {
-    key: 'learn_softmax_bwd',
-    bindings: [
-      { name: 'U', kind: 'uniform', type: 'Sm' },
+  return flatKernel(
+    'learn_softmax_bwd',
+    'struct Sm { rows : u32, L : u32, nH : u32, p0 : u32 }',
+    [
       { name: 'P', kind: 'read', type: 'array<f32>' },
       { name: 'DP', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `struct Sm { rows : u32, L : u32, nH : u32, p0 : u32 }
-fn run(r : u32) {
-  if (r >= U.rows) {
-    return;
-  }
-  let base = r * U.L;
+    'r',
+    'U.rows',
+    `  let base = r * U.L;
   var dot = 0.0;
   for (var j = 0u; j < U.L; j++) {
     dot += P[base + j] * DP[base + j];
   }
   for (var j = 0u; j < U.L; j++) {
     DP[base + j] = P[base + j] * (DP[base + j] - dot);
-  }
-}
-${FLAT}`,
-  };
+  }`,
+  );
 }
 
 export function packSm(rows: number, L: number, nH: number): ArrayBuffer {
@@ -468,78 +465,63 @@ export function packSm(rows: number, L: number, nH: number): ArrayBuffer {
 
 /** act = silu(g) u. */
 export function swigluKernel(): PlanKernel {
-  return {
-    key: 'learn_swiglu',
-    bindings: [
-      { name: 'U', kind: 'uniform', type: 'Cnt' },
+  return flatKernel(
+    'learn_swiglu',
+    'struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }',
+    [
       { name: 'G', kind: 'read', type: 'array<f32>' },
       { name: 'Up', kind: 'read', type: 'array<f32>' },
       { name: 'Act', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }
-fn run(i : u32) {
-  if (i >= U.n) {
-    return;
-  }
-  let g = G[i];
-  Act[i] = g / (1.0 + exp(-g)) * Up[i];
-}
-${FLAT}`,
-  };
+    'i',
+    'U.n',
+    `  let g = G[i];
+  Act[i] = g / (1.0 + exp(-g)) * Up[i];`,
+  );
 }
 
 /** dg = d u silu'(g), du = d silu(g); silu'(g) = sig(g) (1 + g (1 - sig(g))). */
 export function swigluGradKernel(): PlanKernel {
-  return {
-    key: 'learn_swiglu_bwd',
-    bindings: [
-      { name: 'U', kind: 'uniform', type: 'Cnt' },
+  return flatKernel(
+    'learn_swiglu_bwd',
+    'struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }',
+    [
       { name: 'G', kind: 'read', type: 'array<f32>' },
       { name: 'Up', kind: 'read', type: 'array<f32>' },
       { name: 'DAct', kind: 'read', type: 'array<f32>' },
       { name: 'DG', kind: 'rw', type: 'array<f32>' },
       { name: 'DU', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }
-fn run(i : u32) {
-  if (i >= U.n) {
-    return;
-  }
-  let g = G[i];
+    'i',
+    'U.n',
+    `  let g = G[i];
   let sg = 1.0 / (1.0 + exp(-g));
   let d = DAct[i];
   DG[i] = d * Up[i] * sg * (1.0 + g * (1.0 - sg));
-  DU[i] = d * g * sg;
-}
-${FLAT}`,
-  };
+  DU[i] = d * g * sg;`,
+  );
 }
 
 export const packCnt = (n: number): ArrayBuffer => new Uint32Array([n, 0, 0, 0]).buffer;
 
 /** x[t] = E[ids[t]] for the embedding rows [rowStart, rowStart + rowCount). */
 export function embedRowsKernel(): PlanKernel {
-  return {
-    key: 'learn_embed',
-    bindings: [
-      { name: 'U', kind: 'uniform', type: 'Emb' },
+  return flatKernel(
+    'learn_embed',
+    'struct Emb { tokens : u32, H : u32, rowStart : u32, rowCount : u32 }',
+    [
       { name: 'Ids', kind: 'read', type: 'array<i32>' },
       { name: 'E', kind: 'read', type: 'array<f32>' },
       { name: 'X', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `struct Emb { tokens : u32, H : u32, rowStart : u32, rowCount : u32 }
-fn run(i : u32) {
-  if (i >= U.tokens * U.H) {
-    return;
-  }
-  let t = i / U.H;
+    'i',
+    'U.tokens * U.H',
+    `  let t = i / U.H;
   let r = u32(Ids[t]) - U.rowStart;
   if (u32(Ids[t]) >= U.rowStart && r < U.rowCount) {
     X[i] = E[r * U.H + i % U.H];
-  }
-}
-${FLAT}`,
-  };
+  }`,
+  );
 }
 
 export const packEmb = (tokens: number, H: number, rowStart: number, rowCount: number): ArrayBuffer => new Uint32Array([tokens, H, rowStart, rowCount]).buffer;
