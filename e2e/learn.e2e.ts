@@ -153,7 +153,10 @@ describe('planned LoRA learning step on Dawn (SwiftShader): against tfjs autodif
 describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and LoRA subsets', () => {
   for (const [name, quantize] of [
     ['int8 (groups of 16)', int8Quantizer({ groupSize: 16 })],
+    ['int8 (one scale per output channel)', int8Quantizer()],
+    ['int8 (groups of 2: the per-element decode loop)', int8Quantizer({ groupSize: 2 })],
     ['int4 (groups of 16)', int4Quantizer(16)],
+    ['int4 (groups of 32, the default)', int4Quantizer(32)],
   ] as const) {
     it(`${name} base: dx through the packed words, gradients within 1e-4 of tfjs`, async () => {
       const model = fixture('tiny-llama-f32', { quantize });
