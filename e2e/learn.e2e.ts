@@ -16,6 +16,7 @@ import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '..
 import { learnPlanBytes } from '../src/engine/plan/learnPlan';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
+import { syntheticModel } from '../src/model/synthetic';
 import { mulberry32 } from '../src/model/random';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
@@ -169,6 +170,31 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
       }
     });
   }
+
+  it('a Qwen2-style model (q/k/v biases, an untied LM head) with LoRA on every projection', async () => {
+    const config = {
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    };
+    const model = await syntheticModel(config, 3);
+    try {
+      // The synthetic biases are zero: draw them, so a path that ignored them would differ.
+      const rand = mulberry32(9);
+      for (const l of model.layers) {
+        for (const p of ['q', 'k', 'v'] as const) {
+          const old = l[p].bias!;
+          l[p].bias = tf.tensor1d(Float32Array.from({ length: old.shape[0] }, () => rand() * 2 - 1));
+          old.dispose();
+        }
+      }
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
 
   it('LoRA on q and v of layer 1 only, rank 2 (pg loss only)', async () => {
     const model = fixture('tiny-llama-f32');
