@@ -158,12 +158,22 @@ export class KlCoef {
     const ctrl = updateKlController(adaptiveKlController(this.value, this.c.klTarget, this.c.klHorizon), meanOf(rowMeanKl), rowMeanKl.length);
     this.value = ctrl.value;
   }
-  restore(extra: Record<string, unknown>): void {
-    const v = extra.klCoef;
-    if (v === undefined) this.value = this.c.klBeta;
-    else if (typeof v === 'number' && Number.isFinite(v) && v >= 0) this.value = v;
-    else throw new Error(`checkpoint: extra.klCoef must be a finite number >= 0 (got ${JSON.stringify(v)})`);
+  /** The value a checkpoint saved as `v` (absent: the configured klBeta); `where` names it in an error. Changes nothing. */
+  parse(v: unknown, where = 'extra.klCoef'): number {
+    const ok = v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
+    if (!ok) throw new Error(`checkpoint: ${where} must be a finite number >= 0 (got ${typeof v === 'number' ? v : typeof v})`);
+    return v === undefined ? this.c.klBeta : (v as number);
   }
+}
+
+/** extra.klCoefs of a run with one controller per trained model (arena's sides, minmax's players). */
+export const klCoefsState = (coefs: Record<string, KlCoef>): Record<string, number> => Object.fromEntries(Object.entries(coefs).map(([k, c]) => [k, c.value]));
+
+/** Checks every saved extra.klCoefs value first and returns what assigns them (after the rest of the checkpoint restored). */
+export function parseKlCoefs(coefs: Record<string, KlCoef>, saved: unknown): () => void {
+  const s = (saved ?? {}) as Record<string, unknown>;
+  const values = Object.entries(coefs).map(([k, c]) => [c, c.parse(s[k], `extra.klCoefs.${k}`)] as const);
+  return () => values.forEach(([c, v]) => (c.value = v));
 }
 
 /**
@@ -207,6 +217,19 @@ export class ValueCritic {
     this.optimizer.dispose();
     this.head.dispose();
   }
+}
+
+/** extra.critics of a run with one critic per trained model (arena's sides, minmax's players); nothing when none is built. */
+export async function criticsState(critics: Record<string, ValueCritic | null>): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const [k, cr] of Object.entries(critics)) if (cr) out[k] = await cr.state();
+  return Object.keys(out).length ? { critics: out } : {};
+}
+
+/** Restores each built critic from extra.critics (`saved`). */
+export function restoreCritics(critics: Record<string, ValueCritic | null>, saved: unknown): void {
+  const s = (saved ?? {}) as Record<string, unknown>;
+  for (const [k, cr] of Object.entries(critics)) cr?.restore(s[k]);
 }
 
 /** The critic a config asks for (advantage = gae), or null. */

@@ -7,7 +7,8 @@
 //     loss_k       = pg - entropy_coeff agg(H) + kl_coef agg(kl(logp, ref)) + vf_coef value loss
 //     grads       += w_k d(loss_k)                w_k = micro-batch share of the aggregation's
 //                                                 denominator, so the sum equals the full batch
-//   clip the global grad norm; AdamW (skipped when the norm is not finite)
+//   clip the global grad norm; AdamW (skipped when the norm is not finite): on WebGPU the planned
+//   GPU optimiser (plannedOptim.ts) does both in one pass, tfjs's AdamW elsewhere
 //
 // On WebGPU the forward and backward of a micro-batch run as one planned pass by default
 // (src/rl/plannedLearn.ts: the same loss, differentiated with respect to the per-token statistics
@@ -22,6 +23,7 @@ import type { LoraSet } from '../model/lora.ts';
 import { aggLoss, trlLoss } from './aggregate';
 import { klPenalty } from './kl';
 import { clipByGlobalNorm, type AdamW } from './optim';
+import { plannedOptimizerActive, plannedUpdate } from './plannedOptim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
 import { plannedGrads, plannedLearnBlocker } from './plannedLearn';
@@ -205,7 +207,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const totalGenTokens = sum(genMask.data);
 
   // The planned WebGPU pass when switched on and it can run this learner; tfjs otherwise.
-  const planned = plannedLearnBlocker(model, lora, useValue && !!config.valueGradToAdapters) === null;
+  const plannedPass = plannedLearnBlocker(model, lora, useValue && !!config.valueGradToAdapters) === null;
   const wasTraining = lora.training;
   lora.training = true;
   try {
@@ -280,7 +282,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           return loss;
         };
         let grads: tf.NamedTensorMap;
-        const viaPlan = planned ? await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId, valueHead: useValue ? valueHead : undefined }, lossOf) : null;
+        const viaPlan = plannedPass ? await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId, valueHead: useValue ? valueHead : undefined }, lossOf) : null;
         if (viaPlan) grads = viaPlan.grads;
         else {
           const out = tf.variableGrads(() => lossOf(policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue })), varList);
@@ -305,24 +307,35 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   }
 
   const grads = acc!;
-  const clipped = clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
-  const norm = (await clipped.norm.data())[0];
   const names = Object.keys(sums);
+  const vo = learner.valueOptimizer;
+  // The planned GPU optimiser takes the update on WebGPU unless the critic has its own optimiser.
+  const planned = plannedOptimizerActive() && !(vo && useValue);
+  const clipped = planned ? null : clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
+  let norm = clipped ? (await clipped.norm.data())[0] : NaN;
   const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
   const values = stacked ? await stacked.data() : new Float32Array(0);
   // A non-finite loss or gradient norm: no update (veRL skips it too); grad/skipped says so.
   const total = values[names.indexOf('loss/total')];
-  const skipped = !Number.isFinite(norm) || (total !== undefined && !Number.isFinite(total));
-  if (!skipped) {
-    const vo = learner.valueOptimizer;
-    if (vo && useValue) {
-      const isHead = new Set(valueHead!.variables().map((v) => v.name));
-      const pick = (keep: boolean) => Object.fromEntries(Object.entries(clipped.grads).filter(([n]) => isHead.has(n) === keep));
-      optimizer.applyGradients(vars, pick(false), stepLr);
-      vo.applyGradients(vars, pick(true));
-    } else optimizer.applyGradients(vars, clipped.grads, stepLr);
+  const lossBad = total !== undefined && !Number.isFinite(total);
+  let skipped: boolean;
+  if (planned) {
+    const r = await plannedUpdate(optimizer, vars, grads, stepLr, config.maxGradNorm ?? 1, lossBad);
+    norm = r.norm;
+    skipped = r.skipped;
+  } else {
+    skipped = !Number.isFinite(norm) || lossBad;
+    if (!skipped) {
+      const cg = clipped!.grads;
+      if (vo && useValue) {
+        const isHead = new Set(valueHead!.variables().map((v) => v.name));
+        const pick = (keep: boolean) => Object.fromEntries(Object.entries(cg).filter(([n]) => isHead.has(n) === keep));
+        optimizer.applyGradients(vars, pick(false), stepLr);
+        vo.applyGradients(vars, pick(true));
+      } else optimizer.applyGradients(vars, cg, stepLr);
+    }
   }
-  tf.dispose([...Object.values(grads), ...Object.values(clipped.grads), clipped.norm, ...Object.values(sums)]);
+  tf.dispose([...Object.values(grads), ...(clipped ? [...Object.values(clipped.grads), clipped.norm] : []), ...Object.values(sums)]);
   stacked?.dispose();
   const metrics: LearnMetrics = {};
   names.forEach((n, i) => (metrics[n] = values[i]));
