@@ -7,7 +7,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
-import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
+import { emptyTensor, flushTfjs } from '../engine/plan/tfjsInterop.ts';
 import { gpuScoped, learnShapeBlocker, plannedLearnForward, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';
@@ -125,12 +125,18 @@ export async function plannedGrads(
   if (back.error) throw new Error(`planned learning step: the GPU rejected the backward pass (${back.error})`);
   const vars = slotAdapters(model, fwd.plan).flatMap((a) => [a.A, a.B]);
   const grads: tf.NamedTensorMap = { ...lg.varGrads };
-  tf.tidy(() => {
-    const flat = tf.tensor({ buffer: fwd.plan.grads }, [fwd.plan.paramCount], 'float32');
-    const parts = tf.split(flat, vars.map((v) => v.size));
-    vars.forEach((v, i) => (grads[v.name] = tf.keep(parts[i].reshape(v.shape))));
-  });
-  flushTfjs(); // the copy out of the gradient buffer is submitted before a next backward overwrites it
+  // Each variable's gradient copied out of the flat buffer into a fresh pooled tensor: copies in
+  // one encoder, no dispatch; submitted before a next backward overwrites the buffer.
+  const enc = fwd.plan.device.createCommandEncoder({ label: 'learn grads to tfjs' });
+  let at = 0;
+  for (const v of vars) {
+    const t = emptyTensor(v.shape);
+    enc.copyBufferToBuffer(fwd.plan.grads, at * 4, t.buffer, 0, v.size * 4);
+    grads[v.name] = t.tensor;
+    at += v.size;
+  }
+  flushTfjs();
+  fwd.plan.device.queue.submit([enc.finish()]);
   return { loss: lg.loss, grads };
 }
 
