@@ -1,6 +1,6 @@
 // The kernel and whole-model benchmarks in Node on a GPU, through Dawn (the `webgpu` npm package)
 // instead of Chromium: the figures for machines with a GPU and no browser. Run by
-// `npm run bench:gpu [-- --quick] [-- --kernels | --models | --decode | --profile-step] [-- --no-smol]
+// `npm run bench:gpu [-- --quick] [-- --kernels | --models | --decode | --profile-step | --learn] [-- --no-smol]
 // [-- --swiftshader]`, which bundles this
 // file (src/cli/build-gpu-bench.ts) so tfjs and the WGSL sources travel as one script. Needs a
 // Vulkan driver; `--swiftshader` uses Chromium's CPU one. SPARRING_WEBGPU_MODULE names a carried
@@ -17,6 +17,7 @@ import { int4Quantizer, int8Quantizer } from '../model/quant';
 import { folderSource } from './fs-source';
 import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from '../rl/stepProfile';
 import { setOptimizerPath } from '../rl/plannedOptim';
+import { benchLearnPaths } from '../rl/learnBench';
 import { kernelTable } from './kernelTable';
 import { startDawn } from './node/dawn';
 import { formatTable } from './table';
@@ -27,6 +28,7 @@ const kernelsOnly = args.includes('--kernels');
 const modelsOnly = args.includes('--models');
 const decodeOnly = args.includes('--decode');
 const profileOnly = args.includes('--profile-step');
+const learnOnly = args.includes('--learn');
 const reps = quick ? 3 : 9;
 
 const THROUGHPUT_HEADER = ['model', 'kernels', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)'];
@@ -34,8 +36,32 @@ const row = (name: string, kernels: string, r: ThroughputResult) => [name, kerne
 
 const adapter = await startDawn({ swiftshader: args.includes('--swiftshader'), module: process.env.SPARRING_WEBGPU_MODULE });
 console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
+if (learnOnly) {
+  // The learning step, planned vs tfjs in the same run (issue 21): the sandbox defender in f32 and
+  // int4, and the SmolLM2-135M shape unless --no-smol; 2 prompts x G 8 x (16 + 8) tokens, LoRA r 16.
+  const c: StepProfileCase = { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 };
+  const cases: [string, string, () => Promise<import('../model/llama').LlamaModel>][] = [
+    ['sandbox defender', 'f32', () => loadModel(folderSource('public/models/defender'))],
+    ['sandbox defender', 'int4', () => loadModel(folderSource('public/models/defender'), { quantize: int4Quantizer(32) })],
+  ];
+  if (!args.includes('--no-smol')) cases.push(['SmolLM2-135M shape', 'f32', () => syntheticModel(SMOLLM2_135M_CONFIG)]);
+  const rows: (string | number)[][] = [];
+  for (const [name, fmt, load] of cases) {
+    const model = await load();
+    const r = await benchLearnPaths(model, c, quick ? 1 : 3);
+    disposeLlama(model);
+    for (const x of r) {
+      rows.push([name, fmt, x.path, x.ms, (x.tokens / x.ms) * 1000, x.dispatches, x.submits, x.buffersCreated, x.readbacks, x.hostMs]);
+      console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
+    }
+    rows.push([name, fmt, 'tfjs / planned', r[1].ms / r[0].ms, '', '', '', '', '', '']);
+  }
+  console.log(`\n== Node + Dawn: one learnStep (PPO clip, token-mean), ${c.prompts} prompts x G ${c.groupSize} x (${c.promptLen} + ${c.newTokens}) tokens, LoRA r ${c.rank} on every projection; medians after a warm-up step\n`);
+  console.log(formatTable(['model', 'weights', 'path', 'learn ms', 'response tok/s', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms'], rows));
+  process.exit(0);
+}
 if (profileOnly) {
-  // Where one GRPO step's time goes (rollout planned, learn on tfjs, the update on either optimiser): phases, WebGPU
+  // Where one GRPO step's time goes (rollout and learn planned, the update on either optimiser): phases, WebGPU
   // work and tfjs's kernels. The sandbox defender, and the SmolLM2-135M shape unless --no-smol.
   const models: [string, () => Promise<import('../model/llama').LlamaModel>, StepProfileCase][] = [
     ['sandbox defender', () => loadModel(folderSource('public/models/defender')), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }],

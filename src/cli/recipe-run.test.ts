@@ -29,6 +29,14 @@ describe('lab --recipe', () => {
     expect(a).toMatchObject({ recipe: 'redteam', steps: 3, seed: 7, sets: { groupSize: '4', lr: '0.01' }, model: 'x', earlyStop: false });
   });
 
+  it('--learn-path picks the learning step\'s path on webgpu and is refused elsewhere or misspelt', async () => {
+    expect(parseRecipeArgs(['--recipe', 'redteam', '--backend', 'webgpu', '--learn-path', 'planned'])).toMatchObject({ backend: 'webgpu', learnPath: 'planned' });
+    expect(() => parseRecipeArgs(['--recipe', 'redteam', '--learn-path', 'fast'])).toThrow(/--learn-path must be planned or tfjs/);
+    const r = await run('--recipe', 'redteam', '--steps', '1', '--learn-path', 'planned');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--learn-path needs --backend webgpu/);
+  });
+
   it('bad recipe names, fields, values and flags fail before loading anything, with exit code 2', async () => {
     const bad = await run('--recipe', 'redtem', '--steps', '1');
     expect(bad.code).toBe(2);

@@ -5,6 +5,7 @@
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
+import { setLearnPath, type LearnPath } from '../rl/plannedLearn.ts';
 import { NonFiniteError } from '../recipes/common.ts';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -39,6 +40,8 @@ export interface RecipeCliArgs {
   /** webgpu: Node + Dawn (rollouts on the planned decode path); --swiftshader for a CPU adapter. */
   backend: 'wasm' | 'cpu' | 'webgpu';
   swiftshader?: boolean;
+  /** webgpu: the learning step's path (src/rl/plannedLearn.ts); default planned. */
+  learnPath?: LearnPath;
   /** Metric names in the JSONL log: the lab's, veRL's or TRL's (aliases.ts METRIC_ALIASES). */
   metricNames: 'lab' | Framework;
   earlyStop: boolean;
@@ -46,7 +49,7 @@ export interface RecipeCliArgs {
   list: boolean;
 }
 
-const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint', 'metric-names'] as const;
+const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint', 'metric-names', 'learn-path'] as const;
 const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader'] as const;
 
 export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
@@ -93,6 +96,10 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
       case 'backend':
         if (value !== 'wasm' && value !== 'cpu' && value !== 'webgpu') throw new RecipeUsageError(`--backend must be wasm, cpu or webgpu, got ${JSON.stringify(value)}`);
         a.backend = value;
+        break;
+      case 'learn-path':
+        if (value !== 'planned' && value !== 'tfjs') throw new RecipeUsageError(`--learn-path must be planned or tfjs, got ${JSON.stringify(value)}`);
+        a.learnPath = value;
         break;
       case 'metric-names':
         if (value !== 'lab' && value !== 'verl' && value !== 'trl') throw new RecipeUsageError(`--metric-names must be lab, verl or trl, got ${JSON.stringify(value)}`);
@@ -148,7 +155,7 @@ export function recipeHelp(name?: string): string {
   if (!name) {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
-      '       [--models DIR] [--backend wasm|cpu|webgpu [--swiftshader]] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
+      '       [--models DIR] [--backend wasm|cpu|webgpu [--swiftshader] [--learn-path planned|tfjs]] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
       '       --recipe NAME --help: its fields',
       '',
       'recipes:',
@@ -177,7 +184,9 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     }
     const v = validateRecipeConfig(recipe, recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
+    if (a.learnPath && a.backend !== 'webgpu') throw new RecipeUsageError('--learn-path needs --backend webgpu');
     const backend = opts.env?.backend ?? (a.backend === 'webgpu' ? await useDawn(a.swiftshader === true) : await useTrainingBackend(a.backend));
+    if (a.learnPath) setLearnPath(a.learnPath);
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
     if (a.out) {
       mkdirSync(dirname(a.out), { recursive: true });

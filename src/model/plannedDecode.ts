@@ -92,7 +92,7 @@ export function unplannableReason(model: LlamaModel): string | null {
   return null;
 }
 
-function loraOf(model: LlamaModel): { shapes: DecodeModelRef['lora']; refs: Partial<Record<ProjKey, LoraRef>>[]; on: boolean } {
+export function loraOf(model: LlamaModel): { shapes: DecodeModelRef['lora']; refs: Partial<Record<ProjKey, LoraRef>>[]; on: boolean } {
   let on = true;
   const shapes: DecodeModelRef['lora'] = [];
   const refs: Partial<Record<ProjKey, LoraRef>>[] = [];
@@ -113,7 +113,7 @@ function loraOf(model: LlamaModel): { shapes: DecodeModelRef['lora']; refs: Part
   return { shapes, refs, on };
 }
 
-function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): DecodeModelRef {
+export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): DecodeModelRef {
   const c = model.config;
   const vec = (t: tf.Tensor1D | null) => (t ? { buffer: tensorBuffer(t), length: t.shape[0] } : undefined);
   const single = (w: FrozenWeight) => frozenRefs(w)[0];

@@ -15,6 +15,7 @@ import { computeAdvantages, type AdvantageConfig } from './advantages';
 import { applyKlPenalty, klPenaltyValue, updateKlController, type KlController } from './kl';
 import { placeOutcomeRewards } from './placement';
 import { policyAndReferenceStats, policyStats, referenceStats } from './policy';
+import { plannedRolloutStats } from './plannedLearn';
 import { mean, std } from './stats';
 import { learnStep, type Learner, type TrainerConfig } from './trainer';
 import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from './types';
@@ -157,7 +158,12 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   let refLogp: TokenMatrix | undefined;
   let values: TokenMatrix | undefined;
   const statsOpts = { temperature: config.temperature, padTokenId: config.padTokenId };
-  if (needRef && gae) {
+  // On WebGPU the plan the learning step replays next gives them (reference pass, hidden rows).
+  const planned = needRef || gae ? await plannedRolloutStats(model, lora, batch, statsOpts, { reference: needRef, valueHead: gae ? learner.valueHead : undefined }) : null;
+  if (planned) {
+    refLogp = planned.refLogp;
+    values = planned.values;
+  } else if (needRef && gae) {
     // Both of the same batch: one fused stats pass gives the policy's hidden state (for the
     // values) and the reference log-probs.
     const s = policyAndReferenceStats(model, lora, batch, { ...statsOpts, withHidden: true });

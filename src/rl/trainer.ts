@@ -10,6 +10,10 @@
 //   clip the global grad norm; AdamW (skipped when the norm is not finite): on WebGPU the planned
 //   GPU optimiser (plannedOptim.ts) does both in one pass, tfjs's AdamW elsewhere
 //
+// On WebGPU the forward and backward of a micro-batch run as one planned pass by default
+// (src/rl/plannedLearn.ts: the same loss, differentiated with respect to the per-token statistics
+// the plan returns); tfjs op by op is the fallback and the reference.
+//
 // Inputs that are constants of the loss (old / ref log-probs, advantages, values, returns) are CPU
 // TokenMatrix values, uploaded per micro-batch. Metrics come back as plain numbers in one
 // readback at the end.
@@ -22,6 +26,7 @@ import { clipByGlobalNorm, type AdamW } from './optim';
 import { plannedOptimizerActive, plannedUpdate } from './plannedOptim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
+import { plannedGrads, plannedLearnBlocker } from './plannedLearn';
 import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
 
 /** One scored batch of rollouts, all [B, T] aligned with `responses`. */
@@ -201,6 +206,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const totalLossTokens = sum(lossMask.data);
   const totalGenTokens = sum(genMask.data);
 
+  // The planned WebGPU pass when switched on and it can run this learner; tfjs otherwise.
+  const plannedPass = plannedLearnBlocker(model, lora, useValue && !!config.valueGradToAdapters) === null;
   const wasTraining = lora.training;
   lora.training = true;
   try {
@@ -227,8 +234,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
         ret: useValue ? upload(sliceRows(batch.returns!, rows)) : null,
       };
       try {
-        const { value, grads } = tf.variableGrads(() => {
-          const s = policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue });
+        // The loss of this micro-batch from its per-token statistics (both paths differentiate it).
+        const lossOf = (s: { logp: tf.Tensor2D; entropy: tf.Tensor2D; hidden?: tf.Tensor3D }): tf.Scalar => {
           const pl = computePolicyLoss(
             lossName,
             { logp: s.logp, oldLogp: consts.old, advantages: consts.adv, mask: consts.lm },
@@ -273,8 +280,15 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           }
           addMetric('loss/total', loss);
           return loss;
-        }, varList);
-        value.dispose();
+        };
+        let grads: tf.NamedTensorMap;
+        const viaPlan = plannedPass ? await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId, valueHead: useValue ? valueHead : undefined }, lossOf) : null;
+        if (viaPlan) grads = viaPlan.grads;
+        else {
+          const out = tf.variableGrads(() => lossOf(policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue })), varList);
+          out.value.dispose();
+          grads = out.grads;
+        }
         if (!acc) acc = grads;
         else {
           const prev: tf.NamedTensorMap = acc;

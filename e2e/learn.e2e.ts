@@ -1,0 +1,451 @@
+// The planned learning step (src/engine/plan/learnPlan.ts, src/model/plannedLearn.ts) in Node +
+// Dawn on SwiftShader's Vulkan driver: per-token statistics and LoRA gradients against tfjs
+// autodiff of the same loss on the same batch (src/rl's formulas through tf.variableGrads over the
+// op-by-op path), against finite differences, on f32 / int8 / int4 bases, LoRA subsets and a
+// left-padded GQA batch; no GPU buffer made after warm-up; no uncaptured WebGPU error.
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { startDawn } from '../src/cli/node/dawn';
+import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { parseModelConfig } from '../src/model/config';
+import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions } from '../src/model/llama';
+import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
+import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
+import { learnPlanBytes } from '../src/engine/plan/learnPlan';
+import { int4Quantizer, int8Quantizer } from '../src/model/quant';
+import { parseSafetensors } from '../src/model/safetensors';
+import { syntheticModel } from '../src/model/synthetic';
+import { mulberry32 } from '../src/model/random';
+import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
+import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
+import { klPenalty } from '../src/rl/kl';
+import { lossGradsAt, plannedGrads, plannedMicroBatches, plannedReferenceLogp, plannedRolloutStats, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/trainer';
+import { AdamW } from '../src/rl/optim';
+import { fromRows } from '../src/rl/types';
+import { rlStep, type RlLoopConfig } from '../src/rl/loop';
+
+const gpuErrors: string[] = [];
+beforeAll(async () => {
+  await startDawn({ swiftshader: true });
+  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+});
+afterAll(() => {
+  setLearnPath('planned');
+  expect(gpuErrors).toEqual([]);
+});
+
+/** The planned forward, which must not be refused here. */
+async function plannedForward(...a: Parameters<typeof plannedLearnForward>) {
+  const f = await plannedLearnForward(...a);
+  if (!f) throw new Error('the planned forward was refused');
+  return f;
+}
+
+function fixture(name: string, opts: LoadOptions = {}): LlamaModel {
+  const dir = resolve('..', 'shared', 'fixtures', name);
+  return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
+}
+
+/** Adapters with B drawn too (a fresh B = 0 would leave dA = 0 and hide a wrong dA). */
+function adapters(model: LlamaModel, cfg: Partial<LoraConfig> = {}): LoraSet {
+  const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3, ...cfg });
+  const rand = mulberry32(11);
+  for (const a of set.adapters) {
+    const b = Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2);
+    a.B.assign(tf.tensor2d(b, a.B.shape as [number, number]));
+  }
+  return set;
+}
+
+// Three rows: prompts of 3, 5 and 2 tokens (left padding), 4 response tokens, row 1 stopped after 2.
+const BATCH: ResponseBatch = {
+  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
+  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
+  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
+};
+const B = 3;
+const T = 4;
+const TEMP = 0.7;
+const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
+const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
+
+/** GRPO's default: PPO clip, token-mean; with an entropy bonus and a k3 KL term to the reference. */
+function grpoLoss(s: StatTensors, refLogp: tf.Tensor2D, withTerms: boolean): tf.Scalar {
+  const mask = tf.tensor2d(BATCH.mask);
+  const pg = ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask }).loss;
+  if (!withTerms) return pg;
+  return actorLoss({ pgLoss: pg, mask, entropy: s.entropy, entropyCoeff: 0.01, kl: klPenalty(s.logp, refLogp, 'k3'), klCoef: 0.05 });
+}
+
+interface Compared {
+  stats: number;
+  loss: [number, number];
+  /** Per variable: max |planned - tfjs| / max |tfjs|. */
+  rel: number[];
+  gradNorm: number;
+}
+
+/** Statistics, loss and every LoRA gradient of the planned path against tfjs autodiff. */
+async function compare(model: LlamaModel, set: LoraSet, withTerms = true): Promise<Compared> {
+  const ref = policyAndReferenceStats(model, set, BATCH, { temperature: TEMP });
+  const refLogp = ref.refLogp;
+  const want = { logp: await ref.logp.data(), entropy: await ref.entropy.data(), refLogp: await refLogp.data() };
+  const vars = set.variables();
+  const { value, grads } = tf.variableGrads(() => grpoLoss(policyStats(model, BATCH, { temperature: TEMP }), refLogp, withTerms), vars);
+  const tfLoss = (await value.data())[0];
+
+  const packed = packSequences(BATCH);
+  const got = await plannedForward(model, set, packed, TEMP, true);
+  let stats = 0;
+  for (let i = 0; i < B * T; i++) {
+    stats = Math.max(stats, Math.abs(got.logp[i] - want.logp[i]), Math.abs(got.entropy[i] - want.entropy[i]), Math.abs(got.refLogp![i] - want.refLogp[i]));
+  }
+  const lg = await lossGradsAt(got.logp, got.entropy, B, T, (s) => grpoLoss(s, refLogp, withTerms));
+  got.plan.backward(lg.dlogp, lg.dentropy);
+  const flat = await got.plan.readGrads();
+  const rel: number[] = [];
+  let sq = 0;
+  let at = 0;
+  for (const v of vars) {
+    const g = (await grads[v.name].data()) as Float32Array;
+    let num = 0;
+    let den = 0;
+    for (let i = 0; i < g.length; i++) {
+      num = Math.max(num, Math.abs(flat[at + i] - g[i]));
+      den = Math.max(den, Math.abs(g[i]));
+      sq += flat[at + i] ** 2;
+    }
+    rel.push(num / den);
+    at += g.length;
+  }
+  expect(at).toBe(got.plan.paramCount);
+  tf.dispose([ref.logp, ref.entropy, refLogp, value, ...Object.values(grads)]);
+  return { stats, loss: [lg.loss, tfLoss], rel, gradNorm: Math.sqrt(sq) };
+}
+
+describe('planned LoRA learning step on Dawn (SwiftShader): against tfjs autodiff', () => {
+  it('f32 base, LoRA on all projections, GRPO loss with entropy bonus and KL: statistics, loss and gradients', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model);
+      const c = await compare(model, set);
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.abs(c.loss[0] - c.loss[1])).toBeLessThan(1e-5 * Math.max(1, Math.abs(c.loss[1])));
+      // rlStep's reference log-probs from the plan's reference pass alone (adapters off)
+      const ref = referenceStats(model, set, BATCH, { temperature: TEMP });
+      const want = await ref.logp.data();
+      tf.dispose([ref.logp, ref.entropy]);
+      const got = (await plannedReferenceLogp(model, set, BATCH, { temperature: TEMP }))!;
+      expect(got.rows * got.cols).toBe(B * T);
+      let worst = 0;
+      for (let i = 0; i < B * T; i++) worst = Math.max(worst, Math.abs(got.data[i] - want[i]));
+      expect(worst).toBeLessThan(1e-4);
+      expect(c.gradNorm).toBeGreaterThan(1e-3);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+});
+
+describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and LoRA subsets', () => {
+  for (const [name, quantize] of [
+    ['int8 (groups of 16)', int8Quantizer({ groupSize: 16 })],
+    ['int8 (one scale per output channel)', int8Quantizer()],
+    ['int8 (groups of 2: the per-element decode loop)', int8Quantizer({ groupSize: 2 })],
+    ['int4 (groups of 16)', int4Quantizer(16)],
+    ['int4 (groups of 32, the default)', int4Quantizer(32)],
+  ] as const) {
+    it(`${name} base: dx through the packed words, gradients within 1e-4 of tfjs`, async () => {
+      const model = fixture('tiny-llama-f32', { quantize });
+      try {
+        const c = await compare(model, adapters(model));
+        expect(c.stats).toBeLessThan(1e-4);
+        expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+      } finally {
+        disposeLlama(model);
+      }
+    });
+  }
+
+  it('a Qwen2-style model (q/k/v biases, an untied LM head) with LoRA on every projection', async () => {
+    const config = {
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    };
+    const model = await syntheticModel(config, 3);
+    try {
+      // The synthetic biases are zero: draw them, so a path that ignored them would differ.
+      const rand = mulberry32(9);
+      for (const l of model.layers) {
+        for (const p of ['q', 'k', 'v'] as const) {
+          const old = l[p].bias!;
+          l[p].bias = tf.tensor1d(Float32Array.from({ length: old.shape[0] }, () => rand() * 2 - 1));
+          old.dispose();
+        }
+      }
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('LoRA on q and v of layer 1 only, rank 2 (pg loss only)', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model, { r: 2, alpha: 4, targets: ['q', 'v'], layers: [1] });
+      const c = await compare(model, set, false);
+      expect(c.rel.length).toBe(4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+});
+
+describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, buffers, learnStep', () => {
+  it('the planned gradient agrees with central differences of the planned loss on the largest coordinates', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model);
+      const packed = packSequences(BATCH);
+      const refLogp = tf.tensor2d(OLD); // any constant reference: the KL term only needs to be fixed
+      const lossAt = async () => {
+        const f = await plannedForward(model, set, packed, TEMP, false);
+        return { f, lg: await lossGradsAt(f.logp, f.entropy, B, T, (s) => grpoLoss(s, refLogp, true)) };
+      };
+      const { f, lg } = await lossAt();
+      f.plan.backward(lg.dlogp, lg.dentropy);
+      const grads = await f.plan.readGrads();
+      // The three largest gradient coordinates of the first adapter's A and the last adapter's B.
+      const picks: { v: tf.Variable; i: number; g: number }[] = [];
+      for (const [slot, which] of [[f.plan.slots[0], 'A'], [f.plan.slots[f.plan.slots.length - 1], 'B']] as const) {
+        const off = which === 'A' ? slot.aOff : slot.bOff;
+        const n = which === 'A' ? slot.r * slot.inF : slot.outF * slot.r;
+        const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => Math.abs(grads[off + b]) - Math.abs(grads[off + a]));
+        const a = set.adapters[f.plan.slots.indexOf(slot)];
+        for (const i of order.slice(0, 3)) picks.push({ v: which === 'A' ? a.A : a.B, i, g: grads[off + i] });
+      }
+      // Small enough not to step over the loss's kinks (the clip, the k3 clamp at 10) on this batch.
+      const eps = 5e-4;
+      for (const p of picks) {
+        const base = (await p.v.data()) as Float32Array;
+        const at = async (d: number) => {
+          const x = base.slice();
+          x[p.i] += d;
+          p.v.assign(tf.tensor(x, p.v.shape));
+          return (await lossAt()).lg.loss;
+        };
+        const fd = ((await at(eps)) - (await at(-eps))) / (2 * eps);
+        p.v.assign(tf.tensor(base, p.v.shape));
+        expect(Math.abs(p.g)).toBeGreaterThan(1e-3);
+        expect(Math.abs(fd - p.g)).toBeLessThan(5e-3 * Math.abs(p.g));
+      }
+      refLogp.dispose();
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('no GPU buffer is created by the planned pass after warm-up', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model);
+      const loss = (s: StatTensors) => grpoLoss(s, tf.tensor2d(OLD), true);
+      const run = async () => tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss))!.grads));
+      await run();
+      await run();
+      const device = webgpuDevice();
+      const create = device.createBuffer.bind(device);
+      const made: string[] = [];
+      device.createBuffer = (d: GPUBufferDescriptor) => {
+        made.push(d.label ?? `${d.size} bytes`);
+        return create(d);
+      };
+      try {
+        await run();
+      } finally {
+        device.createBuffer = create;
+      }
+      expect(made.filter((l) => l.startsWith('learn'))).toEqual([]);
+      // The planner's estimate is what the plan allocates (within 5 %), and over the budget a
+      // micro-batch is handed back to tfjs.
+      const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
+      const est = learnPlanBytes(f.plan.model, f.plan.opts).total;
+      expect(Math.abs(est - f.plan.plan.bytes) / f.plan.plan.bytes).toBeLessThan(0.05);
+      setLearnMemoryBudget(est / 2);
+      try {
+        expect(learnShapeBlocker(model, B, 5, T)).toMatch(/over the budget/);
+        expect(await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).toBeNull();
+      } finally {
+        setLearnMemoryBudget(2 ** 31);
+      }
+      expect(learnShapeBlocker(model, B, 5, T)).toBeNull();
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  const CONFIGS: [string, TrainerConfig, number][] = [
+    ['GRPO clip, token-mean, k3 KL loss and entropy bonus, micro-batches of 2', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2, temperature: TEMP }, 2],
+    ['importance sampling, token-sum', { policyLoss: 'importance_sampling', temperature: TEMP }, 1],
+    ['clip-higher, seq-mean-token-mean, k1 KL loss', { clipRatioHigh: 0.28, lossAggMode: 'seq-mean-token-mean', kl: { estimator: 'k1', coef: 0.1 }, temperature: TEMP }, 1],
+    ['TRL dr_grpo loss type with an entropy bonus', { trlLossType: 'dr_grpo', entropyCoeff: 0.02, temperature: TEMP }, 1],
+  ];
+  for (const [name, config, microBatches] of CONFIGS) {
+    it(`learnStep on the planned path, ${name}: the same metrics and update as on tfjs`, async () => {
+      const batch: LearnBatch = {
+        ...BATCH,
+        oldLogp: fromRows(OLD),
+        advantages: fromRows(ADV),
+        refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))),
+      };
+      const results: { metrics: Record<string, number>; params: Float32Array[] }[] = [];
+      for (const path of ['tfjs', 'planned'] as const) {
+        const model = fixture('tiny-llama-f32');
+        try {
+          const set = adapters(model);
+          setLearnPath(path);
+          const n0 = plannedMicroBatches();
+          const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
+          expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? microBatches : 0);
+          results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
+        } finally {
+          setLearnPath('planned');
+          disposeLlama(model);
+        }
+      }
+      const [want, got] = results;
+      expect(Object.keys(got.metrics).sort()).toEqual(Object.keys(want.metrics).sort());
+      for (const k of Object.keys(want.metrics)) {
+        expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+      }
+      expect(want.metrics['grad/norm']).toBeGreaterThan(1e-3);
+      let worst = 0;
+      let moved = 0;
+      const before = adaptersBefore();
+      got.params.forEach((p, i) => {
+        for (let j = 0; j < p.length; j++) {
+          worst = Math.max(worst, Math.abs(p[j] - want.params[i][j]));
+          moved = Math.max(moved, Math.abs(p[j] - before[i][j]));
+        }
+      });
+      expect(moved).toBeGreaterThan(5e-4); // the step did move the adapters (lr 1e-3)
+      expect(worst).toBeLessThan(2e-6);
+    });
+  }
+});
+
+describe('planned LoRA learning step on Dawn (SwiftShader): PPO with a value head', () => {
+  it("rlStep's critic values and reference log-probs from the plan equal the tfjs statistics", async () => {
+    const model = fixture('tiny-llama-f32');
+    const head = new ValueHead(model.config.hiddenSize);
+    try {
+      const set = adapters(model);
+      const rand = mulberry32(5);
+      head.w.assign(tf.tensor2d(Float32Array.from({ length: model.config.hiddenSize }, () => rand() * 2 - 1), [model.config.hiddenSize, 1]));
+      const s = policyAndReferenceStats(model, set, BATCH, { temperature: TEMP, withHidden: true });
+      const v = head.forward(s.hidden!);
+      const [wantV, wantRef] = [await v.data(), await s.refLogp.data()];
+      tf.dispose([s.logp, s.entropy, s.refLogp, s.hidden!, v]);
+      const got = (await plannedRolloutStats(model, set, BATCH, { temperature: TEMP }, { reference: true, valueHead: head }))!;
+      let worst = 0;
+      for (let i = 0; i < B * T; i++) worst = Math.max(worst, Math.abs(got.values!.data[i] - wantV[i]), Math.abs(got.refLogp!.data[i] - wantRef[i]));
+      expect(Math.max(...Array.from(wantV).map(Math.abs))).toBeGreaterThan(0.1);
+      expect(worst).toBeLessThan(1e-4);
+    } finally {
+      head.dispose();
+      disposeLlama(model);
+    }
+  });
+
+  it('learnStep with a value head (hidden state as a constant): the same losses and update of adapters and head as on tfjs', async () => {
+    const batch: LearnBatch = {
+      ...BATCH,
+      oldLogp: fromRows(OLD),
+      advantages: fromRows(ADV),
+      values: fromRows([[0.1, 0.2, 0.3, 0.1], [0.0, -0.2, 0, 0], [0.4, 0.1, 0.2, 0.3]]),
+      returns: fromRows([[0.9, 0.7, 0.5, 0.4], [-0.8, -0.6, 0, 0], [0.2, 0.6, 0.3, 0.1]]),
+    };
+    const results: { metrics: Record<string, number>; params: Float32Array[] }[] = [];
+    for (const path of ['tfjs', 'planned'] as const) {
+      const model = fixture('tiny-llama-f32');
+      const head = new ValueHead(model.config.hiddenSize);
+      try {
+        const set = adapters(model);
+        setLearnPath(path);
+        const n0 = plannedMicroBatches();
+        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }), valueHead: head }, batch, { temperature: TEMP, vfCoef: 0.5 });
+        expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
+        results.push({ metrics, params: await Promise.all([...set.variables(), ...head.variables()].map(async (v) => (await v.data()) as Float32Array)) });
+      } finally {
+        setLearnPath('planned');
+        head.dispose();
+        disposeLlama(model);
+      }
+    }
+    const [want, got] = results;
+    for (const k of ['loss/total', 'loss/policy', 'loss/value', 'value/mean', 'value/clipfrac', 'grad/norm']) {
+      expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+    }
+    expect(want.metrics['loss/value']).toBeGreaterThan(0.01);
+    let worst = 0;
+    got.params.forEach((p, i) => p.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want.params[i][j])))));
+    // The head's weights moved (w starts at 0: AdamW's first step is about lr per coordinate).
+    expect(Math.max(...Array.from(got.params[got.params.length - 2]).map(Math.abs))).toBeGreaterThan(5e-4);
+    // eps 1e-4: AdamW's first step lr g / (|g| + eps) is then smooth in g where |g| is tiny (with
+    // 1e-8 float error there flips whole steps); a wrong gradient moves it by up to 2 lr.
+    expect(worst).toBeLessThan(2e-6);
+  });
+});
+
+/** The adapters' factors as `adapters()` draws them, before any step. */
+function adaptersBefore(): Float32Array[] {
+  const model = fixture('tiny-llama-f32');
+  try {
+    const set = adapters(model);
+    return set.variables().map((v) => v.dataSync() as Float32Array);
+  } finally {
+    disposeLlama(model);
+  }
+}
+
+describe('planned LoRA learning step on Dawn (SwiftShader): runs learn', () => {
+  // loop.test.ts's setups: reward 1 when the first sampled token is 23; 4 prompts x G 8, 2 new tokens.
+  const RUNS: [string, RlLoopConfig, boolean][] = [
+    ['GRPO (k3 KL loss)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } } }, false],
+    ['PPO + GAE (value head)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'gae', trainer: { policyLoss: 'ppo', vfCoef: 0.5 } }, true],
+  ];
+  for (const [name, config, withHead] of RUNS) {
+    it(`${name} on the tiny fixture with the planned learning step raises the mean reward above 0.9 (src/rl/loop.test.ts's task)`, async () => {
+      const TARGET = 23;
+      const PROMPTS = [[1, 14, 5, 29], [1, 22, 58, 55], [1, 22, 29, 56], [1, 35, 37, 42]];
+      const model = fixture('tiny-llama-f32');
+      const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
+      const valueHead = withHead ? new ValueHead(model.config.hiddenSize) : undefined;
+      const optimizer = new AdamW({ lr: 1e-2, weightDecay: 0 });
+      const before = plannedMicroBatches();
+      try {
+        const curve: number[] = [];
+        for (let step = 0; step < 6; step++) {
+          const rep = await rlStep({ learner: { model, lora, optimizer, valueHead }, rewardFn: ({ response }) => (response[0] === TARGET ? 1 : 0) }, PROMPTS, step, config);
+          curve.push(rep.metrics['reward/mean']);
+          if (curve[curve.length - 1] > 0.9) break;
+        }
+        expect(curve[0]).toBeLessThan(0.3);
+        expect(curve[curve.length - 1]).toBeGreaterThan(0.9);
+        expect(plannedMicroBatches() - before).toBe(curve.length); // every update took the planned pass
+      } finally {
+        optimizer.dispose();
+        valueHead?.dispose();
+        disposeLlama(model);
+      }
+    });
+  }
+});

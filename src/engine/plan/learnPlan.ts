@@ -1,0 +1,533 @@
+// The learning planner: from a description of a decoder-only model (the decode planner's
+// DecodeModelRef: dimensions, weight buffers, LoRA shapes; no model names) and a batch shape
+// (rows B, prompt columns P, response columns T), it builds once every buffer, pipeline and bind
+// group of a forward over the whole left-padded sequence and its backward to the LoRA factors,
+// and then replays them. Per learning step: one write of the inputs, the forward pass (and the
+// reference pass with the adapters left out), one readback of B T x (log-prob, entropy, reference
+// log-prob); the caller turns those into d loss / d log-prob and d loss / d entropy (the loss
+// formulas live in src/rl), writes them back, and the backward pass fills one flat f32 gradient
+// buffer.
+//
+// Columns: L = P + T - 1 (the last response token predicts nothing); response token t is predicted
+// by column P - 1 + t. Activations are kept per layer (no recompute yet).
+//
+// LoRA parameter and gradient layout (`params`, `grads`, the same for both, what an optimiser
+// over one flat buffer reads): adapters in model order, layer by layer, projections q k v o gate up
+// down; per adapter A [r, in] then B [out, r], each row-major. LoRA stays factored: x A^T is
+// kept per adapted projection and y += s (x A^T) B^T.
+import { GpuPlan, type BindingValue, type BufferRange } from './plan';
+import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type WeightRef } from './decodePlan';
+import {
+  STATS_COLS,
+  elemWorkgroups,
+  embedRowsKernel,
+  gemmKernel,
+  gemmWorkgroups,
+  headsKernel,
+  packCnt,
+  packEmb,
+  packGemm,
+  packHeads,
+  packRow,
+  packSm,
+  packSt,
+  rmsNormGradKernel,
+  rmsNormKernel,
+  softmaxGradKernel,
+  softmaxKernel,
+  statsGradKernel,
+  statsKernel,
+  swigluGradKernel,
+  swigluKernel,
+  type GemmUniform,
+  type Operand,
+} from './learnKernels';
+
+export interface LearnPlanOptions {
+  /** Rows B. */
+  rows: number;
+  /** Prompt columns P (left-padded). */
+  promptLength: number;
+  /** Response columns T. */
+  responseLength: number;
+  /** Logits are divided by it before the statistics. */
+  temperature: number;
+}
+
+/** One adapter's place in the flat parameter / gradient buffers (float offsets). */
+export interface LoraSlot {
+  layer: number;
+  proj: ProjKey;
+  r: number;
+  scale: number;
+  inF: number;
+  outF: number;
+  aOff: number;
+  bOff: number;
+}
+
+/** Host inputs of one step: ids and mask [B][P + T] (left-padded prompt, then response). */
+export interface LearnInputs {
+  ids: ArrayLike<number>[];
+  attentionMask: ArrayLike<number>[];
+}
+
+/** The dimensions and LoRA shapes of a description (one `lora` entry per layer), no buffers. */
+export type LearnShape = Pick<DecodeModelRef, 'hidden' | 'intermediate' | 'heads' | 'kvHeads' | 'headDim' | 'vocab' | 'lora'>;
+
+/** The flat LoRA layout of a model description (see the file comment). */
+export function loraSlots(m: LearnShape): { slots: LoraSlot[]; count: number } {
+  const dims = projDims(m);
+  const slots: LoraSlot[] = [];
+  let at = 0;
+  m.lora.forEach((layer, li) => {
+    for (const p of PROJ_KEYS) {
+      const s = layer[p];
+      if (!s) continue;
+      const [inF, outF] = dims[p];
+      slots.push({ layer: li, proj: p, r: s.r, scale: s.scale, inF, outF, aOff: at, bOff: at + s.r * inF });
+      at += s.r * inF + outF * s.r;
+    }
+  });
+  return { slots, count: at };
+}
+
+/**
+ * Bytes the plan for this shape would allocate (activations kept for every layer) and its largest
+ * buffer, before building it: what a caller checks against the device's limits and a budget.
+ */
+export function learnPlanBytes(m: LearnShape, opts: LearnPlanOptions): { total: number; largest: number } {
+  const { rows: B, promptLength: P, responseLength: T } = opts;
+  const L = P + T - 1;
+  const N = B * L;
+  const R = B * T;
+  const H = m.hidden;
+  const qF = m.heads * m.headDim;
+  const kvF = m.kvHeads * m.headDim;
+  const I = m.intermediate;
+  const att = B * m.heads * L * L;
+  const { slots, count } = loraSlots(m);
+  const xa = slots.reduce((a, s) => a + N * s.r, 0);
+  const perLayer = 4 * N * H + 2 * N + 2 * N * qF + 2 * N * kvF + att + 3 * N * I;
+  const rmax = Math.max(1, ...slots.map((s) => s.r));
+  const scratch = N * qF * 5 + N * kvF * 6 + N * H * 5 + N * I * 3 + att + 2 * R * m.vocab + N * rmax;
+  const floats = m.lora.length * perLayer + xa + scratch + 2 * count + N * (3 + m.headDim) + 10 * R;
+  // Each dispatch's uniform record takes a 256-byte slot (about 54 dispatches a layer, 6 an adapter).
+  const uniforms = (m.lora.length * 54 + slots.length * 6 + 16) * 256;
+  return { total: floats * F + uniforms, largest: Math.max(R * m.vocab, att, N * I, N * qF) * F };
+}
+
+function projDims(m: LearnShape): Record<ProjKey, [number, number]> {
+  const q = m.heads * m.headDim;
+  const kv = m.kvHeads * m.headDim;
+  return { q: [m.hidden, q], k: [m.hidden, kv], v: [m.hidden, kv], o: [q, m.hidden], gate: [m.hidden, m.intermediate], up: [m.hidden, m.intermediate], down: [m.intermediate, m.hidden] };
+}
+
+interface LayerBufs {
+  xin: GPUBuffer;
+  h1: GPUBuffer;
+  inv1: GPUBuffer;
+  qh: GPUBuffer;
+  kh: GPUBuffer;
+  vh: GPUBuffer;
+  p: GPUBuffer;
+  ao: GPUBuffer;
+  xmid: GPUBuffer;
+  h2: GPUBuffer;
+  inv2: GPUBuffer;
+  g: GPUBuffer;
+  u: GPUBuffer;
+  act: GPUBuffer;
+  xa: Partial<Record<ProjKey, GPUBuffer>>;
+}
+
+const F = 4;
+
+export class LearnPlan {
+  readonly plan: GpuPlan;
+  readonly B: number;
+  readonly P: number;
+  readonly T: number;
+  readonly L: number;
+  /** Tokens in the forward (B L) and response rows (B T). */
+  readonly N: number;
+  readonly R: number;
+  readonly slots: LoraSlot[];
+  /** Floats in `params` and `grads`. */
+  readonly paramCount: number;
+  /** LoRA factors the passes read (copied in by loadParams, or written by an optimiser). */
+  readonly params: GPUBuffer;
+  /** d loss / d params after backward(), same layout as params. */
+  readonly grads: GPUBuffer;
+  private readonly ids: GPUBuffer;
+  private readonly targets: GPUBuffer;
+  private readonly valid: GPUBuffer;
+  private readonly cos: GPUBuffer;
+  private readonly sin: GPUBuffer;
+  private readonly stats: GPUBuffer;
+  private readonly dstats: GPUBuffer;
+  private readonly statsRead: GPUBuffer;
+  private gradsRead: GPUBuffer | null = null;
+  private readonly hn: GPUBuffer;
+  /** The final normed hidden state of the response-predicting rows [B T, H] (forward(.., true)). */
+  readonly hidden: GPUBuffer;
+  private readonly dummy: GPUBuffer;
+  private readonly layers: LayerBufs[] = [];
+
+  constructor(
+    readonly device: GPUDevice,
+    readonly model: DecodeModelRef,
+    readonly opts: LearnPlanOptions,
+  ) {
+    const m = model;
+    const { rows: B, promptLength: P, responseLength: T } = opts;
+    if (!(B > 0 && P > 0 && T > 0)) throw new Error(`learn plan: rows ${B}, prompt ${P}, response ${T} must be positive`);
+    if (m.embed.length === 0 || m.head.length === 0) throw new Error('learn plan: no embedding or head');
+    this.B = B;
+    this.P = P;
+    this.T = T;
+    this.L = P + T - 1;
+    this.N = B * this.L;
+    this.R = B * T;
+    const { slots, count } = loraSlots(m);
+    this.slots = slots;
+    this.paramCount = count;
+    const plan = (this.plan = new GpuPlan(device, 1, 'learn'));
+    const N = this.N;
+    const L = this.L;
+    const H = m.hidden;
+    const D = m.headDim;
+    const half = D / 2;
+    const qF = m.heads * D;
+    const kvF = m.kvHeads * D;
+    const I = m.intermediate;
+    const V = m.vocab;
+    const R = this.R;
+    const buf = (name: string, floats: number) => plan.buffer(name, floats * F);
+    this.params = buf('lora params', count);
+    this.grads = buf('lora grads', count);
+    this.ids = buf('ids', N);
+    this.targets = buf('targets', R);
+    this.valid = buf('valid', N);
+    this.cos = buf('cos', N * half);
+    this.sin = buf('sin', N * half);
+    this.stats = buf('stats', R * STATS_COLS);
+    this.dstats = buf('dstats', R * 2);
+    this.statsRead = plan.buffer('stats readback', R * STATS_COLS * F, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    this.dummy = buf('dummy', 4);
+    const rmax = Math.max(1, ...slots.map((s) => s.r));
+    for (let l = 0; l < m.layers.length; l++) {
+      const xa: LayerBufs['xa'] = {};
+      for (const s of slots) if (s.layer === l) xa[s.proj] = buf(`xa ${l} ${s.proj}`, N * s.r);
+      this.layers.push({
+        xin: buf(`x ${l}`, N * H), h1: buf(`h1 ${l}`, N * H), inv1: buf(`inv1 ${l}`, N),
+        qh: buf(`qh ${l}`, N * qF), kh: buf(`kh ${l}`, N * kvF), vh: buf(`vh ${l}`, N * kvF),
+        p: buf(`p ${l}`, B * m.heads * L * L), ao: buf(`ao ${l}`, N * qF),
+        xmid: buf(`xmid ${l}`, N * H), h2: buf(`h2 ${l}`, N * H), inv2: buf(`inv2 ${l}`, N),
+        g: buf(`g ${l}`, N * I), u: buf(`u ${l}`, N * I), act: buf(`act ${l}`, N * I), xa,
+      });
+    }
+    const xOut = buf('x out', N * H);
+    const invF = buf('inv final', N);
+    const hn = (this.hn = buf('hn', N * H));
+    this.hidden = buf('hidden rows', R * H);
+    const logits = buf('logits', R * V);
+    // forward scratch: token-major projections before RoPE
+    const qt = buf('q tok', N * qF);
+    const kt = buf('k tok', N * kvF);
+    const vt = buf('v tok', N * kvF);
+    // backward scratch
+    const dlogits = buf('dlogits', R * V);
+    const dhn = buf('dhn', N * H);
+    const dres = buf('dres', N * H);
+    const dh = buf('dh', N * H);
+    const dact = buf('dact', N * I);
+    const dg = buf('dg', N * I);
+    const du = buf('du', N * I);
+    const dao = buf('dao', N * qF);
+    const daoh = buf('daoh', N * qF);
+    const dP = buf('dP', B * m.heads * L * L);
+    const dqh = buf('dqh', N * qF);
+    const dkh = buf('dkh', N * kvF);
+    const dvh = buf('dvh', N * kvF);
+    const dq = buf('dq', N * qF);
+    const dk = buf('dk', N * kvF);
+    const dv = buf('dv', N * kvF);
+    const dxa = buf('dxa', N * rmax);
+
+    const nL = m.layers.length;
+    const xs = (l: number) => (l < nL ? this.layers[l].xin : xOut);
+    const G = m.heads / m.kvHeads;
+    const scale = 1 / Math.sqrt(D);
+    const u = (b: ArrayBuffer): BindingValue => ({ uniform: b });
+    const dummy = { buffer: this.dummy };
+
+    /** C = alpha A B (+ ...), B a plain buffer. */
+    const gemm = (phase: string, A: GPUBuffer, Bm: GPUBuffer, C: GPUBuffer, g: GemmUniform, extra: { bias?: GPUBuffer; res?: GPUBuffer } = {}, Z = 1) => {
+      plan.add(phase, gemmKernel('buf'), [u(packGemm(g)), { buffer: A }, { buffer: Bm }, { buffer: C }, extra.bias ? { buffer: extra.bias } : dummy, extra.res ? { buffer: extra.res } : dummy], gemmWorkgroups(g.M, g.N, Z));
+    };
+    /** C = x W^T (transposed) or dy W through a frozen weight [rows, cols]. */
+    const gemmW = (phase: string, A: GPUBuffer, a: Operand, w: WeightRef, transposed: boolean, C: GPUBuffer, g: Omit<GemmUniform, 'a' | 'b'>, extra: { bias?: GPUBuffer; res?: GPUBuffer } = {}, Z = 1) => {
+      const common: BindingValue[] = [{ buffer: A }];
+      const tail: BindingValue[] = [{ buffer: C }, extra.bias ? { buffer: extra.bias } : dummy, extra.res ? { buffer: extra.res } : dummy];
+      if (w.format === 'f32') {
+        const b: Operand = transposed ? { off: 0, s0: 1, s1: w.cols } : { off: 0, s0: w.cols, s1: 1 };
+        plan.add(phase, gemmKernel('buf'), [u(packGemm({ ...g, a, b })), ...common, { buffer: w.buffer }, ...tail], gemmWorkgroups(g.M, g.N, Z));
+      } else {
+        const full: GemmUniform = { ...g, a, b: { off: 0, s0: 0, s1: 0 }, wK: w.cols, wT: transposed };
+        plan.add(phase, gemmKernel(w.format, w.groupSize), [u(packGemm(full)), ...common, { buffer: w.words }, ...tail, { buffer: w.scales }], gemmWorkgroups(g.M, g.N, Z));
+      }
+    };
+    const rowMajor = (cols: number, off = 0): Operand => ({ off, s0: cols, s1: 1 });
+    const elem = (phase: string, k: ReturnType<typeof swigluKernel>, values: BindingValue[], n: number) => plan.add(phase, k, values, elemWorkgroups(n));
+    const heads = (phase: string, src: GPUBuffer, dst: GPUBuffer, n: number, toHeads: boolean, sgn: number) =>
+      elem(phase, headsKernel(), [u(packHeads(N, L, n, D, toHeads, sgn)), { buffer: src }, { buffer: dst }, { buffer: this.cos }, { buffer: this.sin }], N * n * half);
+    const slotOf = (l: number, p: ProjKey) => slots.find((s) => s.layer === l && s.proj === p);
+
+    /** y = x W^T + bias [+ residual], then y += s (x A^T) B^T when the projection is adapted and on. */
+    const project = (phase: string, lora: boolean, l: number, p: ProjKey, x: GPUBuffer, y: GPUBuffer, res?: GPUBuffer) => {
+      const pr = m.layers[l][p];
+      const [inF, outF] = projDims(m)[p];
+      gemmW(phase, x, rowMajor(inF), pr.weight, true, y, { M: N, N: outF, K: inF, c: rowMajor(outF), biasOff: pr.bias ? 0 : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
+      const s = slotOf(l, p);
+      if (!lora || !s) return;
+      const xa = this.layers[l].xa[p]!;
+      // xa = x A^T
+      gemm(phase, x, this.params, xa, { M: N, N: s.r, K: inF, a: rowMajor(inF), b: { off: s.aOff, s0: 1, s1: inF }, c: rowMajor(s.r) });
+      // y += s xa B^T
+      gemm(phase, xa, this.params, y, { M: N, N: outF, K: s.r, a: rowMajor(s.r), b: { off: s.bOff, s0: 1, s1: s.r }, c: rowMajor(outF), alpha: s.scale, accumulate: true });
+    };
+
+    /** Backward of `project` for its input: dx (+)= dy W, and the adapter's dA, dB. */
+    const projectBack = (l: number, p: ProjKey, dy: GPUBuffer, x: GPUBuffer, dx: GPUBuffer, accumulate: boolean) => {
+      const pr = m.layers[l][p];
+      const [inF, outF] = projDims(m)[p];
+      // dx (+)= dy W
+      gemmW('bwd', dy, rowMajor(outF), pr.weight, false, dx, { M: N, N: inF, K: outF, c: rowMajor(inF), accumulate });
+      const s = slotOf(l, p);
+      if (!s) return;
+      const xa = this.layers[l].xa[p]!;
+      // dB = s dy^T xa
+      gemm('bwd', dy, xa, this.grads, { M: outF, N: s.r, K: N, a: { off: 0, s0: 1, s1: outF }, b: rowMajor(s.r), c: rowMajor(s.r, s.bOff), alpha: s.scale });
+      // dxa = s dy B
+      gemm('bwd', dy, this.params, dxa, { M: N, N: s.r, K: outF, a: rowMajor(outF), b: rowMajor(s.r, s.bOff), c: rowMajor(s.r), alpha: s.scale });
+      // dA = dxa^T x
+      gemm('bwd', dxa, x, this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff) });
+      // dx += dxa A
+      gemm('bwd', dxa, this.params, dx, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF), accumulate: true });
+    };
+
+    const headDims = { nH: m.heads, nKV: m.kvHeads };
+    const zH = B * headDims.nH;
+    const zKV = B * headDims.nKV;
+    const pOp = (off = 0): Operand => ({ off, s0: L, s1: 1, sb: m.heads * L * L, sh: L * L });
+    const qHead: Operand = { off: 0, s0: D, s1: 1, sb: m.heads * L * D, sh: L * D };
+    const kvHead = (transposed: boolean): Operand => ({ off: 0, s0: transposed ? 1 : D, s1: transposed ? D : 1, sb: m.kvHeads * L * D, sh: L * D, div: G });
+
+    const forward = (phase: string, lora: boolean) => {
+      // x = embed[ids]
+      for (const e of m.embed) elem(phase, embedRowsKernel(), [u(packEmb(N, H, e.rowStart, e.rows)), { buffer: this.ids }, { buffer: e.buffer }, { buffer: xs(0) }], N * H);
+      for (let l = 0; l < nL; l++) {
+        const lb = this.layers[l];
+        const lw = m.layers[l];
+        // h1 = norm1(x)
+        elem(phase, rmsNormKernel(), [u(packRow(N, H, m.eps, false)), { buffer: lb.xin }, { buffer: lw.inputNorm.buffer }, { buffer: lb.h1 }, { buffer: lb.inv1 }], N);
+        // q, k, v = h1 W^T (+ LoRA); heads, RoPE on q and k
+        project(phase, lora, l, 'q', lb.h1, qt);
+        project(phase, lora, l, 'k', lb.h1, kt);
+        project(phase, lora, l, 'v', lb.h1, vt);
+        heads(phase, qt, lb.qh, m.heads, true, 1);
+        heads(phase, kt, lb.kh, m.kvHeads, true, 1);
+        heads(phase, vt, lb.vh, m.kvHeads, true, 0);
+        // S = q k^T / sqrt(D); P = softmax(S + mask)
+        gemm(phase, lb.qh, lb.kh, lb.p, { M: L, N: L, K: D, Z1: m.heads, a: qHead, b: kvHead(true), c: pOp(), alpha: scale }, {}, zH);
+        elem(phase, softmaxKernel(), [u(packSm(zH * L, L, m.heads)), { buffer: lb.p }, { buffer: this.valid }], zH * L);
+        // ao = P v (token-major)
+        gemm(phase, lb.p, lb.vh, lb.ao, { M: L, N: D, K: L, Z1: m.heads, a: pOp(), b: kvHead(false), c: { off: 0, s0: qF, s1: 1, sb: L * qF, sh: D } }, {}, zH);
+        // xmid = x + ao Wo^T
+        project(phase, lora, l, 'o', lb.ao, lb.xmid, lb.xin);
+        // h2 = norm2(xmid); act = silu(h2 Wg^T) (h2 Wu^T)
+        elem(phase, rmsNormKernel(), [u(packRow(N, H, m.eps, false)), { buffer: lb.xmid }, { buffer: lw.postNorm.buffer }, { buffer: lb.h2 }, { buffer: lb.inv2 }], N);
+        project(phase, lora, l, 'gate', lb.h2, lb.g);
+        project(phase, lora, l, 'up', lb.h2, lb.u);
+        elem(phase, swigluKernel(), [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: lb.act }], N * I);
+        // x' = xmid + act Wd^T
+        project(phase, lora, l, 'down', lb.act, xs(l + 1), lb.xmid);
+      }
+      // hn = norm(x); logits of the response-predicting rows; token statistics
+      elem(phase, rmsNormKernel(), [u(packRow(N, H, m.eps, false)), { buffer: xOut }, { buffer: m.norm.buffer }, { buffer: hn }, { buffer: invF }], N);
+      let row = 0;
+      for (const w of m.head) {
+        gemmW(phase, hn, { off: (P - 1) * H, s0: H, s1: 1, sb: L * H }, w, true, logits, { M: T, N: w.rows, K: H, c: { off: row, s0: V, s1: 1, sb: T * V } }, {}, B);
+        row += w.rows;
+      }
+      plan.add(phase, statsKernel(), [u(packSt(R, V, !lora, 1 / opts.temperature)), { buffer: logits }, { buffer: this.targets }, { buffer: this.stats }], [R, 1, 1]);
+    };
+
+    forward('ref', false);
+    forward('fwd', true);
+
+    // ---- backward, in mirror order
+    // d logits = (dlogp (onehot - p) - dH p (log p + H)) / T
+    plan.add('bwd', statsGradKernel(), [u(packSt(R, V, false, 1 / opts.temperature)), { buffer: logits }, { buffer: this.targets }, { buffer: this.stats }, { buffer: this.dstats }, { buffer: dlogits }], [R, 1, 1]);
+    // d hn[response rows] = d logits W_head (the other rows stay zero)
+    let row = 0;
+    m.head.forEach((w, i) => {
+      gemmW('bwd', dlogits, { off: row, s0: V, s1: 1, sb: T * V }, w, false, dhn, { M: T, N: H, K: w.rows, c: { off: (P - 1) * H, s0: H, s1: 1, sb: L * H }, accumulate: i > 0 }, {}, B);
+      row += w.rows;
+    });
+    // d x = norm_bwd(d hn)
+    elem('bwd', rmsNormGradKernel(), [u(packRow(N, H, m.eps, false)), { buffer: xOut }, { buffer: m.norm.buffer }, { buffer: invF }, { buffer: dhn }, { buffer: dres }], N);
+    for (let l = nL - 1; l >= 0; l--) {
+      const lb = this.layers[l];
+      const lw = m.layers[l];
+      // d act = d x · W_down (+ LoRA)
+      projectBack(l, 'down', dres, lb.act, dact, false);
+      // d g, d u = swiglu_bwd(d act)
+      elem('bwd', swigluGradKernel(), [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: dact }, { buffer: dg }, { buffer: du }], N * I);
+      // d h2 = d g · W_gate + d u · W_up
+      projectBack(l, 'gate', dg, lb.h2, dh, false);
+      projectBack(l, 'up', du, lb.h2, dh, true);
+      // d xmid = d x + norm2_bwd(d h2)
+      elem('bwd', rmsNormGradKernel(), [u(packRow(N, H, m.eps, true)), { buffer: lb.xmid }, { buffer: lw.postNorm.buffer }, { buffer: lb.inv2 }, { buffer: dh }, { buffer: dres }], N);
+      // d ao = d xmid · W_o
+      projectBack(l, 'o', dres, lb.ao, dao, false);
+      heads('bwd', dao, daoh, m.heads, true, 0);
+      // d P = d ao · v^T; d S = P (d P - sum P d P)
+      gemm('bwd', daoh, lb.vh, dP, { M: L, N: L, K: D, Z1: m.heads, a: qHead, b: kvHead(true), c: pOp() }, {}, zH);
+      elem('bwd', softmaxGradKernel(), [u(packSm(zH * L, L, m.heads)), { buffer: lb.p }, { buffer: dP }], zH * L);
+      // d q = d S · k / sqrt(D)
+      gemm('bwd', dP, lb.kh, dqh, { M: L, N: D, K: L, Z1: m.heads, a: pOp(), b: kvHead(false), c: qHead, alpha: scale }, {}, zH);
+      // d k = sum over the group's heads of d S^T · q / sqrt(D); d v = sum of P^T · d ao
+      const grouped: Operand = { off: 0, s0: 1, s1: L, sb: m.heads * L * L, sh: G * L * L };
+      const qGroup: Operand = { off: 0, s0: D, s1: 1, sb: m.heads * L * D, sh: G * L * D };
+      const kvOut: Operand = { off: 0, s0: D, s1: 1, sb: m.kvHeads * L * D, sh: L * D };
+      gemm('bwd', dP, lb.qh, dkh, { M: L, N: D, K: G * L, Z1: m.kvHeads, a: grouped, b: qGroup, c: kvOut, alpha: scale }, {}, zKV);
+      gemm('bwd', lb.p, daoh, dvh, { M: L, N: D, K: G * L, Z1: m.kvHeads, a: grouped, b: qGroup, c: kvOut }, {}, zKV);
+      // undo RoPE (its transpose) and the head layout
+      heads('bwd', dqh, dq, m.heads, false, -1);
+      heads('bwd', dkh, dk, m.kvHeads, false, -1);
+      heads('bwd', dvh, dv, m.kvHeads, false, 0);
+      // d h1 = d q · W_q + d k · W_k + d v · W_v
+      projectBack(l, 'q', dq, lb.h1, dh, false);
+      projectBack(l, 'k', dk, lb.h1, dh, true);
+      projectBack(l, 'v', dv, lb.h1, dh, true);
+      // d x = d xmid + norm1_bwd(d h1)
+      elem('bwd', rmsNormGradKernel(), [u(packRow(N, H, m.eps, true)), { buffer: lb.xin }, { buffer: lw.inputNorm.buffer }, { buffer: lb.inv1 }, { buffer: dh }, { buffer: dres }], N);
+    }
+    plan.finalize();
+  }
+
+  /** Dispatches per phase ('ref', 'fwd', 'bwd'). */
+  dispatches(): Record<'ref' | 'fwd' | 'bwd', number> {
+    return { ref: this.plan.count('ref'), fwd: this.plan.count('fwd'), bwd: this.plan.count('bwd') };
+  }
+
+  /** Writes ids, targets, key validity and RoPE tables (positions = real tokens before, as the tfjs path). */
+  writeInputs(inp: LearnInputs): void {
+    const { B, L, P, T } = this;
+    const half = this.model.headDim / 2;
+    if (inp.ids.length !== B || inp.attentionMask.length !== B) throw new Error(`learn plan: ${inp.ids.length} rows given, the plan has ${B}`);
+    const ids = new Int32Array(B * L);
+    const targets = new Int32Array(B * T);
+    const valid = new Float32Array(B * L);
+    const cos = new Float32Array(B * L * half);
+    const sin = new Float32Array(B * L * half);
+    for (let b = 0; b < B; b++) {
+      const row = inp.ids[b];
+      const mask = inp.attentionMask[b];
+      if (row.length !== P + T || mask.length !== P + T) throw new Error(`learn plan: row ${b} has ${row.length} ids, the plan takes ${P + T}`);
+      let pos = 0;
+      for (let i = 0; i < L; i++) {
+        const t = b * L + i;
+        ids[t] = row[i];
+        const real = mask[i] !== 0;
+        valid[t] = real ? 1 : 0;
+        const at = real ? pos++ : 0;
+        for (let j = 0; j < half; j++) {
+          const angle = at * this.model.invFreq[j];
+          cos[t * half + j] = Math.cos(angle);
+          sin[t * half + j] = Math.sin(angle);
+        }
+      }
+      for (let t = 0; t < T; t++) targets[b * T + t] = row[P + t];
+    }
+    const q = this.device.queue;
+    q.writeBuffer(this.ids, 0, ids);
+    q.writeBuffer(this.targets, 0, targets);
+    q.writeBuffer(this.valid, 0, valid);
+    q.writeBuffer(this.cos, 0, cos);
+    q.writeBuffer(this.sin, 0, sin);
+  }
+
+  /** Copies the adapters' factors (device buffers, slot order, A then B each) into `params`. */
+  loadParams(factors: { A: GPUBuffer; B: GPUBuffer }[]): void {
+    if (factors.length !== this.slots.length) throw new Error(`learn plan: ${factors.length} adapters given, the plan has ${this.slots.length}`);
+    const enc = this.device.createCommandEncoder({ label: 'learn: load params' });
+    this.slots.forEach((s, i) => {
+      enc.copyBufferToBuffer(factors[i].A, 0, this.params, s.aOff * F, s.r * s.inF * F);
+      enc.copyBufferToBuffer(factors[i].B, 0, this.params, s.bOff * F, s.outF * s.r * F);
+    });
+    this.device.queue.submit([enc.finish()]);
+  }
+
+  private pass(phases: string[], after?: (enc: GPUCommandEncoder) => void): void {
+    const enc = this.device.createCommandEncoder({ label: `learn: ${phases.join('+')}` });
+    const pass = enc.beginComputePass();
+    for (const p of phases) this.plan.encode(pass, p, 0);
+    pass.end();
+    after?.(enc);
+    this.device.queue.submit([enc.finish()]);
+  }
+
+  /**
+   * Runs the forward (and first the reference pass when `reference`) and reads back per response
+   * token [B T] log-prob, entropy, and the reference log-prob (0 without); `withHidden` also fills
+   * `hidden`. With `policy` false only the reference pass runs (log-prob and entropy are stale).
+   */
+  async forward(reference: boolean, withHidden = false, policy = true): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
+    const bytes = this.R * STATS_COLS * F;
+    const H = this.model.hidden;
+    this.pass([...(reference ? ['ref'] : []), ...(policy ? ['fwd'] : [])], (enc) => {
+      enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes);
+      // The response-predicting rows (the last T of each row's L) for a value head.
+      for (let b = 0; withHidden && b < this.B; b++) enc.copyBufferToBuffer(this.hn, (b * this.L + this.P - 1) * H * F, this.hidden, b * this.T * H * F, this.T * H * F);
+    });
+    await this.statsRead.mapAsync(GPUMapMode.READ, 0, bytes);
+    const s = new Float32Array(this.statsRead.getMappedRange(0, bytes).slice(0));
+    this.statsRead.unmap();
+    const col = (c: number) => Float32Array.from({ length: this.R }, (_, i) => s[i * STATS_COLS + c]);
+    return { logp: col(0), entropy: col(1), refLogp: reference ? col(2) : null };
+  }
+
+  /** Backward from d loss / d log-prob and d loss / d entropy per response token [B T] into `grads`. */
+  backward(dlogp: ArrayLike<number>, dentropy: ArrayLike<number>): void {
+    if (dlogp.length !== this.R || dentropy.length !== this.R) throw new Error(`learn plan: gradients of ${dlogp.length} / ${dentropy.length} tokens, the plan has ${this.R}`);
+    const d = new Float32Array(this.R * 2);
+    for (let i = 0; i < this.R; i++) {
+      d[2 * i] = dlogp[i];
+      d[2 * i + 1] = dentropy[i];
+    }
+    this.device.queue.writeBuffer(this.dstats, 0, d);
+    this.pass(['bwd']);
+  }
+
+  /** The gradient buffer read back (tests; one staging buffer made on first use). */
+  async readGrads(): Promise<Float32Array> {
+    const bytes = this.paramCount * F;
+    this.gradsRead ??= this.plan.buffer('grads readback', bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    const enc = this.device.createCommandEncoder();
+    enc.copyBufferToBuffer(this.grads, 0, this.gradsRead, 0, bytes);
+    this.device.queue.submit([enc.finish()]);
+    await this.gradsRead.mapAsync(GPUMapMode.READ, 0, bytes);
+    const g = new Float32Array(this.gradsRead.getMappedRange(0, bytes).slice(0));
+    this.gradsRead.unmap();
+    return g;
+  }
+
+  dispose(): void {
+    this.plan.dispose();
+  }
+}
+
+export type { BufferRange };

@@ -1,0 +1,186 @@
+// The learning step's forward and backward on the planned WebGPU path: the model layer describes
+// the model (the decode planner's description: dimensions, weight buffers, LoRA shapes) and the
+// engine (src/engine/plan/learnPlan.ts) plans it once per (rows, prompt columns, response
+// columns, temperature, LoRA shapes) and replays it. The loss stays the caller's: it gets the
+// per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
+// gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
+import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { LearnPlan, learnPlanBytes, type LearnShape } from '../engine/plan/learnPlan.ts';
+import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
+import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
+import type { FrozenWeight } from './linear.ts';
+import { LoraAdapter, type LoraSet } from './lora.ts';
+import { loraOf, modelRef, unplannableReason } from './plannedDecode.ts';
+
+/** A left-padded batch of prompt + response (policy.ts packSequences' shape). */
+export interface PackedSequences {
+  ids: number[][];
+  attentionMask: number[][];
+  promptLength: number;
+  responseLength: number;
+}
+
+interface Cached {
+  plan: LearnPlan;
+  weights: FrozenWeight[];
+}
+const plans = new WeakMap<LlamaModel, Map<string, Cached>>();
+const KEEP = 2;
+
+function frozenOf(model: LlamaModel): FrozenWeight[] {
+  return [...model.layers.flatMap((l) => PROJ_NAMES.map((p) => l[p].weight)), model.lmHead.weight];
+}
+
+/** Why the planned learning step cannot run this model and adapter set now (null: it can). */
+export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string | null {
+  if (!customKernelsActive()) return 'not on WebGPU with the custom kernels';
+  const r = unplannableReason(model);
+  if (r) return r;
+  if (lora.dropout > 0) return 'LoRA dropout';
+  for (const l of model.layers) {
+    for (const p of PROJ_NAMES) {
+      const a = l[p].adapter;
+      if (a && (!(a instanceof LoraAdapter) || a.set !== lora)) return `${l[p].name}: an adapter outside the trained set`;
+    }
+  }
+  return null;
+}
+
+let budgetBytes = 2 ** 31;
+
+/** GPU memory the planned learning step may hold per plan (default 2 GiB); bigger shapes run on tfjs. */
+export function setLearnMemoryBudget(bytes: number): void {
+  budgetBytes = bytes;
+}
+
+/** Prompt columns rounded up to a multiple of this: more left padding changes no result and lets steps share plans. */
+export const PROMPT_COLUMNS_STEP = 8;
+
+/** Why a batch of this shape would not fit the device or the budget (null: it fits). */
+export function learnShapeBlocker(model: LlamaModel, rows: number, promptLength: number, responseLength: number): string | null {
+  const P = Math.ceil(promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP;
+  const { total, largest } = learnPlanBytes(modelShape(model), { rows, promptLength: P, responseLength, temperature: 1 });
+  const limits = webgpuDevice().limits;
+  const cap = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  if (largest > cap) return `a buffer of ${largest} bytes, over the device's ${cap}`;
+  if (total > budgetBytes) return `${total} bytes of activations, over the budget of ${budgetBytes}`;
+  return null;
+}
+
+/** The description's dimensions and LoRA shapes alone (no buffers are touched). */
+function modelShape(model: LlamaModel): LearnShape {
+  const c = model.config;
+  return { hidden: c.hiddenSize, intermediate: c.intermediateSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, vocab: c.vocabSize, lora: loraOf(model).shapes };
+}
+
+/** Shapes whose plan the device refused (out of memory or a limit): not tried again. */
+const refused = new WeakMap<GPUDevice, Set<string>>();
+
+/** Runs fn under out-of-memory and validation error scopes; the first error's message, or null. */
+export async function gpuScoped<T>(device: GPUDevice, fn: () => T): Promise<{ value: T | null; error: string | null }> {
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  let value: T | null = null;
+  let thrown: string | null = null;
+  try {
+    value = fn();
+  } catch (e) {
+    thrown = e instanceof Error ? e.message : String(e);
+  }
+  const invalid = await device.popErrorScope();
+  const oom = await device.popErrorScope();
+  return { value, error: thrown ?? oom?.message ?? invalid?.message ?? null };
+}
+
+/**
+ * The plan for this batch shape (built on first use, kept for the next step of the same shape), or
+ * null when the device refuses it (out of memory, a limit): the caller learns on tfjs then.
+ */
+export async function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): Promise<LearnPlan | null> {
+  const lora = loraOf(model);
+  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${JSON.stringify(lora.shapes)}`;
+  let byKey = plans.get(model);
+  if (!byKey) plans.set(model, (byKey = new Map()));
+  const weights = frozenOf(model);
+  const device = webgpuDevice();
+  const hit = byKey.get(key);
+  if (hit && hit.plan.device === device && hit.weights.every((w, i) => w === weights[i])) {
+    byKey.delete(key);
+    byKey.set(key, hit);
+    return hit.plan;
+  }
+  hit?.plan.dispose();
+  byKey.delete(key);
+  while (byKey.size >= KEEP) {
+    const [oldest, p] = byKey.entries().next().value as [string, Cached];
+    p.plan.dispose();
+    byKey.delete(oldest);
+  }
+  if (refused.get(device)?.has(key)) return null;
+  const ref = modelRef(model, lora.shapes);
+  flushTfjs();
+  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature }));
+  if (built.error || !built.value) {
+    built.value?.dispose();
+    if (!refused.has(device)) refused.set(device, new Set());
+    refused.get(device)!.add(key);
+    console.warn(`planned learning step: the device refused the plan for ${key} (${built.error}); this shape learns on tfjs`);
+    return null;
+  }
+  byKey.set(key, { plan: built.value, weights });
+  return built.value;
+}
+
+export function releaseLearnPlans(model: LlamaModel): void {
+  for (const p of plans.get(model)?.values() ?? []) p.plan.dispose();
+  plans.delete(model);
+}
+onDisposeLlama(releaseLearnPlans);
+
+/** The adapter of each of the plan's LoRA slots (the flat buffers' order: layer, projection). */
+export function slotAdapters(model: LlamaModel, plan: LearnPlan): LoraAdapter[] {
+  return plan.slots.map((s) => model.layers[s.layer][s.proj].adapter as LoraAdapter);
+}
+
+export interface PlannedStats {
+  plan: LearnPlan;
+  /** [B T] per response token. */
+  logp: Float32Array;
+  entropy: Float32Array;
+  /** Under the adapters switched off (when asked for). */
+  refLogp: Float32Array | null;
+}
+
+/**
+ * Forward of the packed batch with the adapters' current factors: per-token log-prob and entropy
+ * (and the reference log-prob); the plan keeps the activations for `plan.backward`. Null when the
+ * device refused the plan or rejected its forward (nothing was learned: run the batch on tfjs).
+ */
+export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false, withHidden = false, policy = true): Promise<PlannedStats | null> {
+  const why = unplannableLearnReason(model, lora);
+  if (why) throw new Error(`planned learning step: ${why}`);
+  // Extra left padding up to a multiple of PROMPT_COLUMNS_STEP: masked keys add exact zeros.
+  const extra = Math.ceil(packed.promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP - packed.promptLength;
+  const plan = await learnPlanFor(model, packed.ids.length, packed.promptLength + extra, packed.responseLength, temperature);
+  if (!plan) return null;
+  plan.writeInputs({
+    ids: packed.ids.map((r) => [...Array<number>(extra).fill(0), ...r]),
+    attentionMask: packed.attentionMask.map((r) => [...Array<number>(extra).fill(0), ...r]),
+  });
+  // tensorBuffer may encode an upload of host values: take every buffer, then submit tfjs's work,
+  // so the copy reads the factors' latest values.
+  const factors = slotAdapters(model, plan).map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
+  flushTfjs();
+  plan.loadParams(factors);
+  plan.device.pushErrorScope('out-of-memory');
+  plan.device.pushErrorScope('validation');
+  const s = await plan.forward(reference, withHidden, policy).catch((e: unknown) => e as Error);
+  const invalid = await plan.device.popErrorScope();
+  const oom = await plan.device.popErrorScope();
+  const error = s instanceof Error ? s.message : (oom ?? invalid)?.message;
+  if (error || s instanceof Error) {
+    console.warn(`planned learning step: the forward failed (${error}); this batch learns on tfjs`);
+    return null;
+  }
+  return { plan, ...s };
+}
