@@ -106,14 +106,14 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
       // rope(x)[j] = x[j] cos - x[j + D/2] sin;  rope(x)[j + D/2] = x[j + D/2] cos + x[j] sin
       let hd = G.headDim / 2u;
       let jf = u % hd;
-      let pos = u32(auxAt(G.posOff + row)) + tok.step;
+      let pos = rowPos(row);
       let cs = auxAt(G.cosOff + pos * hd + jf);
       let sn = auxAt(G.sinOff + pos * hd + jf);
       let r1 = y * cs - y2 * sn;
       let r2 = y2 * cs + y * sn;
       if (MODE == 2u) {
         let h = outs.x / G.headDim;
-        let base = ((row * G.nKV + h) * G.cap + tok.slot) * G.headDim;
+        let base = cacheBase(row, h);
         cacheStore(base + outs.x % G.headDim, r1);
         cacheStore(base + outs.y % G.headDim, r2);
       } else {
@@ -124,7 +124,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     }
     if (MODE == 3u) {
       let h = outs.x / G.headDim;
-      cacheStore(((row * G.nKV + h) * G.cap + tok.slot) * G.headDim + outs.x % G.headDim, y);
+      cacheStore(cacheBase(row, h) + outs.x % G.headDim, y);
       continue;
     }
     if (MODE == 5u) {

@@ -93,7 +93,32 @@ const GEMV_STRUCT = `struct Gemv {
   r : u32, scale : f32, eps : f32, headDim : u32,
   nKV : u32, cap : u32, cosOff : u32, sinOff : u32,
   posOff : u32, resid : u32, bias2Off : i32, t2Off : i32,
-  b2Off : u32, r2 : u32, scale2 : f32, pad0 : u32,
+  b2Off : u32, r2 : u32, scale2 : f32, seq : u32,
+}`;
+
+// Where a GEMV row's token sits. Decode (G.seq = 0): row b is batch row b at the token's slot
+// and position. Prefill (G.seq > 0): row = b * seq + j is prompt column tok.slot + j of batch
+// row b, its RoPE position read from the (row, slot) table at G.posOff.
+const ROW_WGSL = `fn rowBatch(row : u32) -> u32 {
+  if (G.seq == 0u) {
+    return row;
+  }
+  return row / G.seq;
+}
+fn rowSlot(row : u32) -> u32 {
+  if (G.seq == 0u) {
+    return tok.slot;
+  }
+  return tok.slot + row % G.seq;
+}
+fn rowPos(row : u32) -> u32 {
+  if (G.seq == 0u) {
+    return u32(auxAt(G.posOff + row)) + tok.step;
+  }
+  return u32(auxAt(G.posOff + rowBatch(row) * G.cap + rowSlot(row)));
+}
+fn cacheBase(row : u32, h : u32) -> u32 {
+  return ((rowBatch(row) * G.nKV + h) * G.cap + rowSlot(row)) * G.headDim;
 }`;
 
 export interface GemvUniform {
@@ -124,6 +149,8 @@ export interface GemvUniform {
   b2Off?: number;
   r2?: number;
   scale2?: number;
+  /** Prefill: prompt columns per batch row (rows = B x seq); 0 for a decode step. */
+  seq?: number;
 }
 
 export function packGemv(g: GemvUniform): ArrayBuffer {
@@ -158,6 +185,7 @@ export function packGemv(g: GemvUniform): ArrayBuffer {
   u[24] = g.b2Off ?? 0;
   u[25] = g.r2 ?? 0;
   f[26] = g.scale2 ?? 0;
+  u[27] = g.seq ?? 0;
   return buf;
 }
 
@@ -281,7 +309,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${loraDeltaWgsl}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
   };
 }
 
@@ -291,11 +319,13 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
 const ATT_STRUCT = `struct Att {
   nH : u32, nKV : u32, D : u32, cap : u32,
   qOff : u32, aOff : u32, validOff : u32, scale : f32,
+  seq : u32, pad0 : u32, pad1 : u32, pad2 : u32,
 }`;
 
-export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number }): ArrayBuffer {
-  const buf = new ArrayBuffer(32);
-  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff]);
+/** `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step. */
+export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number; seq?: number }): ArrayBuffer {
+  const buf = new ArrayBuffer(48);
+  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0]);
   new Float32Array(buf)[7] = 1 / Math.sqrt(a.D);
   return buf;
 }
@@ -324,11 +354,12 @@ export function attentionKernel(headDim: number): PlanKernel {
 
 const EMB_STRUCT = `struct Emb {
   H : u32, rowStart : u32, rowCount : u32, xOff : u32,
-  rec : u32, B : u32, pad0 : u32, pad1 : u32,
+  rec : u32, B : u32, seq : u32, cap : u32,
 }`;
 
-export function packEmb(e: { H: number; rowStart: number; rowCount: number; xOff: number; rec: boolean; B: number }): ArrayBuffer {
-  return new Uint32Array([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, 0, 0]).buffer;
+/** `seq` > 0: a prefill chunk, row = b * seq + j embeds ids[b * cap + tok.slot + j] (the prompt table). */
+export function packEmb(e: { H: number; rowStart: number; rowCount: number; xOff: number; rec: boolean; B: number; seq?: number; cap?: number }): ArrayBuffer {
+  return new Uint32Array([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, e.seq ?? 0, e.cap ?? 0]).buffer;
 }
 
 export function embedKernel(): PlanKernel {
