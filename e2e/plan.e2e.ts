@@ -122,6 +122,9 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     ['f32', undefined, 'split'],
     ['int8', int8Quantizer(), 'split'],
     ['int4', int4Quantizer(32), 'split'],
+    ['f32', undefined, 'tile'],
+    ['int8', int8Quantizer(), 'tile'],
+    ['int4', int4Quantizer(32), 'tile'],
   ] as const) {
     it(`${format}, ${shape} GEMV: left-padded GQA batch, teacher-forced logits within 1e-4 of tfjs; seeded sampling draw for draw`, async () => {
       const { model } = fixture('tiny-llama-f32', quantize ? { quantize } : {});
@@ -143,7 +146,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     });
   }
 
-  for (const shape of ['thread', 'split'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
+  for (const shape of ['thread', 'split', 'tile'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
     const { model } = fixture('tiny-llama-f32');
     const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
     setPlannedGemv(shape);
@@ -172,7 +175,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   }, 300_000);
 
-  for (const shape of ['thread', 'split'] as const) {
+  for (const shape of ['thread', 'split', 'tile'] as const) {
     it(`a batch of 20 rows spans several row blocks (${shape} GEMV): teacher-forced logits within 1e-4 of tfjs`, async () => {
       const { model } = fixture('tiny-llama-f32');
       setPlannedGemv(shape);

@@ -46,10 +46,14 @@ export function setPrefillPath(p: DecodePath): void {
 }
 let path: DecodePath = 'planned';
 let tokensPerRun = 8;
-let gemvShape: GemvShape | null = null;
+let gemvShape: GemvShape | 'tile' | null = null;
 
-/** Forces the planned GEMV layout (tests, benchmarks); null picks by adapter. */
-export function setPlannedGemv(shape: GemvShape | null): void {
+/**
+ * Forces the planned GEMV layout (tests, benchmarks): 'split' (GPUs), 'thread' (software
+ * adapters, one thread per output, never tiled), 'tile' (software adapters, every GEMV tiled);
+ * null picks by adapter (software adapters tile GEMVs of TILE_MIN_ROWS rows or more).
+ */
+export function setPlannedGemv(shape: GemvShape | 'tile' | null): void {
   gemvShape = shape;
 }
 
@@ -194,7 +198,8 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   }
   const ref = modelRef(model, lora);
   flushTfjs(); // uploads of weights tfjs has encoded but not submitted land before the plan copies them
-  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvShape ?? (gemvVariant() === 'thread' ? 'thread' : 'split') });
+  const forced = gemvShape === null ? {} : gemvShape === 'tile' ? { gemv: 'thread' as const, tileMinRows: 1 } : { gemv: gemvShape, tileMinRows: Infinity };
+  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvVariant() === 'thread' ? 'thread' : 'split', ...forced });
   byKey.set(key, { plan, weights });
   return plan;
 }

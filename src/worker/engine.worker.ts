@@ -24,7 +24,7 @@ import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { setDecodePath } from '../model/plannedDecode';
-import { benchDecodePaths } from '../model/decodeBench';
+import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -255,6 +255,10 @@ const api: EngineApi = {
 
   async benchDecode(name, c) {
     return benchDecodePaths(namedModel(name), c);
+  },
+
+  async benchRollout(name, c) {
+    return benchRollouts(namedModel(name), c);
   },
 
   async setSubgroups(enabled) {

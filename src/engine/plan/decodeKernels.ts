@@ -5,8 +5,11 @@
 // same tokens from the same Philox streams.
 import gemvWgsl from '../../../shaders/plan_gemv.wgsl?raw';
 import gemvThreadWgsl from '../../../shaders/plan_gemv_thread.wgsl?raw';
+import gemvUnitWgsl from '../../../shaders/plan_gemv_unit.wgsl?raw';
+import gemmTileWgsl from '../../../shaders/plan_gemm_tile.wgsl?raw';
 import loraDeltaWgsl from '../../../shaders/plan_lora_delta.wgsl?raw';
 import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
+import attentionThreadWgsl from '../../../shaders/plan_attention_thread.wgsl?raw';
 import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
 import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
@@ -72,8 +75,8 @@ export const GEMV_WG = 64;
  * Rows of x one workgroup multiplies (grid y walks blocks of this many): every block streams the
  * weights again, so the one-thread layout, with no workgroup memory to bound it, takes 16.
  */
-export function gemvMaxRows(shape: GemvShape): number {
-  return shape === 'thread' ? 16 : 8;
+export function gemvMaxRows(shape: GemvLayout): number {
+  return shape === 'tile' ? 4 : shape === 'thread' ? 16 : 8;
 }
 export const GEMV_R = 4;
 
@@ -190,7 +193,12 @@ export function packGemv(g: GemvUniform): ArrayBuffer {
 }
 
 /** `fn <name>(o, c) -> vec4<f32>`: W[o, 4c .. 4c+3] as float32 from binding `w` (and scales `s`). */
-function weightLoader(name: string, format: WeightFormat, w: string, s: string, groupSize: number): string {
+function weightLoader(name: string, format: WeightFormat, w: string, s: string, groupSize: number, vec4 = false): string {
+  if (format === 'f32' && vec4) {
+    return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
+  return ${w}[o * (G.K / 4u) + c];
+}`;
+  }
   if (format === 'f32') {
     return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
   let k = c * 4u;
@@ -246,9 +254,11 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
  * thread per output unit and no barrier (software adapters, where a barrier is a thread switch).
  */
 export type GemvShape = 'split' | 'thread';
+/** A kernel's layout: a GemvShape, or 'tile' (software adapters, many rows: 4 units x 4 rows per thread). */
+export type GemvLayout = GemvShape | 'tile';
 
 export interface GemvVariant {
-  shape: GemvShape;
+  shape: GemvLayout;
   mode: GemvMode;
   format: WeightFormat;
   /** Input features per scale (int8 / int4). */
@@ -258,7 +268,8 @@ export interface GemvVariant {
 }
 
 /** Workgroups along x for `n` outputs. */
-export function gemvWorkgroupsX(shape: GemvShape, mode: GemvMode, n: number, headDim = 0): number {
+export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, headDim = 0): number {
+  if (shape === 'tile') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / 4 / GEMV_WG);
   if (shape === 'thread') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / GEMV_WG);
   if (mode === GemvMode.RopeQ || mode === GemvMode.RopeK) return (n / headDim) * (headDim / 4);
   if (mode === GemvMode.GateUp) return Math.ceil(n / (GEMV_R / 2));
@@ -267,22 +278,29 @@ export function gemvWorkgroupsX(shape: GemvShape, mode: GemvMode, n: number, hea
 
 export function gemvKernel(v: GemvVariant): PlanKernel {
   const quant = v.format !== 'f32';
-  const wType = quant ? 'array<i32>' : 'array<f32>';
+  // The tiled layout reads work and f32 weights as vec4 arrays (its rows are 4-aligned).
+  const vec4 = v.shape === 'tile';
+  const wType = quant ? 'array<i32>' : vec4 ? 'array<vec4<f32>>' : 'array<f32>';
   const gs = v.groupSize ?? 0;
   const b: BindingSpec[] = [
     { name: 'G', kind: 'uniform', type: 'Gemv' },
     TOK,
-    { name: 'work', kind: 'rw', type: 'array<f32>' },
+    { name: 'work', kind: 'rw', type: vec4 ? 'array<vec4<f32>>' : 'array<f32>' },
     { name: 'params', kind: 'read', type: 'array<f32>' },
     { name: 'lora', kind: 'read', type: 'array<f32>' },
     { name: 'W', kind: 'read', type: wType },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
-  const fns = [weightLoader('wload', v.format, 'W', 'S', gs)];
+  const fns = [
+    weightLoader('wload', v.format, 'W', 'S', gs, vec4),
+    vec4
+      ? 'fn wget(i : u32) -> f32 {\n  return work[i / 4u][i % 4u];\n}\nfn wput(i : u32, y : f32) {\n  work[i / 4u][i % 4u] = y;\n}'
+      : 'fn wget(i : u32) -> f32 {\n  return work[i];\n}\nfn wput(i : u32, y : f32) {\n  work[i] = y;\n}',
+  ];
   if (v.mode === GemvMode.GateUp) {
     b.push({ name: 'W2', kind: 'read', type: wType });
     if (quant) b.push({ name: 'S2', kind: 'read', type: 'array<f32>' });
-    fns.push(weightLoader('wload2', v.format, 'W2', 'S2', gs));
+    fns.push(weightLoader('wload2', v.format, 'W2', 'S2', gs, vec4));
   } else {
     fns.push('fn wload2(o : u32, c : u32) -> vec4<f32> {\n  return vec4<f32>(0.0);\n}');
   }
@@ -309,7 +327,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? gemmTileWgsl : gemvThreadWgsl}`}`,
   };
 }
 
@@ -319,13 +337,13 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
 const ATT_STRUCT = `struct Att {
   nH : u32, nKV : u32, D : u32, cap : u32,
   qOff : u32, aOff : u32, validOff : u32, scale : f32,
-  seq : u32, pad0 : u32, pad1 : u32, pad2 : u32,
+  seq : u32, rows : u32, pad1 : u32, pad2 : u32,
 }`;
 
 /** `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step. */
-export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number; seq?: number }): ArrayBuffer {
+export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number; seq?: number; rows: number }): ArrayBuffer {
   const buf = new ArrayBuffer(48);
-  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0]);
+  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0, a.rows]);
   new Float32Array(buf)[7] = 1 / Math.sqrt(a.D);
   return buf;
 }
@@ -349,6 +367,35 @@ export function attentionKernel(headDim: number): PlanKernel {
       { name: 'vc', kind: 'read', type: 'array<f32>' },
     ],
     body: `const WG : u32 = ${WG}u;\nconst SCH : u32 = 256u;\nconst MAXD : u32 = ${WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${attentionWgsl}`,
+  };
+}
+
+/** Query threads per workgroup of the one-thread attention. */
+export const ATT_THREAD_WG = 64;
+
+/** The barrier-free attention for software adapters (plan_attention_thread.wgsl), unrolled for head_dim D. */
+export function attentionThreadKernel(headDim: number): PlanKernel {
+  const n = headDim / 4;
+  const idx = Array.from({ length: n }, (_, i) => i);
+  const w = (i: number, j: number) => `work[qb + ${4 * i + j}u]`;
+  const fill = (src: string) =>
+    src
+      .replace('{{QLOAD}}', idx.map((i) => `let q${i} = vec4<f32>(${[0, 1, 2, 3].map((j) => w(i, j)).join(', ')});`).join('\n  '))
+      .replace('{{ACC_DECL}}', idx.map((i) => `var o${i} = vec4<f32>(0.0);`).join('\n  '))
+      .replace('{{SCORE}}', idx.map((i) => `dot(q${i}, kc[at + ${i}u])`).join(' + '))
+      .replace('{{ACC_UPDATE}}', idx.map((i) => `o${i} = o${i} * alpha + p * vc[at + ${i}u];`).join('\n    '))
+      .replace('{{STORE}}', idx.map((i) => [0, 1, 2, 3].map((j) => `work[ob + ${4 * i + j}u] = o${i}[${j}] * inv;`).join('\n  ')).join('\n  '));
+  return {
+    key: `plan_attention_thread_d${headDim}`,
+    bindings: [
+      { name: 'A', kind: 'uniform', type: 'Att' },
+      TOK,
+      { name: 'work', kind: 'rw', type: 'array<f32>' },
+      { name: 'aux', kind: 'read', type: 'array<f32>' },
+      { name: 'kc', kind: 'read', type: 'array<vec4<f32>>' },
+      { name: 'vc', kind: 'read', type: 'array<vec4<f32>>' },
+    ],
+    body: `const WG : u32 = ${ATT_THREAD_WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${fill(attentionThreadWgsl)}`,
   };
 }
 

@@ -24,6 +24,8 @@ import {
   GemvMode,
   gemvMaxRows,
   attentionKernel,
+  attentionThreadKernel,
+  ATT_THREAD_WG,
   attentionWorkgroupSize,
   embedKernel,
   gemvKernel,
@@ -34,6 +36,7 @@ import {
   packTok,
   sampleKernel,
   statsKernel,
+  type GemvLayout,
   type GemvShape,
   type GemvUniform,
   type WeightFormat,
@@ -95,6 +98,11 @@ export interface DecodeModelRef {
 export interface DecodePlanOptions {
   /** GEMV layout; default by adapter (software adapters get 'thread'). */
   gemv?: GemvShape;
+  /**
+   * GEMVs of at least this many rows take the tiled kernel where the layout is 'thread' (a
+   * prefill chunk, a large batch); default TILE_MIN_ROWS. Infinity keeps the one-thread kernel.
+   */
+  tileMinRows?: number;
   batch: number;
   /** KV-cache slots per row (prompt + new tokens). */
   capacity: number;
@@ -112,6 +120,9 @@ export interface RunSampling {
 
 /** Inputs of one generation: positions and valid slots after the prefill, streams, sampling. */
 /** Prompt columns a prefill chunk holds for a batch of B rows (GEMV rows = B x chunk, at most 1024). */
+/** Rows from which a GEMV on a software adapter takes the tiled kernel (see plan_gemm_tile.wgsl). */
+export const TILE_MIN_ROWS = 8;
+
 export function prefillChunk(B: number): number {
   return Math.max(1, Math.min(16, Math.floor(1024 / B)));
 }
@@ -342,7 +353,8 @@ export class DecodePlan {
     const shape: GemvShape = opts.gemv ?? 'split';
     this.gemvShape = shape;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
-    const rowBlocks = (rows: number) => Math.ceil(rows / gemvMaxRows(shape));
+    const tileMin = opts.tileMinRows ?? TILE_MIN_ROWS;
+    const layoutFor = (u: GemvUniform): GemvLayout => (shape === 'thread' && u.rows >= tileMin && [u.K, u.xOff, u.xStride].every((n) => n % 4 === 0) ? 'tile' : shape);
     const gemv = (
       phase: string,
       mode: GemvMode,
@@ -351,10 +363,11 @@ export class DecodePlan {
       extra: BufferRange[] = [],
       w2?: WeightRef,
     ) => {
-      const k = gemvKernel({ shape, mode, ...formatOf(w), norm: u.normOff !== undefined });
+      const layout = layoutFor(u);
+      const k = gemvKernel({ shape: layout, mode, ...formatOf(w), norm: u.normOff !== undefined });
       const wb = weightBindings(w);
       const values = [{ uniform: packGemv(u) }, 'dyn' as const, common.work, common.params, common.lora, ...wb, ...(w2 ? weightBindings(w2) : []), ...extra];
-      plan.add(phase, k, values, [gemvWorkgroupsX(shape, mode, u.N, D), rowBlocks(u.rows), 1]);
+      plan.add(phase, k, values, [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1]);
     };
     const check = (w: WeightRef, rows: number, cols: number, what: string) => {
       if (w.rows !== rows || w.cols !== cols) throw new Error(`decode plan: ${what} is [${w.rows}, ${w.cols}], expected [${rows}, ${cols}]`);
@@ -388,12 +401,13 @@ export class DecodePlan {
       const loraA = (gi: number, u: Omit<GemvUniform, 'N' | 'outOff' | 'outStride'>) => {
         const g = groupOf(gi);
         if (!g) return;
-        const k = gemvKernel({ shape, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
+        const layout = layoutFor({ ...u, N: g.rows, outOff: W.t, outStride: g.rows });
+        const k = gemvKernel({ shape: layout, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
         plan.add(
           phase,
           k,
           [{ uniform: packGemv({ ...u, N: g.rows, outOff: W.t, outStride: g.rows }) }, 'dyn', common.work, common.params, common.lora, { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 }],
-          [gemvWorkgroupsX(shape, GemvMode.Plain, g.rows), rowBlocks(rows), 1],
+          [gemvWorkgroupsX(layout, GemvMode.Plain, g.rows), Math.ceil(rows / gemvMaxRows(layout)), 1],
         );
       };
       // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
@@ -415,11 +429,12 @@ export class DecodePlan {
       gemv(phase, GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
       gemv(phase, GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
       gemv(phase, GemvMode.CacheV, layer.v.weight, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
+      // GPUs: a workgroup per (head, row); software adapters: a barrier-free thread per (head, row).
       plan.add(
         phase,
-        attentionKernel(D),
-        [{ uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq }) }, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
-        [m.heads, rows, 1],
+        shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
+        [{ uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq, rows }) }, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
+        shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
       );
       const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
       loraA(1, xa);
