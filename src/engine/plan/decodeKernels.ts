@@ -340,10 +340,10 @@ const ATT_STRUCT = `struct Att {
   seq : u32, rows : u32, pad1 : u32, pad2 : u32,
 }`;
 
-/** `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step. */
-export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number; seq?: number; rows: number }): ArrayBuffer {
+/** `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step. `rows`: query rows (the one-thread attention bounds its grid by it). */
+export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number; seq?: number; rows?: number }): ArrayBuffer {
   const buf = new ArrayBuffer(48);
-  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0, a.rows]);
+  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0, a.rows ?? 0]);
   new Float32Array(buf)[7] = 1 / Math.sqrt(a.D);
   return buf;
 }
