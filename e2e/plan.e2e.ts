@@ -246,13 +246,16 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   });
 
-  it('holds the dispatch budget: at most 8 per layer and 6 per token besides, without LoRA', () => {
+  it('holds the dispatch budget: at most 8 per layer and 6 per token besides, without LoRA; a prefill chunk the same layers', () => {
     const { model } = fixture('tiny-llama-f32');
     try {
       const d = plannedDispatches(model, 3, 32);
       expect(d.perLayer).toBeLessThanOrEqual(8);
       expect(d.draw + d.embed + d.head).toBeLessThanOrEqual(6);
       expect(d.total).toBe(d.perLayer * model.layers.length + d.draw + d.embed + d.head);
+      // a prefill chunk: the same layers and the embedding of its prompt columns; the head once
+      expect(d.prefill.perChunk).toBe(d.perLayer * model.layers.length + d.embed);
+      expect(d.prefill.head).toBe(d.head);
     } finally {
       releaseDecodePlans(model);
       disposeLlama(model);

@@ -211,9 +211,10 @@ export function releaseDecodePlans(model: LlamaModel): void {
 }
 onDisposeLlama(releaseDecodePlans);
 
-/** Dispatch counts of the plan generate() would use for this model and batch (tests, benchmarks). */
+/** Dispatch counts of the plan generate() would use for this model and batch, per token and per prefill chunk (tests, benchmarks). */
 export function plannedDispatches(model: LlamaModel, B: number, capacity: number) {
-  return planFor(model, B, alignUp(capacity, 64), loraOf(model).shapes).dispatchesPerToken();
+  const plan = planFor(model, B, alignUp(capacity, 64), loraOf(model).shapes);
+  return { ...plan.dispatchesPerToken(), prefill: plan.prefillDispatches() };
 }
 
 /** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */
