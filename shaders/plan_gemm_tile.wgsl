@@ -1,10 +1,12 @@
 // The one-thread layout's tiled form for many rows of x (a prefill chunk, a large decode batch) on
-// software adapters: each thread computes 4 units (plan_gemv_unit.wgsl) x 4 rows of x, so one
-// chunk of 4 inputs costs 4 loads of x and 4 (or 8) of weights for 16 (or 32) dot products,
-// where the one-thread-per-unit layout loads x once per unit. No workgroup memory, no barrier;
-// the sums stay in named registers (a0..a3: W's rows, b0..b3: the second weight row of a RoPE
-// pair or W2's) because a CPU driver keeps only constant-indexed values in registers.
-// Grid: x walks quads of units, y quads of rows. K, the x offsets and strides must be multiples of
+// software adapters: each thread computes TU units (plan_gemv_unit.wgsl) x 4 TQ rows of x, so one
+// chunk of 4 inputs costs 4 TQ loads of x and TU (or 2 TU) of weights for 4 TQ TU (or twice as
+// many) dot products, where the one-thread-per-unit layout loads x once per unit: on a CPU driver
+// every load is a per-lane gather, so loads, not multiply-adds, bound it. No workgroup memory, no
+// barrier; the sums stay in named variables the host unrolls ({{...}} marks; a<u>_<q>: W's row of
+// unit u for row quad q, b<u>_<q>: the second weight row of a RoPE pair or W2's), because a CPU
+// driver keeps only constant-indexed values out of memory.
+// Grid: x walks groups of TU units, y groups of 4 TQ rows. K, the x offsets and strides must be multiples of
 // 4 (the host checks); work and f32 weights are bound as vec4 arrays, one load per 4 floats.
 // Host-prepended: WG, MODE, NORM, TWO, wload (wload2), rowPos / cacheBase, loraDelta, the Gemv and
 // Tok structs, the bindings and accessors of plan_gemv.wgsl, and plan_gemv_unit.wgsl.
@@ -36,69 +38,29 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
   if (MODE == 1u || MODE == 2u) {
     units = G.N / 2u;
   }
-  let u0 = (wid.x * WG + tid) * 4u;
+  let u0 = (wid.x * WG + tid) * TU;
   if (u0 >= units) {
     return;
   }
-  let r0 = wid.y * 4u;
+  let r0 = wid.y * 4u * TQ;
   // Rows and units past the end are clamped to real ones (their sums are dropped in finishQuad).
   let last = G.rows - 1u;
-  let x0b = G.xOff + min(r0, last) * G.xStride;
-  let x1b = G.xOff + min(r0 + 1u, last) * G.xStride;
-  let x2b = G.xOff + min(r0 + 2u, last) * G.xStride;
-  let x3b = G.xOff + min(r0 + 3u, last) * G.xStride;
-  let o0 = unitOutputs(u0);
-  let o1 = unitOutputs(min(u0 + 1u, units - 1u));
-  let o2 = unitOutputs(min(u0 + 2u, units - 1u));
-  let o3 = unitOutputs(min(u0 + 3u, units - 1u));
-
-  var a0 = vec4<f32>(0.0);
-  var a1 = vec4<f32>(0.0);
-  var a2 = vec4<f32>(0.0);
-  var a3 = vec4<f32>(0.0);
-  var b0 = vec4<f32>(0.0);
-  var b1 = vec4<f32>(0.0);
-  var b2 = vec4<f32>(0.0);
-  var b3 = vec4<f32>(0.0);
-  var ss = vec4<f32>(0.0);
+  {{SETUP}}
   let chunks = G.K / 4u;
   for (var c = 0u; c < chunks; c++) {
     let k = c * 4u;
-    var x0 = xrow(x0b, k);
-    var x1 = xrow(x1b, k);
-    var x2 = xrow(x2b, k);
-    var x3 = xrow(x3b, k);
+    {{XLOAD}}
     if (NORM) {
-      ss += vec4<f32>(dot(x0, x0), dot(x1, x1), dot(x2, x2), dot(x3, x3));
       let n0 = u32(G.normOff) + k;
       let nw = vec4<f32>(params[n0], params[n0 + 1u], params[n0 + 2u], params[n0 + 3u]);
-      x0 *= nw;
-      x1 *= nw;
-      x2 *= nw;
-      x3 *= nw;
+      {{NORM}}
     }
-    a0 += dots(wload(o0.x, c), x0, x1, x2, x3);
-    a1 += dots(wload(o1.x, c), x0, x1, x2, x3);
-    a2 += dots(wload(o2.x, c), x0, x1, x2, x3);
-    a3 += dots(wload(o3.x, c), x0, x1, x2, x3);
+    {{DOTS}}
     if (MODE == 4u) {
-      b0 += dots(wload2(o0.x, c), x0, x1, x2, x3);
-      b1 += dots(wload2(o1.x, c), x0, x1, x2, x3);
-      b2 += dots(wload2(o2.x, c), x0, x1, x2, x3);
-      b3 += dots(wload2(o3.x, c), x0, x1, x2, x3);
+      {{DOTS_W2}}
     } else if (MODE == 1u || MODE == 2u) {
-      b0 += dots(wload(o0.y, c), x0, x1, x2, x3);
-      b1 += dots(wload(o1.y, c), x0, x1, x2, x3);
-      b2 += dots(wload(o2.y, c), x0, x1, x2, x3);
-      b3 += dots(wload(o3.y, c), x0, x1, x2, x3);
+      {{DOTS_PAIR}}
     }
   }
-  var inv = vec4<f32>(1.0);
-  if (NORM) {
-    inv = inverseSqrt(ss / f32(G.K) + G.eps);
-  }
-  finishQuad(u0, units, r0, a0, b0, inv);
-  finishQuad(u0 + 1u, units, r0, a1, b1, inv);
-  finishQuad(u0 + 2u, units, r0, a2, b2, inv);
-  finishQuad(u0 + 3u, units, r0, a3, b3, inv);
+  {{FINISH}}
 }

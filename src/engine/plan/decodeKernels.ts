@@ -76,7 +76,44 @@ export const GEMV_WG = 64;
  * weights again, so the one-thread layout, with no workgroup memory to bound it, takes 16.
  */
 export function gemvMaxRows(shape: GemvLayout): number {
-  return shape === 'tile' ? 4 : shape === 'thread' ? 16 : 8;
+  return shape === 'tile' ? 4 * TILE_TQ : shape === 'thread' ? 16 : 8;
+}
+
+/** The tiled layout's units per thread and quads of rows per thread (plan_gemm_tile.wgsl). */
+export const TILE_TU = 4;
+export const TILE_TQ = 1;
+
+/** plan_gemm_tile.wgsl with its TU x TQ register tile unrolled. */
+function tileSource(): string {
+  const U = Array.from({ length: TILE_TU }, (_, i) => i);
+  const Q = Array.from({ length: TILE_TQ }, (_, i) => i);
+  const R = Array.from({ length: 4 * TILE_TQ }, (_, i) => i);
+  const lines = (f: (u: number, q: number) => string) => U.flatMap((u) => Q.map((q) => f(u, q))).join('\n    ');
+  const xs = (q: number) => [0, 1, 2, 3].map((j) => `x${4 * q + j}`).join(', ');
+  const setup = [
+    ...R.map((r) => `let x${r}b = G.xOff + min(r0 + ${r}u, last) * G.xStride;`),
+    ...U.map((u) => `let o${u} = unitOutputs(min(u0 + ${u}u, units - 1u));`),
+    ...U.flatMap((u) => Q.map((q) => `var a${u}_${q} = vec4<f32>(0.0);\n  var b${u}_${q} = vec4<f32>(0.0);`)),
+    ...Q.map((q) => `var ss${q} = vec4<f32>(0.0);`),
+  ].join('\n  ');
+  const norm = [
+    ...Q.map((q) => `ss${q} += vec4<f32>(${[0, 1, 2, 3].map((j) => `dot(x${4 * q + j}, x${4 * q + j})`).join(', ')});`),
+    ...R.map((r) => `x${r} *= nw;`),
+  ].join('\n      ');
+  const weights = (load: string, row: string) =>
+    U.map((u) => `let w${u} = ${load}(o${u}.${row}, c);`).join('\n      ') + '\n      ' + lines((u, q) => `b${u}_${q} += dots(w${u}, ${xs(q)});`).replace(/\n {4}/g, '\n      ');
+  const finish = [
+    ...Q.map((q) => `var inv${q} = vec4<f32>(1.0);\n  if (NORM) {\n    inv${q} = inverseSqrt(ss${q} / f32(G.K) + G.eps);\n  }`),
+    ...U.flatMap((u) => Q.map((q) => `finishQuad(u0 + ${u}u, units, r0 + ${4 * q}u, a${u}_${q}, b${u}_${q}, inv${q});`)),
+  ].join('\n  ');
+  return gemmTileWgsl
+    .replace('{{SETUP}}', setup)
+    .replace('{{XLOAD}}', R.map((r) => `var x${r} = xrow(x${r}b, k);`).join('\n    '))
+    .replace('{{NORM}}', norm)
+    .replace('{{DOTS}}', U.map((u) => `let v${u} = wload(o${u}.x, c);`).join('\n    ') + '\n    ' + lines((u, q) => `a${u}_${q} += dots(v${u}, ${xs(q)});`))
+    .replace('{{DOTS_W2}}', weights('wload2', 'x'))
+    .replace('{{DOTS_PAIR}}', weights('wload', 'y'))
+    .replace('{{FINISH}}', finish);
 }
 export const GEMV_R = 4;
 
@@ -269,7 +306,7 @@ export interface GemvVariant {
 
 /** Workgroups along x for `n` outputs. */
 export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, headDim = 0): number {
-  if (shape === 'tile') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / 4 / GEMV_WG);
+  if (shape === 'tile') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / TILE_TU / GEMV_WG);
   if (shape === 'thread') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / GEMV_WG);
   if (mode === GemvMode.RopeQ || mode === GemvMode.RopeK) return (n / headDim) * (headDim / 4);
   if (mode === GemvMode.GateUp) return Math.ceil(n / (GEMV_R / 2));
@@ -323,11 +360,11 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
     fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n}');
   }
   // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
-  const consts = `const WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
+  const consts = `const TU : u32 = ${TILE_TU}u;\nconst TQ : u32 = ${TILE_TQ}u;\nconst WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? gemmTileWgsl : gemvThreadWgsl}`}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? tileSource() : gemvThreadWgsl}`}`,
   };
 }
 
