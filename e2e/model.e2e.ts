@@ -132,4 +132,25 @@ describe('training on WebGPU', () => {
     expect(Number.isFinite(m['kl/mean'])).toBe(true);
     expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
   });
+
+  it('the update on the planned GPU optimiser moves the adapters as tfjs\'s AdamW does (same step, within 1e-6)', async () => {
+    const run = async (path: 'planned' | 'tfjs') => {
+      await lab.page.evaluate((p) => window.sparring!.engine.setOptimizerPath(p), path);
+      return lab.page.evaluate(() => window.sparring!.engine.rlSmokeStep('train'));
+    };
+    try {
+      const planned = await run('planned');
+      const tfjs = await run('tfjs');
+      expect([planned['optim/planned'], tfjs['optim/planned']]).toEqual([1, 0]);
+      expect(planned['optim/step']).toBe(1);
+      expect(tfjs['optim/step']).toBe(1);
+      expect(planned['grad/norm']).toBeCloseTo(tfjs['grad/norm'], 5);
+      // The step moved the adapters (B off zero, A decayed and stepped) by the same amounts.
+      expect(Math.abs(planned['lora/abs_sum'] - planned['lora/abs_sum_before'])).toBeGreaterThan(1e-3);
+      expect(Math.abs(planned['lora/abs_sum'] - tfjs['lora/abs_sum']) / tfjs['lora/abs_sum']).toBeLessThan(1e-6);
+    } finally {
+      await lab.page.evaluate(() => window.sparring!.engine.setOptimizerPath('planned'));
+    }
+    expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+  });
 });

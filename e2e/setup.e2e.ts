@@ -96,6 +96,8 @@ describe('run setup', () => {
     // The sandbox defender: 464,544 parameters (f32 file of 1,858,176 data bytes).
     await waitFor(page, `document.querySelector('[data-testid="fit-defender"]')?.getAttribute('data-state') === 'fits'`);
     await expect(page.textContent('[data-testid="fit-defender"]')).resolves.toMatch(/464,544 parameters/);
+    // The recipe trains LoRA: the learn step is the learn-memory planner's, not a per-token guess.
+    await expect(page.textContent('[data-testid="fit-defender"]')).resolves.toMatch(/LoRA \+ AdamW [\d.]+.*learn step: \d+ micro-batch(es)? of \d+ rows, activations (kept|recomputed per layer)/s);
 
     // A URL folder: the golden fixture, counted from its safetensors header here.
     const tiny = `${inject('fixturesURL')}tiny-llama/`;
@@ -119,6 +121,8 @@ describe('run setup', () => {
     // The device panel lists the same verdict.
     await page.click('[data-testid="device-badge"]');
     await page.waitForSelector('[data-testid="device-fit-defender"][data-state="too-big"]', { timeout: 10_000 });
+    // ... with the planner's buffers (the 7B embedding among them).
+    await expect(page.textContent('[data-testid="device-fit-defender"] [data-testid="device-learn-plan"]')).resolves.toMatch(/learn step as planned: peak .*embedding \(f32\)/s);
     await expect(page.textContent('[data-testid="device-budget"]')).resolves.toMatch(/^4 GiB \(the wasm backend addresses at most 4 GiB\)/);
     await page.keyboard.press('Escape');
     // Start asks again instead of loading it.

@@ -15,7 +15,8 @@ import { disposeLlama } from '../model/llama';
 import { loadModel } from '../model/load';
 import { int4Quantizer, int8Quantizer } from '../model/quant';
 import { folderSource } from './fs-source';
-import { profileGrpoStep, type StepProfileCase } from '../rl/stepProfile';
+import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from '../rl/stepProfile';
+import { setOptimizerPath } from '../rl/plannedOptim';
 import { kernelTable } from './kernelTable';
 import { startDawn } from './node/dawn';
 import { formatTable } from './table';
@@ -36,7 +37,7 @@ const row = (name: string, kernels: string, r: ThroughputResult) => [name, kerne
 const adapter = await startDawn({ swiftshader: args.includes('--swiftshader'), module: process.env.SPARRING_WEBGPU_MODULE });
 console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
 if (profileOnly) {
-  // Where one GRPO step's time goes (rollout on the planned path, learn on tfjs): phases, WebGPU
+  // Where one GRPO step's time goes (rollout planned, learn on tfjs, the update on either optimiser): phases, WebGPU
   // work and tfjs's kernels. The sandbox defender, and the SmolLM2-135M shape unless --no-smol.
   const models: [string, () => Promise<import('../model/llama').LlamaModel>, StepProfileCase][] = [
     ['sandbox defender', () => loadModel(folderSource('public/models/defender')), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }],
@@ -44,16 +45,28 @@ if (profileOnly) {
   if (!args.includes('--no-smol')) models.push(['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }]);
   for (const [name, load, c] of models) {
     const model = await load();
-    const p = await profileGrpoStep(model, c);
-    disposeLlama(model);
-    console.log(`\n== Node + Dawn: one GRPO step of the ${name}, ${c.prompts} prompts x G ${c.groupSize} x ${c.newTokens} new tokens, LoRA r ${c.rank} on every projection (after a warm-up step)\n`);
-    console.log(formatTable(['phase', 'ms'], Object.entries(p.phases).map(([k, v]) => [k, v])));
-    if (p.gpu) {
-      const g = p.gpu;
-      console.log(`\nWebGPU: ${g.dispatches} dispatches, ${g.submits} submits, ${g.buffersCreated} buffers created (${(g.bytesCreated / 2 ** 20).toFixed(1)} MiB), ${g.readbacks} readbacks waiting ${g.readbackWaitMs.toFixed(0)} ms; host ${g.hostMs.toFixed(0)} ms of ${g.ms.toFixed(0)} ms wall`);
+    // The optimiser update alone on both paths (issue 21 step 3): the planned GPU AdamW vs tfjs.
+    const optRows: (string | number)[][] = [];
+    for (const path of ['tfjs', 'planned'] as const) {
+      const o = await profileOptimizerUpdate(model, c.rank, path);
+      optRows.push([path, o.params, o.dispatches, o.submits, o.buffersCreated, o.readbacks, o.hostMs, o.ms]);
     }
-    console.log(`tfjs: ${p.tfjsKernels} kernels, ${p.newTensors} new tensors, peak ${(p.peakBytes / 2 ** 20).toFixed(1)} MiB\n`);
-    console.log(formatTable(['tfjs kernel', 'count', 'GPU ms', 'MiB allocated'], p.kernels.slice(0, 15).map((k) => [k.name, k.count, k.gpuMs, k.bytes / 2 ** 20])));
+    for (const path of ['tfjs', 'planned'] as const) {
+      setOptimizerPath(path);
+      const p = await profileGrpoStep(model, c);
+      console.log(`\n== Node + Dawn: one GRPO step of the ${name}, ${c.prompts} prompts x G ${c.groupSize} x ${c.newTokens} new tokens, LoRA r ${c.rank} on every projection (after a warm-up step), optimiser: ${path}\n`);
+      console.log(formatTable(['phase', 'ms'], Object.entries(p.phases).map(([k, v]) => [k, v])));
+      if (p.gpu) {
+        const g = p.gpu;
+        console.log(`\nWebGPU: ${g.dispatches} dispatches, ${g.submits} submits, ${g.buffersCreated} buffers created (${(g.bytesCreated / 2 ** 20).toFixed(1)} MiB), ${g.readbacks} readbacks waiting ${g.readbackWaitMs.toFixed(0)} ms; host ${g.hostMs.toFixed(0)} ms of ${g.ms.toFixed(0)} ms wall`);
+      }
+      console.log(`tfjs: ${p.tfjsKernels} kernels, ${p.newTensors} new tensors, peak ${(p.peakBytes / 2 ** 20).toFixed(1)} MiB\n`);
+      console.log(formatTable(['tfjs kernel', 'count', 'GPU ms', 'MiB allocated'], p.kernels.slice(0, 15).map((k) => [k.name, k.count, k.gpuMs, k.bytes / 2 ** 20])));
+    }
+    setOptimizerPath('planned');
+    console.log(`\n== Node + Dawn: the optimiser update alone (clip + skip check + AdamW) of the ${name}, LoRA r ${c.rank} on every projection, per update (mean of 5 after 2 warm-up)\n`);
+    console.log(formatTable(['optimiser', 'parameters', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms', 'wall ms'], optRows));
+    disposeLlama(model);
   }
   process.exit(0);
 }

@@ -11,6 +11,7 @@ import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
 import { checkpointToJson } from '../recipes/checkpointFile.ts';
 import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../recipes/aliases.ts';
+import { createTimedRun } from '../recipes/judgeTiming.ts';
 import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
 import type { StepReport } from '../recipes/report.ts';
 import { ConfigError, describeSchema } from '../recipes/schema.ts';
@@ -135,7 +136,12 @@ function fmt(x: number | undefined): string {
 export function summaryLine(r: StepReport): string {
   const keys = ['loss/sft', 'reward/mean', 'judge/asr', 'eval/asr', 'eval/asr_at_stop', 'kl/mean', 'entropy/mean', 'loss/policy', 'grad/norm'];
   const parts = keys.filter((k) => r.metrics[k] !== undefined).map((k) => `${k} ${fmt(r.metrics[k])}`);
-  return `[${r.recipe}] step ${r.step}  ${parts.join('  ')}  ${fmt(r.timings.total_ms)} ms`;
+  // Each judge's latency and share of the step (judgeTiming.ts).
+  const judges = Object.keys(r.metrics).filter((k) => k.startsWith('perf/judge_ms/')).map((k) => {
+    const name = k.slice('perf/judge_ms/'.length);
+    return `judge ${name} ${fmt(r.metrics[k])} ms (${Math.round(100 * (r.metrics[`perf/judge_share/${name}`] ?? 0))}%)`;
+  });
+  return `[${r.recipe}] step ${r.step}  ${[...parts, ...judges].join('  ')}  ${fmt(r.timings.total_ms)} ms`;
 }
 
 export function recipeHelp(name?: string): string {
@@ -178,7 +184,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
       writeFileSync(a.out, '');
     }
     err(`[${recipe.name}] seed ${a.seed}, ${a.steps} steps, backend ${backend}\n`);
-    const run = await recipe.create(env, v.config, a.seed);
+    const run = await createTimedRun(recipe, env, v.config, a.seed);
     try {
       for (let s = 0; s < a.steps; s++) {
         let r;

@@ -68,19 +68,30 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-class Permanent extends Error {}
+/** A reply no retry can fix (a 4xx, a malformed body): the poster fails at once with it. */
+export class PermanentReplyError extends Error {}
+
+export interface PostOptions {
+  readonly timeoutMs?: number;
+  readonly retries?: number;
+  readonly backoffMs?: number;
+  readonly fetch?: typeof fetch;
+  /** Extra request headers (e.g. an API key). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
 
 /**
- * POST texts to the scorer and return one number per text (validated, not yet rescaled).
- * Exposed for callers that want raw scores (e.g. the red-team recipe's harm term).
+ * POST `body` as JSON to `endpoint` and parse the reply text with `parse` (which throws
+ * PermanentReplyError on a malformed reply). Each attempt has its own timeout; network errors,
+ * timeouts, 408, 429 and 5xx are retried with exponential backoff; every failure is one JudgeError
+ * of `judge` naming the endpoint.
  */
-export async function postScores(texts: readonly string[], opts: HttpJudgeOptions, signal?: AbortSignal): Promise<number[]> {
-  const endpoint = scoreEndpoint(opts.url);
+export async function postJson<T>(judge: string, endpoint: string, body: unknown, opts: PostOptions, parse: (text: string) => T, signal?: AbortSignal): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const retries = Math.max(0, Math.floor(opts.retries ?? 2));
   const backoffMs = opts.backoffMs ?? 250;
   const doFetch = opts.fetch ?? globalThis.fetch;
-  const body = JSON.stringify({ texts });
+  const payload = JSON.stringify(body);
   let lastError = '';
   for (let attempt = 0; attempt <= retries; attempt++) {
     if (attempt > 0) await sleep(backoffMs * 2 ** (attempt - 1), signal);
@@ -96,8 +107,8 @@ export async function postScores(texts: readonly string[], opts: HttpJudgeOption
     try {
       const res = await doFetch(endpoint, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
+        headers: { 'content-type': 'application/json', ...opts.headers },
+        body: payload,
         signal: controller.signal,
       });
       const text = await res.text();
@@ -107,11 +118,11 @@ export async function postScores(texts: readonly string[], opts: HttpJudgeOption
           lastError = msg;
           continue;
         }
-        throw new Permanent(`${endpoint} rejected the request: ${msg}`);
+        throw new PermanentReplyError(`${endpoint} rejected the request: ${msg}`);
       }
-      return parseScores(text, texts.length, endpoint);
+      return parse(text);
     } catch (err) {
-      if (err instanceof Permanent) throw new JudgeError('http', err.message);
+      if (err instanceof PermanentReplyError) throw new JudgeError(judge, err.message);
       if (signal?.aborted) throw signal.reason ?? err;
       lastError = timedOut ? `timed out after ${timeoutMs} ms` : describe(err);
     } finally {
@@ -119,12 +130,25 @@ export async function postScores(texts: readonly string[], opts: HttpJudgeOption
       signal?.removeEventListener('abort', onOuterAbort);
     }
   }
-  throw new JudgeError('http', `scorer at ${endpoint} is down or not answering: ${retries + 1} attempts failed, last: ${lastError}`);
+  throw new JudgeError(judge, `scorer at ${endpoint} is down or not answering: ${retries + 1} attempts failed, last: ${lastError}`);
+}
+
+/**
+ * POST texts to the scorer and return one number per text (validated, not yet rescaled).
+ * Exposed for callers that want raw scores (e.g. the red-team recipe's harm term).
+ */
+export function postScores(texts: readonly string[], opts: HttpJudgeOptions, signal?: AbortSignal): Promise<number[]> {
+  const endpoint = scoreEndpoint(opts.url);
+  return postJson('http', endpoint, { texts }, opts, (text) => parseScores(text, texts.length, endpoint), signal);
+}
+
+/** The PermanentReplyError of a malformed reply: why, what was expected, and what came. */
+export function malformedReply(endpoint: string, why: string, expected: string, text: string): PermanentReplyError {
+  return new PermanentReplyError(`reply from ${endpoint} is malformed: ${why}; expected ${expected}, got ${snippet(text)}`);
 }
 
 function parseScores(text: string, n: number, endpoint: string): number[] {
-  const bad = (why: string) =>
-    new Permanent(`reply from ${endpoint} is malformed: ${why}; expected {"scores": [${n} numbers]}, got ${snippet(text)}`);
+  const bad = (why: string) => malformedReply(endpoint, why, `{"scores": [${n} numbers]}`, text);
   let data: unknown;
   try {
     data = JSON.parse(text);

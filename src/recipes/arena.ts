@@ -28,16 +28,19 @@ import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge, JudgeVerdict } from '../judges/types.ts';
 import { hash3 } from '../model/random.ts';
 import { std } from '../rl/stats.ts';
-import { groupDiversity } from './attack.ts';
-import { checkFiniteRewards, drawBatch, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from './attack.ts';
+import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
+import { greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import type { TextGrader } from '../judges/textGrader.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -47,6 +50,7 @@ export const arenaSchema = {
   defender: str('defender', 'defender model (trained through its LoRA in defender phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm / task scorer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  ...judgeModelFields(),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
   benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   phaseSteps: int(3, 'k: attacker steps, then k defender steps, repeating', { min: 1, max: 100000 }),
@@ -70,16 +74,19 @@ export const arenaSchema = {
   defenderLr: num(2e-3, 'defender AdamW learning rate', { min: 0, max: 1 }),
   ...adamFields({ beta1: 'both sides', beta2: 'both sides', weightDecay: 'both sides' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'both adapters; 8 suffices for the 96-wide sandbox models'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names), both sides',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: `advantage estimator (veRL names), both sides; MTSA, whose two sides arena trains, uses grpo. Attacker phase ${REMAX_ATTACK_HELP}; defender phase remax: baseline = the reward of the defender's greedy answer to the prompt. gae (veRL PPO): one value head per side, each with its own AdamW, trained in its side's phases (criticLr, gaeGamma, gaeLambda, vfCoef)`,
     stdNote: 'grpo',
     policyLoss: 'ppo (clipped surrogate) or importance_sampling, both sides',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL; both sides' }),
+  ...klControllerFields('attackerKlBeta and defenderKlBeta (one controller per side, each updated in its own phases)', 'MTSA: fixed'),
+  ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay a fixed held-out set as eval/asr and eval/benign_correct; 0 = off', { min: 0, max: 100000 }),
   evalGoals: int(48, 'held-out goals (one attacker prompt and one defender answer each) and a quarter as many benign tasks', { min: 1, max: 4096 }),
+  ...strongRejectFields("the held-out evaluation's defender answers to the attacker's prompts (evalEvery)"),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type ArenaConfig = ConfigOf<typeof arenaSchema>;
@@ -102,6 +109,8 @@ class ArenaRun implements RecipeRun {
   private readonly heldOutGoals: Goal[] | null;
   private readonly heldOutBenign: SandboxPrompt[] | null;
   private readonly splitReport: Metrics;
+  private readonly klCoefs: Record<ArenaPhase, KlCoef>;
+  private readonly critics: Record<ArenaPhase, ValueCritic | null>;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -112,6 +121,7 @@ class ArenaRun implements RecipeRun {
     readonly seed: number,
     data: HarmfulGoalData | null = null,
     benign: BenignData | null = null,
+    private readonly grader: TextGrader | null = null,
   ) {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
@@ -119,6 +129,8 @@ class ArenaRun implements RecipeRun {
     if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
     this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
     this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
+    this.klCoefs = { attacker: new KlCoef({ ...config, klBeta: config.attackerKlBeta }), defender: new KlCoef({ ...config, klBeta: config.defenderKlBeta }) };
+    this.critics = { attacker: criticFor(atk.model, config), defender: criticFor(def.model, config) };
   }
 
   /** G attacker prompts per goal (adapters as they are). */
@@ -158,6 +170,7 @@ class ArenaRun implements RecipeRun {
     const bv = await this.judgeBenign(benign, bAns.answers);
     return {
       'eval/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
+      ...(await strongRejectMetrics('eval', a.prompts.map((p, i) => ({ prompt: p, response: h.answers[i], meta: { kind: 'harmful' as const, category: goals[i].category } })), this.grader)),
       'eval/benign_correct': meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(bv.map((v) => (v.refused ? 1 : 0))),
       ...this.splitReport,
@@ -197,10 +210,27 @@ class ArenaRun implements RecipeRun {
     const verdicts = await this.judgeHarmful(a.prompts, d.answers, a.rowGoal.map((i) => goals[i]));
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
-    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.attackerKlBeta * kl[b]);
+    const beta = this.klCoefs.attacker.value;
+    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
     checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+    const rewardBaselines =
+      c.advantage === 'remax'
+        ? await greedyAttackBaselines(this.atk, lora, { rows: a.rows, rowGroup: a.rowGoal, prompts: a.prompts }, goals.length, { ...c, klBeta: beta, diversity: 'exact' }, async (ps) => {
+            const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e));
+            return (await this.judgeHarmful(ps, ans.answers, goals)).map((v) => v.unsafe);
+          })
+        : undefined;
     const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: a.gen.logprobs }, refLogp, rewards, a.rowGoal, { ...c, lr: c.attackerLr, temperature: c.attackerTemperature }, codec);
+    const { advantages, learn } = await learnFromOutcomes(
+      { model, lora, optimizer, critic: this.critics.attacker },
+      { ...batch, logprobs: a.gen.logprobs, rewardBaselines },
+      refLogp,
+      rewards,
+      a.rowGoal,
+      { ...c, lr: c.attackerLr, temperature: c.attackerTemperature },
+      codec,
+    );
+    this.klCoefs.attacker.update(kl);
     const t3 = performance.now();
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
     const tactics = a.prompts.map(tacticOf);
@@ -213,6 +243,7 @@ class ArenaRun implements RecipeRun {
       'attacker/reward_mean': meanOf(rewards),
       'attacker/diversity_mean': meanOf(div),
       'attacker/kl_mean': meanOf(kl),
+      'kl/coef': beta,
       'defender/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
     };
@@ -232,7 +263,7 @@ class ArenaRun implements RecipeRun {
         ],
         verdict: harmVerdict(v),
         reward: rewards[b],
-        terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.attackerKlBeta * kl[b] },
+        terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -beta * kl[b] },
         advantage: rowAdvantage(advantages.advantages, a.gen.mask[b], b),
       };
     });
@@ -264,10 +295,21 @@ class ArenaRun implements RecipeRun {
     benRows.forEach((b, i) => (verdicts[b] = bv[i]));
     const safety = verdicts.map((v, b) => (rowGroup[b] < H ? c.safetyWeight * (1 - v.unsafe) : 0));
     const utility = verdicts.map((v, b) => (rowGroup[b] >= H ? c.utilityWeight * (v.benignCorrect ? 1 : 0) : 0));
-    const rewards = verdicts.map((_, b) => safety[b] + utility[b] - c.defenderKlBeta * kl[b]);
+    const beta = this.klCoefs.defender.value;
+    const rewards = verdicts.map((_, b) => safety[b] + utility[b] - beta * kl[b]);
     checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
+    const rewardBaselines = c.advantage === 'remax' ? await this.greedyDefenderBaselines(d, groupText, H, goals, tasks, beta) : undefined;
     const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes({ model, lora, optimizer }, { ...batch, logprobs: d.gen.logprobs }, refLogp, rewards, rowGroup, { ...c, lr: c.defenderLr, temperature: c.defenderTemperature }, codec);
+    const { advantages, learn } = await learnFromOutcomes(
+      { model, lora, optimizer, critic: this.critics.defender },
+      { ...batch, logprobs: d.gen.logprobs, rewardBaselines },
+      refLogp,
+      rewards,
+      rowGroup,
+      { ...c, lr: c.defenderLr, temperature: c.defenderTemperature },
+      codec,
+    );
+    this.klCoefs.defender.update(kl);
     const t3 = performance.now();
     const metrics: Metrics = {
       ...learn,
@@ -276,6 +318,7 @@ class ArenaRun implements RecipeRun {
       'reward/std': std(rewards, false),
       'defender/reward_mean': meanOf(rewards),
       'defender/kl_mean': meanOf(kl),
+      'kl/coef': beta,
       'defender/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
     };
@@ -300,11 +343,26 @@ class ArenaRun implements RecipeRun {
         ],
         verdict: harmVerdict(v),
         reward: rewards[b],
-        terms: harmful ? { safety: safety[b], kl: -c.defenderKlBeta * kl[b] } : { utility: utility[b], kl: -c.defenderKlBeta * kl[b] },
+        terms: harmful ? { safety: safety[b], kl: -beta * kl[b] } : { utility: utility[b], kl: -beta * kl[b] },
         advantage: rowAdvantage(advantages.advantages, d.gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
+  }
+
+  /**
+   * ReMax baselines of a defender step, one per row: the defender's greedy answer to each group's
+   * prompt (adapters on), scored by the step's reward (safety or utility - beta x its KL at T 1).
+   */
+  private async greedyDefenderBaselines(d: Rollout, groupText: string[], H: number, goals: Goal[], tasks: SandboxPrompt[], beta: number): Promise<number[]> {
+    const c = this.config;
+    const g = await greedyReplies(this.def, groupPrompts(d, groupText.length), c.defenderMaxTokens);
+    const { kl } = await klAndEntropy(this.def, this.parts.defender.lora, g, 1);
+    const hv = H ? await this.judgeHarmful(groupText.slice(0, H), g.answers.slice(0, H), goals) : [];
+    const bv = tasks.length ? await this.judgeBenign(tasks, g.answers.slice(H)) : [];
+    const base = g.answers.map((_, i) => (i < H ? c.safetyWeight * (1 - hv[i].unsafe) : c.utilityWeight * (bv[i - H].benignCorrect ? 1 : 0)) - beta * kl[i]);
+    checkFiniteRewards('arena defender ReMax baseline', base, (i) => `greedy answer of group ${i}, kl ${kl[i]}`);
+    return d.rowGroup.map((i) => base[i]);
   }
 
   /** The defender's adapter (the recipe's modelField): what an adapter export of the run writes. */
@@ -313,15 +371,19 @@ class ArenaRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return multiLoraRunState(this, this.parts);
+    return multiLoraRunState(this, this.parts, { klCoefs: klCoefsState(this.klCoefs), ...(await criticsState(this.critics)) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
+    const assignCritics = parseCritics(this.critics, payload.extra.critics);
     this.stepsDone = restoreMultiLoraRun(this, this.parts, payload);
+    assignKl();
+    assignCritics();
   }
 
   dispose(): void {
-    disposeRun(Object.values(this.parts), this.judge, this.atk, this.def);
+    disposeRun(Object.values(this.parts), this.critics.attacker, this.critics.defender, this.judge, this.grader, this.atk, this.def);
   }
 }
 
@@ -336,8 +398,9 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
     'so its curve climbs in attacker phases and falls in defender phases.',
   schema: arenaSchema,
   modelField: 'defender',
+  check: strongRejectCheck,
   async create(env: RecipeEnv, config: ArenaConfig, seed: number): Promise<RecipeRun> {
-    const judge = env.judge(config.judge);
+    const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'arena');
     const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'arena');
     const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
@@ -349,7 +412,8 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
         optimizer: adamWFor(config, lr),
       });
       const parts = { attacker: part(atk, config.attackerLr, 81), defender: part(def, config.defenderLr, 82) };
-      return new ArenaRun(atk, def, parts, judge, config, seed, data, benign);
+      const grader = await loadStrongRejectGrader(env, config, 'arena');
+      return new ArenaRun(atk, def, parts, judge, config, seed, data, benign, grader);
     } catch (e) {
       atk.dispose();
       def?.dispose();

@@ -26,26 +26,30 @@
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
 import { attackerSource, rngFor, TACTICS } from '../data/sandbox/index.ts';
-import { meanStrongRejectRules } from '../judges/strongreject.ts';
 import type { Judge } from '../judges/types.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import type { AdamW } from '../rl/optim.ts';
 import { std } from '../rl/stats.ts';
-import { checkFiniteRewards, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFiniteRewards, criticFor, parseCritic, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { asUserMessage, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
+import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import type { TextGrader } from '../judges/textGrader.ts';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
-export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'] as const;
+export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'] as const;
 export const DIVERSITY_MODES = ['exact', 'ngram'] as const;
+/** What remax means for an attacker (attack, arena's attacker phase). */
+export const REMAX_ATTACK_HELP = "remax (veRL): baseline = the reward of the attacker's greedy prompt for the goal, answered by the defender as the samples are, its diversity taken against the goal's G samples (one extra greedy rollout and answer per goal)";
 export type DiversityMode = (typeof DIVERSITY_MODES)[number];
 
 export const attackSchema = {
@@ -54,6 +58,7 @@ export const attackSchema = {
   defender: str('defender', 'frozen target model (never updated): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'harm scorer of the defender answer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  ...judgeModelFields(),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP} (attack trains on the train rows; goalPool applies to the sandbox only)`, { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'goals per step (each is one group)', { min: 1, max: 256 }),
@@ -72,14 +77,17 @@ export const attackSchema = {
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox attacker'),
   ...policyGradientFields(ATTACK_ADVANTAGES, { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline',
+    advantage: `advantage estimator (veRL names; MTSA trains with grpo): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline; ${REMAX_ATTACK_HELP}; gae (veRL PPO): a value head on the attacker with its own AdamW (criticLr, gaeGamma, gaeLambda, vfCoef)`,
     stdNote: 'grpo; false = Dr. GRPO',
     policyLoss: 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)',
     clipNote: 'policyLoss = ppo only',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, as MTSA' }),
+  ...klControllerFields('klBeta', 'MTSA: fixed'),
+  ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
+  ...strongRejectFields("every step's defender answers (attack has no held-out set; the metrics are judge/strongreject*)"),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type AttackConfig = ConfigOf<typeof attackSchema>;
@@ -120,12 +128,38 @@ export function groupDiversity(texts: readonly string[], group: readonly number[
   });
 }
 
+/**
+ * ReMax baselines of an attacker step, one per row: the attacker's greedy prompt for each goal
+ * (adapters on), scored by the step's reward: harm of the defender's answer to it (`harmOf`) +
+ * diversityCoef x its diversity among the goal's sampled prompts - klBeta x its mean KL (at T 1,
+ * as greedyReplies reports it).
+ */
+export async function greedyAttackBaselines(
+  atk: LoadedModel,
+  lora: LoraSet,
+  sampled: { rows: number[][]; rowGroup: number[]; prompts: string[] },
+  goals: number,
+  c: { attackerMaxTokens: number; diversityCoef: number; klBeta: number; diversity: DiversityMode },
+  harmOf: (prompts: string[]) => Promise<number[]>,
+): Promise<number[]> {
+  const g = await greedyReplies(atk, groupPrompts(sampled, goals), c.attackerMaxTokens);
+  const { kl } = await klAndEntropy(atk, lora, g, 1);
+  const harm = await harmOf(g.answers);
+  const B = sampled.prompts.length;
+  const div = groupDiversity([...sampled.prompts, ...g.answers], [...sampled.rowGroup, ...g.answers.map((_, i) => i)], c.diversity).slice(B);
+  const base = harm.map((h, i) => h + c.diversityCoef * div[i] - c.klBeta * kl[i]);
+  checkFiniteRewards('ReMax baseline', base, (i) => `greedy prompt of goal ${i}: harm ${harm[i]}, diversity ${div[i]}, kl ${kl[i]}`);
+  return sampled.rowGroup.map((i) => base[i]);
+}
+
 class AttackRun implements RecipeRun {
   readonly recipe = 'attack';
   stepsDone = 0;
   readonly done = false;
   readonly stopReason = null;
   private readonly pool: Goal[];
+  private readonly critic: ValueCritic | null;
+  private readonly klCoef: KlCoef;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -136,8 +170,28 @@ class AttackRun implements RecipeRun {
     readonly config: AttackConfig,
     readonly seed: number,
     data: HarmfulGoalData | null = null,
+    private readonly grader: TextGrader | null = null,
   ) {
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
+    this.critic = criticFor(atk.model, config);
+    this.klCoef = new KlCoef(config);
+  }
+
+  /** The frozen defender's answers to attacker prompts (greedy or sampled with `seed`). */
+  private async defenderAnswers(attacks: string[], seed: number) {
+    const c = this.config;
+    const dm = this.def;
+    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }));
+    const ans = await generate(dm.model, defRows, {
+      maxNewTokens: c.defenderMaxTokens,
+      greedy: c.defenderGreedy,
+      temperature: c.defenderTemperature,
+      topP: c.defenderTopP,
+      stopTokens: [...dm.codec.eos],
+      padTokenId: dm.codec.pad,
+      seed,
+    });
+    return { ans, answers: ans.tokens.map((t, b) => dm.codec.decode(t.slice(0, ans.lengths[b]))) };
   }
 
   /** Goals of step s: a seeded draw from the pool (distinct within a step while the pool allows). */
@@ -161,17 +215,7 @@ class AttackRun implements RecipeRun {
     const t1 = performance.now();
 
     // --- answer: the frozen defender
-    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }));
-    const ans = await generate(dm.model, defRows, {
-      maxNewTokens: c.defenderMaxTokens,
-      greedy: c.defenderGreedy,
-      temperature: c.defenderTemperature,
-      topP: c.defenderTopP,
-      stopTokens: [...dm.codec.eos],
-      padTokenId: dm.codec.pad,
-      seed: hash3(this.seed, step, 0xdef),
-    });
-    const answers = ans.tokens.map((t, b) => dm.codec.decode(t.slice(0, ans.lengths[b])));
+    const { ans, answers } = await this.defenderAnswers(attacks, hash3(this.seed, step, 0xdef));
     const t2 = performance.now();
 
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
@@ -181,20 +225,30 @@ class AttackRun implements RecipeRun {
     const verdicts = await this.judge.score(judged);
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
-    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - c.klBeta * kl[b]);
+    const beta = this.klCoef.value;
+    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
     checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+    const rewardBaselines =
+      c.advantage === 'remax'
+        ? await greedyAttackBaselines(this.atk, this.lora, { rows, rowGroup: rowGoal, prompts: attacks }, goals.length, { ...c, klBeta: beta }, async (ps) => {
+            const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
+            const v = await this.judge.score(ps.map((p, i) => ({ prompt: p, response: a[i], meta: { kind: 'harmful' as const, category: goals[i].category, tactic: tacticOf(p) } })));
+            return v.map((x) => x.unsafe);
+          })
+        : undefined;
     const t3 = performance.now();
 
     // --- learn (attacker only)
     const { advantages: adv, learn } = await learnFromOutcomes(
-      { model, lora: this.lora, optimizer: this.optimizer },
-      { ...batch, logprobs: gen.logprobs },
+      { model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
+      { ...batch, logprobs: gen.logprobs, rewardBaselines },
       refLogp,
       rewards,
       rowGoal,
       { ...c, temperature: c.attackerTemperature },
       codec,
     );
+    this.klCoef.update(kl);
     const t4 = performance.now();
 
     // --- report
@@ -208,11 +262,12 @@ class AttackRun implements RecipeRun {
       'reward/max': Math.max(...rewards),
       'judge/asr': meanOf(success),
       'judge/harm_mean': meanOf(harm),
-      'judge/strongreject_rules': meanStrongRejectRules(judged),
+      ...(await strongRejectMetrics('judge', judged, this.grader)),
       'judge/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
       'diversity/mean': meanOf(div),
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),
       'kl/mean': meanOf(kl),
+      'kl/coef': beta,
       'entropy/mean': entropyMean,
       'attack/length_mean': meanOf(gen.lengths),
       'response/length_mean': meanOf(ans.lengths),
@@ -241,7 +296,7 @@ class AttackRun implements RecipeRun {
         ],
         verdict: harmVerdict(v),
         reward: rewards[b],
-        terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -c.klBeta * kl[b] },
+        terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -beta * kl[b] },
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
@@ -250,15 +305,19 @@ class AttackRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this);
+    return loraRunState(this, { klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const klCoef = this.klCoef.parse(payload.extra.klCoef);
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     this.stepsDone = restoreLoraRun(this, payload);
+    this.klCoef.value = klCoef;
+    assignCritic();
   }
 
   dispose(): void {
-    disposeRun([this], this.judge, this.atk, this.def);
+    disposeRun([this], this.critic, this.judge, this.grader, this.atk, this.def);
   }
 }
 
@@ -272,8 +331,9 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
     'term (duplicates earn less) minus KL to the untouched attacker. Reports the attack success rate and the tactic mix.',
   schema: attackSchema,
   modelField: 'attacker',
+  check: strongRejectCheck,
   async create(env: RecipeEnv, config: AttackConfig, seed: number): Promise<RecipeRun> {
-    const judge = env.judge(config.judge);
+    const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'attack');
     const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
     let def: LoadedModel | null = null;
@@ -281,7 +341,8 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
       def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(atk.model, config, hash3(seed, 0x10a, 3));
       const optimizer = adamWFor(config, config.lr);
-      return new AttackRun(atk, def, lora, optimizer, judge, config, seed, data);
+      const grader = await loadStrongRejectGrader(env, config, 'attack');
+      return new AttackRun(atk, def, lora, optimizer, judge, config, seed, data, grader);
     } catch (e) {
       atk.dispose();
       def?.dispose();

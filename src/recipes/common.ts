@@ -158,12 +158,22 @@ export class KlCoef {
     const ctrl = updateKlController(adaptiveKlController(this.value, this.c.klTarget, this.c.klHorizon), meanOf(rowMeanKl), rowMeanKl.length);
     this.value = ctrl.value;
   }
-  restore(extra: Record<string, unknown>): void {
-    const v = extra.klCoef;
-    if (v === undefined) this.value = this.c.klBeta;
-    else if (typeof v === 'number' && Number.isFinite(v) && v >= 0) this.value = v;
-    else throw new Error(`checkpoint: extra.klCoef must be a finite number >= 0 (got ${JSON.stringify(v)})`);
+  /** The value a checkpoint saved as `v` (absent: the configured klBeta); `where` names it in an error. Changes nothing. */
+  parse(v: unknown, where = 'extra.klCoef'): number {
+    const ok = v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
+    if (!ok) throw new Error(`checkpoint: ${where} must be a finite number >= 0 (got ${typeof v === 'number' ? v : typeof v})`);
+    return v === undefined ? this.c.klBeta : (v as number);
   }
+}
+
+/** extra.klCoefs of a run with one controller per trained model (arena's sides, minmax's players). */
+export const klCoefsState = (coefs: Record<string, KlCoef>): Record<string, number> => Object.fromEntries(Object.entries(coefs).map(([k, c]) => [k, c.value]));
+
+/** Checks every saved extra.klCoefs value first and returns what assigns them (after the rest of the checkpoint restored). */
+export function parseKlCoefs(coefs: Record<string, KlCoef>, saved: unknown): () => void {
+  const s = (saved ?? {}) as Record<string, unknown>;
+  const values = Object.entries(coefs).map(([k, c]) => [c, c.parse(s[k], `extra.klCoefs.${k}`)] as const);
+  return () => values.forEach(([c, v]) => (c.value = v));
 }
 
 /**
@@ -190,24 +200,53 @@ export class ValueCritic {
     }
     return out;
   }
-  restore(x: unknown): void {
+  /**
+   * Checks a saved extra.critic whole (weights, moments, step) and returns what assigns it, so a
+   * restore can check every part of a checkpoint before it touches the run. Changes nothing.
+   */
+  parse(x: unknown, where = 'extra.critic'): () => void {
     const s = x as Record<string, { data?: unknown; m?: unknown; v?: unknown }> & { step?: unknown } | undefined;
-    if (!s || typeof s.step !== 'number') throw new Error('checkpoint: extra.critic is missing (saved without the gae critic?)');
+    if (!s || typeof s !== 'object') throw new Error(`checkpoint: ${where} is missing (saved without the gae critic?)`);
+    if (typeof s.step !== 'number' || !Number.isInteger(s.step) || s.step < 0) throw new Error(`checkpoint: ${where}.step must be a non-negative integer`);
+    const step = s.step;
     const moments: AdamWState['moments'] = {};
+    const values: [tf.Variable, number[]][] = [];
     for (const [k, v] of this.names()) {
       const e = s[k];
       const ok = (a: unknown): a is number[] => Array.isArray(a) && a.length === v.size && a.every(Number.isFinite);
-      if (!e || !ok(e.data)) throw new Error(`checkpoint: extra.critic.${k} must hold ${v.size} finite numbers`);
-      tf.tidy(() => v.assign(tf.tensor(e.data as number[], v.shape, 'float32')));
+      if (!e || !ok(e.data)) throw new Error(`checkpoint: ${where}.${k} must hold ${v.size} finite numbers`);
+      const absent = (a: unknown) => a === null || a === undefined;
       if (ok(e.m) && ok(e.v)) moments[v.name] = { shape: v.shape.slice(), m: Float32Array.from(e.m), v: Float32Array.from(e.v) };
+      else if (!(absent(e.m) && absent(e.v))) throw new Error(`checkpoint: ${where}.${k}'s moments m and v must both hold ${v.size} finite numbers, or both be null`);
+      values.push([v, e.data]);
     }
-    this.optimizer.importState({ step: s.step, moments });
+    return () => {
+      for (const [v, data] of values) tf.tidy(() => v.assign(tf.tensor(data, v.shape, 'float32')));
+      this.optimizer.importState({ step, moments });
+    };
   }
   dispose(): void {
     this.optimizer.dispose();
     this.head.dispose();
   }
 }
+
+/** extra.critics of a run with one critic per trained model (arena's sides, minmax's players); nothing when none is built. */
+export async function criticsState(critics: Record<string, ValueCritic | null>): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const [k, cr] of Object.entries(critics)) if (cr) out[k] = await cr.state();
+  return Object.keys(out).length ? { critics: out } : {};
+}
+
+/** Checks each built critic's saved extra.critics entry first and returns what assigns them all. */
+export function parseCritics(critics: Record<string, ValueCritic | null>, saved: unknown): () => void {
+  const s = (saved ?? {}) as Record<string, unknown>;
+  const assign = Object.entries(critics).map(([k, cr]) => (cr ? cr.parse(s[k], `extra.critics.${k}`) : () => {}));
+  return () => assign.forEach((a) => a());
+}
+
+/** The assignment of one optional critic's extra.critic, checked now (nothing when no critic is built). */
+export const parseCritic = (critic: ValueCritic | null, saved: unknown): (() => void) => (critic ? critic.parse(saved) : () => {});
 
 /** The critic a config asks for (advantage = gae), or null. */
 export function criticFor(model: LlamaModel, c: { advantage: string; criticLr: number; beta1: number; beta2: number; weightDecay: number }): ValueCritic | null {

@@ -98,10 +98,13 @@ export function klLossFields() {
   };
 }
 
-/** veRL's KL controller of a KL-in-the-reward coefficient (klBeta); fixed by default. */
-export function klControllerFields() {
+/**
+ * veRL's KL controller of a KL-in-the-reward coefficient; fixed by default. `beta` names the
+ * coefficient field(s) it drives (klBeta; arena's two), `note` what the recipe's source does.
+ */
+export function klControllerFields(beta = 'klBeta', note = 'the sources') {
   return {
-    klController: oneOf(['fixed', 'adaptive'], 'fixed', 'KL-in-reward coefficient: fixed klBeta (veRL kl_ctrl.type fixed, the sources) or adaptive: beta <- beta (1 + clip(KL / klTarget - 1, -0.2, 0.2) x batch / klHorizon) after each step'),
+    klController: oneOf(['fixed', 'adaptive'], 'fixed', `KL-in-reward coefficient: fixed ${beta} (veRL kl_ctrl.type fixed; ${note}) or adaptive (veRL kl_ctrl.type adaptive): beta <- beta (1 + clip(KL / klTarget - 1, -0.2, 0.2) x batch / klHorizon) after each step, KL = the step's mean sampled-token k1`),
     klTarget: num(0.1, 'adaptive KL controller: target KL (veRL target_kl 0.1)', { min: 1e-9, max: 1e6 }),
     klHorizon: num(10000, 'adaptive KL controller: horizon in samples (veRL horizon 10000)', { min: 1, max: 1e12 }),
   };

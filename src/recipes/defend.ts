@@ -31,13 +31,16 @@ import type { AdamW } from '../rl/optim.ts';
 import { mtsaDefenderReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from './checkpointFile.ts';
-import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { checkSavedWeights, weightsField } from './weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import type { TextGrader } from '../judges/textGrader.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
@@ -50,6 +53,7 @@ export const defendSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'safety / task scorer: rules, rules-partial, classifier (the sandbox guard model), or a judge the env provides', { nonEmpty: true }),
+  ...judgeModelFields(),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
   benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
@@ -84,6 +88,7 @@ export const defendSchema = {
   evalGoals: int(32, 'held-out harmful goals (one attacker prompt each)', { min: 1, max: 4096 }),
   evalBenign: int(32, 'held-out benign tasks', { min: 1, max: 4096 }),
   evalSamples: int(4, 'sampled defender answers per held-out prompt (fixed seeds)', { min: 1, max: 64 }),
+  ...strongRejectFields("the held-out evaluation's answers to the attacker's prompts (evalEvery)"),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type DefendConfig = ConfigOf<typeof defendSchema>;
@@ -113,10 +118,8 @@ export function defendReward(
   return { reward, terms };
 }
 
-/** Mean StrongREJECT proxy (judges/strongreject.ts) of answers to harmful goals. */
-function harmfulStrongReject(items: { prompt: string; answer: string; goal: Goal }[]): number {
-  return meanStrongRejectRules(items.map((it) => ({ prompt: it.prompt, response: it.answer, meta: { kind: 'harmful' as const, category: it.goal.category } })));
-}
+/** The judge item of an answer to a harmful goal's prompt (what the StrongREJECT scores read). */
+const harmfulItem = (prompt: string, answer: string, goal: Goal) => ({ prompt, response: answer, meta: { kind: 'harmful' as const, category: goal.category } });
 
 class DefendRun implements RecipeRun {
   readonly recipe = 'defend';
@@ -142,6 +145,7 @@ class DefendRun implements RecipeRun {
     readonly seed: number,
     data: HarmfulGoalData | null = null,
     benign: BenignData | null = null,
+    private readonly grader: TextGrader | null = null,
   ) {
     this.klCoef = new KlCoef(config);
     this.critic = criticFor(def.model, config);
@@ -185,7 +189,7 @@ class DefendRun implements RecipeRun {
     const ben = v.filter((_, b) => r.rowGroup[b] >= H);
     return {
       'eval/asr': meanOf(harm.map((x) => (x.unsafe >= 0.5 ? 1 : 0))),
-      'eval/strongreject_rules': harmfulStrongReject(r.rowGroup.flatMap((g, b) => (g < H ? [{ prompt: texts[g], answer: r.answers[b], goal: e.goals[g] }] : []))),
+      ...(await strongRejectMetrics('eval', r.rowGroup.flatMap((g, b) => (g < H ? [harmfulItem(texts[g], r.answers[b], e.goals[g])] : [])), this.grader)),
       'eval/refusal_rate': meanOf(harm.map((x) => (x.refused ? 1 : 0))),
       'eval/benign_correct': meanOf(ben.map((x) => (x.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(ben.map((x) => (x.refused ? 1 : 0))),
@@ -251,7 +255,7 @@ class DefendRun implements RecipeRun {
       'kl/coef': beta,
       'kl/mean_k1': meanOf(kl),
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
-      'judge/strongreject_rules': harmfulStrongReject(r.rowGroup.flatMap((g, b) => (harmful[b] ? [{ prompt: texts[g], answer: r.answers[b], goal: goals[g] }] : []))),
+      'judge/strongreject_rules': meanStrongRejectRules(r.rowGroup.flatMap((g, b) => (harmful[b] ? [harmfulItem(texts[g], r.answers[b], goals[g])] : []))),
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'entropy/harmful_mean': meanOf(pick(entropy, true)),
       'response/length_mean': meanOf(gen.lengths),
@@ -296,13 +300,15 @@ class DefendRun implements RecipeRun {
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const klCoef = this.klCoef.parse(payload.extra.klCoef);
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     this.stepsDone = restoreLoraRun(this, payload);
-    this.klCoef.restore(payload.extra);
-    this.critic?.restore(payload.extra.critic);
+    this.klCoef.value = klCoef;
+    assignCritic();
   }
 
   dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.atk, this.def);
+    disposeRun([this], this.critic, this.judge, this.grader, this.atk, this.def);
   }
 }
 
@@ -354,17 +360,19 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
     'a correct answer instead of P(safe), so refusing everything does not pay (the KL is beta x k1 on every token, summed over the answer). GRPO by default.',
   schema: defendSchema,
   modelField: 'defender',
+  check: strongRejectCheck,
   async create(env: RecipeEnv, config: DefendConfig, seed: number): Promise<RecipeRun> {
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'defend');
     const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'defend');
     const atk = await loadAttacker(env, config);
     let def: LoadedModel | null = null;
     try {
-      const judge = env.judge(config.judge);
+      const judge = env.judge(config.judge, judgeOptionsOf(config));
       def = await env.loadModel(config.defender, { weights: config.defenderWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
       const optimizer = adamWFor(config, config.lr);
-      return new DefendRun(atk, def, lora, optimizer, judge, config, seed, data, benign);
+      const grader = await loadStrongRejectGrader(env, config, 'defend');
+      return new DefendRun(atk, def, lora, optimizer, judge, config, seed, data, benign, grader);
     } catch (e) {
       atk.dispose();
       def?.dispose();

@@ -32,6 +32,6 @@ describe('recipe environment judges', () => {
     expect(leak.unsafe).toBeGreaterThan(0.5);
     expect(refusal.unsafe).toBeLessThan(0.5);
     judge.dispose?.();
-    expect(() => env.judge('nope')).toThrow(/unknown judge "nope" \(judges: rules, rules-partial, classifier\)/);
+    expect(() => env.judge('nope')).toThrow(/unknown judge "nope" \(judges: rules, rules-partial, classifier, llm-guard, http\)/);
   });
 });

@@ -1,7 +1,9 @@
 // Recipe environments: model references -> model folders -> (model, codec). The browser worker
 // uses urlRecipeEnv (sandbox names under the site's /models/); the CLI builds the same thing on a
 // folder reader (src/cli/recipe-env.ts); tests inject stand-ins through createRecipeEnv.
+import { createHttpJudge } from '../judges/http.ts';
 import { createLlmGuardJudge } from '../judges/llmGuard.ts';
+import { createLlamaGuard3Judge, guardCategories } from '../judges/llamaGuard3.ts';
 import { createRulesJudge } from '../judges/rules.ts';
 import type { Judge } from '../judges/types.ts';
 import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../model/chat.ts';
@@ -11,7 +13,7 @@ import { loadModel, type ModelFolder } from '../model/load.ts';
 import { urlSource } from '../model/sources.ts';
 import { createTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { ChatTemplate } from '../model/chat.ts';
-import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types.ts';
+import type { ChatCodec, JudgeOptions, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types.ts';
 import { weightQuantizer } from '../model/quant.ts';
 
 /** The built-in judges by name. */
@@ -73,28 +75,48 @@ export async function loadChatModel(folder: ModelFolder, ref: string, opts: Load
   }
 }
 
-/**
- * `classifier`: the built-in guard model (sandbox `judge`) read as an LLM guard. Loaded on first
- * use, so recipes that never ask for it never pay for it.
- */
+/** A judge built on first use (its model loads then), so recipes that never score never pay for it. */
+function lazyJudge(name: string, start: () => Promise<{ judge: Judge; free(): void }>): Judge {
+  let inner: Promise<{ judge: Judge; free(): void }> | null = null;
+  return {
+    name,
+    score: async (items, o) => (await (inner ??= start())).judge.score(items, o),
+    dispose: () => {
+      void inner?.then((x) => x.free(), () => undefined);
+      inner = null;
+    },
+  };
+}
+
+/** `classifier`: the built-in guard model (sandbox `judge`) read as an LLM guard. */
 export function classifierJudge(folder: (ref: string) => ModelFolder, ref = 'judge'): Judge {
-  let inner: Promise<{ judge: Judge; model: Awaited<ReturnType<typeof loadModel>> }> | null = null;
-  const load = async () => {
+  return lazyJudge('classifier', async () => {
     const f = folder(ref);
     const tokenizerConfig = JSON.parse(await f.getText('tokenizer_config.json'));
     const tokenizer = createTokenizer(JSON.parse(await f.getText('tokenizer.json')), tokenizerConfig, { label: f.label });
     const template = resolveChatTemplate({ tokenizerConfig, model: f.label });
     const model = await loadModel(f);
-    return { judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }), model };
-  };
-  return {
-    name: 'classifier',
-    score: async (items, o) => (await (inner ??= load())).judge.score(items, o),
-    dispose: () => {
-      void inner?.then(({ model }) => disposeLlama(model));
-      inner = null;
-    },
-  };
+    return { judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }), free: () => disposeLlama(model) };
+  });
+}
+
+/**
+ * `llm-guard`: a Llama Guard 3 checkpoint (the config's `guard` field, in its weight format)
+ * asked in its own prompt format. Loaded on first use; the categories are checked at once.
+ */
+export function llmGuardJudge(load: (ref: string, o: LoadModelRefOptions) => Promise<LoadedModel>, g: NonNullable<JudgeOptions['guard']> | undefined): Judge {
+  if (!g || g.ref.trim() === '') throw new Error('judge "llm-guard" needs a guard model: set the field "guard" (a Llama Guard 3 checkpoint, e.g. meta-llama/Llama-Guard-3-1B)');
+  const categories = guardCategories(g.categories, g.customCategories);
+  return lazyJudge('llm-guard', async () => {
+    const m = await load(g.ref, { weights: g.weights });
+    const c = m.codec;
+    try {
+      return { judge: createLlamaGuard3Judge({ model: m.model, encode: c.encodeText, decode: c.decode, eos: c.eos, pad: c.pad, label: c.label }, { categories, verdict: g.verdict }), free: () => m.dispose() };
+    } catch (e) {
+      m.dispose();
+      throw e;
+    }
+  });
 }
 
 export interface RecipeEnvOptions {
@@ -111,12 +133,21 @@ export interface RecipeEnvOptions {
 export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
   const judges: Record<string, () => Judge> = { ...BUILTIN_JUDGES, classifier: () => classifierJudge(opts.folder), ...opts.judges };
   const load = opts.load ?? loadChatModel;
+  const loadRef = (ref: string, o?: LoadModelRefOptions) => load(opts.folder(ref), ref, o);
+  // Judges built from the config's judge fields (judgeFields.ts); an env's own judges replace them.
+  const configured: Record<string, (o: JudgeOptions) => Judge> = {
+    'llm-guard': (o) => llmGuardJudge(loadRef, o.guard),
+    http: (o) => {
+      if (!o.url?.trim()) throw new Error('judge "http" needs a scorer: set the field "judgeUrl"');
+      return createHttpJudge({ url: o.url, text: o.urlText ?? 'response' });
+    },
+  };
   return {
-    loadModel: (ref, o) => load(opts.folder(ref), ref, o),
-    judge: (name) => {
-      const make = Object.hasOwn(judges, name) ? judges[name] : undefined;
-      if (!make) throw new Error(`unknown judge "${name}" (judges: ${Object.keys(judges).join(', ')})`);
-      return make();
+    loadModel: loadRef,
+    judge: (name, o = {}) => {
+      if (Object.hasOwn(judges, name)) return judges[name]();
+      if (Object.hasOwn(configured, name)) return configured[name](o);
+      throw new Error(`unknown judge "${name}" (judges: ${[...Object.keys(judges), ...Object.keys(configured)].join(', ')})`);
     },
     readText: opts.readText,
     backend: opts.backend,

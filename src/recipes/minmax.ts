@@ -50,8 +50,9 @@ import { generate, type GenerateResult } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
 import { std } from '../rl/stats.ts';
-import { checkFinite, checkFiniteRewards, criticFor, drawBatch, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { httpJudgeFields, httpJudgeOptionsOf } from './judgeFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
@@ -69,6 +70,7 @@ export const gameFields = {
   monitor: str('qa', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   monitorWeights: weightsField('monitor'),
   rm: str('rules', 'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)', { nonEmpty: true }),
+  ...httpJudgeFields(),
   dataset: str(
     SANDBOX_DATASET,
     'QA items: "sandbox" (the built-in stories) or a JSONL / CSV file of multiple-choice rows: question, four choices (a "choices" list or ' +
@@ -93,6 +95,7 @@ export const gameFields = {
     policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
+  ...klControllerFields('klBeta (one controller per trained player, updated on its own updates)', 'the lab default'),
   ...klLossFields(),
   ...maskTruncatedField(),
   ...criticFields(),
@@ -209,6 +212,8 @@ export class GameRun implements RecipeRun {
   /** Updates each player has had (also in the checkpoint; the TTUR test reads them). */
   updates = { policy: 0, monitor: 0 };
   private readonly critics: { policy: ValueCritic | null; monitor: ValueCritic | null };
+  /** The KL-in-reward coefficient of each player (klController; fixed = klBeta). */
+  private readonly klCoefs: { policy: KlCoef; monitor: KlCoef };
   /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
   private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
@@ -234,6 +239,7 @@ export class GameRun implements RecipeRun {
     this.lambda = game.lambda0;
     // advantage = gae: a critic per trained player (the source trains a value head with each PPO player).
     this.critics = { policy: criticFor(policy.loaded.model, game), monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null };
+    this.klCoefs = { policy: new KlCoef(game), monitor: new KlCoef(game) };
   }
 
   /** The player that updates at `step`, its learning rate and where it stands in its TTUR cycle. */
@@ -342,7 +348,8 @@ export class GameRun implements RecipeRun {
     // KL of each generated row to its model with LoRA off, and the reference log-probs for learning.
     const { refLogp, kl } = await klAndEntropy(learner.loaded, part.lora, gen, this.game.temperature);
     const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
-    const rewards = base.map((x, r) => x - g.klBeta * kl[r]);
+    const beta = this.klCoefs[sched.player].value;
+    const rewards = base.map((x, r) => x - beta * kl[r]);
     checkFiniteRewards(this.recipe, rewards, (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`);
     const groups = critAnswer.map((i) => (shape === 'policy' ? Math.floor(i / G) : i));
     this.lambda = sc.lambda;
@@ -357,6 +364,7 @@ export class GameRun implements RecipeRun {
       learner.loaded.codec,
     );
     this.updates[sched.player] += 1;
+    this.klCoefs[sched.player].update(kl);
     const t3 = performance.now();
 
     Object.assign(metrics, learn, {
@@ -371,6 +379,7 @@ export class GameRun implements RecipeRun {
       'ttur/monitor_updates': this.updates.monitor,
       'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
       [`${sched.player}/kl_mean`]: meanOf(kl),
+      'kl/coef': beta,
       'perf/step_ms': performance.now() - t0,
       'perf/eval_ms': te - t0,
     });
@@ -403,8 +412,8 @@ export class GameRun implements RecipeRun {
       // Monitor: the payoff term (-10 J or -R) and -lambda F, which sum to its reward.
       const payoff = g.monitorReward === 'code' ? -10 * sc.judge[r] : -sc.policyReward[r];
       const terms = trainsPolicy
-        ? { rm: 0.5 * Math.min(15, Math.max(-15, row.rmAnswer)), judge: 2.5 * sc.judge[r], kl: -g.klBeta * kl[r] }
-        : { judge: payoff, fidelity: sc.monitorReward[r] - payoff, kl: -g.klBeta * kl[r] };
+        ? { rm: 0.5 * Math.min(15, Math.max(-15, row.rmAnswer)), judge: 2.5 * sc.judge[r], kl: -beta * kl[r] }
+        : { judge: payoff, fidelity: sc.monitorReward[r] - payoff, kl: -beta * kl[r] };
       return {
         id: `${this.recipe}-${this.seed}-${step}-${r}`,
         promptKey: (answerItems[i] as QaExample).id,
@@ -430,23 +439,23 @@ export class GameRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    const critics: Record<string, unknown> = {};
-    for (const [k, cr] of Object.entries(this.critics)) if (cr) critics[k] = await cr.state();
-    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, ...(this.cycle ? { cycle: this.cycle } : {}), ...(Object.keys(critics).length ? { critics } : {}) });
+    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, klCoefs: klCoefsState(this.klCoefs), ...(this.cycle ? { cycle: this.cycle } : {}), ...(await criticsState(this.critics)) });
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
     const { lambda, updates } = payload.extra as { lambda?: unknown; updates?: { policy?: unknown; monitor?: unknown } };
     if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new Error(`checkpoint: extra.lambda must be a number (got ${JSON.stringify(lambda)})`);
     if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number') throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
+    const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
+    const assignCritics = parseCritics(this.critics, payload.extra.critics);
     this.stepsDone = restoreMultiLoraRun(this, this.parts(), payload);
+    assignKl();
     this.lambda = lambda;
     this.updates = { policy: updates.policy, monitor: updates.monitor };
     // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
     const cycle = (payload.extra as { cycle?: CycleBatch }).cycle;
     this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
-    const saved = (payload.extra.critics ?? {}) as Record<string, unknown>;
-    for (const [k, cr] of Object.entries(this.critics)) cr?.restore(saved[k]);
+    assignCritics();
   }
 
   dispose(): void {
@@ -455,13 +464,13 @@ export class GameRun implements RecipeRun {
 }
 
 /** The RM a config names: the rules stand-in, or an env judge. */
-export function rewardModelFor(env: RecipeEnv, name: string): QaRewardModel {
-  return name === 'rules' ? rulesRewardModel : judgeRewardModel(env.judge(name));
+export function rewardModelFor(env: RecipeEnv, name: string, http: { judgeUrl: string; judgeUrlPromptToo: boolean }): QaRewardModel {
+  return name === 'rules' ? rulesRewardModel : judgeRewardModel(env.judge(name, httpJudgeOptionsOf(http)));
 }
 
 /** Loads both players; the monitor gets an adapter unless frozen. */
 export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameConfig, config: Record<string, unknown>, seed: number): Promise<GameRun> {
-  const rm = rewardModelFor(env, game.rm);
+  const rm = rewardModelFor(env, game.rm, game);
   const data = game.dataset === SANDBOX_DATASET ? null : await loadQaData(env, game.dataset, mode);
   const pol = await env.loadModel(game.policy, { weights: game.policyWeights });
   let mon: LoadedModel | null = null;

@@ -46,14 +46,17 @@ import { std } from '../rl/stats.ts';
 import { aggregateTurnScores } from '../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../rl/types.ts';
-import { checkFinite, checkFiniteRewards, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
+import { checkFinite, checkFiniteRewards, criticFor, parseCritic, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun, type ValueCritic } from './common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, policyGradientFields, trainingFields } from './commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { EpisodeRow, padEpisodes } from './episode.ts';
 import { episodePools, seedEpisodes, type EpisodeSpec } from './episodePools.ts';
 export type { EpisodeSpec } from './episodePools.ts';
 import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { ConfigError, int, num, oneOf, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import type { TextGrader } from '../judges/textGrader.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -66,6 +69,7 @@ export const multiturnSchema = {
   attacker: str('attacker', 'model that writes the user turns when followUps = attacker (frozen)', { nonEmpty: true }),
   attackerWeights: weightsField('attacker'),
   judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  ...judgeModelFields(),
   dataset: str(
     SANDBOX_DATASET,
     'multi-turn seeds: "sandbox" (crescendo goals) or a JSONL / CSV file whose rows give the user turns (messages, in order) or one opening prompt ' +
@@ -95,21 +99,31 @@ export const multiturnSchema = {
   lr: num(2e-3, 'AdamW learning rate (the tiny sandbox defender needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox defender'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn)',
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage:
+      'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn). ' +
+      'gae (veRL PPO, its multi-turn form): a value head on the defender (criticLr, gaeGamma, gaeLambda, vfCoef) valued on reply tokens only; the user turns are skipped, not reset, so the recursion runs across the whole conversation ' +
+      'and with rewardPlacement = turn a reply is credited with its own and every later turn\'s score (gamma discounts per reply token). ' +
+      'remax (veRL): baseline = the aggregate episode reward of one greedy play of the same episode (the defender replies greedily; the user turns are written the same way as the samples\': scripted, or sampled from the attacker); only with rewardPlacement = episode, since a per-turn return has no matching greedy scalar',
     stdNote: 'GRPO',
     policyLoss: 'ppo (clipped surrogate, veRL) or importance_sampling',
   }),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which SaFeR-Steer trains with' }),
+  ...criticFields(),
   evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay held-out episodes with a fixed seed as eval/*; 0 = off', { min: 0, max: 100000 }),
   evalEpisodes: int(48, 'held-out crescendo episodes of the evaluation (plus a quarter as many benign ones)', { min: 1, max: 4096 }),
+  ...strongRejectFields('every reply to a harmful user turn of the held-out crescendo episodes (evalEvery; instruction = that turn)'),
   samples: int(4, 'episodes included in each report', { min: 0, max: 64 }),
 };
 export type MultiturnConfig = ConfigOf<typeof multiturnSchema>;
 
-/** Each field is valid alone; together they must play at least one episode a step. */
-export function multiturnCheck(c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'>): Record<string, string> {
-  return c.episodes + c.benignEpisodes === 0 ? { episodes: 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode' } : {};
+/** Each field is valid alone; together they must play at least one episode a step, and remax needs one reward per episode. */
+export function multiturnCheck(c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'> & Partial<Pick<MultiturnConfig, 'advantage' | 'rewardPlacement' | 'strongRejectJudge'>>): Record<string, string> {
+  const bad: Record<string, string> = {};
+  if (c.episodes + c.benignEpisodes === 0) bad.episodes = 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode';
+  Object.assign(bad, strongRejectCheck(c));
+  if (c.advantage === 'remax' && c.rewardPlacement === 'turn') bad.advantage = 'advantage "remax" needs rewardPlacement "episode": its baseline is one greedy episode\'s aggregate reward, which a per-turn return does not match';
+  return bad;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -174,6 +188,8 @@ interface PlayOptions {
   temperature: number;
   topP: number;
   seed: number;
+  /** The defender replies greedily (ReMax's baseline episode); the user turns are written as always. */
+  greedy?: boolean;
   attacker?: { m: LoadedModel; maxTokens: number; temperature: number };
 }
 
@@ -234,6 +250,7 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
       maxNewTokens: o.maxNewTokens,
       temperature: o.temperature,
       topP: o.topP,
+      greedy: o.greedy,
       stopTokens: [...codec.eos],
       padTokenId: codec.pad,
       seed: hash3(o.seed, k, 0x7e1),
@@ -333,6 +350,7 @@ class MultiturnRun implements RecipeRun {
   private evalSet: EpisodeSpec[] | null = null;
   private readonly heldOutSeeds: EpisodeSpec[] | null;
   private readonly splitReport: Metrics;
+  private readonly critic: ValueCritic | null;
 
   constructor(
     private readonly def: LoadedModel,
@@ -343,11 +361,23 @@ class MultiturnRun implements RecipeRun {
     readonly config: MultiturnConfig,
     readonly seed: number,
     data: HarmfulPromptData | null = null,
+    private readonly grader: TextGrader | null = null,
   ) {
     this.pools = episodePools(config.goalPool, seed, config.maxTurns, 'train');
     if (data) this.pools.harmful = seedEpisodes(data.train, config.maxTurns);
     this.heldOutSeeds = data ? seedEpisodes(data.eval, config.maxTurns).slice(0, config.evalEpisodes) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
+    this.critic = criticFor(def.model, config);
+  }
+
+  /** ReMax: per row, the aggregate reward of one greedy play of its episode (one play per group). */
+  private async greedyBaselines(groups: EpisodeSpec[], rowGroup: number[], step: number): Promise<number[]> {
+    const c = this.config;
+    const played = await playEpisodes(this.def, groups, { ...this.playOptions(hash3(this.seed, step, 0xba5e)), greedy: true });
+    const scored = await scoreEpisodes(this.judge, played, c);
+    const base = scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation));
+    checkFiniteRewards('multiturn ReMax baseline', base, (i) => `greedy play of episode ${groups[i].id}: turn scores ${scored.scores[i].map((t) => t.score).join(', ')}`);
+    return rowGroup.map((i) => base[i]);
   }
 
   private playOptions(seed: number): PlayOptions {
@@ -372,8 +402,10 @@ class MultiturnRun implements RecipeRun {
     })();
     const played = await playEpisodes(this.def, this.evalSet, this.playOptions(heldOut));
     const scored = await scoreEpisodes(this.judge, played, c);
+    const harmfulTurns = judgeItems(played).items.filter((it) => it.meta?.kind === 'harmful');
     return {
       ...outcomeMetrics(played, scored, c.maxTurns, 'eval/'),
+      ...(await strongRejectMetrics('eval', harmfulTurns, this.grader)),
       'eval/reward_mean': meanOf(scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation))),
       ...this.splitReport,
     };
@@ -427,12 +459,13 @@ class MultiturnRun implements RecipeRun {
         tokens++;
       });
     });
+    const rewardBaselines = c.advantage === 'remax' ? await this.greedyBaselines(groups, rowGroup, step) : undefined;
     const t2 = performance.now();
 
     // --- learn: one scalar per episode on its last reply token (or one per turn); user turns masked out
     const { advantages: adv, learn } = await learnFromTokenRewards(
-      { model, lora: this.lora, optimizer: this.optimizer },
-      { ...batch, logprobs: padded.logprobs, policyMask: padded.policy },
+      { model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
+      { ...batch, logprobs: padded.logprobs, policyMask: padded.policy, rewardBaselines },
       refLogp,
       episodeTokenRewards(padded, turnScores, rewards, c.rewardPlacement),
       rowGroup,
@@ -508,15 +541,17 @@ class MultiturnRun implements RecipeRun {
   }
 
   async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this);
+    return loraRunState(this, this.critic ? { critic: await this.critic.state() } : {});
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     this.stepsDone = restoreLoraRun(this, payload);
+    assignCritic();
   }
 
   dispose(): void {
-    disposeRun([this], this.judge, this.def, this.atk);
+    disposeRun([this], this.critic, this.judge, this.grader, this.def, this.atk);
   }
 }
 
@@ -535,7 +570,7 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
   async create(env: RecipeEnv, config: MultiturnConfig, seed: number): Promise<RecipeRun> {
     const bad = multiturnCheck(config);
     if (Object.keys(bad).length) throw new ConfigError('recipe multiturn', bad);
-    const judge = env.judge(config.judge);
+    const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'multiturn');
     const def = await env.loadModel(config.defender, { weights: config.defenderWeights });
     let atk: LoadedModel | null = null;
@@ -543,7 +578,8 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
       if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
       const optimizer = adamWFor(config, config.lr);
-      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed, data);
+      const grader = await loadStrongRejectGrader(env, config, 'multiturn');
+      return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed, data, grader);
     } catch (e) {
       def.dispose();
       atk?.dispose();

@@ -9,6 +9,7 @@ import { minmaxRecipe } from './minmax.ts';
 import { multiturnRecipe } from './multiturn.ts';
 import { redteamRecipe } from './redteam.ts';
 import { rlhfRecipe } from './rlhf.ts';
+import { createTimedRun } from './judgeTiming.ts';
 import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from './schema.ts';
 import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './types.ts';
 
@@ -57,7 +58,7 @@ export async function createRun(env: RecipeEnv, name: string, input: Record<stri
   if (!Number.isInteger(seed)) throw new Error(`seed must be an integer, got ${seed}`);
   const v = validateRecipeConfig(recipe, input);
   if (!v.ok) throw new ConfigError(`recipe ${name}`, v.errors);
-  const run = await recipe.create(env, v.config, seed);
+  const run = await createTimedRun(recipe, env, v.config, seed);
   return { recipe, config: v.config, run };
 }
 

@@ -95,4 +95,49 @@ describe('restore of a malformed checkpoint changes nothing', () => {
       run.dispose();
     }
   }, 60_000);
+
+  describe('a gae critic is checked with the rest, before anything is assigned', () => {
+    type SavedCritic = { step: number; weight: { data: number[]; m: number[] | null; v: number[] | null }; bias: { data: number[]; m: number[] | null; v: number[] | null } };
+    /** The payload's critic (at `path` in extra) replaced by a copy whose weight moved by +0.25 and whose bias is broken by `breakBias`. */
+    const withCritic = (path: string[], breakBias: (c: SavedCritic) => void) => (p: RecipeCheckpoint) => {
+      const extra = structuredClone(p.extra) as Record<string, unknown>;
+      let c = extra as Record<string, unknown>;
+      for (const k of path) c = c[k] as Record<string, unknown>;
+      const critic = c as unknown as SavedCritic;
+      critic.weight.data = critic.weight.data.map((x) => x + 0.25);
+      breakBias(critic);
+      p.extra = extra;
+    };
+
+    it('defend: a NaN bias, a half-saved moment pair, a fractional step', async () => {
+      const config = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 4, maxNewTokens: 4, goalPool: 8, samples: 0, lr: 2e-2, loraRank: 2, advantage: 'gae', criticLr: 1e-2 };
+      const { run } = await createRun(env, 'defend', config, 4);
+      try {
+        await run.step();
+        const good = await run.state();
+        await expectUntouched(run, good, [
+          ['NaN in the critic bias', withCritic(['critic'], (c) => (c.bias.data[0] = NaN)), /extra\.critic\.bias must hold 1 finite numbers/],
+          ['critic bias with m but no v', withCritic(['critic'], (c) => (c.bias.v = null)), /extra\.critic\.bias's moments m and v must both hold/],
+          ['critic step 0.5', withCritic(['critic'], (c) => (c.step = 0.5)), /extra\.critic\.step must be a non-negative integer/],
+        ]);
+      } finally {
+        run.dispose();
+      }
+    }, 60_000);
+
+    it('arena: a bad defender critic leaves both sides and the attacker critic unassigned', async () => {
+      const config = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', phaseSteps: 1, goals: 1, groupSize: 2, benignPrompts: 1, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 4, samples: 1, loraRank: 2, advantage: 'gae' };
+      const { run } = await createRun(env, 'arena', config, 3);
+      try {
+        await run.step();
+        await run.step();
+        const good = await run.state();
+        await expectUntouched(run, good, [
+          ['Infinity in the defender critic bias', withCritic(['critics', 'defender'], (c) => (c.bias.data[0] = Infinity)), /extra\.critics\.defender\.bias must hold 1 finite numbers/],
+        ]);
+      } finally {
+        run.dispose();
+      }
+    }, 60_000);
+  });
 });

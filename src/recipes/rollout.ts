@@ -49,6 +49,19 @@ export function sampleAnswers(m: LoadedModel, messages: readonly string[], perGr
   return sampleReplies(m, messages.map(asUserMessage), perGroup, o, seed);
 }
 
+/**
+ * One greedy reply per prompt row (adapters as they are): the ReMax baseline's rollout. Its log-probs
+ * and entropies are at temperature 1 (generate's greedy statistics), so compare its KL at 1.
+ */
+export async function greedyReplies(m: LoadedModel, rows: number[][], maxNewTokens: number): Promise<Pick<Rollout, 'rows' | 'gen' | 'answers'>> {
+  const { model, codec } = m;
+  const gen = await generate(model, rows, { maxNewTokens, greedy: true, stopTokens: [...codec.eos], padTokenId: codec.pad });
+  return { rows, gen, answers: gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b]))) };
+}
+
+/** Prompt ids of each group's first row (a rollout's rows repeat each group's prompt G times). */
+export const groupPrompts = (r: Pick<Rollout, 'rows' | 'rowGroup'>, groups: number): number[][] => Array.from({ length: groups }, (_, g) => r.rows[r.rowGroup.indexOf(g)]);
+
 /** Mean over each row's generated tokens of x[b, t]. */
 export function rowMeans(x: (b: number, t: number) => number, lengths: readonly number[]): number[] {
   return lengths.map((n, b) => {

@@ -225,8 +225,8 @@ export interface StoppableLoraRun extends LoraRunParts {
 }
 
 /** loraRunState, with the run's done flag and stop reason in extra. */
-export function stoppableRunState(run: StoppableLoraRun): Promise<RecipeCheckpoint> {
-  return loraRunState(run, { done: run.done, stopReason: run.stopReason });
+export function stoppableRunState(run: StoppableLoraRun, extra: Record<string, unknown> = {}): Promise<RecipeCheckpoint> {
+  return loraRunState(run, { ...extra, done: run.done, stopReason: run.stopReason });
 }
 
 /** restoreLoraRun, then the step counter, done flag and stop reason back onto the run. */

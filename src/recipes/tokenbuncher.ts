@@ -36,9 +36,12 @@ import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
+import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
+import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import type { TextGrader } from '../judges/textGrader.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
@@ -53,6 +56,7 @@ export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
   defenderWeights: weightsField('defender'),
   judge: str('rules', 'task scorer (benign correctness), harm reporting and the redteam evaluation: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  ...judgeModelFields(),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_DATASET_HELP} (the harmful side; the redteam evaluation reads the same file); with a file, tactics and promptPool do not apply`, { nonEmpty: true }),
   benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how harmful goals are wrapped (as redteam): mixed, plain or one tactic'),
@@ -88,6 +92,7 @@ export const tokenbuncherSchema = {
   evalAfter: int(0, 'after this many training steps, run the redteam comparison (defended vs undefended, same seed and budget) and mark the run done; 0 = off', { min: 0, max: 100000 }),
   evalRedteamSteps: int(20, 'redteam budget (steps) of each side of the comparison (its batches: this recipe\'s `prompts` per step)', { min: 1, max: 10000 }),
   evalTargetAsr: num(0.5, 'the comparison counts redteam steps until the greedy held-out attack success rate reaches this', { min: 0.01, max: 1 }),
+  ...strongRejectFields("the held-out greedy evaluation's harmful answers (evalEvery)"),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type TokenbuncherConfig = ConfigOf<typeof tokenbuncherSchema>;
@@ -184,6 +189,7 @@ class TokenbuncherRun implements RecipeRun {
     readonly seed: number,
     data: HarmfulPromptData | null = null,
     benign: BenignData | null = null,
+    private readonly grader: TextGrader | null = null,
   ) {
     this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
     this.heldOut = data ? data.eval.slice(0, config.evalPrompts) : null;
@@ -208,7 +214,7 @@ class TokenbuncherRun implements RecipeRun {
     const r = await sampleAnswers(this.def, harm.map(promptText), 1, c, hash3(heldOut, 5, 0xe27));
     return {
       'eval/asr': h.asr,
-      'eval/strongreject_rules': h.strongReject,
+      ...(await strongRejectMetrics('eval', h.items, this.grader)),
       'eval/entropy_harmful': meanOf(r.gen.entropy.map((row, i) => meanOf(row.slice(0, r.gen.lengths[i])))),
       'eval/benign_correct': meanOf(b.verdicts.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(b.verdicts.map((v) => (v.refused ? 1 : 0))),
@@ -241,7 +247,7 @@ class TokenbuncherRun implements RecipeRun {
     } finally {
       this.lora.enabled = true;
     }
-    const input = { defender: c.defender, defenderWeights: c.defenderWeights, dataset: c.dataset, judge: c.judge, tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
+    const input = { defender: c.defender, defenderWeights: c.defenderWeights, dataset: c.dataset, judge: c.judge, ...judgeFieldValues(c), tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
     const budget = c.evalRedteamSteps;
     const defended = await redteamStepsToTarget(defendedEnv, input, this.seed, budget, c.evalTargetAsr);
     const undefended = await redteamStepsToTarget(this.env, input, this.seed, budget, c.evalTargetAsr);
@@ -372,13 +378,15 @@ class TokenbuncherRun implements RecipeRun {
   }
 
   async restore(payload: RecipeCheckpoint): Promise<void> {
+    const klCoef = this.klCoef.parse(payload.extra.klCoef);
+    const assignCritic = parseCritic(this.critic, payload.extra.critic);
     restoreStoppableRun(this, payload);
-    this.klCoef.restore(payload.extra);
-    this.critic?.restore(payload.extra.critic);
+    this.klCoef.value = klCoef;
+    assignCritic();
   }
 
   dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.def);
+    disposeRun([this], this.critic, this.judge, this.grader, this.def);
   }
 }
 
@@ -392,15 +400,17 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
     'evalAfter then runs redteam against the defended and the undefended model and reports the steps each needs to reach a target ASR.',
   schema: tokenbuncherSchema,
   modelField: 'defender',
+  check: strongRejectCheck,
   async create(env: RecipeEnv, config: TokenbuncherConfig, seed: number): Promise<RecipeRun> {
-    const judge = env.judge(config.judge);
+    const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'tokenbuncher');
     const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'tokenbuncher');
     const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
     try {
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));
       const optimizer = adamWFor(config, config.lr);
-      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed, data, benign);
+      const grader = await loadStrongRejectGrader(env, config, 'tokenbuncher');
+      return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed, data, benign, grader);
     } catch (e) {
       m.dispose();
       throw e;

@@ -43,6 +43,15 @@ export interface LoadModelRefOptions {
   weights?: WeightFormat;
 }
 
+/** What a model-backed or remote judge is told by the config's judge fields (judgeFields.ts). */
+export interface JudgeOptions {
+  /** llm-guard: the Llama Guard 3 checkpoint and how to read it. */
+  guard?: { ref: string; weights: WeightFormat; categories: string; customCategories: string; verdict: 'probability' | 'text' };
+  /** http: the scorer URL and what text it is sent. */
+  url?: string;
+  urlText?: 'response' | 'prompt+response';
+}
+
 /** Where recipes get their inputs. */
 export interface RecipeEnv {
   /**
@@ -50,8 +59,11 @@ export interface RecipeEnv {
    * a folder path (Node) or a URL (browser). Every call gives a fresh copy (LoRA attaches to it).
    */
   loadModel(ref: string, opts?: LoadModelRefOptions): Promise<LoadedModel>;
-  /** A judge by name (`rules`, `rules-partial`, ...); throws naming the known judges. */
-  judge(name: string): Judge;
+  /**
+   * A judge by name (`rules`, `rules-partial`, `classifier`, `llm-guard`, `http`, ...); throws
+   * naming the known judges. `opts` configures the model-backed and remote ones.
+   */
+  judge(name: string, opts?: JudgeOptions): Judge;
   /** Text of an uploaded / on-disk file (JSONL datasets). Optional: absent in envs without files. */
   readText?(ref: string): Promise<string>;
   /** The tfjs backend the run uses, for the report. */

@@ -82,3 +82,40 @@ describe('AdamW', () => {
     expect(opt.step).toBe(1);
   });
 });
+
+describe('AdamW moments held elsewhere (the planned GPU optimiser\'s hook)', () => {
+  it('hands over only the named moments, exports both parts, takes them back for a tfjs update', async () => {
+    const opt = new AdamW({ lr: 0.1, weightDecay: 0 });
+    const a = tf.variable(tf.tensor1d([1, 2]), true, 'held/a');
+    const b = tf.variable(tf.tensor1d([3]), true, 'held/b');
+    try {
+      opt.applyGradients({ 'held/a': a, 'held/b': b }, { 'held/a': tf.tensor1d([1, 1]), 'held/b': tf.tensor1d([2]) });
+      // After one step m = 0.1 g, v = 0.001 g^2.
+      let disposed = 0;
+      const holder = {
+        exportMoments: async () => ({ 'held/a': { shape: [2], m: Float32Array.from([7, 7]), v: Float32Array.from([8, 8]) } }),
+        takeBack: () => ({ 'held/a': { m: tf.tensor1d([7, 7]), v: tf.tensor1d([8, 8]) } }),
+        dispose: () => void disposed++,
+      };
+      const given = opt.handOver(holder, new Set(['held/a']));
+      expect([...given.keys()]).toEqual(['held/a']);
+      expectAllClose(given.get('held/a')!.m.dataSync(), [0.1, 0.1], 6);
+      tf.dispose([given.get('held/a')!.m, given.get('held/a')!.v]);
+      opt.countStep();
+      const st = await opt.exportState();
+      expect(st.step).toBe(2);
+      expect(Object.keys(st.moments).sort()).toEqual(['held/a', 'held/b']);
+      expect(Array.from(st.moments['held/a'].m)).toEqual([7, 7]);
+      expectAllClose(st.moments['held/b'].m, [0.2], 6);
+      // A tfjs update takes the moments back first: m_a = 0.9 x 7 + 0.1 x 0 = 6.3.
+      opt.applyGradients({ 'held/a': a }, { 'held/a': tf.tensor1d([0, 0]) });
+      expect(opt.momentHolder).toBeNull();
+      expect(disposed).toBe(1);
+      expectAllClose((await opt.exportState()).moments['held/a'].m, [6.3, 6.3], 5);
+      expect(() => opt.countStep()).toThrow(/moment holder/);
+    } finally {
+      opt.dispose();
+      tf.dispose([a, b]);
+    }
+  });
+});

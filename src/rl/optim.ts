@@ -39,6 +39,19 @@ export interface AdamWState {
 }
 
 /**
+ * Holds an AdamW's moments somewhere else while it is in use: the planned GPU optimiser
+ * (src/rl/plannedOptim.ts) keeps them in flat device buffers. The AdamW still owns the step count,
+ * exports and imports through the holder, and takes the moments back before a tfjs update.
+ */
+export interface MomentHolder {
+  /** Both moments per variable name (read from the device). */
+  exportMoments(): Promise<AdamWState['moments']>;
+  /** The moments as new tfjs tensors by name; the holder is spent after this. */
+  takeBack(): Record<string, { m: tf.Tensor; v: tf.Tensor }>;
+  dispose(): void;
+}
+
+/**
  * AdamW (torch.optim.AdamW semantics):
  * p <- p (1 - lr wd); m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2;
  * p <- p - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
@@ -50,6 +63,7 @@ export class AdamW {
   private t = 0;
   private readonly m = new Map<string, tf.Variable>();
   private readonly v = new Map<string, tf.Variable>();
+  private holder: MomentHolder | null = null;
 
   constructor(config: AdamWConfig) {
     this.config = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01, ...config };
@@ -59,8 +73,50 @@ export class AdamW {
     return this.t;
   }
 
+  /** The holder of the moments while another implementation runs the updates (null: this object). */
+  get momentHolder(): MomentHolder | null {
+    return this.holder;
+  }
+
+  /**
+   * Hands the moments of `names` over to `holder`: returns the ones held here (the caller copies
+   * them and disposes them) and forgets them; moments of other variables stay here. Step count and
+   * config stay here too.
+   */
+  handOver(holder: MomentHolder, names: ReadonlySet<string>): Map<string, { m: tf.Variable; v: tf.Variable }> {
+    this.reclaim();
+    const out = new Map<string, { m: tf.Variable; v: tf.Variable }>();
+    for (const [name, m] of this.m) {
+      if (!names.has(name)) continue;
+      out.set(name, { m, v: this.v.get(name)! });
+      this.m.delete(name);
+      this.v.delete(name);
+    }
+    this.holder = holder;
+    return out;
+  }
+
+  /** Counts an update the holder took (bias correction is by taken steps). */
+  countStep(): void {
+    if (!this.holder) throw new Error('AdamW: countStep() is for a moment holder\'s updates');
+    this.t += 1;
+  }
+
+  /** Takes the moments back from the holder (before a tfjs update, an export, a dispose). */
+  private reclaim(): void {
+    const h = this.holder;
+    if (!h) return;
+    this.holder = null;
+    for (const [name, { m, v }] of Object.entries(h.takeBack())) {
+      this.m.set(name, variableFrom(m, false));
+      this.v.set(name, variableFrom(v, false));
+    }
+    h.dispose();
+  }
+
   /** One update of every variable that has a gradient. lr overrides config.lr (for schedules). */
   applyGradients(vars: Record<string, tf.Variable>, grads: tf.NamedTensorMap, lr = this.config.lr): void {
+    this.reclaim();
     const { beta1: b1, beta2: b2, eps, weightDecay: wd } = this.config;
     this.t += 1;
     const bc1 = 1 - b1 ** this.t;
@@ -83,7 +139,7 @@ export class AdamW {
 
   /** Copy the state out (awaits the device; moments as Float32Array per name). */
   async exportState(): Promise<AdamWState> {
-    const moments: AdamWState['moments'] = {};
+    const moments: AdamWState['moments'] = this.holder ? await this.holder.exportMoments() : {};
     for (const [name, m] of this.m) {
       const v = this.v.get(name)!;
       moments[name] = { shape: m.shape.slice(), m: Float32Array.from(await m.data()), v: Float32Array.from(await v.data()) };
@@ -114,6 +170,8 @@ export class AdamW {
   }
 
   dispose(): void {
+    this.holder?.dispose();
+    this.holder = null;
     for (const x of [...this.m.values(), ...this.v.values()]) x.dispose();
     this.m.clear();
     this.v.clear();

@@ -7,7 +7,10 @@ import { countGpuWork, type GpuCounts } from '../engine/gpuCounters.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora } from '../model/lora.ts';
 import { rlStep } from './loop.ts';
-import { AdamW } from './optim.ts';
+import { webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
+import { AdamW, clipByGlobalNorm } from './optim.ts';
+import { optimizerPath, plannedUpdate, setOptimizerPath, type OptimizerPath } from './plannedOptim.ts';
 
 export interface StepProfile {
   /** rlStep's own timings: rollout_ms, score_ms, learn_ms, total_ms (an unprofiled step). */
@@ -77,6 +80,52 @@ export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Pr
       newTensors: info.newTensors,
     };
   } finally {
+    optimizer.dispose();
+    lora.dispose();
+  }
+}
+
+/**
+ * The optimiser update alone (global-norm clip, the skip check, AdamW) over gradients of LoRA r
+ * `rank` on every projection, on one path, as learnStep runs it: WebGPU work per update, averaged
+ * over `reps` updates after two warm-up ones, each waited for on the GPU. Needs the webgpu backend.
+ */
+export async function profileOptimizerUpdate(model: LlamaModel, rank: number, path: OptimizerPath, reps = 5): Promise<GpuCounts & { params: number }> {
+  const lora = attachLora(model, { r: rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  const optimizer = new AdamW({ lr: 1e-3 });
+  const vars: Record<string, tf.Variable> = {};
+  for (const v of lora.variables()) vars[v.name] = v;
+  const grads: tf.NamedTensorMap = {};
+  for (const v of lora.variables()) grads[v.name] = tf.fill(v.shape, 1e-3);
+  const before = optimizerPath();
+  // Each update waits for the GPU to finish it (tfjs's AdamW is otherwise still queued when its
+  // call returns, and its GPU time would land in whatever reads next).
+  const update = async () => {
+    if (path === 'planned') await plannedUpdate(optimizer, vars, grads, 1e-3, 1);
+    else {
+      const clipped = clipByGlobalNorm(grads, 1);
+      if (Number.isFinite((await clipped.norm.data())[0])) optimizer.applyGradients(vars, clipped.grads, 1e-3);
+      tf.dispose([...Object.values(clipped.grads), clipped.norm]);
+    }
+    flushTfjs();
+    await webgpuDevice().queue.onSubmittedWorkDone();
+  };
+  try {
+    setOptimizerPath(path);
+    await update();
+    await update();
+    const { counts } = await countGpuWork(async () => {
+      for (let i = 0; i < reps; i++) await update();
+    });
+    const per = (x: number) => x / reps;
+    return {
+      ms: per(counts.ms), dispatches: per(counts.dispatches), submits: per(counts.submits), buffersCreated: per(counts.buffersCreated),
+      bytesCreated: per(counts.bytesCreated), readbacks: per(counts.readbacks), readbackWaitMs: per(counts.readbackWaitMs), hostMs: per(counts.hostMs),
+      params: lora.variables().reduce((n, v) => n + v.size, 0),
+    };
+  } finally {
+    setOptimizerPath(before);
+    tf.dispose(Object.values(grads));
     optimizer.dispose();
     lora.dispose();
   }

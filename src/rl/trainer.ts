@@ -7,7 +7,8 @@
 //     loss_k       = pg - entropy_coeff agg(H) + kl_coef agg(kl(logp, ref)) + vf_coef value loss
 //     grads       += w_k d(loss_k)                w_k = micro-batch share of the aggregation's
 //                                                 denominator, so the sum equals the full batch
-//   clip the global grad norm; AdamW (skipped when the norm is not finite)
+//   clip the global grad norm; AdamW (skipped when the norm is not finite): on WebGPU the planned
+//   GPU optimiser (plannedOptim.ts) does both in one pass, tfjs's AdamW elsewhere
 //
 // Inputs that are constants of the loss (old / ref log-probs, advantages, values, returns) are CPU
 // TokenMatrix values, uploaded per micro-batch. Metrics come back as plain numbers in one
@@ -18,6 +19,7 @@ import type { LoraSet } from '../model/lora.ts';
 import { aggLoss, trlLoss } from './aggregate';
 import { klPenalty } from './kl';
 import { clipByGlobalNorm, type AdamW } from './optim';
+import { plannedOptimizerActive, plannedUpdate } from './plannedOptim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
 import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
@@ -291,24 +293,35 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   }
 
   const grads = acc!;
-  const clipped = clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
-  const norm = (await clipped.norm.data())[0];
   const names = Object.keys(sums);
+  const vo = learner.valueOptimizer;
+  // The planned GPU optimiser takes the update on WebGPU unless the critic has its own optimiser.
+  const planned = plannedOptimizerActive() && !(vo && useValue);
+  const clipped = planned ? null : clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
+  let norm = clipped ? (await clipped.norm.data())[0] : NaN;
   const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
   const values = stacked ? await stacked.data() : new Float32Array(0);
   // A non-finite loss or gradient norm: no update (veRL skips it too); grad/skipped says so.
   const total = values[names.indexOf('loss/total')];
-  const skipped = !Number.isFinite(norm) || (total !== undefined && !Number.isFinite(total));
-  if (!skipped) {
-    const vo = learner.valueOptimizer;
-    if (vo && useValue) {
-      const isHead = new Set(valueHead!.variables().map((v) => v.name));
-      const pick = (keep: boolean) => Object.fromEntries(Object.entries(clipped.grads).filter(([n]) => isHead.has(n) === keep));
-      optimizer.applyGradients(vars, pick(false), stepLr);
-      vo.applyGradients(vars, pick(true));
-    } else optimizer.applyGradients(vars, clipped.grads, stepLr);
+  const lossBad = total !== undefined && !Number.isFinite(total);
+  let skipped: boolean;
+  if (planned) {
+    const r = await plannedUpdate(optimizer, vars, grads, stepLr, config.maxGradNorm ?? 1, lossBad);
+    norm = r.norm;
+    skipped = r.skipped;
+  } else {
+    skipped = !Number.isFinite(norm) || lossBad;
+    if (!skipped) {
+      const cg = clipped!.grads;
+      if (vo && useValue) {
+        const isHead = new Set(valueHead!.variables().map((v) => v.name));
+        const pick = (keep: boolean) => Object.fromEntries(Object.entries(cg).filter(([n]) => isHead.has(n) === keep));
+        optimizer.applyGradients(vars, pick(false), stepLr);
+        vo.applyGradients(vars, pick(true));
+      } else optimizer.applyGradients(vars, cg, stepLr);
+    }
   }
-  tf.dispose([...Object.values(grads), ...Object.values(clipped.grads), clipped.norm, ...Object.values(sums)]);
+  tf.dispose([...Object.values(grads), ...(clipped ? [...Object.values(clipped.grads), clipped.norm] : []), ...Object.values(sums)]);
   stacked?.dispose();
   const metrics: LearnMetrics = {};
   names.forEach((n, i) => (metrics[n] = values[i]));

@@ -13,6 +13,14 @@ export interface ModelFit {
   summary: string;
   problems: string[];
   notes: string[];
+  /** The learn step's planned allocation (src/model/learnMemory.ts), when the recipe trains LoRA. */
+  learn?: {
+    microBatchRows: number;
+    accumulationSteps: number;
+    recompute: boolean;
+    peakBytes: number;
+    buffers: { name: string; scope: 'model' | 'optimizer' | 'micro-batch'; bytes: number; count: number }[];
+  };
 }
 
 export const IDLE_STATUS: RunStatus = { state: 'idle', recipe: null, seed: null, step: 0, error: null, detail: null, stepping: false, runId: null, numTensors: 0 };

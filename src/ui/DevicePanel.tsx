@@ -3,7 +3,7 @@ import { BACKENDS, BACKEND_COST, type BackendPreference } from '../engine/backen
 import { formatBytes } from '../engine/probe';
 import { useEngine } from '../store/engineStore';
 import { useSettings } from '../store/settingsStore';
-import { useSetup } from '../store/setupStore';
+import { useSetup, type ModelFit } from '../store/setupStore';
 import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
 import type { EngineStatus } from '../worker/protocol';
@@ -17,6 +17,29 @@ function subgroupsText(adapterHas: boolean, used: EngineStatus['subgroups'] | un
   const lanes = `${l.sizes.join('/')} lanes`;
   if (!l.contiguous) return `yes, ${lanes}, but not laid out contiguously: reductions use workgroup memory`;
   return used.active ? `yes, ${lanes}: row reductions use them` : `yes, ${lanes}: switched off`;
+}
+
+/** The learn step's planned buffers, largest first: what the planner allocates, not a per-token guess. */
+function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
+  const rows = [...learn.buffers].sort((a, b) => b.bytes * b.count - a.bytes * a.count);
+  return (
+    <details data-testid="device-learn-plan">
+      <summary>
+        learn step as planned: peak {formatBytes(learn.peakBytes)}, {learn.accumulationSteps} × {learn.microBatchRows} rows, activations {learn.recompute ? 'recomputed per layer' : 'kept'}
+      </summary>
+      <table className="kv">
+        <tbody>
+          {rows.map((b) => (
+            <tr key={b.name}>
+              <th>{b.name}</th>
+              <td>{b.scope}</td>
+              <td>{b.count > 1 ? `${b.count} × ${formatBytes(b.bytes)} = ${formatBytes(b.bytes * b.count)}` : formatBytes(b.bytes)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
+  );
 }
 
 /** Full probe results: adapter, features, limits, backend attempts, tfjs memory, backend setting. */
@@ -76,7 +99,7 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
         </table>
         <h3>Will the chosen models fit?</h3>
         {Object.keys(fits).length === 0 ? (
-          <p className="small">Pick a recipe in Run setup: each of its models is checked here before it is loaded (weights + KV cache + activations against this adapter's limits and the memory left).</p>
+          <p className="small">Pick a recipe in Run setup: each of its models is checked here before it is loaded (weights + KV cache + the learn step's planned buffers against this adapter's limits and the memory left).</p>
         ) : (
           <ul className="small" data-testid="device-fits">
             {Object.entries(fits).map(([field, f]) => (
@@ -86,6 +109,7 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
                 {f.problems.map((p) => (
                   <div key={p}>{p}</div>
                 ))}
+                {f.learn && <LearnPlan learn={f.learn} />}
               </li>
             ))}
           </ul>

@@ -32,6 +32,9 @@ export async function connectEngine(setting: BackendPreference): Promise<void> {
   store.setStarting(preference, source);
   store.setNotice(urlError ? `${urlError}; using the saved setting (${setting}) instead.` : null);
   try {
+    // `?hub=<endpoint>`: hub ids load from a mirror of the hub (as HF_ENDPOINT does for the CLI).
+    const hub = new URLSearchParams(window.location.search).get('hub');
+    if (hub) await client.api.setHubEndpoint(hub);
     const status = await client.api.init(preference);
     useEngine.getState().setReady(status);
   } catch (err) {

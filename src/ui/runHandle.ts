@@ -1,11 +1,21 @@
 // Console and test handle on the run store: feed StepReports as a live run would (the worker's
-// report stream calls the same `append`), and read a summary. Plain data only.
-import type { StepReport } from '../recipes/report';
+// report stream calls the same `append`), read a summary or a run's metrics and rollouts by step,
+// and start a run the way the Start button does (the form's start path, its step limit).
+// Plain data only.
+import type { RolloutSample, StepReport } from '../recipes/report';
 import { useRunStore } from '../store/runStore';
+import { ringArrays } from '../store/runStoreSeries';
+import { startRun } from './controls/runActions';
 
 export interface RunHandle {
   append(report: StepReport): void;
   summary(): { runs: { runId: string; source: string; hidden: boolean; reports: number }[]; activeRunId: string | null; version: number };
+  /** A run's metrics by step (NaN written as null), in step order. */
+  metrics(runId: string): { step: number; metrics: Record<string, number | null> }[];
+  /** The run's rollouts the store keeps (the latest, at most its sample cap). */
+  samples(runId: string): { step: number; sample: RolloutSample }[];
+  /** Start `recipe` with these field values (strings, as the form holds them); it stops after `maxSteps`. False when refused. */
+  start(recipe: string, values: Record<string, string | boolean>, seed: number, maxSteps: number): Promise<boolean>;
 }
 
 declare global {
@@ -25,5 +35,19 @@ export function installRunHandle(): void {
         version: s.version,
       };
     },
+    metrics: (runId) => {
+      const series = useRunStore.getState().runs[runId];
+      const steps = new Map<number, Record<string, number | null>>();
+      for (const [name, ring] of Object.entries(series?.metrics ?? {})) {
+        const { x, y } = ringArrays(ring);
+        x.forEach((step, i) => {
+          if (!steps.has(step)) steps.set(step, {});
+          steps.get(step)![name] = Number.isNaN(y[i]) ? null : y[i];
+        });
+      }
+      return [...steps].sort((a, b) => a[0] - b[0]).map(([step, metrics]) => ({ step, metrics }));
+    },
+    samples: (runId) => useRunStore.getState().samples.filter((e) => e.runId === runId).map((e) => ({ step: e.step, sample: e.sample })),
+    start: (recipe, values, seed, maxSteps) => startRun({ recipe, values, seed: String(seed), maxSteps: String(maxSteps), atMax: 'stop' }),
   };
 }

@@ -223,6 +223,8 @@ export async function rlSmokeStep(model: LlamaModel): Promise<Record<string, num
   const V = model.config.vocabSize;
   const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
   const optimizer = new AdamW({ lr: 1e-2 });
+  let before = 0;
+  for (const v of lora.variables()) for (const x of await v.data()) before += Math.abs(x);
   try {
     const report = await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, [[1, 5 % V, 9 % V], [1, 7 % V]], 0, {
       groupSize: 4,
@@ -232,7 +234,11 @@ export async function rlSmokeStep(model: LlamaModel): Promise<Record<string, num
       advantage: 'grpo',
       trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.01 } },
     });
-    return report.metrics;
+    // What the update did: the adapters' total |weight| before (A only: B starts at zero) and after.
+    let after = 0;
+    for (const v of lora.variables()) for (const x of await v.data()) after += Math.abs(x);
+    // optim/planned: the moments are held on the GPU, so the planned optimiser took the update.
+    return { ...report.metrics, 'lora/abs_sum_before': before, 'lora/abs_sum': after, 'optim/step': optimizer.step, 'optim/planned': optimizer.momentHolder ? 1 : 0 };
   } finally {
     optimizer.dispose();
     lora.dispose();

@@ -24,11 +24,12 @@ import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { setDecodePath } from '../model/plannedDecode';
+import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
-import { activeRunSpec, atBoundary, browserEnv, listRecipes, modelFolder, pauseRun, resumeFromCheckpoint, resumeRun, runStatus, saveCheckpointNow, setAutosave, startRun, stepRun, stopRun, watchCheckpoints } from './runs';
+import { activeRunSpec, atBoundary, browserEnv, listRecipes, modelFolder, pauseRun, resumeFromCheckpoint, resumeRun, runStatus, saveCheckpointNow, setAutosave, setHubEndpoint, startRun, stepRun, stopRun, watchCheckpoints } from './runs';
 import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';
 import { deleteDataset, listDatasets, putDataset } from './datasets';
 import type { FileBytes } from './storageProtocol';
@@ -246,6 +247,14 @@ const api: EngineApi = {
 
   async setCustomKernels(enabled) {
     setCustomKernels(enabled);
+  },
+
+  async setHubEndpoint(endpoint) {
+    setHubEndpoint(endpoint);
+  },
+
+  async setOptimizerPath(path) {
+    setOptimizerPath(path);
   },
 
   async setDecodePath(path) {

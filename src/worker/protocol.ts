@@ -12,6 +12,7 @@ import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../model/decodeBench';
 import type { DecodePath } from '../model/plannedDecode';
+import type { OptimizerPath } from '../rl/plannedOptim';
 import type { StepReport } from '../recipes/report';
 import type { Schema } from '../recipes/schema';
 import type { StorageApi } from './storageProtocol';
@@ -168,6 +169,10 @@ export interface EngineApi extends StorageApi {
   setCustomKernels(enabled: boolean): Promise<void>;
   /** generate() on WebGPU: the planned decode path (default) or tfjs op by op (A/B, triage). */
   setDecodePath(path: DecodePath): Promise<void>;
+  /** Load hub ids ("owner/name") from a hub mirror at `endpoint` (the page's `?hub=`); null: the hub. */
+  setHubEndpoint(endpoint: string | null): Promise<void>;
+  /** learnStep's update on WebGPU: the planned GPU AdamW (default) or tfjs's AdamW (A/B, triage). */
+  setOptimizerPath(path: OptimizerPath): Promise<void>;
   /** Decode on both paths in the same run on a loaded model: [planned, tfjs]. */
   benchDecode(name: string, c: DecodeBenchCase): Promise<[DecodeBenchResult, DecodeBenchResult]>;
   /** Whole rollouts on a loaded model: tfjs, planned after a tfjs prefill, planned throughout. */

@@ -15,6 +15,7 @@ import { brief } from '../engine/brief';
 import { NonFiniteError } from '../recipes/common';
 import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/env';
 import type { Metrics, StepReport } from '../recipes/report';
+import { createTimedRun } from '../recipes/judgeTiming';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
 import { fromStoredCheckpoint } from '../recipes/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/types';
@@ -103,19 +104,28 @@ export function listRecipes(): RecipeListing[] {
 
 const modelsBase = () => new URL(`${import.meta.env.BASE_URL}models/`, self.location.origin).href;
 
+/** Where hub ids ("owner/name") load from: the hub, or a mirror set by the page (`?hub=`). */
+let hubEndpoint: string | undefined;
+
+/** A hub mirror's endpoint (no trailing slash needed), or null for the hub itself. Throws on a non-http(s) URL. */
+export function setHubEndpoint(endpoint: string | null): void {
+  if (endpoint !== null && !/^https?:\/\/[^/]/.test(endpoint)) throw new Error(`hub endpoint ${brief(endpoint)} is not an http(s) URL`);
+  hubEndpoint = endpoint ?? undefined;
+}
+
 /**
  * The browser env: sandbox names load the site's /models/NAME/ (wherever the worker script
- * lives); a dataset field may name an uploaded file (datasets.ts) or a URL.
+ * lives), hub ids the hub (or its mirror); a dataset field may name an uploaded file (datasets.ts) or a URL.
  */
 export function browserEnv(): RecipeEnv {
-  const env = urlRecipeEnv({ modelsBase: modelsBase(), backend: tf.getBackend() });
+  const env = urlRecipeEnv({ modelsBase: modelsBase(), hubEndpoint, backend: tf.getBackend() });
   const fetchText = env.readText!;
   return { ...env, readText: async (ref) => (await datasetText(ref)) ?? fetchText(ref) };
 }
 
 /** The folder of a model reference, resolved as the browser env resolves it. */
 export function modelFolder(ref: string): ModelFolder {
-  return isSandboxName(ref) ? urlSource(`${modelsBase()}${ref}/`) : (hubFolder(ref) ?? urlSource(ref));
+  return isSandboxName(ref) ? urlSource(`${modelsBase()}${ref}/`) : (hubFolder(ref, hubEndpoint) ?? urlSource(ref));
 }
 
 /** HHMMSS plus 4 random hex digits: two runs of one seed in the same second must not share logs and checkpoints. */
@@ -194,7 +204,7 @@ async function runLoop(a: ActiveRun): Promise<void> {
     detail = a.restoreFrom ? 'loading models and the checkpoint' : 'loading models';
     stepping = true;
     notify(a);
-    a.run = await a.recipe.create(browserEnv(), a.config as never, a.seed);
+    a.run = await createTimedRun(a.recipe, browserEnv(), a.config as never, a.seed);
     if (a.restoreFrom) {
       await a.run.restore(a.restoreFrom);
       a.step = a.run.stepsDone;

@@ -1,6 +1,7 @@
 // The planned path borrows tfjs tensors' GPU buffers (weights, the prefill's caches and logits)
 // instead of copying them, on the device tfjs created.
 import type * as tf from '@tensorflow/tfjs';
+import { engine as tfEngine } from '@tensorflow/tfjs';
 import { webgpuBackend } from '../kernels/wgslProgram';
 
 interface TensorData {
@@ -38,4 +39,18 @@ export function flushTfjs(): void {
     be.endComputePassEncoder();
     be.submitQueue();
   }
+}
+
+/**
+ * A new float32 tensor whose storage is a fresh buffer from tfjs's pool (no values yet): record a
+ * copy into `buffer` before tfjs reads the tensor. Writing into a new tensor, never into an
+ * existing one, keeps tfjs's bookkeeping true: an existing buffer may be shared by clones, and a
+ * tensor read once keeps its values cached on the host, which a GPU-side write would not update.
+ */
+export function emptyTensor(shape: number[]): { tensor: tf.Tensor; buffer: GPUBuffer } {
+  const be = webgpuBackend() as unknown as BackendInternals & { makeTensorInfo(shape: number[], dtype: 'float32'): tf.TensorInfo };
+  const info = be.makeTensorInfo(shape, 'float32');
+  be.uploadToGPU(info.dataId);
+  const tensor = tfEngine().makeTensorFromTensorInfo(info);
+  return { tensor, buffer: tensorBuffer(tensor) };
 }

@@ -16,7 +16,7 @@ import { mulberry32 } from '../../engine/rng/mulberry32.ts';
 export const QWEN2_DIMS = { hidden: 64, intermediate: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 320, ropeTheta: 1_000_000, eps: 1e-6 } as const;
 
 /** GPT-2's reversible byte -> printable character map. */
-function bytesToUnicode(): string[] {
+export function bytesToUnicode(): string[] {
   const keep = new Set<number>();
   for (let b = 0x21; b <= 0x7e; b++) keep.add(b);
   for (let b = 0xa1; b <= 0xac; b++) keep.add(b);
@@ -52,11 +52,11 @@ export const CHAT_TEMPLATE =
   "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
 /** float32 -> bfloat16 bits, round to nearest even (what torch's .to(bfloat16) does). */
-function bf16Bits(x: number): number {
+export function bf16Bits(x: number): number {
   const u = new Uint32Array(new Float32Array([x]).buffer)[0];
   return ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
 }
-const bf16Value = (bits: number): number => new Float32Array(new Uint32Array([bits << 16]).buffer)[0];
+export const bf16Value = (bits: number): number => new Float32Array(new Uint32Array([bits << 16]).buffer)[0];
 
 export interface Qwen2Tensor {
   shape: number[];
@@ -103,7 +103,7 @@ export function qwen2Weights(seed = 7): Map<string, Qwen2Tensor> {
   return out;
 }
 
-function safetensorsBf16(tensors: Map<string, Qwen2Tensor>): Uint8Array {
+export function safetensorsBf16(tensors: Map<string, Qwen2Tensor>): Uint8Array {
   const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
   let offset = 0;
   for (const [name, t] of tensors) {

@@ -180,6 +180,24 @@ describe('veRL export', () => {
     expect(() => exportVerl({ recipe: { name: 'plugin', schema: {} }, config: {}, seed: 0 })).toThrow(/recipe "plugin" has no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, multiturn, arena, attacker-sft\)/);
   });
 
+  it('advantage = gae exports a critic on the actor\'s base (veRL would otherwise load its default critic model), and says how it differs', () => {
+    for (const name of ['defend', 'attack', 'arena', 'multiturn', 'minmax']) {
+      const ex = exported(name, { advantage: 'gae', criticLr: '0.01' });
+      expect(ex.overrides, name).toMatchObject({ 'algorithm.adv_estimator': 'gae', 'critic.model.path': ex.overrides['actor_rollout_ref.model.path'], 'critic.model.lora_rank': 8, 'critic.optim.lr': 0.01 });
+      expect(Object.keys(ex.overrides).filter((k) => !VERL.keys.includes(k)), name).toEqual([]);
+      expect(ex.files['README.md'], name).toMatch(/advantage = gae: veRL's critic is a copy of the base model/);
+      expect(exported(name, {}).overrides['critic.model.path'], name).toBeUndefined();
+    }
+  });
+
+  it('the adaptive KL controller exports as veRL\'s kl_ctrl (type, target, horizon); fixed stays fixed', () => {
+    for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack', 'arena']) {
+      const ex = exported(name, { klController: 'adaptive', klTarget: '0.05', klHorizon: '5000' });
+      expect(ex.overrides, name).toMatchObject({ 'algorithm.kl_ctrl.type': 'adaptive', 'algorithm.kl_ctrl.target_kl': 0.05, 'algorithm.kl_ctrl.horizon': 5000 });
+      expect(exported(name, {}).overrides['algorithm.kl_ctrl.type'], name).toBe('fixed');
+    }
+  });
+
   it('the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset\'s layout', async () => {
     const ex = exported('defend');
     const bytes = ex.files['data/train.parquet'] as Uint8Array;

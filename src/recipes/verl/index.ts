@@ -143,6 +143,9 @@ export function exportVerl(input: VerlExportInput): VerlExport {
       ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
       : u,
   );
+  if (c.advantage === 'gae') {
+    unsupported.push('advantage = gae: veRL\'s critic is a copy of the base model with its own LoRA and value head (critic.model.path = the actor\'s base); the lab\'s critic is a value head on the policy\'s own final hidden state. The GAE, value loss and their settings (gamma, lam, cliprange_value, critic lr) are the same.');
+  }
   // A shipped model's context bounds prompt + response (vLLM refuses longer sequences).
   const maxPos = model.sandbox && input.modelFiles?.['config.json'] ? (JSON.parse(new TextDecoder().decode(input.modelFiles['config.json'])) as { max_position_embeddings?: number }).max_position_embeddings : undefined;
   const room = maxPos === undefined ? Infinity : maxPos - (overrides['data.max_prompt_length'] as number);

@@ -59,7 +59,7 @@ const n = (c: Cfg, k: string) => c[k] as number;
 
 /** The judge fields every reward.py reads. */
 function judgeConstants(c: Cfg): Record<string, unknown> {
-  return { judge: c.judge, judge_text: 'response', judge_scale: 'probability' };
+  return { judge: c.judge, judge_text: c.judgeUrlPromptToo === true ? 'prompt+response' : 'response', judge_scale: 'probability' };
 }
 
 function judgeNotes(c: Cfg): string[] {
@@ -67,6 +67,10 @@ function judgeNotes(c: Cfg): string[] {
   if (j === 'rules' || j === 'rules-partial') return [];
   return [
     `The judge "${j}" is a model: reward.py asks it through the lab's http judge protocol (POST $SPARRING_JUDGE_URL/score {"texts": [response]} -> {"scores": [P(unsafe)]}); serve the guard model behind that endpoint (any server that speaks it).`,
+    ...(j === 'http' && c.judgeUrl ? [`The lab's run scored at judgeUrl = ${String(c.judgeUrl)}: export SPARRING_JUDGE_URL=${String(c.judgeUrl).replace(/\/score\/?$/, '')}.`] : []),
+    ...(j === 'llm-guard'
+      ? [`The lab's llm-guard asks ${String(c.guard)} (${String(c.guardWeights)}) in Llama Guard 3's own prompt (src/judges/llamaGuard3.ts), categories ${String(c.guardCategories) || 'S1-S14'}${c.guardCustomCategories ? ` plus ${String(c.guardCustomCategories)}` : ''}, verdict by ${String(c.guardVerdict)}; the server behind the endpoint should build the same prompt.`]
+      : []),
   ];
 }
 
@@ -426,7 +430,7 @@ const arena: ExportRecipe = {
     'actor_rollout_ref.actor.optim.lr': c.defenderLr,
     'algorithm.use_kl_in_reward': n(c, 'defenderKlBeta') > 0,
     'algorithm.kl_penalty': 'kl',
-    'algorithm.kl_ctrl.type': 'fixed',
+    'algorithm.kl_ctrl.type': c.klController,
     'algorithm.kl_ctrl.kl_coef': c.defenderKlBeta,
   }),
   unsupported: (c) => [

@@ -103,7 +103,8 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     Object.assign(o, {
       'algorithm.use_kl_in_reward': c.klBeta > 0,
       'algorithm.kl_penalty': 'kl',
-      'algorithm.kl_ctrl.type': 'fixed',
+      // The lab's controller (klControllerFields) where the recipe offers one; fixed otherwise.
+      'algorithm.kl_ctrl.type': c.klController ?? 'fixed',
       'algorithm.kl_ctrl.kl_coef': c.klBeta,
     });
   }
@@ -114,6 +115,16 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
       'actor_rollout_ref.actor.kl_loss_coef': c.klCoef,
       'actor_rollout_ref.actor.kl_loss_type': VERL_KL_NAMES[c.klEstimator as string] ?? 'low_var_kl',
       'algorithm.use_kl_in_reward': false,
+    });
+  }
+  // PPO with a critic: veRL's critic is a model of its own (the actor's base, with its own LoRA);
+  // without a path it would load the config's default model.
+  if (c.advantage === 'gae') {
+    Object.assign(o, {
+      'critic.model.path': job.modelPath,
+      'critic.model.lora_rank': c.loraRank,
+      'critic.model.lora_alpha': c.loraAlpha,
+      'critic.ppo_micro_batch_size_per_gpu': 8,
     });
   }
   o['data.max_response_length'] ??= c.maxNewTokens;

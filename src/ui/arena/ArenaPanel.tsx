@@ -4,6 +4,7 @@ import { entropyScaleMax } from '../heatmap/colourScale';
 import { EntropyLegend } from '../heatmap/EntropyLegend';
 import { EntropyMatrix } from '../heatmap/EntropyMatrix';
 import { ExampleNotice } from '../runlist/ExampleNotice';
+import { JudgeTimes, judgeTimesAt } from './JudgeTimes';
 import { SampleCard } from './SampleCard';
 
 const FILTERS: [SampleFilter, string][] = [
@@ -21,6 +22,7 @@ export function ArenaPanel() {
   const pinnedKey = useRunStore((s) => s.pinnedKey);
   const pinRows = useRunStore((s) => s.pinRows);
   const runLabel = useRunStore((s) => (s.activeRunId ? s.runs[s.activeRunId]?.info.label : undefined));
+  const runMetrics = useRunStore((s) => (s.activeRunId ? s.runs[s.activeRunId]?.metrics : undefined));
   const { setFilter, pin } = useRunStore.getState();
   /** null: follow the latest step. */
   const [chosenStep, setChosenStep] = useState<number | null>(null);
@@ -66,6 +68,7 @@ export function ArenaPanel() {
           />
           <output>{step}{chosenStep === null ? ' (latest)' : ''}</output>
         </label>
+        <JudgeTimes times={runMetrics ? judgeTimesAt(runMetrics, step) : []} />
         <div className="segmented" role="radiogroup" aria-label="Show rollouts">
           {FILTERS.map(([f, label]) => (
             <button key={f} type="button" role="radio" aria-checked={filter === f} onClick={() => setFilter(f)} data-testid={`filter-${f}`}>

@@ -21,6 +21,7 @@ export const CHART_GROUPS: ChartGroup[] = [
   { id: 'dual', title: 'Dual variable λ', yLabel: 'λ', match: ['dual/'], absent: 'No dual/λ here: the minmax recipe records it.' },
   { id: 'tokens', title: 'Throughput', yLabel: 'tokens / s', match: ['perf/tokens_per_s'], absent: 'No perf/tokens_per_s in the shown runs.' },
   { id: 'stepms', title: 'Step time', yLabel: 'ms / step', match: ['perf/step_ms'], absent: 'No perf/step_ms in the shown runs.' },
+  { id: 'judgetime', title: 'Judge share of the step', yLabel: 'fraction of step time', match: ['perf/judge_share', 'perf/judge_share/'], absent: 'No perf/judge_share in the shown runs.' },
 ];
 
 /** Metrics of no group land in a last "other" chart, shown only when there are some. */

@@ -6,8 +6,8 @@ import type { Field } from '../../recipes/schema';
 
 /** Models the site serves under public/models/. */
 export const SANDBOX_MODELS = ['attacker', 'defender', 'judge', 'qa'] as const;
-/** Judges every browser env has (src/recipes/env.ts). */
-export const KNOWN_JUDGES = ['rules', 'rules-partial', 'classifier'] as const;
+/** Judges every browser env has (src/recipes/env.ts); llm-guard and http read the guard / judgeUrl fields. */
+export const KNOWN_JUDGES = ['rules', 'rules-partial', 'classifier', 'llm-guard', 'http'] as const;
 /** Enum fields that choose the RL algorithm. */
 export const ALGORITHM_FIELDS = ['advantage', 'policyLoss', 'klEstimator', 'aggregation'] as const;
 

@@ -1,6 +1,6 @@
 // The fit check of one model reference, run in the page before anything is loaded: read its
 // config.json (site sandbox folder, URL / hub folder, or a picked local folder), estimate memory
-// for the recipe's rollout shape, and compare with the engine's backend, adapter limits and the
+// for the recipe's rollout shape and plan its learn step (src/model/learnMemory.ts), and compare with the engine's backend, adapter limits and the
 // bytes tfjs holds now.
 import { parseModelConfig } from '../../model/config';
 import type { ModelFit } from '../../store/setupStore';
@@ -8,7 +8,7 @@ import type { EngineStatus } from '../../worker/protocol';
 import { readModelRef } from './fieldKinds';
 import type { WeightFormat } from '../../model/weightFormat';
 import { cachedConfigText } from './localFolders';
-import { backendBudget, checkFit, estimateMemory, workloadOf } from './modelFit';
+import { backendBudget, checkFit, estimateMemory, loraOf, withLearnPlan, workloadOf } from './modelFit';
 
 const MiB = 2 ** 20;
 
@@ -46,10 +46,23 @@ export async function checkModelFit(ref: string, config: Record<string, unknown>
     return { ref, state: 'unknown', summary: `cannot check the size: ${(e as Error).message}`, problems: [], notes: [] };
   }
   const w = workloadOf(config);
-  const est = estimateMemory(cfg, w, weights);
-  const v = checkFit(est, deviceBudget(status));
+  const budget = deviceBudget(status);
+  const lora = loraOf(config);
+  const base = estimateMemory(cfg, w, weights);
+  let est = base;
+  const planNotes: string[] = [];
+  try {
+    if (lora) est = withLearnPlan(base, cfg, w, weights, lora, budget);
+  } catch (e) {
+    planNotes.push(`the learn step could not be planned (${(e as Error).message}): its activations are a rough per-token estimate`);
+  }
+  const v = checkFit(est, budget);
+  const mb = (n: number) => (n / MiB).toFixed(1);
+  const l = est.learn;
   const summary =
-    `${est.params.toLocaleString('en-US')} parameters · ≈ ${(est.totalBytes / MiB).toFixed(1)} MiB for ${w.batch} x ${w.seqLen} tokens ` +
-    `(weights ${(est.weightBytes / MiB).toFixed(1)} in ${weights}, KV ${(est.kvCacheBytes / MiB).toFixed(1)}, activations ${(est.activationBytes / MiB).toFixed(1)})`;
-  return { ref, state: v.fits ? 'fits' : 'too-big', summary, problems: v.problems, notes: v.notes };
+    `${est.params.toLocaleString('en-US')} parameters · ≈ ${mb(est.totalBytes)} MiB for ${w.batch} x ${w.seqLen} tokens ` +
+    `(weights ${mb(est.weightBytes)} in ${weights}, KV ${mb(est.kvCacheBytes)}${est.optimizerBytes !== undefined ? `, LoRA + AdamW ${mb(est.optimizerBytes)}` : ''}, activations ${mb(est.activationBytes)})` +
+    (l ? ` · learn step: ${l.accumulationSteps} micro-batch${l.accumulationSteps > 1 ? 'es' : ''} of ${l.microBatchRows} rows, activations ${l.recompute ? 'recomputed per layer' : 'kept'}` : '');
+  const learn = l && { microBatchRows: l.microBatchRows, accumulationSteps: l.accumulationSteps, recompute: l.recompute, peakBytes: l.peakBytes, buffers: l.buffers };
+  return { ref, state: v.fits ? 'fits' : 'too-big', summary, problems: v.problems, notes: [...v.notes, ...(l?.notes ?? []), ...planNotes], ...(learn ? { learn } : {}) };
 }

@@ -1,7 +1,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../../model/config';
-import { backendBudget, checkFit, estimateMemory, paramCount, workloadOf } from './modelFit';
+import { planLearnMemory } from '../../model/learnMemory';
+import { backendBudget, checkFit, estimateMemory, loraOf, paramCount, withLearnPlan, workloadOf } from './modelFit';
 
 const GiB = 2 ** 30;
 const sandbox = parseModelConfig(readFileSync('public/models/defender/config.json', 'utf8'));
@@ -96,8 +97,45 @@ describe('fit check', () => {
   });
 
   it('reads the rollout shape from a recipe config', () => {
-    expect(workloadOf({ prompts: 4, groupSize: 8, maxNewTokens: 40 })).toEqual({ batch: 32, seqLen: 168 });
-    expect(workloadOf({ goals: '2', groupSize: '4', attackerMaxTokens: '40', defenderMaxTokens: '32' })).toEqual({ batch: 8, seqLen: 168 });
-    expect(workloadOf({})).toEqual({ batch: 1, seqLen: 192 });
+    expect(workloadOf({ prompts: 4, groupSize: 8, maxNewTokens: 40 })).toEqual({ batch: 32, seqLen: 168, promptLen: 128, responseLen: 40 });
+    expect(workloadOf({ goals: '2', groupSize: '4', attackerMaxTokens: '40', defenderMaxTokens: '32' })).toEqual({ batch: 8, seqLen: 168, promptLen: 128, responseLen: 40 });
+    expect(workloadOf({})).toEqual({ batch: 1, seqLen: 192, promptLen: 128, responseLen: 64 });
+  });
+});
+
+describe('fit check with the learn-memory planner (in place of the activation heuristic)', () => {
+  const gpu = (budgetBytes: number) => ({ backend: 'webgpu', maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes, budgetSource: 'test', inUseBytes: 100 * 2 ** 20 });
+
+  it('reads the trained LoRA from a recipe config', () => {
+    expect(loraOf({ loraRank: 16, loraTargets: 'mlp' })).toEqual({ r: 16, targets: ['gate', 'up', 'down'] });
+    expect(loraOf({ loraRank: '8' })).toEqual({ r: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] });
+    expect(loraOf({})).toBeNull();
+  });
+
+  it('SmolLM2-135M, 64 rows of 128 + 64 tokens on a 2 GiB budget: the heuristic refuses it, the planner fits it in micro-batches', () => {
+    const w = workloadOf({ prompts: 8, groupSize: 8, maxNewTokens: 64 });
+    const budget = gpu(2 * GiB);
+    const heuristic = estimateMemory(smol, w, 'int4-g32');
+    expect(checkFit(heuristic, budget).fits).toBe(false);
+    const lora = { r: 16, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const };
+    const e = withLearnPlan(heuristic, smol, w, 'int4-g32', { ...lora, targets: [...lora.targets] }, budget);
+    const v = checkFit(e, budget);
+    expect(v).toMatchObject({ fits: true, problems: [] });
+    // The planner gets what is left after tfjs's bytes and the rollout's KV cache.
+    const plan = planLearnMemory(smol, 'int4-g32', { ...lora, targets: [...lora.targets] }, { rows: 64, promptLen: 128, responseLen: 64 }, { maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 2 * GiB - 100 * 2 ** 20 - e.kvCacheBytes });
+    expect(e.learn).toEqual(plan);
+    expect(e.activationBytes).toBe(plan.bytesByScope['micro-batch']);
+    expect(e.optimizerBytes).toBe(plan.bytesByScope.optimizer);
+    expect(e.totalBytes).toBe(plan.peakBytes + e.kvCacheBytes);
+    expect(e.learn!.accumulationSteps * e.learn!.microBatchRows).toBeGreaterThanOrEqual(64);
+    expect(e.totalBytes).toBeLessThan(heuristic.totalBytes);
+  });
+
+  it('too big even at one row: the verdict names LoRA and AdamW among the bytes', () => {
+    const w = workloadOf({ prompts: 1, groupSize: 1, maxNewTokens: 64 });
+    const e = withLearnPlan(estimateMemory(smol, w, 'f32'), smol, w, 'f32', { r: 16, targets: ['q'] }, gpu(600 * 2 ** 20));
+    const v = checkFit(e, gpu(600 * 2 ** 20));
+    expect(v.fits).toBe(false);
+    expect(v.problems.join(' ')).toMatch(/\+ LoRA and AdamW [\d.]+ MiB \+ activations/);
   });
 });

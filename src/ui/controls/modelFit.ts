@@ -1,9 +1,13 @@
 // Will a model fit? An estimate made before loading it, from its config.json alone: weights in the
 // recipe's weight format (the loader decodes every dtype to f32, then packs projections for int8 / int4), the KV cache of a rollout batch, and the
-// activations a training step keeps for backprop; checked against the largest buffer the GPU
+// learn step: as the learn-memory planner lays it out for this device when the recipe trains LoRA
+// (withLearnPlan: micro-batches, recompute, LoRA + AdamW, every buffer), else the activations a
+// training step keeps for backprop by a per-token rule; checked against the largest buffer the GPU
 // adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
 import type { ModelConfig } from '../../model/config';
+import { planLearnMemory, type LearnLoraShape, type LearnMemoryPlan } from '../../model/learnMemory';
 import { projectionBytes, type WeightFormat } from '../../model/weightFormat';
+import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../recipes/loraTargets';
 
 const F32 = 4;
 
@@ -12,6 +16,9 @@ export interface FitWorkload {
   batch: number;
   /** Tokens per sequence (prompt + generated). */
   seqLen: number;
+  /** Its two parts (the learn planner needs them apart); default seqLen - 64 and 64. */
+  promptLen?: number;
+  responseLen?: number;
 }
 
 export interface MemoryEstimate {
@@ -21,7 +28,11 @@ export interface MemoryEstimate {
   largestTensorBytes: number;
   kvCacheBytes: number;
   activationBytes: number;
+  /** LoRA parameters, gradients and AdamW moments (when the learn planner sized the step). */
+  optimizerBytes?: number;
   totalBytes: number;
+  /** The learn step as planned for this device, when the recipe trains LoRA adapters. */
+  learn?: LearnMemoryPlan;
 }
 
 type Shape = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'tieWordEmbeddings' | 'qkvBias' | 'oBias' | 'mlpBias'>;
@@ -106,9 +117,11 @@ export function checkFit(e: MemoryEstimate, d: DeviceBudget): FitVerdict {
   }
   const available = d.budgetBytes - d.inUseBytes;
   const headroomBytes = available - e.totalBytes;
+  if (e.learn) problems.push(...e.learn.problems.filter((p) => !/over the .* budget$/.test(p)));
   if (headroomBytes < 0) {
+    const lora = e.optimizerBytes !== undefined ? ` + LoRA and AdamW ${fmt(e.optimizerBytes)}` : '';
     problems.push(
-      `it needs about ${fmt(e.totalBytes)} (weights ${fmt(e.weightBytes)} + KV cache ${fmt(e.kvCacheBytes)} + activations ${fmt(e.activationBytes)}), ` +
+      `it needs about ${fmt(e.totalBytes)} (weights ${fmt(e.weightBytes)} + KV cache ${fmt(e.kvCacheBytes)}${lora} + activations ${fmt(e.activationBytes)}), ` +
         `more than the ${fmt(available)} left of ${fmt(d.budgetBytes)} (${d.budgetSource}; tfjs holds ${fmt(d.inUseBytes)} now)`,
     );
   }
@@ -136,5 +149,36 @@ export function workloadOf(config: Record<string, unknown>): FitWorkload {
   const group = pick('groupSize') ?? 1;
   const answer = Math.max(pick('maxNewTokens') ?? 0, pick('defenderMaxTokens') ?? 0, pick('attackerMaxTokens') ?? 0, pick('maxTokens') ?? 0) || 64;
   // Prompts of the sandbox and of chat templates run to ~100 tokens.
-  return { batch: prompts * group, seqLen: answer + 128 };
+  return { batch: prompts * group, seqLen: answer + 128, promptLen: 128, responseLen: answer };
+}
+
+/** The LoRA a recipe config trains (loraRank, loraTargets), or null when it has none. */
+export function loraOf(config: Record<string, unknown>): LearnLoraShape | null {
+  const r = Number(config.loraRank);
+  if (!Number.isInteger(r) || r <= 0) return null;
+  const set = (LORA_TARGET_SETS as readonly string[]).includes(String(config.loraTargets)) ? (String(config.loraTargets) as LoraTargetSet) : 'all';
+  return { r, targets: loraTargets(set) };
+}
+
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The estimate with the learn step as the planner lays it out for this device
+ * (src/model/learnMemory.ts: micro-batch rows, accumulation, recompute, every buffer), in place of
+ * estimateMemory's heuristic of all rows' activations at once (~7 hidden-wide, 4 MLP-wide and the
+ * attention tensors per token and layer, 3 vocabulary rows per token). The rollout's KV cache is
+ * counted beside it (the decode plan keeps it between steps), so the planner gets what is left.
+ */
+export function withLearnPlan(e: MemoryEstimate, c: Shape, w: FitWorkload, format: WeightFormat, lora: LearnLoraShape, d: DeviceBudget): MemoryEstimate {
+  const responseLen = w.responseLen ?? Math.min(64, w.seqLen - 1);
+  const promptLen = w.promptLen ?? w.seqLen - responseLen;
+  const limits = {
+    maxBufferSize: d.backend === 'webgpu' && d.maxBufferSize ? d.maxBufferSize : NO_LIMIT,
+    maxStorageBufferBindingSize: d.backend === 'webgpu' && d.maxStorageBufferBindingSize ? d.maxStorageBufferBindingSize : NO_LIMIT,
+    budgetBytes: Math.max(1, d.budgetBytes - d.inUseBytes - e.kvCacheBytes),
+  };
+  const learn = planLearnMemory(c, format, lora, { rows: w.batch, promptLen, responseLen }, limits);
+  const optimizerBytes = learn.bytesByScope.optimizer;
+  const activationBytes = learn.bytesByScope['micro-batch'];
+  return { ...e, activationBytes, optimizerBytes, learn, totalBytes: e.weightBytes + e.kvCacheBytes + optimizerBytes + activationBytes };
 }
