@@ -175,6 +175,22 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   }, 300_000);
 
+  it('adapters a tfjs op changed just before a planned generation are the ones its prefill uses (pending tfjs work lands first)', async () => {
+    const { model } = fixture('tiny-llama-f32');
+    const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'v', 'down'], seed: 5 });
+    try {
+      for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 4));
+      await plannedPrefillLogits(model, prompts); // the plan is built here
+      // a few dispatches tfjs encodes but does not submit yet (it submits every 15)
+      for (const a of set.adapters) a.B.assign(tf.tidy(() => tf.mul(a.B, 3)));
+      const planned = await plannedPrefillLogits(model, prompts);
+      expect(maxAbs(planned, await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+    } finally {
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
   for (const shape of ['thread', 'split', 'tile'] as const) {
     it(`a batch of 20 rows spans several row blocks (${shape} GEMV): teacher-forced logits within 1e-4 of tfjs`, async () => {
       const { model } = fixture('tiny-llama-f32');

@@ -239,6 +239,9 @@ function startPlanned(model: LlamaModel, prompts: number[][], s: ReturnType<type
     // Capacity in steps of 64 slots, so rollouts of similar lengths share one plan.
     const P2 = Math.ceil(P / prefillChunk(B)) * prefillChunk(B);
     const plan = planFor(model, B, alignUp(P2 + maxNew, 64), lora.shapes);
+    // Work tfjs has encoded but not submitted (an optimiser step on the adapters, an upload)
+    // must land before the plan copies the adapters and runs.
+    flushTfjs();
     plan.beginPrompt({ ids, mask: attn, pad, ...rest });
     return plan;
   }
