@@ -43,6 +43,12 @@ describe('the planned decode path in Chromium on WebGPU', () => {
       const bench = await lab.page.evaluate(([n]) => window.sparring!.engine.benchDecode(n, { batch: 2, promptLen: 4, steps: 4, reps: 1 }), [name] as const);
       expect(bench[0].path).toBe('planned');
       expect(bench[0].dispatchesPerToken).toBeLessThan(bench[1].dispatchesPerToken / 2);
+      // ... and its prompt runs on the plan too: a whole rollout takes fewer dispatches than the
+      // planned decode after a tfjs prefill (a tfjs forward is tens of dispatches per layer).
+      const rollouts = await lab.page.evaluate(([n]) => window.sparring!.engine.benchRollout(n, { batch: 2, promptLen: 4, newTokens: 4, reps: 1 }), [name] as const);
+      const [tfjsPrefill, planned] = [rollouts[1], rollouts[2]];
+      expect(planned.way).toBe('planned');
+      expect(planned.dispatches).toBeLessThan(tfjsPrefill.dispatches);
       expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
       await lab.page.evaluate((n) => window.sparring!.engine.unloadModel(n), name);
     });

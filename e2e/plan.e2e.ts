@@ -15,7 +15,8 @@ import { parseModelConfig } from '../src/model/config';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
-import { plannedDispatches, plannedForcedLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, setTokensPerRun } from '../src/model/plannedDecode';
+import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, setPrefillPath, setTokensPerRun } from '../src/model/plannedDecode';
+import { prefillChunk } from '../src/engine/plan/decodePlan';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import type { LoadOptions } from '../src/model/llama';
@@ -27,6 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => {
   setDecodePath('planned');
+  setPrefillPath('planned');
   setTokensPerRun(8);
 });
 
@@ -120,11 +122,16 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     ['f32', undefined, 'split'],
     ['int8', int8Quantizer(), 'split'],
     ['int4', int4Quantizer(32), 'split'],
+    ['f32', undefined, 'tile'],
+    ['int8', int8Quantizer(), 'tile'],
+    ['int4', int4Quantizer(32), 'tile'],
   ] as const) {
     it(`${format}, ${shape} GEMV: left-padded GQA batch, teacher-forced logits within 1e-4 of tfjs; seeded sampling draw for draw`, async () => {
       const { model } = fixture('tiny-llama-f32', quantize ? { quantize } : {});
       setPlannedGemv(shape);
       try {
+        // the planned prefill's last logits (the first draw's) against tfjs's forward
+        expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
         expect(await forcedAgainstTfjs(model, prompts, forced)).toBeLessThan(1e-4);
         const opts = { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] };
         const { ref, got } = await bothPaths(model, prompts, opts);
@@ -139,7 +146,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     });
   }
 
-  for (const shape of ['thread', 'split'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
+  for (const shape of ['thread', 'split', 'tile'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
     const { model } = fixture('tiny-llama-f32');
     const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
     setPlannedGemv(shape);
@@ -148,11 +155,15 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
       const on = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
       const plannedOn = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
+      const prefillOn = maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts));
       set.enabled = false;
       const off = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
       const plannedOff = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
+      const prefillOff = maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts));
       expect(on).toBeLessThan(1e-4);
       expect(off).toBeLessThan(1e-4);
+      expect(prefillOn).toBeLessThan(1e-4);
+      expect(prefillOff).toBeLessThan(1e-4);
       expect(maxAbs(plannedOn[0], plannedOff[0])).toBeGreaterThan(1e-2);
       set.enabled = true;
       const { ref, got } = await bothPaths(model, prompts, { maxNewTokens: 10, temperature: 1, seed: 3 });
@@ -164,7 +175,23 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   }, 300_000);
 
-  for (const shape of ['thread', 'split'] as const) {
+  it('adapters a tfjs op changed just before a planned generation are the ones its prefill uses (pending tfjs work lands first)', async () => {
+    const { model } = fixture('tiny-llama-f32');
+    const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'v', 'down'], seed: 5 });
+    try {
+      for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 4));
+      await plannedPrefillLogits(model, prompts); // the plan is built here
+      // a few dispatches tfjs encodes but does not submit yet (it submits every 15)
+      for (const a of set.adapters) a.B.assign(tf.tidy(() => tf.mul(a.B, 3)));
+      const planned = await plannedPrefillLogits(model, prompts);
+      expect(maxAbs(planned, await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+    } finally {
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  for (const shape of ['thread', 'split', 'tile'] as const) {
     it(`a batch of 20 rows spans several row blocks (${shape} GEMV): teacher-forced logits within 1e-4 of tfjs`, async () => {
       const { model } = fixture('tiny-llama-f32');
       setPlannedGemv(shape);
@@ -179,6 +206,43 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       }
     }, 300_000);
   }
+
+  it('the prompt runs on the plan: no tfjs kernel in a planned generation, and the tfjs prefill (the A/B switch) draws the same', async () => {
+    const { model } = fixture('tiny-llama-f32');
+    try {
+      const opts = { maxNewTokens: 6, temperature: 1, seed: 9 };
+      await generate(model, prompts, opts); // warm-up: the plan is built here
+      const prof = await tf.profile(async () => void (await generate(model, prompts, opts)));
+      expect(prof.kernels.map((k) => k.name)).toEqual([]);
+      setPrefillPath('tfjs');
+      const viaTfjs = await generate(model, prompts, opts);
+      const profTfjs = await tf.profile(async () => void (await generate(model, prompts, opts)));
+      setPrefillPath('planned');
+      expect(profTfjs.kernels.length).toBeGreaterThan(0); // the switch does take the tfjs prefill
+      const planned = await generate(model, prompts, opts);
+      expect(planned.tokens).toEqual(viaTfjs.tokens);
+      expect(maxAbs(planned.logprobs.flat(), viaTfjs.logprobs.flat())).toBeLessThan(1e-4);
+    } finally {
+      setPrefillPath('planned');
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  it('prompts over several prefill chunks (70 rows: 14-column chunks, 1 to 40 tokens): prefill and teacher-forced logits within 1e-4 of tfjs', async () => {
+    const { model } = fixture('tiny-llama-f32');
+    try {
+      const B = 70;
+      expect(prefillChunk(B)).toBe(14);
+      const long = Array.from({ length: B }, (_, b) => [1, ...Array.from({ length: (b * 7) % 40 }, (_, t) => (11 * b + 5 * t + 2) % 64)]);
+      expect(maxAbs(await plannedPrefillLogits(model, long), await tfjsLogits(model, long))).toBeLessThan(1e-4);
+      const steps = Array.from({ length: 2 }, (_, t) => long.map((_, b) => (3 * b + 7 * t + 4) % 64));
+      expect(await forcedAgainstTfjs(model, long, steps)).toBeLessThan(1e-4);
+    } finally {
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  }, 300_000);
 
   it('runs of 1, 3 and 8 tokens between readbacks give the same draws', async () => {
     const { model } = fixture('tiny-llama-f32');
@@ -198,20 +262,23 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   });
 
-  it('holds the dispatch budget: at most 8 per layer and 6 per token besides, without LoRA', () => {
+  it('holds the dispatch budget: at most 8 per layer and 6 per token besides, without LoRA; a prefill chunk the same layers', () => {
     const { model } = fixture('tiny-llama-f32');
     try {
       const d = plannedDispatches(model, 3, 32);
       expect(d.perLayer).toBeLessThanOrEqual(8);
       expect(d.draw + d.embed + d.head).toBeLessThanOrEqual(6);
       expect(d.total).toBe(d.perLayer * model.layers.length + d.draw + d.embed + d.head);
+      // a prefill chunk: the same layers and the embedding of its prompt columns; the head once
+      expect(d.prefill.perChunk).toBe(d.perLayer * model.layers.length + d.embed);
+      expect(d.prefill.head).toBe(d.head);
     } finally {
       releaseDecodePlans(model);
       disposeLlama(model);
     }
   });
 
-  it('creates no GPU buffer in the decode steps after warm-up (20 steps; the tfjs prefill is not counted)', async () => {
+  it('creates no GPU buffer in a planned generation after warm-up (20 steps, the prefill included)', async () => {
     const { model } = fixture('tiny-llama-f32');
     const device = webgpuDevice();
     const create = device.createBuffer.bind(device);
@@ -227,6 +294,12 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
         if (inRun) made++;
         return create(d);
       };
+      let total = 0;
+      const counting = device.createBuffer;
+      device.createBuffer = (d: GPUBufferDescriptor) => {
+        total++;
+        return counting(d);
+      };
       DecodePlan.prototype.run = async function (this: DecodePlan, ...args: Parameters<typeof run>) {
         inRun = true;
         runs++;
@@ -240,6 +313,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       expect(r.tokens[0].length).toBe(20);
       expect(runs).toBe(5);
       expect(made).toBe(0);
+      expect(total).toBe(0);
     } finally {
       DecodePlan.prototype.run = run;
       device.createBuffer = create;

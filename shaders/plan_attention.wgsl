@@ -2,7 +2,9 @@
 // cache slots [0, tok.kvLen), in chunks of SCH slots with an online softmax across chunks, so any
 // cache length runs in fixed workgroup memory. GQA: query head h reads kv head h / (nH / nKV).
 // Scores of invalid slots (left padding) are dropped, as the tfjs path's -1e9 mask drops them.
-// Thread d < D accumulates output component d.
+// Thread d < D accumulates output component d. A prefill chunk (A.seq > 0) has a query row per
+// (batch row, prompt column): row = b * seq + j sits at slot tok.slot + j and sees slots up to
+// its own. A query with no valid slot (a left pad's) writes 0: nothing reads it.
 // Host-prepended: WG (>= D, a power of two), SCH, MAXD, the Att and Tok structs and the bindings
 // (A, tok, work, aux, kc, vc).
 
@@ -15,10 +17,14 @@ const MASKED : f32 = -3.0e38;
 @compute @workgroup_size(WG, 1, 1)
 fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let h = wid.x;
-  let b = wid.y;
+  var b = wid.y;
+  var len = tok.kvLen;
+  if (A.seq > 0u) {
+    b = wid.y / A.seq;
+    len = tok.slot + wid.y % A.seq + 1u;
+  }
   let kvh = h / (A.nH / A.nKV);
-  let len = tok.kvLen;
-  let qBase = A.qOff + (b * A.nH + h) * A.D;
+  let qBase = A.qOff + (wid.y * A.nH + h) * A.D;
   let kvBase = (b * A.nKV + kvh) * A.cap * A.D;
   for (var d = tid; d < A.D; d += WG) {
     qs[d] = work[qBase + d];
@@ -70,6 +76,6 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     workgroupBarrier();  // sc and red are rewritten by the next chunk
   }
   if (tid < A.D) {
-    work[A.aOff + (b * A.nH + h) * A.D + tid] = acc / l;
+    work[A.aOff + (wid.y * A.nH + h) * A.D + tid] = select(0.0, acc / l, l > 0.0);
   }
 }

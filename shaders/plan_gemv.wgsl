@@ -189,7 +189,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     let hd = G.headDim / 2u;
     let d = o % G.headDim;
     let jf = d % hd;
-    let pos = u32(auxAt(G.posOff + row)) + tok.step;
+    let pos = rowPos(row);
     let cs = auxAt(G.cosOff + pos * hd + jf);
     let sn = auxAt(G.sinOff + pos * hd + jf);
     let partner = res[(i ^ 2u) * MAXB + b];
@@ -202,7 +202,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
   if (MODE == 2u || MODE == 3u) {
     let h = o / G.headDim;
     let d = o % G.headDim;
-    cacheStore(((row * G.nKV + h) * G.cap + tok.slot) * G.headDim + d, y);
+    cacheStore(cacheBase(row, h) + d, y);
     return;
   }
   if (MODE == 5u) {

@@ -8,7 +8,7 @@ fn loraDelta(tOff : i32, bOff : u32, r : u32, scale : f32, b : u32, o : u32) -> 
   }
   var d = 0.0;
   for (var j = 0u; j < r; j++) {
-    d += work[u32(tOff) + b * G.tStride + j] * lora[bOff + o * r + j];
+    d += wget(u32(tOff) + b * G.tStride + j) * lora[bOff + o * r + j];
   }
   return d * scale;
 }

@@ -17,7 +17,7 @@ import { folderSource } from './fs-source';
 import { serveFolder } from './staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
-import { decodeBenchRows, DECODE_BENCH_HEADER } from '../model/decodeBench';
+import { decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from '../model/decodeBench';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
@@ -25,6 +25,8 @@ const quick = args.includes('--quick');
 const full = args.includes('--full');
 // --decode: only the planned-vs-tfjs decode table, in the browser.
 const decodeOnly = args.includes('--decode');
+/** With --decode: only the whole-rollout table (tfjs / planned after a tfjs prefill / planned throughout). */
+const rolloutOnly = args.includes('--rollout');
 const FIXTURE = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
 
 const THROUGHPUT_HEADER = ['model', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)', 'ratio'];
@@ -124,20 +126,33 @@ async function kernelAndThroughputTables(page: Page, status: Status, reps: numbe
 }
 
 async function decodeTable(page: Page, status: Status, appUrl: string): Promise<void> {
-  {
+  const formats = [['f32', undefined], ['int8', { bits: 8 as const }], ['int4', { bits: 4 as const, groupSize: 32 }]] as const;
+  const load = (fmt: (typeof formats)[number]) =>
+    page.evaluate(([u, q]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [`${appUrl}models/defender/`, fmt[1]] as const);
+  const unload = () => page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));
+  if (!rolloutOnly) {
     console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: decode, planned path vs tfjs op by op (same run; medians)\n`);
     const decodeRows: (string | number)[][] = [];
-    for (const [fmt, quantize] of [['f32', undefined], ['int8', { bits: 8 as const }], ['int4', { bits: 4 as const, groupSize: 32 }]] as const) {
-      await page.evaluate(([u, q]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [`${appUrl}models/defender/`, quantize] as const);
+    for (const fmt of formats) {
+      await load(fmt);
       // batch 64 x 32 tokens is a sandbox rollout (the issue's Chromium target)
       for (const c of [{ batch: 1, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 8, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 64, promptLen: 16, steps: 32, reps: quick ? 1 : 3 }]) {
         const r = await page.evaluate(([cc]) => (window as unknown as Api).sparring.engine.benchDecode('defender', cc), [c] as const);
-        decodeRows.push(...decodeBenchRows('sandbox defender', fmt, r));
+        decodeRows.push(...decodeBenchRows('sandbox defender', fmt[0], r));
       }
-      await page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));
+      await unload();
     }
     console.log(formatTable(DECODE_BENCH_HEADER, decodeRows));
   }
+  console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: whole sandbox rollouts, 64 rows x (16 prompt + 16 new) tokens (medians)\n`);
+  const rows: (string | number)[][] = [];
+  for (const fmt of formats) {
+    await load(fmt);
+    const c = { batch: 64, promptLen: 16, newTokens: 16, reps: quick ? 2 : 3 };
+    rows.push(...rolloutBenchRows('sandbox defender', fmt[0], await page.evaluate(([cc]) => (window as unknown as Api).sparring.engine.benchRollout('defender', cc), [c] as const)));
+    await unload();
+  }
+  console.log(formatTable(ROLLOUT_BENCH_HEADER, rows));
 }
 
 if (only !== 'browser' && !decodeOnly) await nodeBench();

@@ -10,7 +10,7 @@ import { profileDecode } from '../model/profile';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
 import { benchKernels, benchWholeSteps } from '../worker/bench';
-import { benchDecodePaths, decodeBenchRows, DECODE_BENCH_HEADER } from '../model/decodeBench';
+import { benchDecodePaths, benchRollouts, decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from '../model/decodeBench';
 import { disposeLlama } from '../model/llama';
 import { loadModel } from '../model/load';
 import { int4Quantizer, int8Quantizer } from '../model/quant';
@@ -27,6 +27,8 @@ const quick = args.includes('--quick');
 const kernelsOnly = args.includes('--kernels');
 const modelsOnly = args.includes('--models');
 const decodeOnly = args.includes('--decode');
+/** With --decode: only the whole-rollout table. */
+const rolloutOnly = args.includes('--rollout');
 const profileOnly = args.includes('--profile-step');
 const learnOnly = args.includes('--learn');
 const reps = quick ? 3 : 9;
@@ -100,14 +102,14 @@ if (!modelsOnly && !decodeOnly) {
 }
 if (kernelsOnly) process.exit(0);
 
-console.log(`\n== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)\n`);
-{
+const formats = [
+  ['f32', {}],
+  ['int8', { quantize: int8Quantizer() }],
+  ['int4', { quantize: int4Quantizer(32) }],
+] as const;
+if (!rolloutOnly) {
+  console.log(`\n== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)\n`);
   const rows: (string | number)[][] = [];
-  const formats = [
-    ['f32', {}],
-    ['int8', { quantize: int8Quantizer() }],
-    ['int4', { quantize: int4Quantizer(32) }],
-  ] as const;
   // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
   // keeps the sandbox defender's full grid and the 135M shape at batch 1 and 8.
   const smolBatches = args.includes('--no-smol') ? [] : quick ? [1, 8] : [1, 8, 64, 256];
@@ -130,7 +132,17 @@ console.log(`\n== Node + Dawn: decode, planned path vs tfjs op by op (same run, 
   }
   console.log(formatTable(DECODE_BENCH_HEADER, rows));
 }
-if (decodeOnly) process.exit(0);
+if (decodeOnly) {
+  console.log(`\n== Node + Dawn: whole sandbox rollouts, 64 rows x (16 prompt + 16 new) tokens (medians)\n`);
+  const rows: (string | number)[][] = [];
+  for (const [fmt, opts] of formats) {
+    const defender = await loadModel(folderSource('public/models/defender'), opts);
+    rows.push(...rolloutBenchRows('sandbox defender', fmt, await benchRollouts(defender, { batch: 64, promptLen: 16, newTokens: 16, reps: quick ? 2 : 3 })));
+    disposeLlama(defender);
+  }
+  console.log(formatTable(ROLLOUT_BENCH_HEADER, rows));
+  process.exit(0);
+}
 
 console.log(`\n== Node + Dawn: SmolLM2-135M shape (random weights), custom kernels on vs off (medians)\n`);
 const smol = await syntheticModel(SMOLLM2_135M_CONFIG);

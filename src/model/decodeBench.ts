@@ -6,7 +6,7 @@ import { countGpuWork } from '../engine/gpuCounters';
 import { generate } from './generate';
 import type { LlamaModel } from './llama';
 import { PROJ_NAMES } from './llama';
-import { decodePath, setDecodePath, takePlannedGpuMs, type DecodePath } from './plannedDecode';
+import { decodePath, setDecodePath, setPrefillPath, takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from './plannedDecode';
 import { median } from './throughput';
 
 export interface DecodeBenchCase {
@@ -96,4 +96,63 @@ export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: 
     row(planned, `${(planned.tokPerS / tfjs.tokPerS).toFixed(2)}x`, planned.hostMsPerToken > 0 ? `${(tfjs.hostMsPerToken / planned.hostMsPerToken).toFixed(1)}x lower` : 'not measurable'),
     row(tfjs, '', ''),
   ];
+}
+
+export interface RolloutBenchCase {
+  batch: number;
+  promptLen: number;
+  newTokens: number;
+  reps: number;
+}
+
+/** One way of running a rollout: the tfjs path, or the planned decode after a tfjs or a planned prefill. */
+export type RolloutWay = 'tfjs' | 'planned, tfjs prefill' | 'planned';
+
+export interface RolloutBenchResult extends RolloutBenchCase {
+  way: RolloutWay;
+  /** Wall milliseconds of a whole rollout (prefill and every new token; median). */
+  ms: number;
+  /** GPU milliseconds of the planned prefill pass and of the planned decode passes (timestamp queries; null where not measured). */
+  prefillGpuMs: number | null;
+  decodeGpuMs: number | null;
+  dispatches: number;
+}
+
+/** Whole rollouts (prompt + new tokens, as a recipe runs them) each way, on the same prompts and seeds. */
+export async function benchRollouts(model: LlamaModel, c: RolloutBenchCase): Promise<RolloutBenchResult[]> {
+  const ps = benchPrompts(model, { batch: c.batch, promptLen: c.promptLen, steps: c.newTokens, reps: c.reps });
+  const opts = { temperature: 1, seed: 1, maxNewTokens: c.newTokens };
+  const before = decodePath();
+  const out: RolloutBenchResult[] = [];
+  try {
+    for (const way of ['tfjs', 'planned, tfjs prefill', 'planned'] as const) {
+      setDecodePath(way === 'tfjs' ? 'tfjs' : 'planned');
+      setPrefillPath(way === 'planned' ? 'planned' : 'tfjs');
+      await generate(model, ps, opts); // warm-up
+      const ms: number[] = [];
+      const pre: number[] = [];
+      const dec: number[] = [];
+      const disp: number[] = [];
+      for (let r = 0; r < c.reps; r++) {
+        takePlannedPrefillGpuMs();
+        const one = await counted(() => generate(model, ps, opts));
+        ms.push(one.ms);
+        dec.push(one.gpuMs);
+        pre.push(takePlannedPrefillGpuMs());
+        disp.push(one.dispatches);
+      }
+      out.push({ ...c, way, ms: median(ms), prefillGpuMs: median(pre) > 0 ? median(pre) : null, decodeGpuMs: median(dec) > 0 ? median(dec) : null, dispatches: median(disp) });
+    }
+  } finally {
+    setDecodePath(before);
+    setPrefillPath('planned');
+  }
+  return out;
+}
+
+export const ROLLOUT_BENCH_HEADER = ['model', 'weights', 'rollout', 'way', 'ms', 'prefill GPU ms', 'decode GPU ms', 'dispatches', 'speed-up vs tfjs'];
+
+export function rolloutBenchRows(name: string, weights: string, rs: RolloutBenchResult[]): (string | number)[][] {
+  const tfjs = rs.find((r) => r.way === 'tfjs')!;
+  return rs.map((r) => [name, weights, `${r.batch} x (${r.promptLen} + ${r.newTokens})`, r.way, r.ms, r.prefillGpuMs ?? '-', r.decodeGpuMs ?? '-', r.dispatches, r.way === 'tfjs' ? '' : `${(tfjs.ms / r.ms).toFixed(2)}x`]);
 }

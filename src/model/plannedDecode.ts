@@ -1,6 +1,7 @@
-// generate() on the planned WebGPU path: the prefill runs op by op on tfjs (its caches and last
-// logits are copied into the plan), then every new token is a replay of the decode plan built
-// once per (model, batch, capacity, LoRA shapes) by src/engine/plan/decodePlan.ts. The model
+// generate() on the planned WebGPU path: the prompt runs through the plan's prefill (or, with
+// setPrefillPath('tfjs'), op by op on tfjs with its caches and last logits copied into the plan),
+// then every new token is a replay of the decode plan built once per (model, batch, capacity,
+// LoRA shapes) by src/engine/plan/decodePlan.ts. The model
 // layer only describes the model (its weights' GPU buffers and dimensions); the engine plans it.
 //
 // Same seeds, same draws: the plan samples with the tfjs path's own sampler kernel from the same
@@ -8,7 +9,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
 import { alignUp } from '../engine/plan/plan.ts';
-import { DecodePlan, PROJ_KEYS, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
+import { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import type { GemvShape } from '../engine/plan/decodeKernels.ts';
 import { gemvVariant } from '../engine/ops/quantMatmul.ts';
@@ -22,6 +23,7 @@ import { Int4Weight, Int8Weight } from './quant.ts';
 
 export type DecodePath = 'planned' | 'tfjs';
 let gpuMs = 0;
+let prefillGpuMs = 0;
 
 /** GPU milliseconds the planned decode steps took since the last call (timestamp queries; 0 without). */
 export function takePlannedGpuMs(): number {
@@ -29,12 +31,29 @@ export function takePlannedGpuMs(): number {
   gpuMs = 0;
   return t;
 }
+
+/** GPU milliseconds the planned prefills took since the last call (timestamp queries; 0 without). */
+export function takePlannedPrefillGpuMs(): number {
+  const t = prefillGpuMs;
+  prefillGpuMs = 0;
+  return t;
+}
+let prefillPath: DecodePath = 'planned';
+
+/** Where the planned path's prefill runs: on the plan (default) or op by op on tfjs (A/B, triage). */
+export function setPrefillPath(p: DecodePath): void {
+  prefillPath = p;
+}
 let path: DecodePath = 'planned';
 let tokensPerRun = 8;
-let gemvShape: GemvShape | null = null;
+let gemvShape: GemvShape | 'tile' | null = null;
 
-/** Forces the planned GEMV layout (tests, benchmarks); null picks by adapter. */
-export function setPlannedGemv(shape: GemvShape | null): void {
+/**
+ * Forces the planned GEMV layout (tests, benchmarks): 'split' (GPUs), 'thread' (software
+ * adapters, one thread per output, never tiled), 'tile' (software adapters, every GEMV tiled);
+ * null picks by adapter (software adapters tile GEMVs of TILE_MIN_ROWS rows or more).
+ */
+export function setPlannedGemv(shape: GemvShape | 'tile' | null): void {
   gemvShape = shape;
 }
 
@@ -179,7 +198,8 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   }
   const ref = modelRef(model, lora);
   flushTfjs(); // uploads of weights tfjs has encoded but not submitted land before the plan copies them
-  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvShape ?? (gemvVariant() === 'thread' ? 'thread' : 'split') });
+  const forced = gemvShape === null ? {} : gemvShape === 'tile' ? { gemv: 'thread' as const, tileMinRows: 1 } : { gemv: gemvShape, tileMinRows: Infinity };
+  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvVariant() === 'thread' ? 'thread' : 'split', ...forced });
   byKey.set(key, { plan, weights });
   return plan;
 }
@@ -191,9 +211,10 @@ export function releaseDecodePlans(model: LlamaModel): void {
 }
 onDisposeLlama(releaseDecodePlans);
 
-/** Dispatch counts of the plan generate() would use for this model and batch (tests, benchmarks). */
+/** Dispatch counts of the plan generate() would use for this model and batch, per token and per prefill chunk (tests, benchmarks). */
 export function plannedDispatches(model: LlamaModel, B: number, capacity: number) {
-  return planFor(model, B, alignUp(capacity, 64), loraOf(model).shapes).dispatchesPerToken();
+  const plan = planFor(model, B, alignUp(capacity, 64), loraOf(model).shapes);
+  return { ...plan.dispatchesPerToken(), prefill: plan.prefillDispatches() };
 }
 
 /** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */
@@ -202,14 +223,30 @@ export function plannedDecodeFor(model: LlamaModel): typeof generatePlanned | nu
   return unplannableReason(model) === null ? generatePlanned : null;
 }
 
-/** Prefill on tfjs, then the plan takes the caches and the first logits over. */
+/** The prefill on the plan (or on tfjs, its caches and first logits copied in), then the plan decodes. */
 function startPlanned(model: LlamaModel, prompts: number[][], s: ReturnType<typeof decodeSetup>): DecodePlan {
   const { B, maxNew, pad, temperature } = s;
   const { P, ids, attn } = leftPad(prompts, pad);
-  const V = model.config.vocabSize;
-  // Capacity in steps of 64 slots, so rollouts of similar lengths share one plan.
-  const capacity = alignUp(P + maxNew, 64);
   const lora = loraOf(model);
+  const [seedLo, seedHi] = seedKey(s.seed);
+  const rest = {
+    streams: s.streams,
+    sampling: { temperature, topK: s.topK, topP: s.topP, seedLo, seedHi },
+    loraOn: lora.on,
+    lora: lora.refs,
+  };
+  if (prefillPath === 'planned') {
+    // Capacity in steps of 64 slots, so rollouts of similar lengths share one plan.
+    const P2 = Math.ceil(P / prefillChunk(B)) * prefillChunk(B);
+    const plan = planFor(model, B, alignUp(P2 + maxNew, 64), lora.shapes);
+    // Work tfjs has encoded but not submitted (an optimiser step on the adapters, an upload)
+    // must land before the plan copies the adapters and runs.
+    flushTfjs();
+    plan.beginPrompt({ ids, mask: attn, pad, ...rest });
+    return plan;
+  }
+  const V = model.config.vocabSize;
+  const capacity = alignUp(P + maxNew, 64);
   const plan = planFor(model, B, capacity, lora.shapes);
   const cache = createKVCache(model, B, capacity);
   try {
@@ -225,16 +262,7 @@ function startPlanned(model: LlamaModel, prompts: number[][], s: ReturnType<type
     enc.copyBufferToBuffer(tensorBuffer(scaled), 0, plan.scaled, 0, B * V * 4);
     device.queue.submit([enc.finish()]);
     tf.dispose([logits, scaled]);
-    const [seedLo, seedHi] = seedKey(s.seed);
-    plan.begin({
-      prefill: P,
-      basePos: cache.nextPosition,
-      slotValid: cache.slotValid,
-      streams: s.streams,
-      sampling: { temperature, topK: s.topK, topP: s.topP, seedLo, seedHi },
-      loraOn: lora.on,
-      lora: lora.refs,
-    });
+    plan.begin({ prefill: P, basePos: cache.nextPosition, slotValid: cache.slotValid, ...rest });
   } finally {
     disposeKVCache(cache);
   }
@@ -253,6 +281,7 @@ export async function generatePlanned(model: LlamaModel, prompts: number[][], op
     const n = Math.min(per, maxNew - t);
     const rec = await plan.run(t, n, t + n < maxNew);
     if (plan.lastGpuMs !== null) gpuMs += plan.lastGpuMs;
+    if (t === 0 && plan.lastPrefillGpuMs !== null) prefillGpuMs += plan.lastPrefillGpuMs;
     for (let i = 0; i < n; i++) {
       for (let b = 0; b < B; b++) {
         const at = (i * B + b) * 3;
@@ -274,4 +303,9 @@ export async function plannedForcedLogits(model: LlamaModel, prompts: number[][]
   const out: Float32Array[] = [];
   for (let t = 0; t < forced.length; t++) out.push(await plan.forced(t, forced[t]));
   return out;
+}
+
+/** The logits [B * V] the planned path draws the first new token from, after its prefill (tests and triage). */
+export async function plannedPrefillLogits(model: LlamaModel, prompts: number[][]): Promise<Float32Array> {
+  return startPlanned(model, prompts, decodeSetup(prompts, { maxNewTokens: 1, greedy: true })).readLogits();
 }

@@ -25,7 +25,7 @@ import { quantCaseData } from '../engine/testing/quantCase';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
-import { benchDecodePaths } from '../model/decodeBench';
+import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -264,6 +264,10 @@ const api: EngineApi = {
 
   async benchDecode(name, c) {
     return benchDecodePaths(namedModel(name), c);
+  },
+
+  async benchRollout(name, c) {
+    return benchRollouts(namedModel(name), c);
   },
 
   async setSubgroups(enabled) {

@@ -10,7 +10,7 @@ import type { GpuProbe } from '../engine/probe';
 import type { SubgroupStatus } from '../engine/kernels/gpuFeatures';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
-import type { DecodeBenchCase, DecodeBenchResult } from '../model/decodeBench';
+import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../model/decodeBench';
 import type { DecodePath } from '../model/plannedDecode';
 import type { OptimizerPath } from '../rl/plannedOptim';
 import type { StepReport } from '../recipes/report';
@@ -175,6 +175,8 @@ export interface EngineApi extends StorageApi {
   setOptimizerPath(path: OptimizerPath): Promise<void>;
   /** Decode on both paths in the same run on a loaded model: [planned, tfjs]. */
   benchDecode(name: string, c: DecodeBenchCase): Promise<[DecodeBenchResult, DecodeBenchResult]>;
+  /** Whole rollouts on a loaded model: tfjs, planned after a tfjs prefill, planned throughout. */
+  benchRollout(name: string, c: RolloutBenchCase): Promise<RolloutBenchResult[]>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
   setSubgroups(enabled: boolean): Promise<SubgroupStatus>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */

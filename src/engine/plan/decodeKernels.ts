@@ -5,8 +5,11 @@
 // same tokens from the same Philox streams.
 import gemvWgsl from '../../../shaders/plan_gemv.wgsl?raw';
 import gemvThreadWgsl from '../../../shaders/plan_gemv_thread.wgsl?raw';
+import gemvUnitWgsl from '../../../shaders/plan_gemv_unit.wgsl?raw';
+import gemmTileWgsl from '../../../shaders/plan_gemm_tile.wgsl?raw';
 import loraDeltaWgsl from '../../../shaders/plan_lora_delta.wgsl?raw';
 import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
+import attentionThreadWgsl from '../../../shaders/plan_attention_thread.wgsl?raw';
 import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
 import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
@@ -72,8 +75,45 @@ export const GEMV_WG = 64;
  * Rows of x one workgroup multiplies (grid y walks blocks of this many): every block streams the
  * weights again, so the one-thread layout, with no workgroup memory to bound it, takes 16.
  */
-export function gemvMaxRows(shape: GemvShape): number {
-  return shape === 'thread' ? 16 : 8;
+export function gemvMaxRows(shape: GemvLayout): number {
+  return shape === 'tile' ? 4 * TILE_TQ : shape === 'thread' ? 16 : 8;
+}
+
+/** The tiled layout's units per thread and quads of rows per thread (plan_gemm_tile.wgsl). */
+export const TILE_TU = 4;
+export const TILE_TQ = 1;
+
+/** plan_gemm_tile.wgsl with its TU x TQ register tile unrolled. */
+function tileSource(): string {
+  const U = Array.from({ length: TILE_TU }, (_, i) => i);
+  const Q = Array.from({ length: TILE_TQ }, (_, i) => i);
+  const R = Array.from({ length: 4 * TILE_TQ }, (_, i) => i);
+  const lines = (f: (u: number, q: number) => string) => U.flatMap((u) => Q.map((q) => f(u, q))).join('\n    ');
+  const xs = (q: number) => [0, 1, 2, 3].map((j) => `x${4 * q + j}`).join(', ');
+  const setup = [
+    ...R.map((r) => `let x${r}b = G.xOff + min(r0 + ${r}u, last) * G.xStride;`),
+    ...U.map((u) => `let o${u} = unitOutputs(min(u0 + ${u}u, units - 1u));`),
+    ...U.flatMap((u) => Q.map((q) => `var a${u}_${q} = vec4<f32>(0.0);\n  var b${u}_${q} = vec4<f32>(0.0);`)),
+    ...Q.map((q) => `var ss${q} = vec4<f32>(0.0);`),
+  ].join('\n  ');
+  const norm = [
+    ...Q.map((q) => `ss${q} += vec4<f32>(${[0, 1, 2, 3].map((j) => `dot(x${4 * q + j}, x${4 * q + j})`).join(', ')});`),
+    ...R.map((r) => `x${r} *= nw;`),
+  ].join('\n      ');
+  const weights = (load: string, row: string) =>
+    U.map((u) => `let w${u} = ${load}(o${u}.${row}, c);`).join('\n      ') + '\n      ' + lines((u, q) => `b${u}_${q} += dots(w${u}, ${xs(q)});`).replace(/\n {4}/g, '\n      ');
+  const finish = [
+    ...Q.map((q) => `var inv${q} = vec4<f32>(1.0);\n  if (NORM) {\n    inv${q} = inverseSqrt(ss${q} / f32(G.K) + G.eps);\n  }`),
+    ...U.flatMap((u) => Q.map((q) => `finishQuad(u0 + ${u}u, units, r0 + ${4 * q}u, a${u}_${q}, b${u}_${q}, inv${q});`)),
+  ].join('\n  ');
+  return gemmTileWgsl
+    .replace('{{SETUP}}', setup)
+    .replace('{{XLOAD}}', R.map((r) => `var x${r} = xrow(x${r}b, k);`).join('\n    '))
+    .replace('{{NORM}}', norm)
+    .replace('{{DOTS}}', U.map((u) => `let v${u} = wload(o${u}.x, c);`).join('\n    ') + '\n    ' + lines((u, q) => `a${u}_${q} += dots(v${u}, ${xs(q)});`))
+    .replace('{{DOTS_W2}}', weights('wload2', 'x'))
+    .replace('{{DOTS_PAIR}}', weights('wload', 'y'))
+    .replace('{{FINISH}}', finish);
 }
 export const GEMV_R = 4;
 
@@ -93,7 +133,32 @@ const GEMV_STRUCT = `struct Gemv {
   r : u32, scale : f32, eps : f32, headDim : u32,
   nKV : u32, cap : u32, cosOff : u32, sinOff : u32,
   posOff : u32, resid : u32, bias2Off : i32, t2Off : i32,
-  b2Off : u32, r2 : u32, scale2 : f32, pad0 : u32,
+  b2Off : u32, r2 : u32, scale2 : f32, seq : u32,
+}`;
+
+// Where a GEMV row's token sits. Decode (G.seq = 0): row b is batch row b at the token's slot
+// and position. Prefill (G.seq > 0): row = b * seq + j is prompt column tok.slot + j of batch
+// row b, its RoPE position read from the (row, slot) table at G.posOff.
+const ROW_WGSL = `fn rowBatch(row : u32) -> u32 {
+  if (G.seq == 0u) {
+    return row;
+  }
+  return row / G.seq;
+}
+fn rowSlot(row : u32) -> u32 {
+  if (G.seq == 0u) {
+    return tok.slot;
+  }
+  return tok.slot + row % G.seq;
+}
+fn rowPos(row : u32) -> u32 {
+  if (G.seq == 0u) {
+    return u32(auxAt(G.posOff + row)) + tok.step;
+  }
+  return u32(auxAt(G.posOff + rowBatch(row) * G.cap + rowSlot(row)));
+}
+fn cacheBase(row : u32, h : u32) -> u32 {
+  return ((rowBatch(row) * G.nKV + h) * G.cap + rowSlot(row)) * G.headDim;
 }`;
 
 export interface GemvUniform {
@@ -124,6 +189,8 @@ export interface GemvUniform {
   b2Off?: number;
   r2?: number;
   scale2?: number;
+  /** Prefill: prompt columns per batch row (rows = B x seq); 0 for a decode step. */
+  seq?: number;
 }
 
 export function packGemv(g: GemvUniform): ArrayBuffer {
@@ -158,11 +225,17 @@ export function packGemv(g: GemvUniform): ArrayBuffer {
   u[24] = g.b2Off ?? 0;
   u[25] = g.r2 ?? 0;
   f[26] = g.scale2 ?? 0;
+  u[27] = g.seq ?? 0;
   return buf;
 }
 
 /** `fn <name>(o, c) -> vec4<f32>`: W[o, 4c .. 4c+3] as float32 from binding `w` (and scales `s`). */
-function weightLoader(name: string, format: WeightFormat, w: string, s: string, groupSize: number): string {
+function weightLoader(name: string, format: WeightFormat, w: string, s: string, groupSize: number, vec4 = false): string {
+  if (format === 'f32' && vec4) {
+    return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
+  return ${w}[o * (G.K / 4u) + c];
+}`;
+  }
   if (format === 'f32') {
     return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
   let k = c * 4u;
@@ -218,9 +291,11 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
  * thread per output unit and no barrier (software adapters, where a barrier is a thread switch).
  */
 export type GemvShape = 'split' | 'thread';
+/** A kernel's layout: a GemvShape, or 'tile' (software adapters, many rows: 4 units x 4 rows per thread). */
+export type GemvLayout = GemvShape | 'tile';
 
 export interface GemvVariant {
-  shape: GemvShape;
+  shape: GemvLayout;
   mode: GemvMode;
   format: WeightFormat;
   /** Input features per scale (int8 / int4). */
@@ -230,7 +305,8 @@ export interface GemvVariant {
 }
 
 /** Workgroups along x for `n` outputs. */
-export function gemvWorkgroupsX(shape: GemvShape, mode: GemvMode, n: number, headDim = 0): number {
+export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, headDim = 0): number {
+  if (shape === 'tile') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / TILE_TU / GEMV_WG);
   if (shape === 'thread') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / GEMV_WG);
   if (mode === GemvMode.RopeQ || mode === GemvMode.RopeK) return (n / headDim) * (headDim / 4);
   if (mode === GemvMode.GateUp) return Math.ceil(n / (GEMV_R / 2));
@@ -239,22 +315,29 @@ export function gemvWorkgroupsX(shape: GemvShape, mode: GemvMode, n: number, hea
 
 export function gemvKernel(v: GemvVariant): PlanKernel {
   const quant = v.format !== 'f32';
-  const wType = quant ? 'array<i32>' : 'array<f32>';
+  // The tiled layout reads work and f32 weights as vec4 arrays (its rows are 4-aligned).
+  const vec4 = v.shape === 'tile';
+  const wType = quant ? 'array<i32>' : vec4 ? 'array<vec4<f32>>' : 'array<f32>';
   const gs = v.groupSize ?? 0;
   const b: BindingSpec[] = [
     { name: 'G', kind: 'uniform', type: 'Gemv' },
     TOK,
-    { name: 'work', kind: 'rw', type: 'array<f32>' },
+    { name: 'work', kind: 'rw', type: vec4 ? 'array<vec4<f32>>' : 'array<f32>' },
     { name: 'params', kind: 'read', type: 'array<f32>' },
     { name: 'lora', kind: 'read', type: 'array<f32>' },
     { name: 'W', kind: 'read', type: wType },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
-  const fns = [weightLoader('wload', v.format, 'W', 'S', gs)];
+  const fns = [
+    weightLoader('wload', v.format, 'W', 'S', gs, vec4),
+    vec4
+      ? 'fn wget(i : u32) -> f32 {\n  return work[i / 4u][i % 4u];\n}\nfn wput(i : u32, y : f32) {\n  work[i / 4u][i % 4u] = y;\n}'
+      : 'fn wget(i : u32) -> f32 {\n  return work[i];\n}\nfn wput(i : u32, y : f32) {\n  work[i] = y;\n}',
+  ];
   if (v.mode === GemvMode.GateUp) {
     b.push({ name: 'W2', kind: 'read', type: wType });
     if (quant) b.push({ name: 'S2', kind: 'read', type: 'array<f32>' });
-    fns.push(weightLoader('wload2', v.format, 'W2', 'S2', gs));
+    fns.push(weightLoader('wload2', v.format, 'W2', 'S2', gs, vec4));
   } else {
     fns.push('fn wload2(o : u32, c : u32) -> vec4<f32> {\n  return vec4<f32>(0.0);\n}');
   }
@@ -277,11 +360,11 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
     fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n}');
   }
   // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
-  const consts = `const WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
+  const consts = `const TU : u32 = ${TILE_TU}u;\nconst TQ : u32 = ${TILE_TQ}u;\nconst WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${loraDeltaWgsl}\n${v.shape === 'thread' ? gemvThreadWgsl : gemvWgsl}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? tileSource() : gemvThreadWgsl}`}`,
   };
 }
 
@@ -291,11 +374,13 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
 const ATT_STRUCT = `struct Att {
   nH : u32, nKV : u32, D : u32, cap : u32,
   qOff : u32, aOff : u32, validOff : u32, scale : f32,
+  seq : u32, rows : u32, pad1 : u32, pad2 : u32,
 }`;
 
-export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number }): ArrayBuffer {
-  const buf = new ArrayBuffer(32);
-  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff]);
+/** `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step. `rows`: query rows (the one-thread attention bounds its grid by it). */
+export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number; seq?: number; rows?: number }): ArrayBuffer {
+  const buf = new ArrayBuffer(48);
+  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0, a.rows ?? 0]);
   new Float32Array(buf)[7] = 1 / Math.sqrt(a.D);
   return buf;
 }
@@ -322,13 +407,43 @@ export function attentionKernel(headDim: number): PlanKernel {
   };
 }
 
+/** Query threads per workgroup of the one-thread attention. */
+export const ATT_THREAD_WG = 64;
+
+/** The barrier-free attention for software adapters (plan_attention_thread.wgsl), unrolled for head_dim D. */
+export function attentionThreadKernel(headDim: number): PlanKernel {
+  const n = headDim / 4;
+  const idx = Array.from({ length: n }, (_, i) => i);
+  const w = (i: number, j: number) => `work[qb + ${4 * i + j}u]`;
+  const fill = (src: string) =>
+    src
+      .replace('{{QLOAD}}', idx.map((i) => `let q${i} = vec4<f32>(${[0, 1, 2, 3].map((j) => w(i, j)).join(', ')});`).join('\n  '))
+      .replace('{{ACC_DECL}}', idx.map((i) => `var o${i} = vec4<f32>(0.0);`).join('\n  '))
+      .replace('{{SCORE}}', idx.map((i) => `dot(q${i}, kc[at + ${i}u])`).join(' + '))
+      .replace('{{ACC_UPDATE}}', idx.map((i) => `o${i} = o${i} * alpha + p * vc[at + ${i}u];`).join('\n    '))
+      .replace('{{STORE}}', idx.map((i) => [0, 1, 2, 3].map((j) => `work[ob + ${4 * i + j}u] = o${i}[${j}] * inv;`).join('\n  ')).join('\n  '));
+  return {
+    key: `plan_attention_thread_d${headDim}`,
+    bindings: [
+      { name: 'A', kind: 'uniform', type: 'Att' },
+      TOK,
+      { name: 'work', kind: 'rw', type: 'array<f32>' },
+      { name: 'aux', kind: 'read', type: 'array<f32>' },
+      { name: 'kc', kind: 'read', type: 'array<vec4<f32>>' },
+      { name: 'vc', kind: 'read', type: 'array<vec4<f32>>' },
+    ],
+    body: `const WG : u32 = ${ATT_THREAD_WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${fill(attentionThreadWgsl)}`,
+  };
+}
+
 const EMB_STRUCT = `struct Emb {
   H : u32, rowStart : u32, rowCount : u32, xOff : u32,
-  rec : u32, B : u32, pad0 : u32, pad1 : u32,
+  rec : u32, B : u32, seq : u32, cap : u32,
 }`;
 
-export function packEmb(e: { H: number; rowStart: number; rowCount: number; xOff: number; rec: boolean; B: number }): ArrayBuffer {
-  return new Uint32Array([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, 0, 0]).buffer;
+/** `seq` > 0: a prefill chunk, row = b * seq + j embeds ids[b * cap + tok.slot + j] (the prompt table). */
+export function packEmb(e: { H: number; rowStart: number; rowCount: number; xOff: number; rec: boolean; B: number; seq?: number; cap?: number }): ArrayBuffer {
+  return new Uint32Array([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, e.seq ?? 0, e.cap ?? 0]).buffer;
 }
 
 export function embedKernel(): PlanKernel {

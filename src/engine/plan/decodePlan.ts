@@ -11,11 +11,21 @@
 //   head     final norm + LM head (row blocks), writing the logits and the scaled logits
 // 7 dispatches per layer and 4 + head blocks per token without LoRA; each adapted input adds one
 // small x·A dispatch (up to 4 per layer).
+//
+// The prompt goes through the same kernels as a prefill: chunks of `prefillChunk(B)` prompt
+// columns of every row at once (GEMV rows = B x chunk), each row's RoPE position read from a
+// (row, slot) table so left pads do not advance it, attention causal within the chunk, and the
+// LM head on the chunk's last column only:
+//   pembed   prompt ids of the chunk's columns -> x
+//   players  the layers above over B x chunk rows, keys and values written into the cache
+//   phead    final norm + LM head of each row's last prompt column
 import { GpuPlan, alignUp, type BufferRange } from './plan';
 import {
   GemvMode,
   gemvMaxRows,
   attentionKernel,
+  attentionThreadKernel,
+  ATT_THREAD_WG,
   attentionWorkgroupSize,
   embedKernel,
   gemvKernel,
@@ -26,6 +36,7 @@ import {
   packTok,
   sampleKernel,
   statsKernel,
+  type GemvLayout,
   type GemvShape,
   type GemvUniform,
   type WeightFormat,
@@ -87,6 +98,11 @@ export interface DecodeModelRef {
 export interface DecodePlanOptions {
   /** GEMV layout; default by adapter (software adapters get 'thread'). */
   gemv?: GemvShape;
+  /**
+   * GEMVs of at least this many rows take the tiled kernel where the layout is 'thread' (a
+   * prefill chunk, a large batch); default TILE_MIN_ROWS. Infinity keeps the one-thread kernel.
+   */
+  tileMinRows?: number;
   batch: number;
   /** KV-cache slots per row (prompt + new tokens). */
   capacity: number;
@@ -103,6 +119,23 @@ export interface RunSampling {
 }
 
 /** Inputs of one generation: positions and valid slots after the prefill, streams, sampling. */
+/** Prompt columns a prefill chunk holds for a batch of B rows (GEMV rows = B x chunk, at most 1024). */
+/** Rows from which a GEMV on a software adapter takes the tiled kernel (see plan_gemm_tile.wgsl). */
+export const TILE_MIN_ROWS = 8;
+
+export function prefillChunk(B: number): number {
+  return Math.max(1, Math.min(16, Math.floor(1024 / B)));
+}
+
+/** A planned prefill's input: the left-padded prompts and what the decode after it needs. */
+export interface PromptBegin extends Omit<DecodeBegin, 'prefill' | 'basePos' | 'slotValid'> {
+  /** [B][P] left-padded prompt ids and their 0/1 mask (1: a real token). */
+  ids: ArrayLike<number>[];
+  mask: ArrayLike<number>[];
+  /** Id of the extra left pads that round P up to whole chunks. */
+  pad: number;
+}
+
 export interface DecodeBegin {
   /** Slots the prefill filled (the same for every row: rows are left-padded). */
   prefill: number;
@@ -181,7 +214,15 @@ export class DecodePlan {
   private readonly readback: GPUBuffer;
   private readonly loraBuf: GPUBuffer;
   private readonly ids: GPUBuffer;
-  private readonly auxOff: { cos: number; sin: number; pos: number; valid: number };
+  private readonly auxOff: { cos: number; sin: number; pos: number; valid: number; ppos: number };
+  /** Prompt columns per prefill chunk, and the prompt ids table [B, capacity] the prefill embeds. */
+  readonly chunk: number;
+  private readonly promptIds: GPUBuffer;
+  /** Validation and out-of-memory scopes of the last prefill, checked by the next run. */
+  private prefillScopes: Promise<[GPUError | null, GPUError | null]> | null = null;
+  private prefillTimed = false;
+  /** GPU milliseconds of the last planned prefill (null without timestamp queries or none run). */
+  lastPrefillGpuMs: number | null = null;
   /** Where each LoRA A and B goes in the plan's lora buffer (floats), per layer and projection. */
   private readonly loraAt: Partial<Record<ProjKey, { a: number; b: number; r: number; out: number; inp: number }>>[] = [];
   private begun: (DecodeBegin & { statT: number }) | null = null;
@@ -205,7 +246,10 @@ export class DecodePlan {
     if (attentionWorkgroupSize(D) > device.limits.maxComputeInvocationsPerWorkgroup) throw new Error(`decode plan: head_dim ${D} exceeds the device's workgroup size`);
     const maxBinding = device.limits.maxStorageBufferBindingSize;
     if (B * m.vocab * 4 > maxBinding) throw new Error(`decode plan: ${B} rows of ${m.vocab} logits exceed the ${maxBinding}-byte storage binding limit`);
-    const plan = (this.plan = new GpuPlan(device, tokensPerRun, `decode B${B} C${C}`));
+    const Pc = (this.chunk = prefillChunk(B));
+    const R = B * Pc; // GEMV rows of a prefill chunk
+    // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
+    const plan = (this.plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`));
     const qDim = m.heads * D;
     const kvDim = m.kvHeads * D;
 
@@ -246,11 +290,11 @@ export class DecodePlan {
     this.loraBuf = plan.buffer('lora', loraFloats * 4);
 
     // --- buffers
-    const work = sections({ x: B * m.hidden, q: B * qDim, a: B * qDim, act: B * m.intermediate, t: B * Math.max(1, maxGroupR) });
+    const work = sections({ x: R * m.hidden, q: R * qDim, a: R * qDim, act: R * m.intermediate, t: R * Math.max(1, maxGroupR) });
     const W = work.offsets;
     const workBuf = plan.buffer('work', work.total * 4);
     const half = D / 2;
-    const aux = sections({ cos: C * half, sin: C * half, pos: B, valid: B * C });
+    const aux = sections({ cos: C * half, sin: C * half, pos: B, valid: B * C, ppos: B * C });
     this.auxOff = aux.offsets as typeof this.auxOff;
     this.aux = plan.buffer('aux', aux.total * 4);
     const cosSin = new Float32Array(aux.total);
@@ -269,15 +313,17 @@ export class DecodePlan {
     this.logits = plan.buffer('logits', B * m.vocab * 4);
     this.scaled = plan.buffer('scaled', B * m.vocab * 4);
     const ids = plan.buffer('ids', B * 4);
+    this.promptIds = plan.buffer('prompt ids', B * C * 4);
     this.streams = plan.buffer('streams', B * 4);
     const stats = plan.buffer('stats', B * 2 * 4);
     this.record = plan.buffer('record', tokensPerRun * B * 3 * 4);
     this.ids = ids;
     if (device.features.has('timestamp-query')) {
       this.timer = {
-        set: device.createQuerySet({ type: 'timestamp', count: 2 }),
-        resolve: plan.buffer('timestamps', 16, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC),
-        read: plan.buffer('timestamps readback', 16, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST),
+        // [0, 1] around a run's pass, [2, 3] around a prefill's
+        set: device.createQuerySet({ type: 'timestamp', count: 4 }),
+        resolve: plan.buffer('timestamps', 32, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC),
+        read: plan.buffer('timestamps readback', 32, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST),
       };
     }
     this.readback = plan.buffer('readback', tokensPerRun * B * 3 * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
@@ -305,9 +351,10 @@ export class DecodePlan {
 
     // --- the dispatches
     const shape: GemvShape = opts.gemv ?? 'split';
-    const rowBlocks = Math.ceil(B / gemvMaxRows(shape));
     this.gemvShape = shape;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
+    const tileMin = opts.tileMinRows ?? TILE_MIN_ROWS;
+    const layoutFor = (u: GemvUniform): GemvLayout => (shape === 'thread' && u.rows >= tileMin && [u.K, u.xOff, u.xStride].every((n) => n % 4 === 0) ? 'tile' : shape);
     const gemv = (
       phase: string,
       mode: GemvMode,
@@ -316,10 +363,11 @@ export class DecodePlan {
       extra: BufferRange[] = [],
       w2?: WeightRef,
     ) => {
-      const k = gemvKernel({ shape, mode, ...formatOf(w), norm: u.normOff !== undefined });
+      const layout = layoutFor(u);
+      const k = gemvKernel({ shape: layout, mode, ...formatOf(w), norm: u.normOff !== undefined });
       const wb = weightBindings(w);
       const values = [{ uniform: packGemv(u) }, 'dyn' as const, common.work, common.params, common.lora, ...wb, ...(w2 ? weightBindings(w2) : []), ...extra];
-      plan.add(phase, k, values, [gemvWorkgroupsX(shape, mode, u.N, D), rowBlocks, 1]);
+      plan.add(phase, k, values, [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1]);
     };
     const check = (w: WeightRef, rows: number, cols: number, what: string) => {
       if (w.rows !== rows || w.cols !== cols) throw new Error(`decode plan: ${what} is [${w.rows}, ${w.cols}], expected [${rows}, ${cols}]`);
@@ -337,21 +385,29 @@ export class DecodePlan {
         [{ uniform: packEmb({ H: m.hidden, rowStart: blk.rowStart, rowCount: blk.rows, xOff: W.x, rec: i === 0, B }) }, 'dyn', common.work, { buffer: ids }, { buffer: blk.buffer }, { buffer: stats }, { buffer: this.record }],
         [B, 1, 1],
       );
+      plan.add(
+        'pembed',
+        embedKernel(),
+        [{ uniform: packEmb({ H: m.hidden, rowStart: blk.rowStart, rowCount: blk.rows, xOff: W.x, rec: false, B, seq: Pc, cap: C }) }, 'dyn', common.work, { buffer: this.promptIds }, { buffer: blk.buffer }, { buffer: stats }, { buffer: this.record }],
+        [R, 1, 1],
+      );
     });
 
-    m.layers.forEach((layer, li) => {
+    // The layers of a decode step (rows B, seq 0) and of a prefill chunk (rows B x Pc, seq Pc).
+    const layers = (phase: string, rows: number, seq: number) => m.layers.forEach((layer, li) => {
       const lp = layerParams[li];
       const at = this.loraAt[li];
       const groupOf = (gi: number) => groupA.find((g) => g.layer === li && g.group === gi);
       const loraA = (gi: number, u: Omit<GemvUniform, 'N' | 'outOff' | 'outStride'>) => {
         const g = groupOf(gi);
         if (!g) return;
-        const k = gemvKernel({ shape, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
+        const layout = layoutFor({ ...u, N: g.rows, outOff: W.t, outStride: g.rows });
+        const k = gemvKernel({ shape: layout, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
         plan.add(
-          'layers',
+          phase,
           k,
           [{ uniform: packGemv({ ...u, N: g.rows, outOff: W.t, outStride: g.rows }) }, 'dyn', common.work, common.params, common.lora, { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 }],
-          [gemvWorkgroupsX(shape, GemvMode.Plain, g.rows), rowBlocks, 1],
+          [gemvWorkgroupsX(layout, GemvMode.Plain, g.rows), Math.ceil(rows / gemvMaxRows(layout)), 1],
         );
       };
       // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
@@ -361,7 +417,7 @@ export class DecodePlan {
         if (!e || !g) return {};
         return { tOff: W.t + (e.a - g.off) / g.inp, tStride: g.rows, bOff: e.b, r: e.r, scale: m.lora[li]?.[p]?.scale ?? 0 };
       };
-      const x1 = { K: m.hidden, rows: B, xOff: W.x, xStride: m.hidden, normOff: lp.norm1, eps: m.eps };
+      const x1 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm1, eps: m.eps };
       check(layer.q.weight, qDim, m.hidden, `layer ${li} q`);
       check(layer.k.weight, kvDim, m.hidden, `layer ${li} k`);
       check(layer.v.weight, kvDim, m.hidden, `layer ${li} v`);
@@ -370,39 +426,45 @@ export class DecodePlan {
       check(layer.up.weight, m.intermediate, m.hidden, `layer ${li} up`);
       check(layer.down.weight, m.hidden, m.intermediate, `layer ${li} down`);
       loraA(0, x1);
-      gemv('layers', GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
-      gemv('layers', GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
-      gemv('layers', GemvMode.CacheV, layer.v.weight, { ...x1, headDim: D, cap: C, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
+      gemv(phase, GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
+      gemv(phase, GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
+      gemv(phase, GemvMode.CacheV, layer.v.weight, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
+      // GPUs: a workgroup per (head, row); software adapters: a barrier-free thread per (head, row).
       plan.add(
-        'layers',
-        attentionKernel(D),
-        [{ uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid }) }, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
-        [m.heads, B, 1],
+        phase,
+        shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
+        [{ uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq, rows }) }, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
+        shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
       );
-      const xa = { K: qDim, rows: B, xOff: W.a, xStride: qDim };
+      const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
       loraA(1, xa);
-      gemv('layers', GemvMode.Plain, layer.o.weight, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
-      const x2 = { K: m.hidden, rows: B, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
+      gemv(phase, GemvMode.Plain, layer.o.weight, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
+      const x2 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
       loraA(2, x2);
       const up = loraU('up', 2);
       if (formatOf(layer.gate.weight).format !== formatOf(layer.up.weight).format) throw new Error(`decode plan: layer ${li} gate and up differ in weight format`);
       gemv(
-        'layers',
+        phase,
         GemvMode.GateUp,
         layer.gate.weight,
         { ...x2, N: m.intermediate, outOff: W.act, outStride: m.intermediate, biasOff: lp.bias.gate, ...loraU('gate', 2), bias2Off: lp.bias.up, t2Off: up.tOff, b2Off: up.bOff, r2: up.r, scale2: up.scale },
         [],
         layer.up.weight,
       );
-      const xd = { K: m.intermediate, rows: B, xOff: W.act, xStride: m.intermediate };
+      const xd = { K: m.intermediate, rows, xOff: W.act, xStride: m.intermediate };
       loraA(3, xd);
-      gemv('layers', GemvMode.Plain, layer.down.weight, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
+      gemv(phase, GemvMode.Plain, layer.down.weight, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
     });
+    layers('layers', B, 0);
+    layers('players', R, Pc);
 
     let col = 0;
     for (const blk of m.head) {
       if (blk.cols !== m.hidden) throw new Error(`decode plan: LM head block has ${blk.cols} columns, hidden size is ${m.hidden}`);
-      gemv('head', GemvMode.Head, blk, { K: m.hidden, rows: B, xOff: W.x, xStride: m.hidden, normOff: finalNorm, eps: m.eps, N: blk.rows, outOff: col, outStride: m.vocab }, [{ buffer: this.logits }, { buffer: this.scaled }]);
+      const head = { K: m.hidden, rows: B, normOff: finalNorm, eps: m.eps, N: blk.rows, outOff: col, outStride: m.vocab };
+      gemv('head', GemvMode.Head, blk, { ...head, xOff: W.x, xStride: m.hidden }, [{ buffer: this.logits }, { buffer: this.scaled }]);
+      // the prefill's head reads each row's last prompt column: row b * Pc + Pc - 1
+      gemv('phead', GemvMode.Head, blk, { ...head, xOff: W.x + (Pc - 1) * m.hidden, xStride: Pc * m.hidden }, [{ buffer: this.logits }, { buffer: this.scaled }]);
       col += blk.rows;
     }
     if (col !== m.vocab) throw new Error(`decode plan: LM head blocks hold ${col} rows, vocabulary is ${m.vocab}`);
@@ -450,6 +512,77 @@ export class DecodePlan {
     q.submit([enc.finish()]);
     const t = b.sampling.temperature;
     this.begun = { ...b, statT: t > 0 && t !== 1 ? t : 1 };
+  }
+
+  /** Prompt columns the planned prefill fills for prompts of P columns: P rounded up to whole chunks. */
+  prefillColumns(P: number): number {
+    return Math.ceil(P / this.chunk) * this.chunk;
+  }
+
+  /**
+   * Starts a generation from the prompts themselves: the prefill runs on the plan (one submit, no
+   * readback), leaving the caches and the first logits where the decode runs read them. The
+   * prompts are left-padded further to whole chunks; those pads, like the caller's, are invalid
+   * slots no query sees, and positions count real tokens only, so the result is the tfjs
+   * prefill's.
+   */
+  beginPrompt(p: PromptBegin): void {
+    const { batch: B, capacity: C } = this.opts;
+    if (p.ids.length !== B || p.mask.length !== B) throw new Error(`decode plan: beginPrompt needs ${B} rows of prompt ids and mask`);
+    const P = p.ids[0].length;
+    const P2 = this.prefillColumns(P);
+    if (P < 1 || P2 > C) throw new Error(`decode plan: a prompt of ${P} columns (${P2} in whole prefill chunks) outside [1, ${C}]`);
+    const shift = P2 - P;
+    const ids = new Int32Array(B * C).fill(p.pad);
+    const pos = new Float32Array(B * C);
+    const slotValid: Uint8Array[] = [];
+    const basePos: number[] = [];
+    for (let b = 0; b < B; b++) {
+      if (p.ids[b].length !== P || p.mask[b].length !== P) throw new Error(`decode plan: prompt row ${b} has ${p.ids[b].length} ids and ${p.mask[b].length} mask entries, expected ${P}`);
+      const valid = new Uint8Array(P2);
+      let n = 0;
+      for (let j = 0; j < P; j++) {
+        ids[b * C + shift + j] = p.ids[b][j];
+        if (p.mask[b][j] === 0) continue;
+        valid[shift + j] = 1;
+        pos[b * C + shift + j] = n++;
+      }
+      slotValid.push(valid);
+      basePos.push(n);
+    }
+    this.begin({ ...p, prefill: P2, basePos, slotValid });
+    const q = this.device.queue;
+    q.writeBuffer(this.aux, this.auxOff.ppos * 4, pos);
+    q.writeBuffer(this.promptIds, 0, ids);
+    const b = this.begun!;
+    const chunks = P2 / this.chunk;
+    const first = this.opts.tokensPerRun; // prefill slots follow the run's
+    const slots = new ArrayBuffer(chunks * DYN_SLOT_BYTES);
+    for (let i = 0; i < chunks; i++) {
+      packTok({ vocab: this.model.vocab, ...b.sampling, step: 0, slot: i * this.chunk, loraOn: b.loraOn, kvLen: 0, rec: 0, statT: b.statT }, slots, i * DYN_SLOT_BYTES);
+    }
+    this.device.pushErrorScope('out-of-memory');
+    this.device.pushErrorScope('validation');
+    q.writeBuffer(this.plan.dyn, first * DYN_SLOT_BYTES, slots);
+    const enc = this.device.createCommandEncoder();
+    const timer = this.timer;
+    const pass = enc.beginComputePass(timer ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 2, endOfPassWriteIndex: 3 } } : undefined);
+    for (let i = 0; i < chunks; i++) {
+      this.plan.encode(pass, 'pembed', first + i);
+      this.plan.encode(pass, 'players', first + i);
+    }
+    this.plan.encode(pass, 'phead', first + chunks - 1);
+    pass.end();
+    q.submit([enc.finish()]);
+    const invalid = this.device.popErrorScope();
+    const oom = this.device.popErrorScope();
+    this.prefillScopes = Promise.all([invalid, oom]);
+    this.prefillTimed = timer !== null;
+  }
+
+  /** Dispatches of a prefill chunk and of the prefill's head (tests, benchmarks). */
+  prefillDispatches(): { perChunk: number; head: number } {
+    return { perChunk: this.plan.count('pembed') + this.plan.count('players'), head: this.plan.count('phead') };
   }
 
   /**
@@ -502,8 +635,8 @@ export class DecodePlan {
       const bytes = n * this.opts.batch * 3 * 4;
       enc.copyBufferToBuffer(this.record, 0, this.readback, 0, bytes);
       if (timer) {
-        enc.resolveQuerySet(timer.set, 0, 2, timer.resolve, 0);
-        enc.copyBufferToBuffer(timer.resolve, 0, timer.read, 0, 16);
+        enc.resolveQuerySet(timer.set, 0, this.prefillTimed ? 4 : 2, timer.resolve, 0);
+        enc.copyBufferToBuffer(timer.resolve, 0, timer.read, 0, 32);
       }
       q.submit([enc.finish()]);
       // Scopes pop in reverse order of pushing; the readback is requested at once beside them.
@@ -513,7 +646,11 @@ export class DecodePlan {
         () => null,
         (e: Error) => e,
       );
-      const [badStep, noMemory, mapError] = await Promise.all([invalid, oom, mapped]);
+      const prefill = this.prefillScopes ?? Promise.resolve([null, null] as [null, null]);
+      this.prefillScopes = null;
+      const [badRun, oomRun, mapError, [badPrefill, oomPrefill]] = await Promise.all([invalid, oom, mapped, prefill]);
+      const badStep = badRun ?? badPrefill;
+      const noMemory = oomRun ?? oomPrefill;
       if (badStep || noMemory || mapError) {
         if (!mapError) this.readback.unmap();
         this.checkDevice();
@@ -525,9 +662,11 @@ export class DecodePlan {
       this.readback.unmap();
       if (timer) {
         await timer.read.mapAsync(GPUMapMode.READ);
-        const [t0, t1] = new BigUint64Array(timer.read.getMappedRange().slice(0));
+        const [t0, t1, t2, t3] = new BigUint64Array(timer.read.getMappedRange().slice(0));
         timer.read.unmap();
         this.lastGpuMs = Number(t1 - t0) / 1e6;
+        this.lastPrefillGpuMs = this.prefillTimed ? Number(t3 - t2) / 1e6 : null;
+        this.prefillTimed = false;
       }
       return out;
     } finally {
@@ -542,22 +681,28 @@ export class DecodePlan {
   async forced(t: number, ids: ArrayLike<number>): Promise<Float32Array> {
     const b = this.begun;
     if (!b) throw new Error('decode plan: forced before begin');
-    const { batch: B } = this.opts;
-    const V = this.model.vocab;
     const slots = new ArrayBuffer(DYN_SLOT_BYTES);
-    packTok({ vocab: V, ...b.sampling, step: t, slot: b.prefill + t, loraOn: b.loraOn, kvLen: b.prefill + t + 1, rec: 0, statT: b.statT }, slots, 0);
+    packTok({ vocab: this.model.vocab, ...b.sampling, step: t, slot: b.prefill + t, loraOn: b.loraOn, kvLen: b.prefill + t + 1, rec: 0, statT: b.statT }, slots, 0);
     const q = this.device.queue;
     q.writeBuffer(this.plan.dyn, 0, slots);
     q.writeBuffer(this.ids, 0, Int32Array.from(ids));
-    this.logitsReadback ??= this.plan.buffer('logits readback', B * V * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
     const enc = this.device.createCommandEncoder();
     const pass = enc.beginComputePass();
     for (const phase of ['embed', 'layers', 'head']) this.plan.encode(pass, phase, 0);
     pass.end();
-    enc.copyBufferToBuffer(this.logits, 0, this.logitsReadback, 0, B * V * 4);
     q.submit([enc.finish()]);
+    return this.readLogits();
+  }
+
+  /** The logits [B, V] the next token would be drawn from (tests and triage; its readback buffer is made on first use). */
+  async readLogits(): Promise<Float32Array> {
+    const bytes = this.opts.batch * this.model.vocab * 4;
+    this.logitsReadback ??= this.plan.buffer('logits readback', bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    const enc = this.device.createCommandEncoder();
+    enc.copyBufferToBuffer(this.logits, 0, this.logitsReadback, 0, bytes);
+    this.device.queue.submit([enc.finish()]);
     await this.logitsReadback.mapAsync(GPUMapMode.READ);
-    const out = new Float32Array(this.logitsReadback.getMappedRange().slice(0, B * V * 4));
+    const out = new Float32Array(this.logitsReadback.getMappedRange().slice(0, bytes));
     this.logitsReadback.unmap();
     return out;
   }
