@@ -201,10 +201,12 @@ function files(seed: number): Record<string, string | Uint8Array> {
   };
 }
 
-/** Writes the repository's files into `dir` (created); returns their names. */
-export function writeQwen2Fixture(dir: string, seed = 7): string[] {
+/** Writes a generated repository's files into `dir` (created); returns their names. */
+export function writeRepoFiles(dir: string, f: Record<string, string | Uint8Array>): string[] {
   mkdirSync(dir, { recursive: true });
-  const f = files(seed);
   for (const [name, body] of Object.entries(f)) writeFileSync(join(dir, name), body);
   return Object.keys(f);
 }
+
+/** Writes the repository's files into `dir` (created); returns their names. */
+export const writeQwen2Fixture = (dir: string, seed = 7): string[] => writeRepoFiles(dir, files(seed));
