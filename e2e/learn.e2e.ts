@@ -10,10 +10,10 @@ import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { parseModelConfig } from '../src/model/config';
-import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions } from '../src/model/llama';
+import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
-import { learnPlanBytes } from '../src/engine/plan/learnPlan';
+import { learnStepBuffers, learnStepRows } from '../src/model/learnMemory';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../src/model/synthetic';
@@ -36,6 +36,9 @@ afterAll(() => {
   setLearnPath('planned');
   expect(gpuErrors).toEqual([]);
 });
+
+const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+const bytesOf = (bs: { bytes: number; count: number }[]) => bs.reduce((a, b) => a + b.bytes * b.count, 0);
 
 /** The planned forward, which must not be refused here. */
 async function plannedForward(...a: Parameters<typeof plannedLearnForward>) {
@@ -274,12 +277,13 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
         device.createBuffer = create;
       }
       expect(made.filter((l) => l.startsWith('learn'))).toEqual([]);
-      // The planner's estimate is what the plan allocates (within 5 %), and over the budget a
-      // micro-batch is handed back to tfjs.
+      // The learn-memory planner lists, to the byte, the buffers the plan created (prompt columns
+      // 5 rounded up to 8), and over the budget a micro-batch is handed back to tfjs.
       const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
-      const est = learnPlanBytes(f.plan.model, f.plan.opts).total;
-      expect(Math.abs(est - f.plan.plan.bytes) / f.plan.plan.bytes).toBeLessThan(0.05);
-      setLearnMemoryBudget(est / 2);
+      expect(f.plan.P).toBe(8);
+      const est = bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B));
+      expect(est).toBe(f.plan.plan.bytes);
+      setLearnMemoryBudget(est - 1);
       try {
         expect(learnShapeBlocker(model, B, 5, T)).toMatch(/over the budget/);
         expect(await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).toBeNull();
@@ -290,6 +294,60 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
     } finally {
       disposeLlama(model);
     }
+  });
+
+  it('the planner lists the buffers of a LoRA subset\'s plan (q and v of layer 1, rank 2) to the byte', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model, { r: 2, alpha: 4, targets: ['q', 'v'], layers: [1] });
+      const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
+      expect(bytesOf(learnStepBuffers(model.config, { r: 2, targets: ['q', 'v'], layers: [1] }, { promptLen: 8, responseLen: T }, B))).toBe(f.plan.plan.bytes);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('learnStep without a micro-batch size takes the planner\'s micro-batches: a budget of one row gives 3, the same update as one pass', async () => {
+    const batch: LearnBatch = { ...BATCH, oldLogp: fromRows(OLD), advantages: fromRows(ADV), refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))) };
+    const config: TrainerConfig = { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, temperature: TEMP };
+    const results: { passes: number; metrics: Record<string, number>; params: Float32Array[] }[] = [];
+    for (const budget of [2 ** 31, 'one row'] as const) {
+      const model = fixture('tiny-llama-f32');
+      try {
+        const set = adapters(model);
+        const lora = { r: 4, targets: ALL };
+        const oneRow = bytesOf(learnStepBuffers(model.config, lora, { promptLen: 8, responseLen: T }, 1));
+        const bytes = budget === 'one row' ? oneRow : budget;
+        // The planner, asked directly: one row per micro-batch under that budget, 3 passes.
+        const limits = webgpuDevice().limits;
+        const want = learnStepRows(model.config, lora, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize, budgetBytes: bytes });
+        expect(want.microBatchRows).toBe(budget === 'one row' ? 1 : B);
+        setLearnMemoryBudget(bytes);
+        const n0 = plannedMicroBatches();
+        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
+        const passes = plannedMicroBatches() - n0;
+        expect(passes).toBe(want.accumulationSteps);
+        results.push({ passes, metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
+      } finally {
+        setLearnMemoryBudget(2 ** 31);
+        disposeLlama(model);
+      }
+    }
+    const [one, three] = results;
+    expect([one.passes, three.passes]).toEqual([1, 3]);
+    for (const k of Object.keys(one.metrics)) expect(Math.abs(three.metrics[k] - one.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(one.metrics[k])));
+    expect(one.metrics['grad/norm']).toBeGreaterThan(1e-3);
+    let worst = 0;
+    let moved = 0;
+    const before = adaptersBefore();
+    three.params.forEach((p, i) => {
+      for (let j = 0; j < p.length; j++) {
+        worst = Math.max(worst, Math.abs(p[j] - one.params[i][j]));
+        moved = Math.max(moved, Math.abs(one.params[i][j] - before[i][j]));
+      }
+    });
+    expect(moved).toBeGreaterThan(5e-4);
+    expect(worst).toBeLessThan(1e-5);
   });
 
   const CONFIGS: [string, TrainerConfig, number][] = [

@@ -1,22 +1,21 @@
 // The learn-memory planner (issue 21, step 5): from the model's dims, its weight format, the LoRA
 // shape, the learn batch and the device's limits, the buffers one LoRA learning step allocates,
-// their peak, and the micro-batch rows, gradient-accumulation count and activation recompute that
-// keep the peak inside the memory budget and every buffer inside one storage binding.
-// Pure (no tfjs, no GPU): the page's fit check and the device panel read it before loading.
+// their peak, and the micro-batch rows and gradient-accumulation count that keep the peak inside
+// the memory budget and every buffer inside one storage binding. Pure (no tfjs, no GPU): the page's
+// fit check and the device panel read it before loading, and learnStep sizes its micro-batches on
+// the planned WebGPU path by it (src/rl/plannedLearn.ts), so the figures shown are the ones run.
 //
 // What a step holds, by scope:
 //   model       frozen weights (embedding, each projection in its format, norms, biases)
-//   optimizer   LoRA parameters, their gradients (accumulated over micro-batches) and AdamW's two
-//               moments, one flat f32 buffer each (src/engine/plan/adamwPlan.ts), plus its readback
-//               staging; buffers under 4 KiB (uniforms, the norm's partials) are left out
-//   micro-batch per layer for backprop (b rows of L = prompt + response - 1 positions, N = b L):
-//               the layer input, and, for every layer or (recompute) only the one being
-//               recomputed: both norm outputs, q, k, v, the attention probabilities [b, heads, L, L]
-//               and output, the MLP input, gate, up and their product, the LoRA x Aᵀ of the
-//               layer's targets and the two RMS inverses; the backward's gradient scratch (two
-//               hidden-wide, two MLP-wide, the probabilities' and q/k/v's); the final hidden state
-//               of the response rows, the LM head's logits and their gradient over a chunk of
-//               response rows that fits one binding, token statistics and the batch's inputs.
+//   optimizer   the planned AdamW's flat f32 buffers (src/engine/plan/adamwPlan.ts): LoRA
+//               parameters, gradients, the two moments and the state readback staging; its
+//               buffers under 4 KiB are left out
+//   micro-batch every buffer the learn plan (src/engine/plan/learnPlan.ts) creates for b rows,
+//               to the byte (16-byte rounding, one 256-byte uniform record per dispatch): its
+//               copies of the LoRA parameters and gradients, the inputs, every layer's kept
+//               activations, the logits and their gradient, the backward's scratch.
+// The planned step keeps every layer's activations (PLANNED_STEP_RECOMPUTES): a recompute layout
+// (one layer's activations at a time) is planned only when the caller says the step can do it.
 import type { ModelConfig } from './config.ts';
 import type { ProjName } from './llama.ts';
 import { projectionBytes, type WeightFormat } from './weightFormat.ts';
@@ -24,11 +23,12 @@ import { projectionBytes, type WeightFormat } from './weightFormat.ts';
 const F32 = 4;
 /** The AdamW plan's state readback staging is at most this size (adamwPlan.ts STAGING_BYTES). */
 const STAGING_BYTES = 4 * 2 ** 20;
-/**
- * Most response rows the LM head and its gradient take per pass: enough rows to keep a GEMM busy,
- * few enough that a 150k vocabulary's logits (0.6 MB a row) do not crowd out the micro-batch.
- */
-const HEAD_ROWS = 512;
+/** Bytes of each dispatch's uniform record in a plan (plan.ts: one 256-byte aligned slot). */
+const UNIFORM_SLOT = 256;
+/** Whether the planned learning step recomputes activations in its backward: not yet. */
+export const PLANNED_STEP_RECOMPUTES = false;
+/** The name of the plan's uniform records in a buffer list (uniform bindings, not storage). */
+export const UNIFORMS = 'uniform records';
 
 /** The dims the planner reads (a parsed config.json has them all). */
 export type LearnModelDims = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'tieWordEmbeddings' | 'qkvBias' | 'oBias' | 'mlpBias'>;
@@ -68,8 +68,6 @@ export interface LearnMemoryPlan {
   microBatchRows: number;
   accumulationSteps: number;
   recompute: boolean;
-  /** Response rows the LM head and its gradient take per pass (one binding's worth). */
-  headChunkRows: number;
   /** Every buffer at the chosen micro-batch, largest scope first. */
   buffers: PlannedBuffer[];
   bytesByScope: Record<BufferScope, number>;
@@ -149,39 +147,64 @@ function optimizerBuffers(c: LearnModelDims, lora: LearnLoraShape): PlannedBuffe
   ];
 }
 
-function microBatchBuffers(c: LearnModelDims, lora: LearnLoraShape, shape: LearnBatchShape, b: number, recompute: boolean, headRows: number): PlannedBuffer[] {
+/** A plan's buffer size: at least 4 bytes, rounded up to 16 (plan.ts GpuPlan.buffer). */
+const planned = (bytes: number) => Math.ceil(Math.max(bytes, 4) / 16) * 16;
+
+/**
+ * Every buffer the learn plan creates for `b` rows of `shape` (learnPlan.ts's constructor, in its
+ * order), or, with `recompute`, the layout of a step that keeps only each layer's input and
+ * recomputes the rest one layer at a time (no plan does yet).
+ */
+export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape: Pick<LearnBatchShape, 'promptLen' | 'responseLen'>, b: number, recompute = false): PlannedBuffer[] {
   const H = c.hiddenSize;
   const Q = c.numHeads * c.headDim;
   const KV = c.numKvHeads * c.headDim;
   const I = c.intermediateSize;
+  const V = c.vocabSize;
   const T = shape.responseLen;
   const L = shape.promptLen + T - 1;
   const N = b * L;
-  const full = recompute ? 1 : c.numLayers;
-  const adapted = recompute ? Math.min(1, adaptedLayers(c, lora)) : adaptedLayers(c, lora);
-  const mb = (name: string, bytes: number, count: number): PlannedBuffer => ({ name, scope: 'micro-batch', bytes, count });
-  const probs = b * c.numHeads * L * L * F32;
+  const R = b * T;
+  const nL = c.numLayers;
+  const full = recompute ? 1 : nL;
+  const slots = adaptedLayers(c, lora) * lora.targets.length;
+  const keptSlots = recompute ? Math.min(slots, lora.targets.length) : slots;
+  const att = b * c.numHeads * L * L;
+  const mb = (name: string, floats: number, count: number): PlannedBuffer => ({ name, scope: 'micro-batch', bytes: planned(floats * F32), count });
+  // Dispatches: each forward (reference, adapted) 16 a layer + 4 (embedding, final norm, head,
+  // statistics), the adapted one 2 more per adapter; the backward 19 a layer + 3, 4 per adapter.
+  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots;
   return [
-    mb('layer inputs (kept)', N * H * F32, c.numLayers),
-    mb('attention norm outputs', N * H * F32, full),
-    mb('q', N * Q * F32, full),
-    mb('k, v', N * KV * F32, 2 * full),
-    mb('attention probabilities', probs, full),
-    mb('attention outputs', N * Q * F32, full),
-    mb('MLP inputs', N * H * F32, full),
-    mb('MLP norm outputs', N * H * F32, full),
-    mb('gate, up, act(gate) x up', N * I * F32, 3 * full),
-    mb('LoRA x Aᵀ', N * lora.r * lora.targets.length * F32, adapted),
-    mb('RMS inverses', N * 2 * F32, full),
-    mb('grad: hidden', N * H * F32, 2),
-    mb('grad: MLP', N * I * F32, 2),
-    mb('grad: attention probabilities', probs, 1),
-    mb('grad: q, k, v', N * (Q + 2 * KV) * F32, 1),
-    mb('final hidden (response rows)', b * T * H * F32, 1),
-    mb('LM head logits, their gradient', headRows * c.vocabSize * F32, 2),
-    mb('token statistics', b * T * 3 * F32, 1),
-    mb('batch inputs', N * 2 * F32 + b * T * 6 * F32, 1),
-  ].filter((x) => x.count > 0 && x.bytes > 0);
+    mb('LoRA parameters, gradients (the plan\'s flat copies)', loraParamCount(c, lora), 2),
+    mb('token ids, key validity', N, 2),
+    mb('targets', R, 1),
+    mb('RoPE cos, sin', (N * c.headDim) / 2, 2),
+    mb('token statistics, their readback', R * 4, 2),
+    mb('d statistics', R * 2, 1),
+    mb('unused binding', 4, 1),
+    mb('layer inputs (kept)', N * H, nL),
+    mb('norm outputs, mid-layer residual', N * H, 3 * full),
+    mb('RMS inverses', N, 2 * full),
+    mb('q (heads)', N * Q, full),
+    mb('k, v (heads)', N * KV, 2 * full),
+    mb('attention probabilities', att, full),
+    mb('attention outputs', N * Q, full),
+    mb('gate, up, act(gate) x up', N * I, 3 * full),
+    mb('LoRA x Aᵀ', N * lora.r, keptSlots),
+    mb('last layer output, final norm output', N * H, 2),
+    mb('final RMS inverse', N, 1),
+    mb('hidden rows (value head)', R * H, 1),
+    mb('logits, their gradient', R * V, 2),
+    mb('q before RoPE', N * Q, 1),
+    mb('k, v before RoPE', N * KV, 2),
+    mb('grad: hidden', N * H, 3),
+    mb('grad: MLP', N * I, 3),
+    mb('grad: q, attention outputs', N * Q, 4),
+    mb('grad: k, v', N * KV, 4),
+    mb('grad: attention probabilities', att, 1),
+    mb('grad: LoRA x Aᵀ', N * lora.r, 1),
+    { name: UNIFORMS, scope: 'micro-batch' as const, bytes: UNIFORM_SLOT, count: dispatches + 1 },
+  ].filter((x) => x.count > 0);
 }
 
 const total = (bs: PlannedBuffer[]) => bs.reduce((s, x) => s + x.bytes * x.count, 0);
@@ -198,43 +221,61 @@ function check(shape: LearnBatchShape, lora: LearnLoraShape, c: LearnModelDims, 
   for (const i of lora.layers ?? []) if (!Number.isInteger(i) || i < 0 || i >= c.numLayers) throw new Error(`learn memory: LoRA layer ${i} does not exist (the model has ${c.numLayers})`);
 }
 
+/** The most rows (up to `rows`) for which `ok` holds, `ok` monotone in the rows; 0 when none. */
+function largestRows(rows: number, ok: (b: number) => boolean): number {
+  let lo = 0;
+  let hi = rows;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (ok(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** Each storage buffer within one binding (the uniform records are 256-byte uniform bindings). */
+const inBinding = (bs: PlannedBuffer[], limits: Omit<LearnLimits, 'budgetBytes'>) => bs.every((x) => x.name === UNIFORMS || (x.bytes <= limits.maxStorageBufferBindingSize && x.bytes <= limits.maxBufferSize));
+
 /**
- * Plans one learning step's memory. `recompute`: 'auto' keeps every layer's activations when the
- * whole batch fits as one micro-batch that way; otherwise it recomputes each layer in the
- * backward when that allows larger micro-batches (fewer accumulation passes).
+ * The micro-batch rows of the planned learning step alone (the step's own buffers within
+ * `limits.budgetBytes`, each within one binding): what learnStep runs on WebGPU when the config
+ * sets no micro-batch size. 0 rows: not even one row fits (the step learns on tfjs).
  */
-export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits, recompute: boolean | 'auto' = 'auto'): LearnMemoryPlan {
+export function learnStepRows(c: LearnModelDims, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits): { microBatchRows: number; accumulationSteps: number; bytes: number } {
+  check(shape, lora, c, limits);
+  const ok = (b: number) => {
+    const bs = learnStepBuffers(c, lora, shape, b, PLANNED_STEP_RECOMPUTES);
+    return total(bs) <= limits.budgetBytes && inBinding(bs, limits);
+  };
+  const b = largestRows(shape.rows, ok);
+  return { microBatchRows: b, accumulationSteps: b > 0 ? Math.ceil(shape.rows / b) : 0, bytes: b > 0 ? total(learnStepBuffers(c, lora, shape, b, PLANNED_STEP_RECOMPUTES)) : 0 };
+}
+
+/**
+ * Plans one learning step's memory: weights, the AdamW plan and the learn plan at the largest
+ * micro-batch that keeps the whole inside the budget. `recompute` is what the step can do: false
+ * (the planned step today, PLANNED_STEP_RECOMPUTES) keeps every layer's activations; 'auto' (a
+ * step that can recompute) keeps them when the whole batch fits that way, else recomputes each
+ * layer in the backward when that allows larger micro-batches; true always recomputes.
+ */
+export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits, recompute: boolean | 'auto' = PLANNED_STEP_RECOMPUTES): LearnMemoryPlan {
   check(shape, lora, c, limits);
   const bind = limits.maxStorageBufferBindingSize;
   const fixed = [...modelBuffers(c, format, bind), ...optimizerBuffers(c, lora)];
   const fixedBytes = total(fixed);
-  const rowBytes = c.vocabSize * F32;
-  if (rowBytes > bind) throw new Error(`learn memory: one row of logits (${c.vocabSize} x 4 bytes) is over maxStorageBufferBindingSize (${bind})`);
-  const headRowsFor = (b: number) => Math.max(1, Math.min(b * shape.responseLen, HEAD_ROWS, Math.floor(bind / rowBytes)));
-  const layoutFor = (b: number, rec: boolean) => microBatchBuffers(c, lora, shape, b, rec, headRowsFor(b));
-  const ok = (b: number, rec: boolean) => {
+  const layoutFor = (b: number, rec: boolean) => learnStepBuffers(c, lora, shape, b, rec);
+  const ok = (rec: boolean) => (b: number) => {
     const bs = layoutFor(b, rec);
-    return fixedBytes + total(bs) <= limits.budgetBytes && bs.every((x) => x.bytes <= bind);
-  };
-  // The peak grows with b: the largest b that passes (0: none does).
-  const largest = (rec: boolean) => {
-    let lo = 0;
-    let hi = shape.rows;
-    while (lo < hi) {
-      const mid = Math.ceil((lo + hi) / 2);
-      if (ok(mid, rec)) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return fixedBytes + total(bs) <= limits.budgetBytes && inBinding(bs, limits);
   };
   let rec: boolean;
   let b: number;
   if (recompute !== 'auto') {
     rec = recompute;
-    b = largest(rec);
+    b = largestRows(shape.rows, ok(rec));
   } else {
-    const keep = largest(false);
-    const again = keep === shape.rows ? keep : largest(true);
+    const keep = largestRows(shape.rows, ok(false));
+    const again = keep === shape.rows ? keep : largestRows(shape.rows, ok(true));
     rec = again > keep;
     b = rec ? again : keep;
   }
@@ -248,8 +289,9 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
   const problems: string[] = [];
   const notes: string[] = [];
   const blocked = buffers.filter((x) => x.scope === 'model' && / block of /.test(x.name)).map((x) => x.name.split(',')[0]);
-  for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each`);
+  for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each, and the planned learning step does not take row-blocked weights (tfjs learns)`);
   for (const x of buffers) {
+    if (x.name === UNIFORMS) continue;
     if (x.bytes > limits.maxBufferSize) problems.push(`${x.name} is one buffer of ${fmt(x.bytes)}, over this GPU's maxBufferSize of ${fmt(limits.maxBufferSize)}`);
     else if (x.bytes > bind) {
       problems.push(`${x.name} needs ${fmt(x.bytes)} in one binding even at one row per micro-batch, over maxStorageBufferBindingSize (${fmt(bind)})`);
@@ -264,7 +306,6 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
     microBatchRows: b,
     accumulationSteps: Math.ceil(shape.rows / b),
     recompute: rec,
-    headChunkRows: headRowsFor(b),
     buffers,
     bytesByScope,
     peakBytes,

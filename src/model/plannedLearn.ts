@@ -5,11 +5,12 @@
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
-import { LearnPlan, learnPlanBytes, type LearnShape } from '../engine/plan/learnPlan.ts';
+import { LearnPlan } from '../engine/plan/learnPlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
 import type { FrozenWeight } from './linear.ts';
 import { LoraAdapter, type LoraSet } from './lora.ts';
+import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from './learnMemory.ts';
 import { loraOf, modelRef, unplannableReason } from './plannedDecode.ts';
 
 /** A left-padded batch of prompt + response (policy.ts packSequences' shape). */
@@ -48,7 +49,10 @@ export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string
 
 let budgetBytes = 2 ** 31;
 
-/** GPU memory the planned learning step may hold per plan (default 2 GiB); bigger shapes run on tfjs. */
+/**
+ * GPU memory the planned learning step may hold per plan (default 2 GiB): learnStep's micro-batches
+ * are sized by the learn-memory planner to fit it; a shape over it runs on tfjs.
+ */
 export function setLearnMemoryBudget(bytes: number): void {
   budgetBytes = bytes;
 }
@@ -56,21 +60,46 @@ export function setLearnMemoryBudget(bytes: number): void {
 /** Prompt columns rounded up to a multiple of this: more left padding changes no result and lets steps share plans. */
 export const PROMPT_COLUMNS_STEP = 8;
 
-/** Why a batch of this shape would not fit the device or the budget (null: it fits). */
-export function learnShapeBlocker(model: LlamaModel, rows: number, promptLength: number, responseLength: number): string | null {
-  const P = Math.ceil(promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP;
-  const { total, largest } = learnPlanBytes(modelShape(model), { rows, promptLength: P, responseLength, temperature: 1 });
-  const limits = webgpuDevice().limits;
-  const cap = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-  if (largest > cap) return `a buffer of ${largest} bytes, over the device's ${cap}`;
-  if (total > budgetBytes) return `${total} bytes of activations, over the budget of ${budgetBytes}`;
-  return null;
+/**
+ * The LoRA shape in the planner's terms: rank, targets and adapted layers of the attached
+ * adapters (one LoraSet: the same rank and targets in every adapted layer).
+ */
+function loraShapeOf(model: LlamaModel): LearnLoraShape {
+  const shapes = loraOf(model).shapes;
+  const layers = shapes.flatMap((s, i) => (Object.keys(s).length > 0 ? [i] : []));
+  const targets = PROJ_NAMES.filter((p) => shapes.some((s) => s[p]));
+  const r = Math.max(1, ...shapes.flatMap((s) => Object.values(s).map((x) => x!.r)));
+  return { r, targets, layers };
 }
 
-/** The description's dimensions and LoRA shapes alone (no buffers are touched). */
-function modelShape(model: LlamaModel): LearnShape {
-  const c = model.config;
-  return { hidden: c.hiddenSize, intermediate: c.intermediateSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, vocab: c.vocabSize, lora: loraOf(model).shapes };
+function stepShape(model: LlamaModel, rows: number, promptLength: number, responseLength: number): { shape: LearnBatchShape; limits: LearnLimits; lora: LearnLoraShape } {
+  const limits = webgpuDevice().limits;
+  return {
+    shape: { rows, promptLen: Math.ceil(promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP, responseLen: responseLength },
+    limits: { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize, budgetBytes },
+    lora: loraShapeOf(model),
+  };
+}
+
+/**
+ * Rows per micro-batch the learn-memory planner gives a learn batch of this shape on this device
+ * within the budget (src/model/learnMemory.ts, the plan's own buffers); 0 when not even one row fits.
+ */
+export function learnMicroBatchRows(model: LlamaModel, rows: number, promptLength: number, responseLength: number): number {
+  const s = stepShape(model, rows, promptLength, responseLength);
+  return learnStepRows(model.config, s.lora, s.shape, s.limits).microBatchRows;
+}
+
+/** Why a batch of this shape would not fit the device or the budget in one plan (null: it fits). */
+export function learnShapeBlocker(model: LlamaModel, rows: number, promptLength: number, responseLength: number): string | null {
+  const s = stepShape(model, rows, promptLength, responseLength);
+  const buffers = learnStepBuffers(model.config, s.lora, s.shape, rows);
+  const cap = Math.min(s.limits.maxStorageBufferBindingSize, s.limits.maxBufferSize);
+  const largest = buffers.filter((b) => b.name !== UNIFORMS).reduce((a, b) => (b.bytes > a.bytes ? b : a));
+  if (largest.bytes > cap) return `${largest.name}: a buffer of ${largest.bytes} bytes, over the device's ${cap}`;
+  const total = buffers.reduce((a, b) => a + b.bytes * b.count, 0);
+  if (total > budgetBytes) return `${total} bytes for the learn plan, over the budget of ${budgetBytes}`;
+  return null;
 }
 
 /** Shapes whose plan the device refused (out of memory or a limit): not tried again. */

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { emptyTensor, flushTfjs } from '../engine/plan/tfjsInterop.ts';
-import { gpuScoped, learnShapeBlocker, plannedLearnForward, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
+import { gpuScoped, learnMicroBatchRows, learnShapeBlocker, plannedLearnForward, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';
 
@@ -93,6 +93,17 @@ export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, valueGradT
   if (valueGradToAdapters) return 'the value loss sends gradient into the adapters';
   if (!lora.enabled) return 'the adapters are switched off';
   return unplannableLearnReason(model, lora);
+}
+
+/**
+ * Rows per micro-batch for this batch on the planned path, as the learn-memory planner sizes them
+ * from the device's limits and the memory budget (the whole batch when it fits in one plan). When
+ * not even one row fits: the whole batch (it then learns on tfjs in one pass).
+ */
+export function plannedMicroBatchRows(model: LlamaModel, batch: ResponseBatch): number {
+  const B = batch.prompts.length;
+  const rows = learnMicroBatchRows(model, B, Math.max(...batch.prompts.map((p) => p.length)), batch.responses[0].length);
+  return rows > 0 ? rows : B;
 }
 
 /**

@@ -26,7 +26,7 @@ import { clipByGlobalNorm, type AdamW } from './optim';
 import { plannedOptimizerActive, plannedUpdate } from './plannedOptim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
-import { plannedGrads, plannedLearnBlocker } from './plannedLearn';
+import { plannedGrads, plannedLearnBlocker, plannedMicroBatchRows } from './plannedLearn';
 import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
 
 /** One scored batch of rollouts, all [B, T] aligned with `responses`. */
@@ -77,7 +77,11 @@ export interface TrainerConfig {
   valueGradToAdapters?: boolean;
   /** Global grad-norm clip. Default 1. */
   maxGradNorm?: number;
-  /** Rows per micro-batch (gradient accumulation). Default: the whole batch. */
+  /**
+   * Rows per micro-batch (gradient accumulation). Default: on the planned WebGPU path the
+   * learn-memory planner's (src/model/learnMemory.ts, from the device's limits and the budget),
+   * elsewhere the whole batch.
+   */
   microBatchSize?: number;
   /** Rollout temperature (logits are divided by it). Default 1. */
   temperature?: number;
@@ -192,7 +196,6 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   if (useValue) for (const v of valueHead!.variables()) vars[v.name] = v;
   const varList = Object.values(vars);
 
-  const mb = Math.max(1, Math.floor(config.microBatchSize ?? B));
   const agg = (x: tf.Tensor, m: tf.Tensor): tf.Scalar => (trl ? trlLoss(x, m, trl, config.maxCompletionLength) : aggLoss(x, m, aggMode));
 
   // Device-side accumulators: metric sums (weighted so their sum is the full-batch value).
@@ -208,6 +211,9 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
 
   // The planned WebGPU pass when switched on and it can run this learner; tfjs otherwise.
   const plannedPass = plannedLearnBlocker(model, lora, useValue && !!config.valueGradToAdapters) === null;
+  // Unset, the micro-batch is the learn-memory planner's on the planned path (device limits and the
+  // memory budget: src/model/learnMemory.ts), the whole batch on tfjs.
+  const mb = Math.max(1, Math.floor(config.microBatchSize ?? (plannedPass ? plannedMicroBatchRows(model, batch) : B)));
   const wasTraining = lora.training;
   lora.training = true;
   try {

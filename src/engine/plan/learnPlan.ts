@@ -9,7 +9,9 @@
 // buffer.
 //
 // Columns: L = P + T - 1 (the last response token predicts nothing); response token t is predicted
-// by column P - 1 + t. Activations are kept per layer (no recompute yet).
+// by column P - 1 + t. Activations are kept per layer (no recompute yet). The buffers it creates
+// are listed, to the byte, by src/model/learnMemory.ts's learnStepBuffers (the planner that sizes
+// learnStep's micro-batches and the page's fit check); a change here changes that list.
 //
 // LoRA parameter and gradient layout (`params`, `grads`, the same for both, what an optimiser
 // over one flat buffer reads): adapters in model order, layer by layer, projections q k v o gate up
@@ -90,31 +92,6 @@ export function loraSlots(m: LearnShape): { slots: LoraSlot[]; count: number } {
     }
   });
   return { slots, count: at };
-}
-
-/**
- * Bytes the plan for this shape would allocate (activations kept for every layer) and its largest
- * buffer, before building it: what a caller checks against the device's limits and a budget.
- */
-export function learnPlanBytes(m: LearnShape, opts: LearnPlanOptions): { total: number; largest: number } {
-  const { rows: B, promptLength: P, responseLength: T } = opts;
-  const L = P + T - 1;
-  const N = B * L;
-  const R = B * T;
-  const H = m.hidden;
-  const qF = m.heads * m.headDim;
-  const kvF = m.kvHeads * m.headDim;
-  const I = m.intermediate;
-  const att = B * m.heads * L * L;
-  const { slots, count } = loraSlots(m);
-  const xa = slots.reduce((a, s) => a + N * s.r, 0);
-  const perLayer = 4 * N * H + 2 * N + 2 * N * qF + 2 * N * kvF + att + 3 * N * I;
-  const rmax = Math.max(1, ...slots.map((s) => s.r));
-  const scratch = N * qF * 5 + N * kvF * 6 + N * H * 5 + N * I * 3 + att + 2 * R * m.vocab + N * rmax;
-  const floats = m.lora.length * perLayer + xa + scratch + 2 * count + N * (3 + m.headDim) + 10 * R;
-  // Each dispatch's uniform record takes a 256-byte slot (about 54 dispatches a layer, 6 an adapter).
-  const uniforms = (m.lora.length * 54 + slots.length * 6 + 16) * 256;
-  return { total: floats * F + uniforms, largest: Math.max(R * m.vocab, att, N * I, N * qF) * F };
 }
 
 function projDims(m: LearnShape): Record<ProjKey, [number, number]> {
