@@ -51,6 +51,8 @@ describe('learn-memory planner, worked by hand on a tiny model', () => {
     expect(p).toMatchObject({ microBatchRows: 1, accumulationSteps: 2, peakBytes: 23584, fits: true });
     expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 25023 })).toEqual({ microBatchRows: 1, accumulationSteps: 2, bytes: 22240 });
     expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 22239 }).microBatchRows).toBe(0);
+    // The runtime's per-plan budget binds the same way inside a roomy device budget.
+    expect(planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: GiB, planBudgetBytes: 25023 })).toMatchObject({ microBatchRows: 1, accumulationSteps: 2, peakBytes: 23584 });
   });
 
   it('two layers: never recomputes unless the step can; a step that can recomputes when it buys a larger micro-batch', () => {

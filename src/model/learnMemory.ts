@@ -52,7 +52,12 @@ export interface LearnLimits {
   maxStorageBufferBindingSize: number;
   /** Bytes the step may hold in all. */
   budgetBytes: number;
+  /** Bytes the learn plan alone may hold (the runtime's per-plan budget, LEARN_PLAN_BUDGET); default no cap. */
+  planBudgetBytes?: number;
 }
+
+/** The planned learning step's default memory budget per plan (setLearnMemoryBudget). */
+export const LEARN_PLAN_BUDGET = 2 ** 31;
 
 export type BufferScope = 'model' | 'optimizer' | 'micro-batch';
 
@@ -217,7 +222,7 @@ function check(shape: LearnBatchShape, lora: LearnLoraShape, c: LearnModelDims, 
   for (const [k, v] of Object.entries({ rows: shape.rows, promptLen: shape.promptLen, responseLen: shape.responseLen, r: lora.r })) {
     if (!whole(v)) throw new Error(`learn memory: ${k} must be a positive integer, got ${v}`);
   }
-  for (const [k, v] of Object.entries(limits)) if (!(v > 0)) throw new Error(`learn memory: ${k} must be positive, got ${v}`);
+  for (const [k, v] of Object.entries(limits)) if (v !== undefined && !(v > 0)) throw new Error(`learn memory: ${k} must be positive, got ${v}`);
   for (const i of lora.layers ?? []) if (!Number.isInteger(i) || i < 0 || i >= c.numLayers) throw new Error(`learn memory: LoRA layer ${i} does not exist (the model has ${c.numLayers})`);
 }
 
@@ -266,7 +271,7 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
   const layoutFor = (b: number, rec: boolean) => learnStepBuffers(c, lora, shape, b, rec);
   const ok = (rec: boolean) => (b: number) => {
     const bs = layoutFor(b, rec);
-    return fixedBytes + total(bs) <= limits.budgetBytes && inBinding(bs, limits);
+    return fixedBytes + total(bs) <= limits.budgetBytes && total(bs) <= (limits.planBudgetBytes ?? Infinity) && inBinding(bs, limits);
   };
   let rec: boolean;
   let b: number;

@@ -10,7 +10,7 @@ import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
 import type { FrozenWeight } from './linear.ts';
 import { LoraAdapter, type LoraSet } from './lora.ts';
-import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from './learnMemory.ts';
+import { LEARN_PLAN_BUDGET, UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from './learnMemory.ts';
 import { loraOf, modelRef, unplannableReason } from './plannedDecode.ts';
 
 /** A left-padded batch of prompt + response (policy.ts packSequences' shape). */
@@ -47,7 +47,7 @@ export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string
   return null;
 }
 
-let budgetBytes = 2 ** 31;
+let budgetBytes = LEARN_PLAN_BUDGET;
 
 /**
  * GPU memory the planned learning step may hold per plan (default 2 GiB): learnStep's micro-batches

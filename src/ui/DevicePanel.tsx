@@ -19,13 +19,14 @@ function subgroupsText(adapterHas: boolean, used: EngineStatus['subgroups'] | un
   return used.active ? `yes, ${lanes}: row reductions use them` : `yes, ${lanes}: switched off`;
 }
 
-/** The learn step's planned buffers, largest first: what the planner allocates, not a per-token guess. */
+/** The learn step's planned buffers, largest first: what the planned WebGPU step allocates (src/model/learnMemory.ts), not a per-token guess. */
 function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
   const rows = [...learn.buffers].sort((a, b) => b.bytes * b.count - a.bytes * a.count);
   return (
     <details data-testid="device-learn-plan">
       <summary>
         learn step as planned: peak {formatBytes(learn.peakBytes)}, {learn.accumulationSteps} × {learn.microBatchRows} rows, activations {learn.recompute ? 'recomputed per layer' : 'kept'}
+        {' '}(the planned WebGPU learning step's buffers, to the byte; tfjs, elsewhere or as its fallback, learns the whole batch in one pass)
       </summary>
       <table className="kv">
         <tbody>

@@ -62,7 +62,12 @@ export async function checkModelFit(ref: string, config: Record<string, unknown>
   const summary =
     `${est.params.toLocaleString('en-US')} parameters · ≈ ${mb(est.totalBytes)} MiB for ${w.batch} x ${w.seqLen} tokens ` +
     `(weights ${mb(est.weightBytes)} in ${weights}, KV ${mb(est.kvCacheBytes)}${est.optimizerBytes !== undefined ? `, LoRA + AdamW ${mb(est.optimizerBytes)}` : ''}, activations ${mb(est.activationBytes)})` +
-    (l ? ` · learn step: ${l.accumulationSteps} micro-batch${l.accumulationSteps > 1 ? 'es' : ''} of ${l.microBatchRows} rows, activations ${l.recompute ? 'recomputed per layer' : 'kept'}` : '');
+    (l
+      ? ` · learn step: ${l.accumulationSteps} micro-batch${l.accumulationSteps > 1 ? 'es' : ''} of ${l.microBatchRows} rows, activations ${l.recompute ? 'recomputed per layer' : 'kept'} ` +
+        (budget.backend === 'webgpu'
+          ? '(what the planned WebGPU learning step allocates and runs; where it falls back, tfjs learns the whole batch in one pass)'
+          : `(the planned WebGPU learning step's allocation; on ${budget.backend} tfjs learns the whole batch in one pass)`)
+      : '');
   const learn = l && { microBatchRows: l.microBatchRows, accumulationSteps: l.accumulationSteps, recompute: l.recompute, peakBytes: l.peakBytes, buffers: l.buffers };
   return { ref, state: v.fits ? 'fits' : 'too-big', summary, problems: v.problems, notes: [...v.notes, ...(l?.notes ?? []), ...planNotes], ...(learn ? { learn } : {}) };
 }

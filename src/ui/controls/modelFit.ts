@@ -1,11 +1,11 @@
 // Will a model fit? An estimate made before loading it, from its config.json alone: weights in the
 // recipe's weight format (the loader decodes every dtype to f32, then packs projections for int8 / int4), the KV cache of a rollout batch, and the
 // learn step: as the learn-memory planner lays it out for this device when the recipe trains LoRA
-// (withLearnPlan: micro-batches, recompute, LoRA + AdamW, every buffer), else the activations a
+// (withLearnPlan: the planned WebGPU step's micro-batches, LoRA + AdamW, every buffer), else the activations a
 // training step keeps for backprop by a per-token rule; checked against the largest buffer the GPU
 // adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
 import type { ModelConfig } from '../../model/config';
-import { planLearnMemory, type LearnLoraShape, type LearnMemoryPlan } from '../../model/learnMemory';
+import { LEARN_PLAN_BUDGET, planLearnMemory, type LearnLoraShape, type LearnMemoryPlan } from '../../model/learnMemory';
 import { projectionBytes, type WeightFormat } from '../../model/weightFormat';
 import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../recipes/loraTargets';
 
@@ -164,7 +164,8 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /**
  * The estimate with the learn step as the planner lays it out for this device
- * (src/model/learnMemory.ts: micro-batch rows, accumulation, recompute, every buffer), in place of
+ * (src/model/learnMemory.ts: the planned WebGPU step's micro-batch rows, accumulation and every
+ * buffer, within the per-plan budget learnStep uses, LEARN_PLAN_BUDGET), in place of
  * estimateMemory's heuristic of all rows' activations at once (~7 hidden-wide, 4 MLP-wide and the
  * attention tensors per token and layer, 3 vocabulary rows per token). The rollout's KV cache is
  * counted beside it (the decode plan keeps it between steps), so the planner gets what is left.
@@ -176,6 +177,7 @@ export function withLearnPlan(e: MemoryEstimate, c: Shape, w: FitWorkload, forma
     maxBufferSize: d.backend === 'webgpu' && d.maxBufferSize ? d.maxBufferSize : NO_LIMIT,
     maxStorageBufferBindingSize: d.backend === 'webgpu' && d.maxStorageBufferBindingSize ? d.maxStorageBufferBindingSize : NO_LIMIT,
     budgetBytes: Math.max(1, d.budgetBytes - d.inUseBytes - e.kvCacheBytes),
+    planBudgetBytes: LEARN_PLAN_BUDGET,
   };
   const learn = planLearnMemory(c, format, lora, { rows: w.batch, promptLen, responseLen }, limits);
   const optimizerBytes = learn.bytesByScope.optimizer;
