@@ -13,7 +13,8 @@ import { parseModelConfig } from '../src/model/config';
 import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
-import { learnStepBuffers, learnStepRows } from '../src/model/learnMemory';
+import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
+import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../src/model/synthetic';
@@ -291,6 +292,15 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
         setLearnMemoryBudget(2 ** 31);
       }
       expect(learnShapeBlocker(model, B, 5, T)).toBeNull();
+      // And the planned AdamW over the same adapters allocates what the planner's optimizer scope says.
+      const opt = new AdamWPlan(webgpuDevice(), set.variables().map((v) => ({ name: v.name, shape: v.shape })), { lr: 1e-3 });
+      try {
+        const plan = planLearnMemory(model.config, 'f32', { r: 4, targets: ALL }, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 });
+        expect(plan.bytesByScope.optimizer).toBe(opt.bytes);
+        expect(plan.bytesByScope['micro-batch']).toBe(est);
+      } finally {
+        opt.dispose();
+      }
     } finally {
       disposeLlama(model);
     }

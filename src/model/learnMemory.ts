@@ -7,9 +7,9 @@
 //
 // What a step holds, by scope:
 //   model       frozen weights (embedding, each projection in its format, norms, biases)
-//   optimizer   the planned AdamW's flat f32 buffers (src/engine/plan/adamwPlan.ts): LoRA
-//               parameters, gradients, the two moments and the state readback staging; its
-//               buffers under 4 KiB are left out
+//   optimizer   every buffer of the planned AdamW (src/engine/plan/adamwPlan.ts) over the LoRA:
+//               flat parameters, gradients, the two moments, the state readback staging, the
+//               norm's partials and the uniforms (a PPO value head's few floats are not counted)
 //   micro-batch every buffer the learn plan (src/engine/plan/learnPlan.ts) creates for b rows,
 //               to the byte (16-byte rounding, one 256-byte uniform record per dispatch): its
 //               copies of the LoRA parameters and gradients, the inputs, every layer's kept
@@ -25,6 +25,8 @@ const F32 = 4;
 const STAGING_BYTES = 4 * 2 ** 20;
 /** Bytes of each dispatch's uniform record in a plan (plan.ts: one 256-byte aligned slot). */
 const UNIFORM_SLOT = 256;
+/** A plan's buffer size: at least 4 bytes, rounded up to 16 (plan.ts GpuPlan.buffer). */
+const planned = (bytes: number) => Math.ceil(Math.max(bytes, 4) / 16) * 16;
 /** Whether the planned learning step recomputes activations in its backward: not yet. */
 export const PLANNED_STEP_RECOMPUTES = false;
 /** The name of the plan's uniform records in a buffer list (uniform bindings, not storage). */
@@ -143,17 +145,16 @@ function modelBuffers(c: LearnModelDims, format: WeightFormat, bind: number): Pl
 }
 
 function optimizerBuffers(c: LearnModelDims, lora: LearnLoraShape): PlannedBuffer[] {
-  const bytes = loraParamCount(c, lora) * F32;
+  const bytes = planned(loraParamCount(c, lora) * F32);
   return [
     { name: 'LoRA parameters (flat)', scope: 'optimizer', bytes, count: 1 },
-    { name: 'LoRA gradients (flat, accumulated)', scope: 'optimizer', bytes, count: 1 },
+    { name: 'LoRA gradients (flat)', scope: 'optimizer', bytes, count: 1 },
     { name: 'AdamW moments m, v', scope: 'optimizer', bytes, count: 2 },
     { name: 'optimizer state readback', scope: 'optimizer', bytes: Math.min(bytes, STAGING_BYTES), count: 1 },
+    // The norm's 256 partials, its statistics and their readback, the dynamic and static uniforms.
+    { name: 'grad-norm partials, statistics, uniforms', scope: 'optimizer', bytes: 1024 + 16 + 16 + 256 + 16, count: 1 },
   ];
 }
-
-/** A plan's buffer size: at least 4 bytes, rounded up to 16 (plan.ts GpuPlan.buffer). */
-const planned = (bytes: number) => Math.ceil(Math.max(bytes, 4) / 16) * 16;
 
 /**
  * Every buffer the learn plan creates for `b` rows of `shape` (learnPlan.ts's constructor, in its
