@@ -157,8 +157,8 @@ function optimizerBuffers(c: LearnModelDims, lora: LearnLoraShape): PlannedBuffe
 }
 
 /**
- * Every buffer the learn plan creates for `b` rows of `shape` (learnPlan.ts's constructor, in its
- * order), or, with `recompute`, the layout of a step that keeps only each layer's input and
+ * Every buffer the learn plan creates for `b` rows of `shape` (learnPlan.ts's constructor), or,
+ * with `recompute`, the layout of a step that keeps only each layer's input and
  * recomputes the rest one layer at a time (no plan does yet).
  */
 export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape: Pick<LearnBatchShape, 'promptLen' | 'responseLen'>, b: number, recompute = false): PlannedBuffer[] {
