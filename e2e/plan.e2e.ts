@@ -15,8 +15,9 @@ import { parseModelConfig } from '../src/model/config';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
-import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, setPrefillPath, setTokensPerRun } from '../src/model/plannedDecode';
-import { prefillChunk } from '../src/engine/plan/decodePlan';
+import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans, setDecodePath, setPlannedAttention, setPlannedGemv, setPrefillPath, setTokensPerRun } from '../src/model/plannedDecode';
+import { prefillChunk, SPLITK_MIN_CAPACITY } from '../src/engine/plan/decodePlan';
+import { SPLITK_SEGMENT } from '../src/engine/plan/decodeKernels';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import type { LoadOptions } from '../src/model/llama';
@@ -114,6 +115,10 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     [1, 7, 7, 7, 30],
   ];
   const forced = Array.from({ length: 6 }, (_, t) => prompts.map((_, b) => (11 * t + 5 * b + 3) % 64));
+  // Prompts over several split-K segments: 600, 90 and 330 real tokens left-padded to 608 slots
+  // (whole prefill chunks), so the cache spans three 256-slot segments; row 1's 518 pads leave
+  // segments 0 and 1 with no valid slot, row 2's 278 pads segment 0 and part of segment 1.
+  const longPrompts = [600, 90, 330].map((n, b) => [1, ...Array.from({ length: n - 1 }, (_, t) => (7 * b + 13 * t + 3) % 61 + 3)]);
 
   for (const [format, quantize, shape] of [
     ['f32', undefined, 'thread'],
@@ -174,6 +179,36 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       disposeLlama(model);
     }
   }, 300_000);
+
+  it('split-K attention (forced) over three cache segments: a left-padded GQA batch with LoRA on, logits within 1e-4 of tfjs, greedy and seeded draws identical', async () => {
+    const { model } = fixture('tiny-llama-f32');
+    const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
+    setPlannedAttention('splitk');
+    try {
+      for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
+      expect(model.config.numKvHeads).toBeLessThan(model.config.numHeads); // GQA
+      expect(Math.max(...longPrompts.map((p) => p.length))).toBeGreaterThan(2 * SPLITK_SEGMENT);
+      // the prefill walks whole (its rows fill a GPU); every decode step below is split-K
+      expect(maxAbs(await plannedPrefillLogits(model, longPrompts), await tfjsLogits(model, longPrompts))).toBeLessThan(1e-4);
+      const steps = Array.from({ length: 3 }, (_, t) => longPrompts.map((_, b) => (9 * t + 5 * b + 4) % 64));
+      expect(await forcedAgainstTfjs(model, longPrompts, steps)).toBeLessThan(1e-4);
+      const greedy = await bothPaths(model, longPrompts, { maxNewTokens: 8, greedy: true });
+      expect(greedy.got.tokens).toEqual(greedy.ref.tokens);
+      expect(maxAbs(greedy.got.logprobs.flat(), greedy.ref.logprobs.flat())).toBeLessThan(1e-4);
+      const { ref, got } = await bothPaths(model, longPrompts, { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] });
+      expect(got.tokens).toEqual(ref.tokens);
+      expect(got.mask).toEqual(ref.mask);
+      expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+      // the plans above were the split-K ones (8 + 4 x·A dispatches per layer with LoRA on all seven)
+      const d = plannedDispatches(model, longPrompts.length, 640);
+      expect(d.attention).toBe('splitk');
+      expect(d.perLayer).toBe(12);
+    } finally {
+      setPlannedAttention(null);
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  }, 600_000);
 
   it('adapters a tfjs op changed just before a planned generation are the ones its prefill uses (pending tfjs work lands first)', async () => {
     const { model } = fixture('tiny-llama-f32');
@@ -272,14 +307,36 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       // a prefill chunk: the same layers and the embedding of its prompt columns; the head once
       expect(d.prefill.perChunk).toBe(d.perLayer * model.layers.length + d.embed);
       expect(d.prefill.head).toBe(d.head);
+      expect(d.attention).toBe('whole');
+      // split-K attention: one dispatch more per layer (its combine), still inside the budget;
+      // the prefill keeps the whole-cache kernel
+      setPlannedAttention('splitk');
+      const k = plannedDispatches(model, 3, 32);
+      expect(k.attention).toBe('splitk');
+      expect(k.perLayer).toBe(d.perLayer + 1);
+      expect(k.perLayer).toBeLessThanOrEqual(8);
+      expect(k.draw + k.embed + k.head).toBe(d.draw + d.embed + d.head);
+      expect(k.prefill).toEqual(d.prefill);
+      // the planner's own pick: split-K on the GPU layout above SPLITK_MIN_CAPACITY slots only
+      setPlannedAttention(null);
+      setPlannedGemv('split');
+      expect(plannedDispatches(model, 1, SPLITK_MIN_CAPACITY).attention).toBe('whole');
+      const long = plannedDispatches(model, 1, SPLITK_MIN_CAPACITY + 64);
+      expect(long.attention).toBe('splitk');
+      expect(long.perLayer).toBeLessThanOrEqual(8);
+      setPlannedGemv('thread');
+      expect(plannedDispatches(model, 1, SPLITK_MIN_CAPACITY + 64).attention).toBe('whole');
     } finally {
+      setPlannedAttention(null);
+      setPlannedGemv(null);
       releaseDecodePlans(model);
       disposeLlama(model);
     }
   });
 
-  it('creates no GPU buffer in a planned generation after warm-up (20 steps, the prefill included)', async () => {
+  for (const [att, ps] of [[null, prompts], ['splitk', longPrompts]] as const) it(`creates no GPU buffer in a planned generation after warm-up (20 steps, the prefill included; ${att ?? 'default'} attention)`, async () => {
     const { model } = fixture('tiny-llama-f32');
+    setPlannedAttention(att);
     const device = webgpuDevice();
     const create = device.createBuffer.bind(device);
     const run = DecodePlan.prototype.run;
@@ -289,7 +346,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     try {
       const opts = { maxNewTokens: 20, temperature: 1, seed: 1 };
       setTokensPerRun(4);
-      await generate(model, prompts, opts); // warm-up: the plan is built here
+      await generate(model, ps, opts); // warm-up: the plan is built here
       device.createBuffer = (d: GPUBufferDescriptor) => {
         if (inRun) made++;
         return create(d);
@@ -309,7 +366,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
           inRun = false;
         }
       };
-      const r = await generate(model, prompts, opts);
+      const r = await generate(model, ps, opts);
       expect(r.tokens[0].length).toBe(20);
       expect(runs).toBe(5);
       expect(made).toBe(0);
@@ -318,6 +375,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       DecodePlan.prototype.run = run;
       device.createBuffer = create;
       setTokensPerRun(8);
+      setPlannedAttention(null);
       releaseDecodePlans(model);
       disposeLlama(model);
     }

@@ -9,7 +9,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
 import { alignUp } from '../engine/plan/plan.ts';
-import { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
+import { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeAttention, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import type { GemvShape } from '../engine/plan/decodeKernels.ts';
 import { gemvVariant } from '../engine/ops/quantMatmul.ts';
@@ -55,6 +55,17 @@ let gemvShape: GemvShape | 'tile' | null = null;
  */
 export function setPlannedGemv(shape: GemvShape | 'tile' | null): void {
   gemvShape = shape;
+}
+
+let attention: DecodeAttention | null = null;
+
+/**
+ * Forces the planned decode attention (tests, benchmarks): 'splitk' (flash-decoding segments and
+ * a combine), 'whole' (a workgroup or thread per (head, row)); null lets the planner pick (split-K
+ * on GPUs for caches over SPLITK_MIN_CAPACITY slots).
+ */
+export function setPlannedAttention(a: DecodeAttention | null): void {
+  attention = a;
 }
 
 /** Selects the decode path of generate() on WebGPU (A/B and triage); other backends always run tfjs. */
@@ -176,7 +187,7 @@ function frozenOf(model: LlamaModel): FrozenWeight[] {
 }
 
 function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeModelRef['lora']): DecodePlan {
-  const key = `${B}:${capacity}:${tokensPerRun}:${gemvShape}:${JSON.stringify(lora)}`;
+  const key = `${B}:${capacity}:${tokensPerRun}:${gemvShape}:${attention}:${JSON.stringify(lora)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -199,7 +210,7 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   const ref = modelRef(model, lora);
   flushTfjs(); // uploads of weights tfjs has encoded but not submitted land before the plan copies them
   const forced = gemvShape === null ? {} : gemvShape === 'tile' ? { gemv: 'thread' as const, tileMinRows: 1 } : { gemv: gemvShape, tileMinRows: Infinity };
-  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvVariant() === 'thread' ? 'thread' : 'split', ...forced });
+  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvVariant() === 'thread' ? 'thread' : 'split', ...forced, ...(attention ? { attention } : {}) });
   byKey.set(key, { plan, weights });
   return plan;
 }
@@ -211,10 +222,10 @@ export function releaseDecodePlans(model: LlamaModel): void {
 }
 onDisposeLlama(releaseDecodePlans);
 
-/** Dispatch counts of the plan generate() would use for this model and batch, per token and per prefill chunk (tests, benchmarks). */
+/** Dispatch counts of the plan generate() would use for this model and batch, per token and per prefill chunk, and its decode attention (tests, benchmarks). */
 export function plannedDispatches(model: LlamaModel, B: number, capacity: number) {
   const plan = planFor(model, B, alignUp(capacity, 64), loraOf(model).shapes);
-  return { ...plan.dispatchesPerToken(), prefill: plan.prefillDispatches() };
+  return { ...plan.dispatchesPerToken(), prefill: plan.prefillDispatches(), attention: plan.attention };
 }
 
 /** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */

@@ -10,6 +10,8 @@ import gemmTileWgsl from '../../../shaders/plan_gemm_tile.wgsl?raw';
 import loraDeltaWgsl from '../../../shaders/plan_lora_delta.wgsl?raw';
 import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
 import attentionThreadWgsl from '../../../shaders/plan_attention_thread.wgsl?raw';
+import attentionSplitKWgsl from '../../../shaders/plan_attention_splitk.wgsl?raw';
+import attentionCombineWgsl from '../../../shaders/plan_attention_combine.wgsl?raw';
 import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample.wgsl?raw';
 import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
@@ -433,6 +435,47 @@ export function attentionThreadKernel(headDim: number): PlanKernel {
       { name: 'vc', kind: 'read', type: 'array<vec4<f32>>' },
     ],
     body: `const WG : u32 = ${ATT_THREAD_WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${fill(attentionThreadWgsl)}`,
+  };
+}
+
+/** Cache slots per segment of the split-K attention (one 256-slot chunk, as plan_attention.wgsl's). */
+export const SPLITK_SEGMENT = 256;
+
+/** Floats of the split-K partials for `rows` query rows: per (row, head, segment) m, l and D sums. */
+export function splitKPartialFloats(rows: number, heads: number, headDim: number, capacity: number): number {
+  return rows * heads * Math.ceil(capacity / SPLITK_SEGMENT) * (headDim + 2);
+}
+
+/** Split-K decode attention, pass 1 (plan_attention_splitk.wgsl): grid [heads, rows, segments]. */
+export function attentionSplitKKernel(headDim: number): PlanKernel {
+  const WG = attentionWorkgroupSize(headDim);
+  return {
+    key: `plan_attention_splitk_wg${WG}_s${SPLITK_SEGMENT}`,
+    bindings: [
+      { name: 'A', kind: 'uniform', type: 'Att' },
+      TOK,
+      { name: 'work', kind: 'read', type: 'array<f32>' },
+      { name: 'aux', kind: 'read', type: 'array<f32>' },
+      { name: 'kc', kind: 'read', type: 'array<f32>' },
+      { name: 'vc', kind: 'read', type: 'array<f32>' },
+      { name: 'part', kind: 'rw', type: 'array<f32>' },
+    ],
+    body: `const WG : u32 = ${WG}u;\nconst SEG : u32 = ${SPLITK_SEGMENT}u;\nconst MAXD : u32 = ${WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${attentionSplitKWgsl}`,
+  };
+}
+
+/** Split-K decode attention, pass 2 (plan_attention_combine.wgsl): grid [heads, rows]. */
+export function attentionCombineKernel(headDim: number): PlanKernel {
+  const WG = attentionWorkgroupSize(headDim);
+  return {
+    key: `plan_attention_combine_wg${WG}_s${SPLITK_SEGMENT}`,
+    bindings: [
+      { name: 'A', kind: 'uniform', type: 'Att' },
+      TOK,
+      { name: 'part', kind: 'read', type: 'array<f32>' },
+      { name: 'work', kind: 'rw', type: 'array<f32>' },
+    ],
+    body: `const WG : u32 = ${WG}u;\nconst SEG : u32 = ${SPLITK_SEGMENT}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${attentionCombineWgsl}`,
   };
 }
 

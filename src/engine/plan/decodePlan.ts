@@ -8,9 +8,10 @@
 //   sample   sample (sample.wgsl), token statistics (token_stats.wgsl), embed + record
 //   layers   per layer: [x·A for LoRA] q(+norm, RoPE), k(+norm, RoPE, cache), v(+norm, cache),
 //            attention, [a·A] o(+residual), [x·A] gate+up(+norm, SwiGLU), [act·A] down(+residual)
+//            (attention is two dispatches where it is split-K: segments, then their combine)
 //   head     final norm + LM head (row blocks), writing the logits and the scaled logits
-// 7 dispatches per layer and 4 + head blocks per token without LoRA; each adapted input adds one
-// small x·A dispatch (up to 4 per layer).
+// 7 dispatches per layer (8 with split-K attention) and 4 + head blocks per token without LoRA;
+// each adapted input adds one small x·A dispatch (up to 4 per layer).
 //
 // The prompt goes through the same kernels as a prefill: chunks of `prefillChunk(B)` prompt
 // columns of every row at once (GEMV rows = B x chunk), each row's RoPE position read from a
@@ -25,6 +26,10 @@ import {
   gemvMaxRows,
   attentionKernel,
   attentionThreadKernel,
+  attentionSplitKKernel,
+  attentionCombineKernel,
+  splitKPartialFloats,
+  SPLITK_SEGMENT,
   ATT_THREAD_WG,
   attentionWorkgroupSize,
   embedKernel,
@@ -95,7 +100,26 @@ export interface DecodeModelRef {
   lora: Partial<Record<ProjKey, { r: number; scale: number }>>[];
 }
 
+/**
+ * Decode attention: 'whole', a workgroup (GPUs) or thread (software adapters) per (head, row)
+ * walking the row's whole cache; 'splitk', flash-decoding: a workgroup per (head, row, segment of
+ * SPLITK_SEGMENT slots) and a combine dispatch (one more per layer).
+ */
+export type DecodeAttention = 'whole' | 'splitk';
+
+/**
+ * Cache capacity above which GPUs take split-K attention. Up to 1024 slots a (head, row)
+ * workgroup walks at most four 256-slot chunks, short enough that the extra dispatch and the
+ * partials' round trip would eat what splitting saves; past it that serial walk grows with the
+ * cache while a decode step at batch 1 has only `heads` workgroups (9 for SmolLM2-135M) for a
+ * GPU of 100+ compute units. Software adapters keep the one-thread kernel: their threads are a
+ * few CPU cores, already busy. A reasoned choice, not measured (no GPU was lent).
+ */
+export const SPLITK_MIN_CAPACITY = 1024;
+
 export interface DecodePlanOptions {
+  /** Decode attention; default 'splitk' on the 'split' (GPU) layout when capacity exceeds SPLITK_MIN_CAPACITY, else 'whole'. */
+  attention?: DecodeAttention;
   /** GEMV layout; default by adapter (software adapters get 'thread'). */
   gemv?: GemvShape;
   /**
@@ -202,6 +226,8 @@ const LORA_GROUPS: { input: 'norm1' | 'attn' | 'norm2' | 'act'; projs: ProjKey[]
 export class DecodePlan {
   readonly plan: GpuPlan;
   readonly gemvShape: GemvShape;
+  /** The decode steps' attention (a prefill chunk's always walks whole: its B x chunk rows already fill a GPU). */
+  readonly attention: DecodeAttention;
   /** Key and value caches per layer, [B, nKV, capacity, D] float32 (the tfjs cache layout). */
   readonly kCache: GPUBuffer[] = [];
   readonly vCache: GPUBuffer[] = [];
@@ -352,6 +378,10 @@ export class DecodePlan {
     // --- the dispatches
     const shape: GemvShape = opts.gemv ?? 'split';
     this.gemvShape = shape;
+    const attention = (this.attention = opts.attention ?? (shape === 'split' && C > SPLITK_MIN_CAPACITY ? 'splitk' : 'whole'));
+    const partialBytes = splitKPartialFloats(B, m.heads, D, C) * 4;
+    if (attention === 'splitk' && partialBytes > maxBinding) throw new Error(`decode plan: split-K attention partials of ${partialBytes} bytes exceed the ${maxBinding}-byte storage binding limit`);
+    const partials = attention === 'splitk' ? plan.buffer('attention partials', partialBytes) : null;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
     const tileMin = opts.tileMinRows ?? TILE_MIN_ROWS;
     const layoutFor = (u: GemvUniform): GemvLayout => (shape === 'thread' && u.rows >= tileMin && [u.K, u.xOff, u.xStride].every((n) => n % 4 === 0) ? 'tile' : shape);
@@ -429,13 +459,20 @@ export class DecodePlan {
       gemv(phase, GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
       gemv(phase, GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
       gemv(phase, GemvMode.CacheV, layer.v.weight, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
-      // GPUs: a workgroup per (head, row); software adapters: a barrier-free thread per (head, row).
-      plan.add(
-        phase,
-        shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
-        [{ uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq, rows }) }, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
-        shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
-      );
+      const att = { uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq, rows }) };
+      if (partials && seq === 0) {
+        // split-K: segments past the filled length return at once, so the grid covers the capacity
+        plan.add(phase, attentionSplitKKernel(D), [att, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }, { buffer: partials }], [m.heads, rows, Math.ceil(C / SPLITK_SEGMENT)]);
+        plan.add(phase, attentionCombineKernel(D), [att, 'dyn', { buffer: partials }, common.work], [m.heads, rows, 1]);
+      } else {
+        // GPUs: a workgroup per (head, row); software adapters: a barrier-free thread per (head, row).
+        plan.add(
+          phase,
+          shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
+          [att, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
+          shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
+        );
+      }
       const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
       loraA(1, xa);
       gemv(phase, GemvMode.Plain, layer.o.weight, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
