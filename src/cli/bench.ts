@@ -2,7 +2,7 @@
 // tfjs ops, as tables of medians and ratios.
 //   node part:    model throughput in Node on the tfjs wasm backend (cpu if wasm fails)
 //   browser part: kernels and model throughput in Chromium on WebGPU (SwiftShader without a GPU)
-// Flags: --only node|browser, --quick (fewer reps, skip the 135M model in the browser),
+// Flags: --learn (only the planned-vs-tfjs learning step in the browser), --only node|browser, --quick (fewer reps, skip the 135M model in the browser),
 //        --full (also the synthetic SmolLM2-135M model in the browser, slow on SwiftShader).
 import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -17,6 +17,7 @@ import { folderSource } from './fs-source';
 import { serveFolder } from './staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
+import { LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from '../rl/learnBench';
 import { decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from '../model/decodeBench';
 
 const args = process.argv.slice(2);
@@ -27,6 +28,8 @@ const full = args.includes('--full');
 const decodeOnly = args.includes('--decode');
 /** With --decode: only the whole-rollout table (tfjs / planned after a tfjs prefill / planned throughout). */
 const rolloutOnly = args.includes('--rollout');
+// --learn: only the planned-vs-tfjs learning-step table, in the browser.
+const learnOnly = args.includes('--learn');
 const FIXTURE = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
 
 const THROUGHPUT_HEADER = ['model', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)', 'ratio'];
@@ -72,8 +75,13 @@ async function browserBench(): Promise<void> {
     const adapter = status.probe.available ? `${status.probe.vendor} ${status.probe.architecture}`.trim() : 'none';
     console.log(`\n== Chromium, tfjs ${status.backend.backend} backend (adapter: ${adapter})`);
     const reps = quick ? 3 : 7;
+    const appUrl = server.resolvedUrls!.local[0].replace('127.0.0.1', 'localhost');
+    if (learnOnly) {
+      await learnTable(page, status, appUrl);
+      return;
+    }
     if (!decodeOnly) await kernelAndThroughputTables(page, status, reps, fixtures.url);
-    await decodeTable(page, status, server.resolvedUrls!.local[0].replace('127.0.0.1', 'localhost'));
+    await decodeTable(page, status, appUrl);
   } finally {
     await browser.close();
     await server.close();
@@ -155,5 +163,19 @@ async function decodeTable(page: Page, status: Status, appUrl: string): Promise<
   console.log(formatTable(ROLLOUT_BENCH_HEADER, rows));
 }
 
-if (only !== 'browser' && !decodeOnly) await nodeBench();
+async function learnTable(page: Page, status: Status, appUrl: string): Promise<void> {
+  const c = LEARN_BENCH_CASE;
+  const rows: (string | number)[][] = [];
+  for (const [fmt, q] of [['f32', undefined], ['int4', { bits: 4 as const, groupSize: 32 }]] as const) {
+    await page.evaluate(([u, qq]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, qq ? { quantize: qq } : {}), [`${appUrl}models/defender/`, q] as const);
+    const r = await page.evaluate(([cc, n]) => (window as unknown as Api).sparring.engine.benchLearn('defender', cc, n), [c, quick ? 1 : 3] as const);
+    for (const x of r) console.error(`  sandbox defender ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
+    rows.push(...learnBenchRows('sandbox defender', fmt, r));
+    await page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));
+  }
+  console.log(`\n${learnBenchTitle(`Chromium, tfjs ${status.backend.backend} backend`, c)}\n`);
+  console.log(formatTable(LEARN_BENCH_HEADER, rows));
+}
+
+if (only !== 'browser' && !decodeOnly && !learnOnly) await nodeBench();
 if (only !== 'node') await browserBench();

@@ -17,7 +17,7 @@ import { int4Quantizer, int8Quantizer } from '../model/quant';
 import { folderSource } from './fs-source';
 import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from '../rl/stepProfile';
 import { setOptimizerPath } from '../rl/plannedOptim';
-import { benchLearnPaths } from '../rl/learnBench';
+import { benchLearnPaths, LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from '../rl/learnBench';
 import { kernelTable } from './kernelTable';
 import { startDawn } from './node/dawn';
 import { formatTable } from './table';
@@ -41,7 +41,7 @@ console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
 if (learnOnly) {
   // The learning step, planned vs tfjs in the same run (issue 21): the sandbox defender in f32 and
   // int4, and the SmolLM2-135M shape unless --no-smol; 2 prompts x G 8 x (16 + 8) tokens, LoRA r 16.
-  const c: StepProfileCase = { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 };
+  const c = LEARN_BENCH_CASE;
   const cases: [string, string, () => Promise<import('../model/llama').LlamaModel>][] = [
     ['sandbox defender', 'f32', () => loadModel(folderSource('public/models/defender'))],
     ['sandbox defender', 'int4', () => loadModel(folderSource('public/models/defender'), { quantize: int4Quantizer(32) })],
@@ -52,14 +52,11 @@ if (learnOnly) {
     const model = await load();
     const r = await benchLearnPaths(model, c, quick ? 1 : 3);
     disposeLlama(model);
-    for (const x of r) {
-      rows.push([name, fmt, x.path, x.ms, (x.tokens / x.ms) * 1000, x.dispatches, x.submits, x.buffersCreated, x.readbacks, x.hostMs]);
-      console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
-    }
-    rows.push([name, fmt, 'tfjs / planned', r[1].ms / r[0].ms, '', '', '', '', '', '']);
+    for (const x of r) console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
+    rows.push(...learnBenchRows(name, fmt, r));
   }
-  console.log(`\n== Node + Dawn: one learnStep (PPO clip, token-mean), ${c.prompts} prompts x G ${c.groupSize} x (${c.promptLen} + ${c.newTokens}) tokens, LoRA r ${c.rank} on every projection; medians after a warm-up step\n`);
-  console.log(formatTable(['model', 'weights', 'path', 'learn ms', 'response tok/s', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms'], rows));
+  console.log(`\n${learnBenchTitle('Node + Dawn', c)}\n`);
+  console.log(formatTable(LEARN_BENCH_HEADER, rows));
   process.exit(0);
 }
 if (profileOnly) {

@@ -1,13 +1,14 @@
 // Planned vs tfjs learning step in the same run (issue: the learning step at GPU speed): one
 // learnStep (GRPO's PPO clip, token-mean) on a fixed scored batch, LoRA on every projection, timed
 // on each path after a warm-up step, with what it asks of WebGPU.
+import * as tf from '@tensorflow/tfjs';
 import { countGpuWork } from '../engine/gpuCounters.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
 import { AdamW } from './optim.ts';
-import { setLearnPath, type LearnPath } from './plannedLearn.ts';
-import { learnStep, type LearnBatch } from './trainer.ts';
+import { plannedMicroBatches, setLearnPath, type LearnPath } from './plannedLearn.ts';
+import { learnStep, type LearnBatch, type LearnMetrics } from './trainer.ts';
 import { fromRows } from './types.ts';
 import type { StepProfileCase } from './stepProfile.ts';
 
@@ -81,4 +82,65 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
     }
   }
   return out;
+}
+
+/** The benchmark's case: 2 prompts x G 8 x (16 + 8) tokens, LoRA r 16 (bench:gpu --learn and bench --learn). */
+export const LEARN_BENCH_CASE: StepProfileCase = { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 };
+
+export const LEARN_BENCH_HEADER = ['model', 'weights', 'path', 'learn ms', 'response tok/s', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms'];
+
+/** The table rows of one model's [planned, tfjs] result, with the tfjs / planned ratio. */
+export function learnBenchRows(name: string, weights: string, r: LearnBenchRow[]): (string | number)[][] {
+  const rows: (string | number)[][] = r.map((x) => [name, weights, x.path, x.ms, (x.tokens / x.ms) * 1000, x.dispatches, x.submits, x.buffersCreated, x.readbacks, x.hostMs]);
+  const planned = r.find((x) => x.path === 'planned');
+  const tfjs = r.find((x) => x.path === 'tfjs');
+  if (planned && tfjs) rows.push([name, weights, 'tfjs / planned', tfjs.ms / planned.ms, '', '', '', '', '', '']);
+  return rows;
+}
+
+/** The table's title line for case c. */
+export const learnBenchTitle = (where: string, c: StepProfileCase) =>
+  `== ${where}: one learnStep (PPO clip, token-mean), ${c.prompts} prompts x G ${c.groupSize} x (${c.promptLen} + ${c.newTokens}) tokens, LoRA r ${c.rank} on every projection; medians after a warm-up step`;
+
+export interface LearnCheckResult {
+  path: LearnPath;
+  /** Micro-batches that ran on the planned pass (0: the tfjs path ran, also by a silent fallback). */
+  plannedMicroBatches: number;
+  dispatches: number;
+  metrics: LearnMetrics;
+  /** Every adapter value's change in the step (A then B per adapter). */
+  deltas: number[];
+}
+
+const adapterValues = async (vars: tf.Variable[]) => (await Promise.all(vars.map((v) => v.data()))).flatMap((d) => Array.from(d));
+
+/**
+ * One learnStep on `path` on case c's fixed batch (importance-sampling loss, no clip, an entropy
+ * bonus), from the same seeded adapters: what the two paths must agree on.
+ */
+export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult> {
+  const batch = benchLearnBatch(model, c);
+  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  // B drawn too: a fresh B = 0 leaves dA = 0 and would hide a wrong dA.
+  const rand = mulberry32(11);
+  for (const a of lora.adapters) {
+    const b = tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]);
+    a.B.assign(b);
+    b.dispose();
+  }
+  // eps far above |g|: AdamW's first step is then about lr * g / eps, linear in the gradient (with
+  // the usual eps it is lr * sign(g), blind to a gradient of the wrong size).
+  const optimizer = new AdamW({ lr: 1e3, eps: 1e3, weightDecay: 0 });
+  setLearnPath(path);
+  try {
+    const before = await adapterValues(lora.variables());
+    const n0 = plannedMicroBatches();
+    const { result: metrics, counts } = await countGpuWork(() => learnStep({ model, lora, optimizer }, batch, { policyLoss: 'importance_sampling', entropyCoeff: 0.01, maxGradNorm: 1e9 }));
+    const after = await adapterValues(lora.variables());
+    return { path, plannedMicroBatches: plannedMicroBatches() - n0, dispatches: counts.dispatches, metrics, deltas: after.map((v, i) => v - before[i]) };
+  } finally {
+    setLearnPath('planned');
+    optimizer.dispose();
+    lora.dispose();
+  }
 }

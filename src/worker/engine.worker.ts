@@ -26,6 +26,7 @@ import { Int4Weight, Int8Weight } from '../model/quant';
 import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
+import { benchLearnPaths, learnCheck } from '../rl/learnBench';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -268,6 +269,15 @@ const api: EngineApi = {
 
   async benchRollout(name, c) {
     return benchRollouts(namedModel(name), c);
+  },
+
+  async benchLearn(name, c, reps) {
+    return benchLearnPaths(namedModel(name), c, reps);
+  },
+
+  async learnCheck(name, path, c) {
+    if (path !== 'planned' && path !== 'tfjs') throw new Error(`learn path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
+    return learnCheck(namedModel(name), path, c);
   },
 
   async setSubgroups(enabled) {

@@ -13,6 +13,9 @@ import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../model/decodeBench';
 import type { DecodePath } from '../model/plannedDecode';
 import type { OptimizerPath } from '../rl/plannedOptim';
+import type { LearnBenchRow, LearnCheckResult } from '../rl/learnBench';
+import type { LearnPath } from '../rl/plannedLearn';
+import type { StepProfileCase } from '../rl/stepProfile';
 import type { StepReport } from '../recipes/report';
 import type { Schema } from '../recipes/schema';
 import type { StorageApi } from './storageProtocol';
@@ -177,6 +180,10 @@ export interface EngineApi extends StorageApi {
   benchDecode(name: string, c: DecodeBenchCase): Promise<[DecodeBenchResult, DecodeBenchResult]>;
   /** Whole rollouts on a loaded model: tfjs, planned after a tfjs prefill, planned throughout. */
   benchRollout(name: string, c: RolloutBenchCase): Promise<RolloutBenchResult[]>;
+  /** One learnStep on both paths in the same run on a loaded model (LoRA r c.rank on every projection): [planned, tfjs]. */
+  benchLearn(name: string, c: StepProfileCase, reps: number): Promise<LearnBenchRow[]>;
+  /** One learnStep on `path` on case c's fixed batch from seeded adapters: metrics and each adapter value's change. */
+  learnCheck(name: string, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
   setSubgroups(enabled: boolean): Promise<SubgroupStatus>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
