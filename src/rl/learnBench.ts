@@ -130,7 +130,7 @@ export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProf
   }
   // eps far above |g|: AdamW's first step is then about lr * g / eps, linear in the gradient (with
   // the usual eps it is lr * sign(g), blind to a gradient of the wrong size).
-  const optimizer = new AdamW({ lr: 1e3, eps: 1e3, weightDecay: 0 });
+  const optimizer = new AdamW({ lr: 1e4, eps: 1e4, weightDecay: 0 });
   setLearnPath(path);
   try {
     const before = await adapterValues(lora.variables());
