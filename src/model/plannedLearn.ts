@@ -5,7 +5,7 @@
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
-import { LearnPlan } from '../engine/plan/learnPlan.ts';
+import { LearnPlan, type LearnShape } from '../engine/plan/learnPlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
 import type { FrozenWeight } from './linear.ts';
@@ -27,6 +27,22 @@ interface Cached {
 }
 const plans = new WeakMap<LlamaModel, Map<string, Cached>>();
 const KEEP = 2;
+/**
+ * Per model, by LoRA layout: the one flat gradient buffer its learn plans fill, so a step's
+ * micro-batches (plans of different shapes) accumulate into it and an optimiser reads it in place.
+ */
+const gradBuffers = new WeakMap<LlamaModel, Map<string, { device: GPUDevice; buffer: GPUBuffer }>>();
+
+function sharedGradBuffer(model: LlamaModel, layout: string, ref: LearnShape, device: GPUDevice): GPUBuffer {
+  let byLayout = gradBuffers.get(model);
+  if (!byLayout) gradBuffers.set(model, (byLayout = new Map()));
+  const held = byLayout.get(layout);
+  if (held?.device === device) return held.buffer;
+  held?.buffer.destroy();
+  const buffer = LearnPlan.gradBuffer(device, ref);
+  byLayout.set(layout, { device, buffer });
+  return buffer;
+}
 
 function frozenOf(model: LlamaModel): FrozenWeight[] {
   return [...model.layers.flatMap((l) => PROJ_NAMES.map((p) => l[p].weight)), model.lmHead.weight];
@@ -147,8 +163,9 @@ export async function learnPlanFor(model: LlamaModel, rows: number, promptLength
   }
   if (refused.get(device)?.has(key)) return null;
   const ref = modelRef(model, lora.shapes);
+  const grads = sharedGradBuffer(model, JSON.stringify(lora.shapes), ref, device);
   flushTfjs();
-  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature }));
+  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, grads }));
   if (built.error || !built.value) {
     built.value?.dispose();
     if (!refused.has(device)) refused.set(device, new Set());
@@ -163,6 +180,8 @@ export async function learnPlanFor(model: LlamaModel, rows: number, promptLength
 export function releaseLearnPlans(model: LlamaModel): void {
   for (const p of plans.get(model)?.values() ?? []) p.plan.dispose();
   plans.delete(model);
+  for (const g of gradBuffers.get(model)?.values() ?? []) g.buffer.destroy();
+  gradBuffers.delete(model);
 }
 onDisposeLlama(releaseLearnPlans);
 
@@ -186,6 +205,20 @@ export interface PlannedStats {
  * device refused the plan or rejected its forward (nothing was learned: run the batch on tfjs).
  */
 export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false, withHidden = false, policy = true): Promise<PlannedStats | null> {
+  const r = await forwardWith(model, lora, packed, temperature, (plan) => plan.forward(reference, withHidden, policy));
+  return r && { plan: r.plan, ...r.value };
+}
+
+/**
+ * The policy forward of `plannedLearnForward` with nothing read back: the statistics stay in the
+ * plan's `statsBuffer` (and, `withHidden`, the final hidden rows in `hidden`) for a loss built on
+ * the GPU. The plan, or null as there.
+ */
+export async function plannedLearnForwardOnGpu(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, withHidden = false): Promise<LearnPlan | null> {
+  return (await forwardWith(model, lora, packed, temperature, (plan) => plan.forwardOnGpu(false, withHidden)))?.plan ?? null;
+}
+
+async function forwardWith<T>(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature: number, run: (plan: LearnPlan) => T | Promise<T>): Promise<{ plan: LearnPlan; value: T } | null> {
   const why = unplannableLearnReason(model, lora);
   if (why) throw new Error(`planned learning step: ${why}`);
   // Extra left padding up to a multiple of PROMPT_COLUMNS_STEP: masked keys add exact zeros.
@@ -203,7 +236,9 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   plan.loadParams(factors);
   plan.device.pushErrorScope('out-of-memory');
   plan.device.pushErrorScope('validation');
-  const s = await plan.forward(reference, withHidden, policy).catch((e: unknown) => e as Error);
+  const s = await Promise.resolve()
+    .then(() => run(plan))
+    .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
   const invalid = await plan.device.popErrorScope();
   const oom = await plan.device.popErrorScope();
   const error = s instanceof Error ? s.message : (oom ?? invalid)?.message;
@@ -211,5 +246,5 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
     console.warn(`planned learning step: the forward failed (${error}); this batch learns on tfjs`);
     return null;
   }
-  return { plan, ...s };
+  return { plan, value: s };
 }

@@ -3,10 +3,10 @@
 // (rows B, prompt columns P, response columns T), it builds once every buffer, pipeline and bind
 // group of a forward over the whole left-padded sequence and its backward to the LoRA factors,
 // and then replays them. Per learning step: one write of the inputs, the forward pass (and the
-// reference pass with the adapters left out), one readback of B T x (log-prob, entropy, reference
-// log-prob); the caller turns those into d loss / d log-prob and d loss / d entropy (the loss
-// formulas live in src/rl), writes them back, and the backward pass fills one flat f32 gradient
-// buffer.
+// reference pass with the adapters left out) leaving B T x (log-prob, entropy, reference log-prob)
+// on the GPU (or read back); the caller turns those into d loss / d log-prob and d loss / d
+// entropy (the loss formulas live in src/rl) on the GPU, hands them over as buffers (or host
+// arrays), and the backward pass fills, or adds into, one flat f32 gradient buffer.
 //
 // Columns: L = P + T - 1 (the last response token predicts nothing); response token t is predicted
 // by column P - 1 + t. Activations are kept per layer (no recompute yet). The buffers it creates
@@ -17,7 +17,7 @@
 // over one flat buffer reads): adapters in model order, layer by layer, projections q k v o gate up
 // down; per adapter A [r, in] then B [out, r], each row-major. LoRA stays factored: x A^T is
 // kept per adapted projection and y += s (x A^T) B^T.
-import { GpuPlan, type BindingValue, type BufferRange } from './plan';
+import { GpuPlan, alignUp, type BindingValue, type BufferRange } from './plan';
 import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type WeightRef } from './decodePlan';
 import {
   STATS_COLS,
@@ -54,6 +54,12 @@ export interface LearnPlanOptions {
   responseLength: number;
   /** Logits are divided by it before the statistics. */
   temperature: number;
+  /**
+   * The flat gradient buffer to fill (LearnPlan.gradBuffer's, shared by every plan of one LoRA
+   * layout, so micro-batches of different shapes accumulate into one buffer an optimiser reads in
+   * place); absent: the plan makes its own.
+   */
+  grads?: GPUBuffer;
 }
 
 /** One adapter's place in the flat parameter / gradient buffers (float offsets). */
@@ -146,6 +152,7 @@ export class LearnPlan {
   private readonly statsRead: GPUBuffer;
   private gradsRead: GPUBuffer | null = null;
   private readonly hn: GPUBuffer;
+  private readonly dhn: GPUBuffer;
   /** The final normed hidden state of the response-predicting rows [B T, H] (forward(.., true)). */
   readonly hidden: GPUBuffer;
   private readonly dummy: GPUBuffer;
@@ -182,7 +189,10 @@ export class LearnPlan {
     const R = this.R;
     const buf = (name: string, floats: number) => plan.buffer(name, floats * F);
     this.params = buf('lora params', count);
-    this.grads = buf('lora grads', count);
+    if (opts.grads && opts.grads.size < count * F) throw new Error(`learn plan: the gradient buffer given has ${opts.grads.size} bytes, ${count} parameters need ${count * F}`);
+    this.grads = opts.grads ?? buf('lora grads', count);
+    // A shared gradient buffer still counts here: the learn-memory planner lists it with the plan's.
+    if (opts.grads) plan.bytes += opts.grads.size;
     this.ids = buf('ids', N);
     this.targets = buf('targets', R);
     this.valid = buf('valid', N);
@@ -215,7 +225,7 @@ export class LearnPlan {
     const vt = buf('v tok', N * kvF);
     // backward scratch
     const dlogits = buf('dlogits', R * V);
-    const dhn = buf('dhn', N * H);
+    const dhn = (this.dhn = buf('dhn', N * H));
     const dres = buf('dres', N * H);
     const dh = buf('dh', N * H);
     const dact = buf('dact', N * I);
@@ -285,11 +295,11 @@ export class LearnPlan {
       if (!s) return;
       const xa = this.layers[l].xa[p]!;
       // dB = s dy^T xa
-      gemm('bwd', dy, xa, this.grads, { M: outF, N: s.r, K: N, a: { off: 0, s0: 1, s1: outF }, b: rowMajor(s.r), c: rowMajor(s.r, s.bOff), alpha: s.scale });
+      gemm('bwd', dy, xa, this.grads, { M: outF, N: s.r, K: N, a: { off: 0, s0: 1, s1: outF }, b: rowMajor(s.r), c: rowMajor(s.r, s.bOff), alpha: s.scale, accumulate: true });
       // dxa = s dy B
       gemm('bwd', dy, this.params, dxa, { M: N, N: s.r, K: outF, a: rowMajor(outF), b: rowMajor(s.r, s.bOff), c: rowMajor(s.r), alpha: s.scale });
       // dA = dxa^T x
-      gemm('bwd', dxa, x, this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff) });
+      gemm('bwd', dxa, x, this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff), accumulate: true });
       // dx += dxa A
       gemm('bwd', dxa, this.params, dx, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF), accumulate: true });
     };
@@ -347,10 +357,11 @@ export class LearnPlan {
     // ---- backward, in mirror order
     // d logits = (dlogp (onehot - p) - dH p (log p + H)) / T
     plan.add('bwd', statsGradKernel(), [u(packSt(R, V, false, 1 / opts.temperature)), { buffer: logits }, { buffer: this.targets }, { buffer: this.stats }, { buffer: this.dstats }, { buffer: dlogits }], [R, 1, 1]);
-    // d hn[response rows] = d logits W_head (the other rows stay zero)
+    // d hn[response rows] += d logits W_head (the rows start as a value loss's d hidden, or zero;
+    // the other rows stay zero)
     let row = 0;
-    m.head.forEach((w, i) => {
-      gemmW('bwd', dlogits, { off: row, s0: V, s1: 1, sb: T * V }, w, false, dhn, { M: T, N: H, K: w.rows, c: { off: (P - 1) * H, s0: H, s1: 1, sb: L * H }, accumulate: i > 0 }, {}, B);
+    m.head.forEach((w) => {
+      gemmW('bwd', dlogits, { off: row, s0: V, s1: 1, sb: T * V }, w, false, dhn, { M: T, N: H, K: w.rows, c: { off: (P - 1) * H, s0: H, s1: 1, sb: L * H }, accumulate: true }, {}, B);
       row += w.rows;
     });
     // d x = norm_bwd(d hn)
@@ -398,6 +409,18 @@ export class LearnPlan {
   /** Dispatches per phase ('ref', 'fwd', 'bwd'). */
   dispatches(): Record<'ref' | 'fwd' | 'bwd', number> {
     return { ref: this.plan.count('ref'), fwd: this.plan.count('fwd'), bwd: this.plan.count('bwd') };
+  }
+
+  /** A flat gradient buffer for plans of this model description's LoRA layout (`opts.grads`). */
+  static gradBuffer(device: GPUDevice, m: LearnShape): GPUBuffer {
+    const bytes = loraSlots(m).count * F;
+    // GpuPlan.buffer's size and usage, so the plan's byte count is the same either way.
+    return device.createBuffer({ label: 'learn:lora grads', size: alignUp(Math.max(bytes, 4), 16), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+  }
+
+  /** The per-token statistics after a forward, [B T, STATS_COLS]: log-prob, entropy, reference log-prob, logsumexp. */
+  get statsBuffer(): GPUBuffer {
+    return this.stats;
   }
 
   /** Writes ids, targets, key validity and RoPE tables (positions = real tokens before, as the tfjs path). */
@@ -448,8 +471,9 @@ export class LearnPlan {
     this.device.queue.submit([enc.finish()]);
   }
 
-  private pass(phases: string[], after?: (enc: GPUCommandEncoder) => void): void {
+  private pass(phases: string[], after?: (enc: GPUCommandEncoder) => void, before?: (enc: GPUCommandEncoder) => void): void {
     const enc = this.device.createCommandEncoder({ label: `learn: ${phases.join('+')}` });
+    before?.(enc);
     const pass = enc.beginComputePass();
     for (const p of phases) this.plan.encode(pass, p, 0);
     pass.end();
@@ -464,17 +488,25 @@ export class LearnPlan {
    */
   async forward(reference: boolean, withHidden = false, policy = true): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
     const bytes = this.R * STATS_COLS * F;
-    const H = this.model.hidden;
-    this.pass([...(reference ? ['ref'] : []), ...(policy ? ['fwd'] : [])], (enc) => {
-      enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes);
-      // The response-predicting rows (the last T of each row's L) for a value head.
-      for (let b = 0; withHidden && b < this.B; b++) enc.copyBufferToBuffer(this.hn, (b * this.L + this.P - 1) * H * F, this.hidden, b * this.T * H * F, this.T * H * F);
-    });
+    this.forwardOnGpu(reference, withHidden, policy, (enc) => enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes));
     await this.statsRead.mapAsync(GPUMapMode.READ, 0, bytes);
     const s = new Float32Array(this.statsRead.getMappedRange(0, bytes).slice(0));
     this.statsRead.unmap();
     const col = (c: number) => Float32Array.from({ length: this.R }, (_, i) => s[i * STATS_COLS + c]);
     return { logp: col(0), entropy: col(1), refLogp: reference ? col(2) : null };
+  }
+
+  /**
+   * The forward of `forward` with nothing read back: the statistics stay in `statsBuffer` (and the
+   * hidden rows in `hidden`) for a loss on the GPU; `after` records more into the same encoder.
+   */
+  forwardOnGpu(reference: boolean, withHidden = false, policy = true, after?: (enc: GPUCommandEncoder) => void): void {
+    const H = this.model.hidden;
+    this.pass([...(reference ? ['ref'] : []), ...(policy ? ['fwd'] : [])], (enc) => {
+      after?.(enc);
+      // The response-predicting rows (the last T of each row's L) for a value head.
+      for (let b = 0; withHidden && b < this.B; b++) enc.copyBufferToBuffer(this.hn, (b * this.L + this.P - 1) * H * F, this.hidden, b * this.T * H * F, this.T * H * F);
+    });
   }
 
   /** Backward from d loss / d log-prob and d loss / d entropy per response token [B T] into `grads`. */
@@ -486,7 +518,29 @@ export class LearnPlan {
       d[2 * i + 1] = dentropy[i];
     }
     this.device.queue.writeBuffer(this.dstats, 0, d);
-    this.pass(['bwd']);
+    this.backwardFrom(null);
+  }
+
+  /**
+   * Backward from GPU buffers: `dstats` [B T, 2] (d loss / d log-prob, d loss / d entropy per
+   * token, interleaved; null: already in place), and `dhidden` [B T, H], d loss / d hidden at the
+   * final hidden rows (a value loss into the adapters). `accumulate` adds into `grads` (the next
+   * micro-batch of a step) instead of overwriting them. Copies in, one pass, one submit.
+   */
+  backwardFrom(dstats: GPUBuffer | null, opts: { dhidden?: GPUBuffer; accumulate?: boolean } = {}): void {
+    const before = (enc: GPUCommandEncoder) => {
+      if (dstats) enc.copyBufferToBuffer(dstats, 0, this.dstats, 0, this.R * 2 * F);
+      // The head's product adds into the response rows of d hn: d hidden there, or zeros.
+      const rowBytes = this.T * this.model.hidden * F;
+      for (let b = 0; b < this.B; b++) {
+        const at = (b * this.L + this.P - 1) * this.model.hidden * F;
+        if (opts.dhidden) enc.copyBufferToBuffer(opts.dhidden, b * rowBytes, this.dhn, at, rowBytes);
+        else enc.clearBuffer(this.dhn, at, rowBytes);
+      }
+      // The weight-gradient products add into grads too: zero them first unless accumulating.
+      if (!opts.accumulate) enc.clearBuffer(this.grads, 0, this.paramCount * F);
+    };
+    this.pass(['bwd'], undefined, before);
   }
 
   /** The gradient buffer read back (tests; one staging buffer made on first use). */
