@@ -3,12 +3,18 @@
 // and entropies become small constant tensors, the caller's loss is built on them with those
 // functions, and tf.grads gives d loss / d log-prob and d loss / d entropy per token, which the
 // planned backward carries through the model. Every loss type, aggregation mode, KL term and
-// entropy bonus therefore has its planned counterpart by construction.
+// entropy bonus therefore has its planned counterpart by construction. On the learning step's
+// path all of it stays on the GPU: tfjs reads the statistics out of the plan's buffer, and the
+// plan's backward reads the gradient tensors' buffers (and d loss / d hidden state, for a value
+// loss into the adapters); the LoRA gradients stay in the plan's flat buffer, accumulated over
+// micro-batches there, for an optimiser to read in place.
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
-import { emptyTensor, flushTfjs } from '../engine/plan/tfjsInterop.ts';
-import { gpuScoped, learnMicroBatchRows, learnShapeBlocker, plannedLearnForward, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
+import { webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { STATS_COLS } from '../engine/plan/learnKernels.ts';
+import { emptyTensor, flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
+import { gpuScoped, learnMicroBatchRows, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';
 
@@ -85,12 +91,12 @@ export function plannedMicroBatches(): number {
 
 /**
  * Why learnStep would not take the planned path for this learner now (null: it would). A value
- * head is planned when it reads the hidden state as a constant (valueGradToAdapters off, the
- * default); its loss's gradient into the adapters is not carried by the plan.
+ * head is planned either way: reading the hidden state as a constant, or sending its loss's
+ * gradient into the adapters (the plan's backward takes d loss / d hidden; the third argument is
+ * kept for callers and no longer blocks).
  */
-export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, valueGradToAdapters: boolean): string | null {
+export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, _valueGradToAdapters = false): string | null {
   if (learnPath !== 'planned') return 'the learn path is tfjs';
-  if (valueGradToAdapters) return 'the value loss sends gradient into the adapters';
   if (!lora.enabled) return 'the adapters are switched off';
   return unplannableLearnReason(model, lora);
 }
@@ -106,49 +112,123 @@ export function plannedMicroBatchRows(model: LlamaModel, batch: ResponseBatch): 
   return rows > 0 ? rows : B;
 }
 
+/** A planned step's LoRA gradients, left in the plans' flat buffer (LearnPlan's layout). */
+export interface FlatGrads {
+  buffer: GPUBuffer;
+  /** The LoRA variables in the buffer's order (model order, each adapter's A then B), end to end from 0. */
+  tensors: { name: string; shape: number[] }[];
+}
+
+/** The flat gradients as one fresh tfjs tensor per variable (named as the variables; copies, no dispatch). */
+export function flatGradTensors(flat: FlatGrads): tf.NamedTensorMap {
+  const grads: tf.NamedTensorMap = {};
+  const device = webgpuDevice();
+  const enc = device.createCommandEncoder({ label: 'learn grads to tfjs' });
+  let at = 0;
+  for (const v of flat.tensors) {
+    const size = v.shape.reduce((a, b) => a * b, 1);
+    const t = emptyTensor(v.shape);
+    enc.copyBufferToBuffer(flat.buffer, at * 4, t.buffer, 0, size * 4);
+    grads[v.name] = t.tensor;
+    at += size;
+  }
+  // Submitted before a next backward overwrites the buffer.
+  flushTfjs();
+  device.queue.submit([enc.finish()]);
+  return grads;
+}
+
+export interface PlannedMicroBatch {
+  /** The loss value (a scalar on the GPU; the caller disposes it). */
+  loss: tf.Scalar;
+  /** The LoRA gradients, added into the flat buffer when `accumulate`. */
+  flat: FlatGrads;
+  /** Gradients of the value head's variables, by name; the caller disposes them. */
+  varGrads: tf.NamedTensorMap;
+}
+
 /**
- * LoRA gradients of `lossFn` on one micro-batch by the planned forward and backward: the stats come
- * back, the loss (src/rl's formulas) is differentiated with respect to them, the backward fills the
- * plan's flat gradient buffer, and it is handed to tfjs as one tensor per LoRA variable (named as
- * they are), with the loss value. Null when the micro-batch's shape
- * would not fit the device or the memory budget (the caller runs it on tfjs).
+ * One micro-batch of the learning step on the planned path with nothing read back: the planned
+ * forward leaves the per-token statistics on the GPU, tfjs differentiates `lossFn` (src/rl's
+ * formulas) at them there, and the backward takes d loss / d stats (and, `valueGradToAdapters`,
+ * d loss / d hidden from the value head) from the gradient tensors' buffers into the plan's flat
+ * gradient buffer, overwriting it or, `accumulate`, adding into it. Null when the micro-batch's
+ * shape would not fit the device or the memory budget, or the device refused the plan (the caller
+ * runs it on tfjs).
  */
-export async function plannedGrads(
+export async function plannedMicroBatch(
   model: LlamaModel,
   lora: LoraSet,
   batch: ResponseBatch,
-  opts: { temperature?: number; padTokenId?: number; valueHead?: { variables(): tf.Variable[] } },
+  opts: { temperature?: number; padTokenId?: number; valueHead?: { variables(): tf.Variable[] }; valueGradToAdapters?: boolean; accumulate?: boolean },
   lossFn: (s: StatTensors) => tf.Scalar,
-): Promise<{ loss: number; grads: tf.NamedTensorMap } | null> {
+): Promise<PlannedMicroBatch | null> {
   const packed = packSequences(batch, opts.padTokenId ?? 0);
   const B = packed.ids.length;
   const T = packed.responseLength;
   if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
   const head = opts.valueHead;
-  const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false, !!head);
-  if (!fwd) return null;
+  const plan = await plannedLearnForwardOnGpu(model, lora, packed, opts.temperature ?? 1, !!head);
+  if (!plan) return null;
   plannedCount++;
-  const H = model.config.hiddenSize;
-  const hidden = head ? (tf.tensor({ buffer: fwd.plan.hidden }, [B, T, H], 'float32') as tf.Tensor3D) : undefined;
-  // From here the loss has been evaluated (its metrics recorded): a failure throws, no fallback.
-  const lg = await lossGradsAt(fwd.logp, fwd.entropy, B, T, lossFn, { hidden, vars: head?.variables() }).finally(() => hidden?.dispose());
-  const back = await gpuScoped(fwd.plan.device, () => fwd.plan.backward(lg.dlogp, lg.dentropy));
-  if (back.error) throw new Error(`planned learning step: the GPU rejected the backward pass (${back.error})`);
-  const vars = slotAdapters(model, fwd.plan).flatMap((a) => [a.A, a.B]);
-  const grads: tf.NamedTensorMap = { ...lg.varGrads };
-  // Each variable's gradient copied out of the flat buffer into a fresh pooled tensor: copies in
-  // one encoder, no dispatch; submitted before a next backward overwrites the buffer.
-  const enc = fwd.plan.device.createCommandEncoder({ label: 'learn grads to tfjs' });
-  let at = 0;
-  for (const v of vars) {
-    const t = emptyTensor(v.shape);
-    enc.copyBufferToBuffer(fwd.plan.grads, at * 4, t.buffer, 0, v.size * 4);
-    grads[v.name] = t.tensor;
-    at += v.size;
+  const toHidden = !!(head && opts.valueGradToAdapters);
+  // tfjs copies the statistics (and the hidden rows) out of the plan's buffers in its own encoder.
+  const stats = tf.tensor({ buffer: plan.statsBuffer }, [B, T, STATS_COLS], 'float32');
+  const hidden = head ? (tf.tensor({ buffer: plan.hidden }, [B, T, model.config.hiddenSize], 'float32') as tf.Tensor3D) : undefined;
+  const col = (c: number) => tf.reshape(tf.slice(stats, [0, 0, c], [B, T, 1]), [B, T]) as tf.Tensor2D;
+  const lp = col(0);
+  const ent = col(1);
+  const vars = head?.variables() ?? [];
+  const held: tf.Tensor[] = [stats, lp, ent, ...(hidden ? [hidden] : [])];
+  try {
+    // From here the loss is evaluated (its metrics recorded): a failure throws, no fallback.
+    const f = () => {
+      // 0 x sum keeps every input on the tape when the loss reads only some of them.
+      const keep = tf.add(tf.sum(lp), tf.sum(ent));
+      return tf.add(lossFn({ logp: lp, entropy: ent, hidden }), tf.mul(0, toHidden ? tf.add(keep, tf.sum(hidden!)) : keep)) as tf.Scalar;
+    };
+    const xs = [lp, ent, ...(toHidden ? [hidden!] : [])];
+    const { value, grads } = tf.engine().gradients(f, [...xs, ...vars], undefined, true);
+    const dstats = tf.stack([grads[0], grads[1]], 2);
+    const dhidden = toHidden ? grads[2] : null;
+    held.push(dstats, ...grads.slice(0, xs.length));
+    const varGrads: tf.NamedTensorMap = {};
+    vars.forEach((v, i) => (varGrads[v.name] = grads[xs.length + i] ?? tf.zerosLike(v)));
+    // Every buffer first (tensorBuffer may encode an upload), then tfjs's work submitted ahead of
+    // the backward that reads its results; the tensors live until the backward is submitted.
+    const dstatsBuf = tensorBuffer(dstats);
+    const dhiddenBuf = dhidden ? tensorBuffer(dhidden) : undefined;
+    flushTfjs();
+    const back = await gpuScoped(plan.device, () => plan.backwardFrom(dstatsBuf, { dhidden: dhiddenBuf, accumulate: opts.accumulate }));
+    if (back.error) {
+      tf.dispose([value, ...Object.values(varGrads)]);
+      throw new Error(`planned learning step: the GPU rejected the backward pass (${back.error})`);
+    }
+    const tensors = slotAdapters(model, plan).flatMap((a) => [a.A, a.B]).map((v) => ({ name: v.name, shape: v.shape.slice() }));
+    return { loss: value as tf.Scalar, flat: { buffer: plan.grads, tensors }, varGrads };
+  } finally {
+    tf.dispose(held);
   }
-  flushTfjs();
-  fwd.plan.device.queue.submit([enc.finish()]);
-  return { loss: lg.loss, grads };
+}
+
+/**
+ * LoRA gradients of `lossFn` on one micro-batch by the planned forward and backward
+ * (plannedMicroBatch), handed to tfjs as one tensor per LoRA variable (named as they are), with
+ * the value head's and the loss value. Null as plannedMicroBatch.
+ */
+export async function plannedGrads(
+  model: LlamaModel,
+  lora: LoraSet,
+  batch: ResponseBatch,
+  opts: { temperature?: number; padTokenId?: number; valueHead?: { variables(): tf.Variable[] }; valueGradToAdapters?: boolean },
+  lossFn: (s: StatTensors) => tf.Scalar,
+): Promise<{ loss: number; grads: tf.NamedTensorMap } | null> {
+  const r = await plannedMicroBatch(model, lora, batch, opts, lossFn);
+  if (!r) return null;
+  const grads = { ...r.varGrads, ...flatGradTensors(r.flat) };
+  const loss = (await r.loss.data())[0];
+  r.loss.dispose();
+  return { loss, grads };
 }
 
 /**

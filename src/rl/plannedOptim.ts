@@ -1,8 +1,10 @@
-// The learning step's optimiser update on the GPU (issue 21, step 3), on today's tfjs learn path:
-// the LoRA variables and their gradients are separate tfjs tensors, so one command encoder
-// gathers gradients and parameters into the planned AdamW's flat buffers (copies, no dispatch),
-// runs its three dispatches (grad norm, clip / skip, AdamW) and copies the new parameters into
-// fresh tensors from tfjs's pool, which the variables then take. One readback: norm and skip.
+// The learning step's optimiser update on the GPU (issue 21, step 3). After the planned learning
+// step the LoRA gradients are already one flat buffer in the AdamW layout (the learn plans'): the
+// planned AdamW reads it in place. Gradients that are separate tfjs tensors (the tfjs learn path,
+// a value head) are gathered into the planned AdamW's own flat buffer instead, by one command
+// encoder with the parameters (copies, no dispatch); then its three dispatches (grad norm, clip /
+// skip, AdamW) and copies of the new parameters into fresh tensors from tfjs's pool, which the
+// variables then take. One readback: norm and skip.
 // The moments stay in the flat buffers between steps (the AdamW object's MomentHolder), so a
 // checkpoint exports them and a tfjs update (the switch flipped back) takes them back.
 // tfjs's AdamW (src/rl/optim.ts) stays the reference and the fallback off WebGPU.
@@ -11,6 +13,7 @@ import { webgpuDevice } from '../engine/kernels/wgslProgram';
 import { AdamWPlan, type AdamWStepResult } from '../engine/plan/adamwPlan';
 import { emptyTensor, flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop';
 import type { AdamW, AdamWState, MomentHolder } from './optim';
+import type { FlatGrads } from './plannedLearn';
 
 export type OptimizerPath = 'planned' | 'tfjs';
 let path: OptimizerPath = 'planned';
@@ -63,15 +66,21 @@ class PlannedMoments implements MomentHolder {
   }
 }
 
-const layoutKey = (tensors: { name: string; shape: number[] }[]) => tensors.map((t) => `${t.name}[${t.shape}]`).join(';');
+const bufferIds = new WeakMap<GPUBuffer, number>();
+let nextBufferId = 0;
+const bufferId = (b: GPUBuffer) => bufferIds.get(b) ?? (bufferIds.set(b, ++nextBufferId), nextBufferId);
+const layoutKey = (tensors: { name: string; shape: number[] }[], grads?: GPUBuffer) => tensors.map((t) => `${t.name}[${t.shape}]`).join(';') + (grads ? `@${bufferId(grads)}` : '');
 
-/** The optimiser's planned state for these variables: built (seeded from its tfjs moments) when missing or stale. */
-function plannedFor(opt: AdamW, tensors: { name: string; shape: number[] }[]): PlannedMoments {
-  const key = layoutKey(tensors);
+/**
+ * The optimiser's planned state for these variables (reading `grads` in place when given): built
+ * (seeded from its tfjs moments, or a previous layout's handed back through them) when missing or stale.
+ */
+function plannedFor(opt: AdamW, tensors: { name: string; shape: number[] }[], grads?: GPUBuffer): PlannedMoments {
+  const key = layoutKey(tensors, grads);
   const held = opt.momentHolder;
   if (held instanceof PlannedMoments && held.key === key) return held;
   const device = webgpuDevice();
-  const plan = new AdamWPlan(device, tensors, opt.config);
+  const plan = new AdamWPlan(device, tensors, opt.config, { grads });
   const holder = new PlannedMoments(plan, key);
   // handOver first reclaims a stale holder's moments into tfjs tensors, then passes this layout's here.
   const moments = opt.handOver(holder, new Set(tensors.map((t) => t.name)));
@@ -95,27 +104,32 @@ function plannedFor(opt: AdamW, tensors: { name: string; shape: number[] }[]): P
 
 /**
  * One clipped AdamW update of `vars` from `grads` on the GPU (learnStep's clipByGlobalNorm, skip
- * and applyGradients in one). `skip`: take no step whatever the norm (a non-finite loss).
+ * and applyGradients in one). `flat`: more gradients, already one flat buffer (the planned
+ * learning step's LoRA gradients), laid first; read in place when `grads` is empty, else copied
+ * in as one block. `skip`: take no step whatever the norm (a non-finite loss).
  * Returns the pre-clip global norm and whether the update was skipped.
  */
-export async function plannedUpdate(opt: AdamW, vars: Record<string, tf.Variable>, grads: tf.NamedTensorMap, lr: number, maxNorm: number, skip = false): Promise<AdamWStepResult> {
+export async function plannedUpdate(opt: AdamW, vars: Record<string, tf.Variable>, grads: tf.NamedTensorMap, lr: number, maxNorm: number, skip = false, flat?: FlatGrads): Promise<AdamWStepResult> {
   const names = Object.keys(grads);
-  const tensors = names.map((name) => {
+  const tensors = [...(flat?.tensors ?? []).map((t) => t.name), ...names].map((name) => {
     const p = vars[name];
     if (!p) throw new Error(`AdamW: gradient for "${name}" has no variable`);
-    if (p.dtype !== 'float32' || grads[name].dtype !== 'float32') throw new Error(`AdamW: "${name}" is not float32`);
+    if (p.dtype !== 'float32' || (name in grads && grads[name].dtype !== 'float32')) throw new Error(`AdamW: "${name}" is not float32`);
     return { name, shape: p.shape.slice() };
   });
-  const held = plannedFor(opt, tensors);
+  const inPlace = flat && names.length === 0 ? flat.buffer : undefined;
+  const held = plannedFor(opt, tensors, inPlace);
   const { plan } = held;
   // Buffers first: a tensor whose values are still on the host is uploaded by tfjs's encoder,
   // which flushTfjs then submits ahead of ours.
-  const src = plan.segments.map((s) => ({ s, g: tensorBuffer(grads[s.name]), p: tensorBuffer(vars[s.name]) }));
+  const src = plan.segments.map((s) => ({ s, g: grads[s.name] ? tensorBuffer(grads[s.name]) : null, p: tensorBuffer(vars[s.name]) }));
   const outs = plan.segments.map((s) => emptyTensor(s.shape));
   flushTfjs();
   const enc = plan.device.createCommandEncoder({ label: 'adamw step' });
+  const flatFloats = flat ? plan.segments.slice(0, flat.tensors.length).reduce((n, s) => n + s.size, 0) : 0;
+  if (flat && !inPlace) enc.copyBufferToBuffer(flat.buffer, 0, plan.grads, 0, flatFloats * F32);
   for (const { s, g, p } of src) {
-    enc.copyBufferToBuffer(g, 0, plan.grads, s.offset * F32, s.size * F32);
+    if (g) enc.copyBufferToBuffer(g, 0, plan.grads, s.offset * F32, s.size * F32);
     enc.copyBufferToBuffer(p, 0, plan.params, s.offset * F32, s.size * F32);
   }
   plan.encode(enc, lr, maxNorm, skip);

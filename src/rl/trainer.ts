@@ -12,7 +12,8 @@
 //
 // On WebGPU the forward and backward of a micro-batch run as one planned pass by default
 // (src/rl/plannedLearn.ts: the same loss, differentiated with respect to the per-token statistics
-// the plan returns); tfjs op by op is the fallback and the reference.
+// the plan leaves on the GPU); its LoRA gradients accumulate in the plans' flat buffer, which the
+// planned optimiser reads in place; tfjs op by op is the fallback and the reference.
 //
 // Inputs that are constants of the loss (old / ref log-probs, advantages, values, returns) are CPU
 // TokenMatrix values, uploaded per micro-batch. Metrics come back as plain numbers in one
@@ -26,7 +27,7 @@ import { clipByGlobalNorm, type AdamW } from './optim';
 import { plannedOptimizerActive, plannedUpdate } from './plannedOptim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
-import { plannedGrads, plannedLearnBlocker, plannedMicroBatchRows } from './plannedLearn';
+import { flatGradTensors, plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch } from './plannedLearn';
 import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
 
 /** One scored batch of rollouts, all [B, T] aligned with `responses`. */
@@ -206,6 +207,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
     prev?.dispose();
   };
   let acc: tf.NamedTensorMap | null = null;
+  // The planned micro-batches' LoRA gradients, summed in the plans' flat buffer on the GPU.
+  let flat: FlatGrads | null = null;
   const totalLossTokens = sum(lossMask.data);
   const totalGenTokens = sum(genMask.data);
 
@@ -288,9 +291,14 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           return loss;
         };
         let grads: tf.NamedTensorMap;
-        const viaPlan = plannedPass ? await plannedGrads(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId, valueHead: useValue ? valueHead : undefined }, lossOf) : null;
-        if (viaPlan) grads = viaPlan.grads;
-        else {
+        const viaPlan: PlannedMicroBatch | null = plannedPass
+          ? await plannedMicroBatch(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId, valueHead: useValue ? valueHead : undefined, valueGradToAdapters: useValue && !!config.valueGradToAdapters, accumulate: flat !== null }, lossOf)
+          : null;
+        if (viaPlan) {
+          viaPlan.loss.dispose();
+          flat = viaPlan.flat;
+          grads = viaPlan.varGrads;
+        } else {
           const out = tf.variableGrads(() => lossOf(policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue })), varList);
           out.value.dispose();
           grads = out.grads;
@@ -312,11 +320,21 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
     lora.training = wasTraining;
   }
 
-  const grads = acc!;
+  let grads: tf.NamedTensorMap = acc ?? {};
   const names = Object.keys(sums);
   const vo = learner.valueOptimizer;
   // The planned GPU optimiser takes the update on WebGPU unless the critic has its own optimiser.
   const planned = plannedOptimizerActive() && !(vo && useValue);
+  // The flat LoRA gradients go to the planned optimiser as they are; anything else (tfjs's
+  // optimiser, a micro-batch that fell back to tfjs) takes them as one tensor per variable.
+  if (flat && (!planned || flat.tensors.some((t) => grads[t.name]))) {
+    const split = flatGradTensors(flat);
+    const merged: tf.NamedTensorMap = { ...grads };
+    for (const [name, g] of Object.entries(split)) merged[name] = grads[name] ? tf.add(grads[name], g) : g;
+    tf.dispose(Object.keys(split).flatMap((name) => (grads[name] ? [grads[name], split[name]] : [])));
+    grads = merged;
+    flat = null;
+  }
   const clipped = planned ? null : clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
   let norm = clipped ? (await clipped.norm.data())[0] : NaN;
   const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
@@ -326,7 +344,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const lossBad = total !== undefined && !Number.isFinite(total);
   let skipped: boolean;
   if (planned) {
-    const r = await plannedUpdate(optimizer, vars, grads, stepLr, config.maxGradNorm ?? 1, lossBad);
+    const r = await plannedUpdate(optimizer, vars, grads, stepLr, config.maxGradNorm ?? 1, lossBad, flat ?? undefined);
     norm = r.norm;
     skipped = r.skipped;
   } else {
