@@ -5,21 +5,17 @@
 // left-padded GQA batch; no GPU buffer made after warm-up; no uncaptured WebGPU error.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { parseModelConfig } from '../src/model/config';
-import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
-import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
+import { disposeLlama, type LlamaModel, type ProjName } from '../src/model/llama';
+import { attachLora, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
 import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { int4Quantizer, int8Quantizer } from '../src/model/quant';
-import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../src/model/synthetic';
 import { mulberry32 } from '../src/model/random';
-import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
+import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
 import { klPenalty } from '../src/rl/kl';
 import { lossGradsAt, plannedGrads, plannedMicroBatches, plannedReferenceLogp, plannedRolloutStats, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
@@ -27,6 +23,7 @@ import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/traine
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { rlStep, type RlLoopConfig } from '../src/rl/loop';
+import { ADV, adapters, B, BATCH, fixture, OLD, T, TEMP } from './learnFixture';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -47,34 +44,6 @@ async function plannedForward(...a: Parameters<typeof plannedLearnForward>) {
   if (!f) throw new Error('the planned forward was refused');
   return f;
 }
-
-function fixture(name: string, opts: LoadOptions = {}): LlamaModel {
-  const dir = resolve('..', 'shared', 'fixtures', name);
-  return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
-}
-
-/** Adapters with B drawn too (a fresh B = 0 would leave dA = 0 and hide a wrong dA). */
-function adapters(model: LlamaModel, cfg: Partial<LoraConfig> = {}): LoraSet {
-  const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3, ...cfg });
-  const rand = mulberry32(11);
-  for (const a of set.adapters) {
-    const b = Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2);
-    a.B.assign(tf.tensor2d(b, a.B.shape as [number, number]));
-  }
-  return set;
-}
-
-// Three rows: prompts of 3, 5 and 2 tokens (left padding), 4 response tokens, row 1 stopped after 2.
-const BATCH: ResponseBatch = {
-  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
-  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
-  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
-};
-const B = 3;
-const T = 4;
-const TEMP = 0.7;
-const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
-const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
 
 /** GRPO's default: PPO clip, token-mean; with an entropy bonus and a k3 KL term to the reference. */
 function grpoLoss(s: StatTensors, refLogp: tf.Tensor2D, withTerms: boolean): tf.Scalar {

@@ -5,22 +5,20 @@
 // learnStep (readbacks, copies of gradients) and checked against tfjs autodiff and tfjs's learnStep.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { parseModelConfig } from '../src/model/config';
-import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';
-import { attachLora, type LoraSet } from '../src/model/lora';
+import { disposeLlama, type LlamaModel } from '../src/model/llama';
 import { mulberry32 } from '../src/model/random';
-import { parseSafetensors } from '../src/model/safetensors';
-import { policyStats, ValueHead, type ResponseBatch } from '../src/rl/policy';
+import { policyStats, ValueHead } from '../src/rl/policy';
 import { ppoClipLoss, valueLoss } from '../src/rl/policyLoss';
 import { plannedGrads, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
 import { setOptimizerPath } from '../src/rl/plannedOptim';
 import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
+import { ADV, adapters, BATCH, OLD, TEMP, fixture as load } from './learnFixture';
+
+const fixture = () => load('tiny-llama-f32');
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -33,19 +31,6 @@ afterAll(() => {
   expect(gpuErrors).toEqual([]);
 });
 
-function fixture(): LlamaModel {
-  const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
-  return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))));
-}
-
-/** Adapters with B drawn too (a fresh B = 0 would leave dA = 0 and hide a wrong dA). */
-function adapters(model: LlamaModel): LoraSet {
-  const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
-  const rand = mulberry32(11);
-  for (const a of set.adapters) a.B.assign(tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]));
-  return set;
-}
-
 /** A value head with drawn weights (w = 0 would send no gradient into the hidden state). */
 function head(model: LlamaModel): ValueHead {
   const h = new ValueHead(model.config.hiddenSize);
@@ -54,15 +39,6 @@ function head(model: LlamaModel): ValueHead {
   return h;
 }
 
-// learn.e2e.ts's batch: prompts of 3, 5 and 2 tokens (left padding), 4 response tokens, row 1 stopped after 2.
-const BATCH: ResponseBatch = {
-  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
-  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
-  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
-};
-const TEMP = 0.7;
-const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
-const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
 const VALUES = [[0.1, 0.2, 0.3, 0.1], [0.0, -0.2, 0, 0], [0.4, 0.1, 0.2, 0.3]];
 const RETURNS = [[0.9, 0.7, 0.5, 0.4], [-0.8, -0.6, 0, 0], [0.2, 0.6, 0.3, 0.1]];
 const LEARN_BATCH: LearnBatch = { ...BATCH, oldLogp: fromRows(OLD), advantages: fromRows(ADV), refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))) };
