@@ -131,6 +131,18 @@ describe('fit check with the learn-memory planner (in place of the activation he
     expect(e.totalBytes).toBeLessThan(heuristic.totalBytes);
   });
 
+  it('the same batch: the planner recomputes activations when keeping them would take more micro-batches, and says so', () => {
+    const w = workloadOf({ prompts: 8, groupSize: 8, maxNewTokens: 64 });
+    const budget = gpu(2 * GiB);
+    const lora = { r: 16, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as ('q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down')[] };
+    const e = withLearnPlan(estimateMemory(smol, w, 'int4-g32'), smol, w, 'int4-g32', lora, budget);
+    const kept = planLearnMemory(smol, 'int4-g32', lora, { rows: 64, promptLen: 128, responseLen: 64 }, { maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 2 * GiB - 100 * 2 ** 20 - e.kvCacheBytes, planBudgetBytes: 2 ** 31 }, false);
+    // Kept: 16 micro-batches of 4 rows; each layer's input kept and the rest rebuilt: 4 of 20.
+    expect([kept.accumulationSteps, kept.microBatchRows]).toEqual([16, 4]);
+    expect(e.learn).toMatchObject({ recompute: true, accumulationSteps: 4, microBatchRows: 20, fits: true });
+    expect(e.learn!.notes.join(' ')).toMatch(/recomputes the layer's other activations in the backward .*keeping them all would need 16 micro-batches of 4 rows, not 4 of 20/);
+  });
+
   it('too big even at one row: the verdict names LoRA and AdamW among the bytes', () => {
     const w = workloadOf({ prompts: 1, groupSize: 1, maxNewTokens: 64 });
     const e = withLearnPlan(estimateMemory(smol, w, 'f32'), smol, w, 'f32', { r: 16, targets: ['q'] }, gpu(600 * 2 ** 20));
