@@ -332,7 +332,7 @@ export class LearnPlan {
     const qHead: Operand = { off: 0, s0: D, s1: 1, sb: m.heads * L * D, sh: L * D };
     const kvHead = (transposed: boolean): Operand => ({ off: 0, s0: transposed ? 1 : D, s1: transposed ? D : 1, sb: m.kvHeads * L * D, sh: L * D, div: G });
 
-    /** The forward, or (`rebuild`) layer `from`'s alone again, without its output (recompute). */
+    /** The forward through layers [from, to); `rebuild`: those layers' activations again (recompute), no embedding, head or layer output. */
     const forward = (phase: string, lora: boolean, from = 0, to = nL, rebuild = false) => {
       // x = embed[ids]
       if (!rebuild) for (const e of m.embed) elem(phase, embedRowsKernel(), [u(packEmb(N, H, e.rowStart, e.rows)), { buffer: this.ids }, { buffer: e.buffer }, { buffer: xs(0) }], N * H);
