@@ -95,6 +95,25 @@ interface Compared {
   gradNorm: number;
 }
 
+/** A small Qwen2-style model (q/k/v biases, an untied LM head, 4 query heads over 2 KV heads). */
+async function qwen2Model(layers: number, seed: number): Promise<LlamaModel> {
+  const model = await syntheticModel({
+    architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: layers,
+    num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+    max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+  }, seed);
+  // The synthetic biases are zero: draw them, so a path that ignored them would differ.
+  const rand = mulberry32(9);
+  for (const l of model.layers) {
+    for (const p of ['q', 'k', 'v'] as const) {
+      const old = l[p].bias!;
+      l[p].bias = tf.tensor1d(Float32Array.from({ length: old.shape[0] }, () => rand() * 2 - 1));
+      old.dispose();
+    }
+  }
+  return model;
+}
+
 /** The learn plan's GPU buffers created by a third planned step (plannedGrads) after two. */
 async function learnBuffersAfterWarmUp(model: LlamaModel, set: LoraSet): Promise<string[]> {
   const loss = (s: StatTensors) => grpoLoss(s, tf.tensor2d(OLD), true);
@@ -200,22 +219,8 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
   }
 
   it('a Qwen2-style model (q/k/v biases, an untied LM head) with LoRA on every projection', async () => {
-    const config = {
-      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
-      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-    };
-    const model = await syntheticModel(config, 3);
+    const model = await qwen2Model(2, 3);
     try {
-      // The synthetic biases are zero: draw them, so a path that ignored them would differ.
-      const rand = mulberry32(9);
-      for (const l of model.layers) {
-        for (const p of ['q', 'k', 'v'] as const) {
-          const old = l[p].bias!;
-          l[p].bias = tf.tensor1d(Float32Array.from({ length: old.shape[0] }, () => rand() * 2 - 1));
-          old.dispose();
-        }
-      }
       const c = await compare(model, adapters(model));
       expect(c.stats).toBeLessThan(1e-4);
       expect(Math.max(...c.rel)).toBeLessThan(1e-4);
@@ -602,20 +607,8 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
   });
 
   it('a 3-layer Qwen2-style model (q/k/v biases, untied head): two layers rebuilt into the same set', async () => {
-    const model = await syntheticModel({
-      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 3,
-      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-    }, 5);
+    const model = await qwen2Model(3, 5);
     try {
-      const rand = mulberry32(9);
-      for (const l of model.layers) {
-        for (const p of ['q', 'k', 'v'] as const) {
-          const old = l[p].bias!;
-          l[p].bias = tf.tensor1d(Float32Array.from({ length: old.shape[0] }, () => rand() * 2 - 1));
-          old.dispose();
-        }
-      }
       await check(model, adapters(model), { r: 4, targets: ALL });
     } finally {
       disposeLlama(model);
