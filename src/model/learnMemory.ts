@@ -181,6 +181,8 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
   const keptSlots = recompute ? Math.min(slots, lora.targets.length) : slots;
   const att = b * c.numHeads * L * L;
   const mb = (name: string, floats: number, count: number): PlannedBuffer => ({ name, scope: 'micro-batch', bytes: planned(floats * F32), count });
+  /** A layer's activations: one set, rebuilt in the backward, when recomputing. */
+  const layer = (name: string) => (recompute ? `${name} (one layer's, rebuilt)` : name);
   // Dispatches: each forward (reference, adapted) 16 a layer + 4 (embedding, final norm, head,
   // statistics), the adapted one 2 more per adapter; the backward 19 a layer + 3, 4 per adapter.
   // A recompute rebuilds every layer but the last in the backward: its forward less the down
@@ -198,14 +200,14 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
     mb('d statistics', R * 2, 1),
     mb('unused binding', 4, 1),
     mb('layer inputs (kept)', N * H, nL),
-    mb('norm outputs, mid-layer residual', N * H, 3 * full),
-    mb('RMS inverses', N, 2 * full),
-    mb('q (heads)', N * Q, full),
-    mb('k, v (heads)', N * KV, 2 * full),
-    mb('attention probabilities', att, full),
-    mb('attention outputs', N * Q, full),
-    mb('gate, up, act(gate) x up', N * I, 3 * full),
-    mb('LoRA x Aᵀ', N * lora.r, keptSlots),
+    mb(layer('norm outputs, mid-layer residual'), N * H, 3 * full),
+    mb(layer('RMS inverses'), N, 2 * full),
+    mb(layer('q (heads)'), N * Q, full),
+    mb(layer('k, v (heads)'), N * KV, 2 * full),
+    mb(layer('attention probabilities'), att, full),
+    mb(layer('attention outputs'), N * Q, full),
+    mb(layer('gate, up, act(gate) x up'), N * I, 3 * full),
+    mb(layer('LoRA x Aᵀ'), N * lora.r, keptSlots),
     mb('last layer output, final norm output', N * H, 2),
     mb('final RMS inverse', N, 1),
     mb('hidden rows (value head)', R * H, 1),
