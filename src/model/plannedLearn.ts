@@ -70,10 +70,6 @@ export function setLearnRecompute(mode: LearnRecompute): void {
   recomputeMode = mode;
 }
 
-export function getLearnRecompute(): LearnRecompute {
-  return recomputeMode;
-}
-
 const recomputeChoice = () => (recomputeMode === 'auto' ? 'auto' : recomputeMode === 'on');
 
 /** Prompt columns rounded up to a multiple of this: more left padding changes no result and lets steps share plans. */
