@@ -27,6 +27,8 @@ import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
 import { benchLearnPaths, learnCheck } from '../rl/learnBench';
+import { learnGradCheck, learnLossProbe } from '../rl/learnGradCheck';
+import { learnCheckpointCheck } from '../recipes/learnCheckpointCheck';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -278,6 +280,18 @@ const api: EngineApi = {
   async learnCheck(name, path, c) {
     if (path !== 'planned' && path !== 'tfjs') throw new Error(`learn path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
     return learnCheck(namedModel(name), path, c);
+  },
+
+  async learnGradCheck(name, cases) {
+    return learnGradCheck(namedModel(name), cases);
+  },
+
+  async learnLossProbe(name, c, probes) {
+    return learnLossProbe(namedModel(name), c, probes);
+  },
+
+  async learnCheckpointCheck(name) {
+    return learnCheckpointCheck(namedModel(name));
   },
 
   async setSubgroups(enabled) {
