@@ -51,10 +51,11 @@ describe('the planned learning step in Chromium on WebGPU', () => {
 // int4 bases and LoRA subsets, all on one left-padded batch with a stopped row. A few worker calls
 // carry all cases (CI has 2 cores).
 
-// Four rows: prompts of 3, 5, 2 and 4 tokens (left padding), 4 response tokens, row 1 stopped
-// after 2 and row 3 after 3.
+// Four rows: prompts of 3, 6, 2 and 4 tokens (left padding), 4 response tokens, row 1 stopped
+// after 2 and row 3 after 3. The same shape as CASE's batch above (4 rows x (6 + 4)), so tfjs's
+// reference reuses the kernels it compiled there (compiling them takes SwiftShader ~20 s).
 const BASE = {
-  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2], [7, 7, 19, 4]],
+  prompts: [[5, 9, 17], [3, 44, 12, 8, 30, 27], [61, 2], [7, 7, 19, 4]],
   responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9], [11, 22, 33, 44]],
   mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [1, 1, 1, 0]],
   // Spread around the fixture's log-probs (about -4.2): ratios from about e^-1.5 to e^2.5, so the
@@ -92,7 +93,9 @@ const LOSS_CASES: GradCheckCase[] = [
       returns: [[0.9, 0.7, 0.5, 0.4], [-0.8, -0.6, 0, 0], [0.2, 0.6, 0.3, 0.1], [-0.3, 0.1, 0.6, 0]],
     },
   }),
-  gradCase('micro-batches of 2 rows (gradient accumulation), token-mean, k3 KL loss, entropy bonus', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2 }),
+  // Against tfjs's one pass over the batch: the accumulated gradient is the full batch's (and tfjs
+  // would compile all its kernels again for 2-row shapes).
+  gradCase('micro-batches of 2 rows on the planned path (gradient accumulation), token-mean, k3 KL loss, entropy bonus', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 }, { plannedTrainer: { microBatchSize: 2 } }),
 ];
 
 /** Quantised bases, each with a LoRA subset, with GRPO's default loss and its terms. */
@@ -128,7 +131,9 @@ function expectSameStep(r: GradCheckResult, plannedPasses = 1): number {
   expect(r.planned.plannedMicroBatches, at).toBe(plannedPasses);
   expect(Object.keys(r.planned.metrics).sort(), at).toEqual(Object.keys(r.tfjs.metrics).sort());
   for (const [k, want] of Object.entries(r.tfjs.metrics)) {
-    expect(Math.abs(r.planned.metrics[k] - want), `${at}: ${k}`).toBeLessThan(1e-5 * Math.max(1, Math.abs(want)));
+    // Losses and statistics within 1e-5; the gradient's norm within the gradients' 1e-4 (measured up to 1.6e-5).
+    const tol = k === 'grad/norm' ? 1e-4 * want : 1e-5 * Math.max(1, Math.abs(want));
+    expect(Math.abs(r.planned.metrics[k] - want), `${at}: ${k}`).toBeLessThan(tol);
   }
   expect(r.tfjs.metrics['grad/skipped'], at).toBe(0);
   expect(r.planned.grads.map((g) => [g.name, g.values.length]), at).toEqual(r.tfjs.grads.map((g) => [g.name, g.values.length]));

@@ -1,8 +1,8 @@
 // What the Chromium tests of the planned learning step ask of the worker (e2e/learnChromium.e2e.ts):
 // the gradients learnStep computes on each path for a batch and trainer config the test states,
 // captured at the optimiser (so every loss type, aggregation, KL term, entropy bonus and value
-// head goes through learnStep's own code), the planned reference pass beside tfjs's, the loss at
-// chosen perturbations (finite differences) and the GPU buffers made by a repeated step.
+// head goes through learnStep's own code), the planned reference pass beside tfjs's and the GPU
+// buffers made by a repeated step.
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora, type LoraConfig, type LoraSet } from '../model/lora.ts';
@@ -34,6 +34,8 @@ export interface GradCheckCase {
   batch: GradCheckBatch;
   /** learnStep's config; maxGradNorm is forced off (the gradient is captured before any clip). */
   trainer: TrainerConfig;
+  /** Overrides of `trainer` on the planned path only (micro-batches against tfjs's one pass: the same gradient). */
+  plannedTrainer?: TrainerConfig;
   /** A PPO value head (weights drawn), trained beside the adapters. */
   valueHead?: boolean;
   /** Also the GPU buffers created by the planned step and by a second identical one. */
@@ -159,7 +161,8 @@ async function onePath(model: LlamaModel, c: GradCheckCase, path: LearnPath, ext
   try {
     return await withPaths(path, async () => {
       const batch = toLearnBatch(c.batch);
-      const step = () => learnStep({ model, lora, optimizer, valueHead: head }, batch, { ...c.trainer, maxGradNorm: 1e9 });
+      const config = { ...c.trainer, ...(path === 'planned' ? c.plannedTrainer : {}), maxGradNorm: 1e9 };
+      const step = () => learnStep({ model, lora, optimizer, valueHead: head }, batch, config);
       const n0 = plannedMicroBatches();
       const t0 = performance.now();
       const { result: metrics, labels } = await countBuffers(step);
@@ -204,38 +207,4 @@ export async function learnGradCheck(model: LlamaModel, cases: GradCheckCase[]):
     out.push({ label: c.label, tfjs, planned, params, ...r });
   }
   return out;
-}
-
-/**
- * learnStep's loss (metrics loss/total) on the planned path at the case's adapters with one
- * coordinate moved by each probe's delta (variable index in lora.variables() order, element index).
- */
-export async function learnLossProbe(model: LlamaModel, c: GradCheckCase, probes: { v: number; i: number; delta: number }[]): Promise<{ losses: number[]; plannedMicroBatches: number }> {
-  const lora = drawnAdapters(model, c.lora);
-  const optimizer = new GradCapture({ lr: 1e-3 });
-  try {
-    return await withPaths('planned', async () => {
-      const batch = toLearnBatch(c.batch);
-      const vars = lora.variables();
-      const n0 = plannedMicroBatches();
-      const losses: number[] = [];
-      for (const p of probes) {
-        const v = vars[p.v];
-        const base = (await v.data()) as Float32Array;
-        const x = base.slice();
-        x[p.i] += p.delta;
-        const moved = tf.tensor(x, v.shape);
-        v.assign(moved);
-        moved.dispose();
-        losses.push((await learnStep({ model, lora, optimizer }, batch, { ...c.trainer, maxGradNorm: 1e9 }))['loss/total']);
-        const back = tf.tensor(base, v.shape);
-        v.assign(back);
-        back.dispose();
-      }
-      return { losses, plannedMicroBatches: plannedMicroBatches() - n0 };
-    });
-  } finally {
-    optimizer.dispose();
-    lora.dispose();
-  }
 }

@@ -188,8 +188,6 @@ export interface EngineApi extends StorageApi {
   learnCheck(name: string, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult>;
   /** Each case's learnStep gradients on tfjs and on the planned path from the same seeded adapters (e2e tests). */
   learnGradCheck(name: string, cases: GradCheckCase[]): Promise<GradCheckResult[]>;
-  /** learnStep's planned loss with one adapter coordinate moved per probe (finite differences). */
-  learnLossProbe(name: string, c: GradCheckCase, probes: { v: number; i: number; delta: number }[]): Promise<{ losses: number[]; plannedMicroBatches: number }>;
   /** rlStep x 3 straight vs x 2, checkpoint, restore into a fresh run, step 3, on the planned path. */
   learnCheckpointCheck(name: string): Promise<CheckpointCheckResult>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
