@@ -13,14 +13,22 @@ export interface F64Model {
   w: (name: string) => Float64Array;
 }
 
-export function loadF64(dir: string): F64Model {
+/**
+ * The model in `dir`; `projection` maps each projection's weight [out, in] as the loader's quantise
+ * hook stores it (quantised and decoded back: the values the int8 / int4 kernels compute with).
+ */
+export function loadF64(dir: string, projection?: (w: Float32Array, shape: [number, number]) => Float32Array): F64Model {
   const cfg = parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8'));
   const st = parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors'))));
   const cache = new Map<string, Float64Array>();
   return {
     cfg,
     w: (name) => {
-      if (!cache.has(name)) cache.set(name, Float64Array.from(getFiniteFloat32(st, name)));
+      if (!cache.has(name)) {
+        const w = getFiniteFloat32(st, name);
+        const shape = st.info(name).shape as [number, number];
+        cache.set(name, Float64Array.from(projection && name.endsWith('_proj.weight') ? projection(w, shape) : w));
+      }
       return cache.get(name)!;
     },
   };

@@ -90,7 +90,7 @@ class GradCapture extends AdamW {
 }
 
 /** Seeded adapters with B drawn too (a fresh B = 0 leaves dA = 0 and would hide a wrong dA). */
-function drawnAdapters(model: LlamaModel, cfg: LoraConfig): LoraSet {
+export function drawnAdapters(model: LlamaModel, cfg: LoraConfig): LoraSet {
   const lora = attachLora(model, cfg);
   const rand = mulberry32(11);
   for (const a of lora.adapters) {
@@ -111,7 +111,7 @@ function drawnHead(model: LlamaModel): ValueHead {
   return head;
 }
 
-export function toLearnBatch(b: GradCheckBatch): LearnBatch {
+function toLearnBatch(b: GradCheckBatch): LearnBatch {
   const m = (x?: number[][]) => (x ? fromRows(x) : undefined);
   return {
     prompts: b.prompts, responses: b.responses, mask: b.mask,
