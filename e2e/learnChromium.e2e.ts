@@ -10,6 +10,7 @@ import { sharedLabPage } from './browser';
 import type { ProjName } from '../src/model/llama';
 import { mulberry32 } from '../src/model/random';
 import type { GradCheckCase, GradCheckResult } from '../src/rl/learnGradCheck';
+import type { RlLoopConfig } from '../src/rl/loop';
 import type { TrainerConfig } from '../src/rl/trainer';
 import { f64Stats, loadF64, type F64Lora, type F64Model } from './llamaF64';
 import { dequantizeInt8, quantizeInt4, quantizeInt8 } from '../src/model/quant';
@@ -312,7 +313,7 @@ function expectF64FiniteDifferences({ r, lora: cfg, quantize }: FdEntry): number
   return worst;
 }
 
-describe('the planned learning step in Chromium: float64 finite differences, and a checkpoint', () => {
+describe('the planned learning step in Chromium: float64 finite differences, a checkpoint, runs that learn', () => {
   it("the planned loss equals a float64 host forward's, and its gradients match float64 central differences of that loss (f32, int8, int4)", async () => {
     // The other tests' results, or (this test run alone) the case on each base on its own.
     const entries = fdResults.length === 1 + BASES.length ? fdResults : await fdAlone();
@@ -336,6 +337,29 @@ describe('the planned learning step in Chromium: float64 finite differences, and
       expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
     } finally {
       await unload('ckpt-f32');
+    }
+  });
+
+  it("GRPO and PPO + GAE runs on the tiny fixture with the planned learning step raise the mean reward above 0.9 (src/rl/loop.test.ts's task)", async () => {
+    // loop.test.ts's setups: reward 1 when the first sampled token is 23; 4 prompts x G 8, 2 new tokens.
+    const RUNS: [string, RlLoopConfig, boolean][] = [
+      ['GRPO (k3 KL loss)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } } }, false],
+      ['PPO + GAE (value head)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'gae', trainer: { policyLoss: 'ppo', vfCoef: 0.5 } }, true],
+    ];
+    const PROMPTS = [[1, 14, 5, 29], [1, 22, 58, 55], [1, 22, 29, 56], [1, 35, 37, 42]];
+    await loadFixture('run-f32');
+    try {
+      for (const [label, config, valueHead] of RUNS) {
+        const c = { prompts: PROMPTS, target: 23, steps: 6, config, valueHead, lr: 1e-2 };
+        const r = await lab.page.evaluate(([n, x]) => window.sparring!.engine.learnRunCheck(n, x), ['run-f32', c] as const);
+        console.log(`${label}: mean reward per step ${r.curve.join(', ')}`);
+        expect(r.curve[0], label).toBeLessThan(0.3);
+        expect(r.curve[r.curve.length - 1], label).toBeGreaterThan(0.9);
+        expect(r.plannedMicroBatches, label).toBe(r.curve.length); // every update took the planned pass
+      }
+      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+    } finally {
+      await unload('run-f32');
     }
   });
 });

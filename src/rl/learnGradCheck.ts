@@ -2,11 +2,12 @@
 // the gradients learnStep computes on each path for a batch and trainer config the test states,
 // captured at the optimiser (so every loss type, aggregation, KL term, entropy bonus and value
 // head goes through learnStep's own code), the planned reference pass beside tfjs's and the GPU
-// buffers made by a repeated step.
+// buffers made by a repeated step; and a short RL run on the planned paths.
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora, type LoraConfig, type LoraSet } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
+import { rlStep, type RlLoopConfig } from './loop.ts';
 import { AdamW } from './optim.ts';
 import { optimizerPath, setOptimizerPath } from './plannedOptim.ts';
 import { getLearnPath, plannedMicroBatches, plannedReferenceLogp, setLearnPath, type LearnPath } from './plannedLearn.ts';
@@ -207,4 +208,41 @@ export async function learnGradCheck(model: LlamaModel, cases: GradCheckCase[]):
     out.push({ label: c.label, tfjs, planned, params, ...r });
   }
   return out;
+}
+
+export interface LearnRunCase {
+  prompts: number[][];
+  /** Reward 1 when the first sampled token is this id, else 0. */
+  target: number;
+  /** At most this many steps; the run stops once the mean reward is over 0.9. */
+  steps: number;
+  config: RlLoopConfig;
+  /** A PPO critic (for advantage gae). */
+  valueHead?: boolean;
+  lr: number;
+}
+
+/** rlStep on the planned paths from fresh adapters: the mean reward per step and the planned micro-batches. */
+export async function learnRunCheck(model: LlamaModel, c: LearnRunCase): Promise<{ curve: number[]; plannedMicroBatches: number }> {
+  const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
+  const valueHead = c.valueHead ? new ValueHead(model.config.hiddenSize) : undefined;
+  const optimizer = new AdamW({ lr: c.lr, weightDecay: 0 });
+  const [l0, o0] = [getLearnPath(), optimizerPath()];
+  setLearnPath('planned');
+  setOptimizerPath('planned');
+  const n0 = plannedMicroBatches();
+  try {
+    const curve: number[] = [];
+    for (let step = 0; step < c.steps && !(curve[curve.length - 1] > 0.9); step++) {
+      const rep = await rlStep({ learner: { model, lora, optimizer, valueHead }, rewardFn: ({ response }) => (response[0] === c.target ? 1 : 0) }, c.prompts, step, c.config);
+      curve.push(rep.metrics['reward/mean']);
+    }
+    return { curve, plannedMicroBatches: plannedMicroBatches() - n0 };
+  } finally {
+    setLearnPath(l0);
+    setOptimizerPath(o0);
+    optimizer.dispose();
+    valueHead?.dispose();
+    lora.dispose();
+  }
 }

@@ -27,7 +27,7 @@ import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
 import { benchLearnPaths, learnCheck } from '../rl/learnBench';
-import { learnGradCheck } from '../rl/learnGradCheck';
+import { learnGradCheck, learnRunCheck } from '../rl/learnGradCheck';
 import { learnCheckpointCheck } from '../recipes/learnCheckpointCheck';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
@@ -284,6 +284,10 @@ const api: EngineApi = {
 
   async learnGradCheck(name, cases) {
     return learnGradCheck(namedModel(name), cases);
+  },
+
+  async learnRunCheck(name, c) {
+    return learnRunCheck(namedModel(name), c);
   },
 
   async learnCheckpointCheck(name) {

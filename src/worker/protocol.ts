@@ -15,7 +15,7 @@ import type { DecodePath } from '../model/plannedDecode';
 import type { OptimizerPath } from '../rl/plannedOptim';
 import type { LearnBenchRow, LearnCheckResult } from '../rl/learnBench';
 import type { LearnPath } from '../rl/plannedLearn';
-import type { GradCheckCase, GradCheckResult } from '../rl/learnGradCheck';
+import type { GradCheckCase, GradCheckResult, LearnRunCase } from '../rl/learnGradCheck';
 import type { CheckpointCheckResult } from '../recipes/learnCheckpointCheck';
 import type { StepProfileCase } from '../rl/stepProfile';
 import type { StepReport } from '../recipes/report';
@@ -188,6 +188,8 @@ export interface EngineApi extends StorageApi {
   learnCheck(name: string, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult>;
   /** Each case's learnStep gradients on tfjs and on the planned path from the same seeded adapters (e2e tests). */
   learnGradCheck(name: string, cases: GradCheckCase[]): Promise<GradCheckResult[]>;
+  /** rlStep on the planned paths with a first-token reward: the mean reward per step. */
+  learnRunCheck(name: string, c: LearnRunCase): Promise<{ curve: number[]; plannedMicroBatches: number }>;
   /** rlStep x 3 straight vs x 2, checkpoint, restore into a fresh run, step 3, on the planned path. */
   learnCheckpointCheck(name: string): Promise<CheckpointCheckResult>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
