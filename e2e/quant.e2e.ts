@@ -28,9 +28,13 @@ describe('quantised matmul kernels on WebGPU', () => {
     { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 7, gemv: 'splitk' },
     { bits: 8, rows: 5, out: 77, in: 1000, groupSize: 8, seed: 8, gemv: 'splitk' },
     { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 9, gemv: 'splitk' },
+    // f16 halves (unpack2x16float, no shader-f16): odd input (half-empty last word), all three kernels.
+    { bits: 16, rows: 1, out: 75, in: 137, groupSize: 137, seed: 31 },
+    { bits: 16, rows: 5, out: 75, in: 137, groupSize: 137, seed: 32, gemv: 'splitk' },
+    { bits: 16, rows: 37, out: 75, in: 137, groupSize: 137, seed: 33 },
   ];
   for (const c of cases) {
-    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
+    it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
       const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
       expect(got.backend).toBe('webgpu');
       const ref = reference(c);

@@ -1,5 +1,8 @@
 // x W^T against a frozen weight-only-quantised W (int8 per channel or per group; int4 in groups of
-// 32), differentiable in x. On WebGPU: WGSL kernels that dequantise on the fly (a GEMV for the
+// 32; f16 halves, two per word), differentiable in x. f16 is read with WGSL's core unpack2x16float
+// rather than `enable f16`: shader-f16 is an optional feature (Dawn's and Chromium's SwiftShader
+// adapters lack it), and packed halves halve the weight bytes on any adapter while the arithmetic
+// and accumulation stay float32. On WebGPU: WGSL kernels that dequantise on the fly (a GEMV for the
 // few rows of a decode step, a tiled GEMM for prefill and training, and the tiled backward for
 // the gradient of x) so no float32 copy of W ever exists. Elsewhere: dequantise with stock ops
 // (exact integer masks) and matMul.
