@@ -1,7 +1,7 @@
 // The planned learning step (src/engine/plan/learnPlan.ts, src/model/plannedLearn.ts) in Node +
 // Dawn on SwiftShader's Vulkan driver: per-token statistics and LoRA gradients against tfjs
 // autodiff of the same loss on the same batch (src/rl's formulas through tf.variableGrads over the
-// op-by-op path), against finite differences, on f32 / int8 / int4 bases, LoRA subsets and a
+// op-by-op path), against finite differences, on f32 / f16 / int8 / int4 bases, LoRA subsets and a
 // left-padded GQA batch; no GPU buffer made after warm-up; no uncaptured WebGPU error; the same
 // with activations recomputed per layer (equal to the kept plan's, and the planner's bytes).
 import * as tf from '@tensorflow/tfjs';
@@ -11,12 +11,12 @@ import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { parseModelConfig } from '../src/model/config';
-import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
+import { disposeLlama, linearLayers, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
 import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
-import { int4Quantizer, int8Quantizer } from '../src/model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../src/model/synthetic';
 import { mulberry32 } from '../src/model/random';
@@ -205,6 +205,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     ['int8 (groups of 2: the per-element decode loop)', int8Quantizer({ groupSize: 2 })],
     ['int4 (groups of 16)', int4Quantizer(16)],
     ['int4 (groups of 32, the default)', int4Quantizer(32)],
+    ['f16 (packed halves)', f16Quantizer()],
   ] as const) {
     it(`${name} base: dx through the packed words, gradients within 1e-4 of tfjs`, async () => {
       const model = fixture('tiny-llama-f32', { quantize });
@@ -217,6 +218,22 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
       }
     });
   }
+
+  it('f16 base: the planner sizes the packed halves and the step to the byte (model scope = the weights held, micro-batch = plan.bytes)', async () => {
+    const model = fixture('tiny-llama-f32', { quantize: f16Quantizer() });
+    try {
+      const set = adapters(model);
+      const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
+      const plan = planLearnMemory(model.config, 'f16', { r: 4, targets: ALL }, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 });
+      expect(plan.bytesByScope['micro-batch']).toBe(f.plan.plan.bytes);
+      const held = linearLayers(model).reduce((a, l) => a + l.weight.bytes, 0);
+      expect(bytesOf(plan.buffers.filter((b) => b.name.endsWith('(f16)')))).toBe(held);
+      // hidden 32 and intermediate 64: 16 (32) words + one unit scale per output row
+      expect(model.layers[0].q.weight.bytes).toBe(32 * (16 * 4 + 4));
+    } finally {
+      disposeLlama(model);
+    }
+  });
 
   it('a Qwen2-style model (q/k/v biases, an untied LM head) with LoRA on every projection', async () => {
     const model = await qwen2Model(2, 3);
