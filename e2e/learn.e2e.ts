@@ -246,6 +246,23 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     }
   });
 
+  it('a Qwen2-style model in f16 (its untied LM head too): statistics and gradients within 1e-4 of tfjs', async () => {
+    const config = {
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    };
+    const model = await syntheticModel(config, 4, { quantize: f16Quantizer() });
+    try {
+      expect(model.lmHead.weight.kind).toBe('f16');
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
   it('LoRA on q and v of layer 1 only, rank 2 (pg loss only)', async () => {
     const model = fixture('tiny-llama-f32');
     try {

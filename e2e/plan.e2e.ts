@@ -20,6 +20,7 @@ import { prefillChunk, SPLITK_MIN_CAPACITY } from '../src/engine/plan/decodePlan
 import { SPLITK_SEGMENT } from '../src/engine/plan/decodeKernels';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
+import { syntheticModel } from '../src/model/synthetic';
 import type { LoadOptions } from '../src/model/llama';
 
 const gpuErrors: string[] = [];
@@ -209,6 +210,22 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       disposeLlama(model);
     }
   }, 600_000);
+
+  it('a Qwen2-style model in f16 (q/k/v biases, its untied LM head in f16): prefill and teacher-forced logits within 1e-4 of tfjs', async () => {
+    const model = await syntheticModel({
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    }, 4, { quantize: f16Quantizer() });
+    try {
+      expect(model.lmHead.weight.kind).toBe('f16');
+      expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+      expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
+    } finally {
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
 
   it('split-K attention (forced) over three cache segments: a left-padded GQA batch with LoRA on, logits within 1e-4 of tfjs, greedy and seeded draws identical', async () => {
     const { model } = fixture('tiny-llama-f32');
