@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { parseModelConfig } from './config.ts';
 import { DenseWeight, type Linear } from './linear.ts';
@@ -90,6 +91,26 @@ describe('f16 weights (hand-worked halves)', () => {
     // [32, 32]: 16 words per row + a unit scale per row; [3, 5]: 3 words per row.
     expect(projectionBytes('f16', 32, 32)).toBe(32 * 16 * 4 + 32 * 4);
     expect(projectionBytes('f16', 3, 5)).toBe(3 * 3 * 4 + 3 * 4);
+  });
+});
+
+describe('f16 weights on the tfjs wasm backend (the CPU fallback in the browser)', () => {
+  beforeAll(async () => {
+    await tf.setBackend('wasm');
+    await tf.ready();
+  });
+  afterAll(async () => {
+    await tf.setBackend('cpu');
+  });
+
+  it('decode every finite half exactly with stock ops', () => {
+    expect(tf.getBackend()).toBe('wasm');
+    const bits = Array.from({ length: 0x10000 }, (_, h) => h).filter((h) => ((h >> 10) & 0x1f) !== 0x1f);
+    const values = Float32Array.from(bits, halfValueRef);
+    const w = new F16Weight(values, [248, 256]);
+    const dense = tf.tidy(() => w.toDense().dataSync() as Float32Array);
+    w.dispose();
+    expect(bitsOf(dense)).toEqual(bitsOf(values));
   });
 });
 
