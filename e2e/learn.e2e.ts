@@ -263,6 +263,22 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     }
   });
 
+  it('f16 with an odd intermediate size (65: down_proj rows end in a half-empty word, decoded half by half): gradients within 1e-4 of tfjs', async () => {
+    const config = {
+      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 65, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    };
+    const model = await syntheticModel(config, 5, { quantize: f16Quantizer() });
+    try {
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
   it('LoRA on q and v of layer 1 only, rank 2 (pg loss only)', async () => {
     const model = fixture('tiny-llama-f32');
     try {

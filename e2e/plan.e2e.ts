@@ -227,6 +227,23 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   });
 
+  for (const shape of ['thread', 'split'] as const) it(`f16 with an odd intermediate size (65: down_proj rows end in a half-empty word), ${shape} GEMV: logits within 1e-4 of tfjs`, async () => {
+    const model = await syntheticModel({
+      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 65, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    }, 5, { quantize: f16Quantizer() });
+    setPlannedGemv(shape);
+    try {
+      expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+      expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
+    } finally {
+      setPlannedGemv(null);
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
   it('split-K attention (forced) over three cache segments: a left-padded GQA batch with LoRA on, logits within 1e-4 of tfjs, greedy and seeded draws identical', async () => {
     const { model } = fixture('tiny-llama-f32');
     const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });

@@ -262,7 +262,7 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
   let base = o * ((G.K + 1u) / 2u) + 2u * c;
   let lo = unpack2x16float(bitcast<u32>(${w}[base]));
   var hi = vec2<f32>(0.0);
-  if (c * 4u + 2u < G.K) {
+  if (c * 4u + 2u < G.K) {  // past the row's last word lies the next row (or the buffer's end)
     hi = unpack2x16float(bitcast<u32>(${w}[base + 1u]));
   }
   return vec4<f32>(lo, hi);
