@@ -96,12 +96,12 @@ interface Compared {
 }
 
 /** A small Qwen2-style model (q/k/v biases, an untied LM head, 4 query heads over 2 KV heads). */
-async function qwen2Model(layers: number, seed: number): Promise<LlamaModel> {
+async function qwen2Model(layers: number, seed: number, opts: LoadOptions = {}): Promise<LlamaModel> {
   const model = await syntheticModel({
     architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: layers,
     num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
     max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-  }, seed);
+  }, seed, opts);
   // The synthetic biases are zero: draw them, so a path that ignored them would differ.
   const rand = mulberry32(9);
   for (const l of model.layers) {
@@ -247,12 +247,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
   });
 
   it('a Qwen2-style model in f16 (its untied LM head too): statistics and gradients within 1e-4 of tfjs', async () => {
-    const config = {
-      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
-      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-    };
-    const model = await syntheticModel(config, 4, { quantize: f16Quantizer() });
+    const model = await qwen2Model(2, 4, { quantize: f16Quantizer() });
     try {
       expect(model.lmHead.weight.kind).toBe('f16');
       const c = await compare(model, adapters(model));
@@ -636,6 +631,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
   for (const [name, opts] of [
     ['f32', {}],
     ['int4 (groups of 32)', { quantize: int4Quantizer(32) }],
+    ['f16', { quantize: f16Quantizer() }],
   ] as const) {
     it(`${name} base, LoRA on every projection, left-padded GQA batch: the kept plan's statistics and gradients, tfjs's within 1e-4, the planner's bytes`, async () => {
       const model = fixture('tiny-llama-f32', opts);
