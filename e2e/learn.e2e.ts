@@ -1,7 +1,7 @@
 // The planned learning step (src/engine/plan/learnPlan.ts, src/model/plannedLearn.ts) in Node +
 // Dawn on SwiftShader's Vulkan driver: per-token statistics and LoRA gradients against tfjs
 // autodiff of the same loss on the same batch (src/rl's formulas through tf.variableGrads over the
-// op-by-op path), against finite differences, on f32 / int8 / int4 bases, LoRA subsets and a
+// op-by-op path), against finite differences, on f32 / f16 / int8 / int4 bases, LoRA subsets and a
 // left-padded GQA batch; no GPU buffer made after warm-up; no uncaptured WebGPU error; the same
 // with activations recomputed per layer (equal to the kept plan's, and the planner's bytes).
 import * as tf from '@tensorflow/tfjs';
@@ -11,12 +11,12 @@ import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { parseModelConfig } from '../src/model/config';
-import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
+import { disposeLlama, linearLayers, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
 import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
-import { int4Quantizer, int8Quantizer } from '../src/model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../src/model/synthetic';
 import { mulberry32 } from '../src/model/random';
@@ -96,12 +96,12 @@ interface Compared {
 }
 
 /** A small Qwen2-style model (q/k/v biases, an untied LM head, 4 query heads over 2 KV heads). */
-async function qwen2Model(layers: number, seed: number): Promise<LlamaModel> {
+async function qwen2Model(layers: number, seed: number, opts: LoadOptions = {}): Promise<LlamaModel> {
   const model = await syntheticModel({
     architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: layers,
     num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
     max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-  }, seed);
+  }, seed, opts);
   // The synthetic biases are zero: draw them, so a path that ignored them would differ.
   const rand = mulberry32(9);
   for (const l of model.layers) {
@@ -205,6 +205,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     ['int8 (groups of 2: the per-element decode loop)', int8Quantizer({ groupSize: 2 })],
     ['int4 (groups of 16)', int4Quantizer(16)],
     ['int4 (groups of 32, the default)', int4Quantizer(32)],
+    ['f16 (packed halves)', f16Quantizer()],
   ] as const) {
     it(`${name} base: dx through the packed words, gradients within 1e-4 of tfjs`, async () => {
       const model = fixture('tiny-llama-f32', { quantize });
@@ -218,8 +219,52 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     });
   }
 
+  it('f16 base: the planner sizes the packed halves and the step to the byte (model scope = the weights held, micro-batch = plan.bytes)', async () => {
+    const model = fixture('tiny-llama-f32', { quantize: f16Quantizer() });
+    try {
+      const set = adapters(model);
+      const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
+      const plan = planLearnMemory(model.config, 'f16', { r: 4, targets: ALL }, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 });
+      expect(plan.bytesByScope['micro-batch']).toBe(f.plan.plan.bytes);
+      const held = linearLayers(model).reduce((a, l) => a + l.weight.bytes, 0);
+      expect(bytesOf(plan.buffers.filter((b) => b.name.endsWith('(f16)')))).toBe(held);
+      // hidden 32 and intermediate 64: 16 (32) words + one unit scale per output row
+      expect(model.layers[0].q.weight.bytes).toBe(32 * (16 * 4 + 4));
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
   it('a Qwen2-style model (q/k/v biases, an untied LM head) with LoRA on every projection', async () => {
     const model = await qwen2Model(2, 3);
+    try {
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('a Qwen2-style model in f16 (its untied LM head too): statistics and gradients within 1e-4 of tfjs', async () => {
+    const model = await qwen2Model(2, 4, { quantize: f16Quantizer() });
+    try {
+      expect(model.lmHead.weight.kind).toBe('f16');
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('f16 with an odd intermediate size (65: down_proj rows end in a half-empty word, decoded half by half): gradients within 1e-4 of tfjs', async () => {
+    const config = {
+      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 65, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    };
+    const model = await syntheticModel(config, 5, { quantize: f16Quantizer() });
     try {
       const c = await compare(model, adapters(model));
       expect(c.stats).toBeLessThan(1e-4);
@@ -586,6 +631,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
   for (const [name, opts] of [
     ['f32', {}],
     ['int4 (groups of 32)', { quantize: int4Quantizer(32) }],
+    ['f16', { quantize: f16Quantizer() }],
   ] as const) {
     it(`${name} base, LoRA on every projection, left-padded GQA batch: the kept plan's statistics and gradients, tfjs's within 1e-4, the planner's bytes`, async () => {
       const model = fixture('tiny-llama-f32', opts);

@@ -13,7 +13,7 @@ import { benchKernels, benchWholeSteps } from '../worker/bench';
 import { benchDecodePaths, benchRollouts, decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from '../model/decodeBench';
 import { disposeLlama } from '../model/llama';
 import { loadModel } from '../model/load';
-import { int4Quantizer, int8Quantizer } from '../model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../model/quant';
 import { folderSource } from './fs-source';
 import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from '../rl/stepProfile';
 import { setOptimizerPath } from '../rl/plannedOptim';
@@ -106,6 +106,7 @@ const formats = [
   ['f32', {}],
   ['int8', { quantize: int8Quantizer() }],
   ['int4', { quantize: int4Quantizer(32) }],
+  ['f16', { quantize: f16Quantizer() }],
 ] as const;
 if (!rolloutOnly) {
   console.log(`\n== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)\n`);

@@ -22,7 +22,7 @@ import { kvWrite, swiglu } from '../engine/ops/fusedBlock';
 import { blockCaseData } from '../engine/ops/fusedBlockReference';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
-import { Int4Weight, Int8Weight } from '../model/quant';
+import { quantCaseWeight } from '../model/quantReference';
 import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
@@ -197,7 +197,7 @@ const api: EngineApi = {
   async quantMatmulCheck(c) {
     requireInit();
     const { w, x, dy } = quantCaseData(c);
-    const weight = c.bits === 8 ? Int8Weight.fromFloat32(w, [c.out, c.in], { groupSize: c.groupSize }) : Int4Weight.fromFloat32(w, [c.out, c.in], c.groupSize);
+    const weight = quantCaseWeight(c, w);
     const xt = tf.tensor2d(x, [c.rows, c.in]);
     const dyt = tf.tensor2d(dy, [c.rows, c.out]);
     setGemvVariant(c.gemv ?? null);

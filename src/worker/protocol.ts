@@ -74,8 +74,8 @@ export interface KernelGradCheck {
 export type ModelRef = { kind: 'url'; baseUrl: string } | { kind: 'hub'; id: string; endpoint?: string };
 
 export interface LoadModelOptions {
-  /** Weight-only quantisation of the frozen projections, applied on load. */
-  quantize?: { bits: 8 | 4; groupSize?: number };
+  /** Weight-only quantisation of the frozen projections, applied on load (16: f16 halves). */
+  quantize?: { bits: 8 | 4 | 16; groupSize?: number };
 }
 
 export interface ModelInfo {

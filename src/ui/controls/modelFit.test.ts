@@ -51,6 +51,9 @@ describe('model memory estimate', () => {
     // The embedding stays float32 and is still the largest tensor.
     expect(e.largestTensorBytes).toBe(512 * 96 * 4);
     expect(estimateMemory(sandbox, { batch: 1, seqLen: 16 }, 'f32').weightBytes).toBe(464_544 * 4);
+    // f16: 2 B per weight + a unit float32 scale per output row. Per layer 138,240 weights x 2 B
+    // + (96 + 48 + 48 + 96 + 384 + 384 + 96) rows x 4 B = 276,480 + 4,608 = 281,088, x 3 layers.
+    expect(estimateMemory(sandbox, { batch: 1, seqLen: 16 }, 'f16').weightBytes).toBe(3 * 281_088 + 49_824 * 4);
     // SmolLM2-135M's projections: 4 B per weight in f32, 0.5 + 4/32 = 0.625 B in int4-g32 (6.4x
     // smaller); the f32 embedding (108 MiB) and the norms stay.
     const smolInt4 = estimateMemory(smol, { batch: 1, seqLen: 16 }, 'int4-g32').weightBytes;
