@@ -24,7 +24,7 @@ import { disposeLlama, forward, loadLlama } from '../src/model/llama';
 import { DenseWeight } from '../src/model/linear';
 import { f16Quantizer, packF16x2, unpackF16x2 } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
-import { quantCaseWeight, quantMatmulF64 } from '../src/model/quantReference';
+import { quantCaseDense, quantCaseWeight, quantMatmulF64 } from '../src/model/quantReference';
 import { maxAbs } from '../src/engine/testing/maxAbs';
 
 const gpuErrors: string[] = [];
@@ -123,6 +123,19 @@ describe('Dawn: quantised matmul, forward and backward through the frozen weight
       expect(maxAbs(got.dx, ref.dx)).toBeLessThan(tol);
     });
   }
+  // tfjs-webgpu has no BitwiseAnd: toDense (merged export, mergeLora) goes through the GEMM.
+  it('toDense on WebGPU gives the host-stored weights exactly (int8, int4, f16; several identity slices)', async () => {
+    for (const c of [cases[2], cases[3], { ...cases[5], out: 600 }]) {
+      const weight = quantCaseWeight(c, quantCaseData(c).w);
+      const dense = weight.toDense();
+      expect(dense.shape).toEqual([c.out, c.in]);
+      const got = await dense.data();
+      tf.dispose(dense);
+      weight.dispose();
+      const ref = quantCaseDense(c);
+      expect(maxAbs(got, ref)).toBe(0);
+    }
+  });
 });
 
 describe('Dawn: sampling and decode attention', () => {

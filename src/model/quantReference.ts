@@ -21,6 +21,14 @@ function hostWeights(c: QuantCaseSpec, w: Float32Array): (o: number, k: number) 
   return (o, k) => m.q[o * c.in + k] * m.scales[o * nG + Math.floor(k / m.groupSize)];
 }
 
+/** The case's weights as the host stores them, dense float32 [out, in] (q * scale rounded once, as a kernel does). */
+export function quantCaseDense(c: QuantCaseSpec): Float32Array {
+  const W = hostWeights(c, quantCaseData(c).w);
+  const d = new Float32Array(c.out * c.in);
+  for (let o = 0; o < c.out; o++) for (let k = 0; k < c.in; k++) d[o * c.in + k] = W(o, k);
+  return d;
+}
+
 export function quantMatmulF64(c: QuantCaseSpec): { y: Float64Array; dx: Float64Array } {
   const { w, x, dy } = quantCaseData(c);
   const W = hostWeights(c, w);

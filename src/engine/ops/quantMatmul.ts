@@ -129,9 +129,28 @@ export function quantMatmulWebGPU(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor
   return op(x) as tf.Tensor2D;
 }
 
-/** W as float32 [out, in] with stock ops (needs the BitwiseAnd kernel: tfjs cpu has it). */
+/**
+ * W as float32 [out, in] through the backward GEMM, for tfjs-webgpu (no BitwiseAnd kernel): dy = rows
+ * of the identity gives dy W = those rows of W exactly (one nonzero product per sum). Slices of
+ * DENSE_ROWS rows bound the identity's size.
+ */
+const DENSE_ROWS = 256;
+function dequantizeByGemm(w: QuantizedMatrix): tf.Tensor2D {
+  return tf.tidy(() => {
+    const parts: tf.Tensor2D[] = [];
+    for (let r0 = 0; r0 < w.outFeatures; r0 += DENSE_ROWS) {
+      const k = Math.min(DENSE_ROWS, w.outFeatures - r0);
+      const eye = tf.oneHot(tf.range(r0, r0 + k, 1, 'int32') as tf.Tensor1D, w.outFeatures, 1, 0, 'float32') as tf.Tensor2D;
+      parts.push(tiled(eye, w, false));
+    }
+    return (parts.length === 1 ? parts[0] : tf.concat(parts, 0)) as tf.Tensor2D;
+  });
+}
+
+/** W as float32 [out, in]: stock ops where the backend has BitwiseAnd (tfjs cpu, wasm), the GEMM on WebGPU. */
 export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
   if (!tf.getKernel('BitwiseAnd', tf.getBackend())) {
+    if (customKernelsActive()) return dequantizeByGemm(w);
     throw new Error(`${w.bits === 16 ? 'f16' : `int${w.bits}`} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`);
   }
   if (w.bits === 16) return tf.tidy(() => halvesStock(w).mul(w.scales) as tf.Tensor2D);
