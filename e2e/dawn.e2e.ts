@@ -21,9 +21,10 @@ import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits
 import { parseModelConfig } from '../src/model/config';
 import { generate } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama } from '../src/model/llama';
-import { Int4Weight, Int8Weight } from '../src/model/quant';
+import { DenseWeight } from '../src/model/linear';
+import { f16Quantizer, packF16x2, unpackF16x2 } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
-import { quantMatmulF64 } from '../src/model/quantReference';
+import { quantCaseDense, quantCaseWeight, quantMatmulF64 } from '../src/model/quantReference';
 import { maxAbs } from '../src/engine/testing/maxAbs';
 
 const gpuErrors: string[] = [];
@@ -98,11 +99,15 @@ describe('Dawn: quantised matmul, forward and backward through the frozen weight
     { bits: 4, rows: 5, out: 75, in: 160, groupSize: 32, seed: 22, gemv: 'splitk' },
     { bits: 8, rows: 41, out: 77, in: 1000, groupSize: 8, seed: 23 },
     { bits: 4, rows: 40, out: 70, in: 1024, groupSize: 32, seed: 24 },
+    // f16: both GEMVs, an odd input size (a half-empty last word) and the tiled GEMM both ways.
+    { bits: 16, rows: 1, out: 75, in: 137, groupSize: 137, seed: 25 },
+    { bits: 16, rows: 5, out: 75, in: 137, groupSize: 137, seed: 26, gemv: 'splitk' },
+    { bits: 16, rows: 41, out: 77, in: 1001, groupSize: 1001, seed: 27 },
   ];
   for (const c of cases) {
-    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}]${c.gemv ? ` (${c.gemv} GEMV)` : ''} matches float64`, async () => {
+    it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}]${c.gemv ? ` (${c.gemv} GEMV)` : ''} matches float64`, async () => {
       const { w, x, dy } = quantCaseData(c);
-      const weight = c.bits === 8 ? Int8Weight.fromFloat32(w, [c.out, c.in], { groupSize: c.groupSize }) : Int4Weight.fromFloat32(w, [c.out, c.in], c.groupSize);
+      const weight = quantCaseWeight(c, w);
       setGemvVariant(c.gemv ?? null);
       const xt = tf.tensor2d(x, [c.rows, c.in]);
       const dyt = tf.tensor2d(dy, [c.rows, c.out]);
@@ -118,6 +123,19 @@ describe('Dawn: quantised matmul, forward and backward through the frozen weight
       expect(maxAbs(got.dx, ref.dx)).toBeLessThan(tol);
     });
   }
+  // tfjs-webgpu has no BitwiseAnd: toDense (merged export, mergeLora) goes through the GEMM.
+  it('toDense on WebGPU gives the host-stored weights exactly (int8, int4, f16; several identity slices)', async () => {
+    for (const c of [cases[2], cases[3], { ...cases[5], out: 600 }]) {
+      const weight = quantCaseWeight(c, quantCaseData(c).w);
+      const dense = weight.toDense();
+      expect(dense.shape).toEqual([c.out, c.in]);
+      const got = await dense.data();
+      tf.dispose(dense);
+      weight.dispose();
+      const ref = quantCaseDense(c);
+      expect(maxAbs(got, ref)).toBe(0);
+    }
+  });
 });
 
 describe('Dawn: sampling and decode attention', () => {
@@ -168,6 +186,29 @@ describe('Dawn: sampling and decode attention', () => {
       expect(r.tokens[0]).toEqual(golden.greedy_continuation);
     } finally {
       disposeLlama(model);
+    }
+  });
+
+  it('an f16 model: logits equal the f32 model on the f16-rounded weights within 1e-5 (GEMV and tiled GEMM)', async () => {
+    const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+    const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as { input_ids: number[] };
+    const config = parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8'));
+    const st = parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors'))));
+    const half = loadLlama(config, st, { quantize: f16Quantizer('tiny') });
+    const ref = loadLlama(config, st, { quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(unpackF16x2(packF16x2(w, shape), ...shape), shape)) });
+    try {
+      expect(half.layers[0].q.weight.kind).toBe('f16');
+      // 12 prompt rows take the tiled GEMM, 5 the decode GEMV.
+      for (const ids of [golden.input_ids, golden.input_ids.slice(0, 5)]) {
+        const [a, b] = [half, ref].map((m) => forward(m, [ids]));
+        const got = await a.data();
+        const want = await b.data();
+        tf.dispose([a, b]);
+        expect(maxAbs(got, want)).toBeLessThan(1e-5);
+      }
+    } finally {
+      disposeLlama(half);
+      disposeLlama(ref);
     }
   });
 

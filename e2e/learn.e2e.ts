@@ -1,18 +1,19 @@
 // The planned learning step (src/engine/plan/learnPlan.ts, src/model/plannedLearn.ts) in Node +
 // Dawn on SwiftShader's Vulkan driver: per-token statistics and LoRA gradients against tfjs
 // autodiff of the same loss on the same batch (src/rl's formulas through tf.variableGrads over the
-// op-by-op path), against finite differences, on f32 / int8 / int4 bases, LoRA subsets and a
-// left-padded GQA batch; no GPU buffer made after warm-up; no uncaptured WebGPU error.
+// op-by-op path), against finite differences, on f32 / f16 / int8 / int4 bases, LoRA subsets and a
+// left-padded GQA batch; no GPU buffer made after warm-up; no uncaptured WebGPU error; the same
+// with activations recomputed per layer (equal to the kept plan's, and the planner's bytes).
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { disposeLlama, type LlamaModel, type ProjName } from '../src/model/llama';
+import { disposeLlama, linearLayers, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
 import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
-import { int4Quantizer, int8Quantizer } from '../src/model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { syntheticModel } from '../src/model/synthetic';
 import { mulberry32 } from '../src/model/random';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead } from '../src/rl/policy';
@@ -23,6 +24,8 @@ import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/traine
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { rlStep, type RlLoopConfig } from '../src/rl/loop';
+import { learnMicroBatchRows, setLearnRecompute, type LearnRecompute } from '../src/model/plannedLearn';
+import type { LearnLoraShape } from '../src/model/learnMemory';
 import { ADV, adapters, B, BATCH, fixture, OLD, T, TEMP } from './learnFixture';
 
 const gpuErrors: string[] = [];
@@ -59,6 +62,46 @@ interface Compared {
   /** Per variable: max |planned - tfjs| / max |tfjs|. */
   rel: number[];
   gradNorm: number;
+}
+
+/** A small Qwen2-style model (q/k/v biases, an untied LM head, 4 query heads over 2 KV heads). */
+async function qwen2Model(layers: number, seed: number, opts: LoadOptions = {}): Promise<LlamaModel> {
+  const model = await syntheticModel({
+    architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: layers,
+    num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+    max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+  }, seed, opts);
+  // The synthetic biases are zero: draw them, so a path that ignored them would differ.
+  const rand = mulberry32(9);
+  for (const l of model.layers) {
+    for (const p of ['q', 'k', 'v'] as const) {
+      const old = l[p].bias!;
+      l[p].bias = tf.tensor1d(Float32Array.from({ length: old.shape[0] }, () => rand() * 2 - 1));
+      old.dispose();
+    }
+  }
+  return model;
+}
+
+/** The learn plan's GPU buffers created by a third planned step (plannedGrads) after two. */
+async function learnBuffersAfterWarmUp(model: LlamaModel, set: LoraSet): Promise<string[]> {
+  const loss = (s: StatTensors) => grpoLoss(s, tf.tensor2d(OLD), true);
+  const run = async () => tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss))!.grads));
+  await run();
+  await run();
+  const device = webgpuDevice();
+  const create = device.createBuffer.bind(device);
+  const made: string[] = [];
+  device.createBuffer = (d: GPUBufferDescriptor) => {
+    made.push(d.label ?? `${d.size} bytes`);
+    return create(d);
+  };
+  try {
+    await run();
+  } finally {
+    device.createBuffer = create;
+  }
+  return made.filter((l) => l.startsWith('learn'));
 }
 
 /** Statistics, loss and every LoRA gradient of the planned path against tfjs autodiff. */
@@ -131,6 +174,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     ['int8 (groups of 2: the per-element decode loop)', int8Quantizer({ groupSize: 2 })],
     ['int4 (groups of 16)', int4Quantizer(16)],
     ['int4 (groups of 32, the default)', int4Quantizer(32)],
+    ['f16 (packed halves)', f16Quantizer()],
   ] as const) {
     it(`${name} base: dx through the packed words, gradients within 1e-4 of tfjs`, async () => {
       const model = fixture('tiny-llama-f32', { quantize });
@@ -144,23 +188,53 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     });
   }
 
-  it('a Qwen2-style model (q/k/v biases, an untied LM head) with LoRA on every projection', async () => {
-    const config = {
-      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
-      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-    };
-    const model = await syntheticModel(config, 3);
+  it('f16 base: the planner sizes the packed halves and the step to the byte (model scope = the weights held, micro-batch = plan.bytes)', async () => {
+    const model = fixture('tiny-llama-f32', { quantize: f16Quantizer() });
     try {
-      // The synthetic biases are zero: draw them, so a path that ignored them would differ.
-      const rand = mulberry32(9);
-      for (const l of model.layers) {
-        for (const p of ['q', 'k', 'v'] as const) {
-          const old = l[p].bias!;
-          l[p].bias = tf.tensor1d(Float32Array.from({ length: old.shape[0] }, () => rand() * 2 - 1));
-          old.dispose();
-        }
-      }
+      const set = adapters(model);
+      const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
+      const plan = planLearnMemory(model.config, 'f16', { r: 4, targets: ALL }, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 });
+      expect(plan.bytesByScope['micro-batch']).toBe(f.plan.plan.bytes);
+      const held = linearLayers(model).reduce((a, l) => a + l.weight.bytes, 0);
+      expect(bytesOf(plan.buffers.filter((b) => b.name.endsWith('(f16)')))).toBe(held);
+      // hidden 32 and intermediate 64: 16 (32) words + one unit scale per output row
+      expect(model.layers[0].q.weight.bytes).toBe(32 * (16 * 4 + 4));
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('a Qwen2-style model (q/k/v biases, an untied LM head) with LoRA on every projection', async () => {
+    const model = await qwen2Model(2, 3);
+    try {
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('a Qwen2-style model in f16 (its untied LM head too): statistics and gradients within 1e-4 of tfjs', async () => {
+    const model = await qwen2Model(2, 4, { quantize: f16Quantizer() });
+    try {
+      expect(model.lmHead.weight.kind).toBe('f16');
+      const c = await compare(model, adapters(model));
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('f16 with an odd intermediate size (65: down_proj rows end in a half-empty word, decoded half by half): gradients within 1e-4 of tfjs', async () => {
+    const config = {
+      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 65, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    };
+    const model = await syntheticModel(config, 5, { quantize: f16Quantizer() });
+    try {
       const c = await compare(model, adapters(model));
       expect(c.stats).toBeLessThan(1e-4);
       expect(Math.max(...c.rel)).toBeLessThan(1e-4);
@@ -231,29 +305,15 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
     try {
       const set = adapters(model);
       const loss = (s: StatTensors) => grpoLoss(s, tf.tensor2d(OLD), true);
-      const run = async () => tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss))!.grads));
-      await run();
-      await run();
-      const device = webgpuDevice();
-      const create = device.createBuffer.bind(device);
-      const made: string[] = [];
-      device.createBuffer = (d: GPUBufferDescriptor) => {
-        made.push(d.label ?? `${d.size} bytes`);
-        return create(d);
-      };
-      try {
-        await run();
-      } finally {
-        device.createBuffer = create;
-      }
-      expect(made.filter((l) => l.startsWith('learn'))).toEqual([]);
+      expect(await learnBuffersAfterWarmUp(model, set)).toEqual([]);
       // The learn-memory planner lists, to the byte, the buffers the plan created (prompt columns
       // 5 rounded up to 8), and over the budget a micro-batch is handed back to tfjs.
       const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
       expect(f.plan.P).toBe(8);
       const est = bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B));
       expect(est).toBe(f.plan.plan.bytes);
-      setLearnMemoryBudget(est - 1);
+      // (a byte under the recompute layout, the smaller one, so neither fits)
+      setLearnMemoryBudget(bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B, true)) - 1);
       try {
         expect(learnShapeBlocker(model, B, 5, T)).toMatch(/over the budget/);
         expect(await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).toBeNull();
@@ -485,4 +545,140 @@ describe('planned LoRA learning step on Dawn (SwiftShader): runs learn', () => {
       }
     });
   }
+});
+
+describe('planned LoRA learning step on Dawn (SwiftShader): activations recomputed per layer', () => {
+  // learnPlan.ts `recompute`: each layer keeps its input, the backward rebuilds the layer's other
+  // activations into one shared set just before the layer's backward.
+  afterEach(() => {
+    setLearnRecompute('auto');
+    setLearnMemoryBudget(2 ** 31);
+    setLearnPath('planned');
+  });
+
+  /** One planned forward (with the reference pass) and backward under a recompute setting: raw statistics and gradients. */
+  async function planned(model: LlamaModel, set: LoraSet, mode: LearnRecompute) {
+    setLearnRecompute(mode);
+    const f = await plannedForward(model, set, packSequences(BATCH), TEMP, true);
+    const refLogp = tf.tensor2d(OLD); // any fixed reference for the KL term
+    const lg = await lossGradsAt(f.logp, f.entropy, B, T, (s) => grpoLoss(s, refLogp, true));
+    refLogp.dispose();
+    f.plan.backward(lg.dlogp, lg.dentropy);
+    return { recompute: !!f.plan.opts.recompute, bytes: f.plan.plan.bytes, stats: [f.logp, f.entropy, f.refLogp!], grads: await f.plan.readGrads() };
+  }
+
+  /** max |a - b| / max |b| */
+  const rel = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+    let num = 0;
+    let den = 0;
+    for (let i = 0; i < b.length; i++) {
+      num = Math.max(num, Math.abs(a[i] - b[i]));
+      den = Math.max(den, Math.abs(b[i]));
+    }
+    return num / den;
+  };
+
+  /** Recompute forced on: equal to the kept plan, within 1e-4 of tfjs autodiff, its bytes the planner's and fewer. */
+  async function check(model: LlamaModel, set: LoraSet, lora: LearnLoraShape) {
+    const keep = await planned(model, set, 'off');
+    const again = await planned(model, set, 'on');
+    expect([keep.recompute, again.recompute]).toEqual([false, true]);
+    // The same kernels on the same inputs: the kept plan's values (measured: bit for bit).
+    for (let i = 0; i < 3; i++) expect(rel(again.stats[i], keep.stats[i])).toBeLessThanOrEqual(1e-6);
+    expect(Math.max(...again.grads.map(Math.abs))).toBeGreaterThan(1e-3);
+    expect(rel(again.grads, keep.grads)).toBeLessThanOrEqual(1e-6);
+    const c = await compare(model, set);
+    expect(c.stats).toBeLessThan(1e-4);
+    expect(Math.abs(c.loss[0] - c.loss[1])).toBeLessThan(1e-5 * Math.max(1, Math.abs(c.loss[1])));
+    expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    const shape = { promptLen: 8, responseLen: T };
+    expect(bytesOf(learnStepBuffers(model.config, lora, shape, B, true))).toBe(again.bytes);
+    expect(bytesOf(learnStepBuffers(model.config, lora, shape, B, false))).toBe(keep.bytes);
+    expect(again.bytes).toBeLessThan(keep.bytes);
+  }
+
+  for (const [name, opts] of [
+    ['f32', {}],
+    ['int4 (groups of 32)', { quantize: int4Quantizer(32) }],
+    ['f16', { quantize: f16Quantizer() }],
+  ] as const) {
+    it(`${name} base, LoRA on every projection, left-padded GQA batch: the kept plan's statistics and gradients, tfjs's within 1e-4, the planner's bytes`, async () => {
+      const model = fixture('tiny-llama-f32', opts);
+      try {
+        await check(model, adapters(model), { r: 4, targets: ALL });
+      } finally {
+        disposeLlama(model);
+      }
+    });
+  }
+
+  it('a LoRA subset (q and v of layer 1, rank 2): layer 0 is rebuilt without adapters', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      await check(model, adapters(model, { r: 2, alpha: 4, targets: ['q', 'v'], layers: [1] }), { r: 2, targets: ['q', 'v'], layers: [1] });
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('a 3-layer Qwen2-style model (q/k/v biases, untied head): two layers rebuilt into the same set', async () => {
+    const model = await qwen2Model(3, 5);
+    try {
+      await check(model, adapters(model), { r: 4, targets: ALL });
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('under a budget the kept batch exceeds, auto recomputes: one micro-batch where kept needs more, learnStep equal to tfjs', async () => {
+    const lora = { r: 4, targets: ALL };
+    const batch: LearnBatch = { ...BATCH, oldLogp: fromRows(OLD), advantages: fromRows(ADV), refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))) };
+    const config: TrainerConfig = { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, temperature: TEMP };
+    const results: { metrics: Record<string, number>; params: Float32Array[] }[] = [];
+    for (const path of ['tfjs', 'planned'] as const) {
+      const model = fixture('tiny-llama-f32');
+      try {
+        const set = adapters(model);
+        const shape = { promptLen: 8, responseLen: T };
+        const budget = bytesOf(learnStepBuffers(model.config, lora, shape, B, true));
+        expect(bytesOf(learnStepBuffers(model.config, lora, shape, B, false))).toBeGreaterThan(budget);
+        setLearnMemoryBudget(budget);
+        setLearnPath(path);
+        // Kept: fewer rows a micro-batch; auto: all 3 rows in one, recomputed.
+        setLearnRecompute('off');
+        expect(learnMicroBatchRows(model, B, 5, T)).toBeLessThan(B);
+        setLearnRecompute('auto');
+        expect(learnMicroBatchRows(model, B, 5, T)).toBe(B);
+        const n0 = plannedMicroBatches();
+        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
+        expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
+        if (path === 'planned') {
+          // The plan that step ran (cached for this shape) is the recompute one.
+          const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
+          expect([f.plan.opts.recompute, f.plan.plan.bytes]).toEqual([true, budget]);
+        }
+        results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
+      } finally {
+        disposeLlama(model);
+      }
+    }
+    const [want, got] = results;
+    expect(want.metrics['grad/norm']).toBeGreaterThan(1e-3);
+    for (const k of Object.keys(want.metrics)) expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+    let worst = 0;
+    got.params.forEach((p, i) => p.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want.params[i][j])))));
+    expect(worst).toBeLessThan(2e-6);
+  });
+
+  it('no GPU buffer is created by recomputing steps after warm-up', async () => {
+    const model = fixture('tiny-llama-f32');
+    try {
+      const set = adapters(model);
+      setLearnRecompute('on');
+      expect(await learnBuffersAfterWarmUp(model, set)).toEqual([]);
+      expect((await plannedForward(model, set, packSequences(BATCH), TEMP)).plan.opts.recompute).toBe(true);
+    } finally {
+      disposeLlama(model);
+    }
+  });
 });

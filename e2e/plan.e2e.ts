@@ -1,6 +1,6 @@
 // The planned decode path (src/engine/plan/, src/model/plannedDecode.ts) in Node + Dawn on
 // SwiftShader's Vulkan driver: against the golden fixtures and against the tfjs op-by-op path on
-// the same weights (f32, int8, int4; LoRA on and off; left-padded batches; GQA), draw for draw,
+// the same weights (f32, f16, int8, int4; LoRA on and off; left-padded batches; GQA), draw for draw,
 // with its dispatch budget and no buffer made after warm-up.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +18,9 @@ import { attachLora } from '../src/model/lora';
 import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans, setDecodePath, setPlannedAttention, setPlannedGemv, setPrefillPath, setTokensPerRun } from '../src/model/plannedDecode';
 import { prefillChunk, SPLITK_MIN_CAPACITY } from '../src/engine/plan/decodePlan';
 import { SPLITK_SEGMENT } from '../src/engine/plan/decodeKernels';
-import { int4Quantizer, int8Quantizer } from '../src/model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
+import { syntheticModel } from '../src/model/synthetic';
 import type { LoadOptions } from '../src/model/llama';
 
 const gpuErrors: string[] = [];
@@ -130,6 +131,9 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     ['f32', undefined, 'tile'],
     ['int8', int8Quantizer(), 'tile'],
     ['int4', int4Quantizer(32), 'tile'],
+    ['f16', f16Quantizer(), 'thread'],
+    ['f16', f16Quantizer(), 'split'],
+    ['f16', f16Quantizer(), 'tile'],
   ] as const) {
     it(`${format}, ${shape} GEMV: left-padded GQA batch, teacher-forced logits within 1e-4 of tfjs; seeded sampling draw for draw`, async () => {
       const { model } = fixture('tiny-llama-f32', quantize ? { quantize } : {});
@@ -179,6 +183,66 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       disposeLlama(model);
     }
   }, 300_000);
+
+  it('f16 weights with LoRA on every projection, each GEMV layout and the tiled GEMM: on and off within 1e-4 of the tfjs f16 path, greedy draws identical', async () => {
+    const { model } = fixture('tiny-llama-f32', { quantize: f16Quantizer() });
+    const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
+    try {
+      expect(model.layers[0].gate.weight.kind).toBe('f16');
+      expect(model.config.numKvHeads).toBeLessThan(model.config.numHeads); // GQA
+      for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
+      for (const shape of ['thread', 'split', 'tile'] as const) {
+        setPlannedGemv(shape);
+        for (const on of [true, false]) {
+          set.enabled = on;
+          expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+          expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
+        }
+        set.enabled = true;
+        const { ref, got } = await bothPaths(model, prompts, { maxNewTokens: 8, greedy: true });
+        expect(got.tokens).toEqual(ref.tokens);
+        expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+        releaseDecodePlans(model);
+      }
+    } finally {
+      setPlannedGemv(null);
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  }, 600_000);
+
+  it('a Qwen2-style model in f16 (q/k/v biases, its untied LM head in f16): prefill and teacher-forced logits within 1e-4 of tfjs', async () => {
+    const model = await syntheticModel({
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    }, 4, { quantize: f16Quantizer() });
+    try {
+      expect(model.lmHead.weight.kind).toBe('f16');
+      expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+      expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
+    } finally {
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  for (const shape of ['thread', 'split'] as const) it(`f16 with an odd intermediate size (65: down_proj rows end in a half-empty word), ${shape} GEMV: logits within 1e-4 of tfjs`, async () => {
+    const model = await syntheticModel({
+      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 65, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
+      max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+    }, 5, { quantize: f16Quantizer() });
+    setPlannedGemv(shape);
+    try {
+      expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+      expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
+    } finally {
+      setPlannedGemv(null);
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
 
   it('split-K attention (forced) over three cache segments: a left-padded GQA batch with LoRA on, logits within 1e-4 of tfjs, greedy and seeded draws identical', async () => {
     const { model } = fixture('tiny-llama-f32');

@@ -28,9 +28,13 @@ describe('quantised matmul kernels on WebGPU', () => {
     { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 7, gemv: 'splitk' },
     { bits: 8, rows: 5, out: 77, in: 1000, groupSize: 8, seed: 8, gemv: 'splitk' },
     { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 9, gemv: 'splitk' },
+    // f16 halves (unpack2x16float, no shader-f16): odd input (half-empty last word), all three kernels.
+    { bits: 16, rows: 1, out: 75, in: 137, groupSize: 137, seed: 31 },
+    { bits: 16, rows: 5, out: 75, in: 137, groupSize: 137, seed: 32, gemv: 'splitk' },
+    { bits: 16, rows: 37, out: 75, in: 137, groupSize: 137, seed: 33 },
   ];
   for (const c of cases) {
-    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
+    it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
       const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
       expect(got.backend).toBe('webgpu');
       const ref = reference(c);
@@ -51,16 +55,18 @@ describe('quantised weights over the storage-binding limit on WebGPU', () => {
     { bits: 8, rows: 37, out: 75, in: 138, groupSize: 0, seed: 12 },
     { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 13, gemv: 'splitk' },
     { bits: 4, rows: 37, out: 75, in: 160, groupSize: 32, seed: 14 },
+    // f16 rows of 137 inputs are 69 words (276 B), 3 rows a binding: 25 blocks.
+    { bits: 16, rows: 37, out: 75, in: 137, groupSize: 137, seed: 34 },
   ];
   for (const c of cases) {
-    it(`int${c.bits} rows=${c.rows} [${c.out}, ${c.in}] in row blocks: forward and backward match float64`, async () => {
+    it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}] in row blocks: forward and backward match float64`, async () => {
       await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(1000));
       try {
         const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
         const ref = reference(c);
         expect(maxAbs(got.y, ref.y)).toBeLessThan(1e-4);
         expect(maxAbs(got.dx, ref.dx)).toBeLessThan(1e-4);
-        expect(got.blocks).toBe(c.bits === 8 ? 11 : 7);
+        expect(got.blocks).toBe({ 8: 11, 4: 7, 16: 25 }[c.bits]);
       } finally {
         await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
       }

@@ -1,4 +1,4 @@
-// Shared by both decode GEMVs: unpack packed word w of W's row o (4 int8 or 8 int4 weights),
+// Shared by both decode GEMVs: unpack packed word w of W's row o (2 f16, 4 int8 or 8 int4 weights),
 // apply its group's scale, and add x[n, k] * W[o, k] into acc[n] for every row n: one weight load
 // feeds all the rows (the G rollouts of a step).
 // Needs BITS and NMAX; reads x, packed, scales and uniforms wIn, groupSize, xShape, packedShape.
@@ -14,7 +14,9 @@ fn gemvWord(o : i32, w : i32, acc : ptr<function, array<f32, NMAX>>) {
     let k = k0 + j;
     if (k < inF) {
       var q : f32;
-      if (BITS == 8) {
+      if (BITS == 16) {
+        q = unpack2x16float(word)[j];
+      } else if (BITS == 8) {
         q = f32(extractBits(bitcast<i32>(word), u32(j) * 8u, 8u));
       } else {
         q = f32(extractBits(word, u32(j) * 4u, 4u)) - 8.0;

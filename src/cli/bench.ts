@@ -134,7 +134,7 @@ async function kernelAndThroughputTables(page: Page, status: Status, reps: numbe
 }
 
 async function decodeTable(page: Page, status: Status, appUrl: string): Promise<void> {
-  const formats = [['f32', undefined], ['int8', { bits: 8 as const }], ['int4', { bits: 4 as const, groupSize: 32 }]] as const;
+  const formats = [['f32', undefined], ['int8', { bits: 8 as const }], ['int4', { bits: 4 as const, groupSize: 32 }], ['f16', { bits: 16 as const }]] as const;
   const load = (fmt: (typeof formats)[number]) =>
     page.evaluate(([u, q]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [`${appUrl}models/defender/`, fmt[1]] as const);
   const unload = () => page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));

@@ -1,6 +1,6 @@
 // The kernel and whole-model benchmarks in Node on a GPU, through Dawn (the `webgpu` npm package)
 // instead of Chromium: the figures for machines with a GPU and no browser. Run by
-// `npm run bench:gpu [-- --quick] [-- --kernels | --models | --decode | --profile-step | --learn] [-- --no-smol]
+// `npm run bench:gpu [-- --quick] [-- --kernels | --models | --decode | --profile-step | --learn [--recompute]] [-- --no-smol]
 // [-- --swiftshader]`, which bundles this
 // file (src/cli/build-gpu-bench.ts) so tfjs and the WGSL sources travel as one script. Needs a
 // Vulkan driver; `--swiftshader` uses Chromium's CPU one. SPARRING_WEBGPU_MODULE names a carried
@@ -13,10 +13,11 @@ import { benchKernels, benchWholeSteps } from '../worker/bench';
 import { benchDecodePaths, benchRollouts, decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from '../model/decodeBench';
 import { disposeLlama } from '../model/llama';
 import { loadModel } from '../model/load';
-import { int4Quantizer, int8Quantizer } from '../model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../model/quant';
 import { folderSource } from './fs-source';
 import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from '../rl/stepProfile';
 import { setOptimizerPath } from '../rl/plannedOptim';
+import { setLearnRecompute } from '../model/plannedLearn';
 import { benchLearnPaths, LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from '../rl/learnBench';
 import { kernelTable } from './kernelTable';
 import { startDawn } from './node/dawn';
@@ -41,7 +42,9 @@ console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
 if (learnOnly) {
   // The learning step, planned vs tfjs in the same run (issue 21): the sandbox defender in f32 and
   // int4, and the SmolLM2-135M shape unless --no-smol; 2 prompts x G 8 x (16 + 8) tokens, LoRA r 16.
+  // --recompute: the planned step recomputes activations per layer (else the planner's choice).
   const c = LEARN_BENCH_CASE;
+  if (args.includes('--recompute')) setLearnRecompute('on');
   const cases: [string, string, () => Promise<import('../model/llama').LlamaModel>][] = [
     ['sandbox defender', 'f32', () => loadModel(folderSource('public/models/defender'))],
     ['sandbox defender', 'int4', () => loadModel(folderSource('public/models/defender'), { quantize: int4Quantizer(32) })],
@@ -55,7 +58,7 @@ if (learnOnly) {
     for (const x of r) console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
     rows.push(...learnBenchRows(name, fmt, r));
   }
-  console.log(`\n${learnBenchTitle('Node + Dawn', c)}\n`);
+  console.log(`\n${learnBenchTitle('Node + Dawn', c)}${args.includes('--recompute') ? ', activations recomputed per layer' : ''}\n`);
   console.log(formatTable(LEARN_BENCH_HEADER, rows));
   process.exit(0);
 }
@@ -103,6 +106,7 @@ const formats = [
   ['f32', {}],
   ['int8', { quantize: int8Quantizer() }],
   ['int4', { quantize: int4Quantizer(32) }],
+  ['f16', { quantize: f16Quantizer() }],
 ] as const;
 if (!rolloutOnly) {
   console.log(`\n== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)\n`);

@@ -14,8 +14,9 @@
 //               to the byte (16-byte rounding, one 256-byte uniform record per dispatch): its
 //               copies of the LoRA parameters and gradients, the inputs, every layer's kept
 //               activations, the logits and their gradient, the backward's scratch.
-// The planned step keeps every layer's activations (PLANNED_STEP_RECOMPUTES): a recompute layout
-// (one layer's activations at a time) is planned only when the caller says the step can do it.
+// The planned step keeps every layer's activations, or (recompute) only each layer's input with one
+// shared set of a layer's activations that its backward rebuilds (learnPlan.ts `recompute`): both
+// layouts are listed to the byte, and 'auto' keeps everything when the batch fits that way.
 import type { ModelConfig } from './config.ts';
 import type { ProjName } from './llama.ts';
 import { projectionBytes, type WeightFormat } from './weightFormat.ts';
@@ -27,8 +28,11 @@ const STAGING_BYTES = 4 * 2 ** 20;
 const UNIFORM_SLOT = 256;
 /** A plan's buffer size: at least 4 bytes, rounded up to 16 (plan.ts GpuPlan.buffer). */
 const planned = (bytes: number) => Math.ceil(Math.max(bytes, 4) / 16) * 16;
-/** Whether the planned learning step recomputes activations in its backward: not yet. */
-export const PLANNED_STEP_RECOMPUTES = false;
+/** Whether the planned learning step can recompute activations in its backward (learnPlan.ts `recompute`). */
+export const PLANNED_STEP_RECOMPUTES = true;
+
+/** How a plan treats activations: kept, recomputed, or chosen by the planner ('auto'). */
+export type RecomputeChoice = boolean | 'auto';
 /** The name of the plan's uniform records in a buffer list (uniform bindings, not storage). */
 export const UNIFORMS = 'uniform records';
 
@@ -157,9 +161,9 @@ function optimizerBuffers(c: LearnModelDims, lora: LearnLoraShape): PlannedBuffe
 }
 
 /**
- * Every buffer the learn plan creates for `b` rows of `shape` (learnPlan.ts's constructor), or,
- * with `recompute`, the layout of a step that keeps only each layer's input and
- * recomputes the rest one layer at a time (no plan does yet).
+ * Every buffer the learn plan creates for `b` rows of `shape` (learnPlan.ts's constructor), with
+ * `recompute` that of its recompute mode: each layer's input kept, one shared set of the rest
+ * (x Aᵀ once per adapted projection), the backward's rebuild dispatches in the uniform records.
  */
 export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape: Pick<LearnBatchShape, 'promptLen' | 'responseLen'>, b: number, recompute = false): PlannedBuffer[] {
   const H = c.hiddenSize;
@@ -177,9 +181,16 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
   const keptSlots = recompute ? Math.min(slots, lora.targets.length) : slots;
   const att = b * c.numHeads * L * L;
   const mb = (name: string, floats: number, count: number): PlannedBuffer => ({ name, scope: 'micro-batch', bytes: planned(floats * F32), count });
+  /** A layer's activations: one set, rebuilt in the backward, when recomputing. */
+  const layer = (name: string) => (recompute ? `${name} (one layer's, rebuilt)` : name);
   // Dispatches: each forward (reference, adapted) 16 a layer + 4 (embedding, final norm, head,
   // statistics), the adapted one 2 more per adapter; the backward 19 a layer + 3, 4 per adapter.
-  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots;
+  // A recompute rebuilds every layer but the last in the backward: its forward less the down
+  // projection's output (15), 2 per adapter, 1 for an adapted down (its x Aᵀ only).
+  const rebuilt = recompute ? Math.max(0, nL - 1) : 0;
+  const rebuiltAdapted = recompute ? (lora.layers ? new Set(lora.layers.filter((l) => l < nL - 1)).size : rebuilt) : 0;
+  const downs = lora.targets.includes('down') ? 1 : 0;
+  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots + 15 * rebuilt + rebuiltAdapted * (2 * (lora.targets.length - downs) + downs);
   return [
     mb('LoRA parameters, gradients (the plan\'s flat copies)', loraParamCount(c, lora), 2),
     mb('token ids, key validity', N, 2),
@@ -189,14 +200,14 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
     mb('d statistics', R * 2, 1),
     mb('unused binding', 4, 1),
     mb('layer inputs (kept)', N * H, nL),
-    mb('norm outputs, mid-layer residual', N * H, 3 * full),
-    mb('RMS inverses', N, 2 * full),
-    mb('q (heads)', N * Q, full),
-    mb('k, v (heads)', N * KV, 2 * full),
-    mb('attention probabilities', att, full),
-    mb('attention outputs', N * Q, full),
-    mb('gate, up, act(gate) x up', N * I, 3 * full),
-    mb('LoRA x Aᵀ', N * lora.r, keptSlots),
+    mb(layer('norm outputs, mid-layer residual'), N * H, 3 * full),
+    mb(layer('RMS inverses'), N, 2 * full),
+    mb(layer('q (heads)'), N * Q, full),
+    mb(layer('k, v (heads)'), N * KV, 2 * full),
+    mb(layer('attention probabilities'), att, full),
+    mb(layer('attention outputs'), N * Q, full),
+    mb(layer('gate, up, act(gate) x up'), N * I, 3 * full),
+    mb(layer('LoRA x Aᵀ'), N * lora.r, keptSlots),
     mb('last layer output, final norm output', N * H, 2),
     mb('final RMS inverse', N, 1),
     mb('hidden rows (value head)', R * H, 1),
@@ -242,29 +253,48 @@ function largestRows(rows: number, ok: (b: number) => boolean): number {
 /** Each storage buffer within one binding (the uniform records are 256-byte uniform bindings). */
 const inBinding = (bs: PlannedBuffer[], limits: Omit<LearnLimits, 'budgetBytes'>) => bs.every((x) => x.name === UNIFORMS || (x.bytes <= limits.maxStorageBufferBindingSize && x.bytes <= limits.maxBufferSize));
 
+/** What a step that can recompute does by default: choose ('auto'). */
+export const DEFAULT_RECOMPUTE: RecomputeChoice = PLANNED_STEP_RECOMPUTES ? 'auto' : false;
+
+/**
+ * Rows per micro-batch and the layout, `ok(b, recompute)` monotone in b. 'auto': keep every
+ * layer's activations when the whole batch fits that way; else recompute when that takes fewer
+ * micro-batches (it costs one more forward of all layers but the last); else keep, fewer rows.
+ * 0 rows: none fits.
+ */
+function chooseRows(rows: number, choice: RecomputeChoice, ok: (rec: boolean) => (b: number) => boolean): { b: number; rec: boolean } {
+  if (choice !== 'auto') return { b: largestRows(rows, ok(choice)), rec: choice };
+  const keep = largestRows(rows, ok(false));
+  if (keep === rows) return { b: keep, rec: false };
+  const again = largestRows(rows, ok(true));
+  const passes = (b: number) => (b > 0 ? Math.ceil(rows / b) : Infinity);
+  return passes(again) < passes(keep) ? { b: again, rec: true } : { b: keep, rec: false };
+}
+
 /**
  * The micro-batch rows of the planned learning step alone (the step's own buffers within
- * `limits.budgetBytes`, each within one binding): what learnStep runs on WebGPU when the config
- * sets no micro-batch size. 0 rows: not even one row fits (the step learns on tfjs).
+ * `limits.budgetBytes`, each within one binding) and whether it recomputes (`recompute`: forced,
+ * or 'auto' as chooseRows): what learnStep runs on WebGPU when the config sets no micro-batch
+ * size. 0 rows: not even one row fits (the step learns on tfjs).
  */
-export function learnStepRows(c: LearnModelDims, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits): { microBatchRows: number; accumulationSteps: number; bytes: number } {
+export function learnStepRows(c: LearnModelDims, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits, recompute: RecomputeChoice = DEFAULT_RECOMPUTE): { microBatchRows: number; accumulationSteps: number; bytes: number; recompute: boolean } {
   check(shape, lora, c, limits);
-  const ok = (b: number) => {
-    const bs = learnStepBuffers(c, lora, shape, b, PLANNED_STEP_RECOMPUTES);
+  const ok = (rec: boolean) => (b: number) => {
+    const bs = learnStepBuffers(c, lora, shape, b, rec);
     return total(bs) <= limits.budgetBytes && inBinding(bs, limits);
   };
-  const b = largestRows(shape.rows, ok);
-  return { microBatchRows: b, accumulationSteps: b > 0 ? Math.ceil(shape.rows / b) : 0, bytes: b > 0 ? total(learnStepBuffers(c, lora, shape, b, PLANNED_STEP_RECOMPUTES)) : 0 };
+  const { b, rec } = chooseRows(shape.rows, recompute, ok);
+  return { microBatchRows: b, accumulationSteps: b > 0 ? Math.ceil(shape.rows / b) : 0, bytes: b > 0 ? total(learnStepBuffers(c, lora, shape, b, rec)) : 0, recompute: b > 0 && rec };
 }
 
 /**
  * Plans one learning step's memory: weights, the AdamW plan and the learn plan at the largest
- * micro-batch that keeps the whole inside the budget. `recompute` is what the step can do: false
- * (the planned step today, PLANNED_STEP_RECOMPUTES) keeps every layer's activations; 'auto' (a
- * step that can recompute) keeps them when the whole batch fits that way, else recomputes each
- * layer in the backward when that allows larger micro-batches; true always recomputes.
+ * micro-batch that keeps the whole inside the budget. `recompute`: false keeps every layer's
+ * activations, true recomputes each layer in the backward, 'auto' (the default: the planned step
+ * can do both) keeps them when the whole batch fits that way, else recomputes when that takes
+ * fewer micro-batches.
  */
-export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits, recompute: boolean | 'auto' = PLANNED_STEP_RECOMPUTES): LearnMemoryPlan {
+export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits, recompute: RecomputeChoice = DEFAULT_RECOMPUTE): LearnMemoryPlan {
   check(shape, lora, c, limits);
   const bind = limits.maxStorageBufferBindingSize;
   const fixed = [...modelBuffers(c, format, bind), ...optimizerBuffers(c, lora)];
@@ -274,17 +304,7 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
     const bs = layoutFor(b, rec);
     return fixedBytes + total(bs) <= limits.budgetBytes && total(bs) <= (limits.planBudgetBytes ?? Infinity) && inBinding(bs, limits);
   };
-  let rec: boolean;
-  let b: number;
-  if (recompute !== 'auto') {
-    rec = recompute;
-    b = largestRows(shape.rows, ok(rec));
-  } else {
-    const keep = largestRows(shape.rows, ok(false));
-    const again = keep === shape.rows ? keep : largestRows(shape.rows, ok(true));
-    rec = again > keep;
-    b = rec ? again : keep;
-  }
+  let { b, rec } = chooseRows(shape.rows, recompute, ok);
   const fits = b > 0;
   if (!fits) {
     b = 1;
@@ -296,6 +316,13 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
   const notes: string[] = [];
   const blocked = buffers.filter((x) => x.scope === 'model' && / block of /.test(x.name)).map((x) => x.name.split(',')[0]);
   for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each, and the planned learning step does not take row-blocked weights (tfjs learns)`);
+  if (fits && rec) {
+    const keep = largestRows(shape.rows, ok(false));
+    notes.push(
+      `the learning step keeps only each layer's input and recomputes the layer's other activations in the backward (one more forward of all layers but the last): ` +
+        (keep > 0 ? `keeping them all would need ${Math.ceil(shape.rows / keep)} micro-batches of ${keep} rows, not ${Math.ceil(shape.rows / b)} of ${b}` : 'keeping them all would not fit even one row'),
+    );
+  }
   for (const x of buffers) {
     if (x.name === UNIFORMS) continue;
     if (x.bytes > limits.maxBufferSize) problems.push(`${x.name} is one buffer of ${fmt(x.bytes)}, over this GPU's maxBufferSize of ${fmt(limits.maxBufferSize)}`);

@@ -19,7 +19,7 @@ import type { GenerateOptions, GenerateResult } from './generate.ts';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from './llama.ts';
 import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from './linear.ts';
 import { LoraAdapter } from './lora.ts';
-import { Int4Weight, Int8Weight } from './quant.ts';
+import { F16Weight, Int4Weight, Int8Weight } from './quant.ts';
 
 export type DecodePath = 'planned' | 'tfjs';
 let gpuMs = 0;
@@ -86,9 +86,9 @@ export function setTokensPerRun(n: number): void {
 function frozenRefs(w: FrozenWeight): WeightRef[] {
   if (w instanceof DenseWeight) return [{ format: 'f32', rows: w.outFeatures, cols: w.inFeatures, buffer: tensorBuffer(w.w) }];
   if (w instanceof BlockedDenseWeight) return w.blocks.map((b) => ({ format: 'f32', rows: b.shape[0], cols: b.shape[1], buffer: tensorBuffer(b) }));
-  if (w instanceof Int8Weight || w instanceof Int4Weight) {
+  if (w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) {
     return w.blocks.map((b) => ({
-      format: b.bits === 8 ? 'int8' : 'int4',
+      format: b.bits === 16 ? 'f16' : b.bits === 8 ? 'int8' : 'int4',
       rows: b.outFeatures,
       cols: b.inFeatures,
       groupSize: b.groupSize,
@@ -106,7 +106,7 @@ export function unplannableReason(model: LlamaModel): string | null {
     for (const p of PROJ_KEYS) {
       const lin = l[p];
       const w = lin.weight;
-      const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight) && w.blocks.length === 1);
+      const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) && w.blocks.length === 1);
       if (!single) return `${lin.name}: a ${w.kind} weight in row blocks`;
       if (!lin.adapter) continue;
       if (!(lin.adapter instanceof LoraAdapter)) return `${lin.name}: an adapter that is not LoRA`;

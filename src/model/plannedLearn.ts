@@ -73,6 +73,21 @@ export function setLearnMemoryBudget(bytes: number): void {
   budgetBytes = bytes;
 }
 
+/**
+ * Whether the planned learning step recomputes each layer's activations in its backward: 'auto'
+ * (default) as the learn-memory planner chooses (kept when the batch fits that way, else recomputed
+ * when that takes fewer micro-batches; a plan of rows that do not fit kept is recomputed), 'on' or
+ * 'off' forced (tests, benchmarks).
+ */
+export type LearnRecompute = 'auto' | 'on' | 'off';
+let recomputeMode: LearnRecompute = 'auto';
+
+export function setLearnRecompute(mode: LearnRecompute): void {
+  recomputeMode = mode;
+}
+
+const recomputeChoice = () => (recomputeMode === 'auto' ? 'auto' : recomputeMode === 'on');
+
 /** Prompt columns rounded up to a multiple of this: more left padding changes no result and lets steps share plans. */
 export const PROMPT_COLUMNS_STEP = 8;
 
@@ -103,13 +118,27 @@ function stepShape(model: LlamaModel, rows: number, promptLength: number, respon
  */
 export function learnMicroBatchRows(model: LlamaModel, rows: number, promptLength: number, responseLength: number): number {
   const s = stepShape(model, rows, promptLength, responseLength);
-  return learnStepRows(model.config, s.lora, s.shape, s.limits).microBatchRows;
+  return learnStepRows(model.config, s.lora, s.shape, s.limits, recomputeChoice()).microBatchRows;
+}
+
+/**
+ * Whether a plan of exactly these rows recomputes: forced by setLearnRecompute, else only when its
+ * activations kept would not fit the budget or a binding (a micro-batch the planner sized kept
+ * stays kept; one sized for recompute does not fit kept).
+ */
+function recomputes(model: LlamaModel, rows: number, promptLength: number, responseLength: number): boolean {
+  if (recomputeMode !== 'auto') return recomputeMode === 'on';
+  return learnShapeBlockerOf(model, rows, promptLength, responseLength, false) !== null;
 }
 
 /** Why a batch of this shape would not fit the device or the budget in one plan (null: it fits). */
 export function learnShapeBlocker(model: LlamaModel, rows: number, promptLength: number, responseLength: number): string | null {
+  return learnShapeBlockerOf(model, rows, promptLength, responseLength, recomputes(model, rows, promptLength, responseLength));
+}
+
+function learnShapeBlockerOf(model: LlamaModel, rows: number, promptLength: number, responseLength: number, recompute: boolean): string | null {
   const s = stepShape(model, rows, promptLength, responseLength);
-  const buffers = learnStepBuffers(model.config, s.lora, s.shape, rows);
+  const buffers = learnStepBuffers(model.config, s.lora, s.shape, rows, recompute);
   const cap = Math.min(s.limits.maxStorageBufferBindingSize, s.limits.maxBufferSize);
   const largest = buffers.filter((b) => b.name !== UNIFORMS).reduce((a, b) => (b.bytes > a.bytes ? b : a));
   if (largest.bytes > cap) return `${largest.name}: a buffer of ${largest.bytes} bytes, over the device's ${cap}`;
@@ -143,7 +172,8 @@ export async function gpuScoped<T>(device: GPUDevice, fn: () => T): Promise<{ va
  */
 export async function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): Promise<LearnPlan | null> {
   const lora = loraOf(model);
-  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${JSON.stringify(lora.shapes)}`;
+  const recompute = recomputes(model, rows, promptLength, responseLength);
+  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${recompute ? 'recompute' : 'keep'}:${JSON.stringify(lora.shapes)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -165,7 +195,7 @@ export async function learnPlanFor(model: LlamaModel, rows: number, promptLength
   const ref = modelRef(model, lora.shapes);
   const grads = sharedGradBuffer(model, JSON.stringify(lora.shapes), ref, device);
   flushTfjs();
-  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, grads }));
+  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads }));
   if (built.error || !built.value) {
     built.value?.dispose();
     if (!refused.has(device)) refused.set(device, new Set());

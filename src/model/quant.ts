@@ -12,6 +12,11 @@
 // int4 (groups of 32 by default): q = round(w / scale) in [-8, 7], scale = max|w| / 7, stored as
 // q + 8 in nibbles, eight per int32 word along the input, the first in the low nibble.
 //
+// f16: each weight rounded to the nearest IEEE half (ties to even), two per int32 word along the
+// input, the first in the low 16 bits (WGSL unpack2x16float order), `packed` [out, ceil(in/2)],
+// and a unit float32 scale per row so the kernels keep one binding layout for every packed format.
+// A weight beyond +-65504 (the largest half) is refused, naming the tensor.
+//
 // Multiplication is the engine's quantMatmul: WGSL kernels on WebGPU that dequantise on the fly
 // (decode GEMV, prefill/training GEMM, and the backward to x), stock-op dequantise-then-matmul
 // elsewhere.
@@ -21,6 +26,7 @@ import { dequantizeStock, quantMatmul, type QuantizedMatrix } from '../engine/op
 import { rowChunks } from '../engine/kernels/limits.ts';
 import type { FrozenWeight } from './linear.ts';
 import type { LoadOptions } from './llama.ts';
+import { f16BitsToFloat, floatToF16Bits } from './safetensors.ts';
 import { weightSpec, type WeightFormat } from './weightFormat.ts';
 
 export interface Int8Options {
@@ -104,7 +110,7 @@ abstract class PackedWeight implements FrozenWeight {
   readonly blocks: QuantizedMatrix[];
 
   protected constructor(
-    readonly bits: 8 | 4,
+    readonly bits: 8 | 4 | 16,
     m: { out: number; in: number; groupSize: number; scales: Float32Array },
     words: Int32Array,
     readonly groupSize: number,
@@ -137,7 +143,7 @@ abstract class PackedWeight implements FrozenWeight {
     return this.blocks.length === 1 ? f(this.blocks[0]) : tf.tidy(() => tf.concat(this.blocks.map(f), 0) as tf.Tensor2D);
   }
 
-  /** The integer values as float32 [out, in] (exact), from the packed words. */
+  /** The stored values before scaling (integers, or the halves of f16) as float32 [out, in], exact. */
   unpack(): tf.Tensor2D {
     return this.rows((b) => tf.tidy(() => dequantizeStock({ ...b, scales: tf.onesLike(b.scales) })));
   }
@@ -242,6 +248,59 @@ export function int4Quantizer(groupSize = INT4_GROUP): NonNullable<LoadOptions['
   return (name, w, shape) => Int4Weight.fromFloat32(w, shape, groupSize, name);
 }
 
+// ---------------------------------------------------------------------------------------------
+// f16
+
+/** The largest finite IEEE half. */
+export const F16_MAX = 65504;
+
+/**
+ * W [out, in] rounded to halves and packed two per word [out, ceil(in/2)], the first in the low 16
+ * bits. A value beyond +-65504 (or not finite) throws naming `name` and the element.
+ * An F16 source decodes to float32 exactly and rounds back to the same bits, so it is not rounded twice.
+ */
+export function packF16x2(w: Float32Array, shape: [number, number], name = 'weight'): Int32Array {
+  const [out, inp] = shape;
+  if (w.length !== out * inp) throw new Error(`packF16x2: ${w.length} values for shape [${out}, ${inp}]`);
+  const words = Math.ceil(inp / 2);
+  const packed = new Int32Array(out * words);
+  for (let o = 0; o < out; o++) {
+    for (let k = 0; k < inp; k++) {
+      const v = w[o * inp + k];
+      if (!(Math.abs(v) <= F16_MAX)) {
+        throw new Error(`${name}: weight ${v} at [${o}, ${k}] is beyond the f16 range +-${F16_MAX}; load this model in f32 or int8`);
+      }
+      packed[o * words + (k >> 1)] |= floatToF16Bits(v) << (16 * (k & 1));
+    }
+  }
+  return packed;
+}
+
+/** The halves of packF16x2's words as float32 [out * in] (host reference for tests). */
+export function unpackF16x2(packed: Int32Array, out: number, inp: number): Float32Array {
+  const words = Math.ceil(inp / 2);
+  const w = new Float32Array(out * inp);
+  for (let o = 0; o < out; o++) {
+    for (let k = 0; k < inp; k++) w[o * inp + k] = f16BitsToFloat((packed[o * words + (k >> 1)] >>> (16 * (k & 1))) & 0xffff);
+  }
+  return w;
+}
+
+export class F16Weight extends PackedWeight {
+  readonly kind = 'f16';
+
+  /** @param name the tensor, for the range error. */
+  constructor(w: Float32Array, shape: [number, number], name = 'f16 weight') {
+    const [out, inp] = shape;
+    super(16, { out, in: inp, groupSize: inp, scales: new Float32Array(out).fill(1) }, packF16x2(w, shape, name), inp, name);
+  }
+}
+
+/** A LoadOptions.quantize hook storing every projection (and an untied LM head) as packed halves. */
+export function f16Quantizer(model = ''): NonNullable<LoadOptions['quantize']> {
+  return (name, w, shape) => new F16Weight(w, shape, `${model ? `${model}: ` : ''}${name}.weight`);
+}
+
 /**
  * The loader hook that stores projections in `format` (undefined for f32). A projection whose
  * input size the group does not divide fails naming the model, the projection and the format.
@@ -249,6 +308,7 @@ export function int4Quantizer(groupSize = INT4_GROUP): NonNullable<LoadOptions['
 export function weightQuantizer(format: WeightFormat, model: string): LoadOptions['quantize'] {
   const spec = weightSpec(format);
   if (spec.kind === 'f32') return undefined;
+  if (spec.kind === 'f16') return f16Quantizer(model);
   const inner = spec.kind === 'int8' ? int8Quantizer({}) : int4Quantizer(spec.groupSize);
   return (name, w, shape) => {
     if (spec.kind === 'int4' && shape[1] % spec.groupSize !== 0) {

@@ -17,7 +17,8 @@ describe('weight formats', () => {
     expect(weightSpec('f32')).toEqual({ kind: 'f32' });
     expect(weightSpec('int8')).toEqual({ kind: 'int8' });
     expect(weightSpec('int4-g64')).toEqual({ kind: 'int4', groupSize: 64 });
-    expect(() => weightSpec('f16')).toThrow(/unknown weight format "f16" \(formats: f32, int8, int4-g32/);
+    expect(weightSpec('f16')).toEqual({ kind: 'f16' });
+    expect(() => weightSpec('bf16')).toThrow(/unknown weight format "bf16" \(formats: f32, f16, int8, int4-g32/);
   });
 
   it('sizes a projection by hand: [32, 32] is 4096 B in f32, 1152 B in int8, 640 B in int4-g32', () => {

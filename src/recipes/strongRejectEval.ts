@@ -24,7 +24,7 @@ export function strongRejectFields(where = 'the held-out evaluation\'s harmful a
     ),
     strongRejectMaxTokens: int(512, 'answer length cap of the StrongREJECT grader, in tokens', { min: 16, max: 8192 }),
     // Not `<model>Weights`: that name pairs a format with a model field (weightFields.ts).
-    strongRejectGraderFormat: oneOf(WEIGHT_FORMATS, 'f32', 'storage of a model:<ref> grader\'s projections: f32, int8, int4-gN (a large grader in less memory)'),
+    strongRejectGraderFormat: oneOf(WEIGHT_FORMATS, 'f32', 'storage of a model:<ref> grader\'s projections: f32, f16, int8, int4-gN (a large grader in less memory)'),
   };
 }
 

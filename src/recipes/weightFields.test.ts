@@ -38,7 +38,7 @@ describe('weight format fields', () => {
       expect(models.length, r.name).toBeGreaterThan(0);
       for (const m of models) {
         const f = r.schema[`${m}Weights`];
-        expect(f, `${r.name}.${m}Weights`).toMatchObject({ type: 'enum', default: 'f32', options: ['f32', 'int8', 'int4-g32', 'int4-g64', 'int4-g128'] });
+        expect(f, `${r.name}.${m}Weights`).toMatchObject({ type: 'enum', default: 'f32', options: ['f32', 'f16', 'int8', 'int4-g32', 'int4-g64', 'int4-g128'] });
       }
     }
   });
@@ -48,16 +48,18 @@ describe('weight format fields', () => {
     const ok = validateConfig(getRecipe('redteam').schema, input);
     expect(ok.ok).toBe(true);
     expect(ok.config.defenderWeights).toBe('int4-g32');
-    const bad = validateConfig(getRecipe('redteam').schema, { defenderWeights: 'f16' });
-    expect(bad.errors.defenderWeights).toBe('field "defenderWeights" must be one of f32, int8, int4-g32, int4-g64, int4-g128, got "f16"');
+    expect(validateConfig(getRecipe('redteam').schema, { defenderWeights: 'f16' }).ok).toBe(true);
+    const bad = validateConfig(getRecipe('redteam').schema, { defenderWeights: 'bf16' });
+    expect(bad.errors.defenderWeights).toBe('field "defenderWeights" must be one of f32, f16, int8, int4-g32, int4-g64, int4-g128, got "bf16"');
   });
 
   it('each recipe loads each model in the format its field names', async () => {
-    for (const name of ['redteam', 'attack', 'arena', 'defend', 'attacker-sft', 'tokenbuncher', 'minmax', 'rlhf', 'multiturn']) {
+    const pairs = [['int4-g32', 'int8'], ['f16', 'int8'], ['int4-g32', 'f16']];
+    for (const [r, name] of ['redteam', 'attack', 'arena', 'defend', 'attacker-sft', 'tokenbuncher', 'minmax', 'rlhf', 'multiturn'].entries()) {
       const { env, loaded } = recordingEnv();
       const recipe = getRecipe(name);
       const models = Object.keys(recipe.schema).filter((k) => MODEL_FIELDS.includes(k));
-      const formats = ['int4-g32', 'int8'];
+      const formats = pairs[r % 3];
       const input: Record<string, unknown> = name === 'multiturn' ? { followUps: 'attacker' } : {};
       models.forEach((m, i) => {
         input[m] = 'tiny-llama-f32';

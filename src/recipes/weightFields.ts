@@ -11,7 +11,7 @@ export function weightsField(model: string): EnumField<WeightFormat> {
   return oneOf(
     WEIGHT_FORMATS,
     'f32',
-    `storage of the ${model} model's frozen projections: f32, int8 (a scale per output channel), int4-gN (a scale per N inputs); the LoRA adapter stays float32`,
+    `storage of the ${model} model's frozen projections: f32, f16 (halves, float32 arithmetic), int8 (a scale per output channel), int4-gN (a scale per N inputs); the LoRA adapter stays float32`,
   );
 }
 

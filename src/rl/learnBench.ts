@@ -6,6 +6,7 @@ import { countGpuWork } from '../engine/gpuCounters.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
+import { drawnAdapters } from './learnGradCheck.ts';
 import { AdamW } from './optim.ts';
 import { plannedMicroBatches, setLearnPath, type LearnPath } from './plannedLearn.ts';
 import { learnStep, type LearnBatch, type LearnMetrics } from './trainer.ts';
@@ -120,14 +121,7 @@ const adapterValues = async (vars: tf.Variable[]) => (await Promise.all(vars.map
  */
 export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult> {
   const batch = benchLearnBatch(model, c);
-  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
-  // B drawn too: a fresh B = 0 leaves dA = 0 and would hide a wrong dA.
-  const rand = mulberry32(11);
-  for (const a of lora.adapters) {
-    const b = tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]);
-    a.B.assign(b);
-    b.dispose();
-  }
+  const lora = drawnAdapters(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
   // eps far above |g|: AdamW's first step is then about lr * g / eps, linear in the gradient (with
   // the usual eps it is lr * sign(g), blind to a gradient of the wrong size).
   const optimizer = new AdamW({ lr: 1e4, eps: 1e4, weightDecay: 0 });

@@ -45,8 +45,8 @@ describe('shareable setup URL', () => {
     const search = encodeSetup(setup, real);
     expect(new URLSearchParams(search).get('c.defenderWeights')).toBe('int4-g64');
     expect(decodeSetup(search, { redteam: real })).toEqual({ setup, errors: {} });
-    const bad = decodeSetup(search.replace('int4-g64', 'f16'), { redteam: real });
-    expect(bad?.errors.defenderWeights).toMatch(/must be one of f32, int8, int4-g32, int4-g64, int4-g128, got "f16"/);
+    const bad = decodeSetup(search.replace('int4-g64', 'bf16'), { redteam: real });
+    expect(bad?.errors.defenderWeights).toMatch(/must be one of f32, f16, int8, int4-g32, int4-g64, int4-g128, got "bf16"/);
   });
 
   it('keeps bad values on their field and names each problem', () => {

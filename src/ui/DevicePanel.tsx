@@ -25,7 +25,7 @@ function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
   return (
     <details data-testid="device-learn-plan">
       <summary>
-        learn step as planned: peak {formatBytes(learn.peakBytes)}, {learn.accumulationSteps} × {learn.microBatchRows} rows, activations {learn.recompute ? 'recomputed per layer' : 'kept'}
+        learn step as planned: peak {formatBytes(learn.peakBytes)}, {learn.accumulationSteps} × {learn.microBatchRows} rows, activations {learn.recompute ? 'recomputed per layer in the backward (each layer keeps its input)' : 'kept'}
         {' '}(the planned WebGPU learning step's buffers, to the byte; tfjs, elsewhere or as its fallback, learns the whole batch in one pass)
       </summary>
       <table className="kv">

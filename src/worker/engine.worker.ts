@@ -22,11 +22,13 @@ import { kvWrite, swiglu } from '../engine/ops/fusedBlock';
 import { blockCaseData } from '../engine/ops/fusedBlockReference';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
-import { Int4Weight, Int8Weight } from '../model/quant';
+import { quantCaseWeight } from '../model/quantReference';
 import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
 import { benchLearnPaths, learnCheck } from '../rl/learnBench';
+import { learnGradCheck, learnRunCheck } from '../rl/learnGradCheck';
+import { learnCheckpointCheck } from '../recipes/learnCheckpointCheck';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -195,7 +197,7 @@ const api: EngineApi = {
   async quantMatmulCheck(c) {
     requireInit();
     const { w, x, dy } = quantCaseData(c);
-    const weight = c.bits === 8 ? Int8Weight.fromFloat32(w, [c.out, c.in], { groupSize: c.groupSize }) : Int4Weight.fromFloat32(w, [c.out, c.in], c.groupSize);
+    const weight = quantCaseWeight(c, w);
     const xt = tf.tensor2d(x, [c.rows, c.in]);
     const dyt = tf.tensor2d(dy, [c.rows, c.out]);
     setGemvVariant(c.gemv ?? null);
@@ -278,6 +280,18 @@ const api: EngineApi = {
   async learnCheck(name, path, c) {
     if (path !== 'planned' && path !== 'tfjs') throw new Error(`learn path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
     return learnCheck(namedModel(name), path, c);
+  },
+
+  async learnGradCheck(name, cases) {
+    return learnGradCheck(namedModel(name), cases);
+  },
+
+  async learnRunCheck(name, c) {
+    return learnRunCheck(namedModel(name), c);
+  },
+
+  async learnCheckpointCheck(name) {
+    return learnCheckpointCheck(namedModel(name));
   },
 
   async setSubgroups(enabled) {

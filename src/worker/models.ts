@@ -10,7 +10,7 @@ import { urlSource, type ModelSource } from '../model/sources';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from '../model/synthetic';
 import { profileDecode } from '../model/profile';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from '../model/throughput';
-import { int4Quantizer, int8Quantizer } from '../model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../model/quant';
 import type { LoadModelOptions, ModelInfo, ModelRef } from './protocol';
 
 const models = new Map<string, LlamaModel>();
@@ -48,7 +48,7 @@ function register(name: string, label: string, model: LlamaModel): ModelInfo {
 export async function loadNamedModel(name: string, ref: ModelRef, options: LoadModelOptions = {}): Promise<ModelInfo> {
   const source = sourceOf(ref);
   const q = options.quantize;
-  const quantize = !q ? undefined : q.bits === 8 ? int8Quantizer({ groupSize: q.groupSize }) : int4Quantizer(q.groupSize);
+  const quantize = !q ? undefined : q.bits === 16 ? f16Quantizer(name) : q.bits === 8 ? int8Quantizer({ groupSize: q.groupSize }) : int4Quantizer(q.groupSize);
   return register(name, source.label, await loadModel(source, { quantize }));
 }
 

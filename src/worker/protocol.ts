@@ -15,6 +15,8 @@ import type { DecodePath } from '../model/plannedDecode';
 import type { OptimizerPath } from '../rl/plannedOptim';
 import type { LearnBenchRow, LearnCheckResult } from '../rl/learnBench';
 import type { LearnPath } from '../rl/plannedLearn';
+import type { GradCheckCase, GradCheckResult, LearnRunCase } from '../rl/learnGradCheck';
+import type { CheckpointCheckResult } from '../recipes/learnCheckpointCheck';
 import type { StepProfileCase } from '../rl/stepProfile';
 import type { StepReport } from '../recipes/report';
 import type { Schema } from '../recipes/schema';
@@ -72,8 +74,8 @@ export interface KernelGradCheck {
 export type ModelRef = { kind: 'url'; baseUrl: string } | { kind: 'hub'; id: string; endpoint?: string };
 
 export interface LoadModelOptions {
-  /** Weight-only quantisation of the frozen projections, applied on load. */
-  quantize?: { bits: 8 | 4; groupSize?: number };
+  /** Weight-only quantisation of the frozen projections, applied on load (16: f16 halves). */
+  quantize?: { bits: 8 | 4 | 16; groupSize?: number };
 }
 
 export interface ModelInfo {
@@ -184,6 +186,12 @@ export interface EngineApi extends StorageApi {
   benchLearn(name: string, c: StepProfileCase, reps: number): Promise<LearnBenchRow[]>;
   /** One learnStep on `path` on case c's fixed batch from seeded adapters: metrics and each adapter value's change. */
   learnCheck(name: string, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult>;
+  /** Each case's learnStep gradients on tfjs and on the planned path from the same seeded adapters (e2e tests). */
+  learnGradCheck(name: string, cases: GradCheckCase[]): Promise<GradCheckResult[]>;
+  /** rlStep on the planned paths with a first-token reward: the mean reward per step. */
+  learnRunCheck(name: string, c: LearnRunCase): Promise<{ curve: number[]; plannedMicroBatches: number }>;
+  /** rlStep x 3 straight vs x 2, checkpoint, restore into a fresh run, step 3, on the planned path. */
+  learnCheckpointCheck(name: string): Promise<CheckpointCheckResult>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
   setSubgroups(enabled: boolean): Promise<SubgroupStatus>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */

@@ -1,5 +1,8 @@
 // x W^T against a frozen weight-only-quantised W (int8 per channel or per group; int4 in groups of
-// 32), differentiable in x. On WebGPU: WGSL kernels that dequantise on the fly (a GEMV for the
+// 32; f16 halves, two per word), differentiable in x. f16 is read with WGSL's core unpack2x16float
+// rather than `enable f16`: shader-f16 is an optional feature (Dawn's and Chromium's SwiftShader
+// adapters lack it), and packed halves halve the weight bytes on any adapter while the arithmetic
+// and accumulation stay float32. On WebGPU: WGSL kernels that dequantise on the fly (a GEMV for the
 // few rows of a decode step, a tiled GEMM for prefill and training, and the tiled backward for
 // the gradient of x) so no float32 copy of W ever exists. Elsewhere: dequantise with stock ops
 // (exact integer masks) and matMul.
@@ -12,8 +15,9 @@ import { customKernelsActive, runKernel, webgpuBackend } from '../kernels/wgslPr
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {
-  bits: 8 | 4;
-  /** int32 words: int8 -> [out, ceil(in/4)] (4 per word), int4 -> [out, in/8] (8 per word, q+8). */
+  /** 16: IEEE halves (f16), scales all 1 and groupSize = in. */
+  bits: 8 | 4 | 16;
+  /** int32 words: int8 -> [out, ceil(in/4)] (4 per word), int4 -> [out, in/8] (8 per word, q+8), f16 -> [out, ceil(in/2)] (first half low). */
   packed: tf.Tensor2D;
   /** float32 [out, in / groupSize] */
   scales: tf.Tensor2D;
@@ -125,11 +129,31 @@ export function quantMatmulWebGPU(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor
   return op(x) as tf.Tensor2D;
 }
 
-/** W as float32 [out, in] with stock ops (needs the BitwiseAnd kernel: tfjs cpu has it). */
+/**
+ * W as float32 [out, in] through the backward GEMM, for tfjs-webgpu (no BitwiseAnd kernel): dy = rows
+ * of the identity gives dy W = those rows of W exactly (one nonzero product per sum). Slices of
+ * DENSE_ROWS rows bound the identity's size.
+ */
+const DENSE_ROWS = 256;
+function dequantizeByGemm(w: QuantizedMatrix): tf.Tensor2D {
+  return tf.tidy(() => {
+    const parts: tf.Tensor2D[] = [];
+    for (let r0 = 0; r0 < w.outFeatures; r0 += DENSE_ROWS) {
+      const k = Math.min(DENSE_ROWS, w.outFeatures - r0);
+      const eye = tf.oneHot(tf.range(r0, r0 + k, 1, 'int32') as tf.Tensor1D, w.outFeatures, 1, 0, 'float32') as tf.Tensor2D;
+      parts.push(tiled(eye, w, false));
+    }
+    return (parts.length === 1 ? parts[0] : tf.concat(parts, 0)) as tf.Tensor2D;
+  });
+}
+
+/** W as float32 [out, in]: stock ops where the backend has BitwiseAnd (tfjs cpu, wasm), the GEMM on WebGPU. */
 export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
   if (!tf.getKernel('BitwiseAnd', tf.getBackend())) {
-    throw new Error(`int${w.bits} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`);
+    if (customKernelsActive()) return dequantizeByGemm(w);
+    throw new Error(`${w.bits === 16 ? 'f16' : `int${w.bits}`} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`);
   }
+  if (w.bits === 16) return tf.tidy(() => halvesStock(w).mul(w.scales) as tf.Tensor2D);
   return tf.tidy(() => {
     const [out, words] = w.packed.shape;
     const per = 32 / w.bits;
@@ -153,6 +177,26 @@ export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
       .mul(w.scales.reshape([out, nG, 1]))
       .reshape([out, w.inFeatures]) as tf.Tensor2D;
   });
+}
+
+/**
+ * The IEEE halves of f16 words as float32 [out, in], with exact float ops: the low and high 16-bit
+ * fields masked out (multiples of 2^16 are exact in float32), then sign, exponent and mantissa
+ * taken apart by powers of two (subnormals m * 2^-24, normals (1024 + m) * 2^(e - 25)).
+ */
+function halvesStock(w: QuantizedMatrix): tf.Tensor2D {
+  const [out, words] = w.packed.shape;
+  const lo = tf.bitwiseAnd(w.packed, tf.fill([out, words], 0xffff, 'int32')).toFloat();
+  const hiSigned = tf.bitwiseAnd(w.packed, tf.fill([out, words], 0xffff0000 | 0, 'int32')).toFloat().mul(2 ** -16);
+  const hi = hiSigned.add(hiSigned.less(0).toFloat().mul(65536));
+  const all = tf.stack([lo, hi], 2).reshape([out, words * 2]);
+  const h = words * 2 === w.inFeatures ? all : all.slice([0, 0], [out, w.inFeatures]);
+  const neg = h.greaterEqual(32768).toFloat();
+  const a = h.sub(neg.mul(32768));
+  const e = a.div(1024).floor();
+  const m = a.sub(e.mul(1024));
+  const mag = tf.where(e.equal(0), m.mul(2 ** -24), m.add(1024).mul(tf.pow(2, e.sub(25))));
+  return mag.mul(neg.mul(-2).add(1)) as tf.Tensor2D;
 }
 
 export function quantMatmulStock(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {

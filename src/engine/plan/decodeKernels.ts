@@ -20,7 +20,8 @@ import { rowReduce } from '../kernels/rowReduce';
 import { rowWorkgroupSize } from '../kernels/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
 
-export type WeightFormat = 'f32' | 'int8' | 'int4';
+/** f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
+export type WeightFormat = 'f32' | 'f16' | 'int8' | 'int4';
 
 /** The per-token uniform (one 256-byte slot per token of a run); field names are the tfjs kernels'. */
 export const TOK_STRUCT = `struct Tok {
@@ -254,6 +255,19 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
   return v;
 }`;
   }
+  if (format === 'f16') {
+    // Two halves per word, rows padded to whole words, read with core unpack2x16float (not
+    // `enable f16`: shader-f16 is optional, SwiftShader lacks it); the row's scale is 1.
+    return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
+  let base = o * ((G.K + 1u) / 2u) + 2u * c;
+  let lo = unpack2x16float(bitcast<u32>(${w}[base]));
+  var hi = vec2<f32>(0.0);
+  if (c * 4u + 2u < G.K) {  // past the row's last word lies the next row (or the buffer's end)
+    hi = unpack2x16float(bitcast<u32>(${w}[base + 1u]));
+  }
+  return vec4<f32>(lo, hi);
+}`;
+  }
   // Scales: one per group of GS inputs along the row; nG = K / GS groups per output row. A group
   // of a multiple of 4 inputs holds whole chunks: one scale (and one division) per chunk.
   const perChunk = groupSize % 4 === 0;
@@ -300,7 +314,7 @@ export interface GemvVariant {
   shape: GemvLayout;
   mode: GemvMode;
   format: WeightFormat;
-  /** Input features per scale (int8 / int4). */
+  /** Input features per scale (int8 / int4; f16 ignores it). */
   groupSize?: number;
   /** RMSNorm of the input fused in (its weight at G.normOff in params). */
   norm: boolean;
@@ -364,7 +378,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
   const consts = `const TU : u32 = ${TILE_TU}u;\nconst TQ : u32 = ${TILE_TQ}u;\nconst WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
-    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
+    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
     body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? tileSource() : gemvThreadWgsl}`}`,
   };

@@ -51,7 +51,7 @@ import { DYN_SLOT_BYTES } from './plan';
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
   | { format: 'f32'; rows: number; cols: number; buffer: GPUBuffer }
-  | { format: 'int8' | 'int4'; rows: number; cols: number; groupSize: number; words: GPUBuffer; scales: GPUBuffer };
+  | { format: 'int8' | 'int4' | 'f16'; rows: number; cols: number; groupSize: number; words: GPUBuffer; scales: GPUBuffer };
 
 /** A float32 vector on the device (a norm weight or a bias). */
 export interface VectorRef {

@@ -1,7 +1,7 @@
 // The planned learning step's kernels (forward over whole sequences and its backward). Small WGSL
 // modules with their bindings declared here (PlanKernel), each dispatch's parameters in a static
 // uniform record the planner fills once. One GEMM template does every product of the step:
-// projections through frozen weights (f32, or int8 / int4 words decoded per element, never a
+// projections through frozen weights (f32, or f16 / int8 / int4 words decoded per element, never a
 // dequantised matrix), LoRA's thin products, attention's batched products and the weight
 // gradients, by strides alone. The rest is one thread per row or element and no barriers, except
 // the vocabulary-wide token statistics (one workgroup per row).
@@ -91,7 +91,10 @@ function bLoader(format: WeightFormat | 'buf', groupSize: number): string {
   }
   const gs = `${groupSize}u`;
   const decode =
-    format === 'int8'
+    format === 'f16'
+      ? `let word = bitcast<u32>(Bm[r * ((U.wK + 1u) / 2u) + c / 2u]);
+  return unpack2x16float(word)[c % 2u] * S[r * (U.wK / ${gs}) + c / ${gs}];`
+      : format === 'int8'
       ? `let word = Bm[r * ((U.wK + 3u) / 4u) + c / 4u];
   let q = (word << (24u - 8u * (c % 4u))) >> 24u;
   return f32(q) * S[r * (U.wK / ${gs}) + c / ${gs}];`
@@ -115,11 +118,18 @@ function bLoader(format: WeightFormat | 'buf', groupSize: number): string {
  * registers; dy W reads the thread's four consecutive columns of a row from one word and one
  * scale per k. No element is decoded twice and no matrix is dequantised.
  */
-function packedLoopsWgsl(format: 'int8' | 'int4', groupSize: number): string {
-  const blk = format === 'int4' ? 8 : 4;
-  const wpr = format === 'int4' ? 'U.wK / 8u' : '(U.wK + 3u) / 4u';
+function packedLoopsWgsl(format: 'int8' | 'int4' | 'f16', groupSize: number): string {
+  const blk = packedBlock(format);
+  const wpr = format === 'int4' ? 'U.wK / 8u' : format === 'f16' ? '(U.wK + 1u) / 2u' : '(U.wK + 3u) / 4u';
+  // f16 (two halves a word, unpack2x16float): x W^T takes half j of each row's word; dy W's four
+  // columns n0 .. n0 + 3 (n0 a multiple of 4) are the two words from n0 / 2.
+  const half = (v: string, j: string) => `unpack2x16float(bitcast<u32>(${v}))[${j}]`;
   const decode = (idx: string) =>
-    format === 'int4'
+    format === 'f16'
+      ? idx === 'lanes'
+        ? `vec4<f32>(unpack2x16float(bitcast<u32>(wv.x)), unpack2x16float(bitcast<u32>(Bm[k * wpr + n0 / 2u + 1u])))`
+        : `vec4<f32>(${['x', 'y', 'z', 'w'].map((l) => half(`wv.${l}`, 'j')).join(', ')})`
+      : format === 'int4'
       ? `vec4<f32>(((wv >> (4u * ${idx})) & vec4<i32>(15)) - vec4<i32>(8))`
       : `vec4<f32>((wv << (24u - 8u * ${idx})) >> vec4<u32>(24u))`;
   const fma = `acc0 += av.x * bv;
@@ -160,8 +170,13 @@ function packedLoopsWgsl(format: 'int8' | 'int4', groupSize: number): string {
   }`;
 }
 
+/** Weights per packed word. */
+function packedBlock(format: 'int8' | 'int4' | 'f16'): number {
+  return format === 'int4' ? 8 : format === 'f16' ? 2 : 4;
+}
+
 export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0): PlanKernel {
-  const quant = format === 'int8' || format === 'int4';
+  const quant = format === 'int8' || format === 'int4' || format === 'f16';
   const b: BindingSpec[] = [
     { name: 'U', kind: 'uniform', type: 'Gemm' },
     { name: 'Am', kind: 'read', type: 'array<f32>' },
@@ -171,8 +186,7 @@ export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0):
     { name: 'Rm', kind: 'read', type: 'array<f32>' },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
-  const blk = format === 'int4' ? 8 : 4;
-  const packedLoops = quant && groupSize % blk === 0;
+  const packedLoops = quant && groupSize % packedBlock(format) === 0;
   const bInit = quant ? '' : 'var bi = vec4<u32>(bBase) + ns * U.bS1;';
   const bLoad = quant
     ? 'let bv = vec4<f32>(bAt(bBase, k, ns.x), bAt(bBase, k, ns.y), bAt(bBase, k, ns.z), bAt(bBase, k, ns.w));'
@@ -206,7 +220,7 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
   ${bInit}
-  ${packedLoops ? packedLoopsWgsl(format as 'int8' | 'int4', groupSize) : `for (var k = 0u; k < U.K; k++) {
+  ${packedLoops ? packedLoopsWgsl(format as 'int8' | 'int4' | 'f16', groupSize) : `for (var k = 0u; k < U.K; k++) {
     let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
     ${bLoad}
     acc0 += av.x * bv;

@@ -9,7 +9,10 @@
 // arrays), and the backward pass fills, or adds into, one flat f32 gradient buffer.
 //
 // Columns: L = P + T - 1 (the last response token predicts nothing); response token t is predicted
-// by column P - 1 + t. Activations are kept per layer (no recompute yet). The buffers it creates
+// by column P - 1 + t. Activations are kept per layer, or (`recompute`) only each layer's input
+// residual is kept and the backward re-runs that layer's forward kernels into one shared scratch
+// set just before the layer's backward (the last layer's still hold the forward's values, so it is
+// not re-run): the same kernels on the same inputs, so the same values. The buffers it creates
 // are listed, to the byte, by src/model/learnMemory.ts's learnStepBuffers (the planner that sizes
 // learnStep's micro-batches and the page's fit check); a change here changes that list.
 //
@@ -54,6 +57,8 @@ export interface LearnPlanOptions {
   responseLength: number;
   /** Logits are divided by it before the statistics. */
   temperature: number;
+  /** Keep only each layer's input and rebuild the rest of its activations in the backward. */
+  recompute?: boolean;
   /**
    * The flat gradient buffer to fill (LearnPlan.gradBuffer's, shared by every plan of one LoRA
    * layout, so micro-batches of different shapes accumulate into one buffer an optimiser reads in
@@ -203,7 +208,29 @@ export class LearnPlan {
     this.statsRead = plan.buffer('stats readback', R * STATS_COLS * F, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
     this.dummy = buf('dummy', 4);
     const rmax = Math.max(1, ...slots.map((s) => s.r));
+    const recompute = !!opts.recompute;
+    // Recompute: one set of layer activations (x A^T per adapted projection at its largest rank)
+    // that every layer's forward writes and its backward reads; each layer keeps its input only.
+    let shared: Omit<LayerBufs, 'xin'> | null = null;
+    if (recompute) {
+      const xa: LayerBufs['xa'] = {};
+      for (const p of PROJ_KEYS) {
+        const r = Math.max(0, ...slots.filter((s) => s.proj === p).map((s) => s.r));
+        if (r > 0) xa[p] = buf(`xa ${p} (rebuilt)`, N * r);
+      }
+      shared = {
+        h1: buf('h1 (rebuilt)', N * H), inv1: buf('inv1 (rebuilt)', N),
+        qh: buf('qh (rebuilt)', N * qF), kh: buf('kh (rebuilt)', N * kvF), vh: buf('vh (rebuilt)', N * kvF),
+        p: buf('p (rebuilt)', B * m.heads * L * L), ao: buf('ao (rebuilt)', N * qF),
+        xmid: buf('xmid (rebuilt)', N * H), h2: buf('h2 (rebuilt)', N * H), inv2: buf('inv2 (rebuilt)', N),
+        g: buf('g (rebuilt)', N * I), u: buf('u (rebuilt)', N * I), act: buf('act (rebuilt)', N * I), xa,
+      };
+    }
     for (let l = 0; l < m.layers.length; l++) {
+      if (shared) {
+        this.layers.push({ ...shared, xin: buf(`x ${l}`, N * H) });
+        continue;
+      }
       const xa: LayerBufs['xa'] = {};
       for (const s of slots) if (s.layer === l) xa[s.proj] = buf(`xa ${l} ${s.proj}`, N * s.r);
       this.layers.push({
@@ -271,16 +298,20 @@ export class LearnPlan {
       elem(phase, headsKernel(), [u(packHeads(N, L, n, D, toHeads, sgn)), { buffer: src }, { buffer: dst }, { buffer: this.cos }, { buffer: this.sin }], N * n * half);
     const slotOf = (l: number, p: ProjKey) => slots.find((s) => s.layer === l && s.proj === p);
 
-    /** y = x W^T + bias [+ residual], then y += s (x A^T) B^T when the projection is adapted and on. */
-    const project = (phase: string, lora: boolean, l: number, p: ProjKey, x: GPUBuffer, y: GPUBuffer, res?: GPUBuffer) => {
+    /**
+     * y = x W^T + bias [+ residual], then y += s (x A^T) B^T when the projection is adapted and on;
+     * `xaOnly`: x A^T alone (a rebuild that needs the adapter's input product, not y).
+     */
+    const project = (phase: string, lora: boolean, l: number, p: ProjKey, x: GPUBuffer, y: GPUBuffer, res?: GPUBuffer, xaOnly = false) => {
       const pr = m.layers[l][p];
       const [inF, outF] = projDims(m)[p];
-      gemmW(phase, x, rowMajor(inF), pr.weight, true, y, { M: N, N: outF, K: inF, c: rowMajor(outF), biasOff: pr.bias ? 0 : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
+      if (!xaOnly) gemmW(phase, x, rowMajor(inF), pr.weight, true, y, { M: N, N: outF, K: inF, c: rowMajor(outF), biasOff: pr.bias ? 0 : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
       const s = slotOf(l, p);
       if (!lora || !s) return;
       const xa = this.layers[l].xa[p]!;
       // xa = x A^T
       gemm(phase, x, this.params, xa, { M: N, N: s.r, K: inF, a: rowMajor(inF), b: { off: s.aOff, s0: 1, s1: inF }, c: rowMajor(s.r) });
+      if (xaOnly) return;
       // y += s xa B^T
       gemm(phase, xa, this.params, y, { M: N, N: outF, K: s.r, a: rowMajor(s.r), b: { off: s.bOff, s0: 1, s1: s.r }, c: rowMajor(outF), alpha: s.scale, accumulate: true });
     };
@@ -311,10 +342,11 @@ export class LearnPlan {
     const qHead: Operand = { off: 0, s0: D, s1: 1, sb: m.heads * L * D, sh: L * D };
     const kvHead = (transposed: boolean): Operand => ({ off: 0, s0: transposed ? 1 : D, s1: transposed ? D : 1, sb: m.kvHeads * L * D, sh: L * D, div: G });
 
-    const forward = (phase: string, lora: boolean) => {
+    /** The forward through layers [from, to); `rebuild`: those layers' activations again (recompute), no embedding, head or layer output. */
+    const forward = (phase: string, lora: boolean, from = 0, to = nL, rebuild = false) => {
       // x = embed[ids]
-      for (const e of m.embed) elem(phase, embedRowsKernel(), [u(packEmb(N, H, e.rowStart, e.rows)), { buffer: this.ids }, { buffer: e.buffer }, { buffer: xs(0) }], N * H);
-      for (let l = 0; l < nL; l++) {
+      if (!rebuild) for (const e of m.embed) elem(phase, embedRowsKernel(), [u(packEmb(N, H, e.rowStart, e.rows)), { buffer: this.ids }, { buffer: e.buffer }, { buffer: xs(0) }], N * H);
+      for (let l = from; l < to; l++) {
         const lb = this.layers[l];
         const lw = m.layers[l];
         // h1 = norm1(x)
@@ -338,9 +370,10 @@ export class LearnPlan {
         project(phase, lora, l, 'gate', lb.h2, lb.g);
         project(phase, lora, l, 'up', lb.h2, lb.u);
         elem(phase, swigluKernel(), [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: lb.act }], N * I);
-        // x' = xmid + act Wd^T
-        project(phase, lora, l, 'down', lb.act, xs(l + 1), lb.xmid);
+        // x' = xmid + act Wd^T (a rebuild needs only act A^T: x' is kept)
+        project(phase, lora, l, 'down', lb.act, xs(l + 1), lb.xmid, rebuild);
       }
+      if (rebuild) return;
       // hn = norm(x); logits of the response-predicting rows; token statistics
       elem(phase, rmsNormKernel(), [u(packRow(N, H, m.eps, false)), { buffer: xOut }, { buffer: m.norm.buffer }, { buffer: hn }, { buffer: invF }], N);
       let row = 0;
@@ -369,6 +402,8 @@ export class LearnPlan {
     for (let l = nL - 1; l >= 0; l--) {
       const lb = this.layers[l];
       const lw = m.layers[l];
+      // h1 .. act, x A^T = layer l's forward again from its kept input (the last layer's are current)
+      if (recompute && l < nL - 1) forward('bwd', true, l, l + 1, true);
       // d act = d x · W_down (+ LoRA)
       projectBack(l, 'down', dres, lb.act, dact, false);
       // d g, d u = swiglu_bwd(d act)

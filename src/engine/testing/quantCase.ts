@@ -2,7 +2,8 @@
 import { mulberry32 } from './seededLogits';
 
 export interface QuantCaseSpec {
-  bits: 8 | 4;
+  /** 16: f16 halves. */
+  bits: 8 | 4 | 16;
   rows: number;
   out: number;
   in: number;

@@ -63,7 +63,7 @@ export async function checkModelFit(ref: string, config: Record<string, unknown>
     `${est.params.toLocaleString('en-US')} parameters · ≈ ${mb(est.totalBytes)} MiB for ${w.batch} x ${w.seqLen} tokens ` +
     `(weights ${mb(est.weightBytes)} in ${weights}, KV ${mb(est.kvCacheBytes)}${est.optimizerBytes !== undefined ? `, LoRA + AdamW ${mb(est.optimizerBytes)}` : ''}, activations ${mb(est.activationBytes)})` +
     (l
-      ? ` · learn step: ${l.accumulationSteps} micro-batch${l.accumulationSteps > 1 ? 'es' : ''} of ${l.microBatchRows} rows, activations ${l.recompute ? 'recomputed per layer' : 'kept'} ` +
+      ? ` · learn step: ${l.accumulationSteps} micro-batch${l.accumulationSteps > 1 ? 'es' : ''} of ${l.microBatchRows} rows, activations ${l.recompute ? 'recomputed per layer in the backward (each layer keeps its input)' : 'kept'} ` +
         (budget.backend === 'webgpu'
           ? '(what the planned WebGPU learning step allocates and runs; where it falls back, tfjs learns the whole batch in one pass)'
           : `(the planned WebGPU learning step's allocation; on ${budget.backend} tfjs learns the whole batch in one pass)`)

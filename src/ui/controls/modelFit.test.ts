@@ -51,6 +51,9 @@ describe('model memory estimate', () => {
     // The embedding stays float32 and is still the largest tensor.
     expect(e.largestTensorBytes).toBe(512 * 96 * 4);
     expect(estimateMemory(sandbox, { batch: 1, seqLen: 16 }, 'f32').weightBytes).toBe(464_544 * 4);
+    // f16: 2 B per weight + a unit float32 scale per output row. Per layer 138,240 weights x 2 B
+    // + (96 + 48 + 48 + 96 + 384 + 384 + 96) rows x 4 B = 276,480 + 4,608 = 281,088, x 3 layers.
+    expect(estimateMemory(sandbox, { batch: 1, seqLen: 16 }, 'f16').weightBytes).toBe(3 * 281_088 + 49_824 * 4);
     // SmolLM2-135M's projections: 4 B per weight in f32, 0.5 + 4/32 = 0.625 B in int4-g32 (6.4x
     // smaller); the f32 embedding (108 MiB) and the norms stay.
     const smolInt4 = estimateMemory(smol, { batch: 1, seqLen: 16 }, 'int4-g32').weightBytes;
@@ -129,6 +132,18 @@ describe('fit check with the learn-memory planner (in place of the activation he
     expect(e.totalBytes).toBe(plan.peakBytes + e.kvCacheBytes);
     expect(e.learn!.accumulationSteps * e.learn!.microBatchRows).toBeGreaterThanOrEqual(64);
     expect(e.totalBytes).toBeLessThan(heuristic.totalBytes);
+  });
+
+  it('the same batch: the planner recomputes activations when keeping them would take more micro-batches, and says so', () => {
+    const w = workloadOf({ prompts: 8, groupSize: 8, maxNewTokens: 64 });
+    const budget = gpu(2 * GiB);
+    const lora = { r: 16, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as ('q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down')[] };
+    const e = withLearnPlan(estimateMemory(smol, w, 'int4-g32'), smol, w, 'int4-g32', lora, budget);
+    const kept = planLearnMemory(smol, 'int4-g32', lora, { rows: 64, promptLen: 128, responseLen: 64 }, { maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 2 * GiB - 100 * 2 ** 20 - e.kvCacheBytes, planBudgetBytes: 2 ** 31 }, false);
+    // Kept: 16 micro-batches of 4 rows; each layer's input kept and the rest rebuilt: 4 of 20.
+    expect([kept.accumulationSteps, kept.microBatchRows]).toEqual([16, 4]);
+    expect(e.learn).toMatchObject({ recompute: true, accumulationSteps: 4, microBatchRows: 20, fits: true });
+    expect(e.learn!.notes.join(' ')).toMatch(/recomputes the layer's other activations in the backward .*keeping them all would need 16 micro-batches of 4 rows, not 4 of 20/);
   });
 
   it('too big even at one row: the verdict names LoRA and AdamW among the bytes', () => {

@@ -1,5 +1,5 @@
 // Will a model fit? An estimate made before loading it, from its config.json alone: weights in the
-// recipe's weight format (the loader decodes every dtype to f32, then packs projections for int8 / int4), the KV cache of a rollout batch, and the
+// recipe's weight format (the loader decodes every dtype to f32, then packs projections for f16 / int8 / int4), the KV cache of a rollout batch, and the
 // learn step: as the learn-memory planner lays it out for this device when the recipe trains LoRA
 // (withLearnPlan: the planned WebGPU step's micro-batches, LoRA + AdamW, every buffer), else the activations a
 // training step keeps for backprop by a per-token rule; checked against the largest buffer the GPU
