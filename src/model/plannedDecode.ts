@@ -99,8 +99,11 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
   throw new Error(`planned decode: no plan for a ${w.kind} weight`);
 }
 
-/** Why the planned path cannot run this model now (null: it can). */
-export function unplannableReason(model: LlamaModel): string | null {
+/**
+ * Why the planned path cannot run this model now (null: it can). `learning`: for the planned
+ * learning step, which applies LoRA dropout itself.
+ */
+export function unplannableReason(model: LlamaModel, learning = false): string | null {
   let set: LoraAdapter['set'] | null = null;
   for (const l of model.layers) {
     for (const p of PROJ_KEYS) {
@@ -113,7 +116,7 @@ export function unplannableReason(model: LlamaModel): string | null {
       const s = lin.adapter.set;
       if (set && s !== set && s.enabled !== set.enabled) return 'LoRA sets switched on and off at once';
       set = s;
-      if (s.training && s.dropout > 0) return 'LoRA dropout while training';
+      if (!learning && s.training && s.dropout > 0) return 'LoRA dropout while training';
     }
   }
   if (model.lmHead.adapter) return 'an adapter on the LM head';

@@ -4,6 +4,7 @@
 // columns, temperature, LoRA shapes) and replays it. The loss stays the caller's: it gets the
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
+import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
 import { LearnPlan } from '../engine/plan/learnPlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
@@ -35,9 +36,8 @@ function frozenOf(model: LlamaModel): FrozenWeight[] {
 /** Why the planned learning step cannot run this model and adapter set now (null: it can). */
 export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string | null {
   if (!customKernelsActive()) return 'not on WebGPU with the custom kernels';
-  const r = unplannableReason(model);
+  const r = unplannableReason(model, true);
   if (r) return r;
-  if (lora.dropout > 0) return 'LoRA dropout';
   for (const l of model.layers) {
     for (const p of PROJ_NAMES) {
       const a = l[p].adapter;
@@ -69,7 +69,12 @@ function loraShapeOf(model: LlamaModel): LearnLoraShape {
   const layers = shapes.flatMap((s, i) => (Object.keys(s).length > 0 ? [i] : []));
   const targets = PROJ_NAMES.filter((p) => shapes.some((s) => s[p]));
   const r = Math.max(1, ...shapes.flatMap((s) => Object.values(s).map((x) => x!.r)));
-  return { r, targets, layers };
+  return { r, targets, layers, dropout: dropoutOf(model) };
+}
+
+/** Whether the model's adapters have LoRA dropout (the plan then takes a mask per adapter). */
+function dropoutOf(model: LlamaModel): boolean {
+  return model.layers.some((l) => PROJ_NAMES.some((p) => { const a = l[p].adapter; return a instanceof LoraAdapter && a.set.dropout > 0; }));
 }
 
 function stepShape(model: LlamaModel, rows: number, promptLength: number, responseLength: number): { shape: LearnBatchShape; limits: LearnLimits; lora: LearnLoraShape } {
@@ -127,7 +132,8 @@ export async function gpuScoped<T>(device: GPUDevice, fn: () => T): Promise<{ va
  */
 export async function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): Promise<LearnPlan | null> {
   const lora = loraOf(model);
-  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${JSON.stringify(lora.shapes)}`;
+  const dropout = dropoutOf(model);
+  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${dropout}:${JSON.stringify(lora.shapes)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -148,7 +154,7 @@ export async function learnPlanFor(model: LlamaModel, rows: number, promptLength
   if (refused.get(device)?.has(key)) return null;
   const ref = modelRef(model, lora.shapes);
   flushTfjs();
-  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature }));
+  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, dropout }));
   if (built.error || !built.value) {
     built.value?.dispose();
     if (!refused.has(device)) refused.set(device, new Set());
@@ -198,9 +204,13 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   });
   // tensorBuffer may encode an upload of host values: take every buffer, then submit tfjs's work,
   // so the copy reads the factors' latest values.
-  const factors = slotAdapters(model, plan).map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
+  const adapters = slotAdapters(model, plan);
+  const factors = adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
+  const masks = policy && plan.dropout ? dropoutMasks(adapters, packed, extra) : null;
   flushTfjs();
   plan.loadParams(factors);
+  plan.loadMasks(masks && masks.buffers);
+  masks?.dispose();
   plan.device.pushErrorScope('out-of-memory');
   plan.device.pushErrorScope('validation');
   const s = await plan.forward(reference, withHidden, policy).catch((e: unknown) => e as Error);
@@ -208,8 +218,39 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   const oom = await plan.device.popErrorScope();
   const error = s instanceof Error ? s.message : (oom ?? invalid)?.message;
   if (error || s instanceof Error) {
+    // The tfjs pass that learns this batch instead draws the same masks again.
+    masks?.rewind();
     console.warn(`planned learning step: the forward failed (${error}); this batch learns on tfjs`);
     return null;
   }
   return { plan, ...s };
+}
+
+/**
+ * The dropout multipliers of this pass, one per adapter in the plan's slot order, drawn by each
+ * adapter as its tfjs forward would (LoraAdapter.dropoutMultiplier over its input [B (P + T - 1),
+ * in], advancing the same call counters) and laid out in the plan's token order (the `extra` left
+ * pad columns first, their multipliers unused). Null when dropout is off now (not training).
+ */
+function dropoutMasks(adapters: LoraAdapter[], packed: PackedSequences, extra: number): { buffers: GPUBuffer[]; dispose(): void; rewind(): void } | null {
+  const B = packed.ids.length;
+  const L0 = packed.promptLength + packed.responseLength - 1;
+  const calls = adapters.map((a) => a.calls);
+  const drawn: tf.Tensor[] = [];
+  for (const a of adapters) {
+    const inF = a.A.shape[1];
+    const m = a.dropoutMultiplier([B * L0, inF]);
+    if (!m) break;
+    drawn.push(extra === 0 ? m : tf.tidy(() => tf.pad(m.reshape([B, L0, inF]), [[0, 0], [extra, 0], [0, 0]], 1).reshape([B * (L0 + extra), inF])));
+    if (extra > 0) m.dispose();
+  }
+  if (drawn.length < adapters.length) {
+    tf.dispose(drawn);
+    return null;
+  }
+  return {
+    buffers: drawn.map((t) => tensorBuffer(t)),
+    dispose: () => tf.dispose(drawn),
+    rewind: () => adapters.forEach((a, i) => (a.calls = calls[i])),
+  };
 }

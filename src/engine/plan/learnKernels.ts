@@ -504,6 +504,28 @@ export function swigluGradKernel(): PlanKernel {
 
 export const packCnt = (n: number): ArrayBuffer => new Uint32Array([n, 0, 0, 0]).buffer;
 
+/** LoRA dropout: Out = X M, or Out += X M (`acc`); M the mask scaled by 1 / (1 - p). */
+export function dropMulKernel(): PlanKernel {
+  return flatKernel(
+    'learn_drop_mul',
+    'struct Cnt { n : u32, acc : u32, p1 : u32, p2 : u32 }',
+    [
+      { name: 'X', kind: 'read', type: 'array<f32>' },
+      { name: 'M', kind: 'read', type: 'array<f32>' },
+      { name: 'Out', kind: 'rw', type: 'array<f32>' },
+    ],
+    'i',
+    'U.n',
+    `  var y = X[i] * M[i];
+  if (U.acc == 1u) {
+    y = Out[i] + y;
+  }
+  Out[i] = y;`,
+  );
+}
+
+export const packDrop = (n: number, accumulate: boolean): ArrayBuffer => new Uint32Array([n, accumulate ? 1 : 0, 0, 0]).buffer;
+
 /** x[t] = E[ids[t]] for the embedding rows [rowStart, rowStart + rowCount). */
 export function embedRowsKernel(): PlanKernel {
   return flatKernel(

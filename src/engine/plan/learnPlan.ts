@@ -41,6 +41,8 @@ import {
   statsKernel,
   swigluGradKernel,
   swigluKernel,
+  dropMulKernel,
+  packDrop,
   type GemmUniform,
   type Operand,
 } from './learnKernels';
@@ -54,6 +56,11 @@ export interface LearnPlanOptions {
   responseLength: number;
   /** Logits are divided by it before the statistics. */
   temperature: number;
+  /**
+   * LoRA dropout: each adapter's input is multiplied by a mask (loadMasks) before x A^T, and its
+   * backward by the same mask. Default false.
+   */
+  dropout?: boolean;
 }
 
 /** One adapter's place in the flat parameter / gradient buffers (float offsets). */
@@ -150,6 +157,10 @@ export class LearnPlan {
   readonly hidden: GPUBuffer;
   private readonly dummy: GPUBuffer;
   private readonly layers: LayerBufs[] = [];
+  /** Per LoRA slot (slot order), the dropout multiplier [N, in] (with opts.dropout). */
+  private readonly masks: GPUBuffer[] = [];
+  /** Whether each mask holds ones now (dropout off for this pass). */
+  private readonly masksOnes: boolean[] = [];
 
   constructor(
     readonly device: GPUDevice,
@@ -204,6 +215,13 @@ export class LearnPlan {
         g: buf(`g ${l}`, N * I), u: buf(`u ${l}`, N * I), act: buf(`act ${l}`, N * I), xa,
       });
     }
+    // LoRA dropout: one multiplier per adapter (each draws its own mask) and one scratch for the
+    // dropped input (forward, dA) or the masked dx (backward).
+    for (const s of opts.dropout ? slots : []) {
+      this.masks.push(buf(`dropout ${s.layer} ${s.proj}`, N * s.inF));
+      this.masksOnes.push(false);
+    }
+    const xd = opts.dropout && slots.length > 0 ? buf('dropout scratch', N * Math.max(...slots.map((s) => s.inF))) : null;
     const xOut = buf('x out', N * H);
     const invF = buf('inv final', N);
     const hn = (this.hn = buf('hn', N * H));
@@ -260,6 +278,12 @@ export class LearnPlan {
     const heads = (phase: string, src: GPUBuffer, dst: GPUBuffer, n: number, toHeads: boolean, sgn: number) =>
       elem(phase, headsKernel(), [u(packHeads(N, L, n, D, toHeads, sgn)), { buffer: src }, { buffer: dst }, { buffer: this.cos }, { buffer: this.sin }], N * n * half);
     const slotOf = (l: number, p: ProjKey) => slots.find((s) => s.layer === l && s.proj === p);
+    /** xd = x M (the slot's dropout multiplier), or dx += xd M; x itself without dropout. */
+    const dropped = (phase: string, s: LoraSlot, x: GPUBuffer, out: GPUBuffer | null, accumulate = false): GPUBuffer => {
+      if (!out) return x;
+      elem(phase, dropMulKernel(), [u(packDrop(N * s.inF, accumulate)), { buffer: x }, { buffer: this.masks[slots.indexOf(s)] }, { buffer: out }], N * s.inF);
+      return out;
+    };
 
     /** y = x W^T + bias [+ residual], then y += s (x A^T) B^T when the projection is adapted and on. */
     const project = (phase: string, lora: boolean, l: number, p: ProjKey, x: GPUBuffer, y: GPUBuffer, res?: GPUBuffer) => {
@@ -269,8 +293,8 @@ export class LearnPlan {
       const s = slotOf(l, p);
       if (!lora || !s) return;
       const xa = this.layers[l].xa[p]!;
-      // xa = x A^T
-      gemm(phase, x, this.params, xa, { M: N, N: s.r, K: inF, a: rowMajor(inF), b: { off: s.aOff, s0: 1, s1: inF }, c: rowMajor(s.r) });
+      // xa = drop(x) A^T
+      gemm(phase, dropped(phase, s, x, xd), this.params, xa, { M: N, N: s.r, K: inF, a: rowMajor(inF), b: { off: s.aOff, s0: 1, s1: inF }, c: rowMajor(s.r) });
       // y += s xa B^T
       gemm(phase, xa, this.params, y, { M: N, N: outF, K: s.r, a: rowMajor(s.r), b: { off: s.bOff, s0: 1, s1: s.r }, c: rowMajor(outF), alpha: s.scale, accumulate: true });
     };
@@ -288,10 +312,16 @@ export class LearnPlan {
       gemm('bwd', dy, xa, this.grads, { M: outF, N: s.r, K: N, a: { off: 0, s0: 1, s1: outF }, b: rowMajor(s.r), c: rowMajor(s.r, s.bOff), alpha: s.scale });
       // dxa = s dy B
       gemm('bwd', dy, this.params, dxa, { M: N, N: s.r, K: outF, a: rowMajor(outF), b: rowMajor(s.r, s.bOff), c: rowMajor(s.r), alpha: s.scale });
-      // dA = dxa^T x
-      gemm('bwd', dxa, x, this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff) });
-      // dx += dxa A
-      gemm('bwd', dxa, this.params, dx, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF), accumulate: true });
+      // dA = dxa^T drop(x)
+      gemm('bwd', dxa, dropped('bwd', s, x, xd), this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff) });
+      if (xd) {
+        // dx += (dxa A) M
+        gemm('bwd', dxa, this.params, xd, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF) });
+        dropped('bwd', s, xd, dx, true);
+      } else {
+        // dx += dxa A
+        gemm('bwd', dxa, this.params, dx, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF), accumulate: true });
+      }
     };
 
     const headDims = { nH: m.heads, nKV: m.kvHeads };
@@ -444,6 +474,27 @@ export class LearnPlan {
     this.slots.forEach((s, i) => {
       enc.copyBufferToBuffer(factors[i].A, 0, this.params, s.aOff * F, s.r * s.inF * F);
       enc.copyBufferToBuffer(factors[i].B, 0, this.params, s.bOff * F, s.outF * s.r * F);
+    });
+    this.device.queue.submit([enc.finish()]);
+  }
+
+  /** Whether the plan applies LoRA dropout (opts.dropout with at least one adapter). */
+  get dropout(): boolean {
+    return this.masks.length > 0;
+  }
+
+  /**
+   * The dropout multipliers of the next forward and backward, per slot [N, in] in the plan's
+   * token order (device buffers, copied in), or null for no dropout (the masks become ones).
+   */
+  loadMasks(masks: GPUBuffer[] | null): void {
+    if (masks && masks.length !== this.masks.length) throw new Error(`learn plan: ${masks.length} dropout masks given, the plan has ${this.masks.length}`);
+    const enc = this.device.createCommandEncoder({ label: 'learn: load dropout masks' });
+    this.masks.forEach((m, i) => {
+      const n = this.N * this.slots[i].inF;
+      if (masks) enc.copyBufferToBuffer(masks[i], 0, m, 0, n * F);
+      else if (!this.masksOnes[i]) this.device.queue.writeBuffer(m, 0, new Float32Array(n).fill(1));
+      this.masksOnes[i] = !masks;
     });
     this.device.queue.submit([enc.finish()]);
   }
