@@ -302,7 +302,7 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
   const problems: string[] = [];
   const notes: string[] = [];
   const blocked = buffers.filter((x) => x.scope === 'model' && / block of /.test(x.name)).map((x) => x.name.split(',')[0]);
-  for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each, and the planned learning step does not take row-blocked weights (tfjs learns)`);
+  for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each (the planned learning step binds each block)`);
   for (const x of buffers) {
     if (x.name === UNIFORMS) continue;
     if (x.bytes > limits.maxBufferSize) problems.push(`${x.name} is one buffer of ${fmt(x.bytes)}, over this GPU's maxBufferSize of ${fmt(limits.maxBufferSize)}`);

@@ -101,7 +101,7 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
 
 /**
  * Why the planned path cannot run this model now (null: it can). `learning`: for the planned
- * learning step, which applies LoRA dropout itself.
+ * learning step, which applies LoRA dropout itself and binds weights held in row blocks.
  */
 export function unplannableReason(model: LlamaModel, learning = false): string | null {
   let set: LoraAdapter['set'] | null = null;
@@ -110,7 +110,7 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
       const lin = l[p];
       const w = lin.weight;
       const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight) && w.blocks.length === 1);
-      if (!single) return `${lin.name}: a ${w.kind} weight in row blocks`;
+      if (!single && !learning) return `${lin.name}: a ${w.kind} weight in row blocks`;
       if (!lin.adapter) continue;
       if (!(lin.adapter instanceof LoraAdapter)) return `${lin.name}: an adapter that is not LoRA`;
       const s = lin.adapter.set;
@@ -146,6 +146,12 @@ export function loraOf(model: LlamaModel): { shapes: DecodeModelRef['lora']; ref
   return { shapes, refs, on };
 }
 
+/** A weight's row blocks when it is held in several (the learn plan binds each). */
+function rowBlocks(w: FrozenWeight): { blocks?: WeightRef[] } {
+  const refs = frozenRefs(w);
+  return refs.length > 1 ? { blocks: refs } : {};
+}
+
 export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): DecodeModelRef {
   const c = model.config;
   const vec = (t: tf.Tensor1D | null) => (t ? { buffer: tensorBuffer(t), length: t.shape[0] } : undefined);
@@ -169,7 +175,7 @@ export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): Decod
     layers: model.layers.map((l) => ({
       inputNorm: vec(l.inputNorm)!,
       postNorm: vec(l.postNorm)!,
-      ...(Object.fromEntries(PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias) }])) as unknown as Record<ProjKey, { weight: WeightRef }>),
+      ...(Object.fromEntries(PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias), ...rowBlocks(l[p].weight) }])) as unknown as Record<ProjKey, { weight: WeightRef }>),
     })),
     norm: vec(model.norm)!,
     head: frozenRefs(model.lmHead.weight),

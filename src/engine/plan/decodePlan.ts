@@ -70,6 +70,8 @@ export interface LoraRef {
 export interface ProjectionRef {
   weight: WeightRef;
   bias?: VectorRef;
+  /** All row blocks of a weight held in several (`weight` is the first); the learn plan takes them, the decode plan does not. */
+  blocks?: WeightRef[];
 }
 
 export type ProjKey = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';

@@ -285,11 +285,20 @@ export class LearnPlan {
       return out;
     };
 
+    /** A projection's weight by row blocks (one binding each) and the first row of each. */
+    const blocksOf = (l: number, p: ProjKey): { w: WeightRef; row: number }[] => {
+      let row = 0;
+      return (m.layers[l][p].blocks ?? [m.layers[l][p].weight]).map((w) => ((row += w.rows), { w, row: row - w.rows }));
+    };
+
     /** y = x W^T + bias [+ residual], then y += s (x A^T) B^T when the projection is adapted and on. */
     const project = (phase: string, lora: boolean, l: number, p: ProjKey, x: GPUBuffer, y: GPUBuffer, res?: GPUBuffer) => {
       const pr = m.layers[l][p];
       const [inF, outF] = projDims(m)[p];
-      gemmW(phase, x, rowMajor(inF), pr.weight, true, y, { M: N, N: outF, K: inF, c: rowMajor(outF), biasOff: pr.bias ? 0 : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
+      // y[:, block rows] = x W_block^T (+ bias, residual) per row block
+      for (const { w, row } of blocksOf(l, p)) {
+        gemmW(phase, x, rowMajor(inF), w, true, y, { M: N, N: w.rows, K: inF, c: rowMajor(outF, row), biasOff: pr.bias ? row : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
+      }
       const s = slotOf(l, p);
       if (!lora || !s) return;
       const xa = this.layers[l].xa[p]!;
@@ -301,10 +310,11 @@ export class LearnPlan {
 
     /** Backward of `project` for its input: dx (+)= dy W, and the adapter's dA, dB. */
     const projectBack = (l: number, p: ProjKey, dy: GPUBuffer, x: GPUBuffer, dx: GPUBuffer, accumulate: boolean) => {
-      const pr = m.layers[l][p];
       const [inF, outF] = projDims(m)[p];
-      // dx (+)= dy W
-      gemmW('bwd', dy, rowMajor(outF), pr.weight, false, dx, { M: N, N: inF, K: outF, c: rowMajor(inF), accumulate });
+      // dx (+)= dy W, summed over the row blocks: dy[:, block rows] W_block
+      blocksOf(l, p).forEach(({ w, row }, i) => {
+        gemmW('bwd', dy, rowMajor(outF, row), w, false, dx, { M: N, N: inF, K: w.rows, c: rowMajor(inF), accumulate: accumulate || i > 0 });
+      });
       const s = slotOf(l, p);
       if (!s) return;
       const xa = this.layers[l].xa[p]!;

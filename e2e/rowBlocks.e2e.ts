@@ -1,0 +1,179 @@
+// Weights held in row blocks (a projection or an LM head over maxStorageBufferBindingSize) on the
+// planned paths, Node + Dawn on SwiftShader. The loader splits a weight into blocks of one binding
+// each (src/engine/kernels/limits.ts rowChunks); a lowered binding limit at load time
+// (setBindingLimitOverride) makes the tiny fixture's weights blocked. The learn plan binds each
+// block and dispatches per block: its statistics and LoRA gradients equal tfjs autodiff. The decode
+// plan takes a blocked head (and embedding): logits and draws equal tfjs.
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { startDawn } from '../src/cli/node/dawn';
+import { setBindingLimitOverride } from '../src/engine/kernels/limits';
+import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { parseModelConfig } from '../src/model/config';
+import { disposeLlama, forward, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
+import { attachLora, type LoraSet } from '../src/model/lora';
+import { generate } from '../src/model/generate';
+import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, setDecodePath, unplannableReason } from '../src/model/plannedDecode';
+import { plannedLearnForward, unplannableLearnReason } from '../src/model/plannedLearn';
+import { int4Quantizer } from '../src/model/quant';
+import { parseSafetensors } from '../src/model/safetensors';
+import { mulberry32 } from '../src/model/random';
+import { packSequences, policyStats, type ResponseBatch } from '../src/rl/policy';
+import { ppoClipLoss } from '../src/rl/policyLoss';
+import { lossGradsAt, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { learnStep, type LearnBatch } from '../src/rl/trainer';
+import { AdamW } from '../src/rl/optim';
+import { fromRows } from '../src/rl/types';
+
+const gpuErrors: string[] = [];
+beforeAll(async () => {
+  await startDawn({ swiftshader: true });
+  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+});
+afterAll(() => {
+  setBindingLimitOverride(null);
+  setDecodePath('planned');
+  setLearnPath('planned');
+  expect(gpuErrors).toEqual([]);
+});
+
+const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+
+/** The tiny fixture loaded under a binding limit of `bytes` (its weights then in row blocks). */
+function blockedFixture(bytes: number, opts: LoadOptions = {}): LlamaModel {
+  const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+  setBindingLimitOverride(bytes);
+  try {
+    return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
+  } finally {
+    setBindingLimitOverride(null);
+  }
+}
+
+const blocks = (w: unknown): number => (w as { blocks?: unknown[] }).blocks?.length ?? 1;
+
+function adapters(model: LlamaModel): LoraSet {
+  const set = attachLora(model, { r: 4, alpha: 8, targets: ALL, seed: 3 });
+  const rand = mulberry32(11);
+  for (const a of set.adapters) a.B.assign(tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]));
+  return set;
+}
+
+const BATCH: ResponseBatch = {
+  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
+  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
+  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
+};
+const B = 3;
+const T = 4;
+const TEMP = 0.7;
+const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
+const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
+const loss = (s: StatTensors): tf.Scalar => ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask: tf.tensor2d(BATCH.mask) }).loss;
+const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
+
+describe('planned learning step over weights in row blocks (Dawn, SwiftShader)', () => {
+  for (const [name, limit, opts] of [['f32', 1024, {}], ['int4 (groups of 16)', 128, { quantize: int4Quantizer(16) }]] as const) {
+    it(`${name} projections and head in row blocks: statistics and LoRA gradients equal tfjs autodiff`, async () => {
+      const model = blockedFixture(limit, opts);
+      try {
+        for (const p of ALL) expect(blocks(model.layers[0][p].weight), p).toBeGreaterThan(1);
+        expect(blocks(model.lmHead.weight)).toBeGreaterThan(1);
+        const set = adapters(model);
+        expect(unplannableLearnReason(model, set)).toBeNull();
+        const vars = set.variables();
+        let kept: tf.Tensor[] = [];
+        const { value, grads } = tf.variableGrads(() => {
+          const s = policyStats(model, BATCH, { temperature: TEMP });
+          kept = [tf.keep(s.logp), tf.keep(s.entropy)];
+          return loss(s);
+        }, vars);
+        const [wantLogp, wantEnt] = [await kept[0].data(), await kept[1].data()];
+        const got = (await plannedLearnForward(model, set, packSequences(BATCH), TEMP))!;
+        expect(maxAbs(got.logp, wantLogp)).toBeLessThan(1e-4);
+        expect(maxAbs(got.entropy, wantEnt)).toBeLessThan(1e-4);
+        const lg = await lossGradsAt(got.logp, got.entropy, B, T, loss);
+        got.plan.backward(lg.dlogp, lg.dentropy);
+        const flat = await got.plan.readGrads();
+        let at = 0;
+        for (const v of vars) {
+          const g = (await grads[v.name].data()) as Float32Array;
+          const den = Math.max(...Array.from(g).map(Math.abs));
+          expect(den, v.name).toBeGreaterThan(1e-6);
+          expect(maxAbs(flat.subarray(at, at + g.length), g) / den, v.name).toBeLessThan(1e-4);
+          at += g.length;
+        }
+        tf.dispose([value, ...Object.values(grads), ...kept]);
+      } finally {
+        disposeLlama(model);
+      }
+    });
+  }
+
+  it('learnStep over row-blocked weights takes the planned path and gives the tfjs update', async () => {
+    const batch: LearnBatch = { ...BATCH, oldLogp: fromRows(OLD), advantages: fromRows(ADV) };
+    const results: Float32Array[][] = [];
+    for (const path of ['tfjs', 'planned'] as const) {
+      const model = blockedFixture(2048);
+      try {
+        const set = adapters(model);
+        setLearnPath(path);
+        const n0 = plannedMicroBatches();
+        await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, { temperature: TEMP });
+        expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
+        results.push(await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)));
+      } finally {
+        setLearnPath('planned');
+        disposeLlama(model);
+      }
+    }
+    const worst = Math.max(...results[1].map((p, i) => maxAbs(p, results[0][i])));
+    expect(worst).toBeLessThan(2e-6);
+  });
+});
+
+describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
+  it('int4 projections in one binding, the f32 embedding / tied head in row blocks: planned logits and seeded draws equal tfjs', async () => {
+    const model = blockedFixture(2048, { quantize: int4Quantizer(16) });
+    try {
+      expect(blocks(model.lmHead.weight)).toBeGreaterThan(1);
+      for (const p of ALL) expect(blocks(model.layers[0][p].weight), p).toBe(1);
+      expect(unplannableReason(model)).toBeNull();
+      expect(plannedDecodeFor(model)).not.toBeNull();
+      const prompts = [[1, 5, 9, 13, 17], [1, 40, 2]];
+      const forced = [[3, 8], [11, 60], [29, 4]];
+      const planned = await plannedForcedLogits(model, prompts, forced);
+      for (let t = 0; t < forced.length; t++) {
+        const seqs = prompts.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
+        const P = Math.max(...seqs.map((r) => r.length));
+        const logits = forward(model, seqs.map((r) => [...Array(P - r.length).fill(0), ...r]), { attentionMask: seqs.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]), lastOnly: true });
+        expect(maxAbs(planned[t], (await logits.data()) as Float32Array)).toBeLessThan(1e-4);
+        logits.dispose();
+      }
+      const opts = { maxNewTokens: 6, temperature: 0.9, seed: 17 };
+      setDecodePath('tfjs');
+      const ref = await generate(model, prompts, opts);
+      setDecodePath('planned');
+      const got = await generate(model, prompts, opts);
+      expect(got.tokens).toEqual(ref.tokens);
+      expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+    } finally {
+      setDecodePath('planned');
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  it('projections in row blocks: the decode plan does not take them yet (generate runs tfjs), the learn plan does', () => {
+    const model = blockedFixture(2048);
+    try {
+      expect(unplannableReason(model)).toMatch(/row blocks/);
+      expect(plannedDecodeFor(model)).toBeNull();
+      expect(unplannableReason(model, true)).toBeNull();
+    } finally {
+      disposeLlama(model);
+    }
+  });
+});
