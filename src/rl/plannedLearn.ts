@@ -77,10 +77,16 @@ export function getLearnPath(): LearnPath {
 }
 
 let plannedCount = 0;
+const plannedByModel = new WeakMap<LlamaModel, number>();
 
 /** Micro-batches learned on the planned path so far (tests and benchmarks check which path ran). */
 export function plannedMicroBatches(): number {
   return plannedCount;
+}
+
+/** Micro-batches of this model learned on the planned path so far (a recipe training two models). */
+export function plannedMicroBatchesOf(model: LlamaModel): number {
+  return plannedByModel.get(model) ?? 0;
 }
 
 /**
@@ -128,6 +134,7 @@ export async function plannedGrads(
   const fwd = await plannedLearnForward(model, lora, packed, opts.temperature ?? 1, false, !!head);
   if (!fwd) return null;
   plannedCount++;
+  plannedByModel.set(model, plannedMicroBatchesOf(model) + 1);
   const H = model.config.hiddenSize;
   const hidden = head ? (tf.tensor({ buffer: fwd.plan.hidden }, [B, T, H], 'float32') as tf.Tensor3D) : undefined;
   // From here the loss has been evaluated (its metrics recorded): a failure throws, no fallback.
