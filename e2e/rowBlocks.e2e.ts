@@ -3,7 +3,8 @@
 // each (src/engine/kernels/limits.ts rowChunks); a lowered binding limit at load time
 // (setBindingLimitOverride) makes the tiny fixture's weights blocked. The learn plan binds each
 // block and dispatches per block: its statistics and LoRA gradients equal tfjs autodiff. The decode
-// plan takes a blocked head (and embedding): logits and draws equal tfjs.
+// plan takes a blocked head (and embedding) and blocked o, gate, up, down (one GEMV per block):
+// logits and draws equal tfjs; q, k, v in blocks still decode on tfjs.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -135,6 +136,27 @@ describe('planned learning step over weights in row blocks (Dawn, SwiftShader)',
 });
 
 describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
+  /** Planned teacher-forced logits against the tfjs forward, and seeded draws against the tfjs path. */
+  async function decodeAgainstTfjs(model: LlamaModel): Promise<void> {
+    const prompts = [[1, 5, 9, 13, 17], [1, 40, 2]];
+    const forced = [[3, 8], [11, 60], [29, 4]];
+    const planned = await plannedForcedLogits(model, prompts, forced);
+    for (let t = 0; t < forced.length; t++) {
+      const seqs = prompts.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
+      const P = Math.max(...seqs.map((r) => r.length));
+      const logits = forward(model, seqs.map((r) => [...Array(P - r.length).fill(0), ...r]), { attentionMask: seqs.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]), lastOnly: true });
+      expect(maxAbs(planned[t], (await logits.data()) as Float32Array)).toBeLessThan(1e-4);
+      logits.dispose();
+    }
+    const opts = { maxNewTokens: 6, temperature: 0.9, seed: 17 };
+    setDecodePath('tfjs');
+    const ref = await generate(model, prompts, opts);
+    setDecodePath('planned');
+    const got = await generate(model, prompts, opts);
+    expect(got.tokens).toEqual(ref.tokens);
+    expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+  }
+
   it('int4 projections in one binding, the f32 embedding / tied head in row blocks: planned logits and seeded draws equal tfjs', async () => {
     const model = blockedFixture(2048, { quantize: int4Quantizer(16) });
     try {
@@ -142,23 +164,7 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
       for (const p of ALL) expect(blocks(model.layers[0][p].weight), p).toBe(1);
       expect(unplannableReason(model)).toBeNull();
       expect(plannedDecodeFor(model)).not.toBeNull();
-      const prompts = [[1, 5, 9, 13, 17], [1, 40, 2]];
-      const forced = [[3, 8], [11, 60], [29, 4]];
-      const planned = await plannedForcedLogits(model, prompts, forced);
-      for (let t = 0; t < forced.length; t++) {
-        const seqs = prompts.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
-        const P = Math.max(...seqs.map((r) => r.length));
-        const logits = forward(model, seqs.map((r) => [...Array(P - r.length).fill(0), ...r]), { attentionMask: seqs.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]), lastOnly: true });
-        expect(maxAbs(planned[t], (await logits.data()) as Float32Array)).toBeLessThan(1e-4);
-        logits.dispose();
-      }
-      const opts = { maxNewTokens: 6, temperature: 0.9, seed: 17 };
-      setDecodePath('tfjs');
-      const ref = await generate(model, prompts, opts);
-      setDecodePath('planned');
-      const got = await generate(model, prompts, opts);
-      expect(got.tokens).toEqual(ref.tokens);
-      expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+      await decodeAgainstTfjs(model);
     } finally {
       setDecodePath('planned');
       releaseDecodePlans(model);
@@ -166,10 +172,27 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
     }
   });
 
-  it('projections in row blocks: the decode plan does not take them yet (generate runs tfjs), the learn plan does', () => {
+  for (const [name, limit, opts] of [['f32', 4096, {}], ['int4 (groups of 16)', 512, { quantize: int4Quantizer(16) }]] as const) {
+    it(`${name} gate, up and down in row blocks, LoRA on every projection: planned logits and seeded draws equal tfjs`, async () => {
+      const model = blockedFixture(limit, opts);
+      try {
+        for (const p of ['gate', 'up', 'down'] as const) expect(blocks(model.layers[1][p].weight), p).toBeGreaterThan(1);
+        for (const p of ['q', 'k', 'v'] as const) expect(blocks(model.layers[1][p].weight), p).toBe(1);
+        adapters(model);
+        expect(unplannableReason(model)).toBeNull();
+        await decodeAgainstTfjs(model);
+      } finally {
+        setDecodePath('planned');
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    });
+  }
+
+  it('q, k, v in row blocks: the decode plan does not take them (their RoPE / cache epilogue), generate runs tfjs; the learn plan does', () => {
     const model = blockedFixture(2048);
     try {
-      expect(unplannableReason(model)).toMatch(/row blocks/);
+      expect(unplannableReason(model)).toMatch(/q_proj: a f32 weight in row blocks/);
       expect(plannedDecodeFor(model)).toBeNull();
       expect(unplannableReason(model, true)).toBeNull();
     } finally {

@@ -101,7 +101,7 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
 
 /**
  * Why the planned path cannot run this model now (null: it can). `learning`: for the planned
- * learning step, which applies LoRA dropout itself and binds weights held in row blocks.
+ * learning step, which applies LoRA dropout itself and binds any weight held in row blocks.
  */
 export function unplannableReason(model: LlamaModel, learning = false): string | null {
   let set: LoraAdapter['set'] | null = null;
@@ -110,7 +110,8 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
       const lin = l[p];
       const w = lin.weight;
       const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight) && w.blocks.length === 1);
-      if (!single && !learning) return `${lin.name}: a ${w.kind} weight in row blocks`;
+      // The decode plan takes o, gate, up and down in row blocks (per-block GEMVs), not q, k, v.
+      if (!single && !learning && (p === 'q' || p === 'k' || p === 'v')) return `${lin.name}: a ${w.kind} weight in row blocks`;
       if (!lin.adapter) continue;
       if (!(lin.adapter instanceof LoraAdapter)) return `${lin.name}: an adapter that is not LoRA`;
       const s = lin.adapter.set;

@@ -401,8 +401,29 @@ export class DecodePlan {
       const values = [{ uniform: packGemv(u) }, 'dyn' as const, common.work, common.params, common.lora, ...wb, ...(w2 ? weightBindings(w2) : []), ...extra];
       plan.add(phase, k, values, [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1]);
     };
-    const check = (w: WeightRef, rows: number, cols: number, what: string) => {
-      if (w.rows !== rows || w.cols !== cols) throw new Error(`decode plan: ${what} is [${w.rows}, ${w.cols}], expected [${rows}, ${cols}]`);
+    /** A projection's row blocks (one unless its weight is held in several) and the first row of each. */
+    const blocksOf = (pr: ProjectionRef): { w: WeightRef; row: number }[] => {
+      let row = 0;
+      return (pr.blocks ?? [pr.weight]).map((w) => ((row += w.rows), { w, row: row - w.rows }));
+    };
+    const check = (pr: ProjectionRef, rows: number, cols: number, what: string) => {
+      const bl = blocksOf(pr);
+      const total = bl.reduce((a, b) => a + b.w.rows, 0);
+      if (total !== rows || bl.some((b) => b.w.cols !== cols)) throw new Error(`decode plan: ${what} is [${total}, ${pr.weight.cols}], expected [${rows}, ${cols}]`);
+    };
+    /**
+     * A PLAIN or GATEUP GEMV over a weight in row blocks: one dispatch per block, its outputs,
+     * biases and LoRA B rows shifted by the block's first row (the units are outputs, so a block
+     * is a slice of them; a RoPE pair or a cache write is not, and q, k, v take one block only).
+     */
+    const gemvBlocks = (phase: string, mode: GemvMode.Plain | GemvMode.GateUp, pr: ProjectionRef, u: GemvUniform, pr2?: ProjectionRef) => {
+      const bl2 = pr2 ? blocksOf(pr2) : null;
+      blocksOf(pr).forEach(({ w, row }, i) => {
+        const w2 = bl2?.[i];
+        if (bl2 && (!w2 || w2.row !== row || w2.w.rows !== w.rows)) throw new Error('decode plan: gate and up are held in different row blocks');
+        const shift = (o: number | undefined) => (o === undefined || o < 0 ? o : o + row);
+        gemv(phase, mode, w, { ...u, N: w.rows, outOff: u.outOff + row, biasOff: shift(u.biasOff), bias2Off: shift(u.bias2Off), bOff: (u.bOff ?? 0) + row * (u.r ?? 0), b2Off: (u.b2Off ?? 0) + row * (u.r2 ?? 0) }, [], w2?.w);
+      });
     };
     const auxB = { buffer: this.aux };
     const ropeU = { headDim: D, cap: C, cosOff: this.auxOff.cos, sinOff: this.auxOff.sin, posOff: this.auxOff.pos };
@@ -450,13 +471,14 @@ export class DecodePlan {
         return { tOff: W.t + (e.a - g.off) / g.inp, tStride: g.rows, bOff: e.b, r: e.r, scale: m.lora[li]?.[p]?.scale ?? 0 };
       };
       const x1 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm1, eps: m.eps };
-      check(layer.q.weight, qDim, m.hidden, `layer ${li} q`);
-      check(layer.k.weight, kvDim, m.hidden, `layer ${li} k`);
-      check(layer.v.weight, kvDim, m.hidden, `layer ${li} v`);
-      check(layer.o.weight, m.hidden, qDim, `layer ${li} o`);
-      check(layer.gate.weight, m.intermediate, m.hidden, `layer ${li} gate`);
-      check(layer.up.weight, m.intermediate, m.hidden, `layer ${li} up`);
-      check(layer.down.weight, m.hidden, m.intermediate, `layer ${li} down`);
+      check(layer.q, qDim, m.hidden, `layer ${li} q`);
+      check(layer.k, kvDim, m.hidden, `layer ${li} k`);
+      check(layer.v, kvDim, m.hidden, `layer ${li} v`);
+      check(layer.o, m.hidden, qDim, `layer ${li} o`);
+      check(layer.gate, m.intermediate, m.hidden, `layer ${li} gate`);
+      check(layer.up, m.intermediate, m.hidden, `layer ${li} up`);
+      check(layer.down, m.hidden, m.intermediate, `layer ${li} down`);
+      for (const p of ['q', 'k', 'v'] as const) if ((layer[p].blocks?.length ?? 1) > 1) throw new Error(`decode plan: layer ${li} ${p} is held in row blocks (its RoPE and cache epilogue take one)`);
       loraA(0, x1);
       gemv(phase, GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
       gemv(phase, GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
@@ -477,22 +499,21 @@ export class DecodePlan {
       }
       const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
       loraA(1, xa);
-      gemv(phase, GemvMode.Plain, layer.o.weight, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
+      gemvBlocks(phase, GemvMode.Plain, layer.o, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
       const x2 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
       loraA(2, x2);
       const up = loraU('up', 2);
       if (formatOf(layer.gate.weight).format !== formatOf(layer.up.weight).format) throw new Error(`decode plan: layer ${li} gate and up differ in weight format`);
-      gemv(
+      gemvBlocks(
         phase,
         GemvMode.GateUp,
-        layer.gate.weight,
+        layer.gate,
         { ...x2, N: m.intermediate, outOff: W.act, outStride: m.intermediate, biasOff: lp.bias.gate, ...loraU('gate', 2), bias2Off: lp.bias.up, t2Off: up.tOff, b2Off: up.bOff, r2: up.r, scale2: up.scale },
-        [],
-        layer.up.weight,
+        layer.up,
       );
       const xd = { K: m.intermediate, rows, xOff: W.act, xStride: m.intermediate };
       loraA(3, xd);
-      gemv(phase, GemvMode.Plain, layer.down.weight, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
+      gemvBlocks(phase, GemvMode.Plain, layer.down, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
     });
     layers('layers', B, 0);
     layers('players', R, Pc);
