@@ -4,24 +4,23 @@
 // masks, learnStep gives the same update on both paths, and the counters advance alike.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { parseModelConfig } from '../src/model/config';
-import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
-import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
+import { disposeLlama, type LlamaModel, type ProjName } from '../src/model/llama';
+import type { LoraConfig, LoraSet } from '../src/model/lora';
 import { plannedLearnForward } from '../src/model/plannedLearn';
 import { learnStepBuffers } from '../src/model/learnMemory';
 import { int4Quantizer } from '../src/model/quant';
-import { parseSafetensors } from '../src/model/safetensors';
-import { mulberry32 } from '../src/model/random';
-import { packSequences, policyStats, type ResponseBatch } from '../src/rl/policy';
-import { ppoClipLoss } from '../src/rl/policyLoss';
-import { lossGradsAt, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { packSequences, policyStats } from '../src/rl/policy';
+import { lossGradsAt, plannedMicroBatches, setLearnPath } from '../src/rl/plannedLearn';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
+import { nodeRecipeEnv } from '../src/cli/recipe-env';
+import { createRun } from '../src/recipes/registry';
+import { letterJudge, loadWithCharCodec, stableReport } from '../src/recipes/testing';
+import { ADV, B, BATCH, drawnAdapters, OLD, pgLoss, T, TEMP, tinyLlama } from './learnFixture';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -33,34 +32,11 @@ afterAll(() => {
   expect(gpuErrors).toEqual([]);
 });
 
-const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+/** Adapters with dropout 0.1 unless asked otherwise. */
+const adapters = (model: LlamaModel, cfg: Partial<LoraConfig> = {}): LoraSet => drawnAdapters(model, { dropout: 0.1, ...cfg });
+const fixture = tinyLlama;
 
-function fixture(opts: LoadOptions = {}): LlamaModel {
-  const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
-  return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
-}
-
-/** Adapters with B drawn too (B = 0 would make dA vanish and hide a wrong mask in it). */
-function adapters(model: LlamaModel, cfg: Partial<LoraConfig> = {}): LoraSet {
-  const set = attachLora(model, { r: 4, alpha: 8, targets: ALL, seed: 3, dropout: 0.1, ...cfg });
-  const rand = mulberry32(11);
-  for (const a of set.adapters) a.B.assign(tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]));
-  return set;
-}
-
-// Prompts of 3, 5 and 2 tokens (left padding; the plan pads to 8 columns), 4 response tokens.
-const BATCH: ResponseBatch = {
-  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
-  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
-  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
-};
-const B = 3;
-const T = 4;
-const TEMP = 0.7;
-const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
-const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
-
-const loss = (s: StatTensors): tf.Scalar => ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask: tf.tensor2d(BATCH.mask) }).loss;
+const loss = pgLoss;
 const counters = (set: LoraSet) => set.adapters.map((a) => a.calls);
 const setCounters = (set: LoraSet, c: number[]) => set.adapters.forEach((a, i) => (a.calls = c[i]));
 
@@ -137,7 +113,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
     });
   }
 
-  it('the learn-memory planner lists a dropout plan\'s buffers to the byte (q and v of layer 1)', async () => {
+  it('the learn-memory planner lists a dropout plan\'s buffers to the byte (q, v and down of layer 1)', async () => {
     const model = fixture();
     try {
       const set = adapters(model, { targets: ['q', 'v', 'down'], layers: [1] });
@@ -181,5 +157,32 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
     let worst = 0;
     got.params.forEach((p, i) => p.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want.params[i][j])))));
     expect(worst).toBeLessThan(2e-6);
+  });
+
+  it('a redteam run with dropout 0.05 on the planned path resumes exactly: step k + 1 from the checkpoint at k equals the uninterrupted one', async () => {
+    const env = nodeRecipeEnv({ modelsDir: resolve('..', 'shared', 'fixtures'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+    const config = { defender: 'tiny-llama-f32', judge: 'letters', prompts: 1, groupSize: 2, maxNewTokens: 3, promptPool: 4, samples: 2, loraDropout: 0.05, lr: 1e-2, entropyCoeff: 0.01 };
+    const n0 = plannedMicroBatches();
+    const a = await createRun(env, 'redteam', config, 4);
+    let payload;
+    let next;
+    try {
+      await a.run.step();
+      payload = await a.run.state();
+      next = await a.run.step();
+    } finally {
+      a.run.dispose();
+    }
+    expect(plannedMicroBatches() - n0).toBe(2);
+    // The dropout counters were saved, and moved (one draw per adapter per micro-batch; the entropy bonus makes every step learn).
+    expect(Object.entries(payload.rng).filter(([k, v]) => k.startsWith('lora_dropout_calls_') && v === 1).length).toBeGreaterThan(0);
+    const b = await createRun(env, 'redteam', config, 4);
+    try {
+      await b.run.restore(payload);
+      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
+    } finally {
+      b.run.dispose();
+    }
+    expect(plannedMicroBatches() - n0).toBe(3);
   });
 });

@@ -7,26 +7,20 @@
 // logits and draws equal tfjs; q, k, v in blocks still decode on tfjs.
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { setBindingLimitOverride } from '../src/engine/kernels/limits';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { parseModelConfig } from '../src/model/config';
-import { disposeLlama, forward, loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
-import { attachLora, type LoraSet } from '../src/model/lora';
+import { disposeLlama, forward, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { generate } from '../src/model/generate';
 import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, setDecodePath, unplannableReason } from '../src/model/plannedDecode';
 import { plannedLearnForward, unplannableLearnReason } from '../src/model/plannedLearn';
 import { int4Quantizer } from '../src/model/quant';
-import { parseSafetensors } from '../src/model/safetensors';
-import { mulberry32 } from '../src/model/random';
-import { packSequences, policyStats, type ResponseBatch } from '../src/rl/policy';
-import { ppoClipLoss } from '../src/rl/policyLoss';
-import { lossGradsAt, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { packSequences, policyStats } from '../src/rl/policy';
+import { lossGradsAt, plannedMicroBatches, setLearnPath } from '../src/rl/plannedLearn';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
+import { ADV, ALL, B, BATCH, drawnAdapters, maxAbs, OLD, pgLoss, T, TEMP, tinyLlama } from './learnFixture';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -40,14 +34,11 @@ afterAll(() => {
   expect(gpuErrors).toEqual([]);
 });
 
-const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
-
 /** The tiny fixture loaded under a binding limit of `bytes` (its weights then in row blocks). */
 function blockedFixture(bytes: number, opts: LoadOptions = {}): LlamaModel {
-  const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
   setBindingLimitOverride(bytes);
   try {
-    return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
+    return tinyLlama(opts);
   } finally {
     setBindingLimitOverride(null);
   }
@@ -55,25 +46,8 @@ function blockedFixture(bytes: number, opts: LoadOptions = {}): LlamaModel {
 
 const blocks = (w: unknown): number => (w as { blocks?: unknown[] }).blocks?.length ?? 1;
 
-function adapters(model: LlamaModel): LoraSet {
-  const set = attachLora(model, { r: 4, alpha: 8, targets: ALL, seed: 3 });
-  const rand = mulberry32(11);
-  for (const a of set.adapters) a.B.assign(tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]));
-  return set;
-}
-
-const BATCH: ResponseBatch = {
-  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
-  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
-  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
-};
-const B = 3;
-const T = 4;
-const TEMP = 0.7;
-const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
-const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
-const loss = (s: StatTensors): tf.Scalar => ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask: tf.tensor2d(BATCH.mask) }).loss;
-const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
+const adapters = (model: LlamaModel) => drawnAdapters(model);
+const loss = pgLoss;
 
 describe('planned learning step over weights in row blocks (Dawn, SwiftShader)', () => {
   for (const [name, limit, opts] of [['f32', 1024, {}], ['int4 (groups of 16)', 128, { quantize: int4Quantizer(16) }]] as const) {

@@ -1,0 +1,45 @@
+// The learning-step fixture the planned-path e2e tests share (learnDropout, rowBlocks): the tiny
+// Llama fixture, adapters with B drawn (a fresh B = 0 leaves dA = 0 and would hide a wrong dA), and
+// a left-padded batch with its old log-probs and advantages.
+import * as tf from '@tensorflow/tfjs';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseModelConfig } from '../src/model/config';
+import { loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
+import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
+import { mulberry32 } from '../src/model/random';
+import { parseSafetensors } from '../src/model/safetensors';
+import type { ResponseBatch } from '../src/rl/policy';
+import { ppoClipLoss } from '../src/rl/policyLoss';
+import type { StatTensors } from '../src/rl/plannedLearn';
+
+export const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+
+export function tinyLlama(opts: LoadOptions = {}): LlamaModel {
+  const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+  return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
+}
+
+export function drawnAdapters(model: LlamaModel, cfg: Partial<LoraConfig> = {}): LoraSet {
+  const set = attachLora(model, { r: 4, alpha: 8, targets: ALL, seed: 3, ...cfg });
+  const rand = mulberry32(11);
+  for (const a of set.adapters) a.B.assign(tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]));
+  return set;
+}
+
+// Prompts of 3, 5 and 2 tokens (left padding; the plan pads to 8 columns), 4 response tokens, row 1 stopped after 2.
+export const BATCH: ResponseBatch = {
+  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
+  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
+  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
+};
+export const B = 3;
+export const T = 4;
+export const TEMP = 0.7;
+export const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
+export const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
+
+export const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
+
+/** PPO's clipped policy loss of the batch (token-mean). */
+export const pgLoss = (s: StatTensors): tf.Scalar => ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask: tf.tensor2d(BATCH.mask) }).loss;
