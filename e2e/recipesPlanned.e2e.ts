@@ -62,8 +62,13 @@ describe('every recipe learns on the planned path on WebGPU (Dawn, SwiftShader)'
     expect(Object.keys(RECIPES).sort()).toEqual([...recipeNames()].sort());
   });
 
-  for (const [name, { config, steps }] of Object.entries(RECIPES)) {
-    it(`${name}: every trained model's learning step took the planned path`, async () => {
+  const cases = [
+    ...Object.entries(RECIPES).map(([name, c]) => ({ label: name, name, ...c })),
+    // A PPO critic (value head on the plan's final hidden rows, its own AdamW).
+    { label: 'defend with a gae critic', name: 'defend', config: { ...RECIPES.defend.config, advantage: 'gae', criticLr: 1e-2 }, steps: 1 },
+  ];
+  for (const { label, name, config, steps } of cases) {
+    it(`${label}: every trained model's learning step took the planned path`, async () => {
       loaded.length = 0;
       const { run } = await createRun(env, name, { ...config, ...lora }, 1);
       try {
