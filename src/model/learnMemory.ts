@@ -40,7 +40,7 @@ export interface LearnLoraShape {
   targets: readonly ProjName[];
   /** Adapted layers; default all. */
   layers?: readonly number[];
-  /** LoRA dropout (the plan keeps one multiplier per adapter, as big as its input). Default false. */
+  /** LoRA dropout (the plan keeps one bit mask per adapter over its input). Default false. */
   dropout?: boolean;
 }
 
@@ -181,11 +181,17 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
   const mb = (name: string, floats: number, count: number): PlannedBuffer => ({ name, scope: 'micro-batch', bytes: planned(floats * F32), count });
   // Dispatches: each forward (reference, adapted) 16 a layer + 4 (embedding, final norm, head,
   // statistics), the adapted one 2 more per adapter; the backward 19 a layer + 3, 4 per adapter.
-  // Dropout: 1 more per adapter in the adapted forward, 2 in the backward.
+  // Dropout: per adapter 1 packing dispatch, 1 more in the adapted forward, 2 in the backward.
   const drop = lora.dropout && slots > 0;
-  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots + (drop ? 3 * slots : 0);
+  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots + (drop ? 4 * slots : 0);
   const inputs = projShapes(c);
-  const dropout = drop ? [...lora.targets.map((t) => mb(`LoRA dropout multipliers (${t})`, N * inputs[t][1], slots / lora.targets.length)), mb('LoRA dropout scratch', N * Math.max(...lora.targets.map((t) => inputs[t][1])), 1)] : [];
+  const dropout = drop
+    ? [
+        ...lora.targets.map((t) => mb(`LoRA dropout masks, 1 bit per element (${t})`, Math.ceil((N * inputs[t][1]) / 32), slots / lora.targets.length)),
+        mb('LoRA dropout scratch', N * Math.max(...lora.targets.map((t) => inputs[t][1])), 1),
+        mb('LoRA dropout scale', 1, 1),
+      ]
+    : [];
   return [
     ...dropout,
     mb('LoRA parameters, gradients (the plan\'s flat copies)', loraParamCount(c, lora), 2),

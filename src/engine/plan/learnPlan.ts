@@ -42,6 +42,7 @@ import {
   swigluGradKernel,
   swigluKernel,
   dropMulKernel,
+  dropPackKernel,
   packDrop,
   type GemmUniform,
   type Operand,
@@ -157,10 +158,13 @@ export class LearnPlan {
   readonly hidden: GPUBuffer;
   private readonly dummy: GPUBuffer;
   private readonly layers: LayerBufs[] = [];
-  /** Per LoRA slot (slot order), the dropout multiplier [N, in] (with opts.dropout). */
+  /** Per LoRA slot (slot order), its dropout mask [N, in], one bit per element (with opts.dropout). */
   private readonly masks: GPUBuffer[] = [];
-  /** Whether each mask holds ones now (dropout off for this pass). */
+  /** Whether each mask keeps every element now (dropout off for this pass). */
   private readonly masksOnes: boolean[] = [];
+  /** The kept elements' multiplier 1 / (1 - p) (1 with dropout off), and the f32 staging of a mask to pack. */
+  private dropScale: GPUBuffer | null = null;
+  private dropStaging: GPUBuffer | null = null;
 
   constructor(
     readonly device: GPUDevice,
@@ -215,13 +219,17 @@ export class LearnPlan {
         g: buf(`g ${l}`, N * I), u: buf(`u ${l}`, N * I), act: buf(`act ${l}`, N * I), xa,
       });
     }
-    // LoRA dropout: one multiplier per adapter (each draws its own mask) and one scratch for the
-    // dropped input (forward, dA) or the masked dx (backward).
+    // LoRA dropout: one bit mask per adapter (each draws its own), the kept multiplier, and one
+    // scratch for the dropped input (forward, dA), the masked dx (backward) or a mask to pack.
     for (const s of opts.dropout ? slots : []) {
-      this.masks.push(buf(`dropout ${s.layer} ${s.proj}`, N * s.inF));
+      this.masks.push(plan.buffer(`dropout ${s.layer} ${s.proj}`, Math.ceil((N * s.inF) / 32) * 4));
       this.masksOnes.push(false);
     }
     const xd = opts.dropout && slots.length > 0 ? buf('dropout scratch', N * Math.max(...slots.map((s) => s.inF))) : null;
+    if (xd) {
+      this.dropStaging = xd;
+      this.dropScale = buf('dropout scale', 1);
+    }
     const xOut = buf('x out', N * H);
     const invF = buf('inv final', N);
     const hn = (this.hn = buf('hn', N * H));
@@ -278,10 +286,12 @@ export class LearnPlan {
     const heads = (phase: string, src: GPUBuffer, dst: GPUBuffer, n: number, toHeads: boolean, sgn: number) =>
       elem(phase, headsKernel(), [u(packHeads(N, L, n, D, toHeads, sgn)), { buffer: src }, { buffer: dst }, { buffer: this.cos }, { buffer: this.sin }], N * n * half);
     const slotOf = (l: number, p: ProjKey) => slots.find((s) => s.layer === l && s.proj === p);
+    // a mask in the staging -> its bits (loadMasks encodes each slot's phase after its copy)
+    if (xd) slots.forEach((s, i) => plan.add(`dropout pack ${i}`, dropPackKernel(), [u(packCnt(N * s.inF)), { buffer: xd }, { buffer: this.masks[i] }, { buffer: this.dropScale! }], elemWorkgroups(Math.ceil((N * s.inF) / 32))));
     /** xd = x M (the slot's dropout multiplier), or dx += xd M; x itself without dropout. */
     const dropped = (phase: string, s: LoraSlot, x: GPUBuffer, out: GPUBuffer | null, accumulate = false): GPUBuffer => {
       if (!out) return x;
-      elem(phase, dropMulKernel(), [u(packDrop(N * s.inF, accumulate)), { buffer: x }, { buffer: this.masks[slots.indexOf(s)] }, { buffer: out }], N * s.inF);
+      elem(phase, dropMulKernel(), [u(packDrop(N * s.inF, accumulate)), { buffer: x }, { buffer: this.masks[slots.indexOf(s)] }, { buffer: this.dropScale! }, { buffer: out }], N * s.inF);
       return out;
     };
 
@@ -502,8 +512,16 @@ export class LearnPlan {
     const enc = this.device.createCommandEncoder({ label: 'learn: load dropout masks' });
     this.masks.forEach((m, i) => {
       const n = this.N * this.slots[i].inF;
-      if (masks) enc.copyBufferToBuffer(masks[i], 0, m, 0, n * F);
-      else if (!this.masksOnes[i]) this.device.queue.writeBuffer(m, 0, new Float32Array(n).fill(1));
+      if (masks) {
+        // The f32 multiplier into the staging, then packed to bits by the plan's dispatch.
+        enc.copyBufferToBuffer(masks[i], 0, this.dropStaging!, 0, n * F);
+        const pass = enc.beginComputePass();
+        this.plan.encode(pass, `dropout pack ${i}`, 0);
+        pass.end();
+      } else if (!this.masksOnes[i]) {
+        this.device.queue.writeBuffer(m, 0, new Uint32Array(Math.ceil(n / 32)).fill(0xffffffff));
+        this.device.queue.writeBuffer(this.dropScale!, 0, new Float32Array([1]));
+      }
       this.masksOnes[i] = !masks;
     });
     this.device.queue.submit([enc.finish()]);
