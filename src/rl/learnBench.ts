@@ -120,7 +120,7 @@ const adapterValues = async (vars: tf.Variable[]) => (await Promise.all(vars.map
  */
 export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult> {
   const batch = benchLearnBatch(model, c);
-  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
   // B drawn too: a fresh B = 0 leaves dA = 0 and would hide a wrong dA.
   const rand = mulberry32(11);
   for (const a of lora.adapters) {
