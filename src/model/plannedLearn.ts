@@ -206,11 +206,10 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   // so the copy reads the factors' latest values.
   const adapters = slotAdapters(model, plan);
   const factors = adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
-  const masks = policy && plan.dropout ? dropoutMasks(adapters, packed, extra) : null;
+  const calls = adapters.map((a) => a.calls);
   flushTfjs();
   plan.loadParams(factors);
-  plan.loadMasks(masks && masks.buffers);
-  masks?.dispose();
+  if (policy && plan.dropout) loadDropoutMasks(plan, adapters, packed, extra);
   plan.device.pushErrorScope('out-of-memory');
   plan.device.pushErrorScope('validation');
   const s = await plan.forward(reference, withHidden, policy).catch((e: unknown) => e as Error);
@@ -219,38 +218,51 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
   const error = s instanceof Error ? s.message : (oom ?? invalid)?.message;
   if (error || s instanceof Error) {
     // The tfjs pass that learns this batch instead draws the same masks again.
-    masks?.rewind();
+    adapters.forEach((a, i) => (a.calls = calls[i]));
     console.warn(`planned learning step: the forward failed (${error}); this batch learns on tfjs`);
     return null;
   }
   return { plan, ...s };
 }
 
+/** Bytes of f32 dropout multipliers drawn before they are packed into the plan and freed. */
+let maskGroupBytes = 64 * 2 ** 20;
+
+/** Sets how many bytes of dropout multipliers are drawn before each packing (tests: 1 packs each alone). */
+export function setDropoutMaskGroupBytes(bytes: number): void {
+  maskGroupBytes = bytes;
+}
+
 /**
- * The dropout multipliers of this pass, one per adapter in the plan's slot order, drawn by each
- * adapter as its tfjs forward would (LoraAdapter.dropoutMultiplier over its input [B (P + T - 1),
- * in], advancing the same call counters) and laid out in the plan's token order (the `extra` left
- * pad columns first, their multipliers unused). Null when dropout is off now (not training).
+ * Draws this pass's dropout multipliers, one per adapter in the plan's slot order, as each
+ * adapter's tfjs forward would (LoraAdapter.dropoutMultiplier over its input [B (P + T - 1), in],
+ * advancing the same call counters), lays them out in the plan's token order (the `extra` left pad
+ * columns first, their multipliers unused) and loads them into the plan a group of about
+ * maskGroupBytes at a time, so the f32 draws never all live at once. Not training: no dropout.
  */
-function dropoutMasks(adapters: LoraAdapter[], packed: PackedSequences, extra: number): { buffers: GPUBuffer[]; dispose(): void; rewind(): void } | null {
+function loadDropoutMasks(plan: LearnPlan, adapters: LoraAdapter[], packed: PackedSequences, extra: number): void {
   const B = packed.ids.length;
   const L0 = packed.promptLength + packed.responseLength - 1;
-  const calls = adapters.map((a) => a.calls);
-  const drawn: tf.Tensor[] = [];
+  let group: tf.Tensor[] = [];
+  let bytes = 0;
+  let first = 0;
+  const load = () => {
+    const buffers = group.map((t) => tensorBuffer(t));
+    flushTfjs();
+    plan.loadMasks(buffers, first);
+    tf.dispose(group);
+    first += group.length;
+    group = [];
+    bytes = 0;
+  };
   for (const a of adapters) {
     const inF = a.A.shape[1];
     const m = a.dropoutMultiplier([B * L0, inF]);
-    if (!m) break;
-    drawn.push(extra === 0 ? m : tf.tidy(() => tf.pad(m.reshape([B, L0, inF]), [[0, 0], [extra, 0], [0, 0]], 1).reshape([B * (L0 + extra), inF])));
+    if (!m) return plan.loadMasks(null);
+    group.push(extra === 0 ? m : tf.tidy(() => tf.pad(m.reshape([B, L0, inF]), [[0, 0], [extra, 0], [0, 0]], 1).reshape([B * (L0 + extra), inF])));
     if (extra > 0) m.dispose();
+    bytes += B * (L0 + extra) * inF * 4;
+    if (bytes >= maskGroupBytes) load();
   }
-  if (drawn.length < adapters.length) {
-    tf.dispose(drawn);
-    return null;
-  }
-  return {
-    buffers: drawn.map((t) => tensorBuffer(t)),
-    dispose: () => tf.dispose(drawn),
-    rewind: () => adapters.forEach((a, i) => (a.calls = calls[i])),
-  };
+  if (group.length > 0) load();
 }

@@ -504,17 +504,19 @@ export class LearnPlan {
   }
 
   /**
-   * The dropout multipliers of the next forward and backward, per slot [N, in] in the plan's
-   * token order (device buffers, copied in), or null for no dropout (the masks become ones).
+   * The dropout multipliers of the next forward and backward for the slots from `first` on, one
+   * [N, in] f32 device buffer each in the plan's token order (copied in and packed to bits), or
+   * null for no dropout (every mask keeps every element).
    */
-  loadMasks(masks: GPUBuffer[] | null): void {
-    if (masks && masks.length !== this.masks.length) throw new Error(`learn plan: ${masks.length} dropout masks given, the plan has ${this.masks.length}`);
+  loadMasks(masks: GPUBuffer[] | null, first = 0): void {
+    if (masks && first + masks.length > this.masks.length) throw new Error(`learn plan: dropout masks for slots ${first} to ${first + masks.length - 1}, the plan has ${this.masks.length}`);
     const enc = this.device.createCommandEncoder({ label: 'learn: load dropout masks' });
     this.masks.forEach((m, i) => {
       const n = this.N * this.slots[i].inF;
       if (masks) {
+        if (i < first || i >= first + masks.length) return;
         // The f32 multiplier into the staging, then packed to bits by the plan's dispatch.
-        enc.copyBufferToBuffer(masks[i], 0, this.dropStaging!, 0, n * F);
+        enc.copyBufferToBuffer(masks[i - first], 0, this.dropStaging!, 0, n * F);
         const pass = enc.beginComputePass();
         this.plan.encode(pass, `dropout pack ${i}`, 0);
         pass.end();
