@@ -51,7 +51,7 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
   const batch = benchLearnBatch(model, c);
   const out: LearnBenchRow[] = [];
   for (const path of ['planned', 'tfjs'] as const) {
-    const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+    const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
     const optimizer = new AdamW({ lr: 1e-3 });
     setLearnPath(path);
     try {
