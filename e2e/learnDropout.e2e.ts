@@ -2,7 +2,6 @@
 // SwiftShader: the plan takes each adapter's mask as the tfjs path draws it (LoraAdapter's seeded
 // stream and call counter), so its statistics and LoRA gradients equal tfjs autodiff with the same
 // masks, learnStep gives the same update on both paths, and the counters advance alike.
-import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
@@ -12,15 +11,15 @@ import type { LoraConfig, LoraSet } from '../src/model/lora';
 import { plannedLearnForward, setDropoutMaskGroupBytes } from '../src/model/plannedLearn';
 import { learnStepBuffers } from '../src/model/learnMemory';
 import { int4Quantizer } from '../src/model/quant';
-import { packSequences, policyStats } from '../src/rl/policy';
-import { lossGradsAt, plannedMicroBatches, setLearnPath } from '../src/rl/plannedLearn';
+import { packSequences } from '../src/rl/policy';
+import { plannedMicroBatches, setLearnPath } from '../src/rl/plannedLearn';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { nodeRecipeEnv } from '../src/cli/recipe-env';
 import { createRun } from '../src/recipes/registry';
 import { letterJudge, loadWithCharCodec, stableReport } from '../src/recipes/testing';
-import { ADV, B, BATCH, drawnAdapters, OLD, pgLoss, T, TEMP, tinyLlama } from './learnFixture';
+import { ADV, B, BATCH, drawnAdapters, maxAbs, OLD, plannedPgGrads, relErrors, T, TEMP, tfjsPgGrads, tinyLlama } from './learnFixture';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -36,55 +35,23 @@ afterAll(() => {
 const adapters = (model: LlamaModel, cfg: Partial<LoraConfig> = {}): LoraSet => drawnAdapters(model, { dropout: 0.1, ...cfg });
 const fixture = tinyLlama;
 
-const loss = pgLoss;
 const counters = (set: LoraSet) => set.adapters.map((a) => a.calls);
 const setCounters = (set: LoraSet, c: number[]) => set.adapters.forEach((a, i) => (a.calls = c[i]));
-
-/** max |a - b| / max |b| per variable. */
-function relErrors(flat: Float32Array, want: Float32Array[]): number[] {
-  let at = 0;
-  return want.map((g) => {
-    let num = 0;
-    let den = 0;
-    for (let i = 0; i < g.length; i++) {
-      num = Math.max(num, Math.abs(flat[at + i] - g[i]));
-      den = Math.max(den, Math.abs(g[i]));
-    }
-    at += g.length;
-    return num / den;
-  });
-}
 
 /**
  * tfjs autodiff of the loss with the adapters' next masks, then the planned forward and backward
  * with the counters wound back (so it draws the same masks); the statistics' and gradients' errors.
  */
-async function compareWithDropout(model: LlamaModel, set: LoraSet): Promise<{ stats: number; rel: number[]; calls: number[][]; tfGrads: Float32Array[]; flat: Float32Array }> {
+async function compareWithDropout(model: LlamaModel, set: LoraSet): Promise<{ stats: number; rel: number[]; calls: number[][]; tfGrads: Float32Array[] }> {
   set.training = true;
   const c0 = counters(set);
-  const vars = set.variables();
-  let kept: tf.Tensor[] = [];
-  const { value, grads } = tf.variableGrads(() => {
-    const s = policyStats(model, BATCH, { temperature: TEMP });
-    kept = [tf.keep(s.logp), tf.keep(s.entropy)];
-    return loss(s);
-  }, vars);
-  const want = { logp: (await kept[0].data()) as Float32Array, entropy: (await kept[1].data()) as Float32Array };
-  tf.dispose(kept);
-  const tfGrads = await Promise.all(vars.map(async (v) => (await grads[v.name].data()) as Float32Array));
+  const want = await tfjsPgGrads(model, set);
   const cTf = counters(set);
   setCounters(set, c0);
-  const got = await plannedLearnForward(model, set, packSequences(BATCH), TEMP);
-  if (!got) throw new Error('the planned forward was refused');
+  const got = await plannedPgGrads(model, set);
   const cPlan = counters(set);
   set.training = false;
-  let stats = 0;
-  for (let i = 0; i < B * T; i++) stats = Math.max(stats, Math.abs(got.logp[i] - want.logp[i]), Math.abs(got.entropy[i] - want.entropy[i]));
-  const lg = await lossGradsAt(got.logp, got.entropy, B, T, loss);
-  got.plan.backward(lg.dlogp, lg.dentropy);
-  const flat = await got.plan.readGrads();
-  tf.dispose([value, ...Object.values(grads)]);
-  return { stats, rel: relErrors(flat, tfGrads), calls: [c0, cTf, cPlan], tfGrads, flat };
+  return { stats: Math.max(maxAbs(got.logp, want.logp), maxAbs(got.entropy, want.entropy)), rel: relErrors(got.flat, want.grads), calls: [c0, cTf, cPlan], tfGrads: want.grads };
 }
 
 describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => {
@@ -103,11 +70,9 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
         expect(c.stats).toBeLessThan(1e-4);
         expect(Math.max(...c.rel)).toBeLessThan(1e-4);
         // The masks matter: without dropout (not training) the planned gradient is far from these.
-        const plain = await plannedLearnForward(model, set, packSequences(BATCH), TEMP);
-        const lg = await lossGradsAt(plain!.logp, plain!.entropy, B, T, loss);
-        plain!.plan.backward(lg.dlogp, lg.dentropy);
+        const plain = await plannedPgGrads(model, set);
         expect(counters(set)).toEqual(cPlan);
-        expect(Math.max(...relErrors(await plain!.plan.readGrads(), c.tfGrads))).toBeGreaterThan(1e-2);
+        expect(Math.max(...relErrors(plain.flat, c.tfGrads))).toBeGreaterThan(1e-2);
       } finally {
         setDropoutMaskGroupBytes(64 * 2 ** 20);
         disposeLlama(model);

@@ -9,9 +9,10 @@ import { loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { mulberry32 } from '../src/model/random';
 import { parseSafetensors } from '../src/model/safetensors';
-import type { ResponseBatch } from '../src/rl/policy';
+import { packSequences, policyStats, type ResponseBatch } from '../src/rl/policy';
+import { plannedLearnForward } from '../src/model/plannedLearn';
 import { ppoClipLoss } from '../src/rl/policyLoss';
-import type { StatTensors } from '../src/rl/plannedLearn';
+import { lossGradsAt, type StatTensors } from '../src/rl/plannedLearn';
 
 export const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
 
@@ -43,3 +44,37 @@ export const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from
 
 /** PPO's clipped policy loss of the batch (token-mean). */
 export const pgLoss = (s: StatTensors): tf.Scalar => ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask: tf.tensor2d(BATCH.mask) }).loss;
+
+/** tfjs autodiff of pgLoss over the op-by-op forward (the reference): statistics [B T] and each LoRA variable's gradient. */
+export async function tfjsPgGrads(model: LlamaModel, set: LoraSet): Promise<{ logp: Float32Array; entropy: Float32Array; grads: Float32Array[] }> {
+  let kept: tf.Tensor[] = [];
+  const vars = set.variables();
+  const { value, grads } = tf.variableGrads(() => {
+    const s = policyStats(model, BATCH, { temperature: TEMP });
+    kept = [tf.keep(s.logp), tf.keep(s.entropy)];
+    return pgLoss(s);
+  }, vars);
+  const out = { logp: (await kept[0].data()) as Float32Array, entropy: (await kept[1].data()) as Float32Array, grads: await Promise.all(vars.map(async (v) => (await grads[v.name].data()) as Float32Array)) };
+  tf.dispose([value, ...kept, ...Object.values(grads)]);
+  return out;
+}
+
+/** The planned forward and backward of pgLoss: statistics [B T] and the flat LoRA gradient. */
+export async function plannedPgGrads(model: LlamaModel, set: LoraSet): Promise<{ logp: Float32Array; entropy: Float32Array; flat: Float32Array }> {
+  const got = await plannedLearnForward(model, set, packSequences(BATCH), TEMP);
+  if (!got) throw new Error('the planned forward was refused');
+  const lg = await lossGradsAt(got.logp, got.entropy, B, T, pgLoss);
+  got.plan.backward(lg.dlogp, lg.dentropy);
+  return { logp: got.logp, entropy: got.entropy, flat: await got.plan.readGrads() };
+}
+
+/** Per variable, max |flat - want| / max |want| (flat: the plan's gradient buffer, variables in order). */
+export function relErrors(flat: Float32Array, want: Float32Array[]): number[] {
+  let at = 0;
+  return want.map((g) => {
+    const den = Math.max(...Array.from(g).map(Math.abs));
+    const r = maxAbs(flat.subarray(at, at + g.length), g) / den;
+    at += g.length;
+    return r;
+  });
+}
