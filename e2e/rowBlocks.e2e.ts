@@ -3,15 +3,15 @@
 // each (src/engine/kernels/limits.ts rowChunks); a lowered binding limit at load time
 // (setBindingLimitOverride) makes the tiny fixture's weights blocked. The learn plan binds each
 // block and dispatches per block: its statistics and LoRA gradients equal tfjs autodiff. The decode
-// plan takes a blocked head (and embedding) and blocked o, gate, up, down (one GEMV per block):
-// logits and draws equal tfjs; q, k, v in blocks still decode on tfjs.
+// plan takes a blocked head (and embedding) and blocked projections (one GEMV per block; q, k, v
+// in blocks of whole heads): logits and draws equal tfjs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDawn } from '../src/cli/node/dawn';
 import { setBindingLimitOverride } from '../src/engine/kernels/limits';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { disposeLlama, forward, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { generate } from '../src/model/generate';
-import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, setDecodePath, unplannableReason } from '../src/model/plannedDecode';
+import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, unplannableReason } from '../src/model/plannedDecode';
 import { unplannableLearnReason } from '../src/model/plannedLearn';
 import { int4Quantizer } from '../src/model/quant';
 import { plannedMicroBatches, setLearnPath } from '../src/rl/plannedLearn';
@@ -90,10 +90,10 @@ describe('planned learning step over weights in row blocks (Dawn, SwiftShader)',
 });
 
 describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
-  /** Planned teacher-forced logits against the tfjs forward, and seeded draws against the tfjs path. */
-  async function decodeAgainstTfjs(model: LlamaModel): Promise<void> {
+  /** Planned teacher-forced logits against the tfjs forward (3 steps; 1 without `draws`), and seeded draws against the tfjs path. */
+  async function decodeAgainstTfjs(model: LlamaModel, draws = true): Promise<void> {
     const prompts = [[1, 5, 9, 13, 17], [1, 40, 2]];
-    const forced = [[3, 8], [11, 60], [29, 4]];
+    const forced = [[3, 8], [11, 60], [29, 4]].slice(0, draws ? 3 : 1);
     const planned = await plannedForcedLogits(model, prompts, forced);
     for (let t = 0; t < forced.length; t++) {
       const seqs = prompts.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
@@ -102,6 +102,7 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
       expect(maxAbs(planned[t], (await logits.data()) as Float32Array)).toBeLessThan(1e-4);
       logits.dispose();
     }
+    if (!draws) return;
     const opts = { maxNewTokens: 6, temperature: 0.9, seed: 17 };
     setDecodePath('tfjs');
     const ref = await generate(model, prompts, opts);
@@ -126,7 +127,8 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
     }
   });
 
-  for (const [name, limit, opts] of [['f32', 4096, {}], ['int4 (groups of 16)', 512, { quantize: int4Quantizer(16) }]] as const) {
+  // f32 with every projection blocked: the whole-heads case below.
+  for (const [name, limit, opts] of [['int4 (groups of 16)', 512, { quantize: int4Quantizer(16) }]] as const) {
     it(`${name} gate, up and down in row blocks, LoRA on every projection: planned logits and seeded draws equal tfjs`, async () => {
       const model = blockedFixture(limit, opts);
       try {
@@ -143,10 +145,29 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
     });
   }
 
-  it('q, k, v in row blocks: the decode plan does not take them (their RoPE / cache epilogue), generate runs tfjs; the learn plan does', () => {
-    const model = blockedFixture(2048);
+  it('every projection in row blocks of whole heads (binding limit 1024), both GEMV layouts: planned logits and seeded draws equal tfjs', async () => {
+    const model = blockedFixture(1024);
     try {
-      expect(unplannableReason(model)).toMatch(/q_proj: a f32 weight in row blocks/);
+      for (const p of ALL) expect(blocks(model.layers[1][p].weight), p).toBeGreaterThan(1);
+      adapters(model);
+      expect(unplannableReason(model)).toBeNull();
+      await decodeAgainstTfjs(model);
+      // The workgroup-split layout GPUs take (its own epilogue): the logits.
+      setPlannedGemv('split');
+      await decodeAgainstTfjs(model, false);
+    } finally {
+      setPlannedGemv(null);
+      setDecodePath('planned');
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  it('q in row blocks that split a head (11, 11, 10 rows of heads of 8): generate runs tfjs; the learn plan takes them', () => {
+    const model = blockedFixture(1536);
+    try {
+      expect(blocks(model.layers[0].q.weight)).toBe(3);
+      expect(unplannableReason(model)).toMatch(/q_proj: a f32 weight in row blocks that split a head/);
       expect(plannedDecodeFor(model)).toBeNull();
       expect(unplannableReason(model, true)).toBeNull();
     } finally {

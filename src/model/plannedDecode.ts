@@ -110,8 +110,10 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
       const lin = l[p];
       const w = lin.weight;
       const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight) && w.blocks.length === 1);
-      // The decode plan takes o, gate, up and down in row blocks (per-block GEMVs), not q, k, v.
-      if (!single && !learning && (p === 'q' || p === 'k' || p === 'v')) return `${lin.name}: a ${w.kind} weight in row blocks`;
+      // The decode plan takes any projection in row blocks (a GEMV per block), q, k and v in
+      // blocks of whole heads only (their RoPE pairs and cache rows stay within a head).
+      const D = model.config.headDim;
+      if (!single && !learning && (p === 'q' || p === 'k' || p === 'v') && frozenRefs(w).some((b) => b.rows % D !== 0)) return `${lin.name}: a ${w.kind} weight in row blocks that split a head`;
       if (!lin.adapter) continue;
       if (!(lin.adapter instanceof LoraAdapter)) return `${lin.name}: an adapter that is not LoRA`;
       const s = lin.adapter.set;

@@ -412,17 +412,18 @@ export class DecodePlan {
       if (total !== rows || bl.some((b) => b.w.cols !== cols)) throw new Error(`decode plan: ${what} is [${total}, ${pr.weight.cols}], expected [${rows}, ${cols}]`);
     };
     /**
-     * A PLAIN or GATEUP GEMV over a weight in row blocks: one dispatch per block, its outputs,
-     * biases and LoRA B rows shifted by the block's first row (the units are outputs, so a block
-     * is a slice of them; a RoPE pair or a cache write is not, and q, k, v take one block only).
+     * A GEMV over a weight in row blocks: one dispatch per block, its outputs, biases and LoRA B
+     * rows shifted by the block's first row. q, k and v take blocks of whole heads only (RoPE pairs
+     * and cache rows stay within a head); their cache writes find the head from outOff.
      */
-    const gemvBlocks = (phase: string, mode: GemvMode.Plain | GemvMode.GateUp, pr: ProjectionRef, u: GemvUniform, pr2?: ProjectionRef) => {
+    const gemvBlocks = (phase: string, mode: GemvMode, pr: ProjectionRef, u: GemvUniform, extra: BufferRange[] = [], pr2?: ProjectionRef) => {
       const bl2 = pr2 ? blocksOf(pr2) : null;
       blocksOf(pr).forEach(({ w, row }, i) => {
         const w2 = bl2?.[i];
         if (bl2 && (!w2 || w2.row !== row || w2.w.rows !== w.rows)) throw new Error('decode plan: gate and up are held in different row blocks');
         const shift = (o: number | undefined) => (o === undefined || o < 0 ? o : o + row);
-        gemv(phase, mode, w, { ...u, N: w.rows, outOff: u.outOff + row, biasOff: shift(u.biasOff), bias2Off: shift(u.bias2Off), bOff: (u.bOff ?? 0) + row * (u.r ?? 0), b2Off: (u.b2Off ?? 0) + row * (u.r2 ?? 0) }, [], w2?.w);
+        if (mode !== GemvMode.Plain && mode !== GemvMode.GateUp && (row % D !== 0 || w.rows % D !== 0)) throw new Error(`decode plan: a row block of ${w.rows} rows from row ${row} splits a head of ${D}`);
+        gemv(phase, mode, w, { ...u, N: w.rows, outOff: u.outOff + row, biasOff: shift(u.biasOff), bias2Off: shift(u.bias2Off), bOff: (u.bOff ?? 0) + row * (u.r ?? 0), b2Off: (u.b2Off ?? 0) + row * (u.r2 ?? 0) }, extra, w2?.w);
       });
     };
     const auxB = { buffer: this.aux };
@@ -478,11 +479,10 @@ export class DecodePlan {
       check(layer.gate, m.intermediate, m.hidden, `layer ${li} gate`);
       check(layer.up, m.intermediate, m.hidden, `layer ${li} up`);
       check(layer.down, m.hidden, m.intermediate, `layer ${li} down`);
-      for (const p of ['q', 'k', 'v'] as const) if ((layer[p].blocks?.length ?? 1) > 1) throw new Error(`decode plan: layer ${li} ${p} is held in row blocks (its RoPE and cache epilogue take one)`);
       loraA(0, x1);
-      gemv(phase, GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
-      gemv(phase, GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
-      gemv(phase, GemvMode.CacheV, layer.v.weight, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
+      gemvBlocks(phase, GemvMode.RopeQ, layer.q, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
+      gemvBlocks(phase, GemvMode.RopeK, layer.k, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
+      gemvBlocks(phase, GemvMode.CacheV, layer.v, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
       const att = { uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq, rows }) };
       if (partials && seq === 0) {
         // split-K: segments past the filled length return at once, so the grid covers the capacity
@@ -509,6 +509,7 @@ export class DecodePlan {
         GemvMode.GateUp,
         layer.gate,
         { ...x2, N: m.intermediate, outOff: W.act, outStride: m.intermediate, biasOff: lp.bias.gate, ...loraU('gate', 2), bias2Off: lp.bias.up, t2Off: up.tOff, b2Off: up.bOff, r2: up.r, scale2: up.scale },
+        [],
         layer.up,
       );
       const xd = { K: m.intermediate, rows, xOff: W.act, xStride: m.intermediate };
