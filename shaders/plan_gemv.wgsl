@@ -200,7 +200,8 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     }
   }
   if (MODE == 2u || MODE == 3u) {
-    let h = o / G.headDim;
+    // outOff: the block's first output (a weight in row blocks of whole heads), else 0
+    let h = (G.outOff + o) / G.headDim;
     let d = o % G.headDim;
     cacheStore(cacheBase(row, h) + d, y);
     return;

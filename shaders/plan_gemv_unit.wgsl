@@ -43,7 +43,8 @@ fn finish(u : u32, outs : vec2<u32>, row : u32, acc : f32, acc2 : f32) {
     let r1 = y * cs - y2 * sn;
     let r2 = y2 * cs + y * sn;
     if (MODE == 2u) {
-      let base = cacheBase(row, outs.x / G.headDim);
+      // outOff: the block's first output (a weight in row blocks of whole heads), else 0
+      let base = cacheBase(row, (G.outOff + outs.x) / G.headDim);
       cacheStore(base + outs.x % G.headDim, r1);
       cacheStore(base + outs.y % G.headDim, r2);
     } else {
@@ -53,7 +54,7 @@ fn finish(u : u32, outs : vec2<u32>, row : u32, acc : f32, acc2 : f32) {
     return;
   }
   if (MODE == 3u) {
-    cacheStore(cacheBase(row, outs.x / G.headDim) + outs.x % G.headDim, y);
+    cacheStore(cacheBase(row, (G.outOff + outs.x) / G.headDim) + outs.x % G.headDim, y);
     return;
   }
   if (MODE == 5u) {

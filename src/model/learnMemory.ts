@@ -44,6 +44,8 @@ export interface LearnLoraShape {
   targets: readonly ProjName[];
   /** Adapted layers; default all. */
   layers?: readonly number[];
+  /** LoRA dropout (the plan keeps one bit mask per adapter over its input). Default false. */
+  dropout?: boolean;
 }
 
 export interface LearnBatchShape {
@@ -190,8 +192,20 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
   const rebuilt = recompute ? Math.max(0, nL - 1) : 0;
   const rebuiltAdapted = recompute ? (lora.layers ? new Set(lora.layers.filter((l) => l < nL - 1)).size : rebuilt) : 0;
   const downs = lora.targets.includes('down') ? 1 : 0;
-  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots + 15 * rebuilt + rebuiltAdapted * (2 * (lora.targets.length - downs) + downs);
+  // Dropout: per adapter 1 packing dispatch, 1 more in the adapted forward, 2 in the backward.
+  const drop = lora.dropout && slots > 0;
+  // A rebuilt adapter applies its mask again before x Aᵀ.
+  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots + 15 * rebuilt + rebuiltAdapted * (2 * (lora.targets.length - downs) + downs) + (drop ? 4 * slots + rebuiltAdapted * lora.targets.length : 0);
+  const inputs = projShapes(c);
+  const dropout = drop
+    ? [
+        ...lora.targets.map((t) => mb(`LoRA dropout masks, 1 bit per element (${t})`, Math.ceil((N * inputs[t][1]) / 32), slots / lora.targets.length)),
+        mb('LoRA dropout scratch', N * Math.max(...lora.targets.map((t) => inputs[t][1])), 1),
+        mb('LoRA dropout scale', 1, 1),
+      ]
+    : [];
   return [
+    ...dropout,
     mb('LoRA parameters, gradients (the plan\'s flat copies)', loraParamCount(c, lora), 2),
     mb('token ids, key validity', N, 2),
     mb('targets', R, 1),
@@ -315,7 +329,7 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
   const problems: string[] = [];
   const notes: string[] = [];
   const blocked = buffers.filter((x) => x.scope === 'model' && / block of /.test(x.name)).map((x) => x.name.split(',')[0]);
-  for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each, and the planned learning step does not take row-blocked weights (tfjs learns)`);
+  for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each (the planned learning step binds each block)`);
   if (fits && rec) {
     const keep = largestRows(shape.rows, ok(false));
     notes.push(

@@ -14,7 +14,7 @@ import {
   withAdaptersDisabled,
   type LoraSet,
 } from './lora.ts';
-import { mulberry32 } from './random.ts';
+import { hash3, mulberry32 } from './random.ts';
 import { parseSafetensors, writeSafetensors } from './safetensors.ts';
 import { fromPeftTensors, peftAdapterConfigJson } from '../storage/peft.ts';
 
@@ -152,6 +152,25 @@ describe('LoRA', () => {
     expect(withAdaptersDisabled(set, () => Array.from(logitsOf(model)))).toEqual(Array.from(base));
     expect(Array.from(logitsOf(model))).toEqual(Array.from(tuned)); // switch restored
     opt.dispose();
+    set.dispose();
+  });
+
+  it("an adapter's dropout multiplier is tf.dropout's mask for its seed and call counter (what the planned step binds)", () => {
+    const set = attachLora(model, { r: 2, alpha: 4, targets: ['q', 'v'], dropout: 0.3, seed: 7 });
+    const a = set.adapters[1];
+    expect(a.dropoutMultiplier([5, 8])).toBeNull(); // not training
+    set.training = true;
+    a.calls = 4;
+    const x = tf.tensor2d(Float32Array.from({ length: 40 }, (_, i) => 1 + i), [5, 8]);
+    const m = a.dropoutMultiplier([5, 8])!;
+    expect(a.calls).toBe(5);
+    const want = tf.dropout(x, 0.3, undefined, hash3(7, 1, 5));
+    expect(Array.from(x.mul(m).dataSync())).toEqual(Array.from(want.dataSync()));
+    // Values 0 or 1 / 0.7, about 30% zeros.
+    const vals = Array.from(m.dataSync());
+    expect(vals.every((v) => v === 0 || Math.abs(v - 1 / 0.7) < 1e-6)).toBe(true);
+    expect(vals.filter((v) => v === 0).length).toBeGreaterThan(3);
+    tf.dispose([x, m, want]);
     set.dispose();
   });
 

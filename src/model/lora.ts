@@ -46,7 +46,8 @@ let nextSetId = 0;
 export class LoraAdapter implements LinearAdapter {
   readonly A: tf.Variable<tf.Rank.R2>;
   readonly B: tf.Variable<tf.Rank.R2>;
-  private calls = 0;
+  /** Dropout calls so far (each call's mask is seeded by it; checkpoints save it). */
+  calls = 0;
 
   constructor(
     readonly set: LoraSet,
@@ -69,13 +70,23 @@ export class LoraAdapter implements LinearAdapter {
 
   delta(x: tf.Tensor2D): tf.Tensor2D | null {
     if (!this.set.enabled) return null;
-    const p = this.set.dropout;
-    let h = x;
-    if (this.set.training && p > 0) {
-      // A fresh, seeded mask per call: (seed, adapter, call counter).
-      h = tf.dropout(x, p, undefined, hash3(this.set.seed, this.index, 1 + this.calls++)) as tf.Tensor2D;
-    }
+    const m = this.dropoutMultiplier(x.shape);
+    const h = m ? x.mul(m) : x;
     return tf.matMul(tf.matMul(h, this.A, false, true), this.B, false, true).mul(this.set.scale);
+  }
+
+  /**
+   * The dropout multiplier of this adapter's next call on an input of `shape` (0 or 1 / (1 - p),
+   * tf.dropout's own formula and random stream), advancing the call counter; null when no dropout
+   * applies now (off, or not training). A fresh, seeded mask per call: (seed, adapter, counter).
+   * The planned learning step draws its masks here too, so both paths drop the same inputs.
+   */
+  dropoutMultiplier(shape: [number, number]): tf.Tensor2D | null {
+    const p = this.set.dropout;
+    if (!this.set.enabled || !this.set.training || !(p > 0)) return null;
+    const keep = 1 - p;
+    const seed = hash3(this.set.seed, this.index, 1 + this.calls++);
+    return tf.tidy(() => tf.div(tf.floor(tf.add(tf.randomUniform(shape, 0, 1, 'float32', seed), keep)), keep) as tf.Tensor2D);
   }
 
   /** s * B A as a dense [out, in] tensor (caller disposes). */

@@ -99,21 +99,27 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
   throw new Error(`planned decode: no plan for a ${w.kind} weight`);
 }
 
-/** Why the planned path cannot run this model now (null: it can). */
-export function unplannableReason(model: LlamaModel): string | null {
+/**
+ * Why the planned path cannot run this model now (null: it can). `learning`: for the planned
+ * learning step, which applies LoRA dropout itself and binds any weight held in row blocks.
+ */
+export function unplannableReason(model: LlamaModel, learning = false): string | null {
   let set: LoraAdapter['set'] | null = null;
   for (const l of model.layers) {
     for (const p of PROJ_KEYS) {
       const lin = l[p];
       const w = lin.weight;
       const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) && w.blocks.length === 1);
-      if (!single) return `${lin.name}: a ${w.kind} weight in row blocks`;
+      // The decode plan takes any projection in row blocks (a GEMV per block), q, k and v in
+      // blocks of whole heads only (their RoPE pairs and cache rows stay within a head).
+      const D = model.config.headDim;
+      if (!single && !learning && (p === 'q' || p === 'k' || p === 'v') && frozenRefs(w).some((b) => b.rows % D !== 0)) return `${lin.name}: a ${w.kind} weight in row blocks that split a head`;
       if (!lin.adapter) continue;
       if (!(lin.adapter instanceof LoraAdapter)) return `${lin.name}: an adapter that is not LoRA`;
       const s = lin.adapter.set;
       if (set && s !== set && s.enabled !== set.enabled) return 'LoRA sets switched on and off at once';
       set = s;
-      if (s.training && s.dropout > 0) return 'LoRA dropout while training';
+      if (!learning && s.training && s.dropout > 0) return 'LoRA dropout while training';
     }
   }
   if (model.lmHead.adapter) return 'an adapter on the LM head';
@@ -143,6 +149,12 @@ export function loraOf(model: LlamaModel): { shapes: DecodeModelRef['lora']; ref
   return { shapes, refs, on };
 }
 
+/** A weight's row blocks when it is held in several (the learn plan binds each). */
+function rowBlocks(w: FrozenWeight): { blocks?: WeightRef[] } {
+  const refs = frozenRefs(w);
+  return refs.length > 1 ? { blocks: refs } : {};
+}
+
 export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): DecodeModelRef {
   const c = model.config;
   const vec = (t: tf.Tensor1D | null) => (t ? { buffer: tensorBuffer(t), length: t.shape[0] } : undefined);
@@ -166,7 +178,7 @@ export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): Decod
     layers: model.layers.map((l) => ({
       inputNorm: vec(l.inputNorm)!,
       postNorm: vec(l.postNorm)!,
-      ...(Object.fromEntries(PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias) }])) as unknown as Record<ProjKey, { weight: WeightRef }>),
+      ...(Object.fromEntries(PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias), ...rowBlocks(l[p].weight) }])) as unknown as Record<ProjKey, { weight: WeightRef }>),
     })),
     norm: vec(model.norm)!,
     head: frozenRefs(model.lmHead.weight),

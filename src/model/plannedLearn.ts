@@ -4,6 +4,7 @@
 // columns, temperature, LoRA shapes) and replays it. The loss stays the caller's: it gets the
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
+import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
 import { LearnPlan, type LearnShape } from '../engine/plan/learnPlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
@@ -51,9 +52,8 @@ function frozenOf(model: LlamaModel): FrozenWeight[] {
 /** Why the planned learning step cannot run this model and adapter set now (null: it can). */
 export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string | null {
   if (!customKernelsActive()) return 'not on WebGPU with the custom kernels';
-  const r = unplannableReason(model);
+  const r = unplannableReason(model, true);
   if (r) return r;
-  if (lora.dropout > 0) return 'LoRA dropout';
   for (const l of model.layers) {
     for (const p of PROJ_NAMES) {
       const a = l[p].adapter;
@@ -100,7 +100,12 @@ function loraShapeOf(model: LlamaModel): LearnLoraShape {
   const layers = shapes.flatMap((s, i) => (Object.keys(s).length > 0 ? [i] : []));
   const targets = PROJ_NAMES.filter((p) => shapes.some((s) => s[p]));
   const r = Math.max(1, ...shapes.flatMap((s) => Object.values(s).map((x) => x!.r)));
-  return { r, targets, layers };
+  return { r, targets, layers, dropout: dropoutOf(model) };
+}
+
+/** Whether the model's adapters have LoRA dropout (the plan then takes a mask per adapter). */
+function dropoutOf(model: LlamaModel): boolean {
+  return model.layers.some((l) => PROJ_NAMES.some((p) => { const a = l[p].adapter; return a instanceof LoraAdapter && a.set.dropout > 0; }));
 }
 
 function stepShape(model: LlamaModel, rows: number, promptLength: number, responseLength: number): { shape: LearnBatchShape; limits: LearnLimits; lora: LearnLoraShape } {
@@ -173,7 +178,8 @@ export async function gpuScoped<T>(device: GPUDevice, fn: () => T): Promise<{ va
 export async function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): Promise<LearnPlan | null> {
   const lora = loraOf(model);
   const recompute = recomputes(model, rows, promptLength, responseLength);
-  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${recompute ? 'recompute' : 'keep'}:${JSON.stringify(lora.shapes)}`;
+  const dropout = dropoutOf(model);
+  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${recompute ? 'recompute' : 'keep'}:${dropout}:${JSON.stringify(lora.shapes)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -195,7 +201,7 @@ export async function learnPlanFor(model: LlamaModel, rows: number, promptLength
   const ref = modelRef(model, lora.shapes);
   const grads = sharedGradBuffer(model, JSON.stringify(lora.shapes), ref, device);
   flushTfjs();
-  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads }));
+  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout }));
   if (built.error || !built.value) {
     built.value?.dispose();
     if (!refused.has(device)) refused.set(device, new Set());
@@ -235,7 +241,7 @@ export interface PlannedStats {
  * device refused the plan or rejected its forward (nothing was learned: run the batch on tfjs).
  */
 export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false, withHidden = false, policy = true): Promise<PlannedStats | null> {
-  const r = await forwardWith(model, lora, packed, temperature, (plan) => plan.forward(reference, withHidden, policy));
+  const r = await forwardWith(model, lora, packed, temperature, policy, (plan) => plan.forward(reference, withHidden, policy));
   return r && { plan: r.plan, ...r.value };
 }
 
@@ -245,10 +251,11 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
  * the GPU. The plan, or null as there.
  */
 export async function plannedLearnForwardOnGpu(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, withHidden = false): Promise<LearnPlan | null> {
-  return (await forwardWith(model, lora, packed, temperature, (plan) => plan.forwardOnGpu(false, withHidden)))?.plan ?? null;
+  return (await forwardWith(model, lora, packed, temperature, true, (plan) => plan.forwardOnGpu(false, withHidden)))?.plan ?? null;
 }
 
-async function forwardWith<T>(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature: number, run: (plan: LearnPlan) => T | Promise<T>): Promise<{ plan: LearnPlan; value: T } | null> {
+/** `policy`: the adapted pass runs (its dropout masks are drawn). */
+async function forwardWith<T>(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature: number, policy: boolean, run: (plan: LearnPlan) => T | Promise<T>): Promise<{ plan: LearnPlan; value: T } | null> {
   const why = unplannableLearnReason(model, lora);
   if (why) throw new Error(`planned learning step: ${why}`);
   // Extra left padding up to a multiple of PROMPT_COLUMNS_STEP: masked keys add exact zeros.
@@ -261,9 +268,12 @@ async function forwardWith<T>(model: LlamaModel, lora: LoraSet, packed: PackedSe
   });
   // tensorBuffer may encode an upload of host values: take every buffer, then submit tfjs's work,
   // so the copy reads the factors' latest values.
-  const factors = slotAdapters(model, plan).map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
+  const adapters = slotAdapters(model, plan);
+  const factors = adapters.map((a) => ({ A: tensorBuffer(a.A), B: tensorBuffer(a.B) }));
+  const calls = adapters.map((a) => a.calls);
   flushTfjs();
   plan.loadParams(factors);
+  if (policy && plan.dropout) loadDropoutMasks(plan, adapters, packed, extra);
   plan.device.pushErrorScope('out-of-memory');
   plan.device.pushErrorScope('validation');
   const s = await Promise.resolve()
@@ -273,8 +283,52 @@ async function forwardWith<T>(model: LlamaModel, lora: LoraSet, packed: PackedSe
   const oom = await plan.device.popErrorScope();
   const error = s instanceof Error ? s.message : (oom ?? invalid)?.message;
   if (error || s instanceof Error) {
+    // The tfjs pass that learns this batch instead draws the same masks again.
+    adapters.forEach((a, i) => (a.calls = calls[i]));
     console.warn(`planned learning step: the forward failed (${error}); this batch learns on tfjs`);
     return null;
   }
   return { plan, value: s };
+}
+
+/** Bytes of f32 dropout multipliers drawn before they are packed into the plan and freed. */
+let maskGroupBytes = 64 * 2 ** 20;
+
+/** Sets how many bytes of dropout multipliers are drawn before each packing (tests: 1 packs each alone). */
+export function setDropoutMaskGroupBytes(bytes: number): void {
+  maskGroupBytes = bytes;
+}
+
+/**
+ * Draws this pass's dropout multipliers, one per adapter in the plan's slot order, as each
+ * adapter's tfjs forward would (LoraAdapter.dropoutMultiplier over its input [B (P + T - 1), in],
+ * advancing the same call counters), lays them out in the plan's token order (the `extra` left pad
+ * columns first, their multipliers unused) and loads them into the plan a group of about
+ * maskGroupBytes at a time, so the f32 draws never all live at once. Not training: no dropout.
+ */
+function loadDropoutMasks(plan: LearnPlan, adapters: LoraAdapter[], packed: PackedSequences, extra: number): void {
+  const B = packed.ids.length;
+  const L0 = packed.promptLength + packed.responseLength - 1;
+  let group: tf.Tensor[] = [];
+  let bytes = 0;
+  let first = 0;
+  const load = () => {
+    const buffers = group.map((t) => tensorBuffer(t));
+    flushTfjs();
+    plan.loadMasks(buffers, first);
+    tf.dispose(group);
+    first += group.length;
+    group = [];
+    bytes = 0;
+  };
+  for (const a of adapters) {
+    const inF = a.A.shape[1];
+    const m = a.dropoutMultiplier([B * L0, inF]);
+    if (!m) return plan.loadMasks(null);
+    group.push(extra === 0 ? m : tf.tidy(() => tf.pad(m.reshape([B, L0, inF]), [[0, 0], [extra, 0], [0, 0]], 1).reshape([B * (L0 + extra), inF])));
+    if (extra > 0) m.dispose();
+    bytes += B * (L0 + extra) * inF * 4;
+    if (bytes >= maskGroupBytes) load();
+  }
+  if (group.length > 0) load();
 }

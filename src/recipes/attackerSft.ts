@@ -17,6 +17,7 @@ import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';
 import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
+import { plannedGrads, plannedLearnBlocker } from '../rl/plannedLearn.ts';
 import { meanOf, tokenTrace, drawBatch, disposeRun } from './common.ts';
 import { attachConfiguredLora, loraFields } from './commonFields.ts';
 import { tacticOf } from './goals.ts';
@@ -185,12 +186,18 @@ class AttackerSftRun implements RecipeRun {
     let lossValue: tf.Scalar | null = null;
     let grads: tf.NamedTensorMap;
     try {
-      const r = tf.variableGrads(() => {
-        const s = policyStats(model, { prompts: enc.map((e) => e.prompt), responses, mask }, { padTokenId: codec.pad });
-        return tf.div(tf.neg(tf.sum(tf.mul(s.logp, maskT))), Math.max(1, nTok)) as tf.Scalar;
-      }, Object.values(vars));
-      lossValue = r.value;
-      grads = r.grads;
+      const batch = { prompts: enc.map((e) => e.prompt), responses, mask };
+      const sftLoss = (logp: tf.Tensor2D) => tf.div(tf.neg(tf.sum(tf.mul(logp, maskT))), Math.max(1, nTok)) as tf.Scalar;
+      // The planned WebGPU pass when it can run this adapter (src/rl/plannedLearn.ts), tfjs otherwise.
+      const planned = plannedLearnBlocker(model, this.lora, false) === null ? await plannedGrads(model, this.lora, batch, { padTokenId: codec.pad }, (s) => sftLoss(s.logp)) : null;
+      if (planned) {
+        lossValue = tf.scalar(planned.loss);
+        grads = planned.grads;
+      } else {
+        const r = tf.variableGrads(() => sftLoss(policyStats(model, batch, { padTokenId: codec.pad }).logp), Object.values(vars));
+        lossValue = r.value;
+        grads = r.grads;
+      }
     } finally {
       this.lora.training = false;
       maskT.dispose();

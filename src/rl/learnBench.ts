@@ -52,7 +52,7 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
   const batch = benchLearnBatch(model, c);
   const out: LearnBenchRow[] = [];
   for (const path of ['planned', 'tfjs'] as const) {
-    const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+    const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
     const optimizer = new AdamW({ lr: 1e-3 });
     setLearnPath(path);
     try {
@@ -121,7 +121,7 @@ const adapterValues = async (vars: tf.Variable[]) => (await Promise.all(vars.map
  */
 export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult> {
   const batch = benchLearnBatch(model, c);
-  const lora = drawnAdapters(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  const lora = drawnAdapters(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
   // eps far above |g|: AdamW's first step is then about lr * g / eps, linear in the gradient (with
   // the usual eps it is lr * sign(g), blind to a gradient of the wrong size).
   const optimizer = new AdamW({ lr: 1e4, eps: 1e4, weightDecay: 0 });

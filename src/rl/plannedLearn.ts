@@ -83,10 +83,16 @@ export function getLearnPath(): LearnPath {
 }
 
 let plannedCount = 0;
+const plannedByModel = new WeakMap<LlamaModel, number>();
 
 /** Micro-batches learned on the planned path so far (tests and benchmarks check which path ran). */
 export function plannedMicroBatches(): number {
   return plannedCount;
+}
+
+/** Micro-batches of this model learned on the planned path so far (a recipe training two models). */
+export function plannedMicroBatchesOf(model: LlamaModel): number {
+  return plannedByModel.get(model) ?? 0;
 }
 
 /**
@@ -171,6 +177,7 @@ export async function plannedMicroBatch(
   const plan = await plannedLearnForwardOnGpu(model, lora, packed, opts.temperature ?? 1, !!head);
   if (!plan) return null;
   plannedCount++;
+  plannedByModel.set(model, plannedMicroBatchesOf(model) + 1);
   const toHidden = !!(head && opts.valueGradToAdapters);
   // tfjs copies the statistics (and the hidden rows) out of the plan's buffers in its own encoder.
   const stats = tf.tensor({ buffer: plan.statsBuffer }, [B, T, STATS_COLS], 'float32');

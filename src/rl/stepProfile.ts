@@ -29,6 +29,8 @@ export interface StepProfileCase {
   promptLen: number;
   newTokens: number;
   rank: number;
+  /** LoRA dropout (learnCheck); default 0. */
+  dropout?: number;
 }
 
 /** One GRPO step (PPO loss, LoRA on every projection) after a warm-up step, profiled. */

@@ -70,6 +70,8 @@ export interface LoraRef {
 export interface ProjectionRef {
   weight: WeightRef;
   bias?: VectorRef;
+  /** All row blocks of a weight held in several (`weight` is the first); the learn plan takes them, the decode plan does not. */
+  blocks?: WeightRef[];
 }
 
 export type ProjKey = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
@@ -399,8 +401,30 @@ export class DecodePlan {
       const values = [{ uniform: packGemv(u) }, 'dyn' as const, common.work, common.params, common.lora, ...wb, ...(w2 ? weightBindings(w2) : []), ...extra];
       plan.add(phase, k, values, [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1]);
     };
-    const check = (w: WeightRef, rows: number, cols: number, what: string) => {
-      if (w.rows !== rows || w.cols !== cols) throw new Error(`decode plan: ${what} is [${w.rows}, ${w.cols}], expected [${rows}, ${cols}]`);
+    /** A projection's row blocks (one unless its weight is held in several) and the first row of each. */
+    const blocksOf = (pr: ProjectionRef): { w: WeightRef; row: number }[] => {
+      let row = 0;
+      return (pr.blocks ?? [pr.weight]).map((w) => ((row += w.rows), { w, row: row - w.rows }));
+    };
+    const check = (pr: ProjectionRef, rows: number, cols: number, what: string) => {
+      const bl = blocksOf(pr);
+      const total = bl.reduce((a, b) => a + b.w.rows, 0);
+      if (total !== rows || bl.some((b) => b.w.cols !== cols)) throw new Error(`decode plan: ${what} is [${total}, ${pr.weight.cols}], expected [${rows}, ${cols}]`);
+    };
+    /**
+     * A GEMV over a weight in row blocks: one dispatch per block, its outputs, biases and LoRA B
+     * rows shifted by the block's first row. q, k and v take blocks of whole heads only (RoPE pairs
+     * and cache rows stay within a head); their cache writes find the head from outOff.
+     */
+    const gemvBlocks = (phase: string, mode: GemvMode, pr: ProjectionRef, u: GemvUniform, extra: BufferRange[] = [], pr2?: ProjectionRef) => {
+      const bl2 = pr2 ? blocksOf(pr2) : null;
+      blocksOf(pr).forEach(({ w, row }, i) => {
+        const w2 = bl2?.[i];
+        if (bl2 && (!w2 || w2.row !== row || w2.w.rows !== w.rows)) throw new Error('decode plan: gate and up are held in different row blocks');
+        const shift = (o: number | undefined) => (o === undefined || o < 0 ? o : o + row);
+        if (mode !== GemvMode.Plain && mode !== GemvMode.GateUp && (row % D !== 0 || w.rows % D !== 0)) throw new Error(`decode plan: a row block of ${w.rows} rows from row ${row} splits a head of ${D}`);
+        gemv(phase, mode, w, { ...u, N: w.rows, outOff: u.outOff + row, biasOff: shift(u.biasOff), bias2Off: shift(u.bias2Off), bOff: (u.bOff ?? 0) + row * (u.r ?? 0), b2Off: (u.b2Off ?? 0) + row * (u.r2 ?? 0) }, extra, w2?.w);
+      });
     };
     const auxB = { buffer: this.aux };
     const ropeU = { headDim: D, cap: C, cosOff: this.auxOff.cos, sinOff: this.auxOff.sin, posOff: this.auxOff.pos };
@@ -448,17 +472,17 @@ export class DecodePlan {
         return { tOff: W.t + (e.a - g.off) / g.inp, tStride: g.rows, bOff: e.b, r: e.r, scale: m.lora[li]?.[p]?.scale ?? 0 };
       };
       const x1 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm1, eps: m.eps };
-      check(layer.q.weight, qDim, m.hidden, `layer ${li} q`);
-      check(layer.k.weight, kvDim, m.hidden, `layer ${li} k`);
-      check(layer.v.weight, kvDim, m.hidden, `layer ${li} v`);
-      check(layer.o.weight, m.hidden, qDim, `layer ${li} o`);
-      check(layer.gate.weight, m.intermediate, m.hidden, `layer ${li} gate`);
-      check(layer.up.weight, m.intermediate, m.hidden, `layer ${li} up`);
-      check(layer.down.weight, m.hidden, m.intermediate, `layer ${li} down`);
+      check(layer.q, qDim, m.hidden, `layer ${li} q`);
+      check(layer.k, kvDim, m.hidden, `layer ${li} k`);
+      check(layer.v, kvDim, m.hidden, `layer ${li} v`);
+      check(layer.o, m.hidden, qDim, `layer ${li} o`);
+      check(layer.gate, m.intermediate, m.hidden, `layer ${li} gate`);
+      check(layer.up, m.intermediate, m.hidden, `layer ${li} up`);
+      check(layer.down, m.hidden, m.intermediate, `layer ${li} down`);
       loraA(0, x1);
-      gemv(phase, GemvMode.RopeQ, layer.q.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
-      gemv(phase, GemvMode.RopeK, layer.k.weight, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
-      gemv(phase, GemvMode.CacheV, layer.v.weight, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
+      gemvBlocks(phase, GemvMode.RopeQ, layer.q, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
+      gemvBlocks(phase, GemvMode.RopeK, layer.k, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
+      gemvBlocks(phase, GemvMode.CacheV, layer.v, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
       const att = { uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq, rows }) };
       if (partials && seq === 0) {
         // split-K: segments past the filled length return at once, so the grid covers the capacity
@@ -475,22 +499,22 @@ export class DecodePlan {
       }
       const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
       loraA(1, xa);
-      gemv(phase, GemvMode.Plain, layer.o.weight, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
+      gemvBlocks(phase, GemvMode.Plain, layer.o, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
       const x2 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
       loraA(2, x2);
       const up = loraU('up', 2);
       if (formatOf(layer.gate.weight).format !== formatOf(layer.up.weight).format) throw new Error(`decode plan: layer ${li} gate and up differ in weight format`);
-      gemv(
+      gemvBlocks(
         phase,
         GemvMode.GateUp,
-        layer.gate.weight,
+        layer.gate,
         { ...x2, N: m.intermediate, outOff: W.act, outStride: m.intermediate, biasOff: lp.bias.gate, ...loraU('gate', 2), bias2Off: lp.bias.up, t2Off: up.tOff, b2Off: up.bOff, r2: up.r, scale2: up.scale },
         [],
-        layer.up.weight,
+        layer.up,
       );
       const xd = { K: m.intermediate, rows, xOff: W.act, xStride: m.intermediate };
       loraA(3, xd);
-      gemv(phase, GemvMode.Plain, layer.down.weight, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
+      gemvBlocks(phase, GemvMode.Plain, layer.down, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
     });
     layers('layers', B, 0);
     layers('players', R, Pc);

@@ -518,6 +518,60 @@ export function swigluGradKernel(): PlanKernel {
 
 export const packCnt = (n: number): ArrayBuffer => new Uint32Array([n, 0, 0, 0]).buffer;
 
+/**
+ * LoRA dropout: Out = X M, or Out += X M (`acc`), M = Scale where the mask's bit is set, else 0
+ * (the multiplier tf.dropout draws: 0 or 1 / (1 - p), its value kept in Scale by the packing).
+ */
+export function dropMulKernel(): PlanKernel {
+  return flatKernel(
+    'learn_drop_mul',
+    'struct Cnt { n : u32, acc : u32, p1 : u32, p2 : u32 }',
+    [
+      { name: 'X', kind: 'read', type: 'array<f32>' },
+      { name: 'Bits', kind: 'read', type: 'array<u32>' },
+      { name: 'Scale', kind: 'read', type: 'array<f32>' },
+      { name: 'Out', kind: 'rw', type: 'array<f32>' },
+    ],
+    'i',
+    'U.n',
+    `  var y = 0.0;
+  if (((Bits[i / 32u] >> (i % 32u)) & 1u) == 1u) {
+    y = X[i] * Scale[0];
+  }
+  if (U.acc == 1u) {
+    y = Out[i] + y;
+  }
+  Out[i] = y;`,
+  );
+}
+
+/** A dropout multiplier [n] (0 or 1 / (1 - p)) packed to one bit per element, its nonzero value into Scale. */
+export function dropPackKernel(): PlanKernel {
+  return flatKernel(
+    'learn_drop_pack',
+    'struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }',
+    [
+      { name: 'M', kind: 'read', type: 'array<f32>' },
+      { name: 'Bits', kind: 'rw', type: 'array<u32>' },
+      { name: 'Scale', kind: 'rw', type: 'array<f32>' },
+    ],
+    'w',
+    '(U.n + 31u) / 32u',
+    `  var bits = 0u;
+  for (var j = 0u; j < 32u; j++) {
+    let i = w * 32u + j;
+    if (i < U.n && M[i] != 0.0) {
+      bits = bits | (1u << j);
+      // Every kept element holds the same value: racing writes agree.
+      Scale[0] = M[i];
+    }
+  }
+  Bits[w] = bits;`,
+  );
+}
+
+export const packDrop = (n: number, accumulate: boolean): ArrayBuffer => new Uint32Array([n, accumulate ? 1 : 0, 0, 0]).buffer;
+
 /** x[t] = E[ids[t]] for the embedding rows [rowStart, rowStart + rowCount). */
 export function embedRowsKernel(): PlanKernel {
   return flatKernel(

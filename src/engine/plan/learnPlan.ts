@@ -44,6 +44,9 @@ import {
   statsKernel,
   swigluGradKernel,
   swigluKernel,
+  dropMulKernel,
+  dropPackKernel,
+  packDrop,
   type GemmUniform,
   type Operand,
 } from './learnKernels';
@@ -65,6 +68,11 @@ export interface LearnPlanOptions {
    * place); absent: the plan makes its own.
    */
   grads?: GPUBuffer;
+  /**
+   * LoRA dropout: each adapter's input is multiplied by a mask (loadMasks) before x A^T, and its
+   * backward by the same mask. Default false.
+   */
+  dropout?: boolean;
 }
 
 /** One adapter's place in the flat parameter / gradient buffers (float offsets). */
@@ -162,6 +170,13 @@ export class LearnPlan {
   readonly hidden: GPUBuffer;
   private readonly dummy: GPUBuffer;
   private readonly layers: LayerBufs[] = [];
+  /** Per LoRA slot (slot order), its dropout mask [N, in], one bit per element (with opts.dropout). */
+  private readonly masks: GPUBuffer[] = [];
+  /** Whether each mask keeps every element now (dropout off for this pass). */
+  private readonly masksOnes: boolean[] = [];
+  /** The kept elements' multiplier 1 / (1 - p) (1 with dropout off), and the f32 staging of a mask to pack. */
+  private dropScale: GPUBuffer | null = null;
+  private dropStaging: GPUBuffer | null = null;
 
   constructor(
     readonly device: GPUDevice,
@@ -241,6 +256,17 @@ export class LearnPlan {
         g: buf(`g ${l}`, N * I), u: buf(`u ${l}`, N * I), act: buf(`act ${l}`, N * I), xa,
       });
     }
+    // LoRA dropout: one bit mask per adapter (each draws its own), the kept multiplier, and one
+    // scratch for the dropped input (forward, dA), the masked dx (backward) or a mask to pack.
+    for (const s of opts.dropout ? slots : []) {
+      this.masks.push(plan.buffer(`dropout ${s.layer} ${s.proj}`, Math.ceil((N * s.inF) / 32) * 4));
+      this.masksOnes.push(false);
+    }
+    const xd = opts.dropout && slots.length > 0 ? buf('dropout scratch', N * Math.max(...slots.map((s) => s.inF))) : null;
+    if (xd) {
+      this.dropStaging = xd;
+      this.dropScale = buf('dropout scale', 1);
+    }
     const xOut = buf('x out', N * H);
     const invF = buf('inv final', N);
     const hn = (this.hn = buf('hn', N * H));
@@ -297,6 +323,20 @@ export class LearnPlan {
     const heads = (phase: string, src: GPUBuffer, dst: GPUBuffer, n: number, toHeads: boolean, sgn: number) =>
       elem(phase, headsKernel(), [u(packHeads(N, L, n, D, toHeads, sgn)), { buffer: src }, { buffer: dst }, { buffer: this.cos }, { buffer: this.sin }], N * n * half);
     const slotOf = (l: number, p: ProjKey) => slots.find((s) => s.layer === l && s.proj === p);
+    // a mask in the staging -> its bits (loadMasks encodes each slot's phase after its copy)
+    if (xd) slots.forEach((s, i) => plan.add(`dropout pack ${i}`, dropPackKernel(), [u(packCnt(N * s.inF)), { buffer: xd }, { buffer: this.masks[i] }, { buffer: this.dropScale! }], elemWorkgroups(Math.ceil((N * s.inF) / 32))));
+    /** xd = x M (the slot's dropout multiplier), or dx += xd M; x itself without dropout. */
+    const dropped = (phase: string, s: LoraSlot, x: GPUBuffer, out: GPUBuffer | null, accumulate = false): GPUBuffer => {
+      if (!out) return x;
+      elem(phase, dropMulKernel(), [u(packDrop(N * s.inF, accumulate)), { buffer: x }, { buffer: this.masks[slots.indexOf(s)] }, { buffer: this.dropScale! }, { buffer: out }], N * s.inF);
+      return out;
+    };
+
+    /** A projection's weight by row blocks (one binding each) and the first row of each. */
+    const blocksOf = (l: number, p: ProjKey): { w: WeightRef; row: number }[] => {
+      let row = 0;
+      return (m.layers[l][p].blocks ?? [m.layers[l][p].weight]).map((w) => ((row += w.rows), { w, row: row - w.rows }));
+    };
 
     /**
      * y = x W^T + bias [+ residual], then y += s (x A^T) B^T when the projection is adapted and on;
@@ -305,12 +345,17 @@ export class LearnPlan {
     const project = (phase: string, lora: boolean, l: number, p: ProjKey, x: GPUBuffer, y: GPUBuffer, res?: GPUBuffer, xaOnly = false) => {
       const pr = m.layers[l][p];
       const [inF, outF] = projDims(m)[p];
-      if (!xaOnly) gemmW(phase, x, rowMajor(inF), pr.weight, true, y, { M: N, N: outF, K: inF, c: rowMajor(outF), biasOff: pr.bias ? 0 : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
+      if (!xaOnly) {
+        // y[:, block rows] = x W_block^T (+ bias, residual) per row block
+        for (const { w, row } of blocksOf(l, p)) {
+          gemmW(phase, x, rowMajor(inF), w, true, y, { M: N, N: w.rows, K: inF, c: rowMajor(outF, row), biasOff: pr.bias ? row : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
+        }
+      }
       const s = slotOf(l, p);
       if (!lora || !s) return;
       const xa = this.layers[l].xa[p]!;
-      // xa = x A^T
-      gemm(phase, x, this.params, xa, { M: N, N: s.r, K: inF, a: rowMajor(inF), b: { off: s.aOff, s0: 1, s1: inF }, c: rowMajor(s.r) });
+      // xa = drop(x) A^T
+      gemm(phase, dropped(phase, s, x, xd), this.params, xa, { M: N, N: s.r, K: inF, a: rowMajor(inF), b: { off: s.aOff, s0: 1, s1: inF }, c: rowMajor(s.r) });
       if (xaOnly) return;
       // y += s xa B^T
       gemm(phase, xa, this.params, y, { M: N, N: outF, K: s.r, a: rowMajor(s.r), b: { off: s.bOff, s0: 1, s1: s.r }, c: rowMajor(outF), alpha: s.scale, accumulate: true });
@@ -318,10 +363,11 @@ export class LearnPlan {
 
     /** Backward of `project` for its input: dx (+)= dy W, and the adapter's dA, dB. */
     const projectBack = (l: number, p: ProjKey, dy: GPUBuffer, x: GPUBuffer, dx: GPUBuffer, accumulate: boolean) => {
-      const pr = m.layers[l][p];
       const [inF, outF] = projDims(m)[p];
-      // dx (+)= dy W
-      gemmW('bwd', dy, rowMajor(outF), pr.weight, false, dx, { M: N, N: inF, K: outF, c: rowMajor(inF), accumulate });
+      // dx (+)= dy W, summed over the row blocks: dy[:, block rows] W_block
+      blocksOf(l, p).forEach(({ w, row }, i) => {
+        gemmW('bwd', dy, rowMajor(outF, row), w, false, dx, { M: N, N: inF, K: w.rows, c: rowMajor(inF), accumulate: accumulate || i > 0 });
+      });
       const s = slotOf(l, p);
       if (!s) return;
       const xa = this.layers[l].xa[p]!;
@@ -329,10 +375,16 @@ export class LearnPlan {
       gemm('bwd', dy, xa, this.grads, { M: outF, N: s.r, K: N, a: { off: 0, s0: 1, s1: outF }, b: rowMajor(s.r), c: rowMajor(s.r, s.bOff), alpha: s.scale, accumulate: true });
       // dxa = s dy B
       gemm('bwd', dy, this.params, dxa, { M: N, N: s.r, K: outF, a: rowMajor(outF), b: rowMajor(s.r, s.bOff), c: rowMajor(s.r), alpha: s.scale });
-      // dA = dxa^T x
-      gemm('bwd', dxa, x, this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff), accumulate: true });
-      // dx += dxa A
-      gemm('bwd', dxa, this.params, dx, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF), accumulate: true });
+      // dA = dxa^T drop(x)
+      gemm('bwd', dxa, dropped('bwd', s, x, xd), this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff), accumulate: true });
+      if (xd) {
+        // dx += (dxa A) M
+        gemm('bwd', dxa, this.params, xd, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF) });
+        dropped('bwd', s, xd, dx, true);
+      } else {
+        // dx += dxa A
+        gemm('bwd', dxa, this.params, dx, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF), accumulate: true });
+      }
     };
 
     const headDims = { nH: m.heads, nKV: m.kvHeads };
@@ -502,6 +554,37 @@ export class LearnPlan {
     this.slots.forEach((s, i) => {
       enc.copyBufferToBuffer(factors[i].A, 0, this.params, s.aOff * F, s.r * s.inF * F);
       enc.copyBufferToBuffer(factors[i].B, 0, this.params, s.bOff * F, s.outF * s.r * F);
+    });
+    this.device.queue.submit([enc.finish()]);
+  }
+
+  /** Whether the plan applies LoRA dropout (opts.dropout with at least one adapter). */
+  get dropout(): boolean {
+    return this.masks.length > 0;
+  }
+
+  /**
+   * The dropout multipliers of the next forward and backward for the slots from `first` on, one
+   * [N, in] f32 device buffer each in the plan's token order (copied in and packed to bits), or
+   * null for no dropout (every mask keeps every element).
+   */
+  loadMasks(masks: GPUBuffer[] | null, first = 0): void {
+    if (masks && first + masks.length > this.masks.length) throw new Error(`learn plan: dropout masks for slots ${first} to ${first + masks.length - 1}, the plan has ${this.masks.length}`);
+    const enc = this.device.createCommandEncoder({ label: 'learn: load dropout masks' });
+    this.masks.forEach((m, i) => {
+      const n = this.N * this.slots[i].inF;
+      if (masks) {
+        if (i < first || i >= first + masks.length) return;
+        // The f32 multiplier into the staging, then packed to bits by the plan's dispatch.
+        enc.copyBufferToBuffer(masks[i - first], 0, this.dropStaging!, 0, n * F);
+        const pass = enc.beginComputePass();
+        this.plan.encode(pass, `dropout pack ${i}`, 0);
+        pass.end();
+      } else if (!this.masksOnes[i]) {
+        this.device.queue.writeBuffer(m, 0, new Uint32Array(Math.ceil(n / 32)).fill(0xffffffff));
+        this.device.queue.writeBuffer(this.dropScale!, 0, new Float32Array([1]));
+      }
+      this.masksOnes[i] = !masks;
     });
     this.device.queue.submit([enc.finish()]);
   }

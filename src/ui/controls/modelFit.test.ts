@@ -113,6 +113,9 @@ describe('fit check with the learn-memory planner (in place of the activation he
     expect(loraOf({ loraRank: 16, loraTargets: 'mlp' })).toEqual({ r: 16, targets: ['gate', 'up', 'down'] });
     expect(loraOf({ loraRank: '8' })).toEqual({ r: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] });
     expect(loraOf({})).toBeNull();
+    // LoRA dropout: the planned step keeps a mask per adapter, which the planner counts.
+    expect(loraOf({ loraRank: 8, loraTargets: 'attn', loraDropout: 0.05 })).toMatchObject({ r: 8, dropout: true });
+    expect(loraOf({ loraRank: 8, loraDropout: 0 })).not.toHaveProperty('dropout');
   });
 
   it('SmolLM2-135M, 64 rows of 128 + 64 tokens on a 2 GiB budget: the heuristic refuses it, the planner fits it in micro-batches', () => {

@@ -152,12 +152,12 @@ export function workloadOf(config: Record<string, unknown>): FitWorkload {
   return { batch: prompts * group, seqLen: answer + 128, promptLen: 128, responseLen: answer };
 }
 
-/** The LoRA a recipe config trains (loraRank, loraTargets), or null when it has none. */
+/** The LoRA a recipe config trains (loraRank, loraTargets, loraDropout's masks), or null when it has none. */
 export function loraOf(config: Record<string, unknown>): LearnLoraShape | null {
   const r = Number(config.loraRank);
   if (!Number.isInteger(r) || r <= 0) return null;
   const set = (LORA_TARGET_SETS as readonly string[]).includes(String(config.loraTargets)) ? (String(config.loraTargets) as LoraTargetSet) : 'all';
-  return { r, targets: loraTargets(set) };
+  return { r, targets: loraTargets(set), ...(Number(config.loraDropout) > 0 ? { dropout: true } : {}) };
 }
 
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
