@@ -8,7 +8,7 @@ import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { disposeLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import type { LoraConfig, LoraSet } from '../src/model/lora';
-import { plannedLearnForward, setDropoutMaskGroupBytes } from '../src/model/plannedLearn';
+import { plannedLearnForward, setDropoutMaskGroupBytes, setLearnRecompute } from '../src/model/plannedLearn';
 import { learnStepBuffers } from '../src/model/learnMemory';
 import { int4Quantizer } from '../src/model/quant';
 import { packSequences } from '../src/rl/policy';
@@ -79,6 +79,26 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
       }
     });
   }
+
+  it('activations recomputed: the rebuilt layers apply the forward\'s masks again (gradients equal tfjs autodiff), the planner counts their dispatches to the byte', async () => {
+    const model = fixture();
+    setLearnRecompute('on');
+    try {
+      const set = adapters(model);
+      // The bytes before any gradient is read back (readGrads, a test's, adds a buffer).
+      set.training = true;
+      const f = await plannedLearnForward(model, set, packSequences(BATCH), TEMP);
+      set.training = false;
+      const lora = { r: 4, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as ProjName[], dropout: true };
+      expect(learnStepBuffers(model.config, lora, { promptLen: 8, responseLen: T }, B, true).reduce((a, b) => a + b.bytes * b.count, 0)).toBe(f!.plan.plan.bytes);
+      const c = await compareWithDropout(model, set);
+      expect(c.stats).toBeLessThan(1e-4);
+      expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+    } finally {
+      setLearnRecompute('auto');
+      disposeLlama(model);
+    }
+  });
 
   it('the learn-memory planner lists a dropout plan\'s buffers to the byte (q, v and down of layer 1)', async () => {
     const model = fixture();
