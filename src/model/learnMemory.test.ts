@@ -44,7 +44,7 @@ describe('learn-memory planner, worked by hand on a tiny model', () => {
     // LoRA dropout adds, per adapter, a mask of one bit per input element (N x 4 = 32 bits: 4
     // bytes, rounded to 16), the f32 scratch N x 4 = 128, the scale 16, and 4 dispatches per
     // adapter (pack, forward, 2 backward): 8 x 256 = 2048. 25024 + 2 x 16 + 128 + 16 + 2048 = 27248.
-    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'], dropout: true }, shape, { ...roomy, budgetBytes: 27248 })).toEqual({ microBatchRows: 2, accumulationSteps: 1, bytes: 27248 });
+    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'], dropout: true }, shape, { ...roomy, budgetBytes: 27248 })).toEqual({ microBatchRows: 2, accumulationSteps: 1, bytes: 27248, recompute: false });
     // The step alone (what learnStep sizes on WebGPU): the same 25024 bytes for 2 rows.
     expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 25024 })).toEqual({ microBatchRows: 2, accumulationSteps: 1, bytes: 25024, recompute: false });
   });
