@@ -26,7 +26,8 @@ import { Int4Weight, Int8Weight } from '../model/quant';
 import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
-import { benchLearnPaths, learnCheck } from '../rl/learnBench';
+import { benchGrpoStepPaths, benchLearnPaths, learnCheck } from '../rl/learnBench';
+import { measureRoofline } from '../engine/plan/roofline';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -278,6 +279,16 @@ const api: EngineApi = {
   async learnCheck(name, path, c) {
     if (path !== 'planned' && path !== 'tfjs') throw new Error(`learn path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
     return learnCheck(namedModel(name), path, c);
+  },
+
+  async benchGrpoStep(name, c, reps) {
+    return benchGrpoStepPaths(namedModel(name), c, reps);
+  },
+
+  async benchRoofline(n, reps) {
+    if (!Number.isInteger(n) || n < 64 || n > 8192) throw new Error(`benchRoofline: n must be an integer in [64, 8192], got ${String(n).slice(0, 40)}`);
+    if (tf.getBackend() !== 'webgpu') throw new Error(`benchRoofline: needs the webgpu backend, the active one is ${tf.getBackend()}`);
+    return measureRoofline(n, reps);
   },
 
   async setSubgroups(enabled) {
