@@ -61,10 +61,18 @@ if (args.includes('--help')) {
   --attention whole|splitk   force the planned decode attention in the decode table (default: the planner's choice,
                         split-K on GPUs for caches over 1024 slots)
   --cache N[,N...]      the split-K table's cache lengths (default 2048,4096 on a GPU; none on a software adapter)
+  --batches N[,N...]    the decode table's batch sizes (default 1,8,64,256; --quick 1,8,64 for the defender, 1,8 for the 135M shape)
+  --skip ID[,ID...]     with --all: leave out tables by id (decode, attention, rollout, learn, step)
   --roofline N          the matmul roofline's size N^3 (default 4096 on a GPU, 512 on a software adapter, 256 with --quick)`);
   process.exit(0);
 }
 const outDir = flagValue(args, '--out');
+const skipped = new Set((flagValue(args, '--skip') ?? '').split(',').filter(Boolean));
+const batchesArg = flagValue(args, '--batches')?.split(',').map((x) => {
+  const n = Number(x);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--batches: batch sizes are positive integers, got "${x}"`);
+  return n;
+});
 const budgetArg = flagValue(args, '--budget-s');
 const learnCase = flagValue(args, '--learn-shape') ? parseLearnCase(flagValue(args, '--learn-shape')!) : LEARN_BENCH_CASE;
 const attentionFlag = flagValue(args, '--attention');
@@ -107,7 +115,7 @@ const defenderInt4: Loader = () => loadModel(folderSource('public/models/defende
 
 /** Issue 21's learn table: planned vs tfjs learnStep, f32 and int4, with GFLOP/s, % roofline and peak memory. */
 async function learnSection(): Promise<void> {
-  if (!report.due('learn')) return;
+  if (skipped.has('learn') || !report.due('learn')) return;
   const rf = await rooflineOnce();
   const c = learnCase;
   const cases: [string, string, Loader][] = [['sandbox defender', 'f32', defenderF32], ['sandbox defender', 'int4', defenderInt4]];
@@ -133,7 +141,7 @@ async function learnSection(): Promise<void> {
 
 /** The whole GRPO step beside the learn table: everything planned vs everything tfjs. */
 async function stepSection(): Promise<void> {
-  if (args.includes('--no-step') || !report.due('step')) return;
+  if (args.includes('--no-step') || skipped.has('step') || !report.due('step')) return;
   const c = learnCase;
   const cases: [string, string, Loader][] = [['sandbox defender', 'f32', defenderF32], ['sandbox defender', 'int4', defenderInt4]];
   if (smolLearn) cases.push(['SmolLM2-135M shape', 'int4', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })]);
@@ -201,14 +209,14 @@ const formats = [
 ] as const;
 /** Issue 20's decode table: planned vs tfjs per token, weight GB/s against the measured stream roofline. */
 async function decodeSection(): Promise<void> {
-  if (!report.due('decode')) return;
+  if (skipped.has('decode') || !report.due('decode')) return;
   const rf = await rooflineOnce();
   if (attentionArg) setPlannedAttention(attentionArg);
   const rows: (string | number)[][] = [];
   // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
   // keeps the sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8.
-  const smolBatches = noSmol ? [] : quick ? [1, 8] : [1, 8, 64, 256];
-  const defenderBatches = quick ? [1, 8, 64] : [1, 8, 64, 256];
+  const smolBatches = noSmol ? [] : batchesArg ?? (quick ? [1, 8] : [1, 8, 64, 256]);
+  const defenderBatches = batchesArg ?? (quick ? [1, 8, 64] : [1, 8, 64, 256]);
   const progress = (name: string, fmt: string, r: Awaited<ReturnType<typeof benchDecodePaths>>) => {
     console.error(`  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`);
     return decodeBenchRows(name, fmt, r, rf.streamGBps);
@@ -239,7 +247,7 @@ async function decodeSection(): Promise<void> {
 /** Split-K (flash-decoding) attention against the whole-cache kernel on the planned path at long caches. */
 async function attentionSection(): Promise<void> {
   const cs = caches ?? (software ? [] : [2048, 4096]);
-  if (cs.length === 0 || !report.due('attention')) return;
+  if (cs.length === 0 || skipped.has('attention') || !report.due('attention')) return;
   const [name, load]: [string, Loader] = noSmol ? ['sandbox defender', defenderInt4] : ['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })];
   const model = await load();
   const rows: (string | number)[][] = [];
@@ -261,7 +269,7 @@ async function attentionSection(): Promise<void> {
 
 /** Whole sandbox rollouts (issue 20's Chromium target shape) three ways. */
 async function rolloutSection(): Promise<void> {
-  if (!report.due('rollout')) return;
+  if (skipped.has('rollout') || !report.due('rollout')) return;
   const rows: (string | number)[][] = [];
   for (const [fmt, opts] of formats) {
     const defender = await loadModel(folderSource('public/models/defender'), opts);
@@ -272,11 +280,12 @@ async function rolloutSection(): Promise<void> {
 }
 
 if (all) {
+  // The GPU targets' tables first (a run cut short by --budget-s keeps them): decode, learn, whole step.
   await decodeSection();
-  await attentionSection();
-  await rolloutSection();
   await learnSection();
   await stepSection();
+  await attentionSection();
+  await rolloutSection();
   console.log(`\n(all tables in ${report.elapsedS().toFixed(0)} s${outDir ? `; written to ${outDir}/bench.md and bench.json` : ''})`);
   process.exit(0);
 }
