@@ -15,7 +15,9 @@
 #
 # With the device tool: `scripts/gpu-bench.sh pack` in the checkout the session sends, then
 #   run(command="bash scripts/gpu-bench.sh run $OUT", carry=[".gpu-bench"], timeout_s=600)
-# and paste OUT/bench.md into BENCHMARKS.md. Flags after OUT go to bench:gpu (`--help` lists them).
+# and paste OUT/bench.md into BENCHMARKS.md. Flags after OUT go to bench:gpu (`--help` lists them):
+# where the budget skipped tables (bench.md says which), a second call with `--skip` naming the
+# tables already measured (e.g. `--skip decode,learn`) measures the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-bench
@@ -77,7 +79,7 @@ run)
   exit "$rc"
   ;;
 *)
-  sed -n '2,21p' "$0"
+  sed -n '2,24p' "$0"
   exit 2
   ;;
 esac

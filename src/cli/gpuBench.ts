@@ -214,7 +214,8 @@ async function decodeSection(): Promise<void> {
   if (attentionArg) setPlannedAttention(attentionArg);
   const rows: (string | number)[][] = [];
   // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
-  // keeps the sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8.
+  // keeps the sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8. --all keeps
+  // the whole grid with fewer tokens and reps, so the learn tables fit the same 10-minute command.
   const smolBatches = noSmol ? [] : batchesArg ?? (quick ? [1, 8] : [1, 8, 64, 256]);
   const defenderBatches = batchesArg ?? (quick ? [1, 8, 64] : [1, 8, 64, 256]);
   const progress = (name: string, fmt: string, r: Awaited<ReturnType<typeof benchDecodePaths>>) => {
@@ -226,13 +227,13 @@ async function decodeSection(): Promise<void> {
       if (!report.due(`decode ${fmt}`)) break;
       const defender = await loadModel(folderSource('public/models/defender'), opts);
       for (const batch of defenderBatches) {
-        rows.push(...progress('sandbox defender', fmt, await benchDecodePaths(defender, { batch, promptLen: 16, steps: quick ? 8 : 32, reps: quick ? 3 : 5 })));
+        rows.push(...progress('sandbox defender', fmt, await benchDecodePaths(defender, { batch, promptLen: 16, steps: quick ? 8 : all ? 16 : 32, reps: quick ? 3 : all ? 3 : 5 })));
       }
       disposeLlama(defender);
       if (smolBatches.length === 0) continue;
       const model = await syntheticModel(SMOLLM2_135M_CONFIG, 1, opts);
       for (const batch of smolBatches) {
-        rows.push(...progress('SmolLM2-135M shape', fmt, await benchDecodePaths(model, { batch, promptLen: 64, steps: quick ? 4 : 32, reps: quick ? 2 : 5 })));
+        rows.push(...progress('SmolLM2-135M shape', fmt, await benchDecodePaths(model, { batch, promptLen: 64, steps: quick ? 4 : all ? 16 : 32, reps: quick ? 2 : all ? 3 : 5 })));
       }
       disposeLlama(model);
     }
