@@ -79,7 +79,7 @@ run)
   exit "$rc"
   ;;
 *)
-  sed -n '2,24p' "$0"
+  sed -n '2,20p' "$0"
   exit 2
   ;;
 esac
