@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { learnStepFlops } from './learnFlops';
 import type { LearnModelDims } from './learnMemory';
 
 // H 4, I 8, 2 heads of 2 (Q 4), 1 kv head (KV 2), vocabulary 10.
+const shape4 = { rows: 1, promptLen: 2, responseLen: 2 };
 const tiny = (numLayers: number): LearnModelDims => ({
   vocabSize: 10, hiddenSize: 4, intermediateSize: 8, numLayers, numHeads: 2, numKvHeads: 1, headDim: 2,
   tieWordEmbeddings: true, qkvBias: false, oBias: false, mlpBias: false,
@@ -39,5 +40,51 @@ describe('learnStepFlops, worked by hand on a tiny model', () => {
     const b = learnStepFlops(noHead, { r: 1, targets: [] }, { rows: 1, promptLen: 4, responseLen: 3 }); // L 6
     expect(a.total).toBe(2 * (2 * 3 * 144 + 6 * 36));
     expect(b.total).toBe(2 * (2 * 6 * 144 + 6 * 144));
+  });
+});
+
+describe('learnStepFlops equals the matrix work the learning plan dispatches', () => {
+  // The plan built on a stand-in device (no GPU: only the calls the constructor makes), every GEMM
+  // dispatch of the step's phases (forward with adapters, backward; not the reference pass) read
+  // back from its uniform: M x N x K per z-slice, times the dispatch's z count.
+  const g = globalThis as Record<string, unknown>;
+  const stubs = { GPUBufferUsage: { MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128, QUERY_RESOLVE: 512 }, GPUShaderStage: { COMPUTE: 4 } };
+  beforeAll(() => Object.assign(g, stubs));
+  afterAll(() => {
+    for (const k of Object.keys(stubs)) delete g[k];
+  });
+
+  it('one layer, LoRA r 1 on q and down, 1 row x (2 + 2)', async () => {
+    const { LearnPlan } = await import('../engine/plan/learnPlan');
+    const { GpuPlan } = await import('../engine/plan/plan');
+    const obj = () => ({});
+    const buffer = (d: { size: number }) => ({ size: d.size, destroy() {} });
+    const device = {
+      limits: { maxComputeWorkgroupsPerDimension: 65535 },
+      createBuffer: buffer, createBindGroupLayout: obj, createShaderModule: obj, createComputePipeline: obj, createPipelineLayout: obj, createBindGroup: obj,
+      queue: { writeBuffer() {} },
+    } as unknown as GPUDevice;
+    const buf = buffer({ size: 4 }) as unknown as GPUBuffer;
+    const f32 = (rows: number, cols: number) => ({ weight: { format: 'f32' as const, rows, cols, buffer: buf } });
+    const vec = (length: number) => ({ buffer: buf, length });
+    const layer = { inputNorm: vec(4), postNorm: vec(4), q: f32(4, 4), k: f32(2, 4), v: f32(2, 4), o: f32(4, 4), gate: f32(8, 4), up: f32(8, 4), down: f32(4, 8) };
+    const ref = {
+      hidden: 4, intermediate: 8, heads: 2, kvHeads: 1, headDim: 2, vocab: 10, eps: 1e-5, invFreq: new Float64Array([1]),
+      embed: [{ rowStart: 0, rows: 10, buffer: buf }], layers: [layer], norm: vec(4), head: [{ format: 'f32' as const, rows: 10, cols: 4, buffer: buf }],
+      lora: [{ q: { r: 1, scale: 2 }, down: { r: 1, scale: 2 } }],
+    };
+    let macs = 0;
+    const add = vi.spyOn(GpuPlan.prototype, 'add').mockImplementation(function (phase, kernel, values, workgroups) {
+      if (phase === 'ref' || !kernel.key.startsWith('learn_gemm')) return;
+      const u = new Uint32Array((values[0] as { uniform: ArrayBuffer }).uniform);
+      macs += u[0] * u[1] * u[2] * workgroups[2];
+    });
+    try {
+      new LearnPlan(device, ref, { rows: 1, promptLength: 2, responseLength: 2, temperature: 1 });
+    } finally {
+      add.mockRestore();
+    }
+    expect(2 * macs).toBe(learnStepFlops(tiny(1), { r: 1, targets: ['q', 'down'] }, shape4).total);
+    expect(2 * macs).toBe(2840);
   });
 });
