@@ -2,7 +2,8 @@
 // tfjs ops, as tables of medians and ratios.
 //   node part:    model throughput in Node on the tfjs wasm backend (cpu if wasm fails)
 //   browser part: kernels and model throughput in Chromium on WebGPU (SwiftShader without a GPU)
-// Flags: --learn (only the planned-vs-tfjs learning step in the browser), --only node|browser, --quick (fewer reps, skip the 135M model in the browser),
+// Flags: --learn (only the planned-vs-tfjs learning step in the browser, then the whole GRPO step on
+//        each path; --no-step leaves that out; --learn-shape PxGxN+T, default 8x8x64+64), --only node|browser, --quick (fewer reps, skip the 135M model in the browser),
 //        --full (also the synthetic SmolLM2-135M model in the browser, slow on SwiftShader).
 import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -17,7 +18,9 @@ import { folderSource } from './fs-source';
 import { serveFolder } from './staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
-import { LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from '../rl/learnBench';
+import { LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from '../rl/learnBench';
+import { ROOFLINE_HEADER, rooflineRows, type Roofline } from '../engine/plan/roofline';
+import { flagValue } from './benchReport';
 import { decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from '../model/decodeBench';
 
 const args = process.argv.slice(2);
@@ -30,6 +33,7 @@ const decodeOnly = args.includes('--decode');
 const rolloutOnly = args.includes('--rollout');
 // --learn: only the planned-vs-tfjs learning-step table, in the browser.
 const learnOnly = args.includes('--learn');
+const learnShape = flagValue(args, '--learn-shape');
 const FIXTURE = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
 
 const THROUGHPUT_HEADER = ['model', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)', 'ratio'];
@@ -139,6 +143,7 @@ async function decodeTable(page: Page, status: Status, appUrl: string): Promise<
     page.evaluate(([u, q]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [`${appUrl}models/defender/`, fmt[1]] as const);
   const unload = () => page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));
   if (!rolloutOnly) {
+    const rf = await rooflineTable(page, status);
     console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: decode, planned path vs tfjs op by op (same run; medians)\n`);
     const decodeRows: (string | number)[][] = [];
     for (const fmt of formats) {
@@ -146,7 +151,7 @@ async function decodeTable(page: Page, status: Status, appUrl: string): Promise<
       // batch 64 x 32 tokens is a sandbox rollout (the issue's Chromium target)
       for (const c of [{ batch: 1, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 8, promptLen: 16, steps: 16, reps: quick ? 2 : 3 }, { batch: 64, promptLen: 16, steps: 32, reps: quick ? 1 : 3 }]) {
         const r = await page.evaluate(([cc]) => (window as unknown as Api).sparring.engine.benchDecode('defender', cc), [c] as const);
-        decodeRows.push(...decodeBenchRows('sandbox defender', fmt[0], r));
+        decodeRows.push(...decodeBenchRows('sandbox defender', fmt[0], r, rf.streamGBps));
       }
       await unload();
     }
@@ -163,18 +168,38 @@ async function decodeTable(page: Page, status: Status, appUrl: string): Promise<
   console.log(formatTable(ROLLOUT_BENCH_HEADER, rows));
 }
 
+/** The adapter's matmul and stream roofline in this run (SwiftShader: a 512^3 product, 256^3 with --quick). */
+async function rooflineTable(page: Page, status: Status): Promise<Roofline> {
+  const rf = await page.evaluate(([n, r]) => (window as unknown as Api).sparring.engine.benchRoofline(n, r), [quick ? 256 : 512, 3] as const);
+  console.log(`\n== Chromium, tfjs ${status.backend.backend} backend: measured roofline (medians of 3)\n`);
+  console.log(formatTable(ROOFLINE_HEADER, rooflineRows(rf)));
+  return rf;
+}
+
 async function learnTable(page: Page, status: Status, appUrl: string): Promise<void> {
-  const c = LEARN_BENCH_CASE;
+  const rf = await rooflineTable(page, status);
+  const c = learnShape ? parseLearnCase(learnShape) : LEARN_BENCH_CASE;
   const rows: (string | number)[][] = [];
+  const stepRows: (string | number)[][] = [];
   for (const [fmt, q] of [['f32', undefined], ['int4', { bits: 4 as const, groupSize: 32 }]] as const) {
     await page.evaluate(([u, qq]) => (window as unknown as Api).sparring.engine.loadModel('defender', { kind: 'url', baseUrl: u }, qq ? { quantize: qq } : {}), [`${appUrl}models/defender/`, q] as const);
     const r = await page.evaluate(([cc, n]) => (window as unknown as Api).sparring.engine.benchLearn('defender', cc, n), [c, quick ? 1 : 3] as const);
     for (const x of r) console.error(`  sandbox defender ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
-    rows.push(...learnBenchRows('sandbox defender', fmt, r));
+    rows.push(...learnBenchRows('sandbox defender', fmt, r, rf.matmulGflops));
+    if (!args.includes('--no-step')) {
+      const st = await page.evaluate(([cc, n]) => (window as unknown as Api).sparring.engine.benchGrpoStep('defender', cc, n), [c, quick ? 1 : 2] as const);
+      for (const x of st) console.error(`  step sandbox defender ${fmt} ${x.path}: ${x.totalMs.toFixed(0)} ms`);
+      stepRows.push(...stepBenchRows('sandbox defender', fmt, st));
+    }
     await page.evaluate(() => (window as unknown as Api).sparring.engine.unloadModel('defender'));
   }
   console.log(`\n${learnBenchTitle(`Chromium, tfjs ${status.backend.backend} backend`, c)}\n`);
   console.log(formatTable(LEARN_BENCH_HEADER, rows));
+  console.log(`GFLOP/s: the step's matrix-product FLOPs (src/model/learnFlops.ts) / learn ms, against the matmul roofline above (${rf.matmulGflops.toPrecision(4)} GFLOP/s); peak MiB: buffers the step holds outside tfjs's pool + tfjs's in-use high-water mark.`);
+  if (stepRows.length > 0) {
+    console.log(`\n${stepBenchTitle(`Chromium, tfjs ${status.backend.backend} backend`, c)}\n`);
+    console.log(formatTable(STEP_BENCH_HEADER, stepRows));
+  }
 }
 
 if (only !== 'browser' && !decodeOnly && !learnOnly) await nodeBench();

@@ -6,7 +6,8 @@ import { countGpuWork } from '../engine/gpuCounters';
 import { generate } from './generate';
 import type { LlamaModel } from './llama';
 import { PROJ_NAMES } from './llama';
-import { decodePath, setDecodePath, setPrefillPath, takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from './plannedDecode';
+import { decodePath, setDecodePath, setPlannedAttention, setPrefillPath, takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from './plannedDecode';
+import type { DecodeAttention } from '../engine/plan/decodePlan';
 import { median } from './throughput';
 
 export interface DecodeBenchCase {
@@ -88,14 +89,47 @@ export async function benchDecodePaths(model: LlamaModel, c: DecodeBenchCase): P
   return [await benchPath(model, c, 'planned'), await benchPath(model, c, 'tfjs')];
 }
 
-export const DECODE_BENCH_HEADER = ['model', 'weights', 'batch', 'path', 'decode tok/s', 'ms/token', 'host ms/token', 'GPU ms/token', 'dispatches/token', 'weight GB/s', 'speed-up', 'host ratio'];
+export const DECODE_BENCH_HEADER = ['model', 'weights', 'batch', 'path', 'decode tok/s', 'ms/token', 'host ms/token', 'GPU ms/token', 'dispatches/token', 'weight GB/s', '% stream', 'speed-up', 'host ratio'];
 
-export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: [DecodeBenchResult, DecodeBenchResult]): (string | number)[][] {
-  const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [name, weights, r.batch, r.path, r.tokPerS, r.msPerToken, r.hostMsPerToken, r.gpuMsPerToken ?? '-', r.dispatchesPerToken, r.weightGBps, speed, hostRatio];
+/** Percent of the measured stream roofline, or '-' without one. */
+const streamShare = (gbps: number, streamGBps?: number) => (streamGBps ? `${((100 * gbps) / streamGBps).toFixed(1)}%` : '-');
+
+/** Table rows of one case: planned and tfjs, with weight GB/s against `streamGBps` (the measured stream roofline) where given. */
+export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: [DecodeBenchResult, DecodeBenchResult], streamGBps?: number): (string | number)[][] {
+  const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [name, weights, r.batch, r.path, r.tokPerS, r.msPerToken, r.hostMsPerToken, r.gpuMsPerToken ?? '-', r.dispatchesPerToken, r.weightGBps, streamShare(r.weightGBps, streamGBps), speed, hostRatio];
   return [
     row(planned, `${(planned.tokPerS / tfjs.tokPerS).toFixed(2)}x`, planned.hostMsPerToken > 0 ? `${(tfjs.hostMsPerToken / planned.hostMsPerToken).toFixed(1)}x lower` : 'not measurable'),
     row(tfjs, '', ''),
   ];
+}
+
+/**
+ * The planned path with each decode attention forced (the whole-cache kernel, then split-K
+ * flash-decoding), on the same case: what split-K buys at a long cache.
+ */
+export async function benchPlannedAttention(model: LlamaModel, c: DecodeBenchCase): Promise<{ attention: DecodeAttention; r: DecodeBenchResult }[]> {
+  const out: { attention: DecodeAttention; r: DecodeBenchResult }[] = [];
+  try {
+    for (const attention of ['whole', 'splitk'] as const) {
+      setPlannedAttention(attention);
+      out.push({ attention, r: await benchPath(model, c, 'planned') });
+    }
+  } finally {
+    setPlannedAttention(null);
+  }
+  return out;
+}
+
+export const ATTENTION_BENCH_HEADER = ['model', 'weights', 'batch', 'cache', 'attention', 'decode tok/s', 'ms/token', 'GPU ms/token', 'dispatches/token', 'split-K speed-up (wall)', 'split-K speed-up (GPU)'];
+
+export function attentionBenchRows(name: string, weights: string, rs: { attention: DecodeAttention; r: DecodeBenchResult }[]): (string | number)[][] {
+  const whole = rs.find((x) => x.attention === 'whole');
+  return rs.map(({ attention, r }) => [
+    name, weights, r.batch, r.promptLen + 1 + r.steps, attention, r.tokPerS, r.msPerToken, r.gpuMsPerToken ?? '-', r.dispatchesPerToken,
+    attention === 'splitk' && whole ? `${(r.tokPerS / whole.r.tokPerS).toFixed(2)}x` : '',
+    // GPU time per token is the steadier figure: the wall difference of two generations carries the long prefill's noise.
+    attention === 'splitk' && whole?.r.gpuMsPerToken && r.gpuMsPerToken ? `${(whole.r.gpuMsPerToken / r.gpuMsPerToken).toFixed(2)}x` : '',
+  ]);
 }
 
 export interface RolloutBenchCase {

@@ -3,11 +3,18 @@
 // on each path after a warm-up step, with what it asks of WebGPU.
 import * as tf from '@tensorflow/tfjs';
 import { countGpuWork } from '../engine/gpuCounters.ts';
+import { heldBuffersCreated, tfjsHighWater } from '../engine/gpuMemory.ts';
+import { learnStepFlops } from '../model/learnFlops.ts';
+import { releaseLearnPlans } from '../model/plannedLearn.ts';
+import { PROJ_NAMES } from '../model/llama.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
 import { drawnAdapters } from './learnGradCheck.ts';
 import { AdamW } from './optim.ts';
+import { rlStep } from './loop.ts';
+import { optimizerPath, setOptimizerPath } from './plannedOptim.ts';
+import { decodePath, setDecodePath, setPrefillPath } from '../model/plannedDecode.ts';
 import { plannedMicroBatches, setLearnPath, type LearnPath } from './plannedLearn.ts';
 import { learnStep, type LearnBatch, type LearnMetrics } from './trainer.ts';
 import { fromRows } from './types.ts';
@@ -23,6 +30,14 @@ export interface LearnBenchRow {
   buffersCreated: number;
   readbacks: number;
   hostMs: number;
+  /** FLOPs of one step (src/model/learnFlops.ts, the same count on both paths). */
+  flops: number;
+  /**
+   * GPU bytes the step holds beyond the model and its adapters: buffers created outside tfjs's pool
+   * by the warm-up step and still alive (the learn plans, the planned optimiser's state), plus tfjs's
+   * in-use high-water mark above its start in the timed steps (src/engine/gpuMemory.ts); null off WebGPU.
+   */
+  peakBytes: number | null;
 }
 
 /** A scored batch of the case's shape: prompts x G rows, random responses and advantages. */
@@ -50,20 +65,26 @@ export function benchLearnBatch(model: LlamaModel, c: StepProfileCase): LearnBat
 /** learnStep on both paths, `reps` timed steps each after one warm-up step (medians). */
 export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, reps: number): Promise<LearnBenchRow[]> {
   const batch = benchLearnBatch(model, c);
+  const flops = learnStepFlops(model.config, { r: c.rank, targets: PROJ_NAMES }, { rows: batch.prompts.length, promptLen: Math.max(...batch.prompts.map((p) => p.length)), responseLen: c.newTokens }).total;
   const out: LearnBenchRow[] = [];
   for (const path of ['planned', 'tfjs'] as const) {
     const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
     const optimizer = new AdamW({ lr: 1e-3 });
     setLearnPath(path);
+    // The warm-up builds this path's plans afresh, so what they hold is counted.
+    releaseLearnPlans(model);
     try {
       const step = () => learnStep({ model, lora, optimizer }, batch, { policyLoss: 'ppo' });
-      await step();
+      const onWebGpu = tf.getBackend() === 'webgpu';
+      const held = onWebGpu ? (await heldBuffersCreated(step)).bytes : (await step(), 0);
       const times: number[] = [];
       let counts = null;
+      let high: number | null = null;
       for (let i = 0; i < reps; i++) {
-        const r = await countGpuWork(step);
+        const { result: r, bytes } = await tfjsHighWater(() => countGpuWork(step));
         times.push(r.counts.ms);
         counts = r.counts;
+        if (bytes !== null) high = Math.max(high ?? 0, bytes);
       }
       times.sort((a, b) => a - b);
       out.push({
@@ -75,6 +96,8 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
         buffersCreated: counts!.buffersCreated,
         readbacks: counts!.readbacks,
         hostMs: counts!.hostMs,
+        flops,
+        peakBytes: onWebGpu ? held + (high ?? 0) : null,
       });
     } finally {
       setLearnPath('planned');
@@ -85,17 +108,31 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
   return out;
 }
 
-/** The benchmark's case: 2 prompts x G 8 x (16 + 8) tokens, LoRA r 16 (bench:gpu --learn and bench --learn). */
-export const LEARN_BENCH_CASE: StepProfileCase = { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 };
+/** The benchmark's case, issue 21's: 8 prompts x G 8 x (64 + 64) tokens, LoRA r 16 on every projection. */
+export const LEARN_BENCH_CASE: StepProfileCase = { prompts: 8, groupSize: 8, promptLen: 64, newTokens: 64, rank: 16 };
 
-export const LEARN_BENCH_HEADER = ['model', 'weights', 'path', 'learn ms', 'response tok/s', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms'];
+/** A case from `PxGxN+T` (prompts x group size x prompt tokens + new tokens), LoRA r 16: `2x8x16+8`. */
+export function parseLearnCase(s: string): StepProfileCase {
+  const m = /^(\d+)x(\d+)x(\d+)\+(\d+)$/.exec(s.trim());
+  if (!m || m.slice(1).some((x) => Number(x) < 1)) throw new Error(`--learn-shape: expected PROMPTSxGROUPxPROMPT_TOKENS+NEW_TOKENS with positive numbers (e.g. 8x8x64+64), got "${s}"`);
+  return { prompts: Number(m[1]), groupSize: Number(m[2]), promptLen: Number(m[3]), newTokens: Number(m[4]), rank: 16 };
+}
 
-/** The table rows of one model's [planned, tfjs] result, with the tfjs / planned ratio. */
-export function learnBenchRows(name: string, weights: string, r: LearnBenchRow[]): (string | number)[][] {
-  const rows: (string | number)[][] = r.map((x) => [name, weights, x.path, x.ms, (x.tokens / x.ms) * 1000, x.dispatches, x.submits, x.buffersCreated, x.readbacks, x.hostMs]);
+export const LEARN_BENCH_HEADER = ['model', 'weights', 'path', 'learn ms', 'response tok/s', 'GFLOP/s', '% matmul roofline', 'peak MiB', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms'];
+
+/** The table rows of one model's [planned, tfjs] result, with the tfjs / planned ratio; `matmulGflops` the measured roofline. */
+export function learnBenchRows(name: string, weights: string, r: LearnBenchRow[], matmulGflops?: number): (string | number)[][] {
+  const rows: (string | number)[][] = r.map((x) => {
+    const gflops = x.flops / (x.ms / 1000) / 1e9;
+    const pct = matmulGflops ? `${((100 * gflops) / matmulGflops).toFixed(1)}%` : '-';
+    return [name, weights, x.path, x.ms, (x.tokens / x.ms) * 1000, gflops, pct, x.peakBytes === null ? '-' : x.peakBytes / 2 ** 20, x.dispatches, x.submits, x.buffersCreated, x.readbacks, x.hostMs];
+  });
   const planned = r.find((x) => x.path === 'planned');
   const tfjs = r.find((x) => x.path === 'tfjs');
-  if (planned && tfjs) rows.push([name, weights, 'tfjs / planned', tfjs.ms / planned.ms, '', '', '', '', '', '']);
+  if (planned && tfjs) {
+    const mem = planned.peakBytes && tfjs.peakBytes ? tfjs.peakBytes / planned.peakBytes : '';
+    rows.push([name, weights, 'tfjs / planned', tfjs.ms / planned.ms, '', '', '', mem, '', '', '', '', '']);
+  }
   return rows;
 }
 
@@ -138,3 +175,79 @@ export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProf
     lora.dispose();
   }
 }
+
+/** One way of running a whole GRPO step: everything planned (the default on WebGPU) or everything tfjs. */
+export interface StepBenchRow {
+  path: 'planned' | 'tfjs';
+  /** Medians of rlStep's own phase timings. */
+  rolloutMs: number;
+  learnMs: number;
+  totalMs: number;
+  dispatches: number;
+}
+
+/** Sets every switch of a GRPO step's WebGPU work (prefill, decode, learn, optimiser) to one path; returns the undo. */
+function allOnPath(p: 'planned' | 'tfjs'): () => void {
+  const [d, o] = [decodePath(), optimizerPath()];
+  setDecodePath(p);
+  setPrefillPath(p);
+  setLearnPath(p);
+  setOptimizerPath(p);
+  return () => {
+    setDecodePath(d);
+    setPrefillPath('planned');
+    setLearnPath('planned');
+    setOptimizerPath(o);
+  };
+}
+
+/**
+ * A whole GRPO step (rollout of c.prompts x G c.groupSize x c.newTokens new tokens, scoring, the
+ * learning step with GRPO's PPO clip) on each path, `reps` timed steps after a warm-up step.
+ */
+export async function benchGrpoStepPaths(model: LlamaModel, c: StepProfileCase, reps: number): Promise<StepBenchRow[]> {
+  const V = model.config.vocabSize;
+  const prompts = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: c.promptLen - (b % 3) }, (_, t) => (3 + 7 * t + 11 * b) % V));
+  const out: StepBenchRow[] = [];
+  for (const path of ['planned', 'tfjs'] as const) {
+    const undo = allOnPath(path);
+    const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+    const optimizer = new AdamW({ lr: 1e-3 });
+    try {
+      const step = (s: number) =>
+        rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, prompts, s, {
+          groupSize: c.groupSize,
+          maxNewTokens: c.newTokens,
+          temperature: 1,
+          advantage: 'grpo',
+          trainer: { policyLoss: 'ppo' },
+        });
+      await step(0);
+      const t: Record<'rollout' | 'learn' | 'total' | 'dispatches', number[]> = { rollout: [], learn: [], total: [], dispatches: [] };
+      for (let i = 0; i < reps; i++) {
+        const { result, counts } = await countGpuWork(() => step(i + 1));
+        t.rollout.push(result.timings.rollout_ms);
+        t.learn.push(result.timings.learn_ms);
+        t.total.push(result.timings.total_ms);
+        t.dispatches.push(counts.dispatches);
+      }
+      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      out.push({ path, rolloutMs: med(t.rollout), learnMs: med(t.learn), totalMs: med(t.total), dispatches: med(t.dispatches) });
+    } finally {
+      undo();
+      optimizer.dispose();
+      lora.dispose();
+    }
+  }
+  return out;
+}
+
+export const STEP_BENCH_HEADER = ['model', 'weights', 'path', 'rollout ms', 'learn ms', 'whole step ms', 'dispatches', 'tfjs / planned'];
+
+export function stepBenchRows(name: string, weights: string, r: StepBenchRow[]): (string | number)[][] {
+  const planned = r.find((x) => x.path === 'planned');
+  return r.map((x) => [name, weights, x.path, x.rolloutMs, x.learnMs, x.totalMs, x.dispatches, x.path === 'tfjs' && planned ? `${(x.totalMs / planned.totalMs).toFixed(2)}x` : '']);
+}
+
+export const stepBenchTitle = (where: string, c: StepProfileCase) =>
+  `== ${where}: one whole GRPO step (rollout + score + learn), ${c.prompts} prompts x G ${c.groupSize} x (${c.promptLen} + ${c.newTokens}) tokens, LoRA r ${c.rank} on every projection; medians after a warm-up step`;

@@ -26,9 +26,10 @@ import { quantCaseWeight } from '../model/quantReference';
 import { setDecodePath } from '../model/plannedDecode';
 import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
-import { benchLearnPaths, learnCheck } from '../rl/learnBench';
+import { benchGrpoStepPaths, benchLearnPaths, learnCheck } from '../rl/learnBench';
 import { learnGradCheck, learnRunCheck } from '../rl/learnGradCheck';
 import { learnCheckpointCheck } from '../recipes/learnCheckpointCheck';
+import { measureRoofline } from '../engine/plan/roofline';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -292,6 +293,16 @@ const api: EngineApi = {
 
   async learnCheckpointCheck(name) {
     return learnCheckpointCheck(namedModel(name));
+  },
+
+  async benchGrpoStep(name, c, reps) {
+    return benchGrpoStepPaths(namedModel(name), c, reps);
+  },
+
+  async benchRoofline(n, reps) {
+    if (!Number.isInteger(n) || n < 64 || n > 8192) throw new Error(`benchRoofline: n must be an integer in [64, 8192], got ${String(n).slice(0, 40)}`);
+    if (tf.getBackend() !== 'webgpu') throw new Error(`benchRoofline: needs the webgpu backend, the active one is ${tf.getBackend()}`);
+    return measureRoofline(n, reps);
   },
 
   async setSubgroups(enabled) {

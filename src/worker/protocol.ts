@@ -13,7 +13,8 @@ import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../model/decodeBench';
 import type { DecodePath } from '../model/plannedDecode';
 import type { OptimizerPath } from '../rl/plannedOptim';
-import type { LearnBenchRow, LearnCheckResult } from '../rl/learnBench';
+import type { LearnBenchRow, LearnCheckResult, StepBenchRow } from '../rl/learnBench';
+import type { Roofline } from '../engine/plan/roofline';
 import type { LearnPath } from '../rl/plannedLearn';
 import type { GradCheckCase, GradCheckResult, LearnRunCase } from '../rl/learnGradCheck';
 import type { CheckpointCheckResult } from '../recipes/learnCheckpointCheck';
@@ -192,6 +193,10 @@ export interface EngineApi extends StorageApi {
   learnRunCheck(name: string, c: LearnRunCase): Promise<{ curve: number[]; plannedMicroBatches: number }>;
   /** rlStep x 3 straight vs x 2, checkpoint, restore into a fresh run, step 3, on the planned path. */
   learnCheckpointCheck(name: string): Promise<CheckpointCheckResult>;
+  /** A whole GRPO step on a loaded model on both paths (everything planned, everything tfjs): [planned, tfjs]. */
+  benchGrpoStep(name: string, c: StepProfileCase, reps: number): Promise<StepBenchRow[]>;
+  /** The adapter's matmul roofline (both GEMMs on an n^3 f32 product) and stream roofline, measured now. */
+  benchRoofline(n: number, reps: number): Promise<Roofline>;
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
   setSubgroups(enabled: boolean): Promise<SubgroupStatus>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
