@@ -13,7 +13,7 @@ interface Golden {
 const lab = sharedLabPage();
 
 describe('the planned decode path in Chromium on WebGPU', () => {
-  for (const [label, quantize] of [['f32', undefined], ['int4', { bits: 4 as const, groupSize: 32 }], ['f16', { bits: 16 as const }]] as const) {
+  for (const [label, quantize] of [['f32', undefined], ['int8', { bits: 8 as const, groupSize: 16 }], ['int4', { bits: 4 as const, groupSize: 32 }], ['f16', { bits: 16 as const }]] as const) {
     it(`${label}: generate() on the planned path draws what the tfjs path draws, log-probs within 1e-4`, async () => {
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
       const name = `planned-${label}`;
