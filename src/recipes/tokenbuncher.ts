@@ -33,7 +33,9 @@ import { placeOutcomeRewards } from '../rl/placement.ts';
 import { packSequences } from '../rl/policy.ts';
 import { positiveAdvantageMask, tokenBuncherReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
-import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
+import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden } from '../rl/tokenNoiser.ts';
+import { flatGradTensors, plannedLearnBlocker, plannedMicroBatch, type FlatGrads, type PlannedMicroBatch } from '../rl/plannedLearn.ts';
+import { plannedOptimizerActive, plannedUpdate } from '../rl/plannedOptim.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
 import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
@@ -105,15 +107,20 @@ export function isNoiserStep(s: number, c: Pick<TokenbuncherConfig, 'noiser' | '
 /**
  * Token Buncher's SFT update: the rollout's own tokens as targets, loss on `mask` (response mask x
  * [advantage >= 0]) under TokenNoiser with seeded noise. Full-vocabulary log-probs at temperature 1.
+ * On WebGPU it learns on the planned pass (src/rl/plannedLearn.ts): the plan's log p_t and final
+ * hidden rows carry the loss in its hidden-row form (tokenNoiserLossFromHidden, the same noise
+ * draw), and the planned AdamW takes the update as learnStep's does; tfjs is the reference and the
+ * fallback.
  */
-async function noiserSftStep(
+export async function noiserSftStep(
   learner: { model: LoadedModel['model']; lora: LoraSet; optimizer: AdamW },
-  r: Rollout,
+  r: Pick<Rollout, 'rows'> & { gen: Pick<Rollout['gen'], 'tokens' | 'mask'> },
   mask: TokenMatrix,
   o: { epsilon: number; seed: number; lr: number; maxGradNorm: number; pad: number },
 ): Promise<Metrics> {
   const { model, lora, optimizer } = learner;
-  const packed = packSequences({ prompts: r.rows, responses: r.gen.tokens, mask: r.gen.mask }, o.pad);
+  const batch = { prompts: r.rows, responses: r.gen.tokens, mask: r.gen.mask };
+  const packed = packSequences(batch, o.pad);
   const { promptLength: P, responseLength: T } = packed;
   const B = packed.ids.length;
   const L = P + T - 1;
@@ -125,25 +132,54 @@ async function noiserSftStep(
   for (const v of lora.variables()) vars[v.name] = v;
   const targets = tf.tensor2d(r.gen.tokens.flat(), [B, T], 'int32');
   const maskT = tf.tensor2d(mask.data, [B, T]);
+  // One seeded draw for either path (same seed and shape, same noise).
+  const n = tokenNoiseWeights(targets, V, { seed: o.seed });
+  const held: tf.Tensor[] = [targets, maskT, n];
   lora.training = true;
-  let res: { value: tf.Scalar; grads: tf.NamedTensorMap };
+  let lossT: tf.Scalar;
+  let grads: tf.NamedTensorMap = {};
+  let flat: FlatGrads | undefined;
   try {
-    res = tf.variableGrads(() => {
-      const hidden = forward(model, packed.ids.map((x) => x.slice(0, L)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' });
-      const h = hidden.slice([0, P - 1, 0], [B, T, Hd]).reshape([B * T, Hd]) as tf.Tensor2D;
-      const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, V]);
-      return tokenNoiserLoss(logp, targets, maskT, { epsilon: o.epsilon, seed: o.seed });
-    }, Object.values(vars));
+    let viaPlan: PlannedMicroBatch | null = null;
+    if (plannedLearnBlocker(model, lora) === null) {
+      const terms = tokenNoiserHeadTerms(model.lmHead, targets, n);
+      held.push(terms.rows, terms.offset);
+      viaPlan = await plannedMicroBatch(model, lora, batch, { padTokenId: o.pad, hiddenGrad: true }, (s) => tokenNoiserLossFromHidden(s.logp, s.hidden!, terms, maskT, { epsilon: o.epsilon }));
+    }
+    if (viaPlan) {
+      lossT = viaPlan.loss;
+      flat = viaPlan.flat;
+    } else {
+      const res = tf.variableGrads(() => {
+        const hidden = forward(model, packed.ids.map((x) => x.slice(0, L)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' });
+        const h = hidden.slice([0, P - 1, 0], [B, T, Hd]).reshape([B * T, Hd]) as tf.Tensor2D;
+        const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, V]);
+        return tokenNoiserLoss(logp, targets, maskT, { epsilon: o.epsilon, weights: n });
+      }, Object.values(vars));
+      lossT = res.value;
+      grads = res.grads;
+    }
   } finally {
     lora.training = false;
-    tf.dispose([targets, maskT]);
+    tf.dispose(held);
   }
-  const clipped = clipByGlobalNorm(res.grads, o.maxGradNorm);
-  const [loss, norm] = await Promise.all([res.value.data(), clipped.norm.data()]);
-  const skipped = !Number.isFinite(norm[0]) || !Number.isFinite(loss[0]);
-  if (!skipped) optimizer.applyGradients(vars, clipped.grads, o.lr);
-  tf.dispose([res.value, ...Object.values(res.grads), ...Object.values(clipped.grads), clipped.norm]);
-  return { 'loss/noiser': loss[0], 'noiser/tokens': tokens, 'grad/norm': norm[0], 'grad/skipped': skipped ? 1 : 0, 'optim/lr': o.lr };
+  const loss = (await lossT.data())[0];
+  let norm: number;
+  let skipped: boolean;
+  if (plannedOptimizerActive()) {
+    // The GPU's clip, skip and AdamW over the flat gradients, as learnStep on WebGPU.
+    const u = await plannedUpdate(optimizer, vars, grads, o.lr, o.maxGradNorm, !Number.isFinite(loss), flat);
+    ({ norm, skipped } = u);
+  } else {
+    if (flat) grads = flatGradTensors(flat);
+    const clipped = clipByGlobalNorm(grads, o.maxGradNorm);
+    norm = (await clipped.norm.data())[0];
+    skipped = !Number.isFinite(norm) || !Number.isFinite(loss);
+    if (!skipped) optimizer.applyGradients(vars, clipped.grads, o.lr);
+    tf.dispose([...Object.values(clipped.grads), clipped.norm]);
+  }
+  tf.dispose([lossT, ...Object.values(grads)]);
+  return { 'loss/noiser': loss, 'noiser/tokens': tokens, 'grad/norm': norm, 'grad/skipped': skipped ? 1 : 0, 'optim/lr': o.lr };
 }
 
 /** Redteam steps until the greedy held-out ASR reaches the target, and the ASR after each step. */
