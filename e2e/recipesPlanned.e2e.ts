@@ -23,7 +23,9 @@ import { setOptimizerPath } from '../src/rl/plannedOptim';
 import { packSequences } from '../src/rl/policy';
 import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from '../src/rl/tokenNoiser';
 import { fromRows } from '../src/rl/types';
-import { adapters, B, BATCH, fixture, maxAbs, T } from './learnFixture';
+import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
+import { setLearnMemoryBudget } from '../src/model/plannedLearn';
+import { learnStepBuffers } from '../src/model/learnMemory';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -173,7 +175,7 @@ describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfj
     });
   }
 
-  it('noiserSftStep: the planned path (plan + planned AdamW) gives the tfjs path\'s loss, token count, grad norm and update', async () => {
+  it('noiserSftStep: the planned path (plan + planned AdamW; one pass, or the planner\'s micro-batches of one row) gives the tfjs path\'s loss, token count, grad norm and update', async () => {
     const model = fixture('tiny-llama-f32', { quantize: int4Quantizer(32) });
     try {
       const set = adapters(model);
@@ -181,31 +183,38 @@ describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfj
       const startData = await Promise.all(start.map((t) => t.data()));
       const rollout = { rows: BATCH.prompts, gen: { tokens: BATCH.responses, mask: BATCH.mask } };
       const o = { epsilon: EPS, seed: SEED, lr: 1e-2, maxGradNorm: 1e9, pad: 0 };
-      const runOn = async (path: 'planned' | 'tfjs') => {
+      const runOn = async (path: 'planned' | 'tfjs', budget = 2 ** 31) => {
         set.variables().forEach((v, i) => v.assign(start[i]));
         setLearnPath(path);
         setOptimizerPath(path);
+        setLearnMemoryBudget(budget);
         const before = plannedMicroBatches();
         const m = await noiserSftStep({ model, lora: set, optimizer: new AdamW({ lr: o.lr, weightDecay: 0.01 }) }, rollout, fromRows(NOISER_MASK), o);
         return { m, planned: plannedMicroBatches() - before, after: await Promise.all(set.variables().map((v) => v.data())) };
       };
       const ref = await runOn('tfjs');
       const got = await runOn('planned');
+      // A budget of one row: the planner's micro-batches, 3 plans accumulated into one update.
+      const oneRow = await runOn('planned', learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, 1).reduce((a, b) => a + b.bytes * b.count, 0));
       expect(ref.planned).toBe(0);
       expect(got.planned).toBe(1);
-      expect(got.m['noiser/tokens']).toBe(8);
-      expect(ref.m['noiser/tokens']).toBe(8);
-      expect(got.m['grad/skipped']).toBe(0);
-      expect(Math.abs(got.m['loss/noiser'] - ref.m['loss/noiser']) / ref.m['loss/noiser']).toBeLessThan(1e-4);
-      expect(Math.abs(got.m['grad/norm'] - ref.m['grad/norm']) / ref.m['grad/norm']).toBeLessThan(1e-4);
-      // The updates agree (AdamW's first step moves each entry by about lr).
+      expect(oneRow.planned).toBe(3);
       const moved = Math.max(...ref.after.map((a, i) => maxAbs(a, startData[i])));
       expect(moved).toBeGreaterThan(o.lr / 2);
-      expect(Math.max(...got.after.map((a, i) => maxAbs(a, ref.after[i])))).toBeLessThan(o.lr * 1e-2);
+      for (const x of [got, oneRow]) {
+        expect(x.m['noiser/tokens']).toBe(8);
+        expect(x.m['grad/skipped']).toBe(0);
+        expect(Math.abs(x.m['loss/noiser'] - ref.m['loss/noiser']) / ref.m['loss/noiser']).toBeLessThan(1e-4);
+        expect(Math.abs(x.m['grad/norm'] - ref.m['grad/norm']) / ref.m['grad/norm']).toBeLessThan(1e-4);
+        // The updates agree (AdamW's first step moves each entry by about lr).
+        expect(Math.max(...x.after.map((a, i) => maxAbs(a, ref.after[i])))).toBeLessThan(o.lr * 1e-2);
+      }
+      expect(ref.m['noiser/tokens']).toBe(8);
       tf.dispose(start);
     } finally {
       setLearnPath('planned');
       setOptimizerPath('planned');
+      setLearnMemoryBudget(2 ** 31);
       disposeLlama(model);
     }
   });

@@ -30,11 +30,11 @@ import { hash3 } from '../model/random.ts';
 import { computeAdvantages } from '../rl/advantages.ts';
 import { clipByGlobalNorm, type AdamW } from '../rl/optim.ts';
 import { placeOutcomeRewards } from '../rl/placement.ts';
-import { packSequences } from '../rl/policy.ts';
+import { packSequences, type ResponseBatch } from '../rl/policy.ts';
 import { positiveAdvantageMask, tokenBuncherReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden } from '../rl/tokenNoiser.ts';
-import { flatGradTensors, plannedLearnBlocker, plannedMicroBatch, type FlatGrads, type PlannedMicroBatch } from '../rl/plannedLearn.ts';
+import { flatGradTensors, plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch } from '../rl/plannedLearn.ts';
 import { plannedOptimizerActive, plannedUpdate } from '../rl/plannedOptim.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
@@ -120,11 +120,8 @@ export async function noiserSftStep(
 ): Promise<Metrics> {
   const { model, lora, optimizer } = learner;
   const batch = { prompts: r.rows, responses: r.gen.tokens, mask: r.gen.mask };
-  const packed = packSequences(batch, o.pad);
-  const { promptLength: P, responseLength: T } = packed;
-  const B = packed.ids.length;
-  const L = P + T - 1;
-  const Hd = model.config.hiddenSize;
+  const B = batch.prompts.length;
+  const T = r.gen.tokens[0]?.length ?? 0;
   const V = model.config.vocabSize;
   const tokens = mask.data.reduce((a, b) => a + b, 0);
   if (tokens === 0) return { 'loss/noiser': 0, 'noiser/tokens': 0, 'grad/norm': 0, 'grad/skipped': 1, 'optim/lr': o.lr };
@@ -132,36 +129,68 @@ export async function noiserSftStep(
   for (const v of lora.variables()) vars[v.name] = v;
   const targets = tf.tensor2d(r.gen.tokens.flat(), [B, T], 'int32');
   const maskT = tf.tensor2d(mask.data, [B, T]);
-  // One seeded draw for either path (same seed and shape, same noise).
+  // One seeded draw over the whole batch for either path (same seed and shape, same noise).
   const n = tokenNoiseWeights(targets, V, { seed: o.seed });
   const held: tf.Tensor[] = [targets, maskT, n];
+  const rowsOf = (rows: number[]) => <X extends tf.Tensor>(x: X) => tf.slice(x, [rows[0]], [rows.length]) as X;
   lora.training = true;
-  let lossT: tf.Scalar;
+  let lossT: tf.Scalar = tf.scalar(0);
   let grads: tf.NamedTensorMap = {};
+  // The planned micro-batches' LoRA gradients, summed in the plans' flat buffer.
   let flat: FlatGrads | undefined;
   try {
-    let viaPlan: PlannedMicroBatch | null = null;
-    if (plannedLearnBlocker(model, lora) === null) {
-      const terms = tokenNoiserHeadTerms(model.lmHead, targets, n);
-      held.push(terms.rows, terms.offset);
-      viaPlan = await plannedMicroBatch(model, lora, batch, { padTokenId: o.pad, hiddenGrad: true }, (s) => tokenNoiserLossFromHidden(s.logp, s.hidden!, terms, maskT, { epsilon: o.epsilon }));
-    }
-    if (viaPlan) {
-      lossT = viaPlan.loss;
-      flat = viaPlan.flat;
-    } else {
-      const res = tf.variableGrads(() => {
-        const hidden = forward(model, packed.ids.map((x) => x.slice(0, L)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' });
-        const h = hidden.slice([0, P - 1, 0], [B, T, Hd]).reshape([B * T, Hd]) as tf.Tensor2D;
-        const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, V]);
-        return tokenNoiserLoss(logp, targets, maskT, { epsilon: o.epsilon, weights: n });
-      }, Object.values(vars));
-      lossT = res.value;
-      grads = res.grads;
+    const planned = plannedLearnBlocker(model, lora) === null;
+    const terms = planned ? tokenNoiserHeadTerms(model.lmHead, targets, n) : null;
+    if (terms) held.push(terms.rows, terms.offset);
+    // On the plan, the learn-memory planner's micro-batches (contiguous rows); tfjs: one pass.
+    const mb = planned ? plannedMicroBatchRows(model, batch) : B;
+    for (let r0 = 0; r0 < B; r0 += mb) {
+      const rows = Array.from({ length: Math.min(mb, B - r0) }, (_, i) => r0 + i);
+      const cut = rowsOf(rows);
+      const sub = { prompts: rows.map((i) => batch.prompts[i]), responses: rows.map((i) => batch.responses[i]), mask: rows.map((i) => batch.mask[i]) };
+      const subMask = cut(maskT);
+      held.push(subMask);
+      // Each micro-batch's token-mean weighted by its share of the batch's tokens: their sum is the batch's.
+      const share = rows.reduce((a, i) => a + mask.data.slice(i * T, (i + 1) * T).reduce((x, y) => x + y, 0), 0) / tokens;
+      let viaPlan: PlannedMicroBatch | null = null;
+      if (terms) {
+        const sTerms = { rows: cut(terms.rows), offset: cut(terms.offset) };
+        held.push(sTerms.rows, sTerms.offset);
+        viaPlan = await plannedMicroBatch(model, lora, sub, { padTokenId: o.pad, hiddenGrad: true, accumulate: flat !== undefined }, (s) =>
+          tf.mul(tokenNoiserLossFromHidden(s.logp, s.hidden!, sTerms, subMask, { epsilon: o.epsilon }), share),
+        );
+      }
+      let part: tf.Scalar;
+      if (viaPlan) {
+        part = viaPlan.loss;
+        flat = viaPlan.flat;
+      } else {
+        const [subTargets, subN] = [cut(targets), cut(n)];
+        held.push(subTargets, subN);
+        const res = tf.variableGrads(() => tf.mul(noiserLossTfjs(model, sub, subTargets, subMask, { epsilon: o.epsilon, weights: subN, pad: o.pad }), share) as tf.Scalar, Object.values(vars));
+        part = res.value;
+        const prev = grads;
+        grads = {};
+        for (const [name, g] of Object.entries(res.grads)) grads[name] = prev[name] ? tf.add(prev[name], g) : g;
+        tf.dispose(Object.keys(res.grads).flatMap((name) => (prev[name] ? [prev[name], res.grads[name]] : [])));
+      }
+      const sum = tf.add(lossT, part) as tf.Scalar;
+      tf.dispose([lossT, part]);
+      lossT = sum;
     }
   } finally {
     lora.training = false;
     tf.dispose(held);
+  }
+  // A micro-batch that fell back to tfjs: its gradients and the flat ones go on as one tensor per variable.
+  if (flat && Object.keys(grads).length > 0) {
+    const split = flatGradTensors(flat);
+    for (const [name, g] of Object.entries(split)) {
+      const prev = grads[name];
+      grads[name] = prev ? tf.add(prev, g) : g;
+      if (prev) tf.dispose([prev, g]);
+    }
+    flat = undefined;
   }
   const loss = (await lossT.data())[0];
   let norm: number;
@@ -180,6 +209,19 @@ export async function noiserSftStep(
   }
   tf.dispose([lossT, ...Object.values(grads)]);
   return { 'loss/noiser': loss, 'noiser/tokens': tokens, 'grad/norm': norm, 'grad/skipped': skipped ? 1 : 0, 'optim/lr': o.lr };
+}
+
+/** The TokenNoiser loss by the full log-softmax over the op-by-op forward (the reference). */
+function noiserLossTfjs(model: LoadedModel['model'], batch: ResponseBatch, targets: tf.Tensor, mask: tf.Tensor, o: { epsilon: number; weights: tf.Tensor; pad: number }): tf.Scalar {
+  const packed = packSequences(batch, o.pad);
+  const { promptLength: P, responseLength: T } = packed;
+  const B = packed.ids.length;
+  const L = P + T - 1;
+  const Hd = model.config.hiddenSize;
+  const hidden = forward(model, packed.ids.map((x) => x.slice(0, L)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' });
+  const h = hidden.slice([0, P - 1, 0], [B, T, Hd]).reshape([B * T, Hd]) as tf.Tensor2D;
+  const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, model.config.vocabSize]);
+  return tokenNoiserLoss(logp, targets, mask, { epsilon: o.epsilon, weights: o.weights });
 }
 
 /** Redteam steps until the greedy held-out ASR reaches the target, and the ASR after each step. */
