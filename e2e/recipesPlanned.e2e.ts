@@ -3,24 +3,40 @@
 // the nine recipes runs on the tiny fixture with a tiny config, and every model it trains (each
 // model a LoRA is attached to; both players where a recipe trains two) learned at least one
 // micro-batch on the planned path, counted per model. LoRA dropout 0.05 (PEFT's usual value) is
-// set everywhere: it once sent every step to tfjs.
+// set everywhere: it once sent every step to tfjs. Token Buncher's TokenNoiser SFT step too: its
+// loss and LoRA gradients on the plan (the hidden-row form) against tfjs's full-vocabulary loss.
+import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { nodeRecipeEnv } from '../src/cli/recipe-env';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { PROJ_NAMES, type LlamaModel } from '../src/model/llama';
+import { disposeLlama, forward, PROJ_NAMES, type LlamaModel } from '../src/model/llama';
 import { createRun, recipeNames } from '../src/recipes/registry';
 import { letterJudge, loadWithCharCodec } from '../src/recipes/testing';
-import { plannedMicroBatchesOf, plannedLearnBlocker } from '../src/rl/plannedLearn';
+import { plannedGrads, plannedLearnBlocker, plannedMicroBatches, plannedMicroBatchesOf, setLearnPath } from '../src/rl/plannedLearn';
 import { LoraAdapter, type LoraSet } from '../src/model/lora';
+import { int4Quantizer } from '../src/model/quant';
+import { noiserSftStep } from '../src/recipes/tokenbuncher';
+import { AdamW } from '../src/rl/optim';
+import { setOptimizerPath } from '../src/rl/plannedOptim';
+import { packSequences } from '../src/rl/policy';
+import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from '../src/rl/tokenNoiser';
+import { fromRows } from '../src/rl/types';
+import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
+import { setLearnMemoryBudget } from '../src/model/plannedLearn';
+import { learnStepBuffers } from '../src/model/learnMemory';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
   await startDawn({ swiftshader: true });
   webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
 });
-afterAll(() => expect(gpuErrors).toEqual([]));
+afterAll(() => {
+  setLearnPath('planned');
+  setOptimizerPath('planned');
+  expect(gpuErrors).toEqual([]);
+});
 
 const M = 'tiny-llama-f32';
 const loaded: LlamaModel[] = [];
@@ -67,6 +83,23 @@ describe('every recipe learns on the planned path on WebGPU (Dawn, SwiftShader)'
     // A PPO critic (value head on the plan's final hidden rows, its own AdamW).
     { label: 'defend with a gae critic', name: 'defend', config: { ...RECIPES.defend.config, advantage: 'gae', criticLr: 1e-2 }, steps: 1 },
   ];
+  it('tokenbuncher with the TokenNoiser SFT step (noiserStart 0: step 0 is SFT): it learns on the plan', async () => {
+    loaded.length = 0;
+    const { run } = await createRun(env, 'tokenbuncher', { ...RECIPES.tokenbuncher.config, ...lora, noiserStart: 0, groupSize: 4 }, 1);
+    try {
+      const report = await run.step();
+      expect(report.phase).toBe('noiser-sft');
+      expect(report.metrics['noiser/tokens']).toBeGreaterThan(0);
+      expect(Number.isFinite(report.metrics['loss/noiser'])).toBe(true);
+      const [m] = loaded;
+      expect(loaded.length).toBe(1);
+      expect(plannedLearnBlocker(m, loraOf(m)!, false)).toBeNull();
+      expect(plannedMicroBatchesOf(m)).toBe(1);
+    } finally {
+      run.dispose();
+    }
+  });
+
   for (const { label, name, config, steps } of cases) {
     it(`${label}: every trained model's learning step took the planned path`, async () => {
       loaded.length = 0;
@@ -87,4 +120,102 @@ describe('every recipe learns on the planned path on WebGPU (Dawn, SwiftShader)'
       }
     });
   }
+});
+
+// Token Buncher's SFT mask (response mask x [advantage >= 0]): some response tokens left out.
+const NOISER_MASK = [[1, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 1]];
+const EPS = 0.1;
+const SEED = 0x4015e;
+
+/** The full-vocabulary TokenNoiser loss by tfjs autodiff (noiserSftStep's tfjs path): loss and each LoRA variable's gradient. */
+async function tfjsNoiser(model: LlamaModel, set: LoraSet, n: tf.Tensor, targets: tf.Tensor, mask: tf.Tensor) {
+  const packed = packSequences(BATCH);
+  const P = packed.promptLength;
+  const H = model.config.hiddenSize;
+  const vars = set.variables();
+  const { value, grads } = tf.variableGrads(() => {
+    const hidden = forward(model, packed.ids.map((x) => x.slice(0, P + T - 1)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, P + T - 1)), output: 'hidden' });
+    const h = hidden.slice([0, P - 1, 0], [B, T, H]).reshape([B * T, H]) as tf.Tensor2D;
+    const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, model.config.vocabSize]);
+    return tokenNoiserLoss(logp, targets, mask, { epsilon: EPS, weights: n });
+  }, vars);
+  const out = { loss: (await value.data())[0], grads: await Promise.all(vars.map(async (v) => (await grads[v.name].data()) as Float32Array)) };
+  tf.dispose([value, ...Object.values(grads)]);
+  return out;
+}
+
+describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfjs on the same batch and noise', () => {
+  for (const [label, opts] of [
+    ['f32', {}],
+    ['int4 (groups of 32)', { quantize: int4Quantizer(32) }],
+  ] as const) {
+    it(`${label} base: the loss and every LoRA gradient within 1e-4 (relative) of tfjs autodiff`, async () => {
+      const model = fixture('tiny-llama-f32', opts);
+      const targets = tf.tensor2d(BATCH.responses.flat(), [B, T], 'int32');
+      const mask = tf.tensor2d(NOISER_MASK);
+      const n = tokenNoiseWeights(targets, model.config.vocabSize, { seed: SEED });
+      try {
+        const set = adapters(model);
+        const want = await tfjsNoiser(model, set, n, targets, mask);
+        const terms = tokenNoiserHeadTerms(model.lmHead, targets, n);
+        const before = plannedMicroBatches();
+        const got = await plannedGrads(model, set, BATCH, { hiddenGrad: true }, (s) => tokenNoiserLossFromHidden(s.logp, s.hidden!, terms, mask, { epsilon: EPS }));
+        tf.dispose([terms.rows, terms.offset]);
+        expect(got).not.toBeNull();
+        expect(plannedMicroBatches()).toBe(before + 1);
+        expect(Math.abs(got!.loss - want.loss) / Math.abs(want.loss)).toBeLessThan(1e-4);
+        const gotGrads = await Promise.all(set.variables().map((v) => got!.grads[v.name].data()));
+        const rel = gotGrads.map((g, i) => maxAbs(g, want.grads[i]) / Math.max(...Array.from(want.grads[i]).map(Math.abs)));
+        expect(Math.max(...rel)).toBeLessThan(1e-4);
+        tf.dispose(Object.values(got!.grads));
+      } finally {
+        tf.dispose([targets, mask, n]);
+        disposeLlama(model);
+      }
+    });
+  }
+
+  it('noiserSftStep: the planned path (plan + planned AdamW; one pass, or the planner\'s micro-batches of one row) gives the tfjs path\'s loss, token count, grad norm and update', async () => {
+    const model = fixture('tiny-llama-f32', { quantize: int4Quantizer(32) });
+    try {
+      const set = adapters(model);
+      const start = set.variables().map((v) => v.clone());
+      const startData = await Promise.all(start.map((t) => t.data()));
+      const rollout = { rows: BATCH.prompts, gen: { tokens: BATCH.responses, mask: BATCH.mask } };
+      const o = { epsilon: EPS, seed: SEED, lr: 1e-2, maxGradNorm: 1e9, pad: 0 };
+      const runOn = async (path: 'planned' | 'tfjs', budget = 2 ** 31) => {
+        set.variables().forEach((v, i) => v.assign(start[i]));
+        setLearnPath(path);
+        setOptimizerPath(path);
+        setLearnMemoryBudget(budget);
+        const before = plannedMicroBatches();
+        const m = await noiserSftStep({ model, lora: set, optimizer: new AdamW({ lr: o.lr, weightDecay: 0.01 }) }, rollout, fromRows(NOISER_MASK), o);
+        return { m, planned: plannedMicroBatches() - before, after: await Promise.all(set.variables().map((v) => v.data())) };
+      };
+      const ref = await runOn('tfjs');
+      const got = await runOn('planned');
+      // A budget of one row: the planner's micro-batches, 3 plans accumulated into one update.
+      const oneRow = await runOn('planned', learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, 1).reduce((a, b) => a + b.bytes * b.count, 0));
+      expect(ref.planned).toBe(0);
+      expect(got.planned).toBe(1);
+      expect(oneRow.planned).toBe(3);
+      const moved = Math.max(...ref.after.map((a, i) => maxAbs(a, startData[i])));
+      expect(moved).toBeGreaterThan(o.lr / 2);
+      for (const x of [got, oneRow]) {
+        expect(x.m['noiser/tokens']).toBe(8);
+        expect(x.m['grad/skipped']).toBe(0);
+        expect(Math.abs(x.m['loss/noiser'] - ref.m['loss/noiser']) / ref.m['loss/noiser']).toBeLessThan(1e-4);
+        expect(Math.abs(x.m['grad/norm'] - ref.m['grad/norm']) / ref.m['grad/norm']).toBeLessThan(1e-4);
+        // The updates agree (AdamW's first step moves each entry by about lr).
+        expect(Math.max(...x.after.map((a, i) => maxAbs(a, ref.after[i])))).toBeLessThan(o.lr * 1e-2);
+      }
+      expect(ref.m['noiser/tokens']).toBe(8);
+      tf.dispose(start);
+    } finally {
+      setLearnPath('planned');
+      setOptimizerPath('planned');
+      setLearnMemoryBudget(2 ** 31);
+      disposeLlama(model);
+    }
+  });
 });

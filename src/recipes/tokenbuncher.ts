@@ -30,10 +30,12 @@ import { hash3 } from '../model/random.ts';
 import { computeAdvantages } from '../rl/advantages.ts';
 import { clipByGlobalNorm, type AdamW } from '../rl/optim.ts';
 import { placeOutcomeRewards } from '../rl/placement.ts';
-import { packSequences } from '../rl/policy.ts';
+import { packSequences, type ResponseBatch } from '../rl/policy.ts';
 import { positiveAdvantageMask, tokenBuncherReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
-import { TOKEN_NOISER_EPSILON, tokenNoiserLoss } from '../rl/tokenNoiser.ts';
+import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden } from '../rl/tokenNoiser.ts';
+import { flatGradTensors, plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch } from '../rl/plannedLearn.ts';
+import { plannedOptimizerActive, plannedUpdate } from '../rl/plannedOptim.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
 import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
@@ -105,19 +107,21 @@ export function isNoiserStep(s: number, c: Pick<TokenbuncherConfig, 'noiser' | '
 /**
  * Token Buncher's SFT update: the rollout's own tokens as targets, loss on `mask` (response mask x
  * [advantage >= 0]) under TokenNoiser with seeded noise. Full-vocabulary log-probs at temperature 1.
+ * On WebGPU it learns on the planned pass (src/rl/plannedLearn.ts): the plan's log p_t and final
+ * hidden rows carry the loss in its hidden-row form (tokenNoiserLossFromHidden, the same noise
+ * draw), and the planned AdamW takes the update as learnStep's does; tfjs is the reference and the
+ * fallback.
  */
-async function noiserSftStep(
+export async function noiserSftStep(
   learner: { model: LoadedModel['model']; lora: LoraSet; optimizer: AdamW },
-  r: Rollout,
+  r: Pick<Rollout, 'rows'> & { gen: Pick<Rollout['gen'], 'tokens' | 'mask'> },
   mask: TokenMatrix,
   o: { epsilon: number; seed: number; lr: number; maxGradNorm: number; pad: number },
 ): Promise<Metrics> {
   const { model, lora, optimizer } = learner;
-  const packed = packSequences({ prompts: r.rows, responses: r.gen.tokens, mask: r.gen.mask }, o.pad);
-  const { promptLength: P, responseLength: T } = packed;
-  const B = packed.ids.length;
-  const L = P + T - 1;
-  const Hd = model.config.hiddenSize;
+  const batch = { prompts: r.rows, responses: r.gen.tokens, mask: r.gen.mask };
+  const B = batch.prompts.length;
+  const T = r.gen.tokens[0]?.length ?? 0;
   const V = model.config.vocabSize;
   const tokens = mask.data.reduce((a, b) => a + b, 0);
   if (tokens === 0) return { 'loss/noiser': 0, 'noiser/tokens': 0, 'grad/norm': 0, 'grad/skipped': 1, 'optim/lr': o.lr };
@@ -125,25 +129,99 @@ async function noiserSftStep(
   for (const v of lora.variables()) vars[v.name] = v;
   const targets = tf.tensor2d(r.gen.tokens.flat(), [B, T], 'int32');
   const maskT = tf.tensor2d(mask.data, [B, T]);
+  // One seeded draw over the whole batch for either path (same seed and shape, same noise).
+  const n = tokenNoiseWeights(targets, V, { seed: o.seed });
+  const held: tf.Tensor[] = [targets, maskT, n];
+  const rowsOf = (rows: number[]) => <X extends tf.Tensor>(x: X) => tf.slice(x, [rows[0]], [rows.length]) as X;
   lora.training = true;
-  let res: { value: tf.Scalar; grads: tf.NamedTensorMap };
+  let lossT: tf.Scalar = tf.scalar(0);
+  let grads: tf.NamedTensorMap = {};
+  // The planned micro-batches' LoRA gradients, summed in the plans' flat buffer.
+  let flat: FlatGrads | undefined;
   try {
-    res = tf.variableGrads(() => {
-      const hidden = forward(model, packed.ids.map((x) => x.slice(0, L)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' });
-      const h = hidden.slice([0, P - 1, 0], [B, T, Hd]).reshape([B * T, Hd]) as tf.Tensor2D;
-      const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, V]);
-      return tokenNoiserLoss(logp, targets, maskT, { epsilon: o.epsilon, seed: o.seed });
-    }, Object.values(vars));
+    const planned = plannedLearnBlocker(model, lora) === null;
+    const terms = planned ? tokenNoiserHeadTerms(model.lmHead, targets, n) : null;
+    if (terms) held.push(terms.rows, terms.offset);
+    // On the plan, the learn-memory planner's micro-batches (contiguous rows); tfjs: one pass.
+    const mb = planned ? plannedMicroBatchRows(model, batch) : B;
+    for (let r0 = 0; r0 < B; r0 += mb) {
+      const rows = Array.from({ length: Math.min(mb, B - r0) }, (_, i) => r0 + i);
+      const cut = rowsOf(rows);
+      const sub = { prompts: rows.map((i) => batch.prompts[i]), responses: rows.map((i) => batch.responses[i]), mask: rows.map((i) => batch.mask[i]) };
+      const subMask = cut(maskT);
+      held.push(subMask);
+      // Each micro-batch's token-mean weighted by its share of the batch's tokens: their sum is the batch's.
+      const share = rows.reduce((a, i) => a + mask.data.slice(i * T, (i + 1) * T).reduce((x, y) => x + y, 0), 0) / tokens;
+      let viaPlan: PlannedMicroBatch | null = null;
+      if (terms) {
+        const sTerms = { rows: cut(terms.rows), offset: cut(terms.offset) };
+        held.push(sTerms.rows, sTerms.offset);
+        viaPlan = await plannedMicroBatch(model, lora, sub, { padTokenId: o.pad, hiddenGrad: true, accumulate: flat !== undefined }, (s) =>
+          tf.mul(tokenNoiserLossFromHidden(s.logp, s.hidden!, sTerms, subMask, { epsilon: o.epsilon }), share),
+        );
+      }
+      let part: tf.Scalar;
+      if (viaPlan) {
+        part = viaPlan.loss;
+        flat = viaPlan.flat;
+      } else {
+        const [subTargets, subN] = [cut(targets), cut(n)];
+        held.push(subTargets, subN);
+        const res = tf.variableGrads(() => tf.mul(noiserLossTfjs(model, sub, subTargets, subMask, { epsilon: o.epsilon, weights: subN, pad: o.pad }), share) as tf.Scalar, Object.values(vars));
+        part = res.value;
+        const prev = grads;
+        grads = {};
+        for (const [name, g] of Object.entries(res.grads)) grads[name] = prev[name] ? tf.add(prev[name], g) : g;
+        tf.dispose(Object.keys(res.grads).flatMap((name) => (prev[name] ? [prev[name], res.grads[name]] : [])));
+      }
+      const sum = tf.add(lossT, part) as tf.Scalar;
+      tf.dispose([lossT, part]);
+      lossT = sum;
+    }
   } finally {
     lora.training = false;
-    tf.dispose([targets, maskT]);
+    tf.dispose(held);
   }
-  const clipped = clipByGlobalNorm(res.grads, o.maxGradNorm);
-  const [loss, norm] = await Promise.all([res.value.data(), clipped.norm.data()]);
-  const skipped = !Number.isFinite(norm[0]) || !Number.isFinite(loss[0]);
-  if (!skipped) optimizer.applyGradients(vars, clipped.grads, o.lr);
-  tf.dispose([res.value, ...Object.values(res.grads), ...Object.values(clipped.grads), clipped.norm]);
-  return { 'loss/noiser': loss[0], 'noiser/tokens': tokens, 'grad/norm': norm[0], 'grad/skipped': skipped ? 1 : 0, 'optim/lr': o.lr };
+  // A micro-batch that fell back to tfjs: its gradients and the flat ones go on as one tensor per variable.
+  if (flat && Object.keys(grads).length > 0) {
+    const split = flatGradTensors(flat);
+    for (const [name, g] of Object.entries(split)) {
+      const prev = grads[name];
+      grads[name] = prev ? tf.add(prev, g) : g;
+      if (prev) tf.dispose([prev, g]);
+    }
+    flat = undefined;
+  }
+  const loss = (await lossT.data())[0];
+  let norm: number;
+  let skipped: boolean;
+  if (plannedOptimizerActive()) {
+    // The GPU's clip, skip and AdamW over the flat gradients, as learnStep on WebGPU.
+    const u = await plannedUpdate(optimizer, vars, grads, o.lr, o.maxGradNorm, !Number.isFinite(loss), flat);
+    ({ norm, skipped } = u);
+  } else {
+    if (flat) grads = flatGradTensors(flat);
+    const clipped = clipByGlobalNorm(grads, o.maxGradNorm);
+    norm = (await clipped.norm.data())[0];
+    skipped = !Number.isFinite(norm) || !Number.isFinite(loss);
+    if (!skipped) optimizer.applyGradients(vars, clipped.grads, o.lr);
+    tf.dispose([...Object.values(clipped.grads), clipped.norm]);
+  }
+  tf.dispose([lossT, ...Object.values(grads)]);
+  return { 'loss/noiser': loss, 'noiser/tokens': tokens, 'grad/norm': norm, 'grad/skipped': skipped ? 1 : 0, 'optim/lr': o.lr };
+}
+
+/** The TokenNoiser loss by the full log-softmax over the op-by-op forward (the reference). */
+function noiserLossTfjs(model: LoadedModel['model'], batch: ResponseBatch, targets: tf.Tensor, mask: tf.Tensor, o: { epsilon: number; weights: tf.Tensor; pad: number }): tf.Scalar {
+  const packed = packSequences(batch, o.pad);
+  const { promptLength: P, responseLength: T } = packed;
+  const B = packed.ids.length;
+  const L = P + T - 1;
+  const Hd = model.config.hiddenSize;
+  const hidden = forward(model, packed.ids.map((x) => x.slice(0, L)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' });
+  const h = hidden.slice([0, P - 1, 0], [B, T, Hd]).reshape([B * T, Hd]) as tf.Tensor2D;
+  const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, model.config.vocabSize]);
+  return tokenNoiserLoss(logp, targets, mask, { epsilon: o.epsilon, weights: o.weights });
 }
 
 /** Redteam steps until the greedy held-out ASR reaches the target, and the ASR after each step. */

@@ -144,6 +144,20 @@ export function flatGradTensors(flat: FlatGrads): tf.NamedTensorMap {
   return grads;
 }
 
+export interface PlannedLearnOptions {
+  temperature?: number;
+  padTokenId?: number;
+  /** A value head reading the hidden rows (its variables' gradients come back in varGrads). */
+  valueHead?: { variables(): tf.Variable[] };
+  /** The value loss's d loss / d hidden goes into the adapters too (with `valueHead`). */
+  valueGradToAdapters?: boolean;
+  /**
+   * The loss reads `hidden` without a value head, and its d loss / d hidden goes into the adapters
+   * (a loss linear in the final hidden rows, such as TokenNoiser's noise term: src/rl/tokenNoiser.ts).
+   */
+  hiddenGrad?: boolean;
+}
+
 export interface PlannedMicroBatch {
   /** The loss value (a scalar on the GPU; the caller disposes it). */
   loss: tf.Scalar;
@@ -166,7 +180,7 @@ export async function plannedMicroBatch(
   model: LlamaModel,
   lora: LoraSet,
   batch: ResponseBatch,
-  opts: { temperature?: number; padTokenId?: number; valueHead?: { variables(): tf.Variable[] }; valueGradToAdapters?: boolean; accumulate?: boolean },
+  opts: PlannedLearnOptions & { accumulate?: boolean },
   lossFn: (s: StatTensors) => tf.Scalar,
 ): Promise<PlannedMicroBatch | null> {
   const packed = packSequences(batch, opts.padTokenId ?? 0);
@@ -174,14 +188,15 @@ export async function plannedMicroBatch(
   const T = packed.responseLength;
   if (learnShapeBlocker(model, B, packed.promptLength, T)) return null;
   const head = opts.valueHead;
-  const plan = await plannedLearnForwardOnGpu(model, lora, packed, opts.temperature ?? 1, !!head);
+  const withHidden = !!head || !!opts.hiddenGrad;
+  const plan = await plannedLearnForwardOnGpu(model, lora, packed, opts.temperature ?? 1, withHidden);
   if (!plan) return null;
   plannedCount++;
   plannedByModel.set(model, plannedMicroBatchesOf(model) + 1);
-  const toHidden = !!(head && opts.valueGradToAdapters);
+  const toHidden = !!((head && opts.valueGradToAdapters) || opts.hiddenGrad);
   // tfjs copies the statistics (and the hidden rows) out of the plan's buffers in its own encoder.
   const stats = tf.tensor({ buffer: plan.statsBuffer }, [B, T, STATS_COLS], 'float32');
-  const hidden = head ? (tf.tensor({ buffer: plan.hidden }, [B, T, model.config.hiddenSize], 'float32') as tf.Tensor3D) : undefined;
+  const hidden = withHidden ? (tf.tensor({ buffer: plan.hidden }, [B, T, model.config.hiddenSize], 'float32') as tf.Tensor3D) : undefined;
   const col = (c: number) => tf.reshape(tf.slice(stats, [0, 0, c], [B, T, 1]), [B, T]) as tf.Tensor2D;
   const lp = col(0);
   const ent = col(1);
@@ -227,7 +242,7 @@ export async function plannedGrads(
   model: LlamaModel,
   lora: LoraSet,
   batch: ResponseBatch,
-  opts: { temperature?: number; padTokenId?: number; valueHead?: { variables(): tf.Variable[] }; valueGradToAdapters?: boolean },
+  opts: PlannedLearnOptions,
   lossFn: (s: StatTensors) => tf.Scalar,
 ): Promise<{ loss: number; grads: tf.NamedTensorMap } | null> {
   const r = await plannedMicroBatch(model, lora, batch, opts, lossFn);

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { tokenNoiserLoss, tokenNoiseWeights } from './tokenNoiser';
+import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from './tokenNoiser';
 import { expectAllClose } from './testHelpers';
 
 const num = (t: tf.Tensor) => t.dataSync()[0];
@@ -69,5 +69,60 @@ describe('TokenNoiser loss', () => {
   });
   it('rejects epsilon outside [0, 1]', () => {
     expect(() => tokenNoiserLoss(tf.zeros([1, 1, 2]), tf.tensor2d([[0]], [1, 1], 'int32'), tf.ones([1, 1]), { epsilon: 2 })).toThrow(/epsilon/);
+  });
+});
+
+describe('TokenNoiser in hidden-row form (the planned step): -log p_t + e h.(W_t - n W) + e (b_t - n.b)', () => {
+  // Two tokens, V = 4, H = 3: a hand-made head W [V, H], bias b, hidden rows h, targets 2 and 0,
+  // raw noise rows (the target entry zeroed, then renormalised), e = 0.3; only token 0 masked in
+  // for the value, both for the gradient.
+  const W = [[0.5, -1.0, 0.2], [1.5, 0.3, -0.7], [-0.4, 0.8, 1.1], [0.0, -0.6, 0.9]];
+  const b = [0.1, -0.2, 0.05, 0.3];
+  const h = [[0.7, -0.3, 1.2], [-1.1, 0.4, 0.6]];
+  const tgt = [2, 0];
+  const raw = [[0.2, 0.5, 0.9, 0.3], [0.6, 0.1, 0.4, 0.8]];
+  const e = 0.3;
+
+  /** float64: the TokenNoiser loss per token from the full log-softmax (the definition). */
+  function reference64(): number[] {
+    return h.map((hr, i) => {
+      const z = W.map((w, v) => w.reduce((a, x, k) => a + x * hr[k], b[v]));
+      const m = Math.max(...z);
+      const lse = m + Math.log(z.reduce((a, x) => a + Math.exp(x - m), 0));
+      const logp = z.map((x) => x - lse);
+      const nr = raw[i].map((x, v) => (v === tgt[i] ? 0 : x));
+      const s = nr.reduce((a, x) => a + x, 0);
+      const n = nr.map((x) => x / s);
+      return (1 - e) * -logp[tgt[i]] + e * n.reduce((a, nv, v) => a + nv * -logp[v], 0);
+    });
+  }
+
+  const head = { weight: { matmul: (x: tf.Tensor2D) => tf.matMul(x, tf.tensor2d(W), false, true) as tf.Tensor2D, inFeatures: 3 }, bias: tf.tensor1d(b) };
+  const targets = tf.tensor2d([tgt], [1, 2], 'int32');
+  const n = tokenNoiseWeights(targets, 4, { raw: tf.tensor3d([raw]) });
+  const logpOf = (hh: tf.Tensor) => tf.logSoftmax(tf.add(tf.matMul(tf.reshape(hh, [2, 3]), tf.tensor2d(W), false, true), tf.tensor1d(b)));
+
+  it('equals the definition in float64 per token (a dropped n.z or bias term fails)', () => {
+    const ref = reference64();
+    expect(ref[0]).not.toBeCloseTo(ref[1], 2);
+    const terms = tokenNoiserHeadTerms(head, targets, n);
+    const hT = tf.tensor3d([h]);
+    const logpT = tf.reshape(tf.sum(tf.mul(logpOf(hT), tf.oneHot(tf.tensor1d(tgt, 'int32'), 4)), -1), [1, 2]);
+    for (const [mask, want] of [[[1, 0], ref[0]], [[0, 1], ref[1]], [[1, 1], (ref[0] + ref[1]) / 2]] as const) {
+      const got = num(tokenNoiserLossFromHidden(logpT, hT, terms, tf.tensor2d([mask as unknown as number[]]), { epsilon: e }));
+      expect(Math.abs(got - want)).toBeLessThan(1e-5);
+    }
+  });
+
+  it('its gradient in h equals the full-vocabulary loss\'s (tfjs autodiff through log_softmax)', () => {
+    const terms = tokenNoiserHeadTerms(head, targets, n);
+    const mask = tf.tensor2d([[1, 1]]);
+    const full = tf.grad((hh: tf.Tensor) => tokenNoiserLoss(tf.reshape(logpOf(hh), [1, 2, 4]), targets, mask, { epsilon: e, weights: n }))(tf.tensor3d([h]));
+    const viaRows = tf.grad((hh: tf.Tensor) => {
+      const logpT = tf.reshape(tf.sum(tf.mul(logpOf(hh), tf.oneHot(tf.tensor1d(tgt, 'int32'), 4)), -1), [1, 2]);
+      return tokenNoiserLossFromHidden(logpT, hh, terms, mask, { epsilon: e });
+    })(tf.tensor3d([h]));
+    expect(Math.max(...Array.from(full.dataSync()).map(Math.abs))).toBeGreaterThan(1e-2);
+    expectAllClose(viaRows.dataSync(), full.dataSync(), 5);
   });
 });

@@ -62,3 +62,50 @@ export function tokenNoiserLoss(logp: tf.Tensor, targets: tf.Tensor, mask: tf.Te
     return aggLoss(perToken, mask, opts.lossAggMode ?? 'token-mean');
   });
 }
+
+/** The LM head as TokenNoiser's hidden-row form reads it: z = h W^T (+ b), W [V, H]. */
+export interface HeadWeight {
+  weight: { matmul(x: tf.Tensor2D): tf.Tensor2D; inFeatures: number };
+  bias: tf.Tensor1D | null;
+}
+
+/**
+ * TokenNoiser through the final hidden rows, for a pass that gives log p_t and h but no logits
+ * (the planned learning step). With z = h W^T + b the logits at temperature 1, sum_v n_v = 1 and
+ * lse(z) = z_t - log p_t:
+ *   (1 - e)(-log p_t) + e sum_v n_v (-log p_v) = -log p_t + e (z_t - n.z),
+ *   z_t - n.z = h.(W_t - n W) + (b_t - n.b)
+ * (linear in h). Returns rows = W_t - n W [B, T, H] and offset = b_t - n.b [B, T] (constants).
+ * n W comes from the head's own product (the gradient of sum((x W^T) * w) in x is w W), so a
+ * quantised head is never densified. targets: int32 [B, T]; n: tokenNoiseWeights [B, T, V].
+ */
+export function tokenNoiserHeadTerms(head: HeadWeight, targets: tf.Tensor, n: tf.Tensor): { rows: tf.Tensor3D; offset: tf.Tensor2D } {
+  const [B, T, V] = n.shape;
+  const H = head.weight.inFeatures;
+  return tf.tidy(() => {
+    const w = tf.sub(tf.oneHot(tf.reshape(tf.cast(targets, 'int32'), [B * T]), V), tf.reshape(n, [B * T, V])) as tf.Tensor2D;
+    const rows = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(head.weight.matmul(x as tf.Tensor2D), w)))(tf.zeros([B * T, H]));
+    const offset = head.bias ? tf.reshape(tf.matMul(w, tf.reshape(head.bias, [V, 1])), [B, T]) : tf.zeros([B, T]);
+    return { rows: tf.reshape(rows, [B, T, H]) as tf.Tensor3D, offset: offset as tf.Tensor2D };
+  });
+}
+
+/**
+ * The TokenNoiser loss of tokenNoiserLoss from log p_t [B, T] and the final hidden rows h [B, T, H]
+ * (see tokenNoiserHeadTerms): per token -log p_t + e (h.rows + offset), aggregated as there.
+ */
+export function tokenNoiserLossFromHidden(
+  logp: tf.Tensor,
+  hidden: tf.Tensor,
+  terms: { rows: tf.Tensor; offset: tf.Tensor },
+  mask: tf.Tensor,
+  opts: { epsilon?: number; lossAggMode?: LossAggMode } = {},
+): tf.Scalar {
+  const e = opts.epsilon ?? TOKEN_NOISER_EPSILON;
+  if (!(e >= 0 && e <= 1)) throw new Error(`TokenNoiser epsilon must be in [0, 1] (got ${e})`);
+  return tf.tidy(() => {
+    const noise = tf.add(tf.sum(tf.mul(hidden, terms.rows), -1), terms.offset);
+    const perToken = tf.add(tf.neg(logp), tf.mul(e, noise));
+    return aggLoss(perToken, mask, opts.lossAggMode ?? 'token-mean');
+  });
+}
