@@ -5,8 +5,7 @@
 // left-padded GQA batch; no GPU buffer made after warm-up; no uncaptured WebGPU error; the same
 // with activations recomputed per layer (equal to the kept plan's, and the planner's bytes).
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startDawn } from '../src/cli/node/dawn';
+import { afterEach, describe, expect, it } from 'vitest';
 import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { disposeLlama, linearLayers, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
@@ -27,15 +26,10 @@ import { rlStep, type RlLoopConfig } from '../src/rl/loop';
 import { learnMicroBatchRows, setLearnRecompute, type LearnRecompute } from '../src/model/plannedLearn';
 import type { LearnLoraShape } from '../src/model/learnMemory';
 import { ADV, adapters, B, BATCH, fixture, OLD, T, TEMP } from './learnFixture';
+import { useDawn } from './dawnSetup';
 
-const gpuErrors: string[] = [];
-beforeAll(async () => {
-  await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
-});
-afterAll(() => {
+useDawn(() => {
   setLearnPath('planned');
-  expect(gpuErrors).toEqual([]);
 });
 
 const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];

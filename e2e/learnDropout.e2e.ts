@@ -2,10 +2,8 @@
 // SwiftShader: the plan takes each adapter's mask as the tfjs path draws it (LoraAdapter's seeded
 // stream and call counter), so its statistics and LoRA gradients equal tfjs autodiff with the same
 // masks, learnStep gives the same update on both paths, and the counters advance alike.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
-import { startDawn } from '../src/cli/node/dawn';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { disposeLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import type { LoraConfig, LoraSet } from '../src/model/lora';
 import { plannedLearnForward, setDropoutMaskGroupBytes, setLearnRecompute } from '../src/model/plannedLearn';
@@ -20,15 +18,10 @@ import { nodeRecipeEnv } from '../src/cli/recipe-env';
 import { createRun } from '../src/recipes/registry';
 import { letterJudge, loadWithCharCodec, stableReport } from '../src/recipes/testing';
 import { ADV, B, BATCH, adapters as drawnAdapters, maxAbs, OLD, plannedPgGrads, relErrors, T, TEMP, tfjsPgGrads, fixture as load } from './learnFixture';
+import { useDawn } from './dawnSetup';
 
-const gpuErrors: string[] = [];
-beforeAll(async () => {
-  await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
-});
-afterAll(() => {
+useDawn(() => {
   setLearnPath('planned');
-  expect(gpuErrors).toEqual([]);
 });
 
 /** Adapters with dropout 0.1 unless asked otherwise. */

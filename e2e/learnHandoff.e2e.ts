@@ -4,9 +4,7 @@
 // value loss sends its gradient into the adapters through the plan's backward. Counted per
 // learnStep (readbacks, copies of gradients) and checked against tfjs autodiff and tfjs's learnStep.
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDawn } from '../src/cli/node/dawn';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { describe, expect, it } from 'vitest';
 import { disposeLlama, type LlamaModel } from '../src/model/llama';
 import { mulberry32 } from '../src/model/random';
 import { policyStats, ValueHead } from '../src/rl/policy';
@@ -17,18 +15,13 @@ import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/traine
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { ADV, adapters, BATCH, OLD, TEMP, fixture as load } from './learnFixture';
+import { useDawn } from './dawnSetup';
 
 const fixture = () => load('tiny-llama-f32');
 
-const gpuErrors: string[] = [];
-beforeAll(async () => {
-  await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
-});
-afterAll(() => {
+useDawn(() => {
   setLearnPath('planned');
   setOptimizerPath('planned');
-  expect(gpuErrors).toEqual([]);
 });
 
 /** A value head with drawn weights (w = 0 would send no gradient into the hidden state). */

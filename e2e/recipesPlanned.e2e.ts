@@ -6,11 +6,9 @@
 // set everywhere: it once sent every step to tfjs. Token Buncher's TokenNoiser SFT step too: its
 // loss and LoRA gradients on the plan (the hidden-row form) against tfjs's full-vocabulary loss.
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
-import { startDawn } from '../src/cli/node/dawn';
 import { nodeRecipeEnv } from '../src/cli/recipe-env';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { disposeLlama, forward, PROJ_NAMES, type LlamaModel } from '../src/model/llama';
 import { createRun, recipeNames } from '../src/recipes/registry';
 import { letterJudge, loadWithCharCodec } from '../src/recipes/testing';
@@ -26,16 +24,11 @@ import { fromRows } from '../src/rl/types';
 import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
 import { setLearnMemoryBudget } from '../src/model/plannedLearn';
 import { learnStepBuffers } from '../src/model/learnMemory';
+import { useDawn } from './dawnSetup';
 
-const gpuErrors: string[] = [];
-beforeAll(async () => {
-  await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
-});
-afterAll(() => {
+useDawn(() => {
   setLearnPath('planned');
   setOptimizerPath('planned');
-  expect(gpuErrors).toEqual([]);
 });
 
 const M = 'tiny-llama-f32';

@@ -5,10 +5,8 @@
 // block and dispatches per block: its statistics and LoRA gradients equal tfjs autodiff. The decode
 // plan takes a blocked head (and embedding) and blocked projections (one GEMV per block; q, k, v
 // in blocks of whole heads): logits and draws equal tfjs.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDawn } from '../src/cli/node/dawn';
+import { describe, expect, it } from 'vitest';
 import { setBindingLimitOverride } from '../src/engine/kernels/limits';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { disposeLlama, forward, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { generate } from '../src/model/generate';
 import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, unplannableReason } from '../src/model/plannedDecode';
@@ -19,17 +17,12 @@ import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { ADV, ALL, BATCH, adapters as drawnAdapters, maxAbs, OLD, plannedPgGrads, relErrors, TEMP, tfjsPgGrads, fixture as load } from './learnFixture';
+import { useDawn } from './dawnSetup';
 
-const gpuErrors: string[] = [];
-beforeAll(async () => {
-  await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
-});
-afterAll(() => {
+useDawn(() => {
   setBindingLimitOverride(null);
   setDecodePath('planned');
   setLearnPath('planned');
-  expect(gpuErrors).toEqual([]);
 });
 
 /** The tiny fixture loaded under a binding limit of `bytes` (its weights then in row blocks). */

@@ -12,13 +12,12 @@ import { attachLora } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
 import { drawnAdapters } from './learnGradCheck.ts';
 import { AdamW } from './optim.ts';
-import { rlStep } from './loop.ts';
 import { optimizerPath, setOptimizerPath } from './plannedOptim.ts';
 import { decodePath, setDecodePath, setPrefillPath } from '../model/plannedDecode.ts';
 import { plannedMicroBatches, setLearnPath, type LearnPath } from './plannedLearn.ts';
 import { learnStep, type LearnBatch, type LearnMetrics } from './trainer.ts';
 import { fromRows } from './types.ts';
-import type { StepProfileCase } from './stepProfile.ts';
+import { benchGrpoStep, type StepProfileCase } from './stepProfile.ts';
 
 export interface LearnBenchRow {
   path: LearnPath;
@@ -214,14 +213,7 @@ export async function benchGrpoStepPaths(model: LlamaModel, c: StepProfileCase, 
     const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
     const optimizer = new AdamW({ lr: 1e-3 });
     try {
-      const step = (s: number) =>
-        rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, prompts, s, {
-          groupSize: c.groupSize,
-          maxNewTokens: c.newTokens,
-          temperature: 1,
-          advantage: 'grpo',
-          trainer: { policyLoss: 'ppo' },
-        });
+      const step = benchGrpoStep(model, lora, optimizer, prompts, c);
       await step(0);
       const t: Record<'rollout' | 'learn' | 'total' | 'dispatches', number[]> = { rollout: [], learn: [], total: [], dispatches: [] };
       for (let i = 0; i < reps; i++) {

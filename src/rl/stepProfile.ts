@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { countGpuWork, type GpuCounts } from '../engine/gpuCounters.ts';
 import type { LlamaModel } from '../model/llama.ts';
-import { attachLora } from '../model/lora.ts';
+import { attachLora, type LoraSet } from '../model/lora.ts';
 import { rlStep } from './loop.ts';
 import { webgpuDevice } from '../engine/kernels/wgslProgram.ts';
 import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
@@ -33,13 +33,12 @@ export interface StepProfileCase {
   dropout?: number;
 }
 
-/** One GRPO step (PPO loss, LoRA on every projection) after a warm-up step, profiled. */
-export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Promise<StepProfile> {
-  const V = model.config.vocabSize;
-  const prompts = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: c.promptLen }, (_, t) => (3 + 7 * t + 11 * b) % V));
-  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
-  const optimizer = new AdamW({ lr: 1e-3 });
-  const step = (s: number) =>
+/**
+ * The benchmarks' GRPO step s: case c's group size and new tokens at temperature 1, GRPO advantages,
+ * PPO's clipped loss, a reward of 1 for an even first response token (cheap, and it varies).
+ */
+export function benchGrpoStep(model: LlamaModel, lora: LoraSet, optimizer: AdamW, prompts: number[][], c: StepProfileCase): (s: number) => ReturnType<typeof rlStep> {
+  return (s) =>
     rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, prompts, s, {
       groupSize: c.groupSize,
       maxNewTokens: c.newTokens,
@@ -47,6 +46,15 @@ export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Pr
       advantage: 'grpo',
       trainer: { policyLoss: 'ppo' },
     });
+}
+
+/** One GRPO step (PPO loss, LoRA on every projection) after a warm-up step, profiled. */
+export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Promise<StepProfile> {
+  const V = model.config.vocabSize;
+  const prompts = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: c.promptLen }, (_, t) => (3 + 7 * t + 11 * b) % V));
+  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  const optimizer = new AdamW({ lr: 1e-3 });
+  const step = benchGrpoStep(model, lora, optimizer, prompts, c);
   try {
     await step(0); // warm-up: shaders, plans, buffer pools
     // Counted and timed on its own: tf.profile times every kernel with a query and a readback

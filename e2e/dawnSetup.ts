@@ -1,0 +1,18 @@
+// The Dawn e2e files' shared setup: Dawn on SwiftShader's Vulkan driver before the file's tests,
+// every uncaptured WebGPU error collected, none allowed at the end. `reset` puts back the module
+// switches (learn path, optimiser path ...) the file's tests may leave changed.
+import { afterAll, beforeAll, expect } from 'vitest';
+import { startDawn } from '../src/cli/node/dawn';
+import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+
+export function useDawn(reset: () => void = () => {}): void {
+  const gpuErrors: string[] = [];
+  beforeAll(async () => {
+    await startDawn({ swiftshader: true });
+    webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+  });
+  afterAll(() => {
+    reset();
+    expect(gpuErrors).toEqual([]);
+  });
+}
