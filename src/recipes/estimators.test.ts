@@ -12,11 +12,10 @@ import { generate } from '../model/generate.ts';
 import { groupDiversity } from './attack.ts';
 import { saferTurnScore } from './multiturn.ts';
 import { createRun, getRecipe } from './registry.ts';
-import type { StepReport } from './report.ts';
 import { asUserMessage } from './rollout.ts';
 import { validateConfig } from './schema.ts';
-import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
-import type { LoadedModel, RecipeCheckpoint } from './types.ts';
+import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
+import type { LoadedModel } from './types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
@@ -125,53 +124,29 @@ describe('ReMax: the baseline is the reward of a greedy rollout (fixture model, 
 describe('GAE with a critic', () => {
   it('attack: the attacker\'s value head learns with its own optimiser; a checkpoint restores it exactly', async () => {
     const cfg = { attacker: M, defender: M, judge: 'letters', goals: 2, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 2, lr: 2e-2, advantage: 'gae', criticLr: 1e-2 };
-    const a = await createRun(env, 'attack', cfg, 3);
-    let payload: RecipeCheckpoint;
-    let next: StepReport;
-    try {
-      const r0 = await a.run.step();
+    const res = await resumedStep(env, 'attack', cfg, 3, async (run) => {
+      const r0 = await run.step();
       expect(r0.metrics['value/mean']).toBe(0); // the head starts at zero
       expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
-      payload = await a.run.state();
+    }, (payload) => {
       const critic = payload.extra.critic as { step: number; weight: { data: number[] } };
       expect(critic.step).toBe(1);
       expect(critic.weight.data.some((x) => x !== 0)).toBe(true);
-      next = await a.run.step();
-    } finally {
-      a.run.dispose();
-    }
-    const b = await createRun(env, 'attack', cfg, 3);
-    try {
-      await b.run.restore(payload);
-      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
-    } finally {
-      b.run.dispose();
-    }
+    });
+    expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 90_000);
 
   it('arena: one critic per side, each trained only in its own phases; both restored', async () => {
     const cfg = { attacker: M, defender: M, judge: 'letters', phaseSteps: 1, goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 2, attackerLr: 1e-2, defenderLr: 1e-2, advantage: 'gae', criticLr: 1e-2 };
-    const a = await createRun(env, 'arena', cfg, 5);
-    let payload: RecipeCheckpoint;
-    let next: StepReport;
-    try {
-      expect((await a.run.step()).phase).toBe('attacker');
-      const critics = (await a.run.state()).extra.critics as Record<string, { step: number }>;
+    const res = await resumedStep(env, 'arena', cfg, 5, async (run) => {
+      expect((await run.step()).phase).toBe('attacker');
+      const critics = (await run.state()).extra.critics as Record<string, { step: number }>;
       expect(critics).toMatchObject({ attacker: { step: 1 }, defender: { step: 0 } });
-      await a.run.step();
-      payload = await a.run.state();
+      await run.step();
+    }, (payload) => {
       expect(payload.extra.critics).toMatchObject({ attacker: { step: 1 }, defender: { step: 1 } });
-      next = await a.run.step();
-    } finally {
-      a.run.dispose();
-    }
-    const b = await createRun(env, 'arena', cfg, 5);
-    try {
-      await b.run.restore(payload);
-      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
-    } finally {
-      b.run.dispose();
-    }
+    });
+    expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 90_000);
 
   it('multiturn: GAE runs across the user turns (a reply is credited with its own and every later turn\'s score) and the critic trains', async () => {
@@ -211,28 +186,16 @@ describe('adaptive KL controller', () => {
 
   it('redteam: beta follows the controller each step and survives a checkpoint (hand-computed)', async () => {
     const cfg = { defender: M, judge: 'letters', prompts: 2, groupSize: 4, maxNewTokens: 6, promptPool: 8, samples: 0, lr: 5e-2, klBeta: 0.5, earlyStop: false, skipZeroAdvantageGroups: false, ...ctl };
-    const a = await createRun(env, 'redteam', cfg, 4);
-    let payload: RecipeCheckpoint;
-    let next: StepReport;
-    try {
-      const r0 = await a.run.step();
-      const r1 = await a.run.step();
+    const res = await resumedStep(env, 'redteam', cfg, 4, async (run) => {
+      const r0 = await run.step();
+      const r1 = await run.step();
       expect(r0.metrics['kl/coef']).toBe(0.5);
       expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.2 * 8 / 10), 12);
       expect(r1.metrics['kl/mean']).toBeGreaterThan(1e-6);
-      payload = await a.run.state();
+    }, (payload) => {
       expect(payload.extra.klCoef).toBeCloseTo(0.5 * 0.84 * 1.16, 12);
-      next = await a.run.step();
-    } finally {
-      a.run.dispose();
-    }
-    const b = await createRun(env, 'redteam', cfg, 4);
-    try {
-      await b.run.restore(payload);
-      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
-    } finally {
-      b.run.dispose();
-    }
+    });
+    expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 90_000);
 
   it('attack: beta follows the controller each step (hand-computed)', async () => {
@@ -252,31 +215,19 @@ describe('adaptive KL controller', () => {
 
   it('arena: one controller per side, each moved by its own phases only (hand-computed); restored', async () => {
     const cfg = { attacker: M, defender: M, judge: 'letters', phaseSteps: 1, goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 0, attackerLr: 5e-2, defenderLr: 5e-2, attackerKlBeta: 0.5, defenderKlBeta: 0.3, ...ctl };
-    const a = await createRun(env, 'arena', cfg, 5);
-    let payload: RecipeCheckpoint;
-    let next: StepReport;
-    try {
-      const r = [await a.run.step(), await a.run.step(), await a.run.step()];
+    const res = await resumedStep(env, 'arena', cfg, 5, async (run) => {
+      const r = [await run.step(), await run.step(), await run.step()];
       expect(r.map((x) => x.phase)).toEqual(['attacker', 'defender', 'attacker']);
       expect(r[0].metrics['kl/coef']).toBe(0.5);
       expect(r[1].metrics['kl/coef']).toBe(0.3); // the attacker's step left the defender's beta alone
       expect(r[2].metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.2 * 6 / 10), 12); // 2 goals x G 3
       expect(r[2].metrics['attacker/kl_mean']).toBeGreaterThan(1e-6);
-      payload = await a.run.state();
+    }, (payload) => {
       const k = payload.extra.klCoefs as Record<string, number>;
       expect(k.attacker).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
       expect(k.defender).toBeCloseTo(0.3 * (1 - 0.2 * 9 / 10), 12); // (2 goals + 1 task) x G 3
-      next = await a.run.step();
-    } finally {
-      a.run.dispose();
-    }
-    const b = await createRun(env, 'arena', cfg, 5);
-    try {
-      await b.run.restore(payload);
-      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
-    } finally {
-      b.run.dispose();
-    }
+    });
+    expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 120_000);
 
   it('minmax: the monitor\'s and the policy\'s beta move on their own updates (hand-computed)', async () => {

@@ -9,7 +9,7 @@ import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { ConfigError } from './schema.ts';
-import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
+import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
 import type { RecipeCheckpoint, RecipeEnv } from './types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -197,23 +197,10 @@ describe.skipIf(!HAVE_QA)('minmax on the sandbox qa model', () => {
   it('resume reproduces the next step', async () => {
     const env = nodeRecipeEnv({ modelsDir: MODELS });
     const cfg = { items: 2, groupSize: 2, policyMaxTokens: 8, monitorMaxTokens: 12, samples: 1, monitorStepsPerPolicy: 1 };
-    const a = await createRun(env, 'minmax', cfg, 5);
-    let payload: RecipeCheckpoint;
-    let want: StepReport;
-    try {
-      await a.run.step();
-      payload = await a.run.state();
-      want = await a.run.step();
-    } finally {
-      a.run.dispose();
-    }
-    const b = await createRun(env, 'minmax', cfg, 5);
-    try {
-      await b.run.restore(payload);
-      expect(stableReport(await b.run.step())).toEqual(stableReport(want));
-    } finally {
-      b.run.dispose();
-    }
+    const res = await resumedStep(env, 'minmax', cfg, 5, async (run) => {
+      await run.step();
+    });
+    expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 120_000);
 });
 

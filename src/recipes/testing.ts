@@ -3,8 +3,9 @@
 import type { Judge } from '../judges/types.ts';
 import { disposeLlama } from '../model/llama.ts';
 import { loadModel, type ModelFolder } from '../model/load.ts';
+import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
-import type { ChatCodec, LoadedModel, LoadModelRefOptions } from './types.ts';
+import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 import { weightQuantizer } from '../model/quant.ts';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */
@@ -66,3 +67,36 @@ export const stableReport = (r: StepReport) => ({
   metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
   samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
 });
+
+/**
+ * A resume check: `before` steps a fresh run (and checks what it likes), the run's checkpoint is
+ * taken (handed to `atCheckpoint`) and the next step is the uninterrupted one; a second fresh run
+ * restored from the checkpoint takes the resumed one. The caller compares them (stableReport).
+ */
+export async function resumedStep(
+  env: RecipeEnv,
+  recipe: string,
+  cfg: Record<string, unknown>,
+  seed: number,
+  before: (run: RecipeRun) => Promise<void>,
+  atCheckpoint: (payload: RecipeCheckpoint) => void = () => {},
+): Promise<{ uninterrupted: StepReport; resumed: StepReport }> {
+  const a = await createRun(env, recipe, cfg, seed);
+  let payload: RecipeCheckpoint;
+  let uninterrupted: StepReport;
+  try {
+    await before(a.run);
+    payload = await a.run.state();
+    atCheckpoint(payload);
+    uninterrupted = await a.run.step();
+  } finally {
+    a.run.dispose();
+  }
+  const b = await createRun(env, recipe, cfg, seed);
+  try {
+    await b.run.restore(payload);
+    return { uninterrupted, resumed: await b.run.step() };
+  } finally {
+    b.run.dispose();
+  }
+}
