@@ -34,7 +34,7 @@ import { packSequences, type ResponseBatch } from '../rl/policy.ts';
 import { positiveAdvantageMask, tokenBuncherReward } from '../rl/rewards.ts';
 import { std } from '../rl/stats.ts';
 import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden } from '../rl/tokenNoiser.ts';
-import { flatGradTensors, plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch } from '../rl/plannedLearn.ts';
+import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch, withFlatGrads } from '../rl/plannedLearn.ts';
 import { plannedOptimizerActive, plannedUpdate } from '../rl/plannedOptim.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
 import { attachCheckpointAdapter } from './checkpointFile.ts';
@@ -183,13 +183,9 @@ export async function noiserSftStep(
     tf.dispose(held);
   }
   // A micro-batch that fell back to tfjs: its gradients and the flat ones go on as one tensor per variable.
-  if (flat && Object.keys(grads).length > 0) {
-    const split = flatGradTensors(flat);
-    for (const [name, g] of Object.entries(split)) {
-      const prev = grads[name];
-      grads[name] = prev ? tf.add(prev, g) : g;
-      if (prev) tf.dispose([prev, g]);
-    }
+  // So does everything when tfjs's optimiser takes the update.
+  if (flat && (Object.keys(grads).length > 0 || !plannedOptimizerActive())) {
+    grads = withFlatGrads(grads, flat);
     flat = undefined;
   }
   const loss = (await lossT.data())[0];
@@ -200,7 +196,6 @@ export async function noiserSftStep(
     const u = await plannedUpdate(optimizer, vars, grads, o.lr, o.maxGradNorm, !Number.isFinite(loss), flat);
     ({ norm, skipped } = u);
   } else {
-    if (flat) grads = flatGradTensors(flat);
     const clipped = clipByGlobalNorm(grads, o.maxGradNorm);
     norm = (await clipped.norm.data())[0];
     skipped = !Number.isFinite(norm) || !Number.isFinite(loss);

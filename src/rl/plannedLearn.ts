@@ -98,10 +98,9 @@ export function plannedMicroBatchesOf(model: LlamaModel): number {
 /**
  * Why learnStep would not take the planned path for this learner now (null: it would). A value
  * head is planned either way: reading the hidden state as a constant, or sending its loss's
- * gradient into the adapters (the plan's backward takes d loss / d hidden; the third argument is
- * kept for callers and no longer blocks).
+ * gradient into the adapters (the plan's backward takes d loss / d hidden).
  */
-export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet, _valueGradToAdapters = false): string | null {
+export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet): string | null {
   if (learnPath !== 'planned') return 'the learn path is tfjs';
   if (!lora.enabled) return 'the adapters are switched off';
   return unplannableLearnReason(model, lora);
@@ -142,6 +141,18 @@ export function flatGradTensors(flat: FlatGrads): tf.NamedTensorMap {
   flushTfjs();
   device.queue.submit([enc.finish()]);
   return grads;
+}
+
+/**
+ * `grads` with the flat LoRA gradients added in, one tensor per variable (for tfjs's optimiser, or
+ * where a micro-batch fell back to tfjs); the tensors it supersedes are disposed.
+ */
+export function withFlatGrads(grads: tf.NamedTensorMap, flat: FlatGrads): tf.NamedTensorMap {
+  const split = flatGradTensors(flat);
+  const merged: tf.NamedTensorMap = { ...grads };
+  for (const [name, g] of Object.entries(split)) merged[name] = grads[name] ? tf.add(grads[name], g) : g;
+  tf.dispose(Object.keys(split).flatMap((name) => (grads[name] ? [grads[name], split[name]] : [])));
+  return merged;
 }
 
 export interface PlannedLearnOptions {
@@ -266,7 +277,7 @@ export async function plannedRolloutStats(
   opts: { temperature?: number; padTokenId?: number },
   want: { reference: boolean; valueHead?: ValueHead },
 ): Promise<{ refLogp?: TokenMatrix; values?: TokenMatrix } | null> {
-  if (plannedLearnBlocker(model, lora, false)) return null;
+  if (plannedLearnBlocker(model, lora)) return null;
   const packed = packSequences(batch, opts.padTokenId ?? 0);
   const B = packed.ids.length;
   const T = packed.responseLength;

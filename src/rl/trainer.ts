@@ -27,7 +27,7 @@ import { clipByGlobalNorm, type AdamW } from './optim';
 import { plannedOptimizerActive, plannedUpdate } from './plannedOptim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
-import { flatGradTensors, plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch } from './plannedLearn';
+import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch, withFlatGrads } from './plannedLearn';
 import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
 
 /** One scored batch of rollouts, all [B, T] aligned with `responses`. */
@@ -213,7 +213,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const totalGenTokens = sum(genMask.data);
 
   // The planned WebGPU pass when switched on and it can run this learner; tfjs otherwise.
-  const plannedPass = plannedLearnBlocker(model, lora, useValue && !!config.valueGradToAdapters) === null;
+  const plannedPass = plannedLearnBlocker(model, lora) === null;
   // Unset, the micro-batch is the learn-memory planner's on the planned path (device limits and the
   // memory budget: src/model/learnMemory.ts), the whole batch on tfjs.
   const mb = Math.max(1, Math.floor(config.microBatchSize ?? (plannedPass ? plannedMicroBatchRows(model, batch) : B)));
@@ -328,11 +328,7 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   // The flat LoRA gradients go to the planned optimiser as they are; anything else (tfjs's
   // optimiser, a micro-batch that fell back to tfjs) takes them as one tensor per variable.
   if (flat && (!planned || flat.tensors.some((t) => grads[t.name]))) {
-    const split = flatGradTensors(flat);
-    const merged: tf.NamedTensorMap = { ...grads };
-    for (const [name, g] of Object.entries(split)) merged[name] = grads[name] ? tf.add(grads[name], g) : g;
-    tf.dispose(Object.keys(split).flatMap((name) => (grads[name] ? [grads[name], split[name]] : [])));
-    grads = merged;
+    grads = withFlatGrads(grads, flat);
     flat = null;
   }
   const clipped = planned ? null : clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
