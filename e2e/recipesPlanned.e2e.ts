@@ -86,7 +86,7 @@ describe('every recipe learns on the planned path on WebGPU (Dawn, SwiftShader)'
       expect(Number.isFinite(report.metrics['loss/noiser'])).toBe(true);
       const [m] = loaded;
       expect(loaded.length).toBe(1);
-      expect(plannedLearnBlocker(m, loraOf(m)!, false)).toBeNull();
+      expect(plannedLearnBlocker(m, loraOf(m)!)).toBeNull();
       expect(plannedMicroBatchesOf(m)).toBe(1);
     } finally {
       run.dispose();
@@ -101,7 +101,7 @@ describe('every recipe learns on the planned path on WebGPU (Dawn, SwiftShader)'
         for (let s = 0; s < steps; s++) await run.step();
         const trained = loaded.flatMap((m) => {
           const set = loraOf(m);
-          return set ? [{ planned: plannedMicroBatchesOf(m), blocker: plannedLearnBlocker(m, set, false) }] : [];
+          return set ? [{ planned: plannedMicroBatchesOf(m), blocker: plannedLearnBlocker(m, set) }] : [];
         });
         expect(trained.length).toBe(TRAINED[name] ?? 1);
         for (const x of trained) {

@@ -324,7 +324,11 @@ function loadDropoutMasks(plan: LearnPlan, adapters: LoraAdapter[], packed: Pack
   for (const a of adapters) {
     const inF = a.A.shape[1];
     const m = a.dropoutMultiplier([B * L0, inF]);
-    if (!m) return plan.loadMasks(null);
+    if (!m) {
+      // Not training: no dropout (the set's flag, so this is the first adapter and nothing is drawn yet).
+      tf.dispose(group);
+      return plan.loadMasks(null);
+    }
     group.push(extra === 0 ? m : tf.tidy(() => tf.pad(m.reshape([B, L0, inF]), [[0, 0], [extra, 0], [0, 0]], 1).reshape([B * (L0 + extra), inF])));
     if (extra > 0) m.dispose();
     bytes += B * (L0 + extra) * inF * 4;

@@ -189,7 +189,7 @@ class AttackerSftRun implements RecipeRun {
       const batch = { prompts: enc.map((e) => e.prompt), responses, mask };
       const sftLoss = (logp: tf.Tensor2D) => tf.div(tf.neg(tf.sum(tf.mul(logp, maskT))), Math.max(1, nTok)) as tf.Scalar;
       // The planned WebGPU pass when it can run this adapter (src/rl/plannedLearn.ts), tfjs otherwise.
-      const planned = plannedLearnBlocker(model, this.lora, false) === null ? await plannedGrads(model, this.lora, batch, { padTokenId: codec.pad }, (s) => sftLoss(s.logp)) : null;
+      const planned = plannedLearnBlocker(model, this.lora) === null ? await plannedGrads(model, this.lora, batch, { padTokenId: codec.pad }, (s) => sftLoss(s.logp)) : null;
       if (planned) {
         lossValue = tf.scalar(planned.loss);
         grads = planned.grads;
