@@ -174,7 +174,7 @@ describe('Dawn: sampling and decode attention', () => {
   });
 
   it('the tiny-llama-f32 golden fixture reproduces: logits within 1e-3 and the exact greedy continuation', async () => {
-    const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+    const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
     const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][]; greedy_continuation: number[] };
     const model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))));
     try {
@@ -190,7 +190,7 @@ describe('Dawn: sampling and decode attention', () => {
   });
 
   it('an f16 model: logits equal the f32 model on the f16-rounded weights within 1e-5 (GEMV and tiled GEMM)', async () => {
-    const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+    const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
     const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as { input_ids: number[] };
     const config = parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8'));
     const st = parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors'))));

@@ -140,7 +140,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
   });
 
   it('a redteam run with dropout 0.05 on the planned path resumes exactly: step k + 1 from the checkpoint at k equals the uninterrupted one', async () => {
-    const env = nodeRecipeEnv({ modelsDir: resolve('..', 'shared', 'fixtures'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+    const env = nodeRecipeEnv({ modelsDir: resolve('dev', 'fixtures'), load: loadWithCharCodec, judges: { letters: letterJudge } });
     const config = { defender: 'tiny-llama-f32', judge: 'letters', prompts: 1, groupSize: 2, maxNewTokens: 3, promptPool: 4, samples: 2, loraDropout: 0.05, lr: 1e-2, entropyCoeff: 0.01 };
     const n0 = plannedMicroBatches();
     const a = await createRun(env, 'redteam', config, 4);

@@ -17,7 +17,7 @@ import { lossGradsAt, type StatTensors } from '../src/rl/plannedLearn';
 export const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
 
 export function fixture(name: string, opts: LoadOptions = {}): LlamaModel {
-  const dir = resolve('..', 'shared', 'fixtures', name);
+  const dir = resolve('dev', 'fixtures', name);
   return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
 }
 

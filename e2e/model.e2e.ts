@@ -58,7 +58,7 @@ describe('the planned decode path in Chromium on WebGPU', () => {
 describe('golden fixtures in Chromium on WebGPU', () => {
   for (const fixture of ['tiny-llama', 'tiny-llama-f32']) {
     it(`${fixture}: logits within 1e-3 and the exact greedy continuation`, async () => {
-      const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', fixture, 'golden.json'), 'utf8')) as Golden;
+      const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', fixture, 'golden.json'), 'utf8')) as Golden;
       const baseUrl = `${inject('fixturesURL')}${fixture}/`;
       const info = await lab.page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }), [fixture, baseUrl]);
       expect(info.vocab).toBe(golden.logits[0].length);

@@ -41,7 +41,7 @@ interface Golden {
 }
 
 function fixture(name: string, opts: LoadOptions = {}): { model: LlamaModel; golden: Golden } {
-  const dir = resolve('..', 'shared', 'fixtures', name);
+  const dir = resolve('dev', 'fixtures', name);
   const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as Golden;
   const model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
   return { model, golden };
@@ -446,7 +446,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   });
 
   it('the CLI checks a model folder through the planned path: `lab logits --backend webgpu --swiftshader` matches the golden logits', async () => {
-    const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+    const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
     const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as Golden;
     const run = (path: string) =>
       new Promise<{ logits: number[][] }>((ok, fail) => {

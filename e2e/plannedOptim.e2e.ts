@@ -23,7 +23,7 @@ let model: LlamaModel;
 beforeAll(async () => {
   await startDawn({ swiftshader: true });
   webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
-  const dir = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+  const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
   model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))));
 });
 afterAll(() => {

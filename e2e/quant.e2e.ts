@@ -80,7 +80,7 @@ describe('quantised golden fixtures on WebGPU', () => {
   const bounds = { 8: { max: 0.5, mean: 0.07 }, 4: { max: 9, mean: 1.0 } } as const;
   for (const bits of [8, 4] as const) {
     it(`tiny-llama-f32 with int${bits} weights: logits within the stated bounds`, async () => {
-      const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
+      const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
       const quantize = bits === 8 ? { bits } : { bits, groupSize: 32 };
       await lab.page.evaluate(([u, q]) => window.sparring!.engine.loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }), [baseUrl, quantize] as const);
@@ -95,7 +95,7 @@ describe('quantised golden fixtures on WebGPU', () => {
   }
 
   it('tiny-llama-f32 with int8 weights in row blocks (256-byte binding limit) gives the unsplit logits', async () => {
-    const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[] };
+    const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[] };
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
     const load = (name: string) => lab.page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }, { quantize: { bits: 8 } }), [name, baseUrl] as const);
     const tensors = async () => (await lab.page.evaluate(() => window.sparring!.engine.status())).memory.numTensors;
@@ -119,7 +119,7 @@ describe('quantised golden fixtures on WebGPU', () => {
   });
 
   it('tiny-llama-f32 in float32 row blocks (256-byte binding limit: embedding and tied head in 32 blocks) gives the golden logits', async () => {
-    const golden = JSON.parse(readFileSync(resolve('..', 'shared', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
+    const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
     await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(256));
     try {

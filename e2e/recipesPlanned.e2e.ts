@@ -34,7 +34,7 @@ useDawn(() => {
 const M = 'tiny-llama-f32';
 const loaded: LlamaModel[] = [];
 const env = nodeRecipeEnv({
-  modelsDir: resolve('..', 'shared', 'fixtures'),
+  modelsDir: resolve('dev', 'fixtures'),
   load: async (folder, ref, opts) => {
     const m = await loadWithCharCodec(folder, ref, opts);
     loaded.push(m.model);

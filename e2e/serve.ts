@@ -1,5 +1,5 @@
 // Global setup: serve the built app (dist/) on a free localhost port for the whole run, and the
-// golden model fixtures of ../shared/fixtures on another, the way a hub or a CDN would serve a
+// golden model fixtures of dev/fixtures on another, the way a hub or a CDN would serve a
 // model folder (the app loads them through its ordinary URL model source).
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -14,14 +14,14 @@ declare module 'vitest' {
   }
 }
 
-export const FIXTURES_DIR = resolve('..', 'shared', 'fixtures');
+export const FIXTURES_DIR = resolve('dev', 'fixtures');
 
 // SPARRING_DIST lets several builds coexist (`vite build --outDir dist-x` then SPARRING_DIST=dist-x).
 const OUT_DIR = process.env.SPARRING_DIST ?? 'dist';
 
 export default async function setup(project: TestProject) {
   if (!existsSync(`${OUT_DIR}/index.html`)) throw new Error(`${OUT_DIR}/index.html is missing: run \`vite build\` before the e2e tests`);
-  if (!existsSync(FIXTURES_DIR)) throw new Error(`${FIXTURES_DIR} is missing: the shared fixtures sit beside the repository`);
+  if (!existsSync(FIXTURES_DIR)) throw new Error(`${FIXTURES_DIR} is missing: the golden fixtures ship in dev/fixtures`);
   const app = await preview({ build: { outDir: OUT_DIR }, preview: { host: '127.0.0.1', port: 4173, strictPort: false }, logLevel: 'warn' });
   const url = app.resolvedUrls?.local[0];
   if (!url) throw new Error('vite preview did not report a local URL');

@@ -40,7 +40,7 @@ const formState = (page: Page) =>
 
 /** Parameters of the safetensors file, from its header (bf16 fixture: 2 bytes each). */
 function fixtureParams(name: string): number {
-  const buf = readFileSync(resolve('..', 'shared', 'fixtures', name, 'model.safetensors'));
+  const buf = readFileSync(resolve('dev', 'fixtures', name, 'model.safetensors'));
   const header = JSON.parse(buf.subarray(8, 8 + Number(buf.readBigUInt64LE(0))).toString('utf8')) as Record<string, { shape?: number[] }>;
   return Object.values(header).reduce((s, t) => s + (t.shape ? t.shape.reduce((a, b) => a * b, 1) : 0), 0);
 }

@@ -34,7 +34,7 @@ const rolloutOnly = args.includes('--rollout');
 // --learn: only the planned-vs-tfjs learning-step table, in the browser.
 const learnOnly = args.includes('--learn');
 const learnShape = flagValue(args, '--learn-shape');
-const FIXTURE = resolve('..', 'shared', 'fixtures', 'tiny-llama-f32');
+const FIXTURE = resolve('dev', 'fixtures', 'tiny-llama-f32');
 
 const THROUGHPUT_HEADER = ['model', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)', 'ratio'];
 const throughputRow = (name: string, r: ThroughputResult) => [

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -5,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
-const FIXTURES = fileURLToPath(new URL('../../../shared/fixtures/', import.meta.url));
+const FIXTURES = resolve('dev/fixtures') + '/';
 
 function lab(...args: string[]) {
   const r = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });

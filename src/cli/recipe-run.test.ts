@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkpointFromJson } from '../recipes/checkpointFile.ts';
@@ -12,7 +12,7 @@ import { parseRecipeArgs, recipeMain } from './recipe-run.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
-const FIXTURES = fileURLToPath(new URL('../../../shared/fixtures/', import.meta.url));
+const FIXTURES = resolve('dev/fixtures') + '/';
 const HAVE_MODELS = existsSync(join(ROOT, 'public/models/defender/model.safetensors'));
 
 async function run(...argv: string[]) {

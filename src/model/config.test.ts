@@ -1,8 +1,10 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseModelConfig, ropeInvFreq } from './config.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 
 // SmolLM2-135M-Instruct's config.json (the fields that matter), as published on the hub.
 const SMOLLM2 = {

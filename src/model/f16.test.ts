@@ -1,8 +1,9 @@
+import { pathToFileURL } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { parseModelConfig } from './config.ts';
@@ -15,7 +16,7 @@ import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safete
 import { qwen2Weights, writeQwen2Fixture } from './testdata/qwen2Fixture.ts';
 import { projectionBytes, weightSpec } from './weightFormat.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 
 // Independent references, in float64 arithmetic (not the bit-twiddling encoder under test).
 /** The nearest IEEE half to x, ties to even (|x| < 65520). */

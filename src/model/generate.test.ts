@@ -1,3 +1,5 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,7 +9,7 @@ import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
 import { mix32, mulberry32 } from './random.ts';
 import { parseSafetensors } from './safetensors.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 interface Golden {
   input_ids: number[];
   greedy_continuation: number[];

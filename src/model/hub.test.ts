@@ -19,7 +19,7 @@ import { MissingModelFileError, ModelSourceError, type CacheStorageLike, type Fi
 import { createTokenizer, loadTokenizer } from './tokenizer.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const fixtures = resolve(here, '../../../shared/fixtures');
+const fixtures = resolve('dev/fixtures');
 const tinyDir = resolve(fixtures, 'tiny-llama-f32');
 const tokDir = resolve(here, 'testdata/chat-tokenizer');
 

@@ -1,3 +1,5 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,7 +10,7 @@ import { parseSafetensors, writeSafetensors } from './safetensors.ts';
 import { BlockedDenseWeight } from './linear.ts';
 import { setBindingLimitOverride } from '../engine/kernels/limits.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 
 interface Golden {
   input_ids: number[];

@@ -1,3 +1,5 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +9,7 @@ import { loadModel, modelFromFiles, type ModelFolder } from './load.ts';
 import { mapSource } from './sources.ts';
 import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 const read = (p: string) => new Uint8Array(readFileSync(new URL(p, FIXTURES)));
 
 /** An in-memory folder with the loader's methods. */

@@ -1,3 +1,5 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -18,7 +20,7 @@ import { hash3, mulberry32 } from './random.ts';
 import { parseSafetensors, writeSafetensors } from './safetensors.ts';
 import { fromPeftTensors, peftAdapterConfigJson } from '../storage/peft.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 const DIR = 'tiny-llama-f32';
 const config = parseModelConfig(readFileSync(new URL(`${DIR}/config.json`, FIXTURES), 'utf8'));
 const weights = parseSafetensors(new Uint8Array(readFileSync(new URL(`${DIR}/model.safetensors`, FIXTURES))));

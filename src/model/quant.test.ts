@@ -1,3 +1,5 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -9,7 +11,7 @@ import { mulberry32 } from './random.ts';
 import { setBindingLimitOverride } from '../engine/kernels/limits.ts';
 import { parseSafetensors } from './safetensors.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 
 describe('int8 quantisation (hand-worked)', () => {
   it('quantises one row per channel and packs four per word, low byte first', () => {

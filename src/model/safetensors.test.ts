@@ -1,3 +1,5 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -16,7 +18,7 @@ import {
   writeSafetensors,
 } from './safetensors.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 const fixtureBytes = (dir: string) => new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES)));
 
 /** Builds a file by hand: u64 LE length, header text, data bytes. */

@@ -9,7 +9,7 @@ import { weightQuantizer } from './quant.ts';
 import { projectionBytes, weightSpec } from './weightFormat.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const SANDBOX = resolve(HERE, '../../public/models/defender');
 
 describe('weight formats', () => {

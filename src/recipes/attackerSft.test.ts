@@ -1,5 +1,4 @@
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { encodeSftPair, parseGoalPromptJsonl, tacticMix } from './attackerSft.ts';
@@ -7,7 +6,7 @@ import { createRun } from './registry.ts';
 import { charCodec, loadWithCharCodec } from './testing.ts';
 import { createRecipeEnv } from './env.ts';
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 describe('attacker-sft recipe', () => {
   it('parses JSONL rows and names the line and field of a bad one', () => {

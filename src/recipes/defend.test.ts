@@ -20,7 +20,7 @@ import { validateConfig } from './schema.ts';
 import { lettersWithTasks, loadWithCharCodec, stableReport } from './testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_MODELS = ['attacker', 'defender'].every((m) => existsSync(resolve(MODELS, m, 'model.safetensors')));
 

@@ -1,8 +1,7 @@
 // ReMax, GAE with a critic and the adaptive KL controller in the recipes that gained them after
 // issue 23's first pass (attack, arena, multiturn; redteam, arena, minmax): each reached through a
 // real config on the fixture model and checked against numbers computed here independently.
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -17,8 +16,7 @@ import { validateConfig } from './schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
 import type { LoadedModel } from './types.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
 const M = 'tiny-llama-f32';
 

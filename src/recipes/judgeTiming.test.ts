@@ -1,8 +1,7 @@
 // Judge latency in the step report: a clock test on hand-set times (overlapping calls count once),
 // and every recipe that scores with a judge, run one step with a stand-in judge that takes a known
 // time per call: the reported latency is at least that and its share lies in (0, 1].
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { summaryLine } from '../cli/recipe-run.ts';
@@ -12,7 +11,7 @@ import { JudgeClock } from './judgeTiming.ts';
 import { createRun } from './registry.ts';
 import { loadWithCharCodec } from './testing.ts';
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const DELAY = 40;
 
 describe('JudgeClock', () => {

@@ -13,7 +13,7 @@ import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './tes
 import type { RecipeCheckpoint, RecipeEnv } from './types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_QA = existsSync(resolve(MODELS, 'qa/model.safetensors'));
 

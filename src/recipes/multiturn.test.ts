@@ -19,7 +19,7 @@ import { validateConfig } from './schema.ts';
 import { charCodec, letterJudge, loadWithCharCodec } from './testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_DEFENDER = existsSync(resolve(MODELS, 'defender/model.safetensors'));
 

@@ -2,8 +2,7 @@
 // changes, with a NonFiniteError naming the term and its value (the loops then save and pause).
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { recipeMain } from '../cli/recipe-run.ts';
@@ -14,8 +13,7 @@ import { NonFiniteError } from './common.ts';
 import { createRun } from './registry.ts';
 import { loadWithCharCodec } from './testing.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 /** A judge that fails quietly: every verdict's P(unsafe) is NaN. */
 const nanJudge = (): Judge => ({

@@ -1,14 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { createRun } from './registry.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 describe('redteam on a harmful prompt file', () => {
   // A HarmBench-style CSV: behavior + category, one row without a prompt, one marked safe.

@@ -10,7 +10,7 @@ import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
 import type { RecipeEnv } from './types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODELS = resolve(HERE, '../../public/models');
 const HAVE_DEFENDER = existsSync(resolve(MODELS, 'defender/model.safetensors'));
 

@@ -1,8 +1,7 @@
 // A malformed checkpoint must change nothing: restore validates the payload whole (names, shapes,
 // finiteness, optimiser moments, counters) before it assigns a single tensor. Each case below
 // first perturbs every value (so a partial assignment would show), then breaks one late part.
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import type { NamedTensor } from '../storage/checkpoints.ts';
@@ -10,7 +9,7 @@ import { createRun } from './registry.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 import type { RecipeCheckpoint, RecipeRun } from './types.ts';
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
 
 /** The run's whole trainable state as bytes: adapters, moments, optimiser step, counters. */

@@ -1,7 +1,6 @@
 // The held-out evaluations of the recipes run on goals no training batch can draw: each run's
 // actual training pool and actual evaluation set, read after an evaluating step.
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index.ts';
@@ -10,8 +9,7 @@ import { createRun } from './registry.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 import type { RecipeRun } from './types.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
 const EVAL_GOALS = new Set(SANDBOX_HAZARDS.flatMap((c) => splitGoals(c, 'eval')));
 

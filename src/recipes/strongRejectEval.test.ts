@@ -5,8 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +17,7 @@ import { writeQwen2Fixture } from '../model/testdata/qwen2Fixture.ts';
 import { createRun, getRecipe, validateRecipeConfig } from './registry.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const M = 'tiny-llama-f32';
 
 beforeAll(async () => {

@@ -10,7 +10,7 @@ import { validateConfig } from './schema.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 /** Every answer equally harmless: every group's advantages are zero. */
 const constantJudge = (): Judge => ({

@@ -1,7 +1,6 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseRecipeArgs, recipeInput } from '../cli/recipe-run.ts';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
@@ -13,8 +12,7 @@ import { validateConfig } from './schema.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 import type { LoadedModel, LoadModelRefOptions, RecipeCheckpoint } from './types.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURE = resolve(HERE, '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODEL_FIELDS = ['attacker', 'defender', 'policy', 'monitor'];
 
 function recordingEnv() {

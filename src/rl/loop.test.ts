@@ -1,6 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
@@ -11,7 +10,7 @@ import { adaptiveKlController } from './kl';
 import { AdamW } from './optim';
 import { ValueHead } from './policy';
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 // Verifiable reward: 1 when the first sampled token is TARGET. Prompts picked (by a search over
 // random prompts) so that TARGET's initial probability is low but not tiny on each of them.

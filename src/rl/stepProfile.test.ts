@@ -1,12 +1,11 @@
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { disposeLlama } from '../model/llama.ts';
 import { loadModel } from '../model/load.ts';
 import { profileGrpoStep } from './stepProfile';
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 describe('profileGrpoStep', () => {
   it('reports the step phases that add up to its total, and the tfjs kernels the learn step ran (matmuls among them)', async () => {

@@ -1,6 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { generate, type GenerateResult } from '../model/generate.ts';
@@ -15,7 +14,7 @@ import { klPenaltyValue } from './kl';
 import { fromRows, fromTensor2D, type TokenMatrix } from './types';
 import { maxAbs } from '../engine/testing/maxAbs.ts';
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 let model: LlamaModel;
 let lora: LoraSet;

@@ -1,3 +1,5 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import { readFileSync } from 'node:fs';
@@ -343,7 +345,7 @@ describe('merged weights', () => {
 
 describe('converters to src/model/lora.ts', () => {
   it('a trained LoraSet goes out as a PEFT zip and back into a fresh set unchanged', async () => {
-    const dir = new URL('../../../shared/fixtures/tiny-llama-f32/', import.meta.url);
+    const dir = pathToFileURL(resolve('dev/fixtures/tiny-llama-f32') + '/');
     const config = parseModelConfig(readFileSync(new URL('config.json', dir), 'utf8'));
     const weights = parseSafetensors(new Uint8Array(readFileSync(new URL('model.safetensors', dir))));
     // Two copies: a projection carries one adapter, and the fresh set needs its own.

@@ -1,5 +1,4 @@
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source';
@@ -11,7 +10,7 @@ import { loadWithCharCodec } from '../recipes/testing';
 import type { RecipeRun } from '../recipes/types';
 import { exportAdapterZip, importAdapterIntoRun, runAdapter } from './adapterIo';
 
-const FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/tiny-llama-f32');
+const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const folder = folderSource(FIXTURE);
 const rows = Array.from({ length: 6 }, (_, i) => JSON.stringify({ goal: `goal ${i}`, prompt: `Act as a villain. Goal ${i}.` })).join('\n');
 const env = createRecipeEnv({ folder: () => folder, load: loadWithCharCodec, readText: async () => rows });
