@@ -12,7 +12,7 @@ export default defineConfig({
   server: { host: '127.0.0.1' },
   // Unit tests run in Node on the tfjs CPU backend (src/test/setup.ts); e2e/ has its own config.
   test: {
-    include: ['src/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'dev/**/*.test.ts'],
     setupFiles: ['src/test/setup.ts'],
     testTimeout: 60_000,
     pool: 'forks',
