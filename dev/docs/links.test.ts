@@ -26,11 +26,11 @@ describe('the link checker', () => {
     expect([...a]).toEqual(['sparring', 'scale-out-verl-and-trl', 'tests', 'tests-1', 'npm-test-all']);
   });
   it('reports a missing file, a missing anchor and a path out of the repository', () => {
-    const text = '# Top\n[ok](README.md) [self](#top) [gone](docs/nowhere.md) [bad](#bottom) [up](../shared/DESIGN.md) [h](README.md#no-such-heading)';
+    const text = '# Top\n[ok](README.md) [self](#top) [gone](docs/nowhere.md) [bad](#bottom) [up](../outside/notes.md) [h](README.md#no-such-heading)';
     expect(brokenLinks('x.md', text)).toEqual([
       'x.md: docs/nowhere.md (no such file or folder: docs/nowhere.md)',
       'x.md: #bottom (no heading #bottom in x.md)',
-      'x.md: ../shared/DESIGN.md (points outside the repository)',
+      'x.md: ../outside/notes.md (points outside the repository)',
       'x.md: README.md#no-such-heading (no heading #no-such-heading in README.md)',
     ]);
   });
