@@ -1,5 +1,5 @@
 // generate() on the planned WebGPU path: the prompt runs through the plan's prefill (or, with
-// setPrefillPath('tfjs'), op by op on tfjs with its caches and last logits copied into the plan),
+// prefillPath 'tfjs' in the engine options), op by op on tfjs with its caches and last logits copied into the plan),
 // then every new token is a replay of the decode plan built once per (model, batch, capacity,
 // LoRA shapes) by src/engine/plan/decodePlan.ts. The model
 // layer only describes the model (its weights' GPU buffers and dimensions); the engine plans it.
@@ -9,9 +9,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
 import { alignUp } from '../engine/plan/plan.ts';
-import { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeAttention, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
+import { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
-import type { GemvShape } from '../engine/plan/decodeKernels.ts';
+import { engineOptions, type ExecutionPath } from '../engine/options.ts';
 import { gemvVariant } from '../engine/ops/quantMatmul.ts';
 import { seedKey } from '../engine/rng/philox.ts';
 import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
@@ -21,7 +21,8 @@ import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from './linear.ts'
 import { LoraAdapter } from './lora.ts';
 import { F16Weight, Int4Weight, Int8Weight } from './quant.ts';
 
-export type DecodePath = 'planned' | 'tfjs';
+/** Which path decodes on WebGPU (EngineOptions.decodePath, .prefillPath). */
+export type DecodePath = ExecutionPath;
 let gpuMs = 0;
 let prefillGpuMs = 0;
 
@@ -37,50 +38,6 @@ export function takePlannedPrefillGpuMs(): number {
   const t = prefillGpuMs;
   prefillGpuMs = 0;
   return t;
-}
-let prefillPath: DecodePath = 'planned';
-
-/** Where the planned path's prefill runs: on the plan (default) or op by op on tfjs (A/B, triage). */
-export function setPrefillPath(p: DecodePath): void {
-  prefillPath = p;
-}
-let path: DecodePath = 'planned';
-let tokensPerRun = 8;
-let gemvShape: GemvShape | 'tile' | null = null;
-
-/**
- * Forces the planned GEMV layout (tests, benchmarks): 'split' (GPUs), 'thread' (software
- * adapters, one thread per output, never tiled), 'tile' (software adapters, every GEMV tiled);
- * null picks by adapter (software adapters tile GEMVs of TILE_MIN_ROWS rows or more).
- */
-export function setPlannedGemv(shape: GemvShape | 'tile' | null): void {
-  gemvShape = shape;
-}
-
-let attention: DecodeAttention | null = null;
-
-/**
- * Forces the planned decode attention (tests, benchmarks): 'splitk' (flash-decoding segments and
- * a combine), 'whole' (a workgroup or thread per (head, row)); null lets the planner pick (split-K
- * on GPUs for caches over SPLITK_MIN_CAPACITY slots).
- */
-export function setPlannedAttention(a: DecodeAttention | null): void {
-  attention = a;
-}
-
-/** Selects the decode path of generate() on WebGPU (A/B and triage); other backends always run tfjs. */
-export function setDecodePath(p: DecodePath): void {
-  path = p;
-}
-
-export function decodePath(): DecodePath {
-  return path;
-}
-
-/** Tokens the planned path decodes between readbacks (a stopped row decodes on, masked). */
-export function setTokensPerRun(n: number): void {
-  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`tokens per run must be an integer in [1, 256], got ${n}`);
-  tokensPerRun = n;
 }
 
 function frozenRefs(w: FrozenWeight): WeightRef[] {
@@ -199,6 +156,7 @@ function frozenOf(model: LlamaModel): FrozenWeight[] {
 }
 
 function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeModelRef['lora']): DecodePlan {
+  const { tokensPerRun, plannedGemv: gemvShape, plannedAttention: attention } = engineOptions();
   const key = `${B}:${capacity}:${tokensPerRun}:${gemvShape}:${attention}:${JSON.stringify(lora)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
@@ -242,7 +200,7 @@ export function plannedDispatches(model: LlamaModel, B: number, capacity: number
 
 /** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */
 export function plannedDecodeFor(model: LlamaModel): typeof generatePlanned | null {
-  if (path !== 'planned' || !customKernelsActive()) return null;
+  if (engineOptions().decodePath !== 'planned' || !customKernelsActive()) return null;
   return unplannableReason(model) === null ? generatePlanned : null;
 }
 
@@ -258,7 +216,7 @@ function startPlanned(model: LlamaModel, prompts: number[][], s: ReturnType<type
     loraOn: lora.on,
     lora: lora.refs,
   };
-  if (prefillPath === 'planned') {
+  if (engineOptions().prefillPath === 'planned') {
     // Capacity in steps of 64 slots, so rollouts of similar lengths share one plan.
     const P2 = Math.ceil(P / prefillChunk(B)) * prefillChunk(B);
     const plan = planFor(model, B, alignUp(P2 + maxNew, 64), lora.shapes);

@@ -7,11 +7,12 @@
 import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, webgpuDevice } from '../engine/kernels/wgslProgram.ts';
 import { LearnPlan, type LearnShape } from '../engine/plan/learnPlan.ts';
+import { engineOptions, type LearnRecompute } from '../engine/options.ts';
 import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
 import type { FrozenWeight } from './linear.ts';
 import { LoraAdapter, type LoraSet } from './lora.ts';
-import { LEARN_PLAN_BUDGET, UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from './learnMemory.ts';
+import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from './learnMemory.ts';
 import { loraOf, modelRef, unplannableReason } from './plannedDecode.ts';
 
 /** A left-padded batch of prompt + response (policy.ts packSequences' shape). */
@@ -63,30 +64,13 @@ export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string
   return null;
 }
 
-let budgetBytes = LEARN_PLAN_BUDGET;
+/** Whether the planned learning step recomputes activations in its backward (EngineOptions.learnRecompute). */
+export type { LearnRecompute };
 
-/**
- * GPU memory the planned learning step may hold per plan (default 2 GiB): learnStep's micro-batches
- * are sized by the learn-memory planner to fit it; a shape over it runs on tfjs.
- */
-export function setLearnMemoryBudget(bytes: number): void {
-  budgetBytes = bytes;
-}
-
-/**
- * Whether the planned learning step recomputes each layer's activations in its backward: 'auto'
- * (default) as the learn-memory planner chooses (kept when the batch fits that way, else recomputed
- * when that takes fewer micro-batches; a plan of rows that do not fit kept is recomputed), 'on' or
- * 'off' forced (tests, benchmarks).
- */
-export type LearnRecompute = 'auto' | 'on' | 'off';
-let recomputeMode: LearnRecompute = 'auto';
-
-export function setLearnRecompute(mode: LearnRecompute): void {
-  recomputeMode = mode;
-}
-
-const recomputeChoice = () => (recomputeMode === 'auto' ? 'auto' : recomputeMode === 'on');
+const recomputeChoice = () => {
+  const mode = engineOptions().learnRecompute;
+  return mode === 'auto' ? 'auto' : mode === 'on';
+};
 
 /** Prompt columns rounded up to a multiple of this: more left padding changes no result and lets steps share plans. */
 export const PROMPT_COLUMNS_STEP = 8;
@@ -112,7 +96,7 @@ function stepShape(model: LlamaModel, rows: number, promptLength: number, respon
   const limits = webgpuDevice().limits;
   return {
     shape: { rows, promptLen: Math.ceil(promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP, responseLen: responseLength },
-    limits: { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize, budgetBytes },
+    limits: { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize, budgetBytes: engineOptions().learnMemoryBudget },
     lora: loraShapeOf(model),
   };
 }
@@ -127,12 +111,13 @@ export function learnMicroBatchRows(model: LlamaModel, rows: number, promptLengt
 }
 
 /**
- * Whether a plan of exactly these rows recomputes: forced by setLearnRecompute, else only when its
+ * Whether a plan of exactly these rows recomputes: forced by EngineOptions.learnRecompute, else only when its
  * activations kept would not fit the budget or a binding (a micro-batch the planner sized kept
  * stays kept; one sized for recompute does not fit kept).
  */
 function recomputes(model: LlamaModel, rows: number, promptLength: number, responseLength: number): boolean {
-  if (recomputeMode !== 'auto') return recomputeMode === 'on';
+  const mode = engineOptions().learnRecompute;
+  if (mode !== 'auto') return mode === 'on';
   return learnShapeBlockerOf(model, rows, promptLength, responseLength, false) !== null;
 }
 
@@ -148,6 +133,7 @@ function learnShapeBlockerOf(model: LlamaModel, rows: number, promptLength: numb
   const largest = buffers.filter((b) => b.name !== UNIFORMS).reduce((a, b) => (b.bytes > a.bytes ? b : a));
   if (largest.bytes > cap) return `${largest.name}: a buffer of ${largest.bytes} bytes, over the device's ${cap}`;
   const total = buffers.reduce((a, b) => a + b.bytes * b.count, 0);
+  const budgetBytes = engineOptions().learnMemoryBudget;
   if (total > budgetBytes) return `${total} bytes for the learn plan, over the budget of ${budgetBytes}`;
   return null;
 }
@@ -291,20 +277,12 @@ async function forwardWith<T>(model: LlamaModel, lora: LoraSet, packed: PackedSe
   return { plan, value: s };
 }
 
-/** Bytes of f32 dropout multipliers drawn before they are packed into the plan and freed. */
-let maskGroupBytes = 64 * 2 ** 20;
-
-/** Sets how many bytes of dropout multipliers are drawn before each packing (tests: 1 packs each alone). */
-export function setDropoutMaskGroupBytes(bytes: number): void {
-  maskGroupBytes = bytes;
-}
-
 /**
  * Draws this pass's dropout multipliers, one per adapter in the plan's slot order, as each
  * adapter's tfjs forward would (LoraAdapter.dropoutMultiplier over its input [B (P + T - 1), in],
  * advancing the same call counters), lays them out in the plan's token order (the `extra` left pad
  * columns first, their multipliers unused) and loads them into the plan a group of about
- * maskGroupBytes at a time, so the f32 draws never all live at once. Not training: no dropout.
+ * EngineOptions.dropoutMaskGroupBytes at a time, so the f32 draws never all live at once. Not training: no dropout.
  */
 function loadDropoutMasks(plan: LearnPlan, adapters: LoraAdapter[], packed: PackedSequences, extra: number): void {
   const B = packed.ids.length;
@@ -312,6 +290,7 @@ function loadDropoutMasks(plan: LearnPlan, adapters: LoraAdapter[], packed: Pack
   let group: tf.Tensor[] = [];
   let bytes = 0;
   let first = 0;
+  const groupBytes = engineOptions().dropoutMaskGroupBytes;
   const load = () => {
     const buffers = group.map((t) => tensorBuffer(t));
     flushTfjs();
@@ -332,7 +311,7 @@ function loadDropoutMasks(plan: LearnPlan, adapters: LoraAdapter[], packed: Pack
     group.push(extra === 0 ? m : tf.tidy(() => tf.pad(m.reshape([B, L0, inF]), [[0, 0], [extra, 0], [0, 0]], 1).reshape([B * (L0 + extra), inF])));
     if (extra > 0) m.dispose();
     bytes += B * (L0 + extra) * inF * 4;
-    if (bytes >= maskGroupBytes) load();
+    if (bytes >= groupBytes) load();
   }
   if (group.length > 0) load();
 }

@@ -12,6 +12,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { engineOptions, type ExecutionPath } from '../engine/options.ts';
 import { STATS_COLS } from '../engine/plan/learnKernels.ts';
 import { emptyTensor, flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { gpuScoped, learnMicroBatchRows, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
@@ -71,16 +72,7 @@ export async function lossGradsAt(
  * Which path learnStep takes on WebGPU: the planned pass (default), or tfjs op by op (the reference
  * and the fallback; other backends always run tfjs).
  */
-export type LearnPath = 'planned' | 'tfjs';
-let learnPath: LearnPath = 'planned';
-
-export function setLearnPath(p: LearnPath): void {
-  learnPath = p;
-}
-
-export function getLearnPath(): LearnPath {
-  return learnPath;
-}
+export type LearnPath = ExecutionPath;
 
 let plannedCount = 0;
 const plannedByModel = new WeakMap<LlamaModel, number>();
@@ -101,7 +93,7 @@ export function plannedMicroBatchesOf(model: LlamaModel): number {
  * gradient into the adapters (the plan's backward takes d loss / d hidden).
  */
 export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet): string | null {
-  if (learnPath !== 'planned') return 'the learn path is tfjs';
+  if (engineOptions().learnPath !== 'planned') return 'the learn path is tfjs';
   if (!lora.enabled) return 'the adapters are switched off';
   return unplannableLearnReason(model, lora);
 }

@@ -10,27 +10,18 @@
 // tfjs's AdamW (src/rl/optim.ts) stays the reference and the fallback off WebGPU.
 import * as tf from '@tensorflow/tfjs';
 import { webgpuDevice } from '../engine/kernels/wgslProgram';
+import { engineOptions, type ExecutionPath } from '../engine/options';
 import { AdamWPlan, type AdamWStepResult } from '../engine/plan/adamwPlan';
 import { emptyTensor, flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop';
 import type { AdamW, AdamWState, MomentHolder } from './optim';
 import type { FlatGrads } from './plannedLearn';
 
-export type OptimizerPath = 'planned' | 'tfjs';
-let path: OptimizerPath = 'planned';
-
-/** Selects the optimiser update of learnStep on WebGPU (A/B and triage); other backends always run tfjs. */
-export function setOptimizerPath(p: OptimizerPath): void {
-  if (p !== 'planned' && p !== 'tfjs') throw new Error(`optimizer path must be planned or tfjs, got ${String(p)}`);
-  path = p;
-}
-
-export function optimizerPath(): OptimizerPath {
-  return path;
-}
+/** Which path updates the parameters on WebGPU (EngineOptions.optimizerPath). */
+export type OptimizerPath = ExecutionPath;
 
 /** Whether learnStep's next update runs on the planned GPU optimiser. */
 export function plannedOptimizerActive(): boolean {
-  return path === 'planned' && tf.getBackend() === 'webgpu';
+  return engineOptions().optimizerPath === 'planned' && tf.getBackend() === 'webgpu';
 }
 
 const F32 = 4;

@@ -5,6 +5,7 @@
 // `enable` lines to the top. Kernels then pick a subgroup variant only when subgroupsActive().
 import * as tf from '@tensorflow/tfjs';
 import { isWebGPUBackend, webgpuDevice } from './wgslProgram';
+import { engineOptions } from '../options';
 
 /** What the subgroup probe kernel saw on this device (one 256-thread workgroup). */
 export interface SubgroupLayout {
@@ -17,12 +18,6 @@ export interface SubgroupLayout {
 }
 
 const layouts = new WeakMap<GPUDevice, SubgroupLayout>();
-let subgroupsAllowed = true;
-
-/** Turns the subgroup kernel variants off (the workgroup-memory path), for A/B tests and benchmarks. */
-export function setSubgroups(enabled: boolean): void {
-  subgroupsAllowed = enabled;
-}
 
 /** The device's subgroup layout when it has the feature (null otherwise, or off WebGPU). */
 export function subgroupLayout(): SubgroupLayout | null {
@@ -42,11 +37,11 @@ export function subgroupStatus(): SubgroupStatus {
 
 /**
  * Whether kernels use subgroup operations: the device has the feature, the probe found the
- * contiguous layout the reductions index by (tid / size), and they are not switched off.
+ * contiguous layout the reductions index by (tid / size), and they are not switched off (EngineOptions.subgroups).
  */
 export function subgroupsActive(): boolean {
   const l = subgroupLayout();
-  return subgroupsAllowed && l !== null && l.contiguous;
+  return engineOptions().subgroups && l !== null && l.contiguous;
 }
 
 const ENABLE_LINE = /^[ \t]*enable[ \t]+[A-Za-z0-9_, \t]+;[ \t]*$/gm;

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { BINDING_FLOOR, maxBindingBytes, rowChunks, rowWorkgroupSize, setBindingLimitOverride } from './limits';
+import { BINDING_FLOOR, maxBindingBytes, rowChunks, rowWorkgroupSize } from './limits';
+import { setEngineOptions } from '../options';
 
 describe('binding limits', () => {
   it('uses the 128 MiB floor off WebGPU, and an override when set', () => {
     expect(maxBindingBytes()).toBe(BINDING_FLOOR);
-    setBindingLimitOverride(1000);
+    setEngineOptions({ bindingLimit: 1000 });
     expect(maxBindingBytes()).toBe(1000);
-    setBindingLimitOverride(null);
+    setEngineOptions({ bindingLimit: null });
     expect(maxBindingBytes()).toBe(BINDING_FLOOR);
   });
 

@@ -1,19 +1,14 @@
 // Binding-size limits of the active WebGPU device, and row chunking that keeps every storage
 // binding a kernel touches under them (DESIGN: plan for a 128 MiB binding floor).
 import { isWebGPUBackend, webgpuDevice } from './wgslProgram';
+import { engineOptions } from '../options';
 
 /** WebGPU's guaranteed minimum for maxStorageBufferBindingSize. */
 export const BINDING_FLOOR = 128 * 2 ** 20;
 
-let override: number | null = null;
-
-/** Pretend the device allows only this many bytes per binding (tests, or a cautious setting). */
-export function setBindingLimitOverride(bytes: number | null): void {
-  if (bytes !== null && !(bytes >= 4)) throw new Error(`binding limit override must be >= 4 bytes, got ${bytes}`);
-  override = bytes;
-}
-
+/** The device's storage binding limit, or EngineOptions.bindingLimit where set (tests, or a cautious setting). */
 export function maxBindingBytes(): number {
+  const override = engineOptions().bindingLimit;
   if (override !== null) return override;
   return isWebGPUBackend() ? webgpuDevice().limits.maxStorageBufferBindingSize : BINDING_FLOOR;
 }

@@ -2,6 +2,7 @@
 // result is an ordinary tfjs tensor that stays on the GPU and joins the rest of the graph.
 import * as tf from '@tensorflow/tfjs';
 import type { WebGPUBackend, WebGPUProgram } from '@tensorflow/tfjs-backend-webgpu';
+import { engineOptions } from '../options';
 
 export interface KernelSpec {
   /** Unique per distinct source: tfjs caches compiled pipelines by it (plus input ranks/dtypes). */
@@ -24,16 +25,9 @@ export function isWebGPUBackend(): boolean {
   return tf.getBackend() === 'webgpu';
 }
 
-let customKernels = true;
-
-/** Turns the custom WGSL kernels off (stock tfjs ops everywhere), for A/B benchmarks and triage. */
-export function setCustomKernels(enabled: boolean): void {
-  customKernels = enabled;
-}
-
-/** Whether ops take their WGSL path: on the webgpu backend, unless switched off. */
+/** Whether ops take their WGSL path: on the webgpu backend, unless switched off (EngineOptions.customKernels). */
 export function customKernelsActive(): boolean {
-  return customKernels && isWebGPUBackend();
+  return engineOptions().customKernels && isWebGPUBackend();
 }
 
 export function webgpuBackend(): WebGPUBackend {

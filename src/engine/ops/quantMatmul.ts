@@ -12,6 +12,7 @@ import gemvSplitKWgsl from '../../../shaders/qmatmul_gemv_splitk.wgsl?raw';
 import gemvWordWgsl from '../../../shaders/qmatmul_gemv_word.wgsl?raw';
 import tiledWgsl from '../../../shaders/qmatmul_tiled.wgsl?raw';
 import { customKernelsActive, runKernel, webgpuBackend } from '../kernels/wgslProgram';
+import { engineOptions, type GemvVariant } from '../options';
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {
@@ -65,20 +66,15 @@ function tiled(a: tf.Tensor2D, w: QuantizedMatrix, forward: boolean): tf.Tensor2
   ) as tf.Tensor2D;
 }
 
-export type GemvVariant = 'thread' | 'splitk';
-let gemvOverride: GemvVariant | null = null;
-
-/** Force a GEMV variant (tests, benchmarks); null picks by adapter. */
-export function setGemvVariant(v: GemvVariant | null): void {
-  gemvOverride = v;
-}
+export type { GemvVariant };
 
 /**
- * One thread per output on a software adapter (barriers are thread switches there), split-K
+ * EngineOptions.gemvVariant where set (tests, benchmarks), else one thread per output on a software adapter (barriers are thread switches there), split-K
  * workgroups on a GPU (one thread per output leaves it idle: measured 0.4x of f32 on an H100).
  */
 export function gemvVariant(): GemvVariant {
-  if (gemvOverride) return gemvOverride;
+  const forced = engineOptions().gemvVariant;
+  if (forced) return forced;
   const info = (webgpuBackend() as unknown as { adapterInfo?: { vendor?: string; architecture?: string } }).adapterInfo;
   return /swiftshader|llvmpipe|lavapipe/i.test(`${info?.vendor ?? ''} ${info?.architecture ?? ''}`) ? 'thread' : 'splitk';
 }

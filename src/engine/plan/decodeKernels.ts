@@ -19,6 +19,7 @@ import rowReduceTreeWgsl from '../../../shaders/row_reduce_tree.wgsl?raw';
 import { rowReduce } from '../kernels/rowReduce';
 import { rowWorkgroupSize } from '../kernels/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
+import type { GemvShape } from '../options';
 
 /** f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
 export type WeightFormat = 'f32' | 'f16' | 'int8' | 'int4';
@@ -303,10 +304,11 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
 }
 
 /**
- * 'split': R outputs per workgroup, threads split the input and merge once (GPUs); 'thread': one
- * thread per output unit and no barrier (software adapters, where a barrier is a thread switch).
+ * GemvShape: 'split': R outputs per workgroup, threads split the input and merge once (GPUs);
+ * 'thread': one thread per output unit and no barrier (software adapters, where a barrier is a
+ * thread switch). Defined with the engine options, which name it.
  */
-export type GemvShape = 'split' | 'thread';
+export type { GemvShape };
 /** A kernel's layout: a GemvShape, or 'tile' (software adapters, many rows: 4 units x 4 rows per thread). */
 export type GemvLayout = GemvShape | 'tile';
 

@@ -47,6 +47,7 @@ import {
   type WeightFormat,
 } from './decodeKernels';
 import { DYN_SLOT_BYTES } from './plan';
+import type { DecodeAttention } from '../options';
 
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
@@ -107,7 +108,7 @@ export interface DecodeModelRef {
  * walking the row's whole cache; 'splitk', flash-decoding: a workgroup per (head, row, segment of
  * SPLITK_SEGMENT slots) and a combine dispatch (one more per layer).
  */
-export type DecodeAttention = 'whole' | 'splitk';
+export type { DecodeAttention };
 
 /**
  * Cache capacity above which GPUs take split-K attention. Up to 1024 slots a (head, row)
