@@ -1,8 +1,8 @@
 // The WGSL reduceRow a one-workgroup-per-row kernel merges its per-thread online-softmax partials
 // with: subgroup operations where the device has them (gpuFeatures), a workgroup-memory tree
 // otherwise. Both define the same function, so a kernel's own source does not change.
-import rowReduceSubgroupWgsl from '../../../shaders/row_reduce_subgroup.wgsl?raw';
-import rowReduceTreeWgsl from '../../../shaders/row_reduce_tree.wgsl?raw';
+import rowReduceSubgroupWgsl from '../../../shaders/row-reduce/subgroup.wgsl?raw';
+import rowReduceTreeWgsl from '../../../shaders/row-reduce/tree.wgsl?raw';
 import { subgroupLayout, subgroupsActive } from './gpuFeatures';
 
 export interface RowReduce {

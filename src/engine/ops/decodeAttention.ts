@@ -1,10 +1,10 @@
 // decodeAttention(q [B, nH, D], k / v [B, nKv, C, D], bias [B, C], len) -> [B, nH, D]: one
 // decode step's grouped-query attention over a KV cache filled up to `len` slots. On WebGPU it is
-// one fused WGSL pass (shaders/decode_attention.wgsl) that touches only the filled slots;
+// one fused WGSL pass (shaders/attention/op.wgsl) that touches only the filled slots;
 // elsewhere, and past the workgroup-memory budget for scores, the stock matMul/softmax path.
 // Forward only: decoding is never differentiated (training runs the full-sequence forward).
 import * as tf from '@tensorflow/tfjs';
-import decodeAttentionWgsl from '../../../shaders/decode_attention.wgsl?raw';
+import decodeAttentionWgsl from '../../../shaders/attention/op.wgsl?raw';
 import { customKernelsActive, runKernel, webgpuDevice } from '../kernels/wgslProgram';
 
 const WG = 64;

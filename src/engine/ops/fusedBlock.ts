@@ -2,8 +2,8 @@
 // stock ops elsewhere): SwiGLU's gate silu(g) * u (differentiable: it is on the training path),
 // and the KV-cache write (decoding only, never differentiated).
 import * as tf from '@tensorflow/tfjs';
-import kvWriteWgsl from '../../../shaders/kv_write.wgsl?raw';
-import swigluWgsl from '../../../shaders/swiglu.wgsl?raw';
+import kvWriteWgsl from '../../../shaders/kv-cache/op_write.wgsl?raw';
+import swigluWgsl from '../../../shaders/swiglu/op.wgsl?raw';
 import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
 
 export function swigluStock(g: tf.Tensor, u: tf.Tensor): tf.Tensor {

@@ -1,10 +1,10 @@
 // rmsNorm(x [..., hidden], w [hidden], eps) and rope(x [B, H, L, D], cos, sinSigned [B, 1, L, D]):
-// one WGSL kernel each on WebGPU (shaders/rms_norm.wgsl, rope.wgsl), stock tfjs ops elsewhere.
+// one WGSL kernel each on WebGPU (shaders/rms-norm/op.wgsl, rope/op.wgsl), stock tfjs ops elsewhere.
 // Both sit on the training path: RMSNorm's gradient is its closed form in stock ops (small beside
 // the matmuls), RoPE's is the same kernel with the rotation transposed.
 import * as tf from '@tensorflow/tfjs';
-import rmsNormWgsl from '../../../shaders/rms_norm.wgsl?raw';
-import ropeWgsl from '../../../shaders/rope.wgsl?raw';
+import rmsNormWgsl from '../../../shaders/rms-norm/op.wgsl?raw';
+import ropeWgsl from '../../../shaders/rope/op.wgsl?raw';
 import { rowWorkgroupSize } from '../kernels/limits';
 import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
 

@@ -7,10 +7,10 @@
 // the gradient of x) so no float32 copy of W ever exists. Elsewhere: dequantise with stock ops
 // (exact integer masks) and matMul.
 import * as tf from '@tensorflow/tfjs';
-import gemvWgsl from '../../../shaders/qmatmul_gemv.wgsl?raw';
-import gemvSplitKWgsl from '../../../shaders/qmatmul_gemv_splitk.wgsl?raw';
-import gemvWordWgsl from '../../../shaders/qmatmul_gemv_word.wgsl?raw';
-import tiledWgsl from '../../../shaders/qmatmul_tiled.wgsl?raw';
+import gemvWgsl from '../../../shaders/matmul/op_gemv.wgsl?raw';
+import gemvSplitKWgsl from '../../../shaders/matmul/op_gemv_splitk.wgsl?raw';
+import gemvWordWgsl from '../../../shaders/matmul/op_gemv_word.wgsl?raw';
+import tiledWgsl from '../../../shaders/matmul/op_tiled.wgsl?raw';
 import { customKernelsActive, runKernel, webgpuBackend } from '../kernels/wgslProgram';
 import { engineOptions, type GemvVariant } from '../options';
 

@@ -1,8 +1,8 @@
 // sampleTokens(logits [rows, vocab]) -> ids [rows] (int32), drawn on the GPU with a seeded
-// Philox stream (shaders/sample.wgsl); on other backends the same algorithm runs on the CPU
+// Philox stream (shaders/sample/op.wgsl); on other backends the same algorithm runs on the CPU
 // (sampleReference), so a seed means the same tokens on every backend up to float rounding.
 import * as tf from '@tensorflow/tfjs';
-import sampleWgsl from '../../../shaders/sample.wgsl?raw';
+import sampleWgsl from '../../../shaders/sample/op.wgsl?raw';
 import { rowChunks, rowWorkgroupSize } from '../kernels/limits';
 import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
 import { seedKey } from '../rng/philox';

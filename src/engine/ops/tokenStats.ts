@@ -1,10 +1,10 @@
 // tokenStats(logits [rows, vocab], ids [rows]) -> [rows, 2] = (log-prob of ids, entropy), and with
 // a second logits tensor (the reference policy's) -> [rows, 3] with its log-prob of ids for KL.
-// On WebGPU it is one fused WGSL pass (shaders/token_stats.wgsl); elsewhere, stock tfjs ops.
+// On WebGPU it is one fused WGSL pass (shaders/token-stats/op.wgsl); elsewhere, stock tfjs ops.
 import * as tf from '@tensorflow/tfjs';
-import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
-import tokenStatsGradWgsl from '../../../shaders/token_stats_grad.wgsl?raw';
-import tokenStatsRefWgsl from '../../../shaders/token_stats_ref.wgsl?raw';
+import tokenStatsWgsl from '../../../shaders/token-stats/op.wgsl?raw';
+import tokenStatsGradWgsl from '../../../shaders/token-stats/op_grad.wgsl?raw';
+import tokenStatsRefWgsl from '../../../shaders/token-stats/ref.wgsl?raw';
 import { rowChunks, rowWorkgroupSize } from '../kernels/limits';
 import { rowReduce } from '../kernels/rowReduce';
 import { customKernelsActive, runKernel } from '../kernels/wgslProgram';

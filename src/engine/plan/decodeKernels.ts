@@ -1,21 +1,21 @@
 // The planned decode step's kernels: WGSL sources from shaders/ with the declarations each
 // variant needs (weight format, epilogue mode), and the uniform records the planner fills.
-// The sampler and token statistics reuse the tfjs path's kernel bodies unchanged (sample.wgsl,
-// token_stats.wgsl) under a header that gives them the names tfjs would, so both paths draw the
+// The sampler and token statistics reuse the tfjs path's kernel bodies unchanged (sample/op.wgsl,
+// token-stats/op.wgsl) under a header that gives them the names tfjs would, so both paths draw the
 // same tokens from the same Philox streams.
-import gemvWgsl from '../../../shaders/plan_gemv.wgsl?raw';
-import gemvThreadWgsl from '../../../shaders/plan_gemv_thread.wgsl?raw';
-import gemvUnitWgsl from '../../../shaders/plan_gemv_unit.wgsl?raw';
-import gemmTileWgsl from '../../../shaders/plan_gemm_tile.wgsl?raw';
-import loraDeltaWgsl from '../../../shaders/plan_lora_delta.wgsl?raw';
-import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
-import attentionThreadWgsl from '../../../shaders/plan_attention_thread.wgsl?raw';
-import attentionSplitKWgsl from '../../../shaders/plan_attention_splitk.wgsl?raw';
-import attentionCombineWgsl from '../../../shaders/plan_attention_combine.wgsl?raw';
-import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
-import sampleWgsl from '../../../shaders/sample.wgsl?raw';
-import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
-import rowReduceTreeWgsl from '../../../shaders/row_reduce_tree.wgsl?raw';
+import gemvWgsl from '../../../shaders/matmul/plan_gemv.wgsl?raw';
+import gemvThreadWgsl from '../../../shaders/matmul/plan_gemv_thread.wgsl?raw';
+import gemvUnitWgsl from '../../../shaders/matmul/plan_gemv_unit.wgsl?raw';
+import gemmTileWgsl from '../../../shaders/matmul/plan_gemm_tile.wgsl?raw';
+import loraDeltaWgsl from '../../../shaders/lora/plan_delta.wgsl?raw';
+import attentionWgsl from '../../../shaders/attention/plan.wgsl?raw';
+import attentionThreadWgsl from '../../../shaders/attention/plan_thread.wgsl?raw';
+import attentionSplitKWgsl from '../../../shaders/attention/plan_splitk.wgsl?raw';
+import attentionCombineWgsl from '../../../shaders/attention/plan_combine.wgsl?raw';
+import embedWgsl from '../../../shaders/embed/plan.wgsl?raw';
+import sampleWgsl from '../../../shaders/sample/op.wgsl?raw';
+import tokenStatsWgsl from '../../../shaders/token-stats/op.wgsl?raw';
+import rowReduceTreeWgsl from '../../../shaders/row-reduce/tree.wgsl?raw';
 import { rowReduce } from '../kernels/rowReduce';
 import { rowWorkgroupSize } from '../kernels/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
@@ -83,11 +83,11 @@ export function gemvMaxRows(shape: GemvLayout): number {
   return shape === 'tile' ? 4 * TILE_TQ : shape === 'thread' ? 16 : 8;
 }
 
-/** The tiled layout's units per thread and quads of rows per thread (plan_gemm_tile.wgsl). */
+/** The tiled layout's units per thread and quads of rows per thread (matmul/plan_gemm_tile.wgsl). */
 export const TILE_TU = 4;
 export const TILE_TQ = 1;
 
-/** plan_gemm_tile.wgsl with its TU x TQ register tile unrolled. */
+/** matmul/plan_gemm_tile.wgsl with its TU x TQ register tile unrolled. */
 function tileSource(): string {
   const U = Array.from({ length: TILE_TU }, (_, i) => i);
   const Q = Array.from({ length: TILE_TQ }, (_, i) => i);
@@ -428,7 +428,7 @@ export function attentionKernel(headDim: number): PlanKernel {
 /** Query threads per workgroup of the one-thread attention. */
 export const ATT_THREAD_WG = 64;
 
-/** The barrier-free attention for software adapters (plan_attention_thread.wgsl), unrolled for head_dim D. */
+/** The barrier-free attention for software adapters (attention/plan_thread.wgsl), unrolled for head_dim D. */
 export function attentionThreadKernel(headDim: number): PlanKernel {
   const n = headDim / 4;
   const idx = Array.from({ length: n }, (_, i) => i);
@@ -454,7 +454,7 @@ export function attentionThreadKernel(headDim: number): PlanKernel {
   };
 }
 
-/** Cache slots per segment of the split-K attention (one 256-slot chunk, as plan_attention.wgsl's). */
+/** Cache slots per segment of the split-K attention (one 256-slot chunk, as attention/plan.wgsl's). */
 export const SPLITK_SEGMENT = 256;
 
 /** Floats of the split-K partials for `rows` query rows: per (row, head, segment) m, l and D sums. */
@@ -462,7 +462,7 @@ export function splitKPartialFloats(rows: number, heads: number, headDim: number
   return rows * heads * Math.ceil(capacity / SPLITK_SEGMENT) * (headDim + 2);
 }
 
-/** Split-K decode attention, pass 1 (plan_attention_splitk.wgsl): grid [heads, rows, segments]. */
+/** Split-K decode attention, pass 1 (attention/plan_splitk.wgsl): grid [heads, rows, segments]. */
 export function attentionSplitKKernel(headDim: number): PlanKernel {
   const WG = attentionWorkgroupSize(headDim);
   return {
@@ -480,7 +480,7 @@ export function attentionSplitKKernel(headDim: number): PlanKernel {
   };
 }
 
-/** Split-K decode attention, pass 2 (plan_attention_combine.wgsl): grid [heads, rows]. */
+/** Split-K decode attention, pass 2 (attention/plan_combine.wgsl): grid [heads, rows]. */
 export function attentionCombineKernel(headDim: number): PlanKernel {
   const WG = attentionWorkgroupSize(headDim);
   return {
@@ -527,7 +527,7 @@ fn planMain(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_in
   main(i32(wid.x) * WG + i32(lid));
 }`;
 
-/** sample.wgsl as planned: logits [rows, vocab] -> result (the ids buffer), one workgroup per row. */
+/** sample/op.wgsl as planned: logits [rows, vocab] -> result (the ids buffer), one workgroup per row. */
 export function sampleKernel(vocab: number): PlanKernel & { entry: string } {
   const WG = rowWorkgroupSize(vocab);
   return {
@@ -544,7 +544,7 @@ export function sampleKernel(vocab: number): PlanKernel & { entry: string } {
 }
 
 /**
- * token_stats.wgsl as planned: (log-prob of ids, entropy) per row of the scaled logits. The row
+ * token-stats/op.wgsl as planned: (log-prob of ids, entropy) per row of the scaled logits. The row
  * reduction is the tfjs path's choice (subgroups where probed) on a device that has subgroups,
  * the workgroup tree on any other.
  */

@@ -1,9 +1,9 @@
-// plan_gemv.wgsl's variant for software adapters (SwiftShader, llvmpipe), where a workgroup
-// barrier is a thread switch: one thread per output unit (plan_gemv_unit.wgsl) and no barrier at
+// matmul/plan_gemv.wgsl's variant for software adapters (SwiftShader, llvmpipe), where a workgroup
+// barrier is a thread switch: one thread per output unit (matmul/plan_gemv_unit.wgsl) and no barrier at
 // all. Each thread streams its weight row(s) once for up to
 // MAXB rows of x, and takes the RMS of each row in the same pass:
 //   norm(x)·w = inverseSqrt(mean(x^2) + eps) * sum_k x_k n_k w_k.
-// Same bindings, uniforms, modes and host-prepended pieces as plan_gemv.wgsl, plus plan_gemv_unit.wgsl.
+// Same bindings, uniforms, modes and host-prepended pieces as matmul/plan_gemv.wgsl, plus matmul/plan_gemv_unit.wgsl.
 
 @compute @workgroup_size(WG, 1, 1)
 fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {

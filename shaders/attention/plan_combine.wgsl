@@ -1,8 +1,8 @@
 // Split-K decode attention, pass 2: one workgroup per (query head, row) merges the partials of the
-// filled segments (ceil(tok.kvLen / SEG) of them) of plan_attention_splitk.wgsl with the
+// filled segments (ceil(tok.kvLen / SEG) of them) of attention/plan_splitk.wgsl with the
 // log-sum-exp rescale: with M the largest segment max, out = sum_s e^(m_s - M) acc_s /
 // sum_s e^(m_s - M) l_s. A segment with no valid slot (m = MASKED, l = 0) weighs nothing; a query
-// with no valid slot at all writes 0, as plan_attention.wgsl does. Thread d < D writes component d.
+// with no valid slot at all writes 0, as attention/plan.wgsl does. Thread d < D writes component d.
 // Host-prepended: WG (>= D), SEG, the Att and Tok structs and the bindings (A, tok, part, work).
 
 const MASKED : f32 = -3.0e38;

@@ -1,5 +1,5 @@
 enable subgroups;
-// row_reduce_tree.wgsl's reduceRow with subgroup operations: each level merges a subgroup's
+// row-reduce/tree.wgsl's reduceRow with subgroup operations: each level merges a subgroup's
 // partials in registers (subgroupMax, subgroupAdd) and passes one partial per subgroup on through
 // workgroup memory, so a 256-thread row takes 2 barrier pairs on a 32-wide GPU instead of 8
 // barriers. Only used where the subgroup probe found subgroups laid out contiguously (subgroup k

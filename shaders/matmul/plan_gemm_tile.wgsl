@@ -1,5 +1,5 @@
 // The one-thread layout's tiled form for many rows of x (a prefill chunk, a large decode batch) on
-// software adapters: each thread computes TU units (plan_gemv_unit.wgsl) x 4 TQ rows of x, so one
+// software adapters: each thread computes TU units (matmul/plan_gemv_unit.wgsl) x 4 TQ rows of x, so one
 // chunk of 4 inputs costs 4 TQ loads of x and TU (or 2 TU) of weights for 4 TQ TU (or twice as
 // many) dot products, where the one-thread-per-unit layout loads x once per unit: on a CPU driver
 // every load is a per-lane gather, so loads, not multiply-adds, bound it. No workgroup memory, no
@@ -9,7 +9,7 @@
 // Grid: x walks groups of TU units, y groups of 4 TQ rows. K, the x offsets and strides must be multiples of
 // 4 (the host checks); work and f32 weights are bound as vec4 arrays, one load per 4 floats.
 // Host-prepended: WG, MODE, NORM, TWO, wload (wload2), rowPos / cacheBase, loraDelta, the Gemv and
-// Tok structs, the bindings and accessors of plan_gemv.wgsl, and plan_gemv_unit.wgsl.
+// Tok structs, the bindings and accessors of matmul/plan_gemv.wgsl, and matmul/plan_gemv_unit.wgsl.
 
 // work is bound as array<vec4<f32>> here: x rows start at multiples of 4 (the host checks).
 fn xrow(base : u32, k : u32) -> vec4<f32> {

@@ -2,9 +2,9 @@
 // of SEG cache slots), so a long cache spreads over heads x rows x segments workgroups instead of
 // one workgroup walking it per (head, row). Each segment of the filled slots [0, tok.kvLen)
 // writes its max score m, its sum of exp(s - m) l and its unnormalised weighted V
-// sum_j exp(s_j - m) v_j to the partials buffer; plan_attention_combine.wgsl merges the segments.
+// sum_j exp(s_j - m) v_j to the partials buffer; attention/plan_combine.wgsl merges the segments.
 // A segment at or past tok.kvLen does nothing (the combine reads only the filled ones), so one
-// plan serves every token. GQA and invalid (left-pad) slots as in plan_attention.wgsl; a segment
+// plan serves every token. GQA and invalid (left-pad) slots as in attention/plan.wgsl; a segment
 // with no valid slot writes m = MASKED, l = 0 and a zero sum, which the combine weighs as nothing.
 // Decode steps only (one query per row).
 // Host-prepended: WG (>= D, a power of two), SEG, MAXD, the Att and Tok structs and the bindings

@@ -2,7 +2,7 @@
 // stats = [norm, clip coefficient, skipped]. coef = min(maxNorm / (norm + 1e-6), 1) as torch's
 // clip_grad_norm_; skipped = 1 when the norm is not finite (a NaN or Inf gradient) or the host
 // asks for a skip (a non-finite loss): the update pass then changes nothing.
-// Host-prepended: WG, the Hyper struct, treeSum (plan_tree_sum.wgsl) and the bindings (H,
+// Host-prepended: WG, the Hyper struct, treeSum (adamw/plan_tree_sum.wgsl) and the bindings (H,
 // partials, stats).
 
 // WGSL has no isnan / isinf, and a compiler may fold x != x away: test the exponent bits.

@@ -1,4 +1,4 @@
-// Second reduction of token_stats.wgsl's OUT = 3 variant: the log-prob of the chosen token under
+// Second reduction of token-stats/op.wgsl's OUT = 3 variant: the log-prob of the chosen token under
 // refLogits [rows, vocab] (the reference policy), for KL without a [rows, vocab] log-softmax.
 // Only the log-sum-exp is needed here, so one online (max, sum-exp) pair per thread, merged by the
 // same reduceRow as the first reduction (its third sum unused).

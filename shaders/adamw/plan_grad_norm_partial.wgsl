@@ -1,7 +1,7 @@
 // Global gradient norm, pass 1 of 2: each of H.parts workgroups sums g^2 over a grid-strided share
 // of the flat gradient buffer (Kahan-compensated per thread, so millions of small squares do not
 // vanish into a large running sum) and tree-reduces its threads into partials[workgroup].
-// Host-prepended: WG, the Hyper struct, treeSum (plan_tree_sum.wgsl) and the bindings (H, grads,
+// Host-prepended: WG, the Hyper struct, treeSum (adamw/plan_tree_sum.wgsl) and the bindings (H, grads,
 // partials).
 
 @compute @workgroup_size(WG, 1, 1)

@@ -1,4 +1,4 @@
-// What the one-thread-per-unit GEMV layouts (plan_gemv_thread.wgsl, plan_gemm_tile.wgsl) share:
+// What the one-thread-per-unit GEMV layouts (matmul/plan_gemv_thread.wgsl, matmul/plan_gemm_tile.wgsl) share:
 // a unit's outputs and its epilogue. A unit is one output (PLAIN, CACHE_V, HEAD), a RoPE pair
 // (j, j + D/2) of one head (ROPE_Q, ROPE_K), or one column of gate and up together (GATEUP).
 // `finish` takes the unit's finished sums for one row of x (y for W's row outs.x, y2 for W's

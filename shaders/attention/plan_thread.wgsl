@@ -1,9 +1,9 @@
-// plan_attention.wgsl's variant for software adapters: one thread per (query head, row), no
+// attention/plan.wgsl's variant for software adapters: one thread per (query head, row), no
 // workgroup memory and no barrier (a barrier is a thread switch on a CPU driver), the online
 // softmax over the valid slots [0, len) kept in registers. The query and the output accumulator
 // are D/4 named vec4 registers the host unrolls (the {{...}} marks):
 // a CPU driver keeps only constant-indexed values in registers. Keys and values are read as vec4.
-// Prefill chunks (A.seq > 0) as in plan_attention.wgsl; a query with no valid slot writes 0.
+// Prefill chunks (A.seq > 0) as in attention/plan.wgsl; a query with no valid slot writes 0.
 // Host-prepended: WG, the Att and Tok structs and the bindings (A, tok, work, aux, kc, vc as
 // array<vec4<f32>>).
 

@@ -1,7 +1,7 @@
 // Row reduction of per-thread online-softmax partials p = (max m, sum exp(x - m), sum x exp(x - m))
 // over a workgroup of WG threads (a power of two), by a tree in workgroup memory. The result is
 // valid in thread 0. Called by every thread (it contains barriers); the variant for adapters with
-// subgroups is row_reduce_subgroup.wgsl, with the same signature.
+// subgroups is row-reduce/subgroup.wgsl, with the same signature.
 // Prepended by the host: `const WG : i32`.
 
 var<workgroup> wgMax : array<f32, WG>;

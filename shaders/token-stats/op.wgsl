@@ -2,12 +2,12 @@
 //   result[row * OUT + 0] = log softmax(logits[row])[ids[row]]     (log-prob of the chosen token)
 //   result[row * OUT + 1] = -sum_v p_v log p_v                      (entropy of the full distribution)
 //   result[row * OUT + 2] = log softmax(refLogits[row])[ids[row]]  (OUT = 3: the reference policy's
-//                           log-prob for KL, from token_stats_ref.wgsl's second reduction)
+//                           log-prob for KL, from token-stats/ref.wgsl's second reduction)
 // One pass over the row with an online (max, sum-exp, sum x*exp) triple per thread, merged by
-// reduceRow (row_reduce_tree.wgsl, or row_reduce_subgroup.wgsl where the adapter has subgroups):
+// reduceRow (row-reduce/tree.wgsl, or row-reduce/subgroup.wgsl where the adapter has subgroups):
 // no [rows, vocab] probability tensor is ever written.
 // Prepended by the host: `const WG : i32 = <workgroup size>;` (a power of two), `const OUT : i32`
-// (2 or 3), reduceRow, and `fn refLogp(row, tid, vocab) -> f32` (token_stats_ref.wgsl when
+// (2 or 3), reduceRow, and `fn refLogp(row, tid, vocab) -> f32` (token-stats/ref.wgsl when
 // OUT = 3, a stub returning 0 otherwise, so this file never names a binding the variant does not
 // have).
 // Bindings come from tfjs's generated header: result, logits, ids[, refLogits], uniforms.logitsShape.
