@@ -7,6 +7,7 @@ import gemvWgsl from '../../../shaders/matmul/plan_gemv.wgsl?raw';
 import gemvThreadWgsl from '../../../shaders/matmul/plan_gemv_thread.wgsl?raw';
 import gemvUnitWgsl from '../../../shaders/matmul/plan_gemv_unit.wgsl?raw';
 import gemmTileWgsl from '../../../shaders/matmul/plan_gemm_tile.wgsl?raw';
+import gemvRowsWgsl from '../../../shaders/matmul/plan_gemv_rows.wgsl?raw';
 import loraDeltaWgsl from '../../../shaders/lora/plan_delta.wgsl?raw';
 import attentionWgsl from '../../../shaders/attention/plan.wgsl?raw';
 import attentionThreadWgsl from '../../../shaders/attention/plan_thread.wgsl?raw';
@@ -83,42 +84,14 @@ export function gemvMaxRows(shape: GemvLayout): number {
   return shape === 'tile' ? 4 * TILE_TQ : shape === 'thread' ? 16 : 8;
 }
 
-/** The tiled layout's units per thread and quads of rows per thread (matmul/plan_gemm_tile.wgsl). */
+/**
+ * The tiled layout's units per thread and quads of rows per thread: matmul/plan_gemm_tile.wgsl
+ * keeps its sums in named registers written out for these values (a CPU driver keeps only
+ * constant-indexed values out of memory), so a change here is a change of that file.
+ */
 export const TILE_TU = 4;
 export const TILE_TQ = 1;
 
-/** matmul/plan_gemm_tile.wgsl with its TU x TQ register tile unrolled. */
-function tileSource(): string {
-  const U = Array.from({ length: TILE_TU }, (_, i) => i);
-  const Q = Array.from({ length: TILE_TQ }, (_, i) => i);
-  const R = Array.from({ length: 4 * TILE_TQ }, (_, i) => i);
-  const lines = (f: (u: number, q: number) => string) => U.flatMap((u) => Q.map((q) => f(u, q))).join('\n    ');
-  const xs = (q: number) => [0, 1, 2, 3].map((j) => `x${4 * q + j}`).join(', ');
-  const setup = [
-    ...R.map((r) => `let x${r}b = G.xOff + min(r0 + ${r}u, last) * G.xStride;`),
-    ...U.map((u) => `let o${u} = unitOutputs(min(u0 + ${u}u, units - 1u));`),
-    ...U.flatMap((u) => Q.map((q) => `var a${u}_${q} = vec4<f32>(0.0);\n  var b${u}_${q} = vec4<f32>(0.0);`)),
-    ...Q.map((q) => `var ss${q} = vec4<f32>(0.0);`),
-  ].join('\n  ');
-  const norm = [
-    ...Q.map((q) => `ss${q} += vec4<f32>(${[0, 1, 2, 3].map((j) => `dot(x${4 * q + j}, x${4 * q + j})`).join(', ')});`),
-    ...R.map((r) => `x${r} *= nw;`),
-  ].join('\n      ');
-  const weights = (load: string, row: string) =>
-    U.map((u) => `let w${u} = ${load}(o${u}.${row}, c);`).join('\n      ') + '\n      ' + lines((u, q) => `b${u}_${q} += dots(w${u}, ${xs(q)});`).replace(/\n {4}/g, '\n      ');
-  const finish = [
-    ...Q.map((q) => `var inv${q} = vec4<f32>(1.0);\n  if (NORM) {\n    inv${q} = inverseSqrt(ss${q} / f32(G.K) + G.eps);\n  }`),
-    ...U.flatMap((u) => Q.map((q) => `finishQuad(u0 + ${u}u, units, r0 + ${4 * q}u, a${u}_${q}, b${u}_${q}, inv${q});`)),
-  ].join('\n  ');
-  return gemmTileWgsl
-    .replace('{{SETUP}}', setup)
-    .replace('{{XLOAD}}', R.map((r) => `var x${r} = xrow(x${r}b, k);`).join('\n    '))
-    .replace('{{NORM}}', norm)
-    .replace('{{DOTS}}', U.map((u) => `let v${u} = wload(o${u}.x, c);`).join('\n    ') + '\n    ' + lines((u, q) => `a${u}_${q} += dots(v${u}, ${xs(q)});`))
-    .replace('{{DOTS_W2}}', weights('wload2', 'x'))
-    .replace('{{DOTS_PAIR}}', weights('wload', 'y'))
-    .replace('{{FINISH}}', finish);
-}
 export const GEMV_R = 4;
 
 export const enum GemvMode {
@@ -138,31 +111,6 @@ const GEMV_STRUCT = `struct Gemv {
   nKV : u32, cap : u32, cosOff : u32, sinOff : u32,
   posOff : u32, resid : u32, bias2Off : i32, t2Off : i32,
   b2Off : u32, r2 : u32, scale2 : f32, seq : u32,
-}`;
-
-// Where a GEMV row's token sits. Decode (G.seq = 0): row b is batch row b at the token's slot
-// and position. Prefill (G.seq > 0): row = b * seq + j is prompt column tok.slot + j of batch
-// row b, its RoPE position read from the (row, slot) table at G.posOff.
-const ROW_WGSL = `fn rowBatch(row : u32) -> u32 {
-  if (G.seq == 0u) {
-    return row;
-  }
-  return row / G.seq;
-}
-fn rowSlot(row : u32) -> u32 {
-  if (G.seq == 0u) {
-    return tok.slot;
-  }
-  return tok.slot + row % G.seq;
-}
-fn rowPos(row : u32) -> u32 {
-  if (G.seq == 0u) {
-    return u32(auxAt(G.posOff + row)) + tok.step;
-  }
-  return u32(auxAt(G.posOff + rowBatch(row) * G.cap + rowSlot(row)));
-}
-fn cacheBase(row : u32, h : u32) -> u32 {
-  return ((rowBatch(row) * G.nKV + h) * G.cap + rowSlot(row)) * G.headDim;
 }`;
 
 export interface GemvUniform {
@@ -382,7 +330,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? tileSource() : gemvThreadWgsl}`}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? gemmTileWgsl : gemvThreadWgsl}`}`,
   };
 }
 
