@@ -6,7 +6,7 @@
 // with activations recomputed per layer (equal to the kept plan's, and the planner's bytes).
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { disposeLlama, linearLayers, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward } from '../src/model/plannedLearn';

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { DecodePlan } from '../src/engine/plan/decodePlan';
 import { maxAbs } from '../src/engine/testing/maxAbs';
 import { parseModelConfig } from '../src/model/config';

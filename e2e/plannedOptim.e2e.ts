@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { countGpuWork } from '../src/engine/gpuCounters';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { parseModelConfig } from '../src/model/config';
 import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';

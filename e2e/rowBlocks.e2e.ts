@@ -1,6 +1,6 @@
 // Weights held in row blocks (a projection or an LM head over maxStorageBufferBindingSize) on the
 // planned paths, Node + Dawn on SwiftShader. The loader splits a weight into blocks of one binding
-// each (src/engine/kernels/limits.ts rowChunks); a lowered binding limit at load time
+// each (src/engine/webgpu/limits.ts rowChunks); a lowered binding limit at load time
 // (EngineOptions.bindingLimit) makes the tiny fixture's weights blocked. The learn plan binds each
 // block and dispatches per block: its statistics and LoRA gradients equal tfjs autodiff. The decode
 // plan takes a blocked head (and embedding) and blocked projections (one GEMV per block; q, k, v

@@ -5,7 +5,7 @@
 // Thresholds are exact: the k-th largest order-key by a 4-pass radix select (top-k), and the
 // largest order-key t with mass(key >= t) >= topP * mass(top-k set) built bit by bit (top-p):
 // over the compacted top-k set when it has at most 256 members (plain top-p speculates on the
-// top 256), else one pass over the row per bit. Only the ids leave the GPU. Mirrors src/engine/ops/sampleReference.ts.
+// top 256), else one pass over the row per bit. Only the ids leave the GPU. Mirrors src/engine/kernels/sample/sampleReference.ts.
 // Prepended by the host: `const WG : i32 = <power of two>;`.
 // Uniforms (host-declared): temperature f32, topK i32, topP f32, seedLo u32, seedHi u32, step u32.
 

@@ -14,8 +14,8 @@
 
 import * as tf from '@tensorflow/tfjs';
 import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
-import { sampleTokens } from '../engine/ops/sample.ts';
-import { tokenStats } from '../engine/ops/tokenStats.ts';
+import { sampleTokens } from '../engine/kernels/sample/sample.ts';
+import { tokenStats } from '../engine/kernels/token-stats/tokenStats.ts';
 import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
 import { plannedDecodeFor } from './plannedDecode.ts';
 

@@ -16,9 +16,11 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
-import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention.ts';
-import { rmsNorm, rope } from '../engine/ops/fusedNorm.ts';
-import { kvWrite, swiglu } from '../engine/ops/fusedBlock.ts';
+import { decodeAttention, decodeAttentionFused } from '../engine/kernels/attention/decodeAttention.ts';
+import { rmsNorm } from '../engine/kernels/rms-norm/rmsNorm.ts';
+import { rope } from '../engine/kernels/rope/rope.ts';
+import { swiglu } from '../engine/kernels/swiglu/swiglu.ts';
+import { kvWrite } from '../engine/kernels/kv-cache/kvWrite.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
 import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear.ts';
 import { getFiniteFloat32, type TensorSource } from './safetensors.ts';

@@ -11,7 +11,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
-import { webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { webgpuDevice } from '../engine/webgpu/wgslProgram.ts';
 import { engineOptions, type ExecutionPath } from '../engine/options.ts';
 import { STATS_COLS } from '../engine/plan/learnKernels.ts';
 import { emptyTensor, flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';

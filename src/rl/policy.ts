@@ -17,7 +17,7 @@
 // reports, so rollout and training log-probs agree up to float error.
 import * as tf from '@tensorflow/tfjs';
 import { variableFrom } from '../engine/variables';
-import { tokenStats } from '../engine/ops/tokenStats.ts';
+import { tokenStats } from '../engine/kernels/token-stats/tokenStats.ts';
 import { forward, type LlamaModel } from '../model/llama.ts';
 import { withAdaptersDisabled, type LoraSet } from '../model/lora.ts';
 

@@ -7,7 +7,7 @@ import { countGpuWork, type GpuCounts } from '../engine/gpuCounters.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { rlStep } from './loop.ts';
-import { webgpuDevice } from '../engine/kernels/wgslProgram.ts';
+import { webgpuDevice } from '../engine/webgpu/wgslProgram.ts';
 import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
 import { AdamW, clipByGlobalNorm } from './optim.ts';
 import { plannedUpdate, type OptimizerPath } from './plannedOptim.ts';

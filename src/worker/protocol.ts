@@ -1,13 +1,13 @@
 // The typed contract between the UI thread and the engine worker. Only plain data crosses it:
 // the worker owns tfjs and every tensor; the UI never holds one.
-import type { AttentionCaseSpec } from '../engine/ops/decodeAttentionReference';
-import type { NormCaseSpec } from '../engine/ops/fusedNormReference';
-import type { BlockCaseSpec } from '../engine/ops/fusedBlockReference';
+import type { AttentionCaseSpec } from '../engine/kernels/attention/decodeAttentionReference.ts';
+import type { NormCaseSpec } from '../engine/kernels/rms-norm/fusedNormReference.ts';
+import type { BlockCaseSpec } from '../engine/kernels/swiglu/fusedBlockReference.ts';
 import type { BackendPreference, BackendReport } from '../engine/backends';
-import type { SamplingOptions } from '../engine/ops/sampleReference';
+import type { SamplingOptions } from '../engine/kernels/sample/sampleReference.ts';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
 import type { GpuProbe } from '../engine/probe';
-import type { SubgroupStatus } from '../engine/kernels/gpuFeatures';
+import type { SubgroupStatus } from '../engine/webgpu/gpuFeatures.ts';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../model/decodeBench';

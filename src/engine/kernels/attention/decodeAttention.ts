@@ -4,8 +4,8 @@
 // elsewhere, and past the workgroup-memory budget for scores, the stock matMul/softmax path.
 // Forward only: decoding is never differentiated (training runs the full-sequence forward).
 import * as tf from '@tensorflow/tfjs';
-import decodeAttentionWgsl from '../../../shaders/attention/op.wgsl?raw';
-import { customKernelsActive, runKernel, webgpuDevice } from '../kernels/wgslProgram';
+import decodeAttentionWgsl from '../../../../shaders/attention/op.wgsl?raw';
+import { customKernelsActive, runKernel, webgpuDevice } from '../../webgpu/wgslProgram.ts';
 
 const WG = 64;
 /** Bytes of workgroup memory the kernel needs besides its scores (the reduction array). */

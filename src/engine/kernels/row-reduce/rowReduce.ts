@@ -1,9 +1,9 @@
 // The WGSL reduceRow a one-workgroup-per-row kernel merges its per-thread online-softmax partials
 // with: subgroup operations where the device has them (gpuFeatures), a workgroup-memory tree
 // otherwise. Both define the same function, so a kernel's own source does not change.
-import rowReduceSubgroupWgsl from '../../../shaders/row-reduce/subgroup.wgsl?raw';
-import rowReduceTreeWgsl from '../../../shaders/row-reduce/tree.wgsl?raw';
-import { subgroupLayout, subgroupsActive } from './gpuFeatures';
+import rowReduceSubgroupWgsl from '../../../../shaders/row-reduce/subgroup.wgsl?raw';
+import rowReduceTreeWgsl from '../../../../shaders/row-reduce/tree.wgsl?raw';
+import { subgroupLayout, subgroupsActive } from '../../webgpu/gpuFeatures.ts';
 
 export interface RowReduce {
   /** Distinguishes compiled pipelines: 'tree' or 'sg<levels>x<min size>'. */

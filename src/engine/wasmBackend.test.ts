@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seededLogits } from '../testing/seededLogits';
-import { sampleTokens } from './sample';
-import { sampleReference } from './sampleReference';
-import { tokenStats } from './tokenStats';
-import { tokenStatsF64 } from './tokenStatsReference';
+import { seededLogits } from './testing/seededLogits.ts';
+import { sampleTokens } from './kernels/sample/sample.ts';
+import { sampleReference } from './kernels/sample/sampleReference.ts';
+import { tokenStats } from './kernels/token-stats/tokenStats.ts';
+import { tokenStatsF64 } from './kernels/token-stats/tokenStatsReference.ts';
 
 // The wasm backend is the fast CPU fallback (and Node's bench backend): the stock-op paths must
 // run on it too. (Its batched GatherV2 once read out of bounds here.)

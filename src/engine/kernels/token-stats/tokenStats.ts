@@ -2,12 +2,12 @@
 // a second logits tensor (the reference policy's) -> [rows, 3] with its log-prob of ids for KL.
 // On WebGPU it is one fused WGSL pass (shaders/token-stats/op.wgsl); elsewhere, stock tfjs ops.
 import * as tf from '@tensorflow/tfjs';
-import tokenStatsWgsl from '../../../shaders/token-stats/op.wgsl?raw';
-import tokenStatsGradWgsl from '../../../shaders/token-stats/op_grad.wgsl?raw';
-import tokenStatsRefWgsl from '../../../shaders/token-stats/ref.wgsl?raw';
-import { rowChunks, rowWorkgroupSize } from '../kernels/limits';
-import { rowReduce } from '../kernels/rowReduce';
-import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
+import tokenStatsWgsl from '../../../../shaders/token-stats/op.wgsl?raw';
+import tokenStatsGradWgsl from '../../../../shaders/token-stats/op_grad.wgsl?raw';
+import tokenStatsRefWgsl from '../../../../shaders/token-stats/ref.wgsl?raw';
+import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits.ts';
+import { rowReduce } from '../row-reduce/rowReduce.ts';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
 
 
 function checkShapes(logits: tf.Tensor, ids: tf.Tensor, refLogits?: tf.Tensor): void {

@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { rmsNorm, rope } from './fusedNorm';
-import { NORM_EPS, normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from './fusedNormReference';
+import { rmsNorm } from './rmsNorm.ts';
+import { rope } from '../rope/rope.ts';
+import { NORM_EPS, normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from './fusedNormReference.ts';
 
 const worst = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;

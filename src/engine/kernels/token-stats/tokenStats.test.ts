@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { seededLogits, seededUpstream } from '../testing/seededLogits';
-import { tokenStats, tokenStatsStock } from './tokenStats';
-import { tokenStatsF64, tokenStatsGradF64 } from './tokenStatsReference';
+import { seededLogits, seededUpstream } from '../../testing/seededLogits.ts';
+import { tokenStats, tokenStatsStock } from './tokenStats.ts';
+import { tokenStatsF64, tokenStatsGradF64 } from './tokenStatsReference.ts';
 
 describe('token statistics', () => {
   it('matches hand-worked values for a two-token vocabulary', () => {

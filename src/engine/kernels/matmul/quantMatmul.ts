@@ -7,12 +7,12 @@
 // the gradient of x) so no float32 copy of W ever exists. Elsewhere: dequantise with stock ops
 // (exact integer masks) and matMul.
 import * as tf from '@tensorflow/tfjs';
-import gemvWgsl from '../../../shaders/matmul/op_gemv.wgsl?raw';
-import gemvSplitKWgsl from '../../../shaders/matmul/op_gemv_splitk.wgsl?raw';
-import gemvWordWgsl from '../../../shaders/matmul/op_gemv_word.wgsl?raw';
-import tiledWgsl from '../../../shaders/matmul/op_tiled.wgsl?raw';
-import { customKernelsActive, runKernel, webgpuBackend } from '../kernels/wgslProgram';
-import { engineOptions, type GemvVariant } from '../options';
+import gemvWgsl from '../../../../shaders/matmul/op_gemv.wgsl?raw';
+import gemvSplitKWgsl from '../../../../shaders/matmul/op_gemv_splitk.wgsl?raw';
+import gemvWordWgsl from '../../../../shaders/matmul/op_gemv_word.wgsl?raw';
+import tiledWgsl from '../../../../shaders/matmul/op_tiled.wgsl?raw';
+import { customKernelsActive, runKernel, webgpuBackend } from '../../webgpu/wgslProgram.ts';
+import { engineOptions, type GemvVariant } from '../../options.ts';
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {

@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { kvWrite, swiglu } from './fusedBlock';
-import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from './fusedBlockReference';
+import { swiglu } from './swiglu.ts';
+import { kvWrite } from '../kv-cache/kvWrite.ts';
+import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from './fusedBlockReference.ts';
 
 const worst = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;

@@ -2,11 +2,11 @@
 // Philox stream (shaders/sample/op.wgsl); on other backends the same algorithm runs on the CPU
 // (sampleReference), so a seed means the same tokens on every backend up to float rounding.
 import * as tf from '@tensorflow/tfjs';
-import sampleWgsl from '../../../shaders/sample/op.wgsl?raw';
-import { rowChunks, rowWorkgroupSize } from '../kernels/limits';
-import { customKernelsActive, runKernel } from '../kernels/wgslProgram';
-import { seedKey } from '../rng/philox';
-import { checkSamplingOptions, sampleReference, type SamplingOptions } from './sampleReference';
+import sampleWgsl from '../../../../shaders/sample/op.wgsl?raw';
+import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits.ts';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
+import { seedKey } from '../../rng/philox.ts';
+import { checkSamplingOptions, sampleReference, type SamplingOptions } from './sampleReference.ts';
 
 
 function streamIds(rows: number, streams?: ArrayLike<number>): Int32Array {
