@@ -18,12 +18,11 @@ import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from '.
 import { benchLearnPaths, LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from '../rl/learnBench';
 import { kernelTable } from './kernelTable';
 import { BenchReport, flagValue } from './benchReport';
-import { measureRoofline, ROOFLINE_HEADER, rooflineRows, type Roofline } from '../engine/plan/roofline';
+import { measureRoofline, ROOFLINE_HEADER, rooflineRows, setEngineOptions, type Roofline } from '../engine';
 import { attentionBenchRows, ATTENTION_BENCH_HEADER, benchPlannedAttention } from '../model/decodeBench';
 import { benchGrpoStepPaths, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from '../rl/learnBench';
 import { startDawn } from './node/dawn';
 import { formatTable } from './table';
-import { setEngineOptions } from '../engine/options';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');

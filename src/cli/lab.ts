@@ -26,7 +26,7 @@ import { exportVerlMain } from './export-verl.ts';
 import { folderSource } from './fs-source.ts';
 import { recipeMain } from './recipe-run.ts';
 import { plannedForcedLogits, type DecodePath } from '../model/plannedDecode.ts';
-import { engineOptions, setEngineOptions } from '../engine/options.ts';
+import { engineOptions, setEngineOptions } from '../engine/index.ts';
 
 class UsageError extends Error {}
 

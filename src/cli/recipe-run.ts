@@ -18,7 +18,7 @@ import type { StepReport } from '../recipes/report.ts';
 import { ConfigError, describeSchema } from '../recipes/schema.ts';
 import type { RecipeEnv } from '../recipes/types.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
-import { setEngineOptions } from '../engine/options.ts';
+import { setEngineOptions } from '../engine/index.ts';
 
 export class RecipeUsageError extends Error {}
 

@@ -2,14 +2,12 @@
 // tokens/s, dispatches per token, host milliseconds per token and weight bytes streamed per
 // second. Host time is the wall time less the time spent waiting for readbacks (mapAsync), so it
 // is the CPU time spent encoding and submitting, on either path.
-import { countGpuWork } from '../engine/gpuCounters';
+import { countGpuWork, engineOptions, setEngineOptions, type DecodeAttention } from '../engine';
 import { generate } from './generate';
 import type { LlamaModel } from './llama';
 import { PROJ_NAMES } from './llama';
 import { takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from './plannedDecode';
-import type { DecodeAttention } from '../engine/plan/decodePlan';
 import { median } from './throughput';
-import { engineOptions, setEngineOptions } from '../engine/options';
 
 export interface DecodeBenchCase {
   batch: number;

@@ -1,7 +1,7 @@
 // What both decode paths share (tfjs op by op in generate.ts, planned in plannedDecode.ts):
 // option checks, left padding, and the bookkeeping of one sampled step, so the two paths return
 // the same result for the same draws by construction.
-import { checkSamplingOptions } from '../engine/kernels/sample/sampleReference.ts';
+import { checkSamplingOptions } from '../engine/index.ts';
 import type { GenerateOptions, GenerateResult } from './generate.ts';
 
 export interface DecodeSetup {

@@ -14,8 +14,7 @@
 
 import * as tf from '@tensorflow/tfjs';
 import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
-import { sampleTokens } from '../engine/kernels/sample/sample.ts';
-import { tokenStats } from '../engine/kernels/token-stats/tokenStats.ts';
+import { sampleTokens, tokenStats } from '../engine/index.ts';
 import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
 import { plannedDecodeFor } from './plannedDecode.ts';
 

@@ -8,7 +8,7 @@ import { entropyFromLogits } from './generate.ts';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
 import { parseSafetensors, writeSafetensors } from './safetensors.ts';
 import { BlockedDenseWeight } from './linear.ts';
-import { setEngineOptions } from '../engine/options.ts';
+import { setEngineOptions } from '../engine/index.ts';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 

@@ -16,11 +16,7 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
-import { decodeAttention, decodeAttentionFused } from '../engine/kernels/attention/decodeAttention.ts';
-import { rmsNorm } from '../engine/kernels/rms-norm/rmsNorm.ts';
-import { rope } from '../engine/kernels/rope/rope.ts';
-import { swiglu } from '../engine/kernels/swiglu/swiglu.ts';
-import { kvWrite } from '../engine/kernels/kv-cache/kvWrite.ts';
+import { decodeAttention, decodeAttentionFused, rmsNorm, rope, swiglu, kvWrite } from '../engine/index.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
 import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear.ts';
 import { getFiniteFloat32, type TensorSource } from './safetensors.ts';

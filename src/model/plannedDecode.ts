@@ -7,13 +7,7 @@
 // Same seeds, same draws: the plan samples with the tfjs path's own sampler kernel from the same
 // Philox streams, and records the steps with the same StepRecorder.
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, webgpuDevice } from '../engine/webgpu/wgslProgram.ts';
-import { alignUp } from '../engine/plan/plan.ts';
-import { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from '../engine/plan/decodePlan.ts';
-import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
-import { engineOptions, type ExecutionPath } from '../engine/options.ts';
-import { gemvVariant } from '../engine/kernels/matmul/quantMatmul.ts';
-import { seedKey } from '../engine/rng/philox.ts';
+import { customKernelsActive, webgpuDevice, alignUp, DecodePlan, PROJ_KEYS, prefillChunk, flushTfjs, tensorBuffer, engineOptions, gemvVariant, seedKey, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef, type ExecutionPath } from '../engine/index.ts';
 import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
 import type { GenerateOptions, GenerateResult } from './generate.ts';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from './llama.ts';

@@ -5,10 +5,7 @@
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, webgpuDevice } from '../engine/webgpu/wgslProgram.ts';
-import { LearnPlan, type LearnShape } from '../engine/plan/learnPlan.ts';
-import { engineOptions, type LearnRecompute } from '../engine/options.ts';
-import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
+import { customKernelsActive, webgpuDevice, LearnPlan, engineOptions, flushTfjs, tensorBuffer, type LearnShape, type LearnRecompute } from '../engine/index.ts';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
 import type { FrozenWeight } from './linear.ts';
 import { LoraAdapter, type LoraSet } from './lora.ts';

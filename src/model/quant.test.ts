@@ -9,7 +9,7 @@ import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
 import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant.ts';
 import { mulberry32 } from './random.ts';
 import { parseSafetensors } from './safetensors.ts';
-import { setEngineOptions } from '../engine/options.ts';
+import { setEngineOptions } from '../engine/index.ts';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 

@@ -9,7 +9,7 @@ import { AdamW } from '../rl/optim.ts';
 import { plannedMicroBatches } from '../rl/plannedLearn.ts';
 import type { LearnMetrics } from '../rl/trainer.ts';
 import { loraRunState, restoreLoraRun, type LoraRunParts } from './state.ts';
-import { engineOptions, setEngineOptions } from '../engine/options.ts';
+import { engineOptions, setEngineOptions } from '../engine/index.ts';
 
 export interface CheckpointCheckResult {
   /** Adapters after steps 0, 1, 2 straight through. */

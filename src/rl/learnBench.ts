@@ -2,8 +2,7 @@
 // learnStep (GRPO's PPO clip, token-mean) on a fixed scored batch, LoRA on every projection, timed
 // on each path after a warm-up step, with what it asks of WebGPU.
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork } from '../engine/gpuCounters.ts';
-import { heldBuffersCreated, tfjsHighWater } from '../engine/gpuMemory.ts';
+import { countGpuWork, heldBuffersCreated, tfjsHighWater, engineOptions, setEngineOptions } from '../engine/index.ts';
 import { learnStepFlops } from '../model/learnFlops.ts';
 import { releaseLearnPlans } from '../model/plannedLearn.ts';
 import { PROJ_NAMES } from '../model/llama.ts';
@@ -16,7 +15,6 @@ import { plannedMicroBatches, type LearnPath } from './plannedLearn.ts';
 import { learnStep, type LearnBatch, type LearnMetrics } from './trainer.ts';
 import { fromRows } from './types.ts';
 import { benchGrpoStep, type StepProfileCase } from './stepProfile.ts';
-import { engineOptions, setEngineOptions } from '../engine/options.ts';
 
 export interface LearnBenchRow {
   path: LearnPath;

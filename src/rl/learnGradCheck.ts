@@ -13,7 +13,7 @@ import { plannedMicroBatches, plannedReferenceLogp, type LearnPath } from './pla
 import { referenceStats, ValueHead } from './policy.ts';
 import { learnStep, type LearnBatch, type LearnMetrics, type TrainerConfig } from './trainer.ts';
 import { fromRows } from './types.ts';
-import { engineOptions, setEngineOptions } from '../engine/options.ts';
+import { engineOptions, setEngineOptions } from '../engine/index.ts';
 
 /** A scored batch as plain rows ([B][T] each; prompts ragged). */
 export interface GradCheckBatch {

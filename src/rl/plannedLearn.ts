@@ -11,10 +11,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
-import { webgpuDevice } from '../engine/webgpu/wgslProgram.ts';
-import { engineOptions, type ExecutionPath } from '../engine/options.ts';
-import { STATS_COLS } from '../engine/plan/learnKernels.ts';
-import { emptyTensor, flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
+import { webgpuDevice, engineOptions, STATS_COLS, emptyTensor, flushTfjs, tensorBuffer, type ExecutionPath } from '../engine/index.ts';
 import { gpuScoped, learnMicroBatchRows, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
 import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';

@@ -9,10 +9,7 @@
 // checkpoint exports them and a tfjs update (the switch flipped back) takes them back.
 // tfjs's AdamW (src/rl/optim.ts) stays the reference and the fallback off WebGPU.
 import * as tf from '@tensorflow/tfjs';
-import { webgpuDevice } from '../engine/webgpu/wgslProgram.ts';
-import { engineOptions, type ExecutionPath } from '../engine/options';
-import { AdamWPlan, type AdamWStepResult } from '../engine/plan/adamwPlan';
-import { emptyTensor, flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop';
+import { webgpuDevice, engineOptions, AdamWPlan, emptyTensor, flushTfjs, tensorBuffer, type ExecutionPath, type AdamWStepResult } from '../engine/index.ts';
 import type { AdamW, AdamWState, MomentHolder } from './optim';
 import type { FlatGrads } from './plannedLearn';
 

@@ -3,15 +3,12 @@
 // created, readbacks and the time spent waiting for them; host time = wall - waits), and tfjs's
 // profile of the kernels it ran (count, GPU ms where timestamps exist, bytes allocated).
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork, type GpuCounts } from '../engine/gpuCounters.ts';
+import { countGpuWork, webgpuDevice, flushTfjs, engineOptions, setEngineOptions, type GpuCounts } from '../engine/index.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { rlStep } from './loop.ts';
-import { webgpuDevice } from '../engine/webgpu/wgslProgram.ts';
-import { flushTfjs } from '../engine/plan/tfjsInterop.ts';
 import { AdamW, clipByGlobalNorm } from './optim.ts';
 import { plannedUpdate, type OptimizerPath } from './plannedOptim.ts';
-import { engineOptions, setEngineOptions } from '../engine/options.ts';
 
 export interface StepProfile {
   /** rlStep's own timings: rollout_ms, score_ms, learn_ms, total_ms (an unprofiled step). */

@@ -2,22 +2,17 @@
 // tfjs ops, medians over repeated runs after a warm-up, GPU work awaited through a readback of
 // the (small) outputs on both sides.
 import * as tf from '@tensorflow/tfjs';
-import { sampleTokens } from '../engine/kernels/sample/sample.ts';
-import { sampleReference } from '../engine/kernels/sample/sampleReference.ts';
-import { tokenStats, tokenStatsReduceKey, tokenStatsStock } from '../engine/kernels/token-stats/tokenStats.ts';
-import { decodeAttention, decodeAttentionStock } from '../engine/kernels/attention/decodeAttention.ts';
+import { sampleTokens, sampleReference, tokenStats, tokenStatsReduceKey, tokenStatsStock, decodeAttention, decodeAttentionStock, subgroupsActive, setEngineOptions } from '../engine/index.ts';
 import { seededLogits } from '../engine/testing/seededLogits';
 import { median } from '../model/throughput';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { mulberry32 } from '../engine/testing/seededLogits';
-import { subgroupsActive } from '../engine/webgpu/gpuFeatures.ts';
 import { generate } from '../model/generate';
 import type { LlamaModel } from '../model/llama';
 import { attachLora } from '../model/lora';
 import { rlStep } from '../rl/loop';
 import { AdamW } from '../rl/optim';
 import type { KernelBenchRow } from './protocol';
-import { setEngineOptions } from '../engine/options';
 
 interface Timing {
   ms: number;
