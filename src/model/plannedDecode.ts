@@ -8,8 +8,7 @@
 // Philox streams, and records the steps with the same StepRecorder.
 import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, webgpuDevice, alignUp, DecodePlan, PROJ_KEYS, prefillChunk, flushTfjs, tensorBuffer, engineOptions, gemvVariant, seedKey, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef, type ExecutionPath } from '../engine/index.ts';
-import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
-import type { GenerateOptions, GenerateResult } from './generate.ts';
+import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './decodeSteps.ts';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from './llama.ts';
 import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from './linear.ts';
 import { LoraAdapter } from './lora.ts';
