@@ -1,4 +1,4 @@
-// The planned learning step (src/engine/plan/learnPlan.ts, src/model/plannedLearn.ts) in Node +
+// The planned learning step (src/engine/plan/learnPlan.ts, src/model/planned/learn.ts) in Node +
 // Dawn on SwiftShader's Vulkan driver: per-token statistics and LoRA gradients against tfjs
 // autodiff of the same loss on the same batch (src/rl's formulas through tf.variableGrads over the
 // op-by-op path), against finite differences, on f32 / f16 / int8 / int4 bases, LoRA subsets and a
@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { disposeLlama, linearLayers, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
-import { learnShapeBlocker, plannedLearnForward } from '../src/model/plannedLearn';
+import { learnShapeBlocker, plannedLearnForward } from '../src/model/planned/learn.ts';
 import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
@@ -23,7 +23,7 @@ import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/traine
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { rlStep, type RlLoopConfig } from '../src/rl/loop';
-import { learnMicroBatchRows, type LearnRecompute } from '../src/model/plannedLearn';
+import { learnMicroBatchRows, type LearnRecompute } from '../src/model/planned/learn.ts';
 import type { LearnLoraShape } from '../src/model/learnMemory';
 import { ADV, adapters, B, BATCH, fixture, OLD, T, TEMP } from './learnFixture';
 import { useDawn } from './dawnSetup';

@@ -10,7 +10,7 @@ import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { mulberry32 } from '../src/model/random';
 import { parseSafetensors } from '../src/model/safetensors';
 import { packSequences, policyStats, type ResponseBatch } from '../src/rl/policy';
-import { plannedLearnForward } from '../src/model/plannedLearn';
+import { plannedLearnForward } from '../src/model/planned/learn.ts';
 import { ppoClipLoss } from '../src/rl/policyLoss';
 import { lossGradsAt, type StatTensors } from '../src/rl/plannedLearn';
 

@@ -1,4 +1,4 @@
-// The planned decode path (src/engine/plan/, src/model/plannedDecode.ts) in Node + Dawn on
+// The planned decode path (src/engine/plan/, src/model/planned/decode.ts) in Node + Dawn on
 // SwiftShader's Vulkan driver: against the golden fixtures and against the tfjs op-by-op path on
 // the same weights (f32, f16, int8, int4; LoRA on and off; left-padded batches; GQA), draw for draw,
 // with its dispatch budget and no buffer made after warm-up.
@@ -15,7 +15,7 @@ import { parseModelConfig } from '../src/model/config';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
-import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans } from '../src/model/plannedDecode';
+import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans } from '../src/model/planned/decode.ts';
 import { prefillChunk, SPLITK_MIN_CAPACITY } from '../src/engine/plan/decodePlan';
 import { SPLITK_SEGMENT } from '../src/engine/plan/decodeKernels';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';

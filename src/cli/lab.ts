@@ -25,7 +25,7 @@ import { loadModel, loadModelConfig } from '../model/load.ts';
 import { exportVerlMain } from './export-verl.ts';
 import { folderSource } from './fs-source.ts';
 import { recipeMain } from './recipe-run.ts';
-import { plannedForcedLogits, type DecodePath } from '../model/plannedDecode.ts';
+import { plannedForcedLogits, type DecodePath } from '../model/planned/decode.ts';
 import { engineOptions, setEngineOptions } from '../engine/index.ts';
 
 class UsageError extends Error {}

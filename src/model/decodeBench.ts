@@ -6,7 +6,7 @@ import { countGpuWork, engineOptions, setEngineOptions, type DecodeAttention } f
 import { generate } from './generate';
 import type { LlamaModel } from './llama';
 import { PROJ_NAMES } from './llama';
-import { takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from './plannedDecode';
+import { takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from './planned/decode.ts';
 import { median } from './throughput';
 
 export interface DecodeBenchCase {

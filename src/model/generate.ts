@@ -15,10 +15,10 @@
 import * as tf from '@tensorflow/tfjs';
 import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
 import { sampleTokens, tokenStats } from '../engine/index.ts';
-import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './decodeSteps.ts';
-import { plannedDecodeFor } from './plannedDecode.ts';
+import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './planned/decodeSteps.ts';
+import { plannedDecodeFor } from './planned/decode.ts';
 
-export type { GenerateOptions, GenerateResult, SamplingOptions } from './decodeSteps.ts';
+export type { GenerateOptions, GenerateResult, SamplingOptions } from './planned/decodeSteps.ts';
 
 /** Entropy of softmax over the last axis, from logits (any leading shape). */
 export function entropyFromLogits(logits: tf.Tensor): tf.Tensor {

@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { countGpuWork, heldBuffersCreated, tfjsHighWater, engineOptions, setEngineOptions } from '../engine/index.ts';
 import { learnStepFlops } from '../model/learnFlops.ts';
-import { releaseLearnPlans } from '../model/plannedLearn.ts';
+import { releaseLearnPlans } from '../model/planned/learn.ts';
 import { PROJ_NAMES } from '../model/llama.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { attachLora } from '../model/lora.ts';

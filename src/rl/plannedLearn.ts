@@ -12,7 +12,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { webgpuDevice, engineOptions, STATS_COLS, emptyTensor, flushTfjs, tensorBuffer, type ExecutionPath } from '../engine/index.ts';
-import { gpuScoped, learnMicroBatchRows, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, unplannableLearnReason } from '../model/plannedLearn.ts';
+import { gpuScoped, learnMicroBatchRows, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, unplannableLearnReason } from '../model/planned/learn.ts';
 import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';
 

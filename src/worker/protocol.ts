@@ -5,7 +5,7 @@ import type { QuantCaseSpec } from '../engine/testing/quantCase';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../model/decodeBench';
-import type { DecodePath } from '../model/plannedDecode';
+import type { DecodePath } from '../model/planned/decode.ts';
 import type { OptimizerPath } from '../rl/plannedOptim';
 import type { LearnBenchRow, LearnCheckResult, StepBenchRow } from '../rl/learnBench';
 import type { LearnPath } from '../rl/plannedLearn';

@@ -1,10 +1,10 @@
-// What both decode paths share (tfjs op by op in generate.ts, planned in plannedDecode.ts):
+// What both decode paths share (tfjs op by op in generate.ts, planned in planned/decode.ts):
 // option checks, left padding, and the bookkeeping of one sampled step, so the two paths return
 // the same result for the same draws by construction.
-import { checkSamplingOptions } from '../engine/index.ts';
+import { checkSamplingOptions } from '../../engine/index.ts';
 
 // The options and result of generate() live here, the lowest module of the decode chain
-// (generate -> plannedDecode -> decodeSteps), so no module imports one above it.
+// (generate -> planned/decode -> planned/decodeSteps), so no module imports one above it.
 export interface SamplingOptions {
   /** Argmax instead of sampling (also implied by temperature 0). */
   greedy?: boolean;
