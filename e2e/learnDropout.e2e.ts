@@ -10,7 +10,7 @@ import { plannedLearnForward } from '../src/model/planned/learn.ts';
 import { learnStepBuffers } from '../src/model/learnMemory';
 import { int4Quantizer } from '../src/model/quant';
 import { packSequences } from '../src/rl/policy';
-import { plannedMicroBatches } from '../src/rl/plannedLearn';
+import { plannedMicroBatches } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';

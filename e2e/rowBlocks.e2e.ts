@@ -11,7 +11,7 @@ import { generate } from '../src/model/generate';
 import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, unplannableReason } from '../src/model/planned/decode.ts';
 import { unplannableLearnReason } from '../src/model/planned/learn.ts';
 import { int4Quantizer } from '../src/model/quant';
-import { plannedMicroBatches } from '../src/rl/plannedLearn';
+import { plannedMicroBatches } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';

@@ -6,7 +6,7 @@ import { attachLora } from '../model/lora.ts';
 import { rlStep, type RlLoopConfig } from '../rl/loop.ts';
 import { readAll } from '../rl/learnGradCheck.ts';
 import { AdamW } from '../rl/optim.ts';
-import { plannedMicroBatches } from '../rl/plannedLearn.ts';
+import { plannedMicroBatches } from '../model/planned/learnStep.ts';
 import type { LearnMetrics } from '../rl/trainer.ts';
 import { loraRunState, restoreLoraRun, type LoraRunParts } from './state.ts';
 import { engineOptions, setEngineOptions } from '../engine/index.ts';

@@ -11,7 +11,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { webgpuDevice, engineOptions, AdamWPlan, emptyTensor, flushTfjs, tensorBuffer, type ExecutionPath, type AdamWStepResult } from '../engine/index.ts';
 import type { AdamW, AdamWState, MomentHolder } from './optim';
-import type { FlatGrads } from './plannedLearn';
+import type { FlatGrads } from '../model/planned/learnStep';
 
 /** Which path updates the parameters on WebGPU (EngineOptions.optimizerPath). */
 export type OptimizerPath = ExecutionPath;
