@@ -43,4 +43,5 @@ export { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeModelRef, type LoraRef,
 export { LearnPlan, type LearnShape } from './plan/learnPlan';
 export { STATS_COLS } from './plan/learnKernels';
 export { AdamWPlan, type AdamWStepResult } from './plan/adamwPlan';
+export { plannedAdamWUpdate, type AdamWHost, type FlatGradBuffer, type PlannedMomentHolder } from './plan/adamwStep';
 export { ROOFLINE_HEADER, measureRoofline, rooflineRows, type Roofline } from './plan/roofline';
