@@ -10,9 +10,10 @@ import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { mulberry32 } from '../src/model/random';
 import { parseSafetensors } from '../src/model/safetensors';
 import { packSequences, policyStats, type ResponseBatch } from '../src/rl/policy';
-import { plannedLearnForward } from '../src/model/plannedLearn';
+import { plannedLearnForward } from '../src/model/planned/learn.ts';
 import { ppoClipLoss } from '../src/rl/policyLoss';
-import { lossGradsAt, type StatTensors } from '../src/rl/plannedLearn';
+import { lossGradsAt } from '../src/rl/plannedLearn';
+import { type StatTensors } from '../src/model/planned/learnStep';
 
 export const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
 

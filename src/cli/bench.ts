@@ -19,7 +19,7 @@ import { serveFolder } from './staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
 import { LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from '../rl/learnBench';
-import { ROOFLINE_HEADER, rooflineRows, type Roofline } from '../engine/plan/roofline';
+import { ROOFLINE_HEADER, rooflineRows, type Roofline } from '../engine';
 import { flagValue } from './benchReport';
 import { decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from '../model/decodeBench';
 

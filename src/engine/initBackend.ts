@@ -10,7 +10,7 @@ import {
   type BackendReport,
 } from './backends';
 import type { GpuProbe } from './probe';
-import { registerWebGPUBackend } from './kernels/gpuFeatures';
+import { registerWebGPUBackend } from './webgpu/gpuFeatures.ts';
 
 export interface InitOptions {
   preference: BackendPreference;

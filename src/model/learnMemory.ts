@@ -64,7 +64,7 @@ export interface LearnLimits {
   planBudgetBytes?: number;
 }
 
-/** The planned learning step's default memory budget per plan (setLearnMemoryBudget). */
+/** The planned learning step's default memory budget per plan (EngineOptions.learnMemoryBudget). */
 export const LEARN_PLAN_BUDGET = 2 ** 31;
 
 export type BufferScope = 'model' | 'optimizer' | 'micro-batch';

@@ -16,9 +16,7 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
-import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention.ts';
-import { rmsNorm, rope } from '../engine/ops/fusedNorm.ts';
-import { kvWrite, swiglu } from '../engine/ops/fusedBlock.ts';
+import { decodeAttention, decodeAttentionFused, rmsNorm, rope, swiglu, kvWrite } from '../engine/index.ts';
 import { ropeInvFreq, type ModelConfig } from './config.ts';
 import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear.ts';
 import { getFiniteFloat32, type TensorSource } from './safetensors.ts';

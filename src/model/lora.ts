@@ -16,7 +16,7 @@ import { DenseWeight, type LinearAdapter, type Linear } from './linear.ts';
 import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama.ts';
 import { hash3, mulberry32 } from './random.ts';
 import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
-import { variableFrom } from '../engine/variables.ts';
+import { variableFrom } from '../engine/index.ts';
 import { briefShape } from '../engine/brief.ts';
 
 export interface LoraConfig {

@@ -22,8 +22,7 @@
 // elsewhere.
 
 import * as tf from '@tensorflow/tfjs';
-import { dequantizeStock, quantMatmul, type QuantizedMatrix } from '../engine/ops/quantMatmul.ts';
-import { rowChunks } from '../engine/kernels/limits.ts';
+import { dequantizeStock, quantMatmul, rowChunks, type QuantizedMatrix } from '../engine/index.ts';
 import type { FrozenWeight } from './linear.ts';
 import type { LoadOptions } from './llama.ts';
 import { f16BitsToFloat, floatToF16Bits } from './safetensors.ts';

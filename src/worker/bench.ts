@@ -2,16 +2,11 @@
 // tfjs ops, medians over repeated runs after a warm-up, GPU work awaited through a readback of
 // the (small) outputs on both sides.
 import * as tf from '@tensorflow/tfjs';
-import { sampleTokens } from '../engine/ops/sample';
-import { sampleReference } from '../engine/ops/sampleReference';
-import { tokenStats, tokenStatsReduceKey, tokenStatsStock } from '../engine/ops/tokenStats';
-import { decodeAttention, decodeAttentionStock } from '../engine/ops/decodeAttention';
+import { sampleTokens, sampleReference, tokenStats, tokenStatsReduceKey, tokenStatsStock, decodeAttention, decodeAttentionStock, subgroupsActive, setEngineOptions } from '../engine/index.ts';
 import { seededLogits } from '../engine/testing/seededLogits';
 import { median } from '../model/throughput';
 import { Int4Weight, Int8Weight } from '../model/quant';
 import { mulberry32 } from '../engine/testing/seededLogits';
-import { setCustomKernels } from '../engine/kernels/wgslProgram';
-import { setSubgroups, subgroupsActive } from '../engine/kernels/gpuFeatures';
 import { generate } from '../model/generate';
 import type { LlamaModel } from '../model/llama';
 import { attachLora } from '../model/lora';
@@ -155,7 +150,7 @@ async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): 
     const bytes = r * v * 4;
     try {
       for (const sg of variants) {
-        setSubgroups(sg);
+        setEngineOptions({ subgroups: sg });
         const how = `[${tokenStatsReduceKey(v)}]`;
         rows.push(await pairRow(reps, `token stats (logp + entropy) ${how}`, `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
         rows.push(
@@ -163,7 +158,7 @@ async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): 
         );
       }
     } finally {
-      setSubgroups(true);
+      setEngineOptions({ subgroups: true });
       tf.dispose([logits, ids, refLogits]);
     }
   }
@@ -276,13 +271,13 @@ export async function benchWholeSteps(model: LlamaModel, reps: number): Promise<
     ['GRPO step (rollout + learn)', '2 prompts x G 8', rl],
   ] as const) {
     try {
-      setCustomKernels(false);
+      setEngineOptions({ customKernels: false });
       const stockMs = await timeAsync(reps, fn);
-      setCustomKernels(true);
+      setEngineOptions({ customKernels: true });
       const oursMs = await timeAsync(reps, fn);
       rows.push({ name, shape, oursMs, stockMs, bytes: 0 });
     } finally {
-      setCustomKernels(true);
+      setEngineOptions({ customKernels: true });
     }
   }
   return rows;

@@ -5,31 +5,14 @@ import * as tf from '@tensorflow/tfjs';
 import wasmPlain from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm?url';
 import wasmSimd from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm?url';
 import wasmThreaded from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm?url';
-import type { BackendPreference } from '../engine/backends';
-import { initBackend } from '../engine/initBackend';
-import { probeWebGPU, type GpuProbe } from '../engine/probe';
-import { customKernelsActive, isWebGPUBackend, setCustomKernels, webgpuDevice } from '../engine/kernels/wgslProgram';
-import { setBindingLimitOverride } from '../engine/kernels/limits';
-import { setSubgroups, subgroupStatus } from '../engine/kernels/gpuFeatures';
-import { tokenStats, tokenStatsReduceKey } from '../engine/ops/tokenStats';
-import { sampleTokens } from '../engine/ops/sample';
-import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention';
-import { setGemvVariant } from '../engine/ops/quantMatmul';
-import { attentionCaseData } from '../engine/ops/decodeAttentionReference';
-import { rmsNorm, rope } from '../engine/ops/fusedNorm';
-import { NORM_EPS, normCaseData } from '../engine/ops/fusedNormReference';
-import { kvWrite, swiglu } from '../engine/ops/fusedBlock';
-import { blockCaseData } from '../engine/ops/fusedBlockReference';
+import { initBackend, probeWebGPU, customKernelsActive, isWebGPUBackend, webgpuDevice, subgroupStatus, tokenStats, tokenStatsReduceKey, sampleTokens, decodeAttention, decodeAttentionFused, attentionCaseData, rmsNorm, rope, NORM_EPS, normCaseData, swiglu, kvWrite, blockCaseData, measureRoofline, setEngineOptions, type BackendPreference, type GpuProbe } from '../engine/index.ts';
 import { seededLogits, seededUpstream } from '../engine/testing/seededLogits';
 import { quantCaseData } from '../engine/testing/quantCase';
 import { quantCaseWeight } from '../model/quantReference';
-import { setDecodePath } from '../model/plannedDecode';
-import { setOptimizerPath } from '../rl/plannedOptim';
 import { benchDecodePaths, benchRollouts } from '../model/decodeBench';
 import { benchGrpoStepPaths, benchLearnPaths, learnCheck } from '../rl/learnBench';
 import { learnGradCheck, learnRunCheck } from '../rl/learnGradCheck';
 import { learnCheckpointCheck } from '../recipes/learnCheckpointCheck';
-import { measureRoofline } from '../engine/plan/roofline';
 import { benchKernels, benchWholeSteps, rlSmokeStep } from './bench';
 import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
 import type { EngineApi, EngineStatus, KernelCheck, KernelGradCheck } from './protocol';
@@ -172,7 +155,7 @@ const api: EngineApi = {
   },
 
   async setBindingLimit(bytes) {
-    setBindingLimitOverride(bytes);
+    setEngineOptions({ bindingLimit: bytes });
   },
 
   async tokenStatsGradCheck(rows, vocab, seed, withRef = false): Promise<KernelGradCheck> {
@@ -201,11 +184,11 @@ const api: EngineApi = {
     const weight = quantCaseWeight(c, w);
     const xt = tf.tensor2d(x, [c.rows, c.in]);
     const dyt = tf.tensor2d(dy, [c.rows, c.out]);
-    setGemvVariant(c.gemv ?? null);
+    setEngineOptions({ gemvVariant: c.gemv ?? null });
     const y = weight.matmul(xt);
     const dx = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(weight.matmul(v as tf.Tensor2D), dyt)))(xt);
     const out = { backend: tf.getBackend(), y: Array.from(await y.data()), dx: Array.from(await dx.data()), blocks: weight.blocks.length };
-    setGemvVariant(null);
+    setEngineOptions({ gemvVariant: null });
     tf.dispose([xt, dyt, y, dx]);
     weight.dispose();
     return out;
@@ -250,7 +233,7 @@ const api: EngineApi = {
   },
 
   async setCustomKernels(enabled) {
-    setCustomKernels(enabled);
+    setEngineOptions({ customKernels: enabled });
   },
 
   async setHubEndpoint(endpoint) {
@@ -258,12 +241,12 @@ const api: EngineApi = {
   },
 
   async setOptimizerPath(path) {
-    setOptimizerPath(path);
+    setEngineOptions({ optimizerPath: path });
   },
 
   async setDecodePath(path) {
     if (path !== 'planned' && path !== 'tfjs') throw new Error(`decode path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
-    setDecodePath(path);
+    setEngineOptions({ decodePath: path });
   },
 
   async benchDecode(name, c) {
@@ -307,7 +290,7 @@ const api: EngineApi = {
 
   async setSubgroups(enabled) {
     requireInit();
-    setSubgroups(enabled);
+    setEngineOptions({ subgroups: enabled });
     return subgroupStatus();
   },
 

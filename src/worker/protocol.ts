@@ -1,20 +1,13 @@
 // The typed contract between the UI thread and the engine worker. Only plain data crosses it:
 // the worker owns tfjs and every tensor; the UI never holds one.
-import type { AttentionCaseSpec } from '../engine/ops/decodeAttentionReference';
-import type { NormCaseSpec } from '../engine/ops/fusedNormReference';
-import type { BlockCaseSpec } from '../engine/ops/fusedBlockReference';
-import type { BackendPreference, BackendReport } from '../engine/backends';
-import type { SamplingOptions } from '../engine/ops/sampleReference';
+import type { AttentionCaseSpec, NormCaseSpec, BlockCaseSpec, BackendPreference, BackendReport, SamplingOptions, GpuProbe, SubgroupStatus, Roofline } from '../engine/index.ts';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
-import type { GpuProbe } from '../engine/probe';
-import type { SubgroupStatus } from '../engine/kernels/gpuFeatures';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../model/decodeBench';
-import type { DecodePath } from '../model/plannedDecode';
+import type { DecodePath } from '../model/planned/decode.ts';
 import type { OptimizerPath } from '../rl/plannedOptim';
 import type { LearnBenchRow, LearnCheckResult, StepBenchRow } from '../rl/learnBench';
-import type { Roofline } from '../engine/plan/roofline';
 import type { LearnPath } from '../rl/plannedLearn';
 import type { GradCheckCase, GradCheckResult, LearnRunCase } from '../rl/learnGradCheck';
 import type { CheckpointCheckResult } from '../recipes/learnCheckpointCheck';
