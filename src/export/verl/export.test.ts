@@ -14,23 +14,23 @@ import { describe, expect, it } from 'vitest';
 import { rulesVerdict } from '../../judges/rules.ts';
 import { tinkerRepetitionRatio } from '../../rl/repetition.ts';
 import { tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards.ts';
-import { groupDiversity } from '../attack.ts';
+import { groupDiversity } from '../../recipes/attack.ts';
 import type { QaItem } from '../../data/sandbox/qa.ts';
-import { critiqueVerdict } from '../minmax.ts';
-import { judgeRewardModel, rulesAnswerRm } from '../minmaxRm.ts';
+import { critiqueVerdict } from '../../recipes/minmax.ts';
+import { judgeRewardModel, rulesAnswerRm } from '../../recipes/minmaxRm.ts';
 import { createHttpJudge } from '../../judges/http.ts';
 import { attackerSft } from '../../data/sandbox/index.ts';
 import { minmaxPolicyReward } from '../../rl/minmax.ts';
 import { aggregateTurnScores } from '../../rl/turns.ts';
 import { TURN_AGGREGATIONS } from '../../rl/types.ts';
-import { saferTurnScore } from '../multiturn.ts';
-import { defendReward } from '../defend.ts';
-import { getRecipe, listRecipes } from '../registry.ts';
-import { str } from '../schema.ts';
+import { saferTurnScore } from '../../recipes/multiturn.ts';
+import { defendReward } from '../../recipes/defend.ts';
+import { getRecipe, listRecipes } from '../../recipes/registry.ts';
+import { str } from '../../recipes/schema.ts';
 import { datasetRows, EXPORT_RECIPES } from './recipes.ts';
 import { EXPORTABLE_RECIPES, exportVerl } from './index.ts';
 
-const FIXTURES = new URL('./fixtures/', import.meta.url);
+const FIXTURES = new URL('./fixtures', import.meta.url);
 const VERL = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as { source: { commit: string }; keys: string[] };
 
 interface LoggedRollout {

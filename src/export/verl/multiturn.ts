@@ -7,7 +7,7 @@
 // the interaction's scores as the `turn_scores` extra field, and its reward loop (the default,
 // reward_model.use_reward_loop) merges those fields into compute_score's extra_info. veRL puts the
 // score on the last response token: what the lab's `episode` placement does.
-import { episodePools } from '../episodePools.ts';
+import { episodePools } from '../../recipes/episodePools.ts';
 import type { DatasetItem, ExportRecipe } from './recipes.ts';
 import { HERE } from './verlConfig.ts';
 

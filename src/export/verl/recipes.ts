@@ -4,7 +4,7 @@
 // README, never silently dropped). One entry per recipe; the shared parts live in verlConfig.ts.
 import { attackerSource, benignPrompts, harmfulPrompts, qaItems, SINGLE_TURN_TACTICS, type QaExample, type SandboxPrompt } from '../../data/sandbox/index.ts';
 import { multiturnExport } from './multiturn.ts';
-import { harmfulGoals, promptText, tacticList, type Goal, type RedteamTacticMix } from '../goals.ts';
+import { harmfulGoals, promptText, tacticList, type Goal, type RedteamTacticMix } from '../../recipes/goals.ts';
 
 /** One prompt of the export's dataset: its user message and what the reward needs to know about it. */
 export interface DatasetItem {
