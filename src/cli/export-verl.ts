@@ -15,7 +15,7 @@ import { hash3 } from '../model/random.ts';
 import { loadAttacker, type DefendConfig } from '../recipes/defend.ts';
 import { asUserMessage, sampleReplies } from '../recipes/rollout.ts';
 import type { RecipeEnv } from '../recipes/types.ts';
-import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../export/verl/index.ts';
+import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../recipes/exports.ts';
 import { DEFAULT_MODELS_DIR, nodeRecipeEnv } from './recipe-env.ts';
 import { parseRecipeArgs, recipeInput, RecipeUsageError } from './recipe-run.ts';
 

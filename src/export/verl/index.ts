@@ -9,29 +9,21 @@
 //   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
 //   sparring_export.json   recipe, seed and the validated config the export came from
 //   models/NAME/       the sandbox model the recipe trains, when the caller passes its files
-// multiturn adds its veRL Interaction and interaction config (multiturn.ts);
-// attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet, run.sh.
+// A recipe adds its own files through its entry (multiturn: its veRL Interaction and interaction
+// config); attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet,
+// run.sh. The entries live with the recipes (src/recipes/<name>/export.ts), which pass theirs in:
+// the exporter never imports a recipe.
 import { resolveAliases } from '../../recipes/aliases.ts';
 import { ConfigError, validateConfig, type Schema } from '../../recipes/schema.ts';
 import { rowsToParquet } from './parquet.ts';
-import { ATTACKER_PROMPTS_NOTE, datasetRows, EXPORT_RECIPES, exportRecipe } from './recipes.ts';
+import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry.ts';
 import { exportReadme } from './readme.ts';
 import { rewardPy } from './rewardPy.ts';
 import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft.ts';
 import { trlScript } from './trlScript.ts';
 import { HERE, verlOverrides, verlYaml } from './verlConfig.ts';
 
-export { EXPORT_RECIPES } from './recipes.ts';
-
-/** Recipes with a veRL export: the RL recipes of recipes.ts and attacker-sft (an SFT job). */
-export const EXPORTABLE_RECIPES: readonly string[] = [...Object.keys(EXPORT_RECIPES), 'attacker-sft'];
-
-/** The config field naming the model a recipe's export trains; an error names the exportable recipes. */
-export function exportModelField(recipe: string): string {
-  if (recipe === 'attacker-sft') return 'attacker';
-  if (!Object.hasOwn(EXPORT_RECIPES, recipe)) throw new Error(`recipe "${recipe}" has no veRL export yet (exportable: ${EXPORTABLE_RECIPES.join(', ')})`);
-  return exportRecipe(recipe).modelField;
-}
+export type { ExportRecipe } from './entry.ts';
 
 export interface VerlExportInput {
   /** The recipe's name and schema (the registry's, or the list the worker posts). */
@@ -56,10 +48,7 @@ export interface VerlExportInput {
  * (attacker, attackerCheckpoint, its sampling fields), so a caller with models (the CLI) can sample
  * them and pass attackPrompts. Null for recipes whose prompts come from the sandbox.
  */
-export function attackerPlan(input: Omit<VerlExportInput, 'attackPrompts'>): { goals: { id: string; text: string }[]; config: Record<string, unknown> } | null {
-  if (input.recipe.name === 'attacker-sft') return null;
-  exportModelField(input.recipe.name);
-  const spec = exportRecipe(input.recipe.name);
+export function attackerPlan(input: Omit<VerlExportInput, 'attackPrompts'>, spec: ExportRecipe): { goals: { id: string; text: string }[]; config: Record<string, unknown> } | null {
   if (!spec.attackGoals) return null;
   const { c } = prepare(input);
   return { goals: spec.attackGoals(c, input.seed), config: c };
@@ -105,7 +94,7 @@ const manifest = (input: VerlExportInput, c: Record<string, unknown>, steps: num
   JSON.stringify({ format: 1, recipe: input.recipe.name, seed: input.seed, steps, config: c, labVersion: input.labVersion ?? null }, null, 2) + '\n';
 
 /** attacker-sft: a veRL SFT job (sft.ts). */
-function exportSft(input: VerlExportInput): VerlExport {
+export function exportSft(input: VerlExportInput): VerlExport {
   const { c, steps, gpus, header } = prepare(input);
   if (c.dataset !== 'sandbox') throw new Error(`export-verl: attacker-sft exports the sandbox pairs only; field "dataset" is ${JSON.stringify(c.dataset)} (convert that JSONL to parquet columns prompt = "Goal: <goal>", response = <prompt>)`);
   const model = modelPathFor(String(c.attacker));
@@ -124,11 +113,9 @@ function exportSft(input: VerlExportInput): VerlExport {
   return { files, unsupported: [], overrides };
 }
 
-export function exportVerl(input: VerlExportInput): VerlExport {
-  if (input.recipe.name === 'attacker-sft') return exportSft(input);
+/** An RL recipe's veRL job (and TRL script where its entry fits GRPOTrainer). */
+export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExport {
   const { recipe, seed } = input;
-  exportModelField(recipe.name);
-  const spec = exportRecipe(recipe.name);
   const { c, steps, gpus, header } = prepare(input);
   const model = modelPathFor(String(c[spec.modelField]));
   const { train, val } = spec.dataset(c, seed, input.attackPrompts);

@@ -6,7 +6,7 @@
 import { aliasRows } from '../../recipes/aliases.ts';
 import { hfTargetModules, type LoraTargetSet } from '../../recipes/loraTargets.ts';
 import type { Schema } from '../../recipes/schema.ts';
-import type { ExportRecipe } from './recipes.ts';
+import type { ExportRecipe } from './entry.ts';
 
 /** Lab KL estimator names -> veRL kl_penalty / kl_loss_type names. */
 export const VERL_KL_NAMES: Readonly<Record<string, string>> = { k1: 'kl', kl: 'kl', abs: 'abs', k2: 'mse', mse: 'mse', k3: 'low_var_kl', low_var_kl: 'low_var_kl' };
