@@ -4,7 +4,7 @@ import { folderSource } from '../cli/fs-source.ts';
 import { encodeSftPair, parseGoalPromptJsonl, tacticMix } from './attackerSft.ts';
 import { createRun } from './registry.ts';
 import { charCodec, loadWithCharCodec } from './testing.ts';
-import { createRecipeEnv } from './env.ts';
+import { createRecipeEnv } from './kit/env.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

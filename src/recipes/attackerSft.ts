@@ -18,14 +18,14 @@ import { hash3 } from '../model/random.ts';
 import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
 import { policyStats } from '../rl/policy.ts';
 import { plannedGrads, plannedLearnBlocker } from '../rl/plannedLearn.ts';
-import { meanOf, tokenTrace, drawBatch, disposeRun } from './common.ts';
-import { attachConfiguredLora, loraFields } from './commonFields.ts';
-import { tacticOf } from './goals.ts';
+import { meanOf, tokenTrace, drawBatch, disposeRun } from './kit/common.ts';
+import { attachConfiguredLora, loraFields } from './kit/commonFields.ts';
+import { tacticOf } from './kit/goals.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { int, num, str, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
-import { loraRunState, restoreLoraRun } from './state.ts';
-import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
+import { loraRunState, restoreLoraRun } from './kit/state.ts';
+import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
 
 export const attackerSftSchema = {
   attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),

@@ -11,10 +11,10 @@ import { generate } from '../model/generate.ts';
 import { groupDiversity } from './attack.ts';
 import { saferTurnScore } from './multiturn.ts';
 import { createRun, getRecipe } from './registry.ts';
-import { asUserMessage } from './rollout.ts';
+import { asUserMessage } from './kit/rollout.ts';
 import { validateConfig } from './schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
-import type { LoadedModel } from './types.ts';
+import type { LoadedModel } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });

@@ -9,7 +9,7 @@ import { AdamW } from '../rl/optim.ts';
 import { optimizerPath, setOptimizerPath } from '../rl/plannedOptim.ts';
 import { getLearnPath, plannedMicroBatches, setLearnPath } from '../rl/plannedLearn.ts';
 import type { LearnMetrics } from '../rl/trainer.ts';
-import { loraRunState, restoreLoraRun, type LoraRunParts } from './state.ts';
+import { loraRunState, restoreLoraRun, type LoraRunParts } from './kit/state.ts';
 
 export interface CheckpointCheckResult {
   /** Adapters after steps 0, 1, 2 straight through. */

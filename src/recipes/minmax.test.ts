@@ -10,7 +10,7 @@ import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { ConfigError } from './schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
-import type { RecipeCheckpoint, RecipeEnv } from './types.ts';
+import type { RecipeCheckpoint, RecipeEnv } from './kit/types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

@@ -8,8 +8,8 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { recipeMain } from '../cli/recipe-run.ts';
 import type { Judge } from '../judges/types.ts';
 import { dualAscentStep } from '../rl/minmax.ts';
-import { checkpointFromJson } from './checkpointFile.ts';
-import { NonFiniteError } from './common.ts';
+import { checkpointFromJson } from './kit/checkpointFile.ts';
+import { NonFiniteError } from './kit/common.ts';
 import { createRun } from './registry.ts';
 import { loadWithCharCodec } from './testing.ts';
 

@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
-import { toCheckpointInput } from './state.ts';
+import { toCheckpointInput } from './kit/state.ts';
 import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
-import type { RecipeEnv } from './types.ts';
+import type { RecipeEnv } from './kit/types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

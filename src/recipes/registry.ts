@@ -9,9 +9,9 @@ import { minmaxRecipe } from './minmax.ts';
 import { multiturnRecipe } from './multiturn.ts';
 import { redteamRecipe } from './redteam.ts';
 import { rlhfRecipe } from './rlhf.ts';
-import { createTimedRun } from './judgeTiming.ts';
+import { createTimedRun } from './kit/judgeTiming.ts';
 import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from './schema.ts';
-import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './types.ts';
+import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './kit/types.ts';
 
 const RECIPES = new Map<string, AnyRecipe>();
 

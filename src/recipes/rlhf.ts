@@ -5,7 +5,7 @@
 // The game itself is minmax.ts (GameRun); this module is the recipe's schema and entry.
 import { createGameRun, gameFields, minmaxSchema } from './minmax.ts';
 import { defaultConfig, oneOf, type ConfigOf } from './schema.ts';
-import type { Recipe, RecipeEnv, RecipeRun } from './types.ts';
+import type { Recipe, RecipeEnv, RecipeRun } from './kit/types.ts';
 
 export const rlhfSchema = {
   ...gameFields,

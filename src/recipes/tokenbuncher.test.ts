@@ -4,7 +4,7 @@ import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { mergeLoraInPlace } from '../model/lora.ts';
-import { attachCheckpointAdapter } from './checkpointFile.ts';
+import { attachCheckpointAdapter } from './kit/checkpointFile.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
 import { validateConfig } from './schema.ts';

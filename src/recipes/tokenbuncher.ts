@@ -37,22 +37,22 @@ import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoi
 import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch, withFlatGrads } from '../rl/plannedLearn.ts';
 import { plannedOptimizerActive, plannedUpdate } from '../rl/plannedOptim.ts';
 import { fromRows, type TokenMatrix } from '../rl/types.ts';
-import { attachCheckpointAdapter } from './checkpointFile.ts';
-import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
-import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './rollout.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
+import { attachCheckpointAdapter } from './kit/checkpointFile.ts';
+import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './kit/common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './kit/commonFields.ts';
+import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from './kit/judgeFields.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './kit/rollout.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './kit/strongRejectEval.ts';
 import type { TextGrader } from '../judges/textGrader.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
 import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
 import { weightsField } from './weightFields.ts';
-import { sandboxSplitMetrics } from './goals.ts';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from './promptData.ts';
+import { sandboxSplitMetrics } from './kit/goals.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from './kit/promptData.ts';
 import { splitMetrics } from '../data/split.ts';
-import { loraRunState, restoreStoppableRun, stoppableRunState } from './state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
+import { loraRunState, restoreStoppableRun, stoppableRunState } from './kit/state.ts';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
 
 export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),

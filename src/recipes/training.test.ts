@@ -98,7 +98,7 @@ describe('redteam reward modes', () => {
 
 describe('LoRA options', () => {
   it('loraUseRslora reaches the adapter, and a checkpoint\'s adapter is rebuilt with its rsLoRA scale and its layers', async () => {
-    const { attachCheckpointAdapter } = await import('./checkpointFile.ts');
+    const { attachCheckpointAdapter } = await import('./kit/checkpointFile.ts');
     const a = await createRun(env, 'redteam', { ...small, judge: 'letters', loraUseRslora: true, loraRank: 4 }, 2);
     try {
       const lora = (a.run as unknown as { lora: { config: { useRslora?: boolean } } }).lora;

@@ -2,7 +2,7 @@
 // folder) asks the frozen defender and scores harm plus in-group diversity.
 import { attackerSource } from '../../data/sandbox/index.ts';
 import { judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type DatasetItem, type ExportRecipe } from '../../export/verl/entry.ts';
-import { harmfulGoals, type Goal } from '../goals.ts';
+import { harmfulGoals, type Goal } from '../kit/goals.ts';
 import computeScore from './reward.py?raw';
 
 export const attackExport: ExportRecipe = {

@@ -2,7 +2,7 @@
 // prompts and benign tasks, scored by reward.py (this folder).
 import { benignPrompts, harmfulPrompts, SINGLE_TURN_TACTICS } from '../../data/sandbox/index.ts';
 import { ATTACKER_PROMPTS_NOTE, fromPrompt, judgeConstants, judgeNotes, KL_SUM_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type DatasetItem, type ExportRecipe } from '../../export/verl/entry.ts';
-import { harmfulGoals, type Goal } from '../goals.ts';
+import { harmfulGoals, type Goal } from '../kit/goals.ts';
 import computeScore from './reward.py?raw';
 
 export const defendExport: ExportRecipe = {

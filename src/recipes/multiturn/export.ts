@@ -10,7 +10,7 @@
 import { n, type DatasetItem, type ExportRecipe } from '../../export/verl/entry.ts';
 import { pyFile } from '../../export/verl/python.ts';
 import { HERE } from '../../export/verl/verlConfig.ts';
-import { episodePools } from '../episodePools.ts';
+import { episodePools } from '../kit/episodePools.ts';
 import computeScore from './reward.py?raw';
 import INTERACTION from './sparring_interaction.py?raw';
 

@@ -2,7 +2,7 @@
 // prompts, scored by reward.py (this folder) under the red-team trainer's reward.
 import { harmfulPrompts } from '../../data/sandbox/index.ts';
 import { judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type ExportRecipe } from '../../export/verl/entry.ts';
-import { tacticList, type RedteamTacticMix } from '../goals.ts';
+import { tacticList, type RedteamTacticMix } from '../kit/goals.ts';
 import computeScore from './reward.py?raw';
 
 export const redteamExport: ExportRecipe = {

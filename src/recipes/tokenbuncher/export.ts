@@ -2,7 +2,7 @@
 // (this folder); the entropy itself goes into the loss (see unsupported).
 import { benignPrompts, harmfulPrompts } from '../../data/sandbox/index.ts';
 import { judgeConstants, judgeNotes, KL_SUM_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type ExportRecipe } from '../../export/verl/entry.ts';
-import { tacticList, type RedteamTacticMix } from '../goals.ts';
+import { tacticList, type RedteamTacticMix } from '../kit/goals.ts';
 import computeScore from './reward.py?raw';
 
 export const tokenbuncherExport: ExportRecipe = {

@@ -5,13 +5,13 @@
 // decoded GENERATED ids of an answer (never the prompt or its chat template: the MTSA code's guard
 // read "unsafe" out of its own prompt).
 import * as tf from '@tensorflow/tfjs';
-import { splitAttackerTarget } from '../data/sandbox/index.ts';
-import { generate, type GenerateResult } from '../model/generate.ts';
-import type { LoraSet } from '../model/lora.ts';
-import { referenceStats } from '../rl/policy.ts';
-import { fromTensor2D, type TokenMatrix } from '../rl/types.ts';
+import { splitAttackerTarget } from '../../data/sandbox/index.ts';
+import { generate, type GenerateResult } from '../../model/generate.ts';
+import type { LoraSet } from '../../model/lora.ts';
+import { referenceStats } from '../../rl/policy.ts';
+import { fromTensor2D, type TokenMatrix } from '../../rl/types.ts';
 import { tokenTrace } from './common.ts';
-import type { TokenTrace } from './report.ts';
+import type { TokenTrace } from '../report.ts';
 import type { LoadedModel } from './types.ts';
 
 export interface SamplingOptions {

@@ -4,10 +4,10 @@
 // Time is counted as busy wall time (intervals with a call in flight), so overlapping calls of
 // one judge count once and a share never exceeds 1. A judge loaded on first use (llm-guard,
 // classifier) counts its loading in the step that first scores.
-import type { Judge } from '../judges/types.ts';
-import type { Metrics } from './report.ts';
+import type { Judge } from '../../judges/types.ts';
+import type { Metrics } from '../report.ts';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from './types.ts';
-import type { ConfigOf, Schema } from './schema.ts';
+import type { ConfigOf, Schema } from '../schema.ts';
 
 class Busy {
   private active = 0;

@@ -3,9 +3,9 @@
 // whole RecipeCheckpoint (config with the LoRA rank / alpha / targets, optimiser, step), reads
 // back through RecipeEnv.readText in Node and the browser alike, and needs no zip library.
 import * as tf from '@tensorflow/tfjs';
-import type { LlamaModel } from '../model/llama.ts';
-import { attachLora, peftTensorName, type LoraSet } from '../model/lora.ts';
-import { findNonFinite, type NamedTensor } from '../storage/checkpoints.ts';
+import type { LlamaModel } from '../../model/llama.ts';
+import { attachLora, peftTensorName, type LoraSet } from '../../model/lora.ts';
+import { findNonFinite, type NamedTensor } from '../../storage/checkpoints.ts';
 import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './commonFields.ts';
 import type { RecipeCheckpoint } from './types.ts';
 

@@ -2,13 +2,13 @@
 // rules proxies always (`<prefix>/strongreject_rules`), and with a grader model the StrongREJECT
 // rubric answered by it (`<prefix>/strongreject`, its parse failures and graded count beside it).
 // The fields, the grader they name, and the metrics of a set of harmful (instruction, answer) pairs.
-import { meanStrongRejectRules } from '../judges/strongreject.ts';
-import { gradeStrongReject } from '../judges/strongrejectGrader.ts';
-import { createChatCompletionsGrader, createChatModelGrader, type TextGrader } from '../judges/textGrader.ts';
-import type { JudgeItem } from '../judges/types.ts';
-import type { Metrics } from './report.ts';
-import { WEIGHT_FORMATS, type WeightFormat } from '../model/weightFormat.ts';
-import { ConfigError, int, oneOf, str } from './schema.ts';
+import { meanStrongRejectRules } from '../../judges/strongreject.ts';
+import { gradeStrongReject } from '../../judges/strongrejectGrader.ts';
+import { createChatCompletionsGrader, createChatModelGrader, type TextGrader } from '../../judges/textGrader.ts';
+import type { JudgeItem } from '../../judges/types.ts';
+import type { Metrics } from '../report.ts';
+import { WEIGHT_FORMATS, type WeightFormat } from '../../model/weightFormat.ts';
+import { ConfigError, int, oneOf, str } from '../schema.ts';
 import type { RecipeEnv } from './types.ts';
 
 /** The grader fields; `where` says which answers are graded (the recipe's evaluation set). */
