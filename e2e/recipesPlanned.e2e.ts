@@ -15,7 +15,7 @@ import { letterJudge, loadWithCharCodec } from '../src/recipes/testing';
 import { plannedGrads, plannedLearnBlocker, plannedMicroBatches, plannedMicroBatchesOf, setLearnPath } from '../src/rl/plannedLearn';
 import { LoraAdapter, type LoraSet } from '../src/model/lora';
 import { int4Quantizer } from '../src/model/quant';
-import { noiserSftStep } from '../src/recipes/tokenbuncher';
+import { noiserSftStep } from '../src/recipes/tokenbuncher/tokenbuncher.ts';
 import { AdamW } from '../src/rl/optim';
 import { setOptimizerPath } from '../src/rl/plannedOptim';
 import { packSequences } from '../src/rl/policy';

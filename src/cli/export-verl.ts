@@ -12,7 +12,7 @@ import { ConfigError } from '../recipes/schema.ts';
 import { attackerSource } from '../data/sandbox/index.ts';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
 import { hash3 } from '../model/random.ts';
-import { loadAttacker, type DefendConfig } from '../recipes/defend.ts';
+import { loadAttacker, type DefendConfig } from '../recipes/defend/defend.ts';
 import { asUserMessage, sampleReplies } from '../recipes/kit/rollout.ts';
 import type { RecipeEnv } from '../recipes/kit/types.ts';
 import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../recipes/exports.ts';

@@ -9,8 +9,11 @@ import { describe, expect, it } from 'vitest';
 import { EXPORT_RECIPES, exportVerl } from './exports.ts';
 import { getRecipe } from './registry.ts';
 
+// Compiled files go to a temporary folder, not __pycache__ beside the sources.
+const PYCACHE = mkdtempSync(join(tmpdir(), 'pycache-'));
+
 const RECIPES = fileURLToPath(new URL('./', import.meta.url));
-const pyCompile = (files: string[]) => execFileSync('python3', ['-m', 'py_compile', ...files], { stdio: ['ignore', 'pipe', 'pipe'] });
+const pyCompile = (files: string[]) => execFileSync('python3', ['-m', 'py_compile', ...files], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONPYCACHEPREFIX: PYCACHE } });
 
 describe('recipe Python compiles', () => {
   const shipped = readdirSync(RECIPES, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.py'));

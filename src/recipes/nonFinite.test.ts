@@ -69,7 +69,7 @@ describe('non-finite values', () => {
 
 describe('input checks', () => {
   it('parseGoalPromptJsonl reads a file that starts with a UTF-8 BOM', async () => {
-    const { parseGoalPromptJsonl } = await import('./attackerSft.ts');
+    const { parseGoalPromptJsonl } = await import('./attacker-sft/attackerSft.ts');
     expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}\r\n', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
   });
 

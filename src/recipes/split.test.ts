@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index.ts';
-import { uploadedAttackerSftData } from './attackerSft.ts';
+import { uploadedAttackerSftData } from './attacker-sft/attackerSft.ts';
 import { createRun } from './registry.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 import type { RecipeRun } from './kit/types.ts';

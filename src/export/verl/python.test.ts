@@ -8,11 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { pyFile } from './python.ts';
 
+// Compiled files go to a temporary folder, not __pycache__ beside the sources.
+const PYCACHE = mkdtempSync(join(tmpdir(), 'pycache-'));
+
 const PYTHON = fileURLToPath(new URL('./python/', import.meta.url));
 
 /** python3 -m py_compile on files; throws with the compiler's message on a syntax error. */
-export function pyCompile(files: string[]): void {
-  execFileSync('python3', ['-m', 'py_compile', ...files], { stdio: ['ignore', 'pipe', 'pipe'] });
+function pyCompile(files: string[]): void {
+  execFileSync('python3', ['-m', 'py_compile', ...files], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONPYCACHEPREFIX: PYCACHE } });
 }
 
 describe('shipped Python', () => {

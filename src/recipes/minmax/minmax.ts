@@ -44,24 +44,24 @@
 //
 // `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
 // step with the same R, J from the untrained monitor (or no judge term).
-import { qaItems, rngFor, type QaExample } from '../data/sandbox/index.ts';
-import { answerFormOf, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, qaAnswerAs, type QaItem } from '../data/sandbox/qa.ts';
-import { generate, type GenerateResult } from '../model/generate.ts';
-import { hash3 } from '../model/random.ts';
-import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../rl/minmax.ts';
-import { std } from '../rl/stats.ts';
-import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from './kit/common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './kit/commonFields.ts';
-import { httpJudgeFields, httpJudgeOptionsOf } from './kit/judgeFields.ts';
+import { qaItems, rngFor, type QaExample } from '../../data/sandbox/index.ts';
+import { answerFormOf, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, qaAnswerAs, type QaItem } from '../../data/sandbox/qa.ts';
+import { generate, type GenerateResult } from '../../model/generate.ts';
+import { hash3 } from '../../model/random.ts';
+import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../../rl/minmax.ts';
+import { std } from '../../rl/stats.ts';
+import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from '../kit/common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
+import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
-import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { klAndEntropy, rowAdvantage, rowTrace } from './kit/rollout.ts';
-import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
-import { loadQaData, SANDBOX_DATASET, type QaData } from './kit/promptData.ts';
-import { splitMetrics } from '../data/split.ts';
-import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
+import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace } from '../kit/rollout.ts';
+import { int, num, oneOf, str, type ConfigOf } from '../schema.ts';
+import { weightsField } from '../weightFields.ts';
+import { loadQaData, SANDBOX_DATASET, type QaData } from '../kit/promptData.ts';
+import { splitMetrics } from '../../data/split.ts';
+import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source.ts';
+import { folderSource } from '../../cli/fs-source.ts';
 import { encodeSftPair, parseGoalPromptJsonl, tacticMix } from './attackerSft.ts';
-import { createRun } from './registry.ts';
-import { charCodec, loadWithCharCodec } from './testing.ts';
-import { createRecipeEnv } from './kit/env.ts';
+import { createRun } from '../registry.ts';
+import { charCodec, loadWithCharCodec } from '../testing.ts';
+import { createRecipeEnv } from '../kit/env.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

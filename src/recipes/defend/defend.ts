@@ -22,29 +22,29 @@
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
 // do, so it is the before / after measure of the experiment. Held-out goals are the sandbox
 // split's eval goals (data/sandbox/split.ts): the training pool never draws them.
-import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
-import { meanStrongRejectRules } from '../judges/strongreject.ts';
-import type { Judge, JudgeVerdict } from '../judges/types.ts';
-import type { LoraSet } from '../model/lora.ts';
-import { hash3 } from '../model/random.ts';
-import type { AdamW } from '../rl/optim.ts';
-import { mtsaDefenderReward } from '../rl/rewards.ts';
-import { std } from '../rl/stats.ts';
-import { attachCheckpointAdapter, checkpointFromJson } from './kit/checkpointFile.ts';
-import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './kit/common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './kit/commonFields.ts';
-import { judgeModelFields, judgeOptionsOf } from './kit/judgeFields.ts';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './kit/goals.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './kit/rollout.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { int, num, str, type ConfigOf } from './schema.ts';
-import { checkSavedWeights, weightsField } from './weightFields.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './kit/strongRejectEval.ts';
-import type { TextGrader } from '../judges/textGrader.ts';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './kit/promptData.ts';
-import { splitMetrics } from '../data/split.ts';
-import { loraRunState, restoreLoraRun } from './kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
+import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../../data/sandbox/index.ts';
+import { meanStrongRejectRules } from '../../judges/strongreject.ts';
+import type { Judge, JudgeVerdict } from '../../judges/types.ts';
+import type { LoraSet } from '../../model/lora.ts';
+import { hash3 } from '../../model/random.ts';
+import type { AdamW } from '../../rl/optim.ts';
+import { mtsaDefenderReward } from '../../rl/rewards.ts';
+import { std } from '../../rl/stats.ts';
+import { attachCheckpointAdapter, checkpointFromJson } from '../kit/checkpointFile.ts';
+import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from '../kit/common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from '../kit/rollout.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import { int, num, str, type ConfigOf } from '../schema.ts';
+import { checkSavedWeights, weightsField } from '../weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
+import type { TextGrader } from '../../judges/textGrader.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';
+import { splitMetrics } from '../../data/split.ts';
+import { loraRunState, restoreLoraRun } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const defendSchema = {
   attacker: str('attacker', 'frozen attacker model that writes the harmful prompts: a sandbox name, a folder path or a URL', { nonEmpty: true }),

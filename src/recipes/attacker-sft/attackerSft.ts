@@ -7,25 +7,25 @@
 // (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
-import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../data/sandbox/index.ts';
-import { stripBom } from '../data/loaders.ts';
-import { brief, briefText } from '../engine/brief.ts';
-import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../data/split.ts';
-import { columnsOf, readPromptSet } from '../data/promptSets.ts';
-import { generate } from '../model/generate.ts';
-import type { LoraSet } from '../model/lora.ts';
-import { hash3 } from '../model/random.ts';
-import { AdamW, clipByGlobalNorm } from '../rl/optim.ts';
-import { policyStats } from '../rl/policy.ts';
-import { plannedGrads, plannedLearnBlocker } from '../rl/plannedLearn.ts';
-import { meanOf, tokenTrace, drawBatch, disposeRun } from './kit/common.ts';
-import { attachConfiguredLora, loraFields } from './kit/commonFields.ts';
-import { tacticOf } from './kit/goals.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { int, num, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
-import { loraRunState, restoreLoraRun } from './kit/state.ts';
-import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
+import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../../data/sandbox/index.ts';
+import { stripBom } from '../../data/loaders.ts';
+import { brief, briefText } from '../../engine/brief.ts';
+import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../../data/split.ts';
+import { columnsOf, readPromptSet } from '../../data/promptSets.ts';
+import { generate } from '../../model/generate.ts';
+import type { LoraSet } from '../../model/lora.ts';
+import { hash3 } from '../../model/random.ts';
+import { AdamW, clipByGlobalNorm } from '../../rl/optim.ts';
+import { policyStats } from '../../rl/policy.ts';
+import { plannedGrads, plannedLearnBlocker } from '../../rl/plannedLearn.ts';
+import { meanOf, tokenTrace, drawBatch, disposeRun } from '../kit/common.ts';
+import { attachConfiguredLora, loraFields } from '../kit/commonFields.ts';
+import { tacticOf } from '../kit/goals.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import { int, num, str, type ConfigOf } from '../schema.ts';
+import { weightsField } from '../weightFields.ts';
+import { loraRunState, restoreLoraRun } from '../kit/state.ts';
+import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const attackerSftSchema = {
   attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),

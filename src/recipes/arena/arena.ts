@@ -23,26 +23,26 @@
 // (eval/asr, eval/benign_correct): it moves only when the weights do; its goals are the sandbox
 // split's eval goals, which the training pool never draws. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
-import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../data/sandbox/index.ts';
-import { meanStrongRejectRules } from '../judges/strongreject.ts';
-import type { Judge, JudgeVerdict } from '../judges/types.ts';
-import { hash3 } from '../model/random.ts';
-import { std } from '../rl/stats.ts';
-import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from './attack.ts';
-import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from './kit/common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './kit/commonFields.ts';
-import { judgeModelFields, judgeOptionsOf } from './kit/judgeFields.ts';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './kit/goals.ts';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './kit/promptData.ts';
-import { splitMetrics } from '../data/split.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from './kit/rollout.ts';
-import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './kit/strongRejectEval.ts';
-import type { TextGrader } from '../judges/textGrader.ts';
-import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
+import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../../data/sandbox/index.ts';
+import { meanStrongRejectRules } from '../../judges/strongreject.ts';
+import type { Judge, JudgeVerdict } from '../../judges/types.ts';
+import { hash3 } from '../../model/random.ts';
+import { std } from '../../rl/stats.ts';
+import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from '../attack/attack.ts';
+import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from '../kit/common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';
+import { splitMetrics } from '../../data/split.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import { greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from '../kit/rollout.ts';
+import { int, num, oneOf, str, type ConfigOf } from '../schema.ts';
+import { weightsField } from '../weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
+import type { TextGrader } from '../../judges/textGrader.ts';
+import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const arenaSchema = {
   attacker: str('attacker', 'attacker model (trained through its LoRA in attacker phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),

@@ -22,37 +22,37 @@
 // its greedy held-out attack success rate reaches `evalTargetAsr`, and both models' greedy held-out
 // stats (benign correctness, over-refusal, ASR, entropy on harmful prompts); then marks the run done.
 import * as tf from '@tensorflow/tfjs';
-import { benignPrompts, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt } from '../data/sandbox/index.ts';
-import type { Judge } from '../judges/types.ts';
-import { forward } from '../model/llama.ts';
-import { mergeLoraInPlace, type LoraSet } from '../model/lora.ts';
-import { hash3 } from '../model/random.ts';
-import { computeAdvantages } from '../rl/advantages.ts';
-import { clipByGlobalNorm, type AdamW } from '../rl/optim.ts';
-import { placeOutcomeRewards } from '../rl/placement.ts';
-import { packSequences, type ResponseBatch } from '../rl/policy.ts';
-import { positiveAdvantageMask, tokenBuncherReward } from '../rl/rewards.ts';
-import { std } from '../rl/stats.ts';
-import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden } from '../rl/tokenNoiser.ts';
-import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch, withFlatGrads } from '../rl/plannedLearn.ts';
-import { plannedOptimizerActive, plannedUpdate } from '../rl/plannedOptim.ts';
-import { fromRows, type TokenMatrix } from '../rl/types.ts';
-import { attachCheckpointAdapter } from './kit/checkpointFile.ts';
-import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from './kit/common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './kit/commonFields.ts';
-import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from './kit/judgeFields.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from './kit/rollout.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './kit/strongRejectEval.ts';
-import type { TextGrader } from '../judges/textGrader.ts';
-import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
-import { sandboxSplitMetrics } from './kit/goals.ts';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from './kit/promptData.ts';
-import { splitMetrics } from '../data/split.ts';
-import { loraRunState, restoreStoppableRun, stoppableRunState } from './kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
+import { benignPrompts, harmfulPrompts, promptMeta, rngFor, type SandboxPrompt } from '../../data/sandbox/index.ts';
+import type { Judge } from '../../judges/types.ts';
+import { forward } from '../../model/llama.ts';
+import { mergeLoraInPlace, type LoraSet } from '../../model/lora.ts';
+import { hash3 } from '../../model/random.ts';
+import { computeAdvantages } from '../../rl/advantages.ts';
+import { clipByGlobalNorm, type AdamW } from '../../rl/optim.ts';
+import { placeOutcomeRewards } from '../../rl/placement.ts';
+import { packSequences, type ResponseBatch } from '../../rl/policy.ts';
+import { positiveAdvantageMask, tokenBuncherReward } from '../../rl/rewards.ts';
+import { std } from '../../rl/stats.ts';
+import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden } from '../../rl/tokenNoiser.ts';
+import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch, withFlatGrads } from '../../rl/plannedLearn.ts';
+import { plannedOptimizerActive, plannedUpdate } from '../../rl/plannedOptim.ts';
+import { fromRows, type TokenMatrix } from '../../rl/types.ts';
+import { attachCheckpointAdapter } from '../kit/checkpointFile.ts';
+import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from '../kit/common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
+import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from '../kit/rollout.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
+import type { TextGrader } from '../../judges/textGrader.ts';
+import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from '../redteam/redteam.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from '../schema.ts';
+import { weightsField } from '../weightFields.ts';
+import { sandboxSplitMetrics } from '../kit/goals.ts';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from '../kit/promptData.ts';
+import { splitMetrics } from '../../data/split.ts';
+import { loraRunState, restoreStoppableRun, stoppableRunState } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),

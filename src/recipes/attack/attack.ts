@@ -25,26 +25,26 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import { attackerSource, rngFor, TACTICS } from '../data/sandbox/index.ts';
-import type { Judge } from '../judges/types.ts';
-import { generate } from '../model/generate.ts';
-import type { LoraSet } from '../model/lora.ts';
-import { hash3 } from '../model/random.ts';
-import type { AdamW } from '../rl/optim.ts';
-import { std } from '../rl/stats.ts';
-import { checkFiniteRewards, criticFor, parseCritic, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from './kit/common.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './kit/commonFields.ts';
-import { judgeModelFields, judgeOptionsOf } from './kit/judgeFields.ts';
-import { harmfulGoals, tacticOf, type Goal } from './kit/goals.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './kit/rollout.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './kit/strongRejectEval.ts';
-import type { TextGrader } from '../judges/textGrader.ts';
-import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './kit/promptData.ts';
-import { loraRunState, restoreLoraRun } from './kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
+import { attackerSource, rngFor, TACTICS } from '../../data/sandbox/index.ts';
+import type { Judge } from '../../judges/types.ts';
+import { generate } from '../../model/generate.ts';
+import type { LoraSet } from '../../model/lora.ts';
+import { hash3 } from '../../model/random.ts';
+import type { AdamW } from '../../rl/optim.ts';
+import { std } from '../../rl/stats.ts';
+import { checkFiniteRewards, criticFor, parseCritic, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from '../kit/common.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
+import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
+import { harmfulGoals, tacticOf, type Goal } from '../kit/goals.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from '../kit/rollout.ts';
+import { bool, int, num, oneOf, str, type ConfigOf } from '../schema.ts';
+import { weightsField } from '../weightFields.ts';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
+import type { TextGrader } from '../../judges/textGrader.ts';
+import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from '../kit/promptData.ts';
+import { loraRunState, restoreLoraRun } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'] as const;
 export const DIVERSITY_MODES = ['exact', 'ngram'] as const;

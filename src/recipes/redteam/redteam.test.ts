@@ -2,12 +2,12 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../cli/recipe-env.ts';
-import { createRun } from './registry.ts';
-import type { StepReport } from './report.ts';
-import { toCheckpointInput } from './kit/state.ts';
-import { letterJudge, loadWithCharCodec, stableReport } from './testing.ts';
-import type { RecipeEnv } from './kit/types.ts';
+import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
+import { createRun } from '../registry.ts';
+import type { StepReport } from '../report.ts';
+import { toCheckpointInput } from '../kit/state.ts';
+import { letterJudge, loadWithCharCodec, stableReport } from '../testing.ts';
+import type { RecipeEnv } from '../kit/types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
