@@ -32,19 +32,19 @@ import type { LoraSet } from '../../model/lora.ts';
 import { hash3 } from '../../model/random.ts';
 import type { AdamW } from '../../rl/optim.ts';
 import { std } from '../../rl/stats.ts';
-import { checkFiniteRewards, criticFor, parseCritic, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, disposeRun, harmVerdict, type ValueCritic } from '../kit/common.ts';
+import { checkFiniteRewards, criticFor, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, harmVerdict, type ValueCritic } from '../kit/common.ts';
+import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from '../kit/goals.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Metrics, RolloutSample } from '../report.ts';
 import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from '../kit/rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from '../schema.ts';
 import { weightsField } from '../weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from '../kit/promptData.ts';
-import { loraRunState, restoreLoraRun } from '../kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'] as const;
 export const DIVERSITY_MODES = ['exact', 'ngram'] as const;
@@ -152,11 +152,8 @@ export async function greedyAttackBaselines(
   return sampled.rowGroup.map((i) => base[i]);
 }
 
-class AttackRun implements RecipeRun {
+class AttackRun extends LoraRun {
   readonly recipe = 'attack';
-  stepsDone = 0;
-  readonly done = false;
-  readonly stopReason = null;
   private readonly pool: Goal[];
   private readonly critic: ValueCritic | null;
   private readonly klCoef: KlCoef;
@@ -172,6 +169,7 @@ class AttackRun implements RecipeRun {
     data: HarmfulGoalData | null = null,
     private readonly grader: TextGrader | null = null,
   ) {
+    super();
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.critic = criticFor(atk.model, config);
     this.klCoef = new KlCoef(config);
@@ -199,12 +197,11 @@ class AttackRun implements RecipeRun {
     return drawBatch(this.pool, this.config.goals, rngFor(this.seed, 'attack-batch', step));
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const step = this.stepsDone;
     const { model, codec } = this.atk;
     const dm = this.def;
-    const t0 = performance.now();
+    const t = new PhaseTimer();
 
     // --- attack: G prompts per goal from the attacker
     const goals = this.batchGoals(step);
@@ -212,11 +209,10 @@ class AttackRun implements RecipeRun {
     const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
     const { rowGroup: rowGoal, rows, gen, answers: attacks } = await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), G, sampling, hash3(this.seed, step, 0xa77ac));
     const tactics = attacks.map(tacticOf);
-    const t1 = performance.now();
 
     // --- answer: the frozen defender
     const { ans, answers } = await this.defenderAnswers(attacks, hash3(this.seed, step, 0xdef));
-    const t2 = performance.now();
+    const rolloutMs = t.mark('rollout_ms');
 
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
@@ -236,7 +232,7 @@ class AttackRun implements RecipeRun {
             return v.map((x) => x.unsafe);
           })
         : undefined;
-    const t3 = performance.now();
+    t.mark('score_ms');
 
     // --- learn (attacker only)
     const { advantages: adv, learn } = await learnFromOutcomes(
@@ -249,7 +245,7 @@ class AttackRun implements RecipeRun {
       codec,
     );
     this.klCoef.update(kl);
-    const t4 = performance.now();
+    t.mark('learn_ms');
 
     // --- report
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
@@ -272,8 +268,8 @@ class AttackRun implements RecipeRun {
       'attack/length_mean': meanOf(gen.lengths),
       'response/length_mean': meanOf(ans.lengths),
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
-      'perf/step_ms': t4 - t0,
-      'perf/tokens_per_s': (tokens + defTokens) / Math.max(1e-9, (t1 - t0 + t2 - t1) / 1000),
+      'perf/step_ms': t.elapsed(),
+      'perf/tokens_per_s': (tokens + defTokens) / Math.max(1e-9, rolloutMs / 1000),
     };
     for (const t of TACTICS) {
       const rowsT = tactics.map((x, b) => (x === t ? b : -1)).filter((b) => b >= 0);
@@ -300,24 +296,19 @@ class AttackRun implements RecipeRun {
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
-    this.stepsDone = step + 1;
-    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t2 - t0, score_ms: t3 - t2, learn_ms: t4 - t3, total_ms: t4 - t0 } });
+    return { metrics, samples, timings: t.timings() };
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, { klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) });
+  protected extraState() {
+    return klCriticState(this.klCoef, this.critic);
   }
 
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    const klCoef = this.klCoef.parse(payload.extra.klCoef);
-    const assignCritic = parseCritic(this.critic, payload.extra.critic);
-    this.stepsDone = restoreLoraRun(this, payload);
-    this.klCoef.value = klCoef;
-    assignCritic();
+  protected parseExtra(extra: Record<string, unknown>) {
+    return parseKlCritic(this.klCoef, this.critic, extra);
   }
 
-  dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.grader, this.atk, this.def);
+  protected held() {
+    return [this.critic, this.judge, this.grader, this.atk, this.def];
   }
 }
 
@@ -335,18 +326,13 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
   async create(env: RecipeEnv, config: AttackConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'attack');
-    const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
-    let def: LoadedModel | null = null;
-    try {
-      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
+    return createWithCleanup(async (own) => {
+      const atk = own(await env.loadModel(config.attacker, { weights: config.attackerWeights }));
+      const def = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
       const lora = attachConfiguredLora(atk.model, config, hash3(seed, 0x10a, 3));
       const optimizer = adamWFor(config, config.lr);
       const grader = await loadStrongRejectGrader(env, config, 'attack');
       return new AttackRun(atk, def, lora, optimizer, judge, config, seed, data, grader);
-    } catch (e) {
-      atk.dispose();
-      def?.dispose();
-      throw e;
-    }
+    });
   },
 };

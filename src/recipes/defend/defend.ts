@@ -31,19 +31,19 @@ import type { AdamW } from '../../rl/optim.ts';
 import { mtsaDefenderReward } from '../../rl/rewards.ts';
 import { std } from '../../rl/stats.ts';
 import { attachCheckpointAdapter, checkpointFromJson } from '../kit/checkpointFile.ts';
-import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from '../kit/common.ts';
+import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, harmVerdict } from '../kit/common.ts';
+import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from '../kit/rollout.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Metrics, RolloutSample } from '../report.ts';
 import { int, num, str, type ConfigOf } from '../schema.ts';
 import { checkSavedWeights, weightsField } from '../weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
-import { loraRunState, restoreLoraRun } from '../kit/state.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const defendSchema = {
@@ -121,11 +121,8 @@ export function defendReward(
 /** The judge item of an answer to a harmful goal's prompt (what the StrongREJECT scores read). */
 const harmfulItem = (prompt: string, answer: string, goal: Goal) => ({ prompt, response: answer, meta: { kind: 'harmful' as const, category: goal.category } });
 
-class DefendRun implements RecipeRun {
+class DefendRun extends LoraRun {
   readonly recipe = 'defend';
-  stepsDone = 0;
-  readonly done = false;
-  readonly stopReason = null;
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
@@ -147,6 +144,7 @@ class DefendRun implements RecipeRun {
     benign: BenignData | null = null,
     private readonly grader: TextGrader | null = null,
   ) {
+    super();
     this.klCoef = new KlCoef(config);
     this.critic = criticFor(def.model, config);
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
@@ -197,13 +195,12 @@ class DefendRun implements RecipeRun {
     };
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const step = this.stepsDone;
-    const t0 = performance.now();
+    const t = new PhaseTimer();
     const metrics: Metrics = {};
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
-    const te = performance.now();
+    const evalMs = t.mark();
 
     // --- rollout: attacker prompts + benign tasks, G defender answers each
     const goals = drawBatch(this.pool, c.goals, rngFor(this.seed, 'defend-goals', step));
@@ -213,7 +210,7 @@ class DefendRun implements RecipeRun {
     const H = attackPrompts.length;
     const G = c.groupSize;
     const r = await sampleAnswers(this.def, texts, G, c, hash3(this.seed, step, 0xdef));
-    const t1 = performance.now();
+    t.mark('rollout_ms');
 
     // --- score
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
@@ -224,7 +221,7 @@ class DefendRun implements RecipeRun {
     const scored = verdicts.map((v, b) => defendReward({ harmful: harmful[b], unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: entropy[b], klSum: kl[b] * r.gen.lengths[b] }, { ...c, klBeta: beta }));
     const rewards = scored.map((s) => s.reward);
     checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
-    const t2 = performance.now();
+    t.mark('score_ms');
 
     // --- learn
     const { gen } = r;
@@ -240,7 +237,7 @@ class DefendRun implements RecipeRun {
       klPen.penalty,
     );
     this.klCoef.update(kl);
-    const t3 = performance.now();
+    t.mark('learn_ms');
 
     // --- report
     const hv = verdicts.filter((_, b) => harmful[b]);
@@ -260,8 +257,8 @@ class DefendRun implements RecipeRun {
       'entropy/harmful_mean': meanOf(pick(entropy, true)),
       'response/length_mean': meanOf(gen.lengths),
       'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
-      'perf/step_ms': t3 - t0,
-      'perf/eval_ms': te - t0,
+      'perf/step_ms': t.elapsed(),
+      'perf/eval_ms': evalMs,
     });
     if (bv.length) {
       Object.assign(metrics, {
@@ -291,24 +288,19 @@ class DefendRun implements RecipeRun {
         advantage: rowAdvantage(advantages.advantages, gen.mask[b], b),
       };
     });
-    this.stepsDone = step + 1;
-    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
+    return { metrics, samples, timings: t.timings() };
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, { klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) });
+  protected extraState() {
+    return klCriticState(this.klCoef, this.critic);
   }
 
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    const klCoef = this.klCoef.parse(payload.extra.klCoef);
-    const assignCritic = parseCritic(this.critic, payload.extra.critic);
-    this.stepsDone = restoreLoraRun(this, payload);
-    this.klCoef.value = klCoef;
-    assignCritic();
+  protected parseExtra(extra: Record<string, unknown>) {
+    return parseKlCritic(this.klCoef, this.critic, extra);
   }
 
-  dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.grader, this.atk, this.def);
+  protected held() {
+    return [this.critic, this.judge, this.grader, this.atk, this.def];
   }
 }
 
@@ -364,19 +356,14 @@ export const defendRecipe: Recipe<typeof defendSchema> = {
   async create(env: RecipeEnv, config: DefendConfig, seed: number): Promise<RecipeRun> {
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'defend');
     const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'defend');
-    const atk = await loadAttacker(env, config);
-    let def: LoadedModel | null = null;
-    try {
+    return createWithCleanup(async (own) => {
+      const atk = own(await loadAttacker(env, config));
       const judge = env.judge(config.judge, judgeOptionsOf(config));
-      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
+      const def = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 4));
       const optimizer = adamWFor(config, config.lr);
       const grader = await loadStrongRejectGrader(env, config, 'defend');
       return new DefendRun(atk, def, lora, optimizer, judge, config, seed, data, benign, grader);
-    } catch (e) {
-      atk.dispose();
-      def?.dispose();
-      throw e;
-    }
+    });
   },
 };

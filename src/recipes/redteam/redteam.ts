@@ -29,11 +29,12 @@ import type { AdamW } from '../../rl/optim.ts';
 import { tinkerRepetitionRatio } from '../../rl/repetition.ts';
 import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards.ts';
 import { std, zScore } from '../../rl/stats.ts';
-import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, disposeRun, harmVerdict } from '../kit/common.ts';
+import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, harmVerdict } from '../kit/common.ts';
+import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run.ts';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Metrics, RolloutSample } from '../report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from '../kit/rollout.ts';
 import { bool, int, num, oneOf, str, type ConfigOf } from '../schema.ts';
 import { weightsField } from '../weightFields.ts';
@@ -42,8 +43,7 @@ import type { TextGrader } from '../../judges/textGrader.ts';
 import { sandboxSplitMetrics } from '../kit/goals.ts';
 import { HARMFUL_DATASET_HELP, loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
-import { restoreStoppableRun, stoppableRunState } from '../kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const REDTEAM_REWARD_MODES = ['tinker', 'tokenbuncher', 'tokenbuncher_adaptive'] as const;
 export type RedteamRewardMode = (typeof REDTEAM_REWARD_MODES)[number];
@@ -132,11 +132,9 @@ export function redteamEvalPrompts(config: RedteamConfig, seed: number): Sandbox
   return harmfulPrompts(config.evalPrompts, (hash3(seed, 0xe7a1, 0) >>> 0), { tactics: tacticList(config.tactics), split: 'eval' });
 }
 
-class RedteamRun implements RecipeRun {
+class RedteamRun extends LoraRun {
   readonly recipe = 'redteam';
-  stepsDone = 0;
-  done = false;
-  stopReason: string | null = null;
+  protected readonly stoppable = true;
   private readonly pool: SandboxPrompt[];
   private evalSet: SandboxPrompt[] | null = null;
   private readonly splitReport: Metrics;
@@ -152,6 +150,7 @@ class RedteamRun implements RecipeRun {
     data: HarmfulPromptData | null = null,
     private readonly grader: TextGrader | null = null,
   ) {
+    super();
     this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
     this.klCoef = new KlCoef(config);
     if (data) this.evalSet = data.eval.slice(0, config.evalPrompts);
@@ -190,11 +189,10 @@ class RedteamRun implements RecipeRun {
     return rowPrompt.map((i) => base[i]);
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const step = this.stepsDone;
     const { model, codec } = this.m;
-    const t0 = performance.now();
+    const t = new PhaseTimer();
     const metrics: Metrics = {};
 
     if (c.evalEvery > 0 && step % c.evalEvery === 0) {
@@ -204,7 +202,7 @@ class RedteamRun implements RecipeRun {
       Object.assign(metrics, await strongRejectMetrics('eval', e.items, this.grader));
       Object.assign(metrics, this.splitReport);
     }
-    const te = performance.now();
+    const evalMs = t.mark();
 
     // --- rollout
     const prompts = this.batchPrompts(step);
@@ -224,7 +222,7 @@ class RedteamRun implements RecipeRun {
       padTokenId: codec.pad,
       seed: hash3(this.seed, step, 0x5eed),
     });
-    const t1 = performance.now();
+    const rolloutMs = t.mark('rollout_ms');
 
     // --- score: reference log-probs first (the KL is a reward term), then the judge
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
@@ -239,7 +237,7 @@ class RedteamRun implements RecipeRun {
     checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
     const scores = c.zScoreRewards ? zScore(rewards) : rewards;
     const rewardBaselines = c.advantage === 'remax' ? await this.greedyBaselines(promptIds, prompts, rowPrompt) : undefined;
-    const t2 = performance.now();
+    t.mark('score_ms');
 
     // --- learn
     const { advantages: adv, learn } = await learnFromOutcomes(
@@ -252,7 +250,7 @@ class RedteamRun implements RecipeRun {
       codec,
     );
     this.klCoef.update(kl);
-    const t3 = performance.now();
+    t.mark('learn_ms');
 
     // --- report
     const { tokens, mean: entropyMean } = tokenEntropy(gen);
@@ -272,9 +270,9 @@ class RedteamRun implements RecipeRun {
       'entropy/mean': entropyMean,
       'response/length_mean': meanOf(gen.lengths),
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
-      'perf/step_ms': t3 - t0,
-      'perf/eval_ms': te - t0,
-      'perf/tokens_per_s': tokens / Math.max(1e-9, (t1 - te) / 1000),
+      'perf/step_ms': t.elapsed(),
+      'perf/eval_ms': evalMs,
+      'perf/tokens_per_s': tokens / Math.max(1e-9, rolloutMs / 1000),
     });
     if (c.earlyStop && !this.done) {
       const es = earlyStop({ meanReward, meanRepetition: meanRep }, { rewardThreshold: c.earlyStopReward, repetitionThreshold: c.earlyStopRepetition });
@@ -312,22 +310,22 @@ class RedteamRun implements RecipeRun {
         advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
       };
     });
-    this.stepsDone = step + 1;
-    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
+    return { metrics, samples, timings: t.timings() };
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    return stoppableRunState(this, { klCoef: this.klCoef.value });
+  protected async extraState() {
+    return { klCoef: this.klCoef.value };
   }
 
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    const klCoef = this.klCoef.parse(payload.extra.klCoef);
-    restoreStoppableRun(this, payload);
-    this.klCoef.value = klCoef;
+  protected parseExtra(extra: Record<string, unknown>) {
+    const klCoef = this.klCoef.parse(extra.klCoef);
+    return () => {
+      this.klCoef.value = klCoef;
+    };
   }
 
-  dispose(): void {
-    disposeRun([this], this.judge, this.grader, this.m);
+  protected held() {
+    return [this.judge, this.grader, this.m];
   }
 }
 
@@ -344,15 +342,12 @@ export const redteamRecipe: Recipe<typeof redteamSchema> = {
   async create(env: RecipeEnv, config: RedteamConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'redteam');
-    const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
-    try {
+    return createWithCleanup(async (own) => {
+      const m = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 0));
       const optimizer = adamWFor(config, config.lr);
       const grader = await loadStrongRejectGrader(env, config, 'redteam');
       return new RedteamRun(m, lora, optimizer, judge, config, seed, data, grader);
-    } catch (e) {
-      m.dispose();
-      throw e;
-    }
+    });
   },
 };
