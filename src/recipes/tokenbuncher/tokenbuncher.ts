@@ -38,21 +38,22 @@ import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type Fla
 import { plannedOptimizerActive, plannedUpdate } from '../../rl/plannedOptim.ts';
 import { fromRows, type TokenMatrix } from '../../rl/types.ts';
 import { attachCheckpointAdapter } from '../kit/checkpointFile.ts';
-import { checkFiniteRewards, criticFor, parseCritic, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, disposeRun, harmVerdict } from '../kit/common.ts';
+import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, harmVerdict } from '../kit/common.ts';
+import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from '../kit/rollout.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from '../redteam/redteam.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Metrics, RolloutSample } from '../report.ts';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from '../schema.ts';
 import { weightsField } from '../weightFields.ts';
 import { sandboxSplitMetrics } from '../kit/goals.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
-import { loraRunState, restoreStoppableRun, stoppableRunState } from '../kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { loraRunState } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
@@ -239,11 +240,9 @@ export async function redteamStepsToTarget(env: RecipeEnv, input: Record<string,
   return { steps: null, asr };
 }
 
-class TokenbuncherRun implements RecipeRun {
+class TokenbuncherRun extends LoraRun {
   readonly recipe = 'tokenbuncher';
-  stepsDone = 0;
-  done = false;
-  stopReason: string | null = null;
+  protected readonly stoppable = true;
   private readonly pool: SandboxPrompt[];
   private readonly benignPool: SandboxPrompt[];
   private readonly klCoef: KlCoef;
@@ -264,6 +263,7 @@ class TokenbuncherRun implements RecipeRun {
     benign: BenignData | null = null,
     private readonly grader: TextGrader | null = null,
   ) {
+    super();
     this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
     this.heldOut = data ? data.eval.slice(0, config.evalPrompts) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
@@ -338,13 +338,12 @@ class TokenbuncherRun implements RecipeRun {
     return m;
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const step = this.stepsDone;
-    const t0 = performance.now();
+    const t = new PhaseTimer();
     const metrics: Metrics = {};
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate(), this.splitReport);
-    const te = performance.now();
+    const evalMs = t.mark();
 
     // --- rollout
     const harm = drawBatch(this.pool, c.prompts, rngFor(this.seed, 'tokenbuncher-harmful', step));
@@ -353,7 +352,7 @@ class TokenbuncherRun implements RecipeRun {
     const H = harm.length;
     const G = c.groupSize;
     const r = await sampleAnswers(this.def, items.map(promptText), G, c, hash3(this.seed, step, 0x5eed));
-    const t1 = performance.now();
+    t.mark('rollout_ms');
 
     // --- score
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
@@ -367,7 +366,7 @@ class TokenbuncherRun implements RecipeRun {
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
     checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
-    const t2 = performance.now();
+    t.mark('score_ms');
 
     // --- learn: the RL update, or the TokenNoiser SFT step on the rollout's advantage >= 0 tokens
     const { gen } = r;
@@ -393,7 +392,7 @@ class TokenbuncherRun implements RecipeRun {
       Object.assign(metrics, l.learn);
     }
     this.klCoef.update(kl);
-    const t3 = performance.now();
+    t.mark('learn_ms');
 
     // --- report
     const hv = verdicts.filter((_, b) => harmful[b]);
@@ -433,33 +432,29 @@ class TokenbuncherRun implements RecipeRun {
         advantage: rowAdvantage(adv, gen.mask[b], b),
       };
     });
+    // The comparison checkpoints the adapter as it is after this step's update.
     this.stepsDone = step + 1;
     if (c.evalAfter > 0 && this.stepsDone === c.evalAfter) {
       Object.assign(metrics, await this.compare());
       this.done = true;
       this.stopReason = `redteam comparison done after ${c.evalAfter} steps`;
     }
-    const t4 = performance.now();
-    metrics['perf/step_ms'] = t4 - t0;
-    metrics['perf/eval_ms'] = te - t0 + (t4 - t3);
-    return stepReport(this, step, { phase: sft ? 'noiser-sft' : 'rl', metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t4 - t0 } });
+    const compareMs = t.mark();
+    metrics['perf/step_ms'] = t.elapsed();
+    metrics['perf/eval_ms'] = evalMs + compareMs;
+    return { phase: sft ? 'noiser-sft' : 'rl', metrics, samples, timings: t.timings() };
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    const s = await stoppableRunState(this);
-    return { ...s, extra: { ...s.extra, klCoef: this.klCoef.value, ...(this.critic ? { critic: await this.critic.state() } : {}) } };
+  protected extraState() {
+    return klCriticState(this.klCoef, this.critic);
   }
 
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    const klCoef = this.klCoef.parse(payload.extra.klCoef);
-    const assignCritic = parseCritic(this.critic, payload.extra.critic);
-    restoreStoppableRun(this, payload);
-    this.klCoef.value = klCoef;
-    assignCritic();
+  protected parseExtra(extra: Record<string, unknown>) {
+    return parseKlCritic(this.klCoef, this.critic, extra);
   }
 
-  dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.grader, this.def);
+  protected held() {
+    return [this.critic, this.judge, this.grader, this.def];
   }
 }
 
@@ -478,15 +473,12 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
     const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'tokenbuncher');
     const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'tokenbuncher');
-    const m = await env.loadModel(config.defender, { weights: config.defenderWeights });
-    try {
+    return createWithCleanup(async (own) => {
+      const m = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));
       const optimizer = adamWFor(config, config.lr);
       const grader = await loadStrongRejectGrader(env, config, 'tokenbuncher');
       return new TokenbuncherRun(env, m, lora, optimizer, judge, config, seed, data, benign, grader);
-    } catch (e) {
-      m.dispose();
-      throw e;
-    }
+    });
   },
 };
