@@ -46,19 +46,19 @@ import { std } from '../../rl/stats.ts';
 import { aggregateTurnScores } from '../../rl/turns.ts';
 import { placeOutcomeRewards, placeTurnRewards } from '../../rl/placement.ts';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../../rl/types.ts';
-import { checkFinite, checkFiniteRewards, criticFor, parseCritic, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, disposeRun, type ValueCritic } from '../kit/common.ts';
+import { checkFinite, checkFiniteRewards, criticFor, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, type ValueCritic } from '../kit/common.ts';
+import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
 import { EpisodeRow, padEpisodes } from '../kit/episode.ts';
 import { episodePools, seedEpisodes, type EpisodeSpec } from '../kit/episodePools.ts';
 export type { EpisodeSpec } from '../kit/episodePools.ts';
-import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Message, Metrics, RolloutSample } from '../report.ts';
 import { ConfigError, int, num, oneOf, str, type ConfigOf } from '../schema.ts';
 import { weightsField } from '../weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
-import { loraRunState, restoreLoraRun } from '../kit/state.ts';
-import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const FOLLOW_UP_SOURCES = ['scripted', 'attacker'] as const;
 export const REWARD_PLACEMENTS = ['episode', 'turn'] as const;
@@ -341,11 +341,8 @@ export function episodeTokenRewards(padded: { policy: number[][]; turnIndex: num
 // ---------------------------------------------------------------------------------------------
 // The run
 
-class MultiturnRun implements RecipeRun {
+class MultiturnRun extends LoraRun {
   readonly recipe = 'multiturn';
-  stepsDone = 0;
-  readonly done = false;
-  readonly stopReason = null;
   private readonly pools: { harmful: EpisodeSpec[]; benign: EpisodeSpec[] };
   private evalSet: EpisodeSpec[] | null = null;
   private readonly heldOutSeeds: EpisodeSpec[] | null;
@@ -363,6 +360,7 @@ class MultiturnRun implements RecipeRun {
     data: HarmfulPromptData | null = null,
     private readonly grader: TextGrader | null = null,
   ) {
+    super();
     this.pools = episodePools(config.goalPool, seed, config.maxTurns, 'train');
     if (data) this.pools.harmful = seedEpisodes(data.train, config.maxTurns);
     this.heldOutSeeds = data ? seedEpisodes(data.eval, config.maxTurns).slice(0, config.evalEpisodes) : null;
@@ -411,14 +409,13 @@ class MultiturnRun implements RecipeRun {
     };
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const step = this.stepsDone;
     const { model, codec } = this.def;
-    const t0 = performance.now();
+    const clock = new PhaseTimer();
     const metrics: Metrics = {};
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
-    const te = performance.now();
+    const evalMs = clock.mark();
 
     // --- episodes of this step, G plays each
     const groups = [
@@ -429,7 +426,7 @@ class MultiturnRun implements RecipeRun {
     const G = c.groupSize;
     const rowGroup = groups.flatMap((_, i) => Array<number>(G).fill(i));
     const played = await playEpisodes(this.def, rowGroup.map((i) => groups[i]), this.playOptions(hash3(this.seed, step, 0x5eed)));
-    const t1 = performance.now();
+    const rolloutMs = clock.mark('rollout_ms');
 
     // --- score each turn, aggregate per episode
     const scored = await scoreEpisodes(this.judge, played, c);
@@ -460,7 +457,7 @@ class MultiturnRun implements RecipeRun {
       });
     });
     const rewardBaselines = c.advantage === 'remax' ? await this.greedyBaselines(groups, rowGroup, step) : undefined;
-    const t2 = performance.now();
+    clock.mark('score_ms');
 
     // --- learn: one scalar per episode on its last reply token (or one per turn); user turns masked out
     const { advantages: adv, learn } = await learnFromTokenRewards(
@@ -472,7 +469,7 @@ class MultiturnRun implements RecipeRun {
       { ...c, kl: { estimator: c.klEstimator, coef: c.klCoef } },
       codec.pad,
     );
-    const t3 = performance.now();
+    clock.mark('learn_ms');
 
     // --- report
     Object.assign(metrics, learn, outcomeMetrics(played, scored, c.maxTurns, ''), {
@@ -485,16 +482,15 @@ class MultiturnRun implements RecipeRun {
       'response/length_mean': meanOf(played.rows.flatMap((r) => r.replies.map((x) => x.ids.length))),
       'episode/truncated': played.truncated,
       'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
-      'perf/step_ms': t3 - t0,
-      'perf/eval_ms': te - t0,
-      'perf/tokens_per_s': tokens / Math.max(1e-9, (t1 - te) / 1000),
+      'perf/step_ms': clock.elapsed(),
+      'perf/eval_ms': evalMs,
+      'perf/tokens_per_s': tokens / Math.max(1e-9, rolloutMs / 1000),
     });
     // The same episodes under every aggregation: how the choice shapes the reward.
     for (const mode of TURN_AGGREGATIONS) metrics[`aggregate/${mode}`] = meanOf(turnScores.map((s) => aggregateTurnScores(s, mode)));
 
     const samples = spreadRows(groups.length, G, c.samples).map((b) => this.sample(step, b, rowGroup[b], played, scored, rewards[b], adv.advantages.data, T));
-    this.stepsDone = step + 1;
-    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: t3 - t0 } });
+    return { metrics, samples, timings: clock.timings() };
   }
 
   private sample(step: number, b: number, group: number, p: Played, s: Scored, reward: number, adv: Float32Array, T: number): RolloutSample {
@@ -540,18 +536,16 @@ class MultiturnRun implements RecipeRun {
     };
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this, this.critic ? { critic: await this.critic.state() } : {});
+  protected async extraState() {
+    return this.critic ? { critic: await this.critic.state() } : {};
   }
 
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    const assignCritic = parseCritic(this.critic, payload.extra.critic);
-    this.stepsDone = restoreLoraRun(this, payload);
-    assignCritic();
+  protected parseExtra(extra: Record<string, unknown>) {
+    return this.critic ? this.critic.parse(extra.critic) : () => {};
   }
 
-  dispose(): void {
-    disposeRun([this], this.critic, this.judge, this.grader, this.def, this.atk);
+  protected held() {
+    return [this.critic, this.judge, this.grader, this.def, this.atk];
   }
 }
 
@@ -572,18 +566,13 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
     if (Object.keys(bad).length) throw new ConfigError('recipe multiturn', bad);
     const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'multiturn');
-    const def = await env.loadModel(config.defender, { weights: config.defenderWeights });
-    let atk: LoadedModel | null = null;
-    try {
-      if (config.followUps === 'attacker') atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
+    return createWithCleanup(async (own) => {
+      const def = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
+      const atk = config.followUps === 'attacker' ? own(await env.loadModel(config.attacker, { weights: config.attackerWeights })) : null;
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
       const optimizer = adamWFor(config, config.lr);
       const grader = await loadStrongRejectGrader(env, config, 'multiturn');
       return new MultiturnRun(def, atk, lora, optimizer, judge, config, seed, data, grader);
-    } catch (e) {
-      def.dispose();
-      atk?.dispose();
-      throw e;
-    }
+    });
   },
 };
