@@ -18,14 +18,14 @@ import { hash3 } from '../../model/random.ts';
 import { AdamW, clipByGlobalNorm } from '../../rl/optim.ts';
 import { policyStats } from '../../rl/policy.ts';
 import { plannedGrads, plannedLearnBlocker } from '../../rl/plannedLearn.ts';
-import { meanOf, tokenTrace, drawBatch, disposeRun } from '../kit/common.ts';
+import { meanOf, tokenTrace, drawBatch } from '../kit/common.ts';
+import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run.ts';
 import { attachConfiguredLora, loraFields } from '../kit/commonFields.ts';
 import { tacticOf } from '../kit/goals.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Metrics, RolloutSample } from '../report.ts';
 import { int, num, str, type ConfigOf } from '../schema.ts';
 import { weightsField } from '../weightFields.ts';
-import { loraRunState, restoreLoraRun } from '../kit/state.ts';
-import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const attackerSftSchema = {
   attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
@@ -140,11 +140,8 @@ export function uploadedAttackerSftData(rows: GoalPromptPair[], config: Pick<Att
   return { train: s.train, heldOutGoals, split: s.info };
 }
 
-class AttackerSftRun implements RecipeRun {
+class AttackerSftRun extends LoraRun {
   readonly recipe = 'attacker-sft';
-  stepsDone = 0;
-  readonly done = false;
-  readonly stopReason = null;
 
   constructor(
     private readonly m: LoadedModel,
@@ -153,7 +150,9 @@ class AttackerSftRun implements RecipeRun {
     private readonly data: AttackerSftData,
     readonly config: AttackerSftConfig,
     readonly seed: number,
-  ) {}
+  ) {
+    super();
+  }
 
   private get pairs(): GoalPromptPair[] {
     return this.data.train;
@@ -167,11 +166,10 @@ class AttackerSftRun implements RecipeRun {
     return drawBatch(this.pairs, this.config.batchSize, rngFor(this.seed, 'attacker-sft-batch', step));
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const step = this.stepsDone;
     const { model, codec } = this.m;
-    const t0 = performance.now();
+    const clock = new PhaseTimer();
 
     // --- learn: target-only NLL
     const enc = this.batch(step).map((p) => encodeSftPair(codec, attackerSource(p.goal), p.prompt, c.maxTargetTokens));
@@ -207,7 +205,7 @@ class AttackerSftRun implements RecipeRun {
     const skipped = !Number.isFinite(norm[0]) || !Number.isFinite(loss[0]);
     if (!skipped) this.optimizer.applyGradients(vars, clipped.grads, c.lr);
     tf.dispose([lossValue, ...Object.values(grads), ...Object.values(clipped.grads), clipped.norm]);
-    const t1 = performance.now();
+    const learnMs = clock.mark('learn_ms');
 
     const metrics: Metrics = {
       'loss/sft': loss[0],
@@ -246,23 +244,15 @@ class AttackerSftRun implements RecipeRun {
         });
       });
     }
-    const t2 = performance.now();
-    metrics['perf/step_ms'] = t2 - t0;
-    metrics['perf/tokens_per_s'] = nTok / Math.max(1e-9, (t1 - t0) / 1000);
-    this.stepsDone = step + 1;
-    return stepReport(this, step, { metrics, samples, timings: { rollout_ms: t2 - t1, score_ms: 0, learn_ms: t1 - t0, total_ms: t2 - t0 } });
+    // The greedy samples are this recipe's rollout phase; it scores nothing.
+    clock.mark('rollout_ms');
+    metrics['perf/step_ms'] = clock.elapsed();
+    metrics['perf/tokens_per_s'] = nTok / Math.max(1e-9, learnMs / 1000);
+    return { metrics, samples, timings: clock.timings() };
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    return loraRunState(this);
-  }
-
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    this.stepsDone = restoreLoraRun(this, payload);
-  }
-
-  dispose(): void {
-    disposeRun([this], this.m);
+  protected held() {
+    return [this.m];
   }
 }
 
@@ -282,14 +272,11 @@ export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
       if (!env.readText) throw new Error(`attacker-sft: field "dataset" names a file (${config.dataset}) but this environment cannot read files`);
       data = uploadedAttackerSftData(parseGoalPromptPairs(await env.readText(config.dataset), config.dataset), config);
     }
-    const m = await env.loadModel(config.attacker, { weights: config.attackerWeights });
-    try {
+    return createWithCleanup(async (own) => {
+      const m = own(await env.loadModel(config.attacker, { weights: config.attackerWeights }));
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 1));
       const optimizer = new AdamW({ lr: config.lr, weightDecay: config.weightDecay });
       return new AttackerSftRun(m, lora, optimizer, data, config, seed);
-    } catch (e) {
-      m.dispose();
-      throw e;
-    }
+    });
   },
 };
