@@ -29,20 +29,21 @@ import type { Judge, JudgeVerdict } from '../../judges/types.ts';
 import { hash3 } from '../../model/random.ts';
 import { std } from '../../rl/stats.ts';
 import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from '../attack/attack.ts';
-import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, disposeRun, harmVerdict, type ValueCritic } from '../kit/common.ts';
+import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, harmVerdict, type ValueCritic } from '../kit/common.ts';
+import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Metrics, RolloutSample } from '../report.ts';
 import { greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from '../kit/rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from '../schema.ts';
 import { weightsField } from '../weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
-import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from '../kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import type { NamedLoraPart } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const arenaSchema = {
   attacker: str('attacker', 'attacker model (trained through its LoRA in attacker phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
@@ -98,11 +99,8 @@ export function arenaPhase(step: number, k: number, first: ArenaPhase): ArenaPha
   return Math.floor(step / k) % 2 === 0 ? first : other;
 }
 
-class ArenaRun implements RecipeRun {
+class ArenaRun extends MultiLoraRun {
   readonly recipe = 'arena';
-  stepsDone = 0;
-  readonly done = false;
-  readonly stopReason = null;
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[] } | null = null;
@@ -123,6 +121,7 @@ class ArenaRun implements RecipeRun {
     benign: BenignData | null = null,
     private readonly grader: TextGrader | null = null,
   ) {
+    super();
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
@@ -177,9 +176,8 @@ class ArenaRun implements RecipeRun {
     };
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const step = this.stepsDone;
     const phase = arenaPhase(step, c.phaseSteps, c.firstPhase);
     const t0 = performance.now();
     const metrics: Metrics = {};
@@ -192,8 +190,7 @@ class ArenaRun implements RecipeRun {
       'perf/step_ms': performance.now() - t0,
       'perf/eval_ms': te - t0,
     });
-    this.stepsDone = step + 1;
-    return stepReport(this, step, { phase, metrics, samples: r.samples, timings: { ...r.timings, total_ms: performance.now() - t0 } });
+    return { phase, metrics, samples: r.samples, timings: { ...r.timings, total_ms: performance.now() - t0 } };
   }
 
   private async attackerStep(step: number, goals: Goal[]) {
@@ -370,20 +367,25 @@ class ArenaRun implements RecipeRun {
     return this.parts.defender.lora;
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    return multiLoraRunState(this, this.parts, { klCoefs: klCoefsState(this.klCoefs), ...(await criticsState(this.critics)) });
+  protected loraParts() {
+    return this.parts;
   }
 
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
-    const assignCritics = parseCritics(this.critics, payload.extra.critics);
-    this.stepsDone = restoreMultiLoraRun(this, this.parts, payload);
-    assignKl();
-    assignCritics();
+  protected async extraState() {
+    return { klCoefs: klCoefsState(this.klCoefs), ...(await criticsState(this.critics)) };
   }
 
-  dispose(): void {
-    disposeRun(Object.values(this.parts), this.critics.attacker, this.critics.defender, this.judge, this.grader, this.atk, this.def);
+  protected parseExtra(extra: Record<string, unknown>) {
+    const assignKl = parseKlCoefs(this.klCoefs, extra.klCoefs);
+    const assignCritics = parseCritics(this.critics, extra.critics);
+    return () => {
+      assignKl();
+      assignCritics();
+    };
+  }
+
+  protected held() {
+    return [this.critics.attacker, this.critics.defender, this.judge, this.grader, this.atk, this.def];
   }
 }
 
@@ -403,10 +405,9 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
     const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'arena');
     const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'arena');
-    const atk = await env.loadModel(config.attacker, { weights: config.attackerWeights });
-    let def: LoadedModel | null = null;
-    try {
-      def = await env.loadModel(config.defender, { weights: config.defenderWeights });
+    return createWithCleanup(async (own) => {
+      const atk = own(await env.loadModel(config.attacker, { weights: config.attackerWeights }));
+      const def = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
       const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
         lora: attachConfiguredLora(m.model, config, hash3(seed, 0x10a, stream)),
         optimizer: adamWFor(config, lr),
@@ -414,10 +415,6 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
       const parts = { attacker: part(atk, config.attackerLr, 81), defender: part(def, config.defenderLr, 82) };
       const grader = await loadStrongRejectGrader(env, config, 'arena');
       return new ArenaRun(atk, def, parts, judge, config, seed, data, benign, grader);
-    } catch (e) {
-      atk.dispose();
-      def?.dispose();
-      throw e;
-    }
+    });
   },
 };

@@ -6,7 +6,7 @@ import type { LoraSet } from '../../model/lora.ts';
 import type { AdamW } from '../../rl/optim.ts';
 import { stepReport, type StepReport, type StepTimings } from '../report.ts';
 import { disposeRun, type KlCoef, type ValueCritic } from './common.ts';
-import { loraRunState, restoreLoraRun, restoreStoppableRun, stoppableRunState } from './state.ts';
+import { loraRunState, multiLoraRunState, restoreLoraRun, restoreMultiLoraRun, restoreStoppableRun, stoppableRunState, type NamedLoraPart } from './state.ts';
 import type { RecipeCheckpoint, RecipeRun } from './types.ts';
 
 /** What a step reports besides the run's bookkeeping (run id, step, time). */
@@ -113,6 +113,24 @@ export abstract class LoraRun extends RunBase {
 
   protected adapters(): readonly { optimizer: AdamW; lora: LoraSet }[] {
     return [this];
+  }
+}
+
+/** A run that trains several named LoRA sets (arena: attacker and defender; minmax: policy and monitor). */
+export abstract class MultiLoraRun extends RunBase {
+  /** The named adapters the checkpoint holds, each with its optimiser. */
+  protected abstract loraParts(): Record<string, NamedLoraPart>;
+
+  protected saveState(extra: Record<string, unknown>): Promise<RecipeCheckpoint> {
+    return multiLoraRunState(this, this.loraParts(), extra);
+  }
+
+  protected restoreState(payload: RecipeCheckpoint): void {
+    this.stepsDone = restoreMultiLoraRun(this, this.loraParts(), payload);
+  }
+
+  protected adapters(): readonly { optimizer: AdamW; lora: LoraSet }[] {
+    return Object.values(this.loraParts());
   }
 }
 
