@@ -50,18 +50,19 @@ import { generate, type GenerateResult } from '../../model/generate.ts';
 import { hash3 } from '../../model/random.ts';
 import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../../rl/minmax.ts';
 import { std } from '../../rl/stats.ts';
-import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows, disposeRun } from '../kit/common.ts';
+import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows } from '../kit/common.ts';
+import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run.ts';
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
-import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from '../report.ts';
+import type { Message, Metrics, RolloutSample } from '../report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from '../kit/rollout.ts';
 import { int, num, oneOf, str, type ConfigOf } from '../schema.ts';
 import { weightsField } from '../weightFields.ts';
 import { loadQaData, SANDBOX_DATASET, type QaData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
-import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from '../kit/state.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import type { NamedLoraPart } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {
@@ -204,10 +205,7 @@ interface CycleBatch {
 
 export type GameMode = 'minmax' | 'rlhf';
 
-export class GameRun implements RecipeRun {
-  stepsDone = 0;
-  readonly done = false;
-  readonly stopReason = null;
+export class GameRun extends MultiLoraRun {
   lambda: number;
   /** Updates each player has had (also in the checkpoint; the TTUR test reads them). */
   updates = { policy: 0, monitor: 0 };
@@ -233,6 +231,7 @@ export class GameRun implements RecipeRun {
     readonly seed: number,
     data: QaData | null = null,
   ) {
+    super();
     this.pool = data ? data.train : qaItems(game.itemPool, seed);
     this.heldOut = data ? data.eval.slice(0, game.evalItems) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : {};
@@ -291,9 +290,8 @@ export class GameRun implements RecipeRun {
     };
   }
 
-  async step(): Promise<StepReport> {
+  protected async runStep(step: number): Promise<StepBody> {
     const g = this.game;
-    const step = this.stepsDone;
     const sched = this.schedule(step);
     const t0 = performance.now();
     const metrics: Metrics = {};
@@ -398,8 +396,6 @@ export class GameRun implements RecipeRun {
     if (this.recipe === 'minmax') {
       Object.assign(metrics, { 'dual/lambda': this.lambda, 'dual/lambda_before': lambdaBefore, 'dual/updated': updateDual ? 1 : 0, 'monitor/reward_mean': meanOf(sc.monitorReward) });
     }
-    this.stepsDone = step + 1;
-
     const nGroups = shape === 'policy' ? items.length : a.texts.length;
     const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
       const i = critAnswer[r];
@@ -426,7 +422,7 @@ export class GameRun implements RecipeRun {
         advantage: rowAdvantage(advantages.advantages, gen.gen.mask[r], r),
       };
     });
-    return stepReport(this, step, { phase: sched.player, metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 } });
+    return { phase: sched.player, metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 } };
   }
 
   /** The policy's adapter (the recipes' modelField): what an adapter export of the run writes. */
@@ -434,32 +430,34 @@ export class GameRun implements RecipeRun {
     return this.policy.part.lora;
   }
 
-  private parts(): Record<string, NamedLoraPart> {
+  protected loraParts(): Record<string, NamedLoraPart> {
     return this.monitor.part ? { policy: this.policy.part, monitor: this.monitor.part } : { policy: this.policy.part };
   }
 
-  async state(): Promise<RecipeCheckpoint> {
-    return multiLoraRunState(this, this.parts(), { lambda: this.lambda, updates: { ...this.updates }, klCoefs: klCoefsState(this.klCoefs), ...(this.cycle ? { cycle: this.cycle } : {}), ...(await criticsState(this.critics)) });
+  protected async extraState() {
+    return { lambda: this.lambda, updates: { ...this.updates }, klCoefs: klCoefsState(this.klCoefs), ...(this.cycle ? { cycle: this.cycle } : {}), ...(await criticsState(this.critics)) };
   }
 
-  async restore(payload: RecipeCheckpoint): Promise<void> {
-    const { lambda, updates } = payload.extra as { lambda?: unknown; updates?: { policy?: unknown; monitor?: unknown } };
+  protected parseExtra(extra: Record<string, unknown>) {
+    const { lambda, updates } = extra as { lambda?: unknown; updates?: { policy?: unknown; monitor?: unknown } };
     if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new Error(`checkpoint: extra.lambda must be a number (got ${JSON.stringify(lambda)})`);
     if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number') throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
-    const assignKl = parseKlCoefs(this.klCoefs, payload.extra.klCoefs);
-    const assignCritics = parseCritics(this.critics, payload.extra.critics);
-    this.stepsDone = restoreMultiLoraRun(this, this.parts(), payload);
-    assignKl();
-    this.lambda = lambda;
-    this.updates = { policy: updates.policy, monitor: updates.monitor };
-    // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
-    const cycle = (payload.extra as { cycle?: CycleBatch }).cycle;
-    this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
-    assignCritics();
+    const counts = { policy: updates.policy, monitor: updates.monitor };
+    const assignKl = parseKlCoefs(this.klCoefs, extra.klCoefs);
+    const assignCritics = parseCritics(this.critics, extra.critics);
+    return () => {
+      assignKl();
+      this.lambda = lambda;
+      this.updates = counts;
+      // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
+      const cycle = (extra as { cycle?: CycleBatch }).cycle;
+      this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
+      assignCritics();
+    };
   }
 
-  dispose(): void {
-    disposeRun(Object.values(this.parts()), this.critics.policy, this.critics.monitor, this.policy.loaded, this.monitor.loaded);
+  protected held() {
+    return [this.critics.policy, this.critics.monitor, this.policy.loaded, this.monitor.loaded];
   }
 }
 
@@ -472,10 +470,9 @@ export function rewardModelFor(env: RecipeEnv, name: string, http: { judgeUrl: s
 export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameConfig, config: Record<string, unknown>, seed: number): Promise<GameRun> {
   const rm = rewardModelFor(env, game.rm, game);
   const data = game.dataset === SANDBOX_DATASET ? null : await loadQaData(env, game.dataset, mode);
-  const pol = await env.loadModel(game.policy, { weights: game.policyWeights });
-  let mon: LoadedModel | null = null;
-  try {
-    mon = await env.loadModel(game.monitor, { weights: game.monitorWeights });
+  return createWithCleanup(async (own) => {
+    const pol = own(await env.loadModel(game.policy, { weights: game.policyWeights }));
+    const mon = own(await env.loadModel(game.monitor, { weights: game.monitorWeights }));
     const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
       lora: attachConfiguredLora(m.model, game, hash3(seed, 0x10a, stream)),
       optimizer: adamWFor(game, lr),
@@ -483,11 +480,7 @@ export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameCo
     const policy = { loaded: pol, part: part(pol, game.policyLr, 91) };
     const monitor = { loaded: mon, part: mode === 'minmax' ? part(mon, game.monitorLr, 92) : null };
     return new GameRun(mode, policy, monitor, rm, game, config, seed, data);
-  } catch (e) {
-    pol.dispose();
-    mon?.dispose();
-    throw e;
-  }
+  });
 }
 
 export const minmaxRecipe: Recipe<typeof minmaxSchema> = {
