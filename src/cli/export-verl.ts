@@ -1,5 +1,5 @@
 // `npm run lab -- export-verl --recipe NAME [--set field=value ...] [--model REF] [--seed S]
-//  [--steps N] [--attacker-prompts] --out DIR`: writes the recipe as a veRL job (src/recipes/verl/): verl_config.yaml,
+//  [--steps N] [--attacker-prompts] --out DIR`: writes the recipe as a veRL job (src/export/verl/, entries in src/recipes/<name>/export.ts): verl_config.yaml,
 // reward.py, data/*.parquet, run.sh, README.md, trl_grpo.py where TRL fits, and the sandbox model
 // the recipe trains when it is one (from public/models or --models DIR). --set takes lab names,
 // veRL keys or TRL names. --attacker-prompts (defend, arena): the attacker model writes the

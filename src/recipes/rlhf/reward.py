@@ -21,7 +21,7 @@ def _length_penalty(text, free):
 
 
 def rules_answer_rm(gt, answer):
-    """The sandbox's rules RM of an answer (recipes/minmaxRm.ts): +10 right, -5 wrong, -10 no single choice."""
+    """The sandbox's rules RM of an answer (src/recipes/minmax/minmaxRm.ts): +10 right, -5 wrong, -10 no single choice."""
     pick = parse_qa_choice(answer, gt["choices"])
     base = -10 if pick is None else (10 if pick == gt["correct"] else -5)
     return base - _length_penalty(answer, 32)
