@@ -13,7 +13,7 @@ import { parseModelConfig } from '../src/model/config';
 import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
 import { parseSafetensors } from '../src/model/safetensors';
-import { exportLoraState, importLoraState } from '../src/recipes/state';
+import { exportLoraState, importLoraState } from '../src/recipes/kit/state.ts';
 import { rlStep } from '../src/rl/loop';
 import { AdamW } from '../src/rl/optim';
 import { plannedUpdate, type OptimizerPath } from '../src/rl/plannedOptim';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { checkpointFromJson } from '../recipes/checkpointFile.ts';
+import { checkpointFromJson } from '../recipes/kit/checkpointFile.ts';
 import { letterJudge, loadWithCharCodec } from '../recipes/testing.ts';
 import type { StepReport } from '../recipes/report.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';

@@ -6,17 +6,17 @@
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
 import { type LearnPath } from '../rl/plannedLearn.ts';
-import { NonFiniteError } from '../recipes/common.ts';
+import { NonFiniteError } from '../recipes/kit/common.ts';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
-import { checkpointToJson } from '../recipes/checkpointFile.ts';
+import { checkpointToJson } from '../recipes/kit/checkpointFile.ts';
 import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../recipes/aliases.ts';
-import { createTimedRun } from '../recipes/judgeTiming.ts';
+import { createTimedRun } from '../recipes/kit/judgeTiming.ts';
 import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
 import type { StepReport } from '../recipes/report.ts';
 import { ConfigError, describeSchema } from '../recipes/schema.ts';
-import type { RecipeEnv } from '../recipes/types.ts';
+import type { RecipeEnv } from '../recipes/kit/types.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
 import { setEngineOptions } from '../engine/index.ts';
 

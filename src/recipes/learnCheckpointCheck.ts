@@ -8,8 +8,8 @@ import { readAll } from '../rl/learnGradCheck.ts';
 import { AdamW } from '../rl/optim.ts';
 import { plannedMicroBatches } from '../model/planned/learnStep.ts';
 import type { LearnMetrics } from '../rl/trainer.ts';
-import { loraRunState, restoreLoraRun, type LoraRunParts } from './state.ts';
 import { engineOptions, setEngineOptions } from '../engine/index.ts';
+import { loraRunState, restoreLoraRun, type LoraRunParts } from './kit/state.ts';
 
 export interface CheckpointCheckResult {
   /** Adapters after steps 0, 1, 2 straight through. */

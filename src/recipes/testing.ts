@@ -5,7 +5,7 @@ import { disposeLlama } from '../model/llama.ts';
 import { loadModel, type ModelFolder } from '../model/load.ts';
 import { createRun } from './registry.ts';
 import type { StepReport } from './report.ts';
-import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
+import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
 import { weightQuantizer } from '../model/quant.ts';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */

@@ -8,8 +8,8 @@
 import { generate } from '../model/generate';
 import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
-import { isSandboxName } from '../recipes/env';
-import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/types';
+import { isSandboxName } from '../recipes/kit/env.ts';
+import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/kit/types.ts';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZipAsync, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
 import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
 import { isWeightFormat, type WeightFormat } from '../model/weightFormat';

@@ -8,8 +8,8 @@
 // A save never throws: it returns an event (saved, or failed with the storage layer's message).
 // A failed save (quota exceeded) leaves every earlier checkpoint intact and the run goes on.
 import type { Metrics } from '../recipes/report';
-import { toCheckpointInput } from '../recipes/state';
-import type { RecipeRun } from '../recipes/types';
+import { toCheckpointInput } from '../recipes/kit/state.ts';
+import type { RecipeRun } from '../recipes/kit/types.ts';
 import { CheckpointStore, StorageError } from '../storage';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
 import { brief } from '../engine/brief';

@@ -12,13 +12,13 @@
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
 import { brief } from '../engine/brief';
-import { NonFiniteError } from '../recipes/common';
-import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/env';
+import { NonFiniteError } from '../recipes/kit/common.ts';
+import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/kit/env.ts';
 import type { Metrics, StepReport } from '../recipes/report';
-import { createTimedRun } from '../recipes/judgeTiming';
+import { createTimedRun } from '../recipes/kit/judgeTiming.ts';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
-import { fromStoredCheckpoint } from '../recipes/state';
-import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/types';
+import { fromStoredCheckpoint } from '../recipes/kit/state.ts';
+import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/kit/types.ts';
 import { urlSource } from '../model/sources';
 import type { ModelFolder } from '../model/load';
 import { checkpoints, runs as runLogs } from '../storage';

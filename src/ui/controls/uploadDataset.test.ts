@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseGoalPromptPairs } from '../../recipes/attackerSft';
+import { parseGoalPromptPairs } from '../../recipes/attacker-sft/attackerSft.ts';
 import { uploadPromptFile } from './uploadDataset';
 
 const file = (name: string, text: string) => ({ name, text: async () => text });

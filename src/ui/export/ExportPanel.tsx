@@ -3,7 +3,7 @@
 // base model, shapes, rank, alpha, targets); the current setup as a veRL / TRL job zip; and
 // uploaded prompt datasets for the recipes.
 import { useState } from 'react';
-import { EXPORTABLE_RECIPES } from '../../recipes/verl/index';
+import { EXPORTABLE_RECIPES } from '../../recipes/exports.ts';
 import { runLogs } from '../../store/checkpointStore';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';

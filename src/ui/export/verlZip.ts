@@ -4,7 +4,7 @@
 // zip; if that fails the README says where to copy it from.
 import { zipSync } from 'fflate';
 import type { Schema } from '../../recipes/schema';
-import { exportModelField, exportVerl, modelPathFor } from '../../recipes/verl/index';
+import { exportModelField, exportVerl, modelPathFor } from '../../recipes/exports.ts';
 
 const SANDBOX_FILES = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
 
