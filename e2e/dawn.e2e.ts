@@ -18,7 +18,7 @@ import { tokenStats, tokenStatsReduceKey } from '../src/engine/ops/tokenStats';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
 import { quantCaseData, type QuantCaseSpec } from '../src/engine/testing/quantCase';
 import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
-import { parseModelConfig } from '../src/model/config';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { generate } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama } from '../src/model/llama';
 import { DenseWeight } from '../src/model/linear';

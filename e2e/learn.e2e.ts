@@ -10,7 +10,7 @@ import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
 import { disposeLlama, linearLayers, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
 import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
-import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
+import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/contract/learnMemory.ts';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { syntheticModel } from '../src/model/synthetic';
@@ -24,7 +24,7 @@ import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { rlStep, type RlLoopConfig } from '../src/rl/loop';
 import { learnMicroBatchRows, setLearnRecompute, type LearnRecompute } from '../src/model/plannedLearn';
-import type { LearnLoraShape } from '../src/model/learnMemory';
+import type { LearnLoraShape } from '../src/contract/learnMemory.ts';
 import { ADV, adapters, B, BATCH, fixture, OLD, T, TEMP } from './learnFixture';
 import { useDawn } from './dawnSetup';
 

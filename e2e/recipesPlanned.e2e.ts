@@ -23,7 +23,7 @@ import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, token
 import { fromRows } from '../src/rl/types';
 import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
 import { setLearnMemoryBudget } from '../src/model/plannedLearn';
-import { learnStepBuffers } from '../src/model/learnMemory';
+import { learnStepBuffers } from '../src/contract/learnMemory.ts';
 import { useDawn } from './dawnSetup';
 
 useDawn(() => {

@@ -11,11 +11,11 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
 import { checkpointToJson } from '../recipes/checkpointFile.ts';
-import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../recipes/aliases.ts';
+import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../contract/aliases.ts';
 import { createTimedRun } from '../recipes/judgeTiming.ts';
 import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
-import type { StepReport } from '../recipes/report.ts';
-import { ConfigError, describeSchema } from '../recipes/schema.ts';
+import type { StepReport } from '../contract/report.ts';
+import { ConfigError, describeSchema } from '../contract/schema.ts';
 import type { RecipeEnv } from '../recipes/types.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
 

@@ -8,7 +8,7 @@
 //        case-insensitive), comma separated, fields optionally in double quotes, quoted fields
 //        may hold commas, newlines and doubled quotes (""); CRLF or LF; blank lines skip.
 
-import { brief, briefText, clampMessage, kindOf } from '../engine/brief';
+import { brief, briefText, clampMessage, kindOf } from '../contract/brief.ts';
 import type { ChatTurn, PromptInput } from './types';
 
 export interface DatasetRow {

@@ -2,7 +2,7 @@
 // with the endpoint injectable (a mirror, or the local server the tests start), and the loader that
 // gathers a model folder's files from any source.
 
-import { brief } from '../engine/brief.ts';
+import { brief } from '../contract/brief.ts';
 import {
   INDEX_FILE,
   listWeightFiles,

@@ -11,7 +11,7 @@ import { flushTfjs, tensorBuffer } from '../engine/plan/tfjsInterop.ts';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from './llama.ts';
 import type { FrozenWeight } from './linear.ts';
 import { LoraAdapter, type LoraSet } from './lora.ts';
-import { LEARN_PLAN_BUDGET, UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from './learnMemory.ts';
+import { LEARN_PLAN_BUDGET, UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from '../contract/learnMemory.ts';
 import { loraOf, modelRef, unplannableReason } from './plannedDecode.ts';
 
 /** A left-padded batch of prompt + response (policy.ts packSequences' shape). */

@@ -8,7 +8,7 @@
 //   - a plain map of name -> bytes (tests, files built in memory).
 // A source hands out raw bytes (or Blobs) per file name; parsing is the caller's business.
 
-import { brief, briefText } from '../engine/brief.ts';
+import { brief, briefText } from '../contract/brief.ts';
 
 /** Where and how far a file's bytes have arrived. `loaded` never decreases for one file. */
 export interface FileProgress {

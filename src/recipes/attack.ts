@@ -36,10 +36,10 @@ import { checkFiniteRewards, criticFor, parseCritic, KlCoef, meanOf, spreadRows,
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from './goals.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../contract/report.ts';
 import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from './rollout.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
+import { bool, int, num, oneOf, str, type ConfigOf } from '../contract/schema.ts';
+import { weightsField } from '../contract/weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
 import type { TextGrader } from '../judges/textGrader.ts';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from './promptData.ts';

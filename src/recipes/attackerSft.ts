@@ -9,7 +9,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../data/sandbox/index.ts';
 import { stripBom } from '../data/loaders.ts';
-import { brief, briefText } from '../engine/brief.ts';
+import { brief, briefText } from '../contract/brief.ts';
 import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../data/split.ts';
 import { columnsOf, readPromptSet } from '../data/promptSets.ts';
 import { generate } from '../model/generate.ts';
@@ -21,9 +21,9 @@ import { plannedGrads, plannedLearnBlocker } from '../rl/plannedLearn.ts';
 import { meanOf, tokenTrace, drawBatch, disposeRun } from './common.ts';
 import { attachConfiguredLora, loraFields } from './commonFields.ts';
 import { tacticOf } from './goals.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { int, num, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../contract/report.ts';
+import { int, num, str, type ConfigOf } from '../contract/schema.ts';
+import { weightsField } from '../contract/weightFields.ts';
 import { loraRunState, restoreLoraRun } from './state.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from './types.ts';
 

@@ -36,9 +36,9 @@ import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, k
 import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from './goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from './rollout.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { int, num, str, type ConfigOf } from './schema.ts';
-import { checkSavedWeights, weightsField } from './weightFields.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../contract/report.ts';
+import { int, num, str, type ConfigOf } from '../contract/schema.ts';
+import { checkSavedWeights, weightsField } from '../contract/weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
 import type { TextGrader } from '../judges/textGrader.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from './promptData.ts';

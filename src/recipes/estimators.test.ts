@@ -12,7 +12,7 @@ import { groupDiversity } from './attack.ts';
 import { saferTurnScore } from './multiturn.ts';
 import { createRun, getRecipe } from './registry.ts';
 import { asUserMessage } from './rollout.ts';
-import { validateConfig } from './schema.ts';
+import { validateConfig } from '../contract/schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
 import type { LoadedModel } from './types.ts';
 

@@ -54,10 +54,10 @@ import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics,
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { httpJudgeFields, httpJudgeOptionsOf } from './judgeFields.ts';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
-import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { stepReport, type Message, type Metrics, type RolloutSample, type StepReport } from '../contract/report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace } from './rollout.ts';
-import { int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
+import { int, num, oneOf, str, type ConfigOf } from '../contract/schema.ts';
+import { weightsField } from '../contract/weightFields.ts';
 import { loadQaData, SANDBOX_DATASET, type QaData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';
 import { multiLoraRunState, restoreMultiLoraRun, type NamedLoraPart } from './state.ts';

@@ -33,10 +33,10 @@ import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, disp
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from './goals.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from './commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from './judgeFields.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../contract/report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from './rollout.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
+import { bool, int, num, oneOf, str, type ConfigOf } from '../contract/schema.ts';
+import { weightsField } from '../contract/weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
 import type { TextGrader } from '../judges/textGrader.ts';
 import { sandboxSplitMetrics } from './goals.ts';

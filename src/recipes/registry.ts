@@ -10,7 +10,7 @@ import { multiturnRecipe } from './multiturn.ts';
 import { redteamRecipe } from './redteam.ts';
 import { rlhfRecipe } from './rlhf.ts';
 import { createTimedRun } from './judgeTiming.ts';
-import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from './schema.ts';
+import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from '../contract/schema.ts';
 import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './types.ts';
 
 const RECIPES = new Map<string, AnyRecipe>();

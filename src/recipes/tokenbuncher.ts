@@ -45,9 +45,9 @@ import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } fro
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from './strongRejectEval.ts';
 import type { TextGrader } from '../judges/textGrader.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from './redteam.ts';
-import { stepReport, type Metrics, type RolloutSample, type StepReport } from './report.ts';
-import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from './schema.ts';
-import { weightsField } from './weightFields.ts';
+import { stepReport, type Metrics, type RolloutSample, type StepReport } from '../contract/report.ts';
+import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from '../contract/schema.ts';
+import { weightsField } from '../contract/weightFields.ts';
 import { sandboxSplitMetrics } from './goals.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from './promptData.ts';
 import { splitMetrics } from '../data/split.ts';

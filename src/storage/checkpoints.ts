@@ -16,9 +16,9 @@
 // Tensors travel as plain typed arrays with names, shapes and dtypes; the worker converts tfjs
 // tensors on either side, so this module never needs tfjs.
 
-import type { Metrics } from '../recipes/report.ts';
+import type { Metrics } from '../contract/report.ts';
 import { formatBytes, idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv.ts';
-import { brief } from '../engine/brief';
+import { brief } from '../contract/brief.ts';
 
 export type TensorDtype = 'float32' | 'int32';
 

@@ -11,10 +11,10 @@
 // JSONL: one StepReport per line, as the CLI writes it. JSON has no NaN or Infinity:
 // JSON.stringify writes null, and parsing reads a null metric back as NaN.
 
-import type { StepReport } from '../recipes/report.ts';
-import { briefText, clampMessage } from '../engine/brief.ts';
+import type { StepReport } from '../contract/report.ts';
+import { briefText, clampMessage } from '../contract/brief.ts';
 import { idbKv, newId, pad, StorageError, type Kv } from './kv.ts';
-import { stepProblem } from './reportRules.ts';
+import { stepProblem } from '../contract/reportRules.ts';
 
 export type RunStatus = 'created' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed';
 const STATUSES: readonly RunStatus[] = ['created', 'running', 'paused', 'finished', 'stopped', 'failed'];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bool, int, num, oneOf, str, type Schema } from '../recipes/schema';
+import { bool, int, num, oneOf, str, type Schema } from '../contract/schema.ts';
 import { getRecipe } from '../recipes/registry';
 import { decodeSetup, encodeSetup, formDefaults, type RunSetup } from './setupUrl';
 

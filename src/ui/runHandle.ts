@@ -2,7 +2,7 @@
 // report stream calls the same `append`), read a summary or a run's metrics and rollouts by step,
 // and start a run the way the Start button does (the form's start path, its step limit).
 // Plain data only.
-import type { RolloutSample, StepReport } from '../recipes/report';
+import type { RolloutSample, StepReport } from '../contract/report.ts';
 import { useRunStore } from '../store/runStore';
 import { ringArrays } from '../store/runStoreSeries';
 import { startRun } from './controls/runActions';

@@ -11,10 +11,10 @@
 // reload has its history and its JSONL export.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { brief } from '../engine/brief';
+import { brief } from '../contract/brief.ts';
 import { NonFiniteError } from '../recipes/common';
 import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/env';
-import type { Metrics, StepReport } from '../recipes/report';
+import type { Metrics, StepReport } from '../contract/report.ts';
 import { createTimedRun } from '../recipes/judgeTiming';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
 import { fromStoredCheckpoint } from '../recipes/state';

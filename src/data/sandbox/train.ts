@@ -14,7 +14,7 @@
 // Entry point: src/cli/build-sandbox.ts (`npm run build:sandbox`). Test budget: --quick.
 
 import * as tf from '@tensorflow/tfjs';
-import { parseModelConfig, ropeInvFreq } from '../../model/config.ts';
+import { parseModelConfig, ropeInvFreq } from '../../contract/modelConfig.ts';
 import { DenseWeight, Linear } from '../../model/linear.ts';
 import { disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../model/llama.ts';
 import { loadModel } from '../../model/load.ts';

@@ -26,7 +26,7 @@ import { TURN_AGGREGATIONS } from '../../rl/types.ts';
 import { saferTurnScore } from '../multiturn.ts';
 import { defendReward } from '../defend.ts';
 import { getRecipe, listRecipes } from '../registry.ts';
-import { str } from '../schema.ts';
+import { str } from '../../contract/schema.ts';
 import { datasetRows, EXPORT_RECIPES } from './recipes.ts';
 import { EXPORTABLE_RECIPES, exportVerl } from './index.ts';
 

@@ -11,8 +11,8 @@
 //   models/NAME/       the sandbox model the recipe trains, when the caller passes its files
 // multiturn adds its veRL Interaction and interaction config (multiturn.ts);
 // attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet, run.sh.
-import { resolveAliases } from '../aliases.ts';
-import { ConfigError, validateConfig, type Schema } from '../schema.ts';
+import { resolveAliases } from '../../contract/aliases.ts';
+import { ConfigError, validateConfig, type Schema } from '../../contract/schema.ts';
 import { rowsToParquet } from './parquet.ts';
 import { ATTACKER_PROMPTS_NOTE, datasetRows, EXPORT_RECIPES, exportRecipe } from './recipes.ts';
 import { exportReadme } from './readme.ts';

@@ -5,7 +5,7 @@
 // resume one (the run continues under its run id, its earlier reports reloaded from its log).
 import * as Comlink from 'comlink';
 import { useEffect, useState } from 'react';
-import type { StepReport } from '../../recipes/report';
+import type { StepReport } from '../../contract/report.ts';
 import { formatBytes, type CheckpointSummary } from '../../storage';
 import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';

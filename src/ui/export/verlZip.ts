@@ -3,7 +3,7 @@
 // sandbox model the recipe trains is fetched from the lab's own /models/NAME/ and shipped in the
 // zip; if that fails the README says where to copy it from.
 import { zipSync } from 'fflate';
-import type { Schema } from '../../recipes/schema';
+import type { Schema } from '../../contract/schema.ts';
 import { exportModelField, exportVerl, modelPathFor } from '../../recipes/verl/index';
 
 const SANDBOX_FILES = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];

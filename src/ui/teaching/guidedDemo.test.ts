@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { getRecipe, hasRecipe } from '../../recipes/registry';
-import { validateConfig, type Schema } from '../../recipes/schema';
+import { validateConfig, type Schema } from '../../contract/schema.ts';
 import type { RecipeListing } from '../../worker/protocol';
 import { DEMO_SETTINGS, demoRecipe } from './guidedDemo';
 
