@@ -17,7 +17,8 @@
 // tensors on either side, so this module never needs tfjs.
 
 import type { Metrics } from '../contract/report.ts';
-import { formatBytes, idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv.ts';
+import { formatBytes } from '../contract/formatBytes.ts';
+import { idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv.ts';
 import { brief } from '../contract/brief.ts';
 
 export type TensorDtype = 'float32' | 'int32';

@@ -61,19 +61,6 @@ export class StorageError extends Error {
   }
 }
 
-/** 12345678 -> "11.8 MiB" (binary units, as browsers report quota). */
-export function formatBytes(n: number): string {
-  if (!Number.isFinite(n)) return String(n);
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (Math.abs(v) >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
-}
-
 export interface StorageEstimateResult {
   usage: number | null;
   quota: number | null;

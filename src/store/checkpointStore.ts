@@ -4,9 +4,10 @@
 // resumed, and what the start found: persistence granted or not, a wiped store, orphan chunks.
 import { create } from 'zustand';
 import {
-  checkpoints, checkStores, durableSettings, formatBytes, noteSeen, requestPersistentStorage, runs, wipedMessage,
+  checkpoints, checkStores, durableSettings, noteSeen, requestPersistentStorage, runs, wipedMessage,
   type CheckpointSummary, type CheckpointStore, type RunStore,
 } from '../storage';
+import { formatBytes } from '../contract/formatBytes';
 import type { RunStatus } from '../worker/protocol';
 import { reconcileSettings } from './settingsStore';
 import type { AutosavePolicy, CheckpointEvent } from '../worker/storageProtocol';

@@ -1,6 +1,6 @@
 // Engine state as the UI sees it: plain data mirrored from the worker.
 import { create } from 'zustand';
-import type { BackendPreference } from '../engine/backends';
+import type { BackendPreference } from '../contract/backends.ts';
 import type { EngineStatus } from '../worker/protocol';
 
 export type EnginePhase = 'starting' | 'ready' | 'error';

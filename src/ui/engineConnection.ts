@@ -1,6 +1,6 @@
 // Owns the one engine worker of this tab: starts it, restarts it when the backend setting
 // changes, and mirrors its status into the engine store.
-import { parseBackendOverride, type BackendPreference } from '../engine/backends';
+import { parseBackendOverride, type BackendPreference } from '../contract/backends.ts';
 import { useEngine } from '../store/engineStore';
 import { startEngineWorker, type EngineClient } from '../worker/client';
 

@@ -3,10 +3,10 @@
 import type { AttentionCaseSpec } from '../engine/ops/decodeAttentionReference';
 import type { NormCaseSpec } from '../engine/ops/fusedNormReference';
 import type { BlockCaseSpec } from '../engine/ops/fusedBlockReference';
-import type { BackendPreference, BackendReport } from '../engine/backends';
+import type { BackendPreference, BackendReport } from '../contract/backends.ts';
 import type { SamplingOptions } from '../engine/ops/sampleReference';
 import type { QuantCaseSpec } from '../engine/testing/quantCase';
-import type { GpuProbe } from '../engine/probe';
+import type { GpuProbe } from '../contract/gpuProbe.ts';
 import type { SubgroupStatus } from '../engine/kernels/gpuFeatures';
 import type { GenerateOptions, GenerateResult } from '../model/generate';
 import type { ThroughputCase, ThroughputResult } from '../model/throughput';

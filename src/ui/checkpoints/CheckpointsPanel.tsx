@@ -6,7 +6,8 @@
 import * as Comlink from 'comlink';
 import { useEffect, useState } from 'react';
 import type { StepReport } from '../../contract/report.ts';
-import { formatBytes, type CheckpointSummary } from '../../storage';
+import { formatBytes } from '../../contract/formatBytes';
+import type { CheckpointSummary } from '../../storage';
 import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
 import { useRunStore } from '../../store/runStore';

@@ -4,7 +4,7 @@
 // uploads are listed and can be deleted. Nothing about the run in progress changes.
 import { useCallback, useEffect, useState } from 'react';
 import { useEngine } from '../../store/engineStore';
-import { formatBytes } from '../../storage/kv';
+import { formatBytes } from '../../contract/formatBytes';
 import { uploadPromptFile } from '../controls/uploadDataset';
 import type { DatasetInfo } from '../../worker/storageProtocol';
 import { engineApi } from './engineApi';
