@@ -8,10 +8,10 @@
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
 import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../data/sandbox/index.ts';
-import { stripBom } from '../data/loaders.ts';
+import { stripBom } from '../contract/datasetLoaders.ts';
 import { brief, briefText } from '../contract/brief.ts';
 import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../data/split.ts';
-import { columnsOf, readPromptSet } from '../data/promptSets.ts';
+import { columnsOf, readPromptSet } from '../contract/promptSets.ts';
 import { generate } from '../model/generate.ts';
 import type { LoraSet } from '../model/lora.ts';
 import { hash3 } from '../model/random.ts';

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { DatasetError, parseCsv, parseDataset, parseJsonl, type DatasetRow } from '../data/loaders.ts';
+import { DatasetError, parseCsv, parseDataset, parseJsonl, type DatasetRow } from '../contract/datasetLoaders.ts';
 import { MAX_MESSAGE_CHARS } from '../contract/brief.ts';
 import { bool, int, num, oneOf } from '../contract/schema.ts';
 import { exportPeftZip, importPeftZip, PeftError, projDims, PROJS, validateAdapter, type BaseDims, type LoraPair, type PlainLoraAdapter } from '../storage/peft.ts';

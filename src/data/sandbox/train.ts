@@ -23,7 +23,7 @@ import { mulberry32 } from '../../model/random.ts';
 import { writeSafetensors, type TensorToWrite } from '../../model/safetensors.ts';
 import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../model/tokenizer.ts';
 import { AdamW, clipByGlobalNorm } from '../../rl/optim.ts';
-import type { ChatTurn, PromptInput } from '../types.ts';
+import type { ChatTurn, PromptInput } from '../../contract/chat.ts';
 import {
   bpeTokenizerConfig,
   bpeTokenizerJson,

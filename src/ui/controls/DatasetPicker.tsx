@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useEngine } from '../../store/engineStore';
 import type { DatasetInfo } from '../../worker/storageProtocol';
-import { columnsOf, type ColumnMap } from '../../data/promptSets';
+import { columnsOf, type ColumnMap } from '../../contract/promptSets.ts';
 import { uploadPromptFile } from './uploadDataset';
 
 interface Props {
