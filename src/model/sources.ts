@@ -9,6 +9,7 @@
 // A source hands out raw bytes (or Blobs) per file name; parsing is the caller's business.
 
 import { brief, briefText } from '../contract/brief.ts';
+import { ModelSourceError } from '../contract/hubRef.ts';
 
 /** Where and how far a file's bytes have arrived. `loaded` never decreases for one file. */
 export interface FileProgress {
@@ -29,12 +30,8 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
-export class ModelSourceError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ModelSourceError';
-  }
-}
+// The base class of every model-source error lives in contract/ (a bad hub id is one too).
+export { ModelSourceError };
 
 /** A file the folder does not have. */
 export class MissingModelFileError extends ModelSourceError {

@@ -1,7 +1,7 @@
 // Which schema fields get a dedicated picker in the setup form: model references (sandbox name,
 // hub id, URL, local folder), the judge, and the RL algorithm choices; and how a model reference
 // string reads as a picker mode. Recipes only declare strings and enums; this is the UI's reading.
-import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../model/hub';
+import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../contract/hubRef';
 import type { Field } from '../../contract/schema.ts';
 
 /** Models the site serves under public/models/. */
