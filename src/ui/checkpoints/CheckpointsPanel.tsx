@@ -12,7 +12,7 @@ import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints }
 import { useEngine } from '../../store/engineStore';
 import { useRunStore } from '../../store/runStore';
 import type { RunStatus } from '../../worker/protocol';
-import { engineApi } from '../export/engineApi';
+import { engine as engineApi } from '../../store/engineStore';
 import { ResumedRun } from './ResumedRun';
 
 /** Time of day for today's saves, date and time for older ones. */

@@ -5,7 +5,7 @@
 // itself lives in the engine worker; its StepReports go into the run store.
 import { useEffect, useMemo, useState } from 'react';
 import { validateField } from '../../contract/schema.ts';
-import { useEngine } from '../../store/engineStore';
+import { engine, useEngine } from '../../store/engineStore';
 import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
 import type { RecipeListing } from '../../worker/protocol';
@@ -37,7 +37,7 @@ function useRecipesAndLink() {
     patch({ status: IDLE_STATUS, busy: null });
     if (phase !== 'ready') return;
     let live = true;
-    void window.sparring!.engine.listRecipes()
+    void engine().listRecipes()
       .then((list) => {
         if (!live) return;
         setRecipes(list);

@@ -9,7 +9,7 @@ import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { saveBlob } from '../charts/download';
 import { DatasetUpload } from './DatasetUpload';
-import { engineApi } from './engineApi';
+import { engine as engineApi } from '../../store/engineStore';
 import { verlZip } from './verlZip';
 
 type Msg = { text: string; error: boolean } | null;
