@@ -4,11 +4,12 @@
 // resumed, and what the start found: persistence granted or not, a wiped store, orphan chunks.
 import { create } from 'zustand';
 import {
-  checkpoints, checkStores, durableSettings, noteSeen, requestPersistentStorage, runs, wipedMessage,
+  checkpoints, checkStores, noteSeen, requestPersistentStorage, runs, wipedMessage,
   type CheckpointSummary, type CheckpointStore, type RunStore,
 } from '../storage';
 import { formatBytes } from '../contract/formatBytes';
 import type { RunStatus } from '../worker/protocol';
+import { durableSettings } from './durableSettings';
 import { reconcileSettings } from './settingsStore';
 import type { AutosavePolicy, CheckpointEvent } from '../worker/storageProtocol';
 

@@ -3,7 +3,7 @@
 import { create } from 'zustand';
 import { createJSONStorage, persist } from 'zustand/middleware';
 import type { BackendPreference } from '../contract/backends.ts';
-import { durableSettings } from '../storage/durable';
+import { durableSettings } from './durableSettings';
 
 interface SettingsState {
   backendPreference: BackendPreference;
