@@ -10,7 +10,6 @@ import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
 import type { RecipeListing } from '../../worker/protocol';
 import { ConfigForm } from './ConfigForm';
-import { PLANNED_RECIPES } from './planned';
 import { formatDuration, progressOf } from './progress';
 import { runCommand, startRun } from './runActions';
 import './setup.css';
@@ -117,9 +116,6 @@ export function RunControls() {
           <select data-testid="recipe-select" value={s.recipeName} disabled={!ready || active || busy !== null} onChange={(e) => s.setRecipe(e.target.value)}>
             {s.recipes.map((r) => (
               <option key={r.name} value={r.name}>{r.name}</option>
-            ))}
-            {PLANNED_RECIPES.filter(([n]) => !s.recipes.some((r) => r.name === n)).map(([n, what]) => (
-              <option key={n} value={n} disabled title={what}>{n} (planned)</option>
             ))}
           </select>
         </label>
