@@ -2,14 +2,7 @@
 // and validated without touching the network: the page checks a pasted id before the worker loads
 // it. The loader that downloads a model is model/hub.ts.
 import { brief } from './brief.ts';
-
-/** A model source failed: a bad id, a missing or unreadable file (model/sources.ts has the rest). */
-export class ModelSourceError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ModelSourceError';
-  }
-}
+import { encodePath, ModelSourceError } from './modelSource.ts';
 
 export const HUB_ENDPOINT = 'https://huggingface.co';
 export const DEFAULT_REVISION = 'main';
@@ -83,10 +76,6 @@ export interface HubOptions {
   revision?: string;
   /** Defaults to https://huggingface.co; tests point it at a local server. */
   endpoint?: string;
-}
-
-function encodePath(name: string): string {
-  return name.split('/').map(encodeURIComponent).join('/');
 }
 
 /** The download URL of one file of a hub model. */
