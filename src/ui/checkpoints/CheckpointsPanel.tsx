@@ -7,7 +7,7 @@ import * as Comlink from 'comlink';
 import { useEffect, useState } from 'react';
 import type { StepReport } from '../../contract/report.ts';
 import { formatBytes } from '../../contract/formatBytes';
-import type { CheckpointSummary } from '../../storage';
+import type { CheckpointSummary } from '../../contract/storageFormat';
 import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
 import { useRunStore } from '../../store/runStore';

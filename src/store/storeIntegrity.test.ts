@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { checkStores, LOCAL_MARK_KEY, localMarkPlace, noteSeen, STORE_MARK_KEY, wipedMessage, type MarkPlace } from './integrity.ts';
-import { idbKv, type Kv } from './kv.ts';
+import { checkStores, LOCAL_MARK_KEY, localMarkPlace, noteSeen, STORE_MARK_KEY, wipedMessage, type MarkPlace } from './storeIntegrity.ts';
+import { labKv as idbKv, type LabKv as Kv } from './labDb';
 
 let dbNo = 0;
 const freshKv = (): Kv => idbKv(`integrity-test-${dbNo++}`);
