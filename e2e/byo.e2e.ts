@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveHubRepos, type HubServer } from '../src/cli/hubServer';
-import type { RolloutSample } from '../src/recipes/report';
+import type { RolloutSample } from '../src/contract/report.ts';
 import { writeLlamaGuardFixture } from '../src/model/testdata/llamaGuardFixture';
 import { writeQwen2Fixture } from '../src/model/testdata/qwen2Fixture';
 import { launch, openLab } from './browser';

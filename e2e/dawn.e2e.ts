@@ -17,7 +17,7 @@ import { tokenStats, tokenStatsReduceKey } from '../src/engine/kernels/token-sta
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/kernels/token-stats/tokenStatsReference.ts';
 import { quantCaseData, type QuantCaseSpec } from '../src/engine/testing/quantCase';
 import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
-import { parseModelConfig } from '../src/model/config';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { generate } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama } from '../src/model/llama';
 import { DenseWeight } from '../src/model/linear';

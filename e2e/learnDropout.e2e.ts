@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { disposeLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import type { LoraConfig, LoraSet } from '../src/model/lora';
 import { plannedLearnForward } from '../src/model/planned/learn.ts';
-import { learnStepBuffers } from '../src/model/learnMemory';
+import { learnStepBuffers } from '../src/contract/learnMemory';
 import { int4Quantizer } from '../src/model/quant';
 import { packSequences } from '../src/rl/policy';
 import { plannedMicroBatches } from '../src/model/planned/learnStep';

@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseModelConfig } from '../src/model/config';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { mulberry32 } from '../src/model/random';

@@ -11,7 +11,7 @@ import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { DecodePlan } from '../src/engine/plan/decodePlan';
 import { maxAbs } from '../src/engine/testing/maxAbs';
-import { parseModelConfig } from '../src/model/config';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { countGpuWork } from '../src/engine/gpuCounters';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
-import { parseModelConfig } from '../src/model/config';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
 import { parseSafetensors } from '../src/model/safetensors';

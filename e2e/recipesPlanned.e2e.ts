@@ -22,7 +22,7 @@ import { packSequences } from '../src/rl/policy';
 import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from '../src/rl/tokenNoiser';
 import { fromRows } from '../src/rl/types';
 import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
-import { learnStepBuffers } from '../src/model/learnMemory';
+import { learnStepBuffers } from '../src/contract/learnMemory';
 import { useDawn } from './dawnSetup';
 import { setEngineOptions } from '../src/engine/options';
 

@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { getRecipe } from '../recipes/registry.ts';
-import { ConfigError } from '../recipes/schema.ts';
+import { ConfigError } from '../contract/schema.ts';
 import { attackerSource } from '../data/sandbox/index.ts';
 import { useTrainingBackend } from '../data/sandbox/train.ts';
 import { hash3 } from '../model/random.ts';

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkpointFromJson } from '../recipes/kit/checkpointFile.ts';
 import { letterJudge, loadWithCharCodec } from '../recipes/testing.ts';
-import type { StepReport } from '../recipes/report.ts';
+import type { StepReport } from '../contract/report.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
 import { parseRecipeArgs, recipeMain } from './recipe-run.ts';
 

@@ -21,7 +21,7 @@ import { forward } from '../model/llama.ts';
 import { loadModel } from '../model/load.ts';
 import { createTokenizer } from '../model/tokenizer.ts';
 import { rulesVerdict } from '../judges/rules.ts';
-import type { PromptInput } from '../data/types.ts';
+import type { PromptInput } from '../contract/chat.ts';
 import {
   attackerSource,
   benignPrompts,

@@ -6,9 +6,10 @@ export { engineOptions, resetEngineOptions, setEngineOptions } from './options';
 export type { DecodeAttention, EngineOptions, ExecutionPath, GemvShape, GemvVariant, LearnRecompute } from './options';
 
 // Backend: choosing and starting tfjs's backend, the WebGPU probe, GPU memory and work counters.
-export type { BackendPreference, BackendReport } from './backends';
+export type { BackendPreference, BackendReport } from '../contract/backends';
 export { initBackend } from './initBackend';
-export { probeWebGPU, type GpuProbe } from './probe';
+export { probeWebGPU } from './probe';
+export type { GpuProbe } from '../contract/gpuProbe.ts';
 export { heldBuffersCreated, tfjsHighWater } from './gpuMemory';
 export { countGpuWork, type GpuCounts } from './gpuCounters';
 export { variableFrom } from './variables';
@@ -19,7 +20,7 @@ export { registerWebGPUBackend, subgroupStatus, subgroupsActive, type SubgroupSt
 export { rowChunks } from './webgpu/limits';
 
 // Random streams.
-export { mix32, mulberry32 } from './rng/mulberry32';
+export { mix32, mulberry32 } from '../contract/mulberry32';
 export { seedKey } from './rng/philox';
 
 // Ops (tfjs, one WGSL kernel each on WebGPU, stock ops elsewhere) and their CPU references.

@@ -8,8 +8,8 @@ import {
   type BackendName,
   type BackendPreference,
   type BackendReport,
-} from './backends';
-import type { GpuProbe } from './probe';
+} from '../contract/backends.ts';
+import type { GpuProbe } from '../contract/gpuProbe.ts';
 import { registerWebGPUBackend } from './webgpu/gpuFeatures.ts';
 
 export interface InitOptions {

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseModelConfig } from './config.ts';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { entropyFromLogits } from './generate.ts';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
 import { parseSafetensors, writeSafetensors } from './safetensors.ts';

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig } from './config.ts';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { DenseWeight } from './linear.ts';
 import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
 import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant.ts';

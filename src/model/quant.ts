@@ -26,7 +26,7 @@ import { dequantizeStock, quantMatmul, rowChunks, type QuantizedMatrix } from '.
 import type { FrozenWeight } from './linear.ts';
 import type { LoadOptions } from './llama.ts';
 import { f16BitsToFloat, floatToF16Bits } from './safetensors.ts';
-import { weightSpec, type WeightFormat } from './weightFormat.ts';
+import { weightSpec, type WeightFormat } from '../contract/weightFormat.ts';
 
 export interface Int8Options {
   /** Input features per scale; 0 or undefined = one scale per output channel. Must divide `in`. */

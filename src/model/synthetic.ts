@@ -1,6 +1,6 @@
 // Random-weight models with the shapes of real ones, for benchmarks: the same tensors, names and
 // dtypes a hub checkpoint has, built in memory and loaded through the ordinary loader.
-import { parseModelConfig } from './config';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { HF_NAMES } from './llama';
 import { loadModel } from './load';
 import { mapSource } from './sources';

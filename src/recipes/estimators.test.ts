@@ -12,7 +12,7 @@ import { groupDiversity } from './attack/attack.ts';
 import { saferTurnScore } from './multiturn/multiturn.ts';
 import { createRun, getRecipe } from './registry.ts';
 import { asUserMessage } from './kit/rollout.ts';
-import { validateConfig } from './schema.ts';
+import { validateConfig } from '../contract/schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
 import type { LoadedModel } from './kit/types.ts';
 

@@ -26,7 +26,7 @@ import { TURN_AGGREGATIONS } from '../rl/types.ts';
 import { saferTurnScore } from './multiturn/multiturn.ts';
 import { defendReward } from './defend/defend.ts';
 import { getRecipe, listRecipes } from './registry.ts';
-import { str } from './schema.ts';
+import { str } from '../contract/schema.ts';
 import { datasetRows } from '../export/verl/entry.ts';
 import { EXPORT_RECIPES, EXPORTABLE_RECIPES, exportVerl } from './exports.ts';
 

@@ -1,6 +1,6 @@
 // The recipes layer: config schemas, the recipe registry and the built-in recipes.
-export * from './report.ts';
-export * from './schema.ts';
+export * from '../contract/report.ts';
+export * from '../contract/schema.ts';
 export * from './kit/types.ts';
 export * from './kit/env.ts';
 export * from './kit/state.ts';

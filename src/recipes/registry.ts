@@ -10,7 +10,7 @@ import { multiturnRecipe } from './multiturn/multiturn.ts';
 import { redteamRecipe } from './redteam/redteam.ts';
 import { rlhfRecipe } from './rlhf/rlhf.ts';
 import { createTimedRun } from './kit/judgeTiming.ts';
-import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from './schema.ts';
+import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from '../contract/schema.ts';
 import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './kit/types.ts';
 
 const RECIPES = new Map<string, AnyRecipe>();

@@ -4,7 +4,7 @@ import type { Judge } from '../judges/types.ts';
 import { disposeLlama } from '../model/llama.ts';
 import { loadModel, type ModelFolder } from '../model/load.ts';
 import { createRun } from './registry.ts';
-import type { StepReport } from './report.ts';
+import type { StepReport } from '../contract/report.ts';
 import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from './kit/types.ts';
 import { weightQuantizer } from '../model/quant.ts';
 

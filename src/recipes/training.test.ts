@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import type { Judge } from '../judges/types.ts';
 import { createRun, getRecipe } from './registry.ts';
-import { validateConfig } from './schema.ts';
+import { validateConfig } from '../contract/schema.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

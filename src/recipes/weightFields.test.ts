@@ -8,7 +8,7 @@ import { SafetensorsFile } from '../model/safetensors.ts';
 import { exportMergedModel } from '../storage/merge.ts';
 import { checkpointToJson } from './kit/checkpointFile.ts';
 import { createRun, getRecipe, listRecipes } from './registry.ts';
-import { validateConfig } from './schema.ts';
+import { validateConfig } from '../contract/schema.ts';
 import { letterJudge, loadWithCharCodec } from './testing.ts';
 import type { LoadedModel, LoadModelRefOptions, RecipeCheckpoint } from './kit/types.ts';
 

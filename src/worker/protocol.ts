@@ -12,8 +12,8 @@ import type { LearnPath } from '../rl/plannedLearn';
 import type { GradCheckCase, GradCheckResult, LearnRunCase } from '../rl/learnGradCheck';
 import type { CheckpointCheckResult } from '../recipes/learnCheckpointCheck';
 import type { StepProfileCase } from '../rl/stepProfile';
-import type { StepReport } from '../recipes/report';
-import type { Schema } from '../recipes/schema';
+import type { StepReport } from '../contract/report.ts';
+import type { Schema } from '../contract/schema.ts';
 import type { StorageApi } from './storageProtocol';
 
 export interface MemoryInfo {

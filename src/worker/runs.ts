@@ -11,10 +11,10 @@
 // reload has its history and its JSONL export.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { brief } from '../engine/brief';
+import { brief } from '../contract/brief';
 import { NonFiniteError } from '../recipes/kit/common.ts';
 import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/kit/env.ts';
-import type { Metrics, StepReport } from '../recipes/report';
+import type { Metrics, StepReport } from '../contract/report';
 import { createTimedRun } from '../recipes/kit/judgeTiming.ts';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
 import { fromStoredCheckpoint } from '../recipes/kit/state.ts';

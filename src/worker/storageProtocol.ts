@@ -1,6 +1,6 @@
 // The worker API for checkpoints, adapters and uploaded datasets (part of EngineApi). Plain data
 // only: zips and safetensors travel as bytes, never tensors.
-import type { StepReport } from '../recipes/report';
+import type { StepReport } from '../contract/report.ts';
 import type { RunStatus, StartRunResult } from './protocol';
 
 /** When the worker saves a checkpoint of the active run on its own. */

@@ -9,7 +9,7 @@ import { generate } from '../../model/generate.ts';
 import type { LlamaModel } from '../../model/llama.ts';
 import type { TextTokenizer } from '../../model/tokenizer.ts';
 import { rulesVerdict } from '../../judges/rules.ts';
-import type { ChatTurn, PromptInput } from '../types.ts';
+import type { ChatTurn, PromptInput } from '../../contract/chat.ts';
 import { designedOutcome, promptMeta, splitAttackerTarget, type SandboxPrompt } from './datasets.ts';
 import { detectTactic, TACTICS, type Tactic } from './tactics.ts';
 import {

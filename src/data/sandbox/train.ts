@@ -14,7 +14,7 @@
 // Entry point: src/cli/build-sandbox.ts (`npm run build:sandbox`). Test budget: --quick.
 
 import * as tf from '@tensorflow/tfjs';
-import { parseModelConfig, ropeInvFreq } from '../../model/config.ts';
+import { parseModelConfig, ropeInvFreq } from '../../contract/modelConfig.ts';
 import { DenseWeight, Linear } from '../../model/linear.ts';
 import { disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../model/llama.ts';
 import { loadModel } from '../../model/load.ts';
@@ -23,7 +23,7 @@ import { mulberry32 } from '../../model/random.ts';
 import { writeSafetensors, type TensorToWrite } from '../../model/safetensors.ts';
 import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../model/tokenizer.ts';
 import { AdamW, clipByGlobalNorm } from '../../rl/optim.ts';
-import type { ChatTurn, PromptInput } from '../types.ts';
+import type { ChatTurn, PromptInput } from '../../contract/chat.ts';
 import {
   bpeTokenizerConfig,
   bpeTokenizerJson,

@@ -13,8 +13,8 @@
 // config); attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet,
 // run.sh. The entries live with the recipes (src/recipes/<name>/export.ts), which pass theirs in:
 // the exporter never imports a recipe.
-import { resolveAliases } from '../../recipes/aliases.ts';
-import { ConfigError, validateConfig, type Schema } from '../../recipes/schema.ts';
+import { resolveAliases } from '../../contract/aliases.ts';
+import { ConfigError, validateConfig, type Schema } from '../../contract/schema.ts';
 import { rowsToParquet } from './parquet.ts';
 import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry.ts';
 import { exportReadme } from './readme.ts';

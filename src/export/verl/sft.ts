@@ -4,7 +4,7 @@
 // sft_trainer. No reward: the lab's loss is the mean NLL of the target tokens, which is veRL's.
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { attackerSft } from '../../data/sandbox/index.ts';
-import { hfTargetModules, type LoraTargetSet } from '../../recipes/loraTargets.ts';
+import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets.ts';
 import { HERE, trainerKeys } from './verlConfig.ts';
 
 export interface SftRow {

@@ -3,9 +3,9 @@
 // them. Field names come from the alias table (aliases.ts) where a lab field maps one-to-one;
 // what needs translating (estimator names, KL placement, loss names, LoRA targets) is spelled
 // out here.
-import { aliasRows } from '../../recipes/aliases.ts';
-import { hfTargetModules, type LoraTargetSet } from '../../recipes/loraTargets.ts';
-import type { Schema } from '../../recipes/schema.ts';
+import { aliasRows } from '../../contract/aliases.ts';
+import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets.ts';
+import type { Schema } from '../../contract/schema.ts';
 import type { ExportRecipe } from './entry.ts';
 
 /** Lab KL estimator names -> veRL kl_penalty / kl_loss_type names. */

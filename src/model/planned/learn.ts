@@ -9,7 +9,7 @@ import { customKernelsActive, webgpuDevice, LearnPlan, engineOptions, flushTfjs,
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from '../llama.ts';
 import type { FrozenWeight } from '../linear.ts';
 import { LoraAdapter, type LoraSet } from '../lora.ts';
-import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from '../learnMemory.ts';
+import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from '../../contract/learnMemory.ts';
 import { loraOf, modelRef, unplannableReason } from './decode.ts';
 
 /** A left-padded batch of prompt + response (policy.ts packSequences' shape). */

@@ -8,8 +8,8 @@ import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { findAnswerMarkers, findPayloadMarkers, solveBenign } from '../../data/sandbox/index.ts';
 import { arenaPhase, arenaSchema } from './arena.ts';
 import { createRun } from '../registry.ts';
-import type { StepReport } from '../report.ts';
-import { validateConfig } from '../schema.ts';
+import type { StepReport } from '../../contract/report.ts';
+import { validateConfig } from '../../contract/schema.ts';
 import { letterJudge, loadWithCharCodec, stableReport } from '../testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

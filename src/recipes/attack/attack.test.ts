@@ -8,9 +8,9 @@ import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import type { Judge } from '../../judges/types.ts';
 import { attackSchema, groupDiversity } from './attack.ts';
 import { createRun, getRecipe } from '../registry.ts';
-import type { StepReport } from '../report.ts';
+import type { StepReport } from '../../contract/report.ts';
 import { stableReport } from '../testing.ts';
-import { validateConfig } from '../schema.ts';
+import { validateConfig } from '../../contract/schema.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MODELS = resolve(HERE, '../../public/models');

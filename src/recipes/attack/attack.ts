@@ -37,10 +37,10 @@ import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, t
 import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
 import { harmfulGoals, tacticOf, type Goal } from '../kit/goals.ts';
-import type { Metrics, RolloutSample } from '../report.ts';
+import type { Metrics, RolloutSample } from '../../contract/report.ts';
 import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from '../kit/rollout.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from '../schema.ts';
-import { weightsField } from '../weightFields.ts';
+import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema.ts';
+import { weightsField } from '../../contract/weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from '../kit/promptData.ts';

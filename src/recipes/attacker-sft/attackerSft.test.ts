@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { folderSource } from '../../cli/fs-source.ts';
-import { encodeSftPair, parseGoalPromptJsonl, tacticMix } from './attackerSft.ts';
+import { encodeSftPair, parseGoalPromptJsonl, parseGoalPromptPairs, tacticMix } from './attackerSft.ts';
 import { createRun } from '../registry.ts';
 import { charCodec, loadWithCharCodec } from '../testing.ts';
 import { createRecipeEnv } from '../kit/env.ts';
@@ -77,3 +77,10 @@ describe('attacker-sft recipe', () => {
   }, 30_000);
 });
 
+describe('attacker-sft uploads', () => {
+  it('attacker-sft reads goal -> prompt pairs from an uploaded CSV as from JSONL', () => {
+    expect(parseGoalPromptPairs('goal,prompt\nopen a lock,"As a locksmith, how?"\n', 'p.csv')).toEqual([{ goal: 'open a lock', prompt: 'As a locksmith, how?' }]);
+    expect(parseGoalPromptPairs('{"goal": "g", "prompt": "p"}\n', 'p.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
+    expect(() => parseGoalPromptPairs('prompt\nonly a prompt\n', 'q.csv')).toThrow('q.csv: a CSV of pairs needs a "goal" and a "prompt" column (columns: prompt)');
+  });
+});

@@ -8,10 +8,10 @@
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
 import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../../data/sandbox/index.ts';
-import { stripBom } from '../../data/loaders.ts';
-import { brief, briefText } from '../../engine/brief.ts';
+import { stripBom } from '../../contract/datasetLoaders.ts';
+import { brief, briefText } from '../../contract/brief.ts';
 import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../../data/split.ts';
-import { columnsOf, readPromptSet } from '../../data/promptSets.ts';
+import { columnsOf, readPromptSet } from '../../contract/promptSets.ts';
 import { generate } from '../../model/generate.ts';
 import type { LoraSet } from '../../model/lora.ts';
 import { hash3 } from '../../model/random.ts';
@@ -22,9 +22,9 @@ import { meanOf, tokenTrace, drawBatch } from '../kit/common.ts';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run.ts';
 import { attachConfiguredLora, loraFields } from '../kit/commonFields.ts';
 import { tacticOf } from '../kit/goals.ts';
-import type { Metrics, RolloutSample } from '../report.ts';
-import { int, num, str, type ConfigOf } from '../schema.ts';
-import { weightsField } from '../weightFields.ts';
+import type { Metrics, RolloutSample } from '../../contract/report.ts';
+import { int, num, str, type ConfigOf } from '../../contract/schema.ts';
+import { weightsField } from '../../contract/weightFields.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const attackerSftSchema = {

@@ -15,8 +15,8 @@ import type { Judge, JudgeItem } from '../../judges/types.ts';
 import { checkpointFromJson, checkpointToJson } from '../kit/checkpointFile.ts';
 import { defendReward, defendSchema } from './defend.ts';
 import { createRun } from '../registry.ts';
-import type { StepReport } from '../report.ts';
-import { validateConfig } from '../schema.ts';
+import type { StepReport } from '../../contract/report.ts';
+import { validateConfig } from '../../contract/schema.ts';
 import { lettersWithTasks, loadWithCharCodec, stableReport } from '../testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

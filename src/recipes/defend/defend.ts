@@ -37,9 +37,9 @@ import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, k
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from '../kit/rollout.ts';
-import type { Metrics, RolloutSample } from '../report.ts';
-import { int, num, str, type ConfigOf } from '../schema.ts';
-import { checkSavedWeights, weightsField } from '../weightFields.ts';
+import type { Metrics, RolloutSample } from '../../contract/report.ts';
+import { int, num, str, type ConfigOf } from '../../contract/schema.ts';
+import { checkSavedWeights, weightsField } from '../../contract/weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';

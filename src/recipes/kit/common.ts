@@ -13,7 +13,7 @@ import { maskRows, placeOutcomeRewards } from '../../rl/placement.ts';
 import { lrAt } from '../../rl/schedule.ts';
 import { learnEpochs } from '../../rl/trainer.ts';
 import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../../rl/types.ts';
-import type { Metrics, TokenTrace, Verdict } from '../report.ts';
+import type { Metrics, TokenTrace, Verdict } from '../../contract/report.ts';
 import type { ChatCodec } from './types.ts';
 
 /** The per-token trace of generated ids, for the report's entropy heatmaps. */

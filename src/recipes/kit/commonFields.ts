@@ -5,10 +5,10 @@ import type { LlamaModel } from '../../model/llama.ts';
 import { attachLora, type LoraSet } from '../../model/lora.ts';
 import { AdamW } from '../../rl/optim.ts';
 import { KL_ESTIMATOR_NAMES, LOSS_AGG_MODES, TRL_LOSS_TYPES, type AdvantageEstimatorName } from '../../rl/types.ts';
-import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../loraTargets.ts';
-import { bool, int, num, oneOf } from '../schema.ts';
+import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets.ts';
+import { bool, int, num, oneOf } from '../../contract/schema.ts';
 
-export { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../loraTargets.ts';
+export { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets.ts';
 
 /** LoRA fields with the given defaults (each recipe documents its source's values in the help). */
 export function loraFields(d: { rank: number; alpha: number }, sourceNote: string) {

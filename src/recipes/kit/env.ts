@@ -7,7 +7,8 @@ import { createLlamaGuard3Judge, guardCategories } from '../../judges/llamaGuard
 import { createRulesJudge } from '../../judges/rules.ts';
 import type { Judge } from '../../judges/types.ts';
 import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../../model/chat.ts';
-import { hubSource, parseHubRef } from '../../model/hub.ts';
+import { hubSource } from '../../model/hub.ts';
+import { parseHubRef } from '../../contract/hubRef.ts';
 import { disposeLlama } from '../../model/llama.ts';
 import { loadModel, type ModelFolder } from '../../model/load.ts';
 import { urlSource } from '../../model/sources.ts';

@@ -5,9 +5,9 @@
 // one judge count once and a share never exceeds 1. A judge loaded on first use (llm-guard,
 // classifier) counts its loading in the step that first scores.
 import type { Judge } from '../../judges/types.ts';
-import type { Metrics } from '../report.ts';
+import type { Metrics } from '../../contract/report.ts';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from './types.ts';
-import type { ConfigOf, Schema } from '../schema.ts';
+import type { ConfigOf, Schema } from '../../contract/schema.ts';
 
 class Busy {
   private active = 0;

@@ -4,7 +4,7 @@
 // draws only the train rows, the held-out evaluation only the eval rows.
 import { formatQaPrompt, qaAnswer, type QaExample, type SandboxHazard, type SandboxPrompt } from '../../data/sandbox/index.ts';
 import { readQaSet } from '../../data/qaSets.ts';
-import { describeSkipped, harmfulRows, readPromptSet } from '../../data/promptSets.ts';
+import { describeSkipped, harmfulRows, readPromptSet } from '../../contract/promptSets.ts';
 import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../../data/split.ts';
 import type { Goal } from './goals.ts';
 import type { RecipeEnv } from './types.ts';

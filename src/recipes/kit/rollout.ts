@@ -11,7 +11,7 @@ import type { LoraSet } from '../../model/lora.ts';
 import { referenceStats } from '../../rl/policy.ts';
 import { fromTensor2D, type TokenMatrix } from '../../rl/types.ts';
 import { tokenTrace } from './common.ts';
-import type { TokenTrace } from '../report.ts';
+import type { TokenTrace } from '../../contract/report.ts';
 import type { LoadedModel } from './types.ts';
 
 export interface SamplingOptions {

@@ -4,7 +4,7 @@
 // checkpoint carries beyond the adapters (extraState / parseExtra).
 import type { LoraSet } from '../../model/lora.ts';
 import type { AdamW } from '../../rl/optim.ts';
-import { stepReport, type StepReport, type StepTimings } from '../report.ts';
+import { stepReport, type StepReport, type StepTimings } from '../../contract/report.ts';
 import { disposeRun, type KlCoef, type ValueCritic } from './common.ts';
 import { loraRunState, multiLoraRunState, restoreLoraRun, restoreMultiLoraRun, restoreStoppableRun, stoppableRunState, type NamedLoraPart } from './state.ts';
 import type { RecipeCheckpoint, RecipeRun } from './types.ts';

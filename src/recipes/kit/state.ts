@@ -7,8 +7,8 @@ import { peftTensorName, type LoraSet } from '../../model/lora.ts';
 import type { AdamW, AdamWState } from '../../rl/optim.ts';
 import { findNonFinite, type CheckpointInput, type NamedTensor } from '../../storage/checkpoints.ts';
 import type { RecipeCheckpoint } from './types.ts';
-import { checkSavedWeights, weightFormatsOf } from '../weightFields.ts';
-import { brief } from '../../engine/brief.ts';
+import { checkSavedWeights, weightFormatsOf } from '../../contract/weightFields.ts';
+import { brief } from '../../contract/brief.ts';
 
 /** variable name <-> PEFT name for every adapter matrix of the set. */
 function nameMaps(lora: LoraSet): { toPeft: Map<string, string>; fromPeft: Map<string, tf.Variable> } {

@@ -6,9 +6,9 @@ import { meanStrongRejectRules } from '../../judges/strongreject.ts';
 import { gradeStrongReject } from '../../judges/strongrejectGrader.ts';
 import { createChatCompletionsGrader, createChatModelGrader, type TextGrader } from '../../judges/textGrader.ts';
 import type { JudgeItem } from '../../judges/types.ts';
-import type { Metrics } from '../report.ts';
-import { WEIGHT_FORMATS, type WeightFormat } from '../../model/weightFormat.ts';
-import { ConfigError, int, oneOf, str } from '../schema.ts';
+import type { Metrics } from '../../contract/report.ts';
+import { WEIGHT_FORMATS, type WeightFormat } from '../../contract/weightFormat.ts';
+import { ConfigError, int, oneOf, str } from '../../contract/schema.ts';
 import type { RecipeEnv } from './types.ts';
 
 /** The grader fields; `where` says which answers are graded (the recipe's evaluation set). */

@@ -5,10 +5,10 @@
 import type { Judge } from '../../judges/types.ts';
 import type { ChatMessage } from '../../model/chat.ts';
 import type { LlamaModel } from '../../model/llama.ts';
-import type { WeightFormat } from '../../model/weightFormat.ts';
+import type { WeightFormat } from '../../contract/weightFormat.ts';
 import type { NamedTensor } from '../../storage/checkpoints.ts';
-import type { StepReport } from '../report.ts';
-import type { ConfigOf, Schema } from '../schema.ts';
+import type { StepReport } from '../../contract/report.ts';
+import type { ConfigOf, Schema } from '../../contract/schema.ts';
 
 /** Chat in, ids out, and back: the tokenizer + chat template of a model (or a test stand-in). */
 export interface ChatCodec {

@@ -7,8 +7,8 @@ import { sampleQa, rngFor, type QaItem } from '../../data/sandbox/index.ts';
 import { critiqueVerdict, gameRewards, type GameRow } from './minmax.ts';
 import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm.ts';
 import { createRun } from '../registry.ts';
-import type { StepReport } from '../report.ts';
-import { ConfigError } from '../schema.ts';
+import type { StepReport } from '../../contract/report.ts';
+import { ConfigError } from '../../contract/schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../testing.ts';
 import type { RecipeCheckpoint, RecipeEnv } from '../kit/types.ts';
 

@@ -14,8 +14,8 @@ import { episodeTokenRewards, multiturnSchema, saferTurnScore } from './multitur
 import { computeAdvantages } from '../../rl/advantages.ts';
 import { fromRows } from '../../rl/types.ts';
 import { createRun } from '../registry.ts';
-import type { StepReport } from '../report.ts';
-import { validateConfig } from '../schema.ts';
+import type { StepReport } from '../../contract/report.ts';
+import { validateConfig } from '../../contract/schema.ts';
 import { charCodec, letterJudge, loadWithCharCodec } from '../testing.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

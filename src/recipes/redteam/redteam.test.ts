@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { createRun } from '../registry.ts';
-import type { StepReport } from '../report.ts';
+import type { StepReport } from '../../contract/report.ts';
 import { toCheckpointInput } from '../kit/state.ts';
 import { letterJudge, loadWithCharCodec, stableReport } from '../testing.ts';
 import type { RecipeEnv } from '../kit/types.ts';

@@ -34,10 +34,10 @@ import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/ru
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals.ts';
 import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
-import type { Metrics, RolloutSample } from '../report.ts';
+import type { Metrics, RolloutSample } from '../../contract/report.ts';
 import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from '../kit/rollout.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from '../schema.ts';
-import { weightsField } from '../weightFields.ts';
+import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema.ts';
+import { weightsField } from '../../contract/weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { sandboxSplitMetrics } from '../kit/goals.ts';

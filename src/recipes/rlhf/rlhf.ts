@@ -4,7 +4,7 @@
 // or is left out (judge = none, R = 0.5 clamp(RM)). Every step is a policy step; no lambda.
 // The game itself is minmax.ts (GameRun); this module is the recipe's schema and entry.
 import { createGameRun, gameFields, minmaxSchema } from '../minmax/minmax.ts';
-import { defaultConfig, oneOf, type ConfigOf } from '../schema.ts';
+import { defaultConfig, oneOf, type ConfigOf } from '../../contract/schema.ts';
 import type { Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
 
 export const rlhfSchema = {

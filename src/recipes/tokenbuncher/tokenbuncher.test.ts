@@ -6,8 +6,8 @@ import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { mergeLoraInPlace } from '../../model/lora.ts';
 import { attachCheckpointAdapter } from '../kit/checkpointFile.ts';
 import { createRun } from '../registry.ts';
-import type { StepReport } from '../report.ts';
-import { validateConfig } from '../schema.ts';
+import type { StepReport } from '../../contract/report.ts';
+import { validateConfig } from '../../contract/schema.ts';
 import { letterJudge, lettersWithTasks, loadWithCharCodec, stableReport } from '../testing.ts';
 import { isNoiserStep, tokenbuncherSchema } from './tokenbuncher.ts';
 

@@ -47,9 +47,9 @@ import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } fro
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from '../redteam/redteam.ts';
-import type { Metrics, RolloutSample } from '../report.ts';
-import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from '../schema.ts';
-import { weightsField } from '../weightFields.ts';
+import type { Metrics, RolloutSample } from '../../contract/report.ts';
+import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from '../../contract/schema.ts';
+import { weightsField } from '../../contract/weightFields.ts';
 import { sandboxSplitMetrics } from '../kit/goals.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backendCandidates, describeChoice, parseBackendOverride, tuningFor } from './backends';
-import { describeAdapter, formatBytes, unavailableProbe, type AdapterLike } from './probe';
+import { backendCandidates, describeChoice, parseBackendOverride, tuningFor } from './backends.ts';
+import { describeAdapter, unavailableProbe, type AdapterLike } from './gpuProbe.ts';
 
 function fakeAdapter(features: string[], limits: Record<string, number>): AdapterLike {
   const set = new Set(features);
@@ -28,13 +28,6 @@ describe('capability probe', () => {
     expect(p.featureNames).toEqual(['subgroups', 'timestamp-query']);
     expect(p.limits?.maxStorageBufferBindingSize).toBe(134217728);
     expect(p.limits?.maxComputeWorkgroupStorageSize).toBe(16384);
-  });
-
-  it('formats limits in binary units', () => {
-    expect(formatBytes(134217728)).toBe('128 MiB');
-    expect(formatBytes(16384)).toBe('16 KiB');
-    expect(formatBytes(1536)).toBe('1.5 KiB');
-    expect(formatBytes(2 ** 31)).toBe('2 GiB');
   });
 });
 

@@ -1,4 +1,4 @@
-// Shapes shared by the data layer and everything above it (judges, recipes, UI).
+// Chat shapes shared by every layer (data, judges, recipes, the worker API, the UI).
 
 /** One chat message. The sandbox uses `user` and `assistant`; uploads and hub models may add `system`. */
 export interface ChatTurn {

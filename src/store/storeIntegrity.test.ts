@@ -1,8 +1,7 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { durableLocal } from './durable.ts';
-import { checkStores, LOCAL_MARK_KEY, localMarkPlace, noteSeen, STORE_MARK_KEY, wipedMessage, type MarkPlace } from './integrity.ts';
-import { idbKv, type Kv } from './kv.ts';
+import { checkStores, LOCAL_MARK_KEY, localMarkPlace, noteSeen, STORE_MARK_KEY, wipedMessage, type MarkPlace } from './storeIntegrity.ts';
+import { labKv as idbKv, type LabKv as Kv } from './labDb';
 
 let dbNo = 0;
 const freshKv = (): Kv => idbKv(`integrity-test-${dbNo++}`);
@@ -57,25 +56,5 @@ describe('wiped-store detection', () => {
     expect(await checkStores([{ name: 'checkpoints', kv }], both)).toEqual({ state: 'new' });
     local.setItem(LOCAL_MARK_KEY, '{not json');
     expect(await checkStores([{ name: 'checkpoints', kv }], one)).toEqual({ state: 'new' });
-  });
-});
-
-describe('durable settings', () => {
-  it('every write reaches IndexedDB; a start whose localStorage lost the last write takes it back', async () => {
-    const kv = freshKv();
-    const local = memLocal();
-    const d = durableLocal(kv, local);
-    d.setItem('k', 'old');
-    d.setItem('k', 'new');
-    await d.flushed();
-    expect(await kv.get('k')).toBe('new');
-    expect(await d.reconcile('k')).toBe(false);
-    // The browser was killed before localStorage committed "new": it reopens with "old".
-    local.setItem('k', 'old');
-    const after = durableLocal(kv, local);
-    expect(after.getItem('k')).toBe('old');
-    expect(await after.reconcile('k')).toBe(true);
-    expect(after.getItem('k')).toBe('new');
-    expect(await after.reconcile('missing')).toBe(false);
   });
 });

@@ -8,8 +8,8 @@
 //        case-insensitive), comma separated, fields optionally in double quotes, quoted fields
 //        may hold commas, newlines and doubled quotes (""); CRLF or LF; blank lines skip.
 
-import { brief, briefText, clampMessage, kindOf } from '../engine/brief';
-import type { ChatTurn, PromptInput } from './types';
+import { brief, briefText, clampMessage, kindOf } from './brief.ts';
+import type { ChatTurn, PromptInput } from './chat.ts';
 
 export interface DatasetRow {
   readonly prompt: PromptInput;

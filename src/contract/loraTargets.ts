@@ -1,6 +1,9 @@
 // The LoRA target sets a recipe's `loraTargets` field names, as the model's projection names and as
 // Hugging Face module names (PEFT / veRL / TRL target_modules). No tensors here: the export reads it too.
-import type { ProjName } from '../model/llama.ts';
+
+/** A transformer block's linear projections, by their short names (model/llama.ts maps them to HF names). */
+export type ProjName = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
+export const PROJ_NAMES: readonly ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
 
 export const LORA_TARGET_SETS = ['all', 'attention', 'mlp'] as const;
 export type LoraTargetSet = (typeof LORA_TARGET_SETS)[number];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DatasetError, loadDatasetFile, parseCsv, parseCsvRecords, parseDataset, parseJsonl } from './loaders';
+import { DatasetError, loadDatasetFile, parseCsv, parseCsvRecords, parseDataset, parseJsonl } from './datasetLoaders.ts';
 
 function errorOf(fn: () => unknown): DatasetError {
   try {

@@ -3,11 +3,26 @@
 // typed just before the browser was killed came back as the old one. Every write here also goes
 // to IndexedDB, which has the value on disk when its transaction completes (milliseconds), and
 // the start reconciles: where IndexedDB holds a different value, that one is the newer.
-import { idbKv, type Kv } from './kv.ts';
+// The store's own persistence, so it talks to idb-keyval itself (the storage layer is the worker's).
+import { createStore, del, get, set, type UseStore } from 'idb-keyval';
 
 export const SETTINGS_DB = 'sparring-settings';
 
 type LocalLike = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>;
+
+/** The IndexedDB side: one key per setting. */
+export interface SettingsKv {
+  get<T>(key: string): Promise<T | undefined>;
+  set(key: string, value: unknown): Promise<void>;
+  del(key: string): Promise<void>;
+}
+
+/** An idb-keyval store (database `dbName`, object store "kv"), opened on first use, not at import. */
+export function idbSettingsKv(dbName: string): SettingsKv {
+  let store: UseStore | null = null;
+  const s = (): UseStore => (store ??= createStore(dbName, 'kv'));
+  return { get: <T>(key: string) => get<T>(key, s()), set: (key, value) => set(key, value, s()), del: (key) => del(key, s()) };
+}
 
 export interface DurableLocal {
   getItem(key: string): string | null;
@@ -19,7 +34,7 @@ export interface DurableLocal {
   reconcile(key: string): Promise<boolean>;
 }
 
-export function durableLocal(kv: Kv = idbKv(SETTINGS_DB), local: LocalLike | null = typeof localStorage === 'undefined' ? null : localStorage): DurableLocal {
+export function durableLocal(kv: SettingsKv = idbSettingsKv(SETTINGS_DB), local: LocalLike | null = typeof localStorage === 'undefined' ? null : localStorage): DurableLocal {
   let pending: Promise<unknown> = Promise.resolve();
   // Writes go one after another, so the last value typed is the last one stored.
   const queue = (fn: () => Promise<unknown>) => {

@@ -1,11 +1,12 @@
-// Console and test handle on the run store: feed StepReports as a live run would (the worker's
+// Test handle on the lab page's run store: feed StepReports as a live run would (the worker's
 // report stream calls the same `append`), read a summary or a run's metrics and rollouts by step,
 // and start a run the way the Start button does (the form's start path, its step limit).
-// Plain data only.
-import type { RolloutSample, StepReport } from '../recipes/report';
-import { useRunStore } from '../store/runStore';
-import { ringArrays } from '../store/runStoreSeries';
-import { startRun } from './controls/runActions';
+// Plain data only. The product never installs it: the harness page that renders the lab for the
+// browser tests calls installRunHandle() (the lab itself puts nothing on `window`).
+import type { RolloutSample, StepReport } from '../../src/contract/report.ts';
+import { useRunStore } from '../../src/store/runStore';
+import { ringArrays } from '../../src/store/runStoreSeries';
+import { startRun } from '../../src/ui/controls/runActions';
 
 export interface RunHandle {
   append(report: StepReport): void;

@@ -17,8 +17,8 @@
 // The planned step keeps every layer's activations, or (recompute) only each layer's input with one
 // shared set of a layer's activations that its backward rebuilds (learnPlan.ts `recompute`): both
 // layouts are listed to the byte, and 'auto' keeps everything when the batch fits that way.
-import type { ModelConfig } from './config.ts';
-import type { ProjName } from './llama.ts';
+import type { ModelConfig } from './modelConfig.ts';
+import type { ProjName } from './loraTargets.ts';
 import { projectionBytes, type WeightFormat } from './weightFormat.ts';
 
 const F32 = 4;
@@ -64,7 +64,7 @@ export interface LearnLimits {
   planBudgetBytes?: number;
 }
 
-/** The planned learning step's default memory budget per plan (EngineOptions.learnMemoryBudget). */
+/** The planned learning step's default memory budget per plan (setLearnMemoryBudget). */
 export const LEARN_PLAN_BUDGET = 2 ** 31;
 
 export type BufferScope = 'model' | 'optimizer' | 'micro-batch';
