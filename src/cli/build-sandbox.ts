@@ -21,10 +21,10 @@ import {
   QUICK_BUDGETS,
   QUICK_SPEC,
   SANDBOX_MODELS,
-  useTrainingBackend,
   type ModelBudget,
   type SandboxModelName,
-} from '../data/sandbox/train.ts';
+} from '../../dev/sandbox/train.ts';
+import { useTrainingBackend } from './nodeBackend.ts';
 
 function parseArgs(argv: string[]): Map<string, string | true> {
   const out = new Map<string, string | true>();

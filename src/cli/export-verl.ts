@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { getRecipe } from '../recipes/registry.ts';
 import { ConfigError } from '../contract/schema.ts';
 import { attackerSource } from '../data/sandbox/index.ts';
-import { useTrainingBackend } from '../data/sandbox/train.ts';
+import { useTrainingBackend } from './nodeBackend.ts';
 import { hash3 } from '../model/random.ts';
 import { loadAttacker, type DefendConfig } from '../recipes/defend/defend.ts';
 import { asUserMessage, sampleReplies } from '../recipes/kit/rollout.ts';

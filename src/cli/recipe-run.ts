@@ -9,7 +9,7 @@ import { type LearnPath } from '../rl/plannedLearn.ts';
 import { NonFiniteError } from '../recipes/kit/common.ts';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { useTrainingBackend } from '../data/sandbox/train.ts';
+import { useTrainingBackend } from './nodeBackend.ts';
 import { checkpointToJson } from '../recipes/kit/checkpointFile.ts';
 import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../contract/aliases.ts';
 import { createTimedRun } from '../recipes/kit/judgeTiming.ts';

@@ -34,8 +34,9 @@ import {
   QA_FAMILIES,
   TACTICS,
 } from '../data/sandbox/index.ts';
-import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix, type ChatModel, type Decode } from '../data/sandbox/probe.ts';
-import { GUARD_UNSAFE, guardMessages, singleTokenId, useTrainingBackend } from '../data/sandbox/train.ts';
+import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix, type ChatModel, type Decode } from '../../dev/sandbox/probe.ts';
+import { GUARD_UNSAFE, guardMessages, singleTokenId } from '../../dev/sandbox/train.ts';
+import { useTrainingBackend } from './nodeBackend.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

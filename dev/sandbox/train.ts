@@ -14,16 +14,16 @@
 // Entry point: src/cli/build-sandbox.ts (`npm run build:sandbox`). Test budget: --quick.
 
 import * as tf from '@tensorflow/tfjs';
-import { parseModelConfig, ropeInvFreq } from '../../contract/modelConfig.ts';
-import { DenseWeight, Linear } from '../../model/linear.ts';
-import { disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../model/llama.ts';
-import { loadModel } from '../../model/load.ts';
-import { mapSource } from '../../model/sources.ts';
-import { mulberry32 } from '../../model/random.ts';
-import { writeSafetensors, type TensorToWrite } from '../../model/safetensors.ts';
-import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../model/tokenizer.ts';
-import { AdamW, clipByGlobalNorm } from '../../rl/optim.ts';
-import type { ChatTurn, PromptInput } from '../../contract/chat.ts';
+import { parseModelConfig, ropeInvFreq } from '../../src/contract/modelConfig.ts';
+import { DenseWeight, Linear } from '../../src/model/linear.ts';
+import { disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../src/model/llama.ts';
+import { loadModel } from '../../src/model/load.ts';
+import { mapSource } from '../../src/model/sources.ts';
+import { mulberry32 } from '../../src/model/random.ts';
+import { writeSafetensors, type TensorToWrite } from '../../src/model/safetensors.ts';
+import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
+import { AdamW, clipByGlobalNorm } from '../../src/rl/optim.ts';
+import type { ChatTurn, PromptInput } from '../../src/contract/chat.ts';
 import {
   bpeTokenizerConfig,
   bpeTokenizerJson,
@@ -31,8 +31,8 @@ import {
   trainBpe,
   type BpeModel,
 } from './bpeTrainer.ts';
-import { attackerSft, defenderSft, judgeData, qaModelSft, qaMonitorDrills, sandboxCorpus } from './datasets.ts';
-import { variableFrom } from '../../engine/variables.ts';
+import { attackerSft, defenderSft, judgeData, qaModelSft, qaMonitorDrills, sandboxCorpus } from '../../src/data/sandbox/datasets.ts';
+import { variableFrom } from '../../src/engine/variables.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Guard template (the judge)
@@ -431,63 +431,6 @@ export async function trainSft(t: TrainableLlama, examples: SftExample[], opts: 
   return { steps: opts.steps, firstLoss, lastLoss, tokens, ms: Date.now() - t0 };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Backend
-
-/**
- * The wasm backend of tfjs 4.22 has no UnsortedSegmentSum kernel, which the gradient of
- * tf.gather (the embedding lookup) needs. This registers one written in plain JS over the wasm
- * heap: out[seg[i], :] += x[i, :]. Idempotent.
- */
-export function registerWasmSegmentSum(): void {
-  if (tf.getKernel('UnsortedSegmentSum', 'wasm')) return;
-  tf.registerKernel({
-    kernelName: 'UnsortedSegmentSum',
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, attrs, backend }) => {
-      const { x, segmentIds } = inputs as { x: tf.TensorInfo; segmentIds: tf.TensorInfo };
-      const numSegments = (attrs as unknown as { numSegments: number }).numSegments;
-      const be = backend as unknown as {
-        typedArrayFromHeap(t: tf.TensorInfo): Float32Array | Int32Array;
-        makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
-      };
-      const inner = x.shape.slice(segmentIds.shape.length).reduce((a, b) => a * b, 1);
-      const n = segmentIds.shape.reduce((a, b) => a * b, 1);
-      const out = be.makeOutput([numSegments, ...x.shape.slice(segmentIds.shape.length)], x.dtype);
-      const o = be.typedArrayFromHeap(out);
-      o.fill(0);
-      const xs = be.typedArrayFromHeap(x);
-      const ids = be.typedArrayFromHeap(segmentIds);
-      for (let i = 0; i < n; i++) {
-        const s = ids[i];
-        if (s < 0 || s >= numSegments) continue;
-        const src = i * inner;
-        const dst = s * inner;
-        for (let j = 0; j < inner; j++) o[dst + j] += xs[src + j];
-      }
-      return out;
-    },
-  });
-}
-
-/** Picks the tfjs backend for training in Node: wasm when it starts, else cpu. */
-export async function useTrainingBackend(prefer: 'wasm' | 'cpu' = 'wasm'): Promise<string> {
-  if (prefer === 'wasm') {
-    try {
-      await import('@tensorflow/tfjs-backend-wasm');
-      registerWasmSegmentSum();
-      if (await tf.setBackend('wasm')) {
-        await tf.ready();
-        return 'wasm';
-      }
-    } catch {
-      // fall through to cpu
-    }
-  }
-  await tf.setBackend('cpu');
-  await tf.ready();
-  return 'cpu';
-}
 
 // ---------------------------------------------------------------------------------------------
 // The four sandbox models

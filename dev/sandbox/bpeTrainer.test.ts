@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { CHATML_TEMPLATE, ChatTemplate, applyChatTemplate } from '../../model/chat';
-import { createTokenizer } from '../../model/tokenizer';
-import { bpeTokenizerConfig, bpeTokenizerJson, byteLevelWords, SANDBOX_CHAT_TEMPLATE, SANDBOX_SPECIAL_TOKENS, trainBpe } from './bpeTrainer';
-import { sandboxCorpus } from './datasets';
-import { mulberry32 } from '../../model/random';
+import { CHATML_TEMPLATE, ChatTemplate, applyChatTemplate } from '../../src/model/chat.ts';
+import { createTokenizer } from '../../src/model/tokenizer.ts';
+import { bpeTokenizerConfig, bpeTokenizerJson, byteLevelWords, SANDBOX_CHAT_TEMPLATE, SANDBOX_SPECIAL_TOKENS, trainBpe } from './bpeTrainer.ts';
+import { sandboxCorpus } from '../../src/data/sandbox/datasets.ts';
+import { mulberry32 } from '../../src/model/random.ts';
 
 const corpus = sandboxCorpus(1500, 11);
 const model = trainBpe(corpus, { vocabSize: 512 });

@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { folderSource } from '../../cli/fs-source';
-import { ChatTemplate } from '../../model/chat';
-import { disposeLlama, forward } from '../../model/llama';
-import { loadModel } from '../../model/load';
-import { mulberry32 } from '../../model/random';
-import { createTokenizer, loadTokenizer } from '../../model/tokenizer';
-import { bpeTokenizerConfig, bpeTokenizerJson, trainBpe } from './bpeTrainer';
-import { defenderSft, judgeData } from './datasets';
+import { folderSource } from '../../src/cli/fs-source.ts';
+import { ChatTemplate } from '../../src/model/chat.ts';
+import { disposeLlama, forward } from '../../src/model/llama.ts';
+import { loadModel } from '../../src/model/load.ts';
+import { mulberry32 } from '../../src/model/random.ts';
+import { createTokenizer, loadTokenizer } from '../../src/model/tokenizer.ts';
+import { bpeTokenizerConfig, bpeTokenizerJson, trainBpe } from './bpeTrainer.ts';
+import { useTrainingBackend } from '../../src/cli/nodeBackend.ts';
+import { defenderSft, judgeData } from '../../src/data/sandbox/datasets.ts';
 import {
   buildSandboxModels,
   encodeChatSft,
@@ -24,8 +25,7 @@ import {
   renderGuardPrompt,
   sandboxTokenizerLines,
   singleTokenId,
-  useTrainingBackend,
-} from './train';
+} from './train.ts';
 
 const bpe = trainBpe(sandboxTokenizerLines(3, 600), { vocabSize: 512 });
 const tok = createTokenizer(bpeTokenizerJson(bpe), bpeTokenizerConfig(bpe));
