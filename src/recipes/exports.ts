@@ -4,6 +4,7 @@
 import { attackerPlan as planAttacker, exportSft, exportVerl as exportRl, type ExportRecipe, type VerlExport, type VerlExportInput } from '../export/verl/index.ts';
 import { arenaExport } from './arena/export.ts';
 import { attackExport } from './attack/export.ts';
+import { attackerSftExport } from './attacker-sft/export.ts';
 import { defendExport } from './defend/export.ts';
 import { minmaxExport } from './minmax/export.ts';
 import { multiturnExport } from './multiturn/export.ts';
@@ -27,7 +28,7 @@ export const EXPORT_RECIPES: Readonly<Record<string, ExportRecipe>> = {
 };
 
 /** attacker-sft exports as a veRL SFT job, not through an RL entry. */
-const SFT = 'attacker-sft';
+const SFT = attackerSftExport.name;
 
 /** Recipes with a veRL export: the RL recipes above and attacker-sft (an SFT job). */
 export const EXPORTABLE_RECIPES: readonly string[] = [...Object.keys(EXPORT_RECIPES), SFT];
@@ -41,7 +42,7 @@ export function exportRecipe(name: string): ExportRecipe {
 
 /** The config field naming the model a recipe's export trains; an error names the exportable recipes. */
 export function exportModelField(recipe: string): string {
-  if (recipe === SFT) return 'attacker';
+  if (recipe === SFT) return attackerSftExport.modelField;
   if (!Object.hasOwn(EXPORT_RECIPES, recipe)) throw new Error(`recipe "${recipe}" has no veRL export yet (exportable: ${EXPORTABLE_RECIPES.join(', ')})`);
   return exportRecipe(recipe).modelField;
 }
