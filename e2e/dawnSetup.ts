@@ -1,6 +1,6 @@
 // The Dawn e2e files' shared setup: Dawn on SwiftShader's Vulkan driver before the file's tests,
-// every uncaptured WebGPU error collected, none allowed at the end. `reset` puts back the module
-// switches (learn path, optimiser path ...) the file's tests may leave changed.
+// every uncaptured WebGPU error collected, none allowed at the end. `reset` puts back the engine
+// options (learn path, optimiser path ...) the file's tests may leave changed.
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
