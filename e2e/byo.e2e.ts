@@ -1,5 +1,5 @@
 // Bring your own model, data and judge, in the browser: a generated Qwen2 repository and a
-// generated Llama Guard-shaped guard (src/model/testdata) served the way the hub serves them, the
+// generated Llama Guard-shaped guard (dev/test/testdata) served the way the hub serves them, the
 // page pointed at that server with `?hub=`, prompt files uploaded through the dataset input (stored
 // in IndexedDB), and two steps of every recipe started through the page's own start path with the
 // model named by hub id in int4 (wasm, small batches); redteam is judged by the guard (int4) on
@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveHubRepos, type HubServer } from '../src/cli/hubServer';
+import { serveHubRepos, type HubServer } from '../dev/servers/hubServer';
 import type { RolloutSample } from '../src/recipes/report';
-import { writeLlamaGuardFixture } from '../src/model/testdata/llamaGuardFixture';
-import { writeQwen2Fixture } from '../src/model/testdata/qwen2Fixture';
+import { writeLlamaGuardFixture } from '../dev/test/testdata/llamaGuardFixture';
+import { writeQwen2Fixture } from '../dev/test/testdata/qwen2Fixture';
 import { launch, openLab } from './browser';
 
 const QWEN = 'test-org/qwen2-tiny';

@@ -16,16 +16,16 @@ import { sampleTokens } from '../src/engine/ops/sample';
 import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
 import { tokenStats, tokenStatsReduceKey } from '../src/engine/ops/tokenStats';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
-import { quantCaseData, type QuantCaseSpec } from '../src/engine/testing/quantCase';
-import { seededLogits, seededUpstream } from '../src/engine/testing/seededLogits';
+import { quantCaseData, type QuantCaseSpec } from '../dev/test/quantCase';
+import { seededLogits, seededUpstream } from '../dev/test/seededLogits';
 import { parseModelConfig } from '../src/model/config';
 import { generate } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama } from '../src/model/llama';
 import { DenseWeight } from '../src/model/linear';
 import { f16Quantizer, packF16x2, unpackF16x2 } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
-import { quantCaseDense, quantCaseWeight, quantMatmulF64 } from '../src/model/quantReference';
-import { maxAbs } from '../src/engine/testing/maxAbs';
+import { quantCaseDense, quantCaseWeight, quantMatmulF64 } from '../dev/test/quantReference';
+import { maxAbs } from '../dev/test/maxAbs';
 
 const gpuErrors: string[] = [];
 

@@ -13,7 +13,7 @@ import { saferTurnScore } from './multiturn.ts';
 import { createRun, getRecipe } from './registry.ts';
 import { asUserMessage } from './rollout.ts';
 import { validateConfig } from './schema.ts';
-import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
+import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../dev/test/recipeTesting.ts';
 import type { LoadedModel } from './types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

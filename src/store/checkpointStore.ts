@@ -7,9 +7,9 @@ import {
   checkpoints, checkStores, durableSettings, formatBytes, noteSeen, requestPersistentStorage, runs, wipedMessage,
   type CheckpointSummary, type CheckpointStore, type RunStore,
 } from '../storage';
-import type { RunStatus } from '../worker/protocol';
+import type { RunStatus } from '../contract/workerApi';
 import { reconcileSettings } from './settingsStore';
-import type { AutosavePolicy, CheckpointEvent } from '../worker/storageProtocol';
+import type { AutosavePolicy, CheckpointEvent } from '../contract/workerApi';
 
 export interface StorageUse {
   checkpoints: number;

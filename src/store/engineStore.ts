@@ -1,7 +1,7 @@
 // Engine state as the UI sees it: plain data mirrored from the worker.
 import { create } from 'zustand';
 import type { BackendPreference } from '../engine/backends';
-import type { EngineStatus } from '../worker/protocol';
+import type { EngineStatus } from '../contract/workerApi';
 
 export type EnginePhase = 'starting' | 'ready' | 'error';
 

@@ -11,7 +11,7 @@ import type { Metrics } from '../recipes/report';
 import { toCheckpointInput } from '../recipes/state';
 import type { RecipeRun } from '../recipes/types';
 import { CheckpointStore, StorageError } from '../storage';
-import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
+import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 import { brief } from '../engine/brief';
 
 export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true, keep: 5 };

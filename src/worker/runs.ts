@@ -24,8 +24,8 @@ import type { ModelFolder } from '../model/load';
 import { checkpoints, runs as runLogs } from '../storage';
 import { autosaveDue, checkAutosavePolicy, DEFAULT_AUTOSAVE, pauseSaveDue, pruneAutosaves, saveRunCheckpoint } from './autosave';
 import { datasetText } from './datasets';
-import type { RecipeListing, RunState, RunStatus, StartRunResult } from './protocol';
-import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
+import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
+import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 
 type ReportSink = (report: StepReport) => unknown;
 type StatusSink = (status: RunStatus) => unknown;

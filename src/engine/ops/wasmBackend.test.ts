@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seededLogits } from '../testing/seededLogits';
+import { seededLogits } from '../../../dev/test/seededLogits';
 import { sampleTokens } from './sample';
 import { sampleReference } from './sampleReference';
 import { tokenStats } from './tokenStats';

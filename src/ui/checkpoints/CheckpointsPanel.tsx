@@ -10,7 +10,7 @@ import { formatBytes, type CheckpointSummary } from '../../storage';
 import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
 import { useRunStore } from '../../store/runStore';
-import type { RunStatus } from '../../worker/protocol';
+import type { RunStatus } from '../../contract/workerApi';
 import { engineApi } from '../export/engineApi';
 import { ResumedRun } from './ResumedRun';
 

@@ -8,7 +8,7 @@ import { validateField } from '../../recipes/schema';
 import { useEngine } from '../../store/engineStore';
 import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
-import type { RecipeListing } from '../../worker/protocol';
+import type { RecipeListing } from '../../contract/workerApi';
 import { ConfigForm } from './ConfigForm';
 import { PLANNED_RECIPES } from './planned';
 import { formatDuration, progressOf } from './progress';

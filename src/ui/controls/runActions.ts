@@ -6,7 +6,7 @@ import type { StepReport } from '../../recipes/report';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { maxStepsError, seedError, type AtMax, type FormValues } from '../../store/setupUrl';
-import type { RunStatus } from '../../worker/protocol';
+import type { RunStatus } from '../../contract/workerApi';
 
 function engine() {
   const e = window.sparring?.engine;

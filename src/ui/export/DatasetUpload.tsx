@@ -6,7 +6,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { useEngine } from '../../store/engineStore';
 import { formatBytes } from '../../storage/kv';
 import { uploadPromptFile } from '../controls/uploadDataset';
-import type { DatasetInfo } from '../../worker/storageProtocol';
+import type { DatasetInfo } from '../../contract/workerApi';
 import { engineApi } from './engineApi';
 
 export function DatasetUpload() {

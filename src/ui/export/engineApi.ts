@@ -1,5 +1,5 @@
 // The engine worker's API for the checkpoint and export panels (one clear error when it is not up).
-import type { EngineApi } from '../../worker/protocol';
+import type { EngineApi } from '../../contract/workerApi';
 
 export function engineApi(): EngineApi {
   const e = window.sparring?.engine;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { getRecipe, hasRecipe } from '../../recipes/registry';
 import { validateConfig, type Schema } from '../../recipes/schema';
-import type { RecipeListing } from '../../worker/protocol';
+import type { RecipeListing } from '../../contract/workerApi';
 import { DEMO_SETTINGS, demoRecipe } from './guidedDemo';
 
 const listing = (name: string): RecipeListing => ({ name, title: name, source: '', description: '', schema: {} as Schema });
