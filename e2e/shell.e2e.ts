@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openHarness } from './browser';
@@ -71,5 +72,22 @@ describe('fallback backends', () => {
     await page.waitForSelector('[data-testid="device-badge"][data-backend="wasm"]', { timeout: 60_000 });
     await page.evaluate(() => localStorage.clear());
     await page.close();
+  });
+});
+
+describe('the lab build', () => {
+  it('ships the checks only on the harness page: the lab worker serves the product API', () => {
+    const dist = process.env.SPARRING_DIST ?? 'dist';
+    const assets = readdirSync(`${dist}/assets`);
+    const read = (re: RegExp) => {
+      const f = assets.find((a) => re.test(a));
+      if (!f) throw new Error(`no ${re} in ${dist}/assets`);
+      return readFileSync(`${dist}/assets/${f}`, 'utf8');
+    };
+    // Method names survive minification as the API object's keys.
+    expect(read(/^engine\.worker-.*\.js$/)).not.toContain('tokenStatsGradCheck');
+    expect(read(/^engine\.worker-.*\.js$/)).toContain('exportVerl');
+    expect(read(/^harness\.worker-.*\.js$/)).toContain('tokenStatsGradCheck');
+    expect(readFileSync(`${dist}/index.html`, 'utf8')).not.toContain('harness');
   });
 });
