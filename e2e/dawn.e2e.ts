@@ -7,18 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CHROMIUM_VULKAN_LOADER, startDawn } from '../src/cli/node/dawn';
-import { setSubgroups, subgroupStatus } from '../src/engine/kernels/gpuFeatures';
-import { customKernelsActive, webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { decodeAttention, decodeAttentionFused } from '../src/engine/ops/decodeAttention';
-import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/ops/decodeAttentionReference';
-import { setGemvVariant } from '../src/engine/ops/quantMatmul';
-import { sampleTokens } from '../src/engine/ops/sample';
-import { sampleReference, type SamplingOptions } from '../src/engine/ops/sampleReference';
-import { tokenStats, tokenStatsReduceKey } from '../src/engine/ops/tokenStats';
-import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/ops/tokenStatsReference';
+import { subgroupStatus } from '../src/engine/webgpu/gpuFeatures.ts';
+import { customKernelsActive, webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
+import { decodeAttention, decodeAttentionFused } from '../src/engine/kernels/attention/decodeAttention.ts';
+import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/kernels/attention/decodeAttentionReference.ts';
+import { sampleTokens } from '../src/engine/kernels/sample/sample.ts';
+import { sampleReference, type SamplingOptions } from '../src/engine/kernels/sample/sampleReference.ts';
+import { tokenStats, tokenStatsReduceKey } from '../src/engine/kernels/token-stats/tokenStats.ts';
+import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/kernels/token-stats/tokenStatsReference.ts';
 import { quantCaseData, type QuantCaseSpec } from '../dev/test/quantCase';
 import { seededLogits, seededUpstream } from '../dev/test/seededLogits';
-import { parseModelConfig } from '../src/model/config';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { generate } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama } from '../src/model/llama';
 import { DenseWeight } from '../src/model/linear';
@@ -26,6 +25,7 @@ import { f16Quantizer, packF16x2, unpackF16x2 } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { quantCaseDense, quantCaseWeight, quantMatmulF64 } from '../dev/test/quantReference';
 import { maxAbs } from '../dev/test/maxAbs';
+import { setEngineOptions } from '../src/engine/options';
 
 const gpuErrors: string[] = [];
 
@@ -35,8 +35,7 @@ beforeAll(async () => {
   webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
 });
 afterAll(() => {
-  setSubgroups(true);
-  setGemvVariant(null);
+  setEngineOptions({ subgroups: true, gemvVariant: null });
 });
 
 describe('Node + Dawn (SwiftShader Vulkan): the webgpu backend Sparring registers', () => {
@@ -58,7 +57,7 @@ describe('Node + Dawn (SwiftShader Vulkan): the webgpu backend Sparring register
 
 for (const variant of ['subgroups', 'tree'] as const) {
   describe(`Dawn: token stats with the ${variant} row reduction`, () => {
-    beforeAll(() => setSubgroups(variant === 'subgroups'));
+    beforeAll(() => setEngineOptions({ subgroups: variant === 'subgroups' }));
     for (const [rows, vocab] of [[3, 4099], [4, 49152]] as const) {
       it(`[${rows}, ${vocab}] log-prob, entropy and reference log-prob match float64 within 1e-5`, async () => {
         const seed = 3000 + vocab;
@@ -108,7 +107,7 @@ describe('Dawn: quantised matmul, forward and backward through the frozen weight
     it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}]${c.gemv ? ` (${c.gemv} GEMV)` : ''} matches float64`, async () => {
       const { w, x, dy } = quantCaseData(c);
       const weight = quantCaseWeight(c, w);
-      setGemvVariant(c.gemv ?? null);
+      setEngineOptions({ gemvVariant: c.gemv ?? null });
       const xt = tf.tensor2d(x, [c.rows, c.in]);
       const dyt = tf.tensor2d(dy, [c.rows, c.out]);
       const y = weight.matmul(xt);

@@ -3,7 +3,7 @@
 // switches (learn path, optimiser path ...) the file's tests may leave changed.
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startDawn } from '../src/cli/node/dawn';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 
 export function useDawn(reset: () => void = () => {}): void {
   const gpuErrors: string[] = [];

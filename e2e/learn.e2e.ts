@@ -1,4 +1,4 @@
-// The planned learning step (src/engine/plan/learnPlan.ts, src/model/plannedLearn.ts) in Node +
+// The planned learning step (src/engine/plan/learnPlan.ts, src/model/planned/learn.ts) in Node +
 // Dawn on SwiftShader's Vulkan driver: per-token statistics and LoRA gradients against tfjs
 // autodiff of the same loss on the same batch (src/rl's formulas through tf.variableGrads over the
 // op-by-op path), against finite differences, on f32 / f16 / int8 / int4 bases, LoRA subsets and a
@@ -6,11 +6,11 @@
 // with activations recomputed per layer (equal to the kept plan's, and the planner's bytes).
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { disposeLlama, linearLayers, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
-import { learnShapeBlocker, plannedLearnForward, setLearnMemoryBudget } from '../src/model/plannedLearn';
-import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/model/learnMemory';
+import { learnShapeBlocker, plannedLearnForward } from '../src/model/planned/learn.ts';
+import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/contract/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { syntheticModel } from '../dev/bench/synthetic';
@@ -18,18 +18,20 @@ import { mulberry32 } from '../src/model/random';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';
 import { klPenalty } from '../src/rl/kl';
-import { lossGradsAt, plannedGrads, plannedMicroBatches, plannedReferenceLogp, plannedRolloutStats, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
+import { lossGradsAt, plannedGrads, plannedReferenceLogp, plannedRolloutStats } from '../src/rl/plannedLearn';
+import { plannedMicroBatches, type StatTensors } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { rlStep, type RlLoopConfig } from '../src/rl/loop';
-import { learnMicroBatchRows, setLearnRecompute, type LearnRecompute } from '../src/model/plannedLearn';
-import type { LearnLoraShape } from '../src/model/learnMemory';
+import { learnMicroBatchRows, type LearnRecompute } from '../src/model/planned/learn.ts';
+import type { LearnLoraShape } from '../src/contract/learnMemory';
 import { ADV, adapters, B, BATCH, fixture, OLD, T, TEMP } from './learnFixture';
 import { useDawn } from './dawnSetup';
+import { setEngineOptions } from '../src/engine/options';
 
 useDawn(() => {
-  setLearnPath('planned');
+  setEngineOptions({ learnPath: 'planned' });
 });
 
 const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
@@ -307,12 +309,12 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       const est = bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B));
       expect(est).toBe(f.plan.plan.bytes);
       // (a byte under the recompute layout, the smaller one, so neither fits)
-      setLearnMemoryBudget(bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B, true)) - 1);
+      setEngineOptions({ learnMemoryBudget: bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B, true)) - 1 });
       try {
         expect(learnShapeBlocker(model, B, 5, T)).toMatch(/over the budget/);
         expect(await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).toBeNull();
       } finally {
-        setLearnMemoryBudget(2 ** 31);
+        setEngineOptions({ learnMemoryBudget: 2 ** 31 });
       }
       expect(learnShapeBlocker(model, B, 5, T)).toBeNull();
       // And the planned AdamW over the same adapters allocates what the planner's optimizer scope says.
@@ -355,14 +357,14 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
         const limits = webgpuDevice().limits;
         const want = learnStepRows(model.config, lora, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize, budgetBytes: bytes });
         expect(want.microBatchRows).toBe(budget === 'one row' ? 1 : B);
-        setLearnMemoryBudget(bytes);
+        setEngineOptions({ learnMemoryBudget: bytes });
         const n0 = plannedMicroBatches();
         const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
         const passes = plannedMicroBatches() - n0;
         expect(passes).toBe(want.accumulationSteps);
         results.push({ passes, metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
       } finally {
-        setLearnMemoryBudget(2 ** 31);
+        setEngineOptions({ learnMemoryBudget: 2 ** 31 });
         disposeLlama(model);
       }
     }
@@ -402,13 +404,13 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
         const model = fixture('tiny-llama-f32');
         try {
           const set = adapters(model);
-          setLearnPath(path);
+          setEngineOptions({ learnPath: path });
           const n0 = plannedMicroBatches();
           const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
           expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? microBatches : 0);
           results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
         } finally {
-          setLearnPath('planned');
+          setEngineOptions({ learnPath: 'planned' });
           disposeLlama(model);
         }
       }
@@ -470,13 +472,13 @@ describe('planned LoRA learning step on Dawn (SwiftShader): PPO with a value hea
       const head = new ValueHead(model.config.hiddenSize);
       try {
         const set = adapters(model);
-        setLearnPath(path);
+        setEngineOptions({ learnPath: path });
         const n0 = plannedMicroBatches();
         const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }), valueHead: head }, batch, { temperature: TEMP, vfCoef: 0.5 });
         expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
         results.push({ metrics, params: await Promise.all([...set.variables(), ...head.variables()].map(async (v) => (await v.data()) as Float32Array)) });
       } finally {
-        setLearnPath('planned');
+        setEngineOptions({ learnPath: 'planned' });
         head.dispose();
         disposeLlama(model);
       }
@@ -545,14 +547,12 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
   // learnPlan.ts `recompute`: each layer keeps its input, the backward rebuilds the layer's other
   // activations into one shared set just before the layer's backward.
   afterEach(() => {
-    setLearnRecompute('auto');
-    setLearnMemoryBudget(2 ** 31);
-    setLearnPath('planned');
+    setEngineOptions({ learnRecompute: 'auto', learnMemoryBudget: 2 ** 31, learnPath: 'planned' });
   });
 
   /** One planned forward (with the reference pass) and backward under a recompute setting: raw statistics and gradients. */
   async function planned(model: LlamaModel, set: LoraSet, mode: LearnRecompute) {
-    setLearnRecompute(mode);
+    setEngineOptions({ learnRecompute: mode });
     const f = await plannedForward(model, set, packSequences(BATCH), TEMP, true);
     const refLogp = tf.tensor2d(OLD); // any fixed reference for the KL term
     const lg = await lossGradsAt(f.logp, f.entropy, B, T, (s) => grpoLoss(s, refLogp, true));
@@ -636,12 +636,11 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
         const shape = { promptLen: 8, responseLen: T };
         const budget = bytesOf(learnStepBuffers(model.config, lora, shape, B, true));
         expect(bytesOf(learnStepBuffers(model.config, lora, shape, B, false))).toBeGreaterThan(budget);
-        setLearnMemoryBudget(budget);
-        setLearnPath(path);
+        setEngineOptions({ learnMemoryBudget: budget, learnPath: path });
         // Kept: fewer rows a micro-batch; auto: all 3 rows in one, recomputed.
-        setLearnRecompute('off');
+        setEngineOptions({ learnRecompute: 'off' });
         expect(learnMicroBatchRows(model, B, 5, T)).toBeLessThan(B);
-        setLearnRecompute('auto');
+        setEngineOptions({ learnRecompute: 'auto' });
         expect(learnMicroBatchRows(model, B, 5, T)).toBe(B);
         const n0 = plannedMicroBatches();
         const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
@@ -668,7 +667,7 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
     const model = fixture('tiny-llama-f32');
     try {
       const set = adapters(model);
-      setLearnRecompute('on');
+      setEngineOptions({ learnRecompute: 'on' });
       expect(await learnBuffersAfterWarmUp(model, set)).toEqual([]);
       expect((await plannedForward(model, set, packSequences(BATCH), TEMP)).plan.opts.recompute).toBe(true);
     } finally {

@@ -6,11 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
 import { disposeLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import type { LoraConfig, LoraSet } from '../src/model/lora';
-import { plannedLearnForward, setDropoutMaskGroupBytes, setLearnRecompute } from '../src/model/plannedLearn';
-import { learnStepBuffers } from '../src/model/learnMemory';
+import { plannedLearnForward } from '../src/model/planned/learn.ts';
+import { learnStepBuffers } from '../src/contract/learnMemory';
 import { int4Quantizer } from '../src/model/quant';
 import { packSequences } from '../src/rl/policy';
-import { plannedMicroBatches, setLearnPath } from '../src/rl/plannedLearn';
+import { plannedMicroBatches } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
@@ -19,9 +19,10 @@ import { createRun } from '../src/recipes/registry';
 import { letterJudge, loadWithCharCodec, stableReport } from '../dev/test/recipeTesting';
 import { ADV, B, BATCH, adapters as drawnAdapters, maxAbs, OLD, plannedPgGrads, relErrors, T, TEMP, tfjsPgGrads, fixture as load } from './learnFixture';
 import { useDawn } from './dawnSetup';
+import { setEngineOptions } from '../src/engine/options';
 
 useDawn(() => {
-  setLearnPath('planned');
+  setEngineOptions({ learnPath: 'planned' });
 });
 
 /** Adapters with dropout 0.1 unless asked otherwise. */
@@ -51,7 +52,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
   for (const [name, opts, groupBytes] of [['f32', {}, 64 * 2 ** 20], ['int4 (each mask drawn and packed alone)', { quantize: int4Quantizer(16) }, 1]] as const) {
     it(`${name} base, dropout 0.1 on every projection: statistics and gradients equal tfjs autodiff with the same masks, counters advance alike`, async () => {
       const model = fixture(opts);
-      setDropoutMaskGroupBytes(groupBytes);
+      setEngineOptions({ dropoutMaskGroupBytes: groupBytes });
       try {
         const set = adapters(model);
         // Past zero, as after some steps of a resumed run.
@@ -67,7 +68,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
         expect(counters(set)).toEqual(cPlan);
         expect(Math.max(...relErrors(plain.flat, c.tfGrads))).toBeGreaterThan(1e-2);
       } finally {
-        setDropoutMaskGroupBytes(64 * 2 ** 20);
+        setEngineOptions({ dropoutMaskGroupBytes: 64 * 2 ** 20 });
         disposeLlama(model);
       }
     });
@@ -75,7 +76,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
 
   it('activations recomputed: the rebuilt layers apply the forward\'s masks again (gradients equal tfjs autodiff), the planner counts their dispatches to the byte', async () => {
     const model = fixture();
-    setLearnRecompute('on');
+    setEngineOptions({ learnRecompute: 'on' });
     try {
       const set = adapters(model);
       // The bytes before any gradient is read back (readGrads, a test's, adds a buffer).
@@ -88,7 +89,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
       expect(c.stats).toBeLessThan(1e-4);
       expect(Math.max(...c.rel)).toBeLessThan(1e-4);
     } finally {
-      setLearnRecompute('auto');
+      setEngineOptions({ learnRecompute: 'auto' });
       disposeLlama(model);
     }
   });
@@ -116,7 +117,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
       const model = fixture();
       try {
         const set = adapters(model);
-        setLearnPath(path);
+        setEngineOptions({ learnPath: path });
         const n0 = plannedMicroBatches();
         const opt = new AdamW({ lr: 1e-3, eps: 1e-4 });
         const metrics: Record<string, number>[] = [];
@@ -124,7 +125,7 @@ describe('LoRA dropout on the planned learning step (Dawn, SwiftShader)', () => 
         for (let k = 0; k < 2; k++) metrics.push(await learnStep({ model, lora: set, optimizer: opt }, batch, { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2, temperature: TEMP }));
         results.push({ metrics: metrics[1], params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)), calls: counters(set), passes: plannedMicroBatches() - n0 });
       } finally {
-        setLearnPath('planned');
+        setEngineOptions({ learnPath: 'planned' });
         disposeLlama(model);
       }
     }

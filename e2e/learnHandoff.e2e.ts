@@ -9,19 +9,19 @@ import { disposeLlama, type LlamaModel } from '../src/model/llama';
 import { mulberry32 } from '../src/model/random';
 import { policyStats, ValueHead } from '../src/rl/policy';
 import { ppoClipLoss, valueLoss } from '../src/rl/policyLoss';
-import { plannedGrads, plannedMicroBatches, setLearnPath, type StatTensors } from '../src/rl/plannedLearn';
-import { setOptimizerPath } from '../src/rl/plannedOptim';
+import { plannedGrads } from '../src/rl/plannedLearn';
+import { plannedMicroBatches, type StatTensors } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { ADV, adapters, BATCH, OLD, TEMP, fixture as load } from './learnFixture';
 import { useDawn } from './dawnSetup';
+import { setEngineOptions } from '../src/engine/options';
 
 const fixture = () => load('tiny-llama-f32');
 
 useDawn(() => {
-  setLearnPath('planned');
-  setOptimizerPath('planned');
+  setEngineOptions({ learnPath: 'planned', optimizerPath: 'planned' });
 });
 
 /** A value head with drawn weights (w = 0 would send no gradient into the hidden state). */
@@ -95,7 +95,7 @@ describe('the planned learning step keeps its gradients on the GPU (Dawn, SwiftS
   it('with the tfjs optimiser (or a critic optimiser) the gradients come out once per step, one tensor per variable', async () => {
     const model = fixture();
     const optimizer = new AdamW({ lr: 1e-3, eps: 1e-4 });
-    setOptimizerPath('tfjs');
+    setEngineOptions({ optimizerPath: 'tfjs' });
     try {
       const set = adapters(model);
       const step = () => learnStep({ model, lora: set, optimizer }, LEARN_BATCH, { temperature: TEMP, microBatchSize: 1 });
@@ -106,7 +106,7 @@ describe('the planned learning step keeps its gradients on the GPU (Dawn, SwiftS
       // The metrics and tfjs's clip norm.
       expect(c.readbacks).toBe(2);
     } finally {
-      setOptimizerPath('planned');
+      setEngineOptions({ optimizerPath: 'planned' });
       optimizer.dispose();
       disposeLlama(model);
     }
@@ -131,15 +131,13 @@ describe('learnStep on the planned path equals tfjs (Dawn, SwiftShader)', () => 
           const set = adapters(model);
           const trained = () => Promise.all([...set.variables(), ...(valueHead?.variables() ?? [])].map(async (v) => Float32Array.from(await v.data())));
           const before = await trained();
-          setLearnPath(path);
-          setOptimizerPath(path === 'tfjs' ? 'tfjs' : optimizerPath);
+          setEngineOptions({ learnPath: path, optimizerPath: path === 'tfjs' ? 'tfjs' : optimizerPath });
           const n0 = plannedMicroBatches();
           const metrics = await learnStep({ model, lora: set, optimizer, valueHead }, batch, config);
           expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? passes : 0);
           results.push({ metrics, params: await trained(), before });
         } finally {
-          setLearnPath('planned');
-          setOptimizerPath('planned');
+          setEngineOptions({ learnPath: 'planned', optimizerPath: 'planned' });
           optimizer.dispose();
           valueHead?.dispose();
           disposeLlama(model);

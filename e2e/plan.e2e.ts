@@ -1,4 +1,4 @@
-// The planned decode path (src/engine/plan/, src/model/plannedDecode.ts) in Node + Dawn on
+// The planned decode path (src/engine/plan/, src/model/planned/decode.ts) in Node + Dawn on
 // SwiftShader's Vulkan driver: against the golden fixtures and against the tfjs op-by-op path on
 // the same weights (f32, f16, int8, int4; LoRA on and off; left-padded batches; GQA), draw for draw,
 // with its dispatch budget and no buffer made after warm-up.
@@ -8,20 +8,21 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { DecodePlan } from '../src/engine/plan/decodePlan';
 import { maxAbs } from '../dev/test/maxAbs';
-import { parseModelConfig } from '../src/model/config';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
-import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans, setDecodePath, setPlannedAttention, setPlannedGemv, setPrefillPath, setTokensPerRun } from '../src/model/plannedDecode';
+import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans } from '../src/model/planned/decode.ts';
 import { prefillChunk, SPLITK_MIN_CAPACITY } from '../src/engine/plan/decodePlan';
 import { SPLITK_SEGMENT } from '../src/engine/plan/decodeKernels';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../dev/bench/synthetic';
 import type { LoadOptions } from '../src/model/llama';
+import { setEngineOptions } from '../src/engine/options';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -29,9 +30,7 @@ beforeAll(async () => {
   webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
 });
 afterAll(() => {
-  setDecodePath('planned');
-  setPrefillPath('planned');
-  setTokensPerRun(8);
+  setEngineOptions({ decodePath: 'planned', prefillPath: 'planned', tokensPerRun: 8 });
 });
 
 interface Golden {
@@ -59,9 +58,9 @@ async function tfjsLogits(model: LlamaModel, rows: number[][]): Promise<Float32A
 }
 
 async function bothPaths(model: LlamaModel, prompts: number[][], opts: GenerateOptions) {
-  setDecodePath('tfjs');
+  setEngineOptions({ decodePath: 'tfjs' });
   const ref = await generate(model, prompts, opts);
-  setDecodePath('planned');
+  setEngineOptions({ decodePath: 'planned' });
   const got = await generate(model, prompts, opts);
   return { ref, got };
 }
@@ -137,7 +136,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   ] as const) {
     it(`${format}, ${shape} GEMV: left-padded GQA batch, teacher-forced logits within 1e-4 of tfjs; seeded sampling draw for draw`, async () => {
       const { model } = fixture('tiny-llama-f32', quantize ? { quantize } : {});
-      setPlannedGemv(shape);
+      setEngineOptions({ plannedGemv: shape });
       try {
         // the planned prefill's last logits (the first draw's) against tfjs's forward
         expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
@@ -148,7 +147,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
         expect(got.mask).toEqual(ref.mask);
         expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
       } finally {
-        setPlannedGemv(null);
+        setEngineOptions({ plannedGemv: null });
         releaseDecodePlans(model);
         disposeLlama(model);
       }
@@ -158,7 +157,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   for (const shape of ['thread', 'split', 'tile'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
     const { model } = fixture('tiny-llama-f32');
     const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
-    setPlannedGemv(shape);
+    setEngineOptions({ plannedGemv: shape });
     try {
       // B starts at zero (a fresh adapter is the identity): give it values so the branch shows.
       for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
@@ -178,7 +177,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       const { ref, got } = await bothPaths(model, prompts, { maxNewTokens: 10, temperature: 1, seed: 3 });
       expect(got.tokens).toEqual(ref.tokens);
     } finally {
-      setPlannedGemv(null);
+      setEngineOptions({ plannedGemv: null });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -192,7 +191,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       expect(model.config.numKvHeads).toBeLessThan(model.config.numHeads); // GQA
       for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
       for (const shape of ['thread', 'split', 'tile'] as const) {
-        setPlannedGemv(shape);
+        setEngineOptions({ plannedGemv: shape });
         for (const on of [true, false]) {
           set.enabled = on;
           expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
@@ -205,7 +204,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
         releaseDecodePlans(model);
       }
     } finally {
-      setPlannedGemv(null);
+      setEngineOptions({ plannedGemv: null });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -233,12 +232,12 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
       max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
     }, 5, { quantize: f16Quantizer() });
-    setPlannedGemv(shape);
+    setEngineOptions({ plannedGemv: shape });
     try {
       expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
       expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
     } finally {
-      setPlannedGemv(null);
+      setEngineOptions({ plannedGemv: null });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -247,7 +246,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   it('split-K attention (forced) over three cache segments: a left-padded GQA batch with LoRA on, logits within 1e-4 of tfjs, greedy and seeded draws identical', async () => {
     const { model } = fixture('tiny-llama-f32');
     const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
-    setPlannedAttention('splitk');
+    setEngineOptions({ plannedAttention: 'splitk' });
     try {
       for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
       expect(model.config.numKvHeads).toBeLessThan(model.config.numHeads); // GQA
@@ -268,7 +267,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       expect(d.attention).toBe('splitk');
       expect(d.perLayer).toBe(12);
     } finally {
-      setPlannedAttention(null);
+      setEngineOptions({ plannedAttention: null });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -293,13 +292,13 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   for (const shape of ['thread', 'split', 'tile'] as const) {
     it(`a batch of 20 rows spans several row blocks (${shape} GEMV): teacher-forced logits within 1e-4 of tfjs`, async () => {
       const { model } = fixture('tiny-llama-f32');
-      setPlannedGemv(shape);
+      setEngineOptions({ plannedGemv: shape });
       try {
         const many = Array.from({ length: 20 }, (_, b) => [1, ...Array.from({ length: 1 + (b % 5) }, (_, t) => (13 * b + 7 * t + 3) % 64)]);
         const steps = Array.from({ length: 2 }, (_, t) => many.map((_, b) => (5 * b + 9 * t + 1) % 64));
         expect(await forcedAgainstTfjs(model, many, steps)).toBeLessThan(1e-4);
       } finally {
-        setPlannedGemv(null);
+        setEngineOptions({ plannedGemv: null });
         releaseDecodePlans(model);
         disposeLlama(model);
       }
@@ -313,16 +312,16 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       await generate(model, prompts, opts); // warm-up: the plan is built here
       const prof = await tf.profile(async () => void (await generate(model, prompts, opts)));
       expect(prof.kernels.map((k) => k.name)).toEqual([]);
-      setPrefillPath('tfjs');
+      setEngineOptions({ prefillPath: 'tfjs' });
       const viaTfjs = await generate(model, prompts, opts);
       const profTfjs = await tf.profile(async () => void (await generate(model, prompts, opts)));
-      setPrefillPath('planned');
+      setEngineOptions({ prefillPath: 'planned' });
       expect(profTfjs.kernels.length).toBeGreaterThan(0); // the switch does take the tfjs prefill
       const planned = await generate(model, prompts, opts);
       expect(planned.tokens).toEqual(viaTfjs.tokens);
       expect(maxAbs(planned.logprobs.flat(), viaTfjs.logprobs.flat())).toBeLessThan(1e-4);
     } finally {
-      setPrefillPath('planned');
+      setEngineOptions({ prefillPath: 'planned' });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -349,13 +348,13 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       const opts = { maxNewTokens: 10, temperature: 1, seed: 5, stopTokens: [2, 9] };
       const runs = [];
       for (const n of [1, 3, 8]) {
-        setTokensPerRun(n);
+        setEngineOptions({ tokensPerRun: n });
         runs.push(await generate(model, prompts, opts));
       }
       expect(runs[1]).toEqual(runs[0]);
       expect(runs[2]).toEqual(runs[0]);
     } finally {
-      setTokensPerRun(8);
+      setEngineOptions({ tokensPerRun: 8 });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -374,7 +373,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       expect(d.attention).toBe('whole');
       // split-K attention: one dispatch more per layer (its combine), still inside the budget;
       // the prefill keeps the whole-cache kernel
-      setPlannedAttention('splitk');
+      setEngineOptions({ plannedAttention: 'splitk' });
       const k = plannedDispatches(model, 3, 32);
       expect(k.attention).toBe('splitk');
       expect(k.perLayer).toBe(d.perLayer + 1);
@@ -382,17 +381,15 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       expect(k.draw + k.embed + k.head).toBe(d.draw + d.embed + d.head);
       expect(k.prefill).toEqual(d.prefill);
       // the planner's own pick: split-K on the GPU layout above SPLITK_MIN_CAPACITY slots only
-      setPlannedAttention(null);
-      setPlannedGemv('split');
+      setEngineOptions({ plannedAttention: null, plannedGemv: 'split' });
       expect(plannedDispatches(model, 1, SPLITK_MIN_CAPACITY).attention).toBe('whole');
       const long = plannedDispatches(model, 1, SPLITK_MIN_CAPACITY + 64);
       expect(long.attention).toBe('splitk');
       expect(long.perLayer).toBeLessThanOrEqual(8);
-      setPlannedGemv('thread');
+      setEngineOptions({ plannedGemv: 'thread' });
       expect(plannedDispatches(model, 1, SPLITK_MIN_CAPACITY + 64).attention).toBe('whole');
     } finally {
-      setPlannedAttention(null);
-      setPlannedGemv(null);
+      setEngineOptions({ plannedAttention: null, plannedGemv: null });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -400,7 +397,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
 
   for (const [att, ps] of [[null, prompts], ['splitk', longPrompts]] as const) it(`creates no GPU buffer in a planned generation after warm-up (20 steps, the prefill included; ${att ?? 'default'} attention)`, async () => {
     const { model } = fixture('tiny-llama-f32');
-    setPlannedAttention(att);
+    setEngineOptions({ plannedAttention: att });
     const device = webgpuDevice();
     const create = device.createBuffer.bind(device);
     const run = DecodePlan.prototype.run;
@@ -409,7 +406,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     let runs = 0;
     try {
       const opts = { maxNewTokens: 20, temperature: 1, seed: 1 };
-      setTokensPerRun(4);
+      setEngineOptions({ tokensPerRun: 4 });
       await generate(model, ps, opts); // warm-up: the plan is built here
       device.createBuffer = (d: GPUBufferDescriptor) => {
         if (inRun) made++;
@@ -438,8 +435,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     } finally {
       DecodePlan.prototype.run = run;
       device.createBuffer = create;
-      setTokensPerRun(8);
-      setPlannedAttention(null);
+      setEngineOptions({ tokensPerRun: 8, plannedAttention: null });
       releaseDecodePlans(model);
       disposeLlama(model);
     }

@@ -8,15 +8,16 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { countGpuWork } from '../src/engine/gpuCounters';
-import { webgpuDevice } from '../src/engine/kernels/wgslProgram';
-import { parseModelConfig } from '../src/model/config';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
+import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
 import { parseSafetensors } from '../src/model/safetensors';
-import { exportLoraState, importLoraState } from '../src/recipes/state';
+import { exportLoraState, importLoraState } from '../src/recipes/kit/state.ts';
 import { rlStep } from '../src/rl/loop';
 import { AdamW } from '../src/rl/optim';
-import { plannedUpdate, setOptimizerPath, type OptimizerPath } from '../src/rl/plannedOptim';
+import { plannedUpdate, type OptimizerPath } from '../src/rl/plannedOptim';
+import { setEngineOptions } from '../src/engine/options';
 
 const gpuErrors: string[] = [];
 let model: LlamaModel;
@@ -27,7 +28,7 @@ beforeAll(async () => {
   model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))));
 });
 afterAll(() => {
-  setOptimizerPath('planned');
+  setEngineOptions({ optimizerPath: 'planned' });
   disposeLlama(model);
 });
 
@@ -51,7 +52,7 @@ function run(): Run {
     lora,
     optimizer,
     async step(s, path) {
-      setOptimizerPath(path);
+      setEngineOptions({ optimizerPath: path });
       const r = await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response.filter((t) => t % 3 === 0).length) / response.length }, PROMPTS, s, {
         groupSize: 3,
         maxNewTokens: 4,

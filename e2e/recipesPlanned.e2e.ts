@@ -12,23 +12,22 @@ import { nodeRecipeEnv } from '../src/cli/recipe-env';
 import { disposeLlama, forward, PROJ_NAMES, type LlamaModel } from '../src/model/llama';
 import { createRun, recipeNames } from '../src/recipes/registry';
 import { letterJudge, loadWithCharCodec } from '../dev/test/recipeTesting';
-import { plannedGrads, plannedLearnBlocker, plannedMicroBatches, plannedMicroBatchesOf, setLearnPath } from '../src/rl/plannedLearn';
+import { plannedGrads, plannedLearnBlocker } from '../src/rl/plannedLearn';
+import { plannedMicroBatches, plannedMicroBatchesOf } from '../src/model/planned/learnStep';
 import { LoraAdapter, type LoraSet } from '../src/model/lora';
 import { int4Quantizer } from '../src/model/quant';
-import { noiserSftStep } from '../src/recipes/tokenbuncher';
+import { noiserSftStep } from '../src/recipes/tokenbuncher/tokenbuncher.ts';
 import { AdamW } from '../src/rl/optim';
-import { setOptimizerPath } from '../src/rl/plannedOptim';
 import { packSequences } from '../src/rl/policy';
 import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from '../src/rl/tokenNoiser';
 import { fromRows } from '../src/rl/types';
 import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
-import { setLearnMemoryBudget } from '../src/model/plannedLearn';
-import { learnStepBuffers } from '../src/model/learnMemory';
+import { learnStepBuffers } from '../src/contract/learnMemory';
 import { useDawn } from './dawnSetup';
+import { setEngineOptions } from '../src/engine/options';
 
 useDawn(() => {
-  setLearnPath('planned');
-  setOptimizerPath('planned');
+  setEngineOptions({ learnPath: 'planned', optimizerPath: 'planned' });
 });
 
 const M = 'tiny-llama-f32';
@@ -178,9 +177,7 @@ describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfj
       const o = { epsilon: EPS, seed: SEED, lr: 1e-2, maxGradNorm: 1e9, pad: 0 };
       const runOn = async (path: 'planned' | 'tfjs', budget = 2 ** 31) => {
         set.variables().forEach((v, i) => v.assign(start[i]));
-        setLearnPath(path);
-        setOptimizerPath(path);
-        setLearnMemoryBudget(budget);
+        setEngineOptions({ learnPath: path, optimizerPath: path, learnMemoryBudget: budget });
         const before = plannedMicroBatches();
         const m = await noiserSftStep({ model, lora: set, optimizer: new AdamW({ lr: o.lr, weightDecay: 0.01 }) }, rollout, fromRows(NOISER_MASK), o);
         return { m, planned: plannedMicroBatches() - before, after: await Promise.all(set.variables().map((v) => v.data())) };
@@ -205,9 +202,7 @@ describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfj
       expect(ref.m['noiser/tokens']).toBe(8);
       tf.dispose(start);
     } finally {
-      setLearnPath('planned');
-      setOptimizerPath('planned');
-      setLearnMemoryBudget(2 ** 31);
+      setEngineOptions({ learnPath: 'planned', optimizerPath: 'planned', learnMemoryBudget: 2 ** 31 });
       disposeLlama(model);
     }
   });

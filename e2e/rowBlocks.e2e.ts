@@ -1,37 +1,35 @@
 // Weights held in row blocks (a projection or an LM head over maxStorageBufferBindingSize) on the
 // planned paths, Node + Dawn on SwiftShader. The loader splits a weight into blocks of one binding
-// each (src/engine/kernels/limits.ts rowChunks); a lowered binding limit at load time
-// (setBindingLimitOverride) makes the tiny fixture's weights blocked. The learn plan binds each
+// each (src/engine/webgpu/limits.ts rowChunks); a lowered binding limit at load time
+// (EngineOptions.bindingLimit) makes the tiny fixture's weights blocked. The learn plan binds each
 // block and dispatches per block: its statistics and LoRA gradients equal tfjs autodiff. The decode
 // plan takes a blocked head (and embedding) and blocked projections (one GEMV per block; q, k, v
 // in blocks of whole heads): logits and draws equal tfjs.
 import { describe, expect, it } from 'vitest';
-import { setBindingLimitOverride } from '../src/engine/kernels/limits';
 import { disposeLlama, forward, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { generate } from '../src/model/generate';
-import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, setDecodePath, setPlannedGemv, unplannableReason } from '../src/model/plannedDecode';
-import { unplannableLearnReason } from '../src/model/plannedLearn';
+import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, unplannableReason } from '../src/model/planned/decode.ts';
+import { unplannableLearnReason } from '../src/model/planned/learn.ts';
 import { int4Quantizer } from '../src/model/quant';
-import { plannedMicroBatches, setLearnPath } from '../src/rl/plannedLearn';
+import { plannedMicroBatches } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { ADV, ALL, BATCH, adapters as drawnAdapters, maxAbs, OLD, plannedPgGrads, relErrors, TEMP, tfjsPgGrads, fixture as load } from './learnFixture';
 import { useDawn } from './dawnSetup';
+import { setEngineOptions } from '../src/engine/options';
 
 useDawn(() => {
-  setBindingLimitOverride(null);
-  setDecodePath('planned');
-  setLearnPath('planned');
+  setEngineOptions({ bindingLimit: null, decodePath: 'planned', learnPath: 'planned' });
 });
 
 /** The tiny fixture loaded under a binding limit of `bytes` (its weights then in row blocks). */
 function blockedFixture(bytes: number, opts: LoadOptions = {}): LlamaModel {
-  setBindingLimitOverride(bytes);
+  setEngineOptions({ bindingLimit: bytes });
   try {
     return load('tiny-llama-f32', opts);
   } finally {
-    setBindingLimitOverride(null);
+    setEngineOptions({ bindingLimit: null });
   }
 }
 
@@ -67,13 +65,13 @@ describe('planned learning step over weights in row blocks (Dawn, SwiftShader)',
       const model = blockedFixture(2048);
       try {
         const set = adapters(model);
-        setLearnPath(path);
+        setEngineOptions({ learnPath: path });
         const n0 = plannedMicroBatches();
         await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, { temperature: TEMP });
         expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
         results.push(await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)));
       } finally {
-        setLearnPath('planned');
+        setEngineOptions({ learnPath: 'planned' });
         disposeLlama(model);
       }
     }
@@ -97,9 +95,9 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
     }
     if (!draws) return;
     const opts = { maxNewTokens: 6, temperature: 0.9, seed: 17 };
-    setDecodePath('tfjs');
+    setEngineOptions({ decodePath: 'tfjs' });
     const ref = await generate(model, prompts, opts);
-    setDecodePath('planned');
+    setEngineOptions({ decodePath: 'planned' });
     const got = await generate(model, prompts, opts);
     expect(got.tokens).toEqual(ref.tokens);
     expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
@@ -114,7 +112,7 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
       expect(plannedDecodeFor(model)).not.toBeNull();
       await decodeAgainstTfjs(model);
     } finally {
-      setDecodePath('planned');
+      setEngineOptions({ decodePath: 'planned' });
       releaseDecodePlans(model);
       disposeLlama(model);
     }
@@ -131,7 +129,7 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
         expect(unplannableReason(model)).toBeNull();
         await decodeAgainstTfjs(model);
       } finally {
-        setDecodePath('planned');
+        setEngineOptions({ decodePath: 'planned' });
         releaseDecodePlans(model);
         disposeLlama(model);
       }
@@ -146,11 +144,10 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
       expect(unplannableReason(model)).toBeNull();
       await decodeAgainstTfjs(model);
       // The workgroup-split layout GPUs take (its own epilogue): the logits.
-      setPlannedGemv('split');
+      setEngineOptions({ plannedGemv: 'split' });
       await decodeAgainstTfjs(model, false);
     } finally {
-      setPlannedGemv(null);
-      setDecodePath('planned');
+      setEngineOptions({ plannedGemv: null, decodePath: 'planned' });
       releaseDecodePlans(model);
       disposeLlama(model);
     }

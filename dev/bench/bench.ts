@@ -19,7 +19,7 @@ import { serveFolder } from '../servers/staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
 import { LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from './learnBench';
-import { ROOFLINE_HEADER, rooflineRows, type Roofline } from '../../src/engine/plan/roofline';
+import { ROOFLINE_HEADER, rooflineRows, type Roofline } from '../../src/engine';
 import { flagValue } from './benchReport';
 import { decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from './decodeBench';
 

@@ -2,12 +2,11 @@
 // tokens/s, dispatches per token, host milliseconds per token and weight bytes streamed per
 // second. Host time is the wall time less the time spent waiting for readbacks (mapAsync), so it
 // is the CPU time spent encoding and submitting, on either path.
-import { countGpuWork } from '../../src/engine/gpuCounters';
+import { countGpuWork, engineOptions, setEngineOptions, type DecodeAttention } from '../../src/engine';
 import { generate } from '../../src/model/generate';
 import type { LlamaModel } from '../../src/model/llama';
 import { PROJ_NAMES } from '../../src/model/llama';
-import { decodePath, setDecodePath, setPlannedAttention, setPrefillPath, takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from '../../src/model/plannedDecode';
-import type { DecodeAttention } from '../../src/engine/plan/decodePlan';
+import { takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from '../../src/model/planned/decode.ts';
 import { median } from './throughput';
 
 export interface DecodeBenchCase {
@@ -49,8 +48,8 @@ function benchPrompts(model: LlamaModel, c: DecodeBenchCase): number[][] {
 
 /** One path: per-token figures from (1 + steps tokens) - (1 token), medians over reps. */
 async function benchPath(model: LlamaModel, c: DecodeBenchCase, path: DecodePath): Promise<DecodeBenchResult> {
-  const before = decodePath();
-  setDecodePath(path);
+  const before = engineOptions().decodePath;
+  setEngineOptions({ decodePath: path });
   try {
     const ps = benchPrompts(model, c);
     const opts = { temperature: 1, seed: 1 };
@@ -80,7 +79,7 @@ async function benchPath(model: LlamaModel, c: DecodeBenchCase, path: DecodePath
       weightGBps: decodeWeightBytes(model) / (msPerToken / 1000) / 1e9,
     };
   } finally {
-    setDecodePath(before);
+    setEngineOptions({ decodePath: before });
   }
 }
 
@@ -111,11 +110,11 @@ export async function benchPlannedAttention(model: LlamaModel, c: DecodeBenchCas
   const out: { attention: DecodeAttention; r: DecodeBenchResult }[] = [];
   try {
     for (const attention of ['whole', 'splitk'] as const) {
-      setPlannedAttention(attention);
+      setEngineOptions({ plannedAttention: attention });
       out.push({ attention, r: await benchPath(model, c, 'planned') });
     }
   } finally {
-    setPlannedAttention(null);
+    setEngineOptions({ plannedAttention: null });
   }
   return out;
 }
@@ -156,12 +155,11 @@ export interface RolloutBenchResult extends RolloutBenchCase {
 export async function benchRollouts(model: LlamaModel, c: RolloutBenchCase): Promise<RolloutBenchResult[]> {
   const ps = benchPrompts(model, { batch: c.batch, promptLen: c.promptLen, steps: c.newTokens, reps: c.reps });
   const opts = { temperature: 1, seed: 1, maxNewTokens: c.newTokens };
-  const before = decodePath();
+  const before = engineOptions().decodePath;
   const out: RolloutBenchResult[] = [];
   try {
     for (const way of ['tfjs', 'planned, tfjs prefill', 'planned'] as const) {
-      setDecodePath(way === 'tfjs' ? 'tfjs' : 'planned');
-      setPrefillPath(way === 'planned' ? 'planned' : 'tfjs');
+      setEngineOptions({ decodePath: way === 'tfjs' ? 'tfjs' : 'planned', prefillPath: way === 'planned' ? 'planned' : 'tfjs' });
       await generate(model, ps, opts); // warm-up
       const ms: number[] = [];
       const pre: number[] = [];
@@ -178,8 +176,7 @@ export async function benchRollouts(model: LlamaModel, c: RolloutBenchCase): Pro
       out.push({ ...c, way, ms: median(ms), prefillGpuMs: median(pre) > 0 ? median(pre) : null, decodeGpuMs: median(dec) > 0 ? median(dec) : null, dispatches: median(disp) });
     }
   } finally {
-    setDecodePath(before);
-    setPrefillPath('planned');
+    setEngineOptions({ decodePath: before, prefillPath: 'planned' });
   }
   return out;
 }

@@ -5,7 +5,6 @@
 // file (dev/bench/build-gpu-bench.ts) so tfjs and the WGSL sources travel as one script. Needs a
 // Vulkan driver; `--swiftshader` uses Chromium's CPU one. SPARRING_WEBGPU_MODULE names a carried
 // copy of the `webgpu` package where node_modules is absent.
-import { setCustomKernels } from '../../src/engine/kernels/wgslProgram';
 import { profileDecode } from './profile';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from './synthetic';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from './throughput';
@@ -16,13 +15,10 @@ import { loadModel } from '../../src/model/load';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../../src/model/quant';
 import { folderSource } from '../../src/cli/fs-source';
 import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from './stepProfile';
-import { setOptimizerPath } from '../../src/rl/plannedOptim';
-import { setLearnRecompute } from '../../src/model/plannedLearn';
 import { benchLearnPaths, LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from './learnBench';
 import { kernelTable } from './kernelTable';
 import { BenchReport, flagValue } from './benchReport';
-import { measureRoofline, ROOFLINE_HEADER, rooflineRows, type Roofline } from '../../src/engine/plan/roofline';
-import { setPlannedAttention } from '../../src/model/plannedDecode';
+import { measureRoofline, ROOFLINE_HEADER, rooflineRows, setEngineOptions, type Roofline } from '../../src/engine';
 import { attentionBenchRows, ATTENTION_BENCH_HEADER, benchPlannedAttention } from './decodeBench';
 import { benchGrpoStepPaths, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from './learnBench';
 import { startDawn } from '../../src/cli/node/dawn';
@@ -121,7 +117,7 @@ async function learnSection(): Promise<void> {
   const rf = await rooflineOnce();
   const c = learnCase;
   // --recompute: the planned step recomputes activations per layer (else the planner's choice).
-  if (args.includes('--recompute')) setLearnRecompute('on');
+  if (args.includes('--recompute')) setEngineOptions({ learnRecompute: 'on' });
   const cases: [string, string, Loader][] = [['sandbox defender', 'f32', defenderF32], ['sandbox defender', 'int4', defenderInt4]];
   if (smolLearn) {
     cases.push(['SmolLM2-135M shape', 'f32', () => syntheticModel(SMOLLM2_135M_CONFIG)]);
@@ -182,7 +178,7 @@ if (profileOnly) {
       optRows.push([path, o.params, o.dispatches, o.submits, o.buffersCreated, o.readbacks, o.hostMs, o.ms]);
     }
     for (const path of ['tfjs', 'planned'] as const) {
-      setOptimizerPath(path);
+      setEngineOptions({ optimizerPath: path });
       const p = await profileGrpoStep(model, c);
       console.log(`\n== Node + Dawn: one GRPO step of the ${name}, ${c.prompts} prompts x G ${c.groupSize} x ${c.newTokens} new tokens, LoRA r ${c.rank} on every projection (after a warm-up step), optimiser: ${path}\n`);
       console.log(formatTable(['phase', 'ms'], Object.entries(p.phases).map(([k, v]) => [k, v])));
@@ -193,7 +189,7 @@ if (profileOnly) {
       console.log(`tfjs: ${p.tfjsKernels} kernels, ${p.newTensors} new tensors, peak ${(p.peakBytes / 2 ** 20).toFixed(1)} MiB\n`);
       console.log(formatTable(['tfjs kernel', 'count', 'GPU ms', 'MiB allocated'], p.kernels.slice(0, 15).map((k) => [k.name, k.count, k.gpuMs, k.bytes / 2 ** 20])));
     }
-    setOptimizerPath('planned');
+    setEngineOptions({ optimizerPath: 'planned' });
     console.log(`\n== Node + Dawn: the optimiser update alone (clip + skip check + AdamW) of the ${name}, LoRA r ${c.rank} on every projection, per update (mean of 5 after 2 warm-up)\n`);
     console.log(formatTable(['optimiser', 'parameters', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms', 'wall ms'], optRows));
     disposeLlama(model);
@@ -216,7 +212,7 @@ const formats = [
 async function decodeSection(): Promise<void> {
   if (skipped.has('decode') || !report.due('decode')) return;
   const rf = await rooflineOnce();
-  if (attentionArg) setPlannedAttention(attentionArg);
+  if (attentionArg) setEngineOptions({ plannedAttention: attentionArg });
   const rows: (string | number)[][] = [];
   // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
   // keeps the sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8. --all keeps
@@ -243,7 +239,7 @@ async function decodeSection(): Promise<void> {
       disposeLlama(model);
     }
   } finally {
-    setPlannedAttention(null);
+    setEngineOptions({ plannedAttention: null });
   }
   report.table('decode', `== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)${attentionArg ? `, planned attention forced to ${attentionArg}` : ''}`, DECODE_BENCH_HEADER, rows, [
     `host ms/token: wall less readback waits; GPU ms/token: the planned passes by timestamp queries; weight GB/s: projection and head bytes per decode step / ms per token; % stream: of the measured stream roofline (${rf.streamGBps.toPrecision(4)} GB/s).`,
@@ -310,10 +306,10 @@ const rows: (string | number)[][] = [];
 for (const batch of [1, 8]) {
   const c: ThroughputCase = { batch, promptLen: 64, decodeSteps: quick ? 8 : 32, reps: quick ? 2 : 5 };
   for (const on of [true, false]) {
-    setCustomKernels(on);
+    setEngineOptions({ customKernels: on });
     rows.push(row('SmolLM2-135M shape', on ? 'ours' : 'stock', await measureThroughput(smol, c)));
   }
-  setCustomKernels(true);
+  setEngineOptions({ customKernels: true });
 }
 console.log(formatTable(THROUGHPUT_HEADER, rows));
 

@@ -2,16 +2,11 @@
 // tfjs ops, medians over repeated runs after a warm-up, GPU work awaited through a readback of
 // the (small) outputs on both sides.
 import * as tf from '@tensorflow/tfjs';
-import { sampleTokens } from '../../src/engine/ops/sample';
-import { sampleReference } from '../../src/engine/ops/sampleReference';
-import { tokenStats, tokenStatsReduceKey, tokenStatsStock } from '../../src/engine/ops/tokenStats';
-import { decodeAttention, decodeAttentionStock } from '../../src/engine/ops/decodeAttention';
+import { sampleTokens, sampleReference, tokenStats, tokenStatsReduceKey, tokenStatsStock, decodeAttention, decodeAttentionStock, subgroupsActive, setEngineOptions } from '../../src/engine/index.ts';
 import { seededLogits } from '../test/seededLogits';
 import { median } from './throughput';
 import { Int4Weight, Int8Weight } from '../../src/model/quant';
 import { mulberry32 } from '../test/seededLogits';
-import { setCustomKernels } from '../../src/engine/kernels/wgslProgram';
-import { setSubgroups, subgroupsActive } from '../../src/engine/kernels/gpuFeatures';
 import { generate } from '../../src/model/generate';
 import type { LlamaModel } from '../../src/model/llama';
 import { attachLora } from '../../src/model/lora';
@@ -155,7 +150,7 @@ async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): 
     const bytes = r * v * 4;
     try {
       for (const sg of variants) {
-        setSubgroups(sg);
+        setEngineOptions({ subgroups: sg });
         const how = `[${tokenStatsReduceKey(v)}]`;
         rows.push(await pairRow(reps, `token stats (logp + entropy) ${how}`, `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
         rows.push(
@@ -163,7 +158,7 @@ async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): 
         );
       }
     } finally {
-      setSubgroups(true);
+      setEngineOptions({ subgroups: true });
       tf.dispose([logits, ids, refLogits]);
     }
   }
@@ -276,13 +271,13 @@ export async function benchWholeSteps(model: LlamaModel, reps: number): Promise<
     ['GRPO step (rollout + learn)', '2 prompts x G 8', rl],
   ] as const) {
     try {
-      setCustomKernels(false);
+      setEngineOptions({ customKernels: false });
       const stockMs = await timeAsync(reps, fn);
-      setCustomKernels(true);
+      setEngineOptions({ customKernels: true });
       const oursMs = await timeAsync(reps, fn);
       rows.push({ name, shape, oursMs, stockMs, bytes: 0 });
     } finally {
-      setCustomKernels(true);
+      setEngineOptions({ customKernels: true });
     }
   }
   return rows;

@@ -2,19 +2,17 @@
 // learnStep (GRPO's PPO clip, token-mean) on a fixed scored batch, LoRA on every projection, timed
 // on each path after a warm-up step, with what it asks of WebGPU.
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork } from '../../src/engine/gpuCounters.ts';
-import { heldBuffersCreated, tfjsHighWater } from '../../src/engine/gpuMemory.ts';
+import { countGpuWork, heldBuffersCreated, tfjsHighWater, engineOptions, setEngineOptions } from '../../src/engine/index.ts';
 import { learnStepFlops } from '../../src/model/learnFlops.ts';
-import { releaseLearnPlans } from '../../src/model/plannedLearn.ts';
+import { releaseLearnPlans } from '../../src/model/planned/learn.ts';
 import { PROJ_NAMES } from '../../src/model/llama.ts';
 import type { LlamaModel } from '../../src/model/llama.ts';
 import { attachLora } from '../../src/model/lora.ts';
 import { mulberry32 } from '../../src/model/random.ts';
 import { drawnAdapters } from '../harness/learnGradCheck.ts';
 import { AdamW } from '../../src/rl/optim.ts';
-import { optimizerPath, setOptimizerPath } from '../../src/rl/plannedOptim.ts';
-import { decodePath, setDecodePath, setPrefillPath } from '../../src/model/plannedDecode.ts';
-import { plannedMicroBatches, setLearnPath, type LearnPath } from '../../src/rl/plannedLearn.ts';
+import { type LearnPath } from '../../src/rl/plannedLearn.ts';
+import { plannedMicroBatches } from '../../src/model/planned/learnStep.ts';
 import { learnStep, type LearnBatch, type LearnMetrics } from '../../src/rl/trainer.ts';
 import { fromRows } from '../../src/rl/types.ts';
 import { benchGrpoStep, type StepProfileCase } from './stepProfile.ts';
@@ -69,7 +67,7 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
   for (const path of ['planned', 'tfjs'] as const) {
     const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
     const optimizer = new AdamW({ lr: 1e-3 });
-    setLearnPath(path);
+    setEngineOptions({ learnPath: path });
     // The warm-up builds this path's plans afresh, so what they hold is counted.
     releaseLearnPlans(model);
     try {
@@ -99,7 +97,7 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
         peakBytes: onWebGpu ? held + (high ?? 0) : null,
       });
     } finally {
-      setLearnPath('planned');
+      setEngineOptions({ learnPath: 'planned' });
       optimizer.dispose();
       lora.dispose();
     }
@@ -161,7 +159,7 @@ export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProf
   // eps far above |g|: AdamW's first step is then about lr * g / eps, linear in the gradient (with
   // the usual eps it is lr * sign(g), blind to a gradient of the wrong size).
   const optimizer = new AdamW({ lr: 1e4, eps: 1e4, weightDecay: 0 });
-  setLearnPath(path);
+  setEngineOptions({ learnPath: path });
   try {
     const before = await adapterValues(lora.variables());
     const n0 = plannedMicroBatches();
@@ -169,7 +167,7 @@ export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProf
     const after = await adapterValues(lora.variables());
     return { path, plannedMicroBatches: plannedMicroBatches() - n0, dispatches: counts.dispatches, metrics, deltas: after.map((v, i) => v - before[i]) };
   } finally {
-    setLearnPath('planned');
+    setEngineOptions({ learnPath: 'planned' });
     optimizer.dispose();
     lora.dispose();
   }
@@ -187,16 +185,10 @@ export interface StepBenchRow {
 
 /** Sets every switch of a GRPO step's WebGPU work (prefill, decode, learn, optimiser) to one path; returns the undo. */
 function allOnPath(p: 'planned' | 'tfjs'): () => void {
-  const [d, o] = [decodePath(), optimizerPath()];
-  setDecodePath(p);
-  setPrefillPath(p);
-  setLearnPath(p);
-  setOptimizerPath(p);
+  const [d, o] = [engineOptions().decodePath, engineOptions().optimizerPath];
+  setEngineOptions({ decodePath: p, prefillPath: p, learnPath: p, optimizerPath: p });
   return () => {
-    setDecodePath(d);
-    setPrefillPath('planned');
-    setLearnPath('planned');
-    setOptimizerPath(o);
+    setEngineOptions({ decodePath: d, prefillPath: 'planned', learnPath: 'planned', optimizerPath: o });
   };
 }
 

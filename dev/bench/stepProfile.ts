@@ -3,14 +3,12 @@
 // created, readbacks and the time spent waiting for them; host time = wall - waits), and tfjs's
 // profile of the kernels it ran (count, GPU ms where timestamps exist, bytes allocated).
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork, type GpuCounts } from '../../src/engine/gpuCounters.ts';
+import { countGpuWork, webgpuDevice, flushTfjs, engineOptions, setEngineOptions, type GpuCounts } from '../../src/engine/index.ts';
 import type { LlamaModel } from '../../src/model/llama.ts';
 import { attachLora, type LoraSet } from '../../src/model/lora.ts';
 import { rlStep } from '../../src/rl/loop.ts';
-import { webgpuDevice } from '../../src/engine/kernels/wgslProgram.ts';
-import { flushTfjs } from '../../src/engine/plan/tfjsInterop.ts';
 import { AdamW, clipByGlobalNorm } from '../../src/rl/optim.ts';
-import { optimizerPath, plannedUpdate, setOptimizerPath, type OptimizerPath } from '../../src/rl/plannedOptim.ts';
+import { plannedUpdate, type OptimizerPath } from '../../src/rl/plannedOptim.ts';
 
 export interface StepProfile {
   /** rlStep's own timings: rollout_ms, score_ms, learn_ms, total_ms (an unprofiled step). */
@@ -107,7 +105,7 @@ export async function profileOptimizerUpdate(model: LlamaModel, rank: number, pa
   for (const v of lora.variables()) vars[v.name] = v;
   const grads: tf.NamedTensorMap = {};
   for (const v of lora.variables()) grads[v.name] = tf.fill(v.shape, 1e-3);
-  const before = optimizerPath();
+  const before = engineOptions().optimizerPath;
   // Each update waits for the GPU to finish it (tfjs's AdamW is otherwise still queued when its
   // call returns, and its GPU time would land in whatever reads next).
   const update = async () => {
@@ -121,7 +119,7 @@ export async function profileOptimizerUpdate(model: LlamaModel, rank: number, pa
     await webgpuDevice().queue.onSubmittedWorkDone();
   };
   try {
-    setOptimizerPath(path);
+    setEngineOptions({ optimizerPath: path });
     await update();
     await update();
     const { counts } = await countGpuWork(async () => {
@@ -134,7 +132,7 @@ export async function profileOptimizerUpdate(model: LlamaModel, rank: number, pa
       params: lora.variables().reduce((n, v) => n + v.size, 0),
     };
   } finally {
-    setOptimizerPath(before);
+    setEngineOptions({ optimizerPath: before });
     tf.dispose(Object.values(grads));
     optimizer.dispose();
     lora.dispose();

@@ -2,14 +2,9 @@
 // switches the browser tests and `npm run bench` drive (dev/harness/harness.worker.ts). The lab
 // never loads it; the harness page (dev/harness/index.html) puts it on window.sparring.
 import type * as Comlink from 'comlink';
-import type { AttentionCaseSpec } from '../../src/engine/ops/decodeAttentionReference';
-import type { NormCaseSpec } from '../../src/engine/ops/fusedNormReference';
-import type { BlockCaseSpec } from '../../src/engine/ops/fusedBlockReference';
-import type { SamplingOptions } from '../../src/engine/ops/sampleReference';
-import type { SubgroupStatus } from '../../src/engine/kernels/gpuFeatures';
-import type { Roofline } from '../../src/engine/plan/roofline';
+import type { AttentionCaseSpec, BlockCaseSpec, NormCaseSpec, Roofline, SamplingOptions, SubgroupStatus } from '../../src/engine/index.ts';
 import type { GenerateOptions, GenerateResult } from '../../src/model/generate';
-import type { DecodePath } from '../../src/model/plannedDecode';
+import type { DecodePath } from '../../src/model/planned/decode.ts';
 import type { OptimizerPath } from '../../src/rl/plannedOptim';
 import type { LearnPath } from '../../src/rl/plannedLearn';
 import type { EngineApi } from '../../src/contract/workerApi';

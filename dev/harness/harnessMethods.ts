@@ -2,21 +2,7 @@
 // checks, benchmarks and the A/B switches. Each switch is one line over the engine's setting.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, setCustomKernels } from '../../src/engine/kernels/wgslProgram';
-import { setBindingLimitOverride } from '../../src/engine/kernels/limits';
-import { setSubgroups, subgroupStatus } from '../../src/engine/kernels/gpuFeatures';
-import { tokenStats, tokenStatsReduceKey } from '../../src/engine/ops/tokenStats';
-import { sampleTokens } from '../../src/engine/ops/sample';
-import { decodeAttention, decodeAttentionFused } from '../../src/engine/ops/decodeAttention';
-import { setGemvVariant } from '../../src/engine/ops/quantMatmul';
-import { attentionCaseData } from '../../src/engine/ops/decodeAttentionReference';
-import { rmsNorm, rope } from '../../src/engine/ops/fusedNorm';
-import { NORM_EPS, normCaseData } from '../../src/engine/ops/fusedNormReference';
-import { kvWrite, swiglu } from '../../src/engine/ops/fusedBlock';
-import { blockCaseData } from '../../src/engine/ops/fusedBlockReference';
-import { measureRoofline } from '../../src/engine/plan/roofline';
-import { setDecodePath } from '../../src/model/plannedDecode';
-import { setOptimizerPath } from '../../src/rl/plannedOptim';
+import { customKernelsActive, subgroupStatus, tokenStats, tokenStatsReduceKey, sampleTokens, decodeAttention, decodeAttentionFused, attentionCaseData, rmsNorm, rope, NORM_EPS, normCaseData, swiglu, kvWrite, blockCaseData, measureRoofline, setEngineOptions } from '../../src/engine/index.ts';
 import { requireInit } from '../../src/worker/engineApi';
 import { seededLogits, seededUpstream } from '../test/seededLogits';
 import { quantCaseData } from '../test/quantCase';
@@ -117,7 +103,7 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
   },
 
   async setBindingLimit(bytes) {
-    setBindingLimitOverride(bytes);
+    setEngineOptions({ bindingLimit: bytes });
   },
 
   async tokenStatsGradCheck(rows, vocab, seed, withRef = false): Promise<KernelGradCheck> {
@@ -146,11 +132,11 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
     const weight = quantCaseWeight(c, w);
     const xt = tf.tensor2d(x, [c.rows, c.in]);
     const dyt = tf.tensor2d(dy, [c.rows, c.out]);
-    setGemvVariant(c.gemv ?? null);
+    setEngineOptions({ gemvVariant: c.gemv ?? null });
     const y = weight.matmul(xt);
     const dx = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(weight.matmul(v as tf.Tensor2D), dyt)))(xt);
     const out = { backend: tf.getBackend(), y: Array.from(await y.data()), dx: Array.from(await dx.data()), blocks: weight.blocks.length };
-    setGemvVariant(null);
+    setEngineOptions({ gemvVariant: null });
     tf.dispose([xt, dyt, y, dx]);
     weight.dispose();
     return out;
@@ -195,16 +181,16 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
   },
 
   async setCustomKernels(enabled) {
-    setCustomKernels(enabled);
+    setEngineOptions({ customKernels: enabled });
   },
 
   async setOptimizerPath(path) {
-    setOptimizerPath(path);
+    setEngineOptions({ optimizerPath: path });
   },
 
   async setDecodePath(path) {
     if (path !== 'planned' && path !== 'tfjs') throw new Error(`decode path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
-    setDecodePath(path);
+    setEngineOptions({ decodePath: path });
   },
 
   async benchDecode(name, c) {
@@ -248,7 +234,7 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
 
   async setSubgroups(enabled) {
     requireInit();
-    setSubgroups(enabled);
+    setEngineOptions({ subgroups: enabled });
     return subgroupStatus();
   },
 

@@ -6,10 +6,10 @@ import { attachLora } from '../../src/model/lora.ts';
 import { rlStep, type RlLoopConfig } from '../../src/rl/loop.ts';
 import { readAll } from './learnGradCheck.ts';
 import { AdamW } from '../../src/rl/optim.ts';
-import { optimizerPath, setOptimizerPath } from '../../src/rl/plannedOptim.ts';
-import { getLearnPath, plannedMicroBatches, setLearnPath } from '../../src/rl/plannedLearn.ts';
+import { plannedMicroBatches } from '../../src/model/planned/learnStep.ts';
 import type { LearnMetrics } from '../../src/rl/trainer.ts';
-import { loraRunState, restoreLoraRun, type LoraRunParts } from '../../src/recipes/state.ts';
+import { engineOptions, setEngineOptions } from '../../src/engine/index.ts';
+import { loraRunState, restoreLoraRun, type LoraRunParts } from '../../src/recipes/kit/state.ts';
 
 export interface CheckpointCheckResult {
   /** Adapters after steps 0, 1, 2 straight through. */
@@ -58,9 +58,8 @@ export async function learnCheckpointCheck(model: LlamaModel): Promise<Checkpoin
     run.optimizer.dispose();
     run.lora.dispose();
   };
-  const [l0, o0] = [getLearnPath(), optimizerPath()];
-  setLearnPath('planned');
-  setOptimizerPath('planned');
+  const [l0, o0] = [engineOptions().learnPath, engineOptions().optimizerPath];
+  setEngineOptions({ learnPath: 'planned', optimizerPath: 'planned' });
   const n0 = plannedMicroBatches();
   try {
     const a = fresh(3);
@@ -91,7 +90,6 @@ export async function learnCheckpointCheck(model: LlamaModel): Promise<Checkpoin
       dispose(c);
     }
   } finally {
-    setLearnPath(l0);
-    setOptimizerPath(o0);
+    setEngineOptions({ learnPath: l0, optimizerPath: o0 });
   }
 }

@@ -9,11 +9,12 @@ import { attachLora, type LoraConfig, type LoraSet } from '../../src/model/lora.
 import { mulberry32 } from '../../src/model/random.ts';
 import { rlStep, type RlLoopConfig } from '../../src/rl/loop.ts';
 import { AdamW } from '../../src/rl/optim.ts';
-import { optimizerPath, setOptimizerPath } from '../../src/rl/plannedOptim.ts';
-import { getLearnPath, plannedMicroBatches, plannedReferenceLogp, setLearnPath, type LearnPath } from '../../src/rl/plannedLearn.ts';
+import { plannedReferenceLogp, type LearnPath } from '../../src/rl/plannedLearn.ts';
+import { plannedMicroBatches } from '../../src/model/planned/learnStep.ts';
 import { referenceStats, ValueHead } from '../../src/rl/policy.ts';
 import { learnStep, type LearnBatch, type LearnMetrics, type TrainerConfig } from '../../src/rl/trainer.ts';
 import { fromRows } from '../../src/rl/types.ts';
+import { engineOptions, setEngineOptions } from '../../src/engine/index.ts';
 
 /** A scored batch as plain rows ([B][T] each; prompts ragged). */
 export interface GradCheckBatch {
@@ -142,15 +143,14 @@ async function countBuffers<T>(fn: () => Promise<T>): Promise<{ result: T; label
 
 /** The learn and optimiser paths set for fn, put back after. */
 async function withPaths<T>(learn: LearnPath, fn: () => Promise<T>): Promise<T> {
-  const [l0, o0] = [getLearnPath(), optimizerPath()];
-  setLearnPath(learn);
+  const [l0, o0] = [engineOptions().learnPath, engineOptions().optimizerPath];
+  setEngineOptions({ learnPath: learn });
   // tfjs's AdamW takes the update, so GradCapture sees the gradients (the planned AdamW has its own tests).
-  setOptimizerPath('tfjs');
+  setEngineOptions({ optimizerPath: 'tfjs' });
   try {
     return await fn();
   } finally {
-    setLearnPath(l0);
-    setOptimizerPath(o0);
+    setEngineOptions({ learnPath: l0, optimizerPath: o0 });
   }
 }
 
@@ -227,9 +227,8 @@ export async function learnRunCheck(model: LlamaModel, c: LearnRunCase): Promise
   const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
   const valueHead = c.valueHead ? new ValueHead(model.config.hiddenSize) : undefined;
   const optimizer = new AdamW({ lr: c.lr, weightDecay: 0 });
-  const [l0, o0] = [getLearnPath(), optimizerPath()];
-  setLearnPath('planned');
-  setOptimizerPath('planned');
+  const [l0, o0] = [engineOptions().learnPath, engineOptions().optimizerPath];
+  setEngineOptions({ learnPath: 'planned', optimizerPath: 'planned' });
   const n0 = plannedMicroBatches();
   try {
     const curve: number[] = [];
@@ -239,8 +238,7 @@ export async function learnRunCheck(model: LlamaModel, c: LearnRunCase): Promise
     }
     return { curve, plannedMicroBatches: plannedMicroBatches() - n0 };
   } finally {
-    setLearnPath(l0);
-    setOptimizerPath(o0);
+    setEngineOptions({ learnPath: l0, optimizerPath: o0 });
     optimizer.dispose();
     valueHead?.dispose();
     lora.dispose();

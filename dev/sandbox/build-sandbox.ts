@@ -21,10 +21,10 @@ import {
   QUICK_BUDGETS,
   QUICK_SPEC,
   SANDBOX_MODELS,
-  useTrainingBackend,
   type ModelBudget,
   type SandboxModelName,
-} from '../../src/data/sandbox/train.ts';
+} from '../../dev/sandbox/train.ts';
+import { useTrainingBackend } from '../../src/cli/nodeBackend.ts';
 
 function parseArgs(argv: string[]): Map<string, string | true> {
   const out = new Map<string, string | true>();

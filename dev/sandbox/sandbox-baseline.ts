@@ -21,7 +21,7 @@ import { forward } from '../../src/model/llama.ts';
 import { loadModel } from '../../src/model/load.ts';
 import { createTokenizer } from '../../src/model/tokenizer.ts';
 import { rulesVerdict } from '../../src/judges/rules.ts';
-import type { PromptInput } from '../../src/data/types.ts';
+import type { PromptInput } from '../../src/contract/chat.ts';
 import {
   attackerSource,
   benignPrompts,
@@ -34,8 +34,9 @@ import {
   QA_FAMILIES,
   TACTICS,
 } from '../../src/data/sandbox/index.ts';
-import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix, type ChatModel, type Decode } from '../../src/data/sandbox/probe.ts';
-import { GUARD_UNSAFE, guardMessages, singleTokenId, useTrainingBackend } from '../../src/data/sandbox/train.ts';
+import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix, type ChatModel, type Decode } from '../../dev/sandbox/probe.ts';
+import { GUARD_UNSAFE, guardMessages, singleTokenId } from '../../dev/sandbox/train.ts';
+import { useTrainingBackend } from '../../src/cli/nodeBackend.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

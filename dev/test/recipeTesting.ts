@@ -4,8 +4,8 @@ import type { Judge } from '../../src/judges/types.ts';
 import { disposeLlama } from '../../src/model/llama.ts';
 import { loadModel, type ModelFolder } from '../../src/model/load.ts';
 import { createRun } from '../../src/recipes/registry.ts';
-import type { StepReport } from '../../src/recipes/report.ts';
-import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../../src/recipes/types.ts';
+import type { StepReport } from '../../src/contract/report.ts';
+import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../../src/recipes/kit/types.ts';
 import { weightQuantizer } from '../../src/model/quant.ts';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */

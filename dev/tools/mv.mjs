@@ -5,6 +5,7 @@
 //
 //   node dev/tools/mv.mjs OLD NEW [OLD NEW ...]     (paths relative to the repository root)
 //   node dev/tools/mv.mjs --check                   (lists relative imports that resolve to nothing)
+//   node dev/tools/mv.mjs --repair                  (points each of those at the one file of that name, after a merge)
 //
 // Handles `from '...'`, `import('...')`, `export ... from '...'`, `vi.mock('...')`,
 // `new URL('...', import.meta.url)` and `?raw` / `?url` suffixes; keeps each import's extension
@@ -47,7 +48,36 @@ function relSpec(fromFile, target, ext, query, dir) {
   return r + (ext && !ext.startsWith('/') ? ext : '') + query;
 }
 
-const files = [...SCAN.reduce((s, p) => walk(p, s), new Set())];
+// dev/layers/ holds import statements as test data inside strings: not imports of its own.
+const files = [...SCAN.reduce((s, p) => walk(p, s), new Set())].filter((f) => !f.includes(`${sep}dev${sep}layers${sep}`));
+
+if (process.argv[2] === '--repair') {
+  const byName = new Map();
+  for (const f of files) {
+    const name = f.split(sep).pop().replace(/\.(ts|tsx|mjs|js)$/, '');
+    byName.set(name, [...(byName.get(name) ?? []), f]);
+  }
+  let fixed = 0;
+  for (const f of files) {
+    const text = readFileSync(f, 'utf8');
+    let out = text;
+    for (const m of text.matchAll(SPEC)) {
+      if (resolveSpec(f, m[3])) continue;
+      const [path, query] = m[3].split('?');
+      const name = path.split('/').pop().replace(/\.(ts|tsx|mjs|js)$/, '');
+      const ext = (path.match(/\.(ts|tsx|mjs|js)$/) ?? [''])[0];
+      const hits = (byName.get(name) ?? []).filter((c) => !ext || c.endsWith(ext));
+      if (hits.length !== 1) { console.log(`${relative(ROOT, f)}: ${m[3]}: ${hits.length} candidates`); continue; }
+      const target = ext ? hits[0] : hits[0].replace(/\.(ts|tsx|mjs|js)$/, '');
+      const ns = relSpec(f, target, '', query === undefined ? '' : `?${query}`, false);
+      out = out.split(`'${m[3]}'`).join(`'${ns}'`);
+      fixed++;
+    }
+    if (out !== text) writeFileSync(f, out);
+  }
+  console.log(`repaired ${fixed} imports`);
+  process.exit(0);
+}
 
 if (process.argv[2] === '--check') {
   let bad = 0;

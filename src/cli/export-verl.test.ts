@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parquetReadObjects } from 'hyparquet';
 import { attackerSource } from '../data/sandbox/index.ts';
-import { harmfulGoals } from '../recipes/goals.ts';
+import { harmfulGoals } from '../recipes/kit/goals.ts';
 import { exportVerlMain } from './export-verl.ts';
 
 async function run(...argv: string[]) {

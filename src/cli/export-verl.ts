@@ -1,5 +1,5 @@
 // `npm run lab -- export-verl --recipe NAME [--set field=value ...] [--model REF] [--seed S]
-//  [--steps N] [--attacker-prompts] --out DIR`: writes the recipe as a veRL job (src/recipes/verl/): verl_config.yaml,
+//  [--steps N] [--attacker-prompts] --out DIR`: writes the recipe as a veRL job (src/export/verl/, entries in src/recipes/<name>/export.ts): verl_config.yaml,
 // reward.py, data/*.parquet, run.sh, README.md, trl_grpo.py where TRL fits, and the sandbox model
 // the recipe trains when it is one (from public/models or --models DIR). --set takes lab names,
 // veRL keys or TRL names. --attacker-prompts (defend, arena): the attacker model writes the
@@ -8,14 +8,14 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { getRecipe } from '../recipes/registry.ts';
-import { ConfigError } from '../recipes/schema.ts';
+import { ConfigError } from '../contract/schema.ts';
 import { attackerSource } from '../data/sandbox/index.ts';
-import { useTrainingBackend } from '../data/sandbox/train.ts';
+import { useTrainingBackend } from './nodeBackend.ts';
 import { hash3 } from '../model/random.ts';
-import { loadAttacker, type DefendConfig } from '../recipes/defend.ts';
-import { asUserMessage, sampleReplies } from '../recipes/rollout.ts';
-import type { RecipeEnv } from '../recipes/types.ts';
-import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../recipes/verl/index.ts';
+import { loadAttacker, type DefendConfig } from '../recipes/defend/defend.ts';
+import { asUserMessage, sampleReplies } from '../recipes/kit/rollout.ts';
+import type { RecipeEnv } from '../recipes/kit/types.ts';
+import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../recipes/exports.ts';
 import { DEFAULT_MODELS_DIR, nodeRecipeEnv } from './recipe-env.ts';
 import { parseRecipeArgs, recipeInput, RecipeUsageError } from './recipe-run.ts';
 

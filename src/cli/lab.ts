@@ -25,7 +25,8 @@ import { loadModel, loadModelConfig } from '../model/load.ts';
 import { exportVerlMain } from './export-verl.ts';
 import { folderSource } from './fs-source.ts';
 import { recipeMain } from './recipe-run.ts';
-import { decodePath, plannedForcedLogits, setDecodePath, type DecodePath } from '../model/plannedDecode.ts';
+import { plannedForcedLogits, type DecodePath } from '../model/planned/decode.ts';
+import { engineOptions, setEngineOptions } from '../engine/index.ts';
 
 class UsageError extends Error {}
 
@@ -132,7 +133,7 @@ async function useBackend(a: Args): Promise<void> {
   if (backend === 'webgpu') {
     const { startDawn } = await import('./node/dawn.ts');
     await startDawn({ swiftshader: a.swiftshader === true });
-    setDecodePath((a.path as DecodePath | undefined) ?? 'planned');
+    setEngineOptions({ decodePath: (a.path as DecodePath | undefined) ?? 'planned' });
     return;
   }
   await tf.setBackend('cpu');
@@ -148,7 +149,7 @@ const COMMANDS: Record<string, Command> = {
       const ids = parseIds(a.ids as string, 'ids');
       return withModel(a.model as string, async (model) => {
         checkVocab(ids, model, 'ids');
-        if (a.backend === 'webgpu' && decodePath() === 'planned' && ids.length > 1) return plannedLogits(model, ids);
+        if (a.backend === 'webgpu' && engineOptions().decodePath === 'planned' && ids.length > 1) return plannedLogits(model, ids);
         const logits = forward(model, [ids]);
         const ent = entropyFromLogits(logits);
         const out = { logits: (await logits.array())[0], entropy: (await ent.array()) as number[][] };

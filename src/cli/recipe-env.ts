@@ -4,8 +4,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Judge } from '../judges/types.ts';
 import type { ModelFolder } from '../model/load.ts';
-import { createRecipeEnv, hubFolder, isSandboxName } from '../recipes/env.ts';
-import type { LoadedModel, LoadModelRefOptions, RecipeEnv } from '../recipes/types.ts';
+import { createRecipeEnv, hubFolder, isSandboxName } from '../recipes/kit/env.ts';
+import type { LoadedModel, LoadModelRefOptions, RecipeEnv } from '../recipes/kit/types.ts';
 import { folderSource } from './fs-source.ts';
 
 export const DEFAULT_MODELS_DIR = 'public/models';

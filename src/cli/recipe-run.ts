@@ -5,19 +5,20 @@
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
-import { setLearnPath, type LearnPath } from '../rl/plannedLearn.ts';
-import { NonFiniteError } from '../recipes/common.ts';
+import { type LearnPath } from '../rl/plannedLearn.ts';
+import { NonFiniteError } from '../recipes/kit/common.ts';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { useTrainingBackend } from '../data/sandbox/train.ts';
-import { checkpointToJson } from '../recipes/checkpointFile.ts';
-import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../recipes/aliases.ts';
-import { createTimedRun } from '../recipes/judgeTiming.ts';
+import { useTrainingBackend } from './nodeBackend.ts';
+import { checkpointToJson } from '../recipes/kit/checkpointFile.ts';
+import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../contract/aliases.ts';
+import { createTimedRun } from '../recipes/kit/judgeTiming.ts';
 import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
-import type { StepReport } from '../recipes/report.ts';
-import { ConfigError, describeSchema } from '../recipes/schema.ts';
-import type { RecipeEnv } from '../recipes/types.ts';
+import type { StepReport } from '../contract/report.ts';
+import { ConfigError, describeSchema } from '../contract/schema.ts';
+import type { RecipeEnv } from '../recipes/kit/types.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
+import { setEngineOptions } from '../engine/index.ts';
 
 export class RecipeUsageError extends Error {}
 
@@ -186,7 +187,7 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
     if (a.learnPath && a.backend !== 'webgpu') throw new RecipeUsageError('--learn-path needs --backend webgpu');
     const backend = opts.env?.backend ?? (a.backend === 'webgpu' ? await useDawn(a.swiftshader === true) : await useTrainingBackend(a.backend));
-    if (a.learnPath) setLearnPath(a.learnPath);
+    if (a.learnPath) setEngineOptions({ learnPath: a.learnPath });
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
     if (a.out) {
       mkdirSync(dirname(a.out), { recursive: true });

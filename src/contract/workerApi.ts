@@ -2,11 +2,26 @@
 // calls (runs, checkpoints, adapters, datasets, the veRL job) and their types. Only plain data
 // crosses it: the worker owns tfjs and every tensor; the UI never holds one. The checks,
 // benchmarks and A/B switches the tests drive live in dev/harness/harnessApi.ts.
-import type { BackendPreference, BackendReport } from '../engine/backends';
-import type { GpuProbe } from '../engine/probe';
-import type { SubgroupStatus } from '../engine/kernels/gpuFeatures';
-import type { StepReport } from '../recipes/report';
-import type { Schema } from '../recipes/schema';
+import type { BackendPreference, BackendReport } from './backends';
+import type { GpuProbe } from './gpuProbe';
+import type { StepReport } from './report';
+import type { Schema } from './schema';
+
+/** What the subgroup probe kernel saw on this device (one 256-thread workgroup). */
+export interface SubgroupLayout {
+  /** Every subgroup is a run of consecutive local indices starting at a multiple of its size. */
+  contiguous: boolean;
+  /** Subgroup sizes seen. */
+  sizes: number[];
+  /** Lower bound the kernels plan their reduction levels for (adapter's subgroupMinSize, else 4). */
+  minSize: number;
+}
+
+/** What the engine reports about subgroups: the device's layout and whether kernels use it. */
+export interface SubgroupStatus {
+  layout: SubgroupLayout | null;
+  active: boolean;
+}
 
 export interface MemoryInfo {
   numTensors: number;
@@ -31,6 +46,8 @@ export interface RecipeListing {
   source: string;
   description: string;
   schema: Schema;
+  /** Whether the recipe exports as a veRL job (exportVerl); absent: it does not. */
+  exportable?: boolean;
 }
 
 export type RunState = 'idle' | 'running' | 'paused' | 'stopped' | 'error';

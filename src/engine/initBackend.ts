@@ -8,9 +8,9 @@ import {
   type BackendName,
   type BackendPreference,
   type BackendReport,
-} from './backends';
-import type { GpuProbe } from './probe';
-import { registerWebGPUBackend } from './kernels/gpuFeatures';
+} from '../contract/backends.ts';
+import type { GpuProbe } from '../contract/gpuProbe.ts';
+import { registerWebGPUBackend } from './webgpu/gpuFeatures.ts';
 
 export interface InitOptions {
   preference: BackendPreference;

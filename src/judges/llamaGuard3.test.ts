@@ -14,7 +14,7 @@ import { recipeMain } from '../cli/recipe-run.ts';
 import { writeLlamaGuardFixture } from '../../dev/test/testdata/llamaGuardFixture.ts';
 import { writeQwen2Fixture } from '../../dev/test/testdata/qwen2Fixture.ts';
 import { createRun } from '../recipes/registry.ts';
-import type { LoadedModel } from '../recipes/types.ts';
+import type { LoadedModel } from '../recipes/kit/types.ts';
 import { createLlamaGuard3Judge, guardCategories, llamaGuard3Prompt, parseGuardText, type GuardCheckpoint } from './llamaGuard3.ts';
 
 const ID = 'test-org/llama-guard-tiny';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
-import { parseModelConfig } from './config.ts';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { DenseWeight, type Linear } from './linear.ts';
 import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
 import { loadModel } from './load.ts';
@@ -14,7 +14,7 @@ import { F16Weight, packF16x2, weightQuantizer } from './quant.ts';
 import { mulberry32 } from './random.ts';
 import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors.ts';
 import { qwen2Weights, writeQwen2Fixture } from '../../dev/test/testdata/qwen2Fixture.ts';
-import { projectionBytes, weightSpec } from './weightFormat.ts';
+import { projectionBytes, weightSpec } from '../contract/weightFormat.ts';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseModelConfig } from './config.ts';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { entropyFromLogits, generate, type GenerateOptions } from './generate.ts';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
 import { mix32, mulberry32 } from './random.ts';

@@ -14,50 +14,11 @@
 
 import * as tf from '@tensorflow/tfjs';
 import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
-import { sampleTokens } from '../engine/ops/sample.ts';
-import { tokenStats } from '../engine/ops/tokenStats.ts';
-import { decodeSetup, emptyResult, leftPad, StepRecorder } from './decodeSteps.ts';
-import { plannedDecodeFor } from './plannedDecode.ts';
+import { sampleTokens, tokenStats } from '../engine/index.ts';
+import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './planned/decodeSteps.ts';
+import { plannedDecodeFor } from './planned/decode.ts';
 
-export interface SamplingOptions {
-  /** Argmax instead of sampling (also implied by temperature 0). */
-  greedy?: boolean;
-  /** Logits are divided by this before softmax. Default 1. */
-  temperature?: number;
-  /** Keep only the k most likely tokens (0 or >= vocab: off). Ties at the k-th value are kept. */
-  topK?: number;
-  /** Keep the smallest set of most likely tokens whose mass reaches p (1: off). */
-  topP?: number;
-}
-
-export interface GenerateOptions extends SamplingOptions {
-  maxNewTokens: number;
-  /** A row stops after emitting one of these (the stop token itself is kept, mask 1). Default none. */
-  stopTokens?: number[];
-  /** Seed of every random draw. Default 0. */
-  seed?: number;
-  /**
-   * Random stream of each row (default: the row index). Draw t of row b is
-   * Philox(seed; streams[b], t) (src/engine/rng/philox.ts), so a row gives the same sample alone
-   * or in any batch, on the GPU kernel and the CPU reference alike.
-   */
-  streams?: number[];
-  /** Id written into `tokens` after a row has stopped (mask 0 there). Default 0. */
-  padTokenId?: number;
-}
-
-export interface GenerateResult {
-  /** [B][T] generated ids; T = steps run (<= maxNewTokens; fewer when every row stopped). */
-  tokens: number[][];
-  /** [B][T] log-prob of each generated token (0 where mask is 0). */
-  logprobs: number[][];
-  /** [B][T] entropy of each step's next-token distribution (0 where mask is 0). */
-  entropy: number[][];
-  /** [B][T] 1 for a generated token (up to and including a stop token), 0 after. */
-  mask: number[][];
-  /** Generated tokens per row (sum of its mask). */
-  lengths: number[];
-}
+export type { GenerateOptions, GenerateResult, SamplingOptions } from './planned/decodeSteps.ts';
 
 /** Entropy of softmax over the last axis, from logits (any leading shape). */
 export function entropyFromLogits(logits: tf.Tensor): tf.Tensor {

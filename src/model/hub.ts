@@ -1,12 +1,11 @@
 // The Hugging Face hub as a model source: `${endpoint}/${owner}/${name}/resolve/${revision}/${file}`,
 // with the endpoint injectable (a mirror, or the local server the tests start), and the loader that
-// gathers a model folder's files from any source.
+// gathers a model folder's files from any source. Parsing a hub reference is contract/hubRef.ts.
 
-import { brief } from '../engine/brief.ts';
+import { DEFAULT_REVISION, HUB_ENDPOINT, hubFileUrl, validateModelId, validateRevision, type HubOptions } from '../contract/hubRef.ts';
 import {
   INDEX_FILE,
   listWeightFiles,
-  ModelSourceError,
   shardFilesFromIndex,
   urlSource,
   type FileProgress,
@@ -14,92 +13,6 @@ import {
   type ProgressListener,
   type UrlSourceOptions,
 } from './sources.ts';
-
-export const HUB_ENDPOINT = 'https://huggingface.co';
-export const DEFAULT_REVISION = 'main';
-
-export class InvalidModelIdError extends ModelSourceError {
-  constructor(id: unknown, why: string) {
-    super(`invalid model id ${brief(id)}: ${why}; expected "owner/name", e.g. "HuggingFaceTB/SmolLM2-135M-Instruct"`);
-    this.name = 'InvalidModelIdError';
-  }
-}
-
-// The hub's rules for user, organisation and repository names: letters, digits, '-', '_', '.',
-// at most 96 characters, no leading or trailing '-' or '.', no '--' or '..'.
-const PART = /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?$/;
-
-/** Returns the id when it is a valid `owner/name`, else throws InvalidModelIdError saying why. */
-export function validateModelId(id: string): string {
-  if (typeof id !== 'string' || id.trim() === '') throw new InvalidModelIdError(id, 'it is empty');
-  if (id !== id.trim()) throw new InvalidModelIdError(id, 'it has leading or trailing spaces');
-  const parts = id.split('/');
-  if (parts.length !== 2) throw new InvalidModelIdError(id, parts.length === 1 ? 'the owner is missing' : 'it has more than one "/"');
-  for (const [what, p] of [['owner', parts[0]], ['name', parts[1]]] as const) {
-    if (!PART.test(p) || p.includes('--') || p.includes('..')) {
-      throw new InvalidModelIdError(
-        id,
-        `the ${what} ${brief(p)} must be 1-96 letters, digits, "-", "_" or ".", not starting or ending with "-" or "." and without "--" or ".."`,
-      );
-    }
-  }
-  return id;
-}
-
-function validateRevision(revision: string): string {
-  if (typeof revision !== 'string' || revision === '' || /\s/.test(revision) || revision.split('/').includes('..')) {
-    throw new ModelSourceError(`invalid revision ${brief(revision)}: expected a branch, tag or commit such as "main"`);
-  }
-  return revision;
-}
-
-export interface HubRef {
-  id: string;
-  revision: string;
-}
-
-/**
- * Reads what a person pastes: "owner/name", "owner/name@revision", or a hub page URL
- * (https://huggingface.co/owner/name, .../tree/revision, .../resolve/revision/file).
- */
-export function parseHubRef(input: string): HubRef {
-  const s = String(input ?? '').trim();
-  if (/^https?:\/\//i.test(s)) {
-    let url: URL;
-    try {
-      url = new URL(s);
-    } catch {
-      throw new InvalidModelIdError(input, 'it is not a valid URL');
-    }
-    const segs = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
-    if (segs.length < 2) throw new InvalidModelIdError(input, 'the URL names no model');
-    const id = validateModelId(`${segs[0]}/${segs[1]}`);
-    const revision = ['tree', 'blob', 'resolve'].includes(segs[2]) && segs[3] ? segs[3] : DEFAULT_REVISION;
-    return { id, revision: validateRevision(revision) };
-  }
-  const at = s.indexOf('@');
-  if (at >= 0) return { id: validateModelId(s.slice(0, at)), revision: validateRevision(s.slice(at + 1)) };
-  return { id: validateModelId(s), revision: DEFAULT_REVISION };
-}
-
-export interface HubOptions {
-  revision?: string;
-  /** Defaults to https://huggingface.co; tests point it at a local server. */
-  endpoint?: string;
-}
-
-function encodePath(name: string): string {
-  return name.split('/').map(encodeURIComponent).join('/');
-}
-
-/** The download URL of one file of a hub model. */
-export function hubFileUrl(id: string, file: string, opts: HubOptions = {}): string {
-  validateModelId(id);
-  const revision = validateRevision(opts.revision ?? DEFAULT_REVISION);
-  const endpoint = (opts.endpoint ?? HUB_ENDPOINT).replace(/\/+$/, '');
-  // A revision such as "refs/pr/1" is one path segment on the hub, so it is encoded whole.
-  return `${endpoint}/${id}/resolve/${encodeURIComponent(revision)}/${encodePath(file)}`;
-}
 
 export interface HubSourceOptions extends HubOptions, Omit<UrlSourceOptions, 'fileUrl' | 'label'> {
   /** A hub access token, for gated or private models (sent as a Bearer header). */

@@ -3,12 +3,12 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseModelConfig } from './config.ts';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { entropyFromLogits } from './generate.ts';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
 import { parseSafetensors, writeSafetensors } from './safetensors.ts';
 import { BlockedDenseWeight } from './linear.ts';
-import { setBindingLimitOverride } from '../engine/kernels/limits.ts';
+import { setEngineOptions } from '../engine/index.ts';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 
@@ -187,12 +187,12 @@ describe('embedding and LM head over the storage-binding limit', () => {
   it('are held in row blocks; logits match the golden ones and the unsplit model', async () => {
     // 256 B = 2 rows of the 32-wide f32 embedding: the tied [64, 32] table becomes 32 blocks, the
     // projections ([32..64, 32..64]) 4-8 blocks each.
-    setBindingLimitOverride(256);
+    setEngineOptions({ bindingLimit: 256 });
     let blocked: LlamaModel;
     try {
       blocked = loadFixture('tiny-llama-f32').model;
     } finally {
-      setBindingLimitOverride(null);
+      setEngineOptions({ bindingLimit: null });
     }
     const { model: whole, golden } = fixtures.find((f) => f.dir === 'tiny-llama-f32')!;
     expect(blocked.embed).toBeInstanceOf(BlockedDenseWeight);

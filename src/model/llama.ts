@@ -16,10 +16,9 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
-import { decodeAttention, decodeAttentionFused } from '../engine/ops/decodeAttention.ts';
-import { rmsNorm, rope } from '../engine/ops/fusedNorm.ts';
-import { kvWrite, swiglu } from '../engine/ops/fusedBlock.ts';
-import { ropeInvFreq, type ModelConfig } from './config.ts';
+import { decodeAttention, decodeAttentionFused, rmsNorm, rope, swiglu, kvWrite } from '../engine/index.ts';
+import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig.ts';
+import { PROJ_NAMES } from '../contract/loraTargets.ts';
 import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear.ts';
 import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
 
@@ -41,8 +40,8 @@ export const HF_NAMES = {
   }),
 } as const;
 
-export type ProjName = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
-export const PROJ_NAMES: readonly ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+// The projection names live in contract/ (the page's LoRA target sets name them too).
+export { PROJ_NAMES, type ProjName } from '../contract/loraTargets.ts';
 
 export interface LlamaLayer {
   inputNorm: tf.Tensor1D;

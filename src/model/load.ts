@@ -5,7 +5,7 @@
 //  - modelFromFiles(files): builds from what hub.ts's loadModelFiles already fetched (the app's
 //    path, which also needs the tokenizer files).
 
-import { ConfigError, parseModelConfig, type ModelConfig } from './config.ts';
+import { ConfigError, parseModelConfig, type ModelConfig } from '../contract/modelConfig.ts';
 import { loadLlama, ModelLoadError, type LlamaModel, type LoadOptions } from './llama.ts';
 import { readShardedSafetensors, SafetensorsFile, type TensorSource } from './safetensors.ts';
 import type { ModelFiles } from './hub.ts';

@@ -16,8 +16,8 @@ import { DenseWeight, type LinearAdapter, type Linear } from './linear.ts';
 import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama.ts';
 import { hash3, mulberry32 } from './random.ts';
 import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
-import { variableFrom } from '../engine/variables.ts';
-import { briefShape } from '../engine/brief.ts';
+import { variableFrom } from '../engine/index.ts';
+import { briefShape } from '../contract/brief.ts';
 
 export interface LoraConfig {
   /** Rank r. */

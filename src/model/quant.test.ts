@@ -3,13 +3,13 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig } from './config.ts';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { DenseWeight } from './linear.ts';
 import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
 import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant.ts';
 import { mulberry32 } from './random.ts';
-import { setBindingLimitOverride } from '../engine/kernels/limits.ts';
 import { parseSafetensors } from './safetensors.ts';
+import { setEngineOptions } from '../engine/index.ts';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 
@@ -186,9 +186,9 @@ describe('weights over the storage-binding limit', () => {
     for (const make of [() => Int8Weight.fromFloat32(w, [out, inp]), () => Int4Weight.fromFloat32(w, [out, inp], 32)]) {
       const whole = make();
       // int8: 16 words a row (64 B); int4: 8 words (32 B). 20 int8 rows or 40 int4 rows per binding.
-      setBindingLimitOverride(20 * 64);
+      setEngineOptions({ bindingLimit: 20 * 64 });
       const split = make();
-      setBindingLimitOverride(null);
+      setEngineOptions({ bindingLimit: null });
       expect(whole.blocks).toHaveLength(1);
       const rows = split.blocks.map((b) => b.outFeatures);
       expect(rows.reduce((a, b) => a + b, 0)).toBe(out);

@@ -8,7 +8,8 @@
 //   - a plain map of name -> bytes (tests, files built in memory).
 // A source hands out raw bytes (or Blobs) per file name; parsing is the caller's business.
 
-import { brief, briefText } from '../engine/brief.ts';
+import { brief, briefText } from '../contract/brief.ts';
+import { checkFileName, DEFAULT_CACHE_NAME, encodePath, ModelSourceError } from '../contract/modelSource.ts';
 
 /** Where and how far a file's bytes have arrived. `loaded` never decreases for one file. */
 export interface FileProgress {
@@ -29,12 +30,8 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
-export class ModelSourceError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ModelSourceError';
-  }
-}
+// The base class of every model-source error lives in contract/ (a bad hub id is one too).
+export { ModelSourceError };
 
 /** A file the folder does not have. */
 export class MissingModelFileError extends ModelSourceError {
@@ -59,20 +56,6 @@ export interface ModelSource {
   getBlob(name: string, opts?: ReadOptions): Promise<Blob>;
   getText(name: string, opts?: ReadOptions): Promise<string>;
   getJson<T = unknown>(name: string, opts?: ReadOptions): Promise<T>;
-}
-
-/** Rejects names that could escape the folder once joined to a URL or a directory. */
-export function checkFileName(name: string): string {
-  if (
-    typeof name !== 'string' ||
-    name.length === 0 ||
-    name.startsWith('/') ||
-    name.includes('\\') ||
-    name.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')
-  ) {
-    throw new ModelSourceError(`invalid model file name ${brief(name)}: expected a relative path such as "config.json"`);
-  }
-  return name;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,7 +314,8 @@ export interface CacheStorageLike {
   delete?(name: string): Promise<boolean>;
 }
 
-export const DEFAULT_CACHE_NAME = 'sparring-models-v1';
+// The cache name and the file-name rules are shared with the page (contract/modelCache.ts).
+export { checkFileName, DEFAULT_CACHE_NAME };
 const MISSING_HEADER = 'x-sparring-missing';
 
 export interface UrlSourceOptions {
@@ -354,10 +338,6 @@ export interface UrlSourceOptions {
 function defaultCaches(): CacheStorageLike | null {
   const c = (globalThis as { caches?: CacheStorageLike }).caches;
   return c && typeof c.open === 'function' ? c : null;
-}
-
-function encodePath(name: string): string {
-  return name.split('/').map(encodeURIComponent).join('/');
 }
 
 class UrlSource implements ModelSource {

@@ -6,7 +6,7 @@ import { folderSource } from '../cli/fs-source.ts';
 import { disposeLlama, forward } from './llama.ts';
 import { loadModel } from './load.ts';
 import { weightQuantizer } from './quant.ts';
-import { projectionBytes, weightSpec } from './weightFormat.ts';
+import { projectionBytes, weightSpec } from '../contract/weightFormat.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

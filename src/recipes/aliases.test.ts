@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { aliasNote, FIELD_ALIASES, METRIC_ALIASES, renameMetrics, resolveAliases } from './aliases.ts';
+import { aliasNote, FIELD_ALIASES, METRIC_ALIASES, renameMetrics, resolveAliases } from '../contract/aliases.ts';
 import { listRecipes } from './registry.ts';
-import { validateConfig } from './schema.ts';
+import { validateConfig } from '../contract/schema.ts';
 
 describe('veRL / TRL aliases', () => {
   it('every row names a field some registered recipe has, and no alias points at two fields of one recipe', () => {
@@ -22,7 +22,7 @@ describe('veRL / TRL aliases', () => {
   });
 
   it('every veRL alias is a key of veRL\'s trainer config (the export\'s key fixture, commit named there)', () => {
-    const verl = JSON.parse(readFileSync(new URL('./verl/fixtures/verl-keys.json', import.meta.url), 'utf8')) as { keys: string[] };
+    const verl = JSON.parse(readFileSync(new URL('../export/verl/fixtures/verl-keys.json', import.meta.url), 'utf8')) as { keys: string[] };
     expect(FIELD_ALIASES.flatMap((a) => (a.verl && !verl.keys.includes(a.verl) ? [a.verl] : []))).toEqual([]);
   });
 

@@ -8,13 +8,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source.ts';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { generate } from '../model/generate.ts';
-import { groupDiversity } from './attack.ts';
-import { saferTurnScore } from './multiturn.ts';
+import { groupDiversity } from './attack/attack.ts';
+import { saferTurnScore } from './multiturn/multiturn.ts';
 import { createRun, getRecipe } from './registry.ts';
-import { asUserMessage } from './rollout.ts';
-import { validateConfig } from './schema.ts';
+import { asUserMessage } from './kit/rollout.ts';
+import { validateConfig } from '../contract/schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../dev/test/recipeTesting.ts';
-import type { LoadedModel } from './types.ts';
+import type { LoadedModel } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });

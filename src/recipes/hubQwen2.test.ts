@@ -16,8 +16,8 @@ import { generate } from '../model/generate.ts';
 import { forward } from '../model/llama.ts';
 import { CHAT_TEMPLATE, DEFAULT_SYSTEM, ENDOFTEXT, IM_END, IM_START, qwen2Weights, QWEN2_DIMS as D, VOCAB, writeQwen2Fixture } from '../../dev/test/testdata/qwen2Fixture.ts';
 import { createRun } from './registry.ts';
-import type { StepReport } from './report.ts';
-import type { LoadedModel } from './types.ts';
+import type { StepReport } from '../contract/report.ts';
+import type { LoadedModel } from './kit/types.ts';
 
 const ID = 'test-org/qwen2-tiny';
 let hub: HubServer;

@@ -8,8 +8,8 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { recipeMain } from '../cli/recipe-run.ts';
 import type { Judge } from '../judges/types.ts';
 import { dualAscentStep } from '../rl/minmax.ts';
-import { checkpointFromJson } from './checkpointFile.ts';
-import { NonFiniteError } from './common.ts';
+import { checkpointFromJson } from './kit/checkpointFile.ts';
+import { NonFiniteError } from './kit/common.ts';
 import { createRun } from './registry.ts';
 import { loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 
@@ -69,7 +69,7 @@ describe('non-finite values', () => {
 
 describe('input checks', () => {
   it('parseGoalPromptJsonl reads a file that starts with a UTF-8 BOM', async () => {
-    const { parseGoalPromptJsonl } = await import('./attackerSft.ts');
+    const { parseGoalPromptJsonl } = await import('./attacker-sft/attackerSft.ts');
     expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}\r\n', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
   });
 

@@ -1,17 +1,17 @@
 // Recipes by the name researchers type. The built-in recipes register themselves when this module
 // loads; a plug-in (or a test) can add its own with registerRecipe.
-import { arenaRecipe } from './arena.ts';
-import { attackRecipe } from './attack.ts';
-import { attackerSftRecipe } from './attackerSft.ts';
-import { defendRecipe } from './defend.ts';
-import { tokenbuncherRecipe } from './tokenbuncher.ts';
-import { minmaxRecipe } from './minmax.ts';
-import { multiturnRecipe } from './multiturn.ts';
-import { redteamRecipe } from './redteam.ts';
-import { rlhfRecipe } from './rlhf.ts';
-import { createTimedRun } from './judgeTiming.ts';
-import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from './schema.ts';
-import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './types.ts';
+import { arenaRecipe } from './arena/arena.ts';
+import { attackRecipe } from './attack/attack.ts';
+import { attackerSftRecipe } from './attacker-sft/attackerSft.ts';
+import { defendRecipe } from './defend/defend.ts';
+import { tokenbuncherRecipe } from './tokenbuncher/tokenbuncher.ts';
+import { minmaxRecipe } from './minmax/minmax.ts';
+import { multiturnRecipe } from './multiturn/multiturn.ts';
+import { redteamRecipe } from './redteam/redteam.ts';
+import { rlhfRecipe } from './rlhf/rlhf.ts';
+import { createTimedRun } from './kit/judgeTiming.ts';
+import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from '../contract/schema.ts';
+import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './kit/types.ts';
 
 const RECIPES = new Map<string, AnyRecipe>();
 

@@ -7,7 +7,7 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import type { NamedTensor } from '../storage/checkpoints.ts';
 import { createRun } from './registry.ts';
 import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
-import type { RecipeCheckpoint, RecipeRun } from './types.ts';
+import type { RecipeCheckpoint, RecipeRun } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });

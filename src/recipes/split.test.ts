@@ -4,10 +4,10 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index.ts';
-import { uploadedAttackerSftData } from './attackerSft.ts';
+import { uploadedAttackerSftData } from './attacker-sft/attackerSft.ts';
 import { createRun } from './registry.ts';
 import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
-import type { RecipeRun } from './types.ts';
+import type { RecipeRun } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import type { Judge } from '../judges/types.ts';
 import { createRun, getRecipe } from './registry.ts';
-import { validateConfig } from './schema.ts';
+import { validateConfig } from '../contract/schema.ts';
 import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -67,7 +67,7 @@ describe('shared training options', () => {
 
 describe('redteam reward modes', () => {
   it('tinker clips to [0, 1] with the repetition term; Token Buncher\'s attack and adaptive attack do neither (hand-computed)', async () => {
-    const { redteamReward } = await import('./redteam.ts');
+    const { redteamReward } = await import('./redteam/redteam.ts');
     const a = { harm: 0.9, repetition: 0.5, kl: 0.2, entropy: 4, length: 10 };
     const c = { repetitionPenalty: 0.3, klBeta: 0.1 };
     expect(redteamReward('tinker', a, c)).toBeCloseTo(0.9 - 0.15 - 0.02, 12);
@@ -98,7 +98,7 @@ describe('redteam reward modes', () => {
 
 describe('LoRA options', () => {
   it('loraUseRslora reaches the adapter, and a checkpoint\'s adapter is rebuilt with its rsLoRA scale and its layers', async () => {
-    const { attachCheckpointAdapter } = await import('./checkpointFile.ts');
+    const { attachCheckpointAdapter } = await import('./kit/checkpointFile.ts');
     const a = await createRun(env, 'redteam', { ...small, judge: 'letters', loraUseRslora: true, loraRank: 4 }, 2);
     try {
       const lora = (a.run as unknown as { lora: { config: { useRslora?: boolean } } }).lora;

@@ -6,11 +6,11 @@ import { parseRecipeArgs, recipeInput } from '../cli/recipe-run.ts';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { SafetensorsFile } from '../model/safetensors.ts';
 import { exportMergedModel } from '../storage/merge.ts';
-import { checkpointToJson } from './checkpointFile.ts';
+import { checkpointToJson } from './kit/checkpointFile.ts';
 import { createRun, getRecipe, listRecipes } from './registry.ts';
-import { validateConfig } from './schema.ts';
+import { validateConfig } from '../contract/schema.ts';
 import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
-import type { LoadedModel, LoadModelRefOptions, RecipeCheckpoint } from './types.ts';
+import type { LoadedModel, LoadModelRefOptions, RecipeCheckpoint } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODEL_FIELDS = ['attacker', 'defender', 'policy', 'monitor'];

@@ -21,4 +21,4 @@ export * from './policy';
 export * from './trainer';
 export * from './loop';
 // The learning step's path on WebGPU: the planned pass (default) or tfjs op by op.
-export { getLearnPath, setLearnPath, type LearnPath } from './plannedLearn';
+export { type LearnPath } from './plannedLearn';

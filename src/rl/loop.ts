@@ -10,7 +10,7 @@
 //   report    metrics (reward/*, response/*, trainer metrics, perf/*), a couple of samples
 import { generate } from '../model/generate.ts';
 import { hash3 } from '../model/random.ts';
-import type { Metrics, RewardTerms, RolloutSample, StepReport, Verdict } from '../recipes/report.ts';
+import type { Metrics, RewardTerms, RolloutSample, StepReport, Verdict } from '../contract/report.ts';
 import { computeAdvantages, type AdvantageConfig } from './advantages';
 import { applyKlPenalty, klPenaltyValue, updateKlController, type KlController } from './kl';
 import { placeOutcomeRewards } from './placement';

@@ -2,7 +2,7 @@
 // variables (tfjs ships Adam only, and keys its moments by position in the gradient list; this one
 // keys them by variable name so a checkpoint restores exactly, whatever the order of variables).
 import * as tf from '@tensorflow/tfjs';
-import { variableFrom } from '../engine/variables';
+import { variableFrom } from '../engine';
 
 /**
  * Global L2 norm over all gradients, and the gradients scaled by min(1, maxNorm / (norm + 1e-6))

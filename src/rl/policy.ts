@@ -16,8 +16,7 @@
 // under softmax(logits / temperature) over the full vocabulary: the distribution generate()
 // reports, so rollout and training log-probs agree up to float error.
 import * as tf from '@tensorflow/tfjs';
-import { variableFrom } from '../engine/variables';
-import { tokenStats } from '../engine/ops/tokenStats.ts';
+import { variableFrom, tokenStats } from '../engine/index.ts';
 import { forward, type LlamaModel } from '../model/llama.ts';
 import { withAdaptersDisabled, type LoraSet } from '../model/lora.ts';
 

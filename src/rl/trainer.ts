@@ -27,7 +27,8 @@ import { clipByGlobalNorm, type AdamW } from './optim';
 import { plannedOptimizerActive, plannedUpdate } from './plannedOptim';
 import { policyStats, stopGradient, type ResponseBatch, type ValueHead } from './policy';
 import { PPO_DEFAULTS, computePolicyLoss, valueLoss } from './policyLoss';
-import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows, type FlatGrads, type PlannedMicroBatch, withFlatGrads } from './plannedLearn';
+import { plannedLearnBlocker, plannedMicroBatch, plannedMicroBatchRows } from './plannedLearn';
+import { type FlatGrads, type PlannedMicroBatch, withFlatGrads } from '../model/planned/learnStep';
 import { fromRows, type KlEstimatorName, type LossAggMode, type TokenMatrix, type TrlLossType } from './types';
 
 /** One scored batch of rollouts, all [B, T] aligned with `responses`. */

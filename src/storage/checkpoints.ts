@@ -16,11 +16,18 @@
 // Tensors travel as plain typed arrays with names, shapes and dtypes; the worker converts tfjs
 // tensors on either side, so this module never needs tfjs.
 
-import type { Metrics } from '../recipes/report.ts';
-import { formatBytes, idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv.ts';
-import { brief } from '../engine/brief';
+import type { Metrics } from '../contract/report.ts';
+import { formatBytes } from '../contract/formatBytes.ts';
+import { idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv.ts';
+import { brief } from '../contract/brief.ts';
+import {
+  CHECKPOINT_DB, CHECKPOINT_FORMAT, CHUNK_LOCK, chunkPrefix, manifestKey, MANIFEST_PREFIX, CHUNK_PREFIX, newestFirst, orphanChunks, summarizeCheckpoint,
+  type CheckpointManifest, type CheckpointSummary, type ChunkEntry, type TensorDtype, type TensorGroup, type TensorIndexEntry,
+} from '../contract/storageFormat.ts';
 
-export type TensorDtype = 'float32' | 'int32';
+// The layout and record shapes are shared with the page (contract/storageFormat.ts).
+export { CHECKPOINT_FORMAT, CHECKPOINT_DB } from '../contract/storageFormat.ts';
+export type { CheckpointManifest, CheckpointSummary, ChunkEntry, TensorDtype, TensorGroup, TensorIndexEntry } from '../contract/storageFormat.ts';
 
 export interface NamedTensor {
   name: string;
@@ -28,57 +35,6 @@ export interface NamedTensor {
   shape: number[];
   data: Float32Array | Int32Array;
 }
-
-/** Which part of the training state a tensor belongs to. */
-export type TensorGroup = 'params' | 'optimizer';
-
-export interface TensorIndexEntry {
-  name: string;
-  group: TensorGroup;
-  dtype: TensorDtype;
-  shape: number[];
-  /** Byte offset of the tensor in the concatenated stream of all tensors. */
-  offset: number;
-  byteLength: number;
-  /** Keys of the chunks its bytes live in, first to last (empty for a zero-size tensor). */
-  chunks: string[];
-}
-
-export interface ChunkEntry {
-  key: string;
-  byteLength: number;
-}
-
-export const CHECKPOINT_FORMAT = 1;
-
-export interface CheckpointManifest {
-  format: typeof CHECKPOINT_FORMAT;
-  id: string;
-  runId: string;
-  name: string;
-  step: number;
-  /** When it was saved (ms since epoch). */
-  time: number;
-  /** Metrics snapshot at this step (NaN allowed: IndexedDB stores it, JSON would not). */
-  metrics: Metrics;
-  /** Total tensor bytes (what the chunks hold). */
-  sizeBytes: number;
-  /** The run spec / recipe config (JSON). */
-  spec: unknown;
-  tensors: TensorIndexEntry[];
-  chunks: ChunkEntry[];
-  /** Optimiser state that is not tensors (step count, betas, lr schedule position ...). */
-  optimizerState: unknown;
-  rng: unknown;
-  extra: unknown;
-  /** Set when the save was forced despite NaN/Infinity: says which tensor, which element. */
-  nonFinite: string | null;
-}
-
-/** What list() returns: the manifest without its index. */
-export type CheckpointSummary = Omit<CheckpointManifest, 'tensors' | 'chunks' | 'spec' | 'optimizerState' | 'rng' | 'extra'> & {
-  tensorCount: number;
-};
 
 export interface CheckpointInput {
   runId: string;
@@ -130,15 +86,9 @@ export interface CheckpointUsage {
 }
 
 export const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
-export const CHECKPOINT_DB = 'sparring-checkpoints';
 
-const manifestKey = (id: string) => `m/${id}`;
-const chunkPrefix = (id: string) => `c/${id}/`;
 const chunkKey = (id: string, n: number) => `${chunkPrefix(id)}${pad(n, 6)}`;
 
-// Saves hold this Web Lock shared and the orphan collector exclusive (if free), so a collector
-// in one tab never takes the chunks of a save under way in another tab or in a worker.
-const CHUNK_LOCK = 'sparring-checkpoint-chunks';
 type LockManagerLike = { request<T>(name: string, opts: { mode: 'shared' | 'exclusive'; ifAvailable?: boolean }, cb: (lock: unknown) => Promise<T>): Promise<T> };
 const lockManager = (): LockManagerLike | null => (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks ?? null;
 
@@ -204,12 +154,6 @@ function asBytes(v: unknown): Uint8Array | null {
 
 const label = (m: { name: string; runId: string; step: number }) => `Checkpoint "${m.name}" (run ${m.runId}, step ${m.step})`;
 
-function summarize(m: CheckpointManifest): CheckpointSummary {
-  return {
-    format: m.format, id: m.id, runId: m.runId, name: m.name, step: m.step, time: m.time, metrics: m.metrics,
-    sizeBytes: m.sizeBytes, nonFinite: m.nonFinite, tensorCount: m.tensors.length,
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -370,11 +314,11 @@ export class CheckpointStore {
 
   /** Every checkpoint (or one run's), newest first (by time, then step). */
   async list(runId?: string): Promise<CheckpointSummary[]> {
-    const all = await this.kv.values<CheckpointManifest>('m/');
+    const all = await this.kv.values<CheckpointManifest>(MANIFEST_PREFIX);
     return all
       .filter((m) => runId === undefined || m.runId === runId)
-      .map(summarize)
-      .sort((a, b) => b.time - a.time || b.step - a.step || (a.id < b.id ? -1 : 1));
+      .map(summarizeCheckpoint)
+      .sort(newestFirst);
   }
 
   /** The newest checkpoint of a run saved without NaN/Infinity (what a resume should use). */
@@ -482,11 +426,7 @@ export class CheckpointStore {
 
   /** Keys of chunks that no manifest points at (saves under way in this store excluded). */
   async orphanChunkKeys(): Promise<string[]> {
-    const ids = new Set((await this.kv.keys('m/')).map((k) => k.slice(2)));
-    return (await this.kv.keys('c/')).filter((k) => {
-      const id = k.slice(2, k.lastIndexOf('/'));
-      return !ids.has(id) && !this.saving.has(id);
-    });
+    return orphanChunks(await this.kv.keys(MANIFEST_PREFIX), await this.kv.keys(CHUNK_PREFIX), this.saving);
   }
 
   /**

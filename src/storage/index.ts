@@ -3,7 +3,5 @@
 export * from './kv.ts';
 export * from './checkpoints.ts';
 export * from './runs.ts';
-export * from './integrity.ts';
-export * from './durable.ts';
 export * from './peft.ts';
 export * from './datasets.ts';

@@ -11,6 +11,8 @@
 
 import { createStore, del, delMany, get, set, type UseStore } from 'idb-keyval';
 
+export { newId, requestPersistentStorage, storageEstimate, type StorageEstimateResult } from '../contract/browserStorage.ts';
+
 export interface Kv {
   get<T>(key: string): Promise<T | undefined>;
   set(key: string, value: unknown): Promise<void>;
@@ -61,64 +63,11 @@ export class StorageError extends Error {
   }
 }
 
-/** 12345678 -> "11.8 MiB" (binary units, as browsers report quota). */
-export function formatBytes(n: number): string {
-  if (!Number.isFinite(n)) return String(n);
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (Math.abs(v) >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
-}
-
-export interface StorageEstimateResult {
-  usage: number | null;
-  quota: number | null;
-}
-
 /** Whether an IndexedDB error is the browser's quota refusal (some engines wrap the DOMException). */
 export function isQuotaError(e: unknown): boolean {
   const x = e as { name?: string; code?: number; inner?: unknown } | null;
   // DOMException code 22 is the legacy QUOTA_EXCEEDED_ERR.
   return !!x && (x.name === 'QuotaExceededError' || x.code === 22 || (x.inner !== undefined && isQuotaError(x.inner)));
-}
-
-/** navigator.storage.estimate() where the platform has it; nulls otherwise (Node, old Safari). */
-export async function storageEstimate(): Promise<StorageEstimateResult> {
-  const nav = (globalThis as { navigator?: { storage?: { estimate?: () => Promise<StorageEstimate> } } }).navigator;
-  if (!nav?.storage?.estimate) return { usage: null, quota: null };
-  try {
-    const e = await nav.storage.estimate();
-    return { usage: e.usage ?? null, quota: e.quota ?? null };
-  } catch {
-    return { usage: null, quota: null };
-  }
-}
-
-/**
- * Asks the browser not to evict this origin's storage under pressure (checkpoints are hours of
- * GPU time). Resolves to whether storage is persistent; false where the API is missing.
- */
-export async function requestPersistentStorage(): Promise<boolean> {
-  const nav = (globalThis as { navigator?: { storage?: { persist?: () => Promise<boolean>; persisted?: () => Promise<boolean> } } }).navigator;
-  try {
-    if (await nav?.storage?.persisted?.()) return true;
-    return (await nav?.storage?.persist?.()) ?? false;
-  } catch {
-    return false;
-  }
-}
-
-/** A unique-enough id: time plus randomness (crypto where available), sortable by creation. */
-export function newId(prefix: string): string {
-  const rnd =
-    typeof crypto !== 'undefined' && 'getRandomValues' in crypto
-      ? Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, '0')).join('')
-      : Math.random().toString(16).slice(2, 14);
-  return `${prefix}-${Date.now().toString(36)}-${rnd}`;
 }
 
 /** Zero-padded decimal, so numeric order equals key order (up to 1e12 - 1). */

@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../model/config.ts';
+import { parseModelConfig } from '../contract/modelConfig.ts';
 import { disposeLlama, loadLlama } from '../model/llama.ts';
 import { attachLora, loadPeftTensors, peftTensorName, peftTensors } from '../model/lora.ts';
 import { parseSafetensors, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';

@@ -1,6 +1,6 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import type { StepReport } from '../recipes/report.ts';
+import type { StepReport } from '../contract/report.ts';
 import { idbKv, StorageError, type Kv } from './kv.ts';
 import { JsonlError, parseReportsJsonl, reportsToJsonl, RunStore } from './runs.ts';
 

@@ -11,38 +11,18 @@
 // JSONL: one StepReport per line, as the CLI writes it. JSON has no NaN or Infinity:
 // JSON.stringify writes null, and parsing reads a null metric back as NaN.
 
-import type { StepReport } from '../recipes/report.ts';
-import { briefText, clampMessage } from '../engine/brief.ts';
+import type { StepReport } from '../contract/report.ts';
+import { briefText, clampMessage } from '../contract/brief.ts';
 import { idbKv, newId, pad, StorageError, type Kv } from './kv.ts';
-import { stepProblem } from './reportRules.ts';
+import { stepProblem } from '../contract/reportRules.ts';
+import {
+  logPrefix, recordKey, RECORD_PREFIX, reportBytes, reportsToJsonl, RUNS_DB, runsNewestFirst, type LogBatch, type RunRecord, type RunStatus,
+} from '../contract/storageFormat.ts';
 
-export type RunStatus = 'created' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed';
+// The layout and record shapes are shared with the page (contract/storageFormat.ts).
+export { reportsToJsonl, RUNS_DB } from '../contract/storageFormat.ts';
+export type { LogBatch, RunRecord, RunStatus } from '../contract/storageFormat.ts';
 const STATUSES: readonly RunStatus[] = ['created', 'running', 'paused', 'finished', 'stopped', 'failed'];
-
-export interface RunRecord {
-  id: string;
-  recipe: string;
-  name: string;
-  /** The RunSpec (recipe config, models, judge, dataset, seed) as JSON. */
-  spec: unknown;
-  /** ms since epoch */
-  created: number;
-  updated: number;
-  /** Step of the newest logged report (null before the first). */
-  lastStep: number | null;
-  reportCount: number;
-  status: RunStatus;
-  /** Why a failed run failed. */
-  error: string | null;
-  /** JSON bytes of its logged reports (absent in records written before it was counted). */
-  logBytes?: number;
-}
-
-export interface LogBatch {
-  firstStep: number;
-  lastStep: number;
-  reports: StepReport[];
-}
 
 export interface RunStoreOptions {
   kv?: Kv;
@@ -51,10 +31,7 @@ export interface RunStoreOptions {
   maxBatchBytes?: number;
 }
 
-export const RUNS_DB = 'sparring-runs';
 
-const recordKey = (id: string) => `r/${id}`;
-const logPrefix = (id: string) => `l/${id}/`;
 const batchKey = (id: string, n: number) => `${logPrefix(id)}${pad(n)}`;
 
 function checkId(id: string): void {
@@ -116,7 +93,7 @@ export class RunStore {
 
   /** Newest first. */
   async listRuns(): Promise<RunRecord[]> {
-    return (await this.kv.values<RunRecord>('r/')).sort((a, b) => b.created - a.created || (a.id < b.id ? -1 : 1));
+    return (await this.kv.values<RunRecord>(RECORD_PREFIX)).sort(runsNewestFirst);
   }
 
   async updateRun(id: string, patch: Partial<Pick<RunRecord, 'name' | 'status' | 'error'>>): Promise<RunRecord> {
@@ -254,7 +231,6 @@ export class RunStore {
   }
 }
 
-const reportBytes = (reports: readonly StepReport[]): number => reports.reduce((a, r) => a + JSON.stringify(r).length, 0);
 
 let defaultStore: RunStore | null = null;
 /** The app's run store (database "sparring-runs"), created on first use. */
@@ -265,10 +241,6 @@ export function runs(): RunStore {
 // ---------------------------------------------------------------------------------------------
 // JSONL
 
-/** One StepReport per line, each line ending in "\n" (NaN/Infinity metrics become null). */
-export function reportsToJsonl(reports: readonly StepReport[]): string {
-  return reports.map((r) => `${JSON.stringify(r)}\n`).join('');
-}
 
 export class JsonlError extends Error {
   constructor(

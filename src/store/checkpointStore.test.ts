@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CheckpointSummary } from '../storage';
+import type { CheckpointSummary } from '../contract/storageFormat';
 import { eventMessage, latestCheckpoint, loadPolicy, metricSummary, storageLine } from './checkpointStore';
 
 const ck = (id: string, time: number, step: number, nonFinite: string | null = null): CheckpointSummary => ({

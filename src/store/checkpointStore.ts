@@ -3,11 +3,13 @@
 // mirrored to IndexedDB), the latest save event, the status of a run the Checkpoints panel
 // resumed, and what the start found: persistence granted or not, a wiped store, orphan chunks.
 import { create } from 'zustand';
-import {
-  checkpoints, checkStores, durableSettings, formatBytes, noteSeen, requestPersistentStorage, runs, wipedMessage,
-  type CheckpointSummary, type CheckpointStore, type RunStore,
-} from '../storage';
+import { requestPersistentStorage } from '../contract/browserStorage.ts';
+import type { CheckpointSummary } from '../contract/storageFormat.ts';
+import { PageCheckpoints, PageRunLogs } from './labDb';
+import { checkStores, noteSeen, wipedMessage } from './storeIntegrity';
+import { formatBytes } from '../contract/formatBytes';
 import type { RunStatus } from '../contract/workerApi';
+import { durableSettings } from './durableSettings';
 import { reconcileSettings } from './settingsStore';
 import type { AutosavePolicy, CheckpointEvent } from '../contract/workerApi';
 
@@ -112,10 +114,10 @@ interface CheckpointState {
   remove(id: string): Promise<void>;
 }
 
-let ckptStore: CheckpointStore | null = null;
-let logStore: RunStore | null = null;
-export const ckpts = () => (ckptStore ??= checkpoints());
-export const runLogs = () => (logStore ??= runs());
+let ckptStore: PageCheckpoints | null = null;
+let logStore: PageRunLogs | null = null;
+export const ckpts = () => (ckptStore ??= new PageCheckpoints());
+export const runLogs = () => (logStore ??= new PageRunLogs());
 
 let started: Promise<void> | null = null;
 /** Set once the start compared the stores: only then may refresh record what they hold. */

@@ -1,6 +1,8 @@
-// Engine state as the UI sees it: plain data mirrored from the worker.
+// Engine state as the UI sees it: plain data mirrored from the worker, and the one handle on the
+// worker that every UI command goes through (nothing is put on `window`).
 import { create } from 'zustand';
-import type { BackendPreference } from '../engine/backends';
+import type { BackendPreference } from '../contract/backends.ts';
+import { startEngineWorker, type EngineClient } from '../worker/client';
 import type { EngineStatus } from '../contract/workerApi';
 
 export type EnginePhase = 'starting' | 'ready' | 'error';
@@ -18,6 +20,11 @@ interface EngineState {
   setReady(status: EngineStatus): void;
   setError(message: string): void;
   setNotice(message: string | null): void;
+  /** The running worker; null until the first start. */
+  client: EngineClient | null;
+  /** Starts a worker: the lab's engine worker; a test page may start its harness worker instead. */
+  startWorker: () => EngineClient;
+  setClient(client: EngineClient | null): void;
 }
 
 export const useEngine = create<EngineState>()((set) => ({
@@ -31,4 +38,19 @@ export const useEngine = create<EngineState>()((set) => ({
   setReady: (status) => set({ phase: 'ready', status, error: null }),
   setError: (error) => set({ phase: 'error', error }),
   setNotice: (notice) => set({ notice }),
+  client: null,
+  startWorker: startEngineWorker,
+  setClient: (client) => set({ client }),
 }));
+
+/** The engine worker's API, for commands; one clear error when it is not up. */
+export function engine(): EngineClient['api'] {
+  const client = useEngine.getState().client;
+  if (!client) throw new Error('the engine worker is not running');
+  return client.api;
+}
+
+/** The engine worker's API, or null when it is not up (for reads that can wait). */
+export function engineOrNull(): EngineClient['api'] | null {
+  return useEngine.getState().client?.api ?? null;
+}

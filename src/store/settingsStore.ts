@@ -2,8 +2,8 @@
 // (durableSettings) so a browser killed seconds after a change keeps it too.
 import { create } from 'zustand';
 import { createJSONStorage, persist } from 'zustand/middleware';
-import type { BackendPreference } from '../engine/backends';
-import { durableSettings } from '../storage/durable';
+import type { BackendPreference } from '../contract/backends.ts';
+import { durableSettings } from './durableSettings';
 
 interface SettingsState {
   backendPreference: BackendPreference;

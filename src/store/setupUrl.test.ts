@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bool, int, num, oneOf, str, type Schema } from '../recipes/schema';
-import { getRecipe } from '../recipes/registry';
+import { bool, int, num, oneOf, str, type Schema } from '../contract/schema.ts';
+import { recipeListing } from '../../dev/test/recipeListings.ts';
 import { decodeSetup, encodeSetup, formDefaults, type RunSetup } from './setupUrl';
 
 const schema: Schema = {
@@ -40,7 +40,7 @@ describe('shareable setup URL', () => {
   });
 
   it('carries a model\'s weight format with the real redteam schema, and names a bad one', () => {
-    const real = getRecipe('redteam').schema;
+    const real = recipeListing('redteam').schema;
     const setup: RunSetup = { recipe: 'redteam', values: { ...formDefaults(real), defenderWeights: 'int4-g64' }, seed: '1', maxSteps: '', atMax: 'pause' };
     const search = encodeSetup(setup, real);
     expect(new URLSearchParams(search).get('c.defenderWeights')).toBe('int4-g64');

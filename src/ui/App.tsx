@@ -11,7 +11,6 @@ import { DeviceBadge } from './DeviceBadge';
 import { FallbackBanner } from './FallbackBanner';
 import { Panel } from './Panel';
 import { connectEngine } from './engineConnection';
-import { installRunHandle } from './runHandle';
 import { TeachingPanel } from './teaching/TeachingPanel';
 import { TeachingToggle } from './teaching/TeachingToggle';
 
@@ -23,7 +22,6 @@ export function App() {
   }, [backendPreference]);
   // Show something the instant the lab opens: the recorded example run, clearly labelled as one.
   useEffect(() => {
-    installRunHandle();
     const s = useRunStore.getState();
     if (s.order.length === 0) s.importRun(sampleRun(), 'example', EXAMPLE_LABEL);
   }, []);

@@ -1,6 +1,9 @@
 import { useEffect } from 'react';
-import { BACKENDS, BACKEND_COST, type BackendPreference } from '../engine/backends';
-import { formatBytes } from '../engine/probe';
+import { BACKENDS, BACKEND_COST, type BackendPreference } from '../contract/backends.ts';
+import { formatBytes as formatAnyBytes } from '../contract/formatBytes';
+
+/** Device sizes are mostly powers of two: "128 MiB", not "128.0 MiB". */
+const formatBytes = (n: number): string => formatAnyBytes(n, { trimZero: true });
 import { useEngine } from '../store/engineStore';
 import { useSettings } from '../store/settingsStore';
 import { useSetup, type ModelFit } from '../store/setupStore';

@@ -1,17 +1,7 @@
 // Owns the one engine worker of this tab: starts it, restarts it when the backend setting
-// changes, and mirrors its status into the engine store.
-import { parseBackendOverride, type BackendPreference } from '../engine/backends';
+// changes, and mirrors its status into the engine store (which holds the worker's handle).
+import { parseBackendOverride, type BackendPreference } from '../contract/backends.ts';
 import { useEngine } from '../store/engineStore';
-import { startEngineWorker, type EngineClient } from '../worker/client';
-
-let client: EngineClient | null = null;
-
-declare global {
-  interface Window {
-    /** Console and test handle on the engine worker (plain-data API, no tensors). */
-    sparring?: { engine: EngineClient['api'] };
-  }
-}
 
 export function resolvePreference(setting: BackendPreference): { preference: BackendPreference; source: 'url' | 'setting'; urlError: string | null } {
   try {
@@ -26,9 +16,9 @@ export function resolvePreference(setting: BackendPreference): { preference: Bac
 export async function connectEngine(setting: BackendPreference): Promise<void> {
   const store = useEngine.getState();
   const { preference, source, urlError } = resolvePreference(setting);
-  client?.terminate();
-  client = startEngineWorker();
-  window.sparring = { engine: client.api };
+  store.client?.terminate();
+  const client = store.startWorker();
+  store.setClient(client);
   store.setStarting(preference, source);
   store.setNotice(urlError ? `${urlError}; using the saved setting (${setting}) instead.` : null);
   try {
@@ -43,6 +33,7 @@ export async function connectEngine(setting: BackendPreference): Promise<void> {
 }
 
 export async function refreshEngineStatus(): Promise<void> {
+  const client = useEngine.getState().client;
   if (!client) return;
   useEngine.getState().setReady(await client.api.status());
 }

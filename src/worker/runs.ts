@@ -11,14 +11,15 @@
 // reload has its history and its JSONL export.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { brief } from '../engine/brief';
-import { NonFiniteError } from '../recipes/common';
-import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/env';
-import type { Metrics, StepReport } from '../recipes/report';
-import { createTimedRun } from '../recipes/judgeTiming';
+import { brief } from '../contract/brief';
+import { NonFiniteError } from '../recipes/kit/common.ts';
+import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/kit/env.ts';
+import type { Metrics, StepReport } from '../contract/report';
+import { createTimedRun } from '../recipes/kit/judgeTiming.ts';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
-import { fromStoredCheckpoint } from '../recipes/state';
-import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/types';
+import { EXPORTABLE_RECIPES } from '../recipes/exports';
+import { fromStoredCheckpoint } from '../recipes/kit/state.ts';
+import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/kit/types.ts';
 import { urlSource } from '../model/sources';
 import type { ModelFolder } from '../model/load';
 import { checkpoints, runs as runLogs } from '../storage';
@@ -99,6 +100,7 @@ export function listRecipes(): RecipeListing[] {
     source: r.source,
     description: r.description,
     schema: JSON.parse(JSON.stringify(r.schema)) as RecipeListing['schema'],
+    exportable: EXPORTABLE_RECIPES.includes(r.name),
   }));
 }
 

@@ -4,7 +4,7 @@
 // /models/NAME/ and shipped in the zip; if that fails the README says where to copy it from.
 import { zipSync } from 'fflate';
 import { getRecipe } from '../recipes/registry';
-import { exportModelField, exportVerl, modelPathFor } from '../recipes/verl/index';
+import { exportModelField, exportVerl, modelPathFor } from '../recipes/exports';
 import type { VerlJobZip } from '../contract/workerApi';
 
 const SANDBOX_FILES = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];

@@ -5,8 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
-import { registerWebGPUBackend } from '../../engine/kernels/gpuFeatures';
-import { webgpuDevice } from '../../engine/kernels/wgslProgram';
+import { registerWebGPUBackend, webgpuDevice } from '../../engine/index.ts';
 
 /** Chromium's SwiftShader Vulkan driver (a CPU implementation), as Debian installs it. */
 export const SWIFTSHADER_VULKAN_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';

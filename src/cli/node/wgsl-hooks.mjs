@@ -1,11 +1,11 @@
-// Node module hooks: `*.wgsl?raw` resolves to the file and loads as a module whose default
+// Node module hooks: `*.wgsl?raw` and `*.py?raw` resolve to the file and load as a module whose default
 // export is the file's text.
 import { readFile } from 'node:fs/promises';
 
-const isWgsl = (url) => new URL(url).pathname.endsWith('.wgsl');
+const isWgsl = (url) => /\.(wgsl|py)$/.test(new URL(url).pathname);
 
 export async function resolve(specifier, context, next) {
-  if (/\.wgsl(\?raw)?$/.test(specifier) && context.parentURL) {
+  if (/\.(wgsl(\?raw)?|py\?raw)$/.test(specifier) && context.parentURL) {
     return { url: new URL(specifier, context.parentURL).href, shortCircuit: true };
   }
   return next(specifier, context);

@@ -7,16 +7,9 @@
 // seeded with the parent seed, then the murmur3 finaliser so that nearby seeds and labels that
 // share a prefix give unrelated child seeds.
 
-/** murmur3 fmix32: a bijective avalanche mix of a 32-bit integer. */
-export function mix32(x: number): number {
-  let h = x >>> 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
+// One mix32 for the project (contract/mulberry32.ts): the same murmur3 finaliser this file had.
+import { mix32 } from '../../contract/mulberry32.ts';
+export { mix32 };
 
 /** Child seed of `seed` under `label`: stable across runs, platforms and insertion order. */
 export function deriveSeed(seed: number, label: string | number): number {

@@ -5,10 +5,10 @@
 // skipped): the step count advances only when the GPU says the update was taken. Semantics are
 // src/rl/optim.ts's (AdamW + clipByGlobalNorm + the skip in learnStep), which it is tested against.
 // All buffers are made in the constructor; a step creates none.
-import partialWgsl from '../../../shaders/plan_grad_norm_partial.wgsl?raw';
-import finishWgsl from '../../../shaders/plan_grad_norm_finish.wgsl?raw';
-import adamwWgsl from '../../../shaders/plan_adamw.wgsl?raw';
-import treeSumWgsl from '../../../shaders/plan_tree_sum.wgsl?raw';
+import partialWgsl from '../../../shaders/adamw/plan_grad_norm_partial.wgsl?raw';
+import finishWgsl from '../../../shaders/adamw/plan_grad_norm_finish.wgsl?raw';
+import adamwWgsl from '../../../shaders/adamw/plan.wgsl?raw';
+import treeSumWgsl from '../../../shaders/adamw/plan_tree_sum.wgsl?raw';
 import type { PlanKernel } from './kernel';
 import { GpuPlan } from './plan';
 

@@ -1,24 +1,26 @@
 // The planned decode step's kernels: WGSL sources from shaders/ with the declarations each
 // variant needs (weight format, epilogue mode), and the uniform records the planner fills.
-// The sampler and token statistics reuse the tfjs path's kernel bodies unchanged (sample.wgsl,
-// token_stats.wgsl) under a header that gives them the names tfjs would, so both paths draw the
+// The sampler and token statistics reuse the tfjs path's kernel bodies unchanged (sample/op.wgsl,
+// token-stats/op.wgsl) under a header that gives them the names tfjs would, so both paths draw the
 // same tokens from the same Philox streams.
-import gemvWgsl from '../../../shaders/plan_gemv.wgsl?raw';
-import gemvThreadWgsl from '../../../shaders/plan_gemv_thread.wgsl?raw';
-import gemvUnitWgsl from '../../../shaders/plan_gemv_unit.wgsl?raw';
-import gemmTileWgsl from '../../../shaders/plan_gemm_tile.wgsl?raw';
-import loraDeltaWgsl from '../../../shaders/plan_lora_delta.wgsl?raw';
-import attentionWgsl from '../../../shaders/plan_attention.wgsl?raw';
-import attentionThreadWgsl from '../../../shaders/plan_attention_thread.wgsl?raw';
-import attentionSplitKWgsl from '../../../shaders/plan_attention_splitk.wgsl?raw';
-import attentionCombineWgsl from '../../../shaders/plan_attention_combine.wgsl?raw';
-import embedWgsl from '../../../shaders/plan_embed.wgsl?raw';
-import sampleWgsl from '../../../shaders/sample.wgsl?raw';
-import tokenStatsWgsl from '../../../shaders/token_stats.wgsl?raw';
-import rowReduceTreeWgsl from '../../../shaders/row_reduce_tree.wgsl?raw';
-import { rowReduce } from '../kernels/rowReduce';
-import { rowWorkgroupSize } from '../kernels/limits';
+import gemvWgsl from '../../../shaders/matmul/plan_gemv.wgsl?raw';
+import gemvThreadWgsl from '../../../shaders/matmul/plan_gemv_thread.wgsl?raw';
+import gemvUnitWgsl from '../../../shaders/matmul/plan_gemv_unit.wgsl?raw';
+import gemmTileWgsl from '../../../shaders/matmul/plan_gemm_tile.wgsl?raw';
+import gemvRowsWgsl from '../../../shaders/matmul/plan_gemv_rows.wgsl?raw';
+import loraDeltaWgsl from '../../../shaders/lora/plan_delta.wgsl?raw';
+import attentionWgsl from '../../../shaders/attention/plan.wgsl?raw';
+import attentionThreadWgsl from '../../../shaders/attention/plan_thread.wgsl?raw';
+import attentionSplitKWgsl from '../../../shaders/attention/plan_splitk.wgsl?raw';
+import attentionCombineWgsl from '../../../shaders/attention/plan_combine.wgsl?raw';
+import embedWgsl from '../../../shaders/embed/plan.wgsl?raw';
+import sampleWgsl from '../../../shaders/sample/op.wgsl?raw';
+import tokenStatsWgsl from '../../../shaders/token-stats/op.wgsl?raw';
+import rowReduceTreeWgsl from '../../../shaders/row-reduce/tree.wgsl?raw';
+import { rowReduce } from '../kernels/row-reduce/rowReduce.ts';
+import { rowWorkgroupSize } from '../webgpu/limits.ts';
 import type { BindingSpec, PlanKernel } from './kernel';
+import type { GemvShape } from '../options';
 
 /** f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
 export type WeightFormat = 'f32' | 'f16' | 'int8' | 'int4';
@@ -82,42 +84,14 @@ export function gemvMaxRows(shape: GemvLayout): number {
   return shape === 'tile' ? 4 * TILE_TQ : shape === 'thread' ? 16 : 8;
 }
 
-/** The tiled layout's units per thread and quads of rows per thread (plan_gemm_tile.wgsl). */
+/**
+ * The tiled layout's units per thread and quads of rows per thread: matmul/plan_gemm_tile.wgsl
+ * keeps its sums in named registers written out for these values (a CPU driver keeps only
+ * constant-indexed values out of memory), so a change here is a change of that file.
+ */
 export const TILE_TU = 4;
 export const TILE_TQ = 1;
 
-/** plan_gemm_tile.wgsl with its TU x TQ register tile unrolled. */
-function tileSource(): string {
-  const U = Array.from({ length: TILE_TU }, (_, i) => i);
-  const Q = Array.from({ length: TILE_TQ }, (_, i) => i);
-  const R = Array.from({ length: 4 * TILE_TQ }, (_, i) => i);
-  const lines = (f: (u: number, q: number) => string) => U.flatMap((u) => Q.map((q) => f(u, q))).join('\n    ');
-  const xs = (q: number) => [0, 1, 2, 3].map((j) => `x${4 * q + j}`).join(', ');
-  const setup = [
-    ...R.map((r) => `let x${r}b = G.xOff + min(r0 + ${r}u, last) * G.xStride;`),
-    ...U.map((u) => `let o${u} = unitOutputs(min(u0 + ${u}u, units - 1u));`),
-    ...U.flatMap((u) => Q.map((q) => `var a${u}_${q} = vec4<f32>(0.0);\n  var b${u}_${q} = vec4<f32>(0.0);`)),
-    ...Q.map((q) => `var ss${q} = vec4<f32>(0.0);`),
-  ].join('\n  ');
-  const norm = [
-    ...Q.map((q) => `ss${q} += vec4<f32>(${[0, 1, 2, 3].map((j) => `dot(x${4 * q + j}, x${4 * q + j})`).join(', ')});`),
-    ...R.map((r) => `x${r} *= nw;`),
-  ].join('\n      ');
-  const weights = (load: string, row: string) =>
-    U.map((u) => `let w${u} = ${load}(o${u}.${row}, c);`).join('\n      ') + '\n      ' + lines((u, q) => `b${u}_${q} += dots(w${u}, ${xs(q)});`).replace(/\n {4}/g, '\n      ');
-  const finish = [
-    ...Q.map((q) => `var inv${q} = vec4<f32>(1.0);\n  if (NORM) {\n    inv${q} = inverseSqrt(ss${q} / f32(G.K) + G.eps);\n  }`),
-    ...U.flatMap((u) => Q.map((q) => `finishQuad(u0 + ${u}u, units, r0 + ${4 * q}u, a${u}_${q}, b${u}_${q}, inv${q});`)),
-  ].join('\n  ');
-  return gemmTileWgsl
-    .replace('{{SETUP}}', setup)
-    .replace('{{XLOAD}}', R.map((r) => `var x${r} = xrow(x${r}b, k);`).join('\n    '))
-    .replace('{{NORM}}', norm)
-    .replace('{{DOTS}}', U.map((u) => `let v${u} = wload(o${u}.x, c);`).join('\n    ') + '\n    ' + lines((u, q) => `a${u}_${q} += dots(v${u}, ${xs(q)});`))
-    .replace('{{DOTS_W2}}', weights('wload2', 'x'))
-    .replace('{{DOTS_PAIR}}', weights('wload', 'y'))
-    .replace('{{FINISH}}', finish);
-}
 export const GEMV_R = 4;
 
 export const enum GemvMode {
@@ -137,31 +111,6 @@ const GEMV_STRUCT = `struct Gemv {
   nKV : u32, cap : u32, cosOff : u32, sinOff : u32,
   posOff : u32, resid : u32, bias2Off : i32, t2Off : i32,
   b2Off : u32, r2 : u32, scale2 : f32, seq : u32,
-}`;
-
-// Where a GEMV row's token sits. Decode (G.seq = 0): row b is batch row b at the token's slot
-// and position. Prefill (G.seq > 0): row = b * seq + j is prompt column tok.slot + j of batch
-// row b, its RoPE position read from the (row, slot) table at G.posOff.
-const ROW_WGSL = `fn rowBatch(row : u32) -> u32 {
-  if (G.seq == 0u) {
-    return row;
-  }
-  return row / G.seq;
-}
-fn rowSlot(row : u32) -> u32 {
-  if (G.seq == 0u) {
-    return tok.slot;
-  }
-  return tok.slot + row % G.seq;
-}
-fn rowPos(row : u32) -> u32 {
-  if (G.seq == 0u) {
-    return u32(auxAt(G.posOff + row)) + tok.step;
-  }
-  return u32(auxAt(G.posOff + rowBatch(row) * G.cap + rowSlot(row)));
-}
-fn cacheBase(row : u32, h : u32) -> u32 {
-  return ((rowBatch(row) * G.nKV + h) * G.cap + rowSlot(row)) * G.headDim;
 }`;
 
 export interface GemvUniform {
@@ -303,10 +252,11 @@ function weightLoader(name: string, format: WeightFormat, w: string, s: string, 
 }
 
 /**
- * 'split': R outputs per workgroup, threads split the input and merge once (GPUs); 'thread': one
- * thread per output unit and no barrier (software adapters, where a barrier is a thread switch).
+ * GemvShape: 'split': R outputs per workgroup, threads split the input and merge once (GPUs);
+ * 'thread': one thread per output unit and no barrier (software adapters, where a barrier is a
+ * thread switch). Defined with the engine options, which name it.
  */
-export type GemvShape = 'split' | 'thread';
+export type { GemvShape };
 /** A kernel's layout: a GemvShape, or 'tile' (software adapters, many rows: 4 units x 4 rows per thread). */
 export type GemvLayout = GemvShape | 'tile';
 
@@ -380,7 +330,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
     bindings: b,
-    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${ROW_WGSL}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? tileSource() : gemvThreadWgsl}`}`,
+    body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? gemmTileWgsl : gemvThreadWgsl}`}`,
   };
 }
 
@@ -426,7 +376,7 @@ export function attentionKernel(headDim: number): PlanKernel {
 /** Query threads per workgroup of the one-thread attention. */
 export const ATT_THREAD_WG = 64;
 
-/** The barrier-free attention for software adapters (plan_attention_thread.wgsl), unrolled for head_dim D. */
+/** The barrier-free attention for software adapters (attention/plan_thread.wgsl), unrolled for head_dim D. */
 export function attentionThreadKernel(headDim: number): PlanKernel {
   const n = headDim / 4;
   const idx = Array.from({ length: n }, (_, i) => i);
@@ -452,7 +402,7 @@ export function attentionThreadKernel(headDim: number): PlanKernel {
   };
 }
 
-/** Cache slots per segment of the split-K attention (one 256-slot chunk, as plan_attention.wgsl's). */
+/** Cache slots per segment of the split-K attention (one 256-slot chunk, as attention/plan.wgsl's). */
 export const SPLITK_SEGMENT = 256;
 
 /** Floats of the split-K partials for `rows` query rows: per (row, head, segment) m, l and D sums. */
@@ -460,7 +410,7 @@ export function splitKPartialFloats(rows: number, heads: number, headDim: number
   return rows * heads * Math.ceil(capacity / SPLITK_SEGMENT) * (headDim + 2);
 }
 
-/** Split-K decode attention, pass 1 (plan_attention_splitk.wgsl): grid [heads, rows, segments]. */
+/** Split-K decode attention, pass 1 (attention/plan_splitk.wgsl): grid [heads, rows, segments]. */
 export function attentionSplitKKernel(headDim: number): PlanKernel {
   const WG = attentionWorkgroupSize(headDim);
   return {
@@ -478,7 +428,7 @@ export function attentionSplitKKernel(headDim: number): PlanKernel {
   };
 }
 
-/** Split-K decode attention, pass 2 (plan_attention_combine.wgsl): grid [heads, rows]. */
+/** Split-K decode attention, pass 2 (attention/plan_combine.wgsl): grid [heads, rows]. */
 export function attentionCombineKernel(headDim: number): PlanKernel {
   const WG = attentionWorkgroupSize(headDim);
   return {
@@ -525,7 +475,7 @@ fn planMain(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_in
   main(i32(wid.x) * WG + i32(lid));
 }`;
 
-/** sample.wgsl as planned: logits [rows, vocab] -> result (the ids buffer), one workgroup per row. */
+/** sample/op.wgsl as planned: logits [rows, vocab] -> result (the ids buffer), one workgroup per row. */
 export function sampleKernel(vocab: number): PlanKernel & { entry: string } {
   const WG = rowWorkgroupSize(vocab);
   return {
@@ -542,7 +492,7 @@ export function sampleKernel(vocab: number): PlanKernel & { entry: string } {
 }
 
 /**
- * token_stats.wgsl as planned: (log-prob of ids, entropy) per row of the scaled logits. The row
+ * token-stats/op.wgsl as planned: (log-prob of ids, entropy) per row of the scaled logits. The row
  * reduction is the tfjs path's choice (subgroups where probed) on a device that has subgroups,
  * the workgroup tree on any other.
  */

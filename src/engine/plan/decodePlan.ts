@@ -5,7 +5,7 @@
 // readback of n x B x (id, log-prob, entropy).
 //
 // Per token, in one pass:
-//   sample   sample (sample.wgsl), token statistics (token_stats.wgsl), embed + record
+//   sample   sample (sample/op.wgsl), token statistics (token-stats/op.wgsl), embed + record
 //   layers   per layer: [x·A for LoRA] q(+norm, RoPE), k(+norm, RoPE, cache), v(+norm, cache),
 //            attention, [a·A] o(+residual), [x·A] gate+up(+norm, SwiGLU), [act·A] down(+residual)
 //            (attention is two dispatches where it is split-K: segments, then their combine)
@@ -47,6 +47,7 @@ import {
   type WeightFormat,
 } from './decodeKernels';
 import { DYN_SLOT_BYTES } from './plan';
+import type { DecodeAttention } from '../options';
 
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
@@ -107,7 +108,7 @@ export interface DecodeModelRef {
  * walking the row's whole cache; 'splitk', flash-decoding: a workgroup per (head, row, segment of
  * SPLITK_SEGMENT slots) and a combine dispatch (one more per layer).
  */
-export type DecodeAttention = 'whole' | 'splitk';
+export type { DecodeAttention };
 
 /**
  * Cache capacity above which GPUs take split-K attention. Up to 1024 slots a (head, row)
@@ -146,7 +147,7 @@ export interface RunSampling {
 
 /** Inputs of one generation: positions and valid slots after the prefill, streams, sampling. */
 /** Prompt columns a prefill chunk holds for a batch of B rows (GEMV rows = B x chunk, at most 1024). */
-/** Rows from which a GEMV on a software adapter takes the tiled kernel (see plan_gemm_tile.wgsl). */
+/** Rows from which a GEMV on a software adapter takes the tiled kernel (see matmul/plan_gemm_tile.wgsl). */
 export const TILE_MIN_ROWS = 8;
 
 export function prefillChunk(B: number): number {

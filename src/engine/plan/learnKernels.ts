@@ -1,10 +1,33 @@
-// The planned learning step's kernels (forward over whole sequences and its backward). Small WGSL
-// modules with their bindings declared here (PlanKernel), each dispatch's parameters in a static
+// The planned learning step's kernels (forward over whole sequences and its backward). Each is a
+// .wgsl file under shaders/<operation>/ (learn*.wgsl) with its bindings declared here (PlanKernel)
+// and at most a prelude of constants prepended; each dispatch's parameters sit in a static
 // uniform record the planner fills once. One GEMM template does every product of the step:
 // projections through frozen weights (f32, or f16 / int8 / int4 words decoded per element, never a
 // dequantised matrix), LoRA's thin products, attention's batched products and the weight
 // gradients, by strides alone. The rest is one thread per row or element and no barriers, except
 // the vocabulary-wide token statistics (one workgroup per row).
+import gemmCommonWgsl from '../../../shaders/matmul/learn_gemm_common.wgsl?raw';
+import gemmF32Wgsl from '../../../shaders/matmul/learn_gemm.wgsl?raw';
+import gemmQuantWgsl from '../../../shaders/matmul/learn_gemm_quant.wgsl?raw';
+import gemmBF16Wgsl from '../../../shaders/matmul/learn_gemm_b_f16.wgsl?raw';
+import gemmBInt8Wgsl from '../../../shaders/matmul/learn_gemm_b_int8.wgsl?raw';
+import gemmBInt4Wgsl from '../../../shaders/matmul/learn_gemm_b_int4.wgsl?raw';
+import gemmPackedF16Wgsl from '../../../shaders/matmul/learn_gemm_packed_f16.wgsl?raw';
+import gemmPackedInt8Wgsl from '../../../shaders/matmul/learn_gemm_packed_int8.wgsl?raw';
+import gemmPackedInt4Wgsl from '../../../shaders/matmul/learn_gemm_packed_int4.wgsl?raw';
+import rmsNormWgsl from '../../../shaders/rms-norm/learn.wgsl?raw';
+import rmsNormGradWgsl from '../../../shaders/rms-norm/learn_grad.wgsl?raw';
+import headsWgsl from '../../../shaders/rope/learn_heads.wgsl?raw';
+import softmaxWgsl from '../../../shaders/attention/learn_softmax.wgsl?raw';
+import softmaxGradWgsl from '../../../shaders/attention/learn_softmax_grad.wgsl?raw';
+import swigluWgsl from '../../../shaders/swiglu/learn.wgsl?raw';
+import swigluGradWgsl from '../../../shaders/swiglu/learn_grad.wgsl?raw';
+import dropMulWgsl from '../../../shaders/dropout/learn_mul.wgsl?raw';
+import dropPackWgsl from '../../../shaders/dropout/learn_pack.wgsl?raw';
+import embedWgsl from '../../../shaders/embed/learn.wgsl?raw';
+import statsCommonWgsl from '../../../shaders/token-stats/learn_common.wgsl?raw';
+import statsWgsl from '../../../shaders/token-stats/learn.wgsl?raw';
+import statsGradWgsl from '../../../shaders/token-stats/learn_grad.wgsl?raw';
 import type { BindingSpec, PlanKernel } from './kernel';
 import type { WeightFormat } from './decodeKernels';
 
@@ -46,14 +69,6 @@ export interface GemmUniform {
   wT?: boolean;
 }
 
-const GEMM_STRUCT = `struct Gemm {
-  M : u32, N : u32, K : u32, Z1 : u32,
-  aOff : u32, aS0 : u32, aS1 : u32, aSb : u32, aSh : u32, aDiv : u32,
-  bOff : u32, bS0 : u32, bS1 : u32, bSb : u32, bSh : u32, bDiv : u32,
-  cOff : u32, cS0 : u32, cS1 : u32, cSb : u32, cSh : u32, cDiv : u32,
-  alpha : f32, acc : u32, biasOff : i32, res : u32, wK : u32, wT : u32,
-}`;
-
 export function packGemm(g: GemmUniform): ArrayBuffer {
   const buf = new ArrayBuffer(28 * 4);
   const u = new Uint32Array(buf);
@@ -82,99 +97,22 @@ export function gemmWorkgroups(M: number, N: number, Z = 1): [number, number, nu
   return [Math.ceil(N / GEMM_TILE), Math.ceil(M / GEMM_TILE), Z];
 }
 
-/** `fn bAt(base, k, n) -> f32`: the B operand from a plain buffer or a quantised weight. */
-function bLoader(format: WeightFormat | 'buf', groupSize: number): string {
-  if (format === 'buf' || format === 'f32') {
-    return `fn bAt(base : u32, k : u32, n : u32) -> f32 {
-  return Bm[base + k * U.bS0 + n * U.bS1];
-}`;
-  }
-  const gs = `${groupSize}u`;
-  const decode =
-    format === 'f16'
-      ? `let word = bitcast<u32>(Bm[r * ((U.wK + 1u) / 2u) + c / 2u]);
-  return unpack2x16float(word)[c % 2u] * S[r * (U.wK / ${gs}) + c / ${gs}];`
-      : format === 'int8'
-      ? `let word = Bm[r * ((U.wK + 3u) / 4u) + c / 4u];
-  let q = (word << (24u - 8u * (c % 4u))) >> 24u;
-  return f32(q) * S[r * (U.wK / ${gs}) + c / ${gs}];`
-      : `let word = Bm[r * (U.wK / 8u) + c / 8u];
-  let q = (word >> (4u * (c % 8u))) & 15;
-  return f32(q - 8) * S[r * (U.wK / ${gs}) + c / ${gs}];`;
-  return `fn bAt(base : u32, k : u32, n : u32) -> f32 {
-  var r = k;
-  var c = n;
-  if (U.wT == 1u) {
-    r = n;
-    c = k;
-  }
-  ${decode}
-}`;
-}
-
-/**
- * The k loop over packed words (groups a multiple of the values per word): x W^T reads, per block
- * of 8 (int4) or 4 (int8) inputs, one word and one scale per output row and decodes the block in
- * registers; dy W reads the thread's four consecutive columns of a row from one word and one
- * scale per k. No element is decoded twice and no matrix is dequantised.
- */
-function packedLoopsWgsl(format: 'int8' | 'int4' | 'f16', groupSize: number): string {
-  const blk = packedBlock(format);
-  const wpr = format === 'int4' ? 'U.wK / 8u' : format === 'f16' ? '(U.wK + 1u) / 2u' : '(U.wK + 3u) / 4u';
-  // f16 (two halves a word, unpack2x16float): x W^T takes half j of each row's word; dy W's four
-  // columns n0 .. n0 + 3 (n0 a multiple of 4) are the two words from n0 / 2.
-  const half = (v: string, j: string) => `unpack2x16float(bitcast<u32>(${v}))[${j}]`;
-  const decode = (idx: string) =>
-    format === 'f16'
-      ? idx === 'lanes'
-        ? `vec4<f32>(unpack2x16float(bitcast<u32>(wv.x)), unpack2x16float(bitcast<u32>(Bm[k * wpr + n0 / 2u + 1u])))`
-        : `vec4<f32>(${['x', 'y', 'z', 'w'].map((l) => half(`wv.${l}`, 'j')).join(', ')})`
-      : format === 'int4'
-      ? `vec4<f32>(((wv >> (4u * ${idx})) & vec4<i32>(15)) - vec4<i32>(8))`
-      : `vec4<f32>((wv << (24u - 8u * ${idx})) >> vec4<u32>(24u))`;
-  const fma = `acc0 += av.x * bv;
-      acc1 += av.y * bv;
-      acc2 += av.z * bv;
-      acc3 += av.w * bv;
-      ai += vec4<u32>(U.aS1);`;
-  return `let wpr = ${wpr};
-  let spr = U.wK / ${groupSize}u;
-  if (U.wT == 1u) {
-    // x W^T: rows ns of W along k
-    let kFull = U.K / ${blk}u * ${blk}u;
-    for (var kb = 0u; kb < kFull; kb += ${blk}u) {
-      let wi = kb / ${blk}u;
-      let wv = vec4<i32>(Bm[ns.x * wpr + wi], Bm[ns.y * wpr + wi], Bm[ns.z * wpr + wi], Bm[ns.w * wpr + wi]);
-      let g = kb / ${groupSize}u;
-      let sc = vec4<f32>(S[ns.x * spr + g], S[ns.y * spr + g], S[ns.z * spr + g], S[ns.w * spr + g]);
-      for (var j = 0u; j < ${blk}u; j++) {
-        let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
-        let bv = ${decode('vec4<u32>(j)')} * sc;
-        ${fma}
-      }
-    }
-    for (var k = kFull; k < U.K; k++) {
-      let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
-      let bv = vec4<f32>(bAt(0u, k, ns.x), bAt(0u, k, ns.y), bAt(0u, k, ns.z), bAt(0u, k, ns.w));
-      ${fma}
-    }
-  } else {
-    // dy W: columns n0 .. n0 + 3 of row k sit in one word and one group
-    let lanes = vec4<u32>(n0 % ${blk}u) + vec4<u32>(0u, 1u, 2u, 3u);
-    for (var k = 0u; k < U.K; k++) {
-      let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
-      let wv = vec4<i32>(Bm[k * wpr + n0 / ${blk}u]);
-      let bv = ${decode('lanes')} * S[k * spr + n0 / ${groupSize}u];
-      ${fma}
-    }
-  }`;
-}
-
 /** Weights per packed word. */
 function packedBlock(format: 'int8' | 'int4' | 'f16'): number {
   return format === 'int4' ? 8 : format === 'f16' ? 2 : 4;
 }
 
+/** `fn bAt(base, k, n) -> f32` from a quantised weight, and the k loop over its packed words. */
+const QUANT_WGSL = {
+  f16: { bAt: gemmBF16Wgsl, packed: gemmPackedF16Wgsl },
+  int8: { bAt: gemmBInt8Wgsl, packed: gemmPackedInt8Wgsl },
+  int4: { bAt: gemmBInt4Wgsl, packed: gemmPackedInt4Wgsl },
+};
+
+/**
+ * The GEMM for B from a plain buffer ('buf', 'f32') or a quantised weight: decoded per element
+ * (bAt), or by packed words where its groups hold whole words (no element decoded twice).
+ */
 export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0): PlanKernel {
   const quant = format === 'int8' || format === 'int4' || format === 'f16';
   const b: BindingSpec[] = [
@@ -187,164 +125,50 @@ export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0):
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
   const packedLoops = quant && groupSize % packedBlock(format) === 0;
-  const bInit = quant ? '' : 'var bi = vec4<u32>(bBase) + ns * U.bS1;';
-  const bLoad = quant
-    ? 'let bv = vec4<f32>(bAt(bBase, k, ns.x), bAt(bBase, k, ns.y), bAt(bBase, k, ns.z), bAt(bBase, k, ns.w));'
-    : 'let bv = vec4<f32>(Bm[bi.x], Bm[bi.y], Bm[bi.z], Bm[bi.w]);\n    bi += vec4<u32>(U.bS0);';
+  const prelude = `const T : u32 = ${GEMM_T}u;\nconst WG : u32 = ${GEMM_WG}u;\n${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}`;
+  const variant = quant ? `${QUANT_WGSL[format].bAt}${packedLoops ? QUANT_WGSL[format].packed : gemmQuantWgsl}` : gemmF32Wgsl;
   return {
     key: `learn_gemm_${quant ? `${format}_g${groupSize}${packedLoops ? '_packed' : ''}` : 'f32'}`,
     bindings: b,
-    body: `${GEMM_STRUCT}
-const T : u32 = ${GEMM_T}u;
-const WG : u32 = ${GEMM_WG}u;
-${bLoader(format, groupSize)}
-@compute @workgroup_size(WG, WG, 1)
-fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
-  let zb = gid.z / U.Z1;
-  let zh = gid.z % U.Z1;
-  let aBase = U.aOff + zb * U.aSb + (zh / U.aDiv) * U.aSh;
-  let bBase = U.bOff + zb * U.bSb + (zh / U.bDiv) * U.bSh;
-  let cBase = U.cOff + zb * U.cSb + (zh / U.cDiv) * U.cSh;
-  let m0 = gid.y * T;
-  let n0 = gid.x * T;
-  if (m0 >= U.M || n0 >= U.N) {
-    return;
-  }
-  // Rows and columns past the edge read the last one (in bounds, no branch in the loop); their
-  // sums are never stored. Indices advance by a stride per k instead of being recomputed.
-  let ms = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.M - 1u));
-  let ns = min(vec4<u32>(n0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.N - 1u));
-  var ai = vec4<u32>(aBase) + ms * U.aS0;
-  var acc0 = vec4<f32>(0.0);
-  var acc1 = vec4<f32>(0.0);
-  var acc2 = vec4<f32>(0.0);
-  var acc3 = vec4<f32>(0.0);
-  ${bInit}
-  ${packedLoops ? packedLoopsWgsl(format as 'int8' | 'int4' | 'f16', groupSize) : `for (var k = 0u; k < U.K; k++) {
-    let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
-    ${bLoad}
-    acc0 += av.x * bv;
-    acc1 += av.y * bv;
-    acc2 += av.z * bv;
-    acc3 += av.w * bv;
-    ai += vec4<u32>(U.aS1);
-  }`}
-  var acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
-  for (var i = 0u; i < T; i++) {
-    let m = m0 + i;
-    if (m >= U.M) {
-      break;
-    }
-    for (var j = 0u; j < T; j++) {
-      let n = n0 + j;
-      if (n >= U.N) {
-        break;
-      }
-      let at = cBase + m * U.cS0 + n * U.cS1;
-      var y = U.alpha * acc[i][j];
-      if (U.acc == 1u) {
-        y += Cm[at];
-      }
-      if (U.biasOff >= 0) {
-        y += bias[u32(U.biasOff) + n];
-      }
-      if (U.res == 1u) {
-        y += Rm[at];
-      }
-      Cm[at] = y;
-    }
-  }
-}`,
+    body: `${prelude}${gemmCommonWgsl}${variant}`,
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Row and element kernels (one thread each, no barriers)
 
+/** Threads per workgroup of the one-thread-per-item kernels, prepended to their .wgsl as WG. */
 const WG1 = 64;
+const FLAT_PRELUDE = `const WG : u32 = ${WG1}u;\n`;
 export const elemWorkgroups = (n: number): [number, number, number] => {
   const groups = Math.ceil(n / WG1);
   // Past the per-dimension limit (65535) the grid folds into y; kernels rebuild the flat index.
   return groups <= 65535 ? [groups, 1, 1] : [65535, Math.ceil(groups / 65535), 1];
 };
-const FLAT = `@compute @workgroup_size(${WG1}, 1, 1)
-fn main(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
-  let idx = gid.x + gid.y * nwg.x * ${WG1}u;
-  run(idx);
-}`;
-
-/** One thread per item: `run(idx)` for idx below `limit` (a WGSL expression over the uniform U). */
-function flatKernel(key: string, struct: string, bindings: BindingSpec[], idx: string, limit: string, body: string): PlanKernel {
-  const type = /^struct (\w+)/.exec(struct)![1];
-  return {
-    key,
-    bindings: [{ name: 'U', kind: 'uniform', type }, ...bindings],
-    body: `${struct}
-fn run(${idx} : u32) {
-  if (${idx} >= ${limit}) {
-    return;
-  }
-${body}
-}
-${FLAT}`,
-  };
+/** A one-thread-per-item kernel (its .wgsl folds a grid past 65535 workgroups back into one index). */
+function flatKernel(key: string, uniform: string, bindings: BindingSpec[], body: string): PlanKernel {
+  return { key, bindings: [{ name: 'U', kind: 'uniform', type: uniform }, ...bindings], body: `${FLAT_PRELUDE}${body}` };
 }
 
 /** Row r of rows: y = x inv w, inv = (mean x^2 + eps)^-1/2 (kept for the backward). */
 export function rmsNormKernel(): PlanKernel {
-  return flatKernel(
-    'learn_rms_fwd',
-    'struct Row { rows : u32, H : u32, eps : f32, acc : u32 }',
-    [
-      { name: 'X', kind: 'read', type: 'array<f32>' },
-      { name: 'W', kind: 'read', type: 'array<f32>' },
-      { name: 'Y', kind: 'rw', type: 'array<f32>' },
-      { name: 'Inv', kind: 'rw', type: 'array<f32>' },
-    ],
-    'r',
-    'U.rows',
-    `  let base = r * U.H;
-  var ss = 0.0;
-  for (var i = 0u; i < U.H; i++) {
-    ss += X[base + i] * X[base + i];
-  }
-  let inv = inverseSqrt(ss / f32(U.H) + U.eps);
-  Inv[r] = inv;
-  for (var i = 0u; i < U.H; i++) {
-    Y[base + i] = X[base + i] * inv * W[i];
-  }`,
-  );
+  return flatKernel('learn_rms_fwd', 'Row', [
+    { name: 'X', kind: 'read', type: 'array<f32>' },
+    { name: 'W', kind: 'read', type: 'array<f32>' },
+    { name: 'Y', kind: 'rw', type: 'array<f32>' },
+    { name: 'Inv', kind: 'rw', type: 'array<f32>' },
+  ], rmsNormWgsl);
 }
 
 /** dX (+)= inv g - x inv^3 / H sum(g x), g = dY w. */
 export function rmsNormGradKernel(): PlanKernel {
-  return flatKernel(
-    'learn_rms_bwd',
-    'struct Row { rows : u32, H : u32, eps : f32, acc : u32 }',
-    [
-      { name: 'X', kind: 'read', type: 'array<f32>' },
-      { name: 'W', kind: 'read', type: 'array<f32>' },
-      { name: 'Inv', kind: 'read', type: 'array<f32>' },
-      { name: 'DY', kind: 'read', type: 'array<f32>' },
-      { name: 'DX', kind: 'rw', type: 'array<f32>' },
-    ],
-    'r',
-    'U.rows',
-    `  let base = r * U.H;
-  let inv = Inv[r];
-  var dot = 0.0;
-  for (var i = 0u; i < U.H; i++) {
-    dot += DY[base + i] * W[i] * X[base + i];
-  }
-  let k = inv * inv * inv * dot / f32(U.H);
-  for (var i = 0u; i < U.H; i++) {
-    var d = inv * DY[base + i] * W[i] - X[base + i] * k;
-    if (U.acc == 1u) {
-      d += DX[base + i];
-    }
-    DX[base + i] = d;
-  }`,
-  );
+  return flatKernel('learn_rms_bwd', 'Row', [
+    { name: 'X', kind: 'read', type: 'array<f32>' },
+    { name: 'W', kind: 'read', type: 'array<f32>' },
+    { name: 'Inv', kind: 'read', type: 'array<f32>' },
+    { name: 'DY', kind: 'read', type: 'array<f32>' },
+    { name: 'DX', kind: 'rw', type: 'array<f32>' },
+  ], rmsNormGradWgsl);
 }
 
 export function packRow(rows: number, H: number, eps: number, accumulate: boolean): ArrayBuffer {
@@ -370,38 +194,7 @@ export function headsKernel(): PlanKernel {
       { name: 'Cos', kind: 'read', type: 'array<f32>' },
       { name: 'Sin', kind: 'read', type: 'array<f32>' },
     ],
-    body: `struct Heads { tokens : u32, L : u32, n : u32, D : u32, toHeads : u32, sgn : f32, p0 : u32, p1 : u32 }
-fn run(idx : u32) {
-  let half = U.D / 2u;
-  if (idx >= U.tokens * U.n * half) {
-    return;
-  }
-  let j = idx % half;
-  let h = (idx / half) % U.n;
-  let t = idx / (half * U.n);
-  let b = t / U.L;
-  let i = t % U.L;
-  let tok = t * U.n * U.D + h * U.D + j;
-  let hd = ((b * U.n + h) * U.L + i) * U.D + j;
-  var src = hd;
-  var dst = tok;
-  if (U.toHeads == 1u) {
-    src = tok;
-    dst = hd;
-  }
-  var c = 1.0;
-  var s = 0.0;
-  if (U.sgn != 0.0) {
-    c = Cos[t * half + j];
-    s = U.sgn * Sin[t * half + j];
-  }
-  let x1 = Src[src];
-  let x2 = Src[src + half];
-  // y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin (rotate_half); sin negated for the transpose
-  Dst[dst] = x1 * c - x2 * s;
-  Dst[dst + half] = x2 * c + x1 * s;
-}
-${FLAT}`,
+    body: `${FLAT_PRELUDE}${headsWgsl}`,
   };
 }
 
@@ -418,59 +211,18 @@ export function packHeads(tokens: number, L: number, n: number, D: number, toHea
  * with nothing to see is uniform there too.
  */
 export function softmaxKernel(): PlanKernel {
-  return flatKernel(
-    'learn_softmax',
-    'struct Sm { rows : u32, L : u32, nH : u32, p0 : u32 }',
-    [
-      { name: 'S', kind: 'rw', type: 'array<f32>' },
-      { name: 'Valid', kind: 'read', type: 'array<f32>' },
-    ],
-    'r',
-    'U.rows',
-    `  let i = r % U.L;
-  let b = r / (U.L * U.nH);
-  let base = r * U.L;
-  var mx = -3.0e38;
-  for (var j = 0u; j < U.L; j++) {
-    var s = S[base + j];
-    if (j > i || Valid[b * U.L + j] == 0.0) {
-      s += -1e9;
-    }
-    S[base + j] = s;
-    mx = max(mx, s);
-  }
-  var sum = 0.0;
-  for (var j = 0u; j < U.L; j++) {
-    let e = exp(S[base + j] - mx);
-    S[base + j] = e;
-    sum += e;
-  }
-  for (var j = 0u; j < U.L; j++) {
-    S[base + j] = S[base + j] / sum;
-  }`,
-  );
+  return flatKernel('learn_softmax', 'Sm', [
+    { name: 'S', kind: 'rw', type: 'array<f32>' },
+    { name: 'Valid', kind: 'read', type: 'array<f32>' },
+  ], softmaxWgsl);
 }
 
 /** dS = P (dP - sum_j P dP), in place over dP. */
 export function softmaxGradKernel(): PlanKernel {
-  return flatKernel(
-    'learn_softmax_bwd',
-    'struct Sm { rows : u32, L : u32, nH : u32, p0 : u32 }',
-    [
-      { name: 'P', kind: 'read', type: 'array<f32>' },
-      { name: 'DP', kind: 'rw', type: 'array<f32>' },
-    ],
-    'r',
-    'U.rows',
-    `  let base = r * U.L;
-  var dot = 0.0;
-  for (var j = 0u; j < U.L; j++) {
-    dot += P[base + j] * DP[base + j];
-  }
-  for (var j = 0u; j < U.L; j++) {
-    DP[base + j] = P[base + j] * (DP[base + j] - dot);
-  }`,
-  );
+  return flatKernel('learn_softmax_bwd', 'Sm', [
+    { name: 'P', kind: 'read', type: 'array<f32>' },
+    { name: 'DP', kind: 'rw', type: 'array<f32>' },
+  ], softmaxGradWgsl);
 }
 
 export function packSm(rows: number, L: number, nH: number): ArrayBuffer {
@@ -479,41 +231,22 @@ export function packSm(rows: number, L: number, nH: number): ArrayBuffer {
 
 /** act = silu(g) u. */
 export function swigluKernel(): PlanKernel {
-  return flatKernel(
-    'learn_swiglu',
-    'struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }',
-    [
-      { name: 'G', kind: 'read', type: 'array<f32>' },
-      { name: 'Up', kind: 'read', type: 'array<f32>' },
-      { name: 'Act', kind: 'rw', type: 'array<f32>' },
-    ],
-    'i',
-    'U.n',
-    `  let g = G[i];
-  Act[i] = g / (1.0 + exp(-g)) * Up[i];`,
-  );
+  return flatKernel('learn_swiglu', 'Cnt', [
+    { name: 'G', kind: 'read', type: 'array<f32>' },
+    { name: 'Up', kind: 'read', type: 'array<f32>' },
+    { name: 'Act', kind: 'rw', type: 'array<f32>' },
+  ], swigluWgsl);
 }
 
 /** dg = d u silu'(g), du = d silu(g); silu'(g) = sig(g) (1 + g (1 - sig(g))). */
 export function swigluGradKernel(): PlanKernel {
-  return flatKernel(
-    'learn_swiglu_bwd',
-    'struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }',
-    [
-      { name: 'G', kind: 'read', type: 'array<f32>' },
-      { name: 'Up', kind: 'read', type: 'array<f32>' },
-      { name: 'DAct', kind: 'read', type: 'array<f32>' },
-      { name: 'DG', kind: 'rw', type: 'array<f32>' },
-      { name: 'DU', kind: 'rw', type: 'array<f32>' },
-    ],
-    'i',
-    'U.n',
-    `  let g = G[i];
-  let sg = 1.0 / (1.0 + exp(-g));
-  let d = DAct[i];
-  DG[i] = d * Up[i] * sg * (1.0 + g * (1.0 - sg));
-  DU[i] = d * g * sg;`,
-  );
+  return flatKernel('learn_swiglu_bwd', 'Cnt', [
+    { name: 'G', kind: 'read', type: 'array<f32>' },
+    { name: 'Up', kind: 'read', type: 'array<f32>' },
+    { name: 'DAct', kind: 'read', type: 'array<f32>' },
+    { name: 'DG', kind: 'rw', type: 'array<f32>' },
+    { name: 'DU', kind: 'rw', type: 'array<f32>' },
+  ], swigluGradWgsl);
 }
 
 export const packCnt = (n: number): ArrayBuffer => new Uint32Array([n, 0, 0, 0]).buffer;
@@ -523,73 +256,32 @@ export const packCnt = (n: number): ArrayBuffer => new Uint32Array([n, 0, 0, 0])
  * (the multiplier tf.dropout draws: 0 or 1 / (1 - p), its value kept in Scale by the packing).
  */
 export function dropMulKernel(): PlanKernel {
-  return flatKernel(
-    'learn_drop_mul',
-    'struct Cnt { n : u32, acc : u32, p1 : u32, p2 : u32 }',
-    [
-      { name: 'X', kind: 'read', type: 'array<f32>' },
-      { name: 'Bits', kind: 'read', type: 'array<u32>' },
-      { name: 'Scale', kind: 'read', type: 'array<f32>' },
-      { name: 'Out', kind: 'rw', type: 'array<f32>' },
-    ],
-    'i',
-    'U.n',
-    `  var y = 0.0;
-  if (((Bits[i / 32u] >> (i % 32u)) & 1u) == 1u) {
-    y = X[i] * Scale[0];
-  }
-  if (U.acc == 1u) {
-    y = Out[i] + y;
-  }
-  Out[i] = y;`,
-  );
+  return flatKernel('learn_drop_mul', 'Cnt', [
+    { name: 'X', kind: 'read', type: 'array<f32>' },
+    { name: 'Bits', kind: 'read', type: 'array<u32>' },
+    { name: 'Scale', kind: 'read', type: 'array<f32>' },
+    { name: 'Out', kind: 'rw', type: 'array<f32>' },
+  ], dropMulWgsl);
 }
 
 /** A dropout multiplier [n] (0 or 1 / (1 - p)) packed to one bit per element, its nonzero value into Scale. */
 export function dropPackKernel(): PlanKernel {
-  return flatKernel(
-    'learn_drop_pack',
-    'struct Cnt { n : u32, p0 : u32, p1 : u32, p2 : u32 }',
-    [
-      { name: 'M', kind: 'read', type: 'array<f32>' },
-      { name: 'Bits', kind: 'rw', type: 'array<u32>' },
-      { name: 'Scale', kind: 'rw', type: 'array<f32>' },
-    ],
-    'w',
-    '(U.n + 31u) / 32u',
-    `  var bits = 0u;
-  for (var j = 0u; j < 32u; j++) {
-    let i = w * 32u + j;
-    if (i < U.n && M[i] != 0.0) {
-      bits = bits | (1u << j);
-      // Every kept element holds the same value: racing writes agree.
-      Scale[0] = M[i];
-    }
-  }
-  Bits[w] = bits;`,
-  );
+  return flatKernel('learn_drop_pack', 'Cnt', [
+    { name: 'M', kind: 'read', type: 'array<f32>' },
+    { name: 'Bits', kind: 'rw', type: 'array<u32>' },
+    { name: 'Scale', kind: 'rw', type: 'array<f32>' },
+  ], dropPackWgsl);
 }
 
 export const packDrop = (n: number, accumulate: boolean): ArrayBuffer => new Uint32Array([n, accumulate ? 1 : 0, 0, 0]).buffer;
 
 /** x[t] = E[ids[t]] for the embedding rows [rowStart, rowStart + rowCount). */
 export function embedRowsKernel(): PlanKernel {
-  return flatKernel(
-    'learn_embed',
-    'struct Emb { tokens : u32, H : u32, rowStart : u32, rowCount : u32 }',
-    [
-      { name: 'Ids', kind: 'read', type: 'array<i32>' },
-      { name: 'E', kind: 'read', type: 'array<f32>' },
-      { name: 'X', kind: 'rw', type: 'array<f32>' },
-    ],
-    'i',
-    'U.tokens * U.H',
-    `  let t = i / U.H;
-  let r = u32(Ids[t]) - U.rowStart;
-  if (u32(Ids[t]) >= U.rowStart && r < U.rowCount) {
-    X[i] = E[r * U.H + i % U.H];
-  }`,
-  );
+  return flatKernel('learn_embed', 'Emb', [
+    { name: 'Ids', kind: 'read', type: 'array<i32>' },
+    { name: 'E', kind: 'read', type: 'array<f32>' },
+    { name: 'X', kind: 'rw', type: 'array<f32>' },
+  ], embedWgsl);
 }
 
 export const packEmb = (tokens: number, H: number, rowStart: number, rowCount: number): ArrayBuffer => new Uint32Array([tokens, H, rowStart, rowCount]).buffer;
@@ -601,35 +293,8 @@ export const STATS_WG = 64;
 /** Floats per row of the statistics buffer: log-prob, entropy, reference log-prob, logsumexp. */
 export const STATS_COLS = 4;
 
-const STATS_HEAD = `struct St { rows : u32, V : u32, isRef : u32, invT : f32 }
-const WG : u32 = ${STATS_WG}u;
-var<workgroup> red : array<f32, ${STATS_WG}>;
-fn reduceMax(v : f32, lid : u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) {
-      red[lid] = max(red[lid], red[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-fn reduceSum(v : f32, lid : u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) {
-      red[lid] = red[lid] + red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}`;
+/** Prepended to the token-statistics kernels: their workgroup size and row width. */
+const STATS_PRELUDE = `const WG : u32 = ${STATS_WG}u;\nconst COLS : u32 = ${STATS_COLS}u;\n${statsCommonWgsl}`;
 
 /** z = logits / T: logp = z_id - lse, entropy = lse - sum p z (the reference pass writes column 2 only). */
 export function statsKernel(): PlanKernel {
@@ -641,38 +306,7 @@ export function statsKernel(): PlanKernel {
       { name: 'Ids', kind: 'read', type: 'array<i32>' },
       { name: 'Out', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `${STATS_HEAD}
-@compute @workgroup_size(WG, 1, 1)
-fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) lid : u32) {
-  let row = wid.x;
-  let base = row * U.V;
-  var mx = -3.0e38;
-  for (var v = lid; v < U.V; v += WG) {
-    mx = max(mx, Z[base + v] * U.invT);
-  }
-  mx = reduceMax(mx, lid);
-  var se = 0.0;
-  var sez = 0.0;
-  for (var v = lid; v < U.V; v += WG) {
-    let z = Z[base + v] * U.invT;
-    let e = exp(z - mx);
-    se += e;
-    sez += e * z;
-  }
-  se = reduceSum(se, lid);
-  sez = reduceSum(sez, lid);
-  if (lid == 0u) {
-    let lse = mx + log(se);
-    let lp = Z[base + u32(Ids[row])] * U.invT - lse;
-    if (U.isRef == 1u) {
-      Out[row * ${STATS_COLS}u + 2u] = lp;
-    } else {
-      Out[row * ${STATS_COLS}u] = lp;
-      Out[row * ${STATS_COLS}u + 1u] = lse - sez / se;
-      Out[row * ${STATS_COLS}u + 3u] = lse;
-    }
-  }
-}`,
+    body: `${STATS_PRELUDE}${statsWgsl}`,
   };
 }
 
@@ -688,26 +322,7 @@ export function statsGradKernel(): PlanKernel {
       { name: 'DStats', kind: 'read', type: 'array<f32>' },
       { name: 'DZ', kind: 'rw', type: 'array<f32>' },
     ],
-    body: `${STATS_HEAD}
-@compute @workgroup_size(WG, 1, 1)
-fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) lid : u32) {
-  let row = wid.x;
-  let base = row * U.V;
-  let ent = Stats[row * ${STATS_COLS}u + 1u];
-  let lse = Stats[row * ${STATS_COLS}u + 3u];
-  let dlp = DStats[row * 2u];
-  let dent = DStats[row * 2u + 1u];
-  let id = u32(Ids[row]);
-  for (var v = lid; v < U.V; v += WG) {
-    let lp = Z[base + v] * U.invT - lse;
-    let p = exp(lp);
-    var d = -dlp * p - dent * p * (lp + ent);
-    if (v == id) {
-      d += dlp;
-    }
-    DZ[base + v] = d * U.invT;
-  }
-}`,
+    body: `${STATS_PRELUDE}${statsGradWgsl}`,
   };
 }
 

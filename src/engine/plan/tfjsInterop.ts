@@ -2,7 +2,7 @@
 // instead of copying them, on the device tfjs created.
 import type * as tf from '@tensorflow/tfjs';
 import { engine as tfEngine } from '@tensorflow/tfjs';
-import { webgpuBackend } from '../kernels/wgslProgram';
+import { webgpuBackend } from '../webgpu/wgslProgram.ts';
 
 interface TensorData {
   resource: GPUBuffer | GPUTexture | null;

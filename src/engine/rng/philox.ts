@@ -1,6 +1,6 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): a
 // counter-based generator, so draw n of stream (seed) is a pure function of (seed, n). The GPU
-// sampler (shaders/sample.wgsl) runs the same rounds, which is what makes a run reproducible
+// sampler (shaders/sample/op.wgsl) runs the same rounds, which is what makes a run reproducible
 // on one backend and lets the CPU reference check the GPU draw for draw.
 
 const M0 = 0xd2511f53;

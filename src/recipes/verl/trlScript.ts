@@ -1,10 +1,10 @@
 // The TRL launch script of an export (recipes that fit GRPOTrainer: one policy, single-turn
 // prompts, a sequence reward). Its reward function wraps reward.py's compute_score, so veRL and
 // TRL score a response the same way; GRPOConfig fields come from the alias table's TRL names.
-import { aliasRows } from '../aliases.ts';
-import { hfTargetModules, type LoraTargetSet } from '../loraTargets.ts';
-import type { Schema } from '../schema.ts';
-import { pyLiteral } from './rewardPy.ts';
+import { aliasRows } from '../../contract/aliases.ts';
+import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets.ts';
+import type { Schema } from '../../contract/schema.ts';
+import { pyLiteral } from '../../export/verl/rewardPy.ts';
 
 /** Alias rows whose TRL name belongs to peft's LoraConfig, not GRPOConfig. */
 const LORA_TRL = new Set(['lora_r', 'lora_alpha', 'lora_dropout', 'lora_target_modules']);

@@ -1,4 +1,4 @@
-import type { Message, RewardTerms, Verdict } from '../../recipes/report';
+import type { Message, RewardTerms, Verdict } from '../../contract/report.ts';
 import type { SampleEntry } from '../../store/runStore';
 import { TokenText } from '../heatmap/TokenText';
 

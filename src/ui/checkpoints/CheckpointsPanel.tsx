@@ -5,13 +5,14 @@
 // resume one (the run continues under its run id, its earlier reports reloaded from its log).
 import * as Comlink from 'comlink';
 import { useEffect, useState } from 'react';
-import type { StepReport } from '../../recipes/report';
-import { formatBytes, type CheckpointSummary } from '../../storage';
+import type { StepReport } from '../../contract/report.ts';
+import { formatBytes } from '../../contract/formatBytes';
+import type { CheckpointSummary } from '../../contract/storageFormat';
 import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
 import { useRunStore } from '../../store/runStore';
 import type { RunStatus } from '../../contract/workerApi';
-import { engineApi } from '../export/engineApi';
+import { engine as engineApi } from '../../store/engineStore';
 import { ResumedRun } from './ResumedRun';
 
 /** Time of day for today's saves, date and time for older ones. */

@@ -3,7 +3,7 @@
 import { useState } from 'react';
 import { useCheckpoints } from '../../store/checkpointStore';
 import type { RunStatus } from '../../contract/workerApi';
-import { engineApi } from '../export/engineApi';
+import { engine as engineApi } from '../../store/engineStore';
 
 export function ResumedRun() {
   const s = useCheckpoints((x) => x.resumed);

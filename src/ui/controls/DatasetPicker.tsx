@@ -4,9 +4,9 @@
 // file with no usable row changes nothing, and when it has columns none of the recognised names
 // match, they are offered here to pick the prompt column from.
 import { useCallback, useEffect, useState } from 'react';
-import { useEngine } from '../../store/engineStore';
+import { engine, engineOrNull, useEngine } from '../../store/engineStore';
 import type { DatasetInfo } from '../../contract/workerApi';
-import { columnsOf, type ColumnMap } from '../../data/promptSets';
+import { columnsOf, type ColumnMap } from '../../contract/promptSets.ts';
 import { uploadPromptFile } from './uploadDataset';
 
 interface Props {
@@ -27,7 +27,7 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
   const [pending, setPending] = useState<{ name: string; text: string; columns: string[] } | null>(null);
   const [promptColumn, setPromptColumn] = useState('');
   const refresh = useCallback(() => {
-    void window.sparring?.engine.listDatasets().then(setUploads, () => undefined);
+    void engineOrNull()?.listDatasets().then(setUploads, () => undefined);
   }, []);
   // Stored uploads outlive the tab: list them once the worker is up (after a reload too).
   const ready = useEngine((s) => s.status !== null);
@@ -39,7 +39,7 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
     setPending(null);
     const text = await file.text();
     try {
-      const { info, note } = await uploadPromptFile({ name: file.name, text: async () => text }, (n, j, r) => window.sparring!.engine.putDataset(n, j, r), map);
+      const { info, note } = await uploadPromptFile({ name: file.name, text: async () => text }, (n, j, r) => engine().putDataset(n, j, r), map);
       setNote(note);
       refresh();
       onChange(info.ref);

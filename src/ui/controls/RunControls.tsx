@@ -4,13 +4,12 @@
 // bar (a shareable link; opening one fills the form, bad values marked on their fields). The run
 // itself lives in the engine worker; its StepReports go into the run store.
 import { useEffect, useMemo, useState } from 'react';
-import { validateField } from '../../recipes/schema';
-import { useEngine } from '../../store/engineStore';
+import { validateField } from '../../contract/schema.ts';
+import { engine, useEngine } from '../../store/engineStore';
 import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
 import type { RecipeListing } from '../../contract/workerApi';
 import { ConfigForm } from './ConfigForm';
-import { PLANNED_RECIPES } from './planned';
 import { formatDuration, progressOf } from './progress';
 import { runCommand, startRun } from './runActions';
 import './setup.css';
@@ -37,7 +36,7 @@ function useRecipesAndLink() {
     patch({ status: IDLE_STATUS, busy: null });
     if (phase !== 'ready') return;
     let live = true;
-    void window.sparring!.engine.listRecipes()
+    void engine().listRecipes()
       .then((list) => {
         if (!live) return;
         setRecipes(list);
@@ -117,9 +116,6 @@ export function RunControls() {
           <select data-testid="recipe-select" value={s.recipeName} disabled={!ready || active || busy !== null} onChange={(e) => s.setRecipe(e.target.value)}>
             {s.recipes.map((r) => (
               <option key={r.name} value={r.name}>{r.name}</option>
-            ))}
-            {PLANNED_RECIPES.filter(([n]) => !s.recipes.some((r) => r.name === n)).map(([n, what]) => (
-              <option key={n} value={n} disabled title={what}>{n} (planned)</option>
             ))}
           </select>
         </label>

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { listRecipes } from '../../recipes/registry';
+import { recipeListings } from '../../../dev/test/recipeListings.ts';
 import { fieldKind, readModelRef, writeModelRef } from './fieldKinds';
 
 describe('setup form field kinds', () => {
   it('finds the model, judge and algorithm fields of the registered recipes', () => {
-    const kinds = Object.fromEntries(listRecipes().map((r) => [r.name, Object.entries(r.schema).filter(([k, f]) => fieldKind(k, f) !== 'plain').map(([k, f]) => `${k}:${fieldKind(k, f)}`)]));
+    const kinds = Object.fromEntries(recipeListings().map((r) => [r.name, Object.entries(r.schema).filter(([k, f]) => fieldKind(k, f) !== 'plain').map(([k, f]) => `${k}:${fieldKind(k, f)}`)]));
     expect(kinds.redteam).toEqual(['defender:model', 'defenderWeights:weights', 'judge:judge', 'guard:model', 'guardWeights:weights', 'dataset:dataset', 'advantage:algorithm', 'policyLoss:algorithm']);
     expect(kinds['attacker-sft']).toEqual(['attacker:model', 'attackerWeights:weights', 'dataset:dataset']);
     expect(kinds.attack).toEqual(expect.arrayContaining(['attacker:model', 'defender:model', 'judge:judge']));

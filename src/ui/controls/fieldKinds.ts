@@ -1,8 +1,8 @@
 // Which schema fields get a dedicated picker in the setup form: model references (sandbox name,
 // hub id, URL, local folder), the judge, and the RL algorithm choices; and how a model reference
 // string reads as a picker mode. Recipes only declare strings and enums; this is the UI's reading.
-import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../model/hub';
-import type { Field } from '../../recipes/schema';
+import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../contract/hubRef';
+import type { Field } from '../../contract/schema.ts';
 
 /** Models the site serves under public/models/. */
 export const SANDBOX_MODELS = ['attacker', 'defender', 'judge', 'qa'] as const;

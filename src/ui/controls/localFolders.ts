@@ -2,7 +2,7 @@
 // can load without any new protocol: its files are put into the model cache (Cache Storage, the
 // cache urlSource reads before the network) under this site's local-models/<folder>/ URL. The
 // worker then loads that URL like any cached hub or URL model, and a reload still finds it.
-import { DEFAULT_CACHE_NAME, urlSource } from '../../model/sources';
+import { DEFAULT_CACHE_NAME, folderFileUrl } from '../../contract/modelSource';
 
 export const LOCAL_MODELS_PATH = 'local-models/';
 
@@ -33,18 +33,17 @@ export async function cacheLocalFolder(picked: ArrayLike<File>): Promise<{ folde
   const { folder, files } = topLevelFiles(picked);
   if (!('caches' in globalThis)) throw new Error('this browser has no Cache Storage (a private window?): local folders cannot be handed to the engine');
   const url = localFolderUrl(folder);
-  const src = urlSource(url);
   const cache = await caches.open(DEFAULT_CACHE_NAME);
   for (const req of await cache.keys()) if (req.url.startsWith(url)) await cache.delete(req);
   for (const [name, file] of files) {
-    await cache.put(src.urlOf(name), new Response(file, { status: 200, headers: { 'content-type': file.type || 'application/octet-stream', 'content-length': String(file.size) } }));
+    await cache.put(folderFileUrl(url, name), new Response(file, { status: 200, headers: { 'content-type': file.type || 'application/octet-stream', 'content-length': String(file.size) } }));
   }
   return { folder, url };
 }
 
 /** config.json of a picked folder, from the cache. */
 export async function cachedConfigText(url: string): Promise<string> {
-  const hit = await (await caches.open(DEFAULT_CACHE_NAME)).match(urlSource(url).urlOf('config.json'));
+  const hit = await (await caches.open(DEFAULT_CACHE_NAME)).match(folderFileUrl(url, 'config.json'));
   if (!hit) throw new Error(`the local folder at ${url} is not in the model cache any more: pick it again`);
   return hit.text();
 }

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../../model/config';
-import { planLearnMemory } from '../../model/learnMemory';
+import { parseModelConfig } from '../../contract/modelConfig.ts';
+import { planLearnMemory } from '../../contract/learnMemory.ts';
 import { backendBudget, checkFit, estimateMemory, loraOf, paramCount, withLearnPlan, workloadOf } from './modelFit';
 
 const GiB = 2 ** 30;

@@ -2,17 +2,12 @@
 // into the run store as they arrive; max steps is enforced from the report callback: the worker
 // awaits that callback before its next step, so pausing inside it stops the run exactly there.
 import * as Comlink from 'comlink';
-import type { StepReport } from '../../recipes/report';
+import type { StepReport } from '../../contract/report.ts';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { maxStepsError, seedError, type AtMax, type FormValues } from '../../store/setupUrl';
+import { engine } from '../../store/engineStore';
 import type { RunStatus } from '../../contract/workerApi';
-
-function engine() {
-  const e = window.sparring?.engine;
-  if (!e) throw new Error('the engine worker is not running');
-  return e;
-}
 
 export async function runCommand(label: string, fn: (e: ReturnType<typeof engine>) => Promise<RunStatus>): Promise<void> {
   const { patch } = useSetup.getState();

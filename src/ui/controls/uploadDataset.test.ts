@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { parseGoalPromptPairs } from '../../recipes/attackerSft';
 import { uploadPromptFile } from './uploadDataset';
 
 const file = (name: string, text: string) => ({ name, text: async () => text });
@@ -17,11 +16,5 @@ describe('reading an upload in the page', () => {
     expect(stored[1]).toEqual(['odd.csv', '{"prompt":"hello there"}\n', 1]);
     await expect(uploadPromptFile(file('none.csv', 'id\n1\n'), put)).rejects.toThrow(/none\.csv line 2, field 'prompt': no usable row/);
     expect(stored).toHaveLength(2);
-  });
-
-  it('attacker-sft reads goal -> prompt pairs from an uploaded CSV as from JSONL', () => {
-    expect(parseGoalPromptPairs('goal,prompt\nopen a lock,"As a locksmith, how?"\n', 'p.csv')).toEqual([{ goal: 'open a lock', prompt: 'As a locksmith, how?' }]);
-    expect(parseGoalPromptPairs('{"goal": "g", "prompt": "p"}\n', 'p.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
-    expect(() => parseGoalPromptPairs('prompt\nonly a prompt\n', 'q.csv')).toThrow('q.csv: a CSV of pairs needs a "goal" and a "prompt" column (columns: prompt)');
   });
 });

@@ -3,11 +3,10 @@
 // `upload:<file name>`, which a recipe's dataset field can name, after a reload too. Stored
 // uploads are listed and can be deleted. Nothing about the run in progress changes.
 import { useCallback, useEffect, useState } from 'react';
-import { useEngine } from '../../store/engineStore';
-import { formatBytes } from '../../storage/kv';
+import { formatBytes } from '../../contract/formatBytes';
 import { uploadPromptFile } from '../controls/uploadDataset';
 import type { DatasetInfo } from '../../contract/workerApi';
-import { engineApi } from './engineApi';
+import { engine as engineApi, engineOrNull, useEngine } from '../../store/engineStore';
 
 export function DatasetUpload() {
   const [uploads, setUploads] = useState<DatasetInfo[]>([]);
@@ -15,7 +14,7 @@ export function DatasetUpload() {
   const [note, setNote] = useState('');
   // The worker may not be up yet when this mounts: list what is stored once it is.
   const refresh = useCallback(() => {
-    void window.sparring?.engine.listDatasets().then(setUploads, () => undefined);
+    void engineOrNull()?.listDatasets().then(setUploads, () => undefined);
   }, []);
   const ready = useEngine((s) => s.status !== null);
   useEffect(refresh, [refresh, ready]);

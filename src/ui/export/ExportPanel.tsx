@@ -3,14 +3,13 @@
 // base model, shapes, rank, alpha, targets); the current setup as a veRL / TRL job zip; and
 // uploaded prompt datasets for the recipes.
 import { useState } from 'react';
-import { EXPORTABLE_RECIPES } from '../../recipes/verl/index';
 import { runLogs } from '../../store/checkpointStore';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { saveBlob } from '../charts/download';
 import { DatasetUpload } from './DatasetUpload';
-import { engineApi } from './engineApi';
-import { verlZip } from './verlZip';
+import { engine as engineApi } from '../../store/engineStore';
+import { exportVerlJob, isExportable } from './verlJob';
 
 type Msg = { text: string; error: boolean } | null;
 
@@ -53,17 +52,19 @@ export function ExportPanel() {
       return { text: `Saved ${activeRunId}.jsonl (${rec.reportCount} steps).`, error: false };
     });
   const recipeName = useSetup((s) => s.recipeName);
-  const canVerl = EXPORTABLE_RECIPES.includes(recipeName);
-  const exportVerlJob = () =>
+  const recipes = useSetup((s) => s.recipes);
+  const canVerl = isExportable(recipes.find((r) => r.name === recipeName));
+  const exportableNames = recipes.filter(isExportable).map((r) => r.name);
+  const exportVerl = () =>
     act('writing the veRL job', async () => {
       const s = useSetup.getState();
       const recipe = s.recipes.find((r) => r.name === s.recipeName);
       if (!recipe) return { text: 'Pick a recipe in Run setup first.', error: true };
       const steps = /^\d+$/.test(s.maxSteps.trim()) ? Number(s.maxSteps.trim()) : undefined;
-      const z = await verlZip(recipe, valuesOf(s, recipe.name), Number(s.seed) || 0, steps);
+      const z = await exportVerlJob(recipe, valuesOf(s, recipe.name), Number(s.seed) || 0, steps);
       saveBlob(bytesBlob(z.bytes, 'application/zip'), z.fileName);
       const model = z.modelShipped ? ', with the sandbox model' : '';
-      return { text: `Saved ${z.fileName} (verl_config.yaml, reward.py, parquet data, run.sh, README${model}); ${z.unsupported.length} parts veRL cannot express are listed in its README.`, error: false };
+      return { text: `Saved ${z.fileName} (verl_config.yaml, reward.py, parquet data, run.sh, README${model}); ${z.unsupported?.length ?? 0} parts veRL cannot express are listed in its README.`, error: false };
     });
   const importAdapter = (file: File) =>
     act('importing the adapter', async () => {
@@ -84,8 +85,8 @@ export function ExportPanel() {
           type="button"
           data-testid="export-verl"
           disabled={busy !== null || !canVerl}
-          title={canVerl ? 'the Run setup as a veRL job (and a TRL script): config, reward.py, parquet data, launch command' : `no veRL export for ${recipeName || 'this recipe'} yet (exportable: ${EXPORTABLE_RECIPES.join(', ')})`}
-          onClick={exportVerlJob}
+          title={canVerl ? 'the Run setup as a veRL job (and a TRL script): config, reward.py, parquet data, launch command' : `no veRL export for ${recipeName || 'this recipe'} yet (exportable: ${exportableNames.join(', ')})`}
+          onClick={exportVerl}
         >
           Export for veRL (zip)
         </button>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { getRecipe, hasRecipe } from '../../recipes/registry';
-import { validateConfig, type Schema } from '../../recipes/schema';
+import { hasRecipeListing, recipeListing } from '../../../dev/test/recipeListings.ts';
+import { validateConfig, type Schema } from '../../contract/schema.ts';
 import type { RecipeListing } from '../../contract/workerApi';
 import { DEMO_SETTINGS, demoRecipe } from './guidedDemo';
 
@@ -15,8 +15,8 @@ describe('guided demo', () => {
 
   it('uses settings every registered demo recipe accepts', () => {
     for (const [name, values] of Object.entries(DEMO_SETTINGS)) {
-      if (!hasRecipe(name)) continue;
-      const v = validateConfig(getRecipe(name).schema, values);
+      if (!hasRecipeListing(name)) continue;
+      const v = validateConfig(recipeListing(name).schema, values);
       expect(v.errors, name).toEqual({});
     }
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RolloutSample } from '../../recipes/report';
+import type { RolloutSample } from '../../contract/report.ts';
 import { initialRunData, appendReport } from '../../store/runStore';
 import { lessonFor, LESSONS } from './lessons';
 import { latestMetrics, plugFormula } from './liveFormula';

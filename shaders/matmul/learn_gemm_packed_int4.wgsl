@@ -1,0 +1,96 @@
+// Learn GEMM through a int4 weight whose groups hold whole words: the k loop over packed words.
+// x W^T reads, per block of a word's inputs, one word and one scale per output row and decodes
+// the block in registers; dy W reads the thread's four consecutive columns of a row from one word
+// and one scale per k. No element is decoded twice and no matrix is dequantised. After
+// learn_gemm_common.wgsl and learn_gemm_b_int4.wgsl.
+@compute @workgroup_size(WG, WG, 1)
+fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
+  let zb = gid.z / U.Z1;
+  let zh = gid.z % U.Z1;
+  let aBase = U.aOff + zb * U.aSb + (zh / U.aDiv) * U.aSh;
+  let bBase = U.bOff + zb * U.bSb + (zh / U.bDiv) * U.bSh;
+  let cBase = U.cOff + zb * U.cSb + (zh / U.cDiv) * U.cSh;
+  let m0 = gid.y * T;
+  let n0 = gid.x * T;
+  if (m0 >= U.M || n0 >= U.N) {
+    return;
+  }
+  // Rows and columns past the edge read the last one (in bounds, no branch in the loop); their
+  // sums are never stored. Indices advance by a stride per k instead of being recomputed.
+  let ms = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.M - 1u));
+  let ns = min(vec4<u32>(n0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.N - 1u));
+  var ai = vec4<u32>(aBase) + ms * U.aS0;
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  
+  let wpr = U.wK / 8u;
+  let spr = U.wK / GS;
+  if (U.wT == 1u) {
+    // x W^T: rows ns of W along k
+    let kFull = U.K / 8u * 8u;
+    for (var kb = 0u; kb < kFull; kb += 8u) {
+      let wi = kb / 8u;
+      let wv = vec4<i32>(Bm[ns.x * wpr + wi], Bm[ns.y * wpr + wi], Bm[ns.z * wpr + wi], Bm[ns.w * wpr + wi]);
+      let g = kb / GS;
+      let sc = vec4<f32>(S[ns.x * spr + g], S[ns.y * spr + g], S[ns.z * spr + g], S[ns.w * spr + g]);
+      for (var j = 0u; j < 8u; j++) {
+        let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
+        let bv = vec4<f32>(((wv >> (4u * vec4<u32>(j))) & vec4<i32>(15)) - vec4<i32>(8)) * sc;
+        acc0 += av.x * bv;
+      acc1 += av.y * bv;
+      acc2 += av.z * bv;
+      acc3 += av.w * bv;
+      ai += vec4<u32>(U.aS1);
+      }
+    }
+    for (var k = kFull; k < U.K; k++) {
+      let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
+      let bv = vec4<f32>(bAt(0u, k, ns.x), bAt(0u, k, ns.y), bAt(0u, k, ns.z), bAt(0u, k, ns.w));
+      acc0 += av.x * bv;
+      acc1 += av.y * bv;
+      acc2 += av.z * bv;
+      acc3 += av.w * bv;
+      ai += vec4<u32>(U.aS1);
+    }
+  } else {
+    // dy W: columns n0 .. n0 + 3 of row k sit in one word and one group
+    let lanes = vec4<u32>(n0 % 8u) + vec4<u32>(0u, 1u, 2u, 3u);
+    for (var k = 0u; k < U.K; k++) {
+      let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
+      let wv = vec4<i32>(Bm[k * wpr + n0 / 8u]);
+      let bv = vec4<f32>(((wv >> (4u * lanes)) & vec4<i32>(15)) - vec4<i32>(8)) * S[k * spr + n0 / GS];
+      acc0 += av.x * bv;
+      acc1 += av.y * bv;
+      acc2 += av.z * bv;
+      acc3 += av.w * bv;
+      ai += vec4<u32>(U.aS1);
+    }
+  }
+  var acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
+  for (var i = 0u; i < T; i++) {
+    let m = m0 + i;
+    if (m >= U.M) {
+      break;
+    }
+    for (var j = 0u; j < T; j++) {
+      let n = n0 + j;
+      if (n >= U.N) {
+        break;
+      }
+      let at = cBase + m * U.cS0 + n * U.cS1;
+      var y = U.alpha * acc[i][j];
+      if (U.acc == 1u) {
+        y += Cm[at];
+      }
+      if (U.biasOff >= 0) {
+        y += bias[u32(U.biasOff) + n];
+      }
+      if (U.res == 1u) {
+        y += Rm[at];
+      }
+      Cm[at] = y;
+    }
+  }
+}

@@ -1,0 +1,55 @@
+// rope(x [B, H, L, D], cos, sinSigned [B, 1, L, D]): one WGSL kernel on WebGPU
+// (shaders/rope/op.wgsl), stock tfjs ops elsewhere. On the training path: its gradient is the same
+// kernel with the rotation transposed.
+import * as tf from '@tensorflow/tfjs';
+import ropeWgsl from '../../../../shaders/rope/op.wgsl?raw';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
+
+/** HF rotate-half RoPE with the sign folded into sinSigned, the obvious way. */
+export function ropeStock(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  const half = x.shape[3] / 2;
+  return tf.tidy(() => {
+    const [x1, x2] = tf.split(x, [half, half], 3);
+    return x.mul(cos).add(tf.concat([x2, x1], 3).mul(sinSigned));
+  });
+}
+
+function ropeWebGPU(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  return runKernel(
+    {
+      key: 'sparring_rope',
+      source: ropeWgsl,
+      inputs: ['x', 'cos', 'sinS'],
+      outputShape: x.shape,
+      workgroupSize: [64, 1, 1],
+      dispatch: [Math.ceil(x.size / 64), 1, 1],
+      size: true,
+    },
+    [x, cos, sinSigned],
+  ) as tf.Tensor4D;
+}
+
+export function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  const [B, , L, D] = x.shape;
+  const want = [B, 1, L, D];
+  if (D % 2 !== 0) throw new Error(`rope: head dim ${D} must be even`);
+  if (cos.shape.some((s, i) => s !== want[i]) || sinSigned.shape.some((s, i) => s !== want[i])) {
+    throw new Error(`rope: cos and sin must be [${want}], got [${cos.shape}] and [${sinSigned.shape}]`);
+  }
+  if (!customKernelsActive()) return ropeStock(x, cos, sinSigned);
+  // cos and sin go in as inputs so save() keeps them past the forward pass's tidy scope (a
+  // closed-over tensor would be disposed before the backward pass); they get zero gradients.
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [xi, c, sn, save] = args as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D, tf.GradSaveFunc];
+    save([c, sn]);
+    return {
+      value: ropeWebGPU(xi, c, sn),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [cs, ss] = saved as tf.Tensor4D[];
+        const dx = tf.tidy(() => ropeWebGPU(dy as tf.Tensor4D, cs, tf.neg(ss) as tf.Tensor4D));
+        return [dx, tf.zerosLike(cs), tf.zerosLike(ss)];
+      },
+    };
+  });
+  return f(x, cos, sinSigned) as tf.Tensor4D;
+}

@@ -1,0 +1,25 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { engineOptions, resetEngineOptions, setEngineOptions } from './options';
+
+describe('engine options', () => {
+  afterEach(resetEngineOptions);
+
+  it('changes only the named settings and puts every one back on reset', () => {
+    const before = engineOptions();
+    setEngineOptions({ decodePath: 'tfjs', tokensPerRun: 4 });
+    expect(engineOptions()).toEqual({ ...before, decodePath: 'tfjs', tokensPerRun: 4 });
+    resetEngineOptions();
+    expect(engineOptions()).toEqual(before);
+  });
+
+  it('refuses an invalid value and changes nothing', () => {
+    expect(() => setEngineOptions({ bindingLimit: 2, learnPath: 'tfjs' })).toThrow(/binding limit override must be >= 4 bytes, got 2/);
+    expect(() => setEngineOptions({ tokensPerRun: 0 })).toThrow(/tokens per run must be an integer in \[1, 256\], got 0/);
+    expect(() => setEngineOptions({ optimizerPath: 'gpu' as 'tfjs' })).toThrow(/optimizer path must be planned or tfjs, got gpu/);
+    expect(engineOptions().learnPath).toBe('planned');
+  });
+
+  it('is a frozen record: a change goes through setEngineOptions', () => {
+    expect(Object.isFrozen(engineOptions())).toBe(true);
+  });
+});

@@ -1,0 +1,93 @@
+// The engine's settings in one typed record, in place of one module-level switch per setting: a
+// reader (or a test's reset) can list them all, and a change names the field it sets. The product
+// runs with the defaults; tests, benchmarks and triage change them with setEngineOptions and put
+// them back with resetEngineOptions.
+
+/** Where a step runs on WebGPU: the planned command stream, or tfjs op by op (the reference). */
+export type ExecutionPath = 'planned' | 'tfjs';
+/** The tfjs quantised GEMV: one thread per output, or split-K workgroups. */
+export type GemvVariant = 'thread' | 'splitk';
+/** The planned decode GEMV layout: split-K workgroups (GPUs) or one thread per output. */
+export type GemvShape = 'split' | 'thread';
+/** The planned decode attention: flash-decoding segments and a combine, or one pass per (head, row). */
+export type DecodeAttention = 'whole' | 'splitk';
+/** Whether the planned learning step recomputes each layer's activations in its backward. */
+export type LearnRecompute = 'auto' | 'on' | 'off';
+
+export interface EngineOptions {
+  /** The project's WGSL kernels on the webgpu backend; off: stock tfjs ops everywhere (A/B, triage). */
+  customKernels: boolean;
+  /** Subgroup kernel variants where the device has a usable layout; off: the workgroup-memory path. */
+  subgroups: boolean;
+  /** Pretend the device allows only this many bytes per storage binding (>= 4); null: the device's limit. */
+  bindingLimit: number | null;
+  /** Force the tfjs quantised GEMV variant; null picks by adapter (thread on software, split-K on GPUs). */
+  gemvVariant: GemvVariant | null;
+  /**
+   * Force the planned GEMV layout: 'split' (GPUs), 'thread' (software adapters, never tiled),
+   * 'tile' (software adapters, every GEMV tiled); null picks by adapter (software adapters tile
+   * GEMVs of TILE_MIN_ROWS rows or more).
+   */
+  plannedGemv: GemvShape | 'tile' | null;
+  /** Force the planned decode attention; null lets the planner pick (split-K on GPUs for long caches). */
+  plannedAttention: DecodeAttention | null;
+  /** The decode path of generate() on WebGPU; other backends always run tfjs. */
+  decodePath: ExecutionPath;
+  /** Where the planned path's prefill runs: on the plan, or op by op on tfjs with its caches copied in. */
+  prefillPath: ExecutionPath;
+  /** Tokens the planned decode runs between readbacks, an integer in [1, 256] (a stopped row decodes on, masked). */
+  tokensPerRun: number;
+  /** The path of learnStep's forward and backward on WebGPU; other backends always run tfjs. */
+  learnPath: ExecutionPath;
+  /** The optimiser update of learnStep on WebGPU; other backends always run tfjs. */
+  optimizerPath: ExecutionPath;
+  /** 'auto': as the learn-memory planner chooses; 'on' / 'off' forced (tests, benchmarks). */
+  learnRecompute: LearnRecompute;
+  /**
+   * GPU bytes the planned learning step may hold per plan (model/learnMemory's LEARN_PLAN_BUDGET by
+   * default): micro-batches are sized to fit it; a shape over it runs on tfjs.
+   */
+  learnMemoryBudget: number;
+  /** Bytes of f32 dropout multipliers drawn before each packing into the learn plan (tests: 1 packs each alone). */
+  dropoutMaskGroupBytes: number;
+}
+
+const DEFAULTS: Readonly<EngineOptions> = Object.freeze({
+  customKernels: true,
+  subgroups: true,
+  bindingLimit: null,
+  gemvVariant: null,
+  plannedGemv: null,
+  plannedAttention: null,
+  decodePath: 'planned',
+  prefillPath: 'planned',
+  tokensPerRun: 8,
+  learnPath: 'planned',
+  optimizerPath: 'planned',
+  learnRecompute: 'auto',
+  learnMemoryBudget: 2 ** 31,
+  dropoutMaskGroupBytes: 64 * 2 ** 20,
+});
+
+let current: Readonly<EngineOptions> = DEFAULTS;
+
+/** The settings in force (a frozen record: change them with setEngineOptions). */
+export function engineOptions(): Readonly<EngineOptions> {
+  return current;
+}
+
+const isPath = (p: unknown) => p === 'planned' || p === 'tfjs';
+
+/** Changes the named settings, leaving the others; throws (changing nothing) on an invalid value. */
+export function setEngineOptions(partial: Partial<EngineOptions>): void {
+  const next = { ...current, ...partial };
+  if (next.bindingLimit !== null && !(next.bindingLimit >= 4)) throw new Error(`binding limit override must be >= 4 bytes, got ${next.bindingLimit}`);
+  if (!Number.isInteger(next.tokensPerRun) || next.tokensPerRun < 1 || next.tokensPerRun > 256) throw new Error(`tokens per run must be an integer in [1, 256], got ${next.tokensPerRun}`);
+  if (!isPath(next.optimizerPath)) throw new Error(`optimizer path must be planned or tfjs, got ${String(next.optimizerPath)}`);
+  current = Object.freeze(next);
+}
+
+/** Puts every setting back to its default. */
+export function resetEngineOptions(): void {
+  current = DEFAULTS;
+}

@@ -1,0 +1,182 @@
+// A recipe run as a veRL (and, where it fits, TRL) job: the files of the export folder, built in
+// memory with no Node or DOM API, so the CLI writes them to disk and the browser zips them.
+//
+//   verl_config.yaml   Hydra config for `python3 -m verl.trainer.main_ppo` (veRL's ppo_trainer + overrides)
+//   reward.py          compute_score(data_source, solution_str, ground_truth, extra_info): the recipe's reward
+//   data/train.parquet, data/val.parquet   the prompts in RLHFDataset's layout
+//   run.sh             the launch command
+//   trl_grpo.py        the same job on TRL's GRPOTrainer (redteam, attack, defend, tokenbuncher, rlhf)
+//   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
+//   sparring_export.json   recipe, seed and the validated config the export came from
+//   models/NAME/       the sandbox model the recipe trains, when the caller passes its files
+// A recipe adds its own files through its entry (multiturn: its veRL Interaction and interaction
+// config); attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet,
+// run.sh. The entries live with the recipes (src/recipes/<name>/export.ts), which pass theirs in:
+// the exporter never imports a recipe.
+import { resolveAliases } from '../../contract/aliases.ts';
+import { ConfigError, validateConfig, type Schema } from '../../contract/schema.ts';
+import { rowsToParquet } from './parquet.ts';
+import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry.ts';
+import { exportReadme } from './readme.ts';
+import { rewardPy } from './rewardPy.ts';
+import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft.ts';
+import { trlScript } from './trlScript.ts';
+import { HERE, verlOverrides, verlYaml } from './verlConfig.ts';
+
+export type { ExportRecipe } from './entry.ts';
+
+export interface VerlExportInput {
+  /** The recipe's name and schema (the registry's, or the list the worker posts). */
+  recipe: { name: string; schema: Schema };
+  /** Config input as the CLI or the form holds it: lab names, veRL keys or TRL names; strings are coerced. */
+  config: Record<string, unknown>;
+  seed: number;
+  /** trainer.total_training_steps (default 200). */
+  steps?: number;
+  /** GPUs per node for the launch (default 1). */
+  gpus?: number;
+  /** Files of a sandbox model to ship in models/NAME/ (the CLI reads them from public/models). */
+  modelFiles?: Record<string, Uint8Array>;
+  /** Lab version or commit, written into every generated file's header. */
+  labVersion?: string;
+  /** defend / arena: prompts the attacker model wrote for attackerPlan's goals (goal id -> prompt). */
+  attackPrompts?: Readonly<Record<string, string>>;
+}
+
+/**
+ * defend / arena: the goals an attacker model should write prompts for, with the validated config
+ * (attacker, attackerCheckpoint, its sampling fields), so a caller with models (the CLI) can sample
+ * them and pass attackPrompts. Null for recipes whose prompts come from the sandbox.
+ */
+export function attackerPlan(input: Omit<VerlExportInput, 'attackPrompts'>, spec: ExportRecipe): { goals: { id: string; text: string }[]; config: Record<string, unknown> } | null {
+  if (!spec.attackGoals) return null;
+  const { c } = prepare(input);
+  return { goals: spec.attackGoals(c, input.seed), config: c };
+}
+
+export interface VerlExport {
+  /** Relative path -> text or bytes. */
+  files: Record<string, string | Uint8Array>;
+  /** What veRL cannot express (also in the README). */
+  unsupported: string[];
+  /** The veRL overrides as dotted keys (tests check them against veRL's key list). */
+  overrides: Record<string, unknown>;
+}
+
+/** Where veRL loads the model from: a hub id as it is, a sandbox name from the export's models/ folder. */
+export function modelPathFor(ref: string): { path: string; sandbox: string | null } {
+  if (/^[a-z][a-z0-9_-]*$/.test(ref)) return { path: `${HERE}/models/${ref}`, sandbox: ref };
+  const hub = /^https?:\/\/huggingface\.co\/([^/]+)\/([^/?#]+)/i.exec(ref);
+  if (hub) return { path: `${hub[1]}/${hub[2]}`, sandbox: null };
+  return { path: ref, sandbox: null };
+}
+
+const utf8Length = (s: string) => new TextEncoder().encode(s).length;
+
+/** The input's config validated (aliases resolved), steps and GPUs checked. */
+function prepare(input: VerlExportInput) {
+  const { recipe } = input;
+  const aliased = resolveAliases(recipe.name, recipe.schema, input.config);
+  const v = validateConfig(recipe.schema, aliased.input);
+  const errors = { ...aliased.errors, ...v.errors };
+  if (Object.keys(errors).length) throw new ConfigError(`recipe ${recipe.name}`, errors);
+  const steps = input.steps ?? 200;
+  if (!Number.isInteger(steps) || steps < 1) throw new Error(`export-verl: steps must be a positive integer, got ${steps}`);
+  // The export writes the sandbox's prompts; an uploaded or on-disk dataset must not be swapped for them silently.
+  const ds = v.config.dataset;
+  if (recipe.name !== 'attacker-sft' && typeof ds === 'string' && ds !== 'sandbox') {
+    throw new Error(`export-verl: field "dataset" is ${JSON.stringify(ds)}; the export writes the sandbox's prompts only, so set dataset=sandbox and put your rows into data/train.parquet (columns prompt [{role, content}], data_source, reward_model.ground_truth)`);
+  }
+  return { c: v.config as Record<string, unknown>, steps, gpus: input.gpus ?? 1, header: `Generated by Sparring${input.labVersion ? ` ${input.labVersion}` : ''} from recipe ${recipe.name}, seed ${input.seed}.` };
+}
+
+const manifest = (input: VerlExportInput, c: Record<string, unknown>, steps: number) =>
+  JSON.stringify({ format: 1, recipe: input.recipe.name, seed: input.seed, steps, config: c, labVersion: input.labVersion ?? null }, null, 2) + '\n';
+
+/** attacker-sft: a veRL SFT job (sft.ts). */
+export function exportSft(input: VerlExportInput): VerlExport {
+  const { c, steps, gpus, header } = prepare(input);
+  if (c.dataset !== 'sandbox') throw new Error(`export-verl: attacker-sft exports the sandbox pairs only; field "dataset" is ${JSON.stringify(c.dataset)} (convert that JSONL to parquet columns prompt = "Goal: <goal>", response = <prompt>)`);
+  const model = modelPathFor(String(c.attacker));
+  const rows = sftRows(c.dataSize as number, input.seed);
+  const val = sftRows(64, input.seed + 9001);
+  const overrides = sftOverrides(c, [...rows, ...val], { steps, modelPath: model.path, gpus, experiment: `attacker-sft-seed${input.seed}` });
+  const files: Record<string, string | Uint8Array> = {
+    'verl_sft_config.yaml': verlYaml(overrides, [header, 'Launch: bash run.sh (see README.md). Every key is one of veRL\'s SFT trainer config keys.'], 'sft_trainer'),
+    'data/sft_train.parquet': sftParquet(rows),
+    'data/sft_val.parquet': sftParquet(val),
+    'run.sh': sftRunSh(header, gpus),
+    'sparring_export.json': manifest(input, c, steps),
+    'README.md': sftReadme({ seed: input.seed, steps, rows: rows.length, modelPath: model.path, sandbox: model.sandbox, shipped: !!(model.sandbox && input.modelFiles), batch: c.batchSize as number }),
+  };
+  if (model.sandbox && input.modelFiles) for (const [name, bytes] of Object.entries(input.modelFiles)) files[`models/${model.sandbox}/${name}`] = bytes;
+  return { files, unsupported: [], overrides };
+}
+
+/** An RL recipe's veRL job (and TRL script where its entry fits GRPOTrainer). */
+export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExport {
+  const { recipe, seed } = input;
+  const { c, steps, gpus, header } = prepare(input);
+  const model = modelPathFor(String(c[spec.modelField]));
+  const { train, val } = spec.dataset(c, seed, input.attackPrompts);
+  const trainRows = datasetRows(recipe.name, train, 'train');
+  const valRows = datasetRows(recipe.name, val, 'test');
+  // Byte-level BPE never makes more tokens than bytes: the longest prompt's bytes bound its tokens.
+  const maxPromptTokens = Math.max(...[...trainRows, ...valRows].map((r) => utf8Length(r.prompt.map((m) => m.content).join('\n'))));
+  const experiment = `${recipe.name}-seed${seed}`;
+  const overrides = verlOverrides(spec, recipe, c, { steps, modelPath: model.path, maxPromptTokens, gpus, experiment });
+  const unsupported = spec.unsupported(c).map((u) =>
+    u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
+      ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
+      : u,
+  );
+  if (c.advantage === 'gae') {
+    unsupported.push('advantage = gae: veRL\'s critic is a copy of the base model with its own LoRA and value head (critic.model.path = the actor\'s base); the lab\'s critic is a value head on the policy\'s own final hidden state. The GAE, value loss and their settings (gamma, lam, cliprange_value, critic lr) are the same.');
+  }
+  // A shipped model's context bounds prompt + response (vLLM refuses longer sequences).
+  const maxPos = model.sandbox && input.modelFiles?.['config.json'] ? (JSON.parse(new TextDecoder().decode(input.modelFiles['config.json'])) as { max_position_embeddings?: number }).max_position_embeddings : undefined;
+  const room = maxPos === undefined ? Infinity : maxPos - (overrides['data.max_prompt_length'] as number);
+  if ((overrides['data.max_response_length'] as number) > room) {
+    unsupported.push(`data.max_response_length is cut from ${overrides['data.max_response_length']} to ${room} so prompt + response fit the model's ${maxPos} positions.`);
+    overrides['data.max_response_length'] = room;
+  }
+
+  const files: Record<string, string | Uint8Array> = {
+    'verl_config.yaml': verlYaml(overrides, [header, 'Launch: bash run.sh (see README.md). Every key is one of veRL\'s trainer config keys.']),
+    'reward.py': rewardPy(spec, c, `${header}\n\nveRL custom reward: custom_reward_function.path=reward.py, name=compute_score.\nStandard library only.`),
+    'data/train.parquet': rowsToParquet(trainRows),
+    'data/val.parquet': rowsToParquet(valRows),
+    'run.sh': [
+      '#!/usr/bin/env bash',
+      `# ${header}`,
+      '# Starts veRL on this folder\'s config; extra Hydra overrides go after the script name.',
+      'set -euo pipefail',
+      'cd "$(dirname "$0")"',
+      '# reward.py and any interaction / reward-manager module of this folder import each other by name.',
+      'export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"',
+      'python3 -m verl.trainer.main_ppo --config-path="$PWD" --config-name=verl_config "$@"',
+      '',
+    ].join('\n'),
+    'sparring_export.json': manifest(input, c, steps),
+  };
+  Object.assign(files, spec.extraFiles?.(c));
+  if (spec.trl) files['trl_grpo.py'] = trlScript(recipe, c, { steps, batchPrompts: spec.batchPrompts(c), experiment, modelPath: model.path, entropyCoef: overrides['actor_rollout_ref.actor.entropy_coeff'] as number });
+  if (model.sandbox && input.modelFiles) for (const [name, bytes] of Object.entries(input.modelFiles)) files[`models/${model.sandbox}/${name}`] = bytes;
+  files['README.md'] = exportReadme({
+    recipe: recipe.name,
+    seed,
+    steps,
+    gpus,
+    modelRef: String(c[spec.modelField]),
+    model,
+    modelShipped: !!(model.sandbox && input.modelFiles),
+    trainRows: trainRows.length,
+    valRows: valRows.length,
+    batchPrompts: spec.batchPrompts(c),
+    groupSize: c.groupSize as number,
+    judge: String(c.judge),
+    unsupported,
+    trl: spec.trl,
+  });
+  return { files, unsupported, overrides };
+}

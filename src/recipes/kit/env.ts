@@ -1,0 +1,186 @@
+// Recipe environments: model references -> model folders -> (model, codec). The browser worker
+// uses urlRecipeEnv (sandbox names under the site's /models/); the CLI builds the same thing on a
+// folder reader (src/cli/recipe-env.ts); tests inject stand-ins through createRecipeEnv.
+import { createHttpJudge } from '../../judges/http.ts';
+import { createLlmGuardJudge } from '../../judges/llmGuard.ts';
+import { createLlamaGuard3Judge, guardCategories } from '../../judges/llamaGuard3.ts';
+import { createRulesJudge } from '../../judges/rules.ts';
+import type { Judge } from '../../judges/types.ts';
+import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../../model/chat.ts';
+import { hubSource } from '../../model/hub.ts';
+import { parseHubRef } from '../../contract/hubRef.ts';
+import { disposeLlama } from '../../model/llama.ts';
+import { loadModel, type ModelFolder } from '../../model/load.ts';
+import { urlSource } from '../../model/sources.ts';
+import { createTokenizer, type TextTokenizer } from '../../model/tokenizer.ts';
+import type { ChatTemplate } from '../../model/chat.ts';
+import type { ChatCodec, JudgeOptions, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types.ts';
+import { weightQuantizer } from '../../model/quant.ts';
+
+/** The built-in judges by name. */
+export const BUILTIN_JUDGES: Record<string, () => Judge> = {
+  rules: () => createRulesJudge(),
+  'rules-partial': () => createRulesJudge({ partialCredit: true }),
+};
+
+/** A sandbox model name (`defender`), as opposed to a path or URL. */
+export function isSandboxName(ref: string): boolean {
+  return /^[a-z][a-z0-9_-]*$/.test(ref);
+}
+
+/** The codec of a real tokenizer + chat template. */
+export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): ChatCodec {
+  const eos = [...tok.special.eos];
+  const imEnd = tok.tokenToId('<|im_end|>');
+  if (imEnd !== undefined && !eos.includes(imEnd)) eos.push(imEnd);
+  return {
+    label: tok.label,
+    encodeChat: (messages, opts) => applyChatTemplate(tok, template, messages, { addGenerationPrompt: opts.addGenerationPrompt }).ids,
+    encodeText: (text) => tok.encode(text, { addSpecialTokens: false }),
+    decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
+    pieces: (ids) => tok.pieces(ids),
+    eos,
+    pad: tok.special.pad ?? eos[0] ?? 0,
+  };
+}
+
+/** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
+export async function loadChatModel(folder: ModelFolder, ref: string, opts: LoadModelRefOptions = {}): Promise<LoadedModel> {
+  const json = async (name: string, required: boolean): Promise<unknown> => {
+    if (!(await folder.has(name))) {
+      if (required) throw new Error(`${folder.label}/${name}: not found (model "${ref}" needs a tokenizer)`);
+      return undefined;
+    }
+    const text = await folder.getText(name);
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new Error(`${folder.label}/${name}: not valid JSON: ${(e as Error).message}`);
+    }
+  };
+  const tokenizerJson = await json('tokenizer.json', true);
+  const tokenizerConfig = await json('tokenizer_config.json', false);
+  const modelConfig = await json('config.json', false);
+  // Several eos ids (Qwen2.5: <|im_end|> and <|endoftext|>) are listed only here.
+  const generationConfig = await json('generation_config.json', false);
+  const chatTemplateJinja = (await folder.has(CHAT_TEMPLATE_FILE)) ? await folder.getText(CHAT_TEMPLATE_FILE) : undefined;
+  const weights = opts.weights ?? 'f32';
+  const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
+  try {
+    const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, { label: folder.label, modelConfig, generationConfig });
+    const template = resolveChatTemplate({ tokenizerConfig, chatTemplateJinja, model: folder.label });
+    return { ref, model, codec: tokenizerCodec(tok, template), weights, dispose: () => disposeLlama(model) };
+  } catch (e) {
+    disposeLlama(model);
+    throw e;
+  }
+}
+
+/** A judge built on first use (its model loads then), so recipes that never score never pay for it. */
+function lazyJudge(name: string, start: () => Promise<{ judge: Judge; free(): void }>): Judge {
+  let inner: Promise<{ judge: Judge; free(): void }> | null = null;
+  return {
+    name,
+    score: async (items, o) => (await (inner ??= start())).judge.score(items, o),
+    dispose: () => {
+      void inner?.then((x) => x.free(), () => undefined);
+      inner = null;
+    },
+  };
+}
+
+/** `classifier`: the built-in guard model (sandbox `judge`) read as an LLM guard. */
+export function classifierJudge(folder: (ref: string) => ModelFolder, ref = 'judge'): Judge {
+  return lazyJudge('classifier', async () => {
+    const f = folder(ref);
+    const tokenizerConfig = JSON.parse(await f.getText('tokenizer_config.json'));
+    const tokenizer = createTokenizer(JSON.parse(await f.getText('tokenizer.json')), tokenizerConfig, { label: f.label });
+    const template = resolveChatTemplate({ tokenizerConfig, model: f.label });
+    const model = await loadModel(f);
+    return { judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }), free: () => disposeLlama(model) };
+  });
+}
+
+/**
+ * `llm-guard`: a Llama Guard 3 checkpoint (the config's `guard` field, in its weight format)
+ * asked in its own prompt format. Loaded on first use; the categories are checked at once.
+ */
+export function llmGuardJudge(load: (ref: string, o: LoadModelRefOptions) => Promise<LoadedModel>, g: NonNullable<JudgeOptions['guard']> | undefined): Judge {
+  if (!g || g.ref.trim() === '') throw new Error('judge "llm-guard" needs a guard model: set the field "guard" (a Llama Guard 3 checkpoint, e.g. meta-llama/Llama-Guard-3-1B)');
+  const categories = guardCategories(g.categories, g.customCategories);
+  return lazyJudge('llm-guard', async () => {
+    const m = await load(g.ref, { weights: g.weights });
+    const c = m.codec;
+    try {
+      return { judge: createLlamaGuard3Judge({ model: m.model, encode: c.encodeText, decode: c.decode, eos: c.eos, pad: c.pad, label: c.label }, { categories, verdict: g.verdict }), free: () => m.dispose() };
+    } catch (e) {
+      m.dispose();
+      throw e;
+    }
+  });
+}
+
+export interface RecipeEnvOptions {
+  /** Model reference -> folder reader. */
+  folder(ref: string): ModelFolder;
+  /** Extra or replacement judges by name. */
+  judges?: Record<string, () => Judge>;
+  readText?(ref: string): Promise<string>;
+  backend?: string;
+  /** Replace how a folder becomes a model (tests: a fixture without a tokenizer + a stand-in codec). */
+  load?(folder: ModelFolder, ref: string, opts?: LoadModelRefOptions): Promise<LoadedModel>;
+}
+
+export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
+  const judges: Record<string, () => Judge> = { ...BUILTIN_JUDGES, classifier: () => classifierJudge(opts.folder), ...opts.judges };
+  const load = opts.load ?? loadChatModel;
+  const loadRef = (ref: string, o?: LoadModelRefOptions) => load(opts.folder(ref), ref, o);
+  // Judges built from the config's judge fields (judgeFields.ts); an env's own judges replace them.
+  const configured: Record<string, (o: JudgeOptions) => Judge> = {
+    'llm-guard': (o) => llmGuardJudge(loadRef, o.guard),
+    http: (o) => {
+      if (!o.url?.trim()) throw new Error('judge "http" needs a scorer: set the field "judgeUrl"');
+      return createHttpJudge({ url: o.url, text: o.urlText ?? 'response' });
+    },
+  };
+  return {
+    loadModel: loadRef,
+    judge: (name, o = {}) => {
+      if (Object.hasOwn(judges, name)) return judges[name]();
+      if (Object.hasOwn(configured, name)) return configured[name](o);
+      throw new Error(`unknown judge "${name}" (judges: ${[...Object.keys(judges), ...Object.keys(configured)].join(', ')})`);
+    },
+    readText: opts.readText,
+    backend: opts.backend,
+  };
+}
+
+/**
+ * A hub model id ("owner/name" or "owner/name@revision") as a folder on `endpoint` (default the
+ * hub), or null when `ref` is not one (a URL, a path starting with . or /, a sandbox name).
+ */
+export function hubFolder(ref: string, endpoint?: string): ModelFolder | null {
+  if (/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(ref) || !ref.includes('/')) return null;
+  let id;
+  try {
+    id = parseHubRef(ref);
+  } catch {
+    return null;
+  }
+  return hubSource(id.id, { revision: id.revision, endpoint });
+}
+
+/** Browser env: sandbox names under `modelsBase` (default the site's models/ folder), hub ids on `hubEndpoint`, anything else a URL. */
+export function urlRecipeEnv(opts: { modelsBase?: string; hubEndpoint?: string; judges?: Record<string, () => Judge>; backend?: string } = {}): RecipeEnv {
+  const base = (opts.modelsBase ?? 'models/').replace(/\/?$/, '/');
+  return createRecipeEnv({
+    folder: (ref) => (isSandboxName(ref) ? urlSource(`${base}${ref}/`) : (hubFolder(ref, opts.hubEndpoint) ?? urlSource(ref))),
+    judges: opts.judges,
+    backend: opts.backend,
+    readText: async (ref) => {
+      const res = await fetch(ref);
+      if (!res.ok) throw new Error(`${ref}: HTTP ${res.status}`);
+      return res.text();
+    },
+  });
+}

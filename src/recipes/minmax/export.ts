@@ -1,0 +1,15 @@
+// minmax's veRL export: the policy's job against a frozen monitor (rlhf's export); the two-player
+// game is an outer loop veRL does not run (see unsupported).
+import type { ExportRecipe } from '../../export/verl/entry.ts';
+import { qaConstants, rlhfExport } from '../rlhf/export.ts';
+
+export const minmaxExport: ExportRecipe = {
+  ...rlhfExport,
+  name: 'minmax',
+  rewardConstants: (c) => ({ ...qaConstants(c), judge: 'monitor' }),
+  unsupported: (c) => [
+    `Two players: the lab alternates ${c.monitorStepsPerPolicy} monitor updates (lr ${c.monitorLr}) with one policy update (TTUR) and moves lambda by dual ascent on the monitor's fidelity. veRL trains one policy per job, so this export is the POLICY's job against a frozen monitor (as rlhf): to play the game at scale, alternate this job with a monitor job (reward -10 J - lambda F) in an outer loop, serving each side's latest adapter to the other.`,
+    ...rlhfExport.unsupported(c),
+  ],
+  trl: false,
+};

@@ -1,0 +1,500 @@
+// `minmax` — the Monitor-vs-LLM game on the sandbox QA items. The QA policy and the monitor are
+// each a copy of a sandbox model (the defender by default) trained through its own LoRA adapter.
+// Every step is one update of one player, on the two-timescale schedule (rl/minmax tturSchedule):
+// k monitor updates at the higher learning rate, then one policy update, and again. One step:
+//
+//   items     `items` QA items from a seeded pool by (seed, step of the rollout)
+//   rollout   G sampled answers per item (groups = items), one sampled critique each; with
+//             rolloutSharing = update, a monitor step samples one answer per item and G critiques
+//             each (groups = answers) instead
+//   score     truth t = the answer's single [ANSWER:X] is the correct choice (1) or not (0)
+//             verdict v from the critique text only: CORRECT 1 / INCORRECT 0 / unclear 0.2
+//             J = +1 / -1 / 0 from the same verdict (see below)
+//             RM(O), RM(O') from the reward model (minmaxRm.ts; rules stand-in by default)
+//             R = 0.5 clamp(RM(O), -15, 15) + 0.5 x 5 x J                      (policy reward)
+//             F = 0.6 x 15 x MSE(v, t) + 0.4 x (-clamp(mean RM(O'), -15, 15))  (fidelity, want F <= delta)
+//             lambda <- clip(lambda + 0.25 (mean F - delta), 0, 30), once per TTUR cycle, at its
+//             first update and before that update's rewards (the source: "before the monitor
+//             update to avoid one-step lag"); lambda0 10, delta -3.6
+//             monitor reward = -10 J - lambda F (the source's code) or -R - lambda F (its README)
+//   learn     GRPO over each group, PPO clip, AdamW on the trained player's adapter; both rewards
+//             minus klBeta x the player's mean sampled-token KL to its model with LoRA off
+//
+// Rollouts. The source rolls out ONE batch per TTUR cycle and runs its five monitor PPO updates
+// and its one policy update on it: rolloutSharing = cycle (default) does the same: the batch of
+// the cycle's first step (G answers per item, one critique each) is kept, in the checkpoint too,
+// and every update of the cycle learns from it with the rollout's log-probs as the old policy
+// (so from the second monitor update on the PPO ratio differs from 1 and the clip binds). The
+// monitor's GRPO groups are then the critiques of one item's G answers. rolloutSharing = update
+// samples a fresh batch for every update instead (monitor steps: G critiques of one answer).
+//
+// Reading of J. In the source a judge model reads the policy's answer O and the monitor's critique
+// O' and returns +1 (accepts the answer), -1 (rejects it) or 0 (undecided); its judge accuracy
+// compares J > 0 with the ground truth. The sandbox has no QA judge, so the stand-in judge takes
+// the critique's verdict as its own: J = +1 CORRECT, -1 INCORRECT, 0 unclear. The game is then the
+// source's: the policy gains when the monitor accepts its answer, the monitor gains by rejecting
+// (-10 J) but pays lambda F for verdicts that disagree with the truth, and lambda rises while F
+// stays above delta.
+//
+// Per-sample fidelity. The source computes one batch F and gives it to every sample, which a
+// group baseline cancels (every critique of a group gets the same -lambda F), so the constraint
+// would never reach the monitor's gradient. fidelity = 'sample' (default) puts each critique's own
+// F (its squared error and its RM) into its reward; lambda always moves with the batch F.
+// fidelity = 'batch' reproduces the source.
+//
+// `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
+// step with the same R, J from the untrained monitor (or no judge term).
+import { qaItems, rngFor, type QaExample } from '../../data/sandbox/index.ts';
+import { answerFormOf, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, qaAnswerAs, type QaItem } from '../../data/sandbox/qa.ts';
+import { generate, type GenerateResult } from '../../model/generate.ts';
+import { hash3 } from '../../model/random.ts';
+import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../../rl/minmax.ts';
+import { std } from '../../rl/stats.ts';
+import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows } from '../kit/common.ts';
+import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run.ts';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
+import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields.ts';
+import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
+import type { Message, Metrics, RolloutSample } from '../../contract/report.ts';
+import { klAndEntropy, rowAdvantage, rowTrace } from '../kit/rollout.ts';
+import { int, num, oneOf, str, type ConfigOf } from '../../contract/schema.ts';
+import { weightsField } from '../../contract/weightFields.ts';
+import { loadQaData, SANDBOX_DATASET, type QaData } from '../kit/promptData.ts';
+import { splitMetrics } from '../../data/split.ts';
+import type { NamedLoraPart } from '../kit/state.ts';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+
+/** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
+export const gameFields = {
+  policy: str('qa', 'QA policy model (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  policyWeights: weightsField('policy'),
+  monitor: str('qa', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  monitorWeights: weightsField('monitor'),
+  rm: str('rules', 'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)', { nonEmpty: true }),
+  ...httpJudgeFields(),
+  dataset: str(
+    SANDBOX_DATASET,
+    'QA items: "sandbox" (the built-in stories) or a JSONL / CSV file of multiple-choice rows: question, four choices (a "choices" list or ' +
+      'columns A B C D), answer (0-3, A-D or the right choice\'s text), optional story / context / article / passage; a quarter of the rows ' +
+      '(seeded) are held out for the evaluation',
+    { nonEmpty: true },
+  ),
+  itemPool: int(256, 'distinct QA items the steps draw from (seeded; sandbox only)', { min: 1, max: 100000 }),
+  items: int(4, 'QA items per step', { min: 1, max: 256 }),
+  groupSize: int(4, 'G: answers per item (policy steps) / critiques per answer (monitor steps)', { min: 2, max: 64 }),
+  policyMaxTokens: int(16, 'answer length cap in tokens ("[ANSWER:B]" is a few)', { min: 1, max: 1024 }),
+  monitorMaxTokens: int(24, 'critique length cap in tokens (a sandbox critique is <= 50 bytes)', { min: 1, max: 1024 }),
+  temperature: num(0.7, 'sampling temperature (both players)', { min: 0.05, max: 2 }),
+  topP: num(0.9, 'nucleus sampling mass (both players)', { min: 0.01, max: 1 }),
+  policyLr: num(1e-3, 'policy AdamW learning rate (source 1e-6 for billion-parameter models; the 96-wide sandbox needs more)', { min: 0, max: 1 }),
+  klBeta: num(0.05, 'reward: weight of the trained player\'s mean sampled-token KL to its model with LoRA off', { min: 0, max: 100 }),
+  ...adamFields({ beta1: 'first-moment decay, both players', beta2: 'second-moment decay, both players' }),
+  ...loraFields({ rank: 8, alpha: 16 }, 'source 16 / alpha 32; 8 / 16 keeps its scale 2 on the 96-wide sandbox models'),
+  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
+    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head: gae, one critic per trained player, criticLr)',
+    stdNote: 'grpo',
+    policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
+  }),
+  ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
+  ...klControllerFields('klBeta (one controller per trained player, updated on its own updates)', 'the lab default'),
+  ...klLossFields(),
+  ...maskTruncatedField(),
+  ...criticFields(),
+  evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off', { min: 0, max: 100000 }),
+  evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
+  samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
+};
+
+export const minmaxSchema = {
+  ...gameFields,
+  monitorStepsPerPolicy: int(MINMAX_DEFAULTS.monitorStepsPerPolicy, 'TTUR k: monitor updates per policy update (source 5)', { min: 0, max: 1000 }),
+  monitorLr: num(4e-3, 'monitor AdamW learning rate (source 4e-6 = 4x the policy\'s)', { min: 0, max: 1 }),
+  lambda0: num(MINMAX_DEFAULTS.lambda0, 'initial dual variable lambda (source 10)', { min: 0, max: 1e6 }),
+  dualStep: num(MINMAX_DEFAULTS.dualStep, 'dual ascent step size (source 0.25)', { min: 0, max: 1e6 }),
+  delta: num(MINMAX_DEFAULTS.delta, 'fidelity bound: the monitor should keep F <= delta (source -3.6)', { min: -1e6, max: 1e6 }),
+  lambdaMax: num(MINMAX_DEFAULTS.lambdaMax, 'lambda is clipped to [0, lambdaMax] (source 30)', { min: 0, max: 1e6 }),
+  monitorReward: oneOf(['code', 'readme'] as const, 'code', 'monitor reward: code (-10 J - lambda F, the source\'s implementation) or readme (-R - lambda F, its stated payoff)'),
+  rolloutSharing: oneOf(['cycle', 'update'] as const, 'cycle', 'cycle: one rollout batch per TTUR cycle (G answers per item, one critique each), learned from by its k monitor updates and its policy update (the source; the later monitor updates see a ratio != 1, so the PPO clip binds); update: every update samples its own batch (monitor steps: G critiques of one answer per item)'),
+  fidelity: oneOf(['sample', 'batch'] as const, 'sample', 'F in the monitor reward: each critique\'s own (sample) or the batch F for all (batch, the source; a group baseline cancels it)'),
+};
+export type MinmaxConfig = ConfigOf<typeof minmaxSchema>;
+
+/** The game's settings as the run reads them (rlhf fills the monitor's with the minmax defaults). */
+export type GameConfig = MinmaxConfig & { judge: 'monitor' | 'none' };
+
+// ---------------------------------------------------------------------------------------------
+// Scoring (pure)
+
+/** One critiqued answer: RM of the answer and of the critique, the truth, the monitor's verdict. */
+export interface GameRow {
+  rmAnswer: number;
+  rmCritique: number;
+  /** 1 when the answer picks the correct choice, else 0. */
+  truth: number;
+  verdict: Verdict;
+}
+
+export interface GameRewardOptions {
+  /** Apply one dual ascent step with this batch's F before the monitor rewards. */
+  updateDual: boolean;
+  dualStep: number;
+  delta: number;
+  lambdaMax: number;
+  monitorReward: 'code' | 'readme';
+  fidelity: 'sample' | 'batch';
+}
+
+export interface GameRewards {
+  judge: number[];
+  policyReward: number[];
+  /** Each row's own F. */
+  fidelity: number[];
+  /** F of the batch: 9 MSE + 0.4 (-clamp(mean RM(critique))). */
+  fidelityBatch: number;
+  /** lambda after this batch's dual step (unchanged when updateDual is false). */
+  lambda: number;
+  monitorReward: number[];
+}
+
+/** R, F, the dual step and the monitor reward of a batch of critiqued answers (see the header). */
+export function gameRewards(rows: readonly GameRow[], lambda: number, o: GameRewardOptions): GameRewards {
+  if (rows.length === 0) throw new Error('gameRewards: empty batch');
+  const judge = rows.map((r) => judgeSign(r.verdict));
+  const policyReward = rows.map((r) => minmaxPolicyReward(r.rmAnswer, r.verdict));
+  const fidelity = rows.map((r) => minmaxFidelity([r.verdict], [r.truth], [r.rmCritique]));
+  const fidelityBatch = minmaxFidelity(rows.map((r) => r.verdict), rows.map((r) => r.truth), rows.map((r) => r.rmCritique));
+  const lam = o.updateDual ? dualAscentStep(lambda, fidelityBatch, { step: o.dualStep, delta: o.delta, lambdaMax: o.lambdaMax }) : lambda;
+  const monitorReward = rows.map((r, i) =>
+    minmaxMonitorReward({ verdict: r.verdict, fidelity: o.fidelity === 'sample' ? fidelity[i] : fidelityBatch, policyReward: policyReward[i] }, lam, o.monitorReward),
+  );
+  return { judge, policyReward, fidelity, fidelityBatch, lambda: lam, monitorReward };
+}
+
+/** The monitor's verdict read from its critique (never from its prompt). */
+export function critiqueVerdict(critique: string): Verdict {
+  const v = parseMonitorVerdict(critique).verdict;
+  return v === 'CORRECT' ? 'correct' : v === 'INCORRECT' ? 'incorrect' : 'unclear';
+}
+
+/** A verdict agrees with the truth: CORRECT on a right answer, INCORRECT on a wrong one. */
+export const verdictRight = (v: Verdict, truth: number) => (truth === 1 ? v === 'correct' : v === 'incorrect');
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+interface Player {
+  loaded: LoadedModel;
+  /** Absent for a frozen player (the rlhf monitor). */
+  part: NamedLoraPart | null;
+}
+
+interface Generated {
+  rows: number[][];
+  gen: GenerateResult;
+  texts: string[];
+}
+
+/** One rollout of the game: answers, critiques and their RM scores; `start` = the step that drew it. */
+interface CycleBatch {
+  start: number;
+  a: Generated;
+  c: Generated | null;
+  rmA: number[];
+  rmC: number[];
+}
+
+export type GameMode = 'minmax' | 'rlhf';
+
+export class GameRun extends MultiLoraRun {
+  lambda: number;
+  /** Updates each player has had (also in the checkpoint; the TTUR test reads them). */
+  updates = { policy: 0, monitor: 0 };
+  private readonly critics: { policy: ValueCritic | null; monitor: ValueCritic | null };
+  /** The KL-in-reward coefficient of each player (klController; fixed = klBeta). */
+  private readonly klCoefs: { policy: KlCoef; monitor: KlCoef };
+  /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
+  private cycle: CycleBatch | null = null;
+  private readonly pool: QaExample[];
+  private evalSet: QaExample[] | null = null;
+  private readonly heldOut: QaExample[] | null;
+  /** The QA split's sizes and seed (an uploaded file's), for the evaluation's report. */
+  private readonly splitReport: Metrics;
+
+  constructor(
+    readonly recipe: GameMode,
+    private readonly policy: Player & { part: NamedLoraPart },
+    private readonly monitor: Player,
+    private readonly rm: QaRewardModel,
+    private readonly game: GameConfig,
+    /** The recipe's own validated config (what the checkpoint records and checks). */
+    readonly config: Record<string, unknown>,
+    readonly seed: number,
+    data: QaData | null = null,
+  ) {
+    super();
+    this.pool = data ? data.train : qaItems(game.itemPool, seed);
+    this.heldOut = data ? data.eval.slice(0, game.evalItems) : null;
+    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : {};
+    this.lambda = game.lambda0;
+    // advantage = gae: a critic per trained player (the source trains a value head with each PPO player).
+    this.critics = { policy: criticFor(policy.loaded.model, game), monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null };
+    this.klCoefs = { policy: new KlCoef(game), monitor: new KlCoef(game) };
+  }
+
+  /** The player that updates at `step`, its learning rate and where it stands in its TTUR cycle. */
+  schedule(step: number): { player: 'monitor' | 'policy'; lr: number; phase: number } {
+    const g = this.game;
+    if (this.recipe === 'rlhf') return { player: 'policy', lr: g.policyLr, phase: 0 };
+    return tturSchedule(step, { monitorStepsPerPolicy: g.monitorStepsPerPolicy, monitorLr: g.monitorLr, policyLr: g.policyLr });
+  }
+
+  private async sample(p: Player, messages: string[], maxNewTokens: number, seed: number, greedy: boolean): Promise<Generated> {
+    const { model, codec } = p.loaded;
+    const rows = messages.map((m) => codec.encodeChat([{ role: 'user', content: m }], { addGenerationPrompt: true }));
+    const gen = await generate(model, rows, { maxNewTokens, temperature: this.game.temperature, topP: this.game.topP, greedy, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
+    return { rows, gen, texts: gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b]))) };
+  }
+
+  private answer(items: readonly QaItem[], seed: number, greedy = false) {
+    return this.sample(this.policy, items.map(formatQaPrompt), this.game.policyMaxTokens, seed, greedy);
+  }
+
+  private critique(items: readonly QaItem[], answers: readonly string[], seed: number, greedy = false) {
+    return this.sample(this.monitor, items.map((it, i) => formatMonitorPrompt(it, answers[i])), this.game.monitorMaxTokens, seed, greedy);
+  }
+
+  private async evaluate(): Promise<Metrics> {
+    const heldOut = hash3(this.seed, 0xe7a1, 7) >>> 0;
+    const items = (this.evalSet ??= this.heldOut ?? qaItems(this.game.evalItems, heldOut));
+    const a = await this.answer(items, 0, true);
+    const picks = items.map((it, i) => parseQaChoice(a.texts[i], it));
+    const truth = items.map((it, i) => (picks[i] === it.correct ? 1 : 0));
+    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))), ...this.splitReport };
+    if (this.game.judge === 'none') return out;
+    const c = await this.critique(items, a.texts, 0, true);
+    const v = c.texts.map(critiqueVerdict);
+    // Balanced: each item once with its right answer and once with a wrong one, in the form the
+    // policy writes (the sandbox qa model answers by value, and its monitor reviews that form).
+    const form = answerFormOf(a.texts);
+    const scripted = items.flatMap((it) => [qaAnswerAs(it, it.correct, form), qaAnswerAs(it, (it.correct + 1) % 4, form)]);
+    const bItems = items.flatMap((it) => [it, it]);
+    const b = await this.critique(bItems, scripted, 0, true);
+    const bv = b.texts.map(critiqueVerdict);
+    const rmC = await this.rm.scoreCritiques(items.map((it, i) => ({ item: it, answer: a.texts[i], critique: c.texts[i] })));
+    return {
+      ...out,
+      'eval/monitor_acc': meanOf(v.map((x, i) => (verdictRight(x, truth[i]) ? 1 : 0))),
+      'eval/monitor_unclear': meanOf(v.map((x) => (x === 'unclear' ? 1 : 0))),
+      'eval/monitor_acc_balanced': meanOf(bv.map((x, i) => (verdictRight(x, i % 2 === 0 ? 1 : 0) ? 1 : 0))),
+      'eval/fidelity': minmaxFidelity(v, truth, rmC),
+    };
+  }
+
+  protected async runStep(step: number): Promise<StepBody> {
+    const g = this.game;
+    const sched = this.schedule(step);
+    const t0 = performance.now();
+    const metrics: Metrics = {};
+    if (g.evalEvery > 0 && step % g.evalEvery === 0) Object.assign(metrics, await this.evaluate());
+    const te = performance.now();
+    // The rollout: per update (its own batch), or once per TTUR cycle (the source: its k monitor
+    // updates and its policy update all learn from the batch rolled out at the cycle's start).
+    const shared = this.recipe === 'minmax' && g.rolloutSharing === 'cycle';
+    const start = shared ? step - sched.phase : step;
+    // Batch shape: G answers per item, one critique each ('policy'), or one answer per item and
+    // G critiques of it ('monitor'). A shared batch has the policy's shape; its monitor groups
+    // are the critiques of one item's G answers.
+    const shape: 'policy' | 'monitor' = shared ? 'policy' : sched.player;
+    const items = drawBatch(this.pool, g.items, rngFor(this.seed, 'minmax-items', start));
+    const G = g.groupSize;
+    const perItem = shape === 'policy' ? G : 1;
+    const answerItems = items.flatMap((it) => Array<QaItem>(perItem).fill(it));
+    const perAnswer = shape === 'monitor' ? G : 1;
+    const critAnswer = answerItems.flatMap((_, i) => Array<number>(perAnswer).fill(i));
+    const withJudge = g.judge === 'monitor';
+    let batch = shared && this.cycle?.start === start ? this.cycle : null;
+    if (!batch) {
+      const a = await this.answer(answerItems, hash3(this.seed, start, 0xa115));
+      const c = withJudge ? await this.critique(critAnswer.map((i) => answerItems[i]), critAnswer.map((i) => a.texts[i]), hash3(this.seed, start, 0xc417)) : null;
+      const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
+      const rmC = withJudge && c ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: c.texts[r] }))) : critAnswer.map(() => 0);
+      batch = { start, a, c, rmA, rmC };
+      if (shared) this.cycle = batch;
+    }
+    const { a, c, rmA, rmC } = batch;
+    const t1 = performance.now();
+
+    const picksA = answerItems.map((it, i) => parseQaChoice(a.texts[i], it));
+    const truthA = answerItems.map((it, i) => (picksA[i] === it.correct ? 1 : 0));
+    const critiques = c?.texts ?? critAnswer.map(() => '');
+    // A NaN score would pass the RM clamp and, through F, make lambda NaN for good: stop here,
+    // before lambda or any adapter changes.
+    rmA.forEach((x, i) => checkFinite(this.recipe, `RM score of answer ${i}`, x, (answerItems[i] as QaExample).id));
+    rmC.forEach((x, r) => checkFinite(this.recipe, `RM score of critique ${r}`, x));
+    const rows: GameRow[] = critAnswer.map((i, r) => ({ rmAnswer: rmA[i], rmCritique: rmC[r], truth: truthA[i], verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear' }));
+    const lambdaBefore = this.lambda;
+    const updateDual = this.recipe === 'minmax' && sched.phase === 0;
+    const sc = gameRewards(rows, this.lambda, { updateDual, dualStep: g.dualStep, delta: g.delta, lambdaMax: g.lambdaMax, monitorReward: g.monitorReward, fidelity: g.fidelity });
+    checkFinite(this.recipe, 'dual lambda', sc.lambda);
+
+    // The trained player's rows, groups and rewards.
+    const trainsPolicy = sched.player === 'policy';
+    const learner = trainsPolicy ? this.policy : this.monitor;
+    const part = learner.part;
+    if (!part) throw new Error(`${this.recipe}: the ${sched.player} has no adapter to train`);
+    const gen = trainsPolicy ? a : c!;
+    // KL of each generated row to its model with LoRA off, and the reference log-probs for learning.
+    const { refLogp, kl } = await klAndEntropy(learner.loaded, part.lora, gen, this.game.temperature);
+    const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
+    const beta = this.klCoefs[sched.player].value;
+    const rewards = base.map((x, r) => x - beta * kl[r]);
+    checkFiniteRewards(this.recipe, rewards, (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`);
+    const groups = critAnswer.map((i) => (shape === 'policy' ? Math.floor(i / G) : i));
+    this.lambda = sc.lambda;
+    const t2 = performance.now();
+    const { advantages, learn } = await learnFromOutcomes(
+      { model: learner.loaded.model, lora: part.lora, optimizer: part.optimizer, critic: this.critics[sched.player] },
+      { prompts: gen.rows, responses: gen.gen.tokens, mask: gen.gen.mask, logprobs: gen.gen.logprobs },
+      refLogp,
+      rewards,
+      groups,
+      { ...g, lr: sched.lr, temperature: g.temperature },
+      learner.loaded.codec,
+    );
+    this.updates[sched.player] += 1;
+    this.klCoefs[sched.player].update(kl);
+    const t3 = performance.now();
+
+    Object.assign(metrics, learn, {
+      'reward/mean': meanOf(rewards),
+      'reward/std': std(rewards, false),
+      'policy/accuracy': meanOf(truthA),
+      'policy/format': meanOf(picksA.map((p) => (p === null ? 0 : 1))),
+      'policy/rm_mean': meanOf(rmA),
+      'policy/reward_mean': meanOf(sc.policyReward),
+      'minmax/phase_monitor': trainsPolicy ? 0 : 1,
+      'ttur/policy_updates': this.updates.policy,
+      'ttur/monitor_updates': this.updates.monitor,
+      'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
+      [`${sched.player}/kl_mean`]: meanOf(kl),
+      'kl/coef': beta,
+      'perf/step_ms': performance.now() - t0,
+      'perf/eval_ms': te - t0,
+    });
+    if (withJudge) {
+      Object.assign(metrics, {
+        'minmax/judge_mean': meanOf(sc.judge),
+        'minmax/fidelity': sc.fidelityBatch,
+        'minmax/fidelity_gap': sc.fidelityBatch - g.delta,
+        'minmax/critique_rm': meanOf(rmC),
+        'monitor/verdict_acc': meanOf(rows.map((r) => (verdictRight(r.verdict, r.truth) ? 1 : 0))),
+        'monitor/unclear': meanOf(rows.map((r) => (r.verdict === 'unclear' ? 1 : 0))),
+        'monitor/says_correct': meanOf(rows.map((r) => (r.verdict === 'correct' ? 1 : 0))),
+        'monitor/mse': meanOf(rows.map((r) => (verdictValue(r.verdict) - r.truth) ** 2)),
+      });
+    }
+    if (this.recipe === 'minmax') {
+      Object.assign(metrics, { 'dual/lambda': this.lambda, 'dual/lambda_before': lambdaBefore, 'dual/updated': updateDual ? 1 : 0, 'monitor/reward_mean': meanOf(sc.monitorReward) });
+    }
+    const nGroups = shape === 'policy' ? items.length : a.texts.length;
+    const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
+      const i = critAnswer[r];
+      const row = rows[r];
+      const messages: Message[] = [
+        { role: 'user', text: formatQaPrompt(answerItems[i]) },
+        { role: 'assistant', text: a.texts[i], tokens: rowTrace(this.policy.loaded, a.gen, i) },
+      ];
+      if (c) messages.push({ role: 'monitor', text: c.texts[r], tokens: rowTrace(this.monitor.loaded, c.gen, r) });
+      // Monitor: the payoff term (-10 J or -R) and -lambda F, which sum to its reward.
+      const payoff = g.monitorReward === 'code' ? -10 * sc.judge[r] : -sc.policyReward[r];
+      const terms = trainsPolicy
+        ? { rm: 0.5 * Math.min(15, Math.max(-15, row.rmAnswer)), judge: 2.5 * sc.judge[r], kl: -beta * kl[r] }
+        : { judge: payoff, fidelity: sc.monitorReward[r] - payoff, kl: -beta * kl[r] };
+      return {
+        id: `${this.recipe}-${this.seed}-${step}-${r}`,
+        promptKey: (answerItems[i] as QaExample).id,
+        group: groups[r],
+        category: answerItems[i].family,
+        messages,
+        verdict: { label: `${withJudge ? `monitor ${row.verdict}` : 'no monitor'}; answer ${row.truth ? 'right' : 'wrong'}`, unsafe: 0, refused: false, success: row.truth === 1, category: null },
+        reward: rewards[r],
+        terms,
+        advantage: rowAdvantage(advantages.advantages, gen.gen.mask[r], r),
+      };
+    });
+    return { phase: sched.player, metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 } };
+  }
+
+  /** The policy's adapter (the recipes' modelField): what an adapter export of the run writes. */
+  get lora() {
+    return this.policy.part.lora;
+  }
+
+  protected loraParts(): Record<string, NamedLoraPart> {
+    return this.monitor.part ? { policy: this.policy.part, monitor: this.monitor.part } : { policy: this.policy.part };
+  }
+
+  protected async extraState() {
+    return { lambda: this.lambda, updates: { ...this.updates }, klCoefs: klCoefsState(this.klCoefs), ...(this.cycle ? { cycle: this.cycle } : {}), ...(await criticsState(this.critics)) };
+  }
+
+  protected parseExtra(extra: Record<string, unknown>) {
+    const { lambda, updates } = extra as { lambda?: unknown; updates?: { policy?: unknown; monitor?: unknown } };
+    if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new Error(`checkpoint: extra.lambda must be a number (got ${JSON.stringify(lambda)})`);
+    if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number') throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
+    const counts = { policy: updates.policy, monitor: updates.monitor };
+    const assignKl = parseKlCoefs(this.klCoefs, extra.klCoefs);
+    const assignCritics = parseCritics(this.critics, extra.critics);
+    return () => {
+      assignKl();
+      this.lambda = lambda;
+      this.updates = counts;
+      // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
+      const cycle = (extra as { cycle?: CycleBatch }).cycle;
+      this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
+      assignCritics();
+    };
+  }
+
+  protected held() {
+    return [this.critics.policy, this.critics.monitor, this.policy.loaded, this.monitor.loaded];
+  }
+}
+
+/** The RM a config names: the rules stand-in, or an env judge. */
+export function rewardModelFor(env: RecipeEnv, name: string, http: { judgeUrl: string; judgeUrlPromptToo: boolean }): QaRewardModel {
+  return name === 'rules' ? rulesRewardModel : judgeRewardModel(env.judge(name, httpJudgeOptionsOf(http)));
+}
+
+/** Loads both players; the monitor gets an adapter unless frozen. */
+export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameConfig, config: Record<string, unknown>, seed: number): Promise<GameRun> {
+  const rm = rewardModelFor(env, game.rm, game);
+  const data = game.dataset === SANDBOX_DATASET ? null : await loadQaData(env, game.dataset, mode);
+  return createWithCleanup(async (own) => {
+    const pol = own(await env.loadModel(game.policy, { weights: game.policyWeights }));
+    const mon = own(await env.loadModel(game.monitor, { weights: game.monitorWeights }));
+    const part = (m: LoadedModel, lr: number, stream: number): NamedLoraPart => ({
+      lora: attachConfiguredLora(m.model, game, hash3(seed, 0x10a, stream)),
+      optimizer: adamWFor(game, lr),
+    });
+    const policy = { loaded: pol, part: part(pol, game.policyLr, 91) };
+    const monitor = { loaded: mon, part: mode === 'minmax' ? part(mon, game.monitorLr, 92) : null };
+    return new GameRun(mode, policy, monitor, rm, game, config, seed, data);
+  });
+}
+
+export const minmaxRecipe: Recipe<typeof minmaxSchema> = {
+  name: 'minmax',
+  title: 'MinMax: QA policy vs monitor',
+  source: 'Monitor-vs-LLM (MinMax RLHF: dual PPO with TTUR and dual ascent on the fidelity constraint)',
+  description:
+    'The QA policy answers sandbox questions and the monitor critiques each answer with a CORRECT / INCORRECT verdict. ' +
+    'The policy earns 0.5 clamp(RM) + 2.5 J (J: +1 when the verdict accepts its answer); the monitor earns -10 J - lambda F, ' +
+    'F its fidelity (verdict error vs the truth and critique quality). Lambda rises by dual ascent while F stays above ' +
+    'delta. Two timescales: k monitor updates at a higher learning rate per policy update.',
+  schema: minmaxSchema,
+  modelField: 'policy',
+  create(env: RecipeEnv, config: MinmaxConfig, seed: number): Promise<RecipeRun> {
+    return createGameRun(env, 'minmax', { ...config, judge: 'monitor' }, config, seed);
+  },
+};

@@ -1,0 +1,157 @@
+// The page's view of the lab's IndexedDB: the worker writes checkpoints and run logs (storage/),
+// the page lists, renames and deletes checkpoints, counts what is stored and reads logs back.
+// idb-keyval calls over the layout both sides share (contract/storageFormat.ts).
+import { createStore, del, delMany, get, set, type UseStore } from 'idb-keyval';
+import { storageEstimate, type StorageEstimateResult } from '../contract/browserStorage.ts';
+import {
+  CHECKPOINT_DB, CHUNK_LOCK, CHUNK_PREFIX, chunkPrefix, logPrefix, MANIFEST_PREFIX, manifestKey, newestFirst, orphanChunks, RECORD_PREFIX, recordKey,
+  reportBytes, reportsToJsonl, RUNS_DB, runsNewestFirst, summarizeCheckpoint,
+  type CheckpointManifest, type CheckpointSummary, type LogBatch, type RunRecord,
+} from '../contract/storageFormat.ts';
+import type { StepReport } from '../contract/report.ts';
+
+/** One database's key-value store; opened on first use, not at import (tests load fake-indexeddb first). */
+export interface LabKv {
+  get<T>(key: string): Promise<T | undefined>;
+  set(key: string, value: unknown): Promise<void>;
+  del(key: string): Promise<void>;
+  delMany(keys: string[]): Promise<void>;
+  /** Keys that start with `prefix`, sorted. */
+  keys(prefix: string): Promise<string[]>;
+  /** Values of the keys that start with `prefix`, in key order. */
+  values<T>(prefix: string): Promise<T[]>;
+}
+
+const prefixRange = (prefix: string): IDBKeyRange => IDBKeyRange.bound(prefix, `${prefix}\uffff`, false, true);
+const request = <T>(req: IDBRequest<T>): Promise<T> =>
+  new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+
+export function labKv(dbName: string, storeName = 'kv'): LabKv {
+  let store: UseStore | null = null;
+  const s = (): UseStore => (store ??= createStore(dbName, storeName));
+  return {
+    get: <T>(key: string) => get<T>(key, s()),
+    set: (key, value) => set(key, value, s()),
+    del: (key) => del(key, s()),
+    delMany: (keys) => delMany(keys, s()),
+    keys: (prefix) => s()('readonly', (os) => request(os.getAllKeys(prefixRange(prefix)))).then((k) => k as string[]),
+    values: <T>(prefix: string) => s()('readonly', (os) => request(os.getAll(prefixRange(prefix)))).then((v) => v as T[]),
+  };
+}
+
+type LockManagerLike = { request<T>(name: string, opts: { mode: 'exclusive'; ifAvailable: boolean }, cb: (lock: unknown) => Promise<T>): Promise<T> };
+
+/** Runs `fn` holding the chunk lock exclusive if it is free (`held` false when a save holds it); without Web Locks, as is. */
+function ifNoSave<T>(fn: (held: boolean) => Promise<T>): Promise<T> {
+  const locks = (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks;
+  if (!locks) return fn(true);
+  return locks.request(CHUNK_LOCK, { mode: 'exclusive', ifAvailable: true }, (lock) => fn(lock !== null));
+}
+
+function byteLengthOf(v: unknown): number {
+  if (ArrayBuffer.isView(v)) return v.byteLength;
+  if (Object.prototype.toString.call(v) === '[object ArrayBuffer]') return (v as ArrayBuffer).byteLength;
+  return 0;
+}
+
+export interface CheckpointUsage {
+  checkpoints: number;
+  checkpointBytes: number;
+  orphanChunks: number;
+  orphanBytes: number;
+  usage: number | null;
+  quota: number | null;
+}
+
+/** The checkpoints as the Checkpoints panel handles them. */
+export class PageCheckpoints {
+  constructor(
+    readonly kv: LabKv = labKv(CHECKPOINT_DB),
+    private readonly estimate: () => Promise<StorageEstimateResult> = storageEstimate,
+  ) {}
+
+  async list(): Promise<CheckpointSummary[]> {
+    return (await this.kv.values<CheckpointManifest>(MANIFEST_PREFIX)).map(summarizeCheckpoint).sort(newestFirst);
+  }
+
+  async rename(id: string, name: string): Promise<void> {
+    if (typeof name !== 'string' || name.trim() === '') throw new Error(`Checkpoint "${id}": a name must be a non-empty string`);
+    const m = await this.kv.get<CheckpointManifest>(manifestKey(id));
+    if (!m) throw new Error(`No checkpoint with id "${id}" in IndexedDB (deleted, or saved in another browser profile)`);
+    await this.kv.set(manifestKey(id), { ...m, name: name.trim() });
+  }
+
+  /** Manifest first (the checkpoint is gone at once), then its chunks; as the worker's store deletes. */
+  async delete(id: string): Promise<boolean> {
+    const m = await this.kv.get<CheckpointManifest>(manifestKey(id));
+    if (m) await this.kv.del(manifestKey(id));
+    const keys = new Set([...(m?.chunks.map((c) => c.key) ?? []), ...(await this.kv.keys(chunkPrefix(id)))]);
+    if (keys.size > 0) await this.kv.delMany([...keys]);
+    return !!m;
+  }
+
+  private async orphanKeys(): Promise<string[]> {
+    return orphanChunks(await this.kv.keys(MANIFEST_PREFIX), await this.kv.keys(CHUNK_PREFIX));
+  }
+
+  /** Removes chunks of saves killed before their manifest; skipped (0) while a save holds the chunk lock. */
+  async gcOrphanChunks(): Promise<number> {
+    return ifNoSave(async (held) => {
+      if (!held) return 0;
+      const orphans = await this.orphanKeys();
+      if (orphans.length) await this.kv.delMany(orphans);
+      return orphans.length;
+    });
+  }
+
+  async usage(): Promise<CheckpointUsage> {
+    const l = await this.list();
+    const { orphans, orphanBytes } = await ifNoSave(async (held) => {
+      const keys = held ? await this.orphanKeys() : [];
+      let bytes = 0;
+      for (const k of keys) bytes += byteLengthOf(await this.kv.get<unknown>(k));
+      return { orphans: keys, orphanBytes: bytes };
+    });
+    const est = await this.estimate().catch(() => ({ usage: null, quota: null }));
+    return {
+      checkpoints: l.length, checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0),
+      orphanChunks: orphans.length, orphanBytes, usage: est.usage, quota: est.quota,
+    };
+  }
+}
+
+/** The run logs as the page reads them (the worker appends them). */
+export class PageRunLogs {
+  constructor(readonly kv: LabKv = labKv(RUNS_DB)) {}
+
+  async getRun(id: string): Promise<RunRecord | null> {
+    return (await this.kv.get<RunRecord>(recordKey(id))) ?? null;
+  }
+
+  /** The run's reports in append order, optionally limited to steps in [fromStep, toStep]. */
+  async readReports(runId: string, range: { fromStep?: number; toStep?: number } = {}): Promise<StepReport[]> {
+    const lo = range.fromStep ?? -Infinity;
+    const hi = range.toStep ?? Infinity;
+    const out: StepReport[] = [];
+    for (const b of await this.kv.values<LogBatch>(logPrefix(runId))) for (const r of b.reports) if (r.step >= lo && r.step <= hi) out.push(r);
+    return out;
+  }
+
+  async usage(): Promise<{ runs: number; logBytes: number }> {
+    const all = (await this.kv.values<RunRecord>(RECORD_PREFIX)).sort(runsNewestFirst);
+    let logBytes = 0;
+    for (const r of all) {
+      if (r.logBytes !== undefined) logBytes += r.logBytes;
+      else for (const b of await this.kv.values<LogBatch>(logPrefix(r.id))) logBytes += reportBytes(b.reports);
+    }
+    return { runs: all.length, logBytes };
+  }
+
+  async exportJsonl(runId: string): Promise<string> {
+    if (!(await this.getRun(runId))) throw new Error(`No run with id "${runId}" in IndexedDB`);
+    return reportsToJsonl(await this.readReports(runId));
+  }
+}
