@@ -1,7 +1,7 @@
-// Browser-test helpers over the shared Chromium launcher (src/cli/chromium.ts).
+// Browser-test helpers over the shared Chromium launcher (dev/browser/chromium.ts).
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { launchChromium } from '../src/cli/chromium';
+import { launchChromium } from '../dev/browser/chromium';
 
 export const launch = launchChromium;
 
@@ -9,12 +9,24 @@ export function appURL(query = ''): string {
   return inject('baseURL') + query;
 }
 
+/** The test harness page: the lab on the harness worker, its client on window.sparring (dev/harness/). */
+export const HARNESS_PAGE = 'dev/harness/index.html';
+
 /** Opens the lab and waits until the engine worker reports a backend. */
 export async function openLab(browser: Browser, query = ''): Promise<{ page: Page; errors: string[] }> {
+  return openPage(browser, appURL(query));
+}
+
+/** Opens the harness page (the lab with the checks and benchmarks on window.sparring) and waits as openLab does. */
+export async function openHarness(browser: Browser, query = ''): Promise<{ page: Page; errors: string[] }> {
+  return openPage(browser, appURL(HARNESS_PAGE + query));
+}
+
+async function openPage(browser: Browser, url: string): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(appURL(query));
+  await page.goto(url);
   await page.waitForFunction(() => {
     const el = document.querySelector('[data-testid="device-badge"]');
     return el !== null && el.getAttribute('data-backend') !== '';
@@ -27,10 +39,19 @@ export async function openLab(browser: Browser, query = ''): Promise<{ page: Pag
  * Read `.page` inside tests (it is set by beforeAll).
  */
 export function sharedLabPage(query = ''): { readonly page: Page } {
+  return sharedPage(openLab, query);
+}
+
+/** sharedLabPage on the harness page. */
+export function sharedHarnessPage(query = ''): { readonly page: Page } {
+  return sharedPage(openHarness, query);
+}
+
+function sharedPage(open: typeof openLab, query: string): { readonly page: Page } {
   const holder: { browser?: Browser; page?: Page } = {};
   beforeAll(async () => {
     holder.browser = await launch();
-    holder.page = (await openLab(holder.browser, query)).page;
+    holder.page = (await open(holder.browser, query)).page;
   });
   afterAll(async () => {
     await holder.browser?.close();

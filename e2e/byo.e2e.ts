@@ -1,5 +1,5 @@
 // Bring your own model, data and judge, in the browser: a generated Qwen2 repository and a
-// generated Llama Guard-shaped guard (src/model/testdata) served the way the hub serves them, the
+// generated Llama Guard-shaped guard (dev/test/testdata) served the way the hub serves them, the
 // page pointed at that server with `?hub=`, prompt files uploaded through the dataset input (stored
 // in IndexedDB), and two steps of every recipe started through the page's own start path with the
 // model named by hub id in int4 (wasm, small batches); redteam is judged by the guard (int4) on
@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveHubRepos, type HubServer } from '../src/cli/hubServer';
+import { serveHubRepos, type HubServer } from '../dev/servers/hubServer';
 import type { RolloutSample } from '../src/contract/report.ts';
-import { writeLlamaGuardFixture } from '../src/model/testdata/llamaGuardFixture';
-import { writeQwen2Fixture } from '../src/model/testdata/qwen2Fixture';
-import { launch, openLab } from './browser';
+import { writeLlamaGuardFixture } from '../dev/test/testdata/llamaGuardFixture';
+import { writeQwen2Fixture } from '../dev/test/testdata/qwen2Fixture';
+import { launch, openHarness } from './browser';
 
 const QWEN = 'test-org/qwen2-tiny';
 const GUARD = 'test-org/llama-guard-tiny';
@@ -121,7 +121,7 @@ describe('every recipe on a hub Qwen2 model in int4 with uploaded data (wasm)', 
   let page: Page;
   const t0 = Date.now();
   beforeAll(async () => {
-    page = (await openLab(browser, `?backend=wasm&hub=${encodeURIComponent(hub.endpoint)}`)).page;
+    page = (await openHarness(browser, `?backend=wasm&hub=${encodeURIComponent(hub.endpoint)}`)).page;
     await upload(page);
   });
   afterAll(() => console.log(`wasm recipes: ${((Date.now() - t0) / 1000).toFixed(1)} s`));
@@ -167,7 +167,7 @@ describe('every recipe on a hub Qwen2 model in int4 with uploaded data (wasm)', 
 describe('on WebGPU', () => {
   it('redteam on the hub Qwen2 model in int4, judged by an http scorer', async () => {
     const t0 = Date.now();
-    const { page } = await openLab(browser, `?backend=webgpu&hub=${encodeURIComponent(hub.endpoint)}`);
+    const { page } = await openHarness(browser, `?backend=webgpu&hub=${encodeURIComponent(hub.endpoint)}`);
     await expect(page.getAttribute('[data-testid="device-badge"]', 'data-backend')).resolves.toBe('webgpu');
     await upload(page);
     const r = await runTwo(page, 'redteam', { ...CASES[0][1], judge: 'http', judgeUrl: scorerUrl, judgeUrlPromptToo: true }, 240_000);

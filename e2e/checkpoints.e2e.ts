@@ -4,11 +4,11 @@
 // interrupted. Then the list: rename, delete, storage use.
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { sharedLabPage } from './browser';
+import { sharedHarnessPage } from './browser';
 
 // wasm: this is about checkpoints and the run loop (a redteam step on SwiftShader's WebGPU takes
 // ~25 s); the WebGPU training path has its own e2e (model.e2e.ts).
-const lab = sharedLabPage('?backend=wasm');
+const lab = sharedHarnessPage('?backend=wasm');
 
 /** Tiny redteam: 2 prompts x G=2, 6-token answers, rank-2 LoRA, no early stop. */
 const TINY: Record<string, string> = { groupSize: '2', prompts: '2', promptPool: '8', maxNewTokens: '6', samples: '2', loraRank: '2' };

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, CHROMIUM_ARGS } from '../src/cli/chromium';
-import { appURL } from './browser';
+import { CHROMIUM, CHROMIUM_ARGS } from '../dev/browser/chromium';
+import { appURL, HARNESS_PAGE } from './browser';
 
 const TRIALS = Math.max(1, Number(process.env.SPARRING_CRASH_TRIALS ?? 3));
 
@@ -108,7 +108,7 @@ async function dropCheckpoints(page: Page): Promise<void> {
 
 async function openLab(browser: Browser): Promise<Page> {
   const page = browser.contexts()[0].pages()[0] ?? (await browser.contexts()[0].newPage());
-  await page.goto(appURL('?backend=wasm'));
+  await page.goto(appURL(HARNESS_PAGE + '?backend=wasm'));
   await page.waitForFunction(() => document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') !== '', undefined, { timeout: 90_000 });
   // The start's checks (persistence, wiped store, orphans) are done once the storage line is read.
   await page.waitForFunction(() => !/Reading storage/.test(document.querySelector('[data-testid="storage-usage"]')?.textContent ?? 'Reading storage'), undefined, { timeout: 30_000 });

@@ -9,10 +9,10 @@ import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
-import { zip64Claiming } from '../src/storage/testZips';
-import { sharedLabPage } from './browser';
+import { zip64Claiming } from '../dev/test/testZips';
+import { sharedHarnessPage } from './browser';
 
-const lab = sharedLabPage('?backend=wasm');
+const lab = sharedHarnessPage('?backend=wasm');
 
 /** attacker-sft (a loss that moves the adapter from step 1) at its cheapest: 2 pairs a step, 16-token targets, rank 2. */
 const SFT: Record<string, string> = { dataset: 'sandbox', dataSize: '64', batchSize: '2', loraRank: '2', maxTargetTokens: '16', sampleEvery: '0' };

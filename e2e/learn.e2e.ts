@@ -13,7 +13,7 @@ import { learnShapeBlocker, plannedLearnForward } from '../src/model/planned/lea
 import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/contract/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
-import { syntheticModel } from '../src/model/synthetic';
+import { syntheticModel } from '../dev/bench/synthetic';
 import { mulberry32 } from '../src/model/random';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, ValueHead } from '../src/rl/policy';
 import { actorLoss, ppoClipLoss } from '../src/rl/policyLoss';

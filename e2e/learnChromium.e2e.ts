@@ -6,17 +6,18 @@
 // float64 finite differences on the host, and a checkpoint at step k reproducing step k + 1.
 import { resolve } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { sharedLabPage } from './browser';
+import { sharedHarnessPage } from './browser';
+import type { HarnessEngine } from '../dev/harness/harnessApi';
 import type { ProjName } from '../src/model/llama';
 import { mulberry32 } from '../src/model/random';
-import type { GradCheckCase, GradCheckResult } from '../src/rl/learnGradCheck';
+import type { GradCheckCase, GradCheckResult } from '../dev/harness/learnGradCheck';
 import type { RlLoopConfig } from '../src/rl/loop';
 import type { TrainerConfig } from '../src/rl/trainer';
 import { f64Stats, loadF64, type F64Lora, type F64Model } from './llamaF64';
 import { dequantizeInt8, quantizeInt4, quantizeInt8 } from '../src/model/quant';
 import { FIXTURES_DIR } from './serve';
 
-const lab = sharedLabPage();
+const lab = sharedHarnessPage();
 const CASE = { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4 };
 
 const relErr = (got: number, want: number) => Math.abs(got - want) / Math.max(Math.abs(want), 1e-12);
@@ -26,8 +27,8 @@ describe('the planned learning step in Chromium on WebGPU', () => {
     it(`${label}: the planned step's loss, grad norm and adapter update match tfjs within 1e-4`, async () => {
       const name = `learn-${label}`;
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-      await lab.page.evaluate(([n, u, q]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, baseUrl, quantize] as const);
-      const run = (path: 'planned' | 'tfjs') => lab.page.evaluate(([n, p, c]) => window.sparring!.engine.learnCheck(n, p, c), [name, path, CASE] as const);
+      await lab.page.evaluate(([n, u, q]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, baseUrl, quantize] as const);
+      const run = (path: 'planned' | 'tfjs') => lab.page.evaluate(([n, p, c]) => (window.sparring!.engine as HarnessEngine).learnCheck(n, p, c), [name, path, CASE] as const);
       const ref = await run('tfjs');
       const got = await run('planned');
       // The planned pass really ran (no silent fallback), with fewer dispatches; the reference did not.
@@ -43,8 +44,8 @@ describe('the planned learning step in Chromium on WebGPU', () => {
       let worst = 0;
       got.deltas.forEach((d, i) => (worst = Math.max(worst, Math.abs(d - ref.deltas[i]))));
       expect(worst / scale).toBeLessThan(1e-4);
-      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
-      await lab.page.evaluate((n) => window.sparring!.engine.unloadModel(n), name);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      await lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).unloadModel(n), name);
     });
   }
 });
@@ -167,9 +168,9 @@ function expectNoNewBuffers(r: GradCheckResult): void {
 }
 
 const loadFixture = (name: string, quantize?: { bits: 8 | 4; groupSize?: number }) =>
-  lab.page.evaluate(([n, u, q]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, `${inject('fixturesURL')}tiny-llama-f32/`, quantize] as const);
-const unload = (name: string) => lab.page.evaluate((n) => window.sparring!.engine.unloadModel(n), name);
-const gradCheck = (name: string, cases: GradCheckCase[]) => lab.page.evaluate(([n, c]) => window.sparring!.engine.learnGradCheck(n, c), [name, cases] as const);
+  lab.page.evaluate(([n, u, q]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, `${inject('fixturesURL')}tiny-llama-f32/`, quantize] as const);
+const unload = (name: string) => lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).unloadModel(n), name);
+const gradCheck = (name: string, cases: GradCheckCase[]) => lab.page.evaluate(([n, c]) => (window.sparring!.engine as HarnessEngine).learnGradCheck(n, c), [name, cases] as const);
 
 type FdEntry = { r: GradCheckResult; lora: GradCheckCase['lora']; quantize?: { bits: 8 | 4; groupSize?: number } };
 /** The finite-difference case's results on each base, from the tests that ran it (the float64 test reads them). */
@@ -205,7 +206,7 @@ describe('the planned learning step in Chromium: LoRA gradients against tfjs aut
       const vh = results.find((x) => x.label.startsWith('PPO with a value head'))!;
       expect(vh.tfjs.grads.map((g) => g.name).slice(-2)).toEqual(['value_head.weight', 'value_head.bias']);
       expect(vh.tfjs.metrics['loss/value']).toBeGreaterThan(0.01);
-      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
     } finally {
       await unload('grad-f32');
     }
@@ -231,7 +232,7 @@ describe('the planned learning step in Chromium: LoRA gradients against tfjs aut
       }
     }
     console.log('planned vs tfjs, worst relative gradient error per base:', worst);
-    expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+    expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
   });
 });
 
@@ -325,7 +326,7 @@ describe('the planned learning step in Chromium: float64 finite differences, a c
   it('a checkpoint at step 2 restored into a fresh run reproduces step 3 bit for bit on the planned path (rollouts, learning step, AdamW)', async () => {
     await loadFixture('ckpt-f32');
     try {
-      const r = await lab.page.evaluate((n) => window.sparring!.engine.learnCheckpointCheck(n), 'ckpt-f32');
+      const r = await lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).learnCheckpointCheck(n), 'ckpt-f32');
       expect(r.savedStep).toBe(2);
       expect(r.plannedMicroBatches).toBe(6); // 3 + 2 + 1 steps, one planned micro-batch each
       for (const mt of r.metrics) expect(mt['grad/skipped']).toBe(0);
@@ -334,7 +335,7 @@ describe('the planned learning step in Chromium: float64 finite differences, a c
       r.resumed.forEach((v, i) => v.forEach((x, j) => (moved = Math.max(moved, Math.abs(x - r.restored[i][j])))));
       expect(moved).toBeGreaterThan(1e-4);
       expect(r.resumed).toEqual(r.straight);
-      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
     } finally {
       await unload('ckpt-f32');
     }
@@ -351,13 +352,13 @@ describe('the planned learning step in Chromium: float64 finite differences, a c
     try {
       for (const [label, config, valueHead] of RUNS) {
         const c = { prompts: PROMPTS, target: 23, steps: 6, config, valueHead, lr: 1e-2 };
-        const r = await lab.page.evaluate(([n, x]) => window.sparring!.engine.learnRunCheck(n, x), ['run-f32', c] as const);
+        const r = await lab.page.evaluate(([n, x]) => (window.sparring!.engine as HarnessEngine).learnRunCheck(n, x), ['run-f32', c] as const);
         console.log(`${label}: mean reward per step ${r.curve.join(', ')}`);
         expect(r.curve[0], label).toBeLessThan(0.3);
         expect(r.curve[r.curve.length - 1], label).toBeGreaterThan(0.9);
         expect(r.plannedMicroBatches, label).toBe(r.curve.length); // every update took the planned pass
       }
-      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
     } finally {
       await unload('run-f32');
     }

@@ -16,7 +16,7 @@ import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { nodeRecipeEnv } from '../src/cli/recipe-env';
 import { createRun } from '../src/recipes/registry';
-import { letterJudge, loadWithCharCodec, stableReport } from '../src/recipes/testing';
+import { letterJudge, loadWithCharCodec, stableReport } from '../dev/test/recipeTesting';
 import { ADV, B, BATCH, adapters as drawnAdapters, maxAbs, OLD, plannedPgGrads, relErrors, T, TEMP, tfjsPgGrads, fixture as load } from './learnFixture';
 import { useDawn } from './dawnSetup';
 import { setEngineOptions } from '../src/engine/options';

@@ -3,17 +3,18 @@
 // same masks: each adapter's seeded stream and call counter), the update linear in the gradient
 // (src/rl/learnBench.ts learnCheck): equal adapter changes mean equal gradients with the same masks.
 import { describe, expect, inject, it } from 'vitest';
-import { sharedLabPage } from './browser';
+import { sharedHarnessPage } from './browser';
+import type { HarnessEngine } from '../dev/harness/harnessApi';
 
-const lab = sharedLabPage();
+const lab = sharedHarnessPage();
 const relErr = (got: number, want: number) => Math.abs(got - want) / Math.max(Math.abs(want), 1e-12);
 
 describe('LoRA dropout on the planned learning step in Chromium on WebGPU', () => {
   it('f32, dropout 0.1: the planned step ran and its loss, grad norm and adapter update match tfjs within 1e-4; without dropout they differ', async () => {
     const name = 'learn-dropout';
-    await lab.page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }), [name, `${inject('fixturesURL')}tiny-llama-f32/`] as const);
+    await lab.page.evaluate(([n, u]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }), [name, `${inject('fixturesURL')}tiny-llama-f32/`] as const);
     const run = (path: 'planned' | 'tfjs', dropout: number) =>
-      lab.page.evaluate(([n, p, c]) => window.sparring!.engine.learnCheck(n, p, c), [name, path, { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4, dropout }] as const);
+      lab.page.evaluate(([n, p, c]) => (window.sparring!.engine as HarnessEngine).learnCheck(n, p, c), [name, path, { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4, dropout }] as const);
     const ref = await run('tfjs', 0.1);
     const got = await run('planned', 0.1);
     expect(ref.plannedMicroBatches).toBe(0);
@@ -28,7 +29,7 @@ describe('LoRA dropout on the planned learning step in Chromium on WebGPU', () =
     // The masks matter: the same step without dropout moves the adapters otherwise.
     const plain = await run('planned', 0);
     expect(worst(plain.deltas, ref.deltas)).toBeGreaterThan(1e-2);
-    expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
-    await lab.page.evaluate((n) => window.sparring!.engine.unloadModel(n), name);
+    expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+    await lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).unloadModel(n), name);
   });
 });

@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
 import { DecodePlan } from '../src/engine/plan/decodePlan';
-import { maxAbs } from '../src/engine/testing/maxAbs';
+import { maxAbs } from '../dev/test/maxAbs';
 import { parseModelConfig } from '../src/contract/modelConfig.ts';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
@@ -20,7 +20,7 @@ import { prefillChunk, SPLITK_MIN_CAPACITY } from '../src/engine/plan/decodePlan
 import { SPLITK_SEGMENT } from '../src/engine/plan/decodeKernels';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 import { parseSafetensors } from '../src/model/safetensors';
-import { syntheticModel } from '../src/model/synthetic';
+import { syntheticModel } from '../dev/bench/synthetic';
 import type { LoadOptions } from '../src/model/llama';
 import { setEngineOptions } from '../src/engine/options';
 

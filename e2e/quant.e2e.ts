@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import type { QuantCaseSpec } from '../src/engine/testing/quantCase';
-import { quantMatmulF64 as reference } from '../src/model/quantReference';
-import { sharedLabPage } from './browser';
-import { maxAbs } from '../src/engine/testing/maxAbs';
+import type { QuantCaseSpec } from '../dev/test/quantCase';
+import { quantMatmulF64 as reference } from '../dev/test/quantReference';
+import { sharedHarnessPage } from './browser';
+import type { HarnessEngine } from '../dev/harness/harnessApi';
+import { maxAbs } from '../dev/test/maxAbs';
 
-const lab = sharedLabPage();
+const lab = sharedHarnessPage();
 
 
 describe('quantised matmul kernels on WebGPU', () => {
@@ -35,7 +36,7 @@ describe('quantised matmul kernels on WebGPU', () => {
   ];
   for (const c of cases) {
     it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
-      const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
+      const got = await lab.page.evaluate((cc) => (window.sparring!.engine as HarnessEngine).quantMatmulCheck(cc), c);
       expect(got.backend).toBe('webgpu');
       const ref = reference(c);
       // Sums of up to 1,024 products of size <= 0.5: f32 accumulation error stays under 1e-4 for
@@ -60,15 +61,15 @@ describe('quantised weights over the storage-binding limit on WebGPU', () => {
   ];
   for (const c of cases) {
     it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}] in row blocks: forward and backward match float64`, async () => {
-      await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(1000));
+      await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(1000));
       try {
-        const got = await lab.page.evaluate((cc) => window.sparring!.engine.quantMatmulCheck(cc), c);
+        const got = await lab.page.evaluate((cc) => (window.sparring!.engine as HarnessEngine).quantMatmulCheck(cc), c);
         const ref = reference(c);
         expect(maxAbs(got.y, ref.y)).toBeLessThan(1e-4);
         expect(maxAbs(got.dx, ref.dx)).toBeLessThan(1e-4);
         expect(got.blocks).toBe({ 8: 11, 4: 7, 16: 25 }[c.bits]);
       } finally {
-        await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
+        await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(null));
       }
     });
   }
@@ -83,57 +84,57 @@ describe('quantised golden fixtures on WebGPU', () => {
       const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
       const quantize = bits === 8 ? { bits } : { bits, groupSize: 32 };
-      await lab.page.evaluate(([u, q]) => window.sparring!.engine.loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }), [baseUrl, quantize] as const);
-      const out = await lab.page.evaluate((ids) => window.sparring!.engine.logits('q', ids), golden.input_ids);
+      await lab.page.evaluate(([u, q]) => (window.sparring!.engine as HarnessEngine).loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }), [baseUrl, quantize] as const);
+      const out = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('q', ids), golden.input_ids);
       const want = golden.logits.flat();
       const got = out.logits.flat();
       const mean = want.reduce((s, v, i) => s + Math.abs(v - got[i]), 0) / want.length;
       expect(maxAbs(got, want)).toBeLessThan(bounds[bits].max);
       expect(mean).toBeLessThan(bounds[bits].mean);
-      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
     });
   }
 
   it('tiny-llama-f32 with int8 weights in row blocks (256-byte binding limit) gives the unsplit logits', async () => {
     const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[] };
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-    const load = (name: string) => lab.page.evaluate(([n, u]) => window.sparring!.engine.loadModel(n, { kind: 'url', baseUrl: u }, { quantize: { bits: 8 } }), [name, baseUrl] as const);
-    const tensors = async () => (await lab.page.evaluate(() => window.sparring!.engine.status())).memory.numTensors;
+    const load = (name: string) => lab.page.evaluate(([n, u]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, { quantize: { bits: 8 } }), [name, baseUrl] as const);
+    const tensors = async () => (await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors;
     const t0 = await tensors();
     await load('whole');
     const t1 = await tensors();
-    const whole = await lab.page.evaluate((ids) => window.sparring!.engine.logits('whole', ids), golden.input_ids);
+    const whole = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('whole', ids), golden.input_ids);
     // 256 B = 8 int8 rows of 32 inputs: every projection is split (q: 4 blocks, down: 8).
-    await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(256));
+    await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(256));
     try {
       const t2 = await tensors();
       await load('blocks');
       // Each block holds its own words and scales: the split model is held in many more tensors.
       expect((await tensors()) - t2).toBeGreaterThan(2 * (t1 - t0));
-      const split = await lab.page.evaluate((ids) => window.sparring!.engine.logits('blocks', ids), golden.input_ids);
+      const split = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('blocks', ids), golden.input_ids);
       expect(maxAbs(split.logits.flat(), whole.logits.flat())).toBeLessThan(1e-5);
     } finally {
-      await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
-      await lab.page.evaluate(() => Promise.all([window.sparring!.engine.unloadModel('whole'), window.sparring!.engine.unloadModel('blocks')]));
+      await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(null));
+      await lab.page.evaluate(() => Promise.all([(window.sparring!.engine as HarnessEngine).unloadModel('whole'), (window.sparring!.engine as HarnessEngine).unloadModel('blocks')]));
     }
   });
 
   it('tiny-llama-f32 in float32 row blocks (256-byte binding limit: embedding and tied head in 32 blocks) gives the golden logits', async () => {
     const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-    await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(256));
+    await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(256));
     try {
-      const before = (await lab.page.evaluate(() => window.sparring!.engine.status())).memory.numTensors;
-      await lab.page.evaluate((u) => window.sparring!.engine.loadModel('f32blocks', { kind: 'url', baseUrl: u }), baseUrl);
+      const before = (await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors;
+      await lab.page.evaluate((u) => (window.sparring!.engine as HarnessEngine).loadModel('f32blocks', { kind: 'url', baseUrl: u }), baseUrl);
       // Unsplit it is 21 tensors (embedding, final norm, 2 x (2 norms + 7 projections)); in blocks,
       // 32 for the embedding alone and 4-8 per projection.
-      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).memory.numTensors - before).toBeGreaterThan(80);
-      const out = await lab.page.evaluate((ids) => window.sparring!.engine.logits('f32blocks', ids), golden.input_ids);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors - before).toBeGreaterThan(80);
+      const out = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('f32blocks', ids), golden.input_ids);
       expect(maxAbs(out.logits.flat(), golden.logits.flat())).toBeLessThan(1e-3);
-      expect((await lab.page.evaluate(() => window.sparring!.engine.status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
     } finally {
-      await lab.page.evaluate(() => window.sparring!.engine.setBindingLimit(null));
-      await lab.page.evaluate(() => window.sparring!.engine.unloadModel('f32blocks'));
+      await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(null));
+      await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).unloadModel('f32blocks'));
     }
   });
 });

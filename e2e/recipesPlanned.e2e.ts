@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { nodeRecipeEnv } from '../src/cli/recipe-env';
 import { disposeLlama, forward, PROJ_NAMES, type LlamaModel } from '../src/model/llama';
 import { createRun, recipeNames } from '../src/recipes/registry';
-import { letterJudge, loadWithCharCodec } from '../src/recipes/testing';
+import { letterJudge, loadWithCharCodec } from '../dev/test/recipeTesting';
 import { plannedGrads, plannedLearnBlocker } from '../src/rl/plannedLearn';
 import { plannedMicroBatches, plannedMicroBatchesOf } from '../src/model/planned/learnStep';
 import { LoraAdapter, type LoraSet } from '../src/model/lora';

@@ -5,12 +5,12 @@
 // taking effect at step boundaries.
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { sharedLabPage } from './browser';
+import { sharedHarnessPage } from './browser';
 
 // The wasm backend: this test is about the controls and the run loop, and a redteam step on the
 // tiny defender takes ~0.5 s there, against ~60 s for the first step (shader compiles) and ~25 s
 // for each later one on SwiftShader's WebGPU. The WebGPU training path has its own e2e (model.e2e.ts).
-const lab = sharedLabPage('?backend=wasm');
+const lab = sharedHarnessPage('?backend=wasm');
 
 const runState = (page: Page) => page.getAttribute('[data-testid="run-state"]', 'data-state');
 const runStep = async (page: Page) => Number(await page.getAttribute('[data-testid="run-state"]', 'data-step'));

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { preview } from 'vite';
-import { serveFolder } from '../src/cli/staticServer';
+import { serveFolder } from '../dev/servers/staticServer';
 import type { TestProject } from 'vitest/node';
 
 declare module 'vitest' {

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
-import { appURL, sharedLabPage } from './browser';
+import { appURL, sharedHarnessPage } from './browser';
 
-const lab = sharedLabPage('?backend=wasm&recipe=redteam&seed=5&steps=3&at=stop&c.groupSize=1&c.prompts=2&c.earlyStop=maybe&c.advantage=rloo&c.nope=1');
+const lab = sharedHarnessPage('?backend=wasm&recipe=redteam&seed=5&steps=3&at=stop&c.groupSize=1&c.prompts=2&c.earlyStop=maybe&c.advantage=rloo&c.nope=1');
 
 const value = (page: Page, id: string) => page.inputValue(`[data-testid="${id}"]`);
 const waitFor = (page: Page, pred: string, timeout = 60_000) => page.waitForFunction(pred, undefined, { timeout, polling: 100 });

@@ -1,6 +1,8 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch, openLab } from './browser';
+import { launch, openHarness } from './browser';
+import type { HarnessEngine } from '../dev/harness/harnessApi';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -12,9 +14,9 @@ afterAll(async () => {
 
 describe('lab shell on WebGPU', () => {
   it('probes a WebGPU adapter, runs tfjs on webgpu and shows the limits table', async () => {
-    const { page, errors } = await openLab(browser);
+    const { page, errors } = await openHarness(browser);
     await expect(page.getAttribute('[data-testid="device-badge"]', 'data-backend')).resolves.toBe('webgpu');
-    const status = await page.evaluate(() => window.sparring!.engine.status());
+    const status = await page.evaluate(() => (window.sparring!.engine as HarnessEngine).status());
     expect(status.probe.available).toBe(true);
     expect(status.probe.limits!.maxStorageBufferBindingSize).toBeGreaterThanOrEqual(128 * 2 ** 20);
     expect(status.probe.limits!.maxComputeInvocationsPerWorkgroup).toBeGreaterThanOrEqual(256);
@@ -35,8 +37,8 @@ describe('lab shell on WebGPU', () => {
   });
 
   it('gets an answer from the engine worker', async () => {
-    const { page } = await openLab(browser);
-    const pong = await page.evaluate(() => window.sparring!.engine.ping(4242));
+    const { page } = await openHarness(browser);
+    const pong = await page.evaluate(() => (window.sparring!.engine as HarnessEngine).ping(4242));
     expect(pong.nonce).toBe(4242);
     expect(pong.inWorker).toBe(true);
     // The main thread holds no tfjs: the worker owns every tensor.
@@ -48,12 +50,12 @@ describe('lab shell on WebGPU', () => {
 describe('fallback backends', () => {
   for (const backend of ['cpu', 'wasm'] as const) {
     it(`renders the lab on ?backend=${backend} and reports the fallback`, async () => {
-      const { page, errors } = await openLab(browser, `?backend=${backend}`);
+      const { page, errors } = await openHarness(browser, `?backend=${backend}`);
       await expect(page.getAttribute('[data-testid="device-badge"]', 'data-backend')).resolves.toBe(backend);
       const banner = await page.textContent('[data-testid="fallback-banner"]');
       expect(banner).toContain(`Running on ${backend}, forced by the backend setting`);
       await expect(page.locator('[data-testid="panel-arena"]').isVisible()).resolves.toBe(true);
-      const check = await page.evaluate(() => window.sparring!.engine.tokenStatsCheck(2, 50, 7));
+      const check = await page.evaluate(() => (window.sparring!.engine as HarnessEngine).tokenStatsCheck(2, 50, 7));
       expect(check.backend).toBe(backend);
       expect(check.path).toBe('stock');
       expect(errors).toEqual([]);
@@ -62,7 +64,7 @@ describe('fallback backends', () => {
   }
 
   it('switches backend from the setting and keeps it across a reload', async () => {
-    const { page } = await openLab(browser);
+    const { page } = await openHarness(browser);
     await page.click('[data-testid="device-badge"]');
     await page.selectOption('[data-testid="backend-setting"]', 'wasm');
     await page.waitForSelector('[data-testid="device-badge"][data-backend="wasm"]', { timeout: 60_000 });
@@ -70,5 +72,22 @@ describe('fallback backends', () => {
     await page.waitForSelector('[data-testid="device-badge"][data-backend="wasm"]', { timeout: 60_000 });
     await page.evaluate(() => localStorage.clear());
     await page.close();
+  });
+});
+
+describe('the lab build', () => {
+  it('ships the checks only on the harness page: the lab worker serves the product API', () => {
+    const dist = process.env.SPARRING_DIST ?? 'dist';
+    const assets = readdirSync(`${dist}/assets`);
+    const read = (re: RegExp) => {
+      const f = assets.find((a) => re.test(a));
+      if (!f) throw new Error(`no ${re} in ${dist}/assets`);
+      return readFileSync(`${dist}/assets/${f}`, 'utf8');
+    };
+    // Method names survive minification as the API object's keys.
+    expect(read(/^engine\.worker-.*\.js$/)).not.toContain('tokenStatsGradCheck');
+    expect(read(/^engine\.worker-.*\.js$/)).toContain('exportVerl');
+    expect(read(/^harness\.worker-.*\.js$/)).toContain('tokenStatsGradCheck');
+    expect(readFileSync(`${dist}/index.html`, 'utf8')).not.toContain('harness');
   });
 });

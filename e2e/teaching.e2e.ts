@@ -4,11 +4,11 @@
 // terms, which add up (clipped for redteam) to the reward the recipe reported for it.
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { sharedLabPage } from './browser';
+import { sharedHarnessPage } from './browser';
 
 // wasm: a demo step on the sandbox models takes about a second there, against tens of seconds on
 // SwiftShader's WebGPU (the WebGPU training path has its own e2e, model.e2e.ts).
-const lab = sharedLabPage('?backend=wasm');
+const lab = sharedHarnessPage('?backend=wasm');
 
 const attr = (page: Page, sel: string, name: string) => page.getAttribute(`[data-testid="${sel}"]`, name);
 const waitFor = (page: Page, pred: string, timeout = 120_000) => page.waitForFunction(pred, undefined, { timeout, polling: 100 });

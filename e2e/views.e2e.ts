@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch, openLab } from './browser';
+import { launch, openHarness } from './browser';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -15,7 +15,7 @@ afterAll(async () => {
 });
 
 async function open(): Promise<{ page: Page; errors: string[] }> {
-  const lab = await openLab(browser);
+  const lab = await openHarness(browser);
   await lab.page.setViewportSize({ width: 1400, height: 1000 });
   await lab.page.waitForSelector('[data-testid="sample"]');
   return lab;

@@ -4,7 +4,7 @@
 # attention, rollouts) written as markdown and JSON into one directory.
 #
 #   scripts/gpu-bench.sh pack
-#       Here, where node_modules is installed: bundles src/cli/gpuBench.ts (.gpu-bench/app) and
+#       Here, where node_modules is installed: bundles dev/bench/gpuBench.ts (.gpu-bench/app) and
 #       gathers what a bare machine lacks into .gpu-bench/carry (ignored by git): this Node binary,
 #       the `webgpu` package's Dawn for linux-x64 and a Vulkan loader, xz-compressed.
 #   scripts/gpu-bench.sh run OUT [bench:gpu flags...]
@@ -30,7 +30,7 @@ unxz_to() { # unxz_to SRC.xz DEST: xz where installed, else Python's lzma
 case "${1:-}" in
 pack)
   [ -d node_modules/webgpu ] || { echo "gpu-bench pack: node_modules/webgpu is missing (npm ci first)" >&2; exit 1; }
-  npx tsx src/cli/build-gpu-bench.ts
+  npx tsx dev/bench/build-gpu-bench.ts
   rm -rf "$C" && mkdir -p "$C/webgpu/dist/linux-x64" "$C/lib"
   xz -T2 -6 -c "$(command -v node)" >"$C/node.xz"
   cp node_modules/webgpu/index.js node_modules/webgpu/package.json "$C/webgpu/"
@@ -48,7 +48,7 @@ run)
   : >"$log"
   say() { echo "gpu-bench: $*" | tee -a "$log"; }
   if [ -d node_modules/webgpu ] && [ -d node_modules/vite ]; then
-    npx tsx src/cli/build-gpu-bench.ts 2>&1 | tee -a "$log"
+    npx tsx dev/bench/build-gpu-bench.ts 2>&1 | tee -a "$log"
   fi
   [ -f $G/app/gpuBench.mjs ] || { say "no bundle at $G/app/gpuBench.mjs: run 'scripts/gpu-bench.sh pack' where node_modules is, and carry $G"; exit 1; }
   NODE=$(command -v node || true)

@@ -120,7 +120,7 @@ describe('buildSandboxModels (quick budget)', () => {
     const out = mkdtempSync(join(tmpdir(), 'sandbox-build-'));
     try {
       const t0 = Date.now();
-      const log = execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/build-sandbox.ts', '--quick', '--out', out], {
+      const log = execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'dev/sandbox/build-sandbox.ts', '--quick', '--out', out], {
         encoding: 'utf8',
         timeout: 60_000,
       });
@@ -148,7 +148,7 @@ describe('buildSandboxModels (quick budget)', () => {
 
   it('npm run build:sandbox rejects an unknown --batching before training', () => {
     const run = () =>
-      execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/build-sandbox.ts', '--quick', '--batching', 'random', '--out', '/nonexistent'], {
+      execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'dev/sandbox/build-sandbox.ts', '--quick', '--batching', 'random', '--out', '/nonexistent'], {
         encoding: 'utf8',
         stdio: 'pipe',
         timeout: 60_000,

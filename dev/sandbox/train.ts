@@ -11,7 +11,7 @@
 // P(unsafe) = softmax(logits at that position)[id of "unsafe"]. Its training data (judgeData)
 // carries label noise, so the probability is smooth rather than saturated.
 //
-// Entry point: src/cli/build-sandbox.ts (`npm run build:sandbox`). Test budget: --quick.
+// Entry point: dev/sandbox/build-sandbox.ts (`npm run build:sandbox`). Test budget: --quick.
 
 import * as tf from '@tensorflow/tfjs';
 import { parseModelConfig, ropeInvFreq } from '../../src/contract/modelConfig.ts';

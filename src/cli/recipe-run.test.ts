@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkpointFromJson } from '../recipes/kit/checkpointFile.ts';
-import { letterJudge, loadWithCharCodec } from '../recipes/testing.ts';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 import type { StepReport } from '../contract/report.ts';
 import { nodeRecipeEnv } from './recipe-env.ts';
 import { parseRecipeArgs, recipeMain } from './recipe-run.ts';

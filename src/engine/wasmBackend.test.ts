@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seededLogits } from './testing/seededLogits.ts';
+import { seededLogits } from '../../dev/test/seededLogits.ts';
 import { sampleTokens } from './kernels/sample/sample.ts';
 import { sampleReference } from './kernels/sample/sampleReference.ts';
 import { tokenStats } from './kernels/token-stats/tokenStats.ts';

@@ -14,7 +14,7 @@ import {
 import { mapSource } from './sources.ts';
 import { createTokenizer } from './tokenizer.ts';
 
-const dir = resolve(dirname(fileURLToPath(import.meta.url)), 'testdata/chat-tokenizer');
+const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../dev/test/testdata/chat-tokenizer');
 const tokenizerText = readFileSync(resolve(dir, 'tokenizer.json'), 'utf8');
 const configText = readFileSync(resolve(dir, 'tokenizer_config.json'), 'utf8');
 const config = () => JSON.parse(configText) as Record<string, any>;

@@ -13,7 +13,7 @@ import { loadModel } from './load.ts';
 import { F16Weight, packF16x2, weightQuantizer } from './quant.ts';
 import { mulberry32 } from './random.ts';
 import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors.ts';
-import { qwen2Weights, writeQwen2Fixture } from './testdata/qwen2Fixture.ts';
+import { qwen2Weights, writeQwen2Fixture } from '../../dev/test/testdata/qwen2Fixture.ts';
 import { projectionBytes, weightSpec } from '../contract/weightFormat.ts';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');

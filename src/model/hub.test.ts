@@ -13,7 +13,7 @@ import { createTokenizer, loadTokenizer } from './tokenizer.ts';
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = resolve('dev/fixtures');
 const tinyDir = resolve(fixtures, 'tiny-llama-f32');
-const tokDir = resolve(here, 'testdata/chat-tokenizer');
+const tokDir = resolve(here, '../../dev/test/testdata/chat-tokenizer');
 
 // Repositories the test server hosts: name -> file -> path on disk.
 const tiny: Record<string, string> = {

@@ -12,11 +12,11 @@ import {
   TokenizerError,
 } from './tokenizer.ts';
 
-// The fixture (see testdata/make-chat-tokenizer.mjs): ids 0..2 are <|endoftext|>, <|im_start|>,
+// The fixture (see dev/test/testdata/make-chat-tokenizer.mjs): ids 0..2 are <|endoftext|>, <|im_start|>,
 // <|im_end|>; byte b is id 3 + b; merge k (rank k) makes id 259 + k:
 //   259 Ġt  260 he  261 Ġthe  262 ll  263 ell  264 Hell  265 Hello  266 Ġw  267 or  268 Ġwor
 //   269 ld  270 Ġworld  271 é (Ã©)  272 us  273 er  274 user
-const dir = resolve(dirname(fileURLToPath(import.meta.url)), 'testdata/chat-tokenizer');
+const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../dev/test/testdata/chat-tokenizer');
 const tokenizerText = readFileSync(resolve(dir, 'tokenizer.json'), 'utf8');
 const configText = readFileSync(resolve(dir, 'tokenizer_config.json'), 'utf8');
 const tokenizerJson = () => JSON.parse(tokenizerText) as Record<string, any>;

@@ -13,7 +13,7 @@ import { saferTurnScore } from './multiturn/multiturn.ts';
 import { createRun, getRecipe } from './registry.ts';
 import { asUserMessage } from './kit/rollout.ts';
 import { validateConfig } from '../contract/schema.ts';
-import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from './testing.ts';
+import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../dev/test/recipeTesting.ts';
 import type { LoadedModel } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

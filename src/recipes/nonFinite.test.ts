@@ -11,7 +11,7 @@ import { dualAscentStep } from '../rl/minmax.ts';
 import { checkpointFromJson } from './kit/checkpointFile.ts';
 import { NonFiniteError } from './kit/common.ts';
 import { createRun } from './registry.ts';
-import { loadWithCharCodec } from './testing.ts';
+import { loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import type { NamedTensor } from '../storage/checkpoints.ts';
 import { createRun } from './registry.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 import type { RecipeCheckpoint, RecipeRun } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

@@ -6,7 +6,7 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index.ts';
 import { uploadedAttackerSftData } from './attacker-sft/attackerSft.ts';
 import { createRun } from './registry.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 import type { RecipeRun } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

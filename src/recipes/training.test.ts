@@ -7,7 +7,7 @@ import { nodeRecipeEnv } from '../cli/recipe-env.ts';
 import type { Judge } from '../judges/types.ts';
 import { createRun, getRecipe } from './registry.ts';
 import { validateConfig } from '../contract/schema.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

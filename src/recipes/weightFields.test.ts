@@ -9,7 +9,7 @@ import { exportMergedModel } from '../storage/merge.ts';
 import { checkpointToJson } from './kit/checkpointFile.ts';
 import { createRun, getRecipe, listRecipes } from './registry.ts';
 import { validateConfig } from '../contract/schema.ts';
-import { letterJudge, loadWithCharCodec } from './testing.ts';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
 import type { LoadedModel, LoadModelRefOptions, RecipeCheckpoint } from './kit/types.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

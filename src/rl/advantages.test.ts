@@ -9,7 +9,7 @@ import {
   zeroAdvantageRows,
 } from './advantages';
 import { placeOutcomeRewards } from './placement';
-import { expectAllClose, flat } from './testHelpers';
+import { expectAllClose, flat } from '../../dev/test/rlHelpers';
 import { ADVANTAGE_ESTIMATOR_NAMES, fromRows, toRows } from './types';
 
 describe('grpo sequence advantages', () => {

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import * as rl from './index';
-import { expectAllClose } from './testHelpers';
+import { expectAllClose } from '../../dev/test/rlHelpers';
 
 describe('one GRPO step through the public API', () => {
   it('scores -> token rewards -> advantages -> PPO loss gradient', () => {

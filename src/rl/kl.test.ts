@@ -8,7 +8,7 @@ import {
   klPenaltyValue,
   updateKlController,
 } from './kl';
-import { expectAllClose } from './testHelpers';
+import { expectAllClose } from '../../dev/test/rlHelpers';
 import { fromRows, KL_ESTIMATOR_NAMES } from './types';
 
 // logp = [-1, -2], ref = [-1.5, -1] -> x = logp - ref = [0.5, -1].

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { AdamW, clipByGlobalNorm } from './optim';
-import { expectAllClose } from './testHelpers';
+import { expectAllClose } from '../../dev/test/rlHelpers';
 
 describe('global grad-norm clipping', () => {
   it('norm sqrt(3^2 + 4^2) = 5; max 1 scales by 1/5', () => {

@@ -8,7 +8,7 @@ import { loadModel } from '../model/load.ts';
 import { attachLora, type LoraSet } from '../model/lora.ts';
 import { mulberry32 } from '../model/random.ts';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, stopGradient, ValueHead } from './policy';
-import { maxAbs } from '../engine/testing/maxAbs.ts';
+import { maxAbs } from '../../dev/test/maxAbs.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { actorLoss, computePolicyLoss, entropyFromLogits, importanceRatio, ppoClipLoss, valueLoss } from './policyLoss';
-import { expectAllClose } from './testHelpers';
+import { expectAllClose } from '../../dev/test/rlHelpers';
 
 const num = (t: tf.Tensor) => t.dataSync()[0];
 

@@ -10,7 +10,7 @@ import {
   tokenBuncherReward,
 } from './rewards';
 import { zScore } from './stats';
-import { expectAllClose } from './testHelpers';
+import { expectAllClose } from '../../dev/test/rlHelpers';
 import { fromRows, toRows } from './types';
 
 describe('Tinker red-team reward', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { maskedMean, maskedRowMeans, maskedVar, maskedWhiten, mean, std } from './stats';
-import { expectAllClose } from './testHelpers';
+import { expectAllClose } from '../../dev/test/rlHelpers';
 import { fromRows } from './types';
 
 describe('stats', () => {

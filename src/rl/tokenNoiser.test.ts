@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from './tokenNoiser';
-import { expectAllClose } from './testHelpers';
+import { expectAllClose } from '../../dev/test/rlHelpers';
 
 const num = (t: tf.Tensor) => t.dataSync()[0];
 

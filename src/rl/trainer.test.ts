@@ -12,7 +12,7 @@ import { policyStats, referenceStats, ValueHead } from './policy';
 import { learnEpochs, learnStep, type LearnBatch, type TrainerConfig } from './trainer';
 import { klPenaltyValue } from './kl';
 import { fromRows, fromTensor2D, type TokenMatrix } from './types';
-import { maxAbs } from '../engine/testing/maxAbs.ts';
+import { maxAbs } from '../../dev/test/maxAbs.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

@@ -24,7 +24,7 @@ import {
   type BaseDims,
   type PlainLoraAdapter,
 } from './peft.ts';
-import { zip64Claiming } from './testZips.ts';
+import { zip64Claiming } from '../../dev/test/testZips.ts';
 
 // Toy 2-layer base: q out = heads x head_dim = 6 (not hidden 8) and kv out = 3, so a swapped
 // dimension anywhere shows up as a wrong shape.

@@ -1,6 +1,6 @@
 import { strToU8, unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { zip64Claiming } from './testZips.ts';
+import { zip64Claiming } from '../../dev/test/testZips.ts';
 import { crc32, DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError } from './zip.ts';
 
 const errorOf = (fn: () => unknown): Error => {

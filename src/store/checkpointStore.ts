@@ -8,10 +8,10 @@ import type { CheckpointSummary } from '../contract/storageFormat.ts';
 import { PageCheckpoints, PageRunLogs } from './labDb';
 import { checkStores, noteSeen, wipedMessage } from './storeIntegrity';
 import { formatBytes } from '../contract/formatBytes';
-import type { RunStatus } from '../worker/protocol';
+import type { RunStatus } from '../contract/workerApi';
 import { durableSettings } from './durableSettings';
 import { reconcileSettings } from './settingsStore';
-import type { AutosavePolicy, CheckpointEvent } from '../worker/storageProtocol';
+import type { AutosavePolicy, CheckpointEvent } from '../contract/workerApi';
 
 export interface StorageUse {
   checkpoints: number;

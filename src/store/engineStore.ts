@@ -3,7 +3,7 @@
 import { create } from 'zustand';
 import type { BackendPreference } from '../contract/backends.ts';
 import { startEngineWorker, type EngineClient } from '../worker/client';
-import type { EngineStatus } from '../worker/protocol';
+import type { EngineStatus } from '../contract/workerApi';
 
 export type EnginePhase = 'starting' | 'ready' | 'error';
 

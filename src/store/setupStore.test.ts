@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { int, str } from '../contract/schema.ts';
-import type { RecipeListing } from '../worker/protocol';
+import type { RecipeListing } from '../contract/workerApi';
 import { IDLE_STATUS, useSetup, valuesOf } from './setupStore';
 import { decodeSetup } from './setupUrl';
 

@@ -2,7 +2,7 @@
 // recipe, seed, max steps, the errors marked on fields (from a link, from the worker), and the
 // run's status. The setup panel, the teaching panel and the guided demo all read and drive it.
 import { create } from 'zustand';
-import type { RecipeListing, RunStatus } from '../worker/protocol';
+import type { RecipeListing, RunStatus } from '../contract/workerApi';
 import { formDefaults, type AtMax, type DecodedSetup, type FormValues } from './setupUrl';
 
 /** What the setup knows about whether a model field's model fits this device. */

@@ -14,7 +14,7 @@ import { parseReportsJsonl as parseReplayJsonl, ReplayError } from '../store/run
 import { decodeSetup } from '../store/setupUrl.ts';
 import { CONFIG_LIMITS, ConfigError, parseModelConfig, ropeInvFreq } from '../contract/modelConfig.ts';
 import { DTYPE_BYTES, parseSafetensors, READABLE_DTYPES, SafetensorsError, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
-import { byteMutation, deepText, extremeNumberText, hostileJsonText, hostileValue, longString, mutateBytes, RUNS, total } from './mutate.ts';
+import { byteMutation, deepText, extremeNumberText, hostileJsonText, hostileValue, longString, mutateBytes, RUNS, total } from '../../dev/test/mutate.ts';
 
 // ---------------------------------------------------------------------------------------------
 // safetensors

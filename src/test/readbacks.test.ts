@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 // runs in the engine worker reads tensors back with `await t.data()` only.
 const ROOT = join(import.meta.dirname, '..');
 const WORKER_SIDE = ['engine', 'model', 'rl', 'recipes', 'judges', 'worker'];
+// The harness worker's checks and benchmarks, and the test utilities, run there too (dev/).
+const DEV_WORKER_SIDE = ['harness', 'bench', 'test'].map((d) => join('..', 'dev', d));
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -19,7 +21,7 @@ function sources(dir: string): string[] {
 describe('no synchronous readbacks in worker-side code', () => {
   it('finds no dataSync / arraySync / bufferSync outside tests', () => {
     const offenders: string[] = [];
-    for (const area of WORKER_SIDE) {
+    for (const area of [...WORKER_SIDE, ...DEV_WORKER_SIDE]) {
       for (const file of sources(join(ROOT, area))) {
         readFileSync(file, 'utf8')
           .split('\n')

@@ -9,7 +9,7 @@ import { useSettings } from '../store/settingsStore';
 import { useSetup, type ModelFit } from '../store/setupStore';
 import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
-import type { EngineStatus } from '../worker/protocol';
+import type { EngineStatus } from '../contract/workerApi';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
 

@@ -6,7 +6,7 @@ import { peftTensors } from '../model/lora';
 import { parseSafetensors } from '../model/safetensors';
 import { createRecipeEnv } from '../recipes/kit/env.ts';
 import { createRun, getRecipe } from '../recipes/registry';
-import { loadWithCharCodec } from '../recipes/testing';
+import { loadWithCharCodec } from '../../dev/test/recipeTesting';
 import type { RecipeRun } from '../recipes/kit/types.ts';
 import { exportAdapterZip, importAdapterIntoRun, runAdapter } from './adapterIo';
 

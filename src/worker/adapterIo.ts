@@ -14,7 +14,7 @@ import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF
 import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
 import { isWeightFormat, type WeightFormat } from '../contract/weightFormat.ts';
 import { weightsFieldOf } from '../contract/weightFields.ts';
-import type { AdapterOutputs, FileBytes, ImportAdapterResult } from './storageProtocol';
+import type { AdapterOutputs, FileBytes, ImportAdapterResult } from '../contract/workerApi';
 import { findNonFinite } from '../storage/checkpoints';
 
 export interface RunAdapter {

@@ -11,7 +11,7 @@ import type { Metrics } from '../contract/report';
 import { toCheckpointInput } from '../recipes/kit/state.ts';
 import type { RecipeRun } from '../recipes/kit/types.ts';
 import { CheckpointStore, StorageError } from '../storage';
-import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
+import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 import { brief } from '../contract/brief.ts';
 
 export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true, keep: 5 };

@@ -1,6 +1,6 @@
 // UI-side handle on the engine worker.
 import * as Comlink from 'comlink';
-import type { EngineApi } from './protocol';
+import type { EngineApi } from '../contract/workerApi';
 
 export interface EngineClient {
   api: Comlink.Remote<EngineApi>;

@@ -4,7 +4,7 @@
 // unusable rows named by line and field) and sends it as it is (or, with a column map, its usable
 // rows as JSONL); each recipe reads it in its own terms.
 import { DatasetStore, UPLOAD_PREFIX, uploadRef } from '../storage/datasets';
-import type { DatasetInfo } from './storageProtocol';
+import type { DatasetInfo } from '../contract/workerApi';
 
 export { UPLOAD_PREFIX, uploadRef };
 

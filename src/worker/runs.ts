@@ -17,6 +17,7 @@ import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/kit/env.ts';
 import type { Metrics, StepReport } from '../contract/report';
 import { createTimedRun } from '../recipes/kit/judgeTiming.ts';
 import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
+import { EXPORTABLE_RECIPES } from '../recipes/exports';
 import { fromStoredCheckpoint } from '../recipes/kit/state.ts';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/kit/types.ts';
 import { urlSource } from '../model/sources';
@@ -24,8 +25,8 @@ import type { ModelFolder } from '../model/load';
 import { checkpoints, runs as runLogs } from '../storage';
 import { autosaveDue, checkAutosavePolicy, DEFAULT_AUTOSAVE, pauseSaveDue, pruneAutosaves, saveRunCheckpoint } from './autosave';
 import { datasetText } from './datasets';
-import type { RecipeListing, RunState, RunStatus, StartRunResult } from './protocol';
-import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from './storageProtocol';
+import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
+import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 
 type ReportSink = (report: StepReport) => unknown;
 type StatusSink = (status: RunStatus) => unknown;
@@ -99,6 +100,7 @@ export function listRecipes(): RecipeListing[] {
     source: r.source,
     description: r.description,
     schema: JSON.parse(JSON.stringify(r.schema)) as RecipeListing['schema'],
+    exportable: EXPORTABLE_RECIPES.includes(r.name),
   }));
 }
 

@@ -6,16 +6,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { isWebGPUBackend, webgpuDevice } from './wgslProgram.ts';
 import { engineOptions } from '../options.ts';
+import type { SubgroupLayout, SubgroupStatus } from '../../contract/workerApi';
 
-/** What the subgroup probe kernel saw on this device (one 256-thread workgroup). */
-export interface SubgroupLayout {
-  /** Every subgroup is a run of consecutive local indices starting at a multiple of its size. */
-  contiguous: boolean;
-  /** Subgroup sizes seen. */
-  sizes: number[];
-  /** Lower bound the kernels plan their reduction levels for (adapter's subgroupMinSize, else 4). */
-  minSize: number;
-}
+export type { SubgroupLayout, SubgroupStatus };
 
 const layouts = new WeakMap<GPUDevice, SubgroupLayout>();
 
@@ -26,11 +19,6 @@ export function subgroupLayout(): SubgroupLayout | null {
 }
 
 /** What the engine reports about subgroups: the device's layout and whether kernels use it. */
-export interface SubgroupStatus {
-  layout: SubgroupLayout | null;
-  active: boolean;
-}
-
 export function subgroupStatus(): SubgroupStatus {
   return { layout: subgroupLayout(), active: subgroupsActive() };
 }

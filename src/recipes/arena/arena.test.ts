@@ -10,7 +10,7 @@ import { arenaPhase, arenaSchema } from './arena.ts';
 import { createRun } from '../registry.ts';
 import type { StepReport } from '../../contract/report.ts';
 import { validateConfig } from '../../contract/schema.ts';
-import { letterJudge, loadWithCharCodec, stableReport } from '../testing.ts';
+import { letterJudge, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

@@ -9,7 +9,7 @@ import type { Judge } from '../../judges/types.ts';
 import { attackSchema, groupDiversity } from './attack.ts';
 import { createRun, getRecipe } from '../registry.ts';
 import type { StepReport } from '../../contract/report.ts';
-import { stableReport } from '../testing.ts';
+import { stableReport } from '../../../dev/test/recipeTesting.ts';
 import { validateConfig } from '../../contract/schema.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { folderSource } from '../../cli/fs-source.ts';
 import { encodeSftPair, parseGoalPromptJsonl, parseGoalPromptPairs, tacticMix } from './attackerSft.ts';
 import { createRun } from '../registry.ts';
-import { charCodec, loadWithCharCodec } from '../testing.ts';
+import { charCodec, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
 import { createRecipeEnv } from '../kit/env.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

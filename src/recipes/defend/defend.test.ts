@@ -17,7 +17,7 @@ import { defendReward, defendSchema } from './defend.ts';
 import { createRun } from '../registry.ts';
 import type { StepReport } from '../../contract/report.ts';
 import { validateConfig } from '../../contract/schema.ts';
-import { lettersWithTasks, loadWithCharCodec, stableReport } from '../testing.ts';
+import { lettersWithTasks, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

@@ -9,7 +9,7 @@ import { createRulesJudge } from '../../judges/rules.ts';
 import type { Judge } from '../../judges/types.ts';
 import { JudgeClock } from './judgeTiming.ts';
 import { createRun } from '../registry.ts';
-import { loadWithCharCodec } from '../testing.ts';
+import { loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const DELAY = 40;

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { createRun } from '../registry.ts';
-import { letterJudge, loadWithCharCodec } from '../testing.ts';
+import { letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

@@ -9,13 +9,13 @@ import { join, resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveHubRepos, type HubServer } from '../../cli/hubServer.ts';
+import { serveHubRepos, type HubServer } from '../../../dev/servers/hubServer.ts';
 import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { STRONGREJECT_SYSTEM_PROMPT } from '../../judges/strongrejectGrader.ts';
 import { createChatModelGrader } from '../../judges/textGrader.ts';
-import { writeQwen2Fixture } from '../../model/testdata/qwen2Fixture.ts';
+import { writeQwen2Fixture } from '../../../dev/test/testdata/qwen2Fixture.ts';
 import { createRun, getRecipe, validateRecipeConfig } from '../registry.ts';
-import { letterJudge, loadWithCharCodec } from '../testing.ts';
+import { letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const M = 'tiny-llama-f32';

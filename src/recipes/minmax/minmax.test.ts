@@ -9,7 +9,7 @@ import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm.ts';
 import { createRun } from '../registry.ts';
 import type { StepReport } from '../../contract/report.ts';
 import { ConfigError } from '../../contract/schema.ts';
-import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../testing.ts';
+import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../../dev/test/recipeTesting.ts';
 import type { RecipeCheckpoint, RecipeEnv } from '../kit/types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

@@ -16,7 +16,7 @@ import { fromRows } from '../../rl/types.ts';
 import { createRun } from '../registry.ts';
 import type { StepReport } from '../../contract/report.ts';
 import { validateConfig } from '../../contract/schema.ts';
-import { charCodec, letterJudge, loadWithCharCodec } from '../testing.ts';
+import { charCodec, letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

@@ -6,7 +6,7 @@ import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { createRun } from '../registry.ts';
 import type { StepReport } from '../../contract/report.ts';
 import { toCheckpointInput } from '../kit/state.ts';
-import { letterJudge, loadWithCharCodec, stableReport } from '../testing.ts';
+import { letterJudge, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
 import type { RecipeEnv } from '../kit/types.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

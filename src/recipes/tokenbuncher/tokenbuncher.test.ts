@@ -8,7 +8,7 @@ import { attachCheckpointAdapter } from '../kit/checkpointFile.ts';
 import { createRun } from '../registry.ts';
 import type { StepReport } from '../../contract/report.ts';
 import { validateConfig } from '../../contract/schema.ts';
-import { letterJudge, lettersWithTasks, loadWithCharCodec, stableReport } from '../testing.ts';
+import { letterJudge, lettersWithTasks, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
 import { isNoiserStep, tokenbuncherSchema } from './tokenbuncher.ts';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

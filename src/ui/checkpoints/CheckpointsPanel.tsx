@@ -11,7 +11,7 @@ import type { CheckpointSummary } from '../../contract/storageFormat';
 import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
 import { useRunStore } from '../../store/runStore';
-import type { RunStatus } from '../../worker/protocol';
+import type { RunStatus } from '../../contract/workerApi';
 import { engine as engineApi } from '../../store/engineStore';
 import { ResumedRun } from './ResumedRun';
 

@@ -2,7 +2,7 @@
 // they started, so a resumed run gets its own Pause / Resume / Step / Stop here.
 import { useState } from 'react';
 import { useCheckpoints } from '../../store/checkpointStore';
-import type { RunStatus } from '../../worker/protocol';
+import type { RunStatus } from '../../contract/workerApi';
 import { engine as engineApi } from '../../store/engineStore';
 
 export function ResumedRun() {

@@ -5,7 +5,7 @@
 // match, they are offered here to pick the prompt column from.
 import { useCallback, useEffect, useState } from 'react';
 import { engine, engineOrNull, useEngine } from '../../store/engineStore';
-import type { DatasetInfo } from '../../worker/storageProtocol';
+import type { DatasetInfo } from '../../contract/workerApi';
 import { columnsOf, type ColumnMap } from '../../contract/promptSets.ts';
 import { uploadPromptFile } from './uploadDataset';
 

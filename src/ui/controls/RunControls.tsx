@@ -8,7 +8,7 @@ import { validateField } from '../../contract/schema.ts';
 import { engine, useEngine } from '../../store/engineStore';
 import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
-import type { RecipeListing } from '../../worker/protocol';
+import type { RecipeListing } from '../../contract/workerApi';
 import { ConfigForm } from './ConfigForm';
 import { formatDuration, progressOf } from './progress';
 import { runCommand, startRun } from './runActions';

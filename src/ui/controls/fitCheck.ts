@@ -4,7 +4,7 @@
 // bytes tfjs holds now.
 import { parseModelConfig } from '../../contract/modelConfig.ts';
 import type { ModelFit } from '../../store/setupStore';
-import type { EngineStatus } from '../../worker/protocol';
+import type { EngineStatus } from '../../contract/workerApi';
 import { readModelRef } from './fieldKinds';
 import type { WeightFormat } from '../../contract/weightFormat.ts';
 import { cachedConfigText } from './localFolders';

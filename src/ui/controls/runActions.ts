@@ -7,7 +7,7 @@ import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { maxStepsError, seedError, type AtMax, type FormValues } from '../../store/setupUrl';
 import { engine } from '../../store/engineStore';
-import type { RunStatus } from '../../worker/protocol';
+import type { RunStatus } from '../../contract/workerApi';
 
 export async function runCommand(label: string, fn: (e: ReturnType<typeof engine>) => Promise<RunStatus>): Promise<void> {
   const { patch } = useSetup.getState();

@@ -4,7 +4,7 @@
 // no usable row is an error and nothing is stored. With a column map (columns the reader did not
 // recognise), the usable rows are stored in the reader's own names instead.
 import { describeSkipped, promptSetToJsonl, readPromptSet, type ColumnMap } from '../../contract/promptSets.ts';
-import type { DatasetInfo } from '../../worker/storageProtocol';
+import type { DatasetInfo } from '../../contract/workerApi';
 
 export async function uploadPromptFile(
   file: { name: string; text(): Promise<string> },

@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { formatBytes } from '../../contract/formatBytes';
 import { uploadPromptFile } from '../controls/uploadDataset';
-import type { DatasetInfo } from '../../worker/storageProtocol';
+import type { DatasetInfo } from '../../contract/workerApi';
 import { engine as engineApi, engineOrNull, useEngine } from '../../store/engineStore';
 
 export function DatasetUpload() {

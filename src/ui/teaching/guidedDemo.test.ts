@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hasRecipeListing, recipeListing } from '../../../dev/test/recipeListings.ts';
 import { validateConfig, type Schema } from '../../contract/schema.ts';
-import type { RecipeListing } from '../../worker/protocol';
+import type { RecipeListing } from '../../contract/workerApi';
 import { DEMO_SETTINGS, demoRecipe } from './guidedDemo';
 
 const listing = (name: string): RecipeListing => ({ name, title: name, source: '', description: '', schema: {} as Schema });

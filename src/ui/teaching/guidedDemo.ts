@@ -3,7 +3,7 @@
 // falls back to `redteam`. The settings go into the setup form, so what runs is what it shows.
 import { formDefaults } from '../../store/setupUrl';
 import { useSetup } from '../../store/setupStore';
-import type { RecipeListing } from '../../worker/protocol';
+import type { RecipeListing } from '../../contract/workerApi';
 import { startRun } from '../controls/runActions';
 
 /** Preferred recipes, first registered wins. */

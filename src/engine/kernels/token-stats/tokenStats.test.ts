@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { seededLogits, seededUpstream } from '../../testing/seededLogits.ts';
+import { seededLogits, seededUpstream } from '../../../../dev/test/seededLogits.ts';
 import { tokenStats, tokenStatsStock } from './tokenStats.ts';
 import { tokenStatsF64, tokenStatsGradF64 } from './tokenStatsReference.ts';
 

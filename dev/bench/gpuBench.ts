@@ -1,0 +1,329 @@
+// The kernel and whole-model benchmarks in Node on a GPU, through Dawn (the `webgpu` npm package)
+// instead of Chromium: the figures for machines with a GPU and no browser. Run by
+// `npm run bench:gpu [-- --quick] [-- --kernels | --models | --decode | --profile-step | --learn [--recompute] | --all] [-- --no-smol]
+// [-- --swiftshader] [-- --out DIR]` (`--help` lists every flag), which bundles this
+// file (dev/bench/build-gpu-bench.ts) so tfjs and the WGSL sources travel as one script. Needs a
+// Vulkan driver; `--swiftshader` uses Chromium's CPU one. SPARRING_WEBGPU_MODULE names a carried
+// copy of the `webgpu` package where node_modules is absent.
+import { profileDecode } from './profile';
+import { SMOLLM2_135M_CONFIG, syntheticModel } from './synthetic';
+import { measureThroughput, type ThroughputCase, type ThroughputResult } from './throughput';
+import { benchKernels, benchWholeSteps } from './kernelBench';
+import { benchDecodePaths, benchRollouts, decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from './decodeBench';
+import { disposeLlama } from '../../src/model/llama';
+import { loadModel } from '../../src/model/load';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../../src/model/quant';
+import { folderSource } from '../../src/cli/fs-source';
+import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from './stepProfile';
+import { benchLearnPaths, LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from './learnBench';
+import { kernelTable } from './kernelTable';
+import { BenchReport, flagValue } from './benchReport';
+import { measureRoofline, ROOFLINE_HEADER, rooflineRows, setEngineOptions, type Roofline } from '../../src/engine';
+import { attentionBenchRows, ATTENTION_BENCH_HEADER, benchPlannedAttention } from './decodeBench';
+import { benchGrpoStepPaths, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from './learnBench';
+import { startDawn } from '../../src/cli/node/dawn';
+import { formatTable } from './table';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const kernelsOnly = args.includes('--kernels');
+const modelsOnly = args.includes('--models');
+const decodeOnly = args.includes('--decode');
+/** With --decode: only the whole-rollout table. */
+const rolloutOnly = args.includes('--rollout');
+const profileOnly = args.includes('--profile-step');
+const learnOnly = args.includes('--learn');
+const reps = quick ? 3 : 9;
+/** Every table for BENCHMARKS.md in one run: roofline, decode, split-K attention, rollouts, learn step, whole GRPO step. */
+const all = args.includes('--all');
+
+if (args.includes('--help')) {
+  console.log(`npm run bench:gpu -- [flags]   (Node + Dawn; tables of medians, planned path vs tfjs in the same run)
+  --kernels             the custom-kernel table only
+  --models              the SmolLM2-135M throughput, decode profile and whole-step tables only
+  --decode              the planned-vs-tfjs decode table (per token, batch 1/8/64, and 256 without --quick) and the rollout table
+  --rollout             with --decode: the rollout table only
+  --learn               the learning step, planned vs tfjs (learn ms, tok/s, GFLOP/s against the measured matmul roofline,
+                        peak GPU memory), then the whole GRPO step on each path; --no-step leaves the whole step out
+  --recompute           with --learn: the planned step recomputes activations per layer (A/B against the planner's choice)
+  --profile-step        where one GRPO step's time goes (phases, WebGPU work, tfjs kernels), both optimisers
+  --all                 roofline, decode, split-K attention at a long cache, rollouts, learn step, whole GRPO step
+  --out DIR             also write the tables to DIR/bench.md and DIR/bench.json (rewritten after every table)
+  --budget-s N          skip the tables not yet started once N seconds have passed (--all on a 10-minute machine)
+  --quick               fewer reps and tokens
+  --swiftshader         Chromium's CPU Vulkan driver instead of the machine's GPU
+  --no-smol             leave the SmolLM2-135M shape out everywhere
+  --smol                the SmolLM2-135M shape in --learn / --all on a software adapter too (by default only on a GPU:
+                        at the full 8 x 8 x (64 + 64) case a SwiftShader learn step of it takes hours)
+  --learn-shape PxGxN+T the learn / whole-step case, prompts x group x prompt tokens + new tokens (default 8x8x64+64)
+  --attention whole|splitk   force the planned decode attention in the decode table (default: the planner's choice,
+                        split-K on GPUs for caches over 1024 slots)
+  --cache N[,N...]      the split-K table's cache lengths (default 2048,4096 on a GPU; none on a software adapter)
+  --batches N[,N...]    the decode table's batch sizes (default 1,8,64,256; --quick 1,8,64 for the defender, 1,8 for the 135M shape)
+  --skip ID[,ID...]     with --all: leave out tables by id (decode, attention, rollout, learn, step)
+  --roofline N          the matmul roofline's size N^3 (default 4096 on a GPU, 512 on a software adapter, 256 with --quick)`);
+  process.exit(0);
+}
+const outDir = flagValue(args, '--out');
+const skipped = new Set((flagValue(args, '--skip') ?? '').split(',').filter(Boolean));
+const batchesArg = flagValue(args, '--batches')?.split(',').map((x) => {
+  const n = Number(x);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--batches: batch sizes are positive integers, got "${x}"`);
+  return n;
+});
+const budgetArg = flagValue(args, '--budget-s');
+const learnCase = flagValue(args, '--learn-shape') ? parseLearnCase(flagValue(args, '--learn-shape')!) : LEARN_BENCH_CASE;
+const attentionFlag = flagValue(args, '--attention');
+if (attentionFlag !== null && attentionFlag !== 'whole' && attentionFlag !== 'splitk') throw new Error(`--attention must be whole or splitk, got "${attentionFlag}"`);
+const attentionArg = attentionFlag as 'whole' | 'splitk' | null;
+const cacheArg = flagValue(args, '--cache');
+const caches = cacheArg === null ? null : cacheArg.split(',').map((x) => {
+  const n = Number(x);
+  if (!Number.isInteger(n) || n < 64) throw new Error(`--cache: cache lengths are integers of at least 64, got "${x}"`);
+  return n;
+});
+
+const THROUGHPUT_HEADER = ['model', 'kernels', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)'];
+const row = (name: string, kernels: string, r: ThroughputResult) => [name, kernels, r.batch, r.promptLen, r.prefillTokPerS, r.decodeTokPerS, r.noCacheTokPerS];
+
+const adapter = await startDawn({ swiftshader: args.includes('--swiftshader'), module: process.env.SPARRING_WEBGPU_MODULE });
+console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
+/** A CPU adapter: sizes and the SmolLM2-135M learn case are cut to what finishes in minutes there. */
+const software = args.includes('--swiftshader') || /swiftshader|llvmpipe|lavapipe/i.test(adapter);
+const report = new BenchReport(outDir, { title: 'Node + Dawn benchmarks (npm run bench:gpu)', adapter, date: new Date().toISOString(), command: `npm run bench:gpu -- ${args.join(' ')}` }, budgetArg === null ? null : Number(budgetArg));
+const noSmol = args.includes('--no-smol');
+const smolLearn = !noSmol && (!software || args.includes('--smol'));
+
+let roofline: Roofline | null = null;
+/** The roofline, measured once per run before the first table that is read against it. */
+async function rooflineOnce(): Promise<Roofline> {
+  if (roofline) return roofline;
+  const n = Number(flagValue(args, '--roofline') ?? (software ? (quick ? 256 : 512) : 4096));
+  roofline = await measureRoofline(n, quick ? 3 : 5);
+  report.table('roofline', `== Node + Dawn: measured roofline (medians of ${quick ? 3 : 5} after a warm-up)`, ROOFLINE_HEADER, rooflineRows(roofline), [
+    'matmul: C = A B of n x n f32 by the learning plan\'s GEMM kernel and by tfjs matMul (2 n^3 FLOPs); the faster is the matmul roofline.',
+    'stream: x * 2 over 16M floats by tfjs (64 MiB read + 64 MiB written). clock GPU: timestamp queries around the pass; wall: submit to onSubmittedWorkDone.',
+  ]);
+  return roofline;
+}
+
+type Loader = () => Promise<import('../../src/model/llama').LlamaModel>;
+const defenderF32: Loader = () => loadModel(folderSource('public/models/defender'));
+const defenderInt4: Loader = () => loadModel(folderSource('public/models/defender'), { quantize: int4Quantizer(32) });
+
+/** Issue 21's learn table: planned vs tfjs learnStep, f32 and int4, with GFLOP/s, % roofline and peak memory. */
+async function learnSection(): Promise<void> {
+  if (skipped.has('learn') || !report.due('learn')) return;
+  const rf = await rooflineOnce();
+  const c = learnCase;
+  // --recompute: the planned step recomputes activations per layer (else the planner's choice).
+  if (args.includes('--recompute')) setEngineOptions({ learnRecompute: 'on' });
+  const cases: [string, string, Loader][] = [['sandbox defender', 'f32', defenderF32], ['sandbox defender', 'int4', defenderInt4]];
+  if (smolLearn) {
+    cases.push(['SmolLM2-135M shape', 'f32', () => syntheticModel(SMOLLM2_135M_CONFIG)]);
+    cases.push(['SmolLM2-135M shape', 'int4', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })]);
+  }
+  const rows: (string | number)[][] = [];
+  for (const [name, fmt, load] of cases) {
+    if (!report.due(`learn ${name} ${fmt}`)) break;
+    const model = await load();
+    const r = await benchLearnPaths(model, c, quick ? 1 : 3);
+    disposeLlama(model);
+    for (const x of r) console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
+    rows.push(...learnBenchRows(name, fmt, r, rf.matmulGflops));
+  }
+  report.table('learn', `${learnBenchTitle('Node + Dawn', c)}${args.includes('--recompute') ? ', activations recomputed per layer' : ''}`, LEARN_BENCH_HEADER, rows, [
+    `GFLOP/s: the step's matrix-product FLOPs (src/model/learnFlops.ts) / learn ms; % of the measured matmul roofline (${rf.matmulGflops.toPrecision(4)} GFLOP/s above).`,
+    'peak MiB: GPU buffers the warm-up step created outside tfjs\'s pool and still holds (learn plans, the planned AdamW state) + tfjs\'s in-use high-water mark in the timed steps above its start (src/engine/gpuMemory.ts); the model\'s weights and adapters are not counted.',
+    ...(smolLearn || noSmol ? [] : ['SmolLM2-135M shape: left out on a software adapter (pass --smol to run it).']),
+  ]);
+}
+
+/** The whole GRPO step beside the learn table: everything planned vs everything tfjs. */
+async function stepSection(): Promise<void> {
+  if (args.includes('--no-step') || skipped.has('step') || !report.due('step')) return;
+  const c = learnCase;
+  const cases: [string, string, Loader][] = [['sandbox defender', 'f32', defenderF32], ['sandbox defender', 'int4', defenderInt4]];
+  if (smolLearn) cases.push(['SmolLM2-135M shape', 'int4', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })]);
+  const rows: (string | number)[][] = [];
+  for (const [name, fmt, load] of cases) {
+    if (!report.due(`step ${name} ${fmt}`)) break;
+    const model = await load();
+    const r = await benchGrpoStepPaths(model, c, quick ? 1 : 2);
+    disposeLlama(model);
+    for (const x of r) console.error(`  step ${name} ${fmt} ${x.path}: ${x.totalMs.toFixed(0)} ms (rollout ${x.rolloutMs.toFixed(0)}, learn ${x.learnMs.toFixed(0)})`);
+    rows.push(...stepBenchRows(name, fmt, r));
+  }
+  report.table('step', stepBenchTitle('Node + Dawn', c), STEP_BENCH_HEADER, rows, ['planned: prefill, decode, learn step and AdamW on the plans; tfjs: all four op by op. Rollouts run the full number of new tokens (no stop token).']);
+}
+
+if (learnOnly) {
+  await learnSection();
+  await stepSection();
+  process.exit(0);
+}
+if (profileOnly) {
+  // Where one GRPO step's time goes (rollout and learn planned, the update on either optimiser): phases, WebGPU
+  // work and tfjs's kernels. The sandbox defender, and the SmolLM2-135M shape unless --no-smol.
+  const models: [string, () => Promise<import('../../src/model/llama').LlamaModel>, StepProfileCase][] = [
+    ['sandbox defender', () => loadModel(folderSource('public/models/defender')), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }],
+  ];
+  if (!args.includes('--no-smol')) models.push(['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }]);
+  for (const [name, load, c] of models) {
+    const model = await load();
+    // The optimiser update alone on both paths (issue 21 step 3): the planned GPU AdamW vs tfjs.
+    const optRows: (string | number)[][] = [];
+    for (const path of ['tfjs', 'planned'] as const) {
+      const o = await profileOptimizerUpdate(model, c.rank, path);
+      optRows.push([path, o.params, o.dispatches, o.submits, o.buffersCreated, o.readbacks, o.hostMs, o.ms]);
+    }
+    for (const path of ['tfjs', 'planned'] as const) {
+      setEngineOptions({ optimizerPath: path });
+      const p = await profileGrpoStep(model, c);
+      console.log(`\n== Node + Dawn: one GRPO step of the ${name}, ${c.prompts} prompts x G ${c.groupSize} x ${c.newTokens} new tokens, LoRA r ${c.rank} on every projection (after a warm-up step), optimiser: ${path}\n`);
+      console.log(formatTable(['phase', 'ms'], Object.entries(p.phases).map(([k, v]) => [k, v])));
+      if (p.gpu) {
+        const g = p.gpu;
+        console.log(`\nWebGPU: ${g.dispatches} dispatches, ${g.submits} submits, ${g.buffersCreated} buffers created (${(g.bytesCreated / 2 ** 20).toFixed(1)} MiB), ${g.readbacks} readbacks waiting ${g.readbackWaitMs.toFixed(0)} ms; host ${g.hostMs.toFixed(0)} ms of ${g.ms.toFixed(0)} ms wall`);
+      }
+      console.log(`tfjs: ${p.tfjsKernels} kernels, ${p.newTensors} new tensors, peak ${(p.peakBytes / 2 ** 20).toFixed(1)} MiB\n`);
+      console.log(formatTable(['tfjs kernel', 'count', 'GPU ms', 'MiB allocated'], p.kernels.slice(0, 15).map((k) => [k.name, k.count, k.gpuMs, k.bytes / 2 ** 20])));
+    }
+    setEngineOptions({ optimizerPath: 'planned' });
+    console.log(`\n== Node + Dawn: the optimiser update alone (clip + skip check + AdamW) of the ${name}, LoRA r ${c.rank} on every projection, per update (mean of 5 after 2 warm-up)\n`);
+    console.log(formatTable(['optimiser', 'parameters', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms', 'wall ms'], optRows));
+    disposeLlama(model);
+  }
+  process.exit(0);
+}
+if (!modelsOnly && !decodeOnly && !all) {
+  console.log(`\n== Node + Dawn: kernels (medians of ${reps})\n`);
+  console.log(kernelTable(await benchKernels(reps)));
+}
+if (kernelsOnly) process.exit(0);
+
+const formats = [
+  ['f32', {}],
+  ['int8', { quantize: int8Quantizer() }],
+  ['int4', { quantize: int4Quantizer(32) }],
+  ['f16', { quantize: f16Quantizer() }],
+] as const;
+/** Issue 20's decode table: planned vs tfjs per token, weight GB/s against the measured stream roofline. */
+async function decodeSection(): Promise<void> {
+  if (skipped.has('decode') || !report.due('decode')) return;
+  const rf = await rooflineOnce();
+  if (attentionArg) setEngineOptions({ plannedAttention: attentionArg });
+  const rows: (string | number)[][] = [];
+  // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
+  // keeps the sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8. --all keeps
+  // the whole grid with fewer tokens and reps, so the learn tables fit the same 10-minute command.
+  const smolBatches = noSmol ? [] : batchesArg ?? (quick ? [1, 8] : [1, 8, 64, 256]);
+  const defenderBatches = batchesArg ?? (quick ? [1, 8, 64] : [1, 8, 64, 256]);
+  const progress = (name: string, fmt: string, r: Awaited<ReturnType<typeof benchDecodePaths>>) => {
+    console.error(`  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`);
+    return decodeBenchRows(name, fmt, r, rf.streamGBps);
+  };
+  try {
+    for (const [fmt, opts] of formats) {
+      if (!report.due(`decode ${fmt}`)) break;
+      const defender = await loadModel(folderSource('public/models/defender'), opts);
+      for (const batch of defenderBatches) {
+        rows.push(...progress('sandbox defender', fmt, await benchDecodePaths(defender, { batch, promptLen: 16, steps: quick ? 8 : all ? 16 : 32, reps: quick ? 3 : all ? 3 : 5 })));
+      }
+      disposeLlama(defender);
+      if (smolBatches.length === 0) continue;
+      const model = await syntheticModel(SMOLLM2_135M_CONFIG, 1, opts);
+      for (const batch of smolBatches) {
+        rows.push(...progress('SmolLM2-135M shape', fmt, await benchDecodePaths(model, { batch, promptLen: 64, steps: quick ? 4 : all ? 16 : 32, reps: quick ? 2 : all ? 3 : 5 })));
+      }
+      disposeLlama(model);
+    }
+  } finally {
+    setEngineOptions({ plannedAttention: null });
+  }
+  report.table('decode', `== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)${attentionArg ? `, planned attention forced to ${attentionArg}` : ''}`, DECODE_BENCH_HEADER, rows, [
+    `host ms/token: wall less readback waits; GPU ms/token: the planned passes by timestamp queries; weight GB/s: projection and head bytes per decode step / ms per token; % stream: of the measured stream roofline (${rf.streamGBps.toPrecision(4)} GB/s).`,
+  ]);
+}
+
+/** Split-K (flash-decoding) attention against the whole-cache kernel on the planned path at long caches. */
+async function attentionSection(): Promise<void> {
+  const cs = caches ?? (software ? [] : [2048, 4096]);
+  if (cs.length === 0 || skipped.has('attention') || !report.due('attention')) return;
+  const [name, load]: [string, Loader] = noSmol ? ['sandbox defender', defenderInt4] : ['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })];
+  const model = await load();
+  const rows: (string | number)[][] = [];
+  const steps = quick ? 8 : 32;
+  for (const cache of cs) {
+    for (const batch of quick ? [1] : [1, 8]) {
+      if (!report.due(`attention ${cache} ${batch}`)) break;
+      const promptLen = Math.max(1, cache - steps - 1);
+      const r = await benchPlannedAttention(model, { batch, promptLen, steps, reps: quick ? 2 : 3 });
+      for (const x of r) console.error(`  ${name} cache ${cache} batch ${batch} ${x.attention}: ${x.r.tokPerS.toFixed(1)} tok/s`);
+      rows.push(...attentionBenchRows(name, 'int4', r));
+    }
+  }
+  disposeLlama(model);
+  report.table('attention', '== Node + Dawn: planned decode attention at long caches, whole-cache kernel vs split-K (flash-decoding, 256-slot segments + combine); medians', ATTENTION_BENCH_HEADER, rows, [
+    'cache: slots filled at the last token (prompt + 1 + decoded); the planner picks split-K by itself on GPUs for caches over 1024 slots.',
+  ]);
+}
+
+/** Whole sandbox rollouts (issue 20's Chromium target shape) three ways. */
+async function rolloutSection(): Promise<void> {
+  if (skipped.has('rollout') || !report.due('rollout')) return;
+  const rows: (string | number)[][] = [];
+  for (const [fmt, opts] of formats) {
+    const defender = await loadModel(folderSource('public/models/defender'), opts);
+    rows.push(...rolloutBenchRows('sandbox defender', fmt, await benchRollouts(defender, { batch: 64, promptLen: 16, newTokens: 16, reps: quick ? 2 : 3 })));
+    disposeLlama(defender);
+  }
+  report.table('rollout', '== Node + Dawn: whole sandbox rollouts, 64 rows x (16 prompt + 16 new) tokens (medians)', ROLLOUT_BENCH_HEADER, rows);
+}
+
+if (all) {
+  // The GPU targets' tables first (a run cut short by --budget-s keeps them): decode, learn, whole step.
+  await decodeSection();
+  await learnSection();
+  await stepSection();
+  await attentionSection();
+  await rolloutSection();
+  console.log(`\n(all tables in ${report.elapsedS().toFixed(0)} s${outDir ? `; written to ${outDir}/bench.md and bench.json` : ''})`);
+  process.exit(0);
+}
+if (!rolloutOnly) {
+  await decodeSection();
+  if (decodeOnly) await attentionSection();
+}
+if (decodeOnly) {
+  await rolloutSection();
+  process.exit(0);
+}
+
+console.log(`\n== Node + Dawn: SmolLM2-135M shape (random weights), custom kernels on vs off (medians)\n`);
+const smol = await syntheticModel(SMOLLM2_135M_CONFIG);
+const rows: (string | number)[][] = [];
+for (const batch of [1, 8]) {
+  const c: ThroughputCase = { batch, promptLen: 64, decodeSteps: quick ? 8 : 32, reps: quick ? 2 : 5 };
+  for (const on of [true, false]) {
+    setEngineOptions({ customKernels: on });
+    rows.push(row('SmolLM2-135M shape', on ? 'ours' : 'stock', await measureThroughput(smol, c)));
+  }
+  setEngineOptions({ customKernels: true });
+}
+console.log(formatTable(THROUGHPUT_HEADER, rows));
+
+console.log(`\n== Node + Dawn: one cached decode step of the SmolLM2-135M shape, batch 1, by kernel (tf.profile)\n`);
+const prof = await profileDecode(smol, Array.from({ length: 64 }, (_, i) => (7 * i + 3) % 49152));
+console.log(`wall ${prof.wallMs.toFixed(1)} ms; ${prof.kernels.reduce((a, k) => a + k.count, 0)} tfjs kernels (the fused WGSL kernels are not listed)`);
+console.log(formatTable(['kernel', 'count', 'GPU ms'], prof.kernels.slice(0, 12).map((k) => [k.name, k.count, k.ms])));
+
+console.log(`\n== Node + Dawn: whole steps on the SmolLM2-135M shape, custom kernels on vs off (medians)\n`);
+const steps = await benchWholeSteps(smol, quick ? 2 : 5);
+console.log(
+  formatTable(
+    ['step', 'shape', 'kernels ms', 'stock ms', 'speed-up'],
+    steps.map((k) => [k.name, k.shape, k.oursMs, k.stockMs, `${(k.stockMs / k.oursMs).toFixed(2)}x`]),
+  ),
+);
+process.exit(0);

@@ -1,0 +1,159 @@
+/// <reference lib="webworker" />
+// The engine worker's methods (EngineApi): what the lab calls. The worker owns tfjs, the models
+// and all tensors. Kept apart from the Comlink.expose call (engine.worker.ts) so another worker
+// (the test harness, dev/harness/) can expose these methods beside its own.
+import * as Comlink from 'comlink';
+import * as tf from '@tensorflow/tfjs';
+import wasmPlain from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm?url';
+import wasmSimd from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm?url';
+import wasmThreaded from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm?url';
+import { initBackend, probeWebGPU, isWebGPUBackend, webgpuDevice, subgroupStatus, type BackendPreference, type GpuProbe } from '../engine/index.ts';
+import type { EngineApi, EngineStatus, FileBytes } from '../contract/workerApi';
+import { activeRunSpec, atBoundary, browserEnv, listRecipes, modelFolder, pauseRun, resumeFromCheckpoint, resumeRun, runStatus, saveCheckpointNow, setAutosave, setHubEndpoint, startRun, stepRun, stopRun, watchCheckpoints } from './runs';
+import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';
+import { deleteDataset, listDatasets, putDataset } from './datasets';
+import { verlJobZip } from './verlJob';
+
+let current: Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subgroups'> | null = null;
+const gpuErrors: string[] = [];
+
+/** A failed shader or an out-of-memory error is otherwise silent: the output is just garbage. */
+function watchDevice(device: GPUDevice): void {
+  device.addEventListener('uncapturederror', (e) => {
+    const message = (e as GPUUncapturedErrorEvent).error.message;
+    console.error(`WebGPU error: ${message}`);
+    if (gpuErrors.length < 20) gpuErrors.push(message);
+  });
+  void device.lost.then((info) => gpuErrors.push(`device lost (${info.reason}): ${info.message}`));
+}
+
+function memory() {
+  const m = tf.memory();
+  return { numTensors: m.numTensors, numBytes: m.numBytes };
+}
+
+export function requireInit(): Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subgroups'> {
+  if (!current) throw new Error('engine not initialised: call init() first');
+  return current;
+}
+
+function fullStatus(): EngineStatus {
+  return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors], subgroups: subgroupStatus() };
+}
+
+export const engineApi: EngineApi = {
+  async init(preference: BackendPreference) {
+    const probe: GpuProbe = await probeWebGPU();
+    const backend = await initBackend({
+      preference,
+      probe,
+      wasmPaths: {
+        'tfjs-backend-wasm.wasm': wasmPlain,
+        'tfjs-backend-wasm-simd.wasm': wasmSimd,
+        'tfjs-backend-wasm-threaded-simd.wasm': wasmThreaded,
+      },
+    });
+    current = { backend, probe, tfjsVersion: tf.version.tfjs };
+    if (isWebGPUBackend()) watchDevice(webgpuDevice());
+    return fullStatus();
+  },
+
+  async status() {
+    return fullStatus();
+  },
+
+  async setHubEndpoint(endpoint) {
+    setHubEndpoint(endpoint);
+  },
+
+  async listRecipes() {
+    return listRecipes();
+  },
+
+  async startRun(recipe, config, seed, onReport, onStatus) {
+    requireInit();
+    return startRun(recipe, config, seed, onReport, onStatus);
+  },
+
+  async pauseRun() {
+    return pauseRun();
+  },
+
+  async resumeRun() {
+    return resumeRun();
+  },
+
+  async stepRun() {
+    return stepRun();
+  },
+
+  async stopRun() {
+    return stopRun();
+  },
+
+  async runStatus() {
+    return runStatus();
+  },
+
+  async setAutosave(policy) {
+    return setAutosave(policy);
+  },
+
+  async watchCheckpoints(onEvent) {
+    watchCheckpoints(onEvent);
+  },
+
+  async saveCheckpoint(name) {
+    return saveCheckpointNow(name);
+  },
+
+  async resumeFromCheckpoint(id, onReport, onStatus, opts) {
+    requireInit();
+    return resumeFromCheckpoint(id, onReport, onStatus, opts);
+  },
+
+  async exportAdapter() {
+    return transferFile(await atBoundary((run) => withAdapter(run, (ra) => exportAdapterZip(ra, modelFolder(ra.baseRef)))));
+  },
+
+  async exportMerged() {
+    return transferFile(await atBoundary((run) => withAdapter(run, (ra) => exportMergedWeights(ra, modelFolder(ra.baseRef)))));
+  },
+
+  async importAdapter(zip, fileName, opts) {
+    try {
+      return await atBoundary((run) => withAdapter(run, (ra) => importAdapterIntoRun(run, ra, modelFolder(ra.baseRef), zip, fileName, opts)));
+    } catch (e) {
+      return { ok: false, error: (e as Error).message };
+    }
+  },
+
+  async adapterOutputs(prompt, maxNewTokens) {
+    return atBoundary((run) => withAdapter(run, (ra) => adapterOutputs(browserEnv(), ra, modelFolder(ra.baseRef), prompt, maxNewTokens)));
+  },
+
+  async putDataset(fileName, jsonl, rows) {
+    return putDataset(fileName, jsonl, rows);
+  },
+
+  async listDatasets() {
+    return listDatasets();
+  },
+
+  async deleteDataset(ref) {
+    return deleteDataset(ref);
+  },
+
+  async exportVerl(recipe, values, seed, steps) {
+    return transferFile(await verlJobZip(recipe, values, seed, steps));
+  },
+};
+
+/** fn with the active run's adapter (one clear error when the run's recipe trains none). */
+function withAdapter<T>(run: Parameters<typeof runAdapter>[2], fn: (ra: ReturnType<typeof runAdapter>) => Promise<T>): Promise<T> {
+  const spec = activeRunSpec();
+  if (!spec) throw new Error('no active run');
+  return fn(runAdapter(spec.recipe, spec.config, run));
+}
+
+const transferFile = <F extends FileBytes>(f: F): F => Comlink.transfer(f, [f.bytes.buffer as ArrayBuffer]);
