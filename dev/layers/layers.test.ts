@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkLayers, cycles, importsOf, type Edge } from './layers';
 
@@ -75,5 +77,18 @@ describe('checkLayers', () => {
     expect(cycles(loop)).toEqual([['src/model/decode.ts', 'src/model/generate.ts', 'src/model/llama.ts']]);
     expect(rules(loop)).toEqual([expect.stringMatching(/^import cycle among src\/model\/decode.ts, src\/model\/generate.ts/)]);
     expect(rules(loop.slice(0, 2))).toEqual([]);
+  });
+});
+
+// The repository itself: the same check `npm run check:layers` runs, so `npm test` fails on it too.
+describe('the source tree', () => {
+  it('has no import against the layer rule', () => {
+    const ROOT = join(import.meta.dirname, '../..');
+    const walk = (dir: string): string[] =>
+      readdirSync(join(ROOT, dir)).flatMap((n) => (statSync(join(ROOT, dir, n)).isDirectory() ? walk(join(dir, n)) : [join(dir, n)]));
+    const all = new Set(['src', 'dev', 'e2e'].flatMap(walk));
+    const code = [...all].filter((p) => p.startsWith('src/') && /\.(tsx?|mjs)$/.test(p));
+    const violations = checkLayers(code.flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8'), all)));
+    expect(violations.map((v) => `${v.from} -> ${v.to}: ${v.rule}`)).toEqual([]);
   });
 });

@@ -45,7 +45,7 @@ function relSpec(fromFile, target, ext, query, dir) {
   if (!dir && ext) t = target.slice(0, target.length - ext.length);
   let r = relative(dirname(fromFile), t).split(sep).join('/');
   if (!r.startsWith('.')) r = `./${r}`;
-  return r + (ext && !ext.startsWith('/') ? ext : '') + query;
+  return r + query;
 }
 
 // dev/layers/ holds import statements as test data inside strings: not imports of its own.
