@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,9 +11,8 @@ import type { StepReport } from '../../contract/report.ts';
 import { validateConfig } from '../../contract/schema.ts';
 import { letterJudge, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
-const MODELS = resolve(HERE, '../../public/models');
+const MODELS = resolve('public/models');
 const HAVE_MODELS = ['attacker', 'defender'].every((m) => existsSync(resolve(MODELS, m, 'model.safetensors')));
 
 describe('arena recipe', () => {

@@ -1,7 +1,6 @@
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -19,9 +18,8 @@ import type { StepReport } from '../../contract/report.ts';
 import { validateConfig } from '../../contract/schema.ts';
 import { lettersWithTasks, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
-const MODELS = resolve(HERE, '../../public/models');
+const MODELS = resolve('public/models');
 const HAVE_MODELS = ['attacker', 'defender'].every((m) => existsSync(resolve(MODELS, m, 'model.safetensors')));
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { sampleQa, rngFor, type QaItem } from '../../data/sandbox/index.ts';
@@ -12,9 +11,8 @@ import { ConfigError } from '../../contract/schema.ts';
 import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../../dev/test/recipeTesting.ts';
 import type { RecipeCheckpoint, RecipeEnv } from '../kit/types.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
-const MODELS = resolve(HERE, '../../public/models');
+const MODELS = resolve('public/models');
 const HAVE_QA = existsSync(resolve(MODELS, 'qa/model.safetensors'));
 
 const opts = { updateDual: true, dualStep: 0.25, delta: -3.6, lambdaMax: 30, monitorReward: 'code', fidelity: 'sample' } as const;

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -18,9 +17,8 @@ import type { StepReport } from '../../contract/report.ts';
 import { validateConfig } from '../../contract/schema.ts';
 import { charCodec, letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
-const MODELS = resolve(HERE, '../../public/models');
+const MODELS = resolve('public/models');
 const HAVE_DEFENDER = existsSync(resolve(MODELS, 'defender/model.safetensors'));
 
 const W = { safetyWeight: 0.4, usefulnessWeight: 0.4, formatWeight: 0.2, repetitionPenalty: 0.2 };

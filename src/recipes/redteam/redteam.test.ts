@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
 import { createRun } from '../registry.ts';
@@ -9,9 +8,8 @@ import { toCheckpointInput } from '../kit/state.ts';
 import { letterJudge, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
 import type { RecipeEnv } from '../kit/types.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
-const MODELS = resolve(HERE, '../../public/models');
+const MODELS = resolve('public/models');
 const HAVE_DEFENDER = existsSync(resolve(MODELS, 'defender/model.safetensors'));
 
 /** Steps 0..k-1, checkpoint, step k; then a fresh run restored from the checkpoint does step k. */
