@@ -2,6 +2,7 @@
 // (kept equal to the registry by src/recipes/schemaFixture.test.ts), for the page's unit tests.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { Lesson } from '../../src/contract/lesson.ts';
 import type { Schema } from '../../src/contract/schema.ts';
 
 export interface RecipeListingFixture {
@@ -10,6 +11,7 @@ export interface RecipeListingFixture {
   source: string;
   description: string;
   schema: Schema;
+  lesson?: Lesson;
 }
 
 let cached: RecipeListingFixture[] | null = null;

@@ -5,6 +5,7 @@
 import type { BackendPreference, BackendReport } from './backends';
 import type { GpuProbe } from './gpuProbe';
 import type { StepReport } from './report';
+import type { Lesson } from './lesson';
 import type { Schema } from './schema';
 
 /** What the subgroup probe kernel saw on this device (one 256-thread workgroup). */
@@ -48,6 +49,8 @@ export interface RecipeListing {
   schema: Schema;
   /** Whether the recipe exports as a veRL job (exportVerl); absent: it does not. */
   exportable?: boolean;
+  /** Teaching mode's lesson for the recipe (every registered recipe has one). */
+  lesson?: Lesson;
 }
 
 export type RunState = 'idle' | 'running' | 'paused' | 'stopped' | 'error';

@@ -11,6 +11,14 @@ const noEnv: RecipeEnv = {
 };
 
 describe('recipe registry', () => {
+  it('gives every registered recipe its own lesson, with a formula and something to watch', () => {
+    for (const r of listRecipes()) {
+      expect(r.lesson?.recipe, r.name).toBe(r.name);
+      expect(r.lesson!.formula.length).toBeGreaterThan(10);
+      expect(r.lesson!.watch.length).toBeGreaterThan(0);
+    }
+  });
+
   it('has the built-in recipes under the names researchers type, with valid default configs', () => {
     expect(recipeNames()).toEqual(expect.arrayContaining(['redteam', 'attacker-sft']));
     for (const r of listRecipes()) {

@@ -101,6 +101,7 @@ export function listRecipes(): RecipeListing[] {
     description: r.description,
     schema: JSON.parse(JSON.stringify(r.schema)) as RecipeListing['schema'],
     exportable: EXPORTABLE_RECIPES.includes(r.name),
+    lesson: r.lesson,
   }));
 }
 

@@ -44,6 +44,7 @@ import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRe
 import type { TextGrader } from '../../judges/textGrader.ts';
 import type { NamedLoraPart } from '../kit/state.ts';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { arenaLesson } from './lesson';
 
 export const arenaSchema = {
   attacker: str('attacker', 'attacker model (trained through its LoRA in attacker phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
@@ -390,6 +391,7 @@ class ArenaRun extends MultiLoraRun {
 }
 
 export const arenaRecipe: Recipe<typeof arenaSchema> = {
+  lesson: arenaLesson,
   name: 'arena',
   title: 'Arena: attacker vs defender, co-trained',
   source: 'MTSA (attacker and defender RL); the lab\'s alternating schedule',

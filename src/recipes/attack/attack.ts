@@ -45,6 +45,7 @@ import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRe
 import type { TextGrader } from '../../judges/textGrader.ts';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from '../kit/promptData.ts';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { attackLesson } from './lesson';
 
 export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'] as const;
 export const DIVERSITY_MODES = ['exact', 'ngram'] as const;
@@ -313,6 +314,7 @@ class AttackRun extends LoraRun {
 }
 
 export const attackRecipe: Recipe<typeof attackSchema> = {
+  lesson: attackLesson,
   name: 'attack',
   title: 'Train the attacker (RL against a frozen defender)',
   source: 'MTSA-RLVR attacker side; Tinker red-team GRPO',

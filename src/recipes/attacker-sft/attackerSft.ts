@@ -26,6 +26,7 @@ import type { Metrics, RolloutSample } from '../../contract/report.ts';
 import { int, num, str, type ConfigOf } from '../../contract/schema.ts';
 import { weightsField } from '../../contract/weightFields.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { attackerSftLesson } from './lesson';
 
 export const attackerSftSchema = {
   attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
@@ -257,6 +258,7 @@ class AttackerSftRun extends LoraRun {
 }
 
 export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
+  lesson: attackerSftLesson,
   name: 'attacker-sft',
   title: 'Attacker SFT (goal -> adversarial prompt)',
   source: 'MTSA-RLVR phase 1',

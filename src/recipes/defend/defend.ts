@@ -45,6 +45,7 @@ import type { TextGrader } from '../../judges/textGrader.ts';
 import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
 import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { defendLesson } from './lesson';
 
 export const defendSchema = {
   attacker: str('attacker', 'frozen attacker model that writes the harmful prompts: a sandbox name, a folder path or a URL', { nonEmpty: true }),
@@ -343,6 +344,7 @@ export async function loadAttacker(env: RecipeEnv, config: DefendConfig): Promis
 }
 
 export const defendRecipe: Recipe<typeof defendSchema> = {
+  lesson: defendLesson,
   name: 'defend',
   title: 'Defend against a trained attacker (safety + entropy - KL, with benign utility)',
   source: 'MTSA-RLVR phase 2',

@@ -9,6 +9,7 @@ import type { WeightFormat } from '../../contract/weightFormat.ts';
 import type { NamedTensor } from '../../storage/checkpoints.ts';
 import type { StepReport } from '../../contract/report.ts';
 import type { ConfigOf, Schema } from '../../contract/schema.ts';
+import type { Lesson } from '../../contract/lesson';
 
 /** Chat in, ids out, and back: the tokenizer + chat template of a model (or a test stand-in). */
 export interface ChatCodec {
@@ -118,6 +119,8 @@ export interface Recipe<S extends Schema = Schema> {
   readonly source: string;
   /** One paragraph for the UI and `--help`. */
   readonly description: string;
+  /** Teaching mode's text for it (src/recipes/<name>/lesson.ts); every registered recipe has one. */
+  readonly lesson?: Lesson;
   readonly schema: S;
   /** The config field naming the model the recipe trains (CLI `--model` sets it). */
   readonly modelField?: keyof S & string;

@@ -63,6 +63,7 @@ import { loadQaData, SANDBOX_DATASET, type QaData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
 import type { NamedLoraPart } from '../kit/state.ts';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { minmaxLesson } from './lesson';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {
@@ -484,6 +485,7 @@ export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameCo
 }
 
 export const minmaxRecipe: Recipe<typeof minmaxSchema> = {
+  lesson: minmaxLesson,
   name: 'minmax',
   title: 'MinMax: QA policy vs monitor',
   source: 'Monitor-vs-LLM (MinMax RLHF: dual PPO with TTUR and dual ascent on the fidelity constraint)',

@@ -59,6 +59,7 @@ import { weightsField } from '../../contract/weightFields.ts';
 import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
 import type { TextGrader } from '../../judges/textGrader.ts';
 import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { multiturnLesson } from './lesson';
 
 export const FOLLOW_UP_SOURCES = ['scripted', 'attacker'] as const;
 export const REWARD_PLACEMENTS = ['episode', 'turn'] as const;
@@ -550,6 +551,7 @@ class MultiturnRun extends LoraRun {
 }
 
 export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
+  lesson: multiturnLesson,
   name: 'multiturn',
   title: 'Multi-turn safety (SaFeR-Steer)',
   source: 'SaFeR-Steer',

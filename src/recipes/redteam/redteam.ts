@@ -44,6 +44,7 @@ import { sandboxSplitMetrics } from '../kit/goals.ts';
 import { HARMFUL_DATASET_HELP, loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from '../kit/promptData.ts';
 import { splitMetrics } from '../../data/split.ts';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { redteamLesson } from './lesson';
 
 export const REDTEAM_REWARD_MODES = ['tinker', 'tokenbuncher', 'tokenbuncher_adaptive'] as const;
 export type RedteamRewardMode = (typeof REDTEAM_REWARD_MODES)[number];
@@ -330,6 +331,7 @@ class RedteamRun extends LoraRun {
 }
 
 export const redteamRecipe: Recipe<typeof redteamSchema> = {
+  lesson: redteamLesson,
   name: 'redteam',
   title: 'Red-team the defender (GRPO on harm)',
   source: 'Tinker red-team GRPO trainer; Token Buncher attack mode',

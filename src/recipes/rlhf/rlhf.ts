@@ -6,6 +6,7 @@
 import { createGameRun, gameFields, minmaxSchema } from '../minmax/minmax.ts';
 import { defaultConfig, oneOf, type ConfigOf } from '../../contract/schema.ts';
 import type { Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { rlhfLesson } from './lesson';
 
 export const rlhfSchema = {
   ...gameFields,
@@ -14,6 +15,7 @@ export const rlhfSchema = {
 export type RlhfConfig = ConfigOf<typeof rlhfSchema>;
 
 export const rlhfRecipe: Recipe<typeof rlhfSchema> = {
+  lesson: rlhfLesson,
   name: 'rlhf',
   title: 'RLHF baseline: QA policy, frozen judge',
   source: 'Monitor-vs-LLM (its traditional RLHF baseline)',

@@ -55,6 +55,7 @@ import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBeni
 import { splitMetrics } from '../../data/split.ts';
 import { loraRunState } from '../kit/state.ts';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { tokenbuncherLesson } from './lesson';
 
 export const tokenbuncherSchema = {
   defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
@@ -460,6 +461,7 @@ class TokenbuncherRun extends LoraRun {
 }
 
 export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
+  lesson: tokenbuncherLesson,
   name: 'tokenbuncher',
   title: 'Token Buncher: entropy-minimising defence against harmful RL fine-tuning',
   source: 'Token Buncher',

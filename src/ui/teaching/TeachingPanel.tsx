@@ -6,7 +6,6 @@ import { useState } from 'react';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { DEMO_RECIPES, startGuidedDemo } from './guidedDemo';
-import { lessonFor } from './lessons';
 import { latestMetrics, plugFormula } from './liveFormula';
 import './teaching.css';
 
@@ -29,7 +28,7 @@ export function TeachingPanel() {
   // A live run's recipe; otherwise the one chosen in the setup (the recorded example or a replay
   // only lends its values when it is of that recipe).
   const recipe = run && run.info.source === 'live' ? run.info.recipe : setup.recipeName || (run?.info.recipe ?? '');
-  const lesson = lessonFor(recipe);
+  const lesson = setup.recipes.find((r) => r.name === recipe)?.lesson;
   const weightsFrom = setup.runConfig && setup.runConfig.recipe === recipe ? setup.runConfig.values : valuesOf(setup, recipe);
   const same = run?.info.recipe === recipe;
   const plugged = lesson && same && entry ? plugFormula(lesson, entry.sample) : null;

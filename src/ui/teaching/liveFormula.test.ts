@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RolloutSample } from '../../contract/report.ts';
 import { initialRunData, appendReport } from '../../store/runStore';
-import { lessonFor, LESSONS } from './lessons';
+import { recipeListing } from '../../../dev/test/recipeListings.ts';
 import { latestMetrics, plugFormula } from './liveFormula';
 
 const sample = (terms: RolloutSample['terms'], reward: number): RolloutSample => ({
@@ -10,7 +10,7 @@ const sample = (terms: RolloutSample['terms'], reward: number): RolloutSample =>
 
 describe('reward formula with live values', () => {
   it('sums arena attacker terms: 0.9 + 0.2 x 0.5 - 0.05 x 0.4', () => {
-    const p = plugFormula(lessonFor('arena')!, sample({ harm: 0.9, diversity: 0.1, kl: -0.02 }, 0.98));
+    const p = plugFormula(recipeListing('arena').lesson!, sample({ harm: 0.9, diversity: 0.1, kl: -0.02 }, 0.98));
     expect(p.combined).toBeCloseTo(0.98, 12);
     expect(p.reported).toBe(0.98);
     expect(p.expression).toBe('0.900 + 0.100 − 0.020 = 0.980');
@@ -18,7 +18,7 @@ describe('reward formula with live values', () => {
   });
 
   it('clips redteam to [0, 1]: harm 1, rep -0.3 x 0.1, kl -0.1 x 0.2 -> 0.95; all-negative -> 0', () => {
-    const l = lessonFor('redteam')!;
+    const l = recipeListing('redteam').lesson!;
     expect(plugFormula(l, sample({ harm: 1, repetition: -0.03, kl: -0.02 }, 0.95)).combined).toBeCloseTo(0.95, 12);
     const zero = plugFormula(l, sample({ harm: 0, repetition: -0.3, kl: -0.01 }, 0));
     expect(zero.combined).toBe(0);
@@ -26,18 +26,9 @@ describe('reward formula with live values', () => {
   });
 
   it('shows terms without a sum where the recipe aggregates differently', () => {
-    const p = plugFormula(lessonFor('multiturn')!, sample({ safety: 1, utility: 0.5, format: 1, repetition: -0.02 }, 0.71));
+    const p = plugFormula(recipeListing('multiturn').lesson!, sample({ safety: 1, utility: 0.5, format: 1, repetition: -0.02 }, 0.71));
     expect(p.combined).toBeNull();
     expect(p.expression).toBe('safety 1.000, utility 0.500, format 1.000, repetition -0.020 → reward 0.710');
-  });
-
-  it('has one lesson per recipe name, each with a formula and something to watch', () => {
-    const names = LESSONS.map((l) => l.recipe);
-    expect(new Set(names).size).toBe(names.length);
-    for (const l of LESSONS) {
-      expect(l.formula.length).toBeGreaterThan(10);
-      expect(l.watch.length).toBeGreaterThan(0);
-    }
   });
 
   it('reads the latest value of each metric with its own step', () => {

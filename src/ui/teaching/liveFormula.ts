@@ -4,7 +4,7 @@
 import type { RolloutSample } from '../../contract/report.ts';
 import type { RunSeries } from '../../store/runStore';
 import { ringAt } from '../../store/runStoreSeries';
-import type { Lesson } from './lessons';
+import type { Lesson } from '../../contract/lesson';
 
 export interface PluggedTerm {
   key: string;
