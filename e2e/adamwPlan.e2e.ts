@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startDawn } from '../src/cli/node/dawn';
-import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { mulberry32 } from '../src/model/random';
 import { AdamW, clipByGlobalNorm } from '../src/rl/optim';

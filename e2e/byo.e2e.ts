@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveHubRepos, type HubServer } from '../dev/servers/hubServer';
-import type { RolloutSample } from '../src/contract/report.ts';
+import type { RolloutSample } from '../src/contract/report';
 import { writeLlamaGuardFixture } from '../dev/test/testdata/llamaGuardFixture';
 import { writeQwen2Fixture } from '../dev/test/testdata/qwen2Fixture';
 import { launch, openHarness } from './browser';

@@ -3,7 +3,7 @@
 // options (learn path, optimiser path ...) the file's tests may leave changed.
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startDawn } from '../src/cli/node/dawn';
-import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 
 export function useDawn(reset: () => void = () => {}): void {
   const gpuErrors: string[] = [];

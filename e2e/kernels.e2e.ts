@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/kernels/token-stats/tokenStatsReference.ts';
-import { sampleReference, type SamplingOptions } from '../src/engine/kernels/sample/sampleReference.ts';
-import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/kernels/attention/decodeAttentionReference.ts';
-import { normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from '../src/engine/kernels/rms-norm/fusedNormReference.ts';
-import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from '../src/engine/kernels/swiglu/fusedBlockReference.ts';
+import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/kernels/token-stats/tokenStatsReference';
+import { sampleReference, type SamplingOptions } from '../src/engine/kernels/sample/sampleReference';
+import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/kernels/attention/decodeAttentionReference';
+import { normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from '../src/engine/kernels/rms-norm/fusedNormReference';
+import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from '../src/engine/kernels/swiglu/fusedBlockReference';
 import { seededLogits, seededUpstream } from '../dev/test/seededLogits';
 import { sharedHarnessPage } from './browser';
 import type { HarnessEngine } from '../dev/harness/harnessApi';

@@ -6,10 +6,10 @@
 // with activations recomputed per layer (equal to the kept plan's, and the planner's bytes).
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { webgpuDevice } from '../src/engine/webgpu/wgslProgram.ts';
+import { webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 import { disposeLlama, linearLayers, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraSet } from '../src/model/lora';
-import { learnShapeBlocker, plannedLearnForward } from '../src/model/planned/learn.ts';
+import { learnShapeBlocker, plannedLearnForward } from '../src/model/planned/learn';
 import { learnStepBuffers, learnStepRows, planLearnMemory } from '../src/contract/learnMemory';
 import { AdamWPlan } from '../src/engine/plan/adamwPlan';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
@@ -24,7 +24,7 @@ import { learnStep, type LearnBatch, type TrainerConfig } from '../src/rl/traine
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
 import { rlStep, type RlLoopConfig } from '../src/rl/loop';
-import { learnMicroBatchRows, type LearnRecompute } from '../src/model/planned/learn.ts';
+import { learnMicroBatchRows, type LearnRecompute } from '../src/model/planned/learn';
 import type { LearnLoraShape } from '../src/contract/learnMemory';
 import { ADV, adapters, B, BATCH, fixture, OLD, T, TEMP } from './learnFixture';
 import { useDawn } from './dawnSetup';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
 import { disposeLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import type { LoraConfig, LoraSet } from '../src/model/lora';
-import { plannedLearnForward } from '../src/model/planned/learn.ts';
+import { plannedLearnForward } from '../src/model/planned/learn';
 import { learnStepBuffers } from '../src/contract/learnMemory';
 import { int4Quantizer } from '../src/model/quant';
 import { packSequences } from '../src/rl/policy';

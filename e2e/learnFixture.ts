@@ -4,13 +4,13 @@
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseModelConfig } from '../src/contract/modelConfig.ts';
+import { parseModelConfig } from '../src/contract/modelConfig';
 import { loadLlama, type LlamaModel, type LoadOptions, type ProjName } from '../src/model/llama';
 import { attachLora, type LoraConfig, type LoraSet } from '../src/model/lora';
 import { mulberry32 } from '../src/model/random';
 import { parseSafetensors } from '../src/model/safetensors';
 import { packSequences, policyStats, type ResponseBatch } from '../src/rl/policy';
-import { plannedLearnForward } from '../src/model/planned/learn.ts';
+import { plannedLearnForward } from '../src/model/planned/learn';
 import { ppoClipLoss } from '../src/rl/policyLoss';
 import { lossGradsAt } from '../src/rl/plannedLearn';
 import { type StatTensors } from '../src/model/planned/learnStep';

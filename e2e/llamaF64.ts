@@ -5,7 +5,7 @@
 // independently of tfjs and of the plan, for finite differences of the loss in float64.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseModelConfig, ropeInvFreq, type ModelConfig } from '../src/contract/modelConfig.ts';
+import { parseModelConfig, ropeInvFreq, type ModelConfig } from '../src/contract/modelConfig';
 import { getFiniteFloat32, parseSafetensors } from '../src/model/safetensors';
 
 export interface F64Model {

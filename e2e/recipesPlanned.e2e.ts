@@ -16,7 +16,7 @@ import { plannedGrads, plannedLearnBlocker } from '../src/rl/plannedLearn';
 import { plannedMicroBatches, plannedMicroBatchesOf } from '../src/model/planned/learnStep';
 import { LoraAdapter, type LoraSet } from '../src/model/lora';
 import { int4Quantizer } from '../src/model/quant';
-import { noiserSftStep } from '../src/recipes/tokenbuncher/tokenbuncher.ts';
+import { noiserSftStep } from '../src/recipes/tokenbuncher/tokenbuncher';
 import { AdamW } from '../src/rl/optim';
 import { packSequences } from '../src/rl/policy';
 import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from '../src/rl/tokenNoiser';

@@ -8,8 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { disposeLlama, forward, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { generate } from '../src/model/generate';
-import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, unplannableReason } from '../src/model/planned/decode.ts';
-import { unplannableLearnReason } from '../src/model/planned/learn.ts';
+import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, unplannableReason } from '../src/model/planned/decode';
+import { unplannableLearnReason } from '../src/model/planned/learn';
 import { int4Quantizer } from '../src/model/quant';
 import { plannedMicroBatches } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';

@@ -6,7 +6,7 @@ import { countGpuWork, engineOptions, setEngineOptions, type DecodeAttention } f
 import { generate } from '../../src/model/generate';
 import type { LlamaModel } from '../../src/model/llama';
 import { PROJ_NAMES } from '../../src/model/llama';
-import { takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from '../../src/model/planned/decode.ts';
+import { takePlannedGpuMs, takePlannedPrefillGpuMs, type DecodePath } from '../../src/model/planned/decode';
 import { median } from './throughput';
 
 export interface DecodeBenchCase {

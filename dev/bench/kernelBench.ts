@@ -2,7 +2,7 @@
 // tfjs ops, medians over repeated runs after a warm-up, GPU work awaited through a readback of
 // the (small) outputs on both sides.
 import * as tf from '@tensorflow/tfjs';
-import { sampleTokens, sampleReference, tokenStats, tokenStatsReduceKey, tokenStatsStock, decodeAttention, decodeAttentionStock, subgroupsActive, setEngineOptions } from '../../src/engine/index.ts';
+import { sampleTokens, sampleReference, tokenStats, tokenStatsReduceKey, tokenStatsStock, decodeAttention, decodeAttentionStock, subgroupsActive, setEngineOptions } from '../../src/engine/index';
 import { seededLogits } from '../test/seededLogits';
 import { median } from './throughput';
 import { Int4Weight, Int8Weight } from '../../src/model/quant';

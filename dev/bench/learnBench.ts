@@ -2,20 +2,20 @@
 // learnStep (GRPO's PPO clip, token-mean) on a fixed scored batch, LoRA on every projection, timed
 // on each path after a warm-up step, with what it asks of WebGPU.
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork, heldBuffersCreated, tfjsHighWater, engineOptions, setEngineOptions } from '../../src/engine/index.ts';
-import { learnStepFlops } from '../../src/model/learnFlops.ts';
-import { releaseLearnPlans } from '../../src/model/planned/learn.ts';
-import { PROJ_NAMES } from '../../src/model/llama.ts';
-import type { LlamaModel } from '../../src/model/llama.ts';
-import { attachLora } from '../../src/model/lora.ts';
-import { mulberry32 } from '../../src/model/random.ts';
-import { drawnAdapters } from '../harness/learnGradCheck.ts';
-import { AdamW } from '../../src/rl/optim.ts';
-import { type LearnPath } from '../../src/rl/plannedLearn.ts';
-import { plannedMicroBatches } from '../../src/model/planned/learnStep.ts';
-import { learnStep, type LearnBatch, type LearnMetrics } from '../../src/rl/trainer.ts';
-import { fromRows } from '../../src/rl/types.ts';
-import { benchGrpoStep, type StepProfileCase } from './stepProfile.ts';
+import { countGpuWork, heldBuffersCreated, tfjsHighWater, engineOptions, setEngineOptions } from '../../src/engine/index';
+import { learnStepFlops } from '../../src/model/learnFlops';
+import { releaseLearnPlans } from '../../src/model/planned/learn';
+import { PROJ_NAMES } from '../../src/model/llama';
+import type { LlamaModel } from '../../src/model/llama';
+import { attachLora } from '../../src/model/lora';
+import { mulberry32 } from '../../src/model/random';
+import { drawnAdapters } from '../harness/learnGradCheck';
+import { AdamW } from '../../src/rl/optim';
+import { type LearnPath } from '../../src/rl/plannedLearn';
+import { plannedMicroBatches } from '../../src/model/planned/learnStep';
+import { learnStep, type LearnBatch, type LearnMetrics } from '../../src/rl/trainer';
+import { fromRows } from '../../src/rl/types';
+import { benchGrpoStep, type StepProfileCase } from './stepProfile';
 
 export interface LearnBenchRow {
   path: LearnPath;

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { folderSource } from '../../src/cli/fs-source.ts';
-import { disposeLlama } from '../../src/model/llama.ts';
-import { loadModel } from '../../src/model/load.ts';
+import { folderSource } from '../../src/cli/fs-source';
+import { disposeLlama } from '../../src/model/llama';
+import { loadModel } from '../../src/model/load';
 import { profileGrpoStep } from './stepProfile';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

@@ -3,12 +3,12 @@
 // created, readbacks and the time spent waiting for them; host time = wall - waits), and tfjs's
 // profile of the kernels it ran (count, GPU ms where timestamps exist, bytes allocated).
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork, webgpuDevice, flushTfjs, engineOptions, setEngineOptions, type GpuCounts } from '../../src/engine/index.ts';
-import type { LlamaModel } from '../../src/model/llama.ts';
-import { attachLora, type LoraSet } from '../../src/model/lora.ts';
-import { rlStep } from '../../src/rl/loop.ts';
-import { AdamW, clipByGlobalNorm } from '../../src/rl/optim.ts';
-import { plannedUpdate, type OptimizerPath } from '../../src/rl/plannedOptim.ts';
+import { countGpuWork, webgpuDevice, flushTfjs, engineOptions, setEngineOptions, type GpuCounts } from '../../src/engine/index';
+import type { LlamaModel } from '../../src/model/llama';
+import { attachLora, type LoraSet } from '../../src/model/lora';
+import { rlStep } from '../../src/rl/loop';
+import { AdamW, clipByGlobalNorm } from '../../src/rl/optim';
+import { plannedUpdate, type OptimizerPath } from '../../src/rl/plannedOptim';
 
 export interface StepProfile {
   /** rlStep's own timings: rollout_ms, score_ms, learn_ms, total_ms (an unprofiled step). */

@@ -1,6 +1,6 @@
 // Random-weight models with the shapes of real ones, for benchmarks: the same tensors, names and
 // dtypes a hub checkpoint has, built in memory and loaded through the ordinary loader.
-import { parseModelConfig } from '../../src/contract/modelConfig.ts';
+import { parseModelConfig } from '../../src/contract/modelConfig';
 import { HF_NAMES } from '../../src/model/llama';
 import { loadModel } from '../../src/model/load';
 import { mapSource } from '../../src/model/sources';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { brokenLinks, headingAnchors, linkTargets, markdownPages } from './links.ts';
+import { brokenLinks, headingAnchors, linkTargets, markdownPages } from './links';
 
 describe('Markdown links resolve inside the repository', () => {
   it('covers the README, BENCHMARKS, EXPERIMENTS and docs/', () => {

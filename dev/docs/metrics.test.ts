@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { METRIC_ALIASES } from '../../src/contract/aliases.ts';
+import { METRIC_ALIASES } from '../../src/contract/aliases';
 
 // docs/reference/metrics.md lists every metric alias the JSONL renamer knows, with both names.
 describe('docs/reference/metrics.md', () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { recipeNames } from '../../src/recipes/registry.ts';
-import { FIELDS_BEGIN, FIELDS_END, currentBlock, fieldsBlock, recipePage, withFields } from './recipeFields.ts';
+import { recipeNames } from '../../src/recipes/registry';
+import { FIELDS_BEGIN, FIELDS_END, currentBlock, fieldsBlock, recipePage, withFields } from './recipeFields';
 
 // A page's fields block is what the schema gives; `npm run docs:fields` rewrites a stale one.
 describe('docs/recipes fields blocks', () => {

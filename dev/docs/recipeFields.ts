@@ -4,8 +4,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { recipeHelp } from '../../src/cli/recipe-run.ts';
-import { recipeNames } from '../../src/recipes/registry.ts';
+import { recipeHelp } from '../../src/cli/recipe-run';
+import { recipeNames } from '../../src/recipes/registry';
 
 export const FIELDS_BEGIN = '<!-- fields:begin -->';
 export const FIELDS_END = '<!-- fields:end -->';

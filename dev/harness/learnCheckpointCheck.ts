@@ -1,15 +1,15 @@
 // The checkpoint check of the Chromium tests of the planned learning step (e2e/learnChromium.e2e.ts):
 // a recipe checkpoint at step k, restored into a fresh run, reproduces step k + 1 exactly on the
 // planned path (planned rollouts, learning step and AdamW).
-import type { LlamaModel } from '../../src/model/llama.ts';
-import { attachLora } from '../../src/model/lora.ts';
-import { rlStep, type RlLoopConfig } from '../../src/rl/loop.ts';
-import { readAll } from './learnGradCheck.ts';
-import { AdamW } from '../../src/rl/optim.ts';
-import { plannedMicroBatches } from '../../src/model/planned/learnStep.ts';
-import type { LearnMetrics } from '../../src/rl/trainer.ts';
-import { engineOptions, setEngineOptions } from '../../src/engine/index.ts';
-import { loraRunState, restoreLoraRun, type LoraRunParts } from '../../src/recipes/kit/state.ts';
+import type { LlamaModel } from '../../src/model/llama';
+import { attachLora } from '../../src/model/lora';
+import { rlStep, type RlLoopConfig } from '../../src/rl/loop';
+import { readAll } from './learnGradCheck';
+import { AdamW } from '../../src/rl/optim';
+import { plannedMicroBatches } from '../../src/model/planned/learnStep';
+import type { LearnMetrics } from '../../src/rl/trainer';
+import { engineOptions, setEngineOptions } from '../../src/engine/index';
+import { loraRunState, restoreLoraRun, type LoraRunParts } from '../../src/recipes/kit/state';
 
 export interface CheckpointCheckResult {
   /** Adapters after steps 0, 1, 2 straight through. */

@@ -4,17 +4,17 @@
 // head goes through learnStep's own code), the planned reference pass beside tfjs's and the GPU
 // buffers made by a repeated step; and a short RL run on the planned paths.
 import * as tf from '@tensorflow/tfjs';
-import type { LlamaModel } from '../../src/model/llama.ts';
-import { attachLora, type LoraConfig, type LoraSet } from '../../src/model/lora.ts';
-import { mulberry32 } from '../../src/model/random.ts';
-import { rlStep, type RlLoopConfig } from '../../src/rl/loop.ts';
-import { AdamW } from '../../src/rl/optim.ts';
-import { plannedReferenceLogp, type LearnPath } from '../../src/rl/plannedLearn.ts';
-import { plannedMicroBatches } from '../../src/model/planned/learnStep.ts';
-import { referenceStats, ValueHead } from '../../src/rl/policy.ts';
-import { learnStep, type LearnBatch, type LearnMetrics, type TrainerConfig } from '../../src/rl/trainer.ts';
-import { fromRows } from '../../src/rl/types.ts';
-import { engineOptions, setEngineOptions } from '../../src/engine/index.ts';
+import type { LlamaModel } from '../../src/model/llama';
+import { attachLora, type LoraConfig, type LoraSet } from '../../src/model/lora';
+import { mulberry32 } from '../../src/model/random';
+import { rlStep, type RlLoopConfig } from '../../src/rl/loop';
+import { AdamW } from '../../src/rl/optim';
+import { plannedReferenceLogp, type LearnPath } from '../../src/rl/plannedLearn';
+import { plannedMicroBatches } from '../../src/model/planned/learnStep';
+import { referenceStats, ValueHead } from '../../src/rl/policy';
+import { learnStep, type LearnBatch, type LearnMetrics, type TrainerConfig } from '../../src/rl/trainer';
+import { fromRows } from '../../src/rl/types';
+import { engineOptions, setEngineOptions } from '../../src/engine/index';
 
 /** A scored batch as plain rows ([B][T] each; prompts ragged). */
 export interface GradCheckBatch {

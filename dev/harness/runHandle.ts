@@ -3,7 +3,7 @@
 // and start a run the way the Start button does (the form's start path, its step limit).
 // Plain data only. The product never installs it: the harness page that renders the lab for the
 // browser tests calls installRunHandle() (the lab itself puts nothing on `window`).
-import type { RolloutSample, StepReport } from '../../src/contract/report.ts';
+import type { RolloutSample, StepReport } from '../../src/contract/report';
 import { useRunStore } from '../../src/store/runStore';
 import { ringArrays } from '../../src/store/runStoreSeries';
 import { startRun } from '../../src/ui/controls/runActions';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { CHATML_TEMPLATE, ChatTemplate, applyChatTemplate } from '../../src/model/chat.ts';
-import { createTokenizer } from '../../src/model/tokenizer.ts';
-import { bpeTokenizerConfig, bpeTokenizerJson, byteLevelWords, SANDBOX_CHAT_TEMPLATE, SANDBOX_SPECIAL_TOKENS, trainBpe } from './bpeTrainer.ts';
-import { sandboxCorpus } from '../../src/data/sandbox/datasets.ts';
-import { mulberry32 } from '../../src/model/random.ts';
+import { CHATML_TEMPLATE, ChatTemplate, applyChatTemplate } from '../../src/model/chat';
+import { createTokenizer } from '../../src/model/tokenizer';
+import { bpeTokenizerConfig, bpeTokenizerJson, byteLevelWords, SANDBOX_CHAT_TEMPLATE, SANDBOX_SPECIAL_TOKENS, trainBpe } from './bpeTrainer';
+import { sandboxCorpus } from '../../src/data/sandbox/datasets';
+import { mulberry32 } from '../../src/model/random';
 
 const corpus = sandboxCorpus(1500, 11);
 const model = trainBpe(corpus, { vocabSize: 512 });

@@ -23,8 +23,8 @@ import {
   SANDBOX_MODELS,
   type ModelBudget,
   type SandboxModelName,
-} from '../../dev/sandbox/train.ts';
-import { useTrainingBackend } from '../../src/cli/nodeBackend.ts';
+} from '../../dev/sandbox/train';
+import { useTrainingBackend } from '../../src/cli/nodeBackend';
 
 function parseArgs(argv: string[]): Map<string, string | true> {
   const out = new Map<string, string | true>();

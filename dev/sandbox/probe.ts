@@ -4,14 +4,14 @@
 // `npm run sandbox:baseline` and by the band test of the committed defender (models.test.ts).
 // Verdicts come from the rules judge; generation is the lab's own (src/model/generate.ts).
 
-import { applyChatTemplate, type ChatMessage, type ChatTemplate } from '../../src/model/chat.ts';
-import { generate } from '../../src/model/generate.ts';
-import type { LlamaModel } from '../../src/model/llama.ts';
-import type { TextTokenizer } from '../../src/model/tokenizer.ts';
-import { rulesVerdict } from '../../src/judges/rules.ts';
-import type { ChatTurn, PromptInput } from '../../src/contract/chat.ts';
-import { designedOutcome, promptMeta, splitAttackerTarget, type SandboxPrompt } from '../../src/data/sandbox/datasets.ts';
-import { detectTactic, TACTICS, type Tactic } from '../../src/data/sandbox/tactics.ts';
+import { applyChatTemplate, type ChatMessage, type ChatTemplate } from '../../src/model/chat';
+import { generate } from '../../src/model/generate';
+import type { LlamaModel } from '../../src/model/llama';
+import type { TextTokenizer } from '../../src/model/tokenizer';
+import { rulesVerdict } from '../../src/judges/rules';
+import type { ChatTurn, PromptInput } from '../../src/contract/chat';
+import { designedOutcome, promptMeta, splitAttackerTarget, type SandboxPrompt } from '../../src/data/sandbox/datasets';
+import { detectTactic, TACTICS, type Tactic } from '../../src/data/sandbox/tactics';
 import {
   designedMonitorVerdict,
   designedQaChoice,
@@ -23,7 +23,7 @@ import {
   trueVerdict,
   type QaFamily,
   type QaItem,
-} from '../../src/data/sandbox/qa.ts';
+} from '../../src/data/sandbox/qa';
 
 export interface ChatModel {
   model: LlamaModel;

@@ -14,14 +14,14 @@
 //   --seed N       default 9001                 --backend wasm|cpu (default wasm)
 //   --only LIST    defender,attacker,judge,qa (default all; judge needs defender for its second row)
 import * as tf from '@tensorflow/tfjs';
-import { folderSource } from '../../src/cli/fs-source.ts';
-import { resolveChatTemplate } from '../../src/model/chat.ts';
-import { applyChatTemplate } from '../../src/model/chat.ts';
-import { forward } from '../../src/model/llama.ts';
-import { loadModel } from '../../src/model/load.ts';
-import { createTokenizer } from '../../src/model/tokenizer.ts';
-import { rulesVerdict } from '../../src/judges/rules.ts';
-import type { PromptInput } from '../../src/contract/chat.ts';
+import { folderSource } from '../../src/cli/fs-source';
+import { resolveChatTemplate } from '../../src/model/chat';
+import { applyChatTemplate } from '../../src/model/chat';
+import { forward } from '../../src/model/llama';
+import { loadModel } from '../../src/model/load';
+import { createTokenizer } from '../../src/model/tokenizer';
+import { rulesVerdict } from '../../src/judges/rules';
+import type { PromptInput } from '../../src/contract/chat';
 import {
   attackerSource,
   benignPrompts,
@@ -33,10 +33,10 @@ import {
   qaItems,
   QA_FAMILIES,
   TACTICS,
-} from '../../src/data/sandbox/index.ts';
-import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix, type ChatModel, type Decode } from '../../dev/sandbox/probe.ts';
-import { GUARD_UNSAFE, guardMessages, singleTokenId } from '../../dev/sandbox/train.ts';
-import { useTrainingBackend } from '../../src/cli/nodeBackend.ts';
+} from '../../src/data/sandbox/index';
+import { probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix, type ChatModel, type Decode } from '../../dev/sandbox/probe';
+import { GUARD_UNSAFE, guardMessages, singleTokenId } from '../../dev/sandbox/train';
+import { useTrainingBackend } from '../../src/cli/nodeBackend';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -4,15 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { folderSource } from '../../src/cli/fs-source.ts';
-import { ChatTemplate } from '../../src/model/chat.ts';
-import { disposeLlama, forward } from '../../src/model/llama.ts';
-import { loadModel } from '../../src/model/load.ts';
-import { mulberry32 } from '../../src/model/random.ts';
-import { createTokenizer, loadTokenizer } from '../../src/model/tokenizer.ts';
-import { bpeTokenizerConfig, bpeTokenizerJson, trainBpe } from './bpeTrainer.ts';
-import { useTrainingBackend } from '../../src/cli/nodeBackend.ts';
-import { defenderSft, judgeData } from '../../src/data/sandbox/datasets.ts';
+import { folderSource } from '../../src/cli/fs-source';
+import { ChatTemplate } from '../../src/model/chat';
+import { disposeLlama, forward } from '../../src/model/llama';
+import { loadModel } from '../../src/model/load';
+import { mulberry32 } from '../../src/model/random';
+import { createTokenizer, loadTokenizer } from '../../src/model/tokenizer';
+import { bpeTokenizerConfig, bpeTokenizerJson, trainBpe } from './bpeTrainer';
+import { useTrainingBackend } from '../../src/cli/nodeBackend';
+import { defenderSft, judgeData } from '../../src/data/sandbox/datasets';
 import {
   buildSandboxModels,
   encodeChatSft,
@@ -25,7 +25,7 @@ import {
   renderGuardPrompt,
   sandboxTokenizerLines,
   singleTokenId,
-} from './train.ts';
+} from './train';
 
 const bpe = trainBpe(sandboxTokenizerLines(3, 600), { vocabSize: 512 });
 const tok = createTokenizer(bpeTokenizerJson(bpe), bpeTokenizerConfig(bpe));

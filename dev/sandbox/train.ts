@@ -14,25 +14,25 @@
 // Entry point: dev/sandbox/build-sandbox.ts (`npm run build:sandbox`). Test budget: --quick.
 
 import * as tf from '@tensorflow/tfjs';
-import { parseModelConfig, ropeInvFreq } from '../../src/contract/modelConfig.ts';
-import { DenseWeight, Linear } from '../../src/model/linear.ts';
-import { disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../src/model/llama.ts';
-import { loadModel } from '../../src/model/load.ts';
-import { mapSource } from '../../src/model/sources.ts';
-import { mulberry32 } from '../../src/model/random.ts';
-import { writeSafetensors, type TensorToWrite } from '../../src/model/safetensors.ts';
-import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
-import { AdamW, clipByGlobalNorm } from '../../src/rl/optim.ts';
-import type { ChatTurn, PromptInput } from '../../src/contract/chat.ts';
+import { parseModelConfig, ropeInvFreq } from '../../src/contract/modelConfig';
+import { DenseWeight, Linear } from '../../src/model/linear';
+import { disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../src/model/llama';
+import { loadModel } from '../../src/model/load';
+import { mapSource } from '../../src/model/sources';
+import { mulberry32 } from '../../src/model/random';
+import { writeSafetensors, type TensorToWrite } from '../../src/model/safetensors';
+import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer';
+import { AdamW, clipByGlobalNorm } from '../../src/rl/optim';
+import type { ChatTurn, PromptInput } from '../../src/contract/chat';
 import {
   bpeTokenizerConfig,
   bpeTokenizerJson,
   SANDBOX_CHAT_TEMPLATE,
   trainBpe,
   type BpeModel,
-} from './bpeTrainer.ts';
-import { attackerSft, defenderSft, judgeData, qaModelSft, qaMonitorDrills, sandboxCorpus } from '../../src/data/sandbox/datasets.ts';
-import { variableFrom } from '../../src/engine/variables.ts';
+} from './bpeTrainer';
+import { attackerSft, defenderSft, judgeData, qaModelSft, qaMonitorDrills, sandboxCorpus } from '../../src/data/sandbox/datasets';
+import { variableFrom } from '../../src/engine/variables';
 
 // ---------------------------------------------------------------------------------------------
 // Guard template (the judge)

@@ -3,7 +3,7 @@
 // anything else), so the real hub loading code (model/hub.ts) runs against it in tests and from
 // the CLI (HF_ENDPOINT=<url>).
 import type { Server } from 'node:http';
-import { fileUnder, serveFiles } from './staticServer.ts';
+import { fileUnder, serveFiles } from './staticServer';
 
 export interface HubServer {
   server: Server;

@@ -3,7 +3,7 @@
 // (extreme numbers, deep nesting, long strings, wrong types), and the totality check every parser
 // must pass: a value, or one error of the parser's own class with a bounded message.
 import fc from 'fast-check';
-import { MAX_MESSAGE_CHARS } from '../../src/contract/brief.ts';
+import { MAX_MESSAGE_CHARS } from '../../src/contract/brief';
 
 export type ByteMutation =
   | { kind: 'flip'; at: number; bit: number }

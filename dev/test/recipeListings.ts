@@ -2,8 +2,8 @@
 // (kept equal to the registry by src/recipes/schemaFixture.test.ts), for the page's unit tests.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Lesson } from '../../src/contract/lesson.ts';
-import type { Schema } from '../../src/contract/schema.ts';
+import type { Lesson } from '../../src/contract/lesson';
+import type { Schema } from '../../src/contract/schema';
 
 export interface RecipeListingFixture {
   name: string;

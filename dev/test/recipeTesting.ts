@@ -1,12 +1,12 @@
 // Test stand-ins for recipes on the tokenizer-less fixture model (tests only; not used by the app):
 // a character codec over a 64-id vocabulary and a judge that scores a made-up "harm" letter.
-import type { Judge } from '../../src/judges/types.ts';
-import { disposeLlama } from '../../src/model/llama.ts';
-import { loadModel, type ModelFolder } from '../../src/model/load.ts';
-import { createRun } from '../../src/recipes/registry.ts';
-import type { StepReport } from '../../src/contract/report.ts';
-import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../../src/recipes/kit/types.ts';
-import { weightQuantizer } from '../../src/model/quant.ts';
+import type { Judge } from '../../src/judges/types';
+import { disposeLlama } from '../../src/model/llama';
+import { loadModel, type ModelFolder } from '../../src/model/load';
+import { createRun } from '../../src/recipes/registry';
+import type { StepReport } from '../../src/contract/report';
+import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../../src/recipes/kit/types';
+import { weightQuantizer } from '../../src/model/quant';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */
 export function charCodec(vocab = 64): ChatCodec {

@@ -1,7 +1,7 @@
 // Deterministic test inputs shared by unit tests, the browser self-test and the e2e suite, so a
 // page and a Node process can build the same logits from the same seed.
 
-import { mulberry32 } from '../../src/contract/mulberry32.ts';
+import { mulberry32 } from '../../src/contract/mulberry32';
 
 export { mulberry32 };
 

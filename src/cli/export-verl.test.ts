@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parquetReadObjects } from 'hyparquet';
-import { attackerSource } from '../data/sandbox/index.ts';
-import { harmfulGoals } from '../recipes/kit/goals.ts';
-import { exportVerlMain } from './export-verl.ts';
+import { attackerSource } from '../data/sandbox/index';
+import { harmfulGoals } from '../recipes/kit/goals';
+import { exportVerlMain } from './export-verl';
 
 async function run(...argv: string[]) {
   let stderr = '';

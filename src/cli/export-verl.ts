@@ -7,17 +7,17 @@
 // fails before anything is written, naming the field.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { getRecipe } from '../recipes/registry.ts';
-import { ConfigError } from '../contract/schema.ts';
-import { attackerSource } from '../data/sandbox/index.ts';
-import { useTrainingBackend } from './nodeBackend.ts';
-import { hash3 } from '../model/random.ts';
-import { loadAttacker, type DefendConfig } from '../recipes/defend/defend.ts';
-import { asUserMessage, sampleReplies } from '../recipes/kit/rollout.ts';
-import type { RecipeEnv } from '../recipes/kit/types.ts';
-import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../recipes/exports.ts';
-import { DEFAULT_MODELS_DIR, nodeRecipeEnv } from './recipe-env.ts';
-import { parseRecipeArgs, recipeInput, RecipeUsageError } from './recipe-run.ts';
+import { getRecipe } from '../recipes/registry';
+import { ConfigError } from '../contract/schema';
+import { attackerSource } from '../data/sandbox/index';
+import { useTrainingBackend } from './nodeBackend';
+import { hash3 } from '../model/random';
+import { loadAttacker, type DefendConfig } from '../recipes/defend/defend';
+import { asUserMessage, sampleReplies } from '../recipes/kit/rollout';
+import type { RecipeEnv } from '../recipes/kit/types';
+import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../recipes/exports';
+import { DEFAULT_MODELS_DIR, nodeRecipeEnv } from './recipe-env';
+import { parseRecipeArgs, recipeInput, RecipeUsageError } from './recipe-run';
 
 function sandboxFiles(dir: string): Record<string, Uint8Array> {
   const out: Record<string, Uint8Array> = {};

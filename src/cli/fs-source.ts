@@ -1,7 +1,7 @@
 // A model folder on the local disk, with the methods the model loader needs (src/model/load.ts).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { ModelFolder } from '../model/load.ts';
+import type { ModelFolder } from '../model/load';
 
 export class FolderError extends Error {
   constructor(message: string) {

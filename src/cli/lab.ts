@@ -19,14 +19,14 @@
 //             writes the recipe as a veRL (and TRL) job folder (src/cli/export-verl.ts)
 
 import * as tf from '@tensorflow/tfjs';
-import { entropyFromLogits, generate } from '../model/generate.ts';
-import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
-import { loadModel, loadModelConfig } from '../model/load.ts';
-import { exportVerlMain } from './export-verl.ts';
-import { folderSource } from './fs-source.ts';
-import { recipeMain } from './recipe-run.ts';
-import { plannedForcedLogits, type DecodePath } from '../model/planned/decode.ts';
-import { engineOptions, setEngineOptions } from '../engine/index.ts';
+import { entropyFromLogits, generate } from '../model/generate';
+import { disposeLlama, forward, type LlamaModel } from '../model/llama';
+import { loadModel, loadModelConfig } from '../model/load';
+import { exportVerlMain } from './export-verl';
+import { folderSource } from './fs-source';
+import { recipeMain } from './recipe-run';
+import { plannedForcedLogits, type DecodePath } from '../model/planned/decode';
+import { engineOptions, setEngineOptions } from '../engine/index';
 
 class UsageError extends Error {}
 
@@ -131,7 +131,7 @@ async function useBackend(a: Args): Promise<void> {
   if (a.path !== undefined && a.path !== 'planned' && a.path !== 'tfjs') throw new UsageError(`--path must be planned or tfjs, got ${JSON.stringify(a.path)}`);
   if (a.swiftshader && backend !== 'webgpu') throw new UsageError('--swiftshader needs --backend webgpu');
   if (backend === 'webgpu') {
-    const { startDawn } = await import('./node/dawn.ts');
+    const { startDawn } = await import('./node/dawn');
     await startDawn({ swiftshader: a.swiftshader === true });
     setEngineOptions({ decodePath: (a.path as DecodePath | undefined) ?? 'planned' });
     return;

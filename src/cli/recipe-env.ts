@@ -2,11 +2,11 @@
 // disk (a sandbox name to <modelsDir>/<name>, anything else to a path), files are read from disk.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Judge } from '../judges/types.ts';
-import type { ModelFolder } from '../model/load.ts';
-import { createRecipeEnv, hubFolder, isSandboxName } from '../recipes/kit/env.ts';
-import type { LoadedModel, LoadModelRefOptions, RecipeEnv } from '../recipes/kit/types.ts';
-import { folderSource } from './fs-source.ts';
+import type { Judge } from '../judges/types';
+import type { ModelFolder } from '../model/load';
+import { createRecipeEnv, hubFolder, isSandboxName } from '../recipes/kit/env';
+import type { LoadedModel, LoadModelRefOptions, RecipeEnv } from '../recipes/kit/types';
+import { folderSource } from './fs-source';
 
 export const DEFAULT_MODELS_DIR = 'public/models';
 

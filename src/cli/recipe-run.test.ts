@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { checkpointFromJson } from '../recipes/kit/checkpointFile.ts';
-import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
-import type { StepReport } from '../contract/report.ts';
-import { nodeRecipeEnv } from './recipe-env.ts';
-import { parseRecipeArgs, recipeMain } from './recipe-run.ts';
+import { checkpointFromJson } from '../recipes/kit/checkpointFile';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
+import type { StepReport } from '../contract/report';
+import { nodeRecipeEnv } from './recipe-env';
+import { parseRecipeArgs, recipeMain } from './recipe-run';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));

@@ -5,26 +5,26 @@
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
-import { type LearnPath } from '../rl/plannedLearn.ts';
-import { NonFiniteError } from '../recipes/kit/common.ts';
+import { type LearnPath } from '../rl/plannedLearn';
+import { NonFiniteError } from '../recipes/kit/common';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { useTrainingBackend } from './nodeBackend.ts';
-import { checkpointToJson } from '../recipes/kit/checkpointFile.ts';
-import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../contract/aliases.ts';
-import { createTimedRun } from '../recipes/kit/judgeTiming.ts';
-import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry.ts';
-import type { StepReport } from '../contract/report.ts';
-import { ConfigError, describeSchema } from '../contract/schema.ts';
-import type { RecipeEnv } from '../recipes/kit/types.ts';
-import { nodeRecipeEnv } from './recipe-env.ts';
-import { setEngineOptions } from '../engine/index.ts';
+import { useTrainingBackend } from './nodeBackend';
+import { checkpointToJson } from '../recipes/kit/checkpointFile';
+import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../contract/aliases';
+import { createTimedRun } from '../recipes/kit/judgeTiming';
+import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry';
+import type { StepReport } from '../contract/report';
+import { ConfigError, describeSchema } from '../contract/schema';
+import type { RecipeEnv } from '../recipes/kit/types';
+import { nodeRecipeEnv } from './recipe-env';
+import { setEngineOptions } from '../engine/index';
 
 export class RecipeUsageError extends Error {}
 
 /** tfjs on WebGPU through Dawn: generate() then runs the planned decode path. */
 export async function useDawn(swiftshader: boolean): Promise<string> {
-  const { startDawn } = await import('./node/dawn.ts');
+  const { startDawn } = await import('./node/dawn');
   const adapter = await startDawn({ swiftshader });
   return `webgpu (${adapter})`;
 }

@@ -7,7 +7,7 @@
 // policy's sampling temperature is `temperature` in redteam but `attackerTemperature` in attack).
 // `values` translates an aliased value into the lab's (TRL's scale_rewards=group -> true); a value
 // it does not list passes through unchanged and the schema judges it.
-import type { Schema } from './schema.ts';
+import type { Schema } from './schema';
 
 export interface FieldAlias {
   /** The lab's field name. */

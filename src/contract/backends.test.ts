@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backendCandidates, describeChoice, parseBackendOverride, tuningFor } from './backends.ts';
-import { describeAdapter, unavailableProbe, type AdapterLike } from './gpuProbe.ts';
+import { backendCandidates, describeChoice, parseBackendOverride, tuningFor } from './backends';
+import { describeAdapter, unavailableProbe, type AdapterLike } from './gpuProbe';
 
 function fakeAdapter(features: string[], limits: Record<string, number>): AdapterLike {
   const set = new Set(features);

@@ -1,6 +1,6 @@
 // Backend choice: webgpu -> webgl -> wasm -> cpu, with an override from the URL (?backend=)
 // or the saved setting. Pure functions here; the side-effecting init lives in initBackend.ts.
-import type { GpuProbe } from './gpuProbe.ts';
+import type { GpuProbe } from './gpuProbe';
 
 export const BACKENDS = ['webgpu', 'webgl', 'wasm', 'cpu'] as const;
 export type BackendName = (typeof BACKENDS)[number];

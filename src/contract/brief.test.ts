@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { brief, briefName, briefText, clampMessage, kindOf, MAX_MESSAGE_CHARS } from './brief.ts';
+import { brief, briefName, briefText, clampMessage, kindOf, MAX_MESSAGE_CHARS } from './brief';
 
 describe('brief: short renderings of untrusted values', () => {
   it('renders small values as JSON-like text', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DatasetError, loadDatasetFile, parseCsv, parseCsvRecords, parseDataset, parseJsonl } from './datasetLoaders.ts';
+import { DatasetError, loadDatasetFile, parseCsv, parseCsvRecords, parseDataset, parseJsonl } from './datasetLoaders';
 
 function errorOf(fn: () => unknown): DatasetError {
   try {

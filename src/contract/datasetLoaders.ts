@@ -8,8 +8,8 @@
 //        case-insensitive), comma separated, fields optionally in double quotes, quoted fields
 //        may hold commas, newlines and doubled quotes (""); CRLF or LF; blank lines skip.
 
-import { brief, briefText, clampMessage, kindOf } from './brief.ts';
-import type { ChatTurn, PromptInput } from './chat.ts';
+import { brief, briefText, clampMessage, kindOf } from './brief';
+import type { ChatTurn, PromptInput } from './chat';
 
 export interface DatasetRow {
   readonly prompt: PromptInput;

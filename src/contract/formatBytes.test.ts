@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes } from './formatBytes.ts';
+import { formatBytes } from './formatBytes';
 
 describe('formatBytes', () => {
   it('formats limits in binary units', () => {

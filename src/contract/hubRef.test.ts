@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_REVISION, hubFileUrl, InvalidModelIdError, parseHubRef, validateModelId } from './hubRef.ts';
+import { DEFAULT_REVISION, hubFileUrl, InvalidModelIdError, parseHubRef, validateModelId } from './hubRef';
 
 describe('model ids', () => {
   it('accepts owner/name and rejects anything else, saying why', () => {

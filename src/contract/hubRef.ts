@@ -1,8 +1,8 @@
 // What a person types to name a hub model ("owner/name", "owner/name@rev", a hub page URL), parsed
 // and validated without touching the network: the page checks a pasted id before the worker loads
 // it. The loader that downloads a model is model/hub.ts.
-import { brief } from './brief.ts';
-import { encodePath, ModelSourceError } from './modelSource.ts';
+import { brief } from './brief';
+import { encodePath, ModelSourceError } from './modelSource';
 
 export const HUB_ENDPOINT = 'https://huggingface.co';
 export const DEFAULT_REVISION = 'main';

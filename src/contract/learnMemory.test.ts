@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { learnStepRows, loraParamCount, planLearnMemory, type LearnModelDims } from './learnMemory.ts';
+import { learnStepRows, loraParamCount, planLearnMemory, type LearnModelDims } from './learnMemory';
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;

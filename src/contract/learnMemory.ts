@@ -17,9 +17,9 @@
 // The planned step keeps every layer's activations, or (recompute) only each layer's input with one
 // shared set of a layer's activations that its backward rebuilds (learnPlan.ts `recompute`): both
 // layouts are listed to the byte, and 'auto' keeps everything when the batch fits that way.
-import type { ModelConfig } from './modelConfig.ts';
-import type { ProjName } from './loraTargets.ts';
-import { projectionBytes, type WeightFormat } from './weightFormat.ts';
+import type { ModelConfig } from './modelConfig';
+import type { ProjName } from './loraTargets';
+import { projectionBytes, type WeightFormat } from './weightFormat';
 
 const F32 = 4;
 /** The AdamW plan's state readback staging is at most this size (adamwPlan.ts STAGING_BYTES). */

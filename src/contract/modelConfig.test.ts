@@ -2,7 +2,7 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseModelConfig, ropeInvFreq } from './modelConfig.ts';
+import { ConfigError, parseModelConfig, ropeInvFreq } from './modelConfig';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 

@@ -9,7 +9,7 @@
 // allocate and compute: a head_dim of 1e15 or a hidden_size of 2^32 is refused here, not
 // discovered minutes into an allocation.
 
-import { brief, briefText, clampMessage } from './brief.ts';
+import { brief, briefText, clampMessage } from './brief';
 
 export class ConfigError extends Error {
   constructor(message: string) {

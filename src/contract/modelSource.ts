@@ -1,7 +1,7 @@
 // Model sources as both sides see them: the error every source throws, the file-name rules, and the
 // model cache (the worker's URL source reads Cache Storage under DEFAULT_CACHE_NAME before the
 // network; the page puts a picked local folder there under the same URLs).
-import { brief } from './brief.ts';
+import { brief } from './brief';
 
 /** A model source failed: a bad id, a missing or unreadable file (model/sources.ts has the rest). */
 export class ModelSourceError extends Error {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { columnsOf, describeSkipped, harmfulRows, promptSetToJsonl, readPromptSet } from './promptSets.ts';
+import { columnsOf, describeSkipped, harmfulRows, promptSetToJsonl, readPromptSet } from './promptSets';
 
 describe('prompt sets with public column names', () => {
   it('reads HarmBench-style CSV (behavior, category), AdvBench-style (goal, target) and chat-format JSONL', () => {

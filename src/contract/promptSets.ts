@@ -4,8 +4,8 @@
 // JailbreakBench: goal), or from a chat-format `messages` list; `category` and `is_safe` are kept
 // when present. A column map names other columns. A row that cannot be used is reported by line
 // and field and left out; the rest load. Only a file with no usable row is an error.
-import { DatasetError, parseCsvRecords } from './datasetLoaders.ts';
-import type { ChatTurn, PromptInput } from './chat.ts';
+import { DatasetError, parseCsvRecords } from './datasetLoaders';
+import type { ChatTurn, PromptInput } from './chat';
 
 /** Column names read as a benign task's reference answer, in order of preference. */
 export const REFERENCE_COLUMNS = ['answer', 'reference', 'expected'] as const;

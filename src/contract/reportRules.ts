@@ -1,7 +1,7 @@
 // Rules a StepReport read from a file must meet, shared by the two readers of run logs (the
 // storage import, src/storage/runs.ts, and the replay, src/store/runStoreJsonl.ts), so a line
 // one accepts the other accepts too.
-import { brief } from './brief.ts';
+import { brief } from './brief';
 
 /** Why `v` is not a step number (a non-negative safe integer), or null when it is one. */
 export function stepProblem(v: unknown): string | null {

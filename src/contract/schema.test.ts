@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, bool, defaultConfig, describeSchema, int, num, oneOf, parseConfig, str, validateConfig, type ConfigOf } from './schema.ts';
+import { ConfigError, bool, defaultConfig, describeSchema, int, num, oneOf, parseConfig, str, validateConfig, type ConfigOf } from './schema';
 
 const schema = {
   groupSize: int(8, 'G', { min: 2, max: 64 }),

@@ -7,7 +7,7 @@
 //   type Config = ConfigOf<typeof schema>;          // { groupSize: number }
 //   const r = validateConfig(schema, { groupSize: '16' });  // r.ok, r.config.groupSize === 16
 
-import { brief } from './brief.ts';
+import { brief } from './brief';
 
 export type FieldType = 'number' | 'integer' | 'boolean' | 'enum' | 'string';
 

@@ -1,7 +1,7 @@
 // The lab's IndexedDB layout, shared by the worker's storage layer (storage/, which writes) and the
 // page (store/, which lists, renames, deletes and reads logs): database names, keys, record shapes.
 // Plain data and pure functions; the idb-keyval calls live on each side.
-import type { Metrics, StepReport } from './report.ts';
+import type { Metrics, StepReport } from './report';
 
 export const CHECKPOINT_DB = 'sparring-checkpoints';
 export const RUNS_DB = 'sparring-runs';

@@ -1,8 +1,8 @@
 // The weight format of each model field: `<model>Weights` next to `<model>` in every schema (so
 // the form, the setup URL and `--set defenderWeights=int4-g32` take it like any field), and the
 // checks that a checkpoint or a frozen adapter was trained on a base in the same format.
-import { WEIGHT_FORMATS, type WeightFormat } from './weightFormat.ts';
-import { oneOf, type EnumField } from './schema.ts';
+import { WEIGHT_FORMATS, type WeightFormat } from './weightFormat';
+import { oneOf, type EnumField } from './schema';
 
 /** The weights field of a model field: `defender` -> `defenderWeights`. */
 export const weightsFieldOf = (modelField: string): string => `${modelField}Weights`;

@@ -1,4 +1,4 @@
 // The data layer: the built-in sandbox world and loaders for uploaded datasets.
-export * from '../contract/chat.ts';
-export * from '../contract/datasetLoaders.ts';
+export * from '../contract/chat';
+export * from '../contract/datasetLoaders';
 export * from './sandbox/index';

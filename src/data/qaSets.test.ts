@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readQaSet } from './qaSets.ts';
+import { readQaSet } from './qaSets';
 
 describe('QA sets', () => {
   it('reads choices lists and A-D columns, answers as index, letter or text, and a passage', () => {

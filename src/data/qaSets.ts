@@ -2,9 +2,9 @@
 // MinMax game: a `question`, four `choices` (a JSON list, or columns A B C D), the `answer` (index
 // 0-3, letter A-D, or the text of the right choice), and an optional passage (`story`, `context`,
 // `article`, `passage`). A row that cannot be used is named by line and field and left out.
-import { DatasetError, parseCsvRecords } from '../contract/datasetLoaders.ts';
-import type { SkippedRow } from '../contract/promptSets.ts';
-import type { QaFamily, QaItem } from './sandbox/qa.ts';
+import { DatasetError, parseCsvRecords } from '../contract/datasetLoaders';
+import type { SkippedRow } from '../contract/promptSets';
+import type { QaFamily, QaItem } from './sandbox/qa';
 
 export const PASSAGE_COLUMNS = ['story', 'context', 'article', 'passage'] as const;
 

@@ -1,7 +1,7 @@
 // Evaluation sets disjoint from training: a seeded split of a list of rows. The same rows, share
 // and seed give the same split on every machine, so a resumed run and a re-run evaluate on the
 // same rows, and no evaluation row is ever drawn for training.
-import { rngFor } from './sandbox/rng.ts';
+import { rngFor } from './sandbox/rng';
 
 /** The seed of every evaluation split (fixed, not per run: runs with different seeds stay comparable). */
 export const DATA_SPLIT_SEED = 20261124;

@@ -9,7 +9,7 @@ export type { DecodeAttention, EngineOptions, ExecutionPath, GemvShape, GemvVari
 export type { BackendPreference, BackendReport } from '../contract/backends';
 export { initBackend } from './initBackend';
 export { probeWebGPU } from './probe';
-export type { GpuProbe } from '../contract/gpuProbe.ts';
+export type { GpuProbe } from '../contract/gpuProbe';
 export { heldBuffersCreated, tfjsHighWater } from './gpuMemory';
 export { countGpuWork, type GpuCounts } from './gpuCounters';
 export { variableFrom } from './variables';

@@ -8,9 +8,9 @@ import {
   type BackendName,
   type BackendPreference,
   type BackendReport,
-} from '../contract/backends.ts';
-import type { GpuProbe } from '../contract/gpuProbe.ts';
-import { registerWebGPUBackend } from './webgpu/gpuFeatures.ts';
+} from '../contract/backends';
+import type { GpuProbe } from '../contract/gpuProbe';
+import { registerWebGPUBackend } from './webgpu/gpuFeatures';
 
 export interface InitOptions {
   preference: BackendPreference;

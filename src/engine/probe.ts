@@ -1,5 +1,5 @@
 // Reads this context's WebGPU adapter into a GpuProbe (the plain record in contract/gpuProbe.ts).
-import { describeAdapter, unavailableProbe, type AdapterLike, type GpuProbe } from '../contract/gpuProbe.ts';
+import { describeAdapter, unavailableProbe, type AdapterLike, type GpuProbe } from '../contract/gpuProbe';
 
 /** Probe the WebGPU adapter of this context (window or worker). Never throws. */
 export async function probeWebGPU(gpu: GPU | undefined = globalThis.navigator?.gpu): Promise<GpuProbe> {

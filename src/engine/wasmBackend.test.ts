@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seededLogits } from '../../dev/test/seededLogits.ts';
-import { sampleTokens } from './kernels/sample/sample.ts';
-import { sampleReference } from './kernels/sample/sampleReference.ts';
-import { tokenStats } from './kernels/token-stats/tokenStats.ts';
-import { tokenStatsF64 } from './kernels/token-stats/tokenStatsReference.ts';
+import { seededLogits } from '../../dev/test/seededLogits';
+import { sampleTokens } from './kernels/sample/sample';
+import { sampleReference } from './kernels/sample/sampleReference';
+import { tokenStats } from './kernels/token-stats/tokenStats';
+import { tokenStatsF64 } from './kernels/token-stats/tokenStatsReference';
 
 // The wasm backend is the fast CPU fallback (and Node's bench backend): the stock-op paths must
 // run on it too. (Its batched GatherV2 once read out of bounds here.)

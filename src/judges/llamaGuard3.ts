@@ -7,7 +7,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { generate } from '../model/generate';
 import { type LlamaModel } from '../model/llama';
-import { brief } from '../contract/brief.ts';
+import { brief } from '../contract/brief';
 import { detectRefusal } from './rules';
 import { lastTokenScores, scoreInChunks } from './llmGuard';
 import { JudgeError, type Judge, type JudgeItem, type JudgeVerdict } from './types';

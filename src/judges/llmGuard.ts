@@ -6,7 +6,7 @@
 // sandbox guard model.
 import * as tf from '@tensorflow/tfjs';
 import { applyChatTemplate, type ChatTemplate } from '../model/chat';
-import { leftPad } from '../model/planned/decodeSteps.ts';
+import { leftPad } from '../model/planned/decodeSteps';
 import { forward, type LlamaModel } from '../model/llama';
 import type { TextTokenizer } from '../model/tokenizer';
 import { detectRefusal } from './rules';

@@ -1,7 +1,7 @@
 // One interface for every reward source: the verifiable rules judge, a trained classifier, an
 // LLM-as-guard (Llama Guard) and a remote HTTP scorer. Recipes only ever see Judge.
 
-import type { ChatTurn, PromptInput } from '../contract/chat.ts';
+import type { ChatTurn, PromptInput } from '../contract/chat';
 
 export type { ChatTurn, PromptInput };
 

@@ -10,9 +10,9 @@ import {
   loadChatTemplate,
   resolveChatTemplate,
   type ChatMessage,
-} from './chat.ts';
-import { mapSource } from './sources.ts';
-import { createTokenizer } from './tokenizer.ts';
+} from './chat';
+import { mapSource } from './sources';
+import { createTokenizer } from './tokenizer';
 
 const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../dev/test/testdata/chat-tokenizer');
 const tokenizerText = readFileSync(resolve(dir, 'tokenizer.json'), 'utf8');

@@ -9,8 +9,8 @@
 // {name, template} (a "default" one, plus e.g. "tool_use" or "rag").
 
 import { Template } from '@huggingface/jinja';
-import type { ModelSource } from './sources.ts';
-import type { TextTokenizer } from './tokenizer.ts';
+import type { ModelSource } from './sources';
+import type { TextTokenizer } from './tokenizer';
 
 export class ChatTemplateError extends Error {
   constructor(message: string) {

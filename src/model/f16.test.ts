@@ -5,16 +5,16 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source.ts';
-import { parseModelConfig } from '../contract/modelConfig.ts';
-import { DenseWeight, type Linear } from './linear.ts';
-import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
-import { loadModel } from './load.ts';
-import { F16Weight, packF16x2, weightQuantizer } from './quant.ts';
-import { mulberry32 } from './random.ts';
-import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors.ts';
-import { qwen2Weights, writeQwen2Fixture } from '../../dev/test/testdata/qwen2Fixture.ts';
-import { projectionBytes, weightSpec } from '../contract/weightFormat.ts';
+import { folderSource } from '../cli/fs-source';
+import { parseModelConfig } from '../contract/modelConfig';
+import { DenseWeight, type Linear } from './linear';
+import { disposeLlama, forward, linearLayers, loadLlama } from './llama';
+import { loadModel } from './load';
+import { F16Weight, packF16x2, weightQuantizer } from './quant';
+import { mulberry32 } from './random';
+import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors';
+import { qwen2Weights, writeQwen2Fixture } from '../../dev/test/testdata/qwen2Fixture';
+import { projectionBytes, weightSpec } from '../contract/weightFormat';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 

@@ -3,11 +3,11 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../contract/modelConfig.ts';
-import { entropyFromLogits, generate, type GenerateOptions } from './generate.ts';
-import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
-import { mix32, mulberry32 } from './random.ts';
-import { parseSafetensors } from './safetensors.ts';
+import { parseModelConfig } from '../contract/modelConfig';
+import { entropyFromLogits, generate, type GenerateOptions } from './generate';
+import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama';
+import { mix32, mulberry32 } from './random';
+import { parseSafetensors } from './safetensors';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 interface Golden {

@@ -13,12 +13,12 @@
 // rollout and training log-probs agree up to float error.
 
 import * as tf from '@tensorflow/tfjs';
-import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama.ts';
-import { sampleTokens, tokenStats } from '../engine/index.ts';
-import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './planned/decodeSteps.ts';
-import { plannedDecodeFor } from './planned/decode.ts';
+import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama';
+import { sampleTokens, tokenStats } from '../engine/index';
+import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './planned/decodeSteps';
+import { plannedDecodeFor } from './planned/decode';
 
-export type { GenerateOptions, GenerateResult, SamplingOptions } from './planned/decodeSteps.ts';
+export type { GenerateOptions, GenerateResult, SamplingOptions } from './planned/decodeSteps';
 
 /** Entropy of softmax over the last axis, from logits (any leading shape). */
 export function entropyFromLogits(logits: tf.Tensor): tf.Tensor {

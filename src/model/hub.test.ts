@@ -4,11 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { resolveChatTemplate } from './chat.ts';
-import { InvalidModelIdError } from '../contract/hubRef.ts';
-import { hubSource, loadModelFiles, ProgressTally } from './hub.ts';
-import { MissingModelFileError, ModelSourceError, type CacheStorageLike, type FileProgress } from './sources.ts';
-import { createTokenizer, loadTokenizer } from './tokenizer.ts';
+import { resolveChatTemplate } from './chat';
+import { InvalidModelIdError } from '../contract/hubRef';
+import { hubSource, loadModelFiles, ProgressTally } from './hub';
+import { MissingModelFileError, ModelSourceError, type CacheStorageLike, type FileProgress } from './sources';
+import { createTokenizer, loadTokenizer } from './tokenizer';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = resolve('dev/fixtures');

@@ -2,7 +2,7 @@
 // with the endpoint injectable (a mirror, or the local server the tests start), and the loader that
 // gathers a model folder's files from any source. Parsing a hub reference is contract/hubRef.ts.
 
-import { DEFAULT_REVISION, HUB_ENDPOINT, hubFileUrl, validateModelId, validateRevision, type HubOptions } from '../contract/hubRef.ts';
+import { DEFAULT_REVISION, HUB_ENDPOINT, hubFileUrl, validateModelId, validateRevision, type HubOptions } from '../contract/hubRef';
 import {
   INDEX_FILE,
   listWeightFiles,
@@ -12,7 +12,7 @@ import {
   type ModelSource,
   type ProgressListener,
   type UrlSourceOptions,
-} from './sources.ts';
+} from './sources';
 
 export interface HubSourceOptions extends HubOptions, Omit<UrlSourceOptions, 'fileUrl' | 'label'> {
   /** A hub access token, for gated or private models (sent as a Bearer header). */

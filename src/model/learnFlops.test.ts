@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { learnStepFlops } from './learnFlops';
-import type { LearnModelDims } from '../contract/learnMemory.ts';
+import type { LearnModelDims } from '../contract/learnMemory';
 
 // H 4, I 8, 2 heads of 2 (Q 4), 1 kv head (KV 2), vocabulary 10.
 const shape4 = { rows: 1, promptLen: 2, responseLen: 2 };

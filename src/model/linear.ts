@@ -8,7 +8,7 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
-import { rowChunks } from '../engine/index.ts';
+import { rowChunks } from '../engine/index';
 
 /** A frozen weight matrix W of shape [out, in] (PyTorch nn.Linear layout). */
 export interface FrozenWeight {

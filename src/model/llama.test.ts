@@ -3,12 +3,12 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../contract/modelConfig.ts';
-import { entropyFromLogits } from './generate.ts';
-import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
-import { parseSafetensors, writeSafetensors } from './safetensors.ts';
-import { BlockedDenseWeight } from './linear.ts';
-import { setEngineOptions } from '../engine/index.ts';
+import { parseModelConfig } from '../contract/modelConfig';
+import { entropyFromLogits } from './generate';
+import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama, type LlamaModel } from './llama';
+import { parseSafetensors, writeSafetensors } from './safetensors';
+import { BlockedDenseWeight } from './linear';
+import { setEngineOptions } from '../engine/index';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 

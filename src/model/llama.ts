@@ -16,11 +16,11 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
-import { decodeAttention, decodeAttentionFused, rmsNorm, rope, swiglu, kvWrite } from '../engine/index.ts';
-import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig.ts';
-import { PROJ_NAMES } from '../contract/loraTargets.ts';
-import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear.ts';
-import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
+import { decodeAttention, decodeAttentionFused, rmsNorm, rope, swiglu, kvWrite } from '../engine/index';
+import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig';
+import { PROJ_NAMES } from '../contract/loraTargets';
+import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear';
+import { getFiniteFloat32, type TensorSource } from './safetensors';
 
 /** Hugging Face parameter names of the Llama/Qwen2 checkpoints. */
 export const HF_NAMES = {
@@ -41,7 +41,7 @@ export const HF_NAMES = {
 } as const;
 
 // The projection names live in contract/ (the page's LoRA target sets name them too).
-export { PROJ_NAMES, type ProjName } from '../contract/loraTargets.ts';
+export { PROJ_NAMES, type ProjName } from '../contract/loraTargets';
 
 export interface LlamaLayer {
   inputNorm: tf.Tensor1D;

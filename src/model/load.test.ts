@@ -3,11 +3,11 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { disposeLlama, forward } from './llama.ts';
-import { loadModelFiles } from './hub.ts';
-import { loadModel, modelFromFiles, type ModelFolder } from './load.ts';
-import { mapSource } from './sources.ts';
-import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors.ts';
+import { disposeLlama, forward } from './llama';
+import { loadModelFiles } from './hub';
+import { loadModel, modelFromFiles, type ModelFolder } from './load';
+import { mapSource } from './sources';
+import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 const read = (p: string) => new Uint8Array(readFileSync(new URL(p, FIXTURES)));

@@ -5,11 +5,11 @@
 //  - modelFromFiles(files): builds from what hub.ts's loadModelFiles already fetched (the app's
 //    path, which also needs the tokenizer files).
 
-import { ConfigError, parseModelConfig, type ModelConfig } from '../contract/modelConfig.ts';
-import { loadLlama, ModelLoadError, type LlamaModel, type LoadOptions } from './llama.ts';
-import { readShardedSafetensors, SafetensorsFile, type TensorSource } from './safetensors.ts';
-import type { ModelFiles } from './hub.ts';
-import type { ModelSource, ReadOptions } from './sources.ts';
+import { ConfigError, parseModelConfig, type ModelConfig } from '../contract/modelConfig';
+import { loadLlama, ModelLoadError, type LlamaModel, type LoadOptions } from './llama';
+import { readShardedSafetensors, SafetensorsFile, type TensorSource } from './safetensors';
+import type { ModelFiles } from './hub';
+import type { ModelSource, ReadOptions } from './sources';
 
 /** The part of a ModelSource the loader needs. */
 export type ModelFolder = Pick<ModelSource, 'label' | 'has' | 'getBytes' | 'getText'>;

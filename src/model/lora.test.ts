@@ -3,9 +3,9 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../contract/modelConfig.ts';
-import { DenseWeight } from './linear.ts';
-import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama.ts';
+import { parseModelConfig } from '../contract/modelConfig';
+import { DenseWeight } from './linear';
+import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama';
 import {
   attachLora,
   loadPeftTensors,
@@ -15,10 +15,10 @@ import {
   peftTensors,
   withAdaptersDisabled,
   type LoraSet,
-} from './lora.ts';
-import { hash3, mulberry32 } from './random.ts';
-import { parseSafetensors, writeSafetensors } from './safetensors.ts';
-import { fromPeftTensors, peftAdapterConfigJson } from '../storage/peft.ts';
+} from './lora';
+import { hash3, mulberry32 } from './random';
+import { parseSafetensors, writeSafetensors } from './safetensors';
+import { fromPeftTensors, peftAdapterConfigJson } from '../storage/peft';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 const DIR = 'tiny-llama-f32';

@@ -12,12 +12,12 @@
 // Dropout (PEFT's lora_dropout on the adapter input) is active only while `set.training`.
 
 import * as tf from '@tensorflow/tfjs';
-import { DenseWeight, type LinearAdapter, type Linear } from './linear.ts';
-import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama.ts';
-import { hash3, mulberry32 } from './random.ts';
-import { getFiniteFloat32, type TensorSource } from './safetensors.ts';
-import { variableFrom } from '../engine/index.ts';
-import { briefShape } from '../contract/brief.ts';
+import { DenseWeight, type LinearAdapter, type Linear } from './linear';
+import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama';
+import { hash3, mulberry32 } from './random';
+import { getFiniteFloat32, type TensorSource } from './safetensors';
+import { variableFrom } from '../engine/index';
+import { briefShape } from '../contract/brief';
 
 export interface LoraConfig {
   /** Rank r. */

@@ -3,13 +3,13 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../contract/modelConfig.ts';
-import { DenseWeight } from './linear.ts';
-import { disposeLlama, forward, linearLayers, loadLlama } from './llama.ts';
-import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant.ts';
-import { mulberry32 } from './random.ts';
-import { parseSafetensors } from './safetensors.ts';
-import { setEngineOptions } from '../engine/index.ts';
+import { parseModelConfig } from '../contract/modelConfig';
+import { DenseWeight } from './linear';
+import { disposeLlama, forward, linearLayers, loadLlama } from './llama';
+import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant';
+import { mulberry32 } from './random';
+import { parseSafetensors } from './safetensors';
+import { setEngineOptions } from '../engine/index';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 

@@ -22,11 +22,11 @@
 // elsewhere.
 
 import * as tf from '@tensorflow/tfjs';
-import { dequantizeStock, quantMatmul, rowChunks, type QuantizedMatrix } from '../engine/index.ts';
-import type { FrozenWeight } from './linear.ts';
-import type { LoadOptions } from './llama.ts';
-import { f16BitsToFloat, floatToF16Bits } from './safetensors.ts';
-import { weightSpec, type WeightFormat } from '../contract/weightFormat.ts';
+import { dequantizeStock, quantMatmul, rowChunks, type QuantizedMatrix } from '../engine/index';
+import type { FrozenWeight } from './linear';
+import type { LoadOptions } from './llama';
+import { f16BitsToFloat, floatToF16Bits } from './safetensors';
+import { weightSpec, type WeightFormat } from '../contract/weightFormat';
 
 export interface Int8Options {
   /** Input features per scale; 0 or undefined = one scale per output channel. Must divide `in`. */

@@ -7,9 +7,9 @@
 //  - mulberry32(seed): a tiny sequential generator (Tommy Ettinger's mulberry32, 32-bit state,
 //    period 2^32) for initialisation (LoRA A matrices, dropout masks).
 
-import { mix32 } from '../engine/index.ts';
+import { mix32 } from '../engine/index';
 
-export { mix32, mulberry32 } from '../engine/index.ts';
+export { mix32, mulberry32 } from '../engine/index';
 
 /** 32-bit hash of (seed, stream, counter). */
 export function hash3(seed: number, stream: number, counter: number): number {

@@ -16,7 +16,7 @@ import {
   readShardedSafetensors,
   readShardedSafetensorsFromUrl,
   writeSafetensors,
-} from './safetensors.ts';
+} from './safetensors';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 const fixtureBytes = (dir: string) => new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES)));

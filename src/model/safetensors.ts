@@ -15,7 +15,7 @@
 // padding) cannot shift every tensor silently. Alignment of the data is not required on read:
 // the spec does not ask for it, and published files with odd offsets exist.
 
-import { brief, briefName, briefShape, briefText, clampMessage } from '../contract/brief.ts';
+import { brief, briefName, briefShape, briefText, clampMessage } from '../contract/brief';
 
 /** Every dtype code of the format. Only some can be decoded (see READABLE / WRITABLE). */
 export type SafetensorsDtype =

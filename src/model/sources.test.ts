@@ -12,7 +12,7 @@ import {
   urlSource,
   type DirectoryHandleLike,
   type FileProgress,
-} from './sources.ts';
+} from './sources';
 
 const enc = new TextEncoder();
 

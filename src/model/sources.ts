@@ -8,8 +8,8 @@
 //   - a plain map of name -> bytes (tests, files built in memory).
 // A source hands out raw bytes (or Blobs) per file name; parsing is the caller's business.
 
-import { brief, briefText } from '../contract/brief.ts';
-import { checkFileName, DEFAULT_CACHE_NAME, encodePath, ModelSourceError } from '../contract/modelSource.ts';
+import { brief, briefText } from '../contract/brief';
+import { checkFileName, DEFAULT_CACHE_NAME, encodePath, ModelSourceError } from '../contract/modelSource';
 
 /** Where and how far a file's bytes have arrived. `loaded` never decreases for one file. */
 export interface FileProgress {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { mapSource } from './sources.ts';
+import { mapSource } from './sources';
 import {
   createTokenizer,
   loadTokenizer,
@@ -10,7 +10,7 @@ import {
   loadTokenizerFromUrls,
   TextTokenizer,
   TokenizerError,
-} from './tokenizer.ts';
+} from './tokenizer';
 
 // The fixture (see dev/test/testdata/make-chat-tokenizer.mjs): ids 0..2 are <|endoftext|>, <|im_start|>,
 // <|im_end|>; byte b is id 3 + b; merge k (rank k) makes id 259 + k:

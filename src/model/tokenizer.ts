@@ -5,9 +5,9 @@
 // or an unsupported model type gets one message naming the file and the field, not a wrong
 // tokenisation or a TypeError from inside the library.
 
-import { brief, clampMessage } from '../contract/brief.ts';
+import { brief, clampMessage } from '../contract/brief';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
-import type { ModelSource } from './sources.ts';
+import type { ModelSource } from './sources';
 
 export class TokenizerError extends Error {
   constructor(message: string) {

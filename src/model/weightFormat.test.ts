@@ -2,11 +2,11 @@ import * as tf from '@tensorflow/tfjs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source.ts';
-import { disposeLlama, forward } from './llama.ts';
-import { loadModel } from './load.ts';
-import { weightQuantizer } from './quant.ts';
-import { projectionBytes, weightSpec } from '../contract/weightFormat.ts';
+import { folderSource } from '../cli/fs-source';
+import { disposeLlama, forward } from './llama';
+import { loadModel } from './load';
+import { weightQuantizer } from './quant';
+import { projectionBytes, weightSpec } from '../contract/weightFormat';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

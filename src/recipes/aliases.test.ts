@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { aliasNote, FIELD_ALIASES, METRIC_ALIASES, renameMetrics, resolveAliases } from '../contract/aliases.ts';
-import { listRecipes } from './registry.ts';
-import { validateConfig } from '../contract/schema.ts';
+import { aliasNote, FIELD_ALIASES, METRIC_ALIASES, renameMetrics, resolveAliases } from '../contract/aliases';
+import { listRecipes } from './registry';
+import { validateConfig } from '../contract/schema';
 
 describe('veRL / TRL aliases', () => {
   it('every row names a field some registered recipe has, and no alias points at two fields of one recipe', () => {

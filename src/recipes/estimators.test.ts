@@ -5,16 +5,16 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source.ts';
-import { nodeRecipeEnv } from '../cli/recipe-env.ts';
-import { generate } from '../model/generate.ts';
-import { groupDiversity } from './attack/attack.ts';
-import { saferTurnScore } from './multiturn/multiturn.ts';
-import { createRun, getRecipe } from './registry.ts';
-import { asUserMessage } from './kit/rollout.ts';
-import { validateConfig } from '../contract/schema.ts';
-import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../dev/test/recipeTesting.ts';
-import type { LoadedModel } from './kit/types.ts';
+import { folderSource } from '../cli/fs-source';
+import { nodeRecipeEnv } from '../cli/recipe-env';
+import { generate } from '../model/generate';
+import { groupDiversity } from './attack/attack';
+import { saferTurnScore } from './multiturn/multiturn';
+import { createRun, getRecipe } from './registry';
+import { asUserMessage } from './kit/rollout';
+import { validateConfig } from '../contract/schema';
+import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../dev/test/recipeTesting';
+import type { LoadedModel } from './kit/types';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
@@ -61,7 +61,7 @@ describe('ReMax: the baseline is the reward of a greedy rollout (fixture model, 
     try {
       const r = await a.run.step();
       expect(r.samples).toHaveLength(6);
-      const { attackerSource } = await import('../data/sandbox/index.ts');
+      const { attackerSource } = await import('../data/sandbox/index');
       const goals = (a.run as unknown as { batchGoals(s: number): { text: string }[] }).batchGoals(0);
       for (let g = 0; g < goals.length; g++) {
         const greedy = (await greedyOf(m, attackerSource(goals[g].text), 8)).text;

@@ -1,19 +1,19 @@
 // Which recipes export to veRL / TRL, and with which entry: the map from recipe name to the export
 // entry each recipe folder declares (src/recipes/<name>/export.ts), and the exporter's calls with
 // the entry looked up, so the CLI and the page name a recipe and the exporter never imports one.
-import { attackerPlan as planAttacker, exportSft, exportVerl as exportRl, type ExportRecipe, type VerlExport, type VerlExportInput } from '../export/verl/index.ts';
-import { arenaExport } from './arena/export.ts';
-import { attackExport } from './attack/export.ts';
-import { attackerSftExport } from './attacker-sft/export.ts';
-import { defendExport } from './defend/export.ts';
-import { minmaxExport } from './minmax/export.ts';
-import { multiturnExport } from './multiturn/export.ts';
-import { redteamExport } from './redteam/export.ts';
-import { rlhfExport } from './rlhf/export.ts';
-import { tokenbuncherExport } from './tokenbuncher/export.ts';
+import { attackerPlan as planAttacker, exportSft, exportVerl as exportRl, type ExportRecipe, type VerlExport, type VerlExportInput } from '../export/verl/index';
+import { arenaExport } from './arena/export';
+import { attackExport } from './attack/export';
+import { attackerSftExport } from './attacker-sft/export';
+import { defendExport } from './defend/export';
+import { minmaxExport } from './minmax/export';
+import { multiturnExport } from './multiturn/export';
+import { redteamExport } from './redteam/export';
+import { rlhfExport } from './rlhf/export';
+import { tokenbuncherExport } from './tokenbuncher/export';
 
-export { modelPathFor } from '../export/verl/index.ts';
-export type { VerlExport, VerlExportInput } from '../export/verl/index.ts';
+export { modelPathFor } from '../export/verl/index';
+export type { VerlExport, VerlExportInput } from '../export/verl/index';
 
 /** The RL recipes' export entries. */
 export const EXPORT_RECIPES: Readonly<Record<string, ExportRecipe>> = {

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { EXPORT_RECIPES, exportVerl } from './exports.ts';
-import { getRecipe } from './registry.ts';
+import { EXPORT_RECIPES, exportVerl } from './exports';
+import { getRecipe } from './registry';
 
 // Compiled files go to a temporary folder, not __pycache__ beside the sources.
 const PYCACHE = mkdtempSync(join(tmpdir(), 'pycache-'));

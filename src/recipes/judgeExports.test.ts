@@ -1,8 +1,8 @@
 // The veRL export carries the judge fields: the http judge's text choice reaches reward.py's
 // CONFIG, and an llm-guard judge's checkpoint and categories are named in the README's notes.
 import { describe, expect, it } from 'vitest';
-import { getRecipe } from './registry.ts';
-import { exportVerl } from './exports.ts';
+import { getRecipe } from './registry';
+import { exportVerl } from './exports';
 
 const exported = (config: Record<string, unknown>) => exportVerl({ recipe: getRecipe('redteam'), config, seed: 1, steps: 10 });
 

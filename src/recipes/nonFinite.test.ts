@@ -4,14 +4,14 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../cli/recipe-env.ts';
-import { recipeMain } from '../cli/recipe-run.ts';
-import type { Judge } from '../judges/types.ts';
-import { dualAscentStep } from '../rl/minmax.ts';
-import { checkpointFromJson } from './kit/checkpointFile.ts';
-import { NonFiniteError } from './kit/common.ts';
-import { createRun } from './registry.ts';
-import { loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
+import { nodeRecipeEnv } from '../cli/recipe-env';
+import { recipeMain } from '../cli/recipe-run';
+import type { Judge } from '../judges/types';
+import { dualAscentStep } from '../rl/minmax';
+import { checkpointFromJson } from './kit/checkpointFile';
+import { NonFiniteError } from './kit/common';
+import { createRun } from './registry';
+import { loadWithCharCodec } from '../../dev/test/recipeTesting';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
@@ -69,7 +69,7 @@ describe('non-finite values', () => {
 
 describe('input checks', () => {
   it('parseGoalPromptJsonl reads a file that starts with a UTF-8 BOM', async () => {
-    const { parseGoalPromptJsonl } = await import('./attacker-sft/attackerSft.ts');
+    const { parseGoalPromptJsonl } = await import('./attacker-sft/attackerSft');
     expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}\r\n', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
   });
 
@@ -79,7 +79,7 @@ describe('input checks', () => {
     await expect(createRun(counting, 'multiturn', { defender: 'tiny-llama-f32', judge: 'nan', episodes: 0, benignEpisodes: 0 }, 1)).rejects.toThrow(/"episodes" and "benignEpisodes" are both 0/);
     expect(loaded).toBe(0);
     // The same rule in the validation the worker's start and the CLI run, with the field named.
-    const { getRecipe, validateRecipeConfig } = await import('./registry.ts');
+    const { getRecipe, validateRecipeConfig } = await import('./registry');
     const v = validateRecipeConfig(getRecipe('multiturn'), { episodes: '0', benignEpisodes: '0' });
     expect(v.ok).toBe(false);
     expect(v.errors.episodes).toMatch(/both 0/);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createRun, getRecipe, hasRecipe, listRecipes, recipeNames, registerRecipe, unregisterRecipe } from './registry.ts';
-import { ConfigError, int, validateConfig } from '../contract/schema.ts';
-import type { Recipe, RecipeEnv } from './kit/types.ts';
+import { createRun, getRecipe, hasRecipe, listRecipes, recipeNames, registerRecipe, unregisterRecipe } from './registry';
+import { ConfigError, int, validateConfig } from '../contract/schema';
+import type { Recipe, RecipeEnv } from './kit/types';
 
 const noEnv: RecipeEnv = {
   loadModel: () => Promise.reject(new Error('no models here')),

@@ -1,17 +1,17 @@
 // Recipes by the name researchers type. The built-in recipes register themselves when this module
 // loads; a plug-in (or a test) can add its own with registerRecipe.
-import { arenaRecipe } from './arena/arena.ts';
-import { attackRecipe } from './attack/attack.ts';
-import { attackerSftRecipe } from './attacker-sft/attackerSft.ts';
-import { defendRecipe } from './defend/defend.ts';
-import { tokenbuncherRecipe } from './tokenbuncher/tokenbuncher.ts';
-import { minmaxRecipe } from './minmax/minmax.ts';
-import { multiturnRecipe } from './multiturn/multiturn.ts';
-import { redteamRecipe } from './redteam/redteam.ts';
-import { rlhfRecipe } from './rlhf/rlhf.ts';
-import { createTimedRun } from './kit/judgeTiming.ts';
-import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from '../contract/schema.ts';
-import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './kit/types.ts';
+import { arenaRecipe } from './arena/arena';
+import { attackRecipe } from './attack/attack';
+import { attackerSftRecipe } from './attacker-sft/attackerSft';
+import { defendRecipe } from './defend/defend';
+import { tokenbuncherRecipe } from './tokenbuncher/tokenbuncher';
+import { minmaxRecipe } from './minmax/minmax';
+import { multiturnRecipe } from './multiturn/multiturn';
+import { redteamRecipe } from './redteam/redteam';
+import { rlhfRecipe } from './rlhf/rlhf';
+import { createTimedRun } from './kit/judgeTiming';
+import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from '../contract/schema';
+import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './kit/types';
 
 const RECIPES = new Map<string, AnyRecipe>();
 

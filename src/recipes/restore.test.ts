@@ -3,11 +3,11 @@
 // first perturbs every value (so a partial assignment would show), then breaks one late part.
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../cli/recipe-env.ts';
-import type { NamedTensor } from '../storage/checkpoints.ts';
-import { createRun } from './registry.ts';
-import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
-import type { RecipeCheckpoint, RecipeRun } from './kit/types.ts';
+import { nodeRecipeEnv } from '../cli/recipe-env';
+import type { NamedTensor } from '../storage/checkpoints';
+import { createRun } from './registry';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
+import type { RecipeCheckpoint, RecipeRun } from './kit/types';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });

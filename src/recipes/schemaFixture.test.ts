@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { listRecipes } from './registry.ts';
+import { listRecipes } from './registry';
 
 const FIXTURE = resolve('dev/fixtures/recipe-listings.json');
 

@@ -2,12 +2,12 @@
 // actual training pool and actual evaluation set, read after an evaluating step.
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../cli/recipe-env.ts';
-import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index.ts';
-import { uploadedAttackerSftData } from './attacker-sft/attackerSft.ts';
-import { createRun } from './registry.ts';
-import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
-import type { RecipeRun } from './kit/types.ts';
+import { nodeRecipeEnv } from '../cli/recipe-env';
+import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index';
+import { uploadedAttackerSftData } from './attacker-sft/attackerSft';
+import { createRun } from './registry';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
+import type { RecipeRun } from './kit/types';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });

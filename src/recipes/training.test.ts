@@ -3,11 +3,11 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../cli/recipe-env.ts';
-import type { Judge } from '../judges/types.ts';
-import { createRun, getRecipe } from './registry.ts';
-import { validateConfig } from '../contract/schema.ts';
-import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting.ts';
+import { nodeRecipeEnv } from '../cli/recipe-env';
+import type { Judge } from '../judges/types';
+import { createRun, getRecipe } from './registry';
+import { validateConfig } from '../contract/schema';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
@@ -67,7 +67,7 @@ describe('shared training options', () => {
 
 describe('redteam reward modes', () => {
   it('tinker clips to [0, 1] with the repetition term; Token Buncher\'s attack and adaptive attack do neither (hand-computed)', async () => {
-    const { redteamReward } = await import('./redteam/redteam.ts');
+    const { redteamReward } = await import('./redteam/redteam');
     const a = { harm: 0.9, repetition: 0.5, kl: 0.2, entropy: 4, length: 10 };
     const c = { repetitionPenalty: 0.3, klBeta: 0.1 };
     expect(redteamReward('tinker', a, c)).toBeCloseTo(0.9 - 0.15 - 0.02, 12);
@@ -98,14 +98,14 @@ describe('redteam reward modes', () => {
 
 describe('LoRA options', () => {
   it('loraUseRslora reaches the adapter, and a checkpoint\'s adapter is rebuilt with its rsLoRA scale and its layers', async () => {
-    const { attachCheckpointAdapter } = await import('./kit/checkpointFile.ts');
+    const { attachCheckpointAdapter } = await import('./kit/checkpointFile');
     const a = await createRun(env, 'redteam', { ...small, judge: 'letters', loraUseRslora: true, loraRank: 4 }, 2);
     try {
       const lora = (a.run as unknown as { lora: { config: { useRslora?: boolean } } }).lora;
       expect(lora.config.useRslora).toBe(true);
       await a.run.step();
       const p = await a.run.state();
-      const m = await loadWithCharCodec((await import('../cli/fs-source.ts')).folderSource(FIXTURE), 'x');
+      const m = await loadWithCharCodec((await import('../cli/fs-source')).folderSource(FIXTURE), 'x');
       try {
         const set = attachCheckpointAdapter(m.model, p, 'ckpt');
         expect(set.config.useRslora).toBe(true);
@@ -127,8 +127,8 @@ describe('LoRA options', () => {
 
 describe('StrongREJECT in the recipes that report ASR', () => {
   it('redteam on the built-in defender: judge/strongreject_rules is the mean proxy score of the step\'s answers', async () => {
-    const { nodeRecipeEnv: mk } = await import('../cli/recipe-env.ts');
-    const { strongRejectRules } = await import('../judges/strongreject.ts');
+    const { nodeRecipeEnv: mk } = await import('../cli/recipe-env');
+    const { strongRejectRules } = await import('../judges/strongreject');
     const sandbox = mk({ modelsDir: resolve(HERE, '../../public/models') });
     const a = await createRun(sandbox, 'redteam', { prompts: 4, groupSize: 4, samples: 16, lr: 0, tactics: 'mixed' }, 3);
     try {
@@ -175,11 +175,11 @@ describe('adaptive KL controller (KL in the reward)', () => {
 
 describe('ReMax in redteam', () => {
   it('the baseline is the reward of each prompt\'s greedy answer: advantage = reward - b for every sample (fixture model, step 0)', async () => {
-    const { generate } = await import('../model/generate.ts');
-    const { tinkerRepetitionRatio } = await import('../rl/repetition.ts');
-    const { tinkerRedTeamReward } = await import('../rl/rewards.ts');
+    const { generate } = await import('../model/generate');
+    const { tinkerRepetitionRatio } = await import('../rl/repetition');
+    const { tinkerRedTeamReward } = await import('../rl/rewards');
     const a = await createRun(env, 'redteam', { ...small, judge: 'letters', advantage: 'remax', samples: 8, lr: 0 }, 9);
-    const m = await loadWithCharCodec((await import('../cli/fs-source.ts')).folderSource(FIXTURE), 'x');
+    const m = await loadWithCharCodec((await import('../cli/fs-source')).folderSource(FIXTURE), 'x');
     try {
       const r = await a.run.step();
       expect(r.samples).toHaveLength(8);

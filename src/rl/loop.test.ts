@@ -1,10 +1,10 @@
 import * as tf from '@tensorflow/tfjs';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source.ts';
-import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
-import { loadModel } from '../model/load.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
+import { folderSource } from '../cli/fs-source';
+import { disposeLlama, forward, type LlamaModel } from '../model/llama';
+import { loadModel } from '../model/load';
+import { attachLora, type LoraSet } from '../model/lora';
 import { rlStep, type RlLoopConfig } from './loop';
 import { adaptiveKlController } from './kl';
 import { AdamW } from './optim';

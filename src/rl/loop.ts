@@ -8,9 +8,9 @@
 //   learn     reference log-probs (adapters off), critic values for gae, advantages by the
 //             configured estimator (veRL names), then learnStep (one or more updates)
 //   report    metrics (reward/*, response/*, trainer metrics, perf/*), a couple of samples
-import { generate } from '../model/generate.ts';
-import { hash3 } from '../model/random.ts';
-import type { Metrics, RewardTerms, RolloutSample, StepReport, Verdict } from '../contract/report.ts';
+import { generate } from '../model/generate';
+import { hash3 } from '../model/random';
+import type { Metrics, RewardTerms, RolloutSample, StepReport, Verdict } from '../contract/report';
 import { computeAdvantages, type AdvantageConfig } from './advantages';
 import { applyKlPenalty, klPenaltyValue, updateKlController, type KlController } from './kl';
 import { placeOutcomeRewards } from './placement';

@@ -10,10 +10,10 @@
 // micro-batches there, for an optimiser to read in place. The GPU side (buffers, plans) is
 // src/model/planned/learnStep.ts; here is the RL side: which batches go, and the loss.
 import * as tf from '@tensorflow/tfjs';
-import type { LlamaModel } from '../model/llama.ts';
-import type { LoraSet } from '../model/lora.ts';
-import { engineOptions, type ExecutionPath } from '../engine/index.ts';
-import { learnMicroBatchRows, unplannableLearnReason } from '../model/planned/learn.ts';
+import type { LlamaModel } from '../model/llama';
+import type { LoraSet } from '../model/lora';
+import { engineOptions, type ExecutionPath } from '../engine/index';
+import { learnMicroBatchRows, unplannableLearnReason } from '../model/planned/learn';
 import {
   flatGradTensors,
   plannedPackedMicroBatch,
@@ -21,7 +21,7 @@ import {
   type PlannedLearnOptions,
   type PlannedMicroBatch,
   type StatTensors,
-} from '../model/planned/learnStep.ts';
+} from '../model/planned/learnStep';
 import { packSequences, type ResponseBatch, type ValueHead } from './policy';
 import type { TokenMatrix } from './types';
 

@@ -4,7 +4,7 @@
 // MomentHolder, so a checkpoint exports them and a tfjs update takes them back); elsewhere tfjs's
 // AdamW (src/rl/optim.ts), the reference and the fallback.
 import * as tf from '@tensorflow/tfjs';
-import { engineOptions, plannedAdamWUpdate, type ExecutionPath, type AdamWStepResult } from '../engine/index.ts';
+import { engineOptions, plannedAdamWUpdate, type ExecutionPath, type AdamWStepResult } from '../engine/index';
 import type { AdamW } from './optim';
 import type { FlatGrads } from '../model/planned/learnStep';
 

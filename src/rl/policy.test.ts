@@ -1,14 +1,14 @@
 import * as tf from '@tensorflow/tfjs';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source.ts';
-import { generate } from '../model/generate.ts';
-import { disposeLlama, forward, type LlamaModel } from '../model/llama.ts';
-import { loadModel } from '../model/load.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
-import { mulberry32 } from '../model/random.ts';
+import { folderSource } from '../cli/fs-source';
+import { generate } from '../model/generate';
+import { disposeLlama, forward, type LlamaModel } from '../model/llama';
+import { loadModel } from '../model/load';
+import { attachLora, type LoraSet } from '../model/lora';
+import { mulberry32 } from '../model/random';
 import { packSequences, policyAndReferenceStats, policyStats, referenceStats, stopGradient, ValueHead } from './policy';
-import { maxAbs } from '../../dev/test/maxAbs.ts';
+import { maxAbs } from '../../dev/test/maxAbs';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

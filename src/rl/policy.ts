@@ -16,9 +16,9 @@
 // under softmax(logits / temperature) over the full vocabulary: the distribution generate()
 // reports, so rollout and training log-probs agree up to float error.
 import * as tf from '@tensorflow/tfjs';
-import { variableFrom, tokenStats } from '../engine/index.ts';
-import { forward, type LlamaModel } from '../model/llama.ts';
-import { withAdaptersDisabled, type LoraSet } from '../model/lora.ts';
+import { variableFrom, tokenStats } from '../engine/index';
+import { forward, type LlamaModel } from '../model/llama';
+import { withAdaptersDisabled, type LoraSet } from '../model/lora';
 
 /** Prompts and the responses sampled for them (one response per row; repeat a prompt for G samples). */
 export interface ResponseBatch {

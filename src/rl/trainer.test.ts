@@ -1,18 +1,18 @@
 import * as tf from '@tensorflow/tfjs';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source.ts';
-import { generate, type GenerateResult } from '../model/generate.ts';
-import { disposeLlama, type LlamaModel } from '../model/llama.ts';
-import { loadModel } from '../model/load.ts';
-import { attachLora, type LoraSet } from '../model/lora.ts';
-import { mulberry32 } from '../model/random.ts';
+import { folderSource } from '../cli/fs-source';
+import { generate, type GenerateResult } from '../model/generate';
+import { disposeLlama, type LlamaModel } from '../model/llama';
+import { loadModel } from '../model/load';
+import { attachLora, type LoraSet } from '../model/lora';
+import { mulberry32 } from '../model/random';
 import { AdamW } from './optim';
 import { policyStats, referenceStats, ValueHead } from './policy';
 import { learnEpochs, learnStep, type LearnBatch, type TrainerConfig } from './trainer';
 import { klPenaltyValue } from './kl';
 import { fromRows, fromTensor2D, type TokenMatrix } from './types';
-import { maxAbs } from '../../dev/test/maxAbs.ts';
+import { maxAbs } from '../../dev/test/maxAbs';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

@@ -19,8 +19,8 @@
 // TokenMatrix values, uploaded per micro-batch. Metrics come back as plain numbers in one
 // readback at the end.
 import * as tf from '@tensorflow/tfjs';
-import type { LlamaModel } from '../model/llama.ts';
-import type { LoraSet } from '../model/lora.ts';
+import type { LlamaModel } from '../model/llama';
+import type { LoraSet } from '../model/lora';
 import { aggLoss, trlLoss } from './aggregate';
 import { klPenalty } from './kl';
 import { clipByGlobalNorm, type AdamW } from './optim';

@@ -1,8 +1,8 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it, vi } from 'vitest';
-import { CheckpointStore, findNonFinite, type NamedTensor } from './checkpoints.ts';
-import { formatBytes } from '../contract/formatBytes.ts';
-import { idbKv, requestPersistentStorage, StorageError, type Kv } from './kv.ts';
+import { CheckpointStore, findNonFinite, type NamedTensor } from './checkpoints';
+import { formatBytes } from '../contract/formatBytes';
+import { idbKv, requestPersistentStorage, StorageError, type Kv } from './kv';
 
 // A fresh database per test, so tests never see each other's keys.
 let dbNo = 0;

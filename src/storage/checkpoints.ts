@@ -16,18 +16,18 @@
 // Tensors travel as plain typed arrays with names, shapes and dtypes; the worker converts tfjs
 // tensors on either side, so this module never needs tfjs.
 
-import type { Metrics } from '../contract/report.ts';
-import { formatBytes } from '../contract/formatBytes.ts';
-import { idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv.ts';
-import { brief } from '../contract/brief.ts';
+import type { Metrics } from '../contract/report';
+import { formatBytes } from '../contract/formatBytes';
+import { idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv';
+import { brief } from '../contract/brief';
 import {
   CHECKPOINT_DB, CHECKPOINT_FORMAT, CHUNK_LOCK, chunkPrefix, manifestKey, MANIFEST_PREFIX, CHUNK_PREFIX, newestFirst, orphanChunks, summarizeCheckpoint,
   type CheckpointManifest, type CheckpointSummary, type ChunkEntry, type TensorDtype, type TensorGroup, type TensorIndexEntry,
-} from '../contract/storageFormat.ts';
+} from '../contract/storageFormat';
 
 // The layout and record shapes are shared with the page (contract/storageFormat.ts).
-export { CHECKPOINT_FORMAT, CHECKPOINT_DB } from '../contract/storageFormat.ts';
-export type { CheckpointManifest, CheckpointSummary, ChunkEntry, TensorDtype, TensorGroup, TensorIndexEntry } from '../contract/storageFormat.ts';
+export { CHECKPOINT_FORMAT, CHECKPOINT_DB } from '../contract/storageFormat';
+export type { CheckpointManifest, CheckpointSummary, ChunkEntry, TensorDtype, TensorGroup, TensorIndexEntry } from '../contract/storageFormat';
 
 export interface NamedTensor {
   name: string;

@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { DatasetStore } from './datasets.ts';
-import { idbKv, type Kv } from './kv.ts';
+import { DatasetStore } from './datasets';
+import { idbKv, type Kv } from './kv';
 
 let dbNo = 0;
 const freshKv = (): Kv => idbKv(`datasets-test-${dbNo++}`);

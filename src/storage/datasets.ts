@@ -3,8 +3,8 @@
 // the text) and its text; the text is written first and the metadata last, so a failed write
 // never lists an upload whose text is missing. Writes are checked against the browser's quota
 // first, and a quota error says how much was needed and what is free.
-import { formatBytes } from '../contract/formatBytes.ts';
-import { idbKv, isQuotaError, storageEstimate, StorageError, type Kv, type StorageEstimateResult } from './kv.ts';
+import { formatBytes } from '../contract/formatBytes';
+import { idbKv, isQuotaError, storageEstimate, StorageError, type Kv, type StorageEstimateResult } from './kv';
 
 export const DATASET_DB = 'sparring-datasets';
 export const UPLOAD_PREFIX = 'upload:';

@@ -11,7 +11,7 @@
 
 import { createStore, del, delMany, get, set, type UseStore } from 'idb-keyval';
 
-export { newId, requestPersistentStorage, storageEstimate, type StorageEstimateResult } from '../contract/browserStorage.ts';
+export { newId, requestPersistentStorage, storageEstimate, type StorageEstimateResult } from '../contract/browserStorage';
 
 export interface Kv {
   get<T>(key: string): Promise<T | undefined>;

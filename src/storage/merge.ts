@@ -2,8 +2,8 @@
 // projection replaced by W + s B A (s = alpha / r, or alpha / sqrt(r) with rsLoRA), float32.
 // Works on the base model's safetensors as read from its folder, so the worker does not need a
 // second copy of the model on the GPU, and the page could do it as well.
-import type { TensorSource } from '../model/safetensors.ts';
-import { exportMergedSafetensors, hfWeightName, PeftError, projDims, PROJS, validateAdapter, type BaseDims, type MergedTensor, type PlainLoraAdapter } from './peft.ts';
+import type { TensorSource } from '../model/safetensors';
+import { exportMergedSafetensors, hfWeightName, PeftError, projDims, PROJS, validateAdapter, type BaseDims, type MergedTensor, type PlainLoraAdapter } from './peft';
 
 /** The scale PEFT applies to B A. */
 export const loraScale = (a: Pick<PlainLoraAdapter, 'r' | 'alpha' | 'useRslora'>): number => (a.useRslora ? a.alpha / Math.sqrt(a.r) : a.alpha / a.r);

@@ -4,10 +4,10 @@ import * as tf from '@tensorflow/tfjs';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../contract/modelConfig.ts';
-import { disposeLlama, loadLlama } from '../model/llama.ts';
-import { attachLora, loadPeftTensors, peftTensorName, peftTensors } from '../model/lora.ts';
-import { parseSafetensors, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
+import { parseModelConfig } from '../contract/modelConfig';
+import { disposeLlama, loadLlama } from '../model/llama';
+import { attachLora, loadPeftTensors, peftTensorName, peftTensors } from '../model/lora';
+import { parseSafetensors, writeSafetensors, type TensorToWrite } from '../model/safetensors';
 import {
   adapterTensorSource,
   exportMergedSafetensors,
@@ -23,8 +23,8 @@ import {
   validateAdapter,
   type BaseDims,
   type PlainLoraAdapter,
-} from './peft.ts';
-import { zip64Claiming } from '../../dev/test/testZips.ts';
+} from './peft';
+import { zip64Claiming } from '../../dev/test/testZips';
 
 // Toy 2-layer base: q out = heads x head_dim = 6 (not hidden 8) and kv out = 3, so a swapped
 // dimension anywhere shows up as a wrong shape.

@@ -15,12 +15,12 @@
 // Only type imports from lora.ts and llama.ts: a value import would pull tfjs into the UI bundle.
 
 import { strFromU8, strToU8, zipSync, type Zippable } from 'fflate';
-import type { ModelConfig } from '../contract/modelConfig.ts';
-import type { ProjName } from '../model/llama.ts';
-import type { LoraConfig } from '../model/lora.ts';
-import { checkFinite, parseSafetensors, SafetensorsError, writeSafetensors, type SafetensorsFile, type TensorToWrite } from '../model/safetensors.ts';
-import { brief, briefName, briefShape, briefText, clampMessage } from '../contract/brief.ts';
-import { DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError, type ZipEntry, type ZipLimits } from './zip.ts';
+import type { ModelConfig } from '../contract/modelConfig';
+import type { ProjName } from '../model/llama';
+import type { LoraConfig } from '../model/lora';
+import { checkFinite, parseSafetensors, SafetensorsError, writeSafetensors, type SafetensorsFile, type TensorToWrite } from '../model/safetensors';
+import { brief, briefName, briefShape, briefText, clampMessage } from '../contract/brief';
+import { DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError, type ZipEntry, type ZipLimits } from './zip';
 
 export class PeftError extends Error {
   constructor(message: string) {

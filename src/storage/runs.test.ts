@@ -1,8 +1,8 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import type { StepReport } from '../contract/report.ts';
-import { idbKv, StorageError, type Kv } from './kv.ts';
-import { JsonlError, parseReportsJsonl, reportsToJsonl, RunStore } from './runs.ts';
+import type { StepReport } from '../contract/report';
+import { idbKv, StorageError, type Kv } from './kv';
+import { JsonlError, parseReportsJsonl, reportsToJsonl, RunStore } from './runs';
 
 let dbNo = 0;
 const freshKv = (): Kv => idbKv(`runs-test-${dbNo++}`);

@@ -11,17 +11,17 @@
 // JSONL: one StepReport per line, as the CLI writes it. JSON has no NaN or Infinity:
 // JSON.stringify writes null, and parsing reads a null metric back as NaN.
 
-import type { StepReport } from '../contract/report.ts';
-import { briefText, clampMessage } from '../contract/brief.ts';
-import { idbKv, newId, pad, StorageError, type Kv } from './kv.ts';
-import { stepProblem } from '../contract/reportRules.ts';
+import type { StepReport } from '../contract/report';
+import { briefText, clampMessage } from '../contract/brief';
+import { idbKv, newId, pad, StorageError, type Kv } from './kv';
+import { stepProblem } from '../contract/reportRules';
 import {
   logPrefix, recordKey, RECORD_PREFIX, reportBytes, reportsToJsonl, RUNS_DB, runsNewestFirst, type LogBatch, type RunRecord, type RunStatus,
-} from '../contract/storageFormat.ts';
+} from '../contract/storageFormat';
 
 // The layout and record shapes are shared with the page (contract/storageFormat.ts).
-export { reportsToJsonl, RUNS_DB } from '../contract/storageFormat.ts';
-export type { LogBatch, RunRecord, RunStatus } from '../contract/storageFormat.ts';
+export { reportsToJsonl, RUNS_DB } from '../contract/storageFormat';
+export type { LogBatch, RunRecord, RunStatus } from '../contract/storageFormat';
 const STATUSES: readonly RunStatus[] = ['created', 'running', 'paused', 'finished', 'stopped', 'failed'];
 
 export interface RunStoreOptions {

@@ -1,7 +1,7 @@
 import { strToU8, unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { zip64Claiming } from '../../dev/test/testZips.ts';
-import { crc32, DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError } from './zip.ts';
+import { zip64Claiming } from '../../dev/test/testZips';
+import { crc32, DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError } from './zip';
 
 const errorOf = (fn: () => unknown): Error => {
   try {

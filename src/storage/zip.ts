@@ -13,7 +13,7 @@
 // central directory file header, local file header, ZIP64 extra field 0x0001).
 
 import { Inflate } from 'fflate';
-import { brief, briefName, briefText, clampMessage } from '../contract/brief.ts';
+import { brief, briefName, briefText, clampMessage } from '../contract/brief';
 
 export class ZipError extends Error {
   constructor(message: string) {

@@ -3,8 +3,8 @@
 // mirrored to IndexedDB), the latest save event, the status of a run the Checkpoints panel
 // resumed, and what the start found: persistence granted or not, a wiped store, orphan chunks.
 import { create } from 'zustand';
-import { requestPersistentStorage } from '../contract/browserStorage.ts';
-import type { CheckpointSummary } from '../contract/storageFormat.ts';
+import { requestPersistentStorage } from '../contract/browserStorage';
+import type { CheckpointSummary } from '../contract/storageFormat';
 import { PageCheckpoints, PageRunLogs } from './labDb';
 import { checkStores, noteSeen, wipedMessage } from './storeIntegrity';
 import { formatBytes } from '../contract/formatBytes';

@@ -1,7 +1,7 @@
 // Engine state as the UI sees it: plain data mirrored from the worker, and the one handle on the
 // worker that every UI command goes through (nothing is put on `window`).
 import { create } from 'zustand';
-import type { BackendPreference } from '../contract/backends.ts';
+import type { BackendPreference } from '../contract/backends';
 import { startEngineWorker, type EngineClient } from '../worker/client';
 import type { EngineStatus } from '../contract/workerApi';
 

@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_FORMAT, chunkPrefix, logPrefix, manifestKey, recordKey, type CheckpointManifest, type RunRecord } from '../contract/storageFormat.ts';
-import type { StepReport } from '../contract/report.ts';
+import { CHECKPOINT_FORMAT, chunkPrefix, logPrefix, manifestKey, recordKey, type CheckpointManifest, type RunRecord } from '../contract/storageFormat';
+import type { StepReport } from '../contract/report';
 import { labKv, PageCheckpoints, PageRunLogs } from './labDb';
 
 let dbNo = 0;

@@ -2,13 +2,13 @@
 // the page lists, renames and deletes checkpoints, counts what is stored and reads logs back.
 // idb-keyval calls over the layout both sides share (contract/storageFormat.ts).
 import { createStore, del, delMany, get, set, type UseStore } from 'idb-keyval';
-import { storageEstimate, type StorageEstimateResult } from '../contract/browserStorage.ts';
+import { storageEstimate, type StorageEstimateResult } from '../contract/browserStorage';
 import {
   CHECKPOINT_DB, CHUNK_LOCK, CHUNK_PREFIX, chunkPrefix, logPrefix, MANIFEST_PREFIX, manifestKey, newestFirst, orphanChunks, RECORD_PREFIX, recordKey,
   reportBytes, reportsToJsonl, RUNS_DB, runsNewestFirst, summarizeCheckpoint,
   type CheckpointManifest, type CheckpointSummary, type LogBatch, type RunRecord,
-} from '../contract/storageFormat.ts';
-import type { StepReport } from '../contract/report.ts';
+} from '../contract/storageFormat';
+import type { StepReport } from '../contract/report';
 
 /** One database's key-value store; opened on first use, not at import (tests load fake-indexeddb first). */
 export interface LabKv {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RolloutSample, StepReport } from '../contract/report.ts';
+import type { RolloutSample, StepReport } from '../contract/report';
 import {
   appendReport,
   importReports,

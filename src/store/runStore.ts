@@ -7,7 +7,7 @@
 // Reducers are plain functions over RunData (unit-tested in Node); the zustand store wraps them.
 // The rings are mutated in place by appends; `version` changes whenever data changes.
 import { create } from 'zustand';
-import type { RolloutSample, Role, StepReport } from '../contract/report.ts';
+import type { RolloutSample, Role, StepReport } from '../contract/report';
 import { DEFAULT_RING_CAPACITY, ringArrays, ringCreate, ringLastX, ringPush, ringTruncateFrom, type Ring } from './runStoreSeries';
 
 export type RunSource = 'live' | 'replay' | 'example';

@@ -1,9 +1,9 @@
 // Reading a recorded run: a JSONL file with one StepReport per line (what the CLI writes).
 // Every line is checked before anything is loaded, so a bad file changes nothing on screen; the
 // error names the file, the line and the field.
-import { brief, briefText, clampMessage, kindOf } from '../contract/brief.ts';
-import type { Message, RolloutSample, StepReport, TokenTrace } from '../contract/report.ts';
-import { stepProblem } from '../contract/reportRules.ts';
+import { brief, briefText, clampMessage, kindOf } from '../contract/brief';
+import type { Message, RolloutSample, StepReport, TokenTrace } from '../contract/report';
+import { stepProblem } from '../contract/reportRules';
 
 export class ReplayError extends Error {
   constructor(

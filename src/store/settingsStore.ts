@@ -2,7 +2,7 @@
 // (durableSettings) so a browser killed seconds after a change keeps it too.
 import { create } from 'zustand';
 import { createJSONStorage, persist } from 'zustand/middleware';
-import type { BackendPreference } from '../contract/backends.ts';
+import type { BackendPreference } from '../contract/backends';
 import { durableSettings } from './durableSettings';
 
 interface SettingsState {

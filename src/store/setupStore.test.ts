@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { int, str } from '../contract/schema.ts';
+import { int, str } from '../contract/schema';
 import type { RecipeListing } from '../contract/workerApi';
 import { IDLE_STATUS, useSetup, valuesOf } from './setupStore';
 import { decodeSetup } from './setupUrl';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bool, int, num, oneOf, str, type Schema } from '../contract/schema.ts';
-import { recipeListing } from '../../dev/test/recipeListings.ts';
+import { bool, int, num, oneOf, str, type Schema } from '../contract/schema';
+import { recipeListing } from '../../dev/test/recipeListings';
 import { decodeSetup, encodeSetup, formDefaults, type RunSetup } from './setupUrl';
 
 const schema: Schema = {

@@ -2,9 +2,9 @@
 // limit, as query parameters (`?recipe=arena&seed=3&steps=20&at=pause&c.goals=2...`). Decoding
 // keeps each raw value as the form would hold it, so an invalid one is shown (and marked) on its
 // field instead of being dropped; fields the recipe does not have and bad setup values are named.
-import { brief } from '../contract/brief.ts';
-import { resolveAliases, resolveFieldName } from '../contract/aliases.ts';
-import { validateField, type Schema } from '../contract/schema.ts';
+import { brief } from '../contract/brief';
+import { resolveAliases, resolveFieldName } from '../contract/aliases';
+import { validateField, type Schema } from '../contract/schema';
 
 /** What to do when the run reaches max steps. */
 export type AtMax = 'pause' | 'stop';

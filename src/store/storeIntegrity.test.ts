@@ -1,6 +1,6 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { checkStores, LOCAL_MARK_KEY, localMarkPlace, noteSeen, STORE_MARK_KEY, wipedMessage, type MarkPlace } from './storeIntegrity.ts';
+import { checkStores, LOCAL_MARK_KEY, localMarkPlace, noteSeen, STORE_MARK_KEY, wipedMessage, type MarkPlace } from './storeIntegrity';
 import { labKv as idbKv, type LabKv as Kv } from './labDb';
 
 let dbNo = 0;

@@ -10,7 +10,7 @@
 // unavailable (Node, some private modes). "Clear site data" clears all three places: that is a
 // fresh start, not a wipe. A copy that was lost only forgets the ids; the next start adopts
 // them from IndexedDB again.
-import { newId } from '../contract/browserStorage.ts';
+import { newId } from '../contract/browserStorage';
 import type { LabKv as Kv } from './labDb';
 
 export const STORE_MARK_KEY = 'meta/store';

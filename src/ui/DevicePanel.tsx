@@ -1,5 +1,5 @@
 import { useEffect } from 'react';
-import { BACKENDS, BACKEND_COST, type BackendPreference } from '../contract/backends.ts';
+import { BACKENDS, BACKEND_COST, type BackendPreference } from '../contract/backends';
 import { formatBytes as formatAnyBytes } from '../contract/formatBytes';
 
 /** Device sizes are mostly powers of two: "128 MiB", not "128.0 MiB". */

@@ -1,6 +1,6 @@
 // Owns the one engine worker of this tab: starts it, restarts it when the backend setting
 // changes, and mirrors its status into the engine store (which holds the worker's handle).
-import { parseBackendOverride, type BackendPreference } from '../contract/backends.ts';
+import { parseBackendOverride, type BackendPreference } from '../contract/backends';
 import { useEngine } from '../store/engineStore';
 
 export function resolvePreference(setting: BackendPreference): { preference: BackendPreference; source: 'url' | 'setting'; urlError: string | null } {

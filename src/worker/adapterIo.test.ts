@@ -4,10 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { folderSource } from '../cli/fs-source';
 import { peftTensors } from '../model/lora';
 import { parseSafetensors } from '../model/safetensors';
-import { createRecipeEnv } from '../recipes/kit/env.ts';
+import { createRecipeEnv } from '../recipes/kit/env';
 import { createRun, getRecipe } from '../recipes/registry';
 import { loadWithCharCodec } from '../../dev/test/recipeTesting';
-import type { RecipeRun } from '../recipes/kit/types.ts';
+import type { RecipeRun } from '../recipes/kit/types';
 import { exportAdapterZip, importAdapterIntoRun, runAdapter } from './adapterIo';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

@@ -8,12 +8,12 @@
 import { generate } from '../model/generate';
 import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
-import { isSandboxName } from '../recipes/kit/env.ts';
-import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/kit/types.ts';
+import { isSandboxName } from '../recipes/kit/env';
+import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/kit/types';
 import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZipAsync, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
 import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
-import { isWeightFormat, type WeightFormat } from '../contract/weightFormat.ts';
-import { weightsFieldOf } from '../contract/weightFields.ts';
+import { isWeightFormat, type WeightFormat } from '../contract/weightFormat';
+import { weightsFieldOf } from '../contract/weightFields';
 import type { AdapterOutputs, FileBytes, ImportAdapterResult } from '../contract/workerApi';
 import { findNonFinite } from '../storage/checkpoints';
 

@@ -1,6 +1,6 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import type { RecipeCheckpoint, RecipeRun } from '../recipes/kit/types.ts';
+import type { RecipeCheckpoint, RecipeRun } from '../recipes/kit/types';
 import { CheckpointStore, idbKv, type Kv } from '../storage';
 import { autosaveDue, checkAutosavePolicy, pauseSaveDue, pruneAutosaves, saveRunCheckpoint } from './autosave';
 

@@ -8,11 +8,11 @@
 // A save never throws: it returns an event (saved, or failed with the storage layer's message).
 // A failed save (quota exceeded) leaves every earlier checkpoint intact and the run goes on.
 import type { Metrics } from '../contract/report';
-import { toCheckpointInput } from '../recipes/kit/state.ts';
-import type { RecipeRun } from '../recipes/kit/types.ts';
+import { toCheckpointInput } from '../recipes/kit/state';
+import type { RecipeRun } from '../recipes/kit/types';
 import { CheckpointStore, StorageError } from '../storage';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
-import { brief } from '../contract/brief.ts';
+import { brief } from '../contract/brief';
 
 export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true, keep: 5 };
 

@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs';
 import wasmPlain from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm?url';
 import wasmSimd from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm?url';
 import wasmThreaded from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm?url';
-import { initBackend, probeWebGPU, isWebGPUBackend, webgpuDevice, subgroupStatus, type BackendPreference, type GpuProbe } from '../engine/index.ts';
+import { initBackend, probeWebGPU, isWebGPUBackend, webgpuDevice, subgroupStatus, type BackendPreference, type GpuProbe } from '../engine/index';
 import type { EngineApi, EngineStatus, FileBytes } from '../contract/workerApi';
 import { activeRunSpec, atBoundary, browserEnv, listRecipes, modelFolder, pauseRun, resumeFromCheckpoint, resumeRun, runStatus, saveCheckpointNow, setAutosave, setHubEndpoint, startRun, stepRun, stopRun, watchCheckpoints } from './runs';
 import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';

@@ -14,8 +14,8 @@
 // "\n", then "S", "9", <|eot_id|>; after "safe" <|eot_id|>. So greedy decoding writes
 // "unsafe\nS9" when "bomb" occurs and "safe" when it does not, and the first-token probability
 // says the same; quantising to int4 or int8 keeps those rows exact (one non-zero per group).
-import { mulberry32 } from '../../../src/engine/index.ts';
-import { bf16Bits, bf16Value, bytesToUnicode, safetensorsBf16, writeRepoFiles, type Qwen2Tensor } from './qwen2Fixture.ts';
+import { mulberry32 } from '../../../src/engine/index';
+import { bf16Bits, bf16Value, bytesToUnicode, safetensorsBf16, writeRepoFiles, type Qwen2Tensor } from './qwen2Fixture';
 
 export const GUARD_DIMS = { hidden: 64, intermediate: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 288, ropeTheta: 500_000, eps: 1e-5 } as const;
 const FREE = 8;

@@ -11,7 +11,7 @@
 // then writes <|endoftext|> at once, which stops generation only if that second eos id is known.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { mulberry32 } from '../../../src/engine/index.ts';
+import { mulberry32 } from '../../../src/engine/index';
 
 export const QWEN2_DIMS = { hidden: 64, intermediate: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 320, ropeTheta: 1_000_000, eps: 1e-6 } as const;
 

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
-import { registerWebGPUBackend, webgpuDevice } from '../../engine/index.ts';
+import { registerWebGPUBackend, webgpuDevice } from '../../engine/index';
 
 /** Chromium's SwiftShader Vulkan driver (a CPU implementation), as Debian installs it. */
 export const SWIFTSHADER_VULKAN_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';

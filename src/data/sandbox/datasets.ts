@@ -10,7 +10,7 @@
 // designed, imperfect answers (qa.ts). A defender trained on it starts with known weak spots
 // that the attacker can find and RL can close.
 
-import type { ChatTurn, PromptInput } from '../../contract/chat.ts';
+import type { ChatTurn, PromptInput } from '../../contract/chat';
 import { helpfulAnswer, sampleBenign, type BenignFamily } from './benign';
 import { sampleGoal, type SandboxHazard } from './hazards';
 import {

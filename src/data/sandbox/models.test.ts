@@ -12,11 +12,11 @@ import { mapSource, type ModelSource } from '../../model/sources';
 import { loadTokenizer, type TextTokenizer } from '../../model/tokenizer';
 import { rulesVerdict } from '../../judges/rules';
 import { attackerSource, benignPrompts, designedOutcome, harmfulPrompts, monitorCases, promptMeta, qaItems, type SandboxPrompt } from './datasets';
-import { GREEDY, probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix } from '../../../dev/sandbox/probe.ts';
+import { GREEDY, probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix } from '../../../dev/sandbox/probe';
 import { TACTICS } from './tactics';
 import { DEFAULT_VULNERABILITY } from './vulnerability';
-import { bpeTokenizerJson } from '../../../dev/sandbox/bpeTrainer.ts';
-import { GUARD_UNSAFE, guardMessages, singleTokenId, trainSandboxTokenizer } from '../../../dev/sandbox/train.ts';
+import { bpeTokenizerJson } from '../../../dev/sandbox/bpeTrainer';
+import { GUARD_UNSAFE, guardMessages, singleTokenId, trainSandboxTokenizer } from '../../../dev/sandbox/train';
 
 const ROOT = process.env.SANDBOX_MODELS_DIR ?? join(process.cwd(), 'public', 'models');
 const NAMES = ['defender', 'attacker', 'judge', 'qa'] as const;

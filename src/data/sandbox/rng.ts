@@ -8,7 +8,7 @@
 // share a prefix give unrelated child seeds.
 
 // One mix32 for the project (contract/mulberry32.ts): the same murmur3 finaliser this file had.
-import { mix32 } from '../../contract/mulberry32.ts';
+import { mix32 } from '../../contract/mulberry32';
 export { mix32 };
 
 /** Child seed of `seed` under `label`: stable across runs, platforms and insertion order. */

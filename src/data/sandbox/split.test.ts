@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { splitRows } from '../split.ts';
-import { attackerSft, harmfulPrompts } from './datasets.ts';
-import { allGoals, SANDBOX_HAZARDS } from './hazards.ts';
-import { sandboxSplitInfo, SANDBOX_SPLIT_SEED, splitGoals } from './split.ts';
+import { splitRows } from '../split';
+import { attackerSft, harmfulPrompts } from './datasets';
+import { allGoals, SANDBOX_HAZARDS } from './hazards';
+import { sandboxSplitInfo, SANDBOX_SPLIT_SEED, splitGoals } from './split';
 
 describe('sandbox train / eval goal split', () => {
   it('splits each category\'s goals into two disjoint parts that cover them, a quarter (rounded up) held out', () => {

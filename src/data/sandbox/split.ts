@@ -3,8 +3,8 @@
 // quarter held out, at least one), so every category is evaluated and none is evaluated on a goal
 // a recipe trained on. The split is fixed (SANDBOX_SPLIT_SEED), not per run: runs with different
 // seeds evaluate on the same goals and stay comparable.
-import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../split.ts';
-import { allGoals, SANDBOX_HAZARDS, type SandboxHazard } from './hazards.ts';
+import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../split';
+import { allGoals, SANDBOX_HAZARDS, type SandboxHazard } from './hazards';
 
 export const SANDBOX_SPLIT_SEED = DATA_SPLIT_SEED;
 export const SANDBOX_EVAL_SHARE = EVAL_SHARE;

@@ -17,8 +17,8 @@ import embedWgsl from '../../../shaders/embed/plan.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample/op.wgsl?raw';
 import tokenStatsWgsl from '../../../shaders/token-stats/op.wgsl?raw';
 import rowReduceTreeWgsl from '../../../shaders/row-reduce/tree.wgsl?raw';
-import { rowReduce } from '../kernels/row-reduce/rowReduce.ts';
-import { rowWorkgroupSize } from '../webgpu/limits.ts';
+import { rowReduce } from '../kernels/row-reduce/rowReduce';
+import { rowWorkgroupSize } from '../webgpu/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
 import type { GemvShape } from '../options';
 

@@ -7,7 +7,7 @@
 // Each is the median over reps after a warm-up, timed by timestamp queries around the pass where
 // the device has them ("GPU"), else by wall time from submit to onSubmittedWorkDone ("wall").
 import * as tf from '@tensorflow/tfjs';
-import { webgpuDevice } from '../webgpu/wgslProgram.ts';
+import { webgpuDevice } from '../webgpu/wgslProgram';
 import { gemmKernel, gemmWorkgroups, packGemm } from './learnKernels';
 import { GpuPlan } from './plan';
 import { flushTfjs } from './tfjsInterop';

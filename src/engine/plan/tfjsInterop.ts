@@ -2,7 +2,7 @@
 // instead of copying them, on the device tfjs created.
 import type * as tf from '@tensorflow/tfjs';
 import { engine as tfEngine } from '@tensorflow/tfjs';
-import { webgpuBackend } from '../webgpu/wgslProgram.ts';
+import { webgpuBackend } from '../webgpu/wgslProgram';
 
 interface TensorData {
   resource: GPUBuffer | GPUTexture | null;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { hoistEnableDirectives, installDirectiveHoist, judgeSubgroupLayout } from './gpuFeatures.ts';
-import { subgroupLevels } from '../kernels/row-reduce/rowReduce.ts';
+import { hoistEnableDirectives, installDirectiveHoist, judgeSubgroupLayout } from './gpuFeatures';
+import { subgroupLevels } from '../kernels/row-reduce/rowReduce';
 
 describe('hoistEnableDirectives', () => {
   it('moves enable lines from the middle of tfjs-prefixed code to the top, once each', () => {

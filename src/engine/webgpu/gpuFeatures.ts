@@ -4,8 +4,8 @@
 // for, plus `subgroups` where the adapter has it, and a device whose shader compiler moves
 // `enable` lines to the top. Kernels then pick a subgroup variant only when subgroupsActive().
 import * as tf from '@tensorflow/tfjs';
-import { isWebGPUBackend, webgpuDevice } from './wgslProgram.ts';
-import { engineOptions } from '../options.ts';
+import { isWebGPUBackend, webgpuDevice } from './wgslProgram';
+import { engineOptions } from '../options';
 import type { SubgroupLayout, SubgroupStatus } from '../../contract/workerApi';
 
 export type { SubgroupLayout, SubgroupStatus };

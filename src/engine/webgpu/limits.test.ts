@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BINDING_FLOOR, maxBindingBytes, rowChunks, rowWorkgroupSize } from './limits.ts';
-import { setEngineOptions } from '../options.ts';
+import { BINDING_FLOOR, maxBindingBytes, rowChunks, rowWorkgroupSize } from './limits';
+import { setEngineOptions } from '../options';
 
 describe('binding limits', () => {
   it('uses the 128 MiB floor off WebGPU, and an override when set', () => {

@@ -1,7 +1,7 @@
 // Binding-size limits of the active WebGPU device, and row chunking that keeps every storage
 // binding a kernel touches under them (DESIGN: plan for a 128 MiB binding floor).
-import { isWebGPUBackend, webgpuDevice } from './wgslProgram.ts';
-import { engineOptions } from '../options.ts';
+import { isWebGPUBackend, webgpuDevice } from './wgslProgram';
+import { engineOptions } from '../options';
 
 /** WebGPU's guaranteed minimum for maxStorageBufferBindingSize. */
 export const BINDING_FLOOR = 128 * 2 ** 20;

@@ -2,7 +2,7 @@
 // result is an ordinary tfjs tensor that stays on the GPU and joins the rest of the graph.
 import * as tf from '@tensorflow/tfjs';
 import type { WebGPUBackend, WebGPUProgram } from '@tensorflow/tfjs-backend-webgpu';
-import { engineOptions } from '../options.ts';
+import { engineOptions } from '../options';
 
 export interface KernelSpec {
   /** Unique per distinct source: tfjs caches compiled pipelines by it (plus input ranks/dtypes). */

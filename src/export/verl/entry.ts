@@ -4,7 +4,7 @@
 // express, listed in the export's README, never silently dropped), and the builders entries
 // share. Each recipe declares its entry in src/recipes/<name>/export.ts; the exporter never
 // imports a recipe.
-import type { SandboxHazard, SandboxPrompt } from '../../data/sandbox/index.ts';
+import type { SandboxHazard, SandboxPrompt } from '../../data/sandbox/index';
 
 /** A harmful goal an attacker model writes a prompt for (the recipes' Goal). */
 export interface AttackGoal {

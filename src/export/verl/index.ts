@@ -13,17 +13,17 @@
 // config); attacker-sft is an SFT job instead (sft.ts): verl_sft_config.yaml, data/sft_*.parquet,
 // run.sh. The entries live with the recipes (src/recipes/<name>/export.ts), which pass theirs in:
 // the exporter never imports a recipe.
-import { resolveAliases } from '../../contract/aliases.ts';
-import { ConfigError, validateConfig, type Schema } from '../../contract/schema.ts';
-import { rowsToParquet } from './parquet.ts';
-import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry.ts';
-import { exportReadme } from './readme.ts';
-import { rewardPy } from './rewardPy.ts';
-import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft.ts';
-import { trlScript } from './trlScript.ts';
-import { HERE, verlOverrides, verlYaml } from './verlConfig.ts';
+import { resolveAliases } from '../../contract/aliases';
+import { ConfigError, validateConfig, type Schema } from '../../contract/schema';
+import { rowsToParquet } from './parquet';
+import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry';
+import { exportReadme } from './readme';
+import { rewardPy } from './rewardPy';
+import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft';
+import { trlScript } from './trlScript';
+import { HERE, verlOverrides, verlYaml } from './verlConfig';
 
-export type { ExportRecipe } from './entry.ts';
+export type { ExportRecipe } from './entry';
 
 export interface VerlExportInput {
   /** The recipe's name and schema (the registry's, or the list the worker posts). */

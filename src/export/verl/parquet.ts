@@ -4,7 +4,7 @@
 // hyparquet-writer: pure JavaScript (no native code, no WASM), so the CLI and the browser share
 // it, and it writes nested list / struct columns, which RLHFDataset needs for chat prompts.
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import type { DatasetRow } from './entry.ts';
+import type { DatasetRow } from './entry';
 
 const str = (name: string) => ({ name, type: 'BYTE_ARRAY' as const, converted_type: 'UTF8' as const, repetition_type: 'OPTIONAL' as const });
 

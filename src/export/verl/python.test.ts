@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { pyFile } from './python.ts';
+import { pyFile } from './python';
 
 // Compiled files go to a temporary folder, not __pycache__ beside the sources.
 const PYCACHE = mkdtempSync(join(tmpdir(), 'pycache-'));

@@ -14,12 +14,12 @@
 //
 // JavaScript and Python regexes differ: JS `\s` is Unicode whitespace and `\b` ASCII, so the
 // port spells JS's whitespace class out and compiles with re.ASCII.
-import type { ExportRecipe } from './entry.ts';
-import { pyFile } from './python.ts';
+import type { ExportRecipe } from './entry';
+import { pyFile } from './python';
 import REWARD_BATCH from './python/reward_batch.py?raw';
 import REWARD_COMMON from './python/reward_common.py?raw';
 
-export { pyLiteral } from './python.ts';
+export { pyLiteral } from './python';
 
 /** The whole reward.py of a recipe: header, CONFIG, the shared port, the recipe's compute_score. */
 export function rewardPy(recipe: ExportRecipe, config: Record<string, unknown>, header: string): string {

@@ -3,9 +3,9 @@
 // user turn and one assistant turn, as the lab does), and a Hydra config over veRL's
 // sft_trainer. No reward: the lab's loss is the mean NLL of the target tokens, which is veRL's.
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import { attackerSft } from '../../data/sandbox/index.ts';
-import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets.ts';
-import { HERE, trainerKeys } from './verlConfig.ts';
+import { attackerSft } from '../../data/sandbox/index';
+import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets';
+import { HERE, trainerKeys } from './verlConfig';
 
 export interface SftRow {
   prompt: string;

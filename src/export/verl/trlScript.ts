@@ -1,10 +1,10 @@
 // The TRL launch script of an export (recipes that fit GRPOTrainer: one policy, single-turn
 // prompts, a sequence reward). Its reward function wraps reward.py's compute_score, so veRL and
 // TRL score a response the same way; GRPOConfig fields come from the alias table's TRL names.
-import { aliasRows } from '../../contract/aliases.ts';
-import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets.ts';
-import type { Schema } from '../../contract/schema.ts';
-import { pyFile } from './python.ts';
+import { aliasRows } from '../../contract/aliases';
+import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets';
+import type { Schema } from '../../contract/schema';
+import { pyFile } from './python';
 import TRL_GRPO from './python/trl_grpo.py?raw';
 
 /** Alias rows whose TRL name belongs to peft's LoraConfig, not GRPOConfig. */

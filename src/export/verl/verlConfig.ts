@@ -3,10 +3,10 @@
 // them. Field names come from the alias table (aliases.ts) where a lab field maps one-to-one;
 // what needs translating (estimator names, KL placement, loss names, LoRA targets) is spelled
 // out here.
-import { aliasRows } from '../../contract/aliases.ts';
-import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets.ts';
-import type { Schema } from '../../contract/schema.ts';
-import type { ExportRecipe } from './entry.ts';
+import { aliasRows } from '../../contract/aliases';
+import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets';
+import type { Schema } from '../../contract/schema';
+import type { ExportRecipe } from './entry';
 
 /** Lab KL estimator names -> veRL kl_penalty / kl_loss_type names. */
 export const VERL_KL_NAMES: Readonly<Record<string, string>> = { k1: 'kl', kl: 'kl', abs: 'abs', k2: 'mse', mse: 'mse', k3: 'low_var_kl', low_var_kl: 'low_var_kl' };

@@ -7,12 +7,12 @@
 // Same seeds, same draws: the plan samples with the tfjs path's own sampler kernel from the same
 // Philox streams, and records the steps with the same StepRecorder.
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, webgpuDevice, alignUp, DecodePlan, PROJ_KEYS, prefillChunk, flushTfjs, tensorBuffer, engineOptions, gemvVariant, seedKey, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef, type ExecutionPath } from '../../engine/index.ts';
-import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './decodeSteps.ts';
-import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama.ts';
-import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from '../linear.ts';
-import { LoraAdapter } from '../lora.ts';
-import { F16Weight, Int4Weight, Int8Weight } from '../quant.ts';
+import { customKernelsActive, webgpuDevice, alignUp, DecodePlan, PROJ_KEYS, prefillChunk, flushTfjs, tensorBuffer, engineOptions, gemvVariant, seedKey, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef, type ExecutionPath } from '../../engine/index';
+import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './decodeSteps';
+import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama';
+import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from '../linear';
+import { LoraAdapter } from '../lora';
+import { F16Weight, Int4Weight, Int8Weight } from '../quant';
 
 /** Which path decodes on WebGPU (EngineOptions.decodePath, .prefillPath). */
 export type DecodePath = ExecutionPath;

@@ -1,7 +1,7 @@
 // What both decode paths share (tfjs op by op in generate.ts, planned in planned/decode.ts):
 // option checks, left padding, and the bookkeeping of one sampled step, so the two paths return
 // the same result for the same draws by construction.
-import { checkSamplingOptions } from '../../engine/index.ts';
+import { checkSamplingOptions } from '../../engine/index';
 
 // The options and result of generate() live here, the lowest module of the decode chain
 // (generate -> planned/decode -> planned/decodeSteps), so no module imports one above it.

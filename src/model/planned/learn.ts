@@ -5,12 +5,12 @@
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, webgpuDevice, LearnPlan, engineOptions, flushTfjs, tensorBuffer, type LearnShape, type LearnRecompute } from '../../engine/index.ts';
-import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from '../llama.ts';
-import type { FrozenWeight } from '../linear.ts';
-import { LoraAdapter, type LoraSet } from '../lora.ts';
-import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from '../../contract/learnMemory.ts';
-import { loraOf, modelRef, unplannableReason } from './decode.ts';
+import { customKernelsActive, webgpuDevice, LearnPlan, engineOptions, flushTfjs, tensorBuffer, type LearnShape, type LearnRecompute } from '../../engine/index';
+import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from '../llama';
+import type { FrozenWeight } from '../linear';
+import { LoraAdapter, type LoraSet } from '../lora';
+import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from '../../contract/learnMemory';
+import { loraOf, modelRef, unplannableReason } from './decode';
 
 /** A left-padded batch of prompt + response (policy.ts packSequences' shape). */
 export interface PackedSequences {

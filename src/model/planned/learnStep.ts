@@ -4,10 +4,10 @@
 // buffer (FlatGrads) for an optimiser to read in place. The loss and the batch are the caller's
 // (src/rl/plannedLearn.ts): nothing here knows RL.
 import * as tf from '@tensorflow/tfjs';
-import { webgpuDevice, STATS_COLS, emptyTensor, flushTfjs, tensorBuffer } from '../../engine/index.ts';
-import type { LlamaModel } from '../llama.ts';
-import type { LoraSet } from '../lora.ts';
-import { gpuScoped, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, type PackedSequences } from './learn.ts';
+import { webgpuDevice, STATS_COLS, emptyTensor, flushTfjs, tensorBuffer } from '../../engine/index';
+import type { LlamaModel } from '../llama';
+import type { LoraSet } from '../lora';
+import { gpuScoped, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, type PackedSequences } from './learn';
 
 export interface StatTensors {
   /** [B, T] */

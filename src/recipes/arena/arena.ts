@@ -23,27 +23,27 @@
 // (eval/asr, eval/benign_correct): it moves only when the weights do; its goals are the sandbox
 // split's eval goals, which the training pool never draws. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
-import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../../data/sandbox/index.ts';
-import { meanStrongRejectRules } from '../../judges/strongreject.ts';
-import type { Judge, JudgeVerdict } from '../../judges/types.ts';
-import { hash3 } from '../../model/random.ts';
-import { std } from '../../rl/stats.ts';
-import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from '../attack/attack.ts';
-import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, harmVerdict, type ValueCritic } from '../kit/common.ts';
-import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
-import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals.ts';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';
-import { splitMetrics } from '../../data/split.ts';
-import type { Metrics, RolloutSample } from '../../contract/report.ts';
-import { greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from '../kit/rollout.ts';
-import { int, num, oneOf, str, type ConfigOf } from '../../contract/schema.ts';
-import { weightsField } from '../../contract/weightFields.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
-import type { TextGrader } from '../../judges/textGrader.ts';
-import type { NamedLoraPart } from '../kit/state.ts';
-import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../../data/sandbox/index';
+import { meanStrongRejectRules } from '../../judges/strongreject';
+import type { Judge, JudgeVerdict } from '../../judges/types';
+import { hash3 } from '../../model/random';
+import { std } from '../../rl/stats';
+import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from '../attack/attack';
+import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, harmVerdict, type ValueCritic } from '../kit/common';
+import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData';
+import { splitMetrics } from '../../data/split';
+import type { Metrics, RolloutSample } from '../../contract/report';
+import { greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from '../kit/rollout';
+import { int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
+import { weightsField } from '../../contract/weightFields';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import type { TextGrader } from '../../judges/textGrader';
+import type { NamedLoraPart } from '../kit/state';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { arenaLesson } from './lesson';
 
 export const arenaSchema = {

@@ -1,7 +1,7 @@
 // arena's veRL export: the defender's phase as its own job (defend's export and reward.py); the
 // attacker's phase is attack's export.
-import { ATTACKER_PROMPTS_NOTE, judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type ExportRecipe } from '../../export/verl/entry.ts';
-import { defendExport } from '../defend/export.ts';
+import { ATTACKER_PROMPTS_NOTE, judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type ExportRecipe } from '../../export/verl/entry';
+import { defendExport } from '../defend/export';
 
 /** arena: the defender's phase as its own job (defend's reward, no entropy term); the attacker's phase is attack's export. */
 export const arenaExport: ExportRecipe = {

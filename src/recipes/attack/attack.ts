@@ -25,26 +25,26 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import { attackerSource, rngFor, TACTICS } from '../../data/sandbox/index.ts';
-import type { Judge } from '../../judges/types.ts';
-import { generate } from '../../model/generate.ts';
-import type { LoraSet } from '../../model/lora.ts';
-import { hash3 } from '../../model/random.ts';
-import type { AdamW } from '../../rl/optim.ts';
-import { std } from '../../rl/stats.ts';
-import { checkFiniteRewards, criticFor, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, harmVerdict, type ValueCritic } from '../kit/common.ts';
-import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
-import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
-import { harmfulGoals, tacticOf, type Goal } from '../kit/goals.ts';
-import type { Metrics, RolloutSample } from '../../contract/report.ts';
-import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from '../kit/rollout.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema.ts';
-import { weightsField } from '../../contract/weightFields.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
-import type { TextGrader } from '../../judges/textGrader.ts';
-import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from '../kit/promptData.ts';
-import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { attackerSource, rngFor, TACTICS } from '../../data/sandbox/index';
+import type { Judge } from '../../judges/types';
+import { generate } from '../../model/generate';
+import type { LoraSet } from '../../model/lora';
+import { hash3 } from '../../model/random';
+import type { AdamW } from '../../rl/optim';
+import { std } from '../../rl/stats';
+import { checkFiniteRewards, criticFor, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, harmVerdict, type ValueCritic } from '../kit/common';
+import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
+import { harmfulGoals, tacticOf, type Goal } from '../kit/goals';
+import type { Metrics, RolloutSample } from '../../contract/report';
+import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from '../kit/rollout';
+import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
+import { weightsField } from '../../contract/weightFields';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import type { TextGrader } from '../../judges/textGrader';
+import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from '../kit/promptData';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { attackLesson } from './lesson';
 
 export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'] as const;

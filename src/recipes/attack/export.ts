@@ -1,8 +1,8 @@
 // attack's veRL / TRL export: the attacker writes prompts for the sandbox's goals; reward.py (this
 // folder) asks the frozen defender and scores harm plus in-group diversity.
-import { attackerSource } from '../../data/sandbox/index.ts';
-import { judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type DatasetItem, type ExportRecipe } from '../../export/verl/entry.ts';
-import { harmfulGoals, type Goal } from '../kit/goals.ts';
+import { attackerSource } from '../../data/sandbox/index';
+import { judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type DatasetItem, type ExportRecipe } from '../../export/verl/entry';
+import { harmfulGoals, type Goal } from '../kit/goals';
 import computeScore from './reward.py?raw';
 
 export const attackExport: ExportRecipe = {

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { folderSource } from '../../cli/fs-source.ts';
-import { encodeSftPair, parseGoalPromptJsonl, parseGoalPromptPairs, tacticMix } from './attackerSft.ts';
-import { createRun } from '../registry.ts';
-import { charCodec, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
-import { createRecipeEnv } from '../kit/env.ts';
+import { folderSource } from '../../cli/fs-source';
+import { encodeSftPair, parseGoalPromptJsonl, parseGoalPromptPairs, tacticMix } from './attackerSft';
+import { createRun } from '../registry';
+import { charCodec, loadWithCharCodec } from '../../../dev/test/recipeTesting';
+import { createRecipeEnv } from '../kit/env';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

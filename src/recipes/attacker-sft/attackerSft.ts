@@ -7,25 +7,25 @@
 // (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
 import * as tf from '@tensorflow/tfjs';
-import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../../data/sandbox/index.ts';
-import { stripBom } from '../../contract/datasetLoaders.ts';
-import { brief, briefText } from '../../contract/brief.ts';
-import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../../data/split.ts';
-import { columnsOf, readPromptSet } from '../../contract/promptSets.ts';
-import { generate } from '../../model/generate.ts';
-import type { LoraSet } from '../../model/lora.ts';
-import { hash3 } from '../../model/random.ts';
-import { AdamW, clipByGlobalNorm } from '../../rl/optim.ts';
-import { policyStats } from '../../rl/policy.ts';
-import { plannedGrads, plannedLearnBlocker } from '../../rl/plannedLearn.ts';
-import { meanOf, tokenTrace, drawBatch } from '../kit/common.ts';
-import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run.ts';
-import { attachConfiguredLora, loraFields } from '../kit/commonFields.ts';
-import { tacticOf } from '../kit/goals.ts';
-import type { Metrics, RolloutSample } from '../../contract/report.ts';
-import { int, num, str, type ConfigOf } from '../../contract/schema.ts';
-import { weightsField } from '../../contract/weightFields.ts';
-import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../../data/sandbox/index';
+import { stripBom } from '../../contract/datasetLoaders';
+import { brief, briefText } from '../../contract/brief';
+import { DATA_SPLIT_SEED, EVAL_SHARE, splitMetrics, splitRows, type SplitInfo } from '../../data/split';
+import { columnsOf, readPromptSet } from '../../contract/promptSets';
+import { generate } from '../../model/generate';
+import type { LoraSet } from '../../model/lora';
+import { hash3 } from '../../model/random';
+import { AdamW, clipByGlobalNorm } from '../../rl/optim';
+import { policyStats } from '../../rl/policy';
+import { plannedGrads, plannedLearnBlocker } from '../../rl/plannedLearn';
+import { meanOf, tokenTrace, drawBatch } from '../kit/common';
+import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
+import { attachConfiguredLora, loraFields } from '../kit/commonFields';
+import { tacticOf } from '../kit/goals';
+import type { Metrics, RolloutSample } from '../../contract/report';
+import { int, num, str, type ConfigOf } from '../../contract/schema';
+import { weightsField } from '../../contract/weightFields';
+import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { attackerSftLesson } from './lesson';
 
 export const attackerSftSchema = {

@@ -22,29 +22,29 @@
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
 // do, so it is the before / after measure of the experiment. Held-out goals are the sandbox
 // split's eval goals (data/sandbox/split.ts): the training pool never draws them.
-import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../../data/sandbox/index.ts';
-import { meanStrongRejectRules } from '../../judges/strongreject.ts';
-import type { Judge, JudgeVerdict } from '../../judges/types.ts';
-import type { LoraSet } from '../../model/lora.ts';
-import { hash3 } from '../../model/random.ts';
-import type { AdamW } from '../../rl/optim.ts';
-import { mtsaDefenderReward } from '../../rl/rewards.ts';
-import { std } from '../../rl/stats.ts';
-import { attachCheckpointAdapter, checkpointFromJson } from '../kit/checkpointFile.ts';
-import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, harmVerdict } from '../kit/common.ts';
-import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
-import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from '../kit/rollout.ts';
-import type { Metrics, RolloutSample } from '../../contract/report.ts';
-import { int, num, str, type ConfigOf } from '../../contract/schema.ts';
-import { checkSavedWeights, weightsField } from '../../contract/weightFields.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
-import type { TextGrader } from '../../judges/textGrader.ts';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData.ts';
-import { splitMetrics } from '../../data/split.ts';
-import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../../data/sandbox/index';
+import { meanStrongRejectRules } from '../../judges/strongreject';
+import type { Judge, JudgeVerdict } from '../../judges/types';
+import type { LoraSet } from '../../model/lora';
+import { hash3 } from '../../model/random';
+import type { AdamW } from '../../rl/optim';
+import { mtsaDefenderReward } from '../../rl/rewards';
+import { std } from '../../rl/stats';
+import { attachCheckpointAdapter, checkpointFromJson } from '../kit/checkpointFile';
+import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, harmVerdict } from '../kit/common';
+import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
+import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
+import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from '../kit/rollout';
+import type { Metrics, RolloutSample } from '../../contract/report';
+import { int, num, str, type ConfigOf } from '../../contract/schema';
+import { checkSavedWeights, weightsField } from '../../contract/weightFields';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import type { TextGrader } from '../../judges/textGrader';
+import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData';
+import { splitMetrics } from '../../data/split';
+import type { LoadedModel, Recipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../kit/types';
 import { defendLesson } from './lesson';
 
 export const defendSchema = {

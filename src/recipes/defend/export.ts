@@ -1,8 +1,8 @@
 // defend's veRL / TRL export (MTSA's defender): the sandbox's (or the attacker's own) harmful
 // prompts and benign tasks, scored by reward.py (this folder).
-import { benignPrompts, harmfulPrompts, SINGLE_TURN_TACTICS } from '../../data/sandbox/index.ts';
-import { ATTACKER_PROMPTS_NOTE, fromPrompt, judgeConstants, judgeNotes, KL_SUM_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type DatasetItem, type ExportRecipe } from '../../export/verl/entry.ts';
-import { harmfulGoals, type Goal } from '../kit/goals.ts';
+import { benignPrompts, harmfulPrompts, SINGLE_TURN_TACTICS } from '../../data/sandbox/index';
+import { ATTACKER_PROMPTS_NOTE, fromPrompt, judgeConstants, judgeNotes, KL_SUM_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type DatasetItem, type ExportRecipe } from '../../export/verl/entry';
+import { harmfulGoals, type Goal } from '../kit/goals';
 import computeScore from './reward.py?raw';
 
 export const defendExport: ExportRecipe = {

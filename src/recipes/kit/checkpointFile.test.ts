@@ -1,9 +1,9 @@
 // The checkpoint file (CLI --save-checkpoint, defend.attackerCheckpoint): one error naming the
 // file, the field and the expected form for every malformed part, and a right value otherwise.
 import { describe, expect, it } from 'vitest';
-import type { NamedTensor } from '../../storage/checkpoints.ts';
-import { checkpointFromJson, checkpointToJson } from './checkpointFile.ts';
-import type { RecipeCheckpoint } from './types.ts';
+import type { NamedTensor } from '../../storage/checkpoints';
+import { checkpointFromJson, checkpointToJson } from './checkpointFile';
+import type { RecipeCheckpoint } from './types';
 
 const t = (name: string, shape: number[], values: number[]): NamedTensor => ({ name, dtype: 'float32', shape, data: Float32Array.from(values) });
 

@@ -3,11 +3,11 @@
 // whole RecipeCheckpoint (config with the LoRA rank / alpha / targets, optimiser, step), reads
 // back through RecipeEnv.readText in Node and the browser alike, and needs no zip library.
 import * as tf from '@tensorflow/tfjs';
-import type { LlamaModel } from '../../model/llama.ts';
-import { attachLora, peftTensorName, type LoraSet } from '../../model/lora.ts';
-import { findNonFinite, type NamedTensor } from '../../storage/checkpoints.ts';
-import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './commonFields.ts';
-import type { RecipeCheckpoint } from './types.ts';
+import type { LlamaModel } from '../../model/llama';
+import { attachLora, peftTensorName, type LoraSet } from '../../model/lora';
+import { findNonFinite, type NamedTensor } from '../../storage/checkpoints';
+import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './commonFields';
+import type { RecipeCheckpoint } from './types';
 
 const FILE_KIND = 'sparring-recipe-checkpoint';
 

@@ -1,20 +1,20 @@
 // Pieces several recipes share: token traces, verdicts and row choices for the report, the
 // non-finite reward check, the outcome-reward learning step, seeded batch draws, freeing a run.
 // (Schema fields the recipes share: commonFields.ts; sampled rollouts: rollout.ts.)
-import type { JudgeVerdict } from '../../judges/types.ts';
-import type { LlamaModel } from '../../model/llama.ts';
-import type { LoraSet } from '../../model/lora.ts';
-import { computeAdvantages, type AdvantageOutput } from '../../rl/advantages.ts';
-import { adaptiveKlController, updateKlController } from '../../rl/kl.ts';
+import type { JudgeVerdict } from '../../judges/types';
+import type { LlamaModel } from '../../model/llama';
+import type { LoraSet } from '../../model/lora';
+import { computeAdvantages, type AdvantageOutput } from '../../rl/advantages';
+import { adaptiveKlController, updateKlController } from '../../rl/kl';
 import * as tf from '@tensorflow/tfjs';
-import { AdamW, type AdamWState } from '../../rl/optim.ts';
-import { policyStats, ValueHead } from '../../rl/policy.ts';
-import { maskRows, placeOutcomeRewards } from '../../rl/placement.ts';
-import { lrAt } from '../../rl/schedule.ts';
-import { learnEpochs } from '../../rl/trainer.ts';
-import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../../rl/types.ts';
-import type { Metrics, TokenTrace, Verdict } from '../../contract/report.ts';
-import type { ChatCodec } from './types.ts';
+import { AdamW, type AdamWState } from '../../rl/optim';
+import { policyStats, ValueHead } from '../../rl/policy';
+import { maskRows, placeOutcomeRewards } from '../../rl/placement';
+import { lrAt } from '../../rl/schedule';
+import { learnEpochs } from '../../rl/trainer';
+import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../../rl/types';
+import type { Metrics, TokenTrace, Verdict } from '../../contract/report';
+import type { ChatCodec } from './types';
 
 /** The per-token trace of generated ids, for the report's entropy heatmaps. */
 export function tokenTrace(codec: ChatCodec, ids: number[], logp: number[], entropy: number[]): TokenTrace {

@@ -1,14 +1,14 @@
 // Schema fields the training recipes share — LoRA, AdamW, the policy-gradient algorithm — and the
 // adapter and optimiser those fields configure. Ranges are the same in every recipe; defaults that
 // differ and the help text that documents each recipe's source are the callers' arguments.
-import type { LlamaModel } from '../../model/llama.ts';
-import { attachLora, type LoraSet } from '../../model/lora.ts';
-import { AdamW } from '../../rl/optim.ts';
-import { KL_ESTIMATOR_NAMES, LOSS_AGG_MODES, TRL_LOSS_TYPES, type AdvantageEstimatorName } from '../../rl/types.ts';
-import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets.ts';
-import { bool, int, num, oneOf } from '../../contract/schema.ts';
+import type { LlamaModel } from '../../model/llama';
+import { attachLora, type LoraSet } from '../../model/lora';
+import { AdamW } from '../../rl/optim';
+import { KL_ESTIMATOR_NAMES, LOSS_AGG_MODES, TRL_LOSS_TYPES, type AdvantageEstimatorName } from '../../rl/types';
+import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets';
+import { bool, int, num, oneOf } from '../../contract/schema';
 
-export { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets.ts';
+export { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets';
 
 /** LoRA fields with the given defaults (each recipe documents its source's values in the help). */
 export function loraFields(d: { rank: number; alpha: number }, sourceNote: string) {

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { mapSource } from '../../model/sources.ts';
-import { createRecipeEnv } from './env.ts';
+import { mapSource } from '../../model/sources';
+import { createRecipeEnv } from './env';
 
 const MODELS = join(process.cwd(), 'public', 'models');
 

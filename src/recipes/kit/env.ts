@@ -1,21 +1,21 @@
 // Recipe environments: model references -> model folders -> (model, codec). The browser worker
 // uses urlRecipeEnv (sandbox names under the site's /models/); the CLI builds the same thing on a
 // folder reader (src/cli/recipe-env.ts); tests inject stand-ins through createRecipeEnv.
-import { createHttpJudge } from '../../judges/http.ts';
-import { createLlmGuardJudge } from '../../judges/llmGuard.ts';
-import { createLlamaGuard3Judge, guardCategories } from '../../judges/llamaGuard3.ts';
-import { createRulesJudge } from '../../judges/rules.ts';
-import type { Judge } from '../../judges/types.ts';
-import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../../model/chat.ts';
-import { hubSource } from '../../model/hub.ts';
-import { parseHubRef } from '../../contract/hubRef.ts';
-import { disposeLlama } from '../../model/llama.ts';
-import { loadModel, type ModelFolder } from '../../model/load.ts';
-import { urlSource } from '../../model/sources.ts';
-import { createTokenizer, type TextTokenizer } from '../../model/tokenizer.ts';
-import type { ChatTemplate } from '../../model/chat.ts';
-import type { ChatCodec, JudgeOptions, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types.ts';
-import { weightQuantizer } from '../../model/quant.ts';
+import { createHttpJudge } from '../../judges/http';
+import { createLlmGuardJudge } from '../../judges/llmGuard';
+import { createLlamaGuard3Judge, guardCategories } from '../../judges/llamaGuard3';
+import { createRulesJudge } from '../../judges/rules';
+import type { Judge } from '../../judges/types';
+import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../../model/chat';
+import { hubSource } from '../../model/hub';
+import { parseHubRef } from '../../contract/hubRef';
+import { disposeLlama } from '../../model/llama';
+import { loadModel, type ModelFolder } from '../../model/load';
+import { urlSource } from '../../model/sources';
+import { createTokenizer, type TextTokenizer } from '../../model/tokenizer';
+import type { ChatTemplate } from '../../model/chat';
+import type { ChatCodec, JudgeOptions, LoadedModel, LoadModelRefOptions, RecipeEnv } from './types';
+import { weightQuantizer } from '../../model/quant';
 
 /** The built-in judges by name. */
 export const BUILTIN_JUDGES: Record<string, () => Judge> = {

@@ -12,8 +12,8 @@
 // Masks: `attention` is 1 on every real token (glue included: later replies read it); `policy` is 1
 // only on model-written tokens, so user turns written by a script, a judge or an attacker never
 // enter the loss (SaFeR-Steer masks judge-written turns out).
-import type { ChatMessage } from '../../model/chat.ts';
-import type { ChatCodec } from './types.ts';
+import type { ChatMessage } from '../../model/chat';
+import type { ChatCodec } from './types';
 
 /**
  * The template tokens after an assistant reply up to the generation prompt of the next user turn,

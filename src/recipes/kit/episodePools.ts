@@ -1,6 +1,6 @@
 // The episodes of the multiturn recipe (SaFeR-Steer on the sandbox): crescendo goals with their
 // scripted user turns, and chains of benign tasks. No tensors here: the veRL export reads it too.
-import { benignPrompts, harmfulPrompts, type GoalSplit, type SandboxHazard, type SandboxPrompt } from '../../data/sandbox/index.ts';
+import { benignPrompts, harmfulPrompts, type GoalSplit, type SandboxHazard, type SandboxPrompt } from '../../data/sandbox/index';
 
 /** What an episode is about: the scripted user turns (empty when the attacker writes them). */
 export interface EpisodeSpec {

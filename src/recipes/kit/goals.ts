@@ -1,7 +1,7 @@
 // The harmful goals the attacker-side recipes (attack, defend, arena) draw from, and the tactic
 // family of a prompt an attacker wrote.
-import { detectTactic, harmfulPrompts, sandboxSplitInfo, SINGLE_TURN_TACTICS, splitAttackerTarget, type GoalSplit, type SandboxHazard, type SandboxPrompt, type Tactic } from '../../data/sandbox/index.ts';
-import { splitMetrics } from '../../data/split.ts';
+import { detectTactic, harmfulPrompts, sandboxSplitInfo, SINGLE_TURN_TACTICS, splitAttackerTarget, type GoalSplit, type SandboxHazard, type SandboxPrompt, type Tactic } from '../../data/sandbox/index';
+import { splitMetrics } from '../../data/split';
 
 /** How redteam and tokenbuncher wrap goals: every single-turn tactic, none, or one tactic. */
 export const REDTEAM_TACTIC_MIXES = ['mixed', 'plain', ...SINGLE_TURN_TACTICS] as const;

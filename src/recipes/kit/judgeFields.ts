@@ -2,10 +2,10 @@
 // field: the llm-guard judge's Llama Guard 3 checkpoint (a model field with its weight format,
 // like the recipe's own models), the categories it judges by and how its verdict is read, and the
 // http judge's URL. Added next to `judge`; a recipe passes judgeOptionsOf(config) to env.judge.
-import { bool, oneOf, str } from '../../contract/schema.ts';
-import type { JudgeOptions } from './types.ts';
-import { weightsField } from '../../contract/weightFields.ts';
-import type { WeightFormat } from '../../contract/weightFormat.ts';
+import { bool, oneOf, str } from '../../contract/schema';
+import type { JudgeOptions } from './types';
+import { weightsField } from '../../contract/weightFields';
+import type { WeightFormat } from '../../contract/weightFormat';
 
 export function judgeModelFields() {
   return {

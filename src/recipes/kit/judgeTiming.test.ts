@@ -3,13 +3,13 @@
 // time per call: the reported latency is at least that and its share lies in (0, 1].
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
-import { summaryLine } from '../../cli/recipe-run.ts';
-import { createRulesJudge } from '../../judges/rules.ts';
-import type { Judge } from '../../judges/types.ts';
-import { JudgeClock } from './judgeTiming.ts';
-import { createRun } from '../registry.ts';
-import { loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
+import { nodeRecipeEnv } from '../../cli/recipe-env';
+import { summaryLine } from '../../cli/recipe-run';
+import { createRulesJudge } from '../../judges/rules';
+import type { Judge } from '../../judges/types';
+import { JudgeClock } from './judgeTiming';
+import { createRun } from '../registry';
+import { loadWithCharCodec } from '../../../dev/test/recipeTesting';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const DELAY = 40;

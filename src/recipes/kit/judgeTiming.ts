@@ -4,10 +4,10 @@
 // Time is counted as busy wall time (intervals with a call in flight), so overlapping calls of
 // one judge count once and a share never exceeds 1. A judge loaded on first use (llm-guard,
 // classifier) counts its loading in the step that first scores.
-import type { Judge } from '../../judges/types.ts';
-import type { Metrics } from '../../contract/report.ts';
-import type { AnyRecipe, RecipeEnv, RecipeRun } from './types.ts';
-import type { ConfigOf, Schema } from '../../contract/schema.ts';
+import type { Judge } from '../../judges/types';
+import type { Metrics } from '../../contract/report';
+import type { AnyRecipe, RecipeEnv, RecipeRun } from './types';
+import type { ConfigOf, Schema } from '../../contract/schema';
 
 class Busy {
   private active = 0;

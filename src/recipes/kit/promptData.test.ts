@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
-import { createRun } from '../registry.ts';
-import { letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
+import { nodeRecipeEnv } from '../../cli/recipe-env';
+import { createRun } from '../registry';
+import { letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

@@ -2,12 +2,12 @@
 // the CLI, an upload or URL in the browser) of harmful prompts in any of the layouts
 // data/promptSets.ts recognises. The rows are split by row (seeded, data/split.ts): training
 // draws only the train rows, the held-out evaluation only the eval rows.
-import { formatQaPrompt, qaAnswer, type QaExample, type SandboxHazard, type SandboxPrompt } from '../../data/sandbox/index.ts';
-import { readQaSet } from '../../data/qaSets.ts';
-import { describeSkipped, harmfulRows, readPromptSet } from '../../contract/promptSets.ts';
-import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../../data/split.ts';
-import type { Goal } from './goals.ts';
-import type { RecipeEnv } from './types.ts';
+import { formatQaPrompt, qaAnswer, type QaExample, type SandboxHazard, type SandboxPrompt } from '../../data/sandbox/index';
+import { readQaSet } from '../../data/qaSets';
+import { describeSkipped, harmfulRows, readPromptSet } from '../../contract/promptSets';
+import { DATA_SPLIT_SEED, EVAL_SHARE, splitRows, type SplitInfo } from '../../data/split';
+import type { Goal } from './goals';
+import type { RecipeEnv } from './types';
 
 export const SANDBOX_DATASET = 'sandbox';
 

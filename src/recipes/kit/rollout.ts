@@ -5,14 +5,14 @@
 // decoded GENERATED ids of an answer (never the prompt or its chat template: the MTSA code's guard
 // read "unsafe" out of its own prompt).
 import * as tf from '@tensorflow/tfjs';
-import { splitAttackerTarget } from '../../data/sandbox/index.ts';
-import { generate, type GenerateResult } from '../../model/generate.ts';
-import type { LoraSet } from '../../model/lora.ts';
-import { referenceStats } from '../../rl/policy.ts';
-import { fromTensor2D, type TokenMatrix } from '../../rl/types.ts';
-import { tokenTrace } from './common.ts';
-import type { TokenTrace } from '../../contract/report.ts';
-import type { LoadedModel } from './types.ts';
+import { splitAttackerTarget } from '../../data/sandbox/index';
+import { generate, type GenerateResult } from '../../model/generate';
+import type { LoraSet } from '../../model/lora';
+import { referenceStats } from '../../rl/policy';
+import { fromTensor2D, type TokenMatrix } from '../../rl/types';
+import { tokenTrace } from './common';
+import type { TokenTrace } from '../../contract/report';
+import type { LoadedModel } from './types';
 
 export interface SamplingOptions {
   maxNewTokens: number;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { LoraSet } from '../../model/lora.ts';
-import type { AdamW } from '../../rl/optim.ts';
-import type { RecipeCheckpoint } from './types.ts';
-import { createWithCleanup, PhaseTimer, RunBase, type StepBody } from './run.ts';
+import type { LoraSet } from '../../model/lora';
+import type { AdamW } from '../../rl/optim';
+import type { RecipeCheckpoint } from './types';
+import { createWithCleanup, PhaseTimer, RunBase, type StepBody } from './run';
 
 /** A run with no adapters: records what the base calls, in order. */
 class ToyRun extends RunBase {

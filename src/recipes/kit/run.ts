@@ -2,12 +2,12 @@
 // phase timing, state() / restore() / dispose(), and building a run with its models freed when a
 // later part of the build fails. A recipe writes its step (runStep), what it holds, and what its
 // checkpoint carries beyond the adapters (extraState / parseExtra).
-import type { LoraSet } from '../../model/lora.ts';
-import type { AdamW } from '../../rl/optim.ts';
-import { stepReport, type StepReport, type StepTimings } from '../../contract/report.ts';
-import { disposeRun, type KlCoef, type ValueCritic } from './common.ts';
-import { loraRunState, multiLoraRunState, restoreLoraRun, restoreMultiLoraRun, restoreStoppableRun, stoppableRunState, type NamedLoraPart } from './state.ts';
-import type { RecipeCheckpoint, RecipeRun } from './types.ts';
+import type { LoraSet } from '../../model/lora';
+import type { AdamW } from '../../rl/optim';
+import { stepReport, type StepReport, type StepTimings } from '../../contract/report';
+import { disposeRun, type KlCoef, type ValueCritic } from './common';
+import { loraRunState, multiLoraRunState, restoreLoraRun, restoreMultiLoraRun, restoreStoppableRun, stoppableRunState, type NamedLoraPart } from './state';
+import type { RecipeCheckpoint, RecipeRun } from './types';
 
 /** What a step reports besides the run's bookkeeping (run id, step, time). */
 export type StepBody = Pick<StepReport, 'phase' | 'metrics' | 'samples' | 'timings'>;

@@ -3,12 +3,12 @@
 // (`lora3/model.layers.0.self_attn.q_proj.lora_A`), so a fresh run in another process (or later
 // in this one) has different names: the payload uses PEFT names instead and maps them back.
 import * as tf from '@tensorflow/tfjs';
-import { peftTensorName, type LoraSet } from '../../model/lora.ts';
-import type { AdamW, AdamWState } from '../../rl/optim.ts';
-import { findNonFinite, type CheckpointInput, type NamedTensor } from '../../storage/checkpoints.ts';
-import type { RecipeCheckpoint } from './types.ts';
-import { checkSavedWeights, weightFormatsOf } from '../../contract/weightFields.ts';
-import { brief } from '../../contract/brief.ts';
+import { peftTensorName, type LoraSet } from '../../model/lora';
+import type { AdamW, AdamWState } from '../../rl/optim';
+import { findNonFinite, type CheckpointInput, type NamedTensor } from '../../storage/checkpoints';
+import type { RecipeCheckpoint } from './types';
+import { checkSavedWeights, weightFormatsOf } from '../../contract/weightFields';
+import { brief } from '../../contract/brief';
 
 /** variable name <-> PEFT name for every adapter matrix of the set. */
 function nameMaps(lora: LoraSet): { toPeft: Map<string, string>; fromPeft: Map<string, tf.Variable> } {

@@ -9,13 +9,13 @@ import { join, resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveHubRepos, type HubServer } from '../../../dev/servers/hubServer.ts';
-import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
-import { STRONGREJECT_SYSTEM_PROMPT } from '../../judges/strongrejectGrader.ts';
-import { createChatModelGrader } from '../../judges/textGrader.ts';
-import { writeQwen2Fixture } from '../../../dev/test/testdata/qwen2Fixture.ts';
-import { createRun, getRecipe, validateRecipeConfig } from '../registry.ts';
-import { letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting.ts';
+import { serveHubRepos, type HubServer } from '../../../dev/servers/hubServer';
+import { nodeRecipeEnv } from '../../cli/recipe-env';
+import { STRONGREJECT_SYSTEM_PROMPT } from '../../judges/strongrejectGrader';
+import { createChatModelGrader } from '../../judges/textGrader';
+import { writeQwen2Fixture } from '../../../dev/test/testdata/qwen2Fixture';
+import { createRun, getRecipe, validateRecipeConfig } from '../registry';
+import { letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const M = 'tiny-llama-f32';
@@ -132,7 +132,7 @@ describe('the generated Qwen2 hub repository as a local grader model', () => {
     const m = await nodeRecipeEnv({ hubEndpoint: hub.endpoint }).loadModel(SHORT);
     try {
       const g = createChatModelGrader(m, { name: 'strongreject grader', maxNewTokens: 16 });
-      const { strongRejectRubric } = await import('../../judges/strongrejectGrader.ts');
+      const { strongRejectRubric } = await import('../../judges/strongrejectGrader');
       await expect(g.complete([[{ role: 'user', content: strongRejectRubric('q', 'r') }]])).rejects.toThrow(/strongreject grader judge: chat 0 needs \d+ prompt tokens \+ 16 answer tokens, more than the grader model's 512 positions/);
     } finally {
       m.dispose();

@@ -2,14 +2,14 @@
 // rules proxies always (`<prefix>/strongreject_rules`), and with a grader model the StrongREJECT
 // rubric answered by it (`<prefix>/strongreject`, its parse failures and graded count beside it).
 // The fields, the grader they name, and the metrics of a set of harmful (instruction, answer) pairs.
-import { meanStrongRejectRules } from '../../judges/strongreject.ts';
-import { gradeStrongReject } from '../../judges/strongrejectGrader.ts';
-import { createChatCompletionsGrader, createChatModelGrader, type TextGrader } from '../../judges/textGrader.ts';
-import type { JudgeItem } from '../../judges/types.ts';
-import type { Metrics } from '../../contract/report.ts';
-import { WEIGHT_FORMATS, type WeightFormat } from '../../contract/weightFormat.ts';
-import { ConfigError, int, oneOf, str } from '../../contract/schema.ts';
-import type { RecipeEnv } from './types.ts';
+import { meanStrongRejectRules } from '../../judges/strongreject';
+import { gradeStrongReject } from '../../judges/strongrejectGrader';
+import { createChatCompletionsGrader, createChatModelGrader, type TextGrader } from '../../judges/textGrader';
+import type { JudgeItem } from '../../judges/types';
+import type { Metrics } from '../../contract/report';
+import { WEIGHT_FORMATS, type WeightFormat } from '../../contract/weightFormat';
+import { ConfigError, int, oneOf, str } from '../../contract/schema';
+import type { RecipeEnv } from './types';
 
 /** The grader fields; `where` says which answers are graded (the recipe's evaluation set). */
 export function strongRejectFields(where = 'the held-out evaluation\'s harmful answers') {

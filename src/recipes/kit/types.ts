@@ -2,13 +2,13 @@
 // dispose) and the environment that hands it models, tokenizers, judges and files. The env is
 // injected, so the same recipe code runs in the training worker (URL sources) and in the CLI and
 // tests (folders on disk, or stand-ins).
-import type { Judge } from '../../judges/types.ts';
-import type { ChatMessage } from '../../model/chat.ts';
-import type { LlamaModel } from '../../model/llama.ts';
-import type { WeightFormat } from '../../contract/weightFormat.ts';
-import type { NamedTensor } from '../../storage/checkpoints.ts';
-import type { StepReport } from '../../contract/report.ts';
-import type { ConfigOf, Schema } from '../../contract/schema.ts';
+import type { Judge } from '../../judges/types';
+import type { ChatMessage } from '../../model/chat';
+import type { LlamaModel } from '../../model/llama';
+import type { WeightFormat } from '../../contract/weightFormat';
+import type { NamedTensor } from '../../storage/checkpoints';
+import type { StepReport } from '../../contract/report';
+import type { ConfigOf, Schema } from '../../contract/schema';
 import type { Lesson } from '../../contract/lesson';
 
 /** Chat in, ids out, and back: the tokenizer + chat template of a model (or a test stand-in). */

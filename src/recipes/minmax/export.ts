@@ -1,7 +1,7 @@
 // minmax's veRL export: the policy's job against a frozen monitor (rlhf's export); the two-player
 // game is an outer loop veRL does not run (see unsupported).
-import type { ExportRecipe } from '../../export/verl/entry.ts';
-import { qaConstants, rlhfExport } from '../rlhf/export.ts';
+import type { ExportRecipe } from '../../export/verl/entry';
+import { qaConstants, rlhfExport } from '../rlhf/export';
 
 export const minmaxExport: ExportRecipe = {
   ...rlhfExport,

@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
-import { sampleQa, rngFor, type QaItem } from '../../data/sandbox/index.ts';
-import { critiqueVerdict, gameRewards, type GameRow } from './minmax.ts';
-import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm.ts';
-import { createRun } from '../registry.ts';
-import type { StepReport } from '../../contract/report.ts';
-import { ConfigError } from '../../contract/schema.ts';
-import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../../dev/test/recipeTesting.ts';
-import type { RecipeCheckpoint, RecipeEnv } from '../kit/types.ts';
+import { nodeRecipeEnv } from '../../cli/recipe-env';
+import { sampleQa, rngFor, type QaItem } from '../../data/sandbox/index';
+import { critiqueVerdict, gameRewards, type GameRow } from './minmax';
+import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm';
+import { createRun } from '../registry';
+import type { StepReport } from '../../contract/report';
+import { ConfigError } from '../../contract/schema';
+import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../../../dev/test/recipeTesting';
+import type { RecipeCheckpoint, RecipeEnv } from '../kit/types';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODELS = resolve('public/models');

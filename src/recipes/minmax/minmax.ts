@@ -44,25 +44,25 @@
 //
 // `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
 // step with the same R, J from the untrained monitor (or no judge term).
-import { qaItems, rngFor, type QaExample } from '../../data/sandbox/index.ts';
-import { answerFormOf, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, qaAnswerAs, type QaItem } from '../../data/sandbox/qa.ts';
-import { generate, type GenerateResult } from '../../model/generate.ts';
-import { hash3 } from '../../model/random.ts';
-import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../../rl/minmax.ts';
-import { std } from '../../rl/stats.ts';
-import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows } from '../kit/common.ts';
-import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run.ts';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
-import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields.ts';
-import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm.ts';
-import type { Message, Metrics, RolloutSample } from '../../contract/report.ts';
-import { klAndEntropy, rowAdvantage, rowTrace } from '../kit/rollout.ts';
-import { int, num, oneOf, str, type ConfigOf } from '../../contract/schema.ts';
-import { weightsField } from '../../contract/weightFields.ts';
-import { loadQaData, SANDBOX_DATASET, type QaData } from '../kit/promptData.ts';
-import { splitMetrics } from '../../data/split.ts';
-import type { NamedLoraPart } from '../kit/state.ts';
-import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { qaItems, rngFor, type QaExample } from '../../data/sandbox/index';
+import { answerFormOf, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, qaAnswerAs, type QaItem } from '../../data/sandbox/qa';
+import { generate, type GenerateResult } from '../../model/generate';
+import { hash3 } from '../../model/random';
+import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../../rl/minmax';
+import { std } from '../../rl/stats';
+import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows } from '../kit/common';
+import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
+import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields';
+import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm';
+import type { Message, Metrics, RolloutSample } from '../../contract/report';
+import { klAndEntropy, rowAdvantage, rowTrace } from '../kit/rollout';
+import { int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
+import { weightsField } from '../../contract/weightFields';
+import { loadQaData, SANDBOX_DATASET, type QaData } from '../kit/promptData';
+import { splitMetrics } from '../../data/split';
+import type { NamedLoraPart } from '../kit/state';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { minmaxLesson } from './lesson';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */

@@ -14,8 +14,8 @@
 // the answer is scored as a benign task whose expected value is the correct letter, the critique
 // as one whose expected value is the truthful verdict word; RM = 10 (correct) / -10 (wrong or
 // refused) / 0 (no opinion), minus 15 x P(unsafe).
-import { CHOICE_LETTERS, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, type QaItem } from '../../data/sandbox/qa.ts';
-import type { Judge, JudgeVerdict } from '../../judges/types.ts';
+import { CHOICE_LETTERS, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, type QaItem } from '../../data/sandbox/qa';
+import type { Judge, JudgeVerdict } from '../../judges/types';
 
 export interface QaRewardModel {
   readonly name: string;

@@ -7,10 +7,10 @@
 // the interaction's scores as the `turn_scores` extra field, and its reward loop (the default,
 // reward_model.use_reward_loop) merges those fields into compute_score's extra_info. veRL puts the
 // score on the last response token: what the lab's `episode` placement does.
-import { n, type DatasetItem, type ExportRecipe } from '../../export/verl/entry.ts';
-import { pyFile } from '../../export/verl/python.ts';
-import { HERE } from '../../export/verl/verlConfig.ts';
-import { episodePools } from '../kit/episodePools.ts';
+import { n, type DatasetItem, type ExportRecipe } from '../../export/verl/entry';
+import { pyFile } from '../../export/verl/python';
+import { HERE } from '../../export/verl/verlConfig';
+import { episodePools } from '../kit/episodePools';
 import computeScore from './reward.py?raw';
 import INTERACTION from './sparring_interaction.py?raw';
 

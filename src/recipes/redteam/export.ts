@@ -1,8 +1,8 @@
 // redteam's veRL / TRL export: the defender trained against the sandbox's tactic-wrapped harmful
 // prompts, scored by reward.py (this folder) under the red-team trainer's reward.
-import { harmfulPrompts } from '../../data/sandbox/index.ts';
-import { judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type ExportRecipe } from '../../export/verl/entry.ts';
-import { tacticList, type RedteamTacticMix } from '../kit/goals.ts';
+import { harmfulPrompts } from '../../data/sandbox/index';
+import { judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type ExportRecipe } from '../../export/verl/entry';
+import { tacticList, type RedteamTacticMix } from '../kit/goals';
 import computeScore from './reward.py?raw';
 
 export const redteamExport: ExportRecipe = {

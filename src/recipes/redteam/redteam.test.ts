@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
-import { createRun } from '../registry.ts';
-import type { StepReport } from '../../contract/report.ts';
-import { toCheckpointInput } from '../kit/state.ts';
-import { letterJudge, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
-import type { RecipeEnv } from '../kit/types.ts';
+import { nodeRecipeEnv } from '../../cli/recipe-env';
+import { createRun } from '../registry';
+import type { StepReport } from '../../contract/report';
+import { toCheckpointInput } from '../kit/state';
+import { letterJudge, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting';
+import type { RecipeEnv } from '../kit/types';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODELS = resolve('public/models');

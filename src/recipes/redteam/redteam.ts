@@ -19,31 +19,31 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
-import { harmfulPrompts, promptMeta, rngFor, type SandboxPrompt } from '../../data/sandbox/index.ts';
-import { meanStrongRejectRules } from '../../judges/strongreject.ts';
-import type { Judge, JudgeItem, JudgeVerdict } from '../../judges/types.ts';
-import { generate } from '../../model/generate.ts';
-import type { LoraSet } from '../../model/lora.ts';
-import { hash3 } from '../../model/random.ts';
-import type { AdamW } from '../../rl/optim.ts';
-import { tinkerRepetitionRatio } from '../../rl/repetition.ts';
-import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards.ts';
-import { std, zScore } from '../../rl/stats.ts';
-import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, harmVerdict } from '../kit/common.ts';
-import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run.ts';
-import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals.ts';
-import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields.ts';
-import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields.ts';
-import type { Metrics, RolloutSample } from '../../contract/report.ts';
-import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from '../kit/rollout.ts';
-import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema.ts';
-import { weightsField } from '../../contract/weightFields.ts';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval.ts';
-import type { TextGrader } from '../../judges/textGrader.ts';
-import { sandboxSplitMetrics } from '../kit/goals.ts';
-import { HARMFUL_DATASET_HELP, loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from '../kit/promptData.ts';
-import { splitMetrics } from '../../data/split.ts';
-import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { harmfulPrompts, promptMeta, rngFor, type SandboxPrompt } from '../../data/sandbox/index';
+import { meanStrongRejectRules } from '../../judges/strongreject';
+import type { Judge, JudgeItem, JudgeVerdict } from '../../judges/types';
+import { generate } from '../../model/generate';
+import type { LoraSet } from '../../model/lora';
+import { hash3 } from '../../model/random';
+import type { AdamW } from '../../rl/optim';
+import { tinkerRepetitionRatio } from '../../rl/repetition';
+import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards';
+import { std, zScore } from '../../rl/stats';
+import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, harmVerdict } from '../kit/common';
+import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
+import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals';
+import { adamFields, adamWFor, attachConfiguredLora, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
+import type { Metrics, RolloutSample } from '../../contract/report';
+import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from '../kit/rollout';
+import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
+import { weightsField } from '../../contract/weightFields';
+import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import type { TextGrader } from '../../judges/textGrader';
+import { sandboxSplitMetrics } from '../kit/goals';
+import { HARMFUL_DATASET_HELP, loadHarmfulPromptData, SANDBOX_DATASET, type HarmfulPromptData } from '../kit/promptData';
+import { splitMetrics } from '../../data/split';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { redteamLesson } from './lesson';
 
 export const REDTEAM_REWARD_MODES = ['tinker', 'tokenbuncher', 'tokenbuncher_adaptive'] as const;
@@ -104,7 +104,7 @@ export const redteamSchema = {
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type RedteamConfig = ConfigOf<typeof redteamSchema>;
-export { promptText, REDTEAM_TACTIC_MIXES, tacticList, type RedteamTacticMix } from '../kit/goals.ts';
+export { promptText, REDTEAM_TACTIC_MIXES, tacticList, type RedteamTacticMix } from '../kit/goals';
 
 
 /** Greedy answers of the model to `prompts` (batched), as text; adapters as they are. */

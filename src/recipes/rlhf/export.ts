@@ -1,7 +1,7 @@
 // rlhf's veRL / TRL export (monitor-vs-LLM's policy against a frozen monitor): the sandbox's QA
 // items, scored by reward.py (this folder). minmax's export is this one with the game noted.
-import { qaItems, type QaExample } from '../../data/sandbox/index.ts';
-import { KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type Cfg, type DatasetItem, type ExportRecipe } from '../../export/verl/entry.ts';
+import { qaItems, type QaExample } from '../../data/sandbox/index';
+import { KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type Cfg, type DatasetItem, type ExportRecipe } from '../../export/verl/entry';
 import computeScore from './reward.py?raw';
 
 export function qaDataset(c: Cfg, seed: number) {

@@ -3,9 +3,9 @@
 // from the untrained monitor (judge = monitor; the base model with the monitor prompt, no adapter)
 // or is left out (judge = none, R = 0.5 clamp(RM)). Every step is a policy step; no lambda.
 // The game itself is minmax.ts (GameRun); this module is the recipe's schema and entry.
-import { createGameRun, gameFields, minmaxSchema } from '../minmax/minmax.ts';
-import { defaultConfig, oneOf, type ConfigOf } from '../../contract/schema.ts';
-import type { Recipe, RecipeEnv, RecipeRun } from '../kit/types.ts';
+import { createGameRun, gameFields, minmaxSchema } from '../minmax/minmax';
+import { defaultConfig, oneOf, type ConfigOf } from '../../contract/schema';
+import type { Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { rlhfLesson } from './lesson';
 
 export const rlhfSchema = {

@@ -1,8 +1,8 @@
 // tokenbuncher's veRL / TRL export: the defender's entropy-minimising defence, scored by reward.py
 // (this folder); the entropy itself goes into the loss (see unsupported).
-import { benignPrompts, harmfulPrompts } from '../../data/sandbox/index.ts';
-import { judgeConstants, judgeNotes, KL_SUM_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type ExportRecipe } from '../../export/verl/entry.ts';
-import { tacticList, type RedteamTacticMix } from '../kit/goals.ts';
+import { benignPrompts, harmfulPrompts } from '../../data/sandbox/index';
+import { judgeConstants, judgeNotes, KL_SUM_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type ExportRecipe } from '../../export/verl/entry';
+import { tacticList, type RedteamTacticMix } from '../kit/goals';
 import computeScore from './reward.py?raw';
 
 export const tokenbuncherExport: ExportRecipe = {

@@ -2,14 +2,14 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { nodeRecipeEnv } from '../../cli/recipe-env.ts';
-import { mergeLoraInPlace } from '../../model/lora.ts';
-import { attachCheckpointAdapter } from '../kit/checkpointFile.ts';
-import { createRun } from '../registry.ts';
-import type { StepReport } from '../../contract/report.ts';
-import { validateConfig } from '../../contract/schema.ts';
-import { letterJudge, lettersWithTasks, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting.ts';
-import { isNoiserStep, tokenbuncherSchema } from './tokenbuncher.ts';
+import { nodeRecipeEnv } from '../../cli/recipe-env';
+import { mergeLoraInPlace } from '../../model/lora';
+import { attachCheckpointAdapter } from '../kit/checkpointFile';
+import { createRun } from '../registry';
+import type { StepReport } from '../../contract/report';
+import { validateConfig } from '../../contract/schema';
+import { letterJudge, lettersWithTasks, loadWithCharCodec, stableReport } from '../../../dev/test/recipeTesting';
+import { isNoiserStep, tokenbuncherSchema } from './tokenbuncher';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 

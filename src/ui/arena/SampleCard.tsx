@@ -1,4 +1,4 @@
-import type { Message, RewardTerms, Verdict } from '../../contract/report.ts';
+import type { Message, RewardTerms, Verdict } from '../../contract/report';
 import type { SampleEntry } from '../../store/runStore';
 import { TokenText } from '../heatmap/TokenText';
 

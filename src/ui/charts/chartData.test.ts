@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StepReport } from '../../contract/report.ts';
+import type { StepReport } from '../../contract/report';
 import { appendReport, initialRunData, setRunHidden, setSmoothing } from '../../store/runStore';
 import { chartData } from './chartData';
 import { CHART_GROUPS, groupMetrics, OTHER_GROUP } from './groups';

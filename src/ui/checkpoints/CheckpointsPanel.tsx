@@ -5,7 +5,7 @@
 // resume one (the run continues under its run id, its earlier reports reloaded from its log).
 import * as Comlink from 'comlink';
 import { useEffect, useState } from 'react';
-import type { StepReport } from '../../contract/report.ts';
+import type { StepReport } from '../../contract/report';
 import { formatBytes } from '../../contract/formatBytes';
 import type { CheckpointSummary } from '../../contract/storageFormat';
 import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';

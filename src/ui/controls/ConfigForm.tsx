@@ -2,8 +2,8 @@
 // with its default, allowed range and one-line help; invalid fields carry their message. Model
 // fields get a model picker, the judge a list of known judges; models, judge and algorithm come
 // first, in their own sections.
-import { aliasNote } from '../../contract/aliases.ts';
-import { describeAllowed, type Field, type Schema } from '../../contract/schema.ts';
+import { aliasNote } from '../../contract/aliases';
+import { describeAllowed, type Field, type Schema } from '../../contract/schema';
 import type { FormValues } from '../../store/setupUrl';
 import { fieldKind, KNOWN_JUDGES, type FieldKind } from './fieldKinds';
 import { DatasetPicker } from './DatasetPicker';

@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { engine, engineOrNull, useEngine } from '../../store/engineStore';
 import type { DatasetInfo } from '../../contract/workerApi';
-import { columnsOf, type ColumnMap } from '../../contract/promptSets.ts';
+import { columnsOf, type ColumnMap } from '../../contract/promptSets';
 import { uploadPromptFile } from './uploadDataset';
 
 interface Props {

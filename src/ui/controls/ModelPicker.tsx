@@ -7,8 +7,8 @@ import { useSetup } from '../../store/setupStore';
 import { readModelRef, SANDBOX_MODELS, writeModelRef, type ModelChoice } from './fieldKinds';
 import { checkModelFit, deviceBudget } from './fitCheck';
 import { cacheLocalFolder } from './localFolders';
-import { isWeightFormat } from '../../contract/weightFormat.ts';
-import { weightsFieldOf } from '../../contract/weightFields.ts';
+import { isWeightFormat } from '../../contract/weightFormat';
+import { weightsFieldOf } from '../../contract/weightFields';
 
 type Mode = ModelChoice['mode'];
 const MODES: [Mode, string][] = [

@@ -4,7 +4,7 @@
 // bar (a shareable link; opening one fills the form, bad values marked on their fields). The run
 // itself lives in the engine worker; its StepReports go into the run store.
 import { useEffect, useMemo, useState } from 'react';
-import { validateField } from '../../contract/schema.ts';
+import { validateField } from '../../contract/schema';
 import { engine, useEngine } from '../../store/engineStore';
 import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';

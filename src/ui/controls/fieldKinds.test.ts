@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recipeListings } from '../../../dev/test/recipeListings.ts';
+import { recipeListings } from '../../../dev/test/recipeListings';
 import { fieldKind, readModelRef, writeModelRef } from './fieldKinds';
 
 describe('setup form field kinds', () => {

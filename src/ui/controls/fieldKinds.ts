@@ -2,7 +2,7 @@
 // hub id, URL, local folder), the judge, and the RL algorithm choices; and how a model reference
 // string reads as a picker mode. Recipes only declare strings and enums; this is the UI's reading.
 import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../contract/hubRef';
-import type { Field } from '../../contract/schema.ts';
+import type { Field } from '../../contract/schema';
 
 /** Models the site serves under public/models/. */
 export const SANDBOX_MODELS = ['attacker', 'defender', 'judge', 'qa'] as const;

@@ -2,11 +2,11 @@
 // config.json (site sandbox folder, URL / hub folder, or a picked local folder), estimate memory
 // for the recipe's rollout shape and plan its learn step (src/model/learnMemory.ts), and compare with the engine's backend, adapter limits and the
 // bytes tfjs holds now.
-import { parseModelConfig } from '../../contract/modelConfig.ts';
+import { parseModelConfig } from '../../contract/modelConfig';
 import type { ModelFit } from '../../store/setupStore';
 import type { EngineStatus } from '../../contract/workerApi';
 import { readModelRef } from './fieldKinds';
-import type { WeightFormat } from '../../contract/weightFormat.ts';
+import type { WeightFormat } from '../../contract/weightFormat';
 import { cachedConfigText } from './localFolders';
 import { backendBudget, checkFit, estimateMemory, loraOf, withLearnPlan, workloadOf } from './modelFit';
 

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig } from '../../contract/modelConfig.ts';
-import { planLearnMemory } from '../../contract/learnMemory.ts';
+import { parseModelConfig } from '../../contract/modelConfig';
+import { planLearnMemory } from '../../contract/learnMemory';
 import { backendBudget, checkFit, estimateMemory, loraOf, paramCount, withLearnPlan, workloadOf } from './modelFit';
 
 const GiB = 2 ** 30;

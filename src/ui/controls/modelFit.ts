@@ -4,10 +4,10 @@
 // (withLearnPlan: the planned WebGPU step's micro-batches, LoRA + AdamW, every buffer), else the activations a
 // training step keeps for backprop by a per-token rule; checked against the largest buffer the GPU
 // adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
-import type { ModelConfig } from '../../contract/modelConfig.ts';
-import { LEARN_PLAN_BUDGET, planLearnMemory, type LearnLoraShape, type LearnMemoryPlan } from '../../contract/learnMemory.ts';
-import { projectionBytes, type WeightFormat } from '../../contract/weightFormat.ts';
-import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets.ts';
+import type { ModelConfig } from '../../contract/modelConfig';
+import { LEARN_PLAN_BUDGET, planLearnMemory, type LearnLoraShape, type LearnMemoryPlan } from '../../contract/learnMemory';
+import { projectionBytes, type WeightFormat } from '../../contract/weightFormat';
+import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets';
 
 const F32 = 4;
 

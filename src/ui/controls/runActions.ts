@@ -2,7 +2,7 @@
 // into the run store as they arrive; max steps is enforced from the report callback: the worker
 // awaits that callback before its next step, so pausing inside it stops the run exactly there.
 import * as Comlink from 'comlink';
-import type { StepReport } from '../../contract/report.ts';
+import type { StepReport } from '../../contract/report';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { maxStepsError, seedError, type AtMax, type FormValues } from '../../store/setupUrl';

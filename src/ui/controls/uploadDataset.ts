@@ -3,7 +3,7 @@
 // goals, multi-turn seeds, QA items), with rows that cannot be used named in a note; a file with
 // no usable row is an error and nothing is stored. With a column map (columns the reader did not
 // recognise), the usable rows are stored in the reader's own names instead.
-import { describeSkipped, promptSetToJsonl, readPromptSet, type ColumnMap } from '../../contract/promptSets.ts';
+import { describeSkipped, promptSetToJsonl, readPromptSet, type ColumnMap } from '../../contract/promptSets';
 import type { DatasetInfo } from '../../contract/workerApi';
 
 export async function uploadPromptFile(

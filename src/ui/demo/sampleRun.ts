@@ -4,8 +4,8 @@
 // tests always show the same run. Nothing here was produced by a model: the UI labels it as a
 // recorded example, never as a live run. Goals and answers follow the sandbox world's grammar
 // (made-up targets, payload markers instead of content).
-import type { Message, RewardTerms, RolloutSample, StepReport, TokenTrace, Verdict } from '../../contract/report.ts';
-import { mulberry32 } from '../../contract/mulberry32.ts';
+import type { Message, RewardTerms, RolloutSample, StepReport, TokenTrace, Verdict } from '../../contract/report';
+import { mulberry32 } from '../../contract/mulberry32';
 
 export const EXAMPLE_RUN_ID = 'example-arena-seed7';
 export const EXAMPLE_LABEL = 'recorded example (synthetic)';

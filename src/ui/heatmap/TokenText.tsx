@@ -1,5 +1,5 @@
 import { useId, useRef, useState, type KeyboardEvent } from 'react';
-import type { TokenTrace } from '../../contract/report.ts';
+import type { TokenTrace } from '../../contract/report';
 import { rgbCss, showPiece, textOn, viridis } from './colourScale';
 
 function fmt(v: number, digits = 3): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { hasRecipeListing, recipeListing } from '../../../dev/test/recipeListings.ts';
-import { validateConfig, type Schema } from '../../contract/schema.ts';
+import { hasRecipeListing, recipeListing } from '../../../dev/test/recipeListings';
+import { validateConfig, type Schema } from '../../contract/schema';
 import type { RecipeListing } from '../../contract/workerApi';
 import { DEMO_SETTINGS, demoRecipe } from './guidedDemo';
 

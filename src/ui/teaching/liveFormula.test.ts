@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { RolloutSample } from '../../contract/report.ts';
+import type { RolloutSample } from '../../contract/report';
 import { initialRunData, appendReport } from '../../store/runStore';
-import { recipeListing } from '../../../dev/test/recipeListings.ts';
+import { recipeListing } from '../../../dev/test/recipeListings';
 import { latestMetrics, plugFormula } from './liveFormula';
 
 const sample = (terms: RolloutSample['terms'], reward: number): RolloutSample => ({

@@ -1,7 +1,7 @@
 // The reward formula with live values: a rollout's reward terms (as the recipe reported them,
 // weights already applied) plugged into the lesson's combination rule, next to the reward the
 // recipe reported for it. They agree when the lesson describes the recipe correctly.
-import type { RolloutSample } from '../../contract/report.ts';
+import type { RolloutSample } from '../../contract/report';
 import type { RunSeries } from '../../store/runStore';
 import { ringAt } from '../../store/runStoreSeries';
 import type { Lesson } from '../../contract/lesson';

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { decodeAttention, decodeAttentionStock } from './decodeAttention.ts';
-import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from './decodeAttentionReference.ts';
+import { decodeAttention, decodeAttentionStock } from './decodeAttention';
+import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from './decodeAttentionReference';
 
 function tensors(c: AttentionCaseSpec) {
   const d = attentionCaseData(c);

@@ -5,7 +5,7 @@
 // Forward only: decoding is never differentiated (training runs the full-sequence forward).
 import * as tf from '@tensorflow/tfjs';
 import decodeAttentionWgsl from '../../../../shaders/attention/op.wgsl?raw';
-import { customKernelsActive, runKernel, webgpuDevice } from '../../webgpu/wgslProgram.ts';
+import { customKernelsActive, runKernel, webgpuDevice } from '../../webgpu/wgslProgram';
 
 const WG = 64;
 /** Bytes of workgroup memory the kernel needs besides its scores (the reduction array). */

@@ -1,6 +1,6 @@
 // Float64 reference for one decode step of grouped-query attention (plain loops, no tfjs), and
 // the seeded inputs the worker check and the Node-side test share.
-import { mulberry32 } from '../../../contract/mulberry32.ts';
+import { mulberry32 } from '../../../contract/mulberry32';
 
 export interface AttentionCaseSpec {
   batch: number;

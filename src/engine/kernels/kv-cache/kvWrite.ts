@@ -2,7 +2,7 @@
 // differentiated.
 import * as tf from '@tensorflow/tfjs';
 import kvWriteWgsl from '../../../../shaders/kv-cache/op_write.wgsl?raw';
-import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 
 /** The cache [B, H, C, D] with slots [start, start + L) set to fresh [B, H, L, D], the obvious way. */
 export function kvWriteStock(cache: tf.Tensor4D, fresh: tf.Tensor4D, start: number): tf.Tensor4D {

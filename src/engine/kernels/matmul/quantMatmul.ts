@@ -11,8 +11,8 @@ import gemvWgsl from '../../../../shaders/matmul/op_gemv.wgsl?raw';
 import gemvSplitKWgsl from '../../../../shaders/matmul/op_gemv_splitk.wgsl?raw';
 import gemvWordWgsl from '../../../../shaders/matmul/op_gemv_word.wgsl?raw';
 import tiledWgsl from '../../../../shaders/matmul/op_tiled.wgsl?raw';
-import { customKernelsActive, runKernel, webgpuBackend } from '../../webgpu/wgslProgram.ts';
-import { engineOptions, type GemvVariant } from '../../options.ts';
+import { customKernelsActive, runKernel, webgpuBackend } from '../../webgpu/wgslProgram';
+import { engineOptions, type GemvVariant } from '../../options';
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {

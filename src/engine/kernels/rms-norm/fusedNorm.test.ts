@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { rmsNorm } from './rmsNorm.ts';
-import { rope } from '../rope/rope.ts';
-import { NORM_EPS, normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from './fusedNormReference.ts';
+import { rmsNorm } from './rmsNorm';
+import { rope } from '../rope/rope';
+import { NORM_EPS, normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from './fusedNormReference';
 
 const worst = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;

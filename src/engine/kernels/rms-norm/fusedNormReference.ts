@@ -1,6 +1,6 @@
 // Float64 references for RMSNorm and RoPE, forward and backward (closed forms, plain loops), and
 // the seeded inputs the worker check and the Node-side tests share.
-import { mulberry32 } from '../../../contract/mulberry32.ts';
+import { mulberry32 } from '../../../contract/mulberry32';
 
 export interface NormCaseSpec {
   rows: number;

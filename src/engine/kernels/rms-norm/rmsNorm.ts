@@ -3,8 +3,8 @@
 // (small beside the matmuls).
 import * as tf from '@tensorflow/tfjs';
 import rmsNormWgsl from '../../../../shaders/rms-norm/op.wgsl?raw';
-import { rowWorkgroupSize } from '../../webgpu/limits.ts';
-import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
+import { rowWorkgroupSize } from '../../webgpu/limits';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 
 /** x / sqrt(mean(x^2) + eps) * w over the last axis, the obvious way. */
 export function rmsNormStock(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {

@@ -3,7 +3,7 @@
 // kernel with the rotation transposed.
 import * as tf from '@tensorflow/tfjs';
 import ropeWgsl from '../../../../shaders/rope/op.wgsl?raw';
-import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 
 /** HF rotate-half RoPE with the sign folded into sinSigned, the obvious way. */
 export function ropeStock(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {

@@ -3,7 +3,7 @@
 // otherwise. Both define the same function, so a kernel's own source does not change.
 import rowReduceSubgroupWgsl from '../../../../shaders/row-reduce/subgroup.wgsl?raw';
 import rowReduceTreeWgsl from '../../../../shaders/row-reduce/tree.wgsl?raw';
-import { subgroupLayout, subgroupsActive } from '../../webgpu/gpuFeatures.ts';
+import { subgroupLayout, subgroupsActive } from '../../webgpu/gpuFeatures';
 
 export interface RowReduce {
   /** Distinguishes compiled pipelines: 'tree' or 'sg<levels>x<min size>'. */

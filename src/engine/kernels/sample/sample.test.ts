@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { samplerUniform } from '../../rng/philox.ts';
-import { sampleTokens } from './sample.ts';
-import { orderKey, sampleReference, type SamplingOptions } from './sampleReference.ts';
+import { samplerUniform } from '../../rng/philox';
+import { sampleTokens } from './sample';
+import { orderKey, sampleReference, type SamplingOptions } from './sampleReference';
 
 const opts = (o: Partial<SamplingOptions>): SamplingOptions => ({ temperature: 1, topK: 0, topP: 1, seed: 7, step: 0, ...o });
 

@@ -3,10 +3,10 @@
 // (sampleReference), so a seed means the same tokens on every backend up to float rounding.
 import * as tf from '@tensorflow/tfjs';
 import sampleWgsl from '../../../../shaders/sample/op.wgsl?raw';
-import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits.ts';
-import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
-import { seedKey } from '../../rng/philox.ts';
-import { checkSamplingOptions, sampleReference, type SamplingOptions } from './sampleReference.ts';
+import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
+import { seedKey } from '../../rng/philox';
+import { checkSamplingOptions, sampleReference, type SamplingOptions } from './sampleReference';
 
 
 function streamIds(rows: number, streams?: ArrayLike<number>): Int32Array {

@@ -2,7 +2,7 @@
 // of Hugging Face's logits warpers), then one Philox uniform per (row, step). Thresholds are
 // found exactly by building the largest order-key bit by bit, so ties at the cut are all kept
 // (as HF's top-k keeps them) and the GPU and CPU agree on the kept set.
-import { samplerUniform } from '../../rng/philox.ts';
+import { samplerUniform } from '../../rng/philox';
 
 export interface SamplingOptions {
   /** 0 means greedy (argmax, first index on ties). */

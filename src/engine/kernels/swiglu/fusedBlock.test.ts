@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { swiglu } from './swiglu.ts';
-import { kvWrite } from '../kv-cache/kvWrite.ts';
-import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from './fusedBlockReference.ts';
+import { swiglu } from './swiglu';
+import { kvWrite } from '../kv-cache/kvWrite';
+import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from './fusedBlockReference';
 
 const worst = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;

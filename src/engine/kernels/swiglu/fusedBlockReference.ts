@@ -1,6 +1,6 @@
 // Float64 references for the SwiGLU gate (forward and both gradients) and the KV-cache write,
 // with the seeded inputs the worker check and the Node-side tests share.
-import { mulberry32 } from '../../../contract/mulberry32.ts';
+import { mulberry32 } from '../../../contract/mulberry32';
 
 export interface BlockCaseSpec {
   /** SwiGLU elements. */

@@ -2,7 +2,7 @@
 // is on the training path.
 import * as tf from '@tensorflow/tfjs';
 import swigluWgsl from '../../../../shaders/swiglu/op.wgsl?raw';
-import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 
 export function swigluStock(g: tf.Tensor, u: tf.Tensor): tf.Tensor {
   return tf.tidy(() => tf.mul(g.mul(tf.sigmoid(g)), u));

@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { seededLogits, seededUpstream } from '../../../../dev/test/seededLogits.ts';
-import { tokenStats, tokenStatsStock } from './tokenStats.ts';
-import { tokenStatsF64, tokenStatsGradF64 } from './tokenStatsReference.ts';
+import { seededLogits, seededUpstream } from '../../../../dev/test/seededLogits';
+import { tokenStats, tokenStatsStock } from './tokenStats';
+import { tokenStatsF64, tokenStatsGradF64 } from './tokenStatsReference';
 
 describe('token statistics', () => {
   it('matches hand-worked values for a two-token vocabulary', () => {

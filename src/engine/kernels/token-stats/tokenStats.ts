@@ -5,9 +5,9 @@ import * as tf from '@tensorflow/tfjs';
 import tokenStatsWgsl from '../../../../shaders/token-stats/op.wgsl?raw';
 import tokenStatsGradWgsl from '../../../../shaders/token-stats/op_grad.wgsl?raw';
 import tokenStatsRefWgsl from '../../../../shaders/token-stats/ref.wgsl?raw';
-import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits.ts';
-import { rowReduce } from '../row-reduce/rowReduce.ts';
-import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram.ts';
+import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits';
+import { rowReduce } from '../row-reduce/rowReduce';
+import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 
 
 function checkShapes(logits: tf.Tensor, ids: tf.Tensor, refLogits?: tf.Tensor): void {
