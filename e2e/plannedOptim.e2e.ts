@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startDawn } from '../src/cli/node/dawn';
-import { countGpuWork } from '../src/engine/gpuCounters';
+import { countGpuWork } from '../dev/bench/gpuCounters';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 import { parseModelConfig } from '../src/contract/modelConfig';
 import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';

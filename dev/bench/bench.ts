@@ -19,7 +19,7 @@ import { serveFolder } from '../servers/staticServer';
 import { formatTable } from './table';
 import { kernelTable } from './kernelTable';
 import { LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from './learnBench';
-import { ROOFLINE_HEADER, rooflineRows, type Roofline } from '../../src/engine';
+import { ROOFLINE_HEADER, rooflineRows, type Roofline } from './roofline';
 import { flagValue } from './benchReport';
 import { decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from './decodeBench';
 
@@ -196,7 +196,7 @@ async function learnTable(page: Page, status: Status, appUrl: string): Promise<v
   }
   console.log(`\n${learnBenchTitle(`Chromium, tfjs ${status.backend.backend} backend`, c)}\n`);
   console.log(formatTable(LEARN_BENCH_HEADER, rows));
-  console.log(`GFLOP/s: the step's matrix-product FLOPs (src/model/learnFlops.ts) / learn ms, against the matmul roofline above (${rf.matmulGflops.toPrecision(4)} GFLOP/s); peak MiB: buffers the step holds outside tfjs's pool + tfjs's in-use high-water mark.`);
+  console.log(`GFLOP/s: the step's matrix-product FLOPs (dev/bench/learnFlops.ts) / learn ms, against the matmul roofline above (${rf.matmulGflops.toPrecision(4)} GFLOP/s); peak MiB: buffers the step holds outside tfjs's pool + tfjs's in-use high-water mark.`);
   if (stepRows.length > 0) {
     console.log(`\n${stepBenchTitle(`Chromium, tfjs ${status.backend.backend} backend`, c)}\n`);
     console.log(formatTable(STEP_BENCH_HEADER, stepRows));

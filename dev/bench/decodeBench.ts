@@ -2,7 +2,8 @@
 // tokens/s, dispatches per token, host milliseconds per token and weight bytes streamed per
 // second. Host time is the wall time less the time spent waiting for readbacks (mapAsync), so it
 // is the CPU time spent encoding and submitting, on either path.
-import { countGpuWork, engineOptions, setEngineOptions, type DecodeAttention } from '../../src/engine';
+import { engineOptions, setEngineOptions, type DecodeAttention } from '../../src/engine';
+import { countGpuWork } from './gpuCounters';
 import { generate } from '../../src/model/generate';
 import type { LlamaModel } from '../../src/model/llama';
 import { PROJ_NAMES } from '../../src/model/llama';

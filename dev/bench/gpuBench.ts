@@ -18,7 +18,8 @@ import { profileGrpoStep, profileOptimizerUpdate, type StepProfileCase } from '.
 import { benchLearnPaths, LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, learnBenchTitle } from './learnBench';
 import { kernelTable } from './kernelTable';
 import { BenchReport, flagValue } from './benchReport';
-import { measureRoofline, ROOFLINE_HEADER, rooflineRows, setEngineOptions, type Roofline } from '../../src/engine';
+import { setEngineOptions } from '../../src/engine';
+import { measureRoofline, ROOFLINE_HEADER, rooflineRows, type Roofline } from './roofline';
 import { attentionBenchRows, ATTENTION_BENCH_HEADER, benchPlannedAttention } from './decodeBench';
 import { benchGrpoStepPaths, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from './learnBench';
 import { startDawn } from '../../src/cli/node/dawn';
@@ -133,8 +134,8 @@ async function learnSection(): Promise<void> {
     rows.push(...learnBenchRows(name, fmt, r, rf.matmulGflops));
   }
   report.table('learn', `${learnBenchTitle('Node + Dawn', c)}${args.includes('--recompute') ? ', activations recomputed per layer' : ''}`, LEARN_BENCH_HEADER, rows, [
-    `GFLOP/s: the step's matrix-product FLOPs (src/model/learnFlops.ts) / learn ms; % of the measured matmul roofline (${rf.matmulGflops.toPrecision(4)} GFLOP/s above).`,
-    'peak MiB: GPU buffers the warm-up step created outside tfjs\'s pool and still holds (learn plans, the planned AdamW state) + tfjs\'s in-use high-water mark in the timed steps above its start (src/engine/gpuMemory.ts); the model\'s weights and adapters are not counted.',
+    `GFLOP/s: the step's matrix-product FLOPs (dev/bench/learnFlops.ts) / learn ms; % of the measured matmul roofline (${rf.matmulGflops.toPrecision(4)} GFLOP/s above).`,
+    'peak MiB: GPU buffers the warm-up step created outside tfjs\'s pool and still holds (learn plans, the planned AdamW state) + tfjs\'s in-use high-water mark in the timed steps above its start (dev/bench/gpuMemory.ts); the model\'s weights and adapters are not counted.',
     ...(smolLearn || noSmol ? [] : ['SmolLM2-135M shape: left out on a software adapter (pass --smol to run it).']),
   ]);
 }

@@ -2,8 +2,10 @@
 // learnStep (GRPO's PPO clip, token-mean) on a fixed scored batch, LoRA on every projection, timed
 // on each path after a warm-up step, with what it asks of WebGPU.
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork, heldBuffersCreated, tfjsHighWater, engineOptions, setEngineOptions } from '../../src/engine/index';
-import { learnStepFlops } from '../../src/model/learnFlops';
+import { engineOptions, setEngineOptions } from '../../src/engine/index';
+import { countGpuWork } from './gpuCounters';
+import { heldBuffersCreated, tfjsHighWater } from './gpuMemory';
+import { learnStepFlops } from './learnFlops';
 import { releaseLearnPlans } from '../../src/model/planned/learn';
 import { PROJ_NAMES } from '../../src/model/llama';
 import type { LlamaModel } from '../../src/model/llama';
@@ -27,12 +29,12 @@ export interface LearnBenchRow {
   buffersCreated: number;
   readbacks: number;
   hostMs: number;
-  /** FLOPs of one step (src/model/learnFlops.ts, the same count on both paths). */
+  /** FLOPs of one step (dev/bench/learnFlops.ts, the same count on both paths). */
   flops: number;
   /**
    * GPU bytes the step holds beyond the model and its adapters: buffers created outside tfjs's pool
    * by the warm-up step and still alive (the learn plans, the planned optimiser's state), plus tfjs's
-   * in-use high-water mark above its start in the timed steps (src/engine/gpuMemory.ts); null off WebGPU.
+   * in-use high-water mark above its start in the timed steps (dev/bench/gpuMemory.ts); null off WebGPU.
    */
   peakBytes: number | null;
 }

@@ -3,7 +3,8 @@
 // created, readbacks and the time spent waiting for them; host time = wall - waits), and tfjs's
 // profile of the kernels it ran (count, GPU ms where timestamps exist, bytes allocated).
 import * as tf from '@tensorflow/tfjs';
-import { countGpuWork, webgpuDevice, flushTfjs, engineOptions, setEngineOptions, type GpuCounts } from '../../src/engine/index';
+import { webgpuDevice, flushTfjs, engineOptions, setEngineOptions } from '../../src/engine/index';
+import { countGpuWork, type GpuCounts } from './gpuCounters';
 import type { LlamaModel } from '../../src/model/llama';
 import { attachLora, type LoraSet } from '../../src/model/lora';
 import { rlStep } from '../../src/rl/loop';

@@ -2,7 +2,8 @@
 // switches the browser tests and `npm run bench` drive (dev/harness/harness.worker.ts). The lab
 // never loads it; the harness page (dev/harness/index.html) puts it on window.sparring.
 import type * as Comlink from 'comlink';
-import type { AttentionCaseSpec, BlockCaseSpec, NormCaseSpec, Roofline, SamplingOptions, SubgroupStatus } from '../../src/engine/index';
+import type { AttentionCaseSpec, BlockCaseSpec, NormCaseSpec, SamplingOptions, SubgroupStatus } from '../../src/engine/index';
+import type { Roofline } from '../bench/roofline';
 import type { GenerateOptions, GenerateResult } from '../../src/model/generate';
 import type { DecodePath } from '../../src/model/planned/decode';
 import type { OptimizerPath } from '../../src/rl/plannedOptim';

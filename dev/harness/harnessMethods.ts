@@ -2,7 +2,8 @@
 // checks, benchmarks and the A/B switches. Each switch is one line over the engine's setting.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, subgroupStatus, tokenStats, tokenStatsReduceKey, sampleTokens, decodeAttention, decodeAttentionFused, attentionCaseData, rmsNorm, rope, NORM_EPS, normCaseData, swiglu, kvWrite, blockCaseData, measureRoofline, setEngineOptions } from '../../src/engine/index';
+import { customKernelsActive, subgroupStatus, tokenStats, tokenStatsReduceKey, sampleTokens, decodeAttention, decodeAttentionFused, attentionCaseData, rmsNorm, rope, NORM_EPS, normCaseData, swiglu, kvWrite, blockCaseData, setEngineOptions } from '../../src/engine/index';
+import { measureRoofline } from '../bench/roofline';
 import { requireInit } from '../../src/worker/engineApi';
 import { seededLogits, seededUpstream } from '../test/seededLogits';
 import { quantCaseData } from '../test/quantCase';

@@ -10,8 +10,6 @@ export type { BackendPreference, BackendReport } from '../contract/backends';
 export { initBackend } from './initBackend';
 export { probeWebGPU } from './probe';
 export type { GpuProbe } from '../contract/gpuProbe';
-export { heldBuffersCreated, tfjsHighWater } from './gpuMemory';
-export { countGpuWork, type GpuCounts } from './gpuCounters';
 export { variableFrom } from './variables';
 
 // The WebGPU device tfjs runs on, its features and binding limits.
@@ -45,4 +43,3 @@ export { LearnPlan, type LearnShape } from './plan/learnPlan';
 export { STATS_COLS } from './plan/learnKernels';
 export { AdamWPlan, type AdamWStepResult } from './plan/adamwPlan';
 export { plannedAdamWUpdate, type AdamWHost, type FlatGradBuffer, type PlannedMomentHolder } from './plan/adamwStep';
-export { ROOFLINE_HEADER, measureRoofline, rooflineRows, type Roofline } from './plan/roofline';

@@ -9,8 +9,8 @@
 // mask zeroes half of it after the product). Norms, RoPE, softmax, SwiGLU, the token statistics
 // and the optimiser are left out: a few FLOPs per element against 2 x hidden per output of a
 // projection. The tfjs path does the same products, so one count serves both paths.
-import type { LearnLoraShape, LearnModelDims } from '../contract/learnMemory';
-import type { ProjName } from './llama';
+import type { LearnLoraShape, LearnModelDims } from '../../src/contract/learnMemory';
+import type { ProjName } from '../../src/model/llama';
 
 export interface LearnFlops {
   /** Forward with the adapters on: projections, LoRA factors, attention, LM head. */

@@ -7,10 +7,10 @@
 // Each is the median over reps after a warm-up, timed by timestamp queries around the pass where
 // the device has them ("GPU"), else by wall time from submit to onSubmittedWorkDone ("wall").
 import * as tf from '@tensorflow/tfjs';
-import { webgpuDevice } from '../webgpu/wgslProgram';
-import { gemmKernel, gemmWorkgroups, packGemm } from './learnKernels';
-import { GpuPlan } from './plan';
-import { flushTfjs } from './tfjsInterop';
+import { webgpuDevice } from '../../src/engine/webgpu/wgslProgram';
+import { gemmKernel, gemmWorkgroups, packGemm } from '../../src/engine/plan/learnKernels';
+import { GpuPlan } from '../../src/engine/plan/plan';
+import { flushTfjs } from '../../src/engine/plan/tfjsInterop';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { learnStepFlops } from './learnFlops';
-import type { LearnModelDims } from '../contract/learnMemory';
+import type { LearnModelDims } from '../../src/contract/learnMemory';
 
 // H 4, I 8, 2 heads of 2 (Q 4), 1 kv head (KV 2), vocabulary 10.
 const shape4 = { rows: 1, promptLen: 2, responseLen: 2 };
@@ -55,8 +55,8 @@ describe('learnStepFlops equals the matrix work the learning plan dispatches', (
   });
 
   it('one layer, LoRA r 1 on q and down, 1 row x (2 + 2)', async () => {
-    const { LearnPlan } = await import('../engine/plan/learnPlan');
-    const { GpuPlan } = await import('../engine/plan/plan');
+    const { LearnPlan } = await import('../../src/engine/plan/learnPlan');
+    const { GpuPlan } = await import('../../src/engine/plan/plan');
     const obj = () => ({});
     const buffer = (d: { size: number }) => ({ size: d.size, destroy() {} });
     const device = {
