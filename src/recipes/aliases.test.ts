@@ -22,7 +22,7 @@ describe('veRL / TRL aliases', () => {
   });
 
   it('every veRL alias is a key of veRL\'s trainer config (the export\'s key fixture, commit named there)', () => {
-    const verl = JSON.parse(readFileSync(new URL('../export/verl/fixtures/verl-keys.json', import.meta.url), 'utf8')) as { keys: string[] };
+    const verl = JSON.parse(readFileSync(new URL('../../dev/fixtures/verl/verl-keys.json', import.meta.url), 'utf8')) as { keys: string[] };
     expect(FIELD_ALIASES.flatMap((a) => (a.verl && !verl.keys.includes(a.verl) ? [a.verl] : []))).toEqual([]);
   });
 

@@ -5,16 +5,16 @@
 import fc from 'fast-check';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { DatasetError, parseCsv, parseDataset, parseJsonl, type DatasetRow } from '../contract/datasetLoaders';
-import { MAX_MESSAGE_CHARS } from '../contract/brief';
-import { bool, int, num, oneOf } from '../contract/schema';
-import { exportPeftZip, importPeftZip, PeftError, projDims, PROJS, validateAdapter, type BaseDims, type LoraPair, type PlainLoraAdapter } from '../storage/peft';
-import { JsonlError, parseReportsJsonl as parseStoredJsonl } from '../storage/runs';
-import { parseReportsJsonl as parseReplayJsonl, ReplayError } from '../store/runStoreJsonl';
-import { decodeSetup } from '../store/setupUrl';
-import { CONFIG_LIMITS, ConfigError, parseModelConfig, ropeInvFreq } from '../contract/modelConfig';
-import { DTYPE_BYTES, parseSafetensors, READABLE_DTYPES, SafetensorsError, writeSafetensors, type TensorToWrite } from '../model/safetensors';
-import { byteMutation, deepText, extremeNumberText, hostileJsonText, hostileValue, longString, mutateBytes, RUNS, total } from '../../dev/test/mutate';
+import { DatasetError, parseCsv, parseDataset, parseJsonl, type DatasetRow } from '../../src/contract/datasetLoaders';
+import { MAX_MESSAGE_CHARS } from '../../src/contract/brief';
+import { bool, int, num, oneOf } from '../../src/contract/schema';
+import { exportPeftZip, importPeftZip, PeftError, projDims, PROJS, validateAdapter, type BaseDims, type LoraPair, type PlainLoraAdapter } from '../../src/storage/peft';
+import { JsonlError, parseReportsJsonl as parseStoredJsonl } from '../../src/storage/runs';
+import { parseReportsJsonl as parseReplayJsonl, ReplayError } from '../../src/store/runStoreJsonl';
+import { decodeSetup } from '../../src/store/setupUrl';
+import { CONFIG_LIMITS, ConfigError, parseModelConfig, ropeInvFreq } from '../../src/contract/modelConfig';
+import { DTYPE_BYTES, parseSafetensors, READABLE_DTYPES, SafetensorsError, writeSafetensors, type TensorToWrite } from '../../src/model/safetensors';
+import { byteMutation, deepText, extremeNumberText, hostileJsonText, hostileValue, longString, mutateBytes, RUNS, total } from './mutate';
 
 // ---------------------------------------------------------------------------------------------
 // safetensors

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 // Synchronous readbacks (dataSync / arraySync / bufferSync) stall the GPU pipeline, and
 // tfjs-webgpu's goes through an OffscreenCanvas that lost the device in Chromium here. Code that
 // runs in the engine worker reads tensors back with `await t.data()` only.
-const ROOT = join(import.meta.dirname, '..');
+const ROOT = join(import.meta.dirname, '../../src');
 const WORKER_SIDE = ['engine', 'model', 'rl', 'recipes', 'judges', 'worker'];
 // The harness worker's checks and benchmarks, and the test utilities, run there too (dev/).
 const DEV_WORKER_SIDE = ['harness', 'bench', 'test'].map((d) => join('..', 'dev', d));
