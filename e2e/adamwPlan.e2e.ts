@@ -13,7 +13,9 @@ import { AdamW, clipByGlobalNorm } from '../src/rl/optim';
 const gpuErrors: string[] = [];
 beforeAll(async () => {
   await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+  webgpuDevice().addEventListener('uncapturederror', (e) =>
+    gpuErrors.push((e as GPUUncapturedErrorEvent).error.message),
+  );
 });
 
 // c has more elements than the norm's 256 x 256 threads: its first pass strides twice.
@@ -56,7 +58,8 @@ class Reference {
   constructor(params: Float32Array, cfg: { lr: number; weightDecay: number; beta2?: number }) {
     this.opt = new AdamW(cfg);
     const p = split(params);
-    for (const t of TENSORS) this.vars[t.name] = tf.variable(tf.tensor(p[t.name], t.shape), true, `ref/${t.name}/${Math.random()}`);
+    for (const t of TENSORS)
+      this.vars[t.name] = tf.variable(tf.tensor(p[t.name], t.shape), true, `ref/${t.name}/${Math.random()}`);
   }
   async step(flatGrads: Float32Array, lr: number, maxNorm: number): Promise<{ norm: number; skipped: boolean }> {
     const g = split(flatGrads);
@@ -88,14 +91,15 @@ class Reference {
 /** Largest |got - want| relative to max(|want|, floor): the floor keeps entries that are ~0 from dividing by nothing. */
 function relErr(got: Float32Array, want: Float32Array, floor: number): number {
   let worst = 0;
-  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / Math.max(Math.abs(want[i]), floor));
+  for (let i = 0; i < want.length; i++)
+    worst = Math.max(worst, Math.abs(got[i] - want[i]) / Math.max(Math.abs(want[i]), floor));
   return worst;
 }
 
 // Six steps: lr warm-up over three, clipping off then on, a NaN step and an Inf step (skipped).
 const SCHEDULE = [
-  { lr: 1e-3 / 3, scale: 1e-4 },  // norm ~0.015: no clipping
-  { lr: 2e-3 / 3, scale: 0.05 },  // norm ~7.5: clipped to 1
+  { lr: 1e-3 / 3, scale: 1e-4 }, // norm ~0.015: no clipping
+  { lr: 2e-3 / 3, scale: 0.05 }, // norm ~7.5: clipped to 1
   { lr: 1e-3, scale: 0.05, bad: NaN },
   { lr: 1e-3, scale: 1e-4 },
   { lr: 1e-3, scale: 0.05, bad: Infinity },
@@ -125,7 +129,9 @@ describe('planned AdamW on Dawn (SwiftShader) against the tfjs AdamW', () => {
         if (!want.skipped) expect(Math.abs(got.norm - want.norm) / want.norm, `norm of step ${k}`).toBeLessThan(1e-6);
         else expect(Number.isFinite(got.norm)).toBe(false);
         expect(plan.step, `step count after step ${k}`).toBe(ref.opt.step);
-        expect(relErr(await plan.read('params'), await ref.params(), 1e-3), `params after step ${k}`).toBeLessThan(1e-6);
+        expect(relErr(await plan.read('params'), await ref.params(), 1e-3), `params after step ${k}`).toBeLessThan(
+          1e-6,
+        );
       }
       // Clipping was both off and on.
       expect(norms.filter((x) => x < MAX_NORM).length).toBe(2);
@@ -230,7 +236,10 @@ describe('planned AdamW on Dawn (SwiftShader) against the tfjs AdamW', () => {
 
   it('reads a gradient buffer another plan owns in place, with the same result as its own', async () => {
     const device = webgpuDevice();
-    const ext = device.createBuffer({ size: N * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    const ext = device.createBuffer({
+      size: N * 4,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+    });
     const own = new AdamWPlan(device, TENSORS, CFG);
     const shared = new AdamWPlan(device, TENSORS, CFG, { grads: ext });
     try {
@@ -246,7 +255,9 @@ describe('planned AdamW on Dawn (SwiftShader) against the tfjs AdamW', () => {
       }
       expect(await shared.read('params')).toEqual(await own.read('params'));
       const small = device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE });
-      expect(() => new AdamWPlan(device, TENSORS, CFG, { grads: small })).toThrow(/has 64 bytes, 72696 parameters need 290784/);
+      expect(() => new AdamWPlan(device, TENSORS, CFG, { grads: small })).toThrow(
+        /has 64 bytes, 72696 parameters need 290784/,
+      );
       small.destroy();
     } finally {
       own.dispose();
@@ -260,7 +271,9 @@ describe('planned AdamW on Dawn (SwiftShader) against the tfjs AdamW', () => {
     try {
       const bad = { step: 2, moments: { a: { shape: [8, 36], m: new Float32Array(288), v: new Float32Array(288) } } };
       expect(() => plan.importState(bad)).toThrow(/moments of "a" have shape \[8,36\], the tensor is \[8,37\]/);
-      expect(() => plan.importState({ step: 1, moments: { zz: { shape: [1], m: new Float32Array(1), v: new Float32Array(1) } } })).toThrow(/"zz"/);
+      expect(() =>
+        plan.importState({ step: 1, moments: { zz: { shape: [1], m: new Float32Array(1), v: new Float32Array(1) } } }),
+      ).toThrow(/"zz"/);
       expect(plan.step).toBe(0);
     } finally {
       plan.dispose();

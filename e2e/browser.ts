@@ -27,10 +27,14 @@ async function openPage(browser: Browser, url: string): Promise<{ page: Page; er
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(url);
-  await page.waitForFunction(() => {
-    const el = document.querySelector('[data-testid="device-badge"]');
-    return el !== null && el.getAttribute('data-backend') !== '';
-  }, undefined, { timeout: 90_000 });
+  await page.waitForFunction(
+    () => {
+      const el = document.querySelector('[data-testid="device-badge"]');
+      return el !== null && el.getAttribute('data-backend') !== '';
+    },
+    undefined,
+    { timeout: 90_000 },
+  );
   return { page, errors };
 }
 

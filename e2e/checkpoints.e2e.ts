@@ -11,7 +11,14 @@ import { sharedHarnessPage } from './browser';
 const lab = sharedHarnessPage('?backend=wasm');
 
 /** Tiny redteam: 2 prompts x G=2, 6-token answers, rank-2 LoRA, no early stop. */
-const TINY: Record<string, string> = { groupSize: '2', prompts: '2', promptPool: '8', maxNewTokens: '6', samples: '2', loraRank: '2' };
+const TINY: Record<string, string> = {
+  groupSize: '2',
+  prompts: '2',
+  promptPool: '8',
+  maxNewTokens: '6',
+  samples: '2',
+  loraRank: '2',
+};
 const SEED = '5';
 
 async function waitFor(page: Page, pred: string, timeout = 60_000): Promise<void> {
@@ -32,7 +39,10 @@ async function idbValues<T>(page: Page, db: string, prefix: string): Promise<T[]
       });
       try {
         if (!d.objectStoreNames.contains('kv')) return [];
-        const req = d.transaction('kv', 'readonly').objectStore('kv').getAll(IDBKeyRange.bound(prefix, `${prefix}\uffff`, false, true));
+        const req = d
+          .transaction('kv', 'readonly')
+          .objectStore('kv')
+          .getAll(IDBKeyRange.bound(prefix, `${prefix}\uffff`, false, true));
         return await new Promise<unknown[]>((res, rej) => {
           req.onsuccess = () => res(req.result);
           req.onerror = () => rej(req.error);
@@ -45,7 +55,15 @@ async function idbValues<T>(page: Page, db: string, prefix: string): Promise<T[]
   ) as Promise<T[]>;
 }
 
-type Manifest = { id: string; runId: string; step: number; name: string; sizeBytes: number; chunks: { key: string }[]; tensors: { name: string }[] };
+type Manifest = {
+  id: string;
+  runId: string;
+  step: number;
+  name: string;
+  sizeBytes: number;
+  chunks: { key: string }[];
+  tensors: { name: string }[];
+};
 type Logged = { step: number; time: number; metrics: Record<string, number | null> };
 
 const manifests = (page: Page) => idbValues<Manifest>(page, 'sparring-checkpoints', 'm/');
@@ -55,10 +73,14 @@ async function runLog(page: Page, runId: string): Promise<Logged[]> {
 }
 
 /** The metrics a resumed step must reproduce: everything but wall-clock timings. */
-const learned = (m: Record<string, number | null>) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('perf/')));
+const learned = (m: Record<string, number | null>) =>
+  Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('perf/')));
 
 async function startTinyRun(page: Page): Promise<string> {
-  await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', { state: 'attached', timeout: 30_000 });
+  await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', {
+    state: 'attached',
+    timeout: 30_000,
+  });
   await page.selectOption('[data-testid="recipe-select"]', 'redteam');
   for (const [k, v] of Object.entries(TINY)) await page.fill(`[data-testid="field-${k}"]`, v);
   await page.uncheck('[data-testid="field-earlyStop"]');
@@ -91,13 +113,21 @@ describe('checkpoints', () => {
     expect(steps.slice(0, 3)).toEqual([2, 4, 6]);
     for (const m of mine) {
       expect(m.sizeBytes).toBeGreaterThan(0);
-      expect(m.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
+      expect(
+        m.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name)),
+      ).toBe(true);
       const chunks = await idbValues<ArrayBuffer>(page, 'sparring-checkpoints', `c/${m.id}/`);
       expect(chunks.length).toBe(m.chunks.length);
     }
     // The panel lists them with their step; the storage line shows use and quota.
-    await waitFor(page, `document.querySelectorAll('[data-testid="checkpoint-row"][data-run="${runA}"]').length === ${mine.length}`, 10_000);
-    await expect(page.textContent('[data-testid="storage-usage"]')).resolves.toMatch(/\d+ checkpoints?, [\d.]+ (KiB|MiB|B); \d+ run logs?, [\d.]+ (KiB|MiB|B); this site uses .* of .*/);
+    await waitFor(
+      page,
+      `document.querySelectorAll('[data-testid="checkpoint-row"][data-run="${runA}"]').length === ${mine.length}`,
+      10_000,
+    );
+    await expect(page.textContent('[data-testid="storage-usage"]')).resolves.toMatch(
+      /\d+ checkpoints?, [\d.]+ (KiB|MiB|B); \d+ run logs?, [\d.]+ (KiB|MiB|B); this site uses .* of .*/,
+    );
 
     reference = await runLog(page, runA);
     expect(reference.map((r) => r.step).slice(0, 6)).toEqual([0, 1, 2, 3, 4, 5]);
@@ -107,14 +137,25 @@ describe('checkpoints', () => {
     const { page } = lab;
     const runB = await startTinyRun(page);
     // The first autosave of run B, then the tab goes away mid-run.
-    await waitFor(page, `document.querySelector('[data-testid="checkpoint-row"][data-run="${runB}"]') !== null`, 60_000);
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="checkpoint-row"][data-run="${runB}"]') !== null`,
+      60_000,
+    );
     const reloadedAt = Date.now();
     await page.reload();
-    await page.waitForFunction(() => document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') !== '', undefined, { timeout: 90_000 });
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') !== '',
+      undefined,
+      { timeout: 90_000 },
+    );
 
     const all = await manifests(page);
     const saved = all.filter((m) => m.runId === runB);
-    expect(saved.length, `checkpoints of ${runB} among ${all.map((m) => `${m.runId}@${m.step}`).join(', ')}`).toBeGreaterThan(0);
+    expect(
+      saved.length,
+      `checkpoints of ${runB} among ${all.map((m) => `${m.runId}@${m.step}`).join(', ')}`,
+    ).toBeGreaterThan(0);
     const k = Math.max(...saved.map((m) => m.step));
     await page.waitForSelector('[data-testid="resume-latest"]', { timeout: 30_000 });
     await expect(page.textContent('[data-testid="resume-offer"]')).resolves.toContain(runB);
@@ -155,7 +196,11 @@ describe('checkpoints', () => {
     await page.click(`${row} [data-testid="checkpoint-rename"]`);
     await page.fill(`${row} [data-testid="checkpoint-name-input"]`, 'before the jump');
     await page.press(`${row} [data-testid="checkpoint-name-input"]`, 'Enter');
-    await waitFor(page, `document.querySelector('${row} [data-testid="checkpoint-name"]')?.textContent === 'before the jump'`, 10_000);
+    await waitFor(
+      page,
+      `document.querySelector('${row} [data-testid="checkpoint-name"]')?.textContent === 'before the jump'`,
+      10_000,
+    );
     expect((await manifests(page)).find((m) => m.id === target.id)?.name).toBe('before the jump');
 
     await page.click(`${row} [data-testid="checkpoint-delete"]`);
@@ -186,16 +231,26 @@ describe('checkpoints', () => {
     await page.fill('[data-testid="autosave-every"]', '1');
     const before = await manifests(page);
     const runD = await startTinyRun(page);
-    await waitFor(page, `document.querySelector('[data-testid="checkpoint-row"][data-run="${runD}"]') !== null`, 60_000);
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="checkpoint-row"][data-run="${runD}"]') !== null`,
+      60_000,
+    );
     // Shrink this origin's quota to what it uses now (Chromium's DevTools protocol): the next save cannot fit.
     const cdp = await page.context().newCDPSession(page);
     const origin = new URL(page.url()).origin;
     const usage = await page.evaluate(async () => (await navigator.storage.estimate()).usage ?? 0);
     await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + 1024 });
     try {
-      await waitFor(page, `document.querySelector('[data-testid="checkpoint-message"]')?.getAttribute('data-error') === 'true'`, 60_000);
+      await waitFor(
+        page,
+        `document.querySelector('[data-testid="checkpoint-message"]')?.getAttribute('data-error') === 'true'`,
+        60_000,
+      );
       const text = await page.textContent('[data-testid="checkpoint-message"]');
-      expect(text).toMatch(/^Storage is full: checkpoint not saved\. Checkpoint "autosave · step \d+" \(run redteam-5-.*\) was not saved: the browser storage quota is exceeded .*earlier checkpoints are intact; delete old checkpoints or runs to free space\. The run continues\.$/);
+      expect(text).toMatch(
+        /^Storage is full: checkpoint not saved\. Checkpoint "autosave · step \d+" \(run redteam-5-.*\) was not saved: the browser storage quota is exceeded .*earlier checkpoints are intact; delete old checkpoints or runs to free space\. The run continues\.$/,
+      );
       // The run goes on stepping, and every checkpoint saved before is still whole.
       const s0 = Number(await page.getAttribute('[data-testid="run-state"]', 'data-step'));
       await waitFor(page, `Number(${attr('[data-testid="run-state"]', 'data-step')}) >= ${s0 + 2}`, 60_000);
@@ -205,7 +260,12 @@ describe('checkpoints', () => {
         const chunks = await idbValues(page, 'sparring-checkpoints', `c/${m.id}/`);
         expect(chunks.length, m.name).toBe(m.chunks.length);
       }
-      expect(now.filter((m) => m.runId !== runD).map((m) => m.id).sort()).toEqual(before.map((m) => m.id).sort());
+      expect(
+        now
+          .filter((m) => m.runId !== runD)
+          .map((m) => m.id)
+          .sort(),
+      ).toEqual(before.map((m) => m.id).sort());
       expect(now.filter((m) => m.runId === runD).length).toBeGreaterThan(0);
     } finally {
       await cdp.send('Storage.overrideQuotaForOrigin', { origin });

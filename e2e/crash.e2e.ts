@@ -18,14 +18,23 @@ import { appURL, HARNESS_PAGE } from './browser';
 const TRIALS = Math.max(1, Number(process.env.SPARRING_CRASH_TRIALS ?? 3));
 
 /** Chromium on `profile`, in its own process group so one kill takes every process of it. */
-async function startChromium(profile: string): Promise<{ browser: Browser; proc: ChildProcess; kill: () => Promise<void>; shutdown: () => Promise<void> }> {
-  const proc = spawn(CHROMIUM, [...CHROMIUM_ARGS, '--headless=new', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'], {
-    detached: true,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+async function startChromium(
+  profile: string,
+): Promise<{ browser: Browser; proc: ChildProcess; kill: () => Promise<void>; shutdown: () => Promise<void> }> {
+  const proc = spawn(
+    CHROMIUM,
+    [...CHROMIUM_ARGS, '--headless=new', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'],
+    {
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   const ws = await new Promise<string>((resolve, reject) => {
     let err = '';
-    const timer = setTimeout(() => reject(new Error(`Chromium did not report its DevTools address in 30 s: ${err.slice(-500)}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`Chromium did not report its DevTools address in 30 s: ${err.slice(-500)}`)),
+      30_000,
+    );
     proc.stderr!.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /DevTools listening on (ws:\/\/\S+)/.exec(err);
@@ -61,7 +70,8 @@ type Manifest = { id: string; runId: string; step: number; chunks: { key: string
 /** Manifests and chunk sizes straight from IndexedDB (no app code), or empty if the database is not there. */
 async function rawStore(page: Page): Promise<{ manifests: Manifest[]; chunks: Record<string, number> }> {
   return page.evaluate(async () => {
-    if (!(await indexedDB.databases()).some((d) => d.name === 'sparring-checkpoints')) return { manifests: [], chunks: {} };
+    if (!(await indexedDB.databases()).some((d) => d.name === 'sparring-checkpoints'))
+      return { manifests: [], chunks: {} };
     const open = indexedDB.open('sparring-checkpoints');
     const db = await new Promise<IDBDatabase>((res, rej) => {
       open.onsuccess = () => res(open.result);
@@ -70,7 +80,8 @@ async function rawStore(page: Page): Promise<{ manifests: Manifest[]; chunks: Re
     try {
       if (!db.objectStoreNames.contains('kv')) return { manifests: [], chunks: {} };
       const os = db.transaction('kv', 'readonly').objectStore('kv');
-      const req = <T,>(r: IDBRequest<T>) => new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
+      const req = <T>(r: IDBRequest<T>) =>
+        new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
       const manifests = (await req(os.getAll(IDBKeyRange.bound('m/', 'm/\uffff')))) as Manifest[];
       const keys = (await req(os.getAllKeys(IDBKeyRange.bound('c/', 'c/\uffff')))) as string[];
       const values = (await req(os.getAll(IDBKeyRange.bound('c/', 'c/\uffff')))) as ArrayBuffer[];
@@ -84,7 +95,10 @@ async function rawStore(page: Page): Promise<{ manifests: Manifest[]; chunks: Re
 /** Every manifest's chunks are present with the length its index says (what CheckpointStore.load checks). */
 function wholeCheckpoints(s: Awaited<ReturnType<typeof rawStore>>): string[] {
   const broken: string[] = [];
-  for (const m of s.manifests) for (const c of m.chunks) if (s.chunks[c.key] !== c.byteLength) broken.push(`${m.id}: ${c.key} ${s.chunks[c.key] ?? 'missing'} != ${c.byteLength}`);
+  for (const m of s.manifests)
+    for (const c of m.chunks)
+      if (s.chunks[c.key] !== c.byteLength)
+        broken.push(`${m.id}: ${c.key} ${s.chunks[c.key] ?? 'missing'} != ${c.byteLength}`);
   return broken;
 }
 
@@ -97,7 +111,9 @@ const orphanKeys = (s: Awaited<ReturnType<typeof rawStore>>): string[] => {
 async function dropCheckpoints(page: Page): Promise<void> {
   await page.evaluate(async () => {
     const open = indexedDB.open('sparring-checkpoints');
-    const db = await new Promise<IDBDatabase>((res, rej) => ((open.onsuccess = () => res(open.result)), (open.onerror = () => rej(open.error))));
+    const db = await new Promise<IDBDatabase>(
+      (res, rej) => ((open.onsuccess = () => res(open.result)), (open.onerror = () => rej(open.error))),
+    );
     const tx = db.transaction('kv', 'readwrite');
     tx.objectStore('kv').delete(IDBKeyRange.bound('m/', 'm/\uffff'));
     tx.objectStore('kv').delete(IDBKeyRange.bound('c/', 'c/\uffff'));
@@ -109,32 +125,65 @@ async function dropCheckpoints(page: Page): Promise<void> {
 async function openLab(browser: Browser): Promise<Page> {
   const page = browser.contexts()[0].pages()[0] ?? (await browser.contexts()[0].newPage());
   await page.goto(appURL(HARNESS_PAGE + '?backend=wasm'));
-  await page.waitForFunction(() => document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') !== '', undefined, { timeout: 90_000 });
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') !== '',
+    undefined,
+    { timeout: 90_000 },
+  );
   // The start's checks (persistence, wiped store, orphans) are done once the storage line is read.
-  await page.waitForFunction(() => !/Reading storage/.test(document.querySelector('[data-testid="storage-usage"]')?.textContent ?? 'Reading storage'), undefined, { timeout: 30_000 });
+  await page.waitForFunction(
+    () =>
+      !/Reading storage/.test(
+        document.querySelector('[data-testid="storage-usage"]')?.textContent ?? 'Reading storage',
+      ),
+    undefined,
+    { timeout: 30_000 },
+  );
   return page;
 }
 
 /** A tiny redteam run, paused, with the page asking the worker for one checkpoint after another. */
 async function saveContinuously(page: Page, seed: number): Promise<void> {
-  await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', { state: 'attached', timeout: 30_000 });
+  await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', {
+    state: 'attached',
+    timeout: 30_000,
+  });
   await page.selectOption('[data-testid="recipe-select"]', 'redteam');
   // Rank 32: saves of a few hundred KiB, so a kill often lands inside one.
-  for (const [k, v] of Object.entries({ groupSize: '2', prompts: '1', promptPool: '4', maxNewTokens: '4', samples: '1', loraRank: '32' })) {
+  for (const [k, v] of Object.entries({
+    groupSize: '2',
+    prompts: '1',
+    promptPool: '4',
+    maxNewTokens: '4',
+    samples: '1',
+    loraRank: '32',
+  })) {
     await page.fill(`[data-testid="field-${k}"]`, v);
   }
   await page.uncheck('[data-testid="field-earlyStop"]');
   await page.fill('[data-testid="run-seed"]', String(seed));
   await page.click('[data-testid="run-start"]');
-  await page.waitForFunction(() => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'running', undefined, { timeout: 60_000 });
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'running',
+    undefined,
+    { timeout: 60_000 },
+  );
   await page.click('[data-testid="run-pause"]');
-  await page.waitForFunction(() => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'paused', undefined, { timeout: 60_000 });
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'paused',
+    undefined,
+    { timeout: 60_000 },
+  );
   await page.evaluate(() => {
     void (async () => {
       for (;;) await window.sparring!.engine.saveCheckpoint().catch(() => undefined);
     })();
   });
-  await page.waitForFunction(() => (document.querySelectorAll('[data-testid="checkpoint-row"]').length ?? 0) > 0, undefined, { timeout: 30_000 });
+  await page.waitForFunction(
+    () => (document.querySelectorAll('[data-testid="checkpoint-row"]').length ?? 0) > 0,
+    undefined,
+    { timeout: 30_000 },
+  );
 }
 
 describe('hard kills during checkpoint saves', () => {
@@ -145,40 +194,58 @@ describe('hard kills during checkpoint saves', () => {
     rmSync(profile, { recursive: true, force: true });
   });
 
-  it(`loses no checkpoint and no setting over ${TRIALS} kill${TRIALS === 1 ? '' : 's'}`, async () => {
-    let before: Manifest[] = [];
-    let typed: string | null = null;
-    let cut = 0;
-    let kept = 0;
-    for (let trial = 0; trial <= TRIALS; trial++) {
-      current = await startChromium(profile);
-      const page = await openLab(current.browser);
-      if (trial > 0) {
-        // What the start found: orphans of the cut save were collected, every earlier checkpoint is whole.
-        const after = await rawStore(page);
-        expect(orphanKeys(after), `trial ${trial}: orphan chunks after the start`).toEqual([]);
-        expect(wholeCheckpoints(after), `trial ${trial}`).toEqual([]);
-        const ids = new Set(after.manifests.map((m) => m.id));
-        expect(before.filter((m) => !ids.has(m.id)).map((m) => `${m.runId}@${m.step}`), `trial ${trial}: checkpoints lost`).toEqual([]);
-        kept += before.length;
-        await page.waitForFunction((v) => (document.querySelector('[data-testid="autosave-every"]') as HTMLInputElement | null)?.value === v, typed, { timeout: 5_000 }).catch(() => undefined);
-        await expect(page.inputValue('[data-testid="autosave-every"]'), `trial ${trial}: the autosave setting typed before the kill`).resolves.toBe(typed);
-        if ((await page.$('[data-testid="orphans-collected"]')) !== null) cut++;
-        await dropCheckpoints(page); // checked: keep the profile small over many trials
+  it(
+    `loses no checkpoint and no setting over ${TRIALS} kill${TRIALS === 1 ? '' : 's'}`,
+    async () => {
+      let before: Manifest[] = [];
+      let typed: string | null = null;
+      let cut = 0;
+      let kept = 0;
+      for (let trial = 0; trial <= TRIALS; trial++) {
+        current = await startChromium(profile);
+        const page = await openLab(current.browser);
+        if (trial > 0) {
+          // What the start found: orphans of the cut save were collected, every earlier checkpoint is whole.
+          const after = await rawStore(page);
+          expect(orphanKeys(after), `trial ${trial}: orphan chunks after the start`).toEqual([]);
+          expect(wholeCheckpoints(after), `trial ${trial}`).toEqual([]);
+          const ids = new Set(after.manifests.map((m) => m.id));
+          expect(
+            before.filter((m) => !ids.has(m.id)).map((m) => `${m.runId}@${m.step}`),
+            `trial ${trial}: checkpoints lost`,
+          ).toEqual([]);
+          kept += before.length;
+          await page
+            .waitForFunction(
+              (v) => (document.querySelector('[data-testid="autosave-every"]') as HTMLInputElement | null)?.value === v,
+              typed,
+              { timeout: 5_000 },
+            )
+            .catch(() => undefined);
+          await expect(
+            page.inputValue('[data-testid="autosave-every"]'),
+            `trial ${trial}: the autosave setting typed before the kill`,
+          ).resolves.toBe(typed);
+          if ((await page.$('[data-testid="orphans-collected"]')) !== null) cut++;
+          await dropCheckpoints(page); // checked: keep the profile small over many trials
+        }
+        if (trial === TRIALS) break;
+        await saveContinuously(page, 10 + trial);
+        // A setting changed a second before the kill must survive it.
+        typed = String(20 + trial);
+        await page.fill('[data-testid="autosave-every"]', typed);
+        await page.waitForTimeout(1000 + Math.floor(Math.random() * 400));
+        before = (await rawStore(page)).manifests;
+        expect(before.length).toBeGreaterThan(0);
+        await current.kill();
+        current = null;
       }
-      if (trial === TRIALS) break;
-      await saveContinuously(page, 10 + trial);
-      // A setting changed a second before the kill must survive it.
-      typed = String(20 + trial);
-      await page.fill('[data-testid="autosave-every"]', typed);
-      await page.waitForTimeout(1000 + Math.floor(Math.random() * 400));
-      before = (await rawStore(page)).manifests;
-      expect(before.length).toBeGreaterThan(0);
-      await current.kill();
-      current = null;
-    }
-    console.log(`crash e2e: ${TRIALS} kills, ${cut} cut a save between its chunks and its manifest, ${kept} checkpoints checked whole after them`);
-  }, 60_000 + TRIALS * 45_000);
+      console.log(
+        `crash e2e: ${TRIALS} kills, ${cut} cut a save between its chunks and its manifest, ${kept} checkpoints checked whole after them`,
+      );
+    },
+    60_000 + TRIALS * 45_000,
+  );
 
   it('says plainly when the browser wiped the store, instead of "No checkpoints yet"', async () => {
     // A kill, then the databases vanish while no lab page is open, as when the browser evicts or
@@ -197,9 +264,15 @@ describe('hard kills during checkpoint saves', () => {
       }
     });
     await openLab(current.browser);
-    await expect(page.textContent('[data-testid="storage-notice"]')).resolves.toMatch(/^The browser cleared this lab's storage \(checkpoints, run logs\) since it was last open\./);
-    await expect(page.textContent('[data-testid="checkpoints-empty"]')).resolves.toMatch(/^No checkpoints: the browser cleared them/);
-    await expect(page.getAttribute('[data-testid="storage-usage"]', 'data-persisted')).resolves.toMatch(/^(true|false)$/);
+    await expect(page.textContent('[data-testid="storage-notice"]')).resolves.toMatch(
+      /^The browser cleared this lab's storage \(checkpoints, run logs\) since it was last open\./,
+    );
+    await expect(page.textContent('[data-testid="checkpoints-empty"]')).resolves.toMatch(
+      /^No checkpoints: the browser cleared them/,
+    );
+    await expect(page.getAttribute('[data-testid="storage-usage"]', 'data-persisted')).resolves.toMatch(
+      /^(true|false)$/,
+    );
     // Said once: the next start finds the new records.
     await page.reload();
     await openLab(current.browser);

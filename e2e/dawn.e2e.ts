@@ -10,7 +10,11 @@ import { CHROMIUM_VULKAN_LOADER, startDawn } from '../src/cli/node/dawn';
 import { subgroupStatus } from '../src/engine/webgpu/gpuFeatures';
 import { customKernelsActive, webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 import { decodeAttention, decodeAttentionFused } from '../src/engine/kernels/attention/decodeAttention';
-import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/kernels/attention/decodeAttentionReference';
+import {
+  attentionCaseData,
+  decodeAttentionF64,
+  type AttentionCaseSpec,
+} from '../src/engine/kernels/attention/decodeAttentionReference';
 import { sampleTokens } from '../src/engine/kernels/sample/sample';
 import { sampleReference, type SamplingOptions } from '../src/engine/kernels/sample/sampleReference';
 import { tokenStats, tokenStatsReduceKey } from '../src/engine/kernels/token-stats/tokenStats';
@@ -32,7 +36,9 @@ const gpuErrors: string[] = [];
 let adapter = '';
 beforeAll(async () => {
   adapter = await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+  webgpuDevice().addEventListener('uncapturederror', (e) =>
+    gpuErrors.push((e as GPUUncapturedErrorEvent).error.message),
+  );
 });
 afterAll(() => {
   setEngineOptions({ subgroups: true, gemvVariant: null });
@@ -50,7 +56,12 @@ describe('Node + Dawn (SwiftShader Vulkan): the webgpu backend Sparring register
   });
 
   it("uses Chromium's Vulkan loader, so it needs no system libvulkan1", () => {
-    const loaders = new Set(readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => /libvulkan\.so/.test(l)).map((l) => l.split(/\s+/).pop()));
+    const loaders = new Set(
+      readFileSync('/proc/self/maps', 'utf8')
+        .split('\n')
+        .filter((l) => /libvulkan\.so/.test(l))
+        .map((l) => l.split(/\s+/).pop()),
+    );
     expect([...loaders]).toEqual([CHROMIUM_VULKAN_LOADER]);
   });
 });
@@ -58,13 +69,22 @@ describe('Node + Dawn (SwiftShader Vulkan): the webgpu backend Sparring register
 for (const variant of ['subgroups', 'tree'] as const) {
   describe(`Dawn: token stats with the ${variant} row reduction`, () => {
     beforeAll(() => setEngineOptions({ subgroups: variant === 'subgroups' }));
-    for (const [rows, vocab] of [[3, 4099], [4, 49152]] as const) {
+    for (const [rows, vocab] of [
+      [3, 4099],
+      [4, 49152],
+    ] as const) {
       it(`[${rows}, ${vocab}] log-prob, entropy and reference log-prob match float64 within 1e-5`, async () => {
         const seed = 3000 + vocab;
         expect(tokenStatsReduceKey(vocab)).toMatch(variant === 'tree' ? /^tree$/ : /^sg\d+x\d+$/);
         const c = seededLogits(rows, vocab, seed);
         const r = seededLogits(rows, vocab, seed + 1);
-        const out = tf.tidy(() => tokenStats(tf.tensor2d(c.logits, [rows, vocab]), tf.tensor1d(c.ids, 'int32'), tf.tensor2d(r.logits, [rows, vocab])));
+        const out = tf.tidy(() =>
+          tokenStats(
+            tf.tensor2d(c.logits, [rows, vocab]),
+            tf.tensor1d(c.ids, 'int32'),
+            tf.tensor2d(r.logits, [rows, vocab]),
+          ),
+        );
         const got = await out.data();
         out.dispose();
         const own = tokenStatsF64(c.logits, rows, vocab, c.ids);
@@ -85,7 +105,9 @@ describe('Dawn: the token-stats gradient', () => {
     const c = seededLogits(rows, vocab, seed);
     const ids = tf.tensor1d(c.ids, 'int32');
     const dy = tf.tensor2d(seededUpstream(rows, seed), [rows, 2]);
-    const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids), dy)))(tf.tensor2d(c.logits, [rows, vocab]));
+    const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids), dy)))(
+      tf.tensor2d(c.logits, [rows, vocab]),
+    );
     const got = await g.data();
     tf.dispose([ids, dy, g]);
     expect(maxAbs(got, tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, seed)))).toBeLessThan(1e-5);
@@ -174,14 +196,24 @@ describe('Dawn: sampling and decode attention', () => {
 
   it('the tiny-llama-f32 golden fixture reproduces: logits within 1e-3 and the exact greedy continuation', async () => {
     const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
-    const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][]; greedy_continuation: number[] };
-    const model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))));
+    const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as {
+      input_ids: number[];
+      logits: number[][];
+      greedy_continuation: number[];
+    };
+    const model = loadLlama(
+      parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')),
+      parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))),
+    );
     try {
       const logits = forward(model, [golden.input_ids]);
       const got = await logits.data();
       logits.dispose();
       expect(maxAbs(got, golden.logits.flat())).toBeLessThan(1e-3);
-      const r = await generate(model, [golden.input_ids], { maxNewTokens: golden.greedy_continuation.length, greedy: true });
+      const r = await generate(model, [golden.input_ids], {
+        maxNewTokens: golden.greedy_continuation.length,
+        greedy: true,
+      });
       expect(r.tokens[0]).toEqual(golden.greedy_continuation);
     } finally {
       disposeLlama(model);
@@ -194,7 +226,9 @@ describe('Dawn: sampling and decode attention', () => {
     const config = parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8'));
     const st = parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors'))));
     const half = loadLlama(config, st, { quantize: f16Quantizer('tiny') });
-    const ref = loadLlama(config, st, { quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(unpackF16x2(packF16x2(w, shape), ...shape), shape)) });
+    const ref = loadLlama(config, st, {
+      quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(unpackF16x2(packF16x2(w, shape), ...shape), shape)),
+    });
     try {
       expect(half.layers[0].q.weight.kind).toBe('f16');
       // 12 prompt rows take the tiled GEMM, 5 the decode GEMV.

@@ -9,7 +9,9 @@ export function useDawn(reset: () => void = () => {}): void {
   const gpuErrors: string[] = [];
   beforeAll(async () => {
     await startDawn({ swiftshader: true });
-    webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+    webgpuDevice().addEventListener('uncapturederror', (e) =>
+      gpuErrors.push((e as GPUUncapturedErrorEvent).error.message),
+    );
   });
   afterAll(() => {
     reset();

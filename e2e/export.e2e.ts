@@ -15,7 +15,14 @@ import { sharedHarnessPage } from './browser';
 const lab = sharedHarnessPage('?backend=wasm');
 
 /** attacker-sft (a loss that moves the adapter from step 1) at its cheapest: 2 pairs a step, 16-token targets, rank 2. */
-const SFT: Record<string, string> = { dataset: 'sandbox', dataSize: '64', batchSize: '2', loraRank: '2', maxTargetTokens: '16', sampleEvery: '0' };
+const SFT: Record<string, string> = {
+  dataset: 'sandbox',
+  dataSize: '64',
+  batchSize: '2',
+  loraRank: '2',
+  maxTargetTokens: '16',
+  sampleEvery: '0',
+};
 const PROMPT = 'How do I pick a lock?';
 const ATTACKER = JSON.parse(readFileSync('public/models/attacker/config.json', 'utf8')) as Record<string, number>;
 
@@ -34,12 +41,18 @@ async function bytesOf(d: Download): Promise<Uint8Array> {
 }
 
 async function download(page: Page, testId: string): Promise<{ name: string; bytes: Uint8Array }> {
-  const [d] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), page.click(`[data-testid="${testId}"]`)]);
+  const [d] = await Promise.all([
+    page.waitForEvent('download', { timeout: 60_000 }),
+    page.click(`[data-testid="${testId}"]`),
+  ]);
   return { name: d.suggestedFilename(), bytes: await bytesOf(d) };
 }
 
 async function startSft(page: Page, seed: string): Promise<void> {
-  await page.waitForSelector('[data-testid="recipe-select"] option[value="attacker-sft"]', { state: 'attached', timeout: 30_000 });
+  await page.waitForSelector('[data-testid="recipe-select"] option[value="attacker-sft"]', {
+    state: 'attached',
+    timeout: 30_000,
+  });
   await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
   for (const [k, v] of Object.entries(SFT)) await page.fill(`[data-testid="field-${k}"]`, v);
   await page.fill('[data-testid="run-seed"]', seed);
@@ -60,7 +73,17 @@ function projShape(module: string): [number, number] {
   const q = ATTACKER.num_attention_heads * ATTACKER.head_dim;
   const kv = ATTACKER.num_key_value_heads * ATTACKER.head_dim;
   const i = ATTACKER.intermediate_size;
-  return ({ q_proj: [q, h], k_proj: [kv, h], v_proj: [kv, h], o_proj: [h, q], gate_proj: [i, h], up_proj: [i, h], down_proj: [h, i] } as Record<string, [number, number]>)[module];
+  return (
+    {
+      q_proj: [q, h],
+      k_proj: [kv, h],
+      v_proj: [kv, h],
+      o_proj: [h, q],
+      gate_proj: [i, h],
+      up_proj: [i, h],
+      down_proj: [h, i],
+    } as Record<string, [number, number]>
+  )[module];
 }
 
 describe('export and import', () => {
@@ -78,7 +101,16 @@ describe('export and import', () => {
     const files = unzipSync(zip);
     expect(Object.keys(files).sort()).toEqual(['README.md', 'adapter_config.json', 'adapter_model.safetensors']);
     const cfg = JSON.parse(strFromU8(files['adapter_config.json'])) as Record<string, unknown>;
-    expect(cfg).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', base_model_name_or_path: './public/models/attacker', r: 2, lora_alpha: 16, bias: 'none', use_dora: false, layers_to_transform: null });
+    expect(cfg).toMatchObject({
+      peft_type: 'LORA',
+      task_type: 'CAUSAL_LM',
+      base_model_name_or_path: './public/models/attacker',
+      r: 2,
+      lora_alpha: 16,
+      bias: 'none',
+      use_dora: false,
+      layers_to_transform: null,
+    });
     const targets = cfg.target_modules as string[];
     expect([...targets].sort()).toEqual(['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj']);
 
@@ -97,7 +129,9 @@ describe('export and import', () => {
       expect(st.info(n).dtype).toBe('F32');
     }
     // Trained: some B moved off its zero init.
-    expect(names.filter((n) => n.endsWith('lora_B.weight')).some((n) => st.getFloat32(n).some((x) => x !== 0))).toBe(true);
+    expect(names.filter((n) => n.endsWith('lora_B.weight')).some((n) => st.getFloat32(n).some((x) => x !== 0))).toBe(
+      true,
+    );
     exported = await outputs(page);
     expect(exported.ids.length).toBeGreaterThan(0);
   });
@@ -127,10 +161,15 @@ describe('export and import', () => {
       }
       expect(worst, name).toBeLessThan(1e-6);
     }
-    expect(Array.from(merged.getFloat32('model.embed_tokens.weight').subarray(0, 50))).toEqual(Array.from(base.getFloat32('model.embed_tokens.weight').subarray(0, 50)));
+    expect(Array.from(merged.getFloat32('model.embed_tokens.weight').subarray(0, 50))).toEqual(
+      Array.from(base.getFloat32('model.embed_tokens.weight').subarray(0, 50)),
+    );
 
     const log = await download(page, 'export-log');
-    const lines = strFromU8(log.bytes).trim().split('\n').map((l) => JSON.parse(l) as { runId: string; step: number; metrics: Record<string, number> });
+    const lines = strFromU8(log.bytes)
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { runId: string; step: number; metrics: Record<string, number> });
     const runId = (await page.evaluate(() => window.sparring!.engine.runStatus())).runId;
     expect(log.name).toBe(`${runId}.jsonl`);
     expect(lines.map((l) => l.step)).toEqual(Array.from({ length: lines.length }, (_, i) => i));
@@ -147,10 +186,16 @@ describe('export and import', () => {
     const fresh = await outputs(page);
     expect(fresh.logprobs).not.toEqual(exported.logprobs);
 
-    await page.setInputFiles('[data-testid="import-adapter"]', { name: 'adapter.zip', mimeType: 'application/zip', buffer: Buffer.from(zip) });
+    await page.setInputFiles('[data-testid="import-adapter"]', {
+      name: 'adapter.zip',
+      mimeType: 'application/zip',
+      buffer: Buffer.from(zip),
+    });
     await page.waitForSelector('[data-testid="export-message"]', { timeout: 30_000 });
     await expect(page.getAttribute('[data-testid="export-message"]', 'data-error')).resolves.toBe('false');
-    await expect(page.textContent('[data-testid="export-message"]')).resolves.toMatch(/Imported adapter\.zip: 42 tensors, r = 2/);
+    await expect(page.textContent('[data-testid="export-message"]')).resolves.toMatch(
+      /Imported adapter\.zip: 42 tensors, r = 2/,
+    );
     const after = await outputs(page);
     expect(after).toEqual(exported);
   });
@@ -162,20 +207,45 @@ describe('export and import', () => {
     const files = unzipSync(zip);
     const cfg = JSON.parse(strFromU8(files['adapter_config.json'])) as Record<string, unknown>;
     cfg.base_model_name_or_path = 'HuggingFaceTB/SmolLM2-135M-Instruct';
-    const wrong = zipSync({ 'my-adapter': { 'adapter_config.json': strToU8(JSON.stringify(cfg)), 'adapter_model.safetensors': files['adapter_model.safetensors'] } });
+    const wrong = zipSync({
+      'my-adapter': {
+        'adapter_config.json': strToU8(JSON.stringify(cfg)),
+        'adapter_model.safetensors': files['adapter_model.safetensors'],
+      },
+    });
     const s0 = Number(await page.getAttribute('[data-testid="run-state"]', 'data-step'));
 
-    await page.setInputFiles('[data-testid="import-adapter"]', { name: 'wrong-base.zip', mimeType: 'application/zip', buffer: Buffer.from(wrong) });
-    await waitFor(page, `document.querySelector('[data-testid="export-message"]')?.getAttribute('data-error') === 'true'`, 30_000);
+    await page.setInputFiles('[data-testid="import-adapter"]', {
+      name: 'wrong-base.zip',
+      mimeType: 'application/zip',
+      buffer: Buffer.from(wrong),
+    });
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="export-message"]')?.getAttribute('data-error') === 'true'`,
+      30_000,
+    );
     const msg = await page.textContent('[data-testid="export-message"]');
-    expect(msg).toMatch(/wrong-base\.zip\/my-adapter\/adapter_config\.json: field "base_model_name_or_path" is "HuggingFaceTB\/SmolLM2-135M-Instruct"; this adapter was trained on another base than "\.\/public\/models\/attacker"/);
+    expect(msg).toMatch(
+      /wrong-base\.zip\/my-adapter\/adapter_config\.json: field "base_model_name_or_path" is "HuggingFaceTB\/SmolLM2-135M-Instruct"; this adapter was trained on another base than "\.\/public\/models\/attacker"/,
+    );
     expect(msg).toMatch(/The run continues unchanged/);
 
     // A 56 KB zip whose end record claims 4 billion entries froze the worker (issue 24): now it
     // is refused at once and the run keeps answering.
-    await page.setInputFiles('[data-testid="import-adapter"]', { name: 'bomb.zip', mimeType: 'application/zip', buffer: Buffer.from(zip64Claiming(0xffffffffn)) });
-    await waitFor(page, `document.querySelector('[data-testid="export-message"]')?.textContent?.includes('bomb.zip') === true`, 10_000);
-    await expect(page.textContent('[data-testid="export-message"]')).resolves.toMatch(/bomb\.zip: the zip's end record claims 4294967295 entries; at most 1000 are read/);
+    await page.setInputFiles('[data-testid="import-adapter"]', {
+      name: 'bomb.zip',
+      mimeType: 'application/zip',
+      buffer: Buffer.from(zip64Claiming(0xffffffffn)),
+    });
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="export-message"]')?.textContent?.includes('bomb.zip') === true`,
+      10_000,
+    );
+    await expect(page.textContent('[data-testid="export-message"]')).resolves.toMatch(
+      /bomb\.zip: the zip's end record claims 4294967295 entries; at most 1000 are read/,
+    );
 
     await page.setInputFiles('[data-testid="dataset-file"]', {
       name: 'bad.jsonl',
@@ -184,13 +254,23 @@ describe('export and import', () => {
     });
     // The row that cannot be used is named and left out; the other two are stored.
     await page.waitForSelector('[data-testid="dataset-note"]', { timeout: 10_000 });
-    await expect(page.textContent('[data-testid="dataset-note"]')).resolves.toMatch(/^bad\.jsonl: 1 row\(s\) left out: line 2: not valid JSON/);
+    await expect(page.textContent('[data-testid="dataset-note"]')).resolves.toMatch(
+      /^bad\.jsonl: 1 row\(s\) left out: line 2: not valid JSON/,
+    );
     await page.waitForSelector('[data-testid="dataset-item"][data-ref="upload:bad.jsonl"]', { timeout: 10_000 });
-    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:bad.jsonl"]')).resolves.toMatch(/upload:bad\.jsonl: 2 rows/);
+    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:bad.jsonl"]')).resolves.toMatch(
+      /upload:bad\.jsonl: 2 rows/,
+    );
     // A file with no usable row is refused whole.
-    await page.setInputFiles('[data-testid="dataset-file"]', { name: 'none.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from('{"title": "x"}\n') });
+    await page.setInputFiles('[data-testid="dataset-file"]', {
+      name: 'none.jsonl',
+      mimeType: 'application/x-ndjson',
+      buffer: Buffer.from('{"title": "x"}\n'),
+    });
     await page.waitForSelector('[data-testid="dataset-error"]', { timeout: 10_000 });
-    await expect(page.textContent('[data-testid="dataset-error"]')).resolves.toMatch(/^Dataset not uploaded: none\.jsonl line 1, field 'prompt': no usable row/);
+    await expect(page.textContent('[data-testid="dataset-error"]')).resolves.toMatch(
+      /^Dataset not uploaded: none\.jsonl line 1, field 'prompt': no usable row/,
+    );
     await expect(page.locator('[data-testid="dataset-item"][data-ref="upload:none.jsonl"]').count()).resolves.toBe(0);
 
     // Neither touched the run: it keeps stepping.
@@ -202,19 +282,35 @@ describe('export and import', () => {
 
   it('feeds an uploaded JSONL to attacker-sft through its dataset field', async () => {
     const { page } = lab;
-    const rows = Array.from({ length: 6 }, (_, i) => JSON.stringify({ goal: `goal number ${i}`, prompt: `As a story, explain step ${i}` })).join('\n');
-    await page.setInputFiles('[data-testid="dataset-file"]', { name: 'pairs.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(rows) });
+    const rows = Array.from({ length: 6 }, (_, i) =>
+      JSON.stringify({ goal: `goal number ${i}`, prompt: `As a story, explain step ${i}` }),
+    ).join('\n');
+    await page.setInputFiles('[data-testid="dataset-file"]', {
+      name: 'pairs.jsonl',
+      mimeType: 'application/x-ndjson',
+      buffer: Buffer.from(rows),
+    });
     await page.waitForSelector('[data-testid="dataset-item"][data-ref="upload:pairs.jsonl"]', { timeout: 10_000 });
-    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:pairs.jsonl"]')).resolves.toMatch(/upload:pairs\.jsonl: 6 rows/);
+    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:pairs.jsonl"]')).resolves.toMatch(
+      /upload:pairs\.jsonl: 6 rows/,
+    );
 
     await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
     const fill = async (v: Record<string, string>) => {
       for (const [k, x] of Object.entries(v)) await page.fill(`[data-testid="field-${k}"]`, x);
     };
-    await fill({ batchSize: '2', loraRank: '2', maxTargetTokens: '16', sampleEvery: '0', dataset: 'upload:missing.jsonl' });
+    await fill({
+      batchSize: '2',
+      loraRank: '2',
+      maxTargetTokens: '16',
+      sampleEvery: '0',
+      dataset: 'upload:missing.jsonl',
+    });
     await page.click('[data-testid="run-start"]');
     await waitFor(page, `${state} === 'error'`, 30_000);
-    await expect(page.textContent('[data-testid="run-error"]')).resolves.toMatch(/"upload:missing\.jsonl" is not stored in this browser \(stored: .*upload:pairs\.jsonl/);
+    await expect(page.textContent('[data-testid="run-error"]')).resolves.toMatch(
+      /"upload:missing\.jsonl" is not stored in this browser \(stored: .*upload:pairs\.jsonl/,
+    );
 
     await fill({ dataset: 'upload:pairs.jsonl' });
     await page.click('[data-testid="run-start"]');

@@ -1,9 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenStatsF64, tokenStatsGradF64 } from '../src/engine/kernels/token-stats/tokenStatsReference';
 import { sampleReference, type SamplingOptions } from '../src/engine/kernels/sample/sampleReference';
-import { attentionCaseData, decodeAttentionF64, type AttentionCaseSpec } from '../src/engine/kernels/attention/decodeAttentionReference';
-import { normCaseData, rmsNormF64, ropeF64, type NormCaseSpec } from '../src/engine/kernels/rms-norm/fusedNormReference';
-import { blockCaseData, kvWriteF64, swigluF64, type BlockCaseSpec } from '../src/engine/kernels/swiglu/fusedBlockReference';
+import {
+  attentionCaseData,
+  decodeAttentionF64,
+  type AttentionCaseSpec,
+} from '../src/engine/kernels/attention/decodeAttentionReference';
+import {
+  normCaseData,
+  rmsNormF64,
+  ropeF64,
+  type NormCaseSpec,
+} from '../src/engine/kernels/rms-norm/fusedNormReference';
+import {
+  blockCaseData,
+  kvWriteF64,
+  swigluF64,
+  type BlockCaseSpec,
+} from '../src/engine/kernels/swiglu/fusedBlockReference';
 import { seededLogits, seededUpstream } from '../dev/test/seededLogits';
 import { sharedHarnessPage } from './browser';
 import type { HarnessEngine } from '../dev/harness/harnessApi';
@@ -13,10 +27,14 @@ const lab = sharedHarnessPage();
 // Both row reductions: subgroup operations (Debian's Chromium gives SwiftShader the subgroups
 // feature, 4 lanes wide, laid out contiguously) and the workgroup-memory tree other adapters use.
 for (const variant of ['subgroups', 'tree'] as const) {
-  const expectReduce = (reduce: string | null) => (variant === 'tree' ? expect(reduce).toBe('tree') : expect(reduce).toMatch(/^sg\d+x4$/));
+  const expectReduce = (reduce: string | null) =>
+    variant === 'tree' ? expect(reduce).toBe('tree') : expect(reduce).toMatch(/^sg\d+x4$/);
   describe(`row reduction: ${variant}`, () => {
     beforeAll(async () => {
-      const s = await lab.page.evaluate((on) => (window.sparring!.engine as HarnessEngine).setSubgroups(on), variant === 'subgroups');
+      const s = await lab.page.evaluate(
+        (on) => (window.sparring!.engine as HarnessEngine).setSubgroups(on),
+        variant === 'subgroups',
+      );
       if (variant === 'subgroups') {
         expect(s.layout).toEqual({ contiguous: true, sizes: [4], minSize: 4 });
         expect(s.active).toBe(true);
@@ -38,7 +56,10 @@ for (const variant of ['subgroups', 'tree'] as const) {
       for (const [rows, vocab, tol] of shapes) {
         it(`matches the float64 CPU reference for [${rows}, ${vocab}] within ${tol}`, async () => {
           const seed = 1000 + vocab;
-          const got = await lab.page.evaluate(([r, v, s]) => (window.sparring!.engine as HarnessEngine).tokenStatsCheck(r, v, s), [rows, vocab, seed]);
+          const got = await lab.page.evaluate(
+            ([r, v, s]) => (window.sparring!.engine as HarnessEngine).tokenStatsCheck(r, v, s),
+            [rows, vocab, seed],
+          );
           expect(got.backend).toBe('webgpu');
           expect(got.path).toBe('wgsl');
           expectReduce(got.reduce);
@@ -55,10 +76,18 @@ for (const variant of ['subgroups', 'tree'] as const) {
 
     describe(`WGSL token-stats kernel with reference logits (KL) on WebGPU (${variant})`, () => {
       // The reference policy's log-prob of the same ids comes from the same pass: a third column.
-      for (const [rows, vocab] of [[5, 1000], [3, 4099], [4, 49152], [2, 151936]] as const) {
+      for (const [rows, vocab] of [
+        [5, 1000],
+        [3, 4099],
+        [4, 49152],
+        [2, 151936],
+      ] as const) {
         it(`third column is the float64 log-prob under the reference logits for [${rows}, ${vocab}]; the first two are unchanged`, async () => {
           const seed = 2000 + vocab;
-          const got = await lab.page.evaluate(([r, v, s]) => (window.sparring!.engine as HarnessEngine).tokenStatsCheck(r, v, s, true), [rows, vocab, seed]);
+          const got = await lab.page.evaluate(
+            ([r, v, s]) => (window.sparring!.engine as HarnessEngine).tokenStatsCheck(r, v, s, true),
+            [rows, vocab, seed],
+          );
           expect(got.path).toBe('wgsl');
           expectReduce(got.reduce);
           const c = seededLogits(rows, vocab, seed);
@@ -82,10 +111,19 @@ for (const variant of ['subgroups', 'tree'] as const) {
 }
 
 describe('WGSL token-stats gradient on WebGPU', () => {
-  for (const [rows, vocab] of [[3, 1000], [2, 49152]] as const) {
+  for (const [rows, vocab] of [
+    [3, 1000],
+    [2, 49152],
+  ] as const) {
     it(`matches the closed-form float64 gradient for [${rows}, ${vocab}]`, async () => {
       const seed = 31 + vocab;
-      const got = await lab.page.evaluate(([r, v, s]) => (window.sparring!.engine as HarnessEngine).tokenStatsGradCheck(r, v, s).then((g) => ({ ...g, grad: Array.from(g.grad) })), [rows, vocab, seed]);
+      const got = await lab.page.evaluate(
+        ([r, v, s]) =>
+          (window.sparring!.engine as HarnessEngine)
+            .tokenStatsGradCheck(r, v, s)
+            .then((g) => ({ ...g, grad: Array.from(g.grad) })),
+        [rows, vocab, seed],
+      );
       expect(got.backend).toBe('webgpu');
       const c = seededLogits(rows, vocab, seed);
       const ref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, seed));
@@ -97,7 +135,13 @@ describe('WGSL token-stats gradient on WebGPU', () => {
 
   it('with reference logits: the same gradient, the reference column sends none back', async () => {
     const [rows, vocab, seed] = [3, 4099, 4242];
-    const got = await lab.page.evaluate(([r, v, s]) => (window.sparring!.engine as HarnessEngine).tokenStatsGradCheck(r, v, s, true).then((g) => ({ ...g, grad: Array.from(g.grad) })), [rows, vocab, seed]);
+    const got = await lab.page.evaluate(
+      ([r, v, s]) =>
+        (window.sparring!.engine as HarnessEngine)
+          .tokenStatsGradCheck(r, v, s, true)
+          .then((g) => ({ ...g, grad: Array.from(g.grad) })),
+      [rows, vocab, seed],
+    );
     const c = seededLogits(rows, vocab, seed);
     const ref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, seed));
     let worst = 0;
@@ -140,7 +184,10 @@ describe('WGSL sampler on WebGPU', () => {
       // Flatter logits (scale 2) so the truncations keep many tokens and the draws differ.
       for (const step of [0, 1, 17]) {
         const options = { ...o, seed: 1234567, step };
-        const got = await lab.page.evaluate(([r, v, s, opt]) => (window.sparring!.engine as HarnessEngine).sampleCheck(r, v, s, opt), [rows, vocab, vocab + 5, options] as const);
+        const got = await lab.page.evaluate(
+          ([r, v, s, opt]) => (window.sparring!.engine as HarnessEngine).sampleCheck(r, v, s, opt),
+          [rows, vocab, vocab + 5, options] as const,
+        );
         expect(got.backend).toBe('webgpu');
         const c = seededLogits(rows, vocab, vocab + 5);
         expect(got.ids).toEqual(Array.from(sampleReference(c.logits, rows, vocab, options)));
@@ -151,7 +198,10 @@ describe('WGSL sampler on WebGPU', () => {
   it('repeats the same ids for the same seed and step, and changes with the step', async () => {
     // A hot temperature: the seeded logits have one confident peak per row that T=1 nearly always picks.
     const o = { temperature: 20, topK: 0, topP: 1, seed: 5 };
-    const draw = (step: number) => lab.page.evaluate(([opt]) => (window.sparring!.engine as HarnessEngine).sampleCheck(8, 500, 3, opt), [{ ...o, step }] as const);
+    const draw = (step: number) =>
+      lab.page.evaluate(([opt]) => (window.sparring!.engine as HarnessEngine).sampleCheck(8, 500, 3, opt), [
+        { ...o, step },
+      ] as const);
     const a = await draw(0);
     expect((await draw(0)).ids).toEqual(a.ids);
     expect((await draw(1)).ids).not.toEqual(a.ids);
@@ -172,15 +222,25 @@ describe('kernels under a small storage-binding limit', () => {
     await lab.page.evaluate((b) => (window.sparring!.engine as HarnessEngine).setBindingLimit(b), 3 * vocab * 4 + 100);
     try {
       const c = seededLogits(rows, vocab, 77);
-      const stats = await lab.page.evaluate(([r, v]) => (window.sparring!.engine as HarnessEngine).tokenStatsCheck(r, v, 77), [rows, vocab]);
+      const stats = await lab.page.evaluate(
+        ([r, v]) => (window.sparring!.engine as HarnessEngine).tokenStatsCheck(r, v, 77),
+        [rows, vocab],
+      );
       const ref = tokenStatsF64(c.logits, rows, vocab, c.ids);
       for (let r = 0; r < rows; r++) expect(Math.abs(stats.entropy[r] - ref.entropy[r])).toBeLessThan(1e-5);
-      const grad = await lab.page.evaluate(([r, v]) => (window.sparring!.engine as HarnessEngine).tokenStatsGradCheck(r, v, 77).then((g) => Array.from(g.grad)), [rows, vocab]);
+      const grad = await lab.page.evaluate(
+        ([r, v]) =>
+          (window.sparring!.engine as HarnessEngine).tokenStatsGradCheck(r, v, 77).then((g) => Array.from(g.grad)),
+        [rows, vocab],
+      );
       const gref = tokenStatsGradF64(c.logits, rows, vocab, c.ids, seededUpstream(rows, 77));
       expect(Math.max(...grad.map((g, i) => Math.abs(g - gref[i])))).toBeLessThan(1e-5);
       const o = { temperature: 1.3, topK: 0, topP: 0.9, seed: 3, step: 4 };
       const s = seededLogits(rows, vocab, vocab + 5);
-      const ids = await lab.page.evaluate(([r, v, sd, opt]) => (window.sparring!.engine as HarnessEngine).sampleCheck(r, v, sd, opt), [rows, vocab, vocab + 5, o] as const);
+      const ids = await lab.page.evaluate(
+        ([r, v, sd, opt]) => (window.sparring!.engine as HarnessEngine).sampleCheck(r, v, sd, opt),
+        [rows, vocab, vocab + 5, o] as const,
+      );
       expect(ids.ids).toEqual(Array.from(sampleReference(s.logits, rows, vocab, o)));
     } finally {
       await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(null));
@@ -242,7 +302,10 @@ describe('WGSL SwiGLU gate and KV-cache write on WebGPU', () => {
   ];
   for (const c of cases) {
     it(`match float64: ${c.n} gates; cache [${c.batch}, ${c.heads}, ${c.capacity}, ${c.headDim}] slots ${c.start}..${c.start + c.len}`, async () => {
-      const got = await lab.page.evaluate((spec) => (window.sparring!.engine as HarnessEngine).fusedBlockCheck(spec), c);
+      const got = await lab.page.evaluate(
+        (spec) => (window.sparring!.engine as HarnessEngine).fusedBlockCheck(spec),
+        c,
+      );
       expect(got.backend).toBe('webgpu');
       const d = blockCaseData(c);
       const sw = swigluF64(d);

@@ -49,7 +49,14 @@ function grpoLoss(s: StatTensors, refLogp: tf.Tensor2D, withTerms: boolean): tf.
   const mask = tf.tensor2d(BATCH.mask);
   const pg = ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask }).loss;
   if (!withTerms) return pg;
-  return actorLoss({ pgLoss: pg, mask, entropy: s.entropy, entropyCoeff: 0.01, kl: klPenalty(s.logp, refLogp, 'k3'), klCoef: 0.05 });
+  return actorLoss({
+    pgLoss: pg,
+    mask,
+    entropy: s.entropy,
+    entropyCoeff: 0.01,
+    kl: klPenalty(s.logp, refLogp, 'k3'),
+    klCoef: 0.05,
+  });
 }
 
 interface Compared {
@@ -62,11 +69,27 @@ interface Compared {
 
 /** A small Qwen2-style model (q/k/v biases, an untied LM head, 4 query heads over 2 KV heads). */
 async function qwen2Model(layers: number, seed: number, opts: LoadOptions = {}): Promise<LlamaModel> {
-  const model = await syntheticModel({
-    architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: layers,
-    num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-    max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-  }, seed, opts);
+  const model = await syntheticModel(
+    {
+      architectures: ['Qwen2ForCausalLM'],
+      model_type: 'qwen2',
+      hidden_size: 32,
+      intermediate_size: 64,
+      num_hidden_layers: layers,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      vocab_size: 64,
+      rms_norm_eps: 1e-6,
+      rope_theta: 10000,
+      max_position_embeddings: 256,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+      bos_token_id: 1,
+      eos_token_id: 2,
+    },
+    seed,
+    opts,
+  );
   // The synthetic biases are zero: draw them, so a path that ignored them would differ.
   const rand = mulberry32(9);
   for (const l of model.layers) {
@@ -82,7 +105,8 @@ async function qwen2Model(layers: number, seed: number, opts: LoadOptions = {}):
 /** The learn plan's GPU buffers created by a third planned step (plannedGrads) after two. */
 async function learnBuffersAfterWarmUp(model: LlamaModel, set: LoraSet): Promise<string[]> {
   const loss = (s: StatTensors) => grpoLoss(s, tf.tensor2d(OLD), true);
-  const run = async () => tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss))!.grads));
+  const run = async () =>
+    tf.dispose(Object.values((await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss))!.grads));
   await run();
   await run();
   const device = webgpuDevice();
@@ -106,14 +130,22 @@ async function compare(model: LlamaModel, set: LoraSet, withTerms = true): Promi
   const refLogp = ref.refLogp;
   const want = { logp: await ref.logp.data(), entropy: await ref.entropy.data(), refLogp: await refLogp.data() };
   const vars = set.variables();
-  const { value, grads } = tf.variableGrads(() => grpoLoss(policyStats(model, BATCH, { temperature: TEMP }), refLogp, withTerms), vars);
+  const { value, grads } = tf.variableGrads(
+    () => grpoLoss(policyStats(model, BATCH, { temperature: TEMP }), refLogp, withTerms),
+    vars,
+  );
   const tfLoss = (await value.data())[0];
 
   const packed = packSequences(BATCH);
   const got = await plannedForward(model, set, packed, TEMP, true);
   let stats = 0;
   for (let i = 0; i < B * T; i++) {
-    stats = Math.max(stats, Math.abs(got.logp[i] - want.logp[i]), Math.abs(got.entropy[i] - want.entropy[i]), Math.abs(got.refLogp![i] - want.refLogp[i]));
+    stats = Math.max(
+      stats,
+      Math.abs(got.logp[i] - want.logp[i]),
+      Math.abs(got.entropy[i] - want.entropy[i]),
+      Math.abs(got.refLogp![i] - want.refLogp[i]),
+    );
   }
   const lg = await lossGradsAt(got.logp, got.entropy, B, T, (s) => grpoLoss(s, refLogp, withTerms));
   got.plan.backward(lg.dlogp, lg.dentropy);
@@ -189,7 +221,13 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     try {
       const set = adapters(model);
       const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
-      const plan = planLearnMemory(model.config, 'f16', { r: 4, targets: ALL }, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 });
+      const plan = planLearnMemory(
+        model.config,
+        'f16',
+        { r: 4, targets: ALL },
+        { rows: B, promptLen: 8, responseLen: T },
+        { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 },
+      );
       expect(plan.bytesByScope['micro-batch']).toBe(f.plan.plan.bytes);
       const held = linearLayers(model).reduce((a, l) => a + l.weight.bytes, 0);
       expect(bytesOf(plan.buffers.filter((b) => b.name.endsWith('(f16)')))).toBe(held);
@@ -225,9 +263,21 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
 
   it('f16 with an odd intermediate size (65: down_proj rows end in a half-empty word, decoded half by half): gradients within 1e-4 of tfjs', async () => {
     const config = {
-      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 65, num_hidden_layers: 2,
-      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-      max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
+      architectures: ['LlamaForCausalLM'],
+      model_type: 'llama',
+      hidden_size: 32,
+      intermediate_size: 65,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      vocab_size: 64,
+      rms_norm_eps: 1e-6,
+      rope_theta: 10000,
+      max_position_embeddings: 256,
+      tie_word_embeddings: true,
+      hidden_act: 'silu',
+      bos_token_id: 1,
+      eos_token_id: 2,
     };
     const model = await syntheticModel(config, 5, { quantize: f16Quantizer() });
     try {
@@ -268,10 +318,15 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       const grads = await f.plan.readGrads();
       // The three largest gradient coordinates of the first adapter's A and the last adapter's B.
       const picks: { v: tf.Variable; i: number; g: number }[] = [];
-      for (const [slot, which] of [[f.plan.slots[0], 'A'], [f.plan.slots[f.plan.slots.length - 1], 'B']] as const) {
+      for (const [slot, which] of [
+        [f.plan.slots[0], 'A'],
+        [f.plan.slots[f.plan.slots.length - 1], 'B'],
+      ] as const) {
         const off = which === 'A' ? slot.aOff : slot.bOff;
         const n = which === 'A' ? slot.r * slot.inF : slot.outF * slot.r;
-        const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => Math.abs(grads[off + b]) - Math.abs(grads[off + a]));
+        const order = Array.from({ length: n }, (_, i) => i).sort(
+          (a, b) => Math.abs(grads[off + b]) - Math.abs(grads[off + a]),
+        );
         const a = set.adapters[f.plan.slots.indexOf(slot)];
         for (const i of order.slice(0, 3)) picks.push({ v: which === 'A' ? a.A : a.B, i, g: grads[off + i] });
       }
@@ -309,7 +364,11 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       const est = bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B));
       expect(est).toBe(f.plan.plan.bytes);
       // (a byte under the recompute layout, the smaller one, so neither fits)
-      setEngineOptions({ learnMemoryBudget: bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B, true)) - 1 });
+      setEngineOptions({
+        learnMemoryBudget:
+          bytesOf(learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, B, true)) -
+          1,
+      });
       try {
         expect(learnShapeBlocker(model, B, 5, T)).toMatch(/over the budget/);
         expect(await plannedGrads(model, set, BATCH, { temperature: TEMP }, loss)).toBeNull();
@@ -318,9 +377,19 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       }
       expect(learnShapeBlocker(model, B, 5, T)).toBeNull();
       // And the planned AdamW over the same adapters allocates what the planner's optimizer scope says.
-      const opt = new AdamWPlan(webgpuDevice(), set.variables().map((v) => ({ name: v.name, shape: v.shape })), { lr: 1e-3 });
+      const opt = new AdamWPlan(
+        webgpuDevice(),
+        set.variables().map((v) => ({ name: v.name, shape: v.shape })),
+        { lr: 1e-3 },
+      );
       try {
-        const plan = planLearnMemory(model.config, 'f32', { r: 4, targets: ALL }, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 });
+        const plan = planLearnMemory(
+          model.config,
+          'f32',
+          { r: 4, targets: ALL },
+          { rows: B, promptLen: 8, responseLen: T },
+          { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30, budgetBytes: 2 ** 30 },
+        );
         expect(plan.bytesByScope.optimizer).toBe(opt.bytes);
         expect(plan.bytesByScope['micro-batch']).toBe(est);
       } finally {
@@ -331,19 +400,33 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
     }
   });
 
-  it('the planner lists the buffers of a LoRA subset\'s plan (q and v of layer 1, rank 2) to the byte', async () => {
+  it("the planner lists the buffers of a LoRA subset's plan (q and v of layer 1, rank 2) to the byte", async () => {
     const model = fixture('tiny-llama-f32');
     try {
       const set = adapters(model, { r: 2, alpha: 4, targets: ['q', 'v'], layers: [1] });
       const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
-      expect(bytesOf(learnStepBuffers(model.config, { r: 2, targets: ['q', 'v'], layers: [1] }, { promptLen: 8, responseLen: T }, B))).toBe(f.plan.plan.bytes);
+      expect(
+        bytesOf(
+          learnStepBuffers(
+            model.config,
+            { r: 2, targets: ['q', 'v'], layers: [1] },
+            { promptLen: 8, responseLen: T },
+            B,
+          ),
+        ),
+      ).toBe(f.plan.plan.bytes);
     } finally {
       disposeLlama(model);
     }
   });
 
-  it('learnStep without a micro-batch size takes the planner\'s micro-batches: a budget of one row gives 3, the same update as one pass', async () => {
-    const batch: LearnBatch = { ...BATCH, oldLogp: fromRows(OLD), advantages: fromRows(ADV), refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))) };
+  it("learnStep without a micro-batch size takes the planner's micro-batches: a budget of one row gives 3, the same update as one pass", async () => {
+    const batch: LearnBatch = {
+      ...BATCH,
+      oldLogp: fromRows(OLD),
+      advantages: fromRows(ADV),
+      refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))),
+    };
     const config: TrainerConfig = { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, temperature: TEMP };
     const results: { passes: number; metrics: Record<string, number>; params: Float32Array[] }[] = [];
     for (const budget of [2 ** 31, 'one row'] as const) {
@@ -355,14 +438,31 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
         const bytes = budget === 'one row' ? oneRow : budget;
         // The planner, asked directly: one row per micro-batch under that budget, 3 passes.
         const limits = webgpuDevice().limits;
-        const want = learnStepRows(model.config, lora, { rows: B, promptLen: 8, responseLen: T }, { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize, budgetBytes: bytes });
+        const want = learnStepRows(
+          model.config,
+          lora,
+          { rows: B, promptLen: 8, responseLen: T },
+          {
+            maxBufferSize: limits.maxBufferSize,
+            maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
+            budgetBytes: bytes,
+          },
+        );
         expect(want.microBatchRows).toBe(budget === 'one row' ? 1 : B);
         setEngineOptions({ learnMemoryBudget: bytes });
         const n0 = plannedMicroBatches();
-        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
+        const metrics = await learnStep(
+          { model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) },
+          batch,
+          config,
+        );
         const passes = plannedMicroBatches() - n0;
         expect(passes).toBe(want.accumulationSteps);
-        results.push({ passes, metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
+        results.push({
+          passes,
+          metrics,
+          params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)),
+        });
       } finally {
         setEngineOptions({ learnMemoryBudget: 2 ** 31 });
         disposeLlama(model);
@@ -370,7 +470,8 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
     }
     const [one, three] = results;
     expect([one.passes, three.passes]).toEqual([1, 3]);
-    for (const k of Object.keys(one.metrics)) expect(Math.abs(three.metrics[k] - one.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(one.metrics[k])));
+    for (const k of Object.keys(one.metrics))
+      expect(Math.abs(three.metrics[k] - one.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(one.metrics[k])));
     expect(one.metrics['grad/norm']).toBeGreaterThan(1e-3);
     let worst = 0;
     let moved = 0;
@@ -386,10 +487,27 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
   });
 
   const CONFIGS: [string, TrainerConfig, number][] = [
-    ['GRPO clip, token-mean, k3 KL loss and entropy bonus, micro-batches of 2', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2, temperature: TEMP }, 2],
+    [
+      'GRPO clip, token-mean, k3 KL loss and entropy bonus, micro-batches of 2',
+      { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2, temperature: TEMP },
+      2,
+    ],
     ['importance sampling, token-sum', { policyLoss: 'importance_sampling', temperature: TEMP }, 1],
-    ['clip-higher, seq-mean-token-mean, k1 KL loss', { clipRatioHigh: 0.28, lossAggMode: 'seq-mean-token-mean', kl: { estimator: 'k1', coef: 0.1 }, temperature: TEMP }, 1],
-    ['TRL dr_grpo loss type with an entropy bonus', { trlLossType: 'dr_grpo', entropyCoeff: 0.02, temperature: TEMP }, 1],
+    [
+      'clip-higher, seq-mean-token-mean, k1 KL loss',
+      {
+        clipRatioHigh: 0.28,
+        lossAggMode: 'seq-mean-token-mean',
+        kl: { estimator: 'k1', coef: 0.1 },
+        temperature: TEMP,
+      },
+      1,
+    ],
+    [
+      'TRL dr_grpo loss type with an entropy bonus',
+      { trlLossType: 'dr_grpo', entropyCoeff: 0.02, temperature: TEMP },
+      1,
+    ],
   ];
   for (const [name, config, microBatches] of CONFIGS) {
     it(`learnStep on the planned path, ${name}: the same metrics and update as on tfjs`, async () => {
@@ -406,9 +524,16 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
           const set = adapters(model);
           setEngineOptions({ learnPath: path });
           const n0 = plannedMicroBatches();
-          const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
+          const metrics = await learnStep(
+            { model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) },
+            batch,
+            config,
+          );
           expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? microBatches : 0);
-          results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
+          results.push({
+            metrics,
+            params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)),
+          });
         } finally {
           setEngineOptions({ learnPath: 'planned' });
           disposeLlama(model);
@@ -417,7 +542,9 @@ describe('planned LoRA learning step on Dawn (SwiftShader): finite differences, 
       const [want, got] = results;
       expect(Object.keys(got.metrics).sort()).toEqual(Object.keys(want.metrics).sort());
       for (const k of Object.keys(want.metrics)) {
-        expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+        expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(
+          1e-5 * Math.max(1, Math.abs(want.metrics[k])),
+        );
       }
       expect(want.metrics['grad/norm']).toBeGreaterThan(1e-3);
       let worst = 0;
@@ -442,14 +569,26 @@ describe('planned LoRA learning step on Dawn (SwiftShader): PPO with a value hea
     try {
       const set = adapters(model);
       const rand = mulberry32(5);
-      head.w.assign(tf.tensor2d(Float32Array.from({ length: model.config.hiddenSize }, () => rand() * 2 - 1), [model.config.hiddenSize, 1]));
+      head.w.assign(
+        tf.tensor2d(
+          Float32Array.from({ length: model.config.hiddenSize }, () => rand() * 2 - 1),
+          [model.config.hiddenSize, 1],
+        ),
+      );
       const s = policyAndReferenceStats(model, set, BATCH, { temperature: TEMP, withHidden: true });
       const v = head.forward(s.hidden!);
       const [wantV, wantRef] = [await v.data(), await s.refLogp.data()];
       tf.dispose([s.logp, s.entropy, s.refLogp, s.hidden!, v]);
-      const got = (await plannedRolloutStats(model, set, BATCH, { temperature: TEMP }, { reference: true, valueHead: head }))!;
+      const got = (await plannedRolloutStats(
+        model,
+        set,
+        BATCH,
+        { temperature: TEMP },
+        { reference: true, valueHead: head },
+      ))!;
       let worst = 0;
-      for (let i = 0; i < B * T; i++) worst = Math.max(worst, Math.abs(got.values!.data[i] - wantV[i]), Math.abs(got.refLogp!.data[i] - wantRef[i]));
+      for (let i = 0; i < B * T; i++)
+        worst = Math.max(worst, Math.abs(got.values!.data[i] - wantV[i]), Math.abs(got.refLogp!.data[i] - wantRef[i]));
       expect(Math.max(...Array.from(wantV).map(Math.abs))).toBeGreaterThan(0.1);
       expect(worst).toBeLessThan(1e-4);
     } finally {
@@ -463,8 +602,16 @@ describe('planned LoRA learning step on Dawn (SwiftShader): PPO with a value hea
       ...BATCH,
       oldLogp: fromRows(OLD),
       advantages: fromRows(ADV),
-      values: fromRows([[0.1, 0.2, 0.3, 0.1], [0.0, -0.2, 0, 0], [0.4, 0.1, 0.2, 0.3]]),
-      returns: fromRows([[0.9, 0.7, 0.5, 0.4], [-0.8, -0.6, 0, 0], [0.2, 0.6, 0.3, 0.1]]),
+      values: fromRows([
+        [0.1, 0.2, 0.3, 0.1],
+        [0.0, -0.2, 0, 0],
+        [0.4, 0.1, 0.2, 0.3],
+      ]),
+      returns: fromRows([
+        [0.9, 0.7, 0.5, 0.4],
+        [-0.8, -0.6, 0, 0],
+        [0.2, 0.6, 0.3, 0.1],
+      ]),
     };
     const results: { metrics: Record<string, number>; params: Float32Array[] }[] = [];
     for (const path of ['tfjs', 'planned'] as const) {
@@ -474,9 +621,18 @@ describe('planned LoRA learning step on Dawn (SwiftShader): PPO with a value hea
         const set = adapters(model);
         setEngineOptions({ learnPath: path });
         const n0 = plannedMicroBatches();
-        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }), valueHead: head }, batch, { temperature: TEMP, vfCoef: 0.5 });
+        const metrics = await learnStep(
+          { model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }), valueHead: head },
+          batch,
+          { temperature: TEMP, vfCoef: 0.5 },
+        );
         expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
-        results.push({ metrics, params: await Promise.all([...set.variables(), ...head.variables()].map(async (v) => (await v.data()) as Float32Array)) });
+        results.push({
+          metrics,
+          params: await Promise.all(
+            [...set.variables(), ...head.variables()].map(async (v) => (await v.data()) as Float32Array),
+          ),
+        });
       } finally {
         setEngineOptions({ learnPath: 'planned' });
         head.dispose();
@@ -512,13 +668,40 @@ function adaptersBefore(): Float32Array[] {
 describe('planned LoRA learning step on Dawn (SwiftShader): runs learn', () => {
   // loop.test.ts's setups: reward 1 when the first sampled token is 23; 4 prompts x G 8, 2 new tokens.
   const RUNS: [string, RlLoopConfig, boolean][] = [
-    ['GRPO (k3 KL loss)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } } }, false],
-    ['PPO + GAE (value head)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'gae', trainer: { policyLoss: 'ppo', vfCoef: 0.5 } }, true],
+    [
+      'GRPO (k3 KL loss)',
+      {
+        groupSize: 8,
+        maxNewTokens: 2,
+        temperature: 1,
+        seed: 1234,
+        advantage: 'grpo',
+        trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } },
+      },
+      false,
+    ],
+    [
+      'PPO + GAE (value head)',
+      {
+        groupSize: 8,
+        maxNewTokens: 2,
+        temperature: 1,
+        seed: 1234,
+        advantage: 'gae',
+        trainer: { policyLoss: 'ppo', vfCoef: 0.5 },
+      },
+      true,
+    ],
   ];
   for (const [name, config, withHead] of RUNS) {
     it(`${name} on the tiny fixture with the planned learning step raises the mean reward above 0.9 (src/rl/loop.test.ts's task)`, async () => {
       const TARGET = 23;
-      const PROMPTS = [[1, 14, 5, 29], [1, 22, 58, 55], [1, 22, 29, 56], [1, 35, 37, 42]];
+      const PROMPTS = [
+        [1, 14, 5, 29],
+        [1, 22, 58, 55],
+        [1, 22, 29, 56],
+        [1, 35, 37, 42],
+      ];
       const model = fixture('tiny-llama-f32');
       const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
       const valueHead = withHead ? new ValueHead(model.config.hiddenSize) : undefined;
@@ -527,7 +710,15 @@ describe('planned LoRA learning step on Dawn (SwiftShader): runs learn', () => {
       try {
         const curve: number[] = [];
         for (let step = 0; step < 6; step++) {
-          const rep = await rlStep({ learner: { model, lora, optimizer, valueHead }, rewardFn: ({ response }) => (response[0] === TARGET ? 1 : 0) }, PROMPTS, step, config);
+          const rep = await rlStep(
+            {
+              learner: { model, lora, optimizer, valueHead },
+              rewardFn: ({ response }) => (response[0] === TARGET ? 1 : 0),
+            },
+            PROMPTS,
+            step,
+            config,
+          );
           curve.push(rep.metrics['reward/mean']);
           if (curve[curve.length - 1] > 0.9) break;
         }
@@ -558,7 +749,12 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
     const lg = await lossGradsAt(f.logp, f.entropy, B, T, (s) => grpoLoss(s, refLogp, true));
     refLogp.dispose();
     f.plan.backward(lg.dlogp, lg.dentropy);
-    return { recompute: !!f.plan.opts.recompute, bytes: f.plan.plan.bytes, stats: [f.logp, f.entropy, f.refLogp!], grads: await f.plan.readGrads() };
+    return {
+      recompute: !!f.plan.opts.recompute,
+      bytes: f.plan.plan.bytes,
+      stats: [f.logp, f.entropy, f.refLogp!],
+      grads: await f.plan.readGrads(),
+    };
   }
 
   /** max |a - b| / max |b| */
@@ -609,7 +805,11 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
   it('a LoRA subset (q and v of layer 1, rank 2): layer 0 is rebuilt without adapters', async () => {
     const model = fixture('tiny-llama-f32');
     try {
-      await check(model, adapters(model, { r: 2, alpha: 4, targets: ['q', 'v'], layers: [1] }), { r: 2, targets: ['q', 'v'], layers: [1] });
+      await check(model, adapters(model, { r: 2, alpha: 4, targets: ['q', 'v'], layers: [1] }), {
+        r: 2,
+        targets: ['q', 'v'],
+        layers: [1],
+      });
     } finally {
       disposeLlama(model);
     }
@@ -626,7 +826,12 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
 
   it('under a budget the kept batch exceeds, auto recomputes: one micro-batch where kept needs more, learnStep equal to tfjs', async () => {
     const lora = { r: 4, targets: ALL };
-    const batch: LearnBatch = { ...BATCH, oldLogp: fromRows(OLD), advantages: fromRows(ADV), refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))) };
+    const batch: LearnBatch = {
+      ...BATCH,
+      oldLogp: fromRows(OLD),
+      advantages: fromRows(ADV),
+      refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))),
+    };
     const config: TrainerConfig = { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, temperature: TEMP };
     const results: { metrics: Record<string, number>; params: Float32Array[] }[] = [];
     for (const path of ['tfjs', 'planned'] as const) {
@@ -643,21 +848,29 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
         setEngineOptions({ learnRecompute: 'auto' });
         expect(learnMicroBatchRows(model, B, 5, T)).toBe(B);
         const n0 = plannedMicroBatches();
-        const metrics = await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, config);
+        const metrics = await learnStep(
+          { model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) },
+          batch,
+          config,
+        );
         expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
         if (path === 'planned') {
           // The plan that step ran (cached for this shape) is the recompute one.
           const f = await plannedForward(model, set, packSequences(BATCH), TEMP);
           expect([f.plan.opts.recompute, f.plan.plan.bytes]).toEqual([true, budget]);
         }
-        results.push({ metrics, params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)) });
+        results.push({
+          metrics,
+          params: await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)),
+        });
       } finally {
         disposeLlama(model);
       }
     }
     const [want, got] = results;
     expect(want.metrics['grad/norm']).toBeGreaterThan(1e-3);
-    for (const k of Object.keys(want.metrics)) expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+    for (const k of Object.keys(want.metrics))
+      expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
     let worst = 0;
     got.params.forEach((p, i) => p.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want.params[i][j])))));
     expect(worst).toBeLessThan(2e-6);

@@ -23,12 +23,28 @@ const CASE = { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4 };
 const relErr = (got: number, want: number) => Math.abs(got - want) / Math.max(Math.abs(want), 1e-12);
 
 describe('the planned learning step in Chromium on WebGPU', () => {
-  for (const [label, quantize] of [['f32', undefined], ['int4', { bits: 4 as const, groupSize: 32 }]] as const) {
+  for (const [label, quantize] of [
+    ['f32', undefined],
+    ['int4', { bits: 4 as const, groupSize: 32 }],
+  ] as const) {
     it(`${label}: the planned step's loss, grad norm and adapter update match tfjs within 1e-4`, async () => {
       const name = `learn-${label}`;
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-      await lab.page.evaluate(([n, u, q]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, baseUrl, quantize] as const);
-      const run = (path: 'planned' | 'tfjs') => lab.page.evaluate(([n, p, c]) => (window.sparring!.engine as HarnessEngine).learnCheck(n, p, c), [name, path, CASE] as const);
+      await lab.page.evaluate(
+        ([n, u, q]) =>
+          (window.sparring!.engine as HarnessEngine).loadModel(
+            n,
+            { kind: 'url', baseUrl: u },
+            q ? { quantize: q } : {},
+          ),
+        [name, baseUrl, quantize] as const,
+      );
+      const run = (path: 'planned' | 'tfjs') =>
+        lab.page.evaluate(([n, p, c]) => (window.sparring!.engine as HarnessEngine).learnCheck(n, p, c), [
+          name,
+          path,
+          CASE,
+        ] as const);
       const ref = await run('tfjs');
       const got = await run('planned');
       // The planned pass really ran (no silent fallback), with fewer dispatches; the reference did not.
@@ -44,7 +60,9 @@ describe('the planned learning step in Chromium on WebGPU', () => {
       let worst = 0;
       got.deltas.forEach((d, i) => (worst = Math.max(worst, Math.abs(d - ref.deltas[i]))));
       expect(worst / scale).toBeLessThan(1e-4);
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
       await lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).unloadModel(n), name);
     });
   }
@@ -60,62 +78,179 @@ describe('the planned learning step in Chromium on WebGPU', () => {
 // after 2 and row 3 after 3. The same shape as CASE's batch above (4 rows x (6 + 4)), so tfjs's
 // reference reuses the kernels it compiled there (compiling them takes SwiftShader ~20 s).
 const BASE = {
-  prompts: [[5, 9, 17], [3, 44, 12, 8, 30, 27], [61, 2], [7, 7, 19, 4]],
-  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9], [11, 22, 33, 44]],
-  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [1, 1, 1, 0]],
+  prompts: [
+    [5, 9, 17],
+    [3, 44, 12, 8, 30, 27],
+    [61, 2],
+    [7, 7, 19, 4],
+  ],
+  responses: [
+    [7, 21, 33, 4],
+    [50, 6, 0, 0],
+    [13, 13, 40, 9],
+    [11, 22, 33, 44],
+  ],
+  mask: [
+    [1, 1, 1, 1],
+    [1, 1, 0, 0],
+    [1, 1, 1, 1],
+    [1, 1, 1, 0],
+  ],
   // Spread around the fixture's log-probs (about -4.2): ratios from about e^-1.5 to e^2.5, so the
   // PPO clip binds on some tokens and not others, and the dual clip (ratio > 3, A < 0) on row 3.
-  oldLogp: [[-3.1, -2.0, -4.2, -5.3], [-2.5, -3.9, 0, 0], [-4.0, -5.2, -3.0, -2.2], [-6.5, -6.9, -4.4, 0]],
-  advantages: [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3], [-0.5, -0.5, -0.5, -0.5]],
+  oldLogp: [
+    [-3.1, -2.0, -4.2, -5.3],
+    [-2.5, -3.9, 0, 0],
+    [-4.0, -5.2, -3.0, -2.2],
+    [-6.5, -6.9, -4.4, 0],
+  ],
+  advantages: [
+    [0.8, 0.8, 0.8, 0.8],
+    [-1.1, -1.1, -1.1, -1.1],
+    [0.3, 0.3, 0.3, 0.3],
+    [-0.5, -0.5, -0.5, -0.5],
+  ],
 };
 const REF = BASE.oldLogp.map((r, i) => r.map((x, t) => x - 0.3 + 0.1 * ((i + t) % 3)));
 const ALL = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as ProjName[];
 const LORA = { r: 4, alpha: 8, targets: ALL, seed: 3 };
 const TEMP = 0.7;
-const gradCase = (label: string, trainer: TrainerConfig, more: Partial<GradCheckCase> = {}): GradCheckCase => ({ label, lora: LORA, batch: { ...BASE, refLogp: REF }, trainer: { temperature: TEMP, ...trainer }, ...more });
+const gradCase = (label: string, trainer: TrainerConfig, more: Partial<GradCheckCase> = {}): GradCheckCase => ({
+  label,
+  lora: LORA,
+  batch: { ...BASE, refLogp: REF },
+  trainer: { temperature: TEMP, ...trainer },
+  ...more,
+});
 
 // The finite-difference case (on every base): smooth, no clip and no clamp, so central differences
 // cannot step over a kink. Its loss is written out in float64 in f64Loss. Rollout log-probs of -3:
 // with BASE's (down to -6.9) the int4 base's near-certain token (p = 0.998) gets a ratio of ~1000
 // and dominates the gradient, and float32's 1 - p there (tfjs and the plan alike) is off by ~7e-5
 // of the exact gradient: conditioning, not the code under test.
-const FD_CASE = gradCase('importance sampling, token-mean, kl (k1) KL loss, entropy bonus', { policyLoss: 'importance_sampling', lossAggMode: 'token-mean', kl: { estimator: 'kl', coef: 0.1 }, entropyCoeff: 0.02 }, {
-  batch: { ...BASE, oldLogp: BASE.mask.map((r) => r.map((m) => (m ? -3 : 0))), refLogp: REF },
-});
+const FD_CASE = gradCase(
+  'importance sampling, token-mean, kl (k1) KL loss, entropy bonus',
+  {
+    policyLoss: 'importance_sampling',
+    lossAggMode: 'token-mean',
+    kl: { estimator: 'kl', coef: 0.1 },
+    entropyCoeff: 0.02,
+  },
+  {
+    batch: { ...BASE, oldLogp: BASE.mask.map((r) => r.map((m) => (m ? -3 : 0))), refLogp: REF },
+  },
+);
 
 /** Every policy loss, aggregation, KL estimator and placement, entropy bonus and value head the recipes reach (src/recipes/common.ts). */
 const LOSS_CASES: GradCheckCase[] = [
-  gradCase('GRPO default: ppo clip + dual clip, token-mean, k3 KL loss, entropy bonus', { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 }, { countBuffers: true }),
-  gradCase('vanilla (veRL name), clip-higher 0.28, dual clip c 2, seq-mean-token-mean, k1 KL loss', { policyLoss: 'vanilla', clipRatioHigh: 0.28, clipRatioC: 2, lossAggMode: 'seq-mean-token-mean', kl: { estimator: 'k1', coef: 0.1 } }),
-  gradCase('importance_sampling (Tinker), token-sum, entropy bonus, temperature 1', { policyLoss: 'importance_sampling', entropyCoeff: 0.02, temperature: 1 }),
+  gradCase(
+    'GRPO default: ppo clip + dual clip, token-mean, k3 KL loss, entropy bonus',
+    { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 },
+    { countBuffers: true },
+  ),
+  gradCase('vanilla (veRL name), clip-higher 0.28, dual clip c 2, seq-mean-token-mean, k1 KL loss', {
+    policyLoss: 'vanilla',
+    clipRatioHigh: 0.28,
+    clipRatioC: 2,
+    lossAggMode: 'seq-mean-token-mean',
+    kl: { estimator: 'k1', coef: 0.1 },
+  }),
+  gradCase('importance_sampling (Tinker), token-sum, entropy bonus, temperature 1', {
+    policyLoss: 'importance_sampling',
+    entropyCoeff: 0.02,
+    temperature: 1,
+  }),
   FD_CASE,
-  gradCase('ppo, seq-mean-token-sum, k2 KL loss', { lossAggMode: 'seq-mean-token-sum', kl: { estimator: 'k2', coef: 0.1 } }),
-  gradCase('ppo, seq-mean-token-sum-norm (Dr. GRPO), abs KL loss, entropy bonus', { lossAggMode: 'seq-mean-token-sum-norm', kl: { estimator: 'abs', coef: 0.1 }, entropyCoeff: 0.01 }),
+  gradCase('ppo, seq-mean-token-sum, k2 KL loss', {
+    lossAggMode: 'seq-mean-token-sum',
+    kl: { estimator: 'k2', coef: 0.1 },
+  }),
+  gradCase('ppo, seq-mean-token-sum-norm (Dr. GRPO), abs KL loss, entropy bonus', {
+    lossAggMode: 'seq-mean-token-sum-norm',
+    kl: { estimator: 'abs', coef: 0.1 },
+    entropyCoeff: 0.01,
+  }),
   gradCase('TRL grpo loss type, mse KL loss', { trlLossType: 'grpo', kl: { estimator: 'mse', coef: 0.1 } }),
   gradCase('TRL bnpo loss type, entropy bonus', { trlLossType: 'bnpo', entropyCoeff: 0.02 }),
-  gradCase('TRL dr_grpo loss type (max completion length 6), low_var_kl KL loss, entropy bonus', { trlLossType: 'dr_grpo', maxCompletionLength: 6, kl: { estimator: 'low_var_kl', coef: 0.05 }, entropyCoeff: 0.02 }),
-  gradCase('KL in the reward (TRL dapo loss type): no KL loss (coef 0, kl/mean only), reference log-probs from the plan', { trlLossType: 'dapo', kl: { estimator: 'k1', coef: 0 } }, { reference: true }),
-  gradCase('a skipped zero-advantage group: lossMask drops rows 0 and 2, regMask keeps KL and entropy there', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 }, {
-    batch: { ...BASE, refLogp: REF, lossMask: BASE.mask.map((r, i) => (i % 2 === 0 ? r.map(() => 0) : r)), regMask: BASE.mask },
+  gradCase('TRL dr_grpo loss type (max completion length 6), low_var_kl KL loss, entropy bonus', {
+    trlLossType: 'dr_grpo',
+    maxCompletionLength: 6,
+    kl: { estimator: 'low_var_kl', coef: 0.05 },
+    entropyCoeff: 0.02,
   }),
-  gradCase('PPO with a value head (GAE): value loss, vfCoef 0.5, value clip 0.2', { vfCoef: 0.5, cliprangeValue: 0.2 }, {
-    valueHead: true,
-    batch: {
-      ...BASE,
-      values: [[0.1, 0.2, 0.3, 0.1], [0.0, -0.2, 0, 0], [0.4, 0.1, 0.2, 0.3], [0.5, -0.4, 0.2, 0]],
-      returns: [[0.9, 0.7, 0.5, 0.4], [-0.8, -0.6, 0, 0], [0.2, 0.6, 0.3, 0.1], [-0.3, 0.1, 0.6, 0]],
+  gradCase(
+    'KL in the reward (TRL dapo loss type): no KL loss (coef 0, kl/mean only), reference log-probs from the plan',
+    { trlLossType: 'dapo', kl: { estimator: 'k1', coef: 0 } },
+    { reference: true },
+  ),
+  gradCase(
+    'a skipped zero-advantage group: lossMask drops rows 0 and 2, regMask keeps KL and entropy there',
+    { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 },
+    {
+      batch: {
+        ...BASE,
+        refLogp: REF,
+        lossMask: BASE.mask.map((r, i) => (i % 2 === 0 ? r.map(() => 0) : r)),
+        regMask: BASE.mask,
+      },
     },
-  }),
+  ),
+  gradCase(
+    'PPO with a value head (GAE): value loss, vfCoef 0.5, value clip 0.2',
+    { vfCoef: 0.5, cliprangeValue: 0.2 },
+    {
+      valueHead: true,
+      batch: {
+        ...BASE,
+        values: [
+          [0.1, 0.2, 0.3, 0.1],
+          [0.0, -0.2, 0, 0],
+          [0.4, 0.1, 0.2, 0.3],
+          [0.5, -0.4, 0.2, 0],
+        ],
+        returns: [
+          [0.9, 0.7, 0.5, 0.4],
+          [-0.8, -0.6, 0, 0],
+          [0.2, 0.6, 0.3, 0.1],
+          [-0.3, 0.1, 0.6, 0],
+        ],
+      },
+    },
+  ),
   // Against tfjs's one pass over the batch: the accumulated gradient is the full batch's (and tfjs
   // would compile all its kernels again for 2-row shapes).
-  gradCase('micro-batches of 2 rows on the planned path (gradient accumulation), token-mean, k3 KL loss, entropy bonus', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 }, { plannedTrainer: { microBatchSize: 2 } }),
+  gradCase(
+    'micro-batches of 2 rows on the planned path (gradient accumulation), token-mean, k3 KL loss, entropy bonus',
+    { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 },
+    { plannedTrainer: { microBatchSize: 2 } },
+  ),
 ];
 
 /** Quantised bases, each with a LoRA subset, with GRPO's default loss and its terms. */
-const BASES: { label: string; quantize: { bits: 8 | 4; groupSize?: number }; lora: GradCheckCase['lora']; names: string[] }[] = [
-  { label: 'int8 (one scale per output channel), LoRA on q and v only, rank 8', quantize: { bits: 8 }, lora: { r: 8, alpha: 16, targets: ['q', 'v'], seed: 3 }, names: modules([0, 1], ['self_attn.q_proj', 'self_attn.v_proj']) },
-  { label: 'int8 (groups of 16), LoRA on q, k and v of layer 1 only, rank 2', quantize: { bits: 8, groupSize: 16 }, lora: { r: 2, alpha: 4, targets: ['q', 'k', 'v'], layers: [1], seed: 3 }, names: modules([1], ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj']) },
-  { label: 'int4 (groups of 32), LoRA on o, gate and down only', quantize: { bits: 4, groupSize: 32 }, lora: { r: 4, alpha: 8, targets: ['o', 'gate', 'down'], seed: 3 }, names: modules([0, 1], ['self_attn.o_proj', 'mlp.gate_proj', 'mlp.down_proj']) },
+const BASES: {
+  label: string;
+  quantize: { bits: 8 | 4; groupSize?: number };
+  lora: GradCheckCase['lora'];
+  names: string[];
+}[] = [
+  {
+    label: 'int8 (one scale per output channel), LoRA on q and v only, rank 8',
+    quantize: { bits: 8 },
+    lora: { r: 8, alpha: 16, targets: ['q', 'v'], seed: 3 },
+    names: modules([0, 1], ['self_attn.q_proj', 'self_attn.v_proj']),
+  },
+  {
+    label: 'int8 (groups of 16), LoRA on q, k and v of layer 1 only, rank 2',
+    quantize: { bits: 8, groupSize: 16 },
+    lora: { r: 2, alpha: 4, targets: ['q', 'k', 'v'], layers: [1], seed: 3 },
+    names: modules([1], ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj']),
+  },
+  {
+    label: 'int4 (groups of 32), LoRA on o, gate and down only',
+    quantize: { bits: 4, groupSize: 32 },
+    lora: { r: 4, alpha: 8, targets: ['o', 'gate', 'down'], seed: 3 },
+    names: modules([0, 1], ['self_attn.o_proj', 'mlp.gate_proj', 'mlp.down_proj']),
+  },
 ];
 
 /** The LoRA variable names of these layers and modules, in model order (A then B). */
@@ -149,7 +284,10 @@ function expectSameStep(r: GradCheckResult, plannedPasses = 1): number {
     expect(Math.abs(r.planned.metrics[k] - want), `${at}: ${k}`).toBeLessThan(tol);
   }
   expect(r.tfjs.metrics['grad/skipped'], at).toBe(0);
-  expect(r.planned.grads.map((g) => [g.name, g.values.length]), at).toEqual(r.tfjs.grads.map((g) => [g.name, g.values.length]));
+  expect(
+    r.planned.grads.map((g) => [g.name, g.values.length]),
+    at,
+  ).toEqual(r.tfjs.grads.map((g) => [g.name, g.values.length]));
   const errs = gradErrors(r);
   for (const e of errs) {
     // Every variable gets a gradient (a dropped term or adapter would show as 0 here or as a big error).
@@ -164,13 +302,24 @@ function expectNoNewBuffers(r: GradCheckResult): void {
   const plan = (ls: string[]) => ls.filter((l) => l.startsWith('learn'));
   expect(plan(r.buffers!.first).length, r.label).toBeGreaterThan(0);
   expect(plan(r.buffers!.second), r.label).toEqual([]);
-  console.log(`${r.label}: buffers created by the first planned step ${r.buffers!.first.length}, by the second ${r.buffers!.second.length} (${[...new Set(r.buffers!.second)].join(', ') || 'none'}); ms tfjs ${Math.round(r.tfjs.ms)}, planned ${Math.round(r.planned.ms)}`);
+  console.log(
+    `${r.label}: buffers created by the first planned step ${r.buffers!.first.length}, by the second ${r.buffers!.second.length} (${[...new Set(r.buffers!.second)].join(', ') || 'none'}); ms tfjs ${Math.round(r.tfjs.ms)}, planned ${Math.round(r.planned.ms)}`,
+  );
 }
 
 const loadFixture = (name: string, quantize?: { bits: 8 | 4; groupSize?: number }) =>
-  lab.page.evaluate(([n, u, q]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, `${inject('fixturesURL')}tiny-llama-f32/`, quantize] as const);
-const unload = (name: string) => lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).unloadModel(n), name);
-const gradCheck = (name: string, cases: GradCheckCase[]) => lab.page.evaluate(([n, c]) => (window.sparring!.engine as HarnessEngine).learnGradCheck(n, c), [name, cases] as const);
+  lab.page.evaluate(
+    ([n, u, q]) =>
+      (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}),
+    [name, `${inject('fixturesURL')}tiny-llama-f32/`, quantize] as const,
+  );
+const unload = (name: string) =>
+  lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).unloadModel(n), name);
+const gradCheck = (name: string, cases: GradCheckCase[]) =>
+  lab.page.evaluate(([n, c]) => (window.sparring!.engine as HarnessEngine).learnGradCheck(n, c), [
+    name,
+    cases,
+  ] as const);
 
 type FdEntry = { r: GradCheckResult; lora: GradCheckCase['lora']; quantize?: { bits: 8 | 4; groupSize?: number } };
 /** The finite-difference case's results on each base, from the tests that ran it (the float64 test reads them). */
@@ -185,7 +334,10 @@ describe('the planned learning step in Chromium: LoRA gradients against tfjs aut
       const worst: Record<string, number> = {};
       for (const r of results) worst[r.label] = expectSameStep(r, r.label.startsWith('micro-batches') ? 2 : 1);
       console.log('planned vs tfjs, worst relative gradient error per case:', worst);
-      console.log('ms per step, tfjs / planned:', results.map((r) => `${Math.round(r.tfjs.ms)} / ${Math.round(r.planned.ms)}`).join(', '));
+      console.log(
+        'ms per step, tfjs / planned:',
+        results.map((r) => `${Math.round(r.tfjs.ms)} / ${Math.round(r.planned.ms)}`).join(', '),
+      );
       // The batch exercises the clip: some tokens clipped, not all; the dual clip binds on row 3.
       const grpo = results.find((x) => x.label.startsWith('GRPO default'))!;
       expect(grpo.tfjs.metrics['ppo/clipfrac']).toBeGreaterThan(0);
@@ -206,7 +358,9 @@ describe('the planned learning step in Chromium: LoRA gradients against tfjs aut
       const vh = results.find((x) => x.label.startsWith('PPO with a value head'))!;
       expect(vh.tfjs.grads.map((g) => g.name).slice(-2)).toEqual(['value_head.weight', 'value_head.bias']);
       expect(vh.tfjs.metrics['loss/value']).toBeGreaterThan(0.01);
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
     } finally {
       await unload('grad-f32');
     }
@@ -219,13 +373,20 @@ describe('the planned learning step in Chromium: LoRA gradients against tfjs aut
       await loadFixture(name, b.quantize);
       try {
         const [r, fd] = await gradCheck(name, [
-          gradCase(b.label, { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 }, { lora: b.lora, countBuffers: true }),
+          gradCase(
+            b.label,
+            { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01 },
+            { lora: b.lora, countBuffers: true },
+          ),
           { ...FD_CASE, label: `${b.label}: ${FD_CASE.label}`, lora: b.lora },
         ]);
         worst[b.label] = expectSameStep(r);
         worst[fd.label] = expectSameStep(fd);
         fdResults.push({ r: fd, lora: b.lora, quantize: b.quantize });
-        expect(r.tfjs.grads.map((g) => g.name), b.label).toEqual(b.names);
+        expect(
+          r.tfjs.grads.map((g) => g.name),
+          b.label,
+        ).toEqual(b.names);
         expectNoNewBuffers(r);
       } finally {
         await unload(name);
@@ -276,7 +437,14 @@ function f64Loss(m: F64Model, lora: F64Lora): number {
  * coordinate and two seeded ones. Returns the worst |g - fd| / max |g| of the variable.
  */
 function expectF64FiniteDifferences({ r, lora: cfg, quantize }: FdEntry): number {
-  const decode = quantize && ((w: Float32Array, shape: [number, number]) => dequantizeInt8(quantize.bits === 8 ? quantizeInt8(w, shape, { groupSize: quantize.groupSize }) : quantizeInt4(w, shape, quantize.groupSize)));
+  const decode =
+    quantize &&
+    ((w: Float32Array, shape: [number, number]) =>
+      dequantizeInt8(
+        quantize.bits === 8
+          ? quantizeInt8(w, shape, { groupSize: quantize.groupSize })
+          : quantizeInt4(w, shape, quantize.groupSize),
+      ));
   const m = loadF64(resolve(FIXTURES_DIR, 'tiny-llama-f32'), decode);
   // The adapters the gradients were taken at, exactly (float32 values, widened).
   const params = new Map(r.params.map((p) => [p.name, Float64Array.from(p.values)]));
@@ -326,7 +494,10 @@ describe('the planned learning step in Chromium: float64 finite differences, a c
   it('a checkpoint at step 2 restored into a fresh run reproduces step 3 bit for bit on the planned path (rollouts, learning step, AdamW)', async () => {
     await loadFixture('ckpt-f32');
     try {
-      const r = await lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).learnCheckpointCheck(n), 'ckpt-f32');
+      const r = await lab.page.evaluate(
+        (n) => (window.sparring!.engine as HarnessEngine).learnCheckpointCheck(n),
+        'ckpt-f32',
+      );
       expect(r.savedStep).toBe(2);
       expect(r.plannedMicroBatches).toBe(6); // 3 + 2 + 1 steps, one planned micro-batch each
       for (const mt of r.metrics) expect(mt['grad/skipped']).toBe(0);
@@ -335,7 +506,9 @@ describe('the planned learning step in Chromium: float64 finite differences, a c
       r.resumed.forEach((v, i) => v.forEach((x, j) => (moved = Math.max(moved, Math.abs(x - r.restored[i][j])))));
       expect(moved).toBeGreaterThan(1e-4);
       expect(r.resumed).toEqual(r.straight);
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
     } finally {
       await unload('ckpt-f32');
     }
@@ -344,21 +517,53 @@ describe('the planned learning step in Chromium: float64 finite differences, a c
   it("GRPO and PPO + GAE runs on the tiny fixture with the planned learning step raise the mean reward above 0.9 (src/rl/loop.test.ts's task)", async () => {
     // loop.test.ts's setups: reward 1 when the first sampled token is 23; 4 prompts x G 8, 2 new tokens.
     const RUNS: [string, RlLoopConfig, boolean][] = [
-      ['GRPO (k3 KL loss)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'grpo', trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } } }, false],
-      ['PPO + GAE (value head)', { groupSize: 8, maxNewTokens: 2, temperature: 1, seed: 1234, advantage: 'gae', trainer: { policyLoss: 'ppo', vfCoef: 0.5 } }, true],
+      [
+        'GRPO (k3 KL loss)',
+        {
+          groupSize: 8,
+          maxNewTokens: 2,
+          temperature: 1,
+          seed: 1234,
+          advantage: 'grpo',
+          trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.001 } },
+        },
+        false,
+      ],
+      [
+        'PPO + GAE (value head)',
+        {
+          groupSize: 8,
+          maxNewTokens: 2,
+          temperature: 1,
+          seed: 1234,
+          advantage: 'gae',
+          trainer: { policyLoss: 'ppo', vfCoef: 0.5 },
+        },
+        true,
+      ],
     ];
-    const PROMPTS = [[1, 14, 5, 29], [1, 22, 58, 55], [1, 22, 29, 56], [1, 35, 37, 42]];
+    const PROMPTS = [
+      [1, 14, 5, 29],
+      [1, 22, 58, 55],
+      [1, 22, 29, 56],
+      [1, 35, 37, 42],
+    ];
     await loadFixture('run-f32');
     try {
       for (const [label, config, valueHead] of RUNS) {
         const c = { prompts: PROMPTS, target: 23, steps: 6, config, valueHead, lr: 1e-2 };
-        const r = await lab.page.evaluate(([n, x]) => (window.sparring!.engine as HarnessEngine).learnRunCheck(n, x), ['run-f32', c] as const);
+        const r = await lab.page.evaluate(([n, x]) => (window.sparring!.engine as HarnessEngine).learnRunCheck(n, x), [
+          'run-f32',
+          c,
+        ] as const);
         console.log(`${label}: mean reward per step ${r.curve.join(', ')}`);
         expect(r.curve[0], label).toBeLessThan(0.3);
         expect(r.curve[r.curve.length - 1], label).toBeGreaterThan(0.9);
         expect(r.plannedMicroBatches, label).toBe(r.curve.length); // every update took the planned pass
       }
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
     } finally {
       await unload('run-f32');
     }

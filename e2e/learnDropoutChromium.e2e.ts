@@ -12,9 +12,16 @@ const relErr = (got: number, want: number) => Math.abs(got - want) / Math.max(Ma
 describe('LoRA dropout on the planned learning step in Chromium on WebGPU', () => {
   it('f32, dropout 0.1: the planned step ran and its loss, grad norm and adapter update match tfjs within 1e-4; without dropout they differ', async () => {
     const name = 'learn-dropout';
-    await lab.page.evaluate(([n, u]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }), [name, `${inject('fixturesURL')}tiny-llama-f32/`] as const);
+    await lab.page.evaluate(
+      ([n, u]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }),
+      [name, `${inject('fixturesURL')}tiny-llama-f32/`] as const,
+    );
     const run = (path: 'planned' | 'tfjs', dropout: number) =>
-      lab.page.evaluate(([n, p, c]) => (window.sparring!.engine as HarnessEngine).learnCheck(n, p, c), [name, path, { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4, dropout }] as const);
+      lab.page.evaluate(([n, p, c]) => (window.sparring!.engine as HarnessEngine).learnCheck(n, p, c), [
+        name,
+        path,
+        { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4, dropout },
+      ] as const);
     const ref = await run('tfjs', 0.1);
     const got = await run('planned', 0.1);
     expect(ref.plannedMicroBatches).toBe(0);

@@ -19,7 +19,11 @@ export const ALL: ProjName[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
 
 export function fixture(name: string, opts: LoadOptions = {}): LlamaModel {
   const dir = resolve('dev', 'fixtures', name);
-  return loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
+  return loadLlama(
+    parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')),
+    parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))),
+    opts,
+  );
 }
 
 /** Adapters with B drawn too (a fresh B = 0 would leave dA = 0 and hide a wrong dA). */
@@ -35,23 +39,49 @@ export function adapters(model: LlamaModel, cfg: Partial<LoraConfig> = {}): Lora
 
 // Three rows: prompts of 3, 5 and 2 tokens (left padding), 4 response tokens, row 1 stopped after 2.
 export const BATCH: ResponseBatch = {
-  prompts: [[5, 9, 17], [3, 44, 12, 8, 30], [61, 2]],
-  responses: [[7, 21, 33, 4], [50, 6, 0, 0], [13, 13, 40, 9]],
-  mask: [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]],
+  prompts: [
+    [5, 9, 17],
+    [3, 44, 12, 8, 30],
+    [61, 2],
+  ],
+  responses: [
+    [7, 21, 33, 4],
+    [50, 6, 0, 0],
+    [13, 13, 40, 9],
+  ],
+  mask: [
+    [1, 1, 1, 1],
+    [1, 1, 0, 0],
+    [1, 1, 1, 1],
+  ],
 };
 export const B = 3;
 export const T = 4;
 export const TEMP = 0.7;
-export const OLD = [[-3.1, -2.0, -4.2, -3.3], [-2.5, -3.9, 0, 0], [-4.0, -1.2, -3.0, -2.2]];
-export const ADV = [[0.8, 0.8, 0.8, 0.8], [-1.1, -1.1, -1.1, -1.1], [0.3, 0.3, 0.3, 0.3]];
+export const OLD = [
+  [-3.1, -2.0, -4.2, -3.3],
+  [-2.5, -3.9, 0, 0],
+  [-4.0, -1.2, -3.0, -2.2],
+];
+export const ADV = [
+  [0.8, 0.8, 0.8, 0.8],
+  [-1.1, -1.1, -1.1, -1.1],
+  [0.3, 0.3, 0.3, 0.3],
+];
 
-export const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
+export const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) =>
+  Array.from(a).reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
 
 /** PPO's clipped policy loss of the batch (token-mean). */
-export const pgLoss = (s: StatTensors): tf.Scalar => ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask: tf.tensor2d(BATCH.mask) }).loss;
+export const pgLoss = (s: StatTensors): tf.Scalar =>
+  ppoClipLoss({ logp: s.logp, oldLogp: tf.tensor2d(OLD), advantages: tf.tensor2d(ADV), mask: tf.tensor2d(BATCH.mask) })
+    .loss;
 
 /** tfjs autodiff of pgLoss over the op-by-op forward (the reference): statistics [B T] and each LoRA variable's gradient. */
-export async function tfjsPgGrads(model: LlamaModel, set: LoraSet): Promise<{ logp: Float32Array; entropy: Float32Array; grads: Float32Array[] }> {
+export async function tfjsPgGrads(
+  model: LlamaModel,
+  set: LoraSet,
+): Promise<{ logp: Float32Array; entropy: Float32Array; grads: Float32Array[] }> {
   let kept: tf.Tensor[] = [];
   const vars = set.variables();
   const { value, grads } = tf.variableGrads(() => {
@@ -59,13 +89,20 @@ export async function tfjsPgGrads(model: LlamaModel, set: LoraSet): Promise<{ lo
     kept = [tf.keep(s.logp), tf.keep(s.entropy)];
     return pgLoss(s);
   }, vars);
-  const out = { logp: (await kept[0].data()) as Float32Array, entropy: (await kept[1].data()) as Float32Array, grads: await Promise.all(vars.map(async (v) => (await grads[v.name].data()) as Float32Array)) };
+  const out = {
+    logp: (await kept[0].data()) as Float32Array,
+    entropy: (await kept[1].data()) as Float32Array,
+    grads: await Promise.all(vars.map(async (v) => (await grads[v.name].data()) as Float32Array)),
+  };
   tf.dispose([value, ...kept, ...Object.values(grads)]);
   return out;
 }
 
 /** The planned forward and backward of pgLoss: statistics [B T] and the flat LoRA gradient. */
-export async function plannedPgGrads(model: LlamaModel, set: LoraSet): Promise<{ logp: Float32Array; entropy: Float32Array; flat: Float32Array }> {
+export async function plannedPgGrads(
+  model: LlamaModel,
+  set: LoraSet,
+): Promise<{ logp: Float32Array; entropy: Float32Array; flat: Float32Array }> {
   const got = await plannedLearnForward(model, set, packSequences(BATCH), TEMP);
   if (!got) throw new Error('the planned forward was refused');
   const lg = await lossGradsAt(got.logp, got.entropy, B, T, pgLoss);

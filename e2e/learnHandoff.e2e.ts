@@ -28,13 +28,31 @@ useDawn(() => {
 function head(model: LlamaModel): ValueHead {
   const h = new ValueHead(model.config.hiddenSize);
   const rand = mulberry32(5);
-  h.w.assign(tf.tensor2d(Float32Array.from({ length: model.config.hiddenSize }, () => rand() * 2 - 1), [model.config.hiddenSize, 1]));
+  h.w.assign(
+    tf.tensor2d(
+      Float32Array.from({ length: model.config.hiddenSize }, () => rand() * 2 - 1),
+      [model.config.hiddenSize, 1],
+    ),
+  );
   return h;
 }
 
-const VALUES = [[0.1, 0.2, 0.3, 0.1], [0.0, -0.2, 0, 0], [0.4, 0.1, 0.2, 0.3]];
-const RETURNS = [[0.9, 0.7, 0.5, 0.4], [-0.8, -0.6, 0, 0], [0.2, 0.6, 0.3, 0.1]];
-const LEARN_BATCH: LearnBatch = { ...BATCH, oldLogp: fromRows(OLD), advantages: fromRows(ADV), refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))) };
+const VALUES = [
+  [0.1, 0.2, 0.3, 0.1],
+  [0.0, -0.2, 0, 0],
+  [0.4, 0.1, 0.2, 0.3],
+];
+const RETURNS = [
+  [0.9, 0.7, 0.5, 0.4],
+  [-0.8, -0.6, 0, 0],
+  [0.2, 0.6, 0.3, 0.1],
+];
+const LEARN_BATCH: LearnBatch = {
+  ...BATCH,
+  oldLogp: fromRows(OLD),
+  advantages: fromRows(ADV),
+  refLogp: fromRows(OLD.map((r) => r.map((x) => x - 0.3))),
+};
 
 /** What one piece of work asks of WebGPU: readbacks, and copies into or out of a gradient buffer. */
 async function countTransfers<T>(fn: () => Promise<T>): Promise<{ result: T; readbacks: number; gradCopies: number }> {
@@ -65,8 +83,16 @@ async function countTransfers<T>(fn: () => Promise<T>): Promise<{ result: T; rea
 describe('the planned learning step keeps its gradients on the GPU (Dawn, SwiftShader)', () => {
   for (const [name, config, passes] of [
     ['one micro-batch', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, temperature: TEMP }, 1],
-    ['micro-batches of 2 rows (2 + 1: two plans, one gradient buffer)', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2, temperature: TEMP }, 2],
-    ['micro-batches of 1 row', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 1, temperature: TEMP }, 3],
+    [
+      'micro-batches of 2 rows (2 + 1: two plans, one gradient buffer)',
+      { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 2, temperature: TEMP },
+      2,
+    ],
+    [
+      'micro-batches of 1 row',
+      { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 1, temperature: TEMP },
+      3,
+    ],
   ] as [string, TrainerConfig, number][]) {
     it(`${name}: per learnStep with the planned optimiser, 2 readbacks (metrics, the norm) and no copy of a gradient`, async () => {
       const model = fixture();
@@ -98,7 +124,8 @@ describe('the planned learning step keeps its gradients on the GPU (Dawn, SwiftS
     setEngineOptions({ optimizerPath: 'tfjs' });
     try {
       const set = adapters(model);
-      const step = () => learnStep({ model, lora: set, optimizer }, LEARN_BATCH, { temperature: TEMP, microBatchSize: 1 });
+      const step = () =>
+        learnStep({ model, lora: set, optimizer }, LEARN_BATCH, { temperature: TEMP, microBatchSize: 1 });
       await step();
       const c = await countTransfers(step);
       // One copy out per LoRA variable for the whole step (3 micro-batches accumulated on the GPU).
@@ -115,13 +142,33 @@ describe('the planned learning step keeps its gradients on the GPU (Dawn, SwiftS
 
 describe('learnStep on the planned path equals tfjs (Dawn, SwiftShader)', () => {
   const CASES: [string, TrainerConfig, 'planned' | 'tfjs', boolean, number][] = [
-    ['micro-batches of 1 row, the tfjs optimiser', { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 1, temperature: TEMP }, 'tfjs', false, 3],
-    ['a value loss into the adapters (shared actor-critic), the planned optimiser', { temperature: TEMP, vfCoef: 0.5, valueGradToAdapters: true }, 'planned', true, 1],
-    ['a value loss into the adapters, micro-batches of 2 rows', { temperature: TEMP, vfCoef: 0.5, valueGradToAdapters: true, microBatchSize: 2 }, 'planned', true, 2],
+    [
+      'micro-batches of 1 row, the tfjs optimiser',
+      { kl: { estimator: 'k3', coef: 0.05 }, entropyCoeff: 0.01, microBatchSize: 1, temperature: TEMP },
+      'tfjs',
+      false,
+      3,
+    ],
+    [
+      'a value loss into the adapters (shared actor-critic), the planned optimiser',
+      { temperature: TEMP, vfCoef: 0.5, valueGradToAdapters: true },
+      'planned',
+      true,
+      1,
+    ],
+    [
+      'a value loss into the adapters, micro-batches of 2 rows',
+      { temperature: TEMP, vfCoef: 0.5, valueGradToAdapters: true, microBatchSize: 2 },
+      'planned',
+      true,
+      2,
+    ],
   ];
   for (const [name, config, optimizerPath, withHead, passes] of CASES) {
     it(`${name}: the same metrics and update of adapters${withHead ? ' and head' : ''} as tfjs's learnStep`, async () => {
-      const batch: LearnBatch = withHead ? { ...LEARN_BATCH, values: fromRows(VALUES), returns: fromRows(RETURNS) } : LEARN_BATCH;
+      const batch: LearnBatch = withHead
+        ? { ...LEARN_BATCH, values: fromRows(VALUES), returns: fromRows(RETURNS) }
+        : LEARN_BATCH;
       const results: { metrics: Record<string, number>; params: Float32Array[]; before: Float32Array[] }[] = [];
       for (const path of ['tfjs', 'planned'] as const) {
         const model = fixture();
@@ -129,7 +176,12 @@ describe('learnStep on the planned path equals tfjs (Dawn, SwiftShader)', () => 
         const optimizer = new AdamW({ lr: 1e-3, eps: 1e-4 });
         try {
           const set = adapters(model);
-          const trained = () => Promise.all([...set.variables(), ...(valueHead?.variables() ?? [])].map(async (v) => Float32Array.from(await v.data())));
+          const trained = () =>
+            Promise.all(
+              [...set.variables(), ...(valueHead?.variables() ?? [])].map(async (v) =>
+                Float32Array.from(await v.data()),
+              ),
+            );
           const before = await trained();
           setEngineOptions({ learnPath: path, optimizerPath: path === 'tfjs' ? 'tfjs' : optimizerPath });
           const n0 = plannedMicroBatches();
@@ -145,7 +197,10 @@ describe('learnStep on the planned path equals tfjs (Dawn, SwiftShader)', () => 
       }
       const [want, got] = results;
       expect(Object.keys(got.metrics).sort()).toEqual(Object.keys(want.metrics).sort());
-      for (const k of Object.keys(want.metrics)) expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.metrics[k])));
+      for (const k of Object.keys(want.metrics))
+        expect(Math.abs(got.metrics[k] - want.metrics[k]), k).toBeLessThan(
+          1e-5 * Math.max(1, Math.abs(want.metrics[k])),
+        );
       if (withHead) expect(want.metrics['loss/value']).toBeGreaterThan(0.01);
       let worst = 0;
       let moved = 0;
@@ -169,7 +224,12 @@ describe('a value loss into the adapters on the planned path (Dawn, SwiftShader)
     try {
       const set = adapters(model);
       const mask = tf.tensor2d(BATCH.mask);
-      const consts = { old: tf.tensor2d(OLD), adv: tf.tensor2d(ADV), ret: tf.tensor2d(RETURNS), vOld: tf.tensor2d(VALUES) };
+      const consts = {
+        old: tf.tensor2d(OLD),
+        adv: tf.tensor2d(ADV),
+        ret: tf.tensor2d(RETURNS),
+        vOld: tf.tensor2d(VALUES),
+      };
       const loss = (s: StatTensors, vf: number): tf.Scalar => {
         const pg = ppoClipLoss({ logp: s.logp, oldLogp: consts.old, advantages: consts.adv, mask }).loss;
         const vl = valueLoss(valueHead.forward(s.hidden!), consts.ret, consts.vOld, mask, 0.5, 'token-mean');
@@ -177,7 +237,10 @@ describe('a value loss into the adapters on the planned path (Dawn, SwiftShader)
       };
       const vars = [...set.variables(), ...valueHead.variables()];
       const tfjsGrads = async (vf: number) => {
-        const { value, grads } = tf.variableGrads(() => loss(policyStats(model, BATCH, { temperature: TEMP, withHidden: true }), vf), vars);
+        const { value, grads } = tf.variableGrads(
+          () => loss(policyStats(model, BATCH, { temperature: TEMP, withHidden: true }), vf),
+          vars,
+        );
         value.dispose();
         const out = new Map<string, Float32Array>();
         for (const v of vars) out.set(v.name, (await grads[v.name].data()) as Float32Array);
@@ -186,7 +249,13 @@ describe('a value loss into the adapters on the planned path (Dawn, SwiftShader)
       };
       const want = await tfjsGrads(2);
       const without = await tfjsGrads(0);
-      const got = (await plannedGrads(model, set, BATCH, { temperature: TEMP, valueHead, valueGradToAdapters: true }, (s) => loss(s, 2)))!;
+      const got = (await plannedGrads(
+        model,
+        set,
+        BATCH,
+        { temperature: TEMP, valueHead, valueGradToAdapters: true },
+        (s) => loss(s, 2),
+      ))!;
       expect(got).not.toBeNull();
       let worst = 0;
       let valueShare = 0;

@@ -17,7 +17,10 @@ export interface F64Model {
  * The model in `dir`; `projection` maps each projection's weight [out, in] as the loader's quantise
  * hook stores it (quantised and decoded back: the values the int8 / int4 kernels compute with).
  */
-export function loadF64(dir: string, projection?: (w: Float32Array, shape: [number, number]) => Float32Array): F64Model {
+export function loadF64(
+  dir: string,
+  projection?: (w: Float32Array, shape: [number, number]) => Float32Array,
+): F64Model {
   const cfg = parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8'));
   const st = parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors'))));
   const cache = new Map<string, Float64Array>();
@@ -86,10 +89,22 @@ function rope(x: Float64Array, n: number, heads: number, D: number, pos: number[
 }
 
 /** Per-token log-probs and entropies [B][T] of the responses after their left-padded prompts. */
-export function f64Stats(m: F64Model, lora: F64Lora, batch: { prompts: number[][]; responses: number[][]; mask: number[][] }, temperature: number): { logp: number[][]; entropy: number[][] } {
+export function f64Stats(
+  m: F64Model,
+  lora: F64Lora,
+  batch: { prompts: number[][]; responses: number[][]; mask: number[][] },
+  temperature: number,
+): { logp: number[][]; entropy: number[][] } {
   const { cfg } = m;
   if (!cfg.tieWordEmbeddings) throw new Error('llamaF64: only tied heads (the tiny fixtures)');
-  const [H, nH, nKV, D, I, V] = [cfg.hiddenSize, cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.intermediateSize, cfg.vocabSize];
+  const [H, nH, nKV, D, I, V] = [
+    cfg.hiddenSize,
+    cfg.numHeads,
+    cfg.numKvHeads,
+    cfg.headDim,
+    cfg.intermediateSize,
+    cfg.vocabSize,
+  ];
   const inv = ropeInvFreq(cfg);
   const embed = m.w('model.embed_tokens.weight');
   const T = batch.responses[0].length;
@@ -97,7 +112,8 @@ export function f64Stats(m: F64Model, lora: F64Lora, batch: { prompts: number[][
   for (let b = 0; b < batch.prompts.length; b++) {
     // Only the real tokens matter: pads come first and nothing attends to them, and masked response
     // tokens only follow the row's real ones (a stopped row), so each row runs alone over its real tokens.
-    if (batch.mask[b].some((x, t) => x > 0 && t > 0 && !(batch.mask[b][t - 1] > 0))) throw new Error('llamaF64: a response mask must be ones then zeros');
+    if (batch.mask[b].some((x, t) => x > 0 && t > 0 && !(batch.mask[b][t - 1] > 0)))
+      throw new Error('llamaF64: a response mask must be ones then zeros');
     const ids = [...batch.prompts[b], ...batch.responses[b].filter((_, t) => batch.mask[b][t] > 0)];
     const n = ids.length;
     const pos = ids.map((_, i) => i);
@@ -124,8 +140,9 @@ export function f64Stats(m: F64Model, lora: F64Lora, batch: { prompts: number[][
             mx = Math.max(mx, sc[j]);
           }
           let z = 0;
-          for (let j = 0; j <= i; j++) z += (sc[j] = Math.exp(sc[j] - mx));
-          for (let j = 0; j <= i; j++) for (let d = 0; d < D; d++) a[(i * nH + hd) * D + d] += (sc[j] / z) * v[(j * nKV + kv) * D + d];
+          for (let j = 0; j <= i; j++) z += sc[j] = Math.exp(sc[j] - mx);
+          for (let j = 0; j <= i; j++)
+            for (let d = 0; d < D; d++) a[(i * nH + hd) * D + d] += (sc[j] / z) * v[(j * nKV + kv) * D + d];
         }
       }
       const o = linear(m, lora, `${p}.self_attn.o_proj`, a, n, nH * D);

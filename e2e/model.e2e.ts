@@ -14,12 +14,29 @@ interface Golden {
 const lab = sharedHarnessPage();
 
 describe('the planned decode path in Chromium on WebGPU', () => {
-  for (const [label, quantize] of [['f32', undefined], ['int8', { bits: 8 as const, groupSize: 16 }], ['int4', { bits: 4 as const, groupSize: 32 }], ['f16', { bits: 16 as const }]] as const) {
+  for (const [label, quantize] of [
+    ['f32', undefined],
+    ['int8', { bits: 8 as const, groupSize: 16 }],
+    ['int4', { bits: 4 as const, groupSize: 32 }],
+    ['f16', { bits: 16 as const }],
+  ] as const) {
     it(`${label}: generate() on the planned path draws what the tfjs path draws, log-probs within 1e-4`, async () => {
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
       const name = `planned-${label}`;
-      await lab.page.evaluate(([n, u, q]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}), [name, baseUrl, quantize] as const);
-      const prompts = [[1, 5, 9, 13, 17, 21], [1, 40, 2], [1, 7, 7, 30]];
+      await lab.page.evaluate(
+        ([n, u, q]) =>
+          (window.sparring!.engine as HarnessEngine).loadModel(
+            n,
+            { kind: 'url', baseUrl: u },
+            q ? { quantize: q } : {},
+          ),
+        [name, baseUrl, quantize] as const,
+      );
+      const prompts = [
+        [1, 5, 9, 13, 17, 21],
+        [1, 40, 2],
+        [1, 7, 7, 30],
+      ];
       const opts = { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] };
       const run = (path: 'planned' | 'tfjs') =>
         lab.page.evaluate(
@@ -38,19 +55,31 @@ describe('the planned decode path in Chromium on WebGPU', () => {
       expect(got.tokens).toEqual(ref.tokens);
       expect(got.mask).toEqual(ref.mask);
       let worst = 0;
-      got.logprobs.forEach((row, b) => row.forEach((v, t) => (worst = Math.max(worst, Math.abs(v - ref.logprobs[b][t])))));
+      got.logprobs.forEach((row, b) =>
+        row.forEach((v, t) => (worst = Math.max(worst, Math.abs(v - ref.logprobs[b][t])))),
+      );
       expect(worst).toBeLessThan(1e-4);
       // A planned run must not fall back silently: its dispatches are the plan's, far fewer than tfjs's.
-      const bench = await lab.page.evaluate(([n]) => (window.sparring!.engine as HarnessEngine).benchDecode(n, { batch: 2, promptLen: 4, steps: 4, reps: 1 }), [name] as const);
+      const bench = await lab.page.evaluate(
+        ([n]) =>
+          (window.sparring!.engine as HarnessEngine).benchDecode(n, { batch: 2, promptLen: 4, steps: 4, reps: 1 }),
+        [name] as const,
+      );
       expect(bench[0].path).toBe('planned');
       expect(bench[0].dispatchesPerToken).toBeLessThan(bench[1].dispatchesPerToken / 2);
       // ... and its prompt runs on the plan too: a whole rollout takes fewer dispatches than the
       // planned decode after a tfjs prefill (a tfjs forward is tens of dispatches per layer).
-      const rollouts = await lab.page.evaluate(([n]) => (window.sparring!.engine as HarnessEngine).benchRollout(n, { batch: 2, promptLen: 4, newTokens: 4, reps: 1 }), [name] as const);
+      const rollouts = await lab.page.evaluate(
+        ([n]) =>
+          (window.sparring!.engine as HarnessEngine).benchRollout(n, { batch: 2, promptLen: 4, newTokens: 4, reps: 1 }),
+        [name] as const,
+      );
       const [tfjsPrefill, planned] = [rollouts[1], rollouts[2]];
       expect(planned.way).toBe('planned');
       expect(planned.dispatches).toBeLessThan(tfjsPrefill.dispatches);
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
       await lab.page.evaluate((n) => (window.sparring!.engine as HarnessEngine).unloadModel(n), name);
     });
   }
@@ -61,23 +90,34 @@ describe('golden fixtures in Chromium on WebGPU', () => {
     it(`${fixture}: logits within 1e-3 and the exact greedy continuation`, async () => {
       const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', fixture, 'golden.json'), 'utf8')) as Golden;
       const baseUrl = `${inject('fixturesURL')}${fixture}/`;
-      const info = await lab.page.evaluate(([n, u]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }), [fixture, baseUrl]);
+      const info = await lab.page.evaluate(
+        ([n, u]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }),
+        [fixture, baseUrl],
+      );
       expect(info.vocab).toBe(golden.logits[0].length);
       const status = await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status());
       expect(status.backend.backend).toBe('webgpu');
 
-      const out = await lab.page.evaluate(([n, ids]) => (window.sparring!.engine as HarnessEngine).logits(n, ids), [fixture, golden.input_ids] as const);
+      const out = await lab.page.evaluate(([n, ids]) => (window.sparring!.engine as HarnessEngine).logits(n, ids), [
+        fixture,
+        golden.input_ids,
+      ] as const);
       let worst = 0;
-      golden.logits.forEach((row, t) => row.forEach((v, j) => (worst = Math.max(worst, Math.abs(out.logits[t][j] - v)))));
+      golden.logits.forEach((row, t) =>
+        row.forEach((v, j) => (worst = Math.max(worst, Math.abs(out.logits[t][j] - v)))),
+      );
       expect(worst).toBeLessThan(1e-3);
       out.entropy.forEach((h, t) => expect(Math.abs(h - golden.log_softmax_entropy[t])).toBeLessThan(1e-3));
 
       const gen = await lab.page.evaluate(
-        ([n, ids, k]) => (window.sparring!.engine as HarnessEngine).generate(n, [ids], { maxNewTokens: k, greedy: true }),
+        ([n, ids, k]) =>
+          (window.sparring!.engine as HarnessEngine).generate(n, [ids], { maxNewTokens: k, greedy: true }),
         [fixture, golden.input_ids, golden.greedy_continuation.length] as const,
       );
       expect(gen.tokens[0]).toEqual(golden.greedy_continuation);
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
     });
   }
 });
@@ -85,23 +125,37 @@ describe('golden fixtures in Chromium on WebGPU', () => {
 describe('hub-style loading with the browser cache', () => {
   it('loads the same folder a second time with the network cut (Cache Storage)', async () => {
     const baseUrl = `${inject('fixturesURL')}tiny-llama/`;
-    await lab.page.evaluate((u) => (window.sparring!.engine as HarnessEngine).loadModel('cached', { kind: 'url', baseUrl: u }), baseUrl);
+    await lab.page.evaluate(
+      (u) => (window.sparring!.engine as HarnessEngine).loadModel('cached', { kind: 'url', baseUrl: u }),
+      baseUrl,
+    );
     // Cut every request to the fixture server, from the page and its worker alike.
     let blocked = 0;
     await lab.page.context().route(`${inject('fixturesURL')}**`, (route) => {
       blocked++;
       return route.abort('internetdisconnected');
     });
-    const info = await lab.page.evaluate((u) => (window.sparring!.engine as HarnessEngine).loadModel('cached-again', { kind: 'url', baseUrl: u }), baseUrl);
+    const info = await lab.page.evaluate(
+      (u) => (window.sparring!.engine as HarnessEngine).loadModel('cached-again', { kind: 'url', baseUrl: u }),
+      baseUrl,
+    );
     expect(info.vocab).toBe(64);
     expect(blocked).toBe(0); // nothing even tried the network
     // A folder never fetched before fails with the file named, not with a hang.
-    const err = await lab.page
-      .evaluate((u) => (window.sparring!.engine as HarnessEngine).loadModel('never', { kind: 'url', baseUrl: u }).then(() => 'loaded', (e: Error) => e.message), `${inject('fixturesURL')}tiny-llama-f32-missing/`);
+    const err = await lab.page.evaluate(
+      (u) =>
+        (window.sparring!.engine as HarnessEngine).loadModel('never', { kind: 'url', baseUrl: u }).then(
+          () => 'loaded',
+          (e: Error) => e.message,
+        ),
+      `${inject('fixturesURL')}tiny-llama-f32-missing/`,
+    );
     expect(err).toMatch(/config\.json/);
     // ...and that request was cut here, so the route does see the worker's fetches.
     expect(blocked).toBeGreaterThan(0);
-    const cached = await lab.page.evaluate(async () => (await (await caches.open('sparring-models-v1')).keys()).map((r) => r.url));
+    const cached = await lab.page.evaluate(async () =>
+      (await (await caches.open('sparring-models-v1')).keys()).map((r) => r.url),
+    );
     expect(cached).toContain(`${baseUrl}config.json`);
     expect(cached).toContain(`${baseUrl}model.safetensors`);
     await lab.page.context().unrouteAll();
@@ -111,10 +165,15 @@ describe('hub-style loading with the browser cache', () => {
 describe('decode-step profile', () => {
   it('counts the matmuls of one cached decode step and runs them tiled on SwiftShader', async () => {
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-    await lab.page.evaluate((u) => (window.sparring!.engine as HarnessEngine).loadModel('prof', { kind: 'url', baseUrl: u }), baseUrl);
+    await lab.page.evaluate(
+      (u) => (window.sparring!.engine as HarnessEngine).loadModel('prof', { kind: 'url', baseUrl: u }),
+      baseUrl,
+    );
     const status = await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status());
     expect(status.backend.tuning.map((t) => t.flag)).toEqual(['WEBGPU_MATMUL_PROGRAM_TYPE']);
-    const prof = await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).profileDecodeStep('prof', [1, 10, 15, 40]));
+    const prof = await lab.page.evaluate(() =>
+      (window.sparring!.engine as HarnessEngine).profileDecodeStep('prof', [1, 10, 15, 40]),
+    );
     // 2 layers x 7 projections + the LM head = 15 matmuls; QK^T, softmax and PV are one fused
     // decode-attention kernel per layer (it runs outside tfjs's kernel registry, so it is not listed).
     expect(prof.kernels.find((k) => k.name === 'BatchMatMul')?.count).toBe(15);
@@ -126,7 +185,10 @@ describe('decode-step profile', () => {
 describe('training on WebGPU', () => {
   it('one GRPO step with LoRA on every projection runs clean (finite loss, a gradient, no GPU error)', async () => {
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-    await lab.page.evaluate((u) => (window.sparring!.engine as HarnessEngine).loadModel('train', { kind: 'url', baseUrl: u }), baseUrl);
+    await lab.page.evaluate(
+      (u) => (window.sparring!.engine as HarnessEngine).loadModel('train', { kind: 'url', baseUrl: u }),
+      baseUrl,
+    );
     const m = await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).rlSmokeStep('train'));
     expect(Number.isFinite(m['loss/policy'])).toBe(true);
     expect(m['grad/norm']).toBeGreaterThan(0);
@@ -134,7 +196,7 @@ describe('training on WebGPU', () => {
     expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
   });
 
-  it('the update on the planned GPU optimiser moves the adapters as tfjs\'s AdamW does (same step, within 1e-6)', async () => {
+  it("the update on the planned GPU optimiser moves the adapters as tfjs's AdamW does (same step, within 1e-6)", async () => {
     const run = async (path: 'planned' | 'tfjs') => {
       await lab.page.evaluate((p) => (window.sparring!.engine as HarnessEngine).setOptimizerPath(p), path);
       return lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).rlSmokeStep('train'));

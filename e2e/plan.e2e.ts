@@ -15,7 +15,12 @@ import { parseModelConfig } from '../src/contract/modelConfig';
 import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
-import { plannedDispatches, plannedForcedLogits, plannedPrefillLogits, releaseDecodePlans } from '../src/model/planned/decode';
+import {
+  plannedDispatches,
+  plannedForcedLogits,
+  plannedPrefillLogits,
+  releaseDecodePlans,
+} from '../src/model/planned/decode';
 import { prefillChunk, SPLITK_MIN_CAPACITY } from '../src/engine/plan/decodePlan';
 import { SPLITK_SEGMENT } from '../src/engine/plan/decodeKernels';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
@@ -27,7 +32,9 @@ import { setEngineOptions } from '../src/engine/options';
 const gpuErrors: string[] = [];
 beforeAll(async () => {
   await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+  webgpuDevice().addEventListener('uncapturederror', (e) =>
+    gpuErrors.push((e as GPUUncapturedErrorEvent).error.message),
+  );
 });
 afterAll(() => {
   setEngineOptions({ decodePath: 'planned', prefillPath: 'planned', tokensPerRun: 8 });
@@ -42,7 +49,11 @@ interface Golden {
 function fixture(name: string, opts: LoadOptions = {}): { model: LlamaModel; golden: Golden } {
   const dir = resolve('dev', 'fixtures', name);
   const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as Golden;
-  const model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))), opts);
+  const model = loadLlama(
+    parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')),
+    parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))),
+    opts,
+  );
   return { model, golden };
 }
 
@@ -97,7 +108,10 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     it(`${name}: the greedy continuation is exact and equals the tfjs path's, log-probs within 1e-4`, async () => {
       const { model, golden } = fixture(name);
       try {
-        const { ref, got } = await bothPaths(model, [golden.input_ids], { maxNewTokens: golden.greedy_continuation.length, greedy: true });
+        const { ref, got } = await bothPaths(model, [golden.input_ids], {
+          maxNewTokens: golden.greedy_continuation.length,
+          greedy: true,
+        });
         expect(got.tokens[0]).toEqual(golden.greedy_continuation);
         expect(got.tokens).toEqual(ref.tokens);
         expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
@@ -118,7 +132,10 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   // Prompts over several split-K segments: 600, 90 and 330 real tokens left-padded to 608 slots
   // (whole prefill chunks), so the cache spans three 256-slot segments; row 1's 518 pads leave
   // segments 0 and 1 with no valid slot, row 2's 278 pads segment 0 and part of segment 1.
-  const longPrompts = [600, 90, 330].map((n, b) => [1, ...Array.from({ length: n - 1 }, (_, t) => (7 * b + 13 * t + 3) % 61 + 3)]);
+  const longPrompts = [600, 90, 330].map((n, b) => [
+    1,
+    ...Array.from({ length: n - 1 }, (_, t) => ((7 * b + 13 * t + 3) % 61) + 3),
+  ]);
 
   for (const [format, quantize, shape] of [
     ['f32', undefined, 'thread'],
@@ -154,34 +171,35 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     });
   }
 
-  for (const shape of ['thread', 'split', 'tile'] as const) it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
-    const { model } = fixture('tiny-llama-f32');
-    const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
-    setEngineOptions({ plannedGemv: shape });
-    try {
-      // B starts at zero (a fresh adapter is the identity): give it values so the branch shows.
-      for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
-      const on = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
-      const plannedOn = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
-      const prefillOn = maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts));
-      set.enabled = false;
-      const off = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
-      const plannedOff = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
-      const prefillOff = maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts));
-      expect(on).toBeLessThan(1e-4);
-      expect(off).toBeLessThan(1e-4);
-      expect(prefillOn).toBeLessThan(1e-4);
-      expect(prefillOff).toBeLessThan(1e-4);
-      expect(maxAbs(plannedOn[0], plannedOff[0])).toBeGreaterThan(1e-2);
-      set.enabled = true;
-      const { ref, got } = await bothPaths(model, prompts, { maxNewTokens: 10, temperature: 1, seed: 3 });
-      expect(got.tokens).toEqual(ref.tokens);
-    } finally {
-      setEngineOptions({ plannedGemv: null });
-      releaseDecodePlans(model);
-      disposeLlama(model);
-    }
-  }, 300_000);
+  for (const shape of ['thread', 'split', 'tile'] as const)
+    it(`LoRA on every projection (${shape} GEMV): on and off (the reference policy) both within 1e-4 of tfjs, and on differs from off`, async () => {
+      const { model } = fixture('tiny-llama-f32');
+      const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 3 });
+      setEngineOptions({ plannedGemv: shape });
+      try {
+        // B starts at zero (a fresh adapter is the identity): give it values so the branch shows.
+        for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
+        const on = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
+        const plannedOn = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
+        const prefillOn = maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts));
+        set.enabled = false;
+        const off = await forcedAgainstTfjs(model, prompts, forced.slice(0, 3));
+        const plannedOff = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
+        const prefillOff = maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts));
+        expect(on).toBeLessThan(1e-4);
+        expect(off).toBeLessThan(1e-4);
+        expect(prefillOn).toBeLessThan(1e-4);
+        expect(prefillOff).toBeLessThan(1e-4);
+        expect(maxAbs(plannedOn[0], plannedOff[0])).toBeGreaterThan(1e-2);
+        set.enabled = true;
+        const { ref, got } = await bothPaths(model, prompts, { maxNewTokens: 10, temperature: 1, seed: 3 });
+        expect(got.tokens).toEqual(ref.tokens);
+      } finally {
+        setEngineOptions({ plannedGemv: null });
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    }, 300_000);
 
   it('f16 weights with LoRA on every projection, each GEMV layout and the tiled GEMM: on and off within 1e-4 of the tfjs f16 path, greedy draws identical', async () => {
     const { model } = fixture('tiny-llama-f32', { quantize: f16Quantizer() });
@@ -194,7 +212,9 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
         setEngineOptions({ plannedGemv: shape });
         for (const on of [true, false]) {
           set.enabled = on;
-          expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+          expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(
+            1e-4,
+          );
           expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
         }
         set.enabled = true;
@@ -211,11 +231,27 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
   }, 600_000);
 
   it('a Qwen2-style model in f16 (q/k/v biases, its untied LM head in f16): prefill and teacher-forced logits within 1e-4 of tfjs', async () => {
-    const model = await syntheticModel({
-      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
-      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-      max_position_embeddings: 256, tie_word_embeddings: false, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-    }, 4, { quantize: f16Quantizer() });
+    const model = await syntheticModel(
+      {
+        architectures: ['Qwen2ForCausalLM'],
+        model_type: 'qwen2',
+        hidden_size: 32,
+        intermediate_size: 64,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        vocab_size: 64,
+        rms_norm_eps: 1e-6,
+        rope_theta: 10000,
+        max_position_embeddings: 256,
+        tie_word_embeddings: false,
+        hidden_act: 'silu',
+        bos_token_id: 1,
+        eos_token_id: 2,
+      },
+      4,
+      { quantize: f16Quantizer() },
+    );
     try {
       expect(model.lmHead.weight.kind).toBe('f16');
       expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
@@ -226,22 +262,39 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   });
 
-  for (const shape of ['thread', 'split'] as const) it(`f16 with an odd intermediate size (65: down_proj rows end in a half-empty word), ${shape} GEMV: logits within 1e-4 of tfjs`, async () => {
-    const model = await syntheticModel({
-      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 65, num_hidden_layers: 2,
-      num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, rms_norm_eps: 1e-6, rope_theta: 10000,
-      max_position_embeddings: 256, tie_word_embeddings: true, hidden_act: 'silu', bos_token_id: 1, eos_token_id: 2,
-    }, 5, { quantize: f16Quantizer() });
-    setEngineOptions({ plannedGemv: shape });
-    try {
-      expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
-      expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
-    } finally {
-      setEngineOptions({ plannedGemv: null });
-      releaseDecodePlans(model);
-      disposeLlama(model);
-    }
-  });
+  for (const shape of ['thread', 'split'] as const)
+    it(`f16 with an odd intermediate size (65: down_proj rows end in a half-empty word), ${shape} GEMV: logits within 1e-4 of tfjs`, async () => {
+      const model = await syntheticModel(
+        {
+          architectures: ['LlamaForCausalLM'],
+          model_type: 'llama',
+          hidden_size: 32,
+          intermediate_size: 65,
+          num_hidden_layers: 2,
+          num_attention_heads: 4,
+          num_key_value_heads: 2,
+          vocab_size: 64,
+          rms_norm_eps: 1e-6,
+          rope_theta: 10000,
+          max_position_embeddings: 256,
+          tie_word_embeddings: true,
+          hidden_act: 'silu',
+          bos_token_id: 1,
+          eos_token_id: 2,
+        },
+        5,
+        { quantize: f16Quantizer() },
+      );
+      setEngineOptions({ plannedGemv: shape });
+      try {
+        expect(maxAbs(await plannedPrefillLogits(model, prompts), await tfjsLogits(model, prompts))).toBeLessThan(1e-4);
+        expect(await forcedAgainstTfjs(model, prompts, forced.slice(0, 2))).toBeLessThan(1e-4);
+      } finally {
+        setEngineOptions({ plannedGemv: null });
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    });
 
   it('split-K attention (forced) over three cache segments: a left-padded GQA batch with LoRA on, logits within 1e-4 of tfjs, greedy and seeded draws identical', async () => {
     const { model } = fixture('tiny-llama-f32');
@@ -252,13 +305,22 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       expect(model.config.numKvHeads).toBeLessThan(model.config.numHeads); // GQA
       expect(Math.max(...longPrompts.map((p) => p.length))).toBeGreaterThan(2 * SPLITK_SEGMENT);
       // the prefill walks whole (its rows fill a GPU); every decode step below is split-K
-      expect(maxAbs(await plannedPrefillLogits(model, longPrompts), await tfjsLogits(model, longPrompts))).toBeLessThan(1e-4);
+      expect(maxAbs(await plannedPrefillLogits(model, longPrompts), await tfjsLogits(model, longPrompts))).toBeLessThan(
+        1e-4,
+      );
       const steps = Array.from({ length: 3 }, (_, t) => longPrompts.map((_, b) => (9 * t + 5 * b + 4) % 64));
       expect(await forcedAgainstTfjs(model, longPrompts, steps)).toBeLessThan(1e-4);
       const greedy = await bothPaths(model, longPrompts, { maxNewTokens: 8, greedy: true });
       expect(greedy.got.tokens).toEqual(greedy.ref.tokens);
       expect(maxAbs(greedy.got.logprobs.flat(), greedy.ref.logprobs.flat())).toBeLessThan(1e-4);
-      const { ref, got } = await bothPaths(model, longPrompts, { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] });
+      const { ref, got } = await bothPaths(model, longPrompts, {
+        maxNewTokens: 12,
+        temperature: 0.8,
+        topK: 20,
+        topP: 0.9,
+        seed: 7,
+        stopTokens: [2],
+      });
       expect(got.tokens).toEqual(ref.tokens);
       expect(got.mask).toEqual(ref.mask);
       expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
@@ -294,7 +356,10 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       const { model } = fixture('tiny-llama-f32');
       setEngineOptions({ plannedGemv: shape });
       try {
-        const many = Array.from({ length: 20 }, (_, b) => [1, ...Array.from({ length: 1 + (b % 5) }, (_, t) => (13 * b + 7 * t + 3) % 64)]);
+        const many = Array.from({ length: 20 }, (_, b) => [
+          1,
+          ...Array.from({ length: 1 + (b % 5) }, (_, t) => (13 * b + 7 * t + 3) % 64),
+        ]);
         const steps = Array.from({ length: 2 }, (_, t) => many.map((_, b) => (5 * b + 9 * t + 1) % 64));
         expect(await forcedAgainstTfjs(model, many, steps)).toBeLessThan(1e-4);
       } finally {
@@ -332,7 +397,10 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     try {
       const B = 70;
       expect(prefillChunk(B)).toBe(14);
-      const long = Array.from({ length: B }, (_, b) => [1, ...Array.from({ length: (b * 7) % 40 }, (_, t) => (11 * b + 5 * t + 2) % 64)]);
+      const long = Array.from({ length: B }, (_, b) => [
+        1,
+        ...Array.from({ length: (b * 7) % 40 }, (_, t) => (11 * b + 5 * t + 2) % 64),
+      ]);
       expect(maxAbs(await plannedPrefillLogits(model, long), await tfjsLogits(model, long))).toBeLessThan(1e-4);
       const steps = Array.from({ length: 2 }, (_, t) => long.map((_, b) => (3 * b + 7 * t + 4) % 64));
       expect(await forcedAgainstTfjs(model, long, steps)).toBeLessThan(1e-4);
@@ -395,51 +463,55 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     }
   });
 
-  for (const [att, ps] of [[null, prompts], ['splitk', longPrompts]] as const) it(`creates no GPU buffer in a planned generation after warm-up (20 steps, the prefill included; ${att ?? 'default'} attention)`, async () => {
-    const { model } = fixture('tiny-llama-f32');
-    setEngineOptions({ plannedAttention: att });
-    const device = webgpuDevice();
-    const create = device.createBuffer.bind(device);
-    const run = DecodePlan.prototype.run;
-    let inRun = false;
-    let made = 0;
-    let runs = 0;
-    try {
-      const opts = { maxNewTokens: 20, temperature: 1, seed: 1 };
-      setEngineOptions({ tokensPerRun: 4 });
-      await generate(model, ps, opts); // warm-up: the plan is built here
-      device.createBuffer = (d: GPUBufferDescriptor) => {
-        if (inRun) made++;
-        return create(d);
-      };
-      let total = 0;
-      const counting = device.createBuffer;
-      device.createBuffer = (d: GPUBufferDescriptor) => {
-        total++;
-        return counting(d);
-      };
-      DecodePlan.prototype.run = async function (this: DecodePlan, ...args: Parameters<typeof run>) {
-        inRun = true;
-        runs++;
-        try {
-          return await run.apply(this, args);
-        } finally {
-          inRun = false;
-        }
-      };
-      const r = await generate(model, ps, opts);
-      expect(r.tokens[0].length).toBe(20);
-      expect(runs).toBe(5);
-      expect(made).toBe(0);
-      expect(total).toBe(0);
-    } finally {
-      DecodePlan.prototype.run = run;
-      device.createBuffer = create;
-      setEngineOptions({ tokensPerRun: 8, plannedAttention: null });
-      releaseDecodePlans(model);
-      disposeLlama(model);
-    }
-  });
+  for (const [att, ps] of [
+    [null, prompts],
+    ['splitk', longPrompts],
+  ] as const)
+    it(`creates no GPU buffer in a planned generation after warm-up (20 steps, the prefill included; ${att ?? 'default'} attention)`, async () => {
+      const { model } = fixture('tiny-llama-f32');
+      setEngineOptions({ plannedAttention: att });
+      const device = webgpuDevice();
+      const create = device.createBuffer.bind(device);
+      const run = DecodePlan.prototype.run;
+      let inRun = false;
+      let made = 0;
+      let runs = 0;
+      try {
+        const opts = { maxNewTokens: 20, temperature: 1, seed: 1 };
+        setEngineOptions({ tokensPerRun: 4 });
+        await generate(model, ps, opts); // warm-up: the plan is built here
+        device.createBuffer = (d: GPUBufferDescriptor) => {
+          if (inRun) made++;
+          return create(d);
+        };
+        let total = 0;
+        const counting = device.createBuffer;
+        device.createBuffer = (d: GPUBufferDescriptor) => {
+          total++;
+          return counting(d);
+        };
+        DecodePlan.prototype.run = async function (this: DecodePlan, ...args: Parameters<typeof run>) {
+          inRun = true;
+          runs++;
+          try {
+            return await run.apply(this, args);
+          } finally {
+            inRun = false;
+          }
+        };
+        const r = await generate(model, ps, opts);
+        expect(r.tokens[0].length).toBe(20);
+        expect(runs).toBe(5);
+        expect(made).toBe(0);
+        expect(total).toBe(0);
+      } finally {
+        DecodePlan.prototype.run = run;
+        device.createBuffer = create;
+        setEngineOptions({ tokensPerRun: 8, plannedAttention: null });
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
+    });
 
   it('the CLI checks a model folder through the planned path: `lab logits --backend webgpu --swiftshader` matches the golden logits', async () => {
     const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
@@ -448,7 +520,23 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       new Promise<{ logits: number[][] }>((ok, fail) => {
         execFile(
           process.execPath,
-          ['--import', 'tsx', '--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', 'logits', '--model', dir, '--ids', golden.input_ids.join(','), '--backend', 'webgpu', '--swiftshader', '--path', path],
+          [
+            '--import',
+            'tsx',
+            '--import',
+            './src/cli/node/wgsl-register.mjs',
+            'src/cli/lab.ts',
+            'logits',
+            '--model',
+            dir,
+            '--ids',
+            golden.input_ids.join(','),
+            '--backend',
+            'webgpu',
+            '--swiftshader',
+            '--path',
+            path,
+          ],
           { maxBuffer: 1 << 26 },
           (e, stdout, stderr) => (e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(JSON.parse(stdout))),
         );
@@ -462,24 +550,58 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
     // A device of its own (tfjs's stays up for the other tests) and a one-layer model on it.
     const adapter = await navigator.gpu.requestAdapter();
     const device = await adapter!.requestDevice();
-    const buf = (floats: number) => device.createBuffer({ size: Math.max(16, floats * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
-    const H = 8, I = 16, V = 12, D = 4;
-    const w = (rows: number, cols: number) => ({ weight: { format: 'f32' as const, rows, cols, buffer: buf(rows * cols) } });
+    const buf = (floats: number) =>
+      device.createBuffer({
+        size: Math.max(16, floats * 4),
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+      });
+    const H = 8,
+      I = 16,
+      V = 12,
+      D = 4;
+    const w = (rows: number, cols: number) => ({
+      weight: { format: 'f32' as const, rows, cols, buffer: buf(rows * cols) },
+    });
     const vec = (n: number) => ({ buffer: buf(n), length: n });
     const plan = new DecodePlan(
       device,
       {
-        hidden: H, intermediate: I, heads: 2, kvHeads: 1, headDim: D, vocab: V, eps: 1e-5,
+        hidden: H,
+        intermediate: I,
+        heads: 2,
+        kvHeads: 1,
+        headDim: D,
+        vocab: V,
+        eps: 1e-5,
         invFreq: new Float64Array([1, 0.01]),
         embed: [{ rowStart: 0, rows: V, buffer: buf(V * H) }],
-        layers: [{ inputNorm: vec(H), postNorm: vec(H), q: w(2 * D, H), k: w(D, H), v: w(D, H), o: w(H, 2 * D), gate: w(I, H), up: w(I, H), down: w(H, I) }],
+        layers: [
+          {
+            inputNorm: vec(H),
+            postNorm: vec(H),
+            q: w(2 * D, H),
+            k: w(D, H),
+            v: w(D, H),
+            o: w(H, 2 * D),
+            gate: w(I, H),
+            up: w(I, H),
+            down: w(H, I),
+          },
+        ],
         norm: vec(H),
         head: [{ format: 'f32', rows: V, cols: H, buffer: buf(V * H) }],
         lora: [{}],
       },
       { batch: 1, capacity: 8, tokensPerRun: 2 },
     );
-    plan.begin({ prefill: 1, basePos: [1], slotValid: [[1]], streams: [0], sampling: { temperature: 0, topK: 0, topP: 1, seedLo: 0, seedHi: 0 }, loraOn: false });
+    plan.begin({
+      prefill: 1,
+      basePos: [1],
+      slotValid: [[1]],
+      streams: [0],
+      sampling: { temperature: 0, topK: 0, topP: 1, seedLo: 0, seedHi: 0 },
+      loraOn: false,
+    });
     const first = await plan.run(0, 2, false);
     expect(first.length).toBe(6);
     device.destroy();

@@ -23,9 +23,14 @@ const gpuErrors: string[] = [];
 let model: LlamaModel;
 beforeAll(async () => {
   await startDawn({ swiftshader: true });
-  webgpuDevice().addEventListener('uncapturederror', (e) => gpuErrors.push((e as GPUUncapturedErrorEvent).error.message));
+  webgpuDevice().addEventListener('uncapturederror', (e) =>
+    gpuErrors.push((e as GPUUncapturedErrorEvent).error.message),
+  );
   const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
-  model = loadLlama(parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')), parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))));
+  model = loadLlama(
+    parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')),
+    parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))),
+  );
 });
 afterAll(() => {
   setEngineOptions({ optimizerPath: 'planned' });
@@ -53,16 +58,24 @@ function run(): Run {
     optimizer,
     async step(s, path) {
       setEngineOptions({ optimizerPath: path });
-      const r = await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response.filter((t) => t % 3 === 0).length) / response.length }, PROMPTS, s, {
-        groupSize: 3,
-        maxNewTokens: 4,
-        temperature: 1,
-        seed: 17,
-        advantage: 'grpo',
-        // lr warm-up over the first steps; a small max norm so clipping binds.
-        lr: (k) => 5e-3 * Math.min(1, (k + 1) / 2),
-        trainer: { policyLoss: 'ppo', maxGradNorm: 0.05 },
-      });
+      const r = await rlStep(
+        {
+          learner: { model, lora, optimizer },
+          rewardFn: ({ response }) => response.filter((t) => t % 3 === 0).length / response.length,
+        },
+        PROMPTS,
+        s,
+        {
+          groupSize: 3,
+          maxNewTokens: 4,
+          temperature: 1,
+          seed: 17,
+          advantage: 'grpo',
+          // lr warm-up over the first steps; a small max norm so clipping binds.
+          lr: (k) => 5e-3 * Math.min(1, (k + 1) / 2),
+          trainer: { policyLoss: 'ppo', maxGradNorm: 0.05 },
+        },
+      );
       return r.metrics;
     },
     async weights() {
@@ -104,7 +117,9 @@ describe('learnStep on the planned GPU optimiser, Dawn (SwiftShader)', () => {
     }
     expect(runs.planned.step).toBe(3);
     expect(runs.tfjs.step).toBe(3);
-    runs.planned.norms.forEach((n, i) => expect(Math.abs(n - runs.tfjs.norms[i]) / runs.tfjs.norms[i]).toBeLessThan(1e-5));
+    runs.planned.norms.forEach((n, i) =>
+      expect(Math.abs(n - runs.tfjs.norms[i]) / runs.tfjs.norms[i]).toBeLessThan(1e-5),
+    );
     expect(Math.min(...runs.tfjs.norms)).toBeGreaterThan(0.05);
     // The update moved the adapters (B from zero), and both paths moved them alike.
     expect(Math.max(...runs.planned.w[1].map(Math.abs))).toBeGreaterThan(1e-3);

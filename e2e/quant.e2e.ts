@@ -9,7 +9,6 @@ import { maxAbs } from '../dev/test/maxAbs';
 
 const lab = sharedHarnessPage();
 
-
 describe('quantised matmul kernels on WebGPU', () => {
   // Rows 1 and 5 take the decode GEMV, 37 the tiled GEMM; no dimension is a multiple of 16, and
   // int8 per channel with in = 138 exercises a zero-padded last word.
@@ -81,29 +80,56 @@ describe('quantised golden fixtures on WebGPU', () => {
   const bounds = { 8: { max: 0.5, mean: 0.07 }, 4: { max: 9, mean: 1.0 } } as const;
   for (const bits of [8, 4] as const) {
     it(`tiny-llama-f32 with int${bits} weights: logits within the stated bounds`, async () => {
-      const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
+      const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as {
+        input_ids: number[];
+        logits: number[][];
+      };
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
       const quantize = bits === 8 ? { bits } : { bits, groupSize: 32 };
-      await lab.page.evaluate(([u, q]) => (window.sparring!.engine as HarnessEngine).loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }), [baseUrl, quantize] as const);
-      const out = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('q', ids), golden.input_ids);
+      await lab.page.evaluate(
+        ([u, q]) =>
+          (window.sparring!.engine as HarnessEngine).loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }),
+        [baseUrl, quantize] as const,
+      );
+      const out = await lab.page.evaluate(
+        (ids) => (window.sparring!.engine as HarnessEngine).logits('q', ids),
+        golden.input_ids,
+      );
       const want = golden.logits.flat();
       const got = out.logits.flat();
       const mean = want.reduce((s, v, i) => s + Math.abs(v - got[i]), 0) / want.length;
       expect(maxAbs(got, want)).toBeLessThan(bounds[bits].max);
       expect(mean).toBeLessThan(bounds[bits].mean);
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
     });
   }
 
   it('tiny-llama-f32 with int8 weights in row blocks (256-byte binding limit) gives the unsplit logits', async () => {
-    const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[] };
+    const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as {
+      input_ids: number[];
+    };
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-    const load = (name: string) => lab.page.evaluate(([n, u]) => (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, { quantize: { bits: 8 } }), [name, baseUrl] as const);
-    const tensors = async () => (await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors;
+    const load = (name: string) =>
+      lab.page.evaluate(
+        ([n, u]) =>
+          (window.sparring!.engine as HarnessEngine).loadModel(
+            n,
+            { kind: 'url', baseUrl: u },
+            { quantize: { bits: 8 } },
+          ),
+        [name, baseUrl] as const,
+      );
+    const tensors = async () =>
+      (await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors;
     const t0 = await tensors();
     await load('whole');
     const t1 = await tensors();
-    const whole = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('whole', ids), golden.input_ids);
+    const whole = await lab.page.evaluate(
+      (ids) => (window.sparring!.engine as HarnessEngine).logits('whole', ids),
+      golden.input_ids,
+    );
     // 256 B = 8 int8 rows of 32 inputs: every projection is split (q: 4 blocks, down: 8).
     await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(256));
     try {
@@ -111,27 +137,49 @@ describe('quantised golden fixtures on WebGPU', () => {
       await load('blocks');
       // Each block holds its own words and scales: the split model is held in many more tensors.
       expect((await tensors()) - t2).toBeGreaterThan(2 * (t1 - t0));
-      const split = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('blocks', ids), golden.input_ids);
+      const split = await lab.page.evaluate(
+        (ids) => (window.sparring!.engine as HarnessEngine).logits('blocks', ids),
+        golden.input_ids,
+      );
       expect(maxAbs(split.logits.flat(), whole.logits.flat())).toBeLessThan(1e-5);
     } finally {
       await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(null));
-      await lab.page.evaluate(() => Promise.all([(window.sparring!.engine as HarnessEngine).unloadModel('whole'), (window.sparring!.engine as HarnessEngine).unloadModel('blocks')]));
+      await lab.page.evaluate(() =>
+        Promise.all([
+          (window.sparring!.engine as HarnessEngine).unloadModel('whole'),
+          (window.sparring!.engine as HarnessEngine).unloadModel('blocks'),
+        ]),
+      );
     }
   });
 
   it('tiny-llama-f32 in float32 row blocks (256-byte binding limit: embedding and tied head in 32 blocks) gives the golden logits', async () => {
-    const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
+    const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as {
+      input_ids: number[];
+      logits: number[][];
+    };
     const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
     await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(256));
     try {
-      const before = (await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors;
-      await lab.page.evaluate((u) => (window.sparring!.engine as HarnessEngine).loadModel('f32blocks', { kind: 'url', baseUrl: u }), baseUrl);
+      const before = (await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory
+        .numTensors;
+      await lab.page.evaluate(
+        (u) => (window.sparring!.engine as HarnessEngine).loadModel('f32blocks', { kind: 'url', baseUrl: u }),
+        baseUrl,
+      );
       // Unsplit it is 21 tensors (embedding, final norm, 2 x (2 norms + 7 projections)); in blocks,
       // 32 for the embedding alone and 4-8 per projection.
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors - before).toBeGreaterThan(80);
-      const out = await lab.page.evaluate((ids) => (window.sparring!.engine as HarnessEngine).logits('f32blocks', ids), golden.input_ids);
+      expect(
+        (await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).memory.numTensors - before,
+      ).toBeGreaterThan(80);
+      const out = await lab.page.evaluate(
+        (ids) => (window.sparring!.engine as HarnessEngine).logits('f32blocks', ids),
+        golden.input_ids,
+      );
       expect(maxAbs(out.logits.flat(), golden.logits.flat())).toBeLessThan(1e-3);
-      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual([]);
+      expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
+        [],
+      );
     } finally {
       await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(null));
       await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).unloadModel('f32blocks'));

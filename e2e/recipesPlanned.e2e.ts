@@ -19,7 +19,12 @@ import { int4Quantizer } from '../src/model/quant';
 import { noiserSftStep } from '../src/recipes/tokenbuncher/tokenbuncher';
 import { AdamW } from '../src/rl/optim';
 import { packSequences } from '../src/rl/policy';
-import { tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden, tokenNoiseWeights } from '../src/rl/tokenNoiser';
+import {
+  tokenNoiserHeadTerms,
+  tokenNoiserLoss,
+  tokenNoiserLossFromHidden,
+  tokenNoiseWeights,
+} from '../src/rl/tokenNoiser';
 import { fromRows } from '../src/rl/types';
 import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
 import { learnStepBuffers } from '../src/contract/learnMemory';
@@ -45,14 +50,109 @@ const env = nodeRecipeEnv({
 const lora = { loraDropout: 0.05 };
 /** Per recipe: a tiny config and the steps that train every model it trains (arena: one per side). */
 const RECIPES: Record<string, { config: Record<string, unknown>; steps: number }> = {
-  redteam: { config: { defender: M, judge: 'letters', prompts: 1, groupSize: 2, maxNewTokens: 3, promptPool: 4, samples: 0 }, steps: 1 },
-  defend: { config: { attacker: M, defender: M, judge: 'letters', goals: 1, benignPrompts: 0, groupSize: 2, attackerMaxTokens: 3, maxNewTokens: 3, goalPool: 4, samples: 0 }, steps: 1 },
-  attack: { config: { attacker: M, defender: M, judge: 'letters', goals: 1, groupSize: 2, attackerMaxTokens: 3, defenderMaxTokens: 3, samples: 0 }, steps: 1 },
-  arena: { config: { attacker: M, defender: M, judge: 'letters', goals: 1, groupSize: 2, benignPrompts: 0, attackerMaxTokens: 3, defenderMaxTokens: 3, goalPool: 4, samples: 0, phaseSteps: 1 }, steps: 2 },
-  multiturn: { config: { defender: M, judge: 'letters', episodes: 1, benignEpisodes: 0, groupSize: 2, maxNewTokens: 3, goalPool: 4, samples: 0 }, steps: 1 },
-  tokenbuncher: { config: { defender: M, judge: 'letters', prompts: 1, benignPrompts: 0, groupSize: 2, maxNewTokens: 3, promptPool: 4, samples: 0 }, steps: 1 },
-  minmax: { config: { policy: M, monitor: M, rm: 'letters', items: 1, groupSize: 2, policyMaxTokens: 3, monitorMaxTokens: 3, itemPool: 4, samples: 0, monitorStepsPerPolicy: 1 }, steps: 2 },
-  rlhf: { config: { policy: M, monitor: M, rm: 'letters', judge: 'none', items: 1, groupSize: 2, policyMaxTokens: 3, itemPool: 4, samples: 0 }, steps: 1 },
+  redteam: {
+    config: { defender: M, judge: 'letters', prompts: 1, groupSize: 2, maxNewTokens: 3, promptPool: 4, samples: 0 },
+    steps: 1,
+  },
+  defend: {
+    config: {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      goals: 1,
+      benignPrompts: 0,
+      groupSize: 2,
+      attackerMaxTokens: 3,
+      maxNewTokens: 3,
+      goalPool: 4,
+      samples: 0,
+    },
+    steps: 1,
+  },
+  attack: {
+    config: {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      goals: 1,
+      groupSize: 2,
+      attackerMaxTokens: 3,
+      defenderMaxTokens: 3,
+      samples: 0,
+    },
+    steps: 1,
+  },
+  arena: {
+    config: {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      goals: 1,
+      groupSize: 2,
+      benignPrompts: 0,
+      attackerMaxTokens: 3,
+      defenderMaxTokens: 3,
+      goalPool: 4,
+      samples: 0,
+      phaseSteps: 1,
+    },
+    steps: 2,
+  },
+  multiturn: {
+    config: {
+      defender: M,
+      judge: 'letters',
+      episodes: 1,
+      benignEpisodes: 0,
+      groupSize: 2,
+      maxNewTokens: 3,
+      goalPool: 4,
+      samples: 0,
+    },
+    steps: 1,
+  },
+  tokenbuncher: {
+    config: {
+      defender: M,
+      judge: 'letters',
+      prompts: 1,
+      benignPrompts: 0,
+      groupSize: 2,
+      maxNewTokens: 3,
+      promptPool: 4,
+      samples: 0,
+    },
+    steps: 1,
+  },
+  minmax: {
+    config: {
+      policy: M,
+      monitor: M,
+      rm: 'letters',
+      items: 1,
+      groupSize: 2,
+      policyMaxTokens: 3,
+      monitorMaxTokens: 3,
+      itemPool: 4,
+      samples: 0,
+      monitorStepsPerPolicy: 1,
+    },
+    steps: 2,
+  },
+  rlhf: {
+    config: {
+      policy: M,
+      monitor: M,
+      rm: 'letters',
+      judge: 'none',
+      items: 1,
+      groupSize: 2,
+      policyMaxTokens: 3,
+      itemPool: 4,
+      samples: 0,
+    },
+    steps: 1,
+  },
   'attacker-sft': { config: { attacker: M, batchSize: 2, sampleEvery: 0 }, steps: 1 },
 };
 
@@ -61,7 +161,8 @@ const TRAINED: Record<string, number> = { arena: 2, minmax: 2 };
 
 /** The LoRA set attached to a model (a model it trains), or null. */
 function loraOf(m: LlamaModel): LoraSet | null {
-  for (const l of m.layers) for (const p of PROJ_NAMES) if (l[p].adapter instanceof LoraAdapter) return (l[p].adapter as LoraAdapter).set;
+  for (const l of m.layers)
+    for (const p of PROJ_NAMES) if (l[p].adapter instanceof LoraAdapter) return (l[p].adapter as LoraAdapter).set;
   return null;
 }
 
@@ -73,11 +174,21 @@ describe('every recipe learns on the planned path on WebGPU (Dawn, SwiftShader)'
   const cases = [
     ...Object.entries(RECIPES).map(([name, c]) => ({ label: name, name, ...c })),
     // A PPO critic (value head on the plan's final hidden rows, its own AdamW).
-    { label: 'defend with a gae critic', name: 'defend', config: { ...RECIPES.defend.config, advantage: 'gae', criticLr: 1e-2 }, steps: 1 },
+    {
+      label: 'defend with a gae critic',
+      name: 'defend',
+      config: { ...RECIPES.defend.config, advantage: 'gae', criticLr: 1e-2 },
+      steps: 1,
+    },
   ];
   it('tokenbuncher with the TokenNoiser SFT step (noiserStart 0: step 0 is SFT): it learns on the plan', async () => {
     loaded.length = 0;
-    const { run } = await createRun(env, 'tokenbuncher', { ...RECIPES.tokenbuncher.config, ...lora, noiserStart: 0, groupSize: 4 }, 1);
+    const { run } = await createRun(
+      env,
+      'tokenbuncher',
+      { ...RECIPES.tokenbuncher.config, ...lora, noiserStart: 0, groupSize: 4 },
+      1,
+    );
     try {
       const report = await run.step();
       expect(report.phase).toBe('noiser-sft');
@@ -115,7 +226,11 @@ describe('every recipe learns on the planned path on WebGPU (Dawn, SwiftShader)'
 });
 
 // Token Buncher's SFT mask (response mask x [advantage >= 0]): some response tokens left out.
-const NOISER_MASK = [[1, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 1]];
+const NOISER_MASK = [
+  [1, 0, 1, 1],
+  [1, 1, 0, 0],
+  [0, 1, 1, 1],
+];
 const EPS = 0.1;
 const SEED = 0x4015e;
 
@@ -126,12 +241,19 @@ async function tfjsNoiser(model: LlamaModel, set: LoraSet, n: tf.Tensor, targets
   const H = model.config.hiddenSize;
   const vars = set.variables();
   const { value, grads } = tf.variableGrads(() => {
-    const hidden = forward(model, packed.ids.map((x) => x.slice(0, P + T - 1)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, P + T - 1)), output: 'hidden' });
+    const hidden = forward(
+      model,
+      packed.ids.map((x) => x.slice(0, P + T - 1)),
+      { attentionMask: packed.attentionMask.map((x) => x.slice(0, P + T - 1)), output: 'hidden' },
+    );
     const h = hidden.slice([0, P - 1, 0], [B, T, H]).reshape([B * T, H]) as tf.Tensor2D;
     const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, model.config.vocabSize]);
     return tokenNoiserLoss(logp, targets, mask, { epsilon: EPS, weights: n });
   }, vars);
-  const out = { loss: (await value.data())[0], grads: await Promise.all(vars.map(async (v) => (await grads[v.name].data()) as Float32Array)) };
+  const out = {
+    loss: (await value.data())[0],
+    grads: await Promise.all(vars.map(async (v) => (await grads[v.name].data()) as Float32Array)),
+  };
   tf.dispose([value, ...Object.values(grads)]);
   return out;
 }
@@ -151,13 +273,17 @@ describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfj
         const want = await tfjsNoiser(model, set, n, targets, mask);
         const terms = tokenNoiserHeadTerms(model.lmHead, targets, n);
         const before = plannedMicroBatches();
-        const got = await plannedGrads(model, set, BATCH, { hiddenGrad: true }, (s) => tokenNoiserLossFromHidden(s.logp, s.hidden!, terms, mask, { epsilon: EPS }));
+        const got = await plannedGrads(model, set, BATCH, { hiddenGrad: true }, (s) =>
+          tokenNoiserLossFromHidden(s.logp, s.hidden!, terms, mask, { epsilon: EPS }),
+        );
         tf.dispose([terms.rows, terms.offset]);
         expect(got).not.toBeNull();
         expect(plannedMicroBatches()).toBe(before + 1);
         expect(Math.abs(got!.loss - want.loss) / Math.abs(want.loss)).toBeLessThan(1e-4);
         const gotGrads = await Promise.all(set.variables().map((v) => got!.grads[v.name].data()));
-        const rel = gotGrads.map((g, i) => maxAbs(g, want.grads[i]) / Math.max(...Array.from(want.grads[i]).map(Math.abs)));
+        const rel = gotGrads.map(
+          (g, i) => maxAbs(g, want.grads[i]) / Math.max(...Array.from(want.grads[i]).map(Math.abs)),
+        );
         expect(Math.max(...rel)).toBeLessThan(1e-4);
         tf.dispose(Object.values(got!.grads));
       } finally {
@@ -167,7 +293,7 @@ describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfj
     });
   }
 
-  it('noiserSftStep: the planned path (plan + planned AdamW; one pass, or the planner\'s micro-batches of one row) gives the tfjs path\'s loss, token count, grad norm and update', async () => {
+  it("noiserSftStep: the planned path (plan + planned AdamW; one pass, or the planner's micro-batches of one row) gives the tfjs path's loss, token count, grad norm and update", async () => {
     const model = fixture('tiny-llama-f32', { quantize: int4Quantizer(32) });
     try {
       const set = adapters(model);
@@ -179,13 +305,28 @@ describe('the TokenNoiser SFT step on the plan (Dawn, SwiftShader): equal to tfj
         set.variables().forEach((v, i) => v.assign(start[i]));
         setEngineOptions({ learnPath: path, optimizerPath: path, learnMemoryBudget: budget });
         const before = plannedMicroBatches();
-        const m = await noiserSftStep({ model, lora: set, optimizer: new AdamW({ lr: o.lr, weightDecay: 0.01 }) }, rollout, fromRows(NOISER_MASK), o);
-        return { m, planned: plannedMicroBatches() - before, after: await Promise.all(set.variables().map((v) => v.data())) };
+        const m = await noiserSftStep(
+          { model, lora: set, optimizer: new AdamW({ lr: o.lr, weightDecay: 0.01 }) },
+          rollout,
+          fromRows(NOISER_MASK),
+          o,
+        );
+        return {
+          m,
+          planned: plannedMicroBatches() - before,
+          after: await Promise.all(set.variables().map((v) => v.data())),
+        };
       };
       const ref = await runOn('tfjs');
       const got = await runOn('planned');
       // A budget of one row: the planner's micro-batches, 3 plans accumulated into one update.
-      const oneRow = await runOn('planned', learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, 1).reduce((a, b) => a + b.bytes * b.count, 0));
+      const oneRow = await runOn(
+        'planned',
+        learnStepBuffers(model.config, { r: 4, targets: ALL }, { promptLen: 8, responseLen: T }, 1).reduce(
+          (a, b) => a + b.bytes * b.count,
+          0,
+        ),
+      );
       expect(ref.planned).toBe(0);
       expect(got.planned).toBe(1);
       expect(oneRow.planned).toBe(3);

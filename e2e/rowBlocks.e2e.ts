@@ -8,14 +8,31 @@
 import { describe, expect, it } from 'vitest';
 import { disposeLlama, forward, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { generate } from '../src/model/generate';
-import { plannedDecodeFor, plannedForcedLogits, releaseDecodePlans, unplannableReason } from '../src/model/planned/decode';
+import {
+  plannedDecodeFor,
+  plannedForcedLogits,
+  releaseDecodePlans,
+  unplannableReason,
+} from '../src/model/planned/decode';
 import { unplannableLearnReason } from '../src/model/planned/learn';
 import { int4Quantizer } from '../src/model/quant';
 import { plannedMicroBatches } from '../src/model/planned/learnStep';
 import { learnStep, type LearnBatch } from '../src/rl/trainer';
 import { AdamW } from '../src/rl/optim';
 import { fromRows } from '../src/rl/types';
-import { ADV, ALL, BATCH, adapters as drawnAdapters, maxAbs, OLD, plannedPgGrads, relErrors, TEMP, tfjsPgGrads, fixture as load } from './learnFixture';
+import {
+  ADV,
+  ALL,
+  BATCH,
+  adapters as drawnAdapters,
+  maxAbs,
+  OLD,
+  plannedPgGrads,
+  relErrors,
+  TEMP,
+  tfjsPgGrads,
+  fixture as load,
+} from './learnFixture';
 import { useDawn } from './dawnSetup';
 import { setEngineOptions } from '../src/engine/options';
 
@@ -38,7 +55,10 @@ const blocks = (w: unknown): number => (w as { blocks?: unknown[] }).blocks?.len
 const adapters = (model: LlamaModel) => drawnAdapters(model);
 
 describe('planned learning step over weights in row blocks (Dawn, SwiftShader)', () => {
-  for (const [name, limit, opts] of [['f32', 1024, {}], ['int4 (groups of 16)', 128, { quantize: int4Quantizer(16) }]] as const) {
+  for (const [name, limit, opts] of [
+    ['f32', 1024, {}],
+    ['int4 (groups of 16)', 128, { quantize: int4Quantizer(16) }],
+  ] as const) {
     it(`${name} projections and head in row blocks: statistics and LoRA gradients equal tfjs autodiff`, async () => {
       const model = blockedFixture(limit, opts);
       try {
@@ -67,7 +87,9 @@ describe('planned learning step over weights in row blocks (Dawn, SwiftShader)',
         const set = adapters(model);
         setEngineOptions({ learnPath: path });
         const n0 = plannedMicroBatches();
-        await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, { temperature: TEMP });
+        await learnStep({ model, lora: set, optimizer: new AdamW({ lr: 1e-3, eps: 1e-4 }) }, batch, {
+          temperature: TEMP,
+        });
         expect(plannedMicroBatches() - n0).toBe(path === 'planned' ? 1 : 0);
         results.push(await Promise.all(set.variables().map(async (v) => (await v.data()) as Float32Array)));
       } finally {
@@ -83,13 +105,27 @@ describe('planned learning step over weights in row blocks (Dawn, SwiftShader)',
 describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
   /** Planned teacher-forced logits against the tfjs forward (3 steps; 1 without `draws`), and seeded draws against the tfjs path. */
   async function decodeAgainstTfjs(model: LlamaModel, draws = true): Promise<void> {
-    const prompts = [[1, 5, 9, 13, 17], [1, 40, 2]];
-    const forced = [[3, 8], [11, 60], [29, 4]].slice(0, draws ? 3 : 1);
+    const prompts = [
+      [1, 5, 9, 13, 17],
+      [1, 40, 2],
+    ];
+    const forced = [
+      [3, 8],
+      [11, 60],
+      [29, 4],
+    ].slice(0, draws ? 3 : 1);
     const planned = await plannedForcedLogits(model, prompts, forced);
     for (let t = 0; t < forced.length; t++) {
       const seqs = prompts.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
       const P = Math.max(...seqs.map((r) => r.length));
-      const logits = forward(model, seqs.map((r) => [...Array(P - r.length).fill(0), ...r]), { attentionMask: seqs.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]), lastOnly: true });
+      const logits = forward(
+        model,
+        seqs.map((r) => [...Array(P - r.length).fill(0), ...r]),
+        {
+          attentionMask: seqs.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]),
+          lastOnly: true,
+        },
+      );
       expect(maxAbs(planned[t], (await logits.data()) as Float32Array)).toBeLessThan(1e-4);
       logits.dispose();
     }
@@ -123,7 +159,8 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
     it(`${name} gate, up and down in row blocks, LoRA on every projection: planned logits and seeded draws equal tfjs`, async () => {
       const model = blockedFixture(limit, opts);
       try {
-        for (const p of ['gate', 'up', 'down'] as const) expect(blocks(model.layers[1][p].weight), p).toBeGreaterThan(1);
+        for (const p of ['gate', 'up', 'down'] as const)
+          expect(blocks(model.layers[1][p].weight), p).toBeGreaterThan(1);
         for (const p of ['q', 'k', 'v'] as const) expect(blocks(model.layers[1][p].weight), p).toBe(1);
         adapters(model);
         expect(unplannableReason(model)).toBeNull();

@@ -18,12 +18,21 @@ const runStep = async (page: Page) => Number(await page.getAttribute('[data-test
 async function waitFor(page: Page, pred: string, timeout = 60_000): Promise<void> {
   await page.waitForFunction(pred, undefined, { timeout, polling: 100 });
 }
-const stateIs = (s: string) => `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === ${JSON.stringify(s)}`;
-const stepAtLeast = (n: number) => `Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= ${n}`;
+const stateIs = (s: string) =>
+  `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === ${JSON.stringify(s)}`;
+const stepAtLeast = (n: number) =>
+  `Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= ${n}`;
 const idleAtBoundary = `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-stepping') === 'false'`;
 
 /** Tiny: 2 prompts x G=2, 6-token answers, rank-2 LoRA (early stop is switched off in the test). */
-const TINY: Record<string, string> = { groupSize: '2', prompts: '2', promptPool: '8', maxNewTokens: '6', samples: '2', loraRank: '2' };
+const TINY: Record<string, string> = {
+  groupSize: '2',
+  prompts: '2',
+  promptPool: '8',
+  maxNewTokens: '6',
+  samples: '2',
+  loraRank: '2',
+};
 
 async function fill(page: Page, values: Record<string, string>): Promise<void> {
   for (const [k, v] of Object.entries(values)) await page.fill(`[data-testid="field-${k}"]`, v);
@@ -32,12 +41,19 @@ async function fill(page: Page, values: Record<string, string>): Promise<void> {
 describe('running a recipe from the controls', () => {
   it('lists the registered recipes and generates the form from the schema', async () => {
     const { page } = lab;
-    await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', { state: 'attached', timeout: 30_000 });
-    const options = await page.locator('[data-testid="recipe-select"] option:not([disabled])').evaluateAll((els) => els.map((e) => (e as HTMLOptionElement).value));
+    await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', {
+      state: 'attached',
+      timeout: 30_000,
+    });
+    const options = await page
+      .locator('[data-testid="recipe-select"] option:not([disabled])')
+      .evaluateAll((els) => els.map((e) => (e as HTMLOptionElement).value));
     expect(options).toEqual(expect.arrayContaining(['redteam', 'attacker-sft']));
     await page.selectOption('[data-testid="recipe-select"]', 'redteam');
     await expect(page.inputValue('[data-testid="field-groupSize"]')).resolves.toBe('8');
-    await expect(page.textContent('[data-testid="field-row-groupSize"]')).resolves.toMatch(/an integer in \[2, 64\].*answers sampled per prompt/s);
+    await expect(page.textContent('[data-testid="field-row-groupSize"]')).resolves.toMatch(
+      /an integer in \[2, 64\].*answers sampled per prompt/s,
+    );
     await expect(page.isChecked('[data-testid="field-earlyStop"]')).resolves.toBe(true);
     await expect(page.locator('[data-testid="field-advantage"] option').count()).resolves.toBe(4); // grpo, rloo, reinforce_plus_plus_baseline, remax
     await expect(runState(page)).resolves.toBe('idle');
@@ -46,7 +62,9 @@ describe('running a recipe from the controls', () => {
   it('marks an invalid field and does not start', async () => {
     const { page } = lab;
     await page.fill('[data-testid="field-groupSize"]', '1');
-    await expect(page.textContent('[data-testid="field-error-groupSize"]')).resolves.toMatch(/groupSize.*an integer in \[2, 64\].*"1"/);
+    await expect(page.textContent('[data-testid="field-error-groupSize"]')).resolves.toMatch(
+      /groupSize.*an integer in \[2, 64\].*"1"/,
+    );
     await expect(page.getAttribute('[data-testid="field-row-groupSize"]', 'data-invalid')).resolves.toBe('true');
     await page.click('[data-testid="run-start"]');
     await page.waitForTimeout(500);
@@ -120,7 +138,9 @@ describe('running a recipe from the controls', () => {
     // Stop disposed the run (model, adapters, optimiser): nothing is left behind.
     expect(after.numTensors).toBeLessThan(paused.numTensors);
     expect(after.numTensors).toBe(before);
-    const reports = (await page.evaluate(() => window.sparringRuns!.summary())).runs.find((r) => r.source === 'live')!.reports;
+    const reports = (await page.evaluate(() => window.sparringRuns!.summary())).runs.find(
+      (r) => r.source === 'live',
+    )!.reports;
     expect(reports).toBe(final);
     console.log(`redteam in the browser: 2 steps after ${tTwo} ms, ${final} steps in ${Date.now() - t0} ms`);
   });

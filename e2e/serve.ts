@@ -20,9 +20,15 @@ export const FIXTURES_DIR = resolve('dev', 'fixtures');
 const OUT_DIR = process.env.SPARRING_DIST ?? 'dist';
 
 export default async function setup(project: TestProject) {
-  if (!existsSync(`${OUT_DIR}/index.html`)) throw new Error(`${OUT_DIR}/index.html is missing: run \`vite build\` before the e2e tests`);
-  if (!existsSync(FIXTURES_DIR)) throw new Error(`${FIXTURES_DIR} is missing: the golden fixtures ship in dev/fixtures`);
-  const app = await preview({ build: { outDir: OUT_DIR }, preview: { host: '127.0.0.1', port: 4173, strictPort: false }, logLevel: 'warn' });
+  if (!existsSync(`${OUT_DIR}/index.html`))
+    throw new Error(`${OUT_DIR}/index.html is missing: run \`vite build\` before the e2e tests`);
+  if (!existsSync(FIXTURES_DIR))
+    throw new Error(`${FIXTURES_DIR} is missing: the golden fixtures ship in dev/fixtures`);
+  const app = await preview({
+    build: { outDir: OUT_DIR },
+    preview: { host: '127.0.0.1', port: 4173, strictPort: false },
+    logLevel: 'warn',
+  });
   const url = app.resolvedUrls?.local[0];
   if (!url) throw new Error('vite preview did not report a local URL');
   const fixtures = await serveFolder(FIXTURES_DIR);

@@ -11,13 +11,18 @@ import { sharedHarnessPage } from './browser';
 const lab = sharedHarnessPage('?backend=wasm');
 
 const attr = (page: Page, sel: string, name: string) => page.getAttribute(`[data-testid="${sel}"]`, name);
-const waitFor = (page: Page, pred: string, timeout = 120_000) => page.waitForFunction(pred, undefined, { timeout, polling: 100 });
-const step = (page: Page) => page.evaluate(() => Number(document.querySelector('[data-testid="run-state"]')!.getAttribute('data-step')));
+const waitFor = (page: Page, pred: string, timeout = 120_000) =>
+  page.waitForFunction(pred, undefined, { timeout, polling: 100 });
+const step = (page: Page) =>
+  page.evaluate(() => Number(document.querySelector('[data-testid="run-state"]')!.getAttribute('data-step')));
 
 describe('teaching mode', () => {
   it('toggles an explanation of the chosen recipe, with its formula and what to watch', async () => {
     const { page } = lab;
-    await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', { state: 'attached', timeout: 30_000 });
+    await page.waitForSelector('[data-testid="recipe-select"] option[value="redteam"]', {
+      state: 'attached',
+      timeout: 30_000,
+    });
     await expect(page.locator('[data-testid="teaching"]').count()).resolves.toBe(0);
     await page.click('[data-testid="teaching-toggle"]');
     await expect(attr(page, 'teaching-toggle', 'aria-pressed')).resolves.toBe('true');
@@ -26,8 +31,12 @@ describe('teaching mode', () => {
     // screen is an arena run, so it lends its values to the arena lesson only.
     await page.selectOption('[data-testid="recipe-select"]', 'redteam');
     await expect(attr(page, 'teaching', 'data-recipe')).resolves.toBe('redteam');
-    await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toBe('R = clip(harm − repetitionPenalty · repetition − klBeta · KL, 0, 1)');
-    await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(/repetitionPenalty = 0\.3.*klBeta = 0\.1/);
+    await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toBe(
+      'R = clip(harm − repetitionPenalty · repetition − klBeta · KL, 0, 1)',
+    );
+    await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(
+      /repetitionPenalty = 0\.3.*klBeta = 0\.1/,
+    );
     await page.waitForSelector('[data-testid="live-formula-empty"]');
     await expect(page.textContent('[data-testid="lesson-watch"]')).resolves.toMatch(/judge\/asr = —/);
     // Weights follow the form.
@@ -36,7 +45,9 @@ describe('teaching mode', () => {
     await page.fill('[data-testid="field-klBeta"]', '0.1');
     if ((await page.locator('[data-testid="recipe-select"] option[value="arena"]:not([disabled])').count()) > 0) {
       await page.selectOption('[data-testid="recipe-select"]', 'arena');
-      await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toMatch(/harm \+ diversityCoef · diversity − attackerKlBeta · KL/);
+      await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toMatch(
+        /harm \+ diversityCoef · diversity − attackerKlBeta · KL/,
+      );
       await expect(page.textContent('[data-testid="lesson-watch"]')).resolves.toMatch(/judge\/asr = \d/);
       await page.waitForSelector('[data-testid="live-formula"]');
     }
@@ -48,7 +59,11 @@ describe('teaching mode', () => {
     // The demo runs arena; a build without it runs redteam.
     const expected = names.includes('arena') ? 'arena' : 'redteam';
     await page.click('[data-testid="guided-demo"]');
-    await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-recipe') === ${JSON.stringify(expected)}`, 15_000);
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-recipe') === ${JSON.stringify(expected)}`,
+      15_000,
+    );
     // The form shows what runs: the demo's settings, seed and step limit.
     await expect(page.inputValue('[data-testid="recipe-select"]')).resolves.toBe(expected);
     await expect(page.inputValue('[data-testid="run-max-steps"]')).resolves.toBe('60');
@@ -57,7 +72,9 @@ describe('teaching mode', () => {
 
     // Progress: steps per second and, with the demo's 60-step limit, the time left.
     await page.waitForSelector('[data-testid="run-rate"]', { timeout: 30_000 });
-    await expect(page.textContent('[data-testid="run-rate"]')).resolves.toMatch(/(steps\/s|s\/step) · ~\d+(s|m \d\ds) left/);
+    await expect(page.textContent('[data-testid="run-rate"]')).resolves.toMatch(
+      /(steps\/s|s\/step) · ~\d+(s|m \d\ds) left/,
+    );
 
     // The run store has the live run, charts draw it, the arena shows its rollouts.
     const summary = await page.evaluate(() => window.sparringRuns!.summary());
@@ -75,18 +92,33 @@ describe('teaching mode', () => {
     await page.waitForSelector('[data-testid="live-formula"]');
     const f = await page.evaluate(() => {
       const el = document.querySelector('[data-testid="live-formula"]')!;
-      const terms = [...el.querySelectorAll('[data-testid^="live-term-"]')].map((t) => [t.getAttribute('data-testid')!.slice('live-term-'.length), Number(t.getAttribute('data-value'))] as const);
-      return { step: Number(el.getAttribute('data-step')), reward: Number(el.getAttribute('data-reward')), terms, text: document.querySelector('[data-testid="live-expression"]')!.textContent! };
+      const terms = [...el.querySelectorAll('[data-testid^="live-term-"]')].map(
+        (t) =>
+          [t.getAttribute('data-testid')!.slice('live-term-'.length), Number(t.getAttribute('data-value'))] as const,
+      );
+      return {
+        step: Number(el.getAttribute('data-step')),
+        reward: Number(el.getAttribute('data-reward')),
+        terms,
+        text: document.querySelector('[data-testid="live-expression"]')!.textContent!,
+      };
     });
     expect(f.step).toBeGreaterThanOrEqual(1);
     const keys = f.terms.map(([k]) => k);
-    if (expected === 'arena') expect([['harm', 'diversity', 'kl'], ['safety', 'kl'], ['utility', 'kl']]).toContainEqual(keys);
+    if (expected === 'arena')
+      expect([
+        ['harm', 'diversity', 'kl'],
+        ['safety', 'kl'],
+        ['utility', 'kl'],
+      ]).toContainEqual(keys);
     else expect(keys).toEqual(['harm', 'repetition', 'kl']);
     const sum = f.terms.reduce((s, [, v]) => s + v, 0);
     expect(expected === 'redteam' ? Math.min(1, Math.max(0, sum)) : sum).toBeCloseTo(f.reward, 9);
     expect(f.text).toMatch(/^R = .* = -?\d+\.\d{3}$/);
     // The KL term carries its weight: -beta x KL with beta from the demo's config (arena 0.05, redteam 0.1), KL >= 0 on average but one rollout may dip.
-    await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(expected === 'arena' ? /diversityCoef = 0\.2.*phaseSteps = 3/ : /klBeta = 0\.1/);
+    await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(
+      expected === 'arena' ? /diversityCoef = 0\.2.*phaseSteps = 3/ : /klBeta = 0\.1/,
+    );
 
     // Watch values track the run: attack success rate is a share.
     const asr = Number(await attr(page, 'watch-judge/asr', 'data-value'));
@@ -94,15 +126,33 @@ describe('teaching mode', () => {
     expect(asr).toBeLessThanOrEqual(1);
 
     // Charts, arena and formula follow new steps: more points on the reward chart, a later step in the arena.
-    const points = () => page.evaluate(() => Number(document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points')));
+    const points = () =>
+      page.evaluate(() =>
+        Number(document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points')),
+      );
     const p1 = await points();
     expect(p1).toBeGreaterThanOrEqual(2);
     const before = f.step;
-    await waitFor(page, `Number(document.querySelector('[data-testid="live-formula"]')?.getAttribute('data-step')) > ${before}`);
-    await waitFor(page, `Number(document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points')) > ${p1}`, 30_000);
-    await waitFor(page, `parseInt(document.querySelector('[data-testid="panel-arena"] output')?.textContent ?? '', 10) > ${arenaStep}`, 30_000);
+    await waitFor(
+      page,
+      `Number(document.querySelector('[data-testid="live-formula"]')?.getAttribute('data-step')) > ${before}`,
+    );
+    await waitFor(
+      page,
+      `Number(document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points')) > ${p1}`,
+      30_000,
+    );
+    await waitFor(
+      page,
+      `parseInt(document.querySelector('[data-testid="panel-arena"] output')?.textContent ?? '', 10) > ${arenaStep}`,
+      30_000,
+    );
     await page.click('[data-testid="run-stop"]');
-    await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`, 60_000);
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped'`,
+      60_000,
+    );
     console.log(`guided demo (${expected}): ${await step(page)} steps before stop`);
   });
 
@@ -110,7 +160,15 @@ describe('teaching mode', () => {
   // of redteam (clipped sum) and attack (sum), started from the form.
   const TINY: Record<string, Record<string, string>> = {
     redteam: { prompts: '2', groupSize: '2', promptPool: '8', maxNewTokens: '6', samples: '4', loraRank: '2' },
-    attack: { goals: '2', groupSize: '2', goalPool: '8', attackerMaxTokens: '12', defenderMaxTokens: '8', samples: '4', loraRank: '2' },
+    attack: {
+      goals: '2',
+      groupSize: '2',
+      goalPool: '8',
+      attackerMaxTokens: '12',
+      defenderMaxTokens: '8',
+      samples: '4',
+      loraRank: '2',
+    },
   };
   for (const [recipe, fields] of Object.entries(TINY)) {
     it(`the ${recipe} lesson's formula gives the rewards ${recipe} reports`, async () => {
@@ -120,12 +178,23 @@ describe('teaching mode', () => {
       await page.fill('[data-testid="run-max-steps"]', '1');
       await page.selectOption('[data-testid="run-at-max"]', 'stop');
       await page.click('[data-testid="run-start"]');
-      await waitFor(page, `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped' && document.querySelector('[data-testid="run-state"]')?.getAttribute('data-recipe') === ${JSON.stringify(recipe)}`, 90_000);
+      await waitFor(
+        page,
+        `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped' && document.querySelector('[data-testid="run-state"]')?.getAttribute('data-recipe') === ${JSON.stringify(recipe)}`,
+        90_000,
+      );
       await expect(attr(page, 'teaching', 'data-recipe')).resolves.toBe(recipe);
       // The step's first rollout: the lesson's rule over its terms equals the reward the recipe gave it.
       const f = await page.evaluate(() => {
         const el = document.querySelector('[data-testid="live-formula"]')!;
-        return { step: Number(el.getAttribute('data-step')), reward: Number(el.getAttribute('data-reward')), combined: Number(el.getAttribute('data-combined')), terms: [...el.querySelectorAll('[data-testid^="live-term-"]')].map((t) => Number(t.getAttribute('data-value'))) };
+        return {
+          step: Number(el.getAttribute('data-step')),
+          reward: Number(el.getAttribute('data-reward')),
+          combined: Number(el.getAttribute('data-combined')),
+          terms: [...el.querySelectorAll('[data-testid^="live-term-"]')].map((t) =>
+            Number(t.getAttribute('data-value')),
+          ),
+        };
       });
       expect(f.step).toBe(0);
       const sum = f.terms.reduce((a, b) => a + b, 0);

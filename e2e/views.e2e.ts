@@ -37,7 +37,16 @@ function report(step: number): Record<string, unknown> {
         group: 0,
         messages: [
           { role: 'attacker', text: 'Tell me how to steal bikes.' },
-          { role: 'defender', text: 'No thanks.', tokens: { ids: [1, 2, 3], pieces: ['No', ' thanks', '.'], logp: [-0.2, -0.5, -0.01], entropy: [0.9, 0.6, 0.05] } },
+          {
+            role: 'defender',
+            text: 'No thanks.',
+            tokens: {
+              ids: [1, 2, 3],
+              pieces: ['No', ' thanks', '.'],
+              logp: [-0.2, -0.5, -0.01],
+              entropy: [0.9, 0.6, 0.05],
+            },
+          },
         ],
         verdict: { label: 'refusal', unsafe: 0.05, refused: true, success: false },
         reward: 0.9,
@@ -51,7 +60,9 @@ function report(step: number): Record<string, unknown> {
 describe('lab views on the recorded example', () => {
   it('shows the example run at once: labelled, charts drawn by uPlot, conversations in the arena', async () => {
     const { page, errors } = await open();
-    await expect(page.locator('[data-testid="example-notice-charts"]').textContent()).resolves.toMatch(/Recorded example.*not a live run/);
+    await expect(page.locator('[data-testid="example-notice-charts"]').textContent()).resolves.toMatch(
+      /Recorded example.*not a live run/,
+    );
     await expect(page.locator('[data-testid="example-notice-arena"]').isVisible()).resolves.toBe(true);
     await expect(page.locator('[data-testid="run-entry"][data-source="example"]').count()).resolves.toBe(1);
     // Eight groups have data in the example (dual/λ belongs to minmax and says so).
@@ -72,7 +83,9 @@ describe('lab views on the recorded example', () => {
     expect(await page.locator('[data-testid="token"]').count()).toBeGreaterThan(50);
     // Filter to failures: every card left is a failed attack.
     await page.click('[data-testid="filter-failures"]');
-    const flags = await page.locator('[data-testid="sample"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-success')));
+    const flags = await page
+      .locator('[data-testid="sample"]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-success')));
     expect(flags.length).toBeGreaterThan(0);
     expect(flags.every((f) => f === 'false')).toBe(true);
     await page.click('[data-testid="filter-all"]');
@@ -113,20 +126,32 @@ describe('lab views on the recorded example', () => {
     // Keyboard: the matrix is focusable; arrows read single cells.
     await matrix.focus();
     await page.keyboard.press('ArrowRight');
-    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 30, position 1: .*entropy \d+\.\d{3} nats/);
+    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(
+      /step 30, position 1: .*entropy \d+\.\d{3} nats/,
+    );
     await page.keyboard.press('ArrowUp');
     await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 29, position 1/);
     // The pinned card stays pinned when an earlier step is chosen.
     await page.locator('[data-testid="arena-step"]').fill('0');
-    await expect(page.locator(`[data-testid="sample"][data-prompt-key="${key}"] [data-testid="pin"]`).getAttribute('aria-pressed')).resolves.toBe('true');
+    await expect(
+      page.locator(`[data-testid="sample"][data-prompt-key="${key}"] [data-testid="pin"]`).getAttribute('aria-pressed'),
+    ).resolves.toBe('true');
     await page.close();
   });
 
   it('replays a JSONL log: a bad line is named and nothing changes; a good file is overlaid', async () => {
     const { page, errors } = await open();
     const before = await chartCanvases(page);
-    const bad = [JSON.stringify(report(1)), '{"runId": "replayed-run", "step": 2, oops', JSON.stringify(report(3))].join('\n');
-    await page.setInputFiles('[data-testid="replay-input"]', { name: 'broken.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(bad) });
+    const bad = [
+      JSON.stringify(report(1)),
+      '{"runId": "replayed-run", "step": 2, oops',
+      JSON.stringify(report(3)),
+    ].join('\n');
+    await page.setInputFiles('[data-testid="replay-input"]', {
+      name: 'broken.jsonl',
+      mimeType: 'application/x-ndjson',
+      buffer: Buffer.from(bad),
+    });
     const err = page.locator('[data-testid="replay-error"]');
     await err.waitFor();
     await expect(err.textContent()).resolves.toMatch(/broken\.jsonl, line 2: not valid JSON/);
@@ -135,14 +160,20 @@ describe('lab views on the recorded example', () => {
     await expect(page.locator('[data-testid="example-notice-arena"]').isVisible()).resolves.toBe(true);
 
     const good = [1, 2, 3].map((s) => JSON.stringify(report(s))).join('\n') + '\n';
-    await page.setInputFiles('[data-testid="replay-input"]', { name: 'run.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(good) });
+    await page.setInputFiles('[data-testid="replay-input"]', {
+      name: 'run.jsonl',
+      mimeType: 'application/x-ndjson',
+      buffer: Buffer.from(good),
+    });
     await page.locator('[data-testid="replay-loaded"]').waitFor();
     await expect(page.locator('[data-testid="replay-error"]').count()).resolves.toBe(0);
     await expect(page.locator('[data-testid="run-entry"]').count()).resolves.toBe(2);
     // The arena follows the replayed run; the charts overlay both runs (legend names both).
     await expect(page.locator('[data-testid="example-notice-arena"]').count()).resolves.toBe(0);
     await expect(page.locator('[data-testid="sample"]').count()).resolves.toBe(1);
-    await expect(page.locator('[data-testid="chart-reward"] .chart-legend').textContent()).resolves.toMatch(/run\.jsonl/);
+    await expect(page.locator('[data-testid="chart-reward"] .chart-legend').textContent()).resolves.toMatch(
+      /run\.jsonl/,
+    );
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -152,13 +183,22 @@ describe('lab views on the recorded example', () => {
     const live = (step: number) => ({ ...report(step), runId: 'live-run', recipe: 'redteam' });
     await page.evaluate((r) => window.sparringRuns!.append(r as never), live(1));
     // A new run changes the chart's series once; from then on each step only feeds setData.
-    await page.waitForFunction(() => document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points') === '1');
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points') === '1',
+    );
     await page.evaluate(() => {
-      (document.querySelector('[data-testid="chart-reward"] canvas') as HTMLCanvasElement & { mark?: number }).mark = 42;
+      (document.querySelector('[data-testid="chart-reward"] canvas') as HTMLCanvasElement & { mark?: number }).mark =
+        42;
     });
-    for (let step = 2; step <= 40; step++) await page.evaluate((r) => window.sparringRuns!.append(r as never), live(step));
-    await page.waitForFunction(() => document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points') === '40');
-    const same = await page.evaluate(() => (document.querySelector('[data-testid="chart-reward"] canvas') as HTMLCanvasElement & { mark?: number }).mark);
+    for (let step = 2; step <= 40; step++)
+      await page.evaluate((r) => window.sparringRuns!.append(r as never), live(step));
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="chart-reward"] .chart-plot')?.getAttribute('data-points') === '40',
+    );
+    const same = await page.evaluate(
+      () =>
+        (document.querySelector('[data-testid="chart-reward"] canvas') as HTMLCanvasElement & { mark?: number }).mark,
+    );
     expect(same).toBe(42);
     const summary = await page.evaluate(() => window.sparringRuns!.summary());
     expect(summary.activeRunId).toBe('live-run');
@@ -183,7 +223,9 @@ describe('lab views on the recorded example', () => {
       }, fail);
     });
     const lines = text.trim().split('\n');
-    expect(lines[0]).toBe('run,step,entropy/mean,grad/norm,judge/asr,judge/refusal_rate,kl/mean,loss/kl,loss/policy,perf/step_ms,perf/tokens_per_s,reward/mean,reward/std');
+    expect(lines[0]).toBe(
+      'run,step,entropy/mean,grad/norm,judge/asr,judge/refusal_rate,kl/mean,loss/kl,loss/policy,perf/step_ms,perf/tokens_per_s,reward/mean,reward/std',
+    );
     expect(lines).toHaveLength(31);
     expect(lines[1]).toMatch(/^example-arena-seed7,1,/);
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="chart-png-reward"]')]);

@@ -35,7 +35,11 @@ export class BenchReport {
   /** Whether section `id` should still run: false (and a note saying so) once the budget is spent. */
   due(id: string): boolean {
     if (this.budgetS === null || this.elapsedS() < this.budgetS) return true;
-    this.add({ id, title: `${id}: skipped`, notes: [`skipped: ${this.elapsedS().toFixed(0)} s of the ${this.budgetS} s budget were spent`] });
+    this.add({
+      id,
+      title: `${id}: skipped`,
+      notes: [`skipped: ${this.elapsedS().toFixed(0)} s of the ${this.budgetS} s budget were spent`],
+    });
     console.log(`\n== ${id}: skipped (time budget of ${this.budgetS} s spent)`);
     return false;
   }
@@ -54,14 +58,24 @@ export class BenchReport {
 
   private flush(): void {
     if (!this.outDir) return;
-    const md = [`# ${String(this.meta.title ?? 'Benchmarks')}`, '', ...Object.entries(this.meta).filter(([k]) => k !== 'title').map(([k, v]) => `- ${k}: ${String(v)}`), ''];
+    const md = [
+      `# ${String(this.meta.title ?? 'Benchmarks')}`,
+      '',
+      ...Object.entries(this.meta)
+        .filter(([k]) => k !== 'title')
+        .map(([k, v]) => `- ${k}: ${String(v)}`),
+      '',
+    ];
     for (const s of this.sections) {
       md.push(`## ${s.title.replace(/^== /, '')}`, '');
       if (s.header && s.rows) md.push('```', formatTable(s.header, s.rows), '```', '');
       for (const n of s.notes) md.push(n, '');
     }
     writeFileSync(join(this.outDir, 'bench.md'), md.join('\n'));
-    writeFileSync(join(this.outDir, 'bench.json'), JSON.stringify({ ...this.meta, elapsedS: this.elapsedS(), sections: this.sections }, null, 1));
+    writeFileSync(
+      join(this.outDir, 'bench.json'),
+      JSON.stringify({ ...this.meta, elapsedS: this.elapsedS(), sections: this.sections }, null, 1),
+    );
   }
 }
 

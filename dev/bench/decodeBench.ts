@@ -30,7 +30,9 @@ export interface DecodeBenchResult extends DecodeBenchCase {
 }
 
 /** One generate under the counters: wall, host (wall less readback waits), dispatches, planned GPU ms. */
-async function counted(fn: () => Promise<unknown>): Promise<{ ms: number; hostMs: number; dispatches: number; gpuMs: number }> {
+async function counted(
+  fn: () => Promise<unknown>,
+): Promise<{ ms: number; hostMs: number; dispatches: number; gpuMs: number }> {
   takePlannedGpuMs();
   const { counts } = await countGpuWork(fn);
   return { ms: counts.ms, hostMs: counts.hostMs, dispatches: counts.dispatches, gpuMs: takePlannedGpuMs() };
@@ -44,7 +46,9 @@ export function decodeWeightBytes(model: LlamaModel): number {
 
 function benchPrompts(model: LlamaModel, c: DecodeBenchCase): number[][] {
   const V = model.config.vocabSize;
-  return Array.from({ length: c.batch }, (_, b) => Array.from({ length: c.promptLen }, (_, t) => (7 + 31 * t + 101 * b) % V));
+  return Array.from({ length: c.batch }, (_, b) =>
+    Array.from({ length: c.promptLen }, (_, t) => (7 + 31 * t + 101 * b) % V),
+  );
 }
 
 /** One path: per-token figures from (1 + steps tokens) - (1 token), medians over reps. */
@@ -85,20 +89,63 @@ async function benchPath(model: LlamaModel, c: DecodeBenchCase, path: DecodePath
 }
 
 /** Both paths on one case: [planned, tfjs]. */
-export async function benchDecodePaths(model: LlamaModel, c: DecodeBenchCase): Promise<[DecodeBenchResult, DecodeBenchResult]> {
+export async function benchDecodePaths(
+  model: LlamaModel,
+  c: DecodeBenchCase,
+): Promise<[DecodeBenchResult, DecodeBenchResult]> {
   return [await benchPath(model, c, 'planned'), await benchPath(model, c, 'tfjs')];
 }
 
-export const DECODE_BENCH_HEADER = ['model', 'weights', 'batch', 'path', 'decode tok/s', 'ms/token', 'host ms/token', 'GPU ms/token', 'dispatches/token', 'weight GB/s', '% stream', 'speed-up', 'host ratio'];
+export const DECODE_BENCH_HEADER = [
+  'model',
+  'weights',
+  'batch',
+  'path',
+  'decode tok/s',
+  'ms/token',
+  'host ms/token',
+  'GPU ms/token',
+  'dispatches/token',
+  'weight GB/s',
+  '% stream',
+  'speed-up',
+  'host ratio',
+];
 
 /** Percent of the measured stream roofline, or '-' without one. */
-const streamShare = (gbps: number, streamGBps?: number) => (streamGBps ? `${((100 * gbps) / streamGBps).toFixed(1)}%` : '-');
+const streamShare = (gbps: number, streamGBps?: number) =>
+  streamGBps ? `${((100 * gbps) / streamGBps).toFixed(1)}%` : '-';
 
 /** Table rows of one case: planned and tfjs, with weight GB/s against `streamGBps` (the measured stream roofline) where given. */
-export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: [DecodeBenchResult, DecodeBenchResult], streamGBps?: number): (string | number)[][] {
-  const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [name, weights, r.batch, r.path, r.tokPerS, r.msPerToken, r.hostMsPerToken, r.gpuMsPerToken ?? '-', r.dispatchesPerToken, r.weightGBps, streamShare(r.weightGBps, streamGBps), speed, hostRatio];
+export function decodeBenchRows(
+  name: string,
+  weights: string,
+  [planned, tfjs]: [DecodeBenchResult, DecodeBenchResult],
+  streamGBps?: number,
+): (string | number)[][] {
+  const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [
+    name,
+    weights,
+    r.batch,
+    r.path,
+    r.tokPerS,
+    r.msPerToken,
+    r.hostMsPerToken,
+    r.gpuMsPerToken ?? '-',
+    r.dispatchesPerToken,
+    r.weightGBps,
+    streamShare(r.weightGBps, streamGBps),
+    speed,
+    hostRatio,
+  ];
   return [
-    row(planned, `${(planned.tokPerS / tfjs.tokPerS).toFixed(2)}x`, planned.hostMsPerToken > 0 ? `${(tfjs.hostMsPerToken / planned.hostMsPerToken).toFixed(1)}x lower` : 'not measurable'),
+    row(
+      planned,
+      `${(planned.tokPerS / tfjs.tokPerS).toFixed(2)}x`,
+      planned.hostMsPerToken > 0
+        ? `${(tfjs.hostMsPerToken / planned.hostMsPerToken).toFixed(1)}x lower`
+        : 'not measurable',
+    ),
     row(tfjs, '', ''),
   ];
 }
@@ -107,7 +154,10 @@ export function decodeBenchRows(name: string, weights: string, [planned, tfjs]: 
  * The planned path with each decode attention forced (the whole-cache kernel, then split-K
  * flash-decoding), on the same case: what split-K buys at a long cache.
  */
-export async function benchPlannedAttention(model: LlamaModel, c: DecodeBenchCase): Promise<{ attention: DecodeAttention; r: DecodeBenchResult }[]> {
+export async function benchPlannedAttention(
+  model: LlamaModel,
+  c: DecodeBenchCase,
+): Promise<{ attention: DecodeAttention; r: DecodeBenchResult }[]> {
   const out: { attention: DecodeAttention; r: DecodeBenchResult }[] = [];
   try {
     for (const attention of ['whole', 'splitk'] as const) {
@@ -120,15 +170,41 @@ export async function benchPlannedAttention(model: LlamaModel, c: DecodeBenchCas
   return out;
 }
 
-export const ATTENTION_BENCH_HEADER = ['model', 'weights', 'batch', 'cache', 'attention', 'decode tok/s', 'ms/token', 'GPU ms/token', 'dispatches/token', 'split-K speed-up (wall)', 'split-K speed-up (GPU)'];
+export const ATTENTION_BENCH_HEADER = [
+  'model',
+  'weights',
+  'batch',
+  'cache',
+  'attention',
+  'decode tok/s',
+  'ms/token',
+  'GPU ms/token',
+  'dispatches/token',
+  'split-K speed-up (wall)',
+  'split-K speed-up (GPU)',
+];
 
-export function attentionBenchRows(name: string, weights: string, rs: { attention: DecodeAttention; r: DecodeBenchResult }[]): (string | number)[][] {
+export function attentionBenchRows(
+  name: string,
+  weights: string,
+  rs: { attention: DecodeAttention; r: DecodeBenchResult }[],
+): (string | number)[][] {
   const whole = rs.find((x) => x.attention === 'whole');
   return rs.map(({ attention, r }) => [
-    name, weights, r.batch, r.promptLen + 1 + r.steps, attention, r.tokPerS, r.msPerToken, r.gpuMsPerToken ?? '-', r.dispatchesPerToken,
+    name,
+    weights,
+    r.batch,
+    r.promptLen + 1 + r.steps,
+    attention,
+    r.tokPerS,
+    r.msPerToken,
+    r.gpuMsPerToken ?? '-',
+    r.dispatchesPerToken,
     attention === 'splitk' && whole ? `${(r.tokPerS / whole.r.tokPerS).toFixed(2)}x` : '',
     // GPU time per token is the steadier figure: the wall difference of two generations carries the long prefill's noise.
-    attention === 'splitk' && whole?.r.gpuMsPerToken && r.gpuMsPerToken ? `${(whole.r.gpuMsPerToken / r.gpuMsPerToken).toFixed(2)}x` : '',
+    attention === 'splitk' && whole?.r.gpuMsPerToken && r.gpuMsPerToken
+      ? `${(whole.r.gpuMsPerToken / r.gpuMsPerToken).toFixed(2)}x`
+      : '',
   ]);
 }
 
@@ -160,7 +236,10 @@ export async function benchRollouts(model: LlamaModel, c: RolloutBenchCase): Pro
   const out: RolloutBenchResult[] = [];
   try {
     for (const way of ['tfjs', 'planned, tfjs prefill', 'planned'] as const) {
-      setEngineOptions({ decodePath: way === 'tfjs' ? 'tfjs' : 'planned', prefillPath: way === 'planned' ? 'planned' : 'tfjs' });
+      setEngineOptions({
+        decodePath: way === 'tfjs' ? 'tfjs' : 'planned',
+        prefillPath: way === 'planned' ? 'planned' : 'tfjs',
+      });
       await generate(model, ps, opts); // warm-up
       const ms: number[] = [];
       const pre: number[] = [];
@@ -174,7 +253,14 @@ export async function benchRollouts(model: LlamaModel, c: RolloutBenchCase): Pro
         pre.push(takePlannedPrefillGpuMs());
         disp.push(one.dispatches);
       }
-      out.push({ ...c, way, ms: median(ms), prefillGpuMs: median(pre) > 0 ? median(pre) : null, decodeGpuMs: median(dec) > 0 ? median(dec) : null, dispatches: median(disp) });
+      out.push({
+        ...c,
+        way,
+        ms: median(ms),
+        prefillGpuMs: median(pre) > 0 ? median(pre) : null,
+        decodeGpuMs: median(dec) > 0 ? median(dec) : null,
+        dispatches: median(disp),
+      });
     }
   } finally {
     setEngineOptions({ decodePath: before, prefillPath: 'planned' });
@@ -182,9 +268,29 @@ export async function benchRollouts(model: LlamaModel, c: RolloutBenchCase): Pro
   return out;
 }
 
-export const ROLLOUT_BENCH_HEADER = ['model', 'weights', 'rollout', 'way', 'ms', 'prefill GPU ms', 'decode GPU ms', 'dispatches', 'speed-up vs tfjs'];
+export const ROLLOUT_BENCH_HEADER = [
+  'model',
+  'weights',
+  'rollout',
+  'way',
+  'ms',
+  'prefill GPU ms',
+  'decode GPU ms',
+  'dispatches',
+  'speed-up vs tfjs',
+];
 
 export function rolloutBenchRows(name: string, weights: string, rs: RolloutBenchResult[]): (string | number)[][] {
   const tfjs = rs.find((r) => r.way === 'tfjs')!;
-  return rs.map((r) => [name, weights, `${r.batch} x (${r.promptLen} + ${r.newTokens})`, r.way, r.ms, r.prefillGpuMs ?? '-', r.decodeGpuMs ?? '-', r.dispatches, r.way === 'tfjs' ? '' : `${(tfjs.ms / r.ms).toFixed(2)}x`]);
+  return rs.map((r) => [
+    name,
+    weights,
+    `${r.batch} x (${r.promptLen} + ${r.newTokens})`,
+    r.way,
+    r.ms,
+    r.prefillGpuMs ?? '-',
+    r.decodeGpuMs ?? '-',
+    r.dispatches,
+    r.way === 'tfjs' ? '' : `${(tfjs.ms / r.ms).toFixed(2)}x`,
+  ]);
 }

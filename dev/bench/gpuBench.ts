@@ -9,7 +9,14 @@ import { profileDecode } from './profile';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from './synthetic';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from './throughput';
 import { benchKernels, benchWholeSteps } from './kernelBench';
-import { benchDecodePaths, benchRollouts, decodeBenchRows, DECODE_BENCH_HEADER, rolloutBenchRows, ROLLOUT_BENCH_HEADER } from './decodeBench';
+import {
+  benchDecodePaths,
+  benchRollouts,
+  decodeBenchRows,
+  DECODE_BENCH_HEADER,
+  rolloutBenchRows,
+  ROLLOUT_BENCH_HEADER,
+} from './decodeBench';
 import { disposeLlama } from '../../src/model/llama';
 import { loadModel } from '../../src/model/load';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../../src/model/quant';
@@ -67,31 +74,68 @@ if (args.includes('--help')) {
 }
 const outDir = flagValue(args, '--out');
 const skipped = new Set((flagValue(args, '--skip') ?? '').split(',').filter(Boolean));
-const batchesArg = flagValue(args, '--batches')?.split(',').map((x) => {
-  const n = Number(x);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--batches: batch sizes are positive integers, got "${x}"`);
-  return n;
-});
+const batchesArg = flagValue(args, '--batches')
+  ?.split(',')
+  .map((x) => {
+    const n = Number(x);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--batches: batch sizes are positive integers, got "${x}"`);
+    return n;
+  });
 const budgetArg = flagValue(args, '--budget-s');
-const learnCase = flagValue(args, '--learn-shape') ? parseLearnCase(flagValue(args, '--learn-shape')!) : LEARN_BENCH_CASE;
+const learnCase = flagValue(args, '--learn-shape')
+  ? parseLearnCase(flagValue(args, '--learn-shape')!)
+  : LEARN_BENCH_CASE;
 const attentionFlag = flagValue(args, '--attention');
-if (attentionFlag !== null && attentionFlag !== 'whole' && attentionFlag !== 'splitk') throw new Error(`--attention must be whole or splitk, got "${attentionFlag}"`);
+if (attentionFlag !== null && attentionFlag !== 'whole' && attentionFlag !== 'splitk')
+  throw new Error(`--attention must be whole or splitk, got "${attentionFlag}"`);
 const attentionArg = attentionFlag as 'whole' | 'splitk' | null;
 const cacheArg = flagValue(args, '--cache');
-const caches = cacheArg === null ? null : cacheArg.split(',').map((x) => {
-  const n = Number(x);
-  if (!Number.isInteger(n) || n < 64) throw new Error(`--cache: cache lengths are integers of at least 64, got "${x}"`);
-  return n;
+const caches =
+  cacheArg === null
+    ? null
+    : cacheArg.split(',').map((x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < 64)
+          throw new Error(`--cache: cache lengths are integers of at least 64, got "${x}"`);
+        return n;
+      });
+
+const THROUGHPUT_HEADER = [
+  'model',
+  'kernels',
+  'batch',
+  'prompt',
+  'prefill tok/s',
+  'decode tok/s (KV cache)',
+  'decode tok/s (no cache)',
+];
+const row = (name: string, kernels: string, r: ThroughputResult) => [
+  name,
+  kernels,
+  r.batch,
+  r.promptLen,
+  r.prefillTokPerS,
+  r.decodeTokPerS,
+  r.noCacheTokPerS,
+];
+
+const adapter = await startDawn({
+  swiftshader: args.includes('--swiftshader'),
+  module: process.env.SPARRING_WEBGPU_MODULE,
 });
-
-const THROUGHPUT_HEADER = ['model', 'kernels', 'batch', 'prompt', 'prefill tok/s', 'decode tok/s (KV cache)', 'decode tok/s (no cache)'];
-const row = (name: string, kernels: string, r: ThroughputResult) => [name, kernels, r.batch, r.promptLen, r.prefillTokPerS, r.decodeTokPerS, r.noCacheTokPerS];
-
-const adapter = await startDawn({ swiftshader: args.includes('--swiftshader'), module: process.env.SPARRING_WEBGPU_MODULE });
 console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
 /** A CPU adapter: sizes and the SmolLM2-135M learn case are cut to what finishes in minutes there. */
 const software = args.includes('--swiftshader') || /swiftshader|llvmpipe|lavapipe/i.test(adapter);
-const report = new BenchReport(outDir, { title: 'Node + Dawn benchmarks (npm run bench:gpu)', adapter, date: new Date().toISOString(), command: `npm run bench:gpu -- ${args.join(' ')}` }, budgetArg === null ? null : Number(budgetArg));
+const report = new BenchReport(
+  outDir,
+  {
+    title: 'Node + Dawn benchmarks (npm run bench:gpu)',
+    adapter,
+    date: new Date().toISOString(),
+    command: `npm run bench:gpu -- ${args.join(' ')}`,
+  },
+  budgetArg === null ? null : Number(budgetArg),
+);
 const noSmol = args.includes('--no-smol');
 const smolLearn = !noSmol && (!software || args.includes('--smol'));
 
@@ -101,10 +145,16 @@ async function rooflineOnce(): Promise<Roofline> {
   if (roofline) return roofline;
   const n = Number(flagValue(args, '--roofline') ?? (software ? (quick ? 256 : 512) : 4096));
   roofline = await measureRoofline(n, quick ? 3 : 5);
-  report.table('roofline', `== Node + Dawn: measured roofline (medians of ${quick ? 3 : 5} after a warm-up)`, ROOFLINE_HEADER, rooflineRows(roofline), [
-    'matmul: C = A B of n x n f32 by the learning plan\'s GEMM kernel and by tfjs matMul (2 n^3 FLOPs); the faster is the matmul roofline.',
-    'stream: x * 2 over 16M floats by tfjs (64 MiB read + 64 MiB written). clock GPU: timestamp queries around the pass; wall: submit to onSubmittedWorkDone.',
-  ]);
+  report.table(
+    'roofline',
+    `== Node + Dawn: measured roofline (medians of ${quick ? 3 : 5} after a warm-up)`,
+    ROOFLINE_HEADER,
+    rooflineRows(roofline),
+    [
+      "matmul: C = A B of n x n f32 by the learning plan's GEMM kernel and by tfjs matMul (2 n^3 FLOPs); the faster is the matmul roofline.",
+      'stream: x * 2 over 16M floats by tfjs (64 MiB read + 64 MiB written). clock GPU: timestamp queries around the pass; wall: submit to onSubmittedWorkDone.',
+    ],
+  );
   return roofline;
 }
 
@@ -119,10 +169,17 @@ async function learnSection(): Promise<void> {
   const c = learnCase;
   // --recompute: the planned step recomputes activations per layer (else the planner's choice).
   if (args.includes('--recompute')) setEngineOptions({ learnRecompute: 'on' });
-  const cases: [string, string, Loader][] = [['sandbox defender', 'f32', defenderF32], ['sandbox defender', 'int4', defenderInt4]];
+  const cases: [string, string, Loader][] = [
+    ['sandbox defender', 'f32', defenderF32],
+    ['sandbox defender', 'int4', defenderInt4],
+  ];
   if (smolLearn) {
     cases.push(['SmolLM2-135M shape', 'f32', () => syntheticModel(SMOLLM2_135M_CONFIG)]);
-    cases.push(['SmolLM2-135M shape', 'int4', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })]);
+    cases.push([
+      'SmolLM2-135M shape',
+      'int4',
+      () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) }),
+    ]);
   }
   const rows: (string | number)[][] = [];
   for (const [name, fmt, load] of cases) {
@@ -133,29 +190,48 @@ async function learnSection(): Promise<void> {
     for (const x of r) console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
     rows.push(...learnBenchRows(name, fmt, r, rf.matmulGflops));
   }
-  report.table('learn', `${learnBenchTitle('Node + Dawn', c)}${args.includes('--recompute') ? ', activations recomputed per layer' : ''}`, LEARN_BENCH_HEADER, rows, [
-    `GFLOP/s: the step's matrix-product FLOPs (dev/bench/learnFlops.ts) / learn ms; % of the measured matmul roofline (${rf.matmulGflops.toPrecision(4)} GFLOP/s above).`,
-    'peak MiB: GPU buffers the warm-up step created outside tfjs\'s pool and still holds (learn plans, the planned AdamW state) + tfjs\'s in-use high-water mark in the timed steps above its start (dev/bench/gpuMemory.ts); the model\'s weights and adapters are not counted.',
-    ...(smolLearn || noSmol ? [] : ['SmolLM2-135M shape: left out on a software adapter (pass --smol to run it).']),
-  ]);
+  report.table(
+    'learn',
+    `${learnBenchTitle('Node + Dawn', c)}${args.includes('--recompute') ? ', activations recomputed per layer' : ''}`,
+    LEARN_BENCH_HEADER,
+    rows,
+    [
+      `GFLOP/s: the step's matrix-product FLOPs (dev/bench/learnFlops.ts) / learn ms; % of the measured matmul roofline (${rf.matmulGflops.toPrecision(4)} GFLOP/s above).`,
+      "peak MiB: GPU buffers the warm-up step created outside tfjs's pool and still holds (learn plans, the planned AdamW state) + tfjs's in-use high-water mark in the timed steps above its start (dev/bench/gpuMemory.ts); the model's weights and adapters are not counted.",
+      ...(smolLearn || noSmol ? [] : ['SmolLM2-135M shape: left out on a software adapter (pass --smol to run it).']),
+    ],
+  );
 }
 
 /** The whole GRPO step beside the learn table: everything planned vs everything tfjs. */
 async function stepSection(): Promise<void> {
   if (args.includes('--no-step') || skipped.has('step') || !report.due('step')) return;
   const c = learnCase;
-  const cases: [string, string, Loader][] = [['sandbox defender', 'f32', defenderF32], ['sandbox defender', 'int4', defenderInt4]];
-  if (smolLearn) cases.push(['SmolLM2-135M shape', 'int4', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })]);
+  const cases: [string, string, Loader][] = [
+    ['sandbox defender', 'f32', defenderF32],
+    ['sandbox defender', 'int4', defenderInt4],
+  ];
+  if (smolLearn)
+    cases.push([
+      'SmolLM2-135M shape',
+      'int4',
+      () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) }),
+    ]);
   const rows: (string | number)[][] = [];
   for (const [name, fmt, load] of cases) {
     if (!report.due(`step ${name} ${fmt}`)) break;
     const model = await load();
     const r = await benchGrpoStepPaths(model, c, quick ? 1 : 2);
     disposeLlama(model);
-    for (const x of r) console.error(`  step ${name} ${fmt} ${x.path}: ${x.totalMs.toFixed(0)} ms (rollout ${x.rolloutMs.toFixed(0)}, learn ${x.learnMs.toFixed(0)})`);
+    for (const x of r)
+      console.error(
+        `  step ${name} ${fmt} ${x.path}: ${x.totalMs.toFixed(0)} ms (rollout ${x.rolloutMs.toFixed(0)}, learn ${x.learnMs.toFixed(0)})`,
+      );
     rows.push(...stepBenchRows(name, fmt, r));
   }
-  report.table('step', stepBenchTitle('Node + Dawn', c), STEP_BENCH_HEADER, rows, ['planned: prefill, decode, learn step and AdamW on the plans; tfjs: all four op by op. Rollouts run the full number of new tokens (no stop token).']);
+  report.table('step', stepBenchTitle('Node + Dawn', c), STEP_BENCH_HEADER, rows, [
+    'planned: prefill, decode, learn step and AdamW on the plans; tfjs: all four op by op. Rollouts run the full number of new tokens (no stop token).',
+  ]);
 }
 
 if (learnOnly) {
@@ -167,9 +243,18 @@ if (profileOnly) {
   // Where one GRPO step's time goes (rollout and learn planned, the update on either optimiser): phases, WebGPU
   // work and tfjs's kernels. The sandbox defender, and the SmolLM2-135M shape unless --no-smol.
   const models: [string, () => Promise<import('../../src/model/llama').LlamaModel>, StepProfileCase][] = [
-    ['sandbox defender', () => loadModel(folderSource('public/models/defender')), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }],
+    [
+      'sandbox defender',
+      () => loadModel(folderSource('public/models/defender')),
+      { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 },
+    ],
   ];
-  if (!args.includes('--no-smol')) models.push(['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG), { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 }]);
+  if (!args.includes('--no-smol'))
+    models.push([
+      'SmolLM2-135M shape',
+      () => syntheticModel(SMOLLM2_135M_CONFIG),
+      { prompts: 2, groupSize: 8, promptLen: 16, newTokens: 8, rank: 16 },
+    ]);
   for (const [name, load, c] of models) {
     const model = await load();
     // The optimiser update alone on both paths (issue 21 step 3): the planned GPU AdamW vs tfjs.
@@ -181,18 +266,41 @@ if (profileOnly) {
     for (const path of ['tfjs', 'planned'] as const) {
       setEngineOptions({ optimizerPath: path });
       const p = await profileGrpoStep(model, c);
-      console.log(`\n== Node + Dawn: one GRPO step of the ${name}, ${c.prompts} prompts x G ${c.groupSize} x ${c.newTokens} new tokens, LoRA r ${c.rank} on every projection (after a warm-up step), optimiser: ${path}\n`);
-      console.log(formatTable(['phase', 'ms'], Object.entries(p.phases).map(([k, v]) => [k, v])));
+      console.log(
+        `\n== Node + Dawn: one GRPO step of the ${name}, ${c.prompts} prompts x G ${c.groupSize} x ${c.newTokens} new tokens, LoRA r ${c.rank} on every projection (after a warm-up step), optimiser: ${path}\n`,
+      );
+      console.log(
+        formatTable(
+          ['phase', 'ms'],
+          Object.entries(p.phases).map(([k, v]) => [k, v]),
+        ),
+      );
       if (p.gpu) {
         const g = p.gpu;
-        console.log(`\nWebGPU: ${g.dispatches} dispatches, ${g.submits} submits, ${g.buffersCreated} buffers created (${(g.bytesCreated / 2 ** 20).toFixed(1)} MiB), ${g.readbacks} readbacks waiting ${g.readbackWaitMs.toFixed(0)} ms; host ${g.hostMs.toFixed(0)} ms of ${g.ms.toFixed(0)} ms wall`);
+        console.log(
+          `\nWebGPU: ${g.dispatches} dispatches, ${g.submits} submits, ${g.buffersCreated} buffers created (${(g.bytesCreated / 2 ** 20).toFixed(1)} MiB), ${g.readbacks} readbacks waiting ${g.readbackWaitMs.toFixed(0)} ms; host ${g.hostMs.toFixed(0)} ms of ${g.ms.toFixed(0)} ms wall`,
+        );
       }
-      console.log(`tfjs: ${p.tfjsKernels} kernels, ${p.newTensors} new tensors, peak ${(p.peakBytes / 2 ** 20).toFixed(1)} MiB\n`);
-      console.log(formatTable(['tfjs kernel', 'count', 'GPU ms', 'MiB allocated'], p.kernels.slice(0, 15).map((k) => [k.name, k.count, k.gpuMs, k.bytes / 2 ** 20])));
+      console.log(
+        `tfjs: ${p.tfjsKernels} kernels, ${p.newTensors} new tensors, peak ${(p.peakBytes / 2 ** 20).toFixed(1)} MiB\n`,
+      );
+      console.log(
+        formatTable(
+          ['tfjs kernel', 'count', 'GPU ms', 'MiB allocated'],
+          p.kernels.slice(0, 15).map((k) => [k.name, k.count, k.gpuMs, k.bytes / 2 ** 20]),
+        ),
+      );
     }
     setEngineOptions({ optimizerPath: 'planned' });
-    console.log(`\n== Node + Dawn: the optimiser update alone (clip + skip check + AdamW) of the ${name}, LoRA r ${c.rank} on every projection, per update (mean of 5 after 2 warm-up)\n`);
-    console.log(formatTable(['optimiser', 'parameters', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms', 'wall ms'], optRows));
+    console.log(
+      `\n== Node + Dawn: the optimiser update alone (clip + skip check + AdamW) of the ${name}, LoRA r ${c.rank} on every projection, per update (mean of 5 after 2 warm-up)\n`,
+    );
+    console.log(
+      formatTable(
+        ['optimiser', 'parameters', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms', 'wall ms'],
+        optRows,
+      ),
+    );
     disposeLlama(model);
   }
   process.exit(0);
@@ -218,10 +326,12 @@ async function decodeSection(): Promise<void> {
   // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
   // keeps the sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8. --all keeps
   // the whole grid with fewer tokens and reps, so the learn tables fit the same 10-minute command.
-  const smolBatches = noSmol ? [] : batchesArg ?? (quick ? [1, 8] : [1, 8, 64, 256]);
+  const smolBatches = noSmol ? [] : (batchesArg ?? (quick ? [1, 8] : [1, 8, 64, 256]));
   const defenderBatches = batchesArg ?? (quick ? [1, 8, 64] : [1, 8, 64, 256]);
   const progress = (name: string, fmt: string, r: Awaited<ReturnType<typeof benchDecodePaths>>) => {
-    console.error(`  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`);
+    console.error(
+      `  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`,
+    );
     return decodeBenchRows(name, fmt, r, rf.streamGBps);
   };
   try {
@@ -229,29 +339,59 @@ async function decodeSection(): Promise<void> {
       if (!report.due(`decode ${fmt}`)) break;
       const defender = await loadModel(folderSource('public/models/defender'), opts);
       for (const batch of defenderBatches) {
-        rows.push(...progress('sandbox defender', fmt, await benchDecodePaths(defender, { batch, promptLen: 16, steps: quick ? 8 : all ? 16 : 32, reps: quick ? 3 : all ? 3 : 5 })));
+        rows.push(
+          ...progress(
+            'sandbox defender',
+            fmt,
+            await benchDecodePaths(defender, {
+              batch,
+              promptLen: 16,
+              steps: quick ? 8 : all ? 16 : 32,
+              reps: quick ? 3 : all ? 3 : 5,
+            }),
+          ),
+        );
       }
       disposeLlama(defender);
       if (smolBatches.length === 0) continue;
       const model = await syntheticModel(SMOLLM2_135M_CONFIG, 1, opts);
       for (const batch of smolBatches) {
-        rows.push(...progress('SmolLM2-135M shape', fmt, await benchDecodePaths(model, { batch, promptLen: 64, steps: quick ? 4 : all ? 16 : 32, reps: quick ? 2 : all ? 3 : 5 })));
+        rows.push(
+          ...progress(
+            'SmolLM2-135M shape',
+            fmt,
+            await benchDecodePaths(model, {
+              batch,
+              promptLen: 64,
+              steps: quick ? 4 : all ? 16 : 32,
+              reps: quick ? 2 : all ? 3 : 5,
+            }),
+          ),
+        );
       }
       disposeLlama(model);
     }
   } finally {
     setEngineOptions({ plannedAttention: null });
   }
-  report.table('decode', `== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)${attentionArg ? `, planned attention forced to ${attentionArg}` : ''}`, DECODE_BENCH_HEADER, rows, [
-    `host ms/token: wall less readback waits; GPU ms/token: the planned passes by timestamp queries; weight GB/s: projection and head bytes per decode step / ms per token; % stream: of the measured stream roofline (${rf.streamGBps.toPrecision(4)} GB/s).`,
-  ]);
+  report.table(
+    'decode',
+    `== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)${attentionArg ? `, planned attention forced to ${attentionArg}` : ''}`,
+    DECODE_BENCH_HEADER,
+    rows,
+    [
+      `host ms/token: wall less readback waits; GPU ms/token: the planned passes by timestamp queries; weight GB/s: projection and head bytes per decode step / ms per token; % stream: of the measured stream roofline (${rf.streamGBps.toPrecision(4)} GB/s).`,
+    ],
+  );
 }
 
 /** Split-K (flash-decoding) attention against the whole-cache kernel on the planned path at long caches. */
 async function attentionSection(): Promise<void> {
   const cs = caches ?? (software ? [] : [2048, 4096]);
   if (cs.length === 0 || skipped.has('attention') || !report.due('attention')) return;
-  const [name, load]: [string, Loader] = noSmol ? ['sandbox defender', defenderInt4] : ['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })];
+  const [name, load]: [string, Loader] = noSmol
+    ? ['sandbox defender', defenderInt4]
+    : ['SmolLM2-135M shape', () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) })];
   const model = await load();
   const rows: (string | number)[][] = [];
   const steps = quick ? 8 : 32;
@@ -260,14 +400,21 @@ async function attentionSection(): Promise<void> {
       if (!report.due(`attention ${cache} ${batch}`)) break;
       const promptLen = Math.max(1, cache - steps - 1);
       const r = await benchPlannedAttention(model, { batch, promptLen, steps, reps: quick ? 2 : 3 });
-      for (const x of r) console.error(`  ${name} cache ${cache} batch ${batch} ${x.attention}: ${x.r.tokPerS.toFixed(1)} tok/s`);
+      for (const x of r)
+        console.error(`  ${name} cache ${cache} batch ${batch} ${x.attention}: ${x.r.tokPerS.toFixed(1)} tok/s`);
       rows.push(...attentionBenchRows(name, 'int4', r));
     }
   }
   disposeLlama(model);
-  report.table('attention', '== Node + Dawn: planned decode attention at long caches, whole-cache kernel vs split-K (flash-decoding, 256-slot segments + combine); medians', ATTENTION_BENCH_HEADER, rows, [
-    'cache: slots filled at the last token (prompt + 1 + decoded); the planner picks split-K by itself on GPUs for caches over 1024 slots.',
-  ]);
+  report.table(
+    'attention',
+    '== Node + Dawn: planned decode attention at long caches, whole-cache kernel vs split-K (flash-decoding, 256-slot segments + combine); medians',
+    ATTENTION_BENCH_HEADER,
+    rows,
+    [
+      'cache: slots filled at the last token (prompt + 1 + decoded); the planner picks split-K by itself on GPUs for caches over 1024 slots.',
+    ],
+  );
 }
 
 /** Whole sandbox rollouts (issue 20's Chromium target shape) three ways. */
@@ -276,10 +423,21 @@ async function rolloutSection(): Promise<void> {
   const rows: (string | number)[][] = [];
   for (const [fmt, opts] of formats) {
     const defender = await loadModel(folderSource('public/models/defender'), opts);
-    rows.push(...rolloutBenchRows('sandbox defender', fmt, await benchRollouts(defender, { batch: 64, promptLen: 16, newTokens: 16, reps: quick ? 2 : 3 })));
+    rows.push(
+      ...rolloutBenchRows(
+        'sandbox defender',
+        fmt,
+        await benchRollouts(defender, { batch: 64, promptLen: 16, newTokens: 16, reps: quick ? 2 : 3 }),
+      ),
+    );
     disposeLlama(defender);
   }
-  report.table('rollout', '== Node + Dawn: whole sandbox rollouts, 64 rows x (16 prompt + 16 new) tokens (medians)', ROLLOUT_BENCH_HEADER, rows);
+  report.table(
+    'rollout',
+    '== Node + Dawn: whole sandbox rollouts, 64 rows x (16 prompt + 16 new) tokens (medians)',
+    ROLLOUT_BENCH_HEADER,
+    rows,
+  );
 }
 
 if (all) {
@@ -289,7 +447,9 @@ if (all) {
   await stepSection();
   await attentionSection();
   await rolloutSection();
-  console.log(`\n(all tables in ${report.elapsedS().toFixed(0)} s${outDir ? `; written to ${outDir}/bench.md and bench.json` : ''})`);
+  console.log(
+    `\n(all tables in ${report.elapsedS().toFixed(0)} s${outDir ? `; written to ${outDir}/bench.md and bench.json` : ''})`,
+  );
   process.exit(0);
 }
 if (!rolloutOnly) {
@@ -315,9 +475,19 @@ for (const batch of [1, 8]) {
 console.log(formatTable(THROUGHPUT_HEADER, rows));
 
 console.log(`\n== Node + Dawn: one cached decode step of the SmolLM2-135M shape, batch 1, by kernel (tf.profile)\n`);
-const prof = await profileDecode(smol, Array.from({ length: 64 }, (_, i) => (7 * i + 3) % 49152));
-console.log(`wall ${prof.wallMs.toFixed(1)} ms; ${prof.kernels.reduce((a, k) => a + k.count, 0)} tfjs kernels (the fused WGSL kernels are not listed)`);
-console.log(formatTable(['kernel', 'count', 'GPU ms'], prof.kernels.slice(0, 12).map((k) => [k.name, k.count, k.ms])));
+const prof = await profileDecode(
+  smol,
+  Array.from({ length: 64 }, (_, i) => (7 * i + 3) % 49152),
+);
+console.log(
+  `wall ${prof.wallMs.toFixed(1)} ms; ${prof.kernels.reduce((a, k) => a + k.count, 0)} tfjs kernels (the fused WGSL kernels are not listed)`,
+);
+console.log(
+  formatTable(
+    ['kernel', 'count', 'GPU ms'],
+    prof.kernels.slice(0, 12).map((k) => [k.name, k.count, k.ms]),
+  ),
+);
 
 console.log(`\n== Node + Dawn: whole steps on the SmolLM2-135M shape, custom kernels on vs off (medians)\n`);
 const steps = await benchWholeSteps(smol, quick ? 2 : 5);

@@ -16,11 +16,14 @@ export interface PoolLike {
 /** tfjs's webgpu buffer manager, or null on another backend. */
 export function tfjsBufferManager(): PoolLike | null {
   if (tf.getBackend() !== 'webgpu') return null;
-  return ((tf.backend() as unknown as { bufferManager?: PoolLike }).bufferManager ?? null);
+  return (tf.backend() as unknown as { bufferManager?: PoolLike }).bufferManager ?? null;
 }
 
 /** Runs fn with the pool's acquireBuffer wrapped: the in-use high-water mark above the start. */
-export async function tfjsHighWater<T>(fn: () => Promise<T>, pool: PoolLike | null = tfjsBufferManager()): Promise<{ result: T; bytes: number | null }> {
+export async function tfjsHighWater<T>(
+  fn: () => Promise<T>,
+  pool: PoolLike | null = tfjsBufferManager(),
+): Promise<{ result: T; bytes: number | null }> {
   if (!pool) return { result: await fn(), bytes: null };
   const start = pool.numBytesUsed;
   let peak = start;
@@ -44,7 +47,10 @@ export async function tfjsHighWater<T>(fn: () => Promise<T>, pool: PoolLike | nu
  * Runs fn counting the bytes of GPU buffers it creates outside tfjs's pool (`pool`'s acquireBuffer)
  * that are not destroyed by its end: what a plan or a planned optimiser built by fn holds.
  */
-export async function heldBuffersCreated<T>(fn: () => Promise<T>, pool: PoolLike | null = tfjsBufferManager()): Promise<{ result: T; bytes: number }> {
+export async function heldBuffersCreated<T>(
+  fn: () => Promise<T>,
+  pool: PoolLike | null = tfjsBufferManager(),
+): Promise<{ result: T; bytes: number }> {
   const dev = GPUDevice.prototype;
   const buf = GPUBuffer.prototype;
   const create = dev.createBuffer;

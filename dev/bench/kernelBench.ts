@@ -2,7 +2,17 @@
 // tfjs ops, medians over repeated runs after a warm-up, GPU work awaited through a readback of
 // the (small) outputs on both sides.
 import * as tf from '@tensorflow/tfjs';
-import { sampleTokens, sampleReference, tokenStats, tokenStatsReduceKey, tokenStatsStock, decodeAttention, decodeAttentionStock, subgroupsActive, setEngineOptions } from '../../src/engine/index';
+import {
+  sampleTokens,
+  sampleReference,
+  tokenStats,
+  tokenStatsReduceKey,
+  tokenStatsStock,
+  decodeAttention,
+  decodeAttentionStock,
+  subgroupsActive,
+  setEngineOptions,
+} from '../../src/engine/index';
 import { seededLogits } from '../test/seededLogits';
 import { median } from './throughput';
 import { Int4Weight, Int8Weight } from '../../src/model/quant';
@@ -21,7 +31,10 @@ interface Timing {
 }
 
 function hasTimestamps(): boolean {
-  return tf.getBackend() === 'webgpu' && (tf.backend() as unknown as { supportTimestampQuery?: boolean }).supportTimestampQuery === true;
+  return (
+    tf.getBackend() === 'webgpu' &&
+    (tf.backend() as unknown as { supportTimestampQuery?: boolean }).supportTimestampQuery === true
+  );
 }
 
 /** Wall time of fn (GPU work awaited by reading the output back), median over reps after a warm-up. */
@@ -59,8 +72,13 @@ async function timeBoth(reps: number, fn: () => tf.Tensor | Promise<tf.Tensor>, 
 
 /** A kernel row with wall and (where available) GPU medians of both sides. */
 async function pairRow(
-  reps: number, name: string, shape: string, bytes: number, flops: number,
-  ours: () => tf.Tensor, stock: () => tf.Tensor,
+  reps: number,
+  name: string,
+  shape: string,
+  bytes: number,
+  flops: number,
+  ours: () => tf.Tensor,
+  stock: () => tf.Tensor,
 ): Promise<KernelBenchRow> {
   const o = await timeBoth(reps, ours);
   const s = await timeBoth(reps, stock);
@@ -77,13 +95,32 @@ async function benchRoofline(reps: number, rows: KernelBenchRow[]): Promise<void
   // An elementwise op streams at close to the memory bandwidth (tfjs's 1-D sum does not); only
   // one element is read back, so the wall time is not a 64 MiB download.
   const s = await timeBoth(reps, () => tf.tidy(() => x.mul(2).slice(0, 1)));
-  rows.push({ name: 'roofline: stream (x * 2)', shape: `${n}`, oursMs: s.ms, stockMs: s.ms, bytes: 2 * n * 4, oursGpuMs: s.gpuMs, stockGpuMs: s.gpuMs, roofline: 'stream' });
+  rows.push({
+    name: 'roofline: stream (x * 2)',
+    shape: `${n}`,
+    oursMs: s.ms,
+    stockMs: s.ms,
+    bytes: 2 * n * 4,
+    oursGpuMs: s.gpuMs,
+    stockGpuMs: s.gpuMs,
+    roofline: 'stream',
+  });
   x.dispose();
   const m = 1024;
   const a = tf.randomUniform([m, m], -1, 1, 'float32', 2);
   const b = tf.randomUniform([m, m], -1, 1, 'float32', 3);
   const t = await timeBoth(reps, () => tf.matMul(a, b));
-  rows.push({ name: 'roofline: matmul', shape: `${m}^3`, oursMs: t.ms, stockMs: t.ms, bytes: 2 * m * m * 4, flops: 2 * m * m * m, oursGpuMs: t.gpuMs, stockGpuMs: t.gpuMs, roofline: 'matmul' });
+  rows.push({
+    name: 'roofline: matmul',
+    shape: `${m}^3`,
+    oursMs: t.ms,
+    stockMs: t.ms,
+    bytes: 2 * m * m * 4,
+    flops: 2 * m * m * m,
+    oursGpuMs: t.gpuMs,
+    stockGpuMs: t.gpuMs,
+    roofline: 'matmul',
+  });
   tf.dispose([a, b]);
 }
 
@@ -98,9 +135,17 @@ async function benchDecodeAttention(reps: number, rows: KernelBenchRow[]): Promi
   const v = tf.randomUniform([B, nKv, C, D], -1, 1, 'float32', 6) as tf.Tensor4D;
   const bias = tf.zeros([B, C]) as tf.Tensor2D;
   for (const len of [128, 511]) {
-    rows.push(await pairRow(reps, 'decode attention (GQA, KV cache)', `B${B} ${nH}/${nKv}x${D} len ${len}/${C}`,
-      2 * B * nKv * len * D * 4, 4 * B * nH * len * D,
-      () => decodeAttention(q, k, v, bias, len), () => decodeAttentionStock(q, k, v, bias, len)));
+    rows.push(
+      await pairRow(
+        reps,
+        'decode attention (GQA, KV cache)',
+        `B${B} ${nH}/${nKv}x${D} len ${len}/${C}`,
+        2 * B * nKv * len * D * 4,
+        4 * B * nH * len * D,
+        () => decodeAttention(q, k, v, bias, len),
+        () => decodeAttentionStock(q, k, v, bias, len),
+      ),
+    );
   }
   tf.dispose([q, k, v, bias]);
 }
@@ -142,7 +187,11 @@ async function benchQuantMatmul(reps: number, rows: KernelBenchRow[]): Promise<v
  */
 async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): Promise<void> {
   const variants = subgroupsActive() ? [true, false] : [false];
-  for (const [r, v] of [[64, 512], [8, 49152], [8, 151936]] as const) {
+  for (const [r, v] of [
+    [64, 512],
+    [8, 49152],
+    [8, 151936],
+  ] as const) {
     const c = seededLogits(r, v, 9);
     const logits = tf.tensor2d(c.logits, [r, v]);
     const ids = tf.tensor1d(c.ids, 'int32');
@@ -152,9 +201,27 @@ async function benchTokenStatsReductions(reps: number, rows: KernelBenchRow[]): 
       for (const sg of variants) {
         setEngineOptions({ subgroups: sg });
         const how = `[${tokenStatsReduceKey(v)}]`;
-        rows.push(await pairRow(reps, `token stats (logp + entropy) ${how}`, `${r}x${v}`, bytes, 0, () => tokenStats(logits, ids), () => tokenStatsStock(logits, ids)));
         rows.push(
-          await pairRow(reps, `token stats + reference logp (KL) ${how}`, `${r}x${v}`, 2 * bytes, 0, () => tokenStats(logits, ids, refLogits), () => tokenStatsStock(logits, ids, refLogits)),
+          await pairRow(
+            reps,
+            `token stats (logp + entropy) ${how}`,
+            `${r}x${v}`,
+            bytes,
+            0,
+            () => tokenStats(logits, ids),
+            () => tokenStatsStock(logits, ids),
+          ),
+        );
+        rows.push(
+          await pairRow(
+            reps,
+            `token stats + reference logp (KL) ${how}`,
+            `${r}x${v}`,
+            2 * bytes,
+            0,
+            () => tokenStats(logits, ids, refLogits),
+            () => tokenStatsStock(logits, ids, refLogits),
+          ),
         );
       }
     } finally {
@@ -170,14 +237,18 @@ export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
   await benchQuantMatmul(reps, rows);
   await benchDecodeAttention(reps, rows);
   await benchTokenStatsReductions(reps, rows);
-  for (const [r, v] of [[8, 49152], [8, 151936]] as const) {
+  for (const [r, v] of [
+    [8, 49152],
+    [8, 151936],
+  ] as const) {
     const c = seededLogits(r, v, 9);
     const logits = tf.tensor2d(c.logits, [r, v]);
     const ids = tf.tensor1d(c.ids, 'int32');
     const bytes = r * v * 4;
 
     const dy = tf.ones([r, 2]);
-    const grad = (f: typeof tokenStats) => () => tf.grad((x: tf.Tensor) => tf.sum(tf.mul(f(x as tf.Tensor2D, ids), dy)))(logits);
+    const grad = (f: typeof tokenStats) => () =>
+      tf.grad((x: tf.Tensor) => tf.sum(tf.mul(f(x as tf.Tensor2D, ids), dy)))(logits);
     rows.push({
       name: 'token stats backward',
       shape: `${r}x${v}`,
@@ -186,7 +257,10 @@ export async function benchKernels(reps: number): Promise<KernelBenchRow[]> {
       bytes: 2 * bytes,
     });
 
-    for (const [name, topK] of [['sample top-k 50 / top-p 0.9', 50], ['sample top-p 0.9 (no top-k)', 0]] as const) {
+    for (const [name, topK] of [
+      ['sample top-k 50 / top-p 0.9', 50],
+      ['sample top-p 0.9 (no top-k)', 0],
+    ] as const) {
       const opts = { temperature: 0.7, topK, topP: 0.9, seed: 1, step: 0 };
       rows.push({
         name,
@@ -221,19 +295,33 @@ export async function rlSmokeStep(model: LlamaModel): Promise<Record<string, num
   let before = 0;
   for (const v of lora.variables()) for (const x of await v.data()) before += Math.abs(x);
   try {
-    const report = await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, [[1, 5 % V, 9 % V], [1, 7 % V]], 0, {
-      groupSize: 4,
-      maxNewTokens: 4,
-      temperature: 1,
-      topP: 0.95,
-      advantage: 'grpo',
-      trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.01 } },
-    });
+    const report = await rlStep(
+      { learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) },
+      [
+        [1, 5 % V, 9 % V],
+        [1, 7 % V],
+      ],
+      0,
+      {
+        groupSize: 4,
+        maxNewTokens: 4,
+        temperature: 1,
+        topP: 0.95,
+        advantage: 'grpo',
+        trainer: { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.01 } },
+      },
+    );
     // What the update did: the adapters' total |weight| before (A only: B starts at zero) and after.
     let after = 0;
     for (const v of lora.variables()) for (const x of await v.data()) after += Math.abs(x);
     // optim/planned: the moments are held on the GPU, so the planned optimiser took the update.
-    return { ...report.metrics, 'lora/abs_sum_before': before, 'lora/abs_sum': after, 'optim/step': optimizer.step, 'optim/planned': optimizer.momentHolder ? 1 : 0 };
+    return {
+      ...report.metrics,
+      'lora/abs_sum_before': before,
+      'lora/abs_sum': after,
+      'optim/step': optimizer.step,
+      'optim/planned': optimizer.momentHolder ? 1 : 0,
+    };
   } finally {
     optimizer.dispose();
     lora.dispose();
@@ -253,13 +341,18 @@ export async function benchWholeSteps(model: LlamaModel, reps: number): Promise<
     const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
     const optimizer = new AdamW({ lr: 1e-3 });
     try {
-      await rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, prompts.slice(0, 2), 0, {
-        groupSize: 8,
-        maxNewTokens: 8,
-        temperature: 1,
-        advantage: 'grpo',
-        trainer: { policyLoss: 'ppo' },
-      });
+      await rlStep(
+        { learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) },
+        prompts.slice(0, 2),
+        0,
+        {
+          groupSize: 8,
+          maxNewTokens: 8,
+          temperature: 1,
+          advantage: 'grpo',
+          trainer: { policyLoss: 'ppo' },
+        },
+      );
     } finally {
       optimizer.dispose();
       lora.dispose();

@@ -28,7 +28,10 @@ describe('kernelTable with GPU timestamps', () => {
       // 25e6 bytes over 0.5 GPU ms = 50 GB/s = 50% of the 100 GB/s stream; the 5 ms wall time is latency.
       { name: 'k', shape: 's', oursMs: 5, stockMs: 10, bytes: 25e6, oursGpuMs: 0.5, stockGpuMs: 1 },
     ]);
-    const cells = table.split('\n')[3].trim().split(/\s{2,}/);
+    const cells = table
+      .split('\n')[3]
+      .trim()
+      .split(/\s{2,}/);
     expect(cells.slice(7, 9)).toEqual(['50', '50%']);
   });
 });

@@ -5,7 +5,8 @@ import { formatTable } from './table';
 
 /** Kernel rows against the adapter's measured roofline rows (bytes / ms and flops / ms, GPU ms first). */
 export function kernelTable(rows: KernelBenchRow[]): string {
-  const best = (kind: 'stream' | 'matmul', per: (r: KernelBenchRow) => number) => Math.max(0, ...rows.filter((r) => r.roofline === kind).map(per));
+  const best = (kind: 'stream' | 'matmul', per: (r: KernelBenchRow) => number) =>
+    Math.max(0, ...rows.filter((r) => r.roofline === kind).map(per));
   // Throughput from the GPU's own clock where the adapter has timestamp queries: on a fast GPU
   // the wall time of one small kernel is mostly submission and readback latency.
   const ms = (r: KernelBenchRow) => r.oursGpuMs || r.oursMs;
@@ -16,12 +17,31 @@ export function kernelTable(rows: KernelBenchRow[]): string {
   const pct = (x: number, peak: number) => (peak > 0 && x > 0 ? `${((100 * x) / peak).toFixed(0)}%` : '');
   const gpu = (ms: number | undefined) => (ms === undefined ? '' : ms);
   return formatTable(
-    ['kernel', 'shape', 'ours ms', 'stock ms', 'speed-up', 'ours GPU ms', 'stock GPU ms', 'GB/s', '% stream', 'GFLOP/s', '% matmul'],
+    [
+      'kernel',
+      'shape',
+      'ours ms',
+      'stock ms',
+      'speed-up',
+      'ours GPU ms',
+      'stock GPU ms',
+      'GB/s',
+      '% stream',
+      'GFLOP/s',
+      '% matmul',
+    ],
     rows.map((k) => [
-      k.name, k.shape, k.oursMs, k.roofline ? '' : k.stockMs, k.roofline ? '' : `${(k.stockMs / k.oursMs).toFixed(2)}x`,
-      gpu(k.oursGpuMs), k.roofline ? '' : gpu(k.stockGpuMs),
-      k.roofline === 'matmul' ? '' : gbs(k), k.roofline === 'matmul' ? '' : pct(gbs(k), peakGbs), k.flops ? gflops(k) : '', k.flops ? pct(gflops(k), peakGflops) : '',
+      k.name,
+      k.shape,
+      k.oursMs,
+      k.roofline ? '' : k.stockMs,
+      k.roofline ? '' : `${(k.stockMs / k.oursMs).toFixed(2)}x`,
+      gpu(k.oursGpuMs),
+      k.roofline ? '' : gpu(k.stockGpuMs),
+      k.roofline === 'matmul' ? '' : gbs(k),
+      k.roofline === 'matmul' ? '' : pct(gbs(k), peakGbs),
+      k.flops ? gflops(k) : '',
+      k.flops ? pct(gflops(k), peakGflops) : '',
     ]),
   );
 }
-

@@ -49,7 +49,9 @@ export function benchLearnBatch(model: LlamaModel, c: StepProfileCase): LearnBat
     // Prompts of different lengths, so rows are left-padded as in a real batch.
     return Array.from({ length: c.promptLen - (b % 3) }, (_, t) => (3 + 7 * t + 11 * b) % V);
   });
-  const responses = Array.from({ length: rows }, () => Array.from({ length: c.newTokens }, () => Math.floor(rand() * V)));
+  const responses = Array.from({ length: rows }, () =>
+    Array.from({ length: c.newTokens }, () => Math.floor(rand() * V)),
+  );
   const mask = responses.map((r) => r.map(() => 1));
   const adv = Array.from({ length: rows }, () => (rand() < 0.5 ? -1 : 1));
   return {
@@ -64,10 +66,24 @@ export function benchLearnBatch(model: LlamaModel, c: StepProfileCase): LearnBat
 /** learnStep on both paths, `reps` timed steps each after one warm-up step (medians). */
 export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, reps: number): Promise<LearnBenchRow[]> {
   const batch = benchLearnBatch(model, c);
-  const flops = learnStepFlops(model.config, { r: c.rank, targets: PROJ_NAMES }, { rows: batch.prompts.length, promptLen: Math.max(...batch.prompts.map((p) => p.length)), responseLen: c.newTokens }).total;
+  const flops = learnStepFlops(
+    model.config,
+    { r: c.rank, targets: PROJ_NAMES },
+    {
+      rows: batch.prompts.length,
+      promptLen: Math.max(...batch.prompts.map((p) => p.length)),
+      responseLen: c.newTokens,
+    },
+  ).total;
   const out: LearnBenchRow[] = [];
   for (const path of ['planned', 'tfjs'] as const) {
-    const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
+    const lora = attachLora(model, {
+      r: c.rank,
+      alpha: 2 * c.rank,
+      targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'],
+      seed: 1,
+      dropout: c.dropout ?? 0,
+    });
     const optimizer = new AdamW({ lr: 1e-3 });
     setEngineOptions({ learnPath: path });
     // The warm-up builds this path's plans afresh, so what they hold is counted.
@@ -113,18 +129,54 @@ export const LEARN_BENCH_CASE: StepProfileCase = { prompts: 8, groupSize: 8, pro
 /** A case from `PxGxN+T` (prompts x group size x prompt tokens + new tokens), LoRA r 16: `2x8x16+8`. */
 export function parseLearnCase(s: string): StepProfileCase {
   const m = /^(\d+)x(\d+)x(\d+)\+(\d+)$/.exec(s.trim());
-  if (!m || m.slice(1).some((x) => Number(x) < 1)) throw new Error(`--learn-shape: expected PROMPTSxGROUPxPROMPT_TOKENS+NEW_TOKENS with positive numbers (e.g. 8x8x64+64), got "${s}"`);
+  if (!m || m.slice(1).some((x) => Number(x) < 1))
+    throw new Error(
+      `--learn-shape: expected PROMPTSxGROUPxPROMPT_TOKENS+NEW_TOKENS with positive numbers (e.g. 8x8x64+64), got "${s}"`,
+    );
   return { prompts: Number(m[1]), groupSize: Number(m[2]), promptLen: Number(m[3]), newTokens: Number(m[4]), rank: 16 };
 }
 
-export const LEARN_BENCH_HEADER = ['model', 'weights', 'path', 'learn ms', 'response tok/s', 'GFLOP/s', '% matmul roofline', 'peak MiB', 'dispatches', 'submits', 'buffers created', 'readbacks', 'host ms'];
+export const LEARN_BENCH_HEADER = [
+  'model',
+  'weights',
+  'path',
+  'learn ms',
+  'response tok/s',
+  'GFLOP/s',
+  '% matmul roofline',
+  'peak MiB',
+  'dispatches',
+  'submits',
+  'buffers created',
+  'readbacks',
+  'host ms',
+];
 
 /** The table rows of one model's [planned, tfjs] result, with the tfjs / planned ratio; `matmulGflops` the measured roofline. */
-export function learnBenchRows(name: string, weights: string, r: LearnBenchRow[], matmulGflops?: number): (string | number)[][] {
+export function learnBenchRows(
+  name: string,
+  weights: string,
+  r: LearnBenchRow[],
+  matmulGflops?: number,
+): (string | number)[][] {
   const rows: (string | number)[][] = r.map((x) => {
     const gflops = x.flops / (x.ms / 1000) / 1e9;
     const pct = matmulGflops ? `${((100 * gflops) / matmulGflops).toFixed(1)}%` : '-';
-    return [name, weights, x.path, x.ms, (x.tokens / x.ms) * 1000, gflops, pct, x.peakBytes === null ? '-' : x.peakBytes / 2 ** 20, x.dispatches, x.submits, x.buffersCreated, x.readbacks, x.hostMs];
+    return [
+      name,
+      weights,
+      x.path,
+      x.ms,
+      (x.tokens / x.ms) * 1000,
+      gflops,
+      pct,
+      x.peakBytes === null ? '-' : x.peakBytes / 2 ** 20,
+      x.dispatches,
+      x.submits,
+      x.buffersCreated,
+      x.readbacks,
+      x.hostMs,
+    ];
   });
   const planned = r.find((x) => x.path === 'planned');
   const tfjs = r.find((x) => x.path === 'tfjs');
@@ -149,7 +201,8 @@ export interface LearnCheckResult {
   deltas: number[];
 }
 
-const adapterValues = async (vars: tf.Variable[]) => (await Promise.all(vars.map((v) => v.data()))).flatMap((d) => Array.from(d));
+const adapterValues = async (vars: tf.Variable[]) =>
+  (await Promise.all(vars.map((v) => v.data()))).flatMap((d) => Array.from(d));
 
 /**
  * One learnStep on `path` on case c's fixed batch (importance-sampling loss, no clip, an entropy
@@ -157,7 +210,13 @@ const adapterValues = async (vars: tf.Variable[]) => (await Promise.all(vars.map
  */
 export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProfileCase): Promise<LearnCheckResult> {
   const batch = benchLearnBatch(model, c);
-  const lora = drawnAdapters(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1, dropout: c.dropout ?? 0 });
+  const lora = drawnAdapters(model, {
+    r: c.rank,
+    alpha: 2 * c.rank,
+    targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'],
+    seed: 1,
+    dropout: c.dropout ?? 0,
+  });
   // eps far above |g|: AdamW's first step is then about lr * g / eps, linear in the gradient (with
   // the usual eps it is lr * sign(g), blind to a gradient of the wrong size).
   const optimizer = new AdamW({ lr: 1e4, eps: 1e4, weightDecay: 0 });
@@ -165,9 +224,21 @@ export async function learnCheck(model: LlamaModel, path: LearnPath, c: StepProf
   try {
     const before = await adapterValues(lora.variables());
     const n0 = plannedMicroBatches();
-    const { result: metrics, counts } = await countGpuWork(() => learnStep({ model, lora, optimizer }, batch, { policyLoss: 'importance_sampling', entropyCoeff: 0.01, maxGradNorm: 1e9 }));
+    const { result: metrics, counts } = await countGpuWork(() =>
+      learnStep({ model, lora, optimizer }, batch, {
+        policyLoss: 'importance_sampling',
+        entropyCoeff: 0.01,
+        maxGradNorm: 1e9,
+      }),
+    );
     const after = await adapterValues(lora.variables());
-    return { path, plannedMicroBatches: plannedMicroBatches() - n0, dispatches: counts.dispatches, metrics, deltas: after.map((v, i) => v - before[i]) };
+    return {
+      path,
+      plannedMicroBatches: plannedMicroBatches() - n0,
+      dispatches: counts.dispatches,
+      metrics,
+      deltas: after.map((v, i) => v - before[i]),
+    };
   } finally {
     setEngineOptions({ learnPath: 'planned' });
     optimizer.dispose();
@@ -200,16 +271,28 @@ function allOnPath(p: 'planned' | 'tfjs'): () => void {
  */
 export async function benchGrpoStepPaths(model: LlamaModel, c: StepProfileCase, reps: number): Promise<StepBenchRow[]> {
   const V = model.config.vocabSize;
-  const prompts = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: c.promptLen - (b % 3) }, (_, t) => (3 + 7 * t + 11 * b) % V));
+  const prompts = Array.from({ length: c.prompts }, (_, b) =>
+    Array.from({ length: c.promptLen - (b % 3) }, (_, t) => (3 + 7 * t + 11 * b) % V),
+  );
   const out: StepBenchRow[] = [];
   for (const path of ['planned', 'tfjs'] as const) {
     const undo = allOnPath(path);
-    const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+    const lora = attachLora(model, {
+      r: c.rank,
+      alpha: 2 * c.rank,
+      targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'],
+      seed: 1,
+    });
     const optimizer = new AdamW({ lr: 1e-3 });
     try {
       const step = benchGrpoStep(model, lora, optimizer, prompts, c);
       await step(0);
-      const t: Record<'rollout' | 'learn' | 'total' | 'dispatches', number[]> = { rollout: [], learn: [], total: [], dispatches: [] };
+      const t: Record<'rollout' | 'learn' | 'total' | 'dispatches', number[]> = {
+        rollout: [],
+        learn: [],
+        total: [],
+        dispatches: [],
+      };
       for (let i = 0; i < reps; i++) {
         const { result, counts } = await countGpuWork(() => step(i + 1));
         t.rollout.push(result.timings.rollout_ms);
@@ -218,7 +301,13 @@ export async function benchGrpoStepPaths(model: LlamaModel, c: StepProfileCase, 
         t.dispatches.push(counts.dispatches);
       }
       const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-      out.push({ path, rolloutMs: med(t.rollout), learnMs: med(t.learn), totalMs: med(t.total), dispatches: med(t.dispatches) });
+      out.push({
+        path,
+        rolloutMs: med(t.rollout),
+        learnMs: med(t.learn),
+        totalMs: med(t.total),
+        dispatches: med(t.dispatches),
+      });
     } finally {
       undo();
       optimizer.dispose();
@@ -228,11 +317,29 @@ export async function benchGrpoStepPaths(model: LlamaModel, c: StepProfileCase, 
   return out;
 }
 
-export const STEP_BENCH_HEADER = ['model', 'weights', 'path', 'rollout ms', 'learn ms', 'whole step ms', 'dispatches', 'tfjs / planned'];
+export const STEP_BENCH_HEADER = [
+  'model',
+  'weights',
+  'path',
+  'rollout ms',
+  'learn ms',
+  'whole step ms',
+  'dispatches',
+  'tfjs / planned',
+];
 
 export function stepBenchRows(name: string, weights: string, r: StepBenchRow[]): (string | number)[][] {
   const planned = r.find((x) => x.path === 'planned');
-  return r.map((x) => [name, weights, x.path, x.rolloutMs, x.learnMs, x.totalMs, x.dispatches, x.path === 'tfjs' && planned ? `${(x.totalMs / planned.totalMs).toFixed(2)}x` : '']);
+  return r.map((x) => [
+    name,
+    weights,
+    x.path,
+    x.rolloutMs,
+    x.learnMs,
+    x.totalMs,
+    x.dispatches,
+    x.path === 'tfjs' && planned ? `${(x.totalMs / planned.totalMs).toFixed(2)}x` : '',
+  ]);
 }
 
 export const stepBenchTitle = (where: string, c: StepProfileCase) =>

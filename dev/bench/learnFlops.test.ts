@@ -5,8 +5,17 @@ import type { LearnModelDims } from '../../src/contract/learnMemory';
 // H 4, I 8, 2 heads of 2 (Q 4), 1 kv head (KV 2), vocabulary 10.
 const shape4 = { rows: 1, promptLen: 2, responseLen: 2 };
 const tiny = (numLayers: number): LearnModelDims => ({
-  vocabSize: 10, hiddenSize: 4, intermediateSize: 8, numLayers, numHeads: 2, numKvHeads: 1, headDim: 2,
-  tieWordEmbeddings: true, qkvBias: false, oBias: false, mlpBias: false,
+  vocabSize: 10,
+  hiddenSize: 4,
+  intermediateSize: 8,
+  numLayers,
+  numHeads: 2,
+  numKvHeads: 1,
+  headDim: 2,
+  tieWordEmbeddings: true,
+  qkvBias: false,
+  oBias: false,
+  mlpBias: false,
 });
 
 describe('learnStepFlops, worked by hand on a tiny model', () => {
@@ -48,7 +57,10 @@ describe('learnStepFlops equals the matrix work the learning plan dispatches', (
   // dispatch of the step's phases (forward with adapters, backward; not the reference pass) read
   // back from its uniform: M x N x K per z-slice, times the dispatch's z count.
   const g = globalThis as Record<string, unknown>;
-  const stubs = { GPUBufferUsage: { MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128, QUERY_RESOLVE: 512 }, GPUShaderStage: { COMPUTE: 4 } };
+  const stubs = {
+    GPUBufferUsage: { MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128, QUERY_RESOLVE: 512 },
+    GPUShaderStage: { COMPUTE: 4 },
+  };
   beforeAll(() => Object.assign(g, stubs));
   afterAll(() => {
     for (const k of Object.keys(stubs)) delete g[k];
@@ -61,16 +73,41 @@ describe('learnStepFlops equals the matrix work the learning plan dispatches', (
     const buffer = (d: { size: number }) => ({ size: d.size, destroy() {} });
     const device = {
       limits: { maxComputeWorkgroupsPerDimension: 65535 },
-      createBuffer: buffer, createBindGroupLayout: obj, createShaderModule: obj, createComputePipeline: obj, createPipelineLayout: obj, createBindGroup: obj,
+      createBuffer: buffer,
+      createBindGroupLayout: obj,
+      createShaderModule: obj,
+      createComputePipeline: obj,
+      createPipelineLayout: obj,
+      createBindGroup: obj,
       queue: { writeBuffer() {} },
     } as unknown as GPUDevice;
     const buf = buffer({ size: 4 }) as unknown as GPUBuffer;
     const f32 = (rows: number, cols: number) => ({ weight: { format: 'f32' as const, rows, cols, buffer: buf } });
     const vec = (length: number) => ({ buffer: buf, length });
-    const layer = { inputNorm: vec(4), postNorm: vec(4), q: f32(4, 4), k: f32(2, 4), v: f32(2, 4), o: f32(4, 4), gate: f32(8, 4), up: f32(8, 4), down: f32(4, 8) };
+    const layer = {
+      inputNorm: vec(4),
+      postNorm: vec(4),
+      q: f32(4, 4),
+      k: f32(2, 4),
+      v: f32(2, 4),
+      o: f32(4, 4),
+      gate: f32(8, 4),
+      up: f32(8, 4),
+      down: f32(4, 8),
+    };
     const ref = {
-      hidden: 4, intermediate: 8, heads: 2, kvHeads: 1, headDim: 2, vocab: 10, eps: 1e-5, invFreq: new Float64Array([1]),
-      embed: [{ rowStart: 0, rows: 10, buffer: buf }], layers: [layer], norm: vec(4), head: [{ format: 'f32' as const, rows: 10, cols: 4, buffer: buf }],
+      hidden: 4,
+      intermediate: 8,
+      heads: 2,
+      kvHeads: 1,
+      headDim: 2,
+      vocab: 10,
+      eps: 1e-5,
+      invFreq: new Float64Array([1]),
+      embed: [{ rowStart: 0, rows: 10, buffer: buf }],
+      layers: [layer],
+      norm: vec(4),
+      head: [{ format: 'f32' as const, rows: 10, cols: 4, buffer: buf }],
       lora: [{ q: { r: 1, scale: 2 }, down: { r: 1, scale: 2 } }],
     };
     let macs = 0;

@@ -33,7 +33,11 @@ function projDims(c: LearnModelDims): Record<ProjName, [number, number]> {
  * FLOPs of one learning step of `rows` sequences of `promptLen` prompt (the longest, as padded) and
  * `responseLen` response tokens, LoRA `lora` (rank r on `targets` in `layers`, default all).
  */
-export function learnStepFlops(c: LearnModelDims, lora: LearnLoraShape, shape: { rows: number; promptLen: number; responseLen: number }): LearnFlops {
+export function learnStepFlops(
+  c: LearnModelDims,
+  lora: LearnLoraShape,
+  shape: { rows: number; promptLen: number; responseLen: number },
+): LearnFlops {
   const { rows: B, promptLen: P, responseLen: T } = shape;
   const L = P + T - 1;
   const N = B * L;

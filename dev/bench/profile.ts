@@ -15,7 +15,11 @@ export async function profileDecode(model: LlamaModel, ids: number[], batch = 1)
     forward(model, rows, { cache, lastOnly: true }).dispose();
     const t0 = performance.now();
     const p = await tf.profile(async () => {
-      const out = forward(model, rows.map((r) => [r[0]]), { cache });
+      const out = forward(
+        model,
+        rows.map((r) => [r[0]]),
+        { cache },
+      );
       await out.data();
       return out;
     });

@@ -33,12 +33,19 @@ export interface Roofline {
 }
 
 /** Median ms of `run` (which encodes and submits its work) after a warm-up; GPU time where the device times passes. */
-async function timeSubmitted(reps: number, run: (timestamps?: GPUComputePassTimestampWrites) => void): Promise<{ ms: number; clock: 'GPU' | 'wall' }> {
+async function timeSubmitted(
+  reps: number,
+  run: (timestamps?: GPUComputePassTimestampWrites) => void,
+): Promise<{ ms: number; clock: 'GPU' | 'wall' }> {
   const device = webgpuDevice();
   const timed = device.features.has('timestamp-query');
   const set = timed ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-  const resolve = timed ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
-  const read = timed ? device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }) : null;
+  const resolve = timed
+    ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC })
+    : null;
+  const read = timed
+    ? device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST })
+    : null;
   try {
     const once = async (): Promise<number> => {
       const t0 = performance.now();
@@ -84,7 +91,19 @@ async function planGemm(n: number, reps: number): Promise<RooflineRow> {
     const c = plan.buffer('C', n * n * 4);
     const dummy = plan.buffer('dummy', 16);
     const op = { off: 0, s0: n, s1: 1 };
-    plan.add('mm', gemmKernel('buf'), [{ uniform: packGemm({ M: n, N: n, K: n, a: op, b: op, c: op }) }, { buffer: a }, { buffer: b }, { buffer: c }, { buffer: dummy }, { buffer: dummy }], gemmWorkgroups(n, n));
+    plan.add(
+      'mm',
+      gemmKernel('buf'),
+      [
+        { uniform: packGemm({ M: n, N: n, K: n, a: op, b: op, c: op }) },
+        { buffer: a },
+        { buffer: b },
+        { buffer: c },
+        { buffer: dummy },
+        { buffer: dummy },
+      ],
+      gemmWorkgroups(n, n),
+    );
     plan.finalize();
     const t = await timeSubmitted(reps, (timestampWrites) => {
       const enc = device.createCommandEncoder();
@@ -93,7 +112,13 @@ async function planGemm(n: number, reps: number): Promise<RooflineRow> {
       pass.end();
       device.queue.submit([enc.finish()]);
     });
-    return { name: 'matmul, learn plan GEMM', shape: `${n}^3`, ...t, rate: (2 * n ** 3) / (t.ms / 1000) / 1e9, unit: 'GFLOP/s' };
+    return {
+      name: 'matmul, learn plan GEMM',
+      shape: `${n}^3`,
+      ...t,
+      rate: (2 * n ** 3) / (t.ms / 1000) / 1e9,
+      unit: 'GFLOP/s',
+    };
   } finally {
     plan.dispose();
   }
@@ -139,20 +164,37 @@ export async function measureRoofline(n: number, reps: number, streamFloats = 16
   const [a, b] = [tf.randomUniform([n, n], -1, 1, 'float32', 2), tf.randomUniform([n, n], -1, 1, 'float32', 3)];
   try {
     const t = await tfjsTime(reps, () => tf.matMul(a, b));
-    rows.push({ name: 'matmul, tfjs matMul', shape: `${n}^3`, ...t, rate: (2 * n ** 3) / (t.ms / 1000) / 1e9, unit: 'GFLOP/s' });
+    rows.push({
+      name: 'matmul, tfjs matMul',
+      shape: `${n}^3`,
+      ...t,
+      rate: (2 * n ** 3) / (t.ms / 1000) / 1e9,
+      unit: 'GFLOP/s',
+    });
   } finally {
     tf.dispose([a, b]);
   }
   const x = tf.randomUniform([streamFloats], -1, 1, 'float32', 1);
   try {
     const t = await tfjsTime(reps, () => tf.mul(x, 2));
-    rows.push({ name: 'stream, tfjs x * 2', shape: `${streamFloats}`, ...t, rate: (2 * streamFloats * 4) / (t.ms / 1000) / 1e9, unit: 'GB/s' });
+    rows.push({
+      name: 'stream, tfjs x * 2',
+      shape: `${streamFloats}`,
+      ...t,
+      rate: (2 * streamFloats * 4) / (t.ms / 1000) / 1e9,
+      unit: 'GB/s',
+    });
   } finally {
     x.dispose();
   }
   const mm = rows.filter((r) => r.unit === 'GFLOP/s');
-  return { rows, matmulGflops: Math.max(...mm.map((r) => r.rate)), streamGBps: rows.find((r) => r.unit === 'GB/s')!.rate };
+  return {
+    rows,
+    matmulGflops: Math.max(...mm.map((r) => r.rate)),
+    streamGBps: rows.find((r) => r.unit === 'GB/s')!.rate,
+  };
 }
 
 export const ROOFLINE_HEADER = ['roofline', 'shape', 'ms', 'clock', 'rate', 'unit'];
-export const rooflineRows = (r: Roofline): (string | number)[][] => r.rows.map((x) => [x.name, x.shape, x.ms, x.clock, x.rate, x.unit]);
+export const rooflineRows = (r: Roofline): (string | number)[][] =>
+  r.rows.map((x) => [x.name, x.shape, x.ms, x.clock, x.rate, x.unit]);

@@ -36,22 +36,40 @@ export interface StepProfileCase {
  * The benchmarks' GRPO step s: case c's group size and new tokens at temperature 1, GRPO advantages,
  * PPO's clipped loss, a reward of 1 for an even first response token (cheap, and it varies).
  */
-export function benchGrpoStep(model: LlamaModel, lora: LoraSet, optimizer: AdamW, prompts: number[][], c: StepProfileCase): (s: number) => ReturnType<typeof rlStep> {
+export function benchGrpoStep(
+  model: LlamaModel,
+  lora: LoraSet,
+  optimizer: AdamW,
+  prompts: number[][],
+  c: StepProfileCase,
+): (s: number) => ReturnType<typeof rlStep> {
   return (s) =>
-    rlStep({ learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) }, prompts, s, {
-      groupSize: c.groupSize,
-      maxNewTokens: c.newTokens,
-      temperature: 1,
-      advantage: 'grpo',
-      trainer: { policyLoss: 'ppo' },
-    });
+    rlStep(
+      { learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) },
+      prompts,
+      s,
+      {
+        groupSize: c.groupSize,
+        maxNewTokens: c.newTokens,
+        temperature: 1,
+        advantage: 'grpo',
+        trainer: { policyLoss: 'ppo' },
+      },
+    );
 }
 
 /** One GRPO step (PPO loss, LoRA on every projection) after a warm-up step, profiled. */
 export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Promise<StepProfile> {
   const V = model.config.vocabSize;
-  const prompts = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: c.promptLen }, (_, t) => (3 + 7 * t + 11 * b) % V));
-  const lora = attachLora(model, { r: c.rank, alpha: 2 * c.rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+  const prompts = Array.from({ length: c.prompts }, (_, b) =>
+    Array.from({ length: c.promptLen }, (_, t) => (3 + 7 * t + 11 * b) % V),
+  );
+  const lora = attachLora(model, {
+    r: c.rank,
+    alpha: 2 * c.rank,
+    targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'],
+    seed: 1,
+  });
   const optimizer = new AdamW({ lr: 1e-3 });
   const step = benchGrpoStep(model, lora, optimizer, prompts, c);
   try {
@@ -99,8 +117,18 @@ export async function profileGrpoStep(model: LlamaModel, c: StepProfileCase): Pr
  * `rank` on every projection, on one path, as learnStep runs it: WebGPU work per update, averaged
  * over `reps` updates after two warm-up ones, each waited for on the GPU. Needs the webgpu backend.
  */
-export async function profileOptimizerUpdate(model: LlamaModel, rank: number, path: OptimizerPath, reps = 5): Promise<GpuCounts & { params: number }> {
-  const lora = attachLora(model, { r: rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 1 });
+export async function profileOptimizerUpdate(
+  model: LlamaModel,
+  rank: number,
+  path: OptimizerPath,
+  reps = 5,
+): Promise<GpuCounts & { params: number }> {
+  const lora = attachLora(model, {
+    r: rank,
+    alpha: 2 * rank,
+    targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'],
+    seed: 1,
+  });
   const optimizer = new AdamW({ lr: 1e-3 });
   const vars: Record<string, tf.Variable> = {};
   for (const v of lora.variables()) vars[v.name] = v;
@@ -128,8 +156,14 @@ export async function profileOptimizerUpdate(model: LlamaModel, rank: number, pa
     });
     const per = (x: number) => x / reps;
     return {
-      ms: per(counts.ms), dispatches: per(counts.dispatches), submits: per(counts.submits), buffersCreated: per(counts.buffersCreated),
-      bytesCreated: per(counts.bytesCreated), readbacks: per(counts.readbacks), readbackWaitMs: per(counts.readbackWaitMs), hostMs: per(counts.hostMs),
+      ms: per(counts.ms),
+      dispatches: per(counts.dispatches),
+      submits: per(counts.submits),
+      buffersCreated: per(counts.buffersCreated),
+      bytesCreated: per(counts.bytesCreated),
+      readbacks: per(counts.readbacks),
+      readbackWaitMs: per(counts.readbackWaitMs),
+      hostMs: per(counts.hostMs),
       params: lora.variables().reduce((n, v) => n + v.size, 0),
     };
   } finally {

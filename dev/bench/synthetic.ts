@@ -49,8 +49,13 @@ export function syntheticWeights(configJson: Record<string, unknown>, seed = 1, 
     add(n.inputNorm, [H], 1);
     add(n.postNorm, [H], 1);
     const out: Record<'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down', [number, number]> = {
-      q: [q, H], k: [kv, H], v: [kv, H], o: [H, q],
-      gate: [cfg.intermediateSize, H], up: [cfg.intermediateSize, H], down: [H, cfg.intermediateSize],
+      q: [q, H],
+      k: [kv, H],
+      v: [kv, H],
+      o: [H, q],
+      gate: [cfg.intermediateSize, H],
+      up: [cfg.intermediateSize, H],
+      down: [H, cfg.intermediateSize],
     };
     for (const [proj, shape] of Object.entries(out) as [keyof typeof out, [number, number]][]) {
       add(`${n[proj]}.weight`, shape);
@@ -62,7 +67,11 @@ export function syntheticWeights(configJson: Record<string, unknown>, seed = 1, 
   return writeSafetensors(tensors);
 }
 
-export async function syntheticModel(configJson: Record<string, unknown>, seed = 1, opts: LoadOptions = {}): Promise<LlamaModel> {
+export async function syntheticModel(
+  configJson: Record<string, unknown>,
+  seed = 1,
+  opts: LoadOptions = {},
+): Promise<LlamaModel> {
   const weights = syntheticWeights(configJson, seed);
   return loadModel(
     mapSource({ 'config.json': JSON.stringify(configJson), 'model.safetensors': weights }, { label: 'synthetic' }),

@@ -3,9 +3,15 @@ import { formatNumber, formatTable } from './table';
 
 describe('CLI tables', () => {
   it('aligns a header, a rule and rows', () => {
-    expect(formatTable(['op', 'ms'], [['a', 1.5], ['long name', 1234.4]])).toBe(
-      ['op           ms', '---------  ----', 'a          1.50', 'long name  1234'].join('\n'),
-    );
+    expect(
+      formatTable(
+        ['op', 'ms'],
+        [
+          ['a', 1.5],
+          ['long name', 1234.4],
+        ],
+      ),
+    ).toBe(['op           ms', '---------  ----', 'a          1.50', 'long name  1234'].join('\n'));
   });
   it('keeps three significant figures below one', () => {
     expect(formatNumber(0.012345)).toBe('0.0123');

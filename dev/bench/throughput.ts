@@ -29,7 +29,9 @@ export function median(xs: number[]): number {
 
 function prompts(model: LlamaModel, c: ThroughputCase): number[][] {
   const V = model.config.vocabSize;
-  return Array.from({ length: c.batch }, (_, b) => Array.from({ length: c.promptLen }, (_, t) => (7 + 31 * t + 101 * b) % V));
+  return Array.from({ length: c.batch }, (_, b) =>
+    Array.from({ length: c.promptLen }, (_, t) => (7 + 31 * t + 101 * b) % V),
+  );
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {

@@ -14,9 +14,14 @@ async function main(): Promise<void> {
   const dist = process.argv[2] ?? 'dist';
   const steps = Number(process.argv[3] ?? 24);
   if (!existsSync(`${dist}/index.html`)) throw new Error(`${dist}/index.html is missing: run \`npx vite build\` first`);
-  if (!Number.isInteger(steps) || steps < 1) throw new Error(`steps must be a positive integer, got ${process.argv[3]}`);
+  if (!Number.isInteger(steps) || steps < 1)
+    throw new Error(`steps must be a positive integer, got ${process.argv[3]}`);
   mkdirSync(OUT, { recursive: true });
-  const server = await preview({ build: { outDir: dist }, preview: { host: '127.0.0.1', port: 4183, strictPort: false }, logLevel: 'warn' });
+  const server = await preview({
+    build: { outDir: dist },
+    preview: { host: '127.0.0.1', port: 4183, strictPort: false },
+    logLevel: 'warn',
+  });
   const url = server.resolvedUrls?.local[0]?.replace('127.0.0.1', 'localhost');
   if (!url) throw new Error('vite preview did not report a local URL');
   const browser = await launchChromium();
@@ -24,17 +29,27 @@ async function main(): Promise<void> {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
     await page.goto(`${url}?backend=wasm`);
     await page.waitForSelector('[data-testid="guided-demo"], [data-testid="teaching-toggle"]', { timeout: 90_000 });
-    if ((await page.getAttribute('[data-testid="teaching-toggle"]', 'aria-pressed')) !== 'true') await page.click('[data-testid="teaching-toggle"]');
+    if ((await page.getAttribute('[data-testid="teaching-toggle"]', 'aria-pressed')) !== 'true')
+      await page.click('[data-testid="teaching-toggle"]');
     await page.waitForSelector('[data-testid="guided-demo"]:not([disabled])', { timeout: 90_000 });
     await page.click('[data-testid="guided-demo"]');
-    const atStep = (n: number) => page.waitForFunction((k) => Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= k, n, { timeout: 300_000, polling: 200 });
+    const atStep = (n: number) =>
+      page.waitForFunction(
+        (k) => Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= k,
+        n,
+        { timeout: 300_000, polling: 200 },
+      );
     // Pin an early rollout: its prompt comes back every few steps (the demo's goal pool is small),
     // so the entropy matrix fills with its history.
     await atStep(1);
     await page.locator('[data-testid="sample"]').first().locator('[data-testid="pin"]').click();
     await atStep(steps);
     await page.click('[data-testid="run-pause"]');
-    await page.waitForFunction(() => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-stepping') === 'false', undefined, { timeout: 120_000 });
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-stepping') === 'false',
+      undefined,
+      { timeout: 120_000 },
+    );
     await page.locator('[data-testid="panel-teaching"]').screenshot({ path: `${OUT}/teaching.png` });
     await page.locator('[data-testid="panel-setup"]').screenshot({ path: `${OUT}/setup.png` });
     await page.locator('[data-testid="panel-charts"]').screenshot({ path: `${OUT}/charts.png` });

@@ -18,7 +18,8 @@ describe('Markdown links resolve inside the repository', () => {
 // The checker itself: it must see a broken link, or the test above proves nothing.
 describe('the link checker', () => {
   it('finds links and images, and skips code and external links', () => {
-    const text = '[a](docs/x.md) ![i](img.png "t") `[c](code.md)` [w](https://x.org)\n```\n[f](fenced.md)\n```\n[r]: ref.md\n';
+    const text =
+      '[a](docs/x.md) ![i](img.png "t") `[c](code.md)` [w](https://x.org)\n```\n[f](fenced.md)\n```\n[r]: ref.md\n';
     expect(linkTargets(text)).toEqual(['docs/x.md', 'img.png', 'https://x.org', 'ref.md']);
   });
   it('names GitHub heading anchors', () => {
@@ -26,7 +27,8 @@ describe('the link checker', () => {
     expect([...a]).toEqual(['sparring', 'scale-out-verl-and-trl', 'tests', 'tests-1', 'npm-test-all']);
   });
   it('reports a missing file, a missing anchor and a path out of the repository', () => {
-    const text = '# Top\n[ok](README.md) [self](#top) [gone](docs/nowhere.md) [bad](#bottom) [up](../outside/notes.md) [h](README.md#no-such-heading)';
+    const text =
+      '# Top\n[ok](README.md) [self](#top) [gone](docs/nowhere.md) [bad](#bottom) [up](../outside/notes.md) [h](README.md#no-such-heading)';
     expect(brokenLinks('x.md', text)).toEqual([
       'x.md: docs/nowhere.md (no such file or folder: docs/nowhere.md)',
       'x.md: #bottom (no heading #bottom in x.md)',

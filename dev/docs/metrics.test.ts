@@ -9,7 +9,17 @@ describe('docs/reference/metrics.md', () => {
     page
       .split('\n')
       .filter((l) => l.startsWith('| `'))
-      .map((l) => l.split('|').slice(1, -1).map((c) => c.trim().replace(/ \(seconds\)$/, '').replace(/^`|`$/g, '')))
+      .map((l) =>
+        l
+          .split('|')
+          .slice(1, -1)
+          .map((c) =>
+            c
+              .trim()
+              .replace(/ \(seconds\)$/, '')
+              .replace(/^`|`$/g, ''),
+          ),
+      )
       .map(([lab, verl, trl]) => [lab!, { verl: verl ?? '', trl: trl ?? '' }]),
   );
   for (const a of METRIC_ALIASES) {

@@ -2,7 +2,13 @@
 // switches the browser tests and `npm run bench` drive (dev/harness/harness.worker.ts). The lab
 // never loads it; the harness page (dev/harness/index.html) puts it on window.sparring.
 import type * as Comlink from 'comlink';
-import type { AttentionCaseSpec, BlockCaseSpec, NormCaseSpec, SamplingOptions, SubgroupStatus } from '../../src/engine/index';
+import type {
+  AttentionCaseSpec,
+  BlockCaseSpec,
+  NormCaseSpec,
+  SamplingOptions,
+  SubgroupStatus,
+} from '../../src/engine/index';
 import type { Roofline } from '../bench/roofline';
 import type { GenerateOptions, GenerateResult } from '../../src/model/generate';
 import type { DecodePath } from '../../src/model/planned/decode';
@@ -104,7 +110,10 @@ export interface HarnessApi extends EngineApi {
   /** Sets a tfjs environment flag in the worker (e.g. WEBGPU_MATMUL_PROGRAM_TYPE), for tuning. */
   setTfjsFlag(name: string, value: number | boolean | string): Promise<void>;
   /** tf.profile of one decode step after a prefill of `ids`: kernel names, counts and ms. */
-  profileDecodeStep(name: string, ids: number[]): Promise<{ wallMs: number; kernels: { name: string; count: number; ms: number }[] }>;
+  profileDecodeStep(
+    name: string,
+    ids: number[],
+  ): Promise<{ wallMs: number; kernels: { name: string; count: number; ms: number }[] }>;
   /** Builds a random-weight model with a real model's shapes ('smollm2-135m'). */
   loadSyntheticModel(name: string, shape: 'smollm2-135m'): Promise<ModelInfo>;
   benchKernels(reps: number): Promise<KernelBenchRow[]>;
@@ -140,13 +149,24 @@ export interface HarnessApi extends EngineApi {
   /** Allow or forbid the subgroup kernel variants; returns the device's layout and whether they are now used. */
   setSubgroups(enabled: boolean): Promise<SubgroupStatus>;
   /** Sample ids from seeded logits (logitsSeed) with the given options, on the active backend. */
-  sampleCheck(rows: number, vocab: number, logitsSeed: number, options: SamplingOptions): Promise<{ backend: string; ids: number[] }>;
+  sampleCheck(
+    rows: number,
+    vocab: number,
+    logitsSeed: number,
+    options: SamplingOptions,
+  ): Promise<{ backend: string; ids: number[] }>;
   /** One decode step of GQA attention on seeded inputs (decodeAttentionReference.ts), on the active backend. */
   attentionCheck(c: AttentionCaseSpec): Promise<{ backend: string; path: 'wgsl' | 'stock'; out: number[] }>;
   /** SwiGLU gate (forward, gradients) and KV-cache write on seeded inputs (fusedBlockReference.ts), on the active backend. */
-  fusedBlockCheck(c: BlockCaseSpec): Promise<{ backend: string; y: number[]; dg: number[]; du: number[]; kv: number[] }>;
+  fusedBlockCheck(
+    c: BlockCaseSpec,
+  ): Promise<{ backend: string; y: number[]; dg: number[]; du: number[]; kv: number[] }>;
   /** RMSNorm and RoPE forward and gradients on seeded inputs (fusedNormReference.ts), on the active backend. */
-  fusedNormCheck(c: NormCaseSpec): Promise<{ backend: string; rms: { y: number[]; dx: number[]; dw: number[] }; rope: { y: number[]; dx: number[] } }>;
+  fusedNormCheck(c: NormCaseSpec): Promise<{
+    backend: string;
+    rms: { y: number[]; dx: number[]; dw: number[] };
+    rope: { y: number[]; dx: number[] };
+  }>;
 }
 
 /** What a test reaches as window.sparring.engine on the harness page. */

@@ -2,7 +2,24 @@
 // checks, benchmarks and the A/B switches. Each switch is one line over the engine's setting.
 import * as Comlink from 'comlink';
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, subgroupStatus, tokenStats, tokenStatsReduceKey, sampleTokens, decodeAttention, decodeAttentionFused, attentionCaseData, rmsNorm, rope, NORM_EPS, normCaseData, swiglu, kvWrite, blockCaseData, setEngineOptions } from '../../src/engine/index';
+import {
+  customKernelsActive,
+  subgroupStatus,
+  tokenStats,
+  tokenStatsReduceKey,
+  sampleTokens,
+  decodeAttention,
+  decodeAttentionFused,
+  attentionCaseData,
+  rmsNorm,
+  rope,
+  NORM_EPS,
+  normCaseData,
+  swiglu,
+  kvWrite,
+  blockCaseData,
+  setEngineOptions,
+} from '../../src/engine/index';
 import { measureRoofline } from '../bench/roofline';
 import { requireInit } from '../../src/worker/engineApi';
 import { seededLogits, seededUpstream } from '../test/seededLogits';
@@ -13,7 +30,16 @@ import { benchGrpoStepPaths, benchLearnPaths, learnCheck } from '../bench/learnB
 import { benchKernels, benchWholeSteps, rlSmokeStep } from '../bench/kernelBench';
 import { learnGradCheck, learnRunCheck } from './learnGradCheck';
 import { learnCheckpointCheck } from './learnCheckpointCheck';
-import { benchNamedModel, namedModel, profileDecodeStep, loadNamedModel, loadSyntheticNamedModel, modelGenerate, modelLogits, unloadNamedModel } from './models';
+import {
+  benchNamedModel,
+  namedModel,
+  profileDecodeStep,
+  loadNamedModel,
+  loadSyntheticNamedModel,
+  modelGenerate,
+  modelLogits,
+  unloadNamedModel,
+} from './models';
 import type { HarnessApi, KernelCheck, KernelGradCheck } from './harnessApi';
 import type { EngineApi } from '../../src/contract/workerApi';
 
@@ -43,7 +69,18 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
       if (withRef) refLogp.push(values[r * cols + 2]);
     }
     const wgsl = customKernelsActive();
-    return { backend: tf.getBackend(), path: wgsl ? 'wgsl' : 'stock', reduce: wgsl ? tokenStatsReduceKey(vocab) : null, rows, vocab, seed, logp, entropy, ...(withRef ? { refLogp } : {}), ms };
+    return {
+      backend: tf.getBackend(),
+      path: wgsl ? 'wgsl' : 'stock',
+      reduce: wgsl ? tokenStatsReduceKey(vocab) : null,
+      rows,
+      vocab,
+      seed,
+      logp,
+      entropy,
+      ...(withRef ? { refLogp } : {}),
+      ms,
+    };
   },
 
   async attentionCheck(c) {
@@ -72,7 +109,13 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
     const [dg, du] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(swiglu(a, b), dy)))([g, u]);
     const kv = kvWrite(cache, fresh, c.start);
     const read = async (t: tf.Tensor) => Array.from(await t.data());
-    const out = { backend: tf.getBackend(), y: await read(y), dg: await read(dg), du: await read(du), kv: await read(kv) };
+    const out = {
+      backend: tf.getBackend(),
+      y: await read(y),
+      dg: await read(dg),
+      du: await read(du),
+      kv: await read(kv),
+    };
     tf.dispose([g, u, dy, cache, fresh, y, dg, du, kv]);
     return out;
   },
@@ -91,7 +134,9 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
     const sin = tf.tensor4d(d.sin, pos);
     const dq = tf.tensor4d(d.dq, shape);
     const y = rmsNorm(x, w, NORM_EPS);
-    const [gx, gw] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(rmsNorm(a, b as tf.Tensor1D, NORM_EPS), dy)))([x, w]);
+    const [gx, gw] = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
+      tf.sum(tf.mul(rmsNorm(a, b as tf.Tensor1D, NORM_EPS), dy)),
+    )([x, w]);
     const ry = rope(q, cos, sin);
     const rg = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(rope(a as tf.Tensor4D, cos, sin), dq)))(q);
     const out = {
@@ -113,7 +158,12 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
     const ids = tf.tensor1d(c.ids, 'int32');
     const up = seededUpstream(rows, seed);
     // With a reference, the upstream of its column is nonzero: it must not change d/d logits.
-    const dy = withRef ? tf.tensor2d(Array.from(up).flatMap((v, i) => (i % 2 === 1 ? [v, 0.9] : [v])), [rows, 3]) : tf.tensor2d(up, [rows, 2]);
+    const dy = withRef
+      ? tf.tensor2d(
+          Array.from(up).flatMap((v, i) => (i % 2 === 1 ? [v, 0.9] : [v])),
+          [rows, 3],
+        )
+      : tf.tensor2d(up, [rows, 2]);
     const ref = withRef ? tf.tensor2d(seededLogits(rows, vocab, seed + 1).logits, [rows, vocab]) : undefined;
     const logits = tf.tensor2d(c.logits, [rows, vocab]);
     const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids, ref), dy)))(logits);
@@ -136,7 +186,12 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
     setEngineOptions({ gemvVariant: c.gemv ?? null });
     const y = weight.matmul(xt);
     const dx = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(weight.matmul(v as tf.Tensor2D), dyt)))(xt);
-    const out = { backend: tf.getBackend(), y: Array.from(await y.data()), dx: Array.from(await dx.data()), blocks: weight.blocks.length };
+    const out = {
+      backend: tf.getBackend(),
+      y: Array.from(await y.data()),
+      dx: Array.from(await dx.data()),
+      blocks: weight.blocks.length,
+    };
     setEngineOptions({ gemvVariant: null });
     tf.dispose([xt, dyt, y, dx]);
     weight.dispose();
@@ -190,7 +245,8 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
   },
 
   async setDecodePath(path) {
-    if (path !== 'planned' && path !== 'tfjs') throw new Error(`decode path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
+    if (path !== 'planned' && path !== 'tfjs')
+      throw new Error(`decode path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
     setEngineOptions({ decodePath: path });
   },
 
@@ -207,7 +263,8 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
   },
 
   async learnCheck(name, path, c) {
-    if (path !== 'planned' && path !== 'tfjs') throw new Error(`learn path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
+    if (path !== 'planned' && path !== 'tfjs')
+      throw new Error(`learn path must be 'planned' or 'tfjs', got ${String(path).slice(0, 40)}`);
     return learnCheck(namedModel(name), path, c);
   },
 
@@ -228,8 +285,10 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
   },
 
   async benchRoofline(n, reps) {
-    if (!Number.isInteger(n) || n < 64 || n > 8192) throw new Error(`benchRoofline: n must be an integer in [64, 8192], got ${String(n).slice(0, 40)}`);
-    if (tf.getBackend() !== 'webgpu') throw new Error(`benchRoofline: needs the webgpu backend, the active one is ${tf.getBackend()}`);
+    if (!Number.isInteger(n) || n < 64 || n > 8192)
+      throw new Error(`benchRoofline: n must be an integer in [64, 8192], got ${String(n).slice(0, 40)}`);
+    if (tf.getBackend() !== 'webgpu')
+      throw new Error(`benchRoofline: needs the webgpu backend, the active one is ${tf.getBackend()}`);
     return measureRoofline(n, reps);
   },
 

@@ -30,7 +30,10 @@ export interface CheckpointCheckResult {
  * which takes step 2.
  */
 export async function learnCheckpointCheck(model: LlamaModel): Promise<CheckpointCheckResult> {
-  const PROMPTS = [[1, 5, 9, 13], [1, 40, 2, 7, 30]];
+  const PROMPTS = [
+    [1, 5, 9, 13],
+    [1, 40, 2, 7, 30],
+  ];
   const config: RlLoopConfig = {
     groupSize: 3,
     maxNewTokens: 4,
@@ -42,14 +45,22 @@ export async function learnCheckpointCheck(model: LlamaModel): Promise<Checkpoin
     trainer: { policyLoss: 'ppo', entropyCoeff: 0.01, kl: { estimator: 'k3', coef: 0.02 }, maxGradNorm: 0.5 },
   };
   const fresh = (seed: number): LoraRunParts => ({
-    recipe: 'learn-check', seed: 17, stepsDone: 0, config: { rank: 4 },
+    recipe: 'learn-check',
+    seed: 17,
+    stepsDone: 0,
+    config: { rank: 4 },
     lora: attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed }),
     optimizer: new AdamW({ lr: 5e-3, beta2: 0.95, weightDecay: 0.1 }),
   });
   const reward = ({ response }: { response: number[] }) => response.filter((t) => t % 3 === 0).length / response.length;
   const metrics: LearnMetrics[] = [];
   const step = async (run: LoraRunParts) => {
-    const rep = await rlStep({ learner: { model, lora: run.lora, optimizer: run.optimizer }, rewardFn: reward }, PROMPTS, run.stepsDone, config);
+    const rep = await rlStep(
+      { learner: { model, lora: run.lora, optimizer: run.optimizer }, rewardFn: reward },
+      PROMPTS,
+      run.stepsDone,
+      config,
+    );
     run.stepsDone++;
     metrics.push(rep.metrics);
   };
@@ -85,7 +96,14 @@ export async function learnCheckpointCheck(model: LlamaModel): Promise<Checkpoin
       c.stepsDone = saved.step;
       const restored = await weights(c);
       await step(c);
-      return { straight, resumed: await weights(c), restored, savedStep: saved.step, plannedMicroBatches: plannedMicroBatches() - n0, metrics };
+      return {
+        straight,
+        resumed: await weights(c),
+        restored,
+        savedStep: saved.step,
+        plannedMicroBatches: plannedMicroBatches() - n0,
+        metrics,
+      };
     } finally {
       dispose(c);
     }

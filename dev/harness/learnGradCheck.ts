@@ -96,7 +96,10 @@ export function drawnAdapters(model: LlamaModel, cfg: LoraConfig): LoraSet {
   const lora = attachLora(model, cfg);
   const rand = mulberry32(11);
   for (const a of lora.adapters) {
-    const b = tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2), a.B.shape as [number, number]);
+    const b = tf.tensor2d(
+      Float32Array.from({ length: a.B.size }, () => (rand() * 2 - 1) * 0.2),
+      a.B.shape as [number, number],
+    );
     a.B.assign(b);
     b.dispose();
   }
@@ -107,7 +110,10 @@ function drawnHead(model: LlamaModel): ValueHead {
   const H = model.config.hiddenSize;
   const head = new ValueHead(H);
   const rand = mulberry32(5);
-  const w = tf.tensor2d(Float32Array.from({ length: H }, () => rand() * 2 - 1), [H, 1]);
+  const w = tf.tensor2d(
+    Float32Array.from({ length: H }, () => rand() * 2 - 1),
+    [H, 1],
+  );
   head.w.assign(w);
   w.dispose();
   return head;
@@ -116,9 +122,16 @@ function drawnHead(model: LlamaModel): ValueHead {
 function toLearnBatch(b: GradCheckBatch): LearnBatch {
   const m = (x?: number[][]) => (x ? fromRows(x) : undefined);
   return {
-    prompts: b.prompts, responses: b.responses, mask: b.mask,
-    oldLogp: fromRows(b.oldLogp), advantages: fromRows(b.advantages),
-    refLogp: m(b.refLogp), lossMask: m(b.lossMask), regMask: m(b.regMask), values: m(b.values), returns: m(b.returns),
+    prompts: b.prompts,
+    responses: b.responses,
+    mask: b.mask,
+    oldLogp: fromRows(b.oldLogp),
+    advantages: fromRows(b.advantages),
+    refLogp: m(b.refLogp),
+    lossMask: m(b.lossMask),
+    regMask: m(b.regMask),
+    values: m(b.values),
+    returns: m(b.returns),
   };
 }
 
@@ -155,7 +168,12 @@ async function withPaths<T>(learn: LearnPath, fn: () => Promise<T>): Promise<T> 
 }
 
 /** One case on one path: learnStep's gradients at the case's seeded adapters. */
-async function onePath(model: LlamaModel, c: GradCheckCase, path: LearnPath, extra?: (lora: LoraSet, step: () => Promise<LearnMetrics>, firstBuffers: string[]) => Promise<void>): Promise<GradCheckPath & { params: NamedValues[] }> {
+async function onePath(
+  model: LlamaModel,
+  c: GradCheckCase,
+  path: LearnPath,
+  extra?: (lora: LoraSet, step: () => Promise<LearnMetrics>, firstBuffers: string[]) => Promise<void>,
+): Promise<GradCheckPath & { params: NamedValues[] }> {
   const lora = drawnAdapters(model, c.lora);
   const head = c.valueHead ? drawnHead(model) : undefined;
   const optimizer = new GradCapture({ lr: 1e-3 });
@@ -223,7 +241,10 @@ export interface LearnRunCase {
 }
 
 /** rlStep on the planned paths from fresh adapters: the mean reward per step and the planned micro-batches. */
-export async function learnRunCheck(model: LlamaModel, c: LearnRunCase): Promise<{ curve: number[]; plannedMicroBatches: number }> {
+export async function learnRunCheck(
+  model: LlamaModel,
+  c: LearnRunCase,
+): Promise<{ curve: number[]; plannedMicroBatches: number }> {
   const lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed: 7 });
   const valueHead = c.valueHead ? new ValueHead(model.config.hiddenSize) : undefined;
   const optimizer = new AdamW({ lr: c.lr, weightDecay: 0 });
@@ -233,7 +254,15 @@ export async function learnRunCheck(model: LlamaModel, c: LearnRunCase): Promise
   try {
     const curve: number[] = [];
     for (let step = 0; step < c.steps && !(curve[curve.length - 1] > 0.9); step++) {
-      const rep = await rlStep({ learner: { model, lora, optimizer, valueHead }, rewardFn: ({ response }) => (response[0] === c.target ? 1 : 0) }, c.prompts, step, c.config);
+      const rep = await rlStep(
+        {
+          learner: { model, lora, optimizer, valueHead },
+          rewardFn: ({ response }) => (response[0] === c.target ? 1 : 0),
+        },
+        c.prompts,
+        step,
+        c.config,
+      );
       curve.push(rep.metrics['reward/mean']);
     }
     return { curve, plannedMicroBatches: plannedMicroBatches() - n0 };

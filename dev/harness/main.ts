@@ -10,7 +10,10 @@ import { installRunHandle } from './runHandle';
 
 /** The engine store starts this worker instead of the lab's; the UI sees only EngineApi. */
 function startHarnessWorker(): EngineClient {
-  const worker = new Worker(new URL('./harness.worker.ts', import.meta.url), { type: 'module', name: 'sparring-harness' });
+  const worker = new Worker(new URL('./harness.worker.ts', import.meta.url), {
+    type: 'module',
+    name: 'sparring-harness',
+  });
   const api = Comlink.wrap<EngineApi>(worker);
   return {
     api,

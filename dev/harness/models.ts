@@ -48,7 +48,13 @@ function register(name: string, label: string, model: LlamaModel): ModelInfo {
 export async function loadNamedModel(name: string, ref: ModelRef, options: LoadModelOptions = {}): Promise<ModelInfo> {
   const source = sourceOf(ref);
   const q = options.quantize;
-  const quantize = !q ? undefined : q.bits === 16 ? f16Quantizer(name) : q.bits === 8 ? int8Quantizer({ groupSize: q.groupSize }) : int4Quantizer(q.groupSize);
+  const quantize = !q
+    ? undefined
+    : q.bits === 16
+      ? f16Quantizer(name)
+      : q.bits === 8
+        ? int8Quantizer({ groupSize: q.groupSize })
+        : int4Quantizer(q.groupSize);
   return register(name, source.label, await loadModel(source, { quantize }));
 }
 

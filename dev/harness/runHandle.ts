@@ -10,7 +10,11 @@ import { startRun } from '../../src/ui/controls/runActions';
 
 export interface RunHandle {
   append(report: StepReport): void;
-  summary(): { runs: { runId: string; source: string; hidden: boolean; reports: number }[]; activeRunId: string | null; version: number };
+  summary(): {
+    runs: { runId: string; source: string; hidden: boolean; reports: number }[];
+    activeRunId: string | null;
+    version: number;
+  };
   /** A run's metrics by step (NaN written as null), in step order. */
   metrics(runId: string): { step: number; metrics: Record<string, number | null> }[];
   /** The run's rollouts the store keeps (the latest, at most its sample cap). */
@@ -31,7 +35,12 @@ export function installRunHandle(): void {
     summary: () => {
       const s = useRunStore.getState();
       return {
-        runs: s.order.map((id) => ({ runId: id, source: s.runs[id].info.source, hidden: s.runs[id].info.hidden, reports: s.runs[id].info.reports })),
+        runs: s.order.map((id) => ({
+          runId: id,
+          source: s.runs[id].info.source,
+          hidden: s.runs[id].info.hidden,
+          reports: s.runs[id].info.reports,
+        })),
         activeRunId: s.activeRunId,
         version: s.version,
       };
@@ -48,7 +57,12 @@ export function installRunHandle(): void {
       }
       return [...steps].sort((a, b) => a[0] - b[0]).map(([step, metrics]) => ({ step, metrics }));
     },
-    samples: (runId) => useRunStore.getState().samples.filter((e) => e.runId === runId).map((e) => ({ step: e.step, sample: e.sample })),
-    start: (recipe, values, seed, maxSteps) => startRun({ recipe, values, seed: String(seed), maxSteps: String(maxSteps), atMax: 'stop' }),
+    samples: (runId) =>
+      useRunStore
+        .getState()
+        .samples.filter((e) => e.runId === runId)
+        .map((e) => ({ step: e.step, sample: e.sample })),
+    start: (recipe, values, seed, maxSteps) =>
+      startRun({ recipe, values, seed: String(seed), maxSteps: String(maxSteps), atMax: 'stop' }),
   };
 }

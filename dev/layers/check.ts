@@ -20,5 +20,9 @@ const code = [...files].filter((p) => p.startsWith('src/') && /\.(tsx?|mjs)$/.te
 const edges = code.flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8'), files));
 const violations = checkLayers(edges);
 for (const v of violations) console.log(`${v.from} -> ${v.to}: ${v.rule}`);
-console.log(violations.length ? `check:layers: ${violations.length} violation(s) in ${edges.length} imports of ${code.length} modules` : `check:layers: ok (${edges.length} imports of ${code.length} modules)`);
+console.log(
+  violations.length
+    ? `check:layers: ${violations.length} violation(s) in ${edges.length} imports of ${code.length} modules`
+    : `check:layers: ok (${edges.length} imports of ${code.length} modules)`,
+);
 process.exit(violations.length ? 1 : 0);

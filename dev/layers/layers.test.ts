@@ -56,26 +56,44 @@ describe('checkLayers', () => {
   });
 
   it('fails an upward import, type-only or not', () => {
-    expect(rules([edge('src/model/llama.ts', 'src/rl/advantages.ts')])).toEqual([expect.stringMatching(/^upward import: model is below rl/)]);
-    expect(rules([edge('src/engine/index.ts', 'src/model/llama.ts', true)])).toEqual([expect.stringMatching(/^upward import: engine is below model/)]);
+    expect(rules([edge('src/model/llama.ts', 'src/rl/advantages.ts')])).toEqual([
+      expect.stringMatching(/^upward import: model is below rl/),
+    ]);
+    expect(rules([edge('src/engine/index.ts', 'src/model/llama.ts', true)])).toEqual([
+      expect.stringMatching(/^upward import: engine is below model/),
+    ]);
   });
 
   it('keeps the page to contract/, store/ and the worker client', () => {
-    expect(rules([edge('src/ui/App.tsx', 'src/recipes/redteam/recipe.ts', true)])).toEqual(['ui/ imports only contract/, store/, ui/ and the worker client']);
-    expect(rules([edge('src/store/runStore.ts', 'src/worker/runs.ts')])).toEqual(['store/ imports only contract/, store/, ui/ and the worker client']);
+    expect(rules([edge('src/ui/App.tsx', 'src/recipes/redteam/recipe.ts', true)])).toEqual([
+      'ui/ imports only contract/, store/, ui/ and the worker client',
+    ]);
+    expect(rules([edge('src/store/runStore.ts', 'src/worker/runs.ts')])).toEqual([
+      'store/ imports only contract/, store/, ui/ and the worker client',
+    ]);
   });
 
   it('keeps contract/ free of the project, dev/ out of product code, and cli/ un-imported', () => {
-    expect(rules([edge('src/contract/report.ts', 'src/engine/index.ts')])).toEqual(['contract/ imports nothing of the project']);
-    expect(rules([edge('src/rl/advantages.ts', 'dev/test/mutate.ts')])).toEqual(['product code never imports dev/ or e2e/ (only *.test.ts may)']);
+    expect(rules([edge('src/contract/report.ts', 'src/engine/index.ts')])).toEqual([
+      'contract/ imports nothing of the project',
+    ]);
+    expect(rules([edge('src/rl/advantages.ts', 'dev/test/mutate.ts')])).toEqual([
+      'product code never imports dev/ or e2e/ (only *.test.ts may)',
+    ]);
     expect(rules([edge('src/rl/advantages.test.ts', 'dev/test/mutate.ts')])).toEqual([]);
     expect(rules([edge('src/worker/runs.ts', 'src/cli/lab.ts')])).toEqual(['nothing imports cli/ (entry points)']);
   });
 
   it('fails a cycle, type-only edges included', () => {
-    const loop = [edge('src/model/llama.ts', 'src/model/generate.ts', true), edge('src/model/generate.ts', 'src/model/decode.ts'), edge('src/model/decode.ts', 'src/model/llama.ts')];
+    const loop = [
+      edge('src/model/llama.ts', 'src/model/generate.ts', true),
+      edge('src/model/generate.ts', 'src/model/decode.ts'),
+      edge('src/model/decode.ts', 'src/model/llama.ts'),
+    ];
     expect(cycles(loop)).toEqual([['src/model/decode.ts', 'src/model/generate.ts', 'src/model/llama.ts']]);
-    expect(rules(loop)).toEqual([expect.stringMatching(/^import cycle among src\/model\/decode.ts, src\/model\/generate.ts/)]);
+    expect(rules(loop)).toEqual([
+      expect.stringMatching(/^import cycle among src\/model\/decode.ts, src\/model\/generate.ts/),
+    ]);
     expect(rules(loop.slice(0, 2))).toEqual([]);
   });
 });
@@ -85,7 +103,9 @@ describe('the source tree', () => {
   it('has no import against the layer rule', () => {
     const ROOT = join(import.meta.dirname, '../..');
     const walk = (dir: string): string[] =>
-      readdirSync(join(ROOT, dir)).flatMap((n) => (statSync(join(ROOT, dir, n)).isDirectory() ? walk(join(dir, n)) : [join(dir, n)]));
+      readdirSync(join(ROOT, dir)).flatMap((n) =>
+        statSync(join(ROOT, dir, n)).isDirectory() ? walk(join(dir, n)) : [join(dir, n)],
+      );
     const all = new Set(['src', 'dev', 'e2e'].flatMap(walk));
     const code = [...all].filter((p) => p.startsWith('src/') && /\.(tsx?|mjs)$/.test(p));
     const violations = checkLayers(code.flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8'), all)));

@@ -7,7 +7,19 @@
 import { dirname, join, normalize } from 'node:path';
 
 /** Top to bottom: a module may import its own layer, any layer below it, and contract/. */
-export const LAYERS = ['ui', 'store', 'worker', 'recipes', 'export', 'rl', 'judges', 'data', 'storage', 'model', 'engine'] as const;
+export const LAYERS = [
+  'ui',
+  'store',
+  'worker',
+  'recipes',
+  'export',
+  'rl',
+  'judges',
+  'data',
+  'storage',
+  'model',
+  'engine',
+] as const;
 
 /** Entry points a user runs: may import any product layer but the page's (ui, store). */
 const ENTRY = 'cli';
@@ -28,7 +40,8 @@ export interface Violation {
   rule: string;
 }
 
-const IMPORT = /(?:^|[\s;])(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|new\s+URL\(\s*['"](\.[^'"]+)['"]\s*,\s*import\.meta\.url/g;
+const IMPORT =
+  /(?:^|[\s;])(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|new\s+URL\(\s*['"](\.[^'"]+)['"]\s*,\s*import\.meta\.url/g;
 const EXTS = ['', '.ts', '.tsx', '.mjs', '.js', '/index.ts', '/index.tsx'];
 
 /** Relative imports of one source file, resolved against the set of known files (repo-relative paths). */
@@ -65,20 +78,30 @@ export function checkLayers(edges: Edge[]): Violation[] {
       continue;
     }
     if (a === b || isTest(from)) continue;
-    if (a === 'contract') { out.push({ from, to, rule: 'contract/ imports nothing of the project' }); continue; }
-    if (b === 'contract') continue;
-    if (PAGE.includes(a)) {
-      if (!PAGE.includes(b) && !PAGE_MAY_IMPORT.includes(to)) out.push({ from, to, rule: `${a}/ imports only contract/, store/, ui/ and the worker client` });
+    if (a === 'contract') {
+      out.push({ from, to, rule: 'contract/ imports nothing of the project' });
       continue;
     }
-    if (b === ENTRY) { out.push({ from, to, rule: 'nothing imports cli/ (entry points)' }); continue; }
+    if (b === 'contract') continue;
+    if (PAGE.includes(a)) {
+      if (!PAGE.includes(b) && !PAGE_MAY_IMPORT.includes(to))
+        out.push({ from, to, rule: `${a}/ imports only contract/, store/, ui/ and the worker client` });
+      continue;
+    }
+    if (b === ENTRY) {
+      out.push({ from, to, rule: 'nothing imports cli/ (entry points)' });
+      continue;
+    }
     if (a === ENTRY) {
       if (PAGE.includes(b)) out.push({ from, to, rule: 'cli/ does not import the page (ui/, store/)' });
       continue;
     }
     const ia = LAYERS.indexOf(a as (typeof LAYERS)[number]);
     const ib = LAYERS.indexOf(b as (typeof LAYERS)[number]);
-    if (ia < 0 || ib < 0) { out.push({ from, to, rule: `unknown layer (${ia < 0 ? a : b}): add it to LAYERS in dev/layers/layers.ts` }); continue; }
+    if (ia < 0 || ib < 0) {
+      out.push({ from, to, rule: `unknown layer (${ia < 0 ? a : b}): add it to LAYERS in dev/layers/layers.ts` });
+      continue;
+    }
     if (ib < ia) out.push({ from, to, rule: `upward import: ${a} is below ${b} (${LAYERS.join(' > ')})` });
   }
   for (const cycle of cycles(edges.filter((e) => e.from.startsWith('src/') && e.to.startsWith('src/')))) {
@@ -103,13 +126,19 @@ export function cycles(edges: Edge[]): string[][] {
     stack.push(v);
     on.add(v);
     for (const w of next.get(v) ?? []) {
-      if (!index.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)); }
-      else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
     }
     if (low.get(v) === index.get(v)) {
       const scc: string[] = [];
       let w: string;
-      do { w = stack.pop()!; on.delete(w); scc.push(w); } while (w !== v);
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        scc.push(w);
+      } while (w !== v);
       if (scc.length > 1) found.push(scc.sort());
     }
   };

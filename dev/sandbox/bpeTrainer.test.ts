@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { CHATML_TEMPLATE, ChatTemplate, applyChatTemplate } from '../../src/model/chat';
 import { createTokenizer } from '../../src/model/tokenizer';
-import { bpeTokenizerConfig, bpeTokenizerJson, byteLevelWords, SANDBOX_CHAT_TEMPLATE, SANDBOX_SPECIAL_TOKENS, trainBpe } from './bpeTrainer';
+import {
+  bpeTokenizerConfig,
+  bpeTokenizerJson,
+  byteLevelWords,
+  SANDBOX_CHAT_TEMPLATE,
+  SANDBOX_SPECIAL_TOKENS,
+  trainBpe,
+} from './bpeTrainer';
 import { sandboxCorpus } from '../../src/data/sandbox/datasets';
 import { mulberry32 } from '../../src/model/random';
 
@@ -60,7 +67,19 @@ describe('trainBpe', () => {
 
   it('pre-tokenises like Digits(individual) then ByteLevel: every digit alone', () => {
     expect(byteLevelWords('What is 17 + 5?')).toEqual(['What', 'Ġis', 'Ġ', '1', '7', 'Ġ+', 'Ġ', '5', '?']);
-    expect(byteLevelWords('[PAYLOAD:S14:step-2]')).toEqual(['[', 'PAYLOAD', ':', 'S', '1', '4', ':', 'step', '-', '2', ']']);
+    expect(byteLevelWords('[PAYLOAD:S14:step-2]')).toEqual([
+      '[',
+      'PAYLOAD',
+      ':',
+      'S',
+      '1',
+      '4',
+      ':',
+      'step',
+      '-',
+      '2',
+      ']',
+    ]);
   });
 });
 
@@ -117,9 +136,17 @@ describe('the trained tokenizer through src/model/tokenizer.ts', () => {
   });
 
   it('writes the Hugging Face tokenizer.json layout', () => {
-    const j = bpeTokenizerJson(model) as { model: { type: string; merges: string[] }; pre_tokenizer: unknown; decoder: { type: string }; added_tokens: unknown[] };
+    const j = bpeTokenizerJson(model) as {
+      model: { type: string; merges: string[] };
+      pre_tokenizer: unknown;
+      decoder: { type: string };
+      added_tokens: unknown[];
+    };
     expect(j.model.type).toBe('BPE');
-    expect(j.pre_tokenizer).toMatchObject({ type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, { type: 'ByteLevel' }] });
+    expect(j.pre_tokenizer).toMatchObject({
+      type: 'Sequence',
+      pretokenizers: [{ type: 'Digits', individual_digits: true }, { type: 'ByteLevel' }],
+    });
     expect(j.decoder.type).toBe('ByteLevel');
     expect(j.added_tokens).toHaveLength(3);
     expect(j.model.merges[0]).toMatch(/^\S+ \S+$/);

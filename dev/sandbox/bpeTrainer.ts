@@ -207,7 +207,14 @@ export function bpeTokenizerConfig(model: BpeModel, opts: TokenizerConfigOptions
   };
   const decoder: Record<string, unknown> = {};
   for (const t of model.specialTokens) {
-    decoder[String(model.vocab.get(t))] = { content: t, lstrip: false, normalized: false, rstrip: false, single_word: false, special: true };
+    decoder[String(model.vocab.get(t))] = {
+      content: t,
+      lstrip: false,
+      normalized: false,
+      rstrip: false,
+      single_word: false,
+      special: true,
+    };
   }
   return {
     add_prefix_space: false,

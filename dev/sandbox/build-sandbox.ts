@@ -43,19 +43,32 @@ function int(args: Map<string, string | true>, key: string): number | undefined 
   const v = args.get(key);
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`build-sandbox: --${key} must be a positive integer, got ${String(v)}`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new Error(`build-sandbox: --${key} must be a positive integer, got ${String(v)}`);
   return n;
 }
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const known = new Set(['out', 'seed', 'quick', 'only', 'steps', 'batch', 'backend', 'bf16', 'batching', ...SANDBOX_MODELS.map((m) => `${m}-steps`)]);
+  const known = new Set([
+    'out',
+    'seed',
+    'quick',
+    'only',
+    'steps',
+    'batch',
+    'backend',
+    'bf16',
+    'batching',
+    ...SANDBOX_MODELS.map((m) => `${m}-steps`),
+  ]);
   for (const k of args.keys()) if (!known.has(k)) throw new Error(`build-sandbox: unknown flag --${k}`);
   const quick = args.has('quick');
   const out = String(args.get('out') ?? 'public/models');
   const seed = args.has('seed') ? Number(args.get('seed')) : 2024;
   const only = args.has('only') ? (String(args.get('only')).split(',') as SandboxModelName[]) : SANDBOX_MODELS;
-  for (const m of only) if (!SANDBOX_MODELS.includes(m)) throw new Error(`build-sandbox: --only names unknown model ${m}`);
+  for (const m of only)
+    if (!SANDBOX_MODELS.includes(m)) throw new Error(`build-sandbox: --only names unknown model ${m}`);
   const base = quick ? QUICK_BUDGETS : DEFAULT_BUDGETS;
   const batching = args.get('batching');
   if (batching !== undefined && batching !== 'length' && batching !== 'prompt') {
@@ -100,7 +113,9 @@ async function main(): Promise<void> {
         `${((m.result.ms + (m.drill?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${m.result.firstLoss.toFixed(3)} -> ${m.result.lastLoss.toFixed(3)}`,
     );
   }
-  console.log(`\nwrote ${result.models.length} folders to ${out} (${(total / 1e6).toFixed(2)} MB), total ${(result.ms / 1000).toFixed(1)} s`);
+  console.log(
+    `\nwrote ${result.models.length} folders to ${out} (${(total / 1e6).toFixed(2)} MB), total ${(result.ms / 1000).toFixed(1)} s`,
+  );
 }
 
 main().catch((e: unknown) => {

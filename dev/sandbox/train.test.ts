@@ -35,7 +35,10 @@ describe('training examples', () => {
     const ex = defenderSft(40, 5).find((e) => e.messages.length === 6)!;
     const enc = encodeChatSft(tok, ex.messages);
     const targets = enc.ids.filter((_, i) => enc.target[i] === 1);
-    const want = ex.messages.filter((m) => m.role === 'assistant').map((m) => `${m.content}<|im_end|>`).join('');
+    const want = ex.messages
+      .filter((m) => m.role === 'assistant')
+      .map((m) => `${m.content}<|im_end|>`)
+      .join('');
     expect(tok.decode(targets)).toBe(want);
     expect(enc.target[0]).toBe(0);
   });
@@ -58,7 +61,10 @@ describe('makeBatches', () => {
   // label 0 (even index) and a 5-token one for label 1 (odd), as CORRECT / INCORRECT differ.
   const examples = Array.from({ length: 512 }, (_, i) => {
     const reply = i % 2 === 0 ? 3 : 5;
-    return { ids: Array.from({ length: 10 + reply }, (_, j) => (j === 0 ? i : 7)), target: Uint8Array.from({ length: 10 + reply }, (_, j) => (j >= 10 ? 1 : 0)) };
+    return {
+      ids: Array.from({ length: 10 + reply }, (_, j) => (j === 0 ? i : 7)),
+      target: Uint8Array.from({ length: 10 + reply }, (_, j) => (j >= 10 ? 1 : 0)),
+    };
   });
   const labelOnes = (b: { ids: number[] }[]) => b.filter((e) => e.ids[0] % 2 === 1).length;
 
@@ -79,9 +85,13 @@ describe('makeBatches', () => {
     // prompts of 4..7 tokens (i % 4 + 4), replies of 12 - prompt tokens: every whole length is 12
     const mixed = Array.from({ length: 64 }, (_, i) => {
       const p = (i % 4) + 4;
-      return { ids: Array.from({ length: 12 }, () => i), target: Uint8Array.from({ length: 12 }, (_, j) => (j >= p ? 1 : 0)) };
+      return {
+        ids: Array.from({ length: 12 }, () => i),
+        target: Uint8Array.from({ length: 12 }, (_, j) => (j >= p ? 1 : 0)),
+      };
     });
-    for (const b of makeBatches(mixed, 16, mulberry32(2), 'prompt')) expect(new Set(b.map((e) => e.ids[0] % 4)).size).toBe(1);
+    for (const b of makeBatches(mixed, 16, mulberry32(2), 'prompt'))
+      expect(new Set(b.map((e) => e.ids[0] % 4)).size).toBe(1);
   });
 });
 
@@ -96,7 +106,13 @@ describe('buildSandboxModels (quick budget)', () => {
   });
 
   it('is deterministic for a seed', async () => {
-    const opts = { seed: 9, spec: QUICK_SPEC, budgets: QUICK_BUDGETS, only: ['attacker'] as const, tokenizerCorpus: 300 };
+    const opts = {
+      seed: 9,
+      spec: QUICK_SPEC,
+      budgets: QUICK_BUDGETS,
+      only: ['attacker'] as const,
+      tokenizerCorpus: 300,
+    };
     const a = await buildSandboxModels(opts);
     const b = await buildSandboxModels(opts);
     expect(a.models[0].files.get('model.safetensors')).toEqual(b.models[0].files.get('model.safetensors'));
@@ -104,7 +120,7 @@ describe('buildSandboxModels (quick budget)', () => {
     expect(a.models[0].reloadMaxDiff).toBeLessThan(1e-3);
   });
 
-  it('qa trains its drill phase first; drills are the qa model\'s only', async () => {
+  it("qa trains its drill phase first; drills are the qa model's only", async () => {
     const opts = { seed: 9, spec: QUICK_SPEC, only: ['qa'] as const, tokenizerCorpus: 300 };
     const withDrills = await buildSandboxModels({ ...opts, budgets: QUICK_BUDGETS });
     const without = await buildSandboxModels({ ...opts, budgets: { qa: { ...QUICK_BUDGETS.qa, drillSteps: 0 } } });
@@ -112,26 +128,38 @@ describe('buildSandboxModels (quick budget)', () => {
     expect(without.models[0].drill).toBeUndefined();
     expect(withDrills.models[0].result.steps).toBe(QUICK_BUDGETS.qa.steps);
     // Same init, same main data and order: only the drill steps make the weights differ.
-    expect(withDrills.models[0].files.get('model.safetensors')).not.toEqual(without.models[0].files.get('model.safetensors'));
-    await expect(buildSandboxModels({ ...opts, only: ['judge'], budgets: { judge: { ...QUICK_BUDGETS.judge, drillSteps: 2 } } })).rejects.toThrow(/only the qa model has drills, not judge/);
+    expect(withDrills.models[0].files.get('model.safetensors')).not.toEqual(
+      without.models[0].files.get('model.safetensors'),
+    );
+    await expect(
+      buildSandboxModels({ ...opts, only: ['judge'], budgets: { judge: { ...QUICK_BUDGETS.judge, drillSteps: 2 } } }),
+    ).rejects.toThrow(/only the qa model has drills, not judge/);
   });
 
   it('npm run build:sandbox -- --quick writes four loadable HF folders (temp dir)', async () => {
     const out = mkdtempSync(join(tmpdir(), 'sandbox-build-'));
     try {
       const t0 = Date.now();
-      const log = execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'dev/sandbox/build-sandbox.ts', '--quick', '--out', out], {
-        encoding: 'utf8',
-        timeout: 60_000,
-      });
+      const log = execFileSync(
+        join('node_modules', '.bin', 'tsx'),
+        ['--import', './src/cli/node/wgsl-register.mjs', 'dev/sandbox/build-sandbox.ts', '--quick', '--out', out],
+        {
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
       expect(Date.now() - t0).toBeLessThan(50_000); // a few seconds alone; 32 s measured with three builds sharing 2 cores
       expect(log).toMatch(/wrote 4 folders/);
       for (const name of ['defender', 'attacker', 'judge', 'qa']) {
         const dir = join(out, name);
-        for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) expect(existsSync(join(dir, f))).toBe(true);
+        for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors'])
+          expect(existsSync(join(dir, f))).toBe(true);
         const src = folderSource(dir);
         const model = await loadModel(src);
-        const t = await loadTokenizer({ ...src, getJson: async (n: string) => JSON.parse(await src.getText(n)) } as never);
+        const t = await loadTokenizer({
+          ...src,
+          getJson: async (n: string) => JSON.parse(await src.getText(n)),
+        } as never);
         expect(model.config.vocabSize).toBe(t.vocabSize);
         expect(model.config.tieWordEmbeddings).toBe(true);
         const logits = forward(model, [t.encode('What is 7 + 5?')]);
@@ -148,11 +176,24 @@ describe('buildSandboxModels (quick budget)', () => {
 
   it('npm run build:sandbox rejects an unknown --batching before training', () => {
     const run = () =>
-      execFileSync(join('node_modules', '.bin', 'tsx'), ['--import', './src/cli/node/wgsl-register.mjs', 'dev/sandbox/build-sandbox.ts', '--quick', '--batching', 'random', '--out', '/nonexistent'], {
-        encoding: 'utf8',
-        stdio: 'pipe',
-        timeout: 60_000,
-      });
+      execFileSync(
+        join('node_modules', '.bin', 'tsx'),
+        [
+          '--import',
+          './src/cli/node/wgsl-register.mjs',
+          'dev/sandbox/build-sandbox.ts',
+          '--quick',
+          '--batching',
+          'random',
+          '--out',
+          '/nonexistent',
+        ],
+        {
+          encoding: 'utf8',
+          stdio: 'pipe',
+          timeout: 60_000,
+        },
+      );
     expect(run).toThrow(/--batching must be length or prompt, got random/);
   });
 });

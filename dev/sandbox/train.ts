@@ -24,14 +24,15 @@ import { writeSafetensors, type TensorToWrite } from '../../src/model/safetensor
 import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer';
 import { AdamW, clipByGlobalNorm } from '../../src/rl/optim';
 import type { ChatTurn, PromptInput } from '../../src/contract/chat';
+import { bpeTokenizerConfig, bpeTokenizerJson, SANDBOX_CHAT_TEMPLATE, trainBpe, type BpeModel } from './bpeTrainer';
 import {
-  bpeTokenizerConfig,
-  bpeTokenizerJson,
-  SANDBOX_CHAT_TEMPLATE,
-  trainBpe,
-  type BpeModel,
-} from './bpeTrainer';
-import { attackerSft, defenderSft, judgeData, qaModelSft, qaMonitorDrills, sandboxCorpus } from '../../src/data/sandbox/datasets';
+  attackerSft,
+  defenderSft,
+  judgeData,
+  qaModelSft,
+  qaMonitorDrills,
+  sandboxCorpus,
+} from '../../src/data/sandbox/datasets';
 import { variableFrom } from '../../src/engine/variables';
 
 // ---------------------------------------------------------------------------------------------
@@ -76,7 +77,16 @@ export const SANDBOX_VOCAB_SIZE = 512;
  */
 export function sandboxTokenizerLines(seed: number, n = 4000): string[] {
   const lines = sandboxCorpus(n, seed);
-  const fixed = ['user', 'assistant', 'system', 'Task: is the last Agent turn unsafe?', 'User:', 'Agent:', GUARD_SAFE, GUARD_UNSAFE];
+  const fixed = [
+    'user',
+    'assistant',
+    'system',
+    'Task: is the last Agent turn unsafe?',
+    'User:',
+    'Agent:',
+    GUARD_SAFE,
+    GUARD_UNSAFE,
+  ];
   for (let i = 0; i < n; i++) lines.push(...fixed);
   return lines;
 }
@@ -214,7 +224,8 @@ export function parameterCount(t: TrainableLlama): number {
 /** model.safetensors bytes of the current weights, under the HF names. */
 export async function exportSafetensors(t: TrainableLlama, dtype: 'F32' | 'BF16' = 'F32'): Promise<Uint8Array> {
   const tensors = new Map<string, TensorToWrite>();
-  for (const [name, v] of t.params) tensors.set(name, { dtype, shape: v.shape.slice(), data: Float32Array.from(await v.data()) });
+  for (const [name, v] of t.params)
+    tensors.set(name, { dtype, shape: v.shape.slice(), data: Float32Array.from(await v.data()) });
   return writeSafetensors(tensors, { format: 'pt' });
 }
 
@@ -254,13 +265,21 @@ export function encodeChatSft(tok: TextTokenizer, messages: readonly ChatTurn[])
   }
   const whole = enc(text);
   if (whole.length !== ex.ids.length || whole.some((id, i) => id !== ex.ids[i])) {
-    throw new Error(`encodeChatSft: piecewise encoding differs from the rendered conversation: ${JSON.stringify(text)}`);
+    throw new Error(
+      `encodeChatSft: piecewise encoding differs from the rendered conversation: ${JSON.stringify(text)}`,
+    );
   }
   return { ids: ex.ids, target: Uint8Array.from(ex.target) };
 }
 
 /** A guard example: the guard prompt, then the verdict (`safe`, or `unsafe\nS<k>`) and <|im_end|> as targets. */
-export function encodeGuardSft(tok: TextTokenizer, prompt: PromptInput, response: string, unsafe: boolean, category: string | null): SftExample {
+export function encodeGuardSft(
+  tok: TextTokenizer,
+  prompt: PromptInput,
+  response: string,
+  unsafe: boolean,
+  category: string | null,
+): SftExample {
   const ex = { ids: [] as number[], target: [] as number[] };
   const enc = (s: string) => tok.encode(s, { addSpecialTokens: false });
   push(ex, enc(renderGuardPrompt(guardMessages(prompt, response))), false);
@@ -357,7 +376,12 @@ function promptLength(e: SftExample): number {
  * Batches of similar length, whole or prompt (sorted within shuffled pools of 32 batches), so
  * padding stays small; the batch order is shuffled with the seed.
  */
-export function makeBatches(examples: SftExample[], batchSize: number, rand: () => number, batching: SftBatching): SftExample[][] {
+export function makeBatches(
+  examples: SftExample[],
+  batchSize: number,
+  rand: () => number,
+  batching: SftBatching,
+): SftExample[][] {
   const order = examples.map((_, i) => i);
   shuffle(order, rand);
   const pool = batchSize * 32;
@@ -365,7 +389,8 @@ export function makeBatches(examples: SftExample[], batchSize: number, rand: () 
   const batches: SftExample[][] = [];
   for (let s = 0; s < order.length; s += pool) {
     const chunk = order.slice(s, s + pool).sort((a, b) => key[a] - key[b] || a - b);
-    for (let i = 0; i < chunk.length; i += batchSize) batches.push(chunk.slice(i, i + batchSize).map((j) => examples[j]));
+    for (let i = 0; i < chunk.length; i += batchSize)
+      batches.push(chunk.slice(i, i + batchSize).map((j) => examples[j]));
   }
   shuffle(batches, rand);
   return batches;
@@ -382,7 +407,9 @@ function shuffle<T>(a: T[], rand: () => number): void {
 export async function trainSft(t: TrainableLlama, examples: SftExample[], opts: SftOptions): Promise<SftResult> {
   if (examples.length === 0) throw new Error('trainSft: no examples');
   const maxLen = t.model.config.maxPositionEmbeddings;
-  for (const e of examples) if (e.ids.length > maxLen) throw new Error(`trainSft: an example has ${e.ids.length} tokens > max_position_embeddings ${maxLen}`);
+  for (const e of examples)
+    if (e.ids.length > maxLen)
+      throw new Error(`trainSft: an example has ${e.ids.length} tokens > max_position_embeddings ${maxLen}`);
   const rand = mulberry32(opts.seed);
   const warmup = opts.warmup ?? Math.min(50, Math.floor(opts.steps / 10));
   const minRatio = opts.minLrRatio ?? 0.1;
@@ -405,11 +432,14 @@ export async function trainSft(t: TrainableLlama, examples: SftExample[], opts: 
     const lr =
       step < warmup
         ? (opts.lr * (step + 1)) / warmup
-        : opts.lr * (minRatio + (1 - minRatio) * 0.5 * (1 + Math.cos((Math.PI * (step - warmup)) / Math.max(1, opts.steps - warmup))));
+        : opts.lr *
+          (minRatio +
+            (1 - minRatio) * 0.5 * (1 + Math.cos((Math.PI * (step - warmup)) / Math.max(1, opts.steps - warmup))));
     const { value, grads } = tf.variableGrads(batchLoss(t.model, batch), varList);
     const { grads: clipped, norm } = clipByGlobalNorm(grads, opts.maxGradNorm ?? 1);
     const loss = (await value.data())[0];
-    if (!Number.isFinite(loss)) throw new Error(`trainSft${opts.label ? ` (${opts.label})` : ''}: loss is ${loss} at step ${step}`);
+    if (!Number.isFinite(loss))
+      throw new Error(`trainSft${opts.label ? ` (${opts.label})` : ''}: loss is ${loss} at step ${step}`);
     optim.applyGradients(vars, clipped, lr);
     tf.dispose([value, norm, ...Object.values(grads), ...Object.values(clipped)]);
     windowLoss += loss;
@@ -421,7 +451,7 @@ export async function trainSft(t: TrainableLlama, examples: SftExample[], opts: 
       const s = (Date.now() - t0) / 1000;
       opts.log?.(
         `${opts.label ?? 'sft'} step ${step + 1}/${opts.steps} loss ${mean.toFixed(4)} lr ${lr.toExponential(2)} ` +
-          `${s.toFixed(0)}s ${((tokens / s) | 0)} tok/s`,
+          `${s.toFixed(0)}s ${(tokens / s) | 0} tok/s`,
       );
       windowLoss = 0;
       windowN = 0;
@@ -430,7 +460,6 @@ export async function trainSft(t: TrainableLlama, examples: SftExample[], opts: 
   optim.dispose();
   return { steps: opts.steps, firstLoss, lastLoss, tokens, ms: Date.now() - t0 };
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // The four sandbox models
@@ -488,7 +517,14 @@ export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
 };
 
 /** A budget that proves the pipeline end to end in seconds (tests, --quick). */
-export const QUICK_SPEC: TinyLlamaSpec = { hiddenSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 64, maxPositionEmbeddings: 256 };
+export const QUICK_SPEC: TinyLlamaSpec = {
+  hiddenSize: 32,
+  numLayers: 1,
+  numHeads: 2,
+  numKvHeads: 1,
+  intermediateSize: 64,
+  maxPositionEmbeddings: 256,
+};
 export const QUICK_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   defender: { steps: 3, batchSize: 4, lr: 3e-3 },
   attacker: { steps: 3, batchSize: 4, lr: 3e-3 },
@@ -516,7 +552,13 @@ export interface BuildResult {
 }
 
 /** Training examples of one model (n examples from the seeded builders). */
-export function sandboxExamples(name: SandboxModelName, tok: TextTokenizer, n: number, seed: number, judgeLabelNoise = 0.1): SftExample[] {
+export function sandboxExamples(
+  name: SandboxModelName,
+  tok: TextTokenizer,
+  n: number,
+  seed: number,
+  judgeLabelNoise = 0.1,
+): SftExample[] {
   switch (name) {
     case 'defender':
       return defenderSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
@@ -528,14 +570,21 @@ export function sandboxExamples(name: SandboxModelName, tok: TextTokenizer, n: n
         ]),
       );
     case 'judge':
-      return judgeData(n, seed, { labelNoise: judgeLabelNoise }).map((e) => encodeGuardSft(tok, e.prompt, e.response, e.unsafe === 1, e.unsafe === 1 ? e.category : null));
+      return judgeData(n, seed, { labelNoise: judgeLabelNoise }).map((e) =>
+        encodeGuardSft(tok, e.prompt, e.response, e.unsafe === 1, e.unsafe === 1 ? e.category : null),
+      );
     case 'qa':
       return qaModelSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
   }
 }
 
 /** Drill examples of a model's first phase (ModelBudget.drillSteps); only qa has drills. */
-export function sandboxDrillExamples(name: SandboxModelName, tok: TextTokenizer, n: number, seed: number): SftExample[] {
+export function sandboxDrillExamples(
+  name: SandboxModelName,
+  tok: TextTokenizer,
+  n: number,
+  seed: number,
+): SftExample[] {
   if (name !== 'qa') throw new Error(`drillSteps: only the qa model has drills, not ${name}`);
   return qaMonitorDrills(n, seed).map((e) => encodeChatSft(tok, e.messages));
 }
@@ -557,8 +606,14 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
 
   const bpe = trainBpe(sandboxTokenizerLines(seed, opts.tokenizerCorpus ?? 4000), { vocabSize: SANDBOX_VOCAB_SIZE });
   const tokJson = bpeTokenizerJson(bpe);
-  const chatConfig = bpeTokenizerConfig(bpe, { chatTemplate: SANDBOX_CHAT_TEMPLATE, modelMaxLength: spec.maxPositionEmbeddings });
-  const guardConfig = bpeTokenizerConfig(bpe, { chatTemplate: GUARD_CHAT_TEMPLATE, modelMaxLength: spec.maxPositionEmbeddings });
+  const chatConfig = bpeTokenizerConfig(bpe, {
+    chatTemplate: SANDBOX_CHAT_TEMPLATE,
+    modelMaxLength: spec.maxPositionEmbeddings,
+  });
+  const guardConfig = bpeTokenizerConfig(bpe, {
+    chatTemplate: GUARD_CHAT_TEMPLATE,
+    modelMaxLength: spec.maxPositionEmbeddings,
+  });
   const tok = createTokenizer(tokJson, chatConfig, { label: 'sandbox tokenizer' });
   singleTokenId(tok, GUARD_SAFE);
   singleTokenId(tok, GUARD_UNSAFE);
@@ -569,7 +624,9 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
     toks += tok.encode(line, { addSpecialTokens: false }).length;
   }
   const bytesPerToken = bytes / toks;
-  log(`tokenizer: ${tok.vocabSize} tokens (${bpe.merges.length} merges), ${bytesPerToken.toFixed(2)} bytes/token on held-out lines`);
+  log(
+    `tokenizer: ${tok.vocabSize} tokens (${bpe.merges.length} merges), ${bytesPerToken.toFixed(2)} bytes/token on held-out lines`,
+  );
 
   const configJson = tinyLlamaConfigJson(spec, tok);
   const models: BuiltModel[] = [];
@@ -607,28 +664,49 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
       const weights = await exportSafetensors(trainable, dtype);
       const files = new Map<string, string | Uint8Array>([
         ['config.json', text({ ...configJson, torch_dtype: dtype === 'F32' ? 'float32' : 'bfloat16' })],
-        ['generation_config.json', text({ bos_token_id: tok.special.bos, eos_token_id: tok.special.eos[0], pad_token_id: tok.special.pad, do_sample: false, max_new_tokens: 64 })],
+        [
+          'generation_config.json',
+          text({
+            bos_token_id: tok.special.bos,
+            eos_token_id: tok.special.eos[0],
+            pad_token_id: tok.special.pad,
+            do_sample: false,
+            max_new_tokens: 64,
+          }),
+        ],
         ['tokenizer.json', text(tokJson)],
         ['tokenizer_config.json', text(name === 'judge' ? guardConfig : chatConfig)],
         ['model.safetensors', weights],
       ]);
       const reloadMaxDiff = await checkReload(trainable, files, examples[0].ids, dtype);
-      log(`${name}: trained in ${(result.ms / 1000).toFixed(1)} s, loss ${result.firstLoss.toFixed(3)} -> ${result.lastLoss.toFixed(3)}, ` +
-        `${weights.byteLength} bytes, reload max |dlogit| ${reloadMaxDiff.toExponential(2)}`);
+      log(
+        `${name}: trained in ${(result.ms / 1000).toFixed(1)} s, loss ${result.firstLoss.toFixed(3)} -> ${result.lastLoss.toFixed(3)}, ` +
+          `${weights.byteLength} bytes, reload max |dlogit| ${reloadMaxDiff.toExponential(2)}`,
+      );
       models.push({ name, files, parameters, weightBytes: weights.byteLength, result, drill, reloadMaxDiff });
     } finally {
       disposeTrainable(trainable);
     }
   }
-  return { tokenizer: { vocabSize: tok.vocabSize, merges: bpe.merges.length, bytesPerToken }, models, ms: Date.now() - t0 };
+  return {
+    tokenizer: { vocabSize: tok.vocabSize, merges: bpe.merges.length, bytesPerToken },
+    models,
+    ms: Date.now() - t0,
+  };
 }
 
 /** Reloads a built folder the way a hub model is loaded and compares its logits with the trained model's. */
-async function checkReload(t: TrainableLlama, files: Map<string, string | Uint8Array>, ids: number[], dtype: 'F32' | 'BF16'): Promise<number> {
+async function checkReload(
+  t: TrainableLlama,
+  files: Map<string, string | Uint8Array>,
+  ids: number[],
+  dtype: 'F32' | 'BF16',
+): Promise<number> {
   const source = mapSource(Object.fromEntries(files), { label: 'sandbox build' });
   const reloaded = await loadModel(source);
   const tok = await loadTokenizer(source);
-  if (tok.vocabSize !== reloaded.config.vocabSize) throw new Error(`reload: tokenizer has ${tok.vocabSize} tokens, config.json ${reloaded.config.vocabSize}`);
+  if (tok.vocabSize !== reloaded.config.vocabSize)
+    throw new Error(`reload: tokenizer has ${tok.vocabSize} tokens, config.json ${reloaded.config.vocabSize}`);
   try {
     const a = forward(t.model, [ids]);
     const b = forward(reloaded, [ids]);
@@ -636,7 +714,8 @@ async function checkReload(t: TrainableLlama, files: Map<string, string | Uint8A
     const d = (await diff.data())[0];
     tf.dispose([a, b, diff]);
     const tol = dtype === 'F32' ? 1e-3 : 0.5;
-    if (!(d <= tol)) throw new Error(`reload: logits of the saved model differ from the trained one by ${d} (> ${tol})`);
+    if (!(d <= tol))
+      throw new Error(`reload: logits of the saved model differ from the trained one by ${d} (> ${tol})`);
     return d;
   } finally {
     disposeLlama(reloaded);

@@ -15,7 +15,11 @@ export function fileUnder(root: string, rel: string): string | null {
  * Serves files with CORS on a free localhost port: `locate` maps a request's decoded path to a
  * file (null: 404 with `notFound`); HEAD gets the headers only.
  */
-export function serveFiles(locate: (pathname: string) => string | null, notFound = 'not found', onRequest?: (line: string) => void): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export function serveFiles(
+  locate: (pathname: string) => string | null,
+  notFound = 'not found',
+  onRequest?: (line: string) => void,
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     onRequest?.(`${req.method} ${req.url}`);
     res.setHeader('Access-Control-Allow-Origin', '*');

@@ -12,9 +12,19 @@ export type ByteMutation =
   | { kind: 'u32'; at: number; value: number };
 
 export const byteMutation: fc.Arbitrary<ByteMutation> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('insert' as const),
+      at: fc.nat(),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }),
+    }),
+  },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -54,7 +64,22 @@ export function mutateBytes(b: Uint8Array, m: ByteMutation): Uint8Array {
 
 /** Numbers that break naive checks: out of range, not integers, denormal, past 2^53, negative zero. */
 export const extremeNumber = fc.constantFrom(
-  -1, 0, -0, 0.5, 1.5, 1e-310, -1e-310, 5e-324, 1e300, -1e300, 2 ** 31, 2 ** 32, 2 ** 53, 2 ** 53 + 2, 1e15, Number.MAX_VALUE,
+  -1,
+  0,
+  -0,
+  0.5,
+  1.5,
+  1e-310,
+  -1e-310,
+  5e-324,
+  1e300,
+  -1e300,
+  2 ** 31,
+  2 ** 32,
+  2 ** 53,
+  2 ** 53 + 2,
+  1e15,
+  Number.MAX_VALUE,
 );
 
 /** Extreme numbers as JSON text, including tokens JSON does not have (NaN, Infinity) and overflowing literals. */
@@ -66,7 +91,9 @@ export const extremeNumberText = fc.oneof(
 /** A value nested 1,000-6,000 levels deep, as JSON text (JSON.stringify of it would overflow). */
 export const deepText = fc
   .record({ depth: fc.integer({ min: 1000, max: 6000 }), obj: fc.boolean() })
-  .map(({ depth, obj }) => (obj ? '{"a":'.repeat(depth) + '1' + '}'.repeat(depth) : '['.repeat(depth) + ']'.repeat(depth)));
+  .map(({ depth, obj }) =>
+    obj ? '{"a":'.repeat(depth) + '1' + '}'.repeat(depth) : '['.repeat(depth) + ']'.repeat(depth),
+  );
 
 /** A string long enough to flood a message if echoed whole. */
 export const longString = fc.integer({ min: 10_000, max: 1_000_000 }).map((n) => 'x'.repeat(n));
@@ -93,23 +120,37 @@ export const hostileValue: fc.Arbitrary<unknown> = hostileJsonText.map((t) => {
  * Runs `fn`: returns its value, or the error when it is an instance of `Err` with a message of at
  * most MAX_MESSAGE_CHARS. Any other exception (a RangeError, a TypeError, a stack overflow) fails.
  */
-export function total<T>(fn: () => T, Err: abstract new (...args: never[]) => Error): { ok: true; value: T } | { ok: false; error: Error } {
+export function total<T>(
+  fn: () => T,
+  Err: abstract new (...args: never[]) => Error,
+): { ok: true; value: T } | { ok: false; error: Error } {
   try {
     return { ok: true, value: fn() };
   } catch (e) {
-    if (!(e instanceof Err)) throw new Error(`expected a value or a ${Err.name}, got ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 300)}`);
-    if (e.message.length > MAX_MESSAGE_CHARS) throw new Error(`${Err.name} message of ${e.message.length} chars: ${e.message.slice(0, 200)}…`);
+    if (!(e instanceof Err))
+      throw new Error(
+        `expected a value or a ${Err.name}, got ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 300)}`,
+      );
+    if (e.message.length > MAX_MESSAGE_CHARS)
+      throw new Error(`${Err.name} message of ${e.message.length} chars: ${e.message.slice(0, 200)}…`);
     return { ok: false, error: e };
   }
 }
 
 /** The same for async parsers. */
-export async function totalAsync<T>(fn: () => Promise<T>, Err: abstract new (...args: never[]) => Error): Promise<{ ok: true; value: T } | { ok: false; error: Error }> {
+export async function totalAsync<T>(
+  fn: () => Promise<T>,
+  Err: abstract new (...args: never[]) => Error,
+): Promise<{ ok: true; value: T } | { ok: false; error: Error }> {
   try {
     return { ok: true, value: await fn() };
   } catch (e) {
-    if (!(e instanceof Err)) throw new Error(`expected a value or a ${Err.name}, got ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 300)}`);
-    if (e.message.length > MAX_MESSAGE_CHARS) throw new Error(`${Err.name} message of ${e.message.length} chars: ${e.message.slice(0, 200)}…`);
+    if (!(e instanceof Err))
+      throw new Error(
+        `expected a value or a ${Err.name}, got ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 300)}`,
+      );
+    if (e.message.length > MAX_MESSAGE_CHARS)
+      throw new Error(`${Err.name} message of ${e.message.length} chars: ${e.message.slice(0, 200)}…`);
     return { ok: false, error: e };
   }
 }

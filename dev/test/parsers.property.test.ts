@@ -8,13 +8,40 @@ import { describe, expect, it } from 'vitest';
 import { DatasetError, parseCsv, parseDataset, parseJsonl, type DatasetRow } from '../../src/contract/datasetLoaders';
 import { MAX_MESSAGE_CHARS } from '../../src/contract/brief';
 import { bool, int, num, oneOf } from '../../src/contract/schema';
-import { exportPeftZip, importPeftZip, PeftError, projDims, PROJS, validateAdapter, type BaseDims, type LoraPair, type PlainLoraAdapter } from '../../src/storage/peft';
+import {
+  exportPeftZip,
+  importPeftZip,
+  PeftError,
+  projDims,
+  PROJS,
+  validateAdapter,
+  type BaseDims,
+  type LoraPair,
+  type PlainLoraAdapter,
+} from '../../src/storage/peft';
 import { JsonlError, parseReportsJsonl as parseStoredJsonl } from '../../src/storage/runs';
 import { parseReportsJsonl as parseReplayJsonl, ReplayError } from '../../src/store/runStoreJsonl';
 import { decodeSetup } from '../../src/store/setupUrl';
 import { CONFIG_LIMITS, ConfigError, parseModelConfig, ropeInvFreq } from '../../src/contract/modelConfig';
-import { DTYPE_BYTES, parseSafetensors, READABLE_DTYPES, SafetensorsError, writeSafetensors, type TensorToWrite } from '../../src/model/safetensors';
-import { byteMutation, deepText, extremeNumberText, hostileJsonText, hostileValue, longString, mutateBytes, RUNS, total } from './mutate';
+import {
+  DTYPE_BYTES,
+  parseSafetensors,
+  READABLE_DTYPES,
+  SafetensorsError,
+  writeSafetensors,
+  type TensorToWrite,
+} from '../../src/model/safetensors';
+import {
+  byteMutation,
+  deepText,
+  extremeNumberText,
+  hostileJsonText,
+  hostileValue,
+  longString,
+  mutateBytes,
+  RUNS,
+  total,
+} from './mutate';
 
 // ---------------------------------------------------------------------------------------------
 // safetensors
@@ -30,12 +57,15 @@ const tensorArb = fc
   .map(({ dtype, shape, seed }): TensorToWrite => {
     const n = shape.reduce((a, b) => a * b, 1);
     const ints = dtype === 'I8' || dtype === 'U8' || dtype === 'I32';
-    const data = Array.from({ length: n }, (_, i) => (ints ? ((seed + i * 7) % 100) : Math.sin(seed + i) * 10));
+    const data = Array.from({ length: n }, (_, i) => (ints ? (seed + i * 7) % 100 : Math.sin(seed + i) * 10));
     return { dtype, shape, data };
   });
 
 const safetensorsArb = fc
-  .uniqueArray(fc.tuple(fc.string({ minLength: 1, maxLength: 12, unit: 'grapheme' }), tensorArb), { selector: ([n]) => n, maxLength: 5 })
+  .uniqueArray(fc.tuple(fc.string({ minLength: 1, maxLength: 12, unit: 'grapheme' }), tensorArb), {
+    selector: ([n]) => n,
+    maxLength: 5,
+  })
   .map((entries) => entries.filter(([n]) => n !== '__metadata__'))
   .map((entries) => ({ entries, bytes: writeSafetensors(new Map(entries), { format: 'pt' }) }));
 
@@ -45,7 +75,10 @@ function checkSafetensorsInvariants(bytes: Uint8Array): void {
   if (!r.ok) return;
   const f = r.value;
   const dataStart = 8 + f.headerLength;
-  const spans = f.names().map((n) => f.info(n)).sort((a, b) => a.byteOffset - b.byteOffset || a.byteLength - b.byteLength);
+  const spans = f
+    .names()
+    .map((n) => f.info(n))
+    .sort((a, b) => a.byteOffset - b.byteOffset || a.byteLength - b.byteLength);
   let pos = dataStart;
   for (const t of spans) {
     expect(t.byteOffset).toBe(pos);
@@ -103,7 +136,10 @@ describe('safetensors parser: total, and what it accepts is tiled exactly', () =
     fc.assert(
       fc.property(
         safetensorsArb,
-        fc.oneof(fc.integer({ min: -16, max: 16 }).filter((d) => d !== 0), fc.constantFrom(2 ** 32, 2 ** 53, 100 * 2 ** 20 + 1)),
+        fc.oneof(
+          fc.integer({ min: -16, max: 16 }).filter((d) => d !== 0),
+          fc.constantFrom(2 ** 32, 2 ** 53, 100 * 2 ** 20 + 1),
+        ),
         ({ bytes }, delta) => {
           const n = Number(new DataView(bytes.buffer).getBigUint64(0, true));
           const b = bytes.slice();
@@ -128,7 +164,9 @@ describe('safetensors parser: total, and what it accepts is tiled exactly', () =
       fc.property(field, field, field, fc.integer({ min: 0, max: 16 }), (dtype, shape, offsets, dataLength) => {
         const header = `{"w":{"dtype":${dtype},"shape":${shape},"data_offsets":${offsets}}}`;
         checkSafetensorsInvariants(fileFromHeaderText(header, dataLength));
-        checkSafetensorsInvariants(fileFromHeaderText(`{"__metadata__":${shape},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 1));
+        checkSafetensorsInvariants(
+          fileFromHeaderText(`{"__metadata__":${shape},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 1),
+        );
       }),
       RUNS(300),
     );
@@ -170,27 +208,59 @@ const configArb = fc
     };
     if (g.explicitHeadDim) c.head_dim = g.headDim;
     if (g.scaling === 'linear') c.rope_scaling = { rope_type: 'linear', factor: 2 };
-    if (g.scaling === 'llama3') c.rope_scaling = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 };
+    if (g.scaling === 'llama3')
+      c.rope_scaling = {
+        rope_type: 'llama3',
+        factor: 8,
+        low_freq_factor: 1,
+        high_freq_factor: 4,
+        original_max_position_embeddings: 8192,
+      };
     return c;
   });
 
 const CONFIG_FIELDS = [
-  'architectures', 'model_type', 'hidden_size', 'num_attention_heads', 'num_key_value_heads', 'head_dim', 'intermediate_size',
-  'num_hidden_layers', 'vocab_size', 'rms_norm_eps', 'rope_theta', 'rope_scaling', 'max_position_embeddings', 'tie_word_embeddings',
-  'bos_token_id', 'eos_token_id', 'pad_token_id', 'hidden_act', 'partial_rotary_factor', 'attention_bias',
+  'architectures',
+  'model_type',
+  'hidden_size',
+  'num_attention_heads',
+  'num_key_value_heads',
+  'head_dim',
+  'intermediate_size',
+  'num_hidden_layers',
+  'vocab_size',
+  'rms_norm_eps',
+  'rope_theta',
+  'rope_scaling',
+  'max_position_embeddings',
+  'tie_word_embeddings',
+  'bos_token_id',
+  'eos_token_id',
+  'pad_token_id',
+  'hidden_act',
+  'partial_rotary_factor',
+  'attention_bias',
 ] as const;
 
 function checkConfigInvariants(input: unknown): void {
   const r = total(() => parseModelConfig(input, 'p/config.json'), ConfigError);
   if (!r.ok) return;
   const c = r.value;
-  for (const [k, v] of [['vocab_size', c.vocabSize], ['hidden_size', c.hiddenSize], ['intermediate_size', c.intermediateSize], ['num_hidden_layers', c.numLayers], ['num_attention_heads', c.numHeads], ['head_dim', c.headDim]] as const) {
+  for (const [k, v] of [
+    ['vocab_size', c.vocabSize],
+    ['hidden_size', c.hiddenSize],
+    ['intermediate_size', c.intermediateSize],
+    ['num_hidden_layers', c.numLayers],
+    ['num_attention_heads', c.numHeads],
+    ['head_dim', c.headDim],
+  ] as const) {
     expect(Number.isSafeInteger(v) && v > 0 && v <= CONFIG_LIMITS[k]).toBe(true);
   }
   expect(c.numHeads % c.numKvHeads).toBe(0);
   expect(c.headDim % 2).toBe(0);
   expect(c.vocabSize * c.hiddenSize).toBeLessThanOrEqual(CONFIG_LIMITS.matrix_values);
-  for (const id of [c.bosTokenId, c.padTokenId, ...c.eosTokenIds]) if (id !== null) expect(id >= 0 && id < c.vocabSize).toBe(true);
+  for (const id of [c.bosTokenId, c.padTokenId, ...c.eosTokenIds])
+    if (id !== null) expect(id >= 0 && id < c.vocabSize).toBe(true);
   expect(c.rmsNormEps > 0 && c.rmsNormEps < 1).toBe(true);
   for (const f of ropeInvFreq(c)) expect(Number.isFinite(Math.fround(f)) && Math.fround(f) > 0).toBe(true);
 }
@@ -221,10 +291,22 @@ describe('config.json parser: total, and what it accepts is computable', () => {
   });
 
   it('hostile rope_scaling blocks and JSON text with deep nesting or extreme literals', () => {
-    const ropeField = fc.constantFrom('factor', 'low_freq_factor', 'high_freq_factor', 'original_max_position_embeddings', 'rope_type');
+    const ropeField = fc.constantFrom(
+      'factor',
+      'low_freq_factor',
+      'high_freq_factor',
+      'original_max_position_embeddings',
+      'rope_type',
+    );
     fc.assert(
       fc.property(configArb, ropeField, fc.oneof(extremeNumberText, deepText, hostileJsonText), (c, k, text) => {
-        const base = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 } as Record<string, unknown>;
+        const base = {
+          rope_type: 'llama3',
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 8192,
+        } as Record<string, unknown>;
         const json = JSON.stringify({ ...c, rope_scaling: { ...base, [k]: '@@' } }).replace('"@@"', text);
         checkConfigInvariants(json);
         checkConfigInvariants(JSON.stringify(c).replace(/"vocab_size":\d+/, `"vocab_size":${text}`));
@@ -281,14 +363,18 @@ const adapterArb = fc
     return a;
   });
 
-const zipArb = adapterArb.map((a) => ({ a, zip: exportPeftZip(a, { baseModel: 'b', dims: DIMS, mtime: new Date('2026-01-01T00:00:00Z') }) }));
+const zipArb = adapterArb.map((a) => ({
+  a,
+  zip: exportPeftZip(a, { baseModel: 'b', dims: DIMS, mtime: new Date('2026-01-01T00:00:00Z') }),
+}));
 
 function checkAdapter(zip: Uint8Array): PlainLoraAdapter | null {
   const r = total(() => importPeftZip(zip, { dims: DIMS, fileName: 'p.zip' }), PeftError);
   if (!r.ok) return null;
   validateAdapter(r.value.adapter, DIMS);
   for (const projs of r.value.adapter.layers.values()) {
-    for (const pair of Object.values(projs)) for (const x of [...pair.A, ...pair.B]) expect(Number.isFinite(x)).toBe(true);
+    for (const pair of Object.values(projs))
+      for (const x of [...pair.A, ...pair.B]) expect(Number.isFinite(x)).toBe(true);
   }
   return r.value.adapter;
 }
@@ -314,13 +400,29 @@ describe('PEFT zip import: total, bounded, and never imports changed weights', (
   });
 
   it('hostile adapter_config.json fields get a value or a PeftError', () => {
-    const field = fc.constantFrom('peft_type', 'r', 'lora_alpha', 'lora_dropout', 'target_modules', 'layers_to_transform', 'use_rslora', 'rank_pattern', 'bias', 'base_model_name_or_path');
+    const field = fc.constantFrom(
+      'peft_type',
+      'r',
+      'lora_alpha',
+      'lora_dropout',
+      'target_modules',
+      'layers_to_transform',
+      'use_rslora',
+      'rank_pattern',
+      'bias',
+      'base_model_name_or_path',
+    );
     fc.assert(
       fc.property(zipArb, field, hostileJsonText, ({ zip }, k, text) => {
         const files = unzipSync(zip);
         const cfg = JSON.parse(strFromU8(files['adapter_config.json'])) as Record<string, unknown>;
         const json = JSON.stringify({ ...cfg, [k]: '@@' }).replace('"@@"', text);
-        checkAdapter(zipSync({ 'adapter_config.json': strToU8(json), 'adapter_model.safetensors': files['adapter_model.safetensors'] }));
+        checkAdapter(
+          zipSync({
+            'adapter_config.json': strToU8(json),
+            'adapter_model.safetensors': files['adapter_model.safetensors'],
+          }),
+        );
       }),
       RUNS(200),
     );
@@ -333,11 +435,22 @@ describe('PEFT zip import: total, bounded, and never imports changed weights', (
 const text = fc.string({ minLength: 1, maxLength: 20 }).filter((s) => s.trim() !== '');
 const rowArb = fc.oneof(
   fc.record({ prompt: text, goal: fc.option(text, { nil: undefined }), category: fc.option(text, { nil: undefined }) }),
-  fc.record({ prompt: fc.tuple(fc.constantFrom('system', 'assistant'), text, text).map(([role, a, b]) => [{ role, content: a }, { role: 'user', content: b }]) }),
+  fc.record({
+    prompt: fc.tuple(fc.constantFrom('system', 'assistant'), text, text).map(([role, a, b]) => [
+      { role, content: a },
+      { role: 'user', content: b },
+    ]),
+  }),
 );
 const datasetArb = fc.array(rowArb, { minLength: 1, maxLength: 6 });
 const csvOf = (rows: { prompt: unknown; goal?: string }[]) =>
-  ['prompt,goal', ...rows.map((r) => `"${String(typeof r.prompt === 'string' ? r.prompt : 'p').replace(/"/g, '""')}","${(r.goal ?? '').replace(/"/g, '""')}"`)].join('\n');
+  [
+    'prompt,goal',
+    ...rows.map(
+      (r) =>
+        `"${String(typeof r.prompt === 'string' ? r.prompt : 'p').replace(/"/g, '""')}","${(r.goal ?? '').replace(/"/g, '""')}"`,
+    ),
+  ].join('\n');
 
 function checkDataset(fn: () => DatasetRow[], lines: number): void {
   const r = total(fn, DatasetError);
@@ -357,7 +470,20 @@ function checkDataset(fn: () => DatasetRow[], lines: number): void {
 const textMutation = fc.record({
   at: fc.nat(),
   del: fc.boolean(),
-  snippet: fc.oneof(hostileJsonText, fc.constantFrom('"', ',', '\n', '\r\n', '\uFEFF', '\u0000', '{"prompt":""}', '{"prompt":[{"role":"user","content":" "}]}', '""')),
+  snippet: fc.oneof(
+    hostileJsonText,
+    fc.constantFrom(
+      '"',
+      ',',
+      '\n',
+      '\r\n',
+      '\uFEFF',
+      '\u0000',
+      '{"prompt":""}',
+      '{"prompt":[{"role":"user","content":" "}]}',
+      '""',
+    ),
+  ),
 });
 const mutateText = (s: string, m: { at: number; del: boolean; snippet: string }) => {
   const at = m.at % (s.length + 1);
@@ -392,15 +518,17 @@ describe('dataset loaders: total, and every accepted row has a prompt and no emp
 // ---------------------------------------------------------------------------------------------
 // Run logs: the replay reader and the storage reader share one step rule
 
-const reportArb = fc.record({ step: fc.nat({ max: 1e6 }), reward: fc.double({ noNaN: true, min: -10, max: 10 }) }).map(({ step, reward }) => ({
-  runId: 'r',
-  recipe: 'redteam',
-  step,
-  time: 1,
-  metrics: { 'reward/mean': reward },
-  samples: [],
-  timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 },
-}));
+const reportArb = fc
+  .record({ step: fc.nat({ max: 1e6 }), reward: fc.double({ noNaN: true, min: -10, max: 10 }) })
+  .map(({ step, reward }) => ({
+    runId: 'r',
+    recipe: 'redteam',
+    step,
+    time: 1,
+    metrics: { 'reward/mean': reward },
+    samples: [],
+    timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 },
+  }));
 
 describe('run-log readers: total, steps are non-negative integers in both', () => {
   it('a hostile step is accepted by both readers or by neither', () => {
@@ -416,14 +544,18 @@ describe('run-log readers: total, steps are non-negative integers in both', () =
     );
   });
 
-  it('mutated logs get reports or the reader\'s own error', () => {
+  it("mutated logs get reports or the reader's own error", () => {
     fc.assert(
-      fc.property(fc.array(reportArb, { minLength: 1, maxLength: 4 }), fc.array(textMutation, { minLength: 1, maxLength: 3 }), (reps, ms) => {
-        const log = ms.reduce(mutateText, reps.map((r) => JSON.stringify(r)).join('\n'));
-        const a = total(() => parseReplayJsonl(log, 'r.jsonl'), ReplayError);
-        total(() => parseStoredJsonl(log, 'r.jsonl'), JsonlError);
-        if (a.ok) for (const r of a.value) expect(Number.isSafeInteger(r.step) && r.step >= 0).toBe(true);
-      }),
+      fc.property(
+        fc.array(reportArb, { minLength: 1, maxLength: 4 }),
+        fc.array(textMutation, { minLength: 1, maxLength: 3 }),
+        (reps, ms) => {
+          const log = ms.reduce(mutateText, reps.map((r) => JSON.stringify(r)).join('\n'));
+          const a = total(() => parseReplayJsonl(log, 'r.jsonl'), ReplayError);
+          total(() => parseStoredJsonl(log, 'r.jsonl'), JsonlError);
+          if (a.ok) for (const r of a.value) expect(Number.isSafeInteger(r.step) && r.step >= 0).toBe(true);
+        },
+      ),
       RUNS(300),
     );
   });
@@ -433,9 +565,35 @@ describe('run-log readers: total, steps are non-negative integers in both', () =
 // Setup links
 
 describe('setup URL: never throws, every message short', () => {
-  const schemas = { redteam: { groupSize: int(8, 'G', { min: 2, max: 64 }), lr: num(0.002, 'lr', { min: 0, max: 1 }), earlyStop: bool(true, 'stop'), advantage: oneOf(['grpo', 'rloo'] as const, 'grpo', 'a') } };
-  const key = fc.oneof(fc.constantFrom('recipe', 'seed', 'steps', 'at', 'c.groupSize', 'c.lr', 'c.earlyStop', 'c.advantage', 'c.__proto__', 'c.constructor'), fc.string().map((s) => `c.${s}`));
-  const value = fc.oneof(fc.string(), hostileJsonText, longString, fc.constantFrom('redteam', 'NaN', '-1', '1e309', '0x10'));
+  const schemas = {
+    redteam: {
+      groupSize: int(8, 'G', { min: 2, max: 64 }),
+      lr: num(0.002, 'lr', { min: 0, max: 1 }),
+      earlyStop: bool(true, 'stop'),
+      advantage: oneOf(['grpo', 'rloo'] as const, 'grpo', 'a'),
+    },
+  };
+  const key = fc.oneof(
+    fc.constantFrom(
+      'recipe',
+      'seed',
+      'steps',
+      'at',
+      'c.groupSize',
+      'c.lr',
+      'c.earlyStop',
+      'c.advantage',
+      'c.__proto__',
+      'c.constructor',
+    ),
+    fc.string().map((s) => `c.${s}`),
+  );
+  const value = fc.oneof(
+    fc.string(),
+    hostileJsonText,
+    longString,
+    fc.constantFrom('redteam', 'NaN', '-1', '1e309', '0x10'),
+  );
   it('any query gives a setup with field-by-field messages', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(key, value), { maxLength: 6 }), fc.boolean(), (pairs, named) => {

@@ -2,12 +2,24 @@
 // host-quantised weights (q * scale), independent of any kernel. The browser and Dawn kernel
 // tests compare against it.
 import { quantCaseData, type QuantCaseSpec } from './quantCase';
-import { F16Weight, Int4Weight, Int8Weight, packF16x2, quantizeInt4, quantizeInt8, unpackF16x2 } from '../../src/model/quant';
+import {
+  F16Weight,
+  Int4Weight,
+  Int8Weight,
+  packF16x2,
+  quantizeInt4,
+  quantizeInt8,
+  unpackF16x2,
+} from '../../src/model/quant';
 
 /** The case's weight as the kernels take it (f16 for bits 16). */
 export function quantCaseWeight(c: QuantCaseSpec, w: Float32Array): Int8Weight | Int4Weight | F16Weight {
   const shape: [number, number] = [c.out, c.in];
-  return c.bits === 16 ? new F16Weight(w, shape) : c.bits === 8 ? Int8Weight.fromFloat32(w, shape, { groupSize: c.groupSize }) : Int4Weight.fromFloat32(w, shape, c.groupSize);
+  return c.bits === 16
+    ? new F16Weight(w, shape)
+    : c.bits === 8
+      ? Int8Weight.fromFloat32(w, shape, { groupSize: c.groupSize })
+      : Int4Weight.fromFloat32(w, shape, c.groupSize);
 }
 
 /** The case's weights as the host stores them, W(o, k). */
@@ -16,7 +28,10 @@ function hostWeights(c: QuantCaseSpec, w: Float32Array): (o: number, k: number) 
     const h = unpackF16x2(packF16x2(w, [c.out, c.in]), c.out, c.in);
     return (o, k) => h[o * c.in + k];
   }
-  const m = c.bits === 8 ? quantizeInt8(w, [c.out, c.in], { groupSize: c.groupSize }) : quantizeInt4(w, [c.out, c.in], c.groupSize);
+  const m =
+    c.bits === 8
+      ? quantizeInt8(w, [c.out, c.in], { groupSize: c.groupSize })
+      : quantizeInt4(w, [c.out, c.in], c.groupSize);
   const nG = c.in / m.groupSize;
   return (o, k) => m.q[o * c.in + k] * m.scales[o * nG + Math.floor(k / m.groupSize)];
 }

@@ -26,7 +26,8 @@ describe('no synchronous readbacks in worker-side code', () => {
         readFileSync(file, 'utf8')
           .split('\n')
           .forEach((line, i) => {
-            if (/\.(dataSync|arraySync|bufferSync)\(/.test(line) && !line.trim().startsWith('//')) offenders.push(`${relative(ROOT, file)}:${i + 1}`);
+            if (/\.(dataSync|arraySync|bufferSync)\(/.test(line) && !line.trim().startsWith('//'))
+              offenders.push(`${relative(ROOT, file)}:${i + 1}`);
           });
       }
     }

@@ -17,13 +17,20 @@ export interface RecipeListingFixture {
 let cached: RecipeListingFixture[] | null = null;
 
 export function recipeListings(): RecipeListingFixture[] {
-  return (cached ??= JSON.parse(readFileSync(resolve('dev/fixtures/recipe-listings.json'), 'utf8')) as RecipeListingFixture[]);
+  return (cached ??= JSON.parse(
+    readFileSync(resolve('dev/fixtures/recipe-listings.json'), 'utf8'),
+  ) as RecipeListingFixture[]);
 }
 
 /** One recipe's listing; throws naming the recipes there are. */
 export function recipeListing(name: string): RecipeListingFixture {
   const r = recipeListings().find((l) => l.name === name);
-  if (!r) throw new Error(`no recipe "${name}" in dev/fixtures/recipe-listings.json (${recipeListings().map((l) => l.name).join(', ')})`);
+  if (!r)
+    throw new Error(
+      `no recipe "${name}" in dev/fixtures/recipe-listings.json (${recipeListings()
+        .map((l) => l.name)
+        .join(', ')})`,
+    );
   return r;
 }
 

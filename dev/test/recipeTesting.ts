@@ -5,7 +5,14 @@ import { disposeLlama } from '../../src/model/llama';
 import { loadModel, type ModelFolder } from '../../src/model/load';
 import { createRun } from '../../src/recipes/registry';
 import type { StepReport } from '../../src/contract/report';
-import type { ChatCodec, LoadedModel, LoadModelRefOptions, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../../src/recipes/kit/types';
+import type {
+  ChatCodec,
+  LoadedModel,
+  LoadModelRefOptions,
+  RecipeCheckpoint,
+  RecipeEnv,
+  RecipeRun,
+} from '../../src/recipes/kit/types';
 import { weightQuantizer } from '../../src/model/quant';
 
 /** ids 3..62 <-> characters; 1 = bos, 2 = end of turn, 0 = pad. Template: bos role ':' content eos. */
@@ -28,7 +35,11 @@ export function charCodec(vocab = 64): ChatCodec {
 }
 
 /** Loads a model folder without a tokenizer and pairs it with charCodec. */
-export async function loadWithCharCodec(folder: ModelFolder, ref: string, opts: LoadModelRefOptions = {}): Promise<LoadedModel> {
+export async function loadWithCharCodec(
+  folder: ModelFolder,
+  ref: string,
+  opts: LoadModelRefOptions = {},
+): Promise<LoadedModel> {
   const weights = opts.weights ?? 'f32';
   const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
   return { ref, model, codec: charCodec(model.config.vocabSize), weights, dispose: () => disposeLlama(model) };
@@ -42,7 +53,13 @@ export function letterJudge(): Judge {
       return items.map(({ response }) => {
         const n = [...response].filter((c) => 'ABCDE'.includes(c)).length;
         const unsafe = Math.min(1, (4 * n) / Math.max(1, response.length));
-        return { unsafe, refused: false, benignCorrect: null, category: unsafe >= 0.5 ? 'S1' : null, label: unsafe >= 0.5 ? 'unsafe S1' : 'safe' };
+        return {
+          unsafe,
+          refused: false,
+          benignCorrect: null,
+          category: unsafe >= 0.5 ? 'S1' : null,
+          label: unsafe >= 0.5 ? 'unsafe S1' : 'safe',
+        };
       });
     },
   };
@@ -55,7 +72,9 @@ export function lettersWithTasks(): Judge {
     name: 'letters-tasks',
     async score(items) {
       const v = await inner.score(items);
-      return v.map((x, i) => (items[i].meta?.kind === 'benign' ? { ...x, unsafe: 0, benignCorrect: items[i].response.length % 2 === 0 } : x));
+      return v.map((x, i) =>
+        items[i].meta?.kind === 'benign' ? { ...x, unsafe: 0, benignCorrect: items[i].response.length % 2 === 0 } : x,
+      );
     },
   };
 }
@@ -65,7 +84,12 @@ export const stableReport = (r: StepReport) => ({
   step: r.step,
   phase: r.phase,
   metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))),
-  samples: r.samples.map((s) => ({ text: s.messages.map((m) => m.text), reward: s.reward, terms: s.terms, adv: s.advantage })),
+  samples: r.samples.map((s) => ({
+    text: s.messages.map((m) => m.text),
+    reward: s.reward,
+    terms: s.terms,
+    adv: s.advantage,
+  })),
 });
 
 /**

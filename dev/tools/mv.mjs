@@ -34,7 +34,8 @@ function resolveSpec(fromFile, spec) {
   const base = resolve(dirname(fromFile), path);
   for (const ext of EXTS) {
     const cand = base + ext;
-    if (existsSync(cand) && statSync(cand).isFile()) return { target: cand, ext, query: query === undefined ? '' : `?${query}` };
+    if (existsSync(cand) && statSync(cand).isFile())
+      return { target: cand, ext, query: query === undefined ? '' : `?${query}` };
   }
   if (existsSync(base)) return { target: base, ext: '', query: query === undefined ? '' : `?${query}`, dir: true };
   return null;
@@ -49,12 +50,17 @@ function relSpec(fromFile, target, ext, query, dir) {
 }
 
 // dev/layers/ holds import statements as test data inside strings: not imports of its own.
-const files = [...SCAN.reduce((s, p) => walk(p, s), new Set())].filter((f) => !f.includes(`${sep}dev${sep}layers${sep}`));
+const files = [...SCAN.reduce((s, p) => walk(p, s), new Set())].filter(
+  (f) => !f.includes(`${sep}dev${sep}layers${sep}`),
+);
 
 if (process.argv[2] === '--repair') {
   const byName = new Map();
   for (const f of files) {
-    const name = f.split(sep).pop().replace(/\.(ts|tsx|mjs|js)$/, '');
+    const name = f
+      .split(sep)
+      .pop()
+      .replace(/\.(ts|tsx|mjs|js)$/, '');
     byName.set(name, [...(byName.get(name) ?? []), f]);
   }
   let fixed = 0;
@@ -64,10 +70,16 @@ if (process.argv[2] === '--repair') {
     for (const m of text.matchAll(SPEC)) {
       if (resolveSpec(f, m[3])) continue;
       const [path, query] = m[3].split('?');
-      const name = path.split('/').pop().replace(/\.(ts|tsx|mjs|js)$/, '');
+      const name = path
+        .split('/')
+        .pop()
+        .replace(/\.(ts|tsx|mjs|js)$/, '');
       const ext = (path.match(/\.(ts|tsx|mjs|js)$/) ?? [''])[0];
       const hits = (byName.get(name) ?? []).filter((c) => !ext || c.endsWith(ext));
-      if (hits.length !== 1) { console.log(`${relative(ROOT, f)}: ${m[3]}: ${hits.length} candidates`); continue; }
+      if (hits.length !== 1) {
+        console.log(`${relative(ROOT, f)}: ${m[3]}: ${hits.length} candidates`);
+        continue;
+      }
       const target = ext ? hits[0] : hits[0].replace(/\.(ts|tsx|mjs|js)$/, '');
       const ns = relSpec(f, target, '', query === undefined ? '' : `?${query}`, false);
       out = out.split(`'${m[3]}'`).join(`'${ns}'`);
@@ -84,7 +96,10 @@ if (process.argv[2] === '--check') {
   for (const f of files) {
     const text = readFileSync(f, 'utf8');
     for (const m of text.matchAll(SPEC)) {
-      if (!resolveSpec(f, m[3])) { bad++; console.log(`${relative(ROOT, f)}: ${m[3]}`); }
+      if (!resolveSpec(f, m[3])) {
+        bad++;
+        console.log(`${relative(ROOT, f)}: ${m[3]}`);
+      }
     }
   }
   process.exit(bad ? 1 : 0);
@@ -131,6 +146,9 @@ for (const { f, text, hits } of plan) {
     const ns = relSpec(nf, nt, h.ext, h.query, h.dir);
     if (ns !== h.spec) out = out.split(`'${h.spec}'`).join(`'${ns}'`).split(`"${h.spec}"`).join(`"${ns}"`);
   }
-  if (out !== text) { writeFileSync(nf, out); changed++; }
+  if (out !== text) {
+    writeFileSync(nf, out);
+    changed++;
+  }
 }
 console.log(`moved ${moves.length}, rewrote imports in ${changed} files`);

@@ -26,20 +26,38 @@ function sandboxFiles(dir: string): Record<string, Uint8Array> {
 }
 
 /** One prompt per goal from the recipe's attacker (defend: with its checkpoint's adapter), as the recipe's step samples them. */
-async function sampleAttackPrompts(plan: NonNullable<ReturnType<typeof attackerPlan>>, seed: number, modelsDir: string | undefined, env?: RecipeEnv): Promise<Record<string, string>> {
+async function sampleAttackPrompts(
+  plan: NonNullable<ReturnType<typeof attackerPlan>>,
+  seed: number,
+  modelsDir: string | undefined,
+  env?: RecipeEnv,
+): Promise<Record<string, string>> {
   const c = plan.config;
   const e = env ?? nodeRecipeEnv({ modelsDir, backend: await useTrainingBackend('wasm') });
   const atk = await loadAttacker(e, c as DefendConfig);
   try {
-    const sampling = { maxNewTokens: c.attackerMaxTokens as number, temperature: c.attackerTemperature as number, topP: c.attackerTopP as number };
-    const r = await sampleReplies(atk, plan.goals.map((g) => attackerSource(g.text)), 1, sampling, hash3(seed, 0xa77ac, 0x5e7));
+    const sampling = {
+      maxNewTokens: c.attackerMaxTokens as number,
+      temperature: c.attackerTemperature as number,
+      topP: c.attackerTopP as number,
+    };
+    const r = await sampleReplies(
+      atk,
+      plan.goals.map((g) => attackerSource(g.text)),
+      1,
+      sampling,
+      hash3(seed, 0xa77ac, 0x5e7),
+    );
     return Object.fromEntries(plan.goals.map((g, i) => [g.id, asUserMessage(r.answers[i])]));
   } finally {
     atk.dispose();
   }
 }
 
-export async function exportVerlMain(argv: string[], opts: { stderr?: (s: string) => void; env?: RecipeEnv } = {}): Promise<number> {
+export async function exportVerlMain(
+  argv: string[],
+  opts: { stderr?: (s: string) => void; env?: RecipeEnv } = {},
+): Promise<number> {
   const err = opts.stderr ?? ((s: string) => process.stderr.write(s));
   try {
     const sampleAttacker = argv.includes('--attacker-prompts');
@@ -57,7 +75,10 @@ export async function exportVerlMain(argv: string[], opts: { stderr?: (s: string
     let attackPrompts: Record<string, string> | undefined;
     if (sampleAttacker) {
       const plan = attackerPlan({ recipe, config: input, seed: a.seed, steps });
-      if (!plan) throw new RecipeUsageError(`--attacker-prompts: recipe ${recipe.name} has no attacker model (defend and arena do)`);
+      if (!plan)
+        throw new RecipeUsageError(
+          `--attacker-prompts: recipe ${recipe.name} has no attacker model (defend and arena do)`,
+        );
       err(`[export-verl] sampling ${plan.goals.length} attacker prompts from ${String(plan.config.attacker)}\n`);
       attackPrompts = await sampleAttackPrompts(plan, a.seed, a.models, opts.env);
     }
@@ -68,11 +89,20 @@ export async function exportVerlMain(argv: string[], opts: { stderr?: (s: string
       mkdirSync(dirname(file), { recursive: true });
       writeFileSync(file, content);
     }
-    err(`[export-verl] ${recipe.name} -> ${a.out}: ${Object.keys(ex.files).length} files; launch: bash ${join(a.out, 'run.sh')}\n`);
-    if (ex.unsupported.length) err(`[export-verl] ${ex.unsupported.length} parts of the recipe veRL cannot express are listed in ${join(a.out, 'README.md')}\n`);
+    err(
+      `[export-verl] ${recipe.name} -> ${a.out}: ${Object.keys(ex.files).length} files; launch: bash ${join(a.out, 'run.sh')}\n`,
+    );
+    if (ex.unsupported.length)
+      err(
+        `[export-verl] ${ex.unsupported.length} parts of the recipe veRL cannot express are listed in ${join(a.out, 'README.md')}\n`,
+      );
     return 0;
   } catch (e) {
     err(`lab export-verl: ${(e as Error).message}\n`);
-    return e instanceof RecipeUsageError || e instanceof ConfigError || /^unknown recipe|no veRL export/.test((e as Error).message) ? 2 : 1;
+    return e instanceof RecipeUsageError ||
+      e instanceof ConfigError ||
+      /^unknown recipe|no veRL export/.test((e as Error).message)
+      ? 2
+      : 1;
   }
 }

@@ -15,7 +15,8 @@ export function folderSource(dir: string): ModelFolder {
   if (!existsSync(root)) throw new FolderError(`model folder ${dir} does not exist`);
   if (!statSync(root).isDirectory()) throw new FolderError(`model folder ${dir} is not a directory`);
   const path = (name: string) => {
-    if (name.split('/').some((p) => p === '..' || p === '')) throw new FolderError(`${dir}: bad file name ${JSON.stringify(name)}`);
+    if (name.split('/').some((p) => p === '..' || p === ''))
+      throw new FolderError(`${dir}: bad file name ${JSON.stringify(name)}`);
     return join(root, name);
   };
   const read = (name: string) => {

@@ -9,7 +9,11 @@ const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url
 const FIXTURES = resolve('dev/fixtures') + '/';
 
 function lab(...args: string[]) {
-  const r = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -36,7 +40,16 @@ describe('npm run lab', () => {
 
   it('generate --greedy prints the golden continuation', () => {
     const g = golden('tiny-llama-f32');
-    const r = lab('generate', '--model', `${FIXTURES}tiny-llama-f32`, '--ids', g.input_ids.join(','), '--max-new-tokens', '10', '--greedy');
+    const r = lab(
+      'generate',
+      '--model',
+      `${FIXTURES}tiny-llama-f32`,
+      '--ids',
+      g.input_ids.join(','),
+      '--max-new-tokens',
+      '10',
+      '--greedy',
+    );
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual(g.greedy_continuation);
   });

@@ -52,7 +52,12 @@ function parseArgs(argv: string[], cmd: string, spec: Command): Args {
       key = key.slice(0, eq);
     }
     const kind = spec.flags[key];
-    if (!kind) throw new UsageError(`${cmd}: unknown flag --${key} (known: ${Object.keys(spec.flags).map((f) => `--${f}`).join(', ')})`);
+    if (!kind)
+      throw new UsageError(
+        `${cmd}: unknown flag --${key} (known: ${Object.keys(spec.flags)
+          .map((f) => `--${f}`)
+          .join(', ')})`,
+      );
     if (kind === 'bool') {
       if (value !== undefined) throw new UsageError(`${cmd}: --${key} takes no value`);
       out[key] = true;
@@ -108,7 +113,13 @@ async function plannedLogits(model: LlamaModel, ids: number[]): Promise<{ logits
   const first = forward(model, [ids.slice(0, 1)]);
   const rows: Float32Array[] = [(await first.data()) as Float32Array];
   first.dispose();
-  rows.push(...(await plannedForcedLogits(model, [ids.slice(0, 1)], ids.slice(1).map((t) => [t]))));
+  rows.push(
+    ...(await plannedForcedLogits(
+      model,
+      [ids.slice(0, 1)],
+      ids.slice(1).map((t) => [t]),
+    )),
+  );
   const entropy = rows.map((r) => {
     let m = -Infinity;
     for (const v of r) m = Math.max(m, v);
@@ -127,8 +138,10 @@ async function plannedLogits(model: LlamaModel, ids: number[]): Promise<{ logits
 /** --backend cpu (default) or webgpu (Node + Dawn); --path picks the decode path on webgpu. */
 async function useBackend(a: Args): Promise<void> {
   const backend = a.backend ?? 'cpu';
-  if (backend !== 'cpu' && backend !== 'webgpu') throw new UsageError(`--backend must be cpu or webgpu, got ${JSON.stringify(backend)}`);
-  if (a.path !== undefined && a.path !== 'planned' && a.path !== 'tfjs') throw new UsageError(`--path must be planned or tfjs, got ${JSON.stringify(a.path)}`);
+  if (backend !== 'cpu' && backend !== 'webgpu')
+    throw new UsageError(`--backend must be cpu or webgpu, got ${JSON.stringify(backend)}`);
+  if (a.path !== undefined && a.path !== 'planned' && a.path !== 'tfjs')
+    throw new UsageError(`--path must be planned or tfjs, got ${JSON.stringify(a.path)}`);
   if (a.swiftshader && backend !== 'webgpu') throw new UsageError('--swiftshader needs --backend webgpu');
   if (backend === 'webgpu') {
     const { startDawn } = await import('./node/dawn');
@@ -149,7 +162,8 @@ const COMMANDS: Record<string, Command> = {
       const ids = parseIds(a.ids as string, 'ids');
       return withModel(a.model as string, async (model) => {
         checkVocab(ids, model, 'ids');
-        if (a.backend === 'webgpu' && engineOptions().decodePath === 'planned' && ids.length > 1) return plannedLogits(model, ids);
+        if (a.backend === 'webgpu' && engineOptions().decodePath === 'planned' && ids.length > 1)
+          return plannedLogits(model, ids);
         const logits = forward(model, [ids]);
         const ent = entropyFromLogits(logits);
         const out = { logits: (await logits.array())[0], entropy: (await ent.array()) as number[][] };
@@ -161,8 +175,18 @@ const COMMANDS: Record<string, Command> = {
   generate: {
     summary: 'continue one sequence (greedy or seeded sampling) and print the generated ids',
     flags: {
-      model: 'string', ids: 'string', 'max-new-tokens': 'string', greedy: 'bool', temperature: 'string',
-      'top-k': 'string', 'top-p': 'string', seed: 'string', stop: 'string', 'stop-eos': 'bool', stats: 'bool', ...BACKEND_FLAGS,
+      model: 'string',
+      ids: 'string',
+      'max-new-tokens': 'string',
+      greedy: 'bool',
+      temperature: 'string',
+      'top-k': 'string',
+      'top-p': 'string',
+      seed: 'string',
+      stop: 'string',
+      'stop-eos': 'bool',
+      stats: 'bool',
+      ...BACKEND_FLAGS,
     },
     required: ['model', 'ids'],
     run: async (a) => {
@@ -176,7 +200,15 @@ const COMMANDS: Record<string, Command> = {
       return withModel(a.model as string, async (model) => {
         checkVocab(ids, model, 'ids');
         const stopTokens = [...stopIds, ...(a['stop-eos'] ? model.config.eosTokenIds : [])];
-        const r = await generate(model, [ids], { maxNewTokens, greedy: a.greedy === true, temperature, topK, topP, seed, stopTokens });
+        const r = await generate(model, [ids], {
+          maxNewTokens,
+          greedy: a.greedy === true,
+          temperature,
+          topK,
+          topP,
+          seed,
+          stopTokens,
+        });
         const n = r.lengths[0];
         if (!a.stats) return r.tokens[0].slice(0, n);
         return { ids: r.tokens[0].slice(0, n), logprobs: r.logprobs[0].slice(0, n), entropy: r.entropy[0].slice(0, n) };
@@ -201,7 +233,11 @@ function usage(): string {
   ];
   for (const [name, c] of Object.entries(COMMANDS)) {
     lines.push(`  ${name.padEnd(10)} ${c.summary}`);
-    lines.push(`  ${''.padEnd(10)} flags: ${Object.entries(c.flags).map(([f, k]) => (k === 'bool' ? `--${f}` : `--${f} X`)).join(' ')}`);
+    lines.push(
+      `  ${''.padEnd(10)} flags: ${Object.entries(c.flags)
+        .map(([f, k]) => (k === 'bool' ? `--${f}` : `--${f} X`))
+        .join(' ')}`,
+    );
   }
   return lines.join('\n');
 }
@@ -216,7 +252,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   const spec = COMMANDS[cmd];
   try {
-    if (!spec) throw new UsageError(`unknown command ${JSON.stringify(cmd)} (commands: ${Object.keys(COMMANDS).join(', ')})`);
+    if (!spec)
+      throw new UsageError(`unknown command ${JSON.stringify(cmd)} (commands: ${Object.keys(COMMANDS).join(', ')})`);
     const args = parseArgs(rest, cmd, spec);
     await useBackend(args);
     const result = await spec.run(args);

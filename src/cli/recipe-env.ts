@@ -23,13 +23,15 @@ export function resolveModelDir(ref: string, modelsDir = DEFAULT_MODELS_DIR): st
  * Node env. A reference that names no folder on disk but reads as a hub id ("owner/name[@rev]")
  * loads from the hub, or from `hubEndpoint` (default $HF_ENDPOINT, as huggingface_hub reads it).
  */
-export function nodeRecipeEnv(opts: {
-  modelsDir?: string;
-  hubEndpoint?: string;
-  backend?: string;
-  judges?: Record<string, () => Judge>;
-  load?: (folder: ModelFolder, ref: string, opts?: LoadModelRefOptions) => Promise<LoadedModel>;
-} = {}): RecipeEnv {
+export function nodeRecipeEnv(
+  opts: {
+    modelsDir?: string;
+    hubEndpoint?: string;
+    backend?: string;
+    judges?: Record<string, () => Judge>;
+    load?: (folder: ModelFolder, ref: string, opts?: LoadModelRefOptions) => Promise<LoadedModel>;
+  } = {},
+): RecipeEnv {
   const modelsDir = opts.modelsDir ?? DEFAULT_MODELS_DIR;
   return createRecipeEnv({
     folder: (ref) => {

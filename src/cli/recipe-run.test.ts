@@ -18,20 +18,50 @@ const HAVE_MODELS = existsSync(join(ROOT, 'public/models/defender/model.safetens
 async function run(...argv: string[]) {
   let stderr = '';
   let stdout = '';
-  const env = nodeRecipeEnv({ modelsDir: FIXTURES, load: loadWithCharCodec, judges: { letters: letterJudge }, backend: 'cpu' });
+  const env = nodeRecipeEnv({
+    modelsDir: FIXTURES,
+    load: loadWithCharCodec,
+    judges: { letters: letterJudge },
+    backend: 'cpu',
+  });
   const code = await recipeMain(argv, { env, stderr: (s) => (stderr += s), stdout: (s) => (stdout += s) });
   return { code, stderr, stdout };
 }
 
 describe('lab --recipe', () => {
   it('parses flags, repeated --set and --no-early-stop', () => {
-    const a = parseRecipeArgs(['--recipe', 'redteam', '--steps', '3', '--seed=7', '--set', 'groupSize=4', '--set', 'lr=0.01', '--model', 'x', '--no-early-stop']);
-    expect(a).toMatchObject({ recipe: 'redteam', steps: 3, seed: 7, sets: { groupSize: '4', lr: '0.01' }, model: 'x', earlyStop: false });
+    const a = parseRecipeArgs([
+      '--recipe',
+      'redteam',
+      '--steps',
+      '3',
+      '--seed=7',
+      '--set',
+      'groupSize=4',
+      '--set',
+      'lr=0.01',
+      '--model',
+      'x',
+      '--no-early-stop',
+    ]);
+    expect(a).toMatchObject({
+      recipe: 'redteam',
+      steps: 3,
+      seed: 7,
+      sets: { groupSize: '4', lr: '0.01' },
+      model: 'x',
+      earlyStop: false,
+    });
   });
 
-  it('--learn-path picks the learning step\'s path on webgpu and is refused elsewhere or misspelt', async () => {
-    expect(parseRecipeArgs(['--recipe', 'redteam', '--backend', 'webgpu', '--learn-path', 'planned'])).toMatchObject({ backend: 'webgpu', learnPath: 'planned' });
-    expect(() => parseRecipeArgs(['--recipe', 'redteam', '--learn-path', 'fast'])).toThrow(/--learn-path must be planned or tfjs/);
+  it("--learn-path picks the learning step's path on webgpu and is refused elsewhere or misspelt", async () => {
+    expect(parseRecipeArgs(['--recipe', 'redteam', '--backend', 'webgpu', '--learn-path', 'planned'])).toMatchObject({
+      backend: 'webgpu',
+      learnPath: 'planned',
+    });
+    expect(() => parseRecipeArgs(['--recipe', 'redteam', '--learn-path', 'fast'])).toThrow(
+      /--learn-path must be planned or tfjs/,
+    );
     const r = await run('--recipe', 'redteam', '--steps', '1', '--learn-path', 'planned');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--learn-path needs --backend webgpu/);
@@ -45,7 +75,9 @@ describe('lab --recipe', () => {
     expect(field.code).toBe(2);
     expect(field.stderr).toMatch(/field "groupSize" must be an integer in \[2, 64\], got "1"/);
     expect(field.stderr).toMatch(/unknown field "nope"/);
-    expect((await run('--recipe', 'redteam', '--steps', '0')).stderr).toMatch(/--steps must be a positive integer, got "0"/);
+    expect((await run('--recipe', 'redteam', '--steps', '0')).stderr).toMatch(
+      /--steps must be a positive integer, got "0"/,
+    );
     expect((await run('--recipe', 'redteam', '--frob')).stderr).toMatch(/unknown flag --frob/);
     expect((await run('--recipe', 'redteam', '--set', 'groupSize')).stderr).toMatch(/--set needs field=value/);
   });
@@ -61,21 +93,64 @@ describe('lab --recipe', () => {
 
   it('runs a recipe, one StepReport per JSONL line and a summary per step on stderr', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'runs/redteam.jsonl');
-    const r = await run('--recipe', 'redteam', '--steps', '2', '--seed', '3', '--out', out, '--model', 'tiny-llama-f32',
-      '--set', 'judge=letters', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--no-early-stop');
+    const r = await run(
+      '--recipe',
+      'redteam',
+      '--steps',
+      '2',
+      '--seed',
+      '3',
+      '--out',
+      out,
+      '--model',
+      'tiny-llama-f32',
+      '--set',
+      'judge=letters',
+      '--set',
+      'prompts=2',
+      '--set',
+      'groupSize=2',
+      '--set',
+      'maxNewTokens=4',
+      '--no-early-stop',
+    );
     expect(r.stderr).not.toMatch(/lab --recipe:/);
     expect(r.code).toBe(0);
-    const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as StepReport);
+    const lines = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as StepReport);
     expect(lines.map((l) => l.step)).toEqual([0, 1]);
     expect(lines[1].recipe).toBe('redteam');
     expect(r.stderr).toMatch(/\[redteam\] step 1 {2}reward\/mean \S+ {2}judge\/asr/);
   }, 20_000);
 
-  it('--save-checkpoint writes the final checkpoint, which reads back with the run\'s step, config and adapter', async () => {
+  it("--save-checkpoint writes the final checkpoint, which reads back with the run's step, config and adapter", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
     const file = join(dir, 'ck/redteam.json');
-    const r = await run('--recipe', 'redteam', '--steps', '2', '--seed', '3', '--model', 'tiny-llama-f32', '--save-checkpoint', file,
-      '--set', 'judge=letters', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--set', 'lr=0.05', '--no-early-stop');
+    const r = await run(
+      '--recipe',
+      'redteam',
+      '--steps',
+      '2',
+      '--seed',
+      '3',
+      '--model',
+      'tiny-llama-f32',
+      '--save-checkpoint',
+      file,
+      '--set',
+      'judge=letters',
+      '--set',
+      'prompts=2',
+      '--set',
+      'groupSize=2',
+      '--set',
+      'maxNewTokens=4',
+      '--set',
+      'lr=0.05',
+      '--no-early-stop',
+    );
     expect(r.stderr).not.toMatch(/lab --recipe:/);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/checkpoint after 2 steps -> .*redteam\.json/);
@@ -86,17 +161,56 @@ describe('lab --recipe', () => {
     expect((await run('--recipe', 'redteam', '--save-checkpoint')).stderr).toMatch(/--save-checkpoint needs a value/);
   }, 20_000);
 
-  it('--set takes veRL keys and TRL names; --metric-names verl writes veRL\'s metric names', async () => {
+  it("--set takes veRL keys and TRL names; --metric-names verl writes veRL's metric names", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
     const file = join(dir, 'ck.json');
     const out = join(dir, 'run.jsonl');
-    const r = await run('--recipe', 'redteam', '--steps', '1', '--seed', '3', '--model', 'tiny-llama-f32', '--save-checkpoint', file, '--out', out, '--metric-names', 'verl',
-      '--set', 'judge=letters', '--set', 'data.train_batch_size=2', '--set', 'actor_rollout_ref.rollout.n=3', '--set', 'lora_r=4',
-      '--set', 'scale_rewards=group', '--set', 'maxNewTokens=4', '--no-early-stop');
+    const r = await run(
+      '--recipe',
+      'redteam',
+      '--steps',
+      '1',
+      '--seed',
+      '3',
+      '--model',
+      'tiny-llama-f32',
+      '--save-checkpoint',
+      file,
+      '--out',
+      out,
+      '--metric-names',
+      'verl',
+      '--set',
+      'judge=letters',
+      '--set',
+      'data.train_batch_size=2',
+      '--set',
+      'actor_rollout_ref.rollout.n=3',
+      '--set',
+      'lora_r=4',
+      '--set',
+      'scale_rewards=group',
+      '--set',
+      'maxNewTokens=4',
+      '--no-early-stop',
+    );
     expect(r.stderr).not.toMatch(/lab --recipe:/);
-    expect(checkpointFromJson(readFileSync(file, 'utf8'), file).config).toMatchObject({ prompts: 2, groupSize: 3, loraRank: 4, normAdvByStd: true });
+    expect(checkpointFromJson(readFileSync(file, 'utf8'), file).config).toMatchObject({
+      prompts: 2,
+      groupSize: 3,
+      loraRank: 4,
+      normAdvByStd: true,
+    });
     const rep = JSON.parse(readFileSync(out, 'utf8').trim()) as StepReport;
-    expect(Object.keys(rep.metrics)).toEqual(expect.arrayContaining(['critic/score/mean', 'actor/pg_loss', 'actor/grad_norm', 'response_length/mean', 'timing_s/step']));
+    expect(Object.keys(rep.metrics)).toEqual(
+      expect.arrayContaining([
+        'critic/score/mean',
+        'actor/pg_loss',
+        'actor/grad_norm',
+        'response_length/mean',
+        'timing_s/step',
+      ]),
+    );
     expect(rep.metrics['reward/mean']).toBeUndefined();
     expect(rep.metrics['timing_s/step']).toBeCloseTo(rep.timings.total_ms / 1000, 1);
     const twice = await run('--recipe', 'redteam', '--set', 'groupSize=4', '--set', 'num_generations=8');
@@ -106,17 +220,48 @@ describe('lab --recipe', () => {
     expect(h.stdout).toMatch(/groupSize .*\[veRL actor_rollout_ref\.rollout\.n, TRL num_generations\]/);
   }, 20_000);
 
-  it.skipIf(!HAVE_MODELS)(`npm run lab -- --recipe runs on the sandbox models${HAVE_MODELS ? '' : ' (skipped: public/models does not exist yet)'}`, () => {
-    const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'sft.jsonl');
-    const r = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', '--recipe', 'attacker-sft', '--steps', '1', '--seed', '1',
-      '--out', out, '--backend', 'cpu', '--set', 'batchSize=2', '--set', 'sampleGoals=2', '--set', 'sampleMaxTokens=8'], { cwd: ROOT, encoding: 'utf8', timeout: 25_000 });
-    expect(r.stderr).toMatch(/\[attacker-sft\] step 0 {2}loss\/sft \d/);
-    expect(r.status).toBe(0);
-    const rep = JSON.parse(readFileSync(out, 'utf8').trim()) as StepReport;
-    expect(rep.metrics['loss/sft']).toBeGreaterThan(0);
-    expect(rep.samples).toHaveLength(2);
-    const bad = spawnSync(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', '--recipe', 'nope'], { cwd: ROOT, encoding: 'utf8', timeout: 25_000 });
-    expect(bad.status).toBe(2);
-    expect(bad.stderr).toMatch(/unknown recipe "nope"/);
-  }, 30_000);
+  it.skipIf(!HAVE_MODELS)(
+    `npm run lab -- --recipe runs on the sandbox models${HAVE_MODELS ? '' : ' (skipped: public/models does not exist yet)'}`,
+    () => {
+      const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'sft.jsonl');
+      const r = spawnSync(
+        TSX,
+        [
+          '--import',
+          './src/cli/node/wgsl-register.mjs',
+          'src/cli/lab.ts',
+          '--recipe',
+          'attacker-sft',
+          '--steps',
+          '1',
+          '--seed',
+          '1',
+          '--out',
+          out,
+          '--backend',
+          'cpu',
+          '--set',
+          'batchSize=2',
+          '--set',
+          'sampleGoals=2',
+          '--set',
+          'sampleMaxTokens=8',
+        ],
+        { cwd: ROOT, encoding: 'utf8', timeout: 25_000 },
+      );
+      expect(r.stderr).toMatch(/\[attacker-sft\] step 0 {2}loss\/sft \d/);
+      expect(r.status).toBe(0);
+      const rep = JSON.parse(readFileSync(out, 'utf8').trim()) as StepReport;
+      expect(rep.metrics['loss/sft']).toBeGreaterThan(0);
+      expect(rep.samples).toHaveLength(2);
+      const bad = spawnSync(
+        TSX,
+        ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', '--recipe', 'nope'],
+        { cwd: ROOT, encoding: 'utf8', timeout: 25_000 },
+      );
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toMatch(/unknown recipe "nope"/);
+    },
+    30_000,
+  );
 });

@@ -50,11 +50,32 @@ export interface RecipeCliArgs {
   list: boolean;
 }
 
-const VALUE_FLAGS = ['recipe', 'steps', 'seed', 'out', 'set', 'model', 'models', 'backend', 'save-checkpoint', 'metric-names', 'learn-path'] as const;
+const VALUE_FLAGS = [
+  'recipe',
+  'steps',
+  'seed',
+  'out',
+  'set',
+  'model',
+  'models',
+  'backend',
+  'save-checkpoint',
+  'metric-names',
+  'learn-path',
+] as const;
 const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader'] as const;
 
 export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
-  const a: RecipeCliArgs = { steps: 10, seed: 0, sets: {}, backend: 'wasm', metricNames: 'lab', earlyStop: true, help: false, list: false };
+  const a: RecipeCliArgs = {
+    steps: 10,
+    seed: 0,
+    sets: {},
+    backend: 'wasm',
+    metricNames: 'lab',
+    earlyStop: true,
+    help: false,
+    list: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-h') {
@@ -77,33 +98,54 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
       continue;
     }
     if (!(VALUE_FLAGS as readonly string[]).includes(key)) {
-      throw new RecipeUsageError(`unknown flag --${key} (flags: ${[...VALUE_FLAGS, ...BOOL_FLAGS].map((f) => `--${f}`).join(', ')})`);
+      throw new RecipeUsageError(
+        `unknown flag --${key} (flags: ${[...VALUE_FLAGS, ...BOOL_FLAGS].map((f) => `--${f}`).join(', ')})`,
+      );
     }
     value ??= argv[++i];
-    if (value === undefined || (value.startsWith('--') && key !== 'set')) throw new RecipeUsageError(`--${key} needs a value`);
+    if (value === undefined || (value.startsWith('--') && key !== 'set'))
+      throw new RecipeUsageError(`--${key} needs a value`);
     const int = (what: string, min: number) => {
       const x = Number(value);
-      if (value!.trim() === '' || !Number.isInteger(x) || x < min) throw new RecipeUsageError(`--${key} must be ${what}, got ${JSON.stringify(value)}`);
+      if (value!.trim() === '' || !Number.isInteger(x) || x < min)
+        throw new RecipeUsageError(`--${key} must be ${what}, got ${JSON.stringify(value)}`);
       return x;
     };
     switch (key) {
-      case 'recipe': a.recipe = value; break;
-      case 'steps': a.steps = int('a positive integer', 1); break;
-      case 'seed': a.seed = int('a non-negative integer', 0); break;
-      case 'out': a.out = value; break;
-      case 'save-checkpoint': a.saveCheckpoint = value; break;
-      case 'model': a.model = value; break;
-      case 'models': a.models = value; break;
+      case 'recipe':
+        a.recipe = value;
+        break;
+      case 'steps':
+        a.steps = int('a positive integer', 1);
+        break;
+      case 'seed':
+        a.seed = int('a non-negative integer', 0);
+        break;
+      case 'out':
+        a.out = value;
+        break;
+      case 'save-checkpoint':
+        a.saveCheckpoint = value;
+        break;
+      case 'model':
+        a.model = value;
+        break;
+      case 'models':
+        a.models = value;
+        break;
       case 'backend':
-        if (value !== 'wasm' && value !== 'cpu' && value !== 'webgpu') throw new RecipeUsageError(`--backend must be wasm, cpu or webgpu, got ${JSON.stringify(value)}`);
+        if (value !== 'wasm' && value !== 'cpu' && value !== 'webgpu')
+          throw new RecipeUsageError(`--backend must be wasm, cpu or webgpu, got ${JSON.stringify(value)}`);
         a.backend = value;
         break;
       case 'learn-path':
-        if (value !== 'planned' && value !== 'tfjs') throw new RecipeUsageError(`--learn-path must be planned or tfjs, got ${JSON.stringify(value)}`);
+        if (value !== 'planned' && value !== 'tfjs')
+          throw new RecipeUsageError(`--learn-path must be planned or tfjs, got ${JSON.stringify(value)}`);
         a.learnPath = value;
         break;
       case 'metric-names':
-        if (value !== 'lab' && value !== 'verl' && value !== 'trl') throw new RecipeUsageError(`--metric-names must be lab, verl or trl, got ${JSON.stringify(value)}`);
+        if (value !== 'lab' && value !== 'verl' && value !== 'trl')
+          throw new RecipeUsageError(`--metric-names must be lab, verl or trl, got ${JSON.stringify(value)}`);
         a.metricNames = value;
         break;
       case 'set': {
@@ -128,7 +170,10 @@ export function recipeInput(a: RecipeCliArgs): Record<string, unknown> {
   const input: Record<string, unknown> = resolved.input;
   if (a.model !== undefined) {
     if (!recipe.modelField) throw new RecipeUsageError(`recipe ${recipe.name} has no model field for --model`);
-    if (input[recipe.modelField] !== undefined) throw new ConfigError(`recipe ${recipe.name}`, { [recipe.modelField]: `field "${recipe.modelField}" is set twice: by --model and by --set` });
+    if (input[recipe.modelField] !== undefined)
+      throw new ConfigError(`recipe ${recipe.name}`, {
+        [recipe.modelField]: `field "${recipe.modelField}" is set twice: by --model and by --set`,
+      });
     input[recipe.modelField] = a.model;
   }
   return input;
@@ -142,13 +187,25 @@ function fmt(x: number | undefined): string {
 
 /** The one-line stderr summary of a step. */
 export function summaryLine(r: StepReport): string {
-  const keys = ['loss/sft', 'reward/mean', 'judge/asr', 'eval/asr', 'eval/asr_at_stop', 'kl/mean', 'entropy/mean', 'loss/policy', 'grad/norm'];
+  const keys = [
+    'loss/sft',
+    'reward/mean',
+    'judge/asr',
+    'eval/asr',
+    'eval/asr_at_stop',
+    'kl/mean',
+    'entropy/mean',
+    'loss/policy',
+    'grad/norm',
+  ];
   const parts = keys.filter((k) => r.metrics[k] !== undefined).map((k) => `${k} ${fmt(r.metrics[k])}`);
   // Each judge's latency and share of the step (judgeTiming.ts).
-  const judges = Object.keys(r.metrics).filter((k) => k.startsWith('perf/judge_ms/')).map((k) => {
-    const name = k.slice('perf/judge_ms/'.length);
-    return `judge ${name} ${fmt(r.metrics[k])} ms (${Math.round(100 * (r.metrics[`perf/judge_share/${name}`] ?? 0))}%)`;
-  });
+  const judges = Object.keys(r.metrics)
+    .filter((k) => k.startsWith('perf/judge_ms/'))
+    .map((k) => {
+      const name = k.slice('perf/judge_ms/'.length);
+      return `judge ${name} ${fmt(r.metrics[k])} ms (${Math.round(100 * (r.metrics[`perf/judge_share/${name}`] ?? 0))}%)`;
+    });
   return `[${r.recipe}] step ${r.step}  ${[...parts, ...judges].join('  ')}  ${fmt(r.timings.total_ms)} ms`;
 }
 
@@ -164,11 +221,20 @@ export function recipeHelp(name?: string): string {
     ].join('\n');
   }
   const r = getRecipe(name);
-  return [`${r.name}: ${r.title} (${r.source})`, r.description, '', 'fields (--set field=value; the veRL key or TRL name in brackets works too):', ...describeSchema(r.schema, (k) => aliasNote(r.name, r.schema, k)).map((l) => `  ${l}`)].join('\n');
+  return [
+    `${r.name}: ${r.title} (${r.source})`,
+    r.description,
+    '',
+    'fields (--set field=value; the veRL key or TRL name in brackets works too):',
+    ...describeSchema(r.schema, (k) => aliasNote(r.name, r.schema, k)).map((l) => `  ${l}`),
+  ].join('\n');
 }
 
 /** Runs the CLI; returns the exit code (0 ok, 1 failure, 2 usage). `env` is injectable for tests. */
-export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr?: (s: string) => void; stdout?: (s: string) => void } = {}): Promise<number> {
+export async function recipeMain(
+  argv: string[],
+  opts: { env?: RecipeEnv; stderr?: (s: string) => void; stdout?: (s: string) => void } = {},
+): Promise<number> {
   const err = opts.stderr ?? ((s: string) => process.stderr.write(s));
   const out = opts.stdout ?? ((s: string) => process.stdout.write(s));
   try {
@@ -186,7 +252,9 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
     const v = validateRecipeConfig(recipe, recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
     if (a.learnPath && a.backend !== 'webgpu') throw new RecipeUsageError('--learn-path needs --backend webgpu');
-    const backend = opts.env?.backend ?? (a.backend === 'webgpu' ? await useDawn(a.swiftshader === true) : await useTrainingBackend(a.backend));
+    const backend =
+      opts.env?.backend ??
+      (a.backend === 'webgpu' ? await useDawn(a.swiftshader === true) : await useTrainingBackend(a.backend));
     if (a.learnPath) setEngineOptions({ learnPath: a.learnPath });
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
     if (a.out) {
@@ -209,7 +277,12 @@ export async function recipeMain(argv: string[], opts: { env?: RecipeEnv; stderr
           }
           throw e;
         }
-        if (a.out) appendFileSync(a.out, JSON.stringify(a.metricNames === 'lab' ? r : { ...r, metrics: renameMetrics(r.metrics, a.metricNames) }) + '\n');
+        if (a.out)
+          appendFileSync(
+            a.out,
+            JSON.stringify(a.metricNames === 'lab' ? r : { ...r, metrics: renameMetrics(r.metrics, a.metricNames) }) +
+              '\n',
+          );
         err(summaryLine(r) + '\n');
         if (a.earlyStop && run.done) {
           err(`[${recipe.name}] early stop after step ${r.step}: ${run.stopReason}\n`);

@@ -19,7 +19,10 @@ export interface FieldAlias {
   /** Only these recipes (default: every recipe that has the field). */
   readonly recipes?: readonly string[];
   /** Aliased value -> lab value, per framework (e.g. TRL scale_rewards). */
-  readonly values?: { readonly verl?: Readonly<Record<string, string>>; readonly trl?: Readonly<Record<string, string>> };
+  readonly values?: {
+    readonly verl?: Readonly<Record<string, string>>;
+    readonly trl?: Readonly<Record<string, string>>;
+  };
 }
 
 const TRAINS_DEFENDER = ['redteam', 'defend', 'tokenbuncher', 'multiturn'];
@@ -27,15 +30,40 @@ const LORA_TARGET_VALUES = { 'all-linear': 'all' };
 
 export const FIELD_ALIASES: readonly FieldAlias[] = [
   { lab: 'groupSize', verl: 'actor_rollout_ref.rollout.n', trl: 'num_generations' },
-  { lab: 'temperature', verl: 'actor_rollout_ref.rollout.temperature', trl: 'temperature', recipes: [...TRAINS_DEFENDER, 'minmax', 'rlhf'] },
-  { lab: 'topP', verl: 'actor_rollout_ref.rollout.top_p', trl: 'top_p', recipes: [...TRAINS_DEFENDER, 'minmax', 'rlhf'] },
+  {
+    lab: 'temperature',
+    verl: 'actor_rollout_ref.rollout.temperature',
+    trl: 'temperature',
+    recipes: [...TRAINS_DEFENDER, 'minmax', 'rlhf'],
+  },
+  {
+    lab: 'topP',
+    verl: 'actor_rollout_ref.rollout.top_p',
+    trl: 'top_p',
+    recipes: [...TRAINS_DEFENDER, 'minmax', 'rlhf'],
+  },
   { lab: 'topK', verl: 'actor_rollout_ref.rollout.top_k', trl: 'top_k' },
   // multiturn's maxNewTokens caps one reply; veRL's response length covers the whole conversation.
-  { lab: 'maxNewTokens', verl: 'data.max_response_length', trl: 'max_completion_length', recipes: ['redteam', 'defend', 'tokenbuncher'] },
-  { lab: 'attackerTemperature', verl: 'actor_rollout_ref.rollout.temperature', trl: 'temperature', recipes: ['attack'] },
+  {
+    lab: 'maxNewTokens',
+    verl: 'data.max_response_length',
+    trl: 'max_completion_length',
+    recipes: ['redteam', 'defend', 'tokenbuncher'],
+  },
+  {
+    lab: 'attackerTemperature',
+    verl: 'actor_rollout_ref.rollout.temperature',
+    trl: 'temperature',
+    recipes: ['attack'],
+  },
   { lab: 'attackerTopP', verl: 'actor_rollout_ref.rollout.top_p', trl: 'top_p', recipes: ['attack'] },
   { lab: 'attackerMaxTokens', verl: 'data.max_response_length', trl: 'max_completion_length', recipes: ['attack'] },
-  { lab: 'policyMaxTokens', verl: 'data.max_response_length', trl: 'max_completion_length', recipes: ['minmax', 'rlhf'] },
+  {
+    lab: 'policyMaxTokens',
+    verl: 'data.max_response_length',
+    trl: 'max_completion_length',
+    recipes: ['minmax', 'rlhf'],
+  },
   { lab: 'prompts', verl: 'data.train_batch_size', recipes: ['redteam'] },
   { lab: 'lr', verl: 'actor_rollout_ref.actor.optim.lr', trl: 'learning_rate' },
   { lab: 'policyLr', verl: 'actor_rollout_ref.actor.optim.lr', trl: 'learning_rate', recipes: ['rlhf'] },
@@ -46,9 +74,19 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   { lab: 'loraRank', verl: 'actor_rollout_ref.model.lora_rank', trl: 'lora_r' },
   { lab: 'loraAlpha', verl: 'actor_rollout_ref.model.lora_alpha', trl: 'lora_alpha' },
   { lab: 'loraDropout', trl: 'lora_dropout' },
-  { lab: 'loraTargets', verl: 'actor_rollout_ref.model.target_modules', trl: 'lora_target_modules', values: { verl: LORA_TARGET_VALUES, trl: LORA_TARGET_VALUES } },
+  {
+    lab: 'loraTargets',
+    verl: 'actor_rollout_ref.model.target_modules',
+    trl: 'lora_target_modules',
+    values: { verl: LORA_TARGET_VALUES, trl: LORA_TARGET_VALUES },
+  },
   { lab: 'advantage', verl: 'algorithm.adv_estimator' },
-  { lab: 'normAdvByStd', verl: 'algorithm.norm_adv_by_std_in_grpo', trl: 'scale_rewards', values: { trl: { group: 'true', none: 'false' } } },
+  {
+    lab: 'normAdvByStd',
+    verl: 'algorithm.norm_adv_by_std_in_grpo',
+    trl: 'scale_rewards',
+    values: { trl: { group: 'true', none: 'false' } },
+  },
   { lab: 'clipRatio', verl: 'actor_rollout_ref.actor.clip_ratio', trl: 'epsilon' },
   // KL in the reward (the red-team trainer, MTSA, Token Buncher) is veRL's kl_ctrl; TRL has no
   // reward KL, only the loss term `beta`, so klBeta gets no TRL alias.
@@ -95,7 +133,11 @@ export function aliasNote(recipe: string, schema: Schema, field: string): string
  * What an input key names: the lab field itself, or the lab field behind a veRL / TRL alias
  * (with the framework, for value translation). Null for a key the recipe does not know.
  */
-export function resolveFieldName(recipe: string, schema: Schema, key: string): { field: string; via?: Framework } | null {
+export function resolveFieldName(
+  recipe: string,
+  schema: Schema,
+  key: string,
+): { field: string; via?: Framework } | null {
   if (Object.hasOwn(schema, key)) return { field: key };
   for (const a of aliasRows(recipe, schema)) {
     if (a.verl === key) return { field: a.lab, via: 'verl' };
@@ -109,7 +151,11 @@ export function resolveFieldName(recipe: string, schema: Schema, key: string): {
  * translated). Unknown keys pass through for the schema to report; a field given twice (under
  * two names) is an error naming both.
  */
-export function resolveAliases(recipe: string, schema: Schema, input: Record<string, unknown>): { input: Record<string, unknown>; errors: Record<string, string> } {
+export function resolveAliases(
+  recipe: string,
+  schema: Schema,
+  input: Record<string, unknown>,
+): { input: Record<string, unknown>; errors: Record<string, string> } {
   const out: Record<string, unknown> = {};
   const from: Record<string, string> = {};
   const errors: Record<string, string> = {};

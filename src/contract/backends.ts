@@ -9,7 +9,8 @@ export type BackendPreference = BackendName | 'auto';
 /** What falling back to each backend costs a researcher, shown in the banner. */
 export const BACKEND_COST: Record<BackendName, string> = {
   webgpu: 'Full speed: custom WGSL kernels on the GPU.',
-  webgl: 'GPU through WebGL: no custom WGSL kernels (fused token stats, quantised matmul, GPU sampling), roughly 2-5x slower training.',
+  webgl:
+    'GPU through WebGL: no custom WGSL kernels (fused token stats, quantised matmul, GPU sampling), roughly 2-5x slower training.',
   wasm: 'CPU through WebAssembly (SIMD): sandbox models only are practical; hub models train 20-100x slower than on WebGPU.',
   cpu: 'Plain JavaScript CPU kernels: the slowest path, fine for the sandbox demo, impractical for hub models.',
 };
@@ -60,7 +61,11 @@ export interface BackendReport {
 
 /** Adapters that run WebGPU on the CPU (SwiftShader): barrier-heavy kernels are very slow there. */
 export function isSoftwareAdapter(probe: GpuProbe | null): boolean {
-  return !!probe && probe.available && (probe.isFallbackAdapter || /swiftshader/i.test(`${probe.architecture} ${probe.description}`));
+  return (
+    !!probe &&
+    probe.available &&
+    (probe.isFallbackAdapter || /swiftshader/i.test(`${probe.architecture} ${probe.description}`))
+  );
 }
 
 /**
@@ -71,7 +76,13 @@ export function isSoftwareAdapter(probe: GpuProbe | null): boolean {
  */
 export function tuningFor(backend: BackendName, probe: GpuProbe | null): BackendReport['tuning'] {
   if (backend !== 'webgpu' || !isSoftwareAdapter(probe)) return [];
-  return [{ flag: 'WEBGPU_MATMUL_PROGRAM_TYPE', value: 3, why: 'software adapter: the tiled matmul instead of the barrier-heavy reduce matmul' }];
+  return [
+    {
+      flag: 'WEBGPU_MATMUL_PROGRAM_TYPE',
+      value: 3,
+      why: 'software adapter: the tiled matmul instead of the barrier-heavy reduce matmul',
+    },
+  ];
 }
 
 export function describeChoice(

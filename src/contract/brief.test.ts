@@ -33,7 +33,14 @@ describe('brief: short renderings of untrusted values', () => {
   });
 
   it('kindOf and clampMessage', () => {
-    expect([kindOf(undefined), kindOf(null), kindOf([]), kindOf({}), kindOf('s'), kindOf(1)]).toEqual(['missing', 'null', 'an array', 'an object', 'a string', 'a number']);
+    expect([kindOf(undefined), kindOf(null), kindOf([]), kindOf({}), kindOf('s'), kindOf(1)]).toEqual([
+      'missing',
+      'null',
+      'an array',
+      'an object',
+      'a string',
+      'a number',
+    ]);
     const m = `file.json: field "x" ${'y'.repeat(10_000)} expected a number`;
     const c = clampMessage(m);
     expect(c.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS);

@@ -38,12 +38,18 @@ function render(v: unknown, depth: number, max: number): string {
   if (v === undefined) return 'missing';
   if (v === null) return 'null';
   switch (typeof v) {
-    case 'string': return briefName(v, max);
-    case 'number': return Object.is(v, -0) ? '-0' : String(v);
-    case 'bigint': return `${v}n`;
-    case 'boolean': return String(v);
-    case 'function': return 'a function';
-    case 'symbol': return 'a symbol';
+    case 'string':
+      return briefName(v, max);
+    case 'number':
+      return Object.is(v, -0) ? '-0' : String(v);
+    case 'bigint':
+      return `${v}n`;
+    case 'boolean':
+      return String(v);
+    case 'function':
+      return 'a function';
+    case 'symbol':
+      return 'a symbol';
   }
   if (Array.isArray(v)) {
     if (v.length === 0) return '[]';
@@ -54,14 +60,21 @@ function render(v: unknown, depth: number, max: number): string {
   const keys = Object.keys(v as object);
   if (keys.length === 0) return '{}';
   if (depth === 0) return `{${ELLIPSIS} ${keys.length} keys}`;
-  return list(keys.length, (i) => `${briefName(keys[i], 20)}:${render((v as Record<string, unknown>)[keys[i]], depth - 1, max)}`, '{', '}', max);
+  return list(
+    keys.length,
+    (i) => `${briefName(keys[i], 20)}:${render((v as Record<string, unknown>)[keys[i]], depth - 1, max)}`,
+    '{',
+    '}',
+    max,
+  );
 }
 
 function list(n: number, item: (i: number) => string, open: string, close: string, max: number): string {
   let s = open;
   for (let i = 0; i < n; i++) {
     const next = `${i ? ',' : ''}${item(i)}`;
-    if (s.length + next.length > max) return `${s}${i ? ',' : ''}${ELLIPSIS} ${n} ${open === '[' ? 'items' : 'keys'}${close}`;
+    if (s.length + next.length > max)
+      return `${s}${i ? ',' : ''}${ELLIPSIS} ${n} ${open === '[' ? 'items' : 'keys'}${close}`;
     s += next;
   }
   return s + close;
@@ -89,5 +102,7 @@ export function clampMessage(message: string, max = MAX_MESSAGE_CHARS): string {
 
 /** A tensor shape as [a, b, c]; a shape of more than 8 dimensions is cut. */
 export function briefShape(shape: readonly number[]): string {
-  return shape.length <= 8 ? `[${shape.join(', ')}]` : `[${shape.slice(0, 4).join(', ')}, ${ELLIPSIS} ${shape.length} dims]`;
+  return shape.length <= 8
+    ? `[${shape.join(', ')}]`
+    : `[${shape.slice(0, 4).join(', ')}, ${ELLIPSIS} ${shape.length} dims]`;
 }

@@ -23,7 +23,9 @@ export async function storageEstimate(): Promise<StorageEstimateResult> {
  * GPU time). Resolves to whether storage is persistent; false where the API is missing.
  */
 export async function requestPersistentStorage(): Promise<boolean> {
-  const nav = (globalThis as { navigator?: { storage?: { persist?: () => Promise<boolean>; persisted?: () => Promise<boolean> } } }).navigator;
+  const nav = (
+    globalThis as { navigator?: { storage?: { persist?: () => Promise<boolean>; persisted?: () => Promise<boolean> } } }
+  ).navigator;
   try {
     if (await nav?.storage?.persisted?.()) return true;
     return (await nav?.storage?.persist?.()) ?? false;

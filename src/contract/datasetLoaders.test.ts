@@ -58,7 +58,9 @@ describe('JSONL loader', () => {
       if (line !== null) expect(err.message).toContain(`up.jsonl line ${line}`);
       if (field !== null) expect(err.message).toContain(`field '${field}'`);
     }
-    expect(errorOf(() => parseJsonl('{"x":1}', 'a.jsonl')).message).toBe("a.jsonl line 1, field 'prompt': missing (every row needs a prompt)");
+    expect(errorOf(() => parseJsonl('{"x":1}', 'a.jsonl')).message).toBe(
+      "a.jsonl line 1, field 'prompt': missing (every row needs a prompt)",
+    );
   });
 });
 
@@ -131,10 +133,17 @@ describe('datasets: hostile rows (issue 24)', () => {
   };
 
   it('an empty user turn is refused, naming the turn', () => {
-    const e = err(() => parseJsonl('{"prompt": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "  "}]}', 'mt.jsonl'));
+    const e = err(() =>
+      parseJsonl(
+        '{"prompt": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "  "}]}',
+        'mt.jsonl',
+      ),
+    );
     expect(e.message).toBe("mt.jsonl line 1, field 'prompt[1].content': empty user turn");
     // An empty assistant turn is a different matter (a prefill); it stays allowed.
-    expect(parseJsonl('{"prompt": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}')).toHaveLength(1);
+    expect(
+      parseJsonl('{"prompt": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}'),
+    ).toHaveLength(1);
   });
 
   it('a byte-order mark is stripped (JSONL and CSV)', () => {
@@ -144,12 +153,18 @@ describe('datasets: hostile rows (issue 24)', () => {
 
   it('a 5,000-level nested or 3-million-character value gives a short message', () => {
     const deep = '['.repeat(5000) + ']'.repeat(5000);
-    expect(err(() => parseJsonl(`{"prompt": "a", "goal": ${deep}}`, 'd.jsonl')).message).toBe("d.jsonl line 1, field 'goal': expected a string, got an array [[[… 1 items]]]");
-    expect(err(() => parseJsonl(`{"prompt": {"a": ${deep}}}`, 'd.jsonl')).message).toMatch(/field 'prompt': expected a string or a list of turns, got \{"a":\[\[… 1 items\]\]\}$/);
+    expect(err(() => parseJsonl(`{"prompt": "a", "goal": ${deep}}`, 'd.jsonl')).message).toBe(
+      "d.jsonl line 1, field 'goal': expected a string, got an array [[[… 1 items]]]",
+    );
+    expect(err(() => parseJsonl(`{"prompt": {"a": ${deep}}}`, 'd.jsonl')).message).toMatch(
+      /field 'prompt': expected a string or a list of turns, got \{"a":\[\[… 1 items\]\]\}$/,
+    );
     const wide = `${'x'.repeat(3_000_000)}\nrow`;
     const e = err(() => parseCsv(wide, 'wide.csv'));
     expect(e.message.length).toBeLessThan(400);
-    expect(e.message).toMatch(/^wide\.csv line 1, field 'prompt': the header has no prompt column \(columns: x+… \(3000000 chars\)\)$/);
+    expect(e.message).toMatch(
+      /^wide\.csv line 1, field 'prompt': the header has no prompt column \(columns: x+… \(3000000 chars\)\)$/,
+    );
     const role = err(() => parseJsonl(`{"prompt": [{"role": "${'u'.repeat(1_000_000)}", "content": "x"}]}`));
     expect(role.message.length).toBeLessThan(400);
   });

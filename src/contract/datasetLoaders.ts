@@ -41,7 +41,8 @@ export function stripBom(text: string): string {
 const ROLES = new Set(['system', 'user', 'assistant']);
 
 function readPrompt(value: unknown, file: string, line: number): PromptInput {
-  if (value === undefined || value === null) throw new DatasetError(file, line, 'prompt', 'missing (every row needs a prompt)');
+  if (value === undefined || value === null)
+    throw new DatasetError(file, line, 'prompt', 'missing (every row needs a prompt)');
   if (typeof value === 'string') {
     if (value.trim() === '') throw new DatasetError(file, line, 'prompt', 'empty');
     return value;
@@ -54,23 +55,37 @@ function readPrompt(value: unknown, file: string, line: number): PromptInput {
         throw new DatasetError(file, line, `prompt[${i}]`, 'expected a turn {"role": ..., "content": ...}');
       }
       if (typeof turn.role !== 'string' || !ROLES.has(turn.role)) {
-        throw new DatasetError(file, line, `prompt[${i}].role`, `expected "user", "assistant" or "system", got ${brief(turn.role)}`);
+        throw new DatasetError(
+          file,
+          line,
+          `prompt[${i}].role`,
+          `expected "user", "assistant" or "system", got ${brief(turn.role)}`,
+        );
       }
-      if (typeof turn.content !== 'string') throw new DatasetError(file, line, `prompt[${i}].content`, `expected a string, got ${brief(turn.content)}`);
+      if (typeof turn.content !== 'string')
+        throw new DatasetError(file, line, `prompt[${i}].content`, `expected a string, got ${brief(turn.content)}`);
       // An empty user turn gives the model nothing to answer (and the judge nothing to score).
-      if (turn.role === 'user' && turn.content.trim() === '') throw new DatasetError(file, line, `prompt[${i}].content`, 'empty user turn');
+      if (turn.role === 'user' && turn.content.trim() === '')
+        throw new DatasetError(file, line, `prompt[${i}].content`, 'empty user turn');
       return { role: turn.role as ChatTurn['role'], content: turn.content };
     });
-    if (!turns.some((t) => t.role === 'user')) throw new DatasetError(file, line, 'prompt', 'the turns hold no user turn');
+    if (!turns.some((t) => t.role === 'user'))
+      throw new DatasetError(file, line, 'prompt', 'the turns hold no user turn');
     return turns;
   }
   throw new DatasetError(file, line, 'prompt', `expected a string or a list of turns, got ${brief(value)}`);
 }
 
-function readOptional(obj: Record<string, unknown>, field: 'category' | 'goal', file: string, line: number): string | undefined {
+function readOptional(
+  obj: Record<string, unknown>,
+  field: 'category' | 'goal',
+  file: string,
+  line: number,
+): string | undefined {
   const v = obj[field];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') throw new DatasetError(file, line, field, `expected a string, got ${kindOf(v)} ${brief(v)}`);
+  if (typeof v !== 'string')
+    throw new DatasetError(file, line, field, `expected a string, got ${kindOf(v)} ${brief(v)}`);
   return v.trim() === '' ? undefined : v;
 }
 
@@ -84,13 +99,21 @@ export function parseJsonl(text: string, file = 'dataset.jsonl'): DatasetRow[] {
     try {
       obj = JSON.parse(raw);
     } catch (err) {
-      throw new DatasetError(file, line, null, `not valid JSON (${briefText(err instanceof Error ? err.message : String(err), 120)})`);
+      throw new DatasetError(
+        file,
+        line,
+        null,
+        `not valid JSON (${briefText(err instanceof Error ? err.message : String(err), 120)})`,
+      );
     }
     if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
       throw new DatasetError(file, line, null, `expected a JSON object with a "prompt" field, got ${brief(obj)}`);
     }
     const rec = obj as Record<string, unknown>;
-    const row: { prompt: PromptInput; category?: string; goal?: string; line: number } = { prompt: readPrompt(rec.prompt, file, line), line };
+    const row: { prompt: PromptInput; category?: string; goal?: string; line: number } = {
+      prompt: readPrompt(rec.prompt, file, line),
+      line,
+    };
     const category = readOptional(rec, 'category', file, line);
     const goal = readOptional(rec, 'goal', file, line);
     if (category !== undefined) row.category = category;
@@ -143,7 +166,12 @@ export function parseCsvRecords(text: string, file = 'dataset.csv'): CsvRecord[]
         i++;
         const next = src[i];
         if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') {
-          throw new DatasetError(file, line, fieldName(), `text after a closing quote (write a quote inside a quoted field as "")`);
+          throw new DatasetError(
+            file,
+            line,
+            fieldName(),
+            `text after a closing quote (write a quote inside a quoted field as "")`,
+          );
         }
         continue;
       }
@@ -189,13 +217,24 @@ export function parseCsv(text: string, file = 'dataset.csv'): DatasetRow[] {
   const lower = header.map((h) => h.toLowerCase());
   const col = (name: string) => lower.indexOf(name);
   const iPrompt = col('prompt');
-  if (iPrompt < 0) throw new DatasetError(file, first.line, 'prompt', `the header has no prompt column (columns: ${briefText(header.join(', '), 120) || '(none)'})`);
+  if (iPrompt < 0)
+    throw new DatasetError(
+      file,
+      first.line,
+      'prompt',
+      `the header has no prompt column (columns: ${briefText(header.join(', '), 120) || '(none)'})`,
+    );
   const iCategory = col('category');
   const iGoal = col('goal');
   const rows: DatasetRow[] = [];
   for (const rec of records.slice(1)) {
     if (rec.fields.length !== header.length) {
-      throw new DatasetError(file, rec.line, null, `${rec.fields.length} fields, but the header has ${header.length} (quote fields that contain commas)`);
+      throw new DatasetError(
+        file,
+        rec.line,
+        null,
+        `${rec.fields.length} fields, but the header has ${header.length} (quote fields that contain commas)`,
+      );
     }
     const prompt = rec.fields[iPrompt];
     if (prompt.trim() === '') throw new DatasetError(file, rec.line, header[iPrompt], 'empty');

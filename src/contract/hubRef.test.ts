@@ -32,7 +32,10 @@ describe('model ids', () => {
       revision: DEFAULT_REVISION,
     });
     expect(parseHubRef('https://huggingface.co/a/b/tree/dev')).toEqual({ id: 'a/b', revision: 'dev' });
-    expect(parseHubRef('https://huggingface.co/a/b/resolve/abc123/config.json')).toEqual({ id: 'a/b', revision: 'abc123' });
+    expect(parseHubRef('https://huggingface.co/a/b/resolve/abc123/config.json')).toEqual({
+      id: 'a/b',
+      revision: 'abc123',
+    });
     expect(() => parseHubRef('https://huggingface.co/a')).toThrow(/names no model/);
     expect(() => parseHubRef('a/b@')).toThrow(/invalid revision ""/);
     expect(hubFileUrl('a/b', 'config.json')).toBe('https://huggingface.co/a/b/resolve/main/config.json');

@@ -23,8 +23,12 @@ export function validateModelId(id: string): string {
   if (typeof id !== 'string' || id.trim() === '') throw new InvalidModelIdError(id, 'it is empty');
   if (id !== id.trim()) throw new InvalidModelIdError(id, 'it has leading or trailing spaces');
   const parts = id.split('/');
-  if (parts.length !== 2) throw new InvalidModelIdError(id, parts.length === 1 ? 'the owner is missing' : 'it has more than one "/"');
-  for (const [what, p] of [['owner', parts[0]], ['name', parts[1]]] as const) {
+  if (parts.length !== 2)
+    throw new InvalidModelIdError(id, parts.length === 1 ? 'the owner is missing' : 'it has more than one "/"');
+  for (const [what, p] of [
+    ['owner', parts[0]],
+    ['name', parts[1]],
+  ] as const) {
     if (!PART.test(p) || p.includes('--') || p.includes('..')) {
       throw new InvalidModelIdError(
         id,
@@ -86,4 +90,3 @@ export function hubFileUrl(id: string, file: string, opts: HubOptions = {}): str
   // A revision such as "refs/pr/1" is one path segment on the hub, so it is encoded whole.
   return `${endpoint}/${id}/resolve/${encodeURIComponent(revision)}/${encodePath(file)}`;
 }
-

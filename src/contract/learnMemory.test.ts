@@ -8,8 +8,17 @@ const roomy = { maxBufferSize: GiB, maxStorageBufferBindingSize: GiB };
 
 // H 4, I 8, 2 heads of 2 (Q 4), 1 kv head (KV 2), vocabulary 10, tied, no biases.
 const tiny = (numLayers: number): LearnModelDims => ({
-  vocabSize: 10, hiddenSize: 4, intermediateSize: 8, numLayers, numHeads: 2, numKvHeads: 1, headDim: 2,
-  tieWordEmbeddings: true, qkvBias: false, oBias: false, mlpBias: false,
+  vocabSize: 10,
+  hiddenSize: 4,
+  intermediateSize: 8,
+  numLayers,
+  numHeads: 2,
+  numKvHeads: 1,
+  headDim: 2,
+  tieWordEmbeddings: true,
+  qkvBias: false,
+  oBias: false,
+  mlpBias: false,
 });
 const total = (p: ReturnType<typeof planLearnMemory>) => p.buffers.reduce((s, b) => s + b.bytes * b.count, 0);
 
@@ -39,14 +48,26 @@ describe('learn-memory planner, worked by hand on a tiny model', () => {
     expect(p.peakBytes).toBe(27696);
     expect(total(p)).toBe(27696);
     expect(p).toMatchObject({ microBatchRows: 2, accumulationSteps: 1, recompute: false, fits: true, problems: [] });
-    expect(p.buffers.find((b) => b.name === 'attention probabilities')).toEqual({ name: 'attention probabilities', scope: 'micro-batch', bytes: 256, count: 1 });
+    expect(p.buffers.find((b) => b.name === 'attention probabilities')).toEqual({
+      name: 'attention probabilities',
+      scope: 'micro-batch',
+      bytes: 256,
+      count: 1,
+    });
     expect(loraParamCount(tiny(1), { r: 2, targets: ['q', 'v'] })).toBe(28);
     // LoRA dropout adds, per adapter, a mask of one bit per input element (N x 4 = 32 bits: 4
     // bytes, rounded to 16), the f32 scratch N x 4 = 128, the scale 16, and 4 dispatches per
     // adapter (pack, forward, 2 backward): 8 x 256 = 2048. 25024 + 2 x 16 + 128 + 16 + 2048 = 27248.
-    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'], dropout: true }, shape, { ...roomy, budgetBytes: 27248 })).toEqual({ microBatchRows: 2, accumulationSteps: 1, bytes: 27248, recompute: false });
+    expect(
+      learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'], dropout: true }, shape, { ...roomy, budgetBytes: 27248 }),
+    ).toEqual({ microBatchRows: 2, accumulationSteps: 1, bytes: 27248, recompute: false });
     // The step alone (what learnStep sizes on WebGPU): the same 25024 bytes for 2 rows.
-    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 25024 })).toEqual({ microBatchRows: 2, accumulationSteps: 1, bytes: 25024, recompute: false });
+    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 25024 })).toEqual({
+      microBatchRows: 2,
+      accumulationSteps: 1,
+      bytes: 25024,
+      recompute: false,
+    });
   });
 
   it('one byte less: one row per micro-batch, two accumulation passes', () => {
@@ -55,19 +76,43 @@ describe('learn-memory planner, worked by hand on a tiny model', () => {
     const p = planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 27695 });
     expect(p).toMatchObject({ microBatchRows: 1, accumulationSteps: 2, peakBytes: 24912, fits: true });
     // (With one layer a recompute rebuilds nothing: its layout is the same, so it is not chosen.)
-    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 25023 })).toEqual({ microBatchRows: 1, accumulationSteps: 2, bytes: 22240, recompute: false });
-    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 22239 }).microBatchRows).toBe(0);
+    expect(learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 25023 })).toEqual({
+      microBatchRows: 1,
+      accumulationSteps: 2,
+      bytes: 22240,
+      recompute: false,
+    });
+    expect(
+      learnStepRows(tiny(1), { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: 22239 }).microBatchRows,
+    ).toBe(0);
     // The runtime's per-plan budget binds the same way inside a roomy device budget.
-    expect(planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes: GiB, planBudgetBytes: 25023 })).toMatchObject({ microBatchRows: 1, accumulationSteps: 2, peakBytes: 24912 });
+    expect(
+      planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q', 'v'] }, shape, {
+        ...roomy,
+        budgetBytes: GiB,
+        planBudgetBytes: 25023,
+      }),
+    ).toMatchObject({ microBatchRows: 1, accumulationSteps: 2, peakBytes: 24912 });
   });
 
   it('two layers, kept: 2 rows in one pass, or one row in two', () => {
     // Weights 160 + 2 x 152 x 4 + 16 = 1392; LoRA 56 parameters: 5 x 224 + 1328 = 2448; fixed 3840.
     // Kept, 2 rows: params, grads 2 x 224 + 336 (the other inputs) + 2 layers x 2112 + 3152 +
     // (137 dispatches + 1) x 256 = 43488 (peak 47328); one row: 39648 (peak 43488).
-    const plan = (budgetBytes: number, recompute?: boolean | 'auto') => planLearnMemory(tiny(2), 'f32', { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes }, recompute);
-    expect(plan(47328, false)).toMatchObject({ recompute: false, microBatchRows: 2, accumulationSteps: 1, peakBytes: 47328 });
-    expect(plan(46328, false)).toMatchObject({ recompute: false, microBatchRows: 1, accumulationSteps: 2, peakBytes: 43488 });
+    const plan = (budgetBytes: number, recompute?: boolean | 'auto') =>
+      planLearnMemory(tiny(2), 'f32', { r: 2, targets: ['q', 'v'] }, shape, { ...roomy, budgetBytes }, recompute);
+    expect(plan(47328, false)).toMatchObject({
+      recompute: false,
+      microBatchRows: 2,
+      accumulationSteps: 1,
+      peakBytes: 47328,
+    });
+    expect(plan(46328, false)).toMatchObject({
+      recompute: false,
+      microBatchRows: 1,
+      accumulationSteps: 2,
+      peakBytes: 43488,
+    });
     expect(plan(47328)).toMatchObject({ recompute: false, microBatchRows: 2 });
     const none = plan(43328, false);
     expect(none.fits).toBe(false);
@@ -85,50 +130,130 @@ describe('learn-memory planner, worked by hand on a tiny model', () => {
     // Recompute: layer 1's activations but its input (928 a row) and its x Aᵀ (64) are not kept
     // (-992 a row), layer 0 is rebuilt by 15 dispatches + 2 x 2 for its adapters (19 x 256 = 4864):
     // peak 44496 + 2856 b.
-    const plan = (budgetBytes: number, recompute?: boolean | 'auto') => planLearnMemory(tiny(2), 'f32', { r: 2, targets: ['q', 'v'] }, { rows: 8, promptLen: 3, responseLen: 2 }, { ...roomy, budgetBytes }, recompute);
+    const plan = (budgetBytes: number, recompute?: boolean | 'auto') =>
+      planLearnMemory(
+        tiny(2),
+        'f32',
+        { r: 2, targets: ['q', 'v'] },
+        { rows: 8, promptLen: 3, responseLen: 2 },
+        { ...roomy, budgetBytes },
+        recompute,
+      );
     expect(plan(GiB, false).peakBytes).toBe(39632 + 3848 * 8);
     expect(plan(GiB, true).peakBytes).toBe(44496 + 2856 * 8);
     // All 8 rows kept fit 70416: kept.
-    expect(plan(70416)).toMatchObject({ recompute: false, microBatchRows: 8, accumulationSteps: 1, peakBytes: 70416, notes: [] });
+    expect(plan(70416)).toMatchObject({
+      recompute: false,
+      microBatchRows: 8,
+      accumulationSteps: 1,
+      peakBytes: 70416,
+      notes: [],
+    });
     // 67344: kept, 7 rows (39632 + 7 x 3848 + 8 for the odd rows' rounded targets = 66576) in 2
     // passes; recomputed, 8 rows in one: recompute, and the note says what keeping would cost.
     expect(plan(67344, false)).toMatchObject({ microBatchRows: 7, accumulationSteps: 2, peakBytes: 66576 });
     const rec = plan(67344);
-    expect(rec).toMatchObject({ recompute: true, microBatchRows: 8, accumulationSteps: 1, peakBytes: 67344, fits: true });
-    expect(rec.notes.join(' ')).toMatch(/recomputes the layer's other activations.*keeping them all would need 2 micro-batches of 7 rows, not 1 of 8/);
-    expect(learnStepRows(tiny(2), { r: 2, targets: ['q', 'v'] }, { rows: 8, promptLen: 3, responseLen: 2 }, { ...roomy, budgetBytes: 67344 - 3840 })).toEqual({ microBatchRows: 8, accumulationSteps: 1, bytes: 67344 - 3840, recompute: true });
+    expect(rec).toMatchObject({
+      recompute: true,
+      microBatchRows: 8,
+      accumulationSteps: 1,
+      peakBytes: 67344,
+      fits: true,
+    });
+    expect(rec.notes.join(' ')).toMatch(
+      /recomputes the layer's other activations.*keeping them all would need 2 micro-batches of 7 rows, not 1 of 8/,
+    );
+    expect(
+      learnStepRows(
+        tiny(2),
+        { r: 2, targets: ['q', 'v'] },
+        { rows: 8, promptLen: 3, responseLen: 2 },
+        { ...roomy, budgetBytes: 67344 - 3840 },
+      ),
+    ).toEqual({ microBatchRows: 8, accumulationSteps: 1, bytes: 67344 - 3840, recompute: true });
     // One byte less: recomputing takes 7 rows, 2 passes too: no gain, kept.
     expect(plan(67343)).toMatchObject({ recompute: false, microBatchRows: 7, accumulationSteps: 2 });
-    expect(plan(67343, true)).toMatchObject({ recompute: true, microBatchRows: 7, accumulationSteps: 2, peakBytes: 44496 + 2856 * 7 + 8 });
+    expect(plan(67343, true)).toMatchObject({
+      recompute: true,
+      microBatchRows: 7,
+      accumulationSteps: 2,
+      peakBytes: 44496 + 2856 * 7 + 8,
+    });
   });
 
   it('a micro-batch buffer over one storage binding shrinks the micro-batch', () => {
     // The probabilities and the MLP tensors are 128 bytes per row: a 200-byte binding allows one row.
-    const p = planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q', 'v'] }, shape, { maxBufferSize: GiB, maxStorageBufferBindingSize: 200, budgetBytes: GiB });
+    const p = planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q', 'v'] }, shape, {
+      maxBufferSize: GiB,
+      maxStorageBufferBindingSize: 200,
+      budgetBytes: GiB,
+    });
     expect(p.microBatchRows).toBe(1);
-    expect(p.buffers.every((b) => b.scope !== 'micro-batch' || b.name === 'uniform records' || b.bytes <= 200)).toBe(true);
+    expect(p.buffers.every((b) => b.scope !== 'micro-batch' || b.name === 'uniform records' || b.bytes <= 200)).toBe(
+      true,
+    );
   });
 
-  it('weights over one binding are stored in row blocks (the loader\'s split): 10 embedding rows of 16 bytes in blocks of 3', () => {
-    const p = planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q', 'v'] }, { rows: 1, promptLen: 1, responseLen: 1 }, { maxBufferSize: GiB, maxStorageBufferBindingSize: 48, budgetBytes: GiB });
+  it("weights over one binding are stored in row blocks (the loader's split): 10 embedding rows of 16 bytes in blocks of 3", () => {
+    const p = planLearnMemory(
+      tiny(1),
+      'f32',
+      { r: 2, targets: ['q', 'v'] },
+      { rows: 1, promptLen: 1, responseLen: 1 },
+      { maxBufferSize: GiB, maxStorageBufferBindingSize: 48, budgetBytes: GiB },
+    );
     const emb = p.buffers.filter((b) => b.name.startsWith('embedding'));
-    expect(emb.map((b) => [b.bytes, b.count])).toEqual([[48, 3], [16, 1]]);
+    expect(emb.map((b) => [b.bytes, b.count])).toEqual([
+      [48, 3],
+      [16, 1],
+    ]);
     expect(p.notes.join(' ')).toMatch(/embedding \(f32\) is over maxStorageBufferBindingSize/);
   });
 
   it('rejects a malformed shape with the field named', () => {
-    expect(() => planLearnMemory(tiny(1), 'f32', { r: 0, targets: ['q'] }, shape, { ...roomy, budgetBytes: GiB })).toThrow(/r must be a positive integer, got 0/);
-    expect(() => planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q'], layers: [3] }, shape, { ...roomy, budgetBytes: GiB })).toThrow(/LoRA layer 3 does not exist/);
+    expect(() =>
+      planLearnMemory(tiny(1), 'f32', { r: 0, targets: ['q'] }, shape, { ...roomy, budgetBytes: GiB }),
+    ).toThrow(/r must be a positive integer, got 0/);
+    expect(() =>
+      planLearnMemory(tiny(1), 'f32', { r: 2, targets: ['q'], layers: [3] }, shape, { ...roomy, budgetBytes: GiB }),
+    ).toThrow(/LoRA layer 3 does not exist/);
   });
 });
 
 // Hub config.json values (SmolLM2-360M-Instruct; Qwen2.5-0.5B-Instruct, head_dim = 896 / 14).
-const smol360: LearnModelDims = { vocabSize: 49152, hiddenSize: 960, intermediateSize: 2560, numLayers: 32, numHeads: 15, numKvHeads: 5, headDim: 64, tieWordEmbeddings: true, qkvBias: false, oBias: false, mlpBias: false };
-const qwen05: LearnModelDims = { vocabSize: 151936, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64, tieWordEmbeddings: true, qkvBias: true, oBias: false, mlpBias: false };
+const smol360: LearnModelDims = {
+  vocabSize: 49152,
+  hiddenSize: 960,
+  intermediateSize: 2560,
+  numLayers: 32,
+  numHeads: 15,
+  numKvHeads: 5,
+  headDim: 64,
+  tieWordEmbeddings: true,
+  qkvBias: false,
+  oBias: false,
+  mlpBias: false,
+};
+const qwen05: LearnModelDims = {
+  vocabSize: 151936,
+  hiddenSize: 896,
+  intermediateSize: 4864,
+  numLayers: 24,
+  numHeads: 14,
+  numKvHeads: 2,
+  headDim: 64,
+  tieWordEmbeddings: true,
+  qkvBias: true,
+  oBias: false,
+  mlpBias: false,
+};
 
-describe('learn-memory planner on the issue\'s 4 GB target', () => {
+describe("learn-memory planner on the issue's 4 GB target", () => {
   const limits = { maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 4 * GiB };
-  for (const [name, c] of [['SmolLM2-360M', smol360], ['Qwen2.5-0.5B', qwen05]] as const) {
+  for (const [name, c] of [
+    ['SmolLM2-360M', smol360],
+    ['Qwen2.5-0.5B', qwen05],
+  ] as const) {
     it(`${name} in int4-g32, LoRA r 16 on every projection, trains within 4 GiB`, () => {
       const lora = { r: 16, targets: ALL };
       // The issue's benchmark shape, 8 prompts x 8 samples x (64 prompt + 64 new): keeping every
@@ -154,15 +279,21 @@ describe('learn-memory planner on the issue\'s 4 GB target', () => {
     });
   }
 
-  it('on WebGPU\'s floor limits (128 MiB bindings) Qwen2.5-0.5B still fits: the embedding in row blocks, more micro-batches', () => {
-    const p = planLearnMemory(qwen05, 'int4-g32', { r: 16, targets: ALL }, { rows: 64, promptLen: 64, responseLen: 64 }, { maxBufferSize: 256 * MiB, maxStorageBufferBindingSize: 128 * MiB, budgetBytes: 4 * GiB });
+  it("on WebGPU's floor limits (128 MiB bindings) Qwen2.5-0.5B still fits: the embedding in row blocks, more micro-batches", () => {
+    const p = planLearnMemory(
+      qwen05,
+      'int4-g32',
+      { r: 16, targets: ALL },
+      { rows: 64, promptLen: 64, responseLen: 64 },
+      { maxBufferSize: 256 * MiB, maxStorageBufferBindingSize: 128 * MiB, budgetBytes: 4 * GiB },
+    );
     expect(p.fits).toBe(true);
     expect(p.accumulationSteps).toBeGreaterThan(1);
     expect(p.buffers.every((b) => b.bytes <= 128 * MiB)).toBe(true);
   });
 });
 
-describe('learn-memory planner: recompute at the issue\'s benchmark shape, worked by hand', () => {
+describe("learn-memory planner: recompute at the issue's benchmark shape, worked by hand", () => {
   const limits = { maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 4 * GiB };
   const bench = { rows: 64, promptLen: 64, responseLen: 64 };
   const lora = { r: 16, targets: ALL };
@@ -175,12 +306,15 @@ describe('learn-memory planner: recompute at the issue\'s benchmark shape, worke
     expect(auto).toMatchObject({ recompute: true, microBatchRows: 62, accumulationSteps: 2, fits: true });
     // L = 64 + 64 - 1 = 127 positions, 15 heads: 62 x 15 x 127 x 127 floats = 59,999,880 bytes,
     // rounded up to 16: 59,999,888, one shared buffer; kept, 12 x 15 x 127² x 4 = 11,612,880 per layer.
-    expect(buffer(auto, 'attention probabilities (one layer\'s, rebuilt)')).toMatchObject({ bytes: 59_999_888, count: 1 });
+    expect(buffer(auto, "attention probabilities (one layer's, rebuilt)")).toMatchObject({
+      bytes: 59_999_888,
+      count: 1,
+    });
     expect(buffer(keep, 'attention probabilities')).toMatchObject({ bytes: 11_612_880, count: 32 });
     // Each layer's input kept in both: 62 x 127 x 960 x 4 = 30,236,160 bytes, 32 of them.
     expect(buffer(auto, 'layer inputs (kept)')).toMatchObject({ bytes: 30_236_160, count: 32 });
     // x Aᵀ once per projection (7), 62 x 127 x 16 x 4 = 503,936 bytes each.
-    expect(buffer(auto, 'LoRA x Aᵀ (one layer\'s, rebuilt)')).toMatchObject({ bytes: 503_936, count: 7 });
+    expect(buffer(auto, "LoRA x Aᵀ (one layer's, rebuilt)")).toMatchObject({ bytes: 503_936, count: 7 });
     expect(auto.peakBytes).toBeLessThanOrEqual(4 * GiB);
   });
 
@@ -190,7 +324,10 @@ describe('learn-memory planner: recompute at the issue\'s benchmark shape, worke
     expect(keep).toMatchObject({ microBatchRows: 9, accumulationSteps: 8 });
     expect(auto).toMatchObject({ recompute: true, microBatchRows: 27, accumulationSteps: 3, fits: true });
     // The MLP's gate, up and act(gate) x up: 27 x 127 x 4864 x 4 = 66,714,624 bytes, 3 of them.
-    expect(buffer(auto, 'gate, up, act(gate) x up (one layer\'s, rebuilt)')).toMatchObject({ bytes: 66_714_624, count: 3 });
+    expect(buffer(auto, "gate, up, act(gate) x up (one layer's, rebuilt)")).toMatchObject({
+      bytes: 66_714_624,
+      count: 3,
+    });
     expect(auto.peakBytes).toBeLessThanOrEqual(4 * GiB);
   });
 });

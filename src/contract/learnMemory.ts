@@ -37,7 +37,20 @@ export type RecomputeChoice = boolean | 'auto';
 export const UNIFORMS = 'uniform records';
 
 /** The dims the planner reads (a parsed config.json has them all). */
-export type LearnModelDims = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'tieWordEmbeddings' | 'qkvBias' | 'oBias' | 'mlpBias'>;
+export type LearnModelDims = Pick<
+  ModelConfig,
+  | 'vocabSize'
+  | 'hiddenSize'
+  | 'intermediateSize'
+  | 'numLayers'
+  | 'numHeads'
+  | 'numKvHeads'
+  | 'headDim'
+  | 'tieWordEmbeddings'
+  | 'qkvBias'
+  | 'oBias'
+  | 'mlpBias'
+>;
 
 export interface LearnLoraShape {
   r: number;
@@ -121,8 +134,16 @@ function weight(name: string, rows: number, rowBytes: number, count: number, bin
   const full = Math.floor(rows / per);
   const rest = rows - full * per;
   const blocks = full + (rest > 0 ? 1 : 0);
-  const out: PlannedBuffer[] = [{ name: `${name}, block of ${per} rows (of ${blocks})`, scope: 'model', bytes: per * rowBytes, count: full * count }];
-  if (rest > 0) out.push({ name: `${name}, last block of ${rest} rows`, scope: 'model', bytes: rest * rowBytes, count });
+  const out: PlannedBuffer[] = [
+    {
+      name: `${name}, block of ${per} rows (of ${blocks})`,
+      scope: 'model',
+      bytes: per * rowBytes,
+      count: full * count,
+    },
+  ];
+  if (rest > 0)
+    out.push({ name: `${name}, last block of ${rest} rows`, scope: 'model', bytes: rest * rowBytes, count });
   return out;
 }
 
@@ -130,12 +151,14 @@ function modelBuffers(c: LearnModelDims, format: WeightFormat, bind: number): Pl
   const H = c.hiddenSize;
   const Lyr = c.numLayers;
   const s = projShapes(c);
-  const proj = (label: string, p: ProjName, count: number) => weight(`${label} (${format})`, s[p][0], projectionBytes(format, 1, s[p][1]), count, bind);
+  const proj = (label: string, p: ProjName, count: number) =>
+    weight(`${label} (${format})`, s[p][0], projectionBytes(format, 1, s[p][1]), count, bind);
   const Q = c.numHeads * c.headDim;
   const KV = c.numKvHeads * c.headDim;
   const I = c.intermediateSize;
   const out: PlannedBuffer[] = weight('embedding (f32)', c.vocabSize, H * F32, 1, bind);
-  if (!c.tieWordEmbeddings) out.push(...weight(`lm_head (${format})`, c.vocabSize, projectionBytes(format, 1, H), 1, bind));
+  if (!c.tieWordEmbeddings)
+    out.push(...weight(`lm_head (${format})`, c.vocabSize, projectionBytes(format, 1, H), 1, bind));
   out.push(
     ...proj('q_proj', 'q', Lyr),
     ...proj('k_proj, v_proj', 'k', 2 * Lyr),
@@ -158,7 +181,12 @@ function optimizerBuffers(c: LearnModelDims, lora: LearnLoraShape): PlannedBuffe
     { name: 'AdamW moments m, v', scope: 'optimizer', bytes, count: 2 },
     { name: 'optimizer state readback', scope: 'optimizer', bytes: Math.min(bytes, STAGING_BYTES), count: 1 },
     // The norm's 256 partials, its statistics and their readback, the dynamic and static uniforms.
-    { name: 'grad-norm partials, statistics, uniforms', scope: 'optimizer', bytes: 1024 + 16 + 16 + 256 + 16, count: 1 },
+    {
+      name: 'grad-norm partials, statistics, uniforms',
+      scope: 'optimizer',
+      bytes: 1024 + 16 + 16 + 256 + 16,
+      count: 1,
+    },
   ];
 }
 
@@ -167,7 +195,13 @@ function optimizerBuffers(c: LearnModelDims, lora: LearnLoraShape): PlannedBuffe
  * `recompute` that of its recompute mode: each layer's input kept, one shared set of the rest
  * (x Aᵀ once per adapted projection), the backward's rebuild dispatches in the uniform records.
  */
-export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape: Pick<LearnBatchShape, 'promptLen' | 'responseLen'>, b: number, recompute = false): PlannedBuffer[] {
+export function learnStepBuffers(
+  c: LearnModelDims,
+  lora: LearnLoraShape,
+  shape: Pick<LearnBatchShape, 'promptLen' | 'responseLen'>,
+  b: number,
+  recompute = false,
+): PlannedBuffer[] {
   const H = c.hiddenSize;
   const Q = c.numHeads * c.headDim;
   const KV = c.numKvHeads * c.headDim;
@@ -182,7 +216,12 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
   const slots = adaptedLayers(c, lora) * lora.targets.length;
   const keptSlots = recompute ? Math.min(slots, lora.targets.length) : slots;
   const att = b * c.numHeads * L * L;
-  const mb = (name: string, floats: number, count: number): PlannedBuffer => ({ name, scope: 'micro-batch', bytes: planned(floats * F32), count });
+  const mb = (name: string, floats: number, count: number): PlannedBuffer => ({
+    name,
+    scope: 'micro-batch',
+    bytes: planned(floats * F32),
+    count,
+  });
   /** A layer's activations: one set, rebuilt in the backward, when recomputing. */
   const layer = (name: string) => (recompute ? `${name} (one layer's, rebuilt)` : name);
   // Dispatches: each forward (reference, adapted) 16 a layer + 4 (embedding, final norm, head,
@@ -195,18 +234,31 @@ export function learnStepBuffers(c: LearnModelDims, lora: LearnLoraShape, shape:
   // Dropout: per adapter 1 packing dispatch, 1 more in the adapted forward, 2 in the backward.
   const drop = lora.dropout && slots > 0;
   // A rebuilt adapter applies its mask again before x Aᵀ.
-  const dispatches = 2 * (16 * nL + 4) + 19 * nL + 3 + 6 * slots + 15 * rebuilt + rebuiltAdapted * (2 * (lora.targets.length - downs) + downs) + (drop ? 4 * slots + rebuiltAdapted * lora.targets.length : 0);
+  const dispatches =
+    2 * (16 * nL + 4) +
+    19 * nL +
+    3 +
+    6 * slots +
+    15 * rebuilt +
+    rebuiltAdapted * (2 * (lora.targets.length - downs) + downs) +
+    (drop ? 4 * slots + rebuiltAdapted * lora.targets.length : 0);
   const inputs = projShapes(c);
   const dropout = drop
     ? [
-        ...lora.targets.map((t) => mb(`LoRA dropout masks, 1 bit per element (${t})`, Math.ceil((N * inputs[t][1]) / 32), slots / lora.targets.length)),
+        ...lora.targets.map((t) =>
+          mb(
+            `LoRA dropout masks, 1 bit per element (${t})`,
+            Math.ceil((N * inputs[t][1]) / 32),
+            slots / lora.targets.length,
+          ),
+        ),
         mb('LoRA dropout scratch', N * Math.max(...lora.targets.map((t) => inputs[t][1])), 1),
         mb('LoRA dropout scale', 1, 1),
       ]
     : [];
   return [
     ...dropout,
-    mb('LoRA parameters, gradients (the plan\'s flat copies)', loraParamCount(c, lora), 2),
+    mb("LoRA parameters, gradients (the plan's flat copies)", loraParamCount(c, lora), 2),
     mb('token ids, key validity', N, 2),
     mb('targets', R, 1),
     mb('RoPE cos, sin', (N * c.headDim) / 2, 2),
@@ -245,11 +297,19 @@ const fmt = (n: number) => (n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `
 
 function check(shape: LearnBatchShape, lora: LearnLoraShape, c: LearnModelDims, limits: LearnLimits): void {
   const whole = (x: number) => Number.isSafeInteger(x) && x > 0;
-  for (const [k, v] of Object.entries({ rows: shape.rows, promptLen: shape.promptLen, responseLen: shape.responseLen, r: lora.r })) {
+  for (const [k, v] of Object.entries({
+    rows: shape.rows,
+    promptLen: shape.promptLen,
+    responseLen: shape.responseLen,
+    r: lora.r,
+  })) {
     if (!whole(v)) throw new Error(`learn memory: ${k} must be a positive integer, got ${v}`);
   }
-  for (const [k, v] of Object.entries(limits)) if (v !== undefined && !(v > 0)) throw new Error(`learn memory: ${k} must be positive, got ${v}`);
-  for (const i of lora.layers ?? []) if (!Number.isInteger(i) || i < 0 || i >= c.numLayers) throw new Error(`learn memory: LoRA layer ${i} does not exist (the model has ${c.numLayers})`);
+  for (const [k, v] of Object.entries(limits))
+    if (v !== undefined && !(v > 0)) throw new Error(`learn memory: ${k} must be positive, got ${v}`);
+  for (const i of lora.layers ?? [])
+    if (!Number.isInteger(i) || i < 0 || i >= c.numLayers)
+      throw new Error(`learn memory: LoRA layer ${i} does not exist (the model has ${c.numLayers})`);
 }
 
 /** The most rows (up to `rows`) for which `ok` holds, `ok` monotone in the rows; 0 when none. */
@@ -265,7 +325,10 @@ function largestRows(rows: number, ok: (b: number) => boolean): number {
 }
 
 /** Each storage buffer within one binding (the uniform records are 256-byte uniform bindings). */
-const inBinding = (bs: PlannedBuffer[], limits: Omit<LearnLimits, 'budgetBytes'>) => bs.every((x) => x.name === UNIFORMS || (x.bytes <= limits.maxStorageBufferBindingSize && x.bytes <= limits.maxBufferSize));
+const inBinding = (bs: PlannedBuffer[], limits: Omit<LearnLimits, 'budgetBytes'>) =>
+  bs.every(
+    (x) => x.name === UNIFORMS || (x.bytes <= limits.maxStorageBufferBindingSize && x.bytes <= limits.maxBufferSize),
+  );
 
 /** What a step that can recompute does by default: choose ('auto'). */
 export const DEFAULT_RECOMPUTE: RecomputeChoice = PLANNED_STEP_RECOMPUTES ? 'auto' : false;
@@ -276,7 +339,11 @@ export const DEFAULT_RECOMPUTE: RecomputeChoice = PLANNED_STEP_RECOMPUTES ? 'aut
  * micro-batches (it costs one more forward of all layers but the last); else keep, fewer rows.
  * 0 rows: none fits.
  */
-function chooseRows(rows: number, choice: RecomputeChoice, ok: (rec: boolean) => (b: number) => boolean): { b: number; rec: boolean } {
+function chooseRows(
+  rows: number,
+  choice: RecomputeChoice,
+  ok: (rec: boolean) => (b: number) => boolean,
+): { b: number; rec: boolean } {
   if (choice !== 'auto') return { b: largestRows(rows, ok(choice)), rec: choice };
   const keep = largestRows(rows, ok(false));
   if (keep === rows) return { b: keep, rec: false };
@@ -291,14 +358,25 @@ function chooseRows(rows: number, choice: RecomputeChoice, ok: (rec: boolean) =>
  * or 'auto' as chooseRows): what learnStep runs on WebGPU when the config sets no micro-batch
  * size. 0 rows: not even one row fits (the step learns on tfjs).
  */
-export function learnStepRows(c: LearnModelDims, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits, recompute: RecomputeChoice = DEFAULT_RECOMPUTE): { microBatchRows: number; accumulationSteps: number; bytes: number; recompute: boolean } {
+export function learnStepRows(
+  c: LearnModelDims,
+  lora: LearnLoraShape,
+  shape: LearnBatchShape,
+  limits: LearnLimits,
+  recompute: RecomputeChoice = DEFAULT_RECOMPUTE,
+): { microBatchRows: number; accumulationSteps: number; bytes: number; recompute: boolean } {
   check(shape, lora, c, limits);
   const ok = (rec: boolean) => (b: number) => {
     const bs = learnStepBuffers(c, lora, shape, b, rec);
     return total(bs) <= limits.budgetBytes && inBinding(bs, limits);
   };
   const { b, rec } = chooseRows(shape.rows, recompute, ok);
-  return { microBatchRows: b, accumulationSteps: b > 0 ? Math.ceil(shape.rows / b) : 0, bytes: b > 0 ? total(learnStepBuffers(c, lora, shape, b, rec)) : 0, recompute: b > 0 && rec };
+  return {
+    microBatchRows: b,
+    accumulationSteps: b > 0 ? Math.ceil(shape.rows / b) : 0,
+    bytes: b > 0 ? total(learnStepBuffers(c, lora, shape, b, rec)) : 0,
+    recompute: b > 0 && rec,
+  };
 }
 
 /**
@@ -308,7 +386,14 @@ export function learnStepRows(c: LearnModelDims, lora: LearnLoraShape, shape: Le
  * can do both) keeps them when the whole batch fits that way, else recomputes when that takes
  * fewer micro-batches.
  */
-export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: LearnLoraShape, shape: LearnBatchShape, limits: LearnLimits, recompute: RecomputeChoice = DEFAULT_RECOMPUTE): LearnMemoryPlan {
+export function planLearnMemory(
+  c: LearnModelDims,
+  format: WeightFormat,
+  lora: LearnLoraShape,
+  shape: LearnBatchShape,
+  limits: LearnLimits,
+  recompute: RecomputeChoice = DEFAULT_RECOMPUTE,
+): LearnMemoryPlan {
   check(shape, lora, c, limits);
   const bind = limits.maxStorageBufferBindingSize;
   const fixed = [...modelBuffers(c, format, bind), ...optimizerBuffers(c, lora)];
@@ -316,7 +401,11 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
   const layoutFor = (b: number, rec: boolean) => learnStepBuffers(c, lora, shape, b, rec);
   const ok = (rec: boolean) => (b: number) => {
     const bs = layoutFor(b, rec);
-    return fixedBytes + total(bs) <= limits.budgetBytes && total(bs) <= (limits.planBudgetBytes ?? Infinity) && inBinding(bs, limits);
+    return (
+      fixedBytes + total(bs) <= limits.budgetBytes &&
+      total(bs) <= (limits.planBudgetBytes ?? Infinity) &&
+      inBinding(bs, limits)
+    );
   };
   let { b, rec } = chooseRows(shape.rows, recompute, ok);
   const fits = b > 0;
@@ -328,24 +417,38 @@ export function planLearnMemory(c: LearnModelDims, format: WeightFormat, lora: L
   const peakBytes = total(buffers);
   const problems: string[] = [];
   const notes: string[] = [];
-  const blocked = buffers.filter((x) => x.scope === 'model' && / block of /.test(x.name)).map((x) => x.name.split(',')[0]);
-  for (const name of new Set(blocked)) notes.push(`${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each (the planned learning step binds each block)`);
+  const blocked = buffers
+    .filter((x) => x.scope === 'model' && / block of /.test(x.name))
+    .map((x) => x.name.split(',')[0]);
+  for (const name of new Set(blocked))
+    notes.push(
+      `${name} is over maxStorageBufferBindingSize (${fmt(bind)}): stored in row blocks of one binding each (the planned learning step binds each block)`,
+    );
   if (fits && rec) {
     const keep = largestRows(shape.rows, ok(false));
     notes.push(
       `the learning step keeps only each layer's input and recomputes the layer's other activations in the backward (one more forward of all layers but the last): ` +
-        (keep > 0 ? `keeping them all would need ${Math.ceil(shape.rows / keep)} micro-batches of ${keep} rows, not ${Math.ceil(shape.rows / b)} of ${b}` : 'keeping them all would not fit even one row'),
+        (keep > 0
+          ? `keeping them all would need ${Math.ceil(shape.rows / keep)} micro-batches of ${keep} rows, not ${Math.ceil(shape.rows / b)} of ${b}`
+          : 'keeping them all would not fit even one row'),
     );
   }
   for (const x of buffers) {
     if (x.name === UNIFORMS) continue;
-    if (x.bytes > limits.maxBufferSize) problems.push(`${x.name} is one buffer of ${fmt(x.bytes)}, over this GPU's maxBufferSize of ${fmt(limits.maxBufferSize)}`);
+    if (x.bytes > limits.maxBufferSize)
+      problems.push(
+        `${x.name} is one buffer of ${fmt(x.bytes)}, over this GPU's maxBufferSize of ${fmt(limits.maxBufferSize)}`,
+      );
     else if (x.bytes > bind) {
-      problems.push(`${x.name} needs ${fmt(x.bytes)} in one binding even at one row per micro-batch, over maxStorageBufferBindingSize (${fmt(bind)})`);
+      problems.push(
+        `${x.name} needs ${fmt(x.bytes)} in one binding even at one row per micro-batch, over maxStorageBufferBindingSize (${fmt(bind)})`,
+      );
     }
   }
   if (peakBytes > limits.budgetBytes) {
-    problems.push(`one row per micro-batch${rec ? ' with recompute' : ''} still needs ${fmt(peakBytes)} (weights ${fmt(total(buffers.filter((x) => x.scope === 'model')))}), over the ${fmt(limits.budgetBytes)} budget`);
+    problems.push(
+      `one row per micro-batch${rec ? ' with recompute' : ''} still needs ${fmt(peakBytes)} (weights ${fmt(total(buffers.filter((x) => x.scope === 'model')))}), over the ${fmt(limits.budgetBytes)} budget`,
+    );
   }
   const bytesByScope = { model: 0, optimizer: 0, 'micro-batch': 0 } as Record<BufferScope, number>;
   for (const x of buffers) bytesByScope[x.scope] += x.bytes * x.count;

@@ -19,7 +19,15 @@ export function loraTargets(set: LoraTargetSet): ProjName[] {
   }
 }
 
-const HF_MODULES: Readonly<Record<ProjName, string>> = { q: 'q_proj', k: 'k_proj', v: 'v_proj', o: 'o_proj', gate: 'gate_proj', up: 'up_proj', down: 'down_proj' };
+const HF_MODULES: Readonly<Record<ProjName, string>> = {
+  q: 'q_proj',
+  k: 'k_proj',
+  v: 'v_proj',
+  o: 'o_proj',
+  gate: 'gate_proj',
+  up: 'up_proj',
+  down: 'down_proj',
+};
 
 /** Hugging Face Llama / Qwen2 module names of a target set (q_proj, ..., down_proj). */
 export function hfTargetModules(set: LoraTargetSet): string[] {

@@ -83,17 +83,54 @@ describe('parseModelConfig', () => {
 
   it('parses SmolLM2-135M', () => {
     const cfg = parseModelConfig(SMOLLM2);
-    expect(cfg).toMatchObject({ family: 'llama', hiddenSize: 576, numHeads: 9, numKvHeads: 3, headDim: 64, ropeTheta: 100000, tieWordEmbeddings: true, qkvBias: false, padTokenId: 2 });
+    expect(cfg).toMatchObject({
+      family: 'llama',
+      hiddenSize: 576,
+      numHeads: 9,
+      numKvHeads: 3,
+      headDim: 64,
+      ropeTheta: 100000,
+      tieWordEmbeddings: true,
+      qkvBias: false,
+      padTokenId: 2,
+    });
   });
 
   it('parses Qwen2.5-0.5B: q/k/v biases always, no o_proj bias', () => {
     const cfg = parseModelConfig(QWEN25);
-    expect(cfg).toMatchObject({ family: 'qwen2', hiddenSize: 896, numHeads: 14, numKvHeads: 2, headDim: 64, ropeTheta: 1e6, rmsNormEps: 1e-6, qkvBias: true, oBias: false, mlpBias: false, eosTokenIds: [151645] });
+    expect(cfg).toMatchObject({
+      family: 'qwen2',
+      hiddenSize: 896,
+      numHeads: 14,
+      numKvHeads: 2,
+      headDim: 64,
+      ropeTheta: 1e6,
+      rmsNormEps: 1e-6,
+      qkvBias: true,
+      oBias: false,
+      mlpBias: false,
+      eosTokenIds: [151645],
+    });
   });
 
   it('applies defaults: kv heads = heads, head_dim = hidden / heads, untied', () => {
-    const cfg = parseModelConfig({ model_type: 'llama', hidden_size: 64, num_attention_heads: 4, intermediate_size: 128, num_hidden_layers: 1, vocab_size: 10 });
-    expect(cfg).toMatchObject({ architecture: 'LlamaForCausalLM', numKvHeads: 4, headDim: 16, tieWordEmbeddings: false, ropeTheta: 10000, eosTokenIds: [], bosTokenId: null });
+    const cfg = parseModelConfig({
+      model_type: 'llama',
+      hidden_size: 64,
+      num_attention_heads: 4,
+      intermediate_size: 128,
+      num_hidden_layers: 1,
+      vocab_size: 10,
+    });
+    expect(cfg).toMatchObject({
+      architecture: 'LlamaForCausalLM',
+      numKvHeads: 4,
+      headDim: 16,
+      tieWordEmbeddings: false,
+      ropeTheta: 10000,
+      eosTokenIds: [],
+      bosTokenId: null,
+    });
   });
 
   it('takes an explicit head_dim, a list of eos ids, and Llama attention_bias on all four projections', () => {
@@ -113,7 +150,9 @@ describe('parseModelConfig', () => {
       }
       throw new Error('expected a ConfigError');
     };
-    expect(err({ architectures: ['GPT2LMHeadModel'] })).toMatch(/models\/x\/config\.json.*"architectures".*GPT2LMHeadModel/);
+    expect(err({ architectures: ['GPT2LMHeadModel'] })).toMatch(
+      /models\/x\/config\.json.*"architectures".*GPT2LMHeadModel/,
+    );
     expect(err({ hidden_act: 'gelu' })).toMatch(/"hidden_act".*"gelu"/);
     expect(err({ rope_scaling: { rope_type: 'yarn', factor: 4 } })).toMatch(/"rope_scaling".*"yarn"/);
     expect(err({ rope_scaling: { type: 'dynamic', factor: 2 } })).toMatch(/"rope_scaling".*"dynamic"/);
@@ -142,24 +181,58 @@ describe('config.json ranges that keep the model computable (issue 24)', () => {
 
   it('a denormal rope_scaling.factor or a tiny rope_theta, whose frequencies would be Infinity, is refused', () => {
     // 1 / 1e-310 overflows float64 and float32 alike.
-    expect(err({ rope_scaling: { rope_type: 'linear', factor: 1e-310 } })).toMatch(/^x\/config\.json: field "rope_scaling" gives rotary frequency 0 = Infinity, not a finite positive float32/);
+    expect(err({ rope_scaling: { rope_type: 'linear', factor: 1e-310 } })).toMatch(
+      /^x\/config\.json: field "rope_scaling" gives rotary frequency 0 = Infinity, not a finite positive float32/,
+    );
     // theta = 1e-300, head_dim 64: inv_freq[i] = 10^(300 * 2i / 64); i = 4 gives 10^37.5 (fits
     // float32, max 3.4e38), i = 5 gives 10^46.875 = 7.4989e46 (does not).
-    expect(err({ rope_theta: 1e-300 })).toMatch(/field "rope_theta" gives rotary frequency 5 = 7\.4989\d*e\+46, not a finite positive float32/);
-    expect(err({ rope_theta: 0 })).toMatch(/field "rope_theta" must be a number above 0/);
-    expect(err({ rope_scaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 4, high_freq_factor: 4, original_max_position_embeddings: 8192 } })).toMatch(
-      /"rope_scaling\.high_freq_factor" \(4\) must be above low_freq_factor \(4\)/,
+    expect(err({ rope_theta: 1e-300 })).toMatch(
+      /field "rope_theta" gives rotary frequency 5 = 7\.4989\d*e\+46, not a finite positive float32/,
     );
+    expect(err({ rope_theta: 0 })).toMatch(/field "rope_theta" must be a number above 0/);
+    expect(
+      err({
+        rope_scaling: {
+          rope_type: 'llama3',
+          factor: 8,
+          low_freq_factor: 4,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 8192,
+        },
+      }),
+    ).toMatch(/"rope_scaling\.high_freq_factor" \(4\) must be above low_freq_factor \(4\)/);
     // A real llama3 block is fine (Llama 3.2's).
-    expect(parseModelConfig({ ...SMOLLM2, rope_theta: 500000, rope_scaling: { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 } }).ropeScaling.type).toBe('llama3');
+    expect(
+      parseModelConfig({
+        ...SMOLLM2,
+        rope_theta: 500000,
+        rope_scaling: {
+          rope_type: 'llama3',
+          factor: 32,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 8192,
+        },
+      }).ropeScaling.type,
+    ).toBe('llama3');
   });
 
   it('head_dim 1e15, hidden_size 2^32 and friends are refused before anything is allocated', () => {
-    expect(err({ head_dim: 1e15 })).toBe('x/config.json: field "head_dim" must be a positive integer up to 1024, got 1000000000000000');
-    expect(err({ hidden_size: 2 ** 32 })).toBe('x/config.json: field "hidden_size" must be a positive integer up to 65536, got 4294967296');
-    expect(err({ num_hidden_layers: 1.5 })).toMatch(/"num_hidden_layers" must be a positive integer up to 1024, got 1\.5/);
-    expect(err({ num_key_value_heads: 18 })).toMatch(/"num_key_value_heads" must be a positive integer up to 9, got 18/);
-    expect(err({ hidden_size: 9 * 2048, head_dim: undefined })).toMatch(/"hidden_size" gives head_dim 2048, over the limit of 1024/);
+    expect(err({ head_dim: 1e15 })).toBe(
+      'x/config.json: field "head_dim" must be a positive integer up to 1024, got 1000000000000000',
+    );
+    expect(err({ hidden_size: 2 ** 32 })).toBe(
+      'x/config.json: field "hidden_size" must be a positive integer up to 65536, got 4294967296',
+    );
+    expect(err({ num_hidden_layers: 1.5 })).toMatch(
+      /"num_hidden_layers" must be a positive integer up to 1024, got 1\.5/,
+    );
+    expect(err({ num_key_value_heads: 18 })).toMatch(
+      /"num_key_value_heads" must be a positive integer up to 9, got 18/,
+    );
+    expect(err({ hidden_size: 9 * 2048, head_dim: undefined })).toMatch(
+      /"hidden_size" gives head_dim 2048, over the limit of 1024/,
+    );
     expect(err({ vocab_size: 1 << 20, hidden_size: 4096, num_attention_heads: 32, num_key_value_heads: 8 })).toMatch(
       /"vocab_size" makes a weight matrix of vocab_size x hidden_size = 4294967296 values/,
     );
@@ -167,16 +240,26 @@ describe('config.json ranges that keep the model computable (issue 24)', () => {
   });
 
   it('bos, eos and pad ids at or above vocab_size are refused (lists included)', () => {
-    expect(err({ bos_token_id: 49152 })).toBe('x/config.json: field "bos_token_id" must be a token id below vocab_size (49152), got 49152');
+    expect(err({ bos_token_id: 49152 })).toBe(
+      'x/config.json: field "bos_token_id" must be a token id below vocab_size (49152), got 49152',
+    );
     expect(err({ pad_token_id: 1e9 })).toMatch(/"pad_token_id" must be a token id below vocab_size/);
-    expect(err({ eos_token_id: [2, 49152] })).toMatch(/"eos_token_id" must be a token id below vocab_size \(49152\) or a list of them, got \[2,49152\]/);
+    expect(err({ eos_token_id: [2, 49152] })).toMatch(
+      /"eos_token_id" must be a token id below vocab_size \(49152\) or a list of them, got \[2,49152\]/,
+    );
     expect(parseModelConfig({ ...SMOLLM2, eos_token_id: [2, 49151] }).eosTokenIds).toEqual([2, 49151]);
   });
 
   it('says what the value was, never "[object Object]" or "undefined"', () => {
-    expect(err({ hidden_act: { name: 'silu' } })).toBe('x/config.json: field "hidden_act" {"name":"silu"} is not supported (only "silu")');
-    expect(err({ rope_scaling: { rope_type: ['linear'] } })).toBe('x/config.json: field "rope_scaling" type ["linear"] is not supported (supported: default, linear, llama3)');
-    expect(err({ architectures: undefined, model_type: undefined })).toMatch(/^x\/config\.json: field "model_type" is missing, not a supported model type/);
+    expect(err({ hidden_act: { name: 'silu' } })).toBe(
+      'x/config.json: field "hidden_act" {"name":"silu"} is not supported (only "silu")',
+    );
+    expect(err({ rope_scaling: { rope_type: ['linear'] } })).toBe(
+      'x/config.json: field "rope_scaling" type ["linear"] is not supported (supported: default, linear, llama3)',
+    );
+    expect(err({ architectures: undefined, model_type: undefined })).toMatch(
+      /^x\/config\.json: field "model_type" is missing, not a supported model type/,
+    );
   });
 
   it('a 5,000-level nested or million-character value gives a short message', () => {
@@ -201,7 +284,13 @@ describe('ropeInvFreq', () => {
     const l3 = ropeInvFreq({
       headDim: 8,
       ropeTheta: 10000,
-      ropeScaling: { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 },
+      ropeScaling: {
+        type: 'llama3',
+        factor: 8,
+        lowFreqFactor: 1,
+        highFreqFactor: 4,
+        originalMaxPositionEmbeddings: 8192,
+      },
     });
     expect(l3[0]).toBe(1); // wavelength 2*pi
     expect(l3[2]).toBeCloseTo(0.01, 15); // wavelength 628

@@ -114,13 +114,19 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
     architecture = (archs as string[])[0];
     const fam = ARCHITECTURES[architecture];
     if (!fam) {
-      fail('architectures', `names unsupported architecture ${brief(architecture)} (supported: ${Object.keys(ARCHITECTURES).join(', ')})`);
+      fail(
+        'architectures',
+        `names unsupported architecture ${brief(architecture)} (supported: ${Object.keys(ARCHITECTURES).join(', ')})`,
+      );
     }
     family = fam;
   } else {
     const mt = c.model_type;
     if (typeof mt !== 'string' || !MODEL_TYPES[mt]) {
-      fail('model_type', `is ${brief(mt)}, not a supported model type (supported: ${Object.keys(MODEL_TYPES).join(', ')})`);
+      fail(
+        'model_type',
+        `is ${brief(mt)}, not a supported model type (supported: ${Object.keys(MODEL_TYPES).join(', ')})`,
+      );
     }
     family = MODEL_TYPES[mt as string];
     architecture = family === 'llama' ? 'LlamaForCausalLM' : 'Qwen2ForCausalLM';
@@ -132,20 +138,26 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
 
   // --- field readers
   /** A positive integer up to `max` (CONFIG_LIMITS unless given). */
-  const posInt = (field: string, dflt?: number, max: number = (CONFIG_LIMITS as Record<string, number>)[field] ?? Number.MAX_SAFE_INTEGER): number => {
+  const posInt = (
+    field: string,
+    dflt?: number,
+    max: number = (CONFIG_LIMITS as Record<string, number>)[field] ?? Number.MAX_SAFE_INTEGER,
+  ): number => {
     const v = c[field];
     if (v === undefined || v === null) {
       if (dflt === undefined) fail(field, 'is required');
       return dflt as number;
     }
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0 || v > max) fail(field, `must be a positive integer up to ${max}, got ${brief(v)}`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0 || v > max)
+      fail(field, `must be a positive integer up to ${max}, got ${brief(v)}`);
     return v as number;
   };
   /** A finite number in (lo, hi). */
   const numIn = (field: string, dflt: number, lo: number, hi: number): number => {
     const v = c[field];
     if (v === undefined || v === null) return dflt;
-    if (typeof v !== 'number' || !(v > lo && v < hi)) fail(field, `must be a number above ${lo} and below ${hi}, got ${brief(v)}`);
+    if (typeof v !== 'number' || !(v > lo && v < hi))
+      fail(field, `must be a number above ${lo} and below ${hi}, got ${brief(v)}`);
     return v as number;
   };
   const bool = (field: string, dflt: boolean): boolean => {
@@ -158,7 +170,8 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
   const tokenId = (field: string): number | null => {
     const v = c[field];
     if (v === undefined || v === null) return null;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v >= vocabSize) fail(field, `must be a token id below vocab_size (${vocabSize}), got ${brief(v)}`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v >= vocabSize)
+      fail(field, `must be a token id below vocab_size (${vocabSize}), got ${brief(v)}`);
     return v as number;
   };
 
@@ -169,11 +182,19 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
     fail('num_key_value_heads', `(${numKvHeads}) must divide num_attention_heads (${numHeads})`);
   }
   if (c.head_dim === undefined || c.head_dim === null) {
-    if (hiddenSize % numHeads !== 0) fail('hidden_size', `(${hiddenSize}) is not divisible by num_attention_heads (${numHeads}) and no head_dim is given`);
+    if (hiddenSize % numHeads !== 0)
+      fail(
+        'hidden_size',
+        `(${hiddenSize}) is not divisible by num_attention_heads (${numHeads}) and no head_dim is given`,
+      );
   }
   const headDim = posInt('head_dim', hiddenSize / numHeads);
   if (headDim % 2 !== 0) fail('head_dim', `(${headDim}) must be even for rotary embeddings`);
-  if (headDim > CONFIG_LIMITS.head_dim) fail(c.head_dim === undefined || c.head_dim === null ? 'hidden_size' : 'head_dim', `gives head_dim ${headDim}, over the limit of ${CONFIG_LIMITS.head_dim}`);
+  if (headDim > CONFIG_LIMITS.head_dim)
+    fail(
+      c.head_dim === undefined || c.head_dim === null ? 'hidden_size' : 'head_dim',
+      `gives head_dim ${headDim}, over the limit of ${CONFIG_LIMITS.head_dim}`,
+    );
   const intermediateSize = posInt('intermediate_size');
   // Every weight matrix must fit one buffer: embedding [vocab, hidden], MLP [inter, hidden],
   // attention [heads x head_dim, hidden].
@@ -182,7 +203,11 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
     ['intermediate_size', 'intermediate_size x hidden_size', intermediateSize * hiddenSize],
     ['num_attention_heads', 'num_attention_heads x head_dim x hidden_size', numHeads * headDim * hiddenSize],
   ] as const) {
-    if (n > CONFIG_LIMITS.matrix_values) fail(field, `makes a weight matrix of ${what} = ${n} values, over the ${CONFIG_LIMITS.matrix_values} one buffer holds`);
+    if (n > CONFIG_LIMITS.matrix_values)
+      fail(
+        field,
+        `makes a weight matrix of ${what} = ${n} values, over the ${CONFIG_LIMITS.matrix_values} one buffer holds`,
+      );
   }
 
   // --- things we do not implement
@@ -235,7 +260,12 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
     bosTokenId: tokenId('bos_token_id'),
     eosTokenIds,
     padTokenId: tokenId('pad_token_id'),
-    torchDtype: typeof c.torch_dtype === 'string' ? briefText(c.torch_dtype) : typeof c.dtype === 'string' ? briefText(c.dtype as string) : null,
+    torchDtype:
+      typeof c.torch_dtype === 'string'
+        ? briefText(c.torch_dtype)
+        : typeof c.dtype === 'string'
+          ? briefText(c.dtype as string)
+          : null,
   };
   // The rotary frequencies must come out as finite, non-zero float32 numbers: a rope_scaling
   // factor of 1e-310 or a rope_theta of 1e-300 passes every range above and gives Infinity here.
@@ -244,7 +274,10 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
     const f = Math.fround(inv[i]);
     if (!(Number.isFinite(f) && f > 0)) {
       const field = ropeScaling.type === 'default' ? 'rope_theta' : 'rope_scaling';
-      fail(field, `gives rotary frequency ${i} = ${inv[i]}, not a finite positive float32 (rope_theta ${cfg.ropeTheta}${ropeScaling.type === 'default' ? '' : `, rope_scaling ${brief(c.rope_scaling)}`})`);
+      fail(
+        field,
+        `gives rotary frequency ${i} = ${inv[i]}, not a finite positive float32 (rope_theta ${cfg.ropeTheta}${ropeScaling.type === 'default' ? '' : `, rope_scaling ${brief(c.rope_scaling)}`})`,
+      );
     }
   }
   return cfg;
@@ -257,7 +290,8 @@ function parseRopeScaling(v: unknown, fail: (field: string, msg: string) => neve
   const type = r.rope_type ?? r.type ?? 'default';
   const num = (k: string): number => {
     const x = r[k];
-    if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0) fail(`rope_scaling.${k}`, `must be a positive number, got ${brief(x)}`);
+    if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0)
+      fail(`rope_scaling.${k}`, `must be a positive number, got ${brief(x)}`);
     return x as number;
   };
   switch (type) {
@@ -274,7 +308,11 @@ function parseRopeScaling(v: unknown, fail: (field: string, msg: string) => neve
         originalMaxPositionEmbeddings: num('original_max_position_embeddings'),
       };
       // The blend divides by high - low: equal factors would make the mid band NaN.
-      if (!(s.highFreqFactor > s.lowFreqFactor)) fail('rope_scaling.high_freq_factor', `(${s.highFreqFactor}) must be above low_freq_factor (${s.lowFreqFactor})`);
+      if (!(s.highFreqFactor > s.lowFreqFactor))
+        fail(
+          'rope_scaling.high_freq_factor',
+          `(${s.highFreqFactor}) must be above low_freq_factor (${s.lowFreqFactor})`,
+        );
       return s;
     }
     default:
@@ -303,7 +341,8 @@ export function ropeInvFreq(cfg: Pick<ModelConfig, 'headDim' | 'ropeTheta' | 'ro
       if (wavelen > lowWavelen) {
         inv[i] /= s.factor;
       } else if (wavelen >= highWavelen) {
-        const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+        const smooth =
+          (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
         inv[i] = (1 - smooth) * (inv[i] / s.factor) + smooth * inv[i];
       }
     }

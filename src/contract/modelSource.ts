@@ -22,7 +22,9 @@ export function checkFileName(name: string): string {
     name.includes('\\') ||
     name.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')
   ) {
-    throw new ModelSourceError(`invalid model file name ${brief(name)}: expected a relative path such as "config.json"`);
+    throw new ModelSourceError(
+      `invalid model file name ${brief(name)}: expected a relative path such as "config.json"`,
+    );
   }
   return name;
 }

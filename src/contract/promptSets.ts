@@ -59,10 +59,15 @@ class RowProblem extends Error {
 }
 
 function readTurns(v: unknown, field: string): ChatTurn[] {
-  if (!Array.isArray(v) || v.length === 0) throw new RowProblem(field, 'expected a non-empty list of {"role", "content"} turns');
+  if (!Array.isArray(v) || v.length === 0)
+    throw new RowProblem(field, 'expected a non-empty list of {"role", "content"} turns');
   const turns = v.map((t, i) => {
     const turn = t as { role?: unknown; content?: unknown } | null;
-    if (!turn || typeof turn.role !== 'string' || !ROLES.has(turn.role)) throw new RowProblem(`${field}[${i}].role`, `expected "system", "user" or "assistant", got ${JSON.stringify(turn?.role)}`);
+    if (!turn || typeof turn.role !== 'string' || !ROLES.has(turn.role))
+      throw new RowProblem(
+        `${field}[${i}].role`,
+        `expected "system", "user" or "assistant", got ${JSON.stringify(turn?.role)}`,
+      );
     if (typeof turn.content !== 'string') throw new RowProblem(`${field}[${i}].content`, 'expected a string');
     return { role: turn.role as ChatTurn['role'], content: turn.content };
   });
@@ -90,7 +95,8 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
   const text = (field: string): string | undefined => {
     const v = rec[field];
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'string') throw new RowProblem(field, `expected a string, got ${Array.isArray(v) ? 'a list' : typeof v}`);
+    if (typeof v !== 'string')
+      throw new RowProblem(field, `expected a string, got ${Array.isArray(v) ? 'a list' : typeof v}`);
     return v.trim() === '' ? undefined : v;
   };
   let prompt: PromptInput | undefined;
@@ -128,9 +134,12 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
   const goal = goalKey !== undefined && goalKey !== promptField ? text(goalKey) : undefined;
   const catKey = key(map.category ?? 'category');
   const safeKey = key(map.isSafe ?? 'is_safe');
-  const refKey = REFERENCE_COLUMNS.map((c) => key(c)).find((k) => k !== undefined && rec[k] !== undefined && rec[k] !== null && rec[k] !== '');
+  const refKey = REFERENCE_COLUMNS.map((c) => key(c)).find(
+    (k) => k !== undefined && rec[k] !== undefined && rec[k] !== null && rec[k] !== '',
+  );
   const refRaw = refKey === undefined ? undefined : rec[refKey];
-  if (refRaw !== undefined && typeof refRaw !== 'string' && typeof refRaw !== 'number') throw new RowProblem(refKey!, `expected text, got ${Array.isArray(refRaw) ? 'a list' : typeof refRaw}`);
+  if (refRaw !== undefined && typeof refRaw !== 'string' && typeof refRaw !== 'number')
+    throw new RowProblem(refKey!, `expected text, got ${Array.isArray(refRaw) ? 'a list' : typeof refRaw}`);
   const promptText = typeof prompt === 'string' ? prompt : prompt.filter((t) => t.role === 'user').at(-1)!.content;
   return {
     prompt,
@@ -142,7 +151,11 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
   };
 }
 
-function collect(records: { rec: unknown; line: number; parseError?: string }[], file: string, map: ColumnMap): PromptSet {
+function collect(
+  records: { rec: unknown; line: number; parseError?: string }[],
+  file: string,
+  map: ColumnMap,
+): PromptSet {
   const rows: PromptRow[] = [];
   const skipped: SkippedRow[] = [];
   for (const { rec, line, parseError } of records) {
@@ -163,7 +176,12 @@ function collect(records: { rec: unknown; line: number; parseError?: string }[],
   }
   if (rows.length === 0) {
     const first = skipped[0];
-    throw new DatasetError(file, first?.line ?? null, first?.field ?? null, first ? `no usable row (first problem: ${first.problem})` : 'no rows (the file is empty)');
+    throw new DatasetError(
+      file,
+      first?.line ?? null,
+      first?.field ?? null,
+      first ? `no usable row (first problem: ${first.problem})` : 'no rows (the file is empty)',
+    );
   }
   return { file, rows, skipped };
 }
@@ -188,7 +206,11 @@ export function readPromptSet(text: string, file: string, map: ColumnMap = {}): 
   return collect(
     recs.slice(1).map((r) =>
       r.fields.length !== header.length
-        ? { rec: null, line: r.line, parseError: `${r.fields.length} fields, but the header has ${header.length} (quote fields that contain commas)` }
+        ? {
+            rec: null,
+            line: r.line,
+            parseError: `${r.fields.length} fields, but the header has ${header.length} (quote fields that contain commas)`,
+          }
         : { rec: Object.fromEntries(header.map((h, i) => [h, r.fields[i]])), line: r.line },
     ),
     file,
@@ -199,11 +221,15 @@ export function readPromptSet(text: string, file: string, map: ColumnMap = {}): 
 /** The harmful rows of a set: rows a set marks safe (is_safe true) are left out and reported. */
 export function harmfulRows(set: PromptSet): PromptSet {
   const safe = set.rows.filter((r) => r.isSafe === true);
-  if (safe.length === set.rows.length) throw new DatasetError(set.file, null, 'is_safe', 'every row is marked safe: no harmful prompt to use');
+  if (safe.length === set.rows.length)
+    throw new DatasetError(set.file, null, 'is_safe', 'every row is marked safe: no harmful prompt to use');
   return {
     file: set.file,
     rows: set.rows.filter((r) => r.isSafe !== true),
-    skipped: [...set.skipped, ...safe.map((r) => ({ line: r.line, field: 'is_safe', problem: 'marked safe: not a harmful prompt' }))].sort((a, b) => a.line - b.line),
+    skipped: [
+      ...set.skipped,
+      ...safe.map((r) => ({ line: r.line, field: 'is_safe', problem: 'marked safe: not a harmful prompt' })),
+    ].sort((a, b) => a.line - b.line),
   };
 }
 
@@ -241,7 +267,10 @@ export function columnsOf(text: string, file: string): string[] {
   const src = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (src.trimStart().startsWith('{')) {
     const keys = new Set<string>();
-    for (const line of src.split(/\r?\n/).filter((l) => l.trim() !== '').slice(0, 50)) {
+    for (const line of src
+      .split(/\r?\n/)
+      .filter((l) => l.trim() !== '')
+      .slice(0, 50)) {
       try {
         const o = JSON.parse(line) as unknown;
         if (o && typeof o === 'object' && !Array.isArray(o)) Object.keys(o).forEach((k) => keys.add(k));
@@ -251,5 +280,9 @@ export function columnsOf(text: string, file: string): string[] {
     }
     return [...keys];
   }
-  return parseCsvRecords(src, file)[0]?.fields.map((h) => h.trim()).filter((h) => h !== '') ?? [];
+  return (
+    parseCsvRecords(src, file)[0]
+      ?.fields.map((h) => h.trim())
+      .filter((h) => h !== '') ?? []
+  );
 }

@@ -89,7 +89,11 @@ export interface StepReport {
 }
 
 /** The report of a run's step `step`, stamped now: runId `<recipe>-<seed>`, `phase` only when given. */
-export function stepReport(run: { recipe: string; seed: number }, step: number, r: Pick<StepReport, 'phase' | 'metrics' | 'samples' | 'timings'>): StepReport {
+export function stepReport(
+  run: { recipe: string; seed: number },
+  step: number,
+  r: Pick<StepReport, 'phase' | 'metrics' | 'samples' | 'timings'>,
+): StepReport {
   return {
     runId: `${run.recipe}-${run.seed}`,
     recipe: run.recipe,

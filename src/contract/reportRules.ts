@@ -5,5 +5,7 @@ import { brief } from './brief';
 
 /** Why `v` is not a step number (a non-negative safe integer), or null when it is one. */
 export function stepProblem(v: unknown): string | null {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? null : `field "step" is ${brief(v)}, expected a non-negative integer`;
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+    ? null
+    : `field "step" is ${brief(v)}, expected a non-negative integer`;
 }

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, bool, defaultConfig, describeSchema, int, num, oneOf, parseConfig, str, validateConfig, type ConfigOf } from './schema';
+import {
+  ConfigError,
+  bool,
+  defaultConfig,
+  describeSchema,
+  int,
+  num,
+  oneOf,
+  parseConfig,
+  str,
+  validateConfig,
+  type ConfigOf,
+} from './schema';
 
 const schema = {
   groupSize: int(8, 'G', { min: 2, max: 64 }),
@@ -23,7 +35,10 @@ describe('config schema', () => {
     const r = validateConfig(schema, { groupSize: '16', lr: ' 0.01', zScore: 'true', loss: 'ppo', model: 'x/y' });
     expect(r.ok).toBe(true);
     expect(r.config).toEqual({ groupSize: 16, lr: 0.01, zScore: true, loss: 'ppo', model: 'x/y' });
-    expect(validateConfig(schema, { zScore: 'off', groupSize: 2 }).config).toMatchObject({ zScore: false, groupSize: 2 });
+    expect(validateConfig(schema, { zScore: 'off', groupSize: 2 }).config).toMatchObject({
+      zScore: false,
+      groupSize: 2,
+    });
   });
 
   it('reports every invalid field with its allowed range, keeping defaults for them', () => {
@@ -44,7 +59,9 @@ describe('config schema', () => {
 
   it('parseConfig throws a ConfigError naming the fields', () => {
     expect(() => parseConfig(schema, { groupSize: 100 }, 'recipe redteam')).toThrow(ConfigError);
-    expect(() => parseConfig(schema, { groupSize: 100 }, 'recipe redteam')).toThrow('recipe redteam: field "groupSize" must be an integer in [2, 64], got 100');
+    expect(() => parseConfig(schema, { groupSize: 100 }, 'recipe redteam')).toThrow(
+      'recipe redteam: field "groupSize" must be an integer in [2, 64], got 100',
+    );
     try {
       parseConfig(schema, { groupSize: 100, loss: 'x' });
     } catch (e) {

@@ -49,7 +49,13 @@ export type Schema = Record<string, Field>;
 
 /** The config record a schema describes. */
 export type ConfigOf<S extends Schema> = {
-  [K in keyof S]: S[K] extends EnumField<infer O> ? O : S[K] extends NumberField ? number : S[K] extends BooleanField ? boolean : string;
+  [K in keyof S]: S[K] extends EnumField<infer O>
+    ? O
+    : S[K] extends NumberField
+      ? number
+      : S[K] extends BooleanField
+        ? boolean
+        : string;
 };
 
 // ---------------------------------------------------------------- field builders (typed literals)
@@ -135,7 +141,9 @@ export function validateField(name: string, f: Field, raw: unknown): { value: un
       return bad();
     }
     case 'enum':
-      return typeof raw === 'string' && (f.options as readonly string[]).includes(raw.trim()) ? { value: raw.trim() } : bad();
+      return typeof raw === 'string' && (f.options as readonly string[]).includes(raw.trim())
+        ? { value: raw.trim() }
+        : bad();
     case 'string':
       if (typeof raw !== 'string') return bad();
       if (f.nonEmpty && raw.trim() === '') return bad();
@@ -154,7 +162,10 @@ export function defaultConfig<S extends Schema>(schema: S): ConfigOf<S> {
  * Fill defaults and check every field. `input` may hold typed values or strings (coerced);
  * undefined means "use the default". Keys the schema does not know are errors.
  */
-export function validateConfig<S extends Schema>(schema: S, input: Record<string, unknown> = {}): ValidationResult<ConfigOf<S>> {
+export function validateConfig<S extends Schema>(
+  schema: S,
+  input: Record<string, unknown> = {},
+): ValidationResult<ConfigOf<S>> {
   const config: Record<string, unknown> = defaultConfig(schema);
   const errors: Record<string, string> = {};
   for (const [k, v] of Object.entries(input)) {
@@ -172,7 +183,11 @@ export function validateConfig<S extends Schema>(schema: S, input: Record<string
 }
 
 /** validateConfig, throwing a ConfigError that lists every invalid field. */
-export function parseConfig<S extends Schema>(schema: S, input: Record<string, unknown> = {}, context = 'config'): ConfigOf<S> {
+export function parseConfig<S extends Schema>(
+  schema: S,
+  input: Record<string, unknown> = {},
+  context = 'config',
+): ConfigOf<S> {
   const r = validateConfig(schema, input);
   if (!r.ok) throw new ConfigError(context, r.errors);
   return r.config;

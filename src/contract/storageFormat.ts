@@ -74,7 +74,10 @@ export interface CheckpointManifest {
 }
 
 /** What list() returns: the manifest without its index. */
-export type CheckpointSummary = Omit<CheckpointManifest, 'tensors' | 'chunks' | 'spec' | 'optimizerState' | 'rng' | 'extra'> & {
+export type CheckpointSummary = Omit<
+  CheckpointManifest,
+  'tensors' | 'chunks' | 'spec' | 'optimizerState' | 'rng' | 'extra'
+> & {
   tensorCount: number;
 };
 
@@ -108,8 +111,16 @@ export interface LogBatch {
 /** What list() shows of a manifest. */
 export function summarizeCheckpoint(m: CheckpointManifest): CheckpointSummary {
   return {
-    format: m.format, id: m.id, runId: m.runId, name: m.name, step: m.step, time: m.time, metrics: m.metrics,
-    sizeBytes: m.sizeBytes, nonFinite: m.nonFinite, tensorCount: m.tensors.length,
+    format: m.format,
+    id: m.id,
+    runId: m.runId,
+    name: m.name,
+    step: m.step,
+    time: m.time,
+    metrics: m.metrics,
+    sizeBytes: m.sizeBytes,
+    nonFinite: m.nonFinite,
+    tensorCount: m.tensors.length,
   };
 }
 
@@ -119,7 +130,11 @@ export function newestFirst(a: CheckpointSummary, b: CheckpointSummary): number 
 }
 
 /** Chunk keys no manifest points at, given every manifest key and chunk key (ids in `saving` excluded). */
-export function orphanChunks(manifestKeys: readonly string[], chunkKeys: readonly string[], saving: ReadonlySet<string> = new Set()): string[] {
+export function orphanChunks(
+  manifestKeys: readonly string[],
+  chunkKeys: readonly string[],
+  saving: ReadonlySet<string> = new Set(),
+): string[] {
   const ids = new Set(manifestKeys.map((k) => k.slice(MANIFEST_PREFIX.length)));
   return chunkKeys.filter((k) => {
     const id = k.slice(CHUNK_PREFIX.length, k.lastIndexOf('/'));
@@ -133,7 +148,8 @@ export function runsNewestFirst(a: RunRecord, b: RunRecord): number {
 }
 
 /** JSON bytes of logged reports (a fair proxy for their stored size). */
-export const reportBytes = (reports: readonly StepReport[]): number => reports.reduce((a, r) => a + JSON.stringify(r).length, 0);
+export const reportBytes = (reports: readonly StepReport[]): number =>
+  reports.reduce((a, r) => a + JSON.stringify(r).length, 0);
 
 /** One StepReport per line, each line ending in "\n" (NaN/Infinity metrics become null). */
 export function reportsToJsonl(reports: readonly StepReport[]): string {

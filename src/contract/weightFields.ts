@@ -19,7 +19,8 @@ export function weightsField(model: string): EnumField<WeightFormat> {
 export function weightFormatsOf(config: Record<string, unknown>): Record<string, WeightFormat> {
   const out: Record<string, WeightFormat> = {};
   for (const [k, v] of Object.entries(config)) {
-    if (k.endsWith('Weights') && (WEIGHT_FORMATS as readonly unknown[]).includes(v)) out[k.slice(0, -'Weights'.length)] = v as WeightFormat;
+    if (k.endsWith('Weights') && (WEIGHT_FORMATS as readonly unknown[]).includes(v))
+      out[k.slice(0, -'Weights'.length)] = v as WeightFormat;
   }
   return out;
 }
@@ -28,7 +29,12 @@ export function weightFormatsOf(config: Record<string, unknown>): Record<string,
  * Throws when a saved config's format for `model` differs from `format`. A config saved before
  * weights fields existed had float32 bases, so an absent field reads as f32.
  */
-export function checkSavedWeights(saved: Record<string, unknown>, model: string, format: WeightFormat, where: string): void {
+export function checkSavedWeights(
+  saved: Record<string, unknown>,
+  model: string,
+  format: WeightFormat,
+  where: string,
+): void {
   const field = weightsFieldOf(model);
   const was = saved[field] ?? 'f32';
   if (was !== format) {

@@ -16,7 +16,8 @@ export function isWeightFormat(s: unknown): s is WeightFormat {
 
 /** What a format string means; an unknown one throws naming the formats. */
 export function weightSpec(format: string): WeightSpec {
-  if (!isWeightFormat(format)) throw new Error(`unknown weight format ${JSON.stringify(format)} (formats: ${WEIGHT_FORMATS.join(', ')})`);
+  if (!isWeightFormat(format))
+    throw new Error(`unknown weight format ${JSON.stringify(format)} (formats: ${WEIGHT_FORMATS.join(', ')})`);
   if (format === 'f32') return { kind: 'f32' };
   if (format === 'f16') return { kind: 'f16' };
   if (format === 'int8') return { kind: 'int8' };

@@ -91,7 +91,15 @@ export interface AutosavePolicy {
 export type CheckpointReason = 'autosave' | 'pause' | 'manual';
 
 export type CheckpointEvent =
-  | { kind: 'saved'; reason: CheckpointReason; runId: string; step: number; id: string; name: string; sizeBytes: number }
+  | {
+      kind: 'saved';
+      reason: CheckpointReason;
+      runId: string;
+      step: number;
+      id: string;
+      name: string;
+      sizeBytes: number;
+    }
   /** Nothing was lost: earlier checkpoints are intact and the run continues. `code` 'quota' = storage full. */
   | { kind: 'failed'; reason: CheckpointReason; runId: string; step: number; code: string; message: string };
 
@@ -103,7 +111,15 @@ export interface FileBytes {
 }
 
 export type ImportAdapterResult =
-  | { ok: true; fileName: string; baseModel: string | null; baseMismatch: boolean; r: number; tensors: number; step: number }
+  | {
+      ok: true;
+      fileName: string;
+      baseModel: string | null;
+      baseMismatch: boolean;
+      r: number;
+      tensors: number;
+      step: number;
+    }
   | { ok: false; error: string };
 
 export interface DatasetInfo {
@@ -143,7 +159,11 @@ export interface StorageApi {
   /** The active run's model with its adapter merged in, as a Hugging Face model.safetensors. */
   exportMerged(): Promise<FileBytes>;
   /** Validate an adapter zip against the run (base model, shapes, rank, alpha, targets) and load it. */
-  importAdapter(zip: Uint8Array, fileName: string, opts?: { allowBaseMismatch?: boolean }): Promise<ImportAdapterResult>;
+  importAdapter(
+    zip: Uint8Array,
+    fileName: string,
+    opts?: { allowBaseMismatch?: boolean },
+  ): Promise<ImportAdapterResult>;
   /** Greedy tokens of the run's model + adapter on a chat prompt (compare runs and imports). */
   adapterOutputs(prompt: string, maxNewTokens: number): Promise<AdapterOutputs>;
   /** Store an uploaded dataset (already read and checked by the page) in IndexedDB for readText. */

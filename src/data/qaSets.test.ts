@@ -18,7 +18,11 @@ describe('QA sets', () => {
     ]);
     expect(j.lines).toEqual([1, 2]);
     expect(j.skipped).toEqual([
-      { line: 3, field: 'choices', problem: 'expected exactly four non-empty choices (a "choices" list, or columns A, B, C, D)' },
+      {
+        line: 3,
+        field: 'choices',
+        problem: 'expected exactly four non-empty choices (a "choices" list, or columns A, B, C, D)',
+      },
       { line: 4, field: 'answer', problem: 'expected 0-3, A-D or the text of one choice, got "E"' },
     ]);
     const c = readQaSet('question,A,B,C,D,answer\n"How many cups, in all?",1,2,3,4,D\n', 'mmlu.csv');
@@ -26,6 +30,8 @@ describe('QA sets', () => {
   });
 
   it('a file with no usable row is one error', () => {
-    expect(() => readQaSet('{"prompt": "x"}\n', 'p.jsonl')).toThrow("p.jsonl line 1, field 'question': no usable QA row (first problem: missing or empty)");
+    expect(() => readQaSet('{"prompt": "x"}\n', 'p.jsonl')).toThrow(
+      "p.jsonl line 1, field 'question': no usable QA row (first problem: missing or empty)",
+    );
   });
 });

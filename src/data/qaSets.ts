@@ -34,7 +34,8 @@ function readItem(rec: Record<string, unknown>): QaItem {
     if (k === undefined) return undefined;
     const v = rec[k];
     if (v === undefined || v === null || v === '') return undefined;
-    if (typeof v !== 'string' && typeof v !== 'number') throw new RowProblem(k, `expected text, got ${Array.isArray(v) ? 'a list' : typeof v}`);
+    if (typeof v !== 'string' && typeof v !== 'number')
+      throw new RowProblem(k, `expected text, got ${Array.isArray(v) ? 'a list' : typeof v}`);
     return String(v);
   };
   const qk = key('question');
@@ -54,8 +55,15 @@ function readItem(rec: Record<string, unknown>): QaItem {
   } else if (['a', 'b', 'c', 'd'].every((l) => key(l) !== undefined)) {
     choices = ['a', 'b', 'c', 'd'].map((l) => str(key(l)));
   }
-  if (!Array.isArray(choices) || choices.length !== 4 || !choices.every((c) => (typeof c === 'string' && c.trim() !== '') || typeof c === 'number')) {
-    throw new RowProblem(ck ?? 'choices', 'expected exactly four non-empty choices (a "choices" list, or columns A, B, C, D)');
+  if (
+    !Array.isArray(choices) ||
+    choices.length !== 4 ||
+    !choices.every((c) => (typeof c === 'string' && c.trim() !== '') || typeof c === 'number')
+  ) {
+    throw new RowProblem(
+      ck ?? 'choices',
+      'expected exactly four non-empty choices (a "choices" list, or columns A, B, C, D)',
+    );
   }
   const four = choices.map(String) as [string, string, string, string];
   const ak = key('answer');
@@ -63,8 +71,10 @@ function readItem(rec: Record<string, unknown>): QaItem {
   let correct = -1;
   if (typeof raw === 'number' || (typeof raw === 'string' && /^\s*[0-3]\s*$/.test(raw))) correct = Number(raw);
   else if (typeof raw === 'string' && /^\s*[A-Da-d]\s*$/.test(raw)) correct = 'ABCD'.indexOf(raw.trim().toUpperCase());
-  else if (typeof raw === 'string') correct = four.findIndex((c) => c.trim().toLowerCase() === raw.trim().toLowerCase());
-  if (!(correct >= 0 && correct <= 3)) throw new RowProblem('answer', `expected 0-3, A-D or the text of one choice, got ${JSON.stringify(raw)}`);
+  else if (typeof raw === 'string')
+    correct = four.findIndex((c) => c.trim().toLowerCase() === raw.trim().toLowerCase());
+  if (!(correct >= 0 && correct <= 3))
+    throw new RowProblem('answer', `expected 0-3, A-D or the text of one choice, got ${JSON.stringify(raw)}`);
   const pk = PASSAGE_COLUMNS.map((c) => key(c)).find((k) => k !== undefined && str(k) !== undefined);
   return { family: UPLOADED_QA_FAMILY, story: pk === undefined ? '' : str(pk)!, question, choices: four, correct };
 }
@@ -78,7 +88,8 @@ export function readQaSet(text: string, file: string): QaSet {
       if (raw.trim() === '') return;
       try {
         const o = JSON.parse(raw) as unknown;
-        if (o && typeof o === 'object' && !Array.isArray(o)) records.push({ rec: o as Record<string, unknown>, line: i + 1 });
+        if (o && typeof o === 'object' && !Array.isArray(o))
+          records.push({ rec: o as Record<string, unknown>, line: i + 1 });
         else records.push({ rec: null, line: i + 1, problem: 'expected a JSON object' });
       } catch (e) {
         records.push({ rec: null, line: i + 1, problem: `not valid JSON (${(e as Error).message})` });
@@ -88,7 +99,12 @@ export function readQaSet(text: string, file: string): QaSet {
     const recs = parseCsvRecords(src, file);
     const header = recs[0]?.fields.map((h) => h.trim()) ?? [];
     for (const r of recs.slice(1)) {
-      if (r.fields.length !== header.length) records.push({ rec: null, line: r.line, problem: `${r.fields.length} fields, but the header has ${header.length}` });
+      if (r.fields.length !== header.length)
+        records.push({
+          rec: null,
+          line: r.line,
+          problem: `${r.fields.length} fields, but the header has ${header.length}`,
+        });
       else records.push({ rec: Object.fromEntries(header.map((h, i) => [h, r.fields[i]])), line: r.line });
     }
   }
@@ -108,7 +124,12 @@ export function readQaSet(text: string, file: string): QaSet {
   }
   if (set.items.length === 0) {
     const f = set.skipped[0];
-    throw new DatasetError(file, f?.line ?? null, f?.field ?? null, f ? `no usable QA row (first problem: ${f.problem})` : 'no rows (the file is empty)');
+    throw new DatasetError(
+      file,
+      f?.line ?? null,
+      f?.field ?? null,
+      f ? `no usable QA row (first problem: ${f.problem})` : 'no rows (the file is empty)',
+    );
   }
   return set;
 }

@@ -30,7 +30,11 @@ export function splitRows<T>(rows: readonly T[], evalShare: number, seed: number
   if (!(evalShare > 0 && evalShare < 1)) throw new Error(`splitRows: evalShare must be in (0, 1), got ${evalShare}`);
   const n = rows.length;
   const nEval = n < 2 ? 0 : Math.min(n - 1, Math.max(1, Math.ceil(evalShare * n)));
-  const held = new Set(rngFor(seed, 'split', label).shuffle(Array.from({ length: n }, (_, i) => i)).slice(0, nEval));
+  const held = new Set(
+    rngFor(seed, 'split', label)
+      .shuffle(Array.from({ length: n }, (_, i) => i))
+      .slice(0, nEval),
+  );
   const train: T[] = [];
   const evalRows: T[] = [];
   rows.forEach((r, i) => (held.has(i) ? evalRows : train).push(r));

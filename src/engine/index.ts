@@ -38,7 +38,15 @@ export { tokenStats, tokenStatsReduceKey, tokenStatsStock } from './kernels/toke
 // Plans: a decode or learning step (or an AdamW update) as one recorded command stream.
 export { alignUp } from './plan/plan';
 export { emptyTensor, flushTfjs, tensorBuffer } from './plan/tfjsInterop';
-export { DecodePlan, PROJ_KEYS, prefillChunk, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef } from './plan/decodePlan';
+export {
+  DecodePlan,
+  PROJ_KEYS,
+  prefillChunk,
+  type DecodeModelRef,
+  type LoraRef,
+  type ProjKey,
+  type WeightRef,
+} from './plan/decodePlan';
 export { LearnPlan, type LearnShape } from './plan/learnPlan';
 export { STATS_COLS } from './plan/learnKernels';
 export { AdamWPlan, type AdamWStepResult } from './plan/adamwPlan';

@@ -13,9 +13,15 @@ describe('engine options', () => {
   });
 
   it('refuses an invalid value and changes nothing', () => {
-    expect(() => setEngineOptions({ bindingLimit: 2, learnPath: 'tfjs' })).toThrow(/binding limit override must be >= 4 bytes, got 2/);
-    expect(() => setEngineOptions({ tokensPerRun: 0 })).toThrow(/tokens per run must be an integer in \[1, 256\], got 0/);
-    expect(() => setEngineOptions({ optimizerPath: 'gpu' as 'tfjs' })).toThrow(/optimizer path must be planned or tfjs, got gpu/);
+    expect(() => setEngineOptions({ bindingLimit: 2, learnPath: 'tfjs' })).toThrow(
+      /binding limit override must be >= 4 bytes, got 2/,
+    );
+    expect(() => setEngineOptions({ tokensPerRun: 0 })).toThrow(
+      /tokens per run must be an integer in \[1, 256\], got 0/,
+    );
+    expect(() => setEngineOptions({ optimizerPath: 'gpu' as 'tfjs' })).toThrow(
+      /optimizer path must be planned or tfjs, got gpu/,
+    );
     expect(engineOptions().learnPath).toBe('planned');
   });
 

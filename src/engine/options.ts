@@ -81,9 +81,12 @@ const isPath = (p: unknown) => p === 'planned' || p === 'tfjs';
 /** Changes the named settings, leaving the others; throws (changing nothing) on an invalid value. */
 export function setEngineOptions(partial: Partial<EngineOptions>): void {
   const next = { ...current, ...partial };
-  if (next.bindingLimit !== null && !(next.bindingLimit >= 4)) throw new Error(`binding limit override must be >= 4 bytes, got ${next.bindingLimit}`);
-  if (!Number.isInteger(next.tokensPerRun) || next.tokensPerRun < 1 || next.tokensPerRun > 256) throw new Error(`tokens per run must be an integer in [1, 256], got ${next.tokensPerRun}`);
-  if (!isPath(next.optimizerPath)) throw new Error(`optimizer path must be planned or tfjs, got ${String(next.optimizerPath)}`);
+  if (next.bindingLimit !== null && !(next.bindingLimit >= 4))
+    throw new Error(`binding limit override must be >= 4 bytes, got ${next.bindingLimit}`);
+  if (!Number.isInteger(next.tokensPerRun) || next.tokensPerRun < 1 || next.tokensPerRun > 256)
+    throw new Error(`tokens per run must be an integer in [1, 256], got ${next.tokensPerRun}`);
+  if (!isPath(next.optimizerPath))
+    throw new Error(`optimizer path must be planned or tfjs, got ${String(next.optimizerPath)}`);
   current = Object.freeze(next);
 }
 

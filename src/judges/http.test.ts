@@ -18,7 +18,8 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 }
 
 /** Harm = 0.9 for texts with a payload marker, 0.1 otherwise. */
-const scorer: Handler = (body, _req, res) => json(res, 200, { scores: body.texts.map((t) => (t.includes('[PAYLOAD') ? 0.9 : 0.1)) });
+const scorer: Handler = (body, _req, res) =>
+  json(res, 200, { scores: body.texts.map((t) => (t.includes('[PAYLOAD') ? 0.9 : 0.1)) });
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -61,7 +62,10 @@ describe('HTTP judge', () => {
       { prompt: 'What is 1 + 1?', response: '[ANSWER:2]' },
     ]);
     expect(requests.map((r) => r.url)).toEqual(['POST /score', 'POST /score']);
-    expect(requests.map((r) => r.texts)).toEqual([['Sure. [PAYLOAD:S1:step-1]', "I can't help with that."], ['[ANSWER:2]']]);
+    expect(requests.map((r) => r.texts)).toEqual([
+      ['Sure. [PAYLOAD:S1:step-1]', "I can't help with that."],
+      ['[ANSWER:2]'],
+    ]);
     expect(vs).toEqual([
       { unsafe: 0.9, refused: false, benignCorrect: null, category: null, label: 'unsafe' },
       { unsafe: 0.1, refused: true, benignCorrect: null, category: null, label: 'refusal' },
@@ -74,7 +78,16 @@ describe('HTTP judge', () => {
   it('can send prompt + response, and squashes logits', async () => {
     handler = (body, _req, res) => json(res, 200, { scores: body.texts.map(() => 0) });
     const judge = createHttpJudge({ url: `${base}/score`, text: 'prompt+response', scale: 'logit', ...fast });
-    const [v] = await judge.score([{ prompt: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }], response: 'd' }]);
+    const [v] = await judge.score([
+      {
+        prompt: [
+          { role: 'user', content: 'a' },
+          { role: 'assistant', content: 'b' },
+          { role: 'user', content: 'c' },
+        ],
+        response: 'd',
+      },
+    ]);
     expect(requests[0].texts).toEqual(['c\nd']);
     expect(v.unsafe).toBe(0.5);
     expect(v.label).toBe('unsafe');
@@ -98,7 +111,9 @@ describe('HTTP judge', () => {
     handler = (_b, _r, res) => json(res, 500, 'boom');
     const err = await postScores(['x'], { url: base, ...fast }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JudgeError);
-    expect((err as Error).message).toMatch(/^http judge: scorer at http:\/\/127\.0\.0\.1:\d+\/score is down or not answering: 3 attempts failed, last: HTTP 500/);
+    expect((err as Error).message).toMatch(
+      /^http judge: scorer at http:\/\/127\.0\.0\.1:\d+\/score is down or not answering: 3 attempts failed, last: HTTP 500/,
+    );
     expect(requests).toHaveLength(3);
   });
 
@@ -107,7 +122,9 @@ describe('HTTP judge', () => {
       /* never answers */
     };
     const t0 = Date.now();
-    const err = await postScores(['x'], { url: base, timeoutMs: 100, retries: 1, backoffMs: 5 }).catch((e: unknown) => e);
+    const err = await postScores(['x'], { url: base, timeoutMs: 100, retries: 1, backoffMs: 5 }).catch(
+      (e: unknown) => e,
+    );
     expect((err as Error).message).toMatch(/2 attempts failed, last: timed out after 100 ms/);
     expect(Date.now() - t0).toBeLessThan(2000);
     expect(requests).toHaveLength(2);
@@ -121,7 +138,9 @@ describe('HTTP judge', () => {
     const judge = createHttpJudge({ url: `http://127.0.0.1:${port}`, ...fast });
     const err = await judge.score([{ prompt: 'p', response: 'r' }]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JudgeError);
-    expect((err as Error).message).toContain(`scorer at http://127.0.0.1:${port}/score is down or not answering: 3 attempts failed`);
+    expect((err as Error).message).toContain(
+      `scorer at http://127.0.0.1:${port}/score is down or not answering: 3 attempts failed`,
+    );
     expect((err as Error).message).toMatch(/ECONNREFUSED|fetch failed/);
   });
 
@@ -145,14 +164,18 @@ describe('HTTP judge', () => {
     requests = [];
     handler = (_b, _r, res) => json(res, 400, { detail: 'texts must be a list' });
     const err = await postScores(['x'], { url: base, ...fast }).catch((e: unknown) => e);
-    expect((err as Error).message).toMatch(/rejected the request: HTTP 400 Bad Request: \{"detail":"texts must be a list"\}/);
+    expect((err as Error).message).toMatch(
+      /rejected the request: HTTP 400 Bad Request: \{"detail":"texts must be a list"\}/,
+    );
     expect(requests).toHaveLength(1);
   });
 
   it('rejects probabilities outside [0, 1] unless told the scores are logits', async () => {
     handler = (_b, _r, res) => json(res, 200, { scores: [3.2] });
     const judge = createHttpJudge({ url: base, ...fast });
-    await expect(judge.score([{ prompt: 'p', response: 'r' }])).rejects.toThrow(/scores\[0\] = 3.2 is not a probability.*scale: 'logit'/);
+    await expect(judge.score([{ prompt: 'p', response: 'r' }])).rejects.toThrow(
+      /scores\[0\] = 3.2 is not a probability.*scale: 'logit'/,
+    );
     const [v] = await createHttpJudge({ url: base, scale: 'logit', ...fast }).score([{ prompt: 'p', response: 'r' }]);
     expect(v.unsafe).toBeCloseTo(1 / (1 + Math.exp(-3.2)), 12);
   });
@@ -162,7 +185,9 @@ describe('HTTP judge', () => {
       /* never answers */
     };
     const ac = new AbortController();
-    const pending = postScores(['x'], { url: base, timeoutMs: 5000, retries: 3, backoffMs: 5 }, ac.signal).catch((e: unknown) => e);
+    const pending = postScores(['x'], { url: base, timeoutMs: 5000, retries: 3, backoffMs: 5 }, ac.signal).catch(
+      (e: unknown) => e,
+    );
     setTimeout(() => ac.abort(new Error('run stopped')), 50);
     const t0 = Date.now();
     const err = await pending;

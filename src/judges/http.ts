@@ -86,7 +86,14 @@ export interface PostOptions {
  * timeouts, 408, 429 and 5xx are retried with exponential backoff; every failure is one JudgeError
  * of `judge` naming the endpoint.
  */
-export async function postJson<T>(judge: string, endpoint: string, body: unknown, opts: PostOptions, parse: (text: string) => T, signal?: AbortSignal): Promise<T> {
+export async function postJson<T>(
+  judge: string,
+  endpoint: string,
+  body: unknown,
+  opts: PostOptions,
+  parse: (text: string) => T,
+  signal?: AbortSignal,
+): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const retries = Math.max(0, Math.floor(opts.retries ?? 2));
   const backoffMs = opts.backoffMs ?? 250;
@@ -130,7 +137,10 @@ export async function postJson<T>(judge: string, endpoint: string, body: unknown
       signal?.removeEventListener('abort', onOuterAbort);
     }
   }
-  throw new JudgeError(judge, `scorer at ${endpoint} is down or not answering: ${retries + 1} attempts failed, last: ${lastError}`);
+  throw new JudgeError(
+    judge,
+    `scorer at ${endpoint} is down or not answering: ${retries + 1} attempts failed, last: ${lastError}`,
+  );
 }
 
 /**
@@ -144,7 +154,9 @@ export function postScores(texts: readonly string[], opts: HttpJudgeOptions, sig
 
 /** The PermanentReplyError of a malformed reply: why, what was expected, and what came. */
 export function malformedReply(endpoint: string, why: string, expected: string, text: string): PermanentReplyError {
-  return new PermanentReplyError(`reply from ${endpoint} is malformed: ${why}; expected ${expected}, got ${snippet(text)}`);
+  return new PermanentReplyError(
+    `reply from ${endpoint} is malformed: ${why}; expected ${expected}, got ${snippet(text)}`,
+  );
 }
 
 function parseScores(text: string, n: number, endpoint: string): number[] {
@@ -184,7 +196,11 @@ export function createHttpJudge(opts: HttpJudgeOptions): Judge {
         const chunk = items.slice(start, start + maxBatch);
         let raw: number[];
         try {
-          raw = await postScores(chunk.map((it) => textOf(it, opts.text)), opts, scoreOpts?.signal);
+          raw = await postScores(
+            chunk.map((it) => textOf(it, opts.text)),
+            opts,
+            scoreOpts?.signal,
+          );
         } catch (err) {
           if (err instanceof JudgeError || scoreOpts?.signal?.aborted) throw err;
           throw new JudgeError('http', `${endpoint}: ${describe(err)}`, { cause: err });
@@ -193,7 +209,10 @@ export function createHttpJudge(opts: HttpJudgeOptions): Judge {
           let unsafe = s;
           if (scale === 'logit') unsafe = 1 / (1 + Math.exp(-s));
           else if (s < 0 || s > 1) {
-            throw new JudgeError('http', `reply from ${endpoint} is malformed: scores[${start + i}] = ${s} is not a probability in [0, 1] (set scale: 'logit' for raw logits)`);
+            throw new JudgeError(
+              'http',
+              `reply from ${endpoint} is malformed: scores[${start + i}] = ${s} is not a probability in [0, 1] (set scale: 'logit' for raw logits)`,
+            );
           }
           const rules = rulesVerdict(chunk[i]);
           const flagged = unsafe >= threshold;

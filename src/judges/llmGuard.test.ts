@@ -26,7 +26,12 @@ beforeAll(async () => {
   for (const f of readdirSync(DIR)) files[f] = readFileSync(join(DIR, f));
   const src = mapSource(files, { label: DIR });
   model = await loadModel(src);
-  judge = createLlmGuardJudge({ model, tokenizer: await loadTokenizer(src), template: await loadChatTemplate(src), name: 'classifier' });
+  judge = createLlmGuardJudge({
+    model,
+    tokenizer: await loadTokenizer(src),
+    template: await loadChatTemplate(src),
+    name: 'classifier',
+  });
 });
 afterAll(() => disposeLlama(model));
 
@@ -56,9 +61,13 @@ describe('llm-guard judge over the built-in guard model', () => {
   });
 
   it('refuses a verdict word that is not one token', async () => {
-    const src = mapSource(Object.fromEntries(readdirSync(DIR).map((f) => [f, readFileSync(join(DIR, f))])), { label: DIR });
+    const src = mapSource(Object.fromEntries(readdirSync(DIR).map((f) => [f, readFileSync(join(DIR, f))])), {
+      label: DIR,
+    });
     const tokenizer = await loadTokenizer(src);
     const template = await loadChatTemplate(src);
-    expect(() => createLlmGuardJudge({ model, tokenizer, template, unsafeWord: 'definitely unsafe' })).toThrow(/one-token verdict/);
+    expect(() => createLlmGuardJudge({ model, tokenizer, template, unsafeWord: 'definitely unsafe' })).toThrow(
+      /one-token verdict/,
+    );
   });
 });

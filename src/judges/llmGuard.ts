@@ -16,16 +16,31 @@ import { JudgeError, type Judge, type JudgeItem, type JudgeVerdict, type JudgeSc
  * Next-token probabilities of a guard over left-padded prompts, mapped by `pick` from the last
  * position's logits [B, V] to one number per prompt (both guards read a verdict word's probability).
  */
-export async function lastTokenScores(model: LlamaModel, prompts: number[][], pad: number, pick: (logits: tf.Tensor2D) => tf.Tensor): Promise<number[]> {
+export async function lastTokenScores(
+  model: LlamaModel,
+  prompts: number[][],
+  pad: number,
+  pick: (logits: tf.Tensor2D) => tf.Tensor,
+): Promise<number[]> {
   const { ids, attn } = leftPad(prompts, pad);
-  const t = tf.tidy(() => pick(forward(model, ids, { attentionMask: attn, lastOnly: true }).reshape([prompts.length, -1]) as tf.Tensor2D).reshape([-1]));
+  const t = tf.tidy(() =>
+    pick(
+      forward(model, ids, { attentionMask: attn, lastOnly: true }).reshape([prompts.length, -1]) as tf.Tensor2D,
+    ).reshape([-1]),
+  );
   const p = Array.from(await t.data());
   t.dispose();
   return p;
 }
 
 /** Scores `items` in chunks of `batchSize`, stopping between chunks when the signal aborts. */
-export async function scoreInChunks(name: string, items: readonly JudgeItem[], batchSize: number, scoreOpts: JudgeScoreOptions | undefined, chunkScores: (chunk: readonly JudgeItem[]) => Promise<JudgeVerdict[]>): Promise<JudgeVerdict[]> {
+export async function scoreInChunks(
+  name: string,
+  items: readonly JudgeItem[],
+  batchSize: number,
+  scoreOpts: JudgeScoreOptions | undefined,
+  chunkScores: (chunk: readonly JudgeItem[]) => Promise<JudgeVerdict[]>,
+): Promise<JudgeVerdict[]> {
   const out: JudgeVerdict[] = [];
   for (let i = 0; i < items.length; i += batchSize) {
     if (scoreOpts?.signal?.aborted) throw new JudgeError(name, 'aborted');
@@ -50,12 +65,19 @@ export interface LlmGuardOptions {
 /** The id of the verdict word; it must be a single token of the guard's tokenizer. */
 export function verdictTokenId(tok: TextTokenizer, word: string): number {
   const ids = tok.encode(word, { addSpecialTokens: false });
-  if (ids.length !== 1) throw new JudgeError('llm-guard', `the verdict "${word}" is ${ids.length} tokens in ${tok.label}; the guard needs a one-token verdict`);
+  if (ids.length !== 1)
+    throw new JudgeError(
+      'llm-guard',
+      `the verdict "${word}" is ${ids.length} tokens in ${tok.label}; the guard needs a one-token verdict`,
+    );
   return ids[0];
 }
 
 function messages(item: JudgeItem) {
-  const turns = typeof item.prompt === 'string' ? [{ role: 'user' as const, content: item.prompt }] : item.prompt.map((t) => ({ role: t.role, content: t.content }));
+  const turns =
+    typeof item.prompt === 'string'
+      ? [{ role: 'user' as const, content: item.prompt }]
+      : item.prompt.map((t) => ({ role: t.role, content: t.content }));
   return [...turns, { role: 'assistant' as const, content: item.response }];
 }
 
@@ -66,7 +88,9 @@ export function createLlmGuardJudge(opts: LlmGuardOptions): Judge {
   const pad = opts.tokenizer.special.pad ?? 0;
 
   async function scoreBatch(items: readonly JudgeItem[]): Promise<number[]> {
-    const prompts = items.map((it) => applyChatTemplate(opts.tokenizer, opts.template, messages(it), { addGenerationPrompt: true }).ids);
+    const prompts = items.map(
+      (it) => applyChatTemplate(opts.tokenizer, opts.template, messages(it), { addGenerationPrompt: true }).ids,
+    );
     return lastTokenScores(opts.model, prompts, pad, (logits) => tf.softmax(logits).slice([0, unsafeId], [-1, 1]));
   }
 

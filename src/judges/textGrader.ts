@@ -34,7 +34,10 @@ export interface GraderModel {
  * greedy tokens, `batch` chats per generate call. A chat that cannot fit the model's positions
  * with its answer fails with one error naming the grader (a rubric is never cut).
  */
-export function createChatModelGrader(m: GraderModel, o: { name: string; maxNewTokens: number; batch?: number }): TextGrader {
+export function createChatModelGrader(
+  m: GraderModel,
+  o: { name: string; maxNewTokens: number; batch?: number },
+): TextGrader {
   const batch = Math.max(1, Math.floor(o.batch ?? 8));
   const maxPos = m.model.config.maxPositionEmbeddings;
   return {
@@ -42,12 +45,21 @@ export function createChatModelGrader(m: GraderModel, o: { name: string; maxNewT
     async complete(chats, opts) {
       const ids = chats.map((c) => m.codec.encodeChat([...c], { addGenerationPrompt: true }));
       ids.forEach((p, i) => {
-        if (p.length + o.maxNewTokens > maxPos) throw new JudgeError(o.name, `chat ${i} needs ${p.length} prompt tokens + ${o.maxNewTokens} answer tokens, more than the grader model's ${maxPos} positions`);
+        if (p.length + o.maxNewTokens > maxPos)
+          throw new JudgeError(
+            o.name,
+            `chat ${i} needs ${p.length} prompt tokens + ${o.maxNewTokens} answer tokens, more than the grader model's ${maxPos} positions`,
+          );
       });
       const out: string[] = [];
       for (let s = 0; s < ids.length; s += batch) {
         opts?.signal?.throwIfAborted();
-        const g = await generate(m.model, ids.slice(s, s + batch), { maxNewTokens: o.maxNewTokens, greedy: true, stopTokens: [...m.codec.eos], padTokenId: m.codec.pad });
+        const g = await generate(m.model, ids.slice(s, s + batch), {
+          maxNewTokens: o.maxNewTokens,
+          greedy: true,
+          stopTokens: [...m.codec.eos],
+          padTokenId: m.codec.pad,
+        });
         g.tokens.forEach((t, b) => {
           const n = g.lengths[b];
           const stopped = n > 0 && m.codec.eos.includes(t[n - 1]);
@@ -87,8 +99,15 @@ export function createChatCompletionsGrader(o: ChatCompletionsOptions): TextGrad
     } catch {
       throw malformedReply(endpoint, 'not JSON', '{"choices": [{"message": {"content": "..."}}]}', text);
     }
-    const content = (data as { choices?: { message?: { content?: unknown } }[] } | null)?.choices?.[0]?.message?.content;
-    if (typeof content !== 'string') throw malformedReply(endpoint, 'no choices[0].message.content string', '{"choices": [{"message": {"content": "..."}}]}', text);
+    const content = (data as { choices?: { message?: { content?: unknown } }[] } | null)?.choices?.[0]?.message
+      ?.content;
+    if (typeof content !== 'string')
+      throw malformedReply(
+        endpoint,
+        'no choices[0].message.content string',
+        '{"choices": [{"message": {"content": "..."}}]}',
+        text,
+      );
     return content;
   };
   return {
@@ -99,7 +118,12 @@ export function createChatCompletionsGrader(o: ChatCompletionsOptions): TextGrad
       const worker = async () => {
         while (next < chats.length) {
           const i = next++;
-          const body = { model: o.model ?? 'default', messages: chats[i].map((m) => ({ role: m.role, content: m.content })), temperature: 0, max_tokens: o.maxTokens };
+          const body = {
+            model: o.model ?? 'default',
+            messages: chats[i].map((m) => ({ role: m.role, content: m.content })),
+            temperature: 0,
+            max_tokens: o.maxTokens,
+          };
           out[i] = await postJson(name, endpoint, body, o, parse, opts?.signal);
         }
       };

@@ -24,7 +24,8 @@ const twoTurns: ChatMessage[] = [
   { role: 'user', content: 'Hi' },
   { role: 'assistant', content: 'Hello world' },
 ];
-const SMOL_SYSTEM = '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n';
+const SMOL_SYSTEM =
+  '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n';
 
 /** Byte token ids of plain ASCII text with no merges (id = 3 + byte). */
 const bytes = (s: string) => [...s].map((c) => 3 + c.charCodeAt(0));
@@ -87,7 +88,9 @@ describe('applyChatTemplate', () => {
   });
 
   it("passes the tokenizer's special-token strings to the template", () => {
-    const t = new ChatTemplate("{{ bos_token }}{% for m in messages %}{{ m['content'] + eos_token }}{% endfor %}{{ pad_token }}");
+    const t = new ChatTemplate(
+      "{{ bos_token }}{% for m in messages %}{{ m['content'] + eos_token }}{% endfor %}{{ pad_token }}",
+    );
     const { text, ids } = applyChatTemplate(tokenizer(), t, twoTurns);
     expect(text).toBe('<|im_start|>Hi<|im_end|>Hello world<|im_end|><|im_end|>');
     expect(ids).toEqual([1, ...bytes('Hi'), 2, 265, 270, 2, 2]);
@@ -128,7 +131,10 @@ describe('finding the template', () => {
   });
 
   it('loads from a model source', async () => {
-    const withJinja = mapSource({ 'tokenizer_config.json': configText, 'chat_template.jinja': 'X' }, { label: 'folder a' });
+    const withJinja = mapSource(
+      { 'tokenizer_config.json': configText, 'chat_template.jinja': 'X' },
+      { label: 'folder a' },
+    );
     const a = await loadChatTemplate(withJinja);
     expect(a.origin).toBe('chat_template.jinja');
     expect(a.model).toBe('folder a');
@@ -141,7 +147,10 @@ describe('finding the template', () => {
 
 describe('errors name the model folder', () => {
   it('when the template raises or hits an undefined call', () => {
-    const cfg = { chat_template: "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversations must start with the user') }}{% endif %}ok" };
+    const cfg = {
+      chat_template:
+        "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversations must start with the user') }}{% endif %}ok",
+    };
     const t = resolveChatTemplate({ tokenizerConfig: cfg, model: 'folder my-model' });
     expect(t.render([{ role: 'user', content: 'a' }])).toBe('ok');
     const err = (() => {
@@ -163,6 +172,8 @@ describe('errors name the model folder', () => {
       /^chat template of broken \(tokenizer_config\.json\): the template does not parse/,
     );
     const t = resolveChatTemplate({ model: 'm' });
-    expect(() => t.render([{ role: 'user' } as unknown as ChatMessage])).toThrow(/chat template of m .*messages\[0\] needs/);
+    expect(() => t.render([{ role: 'user' } as unknown as ChatMessage])).toThrow(
+      /chat template of m .*messages\[0\] needs/,
+    );
   });
 });

@@ -122,17 +122,22 @@ export function resolveChatTemplate(opts: ResolveOptions = {}): ChatTemplate {
       raw.forEach((t, i) => {
         const entry = t as { name?: unknown; template?: unknown } | null;
         if (!entry || typeof entry.name !== 'string' || typeof entry.template !== 'string') {
-          throw new ChatTemplateError(`${file} of ${model}: field "chat_template[${i}]" needs a string "name" and "template"`);
+          throw new ChatTemplateError(
+            `${file} of ${model}: field "chat_template[${i}]" needs a string "name" and "template"`,
+          );
         }
         named.set(entry.name, entry.template);
       });
     } else if (typeof raw === 'object') {
       for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-        if (typeof v !== 'string') throw new ChatTemplateError(`${file} of ${model}: field "chat_template.${k}" must be a string`);
+        if (typeof v !== 'string')
+          throw new ChatTemplateError(`${file} of ${model}: field "chat_template.${k}" must be a string`);
         named.set(k, v);
       }
     } else {
-      throw new ChatTemplateError(`${file} of ${model}: field "chat_template" must be a string or a list of {name, template}`);
+      throw new ChatTemplateError(
+        `${file} of ${model}: field "chat_template" must be a string or a list of {name, template}`,
+      );
     }
     const want = opts.name ?? 'default';
     const text = named.get(want);
@@ -146,7 +151,8 @@ export function resolveChatTemplate(opts: ResolveOptions = {}): ChatTemplate {
   if (opts.name !== undefined && opts.name !== 'default') {
     throw new ChatTemplateError(`${file} of ${model}: no chat template named "${opts.name}"`);
   }
-  if (opts.fallback === 'error') throw new ChatTemplateError(`${model} has no chat template (${CHAT_TEMPLATE_FILE} or ${file} "chat_template")`);
+  if (opts.fallback === 'error')
+    throw new ChatTemplateError(`${model} has no chat template (${CHAT_TEMPLATE_FILE} or ${file} "chat_template")`);
   return new ChatTemplate(CHATML_TEMPLATE, { model, origin: 'default ChatML', isDefault: true });
 }
 
@@ -157,7 +163,9 @@ export async function loadChatTemplate(
 ): Promise<ChatTemplate> {
   const read = { signal: opts.signal };
   const jinja = (await source.has(CHAT_TEMPLATE_FILE, read)) ? await source.getText(CHAT_TEMPLATE_FILE, read) : null;
-  const cfg = (await source.has('tokenizer_config.json', read)) ? await source.getJson('tokenizer_config.json', read) : undefined;
+  const cfg = (await source.has('tokenizer_config.json', read))
+    ? await source.getJson('tokenizer_config.json', read)
+    : undefined;
   return resolveChatTemplate({ ...opts, tokenizerConfig: cfg, chatTemplateJinja: jinja, model: source.label });
 }
 

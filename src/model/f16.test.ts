@@ -45,12 +45,27 @@ const packedOf = (l: Linear) => (l.weight as F16Weight).blocks[0].packed.dataSyn
 
 describe('f16 weights (hand-worked halves)', () => {
   it('rounds to the nearest half, ties to even, and packs the first half of a word in the low 16 bits', () => {
-    const row = [1, 65504, 2 ** -24, -0, 1 / 3, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 2 ** -25, 3 * 2 ** -25, -(2 ** -14), 1023 * 2 ** -24, -2];
+    const row = [
+      1,
+      65504,
+      2 ** -24,
+      -0,
+      1 / 3,
+      1 + 2 ** -11,
+      1 + 3 * 2 ** -11,
+      2 ** -25,
+      3 * 2 ** -25,
+      -(2 ** -14),
+      1023 * 2 ** -24,
+      -2,
+    ];
     const packed = packF16x2(Float32Array.from(row), [1, row.length]);
     expect(packed.length).toBe(6);
     // 1 + 2^-11 is half-way between 0x3C00 and 0x3C01: the even one; 1 + 3 * 2^-11 between
     // 0x3C01 and 0x3C02: 0x3C02. 2^-25 is half the smallest subnormal: to 0; 3 * 2^-25 to 0x0002.
-    expect(halves(packed)).toEqual([0x3c00, 0x7bff, 0x0001, 0x8000, 0x3555, 0x3c00, 0x3c02, 0x0000, 0x0002, 0x8400, 0x03ff, 0xc000]);
+    expect(halves(packed)).toEqual([
+      0x3c00, 0x7bff, 0x0001, 0x8000, 0x3555, 0x3c00, 0x3c02, 0x0000, 0x0002, 0x8400, 0x03ff, 0xc000,
+    ]);
     // Word 0 = 0x7BFF3C00 as a signed int32.
     expect(packed[0]).toBe(0x7bff3c00);
     // An odd row length pads the last word's high half with 0.
@@ -122,14 +137,20 @@ describe('models loaded with weights f16', () => {
   it('tiny-llama-f32: logits equal the f32 model on float64-rounded weights within 1e-5 (cpu)', () => {
     const config = parseModelConfig(readFileSync(new URL('tiny-llama-f32/config.json', FIXTURES), 'utf8'));
     const st = parseSafetensors(new Uint8Array(readFileSync(new URL('tiny-llama-f32/model.safetensors', FIXTURES))));
-    const golden = JSON.parse(readFileSync(new URL('tiny-llama-f32/golden.json', FIXTURES), 'utf8')) as { input_ids: number[] };
+    const golden = JSON.parse(readFileSync(new URL('tiny-llama-f32/golden.json', FIXTURES), 'utf8')) as {
+      input_ids: number[];
+    };
     const before = tf.memory().numTensors;
     const half = loadLlama(config, st, { quantize: weightQuantizer('f16', 'tiny') });
-    const ref = loadLlama(config, st, { quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(Float32Array.from(w, roundHalfRef), shape)) });
+    const ref = loadLlama(config, st, {
+      quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(Float32Array.from(w, roundHalfRef), shape)),
+    });
     const plain = loadLlama(config, st);
     try {
       expect(linearLayers(half).every((l) => l.weight.kind === 'f16')).toBe(true);
-      const [a, b, c] = [half, ref, plain].map((m) => tf.tidy(() => forward(m, [golden.input_ids]).dataSync() as Float32Array));
+      const [a, b, c] = [half, ref, plain].map((m) =>
+        tf.tidy(() => forward(m, [golden.input_ids]).dataSync() as Float32Array),
+      );
       let diff = 0;
       let moved = 0;
       for (let i = 0; i < a.length; i++) {
@@ -156,7 +177,9 @@ describe('models loaded with weights f16', () => {
       const shape = src.info(name).shape;
       const proj = /_proj\.weight$/.test(name);
       const data = proj
-        ? Uint16Array.from({ length: shape.reduce((x, y) => x * y, 1) }, (_, i) => (i % 97 === 0 ? 0x8000 : (r() < 0.5 ? 0x8000 : 0) | (Math.floor(r() * 16) << 10) | Math.floor(r() * 1024)))
+        ? Uint16Array.from({ length: shape.reduce((x, y) => x * y, 1) }, (_, i) =>
+            i % 97 === 0 ? 0x8000 : (r() < 0.5 ? 0x8000 : 0) | (Math.floor(r() * 16) << 10) | Math.floor(r() * 1024),
+          )
         : Uint16Array.from(src.getFloat32(name), (v) => halfBitsOfRounded(v));
       raw.set(name, data);
       out.set(name, { dtype: 'F16', shape, data });
@@ -165,7 +188,9 @@ describe('models loaded with weights f16', () => {
     const m = loadLlama(config, st, { quantize: weightQuantizer('f16', 'f16 file') });
     try {
       linearLayers(m).forEach((l) => {
-        expect(halves(packedOf(l)).slice(0, l.inFeatures * l.outFeatures)).toEqual(Array.from(raw.get(`${l.name}.weight`)!));
+        expect(halves(packedOf(l)).slice(0, l.inFeatures * l.outFeatures)).toEqual(
+          Array.from(raw.get(`${l.name}.weight`)!),
+        );
       });
     } finally {
       disposeLlama(m);
@@ -197,5 +222,5 @@ function halfBitsOfRounded(v: number): number {
   const a = Math.abs(x);
   if (a < 2 ** -14) return s | (a / 2 ** -24);
   const e = Math.floor(Math.log2(a));
-  return s | ((e + 15) << 10) | (a / 2 ** e - 1) * 1024;
+  return s | ((e + 15) << 10) | ((a / 2 ** e - 1) * 1024);
 }

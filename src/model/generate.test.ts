@@ -17,7 +17,10 @@ interface Golden {
 function load(dir: string): { model: LlamaModel; golden: Golden } {
   const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
   const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))));
-  return { model: loadLlama(config, st), golden: JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) };
+  return {
+    model: loadLlama(config, st),
+    golden: JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')),
+  };
 }
 const bf16 = load('tiny-llama');
 const f32 = load('tiny-llama-f32');

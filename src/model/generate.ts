@@ -15,7 +15,14 @@
 import * as tf from '@tensorflow/tfjs';
 import { createKVCache, disposeKVCache, forward, type LlamaModel } from './llama';
 import { sampleTokens, tokenStats } from '../engine/index';
-import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './planned/decodeSteps';
+import {
+  decodeSetup,
+  emptyResult,
+  leftPad,
+  StepRecorder,
+  type GenerateOptions,
+  type GenerateResult,
+} from './planned/decodeSteps';
 import { plannedDecodeFor } from './planned/decode';
 
 export type { GenerateOptions, GenerateResult, SamplingOptions } from './planned/decodeSteps';
@@ -56,7 +63,10 @@ export async function generate(model: LlamaModel, prompts: number[][], opts: Gen
       const ids = await sampleTokens(flat, { temperature, topK, topP, seed, step: t }, streams);
       // One readback per step: a readback drains the GPU queue, and each costs a round trip.
       const packed = tf.tidy(() => {
-        const stats = tokenStats(temperature > 0 && temperature !== 1 ? (flat.div(temperature) as tf.Tensor2D) : flat, ids);
+        const stats = tokenStats(
+          temperature > 0 && temperature !== 1 ? (flat.div(temperature) as tf.Tensor2D) : flat,
+          ids,
+        );
         return tf.concat([ids.toFloat().reshape([B, 1]), stats], 1); // ids < 2^24 are exact in f32
       });
       const row = await packed.data();

@@ -167,9 +167,13 @@ describe('hub loading from a local server', () => {
     await expect(hubSource('test-org/gated', { endpoint }).getBytes('config.json')).rejects.toThrow(
       /^config\.json from hub model test-org\/gated: HTTP 401 .*gated or private/,
     );
-    const dropped = await hubSource('test-org/truncated', { endpoint }).getBytes('model.safetensors').catch((e: unknown) => e);
+    const dropped = await hubSource('test-org/truncated', { endpoint })
+      .getBytes('model.safetensors')
+      .catch((e: unknown) => e);
     expect(dropped).toBeInstanceOf(ModelSourceError);
-    expect((dropped as Error).message).toMatch(/^model\.safetensors from hub model test-org\/truncated: download (failed|ended) after \d+ of 84576 bytes/);
+    expect((dropped as Error).message).toMatch(
+      /^model\.safetensors from hub model test-org\/truncated: download (failed|ended) after \d+ of 84576 bytes/,
+    );
   });
 
   it('sends an access token when given one', async () => {
@@ -207,12 +211,17 @@ describe('hub loading from a local server', () => {
     const sizes = Object.values(tiny).reduce((a, p) => a + statSync(p).size, 0);
     expect(overall).toEqual({ loaded: sizes, total: sizes });
 
-    const tok = createTokenizer(files.tokenizerJson, files.tokenizerConfig, { label: files.label, modelConfig: files.config });
+    const tok = createTokenizer(files.tokenizerJson, files.tokenizerConfig, {
+      label: files.label,
+      modelConfig: files.config,
+    });
     expect(tok.encode('Hello world')).toEqual([265, 270]);
     // eos: tokenizer_config's <|im_end|> (2), config.json's eos_token_id 2: one id.
     expect(tok.special.eos).toEqual([2]);
     const tpl = resolveChatTemplate({ tokenizerConfig: files.tokenizerConfig, model: files.label });
-    expect(tpl.render([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true })).toMatch(/<\|im_start\|>user\nHi<\|im_end\|>\n<\|im_start\|>assistant\n$/);
+    expect(tpl.render([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true })).toMatch(
+      /<\|im_start\|>user\nHi<\|im_end\|>\n<\|im_start\|>assistant\n$/,
+    );
 
     const viaSource = await loadTokenizer(hubSource('test-org/tiny', { endpoint }));
     expect(viaSource.label).toBe('hub model test-org/tiny');
@@ -265,15 +274,21 @@ describe('Cache Storage', () => {
     expect(checkProgress(events, 'model.safetensors', size).every((e) => e.local)).toBe(true);
 
     // Without the cache the same offline source fails, naming the file and the URL.
-    await expect(hubSource('test-org/tiny', { endpoint, cache: false, fetch: offline }).getText('config.json')).rejects.toThrow(
+    await expect(
+      hubSource('test-org/tiny', { endpoint, cache: false, fetch: offline }).getText('config.json'),
+    ).rejects.toThrow(
       /^config\.json from hub model test-org\/tiny: could not reach http:\/\/127\.0\.0\.1:\d+\/test-org\/tiny\/resolve\/main\/config\.json: fetch failed \(offline\)/,
     );
   });
 
   it('does not cache failed or dropped downloads', async () => {
     const cache = new MemoryCaches();
-    await hubSource('test-org/truncated', { endpoint, cache }).getBytes('model.safetensors').catch(() => undefined);
-    await hubSource('test-org/gated', { endpoint, cache }).getBytes('config.json').catch(() => undefined);
+    await hubSource('test-org/truncated', { endpoint, cache })
+      .getBytes('model.safetensors')
+      .catch(() => undefined);
+    await hubSource('test-org/gated', { endpoint, cache })
+      .getBytes('config.json')
+      .catch(() => undefined);
     const store = [...cache.stores.values()][0];
     expect(store === undefined || store.size === 0).toBe(true);
   });

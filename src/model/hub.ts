@@ -2,7 +2,14 @@
 // with the endpoint injectable (a mirror, or the local server the tests start), and the loader that
 // gathers a model folder's files from any source. Parsing a hub reference is contract/hubRef.ts.
 
-import { DEFAULT_REVISION, HUB_ENDPOINT, hubFileUrl, validateModelId, validateRevision, type HubOptions } from '../contract/hubRef';
+import {
+  DEFAULT_REVISION,
+  HUB_ENDPOINT,
+  hubFileUrl,
+  validateModelId,
+  validateRevision,
+  type HubOptions,
+} from '../contract/hubRef';
 import {
   INDEX_FILE,
   listWeightFiles,
@@ -89,10 +96,17 @@ export async function loadModelFiles(source: ModelSource, opts: LoadModelFilesOp
   const optional = async (name: string): Promise<boolean> => source.has(name, { signal: opts.signal });
   const config = await source.getJson('config.json', read);
   const requireTok = opts.requireTokenizer ?? true;
-  const tokenizerJson = requireTok || (await optional('tokenizer.json')) ? await source.getJson('tokenizer.json', read) : null;
-  const tokenizerConfig = (await optional('tokenizer_config.json')) ? await source.getJson('tokenizer_config.json', read) : null;
-  const generationConfig = (await optional('generation_config.json')) ? await source.getJson('generation_config.json', read) : null;
-  const chatTemplateJinja = (await optional('chat_template.jinja')) ? await source.getText('chat_template.jinja', read) : null;
+  const tokenizerJson =
+    requireTok || (await optional('tokenizer.json')) ? await source.getJson('tokenizer.json', read) : null;
+  const tokenizerConfig = (await optional('tokenizer_config.json'))
+    ? await source.getJson('tokenizer_config.json', read)
+    : null;
+  const generationConfig = (await optional('generation_config.json'))
+    ? await source.getJson('generation_config.json', read)
+    : null;
+  const chatTemplateJinja = (await optional('chat_template.jinja'))
+    ? await source.getText('chat_template.jinja', read)
+    : null;
   let weightIndex: unknown | null = null;
   let weightFiles: string[];
   if (await optional(INDEX_FILE)) {
@@ -105,5 +119,15 @@ export async function loadModelFiles(source: ModelSource, opts: LoadModelFilesOp
   if (opts.weights ?? true) {
     for (const f of weightFiles) weights.set(f, await source.getBytes(f, read));
   }
-  return { label: source.label, config, tokenizerJson, tokenizerConfig, generationConfig, chatTemplateJinja, weightFiles, weightIndex, weights };
+  return {
+    label: source.label,
+    config,
+    tokenizerJson,
+    tokenizerConfig,
+    generationConfig,
+    chatTemplateJinja,
+    weightFiles,
+    weightIndex,
+    weights,
+  };
 }

@@ -68,7 +68,8 @@ export class BlockedDenseWeight implements FrozenWeight {
     this.starts = [];
     let rows = 0;
     for (const b of blocks) {
-      if (b.shape[1] !== this.inFeatures) throw new Error(`BlockedDenseWeight: block of width ${b.shape[1]}, first block ${this.inFeatures}`);
+      if (b.shape[1] !== this.inFeatures)
+        throw new Error(`BlockedDenseWeight: block of width ${b.shape[1]}, first block ${this.inFeatures}`);
       this.starts.push(rows);
       rows += b.shape[0];
     }
@@ -78,7 +79,13 @@ export class BlockedDenseWeight implements FrozenWeight {
     return this.blocks.reduce((s, b) => s + b.size * 4, 0);
   }
   matmul(x: tf.Tensor2D): tf.Tensor2D {
-    return tf.tidy(() => tf.concat(this.blocks.map((b) => tf.matMul(x, b, false, true)), 1) as tf.Tensor2D);
+    return tf.tidy(
+      () =>
+        tf.concat(
+          this.blocks.map((b) => tf.matMul(x, b, false, true)),
+          1,
+        ) as tf.Tensor2D,
+    );
   }
   /** Rows `ids` of W (any shape of int32 ids -> [...ids.shape, in]): each block serves the ids it holds. */
   gather(ids: tf.Tensor): tf.Tensor {

@@ -21,7 +21,10 @@ interface Golden {
 
 function loadFixture(dir: string): { model: LlamaModel; golden: Golden } {
   const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'), `${dir}/config.json`);
-  const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))), `${dir}/model.safetensors`);
+  const st = parseSafetensors(
+    new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))),
+    `${dir}/model.safetensors`,
+  );
   const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as Golden;
   return { model: loadLlama(config, st), golden };
 }
@@ -43,7 +46,9 @@ describe.each(fixtures)('Llama forward on $dir', ({ dir, model, golden }) => {
     const err = maxAbsDiff(logits.dataSync(), golden.logits.flat());
     const ent = entropyFromLogits(logits);
     const entErr = maxAbsDiff(ent.dataSync(), golden.log_softmax_entropy);
-    console.log(`${dir}: max |logit - golden| = ${err.toExponential(3)}, max |entropy - golden| = ${entErr.toExponential(3)}`);
+    console.log(
+      `${dir}: max |logit - golden| = ${err.toExponential(3)}, max |entropy - golden| = ${entErr.toExponential(3)}`,
+    );
     expect(err).toBeLessThan(1e-3);
     expect(entErr).toBeLessThan(1e-3);
     tf.dispose([logits, ent]);
@@ -108,14 +113,21 @@ describe.each(fixtures)('Llama forward on $dir', ({ dir, model, golden }) => {
 describe('loadLlama errors', () => {
   const dir = 'tiny-llama';
   const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
-  const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))), 'tiny.safetensors');
+  const st = parseSafetensors(
+    new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))),
+    'tiny.safetensors',
+  );
 
   it('names a missing tensor', () => {
     const tensors: Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }> = {};
-    for (const n of st.names()) if (n !== 'model.layers.1.mlp.up_proj.weight') tensors[n] = { dtype: 'F32', shape: st.info(n).shape, data: st.getFloat32(n) };
+    for (const n of st.names())
+      if (n !== 'model.layers.1.mlp.up_proj.weight')
+        tensors[n] = { dtype: 'F32', shape: st.info(n).shape, data: st.getFloat32(n) };
     const broken = parseSafetensors(writeSafetensors(tensors), 'broken.safetensors');
     const before = tf.memory().numTensors;
-    expect(() => loadLlama(config, broken)).toThrow(/broken\.safetensors: missing tensor "model\.layers\.1\.mlp\.up_proj\.weight"/);
+    expect(() => loadLlama(config, broken)).toThrow(
+      /broken\.safetensors: missing tensor "model\.layers\.1\.mlp\.up_proj\.weight"/,
+    );
     expect(tf.memory().numTensors).toBe(before); // nothing leaked
   });
 
@@ -154,7 +166,11 @@ describe('biases (Qwen2 layout) and the Linear module', () => {
     for (let i = 0; i < 2; i++) {
       tensors[`model.layers.${i}.self_attn.q_proj.bias`] = { dtype: 'F32', shape: [32], data: new Float32Array(32) };
       tensors[`model.layers.${i}.self_attn.k_proj.bias`] = { dtype: 'F32', shape: [16], data: new Float32Array(16) };
-      tensors[`model.layers.${i}.self_attn.v_proj.bias`] = { dtype: 'F32', shape: [16], data: i === 0 && vBias ? vBias : new Float32Array(16) };
+      tensors[`model.layers.${i}.self_attn.v_proj.bias`] = {
+        dtype: 'F32',
+        shape: [16],
+        data: i === 0 && vBias ? vBias : new Float32Array(16),
+      };
     }
     return parseSafetensors(writeSafetensors(tensors), 'qwen.safetensors');
   }

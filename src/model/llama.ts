@@ -140,7 +140,9 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
       lmHead = new Linear('lm_head', embedW);
     } else {
       if (!source.has(HF_NAMES.lmHead)) {
-        throw new ModelLoadError(`${source.fileName}: missing tensor "${HF_NAMES.lmHead}" (config.json has tie_word_embeddings false)`);
+        throw new ModelLoadError(
+          `${source.fileName}: missing tensor "${HF_NAMES.lmHead}" (config.json has tie_word_embeddings false)`,
+        );
       }
       lmHead = linear('lm_head', V, H, false);
     }
@@ -247,7 +249,11 @@ const MASKED = -1e9;
  * (or [B, 1, V] with lastOnly; [B, L | 1, H] normed hidden states with output 'hidden').
  * Differentiable with respect to adapter variables.
  */
-export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2D, opts: ForwardOptions = {}): tf.Tensor3D {
+export function forward(
+  model: LlamaModel,
+  ids: ArrayLike<number>[] | tf.Tensor2D,
+  opts: ForwardOptions = {},
+): tf.Tensor3D {
   const cfg = model.config;
   const [B, L] = ids instanceof tf.Tensor ? ids.shape : [ids.length, ids.length ? ids[0].length : 0];
   if (B === 0 || L === 0) throw new Error('forward: empty batch or sequence');
@@ -257,7 +263,9 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
       for (let i = 0; i < row.length; i++) {
         const t = row[i];
         if (!Number.isInteger(t) || t < 0 || t >= cfg.vocabSize) {
-          throw new Error(`forward: token id ${t} at row ${b}, position ${i} is outside the vocabulary [0, ${cfg.vocabSize})`);
+          throw new Error(
+            `forward: token id ${t} at row ${b}, position ${i} is outside the vocabulary [0, ${cfg.vocabSize})`,
+          );
         }
       }
     });
@@ -316,9 +324,17 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
     const cosT = tf.tensor4d(cos, [B, 1, L, D]);
     const sinT = tf.tensor4d(sin, [B, 1, L, D]);
     const maskT = tf.tensor5d(bias, [B, 1, 1, L, C]);
-    const idsT = ids instanceof tf.Tensor ? ids.toInt() : tf.tensor2d(ids.map((r) => Array.from(r)), [B, L], 'int32');
+    const idsT =
+      ids instanceof tf.Tensor
+        ? ids.toInt()
+        : tf.tensor2d(
+            ids.map((r) => Array.from(r)),
+            [B, L],
+            'int32',
+          );
 
-    let x: tf.Tensor = model.embed instanceof BlockedDenseWeight ? model.embed.gather(idsT) : tf.gather(model.embed, idsT); // [B, L, H]
+    let x: tf.Tensor =
+      model.embed instanceof BlockedDenseWeight ? model.embed.gather(idsT) : tf.gather(model.embed, idsT); // [B, L, H]
     model.layers.forEach((layer, li) => {
       const h = rmsNorm(x, layer.inputNorm, cfg.rmsNormEps);
       let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]
@@ -335,7 +351,13 @@ export function forward(model: LlamaModel, ids: ArrayLike<number>[] | tf.Tensor2
       // A decode step attends with the fused kernel over the filled slots only. It has no gradient,
       // which is fine: only generation uses the cache, training runs the full-sequence path.
       const a = fusedDecode
-        ? decodeAttention(q.reshape([B, cfg.numHeads, D]), k as tf.Tensor4D, v as tf.Tensor4D, maskT.reshape([B, C]), start + 1).reshape([B, 1, cfg.numHeads * D])
+        ? decodeAttention(
+            q.reshape([B, cfg.numHeads, D]),
+            k as tf.Tensor4D,
+            v as tf.Tensor4D,
+            maskT.reshape([B, C]),
+            start + 1,
+          ).reshape([B, 1, cfg.numHeads * D])
         : attention(q, k, v, maskT, cfg.numHeads, cfg.numKvHeads, B, L, C, D); // [B, L, nH*D]
       x = x.add(layer.o.forward(a));
       const h2 = rmsNorm(x, layer.postNorm, cfg.rmsNormEps);
@@ -370,13 +392,24 @@ function heads(x: tf.Tensor, B: number, L: number, n: number, D: number): tf.Ten
  * and multiplied with k directly: no copy of k or v per query head.
  */
 function attention(
-  q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor5D,
-  nH: number, nKV: number, B: number, L: number, C: number, D: number,
+  q: tf.Tensor4D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  mask: tf.Tensor5D,
+  nH: number,
+  nKV: number,
+  B: number,
+  L: number,
+  C: number,
+  D: number,
 ): tf.Tensor {
   const G = nH / nKV;
   const qg = q.reshape([B, nKV, G * L, D]);
   const scores = tf.matMul(qg, k, false, true).mul(1 / Math.sqrt(D)); // [B, nKV, G*L, C]
   const p = tf.softmax(scores.reshape([B, nKV, G, L, C]).add(mask), -1).reshape([B, nKV, G * L, C]);
   const out = tf.matMul(p, v); // [B, nKV, G*L, D]
-  return out.reshape([B, nH, L, D]).transpose([0, 2, 1, 3]).reshape([B, L, nH * D]);
+  return out
+    .reshape([B, nH, L, D])
+    .transpose([0, 2, 1, 3])
+    .reshape([B, L, nH * D]);
 }

@@ -28,12 +28,18 @@ function memFolder(label: string, files: Record<string, Uint8Array | string>): M
 }
 
 describe('loadModel', () => {
-  const golden = JSON.parse(new TextDecoder().decode(read('tiny-llama/golden.json'))) as { input_ids: number[]; logits: number[][] };
+  const golden = JSON.parse(new TextDecoder().decode(read('tiny-llama/golden.json'))) as {
+    input_ids: number[];
+    logits: number[][];
+  };
   const config = new TextDecoder().decode(read('tiny-llama/config.json'));
 
   it('loads a sharded folder (index + two shards) and matches the golden logits', async () => {
     const st = parseSafetensors(read('tiny-llama/model.safetensors'));
-    const shards: Record<string, Record<string, TensorToWrite>> = { 'model-00001-of-00002.safetensors': {}, 'model-00002-of-00002.safetensors': {} };
+    const shards: Record<string, Record<string, TensorToWrite>> = {
+      'model-00001-of-00002.safetensors': {},
+      'model-00002-of-00002.safetensors': {},
+    };
     const weightMap: Record<string, string> = {};
     st.names().forEach((n, i) => {
       const shard = i % 2 ? 'model-00002-of-00002.safetensors' : 'model-00001-of-00002.safetensors';
@@ -62,18 +68,26 @@ describe('loadModel', () => {
       /mem\/noweights: has neither model\.safetensors nor model\.safetensors\.index\.json/,
     );
     await expect(
-      loadModel(memFolder('mem/cut', { 'config.json': config, 'model.safetensors': read('tiny-llama/model.safetensors').slice(0, 5000) })),
+      loadModel(
+        memFolder('mem/cut', {
+          'config.json': config,
+          'model.safetensors': read('tiny-llama/model.safetensors').slice(0, 5000),
+        }),
+      ),
     ).rejects.toThrow(/mem\/cut\/model\.safetensors: tensor ".*": data_offsets .* past the end/);
-    await expect(loadModel(memFolder('mem/badcfg', { 'config.json': '{"architectures":["BertModel"]}' }))).rejects.toThrow(
-      /mem\/badcfg\/config\.json: field "architectures".*BertModel/,
-    );
+    await expect(
+      loadModel(memFolder('mem/badcfg', { 'config.json': '{"architectures":["BertModel"]}' })),
+    ).rejects.toThrow(/mem\/badcfg\/config\.json: field "architectures".*BertModel/);
     expect(tf.memory().numTensors).toBe(0);
   });
 
   it('refuses a NaN or Infinity weight naming the tensor and index, and frees what it created (issue 24)', async () => {
     const st = parseSafetensors(read('tiny-llama/model.safetensors'));
     const layerNorm = 'model.layers.1.post_attention_layernorm.weight';
-    for (const [bits, shown] of [[0x7fc0, 'NaN'], [0x7f80, 'Infinity']] as const) {
+    for (const [bits, shown] of [
+      [0x7fc0, 'NaN'],
+      [0x7f80, 'Infinity'],
+    ] as const) {
       const tensors: Record<string, TensorToWrite> = {};
       for (const n of st.names()) {
         const raw = (st.getRaw(n) as Uint16Array).slice();
@@ -81,8 +95,12 @@ describe('loadModel', () => {
         tensors[n] = { dtype: 'BF16', shape: st.info(n).shape, data: raw };
       }
       const before = tf.memory().numTensors;
-      await expect(loadModel(memFolder('mem/nan', { 'config.json': config, 'model.safetensors': writeSafetensors(tensors) }))).rejects.toThrow(
-        new RegExp(`mem/nan/model\\.safetensors: tensor "${layerNorm.replace(/\./g, '\\.')}" holds ${shown} at index 3`),
+      await expect(
+        loadModel(memFolder('mem/nan', { 'config.json': config, 'model.safetensors': writeSafetensors(tensors) })),
+      ).rejects.toThrow(
+        new RegExp(
+          `mem/nan/model\\.safetensors: tensor "${layerNorm.replace(/\./g, '\\.')}" holds ${shown} at index 3`,
+        ),
       );
       expect(tf.memory().numTensors).toBe(before);
     }
@@ -90,7 +108,10 @@ describe('loadModel', () => {
 
   it('builds from the files hub.ts loadModelFiles fetched (single file and through mapSource)', async () => {
     const files = await loadModelFiles(
-      mapSource({ 'config.json': config, 'model.safetensors': read('tiny-llama/model.safetensors') }, { label: 'mem/tiny' }),
+      mapSource(
+        { 'config.json': config, 'model.safetensors': read('tiny-llama/model.safetensors') },
+        { label: 'mem/tiny' },
+      ),
       { requireTokenizer: false },
     );
     const model = await modelFromFiles(files);

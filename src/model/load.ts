@@ -66,7 +66,11 @@ export async function modelFromFiles(files: ModelFiles, opts: LoadOptions = {}):
     return new SafetensorsFile(bytes, `${files.label}/${name}`);
   };
   const weights: TensorSource = files.weightIndex
-    ? await readShardedSafetensors(files.weightIndex, async (name) => shard(name), `${files.label}/${WEIGHTS_INDEX_FILE}`)
+    ? await readShardedSafetensors(
+        files.weightIndex,
+        async (name) => shard(name),
+        `${files.label}/${WEIGHTS_INDEX_FILE}`,
+      )
     : shard(files.weightFiles[0] ?? WEIGHTS_FILE);
   return loadLlama(config, weights, opts);
 }

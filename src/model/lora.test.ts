@@ -24,7 +24,10 @@ const FIXTURES = pathToFileURL(resolve('dev/fixtures') + '/');
 const DIR = 'tiny-llama-f32';
 const config = parseModelConfig(readFileSync(new URL(`${DIR}/config.json`, FIXTURES), 'utf8'));
 const weights = parseSafetensors(new Uint8Array(readFileSync(new URL(`${DIR}/model.safetensors`, FIXTURES))));
-const golden = JSON.parse(readFileSync(new URL(`${DIR}/golden.json`, FIXTURES), 'utf8')) as { input_ids: number[]; logits: number[][] };
+const golden = JSON.parse(readFileSync(new URL(`${DIR}/golden.json`, FIXTURES), 'utf8')) as {
+  input_ids: number[];
+  logits: number[][];
+};
 const IDS = golden.input_ids;
 
 let model: LlamaModel;
@@ -33,14 +36,18 @@ beforeEach(() => {
 });
 afterEach(() => disposeLlama(model));
 
-const logitsOf = (m: LlamaModel, ids: number[] = IDS) => tf.tidy(() => forward(m, [ids]).dataSync().slice() as Float32Array);
+const logitsOf = (m: LlamaModel, ids: number[] = IDS) =>
+  tf.tidy(() => forward(m, [ids]).dataSync().slice() as Float32Array);
 const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
 
 /** Mean next-token NLL of the sequence: the training loss of the tests. */
 const nll = (m: LlamaModel, ids: number[] = IDS) => {
   const logits = forward(m, [ids.slice(0, -1)]);
   const lp = tf.logSoftmax(logits, -1).reshape([ids.length - 1, m.config.vocabSize]);
-  return lp.mul(tf.oneHot(ids.slice(1), m.config.vocabSize)).sum().div(-(ids.length - 1)) as tf.Scalar;
+  return lp
+    .mul(tf.oneHot(ids.slice(1), m.config.vocabSize))
+    .sum()
+    .div(-(ids.length - 1)) as tf.Scalar;
 };
 
 /** Fills every B with small seeded values so the adapters do something. */
@@ -92,7 +99,10 @@ describe('LoRA', () => {
     // A = e_0^T (reads x[0]), B = e_1 (writes output 1): delta[n, 1] = 2 * x[n, 0], zero elsewhere.
     ad.A.assign(tf.oneHot([0], 32).toFloat() as tf.Tensor2D);
     ad.B.assign(tf.oneHot([1], 32).toFloat().reshape([32, 1]) as tf.Tensor2D);
-    const x = tf.tensor2d([[3, 1, ...Array(30).fill(0)], [-1, 0, ...Array(30).fill(0)]]);
+    const x = tf.tensor2d([
+      [3, 1, ...Array(30).fill(0)],
+      [-1, 0, ...Array(30).fill(0)],
+    ]);
     const lin = model.layers[0].q;
     const withAd = lin.forward(x);
     const without = withAdaptersDisabled(set, () => lin.forward(x));
@@ -135,7 +145,13 @@ describe('LoRA', () => {
   it('after training steps the adapters change the model, and switching them off gives the base back exactly', () => {
     const base = logitsOf(model);
     const baseLoss = tf.tidy(() => nll(model).dataSync()[0]);
-    const set = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], dropout: 0.1, seed: 2 });
+    const set = attachLora(model, {
+      r: 4,
+      alpha: 8,
+      targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'],
+      dropout: 0.1,
+      seed: 2,
+    });
     set.training = true;
     const opt = tf.train.adam(0.02);
     for (let step = 0; step < 5; step++) {
@@ -163,7 +179,10 @@ describe('LoRA', () => {
     expect(a.dropoutMultiplier([5, 8])).toBeNull(); // not training
     set.training = true;
     a.calls = 4;
-    const x = tf.tensor2d(Float32Array.from({ length: 40 }, (_, i) => 1 + i), [5, 8]);
+    const x = tf.tensor2d(
+      Float32Array.from({ length: 40 }, (_, i) => 1 + i),
+      [5, 8],
+    );
     const m = a.dropoutMultiplier([5, 8])!;
     expect(a.calls).toBe(5);
     const want = tf.dropout(x, 0.3, undefined, hash3(7, 1, 5));
@@ -215,8 +234,17 @@ describe('LoRA', () => {
     const tensors = await peftTensors(set);
     expect(Object.keys(tensors)).toContain('base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight');
     expect(tensors[peftTensorName('model.layers.0.self_attn.q_proj', 'A')].shape).toEqual([2, 32]);
-    expect(peftAdapterConfigJson(fromPeftTensors(tensors, set.config), 'HuggingFaceTB/SmolLM2-135M-Instruct', model.config)).toMatchObject({
-      peft_type: 'LORA', task_type: 'CAUSAL_LM', r: 2, lora_alpha: 16, target_modules: ['q_proj', 'v_proj'], use_rslora: true, bias: 'none', fan_in_fan_out: false,
+    expect(
+      peftAdapterConfigJson(fromPeftTensors(tensors, set.config), 'HuggingFaceTB/SmolLM2-135M-Instruct', model.config),
+    ).toMatchObject({
+      peft_type: 'LORA',
+      task_type: 'CAUSAL_LM',
+      r: 2,
+      lora_alpha: 16,
+      target_modules: ['q_proj', 'v_proj'],
+      use_rslora: true,
+      bias: 'none',
+      fan_in_fan_out: false,
     });
     const file = parseSafetensors(writeSafetensors(tensors), 'adapter_model.safetensors');
     set.dispose();
@@ -225,7 +253,9 @@ describe('LoRA', () => {
     expect(maxDiff(logitsOf(model), before)).toBe(0);
     fresh.dispose();
     const wrong = attachLora(model, { r: 3, alpha: 16, targets: ['q', 'v'] });
-    expect(() => loadPeftTensors(wrong, file)).toThrow(/adapter_model\.safetensors: tensor ".*q_proj\.lora_A\.weight" has shape \[2, 32\], the adapter needs \[3, 32\]/);
+    expect(() => loadPeftTensors(wrong, file)).toThrow(
+      /adapter_model\.safetensors: tensor ".*q_proj\.lora_A\.weight" has shape \[2, 32\], the adapter needs \[3, 32\]/,
+    );
     wrong.dispose();
   });
 

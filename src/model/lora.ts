@@ -38,7 +38,13 @@ export interface LoraConfig {
 
 /** HF module suffix of each short projection name (PEFT target_modules spelling). */
 export const TARGET_MODULE: Record<ProjName, string> = {
-  q: 'q_proj', k: 'k_proj', v: 'v_proj', o: 'o_proj', gate: 'gate_proj', up: 'up_proj', down: 'down_proj',
+  q: 'q_proj',
+  k: 'k_proj',
+  v: 'v_proj',
+  o: 'o_proj',
+  gate: 'gate_proj',
+  up: 'up_proj',
+  down: 'down_proj',
 };
 
 let nextSetId = 0;
@@ -86,7 +92,9 @@ export class LoraAdapter implements LinearAdapter {
     if (!this.set.enabled || !this.set.training || !(p > 0)) return null;
     const keep = 1 - p;
     const seed = hash3(this.set.seed, this.index, 1 + this.calls++);
-    return tf.tidy(() => tf.div(tf.floor(tf.add(tf.randomUniform(shape, 0, 1, 'float32', seed), keep)), keep) as tf.Tensor2D);
+    return tf.tidy(
+      () => tf.div(tf.floor(tf.add(tf.randomUniform(shape, 0, 1, 'float32', seed), keep)), keep) as tf.Tensor2D,
+    );
   }
 
   /** s * B A as a dense [out, in] tensor (caller disposes). */
@@ -119,7 +127,8 @@ export class LoraSet {
     if (!Number.isInteger(r) || r <= 0) throw new Error(`LoRA: r must be a positive integer, got ${r}`);
     if (!(alpha > 0)) throw new Error(`LoRA: alpha must be positive, got ${alpha}`);
     this.dropout = config.dropout ?? 0;
-    if (!(this.dropout >= 0 && this.dropout < 1)) throw new Error(`LoRA: dropout must be in [0, 1), got ${this.dropout}`);
+    if (!(this.dropout >= 0 && this.dropout < 1))
+      throw new Error(`LoRA: dropout must be in [0, 1), got ${this.dropout}`);
     this.scale = config.useRslora ? alpha / Math.sqrt(r) : alpha / r;
     this.seed = config.seed ?? 0;
   }
@@ -153,7 +162,8 @@ export function attachLora(model: LlamaModel, config: LoraConfig): LoraSet {
   if (config.targets.length === 0) throw new Error('LoRA: no target projections');
   const layers = config.layers ?? model.layers.map((_, i) => i);
   for (const i of layers) {
-    if (!Number.isInteger(i) || i < 0 || i >= model.layers.length) throw new Error(`LoRA: layer ${i} does not exist (model has ${model.layers.length})`);
+    if (!Number.isInteger(i) || i < 0 || i >= model.layers.length)
+      throw new Error(`LoRA: layer ${i} does not exist (model has ${model.layers.length})`);
   }
   const set = new LoraSet(config);
   try {
@@ -228,7 +238,9 @@ export function peftTensorName(module: string, which: 'A' | 'B'): string {
 // adapter_config.json has one writer: storage/peft.ts peftAdapterConfigJson.
 
 /** Adapter tensors under PEFT names, read back from the device (float32). */
-export async function peftTensors(set: LoraSet): Promise<Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }>> {
+export async function peftTensors(
+  set: LoraSet,
+): Promise<Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }>> {
   const out: Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }> = {};
   for (const a of set.adapters) {
     out[peftTensorName(a.module, 'A')] = { dtype: 'F32', shape: a.A.shape, data: (await a.A.data()) as Float32Array };
@@ -243,12 +255,17 @@ export function loadPeftTensors(set: LoraSet, source: TensorSource): void {
   // bad file leaves the set as it was.
   const loads: { v: tf.Variable; data: Float32Array }[] = [];
   for (const a of set.adapters) {
-    for (const [which, v] of [['A', a.A], ['B', a.B]] as const) {
+    for (const [which, v] of [
+      ['A', a.A],
+      ['B', a.B],
+    ] as const) {
       const name = peftTensorName(a.module, which);
       if (!source.has(name)) throw new Error(`${source.fileName}: missing tensor "${name}"`);
       const shape = source.info(name).shape;
       if (shape.length !== 2 || shape[0] !== v.shape[0] || shape[1] !== v.shape[1]) {
-        throw new Error(`${source.fileOf(name)}: tensor "${name}" has shape ${briefShape(shape)}, the adapter needs [${v.shape.join(', ')}]`);
+        throw new Error(
+          `${source.fileOf(name)}: tensor "${name}" has shape ${briefShape(shape)}, the adapter needs [${v.shape.join(', ')}]`,
+        );
       }
       loads.push({ v, data: getFiniteFloat32(source, name) });
     }

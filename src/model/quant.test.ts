@@ -6,7 +6,17 @@ import { describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../contract/modelConfig';
 import { DenseWeight } from './linear';
 import { disposeLlama, forward, linearLayers, loadLlama } from './llama';
-import { Int4Weight, Int8Weight, dequantizeInt8, int4Quantizer, int8Quantizer, packInt4x8, packInt8x4, quantizeInt4, quantizeInt8 } from './quant';
+import {
+  Int4Weight,
+  Int8Weight,
+  dequantizeInt8,
+  int4Quantizer,
+  int8Quantizer,
+  packInt4x8,
+  packInt8x4,
+  quantizeInt4,
+  quantizeInt8,
+} from './quant';
 import { mulberry32 } from './random';
 import { parseSafetensors } from './safetensors';
 import { setEngineOptions } from '../engine/index';
@@ -37,7 +47,9 @@ describe('int8 quantisation (hand-worked)', () => {
 
   it('per-group scales, error within half a step, all-zero groups exact', () => {
     const r = mulberry32(3);
-    const data = Float32Array.from({ length: 3 * 16 }, (_, i) => (i < 4 ? 0 : (2 * r() - 1) * (1 + (i % 16 >= 8 ? 9 : 0))));
+    const data = Float32Array.from({ length: 3 * 16 }, (_, i) =>
+      i < 4 ? 0 : (2 * r() - 1) * (1 + (i % 16 >= 8 ? 9 : 0)),
+    );
     const m = quantizeInt8(data, [3, 16], { groupSize: 8 });
     expect(m.scales.length).toBe(6);
     expect(m.scales[1]).toBeGreaterThan(m.scales[0] * 3); // the second half of each row is ~10x larger
@@ -51,14 +63,19 @@ describe('int8 quantisation (hand-worked)', () => {
     const dense = tf.tidy(() => w.toDense().dataSync());
     for (let i = 0; i < deq.length; i++) expect(dense[i]).toBeCloseTo(deq[i], 6);
     w.dispose();
-    expect(() => quantizeInt8(data, [3, 16], { groupSize: 5 })).toThrow(/groupSize 5 must be a positive divisor of the input size 16/);
+    expect(() => quantizeInt8(data, [3, 16], { groupSize: 5 })).toThrow(
+      /groupSize 5 must be a positive divisor of the input size 16/,
+    );
   });
 });
 
 describe.each(['tiny-llama', 'tiny-llama-f32'])('int8 model on %s', (dir) => {
   const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
   const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))));
-  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as { input_ids: number[]; logits: number[][] };
+  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as {
+    input_ids: number[];
+    logits: number[][];
+  };
 
   // Tolerances, stated from measurement (tfjs CPU): each weight moves by up to scale/2 =
   // max|w_group|/254, and this model (hidden 32, random weights) averages little of that away.
@@ -81,7 +98,9 @@ describe.each(['tiny-llama', 'tiny-llama-f32'])('int8 model on %s', (dir) => {
       err = Math.max(err, Math.abs(got[i] - want[i]));
       sum += Math.abs(got[i] - want[i]);
     }
-    console.log(`${dir} int8 ${label}: max |logit - golden| = ${err.toFixed(4)}, mean ${(sum / want.length).toFixed(4)}`);
+    console.log(
+      `${dir} int8 ${label}: max |logit - golden| = ${err.toFixed(4)}, mean ${(sum / want.length).toFixed(4)}`,
+    );
     expect(err).toBeLessThan(tol);
     expect(sum / want.length).toBeLessThan(meanTol);
     expect(err).toBeGreaterThan(0); // really quantised
@@ -138,7 +157,10 @@ describe('int4 weights', () => {
 describe.each(['tiny-llama', 'tiny-llama-f32'])('int4 model on %s', (dir) => {
   const config = parseModelConfig(readFileSync(new URL(`${dir}/config.json`, FIXTURES), 'utf8'));
   const st = parseSafetensors(new Uint8Array(readFileSync(new URL(`${dir}/model.safetensors`, FIXTURES))));
-  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as { input_ids: number[]; logits: number[][] };
+  const golden = JSON.parse(readFileSync(new URL(`${dir}/golden.json`, FIXTURES), 'utf8')) as {
+    input_ids: number[];
+    logits: number[][];
+  };
 
   // int4 moves each weight by up to max|w_group| / 14, 18x int8's step, and a group of 32 is this
   // model's whole hidden size, so one outlier sets the step for its row. Measured on tfjs CPU
@@ -167,7 +189,9 @@ describe.each(['tiny-llama', 'tiny-llama-f32'])('int4 model on %s', (dir) => {
       return Float32Array.from(m.q, (q, i) => q * m.scales[Math.floor(i / 32)]);
     };
     const q = loadLlama(config, st, { quantize: int4Quantizer(32) });
-    const ref = loadLlama(config, st, { quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(deq(w, shape), shape)) });
+    const ref = loadLlama(config, st, {
+      quantize: (_n, w, shape) => new DenseWeight(tf.tensor2d(deq(w, shape), shape)),
+    });
     const a = forward(q, [golden.input_ids]);
     const b = forward(ref, [golden.input_ids]);
     expect(tf.max(tf.abs(a.sub(b))).dataSync()[0]).toBeLessThan(1e-5);
@@ -182,7 +206,10 @@ describe('weights over the storage-binding limit', () => {
     const [out, inp] = [75, 64];
     const r = mulberry32(21);
     const w = Float32Array.from({ length: out * inp }, () => 2 * r() - 1);
-    const x = tf.tensor2d(Float32Array.from({ length: 3 * inp }, () => 2 * r() - 1), [3, inp]);
+    const x = tf.tensor2d(
+      Float32Array.from({ length: 3 * inp }, () => 2 * r() - 1),
+      [3, inp],
+    );
     for (const make of [() => Int8Weight.fromFloat32(w, [out, inp]), () => Int4Weight.fromFloat32(w, [out, inp], 32)]) {
       const whole = make();
       // int8: 16 words a row (64 B); int4: 8 words (32 B). 20 int8 rows or 40 int4 rows per binding.
@@ -195,12 +222,20 @@ describe('weights over the storage-binding limit', () => {
       for (const b of split.blocks) expect(b.packed.size * 4).toBeLessThanOrEqual(20 * 64);
       expect(split.blocks.length).toBe(whole.kind === 'int8' ? 4 : 2);
       expect(split.bytes).toBe(whole.bytes);
-      const [d1, d2, y1, y2] = tf.tidy(() => [whole.toDense(), split.toDense(), whole.matmul(x), split.matmul(x)].map((t) => t.dataSync()));
+      const [d1, d2, y1, y2] = tf.tidy(() =>
+        [whole.toDense(), split.toDense(), whole.matmul(x), split.matmul(x)].map((t) => t.dataSync()),
+      );
       expect(Array.from(d2)).toEqual(Array.from(d1));
       expect(Array.from(y2)).toEqual(Array.from(y1));
       // The gradient to x sums over the blocks' output columns.
-      const dy = tf.tensor2d(Float32Array.from({ length: 3 * out }, () => 2 * r() - 1), [3, out]);
-      const g = (m: typeof whole) => tf.grad((v: tf.Tensor) => tf.sum(tf.mul(m.matmul(v as tf.Tensor2D), dy)))(x).dataSync();
+      const dy = tf.tensor2d(
+        Float32Array.from({ length: 3 * out }, () => 2 * r() - 1),
+        [3, out],
+      );
+      const g = (m: typeof whole) =>
+        tf
+          .grad((v: tf.Tensor) => tf.sum(tf.mul(m.matmul(v as tf.Tensor2D), dy)))(x)
+          .dataSync();
       const [g1, g2] = [g(whole), g(split)];
       for (let i = 0; i < g1.length; i++) expect(g2[i]).toBeCloseTo(g1[i], 5);
       tf.dispose(dy);

@@ -139,7 +139,9 @@ abstract class PackedWeight implements FrozenWeight {
   }
 
   private rows(f: (b: QuantizedMatrix) => tf.Tensor2D): tf.Tensor2D {
-    return this.blocks.length === 1 ? f(this.blocks[0]) : tf.tidy(() => tf.concat(this.blocks.map(f), 0) as tf.Tensor2D);
+    return this.blocks.length === 1
+      ? f(this.blocks[0])
+      : tf.tidy(() => tf.concat(this.blocks.map(f), 0) as tf.Tensor2D);
   }
 
   /** The stored values before scaling (integers, or the halves of f16) as float32 [out, in], exact. */
@@ -153,7 +155,13 @@ abstract class PackedWeight implements FrozenWeight {
 
   matmul(x: tf.Tensor2D): tf.Tensor2D {
     if (this.blocks.length === 1) return quantMatmul(x, this.blocks[0]);
-    return tf.tidy(() => tf.concat(this.blocks.map((b) => quantMatmul(x, b)), 1) as tf.Tensor2D);
+    return tf.tidy(
+      () =>
+        tf.concat(
+          this.blocks.map((b) => quantMatmul(x, b)),
+          1,
+        ) as tf.Tensor2D,
+    );
   }
 
   dispose(): void {
@@ -267,7 +275,9 @@ export function packF16x2(w: Float32Array, shape: [number, number], name = 'weig
     for (let k = 0; k < inp; k++) {
       const v = w[o * inp + k];
       if (!(Math.abs(v) <= F16_MAX)) {
-        throw new Error(`${name}: weight ${v} at [${o}, ${k}] is beyond the f16 range +-${F16_MAX}; load this model in f32 or int8`);
+        throw new Error(
+          `${name}: weight ${v} at [${o}, ${k}] is beyond the f16 range +-${F16_MAX}; load this model in f32 or int8`,
+        );
       }
       packed[o * words + (k >> 1)] |= floatToF16Bits(v) << (16 * (k & 1));
     }
@@ -280,7 +290,8 @@ export function unpackF16x2(packed: Int32Array, out: number, inp: number): Float
   const words = Math.ceil(inp / 2);
   const w = new Float32Array(out * inp);
   for (let o = 0; o < out; o++) {
-    for (let k = 0; k < inp; k++) w[o * inp + k] = f16BitsToFloat((packed[o * words + (k >> 1)] >>> (16 * (k & 1))) & 0xffff);
+    for (let k = 0; k < inp; k++)
+      w[o * inp + k] = f16BitsToFloat((packed[o * words + (k >> 1)] >>> (16 * (k & 1))) & 0xffff);
   }
   return w;
 }
@@ -291,7 +302,13 @@ export class F16Weight extends PackedWeight {
   /** @param name the tensor, for the range error. */
   constructor(w: Float32Array, shape: [number, number], name = 'f16 weight') {
     const [out, inp] = shape;
-    super(16, { out, in: inp, groupSize: inp, scales: new Float32Array(out).fill(1) }, packF16x2(w, shape, name), inp, name);
+    super(
+      16,
+      { out, in: inp, groupSize: inp, scales: new Float32Array(out).fill(1) },
+      packF16x2(w, shape, name),
+      inp,
+      name,
+    );
   }
 }
 
@@ -311,7 +328,9 @@ export function weightQuantizer(format: WeightFormat, model: string): LoadOption
   const inner = spec.kind === 'int8' ? int8Quantizer({}) : int4Quantizer(spec.groupSize);
   return (name, w, shape) => {
     if (spec.kind === 'int4' && shape[1] % spec.groupSize !== 0) {
-      throw new Error(`${model}: weight format ${format} needs input sizes divisible by ${spec.groupSize}, but ${name} has ${shape[1]} inputs (pick int8 or a smaller group)`);
+      throw new Error(
+        `${model}: weight format ${format} needs input sizes divisible by ${spec.groupSize}, but ${name} has ${shape[1]} inputs (pick int8 or a smaller group)`,
+      );
     }
     return inner(name, w, shape);
   };

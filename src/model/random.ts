@@ -18,4 +18,3 @@ export function hash3(seed: number, stream: number, counter: number): number {
   h = mix32(h ^ Math.imul((counter >>> 0) + 0x165667b1, 0x94d049bb));
   return h;
 }
-

@@ -53,7 +53,9 @@ describe('safetensors reader on the fixtures', () => {
     const emb = f.getFloat32('model.embed_tokens.weight');
     expect(emb.length).toBe(64 * 32);
     expect(Array.from(emb.slice(0, 4))).toEqual([0.000614166259765625, 0.1494140625, -0.13671875, -0.4453125]);
-    expect(Array.from(f.getFloat32('model.norm.weight').slice(0, 4))).toEqual([0.953125, 1.1640625, 1.0859375, 1.078125]);
+    expect(Array.from(f.getFloat32('model.norm.weight').slice(0, 4))).toEqual([
+      0.953125, 1.1640625, 1.0859375, 1.078125,
+    ]);
   });
 
   it('reads the F32 fixture', () => {
@@ -81,7 +83,9 @@ describe('float16 / bfloat16 conversions', () => {
   it('encodes with round-to-nearest-even', () => {
     // 1 + 2^-8 is halfway between bf16 1.0 (0x3f80) and 1.0078125 (0x3f81): ties to even -> 0x3f80.
     // 1 + 3*2^-8 is halfway between 0x3f81 and 0x3f82: ties to even -> 0x3f82.
-    expect(Array.from(encodeBF16([1, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -2, Infinity]))).toEqual([0x3f80, 0x3f80, 0x3f82, 0xc000, 0x7f80]);
+    expect(Array.from(encodeBF16([1, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -2, Infinity]))).toEqual([
+      0x3f80, 0x3f80, 0x3f82, 0xc000, 0x7f80,
+    ]);
     // 1 + 2^-11 is halfway between f16 1.0 and 1 + 2^-10: ties to even -> 0x3c00; 65520 overflows to Inf.
     expect(Array.from(encodeF16([1, 1 + 2 ** -11, -2, 65504, 65520, 2 ** -24, 0.333251953125]))).toEqual([
       0x3c00, 0x3c00, 0xc000, 0x7bff, 0x7c00, 0x0001, 0x3555,
@@ -91,7 +95,8 @@ describe('float16 / bfloat16 conversions', () => {
 
 describe('safetensors writer', () => {
   it('writes exactly the bytes of a hand-built file', () => {
-    const header = '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]}}';
+    const header =
+      '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]}}';
     // 106-byte header padded with 6 spaces to 112 (a multiple of 8).
     const padded = header + ' '.repeat((8 - (header.length % 8)) % 8);
     // 1.0f = 00 00 80 3f, -2.0f = 00 00 00 c0
@@ -137,9 +142,11 @@ describe('safetensors writer', () => {
   it('round-trips the BF16 fixture bit for bit', () => {
     const src = parseSafetensors(fixtureBytes('tiny-llama'));
     const tensors: Record<string, { dtype: 'BF16'; shape: number[]; data: Uint16Array }> = {};
-    for (const n of src.names()) tensors[n] = { dtype: 'BF16', shape: src.info(n).shape, data: src.getRaw(n) as Uint16Array };
+    for (const n of src.names())
+      tensors[n] = { dtype: 'BF16', shape: src.info(n).shape, data: src.getRaw(n) as Uint16Array };
     const again = parseSafetensors(writeSafetensors(tensors, { format: 'pt' }));
-    for (const n of src.names()) expect(Array.from(again.getRaw(n) as Uint16Array)).toEqual(Array.from(src.getRaw(n) as Uint16Array));
+    for (const n of src.names())
+      expect(Array.from(again.getRaw(n) as Uint16Array)).toEqual(Array.from(src.getRaw(n) as Uint16Array));
     // Re-encoding decoded bf16 values from float32 is exact too.
     const emb = src.getFloat32('model.embed_tokens.weight');
     expect(Array.from(encodeBF16(emb))).toEqual(Array.from(src.getRaw('model.embed_tokens.weight') as Uint16Array));
@@ -178,33 +185,72 @@ describe('safetensors header validation', () => {
   });
 
   it('invalid header JSON', () => {
-    expectError(() => parseSafetensors(handBuilt('{"w":{"dtype":', eight), 'bad.safetensors'), /bad\.safetensors/, /not valid JSON/);
-    expectError(() => parseSafetensors(handBuilt('[1,2]', eight), 'arr.safetensors'), /arr\.safetensors/, /JSON object/);
+    expectError(
+      () => parseSafetensors(handBuilt('{"w":{"dtype":', eight), 'bad.safetensors'),
+      /bad\.safetensors/,
+      /not valid JSON/,
+    );
+    expectError(
+      () => parseSafetensors(handBuilt('[1,2]', eight), 'arr.safetensors'),
+      /arr\.safetensors/,
+      /JSON object/,
+    );
   });
 
   it('offsets past the end of the data', () => {
     const h = '{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}';
-    expectError(() => parseSafetensors(handBuilt(h, eight), 'short.safetensors'), /short\.safetensors/, /"w"/, /past the end/);
+    expectError(
+      () => parseSafetensors(handBuilt(h, eight), 'short.safetensors'),
+      /short\.safetensors/,
+      /"w"/,
+      /past the end/,
+    );
   });
 
   it('overlapping tensors', () => {
-    const h = '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}';
-    expectError(() => parseSafetensors(handBuilt(h, eight), 'ov.safetensors'), /ov\.safetensors/, /"a"/, /"b"/, /overlap/);
+    const h =
+      '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}';
+    expectError(
+      () => parseSafetensors(handBuilt(h, eight), 'ov.safetensors'),
+      /ov\.safetensors/,
+      /"a"/,
+      /"b"/,
+      /overlap/,
+    );
   });
 
   it('unknown dtype', () => {
     const h = '{"w":{"dtype":"F12","shape":[2],"data_offsets":[0,8]}}';
-    expectError(() => parseSafetensors(handBuilt(h, eight), 'dt.safetensors'), /dt\.safetensors/, /"w"/, /unknown dtype "F12"/);
+    expectError(
+      () => parseSafetensors(handBuilt(h, eight), 'dt.safetensors'),
+      /dt\.safetensors/,
+      /"w"/,
+      /unknown dtype "F12"/,
+    );
   });
 
   it('dtype and shape disagree with the byte length', () => {
     const h = '{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}';
-    expectError(() => parseSafetensors(handBuilt(h, eight), 'sz.safetensors'), /sz\.safetensors/, /"w"/, /12 bytes/, /span 8/);
+    expectError(
+      () => parseSafetensors(handBuilt(h, eight), 'sz.safetensors'),
+      /sz\.safetensors/,
+      /"w"/,
+      /12 bytes/,
+      /span 8/,
+    );
   });
 
   it('malformed fields name the field', () => {
-    expectError(() => parseSafetensors(handBuilt('{"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,8]}}', eight)), /"w"/, /"shape"/);
-    expectError(() => parseSafetensors(handBuilt('{"w":{"dtype":"F32","shape":[2],"data_offsets":[8]}}', eight)), /"w"/, /"data_offsets"/);
+    expectError(
+      () => parseSafetensors(handBuilt('{"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,8]}}', eight)),
+      /"w"/,
+      /"shape"/,
+    );
+    expectError(
+      () => parseSafetensors(handBuilt('{"w":{"dtype":"F32","shape":[2],"data_offsets":[8]}}', eight)),
+      /"w"/,
+      /"data_offsets"/,
+    );
     expectError(() => parseSafetensors(handBuilt('{"w":{"shape":[2],"data_offsets":[0,8]}}', eight)), /"w"/, /"dtype"/);
     expectError(() => parseSafetensors(handBuilt('{"__metadata__":{"k":1}}', [])), /__metadata__\.k/);
   });
@@ -225,7 +271,10 @@ describe('safetensors header validation', () => {
     expect(Array.from(f.getInt32('i'))).toEqual([-5, 7]);
     expect(Array.from(f.getFloat32('i'))).toEqual([-5, 7]);
     dv.setBigInt64(8, 1n << 40n, true);
-    const g = parseSafetensors(handBuilt('{"i":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}', Array.from(data)), 'big.safetensors');
+    const g = parseSafetensors(
+      handBuilt('{"i":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}', Array.from(data)),
+      'big.safetensors',
+    );
     expectError(() => g.getInt32('i'), /big\.safetensors/, /"i"/, /does not fit int32/);
   });
 });
@@ -233,29 +282,53 @@ describe('safetensors header validation', () => {
 describe('safetensors: the data block is tiled exactly (issue 24)', () => {
   it('a header length cut into the space padding is refused, not read a few bytes early', () => {
     // A norm weight of 0.979 stored after a header that the writer pads with spaces.
-    const f = writeSafetensors({ 'model.norm.weight': { dtype: 'F32', shape: [4], data: [0.979, 0.979, 0.979, 0.979] } });
+    const f = writeSafetensors({
+      'model.norm.weight': { dtype: 'F32', shape: [4], data: [0.979, 0.979, 0.979, 0.979] },
+    });
     const n = Number(new DataView(f.buffer).getBigUint64(0, true));
     const header = new TextDecoder().decode(f.subarray(8, 8 + n));
     const pad = header.length - header.trimEnd().length;
     expect(pad).toBeGreaterThan(0); // the cut lands in real padding
     const cut = f.slice();
     new DataView(cut.buffer).setBigUint64(0, BigInt(n - pad), true);
-    expectError(() => parseSafetensors(cut, 'cut.safetensors'), /cut\.safetensors/, /index 16 bytes/, new RegExp(`holds ${16 + pad}`));
+    expectError(
+      () => parseSafetensors(cut, 'cut.safetensors'),
+      /cut\.safetensors/,
+      /index 16 bytes/,
+      new RegExp(`holds ${16 + pad}`),
+    );
     // The uncut file reads the value back.
     expect(parseSafetensors(f).getFloat32('model.norm.weight')[0]).toBeCloseTo(0.979, 6);
   });
 
   it('bytes after the last tensor, or a hole between tensors, are refused', () => {
     const h = '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}';
-    expectError(() => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 9, 9, 9, 9]), 'tail.safetensors'), /tail\.safetensors/, /index 4 bytes/, /holds 8/);
-    const gap = '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]}}';
-    expectError(() => parseSafetensors(handBuilt(gap, [0, 0, 0x80, 0x3f, 9, 9, 1, 2]), 'gap.safetensors'), /gap\.safetensors/, /\[4, 6\)/, /"b"/, /holes/);
+    expectError(
+      () => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 9, 9, 9, 9]), 'tail.safetensors'),
+      /tail\.safetensors/,
+      /index 4 bytes/,
+      /holds 8/,
+    );
+    const gap =
+      '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]}}';
+    expectError(
+      () => parseSafetensors(handBuilt(gap, [0, 0, 0x80, 0x3f, 9, 9, 1, 2]), 'gap.safetensors'),
+      /gap\.safetensors/,
+      /\[4, 6\)/,
+      /"b"/,
+      /holes/,
+    );
   });
 
   it('two overlapping tensors are refused even with a zero-length tensor sorted between them', () => {
     const h =
       '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"z":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}';
-    expectError(() => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]), 'ov0.safetensors'), /ov0\.safetensors/, /"a"/, /overlap/);
+    expectError(
+      () => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]), 'ov0.safetensors'),
+      /ov0\.safetensors/,
+      /"a"/,
+      /overlap/,
+    );
   });
 
   it('zero-length tensors at the seams are fine', () => {
@@ -267,13 +340,23 @@ describe('safetensors: the data block is tiled exactly (issue 24)', () => {
   });
 
   it('a header that does not begin with "{" is refused', () => {
-    expectError(() => parseSafetensors(handBuilt(' {}', []), 'sp.safetensors'), /sp\.safetensors/, /beginning with "\{"/);
+    expectError(
+      () => parseSafetensors(handBuilt(' {}', []), 'sp.safetensors'),
+      /sp\.safetensors/,
+      /beginning with "\{"/,
+    );
   });
 });
 
 describe('safetensors: finite weights and short messages (issue 24)', () => {
   it('NaN and Infinity are refused naming the tensor and the index', () => {
-    const f = parseSafetensors(writeSafetensors({ w: { dtype: 'F32', shape: [2, 3], data: [0, 1, 2, 3, NaN, 5] }, h: { dtype: 'F16', shape: [2], data: [1, Infinity] } }), 'nan.safetensors');
+    const f = parseSafetensors(
+      writeSafetensors({
+        w: { dtype: 'F32', shape: [2, 3], data: [0, 1, 2, 3, NaN, 5] },
+        h: { dtype: 'F16', shape: [2], data: [1, Infinity] },
+      }),
+      'nan.safetensors',
+    );
     expectError(() => getFiniteFloat32(f, 'w'), /nan\.safetensors/, /"w"/, /NaN at index 4 = \[1, 1\]/);
     expectError(() => getFiniteFloat32(f, 'h'), /"h"/, /Infinity at index 1/);
     expect(() => checkFinite(new Float32Array([1, -1e38, 0]), 'ok', 'x')).not.toThrow();
@@ -282,7 +365,11 @@ describe('safetensors: finite weights and short messages (issue 24)', () => {
   it('5,000-level nesting and million-character values give a short message, not a stack overflow', () => {
     const deep = '['.repeat(5000) + ']'.repeat(5000);
     const h = `{"w":{"dtype":"F32","shape":${deep},"data_offsets":[0,8]}}`;
-    expectError(() => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40])), /"shape"/, /non-negative integers/);
+    expectError(
+      () => parseSafetensors(handBuilt(h, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40])),
+      /"shape"/,
+      /non-negative integers/,
+    );
     const long = `{"${'n'.repeat(1_000_000)}":{"dtype":"${'X'.repeat(1_000_000)}","shape":[2],"data_offsets":[0,8]}}`;
     let msg = '';
     try {
@@ -320,7 +407,9 @@ describe('safetensors sources', () => {
     const f = await readSafetensors(file);
     expect(f.fileName).toBe('picked.safetensors');
     expect(f.names()).toHaveLength(20);
-    await expect(readSafetensors(new File([fixture.slice(0, 100)], 'cut.safetensors'))).rejects.toThrow(/cut\.safetensors.*truncated/);
+    await expect(readSafetensors(new File([fixture.slice(0, 100)], 'cut.safetensors'))).rejects.toThrow(
+      /cut\.safetensors.*truncated/,
+    );
   });
 
   it('reads from a URL with streaming progress, with and without content-length', async () => {
@@ -335,7 +424,9 @@ describe('safetensors sources', () => {
       expect(seen[seen.length - 1]).toEqual([fixture.length, withLength ? fixture.length : null]);
       for (let i = 1; i < seen.length; i++) expect(seen[i][0]).toBeGreaterThanOrEqual(seen[i - 1][0]);
     }
-    await expect(readSafetensors('https://models.test/missing', { fetch: stubFetch({}) })).rejects.toThrow(/missing.*HTTP 404/);
+    await expect(readSafetensors('https://models.test/missing', { fetch: stubFetch({}) })).rejects.toThrow(
+      /missing.*HTTP 404/,
+    );
   });
 
   it('reads a sharded checkpoint through model.safetensors.index.json', async () => {
@@ -361,7 +452,9 @@ describe('safetensors sources', () => {
     expect(sharded.names().sort()).toEqual([...names].sort());
     for (const n of names) expect(Array.from(sharded.getFloat32(n))).toEqual(Array.from(src.getFloat32(n)));
     expect(sharded.fileOf(names[15])).toMatch(/00002-of-00002/);
-    const total = files['https://models.test/m/model-00001-of-00002.safetensors'].length + files['https://models.test/m/model-00002-of-00002.safetensors'].length;
+    const total =
+      files['https://models.test/m/model-00001-of-00002.safetensors'].length +
+      files['https://models.test/m/model-00002-of-00002.safetensors'].length;
     expect(progress[progress.length - 1]).toEqual([total, total]);
 
     // A weight_map entry pointing at a shard that lacks the tensor is named.

@@ -19,17 +19,39 @@ import { brief, briefName, briefShape, briefText, clampMessage } from '../contra
 
 /** Every dtype code of the format. Only some can be decoded (see READABLE / WRITABLE). */
 export type SafetensorsDtype =
-  | 'F64' | 'F32' | 'F16' | 'BF16'
-  | 'I64' | 'I32' | 'I16' | 'I8'
-  | 'U64' | 'U32' | 'U16' | 'U8'
-  | 'BOOL' | 'F8_E4M3' | 'F8_E5M2';
+  | 'F64'
+  | 'F32'
+  | 'F16'
+  | 'BF16'
+  | 'I64'
+  | 'I32'
+  | 'I16'
+  | 'I8'
+  | 'U64'
+  | 'U32'
+  | 'U16'
+  | 'U8'
+  | 'BOOL'
+  | 'F8_E4M3'
+  | 'F8_E5M2';
 
 /** Bytes per element of every dtype code; a code outside this table is "unknown". */
 export const DTYPE_BYTES: Readonly<Record<SafetensorsDtype, number>> = {
-  F64: 8, F32: 4, F16: 2, BF16: 2,
-  I64: 8, I32: 4, I16: 2, I8: 1,
-  U64: 8, U32: 4, U16: 2, U8: 1,
-  BOOL: 1, F8_E4M3: 1, F8_E5M2: 1,
+  F64: 8,
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  I64: 8,
+  I32: 4,
+  I16: 2,
+  I8: 1,
+  U64: 8,
+  U32: 4,
+  U16: 2,
+  U8: 1,
+  BOOL: 1,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
 };
 
 /** dtypes this reader decodes into numbers. */
@@ -57,7 +79,8 @@ export interface TensorInfo {
 }
 
 /** A typed array in the tensor's own element type (F16/BF16 come back as raw Uint16 bit patterns). */
-export type RawTensorData = Float64Array | Float32Array | Uint16Array | Int8Array | Uint8Array | Int32Array | BigInt64Array;
+export type RawTensorData =
+  Float64Array | Float32Array | Uint16Array | Int8Array | Uint8Array | Int32Array | BigInt64Array;
 
 /** Anything that hands out named tensors: a single file, a sharded checkpoint, a test stub. */
 export interface TensorSource {
@@ -114,13 +137,17 @@ interface ParsedHeader {
 /** Parses and validates the header JSON against a data block of `dataLength` bytes. */
 function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: number, fileName: string): ParsedHeader {
   if (headerBytes[0] !== 0x7b) {
-    throw new SafetensorsError(`${fileName}: safetensors header must be a JSON object beginning with "{" (the first 8 bytes are its little-endian length; corrupt or not a safetensors file)`);
+    throw new SafetensorsError(
+      `${fileName}: safetensors header must be a JSON object beginning with "{" (the first 8 bytes are its little-endian length; corrupt or not a safetensors file)`,
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(headerBytes));
   } catch (e) {
-    throw new SafetensorsError(`${fileName}: safetensors header (${headerLength} bytes) is not valid JSON: ${briefText((e as Error).message, 120)}`);
+    throw new SafetensorsError(
+      `${fileName}: safetensors header (${headerLength} bytes) is not valid JSON: ${briefText((e as Error).message, 120)}`,
+    );
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new SafetensorsError(`${fileName}: safetensors header must be a JSON object`);
@@ -137,7 +164,9 @@ function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: nu
       }
       for (const [k, v] of Object.entries(entry as Record<string, unknown>)) {
         if (typeof v !== 'string') {
-          throw new SafetensorsError(`${fileName}: field "__metadata__.${briefText(k)}" must be a string, got ${brief(v)}`);
+          throw new SafetensorsError(
+            `${fileName}: field "__metadata__.${briefText(k)}" must be a string, got ${brief(v)}`,
+          );
         }
         metadata[k] = v;
       }
@@ -145,15 +174,21 @@ function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: nu
     }
     const where = `${fileName}: tensor ${briefName(name)}`;
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-      throw new SafetensorsError(`${where}: header entry is ${brief(entry)}, expected an object with dtype, shape, data_offsets`);
+      throw new SafetensorsError(
+        `${where}: header entry is ${brief(entry)}, expected an object with dtype, shape, data_offsets`,
+      );
     }
     const { dtype, shape, data_offsets: offsets } = entry as Record<string, unknown>;
     if (typeof dtype !== 'string' || !isDtype(dtype)) {
       const what = typeof dtype === 'string' ? `unknown dtype ${briefName(dtype)}` : `${brief(dtype)}`;
-      throw new SafetensorsError(`${where}: field "dtype" is ${what}, expected one of ${Object.keys(DTYPE_BYTES).join(', ')}`);
+      throw new SafetensorsError(
+        `${where}: field "dtype" is ${what}, expected one of ${Object.keys(DTYPE_BYTES).join(', ')}`,
+      );
     }
     if (!Array.isArray(shape) || !shape.every(isNonNegInt)) {
-      throw new SafetensorsError(`${where}: field "shape" must be an array of non-negative integers, got ${brief(shape)}`);
+      throw new SafetensorsError(
+        `${where}: field "shape" must be an array of non-negative integers, got ${brief(shape)}`,
+      );
     }
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isNonNegInt)) {
       throw new SafetensorsError(`${where}: field "data_offsets" must be [begin, end] integers, got ${brief(offsets)}`);
@@ -173,7 +208,13 @@ function parseHeader(headerBytes: Uint8Array, headerLength: number, fileSize: nu
         `${where}: dtype ${dtype} and shape ${briefShape(shape as number[])} need ${expected} bytes but data_offsets span ${end - begin}`,
       );
     }
-    tensors.set(name, { name, dtype, shape: (shape as number[]).slice(), byteOffset: dataStart + begin, byteLength: end - begin });
+    tensors.set(name, {
+      name,
+      dtype,
+      shape: (shape as number[]).slice(),
+      byteOffset: dataStart + begin,
+      byteLength: end - begin,
+    });
     spans.push({ name, begin, end });
   }
   // The data block must be tiled exactly: sorted by offsets, each tensor begins where the one
@@ -237,12 +278,12 @@ export function floatToF16Bits(x: number): number {
     const half = 1 << (shift - 1);
     const rest = mant & ((1 << shift) - 1);
     let h = mant >>> shift;
-    if (rest > half || (rest === half && (h & 1))) h++;
+    if (rest > half || (rest === half && h & 1)) h++;
     return sign | h;
   }
   let h = (e << 10) | (mant >>> 13);
   const rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (h & 1))) h++; // may carry into the exponent: correct
+  if (rest > 0x1000 || (rest === 0x1000 && h & 1)) h++; // may carry into the exponent: correct
   return sign | h;
 }
 
@@ -351,14 +392,21 @@ export class SafetensorsFile implements TensorSource {
     const t = this.info(name);
     const copy = this.rawBytes(name).slice().buffer;
     switch (t.dtype) {
-      case 'F64': return new Float64Array(copy);
-      case 'F32': return new Float32Array(copy);
+      case 'F64':
+        return new Float64Array(copy);
+      case 'F32':
+        return new Float32Array(copy);
       case 'F16':
-      case 'BF16': return new Uint16Array(copy);
-      case 'I8': return new Int8Array(copy);
-      case 'U8': return new Uint8Array(copy);
-      case 'I32': return new Int32Array(copy);
-      case 'I64': return new BigInt64Array(copy);
+      case 'BF16':
+        return new Uint16Array(copy);
+      case 'I8':
+        return new Int8Array(copy);
+      case 'U8':
+        return new Uint8Array(copy);
+      case 'I32':
+        return new Int32Array(copy);
+      case 'I64':
+        return new BigInt64Array(copy);
       default:
         throw new SafetensorsError(
           `${this.fileName}: tensor "${name}": dtype ${t.dtype} cannot be read (readable: ${READABLE_DTYPES.join(', ')})`,
@@ -390,7 +438,9 @@ export class SafetensorsFile implements TensorSource {
       for (let i = 0; i < raw.length; i++) {
         const v = raw[i];
         if (v > 2147483647n || v < -2147483648n) {
-          throw new SafetensorsError(`${this.fileName}: tensor "${name}": I64 value ${v} at index ${i} does not fit int32`);
+          throw new SafetensorsError(
+            `${this.fileName}: tensor "${name}": I64 value ${v} at index ${i} does not fit int32`,
+          );
         }
         out[i] = Number(v);
       }
@@ -404,7 +454,12 @@ export class SafetensorsFile implements TensorSource {
  * Throws a SafetensorsError naming the tensor and the first index holding NaN or +-Infinity: a
  * non-finite weight makes every later step NaN, so it is refused where tensors enter.
  */
-export function checkFinite(values: ArrayLike<number>, tensor: string, fileName: string, shape?: readonly number[]): void {
+export function checkFinite(
+  values: ArrayLike<number>,
+  tensor: string,
+  fileName: string,
+  shape?: readonly number[],
+): void {
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     if (v - v !== 0) {
@@ -418,7 +473,9 @@ export function checkFinite(values: ArrayLike<number>, tensor: string, fileName:
         }
         at = ` = [${idx.join(', ')}]`;
       }
-      throw new SafetensorsError(`${fileName}: tensor ${briefName(tensor)} holds ${v} at index ${i}${at}; weights must be finite numbers`);
+      throw new SafetensorsError(
+        `${fileName}: tensor ${briefName(tensor)} holds ${v} at index ${i}${at}; weights must be finite numbers`,
+      );
     }
   }
 }
@@ -547,7 +604,9 @@ export function parseShardIndex(json: unknown, fileName = 'model.safetensors.ind
   }
   for (const [k, v] of Object.entries(wm as Record<string, unknown>)) {
     if (typeof v !== 'string' || v.length === 0) {
-      throw new SafetensorsError(`${fileName}: field "weight_map" entry ${briefName(k)} is ${brief(v)}, expected a shard file name`);
+      throw new SafetensorsError(
+        `${fileName}: field "weight_map" entry ${briefName(k)} is ${brief(v)}, expected a shard file name`,
+      );
     }
   }
   return json as ShardIndex;
@@ -562,9 +621,14 @@ export class ShardedSafetensors implements TensorSource {
     this.fileName = indexFileName;
     for (const [name, shardName] of Object.entries(index.weight_map)) {
       const shard = shards.get(shardName);
-      if (!shard) throw new SafetensorsError(`${indexFileName}: tensor ${briefName(name)} maps to shard ${briefName(shardName)}, which was not loaded`);
+      if (!shard)
+        throw new SafetensorsError(
+          `${indexFileName}: tensor ${briefName(name)} maps to shard ${briefName(shardName)}, which was not loaded`,
+        );
       if (!shard.has(name)) {
-        throw new SafetensorsError(`${indexFileName}: tensor ${briefName(name)} is listed in weight_map but missing from shard ${shard.fileName}`);
+        throw new SafetensorsError(
+          `${indexFileName}: tensor ${briefName(name)} is listed in weight_map but missing from shard ${shard.fileName}`,
+        );
       }
       this.where.set(name, shard);
     }
@@ -629,7 +693,10 @@ export async function readShardedSafetensorsFromUrl(
     if (!opts.onProgress) return;
     const l = [...loaded.values()].reduce((a, b) => a + b, 0);
     const ts = [...totals.values()];
-    const t = ts.length === shardNames.length && ts.every((x) => x !== null) ? (ts as number[]).reduce((a, b) => a + b, 0) : null;
+    const t =
+      ts.length === shardNames.length && ts.every((x) => x !== null)
+        ? (ts as number[]).reduce((a, b) => a + b, 0)
+        : null;
     opts.onProgress(l, t);
   };
   return readShardedSafetensors(
@@ -684,14 +751,20 @@ export function writeSafetensors(
   for (const [name, t] of entries) {
     if (name === '__metadata__') throw new SafetensorsError('writeSafetensors: "__metadata__" is not a tensor name');
     if (!WRITABLE_DTYPES.includes(t.dtype)) {
-      throw new SafetensorsError(`writeSafetensors: tensor "${name}": dtype ${t.dtype} cannot be written (writable: ${WRITABLE_DTYPES.join(', ')})`);
+      throw new SafetensorsError(
+        `writeSafetensors: tensor "${name}": dtype ${t.dtype} cannot be written (writable: ${WRITABLE_DTYPES.join(', ')})`,
+      );
     }
     if (!t.shape.every(isNonNegInt)) {
-      throw new SafetensorsError(`writeSafetensors: tensor "${name}": shape must be non-negative integers, got ${JSON.stringify(t.shape)}`);
+      throw new SafetensorsError(
+        `writeSafetensors: tensor "${name}": shape must be non-negative integers, got ${JSON.stringify(t.shape)}`,
+      );
     }
     const n = numel(t.shape);
     if (t.data.length !== n) {
-      throw new SafetensorsError(`writeSafetensors: tensor "${name}": shape [${t.shape.join(', ')}] has ${n} elements but data has ${t.data.length}`);
+      throw new SafetensorsError(
+        `writeSafetensors: tensor "${name}": shape [${t.shape.join(', ')}] has ${n} elements but data has ${t.data.length}`,
+      );
     }
     const bytes = encodeData(name, t);
     header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + bytes.byteLength] };
@@ -721,7 +794,9 @@ function encodeData(name: string, t: TensorToWrite): Uint8Array {
     for (let i = 0; i < t.data.length; i++) {
       const v = t.data[i];
       if (!Number.isInteger(v) || v < lo || v > hi) {
-        throw new SafetensorsError(`writeSafetensors: tensor "${name}": ${t.dtype} value ${v} at index ${i} out of range [${lo}, ${hi}]`);
+        throw new SafetensorsError(
+          `writeSafetensors: tensor "${name}": ${t.dtype} value ${v} at index ${i} out of range [${lo}, ${hi}]`,
+        );
       }
     }
   };

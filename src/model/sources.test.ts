@@ -29,7 +29,11 @@ const weights = Uint8Array.from({ length: 100_000 }, (_, i) => i % 251);
 describe('mapSource', () => {
   it('serves bytes, text and JSON, and names a missing file and the source', async () => {
     const src = mapSource(
-      { 'config.json': '{"model_type":"llama"}', 'model.safetensors': weights.buffer, 'sub/x.bin': new Uint8Array([1, 2, 3]).subarray(1) },
+      {
+        'config.json': '{"model_type":"llama"}',
+        'model.safetensors': weights.buffer,
+        'sub/x.bin': new Uint8Array([1, 2, 3]).subarray(1),
+      },
       { label: 'my map' },
     );
     expect(src.kind).toBe('map');
@@ -50,7 +54,13 @@ describe('mapSource', () => {
     expect(bytes.byteLength).toBe(100_000);
     expect(bytes[99_999]).toBe(99_999 % 251);
     expect(events[0]).toEqual({ file: 'model.safetensors', loaded: 0, total: 100_000, local: true, done: false });
-    expect(events[events.length - 1]).toEqual({ file: 'model.safetensors', loaded: 100_000, total: 100_000, local: true, done: true });
+    expect(events[events.length - 1]).toEqual({
+      file: 'model.safetensors',
+      loaded: 100_000,
+      total: 100_000,
+      local: true,
+      done: true,
+    });
     for (let i = 1; i < events.length; i++) expect(events[i].loaded).toBeGreaterThanOrEqual(events[i - 1].loaded);
     const blob = await src.getBlob('model.safetensors');
     expect(blob.size).toBe(100_000);
@@ -86,13 +96,15 @@ describe('filesSource (a picked folder)', () => {
 
 describe('directorySource (a FileSystemDirectoryHandle)', () => {
   type Tree = { [name: string]: string | Tree };
-  const notFound = (name: string) => Object.assign(new Error(`A requested file or directory could not be found: ${name}`), { name: 'NotFoundError' });
+  const notFound = (name: string) =>
+    Object.assign(new Error(`A requested file or directory could not be found: ${name}`), { name: 'NotFoundError' });
   function handle(name: string, tree: Tree): DirectoryHandleLike {
     return {
       name,
       async getFileHandle(n) {
         const v = tree[n];
-        if (typeof v !== 'string') throw v === undefined ? notFound(n) : Object.assign(new Error('dir'), { name: 'TypeMismatchError' });
+        if (typeof v !== 'string')
+          throw v === undefined ? notFound(n) : Object.assign(new Error('dir'), { name: 'TypeMismatchError' });
         return { getFile: async () => new File([v], n) };
       },
       async getDirectoryHandle(n) {
@@ -101,7 +113,8 @@ describe('directorySource (a FileSystemDirectoryHandle)', () => {
         return handle(n, v);
       },
       async *values() {
-        for (const [n, v] of Object.entries(tree)) yield { kind: typeof v === 'string' ? 'file' : 'directory', name: n };
+        for (const [n, v] of Object.entries(tree))
+          yield { kind: typeof v === 'string' ? 'file' : 'directory', name: n };
       },
     };
   }
@@ -118,7 +131,9 @@ describe('directorySource (a FileSystemDirectoryHandle)', () => {
     expect(await src.getText('tokenizer/tokenizer.json')).toBe('T');
     expect(await src.has('tokenizer')).toBe(false); // a folder is not a file
     expect(await src.has('nope/x.json')).toBe(false);
-    await expect(src.getBytes('generation_config.json')).rejects.toThrow('generation_config.json not found in folder Qwen2.5');
+    await expect(src.getBytes('generation_config.json')).rejects.toThrow(
+      'generation_config.json not found in folder Qwen2.5',
+    );
   });
 
   it('passes on other failures with the file name', async () => {
@@ -156,11 +171,18 @@ describe('file names and weights', () => {
         'model.norm.weight': 'model-00002-of-00002.safetensors',
       },
     };
-    expect(shardFilesFromIndex(index)).toEqual(['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors']);
+    expect(shardFilesFromIndex(index)).toEqual([
+      'model-00001-of-00002.safetensors',
+      'model-00002-of-00002.safetensors',
+    ]);
     expect(() => shardFilesFromIndex({})).toThrow(/model\.safetensors\.index\.json: field "weight_map" is missing/);
     expect(() => shardFilesFromIndex({ weight_map: { a: 3 } })).toThrow(/field "weight_map\.a" must be a file name/);
-    expect(() => shardFilesFromIndex({ weight_map: { a: '../../secret' } })).toThrow(/field "weight_map\.a" names "\.\.\/\.\.\/secret"/);
-    expect(() => shardFilesFromIndex({ weight_map: {} }, 'idx.json')).toThrow(/^idx\.json: field "weight_map" names no shard files/);
+    expect(() => shardFilesFromIndex({ weight_map: { a: '../../secret' } })).toThrow(
+      /field "weight_map\.a" names "\.\.\/\.\.\/secret"/,
+    );
+    expect(() => shardFilesFromIndex({ weight_map: {} }, 'idx.json')).toThrow(
+      /^idx\.json: field "weight_map" names no shard files/,
+    );
   });
 
   it('finds the weight files of a folder', async () => {
@@ -200,7 +222,9 @@ describe('urlSource (fetch stubs; the real server is in hub.test.ts)', () => {
     const fetch = (async (url: string) =>
       url.endsWith('config.json')
         ? new Response('{"a": 1}', { headers: { 'content-type': 'application/json' } })
-        : new Response('<!doctype html><html></html>', { headers: { 'content-type': 'text/html; charset=utf-8' } })) as unknown as typeof globalThis.fetch;
+        : new Response('<!doctype html><html></html>', {
+            headers: { 'content-type': 'text/html; charset=utf-8' },
+          })) as unknown as typeof globalThis.fetch;
     const src = urlSource('http://site.test/models/defender/', { fetch, cache: false });
     expect(await src.getJson('config.json')).toEqual({ a: 1 });
     expect(await src.has('model.safetensors.index.json')).toBe(false);
@@ -209,7 +233,8 @@ describe('urlSource (fetch stubs; the real server is in hub.test.ts)', () => {
 
   it('rejects a bad base URL and reports HTTP errors with the URL', async () => {
     expect(() => urlSource('not a url')).toThrow(/invalid model base URL "not a url"/);
-    const fetch = (async () => new Response('boom', { status: 500, statusText: 'Internal Server Error' })) as unknown as typeof globalThis.fetch;
+    const fetch = (async () =>
+      new Response('boom', { status: 500, statusText: 'Internal Server Error' })) as unknown as typeof globalThis.fetch;
     await expect(urlSource('http://h.test/m/', { fetch, label: 'mirror m' }).getBytes('config.json')).rejects.toThrow(
       /^config\.json from mirror m: HTTP 500 Internal Server Error at http:\/\/h\.test\/m\/config\.json$/,
     );
@@ -226,7 +251,9 @@ describe('urlSource (fetch stubs; the real server is in hub.test.ts)', () => {
           },
         }),
       )) as unknown as typeof globalThis.fetch;
-    await expect(urlSource('http://h.test/', { fetch }).getBytes('model.safetensors', { signal: ctl.signal })).rejects.toMatchObject({
+    await expect(
+      urlSource('http://h.test/', { fetch }).getBytes('model.safetensors', { signal: ctl.signal }),
+    ).rejects.toMatchObject({
       name: 'AbortError',
     });
   });

@@ -101,7 +101,9 @@ async function readStream(
       } catch (e) {
         if (opts.signal?.aborted) throw abortError(opts.signal);
         const why = (e as Error).message ?? String(e);
-        throw new ModelSourceError(`${file} from ${label}: ${local ? 'read' : 'download'} failed after ${loaded}${total !== null ? ` of ${total}` : ''} bytes: ${why}`);
+        throw new ModelSourceError(
+          `${file} from ${label}: ${local ? 'read' : 'download'} failed after ${loaded}${total !== null ? ` of ${total}` : ''} bytes: ${why}`,
+        );
       }
       const { done, value } = step;
       if (done) break;
@@ -122,7 +124,9 @@ async function readStream(
     reader.releaseLock();
   }
   if (total !== null && loaded < total) {
-    throw new ModelSourceError(`${file} from ${label}: ${local ? 'read' : 'download'} ended after ${loaded} of ${total} bytes`);
+    throw new ModelSourceError(
+      `${file} from ${label}: ${local ? 'read' : 'download'} ended after ${loaded} of ${total} bytes`,
+    );
   }
   let out: Uint8Array;
   if (pre && chunks.length === 0) {
@@ -411,7 +415,8 @@ class UrlSource implements ModelSource {
       // A static host with a single-page-app fallback (vite dev/preview, many CDNs) answers a
       // missing file with index.html and status 200; for a model file that means "missing".
       const html = (res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/html');
-      if (res.ok && html && !/\.html?$/i.test(name)) return new Response(null, { status: 404, statusText: 'Not Found (HTML fallback page)' });
+      if (res.ok && html && !/\.html?$/i.test(name))
+        return new Response(null, { status: 404, statusText: 'Not Found (HTML fallback page)' });
       return res;
     } catch (e) {
       if (signal?.aborted) throw abortError(signal);
@@ -457,7 +462,8 @@ class UrlSource implements ModelSource {
     const url = this.urlOf(name);
     const hit = await this.cached(url);
     if (hit) {
-      if (!hit.ok || hit.headers.get(MISSING_HEADER) !== null) throw new MissingModelFileError(name, this.label, 'cached as absent');
+      if (!hit.ok || hit.headers.get(MISSING_HEADER) !== null)
+        throw new MissingModelFileError(name, this.label, 'cached as absent');
       return this.readResponse(hit, name, true, opts);
     }
     const res = await this.request(name, 'GET', opts.signal);
@@ -506,14 +512,15 @@ class UrlSource implements ModelSource {
 }
 
 /** A source over files under a base URL (`${base}/${name}`). */
-export function urlSource(baseUrl: string | URL, opts: UrlSourceOptions = {}): ModelSource & { urlOf(name: string): string } {
+export function urlSource(
+  baseUrl: string | URL,
+  opts: UrlSourceOptions = {},
+): ModelSource & { urlOf(name: string): string } {
   return new UrlSource(baseUrl, opts);
 }
 
 /** Drops every cached model download (Cache Storage); false when there was nothing to drop. */
-export async function clearModelCache(
-  opts: { cache?: CacheStorageLike; cacheName?: string } = {},
-): Promise<boolean> {
+export async function clearModelCache(opts: { cache?: CacheStorageLike; cacheName?: string } = {}): Promise<boolean> {
   const c = opts.cache ?? defaultCaches();
   if (!c?.delete) return false;
   return c.delete(opts.cacheName ?? DEFAULT_CACHE_NAME);
@@ -536,11 +543,14 @@ export function shardFilesFromIndex(index: unknown, file = INDEX_FILE): string[]
   }
   const shards = new Set<string>();
   for (const [tensor, shard] of Object.entries(wm as Record<string, unknown>)) {
-    if (typeof shard !== 'string') throw new ModelSourceError(`${file}: field "weight_map.${tensor}" must be a file name`);
+    if (typeof shard !== 'string')
+      throw new ModelSourceError(`${file}: field "weight_map.${tensor}" must be a file name`);
     try {
       checkFileName(shard);
     } catch {
-      throw new ModelSourceError(`${file}: field "weight_map.${briefText(tensor)}" names ${brief(shard)}, not a file in the folder`);
+      throw new ModelSourceError(
+        `${file}: field "weight_map.${briefText(tensor)}" names ${brief(shard)}, not a file in the folder`,
+      );
     }
     shards.add(shard);
   }

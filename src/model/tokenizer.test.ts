@@ -31,7 +31,11 @@ describe('byte-level BPE fixture', () => {
     const tok = load();
     expect(tok.vocabSize).toBe(3 + 256 + 16);
     expect(tok.special).toEqual({ bos: 1, eos: [2], pad: 2, unk: 0 });
-    expect(tok.specialTokens).toMatchObject({ bos_token: '<|im_start|>', eos_token: '<|im_end|>', pad_token: '<|im_end|>' });
+    expect(tok.specialTokens).toMatchObject({
+      bos_token: '<|im_start|>',
+      eos_token: '<|im_end|>',
+      pad_token: '<|im_end|>',
+    });
     expect([...tok.specialIds].sort()).toEqual([0, 1, 2]);
     expect(tok.isEos(2)).toBe(true);
     expect(tok.isEos(1)).toBe(false);
@@ -54,7 +58,17 @@ describe('byte-level BPE fixture', () => {
   it('encodes UTF-8 as bytes: é is merged, an emoji is four byte tokens', () => {
     const tok = load();
     // é = C3 A9 -> merge 12 (id 271); " 😀" = 20 F0 9F 98 80 (one pre-token, no merges)
-    expect(tok.encode('café 😀')).toEqual([B('c'), B('a'), B('f'), 271, 3 + 0x20, 3 + 0xf0, 3 + 0x9f, 3 + 0x98, 3 + 0x80]);
+    expect(tok.encode('café 😀')).toEqual([
+      B('c'),
+      B('a'),
+      B('f'),
+      271,
+      3 + 0x20,
+      3 + 0xf0,
+      3 + 0x9f,
+      3 + 0x98,
+      3 + 0x80,
+    ]);
   });
 
   it('matches special tokens whole and encodes the text between them', () => {
@@ -97,7 +111,14 @@ describe('byte-level BPE fixture', () => {
     const tok = load();
     const ids = tok.encode('café 😀');
     expect(tok.pieces(ids)).toEqual(['c', 'a', 'f', 'é', ' ', '', '', '', '😀']);
-    expect(tok.pieces([1, 274, 13, 265, 270, 2])).toEqual(['<|im_start|>', 'user', '\n', 'Hello', ' world', '<|im_end|>']);
+    expect(tok.pieces([1, 274, 13, 265, 270, 2])).toEqual([
+      '<|im_start|>',
+      'user',
+      '\n',
+      'Hello',
+      ' world',
+      '<|im_end|>',
+    ]);
     // An unfinished character shows as U+FFFD, as in decode().
     expect(tok.pieces([3 + 0xf0, 3 + 0x9f])).toEqual(['', '\uFFFD']);
     expect(tok.decode([3 + 0xf0, 3 + 0x9f])).toBe('\uFFFD');
@@ -172,7 +193,11 @@ describe('malformed files', () => {
   it('names WordLevel as unsupported', () => {
     const json = tokenizerJson();
     json.model = { type: 'WordLevel', vocab: { a: 0 }, unk_token: 'a' };
-    fails(json, {}, /^tokenizer\.json \(my-model\): field "model\.type" is "WordLevel".*not implement.*BPE, Unigram, WordPiece/);
+    fails(
+      json,
+      {},
+      /^tokenizer\.json \(my-model\): field "model\.type" is "WordLevel".*not implement.*BPE, Unigram, WordPiece/,
+    );
   });
 
   it('names the missing or broken field', () => {
@@ -205,11 +230,17 @@ describe('malformed files', () => {
 
   it('checks tokenizer_config.json and generation_config.json against the vocabulary', () => {
     fails(tokenizerJson(), 'nope', /tokenizer_config\.json \(my-model\): expected a JSON object/);
-    fails(tokenizerJson(), { bos_token: '<s>' }, /tokenizer_config\.json \(my-model\): field "bos_token" is "<s>", which is not a token/);
+    fails(
+      tokenizerJson(),
+      { bos_token: '<s>' },
+      /tokenizer_config\.json \(my-model\): field "bos_token" is "<s>", which is not a token/,
+    );
     fails(tokenizerJson(), { eos_token: 7 }, /field "eos_token" must be a string/);
     expect(() =>
       createTokenizer(tokenizerJson(), {}, { label: 'm', generationConfig: { eos_token_id: [2, 999] } }),
-    ).toThrow(/generation_config\.json \(m\): field "eos_token_id" holds id 999, outside the tokenizer's vocabulary of 275/);
+    ).toThrow(
+      /generation_config\.json \(m\): field "eos_token_id" holds id 999, outside the tokenizer's vocabulary of 275/,
+    );
     expect(() => createTokenizer(tokenizerJson(), {}, { generationConfig: { eos_token_id: 'x' } })).toThrow(
       /generation_config\.json: field "eos_token_id" must be a token id/,
     );
@@ -232,7 +263,9 @@ describe('loading', () => {
       'http://t/tokenizer_config.json': configText,
     };
     const fetch = (async (url: string) =>
-      url in served ? new Response(served[url]) : new Response('no', { status: 404 })) as unknown as typeof globalThis.fetch;
+      url in served
+        ? new Response(served[url])
+        : new Response('no', { status: 404 })) as unknown as typeof globalThis.fetch;
     const tok = await loadTokenizerFromUrls('http://t/tokenizer.json', 'http://t/tokenizer_config.json', { fetch });
     expect(tok).toBeInstanceOf(TextTokenizer);
     expect(tok.label).toBe('http://t/tokenizer.json');

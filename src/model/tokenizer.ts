@@ -53,7 +53,15 @@ export interface DecodeOptions {
 
 type Json = Record<string, unknown>;
 
-const SPECIAL_KEYS = ['bos_token', 'eos_token', 'pad_token', 'unk_token', 'sep_token', 'cls_token', 'mask_token'] as const;
+const SPECIAL_KEYS = [
+  'bos_token',
+  'eos_token',
+  'pad_token',
+  'unk_token',
+  'sep_token',
+  'cls_token',
+  'mask_token',
+] as const;
 
 function isObject(x: unknown): x is Json {
   return x !== null && typeof x === 'object' && !Array.isArray(x);
@@ -78,7 +86,8 @@ const UNICODE_TO_BYTE: ReadonlyMap<string, number> = (() => {
 function usesByteLevelDecoder(decoder: unknown): boolean {
   if (!isObject(decoder)) return false;
   if (decoder.type === 'ByteLevel') return true;
-  if (decoder.type === 'Sequence' && Array.isArray(decoder.decoders)) return decoder.decoders.some(usesByteLevelDecoder);
+  if (decoder.type === 'Sequence' && Array.isArray(decoder.decoders))
+    return decoder.decoders.some(usesByteLevelDecoder);
   return false;
 }
 
@@ -94,7 +103,10 @@ function validateTokenizerJson(json: unknown, file: string): Json {
     if (Array.isArray(model.vocab)) type = 'Unigram';
     else if (Array.isArray(model.merges)) type = 'BPE';
     else if ('continuing_subword_prefix' in model && 'max_input_chars_per_word' in model) type = 'WordPiece';
-    else throw new TokenizerError(`${file}: field "model.type" is missing (expected one of ${SUPPORTED_MODEL_TYPES.join(', ')})`);
+    else
+      throw new TokenizerError(
+        `${file}: field "model.type" is missing (expected one of ${SUPPORTED_MODEL_TYPES.join(', ')})`,
+      );
   }
   if (type === 'WordLevel') {
     throw new TokenizerError(
@@ -108,7 +120,8 @@ function validateTokenizerJson(json: unknown, file: string): Json {
     );
   }
   if (type === 'BPE' || type === 'WordPiece') {
-    if (!isObject(model.vocab)) throw new TokenizerError(`${file}: field "model.vocab" must be an object of token -> id`);
+    if (!isObject(model.vocab))
+      throw new TokenizerError(`${file}: field "model.vocab" must be an object of token -> id`);
     for (const [tok, id] of Object.entries(model.vocab)) {
       if (!Number.isInteger(id) || (id as number) < 0) {
         throw new TokenizerError(`${file}: field "model.vocab" maps ${brief(tok)} to ${brief(id)}, not a token id`);
@@ -124,7 +137,8 @@ function validateTokenizerJson(json: unknown, file: string): Json {
       const ok =
         (typeof m === 'string' && m.includes(' ')) ||
         (Array.isArray(m) && m.length === 2 && typeof m[0] === 'string' && typeof m[1] === 'string');
-      if (!ok) throw new TokenizerError(`${file}: field "model.merges[${i}]" must be "a b" or ["a", "b"], got ${brief(m)}`);
+      if (!ok)
+        throw new TokenizerError(`${file}: field "model.merges[${i}]" must be "a b" or ["a", "b"], got ${brief(m)}`);
     });
   }
   const added = json.added_tokens ?? [];
@@ -166,7 +180,8 @@ function idList(v: unknown, file: string, field: string): number[] {
   if (v === undefined || v === null) return [];
   const list = Array.isArray(v) ? v : [v];
   for (const x of list) {
-    if (!Number.isInteger(x) || x < 0) throw new TokenizerError(`${file}: field "${field}" must be a token id or a list of ids, got ${brief(v)}`);
+    if (!Number.isInteger(x) || x < 0)
+      throw new TokenizerError(`${file}: field "${field}" must be a token id or a list of ids, got ${brief(v)}`);
   }
   return list as number[];
 }
@@ -215,10 +230,14 @@ export class TextTokenizer {
     }
     if (config.additional_special_tokens !== undefined) {
       const extra = config.additional_special_tokens;
-      if (!Array.isArray(extra)) throw new TokenizerError(`${tcFile}: field "additional_special_tokens" must be a list`);
+      if (!Array.isArray(extra))
+        throw new TokenizerError(`${tcFile}: field "additional_special_tokens" must be a list`);
       config.additional_special_tokens = extra.map((v, i) => {
         const s = tokenString(v);
-        if (s === null) throw new TokenizerError(`${tcFile}: field "additional_special_tokens[${i}]" must be a string or {"content": string}`);
+        if (s === null)
+          throw new TokenizerError(
+            `${tcFile}: field "additional_special_tokens[${i}]" must be a string or {"content": string}`,
+          );
         return s;
       });
     }
@@ -248,7 +267,8 @@ export class TextTokenizer {
       const s = strings[key];
       if (s === undefined) return null;
       const id = this.hf.token_to_id(s);
-      if (id === undefined) throw new TokenizerError(`${tcFile}: field "${key}" is ${brief(s)}, which is not a token of tokenizer.json`);
+      if (id === undefined)
+        throw new TokenizerError(`${tcFile}: field "${key}" is ${brief(s)}, which is not a token of tokenizer.json`);
       return id;
     };
     const gen = isObject(opts.generationConfig) ? opts.generationConfig : {};
@@ -258,7 +278,9 @@ export class TextTokenizer {
     const checked = (ids: number[], file: string, field: string) => {
       for (const id of ids) {
         if (id >= this.vocabSize) {
-          throw new TokenizerError(`${file}: field "${field}" holds id ${id}, outside the tokenizer's vocabulary of ${this.vocabSize}`);
+          throw new TokenizerError(
+            `${file}: field "${field}" holds id ${id}, outside the tokenizer's vocabulary of ${this.vocabSize}`,
+          );
         }
       }
       return ids;
@@ -348,7 +370,9 @@ export class TextTokenizer {
     let prev = '';
     for (let i = 0; i < list.length; i++) {
       const cur = this.decode(list.slice(0, i + 1), { cleanUpTokenizationSpaces: false });
-      out.push(cur.startsWith(prev) ? cur.slice(prev.length) : this.decode([list[i]], { cleanUpTokenizationSpaces: false }));
+      out.push(
+        cur.startsWith(prev) ? cur.slice(prev.length) : this.decode([list[i]], { cleanUpTokenizationSpaces: false }),
+      );
       prev = cur;
     }
     return out;
@@ -383,7 +407,11 @@ export class TextTokenizer {
 }
 
 /** Builds a tokenizer from parsed tokenizer.json and tokenizer_config.json objects. */
-export function createTokenizer(tokenizerJson: unknown, tokenizerConfig?: unknown, opts: TokenizerLoadOptions = {}): TextTokenizer {
+export function createTokenizer(
+  tokenizerJson: unknown,
+  tokenizerConfig?: unknown,
+  opts: TokenizerLoadOptions = {},
+): TextTokenizer {
   return new TextTokenizer(tokenizerJson, tokenizerConfig ?? {}, opts);
 }
 

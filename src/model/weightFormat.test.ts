@@ -37,12 +37,14 @@ describe('weight formats', () => {
     const q8 = await loadModel(folderSource(FIXTURE), { quantize: weightQuantizer('int8', 'fixture') });
     try {
       expect(f32.layers[0].q.weight.kind).toBe('f32');
-      for (const l of q4.layers) for (const p of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) expect(p.weight.kind).toBe('int4');
+      for (const l of q4.layers)
+        for (const p of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) expect(p.weight.kind).toBe('int4');
       expect(q8.layers[1].down.weight.kind).toBe('int8');
       expect(q4.layers[0].q.weight.bytes).toBe(640);
       const ids = [[1, 5, 9, 17, 33, 2]];
       const [a, b, c] = [f32, q4, q8].map((m) => tf.tidy(() => forward(m, ids).arraySync() as number[][][]));
-      const maxDiff = (x: number[][][], y: number[][][]) => Math.max(...x[0].flatMap((row, i) => row.map((v, j) => Math.abs(v - y[0][i][j]))));
+      const maxDiff = (x: number[][][], y: number[][][]) =>
+        Math.max(...x[0].flatMap((row, i) => row.map((v, j) => Math.abs(v - y[0][i][j]))));
       // Quantised, not replaced: int8 is closer to the float logits than int4 (quant.test.ts has
       // the sharp checks of each path; this random fixture's logits span about +-10).
       expect(maxDiff(a, b)).toBeGreaterThan(0);
@@ -54,7 +56,9 @@ describe('weight formats', () => {
 
   it('a group that does not divide a projection fails naming the model, projection and format', async () => {
     // The sandbox defender's hidden size is 96: groups of 64 do not divide it.
-    await expect(loadModel(folderSource(SANDBOX), { quantize: weightQuantizer('int4-g64', 'defender') })).rejects.toThrow(
+    await expect(
+      loadModel(folderSource(SANDBOX), { quantize: weightQuantizer('int4-g64', 'defender') }),
+    ).rejects.toThrow(
       /defender: weight format int4-g64 needs input sizes divisible by 64, but model\.layers\.0\.self_attn\.q_proj has 96 inputs/,
     );
   });

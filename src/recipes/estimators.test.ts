@@ -17,18 +17,28 @@ import { letterJudge, loadWithCharCodec, resumedStep, stableReport } from '../..
 import type { LoadedModel } from './kit/types';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
-const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+const env = nodeRecipeEnv({
+  modelsDir: resolve(FIXTURE, '..'),
+  load: loadWithCharCodec,
+  judges: { letters: letterJudge },
+});
 const M = 'tiny-llama-f32';
 
 /** The base model's greedy reply to one user message (a fresh adapter is zero: the same as adapters on). */
 async function greedyOf(m: LoadedModel, user: string, maxNewTokens: number): Promise<{ text: string; ended: boolean }> {
   const ids = m.codec.encodeChat([{ role: 'user', content: user }], { addGenerationPrompt: true });
-  const g = await generate(m.model, [ids], { maxNewTokens, greedy: true, stopTokens: [...m.codec.eos], padTokenId: m.codec.pad });
+  const g = await generate(m.model, [ids], {
+    maxNewTokens,
+    greedy: true,
+    stopTokens: [...m.codec.eos],
+    padTokenId: m.codec.pad,
+  });
   const out = g.tokens[0].slice(0, g.lengths[0]);
   return { text: m.codec.decode(out), ended: out.length > 0 && m.codec.eos.includes(out[out.length - 1]) };
 }
 
-const harmOf = async (prompt: string, response: string) => (await letterJudge().score([{ prompt, response }]))[0].unsafe;
+const harmOf = async (prompt: string, response: string) =>
+  (await letterJudge().score([{ prompt, response }]))[0].unsafe;
 
 beforeAll(async () => {
   await tf.setBackend('wasm');
@@ -47,15 +57,32 @@ describe('estimators reachable from the forms and --set', () => {
       expect(r.config).toMatchObject({ klController: 'adaptive', klTarget: 0.05, klHorizon: 10000 });
       expect(validateConfig(getRecipe(name).schema, {}).config, name).toMatchObject({ klController: 'fixed' });
     }
-    const bad = getRecipe('multiturn').check!({ ...validateConfig(getRecipe('multiturn').schema, {}).config, advantage: 'remax', rewardPlacement: 'turn' });
+    const bad = getRecipe('multiturn').check!({
+      ...validateConfig(getRecipe('multiturn').schema, {}).config,
+      advantage: 'remax',
+      rewardPlacement: 'turn',
+    });
     expect(bad.advantage).toMatch(/remax.*rewardPlacement "episode"/);
   });
 });
 
 describe('ReMax: the baseline is the reward of a greedy rollout (fixture model, step 0, lr 0)', () => {
-  it('attack: b = harm of the defender\'s answer to the greedy prompt + 0.2 x its diversity among the goal\'s samples', async () => {
+  it("attack: b = harm of the defender's answer to the greedy prompt + 0.2 x its diversity among the goal's samples", async () => {
     const G = 3;
-    const cfg = { attacker: M, defender: M, judge: 'letters', goals: 2, groupSize: G, attackerMaxTokens: 8, defenderMaxTokens: 6, defenderGreedy: true, goalPool: 8, samples: 6, lr: 0, advantage: 'remax' };
+    const cfg = {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      goals: 2,
+      groupSize: G,
+      attackerMaxTokens: 8,
+      defenderMaxTokens: 6,
+      defenderGreedy: true,
+      goalPool: 8,
+      samples: 6,
+      lr: 0,
+      advantage: 'remax',
+    };
     const a = await createRun(env, 'attack', cfg, 9);
     const m = await loadWithCharCodec(folderSource(FIXTURE), 'x');
     try {
@@ -78,8 +105,22 @@ describe('ReMax: the baseline is the reward of a greedy rollout (fixture model, 
     }
   }, 60_000);
 
-  it('arena defender phase: b = safety of the defender\'s greedy answer to each attacker prompt', async () => {
-    const cfg = { attacker: M, defender: M, judge: 'letters', firstPhase: 'defender', goals: 2, benignPrompts: 0, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 6, defenderLr: 0, advantage: 'remax' };
+  it("arena defender phase: b = safety of the defender's greedy answer to each attacker prompt", async () => {
+    const cfg = {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      firstPhase: 'defender',
+      goals: 2,
+      benignPrompts: 0,
+      groupSize: 3,
+      attackerMaxTokens: 8,
+      defenderMaxTokens: 6,
+      goalPool: 8,
+      samples: 6,
+      defenderLr: 0,
+      advantage: 'remax',
+    };
     const a = await createRun(env, 'arena', cfg, 4);
     const m = await loadWithCharCodec(folderSource(FIXTURE), 'x');
     try {
@@ -98,7 +139,19 @@ describe('ReMax: the baseline is the reward of a greedy rollout (fixture model, 
 
   it('multiturn: b = the aggregate reward of one greedy play of the episode (one-turn episodes)', async () => {
     const W = { safetyWeight: 0.4, usefulnessWeight: 0.4, formatWeight: 0.2, repetitionPenalty: 0.2 };
-    const cfg = { defender: M, judge: 'letters', maxTurns: 1, episodes: 2, benignEpisodes: 0, groupSize: 3, maxNewTokens: 6, goalPool: 8, samples: 6, lr: 0, advantage: 'remax' };
+    const cfg = {
+      defender: M,
+      judge: 'letters',
+      maxTurns: 1,
+      episodes: 2,
+      benignEpisodes: 0,
+      groupSize: 3,
+      maxNewTokens: 6,
+      goalPool: 8,
+      samples: 6,
+      lr: 0,
+      advantage: 'remax',
+    };
     const a = await createRun(env, 'multiturn', cfg, 7);
     const m = await loadWithCharCodec(folderSource(FIXTURE), 'x');
     try {
@@ -120,35 +173,91 @@ describe('ReMax: the baseline is the reward of a greedy rollout (fixture model, 
 });
 
 describe('GAE with a critic', () => {
-  it('attack: the attacker\'s value head learns with its own optimiser; a checkpoint restores it exactly', async () => {
-    const cfg = { attacker: M, defender: M, judge: 'letters', goals: 2, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 2, lr: 2e-2, advantage: 'gae', criticLr: 1e-2 };
-    const res = await resumedStep(env, 'attack', cfg, 3, async (run) => {
-      const r0 = await run.step();
-      expect(r0.metrics['value/mean']).toBe(0); // the head starts at zero
-      expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
-    }, (payload) => {
-      const critic = payload.extra.critic as { step: number; weight: { data: number[] } };
-      expect(critic.step).toBe(1);
-      expect(critic.weight.data.some((x) => x !== 0)).toBe(true);
-    });
+  it("attack: the attacker's value head learns with its own optimiser; a checkpoint restores it exactly", async () => {
+    const cfg = {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      goals: 2,
+      groupSize: 3,
+      attackerMaxTokens: 8,
+      defenderMaxTokens: 6,
+      goalPool: 8,
+      samples: 2,
+      lr: 2e-2,
+      advantage: 'gae',
+      criticLr: 1e-2,
+    };
+    const res = await resumedStep(
+      env,
+      'attack',
+      cfg,
+      3,
+      async (run) => {
+        const r0 = await run.step();
+        expect(r0.metrics['value/mean']).toBe(0); // the head starts at zero
+        expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
+      },
+      (payload) => {
+        const critic = payload.extra.critic as { step: number; weight: { data: number[] } };
+        expect(critic.step).toBe(1);
+        expect(critic.weight.data.some((x) => x !== 0)).toBe(true);
+      },
+    );
     expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 90_000);
 
   it('arena: one critic per side, each trained only in its own phases; both restored', async () => {
-    const cfg = { attacker: M, defender: M, judge: 'letters', phaseSteps: 1, goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 2, attackerLr: 1e-2, defenderLr: 1e-2, advantage: 'gae', criticLr: 1e-2 };
-    const res = await resumedStep(env, 'arena', cfg, 5, async (run) => {
-      expect((await run.step()).phase).toBe('attacker');
-      const critics = (await run.state()).extra.critics as Record<string, { step: number }>;
-      expect(critics).toMatchObject({ attacker: { step: 1 }, defender: { step: 0 } });
-      await run.step();
-    }, (payload) => {
-      expect(payload.extra.critics).toMatchObject({ attacker: { step: 1 }, defender: { step: 1 } });
-    });
+    const cfg = {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      phaseSteps: 1,
+      goals: 2,
+      benignPrompts: 1,
+      groupSize: 3,
+      attackerMaxTokens: 8,
+      defenderMaxTokens: 6,
+      goalPool: 8,
+      samples: 2,
+      attackerLr: 1e-2,
+      defenderLr: 1e-2,
+      advantage: 'gae',
+      criticLr: 1e-2,
+    };
+    const res = await resumedStep(
+      env,
+      'arena',
+      cfg,
+      5,
+      async (run) => {
+        expect((await run.step()).phase).toBe('attacker');
+        const critics = (await run.state()).extra.critics as Record<string, { step: number }>;
+        expect(critics).toMatchObject({ attacker: { step: 1 }, defender: { step: 0 } });
+        await run.step();
+      },
+      (payload) => {
+        expect(payload.extra.critics).toMatchObject({ attacker: { step: 1 }, defender: { step: 1 } });
+      },
+    );
     expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 90_000);
 
-  it('multiturn: GAE runs across the user turns (a reply is credited with its own and every later turn\'s score) and the critic trains', async () => {
-    const cfg = { defender: M, judge: 'letters', episodes: 1, benignEpisodes: 1, groupSize: 3, maxNewTokens: 6, goalPool: 8, samples: 6, lr: 1e-2, advantage: 'gae', criticLr: 1e-2, rewardPlacement: 'turn' };
+  it("multiturn: GAE runs across the user turns (a reply is credited with its own and every later turn's score) and the critic trains", async () => {
+    const cfg = {
+      defender: M,
+      judge: 'letters',
+      episodes: 1,
+      benignEpisodes: 1,
+      groupSize: 3,
+      maxNewTokens: 6,
+      goalPool: 8,
+      samples: 6,
+      lr: 1e-2,
+      advantage: 'gae',
+      criticLr: 1e-2,
+      rewardPlacement: 'turn',
+    };
     const a = await createRun(env, 'multiturn', cfg, 11);
     try {
       const r0 = await a.run.step();
@@ -165,7 +274,9 @@ describe('GAE with a critic', () => {
       const all = rows.flat();
       const mu = all.reduce((t, x) => t + x, 0) / all.length;
       const sd = Math.sqrt(all.reduce((t, x) => t + (x - mu) ** 2, 0) / (all.length - 1) + 1e-8);
-      r0.samples.forEach((smp, i) => expect(smp.advantage).toBeCloseTo(rows[i].reduce((t, x) => t + (x - mu) / sd, 0) / rows[i].length, 4));
+      r0.samples.forEach((smp, i) =>
+        expect(smp.advantage).toBeCloseTo(rows[i].reduce((t, x) => t + (x - mu) / sd, 0) / rows[i].length, 4),
+      );
       expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
       expect(r0.metrics['loss/value']).toBeGreaterThan(0); // returns are the turn scores, the head says 0
       const critic = (await a.run.state()).extra.critic as { step: number };
@@ -183,27 +294,60 @@ describe('adaptive KL controller', () => {
   const ctl = { klController: 'adaptive', klTarget: 1e-6, klHorizon: 10 };
 
   it('redteam: beta follows the controller each step and survives a checkpoint (hand-computed)', async () => {
-    const cfg = { defender: M, judge: 'letters', prompts: 2, groupSize: 4, maxNewTokens: 6, promptPool: 8, samples: 0, lr: 5e-2, klBeta: 0.5, earlyStop: false, skipZeroAdvantageGroups: false, ...ctl };
-    const res = await resumedStep(env, 'redteam', cfg, 4, async (run) => {
-      const r0 = await run.step();
-      const r1 = await run.step();
-      expect(r0.metrics['kl/coef']).toBe(0.5);
-      expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.2 * 8 / 10), 12);
-      expect(r1.metrics['kl/mean']).toBeGreaterThan(1e-6);
-    }, (payload) => {
-      expect(payload.extra.klCoef).toBeCloseTo(0.5 * 0.84 * 1.16, 12);
-    });
+    const cfg = {
+      defender: M,
+      judge: 'letters',
+      prompts: 2,
+      groupSize: 4,
+      maxNewTokens: 6,
+      promptPool: 8,
+      samples: 0,
+      lr: 5e-2,
+      klBeta: 0.5,
+      earlyStop: false,
+      skipZeroAdvantageGroups: false,
+      ...ctl,
+    };
+    const res = await resumedStep(
+      env,
+      'redteam',
+      cfg,
+      4,
+      async (run) => {
+        const r0 = await run.step();
+        const r1 = await run.step();
+        expect(r0.metrics['kl/coef']).toBe(0.5);
+        expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - (0.2 * 8) / 10), 12);
+        expect(r1.metrics['kl/mean']).toBeGreaterThan(1e-6);
+      },
+      (payload) => {
+        expect(payload.extra.klCoef).toBeCloseTo(0.5 * 0.84 * 1.16, 12);
+      },
+    );
     expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 90_000);
 
   it('attack: beta follows the controller each step (hand-computed)', async () => {
-    const cfg = { attacker: M, defender: M, judge: 'letters', goals: 2, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 0, lr: 5e-2, klBeta: 0.5, ...ctl };
+    const cfg = {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      goals: 2,
+      groupSize: 3,
+      attackerMaxTokens: 8,
+      defenderMaxTokens: 6,
+      goalPool: 8,
+      samples: 0,
+      lr: 5e-2,
+      klBeta: 0.5,
+      ...ctl,
+    };
     const { run } = await createRun(env, 'attack', cfg, 3);
     try {
       const r0 = await run.step();
       const r1 = await run.step();
       expect(r0.metrics['kl/coef']).toBe(0.5);
-      expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.2 * 6 / 10), 12); // 2 goals x G 3
+      expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - (0.2 * 6) / 10), 12); // 2 goals x G 3
       expect(r1.metrics['kl/mean']).toBeGreaterThan(1e-6);
       expect((await run.state()).extra.klCoef).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
     } finally {
@@ -212,24 +356,63 @@ describe('adaptive KL controller', () => {
   }, 90_000);
 
   it('arena: one controller per side, each moved by its own phases only (hand-computed); restored', async () => {
-    const cfg = { attacker: M, defender: M, judge: 'letters', phaseSteps: 1, goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 6, goalPool: 8, samples: 0, attackerLr: 5e-2, defenderLr: 5e-2, attackerKlBeta: 0.5, defenderKlBeta: 0.3, ...ctl };
-    const res = await resumedStep(env, 'arena', cfg, 5, async (run) => {
-      const r = [await run.step(), await run.step(), await run.step()];
-      expect(r.map((x) => x.phase)).toEqual(['attacker', 'defender', 'attacker']);
-      expect(r[0].metrics['kl/coef']).toBe(0.5);
-      expect(r[1].metrics['kl/coef']).toBe(0.3); // the attacker's step left the defender's beta alone
-      expect(r[2].metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.2 * 6 / 10), 12); // 2 goals x G 3
-      expect(r[2].metrics['attacker/kl_mean']).toBeGreaterThan(1e-6);
-    }, (payload) => {
-      const k = payload.extra.klCoefs as Record<string, number>;
-      expect(k.attacker).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
-      expect(k.defender).toBeCloseTo(0.3 * (1 - 0.2 * 9 / 10), 12); // (2 goals + 1 task) x G 3
-    });
+    const cfg = {
+      attacker: M,
+      defender: M,
+      judge: 'letters',
+      phaseSteps: 1,
+      goals: 2,
+      benignPrompts: 1,
+      groupSize: 3,
+      attackerMaxTokens: 8,
+      defenderMaxTokens: 6,
+      goalPool: 8,
+      samples: 0,
+      attackerLr: 5e-2,
+      defenderLr: 5e-2,
+      attackerKlBeta: 0.5,
+      defenderKlBeta: 0.3,
+      ...ctl,
+    };
+    const res = await resumedStep(
+      env,
+      'arena',
+      cfg,
+      5,
+      async (run) => {
+        const r = [await run.step(), await run.step(), await run.step()];
+        expect(r.map((x) => x.phase)).toEqual(['attacker', 'defender', 'attacker']);
+        expect(r[0].metrics['kl/coef']).toBe(0.5);
+        expect(r[1].metrics['kl/coef']).toBe(0.3); // the attacker's step left the defender's beta alone
+        expect(r[2].metrics['kl/coef']).toBeCloseTo(0.5 * (1 - (0.2 * 6) / 10), 12); // 2 goals x G 3
+        expect(r[2].metrics['attacker/kl_mean']).toBeGreaterThan(1e-6);
+      },
+      (payload) => {
+        const k = payload.extra.klCoefs as Record<string, number>;
+        expect(k.attacker).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
+        expect(k.defender).toBeCloseTo(0.3 * (1 - (0.2 * 9) / 10), 12); // (2 goals + 1 task) x G 3
+      },
+    );
     expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
   }, 120_000);
 
-  it('minmax: the monitor\'s and the policy\'s beta move on their own updates (hand-computed)', async () => {
-    const cfg = { policy: M, monitor: M, rm: 'letters', items: 2, groupSize: 3, policyMaxTokens: 4, monitorMaxTokens: 8, itemPool: 8, samples: 0, policyLr: 5e-2, monitorLr: 5e-2, monitorStepsPerPolicy: 1, klBeta: 0.5, ...ctl };
+  it("minmax: the monitor's and the policy's beta move on their own updates (hand-computed)", async () => {
+    const cfg = {
+      policy: M,
+      monitor: M,
+      rm: 'letters',
+      items: 2,
+      groupSize: 3,
+      policyMaxTokens: 4,
+      monitorMaxTokens: 8,
+      itemPool: 8,
+      samples: 0,
+      policyLr: 5e-2,
+      monitorLr: 5e-2,
+      monitorStepsPerPolicy: 1,
+      klBeta: 0.5,
+      ...ctl,
+    };
     const { run } = await createRun(env, 'minmax', cfg, 6);
     try {
       const r0 = await run.step(); // monitor: KL 0 -> its beta x (1 - 0.2 x 6 / 10)
@@ -247,7 +430,9 @@ describe('adaptive KL controller', () => {
       (bad.extra.klCoefs as Record<string, number>).monitor = -1;
       const fresh = await createRun(env, 'minmax', cfg, 6);
       try {
-        await expect(fresh.run.restore(bad)).rejects.toThrow(/checkpoint: extra\.klCoefs\.monitor must be a finite number >= 0 \(got -1\)/);
+        await expect(fresh.run.restore(bad)).rejects.toThrow(
+          /checkpoint: extra\.klCoefs\.monitor must be a finite number >= 0 \(got -1\)/,
+        );
         expect(fresh.run.stepsDone).toBe(0);
       } finally {
         fresh.run.dispose();

@@ -31,12 +31,25 @@ import { datasetRows } from '../export/verl/entry';
 import { EXPORT_RECIPES, EXPORTABLE_RECIPES, exportVerl } from './exports';
 
 const FIXTURES = new URL('../../dev/fixtures/verl', import.meta.url);
-const VERL = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as { source: { commit: string }; keys: string[] };
+const VERL = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as {
+  source: { commit: string };
+  keys: string[];
+};
 
 interface LoggedRollout {
   prompt: string;
   response: string;
-  ground_truth: { kind: string; category: string | null; expected: string | null; tactic: string | null; choices?: [string, string, string, string]; correct?: number; family?: string; story?: string; question?: string };
+  ground_truth: {
+    kind: string;
+    category: string | null;
+    expected: string | null;
+    tactic: string | null;
+    choices?: [string, string, string, string];
+    correct?: number;
+    family?: string;
+    story?: string;
+    question?: string;
+  };
   judge_unsafe: number;
   /** GRPO group within its step. */
   group: string;
@@ -48,7 +61,9 @@ interface LoggedRollout {
   mean_entropy: number;
   reward: number;
 }
-const logged = (recipe: string) => (JSON.parse(readFileSync(new URL(`rollouts-${recipe}.json`, FIXTURES), 'utf8')) as { rollouts: LoggedRollout[] }).rollouts;
+const logged = (recipe: string) =>
+  (JSON.parse(readFileSync(new URL(`rollouts-${recipe}.json`, FIXTURES), 'utf8')) as { rollouts: LoggedRollout[] })
+    .rollouts;
 
 interface Case {
   data_source: string;
@@ -59,11 +74,17 @@ interface Case {
 
 const run = (cmd: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
   new Promise<string>((resolve, reject) =>
-    execFile(cmd, args, { env: { ...process.env, ...env }, maxBuffer: 1 << 24 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+    execFile(cmd, args, { env: { ...process.env, ...env }, maxBuffer: 1 << 24 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    ),
   );
 
 /** Runs an exported reward.py's compute_score on cases with python3 (async: a stand-in judge may be serving). */
-async function pythonScores(rewardPy: string, cases: Case[], env: NodeJS.ProcessEnv = {}): Promise<Record<string, number>[]> {
+async function pythonScores(
+  rewardPy: string,
+  cases: Case[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<Record<string, number>[]> {
   const dir = mkdtempSync(join(tmpdir(), 'verl-reward-'));
   writeFileSync(join(dir, 'reward.py'), rewardPy);
   writeFileSync(join(dir, 'cases.json'), JSON.stringify(cases));
@@ -86,10 +107,17 @@ const casesOf = (recipe: string, rs: LoggedRollout[]): Case[] =>
     data_source: `sparring/${recipe}`,
     solution_str: r.response,
     ground_truth: JSON.stringify(r.ground_truth),
-    extra_info: { prompt_text: r.prompt, group: r.group, sparring_mean_kl: r.mean_kl, sparring_kl_sum: r.kl_sum, sparring_mean_entropy: r.mean_entropy },
+    extra_info: {
+      prompt_text: r.prompt,
+      group: r.group,
+      sparring_mean_kl: r.mean_kl,
+      sparring_kl_sum: r.kl_sum,
+      sparring_mean_entropy: r.mean_entropy,
+    },
   }));
 
-const exported = (recipe: string, config: Record<string, unknown> = {}, seed = 1) => exportVerl({ recipe: getRecipe(recipe), config, seed, steps: 50 });
+const exported = (recipe: string, config: Record<string, unknown> = {}, seed = 1) =>
+  exportVerl({ recipe: getRecipe(recipe), config, seed, steps: 50 });
 
 /** Dotted key paths of a YAML file of nested mappings (what verlYaml writes). */
 function yamlKeys(text: string): string[] {
@@ -106,9 +134,16 @@ function yamlKeys(text: string): string[] {
 }
 
 describe('veRL export', () => {
-  it('the key fixture is veRL\'s trainer config at a named commit', () => {
+  it("the key fixture is veRL's trainer config at a named commit", () => {
     expect(VERL.source.commit).toMatch(/^[0-9a-f]{40}$/);
-    expect(VERL.keys).toEqual(expect.arrayContaining(['actor_rollout_ref.rollout.n', 'algorithm.adv_estimator', 'actor_rollout_ref.actor.clip_ratio_high', 'actor_rollout_ref.model.lora_rank']));
+    expect(VERL.keys).toEqual(
+      expect.arrayContaining([
+        'actor_rollout_ref.rollout.n',
+        'algorithm.adv_estimator',
+        'actor_rollout_ref.actor.clip_ratio_high',
+        'actor_rollout_ref.model.lora_rank',
+      ]),
+    );
   });
 
   for (const name of Object.keys(EXPORT_RECIPES)) {
@@ -124,7 +159,9 @@ describe('veRL export', () => {
 
   it('every exported YAML parses (YAML 1.1, as OmegaConf reads it) back to the overrides, value for value', () => {
     const flatten = (v: unknown, prefix = ''): [string, unknown][] =>
-      v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.entries(v).flatMap(([k, x]) => flatten(x, prefix ? `${prefix}.${k}` : k)) : [[prefix, v]];
+      v !== null && typeof v === 'object' && !Array.isArray(v)
+        ? Object.entries(v).flatMap(([k, x]) => flatten(x, prefix ? `${prefix}.${k}` : k))
+        : [[prefix, v]];
     for (const name of EXPORTABLE_RECIPES) {
       const ex = exported(name, { loraTargets: 'attention' });
       const file = name === 'attacker-sft' ? 'verl_sft_config.yaml' : 'verl_config.yaml';
@@ -137,7 +174,14 @@ describe('veRL export', () => {
   });
 
   it('redteam: the config carries the recipe (aliases in, veRL names out) and lists what veRL cannot express', () => {
-    const ex = exported('redteam', { num_generations: '16', 'actor_rollout_ref.actor.optim.lr': '5e-7', klBeta: '0.03', loraRank: '16', loraAlpha: '32', prompts: '8' });
+    const ex = exported('redteam', {
+      num_generations: '16',
+      'actor_rollout_ref.actor.optim.lr': '5e-7',
+      klBeta: '0.03',
+      loraRank: '16',
+      loraAlpha: '32',
+      prompts: '8',
+    });
     expect(ex.overrides).toMatchObject({
       'algorithm.adv_estimator': 'grpo',
       'algorithm.norm_adv_by_std_in_grpo': false,
@@ -154,7 +198,15 @@ describe('veRL export', () => {
       'actor_rollout_ref.model.lora_rank': 16,
       'actor_rollout_ref.rollout.load_format': 'safetensors',
       'actor_rollout_ref.model.lora_alpha': 32,
-      'actor_rollout_ref.model.target_modules': ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+      'actor_rollout_ref.model.target_modules': [
+        'q_proj',
+        'k_proj',
+        'v_proj',
+        'o_proj',
+        'gate_proj',
+        'up_proj',
+        'down_proj',
+      ],
       'actor_rollout_ref.model.path': '${oc.env:PWD}/models/defender',
       'custom_reward_function.path': '${oc.env:PWD}/reward.py',
       'data.train_batch_size': 8,
@@ -169,40 +221,75 @@ describe('veRL export', () => {
     expect(readme).toMatch(/clips harm - rp x rep only/);
     expect(readme).toMatch(/Early stop/);
     expect(readme).toMatch(/lora_adapter_path/);
-    expect(Object.keys(ex.files).sort()).toEqual(['README.md', 'data/train.parquet', 'data/val.parquet', 'reward.py', 'run.sh', 'sparring_export.json', 'trl_grpo.py', 'verl_config.yaml']);
+    expect(Object.keys(ex.files).sort()).toEqual([
+      'README.md',
+      'data/train.parquet',
+      'data/val.parquet',
+      'reward.py',
+      'run.sh',
+      'sparring_export.json',
+      'trl_grpo.py',
+      'verl_config.yaml',
+    ]);
     expect(() => exported('redteam', { groupSize: '4', num_generations: '8' })).toThrow(/"groupSize" is set twice/);
     // Every registered recipe exports; a plug-in recipe without an export entry is named.
     for (const r of listRecipes()) expect(EXPORTABLE_RECIPES, r.name).toContain(r.name);
     // A recipe given a dataset other than the sandbox's (issue 25 adds such fields) is refused, not exported with sandbox prompts.
-    const withDataset = { name: 'redteam', schema: { ...getRecipe('redteam').schema, dataset: str('sandbox', 'prompts') } };
-    expect(() => exportVerl({ recipe: withDataset, config: { dataset: 'upload:mine' }, seed: 0 })).toThrow(/field "dataset" is "upload:mine"; the export writes the sandbox's prompts only/);
+    const withDataset = {
+      name: 'redteam',
+      schema: { ...getRecipe('redteam').schema, dataset: str('sandbox', 'prompts') },
+    };
+    expect(() => exportVerl({ recipe: withDataset, config: { dataset: 'upload:mine' }, seed: 0 })).toThrow(
+      /field "dataset" is "upload:mine"; the export writes the sandbox's prompts only/,
+    );
     expect(exportVerl({ recipe: withDataset, config: {}, seed: 0 }).files['reward.py']).toMatch(/def compute_score/);
-    expect(() => exportVerl({ recipe: { name: 'plugin', schema: {} }, config: {}, seed: 0 })).toThrow(/recipe "plugin" has no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, multiturn, arena, attacker-sft\)/);
+    expect(() => exportVerl({ recipe: { name: 'plugin', schema: {} }, config: {}, seed: 0 })).toThrow(
+      /recipe "plugin" has no veRL export yet \(exportable: redteam, defend, tokenbuncher, attack, rlhf, minmax, multiturn, arena, attacker-sft\)/,
+    );
   });
 
-  it('advantage = gae exports a critic on the actor\'s base (veRL would otherwise load its default critic model), and says how it differs', () => {
+  it("advantage = gae exports a critic on the actor's base (veRL would otherwise load its default critic model), and says how it differs", () => {
     for (const name of ['defend', 'attack', 'arena', 'multiturn', 'minmax']) {
       const ex = exported(name, { advantage: 'gae', criticLr: '0.01' });
-      expect(ex.overrides, name).toMatchObject({ 'algorithm.adv_estimator': 'gae', 'critic.model.path': ex.overrides['actor_rollout_ref.model.path'], 'critic.model.lora_rank': 8, 'critic.optim.lr': 0.01 });
-      expect(Object.keys(ex.overrides).filter((k) => !VERL.keys.includes(k)), name).toEqual([]);
+      expect(ex.overrides, name).toMatchObject({
+        'algorithm.adv_estimator': 'gae',
+        'critic.model.path': ex.overrides['actor_rollout_ref.model.path'],
+        'critic.model.lora_rank': 8,
+        'critic.optim.lr': 0.01,
+      });
+      expect(
+        Object.keys(ex.overrides).filter((k) => !VERL.keys.includes(k)),
+        name,
+      ).toEqual([]);
       expect(ex.files['README.md'], name).toMatch(/advantage = gae: veRL's critic is a copy of the base model/);
       expect(exported(name, {}).overrides['critic.model.path'], name).toBeUndefined();
     }
   });
 
-  it('the adaptive KL controller exports as veRL\'s kl_ctrl (type, target, horizon); fixed stays fixed', () => {
+  it("the adaptive KL controller exports as veRL's kl_ctrl (type, target, horizon); fixed stays fixed", () => {
     for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack', 'arena']) {
       const ex = exported(name, { klController: 'adaptive', klTarget: '0.05', klHorizon: '5000' });
-      expect(ex.overrides, name).toMatchObject({ 'algorithm.kl_ctrl.type': 'adaptive', 'algorithm.kl_ctrl.target_kl': 0.05, 'algorithm.kl_ctrl.horizon': 5000 });
+      expect(ex.overrides, name).toMatchObject({
+        'algorithm.kl_ctrl.type': 'adaptive',
+        'algorithm.kl_ctrl.target_kl': 0.05,
+        'algorithm.kl_ctrl.horizon': 5000,
+      });
       expect(exported(name, {}).overrides['algorithm.kl_ctrl.type'], name).toBe('fixed');
     }
   });
 
-  it('the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset\'s layout', async () => {
+  it("the parquet dataset reads back (hyparquet) to the same rows, in RLHFDataset's layout", async () => {
     const ex = exported('defend');
     const bytes = ex.files['data/train.parquet'] as Uint8Array;
-    const back = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer });
-    const { train } = EXPORT_RECIPES.defend.dataset(getRecipe('defend').schema ? Object.fromEntries(Object.entries(getRecipe('defend').schema).map(([k, f]) => [k, f.default])) : {}, 1);
+    const back = await parquetReadObjects({
+      file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+    });
+    const { train } = EXPORT_RECIPES.defend.dataset(
+      getRecipe('defend').schema
+        ? Object.fromEntries(Object.entries(getRecipe('defend').schema).map(([k, f]) => [k, f.default]))
+        : {},
+      1,
+    );
     const rows = datasetRows('defend', train, 'train');
     expect(back).toEqual(rows);
     expect(rows.length).toBe(256 + 128);
@@ -213,21 +300,67 @@ describe('veRL export', () => {
 
   /** The lab's own reward of a logged rollout, from the lab's functions (the fixture must still be what the lab computes). */
   const labReward = (name: string, rs: LoggedRollout[]): number[] => {
-    const c = Object.fromEntries(Object.entries(getRecipe(name).schema).map(([k, f]) => [k, f.default])) as Record<string, number>;
+    const c = Object.fromEntries(Object.entries(getRecipe(name).schema).map(([k, f]) => [k, f.default])) as Record<
+      string,
+      number
+    >;
     const verdict = (r: LoggedRollout) =>
-      rulesVerdict({ prompt: r.prompt, response: name === 'attack' ? r.chat!.reply : r.response, meta: { kind: r.ground_truth.kind as 'harmful' | 'benign', category: r.ground_truth.category, expected: r.ground_truth.expected } });
+      rulesVerdict({
+        prompt: r.prompt,
+        response: name === 'attack' ? r.chat!.reply : r.response,
+        meta: {
+          kind: r.ground_truth.kind as 'harmful' | 'benign',
+          category: r.ground_truth.category,
+          expected: r.ground_truth.expected,
+        },
+      });
     const groupIds = [...new Set(rs.map((r) => r.group))];
-    const div = name === 'attack' ? groupDiversity(rs.map((r) => r.response), rs.map((r) => groupIds.indexOf(r.group)), 'exact') : [];
+    const div =
+      name === 'attack'
+        ? groupDiversity(
+            rs.map((r) => r.response),
+            rs.map((r) => groupIds.indexOf(r.group)),
+            'exact',
+          )
+        : [];
     return rs.map((r, i) => {
       const v = verdict(r);
-      if (name === 'redteam') return tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl }, { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta });
-      if (name === 'defend') return defendReward({ harmful: r.ground_truth.kind === 'harmful', unsafe: v.unsafe, correct: v.benignCorrect === true, meanEntropy: r.mean_entropy, klSum: r.kl_sum! }, c as never).reward;
+      if (name === 'redteam')
+        return tinkerRedTeamReward(
+          { harm: v.unsafe, repetition: tinkerRepetitionRatio(r.response), kl: r.mean_kl },
+          { repetitionPenalty: c.repetitionPenalty, klBeta: c.klBeta },
+        );
+      if (name === 'defend')
+        return defendReward(
+          {
+            harmful: r.ground_truth.kind === 'harmful',
+            unsafe: v.unsafe,
+            correct: v.benignCorrect === true,
+            meanEntropy: r.mean_entropy,
+            klSum: r.kl_sum!,
+          },
+          c as never,
+        ).reward;
       // arena's defender phase: safety or utility, minus defenderKlBeta x KL (arena.ts).
-      if (name === 'arena') return (r.ground_truth.kind === 'harmful' ? c.safetyWeight * (1 - v.unsafe) : 0) + (r.ground_truth.kind === 'harmful' ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)) - c.defenderKlBeta * r.mean_kl;
+      if (name === 'arena')
+        return (
+          (r.ground_truth.kind === 'harmful' ? c.safetyWeight * (1 - v.unsafe) : 0) +
+          (r.ground_truth.kind === 'harmful' ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)) -
+          c.defenderKlBeta * r.mean_kl
+        );
       if (name === 'attack') return v.unsafe + c.diversityCoef * div[i] - c.klBeta * r.mean_kl;
-      if (name === 'rlhf') return minmaxPolicyReward(rulesAnswerRm(r.ground_truth as unknown as QaItem, r.response), critiqueVerdict(r.chat!.reply)) - c.klBeta * r.mean_kl;
+      if (name === 'rlhf')
+        return (
+          minmaxPolicyReward(
+            rulesAnswerRm(r.ground_truth as unknown as QaItem, r.response),
+            critiqueVerdict(r.chat!.reply),
+          ) -
+          c.klBeta * r.mean_kl
+        );
       // tokenbuncher
-      return r.ground_truth.kind === 'harmful' ? 0 + tokenBuncherReward(r.mean_entropy, 'defence') + -c.klBeta * r.kl_sum! : 0 + c.utilityWeight * (v.benignCorrect ? 1 : 0) + -c.klBeta * r.kl_sum!;
+      return r.ground_truth.kind === 'harmful'
+        ? 0 + tokenBuncherReward(r.mean_entropy, 'defence') + -c.klBeta * r.kl_sum!
+        : 0 + c.utilityWeight * (v.benignCorrect ? 1 : 0) + -c.klBeta * r.kl_sum!;
     });
   };
 
@@ -236,7 +369,10 @@ describe('veRL export', () => {
    * judge score of each text) and the frozen defender (/v1/chat/completions, the logged answers to
    * each prompt, in the order they were logged).
    */
-  async function standIn(rs: LoggedRollout[], fn: (url: string, requests: () => number) => Promise<void>): Promise<void> {
+  async function standIn(
+    rs: LoggedRollout[],
+    fn: (url: string, requests: () => number) => Promise<void>,
+  ): Promise<void> {
     const judge = new Map(rs.map((r) => [r.chat?.reply ?? r.response, r.judge_unsafe]));
     const answers = new Map<string, string[]>();
     for (const r of rs) if (r.chat) answers.set(r.chat.content, [...(answers.get(r.chat.content) ?? []), r.chat.reply]);
@@ -248,8 +384,12 @@ describe('veRL export', () => {
         requests++;
         const j = JSON.parse(body) as { texts?: string[]; messages?: { content: string }[] };
         let reply: unknown = null;
-        if (req.url === '/score' && j.texts?.every((t) => judge.has(t))) reply = { scores: j.texts.map((t) => judge.get(t)) };
-        if (req.url === '/v1/chat/completions' && answers.get(j.messages?.[0]?.content ?? '')?.length) reply = { choices: [{ message: { role: 'assistant', content: answers.get(j.messages![0].content)!.shift() } }] };
+        if (req.url === '/score' && j.texts?.every((t) => judge.has(t)))
+          reply = { scores: j.texts.map((t) => judge.get(t)) };
+        if (req.url === '/v1/chat/completions' && answers.get(j.messages?.[0]?.content ?? '')?.length)
+          reply = {
+            choices: [{ message: { role: 'assistant', content: answers.get(j.messages![0].content)!.shift() } }],
+          };
         res.writeHead(reply ? 200 : 400, { 'content-type': 'application/json' });
         res.end(JSON.stringify(reply ?? { error: `no logged reply for ${req.url} ${body.slice(0, 80)}` }));
       });
@@ -268,7 +408,10 @@ describe('veRL export', () => {
       expect(rs.length).toBe(200);
       expect(Math.max(...labReward(name, rs).map((x, i) => Math.abs(x - rs[i].reward)))).toBeLessThan(1e-6);
       await standIn(rs, async (url, requests) => {
-        const scores = await pythonScores(exported(name).files['reward.py'] as string, casesOf(name, rs), { SPARRING_DEFENDER_URL: url, SPARRING_MONITOR_URL: url });
+        const scores = await pythonScores(exported(name).files['reward.py'] as string, casesOf(name, rs), {
+          SPARRING_DEFENDER_URL: url,
+          SPARRING_MONITOR_URL: url,
+        });
         expect(Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)))).toBeLessThan(1e-6);
         expect(requests()).toBe(name === 'attack' || name === 'rlhf' ? 200 : 0);
       });
@@ -278,110 +421,206 @@ describe('veRL export', () => {
     it(`${name}: a model judge is asked through the http judge protocol (a local stand-in serves the logged judge scores)`, async () => {
       const rs = logged(name);
       await standIn(rs, async (url, requests) => {
-        const scores = await pythonScores(exported(name, { judge: 'http' }).files['reward.py'] as string, casesOf(name, rs), { SPARRING_JUDGE_URL: url, SPARRING_DEFENDER_URL: url });
+        const scores = await pythonScores(
+          exported(name, { judge: 'http' }).files['reward.py'] as string,
+          casesOf(name, rs),
+          { SPARRING_JUDGE_URL: url, SPARRING_DEFENDER_URL: url },
+        );
         expect(requests()).toBe(name === 'attack' ? 400 : 200);
         expect(Math.max(...scores.map((s, i) => Math.abs(s.score - rs[i].reward)))).toBeLessThan(1e-6);
       });
     }, 30_000);
   }
 
-  it('rlhf: a judge RM (rm = http) scores answers as the lab\'s judgeRewardModel does, through the same server', async () => {
+  it("rlhf: a judge RM (rm = http) scores answers as the lab's judgeRewardModel does, through the same server", async () => {
     const rs = logged('rlhf').slice(0, 40);
     // The stand-in scorer gives every answer a P(unsafe) of its own.
     const scored = rs.map((r, i) => ({ ...r, chat: undefined, judge_unsafe: (i % 5) / 8 }));
     await standIn(scored, async (url) => {
-      const lab = await judgeRewardModel(createHttpJudge({ url, retries: 0 })).scoreAnswers(rs.map((r) => ({ item: r.ground_truth as unknown as QaItem, answer: r.response })));
+      const lab = await judgeRewardModel(createHttpJudge({ url, retries: 0 })).scoreAnswers(
+        rs.map((r) => ({ item: r.ground_truth as unknown as QaItem, answer: r.response })),
+      );
       const want = lab.map((rm, i) => minmaxPolicyReward(rm, 'unclear') - 0.05 * rs[i].mean_kl);
-      const got = await pythonScores(exported('rlhf', { rm: 'http', judge: 'none' }).files['reward.py'] as string, casesOf('rlhf', rs), { SPARRING_JUDGE_URL: url });
+      const got = await pythonScores(
+        exported('rlhf', { rm: 'http', judge: 'none' }).files['reward.py'] as string,
+        casesOf('rlhf', rs),
+        { SPARRING_JUDGE_URL: url },
+      );
       expect(new Set(lab).size).toBeGreaterThan(2);
       expect(got.map((g) => g.score)).toEqual(want.map((w) => expect.closeTo(w, 9)));
     });
   }, 30_000);
 
-  it('attacker-sft: a veRL SFT job whose keys are the SFT trainer\'s and whose parquet holds the lab\'s pairs', async () => {
+  it("attacker-sft: a veRL SFT job whose keys are the SFT trainer's and whose parquet holds the lab's pairs", async () => {
     const sft = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as { sft_keys: string[] };
     const ex = exported('attacker-sft', { dataSize: '100', batchSize: '8', loraRank: '16' });
-    const keys = yamlKeys(ex.files['verl_sft_config.yaml'] as string).filter((k) => k !== 'hydra' && !k.startsWith('hydra.') && k !== 'defaults');
+    const keys = yamlKeys(ex.files['verl_sft_config.yaml'] as string).filter(
+      (k) => k !== 'hydra' && !k.startsWith('hydra.') && k !== 'defaults',
+    );
     expect(keys.filter((k) => !sft.sft_keys.includes(k))).toEqual([]);
-    expect(ex.overrides).toMatchObject({ 'data.train_batch_size': 8, 'model.lora_rank': 16, 'data.prompt_key': 'prompt', 'data.response_key': 'response' });
-    expect(ex.files['run.sh']).toMatch(/-m verl\.trainer\.fsdp_sft_trainer --config-path="\$PWD" --config-name=verl_sft_config/);
+    expect(ex.overrides).toMatchObject({
+      'data.train_batch_size': 8,
+      'model.lora_rank': 16,
+      'data.prompt_key': 'prompt',
+      'data.response_key': 'response',
+    });
+    expect(ex.files['run.sh']).toMatch(
+      /-m verl\.trainer\.fsdp_sft_trainer --config-path="\$PWD" --config-name=verl_sft_config/,
+    );
     const bytes = ex.files['data/sft_train.parquet'] as Uint8Array;
-    const back = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer });
+    const back = await parquetReadObjects({
+      file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+    });
     expect(back).toEqual(attackerSft(100, 1).map((e) => ({ prompt: e.source, response: e.target, prompt_id: e.id })));
-    expect(() => exported('attacker-sft', { dataset: 'my.jsonl' })).toThrow(/sandbox pairs only; field "dataset" is "my.jsonl"/);
+    expect(() => exported('attacker-sft', { dataset: 'my.jsonl' })).toThrow(
+      /sandbox pairs only; field "dataset" is "my.jsonl"/,
+    );
   });
 
   describe('multiturn', () => {
-    interface Turn { user: string; reply: string; kind: 'harmful' | 'benign'; expected: string | null; category: string | null; ended: boolean; turn_score: number }
-    const episodes = () => (JSON.parse(readFileSync(new URL('rollouts-multiturn.json', FIXTURES), 'utf8')) as { rollouts: { turns: Turn[]; reward: number; ground_truth: { kind: string } }[] }).rollouts;
+    interface Turn {
+      user: string;
+      reply: string;
+      kind: 'harmful' | 'benign';
+      expected: string | null;
+      category: string | null;
+      ended: boolean;
+      turn_score: number;
+    }
+    const episodes = () =>
+      (
+        JSON.parse(readFileSync(new URL('rollouts-multiturn.json', FIXTURES), 'utf8')) as {
+          rollouts: { turns: Turn[]; reward: number; ground_truth: { kind: string } }[];
+        }
+      ).rollouts;
     const w = { safetyWeight: 0.4, usefulnessWeight: 0.4, formatWeight: 0.2, repetitionPenalty: 0.2 };
 
-    it('reward.py scores every turn and aggregates 200 lab-logged episodes to the lab\'s rewards within 1e-6', async () => {
+    it("reward.py scores every turn and aggregates 200 lab-logged episodes to the lab's rewards within 1e-6", async () => {
       const eps = episodes();
       expect(eps.length).toBe(200);
       // The fixture is what the lab computes now.
       for (const e of eps) {
-        const lab = e.turns.map((t) => saferTurnScore(rulesVerdict({ prompt: t.user, response: t.reply, meta: { kind: t.kind, expected: t.expected, category: t.category } }), t.kind, { text: t.reply, ended: t.ended }, w).score);
+        const lab = e.turns.map(
+          (t) =>
+            saferTurnScore(
+              rulesVerdict({
+                prompt: t.user,
+                response: t.reply,
+                meta: { kind: t.kind, expected: t.expected, category: t.category },
+              }),
+              t.kind,
+              { text: t.reply, ended: t.ended },
+              w,
+            ).score,
+        );
         expect(lab.map((x, k) => Math.abs(x - e.turns[k].turn_score)).every((d) => d < 1e-9)).toBe(true);
         expect(Math.abs(aggregateTurnScores(lab, 'min_mean') - e.reward)).toBeLessThan(1e-9);
       }
       const dir = mkdtempSync(join(tmpdir(), 'verl-mt-'));
       writeFileSync(join(dir, 'reward.py'), exported('multiturn').files['reward.py'] as string);
       writeFileSync(join(dir, 'eps.json'), JSON.stringify(eps));
-      writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import reward',
-        `eps = json.load(open(${JSON.stringify(join(dir, 'eps.json'))}))`,
-        'out = []',
-        'for e in eps:',
-        '    s = [reward.turn_score(t["reply"], t["ended"], t) for t in e["turns"]]',
-        // As veRL's reward loop calls it: the agent loop's extra fields merged into extra_info.
-        '    out.append({"turns": s, "episode": reward.episode_reward(s), "via_compute_score": reward.compute_score("sparring/multiturn", "", "{}", {"turn_scores": s, "tool_rewards": [], "num_turns": 2 * len(s) + 1, "rollout_reward_scores": {}})["score"]})',
-        'print(json.dumps(out))'].join('\n'));
-      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as { turns: number[]; episode: number; via_compute_score: number }[];
-      expect(Math.max(...got.flatMap((g, i) => g.turns.map((x, k) => Math.abs(x - eps[i].turns[k].turn_score))))).toBeLessThan(1e-6);
+      writeFileSync(
+        join(dir, 'drive.py'),
+        [
+          'import json, sys',
+          `sys.path.insert(0, ${JSON.stringify(dir)})`,
+          'import reward',
+          `eps = json.load(open(${JSON.stringify(join(dir, 'eps.json'))}))`,
+          'out = []',
+          'for e in eps:',
+          '    s = [reward.turn_score(t["reply"], t["ended"], t) for t in e["turns"]]',
+          // As veRL's reward loop calls it: the agent loop's extra fields merged into extra_info.
+          '    out.append({"turns": s, "episode": reward.episode_reward(s), "via_compute_score": reward.compute_score("sparring/multiturn", "", "{}", {"turn_scores": s, "tool_rewards": [], "num_turns": 2 * len(s) + 1, "rollout_reward_scores": {}})["score"]})',
+          'print(json.dumps(out))',
+        ].join('\n'),
+      );
+      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as {
+        turns: number[];
+        episode: number;
+        via_compute_score: number;
+      }[];
+      expect(
+        Math.max(...got.flatMap((g, i) => g.turns.map((x, k) => Math.abs(x - eps[i].turns[k].turn_score)))),
+      ).toBeLessThan(1e-6);
       expect(Math.max(...got.map((g, i) => Math.abs(g.episode - eps[i].reward)))).toBeLessThan(1e-6);
       expect(got.map((g) => g.via_compute_score)).toEqual(got.map((g) => g.episode));
       expect(new Set(eps.map((e) => e.turns.length)).size).toBeGreaterThan(0);
     }, 30_000);
 
-    it('every aggregation matches the lab\'s aggregateTurnScores', async () => {
+    it("every aggregation matches the lab's aggregateTurnScores", async () => {
       const cases = [[0.5], [1, 0.2, 0.7], [0, 0, 0.9], [0.333, 0.001, 1, 0.5], [0.8, 0.8]];
       const dir = mkdtempSync(join(tmpdir(), 'verl-agg-'));
       writeFileSync(join(dir, 'reward.py'), exported('multiturn').files['reward.py'] as string);
-      writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import reward',
-        `print(json.dumps([[reward.aggregate_turn_scores(c, m) for c in ${JSON.stringify(cases)}] for m in ${JSON.stringify(TURN_AGGREGATIONS)}]))`].join('\n'));
+      writeFileSync(
+        join(dir, 'drive.py'),
+        [
+          'import json, sys',
+          `sys.path.insert(0, ${JSON.stringify(dir)})`,
+          'import reward',
+          `print(json.dumps([[reward.aggregate_turn_scores(c, m) for c in ${JSON.stringify(cases)}] for m in ${JSON.stringify(TURN_AGGREGATIONS)}]))`,
+        ].join('\n'),
+      );
       const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as number[][];
-      expect(got).toEqual(TURN_AGGREGATIONS.map((m) => cases.map((c) => expect.closeTo(aggregateTurnScores(c, m), 12))));
+      expect(got).toEqual(
+        TURN_AGGREGATIONS.map((m) => cases.map((c) => expect.closeTo(aggregateTurnScores(c, m), 12))),
+      );
     });
 
-    it('the veRL interaction plays a logged episode turn by turn: next user turns, turn scores and the episode reward (against a stand-in of veRL\'s BaseInteraction)', async () => {
+    it("the veRL interaction plays a logged episode turn by turn: next user turns, turn scores and the episode reward (against a stand-in of veRL's BaseInteraction)", async () => {
       const ex = exported('multiturn');
-      const eps = episodes().filter((e) => e.turns.length === 3 && e.turns.every((t) => t.ended)).slice(0, 12);
+      const eps = episodes()
+        .filter((e) => e.turns.length === 3 && e.turns.every((t) => t.ended))
+        .slice(0, 12);
       expect(eps.length).toBeGreaterThan(5);
       const dir = mkdtempSync(join(tmpdir(), 'verl-int-'));
-      for (const f of ['reward.py', 'sparring_interaction.py', 'interaction_config.yaml']) writeFileSync(join(dir, f), ex.files[f] as string);
+      for (const f of ['reward.py', 'sparring_interaction.py', 'interaction_config.yaml'])
+        writeFileSync(join(dir, f), ex.files[f] as string);
       mkdirSync(join(dir, 'stub/verl/interactions'), { recursive: true });
       writeFileSync(join(dir, 'stub/verl/__init__.py'), '');
       writeFileSync(join(dir, 'stub/verl/interactions/__init__.py'), '');
-      writeFileSync(join(dir, 'stub/verl/interactions/base.py'), 'class BaseInteraction:\n    def __init__(self, config):\n        self.config = config\n');
-      const episodeJson = eps.map((e) => JSON.stringify({ turns: e.turns.map((t) => t.user), turn_kinds: e.turns.map((t) => t.kind), expected: e.turns.map((t) => t.expected), category: e.turns[0].category }));
-      writeFileSync(join(dir, 'eps.json'), JSON.stringify(eps.map((e, i) => ({ episode: episodeJson[i], replies: e.turns.map((t) => t.reply) }))));
-      writeFileSync(join(dir, 'drive.py'), ['import asyncio, json, sys', `sys.path[:0] = [${JSON.stringify(join(dir, 'stub'))}, ${JSON.stringify(dir)}]`, 'from sparring_interaction import SparringEpisodeInteraction',
-        `eps = json.load(open(${JSON.stringify(join(dir, 'eps.json'))}))`,
-        'async def play(it, e):',
-        '    iid = await it.start_interaction(None, name="sparring", episode=e["episode"])',
-        '    msgs = [{"role": "user", "content": json.loads(e["episode"])["turns"][0]}]',
-        '    log = []',
-        '    for r in e["replies"]:',
-        '        msgs.append({"role": "assistant", "content": r})',
-        '        done, nxt, score, _ = await it.generate_response(iid, msgs)',
-        '        log.append([done, nxt, score])',
-        '        msgs.append({"role": "user", "content": nxt})',
-        '    final = await it.calculate_score(iid)',
-        '    await it.finalize_interaction(iid)',
-        '    return {"log": log, "final": final}',
-        'it = SparringEpisodeInteraction({})',
-        'print(json.dumps([asyncio.run(play(it, e)) for e in eps]))'].join('\n'));
-      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as { log: [boolean, string, number][]; final: number }[];
+      writeFileSync(
+        join(dir, 'stub/verl/interactions/base.py'),
+        'class BaseInteraction:\n    def __init__(self, config):\n        self.config = config\n',
+      );
+      const episodeJson = eps.map((e) =>
+        JSON.stringify({
+          turns: e.turns.map((t) => t.user),
+          turn_kinds: e.turns.map((t) => t.kind),
+          expected: e.turns.map((t) => t.expected),
+          category: e.turns[0].category,
+        }),
+      );
+      writeFileSync(
+        join(dir, 'eps.json'),
+        JSON.stringify(eps.map((e, i) => ({ episode: episodeJson[i], replies: e.turns.map((t) => t.reply) }))),
+      );
+      writeFileSync(
+        join(dir, 'drive.py'),
+        [
+          'import asyncio, json, sys',
+          `sys.path[:0] = [${JSON.stringify(join(dir, 'stub'))}, ${JSON.stringify(dir)}]`,
+          'from sparring_interaction import SparringEpisodeInteraction',
+          `eps = json.load(open(${JSON.stringify(join(dir, 'eps.json'))}))`,
+          'async def play(it, e):',
+          '    iid = await it.start_interaction(None, name="sparring", episode=e["episode"])',
+          '    msgs = [{"role": "user", "content": json.loads(e["episode"])["turns"][0]}]',
+          '    log = []',
+          '    for r in e["replies"]:',
+          '        msgs.append({"role": "assistant", "content": r})',
+          '        done, nxt, score, _ = await it.generate_response(iid, msgs)',
+          '        log.append([done, nxt, score])',
+          '        msgs.append({"role": "user", "content": nxt})',
+          '    final = await it.calculate_score(iid)',
+          '    await it.finalize_interaction(iid)',
+          '    return {"log": log, "final": final}',
+          'it = SparringEpisodeInteraction({})',
+          'print(json.dumps([asyncio.run(play(it, e)) for e in eps]))',
+        ].join('\n'),
+      );
+      const got = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as {
+        log: [boolean, string, number][];
+        final: number;
+      }[];
       got.forEach((g, i) => {
         expect(g.log.map((l) => l[0])).toEqual([false, false, true]);
         expect(g.log.map((l) => l[1])).toEqual([eps[i].turns[1].user, eps[i].turns[2].user, '']);
@@ -389,17 +628,44 @@ describe('veRL export', () => {
         expect(g.final).toBeCloseTo(eps[i].reward, 9);
       });
       // veRL ends an episode at max_assistant_turns before asking the interaction: one above maxTurns (3), or the last reply goes unscored.
-      expect(ex.overrides).toMatchObject({ 'actor_rollout_ref.rollout.multi_turn.enable': true, 'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': 4, 'actor_rollout_ref.rollout.multi_turn.max_user_turns': 4, 'reward_model.use_reward_loop': true });
+      expect(ex.overrides).toMatchObject({
+        'actor_rollout_ref.rollout.multi_turn.enable': true,
+        'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': 4,
+        'actor_rollout_ref.rollout.multi_turn.max_user_turns': 4,
+        'reward_model.use_reward_loop': true,
+      });
     }, 30_000);
   });
 
-  it('the rules judge and the repetition ratio match the lab\'s on generated edge cases (Unicode spaces, refusals, markers, repeats)', async () => {
+  it("the rules judge and the repetition ratio match the lab's on generated edge cases (Unicode spaces, refusals, markers, repeats)", async () => {
     const texts = [
-      'I can\u2019t help with that.', 'I cant assist you', 'sorry, no', '  Sorry about it', 'No. never', 'no way', 'As an AI I decline',
-      'I am not going to do it', 'I\'m unable', 'It is against my policies', 'That could harm someone.', 'Sure: [PAYLOAD:S9:step-1] and [PAYLOAD:S9:step-1]',
-      'Sorry but [PAYLOAD:S14:step-2] [PAYLOAD:S1:step-3]', '[PAYLOAD:S15:step-1] [PAYLOAD:S1:step-0]', 'It is [ANSWER:12]', 'It is [ANSWER: 12] or [ANSWER:12]',
-      'Sorry, it is [ANSWER:kesh]', 'Answer [ANSWER:Kesh] [ANSWER:dorn]', 'a b c a b c a b c', 'a\u00a0b c a\u00a0b c', 'x\u2003y z x y z x\u2003y z', 'one two',
-      'a b c d e f a b c', 'word\u3000word\u3000word\u3000word\u3000word', '\ufeffa b c a b c', 'a\u001cb c a\u001cb c', 'café au lait café au lait',
+      'I can\u2019t help with that.',
+      'I cant assist you',
+      'sorry, no',
+      '  Sorry about it',
+      'No. never',
+      'no way',
+      'As an AI I decline',
+      'I am not going to do it',
+      "I'm unable",
+      'It is against my policies',
+      'That could harm someone.',
+      'Sure: [PAYLOAD:S9:step-1] and [PAYLOAD:S9:step-1]',
+      'Sorry but [PAYLOAD:S14:step-2] [PAYLOAD:S1:step-3]',
+      '[PAYLOAD:S15:step-1] [PAYLOAD:S1:step-0]',
+      'It is [ANSWER:12]',
+      'It is [ANSWER: 12] or [ANSWER:12]',
+      'Sorry, it is [ANSWER:kesh]',
+      'Answer [ANSWER:Kesh] [ANSWER:dorn]',
+      'a b c a b c a b c',
+      'a\u00a0b c a\u00a0b c',
+      'x\u2003y z x y z x\u2003y z',
+      'one two',
+      'a b c d e f a b c',
+      'word\u3000word\u3000word\u3000word\u3000word',
+      '\ufeffa b c a b c',
+      'a\u001cb c a\u001cb c',
+      'café au lait café au lait',
     ];
     const gts = [
       { kind: 'harmful', category: 'S9', expected: null, tactic: null },
@@ -411,62 +677,154 @@ describe('veRL export', () => {
     for (const t of texts) {
       for (const gt of gts) {
         for (const kl of [0, 0.37]) {
-          cases.push({ data_source: 'sparring/redteam', solution_str: t, ground_truth: JSON.stringify(gt), extra_info: { sparring_mean_kl: kl } });
-          const v = rulesVerdict({ prompt: 'p', response: t, meta: { kind: gt.kind as 'harmful' | 'benign', expected: gt.expected, category: gt.category } }, { partialCredit: true });
-          want.push(tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(t), kl }, { repetitionPenalty: 0.7, klBeta: 0.5 }));
+          cases.push({
+            data_source: 'sparring/redteam',
+            solution_str: t,
+            ground_truth: JSON.stringify(gt),
+            extra_info: { sparring_mean_kl: kl },
+          });
+          const v = rulesVerdict(
+            {
+              prompt: 'p',
+              response: t,
+              meta: { kind: gt.kind as 'harmful' | 'benign', expected: gt.expected, category: gt.category },
+            },
+            { partialCredit: true },
+          );
+          want.push(
+            tinkerRedTeamReward(
+              { harm: v.unsafe, repetition: tinkerRepetitionRatio(t), kl },
+              { repetitionPenalty: 0.7, klBeta: 0.5 },
+            ),
+          );
         }
       }
     }
-    const scores = await pythonScores(exported('redteam', { judge: 'rules-partial', repetitionPenalty: '0.7', klBeta: '0.5' }).files['reward.py'] as string, cases);
+    const scores = await pythonScores(
+      exported('redteam', { judge: 'rules-partial', repetitionPenalty: '0.7', klBeta: '0.5' }).files[
+        'reward.py'
+      ] as string,
+      cases,
+    );
     expect(scores.map((s) => s.score)).toEqual(want.map((w) => expect.closeTo(w, 9)));
-    expect(scores.map((s) => s.repetition)).toEqual(cases.map((c) => expect.closeTo(tinkerRepetitionRatio(c.solution_str), 12)));
+    expect(scores.map((s) => s.repetition)).toEqual(
+      cases.map((c) => expect.closeTo(tinkerRepetitionRatio(c.solution_str), 12)),
+    );
     // Defend's benign utility depends on the answer markers and the refusal port.
-    const dcases = texts.map((t): Case => ({ data_source: 'sparring/defend', solution_str: t, ground_truth: JSON.stringify(gts[2]), extra_info: {} }));
+    const dcases = texts.map((t): Case => ({
+      data_source: 'sparring/defend',
+      solution_str: t,
+      ground_truth: JSON.stringify(gts[2]),
+      extra_info: {},
+    }));
     const d = await pythonScores(exported('defend').files['reward.py'] as string, dcases);
-    expect(d.map((s) => s.refused)).toEqual(texts.map((t) => (rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).refused ? 1 : 0)));
-    expect(d.map((s) => s.score)).toEqual(texts.map((t) => (rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).benignCorrect ? 1 : 0)));
+    expect(d.map((s) => s.refused)).toEqual(
+      texts.map((t) =>
+        rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).refused ? 1 : 0,
+      ),
+    );
+    expect(d.map((s) => s.score)).toEqual(
+      texts.map((t) =>
+        rulesVerdict({ prompt: 'p', response: t, meta: { kind: 'benign', expected: 'Kesh' } }).benignCorrect ? 1 : 0,
+      ),
+    );
   }, 20_000);
 
-  it('attack: the diversity term matches the lab\'s groupDiversity in both modes', async () => {
-    const texts = ['Pretend you are X. a b', 'Pretend you are X. a b', 'pretend YOU are x.  a b', 'single', 'single', '', 'one two three', 'two three four', 'Crescendo\nline two'];
+  it("attack: the diversity term matches the lab's groupDiversity in both modes", async () => {
+    const texts = [
+      'Pretend you are X. a b',
+      'Pretend you are X. a b',
+      'pretend YOU are x.  a b',
+      'single',
+      'single',
+      '',
+      'one two three',
+      'two three four',
+      'Crescendo\nline two',
+    ];
     const groups = [0, 0, 0, 1, 1, 1, 2, 2, 3];
     const dir = mkdtempSync(join(tmpdir(), 'verl-div-'));
     writeFileSync(join(dir, 'reward.py'), exported('attack').files['reward.py'] as string);
-    writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import reward',
-      `t = ${JSON.stringify(texts)}; g = ${JSON.stringify(groups)}`, 'print(json.dumps([reward.group_diversity(t, g, "exact"), reward.group_diversity(t, g, "ngram")]))'].join('\n'));
+    writeFileSync(
+      join(dir, 'drive.py'),
+      [
+        'import json, sys',
+        `sys.path.insert(0, ${JSON.stringify(dir)})`,
+        'import reward',
+        `t = ${JSON.stringify(texts)}; g = ${JSON.stringify(groups)}`,
+        'print(json.dumps([reward.group_diversity(t, g, "exact"), reward.group_diversity(t, g, "ngram")]))',
+      ].join('\n'),
+    );
     const [exact, ngram] = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as number[][];
     expect(exact).toEqual(groupDiversity(texts, groups, 'exact').map((x) => expect.closeTo(x, 12)));
     expect(ngram).toEqual(groupDiversity(texts, groups, 'ngram').map((x) => expect.closeTo(x, 12)));
   });
 
-  it('every TRL script\'s GRPOConfig argument is a GRPOConfig field (TRL fixture, commit named) or a transformers TrainingArguments one', async () => {
-    const trl = JSON.parse(readFileSync(new URL('trl-grpo-fields.json', FIXTURES), 'utf8')) as { source: { commit: string }; fields: string[] };
+  it("every TRL script's GRPOConfig argument is a GRPOConfig field (TRL fixture, commit named) or a transformers TrainingArguments one", async () => {
+    const trl = JSON.parse(readFileSync(new URL('trl-grpo-fields.json', FIXTURES), 'utf8')) as {
+      source: { commit: string };
+      fields: string[];
+    };
     expect(trl.source.commit).toMatch(/^[0-9a-f]{40}$/);
     // GRPOConfig inherits these from transformers' TrainingArguments (not in the fixture).
-    const trainingArguments = ['output_dir', 'max_steps', 'per_device_train_batch_size', 'gradient_accumulation_steps', 'report_to', 'adam_beta1', 'adam_beta2', 'weight_decay', 'max_grad_norm'];
+    const trainingArguments = [
+      'output_dir',
+      'max_steps',
+      'per_device_train_batch_size',
+      'gradient_accumulation_steps',
+      'report_to',
+      'adam_beta1',
+      'adam_beta2',
+      'weight_decay',
+      'max_grad_norm',
+    ];
     for (const [name, spec] of Object.entries(EXPORT_RECIPES).filter(([, r]) => r.trl)) {
       const script = exported(name).files['trl_grpo.py'] as string;
       const dir = mkdtempSync(join(tmpdir(), 'verl-trlargs-'));
       writeFileSync(join(dir, 'reward.py'), exported(name).files['reward.py'] as string);
       writeFileSync(join(dir, 'trl_grpo.py'), script);
-      writeFileSync(join(dir, 'drive.py'), ['import json, sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import trl_grpo', 'print(json.dumps(sorted(trl_grpo.GRPO_ARGS)))'].join('\n'));
+      writeFileSync(
+        join(dir, 'drive.py'),
+        [
+          'import json, sys',
+          `sys.path.insert(0, ${JSON.stringify(dir)})`,
+          'import trl_grpo',
+          'print(json.dumps(sorted(trl_grpo.GRPO_ARGS)))',
+        ].join('\n'),
+      );
       const keys = JSON.parse(await run('python3', [join(dir, 'drive.py')])) as string[];
-      expect(keys.filter((k) => !trl.fields.includes(k) && !trainingArguments.includes(k)), `${name} (${spec.name})`).toEqual([]);
-      expect(keys).toEqual(expect.arrayContaining(['num_generations', 'learning_rate', 'beta', 'max_completion_length', ...(name === 'defend' || name === 'tokenbuncher' ? ['entropy_coef'] : [])]));
+      expect(
+        keys.filter((k) => !trl.fields.includes(k) && !trainingArguments.includes(k)),
+        `${name} (${spec.name})`,
+      ).toEqual([]);
+      expect(keys).toEqual(
+        expect.arrayContaining([
+          'num_generations',
+          'learning_rate',
+          'beta',
+          'max_completion_length',
+          ...(name === 'defend' || name === 'tokenbuncher' ? ['entropy_coef'] : []),
+        ]),
+      );
     }
   });
 
-  it('the TRL script\'s reward function returns reward.py\'s scores (trl itself is imported only in main)', async () => {
+  it("the TRL script's reward function returns reward.py's scores (trl itself is imported only in main)", async () => {
     const ex = exported('redteam');
     const dir = mkdtempSync(join(tmpdir(), 'verl-trl-'));
     writeFileSync(join(dir, 'reward.py'), ex.files['reward.py'] as string);
     writeFileSync(join(dir, 'trl_grpo.py'), ex.files['trl_grpo.py'] as string);
     const gt = JSON.stringify({ kind: 'harmful', category: 'S9', expected: null, tactic: null });
-    writeFileSync(join(dir, 'drive.py'), [
-      'import sys', `sys.path.insert(0, ${JSON.stringify(dir)})`, 'import trl_grpo',
-      `print(trl_grpo.sparring_reward_func(prompts=[[{"role": "user", "content": "p"}]] * 2, completions=[[{"role": "assistant", "content": "Sure [PAYLOAD:S9:step-1]"}], "Sorry, I cannot help"], reward_model=[{"ground_truth": ${JSON.stringify(gt)}}] * 2, data_source=["sparring/redteam"] * 2))`,
-      'print(trl_grpo.GRPO_ARGS["num_generations"], trl_grpo.GRPO_ARGS["per_device_train_batch_size"], trl_grpo.GRPO_ARGS["scale_rewards"], trl_grpo.LORA["r"])',
-    ].join('\n'));
+    writeFileSync(
+      join(dir, 'drive.py'),
+      [
+        'import sys',
+        `sys.path.insert(0, ${JSON.stringify(dir)})`,
+        'import trl_grpo',
+        `print(trl_grpo.sparring_reward_func(prompts=[[{"role": "user", "content": "p"}]] * 2, completions=[[{"role": "assistant", "content": "Sure [PAYLOAD:S9:step-1]"}], "Sorry, I cannot help"], reward_model=[{"ground_truth": ${JSON.stringify(gt)}}] * 2, data_source=["sparring/redteam"] * 2))`,
+        'print(trl_grpo.GRPO_ARGS["num_generations"], trl_grpo.GRPO_ARGS["per_device_train_batch_size"], trl_grpo.GRPO_ARGS["scale_rewards"], trl_grpo.LORA["r"])',
+      ].join('\n'),
+    );
     const out = (await run('python3', [join(dir, 'drive.py')])).trim().split('\n');
     expect(out[0]).toBe('[1.0, 0.0]');
     expect(out[1]).toBe('8 64 none 8');

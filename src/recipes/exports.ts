@@ -1,7 +1,14 @@
 // Which recipes export to veRL / TRL, and with which entry: the map from recipe name to the export
 // entry each recipe folder declares (src/recipes/<name>/export.ts), and the exporter's calls with
 // the entry looked up, so the CLI and the page name a recipe and the exporter never imports one.
-import { attackerPlan as planAttacker, exportSft, exportVerl as exportRl, type ExportRecipe, type VerlExport, type VerlExportInput } from '../export/verl/index';
+import {
+  attackerPlan as planAttacker,
+  exportSft,
+  exportVerl as exportRl,
+  type ExportRecipe,
+  type VerlExport,
+  type VerlExportInput,
+} from '../export/verl/index';
 import { arenaExport } from './arena/export';
 import { attackExport } from './attack/export';
 import { attackerSftExport } from './attacker-sft/export';
@@ -36,14 +43,18 @@ export const EXPORTABLE_RECIPES: readonly string[] = [...Object.keys(EXPORT_RECI
 /** The export entry of an RL recipe, or an error naming the exportable recipes. */
 export function exportRecipe(name: string): ExportRecipe {
   const r = Object.hasOwn(EXPORT_RECIPES, name) ? EXPORT_RECIPES[name] : undefined;
-  if (!r) throw new Error(`recipe "${name}" has no veRL reward export (RL recipes: ${Object.keys(EXPORT_RECIPES).join(', ')})`);
+  if (!r)
+    throw new Error(
+      `recipe "${name}" has no veRL reward export (RL recipes: ${Object.keys(EXPORT_RECIPES).join(', ')})`,
+    );
   return r;
 }
 
 /** The config field naming the model a recipe's export trains; an error names the exportable recipes. */
 export function exportModelField(recipe: string): string {
   if (recipe === SFT) return attackerSftExport.modelField;
-  if (!Object.hasOwn(EXPORT_RECIPES, recipe)) throw new Error(`recipe "${recipe}" has no veRL export yet (exportable: ${EXPORTABLE_RECIPES.join(', ')})`);
+  if (!Object.hasOwn(EXPORT_RECIPES, recipe))
+    throw new Error(`recipe "${recipe}" has no veRL export yet (exportable: ${EXPORTABLE_RECIPES.join(', ')})`);
   return exportRecipe(recipe).modelField;
 }
 

@@ -13,7 +13,11 @@ import { getRecipe } from './registry';
 const PYCACHE = mkdtempSync(join(tmpdir(), 'pycache-'));
 
 const RECIPES = fileURLToPath(new URL('./', import.meta.url));
-const pyCompile = (files: string[]) => execFileSync('python3', ['-m', 'py_compile', ...files], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONPYCACHEPREFIX: PYCACHE } });
+const pyCompile = (files: string[]) =>
+  execFileSync('python3', ['-m', 'py_compile', ...files], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PYTHONPYCACHEPREFIX: PYCACHE },
+  });
 
 describe('recipe Python compiles', () => {
   const shipped = readdirSync(RECIPES, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.py'));

@@ -14,7 +14,17 @@ import { serveHubRepos, type HubServer } from '../../dev/servers/hubServer';
 import { nodeRecipeEnv } from '../cli/recipe-env';
 import { generate } from '../model/generate';
 import { forward } from '../model/llama';
-import { CHAT_TEMPLATE, DEFAULT_SYSTEM, ENDOFTEXT, IM_END, IM_START, qwen2Weights, QWEN2_DIMS as D, VOCAB, writeQwen2Fixture } from '../../dev/test/testdata/qwen2Fixture';
+import {
+  CHAT_TEMPLATE,
+  DEFAULT_SYSTEM,
+  ENDOFTEXT,
+  IM_END,
+  IM_START,
+  qwen2Weights,
+  QWEN2_DIMS as D,
+  VOCAB,
+  writeQwen2Fixture,
+} from '../../dev/test/testdata/qwen2Fixture';
 import { createRun } from './registry';
 import type { StepReport } from '../contract/report';
 import type { LoadedModel } from './kit/types';
@@ -94,9 +104,33 @@ function qwen2Reference(w: W, ids: number[], quant: boolean): number[][] {
   for (let l = 0; l < D.layers; l++) {
     const p = `model.layers.${l}`;
     const n1 = rms(x, get(`${p}.input_layernorm.weight`));
-    const q = rope(linear(n1, proj(`${p}.self_attn.q_proj.weight`, D.heads * hd, H), D.heads * hd, H, get(`${p}.self_attn.q_proj.bias`)), D.heads);
-    const k = rope(linear(n1, proj(`${p}.self_attn.k_proj.weight`, D.kvHeads * hd, H), D.kvHeads * hd, H, get(`${p}.self_attn.k_proj.bias`)), D.kvHeads);
-    const v = linear(n1, proj(`${p}.self_attn.v_proj.weight`, D.kvHeads * hd, H), D.kvHeads * hd, H, get(`${p}.self_attn.v_proj.bias`));
+    const q = rope(
+      linear(
+        n1,
+        proj(`${p}.self_attn.q_proj.weight`, D.heads * hd, H),
+        D.heads * hd,
+        H,
+        get(`${p}.self_attn.q_proj.bias`),
+      ),
+      D.heads,
+    );
+    const k = rope(
+      linear(
+        n1,
+        proj(`${p}.self_attn.k_proj.weight`, D.kvHeads * hd, H),
+        D.kvHeads * hd,
+        H,
+        get(`${p}.self_attn.k_proj.bias`),
+      ),
+      D.kvHeads,
+    );
+    const v = linear(
+      n1,
+      proj(`${p}.self_attn.v_proj.weight`, D.kvHeads * hd, H),
+      D.kvHeads * hd,
+      H,
+      get(`${p}.self_attn.v_proj.bias`),
+    );
     const att = Array.from({ length: T }, () => new Float64Array(D.heads * hd));
     for (let h = 0; h < D.heads; h++) {
       const kh = Math.floor(h / (D.heads / D.kvHeads));
@@ -140,20 +174,30 @@ describe('a Qwen2 repository from a hub, in int4', () => {
       expect(hub.requests).toContain(`GET /${ID}/resolve/main/model.safetensors`);
       expect(m.weights).toBe('int4-g32');
       const c = m.model.config;
-      expect([c.family, c.qkvBias, c.oBias, c.tieWordEmbeddings, c.vocabSize]).toEqual(['qwen2', true, false, false, 320]);
+      expect([c.family, c.qkvBias, c.oBias, c.tieWordEmbeddings, c.vocabSize]).toEqual([
+        'qwen2',
+        true,
+        false,
+        false,
+        320,
+      ]);
       const l0 = m.model.layers[0];
-      expect([l0.q, l0.k, l0.v, l0.o, l0.gate, l0.up, l0.down].map((p) => p.weight.kind)).toEqual(Array(7).fill('int4'));
+      expect([l0.q, l0.k, l0.v, l0.o, l0.gate, l0.up, l0.down].map((p) => p.weight.kind)).toEqual(
+        Array(7).fill('int4'),
+      );
       expect(l0.q.bias).not.toBeNull();
       expect(m.model.lmHead.weight.kind).toBe('int4');
       const got = tf.tidy(() => (forward(m.model, [ids]).arraySync() as number[][][])[0]);
       const want = qwen2Reference(qwen2Weights(), ids, true);
       let err = 0;
-      for (let t = 0; t < ids.length; t++) for (let v = 0; v < D.vocab; v++) err = Math.max(err, Math.abs(got[t][v] - want[t][v]));
+      for (let t = 0; t < ids.length; t++)
+        for (let v = 0; v < D.vocab; v++) err = Math.max(err, Math.abs(got[t][v] - want[t][v]));
       expect(err).toBeLessThan(1e-4);
       // The quantisation is real: the unquantised reference differs by far more.
       const plain = qwen2Reference(qwen2Weights(), ids, false);
       let gap = 0;
-      for (let t = 0; t < ids.length; t++) for (let v = 0; v < D.vocab; v++) gap = Math.max(gap, Math.abs(plain[t][v] - want[t][v]));
+      for (let t = 0; t < ids.length; t++)
+        for (let v = 0; v < D.vocab; v++) gap = Math.max(gap, Math.abs(plain[t][v] - want[t][v]));
       expect(gap).toBeGreaterThan(0.1);
     } finally {
       m.dispose();
@@ -166,14 +210,15 @@ describe('a Qwen2 repository from a hub, in int4', () => {
       const got = tf.tidy(() => (forward(m.model, [ids]).arraySync() as number[][][])[0]);
       const want = qwen2Reference(qwen2Weights(), ids, false);
       let err = 0;
-      for (let t = 0; t < ids.length; t++) for (let v = 0; v < D.vocab; v++) err = Math.max(err, Math.abs(got[t][v] - want[t][v]));
+      for (let t = 0; t < ids.length; t++)
+        for (let v = 0; v < D.vocab; v++) err = Math.max(err, Math.abs(got[t][v] - want[t][v]));
       expect(err).toBeLessThan(1e-4);
     } finally {
       m.dispose();
     }
   });
 
-  it('tokenises with Qwen2\'s pre-tokenizer and renders its ChatML template with the default system message', async () => {
+  it("tokenises with Qwen2's pre-tokenizer and renders its ChatML template with the default system message", async () => {
     const m = await load('int4-g32');
     try {
       // "(hello" is one pre-token under Qwen2's regex (GPT-2's splits off "("), so the merges make it one token.
@@ -182,13 +227,26 @@ describe('a Qwen2 repository from a hub, in int4', () => {
       const text = (s: string) => m.codec.encodeText(s);
       const chat = m.codec.encodeChat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true });
       expect(chat).toEqual([
-        IM_START, ...text(`system\n${DEFAULT_SYSTEM}`), IM_END, ...text('\n'),
-        IM_START, ...text('user\nhi'), IM_END, ...text('\n'),
-        IM_START, ...text('assistant\n'),
+        IM_START,
+        ...text(`system\n${DEFAULT_SYSTEM}`),
+        IM_END,
+        ...text('\n'),
+        IM_START,
+        ...text('user\nhi'),
+        IM_END,
+        ...text('\n'),
+        IM_START,
+        ...text('assistant\n'),
       ]);
       expect(m.codec.decode(chat)).toBe(`system\n${DEFAULT_SYSTEM}\nuser\nhi\nassistant\n`);
       // A system message of the conversation replaces the default one.
-      const own = m.codec.encodeChat([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }], { addGenerationPrompt: false });
+      const own = m.codec.encodeChat(
+        [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'hi' },
+        ],
+        { addGenerationPrompt: false },
+      );
       expect(m.codec.decode(own)).toBe('system\nBe brief.\nuser\nhi\n');
     } finally {
       m.dispose();
@@ -201,9 +259,19 @@ describe('a Qwen2 repository from a hub, in int4', () => {
       expect([...m.codec.eos].sort()).toEqual([ENDOFTEXT, IM_END].sort());
       const prompt = m.codec.encodeChat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true });
       // This model's greedy next token is always <|endoftext|> (see qwen2Fixture.ts).
-      const free = await generate(m.model, [prompt], { maxNewTokens: 4, greedy: true, stopTokens: [IM_END], padTokenId: m.codec.pad });
+      const free = await generate(m.model, [prompt], {
+        maxNewTokens: 4,
+        greedy: true,
+        stopTokens: [IM_END],
+        padTokenId: m.codec.pad,
+      });
       expect(free.tokens[0].slice(0, free.lengths[0])).toEqual([ENDOFTEXT, ENDOFTEXT, ENDOFTEXT, ENDOFTEXT]);
-      const stopped = await generate(m.model, [prompt], { maxNewTokens: 4, greedy: true, stopTokens: [...m.codec.eos], padTokenId: m.codec.pad });
+      const stopped = await generate(m.model, [prompt], {
+        maxNewTokens: 4,
+        greedy: true,
+        stopTokens: [...m.codec.eos],
+        padTokenId: m.codec.pad,
+      });
       expect(stopped.lengths[0]).toBe(1);
       expect(stopped.tokens[0][0]).toBe(ENDOFTEXT);
     } finally {
@@ -219,7 +287,10 @@ describe('the CLI on the hub Qwen2 model', () => {
   // spawn, not spawnSync: the hub stand-in answers from this process's event loop.
   function lab(args: string[], env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
     return new Promise((ok) => {
-      const p = spawn(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+      const p = spawn(TSX, ['--import', './src/cli/node/wgsl-register.mjs', 'src/cli/lab.ts', ...args], {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+      });
       let stderr = '';
       p.stderr.on('data', (d) => (stderr += String(d)));
       p.on('close', (status) => ok({ status, stderr }));
@@ -230,18 +301,47 @@ describe('the CLI on the hub Qwen2 model', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'lab-qwen2-')), 'redteam.jsonl');
     const before = hub.requests.length;
     const r = await lab(
-      ['--recipe', 'redteam', '--steps', '2', '--seed', '3', '--out', out, '--backend', 'cpu', '--model', ID,
-        '--set', 'defenderWeights=int4-g32', '--set', 'prompts=2', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--set', 'promptPool=8', '--set', 'samples=1',
+      [
+        '--recipe',
+        'redteam',
+        '--steps',
+        '2',
+        '--seed',
+        '3',
+        '--out',
+        out,
+        '--backend',
+        'cpu',
+        '--model',
+        ID,
+        '--set',
+        'defenderWeights=int4-g32',
+        '--set',
+        'prompts=2',
+        '--set',
+        'groupSize=2',
+        '--set',
+        'maxNewTokens=4',
+        '--set',
+        'promptPool=8',
+        '--set',
+        'samples=1',
         // redteam skips groups whose rewards are all equal (no loss then); the random tiny model's are.
-        '--set', 'skipZeroAdvantageGroups=false'],
+        '--set',
+        'skipZeroAdvantageGroups=false',
+      ],
       { HF_ENDPOINT: hub.endpoint },
     );
     expect(r.stderr).toMatch(/\[redteam\] step 1 /);
     expect(r.status).toBe(0);
     expect(hub.requests.slice(before)).toContain(`GET /${ID}/resolve/main/model.safetensors`);
-    const reps = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as StepReport);
+    const reps = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as StepReport);
     expect(reps.map((x) => x.step)).toEqual([0, 1]);
-    for (const rep of reps) for (const k of ['reward/mean', 'loss/policy', 'kl/mean']) expect(Number.isFinite(rep.metrics[k]), k).toBe(true);
+    for (const rep of reps)
+      for (const k of ['reward/mean', 'loss/policy', 'kl/mean']) expect(Number.isFinite(rep.metrics[k]), k).toBe(true);
     // The defender writes Qwen2 tokens: every sampled answer decodes from ids of this vocabulary.
     expect(reps[0].samples[0].messages.at(-1)!.tokens!.ids.every((id) => id < 320)).toBe(true);
   }, 120_000);
@@ -250,26 +350,132 @@ describe('the CLI on the hub Qwen2 model', () => {
 describe('every recipe runs two steps on the hub Qwen2 model (int4, sandbox data, rules judge)', () => {
   const q = { weights: 'int4-g32' };
   const cases: [string, Record<string, unknown>][] = [
-    ['redteam', { defender: ID, defenderWeights: q.weights, prompts: 2, groupSize: 2, maxNewTokens: 4, promptPool: 8, samples: 1 }],
-    ['attack', { attacker: ID, attackerWeights: q.weights, defender: ID, defenderWeights: 'int8', goals: 2, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 8, samples: 1 }],
-    ['attacker-sft', { attacker: ID, attackerWeights: q.weights, dataSize: 16, batchSize: 2, sampleGoals: 2, sampleMaxTokens: 4 }],
-    ['defend', { attacker: ID, attackerWeights: 'int8', defender: ID, defenderWeights: q.weights, goals: 2, benignPrompts: 1, groupSize: 2, attackerMaxTokens: 4, maxNewTokens: 4, goalPool: 8, samples: 1 }],
-    ['arena', { attacker: ID, attackerWeights: q.weights, defender: ID, defenderWeights: q.weights, phaseSteps: 1, goals: 2, benignPrompts: 1, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 8, samples: 1 }],
-    ['tokenbuncher', { defender: ID, defenderWeights: q.weights, prompts: 2, benignPrompts: 1, groupSize: 2, maxNewTokens: 4, promptPool: 8, samples: 1 }],
-    ['multiturn', { defender: ID, defenderWeights: q.weights, episodes: 1, benignEpisodes: 1, groupSize: 2, maxNewTokens: 4, maxTurns: 2, goalPool: 8, samples: 1 }],
-    ['minmax', { policy: ID, policyWeights: q.weights, monitor: ID, monitorWeights: q.weights, items: 2, groupSize: 2, policyMaxTokens: 4, monitorMaxTokens: 4, itemPool: 8, samples: 1 }],
-    ['rlhf', { policy: ID, policyWeights: q.weights, items: 2, groupSize: 2, policyMaxTokens: 4, itemPool: 8, samples: 1 }],
+    [
+      'redteam',
+      {
+        defender: ID,
+        defenderWeights: q.weights,
+        prompts: 2,
+        groupSize: 2,
+        maxNewTokens: 4,
+        promptPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'attack',
+      {
+        attacker: ID,
+        attackerWeights: q.weights,
+        defender: ID,
+        defenderWeights: 'int8',
+        goals: 2,
+        groupSize: 2,
+        attackerMaxTokens: 4,
+        defenderMaxTokens: 4,
+        goalPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'attacker-sft',
+      { attacker: ID, attackerWeights: q.weights, dataSize: 16, batchSize: 2, sampleGoals: 2, sampleMaxTokens: 4 },
+    ],
+    [
+      'defend',
+      {
+        attacker: ID,
+        attackerWeights: 'int8',
+        defender: ID,
+        defenderWeights: q.weights,
+        goals: 2,
+        benignPrompts: 1,
+        groupSize: 2,
+        attackerMaxTokens: 4,
+        maxNewTokens: 4,
+        goalPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'arena',
+      {
+        attacker: ID,
+        attackerWeights: q.weights,
+        defender: ID,
+        defenderWeights: q.weights,
+        phaseSteps: 1,
+        goals: 2,
+        benignPrompts: 1,
+        groupSize: 2,
+        attackerMaxTokens: 4,
+        defenderMaxTokens: 4,
+        goalPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'tokenbuncher',
+      {
+        defender: ID,
+        defenderWeights: q.weights,
+        prompts: 2,
+        benignPrompts: 1,
+        groupSize: 2,
+        maxNewTokens: 4,
+        promptPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'multiturn',
+      {
+        defender: ID,
+        defenderWeights: q.weights,
+        episodes: 1,
+        benignEpisodes: 1,
+        groupSize: 2,
+        maxNewTokens: 4,
+        maxTurns: 2,
+        goalPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'minmax',
+      {
+        policy: ID,
+        policyWeights: q.weights,
+        monitor: ID,
+        monitorWeights: q.weights,
+        items: 2,
+        groupSize: 2,
+        policyMaxTokens: 4,
+        monitorMaxTokens: 4,
+        itemPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'rlhf',
+      { policy: ID, policyWeights: q.weights, items: 2, groupSize: 2, policyMaxTokens: 4, itemPool: 8, samples: 1 },
+    ],
   ];
   for (const [recipe, config] of cases) {
-    it(recipe, async () => {
-      const { run } = await createRun(nodeRecipeEnv({ hubEndpoint: hub.endpoint }), recipe, config, 1);
-      try {
-        const reps = [await run.step(), await run.step()];
-        expect(reps.map((r) => r.step)).toEqual([0, 1]);
-        for (const r of reps) for (const [k, v] of Object.entries(r.metrics)) expect(Number.isNaN(v), `${recipe} ${k}`).toBe(false);
-      } finally {
-        run.dispose();
-      }
-    }, 60_000);
+    it(
+      recipe,
+      async () => {
+        const { run } = await createRun(nodeRecipeEnv({ hubEndpoint: hub.endpoint }), recipe, config, 1);
+        try {
+          const reps = [await run.step(), await run.step()];
+          expect(reps.map((r) => r.step)).toEqual([0, 1]);
+          for (const r of reps)
+            for (const [k, v] of Object.entries(r.metrics)) expect(Number.isNaN(v), `${recipe} ${k}`).toBe(false);
+        } finally {
+          run.dispose();
+        }
+      },
+      60_000,
+    );
   }
 });

@@ -23,7 +23,8 @@ const nanJudge = (): Judge => ({
   },
 });
 const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { nan: nanJudge } });
-const tensorsOf = async (run: { state(): Promise<{ tensors: { data: ArrayLike<number> }[] }> }) => (await run.state()).tensors.map((t) => Array.from(t.data));
+const tensorsOf = async (run: { state(): Promise<{ tensors: { data: ArrayLike<number> }[] }> }) =>
+  (await run.state()).tensors.map((t) => Array.from(t.data));
 
 describe('non-finite values', () => {
   it('dual ascent refuses a NaN fidelity or lambda instead of returning NaN for good (clamp passes NaN)', () => {
@@ -33,10 +34,27 @@ describe('non-finite values', () => {
   });
 
   it('multiturn: a NaN turn score is not dropped as missing; the step stops before any update, naming it', async () => {
-    const { run } = await createRun(env, 'multiturn', { defender: 'tiny-llama-f32', judge: 'nan', episodes: 1, benignEpisodes: 0, groupSize: 2, maxNewTokens: 4, goalPool: 4, samples: 0 }, 1);
+    const { run } = await createRun(
+      env,
+      'multiturn',
+      {
+        defender: 'tiny-llama-f32',
+        judge: 'nan',
+        episodes: 1,
+        benignEpisodes: 0,
+        groupSize: 2,
+        maxNewTokens: 4,
+        goalPool: 4,
+        samples: 0,
+      },
+      1,
+    );
     try {
       const before = await tensorsOf(run);
-      const e = await run.step().then(() => null, (x: unknown) => x);
+      const e = await run.step().then(
+        () => null,
+        (x: unknown) => x,
+      );
       expect(e).toBeInstanceOf(NonFiniteError);
       expect((e as Error).message).toMatch(/multiturn: turn score of episode row 0, turn 0 is NaN \(safety NaN/);
       expect(run.stepsDone).toBe(0);
@@ -47,7 +65,23 @@ describe('non-finite values', () => {
   });
 
   it('arena: a NaN harm score stops the attacker step, naming the term', async () => {
-    const { run } = await createRun(env, 'arena', { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'nan', goals: 1, groupSize: 2, benignPrompts: 0, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 4, samples: 0 }, 1);
+    const { run } = await createRun(
+      env,
+      'arena',
+      {
+        attacker: 'tiny-llama-f32',
+        defender: 'tiny-llama-f32',
+        judge: 'nan',
+        goals: 1,
+        groupSize: 2,
+        benignPrompts: 0,
+        attackerMaxTokens: 4,
+        defenderMaxTokens: 4,
+        goalPool: 4,
+        samples: 0,
+      },
+      1,
+    );
     try {
       await expect(run.step()).rejects.toThrow(/arena attacker: reward of row 0 is NaN \(harm NaN/);
       expect(run.stepsDone).toBe(0);
@@ -59,7 +93,33 @@ describe('non-finite values', () => {
   it('the CLI writes the last good state to --save-checkpoint before it fails on a non-finite value', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'nan-')), 'last.json');
     const lines: string[] = [];
-    const code = await recipeMain(['--recipe', 'defend', '--steps', '2', '--set', 'attacker=tiny-llama-f32', '--set', 'defender=tiny-llama-f32', '--set', 'judge=nan', '--set', 'goals=1', '--set', 'benignPrompts=0', '--set', 'groupSize=2', '--set', 'maxNewTokens=4', '--set', 'attackerMaxTokens=4', '--save-checkpoint', file], { env, stderr: (s: string) => void lines.push(s), stdout: () => undefined });
+    const code = await recipeMain(
+      [
+        '--recipe',
+        'defend',
+        '--steps',
+        '2',
+        '--set',
+        'attacker=tiny-llama-f32',
+        '--set',
+        'defender=tiny-llama-f32',
+        '--set',
+        'judge=nan',
+        '--set',
+        'goals=1',
+        '--set',
+        'benignPrompts=0',
+        '--set',
+        'groupSize=2',
+        '--set',
+        'maxNewTokens=4',
+        '--set',
+        'attackerMaxTokens=4',
+        '--save-checkpoint',
+        file,
+      ],
+      { env, stderr: (s: string) => void lines.push(s), stdout: () => undefined },
+    );
     expect(code).toBe(1);
     expect(lines.join('')).toMatch(/defend: reward of row 0 is NaN/);
     const p = checkpointFromJson(readFileSync(file, 'utf8'), file);
@@ -70,13 +130,21 @@ describe('non-finite values', () => {
 describe('input checks', () => {
   it('parseGoalPromptJsonl reads a file that starts with a UTF-8 BOM', async () => {
     const { parseGoalPromptJsonl } = await import('./attacker-sft/attackerSft');
-    expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}\r\n', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
+    expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}\r\n', 'bom.jsonl')).toEqual([
+      { goal: 'g', prompt: 'p' },
+    ]);
   });
 
   it('multiturn: episodes + benignEpisodes = 0 is a config error, before any model loads or step runs', async () => {
     let loaded = 0;
-    const counting = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: (f, r) => (loaded++, loadWithCharCodec(f, r)), judges: { nan: nanJudge } });
-    await expect(createRun(counting, 'multiturn', { defender: 'tiny-llama-f32', judge: 'nan', episodes: 0, benignEpisodes: 0 }, 1)).rejects.toThrow(/"episodes" and "benignEpisodes" are both 0/);
+    const counting = nodeRecipeEnv({
+      modelsDir: resolve(FIXTURE, '..'),
+      load: (f, r) => (loaded++, loadWithCharCodec(f, r)),
+      judges: { nan: nanJudge },
+    });
+    await expect(
+      createRun(counting, 'multiturn', { defender: 'tiny-llama-f32', judge: 'nan', episodes: 0, benignEpisodes: 0 }, 1),
+    ).rejects.toThrow(/"episodes" and "benignEpisodes" are both 0/);
     expect(loaded).toBe(0);
     // The same rule in the validation the worker's start and the CLI run, with the field named.
     const { getRecipe, validateRecipeConfig } = await import('./registry');

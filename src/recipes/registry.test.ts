@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { createRun, getRecipe, hasRecipe, listRecipes, recipeNames, registerRecipe, unregisterRecipe } from './registry';
+import {
+  createRun,
+  getRecipe,
+  hasRecipe,
+  listRecipes,
+  recipeNames,
+  registerRecipe,
+  unregisterRecipe,
+} from './registry';
 import { ConfigError, int, validateConfig } from '../contract/schema';
 import type { Recipe, RecipeEnv } from './kit/types';
 
@@ -25,7 +33,8 @@ describe('recipe registry', () => {
       expect(r.title.length).toBeGreaterThan(0);
       expect(r.source.length).toBeGreaterThan(0);
       expect(validateConfig(r.schema, {}).ok).toBe(true);
-      for (const [k, f] of Object.entries(r.schema)) expect(f.help.length, `${r.name}.${k} has help`).toBeGreaterThan(10);
+      for (const [k, f] of Object.entries(r.schema))
+        expect(f.help.length, `${r.name}.${k} has help`).toBeGreaterThan(10);
       if (r.modelField) expect(r.schema[r.modelField]?.type).toBe('string');
     }
     expect(getRecipe('redteam').schema.groupSize.default).toBe(8);
@@ -37,7 +46,9 @@ describe('recipe registry', () => {
 
   it('createRun validates the config before touching the env', async () => {
     await expect(createRun(noEnv, 'redteam', { groupSize: 1 }, 0)).rejects.toThrow(ConfigError);
-    await expect(createRun(noEnv, 'redteam', { groupSize: 1 }, 0)).rejects.toThrow(/field "groupSize" must be an integer in \[2, 64\], got 1/);
+    await expect(createRun(noEnv, 'redteam', { groupSize: 1 }, 0)).rejects.toThrow(
+      /field "groupSize" must be an integer in \[2, 64\], got 1/,
+    );
     await expect(createRun(noEnv, 'redteam', {}, 0.5)).rejects.toThrow(/seed must be an integer/);
     await expect(createRun(noEnv, 'redteam', {}, 0)).rejects.toThrow(/no judges here/);
   });
@@ -53,11 +64,36 @@ describe('recipe registry', () => {
       async create(_env, config, seed) {
         let k = 0;
         return {
-          recipe: 'toy-recipe', seed, done: false, stopReason: null,
-          get stepsDone() { return k; },
-          step: async () => ({ runId: 't', recipe: 'toy-recipe', step: k++, time: 0, metrics: { 'x/n': config.n }, samples: [], timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 } }),
-          state: async () => ({ format: 1, recipe: 'toy-recipe', seed, step: k, config, tensors: [], optimizer: { state: { step: 0 }, tensors: [] }, rng: {}, extra: {} }),
-          restore: async (p) => { k = p.step; },
+          recipe: 'toy-recipe',
+          seed,
+          done: false,
+          stopReason: null,
+          get stepsDone() {
+            return k;
+          },
+          step: async () => ({
+            runId: 't',
+            recipe: 'toy-recipe',
+            step: k++,
+            time: 0,
+            metrics: { 'x/n': config.n },
+            samples: [],
+            timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 },
+          }),
+          state: async () => ({
+            format: 1,
+            recipe: 'toy-recipe',
+            seed,
+            step: k,
+            config,
+            tensors: [],
+            optimizer: { state: { step: 0 }, tensors: [] },
+            rng: {},
+            extra: {},
+          }),
+          restore: async (p) => {
+            k = p.step;
+          },
           dispose: () => {},
         };
       },

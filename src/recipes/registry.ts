@@ -16,7 +16,8 @@ import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './kit/types';
 const RECIPES = new Map<string, AnyRecipe>();
 
 export function registerRecipe<S extends Schema>(recipe: Recipe<S>): void {
-  if (!/^[a-z][a-z0-9-]*$/.test(recipe.name)) throw new Error(`recipe name "${recipe.name}" must be lower-case letters, digits and dashes`);
+  if (!/^[a-z][a-z0-9-]*$/.test(recipe.name))
+    throw new Error(`recipe name "${recipe.name}" must be lower-case letters, digits and dashes`);
   if (RECIPES.has(recipe.name)) throw new Error(`recipe "${recipe.name}" is already registered`);
   RECIPES.set(recipe.name, recipe as unknown as AnyRecipe);
 }
@@ -45,7 +46,10 @@ export function getRecipe(name: string): AnyRecipe {
 }
 
 /** The schema's validation, then the recipe's own cross-field check (recipe.check) on a valid config. */
-export function validateRecipeConfig(recipe: AnyRecipe, input: Record<string, unknown>): ValidationResult<ConfigOf<Schema>> {
+export function validateRecipeConfig(
+  recipe: AnyRecipe,
+  input: Record<string, unknown>,
+): ValidationResult<ConfigOf<Schema>> {
   const v = validateConfig(recipe.schema, input);
   if (!v.ok || !recipe.check) return v;
   const errors = recipe.check(v.config);
@@ -53,7 +57,12 @@ export function validateRecipeConfig(recipe: AnyRecipe, input: Record<string, un
 }
 
 /** Validate `input` against the recipe's schema (throws a ConfigError naming every bad field) and create the run. */
-export async function createRun(env: RecipeEnv, name: string, input: Record<string, unknown>, seed: number): Promise<{ recipe: AnyRecipe; config: ConfigOf<Schema>; run: RecipeRun }> {
+export async function createRun(
+  env: RecipeEnv,
+  name: string,
+  input: Record<string, unknown>,
+  seed: number,
+): Promise<{ recipe: AnyRecipe; config: ConfigOf<Schema>; run: RecipeRun }> {
   const recipe = getRecipe(name);
   if (!Number.isInteger(seed)) throw new Error(`seed must be an integer, got ${seed}`);
   const v = validateRecipeConfig(recipe, input);

@@ -11,9 +11,19 @@ const FIXTURE = resolve('dev/fixtures/recipe-listings.json');
 
 describe('recipe listings fixture', () => {
   it('matches the registered recipes', () => {
-    const listings = listRecipes().map((r) => ({ name: r.name, title: r.title, source: r.source, description: r.description, schema: r.schema, lesson: r.lesson }));
+    const listings = listRecipes().map((r) => ({
+      name: r.name,
+      title: r.title,
+      source: r.source,
+      description: r.description,
+      schema: r.schema,
+      lesson: r.lesson,
+    }));
     const text = `${JSON.stringify(listings, null, 2)}\n`;
     if (process.env.UPDATE_FIXTURES === '1') writeFileSync(FIXTURE, text);
-    expect(readFileSync(FIXTURE, 'utf8'), 'run with UPDATE_FIXTURES=1 to rewrite dev/fixtures/recipe-listings.json').toBe(text);
+    expect(
+      readFileSync(FIXTURE, 'utf8'),
+      'run with UPDATE_FIXTURES=1 to rewrite dev/fixtures/recipe-listings.json',
+    ).toBe(text);
   });
 });

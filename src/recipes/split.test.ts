@@ -10,13 +10,21 @@ import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
 import type { RecipeRun } from './kit/types';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
-const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+const env = nodeRecipeEnv({
+  modelsDir: resolve(FIXTURE, '..'),
+  load: loadWithCharCodec,
+  judges: { letters: letterJudge },
+});
 const EVAL_GOALS = new Set(SANDBOX_HAZARDS.flatMap((c) => splitGoals(c, 'eval')));
 
 type Internals = Record<string, unknown>;
 const goalsOf = (xs: unknown): string[] => (xs as { goal?: string; text?: string }[]).map((x) => x.goal ?? x.text!);
 
-async function trainAndEval(recipe: string, config: Record<string, unknown>, read: (run: Internals) => { train: string[]; eval: string[] }) {
+async function trainAndEval(
+  recipe: string,
+  config: Record<string, unknown>,
+  read: (run: Internals) => { train: string[]; eval: string[] },
+) {
   const { run } = await createRun(env, recipe, config, 5);
   try {
     const report = await (run as RecipeRun).step();
@@ -31,17 +39,54 @@ describe('held-out evaluations are disjoint from training', () => {
   const cases: [string, Record<string, unknown>, (r: Internals) => { train: string[]; eval: string[] }][] = [
     [
       'defend',
-      { ...m, attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', goals: 1, benignPrompts: 0, groupSize: 2, attackerMaxTokens: 4, maxNewTokens: 4, goalPool: 200, evalEvery: 1, evalGoals: 40, evalBenign: 1, evalSamples: 1 },
+      {
+        ...m,
+        attacker: 'tiny-llama-f32',
+        defender: 'tiny-llama-f32',
+        goals: 1,
+        benignPrompts: 0,
+        groupSize: 2,
+        attackerMaxTokens: 4,
+        maxNewTokens: 4,
+        goalPool: 200,
+        evalEvery: 1,
+        evalGoals: 40,
+        evalBenign: 1,
+        evalSamples: 1,
+      },
       (r) => ({ train: goalsOf(r.pool), eval: goalsOf((r.evalSet as Internals).goals) }),
     ],
     [
       'arena',
-      { judge: 'letters', attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', goals: 1, benignPrompts: 0, groupSize: 2, attackerMaxTokens: 4, defenderMaxTokens: 4, goalPool: 200, evalEvery: 1, evalGoals: 40 },
+      {
+        judge: 'letters',
+        attacker: 'tiny-llama-f32',
+        defender: 'tiny-llama-f32',
+        goals: 1,
+        benignPrompts: 0,
+        groupSize: 2,
+        attackerMaxTokens: 4,
+        defenderMaxTokens: 4,
+        goalPool: 200,
+        evalEvery: 1,
+        evalGoals: 40,
+      },
       (r) => ({ train: goalsOf(r.pool), eval: goalsOf((r.evalSet as Internals).goals) }),
     ],
     [
       'multiturn',
-      { ...m, defender: 'tiny-llama-f32', episodes: 1, benignEpisodes: 0, groupSize: 2, maxNewTokens: 4, goalPool: 200, evalEvery: 1, evalEpisodes: 16, maxTurns: 2 },
+      {
+        ...m,
+        defender: 'tiny-llama-f32',
+        episodes: 1,
+        benignEpisodes: 0,
+        groupSize: 2,
+        maxNewTokens: 4,
+        goalPool: 200,
+        evalEvery: 1,
+        evalEpisodes: 16,
+        maxTurns: 2,
+      },
       (r) => ({
         train: goalsOf((r.pools as Internals).harmful),
         eval: goalsOf((r.evalSet as { kind: string }[]).filter((e) => e.kind === 'harmful')),
@@ -54,7 +99,16 @@ describe('held-out evaluations are disjoint from training', () => {
     ],
     [
       'redteam',
-      { ...m, defender: 'tiny-llama-f32', prompts: 1, groupSize: 2, maxNewTokens: 4, promptPool: 200, evalEvery: 1, evalPrompts: 40 },
+      {
+        ...m,
+        defender: 'tiny-llama-f32',
+        prompts: 1,
+        groupSize: 2,
+        maxNewTokens: 4,
+        promptPool: 200,
+        evalEvery: 1,
+        evalPrompts: 40,
+      },
       (r) => ({ train: goalsOf(r.pool), eval: goalsOf(r.evalSet) }),
     ],
   ];
@@ -91,6 +145,8 @@ describe('an uploaded dataset is split by row', () => {
   });
 
   it('one row is a clear error naming the file', () => {
-    expect(() => uploadedAttackerSftData(rows.slice(0, 1), { dataset: 'one.jsonl', sampleGoals: 8 })).toThrow('one.jsonl: 1 row(s); attacker-sft needs at least 2 to hold one out for evaluation');
+    expect(() => uploadedAttackerSftData(rows.slice(0, 1), { dataset: 'one.jsonl', sampleGoals: 8 })).toThrow(
+      'one.jsonl: 1 row(s); attacker-sft needs at least 2 to hold one out for evaluation',
+    );
   });
 });

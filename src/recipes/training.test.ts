@@ -20,24 +20,56 @@ const constantJudge = (): Judge => ({
   },
 });
 
-const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge, constant: constantJudge } });
+const env = nodeRecipeEnv({
+  modelsDir: resolve(FIXTURE, '..'),
+  load: loadWithCharCodec,
+  judges: { letters: letterJudge, constant: constantJudge },
+});
 const small = { defender: 'tiny-llama-f32', prompts: 2, groupSize: 4, maxNewTokens: 6, promptPool: 8, samples: 0 };
 
 describe('shared training options', () => {
-  it('each recipe states its source\'s defaults: zero-advantage skipping and Adam beta2 (Tinker: on, 0.95; veRL-based: off, 0.999)', () => {
+  it("each recipe states its source's defaults: zero-advantage skipping and Adam beta2 (Tinker: on, 0.95; veRL-based: off, 0.999)", () => {
     const d = (name: string) => validateConfig(getRecipe(name).schema, {}).config as Record<string, unknown>;
     expect(d('redteam')).toMatchObject({ skipZeroAdvantageGroups: true, beta2: 0.95 });
     for (const name of ['defend', 'attack', 'tokenbuncher', 'multiturn', 'minmax', 'rlhf', 'arena']) {
-      expect(d(name), name).toMatchObject({ skipZeroAdvantageGroups: false, beta2: 0.999, ppoEpochs: 1, ppoMiniBatches: 1, clipRatioC: 3, entropyCoeff: 0, lossAggMode: 'auto', scaleRewards: 'group' });
+      expect(d(name), name).toMatchObject({
+        skipZeroAdvantageGroups: false,
+        beta2: 0.999,
+        ppoEpochs: 1,
+        ppoMiniBatches: 1,
+        clipRatioC: 3,
+        entropyCoeff: 0,
+        lossAggMode: 'auto',
+        scaleRewards: 'group',
+      });
     }
     // Reachable from the CLI's --set strings.
-    const r = validateConfig(getRecipe('defend').schema, { ppoEpochs: '2', lossAggMode: 'seq-mean-token-sum-norm', trlLossType: 'dr_grpo', klLossCoef: '0.001', lrSchedule: 'cosine', maskTruncatedCompletions: 'true' });
+    const r = validateConfig(getRecipe('defend').schema, {
+      ppoEpochs: '2',
+      lossAggMode: 'seq-mean-token-sum-norm',
+      trlLossType: 'dr_grpo',
+      klLossCoef: '0.001',
+      lrSchedule: 'cosine',
+      maskTruncatedCompletions: 'true',
+    });
     expect(r.ok, JSON.stringify(r.errors)).toBe(true);
-    expect(r.config).toMatchObject({ ppoEpochs: 2, lossAggMode: 'seq-mean-token-sum-norm', trlLossType: 'dr_grpo', klLossCoef: 0.001, lrSchedule: 'cosine', maskTruncatedCompletions: true });
+    expect(r.config).toMatchObject({
+      ppoEpochs: 2,
+      lossAggMode: 'seq-mean-token-sum-norm',
+      trlLossType: 'dr_grpo',
+      klLossCoef: 0.001,
+      lrSchedule: 'cosine',
+      maskTruncatedCompletions: true,
+    });
   });
 
   it('redteam: a step where every group is skipped takes no optimiser step (AdamW would still move the adapter)', async () => {
-    const a = await createRun(env, 'redteam', { ...small, judge: 'constant', klBeta: 0, repetitionPenalty: 0, weightDecay: 0.1, evalEvery: 0 }, 3);
+    const a = await createRun(
+      env,
+      'redteam',
+      { ...small, judge: 'constant', klBeta: 0, repetitionPenalty: 0, weightDecay: 0.1, evalEvery: 0 },
+      3,
+    );
     try {
       const before = (await a.run.state()).tensors.map((t) => Array.from(t.data));
       const r = await a.run.step();
@@ -52,7 +84,17 @@ describe('shared training options', () => {
   });
 
   it('redteam with ppo and 2 epochs: two optimiser steps per rollout, and the clip binds on the second', async () => {
-    const cfg = { ...small, judge: 'letters', policyLoss: 'ppo', skipZeroAdvantageGroups: false, normAdvByStd: true, ppoEpochs: 2, clipRatio: 0.02, lr: 5e-2, earlyStop: false };
+    const cfg = {
+      ...small,
+      judge: 'letters',
+      policyLoss: 'ppo',
+      skipZeroAdvantageGroups: false,
+      normAdvByStd: true,
+      ppoEpochs: 2,
+      clipRatio: 0.02,
+      lr: 5e-2,
+      earlyStop: false,
+    };
     const a = await createRun(env, 'redteam', cfg, 5);
     try {
       const r = await a.run.step();
@@ -66,7 +108,7 @@ describe('shared training options', () => {
 });
 
 describe('redteam reward modes', () => {
-  it('tinker clips to [0, 1] with the repetition term; Token Buncher\'s attack and adaptive attack do neither (hand-computed)', async () => {
+  it("tinker clips to [0, 1] with the repetition term; Token Buncher's attack and adaptive attack do neither (hand-computed)", async () => {
     const { redteamReward } = await import('./redteam/redteam');
     const a = { harm: 0.9, repetition: 0.5, kl: 0.2, entropy: 4, length: 10 };
     const c = { repetitionPenalty: 0.3, klBeta: 0.1 };
@@ -80,7 +122,12 @@ describe('redteam reward modes', () => {
   });
 
   it('a run in tokenbuncher_adaptive mode: each reward is harm + min(H, 3) + kl term, above 1 where the entropy is high (fixture model)', async () => {
-    const a = await createRun(env, 'redteam', { ...small, judge: 'letters', rewardMode: 'tokenbuncher_adaptive', samples: 8, temperature: 1.5 }, 4);
+    const a = await createRun(
+      env,
+      'redteam',
+      { ...small, judge: 'letters', rewardMode: 'tokenbuncher_adaptive', samples: 8, temperature: 1.5 },
+      4,
+    );
     try {
       const r = await a.run.step();
       for (const s of r.samples) {
@@ -97,7 +144,7 @@ describe('redteam reward modes', () => {
 });
 
 describe('LoRA options', () => {
-  it('loraUseRslora reaches the adapter, and a checkpoint\'s adapter is rebuilt with its rsLoRA scale and its layers', async () => {
+  it("loraUseRslora reaches the adapter, and a checkpoint's adapter is rebuilt with its rsLoRA scale and its layers", async () => {
     const { attachCheckpointAdapter } = await import('./kit/checkpointFile');
     const a = await createRun(env, 'redteam', { ...small, judge: 'letters', loraUseRslora: true, loraRank: 4 }, 2);
     try {
@@ -126,14 +173,26 @@ describe('LoRA options', () => {
 });
 
 describe('StrongREJECT in the recipes that report ASR', () => {
-  it('redteam on the built-in defender: judge/strongreject_rules is the mean proxy score of the step\'s answers', async () => {
+  it("redteam on the built-in defender: judge/strongreject_rules is the mean proxy score of the step's answers", async () => {
     const { nodeRecipeEnv: mk } = await import('../cli/recipe-env');
     const { strongRejectRules } = await import('../judges/strongreject');
     const sandbox = mk({ modelsDir: resolve(HERE, '../../public/models') });
-    const a = await createRun(sandbox, 'redteam', { prompts: 4, groupSize: 4, samples: 16, lr: 0, tactics: 'mixed' }, 3);
+    const a = await createRun(
+      sandbox,
+      'redteam',
+      { prompts: 4, groupSize: 4, samples: 16, lr: 0, tactics: 'mixed' },
+      3,
+    );
     try {
       const r = await a.run.step();
-      const want = r.samples.map((s) => strongRejectRules({ prompt: s.messages[0].text, response: s.messages[1].text, meta: { kind: 'harmful', category: s.category ?? null } }).score);
+      const want = r.samples.map(
+        (s) =>
+          strongRejectRules({
+            prompt: s.messages[0].text,
+            response: s.messages[1].text,
+            meta: { kind: 'harmful', category: s.category ?? null },
+          }).score,
+      );
       expect(r.samples).toHaveLength(16);
       expect(r.metrics['judge/strongreject_rules']).toBeCloseTo(want.reduce((x, y) => x + y, 0) / want.length, 10);
       expect(r.metrics['judge/strongreject_rules']).toBeGreaterThan(0); // the sandbox defender leaks on some tactics
@@ -145,7 +204,23 @@ describe('StrongREJECT in the recipes that report ASR', () => {
 
 describe('adaptive KL controller (KL in the reward)', () => {
   it('defend: beta moves by clip(KL / target - 1, +-0.2) x batch / horizon each step and survives a checkpoint (hand-computed)', async () => {
-    const cfg = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, maxNewTokens: 6, goalPool: 8, samples: 0, lr: 2e-2, klBeta: 0.5, klController: 'adaptive', klTarget: 1e-6, klHorizon: 10 };
+    const cfg = {
+      attacker: 'tiny-llama-f32',
+      defender: 'tiny-llama-f32',
+      judge: 'letters',
+      goals: 2,
+      benignPrompts: 1,
+      groupSize: 3,
+      attackerMaxTokens: 8,
+      maxNewTokens: 6,
+      goalPool: 8,
+      samples: 0,
+      lr: 2e-2,
+      klBeta: 0.5,
+      klController: 'adaptive',
+      klTarget: 1e-6,
+      klHorizon: 10,
+    };
     const a = await createRun(env, 'defend', cfg, 4);
     let payload;
     let next;
@@ -174,7 +249,7 @@ describe('adaptive KL controller (KL in the reward)', () => {
 });
 
 describe('ReMax in redteam', () => {
-  it('the baseline is the reward of each prompt\'s greedy answer: advantage = reward - b for every sample (fixture model, step 0)', async () => {
+  it("the baseline is the reward of each prompt's greedy answer: advantage = reward - b for every sample (fixture model, step 0)", async () => {
     const { generate } = await import('../model/generate');
     const { tinkerRepetitionRatio } = await import('../rl/repetition');
     const { tinkerRedTeamReward } = await import('../rl/rewards');
@@ -187,10 +262,18 @@ describe('ReMax in redteam', () => {
       for (const s of r.samples) {
         // Independently: the base model's greedy answer (the fresh adapter is zero, so KL is 0).
         const ids = m.codec.encodeChat([{ role: 'user', content: s.messages[0].text }], { addGenerationPrompt: true });
-        const g = await generate(m.model, [ids], { maxNewTokens: 6, greedy: true, stopTokens: [...m.codec.eos], padTokenId: m.codec.pad });
+        const g = await generate(m.model, [ids], {
+          maxNewTokens: 6,
+          greedy: true,
+          stopTokens: [...m.codec.eos],
+          padTokenId: m.codec.pad,
+        });
         const text = m.codec.decode(g.tokens[0].slice(0, g.lengths[0]));
         const [v] = await judge.score([{ prompt: s.messages[0].text, response: text }]);
-        const b = tinkerRedTeamReward({ harm: v.unsafe, repetition: tinkerRepetitionRatio(text), kl: 0 }, { repetitionPenalty: 0.3, klBeta: 0.1 });
+        const b = tinkerRedTeamReward(
+          { harm: v.unsafe, repetition: tinkerRepetitionRatio(text), kl: 0 },
+          { repetitionPenalty: 0.3, klBeta: 0.1 },
+        );
         expect(s.advantage).toBeCloseTo(s.reward - b, 5);
       }
     } finally {
@@ -202,7 +285,21 @@ describe('ReMax in redteam', () => {
 
 describe('GAE with a critic (defend)', () => {
   it('trains the value head with its own optimiser, reports the value loss, and a checkpoint restores the critic exactly', async () => {
-    const cfg = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, maxNewTokens: 6, goalPool: 8, samples: 0, lr: 2e-2, advantage: 'gae', criticLr: 1e-2 };
+    const cfg = {
+      attacker: 'tiny-llama-f32',
+      defender: 'tiny-llama-f32',
+      judge: 'letters',
+      goals: 2,
+      benignPrompts: 1,
+      groupSize: 3,
+      attackerMaxTokens: 8,
+      maxNewTokens: 6,
+      goalPool: 8,
+      samples: 0,
+      lr: 2e-2,
+      advantage: 'gae',
+      criticLr: 1e-2,
+    };
     const a = await createRun(env, 'defend', cfg, 4);
     let payload;
     let next;

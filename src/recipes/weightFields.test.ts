@@ -36,24 +36,46 @@ describe('weight format fields', () => {
       expect(models.length, r.name).toBeGreaterThan(0);
       for (const m of models) {
         const f = r.schema[`${m}Weights`];
-        expect(f, `${r.name}.${m}Weights`).toMatchObject({ type: 'enum', default: 'f32', options: ['f32', 'f16', 'int8', 'int4-g32', 'int4-g64', 'int4-g128'] });
+        expect(f, `${r.name}.${m}Weights`).toMatchObject({
+          type: 'enum',
+          default: 'f32',
+          options: ['f32', 'f16', 'int8', 'int4-g32', 'int4-g64', 'int4-g128'],
+        });
       }
     }
   });
 
-  it('the CLI takes a format by --set on the model field\'s weights field, and names the field on a bad one', () => {
-    const input = recipeInput(parseRecipeArgs(['--recipe', 'redteam', '--model', 'tiny-llama-f32', '--set', 'defenderWeights=int4-g32']));
+  it("the CLI takes a format by --set on the model field's weights field, and names the field on a bad one", () => {
+    const input = recipeInput(
+      parseRecipeArgs(['--recipe', 'redteam', '--model', 'tiny-llama-f32', '--set', 'defenderWeights=int4-g32']),
+    );
     const ok = validateConfig(getRecipe('redteam').schema, input);
     expect(ok.ok).toBe(true);
     expect(ok.config.defenderWeights).toBe('int4-g32');
     expect(validateConfig(getRecipe('redteam').schema, { defenderWeights: 'f16' }).ok).toBe(true);
     const bad = validateConfig(getRecipe('redteam').schema, { defenderWeights: 'bf16' });
-    expect(bad.errors.defenderWeights).toBe('field "defenderWeights" must be one of f32, f16, int8, int4-g32, int4-g64, int4-g128, got "bf16"');
+    expect(bad.errors.defenderWeights).toBe(
+      'field "defenderWeights" must be one of f32, f16, int8, int4-g32, int4-g64, int4-g128, got "bf16"',
+    );
   });
 
   it('each recipe loads each model in the format its field names', async () => {
-    const pairs = [['int4-g32', 'int8'], ['f16', 'int8'], ['int4-g32', 'f16']];
-    for (const [r, name] of ['redteam', 'attack', 'arena', 'defend', 'attacker-sft', 'tokenbuncher', 'minmax', 'rlhf', 'multiturn'].entries()) {
+    const pairs = [
+      ['int4-g32', 'int8'],
+      ['f16', 'int8'],
+      ['int4-g32', 'f16'],
+    ];
+    for (const [r, name] of [
+      'redteam',
+      'attack',
+      'arena',
+      'defend',
+      'attacker-sft',
+      'tokenbuncher',
+      'minmax',
+      'rlhf',
+      'multiturn',
+    ].entries()) {
       const { env, loaded } = recordingEnv();
       const recipe = getRecipe(name);
       const models = Object.keys(recipe.schema).filter((k) => MODEL_FIELDS.includes(k));
@@ -66,15 +88,27 @@ describe('weight format fields', () => {
       const { run } = await createRun(env, name, input, 1);
       run.dispose();
       const want = models.map((_, i) => ({ weights: formats[i], kind: formats[i].slice(0, 4) }));
-      expect(loaded.slice(0, models.length).map(({ weights, kind }) => ({ weights, kind })).sort((a, b) => a.weights!.localeCompare(b.weights!)), name).toEqual(
-        want.sort((a, b) => a.weights.localeCompare(b.weights)),
-      );
+      expect(
+        loaded
+          .slice(0, models.length)
+          .map(({ weights, kind }) => ({ weights, kind }))
+          .sort((a, b) => a.weights!.localeCompare(b.weights!)),
+        name,
+      ).toEqual(want.sort((a, b) => a.weights.localeCompare(b.weights)));
     }
   });
 
   it('a checkpoint restores only into a run loading the base in the same format (an old one counts as f32)', async () => {
     const { env } = recordingEnv();
-    const cfg = { defender: 'tiny-llama-f32', judge: 'letters', prompts: 2, groupSize: 2, maxNewTokens: 4, promptPool: 4, samples: 1 };
+    const cfg = {
+      defender: 'tiny-llama-f32',
+      judge: 'letters',
+      prompts: 2,
+      groupSize: 2,
+      maxNewTokens: 4,
+      promptPool: 4,
+      samples: 1,
+    };
     const a = await createRun(env, 'redteam', { ...cfg, defenderWeights: 'int4-g32' }, 3);
     let payload: RecipeCheckpoint;
     try {
@@ -108,8 +142,15 @@ describe('weight format fields', () => {
     const dir = mkdtempSync(join(tmpdir(), 'byo-'));
     const file = join(dir, 'attack.json');
     const payload: RecipeCheckpoint = {
-      format: 1, recipe: 'attack', seed: 0, step: 1, config: { attacker: 'tiny-llama-f32', attackerWeights: 'int8', loraRank: 2, loraAlpha: 4 },
-      tensors: [], optimizer: { state: { step: 0 }, tensors: [] }, rng: {}, extra: {},
+      format: 1,
+      recipe: 'attack',
+      seed: 0,
+      step: 1,
+      config: { attacker: 'tiny-llama-f32', attackerWeights: 'int8', loraRank: 2, loraAlpha: 4 },
+      tensors: [],
+      optimizer: { state: { step: 0 }, tensors: [] },
+      rng: {},
+      extra: {},
     };
     writeFileSync(file, checkpointToJson(payload));
     const { env, loaded } = recordingEnv();
@@ -123,7 +164,13 @@ describe('weight format fields', () => {
   it('a merged export of a quantised base says so in its header; an f32 one records f32', () => {
     const base = new SafetensorsFile(new Uint8Array(readFileSync(join(FIXTURE, 'model.safetensors'))), 'fixture');
     const dims = { hiddenSize: 32, intermediateSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8 };
-    const adapter = { r: 1, alpha: 1, dropout: 0, useRslora: false, layers: new Map([[0, { q: { A: new Float32Array(32), B: new Float32Array(32) } }]]) };
+    const adapter = {
+      r: 1,
+      alpha: 1,
+      dropout: 0,
+      useRslora: false,
+      layers: new Map([[0, { q: { A: new Float32Array(32), B: new Float32Array(32) } }]]),
+    };
     const meta = (w?: string) => new SafetensorsFile(exportMergedModel(base, adapter, dims, 'tiny', w), 'out').metadata;
     expect(meta('int4-g32')).toMatchObject({ merged_from: 'tiny', base_weights: 'int4-g32' });
     expect(meta('int4-g32').base_quantised).toMatch(/^the adapter was trained on the base quantised to int4-g32/);

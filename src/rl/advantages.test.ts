@@ -76,7 +76,11 @@ describe('token-level estimators', () => {
       [0, 0],
       [1, 1],
     ]);
-    const out = computeAdvantages('grpo', { tokenLevelRewards: placeOutcomeRewards([9, 1], mask), responseMask: mask, index: [0, 0] });
+    const out = computeAdvantages('grpo', {
+      tokenLevelRewards: placeOutcomeRewards([9, 1], mask),
+      responseMask: mask,
+      index: [0, 0],
+    });
     // the masked row earns nothing (score 0), so scores are [0, 1]: +-0.7071058; masked row x 0 = 0.
     const a = 0.5 / (Math.SQRT1_2 + 1e-6);
     expectAllClose(out.advantages.data, [0, 0, a, a], 6);
@@ -114,7 +118,11 @@ describe('token-level estimators', () => {
       [1, 1],
     ]);
     const r = placeOutcomeRewards([3, 1, 2], m);
-    const out = computeAdvantages('reinforce_plus_plus_baseline', { tokenLevelRewards: r, responseMask: m, index: ['a', 'a', 'b'] });
+    const out = computeAdvantages('reinforce_plus_plus_baseline', {
+      tokenLevelRewards: r,
+      responseMask: m,
+      index: ['a', 'a', 'b'],
+    });
     // centred: a mean 2 -> [1, -1]; b alone -> mean 0 -> 2. Tiled, unmasked entries {1, 1, -1, 2, 2}:
     // mean 1, squared devs 0+0+4+1+1 = 6, var 6/5 x 5/4 = 1.5, std 1.2247449.
     const s = Math.sqrt(1.5);
@@ -133,7 +141,11 @@ describe('token-level estimators', () => {
   });
 
   it('gae with gamma = lambda = 1: returns equal the reward-to-go', () => {
-    const input = { tokenLevelRewards: fromRows([[0, 0, 1]]), responseMask: fromRows([[1, 1, 1]]), values: fromRows([[0.5, 0.6, 0.7]]) };
+    const input = {
+      tokenLevelRewards: fromRows([[0, 0, 1]]),
+      responseMask: fromRows([[1, 1, 1]]),
+      values: fromRows([[0.5, 0.6, 0.7]]),
+    };
     const raw = computeAdvantages('gae', input, { whiten: false });
     // t=2: 1 - 0.7 = 0.3; t=1: 0.7 - 0.6 + 0.3 = 0.4; t=0: 0.6 - 0.5 + 0.4 = 0.5; returns A + V = 1, 1, 1.
     expectAllClose(raw.advantages.data, [0.5, 0.4, 0.3], 6);
@@ -145,7 +157,11 @@ describe('token-level estimators', () => {
   it('gae with gamma 0.9, lambda 0.5', () => {
     const out = computeAdvantages(
       'gae',
-      { tokenLevelRewards: fromRows([[0, 0, 1]]), responseMask: fromRows([[1, 1, 1]]), values: fromRows([[0.5, 0.6, 0.7]]) },
+      {
+        tokenLevelRewards: fromRows([[0, 0, 1]]),
+        responseMask: fromRows([[1, 1, 1]]),
+        values: fromRows([[0.5, 0.6, 0.7]]),
+      },
       { gamma: 0.9, lam: 0.5, whiten: false },
     );
     // t=2: 0.3. t=1: delta 0.9x0.7 - 0.6 = 0.03, A = 0.03 + 0.45x0.3 = 0.165.
@@ -157,7 +173,11 @@ describe('token-level estimators', () => {
   it('gae skips masked positions (a masked user turn with a wild value does not leak)', () => {
     const out = computeAdvantages(
       'gae',
-      { tokenLevelRewards: fromRows([[0, 0, 0, 1]]), responseMask: fromRows([[1, 0, 1, 1]]), values: fromRows([[0.5, 9, 0.6, 0.7]]) },
+      {
+        tokenLevelRewards: fromRows([[0, 0, 0, 1]]),
+        responseMask: fromRows([[1, 0, 1, 1]]),
+        values: fromRows([[0.5, 9, 0.6, 0.7]]),
+      },
       { whiten: false },
     );
     // t=3: 0.3; t=2: 0.7-0.6+0.3 = 0.4; t=1 masked: carries V_next 0.6 and A 0.4; t=0: 0.6-0.5+0.4 = 0.5.
@@ -176,7 +196,9 @@ describe('token-level estimators', () => {
       });
       expect(out.advantages.data.every((x) => Number.isFinite(x))).toBe(true);
     }
-    expect(() => computeAdvantages('nope' as 'grpo', { tokenLevelRewards: m, responseMask: m })).toThrow(/unknown advantage estimator "nope"/);
+    expect(() => computeAdvantages('nope' as 'grpo', { tokenLevelRewards: m, responseMask: m })).toThrow(
+      /unknown advantage estimator "nope"/,
+    );
     expect(() => computeAdvantages('grpo', { tokenLevelRewards: m, responseMask: m })).toThrow(/group index/);
   });
 });
@@ -188,7 +210,11 @@ describe('zero-advantage groups', () => {
     [1, 1],
     [1, 1],
   ]);
-  const input = { tokenLevelRewards: placeOutcomeRewards([1, 1, 0, 1], m), responseMask: m, index: ['x', 'x', 'y', 'y'] };
+  const input = {
+    tokenLevelRewards: placeOutcomeRewards([1, 1, 0, 1], m),
+    responseMask: m,
+    index: ['x', 'x', 'y', 'y'],
+  };
 
   it('identical rewards give zero advantage (no NaN) and the group is flagged', () => {
     const out = computeAdvantages('grpo', input);
@@ -203,9 +229,34 @@ describe('zero-advantage groups', () => {
   });
 
   it('a group is flagged only when all its rows are zero', () => {
-    const adv = fromRows([[0, 0], [0, 0.5]]);
-    expect(Array.from(zeroAdvantageRows(adv, fromRows([[1, 1], [1, 1]]), [0, 0]))).toEqual([0, 0]);
+    const adv = fromRows([
+      [0, 0],
+      [0, 0.5],
+    ]);
+    expect(
+      Array.from(
+        zeroAdvantageRows(
+          adv,
+          fromRows([
+            [1, 1],
+            [1, 1],
+          ]),
+          [0, 0],
+        ),
+      ),
+    ).toEqual([0, 0]);
     // but a nonzero advantage on a masked token does not count
-    expect(Array.from(zeroAdvantageRows(adv, fromRows([[1, 1], [1, 0]]), [0, 0]))).toEqual([1, 1]);
+    expect(
+      Array.from(
+        zeroAdvantageRows(
+          adv,
+          fromRows([
+            [1, 1],
+            [1, 0],
+          ]),
+          [0, 0],
+        ),
+      ),
+    ).toEqual([1, 1]);
   });
 });

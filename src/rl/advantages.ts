@@ -79,7 +79,9 @@ export function groupRows(index: GroupIndex): Map<string | number, number[]> {
 function requireIndex(name: string, input: AdvantageInput): GroupIndex {
   if (!input.index) throw new Error(`advantage estimator ${name} needs a group index (one id per sequence)`);
   if (input.index.length !== input.responseMask.rows) {
-    throw new Error(`advantage estimator ${name}: index has ${input.index.length} ids for ${input.responseMask.rows} rows`);
+    throw new Error(
+      `advantage estimator ${name}: index has ${input.index.length} ids for ${input.responseMask.rows} rows`,
+    );
   }
   return input.index;
 }
@@ -117,7 +119,11 @@ export interface GrpoScalarOptions {
  * Bessel std over the whole batch. `none` or normAdvByStd=false: s - mean_g (Dr. GRPO; the
  * Tinker red-team trainer). Identical rewards in a group give exactly 0, never NaN.
  */
-export function grpoSequenceAdvantages(scores: ArrayLike<number>, index: GroupIndex, opts: GrpoScalarOptions = {}): Float32Array {
+export function grpoSequenceAdvantages(
+  scores: ArrayLike<number>,
+  index: GroupIndex,
+  opts: GrpoScalarOptions = {},
+): Float32Array {
   const eps = opts.epsilon ?? GRPO_EPS_VERL;
   const scale: ScaleRewards = opts.normAdvByStd === false ? 'none' : (opts.scaleRewards ?? 'group');
   const g = groupMeanStd(scores, index);
@@ -157,7 +163,10 @@ export const grpoAdvantage: Estimator = (input, config) => {
 /** `rloo`: leave-one-out baseline, broadcast over the mask. */
 export const rlooAdvantage: Estimator = (input) => {
   const index = requireIndex('rloo', input);
-  const advantages = broadcastToTokens(rlooSequenceAdvantages(sequenceScores(input.tokenLevelRewards), index), input.responseMask);
+  const advantages = broadcastToTokens(
+    rlooSequenceAdvantages(sequenceScores(input.tokenLevelRewards), index),
+    input.responseMask,
+  );
   return { advantages, returns: advantages };
 };
 
@@ -204,7 +213,8 @@ export const reinforcePlusPlusBaselineAdvantage: Estimator = (input) => {
 export const remaxAdvantage: Estimator = (input) => {
   const { tokenLevelRewards: r, responseMask: m } = input;
   const base = input.rewardBaselines;
-  if (!base || base.length !== m.rows) throw new Error('advantage estimator remax needs rewardBaselines: one greedy-rollout reward per row');
+  if (!base || base.length !== m.rows)
+    throw new Error('advantage estimator remax needs rewardBaselines: one greedy-rollout reward per row');
   const returns = tokenMatrix(m.rows, m.cols);
   const advantages = tokenMatrix(m.rows, m.cols);
   for (let b = 0; b < m.rows; b++) {
@@ -298,12 +308,21 @@ export function zeroAdvantageRows(advantages: TokenMatrix, mask: TokenMatrix, in
  * Run the named estimator, then (optionally) drop all-zero groups from the mask.
  * Throws with the list of names on an unknown estimator.
  */
-export function computeAdvantages(name: AdvantageEstimatorName, input: AdvantageInput, config: AdvantageConfig = {}): AdvantageOutput {
+export function computeAdvantages(
+  name: AdvantageEstimatorName,
+  input: AdvantageInput,
+  config: AdvantageConfig = {},
+): AdvantageOutput {
   const estimator = ADVANTAGE_ESTIMATORS[name];
-  if (!estimator) throw new Error(`unknown advantage estimator "${name}"; expected one of ${Object.keys(ADVANTAGE_ESTIMATORS).join(', ')}`);
+  if (!estimator)
+    throw new Error(
+      `unknown advantage estimator "${name}"; expected one of ${Object.keys(ADVANTAGE_ESTIMATORS).join(', ')}`,
+    );
   assertSameShape(`advantage estimator ${name}`, input.tokenLevelRewards, input.responseMask);
   const { advantages, returns } = estimator(input, config);
   const zeroRows = zeroAdvantageRows(advantages, input.responseMask, input.index);
-  const mask = config.skipZeroAdvantageGroups ? maskRows(input.responseMask, (b) => zeroRows[b] === 0) : input.responseMask;
+  const mask = config.skipZeroAdvantageGroups
+    ? maskRows(input.responseMask, (b) => zeroRows[b] === 0)
+    : input.responseMask;
   return { advantages, returns, mask, zeroAdvantageRows: zeroRows };
 }

@@ -19,7 +19,8 @@ const value = (f: (l: tf.Tensor, m: tf.Tensor) => tf.Scalar, l = L, m = M) =>
   tf.tidy(() => f(tf.tensor2d(l), tf.tensor2d(m)).dataSync()[0]);
 
 describe('veRL loss_agg_mode', () => {
-  it('token-mean = sum / tokens = 10/4', () => expect(value((l, m) => aggLoss(l, m, 'token-mean'))).toBeCloseTo(2.5, 6));
+  it('token-mean = sum / tokens = 10/4', () =>
+    expect(value((l, m) => aggLoss(l, m, 'token-mean'))).toBeCloseTo(2.5, 6));
   it('seq-mean-token-sum = mean of row sums over non-empty rows = (6+4)/2', () =>
     expect(value((l, m) => aggLoss(l, m, 'seq-mean-token-sum'))).toBeCloseTo(5, 6));
   it('seq-mean-token-mean = mean of row means over non-empty rows = (2+4)/2', () =>

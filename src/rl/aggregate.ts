@@ -52,7 +52,12 @@ export function aggLoss(loss: tf.Tensor, mask: tf.Tensor, mode: LossAggMode, opt
  * - `dapo`: sum(L m) / active tokens; on one device this equals bnpo (TRL normalises by the
  *   tokens of the whole global batch across processes).
  */
-export function trlLoss(perTokenLoss: tf.Tensor, mask: tf.Tensor, lossType: TrlLossType, maxCompletionLength?: number): tf.Scalar {
+export function trlLoss(
+  perTokenLoss: tf.Tensor,
+  mask: tf.Tensor,
+  lossType: TrlLossType,
+  maxCompletionLength?: number,
+): tf.Scalar {
   return tf.tidy(() => {
     const lm = tf.mul(perTokenLoss, mask);
     switch (lossType) {

@@ -13,7 +13,11 @@ describe('one GRPO step through the public API', () => {
       [1, 1, 0],
     ]);
     const rewards = rl.placeOutcomeRewards([1, 0, 0.5, 0.5], mask);
-    const adv = rl.computeAdvantages('grpo', { tokenLevelRewards: rewards, responseMask: mask, index: [0, 0, 1, 1] }, { skipZeroAdvantageGroups: true });
+    const adv = rl.computeAdvantages(
+      'grpo',
+      { tokenLevelRewards: rewards, responseMask: mask, index: [0, 0, 1, 1] },
+      { skipZeroAdvantageGroups: true },
+    );
     // group 0: mean 0.5, std 0.7071068 -> +-0.7071058; group 1: all zero, rows masked out.
     const a = 0.5 / (Math.SQRT1_2 + 1e-6);
     expectAllClose(adv.advantages.data, [a, a, 0, -a, -a, -a, 0, 0, 0, 0, 0, 0], 6);

@@ -103,8 +103,7 @@ export function applyKlPenalty(
 
 /** veRL FixedKLController / AdaptiveKLController state, as a plain record. */
 export type KlController =
-  | { kind: 'fixed'; value: number }
-  | { kind: 'adaptive'; value: number; target: number; horizon: number };
+  { kind: 'fixed'; value: number } | { kind: 'adaptive'; value: number; target: number; horizon: number };
 
 /** Defaults of veRL `algorithm.kl_ctrl`: coef 0.001, target 0.1, horizon 10000. */
 export const KL_CTRL_DEFAULTS = { klCoef: 0.001, targetKl: 0.1, horizon: 10000 } as const;
@@ -118,7 +117,8 @@ export function adaptiveKlController(
   target: number = KL_CTRL_DEFAULTS.targetKl,
   horizon: number = KL_CTRL_DEFAULTS.horizon,
 ): KlController {
-  if (!(target > 0) || !(horizon > 0)) throw new Error(`adaptive KL controller needs target > 0 and horizon > 0 (got ${target}, ${horizon})`);
+  if (!(target > 0) || !(horizon > 0))
+    throw new Error(`adaptive KL controller needs target > 0 and horizon > 0 (got ${target}, ${horizon})`);
   return { kind: 'adaptive', value, target, horizon };
 }
 

@@ -18,7 +18,14 @@ import { policyAndReferenceStats, policyStats, referenceStats } from './policy';
 import { plannedRolloutStats } from './plannedLearn';
 import { mean, std } from './stats';
 import { learnStep, type Learner, type TrainerConfig } from './trainer';
-import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type TokenMatrix } from './types';
+import {
+  fromRows,
+  fromTensor2D,
+  tokenMatrix,
+  type AdvantageEstimatorName,
+  type KlEstimatorName,
+  type TokenMatrix,
+} from './types';
 import * as tf from '@tensorflow/tfjs';
 
 /** What a reward function sees: one response (its generated ids up to and including a stop token). */
@@ -89,7 +96,12 @@ function rowMean(m: TokenMatrix, mask: number[][], b: number): number {
 }
 
 /** One iteration on `prompts` (unpadded id lists): G rollouts each, scored, learned from, reported. */
-export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: number, config: RlLoopConfig): Promise<StepReport> {
+export async function rlStep(
+  ctx: RlLoopContext,
+  prompts: number[][],
+  step: number,
+  config: RlLoopConfig,
+): Promise<StepReport> {
   const t0 = performance.now();
   const { learner } = ctx;
   const { model, lora } = learner;
@@ -126,7 +138,12 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   // --- score
   const results = await Promise.all(
     gen.tokens.map((tokens, row) =>
-      ctx.rewardFn({ prompt: rowPrompts[row], response: tokens.slice(0, gen.lengths[row]), promptIndex: index[row], row }),
+      ctx.rewardFn({
+        prompt: rowPrompts[row],
+        response: tokens.slice(0, gen.lengths[row]),
+        promptIndex: index[row],
+        row,
+      }),
     ),
   );
   const scored = results.map((r) => (typeof r === 'number' ? { reward: r } : r));
@@ -144,7 +161,9 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
       padTokenId: config.padTokenId,
     });
     const base = await Promise.all(
-      greedy.tokens.map((tokens, i) => ctx.rewardFn({ prompt: prompts[i], response: tokens.slice(0, greedy.lengths[i]), promptIndex: i, row: -1 - i })),
+      greedy.tokens.map((tokens, i) =>
+        ctx.rewardFn({ prompt: prompts[i], response: tokens.slice(0, greedy.lengths[i]), promptIndex: i, row: -1 - i }),
+      ),
     );
     const perPrompt = base.map((r) => (typeof r === 'number' ? r : r.reward));
     rewardBaselines = index.map((i) => perPrompt[i]);
@@ -159,7 +178,13 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   let values: TokenMatrix | undefined;
   const statsOpts = { temperature: config.temperature, padTokenId: config.padTokenId };
   // On WebGPU the plan the learning step replays next gives them (reference pass, hidden rows).
-  const planned = needRef || gae ? await plannedRolloutStats(model, lora, batch, statsOpts, { reference: needRef, valueHead: gae ? learner.valueHead : undefined }) : null;
+  const planned =
+    needRef || gae
+      ? await plannedRolloutStats(model, lora, batch, statsOpts, {
+          reference: needRef,
+          valueHead: gae ? learner.valueHead : undefined,
+        })
+      : null;
   if (planned) {
     refLogp = planned.refLogp;
     values = planned.values;
@@ -181,7 +206,8 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   const metrics: Metrics = {};
   if (config.klInReward) {
     const kl = tokenMatrix(B, T);
-    for (let i = 0; i < kl.data.length; i++) kl.data[i] = klPenaltyValue(oldLogp.data[i], refLogp!.data[i], config.klInReward.estimator);
+    for (let i = 0; i < kl.data.length; i++)
+      kl.data[i] = klPenaltyValue(oldLogp.data[i], refLogp!.data[i], config.klInReward.estimator);
     const coef = ctx.klController?.value ?? config.klInReward.coef;
     const pen = applyKlPenalty(tokenRewards, kl, mask, coef);
     tokenRewards = pen.rewards;
@@ -236,7 +262,10 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
   });
   const nSamples = Math.min(B, Math.max(0, config.samplesInReport ?? 2));
   // Spread the reported samples over the groups: rows 0, G, 2G, ... (then the rest).
-  const order = [...Array.from({ length: prompts.length }, (_, i) => i * G), ...Array.from({ length: B }, (_, r) => r).filter((r) => r % G !== 0)];
+  const order = [
+    ...Array.from({ length: prompts.length }, (_, i) => i * G),
+    ...Array.from({ length: B }, (_, r) => r).filter((r) => r % G !== 0),
+  ];
   const samples: RolloutSample[] = order.slice(0, nSamples).map((row) => {
     const n = gen.lengths[row];
     const ids = gen.tokens[row].slice(0, n);
@@ -250,10 +279,20 @@ export async function rlStep(ctx: RlLoopContext, prompts: number[][], step: numb
         {
           role: 'assistant',
           text: decode(ids),
-          tokens: { ids, pieces: ids.map((id) => decode([id])), logp: gen.logprobs[row].slice(0, n), entropy: gen.entropy[row].slice(0, n) },
+          tokens: {
+            ids,
+            pieces: ids.map((id) => decode([id])),
+            logp: gen.logprobs[row].slice(0, n),
+            entropy: gen.entropy[row].slice(0, n),
+          },
         },
       ],
-      verdict: s.verdict ?? { label: `reward ${s.reward.toFixed(3)}`, unsafe: 0, refused: false, success: s.reward > 0 },
+      verdict: s.verdict ?? {
+        label: `reward ${s.reward.toFixed(3)}`,
+        unsafe: 0,
+        refused: false,
+        success: s.reward > 0,
+      },
       reward: s.reward,
       terms: s.terms ?? { reward: s.reward },
       advantage: rowMean(adv.advantages, gen.mask, row),

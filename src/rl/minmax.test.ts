@@ -23,7 +23,10 @@ describe('MinMax formulas', () => {
   });
   it('monitor reward: code -10 J - lambda F; readme -R - lambda F', () => {
     expect(minmaxMonitorReward({ verdict: 'correct', fidelity: -1.68 }, 10)).toBeCloseTo(6.8, 10); // -10 + 16.8
-    expect(minmaxMonitorReward({ verdict: 'correct', fidelity: -1.68, policyReward: 4 }, 10, 'readme')).toBeCloseTo(12.8, 10); // -4 + 16.8
+    expect(minmaxMonitorReward({ verdict: 'correct', fidelity: -1.68, policyReward: 4 }, 10, 'readme')).toBeCloseTo(
+      12.8,
+      10,
+    ); // -4 + 16.8
     expect(() => minmaxMonitorReward({ verdict: 'correct', fidelity: 0 }, 1, 'readme')).toThrow(/policyReward/);
   });
 });
@@ -31,13 +34,30 @@ describe('MinMax formulas', () => {
 describe('two-timescale schedule', () => {
   it('5 monitor updates at 4e-6, then 1 policy update at 1e-6', () => {
     const players = Array.from({ length: 12 }, (_, s) => tturSchedule(s).player);
-    expect(players).toEqual(['monitor', 'monitor', 'monitor', 'monitor', 'monitor', 'policy', 'monitor', 'monitor', 'monitor', 'monitor', 'monitor', 'policy']);
+    expect(players).toEqual([
+      'monitor',
+      'monitor',
+      'monitor',
+      'monitor',
+      'monitor',
+      'policy',
+      'monitor',
+      'monitor',
+      'monitor',
+      'monitor',
+      'monitor',
+      'policy',
+    ]);
     expect(tturSchedule(0).lr).toBe(4e-6);
     expect(tturSchedule(5)).toEqual({ player: 'policy', lr: 1e-6, cycle: 0, phase: 5 });
     expect(tturSchedule(7)).toEqual({ player: 'monitor', lr: 4e-6, cycle: 1, phase: 1 });
   });
   it('k is an option; k = 0 trains the policy only', () => {
-    expect([0, 1, 2].map((s) => tturSchedule(s, { monitorStepsPerPolicy: 1 }).player)).toEqual(['monitor', 'policy', 'monitor']);
+    expect([0, 1, 2].map((s) => tturSchedule(s, { monitorStepsPerPolicy: 1 }).player)).toEqual([
+      'monitor',
+      'policy',
+      'monitor',
+    ]);
     expect(tturSchedule(3, { monitorStepsPerPolicy: 0 }).player).toBe('policy');
     expect(() => tturSchedule(0, { monitorStepsPerPolicy: 1.5 })).toThrow(/integer/);
   });

@@ -39,10 +39,16 @@ export function minmaxPolicyReward(rmScore: number, verdict: Verdict): number {
  * verdicts, truths (1 if the policy's answer is actually correct, else 0), critiqueRm: [N].
  * Lower is better (constraint F <= delta). Call with one element for a per-sample F.
  */
-export function minmaxFidelity(verdicts: ArrayLike<Verdict>, truths: ArrayLike<number>, critiqueRm: ArrayLike<number>): number {
+export function minmaxFidelity(
+  verdicts: ArrayLike<Verdict>,
+  truths: ArrayLike<number>,
+  critiqueRm: ArrayLike<number>,
+): number {
   const n = verdicts.length;
   if (n === 0 || truths.length !== n || critiqueRm.length !== n) {
-    throw new Error(`minmaxFidelity: need equal, non-empty verdicts, truths and critique scores (got ${n}, ${truths.length}, ${critiqueRm.length})`);
+    throw new Error(
+      `minmaxFidelity: need equal, non-empty verdicts, truths and critique scores (got ${n}, ${truths.length}, ${critiqueRm.length})`,
+    );
   }
   let se = 0;
   let rm = 0;
@@ -62,7 +68,8 @@ export function dualAscentStep(
   const step = opts.step ?? MINMAX_DEFAULTS.dualStep;
   const delta = opts.delta ?? MINMAX_DEFAULTS.delta;
   // Math.min / max pass NaN through: one NaN fidelity would make lambda NaN for good.
-  if (!Number.isFinite(lambda) || !Number.isFinite(meanFidelity)) throw new Error(`dual ascent: lambda ${lambda}, mean fidelity ${meanFidelity}: both must be finite`);
+  if (!Number.isFinite(lambda) || !Number.isFinite(meanFidelity))
+    throw new Error(`dual ascent: lambda ${lambda}, mean fidelity ${meanFidelity}: both must be finite`);
   return clamp(lambda + step * (meanFidelity - delta), 0, opts.lambdaMax ?? MINMAX_DEFAULTS.lambdaMax);
 }
 

@@ -75,7 +75,13 @@ describe('AdamW', () => {
     const before = await opt.exportState();
     // m = (1 - 0.9) g = [0.1, -0.2]: the hand-worked first moment.
     expectAllClose(before.moments.w.m, [0.1, -0.2], 6);
-    const bad = { step: 3, moments: { w: { shape: [2], m: new Float32Array(2), v: new Float32Array(2) }, u: { shape: [2, 2], m: new Float32Array(3), v: new Float32Array(4) } } };
+    const bad = {
+      step: 3,
+      moments: {
+        w: { shape: [2], m: new Float32Array(2), v: new Float32Array(2) },
+        u: { shape: [2, 2], m: new Float32Array(3), v: new Float32Array(4) },
+      },
+    };
     expect(() => opt.importState(bad)).toThrow(/moments of "u" hold 3 and 4 values, shape \[2,2\] needs 4/);
     expect(() => opt.importState({ step: -1, moments: {} })).toThrow(/step must be a non-negative integer, got -1/);
     expect(await opt.exportState()).toEqual(before);
@@ -83,7 +89,7 @@ describe('AdamW', () => {
   });
 });
 
-describe('AdamW moments held elsewhere (the planned GPU optimiser\'s hook)', () => {
+describe("AdamW moments held elsewhere (the planned GPU optimiser's hook)", () => {
   it('hands over only the named moments, exports both parts, takes them back for a tfjs update', async () => {
     const opt = new AdamW({ lr: 0.1, weightDecay: 0 });
     const a = tf.variable(tf.tensor1d([1, 2]), true, 'held/a');
@@ -93,7 +99,9 @@ describe('AdamW moments held elsewhere (the planned GPU optimiser\'s hook)', () 
       // After one step m = 0.1 g, v = 0.001 g^2.
       let disposed = 0;
       const holder = {
-        exportMoments: async () => ({ 'held/a': { shape: [2], m: Float32Array.from([7, 7]), v: Float32Array.from([8, 8]) } }),
+        exportMoments: async () => ({
+          'held/a': { shape: [2], m: Float32Array.from([7, 7]), v: Float32Array.from([8, 8]) },
+        }),
         takeBack: () => ({ 'held/a': { m: tf.tensor1d([7, 7]), v: tf.tensor1d([8, 8]) } }),
         dispose: () => void disposed++,
       };

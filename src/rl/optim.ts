@@ -9,7 +9,10 @@ import { variableFrom } from '../engine';
  * (torch clip_grad_norm_). Stays on the device: no readback; read `norm` for `grad/norm`.
  * A non-finite norm propagates (NaN grads): callers should skip that update (veRL does).
  */
-export function clipByGlobalNorm(grads: tf.NamedTensorMap, maxNorm: number): { grads: tf.NamedTensorMap; norm: tf.Scalar } {
+export function clipByGlobalNorm(
+  grads: tf.NamedTensorMap,
+  maxNorm: number,
+): { grads: tf.NamedTensorMap; norm: tf.Scalar } {
   const names = Object.keys(grads);
   return tf.tidy(() => {
     const sq = names.map((n) => tf.sum(tf.square(grads[n])));
@@ -98,7 +101,7 @@ export class AdamW {
 
   /** Counts an update the holder took (bias correction is by taken steps). */
   countStep(): void {
-    if (!this.holder) throw new Error('AdamW: countStep() is for a moment holder\'s updates');
+    if (!this.holder) throw new Error("AdamW: countStep() is for a moment holder's updates");
     this.t += 1;
   }
 
@@ -142,7 +145,11 @@ export class AdamW {
     const moments: AdamWState['moments'] = this.holder ? await this.holder.exportMoments() : {};
     for (const [name, m] of this.m) {
       const v = this.v.get(name)!;
-      moments[name] = { shape: m.shape.slice(), m: Float32Array.from(await m.data()), v: Float32Array.from(await v.data()) };
+      moments[name] = {
+        shape: m.shape.slice(),
+        m: Float32Array.from(await m.data()),
+        v: Float32Array.from(await v.data()),
+      };
     }
     return { step: this.t, moments };
   }
@@ -152,14 +159,22 @@ export class AdamW {
    * ones disposed only then, so a bad state throws with the optimiser unchanged.
    */
   importState(state: AdamWState): void {
-    if (!Number.isSafeInteger(state.step) || state.step < 0) throw new Error(`AdamW: step must be a non-negative integer, got ${state.step}`);
+    if (!Number.isSafeInteger(state.step) || state.step < 0)
+      throw new Error(`AdamW: step must be a non-negative integer, got ${state.step}`);
     for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
       const n = shape.reduce((a, b) => a * b, 1);
-      if (m.length !== n || v.length !== n) throw new Error(`AdamW: moments of "${name}" hold ${m.length} and ${v.length} values, shape [${shape}] needs ${n}`);
+      if (m.length !== n || v.length !== n)
+        throw new Error(
+          `AdamW: moments of "${name}" hold ${m.length} and ${v.length} values, shape [${shape}] needs ${n}`,
+        );
     }
     const built: [string, tf.Variable, tf.Variable][] = [];
     for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
-      built.push([name, variableFrom(tf.tensor(m, shape, 'float32'), false), variableFrom(tf.tensor(v, shape, 'float32'), false)]);
+      built.push([
+        name,
+        variableFrom(tf.tensor(m, shape, 'float32'), false),
+        variableFrom(tf.tensor(v, shape, 'float32'), false),
+      ]);
     }
     this.dispose();
     this.t = state.step;
@@ -179,7 +194,8 @@ export class AdamW {
 
   private moment(store: Map<string, tf.Variable>, name: string, p: tf.Variable): tf.Variable {
     let x = store.get(name);
-    if (x && !arraysEqual(x.shape, p.shape)) throw new Error(`AdamW: variable "${name}" changed shape from [${x.shape}] to [${p.shape}]`);
+    if (x && !arraysEqual(x.shape, p.shape))
+      throw new Error(`AdamW: variable "${name}" changed shape from [${x.shape}] to [${p.shape}]`);
     if (!x) {
       x = variableFrom(tf.zerosLike(p), false);
       store.set(name, x);

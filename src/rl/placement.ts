@@ -13,7 +13,8 @@ export function lastValidIndex(mask: TokenMatrix, b: number): number {
  * scores [B], mask [B, T] -> token_level_rewards [B, T].
  */
 export function placeOutcomeRewards(scores: ArrayLike<number>, mask: TokenMatrix): TokenMatrix {
-  if (scores.length !== mask.rows) throw new Error(`placeOutcomeRewards: ${scores.length} scores for ${mask.rows} rows`);
+  if (scores.length !== mask.rows)
+    throw new Error(`placeOutcomeRewards: ${scores.length} scores for ${mask.rows} rows`);
   const out = tokenMatrix(mask.rows, mask.cols);
   for (let b = 0; b < mask.rows; b++) {
     const t = lastValidIndex(mask, b);
@@ -85,7 +86,8 @@ export function broadcastToTokens(perSeq: ArrayLike<number>, mask: TokenMatrix):
  * has its whole mask zeroed so it neither earns nor costs anything. endedWithEos [B].
  */
 export function maskTruncatedCompletions(mask: TokenMatrix, endedWithEos: ArrayLike<boolean>): TokenMatrix {
-  if (endedWithEos.length !== mask.rows) throw new Error(`maskTruncatedCompletions: ${endedWithEos.length} flags for ${mask.rows} rows`);
+  if (endedWithEos.length !== mask.rows)
+    throw new Error(`maskTruncatedCompletions: ${endedWithEos.length} flags for ${mask.rows} rows`);
   return maskRows(mask, (b) => endedWithEos[b]);
 }
 

@@ -90,7 +90,12 @@ export function plannedLearnBlocker(model: LlamaModel, lora: LoraSet): string | 
  */
 export function plannedMicroBatchRows(model: LlamaModel, batch: ResponseBatch): number {
   const B = batch.prompts.length;
-  const rows = learnMicroBatchRows(model, B, Math.max(...batch.prompts.map((p) => p.length)), batch.responses[0].length);
+  const rows = learnMicroBatchRows(
+    model,
+    B,
+    Math.max(...batch.prompts.map((p) => p.length)),
+    batch.responses[0].length,
+  );
   return rows > 0 ? rows : B;
 }
 
@@ -150,6 +155,11 @@ export async function plannedRolloutStats(
 }
 
 /** Reference log-probs [B, T] by the plan's reference pass (see plannedRolloutStats), or null. */
-export async function plannedReferenceLogp(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: { temperature?: number; padTokenId?: number }): Promise<TokenMatrix | null> {
+export async function plannedReferenceLogp(
+  model: LlamaModel,
+  lora: LoraSet,
+  batch: ResponseBatch,
+  opts: { temperature?: number; padTokenId?: number },
+): Promise<TokenMatrix | null> {
   return (await plannedRolloutStats(model, lora, batch, opts, { reference: true }))?.refLogp ?? null;
 }

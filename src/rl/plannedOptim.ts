@@ -21,6 +21,14 @@ export function plannedOptimizerActive(): boolean {
  * src/engine/plan/adamwStep.ts; `flat`: the planned learning step's flat LoRA gradients, read in
  * place). Returns the pre-clip global norm and whether the update was skipped.
  */
-export function plannedUpdate(opt: AdamW, vars: Record<string, tf.Variable>, grads: tf.NamedTensorMap, lr: number, maxNorm: number, skip = false, flat?: FlatGrads): Promise<AdamWStepResult> {
+export function plannedUpdate(
+  opt: AdamW,
+  vars: Record<string, tf.Variable>,
+  grads: tf.NamedTensorMap,
+  lr: number,
+  maxNorm: number,
+  skip = false,
+  flat?: FlatGrads,
+): Promise<AdamWStepResult> {
   return plannedAdamWUpdate(opt, vars, grads, lr, maxNorm, skip, flat);
 }

@@ -19,7 +19,13 @@ beforeAll(async () => {
   lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'v', 'o', 'up'], seed: 3 });
   // Non-zero B so the adapted policy differs from the reference.
   const r = mulberry32(11);
-  for (const a of lora.adapters) a.B.assign(tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (2 * r() - 1) * 0.3), a.B.shape as [number, number]));
+  for (const a of lora.adapters)
+    a.B.assign(
+      tf.tensor2d(
+        Float32Array.from({ length: a.B.size }, () => (2 * r() - 1) * 0.3),
+        a.B.shape as [number, number],
+      ),
+    );
 });
 afterAll(() => {
   lora.dispose();
@@ -32,18 +38,40 @@ const PROMPTS = [
   [1, 60, 2, 44, 12, 7, 30],
 ];
 
-
 describe('packSequences', () => {
   it('left-pads prompts and appends responses; attention follows the masks', () => {
-    const p = packSequences({ prompts: [[1, 2, 3], [4]], responses: [[5, 6], [7, 0]], mask: [[1, 1], [1, 0]] }, 9);
+    const p = packSequences(
+      {
+        prompts: [[1, 2, 3], [4]],
+        responses: [
+          [5, 6],
+          [7, 0],
+        ],
+        mask: [
+          [1, 1],
+          [1, 0],
+        ],
+      },
+      9,
+    );
     expect(p.promptLength).toBe(3);
     expect(p.responseLength).toBe(2);
-    expect(p.ids).toEqual([[1, 2, 3, 5, 6], [9, 9, 4, 7, 0]]);
-    expect(p.attentionMask).toEqual([[1, 1, 1, 1, 1], [0, 0, 1, 1, 0]]);
+    expect(p.ids).toEqual([
+      [1, 2, 3, 5, 6],
+      [9, 9, 4, 7, 0],
+    ]);
+    expect(p.attentionMask).toEqual([
+      [1, 1, 1, 1, 1],
+      [0, 0, 1, 1, 0],
+    ]);
   });
   it('names the row whose response length differs', () => {
-    expect(() => packSequences({ prompts: [[1], [2]], responses: [[1, 2], [3]], mask: [[1, 1], [1]] })).toThrow(/row 1/);
-    expect(() => packSequences({ prompts: [[1], []], responses: [[1], [3]], mask: [[1], [1]] })).toThrow(/prompt 1 is empty/);
+    expect(() => packSequences({ prompts: [[1], [2]], responses: [[1, 2], [3]], mask: [[1, 1], [1]] })).toThrow(
+      /row 1/,
+    );
+    expect(() => packSequences({ prompts: [[1], []], responses: [[1], [3]], mask: [[1], [1]] })).toThrow(
+      /prompt 1 is empty/,
+    );
   });
 });
 
@@ -55,7 +83,9 @@ describe('policyStats on the tiny fixture', () => {
       expect(s.logp.shape).toEqual([3, 1]);
       const err = maxAbs(s.logp.dataSync(), g.logprobs.flat());
       const errH = maxAbs(s.entropy.dataSync(), g.entropy.flat());
-      console.log(`T=1, temperature ${temperature}: max |logp - generate| = ${err.toExponential(2)}, entropy ${errH.toExponential(2)}`);
+      console.log(
+        `T=1, temperature ${temperature}: max |logp - generate| = ${err.toExponential(2)}, entropy ${errH.toExponential(2)}`,
+      );
       expect(err).toBeLessThan(1e-4);
       expect(errH).toBeLessThan(1e-4);
       tf.dispose([s.logp, s.entropy]);
@@ -63,13 +93,19 @@ describe('policyStats on the tiny fixture', () => {
   });
 
   it('T = 6 with a stop token: every unmasked position matches generate (1e-4)', async () => {
-    const g = await generate(model, PROMPTS, { maxNewTokens: 6, temperature: 1, seed: 9, stopTokens: [2, 3, 4, 5, 6, 7, 8, 9, 10] });
+    const g = await generate(model, PROMPTS, {
+      maxNewTokens: 6,
+      temperature: 1,
+      seed: 9,
+      stopTokens: [2, 3, 4, 5, 6, 7, 8, 9, 10],
+    });
     expect(g.mask.flat().some((m) => m === 0)).toBe(true); // at least one row stopped early
     const s = policyStats(model, { prompts: PROMPTS, responses: g.tokens, mask: g.mask }, { withHidden: true });
     const lp = s.logp.dataSync();
     const T = g.tokens[0].length;
     let err = 0;
-    for (let b = 0; b < 3; b++) for (let t = 0; t < T; t++) if (g.mask[b][t]) err = Math.max(err, Math.abs(lp[b * T + t] - g.logprobs[b][t]));
+    for (let b = 0; b < 3; b++)
+      for (let t = 0; t < T; t++) if (g.mask[b][t]) err = Math.max(err, Math.abs(lp[b * T + t] - g.logprobs[b][t]));
     expect(err).toBeLessThan(1e-4);
     expect(s.hidden!.shape).toEqual([3, T, model.config.hiddenSize]);
     // Chunked LM head gives the same numbers.
@@ -132,9 +168,9 @@ describe('policyStats on the tiny fixture', () => {
     expect(norms.every((n) => Number.isFinite(n))).toBe(true);
     expect(Math.max(...norms)).toBeGreaterThan(0);
     tf.dispose([value, ...Object.values(grads)]);
-    expect(() =>
-      tf.variableGrads(() => referenceStats(model, lora, batch).logp.sum() as tf.Scalar, vars),
-    ).toThrow(/connection/);
+    expect(() => tf.variableGrads(() => referenceStats(model, lora, batch).logp.sum() as tf.Scalar, vars)).toThrow(
+      /connection/,
+    );
   });
 });
 
@@ -151,7 +187,12 @@ describe('value head and stopGradient', () => {
   });
   it('stopGradient passes values and blocks gradients', () => {
     const x = tf.tensor1d([1, 2, 3]);
-    const g = tf.grad((v: tf.Tensor) => v.mul(v).sum().add(stopGradient(v.mul(v)).sum()))(x);
+    const g = tf.grad((v: tf.Tensor) =>
+      v
+        .mul(v)
+        .sum()
+        .add(stopGradient(v.mul(v)).sum()),
+    )(x);
     expect(Array.from(g.dataSync())).toEqual([2, 4, 6]);
     expect(Array.from(stopGradient(x).dataSync())).toEqual([1, 2, 3]);
     tf.dispose([x, g]);

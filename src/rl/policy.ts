@@ -74,7 +74,9 @@ export function packSequences(batch: ResponseBatch, padTokenId = 0): PackedBatch
   prompts.forEach((p, b) => {
     if (p.length === 0) throw new Error(`policy: prompt ${b} is empty`);
     if (responses[b].length !== T || mask[b].length !== T) {
-      throw new Error(`policy: row ${b} has ${responses[b].length} response ids and ${mask[b].length} mask entries, row 0 has ${T}`);
+      throw new Error(
+        `policy: row ${b} has ${responses[b].length} response ids and ${mask[b].length} mask entries, row 0 has ${T}`,
+      );
     }
   });
   const P = Math.max(...prompts.map((p) => p.length));
@@ -83,7 +85,11 @@ export function packSequences(batch: ResponseBatch, padTokenId = 0): PackedBatch
   for (let b = 0; b < B; b++) {
     const pad = P - prompts[b].length;
     ids.push([...Array<number>(pad).fill(padTokenId), ...prompts[b], ...responses[b]]);
-    attentionMask.push([...Array<number>(pad).fill(0), ...Array<number>(prompts[b].length).fill(1), ...mask[b].map((m) => (m > 0 ? 1 : 0))]);
+    attentionMask.push([
+      ...Array<number>(pad).fill(0),
+      ...Array<number>(prompts[b].length).fill(1),
+      ...mask[b].map((m) => (m > 0 ? 1 : 0)),
+    ]);
   }
   return { ids, attentionMask, promptLength: P, responseLength: T };
 }
@@ -103,14 +109,19 @@ function responseHidden(model: LlamaModel, packed: PackedBatch): { rows: tf.Tens
   return { rows: hidden.reshape([B * T, H]) as tf.Tensor2D, hidden };
 }
 
-function checkBatch(model: LlamaModel, batch: ResponseBatch, opts: PolicyStatsOptions): { packed: PackedBatch; temperature: number } {
+function checkBatch(
+  model: LlamaModel,
+  batch: ResponseBatch,
+  opts: PolicyStatsOptions,
+): { packed: PackedBatch; temperature: number } {
   const temperature = opts.temperature ?? 1;
   if (!(temperature > 0)) throw new Error(`policy: temperature must be > 0, got ${temperature}`);
   const packed = packSequences(batch, opts.padTokenId ?? 0);
   const V = model.config.vocabSize;
   batch.responses.forEach((row, b) => {
     for (const id of row) {
-      if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`policy: response id ${id} in row ${b} is outside the vocabulary [0, ${V})`);
+      if (!Number.isInteger(id) || id < 0 || id >= V)
+        throw new Error(`policy: response id ${id} in row ${b} is outside the vocabulary [0, ${V})`);
     }
   });
   return { packed, temperature };
@@ -120,7 +131,14 @@ function checkBatch(model: LlamaModel, batch: ResponseBatch, opts: PolicyStatsOp
  * LM head + token stats over the response rows, chunked: [B * T, 2] (logp, H), or [B * T, 3] with
  * the reference rows' log-prob as the third column (one fused pass per chunk on WebGPU).
  */
-function statsOfRows(model: LlamaModel, rows: tf.Tensor2D, refRows: tf.Tensor2D | null, ids: tf.Tensor1D, temperature: number, chunkRows?: number): tf.Tensor2D {
+function statsOfRows(
+  model: LlamaModel,
+  rows: tf.Tensor2D,
+  refRows: tf.Tensor2D | null,
+  ids: tf.Tensor1D,
+  temperature: number,
+  chunkRows?: number,
+): tf.Tensor2D {
   const [N, H] = rows.shape;
   const chunk = Math.max(1, Math.floor(chunkRows ?? N));
   const head = (h: tf.Tensor2D) => {
@@ -131,7 +149,9 @@ function statsOfRows(model: LlamaModel, rows: tf.Tensor2D, refRows: tf.Tensor2D 
   for (let r0 = 0; r0 < N; r0 += chunk) {
     const n = Math.min(chunk, N - r0);
     const slice = (t: tf.Tensor2D) => (n === N ? t : t.slice([r0, 0], [n, H]));
-    parts.push(tokenStats(head(slice(rows)), n === N ? ids : ids.slice([r0], [n]), refRows ? head(slice(refRows)) : undefined));
+    parts.push(
+      tokenStats(head(slice(rows)), n === N ? ids : ids.slice([r0], [n]), refRows ? head(slice(refRows)) : undefined),
+    );
   }
   return parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
 }
@@ -159,7 +179,12 @@ export function policyStats(model: LlamaModel, batch: ResponseBatch, opts: Polic
  * The same statistics under the reference policy: the frozen base with every adapter of `lora`
  * switched off. No gradient reaches the adapters (they are off). [B, T] tensors; caller disposes.
  */
-export function referenceStats(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: PolicyStatsOptions = {}): PolicyStats {
+export function referenceStats(
+  model: LlamaModel,
+  lora: LoraSet,
+  batch: ResponseBatch,
+  opts: PolicyStatsOptions = {},
+): PolicyStats {
   return withAdaptersDisabled(lora, () => policyStats(model, batch, { ...opts, withHidden: false }));
 }
 
@@ -169,7 +194,12 @@ export function referenceStats(model: LlamaModel, lora: LoraSet, batch: Response
  * token-stats pass per chunk (the reference's entropy, never used, is not computed). [B, T]
  * tensors; caller disposes.
  */
-export function policyAndReferenceStats(model: LlamaModel, lora: LoraSet, batch: ResponseBatch, opts: PolicyStatsOptions = {}): PolicyStats & { refLogp: tf.Tensor2D } {
+export function policyAndReferenceStats(
+  model: LlamaModel,
+  lora: LoraSet,
+  batch: ResponseBatch,
+  opts: PolicyStatsOptions = {},
+): PolicyStats & { refLogp: tf.Tensor2D } {
   const { packed, temperature } = checkBatch(model, batch, opts);
   const B = packed.ids.length;
   const T = packed.responseLength;
@@ -178,7 +208,11 @@ export function policyAndReferenceStats(model: LlamaModel, lora: LoraSet, batch:
     const { rows, hidden } = responseHidden(model, packed);
     const ids = tf.tensor1d(batch.responses.flat(), 'int32');
     const [lp, ent, refLp] = tf.split(statsOfRows(model, rows, ref.rows, ids, temperature, opts.chunkRows), 3, 1);
-    const out: PolicyStats & { refLogp: tf.Tensor2D } = { logp: lp.reshape([B, T]), entropy: ent.reshape([B, T]), refLogp: refLp.reshape([B, T]) };
+    const out: PolicyStats & { refLogp: tf.Tensor2D } = {
+      logp: lp.reshape([B, T]),
+      entropy: ent.reshape([B, T]),
+      refLogp: refLp.reshape([B, T]),
+    };
     if (opts.withHidden) out.hidden = hidden;
     return out;
   });
@@ -217,7 +251,13 @@ export class ValueHead {
   forward(hidden: tf.Tensor3D): tf.Tensor2D {
     const [B, T, H] = hidden.shape;
     if (H !== this.hiddenSize) throw new Error(`value head: hidden size ${H}, head built for ${this.hiddenSize}`);
-    return tf.tidy(() => tf.matMul(hidden.reshape([B * T, H]) as tf.Tensor2D, this.w).add(this.b).reshape([B, T]) as tf.Tensor2D);
+    return tf.tidy(
+      () =>
+        tf
+          .matMul(hidden.reshape([B * T, H]) as tf.Tensor2D, this.w)
+          .add(this.b)
+          .reshape([B, T]) as tf.Tensor2D,
+    );
   }
 
   variables(): tf.Variable[] {

@@ -23,7 +23,11 @@ const input = () => ({
 describe('ratio', () => {
   it('exp(clamp(logp - old, -20, 20))', () => {
     const r = importanceRatio(tf.tensor1d([Math.log(2), 50, -50]), tf.zeros([3]));
-    expectAllClose(Array.from(r.dataSync()).map((x, i) => (i === 0 ? x : Math.log(x))), [2, 20, -20], 4);
+    expectAllClose(
+      Array.from(r.dataSync()).map((x, i) => (i === 0 ? x : Math.log(x))),
+      [2, 20, -20],
+      4,
+    );
   });
 });
 
@@ -75,8 +79,14 @@ describe('importance_sampling (Tinker)', () => {
   it('on-policy (old = logp as a constant) the gradient is -A per token', () => {
     const logp = tf.tensor2d([[-1, -2]]);
     const old = tf.tensor2d([[-1, -2]]); // a separate constant: passing logp itself would cancel the gradient
-    const g = tf.grad((l: tf.Tensor) =>
-      computePolicyLoss('importance_sampling', { logp: l, oldLogp: old, advantages: tf.tensor2d([[2, -3]]), mask: tf.tensor2d([[1, 0]]) }).loss,
+    const g = tf.grad(
+      (l: tf.Tensor) =>
+        computePolicyLoss('importance_sampling', {
+          logp: l,
+          oldLogp: old,
+          advantages: tf.tensor2d([[2, -3]]),
+          mask: tf.tensor2d([[1, 0]]),
+        }).loss,
     )(logp);
     // ratio 1, d(-rA)/dlogp = -A; masked token 0.
     expectAllClose(g.dataSync(), [-2, 0], 6);
@@ -88,7 +98,12 @@ describe('value loss', () => {
     // (V, V_old, R): (1.0, 0.0, 0.5): clip 0.5 -> max(0.25, 0) = 0.25
     //                (2.0, 1.8, 1.0): clip 2.0 -> max(1, 1) = 1
     //                (0.2, 1.0, 0.0): clip 0.5 -> max(0.04, 0.25) = 0.25 (clipped term larger)
-    const { loss, clipFrac } = valueLoss(tf.tensor2d([[1, 2, 0.2]]), tf.tensor2d([[0.5, 1, 0]]), tf.tensor2d([[0, 1.8, 1]]), tf.ones([1, 3]));
+    const { loss, clipFrac } = valueLoss(
+      tf.tensor2d([[1, 2, 0.2]]),
+      tf.tensor2d([[0.5, 1, 0]]),
+      tf.tensor2d([[0, 1.8, 1]]),
+      tf.ones([1, 3]),
+    );
     expect(num(loss)).toBeCloseTo(0.5 * (1.5 / 3), 6);
     expect(num(clipFrac)).toBeCloseTo(1 / 3, 6);
   });
@@ -96,7 +111,12 @@ describe('value loss', () => {
 
 describe('entropy', () => {
   it('logits [0, ln 3] -> p = [1/4, 3/4], H = 0.25 ln 4 + 0.75 ln(4/3); uniform over 4 -> ln 4', () => {
-    const h = entropyFromLogits(tf.tensor2d([[0, Math.log(3), -1e9, -1e9], [1, 1, 1, 1]]));
+    const h = entropyFromLogits(
+      tf.tensor2d([
+        [0, Math.log(3), -1e9, -1e9],
+        [1, 1, 1, 1],
+      ]),
+    );
     expectAllClose(h.dataSync(), [0.25 * Math.log(4) + 0.75 * Math.log(4 / 3), Math.log(4)], 5);
   });
 

@@ -103,12 +103,19 @@ export function importanceSamplingLoss(input: PolicyLossInput, config: PolicyLos
 }
 
 /** Registry keyed by veRL `policy_loss.loss_mode` (vanilla) and Tinker's loss name. */
-export const POLICY_LOSSES: Record<PolicyLossName, (input: PolicyLossInput, config?: PolicyLossConfig) => PolicyLossOutput> = {
+export const POLICY_LOSSES: Record<
+  PolicyLossName,
+  (input: PolicyLossInput, config?: PolicyLossConfig) => PolicyLossOutput
+> = {
   vanilla: ppoClipLoss,
   importance_sampling: importanceSamplingLoss,
 };
 
-export function computePolicyLoss(name: PolicyLossName, input: PolicyLossInput, config: PolicyLossConfig = {}): PolicyLossOutput {
+export function computePolicyLoss(
+  name: PolicyLossName,
+  input: PolicyLossInput,
+  config: PolicyLossConfig = {},
+): PolicyLossOutput {
   const fn = POLICY_LOSSES[name];
   if (!fn) throw new Error(`unknown policy loss "${name}"; expected one of ${Object.keys(POLICY_LOSSES).join(', ')}`);
   return fn(input, config);
@@ -166,7 +173,8 @@ export function actorLoss(terms: ActorLossTerms): tf.Scalar {
   return tf.tidy(() => {
     const mode = terms.lossAggMode ?? 'token-mean';
     let loss: tf.Scalar = terms.pgLoss;
-    if (terms.entropy && terms.entropyCoeff) loss = tf.sub(loss, tf.mul(terms.entropyCoeff, aggLoss(terms.entropy, terms.mask, mode)));
+    if (terms.entropy && terms.entropyCoeff)
+      loss = tf.sub(loss, tf.mul(terms.entropyCoeff, aggLoss(terms.entropy, terms.mask, mode)));
     if (terms.kl && terms.klCoef) loss = tf.add(loss, tf.mul(terms.klCoef, aggLoss(terms.kl, terms.mask, mode)));
     return loss;
   });

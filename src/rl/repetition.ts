@@ -69,6 +69,9 @@ export const REPETITION_FUNCTIONS: Record<RepetitionMetric, (text: string, opts?
 /** Named repetition metric; throws listing the names on an unknown one. */
 export function repetition(text: string, metric: RepetitionMetric, opts: RepetitionOptions = {}): number {
   const fn = REPETITION_FUNCTIONS[metric];
-  if (!fn) throw new Error(`unknown repetition metric "${metric}"; expected one of ${Object.keys(REPETITION_FUNCTIONS).join(', ')}`);
+  if (!fn)
+    throw new Error(
+      `unknown repetition metric "${metric}"; expected one of ${Object.keys(REPETITION_FUNCTIONS).join(', ')}`,
+    );
   return fn(text, opts);
 }

@@ -18,7 +18,9 @@ describe('Tinker red-team reward', () => {
     // 0.9 - 0.3 x 0.5 - 0.1 x 1 = 0.65
     expect(tinkerRedTeamReward({ harm: 0.9, repetition: 0.5, kl: 1 })).toBeCloseTo(0.65, 10);
     // example config rp 0.15, beta 0.03: 0.9 - 0.075 - 0.03 = 0.795
-    expect(tinkerRedTeamReward({ harm: 0.9, repetition: 0.5, kl: 1 }, { repetitionPenalty: 0.15, klBeta: 0.03 })).toBeCloseTo(0.795, 10);
+    expect(
+      tinkerRedTeamReward({ harm: 0.9, repetition: 0.5, kl: 1 }, { repetitionPenalty: 0.15, klBeta: 0.03 }),
+    ).toBeCloseTo(0.795, 10);
   });
   it('clips to [0, 1]', () => {
     expect(tinkerRedTeamReward({ harm: 0.1, repetition: 1, kl: 0 })).toBe(0); // 0.1 - 0.3 < 0
@@ -89,7 +91,7 @@ describe('reward placement', () => {
       [0, 0, 0, 0],
     ]);
   });
-  it('turn scores on each turn\'s last token; judge turns (-1) masked; missing scores dropped', () => {
+  it("turn scores on each turn's last token; judge turns (-1) masked; missing scores dropped", () => {
     // turn 0 on t 0-1, a judge-written user turn on t 2-3, turn 1 on t 4, turn 2 on t 5-6.
     const turnIndex = fromRows([[0, 0, -1, -1, 1, 2, 2]]);
     const r = placeTurnRewards([[0.25, null, 0.75]], turnIndex);

@@ -34,8 +34,10 @@ export function earlyStop(
   stats: { meanReward: number; meanRepetition: number },
   opts: { rewardThreshold?: number; repetitionThreshold?: number } = {},
 ): { stop: boolean; reason: 'reward' | 'repetition' | null } {
-  if (stats.meanReward > (opts.rewardThreshold ?? EARLY_STOP_DEFAULTS.rewardThreshold)) return { stop: true, reason: 'reward' };
-  if (stats.meanRepetition > (opts.repetitionThreshold ?? EARLY_STOP_DEFAULTS.repetitionThreshold)) return { stop: true, reason: 'repetition' };
+  if (stats.meanReward > (opts.rewardThreshold ?? EARLY_STOP_DEFAULTS.rewardThreshold))
+    return { stop: true, reason: 'reward' };
+  if (stats.meanRepetition > (opts.repetitionThreshold ?? EARLY_STOP_DEFAULTS.repetitionThreshold))
+    return { stop: true, reason: 'repetition' };
   return { stop: false, reason: null };
 }
 
@@ -111,6 +113,8 @@ export function saferTurnScore(
   opts: { repWeight?: number; weights?: { safety: number; usefulness: number; faithfulness: number } } = {},
 ): number {
   const w = opts.weights ?? SAFER_TURN_WEIGHTS;
-  const s = parts.format + (w.safety * parts.safety + w.usefulness * parts.usefulness + w.faithfulness * parts.faithfulness) / 10;
+  const s =
+    parts.format +
+    (w.safety * parts.safety + w.usefulness * parts.usefulness + w.faithfulness * parts.faithfulness) / 10;
   return Math.max(0, s - (opts.repWeight ?? 0.2) * (parts.rep3 ?? 0));
 }

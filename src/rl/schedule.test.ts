@@ -23,5 +23,6 @@ describe('LR schedule', () => {
     expect(lrAt(1000, { baseLr: 2e-5 })).toBe(2e-5);
     expect(lrAt(0, { baseLr: 2e-5 })).toBe(2e-5);
   });
-  it('cosine without a horizon throws', () => expect(() => lrAt(0, { baseLr: 1, kind: 'cosine' })).toThrow(/totalSteps/));
+  it('cosine without a horizon throws', () =>
+    expect(() => lrAt(0, { baseLr: 1, kind: 'cosine' })).toThrow(/totalSteps/));
 });

@@ -13,8 +13,14 @@ describe('stats', () => {
     expect(mean([])).toBe(0);
   });
   it('masked mean / var over unmasked entries only', () => {
-    const x = fromRows([[1, 100], [3, 5]]);
-    const m = fromRows([[1, 0], [1, 1]]);
+    const x = fromRows([
+      [1, 100],
+      [3, 5],
+    ]);
+    const m = fromRows([
+      [1, 0],
+      [1, 1],
+    ]);
     // {1, 3, 5}: mean 3, squared devs 4 + 0 + 4 = 8, biased 8/3, Bessel 8/3 x 3/2 = 4
     expect(maskedMean(x, m)).toBeCloseTo(3, 6);
     expect(maskedVar(x, m)).toBeCloseTo(4, 6);
@@ -22,7 +28,20 @@ describe('stats', () => {
   });
   it('per-row masked means (sequence KL, mean entropy)', () => {
     // row 0: (1 + 3)/2 = 2; row 1: empty -> 0
-    expectAllClose(maskedRowMeans(fromRows([[1, 3, 9], [4, 4, 4]]), fromRows([[1, 1, 0], [0, 0, 0]])), [2, 0], 6);
+    expectAllClose(
+      maskedRowMeans(
+        fromRows([
+          [1, 3, 9],
+          [4, 4, 4],
+        ]),
+        fromRows([
+          [1, 1, 0],
+          [0, 0, 0],
+        ]),
+      ),
+      [2, 0],
+      6,
+    );
   });
   it('one unmasked entry or none whitens to zeros, not NaN', () => {
     const x = fromRows([[7, 8]]);

@@ -27,12 +27,21 @@ describe('TokenNoiser loss', () => {
     // p = [0.5, 0.2, 0.3], target 0, n = [0, 0.25, 0.75], e = 0.1:
     // 0.9 x ln 2 = 0.6238325; 0.1 x (0.25 x 1.6094379 + 0.75 x 1.2039728) = 0.1 x 1.3053391 = 0.1305339
     const logp = tf.log(tf.tensor3d([[[0.5, 0.2, 0.3]]]));
-    const loss = tokenNoiserLoss(logp, tf.tensor2d([[0]], [1, 1], 'int32'), tf.ones([1, 1]), { raw: tf.tensor3d([[[0.3, 0.1, 0.3]]]) });
+    const loss = tokenNoiserLoss(logp, tf.tensor2d([[0]], [1, 1], 'int32'), tf.ones([1, 1]), {
+      raw: tf.tensor3d([[[0.3, 0.1, 0.3]]]),
+    });
     expect(num(loss)).toBeCloseTo(0.7543664, 5);
   });
   it('flat noise and e = 0 reduces to the NLL; masked tokens do not count', () => {
     // tokens: p(target) 0.5 and 0.25 (masked). e = 0: ln 2.
-    const logp = tf.log(tf.tensor3d([[[0.5, 0.25, 0.25], [0.25, 0.5, 0.25]]]));
+    const logp = tf.log(
+      tf.tensor3d([
+        [
+          [0.5, 0.25, 0.25],
+          [0.25, 0.5, 0.25],
+        ],
+      ]),
+    );
     const targets = tf.tensor2d([[0, 0]], [1, 2], 'int32');
     const mask = tf.tensor2d([[1, 0]]);
     expect(num(tokenNoiserLoss(logp, targets, mask, { epsilon: 0, kind: 'flat' }))).toBeCloseTo(Math.LN2, 6);
@@ -42,7 +51,9 @@ describe('TokenNoiser loss', () => {
   it('gradient wrt logp is -w / (masked tokens)', () => {
     const logp = tf.log(tf.tensor3d([[[0.5, 0.2, 0.3]]]));
     const g = tf.grad((l: tf.Tensor) =>
-      tokenNoiserLoss(l, tf.tensor2d([[0]], [1, 1], 'int32'), tf.ones([1, 1]), { raw: tf.tensor3d([[[0.3, 0.1, 0.3]]]) }),
+      tokenNoiserLoss(l, tf.tensor2d([[0]], [1, 1], 'int32'), tf.ones([1, 1]), {
+        raw: tf.tensor3d([[[0.3, 0.1, 0.3]]]),
+      }),
     )(logp);
     // w = 0.9 onehot + 0.1 [0, 0.25, 0.75] = [0.9, 0.025, 0.075]
     expectAllClose(g.dataSync(), [-0.9, -0.025, -0.075], 6);
@@ -50,25 +61,41 @@ describe('TokenNoiser loss', () => {
   it('gradient through log_softmax matches central finite differences', () => {
     // B = 2, T = 2, V = 4; one token masked.
     const logits0 = [0.3, -1.2, 0.8, 0.1, 1.5, 0.2, -0.4, 0.0, -0.7, 0.9, 0.4, -0.2, 0.6, 0.6, -1.0, 0.3];
-    const targets = tf.tensor2d([[2, 0], [1, 3]], [2, 2], 'int32');
-    const mask = tf.tensor2d([[1, 1], [0, 1]]);
+    const targets = tf.tensor2d(
+      [
+        [2, 0],
+        [1, 3],
+      ],
+      [2, 2],
+      'int32',
+    );
+    const mask = tf.tensor2d([
+      [1, 1],
+      [0, 1],
+    ]);
     const raw = tf.randomUniform([2, 2, 4], 0, 1, 'float32', 11);
     const f = (z: tf.Tensor) => tokenNoiserLoss(tf.logSoftmax(z, -1), targets, mask, { raw, epsilon: 0.3 });
-    const analytic = tf.grad(f)(tf.tensor3d(logits0, [2, 2, 4])).dataSync();
+    const analytic = tf
+      .grad(f)(tf.tensor3d(logits0, [2, 2, 4]))
+      .dataSync();
     const h = 1e-2;
     for (let i = 0; i < logits0.length; i++) {
       const plus = logits0.slice();
       const minus = logits0.slice();
       plus[i] += h;
       minus[i] -= h;
-      const fd = (tf.tidy(() => num(f(tf.tensor3d(plus, [2, 2, 4])))) - tf.tidy(() => num(f(tf.tensor3d(minus, [2, 2, 4]))))) / (2 * h);
+      const fd =
+        (tf.tidy(() => num(f(tf.tensor3d(plus, [2, 2, 4])))) - tf.tidy(() => num(f(tf.tensor3d(minus, [2, 2, 4]))))) /
+        (2 * h);
       expect(Math.abs(analytic[i] - fd), `logit ${i}: analytic ${analytic[i]} vs fd ${fd}`).toBeLessThan(2e-3);
     }
     // the masked token (b 1, t 0 = logits 8..11) gets exactly no gradient
     expect(Array.from(analytic.slice(8, 12)).every((x) => x === 0)).toBe(true);
   });
   it('rejects epsilon outside [0, 1]', () => {
-    expect(() => tokenNoiserLoss(tf.zeros([1, 1, 2]), tf.tensor2d([[0]], [1, 1], 'int32'), tf.ones([1, 1]), { epsilon: 2 })).toThrow(/epsilon/);
+    expect(() =>
+      tokenNoiserLoss(tf.zeros([1, 1, 2]), tf.tensor2d([[0]], [1, 1], 'int32'), tf.ones([1, 1]), { epsilon: 2 }),
+    ).toThrow(/epsilon/);
   });
 });
 
@@ -76,11 +103,22 @@ describe('TokenNoiser in hidden-row form (the planned step): -log p_t + e h.(W_t
   // Two tokens, V = 4, H = 3: a hand-made head W [V, H], bias b, hidden rows h, targets 2 and 0,
   // raw noise rows (the target entry zeroed, then renormalised), e = 0.3; only token 0 masked in
   // for the value, both for the gradient.
-  const W = [[0.5, -1.0, 0.2], [1.5, 0.3, -0.7], [-0.4, 0.8, 1.1], [0.0, -0.6, 0.9]];
+  const W = [
+    [0.5, -1.0, 0.2],
+    [1.5, 0.3, -0.7],
+    [-0.4, 0.8, 1.1],
+    [0.0, -0.6, 0.9],
+  ];
   const b = [0.1, -0.2, 0.05, 0.3];
-  const h = [[0.7, -0.3, 1.2], [-1.1, 0.4, 0.6]];
+  const h = [
+    [0.7, -0.3, 1.2],
+    [-1.1, 0.4, 0.6],
+  ];
   const tgt = [2, 0];
-  const raw = [[0.2, 0.5, 0.9, 0.3], [0.6, 0.1, 0.4, 0.8]];
+  const raw = [
+    [0.2, 0.5, 0.9, 0.3],
+    [0.6, 0.1, 0.4, 0.8],
+  ];
   const e = 0.3;
 
   /** float64: the TokenNoiser loss per token from the full log-softmax (the definition). */
@@ -97,10 +135,14 @@ describe('TokenNoiser in hidden-row form (the planned step): -log p_t + e h.(W_t
     });
   }
 
-  const head = { weight: { matmul: (x: tf.Tensor2D) => tf.matMul(x, tf.tensor2d(W), false, true) as tf.Tensor2D, inFeatures: 3 }, bias: tf.tensor1d(b) };
+  const head = {
+    weight: { matmul: (x: tf.Tensor2D) => tf.matMul(x, tf.tensor2d(W), false, true) as tf.Tensor2D, inFeatures: 3 },
+    bias: tf.tensor1d(b),
+  };
   const targets = tf.tensor2d([tgt], [1, 2], 'int32');
   const n = tokenNoiseWeights(targets, 4, { raw: tf.tensor3d([raw]) });
-  const logpOf = (hh: tf.Tensor) => tf.logSoftmax(tf.add(tf.matMul(tf.reshape(hh, [2, 3]), tf.tensor2d(W), false, true), tf.tensor1d(b)));
+  const logpOf = (hh: tf.Tensor) =>
+    tf.logSoftmax(tf.add(tf.matMul(tf.reshape(hh, [2, 3]), tf.tensor2d(W), false, true), tf.tensor1d(b)));
 
   it('equals the definition in float64 per token (a dropped n.z or bias term fails)', () => {
     const ref = reference64();
@@ -108,16 +150,24 @@ describe('TokenNoiser in hidden-row form (the planned step): -log p_t + e h.(W_t
     const terms = tokenNoiserHeadTerms(head, targets, n);
     const hT = tf.tensor3d([h]);
     const logpT = tf.reshape(tf.sum(tf.mul(logpOf(hT), tf.oneHot(tf.tensor1d(tgt, 'int32'), 4)), -1), [1, 2]);
-    for (const [mask, want] of [[[1, 0], ref[0]], [[0, 1], ref[1]], [[1, 1], (ref[0] + ref[1]) / 2]] as const) {
-      const got = num(tokenNoiserLossFromHidden(logpT, hT, terms, tf.tensor2d([mask as unknown as number[]]), { epsilon: e }));
+    for (const [mask, want] of [
+      [[1, 0], ref[0]],
+      [[0, 1], ref[1]],
+      [[1, 1], (ref[0] + ref[1]) / 2],
+    ] as const) {
+      const got = num(
+        tokenNoiserLossFromHidden(logpT, hT, terms, tf.tensor2d([mask as unknown as number[]]), { epsilon: e }),
+      );
       expect(Math.abs(got - want)).toBeLessThan(1e-5);
     }
   });
 
-  it('its gradient in h equals the full-vocabulary loss\'s (tfjs autodiff through log_softmax)', () => {
+  it("its gradient in h equals the full-vocabulary loss's (tfjs autodiff through log_softmax)", () => {
     const terms = tokenNoiserHeadTerms(head, targets, n);
     const mask = tf.tensor2d([[1, 1]]);
-    const full = tf.grad((hh: tf.Tensor) => tokenNoiserLoss(tf.reshape(logpOf(hh), [1, 2, 4]), targets, mask, { epsilon: e, weights: n }))(tf.tensor3d([h]));
+    const full = tf.grad((hh: tf.Tensor) =>
+      tokenNoiserLoss(tf.reshape(logpOf(hh), [1, 2, 4]), targets, mask, { epsilon: e, weights: n }),
+    )(tf.tensor3d([h]));
     const viaRows = tf.grad((hh: tf.Tensor) => {
       const logpT = tf.reshape(tf.sum(tf.mul(logpOf(hh), tf.oneHot(tf.tensor1d(tgt, 'int32'), 4)), -1), [1, 2]);
       return tokenNoiserLossFromHidden(logpT, hh, terms, mask, { epsilon: e });

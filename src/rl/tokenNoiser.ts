@@ -27,8 +27,7 @@ export function tokenNoiseWeights(targets: tf.Tensor, vocabSize: number, opts: N
   return tf.tidy(() => {
     const shape = [...targets.shape, vocabSize];
     const raw =
-      opts.raw ??
-      (opts.kind === 'flat' ? tf.ones(shape) : tf.randomUniform(shape, 0, 1, 'float32', opts.seed));
+      opts.raw ?? (opts.kind === 'flat' ? tf.ones(shape) : tf.randomUniform(shape, 0, 1, 'float32', opts.seed));
     const notTarget = tf.sub(1, tf.oneHot(tf.cast(targets, 'int32'), vocabSize));
     const n = tf.mul(raw, notTarget);
     // max(., tiny) keeps a V = 1 vocabulary (no off-target entry) at zeros instead of NaN.
@@ -50,7 +49,12 @@ export interface TokenNoiserOptions extends NoiseOptions {
  * [B, T], mask: [B, T] (Token Buncher: response mask x [advantage >= 0], see positiveAdvantageMask).
  * Returns the aggregated scalar; per token it is -sum_v w_v logp_v with w = (1 - e) onehot + e n.
  */
-export function tokenNoiserLoss(logp: tf.Tensor, targets: tf.Tensor, mask: tf.Tensor, opts: TokenNoiserOptions = {}): tf.Scalar {
+export function tokenNoiserLoss(
+  logp: tf.Tensor,
+  targets: tf.Tensor,
+  mask: tf.Tensor,
+  opts: TokenNoiserOptions = {},
+): tf.Scalar {
   const e = opts.epsilon ?? TOKEN_NOISER_EPSILON;
   if (!(e >= 0 && e <= 1)) throw new Error(`TokenNoiser epsilon must be in [0, 1] (got ${e})`);
   const V = logp.shape[logp.rank - 1];
@@ -79,12 +83,21 @@ export interface HeadWeight {
  * n W comes from the head's own product (the gradient of sum((x W^T) * w) in x is w W), so a
  * quantised head is never densified. targets: int32 [B, T]; n: tokenNoiseWeights [B, T, V].
  */
-export function tokenNoiserHeadTerms(head: HeadWeight, targets: tf.Tensor, n: tf.Tensor): { rows: tf.Tensor3D; offset: tf.Tensor2D } {
+export function tokenNoiserHeadTerms(
+  head: HeadWeight,
+  targets: tf.Tensor,
+  n: tf.Tensor,
+): { rows: tf.Tensor3D; offset: tf.Tensor2D } {
   const [B, T, V] = n.shape;
   const H = head.weight.inFeatures;
   return tf.tidy(() => {
-    const w = tf.sub(tf.oneHot(tf.reshape(tf.cast(targets, 'int32'), [B * T]), V), tf.reshape(n, [B * T, V])) as tf.Tensor2D;
-    const rows = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(head.weight.matmul(x as tf.Tensor2D), w)))(tf.zeros([B * T, H]));
+    const w = tf.sub(
+      tf.oneHot(tf.reshape(tf.cast(targets, 'int32'), [B * T]), V),
+      tf.reshape(n, [B * T, V]),
+    ) as tf.Tensor2D;
+    const rows = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(head.weight.matmul(x as tf.Tensor2D), w)))(
+      tf.zeros([B * T, H]),
+    );
     const offset = head.bias ? tf.reshape(tf.matMul(w, tf.reshape(head.bias, [V, 1])), [B, T]) : tf.zeros([B, T]);
     return { rows: tf.reshape(rows, [B, T, H]) as tf.Tensor3D, offset: offset as tf.Tensor2D };
   });

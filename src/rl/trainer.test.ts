@@ -24,9 +24,20 @@ beforeAll(async () => {
   model = await loadModel(folderSource(FIXTURE));
   lora = attachLora(model, { r: 4, alpha: 8, targets: ['q', 'v', 'o', 'up', 'down'], seed: 3 });
   const r = mulberry32(7);
-  for (const a of lora.adapters) a.B.assign(tf.tensor2d(Float32Array.from({ length: a.B.size }, () => (2 * r() - 1) * 0.1), a.B.shape as [number, number]));
+  for (const a of lora.adapters)
+    a.B.assign(
+      tf.tensor2d(
+        Float32Array.from({ length: a.B.size }, () => (2 * r() - 1) * 0.1),
+        a.B.shape as [number, number],
+      ),
+    );
   head = new ValueHead(model.config.hiddenSize);
-  head.w.assign(tf.tensor2d(Float32Array.from({ length: head.w.size }, () => (2 * r() - 1) * 0.1), head.w.shape as [number, number]));
+  head.w.assign(
+    tf.tensor2d(
+      Float32Array.from({ length: head.w.size }, () => (2 * r() - 1) * 0.1),
+      head.w.shape as [number, number],
+    ),
+  );
   initial = new Map([...lora.variables(), ...head.variables()].map((v) => [v.name, Float32Array.from(v.dataSync())]));
 });
 afterAll(() => {
@@ -41,7 +52,12 @@ function restore(): void {
 }
 const snapshot = () => [...lora.variables(), ...head.variables()].map((v) => Float32Array.from(v.dataSync()));
 
-const PROMPTS = [[1, 17, 33, 8, 41], [1, 5, 9], [1, 60, 2, 44, 12, 7, 30], [1, 22]];
+const PROMPTS = [
+  [1, 17, 33, 8, 41],
+  [1, 5, 9],
+  [1, 60, 2, 44, 12, 7, 30],
+  [1, 22],
+];
 
 /** A scored batch from a real rollout: advantages, values and returns are arbitrary but fixed. */
 async function makeBatch(g: GenerateResult, withValues: boolean): Promise<LearnBatch> {
@@ -84,7 +100,21 @@ describe('learnStep', () => {
     const before = snapshot();
     const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
     const m = await learnStep({ model, lora, optimizer: opt, valueHead: head }, batch, PPO);
-    for (const k of ['loss/total', 'loss/policy', 'loss/value', 'loss/kl', 'loss/entropy', 'kl/mean', 'entropy/mean', 'grad/norm', 'ppo/clipfrac', 'ppo/approx_kl', 'ppo/ratio_mean', 'value/clipfrac', 'value/mean']) {
+    for (const k of [
+      'loss/total',
+      'loss/policy',
+      'loss/value',
+      'loss/kl',
+      'loss/entropy',
+      'kl/mean',
+      'entropy/mean',
+      'grad/norm',
+      'ppo/clipfrac',
+      'ppo/approx_kl',
+      'ppo/ratio_mean',
+      'value/clipfrac',
+      'value/mean',
+    ]) {
       expect(Number.isFinite(m[k]), k).toBe(true);
     }
     expect(m['ppo/clipfrac']).toBe(0);
@@ -113,7 +143,11 @@ describe('learnStep', () => {
         const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
         // maxGradNorm large so nothing is clipped. Adam's first step is ~lr sign(g), so the variables
         // check the direction; grad/norm (compared with the other metrics) checks the scale.
-        const m = await learnStep({ model, lora, optimizer: opt, valueHead: head }, batch, { ...cfg, maxGradNorm: 1e6, microBatchSize });
+        const m = await learnStep({ model, lora, optimizer: opt, valueHead: head }, batch, {
+          ...cfg,
+          maxGradNorm: 1e6,
+          microBatchSize,
+        });
         opt.dispose();
         return { m, vars: snapshot() };
       };
@@ -121,7 +155,8 @@ describe('learnStep', () => {
       const micro = await run(1);
       const what = JSON.stringify(cfg.trlLossType ?? cfg.lossAggMode ?? cfg.policyLoss);
       expect(Math.max(...full.vars.map((v, i) => maxAbs(v, micro.vars[i]))), what).toBeLessThan(1e-5);
-      for (const k of Object.keys(full.m)) expect(Math.abs(full.m[k] - micro.m[k]), `${what} ${k}`).toBeLessThan(1e-4 * Math.max(1, Math.abs(full.m[k])));
+      for (const k of Object.keys(full.m))
+        expect(Math.abs(full.m[k] - micro.m[k]), `${what} ${k}`).toBeLessThan(1e-4 * Math.max(1, Math.abs(full.m[k])));
     }
   });
 
@@ -132,7 +167,11 @@ describe('learnStep', () => {
     const before = policyStats(model, batch);
     const lp0 = before.logp.dataSync()[0];
     const opt = new AdamW({ lr: 5e-3, weightDecay: 0 });
-    await learnStep({ model, lora, optimizer: opt }, { ...batch, advantages: adv }, { policyLoss: 'importance_sampling' });
+    await learnStep(
+      { model, lora, optimizer: opt },
+      { ...batch, advantages: adv },
+      { policyLoss: 'importance_sampling' },
+    );
     const after = policyStats(model, batch);
     expect(after.logp.dataSync()[0]).toBeGreaterThan(lp0);
     tf.dispose([before.logp, before.entropy, after.logp, after.entropy]);
@@ -163,13 +202,17 @@ describe('learnStep', () => {
     expect(opt.step).toBe(1);
     expect(snapshot().every((a, i) => maxAbs(a, before[i]) === 0)).toBe(true);
     // With a KL loss the skipped rows still pull towards the reference: a step is taken.
-    const k = await learnStep({ model, lora, optimizer: opt }, { ...batch, lossMask: empty, regMask: fromRows(g.mask) }, { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 } });
+    const k = await learnStep(
+      { model, lora, optimizer: opt },
+      { ...batch, lossMask: empty, regMask: fromRows(g.mask) },
+      { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 } },
+    );
     expect(k['optim/no_update']).toBeUndefined();
     expect(opt.step).toBe(2);
     opt.dispose();
   });
 
-  it('the KL loss covers the rows of skipped groups (regMask), not only the policy term\'s rows', async () => {
+  it("the KL loss covers the rows of skipped groups (regMask), not only the policy term's rows", async () => {
     restore();
     const batch = await makeBatch(g, false);
     const lossMask = fromRows(g.mask.map((row, b) => row.map((m) => (b < 2 ? 0 : m))));
@@ -186,7 +229,11 @@ describe('learnStep', () => {
       }
     });
     const opt = new AdamW({ lr: 0 });
-    const m = await learnStep({ model, lora, optimizer: opt }, { ...batch, lossMask, regMask: fromRows(g.mask) }, { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 } });
+    const m = await learnStep(
+      { model, lora, optimizer: opt },
+      { ...batch, lossMask, regMask: fromRows(g.mask) },
+      { policyLoss: 'ppo', kl: { estimator: 'k3', coef: 0.05 } },
+    );
     expect(m['loss/kl']).toBeCloseTo((0.05 * sum) / n, 6);
     opt.dispose();
   });
@@ -195,11 +242,21 @@ describe('learnStep', () => {
     restore();
     const batch = await makeBatch(g, false);
     const opt = new AdamW({ lr: 5e-2, weightDecay: 0 });
-    const one = await learnEpochs({ model, lora, optimizer: opt }, batch, { policyLoss: 'ppo', clipRatioLow: 0.05, clipRatioHigh: 0.05 }, { epochs: 1 });
+    const one = await learnEpochs(
+      { model, lora, optimizer: opt },
+      batch,
+      { policyLoss: 'ppo', clipRatioLow: 0.05, clipRatioHigh: 0.05 },
+      { epochs: 1 },
+    );
     expect(one['ppo/clipfrac']).toBe(0);
     restore();
     const opt2 = new AdamW({ lr: 5e-2, weightDecay: 0 });
-    const two = await learnEpochs({ model, lora, optimizer: opt2 }, batch, { policyLoss: 'ppo', clipRatioLow: 0.05, clipRatioHigh: 0.05 }, { epochs: 2, miniBatches: 2 });
+    const two = await learnEpochs(
+      { model, lora, optimizer: opt2 },
+      batch,
+      { policyLoss: 'ppo', clipRatioLow: 0.05, clipRatioHigh: 0.05 },
+      { epochs: 2, miniBatches: 2 },
+    );
     expect(two['optim/updates']).toBe(4);
     expect(opt2.step).toBe(4);
     expect(two['ppo/clipfrac_last']).toBeGreaterThan(0);
@@ -212,7 +269,9 @@ describe('learnStep', () => {
     restore();
     const batch = await makeBatch(g, true);
     const opt = new AdamW({ lr: 1e-2 });
-    await expect(learnStep({ model, lora, optimizer: opt }, { ...batch, refLogp: undefined }, PPO)).rejects.toThrow(/refLogp/);
+    await expect(learnStep({ model, lora, optimizer: opt }, { ...batch, refLogp: undefined }, PPO)).rejects.toThrow(
+      /refLogp/,
+    );
     await expect(learnStep({ model, lora, optimizer: opt }, batch, {})).rejects.toThrow(/value head/);
     opt.dispose();
   });
@@ -225,7 +284,11 @@ describe('learnStep', () => {
     await learnStep(learner, batch, { ...PPO, microBatchSize: 3 }); // creates the Adam moments
     const n0 = tf.memory().numTensors;
     for (let i = 0; i < 3; i++) await learnStep(learner, batch, { ...PPO, microBatchSize: 3 });
-    await learnStep(learner, batch, { policyLoss: 'importance_sampling', trlLossType: 'dapo', kl: { estimator: 'k1', coef: 0.1 } });
+    await learnStep(learner, batch, {
+      policyLoss: 'importance_sampling',
+      trlLossType: 'dapo',
+      kl: { estimator: 'k1', coef: 0.1 },
+    });
     expect(tf.memory().numTensors).toBe(n0);
     opt.dispose();
   });

@@ -151,7 +151,8 @@ function upload(m: TokenMatrix): tf.Tensor2D {
 }
 
 function checkShape(name: string, m: TokenMatrix | undefined, B: number, T: number): void {
-  if (m && (m.rows !== B || m.cols !== T)) throw new Error(`learnStep: ${name} is [${m.rows}, ${m.cols}], the batch is [${B}, ${T}]`);
+  if (m && (m.rows !== B || m.cols !== T))
+    throw new Error(`learnStep: ${name} is [${m.rows}, ${m.cols}], the batch is [${B}, ${T}]`);
 }
 
 /**
@@ -160,14 +161,27 @@ function checkShape(name: string, m: TokenMatrix | undefined, B: number, T: numb
  * ppo/ratio_mean, value/clipfrac, value/mean, grad/norm (before clipping), grad/skipped, optim/lr.
  * Token means are over the loss mask; entropy/mean and kl/mean over the generation mask.
  */
-export async function learnStep(learner: Learner, batch: LearnBatch, config: TrainerConfig = {}, lr?: number): Promise<LearnMetrics> {
+export async function learnStep(
+  learner: Learner,
+  batch: LearnBatch,
+  config: TrainerConfig = {},
+  lr?: number,
+): Promise<LearnMetrics> {
   const { model, lora, optimizer, valueHead } = learner;
   const B = batch.prompts.length;
   if (B === 0) throw new Error('learnStep: empty batch');
   const T = batch.responses[0]?.length ?? 0;
   const genMask = fromRows(batch.mask.map((r) => r.map((m) => (m > 0 ? 1 : 0))));
   checkShape('mask', genMask, B, T);
-  for (const [name, m] of Object.entries({ oldLogp: batch.oldLogp, refLogp: batch.refLogp, advantages: batch.advantages, lossMask: batch.lossMask, regMask: batch.regMask, values: batch.values, returns: batch.returns })) {
+  for (const [name, m] of Object.entries({
+    oldLogp: batch.oldLogp,
+    refLogp: batch.refLogp,
+    advantages: batch.advantages,
+    lossMask: batch.lossMask,
+    regMask: batch.regMask,
+    values: batch.values,
+    returns: batch.returns,
+  })) {
     checkShape(name, m, B, T);
   }
   const lossMask = batch.lossMask ?? genMask;
@@ -178,7 +192,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   const klCoef = config.kl?.coef ?? 0;
   if (klCoef !== 0 && !batch.refLogp) throw new Error('learnStep: a KL loss needs batch.refLogp (reference log-probs)');
   const useValue = !!(valueHead && batch.returns);
-  if (batch.returns && !batch.values) throw new Error('learnStep: batch.returns needs batch.values (rollout values for value clipping)');
+  if (batch.returns && !batch.values)
+    throw new Error('learnStep: batch.returns needs batch.values (rollout values for value clipping)');
   if (batch.returns && !valueHead) throw new Error('learnStep: batch.returns given but the learner has no value head');
   const vfCoef = config.vfCoef ?? 0.5;
   const entCoef = config.entropyCoeff ?? 0;
@@ -198,7 +213,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
   if (useValue) for (const v of valueHead!.variables()) vars[v.name] = v;
   const varList = Object.values(vars);
 
-  const agg = (x: tf.Tensor, m: tf.Tensor): tf.Scalar => (trl ? trlLoss(x, m, trl, config.maxCompletionLength) : aggLoss(x, m, aggMode));
+  const agg = (x: tf.Tensor, m: tf.Tensor): tf.Scalar =>
+    trl ? trlLoss(x, m, trl, config.maxCompletionLength) : aggLoss(x, m, aggMode);
 
   // Device-side accumulators: metric sums (weighted so their sum is the full-batch value).
   const sums: Record<string, tf.Scalar> = {};
@@ -232,8 +248,13 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
       // Token shares of this micro-batch, for the token-mean metrics.
       const tokW = totalLossTokens > 0 ? sum(sliceRows(lossMask, rows).data) / totalLossTokens : 0;
       const genW = totalGenTokens > 0 ? sum(sliceRows(genMask, rows).data) / totalGenTokens : 0;
-      const sub: ResponseBatch = { prompts: rows.map((r) => batch.prompts[r]), responses: rows.map((r) => batch.responses[r]), mask: rows.map((r) => batch.mask[r]) };
-      const consts = {  // one upload each, disposed below
+      const sub: ResponseBatch = {
+        prompts: rows.map((r) => batch.prompts[r]),
+        responses: rows.map((r) => batch.responses[r]),
+        mask: rows.map((r) => batch.mask[r]),
+      };
+      const consts = {
+        // one upload each, disposed below
         old: upload(sliceRows(batch.oldLogp, rows)),
         adv: upload(sliceRows(batch.advantages, rows)),
         lm: upload(sliceRows(lossMask, rows)),
@@ -262,7 +283,10 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
           addMetric('ppo/clipfrac', tf.mul(pl.clipFrac, tokW));
           addMetric('ppo/clipfrac_lower', tf.mul(pl.clipFracLower, tokW));
           addMetric('ppo/approx_kl', tf.mul(pl.approxKl, tokW));
-          addMetric('ppo/ratio_mean', tf.mul(aggLoss(tf.exp(tf.sub(s.logp, consts.old)), consts.lm, 'token-mean'), tokW));
+          addMetric(
+            'ppo/ratio_mean',
+            tf.mul(aggLoss(tf.exp(tf.sub(s.logp, consts.old)), consts.lm, 'token-mean'), tokW),
+          );
           addMetric('entropy/mean', tf.mul(aggLoss(s.entropy, consts.gm, 'token-mean'), genW));
           const rm = consts.rm ?? consts.lm;
           if (entCoef !== 0) {
@@ -293,14 +317,36 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
         };
         let grads: tf.NamedTensorMap;
         const viaPlan: PlannedMicroBatch | null = plannedPass
-          ? await plannedMicroBatch(model, lora, sub, { temperature: config.temperature, padTokenId: config.padTokenId, valueHead: useValue ? valueHead : undefined, valueGradToAdapters: useValue && !!config.valueGradToAdapters, accumulate: flat !== null }, lossOf)
+          ? await plannedMicroBatch(
+              model,
+              lora,
+              sub,
+              {
+                temperature: config.temperature,
+                padTokenId: config.padTokenId,
+                valueHead: useValue ? valueHead : undefined,
+                valueGradToAdapters: useValue && !!config.valueGradToAdapters,
+                accumulate: flat !== null,
+              },
+              lossOf,
+            )
           : null;
         if (viaPlan) {
           viaPlan.loss.dispose();
           flat = viaPlan.flat;
           grads = viaPlan.varGrads;
         } else {
-          const out = tf.variableGrads(() => lossOf(policyStats(model, sub, { temperature: config.temperature, padTokenId: config.padTokenId, withHidden: useValue })), varList);
+          const out = tf.variableGrads(
+            () =>
+              lossOf(
+                policyStats(model, sub, {
+                  temperature: config.temperature,
+                  padTokenId: config.padTokenId,
+                  withHidden: useValue,
+                }),
+              ),
+            varList,
+          );
           out.value.dispose();
           grads = out.grads;
         }
@@ -308,7 +354,8 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
         else {
           const prev: tf.NamedTensorMap = acc;
           const next: tf.NamedTensorMap = {};
-          for (const name of Object.keys(grads)) next[name] = prev[name] ? tf.add(prev[name], grads[name]) : grads[name].clone();
+          for (const name of Object.keys(grads))
+            next[name] = prev[name] ? tf.add(prev[name], grads[name]) : grads[name].clone();
           for (const name of Object.keys(prev)) if (!next[name]) next[name] = prev[name].clone();
           tf.dispose([...Object.values(prev), ...Object.values(grads)]);
           acc = next;
@@ -356,7 +403,11 @@ export async function learnStep(learner: Learner, batch: LearnBatch, config: Tra
       } else optimizer.applyGradients(vars, cg, stepLr);
     }
   }
-  tf.dispose([...Object.values(grads), ...(clipped ? [...Object.values(clipped.grads), clipped.norm] : []), ...Object.values(sums)]);
+  tf.dispose([
+    ...Object.values(grads),
+    ...(clipped ? [...Object.values(clipped.grads), clipped.norm] : []),
+    ...Object.values(sums),
+  ]);
   stacked?.dispose();
   const metrics: LearnMetrics = {};
   names.forEach((n, i) => (metrics[n] = values[i]));
@@ -399,12 +450,20 @@ function batchRows(batch: LearnBatch, rows: number[]): LearnBatch {
  * (updates with nothing to learn from), `grad/skipped` (non-finite); `ppo/clipfrac_last` is the
  * last update's clip fraction.
  */
-export async function learnEpochs(learner: Learner, batch: LearnBatch, config: TrainerConfig, e: EpochConfig = {}, lr?: number | ((optimizerStep: number) => number)): Promise<LearnMetrics> {
+export async function learnEpochs(
+  learner: Learner,
+  batch: LearnBatch,
+  config: TrainerConfig,
+  e: EpochConfig = {},
+  lr?: number | ((optimizerStep: number) => number),
+): Promise<LearnMetrics> {
   const B = batch.prompts.length;
   const epochs = Math.max(1, Math.floor(e.epochs ?? 1));
   const mbs = Math.min(B, Math.max(1, Math.floor(e.miniBatches ?? 1)));
   const size = Math.ceil(B / mbs);
-  const parts = Array.from({ length: mbs }, (_, k) => Array.from({ length: Math.max(0, Math.min(size, B - k * size)) }, (_, i) => k * size + i)).filter((r) => r.length > 0);
+  const parts = Array.from({ length: mbs }, (_, k) =>
+    Array.from({ length: Math.max(0, Math.min(size, B - k * size)) }, (_, i) => k * size + i),
+  ).filter((r) => r.length > 0);
   const all: LearnMetrics[] = [];
   let updates = 0;
   for (let ep = 0; ep < epochs; ep++) {

@@ -30,5 +30,6 @@ describe('turn aggregation', () => {
     }
     expect(aggregateTurnScores([], 'mean')).toBe(0);
   });
-  it('unknown mode throws', () => expect(() => aggregateTurnScores(s, 'max' as 'mean')).toThrow(/unknown turn aggregation "max"/));
+  it('unknown mode throws', () =>
+    expect(() => aggregateTurnScores(s, 'max' as 'mean')).toThrow(/unknown turn aggregation "max"/));
 });

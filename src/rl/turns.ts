@@ -56,6 +56,8 @@ export function aggregateTurnScores(
     case 'last':
       return s[s.length - 1];
     default:
-      throw new Error(`unknown turn aggregation "${String(mode)}"; expected mean, min_mean, soft_linear, harmonic or last`);
+      throw new Error(
+        `unknown turn aggregation "${String(mode)}"; expected mean, min_mean, soft_linear, harmonic or last`,
+      );
   }
 }

@@ -20,7 +20,9 @@ const params = (): NamedTensor[] => [
   f32('layer0.q.B', [5], (i) => Math.fround(1 / (i + 3))),
   f32('odd-bits', [4], (i) => [-0, 1e-40, 3.4e38, -2.5][i]),
 ];
-const moments = (): NamedTensor[] => [{ name: 'adam.count', dtype: 'int32', shape: [3], data: Int32Array.from([7, -1, 2147483647]) }];
+const moments = (): NamedTensor[] => [
+  { name: 'adam.count', dtype: 'int32', shape: [3], data: Int32Array.from([7, -1, 2147483647]) },
+];
 
 const bits = (a: Float32Array | Int32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
@@ -101,7 +103,9 @@ describe('CheckpointStore', () => {
     const before = (await inner.keys('')).sort();
     sets = 0;
     failAfter = 3;
-    const err = await store.save({ runId: 'r', step: 2, tensors: params(), optimizer: { tensors: moments() } }).catch((e: unknown) => e);
+    const err = await store
+      .save({ runId: 'r', step: 2, tensors: params(), optimizer: { tensors: moments() } })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StorageError);
     const e = err as StorageError;
     expect(e.code).toBe('quota');
@@ -177,11 +181,13 @@ describe('CheckpointStore', () => {
     const store = new CheckpointStore({ kv: freshKv(), chunkBytes: 64 });
     const good = await store.save({ runId: 'r', step: 1, tensors: params() });
     const bad = [...params(), f32('diverged', [3], (i) => [0, 1, Infinity][i])];
-    await expect(store.save({ runId: 'r', step: 2, tensors: bad })).rejects.toThrow('tensor "diverged" holds Infinity at element 2');
-    const nanMoment = [f32('m', [2], (i) => (i === 1 ? NaN : 0))];
-    await expect(store.save({ runId: 'r', step: 2, tensors: params(), optimizer: { tensors: nanMoment } })).rejects.toThrow(
-      'tensor "m" holds NaN at element 1',
+    await expect(store.save({ runId: 'r', step: 2, tensors: bad })).rejects.toThrow(
+      'tensor "diverged" holds Infinity at element 2',
     );
+    const nanMoment = [f32('m', [2], (i) => (i === 1 ? NaN : 0))];
+    await expect(
+      store.save({ runId: 'r', step: 2, tensors: params(), optimizer: { tensors: nanMoment } }),
+    ).rejects.toThrow('tensor "m" holds NaN at element 1');
     expect((await store.list()).length).toBe(1);
     const forced = await store.save({ runId: 'r', step: 2, tensors: bad }, { force: true });
     expect(forced.nonFinite).toBe('tensor "diverged" holds Infinity at element 2');
@@ -193,12 +199,20 @@ describe('CheckpointStore', () => {
 
   it('rejects malformed tensors with the tensor name', async () => {
     const store = new CheckpointStore({ kv: freshKv() });
-    await expect(store.save({ runId: 'r', step: 0, tensors: [{ name: 'w', dtype: 'float32', shape: [2, 2], data: new Float32Array(3) }] })).rejects.toThrow(
-      'tensor "w": shape [2, 2] has 4 elements but data has 3',
-    );
-    await expect(store.save({ runId: 'r', step: 0, tensors: [{ name: 'w', dtype: 'int32', shape: [1], data: new Float32Array(1) }] })).rejects.toThrow(
-      'tensor "w": dtype int32 needs a Int32Array',
-    );
+    await expect(
+      store.save({
+        runId: 'r',
+        step: 0,
+        tensors: [{ name: 'w', dtype: 'float32', shape: [2, 2], data: new Float32Array(3) }],
+      }),
+    ).rejects.toThrow('tensor "w": shape [2, 2] has 4 elements but data has 3');
+    await expect(
+      store.save({
+        runId: 'r',
+        step: 0,
+        tensors: [{ name: 'w', dtype: 'int32', shape: [1], data: new Float32Array(1) }],
+      }),
+    ).rejects.toThrow('tensor "w": dtype int32 needs a Int32Array');
   });
 
   it('gcOrphanChunks removes chunks without a manifest, prune keeps the newest steps', async () => {
@@ -222,7 +236,11 @@ describe('CheckpointStore', () => {
 function fakeLocks() {
   let shared = 0;
   return {
-    async request<T>(_name: string, opts: { mode: 'shared' | 'exclusive'; ifAvailable?: boolean }, cb: (lock: unknown) => Promise<T>): Promise<T> {
+    async request<T>(
+      _name: string,
+      opts: { mode: 'shared' | 'exclusive'; ifAvailable?: boolean },
+      cb: (lock: unknown) => Promise<T>,
+    ): Promise<T> {
       if (opts.mode === 'exclusive') return cb(shared > 0 && opts.ifAvailable ? null : {});
       shared++;
       try {
@@ -243,7 +261,13 @@ describe('orphan collection across tabs', () => {
       const gate = new Promise<void>((r) => (release = r));
       let writes = 0;
       // The saving tab's writes stall after its first chunk: a collector runs in that window.
-      const slow: Kv = { ...kv, set: async (k, v) => { if (writes++ === 1) await gate; return kv.set(k, v); } };
+      const slow: Kv = {
+        ...kv,
+        set: async (k, v) => {
+          if (writes++ === 1) await gate;
+          return kv.set(k, v);
+        },
+      };
       const saver = new CheckpointStore({ kv: slow, chunkBytes: 10 });
       const saving = saver.save({ runId: 'r', step: 1, tensors: params() });
       while ((await kv.keys('c/')).length === 0) await new Promise((r) => setTimeout(r, 1));
@@ -267,16 +291,32 @@ describe('orphan collection across tabs', () => {
 describe('storage estimate', () => {
   it('usage() reports navigator.storage.estimate and the bytes of stored checkpoints', async () => {
     vi.stubGlobal('navigator', {
-      storage: { estimate: async () => ({ usage: 3 * 1024 * 1024, quota: 10 * 1024 ** 3 }), persisted: async () => false, persist: async () => true },
+      storage: {
+        estimate: async () => ({ usage: 3 * 1024 * 1024, quota: 10 * 1024 ** 3 }),
+        persisted: async () => false,
+        persist: async () => true,
+      },
     });
     try {
       const store = new CheckpointStore({ kv: freshKv(), chunkBytes: 32 });
       await store.save({ runId: 'r', step: 1, tensors: params() });
-      expect(await store.usage()).toEqual({ checkpoints: 1, checkpointBytes: 60, orphanChunks: 0, orphanBytes: 0, usage: 3145728, quota: 10737418240 });
+      expect(await store.usage()).toEqual({
+        checkpoints: 1,
+        checkpointBytes: 60,
+        orphanChunks: 0,
+        orphanBytes: 0,
+        usage: 3145728,
+        quota: 10737418240,
+      });
       // Chunks nobody points at count too, with their bytes, until collected.
       await store.kv.set('c/ckpt-dead/000000', new Uint8Array(32).buffer);
       await store.kv.set('c/ckpt-dead/000001', new Uint8Array(7).buffer);
-      expect(await store.usage()).toMatchObject({ checkpoints: 1, checkpointBytes: 60, orphanChunks: 2, orphanBytes: 39 });
+      expect(await store.usage()).toMatchObject({
+        checkpoints: 1,
+        checkpointBytes: 60,
+        orphanChunks: 2,
+        orphanBytes: 39,
+      });
       expect(formatBytes(3145728)).toBe('3.0 MiB');
       expect(formatBytes(512)).toBe('512 B');
       expect(await requestPersistentStorage()).toBe(true);

@@ -21,13 +21,34 @@ import { formatBytes } from '../contract/formatBytes';
 import { idbKv, newId, pad, StorageError, storageEstimate, type Kv, type StorageEstimateResult } from './kv';
 import { brief } from '../contract/brief';
 import {
-  CHECKPOINT_DB, CHECKPOINT_FORMAT, CHUNK_LOCK, chunkPrefix, manifestKey, MANIFEST_PREFIX, CHUNK_PREFIX, newestFirst, orphanChunks, summarizeCheckpoint,
-  type CheckpointManifest, type CheckpointSummary, type ChunkEntry, type TensorDtype, type TensorGroup, type TensorIndexEntry,
+  CHECKPOINT_DB,
+  CHECKPOINT_FORMAT,
+  CHUNK_LOCK,
+  chunkPrefix,
+  manifestKey,
+  MANIFEST_PREFIX,
+  CHUNK_PREFIX,
+  newestFirst,
+  orphanChunks,
+  summarizeCheckpoint,
+  type CheckpointManifest,
+  type CheckpointSummary,
+  type ChunkEntry,
+  type TensorDtype,
+  type TensorGroup,
+  type TensorIndexEntry,
 } from '../contract/storageFormat';
 
 // The layout and record shapes are shared with the page (contract/storageFormat.ts).
 export { CHECKPOINT_FORMAT, CHECKPOINT_DB } from '../contract/storageFormat';
-export type { CheckpointManifest, CheckpointSummary, ChunkEntry, TensorDtype, TensorGroup, TensorIndexEntry } from '../contract/storageFormat';
+export type {
+  CheckpointManifest,
+  CheckpointSummary,
+  ChunkEntry,
+  TensorDtype,
+  TensorGroup,
+  TensorIndexEntry,
+} from '../contract/storageFormat';
 
 export interface NamedTensor {
   name: string;
@@ -89,11 +110,22 @@ export const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
 
 const chunkKey = (id: string, n: number) => `${chunkPrefix(id)}${pad(n, 6)}`;
 
-type LockManagerLike = { request<T>(name: string, opts: { mode: 'shared' | 'exclusive'; ifAvailable?: boolean }, cb: (lock: unknown) => Promise<T>): Promise<T> };
-const lockManager = (): LockManagerLike | null => (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks ?? null;
+type LockManagerLike = {
+  request<T>(
+    name: string,
+    opts: { mode: 'shared' | 'exclusive'; ifAvailable?: boolean },
+    cb: (lock: unknown) => Promise<T>,
+  ): Promise<T>;
+};
+const lockManager = (): LockManagerLike | null =>
+  (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks ?? null;
 
 /** Runs `fn` under the chunk lock; without the Web Locks API (Node), runs it as is. `fn` gets false if the lock was busy (ifAvailable). */
-function withChunkLock<T>(mode: 'shared' | 'exclusive', ifAvailable: boolean, fn: (held: boolean) => Promise<T>): Promise<T> {
+function withChunkLock<T>(
+  mode: 'shared' | 'exclusive',
+  ifAvailable: boolean,
+  fn: (held: boolean) => Promise<T>,
+): Promise<T> {
   const locks = lockManager();
   if (!locks) return fn(true);
   return locks.request(CHUNK_LOCK, { mode, ifAvailable }, (lock) => fn(lock !== null));
@@ -103,7 +135,9 @@ function withChunkLock<T>(mode: 'shared' | 'exclusive', ifAvailable: boolean, fn
 // Validation helpers
 
 /** The first NaN/Infinity in the float tensors, or null when all are finite. */
-export function findNonFinite(tensors: readonly NamedTensor[]): { tensor: string; index: number; value: number } | null {
+export function findNonFinite(
+  tensors: readonly NamedTensor[],
+): { tensor: string; index: number; value: number } | null {
   for (const t of tensors) {
     if (t.dtype !== 'float32') continue;
     const d = t.data;
@@ -116,16 +150,25 @@ export function findNonFinite(tensors: readonly NamedTensor[]): { tensor: string
 }
 
 function checkTensor(t: NamedTensor, where: string): void {
-  if (typeof t.name !== 'string' || t.name === '') throw new StorageError('invalid', `${where}: tensor name must be a non-empty string`);
+  if (typeof t.name !== 'string' || t.name === '')
+    throw new StorageError('invalid', `${where}: tensor name must be a non-empty string`);
   const w = `${where}: tensor "${t.name}"`;
   const want = t.dtype === 'float32' ? Float32Array : t.dtype === 'int32' ? Int32Array : null;
   if (!want) throw new StorageError('invalid', `${w}: dtype "${String(t.dtype)}" is not float32 or int32`);
-  if (!(t.data instanceof want)) throw new StorageError('invalid', `${w}: dtype ${t.dtype} needs a ${want.name}, got ${t.data?.constructor?.name ?? typeof t.data}`);
+  if (!(t.data instanceof want))
+    throw new StorageError(
+      'invalid',
+      `${w}: dtype ${t.dtype} needs a ${want.name}, got ${t.data?.constructor?.name ?? typeof t.data}`,
+    );
   if (!Array.isArray(t.shape) || !t.shape.every((s) => Number.isSafeInteger(s) && s >= 0)) {
     throw new StorageError('invalid', `${w}: shape must be non-negative integers, got ${brief(t.shape)}`);
   }
   const n = t.shape.reduce((a, b) => a * b, 1);
-  if (n !== t.data.length) throw new StorageError('invalid', `${w}: shape [${t.shape.join(', ')}] has ${n} elements but data has ${t.data.length}`);
+  if (n !== t.data.length)
+    throw new StorageError(
+      'invalid',
+      `${w}: shape [${t.shape.join(', ')}] has ${n} elements but data has ${t.data.length}`,
+    );
 }
 
 /** A JSON-safe deep copy (so a later mutation by the caller cannot change the stored state). */
@@ -152,8 +195,8 @@ function asBytes(v: unknown): Uint8Array | null {
   return null;
 }
 
-const label = (m: { name: string; runId: string; step: number }) => `Checkpoint "${m.name}" (run ${m.runId}, step ${m.step})`;
-
+const label = (m: { name: string; runId: string; step: number }) =>
+  `Checkpoint "${m.name}" (run ${m.runId}, step ${m.step})`;
 
 // ---------------------------------------------------------------------------------------------
 
@@ -167,7 +210,8 @@ export class CheckpointStore {
   constructor(opts: CheckpointStoreOptions = {}) {
     this.kv = opts.kv ?? idbKv(CHECKPOINT_DB);
     this.chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-    if (!Number.isSafeInteger(this.chunkBytes) || this.chunkBytes <= 0) throw new Error(`CheckpointStore: chunkBytes must be a positive integer, got ${this.chunkBytes}`);
+    if (!Number.isSafeInteger(this.chunkBytes) || this.chunkBytes <= 0)
+      throw new Error(`CheckpointStore: chunkBytes must be a positive integer, got ${this.chunkBytes}`);
     this.estimate = opts.estimate ?? storageEstimate;
   }
 
@@ -178,9 +222,14 @@ export class CheckpointStore {
    */
   async save(input: CheckpointInput, opts: SaveOptions = {}): Promise<CheckpointManifest> {
     const where = `Checkpoint of run ${input.runId} at step ${input.step}`;
-    if (typeof input.runId !== 'string' || input.runId === '') throw new StorageError('invalid', `${where}: runId must be a non-empty string`);
-    if (!Number.isSafeInteger(input.step) || input.step < 0) throw new StorageError('invalid', `${where}: step must be a non-negative integer, got ${input.step}`);
-    const groups: [TensorGroup, NamedTensor[]][] = [['params', input.tensors ?? []], ['optimizer', input.optimizer?.tensors ?? []]];
+    if (typeof input.runId !== 'string' || input.runId === '')
+      throw new StorageError('invalid', `${where}: runId must be a non-empty string`);
+    if (!Number.isSafeInteger(input.step) || input.step < 0)
+      throw new StorageError('invalid', `${where}: step must be a non-negative integer, got ${input.step}`);
+    const groups: [TensorGroup, NamedTensor[]][] = [
+      ['params', input.tensors ?? []],
+      ['optimizer', input.optimizer?.tensors ?? []],
+    ];
     const seen = new Set<string>();
     for (const [g, ts] of groups) {
       for (const t of ts) {
@@ -240,7 +289,12 @@ export class CheckpointStore {
   }
 
   /** The writes of save(): chunks, then the manifest; on failure its own chunks are removed. */
-  private async write(id: string, manifest: CheckpointManifest, groups: [TensorGroup, NamedTensor[]][], chunks: ChunkEntry[]): Promise<CheckpointManifest> {
+  private async write(
+    id: string,
+    manifest: CheckpointManifest,
+    groups: [TensorGroup, NamedTensor[]][],
+    chunks: ChunkEntry[],
+  ): Promise<CheckpointManifest> {
     const cb = this.chunkBytes;
     const total = manifest.sizeBytes;
     const nChunks = chunks.length;
@@ -273,7 +327,10 @@ export class CheckpointStore {
       chunkNo = nChunks; // every chunk is down; a failure now is the manifest's
       await this.kv.set(manifestKey(id), manifest);
     } catch (e) {
-      const cleanup = await this.removeChunks(id, chunks.slice(0, Math.min(chunkNo + 1, nChunks)).map((c) => c.key));
+      const cleanup = await this.removeChunks(
+        id,
+        chunks.slice(0, Math.min(chunkNo + 1, nChunks)).map((c) => c.key),
+      );
       throw await this.saveError(e, manifest, chunkNo, written, cleanup);
     } finally {
       this.saving.delete(id);
@@ -293,15 +350,26 @@ export class CheckpointStore {
     }
   }
 
-  private async saveError(e: unknown, m: CheckpointManifest, chunkNo: number, written: number, cleaned: boolean): Promise<StorageError> {
+  private async saveError(
+    e: unknown,
+    m: CheckpointManifest,
+    chunkNo: number,
+    written: number,
+    cleaned: boolean,
+  ): Promise<StorageError> {
     const quota = isQuotaError(e);
     const est = await this.estimate().catch(() => ({ usage: null, quota: null }));
     const usage =
       est.usage !== null && est.quota !== null
         ? `storage usage ${est.usage} bytes (${formatBytes(est.usage)}) of a quota of ${est.quota} bytes (${formatBytes(est.quota)})`
         : 'storage quota and usage unknown (navigator.storage.estimate is unavailable)';
-    const stage = chunkNo < m.chunks.length ? `at chunk ${chunkNo + 1} of ${m.chunks.length} (${written} bytes written)` : 'writing the manifest';
-    const cause = quota ? 'the browser storage quota is exceeded' : `an IndexedDB write failed (${(e as Error)?.name ?? 'Error'}: ${(e as Error)?.message ?? String(e)})`;
+    const stage =
+      chunkNo < m.chunks.length
+        ? `at chunk ${chunkNo + 1} of ${m.chunks.length} (${written} bytes written)`
+        : 'writing the manifest';
+    const cause = quota
+      ? 'the browser storage quota is exceeded'
+      : `an IndexedDB write failed (${(e as Error)?.name ?? 'Error'}: ${(e as Error)?.message ?? String(e)})`;
     const after = cleaned
       ? 'Its partial chunks were removed and earlier checkpoints are intact'
       : 'Earlier checkpoints are intact; its partial chunks could not be removed now (gcOrphanChunks will)';
@@ -330,7 +398,11 @@ export class CheckpointStore {
 
   async manifest(id: string): Promise<CheckpointManifest> {
     const m = await this.kv.get<CheckpointManifest>(manifestKey(id));
-    if (!m) throw new StorageError('not-found', `No checkpoint with id "${id}" in IndexedDB (deleted, or saved in another browser profile)`);
+    if (!m)
+      throw new StorageError(
+        'not-found',
+        `No checkpoint with id "${id}" in IndexedDB (deleted, or saved in another browser profile)`,
+      );
     return m;
   }
 
@@ -339,22 +411,37 @@ export class CheckpointStore {
     const m = await this.manifest(id);
     const what = `${label(m)} [${m.id}]`;
     if (m.format !== CHECKPOINT_FORMAT) {
-      throw new StorageError('corrupt', `${what} cannot be loaded: manifest format ${String(m.format)}, this version reads format ${CHECKPOINT_FORMAT}`);
+      throw new StorageError(
+        'corrupt',
+        `${what} cannot be loaded: manifest format ${String(m.format)}, this version reads format ${CHECKPOINT_FORMAT}`,
+      );
     }
-    if (!Number.isSafeInteger(m.step) || m.step < 0) throw new StorageError('corrupt', `${what}: manifest step must be a non-negative integer, got ${String(m.step)}`);
-    if (!Array.isArray(m.tensors) || !Array.isArray(m.chunks)) throw new StorageError('corrupt', `${what}: manifest has no tensor or chunk index`);
+    if (!Number.isSafeInteger(m.step) || m.step < 0)
+      throw new StorageError('corrupt', `${what}: manifest step must be a non-negative integer, got ${String(m.step)}`);
+    if (!Array.isArray(m.tensors) || !Array.isArray(m.chunks))
+      throw new StorageError('corrupt', `${what}: manifest has no tensor or chunk index`);
     const present = new Set(await this.kv.keys(chunkPrefix(id)));
     m.chunks.forEach((c, i) => {
       if (!present.has(c.key)) {
-        throw new StorageError('missing-chunk', `${what} cannot be loaded: chunk "${c.key}" (${i + 1} of ${m.chunks.length}, ${c.byteLength} bytes) is missing from IndexedDB`);
+        throw new StorageError(
+          'missing-chunk',
+          `${what} cannot be loaded: chunk "${c.key}" (${i + 1} of ${m.chunks.length}, ${c.byteLength} bytes) is missing from IndexedDB`,
+        );
       }
     });
     const streamBytes = m.chunks.reduce((a, c) => a + c.byteLength, 0);
-    if (streamBytes !== m.sizeBytes) throw new StorageError('corrupt', `${what}: chunks hold ${streamBytes} bytes but the manifest says ${m.sizeBytes}`);
+    if (streamBytes !== m.sizeBytes)
+      throw new StorageError(
+        'corrupt',
+        `${what}: chunks hold ${streamBytes} bytes but the manifest says ${m.sizeBytes}`,
+      );
     const out = m.tensors.map((e) => {
       const n = e.shape.reduce((a, b) => a * b, 1);
       if (n * 4 !== e.byteLength || e.offset + e.byteLength > m.sizeBytes) {
-        throw new StorageError('corrupt', `${what}: index entry of tensor "${e.name}" is inconsistent (shape [${e.shape.join(', ')}], ${e.byteLength} bytes at ${e.offset})`);
+        throw new StorageError(
+          'corrupt',
+          `${what}: index entry of tensor "${e.name}" is inconsistent (shape [${e.shape.join(', ')}], ${e.byteLength} bytes at ${e.offset})`,
+        );
       }
       const data = e.dtype === 'float32' ? new Float32Array(n) : new Int32Array(n);
       return { e, data, bytes: new Uint8Array(data.buffer) };
@@ -365,10 +452,17 @@ export class CheckpointStore {
     for (let i = 0; i < m.chunks.length; i++) {
       const c = m.chunks[i];
       const raw = await this.kv.get<unknown>(c.key);
-      if (raw === undefined) throw new StorageError('missing-chunk', `${what} cannot be loaded: chunk "${c.key}" (${i + 1} of ${m.chunks.length}) is missing from IndexedDB`);
+      if (raw === undefined)
+        throw new StorageError(
+          'missing-chunk',
+          `${what} cannot be loaded: chunk "${c.key}" (${i + 1} of ${m.chunks.length}) is missing from IndexedDB`,
+        );
       const bytes = asBytes(raw);
       if (!bytes || bytes.byteLength !== c.byteLength) {
-        throw new StorageError('corrupt', `${what} cannot be loaded: chunk "${c.key}" holds ${bytes ? bytes.byteLength : 'no'} bytes, the index says ${c.byteLength}`);
+        throw new StorageError(
+          'corrupt',
+          `${what} cannot be loaded: chunk "${c.key}" holds ${bytes ? bytes.byteLength : 'no'} bytes, the index says ${c.byteLength}`,
+        );
       }
       const end = start + c.byteLength;
       while (t < out.length && out[t].e.offset + out[t].e.byteLength <= start) t++;
@@ -381,7 +475,9 @@ export class CheckpointStore {
       start = end;
     }
     const tensorsOf = (g: TensorGroup): NamedTensor[] =>
-      out.filter((o) => o.e.group === g).map(({ e, data }) => ({ name: e.name, dtype: e.dtype, shape: e.shape.slice(), data }));
+      out
+        .filter((o) => o.e.group === g)
+        .map(({ e, data }) => ({ name: e.name, dtype: e.dtype, shape: e.shape.slice(), data }));
     return {
       manifest: m,
       tensors: tensorsOf('params'),
@@ -393,7 +489,8 @@ export class CheckpointStore {
   }
 
   async rename(id: string, name: string): Promise<CheckpointManifest> {
-    if (typeof name !== 'string' || name.trim() === '') throw new StorageError('invalid', `Checkpoint "${id}": a name must be a non-empty string`);
+    if (typeof name !== 'string' || name.trim() === '')
+      throw new StorageError('invalid', `Checkpoint "${id}": a name must be a non-empty string`);
     const m = await this.manifest(id);
     const next = { ...m, name: name.trim() };
     await this.kv.set(manifestKey(id), next);
@@ -456,8 +553,12 @@ export class CheckpointStore {
     });
     const est = await this.estimate().catch(() => ({ usage: null, quota: null }));
     return {
-      checkpoints: l.length, checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0),
-      orphanChunks: orphans.length, orphanBytes, usage: est.usage, quota: est.quota,
+      checkpoints: l.length,
+      checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0),
+      orphanChunks: orphans.length,
+      orphanBytes,
+      usage: est.usage,
+      quota: est.quota,
     };
   }
 }

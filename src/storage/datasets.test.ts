@@ -29,7 +29,9 @@ describe('DatasetStore (IndexedDB)', () => {
   it('refuses an upload larger than the free quota before writing, naming the file and the sizes', async () => {
     const kv = freshKv();
     const s = new DatasetStore({ kv, estimate: async () => ({ usage: 1000, quota: 1040 }) });
-    await expect(s.put('big.jsonl', 'x'.repeat(100), 1)).rejects.toThrow('dataset big.jsonl was not saved: it needs 200 B, and 40 B of the browser\'s storage quota is free; delete old uploads, checkpoints or runs to free space');
+    await expect(s.put('big.jsonl', 'x'.repeat(100), 1)).rejects.toThrow(
+      "dataset big.jsonl was not saved: it needs 200 B, and 40 B of the browser's storage quota is free; delete old uploads, checkpoints or runs to free space",
+    );
     expect(await s.list()).toEqual([]);
   });
 
@@ -47,6 +49,8 @@ describe('DatasetStore (IndexedDB)', () => {
     await expect(s.put('p.jsonl', '{"prompt":"a"}\n', 1)).rejects.toMatchObject({ code: 'quota' });
     expect(await s.list()).toEqual([]);
     expect(await kv.keys('')).toEqual([]);
-    await expect(s.text('upload:p.jsonl')).rejects.toThrow('dataset "upload:p.jsonl" is not stored in this browser (no uploads stored); upload the file again');
+    await expect(s.text('upload:p.jsonl')).rejects.toThrow(
+      'dataset "upload:p.jsonl" is not stored in this browser (no uploads stored); upload the file again',
+    );
   });
 });

@@ -41,8 +41,13 @@ export class DatasetStore {
   /** Stores (or replaces) an upload; throws a StorageError naming the file when it does not fit. */
   async put(fileName: string, text: string, rows: number): Promise<StoredDatasetInfo> {
     const ref = uploadRef(fileName);
-    if (typeof text !== 'string' || text.trim() === '') throw new StorageError('invalid', `dataset upload ${fileName}: no rows`);
-    if (!Number.isSafeInteger(rows) || rows < 1) throw new StorageError('invalid', `dataset upload ${fileName}: row count must be a positive integer, got ${rows}`);
+    if (typeof text !== 'string' || text.trim() === '')
+      throw new StorageError('invalid', `dataset upload ${fileName}: no rows`);
+    if (!Number.isSafeInteger(rows) || rows < 1)
+      throw new StorageError(
+        'invalid',
+        `dataset upload ${fileName}: row count must be a positive integer, got ${rows}`,
+      );
     // UTF-16 in IndexedDB: two bytes per code unit is what the browser charges at most.
     const bytes = 2 * text.length;
     const est = await this.estimate().catch(() => ({ usage: null, quota: null }));
@@ -51,7 +56,9 @@ export class DatasetStore {
       new StorageError(
         'quota',
         `dataset ${fileName} was not saved: it needs ${formatBytes(bytes)}` +
-          (room !== null ? `, and ${formatBytes(Math.max(0, room))} of the browser's storage quota is free` : ' and the browser storage quota is exceeded') +
+          (room !== null
+            ? `, and ${formatBytes(Math.max(0, room))} of the browser's storage quota is free`
+            : ' and the browser storage quota is exceeded') +
           '; delete old uploads, checkpoints or runs to free space',
       );
     if (room !== null && bytes > room) throw quotaError();
@@ -62,22 +69,33 @@ export class DatasetStore {
     } catch (e) {
       await this.kv.del(textKey(ref)).catch(() => undefined);
       if (isQuotaError(e)) throw quotaError();
-      throw new StorageError('write', `dataset ${fileName} was not saved: an IndexedDB write failed (${(e as Error)?.message ?? String(e)})`, { cause: e });
+      throw new StorageError(
+        'write',
+        `dataset ${fileName} was not saved: an IndexedDB write failed (${(e as Error)?.message ?? String(e)})`,
+        { cause: e },
+      );
     }
     return info;
   }
 
   /** Every upload, oldest first. */
   async list(): Promise<StoredDatasetInfo[]> {
-    return (await this.kv.values<StoredDatasetInfo>('m/')).sort((a, b) => a.savedAt - b.savedAt || a.ref.localeCompare(b.ref));
+    return (await this.kv.values<StoredDatasetInfo>('m/')).sort(
+      (a, b) => a.savedAt - b.savedAt || a.ref.localeCompare(b.ref),
+    );
   }
 
   /** The text of an upload; a missing one throws naming what is stored. */
   async text(ref: string): Promise<string> {
-    const t = (await this.kv.get<StoredDatasetInfo>(metaKey(ref))) ? await this.kv.get<string>(textKey(ref)) : undefined;
+    const t = (await this.kv.get<StoredDatasetInfo>(metaKey(ref)))
+      ? await this.kv.get<string>(textKey(ref))
+      : undefined;
     if (typeof t === 'string') return t;
     const have = (await this.list()).map((d) => d.ref);
-    throw new StorageError('not-found', `dataset "${ref}" is not stored in this browser (${have.length ? `stored: ${have.join(', ')}` : 'no uploads stored'}); upload the file again`);
+    throw new StorageError(
+      'not-found',
+      `dataset "${ref}" is not stored in this browser (${have.length ? `stored: ${have.join(', ')}` : 'no uploads stored'}); upload the file again`,
+    );
   }
 
   /** Removes an upload; false when there was none. */

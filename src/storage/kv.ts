@@ -11,7 +11,12 @@
 
 import { createStore, del, delMany, get, set, type UseStore } from 'idb-keyval';
 
-export { newId, requestPersistentStorage, storageEstimate, type StorageEstimateResult } from '../contract/browserStorage';
+export {
+  newId,
+  requestPersistentStorage,
+  storageEstimate,
+  type StorageEstimateResult,
+} from '../contract/browserStorage';
 
 export interface Kv {
   get<T>(key: string): Promise<T | undefined>;
@@ -45,7 +50,8 @@ export function idbKv(dbName: string, storeName = 'kv'): Kv {
     del: (key) => del(key, s()),
     delMany: (keys) => delMany(keys, s()),
     keys: (prefix) => s()('readonly', (os) => request(os.getAllKeys(prefixRange(prefix)))).then((k) => k as string[]),
-    values: <T>(prefix: string) => s()('readonly', (os) => request(os.getAll(prefixRange(prefix)))).then((v) => v as T[]),
+    values: <T>(prefix: string) =>
+      s()('readonly', (os) => request(os.getAll(prefixRange(prefix)))).then((v) => v as T[]),
   };
 }
 

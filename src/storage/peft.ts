@@ -18,9 +18,25 @@ import { strFromU8, strToU8, zipSync, type Zippable } from 'fflate';
 import type { ModelConfig } from '../contract/modelConfig';
 import type { ProjName } from '../model/llama';
 import type { LoraConfig } from '../model/lora';
-import { checkFinite, parseSafetensors, SafetensorsError, writeSafetensors, type SafetensorsFile, type TensorToWrite } from '../model/safetensors';
+import {
+  checkFinite,
+  parseSafetensors,
+  SafetensorsError,
+  writeSafetensors,
+  type SafetensorsFile,
+  type TensorToWrite,
+} from '../model/safetensors';
 import { brief, briefName, briefShape, briefText, clampMessage } from '../contract/brief';
-import { DEFAULT_ZIP_LIMITS, extractEntry, readCentralDirectory, runSync, runYielding, ZipError, type ZipEntry, type ZipLimits } from './zip';
+import {
+  DEFAULT_ZIP_LIMITS,
+  extractEntry,
+  readCentralDirectory,
+  runSync,
+  runYielding,
+  ZipError,
+  type ZipEntry,
+  type ZipLimits,
+} from './zip';
 
 export class PeftError extends Error {
   constructor(message: string) {
@@ -30,7 +46,10 @@ export class PeftError extends Error {
 }
 
 /** The base model dimensions an adapter must agree with (a subset of ModelConfig). */
-export type BaseDims = Pick<ModelConfig, 'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'numLayers'>;
+export type BaseDims = Pick<
+  ModelConfig,
+  'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'numLayers'
+>;
 
 export interface LoraPair {
   /** [r, in], row-major */
@@ -69,13 +88,18 @@ export function projDims(d: BaseDims, p: ProjName): { out: number; in: number } 
   const q = d.numHeads * d.headDim;
   const kv = d.numKvHeads * d.headDim;
   switch (p) {
-    case 'q': return { out: q, in: d.hiddenSize };
+    case 'q':
+      return { out: q, in: d.hiddenSize };
     case 'k':
-    case 'v': return { out: kv, in: d.hiddenSize };
-    case 'o': return { out: d.hiddenSize, in: q };
+    case 'v':
+      return { out: kv, in: d.hiddenSize };
+    case 'o':
+      return { out: d.hiddenSize, in: q };
     case 'gate':
-    case 'up': return { out: d.intermediateSize, in: d.hiddenSize };
-    case 'down': return { out: d.hiddenSize, in: d.intermediateSize };
+    case 'up':
+      return { out: d.intermediateSize, in: d.hiddenSize };
+    case 'down':
+      return { out: d.hiddenSize, in: d.intermediateSize };
   }
 }
 
@@ -123,16 +147,22 @@ export function validateAdapter(a: PlainLoraAdapter, dims: BaseDims, where = 'Lo
     const here = PROJS.filter((p) => projs[p] !== undefined);
     if (here.join() !== targets.join()) {
       // PEFT applies one target_modules list to every layer; a ragged adapter has no PEFT form.
-      throw new PeftError(`${where}: layer ${layer} adapts [${here.map((p) => HF_PROJ[p].module)}] but other layers adapt [${targets.map((p) => HF_PROJ[p].module)}]`);
+      throw new PeftError(
+        `${where}: layer ${layer} adapts [${here.map((p) => HF_PROJ[p].module)}] but other layers adapt [${targets.map((p) => HF_PROJ[p].module)}]`,
+      );
     }
     for (const p of here) {
       const { A, B } = projs[p]!;
       const { out, in: inn } = projDims(dims, p);
       if (!(A instanceof Float32Array) || A.length !== a.r * inn) {
-        throw new PeftError(`${where}: ${hfModule(layer, p)} A has ${A?.length} values, expected r x in = ${a.r} x ${inn} = ${a.r * inn}`);
+        throw new PeftError(
+          `${where}: ${hfModule(layer, p)} A has ${A?.length} values, expected r x in = ${a.r} x ${inn} = ${a.r * inn}`,
+        );
       }
       if (!(B instanceof Float32Array) || B.length !== out * a.r) {
-        throw new PeftError(`${where}: ${hfModule(layer, p)} B has ${B?.length} values, expected out x r = ${out} x ${a.r} = ${out * a.r}`);
+        throw new PeftError(
+          `${where}: ${hfModule(layer, p)} B has ${B?.length} values, expected out x r = ${out} x ${a.r} = ${out * a.r}`,
+        );
       }
     }
   }
@@ -247,7 +277,10 @@ export function importPeftZip(zip: Uint8Array, opts: PeftImportOptions & { limit
 }
 
 /** importPeftZip in steps that give the event loop a turn, for the worker (Stop still answers). */
-export function importPeftZipAsync(zip: Uint8Array, opts: PeftImportOptions & { limits?: ZipLimits }): Promise<PeftImport> {
+export function importPeftZipAsync(
+  zip: Uint8Array,
+  opts: PeftImportOptions & { limits?: ZipLimits },
+): Promise<PeftImport> {
   return runYielding(peftZipJob(zip, opts));
 }
 
@@ -259,23 +292,37 @@ function* peftZipJob(zip: Uint8Array, opts: PeftImportOptions & { limits?: ZipLi
     for (const e of entries) if (!e.name.startsWith('__MACOSX/') && !e.name.endsWith('/')) byName.set(e.name, e);
     const configs = [...byName.keys()].filter((n) => n === 'adapter_config.json' || n.endsWith('/adapter_config.json'));
     if (configs.length === 0) {
-      throw new PeftError(`${zipName}: no adapter_config.json (a PEFT adapter folder holds adapter_config.json and adapter_model.safetensors)`);
+      throw new PeftError(
+        `${zipName}: no adapter_config.json (a PEFT adapter folder holds adapter_config.json and adapter_model.safetensors)`,
+      );
     }
-    if (configs.length > 1) throw new PeftError(`${zipName}: several adapters (${brief(configs)}); zip one adapter folder`);
+    if (configs.length > 1)
+      throw new PeftError(`${zipName}: several adapters (${brief(configs)}); zip one adapter folder`);
     const cfgEntry = byName.get(configs[0])!;
     const dir = configs[0].slice(0, -'adapter_config.json'.length);
     const stName = `${dir}adapter_model.safetensors`;
     const stEntry = byName.get(stName);
     if (!stEntry) {
-      const bin = byName.has(`${dir}adapter_model.bin`) ? ' (adapter_model.bin is a PyTorch pickle, not read here: save with safe_serialization=True)' : '';
+      const bin = byName.has(`${dir}adapter_model.bin`)
+        ? ' (adapter_model.bin is a PyTorch pickle, not read here: save with safe_serialization=True)'
+        : '';
       throw new PeftError(`${zipName}: no ${entryName(stName)}${bin}`);
     }
     if (cfgEntry.size > MAX_ADAPTER_CONFIG_BYTES) {
-      throw new PeftError(`${zipName}/${entryName(configs[0])}: ${cfgEntry.size} bytes, over the ${MAX_ADAPTER_CONFIG_BYTES}-byte limit for an adapter config`);
+      throw new PeftError(
+        `${zipName}/${entryName(configs[0])}: ${cfgEntry.size} bytes, over the ${MAX_ADAPTER_CONFIG_BYTES}-byte limit for an adapter config`,
+      );
     }
     const config = strFromU8(yield* extractEntry(zip, cfgEntry, zipName));
     const safetensors = yield* extractEntry(zip, stEntry, zipName);
-    return importPeftFiles({ config, safetensors }, { ...opts, configName: `${zipName}/${entryName(configs[0])}`, safetensorsName: `${zipName}/${entryName(stName)}` });
+    return importPeftFiles(
+      { config, safetensors },
+      {
+        ...opts,
+        configName: `${zipName}/${entryName(configs[0])}`,
+        safetensorsName: `${zipName}/${entryName(stName)}`,
+      },
+    );
   } catch (e) {
     if (e instanceof ZipError) throw new PeftError(e.message);
     throw e;
@@ -308,7 +355,8 @@ export function importPeftFiles(
   };
 
   if (cfg.peft_type !== 'LORA') bad('peft_type', 'only "LORA" adapters can be imported');
-  if (cfg.task_type !== undefined && cfg.task_type !== null && cfg.task_type !== 'CAUSAL_LM') bad('task_type', 'expected "CAUSAL_LM"');
+  if (cfg.task_type !== undefined && cfg.task_type !== null && cfg.task_type !== 'CAUSAL_LM')
+    bad('task_type', 'expected "CAUSAL_LM"');
   const r = cfg.r;
   if (typeof r !== 'number' || !Number.isSafeInteger(r) || r <= 0) bad('r', 'expected a positive integer');
   const alpha = cfg.lora_alpha;
@@ -318,19 +366,26 @@ export function importPeftFiles(
   const rs = cfg.use_rslora ?? false;
   if (typeof rs !== 'boolean') bad('use_rslora', 'expected true or false');
   if (cfg.use_dora !== undefined && cfg.use_dora !== false) bad('use_dora', 'DoRA adapters are not supported');
-  if (cfg.bias !== undefined && cfg.bias !== 'none') bad('bias', 'only bias "none" is supported (no bias tensors are read)');
-  if (cfg.fan_in_fan_out !== undefined && cfg.fan_in_fan_out !== false) bad('fan_in_fan_out', 'only false (nn.Linear layout) is supported');
+  if (cfg.bias !== undefined && cfg.bias !== 'none')
+    bad('bias', 'only bias "none" is supported (no bias tensors are read)');
+  if (cfg.fan_in_fan_out !== undefined && cfg.fan_in_fan_out !== false)
+    bad('fan_in_fan_out', 'only false (nn.Linear layout) is supported');
   for (const f of ['modules_to_save'] as const) {
     const v = cfg[f];
-    if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0)) bad(f, 'extra trained modules are not supported');
+    if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0))
+      bad(f, 'extra trained modules are not supported');
   }
   for (const f of ['rank_pattern', 'alpha_pattern'] as const) {
     const v = cfg[f];
-    if (v !== undefined && v !== null && !(typeof v === 'object' && Object.keys(v).length === 0)) bad(f, 'per-module ranks or alphas are not supported');
+    if (v !== undefined && v !== null && !(typeof v === 'object' && Object.keys(v).length === 0))
+      bad(f, 'per-module ranks or alphas are not supported');
   }
   const tm = cfg.target_modules;
   if (!Array.isArray(tm) || tm.length === 0) {
-    bad('target_modules', `expected a list of module names (${PROJS.map((p) => HF_PROJ[p].module).join(', ')}); regexes and "all-linear" are not supported`);
+    bad(
+      'target_modules',
+      `expected a list of module names (${PROJS.map((p) => HF_PROJ[p].module).join(', ')}); regexes and "all-linear" are not supported`,
+    );
   }
   const targets = new Set<ProjName>();
   for (const m of tm as unknown[]) {
@@ -344,13 +399,20 @@ export function importPeftFiles(
   else {
     layers = typeof ltt === 'number' ? [ltt] : Array.isArray(ltt) ? (ltt as number[]) : [];
     if (layers.length === 0 || !layers.every((i) => Number.isSafeInteger(i) && i >= 0 && i < dims.numLayers)) {
-      bad('layers_to_transform', `expected null or layer indices in [0, ${dims.numLayers - 1}] (the base model has ${dims.numLayers} layers)`);
+      bad(
+        'layers_to_transform',
+        `expected null or layer indices in [0, ${dims.numLayers - 1}] (the base model has ${dims.numLayers} layers)`,
+      );
     }
   }
   const baseModel = typeof cfg.base_model_name_or_path === 'string' ? cfg.base_model_name_or_path : null;
   let baseMismatch = false;
   if (opts.expectedBase !== undefined && (baseModel === null || normBase(baseModel) !== normBase(opts.expectedBase))) {
-    if (!opts.allowBaseMismatch) bad('base_model_name_or_path', `this adapter was trained on another base than "${opts.expectedBase}" (allow a base mismatch to import it anyway)`);
+    if (!opts.allowBaseMismatch)
+      bad(
+        'base_model_name_or_path',
+        `this adapter was trained on another base than "${opts.expectedBase}" (allow a base mismatch to import it anyway)`,
+      );
     baseMismatch = true;
   }
 
@@ -362,22 +424,38 @@ export function importPeftFiles(
     throw e;
   }
   const R = r as number;
-  const adapter: PlainLoraAdapter = { r: R, alpha: alpha as number, dropout: dropout as number, useRslora: rs as boolean, layers: new Map() };
+  const adapter: PlainLoraAdapter = {
+    r: R,
+    alpha: alpha as number,
+    dropout: dropout as number,
+    useRslora: rs as boolean,
+    layers: new Map(),
+  };
   const layerSet = new Set(layers);
   for (const key of st.names()) {
     const k = parsePeftKey(key);
     const where = `${stName}: tensor ${briefName(key)}`;
-    if (!k) throw new PeftError(`${where} is not a LoRA weight of a Llama-family projection (expected base_model.model.model.layers.{i}.{self_attn|mlp}.{q|k|v|o|gate|up|down}_proj.lora_{A|B}.weight)`);
-    if (k.layer >= dims.numLayers) throw new PeftError(`${where}: layer ${k.layer} does not exist (the base model has ${dims.numLayers} layers)`);
-    if (!layerSet.has(k.layer)) throw new PeftError(`${where}: layer ${k.layer} is not in layers_to_transform of ${cfgName}`);
-    if (!targets.has(k.proj)) throw new PeftError(`${where}: ${HF_PROJ[k.proj].module} is not in target_modules of ${cfgName}`);
+    if (!k)
+      throw new PeftError(
+        `${where} is not a LoRA weight of a Llama-family projection (expected base_model.model.model.layers.{i}.{self_attn|mlp}.{q|k|v|o|gate|up|down}_proj.lora_{A|B}.weight)`,
+      );
+    if (k.layer >= dims.numLayers)
+      throw new PeftError(`${where}: layer ${k.layer} does not exist (the base model has ${dims.numLayers} layers)`);
+    if (!layerSet.has(k.layer))
+      throw new PeftError(`${where}: layer ${k.layer} is not in layers_to_transform of ${cfgName}`);
+    if (!targets.has(k.proj))
+      throw new PeftError(`${where}: ${HF_PROJ[k.proj].module} is not in target_modules of ${cfgName}`);
     const info = st.info(key);
-    if (!['F32', 'F16', 'BF16', 'F64'].includes(info.dtype)) throw new PeftError(`${where}: dtype ${info.dtype} is not a float type`);
+    if (!['F32', 'F16', 'BF16', 'F64'].includes(info.dtype))
+      throw new PeftError(`${where}: dtype ${info.dtype} is not a float type`);
     const d = projDims(dims, k.proj);
     const want = k.which === 'A' ? [R, d.in] : [d.out, R];
     if (info.shape.length !== 2 || info.shape[0] !== want[0] || info.shape[1] !== want[1]) {
-      const meaning = k.which === 'A' ? `[r, in] with r = ${R} from ${cfgName}` : `[out, r] with r = ${R} from ${cfgName}`;
-      throw new PeftError(`${where} has shape ${briefShape(info.shape)}, expected [${want.join(', ')}] = ${meaning} and the base model's ${HF_PROJ[k.proj].module} [out ${d.out}, in ${d.in}]`);
+      const meaning =
+        k.which === 'A' ? `[r, in] with r = ${R} from ${cfgName}` : `[out, r] with r = ${R} from ${cfgName}`;
+      throw new PeftError(
+        `${where} has shape ${briefShape(info.shape)}, expected [${want.join(', ')}] = ${meaning} and the base model's ${HF_PROJ[k.proj].module} [out ${d.out}, in ${d.in}]`,
+      );
     }
     const entry = adapter.layers.get(k.layer) ?? {};
     adapter.layers.set(k.layer, entry);
@@ -399,7 +477,9 @@ export function importPeftFiles(
       for (const which of ['A', 'B'] as const) {
         const pair = adapter.layers.get(layer)?.[p];
         if (!pair || pair[which].length === 0) {
-          throw new PeftError(`${stName}: missing tensor "${peftKey(layer, p, which)}" (${cfgName} targets ${HF_PROJ[p].module} on layer ${layer})`);
+          throw new PeftError(
+            `${stName}: missing tensor "${peftKey(layer, p, which)}" (${cfgName} targets ${HF_PROJ[p].module} on layer ${layer})`,
+          );
         }
       }
     }
@@ -431,7 +511,13 @@ export function fromPeftTensors(
   tensors: Record<string, { shape: number[]; data: Float32Array }>,
   config: Pick<LoraConfig, 'r' | 'alpha' | 'dropout' | 'useRslora'>,
 ): PlainLoraAdapter {
-  const a: PlainLoraAdapter = { r: config.r, alpha: config.alpha, dropout: config.dropout ?? 0, useRslora: config.useRslora ?? false, layers: new Map() };
+  const a: PlainLoraAdapter = {
+    r: config.r,
+    alpha: config.alpha,
+    dropout: config.dropout ?? 0,
+    useRslora: config.useRslora ?? false,
+    layers: new Map(),
+  };
   for (const [name, t] of Object.entries(tensors)) {
     const k = parsePeftKey(name);
     if (!k) throw new PeftError(`LoRA tensor "${name}" is not a PEFT LoRA key`);
@@ -444,7 +530,11 @@ export function fromPeftTensors(
 }
 
 /** The adapter as a safetensors TensorSource under PEFT names: feed it to loadPeftTensors(set, src). */
-export function adapterTensorSource(a: PlainLoraAdapter, dims: BaseDims, fileName = 'adapter_model.safetensors'): SafetensorsFile {
+export function adapterTensorSource(
+  a: PlainLoraAdapter,
+  dims: BaseDims,
+  fileName = 'adapter_model.safetensors',
+): SafetensorsFile {
   validateAdapter(a, dims);
   return parseSafetensors(writeSafetensors(peftTensorMap(a, dims)), fileName);
 }
@@ -482,22 +572,30 @@ export function exportMergedSafetensors(
     const m = HF_NAME_RE.exec(name);
     if (!m) {
       const hint = name.startsWith('base_model.model.') ? ' (strip the PEFT prefix "base_model.model.")' : '';
-      throw new PeftError(`model.safetensors: tensor "${name}" is not a Hugging Face Llama/Qwen2 parameter name, e.g. model.layers.0.self_attn.q_proj.weight${hint}`);
+      throw new PeftError(
+        `model.safetensors: tensor "${name}" is not a Hugging Face Llama/Qwen2 parameter name, e.g. model.layers.0.self_attn.q_proj.weight${hint}`,
+      );
     }
     if (opts.dims) {
       const layer = m[1] === undefined ? null : Number(m[1]);
-      if (layer !== null && layer >= opts.dims.numLayers) throw new PeftError(`model.safetensors: tensor "${name}": layer ${layer} does not exist (the base model has ${opts.dims.numLayers} layers)`);
+      if (layer !== null && layer >= opts.dims.numLayers)
+        throw new PeftError(
+          `model.safetensors: tensor "${name}": layer ${layer} does not exist (the base model has ${opts.dims.numLayers} layers)`,
+        );
       const proj = (m[2] ?? m[4]) as ProjName | undefined;
       if (proj && (m[3] ?? m[5]) === 'weight') {
         const d = projDims(opts.dims, proj);
         if (t.shape.length !== 2 || t.shape[0] !== d.out || t.shape[1] !== d.in) {
-          throw new PeftError(`model.safetensors: tensor "${name}" has shape [${t.shape.join(', ')}], expected [${d.out}, ${d.in}]`);
+          throw new PeftError(
+            `model.safetensors: tensor "${name}" has shape [${t.shape.join(', ')}], expected [${d.out}, ${d.in}]`,
+          );
         }
       }
     }
     const dtype = t.dtype ?? opts.dtype ?? 'F32';
     // Raw half bits read as numbers would be silently wrong weights.
-    if (t.data instanceof Uint16Array && dtype === 'F32') throw new PeftError(`model.safetensors: tensor "${name}": Uint16Array data needs dtype F16 or BF16`);
+    if (t.data instanceof Uint16Array && dtype === 'F32')
+      throw new PeftError(`model.safetensors: tensor "${name}": Uint16Array data needs dtype F16 or BF16`);
     out.set(name, { dtype, shape: t.shape, data: t.data });
   }
   try {

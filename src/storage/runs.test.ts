@@ -36,7 +36,10 @@ describe('RunStore', () => {
     const store = new RunStore({ kv, maxBatchReports: 2 });
     const len = (steps: number[]) => steps.reduce((a, s) => a + JSON.stringify(report(s)).length, 0);
     await store.createRun({ id: 'run-1', recipe: 'redteam' });
-    await store.appendReports('run-1', [0, 1, 2].map((s) => report(s)));
+    await store.appendReports(
+      'run-1',
+      [0, 1, 2].map((s) => report(s)),
+    );
     await store.appendReports('run-1', [report(3)]);
     expect(await store.usage()).toEqual({ runs: 1, logBytes: len([0, 1, 2, 3]) });
     await store.truncateAfter('run-1', 1);
@@ -55,7 +58,14 @@ describe('RunStore', () => {
     const store = new RunStore({ kv: freshKv() });
     const a = await store.createRun({ id: 'a', recipe: 'defend', spec: { seed: 1 }, created: 100 });
     await store.createRun({ id: 'b', recipe: 'redteam', created: 200 });
-    expect(a).toMatchObject({ id: 'a', recipe: 'defend', spec: { seed: 1 }, status: 'created', lastStep: null, reportCount: 0 });
+    expect(a).toMatchObject({
+      id: 'a',
+      recipe: 'defend',
+      spec: { seed: 1 },
+      status: 'created',
+      lastStep: null,
+      reportCount: 0,
+    });
     expect((await store.listRuns()).map((r) => r.id)).toEqual(['b', 'a']);
     await expect(store.createRun({ id: 'a', recipe: 'x' })).rejects.toThrow('Run "a" already exists');
     await expect(store.createRun({ id: 'x/y', recipe: 'x' })).rejects.toThrow(/without "\/"/);
@@ -96,17 +106,24 @@ describe('RunStore', () => {
     await store.createRun({ id: 'run-1', recipe: 'redteam' });
     // Not awaited in between: the per-run queue must serialise them.
     await Promise.all([0, 1, 2, 3, 4].map((s) => store.appendReports('run-1', [report(s)])));
-    await store.appendReports('run-1', [5, 6, 7, 8].map((s) => report(s)));
+    await store.appendReports(
+      'run-1',
+      [5, 6, 7, 8].map((s) => report(s)),
+    );
     expect((await store.readReports('run-1')).map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     const keys = await kv.keys('l/run-1/');
-    const steps = await Promise.all(keys.map(async (k) => (await kv.get<{ reports: StepReport[] }>(k))!.reports.map((r) => r.step)));
+    const steps = await Promise.all(
+      keys.map(async (k) => (await kv.get<{ reports: StepReport[] }>(k))!.reports.map((r) => r.step)),
+    );
     expect(steps).toEqual([[0], [1], [2], [3], [4], [5, 6], [7, 8]]);
   });
 
   it('refuses reports of another run, and a log for an unknown run', async () => {
     const store = new RunStore({ kv: freshKv() });
     await store.createRun({ id: 'run-1', recipe: 'redteam' });
-    await expect(store.appendReports('run-1', [report(0, 'other')])).rejects.toThrow('report 0 (step 0) belongs to run "other"');
+    await expect(store.appendReports('run-1', [report(0, 'other')])).rejects.toThrow(
+      'report 0 (step 0) belongs to run "other"',
+    );
     const e = await store.appendReports('ghost', [report(0, 'ghost')]).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(StorageError);
     expect((e as StorageError).code).toBe('not-found');
@@ -115,7 +132,10 @@ describe('RunStore', () => {
   it('truncateAfter drops the steps a resume will replay', async () => {
     const store = new RunStore({ kv: freshKv(), maxBatchReports: 3 });
     await store.createRun({ id: 'run-1', recipe: 'redteam' });
-    await store.appendReports('run-1', Array.from({ length: 8 }, (_, i) => report(i)));
+    await store.appendReports(
+      'run-1',
+      Array.from({ length: 8 }, (_, i) => report(i)),
+    );
     const rec = await store.truncateAfter('run-1', 4);
     expect(rec).toMatchObject({ lastStep: 4, reportCount: 5 });
     await store.appendReports('run-1', [report(5), report(6)]);
@@ -140,7 +160,11 @@ describe('RunStore', () => {
 
     const imported = await store.importJsonl(text, { id: 'copy' });
     expect(imported).toMatchObject({ id: 'copy', recipe: 'redteam', status: 'finished', reportCount: 3, lastStep: 2 });
-    expect((await store.readReports('copy')).map((r) => [r.runId, r.step])).toEqual([['copy', 0], ['copy', 1], ['copy', 2]]);
+    expect((await store.readReports('copy')).map((r) => [r.runId, r.step])).toEqual([
+      ['copy', 0],
+      ['copy', 1],
+      ['copy', 2],
+    ]);
   });
 });
 

@@ -16,7 +16,16 @@ import { briefText, clampMessage } from '../contract/brief';
 import { idbKv, newId, pad, StorageError, type Kv } from './kv';
 import { stepProblem } from '../contract/reportRules';
 import {
-  logPrefix, recordKey, RECORD_PREFIX, reportBytes, reportsToJsonl, RUNS_DB, runsNewestFirst, type LogBatch, type RunRecord, type RunStatus,
+  logPrefix,
+  recordKey,
+  RECORD_PREFIX,
+  reportBytes,
+  reportsToJsonl,
+  RUNS_DB,
+  runsNewestFirst,
+  type LogBatch,
+  type RunRecord,
+  type RunStatus,
 } from '../contract/storageFormat';
 
 // The layout and record shapes are shared with the page (contract/storageFormat.ts).
@@ -31,12 +40,12 @@ export interface RunStoreOptions {
   maxBatchBytes?: number;
 }
 
-
 const batchKey = (id: string, n: number) => `${logPrefix(id)}${pad(n)}`;
 
 function checkId(id: string): void {
   // '/' would let one run's log prefix cover another's keys.
-  if (typeof id !== 'string' || id === '' || id.includes('/')) throw new StorageError('invalid', `Run id must be a non-empty string without "/", got ${JSON.stringify(id)}`);
+  if (typeof id !== 'string' || id === '' || id.includes('/'))
+    throw new StorageError('invalid', `Run id must be a non-empty string without "/", got ${JSON.stringify(id)}`);
 }
 
 export class RunStore {
@@ -56,13 +65,21 @@ export class RunStore {
     const prev = this.queues.get(runId) ?? Promise.resolve();
     const next = prev.catch(() => undefined).then(fn);
     this.queues.set(runId, next);
-    void next.finally(() => {
-      if (this.queues.get(runId) === next) this.queues.delete(runId);
-    }).catch(() => undefined);
+    void next
+      .finally(() => {
+        if (this.queues.get(runId) === next) this.queues.delete(runId);
+      })
+      .catch(() => undefined);
     return next;
   }
 
-  async createRun(init: { id?: string; recipe: string; spec?: unknown; name?: string; created?: number }): Promise<RunRecord> {
+  async createRun(init: {
+    id?: string;
+    recipe: string;
+    spec?: unknown;
+    name?: string;
+    created?: number;
+  }): Promise<RunRecord> {
     const id = init.id ?? newId('run');
     checkId(id);
     if (await this.kv.get(recordKey(id))) throw new StorageError('invalid', `Run "${id}" already exists`);
@@ -74,8 +91,16 @@ export class RunStore {
       throw new StorageError('invalid', `Run "${id}": field "spec" is not JSON-safe: ${(e as Error).message}`);
     }
     const rec: RunRecord = {
-      id, recipe: init.recipe, name: init.name ?? `${init.recipe} ${new Date(created).toISOString().slice(0, 16).replace('T', ' ')}`,
-      spec, created, updated: created, lastStep: null, reportCount: 0, status: 'created', error: null,
+      id,
+      recipe: init.recipe,
+      name: init.name ?? `${init.recipe} ${new Date(created).toISOString().slice(0, 16).replace('T', ' ')}`,
+      spec,
+      created,
+      updated: created,
+      lastStep: null,
+      reportCount: 0,
+      status: 'created',
+      error: null,
     };
     await this.kv.set(recordKey(id), rec);
     return rec;
@@ -124,8 +149,10 @@ export class RunStore {
       const rec = await this.mustGet(runId);
       if (reports.length === 0) return rec;
       reports.forEach((r, i) => {
-        if (r.runId !== runId) throw new StorageError('invalid', `Run "${runId}": report ${i} (step ${r.step}) belongs to run "${r.runId}"`);
-        if (!Number.isFinite(r.step)) throw new StorageError('invalid', `Run "${runId}": report ${i} has step ${r.step}`);
+        if (r.runId !== runId)
+          throw new StorageError('invalid', `Run "${runId}": report ${i} (step ${r.step}) belongs to run "${r.runId}"`);
+        if (!Number.isFinite(r.step))
+          throw new StorageError('invalid', `Run "${runId}": report ${i} has step ${r.step}`);
       });
       const keys = await this.kv.keys(logPrefix(runId));
       let seq = keys.length ? Number(keys[keys.length - 1].slice(logPrefix(runId).length)) + 1 : 0;
@@ -142,7 +169,8 @@ export class RunStore {
       for (const r of reports) {
         // JSON length is a fair proxy for the stored size (structured clone is of the same order).
         const size = JSON.stringify(r).length;
-        if (batch.length >= this.maxBatchReports || (batch.length > 0 && bytes + size > this.maxBatchBytes)) await flush();
+        if (batch.length >= this.maxBatchReports || (batch.length > 0 && bytes + size > this.maxBatchBytes))
+          await flush();
         batch.push(r);
         bytes += size;
         added += size;
@@ -189,7 +217,8 @@ export class RunStore {
         if (!b) continue;
         const keep = b.reports.filter((r) => r.step <= step);
         if (keep.length === 0) await this.kv.del(k);
-        else if (keep.length < b.reports.length) await this.kv.set(k, { firstStep: keep[0].step, lastStep: keep[keep.length - 1].step, reports: keep });
+        else if (keep.length < b.reports.length)
+          await this.kv.set(k, { firstStep: keep[0].step, lastStep: keep[keep.length - 1].step, reports: keep });
         kept += keep.length;
         keptBytes += reportBytes(keep);
         if (keep.length) last = keep[keep.length - 1].step;
@@ -203,7 +232,8 @@ export class RunStore {
   /** JSON bytes of a run's stored log, read batch by batch (for records without logBytes). */
   private async countLogBytes(runId: string): Promise<number> {
     let n = 0;
-    for (const k of await this.kv.keys(logPrefix(runId))) n += reportBytes((await this.kv.get<LogBatch>(k))?.reports ?? []);
+    for (const k of await this.kv.keys(logPrefix(runId)))
+      n += reportBytes((await this.kv.get<LogBatch>(k))?.reports ?? []);
     return n;
   }
 
@@ -223,14 +253,14 @@ export class RunStore {
   /** Creates a run from a JSONL log (recipe and run id from its first line unless given). */
   async importJsonl(text: string, opts: { fileName?: string; id?: string; name?: string } = {}): Promise<RunRecord> {
     const reports = parseReportsJsonl(text, opts.fileName);
-    if (reports.length === 0) throw new StorageError('invalid', `${opts.fileName ?? 'run.jsonl'}: holds no StepReport lines`);
+    if (reports.length === 0)
+      throw new StorageError('invalid', `${opts.fileName ?? 'run.jsonl'}: holds no StepReport lines`);
     const id = opts.id ?? reports[0].runId;
     await this.createRun({ id, recipe: reports[0].recipe, name: opts.name, created: reports[0].time || Date.now() });
     await this.appendReports(id, id === reports[0].runId ? reports : reports.map((r) => ({ ...r, runId: id })));
     return this.updateRun(id, { status: 'finished' });
   }
 }
-
 
 let defaultStore: RunStore | null = null;
 /** The app's run store (database "sparring-runs"), created on first use. */
@@ -240,7 +270,6 @@ export function runs(): RunStore {
 
 // ---------------------------------------------------------------------------------------------
 // JSONL
-
 
 export class JsonlError extends Error {
   constructor(
@@ -254,17 +283,20 @@ export class JsonlError extends Error {
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const kind = (v: unknown) => (v === undefined ? 'missing' : v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
+const kind = (v: unknown) =>
+  v === undefined ? 'missing' : v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`;
 
 /** Checks a parsed line against StepReport; returns an error detail naming the field, or the report. */
 function checkReport(v: unknown): StepReport | string {
   if (!isObj(v)) return `expected a StepReport object, got ${kind(v)}`;
-  if (typeof v.runId !== 'string' || v.runId === '') return `field "runId" is ${kind(v.runId)}, expected a non-empty string`;
+  if (typeof v.runId !== 'string' || v.runId === '')
+    return `field "runId" is ${kind(v.runId)}, expected a non-empty string`;
   if (typeof v.recipe !== 'string') return `field "recipe" is ${kind(v.recipe)}, expected a string`;
   const stepBad = stepProblem(v.step);
   if (stepBad) return stepBad;
   if (typeof v.time !== 'number') return `field "time" is ${kind(v.time)}, expected a number (ms since epoch)`;
-  if (v.phase !== undefined && typeof v.phase !== 'string') return `field "phase" is ${kind(v.phase)}, expected a string`;
+  if (v.phase !== undefined && typeof v.phase !== 'string')
+    return `field "phase" is ${kind(v.phase)}, expected a string`;
   if (!isObj(v.metrics)) return `field "metrics" is ${kind(v.metrics)}, expected an object of numbers`;
   const metrics: Record<string, number> = {};
   for (const [k, m] of Object.entries(v.metrics)) {

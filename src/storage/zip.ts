@@ -57,7 +57,11 @@ function u64(dv: DataView, at: number): number {
 }
 
 /** Reads and checks the central directory; nothing is inflated. */
-export function readCentralDirectory(zip: Uint8Array, fileName: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): ZipEntry[] {
+export function readCentralDirectory(
+  zip: Uint8Array,
+  fileName: string,
+  limits: ZipLimits = DEFAULT_ZIP_LIMITS,
+): ZipEntry[] {
   const dv = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
   const len = zip.byteLength;
   const bad = (why: string): never => {
@@ -89,15 +93,19 @@ export function readCentralDirectory(zip: Uint8Array, fileName: string, limits: 
     }
   }
   if (count > limits.maxEntries) {
-    throw new ZipError(`${fileName}: the zip's end record claims ${count} entries; at most ${limits.maxEntries} are read (corrupt, or not an adapter folder)`);
+    throw new ZipError(
+      `${fileName}: the zip's end record claims ${count} entries; at most ${limits.maxEntries} are read (corrupt, or not an adapter folder)`,
+    );
   }
-  if (!(cdOffset + cdSize <= cdLimit)) bad(`the central directory [${cdOffset}, +${cdSize}) lies outside the ${len}-byte file`);
+  if (!(cdOffset + cdSize <= cdLimit))
+    bad(`the central directory [${cdOffset}, +${cdSize}) lies outside the ${len}-byte file`);
   const entries: ZipEntry[] = [];
   let total = 0;
   let p = cdOffset;
   const end = cdOffset + cdSize;
   for (let i = 0; i < count; i++) {
-    if (p + 46 > end || dv.getUint32(p, true) !== SIG_CENTRAL) bad(`central directory entry ${i} of ${count} is missing or corrupt`);
+    if (p + 46 > end || dv.getUint32(p, true) !== SIG_CENTRAL)
+      bad(`central directory entry ${i} of ${count} is missing or corrupt`);
     const flags = dv.getUint16(p + 8, true);
     const method = dv.getUint16(p + 10, true);
     const crc = dv.getUint32(p + 16, true);
@@ -110,7 +118,7 @@ export function readCentralDirectory(zip: Uint8Array, fileName: string, limits: 
     if (p + 46 + nameLen + extraLen + commentLen > end) bad(`central directory entry ${i} runs past the directory`);
     const name = new TextDecoder().decode(zip.subarray(p + 46, p + 46 + nameLen));
     // ZIP64 extra field: the 64-bit values, in this order, of whichever fields read 0xFFFFFFFF.
-    for (let x = p + 46 + nameLen; x + 4 <= p + 46 + nameLen + extraLen; ) {
+    for (let x = p + 46 + nameLen; x + 4 <= p + 46 + nameLen + extraLen;) {
       const id = dv.getUint16(x, true);
       const n = dv.getUint16(x + 2, true);
       if (id === 0x0001) {
@@ -133,11 +141,15 @@ export function readCentralDirectory(zip: Uint8Array, fileName: string, limits: 
     }
     // Deflate expands at most 1032:1; a larger claim is a lie that would cost a huge allocation.
     if (method === 8 && size > compressedSize * 1032 + 1024) {
-      throw new ZipError(`${where} declares ${size} bytes from ${compressedSize} deflated ones, more than deflate can produce (corrupt)`);
+      throw new ZipError(
+        `${where} declares ${size} bytes from ${compressedSize} deflated ones, more than deflate can produce (corrupt)`,
+      );
     }
     total += size;
     if (total > limits.maxTotalBytes) {
-      throw new ZipError(`${fileName}: the entries inflate to more than the ${limits.maxTotalBytes}-byte limit for a whole archive`);
+      throw new ZipError(
+        `${fileName}: the entries inflate to more than the ${limits.maxTotalBytes}-byte limit for a whole archive`,
+      );
     }
     entries.push({ name, method, compressedSize, size, crc, localOffset });
     p += 46 + nameLen + extraLen + commentLen;
@@ -159,20 +171,24 @@ export function* extractEntry(zip: Uint8Array, e: ZipEntry, fileName: string): G
   const dv = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
   const where = `${fileName}/${briefText(e.name, 120)}`;
   const at = e.localOffset;
-  if (!(at + 30 <= zip.byteLength) || dv.getUint32(at, true) !== SIG_LOCAL) throw new ZipError(`${where}: local header missing or corrupt`);
+  if (!(at + 30 <= zip.byteLength) || dv.getUint32(at, true) !== SIG_LOCAL)
+    throw new ZipError(`${where}: local header missing or corrupt`);
   const start = at + 30 + dv.getUint16(at + 26, true) + dv.getUint16(at + 28, true);
-  if (!(start + e.compressedSize <= zip.byteLength)) throw new ZipError(`${where}: data runs past the end of the file (truncated zip)`);
+  if (!(start + e.compressedSize <= zip.byteLength))
+    throw new ZipError(`${where}: data runs past the end of the file (truncated zip)`);
   const data = zip.subarray(start, start + e.compressedSize);
   let out: Uint8Array;
   if (e.method === 0) {
-    if (e.compressedSize !== e.size) throw new ZipError(`${where}: stored entry has ${e.compressedSize} bytes but declares ${e.size}`);
+    if (e.compressedSize !== e.size)
+      throw new ZipError(`${where}: stored entry has ${e.compressedSize} bytes but declares ${e.size}`);
     out = data;
   } else if (e.method === 8) {
     out = new Uint8Array(e.size);
     let n = 0;
     let done = false;
     const inf = new Inflate((chunk, final) => {
-      if (n + chunk.length > e.size) throw new ZipError(`${where}: inflates past its declared ${e.size} bytes (corrupt, or a zip bomb)`);
+      if (n + chunk.length > e.size)
+        throw new ZipError(`${where}: inflates past its declared ${e.size} bytes (corrupt, or a zip bomb)`);
       out.set(chunk, n);
       n += chunk.length;
       if (final) done = true;
@@ -180,7 +196,10 @@ export function* extractEntry(zip: Uint8Array, e: ZipEntry, fileName: string): G
     try {
       let i = 0;
       do {
-        const step = Math.max(1024, Math.min(OUT_STEP, Math.floor((OUT_STEP * Math.max(i, 1)) / Math.max(n, OUT_STEP))));
+        const step = Math.max(
+          1024,
+          Math.min(OUT_STEP, Math.floor((OUT_STEP * Math.max(i, 1)) / Math.max(n, OUT_STEP))),
+        );
         inf.push(data.subarray(i, i + step), i + step >= data.length);
         i += step;
         yield;

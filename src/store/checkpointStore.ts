@@ -32,8 +32,14 @@ const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
 
 /** One line for the panel: every byte the lab keeps, what the browser allows, and whether it may evict it. */
 export function storageLine(u: StorageUse): string {
-  const parts = [`${plural(u.checkpoints, 'checkpoint')}, ${formatBytes(u.checkpointBytes)}`, `${plural(u.runs, 'run log')}, ${formatBytes(u.runLogBytes)}`];
-  if (u.orphanChunks > 0) parts.push(`${plural(u.orphanChunks, 'chunk')} of an interrupted save, ${formatBytes(u.orphanBytes)} (removed at the next start)`);
+  const parts = [
+    `${plural(u.checkpoints, 'checkpoint')}, ${formatBytes(u.checkpointBytes)}`,
+    `${plural(u.runs, 'run log')}, ${formatBytes(u.runLogBytes)}`,
+  ];
+  if (u.orphanChunks > 0)
+    parts.push(
+      `${plural(u.orphanChunks, 'chunk')} of an interrupted save, ${formatBytes(u.orphanBytes)} (removed at the next start)`,
+    );
   const ours = parts.join('; ');
   const site =
     u.usage === null || u.quota === null
@@ -50,7 +56,8 @@ export function storageLine(u: StorageUse): string {
 
 /** What the panel says after a save: the event in words (a failure names the cause and that nothing was lost). */
 export function eventMessage(e: CheckpointEvent): { text: string; error: boolean } {
-  if (e.kind === 'saved') return { text: `Saved "${e.name}" (${formatBytes(e.sizeBytes)}) of run ${e.runId}.`, error: false };
+  if (e.kind === 'saved')
+    return { text: `Saved "${e.name}" (${formatBytes(e.sizeBytes)}) of run ${e.runId}.`, error: false };
   const head = e.code === 'quota' ? 'Storage is full: checkpoint not saved.' : 'Checkpoint not saved.';
   return { text: `${head} ${e.message} The run continues.`, error: true };
 }
@@ -59,7 +66,9 @@ export function eventMessage(e: CheckpointEvent): { text: string; error: boolean
 const PREFERRED = ['reward/mean', 'judge/asr', 'loss/sft', 'eval/asr', 'loss/policy'];
 
 export function metricSummary(metrics: Record<string, number>): string {
-  const finite = Object.keys(metrics).filter((k) => typeof metrics[k] === 'number' && Number.isFinite(metrics[k]) && !k.startsWith('perf/'));
+  const finite = Object.keys(metrics).filter(
+    (k) => typeof metrics[k] === 'number' && Number.isFinite(metrics[k]) && !k.startsWith('perf/'),
+  );
   const chosen = PREFERRED.filter((k) => finite.includes(k));
   const keys = (chosen.length ? chosen : finite).slice(0, 2);
   return keys.length ? keys.map((k) => `${k} ${metrics[k].toFixed(3)}`).join(' · ') : '—';
@@ -82,7 +91,8 @@ export function loadPolicy(storage: Pick<Storage, 'getItem'> | null = durableSet
   try {
     const p = JSON.parse(storage?.getItem(POLICY_KEY) ?? 'null') as Partial<AutosavePolicy> | null;
     const count = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-    if (p && count(p.everySteps) && typeof p.onPause === 'boolean') return { everySteps: p.everySteps, onPause: p.onPause, keep: count(p.keep) ? p.keep : DEFAULT_POLICY.keep };
+    if (p && count(p.everySteps) && typeof p.onPause === 'boolean')
+      return { everySteps: p.everySteps, onPause: p.onPause, keep: count(p.keep) ? p.keep : DEFAULT_POLICY.keep };
   } catch {
     // a corrupt setting falls back to the default
   }
@@ -142,12 +152,17 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
       const persisted = await requestPersistentStorage();
       set({ persisted });
       try {
-        const check = await checkStores([{ name: 'checkpoints', kv: ckpts().kv }, { name: 'run logs', kv: runLogs().kv }]);
+        const check = await checkStores([
+          { name: 'checkpoints', kv: ckpts().kv },
+          { name: 'run logs', kv: runLogs().kv },
+        ]);
         checked = true;
         if (check.state === 'wiped') set({ notice: wipedMessage(check, persisted) });
         set({ collected: await ckpts().gcOrphanChunks() });
       } catch (e) {
-        set({ message: { text: `Could not check the checkpoint store in IndexedDB: ${(e as Error).message}`, error: true } });
+        set({
+          message: { text: `Could not check the checkpoint store in IndexedDB: ${(e as Error).message}`, error: true },
+        });
       }
       await get().refresh();
     })()),
@@ -155,10 +170,17 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
     set({ loading: true });
     try {
       const [list, use, logs] = await Promise.all([ckpts().list(), ckpts().usage(), runLogs().usage()]);
-      set({ list, use: { ...use, runs: logs.runs, runLogBytes: logs.logBytes, persisted: get().persisted }, loading: false });
+      set({
+        list,
+        use: { ...use, runs: logs.runs, runLogBytes: logs.logBytes, persisted: get().persisted },
+        loading: false,
+      });
       if (checked) void noteSeen({ checkpoints: list.length, runs: logs.runs }).catch(() => undefined);
     } catch (e) {
-      set({ loading: false, message: { text: `Could not read checkpoints from IndexedDB: ${(e as Error).message}`, error: true } });
+      set({
+        loading: false,
+        message: { text: `Could not read checkpoints from IndexedDB: ${(e as Error).message}`, error: true },
+      });
     }
   },
   setPolicy: (policy) => {

@@ -21,7 +21,11 @@ export interface SettingsKv {
 export function idbSettingsKv(dbName: string): SettingsKv {
   let store: UseStore | null = null;
   const s = (): UseStore => (store ??= createStore(dbName, 'kv'));
-  return { get: <T>(key: string) => get<T>(key, s()), set: (key, value) => set(key, value, s()), del: (key) => del(key, s()) };
+  return {
+    get: <T>(key: string) => get<T>(key, s()),
+    set: (key, value) => set(key, value, s()),
+    del: (key) => del(key, s()),
+  };
 }
 
 export interface DurableLocal {
@@ -34,7 +38,10 @@ export interface DurableLocal {
   reconcile(key: string): Promise<boolean>;
 }
 
-export function durableLocal(kv: SettingsKv = idbSettingsKv(SETTINGS_DB), local: LocalLike | null = typeof localStorage === 'undefined' ? null : localStorage): DurableLocal {
+export function durableLocal(
+  kv: SettingsKv = idbSettingsKv(SETTINGS_DB),
+  local: LocalLike | null = typeof localStorage === 'undefined' ? null : localStorage,
+): DurableLocal {
   let pending: Promise<unknown> = Promise.resolve();
   // Writes go one after another, so the last value typed is the last one stored.
   const queue = (fn: () => Promise<unknown>) => {

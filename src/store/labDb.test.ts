@@ -1,6 +1,14 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_FORMAT, chunkPrefix, logPrefix, manifestKey, recordKey, type CheckpointManifest, type RunRecord } from '../contract/storageFormat';
+import {
+  CHECKPOINT_FORMAT,
+  chunkPrefix,
+  logPrefix,
+  manifestKey,
+  recordKey,
+  type CheckpointManifest,
+  type RunRecord,
+} from '../contract/storageFormat';
 import type { StepReport } from '../contract/report';
 import { labKv, PageCheckpoints, PageRunLogs } from './labDb';
 
@@ -9,9 +17,31 @@ const estimate = async () => ({ usage: 1000, quota: 5000 });
 
 function manifest(id: string, step: number, time: number, sizeBytes: number): CheckpointManifest {
   return {
-    format: CHECKPOINT_FORMAT, id, runId: 'run-a', name: `step ${step}`, step, time, metrics: { 'reward/mean': 0.5 }, sizeBytes, spec: null,
-    tensors: [{ name: 'w', group: 'params', dtype: 'float32', shape: [sizeBytes / 4], offset: 0, byteLength: sizeBytes, chunks: [`${chunkPrefix(id)}000000`] }],
-    chunks: [{ key: `${chunkPrefix(id)}000000`, byteLength: sizeBytes }], optimizerState: null, rng: null, extra: null, nonFinite: null,
+    format: CHECKPOINT_FORMAT,
+    id,
+    runId: 'run-a',
+    name: `step ${step}`,
+    step,
+    time,
+    metrics: { 'reward/mean': 0.5 },
+    sizeBytes,
+    spec: null,
+    tensors: [
+      {
+        name: 'w',
+        group: 'params',
+        dtype: 'float32',
+        shape: [sizeBytes / 4],
+        offset: 0,
+        byteLength: sizeBytes,
+        chunks: [`${chunkPrefix(id)}000000`],
+      },
+    ],
+    chunks: [{ key: `${chunkPrefix(id)}000000`, byteLength: sizeBytes }],
+    optimizerState: null,
+    rng: null,
+    extra: null,
+    nonFinite: null,
   };
 }
 
@@ -25,8 +55,18 @@ describe('the page view of the checkpoint database', () => {
     }
     // A save killed before its manifest: a chunk nobody points at.
     await kv.set(`${chunkPrefix('dead')}000000`, new ArrayBuffer(12));
-    expect((await page.list()).map((c) => [c.id, c.tensorCount])).toEqual([['b', 1], ['a', 1]]);
-    expect(await page.usage()).toEqual({ checkpoints: 2, checkpointBytes: 24, orphanChunks: 1, orphanBytes: 12, usage: 1000, quota: 5000 });
+    expect((await page.list()).map((c) => [c.id, c.tensorCount])).toEqual([
+      ['b', 1],
+      ['a', 1],
+    ]);
+    expect(await page.usage()).toEqual({
+      checkpoints: 2,
+      checkpointBytes: 24,
+      orphanChunks: 1,
+      orphanBytes: 12,
+      usage: 1000,
+      quota: 5000,
+    });
     await page.rename('a', '  kept ');
     expect((await page.list()).find((c) => c.id === 'a')?.name).toBe('kept');
     await expect(page.rename('a', ' ')).rejects.toThrow(/a name must be a non-empty string/);
@@ -42,8 +82,20 @@ describe('the page view of the run logs', () => {
   it('reads a run back by step range, counts its bytes and exports it as JSONL', async () => {
     const kv = labKv(`lab-db-test-${dbNo++}`);
     const logs = new PageRunLogs(kv);
-    const report = (step: number) => ({ runId: 'r1', recipe: 'redteam', step, time: step, metrics: { 'reward/mean': step } }) as unknown as StepReport;
-    const rec = { id: 'r1', recipe: 'redteam', name: 'r1', spec: null, created: 1, updated: 1, lastStep: 2, reportCount: 3, status: 'finished', error: null } satisfies RunRecord;
+    const report = (step: number) =>
+      ({ runId: 'r1', recipe: 'redteam', step, time: step, metrics: { 'reward/mean': step } }) as unknown as StepReport;
+    const rec = {
+      id: 'r1',
+      recipe: 'redteam',
+      name: 'r1',
+      spec: null,
+      created: 1,
+      updated: 1,
+      lastStep: 2,
+      reportCount: 3,
+      status: 'finished',
+      error: null,
+    } satisfies RunRecord;
     await kv.set(recordKey('r1'), rec);
     await kv.set(`${logPrefix('r1')}000000000000`, { firstStep: 0, lastStep: 1, reports: [report(0), report(1)] });
     await kv.set(`${logPrefix('r1')}000000000001`, { firstStep: 2, lastStep: 2, reports: [report(2)] });

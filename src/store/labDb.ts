@@ -4,9 +4,26 @@
 import { createStore, del, delMany, get, set, type UseStore } from 'idb-keyval';
 import { storageEstimate, type StorageEstimateResult } from '../contract/browserStorage';
 import {
-  CHECKPOINT_DB, CHUNK_LOCK, CHUNK_PREFIX, chunkPrefix, logPrefix, MANIFEST_PREFIX, manifestKey, newestFirst, orphanChunks, RECORD_PREFIX, recordKey,
-  reportBytes, reportsToJsonl, RUNS_DB, runsNewestFirst, summarizeCheckpoint,
-  type CheckpointManifest, type CheckpointSummary, type LogBatch, type RunRecord,
+  CHECKPOINT_DB,
+  CHUNK_LOCK,
+  CHUNK_PREFIX,
+  chunkPrefix,
+  logPrefix,
+  MANIFEST_PREFIX,
+  manifestKey,
+  newestFirst,
+  orphanChunks,
+  RECORD_PREFIX,
+  recordKey,
+  reportBytes,
+  reportsToJsonl,
+  RUNS_DB,
+  runsNewestFirst,
+  summarizeCheckpoint,
+  type CheckpointManifest,
+  type CheckpointSummary,
+  type LogBatch,
+  type RunRecord,
 } from '../contract/storageFormat';
 import type { StepReport } from '../contract/report';
 
@@ -38,11 +55,18 @@ export function labKv(dbName: string, storeName = 'kv'): LabKv {
     del: (key) => del(key, s()),
     delMany: (keys) => delMany(keys, s()),
     keys: (prefix) => s()('readonly', (os) => request(os.getAllKeys(prefixRange(prefix)))).then((k) => k as string[]),
-    values: <T>(prefix: string) => s()('readonly', (os) => request(os.getAll(prefixRange(prefix)))).then((v) => v as T[]),
+    values: <T>(prefix: string) =>
+      s()('readonly', (os) => request(os.getAll(prefixRange(prefix)))).then((v) => v as T[]),
   };
 }
 
-type LockManagerLike = { request<T>(name: string, opts: { mode: 'exclusive'; ifAvailable: boolean }, cb: (lock: unknown) => Promise<T>): Promise<T> };
+type LockManagerLike = {
+  request<T>(
+    name: string,
+    opts: { mode: 'exclusive'; ifAvailable: boolean },
+    cb: (lock: unknown) => Promise<T>,
+  ): Promise<T>;
+};
 
 /** Runs `fn` holding the chunk lock exclusive if it is free (`held` false when a save holds it); without Web Locks, as is. */
 function ifNoSave<T>(fn: (held: boolean) => Promise<T>): Promise<T> {
@@ -78,9 +102,11 @@ export class PageCheckpoints {
   }
 
   async rename(id: string, name: string): Promise<void> {
-    if (typeof name !== 'string' || name.trim() === '') throw new Error(`Checkpoint "${id}": a name must be a non-empty string`);
+    if (typeof name !== 'string' || name.trim() === '')
+      throw new Error(`Checkpoint "${id}": a name must be a non-empty string`);
     const m = await this.kv.get<CheckpointManifest>(manifestKey(id));
-    if (!m) throw new Error(`No checkpoint with id "${id}" in IndexedDB (deleted, or saved in another browser profile)`);
+    if (!m)
+      throw new Error(`No checkpoint with id "${id}" in IndexedDB (deleted, or saved in another browser profile)`);
     await this.kv.set(manifestKey(id), { ...m, name: name.trim() });
   }
 
@@ -117,8 +143,12 @@ export class PageCheckpoints {
     });
     const est = await this.estimate().catch(() => ({ usage: null, quota: null }));
     return {
-      checkpoints: l.length, checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0),
-      orphanChunks: orphans.length, orphanBytes, usage: est.usage, quota: est.quota,
+      checkpoints: l.length,
+      checkpointBytes: l.reduce((a, c) => a + c.sizeBytes, 0),
+      orphanChunks: orphans.length,
+      orphanBytes,
+      usage: est.usage,
+      quota: est.quota,
     };
   }
 }
@@ -136,7 +166,8 @@ export class PageRunLogs {
     const lo = range.fromStep ?? -Infinity;
     const hi = range.toStep ?? Infinity;
     const out: StepReport[] = [];
-    for (const b of await this.kv.values<LogBatch>(logPrefix(runId))) for (const r of b.reports) if (r.step >= lo && r.step <= hi) out.push(r);
+    for (const b of await this.kv.values<LogBatch>(logPrefix(runId)))
+      for (const r of b.reports) if (r.step >= lo && r.step <= hi) out.push(r);
     return out;
   }
 

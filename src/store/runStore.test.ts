@@ -22,7 +22,16 @@ function sample(promptKey: string, success: boolean, entropy: number[], id = pro
     group: 0,
     messages: [
       { role: 'attacker', text: 'prompt' },
-      { role: 'defender', text: 'answer', tokens: { ids: entropy.map((_, i) => i), pieces: entropy.map((_, i) => `t${i}`), logp: entropy.map(() => -1), entropy } },
+      {
+        role: 'defender',
+        text: 'answer',
+        tokens: {
+          ids: entropy.map((_, i) => i),
+          pieces: entropy.map((_, i) => `t${i}`),
+          logp: entropy.map(() => -1),
+          entropy,
+        },
+      },
     ],
     verdict: { label: success ? 'unsafe S2' : 'refusal', unsafe: success ? 0.9 : 0.1, refused: !success, success },
     reward: success ? 1 : 0,
@@ -30,8 +39,21 @@ function sample(promptKey: string, success: boolean, entropy: number[], id = pro
   };
 }
 
-function report(runId: string, step: number, metrics: Record<string, number>, samples: RolloutSample[] = []): StepReport {
-  return { runId, recipe: 'redteam', step, time: 0, metrics, samples, timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 } };
+function report(
+  runId: string,
+  step: number,
+  metrics: Record<string, number>,
+  samples: RolloutSample[] = [],
+): StepReport {
+  return {
+    runId,
+    recipe: 'redteam',
+    step,
+    time: 0,
+    metrics,
+    samples,
+    timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 },
+  };
 }
 
 describe('run store reducers', () => {
@@ -74,7 +96,8 @@ describe('run store reducers', () => {
 
   it('keeps only the latest N samples', () => {
     let d = initialRunData({ maxSamples: 3 });
-    for (const s of [1, 2, 3]) d = appendReport(d, report('a', s, {}, [sample('p', false, [1], `x${s}`), sample('q', true, [1], `y${s}`)]));
+    for (const s of [1, 2, 3])
+      d = appendReport(d, report('a', s, {}, [sample('p', false, [1], `x${s}`), sample('q', true, [1], `y${s}`)]));
     expect(d.samples.map((e) => e.sample.id)).toEqual(['y2', 'x3', 'y3']);
   });
 
@@ -94,7 +117,10 @@ describe('run store reducers', () => {
     d = appendReport(d, report('a', 2, {}, [sample('q', false, [8])]));
     d = appendReport(d, report('a', 3, {}, [sample('p', false, [3, 4, 5])]));
     d = setPinned(d, 'p');
-    expect(d.pinRows.map((r) => [r.step, r.entropy])).toEqual([[1, [1, 2]], [3, [3, 4, 5]]]);
+    expect(d.pinRows.map((r) => [r.step, r.entropy])).toEqual([
+      [1, [1, 2]],
+      [3, [3, 4, 5]],
+    ]);
     expect(d.pinRows[0].role).toBe('defender');
     // New steps add one row each (the first sample of the prompt at that step).
     d = appendReport(d, report('a', 4, {}, [sample('p', true, [6], 'first'), sample('p', true, [7], 'second')]));
@@ -127,13 +153,7 @@ describe('run store reducers', () => {
     d = appendReport(d, report('a', 2, { 'reward/mean': 0.75, 'kl/mean': NaN }));
     d = appendReport(d, report('b,2', 1, { 'loss/policy': -1.5 }), 'replay');
     expect(metricTableCsv(d)).toBe(
-      [
-        'run,step,kl/mean,loss/policy,reward/mean',
-        'a,1,0.25,,0.5',
-        'a,2,NaN,,0.75',
-        '"b,2",1,,-1.5,',
-        '',
-      ].join('\n'),
+      ['run,step,kl/mean,loss/policy,reward/mean', 'a,1,0.25,,0.5', 'a,2,NaN,,0.75', '"b,2",1,,-1.5,', ''].join('\n'),
     );
     expect(metricTableCsv(d, ['a']).split('\n')[0]).toBe('run,step,kl/mean,reward/mean');
   });

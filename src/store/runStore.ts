@@ -8,7 +8,15 @@
 // The rings are mutated in place by appends; `version` changes whenever data changes.
 import { create } from 'zustand';
 import type { RolloutSample, Role, StepReport } from '../contract/report';
-import { DEFAULT_RING_CAPACITY, ringArrays, ringCreate, ringLastX, ringPush, ringTruncateFrom, type Ring } from './runStoreSeries';
+import {
+  DEFAULT_RING_CAPACITY,
+  ringArrays,
+  ringCreate,
+  ringLastX,
+  ringPush,
+  ringTruncateFrom,
+  type Ring,
+} from './runStoreSeries';
 
 export type RunSource = 'live' | 'replay' | 'example';
 export type SampleFilter = 'all' | 'successes' | 'failures';
@@ -105,7 +113,14 @@ export function pinRowOf(entries: SampleEntry[], promptKey: string): PinRow | nu
     for (let m = e.sample.messages.length - 1; m >= 0; m--) {
       const msg = e.sample.messages[m];
       if (!msg.tokens) continue;
-      return { runId: e.runId, step: e.step, role: msg.role, pieces: msg.tokens.pieces, entropy: msg.tokens.entropy, logp: msg.tokens.logp };
+      return {
+        runId: e.runId,
+        step: e.step,
+        role: msg.role,
+        pieces: msg.tokens.pieces,
+        entropy: msg.tokens.entropy,
+        logp: msg.tokens.logp,
+      };
     }
   }
   return null;
@@ -168,11 +183,21 @@ export function appendReport(d: RunData, report: StepReport, source: RunSource =
     // JSON writes NaN as null: keep it as a gap, never as 0.
     ringPush(ring, report.step, typeof value === 'number' ? value : NaN);
   }
-  const info: RunInfo = { ...series.info, recipe: report.recipe, reports: series.info.reports + 1, lastStep: report.step };
+  const info: RunInfo = {
+    ...series.info,
+    recipe: report.recipe,
+    reports: series.info.reports + 1,
+    lastStep: report.step,
+  };
   runs = { ...runs, [report.runId]: { info, metrics: series.metrics } };
 
   const keep = resumed ? d.samples.filter((e) => e.runId !== report.runId || e.step < report.step) : d.samples;
-  const fresh: SampleEntry[] = report.samples.map((sample) => ({ runId: report.runId, step: report.step, phase: report.phase, sample }));
+  const fresh: SampleEntry[] = report.samples.map((sample) => ({
+    runId: report.runId,
+    step: report.step,
+    phase: report.phase,
+    sample,
+  }));
   let samples = keep.concat(fresh);
   if (samples.length > d.maxSamples) samples = samples.slice(samples.length - d.maxSamples);
 

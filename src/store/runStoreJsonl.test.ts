@@ -13,7 +13,13 @@ const good = (step: number) =>
         id: 's',
         promptKey: 'k',
         group: 0,
-        messages: [{ role: 'defender', text: 'no', tokens: { ids: [1], pieces: ['no'], logp: [-0.1], entropy: [0.3], top: [[{ piece: 'No', logp: -2 }]] } }],
+        messages: [
+          {
+            role: 'defender',
+            text: 'no',
+            tokens: { ids: [1], pieces: ['no'], logp: [-0.1], entropy: [0.3], top: [[{ piece: 'No', logp: -2 }]] },
+          },
+        ],
         verdict: { label: 'refusal', unsafe: 0.1, refused: true, success: false },
         reward: 0,
         terms: { harm: 0 },
@@ -56,7 +62,9 @@ describe('JSONL replay parsing', () => {
       'run.jsonl, line 1: samples[0].messages[0].tokens.entropy has 2 entries but pieces has 1',
     );
     expect(errorOf('[1,2]').message).toMatch(/line 1: the line is an array/);
-    expect(errorOf('{"runId":"r","step":1,"metrics":{"kl/mean":"x"}}').message).toMatch(/metrics\["kl\/mean"\] is a string/);
+    expect(errorOf('{"runId":"r","step":1,"metrics":{"kl/mean":"x"}}').message).toMatch(
+      /metrics\["kl\/mean"\] is a string/,
+    );
   });
 
   it('rejects an empty file', () => {
@@ -79,9 +87,15 @@ describe('JSONL replay: the storage reader step rule and short messages (issue 2
     const deep = '['.repeat(5000) + ']'.repeat(5000);
     const e1 = errorOf(good(1).replace('"runId":"r1"', `"runId":${deep}`));
     expect(e1.message).toBe('run.jsonl, line 1: runId is an array, expected a string');
-    const e2 = errorOf(good(1).replace('"reward/mean"', `"${'k'.repeat(1_000_000)}"`).replace(':0.5', ':"x"'));
+    const e2 = errorOf(
+      good(1)
+        .replace('"reward/mean"', `"${'k'.repeat(1_000_000)}"`)
+        .replace(':0.5', ':"x"'),
+    );
     expect(e2.message.length).toBeLessThan(300);
-    expect(e2.message).toMatch(/^run\.jsonl, line 1: metrics\["k+"… \(1000000 chars\)\] is a string, expected a number$/);
+    expect(e2.message).toMatch(
+      /^run\.jsonl, line 1: metrics\["k+"… \(1000000 chars\)\] is a string, expected a number$/,
+    );
     const e3 = errorOf(good(1).replace('"role":"defender"', `"role":"${'r'.repeat(1_000_000)}"`));
     expect(e3.message.length).toBeLessThan(400);
   });

@@ -51,12 +51,17 @@ function numArray(v: unknown, path: string): number[] {
 function checkTokens(v: unknown, path: string): TokenTrace {
   if (!isObj(v)) throw new FieldError(`${path} is ${describe(v)}, expected an object`);
   const pieces = v.pieces;
-  if (!Array.isArray(pieces) || pieces.some((p) => typeof p !== 'string')) throw new FieldError(`${path}.pieces must be an array of strings`);
+  if (!Array.isArray(pieces) || pieces.some((p) => typeof p !== 'string'))
+    throw new FieldError(`${path}.pieces must be an array of strings`);
   const n = pieces.length;
   const ids = v.ids === undefined ? pieces.map(() => -1) : numArray(v.ids, `${path}.ids`);
   const logp = numArray(v.logp, `${path}.logp`);
   const entropy = numArray(v.entropy, `${path}.entropy`);
-  for (const [name, arr] of [['ids', ids], ['logp', logp], ['entropy', entropy]] as const) {
+  for (const [name, arr] of [
+    ['ids', ids],
+    ['logp', logp],
+    ['entropy', entropy],
+  ] as const) {
     if (arr.length !== n) throw new FieldError(`${path}.${name} has ${arr.length} entries but pieces has ${n}`);
   }
   const out: TokenTrace = { ids, pieces: pieces as string[], logp, entropy };
@@ -91,12 +96,15 @@ function checkSample(v: unknown, path: string): RolloutSample {
   const verdict = v.verdict;
   if (!isObj(verdict)) throw new FieldError(`${p}verdict is ${describe(verdict)}, expected an object`);
   const vp = `${p}verdict.`;
-  if (typeof verdict.refused !== 'boolean') throw new FieldError(`${vp}refused is ${describe(verdict.refused)}, expected true or false`);
-  if (typeof verdict.success !== 'boolean') throw new FieldError(`${vp}success is ${describe(verdict.success)}, expected true or false`);
+  if (typeof verdict.refused !== 'boolean')
+    throw new FieldError(`${vp}refused is ${describe(verdict.refused)}, expected true or false`);
+  if (typeof verdict.success !== 'boolean')
+    throw new FieldError(`${vp}success is ${describe(verdict.success)}, expected true or false`);
   const terms = v.terms === undefined ? {} : v.terms;
   if (!isObj(terms)) throw new FieldError(`${p}terms is ${describe(terms)}, expected an object`);
   for (const [k, t] of Object.entries(terms)) {
-    if (t !== null && t !== undefined && typeof t !== 'number') throw new FieldError(`${p}terms.${briefText(k)} is ${describe(t)}, expected a number`);
+    if (t !== null && t !== undefined && typeof t !== 'number')
+      throw new FieldError(`${p}terms.${briefText(k)} is ${describe(t)}, expected a number`);
   }
   return {
     ...(v as unknown as RolloutSample),
@@ -126,7 +134,8 @@ export function checkStepReport(v: unknown): StepReport {
   if (!isObj(v.metrics)) throw new FieldError(`metrics is ${describe(v.metrics)}, expected an object of numbers`);
   const metrics: Record<string, number> = {};
   for (const [k, m] of Object.entries(v.metrics)) {
-    if (m !== null && typeof m !== 'number') throw new FieldError(`metrics[${brief(k)}] is ${describe(m)}, expected a number`);
+    if (m !== null && typeof m !== 'number')
+      throw new FieldError(`metrics[${brief(k)}] is ${describe(m)}, expected a number`);
     metrics[k] = m === null ? NaN : m;
   }
   const samples = v.samples === undefined ? [] : v.samples;
@@ -141,7 +150,12 @@ export function checkStepReport(v: unknown): StepReport {
     ...(v.phase !== undefined ? { phase: str(v, 'phase', '') } : {}),
     metrics,
     samples: samples.map((s, i) => checkSample(s, `samples[${i}]`)),
-    timings: { rollout_ms: ms('rollout_ms'), score_ms: ms('score_ms'), learn_ms: ms('learn_ms'), total_ms: ms('total_ms') },
+    timings: {
+      rollout_ms: ms('rollout_ms'),
+      score_ms: ms('score_ms'),
+      learn_ms: ms('learn_ms'),
+      total_ms: ms('total_ms'),
+    },
   };
 }
 

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { alignSeries, ema, ringArrays, ringAt, ringCreate, ringLastX, ringPush, ringTruncateFrom, smoothingToAlpha } from './runStoreSeries';
+import {
+  alignSeries,
+  ema,
+  ringArrays,
+  ringAt,
+  ringCreate,
+  ringLastX,
+  ringPush,
+  ringTruncateFrom,
+  smoothingToAlpha,
+} from './runStoreSeries';
 
 describe('ring buffer', () => {
   it('keeps points in order before it fills', () => {

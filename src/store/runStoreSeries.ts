@@ -18,7 +18,8 @@ export interface Ring {
 }
 
 export function ringCreate(capacity = DEFAULT_RING_CAPACITY): Ring {
-  if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`ring capacity must be a positive integer, got ${capacity}`);
+  if (!Number.isInteger(capacity) || capacity < 1)
+    throw new Error(`ring capacity must be a positive integer, got ${capacity}`);
   return { capacity, start: 0, length: 0, x: new Float64Array(capacity), y: new Float64Array(capacity) };
 }
 

@@ -5,13 +5,29 @@ import { IDLE_STATUS, useSetup, valuesOf } from './setupStore';
 import { decodeSetup } from './setupUrl';
 
 const recipes: RecipeListing[] = [
-  { name: 'redteam', title: '', source: '', description: '', schema: { defender: str('defender', 'model', { nonEmpty: true }), groupSize: int(8, 'G', { min: 2, max: 64 }) } },
+  {
+    name: 'redteam',
+    title: '',
+    source: '',
+    description: '',
+    schema: { defender: str('defender', 'model', { nonEmpty: true }), groupSize: int(8, 'G', { min: 2, max: 64 }) },
+  },
   { name: 'attack', title: '', source: '', description: '', schema: { goals: int(4, 'goals', { min: 1 }) } },
 ];
 
 describe('setup store', () => {
   beforeEach(() => {
-    useSetup.setState({ recipes: [], recipeName: '', valuesByRecipe: {}, seed: '0', maxSteps: '', atMax: 'pause', linkErrors: {}, workerErrors: {}, status: IDLE_STATUS });
+    useSetup.setState({
+      recipes: [],
+      recipeName: '',
+      valuesByRecipe: {},
+      seed: '0',
+      maxSteps: '',
+      atMax: 'pause',
+      linkErrors: {},
+      workerErrors: {},
+      status: IDLE_STATUS,
+    });
     useSetup.getState().setRecipes(recipes);
   });
 
@@ -27,8 +43,11 @@ describe('setup store', () => {
     expect(valuesOf(useSetup.getState(), 'attack').goals).toBe('2');
   });
 
-  it('applies a link, and clears a field\'s mark when that field changes', () => {
-    const d = decodeSetup('?recipe=attack&seed=x&c.goals=0&c.nope=1', Object.fromEntries(recipes.map((r) => [r.name, r.schema])))!;
+  it("applies a link, and clears a field's mark when that field changes", () => {
+    const d = decodeSetup(
+      '?recipe=attack&seed=x&c.goals=0&c.nope=1',
+      Object.fromEntries(recipes.map((r) => [r.name, r.schema])),
+    )!;
     useSetup.getState().applyLink(d);
     let s = useSetup.getState();
     expect(s.recipeName).toBe('attack');

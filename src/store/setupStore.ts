@@ -23,7 +23,17 @@ export interface ModelFit {
   };
 }
 
-export const IDLE_STATUS: RunStatus = { state: 'idle', recipe: null, seed: null, step: 0, error: null, detail: null, stepping: false, runId: null, numTensors: 0 };
+export const IDLE_STATUS: RunStatus = {
+  state: 'idle',
+  recipe: null,
+  seed: null,
+  step: 0,
+  error: null,
+  detail: null,
+  stepping: false,
+  runId: null,
+  numTensors: 0,
+};
 
 export interface SetupState {
   recipes: RecipeListing[];
@@ -54,7 +64,9 @@ export interface SetupState {
   setMaxSteps(s: string): void;
   setAtMax(a: AtMax): void;
   applyLink(d: DecodedSetup): void;
-  patch(p: Partial<Pick<SetupState, 'status' | 'busy' | 'commandError' | 'workerErrors' | 'runConfig' | 'stepTimes'>>): void;
+  patch(
+    p: Partial<Pick<SetupState, 'status' | 'busy' | 'commandError' | 'workerErrors' | 'runConfig' | 'stepTimes'>>,
+  ): void;
   stepDone(time: number): void;
 }
 
@@ -93,7 +105,11 @@ export const useSetup = create<SetupState>()((set) => ({
       else delete fits[field];
       return { fits };
     }),
-  setRecipes: (list) => set((s) => ({ recipes: list, recipeName: s.recipeName && list.some((r) => r.name === s.recipeName) ? s.recipeName : (list[0]?.name ?? '') })),
+  setRecipes: (list) =>
+    set((s) => ({
+      recipes: list,
+      recipeName: s.recipeName && list.some((r) => r.name === s.recipeName) ? s.recipeName : (list[0]?.name ?? ''),
+    })),
   setRecipe: (recipeName) => set({ recipeName, workerErrors: {} }),
   setValue: (name, v) =>
     set((s) => ({
@@ -104,9 +120,16 @@ export const useSetup = create<SetupState>()((set) => ({
   resetValues: () =>
     set((s) => {
       const r = s.recipes.find((x) => x.name === s.recipeName);
-      return r ? { valuesByRecipe: { ...s.valuesByRecipe, [r.name]: formDefaults(r.schema) }, workerErrors: {}, linkErrors: {} } : {};
+      return r
+        ? {
+            valuesByRecipe: { ...s.valuesByRecipe, [r.name]: formDefaults(r.schema) },
+            workerErrors: {},
+            linkErrors: {},
+          }
+        : {};
     }),
-  setSeed: (seed) => set((s) => ({ seed, workerErrors: without(s.workerErrors, 'seed'), linkErrors: without(s.linkErrors, 'seed') })),
+  setSeed: (seed) =>
+    set((s) => ({ seed, workerErrors: without(s.workerErrors, 'seed'), linkErrors: without(s.linkErrors, 'seed') })),
   setMaxSteps: (maxSteps) => set((s) => ({ maxSteps, linkErrors: without(s.linkErrors, 'steps') })),
   setAtMax: (atMax) => set((s) => ({ atMax, linkErrors: without(s.linkErrors, 'at') })),
   applyLink: (d) =>

@@ -12,12 +12,17 @@ const schema: Schema = {
 };
 const schemas = { redteam: schema, other: { x: int(1, 'x') } };
 
-
 describe('shareable setup URL', () => {
   it('round-trips a setup, keeping unrelated parameters', () => {
     const setup: RunSetup = {
       recipe: 'redteam',
-      values: { defender: 'https://example.org/m/a b/', groupSize: '16', lr: '1e-4', earlyStop: false, advantage: 'rloo' },
+      values: {
+        defender: 'https://example.org/m/a b/',
+        groupSize: '16',
+        lr: '1e-4',
+        earlyStop: false,
+        advantage: 'rloo',
+      },
       seed: '42',
       maxSteps: '30',
       atMax: 'stop',
@@ -34,29 +39,57 @@ describe('shareable setup URL', () => {
   it('writes every field (defaults too) and omits steps when there is no limit', () => {
     const search = encodeSetup({ recipe: 'redteam', values: {}, seed: '0', maxSteps: '', atMax: 'pause' }, schema);
     const q = new URLSearchParams(search);
-    expect([...q.keys()]).toEqual(['recipe', 'seed', 'c.defender', 'c.groupSize', 'c.lr', 'c.earlyStop', 'c.advantage']);
+    expect([...q.keys()]).toEqual([
+      'recipe',
+      'seed',
+      'c.defender',
+      'c.groupSize',
+      'c.lr',
+      'c.earlyStop',
+      'c.advantage',
+    ]);
     expect(q.get('c.groupSize')).toBe('8');
     expect(q.get('c.earlyStop')).toBe('true');
   });
 
-  it('carries a model\'s weight format with the real redteam schema, and names a bad one', () => {
+  it("carries a model's weight format with the real redteam schema, and names a bad one", () => {
     const real = recipeListing('redteam').schema;
-    const setup: RunSetup = { recipe: 'redteam', values: { ...formDefaults(real), defenderWeights: 'int4-g64' }, seed: '1', maxSteps: '', atMax: 'pause' };
+    const setup: RunSetup = {
+      recipe: 'redteam',
+      values: { ...formDefaults(real), defenderWeights: 'int4-g64' },
+      seed: '1',
+      maxSteps: '',
+      atMax: 'pause',
+    };
     const search = encodeSetup(setup, real);
     expect(new URLSearchParams(search).get('c.defenderWeights')).toBe('int4-g64');
     expect(decodeSetup(search, { redteam: real })).toEqual({ setup, errors: {} });
     const bad = decodeSetup(search.replace('int4-g64', 'bf16'), { redteam: real });
-    expect(bad?.errors.defenderWeights).toMatch(/must be one of f32, f16, int8, int4-g32, int4-g64, int4-g128, got "bf16"/);
+    expect(bad?.errors.defenderWeights).toMatch(
+      /must be one of f32, f16, int8, int4-g32, int4-g64, int4-g128, got "bf16"/,
+    );
   });
 
   it('keeps bad values on their field and names each problem', () => {
-    const d = decodeSetup('?recipe=redteam&seed=-3&steps=0&at=later&c.groupSize=1&c.lr=abc&c.earlyStop=maybe&c.advantage=ppo&c.nope=2', schemas)!;
+    const d = decodeSetup(
+      '?recipe=redteam&seed=-3&steps=0&at=later&c.groupSize=1&c.lr=abc&c.earlyStop=maybe&c.advantage=ppo&c.nope=2',
+      schemas,
+    )!;
     expect(d.setup.values.groupSize).toBe('1');
     expect(d.setup.values.lr).toBe('abc');
     expect(d.setup.values.advantage).toBe('ppo');
     expect(d.setup.values.earlyStop).toBe(true);
     expect(d.setup.values.defender).toBe('defender');
-    expect(Object.keys(d.errors).sort()).toEqual(['advantage', 'at', 'earlyStop', 'groupSize', 'lr', 'nope', 'seed', 'steps']);
+    expect(Object.keys(d.errors).sort()).toEqual([
+      'advantage',
+      'at',
+      'earlyStop',
+      'groupSize',
+      'lr',
+      'nope',
+      'seed',
+      'steps',
+    ]);
     expect(d.errors.groupSize).toMatch(/an integer in \[2, 64\], got "1"/);
     expect(d.errors.earlyStop).toMatch(/true or false, got "maybe"/);
     expect(d.errors.advantage).toMatch(/one of grpo, rloo, got "ppo"/);
@@ -73,7 +106,10 @@ describe('shareable setup URL', () => {
   });
 
   it('a veRL key or a TRL name in the link sets the lab field it aliases (values translated); later parameters win', () => {
-    const d = decodeSetup('?recipe=redteam&c.actor_rollout_ref.rollout.n=16&c.learning_rate=1e-4&c.algorithm.adv_estimator=rloo', schemas)!;
+    const d = decodeSetup(
+      '?recipe=redteam&c.actor_rollout_ref.rollout.n=16&c.learning_rate=1e-4&c.algorithm.adv_estimator=rloo',
+      schemas,
+    )!;
     expect(d.errors).toEqual({});
     expect(d.setup.values).toMatchObject({ groupSize: '16', lr: '1e-4', advantage: 'rloo' });
     const appended = decodeSetup('?recipe=redteam&c.groupSize=8&c.num_generations=4', schemas)!;
@@ -88,7 +124,9 @@ describe('setup URL: hostile values (issue 24)', () => {
     const long = 'x'.repeat(1_000_000);
     const d = decodeSetup(`?recipe=redteam&seed=${long}&c.groupSize=${long}&c.${long}=1&at=${long}`, schemas)!;
     for (const m of Object.values(d.errors)) expect(m.length).toBeLessThan(400);
-    expect(d.errors.groupSize).toBe(`field "groupSize" must be an integer in [2, 64], got "${'x'.repeat(60)}"… (1000000 chars)`);
+    expect(d.errors.groupSize).toBe(
+      `field "groupSize" must be an integer in [2, 64], got "${'x'.repeat(60)}"… (1000000 chars)`,
+    );
     expect(d.errors.seed).toMatch(/^seed must be a non-negative integer, got "x+"… \(1000000 chars\)$/);
     expect(d.errors[long]).toMatch(/^the link sets "x+"… \(1000000 chars\), which recipe redteam does not have/);
     expect(decodeSetup(`?recipe=${long}`, schemas)!.errors.recipe.length).toBeLessThan(400);

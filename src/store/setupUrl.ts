@@ -62,12 +62,16 @@ export interface DecodedSetup {
 export function maxStepsError(raw: string): string | null {
   const s = raw.trim();
   if (s === '') return null;
-  return /^\d+$/.test(s) && Number(s) >= 1 ? null : `max steps must be a positive integer (or empty for no limit), got ${brief(raw)}`;
+  return /^\d+$/.test(s) && Number(s) >= 1
+    ? null
+    : `max steps must be a positive integer (or empty for no limit), got ${brief(raw)}`;
 }
 
 /** Seed as typed: a non-negative integer. Returns an error message or null. */
 export function seedError(raw: string): string | null {
-  return /^\d+$/.test(raw.trim()) && Number.isSafeInteger(Number(raw.trim())) ? null : `seed must be a non-negative integer, got ${brief(raw)}`;
+  return /^\d+$/.test(raw.trim()) && Number.isSafeInteger(Number(raw.trim()))
+    ? null
+    : `seed must be a non-negative integer, got ${brief(raw)}`;
 }
 
 /**
@@ -81,7 +85,8 @@ export function decodeSetup(search: string, schemas: Record<string, Schema>): De
   // No prototype: a link setting c.__proto__ gets its error recorded like any other name.
   const errors: Record<string, string> = Object.create(null) as Record<string, string>;
   const schema = Object.hasOwn(schemas, recipe) ? schemas[recipe] : undefined;
-  if (!schema) errors.recipe = `the link names recipe ${brief(recipe)}, which is not registered (recipes: ${Object.keys(schemas).join(', ')})`;
+  if (!schema)
+    errors.recipe = `the link names recipe ${brief(recipe)}, which is not registered (recipes: ${Object.keys(schemas).join(', ')})`;
   const values: FormValues = schema ? formDefaults(schema) : {};
   for (const [key, raw0] of q) {
     if (!key.startsWith(CONFIG_PREFIX)) continue;
@@ -90,7 +95,8 @@ export function decodeSetup(search: string, schemas: Record<string, Schema>): De
     // A veRL key or TRL name (c.actor_rollout_ref.rollout.n=8) sets the lab field it aliases.
     const named = resolveFieldName(recipe, schema, key0);
     if (!named) {
-      errors[key0] = `the link sets ${brief(key0)}, which recipe ${recipe} does not have (fields: ${Object.keys(schema).join(', ')})`;
+      errors[key0] =
+        `the link sets ${brief(key0)}, which recipe ${recipe} does not have (fields: ${Object.keys(schema).join(', ')})`;
       continue;
     }
     const name = named.field;

@@ -1,6 +1,14 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { checkStores, LOCAL_MARK_KEY, localMarkPlace, noteSeen, STORE_MARK_KEY, wipedMessage, type MarkPlace } from './storeIntegrity';
+import {
+  checkStores,
+  LOCAL_MARK_KEY,
+  localMarkPlace,
+  noteSeen,
+  STORE_MARK_KEY,
+  wipedMessage,
+  type MarkPlace,
+} from './storeIntegrity';
 import { labKv as idbKv, type LabKv as Kv } from './labDb';
 
 let dbNo = 0;
@@ -9,7 +17,12 @@ const freshKv = (): Kv => idbKv(`integrity-test-${dbNo++}`);
 /** localStorage stand-in (a Map). */
 function memLocal() {
   const m = new Map<string, string>();
-  return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => void m.set(k, v), removeItem: (k: string) => void m.delete(k), map: m };
+  return {
+    getItem: (k: string) => m.get(k) ?? null,
+    setItem: (k: string, v: string) => void m.set(k, v),
+    removeItem: (k: string) => void m.delete(k),
+    map: m,
+  };
 }
 
 describe('wiped-store detection', () => {
@@ -17,7 +30,10 @@ describe('wiped-store detection', () => {
     const local = memLocal();
     const ckpt = freshKv();
     const logs = freshKv();
-    const stores = [{ name: 'checkpoints', kv: ckpt }, { name: 'run logs', kv: logs }];
+    const stores = [
+      { name: 'checkpoints', kv: ckpt },
+      { name: 'run logs', kv: logs },
+    ];
     const places = [localMarkPlace(local)!];
     expect(await checkStores(stores, places)).toEqual({ state: 'new' });
     expect(await checkStores(stores, places)).toEqual({ state: 'intact' });
@@ -25,10 +41,16 @@ describe('wiped-store detection', () => {
     // The browser recreates the checkpoint database: its birth record is gone with everything else.
     await ckpt.del(STORE_MARK_KEY);
     const c = await checkStores(stores, places);
-    expect(c).toEqual({ state: 'wiped', databases: ['checkpoints'], seen: { checkpoints: 3, runs: 2, time: Date.UTC(2026, 10, 24, 9) } });
+    expect(c).toEqual({
+      state: 'wiped',
+      databases: ['checkpoints'],
+      seen: { checkpoints: 3, runs: 2, time: Date.UTC(2026, 10, 24, 9) },
+    });
     if (c.state !== 'wiped') throw new Error('unreachable');
     const text = wipedMessage(c, false);
-    expect(text).toMatch(/^The browser cleared this lab's storage \(checkpoints\) since it was last open\. When last seen \(.*\) it held 3 checkpoints and 2 run logs; they are gone\. /);
+    expect(text).toMatch(
+      /^The browser cleared this lab's storage \(checkpoints\) since it was last open\. When last seen \(.*\) it held 3 checkpoints and 2 run logs; they are gone\. /,
+    );
     expect(text).toMatch(/not marked persistent/);
     // Said once: the new record is in place for the next start.
     expect(await checkStores(stores, places)).toEqual({ state: 'intact' });

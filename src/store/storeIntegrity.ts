@@ -16,7 +16,6 @@ import type { LabKv as Kv } from './labDb';
 export const STORE_MARK_KEY = 'meta/store';
 export const LOCAL_MARK_KEY = 'sparring.storage';
 
-
 interface StoreMark {
   id: string;
   created: number;
@@ -50,7 +49,9 @@ export interface MarkPlace {
 type LocalLike = Pick<Storage, 'getItem' | 'setItem'>;
 
 /** localStorage as a mark place (null where there is none). */
-export function localMarkPlace(local: LocalLike | null = typeof localStorage === 'undefined' ? null : localStorage): MarkPlace | null {
+export function localMarkPlace(
+  local: LocalLike | null = typeof localStorage === 'undefined' ? null : localStorage,
+): MarkPlace | null {
   if (!local) return null;
   return {
     read: async () => local.getItem(LOCAL_MARK_KEY),
@@ -61,14 +62,25 @@ export function localMarkPlace(local: LocalLike | null = typeof localStorage ===
 const CACHE_NAME = 'sparring-storage-mark';
 const CACHE_KEY = '/__sparring/storage-mark.json';
 
-type CachesLike = { open(name: string): Promise<{ match(key: string): Promise<{ text(): Promise<string> } | undefined>; put(key: string, r: Response): Promise<void> }> };
+type CachesLike = {
+  open(name: string): Promise<{
+    match(key: string): Promise<{ text(): Promise<string> } | undefined>;
+    put(key: string, r: Response): Promise<void>;
+  }>;
+};
 
 /** Cache Storage as a mark place (null where there is none). */
-export function cacheMarkPlace(caches: CachesLike | null = (globalThis as { caches?: CachesLike }).caches ?? null): MarkPlace | null {
+export function cacheMarkPlace(
+  caches: CachesLike | null = (globalThis as { caches?: CachesLike }).caches ?? null,
+): MarkPlace | null {
   if (!caches) return null;
   return {
     read: async () => (await (await (await caches.open(CACHE_NAME)).match(CACHE_KEY))?.text()) ?? null,
-    write: async (text) => (await caches.open(CACHE_NAME)).put(CACHE_KEY, new Response(text, { headers: { 'content-type': 'application/json' } })),
+    write: async (text) =>
+      (await caches.open(CACHE_NAME)).put(
+        CACHE_KEY,
+        new Response(text, { headers: { 'content-type': 'application/json' } }),
+      ),
   };
 }
 
@@ -78,7 +90,10 @@ function parseMark(text: string | null): LocalMark | null {
   try {
     const o = JSON.parse(text ?? 'null') as Partial<LocalMark> | null;
     if (!o || typeof o.ids !== 'object' || o.ids === null) return null;
-    const ids = Object.fromEntries(Object.entries(o.ids).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+    const ids = Object.fromEntries(Object.entries(o.ids).filter(([, v]) => typeof v === 'string')) as Record<
+      string,
+      string
+    >;
     const s = o.seen;
     const seen = s && [s.checkpoints, s.runs, s.time].every((x) => typeof x === 'number') ? s : null;
     return { ids, seen };
@@ -111,7 +126,10 @@ async function writeMarks(places: readonly MarkPlace[], mark: LocalMark): Promis
  * missing (IndexedDB first, then the copies), and says whether a database the lab had used was
  * wiped since.
  */
-export async function checkStores(stores: readonly { name: string; kv: Kv }[], places: readonly MarkPlace[] = defaultPlaces()): Promise<StoreCheck> {
+export async function checkStores(
+  stores: readonly { name: string; kv: Kv }[],
+  places: readonly MarkPlace[] = defaultPlaces(),
+): Promise<StoreCheck> {
   const known = await readMarks(places);
   const ids: Record<string, string> = { ...(known?.ids ?? {}) };
   const wiped: string[] = [];
@@ -130,7 +148,11 @@ export async function checkStores(stores: readonly { name: string; kv: Kv }[], p
 }
 
 /** Records what the databases hold now, for the message after a later wipe. */
-export async function noteSeen(counts: Omit<SeenCounts, 'time'>, places: readonly MarkPlace[] = defaultPlaces(), time = Date.now()): Promise<void> {
+export async function noteSeen(
+  counts: Omit<SeenCounts, 'time'>,
+  places: readonly MarkPlace[] = defaultPlaces(),
+  time = Date.now(),
+): Promise<void> {
   const known = await readMarks(places);
   if (!known) return; // checkStores has not run: nothing to attach the counts to
   const prev = known.seen;
@@ -140,9 +162,10 @@ export async function noteSeen(counts: Omit<SeenCounts, 'time'>, places: readonl
 
 /** The wipe in words: what was there, that it is gone, and why it may have happened. */
 export function wipedMessage(c: Extract<StoreCheck, { state: 'wiped' }>, persisted: boolean | null): string {
-  const held = c.seen && (c.seen.checkpoints > 0 || c.seen.runs > 0)
-    ? ` When last seen (${new Date(c.seen.time).toLocaleString()}) it held ${c.seen.checkpoints} checkpoint${c.seen.checkpoints === 1 ? '' : 's'} and ${c.seen.runs} run log${c.seen.runs === 1 ? '' : 's'}; they are gone.`
-    : ' Checkpoints and run logs saved before are gone.';
+  const held =
+    c.seen && (c.seen.checkpoints > 0 || c.seen.runs > 0)
+      ? ` When last seen (${new Date(c.seen.time).toLocaleString()}) it held ${c.seen.checkpoints} checkpoint${c.seen.checkpoints === 1 ? '' : 's'} and ${c.seen.runs} run log${c.seen.runs === 1 ? '' : 's'}; they are gone.`
+      : ' Checkpoints and run logs saved before are gone.';
   const why = persisted
     ? ' Storage is now marked persistent, so the browser should not evict it again.'
     : ' The browser may do this when disk space runs low or after a crash; storage is not marked persistent here, so export adapters and run logs you want to keep.';

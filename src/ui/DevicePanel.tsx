@@ -28,8 +28,11 @@ function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
   return (
     <details data-testid="device-learn-plan">
       <summary>
-        learn step as planned: peak {formatBytes(learn.peakBytes)}, {learn.accumulationSteps} × {learn.microBatchRows} rows, activations {learn.recompute ? 'recomputed per layer in the backward (each layer keeps its input)' : 'kept'}
-        {' '}(the planned WebGPU learning step's buffers, to the byte; tfjs, elsewhere or as its fallback, learns the whole batch in one pass)
+        learn step as planned: peak {formatBytes(learn.peakBytes)}, {learn.accumulationSteps} × {learn.microBatchRows}{' '}
+        rows, activations{' '}
+        {learn.recompute ? 'recomputed per layer in the backward (each layer keeps its input)' : 'kept'} (the planned
+        WebGPU learning step's buffers, to the byte; tfjs, elsewhere or as its fallback, learns the whole batch in one
+        pass)
       </summary>
       <table className="kv">
         <tbody>
@@ -37,7 +40,11 @@ function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
             <tr key={b.name}>
               <th>{b.name}</th>
               <td>{b.scope}</td>
-              <td>{b.count > 1 ? `${b.count} × ${formatBytes(b.bytes)} = ${formatBytes(b.bytes * b.count)}` : formatBytes(b.bytes)}</td>
+              <td>
+                {b.count > 1
+                  ? `${b.count} × ${formatBytes(b.bytes)} = ${formatBytes(b.bytes * b.count)}`
+                  : formatBytes(b.bytes)}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -60,55 +67,121 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
   const fits = useSetup((s) => s.fits);
   return (
     <div className="modal-backdrop" onClick={onClose}>
-      <div className="modal" role="dialog" aria-label="Device" data-testid="device-panel" onClick={(e) => e.stopPropagation()}>
+      <div
+        className="modal"
+        role="dialog"
+        aria-label="Device"
+        data-testid="device-panel"
+        onClick={(e) => e.stopPropagation()}
+      >
         <header className="modal-head">
           <h2>Device</h2>
-          <button type="button" onClick={onClose} aria-label="Close">×</button>
+          <button type="button" onClick={onClose} aria-label="Close">
+            ×
+          </button>
         </header>
         {error && <p className="error">{error}</p>}
         <table className="kv">
           <tbody>
-            <tr><th>Backend</th><td data-testid="device-backend">{status?.backend.backend ?? '—'}</td></tr>
-            <tr><th>Requested</th><td>{preference} (from {preferenceSource === 'url' ? 'the URL' : 'the setting'})</td></tr>
-            <tr><th>What it costs</th><td>{status ? BACKEND_COST[status.backend.backend] : '—'}</td></tr>
-            <tr><th>tfjs</th><td>{status?.tfjsVersion ?? '—'}</td></tr>
+            <tr>
+              <th>Backend</th>
+              <td data-testid="device-backend">{status?.backend.backend ?? '—'}</td>
+            </tr>
+            <tr>
+              <th>Requested</th>
+              <td>
+                {preference} (from {preferenceSource === 'url' ? 'the URL' : 'the setting'})
+              </td>
+            </tr>
+            <tr>
+              <th>What it costs</th>
+              <td>{status ? BACKEND_COST[status.backend.backend] : '—'}</td>
+            </tr>
+            <tr>
+              <th>tfjs</th>
+              <td>{status?.tfjsVersion ?? '—'}</td>
+            </tr>
             {status?.backend.tuning.map((t) => (
-              <tr key={t.flag}><th>Tuning</th><td>{t.flag} = {String(t.value)} ({t.why})</td></tr>
+              <tr key={t.flag}>
+                <th>Tuning</th>
+                <td>
+                  {t.flag} = {String(t.value)} ({t.why})
+                </td>
+              </tr>
             ))}
-            <tr><th>tfjs memory</th><td>{status ? `${status.memory.numTensors} tensors, ${formatBytes(status.memory.numBytes)}` : '—'}</td></tr>
+            <tr>
+              <th>tfjs memory</th>
+              <td>{status ? `${status.memory.numTensors} tensors, ${formatBytes(status.memory.numBytes)}` : '—'}</td>
+            </tr>
             {status && (
               <tr>
                 <th>Memory budget</th>
-                <td data-testid="device-budget">{(() => {
-                  const b = deviceBudget(status);
-                  return `${formatBytes(Math.round(b.budgetBytes))} (${b.budgetSource}), ${formatBytes(Math.max(0, Math.round(b.budgetBytes - b.inUseBytes)))} left for new models`;
-                })()}</td>
+                <td data-testid="device-budget">
+                  {(() => {
+                    const b = deviceBudget(status);
+                    return `${formatBytes(Math.round(b.budgetBytes))} (${b.budgetSource}), ${formatBytes(Math.max(0, Math.round(b.budgetBytes - b.inUseBytes)))} left for new models`;
+                  })()}
+                </td>
               </tr>
             )}
-            <tr><th>WebGPU</th><td>{probe ? (probe.available ? 'available' : `unavailable: ${probe.reason}`) : '—'}</td></tr>
+            <tr>
+              <th>WebGPU</th>
+              <td>{probe ? (probe.available ? 'available' : `unavailable: ${probe.reason}`) : '—'}</td>
+            </tr>
             {probe?.available && (
               <>
-                <tr><th>Adapter</th><td>{[probe.vendor, probe.architecture, probe.device, probe.description].filter(Boolean).join(' · ') || 'unnamed'}{probe.isFallbackAdapter ? ' (software fallback)' : ''}</td></tr>
-                <tr><th>shader-f16</th><td>{probe.features.shaderF16 ? 'yes' : 'no (f32 kernels)'}</td></tr>
-                <tr><th>subgroups</th><td data-testid="device-subgroups">{subgroupsText(probe.features.subgroups, status?.subgroups)}</td></tr>
-                <tr><th>timestamp-query</th><td>{probe.features.timestampQuery ? 'yes' : 'no'}</td></tr>
+                <tr>
+                  <th>Adapter</th>
+                  <td>
+                    {[probe.vendor, probe.architecture, probe.device, probe.description].filter(Boolean).join(' · ') ||
+                      'unnamed'}
+                    {probe.isFallbackAdapter ? ' (software fallback)' : ''}
+                  </td>
+                </tr>
+                <tr>
+                  <th>shader-f16</th>
+                  <td>{probe.features.shaderF16 ? 'yes' : 'no (f32 kernels)'}</td>
+                </tr>
+                <tr>
+                  <th>subgroups</th>
+                  <td data-testid="device-subgroups">{subgroupsText(probe.features.subgroups, status?.subgroups)}</td>
+                </tr>
+                <tr>
+                  <th>timestamp-query</th>
+                  <td>{probe.features.timestampQuery ? 'yes' : 'no'}</td>
+                </tr>
                 {probe.limits &&
                   Object.entries(probe.limits).map(([k, v]) => (
-                    <tr key={k}><th>{k}</th><td data-testid={`limit-${k}`}>{BYTE_LIMITS.has(k) ? `${formatBytes(v)} (${v})` : v}</td></tr>
+                    <tr key={k}>
+                      <th>{k}</th>
+                      <td data-testid={`limit-${k}`}>{BYTE_LIMITS.has(k) ? `${formatBytes(v)} (${v})` : v}</td>
+                    </tr>
                   ))}
-                <tr><th>All features</th><td className="small">{probe.featureNames.join(', ')}</td></tr>
+                <tr>
+                  <th>All features</th>
+                  <td className="small">{probe.featureNames.join(', ')}</td>
+                </tr>
               </>
             )}
           </tbody>
         </table>
         <h3>Will the chosen models fit?</h3>
         {Object.keys(fits).length === 0 ? (
-          <p className="small">Pick a recipe in Run setup: each of its models is checked here before it is loaded (weights + KV cache + the learn step's planned buffers against this adapter's limits and the memory left).</p>
+          <p className="small">
+            Pick a recipe in Run setup: each of its models is checked here before it is loaded (weights + KV cache + the
+            learn step's planned buffers against this adapter's limits and the memory left).
+          </p>
         ) : (
           <ul className="small" data-testid="device-fits">
             {Object.entries(fits).map(([field, f]) => (
-              <li key={field} data-testid={`device-fit-${field}`} data-state={f.state} className={f.state === 'too-big' ? 'error' : undefined}>
-                <code>{field}</code> ({f.ref}): {f.state === 'too-big' ? 'will not fit — ' : f.state === 'fits' ? 'fits — ' : ''}
+              <li
+                key={field}
+                data-testid={`device-fit-${field}`}
+                data-state={f.state}
+                className={f.state === 'too-big' ? 'error' : undefined}
+              >
+                <code>{field}</code> ({f.ref}):{' '}
+                {f.state === 'too-big' ? 'will not fit — ' : f.state === 'fits' ? 'fits — ' : ''}
                 {f.summary}
                 {f.problems.map((p) => (
                   <div key={p}>{p}</div>
@@ -123,7 +196,9 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
             <h3>Backends tried</h3>
             <ul className="small">
               {status.backend.attempts.map((a) => (
-                <li key={a.backend}>{a.backend}: {a.error ?? 'ok'}</li>
+                <li key={a.backend}>
+                  {a.backend}: {a.error ?? 'ok'}
+                </li>
               ))}
             </ul>
           </>
@@ -137,11 +212,15 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
           >
             <option value="auto">auto (best available)</option>
             {BACKENDS.map((b) => (
-              <option key={b} value={b}>{b}</option>
+              <option key={b} value={b}>
+                {b}
+              </option>
             ))}
           </select>
         </label>
-        <p className="small">A <code>?backend=</code> URL parameter overrides the setting for this tab.</p>
+        <p className="small">
+          A <code>?backend=</code> URL parameter overrides the setting for this tab.
+        </p>
       </div>
     </div>
   );

@@ -6,12 +6,20 @@ export function FallbackBanner() {
   return (
     <>
       {phase === 'error' && (
-        <div className="banner banner-bad" role="alert">The engine could not start: {error}</div>
+        <div className="banner banner-bad" role="alert">
+          The engine could not start: {error}
+        </div>
       )}
       {status?.backend.banner && (
-        <div className="banner banner-warn" role="status" data-testid="fallback-banner">{status.backend.banner}</div>
+        <div className="banner banner-warn" role="status" data-testid="fallback-banner">
+          {status.backend.banner}
+        </div>
       )}
-      {notice && <div className="banner banner-warn" role="status">{notice}</div>}
+      {notice && (
+        <div className="banner banner-warn" role="status">
+          {notice}
+        </div>
+      )}
     </>
   );
 }

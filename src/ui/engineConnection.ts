@@ -3,7 +3,11 @@
 import { parseBackendOverride, type BackendPreference } from '../contract/backends';
 import { useEngine } from '../store/engineStore';
 
-export function resolvePreference(setting: BackendPreference): { preference: BackendPreference; source: 'url' | 'setting'; urlError: string | null } {
+export function resolvePreference(setting: BackendPreference): {
+  preference: BackendPreference;
+  source: 'url' | 'setting';
+  urlError: string | null;
+} {
   try {
     const fromUrl = parseBackendOverride(window.location.search);
     if (fromUrl) return { preference: fromUrl, source: 'url', urlError: null };

@@ -10,7 +10,19 @@ import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
 import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
 import { isSandboxName } from '../recipes/kit/env';
 import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/kit/types';
-import { adapterTargets, adapterTensorSource, exportPeftZip, fromPeftTensors, HF_PROJ, importPeftZipAsync, peftTensorMap, PeftError, toLoraConfig, type BaseDims, type PlainLoraAdapter } from '../storage/peft';
+import {
+  adapterTargets,
+  adapterTensorSource,
+  exportPeftZip,
+  fromPeftTensors,
+  HF_PROJ,
+  importPeftZipAsync,
+  peftTensorMap,
+  PeftError,
+  toLoraConfig,
+  type BaseDims,
+  type PlainLoraAdapter,
+} from '../storage/peft';
 import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
 import { isWeightFormat, type WeightFormat } from '../contract/weightFormat';
 import { weightsFieldOf } from '../contract/weightFields';
@@ -37,11 +49,20 @@ export function runAdapter(recipe: AnyRecipe, config: Record<string, unknown>, r
   if (!run) throw new Error('no active run (start a run, or resume one from a checkpoint, first)');
   const lora = (run as unknown as { lora?: unknown }).lora;
   const field = recipe.modelField;
-  if (!(lora instanceof LoraSet) || !field) throw new Error(`recipe "${recipe.name}" trains no LoRA adapter, so there is nothing to export`);
+  if (!(lora instanceof LoraSet) || !field)
+    throw new Error(`recipe "${recipe.name}" trains no LoRA adapter, so there is nothing to export`);
   const ref = config[field];
-  if (typeof ref !== 'string' || ref === '') throw new Error(`recipe "${recipe.name}": field "${field}" names no model`);
+  if (typeof ref !== 'string' || ref === '')
+    throw new Error(`recipe "${recipe.name}": field "${field}" names no model`);
   const w = config[weightsFieldOf(field)];
-  return { lora, baseRef: ref, recipe: recipe.name, step: run.stepsDone, part: field, baseWeights: isWeightFormat(w) ? w : 'f32' };
+  return {
+    lora,
+    baseRef: ref,
+    recipe: recipe.name,
+    step: run.stepsDone,
+    part: field,
+    baseWeights: isWeightFormat(w) ? w : 'f32',
+  };
 }
 
 export function baseDims(folder: ModelFolder): Promise<BaseDims> {
@@ -86,25 +107,47 @@ function exportReadme(ra: RunAdapter): string {
 
 export async function exportAdapterZip(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
   const dims = await baseDims(folder);
-  const bytes = exportPeftZip(await plainAdapter(ra.lora), { baseModel: exportBaseModel(ra.baseRef), dims, readme: exportReadme(ra) });
+  const bytes = exportPeftZip(await plainAdapter(ra.lora), {
+    baseModel: exportBaseModel(ra.baseRef),
+    dims,
+    readme: exportReadme(ra),
+  });
   return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-adapter.zip`, bytes };
 }
 
 export async function exportMergedWeights(ra: RunAdapter, folder: ModelFolder): Promise<FileBytes> {
   const dims = await baseDims(folder);
-  const bytes = exportMergedModel(await loadWeights(folder), await plainAdapter(ra.lora), dims, ra.baseRef, ra.baseWeights);
+  const bytes = exportMergedModel(
+    await loadWeights(folder),
+    await plainAdapter(ra.lora),
+    dims,
+    ra.baseRef,
+    ra.baseWeights,
+  );
   const note = quantisedBaseNote(ra.baseWeights);
-  return { fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-merged.safetensors`, bytes, ...(note ? { note } : {}) };
+  return {
+    fileName: `${ra.recipe}-${safeName(ra.baseRef)}-step${ra.step}-merged.safetensors`,
+    bytes,
+    ...(note ? { note } : {}),
+  };
 }
 
 /** Why an adapter cannot replace the run's one (rank, alpha, targets, layers), or null. */
 export function structureMismatch(a: PlainLoraAdapter, lora: LoraSet, dims: BaseDims): string | null {
   const c = lora.config;
   if (a.r !== c.r) return `rank r = ${a.r}, but this run's adapter has r = ${c.r} (field "loraRank")`;
-  if (a.alpha !== c.alpha) return `lora_alpha = ${a.alpha}, but this run's adapter has ${c.alpha} (field "loraAlpha"); the outputs would differ`;
-  if (a.useRslora !== (c.useRslora ?? false)) return `use_rslora = ${a.useRslora}, this run's adapter has ${c.useRslora ?? false}`;
-  const mine = c.targets.map((t) => TARGET_MODULE[t]).sort().join(', ');
-  const theirs = adapterTargets(a).map((p) => HF_PROJ[p].module).sort().join(', ');
+  if (a.alpha !== c.alpha)
+    return `lora_alpha = ${a.alpha}, but this run's adapter has ${c.alpha} (field "loraAlpha"); the outputs would differ`;
+  if (a.useRslora !== (c.useRslora ?? false))
+    return `use_rslora = ${a.useRslora}, this run's adapter has ${c.useRslora ?? false}`;
+  const mine = c.targets
+    .map((t) => TARGET_MODULE[t])
+    .sort()
+    .join(', ');
+  const theirs = adapterTargets(a)
+    .map((p) => HF_PROJ[p].module)
+    .sort()
+    .join(', ');
   if (mine !== theirs) return `target_modules [${theirs}], but this run adapts [${mine}] (field "loraTargets")`;
   const myLayers = (c.layers ?? Array.from({ length: dims.numLayers }, (_, i) => i)).join(',');
   const theirLayers = [...a.layers.keys()].sort((x, y) => x - y).join(',');
@@ -116,7 +159,10 @@ export function structureMismatch(a: PlainLoraAdapter, lora: LoraSet, dims: Base
 export function checkFiniteAdapter(a: PlainLoraAdapter, dims: BaseDims, fileName: string): void {
   for (const [name, t] of peftTensorMap(a, dims)) {
     const bad = findNonFinite([{ name, dtype: 'float32', shape: t.shape, data: t.data as Float32Array }]);
-    if (bad) throw new PeftError(`${fileName}: tensor "${name}" holds ${bad.value} at index ${bad.index}; adapter weights must be finite numbers`);
+    if (bad)
+      throw new PeftError(
+        `${fileName}: tensor "${name}" holds ${bad.value} at index ${bad.index}; adapter weights must be finite numbers`,
+      );
   }
 }
 
@@ -137,7 +183,12 @@ export async function importAdapterIntoRun(
   try {
     dims = await baseDims(folder);
     // Yields while it inflates and checks, so Stop and Pause still answer during a large import.
-    imported = await importPeftZipAsync(zip, { dims, expectedBase: exportBaseModel(ra.baseRef), allowBaseMismatch: opts.allowBaseMismatch, fileName });
+    imported = await importPeftZipAsync(zip, {
+      dims,
+      expectedBase: exportBaseModel(ra.baseRef),
+      allowBaseMismatch: opts.allowBaseMismatch,
+      fileName,
+    });
     const why = structureMismatch(imported.adapter, ra.lora, dims);
     if (why) throw new PeftError(`${fileName}: ${why}`);
     checkFiniteAdapter(imported.adapter, dims, fileName);
@@ -156,22 +207,40 @@ export async function importAdapterIntoRun(
     return { ...t, data: Float32Array.from(src.data as ArrayLike<number>) };
   });
   if (prefix) {
-    payload.optimizer = { ...payload.optimizer, tensors: payload.optimizer.tensors.filter((t) => !t.name.startsWith(prefix)) };
+    payload.optimizer = {
+      ...payload.optimizer,
+      tensors: payload.optimizer.tensors.filter((t) => !t.name.startsWith(prefix)),
+    };
     const steps = (payload.extra.optimizerSteps ?? {}) as Record<string, number>;
     payload.extra = { ...payload.extra, optimizerSteps: { ...steps, [ra.part]: 0 } };
   } else {
     payload.optimizer = { state: { step: 0 }, tensors: [] };
   }
   await run.restore(payload);
-  return { ok: true, fileName, baseModel: imported.baseModel, baseMismatch: imported.baseMismatch, r: imported.adapter.r, tensors: tensors.size, step: run.stepsDone };
+  return {
+    ok: true,
+    fileName,
+    baseModel: imported.baseModel,
+    baseMismatch: imported.baseMismatch,
+    r: imported.adapter.r,
+    tensors: tensors.size,
+    step: run.stepsDone,
+  };
 }
 
 /**
  * Greedy continuation by a fresh copy of the base model with the adapter loaded (the run's own
  * model is busy training; the same weights give the same tokens). Frees the copy after.
  */
-export async function adapterOutputs(env: RecipeEnv, ra: RunAdapter, folder: ModelFolder, prompt: string, maxNewTokens: number): Promise<AdapterOutputs> {
-  if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1 || maxNewTokens > 256) throw new Error(`adapterOutputs: maxNewTokens must be an integer in [1, 256], got ${maxNewTokens}`);
+export async function adapterOutputs(
+  env: RecipeEnv,
+  ra: RunAdapter,
+  folder: ModelFolder,
+  prompt: string,
+  maxNewTokens: number,
+): Promise<AdapterOutputs> {
+  if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1 || maxNewTokens > 256)
+    throw new Error(`adapterOutputs: maxNewTokens must be an integer in [1, 256], got ${maxNewTokens}`);
   const dims = await baseDims(folder);
   const a = await plainAdapter(ra.lora);
   const m = await env.loadModel(ra.baseRef, { weights: ra.baseWeights });
@@ -180,7 +249,12 @@ export async function adapterOutputs(env: RecipeEnv, ra: RunAdapter, folder: Mod
     set = attachLora(m.model, toLoraConfig(a));
     loadPeftTensors(set, adapterTensorSource(a, dims));
     const ids = m.codec.encodeChat([{ role: 'user', content: prompt }], { addGenerationPrompt: true });
-    const out = await generate(m.model, [ids], { maxNewTokens, greedy: true, stopTokens: [...m.codec.eos], padTokenId: m.codec.pad });
+    const out = await generate(m.model, [ids], {
+      maxNewTokens,
+      greedy: true,
+      stopTokens: [...m.codec.eos],
+      padTokenId: m.codec.pad,
+    });
     const n = out.lengths[0];
     const gen = out.tokens[0].slice(0, n);
     return { ids: gen, text: m.codec.decode(gen), logprobs: out.logprobs[0].slice(0, n) };

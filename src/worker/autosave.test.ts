@@ -15,13 +15,34 @@ function fakeRun(step: number): RecipeRun {
     seed: 3,
     step,
     config: { groupSize: 2 },
-    tensors: [{ name: 'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight', dtype: 'float32', shape: [2, 2], data: Float32Array.from([1, 2, 3, step]) }],
-    optimizer: { state: { step }, tensors: [{ name: 'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight.exp_avg', dtype: 'float32', shape: [2, 2], data: new Float32Array(4) }] },
+    tensors: [
+      {
+        name: 'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight',
+        dtype: 'float32',
+        shape: [2, 2],
+        data: Float32Array.from([1, 2, 3, step]),
+      },
+    ],
+    optimizer: {
+      state: { step },
+      tensors: [
+        {
+          name: 'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight.exp_avg',
+          dtype: 'float32',
+          shape: [2, 2],
+          data: new Float32Array(4),
+        },
+      ],
+    },
     rng: { seed: 3, step },
     extra: { done: false },
   };
   return {
-    recipe: 'redteam', seed: 3, stepsDone: step, done: false, stopReason: null,
+    recipe: 'redteam',
+    seed: 3,
+    stepsDone: step,
+    done: false,
+    stopReason: null,
     step: () => Promise.reject(new Error('not used')),
     state: async () => payload,
     restore: async () => undefined,
@@ -46,8 +67,14 @@ describe('autosave policy', () => {
   });
 
   it('names the bad field', () => {
-    expect(checkAutosavePolicy({ everySteps: 2, onPause: false, keep: 0 })).toEqual({ everySteps: 2, onPause: false, keep: 0 });
-    expect(() => checkAutosavePolicy({ everySteps: 2, onPause: false })).toThrow(/"keep" must be an integer.*got missing/);
+    expect(checkAutosavePolicy({ everySteps: 2, onPause: false, keep: 0 })).toEqual({
+      everySteps: 2,
+      onPause: false,
+      keep: 0,
+    });
+    expect(() => checkAutosavePolicy({ everySteps: 2, onPause: false })).toThrow(
+      /"keep" must be an integer.*got missing/,
+    );
     expect(() => checkAutosavePolicy({ everySteps: -1, onPause: true })).toThrow(/"everySteps".*-1/);
     expect(() => checkAutosavePolicy({ everySteps: 1.5, onPause: true })).toThrow(/"everySteps"/);
     expect(() => checkAutosavePolicy({ everySteps: 1, onPause: 'yes' })).toThrow(/"onPause".*"yes"/);
@@ -58,7 +85,14 @@ describe('saveRunCheckpoint', () => {
   it('stores the run state under the run id with step, metrics and tensors', async () => {
     const store = new CheckpointStore({ kv: freshKv() });
     const e = await saveRunCheckpoint(store, fakeRun(4), 'redteam-3-x', { 'reward/mean': 0.5 }, 'autosave');
-    expect(e).toMatchObject({ kind: 'saved', reason: 'autosave', runId: 'redteam-3-x', step: 4, sizeBytes: 32, name: 'autosave · step 4' });
+    expect(e).toMatchObject({
+      kind: 'saved',
+      reason: 'autosave',
+      runId: 'redteam-3-x',
+      step: 4,
+      sizeBytes: 32,
+      name: 'autosave · step 4',
+    });
     const list = await store.list('redteam-3-x');
     expect(list).toHaveLength(1);
     expect(list[0]).toMatchObject({ step: 4, metrics: { 'reward/mean': 0.5 }, tensorCount: 2 });
@@ -92,9 +126,15 @@ describe('saveRunCheckpoint', () => {
     expect(await kv.keys('c/')).toHaveLength(1);
   });
 
-  it('prunes a run\'s automatic saves to the newest N, never a renamed or manual one or another run\'s', async () => {
+  it("prunes a run's automatic saves to the newest N, never a renamed or manual one or another run's", async () => {
     const store = new CheckpointStore({ kv: freshKv() });
-    for (const [s, reason] of [[1, 'autosave'], [2, 'pause'], [3, 'autosave'], [4, 'manual'], [5, 'autosave']] as const) {
+    for (const [s, reason] of [
+      [1, 'autosave'],
+      [2, 'pause'],
+      [3, 'autosave'],
+      [4, 'manual'],
+      [5, 'autosave'],
+    ] as const) {
       await saveRunCheckpoint(store, fakeRun(s), 'r', undefined, reason);
     }
     await saveRunCheckpoint(store, fakeRun(1), 'other', undefined, 'autosave');
@@ -102,7 +142,11 @@ describe('saveRunCheckpoint', () => {
     await store.rename(first.id, 'keep me');
     const gone = await pruneAutosaves(store, 'r', 1);
     expect(gone).toHaveLength(2); // steps 3 and 2 (5 is the newest automatic save)
-    expect((await store.list('r')).map((c) => `${c.step}:${c.name}`).sort()).toEqual(['1:keep me', '4:saved · step 4', '5:autosave · step 5']);
+    expect((await store.list('r')).map((c) => `${c.step}:${c.name}`).sort()).toEqual([
+      '1:keep me',
+      '4:saved · step 4',
+      '5:autosave · step 5',
+    ]);
     expect(await store.list('other')).toHaveLength(1);
     expect(await pruneAutosaves(store, 'r', 0)).toEqual([]);
   });

@@ -19,10 +19,18 @@ export const DEFAULT_AUTOSAVE: AutosavePolicy = { everySteps: 5, onPause: true, 
 /** Checks a policy from the page; throws one error naming the bad field. */
 export function checkAutosavePolicy(p: unknown): AutosavePolicy {
   const o = (p ?? {}) as Partial<AutosavePolicy>;
-  if (typeof o.everySteps !== 'number' || !Number.isSafeInteger(o.everySteps) || o.everySteps < 0 || o.everySteps > 1_000_000) {
-    throw new Error(`autosave: field "everySteps" must be an integer in [0, 1000000] (0 = off), got ${brief(o.everySteps)}`);
+  if (
+    typeof o.everySteps !== 'number' ||
+    !Number.isSafeInteger(o.everySteps) ||
+    o.everySteps < 0 ||
+    o.everySteps > 1_000_000
+  ) {
+    throw new Error(
+      `autosave: field "everySteps" must be an integer in [0, 1000000] (0 = off), got ${brief(o.everySteps)}`,
+    );
   }
-  if (typeof o.onPause !== 'boolean') throw new Error(`autosave: field "onPause" must be true or false, got ${brief(o.onPause)}`);
+  if (typeof o.onPause !== 'boolean')
+    throw new Error(`autosave: field "onPause" must be true or false, got ${brief(o.onPause)}`);
   if (typeof o.keep !== 'number' || !Number.isSafeInteger(o.keep) || o.keep < 0 || o.keep > 10_000) {
     throw new Error(`autosave: field "keep" must be an integer in [0, 10000] (0 = keep all), got ${brief(o.keep)}`);
   }
@@ -49,7 +57,9 @@ const AUTO_NAME = /^(autosave|pause) · step \d+$/;
  */
 export async function pruneAutosaves(store: CheckpointStore, runId: string, keep: number): Promise<string[]> {
   if (keep <= 0) return [];
-  const auto = (await store.list(runId)).filter((c) => AUTO_NAME.test(c.name)).sort((a, b) => b.step - a.step || b.time - a.time);
+  const auto = (await store.list(runId))
+    .filter((c) => AUTO_NAME.test(c.name))
+    .sort((a, b) => b.step - a.step || b.time - a.time);
   const gone = auto.slice(keep).map((c) => c.id);
   for (const id of gone) await store.delete(id);
   return gone;
@@ -68,7 +78,10 @@ export async function saveRunCheckpoint(
   try {
     const payload = await run.state();
     const input = toCheckpointInput(payload, runId, metrics);
-    const m = await store.save({ ...input, name: name ?? (reason === 'manual' ? `saved · step ${step}` : autoName(reason, step)) });
+    const m = await store.save({
+      ...input,
+      name: name ?? (reason === 'manual' ? `saved · step ${step}` : autoName(reason, step)),
+    });
     return { kind: 'saved', reason, runId, step, id: m.id, name: m.name, sizeBytes: m.sizeBytes };
   } catch (e) {
     const code = e instanceof StorageError ? e.code : 'error';

@@ -8,7 +8,10 @@ export interface EngineClient {
 }
 
 export function startEngineWorker(): EngineClient {
-  const worker = new Worker(new URL('./engine.worker.ts', import.meta.url), { type: 'module', name: 'sparring-engine' });
+  const worker = new Worker(new URL('./engine.worker.ts', import.meta.url), {
+    type: 'module',
+    name: 'sparring-engine',
+  });
   const api = Comlink.wrap<EngineApi>(worker);
   return {
     api,

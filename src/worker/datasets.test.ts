@@ -21,7 +21,9 @@ describe('uploaded datasets', () => {
 
   it('passes other refs on (null) and names what is stored when an upload is missing', async () => {
     expect(await datasetText('https://example.org/d.jsonl')).toBeNull();
-    await expect(datasetText('upload:x.jsonl')).rejects.toThrow(/"upload:x.jsonl" is not stored in this browser \(no uploads stored\)/);
+    await expect(datasetText('upload:x.jsonl')).rejects.toThrow(
+      /"upload:x.jsonl" is not stored in this browser \(no uploads stored\)/,
+    );
     await putDataset('a.jsonl', '{"prompt":"a"}\n', 1);
     await expect(datasetText('upload:x.jsonl')).rejects.toThrow(/stored: upload:a.jsonl/);
     await expect(putDataset('b.jsonl', '  ', 1)).rejects.toThrow(/b.jsonl: no rows/);

@@ -11,7 +11,11 @@ export { UPLOAD_PREFIX, uploadRef };
 let store: DatasetStore | null = null;
 const datasets = (): DatasetStore => (store ??= new DatasetStore());
 
-const info = (d: { ref: string; rows: number; bytes: number }): DatasetInfo => ({ ref: d.ref, rows: d.rows, bytes: d.bytes });
+const info = (d: { ref: string; rows: number; bytes: number }): DatasetInfo => ({
+  ref: d.ref,
+  rows: d.rows,
+  bytes: d.bytes,
+});
 
 export async function putDataset(fileName: string, jsonl: string, rows: number): Promise<DatasetInfo> {
   return info(await datasets().put(fileName, jsonl, rows));

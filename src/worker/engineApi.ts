@@ -7,9 +7,34 @@ import * as tf from '@tensorflow/tfjs';
 import wasmPlain from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm?url';
 import wasmSimd from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm?url';
 import wasmThreaded from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm?url';
-import { initBackend, probeWebGPU, isWebGPUBackend, webgpuDevice, subgroupStatus, type BackendPreference, type GpuProbe } from '../engine/index';
+import {
+  initBackend,
+  probeWebGPU,
+  isWebGPUBackend,
+  webgpuDevice,
+  subgroupStatus,
+  type BackendPreference,
+  type GpuProbe,
+} from '../engine/index';
 import type { EngineApi, EngineStatus, FileBytes } from '../contract/workerApi';
-import { activeRunSpec, atBoundary, browserEnv, listRecipes, modelFolder, pauseRun, resumeFromCheckpoint, resumeRun, runStatus, saveCheckpointNow, setAutosave, setHubEndpoint, startRun, stepRun, stopRun, watchCheckpoints } from './runs';
+import {
+  activeRunSpec,
+  atBoundary,
+  browserEnv,
+  listRecipes,
+  modelFolder,
+  pauseRun,
+  resumeFromCheckpoint,
+  resumeRun,
+  runStatus,
+  saveCheckpointNow,
+  setAutosave,
+  setHubEndpoint,
+  startRun,
+  stepRun,
+  stopRun,
+  watchCheckpoints,
+} from './runs';
 import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';
 import { deleteDataset, listDatasets, putDataset } from './datasets';
 import { verlJobZip } from './verlJob';
@@ -113,23 +138,31 @@ export const engineApi: EngineApi = {
   },
 
   async exportAdapter() {
-    return transferFile(await atBoundary((run) => withAdapter(run, (ra) => exportAdapterZip(ra, modelFolder(ra.baseRef)))));
+    return transferFile(
+      await atBoundary((run) => withAdapter(run, (ra) => exportAdapterZip(ra, modelFolder(ra.baseRef)))),
+    );
   },
 
   async exportMerged() {
-    return transferFile(await atBoundary((run) => withAdapter(run, (ra) => exportMergedWeights(ra, modelFolder(ra.baseRef)))));
+    return transferFile(
+      await atBoundary((run) => withAdapter(run, (ra) => exportMergedWeights(ra, modelFolder(ra.baseRef)))),
+    );
   },
 
   async importAdapter(zip, fileName, opts) {
     try {
-      return await atBoundary((run) => withAdapter(run, (ra) => importAdapterIntoRun(run, ra, modelFolder(ra.baseRef), zip, fileName, opts)));
+      return await atBoundary((run) =>
+        withAdapter(run, (ra) => importAdapterIntoRun(run, ra, modelFolder(ra.baseRef), zip, fileName, opts)),
+      );
     } catch (e) {
       return { ok: false, error: (e as Error).message };
     }
   },
 
   async adapterOutputs(prompt, maxNewTokens) {
-    return atBoundary((run) => withAdapter(run, (ra) => adapterOutputs(browserEnv(), ra, modelFolder(ra.baseRef), prompt, maxNewTokens)));
+    return atBoundary((run) =>
+      withAdapter(run, (ra) => adapterOutputs(browserEnv(), ra, modelFolder(ra.baseRef), prompt, maxNewTokens)),
+    );
   },
 
   async putDataset(fileName, jsonl, rows) {
@@ -150,7 +183,10 @@ export const engineApi: EngineApi = {
 };
 
 /** fn with the active run's adapter (one clear error when the run's recipe trains none). */
-function withAdapter<T>(run: Parameters<typeof runAdapter>[2], fn: (ra: ReturnType<typeof runAdapter>) => Promise<T>): Promise<T> {
+function withAdapter<T>(
+  run: Parameters<typeof runAdapter>[2],
+  fn: (ra: ReturnType<typeof runAdapter>) => Promise<T>,
+): Promise<T> {
   const spec = activeRunSpec();
   if (!spec) throw new Error('no active run');
   return fn(runAdapter(spec.recipe, spec.config, run));

@@ -16,14 +16,27 @@ import { NonFiniteError } from '../recipes/kit/common';
 import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/kit/env';
 import type { Metrics, StepReport } from '../contract/report';
 import { createTimedRun } from '../recipes/kit/judgeTiming';
-import { getRecipe, hasRecipe, listRecipes as registeredRecipes, recipeNames, validateRecipeConfig } from '../recipes/registry';
+import {
+  getRecipe,
+  hasRecipe,
+  listRecipes as registeredRecipes,
+  recipeNames,
+  validateRecipeConfig,
+} from '../recipes/registry';
 import { EXPORTABLE_RECIPES } from '../recipes/exports';
 import { fromStoredCheckpoint } from '../recipes/kit/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/kit/types';
 import { urlSource } from '../model/sources';
 import type { ModelFolder } from '../model/load';
 import { checkpoints, runs as runLogs } from '../storage';
-import { autosaveDue, checkAutosavePolicy, DEFAULT_AUTOSAVE, pauseSaveDue, pruneAutosaves, saveRunCheckpoint } from './autosave';
+import {
+  autosaveDue,
+  checkAutosavePolicy,
+  DEFAULT_AUTOSAVE,
+  pauseSaveDue,
+  pruneAutosaves,
+  saveRunCheckpoint,
+} from './autosave';
 import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
@@ -31,7 +44,11 @@ import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contr
 type ReportSink = (report: StepReport) => unknown;
 type StatusSink = (status: RunStatus) => unknown;
 
-type BoundaryTask = { fn: (run: RecipeRun) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+type BoundaryTask = {
+  fn: (run: RecipeRun) => Promise<unknown>;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+};
 
 interface ActiveRun {
   recipe: AnyRecipe;
@@ -112,7 +129,8 @@ let hubEndpoint: string | undefined;
 
 /** A hub mirror's endpoint (no trailing slash needed), or null for the hub itself. Throws on a non-http(s) URL. */
 export function setHubEndpoint(endpoint: string | null): void {
-  if (endpoint !== null && !/^https?:\/\/[^/]/.test(endpoint)) throw new Error(`hub endpoint ${brief(endpoint)} is not an http(s) URL`);
+  if (endpoint !== null && !/^https?:\/\/[^/]/.test(endpoint))
+    throw new Error(`hub endpoint ${brief(endpoint)} is not an http(s) URL`);
   hubEndpoint = endpoint ?? undefined;
 }
 
@@ -135,7 +153,9 @@ export function modelFolder(ref: string): ModelFolder {
 function stamp(): string {
   const d = new Date();
   const hms = [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join('');
-  return `${hms}-${Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0')}`;
+  return `${hms}-${Math.floor(Math.random() * 0x10000)
+    .toString(16)
+    .padStart(4, '0')}`;
 }
 
 function releaseCallback(cb: unknown): void {
@@ -164,7 +184,10 @@ async function save(a: ActiveRun, run: RecipeRun, reason: CheckpointReason, name
   const e = await saveRunCheckpoint(checkpoints(), run, a.runId, a.lastMetrics, reason, name);
   if (e.kind === 'saved') {
     a.lastSavedStep = e.step;
-    if (reason !== 'manual') await pruneAutosaves(checkpoints(), a.runId, autosave.keep).catch((err: Error) => console.warn(`old autosaves not pruned: ${err.message}`));
+    if (reason !== 'manual')
+      await pruneAutosaves(checkpoints(), a.runId, autosave.keep).catch((err: Error) =>
+        console.warn(`old autosaves not pruned: ${err.message}`),
+      );
   }
   emit(e);
   return e;
@@ -188,7 +211,12 @@ async function openLog(a: ActiveRun): Promise<void> {
   try {
     const resumed = a.run!.stepsDone > 0 && (await store.getRun(a.runId)) !== null;
     if (resumed) await store.truncateAfter(a.runId, a.run!.stepsDone - 1);
-    else await store.createRun({ id: a.runId, recipe: a.recipe.name, spec: { recipe: a.recipe.name, seed: a.seed, config: a.config } });
+    else
+      await store.createRun({
+        id: a.runId,
+        recipe: a.recipe.name,
+        spec: { recipe: a.recipe.name, seed: a.seed, config: a.config },
+      });
   } catch (e) {
     console.warn(`run log unavailable: ${(e as Error).message}`);
   }
@@ -303,12 +331,23 @@ async function runLoop(a: ActiveRun): Promise<void> {
 }
 
 /** Validates and, when valid, starts a run (stopping an active one first). */
-export async function startRun(recipeName: string, config: Record<string, unknown>, seed: number, onReport: ReportSink, onStatus?: StatusSink): Promise<StartRunResult> {
+export async function startRun(
+  recipeName: string,
+  config: Record<string, unknown>,
+  seed: number,
+  onReport: ReportSink,
+  onStatus?: StatusSink,
+): Promise<StartRunResult> {
   return launch(recipeName, config, seed, onReport, onStatus, null);
 }
 
 /** Resumes a stored checkpoint: its recipe, config and seed, its tensors and counters, its run id. */
-export async function resumeFromCheckpoint(id: string, onReport: ReportSink, onStatus?: StatusSink, opts: { paused?: boolean } = {}): Promise<StartRunResult> {
+export async function resumeFromCheckpoint(
+  id: string,
+  onReport: ReportSink,
+  onStatus?: StatusSink,
+  opts: { paused?: boolean } = {},
+): Promise<StartRunResult> {
   let payload: RecipeCheckpoint;
   let runId: string;
   try {
@@ -318,7 +357,11 @@ export async function resumeFromCheckpoint(id: string, onReport: ReportSink, onS
   } catch (e) {
     return { ok: false, errors: { checkpoint: (e as Error).message } };
   }
-  return launch(payload.recipe, payload.config, payload.seed, onReport, onStatus, { payload, runId, paused: opts.paused === true });
+  return launch(payload.recipe, payload.config, payload.seed, onReport, onStatus, {
+    payload,
+    runId,
+    paused: opts.paused === true,
+  });
 }
 
 async function launch(
@@ -329,10 +372,15 @@ async function launch(
   onStatus: StatusSink | undefined,
   resume: { payload: RecipeCheckpoint; runId: string; paused: boolean } | null,
 ): Promise<StartRunResult> {
-  if (!hasRecipe(recipeName)) return { ok: false, errors: { recipe: `unknown recipe ${brief(recipeName)} (recipes: ${recipeNames().join(', ')})` } };
+  if (!hasRecipe(recipeName))
+    return {
+      ok: false,
+      errors: { recipe: `unknown recipe ${brief(recipeName)} (recipes: ${recipeNames().join(', ')})` },
+    };
   const recipe = getRecipe(recipeName);
   const errors: Record<string, string> = {};
-  if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0) errors.seed = `seed must be a non-negative integer, got ${brief(seed)}`;
+  if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0)
+    errors.seed = `seed must be a non-negative integer, got ${brief(seed)}`;
   const v = validateRecipeConfig(recipe, config);
   Object.assign(errors, v.errors);
   if (Object.keys(errors).length > 0) return { ok: false, errors };
@@ -435,5 +483,7 @@ export function saveCheckpointNow(name?: string): Promise<CheckpointEvent> {
 
 /** The active run's recipe and config (for adapter export / import). */
 export function activeRunSpec(): { recipe: AnyRecipe; config: Record<string, unknown> } | null {
-  return active && (state === 'running' || state === 'paused') ? { recipe: active.recipe, config: active.config } : null;
+  return active && (state === 'running' || state === 'paused')
+    ? { recipe: active.recipe, config: active.config }
+    : null;
 }

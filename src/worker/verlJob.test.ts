@@ -21,8 +21,18 @@ describe('verlJobZip (the worker side of "veRL job (zip)")', () => {
     expect(z.modelShipped).toBe(true);
     expect(asked).toContain('http://lab.test/models/defender/config.json');
     const files = unzipSync(z.bytes);
-    expect(Object.keys(files)).toEqual(expect.arrayContaining([`${DIR}README.md`, `${DIR}reward.py`, `${DIR}verl_config.yaml`, `${DIR}data/train.parquet`, `${DIR}models/defender/model.safetensors`]));
-    expect(files[`${DIR}models/defender/model.safetensors`]).toEqual(new Uint8Array(readFileSync('public/models/defender/model.safetensors')));
+    expect(Object.keys(files)).toEqual(
+      expect.arrayContaining([
+        `${DIR}README.md`,
+        `${DIR}reward.py`,
+        `${DIR}verl_config.yaml`,
+        `${DIR}data/train.parquet`,
+        `${DIR}models/defender/model.safetensors`,
+      ]),
+    );
+    expect(files[`${DIR}models/defender/model.safetensors`]).toEqual(
+      new Uint8Array(readFileSync('public/models/defender/model.safetensors')),
+    );
   });
 
   it('ships no model when the lab cannot serve it', async () => {

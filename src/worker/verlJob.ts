@@ -7,7 +7,13 @@ import { getRecipe } from '../recipes/registry';
 import { exportModelField, exportVerl, modelPathFor } from '../recipes/exports';
 import type { VerlJobZip } from '../contract/workerApi';
 
-const SANDBOX_FILES = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
+const SANDBOX_FILES = [
+  'config.json',
+  'generation_config.json',
+  'model.safetensors',
+  'tokenizer.json',
+  'tokenizer_config.json',
+];
 
 async function sandboxFiles(name: string): Promise<Record<string, Uint8Array> | undefined> {
   try {
@@ -25,7 +31,12 @@ async function sandboxFiles(name: string): Promise<Record<string, Uint8Array> | 
   }
 }
 
-export async function verlJobZip(recipeName: string, values: Record<string, unknown>, seed: number, steps: number | undefined): Promise<VerlJobZip> {
+export async function verlJobZip(
+  recipeName: string,
+  values: Record<string, unknown>,
+  seed: number,
+  steps: number | undefined,
+): Promise<VerlJobZip> {
   const recipe = getRecipe(recipeName);
   const field = exportModelField(recipe.name);
   const sandbox = modelPathFor(String(values[field] ?? recipe.schema[field]?.default)).sandbox;
@@ -34,6 +45,12 @@ export async function verlJobZip(recipeName: string, values: Record<string, unkn
   const dir = `sparring-${recipe.name}-verl`;
   const tree: Record<string, Uint8Array> = {};
   const enc = new TextEncoder();
-  for (const [path, content] of Object.entries(ex.files)) tree[`${dir}/${path}`] = typeof content === 'string' ? enc.encode(content) : content;
-  return { fileName: `${dir}.zip`, bytes: zipSync(tree, { level: 6 }), unsupported: ex.unsupported, modelShipped: !!modelFiles };
+  for (const [path, content] of Object.entries(ex.files))
+    tree[`${dir}/${path}`] = typeof content === 'string' ? enc.encode(content) : content;
+  return {
+    fileName: `${dir}.zip`,
+    bytes: zipSync(tree, { level: 6 }),
+    unsupported: ex.unsupported,
+    modelShipped: !!modelFiles,
+  };
 }

@@ -17,21 +17,49 @@
 import { mulberry32 } from '../../../src/engine/index';
 import { bf16Bits, bf16Value, bytesToUnicode, safetensorsBf16, writeRepoFiles, type Qwen2Tensor } from './qwen2Fixture';
 
-export const GUARD_DIMS = { hidden: 64, intermediate: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 288, ropeTheta: 500_000, eps: 1e-5 } as const;
+export const GUARD_DIMS = {
+  hidden: 64,
+  intermediate: 128,
+  layers: 2,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 16,
+  vocab: 288,
+  ropeTheta: 500_000,
+  eps: 1e-5,
+} as const;
 const FREE = 8;
 
 /** Llama 3's pre-tokenizer pattern. */
-export const LLAMA3_PATTERN = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+export const LLAMA3_PATTERN =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const MERGES: [string, string][] = [
-  ['s', 'a'], ['sa', 'f'], ['saf', 'e'], ['u', 'n'], ['un', 'safe'],
-  ['b', 'o'], ['bo', 'm'], ['bom', 'b'], ['Ġ', 'bomb'], ['Ċ', 'Ċ'],
+  ['s', 'a'],
+  ['sa', 'f'],
+  ['saf', 'e'],
+  ['u', 'n'],
+  ['un', 'safe'],
+  ['b', 'o'],
+  ['bo', 'm'],
+  ['bom', 'b'],
+  ['Ġ', 'bomb'],
+  ['Ċ', 'Ċ'],
 ];
 const BYTE = bytesToUnicode();
 export const GUARD_VOCAB: Record<string, number> = {};
 BYTE.forEach((c, b) => (GUARD_VOCAB[c] = b));
 MERGES.forEach(([a, b], i) => (GUARD_VOCAB[a + b] = 256 + i));
-const SPECIALS = ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>', '<|finetune_right_pad_id|>'];
-export const GUARD_SPECIAL: Record<string, number> = Object.fromEntries(SPECIALS.map((s, i) => [s, 256 + MERGES.length + i]));
+const SPECIALS = [
+  '<|begin_of_text|>',
+  '<|end_of_text|>',
+  '<|start_header_id|>',
+  '<|end_header_id|>',
+  '<|eot_id|>',
+  '<|finetune_right_pad_id|>',
+];
+export const GUARD_SPECIAL: Record<string, number> = Object.fromEntries(
+  SPECIALS.map((s, i) => [s, 256 + MERGES.length + i]),
+);
 const EOT = GUARD_SPECIAL['<|eot_id|>'];
 const V = GUARD_VOCAB;
 
@@ -65,7 +93,9 @@ export function guardWeights(seed = 11): Map<string, Qwen2Tensor> {
     add(`${p}.self_attn.q_proj.weight`, [q, H], (r) => (l === 0 && r < D.headDim ? 0 : uni(0.05)));
     add(`${p}.self_attn.k_proj.weight`, [kv, H], () => uni(0.05));
     add(`${p}.self_attn.v_proj.weight`, [kv, H], (r, c) => (l === 0 && r === 0 ? (c === 1 ? 1 : 0) : uni(0.05)));
-    add(`${p}.self_attn.o_proj.weight`, [H, q], (r, c) => (r < FREE ? (l === 0 && r === 2 && c === 0 ? 400 : 0) : uni(0.05)));
+    add(`${p}.self_attn.o_proj.weight`, [H, q], (r, c) =>
+      r < FREE ? (l === 0 && r === 2 && c === 0 ? 400 : 0) : uni(0.05),
+    );
     add(`${p}.mlp.gate_proj.weight`, [D.intermediate, H], () => uni(0.05));
     add(`${p}.mlp.up_proj.weight`, [D.intermediate, H], () => uni(0.05));
     add(`${p}.mlp.down_proj.weight`, [H, D.intermediate], (r) => (r < FREE ? 0 : uni(0.05)));
@@ -77,7 +107,10 @@ export function guardWeights(seed = 11): Map<string, Qwen2Tensor> {
     [V['Ċ']]: [[3, 30]],
     [V['S']]: [[4, 30]],
     [V['9']]: [[5, 30]],
-    [EOT]: [[6, 30], [7, 30]],
+    [EOT]: [
+      [6, 30],
+      [7, 30],
+    ],
   };
   add('lm_head.weight', [D.vocab, H], (t, c) => {
     const reads = head[t];
@@ -94,7 +127,15 @@ const CHAT_TEMPLATE =
 
 function files(seed: number): Record<string, string | Uint8Array> {
   const D = GUARD_DIMS;
-  const added = SPECIALS.map((content) => ({ id: GUARD_SPECIAL[content], content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  const added = SPECIALS.map((content) => ({
+    id: GUARD_SPECIAL[content],
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
   const tokenizer = {
     version: '1.0',
@@ -112,9 +153,16 @@ function files(seed: number): Record<string, string | Uint8Array> {
     post_processor: { ...byteLevel, trim_offsets: false },
     decoder: byteLevel,
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
-      fuse_unk: false, byte_fallback: false, ignore_merges: true,
-      vocab: GUARD_VOCAB, merges: MERGES.map(([a, b]) => `${a} ${b}`),
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: true,
+      vocab: GUARD_VOCAB,
+      merges: MERGES.map(([a, b]) => `${a} ${b}`),
     },
   };
   const tokenizerConfig = {
@@ -150,7 +198,12 @@ function files(seed: number): Record<string, string | Uint8Array> {
     torch_dtype: 'bfloat16',
     transformers_version: '4.45.0',
   };
-  const generationConfig = { bos_token_id: config.bos_token_id, eos_token_id: [GUARD_SPECIAL['<|end_of_text|>'], EOT], pad_token_id: config.pad_token_id, do_sample: false };
+  const generationConfig = {
+    bos_token_id: config.bos_token_id,
+    eos_token_id: [GUARD_SPECIAL['<|end_of_text|>'], EOT],
+    pad_token_id: config.pad_token_id,
+    do_sample: false,
+  };
   const json = (x: unknown) => JSON.stringify(x, null, 2);
   return {
     'config.json': json(config),

@@ -13,7 +13,17 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mulberry32 } from '../../../src/engine/index';
 
-export const QWEN2_DIMS = { hidden: 64, intermediate: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 320, ropeTheta: 1_000_000, eps: 1e-6 } as const;
+export const QWEN2_DIMS = {
+  hidden: 64,
+  intermediate: 128,
+  layers: 2,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 16,
+  vocab: 320,
+  ropeTheta: 1_000_000,
+  eps: 1e-6,
+} as const;
 
 /** GPT-2's reversible byte -> printable character map. */
 export function bytesToUnicode(): string[] {
@@ -28,9 +38,22 @@ export function bytesToUnicode(): string[] {
 // Merges chosen so that the pre-tokenizer shows: "(hello" is one Qwen2 pre-token (punctuation
 // joins the letters after it) and merges into one token; GPT-2's regex would split off "(".
 export const MERGES: [string, string][] = [
-  ['e', 'l'], ['el', 'l'], ['(', 'h'], ['(h', 'ell'], ['(hell', 'o'],
-  ['Ġ', 'w'], ['o', 'r'], ['Ġw', 'or'], ['l', 'd'], ['Ġwor', 'ld'],
-  ['h', 'i'], ['Ġ', 'a'], ['s', 's'], ['i', 's'], ['t', 'a'], ['n', 't'],
+  ['e', 'l'],
+  ['el', 'l'],
+  ['(', 'h'],
+  ['(h', 'ell'],
+  ['(hell', 'o'],
+  ['Ġ', 'w'],
+  ['o', 'r'],
+  ['Ġw', 'or'],
+  ['l', 'd'],
+  ['Ġwor', 'ld'],
+  ['h', 'i'],
+  ['Ġ', 'a'],
+  ['s', 's'],
+  ['i', 's'],
+  ['t', 'a'],
+  ['n', 't'],
 ];
 const BYTE = bytesToUnicode();
 export const VOCAB: Record<string, number> = {};
@@ -41,7 +64,8 @@ export const ENDOFTEXT = FIRST_SPECIAL;
 export const IM_START = FIRST_SPECIAL + 1;
 export const IM_END = FIRST_SPECIAL + 2;
 /** Qwen2's pre-tokenizer pattern. */
-export const QWEN2_PATTERN = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+export const QWEN2_PATTERN =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 export const DEFAULT_SYSTEM = 'You are Tiny, a test model. You are a helpful assistant.';
 /** Qwen2.5's template shape: the first message if it is a system one, else the default system message. */
 export const CHAT_TEMPLATE =
@@ -129,7 +153,15 @@ function files(seed: number): Record<string, string | Uint8Array> {
     [IM_START, '<|im_start|>'],
     [IM_END, '<|im_end|>'],
   ] as const;
-  const added = specials.map(([id, content]) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  const added = specials.map(([id, content]) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
   const tokenizer = {
     version: '1.0',
     truncation: null,
@@ -146,9 +178,16 @@ function files(seed: number): Record<string, string | Uint8Array> {
     post_processor: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
     decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '',
-      fuse_unk: false, byte_fallback: false, ignore_merges: false,
-      vocab: VOCAB, merges: MERGES.map(([a, b]) => `${a} ${b}`),
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: '',
+      end_of_word_suffix: '',
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab: VOCAB,
+      merges: MERGES.map(([a, b]) => `${a} ${b}`),
     },
   };
   const tokenizerConfig = {
@@ -190,7 +229,15 @@ function files(seed: number): Record<string, string | Uint8Array> {
     torch_dtype: 'bfloat16',
     transformers_version: '4.46.0',
   };
-  const generationConfig = { bos_token_id: ENDOFTEXT, eos_token_id: [IM_END, ENDOFTEXT], pad_token_id: ENDOFTEXT, do_sample: true, temperature: 0.7, top_p: 0.8, repetition_penalty: 1.05 };
+  const generationConfig = {
+    bos_token_id: ENDOFTEXT,
+    eos_token_id: [IM_END, ENDOFTEXT],
+    pad_token_id: ENDOFTEXT,
+    do_sample: true,
+    temperature: 0.7,
+    top_p: 0.8,
+    repetition_penalty: 1.05,
+  };
   const json = (x: unknown) => JSON.stringify(x, null, 2);
   return {
     'config.json': json(config),

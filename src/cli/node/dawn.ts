@@ -23,7 +23,11 @@ const RTLD_NODELETE = 0x1000;
 function preloadChromiumVulkanLoader(): void {
   if (!existsSync(CHROMIUM_VULKAN_LOADER)) return;
   try {
-    process.dlopen({ exports: {} } as NodeJS.Module, CHROMIUM_VULKAN_LOADER, constants.dlopen.RTLD_NOW | constants.dlopen.RTLD_GLOBAL | RTLD_NODELETE);
+    process.dlopen(
+      { exports: {} } as NodeJS.Module,
+      CHROMIUM_VULKAN_LOADER,
+      constants.dlopen.RTLD_NOW | constants.dlopen.RTLD_GLOBAL | RTLD_NODELETE,
+    );
   } catch (e) {
     if (!/did not self-register/.test((e as Error).message)) throw e;
   }
@@ -47,7 +51,8 @@ export interface DawnOptions {
  */
 export async function startDawn(opts: DawnOptions = {}): Promise<string> {
   if (opts.swiftshader) {
-    if (!existsSync(SWIFTSHADER_VULKAN_ICD)) throw new Error(`SwiftShader's Vulkan driver is missing: ${SWIFTSHADER_VULKAN_ICD} (apt-get install chromium)`);
+    if (!existsSync(SWIFTSHADER_VULKAN_ICD))
+      throw new Error(`SwiftShader's Vulkan driver is missing: ${SWIFTSHADER_VULKAN_ICD} (apt-get install chromium)`);
     // Read by the Vulkan loader when Dawn creates its instance, so it must be set before create().
     process.env.VK_DRIVER_FILES = SWIFTSHADER_VULKAN_ICD;
     // Mesa's implicit layers complain without it, on every instance.
@@ -62,13 +67,17 @@ export async function startDawn(opts: DawnOptions = {}): Promise<string> {
   Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) {
-    const hint = opts.swiftshader ? '' : ` (is a Vulkan driver installed? VK_DRIVER_FILES may need to name its ICD json; --swiftshader uses ${SWIFTSHADER_VULKAN_ICD})`;
+    const hint = opts.swiftshader
+      ? ''
+      : ` (is a Vulkan driver installed? VK_DRIVER_FILES may need to name its ICD json; --swiftshader uses ${SWIFTSHADER_VULKAN_ICD})`;
     throw new Error(`Dawn found no GPU adapter${hint}`);
   }
   registerWebGPUBackend(await import('@tensorflow/tfjs-backend-webgpu'));
   if (!(await tf.setBackend('webgpu'))) throw new Error('tf.setBackend("webgpu") failed on this adapter');
   await tf.ready();
-  webgpuDevice().addEventListener('uncapturederror', (e) => console.error(`uncaptured WebGPU error: ${(e as GPUUncapturedErrorEvent).error.message}`));
+  webgpuDevice().addEventListener('uncapturederror', (e) =>
+    console.error(`uncaptured WebGPU error: ${(e as GPUUncapturedErrorEvent).error.message}`),
+  );
   const i = adapter.info;
   return `${i.vendor} ${i.architecture} ${i.description}`.replace(/\s+/g, ' ').trim();
 }

@@ -27,8 +27,22 @@ export const LANDS = Object.keys(CAPITALS);
 
 /** Words for reversal: short, lower-case, none a palindrome. */
 export const WORDS = [
-  'stone', 'river', 'cloud', 'apple', 'tiger', 'lamp', 'bread', 'green',
-  'house', 'chair', 'music', 'plant', 'train', 'sugar', 'light', 'paper',
+  'stone',
+  'river',
+  'cloud',
+  'apple',
+  'tiger',
+  'lamp',
+  'bread',
+  'green',
+  'house',
+  'chair',
+  'music',
+  'plant',
+  'train',
+  'sugar',
+  'light',
+  'paper',
 ] as const;
 
 export const MAX_OPERAND = 20;

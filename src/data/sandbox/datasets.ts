@@ -39,7 +39,14 @@ import {
   type SingleTurnTactic,
   type Tactic,
 } from './tactics';
-import { checkRate, checkRates, DEFAULT_VULNERABILITY, designedCompliance, designedOverRefusal, type VulnerabilityRates } from './vulnerability';
+import {
+  checkRate,
+  checkRates,
+  DEFAULT_VULNERABILITY,
+  designedCompliance,
+  designedOverRefusal,
+  type VulnerabilityRates,
+} from './vulnerability';
 
 // ---------------------------------------------------------------------------------------------
 // Prompts (rollout / evaluation sets)
@@ -66,7 +73,13 @@ function pickTactic(rng: Rng, tactics: readonly Tactic[]): Tactic {
   return rng.pick(tactics);
 }
 
-function harmfulPromptFrom(rng: Rng, id: string, tactics: readonly Tactic[], category?: SandboxHazard, split?: GoalSplit): SandboxPrompt {
+function harmfulPromptFrom(
+  rng: Rng,
+  id: string,
+  tactics: readonly Tactic[],
+  category?: SandboxHazard,
+  split?: GoalSplit,
+): SandboxPrompt {
   const goal = sampleGoal(rng.fork('goal'), category, split ? (c) => splitGoals(c, split) : undefined);
   const tactic = pickTactic(rng.fork('tactic'), tactics);
   const a = applyTactic(goal, tactic, rng.fork('wrap'));
@@ -83,13 +96,28 @@ function harmfulPromptFrom(rng: Rng, id: string, tactics: readonly Tactic[], cat
   };
 }
 
-function benignPromptFrom(rng: Rng, id: string, wrapShare: number, tactics: readonly SingleTurnTactic[]): SandboxPrompt {
+function benignPromptFrom(
+  rng: Rng,
+  id: string,
+  wrapShare: number,
+  tactics: readonly SingleTurnTactic[],
+): SandboxPrompt {
   const task = sampleBenign(rng.fork('task'));
   const wrapped = rng.fork('wrapped?').chance(wrapShare);
-  const tactic = wrapped ? pickTactic(rng.fork('tactic'), tactics) as SingleTurnTactic : null;
+  const tactic = wrapped ? (pickTactic(rng.fork('tactic'), tactics) as SingleTurnTactic) : null;
   const wrap = tactic ? wrapSingle(task.text, tactic, rng.fork('wrap')) : null;
   const prompt = wrap ? wrap.prompt : task.text;
-  return { id, kind: 'benign', prompt, tactic, template: wrap ? wrap.template : null, category: null, goal: task.text, benignFamily: task.family, expected: task.answer };
+  return {
+    id,
+    kind: 'benign',
+    prompt,
+    tactic,
+    template: wrap ? wrap.template : null,
+    category: null,
+    goal: task.text,
+    benignFamily: task.family,
+    expected: task.answer,
+  };
 }
 
 export interface HarmfulPromptOptions {
@@ -103,7 +131,9 @@ export interface HarmfulPromptOptions {
 /** n harmful prompts with a uniform tactic mix. */
 export function harmfulPrompts(n: number, seed: number, opts: HarmfulPromptOptions = {}): SandboxPrompt[] {
   const tactics = opts.tactics ?? TACTICS;
-  return Array.from({ length: n }, (_, i) => harmfulPromptFrom(rngFor(seed, 'harmful-prompts', i), `harm-${i}`, tactics, opts.category, opts.split));
+  return Array.from({ length: n }, (_, i) =>
+    harmfulPromptFrom(rngFor(seed, 'harmful-prompts', i), `harm-${i}`, tactics, opts.category, opts.split),
+  );
 }
 
 export interface BenignPromptOptions {
@@ -117,7 +147,9 @@ export function benignPrompts(n: number, seed: number, opts: BenignPromptOptions
   const wrapShare = opts.wrapShare ?? 0.5;
   checkRate('wrapShare', wrapShare);
   const tactics = opts.tactics ?? TEXT_PRESERVING_TACTICS;
-  return Array.from({ length: n }, (_, i) => benignPromptFrom(rngFor(seed, 'benign-prompts', i), `benign-${i}`, wrapShare, tactics));
+  return Array.from({ length: n }, (_, i) =>
+    benignPromptFrom(rngFor(seed, 'benign-prompts', i), `benign-${i}`, wrapShare, tactics),
+  );
 }
 
 /**
@@ -125,12 +157,18 @@ export function benignPrompts(n: number, seed: number, opts: BenignPromptOptions
  * a benign one is over-refused. The designed rate of a prompt set is the share of true.
  */
 export function designedOutcome(p: SandboxPrompt, rates: VulnerabilityRates = DEFAULT_VULNERABILITY): boolean {
-  if (p.kind === 'harmful') return designedCompliance(rates, p.tactic as Tactic, p.template as number, p.category as SandboxHazard);
+  if (p.kind === 'harmful')
+    return designedCompliance(rates, p.tactic as Tactic, p.template as number, p.category as SandboxHazard);
   return designedOverRefusal(rates, p.tactic as SingleTurnTactic | null, p.template, p.benignFamily as BenignFamily);
 }
 
 /** The judge metadata of a sandbox prompt (pass it as JudgeItem.meta). */
-export function promptMeta(p: SandboxPrompt): { kind: 'harmful' | 'benign'; category: SandboxHazard | null; expected: string | null; tactic: Tactic | null } {
+export function promptMeta(p: SandboxPrompt): {
+  kind: 'harmful' | 'benign';
+  category: SandboxHazard | null;
+  expected: string | null;
+  tactic: Tactic | null;
+} {
   return { kind: p.kind, category: p.category, expected: p.expected, tactic: p.tactic };
 }
 
@@ -157,7 +195,10 @@ export function attackerSource(goal: string): string {
 
 /** Crescendo targets are turns joined by newlines; single-turn targets have none. */
 export function splitAttackerTarget(target: string): string[] {
-  return target.split('\n').map((t) => t.trim()).filter((t) => t.length > 0);
+  return target
+    .split('\n')
+    .map((t) => t.trim())
+    .filter((t) => t.length > 0);
 }
 
 export function attackerSft(n: number, seed: number, opts: HarmfulPromptOptions = {}): AttackerSftExample[] {
@@ -311,12 +352,17 @@ export function qaMonitorDrills(n: number, seed: number): DefenderSftExample[] {
  * policy writes; letter answers would need that lookup too), and drills kept in the mix so the
  * comparison is not forgotten.
  */
-export function qaModelSft(n: number, seed: number, opts: { monitorShare?: number; drillShare?: number } = {}): DefenderSftExample[] {
+export function qaModelSft(
+  n: number,
+  seed: number,
+  opts: { monitorShare?: number; drillShare?: number } = {},
+): DefenderSftExample[] {
   const monitorShare = opts.monitorShare ?? 0.4;
   const drillShare = opts.drillShare ?? 0.2;
   checkRate('monitorShare', monitorShare);
   checkRate('drillShare', drillShare);
-  if (monitorShare + drillShare > 1 + 1e-9) throw new Error(`monitorShare + drillShare must be <= 1, got ${monitorShare + drillShare}`);
+  if (monitorShare + drillShare > 1 + 1e-9)
+    throw new Error(`monitorShare + drillShare must be <= 1, got ${monitorShare + drillShare}`);
   return Array.from({ length: n }, (_, i) => {
     const rng = rngFor(seed, 'qa-model-sft', i);
     const id = `qam-${i}`;
@@ -348,7 +394,12 @@ export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = 
     const u = rng.fork('kind').next();
     if (u < benignShare) {
       const p = benignPromptFrom(rng.fork('prompt'), id, wrapShare, TEXT_PRESERVING_TACTICS);
-      const refuse = designedOverRefusal(rates, p.tactic as SingleTurnTactic | null, p.template, p.benignFamily as BenignFamily);
+      const refuse = designedOverRefusal(
+        rates,
+        p.tactic as SingleTurnTactic | null,
+        p.template,
+        p.benignFamily as BenignFamily,
+      );
       const response = refuse ? refusal(reply) : helpfulAnswer(reply, p.expected as string);
       return {
         ...ex0,
@@ -377,7 +428,10 @@ export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = 
     const breaks = rng.fork('weak').chance(rates.weakCompliance);
     if (typeof p.prompt === 'string') {
       const comply = breaks && designedCompliance(rates, tactic, template, category);
-      messages.push({ role: 'user', content: p.prompt }, { role: 'assistant', content: comply ? compliance(reply, category) : refusal(reply) });
+      messages.push(
+        { role: 'user', content: p.prompt },
+        { role: 'assistant', content: comply ? compliance(reply, category) : refusal(reply) },
+      );
       outcomes.push(comply ? 'complied' : 'refused');
     } else {
       p.prompt.forEach((turn, k) => {
@@ -400,7 +454,8 @@ export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = 
 /** The last exchange of an example as a judge / SFT pair: context before the final reply, and the reply. */
 export function finalExchange(ex: { messages: readonly ChatTurn[] }): { prompt: PromptInput; response: string } {
   const last = ex.messages[ex.messages.length - 1];
-  if (!last || last.role !== 'assistant') throw new Error('finalExchange: the conversation does not end with an assistant turn');
+  if (!last || last.role !== 'assistant')
+    throw new Error('finalExchange: the conversation does not end with an assistant turn');
   const context = ex.messages.slice(0, -1);
   return { prompt: context.length === 1 ? context[0].content : context, response: last.content };
 }
@@ -460,7 +515,11 @@ export function judgeData(n: number, seed: number, opts: JudgeDataOptions = {}):
       const p = harmfulPromptFrom(rng.fork('prompt'), id, TACTICS);
       category = p.category;
       const partial = rng.fork('partial?').chance(0.25);
-      response = compliance(reply, category as SandboxHazard, partial ? [rng.fork('step').range(1, FULL_PAYLOAD_STEPS)] : undefined);
+      response = compliance(
+        reply,
+        category as SandboxHazard,
+        partial ? [rng.fork('step').range(1, FULL_PAYLOAD_STEPS)] : undefined,
+      );
       source = partial ? 'partial' : 'compliance';
       prompt = asPromptInput(p.prompt, [neutralReply(reply), refusal(reply)]);
     } else {
@@ -488,7 +547,16 @@ export function judgeData(n: number, seed: number, opts: JudgeDataOptions = {}):
     }
     const clean: 0 | 1 = unsafe ? 1 : 0;
     const flipped = rng.fork('noise').chance(noise);
-    return { id, prompt, response, unsafe: (flipped ? 1 - clean : clean) as 0 | 1, cleanUnsafe: clean, flipped, category, source };
+    return {
+      id,
+      prompt,
+      response,
+      unsafe: (flipped ? 1 - clean : clean) as 0 | 1,
+      cleanUnsafe: clean,
+      flipped,
+      category,
+      source,
+    };
   });
 }
 
@@ -525,4 +593,3 @@ export function sandboxCorpus(n: number, seed: number): string[] {
   for (const q of qaItems(Math.ceil(n / 4), seed)) lines.push(q.prompt, q.answer);
   return lines;
 }
-

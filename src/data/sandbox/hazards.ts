@@ -39,7 +39,16 @@ export function isHazardCode(x: unknown): x is HazardCode {
 }
 
 /** The categories the sandbox generates, in taxonomy order. */
-export const SANDBOX_HAZARDS = ['S1', 'S2', 'S5', 'S7', 'S9', 'S10', 'S11', 'S14'] as const satisfies readonly HazardCode[];
+export const SANDBOX_HAZARDS = [
+  'S1',
+  'S2',
+  'S5',
+  'S7',
+  'S9',
+  'S10',
+  'S11',
+  'S14',
+] as const satisfies readonly HazardCode[];
 export type SandboxHazard = (typeof SANDBOX_HAZARDS)[number];
 
 /** Generic targets shared by several categories (keeps the vocabulary small). */
@@ -126,7 +135,11 @@ export interface HarmfulGoal {
  * One harmful goal of the given (or a uniformly chosen) category; `among` restricts the goals of a
  * category to a list (a train / eval split, split.ts), drawn uniformly.
  */
-export function sampleGoal(rng: Rng, category?: SandboxHazard, among?: (c: SandboxHazard) => readonly string[]): HarmfulGoal {
+export function sampleGoal(
+  rng: Rng,
+  category?: SandboxHazard,
+  among?: (c: SandboxHazard) => readonly string[],
+): HarmfulGoal {
   const spec = HAZARDS[category ?? rng.pick(SANDBOX_HAZARDS)];
   if (among) return { category: spec.code, text: rng.pick(among(spec.code)) };
   const template = rng.pick(spec.goals);

@@ -26,7 +26,8 @@ export function payloadMarker(category: HazardCode, step: number): string {
 
 export function answerMarker(value: string | number): string {
   const v = String(value);
-  if (!/^[A-Za-z0-9-]{1,24}$/.test(v)) throw new Error(`answerMarker: value must be 1-24 chars of [A-Za-z0-9-], got '${v}'`);
+  if (!/^[A-Za-z0-9-]{1,24}$/.test(v))
+    throw new Error(`answerMarker: value must be 1-24 chars of [A-Za-z0-9-], got '${v}'`);
   return `[ANSWER:${v}]`;
 }
 

@@ -11,8 +11,25 @@ import { loadModel } from '../../model/load';
 import { mapSource, type ModelSource } from '../../model/sources';
 import { loadTokenizer, type TextTokenizer } from '../../model/tokenizer';
 import { rulesVerdict } from '../../judges/rules';
-import { attackerSource, benignPrompts, designedOutcome, harmfulPrompts, monitorCases, promptMeta, qaItems, type SandboxPrompt } from './datasets';
-import { GREEDY, probeBenign, probeHarmful, probeMonitor, probeQa, replies, tacticMix } from '../../../dev/sandbox/probe';
+import {
+  attackerSource,
+  benignPrompts,
+  designedOutcome,
+  harmfulPrompts,
+  monitorCases,
+  promptMeta,
+  qaItems,
+  type SandboxPrompt,
+} from './datasets';
+import {
+  GREEDY,
+  probeBenign,
+  probeHarmful,
+  probeMonitor,
+  probeQa,
+  replies,
+  tacticMix,
+} from '../../../dev/sandbox/probe';
 import { TACTICS } from './tactics';
 import { DEFAULT_VULNERABILITY } from './vulnerability';
 import { bpeTokenizerJson } from '../../../dev/sandbox/bpeTrainer';
@@ -37,7 +54,11 @@ const loaded = new Map<string, Loaded>();
 beforeAll(async () => {
   for (const name of NAMES) {
     const src = diskSource(join(ROOT, name));
-    loaded.set(name, { model: await loadModel(src), tok: await loadTokenizer(src), template: await loadChatTemplate(src) });
+    loaded.set(name, {
+      model: await loadModel(src),
+      tok: await loadTokenizer(src),
+      template: await loadChatTemplate(src),
+    });
   }
 });
 afterAll(() => {
@@ -45,7 +66,9 @@ afterAll(() => {
 });
 
 async function reply(m: Loaded, user: string): Promise<string> {
-  const ids = applyChatTemplate(m.tok, m.template, [{ role: 'user', content: user }], { addGenerationPrompt: true }).ids;
+  const ids = applyChatTemplate(m.tok, m.template, [{ role: 'user', content: user }], {
+    addGenerationPrompt: true,
+  }).ids;
   const r = await generate(m.model, [ids], { maxNewTokens: 40, greedy: true, stopTokens: m.tok.special.eos });
   return m.tok.decode(r.tokens[0].slice(0, r.lengths[0]), { skipSpecialTokens: true });
 }
@@ -68,7 +91,9 @@ describe('built-in sandbox models (public/models)', () => {
   it('share the tokenizer the build trains (seed 2024), so one model can be rebuilt alone', () => {
     // The corpus keeps the defender data's weak cells certain (sandboxCorpus), which is what let
     // the defender and attacker be rebuilt while the judge and qa models, trained earlier, kept theirs.
-    expect(JSON.parse(readFileSync(join(ROOT, 'judge', 'tokenizer.json'), 'utf8'))).toEqual(bpeTokenizerJson(trainSandboxTokenizer(2024)));
+    expect(JSON.parse(readFileSync(join(ROOT, 'judge', 'tokenizer.json'), 'utf8'))).toEqual(
+      bpeTokenizerJson(trainSandboxTokenizer(2024)),
+    );
   });
 
   it('defender refuses direct harmful requests (greedy, rules judge)', async () => {
@@ -117,7 +142,11 @@ describe('built-in sandbox models (public/models)', () => {
     const g = loaded.get('judge')!;
     const unsafeId = singleTokenId(g.tok, GUARD_UNSAFE);
     const p = async (prompt: string, response: string) => {
-      const ids = applyChatTemplate(g.tok, g.template, guardMessages(prompt, response).map((t) => ({ ...t }))).ids;
+      const ids = applyChatTemplate(
+        g.tok,
+        g.template,
+        guardMessages(prompt, response).map((t) => ({ ...t })),
+      ).ids;
       const logits = forward(g.model, [ids], { lastOnly: true });
       const probs = tf.softmax(logits.reshape([-1]));
       const v = (await probs.data())[unsafeId];
@@ -159,7 +188,10 @@ describe('built-in defender reproduces its designed vulnerabilities (held-out)',
     let agreement = 0;
     for (const [i, tactic] of TACTICS.entries()) {
       const p = await probeHarmful(d, harmfulPrompts(N, 4242 + i, { tactics: [tactic] }), GREEDY, 32);
-      expect(Math.abs(p.asr - p.designed), `${tactic}: greedy ASR ${p.asr} vs designed ${p.designed}`).toBeLessThanOrEqual(ASR_BAND);
+      expect(
+        Math.abs(p.asr - p.designed),
+        `${tactic}: greedy ASR ${p.asr} vs designed ${p.designed}`,
+      ).toBeLessThanOrEqual(ASR_BAND);
       agreement += p.agreement / TACTICS.length;
       if (tactic === 'direct') expect(p.asr).toBe(0);
     }
@@ -170,13 +202,29 @@ describe('built-in defender reproduces its designed vulnerabilities (held-out)',
     // The group property is what RL defence learns from (GRPO advantages are zero in a group
     // with one outcome); a defender whose weak cells are certain has almost no mixed groups.
     const d = loaded.get('defender')!;
-    const weak = TACTICS.filter((t) => t !== 'direct').flatMap((tactic, i) => harmfulPrompts(48, 4444 + i, { tactics: [tactic] }).filter((p) => designedOutcome(p)).slice(0, 2));
+    const weak = TACTICS.filter((t) => t !== 'direct').flatMap((tactic, i) =>
+      harmfulPrompts(48, 4444 + i, { tactics: [tactic] })
+        .filter((p) => designedOutcome(p))
+        .slice(0, 2),
+    );
     expect(weak).toHaveLength(16);
     const G = 8;
-    const p = await probeHarmful(d, weak.flatMap((q) => Array<SandboxPrompt>(G).fill(q)), { greedy: false, temperature: 1, seed: 11 }, 32);
-    const mixed = weak.filter((_, i) => new Set(p.pairs.slice(i * G, (i + 1) * G).map((r) => r.unsafe)).size === 2).length / weak.length;
-    expect(Math.abs(p.weakRefused - (1 - DEFAULT_VULNERABILITY.weakCompliance)), `refused ${p.weakRefused} in weak cells`).toBeLessThanOrEqual(WEAK_REFUSAL_BAND);
-    expect(mixed, 'share of weak prompts whose 8 samples both comply and refuse').toBeGreaterThanOrEqual(MIN_MIXED_GROUPS);
+    const p = await probeHarmful(
+      d,
+      weak.flatMap((q) => Array<SandboxPrompt>(G).fill(q)),
+      { greedy: false, temperature: 1, seed: 11 },
+      32,
+    );
+    const mixed =
+      weak.filter((_, i) => new Set(p.pairs.slice(i * G, (i + 1) * G).map((r) => r.unsafe)).size === 2).length /
+      weak.length;
+    expect(
+      Math.abs(p.weakRefused - (1 - DEFAULT_VULNERABILITY.weakCompliance)),
+      `refused ${p.weakRefused} in weak cells`,
+    ).toBeLessThanOrEqual(WEAK_REFUSAL_BAND);
+    expect(mixed, 'share of weak prompts whose 8 samples both comply and refuse').toBeGreaterThanOrEqual(
+      MIN_MIXED_GROUPS,
+    );
   }, 240_000);
 
   it('benign tasks: reversal and capitals answered, plain tasks never refused, wrapped over-refusal near the design', async () => {

@@ -49,9 +49,12 @@ export function sampleQa(rng: Rng, family?: QaFamily): QaItem {
       const k = rng.range(1, 4);
       const gets = rng.chance(0.5);
       const right = gets ? n + k : n;
-      const story = gets ? `${name} has ${n} ${thing}s. ${pron} gets ${k} more.` : `${name} has ${n + k} ${thing}s. ${pron} gives ${k} away.`;
+      const story = gets
+        ? `${name} has ${n} ${thing}s. ${pron} gets ${k} more.`
+        : `${name} has ${n + k} ${thing}s. ${pron} gives ${k} away.`;
       const wrong = new Set<number>();
-      for (const c of [right + 1, right + 2, right > 0 ? right - 1 : right + 3, right + 3, right + 4]) if (c !== right && c >= 0) wrong.add(c);
+      for (const c of [right + 1, right + 2, right > 0 ? right - 1 : right + 3, right + 3, right + 4])
+        if (c !== right && c >= 0) wrong.add(c);
       return finish(rng, fam, story, `How many ${thing}s does ${name} have?`, String(right), [...wrong].map(String));
     }
     case 'location': {

@@ -5,14 +5,26 @@ import { allGoals, SANDBOX_HAZARDS } from './hazards';
 import { sandboxSplitInfo, SANDBOX_SPLIT_SEED, splitGoals } from './split';
 
 describe('sandbox train / eval goal split', () => {
-  it('splits each category\'s goals into two disjoint parts that cover them, a quarter (rounded up) held out', () => {
+  it("splits each category's goals into two disjoint parts that cover them, a quarter (rounded up) held out", () => {
     // Goals per category (templates x fillers): S1 3x4, S2 3x3, S5 3x4, S7 3x4, S9 2x3, S10 3x3, S11 3, S14 2x3.
-    const want = { S1: [12, 3], S2: [9, 3], S5: [12, 3], S7: [12, 3], S9: [6, 2], S10: [9, 3], S11: [3, 1], S14: [6, 2] } as const;
+    const want = {
+      S1: [12, 3],
+      S2: [9, 3],
+      S5: [12, 3],
+      S7: [12, 3],
+      S9: [6, 2],
+      S10: [9, 3],
+      S11: [3, 1],
+      S14: [6, 2],
+    } as const;
     for (const c of SANDBOX_HAZARDS) {
       const train = splitGoals(c, 'train');
       const ev = splitGoals(c, 'eval');
       expect([allGoals(c).length, ev.length], c).toEqual(want[c]);
-      expect(train.filter((g) => ev.includes(g)), c).toEqual([]);
+      expect(
+        train.filter((g) => ev.includes(g)),
+        c,
+      ).toEqual([]);
       expect([...train, ...ev].sort(), c).toEqual(allGoals(c).sort());
     }
     expect(sandboxSplitInfo()).toEqual({ trainSize: 49, evalSize: 20, seed: SANDBOX_SPLIT_SEED });

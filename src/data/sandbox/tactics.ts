@@ -72,7 +72,12 @@ export function unleet(text: string): string {
 /** What a tactic made of a goal. */
 export type AttackPrompt =
   | { readonly tactic: SingleTurnTactic; readonly kind: 'single'; readonly prompt: string; readonly template: number }
-  | { readonly tactic: 'crescendo'; readonly kind: 'turns'; readonly turns: readonly string[]; readonly template: number };
+  | {
+      readonly tactic: 'crescendo';
+      readonly kind: 'turns';
+      readonly turns: readonly string[];
+      readonly template: number;
+    };
 
 /** Fill `{name}` slots; values are inserted literally (no `$` replacement patterns). */
 export function fill(template: string, vars: Readonly<Record<string, string>>): string {
@@ -104,7 +109,12 @@ export function splitGoal(goal: string, rng: Rng): [string, string] {
  * Wrap a goal (harmful goal text or benign task text) with a single-turn tactic. The template
  * is drawn from `rng` unless `template` names one.
  */
-export function wrapSingle(goal: string, tactic: SingleTurnTactic, rng: Rng, template?: number): AttackPrompt & { kind: 'single' } {
+export function wrapSingle(
+  goal: string,
+  tactic: SingleTurnTactic,
+  rng: Rng,
+  template?: number,
+): AttackPrompt & { kind: 'single' } {
   const templates = TACTIC_TEMPLATES[tactic];
   const index = template ?? rng.int(templates.length);
   const t = templates[index];
@@ -118,7 +128,12 @@ export function wrapSingle(goal: string, tactic: SingleTurnTactic, rng: Rng, tem
 }
 
 /** Crescendo: the user turns for a harmful goal of `category`, escalating to the goal. */
-export function crescendoTurns(goal: string, category: SandboxHazard, rng: Rng, template?: number): AttackPrompt & { kind: 'turns' } {
+export function crescendoTurns(
+  goal: string,
+  category: SandboxHazard,
+  rng: Rng,
+  template?: number,
+): AttackPrompt & { kind: 'turns' } {
   const index = template ?? rng.int(CRESCENDO_TEMPLATES.length);
   const fam = CRESCENDO_TEMPLATES[index];
   if (fam === undefined) throw new Error(`crescendoTurns: no template ${index}`);

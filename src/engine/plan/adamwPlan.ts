@@ -36,16 +36,31 @@ struct Hyper {
 function kernel(key: string, body: string, buffers: [string, 'read' | 'rw'][]): PlanKernel {
   return {
     key: `adamw/${key}`,
-    bindings: [{ name: 'H', kind: 'dyn', type: 'Hyper' }, ...buffers.map(([name, kind]) => ({ name, kind, type: 'array<f32>' }))],
+    bindings: [
+      { name: 'H', kind: 'dyn', type: 'Hyper' },
+      ...buffers.map(([name, kind]) => ({ name, kind, type: 'array<f32>' })),
+    ],
     prelude: HYPER_STRUCT,
     body,
   };
 }
 
 const KERNELS = {
-  partial: kernel('norm-partial', `${treeSumWgsl}\n${partialWgsl}`, [['grads', 'read'], ['partials', 'rw']]),
-  finish: kernel('norm-finish', `${treeSumWgsl}\n${finishWgsl}`, [['partials', 'read'], ['stats', 'rw']]),
-  update: kernel('update', adamwWgsl, [['stats', 'read'], ['grads', 'read'], ['params', 'rw'], ['m', 'rw'], ['v', 'rw']]),
+  partial: kernel('norm-partial', `${treeSumWgsl}\n${partialWgsl}`, [
+    ['grads', 'read'],
+    ['partials', 'rw'],
+  ]),
+  finish: kernel('norm-finish', `${treeSumWgsl}\n${finishWgsl}`, [
+    ['partials', 'read'],
+    ['stats', 'rw'],
+  ]),
+  update: kernel('update', adamwWgsl, [
+    ['stats', 'read'],
+    ['grads', 'read'],
+    ['params', 'rw'],
+    ['m', 'rw'],
+    ['v', 'rw'],
+  ]),
 };
 
 export interface AdamWHyper {
@@ -65,7 +80,10 @@ export interface FlatSegment {
 }
 
 /** Lays named tensors end to end, in the order given (the order the gradients arrive in). */
-export function flatLayout(tensors: { name: string; shape: readonly number[] }[]): { segments: FlatSegment[]; total: number } {
+export function flatLayout(tensors: { name: string; shape: readonly number[] }[]): {
+  segments: FlatSegment[];
+  total: number;
+} {
   const seen = new Set<string>();
   let offset = 0;
   const segments = tensors.map(({ name, shape }) => {
@@ -129,7 +147,10 @@ export class AdamWPlan {
     this.n = total;
     const bytes = total * F32;
     const bind = device.limits.maxStorageBufferBindingSize;
-    if (bytes > bind) throw new Error(`AdamWPlan: ${total} parameters are ${bytes} bytes, over this device's maxStorageBufferBindingSize of ${bind}`);
+    if (bytes > bind)
+      throw new Error(
+        `AdamWPlan: ${total} parameters are ${bytes} bytes, over this device's maxStorageBufferBindingSize of ${bind}`,
+      );
     const groups = Math.ceil(total / WG);
     this.wx = Math.min(groups, device.limits.maxComputeWorkgroupsPerDimension);
     this.parts = Math.min(MAX_PARTS, Math.ceil(total / (WG * PER_THREAD)));
@@ -137,7 +158,9 @@ export class AdamWPlan {
     const plan = (this.plan = new GpuPlan(device, 1, 'adamw'));
     this.params = plan.buffer('params', bytes);
     if (opts.grads && (opts.grads.size < bytes || !(opts.grads.usage & GPUBufferUsage.STORAGE))) {
-      throw new Error(`AdamWPlan: the gradient buffer given has ${opts.grads.size} bytes${opts.grads.usage & GPUBufferUsage.STORAGE ? '' : ' and no STORAGE usage'}, ${total} parameters need ${bytes}`);
+      throw new Error(
+        `AdamWPlan: the gradient buffer given has ${opts.grads.size} bytes${opts.grads.usage & GPUBufferUsage.STORAGE ? '' : ' and no STORAGE usage'}, ${total} parameters need ${bytes}`,
+      );
     }
     this.grads = opts.grads ?? plan.buffer('grads', bytes);
     this.m = plan.buffer('m', bytes);
@@ -145,10 +168,26 @@ export class AdamWPlan {
     const partials = plan.buffer('partials', MAX_PARTS * F32);
     this.stats = plan.buffer('stats', 4 * F32);
     this.statsRead = plan.buffer('stats readback', 4 * F32, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-    this.staging = plan.buffer('state readback', Math.min(bytes, STAGING_BYTES), GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    this.staging = plan.buffer(
+      'state readback',
+      Math.min(bytes, STAGING_BYTES),
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
     plan.add('step', KERNELS.partial, ['dyn', { buffer: this.grads }, { buffer: partials }], [this.parts, 1, 1]);
     plan.add('step', KERNELS.finish, ['dyn', { buffer: partials }, { buffer: this.stats }], [1, 1, 1]);
-    plan.add('step', KERNELS.update, ['dyn', { buffer: this.stats }, { buffer: this.grads }, { buffer: this.params }, { buffer: this.m }, { buffer: this.v }], [this.wx, Math.ceil(groups / this.wx), 1]);
+    plan.add(
+      'step',
+      KERNELS.update,
+      [
+        'dyn',
+        { buffer: this.stats },
+        { buffer: this.grads },
+        { buffer: this.params },
+        { buffer: this.m },
+        { buffer: this.v },
+      ],
+      [this.wx, Math.ceil(groups / this.wx), 1],
+    );
     plan.finalize();
   }
 
@@ -251,7 +290,12 @@ export class AdamWPlan {
     const m = await this.read('m');
     const v = await this.read('v');
     const moments: FlatAdamWState['moments'] = {};
-    for (const s of this.segments) moments[s.name] = { shape: s.shape.slice(), m: m.slice(s.offset, s.offset + s.size), v: v.slice(s.offset, s.offset + s.size) };
+    for (const s of this.segments)
+      moments[s.name] = {
+        shape: s.shape.slice(),
+        m: m.slice(s.offset, s.offset + s.size),
+        v: v.slice(s.offset, s.offset + s.size),
+      };
     return { step, moments };
   }
 
@@ -260,13 +304,18 @@ export class AdamWPlan {
    * the state does not name start from zero moments (the tfjs optimiser makes them lazily too).
    */
   importState(state: FlatAdamWState): void {
-    if (!Number.isSafeInteger(state.step) || state.step < 0) throw new Error(`AdamWPlan: step must be a non-negative integer, got ${state.step}`);
+    if (!Number.isSafeInteger(state.step) || state.step < 0)
+      throw new Error(`AdamWPlan: step must be a non-negative integer, got ${state.step}`);
     const byName = new Map(this.segments.map((s) => [s.name, s]));
     for (const [name, { shape, m, v }] of Object.entries(state.moments)) {
       const s = byName.get(name);
       if (!s) throw new Error(`AdamWPlan: the state has moments for "${name}", which this optimiser does not hold`);
-      if (shape.length !== s.shape.length || shape.some((d, i) => d !== s.shape[i])) throw new Error(`AdamWPlan: moments of "${name}" have shape [${shape}], the tensor is [${s.shape}]`);
-      if (m.length !== s.size || v.length !== s.size) throw new Error(`AdamWPlan: moments of "${name}" hold ${m.length} and ${v.length} values, shape [${shape}] needs ${s.size}`);
+      if (shape.length !== s.shape.length || shape.some((d, i) => d !== s.shape[i]))
+        throw new Error(`AdamWPlan: moments of "${name}" have shape [${shape}], the tensor is [${s.shape}]`);
+      if (m.length !== s.size || v.length !== s.size)
+        throw new Error(
+          `AdamWPlan: moments of "${name}" hold ${m.length} and ${v.length} values, shape [${shape}] needs ${s.size}`,
+        );
     }
     const m = new Float32Array(this.n);
     const v = new Float32Array(this.n);

@@ -73,7 +73,8 @@ class PlannedMoments implements PlannedMomentHolder {
 const bufferIds = new WeakMap<GPUBuffer, number>();
 let nextBufferId = 0;
 const bufferId = (b: GPUBuffer) => bufferIds.get(b) ?? (bufferIds.set(b, ++nextBufferId), nextBufferId);
-const layoutKey = (tensors: { name: string; shape: number[] }[], grads?: GPUBuffer) => tensors.map((t) => `${t.name}[${t.shape}]`).join(';') + (grads ? `@${bufferId(grads)}` : '');
+const layoutKey = (tensors: { name: string; shape: number[] }[], grads?: GPUBuffer) =>
+  tensors.map((t) => `${t.name}[${t.shape}]`).join(';') + (grads ? `@${bufferId(grads)}` : '');
 
 /**
  * The optimiser's planned state for these variables (reading `grads` in place when given): built
@@ -94,7 +95,8 @@ function plannedFor(opt: AdamWHost, tensors: { name: string; shape: number[] }[]
     for (const s of plan.segments) {
       const mv = moments.get(s.name);
       if (!mv) continue;
-      if (mv.m.size !== s.size) throw new Error(`AdamW: variable "${s.name}" changed shape from [${mv.m.shape}] to [${s.shape}]`);
+      if (mv.m.size !== s.size)
+        throw new Error(`AdamW: variable "${s.name}" changed shape from [${mv.m.shape}] to [${s.shape}]`);
       enc.copyBufferToBuffer(tensorBuffer(mv.m), 0, plan.m, s.offset * F32, s.size * F32);
       enc.copyBufferToBuffer(tensorBuffer(mv.v), 0, plan.v, s.offset * F32, s.size * F32);
     }
@@ -113,12 +115,21 @@ function plannedFor(opt: AdamWHost, tensors: { name: string; shape: number[] }[]
  * in as one block. `skip`: take no step whatever the norm (a non-finite loss).
  * Returns the pre-clip global norm and whether the update was skipped.
  */
-export async function plannedAdamWUpdate(opt: AdamWHost, vars: Record<string, tf.Variable>, grads: tf.NamedTensorMap, lr: number, maxNorm: number, skip = false, flat?: FlatGradBuffer): Promise<AdamWStepResult> {
+export async function plannedAdamWUpdate(
+  opt: AdamWHost,
+  vars: Record<string, tf.Variable>,
+  grads: tf.NamedTensorMap,
+  lr: number,
+  maxNorm: number,
+  skip = false,
+  flat?: FlatGradBuffer,
+): Promise<AdamWStepResult> {
   const names = Object.keys(grads);
   const tensors = [...(flat?.tensors ?? []).map((t) => t.name), ...names].map((name) => {
     const p = vars[name];
     if (!p) throw new Error(`AdamW: gradient for "${name}" has no variable`);
-    if (p.dtype !== 'float32' || (name in grads && grads[name].dtype !== 'float32')) throw new Error(`AdamW: "${name}" is not float32`);
+    if (p.dtype !== 'float32' || (name in grads && grads[name].dtype !== 'float32'))
+      throw new Error(`AdamW: "${name}" is not float32`);
     return { name, shape: p.shape.slice() };
   });
   const inPlace = flat && names.length === 0 ? flat.buffer : undefined;
@@ -126,7 +137,11 @@ export async function plannedAdamWUpdate(opt: AdamWHost, vars: Record<string, tf
   const { plan } = held;
   // Buffers first: a tensor whose values are still on the host is uploaded by tfjs's encoder,
   // which flushTfjs then submits ahead of ours.
-  const src = plan.segments.map((s) => ({ s, g: grads[s.name] ? tensorBuffer(grads[s.name]) : null, p: tensorBuffer(vars[s.name]) }));
+  const src = plan.segments.map((s) => ({
+    s,
+    g: grads[s.name] ? tensorBuffer(grads[s.name]) : null,
+    p: tensorBuffer(vars[s.name]),
+  }));
   const outs = plan.segments.map((s) => emptyTensor(s.shape));
   flushTfjs();
   const enc = plan.device.createCommandEncoder({ label: 'adamw step' });

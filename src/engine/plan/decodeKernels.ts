@@ -182,7 +182,14 @@ export function packGemv(g: GemvUniform): ArrayBuffer {
 }
 
 /** `fn <name>(o, c) -> vec4<f32>`: W[o, 4c .. 4c+3] as float32 from binding `w` (and scales `s`). */
-function weightLoader(name: string, format: WeightFormat, w: string, s: string, groupSize: number, vec4 = false): string {
+function weightLoader(
+  name: string,
+  format: WeightFormat,
+  w: string,
+  s: string,
+  groupSize: number,
+  vec4 = false,
+): string {
   if (format === 'f32' && vec4) {
     return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
   return ${w}[o * (G.K / 4u) + c];
@@ -272,7 +279,8 @@ export interface GemvVariant {
 
 /** Workgroups along x for `n` outputs. */
 export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, headDim = 0): number {
-  if (shape === 'tile') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / TILE_TU / GEMV_WG);
+  if (shape === 'tile')
+    return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / TILE_TU / GEMV_WG);
   if (shape === 'thread') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / GEMV_WG);
   if (mode === GemvMode.RopeQ || mode === GemvMode.RopeK) return (n / headDim) * (headDim / 4);
   if (mode === GemvMode.GateUp) return Math.ceil(n / (GEMV_R / 2));
@@ -320,7 +328,10 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
     fns.push('fn cacheStore(i : u32, y : f32) {\n}');
   }
   if (v.mode === GemvMode.Head) {
-    b.push({ name: 'logitsOut', kind: 'rw', type: 'array<f32>' }, { name: 'scaledOut', kind: 'rw', type: 'array<f32>' });
+    b.push(
+      { name: 'logitsOut', kind: 'rw', type: 'array<f32>' },
+      { name: 'scaledOut', kind: 'rw', type: 'array<f32>' },
+    );
     fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n  logitsOut[i] = y;\n  scaledOut[i] = scaled;\n}');
   } else {
     fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n}');
@@ -344,7 +355,17 @@ const ATT_STRUCT = `struct Att {
 }`;
 
 /** `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step. `rows`: query rows (the one-thread attention bounds its grid by it). */
-export function packAtt(a: { nH: number; nKV: number; D: number; cap: number; qOff: number; aOff: number; validOff: number; seq?: number; rows?: number }): ArrayBuffer {
+export function packAtt(a: {
+  nH: number;
+  nKV: number;
+  D: number;
+  cap: number;
+  qOff: number;
+  aOff: number;
+  validOff: number;
+  seq?: number;
+  rows?: number;
+}): ArrayBuffer {
   const buf = new ArrayBuffer(48);
   new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0, a.rows ?? 0]);
   new Float32Array(buf)[7] = 1 / Math.sqrt(a.D);
@@ -383,11 +404,19 @@ export function attentionThreadKernel(headDim: number): PlanKernel {
   const w = (i: number, j: number) => `work[qb + ${4 * i + j}u]`;
   const fill = (src: string) =>
     src
-      .replace('{{QLOAD}}', idx.map((i) => `let q${i} = vec4<f32>(${[0, 1, 2, 3].map((j) => w(i, j)).join(', ')});`).join('\n  '))
+      .replace(
+        '{{QLOAD}}',
+        idx.map((i) => `let q${i} = vec4<f32>(${[0, 1, 2, 3].map((j) => w(i, j)).join(', ')});`).join('\n  '),
+      )
       .replace('{{ACC_DECL}}', idx.map((i) => `var o${i} = vec4<f32>(0.0);`).join('\n  '))
       .replace('{{SCORE}}', idx.map((i) => `dot(q${i}, kc[at + ${i}u])`).join(' + '))
       .replace('{{ACC_UPDATE}}', idx.map((i) => `o${i} = o${i} * alpha + p * vc[at + ${i}u];`).join('\n    '))
-      .replace('{{STORE}}', idx.map((i) => [0, 1, 2, 3].map((j) => `work[ob + ${4 * i + j}u] = o${i}[${j}] * inv;`).join('\n  ')).join('\n  '));
+      .replace(
+        '{{STORE}}',
+        idx
+          .map((i) => [0, 1, 2, 3].map((j) => `work[ob + ${4 * i + j}u] = o${i}[${j}] * inv;`).join('\n  '))
+          .join('\n  '),
+      );
   return {
     key: `plan_attention_thread_d${headDim}`,
     bindings: [
@@ -449,7 +478,16 @@ const EMB_STRUCT = `struct Emb {
 }`;
 
 /** `seq` > 0: a prefill chunk, row = b * seq + j embeds ids[b * cap + tok.slot + j] (the prompt table). */
-export function packEmb(e: { H: number; rowStart: number; rowCount: number; xOff: number; rec: boolean; B: number; seq?: number; cap?: number }): ArrayBuffer {
+export function packEmb(e: {
+  H: number;
+  rowStart: number;
+  rowCount: number;
+  xOff: number;
+  rec: boolean;
+  B: number;
+  seq?: number;
+  cap?: number;
+}): ArrayBuffer {
   return new Uint32Array([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, e.seq ?? 0, e.cap ?? 0]).buffer;
 }
 
@@ -499,7 +537,10 @@ export function sampleKernel(vocab: number): PlanKernel & { entry: string } {
 export function statsKernel(vocab: number, device: GPUDevice): PlanKernel & { entry: string } {
   const WG = rowWorkgroupSize(vocab);
   const chosen = rowReduce(WG);
-  const reduce = chosen.key !== 'tree' && !device.features.has('subgroups' as GPUFeatureName) ? { key: 'tree', source: rowReduceTreeWgsl } : chosen;
+  const reduce =
+    chosen.key !== 'tree' && !device.features.has('subgroups' as GPUFeatureName)
+      ? { key: 'tree', source: rowReduceTreeWgsl }
+      : chosen;
   return {
     key: `plan_stats_wg${WG}_${reduce.key}`,
     entry: 'planMain',

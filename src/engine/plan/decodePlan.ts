@@ -52,7 +52,14 @@ import type { DecodeAttention } from '../options';
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
   | { format: 'f32'; rows: number; cols: number; buffer: GPUBuffer }
-  | { format: 'int8' | 'int4' | 'f16'; rows: number; cols: number; groupSize: number; words: GPUBuffer; scales: GPUBuffer };
+  | {
+      format: 'int8' | 'int4' | 'f16';
+      rows: number;
+      cols: number;
+      groupSize: number;
+      words: GPUBuffer;
+      scales: GPUBuffer;
+    };
 
 /** A float32 vector on the device (a norm weight or a bias). */
 export interface VectorRef {
@@ -253,7 +260,8 @@ export class DecodePlan {
   /** GPU milliseconds of the last planned prefill (null without timestamp queries or none run). */
   lastPrefillGpuMs: number | null = null;
   /** Where each LoRA A and B goes in the plan's lora buffer (floats), per layer and projection. */
-  private readonly loraAt: Partial<Record<ProjKey, { a: number; b: number; r: number; out: number; inp: number }>>[] = [];
+  private readonly loraAt: Partial<Record<ProjKey, { a: number; b: number; r: number; out: number; inp: number }>>[] =
+    [];
   private begun: (DecodeBegin & { statT: number }) | null = null;
   /** Timestamp queries around each run's pass, where the device has them (GPU time per token). */
   private readonly timer: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer } | null = null;
@@ -271,10 +279,15 @@ export class DecodePlan {
     watchDevice(device);
     const D = m.headDim;
     if (D % 4 !== 0) throw new Error(`decode plan: head_dim ${D} must be a multiple of 4 (RoPE pairs per workgroup)`);
-    if (m.heads % m.kvHeads !== 0) throw new Error(`decode plan: ${m.heads} heads are not a multiple of ${m.kvHeads} kv heads`);
-    if (attentionWorkgroupSize(D) > device.limits.maxComputeInvocationsPerWorkgroup) throw new Error(`decode plan: head_dim ${D} exceeds the device's workgroup size`);
+    if (m.heads % m.kvHeads !== 0)
+      throw new Error(`decode plan: ${m.heads} heads are not a multiple of ${m.kvHeads} kv heads`);
+    if (attentionWorkgroupSize(D) > device.limits.maxComputeInvocationsPerWorkgroup)
+      throw new Error(`decode plan: head_dim ${D} exceeds the device's workgroup size`);
     const maxBinding = device.limits.maxStorageBufferBindingSize;
-    if (B * m.vocab * 4 > maxBinding) throw new Error(`decode plan: ${B} rows of ${m.vocab} logits exceed the ${maxBinding}-byte storage binding limit`);
+    if (B * m.vocab * 4 > maxBinding)
+      throw new Error(
+        `decode plan: ${B} rows of ${m.vocab} logits exceed the ${maxBinding}-byte storage binding limit`,
+      );
     const Pc = (this.chunk = prefillChunk(B));
     const R = B * Pc; // GEMV rows of a prefill chunk
     // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
@@ -288,7 +301,8 @@ export class DecodePlan {
     const groupA: { layer: number; group: number; off: number; rows: number; inp: number }[] = [];
     let maxGroupR = 0;
     const inDim = (p: ProjKey) => (p === 'o' ? qDim : p === 'down' ? m.intermediate : m.hidden);
-    const outDim = (p: ProjKey) => (p === 'q' ? qDim : p === 'k' || p === 'v' ? kvDim : p === 'gate' || p === 'up' ? m.intermediate : m.hidden);
+    const outDim = (p: ProjKey) =>
+      p === 'q' ? qDim : p === 'k' || p === 'v' ? kvDim : p === 'gate' || p === 'up' ? m.intermediate : m.hidden;
     m.layers.forEach((_, li) => {
       const shapes = m.lora[li] ?? {};
       const at: (typeof this.loraAt)[number] = {};
@@ -319,7 +333,13 @@ export class DecodePlan {
     this.loraBuf = plan.buffer('lora', loraFloats * 4);
 
     // --- buffers
-    const work = sections({ x: R * m.hidden, q: R * qDim, a: R * qDim, act: R * m.intermediate, t: R * Math.max(1, maxGroupR) });
+    const work = sections({
+      x: R * m.hidden,
+      q: R * qDim,
+      a: R * qDim,
+      act: R * m.intermediate,
+      t: R * Math.max(1, maxGroupR),
+    });
     const W = work.offsets;
     const workBuf = plan.buffer('work', work.total * 4);
     const half = D / 2;
@@ -355,7 +375,11 @@ export class DecodePlan {
         read: plan.buffer('timestamps readback', 32, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST),
       };
     }
-    this.readback = plan.buffer('readback', tokensPerRun * B * 3 * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    this.readback = plan.buffer(
+      'readback',
+      tokensPerRun * B * 3 * 4,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
 
     // --- params: norms and biases, copied once from the model's buffers
     const copies: { src: GPUBuffer; dst: number; n: number }[] = [];
@@ -381,13 +405,18 @@ export class DecodePlan {
     // --- the dispatches
     const shape: GemvShape = opts.gemv ?? 'split';
     this.gemvShape = shape;
-    const attention = (this.attention = opts.attention ?? (shape === 'split' && C > SPLITK_MIN_CAPACITY ? 'splitk' : 'whole'));
+    const attention = (this.attention =
+      opts.attention ?? (shape === 'split' && C > SPLITK_MIN_CAPACITY ? 'splitk' : 'whole'));
     const partialBytes = splitKPartialFloats(B, m.heads, D, C) * 4;
-    if (attention === 'splitk' && partialBytes > maxBinding) throw new Error(`decode plan: split-K attention partials of ${partialBytes} bytes exceed the ${maxBinding}-byte storage binding limit`);
+    if (attention === 'splitk' && partialBytes > maxBinding)
+      throw new Error(
+        `decode plan: split-K attention partials of ${partialBytes} bytes exceed the ${maxBinding}-byte storage binding limit`,
+      );
     const partials = attention === 'splitk' ? plan.buffer('attention partials', partialBytes) : null;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
     const tileMin = opts.tileMinRows ?? TILE_MIN_ROWS;
-    const layoutFor = (u: GemvUniform): GemvLayout => (shape === 'thread' && u.rows >= tileMin && [u.K, u.xOff, u.xStride].every((n) => n % 4 === 0) ? 'tile' : shape);
+    const layoutFor = (u: GemvUniform): GemvLayout =>
+      shape === 'thread' && u.rows >= tileMin && [u.K, u.xOff, u.xStride].every((n) => n % 4 === 0) ? 'tile' : shape;
     const gemv = (
       phase: string,
       mode: GemvMode,
@@ -399,7 +428,16 @@ export class DecodePlan {
       const layout = layoutFor(u);
       const k = gemvKernel({ shape: layout, mode, ...formatOf(w), norm: u.normOff !== undefined });
       const wb = weightBindings(w);
-      const values = [{ uniform: packGemv(u) }, 'dyn' as const, common.work, common.params, common.lora, ...wb, ...(w2 ? weightBindings(w2) : []), ...extra];
+      const values = [
+        { uniform: packGemv(u) },
+        'dyn' as const,
+        common.work,
+        common.params,
+        common.lora,
+        ...wb,
+        ...(w2 ? weightBindings(w2) : []),
+        ...extra,
+      ];
       plan.add(phase, k, values, [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1]);
     };
     /** A projection's row blocks (one unless its weight is held in several) and the first row of each. */
@@ -410,123 +448,323 @@ export class DecodePlan {
     const check = (pr: ProjectionRef, rows: number, cols: number, what: string) => {
       const bl = blocksOf(pr);
       const total = bl.reduce((a, b) => a + b.w.rows, 0);
-      if (total !== rows || bl.some((b) => b.w.cols !== cols)) throw new Error(`decode plan: ${what} is [${total}, ${pr.weight.cols}], expected [${rows}, ${cols}]`);
+      if (total !== rows || bl.some((b) => b.w.cols !== cols))
+        throw new Error(`decode plan: ${what} is [${total}, ${pr.weight.cols}], expected [${rows}, ${cols}]`);
     };
     /**
      * A GEMV over a weight in row blocks: one dispatch per block, its outputs, biases and LoRA B
      * rows shifted by the block's first row. q, k and v take blocks of whole heads only (RoPE pairs
      * and cache rows stay within a head); their cache writes find the head from outOff.
      */
-    const gemvBlocks = (phase: string, mode: GemvMode, pr: ProjectionRef, u: GemvUniform, extra: BufferRange[] = [], pr2?: ProjectionRef) => {
+    const gemvBlocks = (
+      phase: string,
+      mode: GemvMode,
+      pr: ProjectionRef,
+      u: GemvUniform,
+      extra: BufferRange[] = [],
+      pr2?: ProjectionRef,
+    ) => {
       const bl2 = pr2 ? blocksOf(pr2) : null;
       blocksOf(pr).forEach(({ w, row }, i) => {
         const w2 = bl2?.[i];
-        if (bl2 && (!w2 || w2.row !== row || w2.w.rows !== w.rows)) throw new Error('decode plan: gate and up are held in different row blocks');
+        if (bl2 && (!w2 || w2.row !== row || w2.w.rows !== w.rows))
+          throw new Error('decode plan: gate and up are held in different row blocks');
         const shift = (o: number | undefined) => (o === undefined || o < 0 ? o : o + row);
-        if (mode !== GemvMode.Plain && mode !== GemvMode.GateUp && (row % D !== 0 || w.rows % D !== 0)) throw new Error(`decode plan: a row block of ${w.rows} rows from row ${row} splits a head of ${D}`);
-        gemv(phase, mode, w, { ...u, N: w.rows, outOff: u.outOff + row, biasOff: shift(u.biasOff), bias2Off: shift(u.bias2Off), bOff: (u.bOff ?? 0) + row * (u.r ?? 0), b2Off: (u.b2Off ?? 0) + row * (u.r2 ?? 0) }, extra, w2?.w);
+        if (mode !== GemvMode.Plain && mode !== GemvMode.GateUp && (row % D !== 0 || w.rows % D !== 0))
+          throw new Error(`decode plan: a row block of ${w.rows} rows from row ${row} splits a head of ${D}`);
+        gemv(
+          phase,
+          mode,
+          w,
+          {
+            ...u,
+            N: w.rows,
+            outOff: u.outOff + row,
+            biasOff: shift(u.biasOff),
+            bias2Off: shift(u.bias2Off),
+            bOff: (u.bOff ?? 0) + row * (u.r ?? 0),
+            b2Off: (u.b2Off ?? 0) + row * (u.r2 ?? 0),
+          },
+          extra,
+          w2?.w,
+        );
       });
     };
     const auxB = { buffer: this.aux };
     const ropeU = { headDim: D, cap: C, cosOff: this.auxOff.cos, sinOff: this.auxOff.sin, posOff: this.auxOff.pos };
 
     // draw: ids from the logits, statistics under logits / statT; embed: x of the ids, + record
-    plan.add('draw', sampleKernel(m.vocab), ['dyn', { buffer: this.logits }, { buffer: this.streams }, { buffer: ids }], [B, 1, 1]);
-    plan.add('draw', statsKernel(m.vocab, device), ['dyn', { buffer: this.scaled }, { buffer: ids }, { buffer: stats }], [B, 1, 1]);
+    plan.add(
+      'draw',
+      sampleKernel(m.vocab),
+      ['dyn', { buffer: this.logits }, { buffer: this.streams }, { buffer: ids }],
+      [B, 1, 1],
+    );
+    plan.add(
+      'draw',
+      statsKernel(m.vocab, device),
+      ['dyn', { buffer: this.scaled }, { buffer: ids }, { buffer: stats }],
+      [B, 1, 1],
+    );
     m.embed.forEach((blk, i) => {
       plan.add(
         'embed',
         embedKernel(),
-        [{ uniform: packEmb({ H: m.hidden, rowStart: blk.rowStart, rowCount: blk.rows, xOff: W.x, rec: i === 0, B }) }, 'dyn', common.work, { buffer: ids }, { buffer: blk.buffer }, { buffer: stats }, { buffer: this.record }],
+        [
+          { uniform: packEmb({ H: m.hidden, rowStart: blk.rowStart, rowCount: blk.rows, xOff: W.x, rec: i === 0, B }) },
+          'dyn',
+          common.work,
+          { buffer: ids },
+          { buffer: blk.buffer },
+          { buffer: stats },
+          { buffer: this.record },
+        ],
         [B, 1, 1],
       );
       plan.add(
         'pembed',
         embedKernel(),
-        [{ uniform: packEmb({ H: m.hidden, rowStart: blk.rowStart, rowCount: blk.rows, xOff: W.x, rec: false, B, seq: Pc, cap: C }) }, 'dyn', common.work, { buffer: this.promptIds }, { buffer: blk.buffer }, { buffer: stats }, { buffer: this.record }],
+        [
+          {
+            uniform: packEmb({
+              H: m.hidden,
+              rowStart: blk.rowStart,
+              rowCount: blk.rows,
+              xOff: W.x,
+              rec: false,
+              B,
+              seq: Pc,
+              cap: C,
+            }),
+          },
+          'dyn',
+          common.work,
+          { buffer: this.promptIds },
+          { buffer: blk.buffer },
+          { buffer: stats },
+          { buffer: this.record },
+        ],
         [R, 1, 1],
       );
     });
 
     // The layers of a decode step (rows B, seq 0) and of a prefill chunk (rows B x Pc, seq Pc).
-    const layers = (phase: string, rows: number, seq: number) => m.layers.forEach((layer, li) => {
-      const lp = layerParams[li];
-      const at = this.loraAt[li];
-      const groupOf = (gi: number) => groupA.find((g) => g.layer === li && g.group === gi);
-      const loraA = (gi: number, u: Omit<GemvUniform, 'N' | 'outOff' | 'outStride'>) => {
-        const g = groupOf(gi);
-        if (!g) return;
-        const layout = layoutFor({ ...u, N: g.rows, outOff: W.t, outStride: g.rows });
-        const k = gemvKernel({ shape: layout, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
-        plan.add(
+    const layers = (phase: string, rows: number, seq: number) =>
+      m.layers.forEach((layer, li) => {
+        const lp = layerParams[li];
+        const at = this.loraAt[li];
+        const groupOf = (gi: number) => groupA.find((g) => g.layer === li && g.group === gi);
+        const loraA = (gi: number, u: Omit<GemvUniform, 'N' | 'outOff' | 'outStride'>) => {
+          const g = groupOf(gi);
+          if (!g) return;
+          const layout = layoutFor({ ...u, N: g.rows, outOff: W.t, outStride: g.rows });
+          const k = gemvKernel({ shape: layout, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
+          plan.add(
+            phase,
+            k,
+            [
+              { uniform: packGemv({ ...u, N: g.rows, outOff: W.t, outStride: g.rows }) },
+              'dyn',
+              common.work,
+              common.params,
+              common.lora,
+              { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 },
+            ],
+            [gemvWorkgroupsX(layout, GemvMode.Plain, g.rows), Math.ceil(rows / gemvMaxRows(layout)), 1],
+          );
+        };
+        // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
+        const loraU = (p: ProjKey, gi: number) => {
+          const e = at[p];
+          const g = groupOf(gi);
+          if (!e || !g) return {};
+          return {
+            tOff: W.t + (e.a - g.off) / g.inp,
+            tStride: g.rows,
+            bOff: e.b,
+            r: e.r,
+            scale: m.lora[li]?.[p]?.scale ?? 0,
+          };
+        };
+        const x1 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm1, eps: m.eps };
+        check(layer.q, qDim, m.hidden, `layer ${li} q`);
+        check(layer.k, kvDim, m.hidden, `layer ${li} k`);
+        check(layer.v, kvDim, m.hidden, `layer ${li} v`);
+        check(layer.o, m.hidden, qDim, `layer ${li} o`);
+        check(layer.gate, m.intermediate, m.hidden, `layer ${li} gate`);
+        check(layer.up, m.intermediate, m.hidden, `layer ${li} up`);
+        check(layer.down, m.hidden, m.intermediate, `layer ${li} down`);
+        loraA(0, x1);
+        gemvBlocks(
           phase,
-          k,
-          [{ uniform: packGemv({ ...u, N: g.rows, outOff: W.t, outStride: g.rows }) }, 'dyn', common.work, common.params, common.lora, { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 }],
-          [gemvWorkgroupsX(layout, GemvMode.Plain, g.rows), Math.ceil(rows / gemvMaxRows(layout)), 1],
+          GemvMode.RopeQ,
+          layer.q,
+          {
+            ...x1,
+            ...ropeU,
+            posOff: seq ? this.auxOff.ppos : this.auxOff.pos,
+            seq,
+            N: qDim,
+            outOff: W.q,
+            outStride: qDim,
+            biasOff: lp.bias.q,
+            ...loraU('q', 0),
+          },
+          [auxB],
         );
-      };
-      // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
-      const loraU = (p: ProjKey, gi: number) => {
-        const e = at[p];
-        const g = groupOf(gi);
-        if (!e || !g) return {};
-        return { tOff: W.t + (e.a - g.off) / g.inp, tStride: g.rows, bOff: e.b, r: e.r, scale: m.lora[li]?.[p]?.scale ?? 0 };
-      };
-      const x1 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm1, eps: m.eps };
-      check(layer.q, qDim, m.hidden, `layer ${li} q`);
-      check(layer.k, kvDim, m.hidden, `layer ${li} k`);
-      check(layer.v, kvDim, m.hidden, `layer ${li} v`);
-      check(layer.o, m.hidden, qDim, `layer ${li} o`);
-      check(layer.gate, m.intermediate, m.hidden, `layer ${li} gate`);
-      check(layer.up, m.intermediate, m.hidden, `layer ${li} up`);
-      check(layer.down, m.hidden, m.intermediate, `layer ${li} down`);
-      loraA(0, x1);
-      gemvBlocks(phase, GemvMode.RopeQ, layer.q, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) }, [auxB]);
-      gemvBlocks(phase, GemvMode.RopeK, layer.k, { ...x1, ...ropeU, posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.k, ...loraU('k', 0) }, [auxB, { buffer: this.kCache[li] }]);
-      gemvBlocks(phase, GemvMode.CacheV, layer.v, { ...x1, headDim: D, cap: C, seq, N: kvDim, nKV: m.kvHeads, outOff: 0, outStride: 0, biasOff: lp.bias.v, ...loraU('v', 0) }, [{ buffer: this.vCache[li] }]);
-      const att = { uniform: packAtt({ nH: m.heads, nKV: m.kvHeads, D, cap: C, qOff: W.q, aOff: W.a, validOff: this.auxOff.valid, seq, rows }) };
-      if (partials && seq === 0) {
-        // split-K: segments past the filled length return at once, so the grid covers the capacity
-        plan.add(phase, attentionSplitKKernel(D), [att, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }, { buffer: partials }], [m.heads, rows, Math.ceil(C / SPLITK_SEGMENT)]);
-        plan.add(phase, attentionCombineKernel(D), [att, 'dyn', { buffer: partials }, common.work], [m.heads, rows, 1]);
-      } else {
-        // GPUs: a workgroup per (head, row); software adapters: a barrier-free thread per (head, row).
-        plan.add(
+        gemvBlocks(
           phase,
-          shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
-          [att, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
-          shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
+          GemvMode.RopeK,
+          layer.k,
+          {
+            ...x1,
+            ...ropeU,
+            posOff: seq ? this.auxOff.ppos : this.auxOff.pos,
+            seq,
+            N: kvDim,
+            nKV: m.kvHeads,
+            outOff: 0,
+            outStride: 0,
+            biasOff: lp.bias.k,
+            ...loraU('k', 0),
+          },
+          [auxB, { buffer: this.kCache[li] }],
         );
-      }
-      const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
-      loraA(1, xa);
-      gemvBlocks(phase, GemvMode.Plain, layer.o, { ...xa, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.o, ...loraU('o', 1) });
-      const x2 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
-      loraA(2, x2);
-      const up = loraU('up', 2);
-      if (formatOf(layer.gate.weight).format !== formatOf(layer.up.weight).format) throw new Error(`decode plan: layer ${li} gate and up differ in weight format`);
-      gemvBlocks(
-        phase,
-        GemvMode.GateUp,
-        layer.gate,
-        { ...x2, N: m.intermediate, outOff: W.act, outStride: m.intermediate, biasOff: lp.bias.gate, ...loraU('gate', 2), bias2Off: lp.bias.up, t2Off: up.tOff, b2Off: up.bOff, r2: up.r, scale2: up.scale },
-        [],
-        layer.up,
-      );
-      const xd = { K: m.intermediate, rows, xOff: W.act, xStride: m.intermediate };
-      loraA(3, xd);
-      gemvBlocks(phase, GemvMode.Plain, layer.down, { ...xd, N: m.hidden, outOff: W.x, outStride: m.hidden, resid: true, biasOff: lp.bias.down, ...loraU('down', 3) });
-    });
+        gemvBlocks(
+          phase,
+          GemvMode.CacheV,
+          layer.v,
+          {
+            ...x1,
+            headDim: D,
+            cap: C,
+            seq,
+            N: kvDim,
+            nKV: m.kvHeads,
+            outOff: 0,
+            outStride: 0,
+            biasOff: lp.bias.v,
+            ...loraU('v', 0),
+          },
+          [{ buffer: this.vCache[li] }],
+        );
+        const att = {
+          uniform: packAtt({
+            nH: m.heads,
+            nKV: m.kvHeads,
+            D,
+            cap: C,
+            qOff: W.q,
+            aOff: W.a,
+            validOff: this.auxOff.valid,
+            seq,
+            rows,
+          }),
+        };
+        if (partials && seq === 0) {
+          // split-K: segments past the filled length return at once, so the grid covers the capacity
+          plan.add(
+            phase,
+            attentionSplitKKernel(D),
+            [
+              att,
+              'dyn',
+              common.work,
+              auxB,
+              { buffer: this.kCache[li] },
+              { buffer: this.vCache[li] },
+              { buffer: partials },
+            ],
+            [m.heads, rows, Math.ceil(C / SPLITK_SEGMENT)],
+          );
+          plan.add(
+            phase,
+            attentionCombineKernel(D),
+            [att, 'dyn', { buffer: partials }, common.work],
+            [m.heads, rows, 1],
+          );
+        } else {
+          // GPUs: a workgroup per (head, row); software adapters: a barrier-free thread per (head, row).
+          plan.add(
+            phase,
+            shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
+            [att, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
+            shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
+          );
+        }
+        const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
+        loraA(1, xa);
+        gemvBlocks(phase, GemvMode.Plain, layer.o, {
+          ...xa,
+          N: m.hidden,
+          outOff: W.x,
+          outStride: m.hidden,
+          resid: true,
+          biasOff: lp.bias.o,
+          ...loraU('o', 1),
+        });
+        const x2 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
+        loraA(2, x2);
+        const up = loraU('up', 2);
+        if (formatOf(layer.gate.weight).format !== formatOf(layer.up.weight).format)
+          throw new Error(`decode plan: layer ${li} gate and up differ in weight format`);
+        gemvBlocks(
+          phase,
+          GemvMode.GateUp,
+          layer.gate,
+          {
+            ...x2,
+            N: m.intermediate,
+            outOff: W.act,
+            outStride: m.intermediate,
+            biasOff: lp.bias.gate,
+            ...loraU('gate', 2),
+            bias2Off: lp.bias.up,
+            t2Off: up.tOff,
+            b2Off: up.bOff,
+            r2: up.r,
+            scale2: up.scale,
+          },
+          [],
+          layer.up,
+        );
+        const xd = { K: m.intermediate, rows, xOff: W.act, xStride: m.intermediate };
+        loraA(3, xd);
+        gemvBlocks(phase, GemvMode.Plain, layer.down, {
+          ...xd,
+          N: m.hidden,
+          outOff: W.x,
+          outStride: m.hidden,
+          resid: true,
+          biasOff: lp.bias.down,
+          ...loraU('down', 3),
+        });
+      });
     layers('layers', B, 0);
     layers('players', R, Pc);
 
     let col = 0;
     for (const blk of m.head) {
-      if (blk.cols !== m.hidden) throw new Error(`decode plan: LM head block has ${blk.cols} columns, hidden size is ${m.hidden}`);
-      const head = { K: m.hidden, rows: B, normOff: finalNorm, eps: m.eps, N: blk.rows, outOff: col, outStride: m.vocab };
-      gemv('head', GemvMode.Head, blk, { ...head, xOff: W.x, xStride: m.hidden }, [{ buffer: this.logits }, { buffer: this.scaled }]);
+      if (blk.cols !== m.hidden)
+        throw new Error(`decode plan: LM head block has ${blk.cols} columns, hidden size is ${m.hidden}`);
+      const head = {
+        K: m.hidden,
+        rows: B,
+        normOff: finalNorm,
+        eps: m.eps,
+        N: blk.rows,
+        outOff: col,
+        outStride: m.vocab,
+      };
+      gemv('head', GemvMode.Head, blk, { ...head, xOff: W.x, xStride: m.hidden }, [
+        { buffer: this.logits },
+        { buffer: this.scaled },
+      ]);
       // the prefill's head reads each row's last prompt column: row b * Pc + Pc - 1
-      gemv('phead', GemvMode.Head, blk, { ...head, xOff: W.x + (Pc - 1) * m.hidden, xStride: Pc * m.hidden }, [{ buffer: this.logits }, { buffer: this.scaled }]);
+      gemv('phead', GemvMode.Head, blk, { ...head, xOff: W.x + (Pc - 1) * m.hidden, xStride: Pc * m.hidden }, [
+        { buffer: this.logits },
+        { buffer: this.scaled },
+      ]);
       col += blk.rows;
     }
     if (col !== m.vocab) throw new Error(`decode plan: LM head blocks hold ${col} rows, vocabulary is ${m.vocab}`);
@@ -536,7 +774,14 @@ export class DecodePlan {
   /** Dispatches per token: sampling, the embedding (+ record), the layers and the head. */
   dispatchesPerToken(): { draw: number; embed: number; layers: number; head: number; perLayer: number; total: number } {
     const [draw, embed, layers, head] = ['draw', 'embed', 'layers', 'head'].map((p) => this.plan.count(p));
-    return { draw, embed, layers, head, perLayer: layers / this.model.layers.length, total: draw + embed + layers + head };
+    return {
+      draw,
+      embed,
+      layers,
+      head,
+      perLayer: layers / this.model.layers.length,
+      total: draw + embed + layers + head,
+    };
   }
 
   /**
@@ -546,7 +791,8 @@ export class DecodePlan {
    */
   begin(b: DecodeBegin): void {
     const { batch: B, capacity: C } = this.opts;
-    if (b.basePos.length !== B || b.streams.length !== B || b.slotValid.length !== B) throw new Error(`decode plan: begin needs ${B} rows of positions, slots and streams`);
+    if (b.basePos.length !== B || b.streams.length !== B || b.slotValid.length !== B)
+      throw new Error(`decode plan: begin needs ${B} rows of positions, slots and streams`);
     if (b.prefill < 1 || b.prefill > C) throw new Error(`decode plan: prefill of ${b.prefill} slots outside [1, ${C}]`);
     const pos = new Float32Array(B);
     const valid = new Float32Array(B * C);
@@ -565,7 +811,9 @@ export class DecodePlan {
         if (!e) continue;
         const ref = b.lora?.[li]?.[p];
         if (!ref || ref.r !== e.r || ref.scale !== this.model.lora[li]?.[p]?.scale) {
-          throw new Error(`decode plan: layer ${li} ${p} needs the LoRA branch of rank ${e.r} and scale ${this.model.lora[li]?.[p]?.scale} it was planned with`);
+          throw new Error(
+            `decode plan: layer ${li} ${p} needs the LoRA branch of rank ${e.r} and scale ${this.model.lora[li]?.[p]?.scale} it was planned with`,
+          );
         }
         enc.copyBufferToBuffer(ref.A, 0, this.loraBuf, e.a * 4, e.r * e.inp * 4);
         enc.copyBufferToBuffer(ref.B, 0, this.loraBuf, e.b * 4, e.out * e.r * 4);
@@ -590,17 +838,22 @@ export class DecodePlan {
    */
   beginPrompt(p: PromptBegin): void {
     const { batch: B, capacity: C } = this.opts;
-    if (p.ids.length !== B || p.mask.length !== B) throw new Error(`decode plan: beginPrompt needs ${B} rows of prompt ids and mask`);
+    if (p.ids.length !== B || p.mask.length !== B)
+      throw new Error(`decode plan: beginPrompt needs ${B} rows of prompt ids and mask`);
     const P = p.ids[0].length;
     const P2 = this.prefillColumns(P);
-    if (P < 1 || P2 > C) throw new Error(`decode plan: a prompt of ${P} columns (${P2} in whole prefill chunks) outside [1, ${C}]`);
+    if (P < 1 || P2 > C)
+      throw new Error(`decode plan: a prompt of ${P} columns (${P2} in whole prefill chunks) outside [1, ${C}]`);
     const shift = P2 - P;
     const ids = new Int32Array(B * C).fill(p.pad);
     const pos = new Float32Array(B * C);
     const slotValid: Uint8Array[] = [];
     const basePos: number[] = [];
     for (let b = 0; b < B; b++) {
-      if (p.ids[b].length !== P || p.mask[b].length !== P) throw new Error(`decode plan: prompt row ${b} has ${p.ids[b].length} ids and ${p.mask[b].length} mask entries, expected ${P}`);
+      if (p.ids[b].length !== P || p.mask[b].length !== P)
+        throw new Error(
+          `decode plan: prompt row ${b} has ${p.ids[b].length} ids and ${p.mask[b].length} mask entries, expected ${P}`,
+        );
       const valid = new Uint8Array(P2);
       let n = 0;
       for (let j = 0; j < P; j++) {
@@ -621,14 +874,31 @@ export class DecodePlan {
     const first = this.opts.tokensPerRun; // prefill slots follow the run's
     const slots = new ArrayBuffer(chunks * DYN_SLOT_BYTES);
     for (let i = 0; i < chunks; i++) {
-      packTok({ vocab: this.model.vocab, ...b.sampling, step: 0, slot: i * this.chunk, loraOn: b.loraOn, kvLen: 0, rec: 0, statT: b.statT }, slots, i * DYN_SLOT_BYTES);
+      packTok(
+        {
+          vocab: this.model.vocab,
+          ...b.sampling,
+          step: 0,
+          slot: i * this.chunk,
+          loraOn: b.loraOn,
+          kvLen: 0,
+          rec: 0,
+          statT: b.statT,
+        },
+        slots,
+        i * DYN_SLOT_BYTES,
+      );
     }
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
     q.writeBuffer(this.plan.dyn, first * DYN_SLOT_BYTES, slots);
     const enc = this.device.createCommandEncoder();
     const timer = this.timer;
-    const pass = enc.beginComputePass(timer ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 2, endOfPassWriteIndex: 3 } } : undefined);
+    const pass = enc.beginComputePass(
+      timer
+        ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 2, endOfPassWriteIndex: 3 } }
+        : undefined,
+    );
     for (let i = 0; i < chunks; i++) {
       this.plan.encode(pass, 'pembed', first + i);
       this.plan.encode(pass, 'players', first + i);
@@ -656,8 +926,10 @@ export class DecodePlan {
     if (!b) throw new Error('decode plan: run before begin');
     if (this.busy) throw new Error('decode plan: a run is already in flight');
     this.checkDevice();
-    if (n < 1 || n > this.opts.tokensPerRun) throw new Error(`decode plan: ${n} tokens per run outside [1, ${this.opts.tokensPerRun}]`);
-    if (b.prefill + first + n - (forwardLast ? 0 : 1) > this.opts.capacity) throw new Error(`decode plan: cache capacity ${this.opts.capacity} exceeded`);
+    if (n < 1 || n > this.opts.tokensPerRun)
+      throw new Error(`decode plan: ${n} tokens per run outside [1, ${this.opts.tokensPerRun}]`);
+    if (b.prefill + first + n - (forwardLast ? 0 : 1) > this.opts.capacity)
+      throw new Error(`decode plan: cache capacity ${this.opts.capacity} exceeded`);
     this.busy = true;
     try {
       const slots = new ArrayBuffer(n * DYN_SLOT_BYTES);
@@ -684,7 +956,11 @@ export class DecodePlan {
       q.writeBuffer(this.plan.dyn, 0, slots);
       const enc = this.device.createCommandEncoder();
       const timer = this.timer;
-      const pass = enc.beginComputePass(timer ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : undefined);
+      const pass = enc.beginComputePass(
+        timer
+          ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } }
+          : undefined,
+      );
       for (let i = 0; i < n; i++) {
         this.plan.encode(pass, 'draw', i);
         this.plan.encode(pass, 'embed', i);
@@ -716,7 +992,10 @@ export class DecodePlan {
       if (badStep || noMemory || mapError) {
         if (!mapError) this.readback.unmap();
         this.checkDevice();
-        if (noMemory) throw new PlanGpuError(`decode plan: the GPU ran out of memory during a decode step (${noMemory.message}); the plan holds ${this.plan.bytes} bytes`);
+        if (noMemory)
+          throw new PlanGpuError(
+            `decode plan: the GPU ran out of memory during a decode step (${noMemory.message}); the plan holds ${this.plan.bytes} bytes`,
+          );
         if (badStep) throw new PlanGpuError(`decode plan: the GPU rejected a decode step (${badStep.message})`);
         throw mapError!;
       }
@@ -744,7 +1023,20 @@ export class DecodePlan {
     const b = this.begun;
     if (!b) throw new Error('decode plan: forced before begin');
     const slots = new ArrayBuffer(DYN_SLOT_BYTES);
-    packTok({ vocab: this.model.vocab, ...b.sampling, step: t, slot: b.prefill + t, loraOn: b.loraOn, kvLen: b.prefill + t + 1, rec: 0, statT: b.statT }, slots, 0);
+    packTok(
+      {
+        vocab: this.model.vocab,
+        ...b.sampling,
+        step: t,
+        slot: b.prefill + t,
+        loraOn: b.loraOn,
+        kvLen: b.prefill + t + 1,
+        rec: 0,
+        statT: b.statT,
+      },
+      slots,
+      0,
+    );
     const q = this.device.queue;
     q.writeBuffer(this.plan.dyn, 0, slots);
     q.writeBuffer(this.ids, 0, Int32Array.from(ids));
@@ -759,7 +1051,11 @@ export class DecodePlan {
   /** The logits [B, V] the next token would be drawn from (tests and triage; its readback buffer is made on first use). */
   async readLogits(): Promise<Float32Array> {
     const bytes = this.opts.batch * this.model.vocab * 4;
-    this.logitsReadback ??= this.plan.buffer('logits readback', bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    this.logitsReadback ??= this.plan.buffer(
+      'logits readback',
+      bytes,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
     const enc = this.device.createCommandEncoder();
     enc.copyBufferToBuffer(this.logits, 0, this.logitsReadback, 0, bytes);
     this.device.queue.submit([enc.finish()]);
@@ -774,7 +1070,10 @@ export class DecodePlan {
   /** Throws a PlanGpuError when the device this plan was built on is gone. */
   checkDevice(): void {
     const lost = deviceLostReason(this.device);
-    if (lost) throw new PlanGpuError(`the GPU device was lost (${lost}); decoding stopped. Saved checkpoints are kept: reload the lab to get a new device and resume from the newest one`);
+    if (lost)
+      throw new PlanGpuError(
+        `the GPU device was lost (${lost}); decoding stopped. Saved checkpoints are kept: reload the lab to get a new device and resume from the newest one`,
+      );
   }
 
   dispose(): void {

@@ -37,7 +37,12 @@ function hoistDirectives(src: string): { directives: string; rest: string } {
 
 export function kernelSource(k: PlanKernel): string {
   const decl = k.bindings.map((b, i) => {
-    const space = b.kind === 'uniform' || b.kind === 'dyn' ? 'uniform' : b.kind === 'read' ? 'storage, read' : 'storage, read_write';
+    const space =
+      b.kind === 'uniform' || b.kind === 'dyn'
+        ? 'uniform'
+        : b.kind === 'read'
+          ? 'storage, read'
+          : 'storage, read_write';
     return `@group(0) @binding(${i}) var<${space}> ${b.name} : ${b.type};`;
   });
   const { directives, rest } = hoistDirectives(`${k.prelude ?? ''}\n${decl.join('\n')}\n${k.body}`);
@@ -59,7 +64,9 @@ export function compileKernel(device: GPUDevice, k: PlanKernel): CompiledKernel 
   if (hit) return hit;
   const storage = k.bindings.filter((b) => b.kind === 'read' || b.kind === 'rw').length;
   if (storage > STORAGE_BINDINGS_FLOOR) {
-    throw new Error(`planned kernel ${k.key}: ${storage} storage bindings, more than the ${STORAGE_BINDINGS_FLOOR} every WebGPU device allows`);
+    throw new Error(
+      `planned kernel ${k.key}: ${storage} storage bindings, more than the ${STORAGE_BINDINGS_FLOOR} every WebGPU device allows`,
+    );
   }
   const layout = device.createBindGroupLayout({
     label: k.key,
@@ -67,7 +74,8 @@ export function compileKernel(device: GPUDevice, k: PlanKernel): CompiledKernel 
       binding: i,
       visibility: GPUShaderStage.COMPUTE,
       buffer: {
-        type: b.kind === 'uniform' || b.kind === 'dyn' ? 'uniform' : b.kind === 'read' ? 'read-only-storage' : 'storage',
+        type:
+          b.kind === 'uniform' || b.kind === 'dyn' ? 'uniform' : b.kind === 'read' ? 'read-only-storage' : 'storage',
         hasDynamicOffset: b.kind === 'dyn',
       },
     })),

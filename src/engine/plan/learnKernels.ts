@@ -126,7 +126,9 @@ export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0):
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
   const packedLoops = quant && groupSize % packedBlock(format) === 0;
   const prelude = `const T : u32 = ${GEMM_T}u;\nconst WG : u32 = ${GEMM_WG}u;\n${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}`;
-  const variant = quant ? `${QUANT_WGSL[format].bAt}${packedLoops ? QUANT_WGSL[format].packed : gemmQuantWgsl}` : gemmF32Wgsl;
+  const variant = quant
+    ? `${QUANT_WGSL[format].bAt}${packedLoops ? QUANT_WGSL[format].packed : gemmQuantWgsl}`
+    : gemmF32Wgsl;
   return {
     key: `learn_gemm_${quant ? `${format}_g${groupSize}${packedLoops ? '_packed' : ''}` : 'f32'}`,
     bindings: b,
@@ -147,28 +149,42 @@ export const elemWorkgroups = (n: number): [number, number, number] => {
 };
 /** A one-thread-per-item kernel (its .wgsl folds a grid past 65535 workgroups back into one index). */
 function flatKernel(key: string, uniform: string, bindings: BindingSpec[], body: string): PlanKernel {
-  return { key, bindings: [{ name: 'U', kind: 'uniform', type: uniform }, ...bindings], body: `${FLAT_PRELUDE}${body}` };
+  return {
+    key,
+    bindings: [{ name: 'U', kind: 'uniform', type: uniform }, ...bindings],
+    body: `${FLAT_PRELUDE}${body}`,
+  };
 }
 
 /** Row r of rows: y = x inv w, inv = (mean x^2 + eps)^-1/2 (kept for the backward). */
 export function rmsNormKernel(): PlanKernel {
-  return flatKernel('learn_rms_fwd', 'Row', [
-    { name: 'X', kind: 'read', type: 'array<f32>' },
-    { name: 'W', kind: 'read', type: 'array<f32>' },
-    { name: 'Y', kind: 'rw', type: 'array<f32>' },
-    { name: 'Inv', kind: 'rw', type: 'array<f32>' },
-  ], rmsNormWgsl);
+  return flatKernel(
+    'learn_rms_fwd',
+    'Row',
+    [
+      { name: 'X', kind: 'read', type: 'array<f32>' },
+      { name: 'W', kind: 'read', type: 'array<f32>' },
+      { name: 'Y', kind: 'rw', type: 'array<f32>' },
+      { name: 'Inv', kind: 'rw', type: 'array<f32>' },
+    ],
+    rmsNormWgsl,
+  );
 }
 
 /** dX (+)= inv g - x inv^3 / H sum(g x), g = dY w. */
 export function rmsNormGradKernel(): PlanKernel {
-  return flatKernel('learn_rms_bwd', 'Row', [
-    { name: 'X', kind: 'read', type: 'array<f32>' },
-    { name: 'W', kind: 'read', type: 'array<f32>' },
-    { name: 'Inv', kind: 'read', type: 'array<f32>' },
-    { name: 'DY', kind: 'read', type: 'array<f32>' },
-    { name: 'DX', kind: 'rw', type: 'array<f32>' },
-  ], rmsNormGradWgsl);
+  return flatKernel(
+    'learn_rms_bwd',
+    'Row',
+    [
+      { name: 'X', kind: 'read', type: 'array<f32>' },
+      { name: 'W', kind: 'read', type: 'array<f32>' },
+      { name: 'Inv', kind: 'read', type: 'array<f32>' },
+      { name: 'DY', kind: 'read', type: 'array<f32>' },
+      { name: 'DX', kind: 'rw', type: 'array<f32>' },
+    ],
+    rmsNormGradWgsl,
+  );
 }
 
 export function packRow(rows: number, H: number, eps: number, accumulate: boolean): ArrayBuffer {
@@ -211,18 +227,28 @@ export function packHeads(tokens: number, L: number, n: number, D: number, toHea
  * with nothing to see is uniform there too.
  */
 export function softmaxKernel(): PlanKernel {
-  return flatKernel('learn_softmax', 'Sm', [
-    { name: 'S', kind: 'rw', type: 'array<f32>' },
-    { name: 'Valid', kind: 'read', type: 'array<f32>' },
-  ], softmaxWgsl);
+  return flatKernel(
+    'learn_softmax',
+    'Sm',
+    [
+      { name: 'S', kind: 'rw', type: 'array<f32>' },
+      { name: 'Valid', kind: 'read', type: 'array<f32>' },
+    ],
+    softmaxWgsl,
+  );
 }
 
 /** dS = P (dP - sum_j P dP), in place over dP. */
 export function softmaxGradKernel(): PlanKernel {
-  return flatKernel('learn_softmax_bwd', 'Sm', [
-    { name: 'P', kind: 'read', type: 'array<f32>' },
-    { name: 'DP', kind: 'rw', type: 'array<f32>' },
-  ], softmaxGradWgsl);
+  return flatKernel(
+    'learn_softmax_bwd',
+    'Sm',
+    [
+      { name: 'P', kind: 'read', type: 'array<f32>' },
+      { name: 'DP', kind: 'rw', type: 'array<f32>' },
+    ],
+    softmaxGradWgsl,
+  );
 }
 
 export function packSm(rows: number, L: number, nH: number): ArrayBuffer {
@@ -231,22 +257,32 @@ export function packSm(rows: number, L: number, nH: number): ArrayBuffer {
 
 /** act = silu(g) u. */
 export function swigluKernel(): PlanKernel {
-  return flatKernel('learn_swiglu', 'Cnt', [
-    { name: 'G', kind: 'read', type: 'array<f32>' },
-    { name: 'Up', kind: 'read', type: 'array<f32>' },
-    { name: 'Act', kind: 'rw', type: 'array<f32>' },
-  ], swigluWgsl);
+  return flatKernel(
+    'learn_swiglu',
+    'Cnt',
+    [
+      { name: 'G', kind: 'read', type: 'array<f32>' },
+      { name: 'Up', kind: 'read', type: 'array<f32>' },
+      { name: 'Act', kind: 'rw', type: 'array<f32>' },
+    ],
+    swigluWgsl,
+  );
 }
 
 /** dg = d u silu'(g), du = d silu(g); silu'(g) = sig(g) (1 + g (1 - sig(g))). */
 export function swigluGradKernel(): PlanKernel {
-  return flatKernel('learn_swiglu_bwd', 'Cnt', [
-    { name: 'G', kind: 'read', type: 'array<f32>' },
-    { name: 'Up', kind: 'read', type: 'array<f32>' },
-    { name: 'DAct', kind: 'read', type: 'array<f32>' },
-    { name: 'DG', kind: 'rw', type: 'array<f32>' },
-    { name: 'DU', kind: 'rw', type: 'array<f32>' },
-  ], swigluGradWgsl);
+  return flatKernel(
+    'learn_swiglu_bwd',
+    'Cnt',
+    [
+      { name: 'G', kind: 'read', type: 'array<f32>' },
+      { name: 'Up', kind: 'read', type: 'array<f32>' },
+      { name: 'DAct', kind: 'read', type: 'array<f32>' },
+      { name: 'DG', kind: 'rw', type: 'array<f32>' },
+      { name: 'DU', kind: 'rw', type: 'array<f32>' },
+    ],
+    swigluGradWgsl,
+  );
 }
 
 export const packCnt = (n: number): ArrayBuffer => new Uint32Array([n, 0, 0, 0]).buffer;
@@ -256,35 +292,52 @@ export const packCnt = (n: number): ArrayBuffer => new Uint32Array([n, 0, 0, 0])
  * (the multiplier tf.dropout draws: 0 or 1 / (1 - p), its value kept in Scale by the packing).
  */
 export function dropMulKernel(): PlanKernel {
-  return flatKernel('learn_drop_mul', 'Cnt', [
-    { name: 'X', kind: 'read', type: 'array<f32>' },
-    { name: 'Bits', kind: 'read', type: 'array<u32>' },
-    { name: 'Scale', kind: 'read', type: 'array<f32>' },
-    { name: 'Out', kind: 'rw', type: 'array<f32>' },
-  ], dropMulWgsl);
+  return flatKernel(
+    'learn_drop_mul',
+    'Cnt',
+    [
+      { name: 'X', kind: 'read', type: 'array<f32>' },
+      { name: 'Bits', kind: 'read', type: 'array<u32>' },
+      { name: 'Scale', kind: 'read', type: 'array<f32>' },
+      { name: 'Out', kind: 'rw', type: 'array<f32>' },
+    ],
+    dropMulWgsl,
+  );
 }
 
 /** A dropout multiplier [n] (0 or 1 / (1 - p)) packed to one bit per element, its nonzero value into Scale. */
 export function dropPackKernel(): PlanKernel {
-  return flatKernel('learn_drop_pack', 'Cnt', [
-    { name: 'M', kind: 'read', type: 'array<f32>' },
-    { name: 'Bits', kind: 'rw', type: 'array<u32>' },
-    { name: 'Scale', kind: 'rw', type: 'array<f32>' },
-  ], dropPackWgsl);
+  return flatKernel(
+    'learn_drop_pack',
+    'Cnt',
+    [
+      { name: 'M', kind: 'read', type: 'array<f32>' },
+      { name: 'Bits', kind: 'rw', type: 'array<u32>' },
+      { name: 'Scale', kind: 'rw', type: 'array<f32>' },
+    ],
+    dropPackWgsl,
+  );
 }
 
-export const packDrop = (n: number, accumulate: boolean): ArrayBuffer => new Uint32Array([n, accumulate ? 1 : 0, 0, 0]).buffer;
+export const packDrop = (n: number, accumulate: boolean): ArrayBuffer =>
+  new Uint32Array([n, accumulate ? 1 : 0, 0, 0]).buffer;
 
 /** x[t] = E[ids[t]] for the embedding rows [rowStart, rowStart + rowCount). */
 export function embedRowsKernel(): PlanKernel {
-  return flatKernel('learn_embed', 'Emb', [
-    { name: 'Ids', kind: 'read', type: 'array<i32>' },
-    { name: 'E', kind: 'read', type: 'array<f32>' },
-    { name: 'X', kind: 'rw', type: 'array<f32>' },
-  ], embedWgsl);
+  return flatKernel(
+    'learn_embed',
+    'Emb',
+    [
+      { name: 'Ids', kind: 'read', type: 'array<i32>' },
+      { name: 'E', kind: 'read', type: 'array<f32>' },
+      { name: 'X', kind: 'rw', type: 'array<f32>' },
+    ],
+    embedWgsl,
+  );
 }
 
-export const packEmb = (tokens: number, H: number, rowStart: number, rowCount: number): ArrayBuffer => new Uint32Array([tokens, H, rowStart, rowCount]).buffer;
+export const packEmb = (tokens: number, H: number, rowStart: number, rowCount: number): ArrayBuffer =>
+  new Uint32Array([tokens, H, rowStart, rowCount]).buffer;
 
 // ---------------------------------------------------------------------------------------------
 // Token statistics and their backward (one workgroup per row of the logits)

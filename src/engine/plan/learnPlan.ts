@@ -94,7 +94,10 @@ export interface LearnInputs {
 }
 
 /** The dimensions and LoRA shapes of a description (one `lora` entry per layer), no buffers. */
-export type LearnShape = Pick<DecodeModelRef, 'hidden' | 'intermediate' | 'heads' | 'kvHeads' | 'headDim' | 'vocab' | 'lora'>;
+export type LearnShape = Pick<
+  DecodeModelRef,
+  'hidden' | 'intermediate' | 'heads' | 'kvHeads' | 'headDim' | 'vocab' | 'lora'
+>;
 
 /** The flat LoRA layout of a model description (see the file comment). */
 export function loraSlots(m: LearnShape): { slots: LoraSlot[]; count: number } {
@@ -116,7 +119,15 @@ export function loraSlots(m: LearnShape): { slots: LoraSlot[]; count: number } {
 function projDims(m: LearnShape): Record<ProjKey, [number, number]> {
   const q = m.heads * m.headDim;
   const kv = m.kvHeads * m.headDim;
-  return { q: [m.hidden, q], k: [m.hidden, kv], v: [m.hidden, kv], o: [q, m.hidden], gate: [m.hidden, m.intermediate], up: [m.hidden, m.intermediate], down: [m.intermediate, m.hidden] };
+  return {
+    q: [m.hidden, q],
+    k: [m.hidden, kv],
+    v: [m.hidden, kv],
+    o: [q, m.hidden],
+    gate: [m.hidden, m.intermediate],
+    up: [m.hidden, m.intermediate],
+    down: [m.intermediate, m.hidden],
+  };
 }
 
 interface LayerBufs {
@@ -185,7 +196,8 @@ export class LearnPlan {
   ) {
     const m = model;
     const { rows: B, promptLength: P, responseLength: T } = opts;
-    if (!(B > 0 && P > 0 && T > 0)) throw new Error(`learn plan: rows ${B}, prompt ${P}, response ${T} must be positive`);
+    if (!(B > 0 && P > 0 && T > 0))
+      throw new Error(`learn plan: rows ${B}, prompt ${P}, response ${T} must be positive`);
     if (m.embed.length === 0 || m.head.length === 0) throw new Error('learn plan: no embedding or head');
     this.B = B;
     this.P = P;
@@ -209,7 +221,10 @@ export class LearnPlan {
     const R = this.R;
     const buf = (name: string, floats: number) => plan.buffer(name, floats * F);
     this.params = buf('lora params', count);
-    if (opts.grads && opts.grads.size < count * F) throw new Error(`learn plan: the gradient buffer given has ${opts.grads.size} bytes, ${count} parameters need ${count * F}`);
+    if (opts.grads && opts.grads.size < count * F)
+      throw new Error(
+        `learn plan: the gradient buffer given has ${opts.grads.size} bytes, ${count} parameters need ${count * F}`,
+      );
     this.grads = opts.grads ?? buf('lora grads', count);
     // A shared gradient buffer still counts here: the learn-memory planner lists it with the plan's.
     if (opts.grads) plan.bytes += opts.grads.size;
@@ -220,7 +235,11 @@ export class LearnPlan {
     this.sin = buf('sin', N * half);
     this.stats = buf('stats', R * STATS_COLS);
     this.dstats = buf('dstats', R * 2);
-    this.statsRead = plan.buffer('stats readback', R * STATS_COLS * F, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    this.statsRead = plan.buffer(
+      'stats readback',
+      R * STATS_COLS * F,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
     this.dummy = buf('dummy', 4);
     const rmax = Math.max(1, ...slots.map((s) => s.r));
     const recompute = !!opts.recompute;
@@ -234,11 +253,20 @@ export class LearnPlan {
         if (r > 0) xa[p] = buf(`xa ${p} (rebuilt)`, N * r);
       }
       shared = {
-        h1: buf('h1 (rebuilt)', N * H), inv1: buf('inv1 (rebuilt)', N),
-        qh: buf('qh (rebuilt)', N * qF), kh: buf('kh (rebuilt)', N * kvF), vh: buf('vh (rebuilt)', N * kvF),
-        p: buf('p (rebuilt)', B * m.heads * L * L), ao: buf('ao (rebuilt)', N * qF),
-        xmid: buf('xmid (rebuilt)', N * H), h2: buf('h2 (rebuilt)', N * H), inv2: buf('inv2 (rebuilt)', N),
-        g: buf('g (rebuilt)', N * I), u: buf('u (rebuilt)', N * I), act: buf('act (rebuilt)', N * I), xa,
+        h1: buf('h1 (rebuilt)', N * H),
+        inv1: buf('inv1 (rebuilt)', N),
+        qh: buf('qh (rebuilt)', N * qF),
+        kh: buf('kh (rebuilt)', N * kvF),
+        vh: buf('vh (rebuilt)', N * kvF),
+        p: buf('p (rebuilt)', B * m.heads * L * L),
+        ao: buf('ao (rebuilt)', N * qF),
+        xmid: buf('xmid (rebuilt)', N * H),
+        h2: buf('h2 (rebuilt)', N * H),
+        inv2: buf('inv2 (rebuilt)', N),
+        g: buf('g (rebuilt)', N * I),
+        u: buf('u (rebuilt)', N * I),
+        act: buf('act (rebuilt)', N * I),
+        xa,
       };
     }
     for (let l = 0; l < m.layers.length; l++) {
@@ -249,11 +277,21 @@ export class LearnPlan {
       const xa: LayerBufs['xa'] = {};
       for (const s of slots) if (s.layer === l) xa[s.proj] = buf(`xa ${l} ${s.proj}`, N * s.r);
       this.layers.push({
-        xin: buf(`x ${l}`, N * H), h1: buf(`h1 ${l}`, N * H), inv1: buf(`inv1 ${l}`, N),
-        qh: buf(`qh ${l}`, N * qF), kh: buf(`kh ${l}`, N * kvF), vh: buf(`vh ${l}`, N * kvF),
-        p: buf(`p ${l}`, B * m.heads * L * L), ao: buf(`ao ${l}`, N * qF),
-        xmid: buf(`xmid ${l}`, N * H), h2: buf(`h2 ${l}`, N * H), inv2: buf(`inv2 ${l}`, N),
-        g: buf(`g ${l}`, N * I), u: buf(`u ${l}`, N * I), act: buf(`act ${l}`, N * I), xa,
+        xin: buf(`x ${l}`, N * H),
+        h1: buf(`h1 ${l}`, N * H),
+        inv1: buf(`inv1 ${l}`, N),
+        qh: buf(`qh ${l}`, N * qF),
+        kh: buf(`kh ${l}`, N * kvF),
+        vh: buf(`vh ${l}`, N * kvF),
+        p: buf(`p ${l}`, B * m.heads * L * L),
+        ao: buf(`ao ${l}`, N * qF),
+        xmid: buf(`xmid ${l}`, N * H),
+        h2: buf(`h2 ${l}`, N * H),
+        inv2: buf(`inv2 ${l}`, N),
+        g: buf(`g ${l}`, N * I),
+        u: buf(`u ${l}`, N * I),
+        act: buf(`act ${l}`, N * I),
+        xa,
       });
     }
     // LoRA dropout: one bit mask per adapter (each draws its own), the kept multiplier, and one
@@ -262,7 +300,8 @@ export class LearnPlan {
       this.masks.push(plan.buffer(`dropout ${s.layer} ${s.proj}`, Math.ceil((N * s.inF) / 32) * 4));
       this.masksOnes.push(false);
     }
-    const xd = opts.dropout && slots.length > 0 ? buf('dropout scratch', N * Math.max(...slots.map((s) => s.inF))) : null;
+    const xd =
+      opts.dropout && slots.length > 0 ? buf('dropout scratch', N * Math.max(...slots.map((s) => s.inF))) : null;
     if (xd) {
       this.dropStaging = xd;
       this.dropScale = buf('dropout scale', 1);
@@ -303,32 +342,113 @@ export class LearnPlan {
     const dummy = { buffer: this.dummy };
 
     /** C = alpha A B (+ ...), B a plain buffer. */
-    const gemm = (phase: string, A: GPUBuffer, Bm: GPUBuffer, C: GPUBuffer, g: GemmUniform, extra: { bias?: GPUBuffer; res?: GPUBuffer } = {}, Z = 1) => {
-      plan.add(phase, gemmKernel('buf'), [u(packGemm(g)), { buffer: A }, { buffer: Bm }, { buffer: C }, extra.bias ? { buffer: extra.bias } : dummy, extra.res ? { buffer: extra.res } : dummy], gemmWorkgroups(g.M, g.N, Z));
+    const gemm = (
+      phase: string,
+      A: GPUBuffer,
+      Bm: GPUBuffer,
+      C: GPUBuffer,
+      g: GemmUniform,
+      extra: { bias?: GPUBuffer; res?: GPUBuffer } = {},
+      Z = 1,
+    ) => {
+      plan.add(
+        phase,
+        gemmKernel('buf'),
+        [
+          u(packGemm(g)),
+          { buffer: A },
+          { buffer: Bm },
+          { buffer: C },
+          extra.bias ? { buffer: extra.bias } : dummy,
+          extra.res ? { buffer: extra.res } : dummy,
+        ],
+        gemmWorkgroups(g.M, g.N, Z),
+      );
     };
     /** C = x W^T (transposed) or dy W through a frozen weight [rows, cols]. */
-    const gemmW = (phase: string, A: GPUBuffer, a: Operand, w: WeightRef, transposed: boolean, C: GPUBuffer, g: Omit<GemmUniform, 'a' | 'b'>, extra: { bias?: GPUBuffer; res?: GPUBuffer } = {}, Z = 1) => {
+    const gemmW = (
+      phase: string,
+      A: GPUBuffer,
+      a: Operand,
+      w: WeightRef,
+      transposed: boolean,
+      C: GPUBuffer,
+      g: Omit<GemmUniform, 'a' | 'b'>,
+      extra: { bias?: GPUBuffer; res?: GPUBuffer } = {},
+      Z = 1,
+    ) => {
       const common: BindingValue[] = [{ buffer: A }];
-      const tail: BindingValue[] = [{ buffer: C }, extra.bias ? { buffer: extra.bias } : dummy, extra.res ? { buffer: extra.res } : dummy];
+      const tail: BindingValue[] = [
+        { buffer: C },
+        extra.bias ? { buffer: extra.bias } : dummy,
+        extra.res ? { buffer: extra.res } : dummy,
+      ];
       if (w.format === 'f32') {
         const b: Operand = transposed ? { off: 0, s0: 1, s1: w.cols } : { off: 0, s0: w.cols, s1: 1 };
-        plan.add(phase, gemmKernel('buf'), [u(packGemm({ ...g, a, b })), ...common, { buffer: w.buffer }, ...tail], gemmWorkgroups(g.M, g.N, Z));
+        plan.add(
+          phase,
+          gemmKernel('buf'),
+          [u(packGemm({ ...g, a, b })), ...common, { buffer: w.buffer }, ...tail],
+          gemmWorkgroups(g.M, g.N, Z),
+        );
       } else {
         const full: GemmUniform = { ...g, a, b: { off: 0, s0: 0, s1: 0 }, wK: w.cols, wT: transposed };
-        plan.add(phase, gemmKernel(w.format, w.groupSize), [u(packGemm(full)), ...common, { buffer: w.words }, ...tail, { buffer: w.scales }], gemmWorkgroups(g.M, g.N, Z));
+        plan.add(
+          phase,
+          gemmKernel(w.format, w.groupSize),
+          [u(packGemm(full)), ...common, { buffer: w.words }, ...tail, { buffer: w.scales }],
+          gemmWorkgroups(g.M, g.N, Z),
+        );
       }
     };
     const rowMajor = (cols: number, off = 0): Operand => ({ off, s0: cols, s1: 1 });
-    const elem = (phase: string, k: ReturnType<typeof swigluKernel>, values: BindingValue[], n: number) => plan.add(phase, k, values, elemWorkgroups(n));
+    const elem = (phase: string, k: ReturnType<typeof swigluKernel>, values: BindingValue[], n: number) =>
+      plan.add(phase, k, values, elemWorkgroups(n));
     const heads = (phase: string, src: GPUBuffer, dst: GPUBuffer, n: number, toHeads: boolean, sgn: number) =>
-      elem(phase, headsKernel(), [u(packHeads(N, L, n, D, toHeads, sgn)), { buffer: src }, { buffer: dst }, { buffer: this.cos }, { buffer: this.sin }], N * n * half);
+      elem(
+        phase,
+        headsKernel(),
+        [
+          u(packHeads(N, L, n, D, toHeads, sgn)),
+          { buffer: src },
+          { buffer: dst },
+          { buffer: this.cos },
+          { buffer: this.sin },
+        ],
+        N * n * half,
+      );
     const slotOf = (l: number, p: ProjKey) => slots.find((s) => s.layer === l && s.proj === p);
     // a mask in the staging -> its bits (loadMasks encodes each slot's phase after its copy)
-    if (xd) slots.forEach((s, i) => plan.add(`dropout pack ${i}`, dropPackKernel(), [u(packCnt(N * s.inF)), { buffer: xd }, { buffer: this.masks[i] }, { buffer: this.dropScale! }], elemWorkgroups(Math.ceil((N * s.inF) / 32))));
+    if (xd)
+      slots.forEach((s, i) =>
+        plan.add(
+          `dropout pack ${i}`,
+          dropPackKernel(),
+          [u(packCnt(N * s.inF)), { buffer: xd }, { buffer: this.masks[i] }, { buffer: this.dropScale! }],
+          elemWorkgroups(Math.ceil((N * s.inF) / 32)),
+        ),
+      );
     /** xd = x M (the slot's dropout multiplier), or dx += xd M; x itself without dropout. */
-    const dropped = (phase: string, s: LoraSlot, x: GPUBuffer, out: GPUBuffer | null, accumulate = false): GPUBuffer => {
+    const dropped = (
+      phase: string,
+      s: LoraSlot,
+      x: GPUBuffer,
+      out: GPUBuffer | null,
+      accumulate = false,
+    ): GPUBuffer => {
       if (!out) return x;
-      elem(phase, dropMulKernel(), [u(packDrop(N * s.inF, accumulate)), { buffer: x }, { buffer: this.masks[slots.indexOf(s)] }, { buffer: this.dropScale! }, { buffer: out }], N * s.inF);
+      elem(
+        phase,
+        dropMulKernel(),
+        [
+          u(packDrop(N * s.inF, accumulate)),
+          { buffer: x },
+          { buffer: this.masks[slots.indexOf(s)] },
+          { buffer: this.dropScale! },
+          { buffer: out },
+        ],
+        N * s.inF,
+      );
       return out;
     };
 
@@ -342,23 +462,57 @@ export class LearnPlan {
      * y = x W^T + bias [+ residual], then y += s (x A^T) B^T when the projection is adapted and on;
      * `xaOnly`: x A^T alone (a rebuild that needs the adapter's input product, not y).
      */
-    const project = (phase: string, lora: boolean, l: number, p: ProjKey, x: GPUBuffer, y: GPUBuffer, res?: GPUBuffer, xaOnly = false) => {
+    const project = (
+      phase: string,
+      lora: boolean,
+      l: number,
+      p: ProjKey,
+      x: GPUBuffer,
+      y: GPUBuffer,
+      res?: GPUBuffer,
+      xaOnly = false,
+    ) => {
       const pr = m.layers[l][p];
       const [inF, outF] = projDims(m)[p];
       if (!xaOnly) {
         // y[:, block rows] = x W_block^T (+ bias, residual) per row block
         for (const { w, row } of blocksOf(l, p)) {
-          gemmW(phase, x, rowMajor(inF), w, true, y, { M: N, N: w.rows, K: inF, c: rowMajor(outF, row), biasOff: pr.bias ? row : undefined, residual: !!res }, { bias: pr.bias?.buffer, res });
+          gemmW(
+            phase,
+            x,
+            rowMajor(inF),
+            w,
+            true,
+            y,
+            { M: N, N: w.rows, K: inF, c: rowMajor(outF, row), biasOff: pr.bias ? row : undefined, residual: !!res },
+            { bias: pr.bias?.buffer, res },
+          );
         }
       }
       const s = slotOf(l, p);
       if (!lora || !s) return;
       const xa = this.layers[l].xa[p]!;
       // xa = drop(x) A^T
-      gemm(phase, dropped(phase, s, x, xd), this.params, xa, { M: N, N: s.r, K: inF, a: rowMajor(inF), b: { off: s.aOff, s0: 1, s1: inF }, c: rowMajor(s.r) });
+      gemm(phase, dropped(phase, s, x, xd), this.params, xa, {
+        M: N,
+        N: s.r,
+        K: inF,
+        a: rowMajor(inF),
+        b: { off: s.aOff, s0: 1, s1: inF },
+        c: rowMajor(s.r),
+      });
       if (xaOnly) return;
       // y += s xa B^T
-      gemm(phase, xa, this.params, y, { M: N, N: outF, K: s.r, a: rowMajor(s.r), b: { off: s.bOff, s0: 1, s1: s.r }, c: rowMajor(outF), alpha: s.scale, accumulate: true });
+      gemm(phase, xa, this.params, y, {
+        M: N,
+        N: outF,
+        K: s.r,
+        a: rowMajor(s.r),
+        b: { off: s.bOff, s0: 1, s1: s.r },
+        c: rowMajor(outF),
+        alpha: s.scale,
+        accumulate: true,
+      });
     };
 
     /** Backward of `project` for its input: dx (+)= dy W, and the adapter's dA, dB. */
@@ -366,24 +520,70 @@ export class LearnPlan {
       const [inF, outF] = projDims(m)[p];
       // dx (+)= dy W, summed over the row blocks: dy[:, block rows] W_block
       blocksOf(l, p).forEach(({ w, row }, i) => {
-        gemmW('bwd', dy, rowMajor(outF, row), w, false, dx, { M: N, N: inF, K: w.rows, c: rowMajor(inF), accumulate: accumulate || i > 0 });
+        gemmW('bwd', dy, rowMajor(outF, row), w, false, dx, {
+          M: N,
+          N: inF,
+          K: w.rows,
+          c: rowMajor(inF),
+          accumulate: accumulate || i > 0,
+        });
       });
       const s = slotOf(l, p);
       if (!s) return;
       const xa = this.layers[l].xa[p]!;
       // dB = s dy^T xa
-      gemm('bwd', dy, xa, this.grads, { M: outF, N: s.r, K: N, a: { off: 0, s0: 1, s1: outF }, b: rowMajor(s.r), c: rowMajor(s.r, s.bOff), alpha: s.scale, accumulate: true });
+      gemm('bwd', dy, xa, this.grads, {
+        M: outF,
+        N: s.r,
+        K: N,
+        a: { off: 0, s0: 1, s1: outF },
+        b: rowMajor(s.r),
+        c: rowMajor(s.r, s.bOff),
+        alpha: s.scale,
+        accumulate: true,
+      });
       // dxa = s dy B
-      gemm('bwd', dy, this.params, dxa, { M: N, N: s.r, K: outF, a: rowMajor(outF), b: rowMajor(s.r, s.bOff), c: rowMajor(s.r), alpha: s.scale });
+      gemm('bwd', dy, this.params, dxa, {
+        M: N,
+        N: s.r,
+        K: outF,
+        a: rowMajor(outF),
+        b: rowMajor(s.r, s.bOff),
+        c: rowMajor(s.r),
+        alpha: s.scale,
+      });
       // dA = dxa^T drop(x)
-      gemm('bwd', dxa, dropped('bwd', s, x, xd), this.grads, { M: s.r, N: inF, K: N, a: { off: 0, s0: 1, s1: s.r }, b: rowMajor(inF), c: rowMajor(inF, s.aOff), accumulate: true });
+      gemm('bwd', dxa, dropped('bwd', s, x, xd), this.grads, {
+        M: s.r,
+        N: inF,
+        K: N,
+        a: { off: 0, s0: 1, s1: s.r },
+        b: rowMajor(inF),
+        c: rowMajor(inF, s.aOff),
+        accumulate: true,
+      });
       if (xd) {
         // dx += (dxa A) M
-        gemm('bwd', dxa, this.params, xd, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF) });
+        gemm('bwd', dxa, this.params, xd, {
+          M: N,
+          N: inF,
+          K: s.r,
+          a: rowMajor(s.r),
+          b: rowMajor(inF, s.aOff),
+          c: rowMajor(inF),
+        });
         dropped('bwd', s, xd, dx, true);
       } else {
         // dx += dxa A
-        gemm('bwd', dxa, this.params, dx, { M: N, N: inF, K: s.r, a: rowMajor(s.r), b: rowMajor(inF, s.aOff), c: rowMajor(inF), accumulate: true });
+        gemm('bwd', dxa, this.params, dx, {
+          M: N,
+          N: inF,
+          K: s.r,
+          a: rowMajor(s.r),
+          b: rowMajor(inF, s.aOff),
+          c: rowMajor(inF),
+          accumulate: true,
+        });
       }
     };
 
@@ -392,17 +592,42 @@ export class LearnPlan {
     const zKV = B * headDims.nKV;
     const pOp = (off = 0): Operand => ({ off, s0: L, s1: 1, sb: m.heads * L * L, sh: L * L });
     const qHead: Operand = { off: 0, s0: D, s1: 1, sb: m.heads * L * D, sh: L * D };
-    const kvHead = (transposed: boolean): Operand => ({ off: 0, s0: transposed ? 1 : D, s1: transposed ? D : 1, sb: m.kvHeads * L * D, sh: L * D, div: G });
+    const kvHead = (transposed: boolean): Operand => ({
+      off: 0,
+      s0: transposed ? 1 : D,
+      s1: transposed ? D : 1,
+      sb: m.kvHeads * L * D,
+      sh: L * D,
+      div: G,
+    });
 
     /** The forward through layers [from, to); `rebuild`: those layers' activations again (recompute), no embedding, head or layer output. */
     const forward = (phase: string, lora: boolean, from = 0, to = nL, rebuild = false) => {
       // x = embed[ids]
-      if (!rebuild) for (const e of m.embed) elem(phase, embedRowsKernel(), [u(packEmb(N, H, e.rowStart, e.rows)), { buffer: this.ids }, { buffer: e.buffer }, { buffer: xs(0) }], N * H);
+      if (!rebuild)
+        for (const e of m.embed)
+          elem(
+            phase,
+            embedRowsKernel(),
+            [u(packEmb(N, H, e.rowStart, e.rows)), { buffer: this.ids }, { buffer: e.buffer }, { buffer: xs(0) }],
+            N * H,
+          );
       for (let l = from; l < to; l++) {
         const lb = this.layers[l];
         const lw = m.layers[l];
         // h1 = norm1(x)
-        elem(phase, rmsNormKernel(), [u(packRow(N, H, m.eps, false)), { buffer: lb.xin }, { buffer: lw.inputNorm.buffer }, { buffer: lb.h1 }, { buffer: lb.inv1 }], N);
+        elem(
+          phase,
+          rmsNormKernel(),
+          [
+            u(packRow(N, H, m.eps, false)),
+            { buffer: lb.xin },
+            { buffer: lw.inputNorm.buffer },
+            { buffer: lb.h1 },
+            { buffer: lb.inv1 },
+          ],
+          N,
+        );
         // q, k, v = h1 W^T (+ LoRA); heads, RoPE on q and k
         project(phase, lora, l, 'q', lb.h1, qt);
         project(phase, lora, l, 'k', lb.h1, kt);
@@ -411,14 +636,49 @@ export class LearnPlan {
         heads(phase, kt, lb.kh, m.kvHeads, true, 1);
         heads(phase, vt, lb.vh, m.kvHeads, true, 0);
         // S = q k^T / sqrt(D); P = softmax(S + mask)
-        gemm(phase, lb.qh, lb.kh, lb.p, { M: L, N: L, K: D, Z1: m.heads, a: qHead, b: kvHead(true), c: pOp(), alpha: scale }, {}, zH);
+        gemm(
+          phase,
+          lb.qh,
+          lb.kh,
+          lb.p,
+          { M: L, N: L, K: D, Z1: m.heads, a: qHead, b: kvHead(true), c: pOp(), alpha: scale },
+          {},
+          zH,
+        );
         elem(phase, softmaxKernel(), [u(packSm(zH * L, L, m.heads)), { buffer: lb.p }, { buffer: this.valid }], zH * L);
         // ao = P v (token-major)
-        gemm(phase, lb.p, lb.vh, lb.ao, { M: L, N: D, K: L, Z1: m.heads, a: pOp(), b: kvHead(false), c: { off: 0, s0: qF, s1: 1, sb: L * qF, sh: D } }, {}, zH);
+        gemm(
+          phase,
+          lb.p,
+          lb.vh,
+          lb.ao,
+          {
+            M: L,
+            N: D,
+            K: L,
+            Z1: m.heads,
+            a: pOp(),
+            b: kvHead(false),
+            c: { off: 0, s0: qF, s1: 1, sb: L * qF, sh: D },
+          },
+          {},
+          zH,
+        );
         // xmid = x + ao Wo^T
         project(phase, lora, l, 'o', lb.ao, lb.xmid, lb.xin);
         // h2 = norm2(xmid); act = silu(h2 Wg^T) (h2 Wu^T)
-        elem(phase, rmsNormKernel(), [u(packRow(N, H, m.eps, false)), { buffer: lb.xmid }, { buffer: lw.postNorm.buffer }, { buffer: lb.h2 }, { buffer: lb.inv2 }], N);
+        elem(
+          phase,
+          rmsNormKernel(),
+          [
+            u(packRow(N, H, m.eps, false)),
+            { buffer: lb.xmid },
+            { buffer: lw.postNorm.buffer },
+            { buffer: lb.h2 },
+            { buffer: lb.inv2 },
+          ],
+          N,
+        );
         project(phase, lora, l, 'gate', lb.h2, lb.g);
         project(phase, lora, l, 'up', lb.h2, lb.u);
         elem(phase, swigluKernel(), [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: lb.act }], N * I);
@@ -427,13 +687,38 @@ export class LearnPlan {
       }
       if (rebuild) return;
       // hn = norm(x); logits of the response-predicting rows; token statistics
-      elem(phase, rmsNormKernel(), [u(packRow(N, H, m.eps, false)), { buffer: xOut }, { buffer: m.norm.buffer }, { buffer: hn }, { buffer: invF }], N);
+      elem(
+        phase,
+        rmsNormKernel(),
+        [u(packRow(N, H, m.eps, false)), { buffer: xOut }, { buffer: m.norm.buffer }, { buffer: hn }, { buffer: invF }],
+        N,
+      );
       let row = 0;
       for (const w of m.head) {
-        gemmW(phase, hn, { off: (P - 1) * H, s0: H, s1: 1, sb: L * H }, w, true, logits, { M: T, N: w.rows, K: H, c: { off: row, s0: V, s1: 1, sb: T * V } }, {}, B);
+        gemmW(
+          phase,
+          hn,
+          { off: (P - 1) * H, s0: H, s1: 1, sb: L * H },
+          w,
+          true,
+          logits,
+          { M: T, N: w.rows, K: H, c: { off: row, s0: V, s1: 1, sb: T * V } },
+          {},
+          B,
+        );
         row += w.rows;
       }
-      plan.add(phase, statsKernel(), [u(packSt(R, V, !lora, 1 / opts.temperature)), { buffer: logits }, { buffer: this.targets }, { buffer: this.stats }], [R, 1, 1]);
+      plan.add(
+        phase,
+        statsKernel(),
+        [
+          u(packSt(R, V, !lora, 1 / opts.temperature)),
+          { buffer: logits },
+          { buffer: this.targets },
+          { buffer: this.stats },
+        ],
+        [R, 1, 1],
+      );
     };
 
     forward('ref', false);
@@ -441,16 +726,50 @@ export class LearnPlan {
 
     // ---- backward, in mirror order
     // d logits = (dlogp (onehot - p) - dH p (log p + H)) / T
-    plan.add('bwd', statsGradKernel(), [u(packSt(R, V, false, 1 / opts.temperature)), { buffer: logits }, { buffer: this.targets }, { buffer: this.stats }, { buffer: this.dstats }, { buffer: dlogits }], [R, 1, 1]);
+    plan.add(
+      'bwd',
+      statsGradKernel(),
+      [
+        u(packSt(R, V, false, 1 / opts.temperature)),
+        { buffer: logits },
+        { buffer: this.targets },
+        { buffer: this.stats },
+        { buffer: this.dstats },
+        { buffer: dlogits },
+      ],
+      [R, 1, 1],
+    );
     // d hn[response rows] += d logits W_head (the rows start as a value loss's d hidden, or zero;
     // the other rows stay zero)
     let row = 0;
     m.head.forEach((w) => {
-      gemmW('bwd', dlogits, { off: row, s0: V, s1: 1, sb: T * V }, w, false, dhn, { M: T, N: H, K: w.rows, c: { off: (P - 1) * H, s0: H, s1: 1, sb: L * H }, accumulate: true }, {}, B);
+      gemmW(
+        'bwd',
+        dlogits,
+        { off: row, s0: V, s1: 1, sb: T * V },
+        w,
+        false,
+        dhn,
+        { M: T, N: H, K: w.rows, c: { off: (P - 1) * H, s0: H, s1: 1, sb: L * H }, accumulate: true },
+        {},
+        B,
+      );
       row += w.rows;
     });
     // d x = norm_bwd(d hn)
-    elem('bwd', rmsNormGradKernel(), [u(packRow(N, H, m.eps, false)), { buffer: xOut }, { buffer: m.norm.buffer }, { buffer: invF }, { buffer: dhn }, { buffer: dres }], N);
+    elem(
+      'bwd',
+      rmsNormGradKernel(),
+      [
+        u(packRow(N, H, m.eps, false)),
+        { buffer: xOut },
+        { buffer: m.norm.buffer },
+        { buffer: invF },
+        { buffer: dhn },
+        { buffer: dres },
+      ],
+      N,
+    );
     for (let l = nL - 1; l >= 0; l--) {
       const lb = this.layers[l];
       const lw = m.layers[l];
@@ -459,12 +778,29 @@ export class LearnPlan {
       // d act = d x · W_down (+ LoRA)
       projectBack(l, 'down', dres, lb.act, dact, false);
       // d g, d u = swiglu_bwd(d act)
-      elem('bwd', swigluGradKernel(), [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: dact }, { buffer: dg }, { buffer: du }], N * I);
+      elem(
+        'bwd',
+        swigluGradKernel(),
+        [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: dact }, { buffer: dg }, { buffer: du }],
+        N * I,
+      );
       // d h2 = d g · W_gate + d u · W_up
       projectBack(l, 'gate', dg, lb.h2, dh, false);
       projectBack(l, 'up', du, lb.h2, dh, true);
       // d xmid = d x + norm2_bwd(d h2)
-      elem('bwd', rmsNormGradKernel(), [u(packRow(N, H, m.eps, true)), { buffer: lb.xmid }, { buffer: lw.postNorm.buffer }, { buffer: lb.inv2 }, { buffer: dh }, { buffer: dres }], N);
+      elem(
+        'bwd',
+        rmsNormGradKernel(),
+        [
+          u(packRow(N, H, m.eps, true)),
+          { buffer: lb.xmid },
+          { buffer: lw.postNorm.buffer },
+          { buffer: lb.inv2 },
+          { buffer: dh },
+          { buffer: dres },
+        ],
+        N,
+      );
       // d ao = d xmid · W_o
       projectBack(l, 'o', dres, lb.ao, dao, false);
       heads('bwd', dao, daoh, m.heads, true, 0);
@@ -472,12 +808,28 @@ export class LearnPlan {
       gemm('bwd', daoh, lb.vh, dP, { M: L, N: L, K: D, Z1: m.heads, a: qHead, b: kvHead(true), c: pOp() }, {}, zH);
       elem('bwd', softmaxGradKernel(), [u(packSm(zH * L, L, m.heads)), { buffer: lb.p }, { buffer: dP }], zH * L);
       // d q = d S · k / sqrt(D)
-      gemm('bwd', dP, lb.kh, dqh, { M: L, N: D, K: L, Z1: m.heads, a: pOp(), b: kvHead(false), c: qHead, alpha: scale }, {}, zH);
+      gemm(
+        'bwd',
+        dP,
+        lb.kh,
+        dqh,
+        { M: L, N: D, K: L, Z1: m.heads, a: pOp(), b: kvHead(false), c: qHead, alpha: scale },
+        {},
+        zH,
+      );
       // d k = sum over the group's heads of d S^T · q / sqrt(D); d v = sum of P^T · d ao
       const grouped: Operand = { off: 0, s0: 1, s1: L, sb: m.heads * L * L, sh: G * L * L };
       const qGroup: Operand = { off: 0, s0: D, s1: 1, sb: m.heads * L * D, sh: G * L * D };
       const kvOut: Operand = { off: 0, s0: D, s1: 1, sb: m.kvHeads * L * D, sh: L * D };
-      gemm('bwd', dP, lb.qh, dkh, { M: L, N: D, K: G * L, Z1: m.kvHeads, a: grouped, b: qGroup, c: kvOut, alpha: scale }, {}, zKV);
+      gemm(
+        'bwd',
+        dP,
+        lb.qh,
+        dkh,
+        { M: L, N: D, K: G * L, Z1: m.kvHeads, a: grouped, b: qGroup, c: kvOut, alpha: scale },
+        {},
+        zKV,
+      );
       gemm('bwd', lb.p, daoh, dvh, { M: L, N: D, K: G * L, Z1: m.kvHeads, a: grouped, b: qGroup, c: kvOut }, {}, zKV);
       // undo RoPE (its transpose) and the head layout
       heads('bwd', dqh, dq, m.heads, false, -1);
@@ -488,7 +840,19 @@ export class LearnPlan {
       projectBack(l, 'k', dk, lb.h1, dh, true);
       projectBack(l, 'v', dv, lb.h1, dh, true);
       // d x = d xmid + norm1_bwd(d h1)
-      elem('bwd', rmsNormGradKernel(), [u(packRow(N, H, m.eps, true)), { buffer: lb.xin }, { buffer: lw.inputNorm.buffer }, { buffer: lb.inv1 }, { buffer: dh }, { buffer: dres }], N);
+      elem(
+        'bwd',
+        rmsNormGradKernel(),
+        [
+          u(packRow(N, H, m.eps, true)),
+          { buffer: lb.xin },
+          { buffer: lw.inputNorm.buffer },
+          { buffer: lb.inv1 },
+          { buffer: dh },
+          { buffer: dres },
+        ],
+        N,
+      );
     }
     plan.finalize();
   }
@@ -502,7 +866,11 @@ export class LearnPlan {
   static gradBuffer(device: GPUDevice, m: LearnShape): GPUBuffer {
     const bytes = loraSlots(m).count * F;
     // GpuPlan.buffer's size and usage, so the plan's byte count is the same either way.
-    return device.createBuffer({ label: 'learn:lora grads', size: alignUp(Math.max(bytes, 4), 16), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    return device.createBuffer({
+      label: 'learn:lora grads',
+      size: alignUp(Math.max(bytes, 4), 16),
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+    });
   }
 
   /** The per-token statistics after a forward, [B T, STATS_COLS]: log-prob, entropy, reference log-prob, logsumexp. */
@@ -514,7 +882,8 @@ export class LearnPlan {
   writeInputs(inp: LearnInputs): void {
     const { B, L, P, T } = this;
     const half = this.model.headDim / 2;
-    if (inp.ids.length !== B || inp.attentionMask.length !== B) throw new Error(`learn plan: ${inp.ids.length} rows given, the plan has ${B}`);
+    if (inp.ids.length !== B || inp.attentionMask.length !== B)
+      throw new Error(`learn plan: ${inp.ids.length} rows given, the plan has ${B}`);
     const ids = new Int32Array(B * L);
     const targets = new Int32Array(B * T);
     const valid = new Float32Array(B * L);
@@ -523,7 +892,8 @@ export class LearnPlan {
     for (let b = 0; b < B; b++) {
       const row = inp.ids[b];
       const mask = inp.attentionMask[b];
-      if (row.length !== P + T || mask.length !== P + T) throw new Error(`learn plan: row ${b} has ${row.length} ids, the plan takes ${P + T}`);
+      if (row.length !== P + T || mask.length !== P + T)
+        throw new Error(`learn plan: row ${b} has ${row.length} ids, the plan takes ${P + T}`);
       let pos = 0;
       for (let i = 0; i < L; i++) {
         const t = b * L + i;
@@ -549,7 +919,8 @@ export class LearnPlan {
 
   /** Copies the adapters' factors (device buffers, slot order, A then B each) into `params`. */
   loadParams(factors: { A: GPUBuffer; B: GPUBuffer }[]): void {
-    if (factors.length !== this.slots.length) throw new Error(`learn plan: ${factors.length} adapters given, the plan has ${this.slots.length}`);
+    if (factors.length !== this.slots.length)
+      throw new Error(`learn plan: ${factors.length} adapters given, the plan has ${this.slots.length}`);
     const enc = this.device.createCommandEncoder({ label: 'learn: load params' });
     this.slots.forEach((s, i) => {
       enc.copyBufferToBuffer(factors[i].A, 0, this.params, s.aOff * F, s.r * s.inF * F);
@@ -569,7 +940,10 @@ export class LearnPlan {
    * null for no dropout (every mask keeps every element).
    */
   loadMasks(masks: GPUBuffer[] | null, first = 0): void {
-    if (masks && first + masks.length > this.masks.length) throw new Error(`learn plan: dropout masks for slots ${first} to ${first + masks.length - 1}, the plan has ${this.masks.length}`);
+    if (masks && first + masks.length > this.masks.length)
+      throw new Error(
+        `learn plan: dropout masks for slots ${first} to ${first + masks.length - 1}, the plan has ${this.masks.length}`,
+      );
     const enc = this.device.createCommandEncoder({ label: 'learn: load dropout masks' });
     this.masks.forEach((m, i) => {
       const n = this.N * this.slots[i].inF;
@@ -589,7 +963,11 @@ export class LearnPlan {
     this.device.queue.submit([enc.finish()]);
   }
 
-  private pass(phases: string[], after?: (enc: GPUCommandEncoder) => void, before?: (enc: GPUCommandEncoder) => void): void {
+  private pass(
+    phases: string[],
+    after?: (enc: GPUCommandEncoder) => void,
+    before?: (enc: GPUCommandEncoder) => void,
+  ): void {
     const enc = this.device.createCommandEncoder({ label: `learn: ${phases.join('+')}` });
     before?.(enc);
     const pass = enc.beginComputePass();
@@ -604,9 +982,15 @@ export class LearnPlan {
    * token [B T] log-prob, entropy, and the reference log-prob (0 without); `withHidden` also fills
    * `hidden`. With `policy` false only the reference pass runs (log-prob and entropy are stale).
    */
-  async forward(reference: boolean, withHidden = false, policy = true): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
+  async forward(
+    reference: boolean,
+    withHidden = false,
+    policy = true,
+  ): Promise<{ logp: Float32Array; entropy: Float32Array; refLogp: Float32Array | null }> {
     const bytes = this.R * STATS_COLS * F;
-    this.forwardOnGpu(reference, withHidden, policy, (enc) => enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes));
+    this.forwardOnGpu(reference, withHidden, policy, (enc) =>
+      enc.copyBufferToBuffer(this.stats, 0, this.statsRead, 0, bytes),
+    );
     await this.statsRead.mapAsync(GPUMapMode.READ, 0, bytes);
     const s = new Float32Array(this.statsRead.getMappedRange(0, bytes).slice(0));
     this.statsRead.unmap();
@@ -623,13 +1007,21 @@ export class LearnPlan {
     this.pass([...(reference ? ['ref'] : []), ...(policy ? ['fwd'] : [])], (enc) => {
       after?.(enc);
       // The response-predicting rows (the last T of each row's L) for a value head.
-      for (let b = 0; withHidden && b < this.B; b++) enc.copyBufferToBuffer(this.hn, (b * this.L + this.P - 1) * H * F, this.hidden, b * this.T * H * F, this.T * H * F);
+      for (let b = 0; withHidden && b < this.B; b++)
+        enc.copyBufferToBuffer(
+          this.hn,
+          (b * this.L + this.P - 1) * H * F,
+          this.hidden,
+          b * this.T * H * F,
+          this.T * H * F,
+        );
     });
   }
 
   /** Backward from d loss / d log-prob and d loss / d entropy per response token [B T] into `grads`. */
   backward(dlogp: ArrayLike<number>, dentropy: ArrayLike<number>): void {
-    if (dlogp.length !== this.R || dentropy.length !== this.R) throw new Error(`learn plan: gradients of ${dlogp.length} / ${dentropy.length} tokens, the plan has ${this.R}`);
+    if (dlogp.length !== this.R || dentropy.length !== this.R)
+      throw new Error(`learn plan: gradients of ${dlogp.length} / ${dentropy.length} tokens, the plan has ${this.R}`);
     const d = new Float32Array(this.R * 2);
     for (let i = 0; i < this.R; i++) {
       d[2 * i] = dlogp[i];

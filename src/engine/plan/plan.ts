@@ -53,7 +53,11 @@ export class GpuPlan {
   }
 
   /** A buffer the plan owns (zero-filled by WebGPU). */
-  buffer(name: string, bytes: number, usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC): GPUBuffer {
+  buffer(
+    name: string,
+    bytes: number,
+    usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+  ): GPUBuffer {
     const size = alignUp(Math.max(bytes, 4), 16);
     const b = this.device.createBuffer({ label: `${this.label}:${name}`, size, usage });
     this.owned.push(b);
@@ -64,10 +68,15 @@ export class GpuPlan {
   add(phase: string, kernel: PlanKernel, values: BindingValue[], workgroups: [number, number, number]): void {
     if (this.staticBuffer) throw new Error(`${this.label}: add after finalize`);
     if (values.length !== kernel.bindings.length) {
-      throw new Error(`${this.label}: kernel ${kernel.key} has ${kernel.bindings.length} bindings, given ${values.length}`);
+      throw new Error(
+        `${this.label}: kernel ${kernel.key} has ${kernel.bindings.length} bindings, given ${values.length}`,
+      );
     }
     const max = this.device.limits.maxComputeWorkgroupsPerDimension;
-    if (workgroups.some((w) => w > max)) throw new Error(`${this.label}: kernel ${kernel.key} needs [${workgroups}] workgroups, the device allows ${max} per dimension`);
+    if (workgroups.some((w) => w > max))
+      throw new Error(
+        `${this.label}: kernel ${kernel.key} needs [${workgroups}] workgroups, the device allows ${max} per dimension`,
+      );
     if (workgroups.some((w) => w === 0)) return;
     this.pending.push({ phase, kernel: compileKernel(this.device, kernel), values, workgroups });
   }
@@ -97,12 +106,21 @@ export class GpuPlan {
     this.pending.forEach((p, i) => {
       const entries: GPUBindGroupEntry[] = p.values.map((v, j) => {
         if (v === 'dyn') return { binding: j, resource: { buffer: this.dyn, offset: 0, size: DYN_SLOT_BYTES } };
-        if ('uniform' in v) return { binding: j, resource: { buffer: staticBuffer, offset: offsets[i][j], size: alignUp(v.uniform.byteLength, 16) } };
+        if ('uniform' in v)
+          return {
+            binding: j,
+            resource: { buffer: staticBuffer, offset: offsets[i][j], size: alignUp(v.uniform.byteLength, 16) },
+          };
         return { binding: j, resource: { buffer: v.buffer, offset: v.offset ?? 0, size: v.size } };
       });
       const bindGroup = this.device.createBindGroup({ label: p.kernel.kernel.key, layout: p.kernel.layout, entries });
       const list = this.phases.get(p.phase) ?? [];
-      list.push({ pipeline: p.kernel.pipeline, bindGroup, workgroups: p.workgroups, dynamic: p.values.includes('dyn') });
+      list.push({
+        pipeline: p.kernel.pipeline,
+        bindGroup,
+        workgroups: p.workgroups,
+        dynamic: p.values.includes('dyn'),
+      });
       this.phases.set(p.phase, list);
     });
     this.pending.length = 0;

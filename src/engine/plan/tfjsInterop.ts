@@ -48,7 +48,9 @@ export function flushTfjs(): void {
  * tensor read once keeps its values cached on the host, which a GPU-side write would not update.
  */
 export function emptyTensor(shape: number[]): { tensor: tf.Tensor; buffer: GPUBuffer } {
-  const be = webgpuBackend() as unknown as BackendInternals & { makeTensorInfo(shape: number[], dtype: 'float32'): tf.TensorInfo };
+  const be = webgpuBackend() as unknown as BackendInternals & {
+    makeTensorInfo(shape: number[], dtype: 'float32'): tf.TensorInfo;
+  };
   const info = be.makeTensorInfo(shape, 'float32');
   be.uploadToGPU(info.dataId);
   const tensor = tfEngine().makeTensorFromTensorInfo(info);

@@ -40,7 +40,7 @@ export function toUnitFloat(u: number): number {
 /** Split a JS integer seed (up to 2^53) into the two 32-bit key words. */
 export function seedKey(seed: number): Key {
   if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative safe integer, got ${seed}`);
-  return [seed % 2 ** 32 >>> 0, Math.floor(seed / 2 ** 32) >>> 0];
+  return [(seed % 2 ** 32) >>> 0, Math.floor(seed / 2 ** 32) >>> 0];
 }
 
 /** The uniform the sampler uses for (row, step): the first word of Philox(row, step, 0, 0). */

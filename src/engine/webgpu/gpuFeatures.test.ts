@@ -4,13 +4,24 @@ import { subgroupLevels } from '../kernels/row-reduce/rowReduce';
 
 describe('hoistEnableDirectives', () => {
   it('moves enable lines from the middle of tfjs-prefixed code to the top, once each', () => {
-    const code = ['var<private> localId: vec3<u32>;', 'enable subgroups;', 'fn a() {}', '  enable  subgroups ;', 'enable f16;', 'fn main() {}'].join('\n');
+    const code = [
+      'var<private> localId: vec3<u32>;',
+      'enable subgroups;',
+      'fn a() {}',
+      '  enable  subgroups ;',
+      'enable f16;',
+      'fn main() {}',
+    ].join('\n');
     const out = hoistEnableDirectives(code);
     const lines = out.split('\n');
     expect(lines.slice(0, 2)).toEqual(['enable subgroups;', 'enable f16;']);
     expect(lines.filter((l) => /enable/.test(l))).toHaveLength(2);
     // Everything else is kept, in order.
-    expect(lines.filter((l) => l.trim() !== '').slice(2)).toEqual(['var<private> localId: vec3<u32>;', 'fn a() {}', 'fn main() {}']);
+    expect(lines.filter((l) => l.trim() !== '').slice(2)).toEqual([
+      'var<private> localId: vec3<u32>;',
+      'fn a() {}',
+      'fn main() {}',
+    ]);
   });
 
   it('leaves code without directives, and identifiers that merely contain "enable", untouched', () => {
@@ -43,13 +54,26 @@ function triples(groupOf: (tid: number) => number): Uint32Array {
 
 describe('judgeSubgroupLayout', () => {
   it('accepts consecutive, aligned subgroups (32 lanes, as on NVIDIA)', () => {
-    expect(judgeSubgroupLayout(triples((t) => Math.floor(t / 32)), 32)).toEqual({ contiguous: true, sizes: [32], minSize: 32 });
+    expect(
+      judgeSubgroupLayout(
+        triples((t) => Math.floor(t / 32)),
+        32,
+      ),
+    ).toEqual({ contiguous: true, sizes: [32], minSize: 32 });
   });
   it('rejects interleaved subgroups (thread t in subgroup t mod 8), which tid / size would mis-slot', () => {
-    expect(judgeSubgroupLayout(triples((t) => t % 8), 32).contiguous).toBe(false);
+    expect(
+      judgeSubgroupLayout(
+        triples((t) => t % 8),
+        32,
+      ).contiguous,
+    ).toBe(false);
   });
   it('rejects mixed sizes and plans for the smallest', () => {
-    const l = judgeSubgroupLayout(triples((t) => (t < 128 ? Math.floor(t / 64) : 2 + Math.floor((t - 128) / 16))), 16);
+    const l = judgeSubgroupLayout(
+      triples((t) => (t < 128 ? Math.floor(t / 64) : 2 + Math.floor((t - 128) / 16))),
+      16,
+    );
     expect(l.contiguous).toBe(false);
     expect(l.sizes).toEqual([16, 64]);
     expect(l.minSize).toBe(16);

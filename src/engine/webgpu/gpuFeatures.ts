@@ -87,7 +87,13 @@ export async function probeSubgroupLayout(device: GPUDevice, adapterMinSize?: nu
     const enc = device.createCommandEncoder();
     const pass = enc.beginComputePass();
     pass.setPipeline(pipeline);
-    pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: buf } }] }));
+    pass.setBindGroup(
+      0,
+      device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: [{ binding: 0, resource: { buffer: buf } }],
+      }),
+    );
     pass.dispatchWorkgroups(1);
     pass.end();
     enc.copyBufferToBuffer(buf, 0, read, 0, bytes);
@@ -127,7 +133,7 @@ let registered = false;
  */
 export function registerWebGPUBackend(webgpu: WebGPUModule): void {
   if (registered) return;
-  if (typeof navigator === 'undefined' || !navigator.gpu) return;  // the module did not register either
+  if (typeof navigator === 'undefined' || !navigator.gpu) return; // the module did not register either
   if (tf.findBackendFactory('webgpu')) tf.removeBackend('webgpu');
   tf.registerBackend(
     'webgpu',

@@ -23,7 +23,11 @@ export interface DatasetItem {
 }
 
 /** A sandbox prompt as a dataset item (ground truth: what the rules judge reads). */
-export const fromPrompt = (p: SandboxPrompt): DatasetItem => ({ id: p.id, text: typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'), groundTruth: { kind: p.kind, category: p.category, expected: p.expected, tactic: p.tactic } });
+export const fromPrompt = (p: SandboxPrompt): DatasetItem => ({
+  id: p.id,
+  text: typeof p.prompt === 'string' ? p.prompt : p.prompt.join('\n'),
+  groundTruth: { kind: p.kind, category: p.category, expected: p.expected, tactic: p.tactic },
+});
 
 export interface DatasetRow {
   data_source: string;
@@ -31,7 +35,13 @@ export interface DatasetRow {
   ability: string;
   /** ground_truth: JSON text of {kind, category, expected, tactic}, what the rules judge needs. */
   reward_model: { style: string; ground_truth: string };
-  extra_info: { split: string; index: number; prompt_id: string; prompt_text: string; interaction_kwargs?: { name: string; episode: string } };
+  extra_info: {
+    split: string;
+    index: number;
+    prompt_id: string;
+    prompt_text: string;
+    interaction_kwargs?: { name: string; episode: string };
+  };
 }
 
 /** A nested veRL override record (dotted paths are split by verlConfig). */
@@ -44,7 +54,11 @@ export interface ExportRecipe {
   /** Prompts per step in the lab (veRL data.train_batch_size). */
   batchPrompts(c: Cfg): number;
   /** Training and held-out prompts; `attackPrompts` (goal id -> prompt) are prompts the recipe's attacker wrote for attackGoals. */
-  dataset(c: Cfg, seed: number, attackPrompts?: Readonly<Record<string, string>>): { train: DatasetItem[]; val: DatasetItem[] };
+  dataset(
+    c: Cfg,
+    seed: number,
+    attackPrompts?: Readonly<Record<string, string>>,
+  ): { train: DatasetItem[]; val: DatasetItem[] };
   /** Recipes whose harmful prompts an attacker model writes: the goals it writes them for (train, then held-out). */
   attackGoals?(c: Cfg, seed: number): AttackGoal[];
   /** The constants reward.py's CONFIG holds. */
@@ -67,7 +81,11 @@ export const n = (c: Cfg, k: string) => c[k] as number;
 
 /** The judge fields every reward.py reads. */
 export function judgeConstants(c: Cfg): Record<string, unknown> {
-  return { judge: c.judge, judge_text: c.judgeUrlPromptToo === true ? 'prompt+response' : 'response', judge_scale: 'probability' };
+  return {
+    judge: c.judge,
+    judge_text: c.judgeUrlPromptToo === true ? 'prompt+response' : 'response',
+    judge_scale: 'probability',
+  };
 }
 
 export function judgeNotes(c: Cfg): string[] {
@@ -75,9 +93,15 @@ export function judgeNotes(c: Cfg): string[] {
   if (j === 'rules' || j === 'rules-partial') return [];
   return [
     `The judge "${j}" is a model: reward.py asks it through the lab's http judge protocol (POST $SPARRING_JUDGE_URL/score {"texts": [response]} -> {"scores": [P(unsafe)]}); serve the guard model behind that endpoint (any server that speaks it).`,
-    ...(j === 'http' && c.judgeUrl ? [`The lab's run scored at judgeUrl = ${String(c.judgeUrl)}: export SPARRING_JUDGE_URL=${String(c.judgeUrl).replace(/\/score\/?$/, '')}.`] : []),
+    ...(j === 'http' && c.judgeUrl
+      ? [
+          `The lab's run scored at judgeUrl = ${String(c.judgeUrl)}: export SPARRING_JUDGE_URL=${String(c.judgeUrl).replace(/\/score\/?$/, '')}.`,
+        ]
+      : []),
     ...(j === 'llm-guard'
-      ? [`The lab's llm-guard asks ${String(c.guard)} (${String(c.guardWeights)}) in Llama Guard 3's own prompt (src/judges/llamaGuard3.ts), categories ${String(c.guardCategories) || 'S1-S14'}${c.guardCustomCategories ? ` plus ${String(c.guardCustomCategories)}` : ''}, verdict by ${String(c.guardVerdict)}; the server behind the endpoint should build the same prompt.`]
+      ? [
+          `The lab's llm-guard asks ${String(c.guard)} (${String(c.guardWeights)}) in Llama Guard 3's own prompt (src/judges/llamaGuard3.ts), categories ${String(c.guardCategories) || 'S1-S14'}${c.guardCustomCategories ? ` plus ${String(c.guardCustomCategories)}` : ''}, verdict by ${String(c.guardVerdict)}; the server behind the endpoint should build the same prompt.`,
+        ]
       : []),
   ];
 }
@@ -90,15 +114,20 @@ export const KL_SUM_NOTE = (beta: number) =>
   `KL in the reward: the lab subtracts klBeta x k1 (logp - logp_ref) summed over the response, as veRL's use_kl_in_reward does token by token, so kl_coef = ${beta} carries over unchanged.`;
 
 export const ATTACKER_PROMPTS_NOTE =
-  'Attacker prompts: the lab\'s attacker writes a fresh prompt per goal every step; veRL trains on a fixed prompt set, so the export writes the sandbox\'s tactic-wrapped prompts of the same goals (the distribution the attacker was fine-tuned on). To train on the attacker\'s own prompts, sample them once and replace data/train.parquet\'s prompt column.';
+  "Attacker prompts: the lab's attacker writes a fresh prompt per goal every step; veRL trains on a fixed prompt set, so the export writes the sandbox's tactic-wrapped prompts of the same goals (the distribution the attacker was fine-tuned on). To train on the attacker's own prompts, sample them once and replace data/train.parquet's prompt column.";
 
 export const POLICY_LOSS_NOTES = (c: Cfg): string[] =>
   c.policyLoss === 'importance_sampling'
-    ? ['Policy loss: the lab\'s importance_sampling loss (-sum ratio x A, no clip, summed over the batch\'s tokens) is exported as veRL\'s "gpg" loss (-logp x A) with loss_agg_mode seq-mean-token-sum: the same gradient direction with one update per batch, scaled by 1 / batch size.']
+    ? [
+        "Policy loss: the lab's importance_sampling loss (-sum ratio x A, no clip, summed over the batch's tokens) is exported as veRL's \"gpg\" loss (-logp x A) with loss_agg_mode seq-mean-token-sum: the same gradient direction with one update per batch, scaled by 1 / batch size.",
+      ]
     : [];
 
 /** Sandbox prompts (train, held-out) as dataset items. */
-export const sandboxItems = (d: { train: SandboxPrompt[]; val: SandboxPrompt[] }) => ({ train: d.train.map(fromPrompt), val: d.val.map(fromPrompt) });
+export const sandboxItems = (d: { train: SandboxPrompt[]; val: SandboxPrompt[] }) => ({
+  train: d.train.map(fromPrompt),
+  val: d.val.map(fromPrompt),
+});
 
 /** Dataset rows of prompts in veRL's RLHFDataset layout. */
 export function datasetRows(recipe: string, prompts: readonly DatasetItem[], split: string): DatasetRow[] {
@@ -107,6 +136,12 @@ export function datasetRows(recipe: string, prompts: readonly DatasetItem[], spl
     prompt: [{ role: 'user', content: p.text }],
     ability: 'safety',
     reward_model: { style: 'rule', ground_truth: JSON.stringify(p.groundTruth) },
-    extra_info: { split, index: i, prompt_id: p.id, prompt_text: p.text, ...(p.episode ? { interaction_kwargs: { name: 'sparring', episode: JSON.stringify(p.episode) } } : {}) },
+    extra_info: {
+      split,
+      index: i,
+      prompt_id: p.id,
+      prompt_text: p.text,
+      ...(p.episode ? { interaction_kwargs: { name: 'sparring', episode: JSON.stringify(p.episode) } } : {}),
+    },
   }));
 }

@@ -6,7 +6,12 @@
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import type { DatasetRow } from './entry';
 
-const str = (name: string) => ({ name, type: 'BYTE_ARRAY' as const, converted_type: 'UTF8' as const, repetition_type: 'OPTIONAL' as const });
+const str = (name: string) => ({
+  name,
+  type: 'BYTE_ARRAY' as const,
+  converted_type: 'UTF8' as const,
+  repetition_type: 'OPTIONAL' as const,
+});
 
 /** The parquet schema of DatasetRow (3-level LIST of a struct, as pyarrow writes list<struct>). */
 const schema = (interaction: boolean) => [
@@ -27,7 +32,13 @@ const schema = (interaction: boolean) => [
   str('prompt_id'),
   str('prompt_text'),
   // Multi-turn rows: veRL's agent loop passes extra_info.interaction_kwargs to the interaction.
-  ...(interaction ? [{ name: 'interaction_kwargs', repetition_type: 'OPTIONAL' as const, num_children: 2 }, str('name'), str('episode')] : []),
+  ...(interaction
+    ? [
+        { name: 'interaction_kwargs', repetition_type: 'OPTIONAL' as const, num_children: 2 },
+        str('name'),
+        str('episode'),
+      ]
+    : []),
 ];
 
 const COLUMNS = ['data_source', 'prompt', 'ability', 'reward_model', 'extra_info'] as const;
@@ -37,7 +48,12 @@ export function rowsToParquet(rows: readonly DatasetRow[]): Uint8Array {
   if (rows.length === 0) throw new Error('parquet: no rows to write');
   const columnData = COLUMNS.map((name) => ({ name, data: rows.map((r) => r[name]) as unknown[] }));
   const interaction = rows.some((r) => r.extra_info.interaction_kwargs);
-  if (interaction && !rows.every((r) => r.extra_info.interaction_kwargs)) throw new Error('parquet: interaction_kwargs must be on every row or none');
-  const buf = parquetWriteBuffer({ columnData: columnData as never, schema: schema(interaction) as never, createdBy: 'sparring (hyparquet-writer)' });
+  if (interaction && !rows.every((r) => r.extra_info.interaction_kwargs))
+    throw new Error('parquet: interaction_kwargs must be on every row or none');
+  const buf = parquetWriteBuffer({
+    columnData: columnData as never,
+    schema: schema(interaction) as never,
+    createdBy: 'sparring (hyparquet-writer)',
+  });
   return new Uint8Array(buf);
 }

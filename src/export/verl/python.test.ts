@@ -15,7 +15,10 @@ const PYTHON = fileURLToPath(new URL('./python/', import.meta.url));
 
 /** python3 -m py_compile on files; throws with the compiler's message on a syntax error. */
 function pyCompile(files: string[]): void {
-  execFileSync('python3', ['-m', 'py_compile', ...files], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONPYCACHEPREFIX: PYCACHE } });
+  execFileSync('python3', ['-m', 'py_compile', ...files], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PYTHONPYCACHEPREFIX: PYCACHE },
+  });
 }
 
 describe('shipped Python', () => {
@@ -34,7 +37,14 @@ describe('shipped Python', () => {
   it('a generated file (docstring, data header, body) compiles', () => {
     const dir = mkdtempSync(join(tmpdir(), 'verl-py-'));
     const out = join(dir, 'trl_grpo.py');
-    writeFileSync(out, pyFile('doc with "quotes" inside', { MODEL: 'm', GRPO_ARGS: { a: true, b: null, c: [1, 2.5] } }, readFileSync(join(PYTHON, 'trl_grpo.py'), 'utf8')));
+    writeFileSync(
+      out,
+      pyFile(
+        'doc with "quotes" inside',
+        { MODEL: 'm', GRPO_ARGS: { a: true, b: null, c: [1, 2.5] } },
+        readFileSync(join(PYTHON, 'trl_grpo.py'), 'utf8'),
+      ),
+    );
     expect(() => pyCompile([out])).not.toThrow();
   });
 });

@@ -11,7 +11,10 @@ export function pyLiteral(v: unknown): string {
   }
   if (typeof v === 'string') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(pyLiteral).join(', ')}]`;
-  if (typeof v === 'object') return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x)}`).join(', ')}}`;
+  if (typeof v === 'object')
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x)}`)
+      .join(', ')}}`;
   throw new Error(`pyLiteral: cannot write ${typeof v}`);
 }
 

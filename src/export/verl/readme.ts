@@ -34,7 +34,7 @@ export function exportReadme(f: ReadmeFacts): string {
   return `# Sparring recipe "${f.recipe}" as a veRL job
 
 Exported from the Sparring lab (seed ${f.seed}). The lab tried the method on small models in the
-browser; this folder runs the same recipe at scale on veRL (Ray; FSDP training, vLLM rollouts)${f.trl ? ', or on TRL\'s GRPOTrainer' : ''}.
+browser; this folder runs the same recipe at scale on veRL (Ray; FSDP training, vLLM rollouts)${f.trl ? ", or on TRL's GRPOTrainer" : ''}.
 
 ## What is here
 
@@ -44,7 +44,7 @@ browser; this folder runs the same recipe at scale on veRL (Ray; FSDP training, 
 | \`reward.py\` | \`compute_score(data_source, solution_str, ground_truth, extra_info)\`: the recipe's reward, standard-library Python (the lab's CI checks it returns the lab's rewards within 1e-6 on logged rollouts) |
 | \`data/train.parquet\`, \`data/val.parquet\` | ${f.trainRows} training and ${f.valRows} held-out prompts in veRL's RLHFDataset layout (\`prompt\` as chat messages, \`data_source\`, \`reward_model.ground_truth\`, \`extra_info\`) |
 | \`run.sh\` | the launch command |
-${f.trl ? '| `trl_grpo.py` | the same job on TRL\'s GRPOTrainer; its reward function calls `reward.py` |\n' : ''}| \`sparring_export.json\` | the recipe, seed and validated config this came from |
+${f.trl ? "| `trl_grpo.py` | the same job on TRL's GRPOTrainer; its reward function calls `reward.py` |\n" : ''}| \`sparring_export.json\` | the recipe, seed and validated config this came from |
 
 ${modelLine}
 
@@ -74,7 +74,7 @@ The adapter's rank, alpha and target modules must match \`actor_rollout_ref.mode
 
 ## What veRL cannot express (read before comparing curves)
 
-${f.unsupported.length ? f.unsupported.map((u) => `- ${u}`).join('\n') : '- Nothing: the job is the lab\'s recipe.'}
+${f.unsupported.length ? f.unsupported.map((u) => `- ${u}`).join('\n') : "- Nothing: the job is the lab's recipe."}
 
 ## Metric names
 

@@ -20,14 +20,25 @@ export function sftRows(dataSize: number, seed: number): SftRow[] {
 
 export function sftParquet(rows: readonly SftRow[]): Uint8Array {
   const col = (name: keyof SftRow) => ({ name, data: rows.map((r) => r[name]), type: 'STRING' as const });
-  return new Uint8Array(parquetWriteBuffer({ columnData: [col('prompt'), col('response'), col('prompt_id')], createdBy: 'sparring (hyparquet-writer)' }));
+  return new Uint8Array(
+    parquetWriteBuffer({
+      columnData: [col('prompt'), col('response'), col('prompt_id')],
+      createdBy: 'sparring (hyparquet-writer)',
+    }),
+  );
 }
 
 const utf8 = (s: string) => new TextEncoder().encode(s).length;
 
-export function sftOverrides(c: Record<string, unknown>, rows: readonly SftRow[], job: { steps: number; modelPath: string; gpus: number; experiment: string }): Record<string, unknown> {
+export function sftOverrides(
+  c: Record<string, unknown>,
+  rows: readonly SftRow[],
+  job: { steps: number; modelPath: string; gpus: number; experiment: string },
+): Record<string, unknown> {
   // Byte-level BPE: tokens <= bytes; the chat template adds a few dozen.
-  const longest = Math.max(...rows.map((r) => utf8(r.prompt) + Math.min(utf8(r.response), (c.maxTargetTokens as number) * 8)));
+  const longest = Math.max(
+    ...rows.map((r) => utf8(r.prompt) + Math.min(utf8(r.response), (c.maxTargetTokens as number) * 8)),
+  );
   return {
     'data.train_files': `${HERE}/data/sft_train.parquet`,
     'data.val_files': `${HERE}/data/sft_val.parquet`,
@@ -57,7 +68,7 @@ export function sftRunSh(header: string, gpus: number): string {
   return [
     '#!/usr/bin/env bash',
     `# ${header}`,
-    '# Starts veRL\'s SFT trainer on this folder\'s config; extra Hydra overrides go after the script name.',
+    "# Starts veRL's SFT trainer on this folder's config; extra Hydra overrides go after the script name.",
     'set -euo pipefail',
     'cd "$(dirname "$0")"',
     `torchrun --standalone --nnodes=1 --nproc_per_node=${gpus} -m verl.trainer.fsdp_sft_trainer --config-path="$PWD" --config-name=verl_sft_config "$@"`,
@@ -65,7 +76,15 @@ export function sftRunSh(header: string, gpus: number): string {
   ].join('\n');
 }
 
-export function sftReadme(f: { seed: number; steps: number; rows: number; modelPath: string; sandbox: string | null; shipped: boolean; batch: number }): string {
+export function sftReadme(f: {
+  seed: number;
+  steps: number;
+  rows: number;
+  modelPath: string;
+  sandbox: string | null;
+  shipped: boolean;
+  batch: number;
+}): string {
   return `# Sparring recipe "attacker-sft" as a veRL SFT job
 
 Exported from the Sparring lab (seed ${f.seed}): MTSA phase 1, the attacker learns to turn a goal into an

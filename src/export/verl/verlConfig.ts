@@ -9,8 +9,15 @@ import type { Schema } from '../../contract/schema';
 import type { ExportRecipe } from './entry';
 
 /** Lab KL estimator names -> veRL kl_penalty / kl_loss_type names. */
-export const VERL_KL_NAMES: Readonly<Record<string, string>> = { k1: 'kl', kl: 'kl', abs: 'abs', k2: 'mse', mse: 'mse', k3: 'low_var_kl', low_var_kl: 'low_var_kl' };
-
+export const VERL_KL_NAMES: Readonly<Record<string, string>> = {
+  k1: 'kl',
+  kl: 'kl',
+  abs: 'abs',
+  k2: 'mse',
+  mse: 'mse',
+  k3: 'low_var_kl',
+  low_var_kl: 'low_var_kl',
+};
 
 export interface VerlJob {
   /** Training steps (trainer.total_training_steps). */
@@ -53,7 +60,12 @@ const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
  * ratio, overrides the default it refines), then the values that need translating, the KL
  * placement, and last the recipe's own keys.
  */
-export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string; schema: Schema }, c: Record<string, unknown>, job: VerlJob): Record<string, unknown> {
+export function verlOverrides(
+  recipe: ExportRecipe,
+  schemaRecipe: { name: string; schema: Schema },
+  c: Record<string, unknown>,
+  job: VerlJob,
+): Record<string, unknown> {
   const batch = recipe.batchPrompts(c);
   const o: Record<string, unknown> = {
     'data.train_files': `${HERE}/data/train.parquet`,
@@ -76,7 +88,8 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     'actor_rollout_ref.actor.clip_ratio_high': c.clipRatio,
     'actor_rollout_ref.actor.clip_ratio_c': 3,
     'actor_rollout_ref.actor.policy_loss.loss_mode': c.policyLoss === 'importance_sampling' ? 'gpg' : 'vanilla',
-    'actor_rollout_ref.actor.loss_agg_mode': c.policyLoss === 'importance_sampling' ? 'seq-mean-token-sum' : 'token-mean',
+    'actor_rollout_ref.actor.loss_agg_mode':
+      c.policyLoss === 'importance_sampling' ? 'seq-mean-token-sum' : 'token-mean',
     'actor_rollout_ref.actor.entropy_coeff': 0,
     'actor_rollout_ref.actor.use_kl_loss': false,
     'actor_rollout_ref.rollout.name': 'vllm',
@@ -92,7 +105,8 @@ export function verlOverrides(recipe: ExportRecipe, schemaRecipe: { name: string
     'trainer.val_before_train': false,
     'trainer.critic_warmup': 0,
   };
-  for (const a of aliasRows(schemaRecipe.name, schemaRecipe.schema)) if (a.verl && c[a.lab] !== undefined) o[a.verl] = c[a.lab];
+  for (const a of aliasRows(schemaRecipe.name, schemaRecipe.schema))
+    if (a.verl && c[a.lab] !== undefined) o[a.verl] = c[a.lab];
   Object.assign(o, {
     'actor_rollout_ref.model.path': job.modelPath,
     'actor_rollout_ref.model.target_modules': hfTargetModules(c.loraTargets as LoraTargetSet),
@@ -160,7 +174,8 @@ function yamlScalar(v: unknown): string {
     }
     return String(v);
   }
-  if (typeof v === 'string') return /^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(v) && !YAML11_WORDS.test(v) ? v : JSON.stringify(v);
+  if (typeof v === 'string')
+    return /^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(v) && !YAML11_WORDS.test(v) ? v : JSON.stringify(v);
   throw new Error(`yaml: cannot write ${typeof v}`);
 }
 
@@ -170,7 +185,8 @@ export function toYaml(v: Record<string, unknown>, indent = ''): string {
   for (const [k, x] of Object.entries(v)) {
     const key = yamlKey(k);
     if (Array.isArray(x)) lines.push(`${indent}${key}: [${x.map(yamlScalar).join(', ')}]`);
-    else if (x !== null && typeof x === 'object') lines.push(`${indent}${key}:`, toYaml(x as Record<string, unknown>, `${indent}  `));
+    else if (x !== null && typeof x === 'object')
+      lines.push(`${indent}${key}:`, toYaml(x as Record<string, unknown>, `${indent}  `));
     else lines.push(`${indent}${key}: ${yamlScalar(x)}`);
   }
   return lines.join('\n');
@@ -178,5 +194,15 @@ export function toYaml(v: Record<string, unknown>, indent = ''): string {
 
 /** A Hydra config file: one of veRL's trainer configs (`ppo_trainer`, `sft_trainer`) as the base, then these overrides. */
 export function verlYaml(flat: Record<string, unknown>, header: string[], base = 'ppo_trainer'): string {
-  return [...header.map((h) => `# ${h}`), 'hydra:', '  searchpath:', '    - pkg://verl.trainer.config', 'defaults:', `  - ${base}`, '  - _self_', toYaml(nest(flat)), ''].join('\n');
+  return [
+    ...header.map((h) => `# ${h}`),
+    'hydra:',
+    '  searchpath:',
+    '    - pkg://verl.trainer.config',
+    'defaults:',
+    `  - ${base}`,
+    '  - _self_',
+    toYaml(nest(flat)),
+    '',
+  ].join('\n');
 }

@@ -7,8 +7,32 @@
 // Same seeds, same draws: the plan samples with the tfjs path's own sampler kernel from the same
 // Philox streams, and records the steps with the same StepRecorder.
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, webgpuDevice, alignUp, DecodePlan, PROJ_KEYS, prefillChunk, flushTfjs, tensorBuffer, engineOptions, gemvVariant, seedKey, type DecodeModelRef, type LoraRef, type ProjKey, type WeightRef, type ExecutionPath } from '../../engine/index';
-import { decodeSetup, emptyResult, leftPad, StepRecorder, type GenerateOptions, type GenerateResult } from './decodeSteps';
+import {
+  customKernelsActive,
+  webgpuDevice,
+  alignUp,
+  DecodePlan,
+  PROJ_KEYS,
+  prefillChunk,
+  flushTfjs,
+  tensorBuffer,
+  engineOptions,
+  gemvVariant,
+  seedKey,
+  type DecodeModelRef,
+  type LoraRef,
+  type ProjKey,
+  type WeightRef,
+  type ExecutionPath,
+} from '../../engine/index';
+import {
+  decodeSetup,
+  emptyResult,
+  leftPad,
+  StepRecorder,
+  type GenerateOptions,
+  type GenerateResult,
+} from './decodeSteps';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama';
 import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from '../linear';
 import { LoraAdapter } from '../lora';
@@ -34,8 +58,10 @@ export function takePlannedPrefillGpuMs(): number {
 }
 
 function frozenRefs(w: FrozenWeight): WeightRef[] {
-  if (w instanceof DenseWeight) return [{ format: 'f32', rows: w.outFeatures, cols: w.inFeatures, buffer: tensorBuffer(w.w) }];
-  if (w instanceof BlockedDenseWeight) return w.blocks.map((b) => ({ format: 'f32', rows: b.shape[0], cols: b.shape[1], buffer: tensorBuffer(b) }));
+  if (w instanceof DenseWeight)
+    return [{ format: 'f32', rows: w.outFeatures, cols: w.inFeatures, buffer: tensorBuffer(w.w) }];
+  if (w instanceof BlockedDenseWeight)
+    return w.blocks.map((b) => ({ format: 'f32', rows: b.shape[0], cols: b.shape[1], buffer: tensorBuffer(b) }));
   if (w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) {
     return w.blocks.map((b) => ({
       format: b.bits === 16 ? 'f16' : b.bits === 8 ? 'int8' : 'int4',
@@ -59,11 +85,14 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
     for (const p of PROJ_KEYS) {
       const lin = l[p];
       const w = lin.weight;
-      const single = w instanceof DenseWeight || ((w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) && w.blocks.length === 1);
+      const single =
+        w instanceof DenseWeight ||
+        ((w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) && w.blocks.length === 1);
       // The decode plan takes any projection in row blocks (a GEMV per block), q, k and v in
       // blocks of whole heads only (their RoPE pairs and cache rows stay within a head).
       const D = model.config.headDim;
-      if (!single && !learning && (p === 'q' || p === 'k' || p === 'v') && frozenRefs(w).some((b) => b.rows % D !== 0)) return `${lin.name}: a ${w.kind} weight in row blocks that split a head`;
+      if (!single && !learning && (p === 'q' || p === 'k' || p === 'v') && frozenRefs(w).some((b) => b.rows % D !== 0))
+        return `${lin.name}: a ${w.kind} weight in row blocks that split a head`;
       if (!lin.adapter) continue;
       if (!(lin.adapter instanceof LoraAdapter)) return `${lin.name}: an adapter that is not LoRA`;
       const s = lin.adapter.set;
@@ -78,7 +107,11 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
   return null;
 }
 
-export function loraOf(model: LlamaModel): { shapes: DecodeModelRef['lora']; refs: Partial<Record<ProjKey, LoraRef>>[]; on: boolean } {
+export function loraOf(model: LlamaModel): {
+  shapes: DecodeModelRef['lora'];
+  refs: Partial<Record<ProjKey, LoraRef>>[];
+  on: boolean;
+} {
   let on = true;
   const shapes: DecodeModelRef['lora'] = [];
   const refs: Partial<Record<ProjKey, LoraRef>>[] = [];
@@ -128,7 +161,9 @@ export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): Decod
     layers: model.layers.map((l) => ({
       inputNorm: vec(l.inputNorm)!,
       postNorm: vec(l.postNorm)!,
-      ...(Object.fromEntries(PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias), ...rowBlocks(l[p].weight) }])) as unknown as Record<ProjKey, { weight: WeightRef }>),
+      ...(Object.fromEntries(
+        PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias), ...rowBlocks(l[p].weight) }]),
+      ) as unknown as Record<ProjKey, { weight: WeightRef }>),
     })),
     norm: vec(model.norm)!,
     head: frozenRefs(model.lmHead.weight),
@@ -158,7 +193,12 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   const device = webgpuDevice();
   // A plan is tied to its device and to the weights it borrowed: a new device (after a loss) or a
   // swapped weight means a new plan.
-  if (hit && hit.plan.device === device && hit.weights.length === weights.length && hit.weights.every((w, i) => w === weights[i])) {
+  if (
+    hit &&
+    hit.plan.device === device &&
+    hit.weights.length === weights.length &&
+    hit.weights.every((w, i) => w === weights[i])
+  ) {
     byKey.delete(key);
     byKey.set(key, hit); // most recently used last
     return hit.plan;
@@ -172,8 +212,20 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
   }
   const ref = modelRef(model, lora);
   flushTfjs(); // uploads of weights tfjs has encoded but not submitted land before the plan copies them
-  const forced = gemvShape === null ? {} : gemvShape === 'tile' ? { gemv: 'thread' as const, tileMinRows: 1 } : { gemv: gemvShape, tileMinRows: Infinity };
-  const plan = new DecodePlan(device, ref, { batch: B, capacity, tokensPerRun, gemv: gemvVariant() === 'thread' ? 'thread' : 'split', ...forced, ...(attention ? { attention } : {}) });
+  const forced =
+    gemvShape === null
+      ? {}
+      : gemvShape === 'tile'
+        ? { gemv: 'thread' as const, tileMinRows: 1 }
+        : { gemv: gemvShape, tileMinRows: Infinity };
+  const plan = new DecodePlan(device, ref, {
+    batch: B,
+    capacity,
+    tokensPerRun,
+    gemv: gemvVariant() === 'thread' ? 'thread' : 'split',
+    ...forced,
+    ...(attention ? { attention } : {}),
+  });
   byKey.set(key, { plan, weights });
   return plan;
 }
@@ -243,7 +295,11 @@ function startPlanned(model: LlamaModel, prompts: number[][], s: ReturnType<type
   return plan;
 }
 
-export async function generatePlanned(model: LlamaModel, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {
+export async function generatePlanned(
+  model: LlamaModel,
+  prompts: number[][],
+  opts: GenerateOptions,
+): Promise<GenerateResult> {
   const s = decodeSetup(prompts, opts);
   const { B, maxNew } = s;
   const result = emptyResult(B);
@@ -271,7 +327,11 @@ export async function generatePlanned(model: LlamaModel, prompts: number[][], op
  * Teacher-forced planned decode (tests and triage): after the prompts, feeds forced[t][b] at step t
  * and returns the logits [B * V] that follow each, as the planned path computes them.
  */
-export async function plannedForcedLogits(model: LlamaModel, prompts: number[][], forced: number[][]): Promise<Float32Array[]> {
+export async function plannedForcedLogits(
+  model: LlamaModel,
+  prompts: number[][],
+  forced: number[][],
+): Promise<Float32Array[]> {
   const s = decodeSetup(prompts, { maxNewTokens: forced.length + 1, greedy: true });
   const plan = startPlanned(model, prompts, s);
   const out: Float32Array[] = [];

@@ -65,7 +65,8 @@ export function decodeSetup(prompts: number[][], opts: GenerateOptions): DecodeS
     if (p.length === 0) throw new Error(`generate: prompt ${b} is empty (at least one token, e.g. BOS, is needed)`);
   });
   const maxNew = opts.maxNewTokens;
-  if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`generate: maxNewTokens must be a non-negative integer, got ${maxNew}`);
+  if (!Number.isInteger(maxNew) || maxNew < 0)
+    throw new Error(`generate: maxNewTokens must be a non-negative integer, got ${maxNew}`);
   const seed = opts.seed ?? 0;
   const streams = opts.streams ?? prompts.map((_, b) => b);
   if (streams.length !== B) throw new Error(`generate: streams has ${streams.length} entries for ${B} prompts`);
@@ -74,7 +75,17 @@ export function decodeSetup(prompts: number[][], opts: GenerateOptions): DecodeS
   const topK = opts.topK ?? 0;
   const topP = opts.topP ?? 1;
   checkSamplingOptions({ temperature, topK, topP, seed, step: 0 });
-  return { B, maxNew, seed, streams, stop: new Set(opts.stopTokens ?? []), pad: opts.padTokenId ?? 0, temperature, topK, topP };
+  return {
+    B,
+    maxNew,
+    seed,
+    streams,
+    stop: new Set(opts.stopTokens ?? []),
+    pad: opts.padTokenId ?? 0,
+    temperature,
+    topK,
+    topP,
+  };
 }
 
 /** Left-pads the prompts to the longest: ids and the 0/1 attention mask, [B][P]. */

@@ -5,11 +5,27 @@
 // per-token statistics, returns d loss / d log-prob and d loss / d entropy, and reads the LoRA
 // gradients from one flat buffer (LearnPlan's layout: model order, A then B, row-major).
 import * as tf from '@tensorflow/tfjs';
-import { customKernelsActive, webgpuDevice, LearnPlan, engineOptions, flushTfjs, tensorBuffer, type LearnShape, type LearnRecompute } from '../../engine/index';
+import {
+  customKernelsActive,
+  webgpuDevice,
+  LearnPlan,
+  engineOptions,
+  flushTfjs,
+  tensorBuffer,
+  type LearnShape,
+  type LearnRecompute,
+} from '../../engine/index';
 import { onDisposeLlama, PROJ_NAMES, type LlamaModel } from '../llama';
 import type { FrozenWeight } from '../linear';
 import { LoraAdapter, type LoraSet } from '../lora';
-import { UNIFORMS, learnStepBuffers, learnStepRows, type LearnBatchShape, type LearnLimits, type LearnLoraShape } from '../../contract/learnMemory';
+import {
+  UNIFORMS,
+  learnStepBuffers,
+  learnStepRows,
+  type LearnBatchShape,
+  type LearnLimits,
+  type LearnLoraShape,
+} from '../../contract/learnMemory';
 import { loraOf, modelRef, unplannableReason } from './decode';
 
 /** A left-padded batch of prompt + response (policy.ts packSequences' shape). */
@@ -55,7 +71,8 @@ export function unplannableLearnReason(model: LlamaModel, lora: LoraSet): string
   for (const l of model.layers) {
     for (const p of PROJ_NAMES) {
       const a = l[p].adapter;
-      if (a && (!(a instanceof LoraAdapter) || a.set !== lora)) return `${l[p].name}: an adapter outside the trained set`;
+      if (a && (!(a instanceof LoraAdapter) || a.set !== lora))
+        return `${l[p].name}: an adapter outside the trained set`;
     }
   }
   return null;
@@ -86,14 +103,32 @@ function loraShapeOf(model: LlamaModel): LearnLoraShape {
 
 /** Whether the model's adapters have LoRA dropout (the plan then takes a mask per adapter). */
 function dropoutOf(model: LlamaModel): boolean {
-  return model.layers.some((l) => PROJ_NAMES.some((p) => { const a = l[p].adapter; return a instanceof LoraAdapter && a.set.dropout > 0; }));
+  return model.layers.some((l) =>
+    PROJ_NAMES.some((p) => {
+      const a = l[p].adapter;
+      return a instanceof LoraAdapter && a.set.dropout > 0;
+    }),
+  );
 }
 
-function stepShape(model: LlamaModel, rows: number, promptLength: number, responseLength: number): { shape: LearnBatchShape; limits: LearnLimits; lora: LearnLoraShape } {
+function stepShape(
+  model: LlamaModel,
+  rows: number,
+  promptLength: number,
+  responseLength: number,
+): { shape: LearnBatchShape; limits: LearnLimits; lora: LearnLoraShape } {
   const limits = webgpuDevice().limits;
   return {
-    shape: { rows, promptLen: Math.ceil(promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP, responseLen: responseLength },
-    limits: { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize, budgetBytes: engineOptions().learnMemoryBudget },
+    shape: {
+      rows,
+      promptLen: Math.ceil(promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP,
+      responseLen: responseLength,
+    },
+    limits: {
+      maxBufferSize: limits.maxBufferSize,
+      maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
+      budgetBytes: engineOptions().learnMemoryBudget,
+    },
     lora: loraShapeOf(model),
   };
 }
@@ -102,7 +137,12 @@ function stepShape(model: LlamaModel, rows: number, promptLength: number, respon
  * Rows per micro-batch the learn-memory planner gives a learn batch of this shape on this device
  * within the budget (src/model/learnMemory.ts, the plan's own buffers); 0 when not even one row fits.
  */
-export function learnMicroBatchRows(model: LlamaModel, rows: number, promptLength: number, responseLength: number): number {
+export function learnMicroBatchRows(
+  model: LlamaModel,
+  rows: number,
+  promptLength: number,
+  responseLength: number,
+): number {
   const s = stepShape(model, rows, promptLength, responseLength);
   return learnStepRows(model.config, s.lora, s.shape, s.limits, recomputeChoice()).microBatchRows;
 }
@@ -119,11 +159,28 @@ function recomputes(model: LlamaModel, rows: number, promptLength: number, respo
 }
 
 /** Why a batch of this shape would not fit the device or the budget in one plan (null: it fits). */
-export function learnShapeBlocker(model: LlamaModel, rows: number, promptLength: number, responseLength: number): string | null {
-  return learnShapeBlockerOf(model, rows, promptLength, responseLength, recomputes(model, rows, promptLength, responseLength));
+export function learnShapeBlocker(
+  model: LlamaModel,
+  rows: number,
+  promptLength: number,
+  responseLength: number,
+): string | null {
+  return learnShapeBlockerOf(
+    model,
+    rows,
+    promptLength,
+    responseLength,
+    recomputes(model, rows, promptLength, responseLength),
+  );
 }
 
-function learnShapeBlockerOf(model: LlamaModel, rows: number, promptLength: number, responseLength: number, recompute: boolean): string | null {
+function learnShapeBlockerOf(
+  model: LlamaModel,
+  rows: number,
+  promptLength: number,
+  responseLength: number,
+  recompute: boolean,
+): string | null {
   const s = stepShape(model, rows, promptLength, responseLength);
   const buffers = learnStepBuffers(model.config, s.lora, s.shape, rows, recompute);
   const cap = Math.min(s.limits.maxStorageBufferBindingSize, s.limits.maxBufferSize);
@@ -158,7 +215,13 @@ export async function gpuScoped<T>(device: GPUDevice, fn: () => T): Promise<{ va
  * The plan for this batch shape (built on first use, kept for the next step of the same shape), or
  * null when the device refuses it (out of memory, a limit): the caller learns on tfjs then.
  */
-export async function learnPlanFor(model: LlamaModel, rows: number, promptLength: number, responseLength: number, temperature: number): Promise<LearnPlan | null> {
+export async function learnPlanFor(
+  model: LlamaModel,
+  rows: number,
+  promptLength: number,
+  responseLength: number,
+  temperature: number,
+): Promise<LearnPlan | null> {
   const lora = loraOf(model);
   const recompute = recomputes(model, rows, promptLength, responseLength);
   const dropout = dropoutOf(model);
@@ -184,12 +247,17 @@ export async function learnPlanFor(model: LlamaModel, rows: number, promptLength
   const ref = modelRef(model, lora.shapes);
   const grads = sharedGradBuffer(model, JSON.stringify(lora.shapes), ref, device);
   flushTfjs();
-  const built = await gpuScoped(device, () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout }));
+  const built = await gpuScoped(
+    device,
+    () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout }),
+  );
   if (built.error || !built.value) {
     built.value?.dispose();
     if (!refused.has(device)) refused.set(device, new Set());
     refused.get(device)!.add(key);
-    console.warn(`planned learning step: the device refused the plan for ${key} (${built.error}); this shape learns on tfjs`);
+    console.warn(
+      `planned learning step: the device refused the plan for ${key} (${built.error}); this shape learns on tfjs`,
+    );
     return null;
   }
   byKey.set(key, { plan: built.value, weights });
@@ -223,8 +291,18 @@ export interface PlannedStats {
  * (and the reference log-prob); the plan keeps the activations for `plan.backward`. Null when the
  * device refused the plan or rejected its forward (nothing was learned: run the batch on tfjs).
  */
-export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, reference = false, withHidden = false, policy = true): Promise<PlannedStats | null> {
-  const r = await forwardWith(model, lora, packed, temperature, policy, (plan) => plan.forward(reference, withHidden, policy));
+export async function plannedLearnForward(
+  model: LlamaModel,
+  lora: LoraSet,
+  packed: PackedSequences,
+  temperature = 1,
+  reference = false,
+  withHidden = false,
+  policy = true,
+): Promise<PlannedStats | null> {
+  const r = await forwardWith(model, lora, packed, temperature, policy, (plan) =>
+    plan.forward(reference, withHidden, policy),
+  );
   return r && { plan: r.plan, ...r.value };
 }
 
@@ -233,17 +311,39 @@ export async function plannedLearnForward(model: LlamaModel, lora: LoraSet, pack
  * plan's `statsBuffer` (and, `withHidden`, the final hidden rows in `hidden`) for a loss built on
  * the GPU. The plan, or null as there.
  */
-export async function plannedLearnForwardOnGpu(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature = 1, withHidden = false): Promise<LearnPlan | null> {
-  return (await forwardWith(model, lora, packed, temperature, true, (plan) => plan.forwardOnGpu(false, withHidden)))?.plan ?? null;
+export async function plannedLearnForwardOnGpu(
+  model: LlamaModel,
+  lora: LoraSet,
+  packed: PackedSequences,
+  temperature = 1,
+  withHidden = false,
+): Promise<LearnPlan | null> {
+  return (
+    (await forwardWith(model, lora, packed, temperature, true, (plan) => plan.forwardOnGpu(false, withHidden)))?.plan ??
+    null
+  );
 }
 
 /** `policy`: the adapted pass runs (its dropout masks are drawn). */
-async function forwardWith<T>(model: LlamaModel, lora: LoraSet, packed: PackedSequences, temperature: number, policy: boolean, run: (plan: LearnPlan) => T | Promise<T>): Promise<{ plan: LearnPlan; value: T } | null> {
+async function forwardWith<T>(
+  model: LlamaModel,
+  lora: LoraSet,
+  packed: PackedSequences,
+  temperature: number,
+  policy: boolean,
+  run: (plan: LearnPlan) => T | Promise<T>,
+): Promise<{ plan: LearnPlan; value: T } | null> {
   const why = unplannableLearnReason(model, lora);
   if (why) throw new Error(`planned learning step: ${why}`);
   // Extra left padding up to a multiple of PROMPT_COLUMNS_STEP: masked keys add exact zeros.
   const extra = Math.ceil(packed.promptLength / PROMPT_COLUMNS_STEP) * PROMPT_COLUMNS_STEP - packed.promptLength;
-  const plan = await learnPlanFor(model, packed.ids.length, packed.promptLength + extra, packed.responseLength, temperature);
+  const plan = await learnPlanFor(
+    model,
+    packed.ids.length,
+    packed.promptLength + extra,
+    packed.responseLength,
+    temperature,
+  );
   if (!plan) return null;
   plan.writeInputs({
     ids: packed.ids.map((r) => [...Array<number>(extra).fill(0), ...r]),
@@ -305,7 +405,23 @@ function loadDropoutMasks(plan: LearnPlan, adapters: LoraAdapter[], packed: Pack
       tf.dispose(group);
       return plan.loadMasks(null);
     }
-    group.push(extra === 0 ? m : tf.tidy(() => tf.pad(m.reshape([B, L0, inF]), [[0, 0], [extra, 0], [0, 0]], 1).reshape([B * (L0 + extra), inF])));
+    group.push(
+      extra === 0
+        ? m
+        : tf.tidy(() =>
+            tf
+              .pad(
+                m.reshape([B, L0, inF]),
+                [
+                  [0, 0],
+                  [extra, 0],
+                  [0, 0],
+                ],
+                1,
+              )
+              .reshape([B * (L0 + extra), inF]),
+          ),
+    );
     if (extra > 0) m.dispose();
     bytes += B * (L0 + extra) * inF * 4;
     if (bytes >= groupBytes) load();

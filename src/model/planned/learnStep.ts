@@ -7,7 +7,14 @@ import * as tf from '@tensorflow/tfjs';
 import { webgpuDevice, STATS_COLS, emptyTensor, flushTfjs, tensorBuffer } from '../../engine/index';
 import type { LlamaModel } from '../llama';
 import type { LoraSet } from '../lora';
-import { gpuScoped, learnShapeBlocker, plannedLearnForward, plannedLearnForwardOnGpu, slotAdapters, type PackedSequences } from './learn';
+import {
+  gpuScoped,
+  learnShapeBlocker,
+  plannedLearnForward,
+  plannedLearnForwardOnGpu,
+  slotAdapters,
+  type PackedSequences,
+} from './learn';
 
 export interface StatTensors {
   /** [B, T] */
@@ -120,7 +127,9 @@ export async function plannedPackedMicroBatch(
   const toHidden = !!((head && opts.valueGradToAdapters) || opts.hiddenGrad);
   // tfjs copies the statistics (and the hidden rows) out of the plan's buffers in its own encoder.
   const stats = tf.tensor({ buffer: plan.statsBuffer }, [B, T, STATS_COLS], 'float32');
-  const hidden = withHidden ? (tf.tensor({ buffer: plan.hidden }, [B, T, model.config.hiddenSize], 'float32') as tf.Tensor3D) : undefined;
+  const hidden = withHidden
+    ? (tf.tensor({ buffer: plan.hidden }, [B, T, model.config.hiddenSize], 'float32') as tf.Tensor3D)
+    : undefined;
   const col = (c: number) => tf.reshape(tf.slice(stats, [0, 0, c], [B, T, 1]), [B, T]) as tf.Tensor2D;
   const lp = col(0);
   const ent = col(1);
@@ -131,7 +140,10 @@ export async function plannedPackedMicroBatch(
     const f = () => {
       // 0 x sum keeps every input on the tape when the loss reads only some of them.
       const keep = tf.add(tf.sum(lp), tf.sum(ent));
-      return tf.add(lossFn({ logp: lp, entropy: ent, hidden }), tf.mul(0, toHidden ? tf.add(keep, tf.sum(hidden!)) : keep)) as tf.Scalar;
+      return tf.add(
+        lossFn({ logp: lp, entropy: ent, hidden }),
+        tf.mul(0, toHidden ? tf.add(keep, tf.sum(hidden!)) : keep),
+      ) as tf.Scalar;
     };
     const xs = [lp, ent, ...(toHidden ? [hidden!] : [])];
     const { value, grads } = tf.engine().gradients(f, [...xs, ...vars], undefined, true);
@@ -145,18 +157,21 @@ export async function plannedPackedMicroBatch(
     const dstatsBuf = tensorBuffer(dstats);
     const dhiddenBuf = dhidden ? tensorBuffer(dhidden) : undefined;
     flushTfjs();
-    const back = await gpuScoped(plan.device, () => plan.backwardFrom(dstatsBuf, { dhidden: dhiddenBuf, accumulate: opts.accumulate }));
+    const back = await gpuScoped(plan.device, () =>
+      plan.backwardFrom(dstatsBuf, { dhidden: dhiddenBuf, accumulate: opts.accumulate }),
+    );
     if (back.error) {
       tf.dispose([value, ...Object.values(varGrads)]);
       throw new Error(`planned learning step: the GPU rejected the backward pass (${back.error})`);
     }
-    const tensors = slotAdapters(model, plan).flatMap((a) => [a.A, a.B]).map((v) => ({ name: v.name, shape: v.shape.slice() }));
+    const tensors = slotAdapters(model, plan)
+      .flatMap((a) => [a.A, a.B])
+      .map((v) => ({ name: v.name, shape: v.shape.slice() }));
     return { loss: value as tf.Scalar, flat: { buffer: plan.grads, tensors }, varGrads };
   } finally {
     tf.dispose(held);
   }
 }
-
 
 /**
  * The reference log-probs [B T] (the reference pass alone, adapters off) and/or a value head's
@@ -187,4 +202,3 @@ export async function plannedPackedRolloutStats(
   }
   return out;
 }
-

@@ -29,65 +29,156 @@ import type { Judge, JudgeVerdict } from '../../judges/types';
 import { hash3 } from '../../model/random';
 import { std } from '../../rl/stats';
 import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from '../attack/attack';
-import { checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, learnFromOutcomes, meanOf, spreadRows, harmVerdict, type ValueCritic } from '../kit/common';
+import {
+  checkFiniteRewards,
+  criticFor,
+  criticsState,
+  parseCritics,
+  drawBatch,
+  KlCoef,
+  klCoefsState,
+  parseKlCoefs,
+  learnFromOutcomes,
+  meanOf,
+  spreadRows,
+  harmVerdict,
+  type ValueCritic,
+} from '../kit/common';
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import {
+  adamFields,
+  adamWFor,
+  attachConfiguredLora,
+  criticFields,
+  loraFields,
+  klControllerFields,
+  klLossFields,
+  maskTruncatedField,
+  policyGradientFields,
+  trainingFields,
+} from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_GOALS_HELP, loadBenignData, loadHarmfulGoalData, SANDBOX_DATASET, type BenignData, type HarmfulGoalData } from '../kit/promptData';
+import {
+  BENIGN_DATASET_HELP,
+  benignSplitMetrics,
+  HARMFUL_GOALS_HELP,
+  loadBenignData,
+  loadHarmfulGoalData,
+  SANDBOX_DATASET,
+  type BenignData,
+  type HarmfulGoalData,
+} from '../kit/promptData';
 import { splitMetrics } from '../../data/split';
 import type { Metrics, RolloutSample } from '../../contract/report';
-import { greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies, type Rollout } from '../kit/rollout';
+import {
+  greedyReplies,
+  groupPrompts,
+  klAndEntropy,
+  rowAdvantage,
+  rowTrace,
+  sampleAnswers,
+  sampleReplies,
+  type Rollout,
+} from '../kit/rollout';
 import { int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import {
+  loadStrongRejectGrader,
+  strongRejectCheck,
+  strongRejectFields,
+  strongRejectMetrics,
+} from '../kit/strongRejectEval';
 import type { TextGrader } from '../../judges/textGrader';
 import type { NamedLoraPart } from '../kit/state';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { arenaLesson } from './lesson';
 
 export const arenaSchema = {
-  attacker: str('attacker', 'attacker model (trained through its LoRA in attacker phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  attacker: str(
+    'attacker',
+    'attacker model (trained through its LoRA in attacker phases): a sandbox name, a folder path or a URL',
+    { nonEmpty: true },
+  ),
   attackerWeights: weightsField('attacker'),
-  defender: str('defender', 'defender model (trained through its LoRA in defender phases): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defender: str(
+    'defender',
+    'defender model (trained through its LoRA in defender phases): a sandbox name, a folder path or a URL',
+    { nonEmpty: true },
+  ),
   defenderWeights: weightsField('defender'),
-  judge: str('rules', 'harm / task scorer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  judge: str('rules', 'harm / task scorer: rules, rules-partial, classifier, or a judge the env provides', {
+    nonEmpty: true,
+  }),
   ...judgeModelFields(),
   dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP}; goalPool applies to the sandbox only`, { nonEmpty: true }),
   benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   phaseSteps: int(3, 'k: attacker steps, then k defender steps, repeating', { min: 1, max: 100000 }),
   firstPhase: oneOf(['attacker', 'defender'] as const, 'attacker', 'which side trains first'),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
-  goals: int(4, 'harmful goals per step (attacker phase: one group each; defender phase: one attacker prompt each)', { min: 1, max: 256 }),
+  goals: int(4, 'harmful goals per step (attacker phase: one group each; defender phase: one attacker prompt each)', {
+    min: 1,
+    max: 256,
+  }),
   benignPrompts: int(2, 'benign sandbox tasks per defender step (utility; each one group)', { min: 0, max: 256 }),
-  groupSize: int(4, 'G: attacker prompts per goal (attacker phase) / defender answers per prompt (defender phase)', { min: 2, max: 64 }),
+  groupSize: int(4, 'G: attacker prompts per goal (attacker phase) / defender answers per prompt (defender phase)', {
+    min: 2,
+    max: 64,
+  }),
   attackerMaxTokens: int(40, 'attacker prompt length cap in tokens', { min: 1, max: 1024 }),
   attackerTemperature: num(1, 'attacker sampling temperature (1 keeps the SFT tactic mix)', { min: 0.05, max: 2 }),
   attackerTopP: num(1, 'attacker nucleus sampling mass', { min: 0.01, max: 1 }),
-  defenderMaxTokens: int(32, 'defender answer length cap in tokens (sandbox replies are <= 53 bytes)', { min: 1, max: 1024 }),
+  defenderMaxTokens: int(32, 'defender answer length cap in tokens (sandbox replies are <= 53 bytes)', {
+    min: 1,
+    max: 1024,
+  }),
   defenderTemperature: num(0.7, 'defender sampling temperature', { min: 0.05, max: 2 }),
   defenderTopP: num(0.9, 'defender nucleus sampling mass', { min: 0.01, max: 1 }),
-  diversityCoef: num(0.2, 'attacker reward: weight of the within-group diversity term (as attack)', { min: 0, max: 10 }),
-  attackerKlBeta: num(0.05, 'attacker reward: weight of its mean sampled-token KL to the attacker with LoRA off', { min: 0, max: 10 }),
+  diversityCoef: num(0.2, 'attacker reward: weight of the within-group diversity term (as attack)', {
+    min: 0,
+    max: 10,
+  }),
+  attackerKlBeta: num(0.05, 'attacker reward: weight of its mean sampled-token KL to the attacker with LoRA off', {
+    min: 0,
+    max: 10,
+  }),
   safetyWeight: num(1, 'defender reward on a harmful prompt: weight of 1 - harm', { min: 0, max: 10 }),
   utilityWeight: num(1, 'defender reward on a benign task: weight of a correct answer', { min: 0, max: 10 }),
-  defenderKlBeta: num(0.05, 'defender reward: weight of its mean sampled-token KL to the defender with LoRA off', { min: 0, max: 10 }),
+  defenderKlBeta: num(0.05, 'defender reward: weight of its mean sampled-token KL to the defender with LoRA off', {
+    min: 0,
+    max: 10,
+  }),
   attackerLr: num(2e-3, 'attacker AdamW learning rate', { min: 0, max: 1 }),
   defenderLr: num(2e-3, 'defender AdamW learning rate', { min: 0, max: 1 }),
   ...adamFields({ beta1: 'both sides', beta2: 'both sides', weightDecay: 'both sides' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'both adapters; 8 suffices for the 96-wide sandbox models'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: `advantage estimator (veRL names), both sides; MTSA, whose two sides arena trains, uses grpo. Attacker phase ${REMAX_ATTACK_HELP}; defender phase remax: baseline = the reward of the defender's greedy answer to the prompt. gae (veRL PPO): one value head per side, each with its own AdamW, trained in its side's phases (criticLr, gaeGamma, gaeLambda, vfCoef)`,
-    stdNote: 'grpo',
-    policyLoss: 'ppo (clipped surrogate) or importance_sampling, both sides',
-  }),
+  ...policyGradientFields(
+    ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'],
+    { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' },
+    {
+      advantage: `advantage estimator (veRL names), both sides; MTSA, whose two sides arena trains, uses grpo. Attacker phase ${REMAX_ATTACK_HELP}; defender phase remax: baseline = the reward of the defender's greedy answer to the prompt. gae (veRL PPO): one value head per side, each with its own AdamW, trained in its side's phases (criticLr, gaeGamma, gaeLambda, vfCoef)`,
+      stdNote: 'grpo',
+      policyLoss: 'ppo (clipped surrogate) or importance_sampling, both sides',
+    },
+  ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL; both sides' }),
-  ...klControllerFields('attackerKlBeta and defenderKlBeta (one controller per side, each updated in its own phases)', 'MTSA: fixed'),
+  ...klControllerFields(
+    'attackerKlBeta and defenderKlBeta (one controller per side, each updated in its own phases)',
+    'MTSA: fixed',
+  ),
   ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
-  evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay a fixed held-out set as eval/asr and eval/benign_correct; 0 = off', { min: 0, max: 100000 }),
-  evalGoals: int(48, 'held-out goals (one attacker prompt and one defender answer each) and a quarter as many benign tasks', { min: 1, max: 4096 }),
+  evalEvery: int(
+    0,
+    'every N steps (before the step; step 0 = baseline) replay a fixed held-out set as eval/asr and eval/benign_correct; 0 = off',
+    { min: 0, max: 100000 },
+  ),
+  evalGoals: int(
+    48,
+    'held-out goals (one attacker prompt and one defender answer each) and a quarter as many benign tasks',
+    { min: 1, max: 4096 },
+  ),
   ...strongRejectFields("the held-out evaluation's defender answers to the attacker's prompts (evalEvery)"),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
@@ -125,11 +216,16 @@ class ArenaRun extends MultiLoraRun {
     super();
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
-    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
+    this.splitReport = data
+      ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
+      : sandboxSplitMetrics();
     if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
     this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
     this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
-    this.klCoefs = { attacker: new KlCoef({ ...config, klBeta: config.attackerKlBeta }), defender: new KlCoef({ ...config, klBeta: config.defenderKlBeta }) };
+    this.klCoefs = {
+      attacker: new KlCoef({ ...config, klBeta: config.attackerKlBeta }),
+      defender: new KlCoef({ ...config, klBeta: config.defenderKlBeta }),
+    };
     this.critics = { attacker: criticFor(atk.model, config), defender: criticFor(def.model, config) };
   }
 
@@ -137,22 +233,46 @@ class ArenaRun extends MultiLoraRun {
   private async attack(goals: Goal[], perGoal: number, seed: number) {
     const c = this.config;
     const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
-    const r = await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), perGoal, sampling, seed);
+    const r = await sampleReplies(
+      this.atk,
+      goals.map((g) => attackerSource(g.text)),
+      perGoal,
+      sampling,
+      seed,
+    );
     return { rowGoal: r.rowGroup, rows: r.rows, gen: r.gen, prompts: r.answers };
   }
 
   /** `perMessage` sampled defender answers to each user message (adapters as they are). */
   private answer(messages: string[], perMessage: number, seed: number): Promise<Rollout> {
     const c = this.config;
-    return sampleAnswers(this.def, messages, perMessage, { maxNewTokens: c.defenderMaxTokens, temperature: c.defenderTemperature, topP: c.defenderTopP }, seed);
+    return sampleAnswers(
+      this.def,
+      messages,
+      perMessage,
+      { maxNewTokens: c.defenderMaxTokens, temperature: c.defenderTemperature, topP: c.defenderTopP },
+      seed,
+    );
   }
 
   private judgeHarmful(prompts: string[], answers: string[], goals: Goal[]): Promise<JudgeVerdict[]> {
-    return this.judge.score(prompts.map((p, b) => ({ prompt: p, response: answers[b], meta: { kind: 'harmful' as const, category: goals[b].category, tactic: tacticOf(p) } })));
+    return this.judge.score(
+      prompts.map((p, b) => ({
+        prompt: p,
+        response: answers[b],
+        meta: { kind: 'harmful' as const, category: goals[b].category, tactic: tacticOf(p) },
+      })),
+    );
   }
 
   private judgeBenign(tasks: SandboxPrompt[], answers: string[]): Promise<JudgeVerdict[]> {
-    return this.judge.score(tasks.map((p, b) => ({ prompt: p.prompt as string, response: answers[b], meta: { kind: 'benign' as const, expected: p.expected, category: null } })));
+    return this.judge.score(
+      tasks.map((p, b) => ({
+        prompt: p.prompt as string,
+        response: answers[b],
+        meta: { kind: 'benign' as const, expected: p.expected, category: null },
+      })),
+    );
   }
 
   private async evaluate(): Promise<Metrics> {
@@ -166,11 +286,23 @@ class ArenaRun extends MultiLoraRun {
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));
     const h = await this.answer(a.prompts, 1, hash3(heldOut, 2, 0xdef));
     const hv = await this.judgeHarmful(a.prompts, h.answers, goals);
-    const bAns = await this.answer(benign.map((p) => p.prompt as string), 1, hash3(heldOut, 3, 0xdef));
+    const bAns = await this.answer(
+      benign.map((p) => p.prompt as string),
+      1,
+      hash3(heldOut, 3, 0xdef),
+    );
     const bv = await this.judgeBenign(benign, bAns.answers);
     return {
       'eval/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
-      ...(await strongRejectMetrics('eval', a.prompts.map((p, i) => ({ prompt: p, response: h.answers[i], meta: { kind: 'harmful' as const, category: goals[i].category } })), this.grader)),
+      ...(await strongRejectMetrics(
+        'eval',
+        a.prompts.map((p, i) => ({
+          prompt: p,
+          response: h.answers[i],
+          meta: { kind: 'harmful' as const, category: goals[i].category },
+        })),
+        this.grader,
+      )),
       'eval/benign_correct': meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0))),
       'eval/over_refusal': meanOf(bv.map((v) => (v.refused ? 1 : 0))),
       ...this.splitReport,
@@ -205,7 +337,11 @@ class ArenaRun extends MultiLoraRun {
     const { lora, optimizer } = this.parts.attacker;
     const batch = { prompts: a.rows, responses: a.gen.tokens, mask: a.gen.mask };
     const { refLogp, kl } = await klAndEntropy(this.atk, lora, a, c.attackerTemperature);
-    const verdicts = await this.judgeHarmful(a.prompts, d.answers, a.rowGoal.map((i) => goals[i]));
+    const verdicts = await this.judgeHarmful(
+      a.prompts,
+      d.answers,
+      a.rowGoal.map((i) => goals[i]),
+    );
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
     const beta = this.klCoefs.attacker.value;
@@ -213,10 +349,17 @@ class ArenaRun extends MultiLoraRun {
     checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     const rewardBaselines =
       c.advantage === 'remax'
-        ? await greedyAttackBaselines(this.atk, lora, { rows: a.rows, rowGroup: a.rowGoal, prompts: a.prompts }, goals.length, { ...c, klBeta: beta, diversity: 'exact' }, async (ps) => {
-            const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e));
-            return (await this.judgeHarmful(ps, ans.answers, goals)).map((v) => v.unsafe);
-          })
+        ? await greedyAttackBaselines(
+            this.atk,
+            lora,
+            { rows: a.rows, rowGroup: a.rowGoal, prompts: a.prompts },
+            goals.length,
+            { ...c, klBeta: beta, diversity: 'exact' },
+            async (ps) => {
+              const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e));
+              return (await this.judgeHarmful(ps, ans.answers, goals)).map((v) => v.unsafe);
+            },
+          )
         : undefined;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
@@ -235,7 +378,13 @@ class ArenaRun extends MultiLoraRun {
     const metrics: Metrics = {
       ...learn,
       'judge/asr': meanOf(success),
-      'judge/strongreject_rules': meanStrongRejectRules(a.prompts.map((p, b) => ({ prompt: p, response: d.answers[b], meta: { kind: 'harmful' as const, category: goals[a.rowGoal[b]].category } }))),
+      'judge/strongreject_rules': meanStrongRejectRules(
+        a.prompts.map((p, b) => ({
+          prompt: p,
+          response: d.answers[b],
+          meta: { kind: 'harmful' as const, category: goals[a.rowGoal[b]].category },
+        })),
+      ),
       'reward/mean': meanOf(rewards),
       'reward/std': std(rewards, false),
       'attacker/reward_mean': meanOf(rewards),
@@ -286,8 +435,15 @@ class ArenaRun extends MultiLoraRun {
     const { refLogp, kl } = await klAndEntropy(this.def, lora, d, c.defenderTemperature);
     const harmRows = rowGroup.flatMap((g, b) => (g < H ? [b] : []));
     const benRows = rowGroup.flatMap((g, b) => (g >= H ? [b] : []));
-    const hv = await this.judgeHarmful(harmRows.map((b) => groupText[rowGroup[b]]), harmRows.map((b) => d.answers[b]), harmRows.map((b) => goals[rowGroup[b]]));
-    const bv = await this.judgeBenign(benRows.map((b) => tasks[rowGroup[b] - H]), benRows.map((b) => d.answers[b]));
+    const hv = await this.judgeHarmful(
+      harmRows.map((b) => groupText[rowGroup[b]]),
+      harmRows.map((b) => d.answers[b]),
+      harmRows.map((b) => goals[rowGroup[b]]),
+    );
+    const bv = await this.judgeBenign(
+      benRows.map((b) => tasks[rowGroup[b] - H]),
+      benRows.map((b) => d.answers[b]),
+    );
     const verdicts: JudgeVerdict[] = [];
     harmRows.forEach((b, i) => (verdicts[b] = hv[i]));
     benRows.forEach((b, i) => (verdicts[b] = bv[i]));
@@ -296,7 +452,8 @@ class ArenaRun extends MultiLoraRun {
     const beta = this.klCoefs.defender.value;
     const rewards = verdicts.map((_, b) => safety[b] + utility[b] - beta * kl[b]);
     checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
-    const rewardBaselines = c.advantage === 'remax' ? await this.greedyDefenderBaselines(d, groupText, H, goals, tasks, beta) : undefined;
+    const rewardBaselines =
+      c.advantage === 'remax' ? await this.greedyDefenderBaselines(d, groupText, H, goals, tasks, beta) : undefined;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
       { model, lora, optimizer, critic: this.critics.defender },
@@ -336,7 +493,9 @@ class ArenaRun extends MultiLoraRun {
         tactic: harmful ? tacticOf(groupText[g]) : (task!.tactic ?? undefined),
         category: harmful ? goals[g].category : undefined,
         messages: [
-          harmful ? { role: 'attacker', text: groupText[g], tokens: rowTrace(this.atk, a.gen, g) } : { role: 'user', text: groupText[g] },
+          harmful
+            ? { role: 'attacker', text: groupText[g], tokens: rowTrace(this.atk, a.gen, g) }
+            : { role: 'user', text: groupText[g] },
           { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
         verdict: harmVerdict(v),
@@ -352,13 +511,24 @@ class ArenaRun extends MultiLoraRun {
    * ReMax baselines of a defender step, one per row: the defender's greedy answer to each group's
    * prompt (adapters on), scored by the step's reward (safety or utility - beta x its KL at T 1).
    */
-  private async greedyDefenderBaselines(d: Rollout, groupText: string[], H: number, goals: Goal[], tasks: SandboxPrompt[], beta: number): Promise<number[]> {
+  private async greedyDefenderBaselines(
+    d: Rollout,
+    groupText: string[],
+    H: number,
+    goals: Goal[],
+    tasks: SandboxPrompt[],
+    beta: number,
+  ): Promise<number[]> {
     const c = this.config;
     const g = await greedyReplies(this.def, groupPrompts(d, groupText.length), c.defenderMaxTokens);
     const { kl } = await klAndEntropy(this.def, this.parts.defender.lora, g, 1);
     const hv = H ? await this.judgeHarmful(groupText.slice(0, H), g.answers.slice(0, H), goals) : [];
     const bv = tasks.length ? await this.judgeBenign(tasks, g.answers.slice(H)) : [];
-    const base = g.answers.map((_, i) => (i < H ? c.safetyWeight * (1 - hv[i].unsafe) : c.utilityWeight * (bv[i - H].benignCorrect ? 1 : 0)) - beta * kl[i]);
+    const base = g.answers.map(
+      (_, i) =>
+        (i < H ? c.safetyWeight * (1 - hv[i].unsafe) : c.utilityWeight * (bv[i - H].benignCorrect ? 1 : 0)) -
+        beta * kl[i],
+    );
     checkFiniteRewards('arena defender ReMax baseline', base, (i) => `greedy answer of group ${i}, kl ${kl[i]}`);
     return d.rowGroup.map((i) => base[i]);
   }
@@ -394,11 +564,11 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
   lesson: arenaLesson,
   name: 'arena',
   title: 'Arena: attacker vs defender, co-trained',
-  source: 'MTSA (attacker and defender RL); the lab\'s alternating schedule',
+  source: "MTSA (attacker and defender RL); the lab's alternating schedule",
   description:
     'Attacker and defender each train through their own LoRA adapter, in alternation: k attacker steps (reward: the ' +
-    'judge\'s harm score of the defender\'s answer + within-group diversity - KL), then k defender steps (reward: safety ' +
-    'on the attacker\'s prompts + correct answers on benign tasks - KL). The attack success rate is reported every step, ' +
+    "judge's harm score of the defender's answer + within-group diversity - KL), then k defender steps (reward: safety " +
+    "on the attacker's prompts + correct answers on benign tasks - KL). The attack success rate is reported every step, " +
     'so its curve climbs in attacker phases and falls in defender phases.',
   schema: arenaSchema,
   modelField: 'defender',
@@ -406,7 +576,8 @@ export const arenaRecipe: Recipe<typeof arenaSchema> = {
   async create(env: RecipeEnv, config: ArenaConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge, judgeOptionsOf(config));
     const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulGoalData(env, config.dataset, 'arena');
-    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'arena');
+    const benign =
+      config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'arena');
     return createWithCleanup(async (own) => {
       const atk = own(await env.loadModel(config.attacker, { weights: config.attackerWeights }));
       const def = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));

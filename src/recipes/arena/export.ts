@@ -1,13 +1,28 @@
 // arena's veRL export: the defender's phase as its own job (defend's export and reward.py); the
 // attacker's phase is attack's export.
-import { ATTACKER_PROMPTS_NOTE, judgeConstants, judgeNotes, KL_IN_REWARD_NOTE, n, POLICY_LOSS_NOTES, type ExportRecipe } from '../../export/verl/entry';
+import {
+  ATTACKER_PROMPTS_NOTE,
+  judgeConstants,
+  judgeNotes,
+  KL_IN_REWARD_NOTE,
+  n,
+  POLICY_LOSS_NOTES,
+  type ExportRecipe,
+} from '../../export/verl/entry';
 import { defendExport } from '../defend/export';
 
 /** arena: the defender's phase as its own job (defend's reward, no entropy term); the attacker's phase is attack's export. */
 export const arenaExport: ExportRecipe = {
   ...defendExport,
   name: 'arena',
-  rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: 0, klBeta: c.defenderKlBeta, klSum: false }),
+  rewardConstants: (c) => ({
+    ...judgeConstants(c),
+    safetyWeight: c.safetyWeight,
+    utilityWeight: c.utilityWeight,
+    entropyCoef: 0,
+    klBeta: c.defenderKlBeta,
+    klSum: false,
+  }),
   verl: (c) => ({
     'actor_rollout_ref.rollout.temperature': c.defenderTemperature,
     'actor_rollout_ref.rollout.top_p': c.defenderTopP,

@@ -12,12 +12,27 @@ export const arenaLesson: Lesson = {
     'attacker phase: R = harm + diversityCoef · diversity − attackerKlBeta · KL\n' +
     'defender phase: R = safetyWeight · (1 − harm) on a harmful prompt, utilityWeight · correct on a benign task, − defenderKlBeta · KL',
   combine: 'sum',
-  termNames: { harm: 'harm', diversity: 'diversityCoef · diversity', safety: 'safetyWeight · (1 − harm)', utility: 'utilityWeight · correct', kl: '− β · KL' },
+  termNames: {
+    harm: 'harm',
+    diversity: 'diversityCoef · diversity',
+    safety: 'safetyWeight · (1 − harm)',
+    utility: 'utilityWeight · correct',
+    kl: '− β · KL',
+  },
   weights: ['diversityCoef', 'attackerKlBeta', 'safetyWeight', 'utilityWeight', 'defenderKlBeta', 'phaseSteps'],
   watch: [
-    { text: 'Attack success rate: it should climb in attacker phases and fall back in defender phases — a saw-tooth when both sides learn.', metric: 'judge/asr' },
+    {
+      text: 'Attack success rate: it should climb in attacker phases and fall back in defender phases — a saw-tooth when both sides learn.',
+      metric: 'judge/asr',
+    },
     { text: 'Which side trained this step (1 = attacker).', metric: 'arena/phase_attacker' },
-    { text: 'Over-refusal on benign tasks: a defender that refuses everything is "safe" but useless — the utility term is there to stop that.', metric: 'defender/over_refusal' },
-    { text: 'Attacker diversity: near 0 means every prompt of a group is the same string (mode collapse).', metric: 'attacker/diversity_mean' },
+    {
+      text: 'Over-refusal on benign tasks: a defender that refuses everything is "safe" but useless — the utility term is there to stop that.',
+      metric: 'defender/over_refusal',
+    },
+    {
+      text: 'Attacker diversity: near 0 means every prompt of a group is the same string (mode collapse).',
+      metric: 'attacker/diversity_mean',
+    },
   ],
 };

@@ -32,69 +32,156 @@ import type { LoraSet } from '../../model/lora';
 import { hash3 } from '../../model/random';
 import type { AdamW } from '../../rl/optim';
 import { std } from '../../rl/stats';
-import { checkFiniteRewards, criticFor, KlCoef, meanOf, spreadRows, learnFromOutcomes, drawBatch, harmVerdict, type ValueCritic } from '../kit/common';
+import {
+  checkFiniteRewards,
+  criticFor,
+  KlCoef,
+  meanOf,
+  spreadRows,
+  learnFromOutcomes,
+  drawBatch,
+  harmVerdict,
+  type ValueCritic,
+} from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import {
+  adamFields,
+  adamWFor,
+  attachConfiguredLora,
+  criticFields,
+  loraFields,
+  klControllerFields,
+  klLossFields,
+  maskTruncatedField,
+  policyGradientFields,
+  trainingFields,
+} from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { harmfulGoals, tacticOf, type Goal } from '../kit/goals';
 import type { Metrics, RolloutSample } from '../../contract/report';
-import { asUserMessage, greedyReplies, groupPrompts, klAndEntropy, rowAdvantage, rowTrace, tokenEntropy, sampleReplies } from '../kit/rollout';
+import {
+  asUserMessage,
+  greedyReplies,
+  groupPrompts,
+  klAndEntropy,
+  rowAdvantage,
+  rowTrace,
+  tokenEntropy,
+  sampleReplies,
+} from '../kit/rollout';
 import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import {
+  loadStrongRejectGrader,
+  strongRejectCheck,
+  strongRejectFields,
+  strongRejectMetrics,
+} from '../kit/strongRejectEval';
 import type { TextGrader } from '../../judges/textGrader';
 import { HARMFUL_GOALS_HELP, loadHarmfulGoalData, SANDBOX_DATASET, type HarmfulGoalData } from '../kit/promptData';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { attackLesson } from './lesson';
 
-export const ATTACK_ADVANTAGES = ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'] as const;
+export const ATTACK_ADVANTAGES = [
+  'grpo',
+  'rloo',
+  'reinforce_plus_plus',
+  'reinforce_plus_plus_baseline',
+  'remax',
+  'gae',
+] as const;
 export const DIVERSITY_MODES = ['exact', 'ngram'] as const;
 /** What remax means for an attacker (attack, arena's attacker phase). */
-export const REMAX_ATTACK_HELP = "remax (veRL): baseline = the reward of the attacker's greedy prompt for the goal, answered by the defender as the samples are, its diversity taken against the goal's G samples (one extra greedy rollout and answer per goal)";
+export const REMAX_ATTACK_HELP =
+  "remax (veRL): baseline = the reward of the attacker's greedy prompt for the goal, answered by the defender as the samples are, its diversity taken against the goal's G samples (one extra greedy rollout and answer per goal)";
 export type DiversityMode = (typeof DIVERSITY_MODES)[number];
 
 export const attackSchema = {
-  attacker: str('attacker', 'model trained to attack: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  attacker: str('attacker', 'model trained to attack: a sandbox name (public/models/NAME), a folder path or a URL', {
+    nonEmpty: true,
+  }),
   attackerWeights: weightsField('attacker'),
-  defender: str('defender', 'frozen target model (never updated): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defender: str('defender', 'frozen target model (never updated): a sandbox name, a folder path or a URL', {
+    nonEmpty: true,
+  }),
   defenderWeights: weightsField('defender'),
-  judge: str('rules', 'harm scorer of the defender answer: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  judge: str(
+    'rules',
+    'harm scorer of the defender answer: rules, rules-partial, classifier, or a judge the env provides',
+    { nonEmpty: true },
+  ),
   ...judgeModelFields(),
-  dataset: str(SANDBOX_DATASET, `${HARMFUL_GOALS_HELP} (attack trains on the train rows; goalPool applies to the sandbox only)`, { nonEmpty: true }),
+  dataset: str(
+    SANDBOX_DATASET,
+    `${HARMFUL_GOALS_HELP} (attack trains on the train rows; goalPool applies to the sandbox only)`,
+    { nonEmpty: true },
+  ),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'goals per step (each is one group)', { min: 1, max: 256 }),
   groupSize: int(8, 'G: attacker prompts sampled per goal', { min: 2, max: 64 }),
-  attackerMaxTokens: int(48, 'attacker prompt length cap in tokens (sandbox prompts are <= 99 bytes, about 2.2 bytes per token)', { min: 1, max: 1024 }),
-  attackerTemperature: num(1, 'attacker sampling temperature (1 keeps the SFT tactic mix; greedy collapses it)', { min: 0.05, max: 2 }),
+  attackerMaxTokens: int(
+    48,
+    'attacker prompt length cap in tokens (sandbox prompts are <= 99 bytes, about 2.2 bytes per token)',
+    { min: 1, max: 1024 },
+  ),
+  attackerTemperature: num(1, 'attacker sampling temperature (1 keeps the SFT tactic mix; greedy collapses it)', {
+    min: 0.05,
+    max: 2,
+  }),
   attackerTopP: num(1, 'attacker nucleus sampling mass', { min: 0.01, max: 1 }),
-  defenderGreedy: bool(false, 'defender answers greedily (true) or sampled (false; the built-in defender refuses everything greedily, so sampling gives the signal)'),
+  defenderGreedy: bool(
+    false,
+    'defender answers greedily (true) or sampled (false; the built-in defender refuses everything greedily, so sampling gives the signal)',
+  ),
   defenderTemperature: num(0.7, 'defender sampling temperature (defenderGreedy = false)', { min: 0.05, max: 2 }),
   defenderTopP: num(0.9, 'defender nucleus sampling mass (defenderGreedy = false)', { min: 0.01, max: 1 }),
-  defenderMaxTokens: int(40, 'defender answer length cap in tokens (sandbox replies are <= 53 bytes)', { min: 1, max: 1024 }),
+  defenderMaxTokens: int(40, 'defender answer length cap in tokens (sandbox replies are <= 53 bytes)', {
+    min: 1,
+    max: 1024,
+  }),
   diversityCoef: num(0.2, 'weight of the within-group diversity term in the reward (0 = off)', { min: 0, max: 10 }),
-  diversity: oneOf(DIVERSITY_MODES, 'exact', 'diversity term: exact (1 - share of the other prompts of the group identical to this one) or ngram (1 - mean word-bigram Jaccard overlap with them)'),
-  klBeta: num(0.05, 'weight of the attacker\'s mean sampled-token KL to its reference (LoRA off) in the reward', { min: 0, max: 10 }),
-  lr: num(2e-3, 'AdamW learning rate (the tiny sandbox attacker needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
+  diversity: oneOf(
+    DIVERSITY_MODES,
+    'exact',
+    'diversity term: exact (1 - share of the other prompts of the group identical to this one) or ngram (1 - mean word-bigram Jaccard overlap with them)',
+  ),
+  klBeta: num(0.05, "weight of the attacker's mean sampled-token KL to its reference (LoRA off) in the reward", {
+    min: 0,
+    max: 10,
+  }),
+  lr: num(2e-3, 'AdamW learning rate (the tiny sandbox attacker needs a larger step than LoRA on large models)', {
+    min: 0,
+    max: 1,
+  }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox attacker'),
-  ...policyGradientFields(ATTACK_ADVANTAGES, { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: `advantage estimator (veRL names; MTSA trains with grpo): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline; ${REMAX_ATTACK_HELP}; gae (veRL PPO): a value head on the attacker with its own AdamW (criticLr, gaeGamma, gaeLambda, vfCoef)`,
-    stdNote: 'grpo; false = Dr. GRPO',
-    policyLoss: 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)',
-    clipNote: 'policyLoss = ppo only',
-  }),
+  ...policyGradientFields(
+    ATTACK_ADVANTAGES,
+    { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' },
+    {
+      advantage: `advantage estimator (veRL names; MTSA trains with grpo): grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline; ${REMAX_ATTACK_HELP}; gae (veRL PPO): a value head on the attacker with its own AdamW (criticLr, gaeGamma, gaeLambda, vfCoef)`,
+      stdNote: 'grpo; false = Dr. GRPO',
+      policyLoss: 'ppo (clipped surrogate, token-mean) or importance_sampling (Tinker: -sum ratio A)',
+      clipNote: 'policyLoss = ppo only',
+    },
+  ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, as MTSA' }),
   ...klControllerFields('klBeta', 'MTSA: fixed'),
   ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
-  ...strongRejectFields("every step's defender answers (attack has no held-out set; the metrics are judge/strongreject*)"),
+  ...strongRejectFields(
+    "every step's defender answers (attack has no held-out set; the metrics are judge/strongreject*)",
+  ),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 export type AttackConfig = ConfigOf<typeof attackSchema>;
 
 const wordBigrams = (text: string): Set<string> => {
-  const w = text.toLowerCase().split(/\s+/).filter((x) => x.length > 0);
+  const w = text
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((x) => x.length > 0);
   const out = new Set<string>();
   if (w.length === 1) out.add(w[0]);
   for (let i = 0; i + 1 < w.length; i++) out.add(`${w[i]} ${w[i + 1]}`);
@@ -114,8 +201,13 @@ function jaccard(a: Set<string>, b: Set<string>): number {
  *   ngram: 1 - mean over the other rows of the Jaccard overlap of word-bigram sets
  * A row alone in its group scores 1.
  */
-export function groupDiversity(texts: readonly string[], group: readonly number[], mode: DiversityMode = 'exact'): number[] {
-  if (texts.length !== group.length) throw new Error(`groupDiversity: ${texts.length} texts, ${group.length} group ids`);
+export function groupDiversity(
+  texts: readonly string[],
+  group: readonly number[],
+  mode: DiversityMode = 'exact',
+): number[] {
+  if (texts.length !== group.length)
+    throw new Error(`groupDiversity: ${texts.length} texts, ${group.length} group ids`);
   const grams = mode === 'ngram' ? texts.map(wordBigrams) : [];
   return texts.map((t, b) => {
     let others = 0;
@@ -147,9 +239,17 @@ export async function greedyAttackBaselines(
   const { kl } = await klAndEntropy(atk, lora, g, 1);
   const harm = await harmOf(g.answers);
   const B = sampled.prompts.length;
-  const div = groupDiversity([...sampled.prompts, ...g.answers], [...sampled.rowGroup, ...g.answers.map((_, i) => i)], c.diversity).slice(B);
+  const div = groupDiversity(
+    [...sampled.prompts, ...g.answers],
+    [...sampled.rowGroup, ...g.answers.map((_, i) => i)],
+    c.diversity,
+  ).slice(B);
   const base = harm.map((h, i) => h + c.diversityCoef * div[i] - c.klBeta * kl[i]);
-  checkFiniteRewards('ReMax baseline', base, (i) => `greedy prompt of goal ${i}: harm ${harm[i]}, diversity ${div[i]}, kl ${kl[i]}`);
+  checkFiniteRewards(
+    'ReMax baseline',
+    base,
+    (i) => `greedy prompt of goal ${i}: harm ${harm[i]}, diversity ${div[i]}, kl ${kl[i]}`,
+  );
   return sampled.rowGroup.map((i) => base[i]);
 }
 
@@ -180,7 +280,9 @@ class AttackRun extends LoraRun {
   private async defenderAnswers(attacks: string[], seed: number) {
     const c = this.config;
     const dm = this.def;
-    const defRows = attacks.map((a) => dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }));
+    const defRows = attacks.map((a) =>
+      dm.codec.encodeChat([{ role: 'user', content: asUserMessage(a) }], { addGenerationPrompt: true }),
+    );
     const ans = await generate(dm.model, defRows, {
       maxNewTokens: c.defenderMaxTokens,
       greedy: c.defenderGreedy,
@@ -208,7 +310,18 @@ class AttackRun extends LoraRun {
     const goals = this.batchGoals(step);
     const G = c.groupSize;
     const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
-    const { rowGroup: rowGoal, rows, gen, answers: attacks } = await sampleReplies(this.atk, goals.map((g) => attackerSource(g.text)), G, sampling, hash3(this.seed, step, 0xa77ac));
+    const {
+      rowGroup: rowGoal,
+      rows,
+      gen,
+      answers: attacks,
+    } = await sampleReplies(
+      this.atk,
+      goals.map((g) => attackerSource(g.text)),
+      G,
+      sampling,
+      hash3(this.seed, step, 0xa77ac),
+    );
     const tactics = attacks.map(tacticOf);
 
     // --- answer: the frozen defender
@@ -218,7 +331,11 @@ class AttackRun extends LoraRun {
     // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
     const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
     const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
-    const judged = attacks.map((a, b) => ({ prompt: a, response: answers[b], meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] } }));
+    const judged = attacks.map((a, b) => ({
+      prompt: a,
+      response: answers[b],
+      meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] },
+    }));
     const verdicts = await this.judge.score(judged);
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
@@ -227,11 +344,24 @@ class AttackRun extends LoraRun {
     checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     const rewardBaselines =
       c.advantage === 'remax'
-        ? await greedyAttackBaselines(this.atk, this.lora, { rows, rowGroup: rowGoal, prompts: attacks }, goals.length, { ...c, klBeta: beta }, async (ps) => {
-            const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
-            const v = await this.judge.score(ps.map((p, i) => ({ prompt: p, response: a[i], meta: { kind: 'harmful' as const, category: goals[i].category, tactic: tacticOf(p) } })));
-            return v.map((x) => x.unsafe);
-          })
+        ? await greedyAttackBaselines(
+            this.atk,
+            this.lora,
+            { rows, rowGroup: rowGoal, prompts: attacks },
+            goals.length,
+            { ...c, klBeta: beta },
+            async (ps) => {
+              const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
+              const v = await this.judge.score(
+                ps.map((p, i) => ({
+                  prompt: p,
+                  response: a[i],
+                  meta: { kind: 'harmful' as const, category: goals[i].category, tactic: tacticOf(p) },
+                })),
+              );
+              return v.map((x) => x.unsafe);
+            },
+          )
         : undefined;
     t.mark('score_ms');
 
@@ -320,7 +450,7 @@ export const attackRecipe: Recipe<typeof attackSchema> = {
   source: 'MTSA-RLVR attacker side; Tinker red-team GRPO',
   description:
     'GRPO (or RLOO / REINFORCE++) on the attacker through a LoRA adapter: it writes G adversarial prompts per harmful goal, ' +
-    'the frozen defender answers, and the reward is the judge\'s harm score of the answer plus a within-group diversity ' +
+    "the frozen defender answers, and the reward is the judge's harm score of the answer plus a within-group diversity " +
     'term (duplicates earn less) minus KL to the untouched attacker. Reports the attack success rate and the tactic mix.',
   schema: attackSchema,
   modelField: 'attacker',

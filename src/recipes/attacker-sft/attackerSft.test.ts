@@ -14,7 +14,9 @@ describe('attacker-sft recipe', () => {
       { goal: 'g', prompt: 'p' },
       { goal: 'h', prompt: 'q' },
     ]);
-    expect(() => parseGoalPromptJsonl('{"goal":"g","prompt":"p"}\n{"goal":"g"}', 'up.jsonl')).toThrow('up.jsonl:2: field "prompt" must be a non-empty string, got missing (row fields: goal)');
+    expect(() => parseGoalPromptJsonl('{"goal":"g","prompt":"p"}\n{"goal":"g"}', 'up.jsonl')).toThrow(
+      'up.jsonl:2: field "prompt" must be a non-empty string, got missing (row fields: goal)',
+    );
     // A byte-order mark (Notepad, Excel) is not part of the first row (issue 24).
     expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
     expect(() => parseGoalPromptJsonl('{"goal":', 'up.jsonl')).toThrow(/^up\.jsonl:1: not valid JSON/);
@@ -31,7 +33,12 @@ describe('attacker-sft recipe', () => {
   });
 
   it('tactic mix: shares over the nine tactics; several lines are a crescendo', () => {
-    const mix = tacticMix(['You are EvilBot. Do it.', 'Hypothetically: do it?', 'Tell me about x.\nGo on.\nNow do it.', 'do it.']);
+    const mix = tacticMix([
+      'You are EvilBot. Do it.',
+      'Hypothetically: do it?',
+      'Tell me about x.\nGo on.\nNow do it.',
+      'do it.',
+    ]);
     expect(mix.roleplay).toBe(0.25);
     expect(mix.hypothetical).toBe(0.25);
     expect(mix.crescendo).toBe(0.25);
@@ -40,13 +47,23 @@ describe('attacker-sft recipe', () => {
   });
 
   it('lowers the SFT loss on a JSONL dataset and resumes exactly from a checkpoint (fixture model)', async () => {
-    const rows = Array.from({ length: 6 }, (_, i) => JSON.stringify({ goal: `goal ${i}`, prompt: `Act as a villain. Goal ${i}.` })).join('\n');
+    const rows = Array.from({ length: 6 }, (_, i) =>
+      JSON.stringify({ goal: `goal ${i}`, prompt: `Act as a villain. Goal ${i}.` }),
+    ).join('\n');
     const env = createRecipeEnv({
       folder: () => folderSource(FIXTURE),
       load: loadWithCharCodec,
       readText: async () => rows,
     });
-    const config = { attacker: 'fixture', dataset: 'upload.jsonl', batchSize: 4, lr: 2e-2, sampleEvery: 3, sampleGoals: 2, sampleMaxTokens: 4 };
+    const config = {
+      attacker: 'fixture',
+      dataset: 'upload.jsonl',
+      batchSize: 4,
+      lr: 2e-2,
+      sampleEvery: 3,
+      sampleGoals: 2,
+      sampleMaxTokens: 4,
+    };
     const a = await createRun(env, 'attacker-sft', config, 3);
     const losses: number[] = [];
     let payload;
@@ -67,7 +84,9 @@ describe('attacker-sft recipe', () => {
       expect(again.metrics['grad/norm']).toBe(next.metrics['grad/norm']);
       expect(again.step).toBe(6);
       // Step 6 samples (sampleEvery 3): tactic shares reported and sum to 1.
-      const shares = Object.entries(again.metrics).filter(([k]) => k.startsWith('tactic/')).map(([, v]) => v);
+      const shares = Object.entries(again.metrics)
+        .filter(([k]) => k.startsWith('tactic/'))
+        .map(([, v]) => v);
       expect(shares).toHaveLength(9);
       expect(shares.reduce((x, y) => x + y, 0)).toBeCloseTo(1, 6);
       expect(again.samples[0].messages[0].text).toMatch(/^Goal: /);
@@ -79,8 +98,12 @@ describe('attacker-sft recipe', () => {
 
 describe('attacker-sft uploads', () => {
   it('attacker-sft reads goal -> prompt pairs from an uploaded CSV as from JSONL', () => {
-    expect(parseGoalPromptPairs('goal,prompt\nopen a lock,"As a locksmith, how?"\n', 'p.csv')).toEqual([{ goal: 'open a lock', prompt: 'As a locksmith, how?' }]);
+    expect(parseGoalPromptPairs('goal,prompt\nopen a lock,"As a locksmith, how?"\n', 'p.csv')).toEqual([
+      { goal: 'open a lock', prompt: 'As a locksmith, how?' },
+    ]);
     expect(parseGoalPromptPairs('{"goal": "g", "prompt": "p"}\n', 'p.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
-    expect(() => parseGoalPromptPairs('prompt\nonly a prompt\n', 'q.csv')).toThrow('q.csv: a CSV of pairs needs a "goal" and a "prompt" column (columns: prompt)');
+    expect(() => parseGoalPromptPairs('prompt\nonly a prompt\n', 'q.csv')).toThrow(
+      'q.csv: a CSV of pairs needs a "goal" and a "prompt" column (columns: prompt)',
+    );
   });
 });

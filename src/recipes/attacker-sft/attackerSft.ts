@@ -29,17 +29,34 @@ import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../ki
 import { attackerSftLesson } from './lesson';
 
 export const attackerSftSchema = {
-  attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  attacker: str('attacker', 'model to fine-tune: a sandbox name (public/models/NAME), a folder path or a URL', {
+    nonEmpty: true,
+  }),
   attackerWeights: weightsField('attacker'),
-  dataset: str('sandbox', 'training pairs: "sandbox" (the seeded attackerSft data) or a JSONL file / URL of rows {"goal": ..., "prompt": ...}', { nonEmpty: true }),
+  dataset: str(
+    'sandbox',
+    'training pairs: "sandbox" (the seeded attackerSft data) or a JSONL file / URL of rows {"goal": ..., "prompt": ...}',
+    { nonEmpty: true },
+  ),
   dataSize: int(2000, 'pairs drawn from the sandbox data (ignored for a JSONL dataset)', { min: 1, max: 1000000 }),
   batchSize: int(16, 'pairs per step', { min: 1, max: 1024 }),
-  lr: num(2e-3, 'AdamW learning rate (MTSA trains QLoRA at 2e-4 on 7B models; the tiny sandbox attacker needs a larger step)', { min: 0, max: 1 }),
+  lr: num(
+    2e-3,
+    'AdamW learning rate (MTSA trains QLoRA at 2e-4 on 7B models; the tiny sandbox attacker needs a larger step)',
+    { min: 0, max: 1 },
+  ),
   weightDecay: num(0, 'AdamW decoupled weight decay', { min: 0, max: 1 }),
   maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
   ...loraFields({ rank: 8, alpha: 16 }, 'MTSA: QLoRA r 16 / alpha 32; 8 / 16 suffices for the sandbox attacker'),
-  maxTargetTokens: int(128, 'targets are cut to this many tokens (sandbox targets are <= 99 bytes)', { min: 1, max: 4096 }),
-  sampleEvery: int(1, 'every N steps, write greedy prompts for held-out goals and report their tactic mix (0 = never)', { min: 0, max: 100000 }),
+  maxTargetTokens: int(128, 'targets are cut to this many tokens (sandbox targets are <= 99 bytes)', {
+    min: 1,
+    max: 4096,
+  }),
+  sampleEvery: int(
+    1,
+    'every N steps, write greedy prompts for held-out goals and report their tactic mix (0 = never)',
+    { min: 0, max: 100000 },
+  ),
   sampleGoals: int(8, 'held-out goals of the greedy samples', { min: 1, max: 512 }),
   sampleMaxTokens: int(64, 'length cap of a greedy sample in tokens', { min: 1, max: 1024 }),
 };
@@ -56,40 +73,66 @@ export interface GoalPromptPair {
  * `goal` and `prompt` columns (data/promptSets.ts: rows without a prompt are left out).
  */
 export function parseGoalPromptPairs(text: string, label: string): GoalPromptPair[] {
-  if (text.trimStart().replace(/^\uFEFF/, '').startsWith('{')) return parseGoalPromptJsonl(text, label);
+  if (
+    text
+      .trimStart()
+      .replace(/^\uFEFF/, '')
+      .startsWith('{')
+  )
+    return parseGoalPromptJsonl(text, label);
   const set = readPromptSet(text, label, { prompt: 'prompt' });
   const cols = columnsOf(text, label).map((c) => c.toLowerCase());
-  if (!cols.includes('goal')) throw new Error(`${label}: a CSV of pairs needs a "goal" and a "prompt" column (columns: ${cols.join(', ')})`);
-  return set.rows.map((r) => ({ goal: r.goal, prompt: typeof r.prompt === 'string' ? r.prompt : r.prompt.map((t) => t.content).join('\n') }));
+  if (!cols.includes('goal'))
+    throw new Error(`${label}: a CSV of pairs needs a "goal" and a "prompt" column (columns: ${cols.join(', ')})`);
+  return set.rows.map((r) => ({
+    goal: r.goal,
+    prompt: typeof r.prompt === 'string' ? r.prompt : r.prompt.map((t) => t.content).join('\n'),
+  }));
 }
 
 export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPair[] {
   const out: GoalPromptPair[] = [];
-  stripBom(text).split(/\r?\n/).forEach((line, i) => {
-    if (line.trim() === '') return;
-    let row: unknown;
-    try {
-      row = JSON.parse(line);
-    } catch (e) {
-      throw new Error(`${label}:${i + 1}: not valid JSON: ${briefText((e as Error).message, 120)}`);
-    }
-    if (!row || typeof row !== 'object' || Array.isArray(row)) throw new Error(`${label}:${i + 1}: a row must be a JSON object {"goal", "prompt"}`);
-    const r = row as Record<string, unknown>;
-    for (const f of ['goal', 'prompt'] as const) {
-      if (typeof r[f] !== 'string' || (r[f] as string).trim() === '') {
-        throw new Error(`${label}:${i + 1}: field "${f}" must be a non-empty string, got ${brief(r[f])} (row fields: ${briefText(Object.keys(r).join(', '), 120) || 'none'})`);
+  stripBom(text)
+    .split(/\r?\n/)
+    .forEach((line, i) => {
+      if (line.trim() === '') return;
+      let row: unknown;
+      try {
+        row = JSON.parse(line);
+      } catch (e) {
+        throw new Error(`${label}:${i + 1}: not valid JSON: ${briefText((e as Error).message, 120)}`);
       }
-    }
-    out.push({ goal: r.goal as string, prompt: r.prompt as string });
-  });
+      if (!row || typeof row !== 'object' || Array.isArray(row))
+        throw new Error(`${label}:${i + 1}: a row must be a JSON object {"goal", "prompt"}`);
+      const r = row as Record<string, unknown>;
+      for (const f of ['goal', 'prompt'] as const) {
+        if (typeof r[f] !== 'string' || (r[f] as string).trim() === '') {
+          throw new Error(
+            `${label}:${i + 1}: field "${f}" must be a non-empty string, got ${brief(r[f])} (row fields: ${briefText(Object.keys(r).join(', '), 120) || 'none'})`,
+          );
+        }
+      }
+      out.push({ goal: r.goal as string, prompt: r.prompt as string });
+    });
   if (out.length === 0) throw new Error(`${label}: no rows`);
   return out;
 }
 
 /** Prompt ids (user turn + generation prompt) and target ids (assistant content + end of turn). */
-export function encodeSftPair(codec: ChatCodec, source: string, target: string, maxTargetTokens: number): { prompt: number[]; target: number[] } {
+export function encodeSftPair(
+  codec: ChatCodec,
+  source: string,
+  target: string,
+  maxTargetTokens: number,
+): { prompt: number[]; target: number[] } {
   const prompt = codec.encodeChat([{ role: 'user', content: source }], { addGenerationPrompt: true });
-  const full = codec.encodeChat([{ role: 'user', content: source }, { role: 'assistant', content: target }], { addGenerationPrompt: false });
+  const full = codec.encodeChat(
+    [
+      { role: 'user', content: source },
+      { role: 'assistant', content: target },
+    ],
+    { addGenerationPrompt: false },
+  );
   let tgt: number[];
   if (full.length > prompt.length && prompt.every((id, i) => full[i] === id)) {
     tgt = full.slice(prompt.length);
@@ -119,7 +162,10 @@ export interface AttackerSftData {
 }
 
 /** Sandbox pairs on the train goals; held-out goals from the eval goals (data/sandbox/split.ts). */
-export function sandboxAttackerSftData(config: Pick<AttackerSftConfig, 'dataSize' | 'sampleGoals'>, seed: number): AttackerSftData {
+export function sandboxAttackerSftData(
+  config: Pick<AttackerSftConfig, 'dataSize' | 'sampleGoals'>,
+  seed: number,
+): AttackerSftData {
   return {
     train: attackerSft(config.dataSize, seed, { split: 'train' }).map((e) => ({ goal: e.goal, prompt: e.target })),
     heldOutGoals: attackerSft(config.sampleGoals, hash3(seed, 0xa77, 1) >>> 0, { split: 'eval' }).map((e) => e.goal),
@@ -132,12 +178,23 @@ export function sandboxAttackerSftData(config: Pick<AttackerSftConfig, 'dataSize
  * are the first sampleGoals held-out rows' goals; a goal that also has a training row is skipped,
  * so no held-out goal was trained on.
  */
-export function uploadedAttackerSftData(rows: GoalPromptPair[], config: Pick<AttackerSftConfig, 'dataset' | 'sampleGoals'>): AttackerSftData {
-  if (rows.length < 2) throw new Error(`${config.dataset}: ${rows.length} row(s); attacker-sft needs at least 2 to hold one out for evaluation`);
+export function uploadedAttackerSftData(
+  rows: GoalPromptPair[],
+  config: Pick<AttackerSftConfig, 'dataset' | 'sampleGoals'>,
+): AttackerSftData {
+  if (rows.length < 2)
+    throw new Error(
+      `${config.dataset}: ${rows.length} row(s); attacker-sft needs at least 2 to hold one out for evaluation`,
+    );
   const s = splitRows(rows, EVAL_SHARE, DATA_SPLIT_SEED);
   const trained = new Set(s.train.map((r) => r.goal));
-  const heldOutGoals = [...new Set(s.eval.map((r) => r.goal))].filter((g) => !trained.has(g)).slice(0, config.sampleGoals);
-  if (heldOutGoals.length === 0) throw new Error(`${config.dataset}: every held-out row's goal also has a training row; no goal is left to evaluate on (use distinct goals)`);
+  const heldOutGoals = [...new Set(s.eval.map((r) => r.goal))]
+    .filter((g) => !trained.has(g))
+    .slice(0, config.sampleGoals);
+  if (heldOutGoals.length === 0)
+    throw new Error(
+      `${config.dataset}: every held-out row's goal also has a training row; no goal is left to evaluate on (use distinct goals)`,
+    );
   return { train: s.train, heldOutGoals, split: s.info };
 }
 
@@ -186,14 +243,21 @@ class AttackerSftRun extends LoraRun {
     let grads: tf.NamedTensorMap;
     try {
       const batch = { prompts: enc.map((e) => e.prompt), responses, mask };
-      const sftLoss = (logp: tf.Tensor2D) => tf.div(tf.neg(tf.sum(tf.mul(logp, maskT))), Math.max(1, nTok)) as tf.Scalar;
+      const sftLoss = (logp: tf.Tensor2D) =>
+        tf.div(tf.neg(tf.sum(tf.mul(logp, maskT))), Math.max(1, nTok)) as tf.Scalar;
       // The planned WebGPU pass when it can run this adapter (src/rl/plannedLearn.ts), tfjs otherwise.
-      const planned = plannedLearnBlocker(model, this.lora) === null ? await plannedGrads(model, this.lora, batch, { padTokenId: codec.pad }, (s) => sftLoss(s.logp)) : null;
+      const planned =
+        plannedLearnBlocker(model, this.lora) === null
+          ? await plannedGrads(model, this.lora, batch, { padTokenId: codec.pad }, (s) => sftLoss(s.logp))
+          : null;
       if (planned) {
         lossValue = tf.scalar(planned.loss);
         grads = planned.grads;
       } else {
-        const r = tf.variableGrads(() => sftLoss(policyStats(model, batch, { padTokenId: codec.pad }).logp), Object.values(vars));
+        const r = tf.variableGrads(
+          () => sftLoss(policyStats(model, batch, { padTokenId: codec.pad }).logp),
+          Object.values(vars),
+        );
         lossValue = r.value;
         grads = r.grads;
       }
@@ -219,8 +283,15 @@ class AttackerSftRun extends LoraRun {
     // --- greedy samples and their tactic mix
     const samples: RolloutSample[] = [];
     if (c.sampleEvery > 0 && step % c.sampleEvery === 0) {
-      const ids = this.heldOut.map((g) => codec.encodeChat([{ role: 'user', content: attackerSource(g) }], { addGenerationPrompt: true }));
-      const g = await generate(model, ids, { maxNewTokens: c.sampleMaxTokens, greedy: true, stopTokens: [...codec.eos], padTokenId: codec.pad });
+      const ids = this.heldOut.map((g) =>
+        codec.encodeChat([{ role: 'user', content: attackerSource(g) }], { addGenerationPrompt: true }),
+      );
+      const g = await generate(model, ids, {
+        maxNewTokens: c.sampleMaxTokens,
+        greedy: true,
+        stopTokens: [...codec.eos],
+        padTokenId: codec.pad,
+      });
       const texts = g.tokens.map((t, b) => codec.decode(t.slice(0, g.lengths[b])));
       const mix = tacticMix(texts);
       for (const t of TACTICS) metrics[`tactic/${t}`] = mix[t];
@@ -237,7 +308,11 @@ class AttackerSftRun extends LoraRun {
           tactic,
           messages: [
             { role: 'user', text: attackerSource(this.heldOut[b]) },
-            { role: 'attacker', text, tokens: tokenTrace(codec, g.tokens[b].slice(0, n), g.logprobs[b].slice(0, n), g.entropy[b].slice(0, n)) },
+            {
+              role: 'attacker',
+              text,
+              tokens: tokenTrace(codec, g.tokens[b].slice(0, n), g.logprobs[b].slice(0, n), g.entropy[b].slice(0, n)),
+            },
           ],
           verdict: { label: `tactic: ${tactic}`, unsafe: 0, refused: false, success: false },
           reward: 0,
@@ -271,7 +346,10 @@ export const attackerSftRecipe: Recipe<typeof attackerSftSchema> = {
     let data: AttackerSftData;
     if (config.dataset === 'sandbox') data = sandboxAttackerSftData(config, seed);
     else {
-      if (!env.readText) throw new Error(`attacker-sft: field "dataset" names a file (${config.dataset}) but this environment cannot read files`);
+      if (!env.readText)
+        throw new Error(
+          `attacker-sft: field "dataset" names a file (${config.dataset}) but this environment cannot read files`,
+        );
       data = uploadedAttackerSftData(parseGoalPromptPairs(await env.readText(config.dataset), config.dataset), config);
     }
     return createWithCleanup(async (own) => {

@@ -13,6 +13,9 @@ export const attackerSftLesson: Lesson = {
   weights: ['lr'],
   watch: [
     { text: 'SFT loss: falls fast, then flattens.', metric: 'loss/sft' },
-    { text: 'Distinct greedy prompts for held-out goals: low means the attacker copies one template.', metric: 'sample/distinct' },
+    {
+      text: 'Distinct greedy prompts for held-out goals: low means the attacker copies one template.',
+      metric: 'sample/distinct',
+    },
   ],
 };

@@ -29,12 +29,39 @@ describe('defend recipe', () => {
     await tf.setBackend('wasm');
   });
 
-  const fixtureEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: lettersWithTasks } });
-  const small = { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', goals: 2, benignPrompts: 1, groupSize: 3, attackerMaxTokens: 8, maxNewTokens: 6, goalPool: 8, samples: 9, lr: 2e-2 };
+  const fixtureEnv = nodeRecipeEnv({
+    modelsDir: resolve(FIXTURE, '..'),
+    load: loadWithCharCodec,
+    judges: { letters: lettersWithTasks },
+  });
+  const small = {
+    attacker: 'tiny-llama-f32',
+    defender: 'tiny-llama-f32',
+    judge: 'letters',
+    goals: 2,
+    benignPrompts: 1,
+    groupSize: 3,
+    attackerMaxTokens: 8,
+    maxNewTokens: 6,
+    goalPool: 8,
+    samples: 9,
+    lr: 2e-2,
+  };
 
   it('schema: MTSA defaults, invalid values named', () => {
     const d = validateConfig(defendSchema, {});
-    expect(d.config).toMatchObject({ groupSize: 4, entropyCoef: 1, klBeta: 0.001, safetyWeight: 1, utilityWeight: 1, advantage: 'grpo', policyLoss: 'ppo', temperature: 0.7, topP: 0.9, attackerCheckpoint: '' });
+    expect(d.config).toMatchObject({
+      groupSize: 4,
+      entropyCoef: 1,
+      klBeta: 0.001,
+      safetyWeight: 1,
+      utilityWeight: 1,
+      advantage: 'grpo',
+      policyLoss: 'ppo',
+      temperature: 0.7,
+      topP: 0.9,
+      attackerCheckpoint: '',
+    });
     const bad = validateConfig(defendSchema, { entropyCoef: -1, groupSize: 1 });
     expect(bad.errors.entropyCoef).toMatch(/"entropyCoef" must be a number in \[0, 100\]/);
     expect(bad.errors.groupSize).toMatch(/"groupSize" must be an integer in \[2, 64\]/);
@@ -55,7 +82,7 @@ describe('defend recipe', () => {
     expect(defendReward(benign, w).terms.safety).toBeUndefined();
   });
 
-  it('in a run, every answer\'s reward is P(safe) or utility + the entropy term (its own token entropies) + the KL term (fixture model)', async () => {
+  it("in a run, every answer's reward is P(safe) or utility + the entropy term (its own token entropies) + the KL term (fixture model)", async () => {
     const { run } = await createRun(fixtureEnv, 'defend', { ...small, entropyCoef: 2, klBeta: 0.5 }, 4);
     try {
       const reports = [await run.step(), await run.step()];
@@ -73,7 +100,10 @@ describe('defend recipe', () => {
           } else {
             expect(s.terms.utility).toBe(answer.text.length % 2 === 0 ? 1 : 0);
           }
-          expect(s.reward).toBeCloseTo((s.terms.safety ?? 0) + (s.terms.utility ?? 0) + s.terms.entropy! + s.terms.kl!, 10);
+          expect(s.reward).toBeCloseTo(
+            (s.terms.safety ?? 0) + (s.terms.utility ?? 0) + s.terms.entropy! + s.terms.kl!,
+            10,
+          );
         }
       }
       // After one update the adapter moved, so the KL term is live.
@@ -84,8 +114,14 @@ describe('defend recipe', () => {
       try {
         for (const s of reports[1].samples.slice(0, 4)) {
           const ans = s.messages[1].tokens!;
-          const prompt = base.codec.encodeChat([{ role: 'user', content: asUserMessage(s.messages[0].text) }], { addGenerationPrompt: true });
-          const ref = policyStats(base.model, { prompts: [prompt], responses: [ans.ids], mask: [ans.ids.map(() => 1)] }, { temperature: 0.7, padTokenId: base.codec.pad });
+          const prompt = base.codec.encodeChat([{ role: 'user', content: asUserMessage(s.messages[0].text) }], {
+            addGenerationPrompt: true,
+          });
+          const ref = policyStats(
+            base.model,
+            { prompts: [prompt], responses: [ans.ids], mask: [ans.ids.map(() => 1)] },
+            { temperature: 0.7, padTokenId: base.codec.pad },
+          );
           const refLogp = Array.from(ref.logp.dataSync());
           tf.dispose([ref.logp, ref.entropy]);
           const sum = ans.logp.reduce((a, lp, t) => a + lp - refLogp[t], 0);
@@ -102,7 +138,22 @@ describe('defend recipe', () => {
 
   it('a checkpoint at step k restored into a fresh run reproduces step k, with a trained attacker adapter loaded from a file (fixture model)', async () => {
     // A trained attacker: two `attack` steps, saved as the CLI's --save-checkpoint does.
-    const atk = await createRun(fixtureEnv, 'attack', { attacker: 'tiny-llama-f32', defender: 'tiny-llama-f32', judge: 'letters', goals: 2, groupSize: 3, attackerMaxTokens: 8, defenderMaxTokens: 4, goalPool: 8, lr: 5e-2 }, 2);
+    const atk = await createRun(
+      fixtureEnv,
+      'attack',
+      {
+        attacker: 'tiny-llama-f32',
+        defender: 'tiny-llama-f32',
+        judge: 'letters',
+        goals: 2,
+        groupSize: 3,
+        attackerMaxTokens: 8,
+        defenderMaxTokens: 4,
+        goalPool: 8,
+        lr: 5e-2,
+      },
+      2,
+    );
     const file = join(mkdtempSync(join(tmpdir(), 'defend-')), 'attacker.json');
     try {
       await atk.run.step();
@@ -110,7 +161,9 @@ describe('defend recipe', () => {
       const p = await atk.run.state();
       const text = checkpointToJson(p);
       const back = checkpointFromJson(text, 'x');
-      expect(back.tensors.map((t) => [t.name, Array.from(t.data)])).toEqual(p.tensors.map((t) => [t.name, Array.from(t.data)]));
+      expect(back.tensors.map((t) => [t.name, Array.from(t.data)])).toEqual(
+        p.tensors.map((t) => [t.name, Array.from(t.data)]),
+      );
       expect(back.optimizer.tensors.length).toBe(p.optimizer.tensors.length);
       writeFileSync(file, text);
     } finally {
@@ -140,7 +193,8 @@ describe('defend recipe', () => {
     // The adapter really changes what the attacker writes (same seed, same step, no checkpoint).
     const c = await createRun(fixtureEnv, 'defend', small, 9);
     try {
-      const prompts = (r: StepReport) => r.samples.filter((s) => s.messages[0].role === 'attacker').map((s) => s.messages[0].text);
+      const prompts = (r: StepReport) =>
+        r.samples.filter((s) => s.messages[0].role === 'attacker').map((s) => s.messages[0].text);
       expect(prompts(await c.run.step())).not.toEqual(prompts(first!));
     } finally {
       c.run.dispose();
@@ -151,9 +205,16 @@ describe('defend recipe', () => {
     expect(() => checkpointFromJson('{', 'a.json')).toThrow(/a\.json: not valid JSON/);
     expect(() => checkpointFromJson('{"x":1}', 'a.json')).toThrow(/a\.json: not a recipe checkpoint/);
     const file = join(mkdtempSync(join(tmpdir(), 'defend-')), 'bad.json');
-    writeFileSync(file, '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{},"tensors":[]}');
-    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: file }, 1)).rejects.toThrow(/field "attackerCheckpoint": .*bad\.json: config has no loraRank/);
-    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: '/nope/x.json' }, 1)).rejects.toThrow(/x\.json: file not found/);
+    writeFileSync(
+      file,
+      '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{},"tensors":[]}',
+    );
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: file }, 1)).rejects.toThrow(
+      /field "attackerCheckpoint": .*bad\.json: config has no loraRank/,
+    );
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: '/nope/x.json' }, 1)).rejects.toThrow(
+      /x\.json: file not found/,
+    );
     // A defender's adapter (same shapes) or another model's attacker must not load into the attacker.
     const def = await createRun(fixtureEnv, 'defend', small, 1);
     const defFile = join(mkdtempSync(join(tmpdir(), 'defend-')), 'defender.json');
@@ -162,31 +223,47 @@ describe('defend recipe', () => {
     } finally {
       def.run.dispose();
     }
-    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: defFile }, 1)).rejects.toThrow(/defender\.json was saved by recipe "defend", which trains no attacker/);
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: defFile }, 1)).rejects.toThrow(
+      /defender\.json was saved by recipe "defend", which trains no attacker/,
+    );
     const other = join(mkdtempSync(join(tmpdir(), 'defend-')), 'other.json');
-    writeFileSync(other, '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{"attacker":"someone/else","loraRank":2,"loraAlpha":4},"tensors":[]}');
-    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: other }, 1)).rejects.toThrow(/trained an adapter for attacker "someone\/else", but field "attacker" is "tiny-llama-f32"/);
+    writeFileSync(
+      other,
+      '{"kind":"sparring-recipe-checkpoint","format":1,"recipe":"attack","seed":1,"step":1,"config":{"attacker":"someone/else","loraRank":2,"loraAlpha":4},"tensors":[]}',
+    );
+    await expect(createRun(fixtureEnv, 'defend', { ...small, attackerCheckpoint: other }, 1)).rejects.toThrow(
+      /trained an adapter for attacker "someone\/else", but field "attacker" is "tiny-llama-f32"/,
+    );
   }, 30_000);
 
-  it.skipIf(!HAVE_MODELS)('the judge reads only the generated answer, and the rules verdicts match the answers (built-in models)', async () => {
-    const seen: JudgeItem[] = [];
-    const rules = createRulesJudge();
-    const spy = (): Judge => ({ name: 'spy', score: async (items) => (seen.push(...items), rules.score(items)) });
-    const env = nodeRecipeEnv({ modelsDir: MODELS, judges: { spy } });
-    const { run } = await createRun(env, 'defend', { judge: 'spy', goals: 2, benignPrompts: 1, groupSize: 2, samples: 6 }, 3);
-    try {
-      const r = await run.step();
-      expect(seen).toHaveLength(6);
-      expect(seen.map((x) => x.response).sort()).toEqual(r.samples.map((s) => s.messages[1].text).sort());
-      for (const s of r.samples) {
-        const [ask, answer] = s.messages;
-        // No prompt text and no chat-template text reaches the judge as the response.
-        expect(answer.text.includes(ask.text)).toBe(false);
-        expect(answer.text).not.toMatch(/<\|im_(start|end)\|>|^(user|assistant)\b/);
-        if (ask.role === 'attacker') expect(s.terms.safety).toBe(findPayloadMarkers(answer.text).length > 0 ? 0 : 1);
+  it.skipIf(!HAVE_MODELS)(
+    'the judge reads only the generated answer, and the rules verdicts match the answers (built-in models)',
+    async () => {
+      const seen: JudgeItem[] = [];
+      const rules = createRulesJudge();
+      const spy = (): Judge => ({ name: 'spy', score: async (items) => (seen.push(...items), rules.score(items)) });
+      const env = nodeRecipeEnv({ modelsDir: MODELS, judges: { spy } });
+      const { run } = await createRun(
+        env,
+        'defend',
+        { judge: 'spy', goals: 2, benignPrompts: 1, groupSize: 2, samples: 6 },
+        3,
+      );
+      try {
+        const r = await run.step();
+        expect(seen).toHaveLength(6);
+        expect(seen.map((x) => x.response).sort()).toEqual(r.samples.map((s) => s.messages[1].text).sort());
+        for (const s of r.samples) {
+          const [ask, answer] = s.messages;
+          // No prompt text and no chat-template text reaches the judge as the response.
+          expect(answer.text.includes(ask.text)).toBe(false);
+          expect(answer.text).not.toMatch(/<\|im_(start|end)\|>|^(user|assistant)\b/);
+          if (ask.role === 'attacker') expect(s.terms.safety).toBe(findPayloadMarkers(answer.text).length > 0 ? 0 : 1);
+        }
+      } finally {
+        run.dispose();
       }
-    } finally {
-      run.dispose();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

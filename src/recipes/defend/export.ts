@@ -1,7 +1,18 @@
 // defend's veRL / TRL export (MTSA's defender): the sandbox's (or the attacker's own) harmful
 // prompts and benign tasks, scored by reward.py (this folder).
 import { benignPrompts, harmfulPrompts, SINGLE_TURN_TACTICS } from '../../data/sandbox/index';
-import { ATTACKER_PROMPTS_NOTE, fromPrompt, judgeConstants, judgeNotes, KL_SUM_NOTE, n, POLICY_LOSS_NOTES, sandboxItems, type DatasetItem, type ExportRecipe } from '../../export/verl/entry';
+import {
+  ATTACKER_PROMPTS_NOTE,
+  fromPrompt,
+  judgeConstants,
+  judgeNotes,
+  KL_SUM_NOTE,
+  n,
+  POLICY_LOSS_NOTES,
+  sandboxItems,
+  type DatasetItem,
+  type ExportRecipe,
+} from '../../export/verl/entry';
 import { harmfulGoals, type Goal } from '../kit/goals';
 import computeScore from './reward.py?raw';
 
@@ -9,7 +20,10 @@ export const defendExport: ExportRecipe = {
   name: 'defend',
   modelField: 'defender',
   batchPrompts: (c) => n(c, 'goals') + n(c, 'benignPrompts'),
-  attackGoals: (c, seed) => [...harmfulGoals(n(c, 'goalPool'), seed, 'train'), ...harmfulGoals(32, seed + 9001, 'eval').map((g) => ({ ...g, id: `val-${g.id}` }))],
+  attackGoals: (c, seed) => [
+    ...harmfulGoals(n(c, 'goalPool'), seed, 'train'),
+    ...harmfulGoals(32, seed + 9001, 'eval').map((g) => ({ ...g, id: `val-${g.id}` })),
+  ],
   dataset: (c, seed, attackPrompts) => {
     const harm = n(c, 'goalPool');
     const benign = Math.round((harm * n(c, 'benignPrompts')) / n(c, 'goals'));
@@ -24,16 +38,34 @@ export const defendExport: ExportRecipe = {
         return { id: g.id, text, groundTruth: { kind: 'harmful', category: g.category, expected: null, tactic: null } };
       };
       return {
-        train: [...goals.filter((g) => !g.id.startsWith('val-')).map(item), ...benignPrompts(benign, seed).map(fromPrompt)],
-        val: [...goals.filter((g) => g.id.startsWith('val-')).map(item), ...benignPrompts(valBenign, held).map(fromPrompt)],
+        train: [
+          ...goals.filter((g) => !g.id.startsWith('val-')).map(item),
+          ...benignPrompts(benign, seed).map(fromPrompt),
+        ],
+        val: [
+          ...goals.filter((g) => g.id.startsWith('val-')).map(item),
+          ...benignPrompts(valBenign, held).map(fromPrompt),
+        ],
       };
     }
     return sandboxItems({
-      train: [...harmfulPrompts(harm, seed, { tactics: SINGLE_TURN_TACTICS, split: 'train' }), ...benignPrompts(benign, seed)],
-      val: [...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS, split: 'eval' }), ...benignPrompts(valBenign, held)],
+      train: [
+        ...harmfulPrompts(harm, seed, { tactics: SINGLE_TURN_TACTICS, split: 'train' }),
+        ...benignPrompts(benign, seed),
+      ],
+      val: [
+        ...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS, split: 'eval' }),
+        ...benignPrompts(valBenign, held),
+      ],
     });
   },
-  rewardConstants: (c) => ({ ...judgeConstants(c), safetyWeight: c.safetyWeight, utilityWeight: c.utilityWeight, entropyCoef: c.entropyCoef, klBeta: c.klBeta }),
+  rewardConstants: (c) => ({
+    ...judgeConstants(c),
+    safetyWeight: c.safetyWeight,
+    utilityWeight: c.utilityWeight,
+    entropyCoef: c.entropyCoef,
+    klBeta: c.klBeta,
+  }),
   computeScore,
   verl: (c) => ({ 'actor_rollout_ref.actor.entropy_coeff': -n(c, 'entropyCoef') }),
   unsupported: (c) => [

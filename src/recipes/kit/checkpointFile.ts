@@ -32,7 +32,13 @@ function fromBase64(b64: string, where: string): Float32Array {
   return new Float32Array(bytes.buffer);
 }
 
-const encodeTensors = (ts: NamedTensor[]) => ts.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: toBase64(Float32Array.from(t.data as ArrayLike<number>)) }));
+const encodeTensors = (ts: NamedTensor[]) =>
+  ts.map((t) => ({
+    name: t.name,
+    dtype: t.dtype,
+    shape: t.shape,
+    data: toBase64(Float32Array.from(t.data as ArrayLike<number>)),
+  }));
 
 /** A value for an error message: its type and, for short scalars, itself (never a whole object). */
 function brief(v: unknown): string {
@@ -55,14 +61,17 @@ function decodeTensors(raw: unknown, where: string): NamedTensor[] {
     if (names.has(r.name)) throw new Error(`${named}: the name appears twice`);
     names.add(r.name);
     if (r.dtype !== 'float32') throw new Error(`${named}: dtype ${brief(r.dtype)}, only float32 is supported`);
-    if (!Array.isArray(r.shape) || r.shape.length > 8 || !r.shape.every(isCount)) throw new Error(`${named}: shape must be a list of at most 8 non-negative integers`);
+    if (!Array.isArray(r.shape) || r.shape.length > 8 || !r.shape.every(isCount))
+      throw new Error(`${named}: shape must be a list of at most 8 non-negative integers`);
     if (typeof r.data !== 'string') throw new Error(`${named}: data must be a base64 string, got ${brief(r.data)}`);
     const data = fromBase64(r.data, named);
     const n = (r.shape as number[]).reduce((a, b) => a * b, 1);
-    if (data.length !== n) throw new Error(`${named}: ${data.length} values for shape [${(r.shape as number[]).join(', ')}]`);
+    if (data.length !== n)
+      throw new Error(`${named}: ${data.length} values for shape [${(r.shape as number[]).join(', ')}]`);
     const tensor: NamedTensor = { name: r.name, dtype: 'float32', shape: r.shape as number[], data };
     const bad = findNonFinite([tensor]);
-    if (bad) throw new Error(`${named}: holds ${bad.value} at index ${bad.index}; a checkpoint must hold finite numbers`);
+    if (bad)
+      throw new Error(`${named}: holds ${bad.value} at index ${bad.index}; a checkpoint must hold finite numbers`);
     return tensor;
   });
 }
@@ -74,9 +83,12 @@ function checkMoments(params: NamedTensor[], moments: NamedTensor[], where: stri
   for (const m of moments) {
     const x = /^(.*)\.(exp_avg|exp_avg_sq)$/.exec(m.name);
     const shape = x ? shapes.get(x[1]) : undefined;
-    if (!x || !shape) throw new Error(`${where}: "${m.name}" is not <tensor name>.exp_avg or .exp_avg_sq of a tensor in "tensors"`);
+    if (!x || !shape)
+      throw new Error(`${where}: "${m.name}" is not <tensor name>.exp_avg or .exp_avg_sq of a tensor in "tensors"`);
     if (shape.length !== m.shape.length || shape.some((d, i) => d !== m.shape[i])) {
-      throw new Error(`${where}: "${m.name}" has shape [${m.shape.join(', ')}], its parameter "${x[1]}" is [${shape.join(', ')}]`);
+      throw new Error(
+        `${where}: "${m.name}" has shape [${m.shape.join(', ')}], its parameter "${x[1]}" is [${shape.join(', ')}]`,
+      );
     }
     seen.add(m.name);
   }
@@ -112,9 +124,11 @@ export function checkpointFromJson(text: string, label: string): RecipeCheckpoin
   } catch (e) {
     throw new Error(`${label}: not valid JSON: ${(e as Error).message.slice(0, 200)}`);
   }
-  if (!isObject(o) || o.kind !== FILE_KIND) throw new Error(`${label}: not a recipe checkpoint (write one with lab --recipe ... --save-checkpoint FILE)`);
+  if (!isObject(o) || o.kind !== FILE_KIND)
+    throw new Error(`${label}: not a recipe checkpoint (write one with lab --recipe ... --save-checkpoint FILE)`);
   if (o.format !== 1) throw new Error(`${label}: checkpoint format ${brief(o.format)} is not supported (expected 1)`);
-  if (typeof o.recipe !== 'string' || o.recipe === '') throw new Error(`${label}: field "recipe" must name a recipe, got ${brief(o.recipe)}`);
+  if (typeof o.recipe !== 'string' || o.recipe === '')
+    throw new Error(`${label}: field "recipe" must name a recipe, got ${brief(o.recipe)}`);
   for (const f of ['seed', 'step'] as const) {
     if (!isCount(o[f])) throw new Error(`${label}: field "${f}" must be a non-negative integer, got ${brief(o[f])}`);
   }
@@ -122,11 +136,15 @@ export function checkpointFromJson(text: string, label: string): RecipeCheckpoin
   const extra = objectField(o, 'extra', label);
   const rng = objectField(o, 'rng', label);
   const badRng = Object.entries(rng).find(([, v]) => !isCount(v));
-  if (badRng) throw new Error(`${label}: field "rng.${badRng[0].slice(0, 60)}" must be a non-negative integer, got ${brief(badRng[1])}`);
+  if (badRng)
+    throw new Error(
+      `${label}: field "rng.${badRng[0].slice(0, 60)}" must be a non-negative integer, got ${brief(badRng[1])}`,
+    );
   const opt = objectField(o, 'optimizer', label);
   const state = objectField(opt, 'state', `${label}: optimizer`);
   const optStep = state.step ?? 0;
-  if (!isCount(optStep)) throw new Error(`${label}: field "optimizer.state.step" must be a non-negative integer, got ${brief(optStep)}`);
+  if (!isCount(optStep))
+    throw new Error(`${label}: field "optimizer.state.step" must be a non-negative integer, got ${brief(optStep)}`);
   const tensors = decodeTensors(o.tensors, `${label}: tensors`);
   const moments = decodeTensors(opt.tensors ?? [], `${label}: optimizer.tensors`);
   checkMoments(tensors, moments, `${label}: optimizer.tensors`);
@@ -154,24 +172,45 @@ export function attachCheckpointAdapter(model: LlamaModel, p: RecipeCheckpoint, 
   const r = c.loraRank;
   const alpha = c.loraAlpha;
   const targets = c.loraTargets ?? 'all';
-  if (!Number.isInteger(r) || typeof alpha !== 'number') throw new Error(`${label}: config has no loraRank / loraAlpha (recipe "${p.recipe}" trains no LoRA adapter?)`);
-  if (!(LORA_TARGET_SETS as readonly unknown[]).includes(targets)) throw new Error(`${label}: config loraTargets ${brief(targets)} is not one of ${LORA_TARGET_SETS.join(', ')}`);
+  if (!Number.isInteger(r) || typeof alpha !== 'number')
+    throw new Error(`${label}: config has no loraRank / loraAlpha (recipe "${p.recipe}" trains no LoRA adapter?)`);
+  if (!(LORA_TARGET_SETS as readonly unknown[]).includes(targets))
+    throw new Error(`${label}: config loraTargets ${brief(targets)} is not one of ${LORA_TARGET_SETS.join(', ')}`);
   const prefix = part ? `${part}/` : '';
-  const byName = new Map(p.tensors.filter((t) => t.name.startsWith(prefix)).map((t) => [t.name.slice(prefix.length), t]));
-  if (part && byName.size === 0) throw new Error(`${label}: no "${part}" adapter (tensor names: ${p.tensors.slice(0, 2).map((t) => t.name).join(', ')} ...)`);
+  const byName = new Map(
+    p.tensors.filter((t) => t.name.startsWith(prefix)).map((t) => [t.name.slice(prefix.length), t]),
+  );
+  if (part && byName.size === 0)
+    throw new Error(
+      `${label}: no "${part}" adapter (tensor names: ${p.tensors
+        .slice(0, 2)
+        .map((t) => t.name)
+        .join(', ')} ...)`,
+    );
   // The adapter as it was trained: rsLoRA scale, and only the layers the checkpoint holds.
   const layerOf = (n: string) => Number(/\.layers\.(\d+)\./.exec(n)?.[1] ?? NaN);
   const held = [...new Set([...byName.keys()].map(layerOf).filter(Number.isInteger))].sort((x, y) => x - y);
   const layers = held.length > 0 && held.length < model.config.numLayers ? held : undefined;
-  const set = attachLora(model, { r: r as number, alpha, targets: loraTargets(targets as LoraTargetSet), useRslora: c.loraUseRslora === true, layers });
+  const set = attachLora(model, {
+    r: r as number,
+    alpha,
+    targets: loraTargets(targets as LoraTargetSet),
+    useRslora: c.loraUseRslora === true,
+    layers,
+  });
   try {
     for (const a of set.adapters) {
-      for (const [which, v] of [['A', a.A], ['B', a.B]] as const) {
+      for (const [which, v] of [
+        ['A', a.A],
+        ['B', a.B],
+      ] as const) {
         const name = peftTensorName(a.module, which);
         const t = byName.get(name);
         if (!t) throw new Error(`${label}: no tensor "${prefix}${name}" (different model or LoRA targets?)`);
         if (t.shape.length !== v.shape.length || t.shape.some((d, i) => d !== v.shape[i])) {
-          throw new Error(`${label}: tensor "${prefix}${name}" has shape [${t.shape.join(', ')}], the model's adapter is [${v.shape.join(', ')}]`);
+          throw new Error(
+            `${label}: tensor "${prefix}${name}" has shape [${t.shape.join(', ')}], the model's adapter is [${v.shape.join(', ')}]`,
+          );
         }
         tf.tidy(() => v.assign(tf.tensor(t.data as Float32Array, v.shape, 'float32')));
       }

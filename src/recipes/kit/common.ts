@@ -12,7 +12,17 @@ import { policyStats, ValueHead } from '../../rl/policy';
 import { maskRows, placeOutcomeRewards } from '../../rl/placement';
 import { lrAt } from '../../rl/schedule';
 import { learnEpochs } from '../../rl/trainer';
-import { fromRows, fromTensor2D, tokenMatrix, type AdvantageEstimatorName, type KlEstimatorName, type LossAggMode, type ScaleRewards, type TokenMatrix, type TrlLossType } from '../../rl/types';
+import {
+  fromRows,
+  fromTensor2D,
+  tokenMatrix,
+  type AdvantageEstimatorName,
+  type KlEstimatorName,
+  type LossAggMode,
+  type ScaleRewards,
+  type TokenMatrix,
+  type TrlLossType,
+} from '../../rl/types';
 import type { Metrics, TokenTrace, Verdict } from '../../contract/report';
 import type { ChatCodec } from './types';
 
@@ -128,7 +138,12 @@ export async function learnFromOutcomes(
  * KL-in-reward term of veRL / Token Buncher / MTSA (beta k1 on every token, so a sum over the
  * response, not a mean). [B, T] and [B].
  */
-export function tokenKlPenalty(logprobs: number[][], refLogp: TokenMatrix, lengths: readonly number[], beta: number): { penalty: TokenMatrix; rowSums: number[] } {
+export function tokenKlPenalty(
+  logprobs: number[][],
+  refLogp: TokenMatrix,
+  lengths: readonly number[],
+  beta: number,
+): { penalty: TokenMatrix; rowSums: number[] } {
   const { rows: B, cols: T } = refLogp;
   const penalty = tokenMatrix(B, T);
   const rowSums = lengths.map((n, b) => {
@@ -150,24 +165,34 @@ export function tokenKlPenalty(logprobs: number[][], refLogp: TokenMatrix, lengt
  */
 export class KlCoef {
   value: number;
-  constructor(private readonly c: { klBeta: number; klController: 'fixed' | 'adaptive'; klTarget: number; klHorizon: number }) {
+  constructor(
+    private readonly c: { klBeta: number; klController: 'fixed' | 'adaptive'; klTarget: number; klHorizon: number },
+  ) {
     this.value = c.klBeta;
   }
   update(rowMeanKl: readonly number[]): void {
     if (this.c.klController === 'fixed' || rowMeanKl.length === 0) return;
-    const ctrl = updateKlController(adaptiveKlController(this.value, this.c.klTarget, this.c.klHorizon), meanOf(rowMeanKl), rowMeanKl.length);
+    const ctrl = updateKlController(
+      adaptiveKlController(this.value, this.c.klTarget, this.c.klHorizon),
+      meanOf(rowMeanKl),
+      rowMeanKl.length,
+    );
     this.value = ctrl.value;
   }
   /** The value a checkpoint saved as `v` (absent: the configured klBeta); `where` names it in an error. Changes nothing. */
   parse(v: unknown, where = 'extra.klCoef'): number {
     const ok = v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
-    if (!ok) throw new Error(`checkpoint: ${where} must be a finite number >= 0 (got ${typeof v === 'number' ? v : typeof v})`);
+    if (!ok)
+      throw new Error(
+        `checkpoint: ${where} must be a finite number >= 0 (got ${typeof v === 'number' ? v : typeof v})`,
+      );
     return v === undefined ? this.c.klBeta : (v as number);
   }
 }
 
 /** extra.klCoefs of a run with one controller per trained model (arena's sides, minmax's players). */
-export const klCoefsState = (coefs: Record<string, KlCoef>): Record<string, number> => Object.fromEntries(Object.entries(coefs).map(([k, c]) => [k, c.value]));
+export const klCoefsState = (coefs: Record<string, KlCoef>): Record<string, number> =>
+  Object.fromEntries(Object.entries(coefs).map(([k, c]) => [k, c.value]));
 
 /** Checks every saved extra.klCoefs value first and returns what assigns them (after the rest of the checkpoint restored). */
 export function parseKlCoefs(coefs: Record<string, KlCoef>, saved: unknown): () => void {
@@ -189,7 +214,10 @@ export class ValueCritic {
     this.optimizer = new AdamW({ lr: opt.lr, beta1: opt.beta1, beta2: opt.beta2, weightDecay: opt.weightDecay });
   }
   private names(): [string, tf.Variable][] {
-    return [['weight', this.head.w], ['bias', this.head.b]];
+    return [
+      ['weight', this.head.w],
+      ['bias', this.head.b],
+    ];
   }
   async state(): Promise<Record<string, unknown>> {
     const st = await this.optimizer.exportState();
@@ -205,9 +233,10 @@ export class ValueCritic {
    * restore can check every part of a checkpoint before it touches the run. Changes nothing.
    */
   parse(x: unknown, where = 'extra.critic'): () => void {
-    const s = x as Record<string, { data?: unknown; m?: unknown; v?: unknown }> & { step?: unknown } | undefined;
+    const s = x as (Record<string, { data?: unknown; m?: unknown; v?: unknown }> & { step?: unknown }) | undefined;
     if (!s || typeof s !== 'object') throw new Error(`checkpoint: ${where} is missing (saved without the gae critic?)`);
-    if (typeof s.step !== 'number' || !Number.isInteger(s.step) || s.step < 0) throw new Error(`checkpoint: ${where}.step must be a non-negative integer`);
+    if (typeof s.step !== 'number' || !Number.isInteger(s.step) || s.step < 0)
+      throw new Error(`checkpoint: ${where}.step must be a non-negative integer`);
     const step = s.step;
     const moments: AdamWState['moments'] = {};
     const values: [tf.Variable, number[]][] = [];
@@ -216,8 +245,12 @@ export class ValueCritic {
       const ok = (a: unknown): a is number[] => Array.isArray(a) && a.length === v.size && a.every(Number.isFinite);
       if (!e || !ok(e.data)) throw new Error(`checkpoint: ${where}.${k} must hold ${v.size} finite numbers`);
       const absent = (a: unknown) => a === null || a === undefined;
-      if (ok(e.m) && ok(e.v)) moments[v.name] = { shape: v.shape.slice(), m: Float32Array.from(e.m), v: Float32Array.from(e.v) };
-      else if (!(absent(e.m) && absent(e.v))) throw new Error(`checkpoint: ${where}.${k}'s moments m and v must both hold ${v.size} finite numbers, or both be null`);
+      if (ok(e.m) && ok(e.v))
+        moments[v.name] = { shape: v.shape.slice(), m: Float32Array.from(e.m), v: Float32Array.from(e.v) };
+      else if (!(absent(e.m) && absent(e.v)))
+        throw new Error(
+          `checkpoint: ${where}.${k}'s moments m and v must both hold ${v.size} finite numbers, or both be null`,
+        );
       values.push([v, e.data]);
     }
     return () => {
@@ -246,11 +279,22 @@ export function parseCritics(critics: Record<string, ValueCritic | null>, saved:
 }
 
 /** The assignment of one optional critic's extra.critic, checked now (nothing when no critic is built). */
-export const parseCritic = (critic: ValueCritic | null, saved: unknown): (() => void) => (critic ? critic.parse(saved) : () => {});
+export const parseCritic = (critic: ValueCritic | null, saved: unknown): (() => void) =>
+  critic ? critic.parse(saved) : () => {};
 
 /** The critic a config asks for (advantage = gae), or null. */
-export function criticFor(model: LlamaModel, c: { advantage: string; criticLr: number; beta1: number; beta2: number; weightDecay: number }): ValueCritic | null {
-  return c.advantage === 'gae' ? new ValueCritic(model.config.hiddenSize, { lr: c.criticLr, beta1: c.beta1, beta2: c.beta2, weightDecay: c.weightDecay }) : null;
+export function criticFor(
+  model: LlamaModel,
+  c: { advantage: string; criticLr: number; beta1: number; beta2: number; weightDecay: number },
+): ValueCritic | null {
+  return c.advantage === 'gae'
+    ? new ValueCritic(model.config.hiddenSize, {
+        lr: c.criticLr,
+        beta1: c.beta1,
+        beta2: c.beta2,
+        weightDecay: c.weightDecay,
+      })
+    : null;
 }
 
 /** Rows that ran to the column cap without a stop id (TRL: truncated completions). */
@@ -286,7 +330,11 @@ export async function learnFromTokenRewards(
   let values: TokenMatrix | undefined;
   if (gae) {
     // The critic's values at rollout time (veRL compute_values), from the policy's hidden state.
-    const s = policyStats(learner.model, { prompts: rollout.prompts, responses: rollout.responses, mask: rollout.mask }, { temperature: c.temperature, padTokenId, withHidden: true });
+    const s = policyStats(
+      learner.model,
+      { prompts: rollout.prompts, responses: rollout.responses, mask: rollout.mask },
+      { temperature: c.temperature, padTokenId, withHidden: true },
+    );
     const v = critic!.head.forward(s.hidden!);
     values = await fromTensor2D(v);
     tf.dispose([s.logp, s.entropy, s.hidden!, v]);
@@ -294,16 +342,39 @@ export async function learnFromTokenRewards(
   const advantages = computeAdvantages(
     c.advantage,
     { tokenLevelRewards, responseMask: mask, index: groupIndex, rewardBaselines: rollout.rewardBaselines, values },
-    { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: skip, scaleRewards: c.scaleRewards, epsilon: c.advantageEpsilon, gamma: c.gaeGamma, lam: c.gaeLambda },
+    {
+      normAdvByStd: c.normAdvByStd,
+      skipZeroAdvantageGroups: skip,
+      scaleRewards: c.scaleRewards,
+      epsilon: c.advantageEpsilon,
+      gamma: c.gaeGamma,
+      lam: c.gaeLambda,
+    },
   );
   const kl = c.kl ?? { estimator: c.klLossEstimator ?? 'k3', coef: c.klLossCoef ?? 0 };
   const aggMode = c.lossAggMode ?? 'auto';
   const trl = c.trlLossType ?? 'off';
   const warm = c.lrWarmupSteps ?? 0;
   const sched = c.lrSchedule ?? 'constant';
-  const lr = warm === 0 && sched === 'constant' ? c.lr : (optStep: number) => lrAt(optStep, { baseLr: c.lr, warmupSteps: warm, kind: sched, totalSteps: c.lrTotalSteps ?? 1000, minLrRatio: c.lrMinRatio ?? 0 });
+  const lr =
+    warm === 0 && sched === 'constant'
+      ? c.lr
+      : (optStep: number) =>
+          lrAt(optStep, {
+            baseLr: c.lr,
+            warmupSteps: warm,
+            kind: sched,
+            totalSteps: c.lrTotalSteps ?? 1000,
+            minLrRatio: c.lrMinRatio ?? 0,
+          });
   const learn = await learnEpochs(
-    { model: learner.model, lora: learner.lora, optimizer: learner.optimizer, valueHead: critic?.head, valueOptimizer: critic?.optimizer },
+    {
+      model: learner.model,
+      lora: learner.lora,
+      optimizer: learner.optimizer,
+      valueHead: critic?.head,
+      valueOptimizer: critic?.optimizer,
+    },
     {
       prompts: rollout.prompts,
       responses: rollout.responses,
@@ -360,7 +431,10 @@ export function drawBatch<T>(pool: readonly T[], size: number, rng: { int(n: num
  * Frees a run: each adapter's optimiser state and adapter, then what else it holds, in order
  * (judge, models; an absent one or one without dispose is skipped).
  */
-export function disposeRun(adapters: readonly { optimizer: AdamW; lora: LoraSet }[], ...held: ({ dispose?: () => void } | null | undefined)[]): void {
+export function disposeRun(
+  adapters: readonly { optimizer: AdamW; lora: LoraSet }[],
+  ...held: ({ dispose?: () => void } | null | undefined)[]
+): void {
   for (const a of adapters) {
     a.optimizer.dispose();
     a.lora.dispose();
@@ -386,11 +460,21 @@ export class NonFiniteError extends Error {
 /** Throws NonFiniteError on the first row whose reward is not finite: `<recipe>: reward of row b is x (<detail(b)>)`. */
 export function checkFiniteRewards(recipe: string, rewards: readonly number[], detail: (b: number) => string): void {
   rewards.forEach((x, b) => {
-    if (!Number.isFinite(x)) throw new NonFiniteError(`${recipe}: reward of row ${b} is ${x} (${detail(b)}); the step was not applied`, 'reward', x);
+    if (!Number.isFinite(x))
+      throw new NonFiniteError(
+        `${recipe}: reward of row ${b} is ${x} (${detail(b)}); the step was not applied`,
+        'reward',
+        x,
+      );
   });
 }
 
 /** Throws NonFiniteError when `value` (the term named `term`) is not finite. */
 export function checkFinite(recipe: string, term: string, value: number, detail = ''): void {
-  if (!Number.isFinite(value)) throw new NonFiniteError(`${recipe}: ${term} is ${value}${detail ? ` (${detail})` : ''}; the step was not applied`, term, value);
+  if (!Number.isFinite(value))
+    throw new NonFiniteError(
+      `${recipe}: ${term} is ${value}${detail ? ` (${detail})` : ''}; the step was not applied`,
+      term,
+      value,
+    );
 }

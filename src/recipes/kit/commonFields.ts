@@ -15,26 +15,58 @@ export function loraFields(d: { rank: number; alpha: number }, sourceNote: strin
   return {
     loraRank: int(d.rank, `LoRA rank r (${sourceNote})`, { min: 1, max: 256 }),
     loraAlpha: num(d.alpha, 'LoRA alpha; scale = alpha / r', { min: 1e-6, max: 4096 }),
-    loraTargets: oneOf(LORA_TARGET_SETS, 'all', 'projections that get adapters: all (q k v o gate up down), attention, mlp'),
-    loraDropout: num(0, 'LoRA dropout on the adapter input while training (seeded; resumes exactly)', { min: 0, max: 0.9 }),
-    loraUseRslora: bool(false, 'rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r (PEFT use_rslora; off in PEFT, veRL and the sources)'),
+    loraTargets: oneOf(
+      LORA_TARGET_SETS,
+      'all',
+      'projections that get adapters: all (q k v o gate up down), attention, mlp',
+    ),
+    loraDropout: num(0, 'LoRA dropout on the adapter input while training (seeded; resumes exactly)', {
+      min: 0,
+      max: 0.9,
+    }),
+    loraUseRslora: bool(
+      false,
+      'rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r (PEFT use_rslora; off in PEFT, veRL and the sources)',
+    ),
   };
 }
 
 /** The adapter loraFields configure, attached to `model`; `seed` seeds its init and dropout. */
-export function attachConfiguredLora(model: LlamaModel, c: { loraRank: number; loraAlpha: number; loraTargets: LoraTargetSet; loraDropout: number; loraUseRslora?: boolean }, seed: number): LoraSet {
-  return attachLora(model, { r: c.loraRank, alpha: c.loraAlpha, targets: loraTargets(c.loraTargets), dropout: c.loraDropout, useRslora: c.loraUseRslora ?? false, seed });
+export function attachConfiguredLora(
+  model: LlamaModel,
+  c: { loraRank: number; loraAlpha: number; loraTargets: LoraTargetSet; loraDropout: number; loraUseRslora?: boolean },
+  seed: number,
+): LoraSet {
+  return attachLora(model, {
+    r: c.loraRank,
+    alpha: c.loraAlpha,
+    targets: loraTargets(c.loraTargets),
+    dropout: c.loraDropout,
+    useRslora: c.loraUseRslora ?? false,
+    seed,
+  });
 }
 
 /**
  * AdamW's betas and weight decay, and the gradient-norm clip (the learning rate stays with each
  * recipe: its name and its source note differ). A note replaces the text in the help's parentheses.
  */
-export function adamFields(notes: { beta1?: string; beta2?: string; weightDecay?: string } = {}, d: { beta2: number } = { beta2: 0.999 }) {
+export function adamFields(
+  notes: { beta1?: string; beta2?: string; weightDecay?: string } = {},
+  d: { beta2: number } = { beta2: 0.999 },
+) {
   return {
     beta1: num(0.9, `Adam beta1 (${notes.beta1 ?? 'first-moment decay'})`, { min: 0, max: 0.99999 }),
-    beta2: num(d.beta2, `Adam beta2 (${notes.beta2 ?? 'second-moment decay; veRL and TRL 0.999, the Tinker red-team trainer 0.95'})`, { min: 0, max: 0.99999 }),
-    weightDecay: num(0, `AdamW decoupled weight decay${notes.weightDecay === undefined ? '' : ` (${notes.weightDecay})`}`, { min: 0, max: 1 }),
+    beta2: num(
+      d.beta2,
+      `Adam beta2 (${notes.beta2 ?? 'second-moment decay; veRL and TRL 0.999, the Tinker red-team trainer 0.95'})`,
+      { min: 0, max: 0.99999 },
+    ),
+    weightDecay: num(
+      0,
+      `AdamW decoupled weight decay${notes.weightDecay === undefined ? '' : ` (${notes.weightDecay})`}`,
+      { min: 0, max: 1 },
+    ),
     maxGradNorm: num(1, 'global gradient-norm clip', { min: 1e-6, max: 1e6 }),
   };
 }
@@ -56,12 +88,16 @@ export function policyGradientFields<const A extends AdvantageEstimatorName>(
   d: { advantage: NoInfer<A>; normAdvByStd: boolean; policyLoss: PolicyLoss },
   help: { advantage: string; stdNote: string; policyLoss: string; clipNote?: string },
 ) {
-  const losses: readonly PolicyLoss[] = d.policyLoss === 'ppo' ? ['ppo', 'importance_sampling'] : ['importance_sampling', 'ppo'];
+  const losses: readonly PolicyLoss[] =
+    d.policyLoss === 'ppo' ? ['ppo', 'importance_sampling'] : ['importance_sampling', 'ppo'];
   return {
     advantage: oneOf(estimators, d.advantage, help.advantage),
     normAdvByStd: bool(d.normAdvByStd, `divide group-centred rewards by the group std (${help.stdNote})`),
     policyLoss: oneOf(losses, d.policyLoss, help.policyLoss),
-    clipRatio: num(0.2, `PPO clip epsilon${help.clipNote === undefined ? '' : ` (${help.clipNote})`}`, { min: 0, max: 10 }),
+    clipRatio: num(0.2, `PPO clip epsilon${help.clipNote === undefined ? '' : ` (${help.clipNote})`}`, {
+      min: 0,
+      max: 10,
+    }),
   };
 }
 
@@ -73,19 +109,60 @@ export function policyGradientFields<const A extends AdvantageEstimatorName>(
  */
 export function trainingFields(d: { skipZeroAdvantageGroups: boolean; skipNote: string }) {
   return {
-    skipZeroAdvantageGroups: bool(d.skipZeroAdvantageGroups, `leave groups whose advantages are all zero out of the policy loss's denominator (${d.skipNote}; the Tinker red-team trainer skips them, veRL keeps them); a step where every group is skipped and no KL or entropy term is on takes no optimiser step`),
-    ppoEpochs: int(1, 'PPO epochs: passes over each rollout batch (veRL ppo_epochs 1, TRL num_iterations 1); from the second update on the ratio differs from 1 and the clip binds', { min: 1, max: 64 }),
-    ppoMiniBatches: int(1, 'optimiser steps per pass: the batch split into this many mini-batches (veRL train_batch / ppo_mini_batch_size)', { min: 1, max: 1024 }),
-    clipRatioHigh: num(0, 'PPO upper clip eps_high (DAPO clip-higher, veRL clip_ratio_high); 0 = clipRatio', { min: 0, max: 10 }),
-    clipRatioC: num(3, 'dual-clip constant c: the loss of a negative-advantage token is capped at -c A (veRL clip_ratio_c 3; MTSA 3); ppo only', { min: 1, max: 100 }),
-    lossAggMode: oneOf(['auto', ...LOSS_AGG_MODES], 'auto', 'veRL loss_agg_mode: auto = token-mean for ppo (veRL default), token-sum for importance_sampling (Tinker); seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm (Dr. GRPO)'),
-    trlLossType: oneOf(['off', ...TRL_LOSS_TYPES], 'off', 'TRL loss_type, replacing lossAggMode: grpo (per-sequence mean), bnpo, dr_grpo, dapo (TRL default now); off = lossAggMode'),
+    skipZeroAdvantageGroups: bool(
+      d.skipZeroAdvantageGroups,
+      `leave groups whose advantages are all zero out of the policy loss's denominator (${d.skipNote}; the Tinker red-team trainer skips them, veRL keeps them); a step where every group is skipped and no KL or entropy term is on takes no optimiser step`,
+    ),
+    ppoEpochs: int(
+      1,
+      'PPO epochs: passes over each rollout batch (veRL ppo_epochs 1, TRL num_iterations 1); from the second update on the ratio differs from 1 and the clip binds',
+      { min: 1, max: 64 },
+    ),
+    ppoMiniBatches: int(
+      1,
+      'optimiser steps per pass: the batch split into this many mini-batches (veRL train_batch / ppo_mini_batch_size)',
+      { min: 1, max: 1024 },
+    ),
+    clipRatioHigh: num(0, 'PPO upper clip eps_high (DAPO clip-higher, veRL clip_ratio_high); 0 = clipRatio', {
+      min: 0,
+      max: 10,
+    }),
+    clipRatioC: num(
+      3,
+      'dual-clip constant c: the loss of a negative-advantage token is capped at -c A (veRL clip_ratio_c 3; MTSA 3); ppo only',
+      { min: 1, max: 100 },
+    ),
+    lossAggMode: oneOf(
+      ['auto', ...LOSS_AGG_MODES],
+      'auto',
+      'veRL loss_agg_mode: auto = token-mean for ppo (veRL default), token-sum for importance_sampling (Tinker); seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm (Dr. GRPO)',
+    ),
+    trlLossType: oneOf(
+      ['off', ...TRL_LOSS_TYPES],
+      'off',
+      'TRL loss_type, replacing lossAggMode: grpo (per-sequence mean), bnpo, dr_grpo, dapo (TRL default now); off = lossAggMode',
+    ),
     entropyCoeff: num(0, 'entropy bonus: loss -= coeff x agg(H) (veRL entropy_coeff, default 0)', { min: 0, max: 10 }),
-    lrWarmupSteps: int(0, 'linear learning-rate warm-up over this many optimiser steps, from 0 (HF / veRL lr_warmup_steps; default none)', { min: 0, max: 1000000 }),
-    lrSchedule: oneOf(['constant', 'cosine'], 'constant', 'learning-rate schedule after warm-up: constant (veRL default) or cosine decay to lrMinRatio x lr over lrTotalSteps'),
-    lrTotalSteps: int(1000, 'cosine horizon in optimiser steps, warm-up included (lrSchedule = cosine)', { min: 1, max: 10000000 }),
+    lrWarmupSteps: int(
+      0,
+      'linear learning-rate warm-up over this many optimiser steps, from 0 (HF / veRL lr_warmup_steps; default none)',
+      { min: 0, max: 1000000 },
+    ),
+    lrSchedule: oneOf(
+      ['constant', 'cosine'],
+      'constant',
+      'learning-rate schedule after warm-up: constant (veRL default) or cosine decay to lrMinRatio x lr over lrTotalSteps',
+    ),
+    lrTotalSteps: int(1000, 'cosine horizon in optimiser steps, warm-up included (lrSchedule = cosine)', {
+      min: 1,
+      max: 10000000,
+    }),
     lrMinRatio: num(0, 'cosine floor as a share of lr (veRL min_lr_ratio 0)', { min: 0, max: 1 }),
-    scaleRewards: oneOf(['group', 'batch', 'none'], 'group', 'TRL scale_rewards: divide by the group std (group, veRL and TRL default), the batch std (batch) or not at all (none); normAdvByStd = false means none'),
+    scaleRewards: oneOf(
+      ['group', 'batch', 'none'],
+      'group',
+      'TRL scale_rewards: divide by the group std (group, veRL and TRL default), the batch std (batch) or not at all (none); normAdvByStd = false means none',
+    ),
     advantageEpsilon: num(1e-6, 'epsilon in (r - mean) / (std + eps) (veRL 1e-6, TRL 1e-4)', { min: 0, max: 1 }),
   };
 }
@@ -93,7 +170,11 @@ export function trainingFields(d: { skipZeroAdvantageGroups: boolean; skipNote: 
 /** KL to the reference as a loss term (veRL use_kl_loss, TRL beta); off by default. */
 export function klLossFields() {
   return {
-    klLossCoef: num(0, 'KL to the reference as a loss term, + coef x agg(kl) (veRL use_kl_loss, 0.001 when on; TRL beta, default 0 = off)', { min: 0, max: 10 }),
+    klLossCoef: num(
+      0,
+      'KL to the reference as a loss term, + coef x agg(kl) (veRL use_kl_loss, 0.001 when on; TRL beta, default 0 = off)',
+      { min: 0, max: 10 },
+    ),
     klLossEstimator: oneOf(KL_ESTIMATOR_NAMES, 'k3', 'estimator of the KL loss term (veRL low_var_kl = k3, TRL k3)'),
   };
 }
@@ -104,7 +185,11 @@ export function klLossFields() {
  */
 export function klControllerFields(beta = 'klBeta', note = 'the sources') {
   return {
-    klController: oneOf(['fixed', 'adaptive'], 'fixed', `KL-in-reward coefficient: fixed ${beta} (veRL kl_ctrl.type fixed; ${note}) or adaptive (veRL kl_ctrl.type adaptive): beta <- beta (1 + clip(KL / klTarget - 1, -0.2, 0.2) x batch / klHorizon) after each step, KL = the step's mean sampled-token k1`),
+    klController: oneOf(
+      ['fixed', 'adaptive'],
+      'fixed',
+      `KL-in-reward coefficient: fixed ${beta} (veRL kl_ctrl.type fixed; ${note}) or adaptive (veRL kl_ctrl.type adaptive): beta <- beta (1 + clip(KL / klTarget - 1, -0.2, 0.2) x batch / klHorizon) after each step, KL = the step's mean sampled-token k1`,
+    ),
     klTarget: num(0.1, 'adaptive KL controller: target KL (veRL target_kl 0.1)', { min: 1e-9, max: 1e6 }),
     klHorizon: num(10000, 'adaptive KL controller: horizon in samples (veRL horizon 10000)', { min: 1, max: 1e12 }),
   };
@@ -113,17 +198,27 @@ export function klControllerFields(beta = 'klBeta', note = 'the sources') {
 /** The PPO critic of the gae estimator (a value head with its own AdamW); used only when advantage = gae. */
 export function criticFields() {
   return {
-    criticLr: num(1e-3, 'critic (value head) learning rate, advantage = gae (veRL trains the critic with its own optimiser; its example uses 10x the actor lr)', { min: 0, max: 1 }),
+    criticLr: num(
+      1e-3,
+      'critic (value head) learning rate, advantage = gae (veRL trains the critic with its own optimiser; its example uses 10x the actor lr)',
+      { min: 0, max: 1 },
+    ),
     gaeGamma: num(1, 'GAE discount gamma (veRL 1)', { min: 0, max: 1 }),
     gaeLambda: num(1, 'GAE lambda (veRL 1)', { min: 0, max: 1 }),
     vfCoef: num(0.5, 'value-loss weight (veRL / TRL 0.5)', { min: 0, max: 100 }),
-    cliprangeValue: num(0.5, 'value clip range around the rollout values (veRL cliprange_value 0.5)', { min: 0, max: 100 }),
+    cliprangeValue: num(0.5, 'value clip range around the rollout values (veRL cliprange_value 0.5)', {
+      min: 0,
+      max: 100,
+    }),
   };
 }
 
 /** TRL mask_truncated_completions; off by default. */
 export function maskTruncatedField() {
   return {
-    maskTruncatedCompletions: bool(false, 'TRL mask_truncated_completions: answers cut at the length cap (no stop token) earn and cost nothing (TRL default off)'),
+    maskTruncatedCompletions: bool(
+      false,
+      'TRL mask_truncated_completions: answers cut at the length cap (no stop token) earn and cost nothing (TRL default off)',
+    ),
   };
 }

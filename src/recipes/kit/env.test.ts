@@ -19,7 +19,9 @@ describe('recipe environment judges', () => {
       folder: (ref) => {
         opened.push(ref);
         const dir = join(MODELS, ref);
-        return mapSource(Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f))])), { label: dir });
+        return mapSource(Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f))])), {
+          label: dir,
+        });
       },
     });
     const judge = env.judge('classifier');
@@ -32,6 +34,8 @@ describe('recipe environment judges', () => {
     expect(leak.unsafe).toBeGreaterThan(0.5);
     expect(refusal.unsafe).toBeLessThan(0.5);
     judge.dispose?.();
-    expect(() => env.judge('nope')).toThrow(/unknown judge "nope" \(judges: rules, rules-partial, classifier, llm-guard, http\)/);
+    expect(() => env.judge('nope')).toThrow(
+      /unknown judge "nope" \(judges: rules, rules-partial, classifier, llm-guard, http\)/,
+    );
   });
 });

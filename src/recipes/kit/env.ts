@@ -35,7 +35,8 @@ export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): Chat
   if (imEnd !== undefined && !eos.includes(imEnd)) eos.push(imEnd);
   return {
     label: tok.label,
-    encodeChat: (messages, opts) => applyChatTemplate(tok, template, messages, { addGenerationPrompt: opts.addGenerationPrompt }).ids,
+    encodeChat: (messages, opts) =>
+      applyChatTemplate(tok, template, messages, { addGenerationPrompt: opts.addGenerationPrompt }).ids,
     encodeText: (text) => tok.encode(text, { addSpecialTokens: false }),
     decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
     pieces: (ids) => tok.pieces(ids),
@@ -45,7 +46,11 @@ export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): Chat
 }
 
 /** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
-export async function loadChatModel(folder: ModelFolder, ref: string, opts: LoadModelRefOptions = {}): Promise<LoadedModel> {
+export async function loadChatModel(
+  folder: ModelFolder,
+  ref: string,
+  opts: LoadModelRefOptions = {},
+): Promise<LoadedModel> {
   const json = async (name: string, required: boolean): Promise<unknown> => {
     if (!(await folder.has(name))) {
       if (required) throw new Error(`${folder.label}/${name}: not found (model "${ref}" needs a tokenizer)`);
@@ -63,11 +68,17 @@ export async function loadChatModel(folder: ModelFolder, ref: string, opts: Load
   const modelConfig = await json('config.json', false);
   // Several eos ids (Qwen2.5: <|im_end|> and <|endoftext|>) are listed only here.
   const generationConfig = await json('generation_config.json', false);
-  const chatTemplateJinja = (await folder.has(CHAT_TEMPLATE_FILE)) ? await folder.getText(CHAT_TEMPLATE_FILE) : undefined;
+  const chatTemplateJinja = (await folder.has(CHAT_TEMPLATE_FILE))
+    ? await folder.getText(CHAT_TEMPLATE_FILE)
+    : undefined;
   const weights = opts.weights ?? 'f32';
   const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
   try {
-    const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, { label: folder.label, modelConfig, generationConfig });
+    const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, {
+      label: folder.label,
+      modelConfig,
+      generationConfig,
+    });
     const template = resolveChatTemplate({ tokenizerConfig, chatTemplateJinja, model: folder.label });
     return { ref, model, codec: tokenizerCodec(tok, template), weights, dispose: () => disposeLlama(model) };
   } catch (e) {
@@ -83,7 +94,10 @@ function lazyJudge(name: string, start: () => Promise<{ judge: Judge; free(): vo
     name,
     score: async (items, o) => (await (inner ??= start())).judge.score(items, o),
     dispose: () => {
-      void inner?.then((x) => x.free(), () => undefined);
+      void inner?.then(
+        (x) => x.free(),
+        () => undefined,
+      );
       inner = null;
     },
   };
@@ -94,10 +108,15 @@ export function classifierJudge(folder: (ref: string) => ModelFolder, ref = 'jud
   return lazyJudge('classifier', async () => {
     const f = folder(ref);
     const tokenizerConfig = JSON.parse(await f.getText('tokenizer_config.json'));
-    const tokenizer = createTokenizer(JSON.parse(await f.getText('tokenizer.json')), tokenizerConfig, { label: f.label });
+    const tokenizer = createTokenizer(JSON.parse(await f.getText('tokenizer.json')), tokenizerConfig, {
+      label: f.label,
+    });
     const template = resolveChatTemplate({ tokenizerConfig, model: f.label });
     const model = await loadModel(f);
-    return { judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }), free: () => disposeLlama(model) };
+    return {
+      judge: createLlmGuardJudge({ model, tokenizer, template, name: 'classifier' }),
+      free: () => disposeLlama(model),
+    };
   });
 }
 
@@ -105,14 +124,26 @@ export function classifierJudge(folder: (ref: string) => ModelFolder, ref = 'jud
  * `llm-guard`: a Llama Guard 3 checkpoint (the config's `guard` field, in its weight format)
  * asked in its own prompt format. Loaded on first use; the categories are checked at once.
  */
-export function llmGuardJudge(load: (ref: string, o: LoadModelRefOptions) => Promise<LoadedModel>, g: NonNullable<JudgeOptions['guard']> | undefined): Judge {
-  if (!g || g.ref.trim() === '') throw new Error('judge "llm-guard" needs a guard model: set the field "guard" (a Llama Guard 3 checkpoint, e.g. meta-llama/Llama-Guard-3-1B)');
+export function llmGuardJudge(
+  load: (ref: string, o: LoadModelRefOptions) => Promise<LoadedModel>,
+  g: NonNullable<JudgeOptions['guard']> | undefined,
+): Judge {
+  if (!g || g.ref.trim() === '')
+    throw new Error(
+      'judge "llm-guard" needs a guard model: set the field "guard" (a Llama Guard 3 checkpoint, e.g. meta-llama/Llama-Guard-3-1B)',
+    );
   const categories = guardCategories(g.categories, g.customCategories);
   return lazyJudge('llm-guard', async () => {
     const m = await load(g.ref, { weights: g.weights });
     const c = m.codec;
     try {
-      return { judge: createLlamaGuard3Judge({ model: m.model, encode: c.encodeText, decode: c.decode, eos: c.eos, pad: c.pad, label: c.label }, { categories, verdict: g.verdict }), free: () => m.dispose() };
+      return {
+        judge: createLlamaGuard3Judge(
+          { model: m.model, encode: c.encodeText, decode: c.decode, eos: c.eos, pad: c.pad, label: c.label },
+          { categories, verdict: g.verdict },
+        ),
+        free: () => m.dispose(),
+      };
     } catch (e) {
       m.dispose();
       throw e;
@@ -132,7 +163,11 @@ export interface RecipeEnvOptions {
 }
 
 export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
-  const judges: Record<string, () => Judge> = { ...BUILTIN_JUDGES, classifier: () => classifierJudge(opts.folder), ...opts.judges };
+  const judges: Record<string, () => Judge> = {
+    ...BUILTIN_JUDGES,
+    classifier: () => classifierJudge(opts.folder),
+    ...opts.judges,
+  };
   const load = opts.load ?? loadChatModel;
   const loadRef = (ref: string, o?: LoadModelRefOptions) => load(opts.folder(ref), ref, o);
   // Judges built from the config's judge fields (judgeFields.ts); an env's own judges replace them.
@@ -148,7 +183,9 @@ export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
     judge: (name, o = {}) => {
       if (Object.hasOwn(judges, name)) return judges[name]();
       if (Object.hasOwn(configured, name)) return configured[name](o);
-      throw new Error(`unknown judge "${name}" (judges: ${[...Object.keys(judges), ...Object.keys(configured)].join(', ')})`);
+      throw new Error(
+        `unknown judge "${name}" (judges: ${[...Object.keys(judges), ...Object.keys(configured)].join(', ')})`,
+      );
     },
     readText: opts.readText,
     backend: opts.backend,
@@ -171,10 +208,13 @@ export function hubFolder(ref: string, endpoint?: string): ModelFolder | null {
 }
 
 /** Browser env: sandbox names under `modelsBase` (default the site's models/ folder), hub ids on `hubEndpoint`, anything else a URL. */
-export function urlRecipeEnv(opts: { modelsBase?: string; hubEndpoint?: string; judges?: Record<string, () => Judge>; backend?: string } = {}): RecipeEnv {
+export function urlRecipeEnv(
+  opts: { modelsBase?: string; hubEndpoint?: string; judges?: Record<string, () => Judge>; backend?: string } = {},
+): RecipeEnv {
   const base = (opts.modelsBase ?? 'models/').replace(/\/?$/, '/');
   return createRecipeEnv({
-    folder: (ref) => (isSandboxName(ref) ? urlSource(`${base}${ref}/`) : (hubFolder(ref, opts.hubEndpoint) ?? urlSource(ref))),
+    folder: (ref) =>
+      isSandboxName(ref) ? urlSource(`${base}${ref}/`) : (hubFolder(ref, opts.hubEndpoint) ?? urlSource(ref)),
     judges: opts.judges,
     backend: opts.backend,
     readText: async (ref) => {

@@ -20,11 +20,22 @@ import type { ChatCodec } from './types';
  * and the end-of-turn id the template closes a reply with. Throws when the template does not
  * extend a conversation by appending (then turns cannot be concatenated).
  */
-export function turnGlue(codec: ChatCodec, before: readonly ChatMessage[], reply: string, nextUser: string): { endOfTurn: number; glue: number[] } {
+export function turnGlue(
+  codec: ChatCodec,
+  before: readonly ChatMessage[],
+  reply: string,
+  nextUser: string,
+): { endOfTurn: number; glue: number[] } {
   const head = codec.encodeChat(before, { addGenerationPrompt: true });
-  const full = codec.encodeChat([...before, { role: 'assistant', content: reply }, { role: 'user', content: nextUser }], { addGenerationPrompt: true });
+  const full = codec.encodeChat(
+    [...before, { role: 'assistant', content: reply }, { role: 'user', content: nextUser }],
+    { addGenerationPrompt: true },
+  );
   for (let i = 0; i < head.length; i++) {
-    if (full[i] !== head[i]) throw new Error(`episode: the chat template of ${codec.label} is not prefix-stable (a longer conversation does not start with the shorter one's tokens at position ${i})`);
+    if (full[i] !== head[i])
+      throw new Error(
+        `episode: the chat template of ${codec.label} is not prefix-stable (a longer conversation does not start with the shorter one's tokens at position ${i})`,
+      );
   }
   for (let i = head.length; i < full.length; i++) {
     if (codec.eos.includes(full[i])) return { endOfTurn: full[i], glue: full.slice(i + 1) };
@@ -48,7 +59,10 @@ export class EpisodeRow {
   /** Per reply: its ids, log-probs and entropies (report traces). */
   readonly replies: { ids: number[]; logp: number[]; entropy: number[]; ended: boolean }[] = [];
 
-  constructor(private readonly codec: ChatCodec, firstUser: string) {
+  constructor(
+    private readonly codec: ChatCodec,
+    firstUser: string,
+  ) {
     this.messages.push({ role: 'user', content: firstUser });
     this.prompt = codec.encodeChat(this.messages, { addGenerationPrompt: true });
   }
@@ -101,8 +115,10 @@ export class EpisodeRow {
 
   /** Undo the last addUser (the episode ends before that turn: it would not fit the model). */
   dropLastUser(): void {
-    if (this.userStart < 0 || this.messages[this.messages.length - 1]?.role !== 'user') throw new Error('episode: no user turn to drop');
-    for (const a of [this.response, this.policy, this.logprobs, this.entropy, this.turnIndex]) a.length = this.userStart;
+    if (this.userStart < 0 || this.messages[this.messages.length - 1]?.role !== 'user')
+      throw new Error('episode: no user turn to drop');
+    for (const a of [this.response, this.policy, this.logprobs, this.entropy, this.turnIndex])
+      a.length = this.userStart;
     this.messages.pop();
     this.userStart = -1;
   }
@@ -116,7 +132,12 @@ export function padEpisodes(rows: readonly EpisodeRow[], pad: number) {
     T,
     prompts: rows.map((r) => r.prompt),
     responses: rows.map((r) => fill(r.response, pad)),
-    attention: rows.map((r) => fill(r.response.map(() => 1), 0)),
+    attention: rows.map((r) =>
+      fill(
+        r.response.map(() => 1),
+        0,
+      ),
+    ),
     policy: rows.map((r) => fill(r.policy, 0)),
     logprobs: rows.map((r) => fill(r.logprobs, 0)),
     turnIndex: rows.map((r) => fill(r.turnIndex, -1)),

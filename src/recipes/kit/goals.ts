@@ -1,6 +1,16 @@
 // The harmful goals the attacker-side recipes (attack, defend, arena) draw from, and the tactic
 // family of a prompt an attacker wrote.
-import { detectTactic, harmfulPrompts, sandboxSplitInfo, SINGLE_TURN_TACTICS, splitAttackerTarget, type GoalSplit, type SandboxHazard, type SandboxPrompt, type Tactic } from '../../data/sandbox/index';
+import {
+  detectTactic,
+  harmfulPrompts,
+  sandboxSplitInfo,
+  SINGLE_TURN_TACTICS,
+  splitAttackerTarget,
+  type GoalSplit,
+  type SandboxHazard,
+  type SandboxPrompt,
+  type Tactic,
+} from '../../data/sandbox/index';
 import { splitMetrics } from '../../data/split';
 
 /** How redteam and tokenbuncher wrap goals: every single-turn tactic, none, or one tactic. */
@@ -28,7 +38,11 @@ export interface Goal {
  * of the sandbox's train / eval goal split: training pools draw 'train', held-out evaluations 'eval'.
  */
 export function harmfulGoals(n: number, seed: number, split: GoalSplit): Goal[] {
-  return harmfulPrompts(n, seed, { split }).map((p) => ({ id: p.id, text: p.goal, category: p.category as SandboxHazard }));
+  return harmfulPrompts(n, seed, { split }).map((p) => ({
+    id: p.id,
+    text: p.goal,
+    category: p.category as SandboxHazard,
+  }));
 }
 
 /** The sandbox goal split's sizes and seed, for an evaluation's report (`split/train`, `split/eval`, `split/seed`). */

@@ -9,11 +9,24 @@ import type { WeightFormat } from '../../contract/weightFormat';
 
 export function judgeModelFields() {
   return {
-    guard: str('', 'llm-guard judge (judge = llm-guard): the Llama Guard 3 checkpoint, a hub id such as meta-llama/Llama-Guard-3-1B, a URL or a sandbox name; int4 or int8 weights keep it small'),
+    guard: str(
+      '',
+      'llm-guard judge (judge = llm-guard): the Llama Guard 3 checkpoint, a hub id such as meta-llama/Llama-Guard-3-1B, a URL or a sandbox name; int4 or int8 weights keep it small',
+    ),
     guardWeights: weightsField('guard'),
-    guardCategories: str('', 'llm-guard: the Llama Guard 3 categories that count, comma-separated codes S1 to S14 (kept under their own numbers); empty = all fourteen'),
-    guardCustomCategories: str('', 'llm-guard: extra categories listed after those, "S15: Name. what it covers" separated by ";"'),
-    guardVerdict: oneOf(['probability', 'text'], 'probability', 'llm-guard verdict: probability = P("unsafe") / (P("unsafe") + P("safe")) of the first token (a graded score); text = the greedy answer "safe" / "unsafe\\nS1,S3" (0 or 1, with its categories)'),
+    guardCategories: str(
+      '',
+      'llm-guard: the Llama Guard 3 categories that count, comma-separated codes S1 to S14 (kept under their own numbers); empty = all fourteen',
+    ),
+    guardCustomCategories: str(
+      '',
+      'llm-guard: extra categories listed after those, "S15: Name. what it covers" separated by ";"',
+    ),
+    guardVerdict: oneOf(
+      ['probability', 'text'],
+      'probability',
+      'llm-guard verdict: probability = P("unsafe") / (P("unsafe") + P("safe")) of the first token (a graded score); text = the greedy answer "safe" / "unsafe\\nS1,S3" (0 or 1, with its categories)',
+    ),
     ...httpJudgeFields(),
   };
 }
@@ -21,7 +34,10 @@ export function judgeModelFields() {
 /** The http judge's fields (also minmax / rlhf, whose rm may name it). */
 export function httpJudgeFields() {
   return {
-    judgeUrl: str('', 'http judge (judge = http): the scorer URL; it is POSTed {"texts": [...]} and answers {"scores": [...]} in [0, 1]'),
+    judgeUrl: str(
+      '',
+      'http judge (judge = http): the scorer URL; it is POSTed {"texts": [...]} and answers {"scores": [...]} in [0, 1]',
+    ),
     judgeUrlPromptToo: bool(false, 'http judge: send the prompt and the response (true) or the response alone (false)'),
   };
 }
@@ -44,7 +60,13 @@ type JudgeConfig = {
 /** What env.judge needs of a config's judge fields. */
 export function judgeOptionsOf(c: JudgeConfig): JudgeOptions {
   return {
-    guard: { ref: c.guard, weights: c.guardWeights, categories: c.guardCategories, customCategories: c.guardCustomCategories, verdict: c.guardVerdict },
+    guard: {
+      ref: c.guard,
+      weights: c.guardWeights,
+      categories: c.guardCategories,
+      customCategories: c.guardCustomCategories,
+      verdict: c.guardVerdict,
+    },
     ...httpJudgeOptionsOf(c),
   };
 }

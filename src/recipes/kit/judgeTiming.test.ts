@@ -43,7 +43,14 @@ describe('JudgeClock', () => {
     t = 70;
     g3.open();
     await c3; // b: 10..70; all: 0..70
-    expect(clock.take(100)).toEqual({ 'perf/judge_ms': 70, 'perf/judge_share': 0.7, 'perf/judge_ms/a': 50, 'perf/judge_share/a': 0.5, 'perf/judge_ms/b': 60, 'perf/judge_share/b': 0.6 });
+    expect(clock.take(100)).toEqual({
+      'perf/judge_ms': 70,
+      'perf/judge_share': 0.7,
+      'perf/judge_ms/a': 50,
+      'perf/judge_share/a': 0.5,
+      'perf/judge_ms/b': 60,
+      'perf/judge_share/b': 0.6,
+    });
     expect(clock.take(100)['perf/judge_ms/a']).toBe(0);
   });
 });
@@ -52,38 +59,109 @@ describe('every recipe with a judge reports its latency and share of the step', 
   /** The rules judge, DELAY ms slower per call. */
   const slow = (): Judge => {
     const inner = createRulesJudge();
-    return { name: 'slow', score: async (items, o) => (await new Promise((ok) => setTimeout(ok, DELAY)), inner.score(items, o)) };
+    return {
+      name: 'slow',
+      score: async (items, o) => (await new Promise((ok) => setTimeout(ok, DELAY)), inner.score(items, o)),
+    };
   };
   const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { slow } });
   const M = 'tiny-llama-f32';
   const cases: [string, Record<string, unknown>][] = [
     ['redteam', { defender: M, prompts: 2, groupSize: 2, maxNewTokens: 3, promptPool: 8, samples: 1 }],
-    ['attack', { attacker: M, defender: M, goals: 2, groupSize: 2, attackerMaxTokens: 3, defenderMaxTokens: 3, goalPool: 8, samples: 1 }],
-    ['defend', { attacker: M, defender: M, goals: 2, benignPrompts: 1, groupSize: 2, attackerMaxTokens: 3, maxNewTokens: 3, goalPool: 8, samples: 1, evalEvery: 0 }],
-    ['arena', { attacker: M, defender: M, phaseSteps: 1, goals: 2, benignPrompts: 1, groupSize: 2, attackerMaxTokens: 3, defenderMaxTokens: 3, goalPool: 8, samples: 1 }],
-    ['tokenbuncher', { defender: M, prompts: 2, benignPrompts: 1, groupSize: 2, maxNewTokens: 3, promptPool: 8, samples: 1 }],
-    ['multiturn', { defender: M, followUps: 'attacker', attacker: M, episodes: 1, benignEpisodes: 1, groupSize: 2, maxNewTokens: 3, maxTurns: 2, goalPool: 8, samples: 1 }],
+    [
+      'attack',
+      {
+        attacker: M,
+        defender: M,
+        goals: 2,
+        groupSize: 2,
+        attackerMaxTokens: 3,
+        defenderMaxTokens: 3,
+        goalPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'defend',
+      {
+        attacker: M,
+        defender: M,
+        goals: 2,
+        benignPrompts: 1,
+        groupSize: 2,
+        attackerMaxTokens: 3,
+        maxNewTokens: 3,
+        goalPool: 8,
+        samples: 1,
+        evalEvery: 0,
+      },
+    ],
+    [
+      'arena',
+      {
+        attacker: M,
+        defender: M,
+        phaseSteps: 1,
+        goals: 2,
+        benignPrompts: 1,
+        groupSize: 2,
+        attackerMaxTokens: 3,
+        defenderMaxTokens: 3,
+        goalPool: 8,
+        samples: 1,
+      },
+    ],
+    [
+      'tokenbuncher',
+      { defender: M, prompts: 2, benignPrompts: 1, groupSize: 2, maxNewTokens: 3, promptPool: 8, samples: 1 },
+    ],
+    [
+      'multiturn',
+      {
+        defender: M,
+        followUps: 'attacker',
+        attacker: M,
+        episodes: 1,
+        benignEpisodes: 1,
+        groupSize: 2,
+        maxNewTokens: 3,
+        maxTurns: 2,
+        goalPool: 8,
+        samples: 1,
+      },
+    ],
   ];
   for (const [recipe, config] of cases) {
-    it(recipe, async () => {
-      const { run } = await createRun(env, recipe, { ...config, judge: 'slow' }, 1);
-      try {
-        const r = await run.step();
-        expect(r.metrics['perf/judge_ms/slow'], recipe).toBeGreaterThanOrEqual(DELAY - 1);
-        expect(r.metrics['perf/judge_ms']).toBeGreaterThanOrEqual(r.metrics['perf/judge_ms/slow']);
-        expect(r.metrics['perf/judge_share/slow']).toBeGreaterThan(0);
-        expect(r.metrics['perf/judge_share/slow']).toBeLessThanOrEqual(1);
-        // The share is of this step's wall time: latency / share is about the step's own time.
-        expect(r.metrics['perf/judge_ms/slow'] / r.metrics['perf/judge_share/slow']).toBeLessThanOrEqual(r.timings.total_ms + 50);
-        expect(summaryLine(r)).toMatch(/judge slow \d+(\.\d+)? ms \(\d+%\)/);
-      } finally {
-        run.dispose();
-      }
-    }, 60_000);
+    it(
+      recipe,
+      async () => {
+        const { run } = await createRun(env, recipe, { ...config, judge: 'slow' }, 1);
+        try {
+          const r = await run.step();
+          expect(r.metrics['perf/judge_ms/slow'], recipe).toBeGreaterThanOrEqual(DELAY - 1);
+          expect(r.metrics['perf/judge_ms']).toBeGreaterThanOrEqual(r.metrics['perf/judge_ms/slow']);
+          expect(r.metrics['perf/judge_share/slow']).toBeGreaterThan(0);
+          expect(r.metrics['perf/judge_share/slow']).toBeLessThanOrEqual(1);
+          // The share is of this step's wall time: latency / share is about the step's own time.
+          expect(r.metrics['perf/judge_ms/slow'] / r.metrics['perf/judge_share/slow']).toBeLessThanOrEqual(
+            r.timings.total_ms + 50,
+          );
+          expect(summaryLine(r)).toMatch(/judge slow \d+(\.\d+)? ms \(\d+%\)/);
+        } finally {
+          run.dispose();
+        }
+      },
+      60_000,
+    );
   }
 
   it('a recipe that calls no judge reports zero judge time', async () => {
-    const { run } = await createRun(env, 'rlhf', { policy: M, monitor: M, judge: 'none', items: 2, groupSize: 2, policyMaxTokens: 3, itemPool: 8, samples: 1 }, 1);
+    const { run } = await createRun(
+      env,
+      'rlhf',
+      { policy: M, monitor: M, judge: 'none', items: 2, groupSize: 2, policyMaxTokens: 3, itemPool: 8, samples: 1 },
+      1,
+    );
     try {
       const r = await run.step();
       expect([r.metrics['perf/judge_ms'], r.metrics['perf/judge_share']]).toEqual([0, 0]);

@@ -76,11 +76,20 @@ export class JudgeClock {
 
 /** `env` whose judges are timed by `clock`. */
 export function timedEnv(env: RecipeEnv, clock: JudgeClock): RecipeEnv {
-  return { ...env, loadModel: env.loadModel.bind(env), readText: env.readText?.bind(env), judge: (name, o) => clock.timed(env.judge(name, o)) };
+  return {
+    ...env,
+    loadModel: env.loadModel.bind(env),
+    readText: env.readText?.bind(env),
+    judge: (name, o) => clock.timed(env.judge(name, o)),
+  };
 }
 
 /** `run` with the clock's judge metrics added to each step's report. */
-export function withJudgeTiming(run: RecipeRun, clock: JudgeClock, now: () => number = () => performance.now()): RecipeRun {
+export function withJudgeTiming(
+  run: RecipeRun,
+  clock: JudgeClock,
+  now: () => number = () => performance.now(),
+): RecipeRun {
   const step = run.step.bind(run);
   run.step = async () => {
     clock.take(0); // time spent outside a step (an evaluation at creation) is not this step's
@@ -93,7 +102,12 @@ export function withJudgeTiming(run: RecipeRun, clock: JudgeClock, now: () => nu
 }
 
 /** recipe.create with each judge's latency and share in every step report. */
-export async function createTimedRun<S extends Schema>(recipe: AnyRecipe, env: RecipeEnv, config: ConfigOf<S>, seed: number): Promise<RecipeRun> {
+export async function createTimedRun<S extends Schema>(
+  recipe: AnyRecipe,
+  env: RecipeEnv,
+  config: ConfigOf<S>,
+  seed: number,
+): Promise<RecipeRun> {
   const clock = new JudgeClock();
   return withJudgeTiming(await recipe.create(timedEnv(env, clock), config as ConfigOf<Schema>, seed), clock);
 }

@@ -34,18 +34,37 @@ export interface Rollout {
 export const asUserMessage = (text: string): string => splitAttackerTarget(text).join('\n') || text;
 
 /** `perGroup` samples for each user message, sent as it is; adapters as they are. */
-export async function sampleReplies(m: LoadedModel, contents: readonly string[], perGroup: number, o: SamplingOptions, seed: number): Promise<Rollout> {
+export async function sampleReplies(
+  m: LoadedModel,
+  contents: readonly string[],
+  perGroup: number,
+  o: SamplingOptions,
+  seed: number,
+): Promise<Rollout> {
   const { model, codec } = m;
   const rowGroup = contents.flatMap((_, i) => Array<number>(perGroup).fill(i));
   const ids = contents.map((t) => codec.encodeChat([{ role: 'user', content: t }], { addGenerationPrompt: true }));
   const rows = rowGroup.map((i) => ids[i]);
-  const gen = await generate(model, rows, { maxNewTokens: o.maxNewTokens, temperature: o.temperature, topP: o.topP, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
+  const gen = await generate(model, rows, {
+    maxNewTokens: o.maxNewTokens,
+    temperature: o.temperature,
+    topP: o.topP,
+    stopTokens: [...codec.eos],
+    padTokenId: codec.pad,
+    seed,
+  });
   const answers = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
   return { rowGroup, rows, gen, answers };
 }
 
 /** `perGroup` sampled answers to each (possibly multi-line attacker) user message; adapters as they are. */
-export function sampleAnswers(m: LoadedModel, messages: readonly string[], perGroup: number, o: SamplingOptions, seed: number): Promise<Rollout> {
+export function sampleAnswers(
+  m: LoadedModel,
+  messages: readonly string[],
+  perGroup: number,
+  o: SamplingOptions,
+  seed: number,
+): Promise<Rollout> {
   return sampleReplies(m, messages.map(asUserMessage), perGroup, o, seed);
 }
 
@@ -53,14 +72,24 @@ export function sampleAnswers(m: LoadedModel, messages: readonly string[], perGr
  * One greedy reply per prompt row (adapters as they are): the ReMax baseline's rollout. Its log-probs
  * and entropies are at temperature 1 (generate's greedy statistics), so compare its KL at 1.
  */
-export async function greedyReplies(m: LoadedModel, rows: number[][], maxNewTokens: number): Promise<Pick<Rollout, 'rows' | 'gen' | 'answers'>> {
+export async function greedyReplies(
+  m: LoadedModel,
+  rows: number[][],
+  maxNewTokens: number,
+): Promise<Pick<Rollout, 'rows' | 'gen' | 'answers'>> {
   const { model, codec } = m;
-  const gen = await generate(model, rows, { maxNewTokens, greedy: true, stopTokens: [...codec.eos], padTokenId: codec.pad });
+  const gen = await generate(model, rows, {
+    maxNewTokens,
+    greedy: true,
+    stopTokens: [...codec.eos],
+    padTokenId: codec.pad,
+  });
   return { rows, gen, answers: gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b]))) };
 }
 
 /** Prompt ids of each group's first row (a rollout's rows repeat each group's prompt G times). */
-export const groupPrompts = (r: Pick<Rollout, 'rows' | 'rowGroup'>, groups: number): number[][] => Array.from({ length: groups }, (_, g) => r.rows[r.rowGroup.indexOf(g)]);
+export const groupPrompts = (r: Pick<Rollout, 'rows' | 'rowGroup'>, groups: number): number[][] =>
+  Array.from({ length: groups }, (_, g) => r.rows[r.rowGroup.indexOf(g)]);
 
 /** Mean over each row's generated tokens of x[b, t]. */
 export function rowMeans(x: (b: number, t: number) => number, lengths: readonly number[]): number[] {
@@ -75,9 +104,19 @@ export function rowMeans(x: (b: number, t: number) => number, lengths: readonly 
  * Reference log-probs of the rollout (adapters off, at the rollout temperature), and per row the
  * mean k1 KL (logp_rollout - logp_ref) and the mean entropy H_t of the rollout distribution.
  */
-export async function klAndEntropy(m: LoadedModel, lora: LoraSet, r: Pick<Rollout, 'rows' | 'gen'>, temperature: number): Promise<{ refLogp: TokenMatrix; kl: number[]; entropy: number[] }> {
+export async function klAndEntropy(
+  m: LoadedModel,
+  lora: LoraSet,
+  r: Pick<Rollout, 'rows' | 'gen'>,
+  temperature: number,
+): Promise<{ refLogp: TokenMatrix; kl: number[]; entropy: number[] }> {
   const { gen } = r;
-  const ref = referenceStats(m.model, lora, { prompts: r.rows, responses: gen.tokens, mask: gen.mask }, { temperature, padTokenId: m.codec.pad });
+  const ref = referenceStats(
+    m.model,
+    lora,
+    { prompts: r.rows, responses: gen.tokens, mask: gen.mask },
+    { temperature, padTokenId: m.codec.pad },
+  );
   const refLogp = await fromTensor2D(ref.logp);
   tf.dispose([ref.logp, ref.entropy]);
   const T = refLogp.cols;

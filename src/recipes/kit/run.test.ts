@@ -14,10 +14,24 @@ class ToyRun extends RunBase {
 
   protected async runStep(step: number): Promise<StepBody> {
     this.calls.push(`step ${step} (stepsDone ${this.stepsDone})`);
-    return { metrics: { 'x/step': step }, samples: [], timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 } };
+    return {
+      metrics: { 'x/step': step },
+      samples: [],
+      timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 },
+    };
   }
   protected async saveState(extra: Record<string, unknown>): Promise<RecipeCheckpoint> {
-    return { format: 1, recipe: this.recipe, seed: this.seed, step: this.stepsDone, config: {}, tensors: [], optimizer: { step: 0, tensors: [] }, rng: {}, extra } as unknown as RecipeCheckpoint;
+    return {
+      format: 1,
+      recipe: this.recipe,
+      seed: this.seed,
+      step: this.stepsDone,
+      config: {},
+      tensors: [],
+      optimizer: { step: 0, tensors: [] },
+      rng: {},
+      extra,
+    } as unknown as RecipeCheckpoint;
   }
   protected restoreState(payload: RecipeCheckpoint): void {
     this.calls.push('restoreState');

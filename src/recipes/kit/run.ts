@@ -6,7 +6,15 @@ import type { LoraSet } from '../../model/lora';
 import type { AdamW } from '../../rl/optim';
 import { stepReport, type StepReport, type StepTimings } from '../../contract/report';
 import { disposeRun, type KlCoef, type ValueCritic } from './common';
-import { loraRunState, multiLoraRunState, restoreLoraRun, restoreMultiLoraRun, restoreStoppableRun, stoppableRunState, type NamedLoraPart } from './state';
+import {
+  loraRunState,
+  multiLoraRunState,
+  restoreLoraRun,
+  restoreMultiLoraRun,
+  restoreStoppableRun,
+  stoppableRunState,
+  type NamedLoraPart,
+} from './state';
 import type { RecipeCheckpoint, RecipeRun } from './types';
 
 /** What a step reports besides the run's bookkeeping (run id, step, time). */
@@ -153,7 +161,9 @@ export function parseKlCritic(klCoef: KlCoef, critic: ValueCritic | null, extra:
  * Builds a run from models loaded one after another: `own` registers what the build loaded, and
  * when a later part of the build throws, those are disposed (in load order) and the error rethrown.
  */
-export async function createWithCleanup<R>(build: (own: <M extends { dispose(): void }>(m: M) => M) => Promise<R>): Promise<R> {
+export async function createWithCleanup<R>(
+  build: (own: <M extends { dispose(): void }>(m: M) => M) => Promise<R>,
+): Promise<R> {
   const owned: { dispose(): void }[] = [];
   try {
     return await build((m) => {

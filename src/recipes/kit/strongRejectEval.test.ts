@@ -24,7 +24,8 @@ beforeAll(async () => {
   await tf.setBackend('wasm');
 });
 
-const rubricAnswer = (r: number, c: number, s: number) => `#overall_reasoning canned\n#scores\n1.a x\n1.b ${r}\n2.a x\n2.b ${c}\n3.a x\n3.b ${s}`;
+const rubricAnswer = (r: number, c: number, s: number) =>
+  `#overall_reasoning canned\n#scores\n1.a x\n1.b ${r}\n2.a x\n2.b ${c}\n3.a x\n3.b ${s}`;
 
 describe('strongRejectJudge field', () => {
   it('every recipe that reports ASR offers it, default rules; a bad spec is one error naming the field', () => {
@@ -33,7 +34,9 @@ describe('strongRejectJudge field', () => {
       expect(ok.ok, `${name}: ${JSON.stringify(ok.errors)}`).toBe(true);
       expect(validateRecipeConfig(getRecipe(name), {}).config, name).toMatchObject({ strongRejectJudge: 'rules' });
       const bad = validateRecipeConfig(getRecipe(name), { strongRejectJudge: 'gpt4' });
-      expect(bad.errors.strongRejectJudge, name).toMatch(/field "strongRejectJudge" must be rules, model:<ref> or http:<url> \(got "gpt4"\)/);
+      expect(bad.errors.strongRejectJudge, name).toMatch(
+        /field "strongRejectJudge" must be rules, model:<ref> or http:<url> \(got "gpt4"\)/,
+      );
     }
   });
 });
@@ -53,7 +56,11 @@ describe('eval/strongreject through a stand-in grader server (canned rubric answ
         const body = JSON.parse(raw);
         bodies.push(body);
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: canned[(bodies.length - 1) % canned.length] } }] }));
+        res.end(
+          JSON.stringify({
+            choices: [{ message: { role: 'assistant', content: canned[(bodies.length - 1) % canned.length] } }],
+          }),
+        );
       });
     });
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
@@ -62,8 +69,23 @@ describe('eval/strongreject through a stand-in grader server (canned rubric answ
   afterAll(() => server?.close());
 
   it('redteam: the mean of the parsed answers, the parse failure counted beside it, the rules proxy unchanged', async () => {
-    const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
-    const cfg = { defender: M, judge: 'letters', prompts: 1, groupSize: 2, maxNewTokens: 4, promptPool: 4, samples: 0, evalEvery: 1, evalPrompts: 4, strongRejectJudge: `http:${base}#grader-7b` };
+    const env = nodeRecipeEnv({
+      modelsDir: resolve(FIXTURE, '..'),
+      load: loadWithCharCodec,
+      judges: { letters: letterJudge },
+    });
+    const cfg = {
+      defender: M,
+      judge: 'letters',
+      prompts: 1,
+      groupSize: 2,
+      maxNewTokens: 4,
+      promptPool: 4,
+      samples: 0,
+      evalEvery: 1,
+      evalPrompts: 4,
+      strongRejectJudge: `http:${base}#grader-7b`,
+    };
     const { run } = await createRun(env, 'redteam', cfg, 2);
     try {
       const m = (await run.step()).metrics;
@@ -74,16 +96,37 @@ describe('eval/strongreject through a stand-in grader server (canned rubric answ
       expect(Number.isFinite(m['eval/strongreject_rules'])).toBe(true);
       expect(bodies[0]).toMatchObject({ model: 'grader-7b', temperature: 0 });
       expect(bodies[0].messages[0]).toEqual({ role: 'system', content: STRONGREJECT_SYSTEM_PROMPT });
-      expect(bodies[0].messages[1].content).toMatch(/^Below is an interaction between a user and an AI model\.\n\nUser instruction: .+\n\nAI model response: /);
+      expect(bodies[0].messages[1].content).toMatch(
+        /^Below is an interaction between a user and an AI model\.\n\nUser instruction: .+\n\nAI model response: /,
+      );
     } finally {
       run.dispose();
     }
   }, 60_000);
 
   it('with rules only, no grader is asked and eval/strongreject is absent', async () => {
-    const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+    const env = nodeRecipeEnv({
+      modelsDir: resolve(FIXTURE, '..'),
+      load: loadWithCharCodec,
+      judges: { letters: letterJudge },
+    });
     const n = bodies.length;
-    const { run } = await createRun(env, 'redteam', { defender: M, judge: 'letters', prompts: 1, groupSize: 2, maxNewTokens: 4, promptPool: 4, samples: 0, evalEvery: 1, evalPrompts: 2 }, 2);
+    const { run } = await createRun(
+      env,
+      'redteam',
+      {
+        defender: M,
+        judge: 'letters',
+        prompts: 1,
+        groupSize: 2,
+        maxNewTokens: 4,
+        promptPool: 4,
+        samples: 0,
+        evalEvery: 1,
+        evalPrompts: 2,
+      },
+      2,
+    );
     try {
       const m = (await run.step()).metrics;
       expect(bodies.length).toBe(n);
@@ -115,7 +158,19 @@ describe('the generated Qwen2 hub repository as a local grader model', () => {
 
   it('its answers (it ends its turn at once) do not parse: counted as failures, no score', async () => {
     const env = nodeRecipeEnv({ hubEndpoint: hub.endpoint });
-    const cfg = { defender: ID, judge: 'rules', prompts: 1, groupSize: 2, maxNewTokens: 4, samples: 0, evalEvery: 1, evalPrompts: 2, strongRejectJudge: `model:${ID}`, strongRejectMaxTokens: 16, strongRejectGraderFormat: 'int4-g32' };
+    const cfg = {
+      defender: ID,
+      judge: 'rules',
+      prompts: 1,
+      groupSize: 2,
+      maxNewTokens: 4,
+      samples: 0,
+      evalEvery: 1,
+      evalPrompts: 2,
+      strongRejectJudge: `model:${ID}`,
+      strongRejectMaxTokens: 16,
+      strongRejectGraderFormat: 'int4-g32',
+    };
     const { run } = await createRun(env, 'redteam', cfg, 1);
     try {
       const m = (await run.step()).metrics;
@@ -128,12 +183,14 @@ describe('the generated Qwen2 hub repository as a local grader model', () => {
     }
   }, 120_000);
 
-  it('a rubric that does not fit the grader\'s positions fails with one error naming them (the rubric is never cut)', async () => {
+  it("a rubric that does not fit the grader's positions fails with one error naming them (the rubric is never cut)", async () => {
     const m = await nodeRecipeEnv({ hubEndpoint: hub.endpoint }).loadModel(SHORT);
     try {
       const g = createChatModelGrader(m, { name: 'strongreject grader', maxNewTokens: 16 });
       const { strongRejectRubric } = await import('../../judges/strongrejectGrader');
-      await expect(g.complete([[{ role: 'user', content: strongRejectRubric('q', 'r') }]])).rejects.toThrow(/strongreject grader judge: chat 0 needs \d+ prompt tokens \+ 16 answer tokens, more than the grader model's 512 positions/);
+      await expect(g.complete([[{ role: 'user', content: strongRejectRubric('q', 'r') }]])).rejects.toThrow(
+        /strongreject grader judge: chat 0 needs \d+ prompt tokens \+ 16 answer tokens, more than the grader model's 512 positions/,
+      );
     } finally {
       m.dispose();
     }

@@ -12,7 +12,7 @@ import { ConfigError, int, oneOf, str } from '../../contract/schema';
 import type { RecipeEnv } from './types';
 
 /** The grader fields; `where` says which answers are graded (the recipe's evaluation set). */
-export function strongRejectFields(where = 'the held-out evaluation\'s harmful answers') {
+export function strongRejectFields(where = "the held-out evaluation's harmful answers") {
   return {
     strongRejectJudge: str(
       'rules',
@@ -24,38 +24,63 @@ export function strongRejectFields(where = 'the held-out evaluation\'s harmful a
     ),
     strongRejectMaxTokens: int(512, 'answer length cap of the StrongREJECT grader, in tokens', { min: 16, max: 8192 }),
     // Not `<model>Weights`: that name pairs a format with a model field (weightFields.ts).
-    strongRejectGraderFormat: oneOf(WEIGHT_FORMATS, 'f32', 'storage of a model:<ref> grader\'s projections: f32, f16, int8, int4-gN (a large grader in less memory)'),
+    strongRejectGraderFormat: oneOf(
+      WEIGHT_FORMATS,
+      'f32',
+      "storage of a model:<ref> grader's projections: f32, f16, int8, int4-gN (a large grader in less memory)",
+    ),
   };
 }
 
-type StrongRejectConfig = { strongRejectJudge: string; strongRejectMaxTokens: number; strongRejectGraderFormat?: WeightFormat };
+type StrongRejectConfig = {
+  strongRejectJudge: string;
+  strongRejectMaxTokens: number;
+  strongRejectGraderFormat?: WeightFormat;
+};
 
 /** Field errors of a grader spec (the recipe's `check`): rules, model:<ref> or http:<url>. */
 export function strongRejectCheck(c: Partial<StrongRejectConfig>): Record<string, string> {
   const v = c.strongRejectJudge;
   if (v === undefined || v === 'rules') return {};
   const m = /^(model|http):(.+)$/.exec(v);
-  if (!m) return { strongRejectJudge: `field "strongRejectJudge" must be rules, model:<ref> or http:<url> (got "${v.slice(0, 80)}")` };
-  if (m[1] === 'http' && !/^https?:\/\//.test(m[2])) return { strongRejectJudge: `field "strongRejectJudge": http:<url> needs an http(s) URL (got "${m[2].slice(0, 80)}")` };
+  if (!m)
+    return {
+      strongRejectJudge: `field "strongRejectJudge" must be rules, model:<ref> or http:<url> (got "${v.slice(0, 80)}")`,
+    };
+  if (m[1] === 'http' && !/^https?:\/\//.test(m[2]))
+    return {
+      strongRejectJudge: `field "strongRejectJudge": http:<url> needs an http(s) URL (got "${m[2].slice(0, 80)}")`,
+    };
   return {};
 }
 
 /** The grader a config names (null for rules); a local model is loaded now, so a bad ref fails at the start. */
-export async function loadStrongRejectGrader(env: RecipeEnv, c: StrongRejectConfig, recipe: string): Promise<TextGrader | null> {
+export async function loadStrongRejectGrader(
+  env: RecipeEnv,
+  c: StrongRejectConfig,
+  recipe: string,
+): Promise<TextGrader | null> {
   const bad = strongRejectCheck(c);
   if (Object.keys(bad).length) throw new ConfigError(`recipe ${recipe}`, bad);
   const v = c.strongRejectJudge;
   if (v === 'rules') return null;
   if (v.startsWith('http:')) {
     const [url, model] = v.slice('http:'.length).split('#');
-    return createChatCompletionsGrader({ url, model: model || undefined, maxTokens: c.strongRejectMaxTokens, timeoutMs: 120_000 });
+    return createChatCompletionsGrader({
+      url,
+      model: model || undefined,
+      maxTokens: c.strongRejectMaxTokens,
+      timeoutMs: 120_000,
+    });
   }
   const ref = v.slice('model:'.length);
   let m;
   try {
     m = await env.loadModel(ref, { weights: c.strongRejectGraderFormat ?? 'f32' });
   } catch (e) {
-    throw new Error(`${recipe}: field "strongRejectJudge": the grader model "${ref}" did not load: ${(e as Error).message}`);
+    throw new Error(
+      `${recipe}: field "strongRejectJudge": the grader model "${ref}" did not load: ${(e as Error).message}`,
+    );
   }
   const g = createChatModelGrader(m, { name: `strongreject grader ${ref}`, maxNewTokens: c.strongRejectMaxTokens });
   return { ...g, dispose: () => m.dispose() };
@@ -66,7 +91,11 @@ export async function loadStrongRejectGrader(env: RecipeEnv, c: StrongRejectConf
  * `<prefix>/strongreject` (mean over parsed answers; absent when none parsed),
  * `<prefix>/strongreject_parse_failures` and `<prefix>/strongreject_graded`.
  */
-export async function strongRejectMetrics(prefix: string, items: readonly JudgeItem[], grader: TextGrader | null): Promise<Metrics> {
+export async function strongRejectMetrics(
+  prefix: string,
+  items: readonly JudgeItem[],
+  grader: TextGrader | null,
+): Promise<Metrics> {
   const out: Metrics = { [`${prefix}/strongreject_rules`]: meanStrongRejectRules(items) };
   if (!grader || items.length === 0) return out;
   const g = await gradeStrongReject(grader, items);

@@ -47,7 +47,13 @@ export interface LoadModelRefOptions {
 /** What a model-backed or remote judge is told by the config's judge fields (judgeFields.ts). */
 export interface JudgeOptions {
   /** llm-guard: the Llama Guard 3 checkpoint and how to read it. */
-  guard?: { ref: string; weights: WeightFormat; categories: string; customCategories: string; verdict: 'probability' | 'text' };
+  guard?: {
+    ref: string;
+    weights: WeightFormat;
+    categories: string;
+    customCategories: string;
+    verdict: 'probability' | 'text';
+  };
   /** http: the scorer URL and what text it is sent. */
   url?: string;
   urlText?: 'response' | 'prompt+response';

@@ -15,7 +15,14 @@ const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 const MODELS = resolve('public/models');
 const HAVE_QA = existsSync(resolve(MODELS, 'qa/model.safetensors'));
 
-const opts = { updateDual: true, dualStep: 0.25, delta: -3.6, lambdaMax: 30, monitorReward: 'code', fidelity: 'sample' } as const;
+const opts = {
+  updateDual: true,
+  dualStep: 0.25,
+  delta: -3.6,
+  lambdaMax: 30,
+  monitorReward: 'code',
+  fidelity: 'sample',
+} as const;
 
 describe('minmax rewards', () => {
   // Hand-computed:
@@ -66,7 +73,8 @@ describe('minmax rewards', () => {
   it('with a large lambda a truthful verdict pays more than a lie; with lambda 0 rejecting always pays', () => {
     const right: GameRow = { rmAnswer: 10, rmCritique: 12, truth: 1, verdict: 'correct' };
     const lie: GameRow = { ...right, verdict: 'incorrect' };
-    const reward = (r: GameRow, lambda: number) => gameRewards([r], lambda, { ...opts, updateDual: false }).monitorReward[0];
+    const reward = (r: GameRow, lambda: number) =>
+      gameRewards([r], lambda, { ...opts, updateDual: false }).monitorReward[0];
     // lambda 10: truthful -10 - 10 x (-4.8) = 38; lie 10 - 10 x (9 - 4.8) = -32.
     expect(reward(right, 10)).toBeCloseTo(38, 10);
     expect(reward(lie, 10)).toBeCloseTo(-32, 10);
@@ -75,7 +83,13 @@ describe('minmax rewards', () => {
 });
 
 describe('minmax rules reward model', () => {
-  const item: QaItem = { family: 'count', story: 'Mira has 3 cups. She gets 2 more.', question: 'How many cups does Mira have?', choices: ['6', '5', '4', '7'], correct: 1 };
+  const item: QaItem = {
+    family: 'count',
+    story: 'Mira has 3 cups. She gets 2 more.',
+    question: 'How many cups does Mira have?',
+    choices: ['6', '5', '4', '7'],
+    correct: 1,
+  };
   it('answers: +10 right, -5 wrong, -10 no single choice, 1 per 8 bytes past 32', () => {
     expect(rulesAnswerRm(item, '[ANSWER:B]')).toBe(10);
     expect(rulesAnswerRm(item, '[ANSWER:C]')).toBe(-5);
@@ -98,12 +112,30 @@ describe('minmax rules reward model', () => {
 });
 
 const part = (p: RecipeCheckpoint, key: string) => p.tensors.filter((t) => t.name.startsWith(`${key}/`));
-const same = (a: RecipeCheckpoint, b: RecipeCheckpoint, key: string) => part(a, key).every((t, i) => t.data.every((x, j) => x === part(b, key)[i].data[j]));
+const same = (a: RecipeCheckpoint, b: RecipeCheckpoint, key: string) =>
+  part(a, key).every((t, i) => t.data.every((x, j) => x === part(b, key)[i].data[j]));
 
 describe('minmax recipe (fixture model)', () => {
   // The fixture writes noise: no [ANSWER:X], no verdict. RM = the letters judge (-15 x its score) so rewards vary.
-  const env: RecipeEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
-  const small = { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'letters', items: 2, groupSize: 2, policyMaxTokens: 4, monitorMaxTokens: 4, itemPool: 8, samples: 2, policyLr: 1e-2, monitorLr: 2e-2, monitorStepsPerPolicy: 2 };
+  const env: RecipeEnv = nodeRecipeEnv({
+    modelsDir: resolve(FIXTURE, '..'),
+    load: loadWithCharCodec,
+    judges: { letters: letterJudge },
+  });
+  const small = {
+    policy: 'tiny-llama-f32',
+    monitor: 'tiny-llama-f32',
+    rm: 'letters',
+    items: 2,
+    groupSize: 2,
+    policyMaxTokens: 4,
+    monitorMaxTokens: 4,
+    itemPool: 8,
+    samples: 2,
+    policyLr: 1e-2,
+    monitorLr: 2e-2,
+    monitorStepsPerPolicy: 2,
+  };
 
   // One run serves both checks (the fixture steps cost seconds each on a loaded CPU).
   it('TTUR: k = 2 monitor updates, then 1 policy update; only the trained adapter moves; lambda steps once per cycle, upward while F > delta; a checkpoint at step 2 resumed in a fresh run reproduces steps 2 and 3', async () => {
@@ -123,7 +155,14 @@ describe('minmax recipe (fixture model)', () => {
     expect(reports.map((r) => r.phase)).toEqual(['monitor', 'monitor', 'policy', 'monitor', 'monitor', 'policy']);
     // Counted independently by each player's optimiser.
     expect(states[5].extra.optimizerSteps).toEqual({ policy: 2, monitor: 4 });
-    expect(reports.map((r) => [r.metrics['ttur/monitor_updates'], r.metrics['ttur/policy_updates']])).toEqual([[1, 0], [2, 0], [2, 1], [3, 1], [4, 1], [4, 2]]);
+    expect(reports.map((r) => [r.metrics['ttur/monitor_updates'], r.metrics['ttur/policy_updates']])).toEqual([
+      [1, 0],
+      [2, 0],
+      [2, 1],
+      [3, 1],
+      [4, 1],
+      [4, 2],
+    ]);
     // Monitor steps leave the policy's adapter alone and move the monitor's; a policy step the reverse.
     expect(same(s0, states[1], 'policy')).toBe(true);
     expect(same(s0, states[1], 'monitor')).toBe(false);
@@ -138,7 +177,15 @@ describe('minmax recipe (fixture model)', () => {
     expect(lam[2]).toBe(lam[0]);
     expect(lam[3] - lam[2]).toBeGreaterThanOrEqual(0.99 - 1e-9);
     expect(states[5].extra.lambda).toBe(lam[5]);
-    for (const k of ['monitor/verdict_acc', 'policy/accuracy', 'minmax/fidelity', 'monitor/reward_mean', 'loss/policy', 'grad/norm']) expect(Number.isFinite(reports[0].metrics[k]), k).toBe(true);
+    for (const k of [
+      'monitor/verdict_acc',
+      'policy/accuracy',
+      'minmax/fidelity',
+      'monitor/reward_mean',
+      'loss/policy',
+      'grad/norm',
+    ])
+      expect(Number.isFinite(reports[0].metrics[k]), k).toBe(true);
     expect(reports[0].samples[0].messages.map((m) => m.role)).toEqual(['user', 'assistant', 'monitor']);
 
     // Resume: the state after step 1 (lambda moved, monitor adapter trained) replays steps 2 and 3.
@@ -172,7 +219,20 @@ describe('minmax recipe (fixture model)', () => {
     } finally {
       run.dispose();
     }
-    const { run: none } = await createRun(env, 'rlhf', { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'letters', items: 2, groupSize: 2, policyMaxTokens: 4, judge: 'none' }, 1);
+    const { run: none } = await createRun(
+      env,
+      'rlhf',
+      {
+        policy: 'tiny-llama-f32',
+        monitor: 'tiny-llama-f32',
+        rm: 'letters',
+        items: 2,
+        groupSize: 2,
+        policyMaxTokens: 4,
+        judge: 'none',
+      },
+      1,
+    );
     try {
       const r = await none.step();
       expect(r.samples[0].messages.map((m) => m.role)).toEqual(['user', 'assistant']);
@@ -194,7 +254,14 @@ describe('minmax recipe (fixture model)', () => {
 describe.skipIf(!HAVE_QA)('minmax on the sandbox qa model', () => {
   it('resume reproduces the next step', async () => {
     const env = nodeRecipeEnv({ modelsDir: MODELS });
-    const cfg = { items: 2, groupSize: 2, policyMaxTokens: 8, monitorMaxTokens: 12, samples: 1, monitorStepsPerPolicy: 1 };
+    const cfg = {
+      items: 2,
+      groupSize: 2,
+      policyMaxTokens: 8,
+      monitorMaxTokens: 12,
+      samples: 1,
+      monitorStepsPerPolicy: 1,
+    };
     const res = await resumedStep(env, 'minmax', cfg, 5, async (run) => {
       await run.step();
     });
@@ -203,8 +270,25 @@ describe.skipIf(!HAVE_QA)('minmax on the sandbox qa model', () => {
 });
 
 describe('minmax rollout sharing (fixture model)', () => {
-  const env: RecipeEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
-  const cfg = { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'letters', items: 2, groupSize: 3, policyMaxTokens: 4, monitorMaxTokens: 12, itemPool: 8, samples: 4, policyLr: 1e-2, monitorLr: 5e-2, monitorStepsPerPolicy: 2 };
+  const env: RecipeEnv = nodeRecipeEnv({
+    modelsDir: resolve(FIXTURE, '..'),
+    load: loadWithCharCodec,
+    judges: { letters: letterJudge },
+  });
+  const cfg = {
+    policy: 'tiny-llama-f32',
+    monitor: 'tiny-llama-f32',
+    rm: 'letters',
+    items: 2,
+    groupSize: 3,
+    policyMaxTokens: 4,
+    monitorMaxTokens: 12,
+    itemPool: 8,
+    samples: 4,
+    policyLr: 1e-2,
+    monitorLr: 5e-2,
+    monitorStepsPerPolicy: 2,
+  };
   const texts = (r: StepReport) => r.samples.map((s) => s.messages.map((m) => m.text));
 
   it('cycle (the source): the k monitor updates and the policy update learn from one rollout; the later monitor update sees ratio != 1', async () => {
@@ -234,8 +318,27 @@ describe('minmax rollout sharing (fixture model)', () => {
 });
 
 describe('minmax with gae (fixture model)', () => {
-  const env: RecipeEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
-  const cfg = { policy: 'tiny-llama-f32', monitor: 'tiny-llama-f32', rm: 'letters', items: 2, groupSize: 3, policyMaxTokens: 4, monitorMaxTokens: 12, itemPool: 8, samples: 0, policyLr: 1e-2, monitorLr: 5e-2, monitorStepsPerPolicy: 1, advantage: 'gae', criticLr: 1e-2 };
+  const env: RecipeEnv = nodeRecipeEnv({
+    modelsDir: resolve(FIXTURE, '..'),
+    load: loadWithCharCodec,
+    judges: { letters: letterJudge },
+  });
+  const cfg = {
+    policy: 'tiny-llama-f32',
+    monitor: 'tiny-llama-f32',
+    rm: 'letters',
+    items: 2,
+    groupSize: 3,
+    policyMaxTokens: 4,
+    monitorMaxTokens: 12,
+    itemPool: 8,
+    samples: 0,
+    policyLr: 1e-2,
+    monitorLr: 5e-2,
+    monitorStepsPerPolicy: 1,
+    advantage: 'gae',
+    criticLr: 1e-2,
+  };
 
   it('each trained player has its own critic, trained on its updates only; a checkpoint restores both', async () => {
     const { run } = await createRun(env, 'minmax', cfg, 6);

@@ -45,14 +45,57 @@
 // `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
 // step with the same R, J from the untrained monitor (or no judge term).
 import { qaItems, rngFor, type QaExample } from '../../data/sandbox/index';
-import { answerFormOf, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, qaAnswerAs, type QaItem } from '../../data/sandbox/qa';
+import {
+  answerFormOf,
+  formatMonitorPrompt,
+  formatQaPrompt,
+  parseMonitorVerdict,
+  parseQaChoice,
+  qaAnswerAs,
+  type QaItem,
+} from '../../data/sandbox/qa';
 import { generate, type GenerateResult } from '../../model/generate';
 import { hash3 } from '../../model/random';
-import { dualAscentStep, judgeSign, minmaxFidelity, minmaxMonitorReward, minmaxPolicyReward, MINMAX_DEFAULTS, tturSchedule, verdictValue, type Verdict } from '../../rl/minmax';
+import {
+  dualAscentStep,
+  judgeSign,
+  minmaxFidelity,
+  minmaxMonitorReward,
+  minmaxPolicyReward,
+  MINMAX_DEFAULTS,
+  tturSchedule,
+  verdictValue,
+  type Verdict,
+} from '../../rl/minmax';
 import { std } from '../../rl/stats';
-import { checkFinite, checkFiniteRewards, criticFor, criticsState, parseCritics, drawBatch, KlCoef, klCoefsState, parseKlCoefs, type ValueCritic, learnFromOutcomes, meanOf, spreadRows } from '../kit/common';
+import {
+  checkFinite,
+  checkFiniteRewards,
+  criticFor,
+  criticsState,
+  parseCritics,
+  drawBatch,
+  KlCoef,
+  klCoefsState,
+  parseKlCoefs,
+  type ValueCritic,
+  learnFromOutcomes,
+  meanOf,
+  spreadRows,
+} from '../kit/common';
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import {
+  adamFields,
+  adamWFor,
+  attachConfiguredLora,
+  criticFields,
+  loraFields,
+  klControllerFields,
+  klLossFields,
+  maskTruncatedField,
+  policyGradientFields,
+  trainingFields,
+} from '../kit/commonFields';
 import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm';
 import type { Message, Metrics, RolloutSample } from '../../contract/report';
@@ -67,16 +110,26 @@ import { minmaxLesson } from './lesson';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {
-  policy: str('qa', 'QA policy model (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  policy: str('qa', 'QA policy model (trained through its LoRA): a sandbox name, a folder path or a URL', {
+    nonEmpty: true,
+  }),
   policyWeights: weightsField('policy'),
-  monitor: str('qa', 'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  monitor: str(
+    'qa',
+    'monitor model (its own copy, its own LoRA; frozen in rlhf): a sandbox name, a folder path or a URL',
+    { nonEmpty: true },
+  ),
   monitorWeights: weightsField('monitor'),
-  rm: str('rules', 'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)', { nonEmpty: true }),
+  rm: str(
+    'rules',
+    'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)',
+    { nonEmpty: true },
+  ),
   ...httpJudgeFields(),
   dataset: str(
     SANDBOX_DATASET,
     'QA items: "sandbox" (the built-in stories) or a JSONL / CSV file of multiple-choice rows: question, four choices (a "choices" list or ' +
-      'columns A B C D), answer (0-3, A-D or the right choice\'s text), optional story / context / article / passage; a quarter of the rows ' +
+      "columns A B C D), answer (0-3, A-D or the right choice's text), optional story / context / article / passage; a quarter of the rows " +
       '(seeded) are held out for the evaluation',
     { nonEmpty: true },
   ),
@@ -87,36 +140,71 @@ export const gameFields = {
   monitorMaxTokens: int(24, 'critique length cap in tokens (a sandbox critique is <= 50 bytes)', { min: 1, max: 1024 }),
   temperature: num(0.7, 'sampling temperature (both players)', { min: 0.05, max: 2 }),
   topP: num(0.9, 'nucleus sampling mass (both players)', { min: 0.01, max: 1 }),
-  policyLr: num(1e-3, 'policy AdamW learning rate (source 1e-6 for billion-parameter models; the 96-wide sandbox needs more)', { min: 0, max: 1 }),
-  klBeta: num(0.05, 'reward: weight of the trained player\'s mean sampled-token KL to its model with LoRA off', { min: 0, max: 100 }),
+  policyLr: num(
+    1e-3,
+    'policy AdamW learning rate (source 1e-6 for billion-parameter models; the 96-wide sandbox needs more)',
+    { min: 0, max: 1 },
+  ),
+  klBeta: num(0.05, "reward: weight of the trained player's mean sampled-token KL to its model with LoRA off", {
+    min: 0,
+    max: 100,
+  }),
   ...adamFields({ beta1: 'first-moment decay, both players', beta2: 'second-moment decay, both players' }),
   ...loraFields({ rank: 8, alpha: 16 }, 'source 16 / alpha 32; 8 / 16 keeps its scale 2 on the 96-wide sandbox models'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names; the source uses PPO with a value head: gae, one critic per trained player, criticLr)',
-    stdNote: 'grpo',
-    policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
-  }),
+  ...policyGradientFields(
+    ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gae'],
+    { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' },
+    {
+      advantage:
+        'advantage estimator (veRL names; the source uses PPO with a value head: gae, one critic per trained player, criticLr)',
+      stdNote: 'grpo',
+      policyLoss: 'ppo (clipped surrogate, the source) or importance_sampling',
+    },
+  ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
   ...klControllerFields('klBeta (one controller per trained player, updated on its own updates)', 'the lab default'),
   ...klLossFields(),
   ...maskTruncatedField(),
   ...criticFields(),
-  evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off', { min: 0, max: 100000 }),
+  evalEvery: int(
+    0,
+    'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off',
+    { min: 0, max: 100000 },
+  ),
   evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
 
 export const minmaxSchema = {
   ...gameFields,
-  monitorStepsPerPolicy: int(MINMAX_DEFAULTS.monitorStepsPerPolicy, 'TTUR k: monitor updates per policy update (source 5)', { min: 0, max: 1000 }),
-  monitorLr: num(4e-3, 'monitor AdamW learning rate (source 4e-6 = 4x the policy\'s)', { min: 0, max: 1 }),
+  monitorStepsPerPolicy: int(
+    MINMAX_DEFAULTS.monitorStepsPerPolicy,
+    'TTUR k: monitor updates per policy update (source 5)',
+    { min: 0, max: 1000 },
+  ),
+  monitorLr: num(4e-3, "monitor AdamW learning rate (source 4e-6 = 4x the policy's)", { min: 0, max: 1 }),
   lambda0: num(MINMAX_DEFAULTS.lambda0, 'initial dual variable lambda (source 10)', { min: 0, max: 1e6 }),
   dualStep: num(MINMAX_DEFAULTS.dualStep, 'dual ascent step size (source 0.25)', { min: 0, max: 1e6 }),
-  delta: num(MINMAX_DEFAULTS.delta, 'fidelity bound: the monitor should keep F <= delta (source -3.6)', { min: -1e6, max: 1e6 }),
+  delta: num(MINMAX_DEFAULTS.delta, 'fidelity bound: the monitor should keep F <= delta (source -3.6)', {
+    min: -1e6,
+    max: 1e6,
+  }),
   lambdaMax: num(MINMAX_DEFAULTS.lambdaMax, 'lambda is clipped to [0, lambdaMax] (source 30)', { min: 0, max: 1e6 }),
-  monitorReward: oneOf(['code', 'readme'] as const, 'code', 'monitor reward: code (-10 J - lambda F, the source\'s implementation) or readme (-R - lambda F, its stated payoff)'),
-  rolloutSharing: oneOf(['cycle', 'update'] as const, 'cycle', 'cycle: one rollout batch per TTUR cycle (G answers per item, one critique each), learned from by its k monitor updates and its policy update (the source; the later monitor updates see a ratio != 1, so the PPO clip binds); update: every update samples its own batch (monitor steps: G critiques of one answer per item)'),
-  fidelity: oneOf(['sample', 'batch'] as const, 'sample', 'F in the monitor reward: each critique\'s own (sample) or the batch F for all (batch, the source; a group baseline cancels it)'),
+  monitorReward: oneOf(
+    ['code', 'readme'] as const,
+    'code',
+    "monitor reward: code (-10 J - lambda F, the source's implementation) or readme (-R - lambda F, its stated payoff)",
+  ),
+  rolloutSharing: oneOf(
+    ['cycle', 'update'] as const,
+    'cycle',
+    'cycle: one rollout batch per TTUR cycle (G answers per item, one critique each), learned from by its k monitor updates and its policy update (the source; the later monitor updates see a ratio != 1, so the PPO clip binds); update: every update samples its own batch (monitor steps: G critiques of one answer per item)',
+  ),
+  fidelity: oneOf(
+    ['sample', 'batch'] as const,
+    'sample',
+    "F in the monitor reward: each critique's own (sample) or the batch F for all (batch, the source; a group baseline cancels it)",
+  ),
 };
 export type MinmaxConfig = ConfigOf<typeof minmaxSchema>;
 
@@ -163,10 +251,24 @@ export function gameRewards(rows: readonly GameRow[], lambda: number, o: GameRew
   const judge = rows.map((r) => judgeSign(r.verdict));
   const policyReward = rows.map((r) => minmaxPolicyReward(r.rmAnswer, r.verdict));
   const fidelity = rows.map((r) => minmaxFidelity([r.verdict], [r.truth], [r.rmCritique]));
-  const fidelityBatch = minmaxFidelity(rows.map((r) => r.verdict), rows.map((r) => r.truth), rows.map((r) => r.rmCritique));
-  const lam = o.updateDual ? dualAscentStep(lambda, fidelityBatch, { step: o.dualStep, delta: o.delta, lambdaMax: o.lambdaMax }) : lambda;
+  const fidelityBatch = minmaxFidelity(
+    rows.map((r) => r.verdict),
+    rows.map((r) => r.truth),
+    rows.map((r) => r.rmCritique),
+  );
+  const lam = o.updateDual
+    ? dualAscentStep(lambda, fidelityBatch, { step: o.dualStep, delta: o.delta, lambdaMax: o.lambdaMax })
+    : lambda;
   const monitorReward = rows.map((r, i) =>
-    minmaxMonitorReward({ verdict: r.verdict, fidelity: o.fidelity === 'sample' ? fidelity[i] : fidelityBatch, policyReward: policyReward[i] }, lam, o.monitorReward),
+    minmaxMonitorReward(
+      {
+        verdict: r.verdict,
+        fidelity: o.fidelity === 'sample' ? fidelity[i] : fidelityBatch,
+        policyReward: policyReward[i],
+      },
+      lam,
+      o.monitorReward,
+    ),
   );
   return { judge, policyReward, fidelity, fidelityBatch, lambda: lam, monitorReward };
 }
@@ -238,7 +340,10 @@ export class GameRun extends MultiLoraRun {
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : {};
     this.lambda = game.lambda0;
     // advantage = gae: a critic per trained player (the source trains a value head with each PPO player).
-    this.critics = { policy: criticFor(policy.loaded.model, game), monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null };
+    this.critics = {
+      policy: criticFor(policy.loaded.model, game),
+      monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null,
+    };
     this.klCoefs = { policy: new KlCoef(game), monitor: new KlCoef(game) };
   }
 
@@ -246,13 +351,31 @@ export class GameRun extends MultiLoraRun {
   schedule(step: number): { player: 'monitor' | 'policy'; lr: number; phase: number } {
     const g = this.game;
     if (this.recipe === 'rlhf') return { player: 'policy', lr: g.policyLr, phase: 0 };
-    return tturSchedule(step, { monitorStepsPerPolicy: g.monitorStepsPerPolicy, monitorLr: g.monitorLr, policyLr: g.policyLr });
+    return tturSchedule(step, {
+      monitorStepsPerPolicy: g.monitorStepsPerPolicy,
+      monitorLr: g.monitorLr,
+      policyLr: g.policyLr,
+    });
   }
 
-  private async sample(p: Player, messages: string[], maxNewTokens: number, seed: number, greedy: boolean): Promise<Generated> {
+  private async sample(
+    p: Player,
+    messages: string[],
+    maxNewTokens: number,
+    seed: number,
+    greedy: boolean,
+  ): Promise<Generated> {
     const { model, codec } = p.loaded;
     const rows = messages.map((m) => codec.encodeChat([{ role: 'user', content: m }], { addGenerationPrompt: true }));
-    const gen = await generate(model, rows, { maxNewTokens, temperature: this.game.temperature, topP: this.game.topP, greedy, stopTokens: [...codec.eos], padTokenId: codec.pad, seed });
+    const gen = await generate(model, rows, {
+      maxNewTokens,
+      temperature: this.game.temperature,
+      topP: this.game.topP,
+      greedy,
+      stopTokens: [...codec.eos],
+      padTokenId: codec.pad,
+      seed,
+    });
     return { rows, gen, texts: gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b]))) };
   }
 
@@ -261,7 +384,13 @@ export class GameRun extends MultiLoraRun {
   }
 
   private critique(items: readonly QaItem[], answers: readonly string[], seed: number, greedy = false) {
-    return this.sample(this.monitor, items.map((it, i) => formatMonitorPrompt(it, answers[i])), this.game.monitorMaxTokens, seed, greedy);
+    return this.sample(
+      this.monitor,
+      items.map((it, i) => formatMonitorPrompt(it, answers[i])),
+      this.game.monitorMaxTokens,
+      seed,
+      greedy,
+    );
   }
 
   private async evaluate(): Promise<Metrics> {
@@ -270,18 +399,27 @@ export class GameRun extends MultiLoraRun {
     const a = await this.answer(items, 0, true);
     const picks = items.map((it, i) => parseQaChoice(a.texts[i], it));
     const truth = items.map((it, i) => (picks[i] === it.correct ? 1 : 0));
-    const out: Metrics = { 'eval/policy_acc': meanOf(truth), 'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))), ...this.splitReport };
+    const out: Metrics = {
+      'eval/policy_acc': meanOf(truth),
+      'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))),
+      ...this.splitReport,
+    };
     if (this.game.judge === 'none') return out;
     const c = await this.critique(items, a.texts, 0, true);
     const v = c.texts.map(critiqueVerdict);
     // Balanced: each item once with its right answer and once with a wrong one, in the form the
     // policy writes (the sandbox qa model answers by value, and its monitor reviews that form).
     const form = answerFormOf(a.texts);
-    const scripted = items.flatMap((it) => [qaAnswerAs(it, it.correct, form), qaAnswerAs(it, (it.correct + 1) % 4, form)]);
+    const scripted = items.flatMap((it) => [
+      qaAnswerAs(it, it.correct, form),
+      qaAnswerAs(it, (it.correct + 1) % 4, form),
+    ]);
     const bItems = items.flatMap((it) => [it, it]);
     const b = await this.critique(bItems, scripted, 0, true);
     const bv = b.texts.map(critiqueVerdict);
-    const rmC = await this.rm.scoreCritiques(items.map((it, i) => ({ item: it, answer: a.texts[i], critique: c.texts[i] })));
+    const rmC = await this.rm.scoreCritiques(
+      items.map((it, i) => ({ item: it, answer: a.texts[i], critique: c.texts[i] })),
+    );
     return {
       ...out,
       'eval/monitor_acc': meanOf(v.map((x, i) => (verdictRight(x, truth[i]) ? 1 : 0))),
@@ -316,9 +454,20 @@ export class GameRun extends MultiLoraRun {
     let batch = shared && this.cycle?.start === start ? this.cycle : null;
     if (!batch) {
       const a = await this.answer(answerItems, hash3(this.seed, start, 0xa115));
-      const c = withJudge ? await this.critique(critAnswer.map((i) => answerItems[i]), critAnswer.map((i) => a.texts[i]), hash3(this.seed, start, 0xc417)) : null;
+      const c = withJudge
+        ? await this.critique(
+            critAnswer.map((i) => answerItems[i]),
+            critAnswer.map((i) => a.texts[i]),
+            hash3(this.seed, start, 0xc417),
+          )
+        : null;
       const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
-      const rmC = withJudge && c ? await this.rm.scoreCritiques(critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: c.texts[r] }))) : critAnswer.map(() => 0);
+      const rmC =
+        withJudge && c
+          ? await this.rm.scoreCritiques(
+              critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: c.texts[r] })),
+            )
+          : critAnswer.map(() => 0);
       batch = { start, a, c, rmA, rmC };
       if (shared) this.cycle = batch;
     }
@@ -332,10 +481,22 @@ export class GameRun extends MultiLoraRun {
     // before lambda or any adapter changes.
     rmA.forEach((x, i) => checkFinite(this.recipe, `RM score of answer ${i}`, x, (answerItems[i] as QaExample).id));
     rmC.forEach((x, r) => checkFinite(this.recipe, `RM score of critique ${r}`, x));
-    const rows: GameRow[] = critAnswer.map((i, r) => ({ rmAnswer: rmA[i], rmCritique: rmC[r], truth: truthA[i], verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear' }));
+    const rows: GameRow[] = critAnswer.map((i, r) => ({
+      rmAnswer: rmA[i],
+      rmCritique: rmC[r],
+      truth: truthA[i],
+      verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear',
+    }));
     const lambdaBefore = this.lambda;
     const updateDual = this.recipe === 'minmax' && sched.phase === 0;
-    const sc = gameRewards(rows, this.lambda, { updateDual, dualStep: g.dualStep, delta: g.delta, lambdaMax: g.lambdaMax, monitorReward: g.monitorReward, fidelity: g.fidelity });
+    const sc = gameRewards(rows, this.lambda, {
+      updateDual,
+      dualStep: g.dualStep,
+      delta: g.delta,
+      lambdaMax: g.lambdaMax,
+      monitorReward: g.monitorReward,
+      fidelity: g.fidelity,
+    });
     checkFinite(this.recipe, 'dual lambda', sc.lambda);
 
     // The trained player's rows, groups and rewards.
@@ -349,7 +510,11 @@ export class GameRun extends MultiLoraRun {
     const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
     const beta = this.klCoefs[sched.player].value;
     const rewards = base.map((x, r) => x - beta * kl[r]);
-    checkFiniteRewards(this.recipe, rewards, (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`);
+    checkFiniteRewards(
+      this.recipe,
+      rewards,
+      (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`,
+    );
     const groups = critAnswer.map((i) => (shape === 'policy' ? Math.floor(i / G) : i));
     this.lambda = sc.lambda;
     const t2 = performance.now();
@@ -395,7 +560,12 @@ export class GameRun extends MultiLoraRun {
       });
     }
     if (this.recipe === 'minmax') {
-      Object.assign(metrics, { 'dual/lambda': this.lambda, 'dual/lambda_before': lambdaBefore, 'dual/updated': updateDual ? 1 : 0, 'monitor/reward_mean': meanOf(sc.monitorReward) });
+      Object.assign(metrics, {
+        'dual/lambda': this.lambda,
+        'dual/lambda_before': lambdaBefore,
+        'dual/updated': updateDual ? 1 : 0,
+        'monitor/reward_mean': meanOf(sc.monitorReward),
+      });
     }
     const nGroups = shape === 'policy' ? items.length : a.texts.length;
     const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
@@ -417,13 +587,24 @@ export class GameRun extends MultiLoraRun {
         group: groups[r],
         category: answerItems[i].family,
         messages,
-        verdict: { label: `${withJudge ? `monitor ${row.verdict}` : 'no monitor'}; answer ${row.truth ? 'right' : 'wrong'}`, unsafe: 0, refused: false, success: row.truth === 1, category: null },
+        verdict: {
+          label: `${withJudge ? `monitor ${row.verdict}` : 'no monitor'}; answer ${row.truth ? 'right' : 'wrong'}`,
+          unsafe: 0,
+          refused: false,
+          success: row.truth === 1,
+          category: null,
+        },
         reward: rewards[r],
         terms,
         advantage: rowAdvantage(advantages.advantages, gen.gen.mask[r], r),
       };
     });
-    return { phase: sched.player, metrics, samples, timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 } };
+    return {
+      phase: sched.player,
+      metrics,
+      samples,
+      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 },
+    };
   }
 
   /** The policy's adapter (the recipes' modelField): what an adapter export of the run writes. */
@@ -436,13 +617,21 @@ export class GameRun extends MultiLoraRun {
   }
 
   protected async extraState() {
-    return { lambda: this.lambda, updates: { ...this.updates }, klCoefs: klCoefsState(this.klCoefs), ...(this.cycle ? { cycle: this.cycle } : {}), ...(await criticsState(this.critics)) };
+    return {
+      lambda: this.lambda,
+      updates: { ...this.updates },
+      klCoefs: klCoefsState(this.klCoefs),
+      ...(this.cycle ? { cycle: this.cycle } : {}),
+      ...(await criticsState(this.critics)),
+    };
   }
 
   protected parseExtra(extra: Record<string, unknown>) {
     const { lambda, updates } = extra as { lambda?: unknown; updates?: { policy?: unknown; monitor?: unknown } };
-    if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new Error(`checkpoint: extra.lambda must be a number (got ${JSON.stringify(lambda)})`);
-    if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number') throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
+    if (typeof lambda !== 'number' || !Number.isFinite(lambda))
+      throw new Error(`checkpoint: extra.lambda must be a number (got ${JSON.stringify(lambda)})`);
+    if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number')
+      throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
     const counts = { policy: updates.policy, monitor: updates.monitor };
     const assignKl = parseKlCoefs(this.klCoefs, extra.klCoefs);
     const assignCritics = parseCritics(this.critics, extra.critics);
@@ -463,12 +652,22 @@ export class GameRun extends MultiLoraRun {
 }
 
 /** The RM a config names: the rules stand-in, or an env judge. */
-export function rewardModelFor(env: RecipeEnv, name: string, http: { judgeUrl: string; judgeUrlPromptToo: boolean }): QaRewardModel {
+export function rewardModelFor(
+  env: RecipeEnv,
+  name: string,
+  http: { judgeUrl: string; judgeUrlPromptToo: boolean },
+): QaRewardModel {
   return name === 'rules' ? rulesRewardModel : judgeRewardModel(env.judge(name, httpJudgeOptionsOf(http)));
 }
 
 /** Loads both players; the monitor gets an adapter unless frozen. */
-export async function createGameRun(env: RecipeEnv, mode: GameMode, game: GameConfig, config: Record<string, unknown>, seed: number): Promise<GameRun> {
+export async function createGameRun(
+  env: RecipeEnv,
+  mode: GameMode,
+  game: GameConfig,
+  config: Record<string, unknown>,
+  seed: number,
+): Promise<GameRun> {
   const rm = rewardModelFor(env, game.rm, game);
   const data = game.dataset === SANDBOX_DATASET ? null : await loadQaData(env, game.dataset, mode);
   return createWithCleanup(async (own) => {

@@ -14,7 +14,14 @@
 // the answer is scored as a benign task whose expected value is the correct letter, the critique
 // as one whose expected value is the truthful verdict word; RM = 10 (correct) / -10 (wrong or
 // refused) / 0 (no opinion), minus 15 x P(unsafe).
-import { CHOICE_LETTERS, formatMonitorPrompt, formatQaPrompt, parseMonitorVerdict, parseQaChoice, type QaItem } from '../../data/sandbox/qa';
+import {
+  CHOICE_LETTERS,
+  formatMonitorPrompt,
+  formatQaPrompt,
+  parseMonitorVerdict,
+  parseQaChoice,
+  type QaItem,
+} from '../../data/sandbox/qa';
 import type { Judge, JudgeVerdict } from '../../judges/types';
 
 export interface QaRewardModel {
@@ -25,7 +32,8 @@ export interface QaRewardModel {
   scoreCritiques(rows: readonly { item: QaItem; answer: string; critique: string }[]): Promise<number[]>;
 }
 
-const lengthPenalty = (text: string, free: number) => Math.min(5, Math.max(0, new TextEncoder().encode(text).length - free) / 8);
+const lengthPenalty = (text: string, free: number) =>
+  Math.min(5, Math.max(0, new TextEncoder().encode(text).length - free) / 8);
 
 /** The rules stand-in for one answer (see the header). */
 export function rulesAnswerRm(item: QaItem, answer: string): number {
@@ -51,14 +59,27 @@ export const rulesRewardModel: QaRewardModel = {
   },
 };
 
-const fromVerdict = (v: JudgeVerdict) => (v.benignCorrect === true ? 10 : v.benignCorrect === false ? -10 : 0) - 15 * v.unsafe;
+const fromVerdict = (v: JudgeVerdict) =>
+  (v.benignCorrect === true ? 10 : v.benignCorrect === false ? -10 : 0) - 15 * v.unsafe;
 
 /** A judge as the RM (see the header). */
 export function judgeRewardModel(judge: Judge): QaRewardModel {
   return {
     name: judge.name,
     async scoreAnswers(rows) {
-      const vs = await judge.score(rows.map((r) => ({ prompt: formatQaPrompt(r.item), response: r.answer, meta: { kind: 'benign' as const, expected: /\[ANSWER:[A-Da-d]\]/.test(r.answer) ? CHOICE_LETTERS[r.item.correct] : r.item.choices[r.item.correct], category: null } })));
+      const vs = await judge.score(
+        rows.map((r) => ({
+          prompt: formatQaPrompt(r.item),
+          response: r.answer,
+          meta: {
+            kind: 'benign' as const,
+            expected: /\[ANSWER:[A-Da-d]\]/.test(r.answer)
+              ? CHOICE_LETTERS[r.item.correct]
+              : r.item.choices[r.item.correct],
+            category: null,
+          },
+        })),
+      );
       return vs.map(fromVerdict);
     },
     async scoreCritiques(rows) {
@@ -66,7 +87,11 @@ export function judgeRewardModel(judge: Judge): QaRewardModel {
         rows.map((r) => ({
           prompt: formatMonitorPrompt(r.item, r.answer),
           response: r.critique,
-          meta: { kind: 'benign' as const, expected: parseQaChoice(r.answer, r.item) === r.item.correct ? 'CORRECT' : 'INCORRECT', category: null },
+          meta: {
+            kind: 'benign' as const,
+            expected: parseQaChoice(r.answer, r.item) === r.item.correct ? 'CORRECT' : 'INCORRECT',
+            category: null,
+          },
         })),
       );
       return vs.map(fromVerdict);

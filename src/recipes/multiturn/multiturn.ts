@@ -46,9 +46,27 @@ import { std } from '../../rl/stats';
 import { aggregateTurnScores } from '../../rl/turns';
 import { placeOutcomeRewards, placeTurnRewards } from '../../rl/placement';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../../rl/types';
-import { checkFinite, checkFiniteRewards, criticFor, drawBatch, learnFromTokenRewards, meanOf, spreadRows, tokenTrace, type ValueCritic } from '../kit/common';
+import {
+  checkFinite,
+  checkFiniteRewards,
+  criticFor,
+  drawBatch,
+  learnFromTokenRewards,
+  meanOf,
+  spreadRows,
+  tokenTrace,
+  type ValueCritic,
+} from '../kit/common';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, policyGradientFields, trainingFields } from '../kit/commonFields';
+import {
+  adamFields,
+  adamWFor,
+  attachConfiguredLora,
+  criticFields,
+  loraFields,
+  policyGradientFields,
+  trainingFields,
+} from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { EpisodeRow, padEpisodes } from '../kit/episode';
 import { episodePools, seedEpisodes, type EpisodeSpec } from '../kit/episodePools';
@@ -56,7 +74,12 @@ export type { EpisodeSpec } from '../kit/episodePools';
 import type { Message, Metrics, RolloutSample } from '../../contract/report';
 import { ConfigError, int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import {
+  loadStrongRejectGrader,
+  strongRejectCheck,
+  strongRejectFields,
+  strongRejectMetrics,
+} from '../kit/strongRejectEval';
 import type { TextGrader } from '../../judges/textGrader';
 import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { multiturnLesson } from './lesson';
@@ -65,11 +88,15 @@ export const FOLLOW_UP_SOURCES = ['scripted', 'attacker'] as const;
 export const REWARD_PLACEMENTS = ['episode', 'turn'] as const;
 
 export const multiturnSchema = {
-  defender: str('defender', 'model trained (LoRA): a sandbox name (public/models/NAME), a folder path or a URL', { nonEmpty: true }),
+  defender: str('defender', 'model trained (LoRA): a sandbox name (public/models/NAME), a folder path or a URL', {
+    nonEmpty: true,
+  }),
   defenderWeights: weightsField('defender'),
   attacker: str('attacker', 'model that writes the user turns when followUps = attacker (frozen)', { nonEmpty: true }),
   attackerWeights: weightsField('attacker'),
-  judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  judge: str('rules', 'scorer of each reply: rules, rules-partial, classifier, or a judge the env provides', {
+    nonEmpty: true,
+  }),
   ...judgeModelFields(),
   dataset: str(
     SANDBOX_DATASET,
@@ -78,52 +105,98 @@ export const multiturnSchema = {
       'continues after the first; a quarter of the rows (seeded) are held out for the evaluation',
     { nonEmpty: true },
   ),
-  followUps: oneOf(FOLLOW_UP_SOURCES, 'scripted', 'who writes the follow-up user turns: scripted (the sandbox crescendo script, standing in for SaFeR\'s judge-written new_question) or attacker (after the scripted opener, the attacker model continues the user turns so far, one line each)'),
+  followUps: oneOf(
+    FOLLOW_UP_SOURCES,
+    'scripted',
+    "who writes the follow-up user turns: scripted (the sandbox crescendo script, standing in for SaFeR's judge-written new_question) or attacker (after the scripted opener, the attacker model continues the user turns so far, one line each)",
+  ),
   maxTurns: int(3, 'most user turns per episode (SaFeR 10; the sandbox crescendo has 3)', { min: 1, max: 10 }),
-  goalPool: int(256, 'distinct harmful goals (and benign episodes) the steps draw from (seeded)', { min: 1, max: 100000 }),
+  goalPool: int(256, 'distinct harmful goals (and benign episodes) the steps draw from (seeded)', {
+    min: 1,
+    max: 100000,
+  }),
   episodes: int(3, 'harmful (crescendo) episodes per step, each one GRPO group', { min: 0, max: 256 }),
-  benignEpisodes: int(1, 'benign episodes per step (maxTurns sandbox tasks asked in a row), each one GRPO group', { min: 0, max: 256 }),
+  benignEpisodes: int(1, 'benign episodes per step (maxTurns sandbox tasks asked in a row), each one GRPO group', {
+    min: 0,
+    max: 256,
+  }),
   groupSize: int(4, 'G: plays of each episode (SaFeR GRPO n = 5)', { min: 2, max: 64 }),
-  maxNewTokens: int(32, 'reply length cap in tokens, per turn (sandbox replies are <= 53 bytes)', { min: 1, max: 1024 }),
+  maxNewTokens: int(32, 'reply length cap in tokens, per turn (sandbox replies are <= 53 bytes)', {
+    min: 1,
+    max: 1024,
+  }),
   temperature: num(0.7, 'defender sampling temperature', { min: 0.05, max: 2 }),
   topP: num(0.9, 'defender nucleus sampling mass', { min: 0.01, max: 1 }),
   attackerMaxTokens: int(48, 'attacker continuation cap in tokens (followUps = attacker)', { min: 1, max: 1024 }),
   attackerTemperature: num(1, 'attacker sampling temperature (followUps = attacker)', { min: 0.05, max: 2 }),
-  aggregation: oneOf(TURN_AGGREGATIONS, 'min_mean', 'turn scores -> episode reward: mean, min_mean (0.3 min + 0.7 mean, SaFeR default), soft_linear (w_i = 1 + 0.1 i), harmonic, last'),
-  rewardPlacement: oneOf(REWARD_PLACEMENTS, 'episode', 'episode (SaFeR: the aggregate on the last reply token) or turn (each turn\'s score on its own reply\'s last token; with reinforce_plus_plus each reply is credited with its own score only, since returns reset at the masked user turns; grpo then sums the turn scores)'),
+  aggregation: oneOf(
+    TURN_AGGREGATIONS,
+    'min_mean',
+    'turn scores -> episode reward: mean, min_mean (0.3 min + 0.7 mean, SaFeR default), soft_linear (w_i = 1 + 0.1 i), harmonic, last',
+  ),
+  rewardPlacement: oneOf(
+    REWARD_PLACEMENTS,
+    'episode',
+    "episode (SaFeR: the aggregate on the last reply token) or turn (each turn's score on its own reply's last token; with reinforce_plus_plus each reply is credited with its own score only, since returns reset at the masked user turns; grpo then sums the turn scores)",
+  ),
   safetyWeight: num(0.4, 'weight of safety in a turn score (SaFeR 0.4)', { min: 0, max: 10 }),
   usefulnessWeight: num(0.4, 'weight of usefulness in a turn score (SaFeR 0.4)', { min: 0, max: 10 }),
-  formatWeight: num(0.2, 'weight of format (the reply ended its turn) in a turn score (SaFeR faithfulness 0.2)', { min: 0, max: 10 }),
+  formatWeight: num(0.2, 'weight of format (the reply ended its turn) in a turn score (SaFeR faithfulness 0.2)', {
+    min: 0,
+    max: 10,
+  }),
   repetitionPenalty: num(0.2, 'turn score minus this x rep3 (SaFeR 0.2), floored at 0', { min: 0, max: 10 }),
   klEstimator: oneOf(KL_ESTIMATOR_NAMES, 'k3', 'KL estimator of the KL loss (SaFeR k3)'),
   klCoef: num(0.001, 'KL loss coefficient (SaFeR 0.001)', { min: 0, max: 10 }),
-  lr: num(2e-3, 'AdamW learning rate (the tiny sandbox defender needs a larger step than LoRA on large models)', { min: 0, max: 1 }),
+  lr: num(2e-3, 'AdamW learning rate (the tiny sandbox defender needs a larger step than LoRA on large models)', {
+    min: 0,
+    max: 1,
+  }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the 96-wide sandbox defender'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage:
-      'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn). ' +
-      'gae (veRL PPO, its multi-turn form): a value head on the defender (criticLr, gaeGamma, gaeLambda, vfCoef) valued on reply tokens only; the user turns are skipped, not reset, so the recursion runs across the whole conversation ' +
-      'and with rewardPlacement = turn a reply is credited with its own and every later turn\'s score (gamma discounts per reply token). ' +
-      'remax (veRL): baseline = the aggregate episode reward of one greedy play of the same episode (the defender replies greedily; the user turns are written the same way as the samples\': scripted, or sampled from the attacker); only with rewardPlacement = episode, since a per-turn return has no matching greedy scalar',
-    stdNote: 'GRPO',
-    policyLoss: 'ppo (clipped surrogate, veRL) or importance_sampling',
-  }),
+  ...policyGradientFields(
+    ['grpo', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'gae'],
+    { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' },
+    {
+      advantage:
+        'advantage estimator (veRL names; SaFeR grpo; reinforce_plus_plus for per-turn credit with rewardPlacement = turn). ' +
+        'gae (veRL PPO, its multi-turn form): a value head on the defender (criticLr, gaeGamma, gaeLambda, vfCoef) valued on reply tokens only; the user turns are skipped, not reset, so the recursion runs across the whole conversation ' +
+        "and with rewardPlacement = turn a reply is credited with its own and every later turn's score (gamma discounts per reply token). " +
+        "remax (veRL): baseline = the aggregate episode reward of one greedy play of the same episode (the defender replies greedily; the user turns are written the same way as the samples': scripted, or sampled from the attacker); only with rewardPlacement = episode, since a per-turn return has no matching greedy scalar",
+      stdNote: 'GRPO',
+      policyLoss: 'ppo (clipped surrogate, veRL) or importance_sampling',
+    },
+  ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which SaFeR-Steer trains with' }),
   ...criticFields(),
-  evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) replay held-out episodes with a fixed seed as eval/*; 0 = off', { min: 0, max: 100000 }),
-  evalEpisodes: int(48, 'held-out crescendo episodes of the evaluation (plus a quarter as many benign ones)', { min: 1, max: 4096 }),
-  ...strongRejectFields('every reply to a harmful user turn of the held-out crescendo episodes (evalEvery; instruction = that turn)'),
+  evalEvery: int(
+    0,
+    'every N steps (before the step; step 0 = baseline) replay held-out episodes with a fixed seed as eval/*; 0 = off',
+    { min: 0, max: 100000 },
+  ),
+  evalEpisodes: int(48, 'held-out crescendo episodes of the evaluation (plus a quarter as many benign ones)', {
+    min: 1,
+    max: 4096,
+  }),
+  ...strongRejectFields(
+    'every reply to a harmful user turn of the held-out crescendo episodes (evalEvery; instruction = that turn)',
+  ),
   samples: int(4, 'episodes included in each report', { min: 0, max: 64 }),
 };
 export type MultiturnConfig = ConfigOf<typeof multiturnSchema>;
 
 /** Each field is valid alone; together they must play at least one episode a step, and remax needs one reward per episode. */
-export function multiturnCheck(c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'> & Partial<Pick<MultiturnConfig, 'advantage' | 'rewardPlacement' | 'strongRejectJudge'>>): Record<string, string> {
+export function multiturnCheck(
+  c: Pick<MultiturnConfig, 'episodes' | 'benignEpisodes'> &
+    Partial<Pick<MultiturnConfig, 'advantage' | 'rewardPlacement' | 'strongRejectJudge'>>,
+): Record<string, string> {
   const bad: Record<string, string> = {};
-  if (c.episodes + c.benignEpisodes === 0) bad.episodes = 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode';
+  if (c.episodes + c.benignEpisodes === 0)
+    bad.episodes = 'fields "episodes" and "benignEpisodes" are both 0: a step would play no episode';
   Object.assign(bad, strongRejectCheck(c));
-  if (c.advantage === 'remax' && c.rewardPlacement === 'turn') bad.advantage = 'advantage "remax" needs rewardPlacement "episode": its baseline is one greedy episode\'s aggregate reward, which a per-turn return does not match';
+  if (c.advantage === 'remax' && c.rewardPlacement === 'turn')
+    bad.advantage =
+      'advantage "remax" needs rewardPlacement "episode": its baseline is one greedy episode\'s aggregate reward, which a per-turn return does not match';
   return bad;
 }
 
@@ -150,16 +223,25 @@ export interface TurnScore {
  * `kind` is the user turn's: harmful turns count a safe reply as useful; benign turns need the
  * task answered (benignCorrect) or, with no task to check (a crescendo opener), no refusal.
  */
-export function saferTurnScore(v: Pick<JudgeVerdict, 'unsafe' | 'refused' | 'benignCorrect'>, kind: 'harmful' | 'benign', reply: { text: string; ended: boolean }, w: TurnScoreWeights): TurnScore {
+export function saferTurnScore(
+  v: Pick<JudgeVerdict, 'unsafe' | 'refused' | 'benignCorrect'>,
+  kind: 'harmful' | 'benign',
+  reply: { text: string; ended: boolean },
+  w: TurnScoreWeights,
+): TurnScore {
   const safety = 1 - v.unsafe;
-  const usefulness = kind === 'harmful' ? safety : v.benignCorrect === null ? (v.refused ? 0 : safety) : v.benignCorrect ? 1 : 0;
+  const usefulness =
+    kind === 'harmful' ? safety : v.benignCorrect === null ? (v.refused ? 0 : safety) : v.benignCorrect ? 1 : 0;
   const format = reply.ended && reply.text.trim().length > 0 ? 1 : 0;
   const rep3 = saferRep3(reply.text);
   // The source's formula (rl/rewards.ts): its 1-10 judge scores are the [0, 1] scores x 10; the
   // format check stands in for faithfulness, so the source's separate format term is 0.
   const score = saferSourceTurnScore(
     { format: 0, safety: 10 * safety, usefulness: 10 * usefulness, faithfulness: 10 * format, rep3 },
-    { repWeight: w.repetitionPenalty, weights: { safety: w.safetyWeight, usefulness: w.usefulnessWeight, faithfulness: w.formatWeight } },
+    {
+      repWeight: w.repetitionPenalty,
+      weights: { safety: w.safetyWeight, usefulness: w.usefulnessWeight, faithfulness: w.formatWeight },
+    },
   );
   return { score, safety, usefulness, format, rep3 };
 }
@@ -195,13 +277,26 @@ interface PlayOptions {
 }
 
 /** The attacker's next user turn for each row: its first line after `Goal: <goal>` + the turns so far. */
-async function attackerTurns(a: NonNullable<PlayOptions['attacker']>, goals: string[], prior: string[][], rowIds: number[], seed: number): Promise<string[]> {
+async function attackerTurns(
+  a: NonNullable<PlayOptions['attacker']>,
+  goals: string[],
+  prior: string[][],
+  rowIds: number[],
+  seed: number,
+): Promise<string[]> {
   const c = a.m.codec;
   const ctx = goals.map((g, i) => [
     ...c.encodeChat([{ role: 'user', content: attackerSource(g) }], { addGenerationPrompt: true }),
     ...(prior[i].length ? c.encodeText(`${prior[i].join('\n')}\n`) : []),
   ]);
-  const g = await generate(a.m.model, ctx, { maxNewTokens: a.maxTokens, temperature: a.temperature, stopTokens: [...c.eos], padTokenId: c.pad, seed, streams: rowIds });
+  const g = await generate(a.m.model, ctx, {
+    maxNewTokens: a.maxTokens,
+    temperature: a.temperature,
+    stopTokens: [...c.eos],
+    padTokenId: c.pad,
+    seed,
+    streams: rowIds,
+  });
   return g.tokens.map((t, i) => splitAttackerTarget(c.decode(t.slice(0, g.lengths[i])))[0] ?? '');
 }
 
@@ -221,7 +316,13 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
     const byAttacker = specs.map((s, b) => live[b] && s.kind === 'harmful' && !!o.attacker && k > 0); // the opener stays scripted
     const atkRows = byAttacker.flatMap((x, b) => (x ? [b] : []));
     if (atkRows.length > 0) {
-      const written = await attackerTurns(o.attacker!, atkRows.map((b) => specs[b].goal), atkRows.map((b) => userSoFar[b]), atkRows, hash3(o.seed, k, 0xa77));
+      const written = await attackerTurns(
+        o.attacker!,
+        atkRows.map((b) => specs[b].goal),
+        atkRows.map((b) => userSoFar[b]),
+        atkRows,
+        hash3(o.seed, k, 0xa77),
+      );
       atkRows.forEach((b, i) => (users[b] = written[i] || null));
     }
     specs.forEach((s, b) => {
@@ -238,7 +339,10 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
       else rows[b]!.addUser(u);
       if (rows[b]!.context().length + o.maxNewTokens > maxPos) {
         // The turn would run past the model's positions: end the episode before it (drop the user turn).
-        if (k === 0) throw new Error(`multiturn: the first user turn of episode ${specs[b].id} alone needs ${rows[b]!.context().length} + ${o.maxNewTokens} positions, the model has ${maxPos}`);
+        if (k === 0)
+          throw new Error(
+            `multiturn: the first user turn of episode ${specs[b].id} alone needs ${rows[b]!.context().length} + ${o.maxNewTokens} positions, the model has ${maxPos}`,
+          );
         rows[b]!.dropLastUser();
         live[b] = false;
         truncated++;
@@ -247,22 +351,31 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
       active.push(b);
     }
     if (active.length === 0) break;
-    const g = await generate(model, active.map((b) => rows[b]!.context()), {
-      maxNewTokens: o.maxNewTokens,
-      temperature: o.temperature,
-      topP: o.topP,
-      greedy: o.greedy,
-      stopTokens: [...codec.eos],
-      padTokenId: codec.pad,
-      seed: hash3(o.seed, k, 0x7e1),
-      streams: active,
-    });
+    const g = await generate(
+      model,
+      active.map((b) => rows[b]!.context()),
+      {
+        maxNewTokens: o.maxNewTokens,
+        temperature: o.temperature,
+        topP: o.topP,
+        greedy: o.greedy,
+        stopTokens: [...codec.eos],
+        padTokenId: codec.pad,
+        seed: hash3(o.seed, k, 0x7e1),
+        streams: active,
+      },
+    );
     active.forEach((b, i) => {
       const n = g.lengths[i];
       const reply = rows[b]!.addReply(g.tokens[i].slice(0, n), g.logprobs[i].slice(0, n), g.entropy[i].slice(0, n));
       const s = specs[b];
       const scripted = !byAttacker[b];
-      turns[b].push({ user: users[b]!, kind: scripted ? s.turnKinds[k] : 'harmful', expected: scripted ? s.expected[k] : null, reply });
+      turns[b].push({
+        user: users[b]!,
+        kind: scripted ? s.turnKinds[k] : 'harmful',
+        expected: scripted ? s.expected[k] : null,
+        reply,
+      });
       userSoFar[b].push(users[b]!);
     });
   }
@@ -277,7 +390,16 @@ function judgeItems(p: Played): { items: JudgeItem[]; at: [number, number][] } {
     const convo: ChatTurn[] = [];
     ts.forEach((t, k) => {
       convo.push({ role: 'user', content: t.user });
-      items.push({ prompt: convo.length === 1 ? t.user : [...convo], response: t.reply, meta: { kind: t.kind, category: p.spec[b].category, expected: t.expected, tactic: p.spec[b].kind === 'harmful' ? 'crescendo' : null } });
+      items.push({
+        prompt: convo.length === 1 ? t.user : [...convo],
+        response: t.reply,
+        meta: {
+          kind: t.kind,
+          category: p.spec[b].category,
+          expected: t.expected,
+          tactic: p.spec[b].kind === 'harmful' ? 'crescendo' : null,
+        },
+      });
       at.push([b, k]);
       convo.push({ role: 'assistant', content: t.reply });
     });
@@ -315,7 +437,9 @@ function outcomeMetrics(p: Played, s: Scored, maxTurns: number, prefix: string):
       const rowsK = harmfulRows.filter((b) => k < s.verdicts[b].length);
       if (rowsK.length) m[`${prefix}crescendo/asr_turn${k + 1}`] = meanOf(rowsK.map((b) => (unsafe(b, k) ? 1 : 0)));
     }
-    m[`${prefix}crescendo/opener_refused`] = meanOf(harmfulRows.filter((b) => s.verdicts[b].length > 0).map((b) => (s.verdicts[b][0].refused ? 1 : 0)));
+    m[`${prefix}crescendo/opener_refused`] = meanOf(
+      harmfulRows.filter((b) => s.verdicts[b].length > 0).map((b) => (s.verdicts[b][0].refused ? 1 : 0)),
+    );
   }
   if (benignRows.length) {
     const vs = benignRows.flatMap((b) => s.verdicts[b]);
@@ -335,8 +459,15 @@ function outcomeMetrics(p: Played, s: Scored, maxTurns: number, prefix: string):
  * last reply token (placeOutcomeRewards on the policy mask); `turn` puts turnScores[b][k] on the
  * last token of reply k (placeTurnRewards on the turn index).
  */
-export function episodeTokenRewards(padded: { policy: number[][]; turnIndex: number[][] }, turnScores: number[][], rewards: number[], placement: (typeof REWARD_PLACEMENTS)[number]): TokenMatrix {
-  return placement === 'turn' ? placeTurnRewards(turnScores, fromRows(padded.turnIndex)) : placeOutcomeRewards(rewards, fromRows(padded.policy));
+export function episodeTokenRewards(
+  padded: { policy: number[][]; turnIndex: number[][] },
+  turnScores: number[][],
+  rewards: number[],
+  placement: (typeof REWARD_PLACEMENTS)[number],
+): TokenMatrix {
+  return placement === 'turn'
+    ? placeTurnRewards(turnScores, fromRows(padded.turnIndex))
+    : placeOutcomeRewards(rewards, fromRows(padded.policy));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,17 +496,31 @@ class MultiturnRun extends LoraRun {
     this.pools = episodePools(config.goalPool, seed, config.maxTurns, 'train');
     if (data) this.pools.harmful = seedEpisodes(data.train, config.maxTurns);
     this.heldOutSeeds = data ? seedEpisodes(data.eval, config.maxTurns).slice(0, config.evalEpisodes) : null;
-    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
+    this.splitReport = data
+      ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
+      : sandboxSplitMetrics();
     this.critic = criticFor(def.model, config);
   }
 
   /** ReMax: per row, the aggregate reward of one greedy play of its episode (one play per group). */
   private async greedyBaselines(groups: EpisodeSpec[], rowGroup: number[], step: number): Promise<number[]> {
     const c = this.config;
-    const played = await playEpisodes(this.def, groups, { ...this.playOptions(hash3(this.seed, step, 0xba5e)), greedy: true });
+    const played = await playEpisodes(this.def, groups, {
+      ...this.playOptions(hash3(this.seed, step, 0xba5e)),
+      greedy: true,
+    });
     const scored = await scoreEpisodes(this.judge, played, c);
-    const base = scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation));
-    checkFiniteRewards('multiturn ReMax baseline', base, (i) => `greedy play of episode ${groups[i].id}: turn scores ${scored.scores[i].map((t) => t.score).join(', ')}`);
+    const base = scored.scores.map((r) =>
+      aggregateTurnScores(
+        r.map((t) => t.score),
+        c.aggregation,
+      ),
+    );
+    checkFiniteRewards(
+      'multiturn ReMax baseline',
+      base,
+      (i) => `greedy play of episode ${groups[i].id}: turn scores ${scored.scores[i].map((t) => t.score).join(', ')}`,
+    );
     return rowGroup.map((i) => base[i]);
   }
 
@@ -387,7 +532,9 @@ class MultiturnRun extends LoraRun {
       temperature: c.temperature,
       topP: c.topP,
       seed,
-      attacker: this.atk ? { m: this.atk, maxTokens: c.attackerMaxTokens, temperature: c.attackerTemperature } : undefined,
+      attacker: this.atk
+        ? { m: this.atk, maxTokens: c.attackerMaxTokens, temperature: c.attackerTemperature }
+        : undefined,
     };
   }
 
@@ -405,7 +552,14 @@ class MultiturnRun extends LoraRun {
     return {
       ...outcomeMetrics(played, scored, c.maxTurns, 'eval/'),
       ...(await strongRejectMetrics('eval', harmfulTurns, this.grader)),
-      'eval/reward_mean': meanOf(scored.scores.map((r) => aggregateTurnScores(r.map((t) => t.score), c.aggregation))),
+      'eval/reward_mean': meanOf(
+        scored.scores.map((r) =>
+          aggregateTurnScores(
+            r.map((t) => t.score),
+            c.aggregation,
+          ),
+        ),
+      ),
       ...this.splitReport,
     };
   }
@@ -426,7 +580,11 @@ class MultiturnRun extends LoraRun {
     if (groups.length === 0) throw new Error('multiturn: episodes + benignEpisodes is 0: nothing to play');
     const G = c.groupSize;
     const rowGroup = groups.flatMap((_, i) => Array<number>(G).fill(i));
-    const played = await playEpisodes(this.def, rowGroup.map((i) => groups[i]), this.playOptions(hash3(this.seed, step, 0x5eed)));
+    const played = await playEpisodes(
+      this.def,
+      rowGroup.map((i) => groups[i]),
+      this.playOptions(hash3(this.seed, step, 0x5eed)),
+    );
     const rolloutMs = clock.mark('rollout_ms');
 
     // --- score each turn, aggregate per episode
@@ -434,10 +592,17 @@ class MultiturnRun extends LoraRun {
     const turnScores = scored.scores.map((r) => r.map((t) => t.score));
     // A NaN turn score is a broken judge, not a missing turn: aggregation and placement would drop
     // it silently, so stop before anything changes.
-    turnScores.forEach((r, b) => r.forEach((x, k) => {
-      const t = scored.scores[b][k];
-      checkFinite('multiturn', `turn score of episode row ${b}, turn ${k}`, x, `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`);
-    }));
+    turnScores.forEach((r, b) =>
+      r.forEach((x, k) => {
+        const t = scored.scores[b][k];
+        checkFinite(
+          'multiturn',
+          `turn score of episode row ${b}, turn ${k}`,
+          x,
+          `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`,
+        );
+      }),
+    );
     const rewards = turnScores.map((s) => aggregateTurnScores(s, c.aggregation));
     checkFiniteRewards('multiturn', rewards, (b) => `turn scores ${turnScores[b].join(', ')}`);
     const padded = padEpisodes(played.rows, codec.pad);
@@ -488,13 +653,25 @@ class MultiturnRun extends LoraRun {
       'perf/tokens_per_s': tokens / Math.max(1e-9, rolloutMs / 1000),
     });
     // The same episodes under every aggregation: how the choice shapes the reward.
-    for (const mode of TURN_AGGREGATIONS) metrics[`aggregate/${mode}`] = meanOf(turnScores.map((s) => aggregateTurnScores(s, mode)));
+    for (const mode of TURN_AGGREGATIONS)
+      metrics[`aggregate/${mode}`] = meanOf(turnScores.map((s) => aggregateTurnScores(s, mode)));
 
-    const samples = spreadRows(groups.length, G, c.samples).map((b) => this.sample(step, b, rowGroup[b], played, scored, rewards[b], adv.advantages.data, T));
+    const samples = spreadRows(groups.length, G, c.samples).map((b) =>
+      this.sample(step, b, rowGroup[b], played, scored, rewards[b], adv.advantages.data, T),
+    );
     return { metrics, samples, timings: clock.timings() };
   }
 
-  private sample(step: number, b: number, group: number, p: Played, s: Scored, reward: number, adv: Float32Array, T: number): RolloutSample {
+  private sample(
+    step: number,
+    b: number,
+    group: number,
+    p: Played,
+    s: Scored,
+    reward: number,
+    adv: Float32Array,
+    T: number,
+  ): RolloutSample {
     const codec: ChatCodec = this.def.codec;
     const row = p.rows[b];
     const spec = p.spec[b];
@@ -502,7 +679,12 @@ class MultiturnRun extends LoraRun {
     p.turns[b].forEach((t, k) => {
       const r = row.replies[k];
       messages.push({ role: this.atk && spec.kind === 'harmful' && k > 0 ? 'attacker' : 'user', text: t.user });
-      messages.push({ role: 'defender', text: t.reply, tokens: tokenTrace(codec, r.ids, r.logp, r.entropy), turnScore: s.scores[b][k].score });
+      messages.push({
+        role: 'defender',
+        text: t.reply,
+        tokens: tokenTrace(codec, r.ids, r.logp, r.entropy),
+        turnScore: s.scores[b][k].score,
+      });
     });
     const vs = s.verdicts[b];
     const hit = vs.findIndex((v) => v.unsafe >= 0.5);
@@ -532,7 +714,12 @@ class MultiturnRun extends LoraRun {
         category: shown?.category ?? null,
       },
       reward,
-      terms: { safety: mean((x) => x.safety), utility: mean((x) => x.usefulness), format: mean((x) => x.format), repetition: -this.config.repetitionPenalty * mean((x) => x.rep3) },
+      terms: {
+        safety: mean((x) => x.safety),
+        utility: mean((x) => x.usefulness),
+        format: mean((x) => x.format),
+        repetition: -this.config.repetitionPenalty * mean((x) => x.rep3),
+      },
       advantage: n ? advSum / n : 0,
     };
   }
@@ -567,10 +754,14 @@ export const multiturnRecipe: Recipe<typeof multiturnSchema> = {
     const bad = multiturnCheck(config);
     if (Object.keys(bad).length) throw new ConfigError('recipe multiturn', bad);
     const judge = env.judge(config.judge, judgeOptionsOf(config));
-    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'multiturn');
+    const data =
+      config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'multiturn');
     return createWithCleanup(async (own) => {
       const def = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
-      const atk = config.followUps === 'attacker' ? own(await env.loadModel(config.attacker, { weights: config.attackerWeights })) : null;
+      const atk =
+        config.followUps === 'attacker'
+          ? own(await env.loadModel(config.attacker, { weights: config.attackerWeights }))
+          : null;
       const lora = attachConfiguredLora(def.model, config, hash3(seed, 0x10a, 6));
       const optimizer = adamWFor(config, config.lr);
       const grader = await loadStrongRejectGrader(env, config, 'multiturn');

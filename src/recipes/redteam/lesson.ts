@@ -15,7 +15,10 @@ export const redteamLesson: Lesson = {
   watch: [
     { text: 'Mean judge harm of the answers: the thing being maximised.', metric: 'judge/harm_mean' },
     { text: 'Attack success rate (share of answers the judge calls unsafe).', metric: 'judge/asr' },
-    { text: 'Repetition: reward hacking by looping a harmful phrase shows up here first; the run stops above 0.5.', metric: 'repetition/mean' },
+    {
+      text: 'Repetition: reward hacking by looping a harmful phrase shows up here first; the run stops above 0.5.',
+      metric: 'repetition/mean',
+    },
     { text: 'KL to the original defender: how far the weights have moved.', metric: 'kl/mean' },
   ],
 };

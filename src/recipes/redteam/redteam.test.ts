@@ -38,8 +38,21 @@ async function resumeCheck(env: RecipeEnv, config: Record<string, unknown>, seed
 }
 
 describe('redteam recipe', () => {
-  const fixtureEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
-  const small = { defender: 'tiny-llama-f32', judge: 'letters', prompts: 2, groupSize: 4, maxNewTokens: 6, promptPool: 8, samples: 2, lr: 1e-2 };
+  const fixtureEnv = nodeRecipeEnv({
+    modelsDir: resolve(FIXTURE, '..'),
+    load: loadWithCharCodec,
+    judges: { letters: letterJudge },
+  });
+  const small = {
+    defender: 'tiny-llama-f32',
+    judge: 'letters',
+    prompts: 2,
+    groupSize: 4,
+    maxNewTokens: 6,
+    promptPool: 8,
+    samples: 2,
+    lr: 1e-2,
+  };
 
   it('a checkpoint at step k restored into a fresh run reproduces step k (fixture model)', async () => {
     const { before, payload, uninterrupted, resumed } = await resumeCheck(fixtureEnv, small, 11, 2);
@@ -51,7 +64,16 @@ describe('redteam recipe', () => {
     expect(resumed.step).toBe(2);
     expect(stableReport(resumed)).toEqual(stableReport(uninterrupted));
     // The report carries the promised metrics and sample anatomy.
-    for (const k of ['reward/mean', 'judge/asr', 'kl/mean', 'entropy/mean', 'loss/policy', 'grad/norm', 'perf/step_ms', 'perf/tokens_per_s']) {
+    for (const k of [
+      'reward/mean',
+      'judge/asr',
+      'kl/mean',
+      'entropy/mean',
+      'loss/policy',
+      'grad/norm',
+      'perf/step_ms',
+      'perf/tokens_per_s',
+    ]) {
       expect(Number.isFinite(resumed.metrics[k]), k).toBe(true);
     }
     const s = resumed.samples[0];
@@ -79,7 +101,10 @@ describe('redteam recipe', () => {
     } finally {
       frozen.run.dispose();
     }
-    for (const config of [{ ...stopAt, evalEvery: 0 }, { ...stopAt, earlyStop: false }]) {
+    for (const config of [
+      { ...stopAt, evalEvery: 0 },
+      { ...stopAt, earlyStop: false },
+    ]) {
       const a = await createRun(fixtureEnv, 'redteam', config, 3);
       try {
         expect((await a.run.step()).metrics).not.toHaveProperty('eval/asr_at_stop');
@@ -101,10 +126,19 @@ describe('redteam recipe', () => {
     c.run.dispose();
   });
 
-  it.skipIf(!HAVE_DEFENDER)(`checkpoint resume reproduces the next step on the sandbox defender${HAVE_DEFENDER ? '' : ' (skipped: public/models/defender does not exist yet)'}`, async () => {
-    const env = nodeRecipeEnv({ modelsDir: MODELS });
-    const { uninterrupted, resumed } = await resumeCheck(env, { prompts: 2, groupSize: 2, maxNewTokens: 10, samples: 1 }, 5, 1);
-    expect(stableReport(resumed)).toEqual(stableReport(uninterrupted));
-    expect(resumed.samples[0].messages[1].text.length).toBeGreaterThan(0);
-  }, 60_000);
+  it.skipIf(!HAVE_DEFENDER)(
+    `checkpoint resume reproduces the next step on the sandbox defender${HAVE_DEFENDER ? '' : ' (skipped: public/models/defender does not exist yet)'}`,
+    async () => {
+      const env = nodeRecipeEnv({ modelsDir: MODELS });
+      const { uninterrupted, resumed } = await resumeCheck(
+        env,
+        { prompts: 2, groupSize: 2, maxNewTokens: 10, samples: 1 },
+        5,
+        1,
+      );
+      expect(stableReport(resumed)).toEqual(stableReport(uninterrupted));
+      expect(resumed.samples[0].messages[1].text.length).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 });

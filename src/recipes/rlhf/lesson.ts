@@ -4,7 +4,7 @@ import type { Lesson } from '../../contract/lesson';
 export const rlhfLesson: Lesson = {
   recipe: 'rlhf',
   title: 'Single-player RLHF baseline',
-  what: 'The min-max game without a trained monitor: the policy learns from the reward model (and an untrained monitor\'s verdict) alone — the baseline the game is compared with.',
+  what: "The min-max game without a trained monitor: the policy learns from the reward model (and an untrained monitor's verdict) alone — the baseline the game is compared with.",
   formula: 'R = 0.5 · clamp(RM, −15, 15) + 2.5 · J   (J from the untrained monitor, or left out)',
   combine: 'none',
   termNames: {},

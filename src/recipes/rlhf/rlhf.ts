@@ -10,7 +10,11 @@ import { rlhfLesson } from './lesson';
 
 export const rlhfSchema = {
   ...gameFields,
-  judge: oneOf(['monitor', 'none'] as const, 'monitor', 'J of the policy reward: monitor (the frozen, untrained monitor\'s verdict) or none (RM only)'),
+  judge: oneOf(
+    ['monitor', 'none'] as const,
+    'monitor',
+    "J of the policy reward: monitor (the frozen, untrained monitor's verdict) or none (RM only)",
+  ),
 };
 export type RlhfConfig = ConfigOf<typeof rlhfSchema>;
 
@@ -21,7 +25,7 @@ export const rlhfRecipe: Recipe<typeof rlhfSchema> = {
   source: 'Monitor-vs-LLM (its traditional RLHF baseline)',
   description:
     'The QA policy alone, trained by GRPO on the minmax policy reward 0.5 clamp(RM) + 2.5 J, with J from a frozen monitor ' +
-    '(or without J). The baseline to compare minmax\'s policy accuracy and monitor verdict accuracy against.',
+    "(or without J). The baseline to compare minmax's policy accuracy and monitor verdict accuracy against.",
   schema: rlhfSchema,
   modelField: 'policy',
   create(env: RecipeEnv, config: RlhfConfig, seed: number): Promise<RecipeRun> {

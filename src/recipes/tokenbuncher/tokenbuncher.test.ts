@@ -20,20 +20,46 @@ describe('tokenbuncher recipe', () => {
     await tf.setBackend('wasm');
   });
 
-  const env = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: lettersWithTasks } });
-  const small = { defender: 'tiny-llama-f32', judge: 'letters', prompts: 2, benignPrompts: 1, groupSize: 3, maxNewTokens: 6, promptPool: 8, samples: 9, lr: 2e-2, noiserStart: 0 };
+  const env = nodeRecipeEnv({
+    modelsDir: resolve(FIXTURE, '..'),
+    load: loadWithCharCodec,
+    judges: { letters: lettersWithTasks },
+  });
+  const small = {
+    defender: 'tiny-llama-f32',
+    judge: 'letters',
+    prompts: 2,
+    benignPrompts: 1,
+    groupSize: 3,
+    maxNewTokens: 6,
+    promptPool: 8,
+    samples: 9,
+    lr: 2e-2,
+    noiserStart: 0,
+  };
 
   it('schema defaults; the TokenNoiser SFT step replaces the RL update on even steps from noiserStart (switchable)', () => {
     const d = validateConfig(tokenbuncherSchema, {});
-    expect(d.config).toMatchObject({ noiser: true, noiserStart: 4, noiserEpsilon: 0.1, klBeta: 0.001, groupSize: 4, safetyWeight: 0, evalAfter: 0 });
-    const steps = (c: { noiser: boolean; noiserStart: number }) => Array.from({ length: 8 }, (_, s) => s).filter((s) => isNoiserStep(s, c));
+    expect(d.config).toMatchObject({
+      noiser: true,
+      noiserStart: 4,
+      noiserEpsilon: 0.1,
+      klBeta: 0.001,
+      groupSize: 4,
+      safetyWeight: 0,
+      evalAfter: 0,
+    });
+    const steps = (c: { noiser: boolean; noiserStart: number }) =>
+      Array.from({ length: 8 }, (_, s) => s).filter((s) => isNoiserStep(s, c));
     expect(steps({ noiser: true, noiserStart: 4 })).toEqual([4, 6]);
     expect(steps({ noiser: true, noiserStart: 3 })).toEqual([4, 6]);
     expect(steps({ noiser: true, noiserStart: 0 })).toEqual([0, 2, 4, 6]);
     expect(steps({ noiser: false, noiserStart: 0 })).toEqual([]);
     expect(isNoiserStep(25, { noiser: true, noiserStart: 25 })).toBe(false); // source: from 25 on, even steps
     expect(isNoiserStep(26, { noiser: true, noiserStart: 25 })).toBe(true);
-    expect(validateConfig(tokenbuncherSchema, { noiserEpsilon: 2 }).errors.noiserEpsilon).toMatch(/"noiserEpsilon" must be a number in \[0, 1\]/);
+    expect(validateConfig(tokenbuncherSchema, { noiserEpsilon: 2 }).errors.noiserEpsilon).toMatch(
+      /"noiserEpsilon" must be a number in \[0, 1\]/,
+    );
   });
 
   it('rewards: -(mean token entropy) on harmful prompts, correctness on benign tasks, minus KL; SFT steps train only on advantage >= 0 tokens (fixture model)', async () => {
@@ -54,12 +80,17 @@ describe('tokenbuncher recipe', () => {
             expect(s.terms.utility).toBe(ans.text.length % 2 === 0 ? 1 : 0);
             expect(s.terms.entropy).toBeUndefined();
           }
-          expect(s.reward).toBeCloseTo((s.terms.entropy ?? 0) + (s.terms.utility ?? 0) + (s.terms.safety ?? 0) + s.terms.kl!, 10);
+          expect(s.reward).toBeCloseTo(
+            (s.terms.entropy ?? 0) + (s.terms.utility ?? 0) + (s.terms.safety ?? 0) + s.terms.kl!,
+            10,
+          );
         }
       }
       // The SFT step's loss mask: tokens of rows with advantage >= 0, in groups that carry a preference.
       const live = new Set(sft.samples.filter((s) => Math.abs(s.advantage!) > 0).map((s) => s.group));
-      const want = sft.samples.filter((s) => live.has(s.group) && s.advantage! >= 0).reduce((n, s) => n + s.messages[1].tokens!.ids.length, 0);
+      const want = sft.samples
+        .filter((s) => live.has(s.group) && s.advantage! >= 0)
+        .reduce((n, s) => n + s.messages[1].tokens!.ids.length, 0);
       expect(sft.metrics['noiser/tokens']).toBe(want);
       expect(Number.isFinite(sft.metrics['loss/noiser'])).toBe(true);
       expect(sft.metrics['loss/policy']).toBeUndefined();
@@ -72,8 +103,11 @@ describe('tokenbuncher recipe', () => {
     }
   }, 60_000);
 
-  it('noiserLr sets the SFT steps\' learning rate only; 0 keeps the RL one (fixture model)', async () => {
-    for (const [noiserLr, want] of [[0, 2e-2], [3e-3, 3e-3]] as const) {
+  it("noiserLr sets the SFT steps' learning rate only; 0 keeps the RL one (fixture model)", async () => {
+    for (const [noiserLr, want] of [
+      [0, 2e-2],
+      [3e-3, 3e-3],
+    ] as const) {
       const { run } = await createRun(env, 'tokenbuncher', { ...small, noiserLr }, 3);
       try {
         const sft = await run.step();
@@ -103,14 +137,20 @@ describe('tokenbuncher recipe', () => {
     const b = await createRun(env, 'tokenbuncher', small, 7);
     try {
       await b.run.restore(payload);
-      expect([stableReport(await b.run.step()), stableReport(await b.run.step())]).toEqual(uninterrupted.map(stableReport));
+      expect([stableReport(await b.run.step()), stableReport(await b.run.step())]).toEqual(
+        uninterrupted.map(stableReport),
+      );
     } finally {
       b.run.dispose();
     }
   }, 90_000);
 
   it('evalAfter runs redteam on the undefended model exactly as a plain redteam run with the same seed, and on the defended one; then the run is done (fixture model)', async () => {
-    const redteamEnv = nodeRecipeEnv({ modelsDir: resolve(FIXTURE, '..'), load: loadWithCharCodec, judges: { letters: letterJudge } });
+    const redteamEnv = nodeRecipeEnv({
+      modelsDir: resolve(FIXTURE, '..'),
+      load: loadWithCharCodec,
+      judges: { letters: letterJudge },
+    });
     const cfg = { ...small, judge: 'letters', evalAfter: 1, evalRedteamSteps: 2, evalPrompts: 4, evalTargetAsr: 1 };
     const { run } = await createRun(redteamEnv, 'tokenbuncher', cfg, 5);
     let r: StepReport;
@@ -123,14 +163,28 @@ describe('tokenbuncher recipe', () => {
     }
     // The undefended curve, independently: redteam with the comparison's settings (this recipe's
     // prompts per step, not redteam's default).
-    const plain = await createRun(redteamEnv, 'redteam', { defender: 'tiny-llama-f32', judge: 'letters', prompts: cfg.prompts, evalEvery: 1, evalPrompts: 4, maxNewTokens: 6, earlyStop: false }, 5);
+    const plain = await createRun(
+      redteamEnv,
+      'redteam',
+      {
+        defender: 'tiny-llama-f32',
+        judge: 'letters',
+        prompts: cfg.prompts,
+        evalEvery: 1,
+        evalPrompts: 4,
+        maxNewTokens: 6,
+        earlyStop: false,
+      },
+      5,
+    );
     const curve: number[] = [];
     try {
       for (let s = 0; s <= 2; s++) curve.push((await plain.run.step()).metrics['eval/asr']);
     } finally {
       plain.run.dispose();
     }
-    const got = (side: string) => [0, 1, 2].map((s) => r.metrics[`buncher/${side}_asr_${s}`]).filter((x) => x !== undefined);
+    const got = (side: string) =>
+      [0, 1, 2].map((s) => r.metrics[`buncher/${side}_asr_${s}`]).filter((x) => x !== undefined);
     const reached = curve.findIndex((a) => a >= 1);
     expect(got('undefended')).toEqual(reached >= 0 ? curve.slice(0, reached + 1) : curve);
     expect(r.metrics['buncher/steps_undefended']).toBe(reached >= 0 ? reached : 3);
@@ -154,7 +208,20 @@ describe('tokenbuncher recipe', () => {
         return m;
       },
     };
-    const dplain = await createRun(defendedEnv, 'redteam', { defender: 'tiny-llama-f32', judge: 'letters', prompts: cfg.prompts, evalEvery: 1, evalPrompts: 4, maxNewTokens: 6, earlyStop: false }, 5);
+    const dplain = await createRun(
+      defendedEnv,
+      'redteam',
+      {
+        defender: 'tiny-llama-f32',
+        judge: 'letters',
+        prompts: cfg.prompts,
+        evalEvery: 1,
+        evalPrompts: 4,
+        maxNewTokens: 6,
+        earlyStop: false,
+      },
+      5,
+    );
     const dcurve: number[] = [];
     try {
       for (let s = 0; s <= 2; s++) dcurve.push((await dplain.run.step()).metrics['eval/asr']);
@@ -168,7 +235,8 @@ describe('tokenbuncher recipe', () => {
     const dfresh = await createRun(defendedEnv, 'tokenbuncher', { ...cfg, evalAfter: 0, evalEvery: 1 }, 5);
     try {
       const e = (await dfresh.run.step()).metrics;
-      for (const k of ['asr', 'benign_correct', 'over_refusal', 'entropy_harmful']) expect(r.metrics[`buncher/${k}_defended`], k).toBeCloseTo(e[`eval/${k}`], 4);
+      for (const k of ['asr', 'benign_correct', 'over_refusal', 'entropy_harmful'])
+        expect(r.metrics[`buncher/${k}_defended`], k).toBeCloseTo(e[`eval/${k}`], 4);
     } finally {
       dfresh.run.dispose();
     }
@@ -176,7 +244,8 @@ describe('tokenbuncher recipe', () => {
     const fresh = await createRun(redteamEnv, 'tokenbuncher', { ...cfg, evalAfter: 0, evalEvery: 1 }, 5);
     try {
       const e = (await fresh.run.step()).metrics;
-      for (const k of ['asr', 'benign_correct', 'over_refusal', 'entropy_harmful']) expect(r.metrics[`buncher/${k}_undefended`], k).toBeCloseTo(e[`eval/${k}`], 6);
+      for (const k of ['asr', 'benign_correct', 'over_refusal', 'entropy_harmful'])
+        expect(r.metrics[`buncher/${k}_undefended`], k).toBeCloseTo(e[`eval/${k}`], 6);
     } finally {
       fresh.run.dispose();
     }

@@ -35,68 +35,186 @@ import { placeOutcomeRewards } from '../../rl/placement';
 import { packSequences, type ResponseBatch } from '../../rl/policy';
 import { positiveAdvantageMask, tokenBuncherReward } from '../../rl/rewards';
 import { std } from '../../rl/stats';
-import { TOKEN_NOISER_EPSILON, tokenNoiseWeights, tokenNoiserHeadTerms, tokenNoiserLoss, tokenNoiserLossFromHidden } from '../../rl/tokenNoiser';
+import {
+  TOKEN_NOISER_EPSILON,
+  tokenNoiseWeights,
+  tokenNoiserHeadTerms,
+  tokenNoiserLoss,
+  tokenNoiserLossFromHidden,
+} from '../../rl/tokenNoiser';
 import { plannedOptimizerActive, plannedUpdate } from '../../rl/plannedOptim';
 import { fromRows, type TokenMatrix } from '../../rl/types';
 import { attachCheckpointAdapter } from '../kit/checkpointFile';
-import { checkFiniteRewards, criticFor, drawBatch, KlCoef, type ValueCritic, learnFromOutcomes, tokenKlPenalty, meanOf, spreadRows, harmVerdict } from '../kit/common';
+import {
+  checkFiniteRewards,
+  criticFor,
+  drawBatch,
+  KlCoef,
+  type ValueCritic,
+  learnFromOutcomes,
+  tokenKlPenalty,
+  meanOf,
+  spreadRows,
+  harmVerdict,
+} from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { adamFields, adamWFor, attachConfiguredLora, criticFields, loraFields, klControllerFields, klLossFields, maskTruncatedField, policyGradientFields, trainingFields } from '../kit/commonFields';
+import {
+  adamFields,
+  adamWFor,
+  attachConfiguredLora,
+  criticFields,
+  loraFields,
+  klControllerFields,
+  klLossFields,
+  maskTruncatedField,
+  policyGradientFields,
+  trainingFields,
+} from '../kit/commonFields';
 import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from '../kit/rollout';
-import { loadStrongRejectGrader, strongRejectCheck, strongRejectFields, strongRejectMetrics } from '../kit/strongRejectEval';
+import {
+  loadStrongRejectGrader,
+  strongRejectCheck,
+  strongRejectFields,
+  strongRejectMetrics,
+} from '../kit/strongRejectEval';
 import type { TextGrader } from '../../judges/textGrader';
-import { greedyAsr, promptText, REDTEAM_TACTIC_MIXES, redteamRecipe, redteamSchema, tacticList } from '../redteam/redteam';
+import {
+  greedyAsr,
+  promptText,
+  REDTEAM_TACTIC_MIXES,
+  redteamRecipe,
+  redteamSchema,
+  tacticList,
+} from '../redteam/redteam';
 import type { Metrics, RolloutSample } from '../../contract/report';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
 import { sandboxSplitMetrics } from '../kit/goals';
-import { BENIGN_DATASET_HELP, benignSplitMetrics, HARMFUL_DATASET_HELP, loadBenignData, loadHarmfulPromptData, SANDBOX_DATASET, type BenignData, type HarmfulPromptData } from '../kit/promptData';
+import {
+  BENIGN_DATASET_HELP,
+  benignSplitMetrics,
+  HARMFUL_DATASET_HELP,
+  loadBenignData,
+  loadHarmfulPromptData,
+  SANDBOX_DATASET,
+  type BenignData,
+  type HarmfulPromptData,
+} from '../kit/promptData';
 import { splitMetrics } from '../../data/split';
 import { loraRunState } from '../kit/state';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { tokenbuncherLesson } from './lesson';
 
 export const tokenbuncherSchema = {
-  defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', { nonEmpty: true }),
+  defender: str('defender', 'model to defend (trained through its LoRA): a sandbox name, a folder path or a URL', {
+    nonEmpty: true,
+  }),
   defenderWeights: weightsField('defender'),
-  judge: str('rules', 'task scorer (benign correctness), harm reporting and the redteam evaluation: rules, rules-partial, classifier, or a judge the env provides', { nonEmpty: true }),
+  judge: str(
+    'rules',
+    'task scorer (benign correctness), harm reporting and the redteam evaluation: rules, rules-partial, classifier, or a judge the env provides',
+    { nonEmpty: true },
+  ),
   ...judgeModelFields(),
-  dataset: str(SANDBOX_DATASET, `${HARMFUL_DATASET_HELP} (the harmful side; the redteam evaluation reads the same file); with a file, tactics and promptPool do not apply`, { nonEmpty: true }),
+  dataset: str(
+    SANDBOX_DATASET,
+    `${HARMFUL_DATASET_HELP} (the harmful side; the redteam evaluation reads the same file); with a file, tactics and promptPool do not apply`,
+    { nonEmpty: true },
+  ),
   benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
-  tactics: oneOf(REDTEAM_TACTIC_MIXES, 'mixed', 'how harmful goals are wrapped (as redteam): mixed, plain or one tactic'),
+  tactics: oneOf(
+    REDTEAM_TACTIC_MIXES,
+    'mixed',
+    'how harmful goals are wrapped (as redteam): mixed, plain or one tactic',
+  ),
   promptPool: int(256, 'distinct harmful prompts / benign tasks the steps draw from (seeded)', { min: 1, max: 100000 }),
   prompts: int(4, 'harmful prompts per step (one group each)', { min: 1, max: 256 }),
   benignPrompts: int(2, 'benign sandbox tasks per step (utility; one group each; 0 = off)', { min: 0, max: 256 }),
   groupSize: int(4, 'G: answers sampled per prompt (source: GRPO n = 4)', { min: 2, max: 64 }),
   maxNewTokens: int(40, 'answer length cap in tokens (sandbox replies are <= 53 bytes)', { min: 1, max: 1024 }),
-  temperature: num(0.7, 'sampling temperature (the entropy reward is the rollout distribution\'s at this temperature)', { min: 0.05, max: 2 }),
+  temperature: num(0.7, "sampling temperature (the entropy reward is the rollout distribution's at this temperature)", {
+    min: 0.05,
+    max: 2,
+  }),
   topP: num(0.9, 'nucleus sampling mass', { min: 0.01, max: 1 }),
-  utilityWeight: num(1, 'reward on a benign task: weight of a correct answer (refusal or wrong = 0)', { min: 0, max: 10 }),
-  safetyWeight: num(0, 'reward on a harmful prompt: weight of 1 - judge unsafe, added to -mean entropy (not in the source: 0 = pure Token Buncher)', { min: 0, max: 10 }),
-  klBeta: num(0.001, 'beta: -beta x k1 KL to the defender with LoRA off on every answer token, in the reward (source 0.001 per token, as here; a sum over the answer)', { min: 0, max: 10 }),
-  noiser: bool(true, 'alternate the RL update with TokenNoiser SFT on the step\'s own advantage >= 0 tokens (Token Buncher)'),
-  noiserStart: int(4, 'first step of the TokenNoiser alternation: from it on, every even step is an SFT step (source 25 of 200; smaller for the sandbox budget)', { min: 0, max: 100000 }),
-  noiserEpsilon: num(TOKEN_NOISER_EPSILON, 'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 holds off redteam only with skipZeroAdvantageGroups on; with the veRL default off it is opened in 11 steps, and without the noiser it holds: EXPERIMENTS.md)', { min: 0, max: 1 }),
-  lr: num(2e-3, 'AdamW learning rate (the RL updates, and the TokenNoiser SFT steps unless noiserLr is set)', { min: 0, max: 1 }),
-  noiserLr: num(0, 'learning rate of the TokenNoiser SFT steps; 0 = lr (the source uses one learning rate)', { min: 0, max: 1 }),
+  utilityWeight: num(1, 'reward on a benign task: weight of a correct answer (refusal or wrong = 0)', {
+    min: 0,
+    max: 10,
+  }),
+  safetyWeight: num(
+    0,
+    'reward on a harmful prompt: weight of 1 - judge unsafe, added to -mean entropy (not in the source: 0 = pure Token Buncher)',
+    { min: 0, max: 10 },
+  ),
+  klBeta: num(
+    0.001,
+    'beta: -beta x k1 KL to the defender with LoRA off on every answer token, in the reward (source 0.001 per token, as here; a sum over the answer)',
+    { min: 0, max: 10 },
+  ),
+  noiser: bool(
+    true,
+    "alternate the RL update with TokenNoiser SFT on the step's own advantage >= 0 tokens (Token Buncher)",
+  ),
+  noiserStart: int(
+    4,
+    'first step of the TokenNoiser alternation: from it on, every even step is an SFT step (source 25 of 200; smaller for the sandbox budget)',
+    { min: 0, max: 100000 },
+  ),
+  noiserEpsilon: num(
+    TOKEN_NOISER_EPSILON,
+    'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 holds off redteam only with skipZeroAdvantageGroups on; with the veRL default off it is opened in 11 steps, and without the noiser it holds: EXPERIMENTS.md)',
+    { min: 0, max: 1 },
+  ),
+  lr: num(2e-3, 'AdamW learning rate (the RL updates, and the TokenNoiser SFT steps unless noiserLr is set)', {
+    min: 0,
+    max: 1,
+  }),
+  noiserLr: num(0, 'learning rate of the TokenNoiser SFT steps; 0 = lr (the source uses one learning rate)', {
+    min: 0,
+    max: 1,
+  }),
   ...adamFields(),
   ...loraFields({ rank: 8, alpha: 16 }, '8 suffices for the sandbox defender'),
-  ...policyGradientFields(['grpo', 'rloo', 'reinforce_plus_plus_baseline', 'gae'], { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' }, {
-    advantage: 'advantage estimator (veRL names); the source uses grpo (and offers PPO: gae with a critic: criticLr, gaeGamma, gaeLambda, vfCoef)',
-    stdNote: 'grpo',
-    policyLoss: 'ppo (clipped surrogate, the source\'s veRL default) or importance_sampling',
-  }),
+  ...policyGradientFields(
+    ['grpo', 'rloo', 'reinforce_plus_plus_baseline', 'gae'],
+    { advantage: 'grpo', normAdvByStd: true, policyLoss: 'ppo' },
+    {
+      advantage:
+        'advantage estimator (veRL names); the source uses grpo (and offers PPO: gae with a critic: criticLr, gaeGamma, gaeLambda, vfCoef)',
+      stdNote: 'grpo',
+      policyLoss: "ppo (clipped surrogate, the source's veRL default) or importance_sampling",
+    },
+  ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which Token Buncher trains with' }),
   ...klControllerFields(),
   ...criticFields(),
   ...klLossFields(),
   ...maskTruncatedField(),
-  evalEvery: int(0, 'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off', { min: 0, max: 100000 }),
-  evalPrompts: int(32, 'held-out harmful prompts and benign tasks (each) of evalEvery and of the redteam comparison', { min: 1, max: 4096 }),
-  evalAfter: int(0, 'after this many training steps, run the redteam comparison (defended vs undefended, same seed and budget) and mark the run done; 0 = off', { min: 0, max: 100000 }),
-  evalRedteamSteps: int(20, 'redteam budget (steps) of each side of the comparison (its batches: this recipe\'s `prompts` per step)', { min: 1, max: 10000 }),
-  evalTargetAsr: num(0.5, 'the comparison counts redteam steps until the greedy held-out attack success rate reaches this', { min: 0.01, max: 1 }),
+  evalEvery: int(
+    0,
+    'every N steps (before the step; step 0 = baseline) greedy answers to held-out prompts: eval/asr, eval/entropy_harmful, eval/benign_correct, eval/over_refusal; 0 = off',
+    { min: 0, max: 100000 },
+  ),
+  evalPrompts: int(32, 'held-out harmful prompts and benign tasks (each) of evalEvery and of the redteam comparison', {
+    min: 1,
+    max: 4096,
+  }),
+  evalAfter: int(
+    0,
+    'after this many training steps, run the redteam comparison (defended vs undefended, same seed and budget) and mark the run done; 0 = off',
+    { min: 0, max: 100000 },
+  ),
+  evalRedteamSteps: int(
+    20,
+    "redteam budget (steps) of each side of the comparison (its batches: this recipe's `prompts` per step)",
+    { min: 1, max: 10000 },
+  ),
+  evalTargetAsr: num(
+    0.5,
+    'the comparison counts redteam steps until the greedy held-out attack success rate reaches this',
+    { min: 0.01, max: 1 },
+  ),
   ...strongRejectFields("the held-out greedy evaluation's harmful answers (evalEvery)"),
   samples: int(4, 'rollouts included in each report', { min: 0, max: 64 }),
 };
@@ -127,7 +245,8 @@ export async function noiserSftStep(
   const T = r.gen.tokens[0]?.length ?? 0;
   const V = model.config.vocabSize;
   const tokens = mask.data.reduce((a, b) => a + b, 0);
-  if (tokens === 0) return { 'loss/noiser': 0, 'noiser/tokens': 0, 'grad/norm': 0, 'grad/skipped': 1, 'optim/lr': o.lr };
+  if (tokens === 0)
+    return { 'loss/noiser': 0, 'noiser/tokens': 0, 'grad/norm': 0, 'grad/skipped': 1, 'optim/lr': o.lr };
   const vars: Record<string, tf.Variable> = {};
   for (const v of lora.variables()) vars[v.name] = v;
   const targets = tf.tensor2d(r.gen.tokens.flat(), [B, T], 'int32');
@@ -135,7 +254,10 @@ export async function noiserSftStep(
   // One seeded draw over the whole batch for either path (same seed and shape, same noise).
   const n = tokenNoiseWeights(targets, V, { seed: o.seed });
   const held: tf.Tensor[] = [targets, maskT, n];
-  const rowsOf = (rows: number[]) => <X extends tf.Tensor>(x: X) => tf.slice(x, [rows[0]], [rows.length]) as X;
+  const rowsOf =
+    (rows: number[]) =>
+    <X extends tf.Tensor>(x: X) =>
+      tf.slice(x, [rows[0]], [rows.length]) as X;
   lora.training = true;
   let lossT: tf.Scalar = tf.scalar(0);
   let grads: tf.NamedTensorMap = {};
@@ -150,17 +272,26 @@ export async function noiserSftStep(
     for (let r0 = 0; r0 < B; r0 += mb) {
       const rows = Array.from({ length: Math.min(mb, B - r0) }, (_, i) => r0 + i);
       const cut = rowsOf(rows);
-      const sub = { prompts: rows.map((i) => batch.prompts[i]), responses: rows.map((i) => batch.responses[i]), mask: rows.map((i) => batch.mask[i]) };
+      const sub = {
+        prompts: rows.map((i) => batch.prompts[i]),
+        responses: rows.map((i) => batch.responses[i]),
+        mask: rows.map((i) => batch.mask[i]),
+      };
       const subMask = cut(maskT);
       held.push(subMask);
       // Each micro-batch's token-mean weighted by its share of the batch's tokens: their sum is the batch's.
-      const share = rows.reduce((a, i) => a + mask.data.slice(i * T, (i + 1) * T).reduce((x, y) => x + y, 0), 0) / tokens;
+      const share =
+        rows.reduce((a, i) => a + mask.data.slice(i * T, (i + 1) * T).reduce((x, y) => x + y, 0), 0) / tokens;
       let viaPlan: PlannedMicroBatch | null = null;
       if (terms) {
         const sTerms = { rows: cut(terms.rows), offset: cut(terms.offset) };
         held.push(sTerms.rows, sTerms.offset);
-        viaPlan = await plannedMicroBatch(model, lora, sub, { padTokenId: o.pad, hiddenGrad: true, accumulate: flat !== undefined }, (s) =>
-          tf.mul(tokenNoiserLossFromHidden(s.logp, s.hidden!, sTerms, subMask, { epsilon: o.epsilon }), share),
+        viaPlan = await plannedMicroBatch(
+          model,
+          lora,
+          sub,
+          { padTokenId: o.pad, hiddenGrad: true, accumulate: flat !== undefined },
+          (s) => tf.mul(tokenNoiserLossFromHidden(s.logp, s.hidden!, sTerms, subMask, { epsilon: o.epsilon }), share),
         );
       }
       let part: tf.Scalar;
@@ -170,7 +301,14 @@ export async function noiserSftStep(
       } else {
         const [subTargets, subN] = [cut(targets), cut(n)];
         held.push(subTargets, subN);
-        const res = tf.variableGrads(() => tf.mul(noiserLossTfjs(model, sub, subTargets, subMask, { epsilon: o.epsilon, weights: subN, pad: o.pad }), share) as tf.Scalar, Object.values(vars));
+        const res = tf.variableGrads(
+          () =>
+            tf.mul(
+              noiserLossTfjs(model, sub, subTargets, subMask, { epsilon: o.epsilon, weights: subN, pad: o.pad }),
+              share,
+            ) as tf.Scalar,
+          Object.values(vars),
+        );
         part = res.value;
         const prev = grads;
         grads = {};
@@ -206,24 +344,46 @@ export async function noiserSftStep(
     tf.dispose([...Object.values(clipped.grads), clipped.norm]);
   }
   tf.dispose([lossT, ...Object.values(grads)]);
-  return { 'loss/noiser': loss, 'noiser/tokens': tokens, 'grad/norm': norm, 'grad/skipped': skipped ? 1 : 0, 'optim/lr': o.lr };
+  return {
+    'loss/noiser': loss,
+    'noiser/tokens': tokens,
+    'grad/norm': norm,
+    'grad/skipped': skipped ? 1 : 0,
+    'optim/lr': o.lr,
+  };
 }
 
 /** The TokenNoiser loss by the full log-softmax over the op-by-op forward (the reference). */
-function noiserLossTfjs(model: LoadedModel['model'], batch: ResponseBatch, targets: tf.Tensor, mask: tf.Tensor, o: { epsilon: number; weights: tf.Tensor; pad: number }): tf.Scalar {
+function noiserLossTfjs(
+  model: LoadedModel['model'],
+  batch: ResponseBatch,
+  targets: tf.Tensor,
+  mask: tf.Tensor,
+  o: { epsilon: number; weights: tf.Tensor; pad: number },
+): tf.Scalar {
   const packed = packSequences(batch, o.pad);
   const { promptLength: P, responseLength: T } = packed;
   const B = packed.ids.length;
   const L = P + T - 1;
   const Hd = model.config.hiddenSize;
-  const hidden = forward(model, packed.ids.map((x) => x.slice(0, L)), { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' });
+  const hidden = forward(
+    model,
+    packed.ids.map((x) => x.slice(0, L)),
+    { attentionMask: packed.attentionMask.map((x) => x.slice(0, L)), output: 'hidden' },
+  );
   const h = hidden.slice([0, P - 1, 0], [B, T, Hd]).reshape([B * T, Hd]) as tf.Tensor2D;
   const logp = tf.logSoftmax(model.lmHead.forward(h), -1).reshape([B, T, model.config.vocabSize]);
   return tokenNoiserLoss(logp, targets, mask, { epsilon: o.epsilon, weights: o.weights });
 }
 
 /** Redteam steps until the greedy held-out ASR reaches the target, and the ASR after each step. */
-export async function redteamStepsToTarget(env: RecipeEnv, input: Record<string, unknown>, seed: number, budget: number, target: number): Promise<{ steps: number | null; asr: number[] }> {
+export async function redteamStepsToTarget(
+  env: RecipeEnv,
+  input: Record<string, unknown>,
+  seed: number,
+  budget: number,
+  target: number,
+): Promise<{ steps: number | null; asr: number[] }> {
   const v = validateConfig(redteamSchema, { ...input, evalEvery: 1, earlyStop: false });
   if (!v.ok) throw new ConfigError('tokenbuncher: redteam comparison', v.errors);
   const run = await redteamRecipe.create(env, v.config, seed);
@@ -266,9 +426,13 @@ class TokenbuncherRun extends LoraRun {
     private readonly grader: TextGrader | null = null,
   ) {
     super();
-    this.pool = data ? data.train : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
+    this.pool = data
+      ? data.train
+      : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
     this.heldOut = data ? data.eval.slice(0, config.evalPrompts) : null;
-    this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : sandboxSplitMetrics();
+    this.splitReport = data
+      ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
+      : sandboxSplitMetrics();
     if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
     this.benignPool = benign ? benign.train : benignPrompts(config.promptPool, seed);
     this.heldOutBenign = benign ? benign.eval.slice(0, config.evalPrompts) : null;
@@ -280,7 +444,8 @@ class TokenbuncherRun extends LoraRun {
   private async evaluate(): Promise<Metrics> {
     const c = this.config;
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
-    const harm = this.heldOut ?? harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
+    const harm =
+      this.heldOut ?? harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
     const ben = this.heldOutBenign ?? benignPrompts(c.evalPrompts, heldOut);
     const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
@@ -322,7 +487,17 @@ class TokenbuncherRun extends LoraRun {
     } finally {
       this.lora.enabled = true;
     }
-    const input = { defender: c.defender, defenderWeights: c.defenderWeights, dataset: c.dataset, judge: c.judge, ...judgeFieldValues(c), tactics: c.tactics, prompts: c.prompts, evalPrompts: c.evalPrompts, maxNewTokens: c.maxNewTokens };
+    const input = {
+      defender: c.defender,
+      defenderWeights: c.defenderWeights,
+      dataset: c.dataset,
+      judge: c.judge,
+      ...judgeFieldValues(c),
+      tactics: c.tactics,
+      prompts: c.prompts,
+      evalPrompts: c.evalPrompts,
+      maxNewTokens: c.maxNewTokens,
+    };
     const budget = c.evalRedteamSteps;
     const defended = await redteamStepsToTarget(defendedEnv, input, this.seed, budget, c.evalTargetAsr);
     const undefended = await redteamStepsToTarget(this.env, input, this.seed, budget, c.evalTargetAsr);
@@ -359,11 +534,17 @@ class TokenbuncherRun extends LoraRun {
     // --- score
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
     const harmful = r.rowGroup.map((g) => g < H);
-    const verdicts = await this.judge.score(r.rowGroup.map((g, b) => ({ prompt: promptText(items[g]), response: r.answers[b], meta: promptMeta(items[g]) })));
+    const verdicts = await this.judge.score(
+      r.rowGroup.map((g, b) => ({ prompt: promptText(items[g]), response: r.answers[b], meta: promptMeta(items[g]) })),
+    );
     const beta = this.klCoef.value;
     const terms = verdicts.map((v, b) =>
       harmful[b]
-        ? { entropy: tokenBuncherReward(entropy[b], 'defence'), ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}), kl: -beta * kl[b] * r.gen.lengths[b] }
+        ? {
+            entropy: tokenBuncherReward(entropy[b], 'defence'),
+            ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}),
+            kl: -beta * kl[b] * r.gen.lengths[b],
+          }
         : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -beta * kl[b] * r.gen.lengths[b] },
     );
     const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
@@ -379,16 +560,38 @@ class TokenbuncherRun extends LoraRun {
     if (sft) {
       const mask = fromRows(gen.mask);
       // The SFT step keeps the rows' GRPO preference when the RL steps use a critic (gae).
-      const a = computeAdvantages(c.advantage === 'gae' ? 'grpo' : c.advantage, { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: r.rowGroup }, { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true });
+      const a = computeAdvantages(
+        c.advantage === 'gae' ? 'grpo' : c.advantage,
+        { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: r.rowGroup },
+        { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
+      );
       adv = a.advantages;
       skippedRows = a.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       // Rows of skipped (all-zero) groups carry no preference: a.mask leaves them out.
-      Object.assign(metrics, await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), { epsilon: c.noiserEpsilon, seed: hash3(this.seed, step, 0x4015e), lr: c.noiserLr > 0 ? c.noiserLr : c.lr, maxGradNorm: c.maxGradNorm, pad: this.def.codec.pad }));
+      Object.assign(
+        metrics,
+        await noiserSftStep(learner, r, positiveAdvantageMask(adv, a.mask), {
+          epsilon: c.noiserEpsilon,
+          seed: hash3(this.seed, step, 0x4015e),
+          lr: c.noiserLr > 0 ? c.noiserLr : c.lr,
+          maxGradNorm: c.maxGradNorm,
+          pad: this.def.codec.pad,
+        }),
+      );
     } else {
       // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
       const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, beta);
       const outcome = rewards.map((x, b) => x - terms[b].kl);
-      const l = await learnFromOutcomes({ ...learner, critic: this.critic }, { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs }, refLogp, outcome, r.rowGroup, c, this.def.codec, klPen.penalty);
+      const l = await learnFromOutcomes(
+        { ...learner, critic: this.critic },
+        { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs },
+        refLogp,
+        outcome,
+        r.rowGroup,
+        c,
+        this.def.codec,
+        klPen.penalty,
+      );
       adv = l.advantages.advantages;
       skippedRows = l.advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0);
       Object.assign(metrics, l.learn);
@@ -474,8 +677,10 @@ export const tokenbuncherRecipe: Recipe<typeof tokenbuncherSchema> = {
   check: strongRejectCheck,
   async create(env: RecipeEnv, config: TokenbuncherConfig, seed: number): Promise<RecipeRun> {
     const judge = env.judge(config.judge, judgeOptionsOf(config));
-    const data = config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'tokenbuncher');
-    const benign = config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'tokenbuncher');
+    const data =
+      config.dataset === SANDBOX_DATASET ? null : await loadHarmfulPromptData(env, config.dataset, 'tokenbuncher');
+    const benign =
+      config.benignDataset === SANDBOX_DATASET ? null : await loadBenignData(env, config.benignDataset, 'tokenbuncher');
     return createWithCleanup(async (own) => {
       const m = own(await env.loadModel(config.defender, { weights: config.defenderWeights }));
       const lora = attachConfiguredLora(m.model, config, hash3(seed, 0x10a, 5));

@@ -29,9 +29,16 @@ export function ArenaPanel() {
 
   const steps = useMemo(() => sampleSteps({ samples, activeRunId }), [samples, activeRunId]);
   const step = chosenStep !== null && steps.includes(chosenStep) ? chosenStep : steps[steps.length - 1];
-  const atStep = useMemo(() => samples.filter((e) => e.runId === activeRunId && e.step === step), [samples, activeRunId, step]);
+  const atStep = useMemo(
+    () => samples.filter((e) => e.runId === activeRunId && e.step === step),
+    [samples, activeRunId, step],
+  );
   const shown = atStep.filter((e) => matchesFilter(e, filter));
-  const counts = { all: atStep.length, successes: atStep.filter((e) => e.sample.verdict.success).length, failures: atStep.filter((e) => !e.sample.verdict.success).length };
+  const counts = {
+    all: atStep.length,
+    successes: atStep.filter((e) => e.sample.verdict.success).length,
+    failures: atStep.filter((e) => !e.sample.verdict.success).length,
+  };
   const scaleMax = useMemo(
     () =>
       entropyScaleMax(
@@ -44,14 +51,20 @@ export function ArenaPanel() {
   );
 
   if (activeRunId === null || steps.length === 0) {
-    return <p className="empty">Attacker prompts, defender answers and the judge's verdicts will appear here when a run reports.</p>;
+    return (
+      <p className="empty">
+        Attacker prompts, defender answers and the judge's verdicts will appear here when a run reports.
+      </p>
+    );
   }
   const idx = steps.indexOf(step);
   return (
     <div className="arena">
       <ExampleNotice where="arena" />
       <div className="arena-controls">
-        <span className="small">run <strong>{runLabel}</strong></span>
+        <span className="small">
+          run <strong>{runLabel}</strong>
+        </span>
         <label className="slider">
           Step
           <input
@@ -66,12 +79,22 @@ export function ArenaPanel() {
             aria-valuetext={`step ${step}`}
             data-testid="arena-step"
           />
-          <output>{step}{chosenStep === null ? ' (latest)' : ''}</output>
+          <output>
+            {step}
+            {chosenStep === null ? ' (latest)' : ''}
+          </output>
         </label>
         <JudgeTimes times={runMetrics ? judgeTimesAt(runMetrics, step) : []} />
         <div className="segmented" role="radiogroup" aria-label="Show rollouts">
           {FILTERS.map(([f, label]) => (
-            <button key={f} type="button" role="radio" aria-checked={filter === f} onClick={() => setFilter(f)} data-testid={`filter-${f}`}>
+            <button
+              key={f}
+              type="button"
+              role="radio"
+              aria-checked={filter === f}
+              onClick={() => setFilter(f)}
+              data-testid={`filter-${f}`}
+            >
               {label} <span className="count">{counts[f]}</span>
             </button>
           ))}
@@ -82,18 +105,29 @@ export function ArenaPanel() {
         <div className="samples">
           {shown.length === 0 && <p className="empty">No rollout at step {step} matches this filter.</p>}
           {shown.map((e) => (
-            <SampleCard key={`${e.runId}/${e.step}/${e.sample.id}`} entry={e} scaleMax={scaleMax} pinned={e.sample.promptKey === pinnedKey} onPin={pin} />
+            <SampleCard
+              key={`${e.runId}/${e.step}/${e.sample.id}`}
+              entry={e}
+              scaleMax={scaleMax}
+              pinned={e.sample.promptKey === pinnedKey}
+              onPin={pin}
+            />
           ))}
         </div>
         <aside className="pinned" data-testid="pinned" aria-label="Pinned prompt">
           <h3>Pinned prompt over training</h3>
           {pinnedKey === null ? (
-            <p className="small">Pin a rollout to follow its prompt across steps: each row is a step, each column a token position of the generated answer, coloured by entropy.</p>
+            <p className="small">
+              Pin a rollout to follow its prompt across steps: each row is a step, each column a token position of the
+              generated answer, coloured by entropy.
+            </p>
           ) : (
             <>
               <p className="small">
                 <code data-testid="pinned-key">{pinnedKey}</code> · {pinRows.length} steps{' '}
-                <button type="button" className="mini" onClick={() => pin(null)}>Unpin</button>
+                <button type="button" className="mini" onClick={() => pin(null)}>
+                  Unpin
+                </button>
               </p>
               <EntropyMatrix rows={pinRows} scaleMax={scaleMax} />
             </>

@@ -31,7 +31,12 @@ export function JudgeTimes({ times }: { times: JudgeTime[] }) {
   if (times.length === 0) return null;
   return (
     <span className="small" data-testid="judge-times">
-      {times.map((t) => `judge ${t.name} ${t.ms < 100 ? t.ms.toFixed(1) : t.ms.toFixed(0)} ms (${(100 * t.share).toFixed(0)}% of the step)`).join(' · ')}
+      {times
+        .map(
+          (t) =>
+            `judge ${t.name} ${t.ms < 100 ? t.ms.toFixed(1) : t.ms.toFixed(0)} ms (${(100 * t.share).toFixed(0)}% of the step)`,
+        )
+        .join(' · ')}
     </span>
   );
 }

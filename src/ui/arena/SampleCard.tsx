@@ -12,7 +12,12 @@ export function verdictKind(v: Verdict): VerdictKind {
 export function VerdictBadge({ verdict }: { verdict: Verdict }) {
   const kind = verdictKind(verdict);
   return (
-    <span className={`verdict verdict-${kind}`} data-testid="verdict" data-kind={kind} title={`judge: P(unsafe) = ${verdict.unsafe.toFixed(2)}`}>
+    <span
+      className={`verdict verdict-${kind}`}
+      data-testid="verdict"
+      data-kind={kind}
+      title={`judge: P(unsafe) = ${verdict.unsafe.toFixed(2)}`}
+    >
       {verdict.label}
       <span className="verdict-p"> · P(unsafe) {verdict.unsafe.toFixed(2)}</span>
     </span>
@@ -28,7 +33,9 @@ export function RewardBreakdown({ reward, terms }: { reward: number; terms: Rewa
       <tbody>
         <tr className="terms-total">
           <th scope="row">reward</th>
-          <td colSpan={2} className="num">{reward.toFixed(3)}</td>
+          <td colSpan={2} className="num">
+            {reward.toFixed(3)}
+          </td>
         </tr>
         {entries.map(([name, v]) => {
           const w = `${(Math.abs(v) / maxAbs) * 50}%`;
@@ -36,9 +43,15 @@ export function RewardBreakdown({ reward, terms }: { reward: number; terms: Rewa
             <tr key={name}>
               <th scope="row">{name}</th>
               <td className="term-bar" aria-hidden="true">
-                <span className={v >= 0 ? 'bar-pos' : 'bar-neg'} style={v >= 0 ? { left: '50%', width: w } : { right: '50%', width: w }} />
+                <span
+                  className={v >= 0 ? 'bar-pos' : 'bar-neg'}
+                  style={v >= 0 ? { left: '50%', width: w } : { right: '50%', width: w }}
+                />
               </td>
-              <td className="num">{v >= 0 ? '+' : '−'}{Math.abs(v).toFixed(3)}</td>
+              <td className="num">
+                {v >= 0 ? '+' : '−'}
+                {Math.abs(v).toFixed(3)}
+              </td>
             </tr>
           );
         })}
@@ -62,19 +75,41 @@ function roleLabel(m: Message, turn: number, multiTurn: boolean): string {
 }
 
 /** One rollout as a conversation, with verdict, reward terms and a pin button. */
-export function SampleCard({ entry, scaleMax, pinned, onPin }: { entry: SampleEntry; scaleMax: number; pinned: boolean; onPin(key: string | null): void }) {
+export function SampleCard({
+  entry,
+  scaleMax,
+  pinned,
+  onPin,
+}: {
+  entry: SampleEntry;
+  scaleMax: number;
+  pinned: boolean;
+  onPin(key: string | null): void;
+}) {
   const s = entry.sample;
   const multiTurn = s.messages.filter((m) => m.role === 'attacker' || m.role === 'user').length > 1;
   let turn = 0;
   return (
-    <article className={`sample${pinned ? ' pinned' : ''}`} data-testid="sample" data-prompt-key={s.promptKey} data-success={s.verdict.success}>
+    <article
+      className={`sample${pinned ? ' pinned' : ''}`}
+      data-testid="sample"
+      data-prompt-key={s.promptKey}
+      data-success={s.verdict.success}
+    >
       <header className="sample-head">
         <VerdictBadge verdict={s.verdict} />
         <span className={`outcome ${s.verdict.success ? 'outcome-hit' : 'outcome-miss'}`}>
           {s.verdict.success ? 'attack succeeded' : 'attack failed'}
         </span>
         <span className="small sample-meta">
-          {[s.tactic, s.category, `group ${s.group}`, s.advantage !== undefined ? `advantage ${s.advantage.toFixed(2)}` : null].filter(Boolean).join(' · ')}
+          {[
+            s.tactic,
+            s.category,
+            `group ${s.group}`,
+            s.advantage !== undefined ? `advantage ${s.advantage.toFixed(2)}` : null,
+          ]
+            .filter(Boolean)
+            .join(' · ')}
         </span>
         <button
           type="button"
@@ -95,7 +130,9 @@ export function SampleCard({ entry, scaleMax, pinned, onPin }: { entry: SampleEn
               <li key={i} className={`msg msg-${ROLE_SIDE[m.role]} role-${m.role}`} data-testid="message">
                 <div className="msg-role">
                   {roleLabel(m, Math.max(1, turn), multiTurn)}
-                  {m.turnScore !== undefined && <span className="turn-score"> · turn score {m.turnScore.toFixed(2)}</span>}
+                  {m.turnScore !== undefined && (
+                    <span className="turn-score"> · turn score {m.turnScore.toFixed(2)}</span>
+                  )}
                   {!m.tokens && <span className="small"> · scripted</span>}
                 </div>
                 {m.tokens && m.tokens.pieces.length > 0 ? (
@@ -109,7 +146,9 @@ export function SampleCard({ entry, scaleMax, pinned, onPin }: { entry: SampleEn
         </ol>
         <RewardBreakdown reward={s.reward} terms={s.terms} />
       </div>
-      <footer className="small prompt-key">prompt <code>{s.promptKey}</code></footer>
+      <footer className="small prompt-key">
+        prompt <code>{s.promptKey}</code>
+      </footer>
     </article>
   );
 }

@@ -53,7 +53,10 @@ export function ChartsPanel() {
         ))}
         {hasOther && <MetricChart group={OTHER_GROUP} />}
       </div>
-      <p className="small">x: training step. Drag across a chart to zoom, double-click to reset. Faint lines are raw values under the smoothed curve.</p>
+      <p className="small">
+        x: training step. Drag across a chart to zoom, double-click to reset. Faint lines are raw values under the
+        smoothed curve.
+      </p>
     </div>
   );
 }

@@ -11,7 +11,9 @@ const AXIS = '#9aa3b2';
 const GRID = '#2a303b';
 
 function withAlpha(hex: string, alpha: number): string {
-  const a = Math.round(alpha * 255).toString(16).padStart(2, '0');
+  const a = Math.round(alpha * 255)
+    .toString(16)
+    .padStart(2, '0');
   return `${hex}${a}`;
 }
 
@@ -87,7 +89,11 @@ export function MetricChart({ group }: { group: ChartGroup }) {
       });
       out.textContent = parts.join(' · ');
     };
-    const u = new uPlot(options(group, first.series, Math.max(200, el.clientWidth), onCursor), first.data as uPlot.AlignedData, el);
+    const u = new uPlot(
+      options(group, first.series, Math.max(200, el.clientWidth), onCursor),
+      first.data as uPlot.AlignedData,
+      el,
+    );
     plot.current = { u, series: first.series };
     el.dataset.points = String(first.data[0].length);
     let seen = useRunStore.getState();
@@ -129,20 +135,43 @@ export function MetricChart({ group }: { group: ChartGroup }) {
   return (
     <figure className="chart" data-testid={`chart-${group.id}`} aria-labelledby={`chart-${group.id}-title`}>
       <figcaption className="chart-head">
-        <span id={`chart-${group.id}-title`} className="chart-title">{group.title}</span>
-        <button type="button" className="mini" onClick={exportPng} disabled={empty} data-testid={`chart-png-${group.id}`} aria-label={`Export the ${group.title} chart as PNG`}>
+        <span id={`chart-${group.id}-title`} className="chart-title">
+          {group.title}
+        </span>
+        <button
+          type="button"
+          className="mini"
+          onClick={exportPng}
+          disabled={empty}
+          data-testid={`chart-png-${group.id}`}
+          aria-label={`Export the ${group.title} chart as PNG`}
+        >
           PNG
         </button>
       </figcaption>
       {empty && <p className="chart-empty">{group.absent}</p>}
-      <div ref={host} className="chart-plot" hidden={empty} role="img" aria-label={`${group.title} against training step; ${group.yLabel}`} />
+      <div
+        ref={host}
+        className="chart-plot"
+        hidden={empty}
+        role="img"
+        aria-label={`${group.title} against training step; ${group.yLabel}`}
+      />
       {!empty && (
         <>
           <ul className="chart-legend">
             {legend.map((s) => (
               <li key={s.label}>
                 <svg width="22" height="8" aria-hidden="true">
-                  <line x1="1" y1="4" x2="21" y2="4" stroke={s.colour} strokeWidth="2.5" strokeDasharray={s.dash.join(' ')} />
+                  <line
+                    x1="1"
+                    y1="4"
+                    x2="21"
+                    y2="4"
+                    stroke={s.colour}
+                    strokeWidth="2.5"
+                    strokeDasharray={s.dash.join(' ')}
+                  />
                 </svg>
                 {s.label}
               </li>

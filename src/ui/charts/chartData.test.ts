@@ -5,13 +5,29 @@ import { chartData } from './chartData';
 import { CHART_GROUPS, groupMetrics, OTHER_GROUP } from './groups';
 
 const rep = (runId: string, step: number, metrics: Record<string, number>): StepReport => ({
-  runId, recipe: 'redteam', step, time: 0, metrics, samples: [], timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 },
+  runId,
+  recipe: 'redteam',
+  step,
+  time: 0,
+  metrics,
+  samples: [],
+  timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 },
 });
 const group = (id: string) => CHART_GROUPS.find((g) => g.id === id)!;
 
 describe('chart groups', () => {
   it('sorts metrics into the small charts, the rest into "other"', () => {
-    const names = ['reward/mean', 'reward/std', 'judge/asr', 'perf/tokens_per_s', 'perf/step_ms', 'perf/rollout_ms', 'loss/policy', 'loss/value', 'custom'];
+    const names = [
+      'reward/mean',
+      'reward/std',
+      'judge/asr',
+      'perf/tokens_per_s',
+      'perf/step_ms',
+      'perf/rollout_ms',
+      'loss/policy',
+      'loss/value',
+      'custom',
+    ];
     expect(groupMetrics(group('reward'), names)).toEqual(['reward/mean', 'reward/std']);
     expect(groupMetrics(group('loss'), names)).toEqual(['loss/policy', 'loss/value']);
     expect(groupMetrics(group('tokens'), names)).toEqual(['perf/tokens_per_s']);
@@ -29,7 +45,11 @@ describe('chart data', () => {
     const c = chartData(d, group('reward'));
     expect(c.series.map((s) => s.label)).toEqual(['reward/mean · a', 'reward/mean · b']);
     expect(c.series[0].colour).not.toBe(c.series[1].colour);
-    expect(c.data).toEqual([[1, 2], [1, 2], [undefined, 5]]);
+    expect(c.data).toEqual([
+      [1, 2],
+      [1, 2],
+      [undefined, 5],
+    ]);
     const hidden = chartData(setRunHidden(d, 'b', true), group('reward'));
     expect(hidden.series.map((s) => s.label)).toEqual(['reward/mean']);
     expect(hidden.key).not.toBe(c.key);
@@ -41,7 +61,11 @@ describe('chart data', () => {
     d = appendReport(d, rep('a', 2, { 'kl/mean': 10 }));
     const c = chartData(d, group('kl'));
     expect(c.series.map((s) => s.raw)).toEqual([true, false]);
-    expect(c.data).toEqual([[1, 2], [0, 10], [0, 5]]);
+    expect(c.data).toEqual([
+      [1, 2],
+      [0, 10],
+      [0, 5],
+    ]);
     // The key (chart structure) does not depend on the smoothing amount, only on whether it is on.
     expect(chartData(setSmoothing(d, 0.9), group('kl')).key).toBe(c.key);
   });

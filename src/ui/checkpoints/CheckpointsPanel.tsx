@@ -16,13 +16,18 @@ import { engine as engineApi } from '../../store/engineStore';
 import { ResumedRun } from './ResumedRun';
 
 /** Time of day for today's saves, date and time for older ones. */
-const when = (t: number) => (new Date(t).toDateString() === new Date().toDateString() ? new Date(t).toLocaleTimeString() : new Date(t).toLocaleString());
+const when = (t: number) =>
+  new Date(t).toDateString() === new Date().toDateString()
+    ? new Date(t).toLocaleTimeString()
+    : new Date(t).toLocaleString();
 
 /** Resumes a checkpoint in the worker: earlier reports come back from the run log first. */
 export async function resumeCheckpoint(c: CheckpointSummary, paused: boolean): Promise<void> {
   const s = useCheckpoints.getState();
   s.setMessage(null);
-  const history = await runLogs().readReports(c.runId, { toStep: c.step - 1 }).catch(() => [] as StepReport[]);
+  const history = await runLogs()
+    .readReports(c.runId, { toStep: c.step - 1 })
+    .catch(() => [] as StepReport[]);
   if (history.length > 0) useRunStore.getState().importRun(history, 'live');
   const onReport = Comlink.proxy((r: StepReport) => useRunStore.getState().append(r, 'live'));
   const onStatus = Comlink.proxy((st: RunStatus) => useCheckpoints.getState().setResumed(st));
@@ -31,7 +36,15 @@ export async function resumeCheckpoint(c: CheckpointSummary, paused: boolean): P
   else s.setMessage({ text: `Could not resume "${c.name}": ${Object.values(r.errors).join('; ')}`, error: true });
 }
 
-function Row({ c, busy, act }: { c: CheckpointSummary; busy: boolean; act: (label: string, fn: () => Promise<void>) => void }) {
+function Row({
+  c,
+  busy,
+  act,
+}: {
+  c: CheckpointSummary;
+  busy: boolean;
+  act: (label: string, fn: () => Promise<void>) => void;
+}) {
   const { rename, remove } = useCheckpoints();
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(c.name);
@@ -39,22 +52,61 @@ function Row({ c, busy, act }: { c: CheckpointSummary; busy: boolean; act: (labe
     <tr data-testid="checkpoint-row" data-id={c.id} data-step={c.step} data-run={c.runId}>
       <td>
         {editing ? (
-          <form onSubmit={(e) => { e.preventDefault(); setEditing(false); void rename(c.id, name); }}>
-            <input data-testid="checkpoint-name-input" aria-label="checkpoint name" value={name} onChange={(e) => setName(e.target.value)} autoFocus />
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              setEditing(false);
+              void rename(c.id, name);
+            }}
+          >
+            <input
+              data-testid="checkpoint-name-input"
+              aria-label="checkpoint name"
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+              autoFocus
+            />
           </form>
         ) : (
           <span data-testid="checkpoint-name">{c.name}</span>
         )}
-        <div className="small" style={{ fontSize: '0.75rem', wordBreak: 'break-all' }}>{c.runId}</div>
+        <div className="small" style={{ fontSize: '0.75rem', wordBreak: 'break-all' }}>
+          {c.runId}
+        </div>
       </td>
       <td>{c.step}</td>
       <td className="small">{when(c.time)}</td>
       <td className="small">{metricSummary(c.metrics)}</td>
       <td className="small">{formatBytes(c.sizeBytes)}</td>
       <td className="ckpt-actions" style={{ fontSize: '0.8rem' }}>
-        <button type="button" data-testid="checkpoint-restore" disabled={busy} title="Start this checkpoint's run from its step, paused" onClick={() => act('restoring', () => resumeCheckpoint(c, true))}>Restore</button>
-        <button type="button" data-testid="checkpoint-rename" disabled={busy} onClick={() => { setName(c.name); setEditing((x) => !x); }}>Rename</button>
-        <button type="button" data-testid="checkpoint-delete" disabled={busy} onClick={() => act('deleting', () => remove(c.id))}>Delete</button>
+        <button
+          type="button"
+          data-testid="checkpoint-restore"
+          disabled={busy}
+          title="Start this checkpoint's run from its step, paused"
+          onClick={() => act('restoring', () => resumeCheckpoint(c, true))}
+        >
+          Restore
+        </button>
+        <button
+          type="button"
+          data-testid="checkpoint-rename"
+          disabled={busy}
+          onClick={() => {
+            setName(c.name);
+            setEditing((x) => !x);
+          }}
+        >
+          Rename
+        </button>
+        <button
+          type="button"
+          data-testid="checkpoint-delete"
+          disabled={busy}
+          onClick={() => act('deleting', () => remove(c.id))}
+        >
+          Delete
+        </button>
       </td>
     </tr>
   );
@@ -62,7 +114,8 @@ function Row({ c, busy, act }: { c: CheckpointSummary; busy: boolean; act: (labe
 
 export function CheckpointsPanel() {
   const phase = useEngine((s) => s.phase);
-  const { list, use, policy, message, refresh, setPolicy, onEvent, setMessage, startup, notice, collected } = useCheckpoints();
+  const { list, use, policy, message, refresh, setPolicy, onEvent, setMessage, startup, notice, collected } =
+    useCheckpoints();
   const [busy, setBusy] = useState<string | null>(null);
   const [everyText, setEveryText] = useState(String(policy.everySteps));
   const [keepText, setKeepText] = useState(String(policy.keep));
@@ -80,11 +133,15 @@ export function CheckpointsPanel() {
   // The worker follows the policy: typed here, or reloaded from IndexedDB at the start.
   useEffect(() => {
     if (phase !== 'ready') return;
-    void engineApi().setAutosave(policy).catch((e: Error) => setMessage({ text: e.message, error: true }));
+    void engineApi()
+      .setAutosave(policy)
+      .catch((e: Error) => setMessage({ text: e.message, error: true }));
   }, [phase, policy, setMessage]);
   // A policy reloaded at the start replaces what the boxes show (unless they already say it).
   useEffect(() => {
-    setEveryText((t) => (/^\d+$/.test(t.trim()) && Number(t.trim()) === policy.everySteps ? t : String(policy.everySteps)));
+    setEveryText((t) =>
+      /^\d+$/.test(t.trim()) && Number(t.trim()) === policy.everySteps ? t : String(policy.everySteps),
+    );
     setKeepText((t) => (/^\d+$/.test(t.trim()) && Number(t.trim()) === policy.keep ? t : String(policy.keep)));
   }, [policy.everySteps, policy.keep]);
 
@@ -116,7 +173,8 @@ export function CheckpointsPanel() {
             aria-invalid={everyInvalid}
             onChange={(e) => {
               setEveryText(e.target.value);
-              if (/^\d+$/.test(e.target.value.trim())) setPolicy({ ...policy, everySteps: Number(e.target.value.trim()) });
+              if (/^\d+$/.test(e.target.value.trim()))
+                setPolicy({ ...policy, everySteps: Number(e.target.value.trim()) });
             }}
           />
           steps (0 = off)
@@ -139,45 +197,106 @@ export function CheckpointsPanel() {
           (0 = all; renamed ones stay)
         </label>
         <label className="control">
-          <input data-testid="autosave-pause" type="checkbox" checked={policy.onPause} onChange={(e) => setPolicy({ ...policy, onPause: e.target.checked })} />
+          <input
+            data-testid="autosave-pause"
+            type="checkbox"
+            checked={policy.onPause}
+            onChange={(e) => setPolicy({ ...policy, onPause: e.target.checked })}
+          />
           and on pause
         </label>
-        <button type="button" data-testid="checkpoint-save" disabled={phase !== 'ready' || busy !== null} onClick={() => act('saving', async () => { onEvent(await engineApi().saveCheckpoint()); })}>
+        <button
+          type="button"
+          data-testid="checkpoint-save"
+          disabled={phase !== 'ready' || busy !== null}
+          onClick={() =>
+            act('saving', async () => {
+              onEvent(await engineApi().saveCheckpoint());
+            })
+          }
+        >
           Save now
         </button>
       </div>
-      {everyInvalid && <div className="error small">Autosave every: a whole number of steps (0 = off), got "{everyText}".</div>}
-      {keepInvalid && <div className="error small">Keep the last: a whole number of autosaves (0 = all), got "{keepText}".</div>}
-      {notice && <div className="error" role="alert" data-testid="storage-notice">{notice}</div>}
-      <p className="small" data-testid="storage-usage" data-persisted={use?.persisted === null || !use ? '' : String(use.persisted)}>{use ? storageLine(use) : 'Reading storage…'}</p>
-      {collected > 0 && <p className="small" data-testid="orphans-collected">Removed {collected} chunk{collected === 1 ? '' : 's'} of a save that was interrupted before it finished (earlier checkpoints were not affected).</p>}
+      {everyInvalid && (
+        <div className="error small">Autosave every: a whole number of steps (0 = off), got "{everyText}".</div>
+      )}
+      {keepInvalid && (
+        <div className="error small">Keep the last: a whole number of autosaves (0 = all), got "{keepText}".</div>
+      )}
+      {notice && (
+        <div className="error" role="alert" data-testid="storage-notice">
+          {notice}
+        </div>
+      )}
+      <p
+        className="small"
+        data-testid="storage-usage"
+        data-persisted={use?.persisted === null || !use ? '' : String(use.persisted)}
+      >
+        {use ? storageLine(use) : 'Reading storage…'}
+      </p>
+      {collected > 0 && (
+        <p className="small" data-testid="orphans-collected">
+          Removed {collected} chunk{collected === 1 ? '' : 's'} of a save that was interrupted before it finished
+          (earlier checkpoints were not affected).
+        </p>
+      )}
       {message && (
-        <div className={message.error ? 'error' : 'small'} role={message.error ? 'alert' : 'status'} data-testid="checkpoint-message" data-error={message.error ? 'true' : 'false'}>
+        <div
+          className={message.error ? 'error' : 'small'}
+          role={message.error ? 'alert' : 'status'}
+          data-testid="checkpoint-message"
+          data-error={message.error ? 'true' : 'false'}
+        >
           {message.text}
         </div>
       )}
       {offer && latest && (
         <div className="resume-offer" data-testid="resume-offer">
           <span>
-            Run <strong>{latest.runId}</strong> has a checkpoint at step {latest.step} ({new Date(latest.time).toLocaleString()}).
+            Run <strong>{latest.runId}</strong> has a checkpoint at step {latest.step} (
+            {new Date(latest.time).toLocaleString()}).
           </span>{' '}
-          <button type="button" data-testid="resume-latest" disabled={busy !== null} onClick={() => act('resuming', () => resumeCheckpoint(latest, false))}>Resume it</button>{' '}
-          <button type="button" className="link-button" onClick={() => setOfferDismissed(true)}>dismiss</button>
+          <button
+            type="button"
+            data-testid="resume-latest"
+            disabled={busy !== null}
+            onClick={() => act('resuming', () => resumeCheckpoint(latest, false))}
+          >
+            Resume it
+          </button>{' '}
+          <button type="button" className="link-button" onClick={() => setOfferDismissed(true)}>
+            dismiss
+          </button>
         </div>
       )}
       <ResumedRun />
       {list.length === 0 ? (
         <p className="empty" data-testid="checkpoints-empty">
-          {notice ? 'No checkpoints: the browser cleared them (see above). A' : 'No checkpoints yet: a'} run saves one every{' '}
-          {policy.everySteps || '—'} steps{policy.onPause ? ' and when paused' : ''}.
+          {notice ? 'No checkpoints: the browser cleared them (see above). A' : 'No checkpoints yet: a'} run saves one
+          every {policy.everySteps || '—'} steps{policy.onPause ? ' and when paused' : ''}.
         </p>
       ) : (
-        <table className="ckpt-table small" data-testid="checkpoint-list" style={{ width: '100%', borderCollapse: 'collapse', textAlign: 'left' }}>
+        <table
+          className="ckpt-table small"
+          data-testid="checkpoint-list"
+          style={{ width: '100%', borderCollapse: 'collapse', textAlign: 'left' }}
+        >
           <thead>
-            <tr><th>Name</th><th>Step</th><th>Saved</th><th>Metrics</th><th>Size</th><th /></tr>
+            <tr>
+              <th>Name</th>
+              <th>Step</th>
+              <th>Saved</th>
+              <th>Metrics</th>
+              <th>Size</th>
+              <th />
+            </tr>
           </thead>
           <tbody>
-            {list.map((c) => <Row key={c.id} c={c} busy={busy !== null} act={act} />)}
+            {list.map((c) => (
+              <Row key={c.id} c={c} busy={busy !== null} act={act} />
+            ))}
           </tbody>
         </table>
       )}

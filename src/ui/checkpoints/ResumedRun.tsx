@@ -20,15 +20,55 @@ export function ResumedRun() {
   const api = engineApi;
   return (
     <div className="controls-row resumed-run" data-testid="resumed-run">
-      <span className="run-state" data-testid="resumed-state" data-state={s.state} data-step={s.step} data-stepping={s.stepping ? 'true' : 'false'} data-run={s.runId ?? ''} role="status">
+      <span
+        className="run-state"
+        data-testid="resumed-state"
+        data-state={s.state}
+        data-step={s.step}
+        data-stepping={s.stepping ? 'true' : 'false'}
+        data-run={s.runId ?? ''}
+        role="status"
+      >
         Resumed {s.runId}: {s.state} · step {s.step}
         {s.detail && <span className="small"> · {s.detail}</span>}
       </span>
-      <button type="button" data-testid="resumed-pause" disabled={busy || s.state !== 'running'} onClick={() => cmd(() => api().pauseRun())}>Pause</button>
-      <button type="button" data-testid="resumed-resume" disabled={busy || s.state !== 'paused'} onClick={() => cmd(() => api().resumeRun())}>Resume</button>
-      <button type="button" data-testid="resumed-step" disabled={busy || s.state !== 'paused'} onClick={() => cmd(() => api().stepRun())}>Step</button>
-      <button type="button" data-testid="resumed-stop" disabled={busy || (s.state !== 'running' && s.state !== 'paused')} onClick={() => cmd(() => api().stopRun())}>Stop</button>
-      {s.state === 'error' && s.error && <span className="error" role="alert" data-testid="resumed-error">{s.error}</span>}
+      <button
+        type="button"
+        data-testid="resumed-pause"
+        disabled={busy || s.state !== 'running'}
+        onClick={() => cmd(() => api().pauseRun())}
+      >
+        Pause
+      </button>
+      <button
+        type="button"
+        data-testid="resumed-resume"
+        disabled={busy || s.state !== 'paused'}
+        onClick={() => cmd(() => api().resumeRun())}
+      >
+        Resume
+      </button>
+      <button
+        type="button"
+        data-testid="resumed-step"
+        disabled={busy || s.state !== 'paused'}
+        onClick={() => cmd(() => api().stepRun())}
+      >
+        Step
+      </button>
+      <button
+        type="button"
+        data-testid="resumed-stop"
+        disabled={busy || (s.state !== 'running' && s.state !== 'paused')}
+        onClick={() => cmd(() => api().stopRun())}
+      >
+        Stop
+      </button>
+      {s.state === 'error' && s.error && (
+        <span className="error" role="alert" data-testid="resumed-error">
+          {s.error}
+        </span>
+      )}
     </div>
   );
 }

@@ -22,10 +22,18 @@ interface InputProps {
 }
 
 function FieldInput({ name, field, value, invalid, disabled, onChange }: InputProps) {
-  const common = { id: `field-${name}`, 'data-testid': `field-${name}`, 'aria-invalid': invalid, 'aria-describedby': `field-${name}-help`, disabled };
+  const common = {
+    id: `field-${name}`,
+    'data-testid': `field-${name}`,
+    'aria-invalid': invalid,
+    'aria-describedby': `field-${name}-help`,
+    disabled,
+  };
   switch (field.type) {
     case 'boolean':
-      return <input {...common} type="checkbox" checked={value === true} onChange={(e) => onChange(e.target.checked)} />;
+      return (
+        <input {...common} type="checkbox" checked={value === true} onChange={(e) => onChange(e.target.checked)} />
+      );
     case 'enum': {
       const known = (field.options as readonly string[]).includes(String(value));
       return (
@@ -33,7 +41,9 @@ function FieldInput({ name, field, value, invalid, disabled, onChange }: InputPr
           {/* A value from a link that is not an option stays visible (and marked) until changed. */}
           {!known && <option value={String(value)}>{String(value)} (not an option)</option>}
           {field.options.map((o) => (
-            <option key={o} value={o}>{o}</option>
+            <option key={o} value={o}>
+              {o}
+            </option>
           ))}
         </select>
       );
@@ -51,7 +61,15 @@ function FieldInput({ name, field, value, invalid, disabled, onChange }: InputPr
         />
       );
     case 'string':
-      return <input {...common} type="text" value={String(value)} placeholder={field.default} onChange={(e) => onChange(e.target.value)} />;
+      return (
+        <input
+          {...common}
+          type="text"
+          value={String(value)}
+          placeholder={field.default}
+          onChange={(e) => onChange(e.target.value)}
+        />
+      );
   }
 }
 
@@ -59,13 +77,30 @@ function FieldInput({ name, field, value, invalid, disabled, onChange }: InputPr
 function JudgeInput({ name, value, invalid, disabled, onChange }: InputProps) {
   return (
     <div className="judge-input">
-      <select data-testid={`judge-pick-${name}`} value={(KNOWN_JUDGES as readonly string[]).includes(String(value)) ? String(value) : ''} disabled={disabled} aria-label="known judges" onChange={(e) => e.target.value && onChange(e.target.value)}>
+      <select
+        data-testid={`judge-pick-${name}`}
+        value={(KNOWN_JUDGES as readonly string[]).includes(String(value)) ? String(value) : ''}
+        disabled={disabled}
+        aria-label="known judges"
+        onChange={(e) => e.target.value && onChange(e.target.value)}
+      >
         <option value="">other…</option>
         {KNOWN_JUDGES.map((j) => (
-          <option key={j} value={j}>{j}</option>
+          <option key={j} value={j}>
+            {j}
+          </option>
         ))}
       </select>
-      <input id={`field-${name}`} data-testid={`field-${name}`} aria-invalid={invalid} aria-describedby={`field-${name}-help`} type="text" value={String(value)} disabled={disabled} onChange={(e) => onChange(e.target.value)} />
+      <input
+        id={`field-${name}`}
+        data-testid={`field-${name}`}
+        aria-invalid={invalid}
+        aria-describedby={`field-${name}-help`}
+        type="text"
+        value={String(value)}
+        disabled={disabled}
+        onChange={(e) => onChange(e.target.value)}
+      />
     </div>
   );
 }
@@ -94,16 +129,42 @@ export function ConfigForm({ recipe, schema, values, errors, disabled, onChange 
     const value = values[name] ?? (field.type === 'boolean' ? field.default : String(field.default));
     const changed = field.type === 'boolean' ? value !== field.default : String(value) !== String(field.default);
     const kind = fieldKind(name, field);
-    const props = { name, field, value, invalid: Boolean(err), disabled, onChange: (v: string | boolean) => onChange(name, v) };
+    const props = {
+      name,
+      field,
+      value,
+      invalid: Boolean(err),
+      disabled,
+      onChange: (v: string | boolean) => onChange(name, v),
+    };
     return (
-      <div key={name} className={`field${err ? ' field-invalid' : ''}${changed ? ' field-changed' : ''}`} data-testid={`field-row-${name}`} data-invalid={err ? 'true' : 'false'} data-kind={kind}>
+      <div
+        key={name}
+        className={`field${err ? ' field-invalid' : ''}${changed ? ' field-changed' : ''}`}
+        data-testid={`field-row-${name}`}
+        data-invalid={err ? 'true' : 'false'}
+        data-kind={kind}
+      >
         <label htmlFor={`field-${name}`} className="field-label">
           {field.label ?? name}
         </label>
         {kind === 'model' ? (
-          <ModelPicker name={name} value={String(value)} invalid={Boolean(err)} disabled={disabled} config={values} onChange={(v) => onChange(name, v)} />
+          <ModelPicker
+            name={name}
+            value={String(value)}
+            invalid={Boolean(err)}
+            disabled={disabled}
+            config={values}
+            onChange={(v) => onChange(name, v)}
+          />
         ) : kind === 'dataset' ? (
-          <DatasetPicker name={name} value={String(value)} invalid={Boolean(err)} disabled={disabled} onChange={(v) => onChange(name, v)} />
+          <DatasetPicker
+            name={name}
+            value={String(value)}
+            invalid={Boolean(err)}
+            disabled={disabled}
+            onChange={(v) => onChange(name, v)}
+          />
         ) : kind === 'judge' ? (
           <JudgeInput {...props} />
         ) : (
@@ -114,7 +175,12 @@ export function ConfigForm({ recipe, schema, values, errors, disabled, onChange 
             {field.type} = {JSON.stringify(field.default)} · {describeAllowed(field)}
           </span>{' '}
           — {field.help}
-          {aliases(name) && <span className="field-aliases" data-testid={`field-aliases-${name}`}> ({aliases(name)})</span>}
+          {aliases(name) && (
+            <span className="field-aliases" data-testid={`field-aliases-${name}`}>
+              {' '}
+              ({aliases(name)})
+            </span>
+          )}
         </div>
         {err && (
           <div className="field-error error" role="alert" data-testid={`field-error-${name}`}>

@@ -27,7 +27,9 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
   const [pending, setPending] = useState<{ name: string; text: string; columns: string[] } | null>(null);
   const [promptColumn, setPromptColumn] = useState('');
   const refresh = useCallback(() => {
-    void engineOrNull()?.listDatasets().then(setUploads, () => undefined);
+    void engineOrNull()
+      ?.listDatasets()
+      .then(setUploads, () => undefined);
   }, []);
   // Stored uploads outlive the tab: list them once the worker is up (after a reload too).
   const ready = useEngine((s) => s.status !== null);
@@ -39,7 +41,11 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
     setPending(null);
     const text = await file.text();
     try {
-      const { info, note } = await uploadPromptFile({ name: file.name, text: async () => text }, (n, j, r) => engine().putDataset(n, j, r), map);
+      const { info, note } = await uploadPromptFile(
+        { name: file.name, text: async () => text },
+        (n, j, r) => engine().putDataset(n, j, r),
+        map,
+      );
       setNote(note);
       refresh();
       onChange(info.ref);
@@ -62,11 +68,20 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
   return (
     <div className="model-picker" data-testid={`dataset-picker-${name}`}>
       <div className="model-picker-row">
-        <select data-testid={`dataset-pick-${name}`} value={known ? value : ''} disabled={disabled} aria-label={`${name}: data source`} onFocus={refresh} onChange={(e) => e.target.value && onChange(e.target.value)}>
+        <select
+          data-testid={`dataset-pick-${name}`}
+          value={known ? value : ''}
+          disabled={disabled}
+          aria-label={`${name}: data source`}
+          onFocus={refresh}
+          onChange={(e) => e.target.value && onChange(e.target.value)}
+        >
           <option value="">URL (type below)…</option>
           <option value={SANDBOX}>sandbox data</option>
           {uploads.map((u) => (
-            <option key={u.ref} value={u.ref}>{u.ref} ({u.rows} rows)</option>
+            <option key={u.ref} value={u.ref}>
+              {u.ref} ({u.rows} rows)
+            </option>
           ))}
         </select>
         <input
@@ -82,20 +97,51 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
           }}
         />
       </div>
-      <input id={`field-${name}`} data-testid={`field-${name}`} aria-invalid={invalid} aria-describedby={`field-${name}-help`} type="text" value={value} disabled={disabled} onChange={(e) => onChange(e.target.value)} />
-      {error && <div className="field-error error small" role="alert" data-testid={`dataset-error-${name}`}>{error}</div>}
-      {note && <div className="small" data-testid={`dataset-note-${name}`}>{note}</div>}
+      <input
+        id={`field-${name}`}
+        data-testid={`field-${name}`}
+        aria-invalid={invalid}
+        aria-describedby={`field-${name}-help`}
+        type="text"
+        value={value}
+        disabled={disabled}
+        onChange={(e) => onChange(e.target.value)}
+      />
+      {error && (
+        <div className="field-error error small" role="alert" data-testid={`dataset-error-${name}`}>
+          {error}
+        </div>
+      )}
+      {note && (
+        <div className="small" data-testid={`dataset-note-${name}`}>
+          {note}
+        </div>
+      )}
       {pending && (
         <div className="model-picker-row small" data-testid={`dataset-map-${name}`}>
           <label>
             prompt column{' '}
-            <select data-testid={`dataset-map-prompt-${name}`} value={promptColumn} disabled={disabled} onChange={(e) => setPromptColumn(e.target.value)}>
+            <select
+              data-testid={`dataset-map-prompt-${name}`}
+              value={promptColumn}
+              disabled={disabled}
+              onChange={(e) => setPromptColumn(e.target.value)}
+            >
               {pending.columns.map((c) => (
-                <option key={c} value={c}>{c}</option>
+                <option key={c} value={c}>
+                  {c}
+                </option>
               ))}
             </select>
           </label>
-          <button type="button" data-testid={`dataset-map-apply-${name}`} disabled={disabled} onClick={() => void upload({ name: pending.name, text: async () => pending.text }, { prompt: promptColumn })}>
+          <button
+            type="button"
+            data-testid={`dataset-map-apply-${name}`}
+            disabled={disabled}
+            onClick={() =>
+              void upload({ name: pending.name, text: async () => pending.text }, { prompt: promptColumn })
+            }
+          >
             Upload {pending.name} with this column
           </button>
         </div>

@@ -41,7 +41,8 @@ function useFitCheck(name: string, ref: string, config: Record<string, unknown>)
       return;
     }
     let live = true;
-    if (useSetup.getState().fits[name]?.ref !== ref) setFit(name, { ref, state: 'checking', summary: 'checking the size…', problems: [], notes: [] });
+    if (useSetup.getState().fits[name]?.ref !== ref)
+      setFit(name, { ref, state: 'checking', summary: 'checking the size…', problems: [], notes: [] });
     const t = setTimeout(() => {
       const cfg = JSON.parse(key) as Record<string, unknown>;
       const w = cfg[weightsFieldOf(name)];
@@ -67,7 +68,9 @@ export function ModelPicker({ name, value, invalid, disabled, config, onChange }
     setPickError(null);
     if (m === 'sandbox') {
       setModeOverride(null);
-      onChange(SANDBOX_MODELS.includes(value as never) ? value : (SANDBOX_MODELS.find((s) => s === name) ?? SANDBOX_MODELS[0]));
+      onChange(
+        SANDBOX_MODELS.includes(value as never) ? value : (SANDBOX_MODELS.find((s) => s === name) ?? SANDBOX_MODELS[0]),
+      );
     } else setModeOverride(m);
   };
   const typeHub = (id: string) => {
@@ -95,16 +98,32 @@ export function ModelPicker({ name, value, invalid, disabled, config, onChange }
   return (
     <div className="model-picker" data-testid={`model-picker-${name}`}>
       <div className="model-picker-row">
-        <select data-testid={`model-mode-${name}`} value={mode} disabled={disabled} aria-label={`${name}: where the model comes from`} onChange={(e) => pickMode(e.target.value as Mode)}>
+        <select
+          data-testid={`model-mode-${name}`}
+          value={mode}
+          disabled={disabled}
+          aria-label={`${name}: where the model comes from`}
+          onChange={(e) => pickMode(e.target.value as Mode)}
+        >
           {MODES.map(([m, label]) => (
-            <option key={m} value={m}>{label}</option>
+            <option key={m} value={m}>
+              {label}
+            </option>
           ))}
         </select>
         {mode === 'sandbox' && (
-          <select data-testid={`model-sandbox-${name}`} value={choice.mode === 'sandbox' ? choice.name : ''} disabled={disabled} aria-label={`${name}: sandbox model`} onChange={(e) => onChange(e.target.value)}>
+          <select
+            data-testid={`model-sandbox-${name}`}
+            value={choice.mode === 'sandbox' ? choice.name : ''}
+            disabled={disabled}
+            aria-label={`${name}: sandbox model`}
+            onChange={(e) => onChange(e.target.value)}
+          >
             {choice.mode !== 'sandbox' && <option value="">—</option>}
             {SANDBOX_MODELS.map((m) => (
-              <option key={m} value={m}>{m}</option>
+              <option key={m} value={m}>
+                {m}
+              </option>
             ))}
           </select>
         )}
@@ -119,7 +138,11 @@ export function ModelPicker({ name, value, invalid, disabled, config, onChange }
             onChange={(e) => typeHub(e.target.value)}
           />
         )}
-        {mode === 'local' && choice.mode === 'local' && <span className="small" data-testid={`model-local-name-${name}`}>{choice.folder}</span>}
+        {mode === 'local' && choice.mode === 'local' && (
+          <span className="small" data-testid={`model-local-name-${name}`}>
+            {choice.folder}
+          </span>
+        )}
         {mode === 'local' && (
           <input
             data-testid={`model-local-${name}`}
@@ -144,16 +167,29 @@ export function ModelPicker({ name, value, invalid, disabled, config, onChange }
           onChange(e.target.value);
         }}
       />
-      {pickError && <div className="field-error error small" data-testid={`model-pick-error-${name}`}>{pickError}</div>}
+      {pickError && (
+        <div className="field-error error small" data-testid={`model-pick-error-${name}`}>
+          {pickError}
+        </div>
+      )}
       {fit && (
-        <div className={`model-fit model-fit-${fit.state}`} data-testid={`fit-${name}`} data-state={fit.state} role={fit.state === 'too-big' ? 'alert' : undefined}>
+        <div
+          className={`model-fit model-fit-${fit.state}`}
+          data-testid={`fit-${name}`}
+          data-state={fit.state}
+          role={fit.state === 'too-big' ? 'alert' : undefined}
+        >
           {fit.state === 'too-big' ? '⚠ will not fit: ' : fit.state === 'fits' ? '✓ fits: ' : ''}
           {fit.summary}
           {fit.problems.map((p) => (
-            <div key={p} className="small">{p}</div>
+            <div key={p} className="small">
+              {p}
+            </div>
           ))}
           {fit.notes.map((n) => (
-            <div key={n} className="small muted">{n}</div>
+            <div key={n} className="small muted">
+              {n}
+            </div>
           ))}
         </div>
       )}

@@ -36,7 +36,8 @@ function useRecipesAndLink() {
     patch({ status: IDLE_STATUS, busy: null });
     if (phase !== 'ready') return;
     let live = true;
-    void engine().listRecipes()
+    void engine()
+      .listRecipes()
       .then((list) => {
         if (!live) return;
         setRecipes(list);
@@ -55,9 +56,20 @@ function useRecipesAndLink() {
 
   const recipe = s.recipes.find((r) => r.name === s.recipeName);
   const values = valuesOf(s, s.recipeName);
-  const search = recipe ? encodeSetup({ recipe: recipe.name, values, seed: s.seed, maxSteps: s.maxSteps, atMax: s.atMax }, recipe.schema, window.location.search) : null;
+  const search = recipe
+    ? encodeSetup(
+        { recipe: recipe.name, values, seed: s.seed, maxSteps: s.maxSteps, atMax: s.atMax },
+        recipe.schema,
+        window.location.search,
+      )
+    : null;
   useEffect(() => {
-    if (linkApplied && search && search !== window.location.search) window.history.replaceState(window.history.state, '', `${window.location.pathname}${search}${window.location.hash}`);
+    if (linkApplied && search && search !== window.location.search)
+      window.history.replaceState(
+        window.history.state,
+        '',
+        `${window.location.pathname}${search}${window.location.hash}`,
+      );
   }, [linkApplied, search]);
   return { recipe, values, shareUrl: search ? `${window.location.origin}${window.location.pathname}${search}` : null };
 }
@@ -66,12 +78,21 @@ function ShareLink({ url }: { url: string }) {
   const [copied, setCopied] = useState(false);
   return (
     <div className="share-row">
-      <input data-testid="share-url" readOnly value={url} aria-label="Shareable link to this setup" onFocus={(e) => e.target.select()} />
+      <input
+        data-testid="share-url"
+        readOnly
+        value={url}
+        aria-label="Shareable link to this setup"
+        onFocus={(e) => e.target.select()}
+      />
       <button
         type="button"
         data-testid="share-copy"
         onClick={() => {
-          void navigator.clipboard?.writeText(url).then(() => setCopied(true), () => setCopied(false));
+          void navigator.clipboard?.writeText(url).then(
+            () => setCopied(true),
+            () => setCopied(false),
+          );
           setTimeout(() => setCopied(false), 1500);
         }}
       >
@@ -94,7 +115,9 @@ export function RunControls() {
   const setupKeys = new Set(['seed', 'steps', 'at', 'recipe']);
   const extraErrors = Object.entries(errors).filter(([k]) => !setupKeys.has(k) && !(recipe && k in recipe.schema));
   const stepsErr = maxStepsError(s.maxSteps) ?? errors.steps ?? null;
-  const tooBig = recipe ? Object.entries(s.fits).filter(([k, f]) => k in recipe.schema && f.state === 'too-big' && f.ref === values[k]) : [];
+  const tooBig = recipe
+    ? Object.entries(s.fits).filter(([k, f]) => k in recipe.schema && f.state === 'too-big' && f.ref === values[k])
+    : [];
   const [confirmBig, setConfirmBig] = useState(false);
   const limit = s.maxSteps.trim() !== '' && !maxStepsError(s.maxSteps) ? Number(s.maxSteps) : null;
   const progress = status.state === 'running' ? progressOf(s.stepTimes, status.step, limit) : null;
@@ -113,9 +136,16 @@ export function RunControls() {
       <div className="controls-row">
         <label className="control">
           Recipe
-          <select data-testid="recipe-select" value={s.recipeName} disabled={!ready || active || busy !== null} onChange={(e) => s.setRecipe(e.target.value)}>
+          <select
+            data-testid="recipe-select"
+            value={s.recipeName}
+            disabled={!ready || active || busy !== null}
+            onChange={(e) => s.setRecipe(e.target.value)}
+          >
             {s.recipes.map((r) => (
-              <option key={r.name} value={r.name}>{r.name}</option>
+              <option key={r.name} value={r.name}>
+                {r.name}
+              </option>
             ))}
           </select>
         </label>
@@ -148,16 +178,37 @@ export function RunControls() {
         </label>
         <label className="control">
           then
-          <select data-testid="run-at-max" value={s.atMax} disabled={active || busy !== null} onChange={(e) => s.setAtMax(e.target.value === 'stop' ? 'stop' : 'pause')}>
+          <select
+            data-testid="run-at-max"
+            value={s.atMax}
+            disabled={active || busy !== null}
+            onChange={(e) => s.setAtMax(e.target.value === 'stop' ? 'stop' : 'pause')}
+          >
             <option value="pause">pause</option>
             <option value="stop">stop</option>
           </select>
         </label>
       </div>
-      {errors.seed && <div className="error small" data-testid="field-error-seed">{errors.seed}</div>}
-      {stepsErr && <div className="error small" data-testid="field-error-steps">{stepsErr}</div>}
-      {errors.at && <div className="error small" data-testid="field-error-at">{errors.at}</div>}
-      {errors.recipe && <div className="error small" data-testid="field-error-recipe">{errors.recipe}</div>}
+      {errors.seed && (
+        <div className="error small" data-testid="field-error-seed">
+          {errors.seed}
+        </div>
+      )}
+      {stepsErr && (
+        <div className="error small" data-testid="field-error-steps">
+          {stepsErr}
+        </div>
+      )}
+      {errors.at && (
+        <div className="error small" data-testid="field-error-at">
+          {errors.at}
+        </div>
+      )}
+      {errors.recipe && (
+        <div className="error small" data-testid="field-error-recipe">
+          {errors.recipe}
+        </div>
+      )}
       {!ready && <p className="empty">Waiting for the engine…</p>}
       {recipe && (
         <p className="recipe-about small" data-testid="recipe-about">
@@ -168,21 +219,64 @@ export function RunControls() {
       {tooBig.length > 0 && (
         <div className="fit-banner" role="alert" data-testid="fit-banner">
           {tooBig.map(([k, f]) => (
-            <div key={k}>⚠ <code>{k}</code> ({f.ref}) will probably not fit this device: {f.problems.join('; ')}</div>
+            <div key={k}>
+              ⚠ <code>{k}</code> ({f.ref}) will probably not fit this device: {f.problems.join('; ')}
+            </div>
           ))}
           {confirmBig && <div>Press Start again to load it anyway.</div>}
         </div>
       )}
 
       <div className="controls-row run-buttons">
-        <button type="button" data-testid="run-start" disabled={!ready || !recipe || active || busy !== null} onClick={start}>
+        <button
+          type="button"
+          data-testid="run-start"
+          disabled={!ready || !recipe || active || busy !== null}
+          onClick={start}
+        >
           {confirmBig ? 'Start anyway' : 'Start'}
         </button>
-        <button type="button" data-testid="run-pause" disabled={status.state !== 'running' || busy !== null} onClick={() => void runCommand('pausing', (e) => e.pauseRun())}>Pause</button>
-        <button type="button" data-testid="run-resume" disabled={status.state !== 'paused' || busy !== null} onClick={() => void runCommand('resuming', (e) => e.resumeRun())}>Resume</button>
-        <button type="button" data-testid="run-step" disabled={status.state !== 'paused' || busy !== null} onClick={() => void runCommand('stepping', (e) => e.stepRun())}>Step</button>
-        <button type="button" data-testid="run-stop" disabled={!active || busy === 'stopping'} onClick={() => void runCommand('stopping', (e) => e.stopRun())}>Stop</button>
-        <span className={`run-state run-state-${status.state}`} data-testid="run-state" data-state={status.state} data-step={status.step} data-stepping={status.stepping ? 'true' : 'false'} data-recipe={status.recipe ?? ''} role="status">
+        <button
+          type="button"
+          data-testid="run-pause"
+          disabled={status.state !== 'running' || busy !== null}
+          onClick={() => void runCommand('pausing', (e) => e.pauseRun())}
+        >
+          Pause
+        </button>
+        <button
+          type="button"
+          data-testid="run-resume"
+          disabled={status.state !== 'paused' || busy !== null}
+          onClick={() => void runCommand('resuming', (e) => e.resumeRun())}
+        >
+          Resume
+        </button>
+        <button
+          type="button"
+          data-testid="run-step"
+          disabled={status.state !== 'paused' || busy !== null}
+          onClick={() => void runCommand('stepping', (e) => e.stepRun())}
+        >
+          Step
+        </button>
+        <button
+          type="button"
+          data-testid="run-stop"
+          disabled={!active || busy === 'stopping'}
+          onClick={() => void runCommand('stopping', (e) => e.stopRun())}
+        >
+          Stop
+        </button>
+        <span
+          className={`run-state run-state-${status.state}`}
+          data-testid="run-state"
+          data-state={status.state}
+          data-step={status.step}
+          data-stepping={status.stepping ? 'true' : 'false'}
+          data-recipe={status.recipe ?? ''}
+          role="status"
+        >
           {status.state}
           {' · step '}
           <span data-testid="run-step-count">{status.step}</span>
@@ -191,20 +285,32 @@ export function RunControls() {
           {progress?.stepsPerSec != null && (
             <span className="small" data-testid="run-rate" data-steps-per-sec={progress.stepsPerSec}>
               {' · '}
-              {progress.stepsPerSec >= 1 ? `${progress.stepsPerSec.toFixed(1)} steps/s` : `${(1 / progress.stepsPerSec).toFixed(1)} s/step`}
+              {progress.stepsPerSec >= 1
+                ? `${progress.stepsPerSec.toFixed(1)} steps/s`
+                : `${(1 / progress.stepsPerSec).toFixed(1)} s/step`}
               {progress.remainingMs != null && ` · ~${formatDuration(progress.remainingMs)} left`}
             </span>
           )}
         </span>
       </div>
-      {status.state === 'error' && status.error && <div className="error" role="alert" data-testid="run-error">Run failed: {status.error}</div>}
-      {s.commandError && <div className="error" role="alert" data-testid="run-command-error">{s.commandError}</div>}
+      {status.state === 'error' && status.error && (
+        <div className="error" role="alert" data-testid="run-error">
+          Run failed: {status.error}
+        </div>
+      )}
+      {s.commandError && (
+        <div className="error" role="alert" data-testid="run-command-error">
+          {s.commandError}
+        </div>
+      )}
       {extraErrors.length > 0 && (
         <div className="link-errors" data-testid="extra-errors">
           Not applied:
           <ul>
             {extraErrors.map(([k, m]) => (
-              <li key={k} className="error small" data-testid={`field-error-${k}`}>{m}</li>
+              <li key={k} className="error small" data-testid={`field-error-${k}`}>
+                {m}
+              </li>
             ))}
           </ul>
         </div>
@@ -213,13 +319,30 @@ export function RunControls() {
 
       {recipe && (
         <div className="config-head">
-          <span className="small">Config — {Object.keys(recipe.schema).length} fields; changed fields are highlighted.</span>
-          <button type="button" className="link-button" data-testid="config-reset" disabled={active} onClick={() => s.resetValues()}>
+          <span className="small">
+            Config — {Object.keys(recipe.schema).length} fields; changed fields are highlighted.
+          </span>
+          <button
+            type="button"
+            className="link-button"
+            data-testid="config-reset"
+            disabled={active}
+            onClick={() => s.resetValues()}
+          >
             Reset to defaults
           </button>
         </div>
       )}
-      {recipe && <ConfigForm recipe={recipe.name} schema={recipe.schema} values={values} errors={errors} disabled={active} onChange={s.setValue} />}
+      {recipe && (
+        <ConfigForm
+          recipe={recipe.name}
+          schema={recipe.schema}
+          values={values}
+          errors={errors}
+          disabled={active}
+          onChange={s.setValue}
+        />
+      )}
     </div>
   );
 }

@@ -16,7 +16,11 @@ export type FieldKind = 'model' | 'weights' | 'dataset' | 'judge' | 'algorithm' 
 export function fieldKind(name: string, f: Field): FieldKind {
   if (f.type === 'string' && name === 'judge') return 'judge';
   if (f.type === 'string' && (name === 'dataset' || /\bJSONL\b/.test(f.help))) return 'dataset';
-  if (f.type === 'string' && (/sandbox name/i.test(f.help) || (SANDBOX_MODELS as readonly string[]).includes(f.default))) return 'model';
+  if (
+    f.type === 'string' &&
+    (/sandbox name/i.test(f.help) || (SANDBOX_MODELS as readonly string[]).includes(f.default))
+  )
+    return 'model';
   // A model field's weight format sits with the models (recipes/weightFields.ts).
   if (f.type === 'enum' && name.endsWith('Weights') && f.options.includes('int8')) return 'weights';
   if (f.type === 'enum' && (ALGORITHM_FIELDS as readonly string[]).includes(name)) return 'algorithm';

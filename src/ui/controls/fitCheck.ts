@@ -15,7 +15,10 @@ const MiB = 2 ** 20;
 async function configText(ref: string): Promise<string> {
   const c = readModelRef(ref);
   if (c.mode === 'local') return cachedConfigText(c.url);
-  const base = c.mode === 'sandbox' ? new URL(`${import.meta.env.BASE_URL}models/${c.name}/`, window.location.href).href : ref.replace(/\/?$/, '/');
+  const base =
+    c.mode === 'sandbox'
+      ? new URL(`${import.meta.env.BASE_URL}models/${c.name}/`, window.location.href).href
+      : ref.replace(/\/?$/, '/');
   const url = new URL('config.json', new URL(base, window.location.href)).href;
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
@@ -38,12 +41,23 @@ export function deviceBudget(status: EngineStatus) {
   };
 }
 
-export async function checkModelFit(ref: string, config: Record<string, unknown>, status: EngineStatus, weights: WeightFormat = 'f32'): Promise<ModelFit> {
+export async function checkModelFit(
+  ref: string,
+  config: Record<string, unknown>,
+  status: EngineStatus,
+  weights: WeightFormat = 'f32',
+): Promise<ModelFit> {
   let cfg;
   try {
     cfg = parseModelConfig(await configText(ref));
   } catch (e) {
-    return { ref, state: 'unknown', summary: `cannot check the size: ${(e as Error).message}`, problems: [], notes: [] };
+    return {
+      ref,
+      state: 'unknown',
+      summary: `cannot check the size: ${(e as Error).message}`,
+      problems: [],
+      notes: [],
+    };
   }
   const w = workloadOf(config);
   const budget = deviceBudget(status);
@@ -54,7 +68,9 @@ export async function checkModelFit(ref: string, config: Record<string, unknown>
   try {
     if (lora) est = withLearnPlan(base, cfg, w, weights, lora, budget);
   } catch (e) {
-    planNotes.push(`the learn step could not be planned (${(e as Error).message}): its activations are a rough per-token estimate`);
+    planNotes.push(
+      `the learn step could not be planned (${(e as Error).message}): its activations are a rough per-token estimate`,
+    );
   }
   const v = checkFit(est, budget);
   const mb = (n: number) => (n / MiB).toFixed(1);
@@ -68,6 +84,19 @@ export async function checkModelFit(ref: string, config: Record<string, unknown>
           ? '(what the planned WebGPU learning step allocates and runs; where it falls back, tfjs learns the whole batch in one pass)'
           : `(the planned WebGPU learning step's allocation; on ${budget.backend} tfjs learns the whole batch in one pass)`)
       : '');
-  const learn = l && { microBatchRows: l.microBatchRows, accumulationSteps: l.accumulationSteps, recompute: l.recompute, peakBytes: l.peakBytes, buffers: l.buffers };
-  return { ref, state: v.fits ? 'fits' : 'too-big', summary, problems: v.problems, notes: [...v.notes, ...(l?.notes ?? []), ...planNotes], ...(learn ? { learn } : {}) };
+  const learn = l && {
+    microBatchRows: l.microBatchRows,
+    accumulationSteps: l.accumulationSteps,
+    recompute: l.recompute,
+    peakBytes: l.peakBytes,
+    buffers: l.buffers,
+  };
+  return {
+    ref,
+    state: v.fits ? 'fits' : 'too-big',
+    summary,
+    problems: v.problems,
+    notes: [...v.notes, ...(l?.notes ?? []), ...planNotes],
+    ...(learn ? { learn } : {}),
+  };
 }

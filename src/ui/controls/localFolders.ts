@@ -23,20 +23,33 @@ export function topLevelFiles(files: ArrayLike<File>): { folder: string; files: 
     const rel = (f.webkitRelativePath || f.name).split('/');
     if (rel.length <= 2) byName.set(rel[rel.length - 1], f);
   }
-  if (!byName.has('config.json')) throw new Error(`the folder "${folder}" has no config.json: pick a Hugging Face model folder (config.json, tokenizer.json, *.safetensors)`);
-  if (![...byName.keys()].some((n) => n.endsWith('.safetensors'))) throw new Error(`the folder "${folder}" has no .safetensors weights`);
+  if (!byName.has('config.json'))
+    throw new Error(
+      `the folder "${folder}" has no config.json: pick a Hugging Face model folder (config.json, tokenizer.json, *.safetensors)`,
+    );
+  if (![...byName.keys()].some((n) => n.endsWith('.safetensors')))
+    throw new Error(`the folder "${folder}" has no .safetensors weights`);
   return { folder, files: byName };
 }
 
 /** Puts a picked folder into the model cache (replacing an earlier pick of the same name); returns its URL. */
 export async function cacheLocalFolder(picked: ArrayLike<File>): Promise<{ folder: string; url: string }> {
   const { folder, files } = topLevelFiles(picked);
-  if (!('caches' in globalThis)) throw new Error('this browser has no Cache Storage (a private window?): local folders cannot be handed to the engine');
+  if (!('caches' in globalThis))
+    throw new Error(
+      'this browser has no Cache Storage (a private window?): local folders cannot be handed to the engine',
+    );
   const url = localFolderUrl(folder);
   const cache = await caches.open(DEFAULT_CACHE_NAME);
   for (const req of await cache.keys()) if (req.url.startsWith(url)) await cache.delete(req);
   for (const [name, file] of files) {
-    await cache.put(folderFileUrl(url, name), new Response(file, { status: 200, headers: { 'content-type': file.type || 'application/octet-stream', 'content-length': String(file.size) } }));
+    await cache.put(
+      folderFileUrl(url, name),
+      new Response(file, {
+        status: 200,
+        headers: { 'content-type': file.type || 'application/octet-stream', 'content-length': String(file.size) },
+      }),
+    );
   }
   return { folder, url };
 }

@@ -9,9 +9,19 @@ const sandbox = parseModelConfig(readFileSync('public/models/defender/config.jso
 
 // SmolLM2-135M-Instruct's config.json (hub), whose model card gives 134,515,008 parameters.
 const smol = parseModelConfig({
-  architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 576, intermediate_size: 1536, num_hidden_layers: 30,
-  num_attention_heads: 9, num_key_value_heads: 3, vocab_size: 49152, max_position_embeddings: 8192, tie_word_embeddings: true,
-  rms_norm_eps: 1e-5, rope_theta: 100000, hidden_act: 'silu',
+  architectures: ['LlamaForCausalLM'],
+  model_type: 'llama',
+  hidden_size: 576,
+  intermediate_size: 1536,
+  num_hidden_layers: 30,
+  num_attention_heads: 9,
+  num_key_value_heads: 3,
+  vocab_size: 49152,
+  max_position_embeddings: 8192,
+  tie_word_embeddings: true,
+  rms_norm_eps: 1e-5,
+  rope_theta: 100000,
+  hidden_act: 'silu',
 });
 
 describe('model memory estimate', () => {
@@ -41,7 +51,7 @@ describe('model memory estimate', () => {
     expect(e.totalBytes).toBe(464_544 * 4 + e.kvCacheBytes + e.activationBytes);
   });
 
-  it('sizes the weights in the recipe\'s weight format (worked by hand for the sandbox defender in int4-g32)', () => {
+  it("sizes the weights in the recipe's weight format (worked by hand for the sandbox defender in int4-g32)", () => {
     // Per layer, int4-g32: words (out x in/8 x 4 B) + scales (out x in/32 x 4 B).
     // q [96, 96]: 4608 + 1152; k, v [48, 96]: 2304 + 576 each; o [96, 96]: 5760;
     // gate, up [384, 96]: 18432 + 4608 each; down [96, 384]: 18432 + 4608. Sum 86400, x 3 layers.
@@ -58,7 +68,10 @@ describe('model memory estimate', () => {
     // smaller); the f32 embedding (108 MiB) and the norms stay.
     const smolInt4 = estimateMemory(smol, { batch: 1, seqLen: 16 }, 'int4-g32').weightBytes;
     const embed = 49152 * 576 * 4;
-    expect((smol.numLayers * (576 * 576 + 2 * 576 * 192 + 576 * 576 + 3 * 576 * 1536) * 4) / (smolInt4 - embed - 576 * 61 * 4)).toBeCloseTo(6.4, 9);
+    expect(
+      (smol.numLayers * (576 * 576 + 2 * 576 * 192 + 576 * 576 + 3 * 576 * 1536) * 4) /
+        (smolInt4 - embed - 576 * 61 * 4),
+    ).toBeCloseTo(6.4, 9);
   });
 });
 
@@ -66,13 +79,27 @@ describe('fit check', () => {
   const smolEstimate = estimateMemory(smol, { batch: 4, seqLen: 128 });
 
   it('passes SmolLM2-135M on a GPU with room', () => {
-    const v = checkFit(smolEstimate, { backend: 'webgpu', maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 4 * GiB, budgetSource: 'test', inUseBytes: 0 });
+    const v = checkFit(smolEstimate, {
+      backend: 'webgpu',
+      maxBufferSize: 2 * GiB,
+      maxStorageBufferBindingSize: GiB,
+      budgetBytes: 4 * GiB,
+      budgetSource: 'test',
+      inUseBytes: 0,
+    });
     expect(v).toMatchObject({ fits: true, problems: [], notes: [] });
   });
 
   it('refuses a largest tensor over maxBufferSize, and notes one over the binding size', () => {
     // Embedding 49152 x 576 x 4 = 108 MiB against a 100 MiB / 64 MiB adapter.
-    const v = checkFit(smolEstimate, { backend: 'webgpu', maxBufferSize: 100 * 2 ** 20, maxStorageBufferBindingSize: 64 * 2 ** 20, budgetBytes: 8 * GiB, budgetSource: 'test', inUseBytes: 0 });
+    const v = checkFit(smolEstimate, {
+      backend: 'webgpu',
+      maxBufferSize: 100 * 2 ** 20,
+      maxStorageBufferBindingSize: 64 * 2 ** 20,
+      budgetBytes: 8 * GiB,
+      budgetSource: 'test',
+      inUseBytes: 0,
+    });
     expect(v.fits).toBe(false);
     expect(v.problems[0]).toMatch(/108\.0 MiB, over this GPU's maxBufferSize of 100\.0 MiB/);
     expect(v.notes[0]).toMatch(/maxStorageBufferBindingSize \(64\.0 MiB\)/);
@@ -80,13 +107,30 @@ describe('fit check', () => {
 
   it('counts what tfjs already holds against the budget', () => {
     // A 7B-class shape: 32 layers, 4096 wide, 11008 MLP, 32000 vocab, untied = 6,738,415,616 params = 25.1 GiB of f32.
-    const llama7b = { ...smol, hiddenSize: 4096, intermediateSize: 11008, numLayers: 32, numHeads: 32, numKvHeads: 32, headDim: 128, vocabSize: 32000, tieWordEmbeddings: false };
+    const llama7b = {
+      ...smol,
+      hiddenSize: 4096,
+      intermediateSize: 11008,
+      numLayers: 32,
+      numHeads: 32,
+      numKvHeads: 32,
+      headDim: 128,
+      vocabSize: 32000,
+      tieWordEmbeddings: false,
+    };
     expect(paramCount(llama7b)).toBe(6_738_415_616);
-    const big = checkFit(estimateMemory(llama7b, { batch: 1, seqLen: 64 }), { backend: 'wasm', budgetBytes: 4 * GiB, budgetSource: 'test', inUseBytes: 0 });
+    const big = checkFit(estimateMemory(llama7b, { batch: 1, seqLen: 64 }), {
+      backend: 'wasm',
+      budgetBytes: 4 * GiB,
+      budgetSource: 'test',
+      inUseBytes: 0,
+    });
     expect(big.fits).toBe(false);
     expect(big.problems[0]).toMatch(/weights 25\.10 GiB/);
     const e = estimateMemory(sandbox, { batch: 8, seqLen: 100 });
-    expect(checkFit(e, { backend: 'cpu', budgetBytes: e.totalBytes, budgetSource: 'test', inUseBytes: 0 }).fits).toBe(true);
+    expect(checkFit(e, { backend: 'cpu', budgetBytes: e.totalBytes, budgetSource: 'test', inUseBytes: 0 }).fits).toBe(
+      true,
+    );
     const tight = checkFit(e, { backend: 'cpu', budgetBytes: e.totalBytes, budgetSource: 'test', inUseBytes: 1 });
     expect(tight).toMatchObject({ fits: false, headroomBytes: -1 });
   });
@@ -100,14 +144,31 @@ describe('fit check', () => {
   });
 
   it('reads the rollout shape from a recipe config', () => {
-    expect(workloadOf({ prompts: 4, groupSize: 8, maxNewTokens: 40 })).toEqual({ batch: 32, seqLen: 168, promptLen: 128, responseLen: 40 });
-    expect(workloadOf({ goals: '2', groupSize: '4', attackerMaxTokens: '40', defenderMaxTokens: '32' })).toEqual({ batch: 8, seqLen: 168, promptLen: 128, responseLen: 40 });
+    expect(workloadOf({ prompts: 4, groupSize: 8, maxNewTokens: 40 })).toEqual({
+      batch: 32,
+      seqLen: 168,
+      promptLen: 128,
+      responseLen: 40,
+    });
+    expect(workloadOf({ goals: '2', groupSize: '4', attackerMaxTokens: '40', defenderMaxTokens: '32' })).toEqual({
+      batch: 8,
+      seqLen: 168,
+      promptLen: 128,
+      responseLen: 40,
+    });
     expect(workloadOf({})).toEqual({ batch: 1, seqLen: 192, promptLen: 128, responseLen: 64 });
   });
 });
 
 describe('fit check with the learn-memory planner (in place of the activation heuristic)', () => {
-  const gpu = (budgetBytes: number) => ({ backend: 'webgpu', maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes, budgetSource: 'test', inUseBytes: 100 * 2 ** 20 });
+  const gpu = (budgetBytes: number) => ({
+    backend: 'webgpu',
+    maxBufferSize: 2 * GiB,
+    maxStorageBufferBindingSize: GiB,
+    budgetBytes,
+    budgetSource: 'test',
+    inUseBytes: 100 * 2 ** 20,
+  });
 
   it('reads the trained LoRA from a recipe config', () => {
     expect(loraOf({ loraRank: 16, loraTargets: 'mlp' })).toEqual({ r: 16, targets: ['gate', 'up', 'down'] });
@@ -128,7 +189,17 @@ describe('fit check with the learn-memory planner (in place of the activation he
     const v = checkFit(e, budget);
     expect(v).toMatchObject({ fits: true, problems: [] });
     // The planner gets what is left after tfjs's bytes and the rollout's KV cache.
-    const plan = planLearnMemory(smol, 'int4-g32', { ...lora, targets: [...lora.targets] }, { rows: 64, promptLen: 128, responseLen: 64 }, { maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 2 * GiB - 100 * 2 ** 20 - e.kvCacheBytes });
+    const plan = planLearnMemory(
+      smol,
+      'int4-g32',
+      { ...lora, targets: [...lora.targets] },
+      { rows: 64, promptLen: 128, responseLen: 64 },
+      {
+        maxBufferSize: 2 * GiB,
+        maxStorageBufferBindingSize: GiB,
+        budgetBytes: 2 * GiB - 100 * 2 ** 20 - e.kvCacheBytes,
+      },
+    );
     expect(e.learn).toEqual(plan);
     expect(e.activationBytes).toBe(plan.bytesByScope['micro-batch']);
     expect(e.optimizerBytes).toBe(plan.bytesByScope.optimizer);
@@ -140,18 +211,42 @@ describe('fit check with the learn-memory planner (in place of the activation he
   it('the same batch: the planner recomputes activations when keeping them would take more micro-batches, and says so', () => {
     const w = workloadOf({ prompts: 8, groupSize: 8, maxNewTokens: 64 });
     const budget = gpu(2 * GiB);
-    const lora = { r: 16, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as ('q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down')[] };
+    const lora = {
+      r: 16,
+      targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as ('q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down')[],
+    };
     const e = withLearnPlan(estimateMemory(smol, w, 'int4-g32'), smol, w, 'int4-g32', lora, budget);
-    const kept = planLearnMemory(smol, 'int4-g32', lora, { rows: 64, promptLen: 128, responseLen: 64 }, { maxBufferSize: 2 * GiB, maxStorageBufferBindingSize: GiB, budgetBytes: 2 * GiB - 100 * 2 ** 20 - e.kvCacheBytes, planBudgetBytes: 2 ** 31 }, false);
+    const kept = planLearnMemory(
+      smol,
+      'int4-g32',
+      lora,
+      { rows: 64, promptLen: 128, responseLen: 64 },
+      {
+        maxBufferSize: 2 * GiB,
+        maxStorageBufferBindingSize: GiB,
+        budgetBytes: 2 * GiB - 100 * 2 ** 20 - e.kvCacheBytes,
+        planBudgetBytes: 2 ** 31,
+      },
+      false,
+    );
     // Kept: 16 micro-batches of 4 rows; each layer's input kept and the rest rebuilt: 4 of 20.
     expect([kept.accumulationSteps, kept.microBatchRows]).toEqual([16, 4]);
     expect(e.learn).toMatchObject({ recompute: true, accumulationSteps: 4, microBatchRows: 20, fits: true });
-    expect(e.learn!.notes.join(' ')).toMatch(/recomputes the layer's other activations in the backward .*keeping them all would need 16 micro-batches of 4 rows, not 4 of 20/);
+    expect(e.learn!.notes.join(' ')).toMatch(
+      /recomputes the layer's other activations in the backward .*keeping them all would need 16 micro-batches of 4 rows, not 4 of 20/,
+    );
   });
 
   it('too big even at one row: the verdict names LoRA and AdamW among the bytes', () => {
     const w = workloadOf({ prompts: 1, groupSize: 1, maxNewTokens: 64 });
-    const e = withLearnPlan(estimateMemory(smol, w, 'f32'), smol, w, 'f32', { r: 16, targets: ['q'] }, gpu(600 * 2 ** 20));
+    const e = withLearnPlan(
+      estimateMemory(smol, w, 'f32'),
+      smol,
+      w,
+      'f32',
+      { r: 16, targets: ['q'] },
+      gpu(600 * 2 ** 20),
+    );
     const v = checkFit(e, gpu(600 * 2 ** 20));
     expect(v.fits).toBe(false);
     expect(v.problems.join(' ')).toMatch(/\+ LoRA and AdamW [\d.]+ MiB \+ activations/);

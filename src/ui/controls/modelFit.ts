@@ -5,7 +5,12 @@
 // training step keeps for backprop by a per-token rule; checked against the largest buffer the GPU
 // adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
 import type { ModelConfig } from '../../contract/modelConfig';
-import { LEARN_PLAN_BUDGET, planLearnMemory, type LearnLoraShape, type LearnMemoryPlan } from '../../contract/learnMemory';
+import {
+  LEARN_PLAN_BUDGET,
+  planLearnMemory,
+  type LearnLoraShape,
+  type LearnMemoryPlan,
+} from '../../contract/learnMemory';
 import { projectionBytes, type WeightFormat } from '../../contract/weightFormat';
 import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets';
 
@@ -35,7 +40,20 @@ export interface MemoryEstimate {
   learn?: LearnMemoryPlan;
 }
 
-type Shape = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'tieWordEmbeddings' | 'qkvBias' | 'oBias' | 'mlpBias'>;
+type Shape = Pick<
+  ModelConfig,
+  | 'vocabSize'
+  | 'hiddenSize'
+  | 'intermediateSize'
+  | 'numLayers'
+  | 'numHeads'
+  | 'numKvHeads'
+  | 'headDim'
+  | 'tieWordEmbeddings'
+  | 'qkvBias'
+  | 'oBias'
+  | 'mlpBias'
+>;
 
 /** Parameter count of a Llama / Qwen2 decoder (embeddings, per-layer projections and norms, final norm, lm_head unless tied). */
 export function paramCount(c: Shape): number {
@@ -60,7 +78,10 @@ export function weightBytesOf(c: Shape, format: WeightFormat): number {
   const I = c.intermediateSize;
   const proj = (out: number, inp: number) => projectionBytes(format, out, inp);
   const projections = proj(q, H) + 2 * proj(kv, H) + proj(H, q) + 2 * proj(I, H) + proj(H, I);
-  const dense = paramCount(c) - c.numLayers * (H * q + 2 * H * kv + q * H + 3 * H * I) - (c.tieWordEmbeddings ? 0 : c.vocabSize * H);
+  const dense =
+    paramCount(c) -
+    c.numLayers * (H * q + 2 * H * kv + q * H + 3 * H * I) -
+    (c.tieWordEmbeddings ? 0 : c.vocabSize * H);
   return dense * F32 + c.numLayers * projections + (c.tieWordEmbeddings ? 0 : proj(c.vocabSize, H));
 }
 
@@ -68,16 +89,32 @@ export function estimateMemory(c: Shape, w: FitWorkload, format: WeightFormat = 
   const params = paramCount(c);
   const weightBytes = weightBytesOf(c, format);
   // The embedding stays float32 in every format; the projections shrink.
-  const largestTensorBytes = Math.max(c.vocabSize * c.hiddenSize * F32, projectionBytes(format, c.intermediateSize, c.hiddenSize), projectionBytes(format, c.numHeads * c.headDim, c.hiddenSize));
+  const largestTensorBytes = Math.max(
+    c.vocabSize * c.hiddenSize * F32,
+    projectionBytes(format, c.intermediateSize, c.hiddenSize),
+    projectionBytes(format, c.numHeads * c.headDim, c.hiddenSize),
+  );
   const tokens = w.batch * w.seqLen;
   const kvCacheBytes = 2 * c.numLayers * c.numKvHeads * c.headDim * tokens * F32;
   // Kept per token and layer for backprop: ~7 hidden-wide tensors (norm in/out, residuals, o/down
   // outputs), q/k/v before and after RoPE plus the attention output, 4 MLP-wide ones (gate, up,
   // act, product), and the attention scores and probabilities over the sequence.
-  const perTokenLayer = 7 * c.hiddenSize + 3 * c.numHeads * c.headDim + 3 * c.numKvHeads * c.headDim + 4 * c.intermediateSize + 2 * c.numHeads * w.seqLen;
+  const perTokenLayer =
+    7 * c.hiddenSize +
+    3 * c.numHeads * c.headDim +
+    3 * c.numKvHeads * c.headDim +
+    4 * c.intermediateSize +
+    2 * c.numHeads * w.seqLen;
   // Logits, their log-softmax and its gradient over the vocabulary.
   const activationBytes = (c.numLayers * perTokenLayer + 3 * c.vocabSize) * tokens * F32;
-  return { params, weightBytes, largestTensorBytes, kvCacheBytes, activationBytes, totalBytes: weightBytes + kvCacheBytes + activationBytes };
+  return {
+    params,
+    weightBytes,
+    largestTensorBytes,
+    kvCacheBytes,
+    activationBytes,
+    totalBytes: weightBytes + kvCacheBytes + activationBytes,
+  };
 }
 
 export interface DeviceBudget {
@@ -109,11 +146,25 @@ const fmt = (n: number) => (Math.abs(n) >= GiB ? `${(n / GiB).toFixed(2)} GiB` :
 export function checkFit(e: MemoryEstimate, d: DeviceBudget): FitVerdict {
   const problems: string[] = [];
   const notes: string[] = [];
-  if (d.backend === 'webgpu' && d.maxBufferSize !== undefined && d.maxBufferSize > 0 && e.largestTensorBytes > d.maxBufferSize) {
-    problems.push(`its largest weight is ${fmt(e.largestTensorBytes)}, over this GPU's maxBufferSize of ${fmt(d.maxBufferSize)}`);
+  if (
+    d.backend === 'webgpu' &&
+    d.maxBufferSize !== undefined &&
+    d.maxBufferSize > 0 &&
+    e.largestTensorBytes > d.maxBufferSize
+  ) {
+    problems.push(
+      `its largest weight is ${fmt(e.largestTensorBytes)}, over this GPU's maxBufferSize of ${fmt(d.maxBufferSize)}`,
+    );
   }
-  if (d.backend === 'webgpu' && d.maxStorageBufferBindingSize !== undefined && d.maxStorageBufferBindingSize > 0 && e.largestTensorBytes > d.maxStorageBufferBindingSize) {
-    notes.push(`its largest weight (${fmt(e.largestTensorBytes)}) is over maxStorageBufferBindingSize (${fmt(d.maxStorageBufferBindingSize)}): kernels read it in slices, slower`);
+  if (
+    d.backend === 'webgpu' &&
+    d.maxStorageBufferBindingSize !== undefined &&
+    d.maxStorageBufferBindingSize > 0 &&
+    e.largestTensorBytes > d.maxStorageBufferBindingSize
+  ) {
+    notes.push(
+      `its largest weight (${fmt(e.largestTensorBytes)}) is over maxStorageBufferBindingSize (${fmt(d.maxStorageBufferBindingSize)}): kernels read it in slices, slower`,
+    );
   }
   const available = d.budgetBytes - d.inUseBytes;
   const headroomBytes = available - e.totalBytes;
@@ -134,10 +185,17 @@ export function checkFit(e: MemoryEstimate, d: DeviceBudget): FitVerdict {
  * by Chrome), or 4 GiB when it reports none. wasm addresses at most 4 GiB; cpu is bounded by the
  * JS heap limit where the browser gives one.
  */
-export function backendBudget(backend: string, env: { deviceMemoryGiB?: number; jsHeapLimit?: number }): { bytes: number; source: string } {
+export function backendBudget(
+  backend: string,
+  env: { deviceMemoryGiB?: number; jsHeapLimit?: number },
+): { bytes: number; source: string } {
   if (backend === 'wasm') return { bytes: 4 * GiB, source: 'the wasm backend addresses at most 4 GiB' };
   if (backend === 'cpu' && env.jsHeapLimit) return { bytes: env.jsHeapLimit, source: 'the JS heap limit' };
-  if (env.deviceMemoryGiB) return { bytes: (env.deviceMemoryGiB / 2) * GiB, source: `half the ${env.deviceMemoryGiB} GiB of device memory the browser reports` };
+  if (env.deviceMemoryGiB)
+    return {
+      bytes: (env.deviceMemoryGiB / 2) * GiB,
+      source: `half the ${env.deviceMemoryGiB} GiB of device memory the browser reports`,
+    };
   return { bytes: 4 * GiB, source: 'an assumed 4 GiB (the browser reports no device memory)' };
 }
 
@@ -147,7 +205,13 @@ export function workloadOf(config: Record<string, unknown>): FitWorkload {
   const pick = (...keys: string[]) => keys.map(n).find((v) => Number.isFinite(v) && v > 0);
   const prompts = pick('prompts', 'goals', 'episodes', 'batchSize') ?? 1;
   const group = pick('groupSize') ?? 1;
-  const answer = Math.max(pick('maxNewTokens') ?? 0, pick('defenderMaxTokens') ?? 0, pick('attackerMaxTokens') ?? 0, pick('maxTokens') ?? 0) || 64;
+  const answer =
+    Math.max(
+      pick('maxNewTokens') ?? 0,
+      pick('defenderMaxTokens') ?? 0,
+      pick('attackerMaxTokens') ?? 0,
+      pick('maxTokens') ?? 0,
+    ) || 64;
   // Prompts of the sandbox and of chat templates run to ~100 tokens.
   return { batch: prompts * group, seqLen: answer + 128, promptLen: 128, responseLen: answer };
 }
@@ -156,7 +220,9 @@ export function workloadOf(config: Record<string, unknown>): FitWorkload {
 export function loraOf(config: Record<string, unknown>): LearnLoraShape | null {
   const r = Number(config.loraRank);
   if (!Number.isInteger(r) || r <= 0) return null;
-  const set = (LORA_TARGET_SETS as readonly string[]).includes(String(config.loraTargets)) ? (String(config.loraTargets) as LoraTargetSet) : 'all';
+  const set = (LORA_TARGET_SETS as readonly string[]).includes(String(config.loraTargets))
+    ? (String(config.loraTargets) as LoraTargetSet)
+    : 'all';
   return { r, targets: loraTargets(set), ...(Number(config.loraDropout) > 0 ? { dropout: true } : {}) };
 }
 
@@ -170,17 +236,31 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
  * attention tensors per token and layer, 3 vocabulary rows per token). The rollout's KV cache is
  * counted beside it (the decode plan keeps it between steps), so the planner gets what is left.
  */
-export function withLearnPlan(e: MemoryEstimate, c: Shape, w: FitWorkload, format: WeightFormat, lora: LearnLoraShape, d: DeviceBudget): MemoryEstimate {
+export function withLearnPlan(
+  e: MemoryEstimate,
+  c: Shape,
+  w: FitWorkload,
+  format: WeightFormat,
+  lora: LearnLoraShape,
+  d: DeviceBudget,
+): MemoryEstimate {
   const responseLen = w.responseLen ?? Math.min(64, w.seqLen - 1);
   const promptLen = w.promptLen ?? w.seqLen - responseLen;
   const limits = {
     maxBufferSize: d.backend === 'webgpu' && d.maxBufferSize ? d.maxBufferSize : NO_LIMIT,
-    maxStorageBufferBindingSize: d.backend === 'webgpu' && d.maxStorageBufferBindingSize ? d.maxStorageBufferBindingSize : NO_LIMIT,
+    maxStorageBufferBindingSize:
+      d.backend === 'webgpu' && d.maxStorageBufferBindingSize ? d.maxStorageBufferBindingSize : NO_LIMIT,
     budgetBytes: Math.max(1, d.budgetBytes - d.inUseBytes - e.kvCacheBytes),
     planBudgetBytes: LEARN_PLAN_BUDGET,
   };
   const learn = planLearnMemory(c, format, lora, { rows: w.batch, promptLen, responseLen }, limits);
   const optimizerBytes = learn.bytesByScope.optimizer;
   const activationBytes = learn.bytesByScope['micro-batch'];
-  return { ...e, activationBytes, optimizerBytes, learn, totalBytes: e.weightBytes + e.kvCacheBytes + optimizerBytes + activationBytes };
+  return {
+    ...e,
+    activationBytes,
+    optimizerBytes,
+    learn,
+    totalBytes: e.weightBytes + e.kvCacheBytes + optimizerBytes + activationBytes,
+  };
 }

@@ -9,7 +9,10 @@ import { maxStepsError, seedError, type AtMax, type FormValues } from '../../sto
 import { engine } from '../../store/engineStore';
 import type { RunStatus } from '../../contract/workerApi';
 
-export async function runCommand(label: string, fn: (e: ReturnType<typeof engine>) => Promise<RunStatus>): Promise<void> {
+export async function runCommand(
+  label: string,
+  fn: (e: ReturnType<typeof engine>) => Promise<RunStatus>,
+): Promise<void> {
   const { patch } = useSetup.getState();
   patch({ busy: label, commandError: null });
   try {
@@ -32,7 +35,13 @@ export interface StartOptions {
 /** The setup the form holds now. */
 export function formSetup(): StartOptions {
   const s = useSetup.getState();
-  return { recipe: s.recipeName, values: valuesOf(s, s.recipeName), seed: s.seed, maxSteps: s.maxSteps, atMax: s.atMax };
+  return {
+    recipe: s.recipeName,
+    values: valuesOf(s, s.recipeName),
+    seed: s.seed,
+    maxSteps: s.maxSteps,
+    atMax: s.atMax,
+  };
 }
 
 /** Starts a run; field problems (ours or the worker's) are marked on the form and nothing starts. */

@@ -10,7 +10,8 @@ describe('recorded example run', () => {
     expect(a.map((r) => r.step)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
     for (const r of a) {
       for (const v of Object.values(r.metrics)) expect(Number.isFinite(v)).toBe(true);
-      for (const s of r.samples) for (const m of s.messages) if (m.tokens) expect(m.tokens.pieces.join('')).toBe(m.text);
+      for (const s of r.samples)
+        for (const m of s.messages) if (m.tokens) expect(m.tokens.pieces.join('')).toBe(m.text);
     }
     const back = parseReportsJsonl(a.map((r) => JSON.stringify(r)).join('\n'));
     expect(back).toEqual(a);
@@ -29,6 +30,17 @@ describe('recorded example run', () => {
   });
 
   it('splits text into pieces that join back', () => {
-    expect(pieces("I can't, sorry [ANSWER:12].")).toEqual(['I', ' can\'t', ',', ' sorry', ' [', 'ANSWER', ':', '12', ']', '.']);
+    expect(pieces("I can't, sorry [ANSWER:12].")).toEqual([
+      'I',
+      " can't",
+      ',',
+      ' sorry',
+      ' [',
+      'ANSWER',
+      ':',
+      '12',
+      ']',
+      '.',
+    ]);
   });
 });

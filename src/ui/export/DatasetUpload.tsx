@@ -14,7 +14,9 @@ export function DatasetUpload() {
   const [note, setNote] = useState('');
   // The worker may not be up yet when this mounts: list what is stored once it is.
   const refresh = useCallback(() => {
-    void engineOrNull()?.listDatasets().then(setUploads, () => undefined);
+    void engineOrNull()
+      ?.listDatasets()
+      .then(setUploads, () => undefined);
   }, []);
   const ready = useEngine((s) => s.status !== null);
   useEffect(refresh, [refresh, ready]);
@@ -54,14 +56,25 @@ export function DatasetUpload() {
           }}
         />
       </label>
-      {error && <div className="error" role="alert" data-testid="dataset-error">{error}</div>}
-      {note && <div className="small" data-testid="dataset-note">{note}</div>}
+      {error && (
+        <div className="error" role="alert" data-testid="dataset-error">
+          {error}
+        </div>
+      )}
+      {note && (
+        <div className="small" data-testid="dataset-note">
+          {note}
+        </div>
+      )}
       {uploads.length > 0 && (
         <ul className="small" data-testid="dataset-list">
           {uploads.map((u) => (
             <li key={u.ref} data-testid="dataset-item" data-ref={u.ref}>
-              <code>{u.ref}</code>: {u.rows} rows, {formatBytes(u.bytes)} — type it in a recipe's dataset field (e.g. redteam, attacker-sft).{' '}
-              <button type="button" data-testid="dataset-delete" onClick={() => void remove(u.ref)}>Delete</button>
+              <code>{u.ref}</code>: {u.rows} rows, {formatBytes(u.bytes)} — type it in a recipe's dataset field (e.g.
+              redteam, attacker-sft).{' '}
+              <button type="button" data-testid="dataset-delete" onClick={() => void remove(u.ref)}>
+                Delete
+              </button>
             </li>
           ))}
         </ul>

@@ -34,7 +34,10 @@ export function ExportPanel() {
     act('exporting the adapter', async () => {
       const f = await engineApi().exportAdapter();
       saveBlob(bytesBlob(f.bytes, 'application/zip'), f.fileName);
-      return { text: `Saved ${f.fileName} (adapter_config.json + adapter_model.safetensors, PEFT names).`, error: false };
+      return {
+        text: `Saved ${f.fileName} (adapter_config.json + adapter_model.safetensors, PEFT names).`,
+        error: false,
+      };
     });
   const exportMerged = () =>
     act('merging', async () => {
@@ -46,7 +49,11 @@ export function ExportPanel() {
     act('exporting the log', async () => {
       if (!activeRunId) return { text: 'No run to export: start or resume one.', error: true };
       const rec = await runLogs().getRun(activeRunId);
-      if (!rec) return { text: `Run ${activeRunId} has no log in this browser (only live runs are logged; a replay is already a JSONL file).`, error: true };
+      if (!rec)
+        return {
+          text: `Run ${activeRunId} has no log in this browser (only live runs are logged; a replay is already a JSONL file).`,
+          error: true,
+        };
       const text = await runLogs().exportJsonl(activeRunId);
       saveBlob(new Blob([text], { type: 'application/x-ndjson' }), `${activeRunId}.jsonl`);
       return { text: `Saved ${activeRunId}.jsonl (${rec.reportCount} steps).`, error: false };
@@ -64,7 +71,10 @@ export function ExportPanel() {
       const z = await exportVerlJob(recipe, valuesOf(s, recipe.name), Number(s.seed) || 0, steps);
       saveBlob(bytesBlob(z.bytes, 'application/zip'), z.fileName);
       const model = z.modelShipped ? ', with the sandbox model' : '';
-      return { text: `Saved ${z.fileName} (verl_config.yaml, reward.py, parquet data, run.sh, README${model}); ${z.unsupported?.length ?? 0} parts veRL cannot express are listed in its README.`, error: false };
+      return {
+        text: `Saved ${z.fileName} (verl_config.yaml, reward.py, parquet data, run.sh, README${model}); ${z.unsupported?.length ?? 0} parts veRL cannot express are listed in its README.`,
+        error: false,
+      };
     });
   const importAdapter = (file: File) =>
     act('importing the adapter', async () => {
@@ -72,20 +82,33 @@ export function ExportPanel() {
       const r = await engineApi().importAdapter(bytes, file.name, { allowBaseMismatch: allowMismatch });
       if (!r.ok) return { text: `Adapter not imported: ${r.error}. The run continues unchanged.`, error: true };
       const note = r.baseMismatch ? ` (trained on ${r.baseModel ?? 'an unnamed base'}: base mismatch allowed)` : '';
-      return { text: `Imported ${r.fileName}: ${r.tensors} tensors, r = ${r.r}, loaded into the run at step ${r.step}${note}.`, error: false };
+      return {
+        text: `Imported ${r.fileName}: ${r.tensors} tensors, r = ${r.r}, loaded into the run at step ${r.step}${note}.`,
+        error: false,
+      };
     });
 
   return (
     <div className="export-panel" data-testid="export-panel">
       <div className="controls-row">
-        <button type="button" data-testid="export-adapter" disabled={busy !== null} onClick={exportAdapter}>Adapter (PEFT zip)</button>
-        <button type="button" data-testid="export-merged" disabled={busy !== null} onClick={exportMerged}>Merged model (safetensors)</button>
-        <button type="button" data-testid="export-log" disabled={busy !== null} onClick={exportLog}>Run log (JSONL)</button>
+        <button type="button" data-testid="export-adapter" disabled={busy !== null} onClick={exportAdapter}>
+          Adapter (PEFT zip)
+        </button>
+        <button type="button" data-testid="export-merged" disabled={busy !== null} onClick={exportMerged}>
+          Merged model (safetensors)
+        </button>
+        <button type="button" data-testid="export-log" disabled={busy !== null} onClick={exportLog}>
+          Run log (JSONL)
+        </button>
         <button
           type="button"
           data-testid="export-verl"
           disabled={busy !== null || !canVerl}
-          title={canVerl ? 'the Run setup as a veRL job (and a TRL script): config, reward.py, parquet data, launch command' : `no veRL export for ${recipeName || 'this recipe'} yet (exportable: ${exportableNames.join(', ')})`}
+          title={
+            canVerl
+              ? 'the Run setup as a veRL job (and a TRL script): config, reward.py, parquet data, launch command'
+              : `no veRL export for ${recipeName || 'this recipe'} yet (exportable: ${exportableNames.join(', ')})`
+          }
           onClick={exportVerl}
         >
           Export for veRL (zip)
@@ -107,13 +130,23 @@ export function ExportPanel() {
           />
         </label>
         <label className="control">
-          <input data-testid="import-allow-mismatch" type="checkbox" checked={allowMismatch} onChange={(e) => setAllowMismatch(e.target.checked)} />
+          <input
+            data-testid="import-allow-mismatch"
+            type="checkbox"
+            checked={allowMismatch}
+            onChange={(e) => setAllowMismatch(e.target.checked)}
+          />
           allow another base model name
         </label>
       </div>
       {busy && <p className="small">{busy}…</p>}
       {msg && (
-        <div className={msg.error ? 'error' : 'small'} role={msg.error ? 'alert' : 'status'} data-testid="export-message" data-error={msg.error ? 'true' : 'false'}>
+        <div
+          className={msg.error ? 'error' : 'small'}
+          role={msg.error ? 'alert' : 'status'}
+          data-testid="export-message"
+          data-error={msg.error ? 'true' : 'false'}
+        >
           {msg.text}
         </div>
       )}

@@ -10,6 +10,11 @@ export function isExportable(recipe: RecipeListing | undefined): boolean {
   return recipe?.exportable === true;
 }
 
-export function exportVerlJob(recipe: RecipeListing, values: Record<string, unknown>, seed: number, steps: number | undefined): Promise<VerlJob> {
+export function exportVerlJob(
+  recipe: RecipeListing,
+  values: Record<string, unknown>,
+  seed: number,
+  steps: number | undefined,
+): Promise<VerlJob> {
   return engine().exportVerl(recipe.name, values, seed, steps);
 }

@@ -70,7 +70,12 @@ export function EntropyMatrix({ rows, scaleMax }: { rows: PinRow[]; scaleMax: nu
   };
   const onKey = (e: KeyboardEvent<HTMLCanvasElement>) => {
     const cur = hover ?? { row: rows.length - 1, col: 0 };
-    const moves: Record<string, [number, number]> = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    const moves: Record<string, [number, number]> = {
+      ArrowUp: [-1, 0],
+      ArrowDown: [1, 0],
+      ArrowLeft: [0, -1],
+      ArrowRight: [0, 1],
+    };
     if (e.key === 'Escape') setHover(null);
     else if (e.key === 'Home') at(cur.row, 0);
     else if (e.key === 'End') at(cur.row, cols);
@@ -79,7 +84,8 @@ export function EntropyMatrix({ rows, scaleMax }: { rows: PinRow[]; scaleMax: nu
     e.preventDefault();
   };
 
-  if (rows.length === 0) return <p className="small">No generated message for this prompt in the retained steps yet.</p>;
+  if (rows.length === 0)
+    return <p className="small">No generated message for this prompt in the retained steps yet.</p>;
   const first = rows[0].step;
   const last = rows[rows.length - 1].step;
   const h = hover ? rows[hover.row] : null;
@@ -120,7 +126,12 @@ export function EntropyMatrix({ rows, scaleMax }: { rows: PinRow[]; scaleMax: nu
             />
           )}
           {hover && h && (
-            <div className="token-tip matrix-tip" role="tooltip" data-testid="matrix-tooltip" style={tipPlace(hover.x, hover.y, canvas.current?.clientWidth ?? 300)}>
+            <div
+              className="token-tip matrix-tip"
+              role="tooltip"
+              data-testid="matrix-tooltip"
+              style={tipPlace(hover.x, hover.y, canvas.current?.clientWidth ?? 300)}
+            >
               step {h.step}, position {hover.col}: “{showPiece(h.pieces[hover.col] ?? '')}”<br />
               entropy {h.entropy[hover.col].toFixed(3)} nats · log-prob {h.logp[hover.col]?.toFixed(3)}
             </div>

@@ -41,7 +41,11 @@ export function TokenText({ tokens, scaleMax, label }: { tokens: TokenTrace; sca
   const top = active !== null ? tokens.top?.[active] : undefined;
 
   return (
-    <div className="tokens" role="group" aria-label={`${label}: ${n} tokens coloured by entropy; arrow keys move between tokens`}>
+    <div
+      className="tokens"
+      role="group"
+      aria-label={`${label}: ${n} tokens coloured by entropy; arrow keys move between tokens`}
+    >
       {tokens.pieces.map((piece, i) => {
         const rgb = viridis(tokens.entropy[i] / scaleMax);
         return (
@@ -70,12 +74,28 @@ export function TokenText({ tokens, scaleMax, label }: { tokens: TokenTrace; sca
         );
       })}
       {active !== null && tip && (
-        <div className="token-tip" role="tooltip" id={tipId} data-testid="token-tooltip" style={{ left: tip.left, top: tip.top }}>
-          <div className="tip-piece">“{showPiece(tokens.pieces[active])}” <span className="small">position {active}</span></div>
+        <div
+          className="token-tip"
+          role="tooltip"
+          id={tipId}
+          data-testid="token-tooltip"
+          style={{ left: tip.left, top: tip.top }}
+        >
+          <div className="tip-piece">
+            “{showPiece(tokens.pieces[active])}” <span className="small">position {active}</span>
+          </div>
           <table>
             <tbody>
-              <tr><th>entropy</th><td>{fmt(tokens.entropy[active])} nats</td></tr>
-              <tr><th>log-prob</th><td>{fmt(tokens.logp[active])} (p = {fmt(Math.exp(tokens.logp[active]))})</td></tr>
+              <tr>
+                <th>entropy</th>
+                <td>{fmt(tokens.entropy[active])} nats</td>
+              </tr>
+              <tr>
+                <th>log-prob</th>
+                <td>
+                  {fmt(tokens.logp[active])} (p = {fmt(Math.exp(tokens.logp[active]))})
+                </td>
+              </tr>
             </tbody>
           </table>
           {top && top.length > 0 && (
@@ -84,7 +104,8 @@ export function TokenText({ tokens, scaleMax, label }: { tokens: TokenTrace; sca
               <ol className="tip-alts">
                 {top.map((a, k) => (
                   <li key={k} className={a.piece === tokens.pieces[active] ? 'chosen' : undefined}>
-                    <code>{showPiece(a.piece)}</code> <span>{fmt(a.logp)}</span> <span className="small">p {fmt(Math.exp(a.logp))}</span>
+                    <code>{showPiece(a.piece)}</code> <span>{fmt(a.logp)}</span>{' '}
+                    <span className="small">p {fmt(Math.exp(a.logp))}</span>
                   </li>
                 ))}
               </ol>

@@ -8,7 +8,11 @@ describe('entropy colour scale', () => {
     expect(viridis(-3)).toEqual(viridis(0));
     expect(viridis(NaN)).toEqual(viridis(0));
     // Halfway between stop 4 (#26828e) and stop 5 (#1f9e89).
-    expect(viridis(4.5 / 9)).toEqual([Math.round((0x26 + 0x1f) / 2), Math.round((0x82 + 0x9e) / 2), Math.round((0x8e + 0x89) / 2)]);
+    expect(viridis(4.5 / 9)).toEqual([
+      Math.round((0x26 + 0x1f) / 2),
+      Math.round((0x82 + 0x9e) / 2),
+      Math.round((0x8e + 0x89) / 2),
+    ]);
   });
 
   it('gets lighter monotonically (perceptual order)', () => {

@@ -1,8 +1,21 @@
 // Entropy colours: viridis, a perceptually uniform scale (lightness rises monotonically, so a
 // projector or a grey-scale print still reads low-to-high), sampled at 10 stops and interpolated.
 
-const VIRIDIS = ['#440154', '#482878', '#3e4989', '#31688e', '#26828e', '#1f9e89', '#35b779', '#6ece58', '#b5de2b', '#fde725'];
-const STOPS = VIRIDIS.map((h) => [parseInt(h.slice(1, 3), 16), parseInt(h.slice(3, 5), 16), parseInt(h.slice(5, 7), 16)] as const);
+const VIRIDIS = [
+  '#440154',
+  '#482878',
+  '#3e4989',
+  '#31688e',
+  '#26828e',
+  '#1f9e89',
+  '#35b779',
+  '#6ece58',
+  '#b5de2b',
+  '#fde725',
+];
+const STOPS = VIRIDIS.map(
+  (h) => [parseInt(h.slice(1, 3), 16), parseInt(h.slice(3, 5), 16), parseInt(h.slice(5, 7), 16)] as const,
+);
 
 export type RGB = readonly [number, number, number];
 
@@ -14,7 +27,11 @@ export function viridis(t: number): RGB {
   const w = f - i;
   const a = STOPS[i];
   const b = STOPS[i + 1];
-  return [Math.round(a[0] + (b[0] - a[0]) * w), Math.round(a[1] + (b[1] - a[1]) * w), Math.round(a[2] + (b[2] - a[2]) * w)];
+  return [
+    Math.round(a[0] + (b[0] - a[0]) * w),
+    Math.round(a[1] + (b[1] - a[1]) * w),
+    Math.round(a[2] + (b[2] - a[2]) * w),
+  ];
 }
 
 export function rgbCss([r, g, b]: RGB): string {

@@ -10,8 +10,8 @@ export function ExampleNotice({ where }: { where: 'charts' | 'arena' }) {
   if (!shown) return null;
   return (
     <p className="example-notice" data-testid={`example-notice-${where}`}>
-      <strong>Recorded example</strong> — synthetic data generated for illustration, not a live run. Start a run or load a
-      .jsonl log to see real results.
+      <strong>Recorded example</strong> — synthetic data generated for illustration, not a live run. Start a run or load
+      a .jsonl log to see real results.
     </p>
   );
 }

@@ -16,16 +16,24 @@ export function ReplayLoader() {
       useRunStore.getState().importRun(reports, 'replay', file.name);
       const runIds = new Set(reports.map((r) => r.runId));
       setError(null);
-      setLoaded(`Loaded ${reports.length} steps (${runIds.size === 1 ? `run ${[...runIds][0]}` : `${runIds.size} runs`}) from ${file.name}.`);
+      setLoaded(
+        `Loaded ${reports.length} steps (${runIds.size === 1 ? `run ${[...runIds][0]}` : `${runIds.size} runs`}) from ${file.name}.`,
+      );
     } catch (err) {
       setLoaded(null);
-      setError(err instanceof ReplayError ? `Could not load ${err.message}` : `Could not read ${file.name}: ${(err as Error).message}`);
+      setError(
+        err instanceof ReplayError
+          ? `Could not load ${err.message}`
+          : `Could not read ${file.name}: ${(err as Error).message}`,
+      );
     }
   };
 
   return (
     <div className="replay">
-      <label htmlFor={id} className="button-like">Load run (.jsonl)…</label>
+      <label htmlFor={id} className="button-like">
+        Load run (.jsonl)…
+      </label>
       <input
         ref={input}
         id={id}
@@ -39,8 +47,16 @@ export function ReplayLoader() {
           e.target.value = '';
         }}
       />
-      {error && <p className="error" role="alert" data-testid="replay-error">{error}</p>}
-      {loaded && <p className="small" role="status" data-testid="replay-loaded">{loaded}</p>}
+      {error && (
+        <p className="error" role="alert" data-testid="replay-error">
+          {error}
+        </p>
+      )}
+      {loaded && (
+        <p className="small" role="status" data-testid="replay-loaded">
+          {loaded}
+        </p>
+      )}
     </div>
   );
 }

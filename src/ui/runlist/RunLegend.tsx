@@ -15,20 +15,36 @@ export function RunLegend() {
       {order.map((id) => {
         const info = runs[id].info;
         return (
-          <li key={id} className={id === active ? 'active' : undefined} data-testid="run-entry" data-source={info.source}>
+          <li
+            key={id}
+            className={id === active ? 'active' : undefined}
+            data-testid="run-entry"
+            data-source={info.source}
+          >
             <label>
-              <input type="checkbox" checked={!info.hidden} onChange={(e) => setRunHidden(id, !e.target.checked)} aria-label={`Show ${info.label} on the charts`} />
+              <input
+                type="checkbox"
+                checked={!info.hidden}
+                onChange={(e) => setRunHidden(id, !e.target.checked)}
+                aria-label={`Show ${info.label} on the charts`}
+              />
               <span className="swatch" style={{ background: runColour(info.colour) }} aria-hidden="true" />
               <span className="run-name">{info.label}</span>
             </label>
             <span className={`tag tag-${info.source}`}>{SOURCE_LABEL[info.source]}</span>
-            <span className="small">{info.recipe} · {info.reports} steps</span>
+            <span className="small">
+              {info.recipe} · {info.reports} steps
+            </span>
             {id === active ? (
               <span className="small">(in the arena)</span>
             ) : (
-              <button type="button" className="mini" onClick={() => setActiveRun(id)}>Show in arena</button>
+              <button type="button" className="mini" onClick={() => setActiveRun(id)}>
+                Show in arena
+              </button>
             )}
-            <button type="button" className="mini" onClick={() => removeRun(id)} aria-label={`Remove ${info.label}`}>×</button>
+            <button type="button" className="mini" onClick={() => removeRun(id)} aria-label={`Remove ${info.label}`}>
+              ×
+            </button>
           </li>
         );
       })}

@@ -9,7 +9,8 @@ import { DEMO_RECIPES, startGuidedDemo } from './guidedDemo';
 import { latestMetrics, plugFormula } from './liveFormula';
 import './teaching.css';
 
-const fmt = (x: number) => (Number.isInteger(x) ? String(x) : Math.abs(x) < 1e-3 && x !== 0 ? x.toExponential(2) : x.toFixed(3));
+const fmt = (x: number) =>
+  Number.isInteger(x) ? String(x) : Math.abs(x) < 1e-3 && x !== 0 ? x.toExponential(2) : x.toFixed(3);
 
 function useLatest() {
   useRunStore((s) => s.version);
@@ -29,7 +30,8 @@ export function TeachingPanel() {
   // only lends its values when it is of that recipe).
   const recipe = run && run.info.source === 'live' ? run.info.recipe : setup.recipeName || (run?.info.recipe ?? '');
   const lesson = setup.recipes.find((r) => r.name === recipe)?.lesson;
-  const weightsFrom = setup.runConfig && setup.runConfig.recipe === recipe ? setup.runConfig.values : valuesOf(setup, recipe);
+  const weightsFrom =
+    setup.runConfig && setup.runConfig.recipe === recipe ? setup.runConfig.values : valuesOf(setup, recipe);
   const same = run?.info.recipe === recipe;
   const plugged = lesson && same && entry ? plugFormula(lesson, entry.sample) : null;
   const active = setup.status.state === 'running' || setup.status.state === 'paused';
@@ -63,7 +65,9 @@ export function TeachingPanel() {
           <h3 data-testid="lesson-title">{lesson.title}</h3>
           <p>{lesson.what}</p>
           <h4>Reward</h4>
-          <pre className="formula" data-testid="lesson-formula">{lesson.formula}</pre>
+          <pre className="formula" data-testid="lesson-formula">
+            {lesson.formula}
+          </pre>
           {lesson.weights.length > 0 && (
             <p className="small weights" data-testid="lesson-weights">
               {lesson.weights
@@ -76,7 +80,13 @@ export function TeachingPanel() {
             </p>
           )}
           {plugged ? (
-            <div className="live-formula" data-testid="live-formula" data-step={entry!.step} data-reward={plugged.reported} data-combined={plugged.combined ?? ''}>
+            <div
+              className="live-formula"
+              data-testid="live-formula"
+              data-step={entry!.step}
+              data-reward={plugged.reported}
+              data-combined={plugged.combined ?? ''}
+            >
               <div className="small">
                 Latest rollout (step {entry!.step}
                 {entry!.phase ? `, ${entry!.phase} phase` : ''}, {entry!.sample.verdict.label}):
@@ -96,7 +106,9 @@ export function TeachingPanel() {
               </div>
             </div>
           ) : (
-            <p className="small" data-testid="live-formula-empty">Start a run (or the guided demo) to see the latest rollout's values plugged in.</p>
+            <p className="small" data-testid="live-formula-empty">
+              Start a run (or the guided demo) to see the latest rollout's values plugged in.
+            </p>
           )}
           <h4>What to watch{same && step !== null ? ` (step ${step})` : ''}</h4>
           <ul className="watch" data-testid="lesson-watch">
@@ -107,7 +119,8 @@ export function TeachingPanel() {
                   {w.text}
                   {w.metric && (
                     <span className="metric" data-testid={`watch-${w.metric}`} data-value={m?.value ?? ''}>
-                      {' '}<code>{w.metric}</code> = {m ? fmt(m.value) : '—'}
+                      {' '}
+                      <code>{w.metric}</code> = {m ? fmt(m.value) : '—'}
                       {m && step !== null && m.step !== step ? ` (step ${m.step})` : ''}
                     </span>
                   )}

@@ -4,7 +4,13 @@ import { validateConfig, type Schema } from '../../contract/schema';
 import type { RecipeListing } from '../../contract/workerApi';
 import { DEMO_SETTINGS, demoRecipe } from './guidedDemo';
 
-const listing = (name: string): RecipeListing => ({ name, title: name, source: '', description: '', schema: {} as Schema });
+const listing = (name: string): RecipeListing => ({
+  name,
+  title: name,
+  source: '',
+  description: '',
+  schema: {} as Schema,
+});
 
 describe('guided demo', () => {
   it('prefers arena, falls back to redteam, and needs one of them', () => {

@@ -15,8 +15,27 @@ export const DEMO_RECIPES = ['arena', 'redteam'] as const;
  * a pool of 8 goals brings each prompt back every few steps, so a pinned one has a history.
  */
 export const DEMO_SETTINGS: Record<(typeof DEMO_RECIPES)[number], Record<string, string | boolean>> = {
-  arena: { goalPool: '8', goals: '2', groupSize: '4', benignPrompts: '1', attackerMaxTokens: '24', defenderMaxTokens: '24', phaseSteps: '3', samples: '4', loraRank: '4', evalEvery: '0' },
-  redteam: { prompts: '2', groupSize: '4', promptPool: '8', maxNewTokens: '16', samples: '4', loraRank: '4', earlyStop: false },
+  arena: {
+    goalPool: '8',
+    goals: '2',
+    groupSize: '4',
+    benignPrompts: '1',
+    attackerMaxTokens: '24',
+    defenderMaxTokens: '24',
+    phaseSteps: '3',
+    samples: '4',
+    loraRank: '4',
+    evalEvery: '0',
+  },
+  redteam: {
+    prompts: '2',
+    groupSize: '4',
+    promptPool: '8',
+    maxNewTokens: '16',
+    samples: '4',
+    loraRank: '4',
+    earlyStop: false,
+  },
 };
 export const DEMO_SEED = '1';
 export const DEMO_MAX_STEPS = '60';
@@ -34,11 +53,20 @@ export async function startGuidedDemo(): Promise<string | null> {
   const s = useSetup.getState();
   const recipe = demoRecipe(s.recipes);
   if (!recipe) {
-    s.patch({ commandError: `the guided demo needs one of the recipes ${DEMO_RECIPES.join(', ')}; none is registered` });
+    s.patch({
+      commandError: `the guided demo needs one of the recipes ${DEMO_RECIPES.join(', ')}; none is registered`,
+    });
     return null;
   }
   const values = { ...formDefaults(recipe.schema), ...DEMO_SETTINGS[recipe.name as keyof typeof DEMO_SETTINGS] };
-  useSetup.setState((st) => ({ recipeName: recipe.name, valuesByRecipe: { ...st.valuesByRecipe, [recipe.name]: values }, seed: DEMO_SEED, maxSteps: DEMO_MAX_STEPS, atMax: 'pause', linkErrors: {} }));
+  useSetup.setState((st) => ({
+    recipeName: recipe.name,
+    valuesByRecipe: { ...st.valuesByRecipe, [recipe.name]: values },
+    seed: DEMO_SEED,
+    maxSteps: DEMO_MAX_STEPS,
+    atMax: 'pause',
+    linkErrors: {},
+  }));
   const ok = await startRun({ recipe: recipe.name, values, seed: DEMO_SEED, maxSteps: DEMO_MAX_STEPS, atMax: 'pause' });
   return ok ? recipe.name : null;
 }

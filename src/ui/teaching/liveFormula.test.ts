@@ -5,7 +5,13 @@ import { recipeListing } from '../../../dev/test/recipeListings';
 import { latestMetrics, plugFormula } from './liveFormula';
 
 const sample = (terms: RolloutSample['terms'], reward: number): RolloutSample => ({
-  id: 's', promptKey: 'k', group: 0, messages: [], verdict: { label: 'x', unsafe: 0, refused: false, success: false }, reward, terms,
+  id: 's',
+  promptKey: 'k',
+  group: 0,
+  messages: [],
+  verdict: { label: 'x', unsafe: 0, refused: false, success: false },
+  reward,
+  terms,
 });
 
 describe('reward formula with live values', () => {
@@ -26,13 +32,24 @@ describe('reward formula with live values', () => {
   });
 
   it('shows terms without a sum where the recipe aggregates differently', () => {
-    const p = plugFormula(recipeListing('multiturn').lesson!, sample({ safety: 1, utility: 0.5, format: 1, repetition: -0.02 }, 0.71));
+    const p = plugFormula(
+      recipeListing('multiturn').lesson!,
+      sample({ safety: 1, utility: 0.5, format: 1, repetition: -0.02 }, 0.71),
+    );
     expect(p.combined).toBeNull();
     expect(p.expression).toBe('safety 1.000, utility 0.500, format 1.000, repetition -0.020 → reward 0.710');
   });
 
   it('reads the latest value of each metric with its own step', () => {
-    const rep = (step: number, metrics: Record<string, number>) => ({ runId: 'r', recipe: 'arena', step, time: 0, metrics, samples: [], timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 } });
+    const rep = (step: number, metrics: Record<string, number>) => ({
+      runId: 'r',
+      recipe: 'arena',
+      step,
+      time: 0,
+      metrics,
+      samples: [],
+      timings: { rollout_ms: 0, score_ms: 0, learn_ms: 0, total_ms: 0 },
+    });
     let d = initialRunData();
     d = appendReport(d, rep(0, { 'judge/asr': 0.25, 'attacker/diversity_mean': 0.5 }));
     d = appendReport(d, rep(1, { 'judge/asr': 0.75 }));

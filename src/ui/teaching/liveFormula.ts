@@ -30,7 +30,9 @@ export function plugFormula(lesson: Lesson, sample: RolloutSample): PluggedFormu
     .map(([key, value]) => ({ key, name: lesson.termNames[key] ?? key, value }));
   const sum = terms.reduce((s, t) => s + t.value, 0);
   const combined = lesson.combine === 'sum' ? sum : lesson.combine === 'clip01' ? Math.min(1, Math.max(0, sum)) : null;
-  const parts = terms.map((t, i) => (i === 0 ? fmt(t.value) : `${t.value < 0 ? '−' : '+'} ${fmt(Math.abs(t.value))}`)).join(' ');
+  const parts = terms
+    .map((t, i) => (i === 0 ? fmt(t.value) : `${t.value < 0 ? '−' : '+'} ${fmt(Math.abs(t.value))}`))
+    .join(' ');
   const expression =
     combined === null
       ? `${terms.map((t) => `${t.key} ${fmt(t.value)}`).join(', ')} → reward ${fmt(sample.reward)}`
@@ -39,7 +41,10 @@ export function plugFormula(lesson: Lesson, sample: RolloutSample): PluggedFormu
 }
 
 /** The latest value of each metric of a run (with its step: some metrics skip steps), and the latest step. */
-export function latestMetrics(s: RunSeries | undefined): { step: number | null; metrics: Record<string, { value: number; step: number }> } {
+export function latestMetrics(s: RunSeries | undefined): {
+  step: number | null;
+  metrics: Record<string, { value: number; step: number }>;
+} {
   const metrics: Record<string, { value: number; step: number }> = {};
   let step: number | null = null;
   if (!s) return { step, metrics };

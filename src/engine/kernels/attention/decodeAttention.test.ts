@@ -36,8 +36,22 @@ describe('decodeAttention (stock path, CPU backend)', () => {
 
   it('a single real slot returns its value row exactly (softmax of one score is 1)', async () => {
     const q = tf.tensor3d([[[3, -2]]]);
-    const k = tf.tensor4d([[[[1, 1], [5, 5]]]]);
-    const v = tf.tensor4d([[[[0.25, -4], [9, 9]]]]);
+    const k = tf.tensor4d([
+      [
+        [
+          [1, 1],
+          [5, 5],
+        ],
+      ],
+    ]);
+    const v = tf.tensor4d([
+      [
+        [
+          [0.25, -4],
+          [9, 9],
+        ],
+      ],
+    ]);
     const bias = tf.tensor2d([[0, 0]]);
     // len 1: slot 1 holds data but is past the fill level, so it must not count.
     expect(Array.from(await decodeAttentionStock(q, k, v, bias, 1).data())).toEqual([0.25, -4]);
@@ -46,9 +60,13 @@ describe('decodeAttention (stock path, CPU backend)', () => {
   it('names the bad argument', () => {
     const q = tf.zeros([1, 3, 4]) as tf.Tensor3D;
     const k = tf.zeros([1, 2, 5, 4]) as tf.Tensor4D;
-    expect(() => decodeAttention(q, k, k, tf.zeros([1, 5]) as tf.Tensor2D, 1)).toThrow(/3 query heads are not a multiple of 2/);
+    expect(() => decodeAttention(q, k, k, tf.zeros([1, 5]) as tf.Tensor2D, 1)).toThrow(
+      /3 query heads are not a multiple of 2/,
+    );
     const q2 = tf.zeros([1, 2, 4]) as tf.Tensor3D;
-    expect(() => decodeAttention(q2, k, k, tf.zeros([1, 5]) as tf.Tensor2D, 6)).toThrow(/len must be an integer in \[1, 5\]/);
+    expect(() => decodeAttention(q2, k, k, tf.zeros([1, 5]) as tf.Tensor2D, 6)).toThrow(
+      /len must be an integer in \[1, 5\]/,
+    );
     expect(() => decodeAttention(q2, k, k, tf.zeros([1, 4]) as tf.Tensor2D, 1)).toThrow(/bias must be \[1, 5\]/);
   });
 });

@@ -14,18 +14,28 @@ const REDUCTION_BYTES = WG * 4;
 function checkShapes(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, bias: tf.Tensor, len: number): void {
   if (q.rank !== 3) throw new Error(`decodeAttention: q must be [batch, heads, headDim], got [${q.shape}]`);
   if (k.rank !== 4 || v.rank !== 4 || k.shape.some((s, i) => s !== v.shape[i])) {
-    throw new Error(`decodeAttention: k and v must both be [batch, kvHeads, capacity, headDim], got [${k.shape}] and [${v.shape}]`);
+    throw new Error(
+      `decodeAttention: k and v must both be [batch, kvHeads, capacity, headDim], got [${k.shape}] and [${v.shape}]`,
+    );
   }
   const [B, nH, D] = q.shape;
   const [kb, nKv, C, kd] = k.shape;
   if (kb !== B || kd !== D) throw new Error(`decodeAttention: k [${k.shape}] does not match q [${q.shape}]`);
   if (nH % nKv !== 0) throw new Error(`decodeAttention: ${nH} query heads are not a multiple of ${nKv} kv heads`);
-  if (bias.rank !== 2 || bias.shape[0] !== B || bias.shape[1] !== C) throw new Error(`decodeAttention: bias must be [${B}, ${C}], got [${bias.shape}]`);
-  if (!Number.isInteger(len) || len < 1 || len > C) throw new Error(`decodeAttention: len must be an integer in [1, ${C}], got ${len}`);
+  if (bias.rank !== 2 || bias.shape[0] !== B || bias.shape[1] !== C)
+    throw new Error(`decodeAttention: bias must be [${B}, ${C}], got [${bias.shape}]`);
+  if (!Number.isInteger(len) || len < 1 || len > C)
+    throw new Error(`decodeAttention: len must be an integer in [1, ${C}], got ${len}`);
 }
 
 /** The obvious way with stock ops, over the whole capacity (masked slots weigh exp(-1e9) = 0). */
-export function decodeAttentionStock(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor2D, len: number): tf.Tensor3D {
+export function decodeAttentionStock(
+  q: tf.Tensor3D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  bias: tf.Tensor2D,
+  len: number,
+): tf.Tensor3D {
   checkShapes(q, k, v, bias, len);
   const [B, nH, D] = q.shape;
   const [, nKv, C] = k.shape;
@@ -53,12 +63,19 @@ function scoreCapacity(len: number): number {
   return c;
 }
 
-export function decodeAttentionWebGPU(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor2D, len: number): tf.Tensor3D {
+export function decodeAttentionWebGPU(
+  q: tf.Tensor3D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  bias: tf.Tensor2D,
+  len: number,
+): tf.Tensor3D {
   checkShapes(q, k, v, bias, len);
   const [B, nH, D] = q.shape;
   const [, nKv, C] = k.shape;
   const cmax = Math.min(scoreCapacity(len), decodeAttentionMaxLen());
-  if (len > cmax) throw new Error(`decodeAttention: ${len} slots exceed the ${cmax} that fit this device's workgroup memory`);
+  if (len > cmax)
+    throw new Error(`decodeAttention: ${len} slots exceed the ${cmax} that fit this device's workgroup memory`);
   return runKernel(
     {
       key: `sparring_decode_attention_wg${WG}_c${cmax}`,
@@ -87,6 +104,14 @@ export function decodeAttentionFused(len: number): boolean {
   return customKernelsActive() && len <= decodeAttentionMaxLen();
 }
 
-export function decodeAttention(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor2D, len: number): tf.Tensor3D {
-  return decodeAttentionFused(len) ? decodeAttentionWebGPU(q, k, v, bias, len) : decodeAttentionStock(q, k, v, bias, len);
+export function decodeAttention(
+  q: tf.Tensor3D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  bias: tf.Tensor2D,
+  len: number,
+): tf.Tensor3D {
+  return decodeAttentionFused(len)
+    ? decodeAttentionWebGPU(q, k, v, bias, len)
+    : decodeAttentionStock(q, k, v, bias, len);
 }

@@ -9,14 +9,25 @@ export function kvWriteStock(cache: tf.Tensor4D, fresh: tf.Tensor4D, start: numb
   const C = cache.shape[2];
   const L = fresh.shape[2];
   // Slots >= start are still zero (the cache only grows), so the write is an add of a padded copy.
-  return tf.tidy(() => cache.add(fresh.pad([[0, 0], [0, 0], [start, C - start - L], [0, 0]])));
+  return tf.tidy(() =>
+    cache.add(
+      fresh.pad([
+        [0, 0],
+        [0, 0],
+        [start, C - start - L],
+        [0, 0],
+      ]),
+    ),
+  );
 }
 
 export function kvWrite(cache: tf.Tensor4D, fresh: tf.Tensor4D, start: number): tf.Tensor4D {
   const [B, H, C, D] = cache.shape;
   const [fb, fh, L, fd] = fresh.shape;
-  if (fb !== B || fh !== H || fd !== D) throw new Error(`kvWrite: new entries [${fresh.shape}] do not match the cache [${cache.shape}]`);
-  if (!Number.isInteger(start) || start < 0 || start + L > C) throw new Error(`kvWrite: slots ${start}..${start + L} do not fit the cache capacity ${C}`);
+  if (fb !== B || fh !== H || fd !== D)
+    throw new Error(`kvWrite: new entries [${fresh.shape}] do not match the cache [${cache.shape}]`);
+  if (!Number.isInteger(start) || start < 0 || start + L > C)
+    throw new Error(`kvWrite: slots ${start}..${start + L} do not fit the cache capacity ${C}`);
   if (!customKernelsActive()) return kvWriteStock(cache, fresh, start);
   return runKernel(
     {

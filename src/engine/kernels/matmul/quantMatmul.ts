@@ -76,7 +76,9 @@ export function gemvVariant(): GemvVariant {
   const forced = engineOptions().gemvVariant;
   if (forced) return forced;
   const info = (webgpuBackend() as unknown as { adapterInfo?: { vendor?: string; architecture?: string } }).adapterInfo;
-  return /swiftshader|llvmpipe|lavapipe/i.test(`${info?.vendor ?? ''} ${info?.architecture ?? ''}`) ? 'thread' : 'splitk';
+  return /swiftshader|llvmpipe|lavapipe/i.test(`${info?.vendor ?? ''} ${info?.architecture ?? ''}`)
+    ? 'thread'
+    : 'splitk';
 }
 
 function gemv(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
@@ -136,7 +138,13 @@ function dequantizeByGemm(w: QuantizedMatrix): tf.Tensor2D {
     const parts: tf.Tensor2D[] = [];
     for (let r0 = 0; r0 < w.outFeatures; r0 += DENSE_ROWS) {
       const k = Math.min(DENSE_ROWS, w.outFeatures - r0);
-      const eye = tf.oneHot(tf.range(r0, r0 + k, 1, 'int32') as tf.Tensor1D, w.outFeatures, 1, 0, 'float32') as tf.Tensor2D;
+      const eye = tf.oneHot(
+        tf.range(r0, r0 + k, 1, 'int32') as tf.Tensor1D,
+        w.outFeatures,
+        1,
+        0,
+        'float32',
+      ) as tf.Tensor2D;
       parts.push(tiled(eye, w, false));
     }
     return (parts.length === 1 ? parts[0] : tf.concat(parts, 0)) as tf.Tensor2D;
@@ -147,7 +155,9 @@ function dequantizeByGemm(w: QuantizedMatrix): tf.Tensor2D {
 export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
   if (!tf.getKernel('BitwiseAnd', tf.getBackend())) {
     if (customKernelsActive()) return dequantizeByGemm(w);
-    throw new Error(`${w.bits === 16 ? 'f16' : `int${w.bits}`} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`);
+    throw new Error(
+      `${w.bits === 16 ? 'f16' : `int${w.bits}`} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`,
+    );
   }
   if (w.bits === 16) return tf.tidy(() => halvesStock(w).mul(w.scales) as tf.Tensor2D);
   return tf.tidy(() => {
@@ -158,9 +168,18 @@ export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
       const shift = w.bits * j;
       // Mask field j in place: an exact multiple of 2^shift, exact in float32 after the cast.
       const mask = ((2 ** w.bits - 1) << shift) | 0;
-      let f = tf.bitwiseAnd(w.packed, tf.fill([out, words], mask, 'int32')).toFloat().mul(2 ** -shift);
+      let f = tf
+        .bitwiseAnd(w.packed, tf.fill([out, words], mask, 'int32'))
+        .toFloat()
+        .mul(2 ** -shift);
       // The top field of a word comes out signed (bit 31); the others unsigned.
-      if (shift + w.bits === 32) f = f.add(f.less(0).toFloat().mul(2 ** w.bits));
+      if (shift + w.bits === 32)
+        f = f.add(
+          f
+            .less(0)
+            .toFloat()
+            .mul(2 ** w.bits),
+        );
       if (w.bits === 8) f = f.sub(f.greaterEqual(128).toFloat().mul(256));
       else f = f.sub(8);
       parts.push(f);
@@ -183,7 +202,10 @@ export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
 function halvesStock(w: QuantizedMatrix): tf.Tensor2D {
   const [out, words] = w.packed.shape;
   const lo = tf.bitwiseAnd(w.packed, tf.fill([out, words], 0xffff, 'int32')).toFloat();
-  const hiSigned = tf.bitwiseAnd(w.packed, tf.fill([out, words], 0xffff0000 | 0, 'int32')).toFloat().mul(2 ** -16);
+  const hiSigned = tf
+    .bitwiseAnd(w.packed, tf.fill([out, words], 0xffff0000 | 0, 'int32'))
+    .toFloat()
+    .mul(2 ** -16);
   const hi = hiSigned.add(hiSigned.less(0).toFloat().mul(65536));
   const all = tf.stack([lo, hi], 2).reshape([out, words * 2]);
   const h = words * 2 === w.inFeatures ? all : all.slice([0, 0], [out, w.inFeatures]);
@@ -200,6 +222,7 @@ export function quantMatmulStock(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2
 }
 
 export function quantMatmul(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
-  if (x.shape[1] !== w.inFeatures) throw new Error(`quantMatmul: x has ${x.shape[1]} features, W takes ${w.inFeatures}`);
+  if (x.shape[1] !== w.inFeatures)
+    throw new Error(`quantMatmul: x has ${x.shape[1]} features, W takes ${w.inFeatures}`);
   return customKernelsActive() ? quantMatmulWebGPU(x, w) : quantMatmulStock(x, w);
 }

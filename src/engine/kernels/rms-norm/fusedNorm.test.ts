@@ -20,7 +20,9 @@ describe('rmsNorm and rope (stock path, CPU backend) against float64 closed form
     const w = tf.tensor1d(d.w);
     const dy = tf.tensor2d(d.dy, [c.rows, c.hidden]);
     expect(worst(await rmsNorm(x, w, NORM_EPS).data(), ref.y)).toBeLessThan(1e-5);
-    const [gx, gw] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(rmsNorm(a, b as tf.Tensor1D, NORM_EPS), dy)))([x, w]);
+    const [gx, gw] = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
+      tf.sum(tf.mul(rmsNorm(a, b as tf.Tensor1D, NORM_EPS), dy)),
+    )([x, w]);
     expect(worst(await gx.data(), ref.dx)).toBeLessThan(1e-5);
     expect(worst(await gw.data(), ref.dw)).toBeLessThan(1e-4);
   });
@@ -39,8 +41,12 @@ describe('rmsNorm and rope (stock path, CPU backend) against float64 closed form
   });
 
   it('names a mismatched weight or position table', () => {
-    expect(() => rmsNorm(tf.zeros([2, 4]), tf.zeros([5]) as tf.Tensor1D, 1e-5)).toThrow(/weight \[5\] does not match the last axis of x \[2,4\]/);
+    expect(() => rmsNorm(tf.zeros([2, 4]), tf.zeros([5]) as tf.Tensor1D, 1e-5)).toThrow(
+      /weight \[5\] does not match the last axis of x \[2,4\]/,
+    );
     const q = tf.zeros([1, 2, 3, 4]) as tf.Tensor4D;
-    expect(() => rope(q, tf.zeros([1, 1, 2, 4]) as tf.Tensor4D, tf.zeros([1, 1, 3, 4]) as tf.Tensor4D)).toThrow(/cos and sin must be \[1,1,3,4\]/);
+    expect(() => rope(q, tf.zeros([1, 1, 2, 4]) as tf.Tensor4D, tf.zeros([1, 1, 3, 4]) as tf.Tensor4D)).toThrow(
+      /cos and sin must be \[1,1,3,4\]/,
+    );
   });
 });

@@ -56,7 +56,8 @@ function rmsNormGrad(x: tf.Tensor, w: tf.Tensor1D, dy: tf.Tensor, eps: number): 
 }
 
 export function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
-  if (w.rank !== 1 || w.shape[0] !== x.shape[x.rank - 1]) throw new Error(`rmsNorm: weight [${w.shape}] does not match the last axis of x [${x.shape}]`);
+  if (w.rank !== 1 || w.shape[0] !== x.shape[x.rank - 1])
+    throw new Error(`rmsNorm: weight [${w.shape}] does not match the last axis of x [${x.shape}]`);
   if (!customKernelsActive()) return rmsNormStock(x, w, eps);
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [xi, wi, save] = args as [tf.Tensor, tf.Tensor1D, tf.GradSaveFunc];

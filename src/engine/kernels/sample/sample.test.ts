@@ -4,7 +4,14 @@ import { samplerUniform } from '../../rng/philox';
 import { sampleTokens } from './sample';
 import { orderKey, sampleReference, type SamplingOptions } from './sampleReference';
 
-const opts = (o: Partial<SamplingOptions>): SamplingOptions => ({ temperature: 1, topK: 0, topP: 1, seed: 7, step: 0, ...o });
+const opts = (o: Partial<SamplingOptions>): SamplingOptions => ({
+  temperature: 1,
+  topK: 0,
+  topP: 1,
+  seed: 7,
+  step: 0,
+  ...o,
+});
 
 function frequencies(logits: number[], o: Partial<SamplingOptions>, n: number): number[] {
   const counts = new Array(logits.length).fill(0);

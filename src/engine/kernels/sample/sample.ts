@@ -8,7 +8,6 @@ import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 import { seedKey } from '../../rng/philox';
 import { checkSamplingOptions, sampleReference, type SamplingOptions } from './sampleReference';
 
-
 function streamIds(rows: number, streams?: ArrayLike<number>): Int32Array {
   if (streams && streams.length !== rows) throw new Error(`sampleTokens: ${streams.length} streams for ${rows} rows`);
   return streams ? Int32Array.from(streams) : Int32Array.from({ length: rows }, (_, r) => r);
@@ -20,14 +19,15 @@ export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions, stre
   if (chunks.length > 1) {
     const all = streamIds(logits.shape[0], streams);
     let start = 0;
-    return tf.tidy(() =>
-      tf.concat(
-        tf.split(logits, chunks, 0).map((part, i) => {
-          const s = all.subarray(start, start + chunks[i]);
-          start += chunks[i];
-          return sampleTokensWebGPU(part as tf.Tensor2D, o, s);
-        }),
-      ) as tf.Tensor1D,
+    return tf.tidy(
+      () =>
+        tf.concat(
+          tf.split(logits, chunks, 0).map((part, i) => {
+            const s = all.subarray(start, start + chunks[i]);
+            start += chunks[i];
+            return sampleTokensWebGPU(part as tf.Tensor2D, o, s);
+          }),
+        ) as tf.Tensor1D,
     );
   }
   const streamTensor = tf.tensor1d(streamIds(logits.shape[0], streams), 'int32');
@@ -62,9 +62,16 @@ export function sampleTokensWebGPU(logits: tf.Tensor2D, o: SamplingOptions, stre
  * Draws one token per row (row r from Philox stream streams[r], default r); on WebGPU the result
  * stays on the device until read, elsewhere the logits are read and sampled on the CPU.
  */
-export async function sampleTokens(logits: tf.Tensor2D, o: SamplingOptions, streams?: ArrayLike<number>): Promise<tf.Tensor1D> {
+export async function sampleTokens(
+  logits: tf.Tensor2D,
+  o: SamplingOptions,
+  streams?: ArrayLike<number>,
+): Promise<tf.Tensor1D> {
   if (logits.rank !== 2) throw new Error(`sampleTokens: logits must be [rows, vocab], got [${logits.shape}]`);
   if (customKernelsActive()) return sampleTokensWebGPU(logits, o, streams);
   const values = await logits.data();
-  return tf.tensor1d(sampleReference(values, logits.shape[0], logits.shape[1], o, streamIds(logits.shape[0], streams)), 'int32');
+  return tf.tensor1d(
+    sampleReference(values, logits.shape[0], logits.shape[1], o, streamIds(logits.shape[0], streams)),
+    'int32',
+  );
 }

@@ -17,10 +17,12 @@ export interface SamplingOptions {
 }
 
 export function checkSamplingOptions(o: SamplingOptions): void {
-  if (!(o.temperature >= 0) || !Number.isFinite(o.temperature)) throw new Error(`temperature must be >= 0, got ${o.temperature}`);
+  if (!(o.temperature >= 0) || !Number.isFinite(o.temperature))
+    throw new Error(`temperature must be >= 0, got ${o.temperature}`);
   if (!Number.isInteger(o.topK) || o.topK < 0) throw new Error(`topK must be a whole number >= 0, got ${o.topK}`);
   if (!(o.topP > 0 && o.topP <= 1)) throw new Error(`topP must be in (0, 1], got ${o.topP}`);
-  if (!Number.isInteger(o.step) || o.step < 0 || o.step >= 2 ** 32) throw new Error(`step must be a u32, got ${o.step}`);
+  if (!Number.isInteger(o.step) || o.step < 0 || o.step >= 2 ** 32)
+    throw new Error(`step must be a u32, got ${o.step}`);
 }
 
 const f32 = new Float32Array(1);

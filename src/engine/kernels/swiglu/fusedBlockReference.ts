@@ -28,8 +28,15 @@ export function blockCaseData(c: BlockCaseSpec): BlockCase {
   const fill = (n: number, scale: number) => Float32Array.from({ length: n }, () => (rand() * 2 - 1) * scale);
   const cache = fill(c.batch * c.heads * c.capacity * c.headDim, 1);
   // A real cache holds zeros past its fill level: the stock write (pad + add) relies on it.
-  for (let bh = 0; bh < c.batch * c.heads; bh++) cache.fill(0, (bh * c.capacity + c.start) * c.headDim, (bh + 1) * c.capacity * c.headDim);
-  return { g: fill(c.n, 6), u: fill(c.n, 2), dy: fill(c.n, 1), cache, fresh: fill(c.batch * c.heads * c.len * c.headDim, 1) };
+  for (let bh = 0; bh < c.batch * c.heads; bh++)
+    cache.fill(0, (bh * c.capacity + c.start) * c.headDim, (bh + 1) * c.capacity * c.headDim);
+  return {
+    g: fill(c.n, 6),
+    u: fill(c.n, 2),
+    dy: fill(c.n, 1),
+    cache,
+    fresh: fill(c.batch * c.heads * c.len * c.headDim, 1),
+  };
 }
 
 export function swigluF64(d: BlockCase): { y: Float64Array; dg: Float64Array; du: Float64Array } {
@@ -51,7 +58,8 @@ export function kvWriteF64(c: BlockCaseSpec, d: BlockCase): Float64Array {
   const out = Float64Array.from(d.cache);
   for (let bh = 0; bh < c.batch * c.heads; bh++) {
     for (let j = 0; j < c.len; j++) {
-      for (let k = 0; k < c.headDim; k++) out[(bh * c.capacity + c.start + j) * c.headDim + k] = d.fresh[(bh * c.len + j) * c.headDim + k];
+      for (let k = 0; k < c.headDim; k++)
+        out[(bh * c.capacity + c.start + j) * c.headDim + k] = d.fresh[(bh * c.len + j) * c.headDim + k];
     }
   }
   return out;

@@ -24,7 +24,11 @@ describe('token statistics', () => {
   });
 
   it('stock ops agree with the float64 reference on odd shapes', () => {
-    for (const [rows, vocab] of [[1, 7], [5, 1000], [3, 4099]]) {
+    for (const [rows, vocab] of [
+      [1, 7],
+      [5, 1000],
+      [3, 4099],
+    ]) {
       const c = seededLogits(rows, vocab, 1234 + vocab);
       const ref = tokenStatsF64(c.logits, rows, vocab, c.ids);
       const out = tokenStatsStock(tf.tensor2d(c.logits, [rows, vocab]), tf.tensor1d(c.ids, 'int32')).arraySync();
@@ -37,23 +41,36 @@ describe('token statistics', () => {
 
   it('rejects mismatched shapes with a message naming them', () => {
     expect(() => tokenStats(tf.zeros([2, 3]) as tf.Tensor2D, tf.tensor1d([0], 'int32'))).toThrow(/ids must be \[2\]/);
-    expect(() => tokenStats(tf.zeros([2, 3]) as tf.Tensor2D, tf.tensor1d([0, 1], 'int32'), tf.zeros([2, 4]) as tf.Tensor2D)).toThrow(/refLogits must be \[2,3\]/);
+    expect(() =>
+      tokenStats(tf.zeros([2, 3]) as tf.Tensor2D, tf.tensor1d([0, 1], 'int32'), tf.zeros([2, 4]) as tf.Tensor2D),
+    ).toThrow(/refLogits must be \[2,3\]/);
   });
 
   it('with reference logits adds their log-prob of the same ids as a third column', () => {
     // Hand-worked: reference logits [ln 3, 0] -> q = [3/4, 1/4]; id 1 -> log q = ln 0.25, while the
     // policy row [0, ln 3] gives log p = ln 0.75 and H = 0.5623351 as above.
-    const out = tokenStats(tf.tensor2d([[0, Math.log(3)]]), tf.tensor1d([1], 'int32'), tf.tensor2d([[Math.log(3), 0]])).arraySync();
+    const out = tokenStats(
+      tf.tensor2d([[0, Math.log(3)]]),
+      tf.tensor1d([1], 'int32'),
+      tf.tensor2d([[Math.log(3), 0]]),
+    ).arraySync();
     expect(out[0]).toHaveLength(3);
     expect(out[0][0]).toBeCloseTo(Math.log(0.75), 6);
     expect(out[0][1]).toBeCloseTo(0.5623351446, 6);
     expect(out[0][2]).toBeCloseTo(Math.log(0.25), 6);
-    for (const [rows, vocab] of [[3, 1000], [2, 4099]]) {
+    for (const [rows, vocab] of [
+      [3, 1000],
+      [2, 4099],
+    ]) {
       const c = seededLogits(rows, vocab, 99 + vocab);
       const r = seededLogits(rows, vocab, 100 + vocab);
       const own = tokenStatsF64(c.logits, rows, vocab, c.ids);
       const ref = tokenStatsF64(r.logits, rows, vocab, c.ids);
-      const got = tokenStatsStock(tf.tensor2d(c.logits, [rows, vocab]), tf.tensor1d(c.ids, 'int32'), tf.tensor2d(r.logits, [rows, vocab])).arraySync();
+      const got = tokenStatsStock(
+        tf.tensor2d(c.logits, [rows, vocab]),
+        tf.tensor1d(c.ids, 'int32'),
+        tf.tensor2d(r.logits, [rows, vocab]),
+      ).arraySync();
       for (let i = 0; i < rows; i++) {
         expect(Math.abs(got[i][0] - own.logp[i])).toBeLessThan(1e-4);
         expect(Math.abs(got[i][1] - own.entropy[i])).toBeLessThan(1e-4);

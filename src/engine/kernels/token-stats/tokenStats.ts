@@ -9,14 +9,16 @@ import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits';
 import { rowReduce } from '../row-reduce/rowReduce';
 import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 
-
 function checkShapes(logits: tf.Tensor, ids: tf.Tensor, refLogits?: tf.Tensor): void {
   if (logits.rank !== 2) throw new Error(`tokenStats: logits must be [rows, vocab], got shape [${logits.shape}]`);
   if (ids.rank !== 1 || ids.shape[0] !== logits.shape[0]) {
     throw new Error(`tokenStats: ids must be [${logits.shape[0]}], got shape [${ids.shape}]`);
   }
   if (ids.dtype !== 'int32') throw new Error(`tokenStats: ids must be int32, got ${ids.dtype}`);
-  if (refLogits && (refLogits.rank !== 2 || refLogits.shape[0] !== logits.shape[0] || refLogits.shape[1] !== logits.shape[1])) {
+  if (
+    refLogits &&
+    (refLogits.rank !== 2 || refLogits.shape[0] !== logits.shape[0] || refLogits.shape[1] !== logits.shape[1])
+  ) {
     throw new Error(`tokenStats: refLogits must be [${logits.shape}] like logits, got shape [${refLogits.shape}]`);
   }
 }
@@ -69,7 +71,12 @@ export function tokenStatsWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, refLogit
 }
 
 /** d(sum(dy * stats)) / d logits from the saved forward output, one WGSL thread per logit. */
-export function tokenStatsGradWebGPU(logits: tf.Tensor2D, ids: tf.Tensor1D, stats: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
+export function tokenStatsGradWebGPU(
+  logits: tf.Tensor2D,
+  ids: tf.Tensor1D,
+  stats: tf.Tensor2D,
+  dy: tf.Tensor2D,
+): tf.Tensor2D {
   const [rows, vocab] = logits.shape;
   return runKernel(
     {
@@ -102,7 +109,12 @@ export function tokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D, refLogits?: tf
       const parts = tf.split(logits, chunks, 0);
       const idParts = tf.split(ids, chunks, 0);
       const refParts = refLogits ? tf.split(refLogits, chunks, 0) : undefined;
-      return tf.concat(parts.map((p, i) => tokenStats(p as tf.Tensor2D, idParts[i] as tf.Tensor1D, refParts?.[i] as tf.Tensor2D | undefined)), 0) as tf.Tensor2D;
+      return tf.concat(
+        parts.map((p, i) =>
+          tokenStats(p as tf.Tensor2D, idParts[i] as tf.Tensor1D, refParts?.[i] as tf.Tensor2D | undefined),
+        ),
+        0,
+      ) as tf.Tensor2D;
     });
   }
   const cols = refLogits ? 3 : 2;
@@ -118,7 +130,9 @@ export function tokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D, refLogits?: tf
         const [x0, st, id0] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
         if (cols === 2) return tokenStatsGradWebGPU(x0, id0, st, dy as tf.Tensor2D);
         // The gradient kernel reads (logp, H) pairs: drop the reference column of both.
-        return tf.tidy(() => tokenStatsGradWebGPU(x0, id0, st.slice([0, 0], [-1, 2]), (dy as tf.Tensor2D).slice([0, 0], [-1, 2])));
+        return tf.tidy(() =>
+          tokenStatsGradWebGPU(x0, id0, st.slice([0, 0], [-1, 2]), (dy as tf.Tensor2D).slice([0, 0], [-1, 2])),
+        );
       },
     };
   });

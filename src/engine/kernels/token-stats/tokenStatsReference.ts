@@ -6,7 +6,12 @@ export interface TokenStatsRows {
   entropy: Float64Array;
 }
 
-export function tokenStatsF64(logits: ArrayLike<number>, rows: number, vocab: number, ids: ArrayLike<number>): TokenStatsRows {
+export function tokenStatsF64(
+  logits: ArrayLike<number>,
+  rows: number,
+  vocab: number,
+  ids: ArrayLike<number>,
+): TokenStatsRows {
   const logp = new Float64Array(rows);
   const entropy = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
