@@ -143,7 +143,7 @@ for (const { f, text, hits } of plan) {
   for (const h of hits) {
     const nt = moved(h.target);
     if (nt === h.target && nf === f) continue;
-    const ns = relSpec(nf, nt, h.ext, h.query, h.dir);
+    const ns = relSpec(nf, nt, h.ext, h.query, h.dir) + (h.dir && h.spec.split('?')[0].endsWith('/') ? '/' : '');
     if (ns !== h.spec) out = out.split(`'${h.spec}'`).join(`'${ns}'`).split(`"${h.spec}"`).join(`"${ns}"`);
   }
   if (out !== text) {

@@ -30,7 +30,7 @@ import { str } from '../contract/schema';
 import { datasetRows } from '../export/verl/entry';
 import { EXPORT_RECIPES, EXPORTABLE_RECIPES, exportVerl } from './exports';
 
-const FIXTURES = new URL('../../dev/fixtures/verl', import.meta.url);
+const FIXTURES = new URL('../../dev/fixtures/verl/', import.meta.url);
 const VERL = JSON.parse(readFileSync(new URL('verl-keys.json', FIXTURES), 'utf8')) as {
   source: { commit: string };
   keys: string[];
