@@ -10,7 +10,8 @@ import {
   type RunRecord,
 } from '../contract/storageFormat';
 import type { StepReport } from '../contract/report';
-import { labKv, PageCheckpoints, PageRunLogs } from './labDb';
+import { idbKv } from '../contract/kv';
+import { PageCheckpoints, PageRunLogs } from './labDb';
 
 let dbNo = 0;
 const estimate = async () => ({ usage: 1000, quota: 5000 });
@@ -47,7 +48,7 @@ function manifest(id: string, step: number, time: number, sizeBytes: number): Ch
 
 describe('the page view of the checkpoint database', () => {
   it('lists newest first, counts orphan chunks, renames, deletes and collects orphans', async () => {
-    const kv = labKv(`lab-db-test-${dbNo++}`);
+    const kv = idbKv(`lab-db-test-${dbNo++}`);
     const page = new PageCheckpoints(kv, estimate);
     for (const m of [manifest('a', 1, 10, 8), manifest('b', 2, 20, 16)]) {
       await kv.set(`${chunkPrefix(m.id)}000000`, new ArrayBuffer(m.sizeBytes));
@@ -80,7 +81,7 @@ describe('the page view of the checkpoint database', () => {
 
 describe('the page view of the run logs', () => {
   it('reads a run back by step range, counts its bytes and exports it as JSONL', async () => {
-    const kv = labKv(`lab-db-test-${dbNo++}`);
+    const kv = idbKv(`lab-db-test-${dbNo++}`);
     const logs = new PageRunLogs(kv);
     const report = (step: number) =>
       ({ runId: 'r1', recipe: 'redteam', step, time: step, metrics: { 'reward/mean': step } }) as unknown as StepReport;

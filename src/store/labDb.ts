@@ -1,7 +1,6 @@
 // The page's view of the lab's IndexedDB: the worker writes checkpoints and run logs (storage/),
 // the page lists, renames and deletes checkpoints, counts what is stored and reads logs back.
 // idb-keyval calls over the layout both sides share (contract/storageFormat.ts).
-import { createStore, del, delMany, get, set, type UseStore } from 'idb-keyval';
 import { storageEstimate, type StorageEstimateResult } from '../contract/browserStorage';
 import {
   CHECKPOINT_DB,
@@ -26,39 +25,7 @@ import {
   type RunRecord,
 } from '../contract/storageFormat';
 import type { StepReport } from '../contract/report';
-
-/** One database's key-value store; opened on first use, not at import (tests load fake-indexeddb first). */
-export interface LabKv {
-  get<T>(key: string): Promise<T | undefined>;
-  set(key: string, value: unknown): Promise<void>;
-  del(key: string): Promise<void>;
-  delMany(keys: string[]): Promise<void>;
-  /** Keys that start with `prefix`, sorted. */
-  keys(prefix: string): Promise<string[]>;
-  /** Values of the keys that start with `prefix`, in key order. */
-  values<T>(prefix: string): Promise<T[]>;
-}
-
-const prefixRange = (prefix: string): IDBKeyRange => IDBKeyRange.bound(prefix, `${prefix}\uffff`, false, true);
-const request = <T>(req: IDBRequest<T>): Promise<T> =>
-  new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-
-export function labKv(dbName: string, storeName = 'kv'): LabKv {
-  let store: UseStore | null = null;
-  const s = (): UseStore => (store ??= createStore(dbName, storeName));
-  return {
-    get: <T>(key: string) => get<T>(key, s()),
-    set: (key, value) => set(key, value, s()),
-    del: (key) => del(key, s()),
-    delMany: (keys) => delMany(keys, s()),
-    keys: (prefix) => s()('readonly', (os) => request(os.getAllKeys(prefixRange(prefix)))).then((k) => k as string[]),
-    values: <T>(prefix: string) =>
-      s()('readonly', (os) => request(os.getAll(prefixRange(prefix)))).then((v) => v as T[]),
-  };
-}
+import { idbKv, type Kv } from '../contract/kv';
 
 type LockManagerLike = {
   request<T>(
@@ -93,7 +60,7 @@ export interface CheckpointUsage {
 /** The checkpoints as the Checkpoints panel handles them. */
 export class PageCheckpoints {
   constructor(
-    readonly kv: LabKv = labKv(CHECKPOINT_DB),
+    readonly kv: Kv = idbKv(CHECKPOINT_DB),
     private readonly estimate: () => Promise<StorageEstimateResult> = storageEstimate,
   ) {}
 
@@ -155,7 +122,7 @@ export class PageCheckpoints {
 
 /** The run logs as the page reads them (the worker appends them). */
 export class PageRunLogs {
-  constructor(readonly kv: LabKv = labKv(RUNS_DB)) {}
+  constructor(readonly kv: Kv = idbKv(RUNS_DB)) {}
 
   async getRun(id: string): Promise<RunRecord | null> {
     return (await this.kv.get<RunRecord>(recordKey(id))) ?? null;

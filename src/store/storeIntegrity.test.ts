@@ -9,7 +9,7 @@ import {
   wipedMessage,
   type MarkPlace,
 } from './storeIntegrity';
-import { labKv as idbKv, type LabKv as Kv } from './labDb';
+import { idbKv, type Kv } from '../contract/kv';
 
 let dbNo = 0;
 const freshKv = (): Kv => idbKv(`integrity-test-${dbNo++}`);

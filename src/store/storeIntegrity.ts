@@ -11,7 +11,7 @@
 // fresh start, not a wipe. A copy that was lost only forgets the ids; the next start adopts
 // them from IndexedDB again.
 import { newId } from '../contract/browserStorage';
-import type { LabKv as Kv } from './labDb';
+import type { Kv } from '../contract/kv';
 
 export const STORE_MARK_KEY = 'meta/store';
 export const LOCAL_MARK_KEY = 'sparring.storage';

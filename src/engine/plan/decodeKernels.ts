@@ -399,24 +399,19 @@ export const ATT_THREAD_WG = 64;
 
 /** The barrier-free attention for software adapters (attention/plan_thread.wgsl), unrolled for head_dim D. */
 export function attentionThreadKernel(headDim: number): PlanKernel {
-  const n = headDim / 4;
-  const idx = Array.from({ length: n }, (_, i) => i);
-  const w = (i: number, j: number) => `work[qb + ${4 * i + j}u]`;
-  const fill = (src: string) =>
-    src
-      .replace(
-        '{{QLOAD}}',
-        idx.map((i) => `let q${i} = vec4<f32>(${[0, 1, 2, 3].map((j) => w(i, j)).join(', ')});`).join('\n  '),
-      )
-      .replace('{{ACC_DECL}}', idx.map((i) => `var o${i} = vec4<f32>(0.0);`).join('\n  '))
-      .replace('{{SCORE}}', idx.map((i) => `dot(q${i}, kc[at + ${i}u])`).join(' + '))
-      .replace('{{ACC_UPDATE}}', idx.map((i) => `o${i} = o${i} * alpha + p * vc[at + ${i}u];`).join('\n    '))
-      .replace(
-        '{{STORE}}',
-        idx
-          .map((i) => [0, 1, 2, 3].map((j) => `work[ob + ${4 * i + j}u] = o${i}[${j}] * inv;`).join('\n  '))
-          .join('\n  '),
-      );
+  const idx = Array.from({ length: headDim / 4 }, (_, i) => i);
+  const lanes = (f: (j: number) => string) => [0, 1, 2, 3].map(f);
+  // The prelude: D/4 private vec4 registers each for the query and the accumulator, and the four
+  // helpers the body calls, each unrolled over them (a CPU driver keeps only constant-indexed
+  // values in registers); the body itself is never edited.
+  const registers = [
+    ...idx.map((i) => `var<private> q${i} : vec4<f32>;`),
+    ...idx.map((i) => `var<private> o${i} : vec4<f32>;`),
+    `fn qLoad(qb : u32) {\n${idx.map((i) => `  q${i} = vec4<f32>(${lanes((j) => `work[qb + ${4 * i + j}u]`).join(', ')});`).join('\n')}\n}`,
+    `fn qDotK(at : u32) -> f32 {\n  return ${idx.map((i) => `dot(q${i}, kc[at + ${i}u])`).join(' + ')};\n}`,
+    `fn accUpdate(at : u32, alpha : f32, p : f32) {\n${idx.map((i) => `  o${i} = o${i} * alpha + p * vc[at + ${i}u];`).join('\n')}\n}`,
+    `fn accStore(ob : u32, inv : f32) {\n${idx.map((i) => lanes((j) => `  work[ob + ${4 * i + j}u] = o${i}[${j}] * inv;`).join('\n')).join('\n')}\n}`,
+  ].join('\n');
   return {
     key: `plan_attention_thread_d${headDim}`,
     bindings: [
@@ -427,7 +422,7 @@ export function attentionThreadKernel(headDim: number): PlanKernel {
       { name: 'kc', kind: 'read', type: 'array<vec4<f32>>' },
       { name: 'vc', kind: 'read', type: 'array<vec4<f32>>' },
     ],
-    body: `const WG : u32 = ${ATT_THREAD_WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${fill(attentionThreadWgsl)}`,
+    body: `const WG : u32 = ${ATT_THREAD_WG}u;\n${ATT_STRUCT}\n${TOK_STRUCT}\n${registers}\n${attentionThreadWgsl}`,
   };
 }
 
