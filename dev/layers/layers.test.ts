@@ -84,6 +84,13 @@ describe('checkLayers', () => {
     expect(rules([edge('src/worker/runs.ts', 'src/cli/lab.ts')])).toEqual(['nothing imports cli/ (entry points)']);
   });
 
+  it('sends every import of the engine from above through its entry', () => {
+    expect(rules([edge('src/model/llama.ts', 'src/engine/kernels/rope/rope.ts')])).toEqual([
+      'the engine is imported through its entry, src/engine/index.ts',
+    ]);
+    expect(rules([edge('src/engine/index.ts', 'src/engine/kernels/rope/rope.ts')])).toEqual([]);
+  });
+
   it('fails a cycle, type-only edges included', () => {
     const loop = [
       edge('src/model/llama.ts', 'src/model/generate.ts', true),

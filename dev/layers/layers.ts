@@ -26,6 +26,8 @@ const ENTRY = 'cli';
 /** What ui/ and store/ may import besides contract/, store/ and ui/. */
 const PAGE_MAY_IMPORT = ['src/worker/client.ts'];
 const PAGE = ['ui', 'store'];
+/** The one module of src/engine/ the layers above import. */
+const ENGINE_ENTRY = 'src/engine/index.ts';
 
 export interface Edge {
   from: string;
@@ -94,6 +96,10 @@ export function checkLayers(edges: Edge[]): Violation[] {
     }
     if (a === ENTRY) {
       if (PAGE.includes(b)) out.push({ from, to, rule: 'cli/ does not import the page (ui/, store/)' });
+      continue;
+    }
+    if (b === 'engine' && to !== ENGINE_ENTRY) {
+      out.push({ from, to, rule: `the engine is imported through its entry, ${ENGINE_ENTRY}` });
       continue;
     }
     const ia = LAYERS.indexOf(a as (typeof LAYERS)[number]);
