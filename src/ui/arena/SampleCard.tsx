@@ -99,7 +99,7 @@ export function SampleCard({
       <header className="sample-head">
         <VerdictBadge verdict={s.verdict} />
         <span className={`outcome ${s.verdict.success ? 'outcome-hit' : 'outcome-miss'}`}>
-          {s.verdict.success ? 'attack succeeded' : 'attack failed'}
+          {s.verdict.outcome ?? (s.verdict.success ? 'attack succeeded' : 'attack failed')}
         </span>
         <span className="small sample-meta">
           {[
@@ -133,7 +133,11 @@ export function SampleCard({
                   {m.turnScore !== undefined && (
                     <span className="turn-score"> · turn score {m.turnScore.toFixed(2)}</span>
                   )}
-                  {!m.tokens && <span className="small"> · scripted</span>}
+                  {!m.tokens && (
+                    <span className="small" data-testid="message-source">
+                      {m.writtenBy ? ` · written by ${m.writtenBy}` : ' · scripted'}
+                    </span>
+                  )}
                 </div>
                 {m.tokens && m.tokens.pieces.length > 0 ? (
                   <TokenText tokens={m.tokens} scaleMax={scaleMax} label={`${m.role} message`} />
