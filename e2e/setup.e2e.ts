@@ -363,4 +363,27 @@ describe('run setup', () => {
     ).resolves.toMatch(/2 rows/);
     await expect(page.locator('[data-testid="dataset-map-dataset"]').count()).resolves.toBe(0);
   });
+
+  it('a file uploaded in the Export / import panel is offered at once in the dataset field already on screen', async () => {
+    const { page } = lab;
+    await expect(value(page, 'recipe-select')).resolves.toBe('attacker-sft');
+    const picker = page.getByRole('combobox', { name: 'dataset: data source' });
+    await page.setInputFiles('[data-testid="dataset-file"]', {
+      name: 'panel.jsonl',
+      mimeType: 'application/json',
+      buffer: Buffer.from(
+        '{"goal": "g1", "prompt": "p1"}\n{"goal": "g2", "prompt": "p2"}\n{"goal": "g3", "prompt": "p3"}\n',
+      ),
+    });
+    // Offered without the user focusing the field (each list used to refresh only on its own focus).
+    await page.waitForSelector('[data-testid="dataset-pick-dataset"] option[value="upload:panel.jsonl"]', {
+      state: 'attached',
+      timeout: 15_000,
+    });
+    await picker.selectOption({ label: 'upload:panel.jsonl (3 rows)' });
+    await expect(value(page, 'field-dataset')).resolves.toBe('upload:panel.jsonl');
+    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:panel.jsonl"]')).resolves.toMatch(
+      /offered in each recipe's dataset field/,
+    );
+  });
 });
