@@ -386,4 +386,23 @@ describe('run setup', () => {
       /offered in each recipe's dataset field/,
     );
   });
+
+  it('a mistyped sandbox model name reads "there is no model named", in the fit check and at Start', async () => {
+    const { page } = lab;
+    await page.selectOption('[data-testid="recipe-select"]', 'redteam');
+    await page.fill('[data-testid="field-defender"]', 'blorp');
+    const named = 'there is no model named "blorp": the sandbox models are attacker, defender, judge, qa';
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="fit-defender"]')?.textContent?.includes(${JSON.stringify(named)}) === true`,
+      15_000,
+    );
+    await page.fill('[data-testid="field-groupSize"]', '2');
+    await page.click('[data-testid="run-start"]');
+    await page.waitForSelector('[data-testid="run-error"]', { timeout: 30_000 });
+    const error = await page.textContent('[data-testid="run-error"]');
+    expect(error).toContain(named);
+    expect(error).not.toMatch(/not valid JSON|tokenizer\.json/);
+    await page.fill('[data-testid="field-defender"]', 'defender');
+  });
 });
