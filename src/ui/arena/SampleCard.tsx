@@ -40,7 +40,15 @@ export function RewardBreakdown({ reward, terms }: { reward: number; terms: Rewa
         {entries.map(([name, v]) => {
           const w = `${(Math.abs(v) / maxAbs) * 50}%`;
           return (
-            <tr key={name}>
+            <tr
+              key={name}
+              // The KL term is −β · KL: above zero, the sampled (k1) KL estimate of this rollout is negative.
+              title={
+                name === 'kl' && v > 0
+                  ? "KL estimate below zero: one rollout's sampled k1 estimate (log π − log π_ref per token) can be negative; the true KL cannot"
+                  : undefined
+              }
+            >
               <th scope="row">{name}</th>
               <td className="term-bar" aria-hidden="true">
                 <span
