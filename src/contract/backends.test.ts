@@ -107,6 +107,18 @@ describe('a software WebGPU adapter', () => {
     expect(r.banner).not.toMatch(/20-100x slower/);
   });
 
+  it('names what failed when wasm could not start and the software adapter runs after all', () => {
+    const swift = software({ vendor: 'google', architecture: 'swiftshader' });
+    const attempts = [
+      { backend: 'wasm' as const, error: 'no SIMD' },
+      { backend: 'webgpu' as const, error: null },
+    ];
+    const r = describeChoice('auto', 'webgpu', attempts, swift);
+    expect(r.banner).toMatch(
+      /^Running on webgpu, after wasm failed: no SIMD\. Slow here: the WebGPU adapter is SwiftShader/,
+    );
+  });
+
   it('never calls WebGPU on a software adapter full speed, forced or not', () => {
     const swift = software({ vendor: 'google', architecture: 'swiftshader' });
     const forced = describeChoice('webgpu', 'webgpu', [{ backend: 'webgpu', error: null }], swift);
