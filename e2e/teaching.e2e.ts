@@ -217,5 +217,12 @@ describe('teaching mode', () => {
     const teaching = await page.textContent('[data-testid="teaching"]');
     expect(teaching).toContain('No reward to plug in: this recipe learns from examples, not from a reward.');
     expect(teaching).not.toMatch(/R = *→/);
+    // Recipes whose terms make no plain sum (multiturn, minmax) still have a reward: they wait for a run.
+    for (const other of ['multiturn', 'minmax']) {
+      await page.selectOption('[data-testid="recipe-select"]', other);
+      await expect(page.getAttribute('[data-testid="teaching"]', 'data-recipe')).resolves.toBe(other);
+      await page.waitForSelector('[data-testid="live-formula-empty"]');
+      expect(await page.locator('[data-testid="live-formula-none"]').count()).toBe(0);
+    }
   });
 });

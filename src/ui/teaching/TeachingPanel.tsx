@@ -114,7 +114,7 @@ export function TeachingPanel() {
                 </p>
               )}
             </div>
-          ) : lesson.combine === 'none' ? (
+          ) : lesson.noReward ? (
             <p className="small" data-testid="live-formula-none">
               No reward to plug in: this recipe learns from examples, not from a reward. Its loss is under What to
               watch.
