@@ -22,7 +22,8 @@ import { seededLogits, seededUpstream } from '../dev/test/seededLogits';
 import { sharedHarnessPage } from './browser';
 import type { HarnessEngine } from '../dev/harness/harnessApi';
 
-const lab = sharedHarnessPage();
+// WebGPU is forced: on headless Chromium's software adapter (SwiftShader) the lab's auto choice is wasm.
+const lab = sharedHarnessPage('?backend=webgpu');
 
 // Both row reductions: subgroup operations (Debian's Chromium gives SwiftShader the subgroups
 // feature, 4 lanes wide, laid out contiguously) and the workgroup-memory tree other adapters use.

@@ -17,7 +17,8 @@ import { f64Stats, loadF64, type F64Lora, type F64Model } from './llamaF64';
 import { dequantizeInt8, quantizeInt4, quantizeInt8 } from '../src/model/quant';
 import { FIXTURES_DIR } from './serve';
 
-const lab = sharedHarnessPage();
+// WebGPU is forced: on headless Chromium's software adapter (SwiftShader) the lab's auto choice is wasm.
+const lab = sharedHarnessPage('?backend=webgpu');
 const CASE = { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4 };
 
 const relErr = (got: number, want: number) => Math.abs(got - want) / Math.max(Math.abs(want), 1e-12);

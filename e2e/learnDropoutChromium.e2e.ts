@@ -6,7 +6,8 @@ import { describe, expect, inject, it } from 'vitest';
 import { sharedHarnessPage } from './browser';
 import type { HarnessEngine } from '../dev/harness/harnessApi';
 
-const lab = sharedHarnessPage();
+// WebGPU is forced: on headless Chromium's software adapter (SwiftShader) the lab's auto choice is wasm.
+const lab = sharedHarnessPage('?backend=webgpu');
 const relErr = (got: number, want: number) => Math.abs(got - want) / Math.max(Math.abs(want), 1e-12);
 
 describe('LoRA dropout on the planned learning step in Chromium on WebGPU', () => {

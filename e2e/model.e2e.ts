@@ -11,7 +11,8 @@ interface Golden {
   greedy_continuation: number[];
 }
 
-const lab = sharedHarnessPage();
+// WebGPU is forced: on headless Chromium's software adapter (SwiftShader) the lab's auto choice is wasm.
+const lab = sharedHarnessPage('?backend=webgpu');
 
 describe('the planned decode path in Chromium on WebGPU', () => {
   for (const [label, quantize] of [

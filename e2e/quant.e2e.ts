@@ -7,7 +7,8 @@ import { sharedHarnessPage } from './browser';
 import type { HarnessEngine } from '../dev/harness/harnessApi';
 import { maxAbs } from '../dev/test/maxAbs';
 
-const lab = sharedHarnessPage();
+// WebGPU is forced: on headless Chromium's software adapter (SwiftShader) the lab's auto choice is wasm.
+const lab = sharedHarnessPage('?backend=webgpu');
 
 describe('quantised matmul kernels on WebGPU', () => {
   // Rows 1 and 5 take the decode GEMV, 37 the tiled GEMM; no dimension is a multiple of 16, and

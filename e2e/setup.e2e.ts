@@ -85,9 +85,12 @@ describe('run setup', () => {
     await expect(page.textContent('[data-testid="field-error-earlyStop"]')).resolves.toMatch(
       /true or false, got "maybe"/,
     );
-    await expect(page.textContent('[data-testid="field-error-nope"]')).resolves.toMatch(
-      /"nope", which recipe redteam does not have/,
+    // Named once, in one short line: no list of every field (it listed all of them, twice).
+    await expect(page.textContent('[data-testid="field-error-nope"]')).resolves.toBe(
+      'the link sets "nope", which recipe redteam does not have',
     );
+    const body = (await page.textContent('body'))!;
+    expect(body.split('the link sets "nope"').length - 1).toBe(1);
     // Fixing the field clears its mark and the address bar follows.
     await page.fill('[data-testid="field-groupSize"]', '2');
     await page.uncheck('[data-testid="field-earlyStop"]');
@@ -362,5 +365,47 @@ describe('run setup', () => {
       page.textContent('[data-testid="dataset-pick-dataset"] option[value="upload:odd.csv"]'),
     ).resolves.toMatch(/2 rows/);
     await expect(page.locator('[data-testid="dataset-map-dataset"]').count()).resolves.toBe(0);
+  });
+
+  it('a file uploaded in the Export / import panel is offered at once in the dataset field already on screen', async () => {
+    const { page } = lab;
+    await expect(value(page, 'recipe-select')).resolves.toBe('attacker-sft');
+    const picker = page.getByRole('combobox', { name: 'dataset: data source' });
+    await page.setInputFiles('[data-testid="dataset-file"]', {
+      name: 'panel.jsonl',
+      mimeType: 'application/json',
+      buffer: Buffer.from(
+        '{"goal": "g1", "prompt": "p1"}\n{"goal": "g2", "prompt": "p2"}\n{"goal": "g3", "prompt": "p3"}\n',
+      ),
+    });
+    // Offered without the user focusing the field (each list used to refresh only on its own focus).
+    await page.waitForSelector('[data-testid="dataset-pick-dataset"] option[value="upload:panel.jsonl"]', {
+      state: 'attached',
+      timeout: 15_000,
+    });
+    await picker.selectOption({ label: 'upload:panel.jsonl (3 rows)' });
+    await expect(value(page, 'field-dataset')).resolves.toBe('upload:panel.jsonl');
+    await expect(page.textContent('[data-testid="dataset-item"][data-ref="upload:panel.jsonl"]')).resolves.toMatch(
+      /offered in each recipe's dataset field/,
+    );
+  });
+
+  it('a mistyped sandbox model name reads "there is no model named", in the fit check and at Start', async () => {
+    const { page } = lab;
+    await page.selectOption('[data-testid="recipe-select"]', 'redteam');
+    await page.fill('[data-testid="field-defender"]', 'blorp');
+    const named = 'there is no model named "blorp": the sandbox models are attacker, defender, judge, qa';
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="fit-defender"]')?.textContent?.includes(${JSON.stringify(named)}) === true`,
+      15_000,
+    );
+    await page.fill('[data-testid="field-groupSize"]', '2');
+    await page.click('[data-testid="run-start"]');
+    await page.waitForSelector('[data-testid="run-error"]', { timeout: 30_000 });
+    const error = await page.textContent('[data-testid="run-error"]');
+    expect(error).toContain(named);
+    expect(error).not.toMatch(/not valid JSON|tokenizer\.json/);
+    await page.fill('[data-testid="field-defender"]', 'defender');
   });
 });

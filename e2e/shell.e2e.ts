@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch, openHarness } from './browser';
+import { launch, openHarness, openLab } from './browser';
 import type { HarnessEngine } from '../dev/harness/harnessApi';
 
 let browser: Browser;
@@ -13,15 +13,13 @@ afterAll(async () => {
 });
 
 describe('lab shell on WebGPU', () => {
-  it('probes a WebGPU adapter, runs tfjs on webgpu and shows the limits table', async () => {
-    const { page, errors } = await openHarness(browser);
+  it('probes a WebGPU adapter, runs tfjs on webgpu when forced and shows the limits table', async () => {
+    const { page, errors } = await openHarness(browser, '?backend=webgpu');
     await expect(page.getAttribute('[data-testid="device-badge"]', 'data-backend')).resolves.toBe('webgpu');
     const status = await page.evaluate(() => (window.sparring!.engine as HarnessEngine).status());
     expect(status.probe.available).toBe(true);
     expect(status.probe.limits!.maxStorageBufferBindingSize).toBeGreaterThanOrEqual(128 * 2 ** 20);
     expect(status.probe.limits!.maxComputeInvocationsPerWorkgroup).toBeGreaterThanOrEqual(256);
-    expect(status.backend.fellBack).toBe(false);
-    expect(await page.locator('[data-testid="fallback-banner"]').count()).toBe(0);
     for (const id of ['setup', 'arena', 'charts', 'checkpoints']) {
       await expect(page.locator(`[data-testid="panel-${id}"]`).isVisible()).resolves.toBe(true);
     }
@@ -47,6 +45,65 @@ describe('lab shell on WebGPU', () => {
   });
 });
 
+// Headless Chromium's only WebGPU adapter is SwiftShader, a software renderer: the lab must pick
+// wasm there (3-7x faster per step), say so, and still let the user force webgpu.
+describe('the backend on a software adapter, as the user sees it', () => {
+  // The header badge: a button named by its text, the backend and the adapter.
+  const badge = (page: Page) => page.getByRole('button', { name: /^(webgpu|webgl|wasm|cpu) · / });
+
+  it('picks wasm, says why in the banner and the Device dialog, and never says "Full speed"', async () => {
+    const { page, errors } = await openLab(browser);
+    await expect(badge(page).textContent()).resolves.toBe('wasm · no hardware GPU');
+    const banner = await page.getByRole('status').filter({ hasText: 'Running on' }).textContent();
+    expect(banner).toMatch(
+      /^Running on wasm, picked because the WebGPU adapter here is SwiftShader, a software renderer/,
+    );
+    expect(banner).toContain('47-52 s on webgpu against about 7 s on wasm');
+    expect(banner).toContain('?backend=webgpu');
+    await badge(page).click();
+    const dialog = page.getByRole('dialog', { name: 'Device' });
+    await dialog.waitFor();
+    expect(await dialog.getByTestId('device-backend').textContent()).toBe('wasm');
+    expect(await dialog.getByTestId('device-why').textContent()).toMatch(
+      /SwiftShader, a software renderer that runs on the CPU, where wasm is faster/,
+    );
+    expect(await dialog.getByTestId('device-cost').textContent()).toMatch(/the fastest backend on this machine/);
+    expect(await dialog.textContent()).toContain('(software: SwiftShader, runs on the CPU)');
+    expect(await dialog.textContent()).not.toContain('Full speed');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('forces webgpu from the Device dialog (kept across a reload) and calls it slow, not full speed', async () => {
+    const { page } = await openLab(browser);
+    await badge(page).click();
+    const dialog = page.getByRole('dialog', { name: 'Device' });
+    await dialog.getByLabel('Backend setting').selectOption('webgpu');
+    await page.waitForSelector('[data-testid="device-badge"][data-backend="webgpu"]', { timeout: 60_000 });
+    await page.reload();
+    await page.waitForSelector('[data-testid="device-badge"][data-backend="webgpu"]', { timeout: 60_000 });
+    await expect(badge(page).textContent()).resolves.toBe('webgpu · SwiftShader (software, slow)');
+    const banner = await page.getByRole('status').filter({ hasText: 'Running on' }).textContent();
+    expect(banner).toMatch(/^Running on webgpu, forced by the backend setting \(webgpu\)\. Slow here/);
+    await badge(page).click();
+    expect(await dialog.textContent()).not.toContain('Full speed');
+    await page.evaluate(() => localStorage.clear());
+    await page.close();
+  });
+
+  it('forces webgpu with ?backend=webgpu and names a bad ?backend= value with the allowed ones', async () => {
+    const forced = await openLab(browser, '?backend=webgpu');
+    await expect(badge(forced.page).textContent()).resolves.toBe('webgpu · SwiftShader (software, slow)');
+    await forced.page.close();
+    const bad = await openLab(browser, '?backend=quantum');
+    expect(await bad.page.getByRole('alert').textContent()).toBe(
+      "The link's backend=quantum is not a backend (allowed: auto, webgpu, webgl, wasm, cpu): running on the saved setting (auto) instead.",
+    );
+    await expect(badge(bad.page).textContent()).resolves.toBe('wasm · no hardware GPU');
+    await bad.page.close();
+  });
+});
+
 describe('fallback backends', () => {
   for (const backend of ['cpu', 'wasm'] as const) {
     it(`renders the lab on ?backend=${backend} and reports the fallback`, async () => {
@@ -62,17 +119,6 @@ describe('fallback backends', () => {
       await page.close();
     });
   }
-
-  it('switches backend from the setting and keeps it across a reload', async () => {
-    const { page } = await openHarness(browser);
-    await page.click('[data-testid="device-badge"]');
-    await page.selectOption('[data-testid="backend-setting"]', 'wasm');
-    await page.waitForSelector('[data-testid="device-badge"][data-backend="wasm"]', { timeout: 60_000 });
-    await page.reload();
-    await page.waitForSelector('[data-testid="device-badge"][data-backend="wasm"]', { timeout: 60_000 });
-    await page.evaluate(() => localStorage.clear());
-    await page.close();
-  });
 });
 
 describe('the lab build', () => {

@@ -114,7 +114,8 @@ describe('teaching mode', () => {
     else expect(keys).toEqual(['harm', 'repetition', 'kl']);
     const sum = f.terms.reduce((s, [, v]) => s + v, 0);
     expect(expected === 'redteam' ? Math.min(1, Math.max(0, sum)) : sum).toBeCloseTo(f.reward, 9);
-    expect(f.text).toMatch(/^R = .* = -?\d+\.\d{3}$/);
+    // 3 decimals, or more where rounding each term to 3 would not add up on screen.
+    expect(f.text).toMatch(/^R = .* = -?\d+\.\d{3,6}$/);
     // The KL term carries its weight: -beta x KL with beta from the demo's config (arena 0.05, redteam 0.1), KL >= 0 on average but one rollout may dip.
     await expect(page.textContent('[data-testid="lesson-weights"]')).resolves.toMatch(
       expected === 'arena' ? /diversityCoef = 0\.2.*phaseSteps = 3/ : /klBeta = 0\.1/,
@@ -202,4 +203,26 @@ describe('teaching mode', () => {
       expect(f.combined).toBeCloseTo(f.reward, 9);
     });
   }
+
+  it('after a run stops, the lesson is the recipe selected; attacker-sft has no reward to plug in', async () => {
+    const { page } = lab;
+    // The last run (attack, above) has stopped: picking another recipe shows that recipe's lesson.
+    await expect(page.getAttribute('[data-testid="run-state"]', 'data-state')).resolves.toBe('stopped');
+    await page.selectOption('[data-testid="recipe-select"]', 'redteam');
+    await expect(page.textContent('[data-testid="lesson-formula"]')).resolves.toBe(
+      'R = clip(harm − repetitionPenalty · repetition − klBeta · KL, 0, 1)',
+    );
+    await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
+    await expect(page.textContent('[data-testid="lesson-title"]')).resolves.toMatch(/supervised fine-tuning/);
+    const teaching = await page.textContent('[data-testid="teaching"]');
+    expect(teaching).toContain('No reward to plug in: this recipe learns from examples, not from a reward.');
+    expect(teaching).not.toMatch(/R = *→/);
+    // Recipes whose terms make no plain sum (multiturn, minmax) still have a reward: they wait for a run.
+    for (const other of ['multiturn', 'minmax']) {
+      await page.selectOption('[data-testid="recipe-select"]', other);
+      await expect(page.getAttribute('[data-testid="teaching"]', 'data-recipe')).resolves.toBe(other);
+      await page.waitForSelector('[data-testid="live-formula-empty"]');
+      expect(await page.locator('[data-testid="live-formula-none"]').count()).toBe(0);
+    }
+  });
 });

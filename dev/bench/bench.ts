@@ -107,7 +107,10 @@ async function browserBench(): Promise<void> {
   try {
     const page = await browser.newPage();
     // The harness page: the lab on the harness worker, whose benchmarks the lab's own worker lacks.
-    await page.goto(server.resolvedUrls!.local[0].replace('127.0.0.1', 'localhost') + 'dev/harness/index.html');
+    // WebGPU forced: on a software adapter (SwiftShader, headless) the lab's own choice is wasm.
+    await page.goto(
+      server.resolvedUrls!.local[0].replace('127.0.0.1', 'localhost') + 'dev/harness/index.html?backend=webgpu',
+    );
     await page.waitForSelector('[data-testid="device-badge"][data-backend]:not([data-backend=""])', {
       timeout: 90_000,
     });

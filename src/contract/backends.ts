@@ -28,18 +28,30 @@ export function parseBackendOverride(search: string): BackendPreference | null {
   if (value === null || value === '') return null;
   const v = value.trim().toLowerCase();
   if (v === 'auto' || isBackendName(v)) return v;
-  throw new Error(`URL parameter backend=${value} is not one of auto, ${BACKENDS.join(', ')}`);
+  throw new Error(`The link's backend=${value} is not a backend (allowed: auto, ${BACKENDS.join(', ')})`);
 }
 
 /**
  * The order to try backends in. A forced backend is tried first and the rest still follow, so
- * a forced backend that fails to start never leaves the lab without an engine.
+ * a forced backend that fails to start never leaves the lab without an engine. On a software
+ * WebGPU adapter (WebGPU emulated on the CPU) `auto` tries wasm first: see SOFTWARE_ADAPTER_FIGURES.
+ * WebGPU stays second (it is known to start there); webgl follows because a machine whose WebGPU is
+ * software has, in practice, a software WebGL too (no GPU at all: a VM, CI, a headless browser).
  */
 export function backendCandidates(preference: BackendPreference, probe: GpuProbe | null): BackendName[] {
-  const natural = BACKENDS.filter((b) => b !== 'webgpu' || probe === null || probe.available);
-  if (preference === 'auto') return natural;
-  return [preference, ...BACKENDS.filter((b) => b !== preference)];
+  if (preference !== 'auto') return [preference, ...BACKENDS.filter((b) => b !== preference)];
+  if (softwareAdapterName(probe)) return ['wasm', 'webgpu', 'webgl', 'cpu'];
+  return BACKENDS.filter((b) => b !== 'webgpu' || probe === null || probe.available);
 }
+
+/**
+ * Why wasm beats a software WebGPU adapter: seconds per training step measured in Chromium on
+ * SwiftShader against the same run on wasm (issue 31). WebGPU's strength is thousands of GPU
+ * threads; emulated on a few CPU cores, every kernel's barriers and dispatches cost more than the
+ * wasm SIMD kernels doing the same arithmetic.
+ */
+export const SOFTWARE_ADAPTER_FIGURES =
+  'measured in Chromium on SwiftShader, a redteam step took 47-52 s on webgpu against about 7 s on wasm, a guided-demo step 5.5-10 s against 2.1-2.8 s';
 
 export interface BackendAttempt {
   backend: BackendName;
@@ -51,21 +63,48 @@ export interface BackendReport {
   backend: BackendName;
   preference: BackendPreference;
   attempts: BackendAttempt[];
-  /** True when the lab runs on something slower than WebGPU. */
+  /** True when the lab runs on something slower than WebGPU on a hardware adapter. */
   fellBack: boolean;
+  /** Why this backend runs (forced, picked over a software adapter, what failed), one clause. */
+  reason: string;
   /** One sentence for the banner: which backend, why, and what it costs. */
   banner: string | null;
   /** tfjs flags set for this adapter, with the reason (shown in the device panel). */
   tuning: { flag: string; value: number | boolean; why: string }[];
 }
 
-/** Adapters that run WebGPU on the CPU (SwiftShader): barrier-heavy kernels are very slow there. */
+/** Renderer names of adapters that run WebGPU on the CPU: Chromium's SwiftShader, Mesa's
+ * llvmpipe and lavapipe (Vulkan on llvmpipe), Windows' WARP ("Microsoft Basic Render Driver"). */
+const SOFTWARE_RENDERERS: [RegExp, string][] = [
+  [/swiftshader/i, 'SwiftShader'],
+  [/lavapipe/i, 'lavapipe'],
+  [/llvmpipe/i, 'llvmpipe'],
+  [/microsoft basic render|\bwarp\b/i, 'WARP'],
+];
+
+/**
+ * The name of the software renderer behind this WebGPU adapter, or null for a hardware adapter
+ * (or none). An adapter the browser itself marks as a fallback adapter counts as software too.
+ */
+export function softwareAdapterName(probe: GpuProbe | null): string | null {
+  if (!probe?.available) return null;
+  const text = `${probe.vendor} ${probe.architecture} ${probe.device} ${probe.description}`;
+  for (const [re, name] of SOFTWARE_RENDERERS) if (re.test(text)) return name;
+  return probe.isFallbackAdapter ? 'a fallback adapter' : null;
+}
+
+/** Adapters that run WebGPU on the CPU (SwiftShader and the like): barrier-heavy kernels are very slow there. */
 export function isSoftwareAdapter(probe: GpuProbe | null): boolean {
-  return (
-    !!probe &&
-    probe.available &&
-    (probe.isFallbackAdapter || /swiftshader/i.test(`${probe.architecture} ${probe.description}`))
-  );
+  return softwareAdapterName(probe) !== null;
+}
+
+/** What running on `backend` costs here: BACKEND_COST, except that WebGPU on a software adapter is not full speed. */
+export function backendCost(backend: BackendName, probe: GpuProbe | null): string {
+  const software = softwareAdapterName(probe);
+  if (software && backend === 'wasm')
+    return 'CPU through WebAssembly (SIMD): the fastest backend on this machine, which has no hardware GPU for WebGPU; sandbox models train in seconds a step, hub models far slower than on a GPU.';
+  if (!software || backend !== 'webgpu') return BACKEND_COST[backend];
+  return `Slow here: the WebGPU adapter is ${software}, a software renderer that emulates the GPU on the CPU (${SOFTWARE_ADAPTER_FIGURES}).`;
 }
 
 /**
@@ -85,25 +124,41 @@ export function tuningFor(backend: BackendName, probe: GpuProbe | null): Backend
   ];
 }
 
+/** Why `backend` runs: one clause, shown in the banner and the Device dialog. */
+function whyChosen(
+  preference: BackendPreference,
+  backend: BackendName,
+  attempts: BackendAttempt[],
+  probe: GpuProbe | null,
+): string {
+  if (preference === backend) return `forced by the backend setting (${backend})`;
+  const failed = attempts
+    .filter((a) => a.error)
+    .map((a) => `${a.backend} failed: ${a.error}`)
+    .join('; ');
+  const software = softwareAdapterName(probe);
+  if (software && backend === 'wasm')
+    return `picked because the WebGPU adapter here is ${software}, a software renderer that runs on the CPU, where wasm is faster (${SOFTWARE_ADAPTER_FIGURES})`;
+  if (backend === 'webgpu') return failed ? `after ${failed}` : 'the best backend available';
+  if (probe && !probe.available) return `WebGPU is unavailable: ${probe.reason}`;
+  return failed || 'WebGPU did not start';
+}
+
 export function describeChoice(
   preference: BackendPreference,
   backend: BackendName,
   attempts: BackendAttempt[],
   probe: GpuProbe | null,
 ): BackendReport {
-  const fellBack = backend !== 'webgpu';
+  const software = softwareAdapterName(probe);
+  // Anything but WebGPU on a hardware adapter is slower than the lab can run on a real GPU.
+  const fellBack = backend !== 'webgpu' || software !== null;
+  const reason = whyChosen(preference, backend, attempts, probe);
   let banner: string | null = null;
   if (fellBack) {
-    const why =
-      preference === backend
-        ? `forced by the backend setting (${backend})`
-        : probe && !probe.available
-          ? `WebGPU is unavailable: ${probe.reason}`
-          : attempts
-              .filter((a) => a.error)
-              .map((a) => `${a.backend} failed: ${a.error}`)
-              .join('; ') || 'WebGPU did not start';
-    banner = `Running on ${backend}, ${why}. ${BACKEND_COST[backend]}`;
+    banner = `Running on ${backend}, ${reason}. ${backendCost(backend, probe)}`;
+    if (software && backend !== 'webgpu')
+      banner += ' To use WebGPU anyway, pick webgpu in the Device dialog or open the lab with ?backend=webgpu.';
   }
-  return { backend, preference, attempts, fellBack, banner, tuning: tuningFor(backend, probe) };
+  return { backend, preference, attempts, fellBack, reason, banner, tuning: tuningFor(backend, probe) };
 }

@@ -20,6 +20,8 @@ export interface Lesson {
   /** The reward, symbolically. */
   formula: string;
   combine: Combine;
+  /** True for a recipe trained without a reward (attacker-sft: supervised): no formula to plug values into. */
+  noReward?: boolean;
   /** Symbols of the terms the panel plugs in (term key -> what it is). */
   termNames: Record<string, string>;
   /** Config fields that appear in the formula as weights. */

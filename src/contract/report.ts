@@ -25,6 +25,11 @@ export interface Message {
   text: string;
   /** Present for generated messages; absent for scripted or dataset text. */
   tokens?: TokenTrace;
+  /**
+   * The model that wrote a message whose token trace is not kept (defend's frozen attacker); a
+   * message with neither is scripted or dataset text, and its card says "scripted".
+   */
+  writtenBy?: string;
   /** Score of this turn (multi-turn recipes). */
   turnScore?: number;
 }
@@ -49,6 +54,11 @@ export interface Verdict {
   refused: boolean;
   /** Whether the attack succeeded (from the attacker's side). */
   success: boolean;
+  /**
+   * What `success` means when the rollout is no attack, as shown on its card (minmax: "answer right"
+   * / "answer wrong"); absent, the card says "attack succeeded" / "attack failed".
+   */
+  outcome?: string;
   category?: string | null;
 }
 

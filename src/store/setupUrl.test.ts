@@ -93,10 +93,19 @@ describe('shareable setup URL', () => {
     expect(d.errors.groupSize).toMatch(/an integer in \[2, 64\], got "1"/);
     expect(d.errors.earlyStop).toMatch(/true or false, got "maybe"/);
     expect(d.errors.advantage).toMatch(/one of grpo, rloo, got "ppo"/);
-    expect(d.errors.nope).toMatch(/"nope".*fields: defender, groupSize/);
+    // No field is near "nope": the message names it and does not list every field.
+    expect(d.errors.nope).toBe('the link sets "nope", which recipe redteam does not have');
     expect(d.errors.seed).toMatch(/"-3"/);
     expect(d.errors.steps).toMatch(/"0"/);
     expect(d.errors.at).toMatch(/"later"/);
+  });
+
+  it('offers at most the few closest field names for a mistyped one', () => {
+    const d = decodeSetup('?recipe=redteam&c.groupSzie=4', schemas)!;
+    expect(d.errors.groupSzie).toBe(
+      'the link sets "groupSzie", which recipe redteam does not have (did you mean groupSize?)',
+    );
+    expect(d.setup.values.groupSize).toBe(String(schemas.redteam.groupSize.default));
   });
 
   it('names an unregistered recipe and ignores a link without one', () => {

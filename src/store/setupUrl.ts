@@ -3,6 +3,7 @@
 // keeps each raw value as the form would hold it, so an invalid one is shown (and marked) on its
 // field instead of being dropped; fields the recipe does not have and bad setup values are named.
 import { brief } from '../contract/brief';
+import { closestNames } from '../contract/closest';
 import { resolveAliases, resolveFieldName } from '../contract/aliases';
 import { validateField, type Schema } from '../contract/schema';
 
@@ -95,8 +96,11 @@ export function decodeSetup(search: string, schemas: Record<string, Schema>): De
     // A veRL key or TRL name (c.actor_rollout_ref.rollout.n=8) sets the lab field it aliases.
     const named = resolveFieldName(recipe, schema, key0);
     if (!named) {
+      // The few nearest names at most: listing every field (66 for some recipes) buried the typo.
+      const near = closestNames(key0, Object.keys(schema));
       errors[key0] =
-        `the link sets ${brief(key0)}, which recipe ${recipe} does not have (fields: ${Object.keys(schema).join(', ')})`;
+        `the link sets ${brief(key0)}, which recipe ${recipe} does not have` +
+        (near.length ? ` (did you mean ${near.join(', ')}?)` : '');
       continue;
     }
     const name = named.field;

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { softwareAdapterName } from '../contract/backends';
 import { useEngine } from '../store/engineStore';
 import { DevicePanel } from './DevicePanel';
 
@@ -14,7 +15,17 @@ export function DeviceBadge() {
   } else if (status) {
     const p = status.probe;
     const adapter = [p.vendor, p.architecture].filter(Boolean).join(' · ') || 'WebGPU adapter';
-    label = status.backend.fellBack ? `${status.backend.backend} · fallback` : `webgpu · ${adapter}`;
+    const software = softwareAdapterName(p);
+    const backend = status.backend.backend;
+    // Never "webgpu · <adapter>" alone for a software adapter: that reads as a GPU.
+    label =
+      backend === 'webgpu'
+        ? software
+          ? `webgpu · ${software} (software, slow)`
+          : `webgpu · ${adapter}`
+        : software
+          ? `${backend} · no hardware GPU`
+          : `${backend} · fallback`;
     tone = status.backend.fellBack ? 'warn' : 'good';
   }
   return (

@@ -1,5 +1,5 @@
 import { useEffect } from 'react';
-import { BACKENDS, BACKEND_COST, type BackendPreference } from '../contract/backends';
+import { BACKENDS, backendCost, softwareAdapterName, type BackendPreference } from '../contract/backends';
 import { formatBytes as formatAnyBytes } from '../contract/formatBytes';
 
 /** Device sizes are mostly powers of two: "128 MiB", not "128.0 MiB". */
@@ -94,8 +94,12 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
               </td>
             </tr>
             <tr>
+              <th>Why</th>
+              <td data-testid="device-why">{status ? status.backend.reason : '—'}</td>
+            </tr>
+            <tr>
               <th>What it costs</th>
-              <td>{status ? BACKEND_COST[status.backend.backend] : '—'}</td>
+              <td data-testid="device-cost">{status ? backendCost(status.backend.backend, probe ?? null) : '—'}</td>
             </tr>
             <tr>
               <th>tfjs</th>
@@ -135,7 +139,7 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
                   <td>
                     {[probe.vendor, probe.architecture, probe.device, probe.description].filter(Boolean).join(' · ') ||
                       'unnamed'}
-                    {probe.isFallbackAdapter ? ' (software fallback)' : ''}
+                    {softwareAdapterName(probe) ? ` (software: ${softwareAdapterName(probe)}, runs on the CPU)` : ''}
                   </td>
                 </tr>
                 <tr>
@@ -210,7 +214,7 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
             value={backendPreference}
             onChange={(e) => setBackendPreference(e.target.value as BackendPreference)}
           >
-            <option value="auto">auto (best available)</option>
+            <option value="auto">auto (the fastest here)</option>
             {BACKENDS.map((b) => (
               <option key={b} value={b}>
                 {b}

@@ -1,6 +1,6 @@
 import { useEngine } from '../store/engineStore';
 
-/** Says, in one line, when the lab runs on something slower than WebGPU and what that costs. */
+/** Says, in one line, when the lab runs on something slower than WebGPU on a GPU, why, and what that costs. */
 export function FallbackBanner() {
   const { phase, status, error, notice } = useEngine();
   return (
@@ -16,7 +16,7 @@ export function FallbackBanner() {
         </div>
       )}
       {notice && (
-        <div className="banner banner-warn" role="status">
+        <div className="banner banner-bad" role="alert" data-testid="engine-notice">
           {notice}
         </div>
       )}

@@ -24,7 +24,7 @@ export async function connectEngine(setting: BackendPreference): Promise<void> {
   const client = store.startWorker();
   store.setClient(client);
   store.setStarting(preference, source);
-  store.setNotice(urlError ? `${urlError}; using the saved setting (${setting}) instead.` : null);
+  store.setNotice(urlError ? `${urlError}: running on the saved setting (${setting}) instead.` : null);
   try {
     // `?hub=<endpoint>`: hub ids load from a mirror of the hub (as HF_ENDPOINT does for the CLI).
     const hub = new URLSearchParams(window.location.search).get('hub');

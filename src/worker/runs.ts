@@ -14,6 +14,7 @@ import * as tf from '@tensorflow/tfjs';
 import { brief } from '../contract/brief';
 import { NonFiniteError } from '../recipes/kit/common';
 import { hubFolder, isSandboxName, urlRecipeEnv } from '../recipes/kit/env';
+import { unknownModelError } from '../contract/sandboxModels';
 import type { Metrics, StepReport } from '../contract/report';
 import { createTimedRun } from '../recipes/kit/judgeTiming';
 import {
@@ -146,6 +147,8 @@ export function browserEnv(): RecipeEnv {
 
 /** The folder of a model reference, resolved as the browser env resolves it. */
 export function modelFolder(ref: string): ModelFolder {
+  const unknown = unknownModelError(ref);
+  if (unknown) throw new Error(unknown);
   return isSandboxName(ref) ? urlSource(`${modelsBase()}${ref}/`) : (hubFolder(ref, hubEndpoint) ?? urlSource(ref));
 }
 

@@ -9,6 +9,7 @@ export const attackerSftLesson: Lesson = {
     'crescendos. There is no reward: the loss is the negative log-likelihood of the example prompt.',
   formula: 'loss = − mean over target tokens of log p(token | goal, earlier tokens)   (no reward)',
   combine: 'none',
+  noReward: true,
   termNames: {},
   weights: ['lr'],
   watch: [

@@ -94,10 +94,13 @@ describe('defend recipe', () => {
           expect(s.terms.entropy).toBeCloseTo(-2 * H, 5);
           expect(H).toBeGreaterThan(0.01); // so the entropy term is not a silent zero
           if (s.messages[0].role === 'attacker') {
+            // The attacker model wrote it (its trace is not kept): the card must not call it scripted.
+            expect(s.messages[0].writtenBy).toBe('the frozen attacker model');
             const n = [...answer.text].filter((c) => 'ABCDE'.includes(c)).length;
             expect(s.terms.safety).toBeCloseTo(1 - Math.min(1, (4 * n) / Math.max(1, answer.text.length)), 12);
             expect(s.terms.utility).toBeUndefined();
           } else {
+            expect(s.messages[0].writtenBy).toBeUndefined();
             expect(s.terms.utility).toBe(answer.text.length % 2 === 0 ? 1 : 0);
           }
           expect(s.reward).toBeCloseTo(

@@ -418,7 +418,9 @@ class DefendRun extends LoraRun {
         tactic: harmful[b] ? tacticOf(texts[g]) : (task!.tactic ?? undefined),
         category: harmful[b] ? goals[g].category : undefined,
         messages: [
-          { role: harmful[b] ? 'attacker' : 'user', text: texts[g] },
+          harmful[b]
+            ? { role: 'attacker', text: texts[g], writtenBy: 'the frozen attacker model' }
+            : { role: 'user', text: texts[g] },
           { role: 'defender', text: r.answers[b], tokens: rowTrace(this.def, gen, b) },
         ],
         verdict: harmVerdict(v),

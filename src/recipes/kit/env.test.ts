@@ -2,9 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mapSource } from '../../model/sources';
-import { createRecipeEnv } from './env';
+import { createRecipeEnv, urlRecipeEnv } from './env';
 
 const MODELS = join(process.cwd(), 'public', 'models');
 
@@ -37,5 +37,21 @@ describe('recipe environment judges', () => {
     expect(() => env.judge('nope')).toThrow(
       /unknown judge "nope" \(judges: rules, rules-partial, classifier, llm-guard, http\)/,
     );
+  });
+});
+
+describe('the browser env on a mistyped sandbox model name', () => {
+  afterEach(() => vi.unstubAllGlobals());
+
+  it('says "there is no model named blorp" before fetching (a static host answers any path with index.html)', async () => {
+    const fetchSpy = vi.fn(
+      async () => new Response('<!doctype html><html></html>', { headers: { 'content-type': 'text/html' } }),
+    );
+    vi.stubGlobal('fetch', fetchSpy);
+    const env = urlRecipeEnv({ modelsBase: 'http://lab.test/models/' });
+    await expect((async () => env.loadModel('blorp'))()).rejects.toThrow(
+      'there is no model named "blorp": the sandbox models are attacker, defender, judge, qa',
+    );
+    expect(fetchSpy).not.toHaveBeenCalled();
   });
 });

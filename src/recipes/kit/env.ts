@@ -9,6 +9,7 @@ import type { Judge } from '../../judges/types';
 import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../../model/chat';
 import { hubSource } from '../../model/hub';
 import { parseHubRef } from '../../contract/hubRef';
+import { looksLikeSandboxName, unknownModelError } from '../../contract/sandboxModels';
 import { disposeLlama } from '../../model/llama';
 import { loadModel, type ModelFolder } from '../../model/load';
 import { urlSource } from '../../model/sources';
@@ -25,7 +26,7 @@ export const BUILTIN_JUDGES: Record<string, () => Judge> = {
 
 /** A sandbox model name (`defender`), as opposed to a path or URL. */
 export function isSandboxName(ref: string): boolean {
-  return /^[a-z][a-z0-9_-]*$/.test(ref);
+  return looksLikeSandboxName(ref);
 }
 
 /** The codec of a real tokenizer + chat template. */
@@ -53,14 +54,15 @@ export async function loadChatModel(
 ): Promise<LoadedModel> {
   const json = async (name: string, required: boolean): Promise<unknown> => {
     if (!(await folder.has(name))) {
-      if (required) throw new Error(`${folder.label}/${name}: not found (model "${ref}" needs a tokenizer)`);
+      if (required)
+        throw new Error(`${folder.label.replace(/\/+$/, '')}/${name}: not found (model "${ref}" needs a tokenizer)`);
       return undefined;
     }
     const text = await folder.getText(name);
     try {
       return JSON.parse(text);
     } catch (e) {
-      throw new Error(`${folder.label}/${name}: not valid JSON: ${(e as Error).message}`);
+      throw new Error(`${folder.label.replace(/\/+$/, '')}/${name}: not valid JSON: ${(e as Error).message}`);
     }
   };
   const tokenizerJson = await json('tokenizer.json', true);
@@ -213,8 +215,12 @@ export function urlRecipeEnv(
 ): RecipeEnv {
   const base = (opts.modelsBase ?? 'models/').replace(/\/?$/, '/');
   return createRecipeEnv({
-    folder: (ref) =>
-      isSandboxName(ref) ? urlSource(`${base}${ref}/`) : (hubFolder(ref, opts.hubEndpoint) ?? urlSource(ref)),
+    folder: (ref) => {
+      // The site serves only the sandbox models; any other bare name would fetch its index.html.
+      const unknown = unknownModelError(ref);
+      if (unknown) throw new Error(unknown);
+      return isSandboxName(ref) ? urlSource(`${base}${ref}/`) : (hubFolder(ref, opts.hubEndpoint) ?? urlSource(ref));
+    },
     judges: opts.judges,
     backend: opts.backend,
     readText: async (ref) => {

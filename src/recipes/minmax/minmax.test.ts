@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env';
 import { sampleQa, rngFor, type QaItem } from '../../data/sandbox/index';
-import { critiqueVerdict, gameRewards, type GameRow } from './minmax';
+import { critiqueVerdict, gameRewards, monitorLabel, type GameRow } from './minmax';
 import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm';
 import { createRun } from '../registry';
 import type { StepReport } from '../../contract/report';
@@ -23,6 +23,17 @@ const opts = {
   monitorReward: 'code',
   fidelity: 'sample',
 } as const;
+
+describe('minmax cards: the monitor verdict label', () => {
+  it("names the monitor's verdict and whether it matched the truth, never 'monitor correct' on a wrong answer", () => {
+    expect(monitorLabel('correct', 0)).toBe('monitor says CORRECT, wrongly');
+    expect(monitorLabel('correct', 1)).toBe('monitor says CORRECT, rightly');
+    expect(monitorLabel('incorrect', 0)).toBe('monitor says INCORRECT, rightly');
+    expect(monitorLabel('incorrect', 1)).toBe('monitor says INCORRECT, wrongly');
+    expect(monitorLabel('unclear', 1)).toBe('monitor verdict unclear');
+    expect(monitorLabel(null, 1)).toBe('no monitor');
+  });
+});
 
 describe('minmax rewards', () => {
   // Hand-computed:
@@ -213,6 +224,11 @@ describe('minmax recipe (fixture model)', () => {
       expect(r.map((x) => x.phase)).toEqual(['policy', 'policy']);
       expect(r[1].metrics['dual/lambda']).toBeUndefined();
       expect(Number.isFinite(r[1].metrics['monitor/verdict_acc'])).toBe(true);
+      // The untrained monitor writes noise (no verdict): its cards say so, and the outcome is the answer's.
+      for (const s of r[1].samples) {
+        expect(s.verdict.label).toBe('monitor verdict unclear');
+        expect(s.verdict.outcome).toBe(s.verdict.success ? 'answer right' : 'answer wrong');
+      }
       const st = await run.state();
       expect(st.extra.optimizerSteps).toEqual({ policy: 2 });
       expect(st.tensors.every((t) => t.name.startsWith('policy/'))).toBe(true);
@@ -236,6 +252,7 @@ describe('minmax recipe (fixture model)', () => {
     try {
       const r = await none.step();
       expect(r.samples[0].messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+      expect(r.samples[0].verdict.label).toBe('no monitor');
       expect(r.metrics['monitor/verdict_acc']).toBeUndefined();
       // R = 0.5 clamp(RM) only: the rewards are half the letters RM (-15 x score), so never positive.
       expect(r.samples.every((s) => s.terms.judge === 0 && s.reward <= 1e-6)).toBe(true);

@@ -282,6 +282,16 @@ export function critiqueVerdict(critique: string): Verdict {
 /** A verdict agrees with the truth: CORRECT on a right answer, INCORRECT on a wrong one. */
 export const verdictRight = (v: Verdict, truth: number) => (truth === 1 ? v === 'correct' : v === 'incorrect');
 
+/**
+ * A card's verdict label: what the monitor said and whether it was right. "monitor correct" on a
+ * wrong answer read as if the monitor had judged it correctly; its verdict is the word CORRECT.
+ */
+export function monitorLabel(v: Verdict | null, truth: number): string {
+  if (v === null) return 'no monitor';
+  if (v === 'unclear') return 'monitor verdict unclear';
+  return `monitor says ${v.toUpperCase()}, ${verdictRight(v, truth) ? 'rightly' : 'wrongly'}`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The run
 
@@ -588,10 +598,11 @@ export class GameRun extends MultiLoraRun {
         category: answerItems[i].family,
         messages,
         verdict: {
-          label: `${withJudge ? `monitor ${row.verdict}` : 'no monitor'}; answer ${row.truth ? 'right' : 'wrong'}`,
+          label: monitorLabel(withJudge ? row.verdict : null, row.truth),
           unsafe: 0,
           refused: false,
           success: row.truth === 1,
+          outcome: `answer ${row.truth === 1 ? 'right' : 'wrong'}`,
           category: null,
         },
         reward: rewards[r],

@@ -678,7 +678,12 @@ class MultiturnRun extends LoraRun {
     const messages: Message[] = [];
     p.turns[b].forEach((t, k) => {
       const r = row.replies[k];
-      messages.push({ role: this.atk && spec.kind === 'harmful' && k > 0 ? 'attacker' : 'user', text: t.user });
+      const byAttacker = !!this.atk && spec.kind === 'harmful' && k > 0;
+      messages.push(
+        byAttacker
+          ? { role: 'attacker', text: t.user, writtenBy: 'the attacker model' }
+          : { role: 'user', text: t.user },
+      );
       messages.push({
         role: 'defender',
         text: t.reply,

@@ -40,7 +40,15 @@ export function RewardBreakdown({ reward, terms }: { reward: number; terms: Rewa
         {entries.map(([name, v]) => {
           const w = `${(Math.abs(v) / maxAbs) * 50}%`;
           return (
-            <tr key={name}>
+            <tr
+              key={name}
+              // The KL term is −β · KL: above zero, the sampled (k1) KL estimate of this rollout is negative.
+              title={
+                name === 'kl' && v > 0
+                  ? "KL estimate below zero: one rollout's sampled k1 estimate (log π − log π_ref per token) can be negative; the true KL cannot"
+                  : undefined
+              }
+            >
               <th scope="row">{name}</th>
               <td className="term-bar" aria-hidden="true">
                 <span
@@ -99,7 +107,7 @@ export function SampleCard({
       <header className="sample-head">
         <VerdictBadge verdict={s.verdict} />
         <span className={`outcome ${s.verdict.success ? 'outcome-hit' : 'outcome-miss'}`}>
-          {s.verdict.success ? 'attack succeeded' : 'attack failed'}
+          {s.verdict.outcome ?? (s.verdict.success ? 'attack succeeded' : 'attack failed')}
         </span>
         <span className="small sample-meta">
           {[
@@ -133,7 +141,11 @@ export function SampleCard({
                   {m.turnScore !== undefined && (
                     <span className="turn-score"> · turn score {m.turnScore.toFixed(2)}</span>
                   )}
-                  {!m.tokens && <span className="small"> · scripted</span>}
+                  {!m.tokens && (
+                    <span className="small" data-testid="message-source">
+                      {m.writtenBy ? ` · written by ${m.writtenBy}` : ' · scripted'}
+                    </span>
+                  )}
                 </div>
                 {m.tokens && m.tokens.pieces.length > 0 ? (
                   <TokenText tokens={m.tokens} scaleMax={scaleMax} label={`${m.role} message`} />

@@ -3,9 +3,9 @@
 // is read in the page first: rows that cannot be used are named (line, field) and left out; a
 // file with no usable row changes nothing, and when it has columns none of the recognised names
 // match, they are offered here to pick the prompt column from.
-import { useCallback, useEffect, useState } from 'react';
-import { engine, engineOrNull, useEngine } from '../../store/engineStore';
-import type { DatasetInfo } from '../../contract/workerApi';
+import { useEffect, useState } from 'react';
+import { engine, useEngine } from '../../store/engineStore';
+import { refreshDatasets, useDatasets } from '../../store/datasetsStore';
 import { columnsOf, type ColumnMap } from '../../contract/promptSets';
 import { uploadPromptFile } from './uploadDataset';
 
@@ -20,20 +20,16 @@ interface Props {
 const SANDBOX = 'sandbox';
 
 export function DatasetPicker({ name, value, invalid, disabled, onChange }: Props) {
-  const [uploads, setUploads] = useState<DatasetInfo[]>([]);
+  const uploads = useDatasets((s) => s.uploads);
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState('');
   // A file whose columns were not recognised, kept to upload again with a picked prompt column.
   const [pending, setPending] = useState<{ name: string; text: string; columns: string[] } | null>(null);
   const [promptColumn, setPromptColumn] = useState('');
-  const refresh = useCallback(() => {
-    void engineOrNull()
-      ?.listDatasets()
-      .then(setUploads, () => undefined);
-  }, []);
+  const refresh = () => void refreshDatasets();
   // Stored uploads outlive the tab: list them once the worker is up (after a reload too).
   const ready = useEngine((s) => s.status !== null);
-  useEffect(refresh, [refresh, ready]);
+  useEffect(() => void refreshDatasets(), [ready]);
 
   const upload = async (file: { name: string; text(): Promise<string> }, map: ColumnMap = {}) => {
     setError(null);

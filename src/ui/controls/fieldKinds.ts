@@ -4,8 +4,9 @@
 import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../contract/hubRef';
 import type { Field } from '../../contract/schema';
 
-/** Models the site serves under public/models/. */
-export const SANDBOX_MODELS = ['attacker', 'defender', 'judge', 'qa'] as const;
+import { SANDBOX_MODELS } from '../../contract/sandboxModels';
+
+export { SANDBOX_MODELS };
 /** Judges every browser env has (src/recipes/env.ts); llm-guard and http read the guard / judgeUrl fields. */
 export const KNOWN_JUDGES = ['rules', 'rules-partial', 'classifier', 'llm-guard', 'http'] as const;
 /** Enum fields that choose the RL algorithm. */

@@ -3,6 +3,7 @@
 // for the recipe's rollout shape and plan its learn step (src/model/learnMemory.ts), and compare with the engine's backend, adapter limits and the
 // bytes tfjs holds now.
 import { parseModelConfig } from '../../contract/modelConfig';
+import { unknownModelError } from '../../contract/sandboxModels';
 import type { ModelFit } from '../../store/setupStore';
 import type { EngineStatus } from '../../contract/workerApi';
 import { readModelRef } from './fieldKinds';
@@ -13,6 +14,8 @@ import { backendBudget, checkFit, estimateMemory, loraOf, withLearnPlan, workloa
 const MiB = 2 ** 20;
 
 async function configText(ref: string): Promise<string> {
+  const unknown = unknownModelError(ref);
+  if (unknown) throw new Error(unknown);
   const c = readModelRef(ref);
   if (c.mode === 'local') return cachedConfigText(c.url);
   const base =
@@ -22,6 +25,9 @@ async function configText(ref: string): Promise<string> {
   const url = new URL('config.json', new URL(base, window.location.href)).href;
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  // A static host answers a missing file with its index.html (vite preview does): that is "not found", not bad JSON.
+  if ((res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/html'))
+    throw new Error(`${url}: not found (the server answered with a web page)`);
   return res.text();
 }
 

@@ -2,24 +2,20 @@
 // field and left out; a file with no usable row is an error), then stored in IndexedDB as
 // `upload:<file name>`, which a recipe's dataset field can name, after a reload too. Stored
 // uploads are listed and can be deleted. Nothing about the run in progress changes.
-import { useCallback, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { formatBytes } from '../../contract/formatBytes';
 import { uploadPromptFile } from '../controls/uploadDataset';
-import type { DatasetInfo } from '../../contract/workerApi';
-import { engine as engineApi, engineOrNull, useEngine } from '../../store/engineStore';
+import { engine as engineApi, useEngine } from '../../store/engineStore';
+import { refreshDatasets, useDatasets } from '../../store/datasetsStore';
 
 export function DatasetUpload() {
-  const [uploads, setUploads] = useState<DatasetInfo[]>([]);
+  const uploads = useDatasets((s) => s.uploads);
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState('');
   // The worker may not be up yet when this mounts: list what is stored once it is.
-  const refresh = useCallback(() => {
-    void engineOrNull()
-      ?.listDatasets()
-      .then(setUploads, () => undefined);
-  }, []);
+  const refresh = () => void refreshDatasets();
   const ready = useEngine((s) => s.status !== null);
-  useEffect(refresh, [refresh, ready]);
+  useEffect(() => void refreshDatasets(), [ready]);
 
   const upload = async (file: File) => {
     setError(null);
@@ -70,8 +66,8 @@ export function DatasetUpload() {
         <ul className="small" data-testid="dataset-list">
           {uploads.map((u) => (
             <li key={u.ref} data-testid="dataset-item" data-ref={u.ref}>
-              <code>{u.ref}</code>: {u.rows} rows, {formatBytes(u.bytes)} — type it in a recipe's dataset field (e.g.
-              redteam, attacker-sft).{' '}
+              <code>{u.ref}</code>: {u.rows} rows, {formatBytes(u.bytes)} — offered in each recipe's dataset field (Run
+              setup, Models and data).{' '}
               <button type="button" data-testid="dataset-delete" onClick={() => void remove(u.ref)}>
                 Delete
               </button>

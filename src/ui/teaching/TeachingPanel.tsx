@@ -6,7 +6,7 @@ import { useState } from 'react';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
 import { DEMO_RECIPES, startGuidedDemo } from './guidedDemo';
-import { latestMetrics, plugFormula } from './liveFormula';
+import { latestMetrics, negativeKlNote, plugFormula } from './liveFormula';
 import './teaching.css';
 
 const fmt = (x: number) =>
@@ -26,15 +26,19 @@ export function TeachingPanel() {
   const setup = useSetup();
   const { run, entry, step, metrics } = useLatest();
   const [demoBusy, setDemoBusy] = useState(false);
-  // A live run's recipe; otherwise the one chosen in the setup (the recorded example or a replay
-  // only lends its values when it is of that recipe).
-  const recipe = run && run.info.source === 'live' ? run.info.recipe : setup.recipeName || (run?.info.recipe ?? '');
+  const active = setup.status.state === 'running' || setup.status.state === 'paused';
+  // The recipe of the run going on (running or paused); otherwise the one selected in the setup, so
+  // picking a recipe after a run stopped shows its lesson. A finished run, the recorded example or
+  // a replay only lends its values when it is of that recipe.
+  const recipe = (active && setup.status.recipe) || setup.recipeName || (run?.info.recipe ?? '');
   const lesson = setup.recipes.find((r) => r.name === recipe)?.lesson;
   const weightsFrom =
     setup.runConfig && setup.runConfig.recipe === recipe ? setup.runConfig.values : valuesOf(setup, recipe);
   const same = run?.info.recipe === recipe;
   const plugged = lesson && same && entry ? plugFormula(lesson, entry.sample) : null;
-  const active = setup.status.state === 'running' || setup.status.state === 'paused';
+  // The reward's KL term is −β · KL: a positive term is a negative KL estimate.
+  const klTerm = plugged?.terms.find((t) => t.key === 'kl');
+  const klNote = klTerm && klTerm.value > 0 ? negativeKlNote(-klTerm.value) : null;
   const demoName = DEMO_RECIPES.find((n) => setup.recipes.some((r) => r.name === n));
 
   return (
@@ -94,7 +98,7 @@ export function TeachingPanel() {
               <ul className="terms">
                 {plugged.terms.map((t) => (
                   <li key={t.key} data-testid={`live-term-${t.key}`} data-value={t.value}>
-                    <span className="term-name">{t.name}</span> <span className="term-value">{fmt(t.value)}</span>
+                    <span className="term-name">{t.name}</span> <span className="term-value">{t.shown}</span>
                   </li>
                 ))}
               </ul>
@@ -104,7 +108,17 @@ export function TeachingPanel() {
                   <span className="error"> (the recipe reported {fmt(plugged.reported)})</span>
                 )}
               </div>
+              {klNote && (
+                <p className="small" data-testid="kl-note">
+                  {klNote}
+                </p>
+              )}
             </div>
+          ) : lesson.noReward ? (
+            <p className="small" data-testid="live-formula-none">
+              No reward to plug in: this recipe learns from examples, not from a reward. Its loss is under What to
+              watch.
+            </p>
           ) : (
             <p className="small" data-testid="live-formula-empty">
               Start a run (or the guided demo) to see the latest rollout's values plugged in.
@@ -122,6 +136,12 @@ export function TeachingPanel() {
                       {' '}
                       <code>{w.metric}</code> = {m ? fmt(m.value) : '—'}
                       {m && step !== null && m.step !== step ? ` (step ${m.step})` : ''}
+                    </span>
+                  )}
+                  {w.metric?.startsWith('kl/') && m && negativeKlNote(m.value) && (
+                    <span className="small" data-testid={`kl-note-${w.metric}`}>
+                      {' '}
+                      ({negativeKlNote(m.value)})
                     </span>
                   )}
                 </li>
