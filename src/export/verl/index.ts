@@ -21,6 +21,10 @@ import { exportReadme } from './readme';
 import { rewardPy } from './rewardPy';
 import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft';
 import { trlScript } from './trlScript';
+import { verlBatches } from './batch';
+import { learningNotes, trlNotes } from './notes';
+import { pyFile } from './python';
+import DRY_RUN from './python/dry_run.py?raw';
 import { HERE, verlOverrides, verlYaml } from './verlConfig';
 
 export type { ExportRecipe } from './entry';
@@ -39,6 +43,8 @@ export interface VerlExportInput {
   modelFiles?: Record<string, Uint8Array>;
   /** Lab version or commit, written into every generated file's header. */
   labVersion?: string;
+  /** Files of the sandbox models reward.py asks (attack's defender), by sandbox name; shipped in models/NAME/. */
+  frozenModelFiles?: Record<string, Record<string, Uint8Array>>;
   /** defend / arena: prompts the attacker model wrote for attackerPlan's goals (goal id -> prompt). */
   attackPrompts?: Readonly<Record<string, string>>;
 }
@@ -134,6 +140,11 @@ export function exportSft(input: VerlExportInput): VerlExport {
     'data/sft_val.parquet': sftParquet(val),
     'run.sh': sftRunSh(header, gpus),
     'sparring_export.json': manifest(input, c, steps),
+    'dry_run.py': pyFile(
+      'Dry run of this veRL SFT job (no GPU): python3 dry_run.py [override ...]',
+      { CONFIG_NAME: 'verl_sft_config', SFT: true },
+      DRY_RUN,
+    ),
     'README.md': sftReadme({
       seed: input.seed,
       steps,
@@ -163,13 +174,11 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
   );
   const experiment = `${recipe.name}-seed${seed}`;
   const overrides = verlOverrides(spec, recipe, c, { steps, modelPath: model.path, maxPromptTokens, gpus, experiment });
-  const unsupported = spec
-    .unsupported(c)
-    .map((u) =>
-      u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
-        ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
-        : u,
-    );
+  const unsupported = [...spec.unsupported(c), ...learningNotes(c, steps)].map((u) =>
+    u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
+      ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
+      : u,
+  );
   if (c.advantage === 'gae') {
     unsupported.push(
       "advantage = gae: veRL's critic is a copy of the base model with its own LoRA and value head (critic.model.path = the actor's base); the lab's critic is a value head on the policy's own final hidden state. The GAE, value loss and their settings (gamma, lam, cliprange_value, critic lr) are the same.",
@@ -213,8 +222,27 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
       '',
     ].join('\n'),
     'sparring_export.json': manifest(input, c, steps),
+    'dry_run.py': pyFile(
+      'Dry run of this veRL job (no Ray, no GPU): python3 dry_run.py [override ...]',
+      { CONFIG_NAME: 'verl_config', SFT: false },
+      DRY_RUN,
+    ),
   };
   Object.assign(files, spec.extraFiles?.(c));
+  const frozen = (spec.frozen?.(c) ?? []).map((m) => {
+    const ref = String(c[m.field]);
+    const where = modelPathFor(ref);
+    const local = where.path.replace(`${HERE}/`, '');
+    let missing: string | null = null;
+    if (where.sandbox) {
+      const shipped = (where.sandbox === model.sandbox && input.modelFiles) || input.frozenModelFiles?.[where.sandbox];
+      if (shipped && where.sandbox !== model.sandbox)
+        for (const [name, bytes] of Object.entries(shipped)) files[`models/${where.sandbox}/${name}`] = bytes;
+      if (!shipped)
+        missing = `The sandbox model "${where.sandbox}" is not in this zip: copy the lab's \`public/models/${where.sandbox}/\` folder to \`${local}/\` (the CLI export ships it).`;
+    }
+    return { role: m.role, env: m.env, served: ref, path: local, missing };
+  });
   if (spec.trl)
     files['trl_grpo.py'] = trlScript(recipe, c, {
       steps,
@@ -240,6 +268,14 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
     judge: String(c.judge),
     unsupported,
     trl: spec.trl,
+    trlNotes: spec.trl ? trlNotes(c) : [],
+    gpuCounts: verlBatches(
+      spec.batchPrompts(c),
+      c.groupSize as number,
+      (c.ppoMiniBatches as number | undefined) ?? 1,
+      gpus,
+    ).gpuCounts,
+    frozen,
   });
   return { files, unsupported, overrides };
 }
