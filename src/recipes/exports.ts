@@ -3,6 +3,7 @@
 // the entry looked up, so the CLI and the page name a recipe and the exporter never imports one.
 import {
   attackerPlan as planAttacker,
+  exportSettings as settingsOf,
   exportSft,
   exportVerl as exportRl,
   type ExportRecipe,
@@ -83,6 +84,12 @@ export function frozenSandboxes(recipe: string, config: Record<string, unknown>,
     const s = modelPathFor(String(c[m.field])).sandbox;
     return s ? [s] : [];
   });
+}
+
+/** An RL recipe's export settings without its files (tests over many configs). */
+export function exportSettings(input: VerlExportInput): ReturnType<typeof settingsOf> {
+  exportModelField(input.recipe.name);
+  return settingsOf(input, exportRecipe(input.recipe.name));
 }
 
 /** A recipe run as a veRL (and, where it fits, TRL) job folder, in memory. */

@@ -20,7 +20,7 @@ import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry';
 import { exportReadme } from './readme';
 import { rewardPy } from './rewardPy';
 import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft';
-import { trlScript } from './trlScript';
+import { trlArgs, trlLora, trlScript } from './trlScript';
 import { verlBatches } from './batch';
 import { learningNotes, trlNotes } from './notes';
 import { pyFile } from './python';
@@ -158,6 +158,39 @@ export function exportSft(input: VerlExportInput): VerlExport {
   if (model.sandbox && input.modelFiles)
     for (const [name, bytes] of Object.entries(input.modelFiles)) files[`models/${model.sandbox}/${name}`] = bytes;
   return { files, unsupported: [], overrides };
+}
+
+/**
+ * An RL export's settings without its files (no dataset, no parquet, no README): the validated
+ * config, the veRL overrides, the TRL arguments and LoRA, and every note the README lists. The
+ * same functions exportVerl calls; data.max_prompt_length is left at its floor (no prompts read).
+ */
+export function exportSettings(input: VerlExportInput, spec: ExportRecipe) {
+  const { c, steps, gpus } = prepare(input);
+  const experiment = `${input.recipe.name}-seed${input.seed}`;
+  const model = modelPathFor(String(c[spec.modelField]));
+  const overrides = verlOverrides(spec, input.recipe, c, {
+    steps,
+    modelPath: model.path,
+    maxPromptTokens: 0,
+    gpus,
+    experiment,
+  });
+  const trl = spec.trl
+    ? trlArgs(input.recipe, c, {
+        steps,
+        batchPrompts: spec.batchPrompts(c),
+        experiment,
+        entropyCoef: overrides['actor_rollout_ref.actor.entropy_coeff'] as number,
+      })
+    : null;
+  return {
+    c,
+    overrides,
+    trl,
+    lora: spec.trl ? trlLora(c) : null,
+    unsupported: [...spec.unsupported(c), ...learningNotes(c, steps), ...(spec.trl ? trlNotes(c) : [])],
+  };
 }
 
 /** An RL recipe's veRL job (and TRL script where its entry fits GRPOTrainer). */
