@@ -539,3 +539,94 @@ describe('reward.py as veRL calls it', () => {
     expect(withFiles.files['README.md']).not.toMatch(/is not in this zip: copy the lab's `public\/models\/defender/);
   });
 });
+
+describe('dry_run.py', () => {
+  /**
+   * A stand-in of the parts of Hydra and veRL dry_run.py calls: compose reads the folder's config
+   * and applies the overrides (veRL's own defaults are not there), HFModelConfig is the mirror of
+   * veRL's dataclass built from the type fixture, and the converters record what they were given.
+   */
+  function standIn(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'verl-standin-'));
+    const file = (p: string, text: string) => {
+      mkdirSync(join(dir, p, '..'), { recursive: true });
+      writeFileSync(join(dir, p), text);
+    };
+    file(
+      'hydra/__init__.py',
+      [
+        'import contextlib, os',
+        'from omegaconf import OmegaConf',
+        '_DIR = []',
+        '@contextlib.contextmanager',
+        'def initialize_config_dir(config_dir, version_base=None):',
+        '    _DIR.append(config_dir); yield; _DIR.pop()',
+        'def compose(config_name, overrides=()):',
+        '    cfg = OmegaConf.load(os.path.join(_DIR[-1], config_name + ".yaml"))',
+        '    cfg.pop("hydra"); cfg.pop("defaults")',
+        '    return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))',
+      ].join('\n'),
+    );
+    file('verl/__init__.py', '');
+    file('verl/utils/__init__.py', '');
+    file(
+      'verl/utils/config.py',
+      [
+        'CALLS = []',
+        'def omega_conf_to_dataclass(section):',
+        '    CALLS.append(("convert", sorted(section.keys())))',
+        'def validate_config(cfg, use_reference_policy, use_critic):',
+        '    CALLS.append(("validate", use_critic, cfg.trainer.n_gpus_per_node))',
+      ].join('\n'),
+    );
+    file('verl/workers/__init__.py', '');
+    file(
+      'verl/workers/config.py',
+      [
+        'import json, sys',
+        `sys.path.insert(0, ${JSON.stringify(resolve('dev/export'))})`,
+        'from verl_contract import mirror_factory',
+        `HFModelConfig = mirror_factory(json.load(open(${JSON.stringify(TYPES_PATH)}))["classes"])("HFModelConfig")`,
+      ].join('\n'),
+    );
+    return dir;
+  }
+
+  async function dryRun(files: Record<string, string | Uint8Array>, args: string[]): Promise<string> {
+    const dir = mkdtempSync(join(tmpdir(), 'verl-dry-'));
+    for (const [p, t] of Object.entries(files)) {
+      mkdirSync(join(dir, p, '..'), { recursive: true });
+      writeFileSync(join(dir, p), t);
+    }
+    writeFileSync(
+      join(dir, 'drive.py'),
+      [
+        'import runpy, sys',
+        `sys.argv = ["dry_run.py", *${JSON.stringify(args)}]`,
+        `runpy.run_path(${JSON.stringify(join(dir, 'dry_run.py'))}, run_name="__main__")`,
+        'from verl.utils.config import CALLS',
+        'print(CALLS)',
+      ].join('\n'),
+    );
+    return run(omegaPython(), [join(dir, 'drive.py')], { PYTHONPATH: standIn() });
+  }
+
+  it("composes the job with the command line's overrides, converts each section, validates and imports the reward; a wrong type fails it", async () => {
+    const ex = exported('defend', { advantage: 'gae' });
+    const out = await dryRun(ex.files, ['trainer.n_gpus_per_node=8']);
+    expect(out).toMatch(
+      /dry run: veRL config OK \(model, actor, rollout, algorithm, critic converted; batch sizes valid for 8 GPU\(s\)\)/,
+    );
+    expect(out).toMatch(/\('validate', True, 8\)/);
+    const broken = {
+      ...ex.files,
+      'verl_config.yaml': (ex.files['verl_config.yaml'] as string).replace(
+        /target_modules: all-linear/,
+        'target_modules: [q_proj]',
+      ),
+    };
+    await expect(dryRun(broken, [])).rejects.toThrow(/Cannot convert 'ListConfig' to string/);
+    const sft = await dryRun(exported('attacker-sft').files, ['trainer.n_gpus_per_node=2']);
+    expect(sft).toMatch(/dry run: SFT config OK/);
+  });
+});
