@@ -25,7 +25,7 @@ import { verlBatches } from './batch';
 import { learningNotes, trlNotes } from './notes';
 import { pyFile } from './python';
 import DRY_RUN from './python/dry_run.py?raw';
-import { HERE, verlOverrides, verlYaml } from './verlConfig';
+import { HERE, optimiserStepsPerStep, verlOverrides, verlYaml } from './verlConfig';
 
 export type { ExportRecipe } from './entry';
 
@@ -298,6 +298,7 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
     valRows: valRows.length,
     batchPrompts: spec.batchPrompts(c),
     groupSize: c.groupSize as number,
+    optimiserSteps: optimiserStepsPerStep(c),
     judge: String(c.judge),
     unsupported,
     trl: spec.trl,

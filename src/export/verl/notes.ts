@@ -2,7 +2,8 @@
 // one: a sentence each for the export's README ("what veRL cannot express") and the TRL script.
 import { lossMapping } from './loss';
 import type { Cfg } from './entry';
-import { optimiserStepsPerStep } from './verlConfig';
+import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets';
+import { optimiserStepsPerStep, verlTargetModules } from './verlConfig';
 
 /** Settings every policy-gradient recipe shares, as veRL runs them. */
 export function learningNotes(c: Cfg, steps: number): string[] {
@@ -15,6 +16,10 @@ export function learningNotes(c: Cfg, steps: number): string[] {
   if (c.loraUseRslora === true)
     out.push(
       `loraUseRslora (scale alpha / sqrt(r)): veRL's FSDP workers build PEFT's LoraConfig without use_rslora (fsdp_workers.py:463-469), so veRL scales by alpha / r; lora_alpha = ${String(c.loraAlpha)} x sqrt(${String(c.loraRank)}) would give the same scale (the TRL script passes use_rslora).`,
+    );
+  if (c.loraTargets !== undefined && c.loraTargets !== 'all')
+    out.push(
+      `loraTargets = ${String(c.loraTargets)}: veRL takes target_modules as one string, so the export writes a regular expression PEFT full-matches (${verlTargetModules(c.loraTargets as LoraTargetSet)}); veRL saves a checkpoint's actor/lora_adapter/adapter_config.json with list(target_modules) (fsdp_workers.py:1097), i.e. that string's characters: set target_modules there to ${JSON.stringify(hfTargetModules(c.loraTargets as LoraTargetSet))} before loading the adapter with PEFT.`,
     );
   const warm = c.lrWarmupSteps as number | undefined;
   if (warm && warm % perStep !== 0)

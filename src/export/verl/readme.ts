@@ -14,6 +14,8 @@ export interface ReadmeFacts {
   valRows: number;
   batchPrompts: number;
   groupSize: number;
+  /** Optimiser steps per step (PPO epochs x mini-batches). */
+  optimiserSteps: number;
   judge: string;
   unsupported: string[];
   trl: boolean;
@@ -118,7 +120,7 @@ Checkpoints land in \`checkpoints/\` in this folder (trainer.default_local_dir, 
 do not start in this folder), one \`global_step_N/\` per save, the LoRA adapter under \`actor/lora_adapter/\`.${f.trl ? ' The TRL script writes to `outputs/` beside it.' : ''}
 
 Each step samples ${f.groupSize} responses for each of ${f.batchPrompts} prompts (data.train_batch_size ${f.batchPrompts},
-actor_rollout_ref.rollout.n ${f.groupSize}) and takes one optimiser step, for ${f.steps} steps. Hardware: ${hardware(f)}
+actor_rollout_ref.rollout.n ${f.groupSize}) and takes ${f.optimiserSteps === 1 ? 'one optimiser step' : `${f.optimiserSteps} optimiser steps (ppo_epochs x train_batch_size / ppo_mini_batch_size)`}, for ${f.steps} steps. Hardware: ${hardware(f)}
 ${f.judge === 'rules' || f.judge === 'rules-partial' ? `The judge is the lab's rules judge, ported into reward.py: no judge server is needed.` : 'reward.py asks model servers for part of the reward: the list below says which and how to start them.'}
 
 ## Start from the lab's adapter
