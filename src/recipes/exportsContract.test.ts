@@ -55,7 +55,7 @@ const run = (cmd: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
   );
 
 /** Runs the OmegaConf contract checker on exported configs: file -> errors. */
-async function checkConfigs(files: Record<string, string>): Promise<Record<string, string[]>> {
+async function checkConfigs(files: Record<string, string>, types = TYPES_PATH): Promise<Record<string, string[]>> {
   const dir = mkdtempSync(join(tmpdir(), 'verl-contract-'));
   const paths: string[] = [];
   for (const [name, text] of Object.entries(files)) {
@@ -65,7 +65,7 @@ async function checkConfigs(files: Record<string, string>): Promise<Record<strin
     paths.push(join(dir, name, base));
   }
   const out = JSON.parse(
-    await run(omegaPython(), [resolve('dev/export/verl_contract.py'), 'config', TYPES_PATH, ...paths]),
+    await run(omegaPython(), [resolve('dev/export/verl_contract.py'), 'config', types, ...paths]),
   ) as Record<string, string[]>;
   return Object.fromEntries(Object.entries(out).map(([p, e]) => [p.slice(dir.length + 1), e]));
 }
@@ -110,9 +110,19 @@ describe("veRL's config contract", () => {
     files['attacker-sft-mlp'] = exported('attacker-sft', { loraTargets: 'mlp' }).files[
       'verl_sft_config.yaml'
     ] as string;
-    const errors = await checkConfigs(files);
-    expect(Object.keys(errors).length).toBe(Object.keys(files).length);
-    expect(Object.fromEntries(Object.entries(errors).filter(([, e]) => e.length))).toEqual({});
+    // The pinned commit, and the current release (v0.7.0, the same extractor: verl-types-v0.7.0.json).
+    for (const types of [TYPES_PATH, join(FIX, 'verl-types-v0.7.0.json')]) {
+      const errors = await checkConfigs(files, types);
+      expect(Object.keys(errors).length).toBe(Object.keys(files).length);
+      expect(Object.fromEntries(Object.entries(errors).filter(([, e]) => e.length)), types).toEqual({});
+    }
+  });
+
+  it('the release fixture is veRL v0.7.0 and declares the LoRA fields as the pinned commit does', () => {
+    const rel = JSON.parse(readFileSync(join(FIX, 'verl-types-v0.7.0.json'), 'utf8')) as Types;
+    expect(rel.source.commit).toBe('f9c855f7cf04d603c9546bc01776c74806a879c1');
+    expect(rel.classes.HFModelConfig.fields.target_modules.type).toBe('Optional[str]');
+    expect(rel.classes.HFModelConfig.fields.lora_alpha.type).toBe('int');
   });
 
   it("the check fails where veRL fails: a list of target modules, a fractional alpha, a key veRL's dataclass lacks", async () => {
@@ -136,7 +146,9 @@ describe("veRL's config contract", () => {
   });
 
   it('every exported value is one its consumer accepts (estimator, loss aggregation, KL types, policy loss, controller, rollout, reward manager, agent loop, schedulers)', () => {
-    const allowed = (k: string) => TYPES.allowed[k].values;
+    // Accepted by the pinned commit and by the v0.7.0 release.
+    const REL = JSON.parse(readFileSync(join(FIX, 'verl-types-v0.7.0.json'), 'utf8')) as Types;
+    const allowed = (k: string) => TYPES.allowed[k].values.filter((v) => REL.allowed[k].values.includes(v));
     for (const r of RL)
       for (const cfg of [{}, variantFor(r), { advantage: 'gae', klController: 'adaptive' }]) {
         const schema = getRecipe(r).schema;
