@@ -189,7 +189,11 @@ export function exportSettings(input: VerlExportInput, spec: ExportRecipe) {
     overrides,
     trl,
     lora: spec.trl ? trlLora(c) : null,
-    unsupported: [...spec.unsupported(c), ...learningNotes(c, steps), ...(spec.trl ? trlNotes(c) : [])],
+    unsupported: [
+      ...spec.unsupported(c),
+      ...learningNotes(c, steps, spec.unsupported(c)),
+      ...(spec.trl ? trlNotes(c) : []),
+    ],
   };
 }
 
@@ -207,7 +211,7 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
   );
   const experiment = `${recipe.name}-seed${seed}`;
   const overrides = verlOverrides(spec, recipe, c, { steps, modelPath: model.path, maxPromptTokens, gpus, experiment });
-  const unsupported = [...spec.unsupported(c), ...learningNotes(c, steps)].map((u) =>
+  const unsupported = [...spec.unsupported(c), ...learningNotes(c, steps, spec.unsupported(c))].map((u) =>
     u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
       ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
       : u,

@@ -9,8 +9,10 @@ export interface LossMapping {
   lab: string;
   verl: 'token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-mean' | 'seq-mean-token-sum-norm';
   trl: 'grpo' | 'bnpo' | 'dr_grpo' | 'dapo';
-  /** Where a framework's aggregation differs from the lab's, one sentence each. */
-  notes: string[];
+  /** Where veRL's aggregation differs from the lab's. */
+  verlNotes: string[];
+  /** Where the TRL script's differs. */
+  trlNotes: string[];
 }
 
 export function labAggregation(c: Cfg): string {
@@ -25,14 +27,15 @@ export function lossMapping(c: Cfg): LossMapping {
   switch (lab) {
     case 'token-mean':
     case 'bnpo':
-      return { lab, verl: 'token-mean', trl: 'bnpo', notes: [] };
+      return { lab, verl: 'token-mean', trl: 'bnpo', verlNotes: [], trlNotes: [] };
     case 'dapo':
       // TRL's dapo divides by the tokens of the whole generation batch (all mini-batches); the lab's by the mini-batch's.
       return {
         lab,
         verl: 'token-mean',
         trl: 'dapo',
-        notes:
+        verlNotes: [],
+        trlNotes:
           c.ppoMiniBatches !== undefined && (c.ppoMiniBatches as number) > 1
             ? [
                 `loss dapo with ${String(c.ppoMiniBatches)} mini-batches: TRL divides each mini-batch's token sum by the tokens of the whole generation batch, the lab and veRL (token-mean) by the mini-batch's own.`,
@@ -41,14 +44,15 @@ export function lossMapping(c: Cfg): LossMapping {
       };
     case 'grpo':
     case 'seq-mean-token-mean':
-      return { lab, verl: 'seq-mean-token-mean', trl: 'grpo', notes: [] };
+      return { lab, verl: 'seq-mean-token-mean', trl: 'grpo', verlNotes: [], trlNotes: [] };
     case 'dr_grpo':
     case 'seq-mean-token-sum-norm':
       return {
         lab,
         verl: 'seq-mean-token-sum-norm',
         trl: 'dr_grpo',
-        notes: [
+        verlNotes: [],
+        trlNotes: [
           `loss ${lab}: TRL's dr_grpo divides the token sum by batch rows x max_completion_length; veRL's seq-mean-token-sum-norm by loss_scale_factor (the response length) alone, a constant factor of the batch size apart (Adam's update is the same up to its epsilon and the gradient clip).`,
         ],
       };
@@ -57,7 +61,8 @@ export function lossMapping(c: Cfg): LossMapping {
         lab,
         verl: 'seq-mean-token-sum',
         trl: 'dr_grpo',
-        notes: [
+        verlNotes: [],
+        trlNotes: [
           'loss seq-mean-token-sum: TRL has no per-sequence token sum; the TRL script uses dr_grpo (token sum / (rows x max_completion_length)), which differs by the constant max_completion_length.',
         ],
       };
@@ -66,8 +71,15 @@ export function lossMapping(c: Cfg): LossMapping {
         lab,
         verl: 'seq-mean-token-sum',
         trl: 'dr_grpo',
-        notes: [
-          "loss token-sum (the lab's importance_sampling: summed over the batch's tokens): veRL has no unnormalised sum, so the export uses seq-mean-token-sum (the sum / rows) and TRL dr_grpo (the sum / (rows x max_completion_length)): the same gradient direction, scaled by a constant (Adam's update is the same up to its epsilon and the gradient clip).",
+        // importance_sampling's own note (entry.ts POLICY_LOSS_NOTES) already says this for veRL.
+        verlNotes:
+          c.policyLoss === 'importance_sampling'
+            ? []
+            : [
+                "loss token-sum (summed over the batch's tokens): veRL has no unnormalised sum, so the export uses seq-mean-token-sum (the sum / rows): the same gradient direction, scaled by a constant (Adam's update is the same up to its epsilon and the gradient clip).",
+              ],
+        trlNotes: [
+          "loss token-sum (summed over the batch's tokens): TRL has no unnormalised sum; the TRL script uses dr_grpo (the sum / (rows x max_completion_length)): the same gradient direction, scaled by a constant (Adam's update is the same up to its epsilon and the gradient clip).",
         ],
       };
     default:

@@ -6,8 +6,8 @@ import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets'
 import { optimiserStepsPerStep, verlTargetModules } from './verlConfig';
 
 /** Settings every policy-gradient recipe shares, as veRL runs them. */
-export function learningNotes(c: Cfg, steps: number): string[] {
-  const out = [...lossMapping(c).notes];
+export function learningNotes(c: Cfg, steps: number, recipeNotes: readonly string[] = []): string[] {
+  const out = [...lossMapping(c).verlNotes];
   const perStep = optimiserStepsPerStep(c);
   if (c.normAdvByStd === true && c.scaleRewards === 'batch')
     out.push(
@@ -41,7 +41,7 @@ export function learningNotes(c: Cfg, steps: number): string[] {
     out.push(
       'maskTruncatedCompletions: veRL has no switch to drop truncated responses from the loss; the TRL script sets mask_truncated_completions.',
     );
-  if (c.skipZeroAdvantageGroups === true && !out.some((s) => s.startsWith('Groups whose')))
+  if (c.skipZeroAdvantageGroups === true && !recipeNotes.some((s) => s.startsWith('Groups whose')))
     out.push(
       'skipZeroAdvantageGroups: veRL keeps groups whose advantages are all zero in the token-mean denominators (they add no gradient).',
     );
@@ -50,7 +50,7 @@ export function learningNotes(c: Cfg, steps: number): string[] {
 
 /** Where the TRL script's GRPOTrainer trains something other than the lab (its docstring and the README say so). */
 export function trlNotes(c: Cfg): string[] {
-  const out: string[] = [];
+  const out: string[] = [...lossMapping(c).trlNotes];
   if (typeof c.klBeta === 'number' && c.klBeta > 0)
     out.push(
       `KL in the reward: the lab subtracts klBeta (${c.klBeta}) x k1 from the reward; TRL has no reward KL (GRPOTrainer adds only beta x k3 to the loss), so this TRL job trains WITHOUT the lab's reward KL. Use the veRL job to keep it.`,
