@@ -137,7 +137,7 @@ def merge_section(types, build, section, node):
     return errors
 
 
-def check_config(types, path):
+def check_config(types, path, build=None):
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.load(path)
@@ -146,7 +146,7 @@ def check_config(types, path):
     plain = OmegaConf.to_container(cfg, resolve=False)
     plain.pop("hydra", None)
     plain.pop("defaults", None)
-    build = mirror_factory(types["classes"])
+    build = build or mirror_factory(types["classes"])
     converted = set()
     if not sft:
         # The sections veRL converts to dataclasses (fsdp_workers / ray_trainer / utils/config.py).
@@ -195,7 +195,8 @@ def check_reward(folder, cases_path):
 if __name__ == "__main__":
     if sys.argv[1] == "config":
         types = json.load(open(sys.argv[2]))
-        print(json.dumps({p: check_config(types, p) for p in sys.argv[3:]}))
+        build = mirror_factory(types["classes"])  # the mirrors once for every file
+        print(json.dumps({p: check_config(types, p, build) for p in sys.argv[3:]}))
     elif sys.argv[1] == "reward":
         print(json.dumps(check_reward(sys.argv[2], sys.argv[3])))
     else:
