@@ -225,6 +225,7 @@ describe("veRL's batch arithmetic", () => {
       for (const cfg of [{}, variantFor(r), { groupSize: 3 }]) {
         const ex = exported(r, cfg);
         const readme = ex.files['README.md'] as string;
+        expect(readme, 'an unfilled template slot').not.toMatch(/\$\{(f|c)\./);
         const offered = /work on\s+([0-9, ]+) GPU\(s\) per node/.exec(readme)![1].split(', ').map(Number);
         expect(offered[0]).toBe(1);
         for (const g of offered) expect(verlAccepts(ex.overrides, g), `${r} ${JSON.stringify(cfg)} at ${g}`).toBeNull();

@@ -136,7 +136,7 @@ The adapter's rank, alpha and target modules must match \`actor_rollout_ref.mode
 \`target_modules\` in verl_config.yaml (the export writes the recipe's).
 
 KL reference: with \`lora_adapter_path\` veRL's reference policy is the BASE model (the actor with its adapter
-switched off), not the lab's adapter, so the KL pulls the policy back towards the base${"${f.trl ? ' (TRL\'s reference for a PEFT model is the same)' : ''}"}. To keep the lab's trained
+switched off), not the lab's adapter, so the KL pulls the policy back towards the base${f.trl ? " (TRL's reference for a PEFT model is the same)" : ''}. To keep the lab's trained
 policy as the reference, merge the adapter into the base first (the lab's Export panel: "Merged model
 (safetensors)") and start a fresh LoRA on the merged folder: \`bash run.sh actor_rollout_ref.model.path=$PWD/merged\`.
 
