@@ -5,6 +5,7 @@
 //   reward.py          compute_score(data_source, solution_str, ground_truth, extra_info): the recipe's reward
 //   data/train.parquet, data/val.parquet   the prompts in RLHFDataset's layout
 //   run.sh             the launch command
+//   dry_run.py         composes the config and converts it with veRL's own code (no Ray, no GPU)
 //   trl_grpo.py        the same job on TRL's GRPOTrainer (redteam, attack, defend, tokenbuncher, rlhf)
 //   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
 //   sparring_export.json   recipe, seed and the validated config the export came from
