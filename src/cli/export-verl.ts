@@ -15,7 +15,7 @@ import { hash3 } from '../model/random';
 import { loadAttacker, type DefendConfig } from '../recipes/defend/defend';
 import { asUserMessage, sampleReplies } from '../recipes/kit/rollout';
 import type { RecipeEnv } from '../recipes/kit/types';
-import { attackerPlan, exportModelField, exportVerl, modelPathFor } from '../recipes/exports';
+import { attackerPlan, exportModelField, exportVerl, frozenSandboxes, modelPathFor } from '../recipes/exports';
 import { DEFAULT_MODELS_DIR, nodeRecipeEnv } from './recipe-env';
 import { parseRecipeArgs, recipeInput, RecipeUsageError } from './recipe-run';
 
@@ -83,7 +83,22 @@ export async function exportVerlMain(
       attackPrompts = await sampleAttackPrompts(plan, a.seed, a.models, opts.env);
     }
     const labVersion = `v${(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version}`;
-    const ex = exportVerl({ recipe, config: input, seed: a.seed, steps, modelFiles, labVersion, attackPrompts });
+    // Sandbox models reward.py asks (attack's frozen defender) ship beside the trained one.
+    const frozenModelFiles: Record<string, Record<string, Uint8Array>> = {};
+    for (const name of frozenSandboxes(recipe.name, input, recipe.schema)) {
+      const dir = join(a.models ?? DEFAULT_MODELS_DIR, name);
+      if (existsSync(dir)) frozenModelFiles[name] = sandboxFiles(dir);
+    }
+    const ex = exportVerl({
+      recipe,
+      config: input,
+      seed: a.seed,
+      steps,
+      modelFiles,
+      frozenModelFiles,
+      labVersion,
+      attackPrompts,
+    });
     for (const [path, content] of Object.entries(ex.files)) {
       const file = join(a.out, path);
       mkdirSync(dirname(file), { recursive: true });

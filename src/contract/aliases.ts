@@ -66,7 +66,8 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   },
   { lab: 'prompts', verl: 'data.train_batch_size', recipes: ['redteam'] },
   { lab: 'lr', verl: 'actor_rollout_ref.actor.optim.lr', trl: 'learning_rate' },
-  { lab: 'policyLr', verl: 'actor_rollout_ref.actor.optim.lr', trl: 'learning_rate', recipes: ['rlhf'] },
+  // minmax's export is the policy's job (rlhf's), so its policy learning rate is veRL's actor lr too.
+  { lab: 'policyLr', verl: 'actor_rollout_ref.actor.optim.lr', trl: 'learning_rate', recipes: ['rlhf', 'minmax'] },
   { lab: 'beta1', trl: 'adam_beta1' },
   { lab: 'beta2', trl: 'adam_beta2' },
   { lab: 'weightDecay', verl: 'actor_rollout_ref.actor.optim.weight_decay', trl: 'weight_decay' },
@@ -97,6 +98,13 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   // criticFields) whose values mean the same in the lab and the framework.
   { lab: 'ppoEpochs', verl: 'actor_rollout_ref.actor.ppo_epochs', trl: 'num_iterations' },
   { lab: 'clipRatioC', verl: 'actor_rollout_ref.actor.clip_ratio_c' },
+  // 0 in the lab means "= clipRatio"; the export writes clipRatio then (veRL and TRL have no such 0).
+  { lab: 'clipRatioHigh', verl: 'actor_rollout_ref.actor.clip_ratio_high', trl: 'epsilon_high' },
+  { lab: 'entropyCoeff', verl: 'actor_rollout_ref.actor.entropy_coeff', trl: 'entropy_coef' },
+  { lab: 'lrSchedule', verl: 'actor_rollout_ref.actor.optim.lr_scheduler_type', trl: 'lr_scheduler_type' },
+  // auto and token-sum have no veRL name: the export translates (src/export/verl/loss.ts).
+  { lab: 'lossAggMode', verl: 'actor_rollout_ref.actor.loss_agg_mode' },
+  { lab: 'trlLossType', trl: 'loss_type' },
   { lab: 'lrWarmupSteps', verl: 'actor_rollout_ref.actor.optim.lr_warmup_steps' },
   { lab: 'lrMinRatio', verl: 'actor_rollout_ref.actor.optim.min_lr_ratio' },
   { lab: 'klLossCoef', verl: 'actor_rollout_ref.actor.kl_loss_coef', trl: 'beta' },

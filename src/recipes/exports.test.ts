@@ -198,15 +198,8 @@ describe('veRL export', () => {
       'actor_rollout_ref.model.lora_rank': 16,
       'actor_rollout_ref.rollout.load_format': 'safetensors',
       'actor_rollout_ref.model.lora_alpha': 32,
-      'actor_rollout_ref.model.target_modules': [
-        'q_proj',
-        'k_proj',
-        'v_proj',
-        'o_proj',
-        'gate_proj',
-        'up_proj',
-        'down_proj',
-      ],
+      // HFModelConfig.target_modules is Optional[str]: PEFT's "all-linear" is the seven projections.
+      'actor_rollout_ref.model.target_modules': 'all-linear',
       'actor_rollout_ref.model.path': '${oc.env:PWD}/models/defender',
       'custom_reward_function.path': '${oc.env:PWD}/reward.py',
       'data.train_batch_size': 8,
@@ -225,6 +218,7 @@ describe('veRL export', () => {
       'README.md',
       'data/train.parquet',
       'data/val.parquet',
+      'dry_run.py',
       'reward.py',
       'run.sh',
       'sparring_export.json',
@@ -777,6 +771,8 @@ describe('veRL export', () => {
       'adam_beta2',
       'weight_decay',
       'max_grad_norm',
+      'lr_scheduler_type',
+      'warmup_steps',
     ];
     for (const [name, spec] of Object.entries(EXPORT_RECIPES).filter(([, r]) => r.trl)) {
       const script = exported(name).files['trl_grpo.py'] as string;

@@ -3,12 +3,15 @@
 // the entry looked up, so the CLI and the page name a recipe and the exporter never imports one.
 import {
   attackerPlan as planAttacker,
+  exportSettings as settingsOf,
   exportSft,
   exportVerl as exportRl,
   type ExportRecipe,
   type VerlExport,
   type VerlExportInput,
 } from '../export/verl/index';
+import type { Schema } from '../contract/schema';
+import { modelPathFor } from '../export/verl/index';
 import { arenaExport } from './arena/export';
 import { attackExport } from './attack/export';
 import { attackerSftExport } from './attacker-sft/export';
@@ -67,6 +70,26 @@ export function attackerPlan(input: Omit<VerlExportInput, 'attackPrompts'>): Ret
   if (input.recipe.name === SFT) return null;
   exportModelField(input.recipe.name);
   return planAttacker(input, exportRecipe(input.recipe.name));
+}
+
+/**
+ * The sandbox models a recipe's reward.py asks (attack's frozen defender) for a config as the CLI or
+ * the form holds it (a field left out takes the schema's default), so a caller can ship their files.
+ */
+export function frozenSandboxes(recipe: string, config: Record<string, unknown>, schema: Schema): string[] {
+  if (!Object.hasOwn(EXPORT_RECIPES, recipe)) return [];
+  const spec = EXPORT_RECIPES[recipe];
+  const c = { ...Object.fromEntries(Object.entries(schema).map(([k, f]) => [k, f.default])), ...config };
+  return (spec.frozen?.(c) ?? []).flatMap((m) => {
+    const s = modelPathFor(String(c[m.field])).sandbox;
+    return s ? [s] : [];
+  });
+}
+
+/** An RL recipe's export settings without its files (tests over many configs). */
+export function exportSettings(input: VerlExportInput): ReturnType<typeof settingsOf> {
+  exportModelField(input.recipe.name);
+  return settingsOf(input, exportRecipe(input.recipe.name));
 }
 
 /** A recipe run as a veRL (and, where it fits, TRL) job folder, in memory. */

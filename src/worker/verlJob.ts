@@ -4,7 +4,7 @@
 // /models/NAME/ and shipped in the zip; if that fails the README says where to copy it from.
 import { zipSync } from 'fflate';
 import { getRecipe } from '../recipes/registry';
-import { exportModelField, exportVerl, modelPathFor } from '../recipes/exports';
+import { exportModelField, exportVerl, frozenSandboxes, modelPathFor } from '../recipes/exports';
 import type { VerlJobZip } from '../contract/workerApi';
 
 const SANDBOX_FILES = [
@@ -41,7 +41,12 @@ export async function verlJobZip(
   const field = exportModelField(recipe.name);
   const sandbox = modelPathFor(String(values[field] ?? recipe.schema[field]?.default)).sandbox;
   const modelFiles = sandbox ? await sandboxFiles(sandbox) : undefined;
-  const ex = exportVerl({ recipe, config: values, seed, steps, modelFiles });
+  const frozenModelFiles: Record<string, Record<string, Uint8Array>> = {};
+  for (const name of frozenSandboxes(recipe.name, values, recipe.schema)) {
+    const files = name === sandbox ? modelFiles : await sandboxFiles(name);
+    if (files) frozenModelFiles[name] = files;
+  }
+  const ex = exportVerl({ recipe, config: values, seed, steps, modelFiles, frozenModelFiles });
   const dir = `sparring-${recipe.name}-verl`;
   const tree: Record<string, Uint8Array> = {};
   const enc = new TextEncoder();

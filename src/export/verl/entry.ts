@@ -71,11 +71,23 @@ export interface ExportRecipe {
   unsupported(c: Cfg): string[];
   /** Fits TRL's GRPOTrainer (single-turn GRPO on one policy). */
   readonly trl: boolean;
+  /** Frozen models reward.py asks (attack's defender, rlhf's monitor): served by the user under the name reward.py sends. */
+  frozen?(c: Cfg): FrozenModel[];
   /** More files of the export (the multi-turn interaction and its config), by path. */
   extraFiles?(c: Cfg): Record<string, string>;
 }
 
 export type Cfg = Record<string, unknown>;
+
+/** A frozen model reward.py calls through an OpenAI-compatible server. */
+export interface FrozenModel {
+  /** The config field naming it (its value is also the model name reward.py sends). */
+  field: string;
+  /** The environment variable reward.py reads the server's URL from. */
+  env: string;
+  /** What it is, for the README ("defender", "monitor"). */
+  role: string;
+}
 /** A numeric config field. */
 export const n = (c: Cfg, k: string) => c[k] as number;
 

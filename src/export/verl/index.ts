@@ -5,6 +5,7 @@
 //   reward.py          compute_score(data_source, solution_str, ground_truth, extra_info): the recipe's reward
 //   data/train.parquet, data/val.parquet   the prompts in RLHFDataset's layout
 //   run.sh             the launch command
+//   dry_run.py         composes the config and converts it with veRL's own code (no Ray, no GPU)
 //   trl_grpo.py        the same job on TRL's GRPOTrainer (redteam, attack, defend, tokenbuncher, rlhf)
 //   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
 //   sparring_export.json   recipe, seed and the validated config the export came from
@@ -20,8 +21,12 @@ import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry';
 import { exportReadme } from './readme';
 import { rewardPy } from './rewardPy';
 import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft';
-import { trlScript } from './trlScript';
-import { HERE, verlOverrides, verlYaml } from './verlConfig';
+import { trlArgs, trlLora, trlScript } from './trlScript';
+import { verlBatches } from './batch';
+import { learningNotes, trlNotes } from './notes';
+import { pyFile } from './python';
+import DRY_RUN from './python/dry_run.py?raw';
+import { HERE, optimiserStepsPerStep, verlOverrides, verlYaml } from './verlConfig';
 
 export type { ExportRecipe } from './entry';
 
@@ -39,6 +44,8 @@ export interface VerlExportInput {
   modelFiles?: Record<string, Uint8Array>;
   /** Lab version or commit, written into every generated file's header. */
   labVersion?: string;
+  /** Files of the sandbox models reward.py asks (attack's defender), by sandbox name; shipped in models/NAME/. */
+  frozenModelFiles?: Record<string, Record<string, Uint8Array>>;
   /** defend / arena: prompts the attacker model wrote for attackerPlan's goals (goal id -> prompt). */
   attackPrompts?: Readonly<Record<string, string>>;
 }
@@ -134,6 +141,11 @@ export function exportSft(input: VerlExportInput): VerlExport {
     'data/sft_val.parquet': sftParquet(val),
     'run.sh': sftRunSh(header, gpus),
     'sparring_export.json': manifest(input, c, steps),
+    'dry_run.py': pyFile(
+      'Dry run of this veRL SFT job (no GPU): python3 dry_run.py [override ...]',
+      { CONFIG_NAME: 'verl_sft_config', SFT: true },
+      DRY_RUN,
+    ),
     'README.md': sftReadme({
       seed: input.seed,
       steps,
@@ -147,6 +159,43 @@ export function exportSft(input: VerlExportInput): VerlExport {
   if (model.sandbox && input.modelFiles)
     for (const [name, bytes] of Object.entries(input.modelFiles)) files[`models/${model.sandbox}/${name}`] = bytes;
   return { files, unsupported: [], overrides };
+}
+
+/**
+ * An RL export's settings without its files (no dataset, no parquet, no README): the validated
+ * config, the veRL overrides, the TRL arguments and LoRA, and every note the README lists. The
+ * same functions exportVerl calls; data.max_prompt_length is left at its floor (no prompts read).
+ */
+export function exportSettings(input: VerlExportInput, spec: ExportRecipe) {
+  const { c, steps, gpus } = prepare(input);
+  const experiment = `${input.recipe.name}-seed${input.seed}`;
+  const model = modelPathFor(String(c[spec.modelField]));
+  const overrides = verlOverrides(spec, input.recipe, c, {
+    steps,
+    modelPath: model.path,
+    maxPromptTokens: 0,
+    gpus,
+    experiment,
+  });
+  const trl = spec.trl
+    ? trlArgs(input.recipe, c, {
+        steps,
+        batchPrompts: spec.batchPrompts(c),
+        experiment,
+        entropyCoef: overrides['actor_rollout_ref.actor.entropy_coeff'] as number,
+      })
+    : null;
+  return {
+    c,
+    overrides,
+    trl,
+    lora: spec.trl ? trlLora(c) : null,
+    unsupported: [
+      ...spec.unsupported(c),
+      ...learningNotes(c, steps, spec.unsupported(c)),
+      ...(spec.trl ? trlNotes(c) : []),
+    ],
+  };
 }
 
 /** An RL recipe's veRL job (and TRL script where its entry fits GRPOTrainer). */
@@ -163,13 +212,11 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
   );
   const experiment = `${recipe.name}-seed${seed}`;
   const overrides = verlOverrides(spec, recipe, c, { steps, modelPath: model.path, maxPromptTokens, gpus, experiment });
-  const unsupported = spec
-    .unsupported(c)
-    .map((u) =>
-      u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
-        ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
-        : u,
-    );
+  const unsupported = [...spec.unsupported(c), ...learningNotes(c, steps, spec.unsupported(c))].map((u) =>
+    u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
+      ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
+      : u,
+  );
   if (c.advantage === 'gae') {
     unsupported.push(
       "advantage = gae: veRL's critic is a copy of the base model with its own LoRA and value head (critic.model.path = the actor's base); the lab's critic is a value head on the policy's own final hidden state. The GAE, value loss and their settings (gamma, lam, cliprange_value, critic lr) are the same.",
@@ -213,8 +260,27 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
       '',
     ].join('\n'),
     'sparring_export.json': manifest(input, c, steps),
+    'dry_run.py': pyFile(
+      'Dry run of this veRL job (no Ray, no GPU): python3 dry_run.py [override ...]',
+      { CONFIG_NAME: 'verl_config', SFT: false },
+      DRY_RUN,
+    ),
   };
   Object.assign(files, spec.extraFiles?.(c));
+  const frozen = (spec.frozen?.(c) ?? []).map((m) => {
+    const ref = String(c[m.field]);
+    const where = modelPathFor(ref);
+    const local = where.path.replace(`${HERE}/`, '');
+    let missing: string | null = null;
+    if (where.sandbox) {
+      const shipped = (where.sandbox === model.sandbox && input.modelFiles) || input.frozenModelFiles?.[where.sandbox];
+      if (shipped && where.sandbox !== model.sandbox)
+        for (const [name, bytes] of Object.entries(shipped)) files[`models/${where.sandbox}/${name}`] = bytes;
+      if (!shipped)
+        missing = `The sandbox model "${where.sandbox}" is not in this zip: copy the lab's \`public/models/${where.sandbox}/\` folder to \`${local}/\` (the CLI export ships it).`;
+    }
+    return { role: m.role, env: m.env, served: ref, path: local, missing };
+  });
   if (spec.trl)
     files['trl_grpo.py'] = trlScript(recipe, c, {
       steps,
@@ -237,9 +303,18 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
     valRows: valRows.length,
     batchPrompts: spec.batchPrompts(c),
     groupSize: c.groupSize as number,
+    optimiserSteps: optimiserStepsPerStep(c),
     judge: String(c.judge),
     unsupported,
     trl: spec.trl,
+    trlNotes: spec.trl ? trlNotes(c) : [],
+    gpuCounts: verlBatches(
+      spec.batchPrompts(c),
+      c.groupSize as number,
+      (c.ppoMiniBatches as number | undefined) ?? 1,
+      gpus,
+    ).gpuCounts,
+    frozen,
   });
   return { files, unsupported, overrides };
 }

@@ -24,8 +24,8 @@ function pyCompile(files: string[]): void {
 describe('shipped Python', () => {
   const files = readdirSync(PYTHON).filter((f) => f.endsWith('.py'));
 
-  it('python/ holds the shared reward port, its batch form and the TRL script', () => {
-    expect(files.sort()).toEqual(['reward_batch.py', 'reward_common.py', 'trl_grpo.py']);
+  it('python/ holds the dry run, the shared reward port, its batch form and the TRL script', () => {
+    expect(files.sort()).toEqual(['dry_run.py', 'reward_batch.py', 'reward_common.py', 'trl_grpo.py']);
   });
 
   for (const f of files) {

@@ -1,5 +1,6 @@
 // The README.md of a veRL export: what is in the folder, the launch command and the hardware,
 // how to start from the lab's PEFT adapter, and every part of the recipe veRL cannot express.
+import { TRL_INSTALL, TRL_MIN_VERSION } from './trlScript';
 
 export interface ReadmeFacts {
   recipe: string;
@@ -13,9 +14,61 @@ export interface ReadmeFacts {
   valRows: number;
   batchPrompts: number;
   groupSize: number;
+  /** Optimiser steps per step (PPO epochs x mini-batches). */
+  optimiserSteps: number;
   judge: string;
   unsupported: string[];
   trl: boolean;
+  /** Where the TRL script trains something other than the lab. */
+  trlNotes: string[];
+  /** GPU counts per node the job's batch sizes work for (batch.ts). */
+  gpuCounts: number[];
+  /** The frozen models reward.py asks, each served under the name it sends. */
+  frozen: {
+    role: string;
+    env: string;
+    /** The model name reward.py sends (CONFIG), i.e. vLLM's --served-model-name. */
+    served: string;
+    /** What `vllm serve` loads, relative to this folder or a hub id. */
+    path: string;
+    /** A sandbox model that is not in the zip: where to copy it from. */
+    missing: string | null;
+  }[];
+}
+
+/** The share of a GPU a frozen model's vLLM takes beside the job's (the job's own vLLM takes ROLLOUT_GPU_MEMORY). */
+export const FROZEN_GPU_MEMORY = 0.2;
+
+/** The README's scaling line: the most GPUs per node (of 1, 2, 4, 8) the batch sizes allow. */
+export const scalingOverrides = (f: Pick<ReadmeFacts, 'gpuCounts'>): string =>
+  `trainer.n_gpus_per_node=${Math.max(...f.gpuCounts)}`;
+
+function frozenSection(f: ReadmeFacts): string {
+  if (!f.frozen.length) return '';
+  const lines = f.frozen.map((m, i) => {
+    const port = 8001 + i;
+    return [
+      `The frozen ${m.role} answers inside reward.py, which asks for the model named \`${m.served}\` at \`$${m.env}\`:`,
+      ...(m.missing ? ['', m.missing] : []),
+      '',
+      '```sh',
+      `vllm serve ${m.path} --served-model-name ${JSON.stringify(m.served)} --port ${port} --gpu-memory-utilization ${FROZEN_GPU_MEMORY} &`,
+      `export ${m.env}=http://localhost:${port}`,
+      '```',
+    ].join('\n');
+  });
+  return `## Frozen models
+
+${lines.join('\n\n')}
+
+\`vllm serve PATH\` alone registers the model under PATH, and reward.py's calls would get 404: keep
+\`--served-model-name\`. On a GPU the job also uses, veRL's own vLLM takes
+actor_rollout_ref.rollout.gpu_memory_utilization (0.5) of the GPU and FSDP's actor most of the rest, so start the
+frozen server first with a small \`--gpu-memory-utilization\` (${FROZEN_GPU_MEMORY}: its weights plus a KV cache; raise it for
+a 7B model) or give it a GPU of its own (\`CUDA_VISIBLE_DEVICES=N vllm serve ...\`, and one GPU fewer in
+trainer.n_gpus_per_node).
+
+`;
 }
 
 function hardware(f: ReadmeFacts): string {
@@ -44,6 +97,7 @@ browser; this folder runs the same recipe at scale on veRL (Ray; FSDP training, 
 | \`reward.py\` | \`compute_score(data_source, solution_str, ground_truth, extra_info)\`: the recipe's reward, standard-library Python (the lab's CI checks it returns the lab's rewards within 1e-6 on logged rollouts) |
 | \`data/train.parquet\`, \`data/val.parquet\` | ${f.trainRows} training and ${f.valRows} held-out prompts in veRL's RLHFDataset layout (\`prompt\` as chat messages, \`data_source\`, \`reward_model.ground_truth\`, \`extra_info\`) |
 | \`run.sh\` | the launch command |
+| \`dry_run.py\` | checks the job with veRL's own config code before you rent GPUs (see Launch) |
 ${f.trl ? "| `trl_grpo.py` | the same job on TRL's GRPOTrainer; its reward function calls `reward.py` |\n" : ''}| \`sparring_export.json\` | the recipe, seed and validated config this came from |
 
 ${modelLine}
@@ -52,12 +106,21 @@ ${modelLine}
 
 \`\`\`sh
 pip install verl vllm          # veRL's own install guide covers CUDA / FSDP / Megatron variants
+python3 dry_run.py             # checks the job with veRL's own config code: no Ray, no GPU, no model download
 bash run.sh                    # = python3 -m verl.trainer.main_ppo --config-path=$PWD --config-name=verl_config
-bash run.sh trainer.n_gpus_per_node=8 actor_rollout_ref.rollout.tensor_model_parallel_size=2   # more GPUs
-\`\`\`
+${f.gpuCounts.length > 1 ? `bash run.sh ${scalingOverrides(f)}   # more GPUs\n` : ''}\`\`\`
+
+\`dry_run.py\` composes this config as run.sh does, converts the model, actor, rollout, algorithm (and critic)
+sections with veRL's \`omega_conf_to_dataclass\` and runs veRL's \`validate_config\`: run it (with the same
+overrides, e.g. \`python3 dry_run.py ${scalingOverrides(f)}\`) before renting GPUs. The batch sizes work on
+${f.gpuCounts.join(', ')} GPU(s) per node (the micro-batch ppo_micro_batch_size_per_gpu divides each GPU's share of the
+mini-batch at each of them); 7-8B models also want actor_rollout_ref.rollout.tensor_model_parallel_size=2 or more.
+
+Checkpoints land in \`checkpoints/\` in this folder (trainer.default_local_dir, an absolute path: veRL's workers
+do not start in this folder), one \`global_step_N/\` per save, the LoRA adapter under \`actor/lora_adapter/\`.${f.trl ? ' The TRL script writes to `outputs/` beside it.' : ''}
 
 Each step samples ${f.groupSize} responses for each of ${f.batchPrompts} prompts (data.train_batch_size ${f.batchPrompts},
-actor_rollout_ref.rollout.n ${f.groupSize}) and takes one optimiser step, for ${f.steps} steps. Hardware: ${hardware(f)}
+actor_rollout_ref.rollout.n ${f.groupSize}) and takes ${f.optimiserSteps === 1 ? 'one optimiser step' : `${f.optimiserSteps} optimiser steps (ppo_epochs x train_batch_size / ppo_mini_batch_size)`}, for ${f.steps} steps. Hardware: ${hardware(f)}
 ${f.judge === 'rules' || f.judge === 'rules-partial' ? `The judge is the lab's rules judge, ported into reward.py: no judge server is needed.` : 'reward.py asks model servers for part of the reward: the list below says which and how to start them.'}
 
 ## Start from the lab's adapter
@@ -72,10 +135,23 @@ ${f.trl ? 'python3 trl_grpo.py --adapter adapter          # TRL: PeftModel.from_
 The adapter's rank, alpha and target modules must match \`actor_rollout_ref.model.lora_rank\`, \`lora_alpha\` and
 \`target_modules\` in verl_config.yaml (the export writes the recipe's).
 
-## What veRL cannot express (read before comparing curves)
+KL reference: with \`lora_adapter_path\` veRL's reference policy is the BASE model (the actor with its adapter
+switched off), not the lab's adapter, so the KL pulls the policy back towards the base${f.trl ? " (TRL's reference for a PEFT model is the same)" : ''}. To keep the lab's trained
+policy as the reference, merge the adapter into the base first (the lab's Export panel: "Merged model
+(safetensors)") and start a fresh LoRA on the merged folder: \`bash run.sh actor_rollout_ref.model.path=$PWD/merged\`.
+
+${frozenSection(f)}## What veRL cannot express (read before comparing curves)
 
 ${f.unsupported.length ? f.unsupported.map((u) => `- ${u}`).join('\n') : "- Nothing: the job is the lab's recipe."}
+${
+  f.trl
+    ? `
+## TRL
 
+\`${TRL_INSTALL} && python3 trl_grpo.py\` (the floor: GRPOConfig.entropy_coef arrived in TRL ${TRL_MIN_VERSION}).
+${f.trlNotes.length ? `Where the TRL job differs from the lab's (also in the script's docstring):\n\n${f.trlNotes.map((u) => `- ${u}`).join('\n')}\n` : "The TRL job trains the lab's loss and KL.\n"}`
+    : ''
+}
 ## Metric names
 
 The lab's \`--metric-names verl\` writes its JSONL log with veRL's names (reward/mean -> critic/score/mean,

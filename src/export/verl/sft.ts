@@ -4,8 +4,12 @@
 // sft_trainer. No reward: the lab's loss is the mean NLL of the target tokens, which is veRL's.
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { attackerSft } from '../../data/sandbox/index';
-import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets';
-import { HERE, trainerKeys } from './verlConfig';
+import type { LoraTargetSet } from '../../contract/loraTargets';
+import { verlBatches } from './batch';
+import { HERE, trainerKeys, verlLoraAlpha, verlTargetModules } from './verlConfig';
+
+/** veRL's wsd schedule keeps the learning rate constant for this share of the steps after warm-up (torch_functional.py:847). */
+export const WSD_STABLE_RATIO = 0.9;
 
 export interface SftRow {
   prompt: string;
@@ -39,28 +43,33 @@ export function sftOverrides(
   const longest = Math.max(
     ...rows.map((r) => utf8(r.prompt) + Math.min(utf8(r.response), (c.maxTargetTokens as number) * 8)),
   );
+  // The SFT trainer splits the batch over the GPUs and each share into micro-batches (fsdp_sft_trainer.py:149-155).
+  const sizes = verlBatches(c.batchSize as number, 1, 1, job.gpus, 4);
   return {
     'data.train_files': `${HERE}/data/sft_train.parquet`,
     'data.val_files': `${HERE}/data/sft_val.parquet`,
     'data.prompt_key': 'prompt',
     'data.response_key': 'response',
     'data.train_batch_size': c.batchSize,
-    'data.micro_batch_size_per_gpu': Math.min(4, c.batchSize as number),
+    'data.micro_batch_size_per_gpu': sizes.micro,
     'data.max_length': Math.ceil((longest + 64) / 64) * 64,
     'data.truncation': 'right',
     'model.partial_pretrain': job.modelPath,
     'model.lora_rank': c.loraRank,
-    'model.lora_alpha': c.loraAlpha,
-    'model.target_modules': hfTargetModules(c.loraTargets as LoraTargetSet),
+    'model.lora_alpha': verlLoraAlpha(c.loraAlpha),
+    'model.target_modules': verlTargetModules(c.loraTargets as LoraTargetSet),
     'model.enable_gradient_checkpointing': true,
     'optim.lr': c.lr,
-    // The lab's AdamW: betas (0.9, 0.999), constant learning rate, no warm-up.
+    // The lab's AdamW: betas (0.9, 0.999), constant learning rate, no warm-up. The SFT trainer has
+    // cosine and wsd only (fsdp_sft_trainer.py:361-370); wsd holds the rate for its first 90% of
+    // steps_per_epoch x total_epochs, so enough epochs keep every trained step at the lab's rate.
     'optim.betas': [0.9, 0.999],
     'optim.weight_decay': c.weightDecay,
     'optim.clip_grad': c.maxGradNorm,
     'optim.lr_warmup_steps_ratio': 0,
-    'optim.lr_scheduler': 'constant',
+    'optim.lr_scheduler': 'wsd',
     ...trainerKeys(job),
+    'trainer.total_epochs': Math.max(1000, Math.ceil(job.steps / WSD_STABLE_RATIO) + 1),
   };
 }
 
@@ -100,8 +109,13 @@ adversarial prompt. ${f.rows} (goal -> prompt) pairs, ${f.batch} per step, ${f.s
 
 \`\`\`sh
 pip install verl
+python3 dry_run.py   # composes the config as run.sh does and checks the trainer's scheduler and batch rules: no GPU
 bash run.sh
 \`\`\`
+
+Checkpoints land in \`checkpoints/\` in this folder (trainer.default_local_dir, an absolute path), one
+\`global_step_N/\` per save. The learning rate is the lab's constant one: veRL's SFT trainer offers cosine and wsd
+only, and the export uses wsd with enough epochs that every trained step falls in its constant phase.
 
 One GPU is plenty for the sandbox model; 7B attackers (MTSA) want 4-8 80 GB GPUs (trainer.n_gpus_per_node).
 The trained adapter is then the attacker of the \`attack\` / \`defend\` exports (serve it with vLLM's LoRA support).

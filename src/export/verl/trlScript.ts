@@ -1,14 +1,25 @@
 // The TRL launch script of an export (recipes that fit GRPOTrainer: one policy, single-turn
 // prompts, a sequence reward). Its reward function wraps reward.py's compute_score, so veRL and
-// TRL score a response the same way; GRPOConfig fields come from the alias table's TRL names.
+// TRL score a response the same way; GRPOConfig fields come from the alias table's TRL names, and
+// the loss (loss_type, clip, dual clip, KL, epochs, mini-batches, schedule) is translated here.
 import { aliasRows } from '../../contract/aliases';
 import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets';
 import type { Schema } from '../../contract/schema';
+import { lossMapping } from './loss';
+import { trlNotes } from './notes';
 import { pyFile } from './python';
 import TRL_GRPO from './python/trl_grpo.py?raw';
+import { optimiserStepsPerStep } from './verlConfig';
 
 /** Alias rows whose TRL name belongs to peft's LoraConfig, not GRPOConfig. */
 const LORA_TRL = new Set(['lora_r', 'lora_alpha', 'lora_dropout', 'lora_target_modules']);
+
+/**
+ * The oldest TRL whose GRPOConfig has every field the script sets: entropy_coef arrived in v1.8.0
+ * (huggingface/trl#6140, commit 34c7f0d; dev/fixtures/verl/trl-grpo-fields.json records it).
+ */
+export const TRL_MIN_VERSION = '1.8.0';
+export const TRL_INSTALL = `pip install "trl>=${TRL_MIN_VERSION}" peft datasets`;
 
 /** GRPOConfig keyword arguments of a recipe run. */
 export function trlArgs(
@@ -21,44 +32,71 @@ export function trlArgs(
     if (!row.trl || LORA_TRL.has(row.trl) || c[row.lab] === undefined) continue;
     a[row.trl] = c[row.lab];
   }
-  if (typeof c.normAdvByStd === 'boolean') a.scale_rewards = c.normAdvByStd ? 'group' : 'none';
   if (a.top_k === 0) delete a.top_k;
   const G = c.groupSize as number;
+  const miniBatches = (c.ppoMiniBatches as number | undefined) ?? 1;
+  const epochs = (c.ppoEpochs as number | undefined) ?? 1;
+  const warm = (c.lrWarmupSteps as number | undefined) ?? 0;
+  const cosine = c.lrSchedule === 'cosine';
+  const minRatio = (c.lrMinRatio as number | undefined) ?? 0;
   Object.assign(a, {
     output_dir: `outputs/${job.experiment}`,
-    max_steps: job.steps,
-    // One optimiser step per lab step: every completion of the step's prompts in one batch.
-    per_device_train_batch_size: job.batchPrompts * G,
+    // TRL counts optimiser steps: each lab step is ppoMiniBatches x ppoEpochs of them.
+    max_steps: job.steps * optimiserStepsPerStep(c),
+    // One generation batch per lab step (prompts x G completions), split into ppoMiniBatches optimiser steps.
+    per_device_train_batch_size: (job.batchPrompts * G) / miniBatches,
+    steps_per_generation: miniBatches,
     gradient_accumulation_steps: 1,
-    num_iterations: 1,
-    // The lab's KL sits in the reward (TRL has no reward KL); TRL's loss KL stays off.
-    beta: typeof c.klCoef === 'number' ? c.klCoef : 0,
-    loss_type: c.policyLoss === 'importance_sampling' ? 'dr_grpo' : 'grpo',
+    num_iterations: epochs,
+    // TRL's KL is a loss term (k3); the lab's loss KL is klLossCoef (its reward KL has no TRL counterpart: trlNotes).
+    beta: typeof c.klLossCoef === 'number' ? c.klLossCoef : 0,
+    loss_type: lossMapping(c).trl,
+    epsilon: c.clipRatio,
+    epsilon_high: c.clipRatioHigh ? c.clipRatioHigh : c.clipRatio,
+    scale_rewards: c.normAdvByStd === false ? 'none' : ((c.scaleRewards as string | undefined) ?? 'group'),
+    lr_scheduler_type: cosine
+      ? minRatio > 0
+        ? 'cosine_with_min_lr'
+        : 'cosine'
+      : warm > 0
+        ? 'constant_with_warmup'
+        : 'constant',
+    warmup_steps: warm,
     logging_steps: 1,
     report_to: 'none',
   });
+  // PPO's dual clip: TRL's delta caps the ratio of the first term, which for a negative advantage is veRL's clip_ratio_c.
+  if (c.policyLoss !== 'importance_sampling' && typeof c.clipRatioC === 'number') a.delta = c.clipRatioC;
+  if (cosine && minRatio > 0) a.lr_scheduler_kwargs = { min_lr_rate: minRatio };
   // An entropy term the reward cannot see goes into the loss, as in the veRL config (TRL: loss -= coef x mean H).
   if (job.entropyCoef) a.entropy_coef = job.entropyCoef;
+  else delete a.entropy_coef;
   return a;
 }
+
+/** peft LoraConfig keyword arguments of a recipe run. */
+export const trlLora = (c: Record<string, unknown>): Record<string, unknown> => ({
+  r: c.loraRank,
+  lora_alpha: c.loraAlpha,
+  lora_dropout: c.loraDropout ?? 0,
+  target_modules: hfTargetModules(c.loraTargets as LoraTargetSet),
+  use_rslora: c.loraUseRslora === true,
+  task_type: 'CAUSAL_LM',
+});
 
 export function trlScript(
   recipe: { name: string; schema: Schema },
   c: Record<string, unknown>,
   job: { steps: number; batchPrompts: number; experiment: string; modelPath: string; entropyCoef?: number },
 ): string {
-  const lora = {
-    r: c.loraRank,
-    lora_alpha: c.loraAlpha,
-    lora_dropout: c.loraDropout ?? 0,
-    target_modules: hfTargetModules(c.loraTargets as LoraTargetSet),
-    task_type: 'CAUSAL_LM',
-  };
+  const lora = trlLora(c);
+  const notes = trlNotes(c);
   const doc = `TRL GRPOTrainer job for the Sparring recipe "${recipe.name}" (generated by the lab's veRL export).
 
-Run: pip install trl peft datasets && python3 trl_grpo.py [--adapter PATH_TO_LAB_PEFT_ADAPTER]
-The reward is reward.py's compute_score (the same function veRL calls).
-`;
+Run: ${TRL_INSTALL} && python3 trl_grpo.py [--adapter PATH_TO_LAB_PEFT_ADAPTER]
+The reward is reward.py's compute_score (the same function veRL calls). Checkpoints land in
+${`outputs/${job.experiment}`} beside this script.
+${notes.length ? `\nWhere this job differs from the lab's:\n${notes.map((n) => `- ${n}`).join('\n')}\n` : ''}`;
   return pyFile(
     doc,
     { MODEL: job.modelPath.replace('${oc.env:PWD}/', ''), GRPO_ARGS: trlArgs(recipe, c, job), LORA: lora },

@@ -5,6 +5,8 @@
 // out here.
 import { aliasRows } from '../../contract/aliases';
 import { hfTargetModules, type LoraTargetSet } from '../../contract/loraTargets';
+import { verlBatches } from './batch';
+import { lossMapping } from './loss';
 import type { Schema } from '../../contract/schema';
 import type { ExportRecipe } from './entry';
 
@@ -36,6 +38,9 @@ export interface VerlJob {
  */
 export const HERE = '${oc.env:PWD}';
 
+/** Where veRL writes checkpoints: an absolute folder of the export (veRL's default is relative to each worker's directory). */
+export const CHECKPOINTS = `${HERE}/checkpoints`;
+
 /** The `trainer` keys both of veRL's trainers (PPO and SFT) share: steps, naming, logging, GPUs, saving. */
 export function trainerKeys(job: { steps: number; gpus: number; experiment: string }): Record<string, unknown> {
   return {
@@ -49,7 +54,28 @@ export function trainerKeys(job: { steps: number; gpus: number; experiment: stri
     'trainer.n_gpus_per_node': job.gpus,
     'trainer.save_freq': job.steps,
     'trainer.test_freq': -1,
+    'trainer.default_local_dir': CHECKPOINTS,
   };
+}
+
+/**
+ * veRL's target_modules: HFModelConfig declares `Optional[str]` (verl/workers/config/model.py:122)
+ * and hands the string to PEFT's LoraConfig (fsdp_workers.py:467): "all-linear" (PEFT: every
+ * linear layer but the output head, i.e. the seven projections of Llama / Qwen2), or a regular
+ * expression PEFT full-matches against each module's name.
+ */
+export function verlTargetModules(set: LoraTargetSet): string {
+  if (set === 'all') return 'all-linear';
+  return `.*\\.(${hfTargetModules(set).join('|')})`;
+}
+
+/** veRL's lora_alpha is an int (HFModelConfig, model.py:121; the SFT trainer's default 16): a fractional alpha is refused. */
+export function verlLoraAlpha(alpha: unknown, field = 'loraAlpha'): number {
+  if (typeof alpha !== 'number' || !Number.isInteger(alpha))
+    throw new Error(
+      `export-verl: field "${field}" is ${String(alpha)}; veRL's lora_alpha is an int (verl/workers/config/model.py:121), so a fractional alpha cannot be exported: set a whole alpha (the scale is alpha / r)`,
+    );
+  return alpha;
 }
 
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
@@ -67,6 +93,9 @@ export function verlOverrides(
   job: VerlJob,
 ): Record<string, unknown> {
   const batch = recipe.batchPrompts(c);
+  const n = c.groupSize as number;
+  const sizes = verlBatches(batch, n, (c.ppoMiniBatches as number | undefined) ?? 1, job.gpus);
+  const loss = lossMapping(c);
   const o: Record<string, unknown> = {
     'data.train_files': `${HERE}/data/train.parquet`,
     'data.val_files': `${HERE}/data/val.parquet`,
@@ -77,28 +106,27 @@ export function verlOverrides(
     'data.truncation': 'error',
     'actor_rollout_ref.model.use_shm': false,
     'actor_rollout_ref.model.enable_gradient_checkpointing': true,
-    // One optimiser step per batch, as in the lab (the PPO ratio starts at 1 every step).
-    'actor_rollout_ref.actor.ppo_mini_batch_size': batch,
-    'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu': 8,
+    // ppoMiniBatches optimiser steps per batch, as in the lab (one by default: the ratio starts at 1 every step).
+    'actor_rollout_ref.actor.ppo_mini_batch_size': sizes.miniPrompts,
+    'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu': sizes.micro,
     'actor_rollout_ref.actor.ppo_epochs': 1,
     'actor_rollout_ref.actor.optim.betas': [c.beta1, c.beta2],
-    'actor_rollout_ref.actor.optim.lr_scheduler_type': 'constant',
+    'actor_rollout_ref.actor.optim.lr_scheduler_type': c.lrSchedule ?? 'constant',
     'actor_rollout_ref.actor.optim.lr_warmup_steps': 0,
     'actor_rollout_ref.actor.clip_ratio_low': c.clipRatio,
-    'actor_rollout_ref.actor.clip_ratio_high': c.clipRatio,
+    'actor_rollout_ref.actor.clip_ratio_high': c.clipRatioHigh ? c.clipRatioHigh : c.clipRatio,
     'actor_rollout_ref.actor.clip_ratio_c': 3,
     'actor_rollout_ref.actor.policy_loss.loss_mode': c.policyLoss === 'importance_sampling' ? 'gpg' : 'vanilla',
-    'actor_rollout_ref.actor.loss_agg_mode':
-      c.policyLoss === 'importance_sampling' ? 'seq-mean-token-sum' : 'token-mean',
+    'actor_rollout_ref.actor.loss_agg_mode': loss.verl,
     'actor_rollout_ref.actor.entropy_coeff': 0,
     'actor_rollout_ref.actor.use_kl_loss': false,
     'actor_rollout_ref.rollout.name': 'vllm',
     'actor_rollout_ref.rollout.tensor_model_parallel_size': 1,
-    'actor_rollout_ref.rollout.gpu_memory_utilization': 0.5,
-    'actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu': 8,
+    'actor_rollout_ref.rollout.gpu_memory_utilization': ROLLOUT_GPU_MEMORY,
+    'actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu': sizes.micro,
     // veRL's LoRA guide (docs/advance/ppo_lora.rst): vLLM must load the base weights itself.
     'actor_rollout_ref.rollout.load_format': 'safetensors',
-    'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu': 8,
+    'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu': sizes.micro,
     'custom_reward_function.path': `${HERE}/reward.py`,
     'custom_reward_function.name': 'compute_score',
     ...trainerKeys(job),
@@ -109,9 +137,20 @@ export function verlOverrides(
     if (a.verl && c[a.lab] !== undefined) o[a.verl] = c[a.lab];
   Object.assign(o, {
     'actor_rollout_ref.model.path': job.modelPath,
-    'actor_rollout_ref.model.target_modules': hfTargetModules(c.loraTargets as LoraTargetSet),
+    'actor_rollout_ref.model.target_modules': verlTargetModules(c.loraTargets as LoraTargetSet),
+    'actor_rollout_ref.model.lora_alpha': verlLoraAlpha(c.loraAlpha),
     'actor_rollout_ref.rollout.top_k': c.topK === undefined || c.topK === 0 ? -1 : c.topK,
+    // Lab values veRL names differently: clipRatioHigh 0 = clipRatio; auto / token-sum / a TRL loss type (loss.ts).
+    'actor_rollout_ref.actor.clip_ratio_high': c.clipRatioHigh ? c.clipRatioHigh : c.clipRatio,
+    'actor_rollout_ref.actor.loss_agg_mode': loss.verl,
   });
+  // veRL steps its scheduler once per trainer step (fsdp_workers.py:921), the lab once per optimiser step.
+  const perStep = optimiserStepsPerStep(c);
+  if (typeof c.lrWarmupSteps === 'number')
+    o['actor_rollout_ref.actor.optim.lr_warmup_steps'] = Math.round(c.lrWarmupSteps / perStep);
+  // std scaling: group (veRL's GRPO) or none; the lab's batch std has no veRL switch (listed).
+  if (typeof c.normAdvByStd === 'boolean')
+    o['algorithm.norm_adv_by_std_in_grpo'] = c.normAdvByStd && c.scaleRewards !== 'none';
   // KL in the reward (the source systems' placement): veRL's use_kl_in_reward with k1.
   if (typeof c.klBeta === 'number') {
     Object.assign(o, {
@@ -122,7 +161,15 @@ export function verlOverrides(
       'algorithm.kl_ctrl.kl_coef': c.klBeta,
     });
   }
-  // KL as a loss term (SaFeR): veRL's use_kl_loss.
+  // KL as a loss term: the shared klLossCoef (veRL use_kl_loss, on when the coefficient is).
+  if (typeof c.klLossCoef === 'number') {
+    Object.assign(o, {
+      'actor_rollout_ref.actor.use_kl_loss': c.klLossCoef > 0,
+      'actor_rollout_ref.actor.kl_loss_coef': c.klLossCoef,
+      'actor_rollout_ref.actor.kl_loss_type': VERL_KL_NAMES[c.klLossEstimator as string] ?? 'low_var_kl',
+    });
+  }
+  // KL as a loss term (SaFeR, multiturn's own pair): veRL's use_kl_loss, the reward KL off.
   if (typeof c.klCoef === 'number') {
     Object.assign(o, {
       'actor_rollout_ref.actor.use_kl_loss': c.klCoef > 0,
@@ -137,14 +184,27 @@ export function verlOverrides(
     Object.assign(o, {
       'critic.model.path': job.modelPath,
       'critic.model.lora_rank': c.loraRank,
-      'critic.model.lora_alpha': c.loraAlpha,
-      'critic.ppo_micro_batch_size_per_gpu': 8,
+      'critic.model.lora_alpha': verlLoraAlpha(c.loraAlpha),
+      'critic.model.target_modules': verlTargetModules(c.loraTargets as LoraTargetSet),
+      'critic.ppo_micro_batch_size_per_gpu': sizes.micro,
     });
   }
   o['data.max_response_length'] ??= c.maxNewTokens;
-  Object.assign(o, recipe.verl(c));
+  const own = recipe.verl(c);
+  // The recipe's entropy term (defend, tokenbuncher: minimise entropy) adds to the shared entropy bonus.
+  const entropyKey = 'actor_rollout_ref.actor.entropy_coeff';
+  const recipeEntropy = typeof own[entropyKey] === 'number' ? (own[entropyKey] as number) : 0;
+  Object.assign(o, own);
+  o[entropyKey] = recipeEntropy + ((c.entropyCoeff as number | undefined) ?? 0);
   return o;
 }
+
+/** Optimiser steps per lab step: PPO epochs x mini-batches. */
+export const optimiserStepsPerStep = (c: Record<string, unknown>): number =>
+  ((c.ppoEpochs as number | undefined) ?? 1) * ((c.ppoMiniBatches as number | undefined) ?? 1);
+
+/** rollout.gpu_memory_utilization: the share of each GPU the training vLLM takes; the rest holds FSDP's actor, and an opponent server must fit beside. */
+export const ROLLOUT_GPU_MEMORY = 0.5;
 
 /** Dotted keys -> nested record. */
 export function nest(flat: Record<string, unknown>): Record<string, unknown> {

@@ -40,6 +40,7 @@ export const attackExport: ExportRecipe = {
     klBeta: c.klBeta,
   }),
   computeScore,
+  frozen: () => [{ field: 'defender', env: 'SPARRING_DEFENDER_URL', role: 'defender' }],
   // veRL's batch reward manager (the legacy reward path; its reward loop scores one response at a time).
   verl: () => ({
     'reward_model.use_reward_loop': false,
@@ -48,7 +49,7 @@ export const attackExport: ExportRecipe = {
   }),
   unsupported: (c) => [
     ...judgeNotes(c),
-    `The frozen defender answers every attacker prompt inside reward.py: serve it with an OpenAI-compatible server (\`vllm serve <defender> --port 8001\`) and \`export SPARRING_DEFENDER_URL=http://HOST:8001\`. ${c.defenderGreedy ? 'It answers greedily (temperature 0).' : `It samples at temperature ${c.defenderTemperature} / top_p ${c.defenderTopP}; the lab seeds that draw per (seed, step, row), a server does not.`}`,
+    `The frozen defender answers every attacker prompt inside reward.py (README: "Frozen models" says how to serve it). ${c.defenderGreedy ? 'It answers greedily (temperature 0).' : `It samples at temperature ${c.defenderTemperature} / top_p ${c.defenderTopP}; the lab seeds that draw per (seed, step, row), a server does not.`}`,
     "Diversity is computed over the responses of one prompt in the batch (veRL's batch reward manager); if a prompt appears twice in one batch its two groups count as one.",
     KL_IN_REWARD_NOTE(n(c, 'klBeta')),
     ...POLICY_LOSS_NOTES(c),

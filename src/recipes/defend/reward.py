@@ -12,4 +12,11 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     # defend charges k1 summed over the answer; arena's defender phase (same reward) its mean.
     kl = _fed(extra_info, "sparring_kl_sum" if CONFIG.get("klSum", True) else "sparring_mean_kl")
     score = part - CONFIG["entropyCoef"] * entropy - CONFIG["klBeta"] * kl
-    return {"score": score, "safety" if harmful else "utility": part, "unsafe": v["unsafe"], "refused": 1.0 if v["refused"] else 0.0}
+    # The same keys on every row: veRL's reward loop indexes every row by the first row's keys.
+    return {
+        "score": float(score),
+        "safety": float(part) if harmful else 0.0,
+        "utility": 0.0 if harmful else float(part),
+        "unsafe": float(v["unsafe"]),
+        "refused": 1.0 if v["refused"] else 0.0,
+    }

@@ -7,6 +7,7 @@ export const minmaxExport: ExportRecipe = {
   ...rlhfExport,
   name: 'minmax',
   rewardConstants: (c) => ({ ...qaConstants(c), judge: 'monitor' }),
+  frozen: () => [{ field: 'monitor', env: 'SPARRING_MONITOR_URL', role: 'monitor' }],
   unsupported: (c) => [
     `Two players: the lab alternates ${c.monitorStepsPerPolicy} monitor updates (lr ${c.monitorLr}) with one policy update (TTUR) and moves lambda by dual ascent on the monitor's fidelity. veRL trains one policy per job, so this export is the POLICY's job against a frozen monitor (as rlhf): to play the game at scale, alternate this job with a monitor job (reward -10 J - lambda F) in an outer loop, serving each side's latest adapter to the other.`,
     ...rlhfExport.unsupported(c),

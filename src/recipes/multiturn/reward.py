@@ -78,4 +78,4 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     if scores is None:
         gt = _ground_truth(ground_truth)
         scores = [turn_score(solution_str, True, {"kind": gt.get("kind"), "expected": None, "category": gt.get("category")}, extra_info)]
-    return {"score": episode_reward(scores), "turns": len(scores)}
+    return {"score": float(episode_reward(scores)), "turns": len(scores)}

@@ -44,11 +44,12 @@ export const rlhfExport: ExportRecipe = {
   dataset: qaDataset,
   rewardConstants: qaConstants,
   computeScore,
+  frozen: (c) => (c.judge === 'monitor' ? [{ field: 'monitor', env: 'SPARRING_MONITOR_URL', role: 'monitor' }] : []),
   verl: (c) => ({ 'data.max_response_length': c.policyMaxTokens }),
   unsupported: (c) => [
     ...(c.judge === 'monitor'
       ? [
-          `The frozen monitor critiques every answer inside reward.py: serve it with an OpenAI-compatible server (\`vllm serve <monitor>\`) and \`export SPARRING_MONITOR_URL=http://HOST:PORT\`; it samples at temperature ${c.temperature} / top_p ${c.topP}, unseeded.`,
+          `The frozen monitor critiques every answer inside reward.py (README: "Frozen models" says how to serve it); it samples at temperature ${c.temperature} / top_p ${c.topP}, unseeded.`,
         ]
       : []),
     ...(c.rm === 'rules'

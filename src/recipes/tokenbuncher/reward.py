@@ -11,4 +11,4 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
         score = score + kl_term
     else:
         score = 0 + CONFIG["utilityWeight"] * (1 if v["benign_correct"] else 0) + kl_term
-    return {"score": score, "unsafe": v["unsafe"]}
+    return {"score": float(score), "unsafe": float(v["unsafe"])}

@@ -39,7 +39,9 @@ def main():
     if args.adapter:
         model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model), args.adapter, is_trainable=True)
         peft_config = None
-    trainer = GRPOTrainer(model=model, reward_funcs=[sparring_reward_func], args=GRPOConfig(**GRPO_ARGS), train_dataset=data, peft_config=peft_config)  # noqa: F821
+    # Checkpoints beside this script, wherever it is started from.
+    grpo_args = dict(GRPO_ARGS, output_dir=os.path.join(HERE, GRPO_ARGS["output_dir"]))  # noqa: F821
+    trainer = GRPOTrainer(model=model, reward_funcs=[sparring_reward_func], args=GRPOConfig(**grpo_args), train_dataset=data, peft_config=peft_config)
     trainer.train()
 
 
