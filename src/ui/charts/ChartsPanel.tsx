@@ -74,11 +74,12 @@ export function ChartsPanel() {
 function RecipeCharts({ recipe, runIds, titled }: { recipe: string; runIds: string[]; titled: boolean }) {
   const runKey = runIds.join('\n');
   const hasOther = useRunStore((s) => groupMetrics(OTHER_GROUP, metricNames(s, runIds)).length > 0);
+  const labels = useRunStore((s) => runIds.map((id) => s.runs[id]?.info.label ?? id).join(', '));
   return (
     <section className="recipe-charts" data-testid="recipe-charts" data-recipe={recipe}>
       {titled && (
         <h3 className="recipe-charts-head">
-          {recipe} · {runIds.length} run{runIds.length === 1 ? '' : 's'}
+          {recipe}: {labels}
         </h3>
       )}
       <div className="chart-grid">
