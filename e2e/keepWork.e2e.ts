@@ -119,6 +119,37 @@ describe('a run keeps its work and lives in one place', () => {
     checkPeftZip(zip.bytes);
   });
 
+  it('"Stop and discard" keeps nothing of the run, and says so when asked to export it', async () => {
+    const { page } = lab;
+    await autosave(page, '0');
+    await fillSft(page, { seed: '6' });
+    const runId = await start(page);
+    await waitFor(page, stepAtLeast(2), 90_000);
+    await button(page, 'Stop and discard').click();
+    await waitFor(page, stateIs('stopped'), 60_000);
+    await expect(page.locator(`[data-testid="checkpoint-run"][data-run="${runId}"]`).count()).resolves.toBe(0);
+    await button(page, 'Adapter (PEFT zip)').click();
+    const msg = page.getByTestId('export-message');
+    await waitFor(
+      page,
+      `document.querySelector('[data-testid="export-message"]')?.getAttribute('data-error') === 'true'`,
+    );
+    await expect(msg.textContent()).resolves.toContain(`run ${runId} has no checkpoint to export from`);
+    // Import with no live run: nothing claims that a run "continues unchanged".
+    await page.setInputFiles('[data-testid="import-adapter"]', {
+      name: 'adapter.zip',
+      mimeType: 'application/zip',
+      buffer: Buffer.from([0x50, 0x4b, 5, 6]),
+    });
+    await waitFor(
+      page,
+      `/adapter\\.zip into/.test(document.querySelector('[data-testid="export-message"]')?.textContent ?? '')`,
+    );
+    await expect(msg.textContent()).resolves.toBe(
+      'Adapter not imported: no run is live to load adapter.zip into. Start a run, or Restore a checkpoint, first.',
+    );
+  });
+
   it('a paused run at its step limit does not resume past it until the limit is raised', async () => {
     const { page } = lab;
     await fillSft(page, { seed: '4', maxSteps: '2', then: 'pause' });
