@@ -96,7 +96,7 @@ describe('a run keeps its work and lives in one place', () => {
     const step = Number(await runState(page).getAttribute('data-step'));
     expect(step).toBeGreaterThanOrEqual(3);
     // The final checkpoint is listed under its run, at the step the run stopped.
-    await expect(page.getByText(`stopped · step ${step}`, { exact: true }).count()).resolves.toBe(1);
+    await page.getByText(`stopped · step ${step}`, { exact: true }).waitFor({ timeout: 10_000 });
 
     const zip = await download(page, 'Adapter (PEFT zip)');
     expect(zip.name).toBe(`attacker-sft-attacker-step${step}-adapter.zip`);
@@ -192,6 +192,18 @@ describe('a run keeps its work and lives in one place', () => {
       'A run is live: Stop it (its last state is saved) before starting another.',
     );
     await waitFor(page, stepAtLeast(3), 90_000);
+    // A second tab does not take the run for an interrupted one: it is live here.
+    const [other] = await Promise.all([
+      page.context().waitForEvent('page'),
+      page.evaluate(() => void window.open(window.location.href, '_blank')),
+    ]);
+    await other.waitForSelector('[data-testid="recipe-select"] option[value="attacker-sft"]', {
+      state: 'attached',
+      timeout: 90_000,
+    });
+    await other.waitForTimeout(1500);
+    await expect(runState(other).getAttribute('data-state')).resolves.toBe('idle');
+    await other.close();
     await page.reload();
     await page.waitForFunction(
       () => document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') !== '',

@@ -45,6 +45,10 @@ describe('interruptedRun', () => {
 
   it('skips an open run without checkpoints, and offers nothing once every run has ended', () => {
     expect(interruptedRun([rec('a', 'running', 5), rec('b', 'paused', 3)], [ck('b', 2, 3)])?.record.id).toBe('b');
+    // A run live in another tab (its worker holds the run's lock) was not interrupted.
+    const both = [ck('a', 1, 5), ck('b', 2, 3)];
+    expect(interruptedRun([rec('a', 'running', 5), rec('b', 'running', 3)], both)?.record.id).toBe('a');
+    expect(interruptedRun([rec('a', 'running', 5), rec('b', 'running', 3)], both, new Set(['a']))?.record.id).toBe('b');
     expect(interruptedRun([rec('a', 'stopped', 5), rec('b', 'finished', 3)], [ck('a', 2, 3), ck('b', 2, 3)])).toBe(
       null,
     );

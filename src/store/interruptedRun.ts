@@ -13,15 +13,28 @@ export interface InterruptedRun {
   checkpoint: CheckpointSummary;
 }
 
+/** Names of the Web Locks held now on this origin (empty without the API). */
+export async function heldLocks(): Promise<Set<string>> {
+  const locks = (globalThis as { navigator?: { locks?: { query(): Promise<{ held?: { name?: string }[] }> } } })
+    .navigator?.locks;
+  if (!locks) return new Set();
+  const q = await locks.query();
+  return new Set((q.held ?? []).map((l) => l.name ?? ''));
+}
+
 /**
- * The newest run (by its record's last update) that never ended and has a finite checkpoint, with
+ * The newest run (by its record's last update) that never ended, is not live in another tab, and has a finite checkpoint, with
  * that checkpoint (the highest step; the newest among equal steps); null when there is none.
  */
 export function interruptedRun(
   records: readonly RunRecord[],
   checkpoints: readonly CheckpointSummary[],
+  /** Runs live in another tab now (their worker holds runLock(id)): not interrupted. */
+  liveElsewhere: ReadonlySet<string> = new Set(),
 ): InterruptedRun | null {
-  const open = records.filter((r) => OPEN.has(r.status)).sort((a, b) => b.updated - a.updated || b.created - a.created);
+  const open = records
+    .filter((r) => OPEN.has(r.status) && !liveElsewhere.has(r.id))
+    .sort((a, b) => b.updated - a.updated || b.created - a.created);
   for (const record of open) {
     let best: CheckpointSummary | null = null;
     for (const c of checkpoints) {

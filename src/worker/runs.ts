@@ -39,6 +39,7 @@ import {
 } from './autosave';
 import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
+import { runLock } from '../contract/storageFormat';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 
 type ReportSink = (report: StepReport) => unknown;
@@ -357,6 +358,24 @@ async function runLoop(a: ActiveRun): Promise<void> {
   }
 }
 
+type Locks = { request(name: string, fn: () => Promise<void>): Promise<void> };
+
+/** fn holding the run's Web Lock (another tab then knows the run is live here); without the API, fn as is. */
+function holdingRunLock(runId: string, fn: () => Promise<void>): Promise<void> {
+  const locks = (globalThis as { navigator?: { locks?: Locks } }).navigator?.locks;
+  if (!locks) return fn();
+  let ran = false;
+  const held = () => {
+    ran = true;
+    return fn();
+  };
+  // A lock manager that refuses (an opaque origin) must not stop the run; fn itself never runs twice.
+  return locks.request(runLock(runId), held).catch((e: unknown) => {
+    if (ran) throw e;
+    return fn();
+  });
+}
+
 /** Validates and, when valid, starts a run (stopping an active one first). */
 export async function startRun(
   recipeName: string,
@@ -437,7 +456,7 @@ async function launch(
   state = resume?.paused ? 'paused' : 'running';
   error = null;
   detail = null;
-  a.loop = runLoop(a);
+  a.loop = holdingRunLock(a.runId, () => runLoop(a));
   return { ok: true, status: runStatus() };
 }
 

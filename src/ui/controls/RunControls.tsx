@@ -47,11 +47,11 @@ function useRecipesAndLink() {
           const d = decodeSetup(window.location.search, Object.fromEntries(list.map((r) => [r.name, r.schema])));
           if (d) useSetup.getState().applyLink(d);
           setLinkApplied(true);
-          // The run that was live when the page went away comes back here, paused.
-          void showInterruptedRun().catch((e: Error) =>
-            patch({ commandError: `Could not read the run that was live before the reload: ${e.message}` }),
-          );
         }
+        // The run that was live when the page (or the engine, at a backend change) went away comes back here, paused.
+        void showInterruptedRun().catch((e: Error) =>
+          patch({ commandError: `Could not read the run that was live before the reload: ${e.message}` }),
+        );
       })
       .catch((e: Error) => live && patch({ commandError: e.message }));
     return () => {
@@ -136,7 +136,10 @@ export function RunControls() {
 
   const start = () => {
     if (invalid.length > 0) {
-      useSetup.getState().patch({ startTried: true, ...(status.state === 'error' ? { status: IDLE_STATUS } : {}) });
+      // An older run's error says nothing about this start: the message beside Start replaces it.
+      useSetup
+        .getState()
+        .patch({ startTried: true, commandError: null, ...(status.state === 'error' ? { status: IDLE_STATUS } : {}) });
       return;
     }
     useSetup.getState().patch({ startTried: false });

@@ -11,7 +11,8 @@ import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { maxStepsError, seedError, type AtMax, type FormValues } from '../../store/setupUrl';
 import { engine } from '../../store/engineStore';
 import { runLogs, useCheckpoints } from '../../store/checkpointStore';
-import { interruptedRun } from '../../store/interruptedRun';
+import { heldLocks, interruptedRun } from '../../store/interruptedRun';
+import { runLock } from '../../contract/storageFormat';
 import type { RunStatus } from '../../contract/workerApi';
 
 export async function runCommand(
@@ -169,18 +170,26 @@ export async function resumeOrStep(step: boolean): Promise<void> {
   else await runCommand('resuming', (e) => e.resumeRun());
 }
 
-let offered = false;
+let looking: Promise<void> | null = null;
 
 /**
- * Once per page, when nothing runs yet: the run that was live before the page went away, shown
- * paused at its newest checkpoint with its history in the charts (Resume continues it).
+ * When the engine is ready and nothing runs: the run that was live before the page (or the
+ * engine worker, at a backend change) went away, shown paused at its newest checkpoint with its
+ * history in the charts (Resume continues it, Stop ends it).
  */
-export async function showInterruptedRun(): Promise<void> {
-  if (offered) return;
-  offered = true;
+export function showInterruptedRun(): Promise<void> {
+  looking ??= findInterruptedRun().finally(() => {
+    looking = null;
+  });
+  return looking;
+}
+
+async function findInterruptedRun(): Promise<void> {
   await useCheckpoints.getState().startup();
+  await useCheckpoints.getState().refresh();
   const [records, list] = [await runLogs().listRuns(), useCheckpoints.getState().list];
-  const found = interruptedRun(records, list);
+  const held = await heldLocks();
+  const found = interruptedRun(records, list, new Set(records.map((r) => r.id).filter((id) => held.has(runLock(id)))));
   const s = useSetup.getState();
   if (!found || s.status.state !== 'idle' || s.busy !== null) return;
   const { record, checkpoint: c } = found;
