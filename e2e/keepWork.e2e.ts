@@ -27,6 +27,17 @@ const SFT: Record<string, string> = {
 };
 
 const runState = (page: Page) => page.getByTestId('run-state');
+
+/** One report of another run, as a replayed JSONL line. */
+const REPLAYED = {
+  runId: 'x',
+  recipe: 'redteam',
+  step: 0,
+  time: 0,
+  metrics: { 'reward/mean': 0.5 },
+  samples: [],
+  timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 },
+};
 const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
 
 async function waitFor(page: Page, pred: string, timeout = 60_000): Promise<void> {
@@ -89,7 +100,7 @@ describe('a run keeps its work and lives in one place', () => {
     const { page } = lab;
     await autosave(page, '0'); // no autosave: only Stop's own save can make the export possible
     await fillSft(page, { seed: '3' });
-    await start(page);
+    const runId = await start(page);
     await waitFor(page, stepAtLeast(3), 90_000);
     await button(page, 'Stop').click();
     await waitFor(page, stateIs('stopped'), 60_000);
@@ -106,6 +117,54 @@ describe('a run keeps its work and lives in one place', () => {
     const st = parseSafetensors(merged.bytes, merged.name);
     expect(st.names()).toContain('model.layers.0.self_attn.q_proj.weight');
     await expect(page.getByTestId('export-message').getAttribute('data-error')).resolves.toBe('false');
+    // The checkpoint list heads the run's saves with its id.
+    await expect(page.locator(`[data-testid="checkpoint-run"][data-run="${runId}"]`).textContent()).resolves.toMatch(
+      new RegExp(`^Run ${runId} · \\d+ checkpoints?$`),
+    );
+
+    // A replay loaded on the charts does not change which run "Run log (JSONL)" exports.
+    const replay = { ...REPLAYED, runId: 'someone-elses-run' };
+    await page.setInputFiles('[data-testid="replay-input"]', {
+      name: 'other.jsonl',
+      mimeType: 'application/x-ndjson',
+      buffer: Buffer.from(JSON.stringify(replay) + '\n'),
+    });
+    await page.getByTestId('replay-loaded').waitFor();
+    const log = await download(page, 'Run log (JSONL)');
+    expect(log.name).toBe(`${runId}.jsonl`);
+    const lines = strFromU8(log.bytes).trim().split('\n');
+    expect(lines.length).toBe(step);
+    expect(lines.every((l) => (JSON.parse(l) as { runId: string }).runId === runId)).toBe(true);
+  });
+
+  it('the Device dialog sits above the charts and the run buttons: a click inside it lands in it', async () => {
+    const { page } = lab;
+    await page.getByTestId('device-badge').click();
+    const dialog = page.getByRole('dialog', { name: 'Device' });
+    await dialog.waitFor();
+    const box = (await dialog.boundingBox())!;
+    // Every point of a chart canvas or of the Stop button that lies under the dialog belongs to the dialog.
+    const covered = await page.evaluate((b) => {
+      // Bring the charts under the dialog.
+      document.querySelector('[data-testid="panel-charts"]')?.scrollIntoView();
+      const targets = [
+        ...document.querySelectorAll<HTMLElement>('.chart-plot canvas, .chart-plot .u-over'),
+        document.querySelector<HTMLElement>('[data-testid="run-stop"]')!,
+      ];
+      const out: string[] = [];
+      for (const t of targets) {
+        const r = t.getBoundingClientRect();
+        // 12 px inside the dialog's edge: clear of its rounded corners.
+        const x = Math.min(Math.max(r.left + r.width / 2, b.x + 12), b.x + b.width - 12);
+        const y = Math.min(Math.max(r.top + r.height / 2, b.y + 12), b.y + b.height - 12);
+        const hit = document.elementFromPoint(x, y);
+        if (!hit?.closest('[role="dialog"]')) out.push(`${t.tagName}.${t.className} at ${x},${y}: ${hit?.tagName}`);
+      }
+      return out;
+    }, box);
+    expect(covered).toEqual([]);
+    await page.keyboard.press('Escape');
+    await expect(dialog.count()).resolves.toBe(0);
   });
 
   it('"Max steps 2, then stop" leaves the step-2 adapter to export', async () => {
