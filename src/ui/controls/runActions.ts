@@ -104,6 +104,9 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
   }
   patch({ busy: 'starting', commandError: null, workerErrors: {}, stepTimes: [] });
   try {
+    // A run shown from before a reload that the user starts over (the guided demo does): it ended here.
+    const { detached } = useSetup.getState();
+    if (detached) await runLogs().markEnded(detached.runId, 'stopped');
     const { onReport, onStatus } = runCallbacks();
     const r = await engine().startRun(o.recipe, o.values, Number(o.seed), onReport, onStatus);
     if (r.ok) {
