@@ -106,7 +106,10 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
   try {
     // A run shown from before a reload that the user starts over (the guided demo does): it ended here.
     const { detached } = useSetup.getState();
-    if (detached) await runLogs().markEnded(detached.runId, 'stopped');
+    if (detached)
+      await runLogs()
+        .markEnded(detached.runId, 'stopped')
+        .catch(() => false);
     const { onReport, onStatus } = runCallbacks();
     const r = await engine().startRun(o.recipe, o.values, Number(o.seed), onReport, onStatus);
     if (r.ok) {
