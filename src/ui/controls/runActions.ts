@@ -61,18 +61,28 @@ export function atLimit(step: number, maxSteps?: string): boolean {
   return limit !== null && step >= limit;
 }
 
-/** The run's report and status callbacks (comlink proxies): the run store, the panel, the step limit. */
-function runCallbacks() {
+/**
+ * The run's report and status callbacks (comlink proxies): the run store, the panel, the step
+ * limit. The limit is the start's own (`limit`, default the form's) until Max steps is edited in
+ * the form (raised while paused, say): from then on the form's.
+ */
+function runCallbacks(limit?: { maxSteps: string; atMax: AtMax }) {
   const { patch } = useSetup.getState();
+  const formAtStart = useSetup.getState().maxSteps;
+  const current = () => {
+    const s = useSetup.getState();
+    return !limit || s.maxSteps !== formAtStart ? { maxSteps: s.maxSteps, atMax: s.atMax } : limit;
+  };
   let limitHitAt: number | null = null;
   const onReport = Comlink.proxy(async (report: StepReport) => {
     useRunStore.getState().append(report, 'live');
     useSetup.getState().stepDone(Date.now());
-    if (atLimit(report.step + 1) && limitHitAt !== report.step) {
+    const now = current();
+    if (atLimit(report.step + 1, now.maxSteps) && limitHitAt !== report.step) {
       limitHitAt = report.step;
       patch({ status: await engine().pauseRun() });
       // Stopping must wait for this callback to return (the run loop awaits it); Stop saves the final checkpoint.
-      if (useSetup.getState().atMax === 'stop') setTimeout(() => void runCommand('stopping', (e) => e.stopRun()), 0);
+      if (now.atMax === 'stop') setTimeout(() => void runCommand('stopping', (e) => e.stopRun()), 0);
     }
   });
   const onStatus = Comlink.proxy((s: RunStatus) => {
@@ -110,7 +120,7 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
       await runLogs()
         .markEnded(detached.runId, 'stopped')
         .catch(() => false);
-    const { onReport, onStatus } = runCallbacks();
+    const { onReport, onStatus } = runCallbacks({ maxSteps: o.maxSteps, atMax: o.atMax });
     const r = await engine().startRun(o.recipe, o.values, Number(o.seed), onReport, onStatus);
     if (r.ok) {
       patch({ status: r.status, runConfig: { recipe: o.recipe, values: o.values }, startTried: false, detached: null });
