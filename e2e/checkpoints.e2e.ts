@@ -1,6 +1,6 @@
 // Checkpoints in the browser: the worker autosaves a live run into IndexedDB, the tab reloads
-// (the worker and the run die with it), the Checkpoints panel offers the newest run's checkpoint,
-// and the resumed run produces the same steps as a run of the same seed that was never
+// (the worker and the run die with it), Run setup shows that run paused at its newest checkpoint,
+// and the run resumed there produces the same steps as a run of the same seed that was never
 // interrupted. Then the list: rename, delete, storage use.
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
@@ -157,18 +157,18 @@ describe('checkpoints', () => {
       `checkpoints of ${runB} among ${all.map((m) => `${m.runId}@${m.step}`).join(', ')}`,
     ).toBeGreaterThan(0);
     const k = Math.max(...saved.map((m) => m.step));
-    await page.waitForSelector('[data-testid="resume-latest"]', { timeout: 30_000 });
-    await expect(page.textContent('[data-testid="resume-offer"]')).resolves.toContain(runB);
-    await expect(page.textContent('[data-testid="resume-offer"]')).resolves.toContain(`step ${k}`);
-    await page.click('[data-testid="resume-latest"]');
+    // Run setup shows the run that was live, paused at its newest checkpoint.
+    await waitFor(page, `${attr('[data-testid="run-state"]', 'data-run')} === ${JSON.stringify(runB)}`, 30_000);
+    await expect(page.getAttribute('[data-testid="run-state"]', 'data-state')).resolves.toBe('paused');
+    await expect(page.getAttribute('[data-testid="run-state"]', 'data-step')).resolves.toBe(String(k));
+    await page.click('[data-testid="run-resume"]');
 
     // Resuming reloads the model in the worker: allow for a machine busy with other work.
-    await waitFor(page, `${attr('[data-testid="resumed-state"]', 'data-run')} === ${JSON.stringify(runB)}`, 90_000);
-    // It starts at the checkpoint's step, not at 0.
-    expect(Number(await page.getAttribute('[data-testid="resumed-state"]', 'data-step'))).toBeGreaterThanOrEqual(k);
-    await waitFor(page, `Number(${attr('[data-testid="resumed-state"]', 'data-step')}) >= ${k + 2}`, 120_000);
-    await page.click('[data-testid="resumed-stop"]');
-    await waitFor(page, `${attr('[data-testid="resumed-state"]', 'data-state')} === 'stopped'`);
+    await waitFor(page, `${attr('[data-testid="run-state"]', 'data-state')} === 'running'`, 90_000);
+    // It goes on from the checkpoint's step, not from 0.
+    expect(Number(await page.getAttribute('[data-testid="run-state"]', 'data-step'))).toBeGreaterThanOrEqual(k);
+    await waitFor(page, `Number(${attr('[data-testid="run-state"]', 'data-step')}) >= ${k + 2}`, 120_000);
+    await stopRun(page);
 
     // The log holds each step once: the steps after the checkpoint were cut and run again.
     const log = await runLog(page, runB);

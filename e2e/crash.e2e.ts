@@ -2,8 +2,9 @@
 // killed with SIGKILL (the whole process group: no unload, no flush) while the worker saves
 // checkpoints back to back; then it is relaunched on the same profile. After every kill:
 // every checkpoint whose manifest was in IndexedDB before the kill is still there with all its
-// chunks, chunks of the save that was cut (no manifest) are collected at the lab's start, and the
-// autosave setting typed a second before the kill is still set.
+// chunks, chunks of the save that was cut (no manifest) are collected at the lab's start, the
+// autosave setting typed a second before the kill is still set, and Run setup shows the run the
+// kill cut, paused at its checkpoint.
 //
 // CI runs a few trials; `npm run e2e:crash` runs many (SPARRING_CRASH_TRIALS, default 3 here).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -198,6 +199,7 @@ describe('hard kills during checkpoint saves', () => {
     `loses no checkpoint and no setting over ${TRIALS} kill${TRIALS === 1 ? '' : 's'}`,
     async () => {
       let before: Manifest[] = [];
+      let killedRun: string | null = null;
       let typed: string | null = null;
       let cut = 0;
       let kept = 0;
@@ -227,6 +229,19 @@ describe('hard kills during checkpoint saves', () => {
             `trial ${trial}: the autosave setting typed before the kill`,
           ).resolves.toBe(typed);
           if ((await page.$('[data-testid="orphans-collected"]')) !== null) cut++;
+          // Run setup shows the run the kill cut, paused at a checkpoint; Stop ends it (a new run needs that).
+          await page.waitForFunction(
+            (id) => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-run') === id,
+            killedRun,
+            { timeout: 30_000 },
+          );
+          await expect(page.getAttribute('[data-testid="run-state"]', 'data-state')).resolves.toBe('paused');
+          await page.click('[data-testid="run-stop"]');
+          await page.waitForFunction(
+            () => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped',
+            undefined,
+            { timeout: 10_000 },
+          );
           await dropCheckpoints(page); // checked: keep the profile small over many trials
         }
         if (trial === TRIALS) break;
@@ -236,6 +251,7 @@ describe('hard kills during checkpoint saves', () => {
         await page.fill('[data-testid="autosave-every"]', typed);
         await page.waitForTimeout(1000 + Math.floor(Math.random() * 400));
         before = (await rawStore(page)).manifests;
+        killedRun = await page.getAttribute('[data-testid="run-state"]', 'data-run');
         expect(before.length).toBeGreaterThan(0);
         await current.kill();
         current = null;

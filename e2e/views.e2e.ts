@@ -168,12 +168,14 @@ describe('lab views on the recorded example', () => {
     await page.locator('[data-testid="replay-loaded"]').waitFor();
     await expect(page.locator('[data-testid="replay-error"]').count()).resolves.toBe(0);
     await expect(page.locator('[data-testid="run-entry"]').count()).resolves.toBe(2);
-    // The arena follows the replayed run; the charts overlay both runs (legend names both).
+    // The arena follows the replayed run; the charts show both runs, a row per recipe (the
+    // example is arena, the replay redteam: their rewards are in different units).
     await expect(page.locator('[data-testid="example-notice-arena"]').count()).resolves.toBe(0);
     await expect(page.locator('[data-testid="sample"]').count()).resolves.toBe(1);
-    await expect(page.locator('[data-testid="chart-reward"] .chart-legend').textContent()).resolves.toMatch(
-      /run\.jsonl/,
-    );
+    const row = page.locator('[data-testid="recipe-charts"][data-recipe="redteam"]');
+    await expect(row.locator('.recipe-charts-head').textContent()).resolves.toBe('redteam: run.jsonl');
+    await expect(row.locator('[data-testid="chart-reward"] canvas').count()).resolves.toBeGreaterThan(0);
+    await expect(page.locator('[data-testid="recipe-charts"]').count()).resolves.toBe(2);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -1,7 +1,8 @@
 // Screenshots of the lab's main views for the README, taken from a real run: serves a production
 // build (default dist/, or the folder given), opens it in Debian's Chromium on the wasm backend,
 // starts the guided demo (sandbox arena) with teaching mode on, lets it run a few steps, pauses,
-// and writes docs/screenshots/{setup,arena,charts,heatmap,teaching}.png.
+// and writes docs/screenshots/{setup,arena,charts,heatmap,teaching}.png; then stops the run (Stop
+// saves its last state) and writes checkpoints.png.
 //
 //   npx vite build && npx tsx dev/browser/screenshots.ts [dist] [steps]
 import { existsSync, mkdirSync } from 'node:fs';
@@ -58,7 +59,15 @@ async function main(): Promise<void> {
     const box = await matrix.boundingBox();
     if (box) await page.mouse.move(box.x + box.width * 0.15, box.y + box.height * 0.5);
     await page.locator('[data-testid="pinned"]').screenshot({ path: `${OUT}/heatmap.png` });
-    console.log(`wrote ${OUT}/{teaching,setup,charts,arena,heatmap}.png after ${steps} steps`);
+    await page.click('[data-testid="run-stop"]');
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === 'stopped',
+      undefined,
+      { timeout: 120_000 },
+    );
+    await page.waitForSelector('[data-testid="checkpoint-row"]');
+    await page.locator('[data-testid="panel-checkpoints"]').screenshot({ path: `${OUT}/checkpoints.png` });
+    console.log(`wrote ${OUT}/{teaching,setup,charts,arena,heatmap,checkpoints}.png after ${steps} steps`);
   } finally {
     await browser.close();
     await server.close();

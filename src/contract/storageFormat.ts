@@ -25,6 +25,13 @@ export const logPrefix = (id: string): string => `l/${id}/`;
  */
 export const CHUNK_LOCK = 'sparring-checkpoint-chunks';
 
+/**
+ * A worker holds this Web Lock while its run is live (released when the run ends or the worker
+ * dies): a page that finds a run that never ended tells a run live in another tab from one
+ * whose tab went away.
+ */
+export const runLock = (runId: string): string => `sparring-run/${runId}`;
+
 export type TensorDtype = 'float32' | 'int32';
 
 /** Which part of the training state a tensor belongs to. */

@@ -88,7 +88,8 @@ export interface AutosavePolicy {
   keep: number;
 }
 
-export type CheckpointReason = 'autosave' | 'pause' | 'manual';
+/** `stop`: the final save when a run stops or finishes (kept: automatic pruning never deletes it). */
+export type CheckpointReason = 'autosave' | 'pause' | 'manual' | 'stop';
 
 export type CheckpointEvent =
   | {
@@ -137,6 +138,11 @@ export interface AdapterOutputs {
   logprobs: number[];
 }
 
+/** Which run an export reads: the active one, else the newest checkpoint of `runId` (or of the run that ended last). */
+export interface ExportSource {
+  runId?: string;
+}
+
 /** The checkpoint, adapter and dataset methods of the worker API. */
 export interface StorageApi {
   setAutosave(policy: AutosavePolicy): Promise<AutosavePolicy>;
@@ -154,10 +160,13 @@ export interface StorageApi {
     onStatus?: (status: RunStatus) => void,
     opts?: { paused?: boolean },
   ): Promise<StartRunResult>;
-  /** The active run's adapter as a PEFT folder zip. */
-  exportAdapter(): Promise<FileBytes>;
-  /** The active run's model with its adapter merged in, as a Hugging Face model.safetensors. */
-  exportMerged(): Promise<FileBytes>;
+  /**
+   * The run's adapter as a PEFT folder zip: the active run's, or (no active run, or `runId` names
+   * another) the newest checkpoint of `runId` (default: the run that ended last in this worker).
+   */
+  exportAdapter(opts?: ExportSource): Promise<FileBytes>;
+  /** The run's model with its adapter merged in, as a Hugging Face model.safetensors (source as exportAdapter). */
+  exportMerged(opts?: ExportSource): Promise<FileBytes>;
   /** Validate an adapter zip against the run (base model, shapes, rank, alpha, targets) and load it. */
   importAdapter(
     zip: Uint8Array,
@@ -207,8 +216,11 @@ export interface EngineApi extends StorageApi {
   resumeRun(): Promise<RunStatus>;
   /** While paused: run exactly one step; resolves after it. */
   stepRun(): Promise<RunStatus>;
-  /** Stop at the next step boundary and free the run; resolves once it is freed. */
-  stopRun(): Promise<RunStatus>;
+  /**
+   * Stop at the next step boundary, save a final checkpoint (unless the last save is of this
+   * step, or `discard`), and free the run; resolves once it is freed.
+   */
+  stopRun(opts?: { discard?: boolean }): Promise<RunStatus>;
   runStatus(): Promise<RunStatus>;
   /**
    * The setup (recipe, its field values, seed, max steps) as a veRL / TRL job folder zip, by the

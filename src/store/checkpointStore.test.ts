@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckpointSummary } from '../contract/storageFormat';
-import { eventMessage, latestCheckpoint, loadPolicy, metricSummary, storageLine } from './checkpointStore';
+import { eventMessage, groupByRun, loadPolicy, metricSummary, storageLine } from './checkpointStore';
 
 const ck = (id: string, time: number, step: number, nonFinite: string | null = null): CheckpointSummary => ({
   format: 1,
@@ -16,12 +16,14 @@ const ck = (id: string, time: number, step: number, nonFinite: string | null = n
 });
 
 describe('checkpoint panel helpers', () => {
-  it('offers the newest finite checkpoint (by time, then step)', () => {
-    expect(
-      latestCheckpoint([ck('a', 100, 4), ck('b', 200, 2), ck('c', 200, 3), ck('d', 300, 9, 'tensor "x" holds NaN')])
-        ?.id,
-    ).toBe('c');
-    expect(latestCheckpoint([])).toBeNull();
+  it('groups checkpoints by run: the run saved last first, each run highest step first', () => {
+    const c = (id: string, runId: string, time: number, step: number) => ({ ...ck(id, time, step), runId });
+    const groups = groupByRun([c('a1', 'A', 100, 2), c('b1', 'B', 150, 5), c('a2', 'A', 200, 4), c('b2', 'B', 120, 1)]);
+    expect(groups.map((g) => [g.runId, g.items.map((x) => x.id)])).toEqual([
+      ['A', ['a2', 'a1']],
+      ['B', ['b1', 'b2']],
+    ]);
+    expect(groupByRun([])).toEqual([]);
   });
 
   it('says every byte the lab keeps, the share of the quota, and whether the browser may evict it', () => {

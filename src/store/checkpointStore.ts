@@ -1,14 +1,12 @@
 // Checkpoints as the page sees them: the list and storage use read from IndexedDB (the worker
 // writes, the page reads the same database), the autosave policy (kept in localStorage and
-// mirrored to IndexedDB), the latest save event, the status of a run the Checkpoints panel
-// resumed, and what the start found: persistence granted or not, a wiped store, orphan chunks.
+// mirrored to IndexedDB), the latest save event, and what the start found: persistence granted or not, a wiped store, orphan chunks.
 import { create } from 'zustand';
 import { requestPersistentStorage } from '../contract/browserStorage';
 import type { CheckpointSummary } from '../contract/storageFormat';
 import { PageCheckpoints, PageRunLogs } from './labDb';
 import { checkStores, noteSeen, wipedMessage } from './storeIntegrity';
 import { formatBytes } from '../contract/formatBytes';
-import type { RunStatus } from '../contract/workerApi';
 import { durableSettings } from './durableSettings';
 import { reconcileSettings } from './settingsStore';
 import type { AutosavePolicy, CheckpointEvent } from '../contract/workerApi';
@@ -74,14 +72,18 @@ export function metricSummary(metrics: Record<string, number>): string {
   return keys.length ? keys.map((k) => `${k} ${metrics[k].toFixed(3)}`).join(' · ') : '—';
 }
 
-/** The newest checkpoint of the newest run (what "resume" offers after a reload). */
-export function latestCheckpoint(list: readonly CheckpointSummary[]): CheckpointSummary | null {
-  let best: CheckpointSummary | null = null;
+/** Checkpoints by run, runs newest first (by their newest save), each run's saves by step, highest first. */
+export function groupByRun(list: readonly CheckpointSummary[]): { runId: string; items: CheckpointSummary[] }[] {
+  const byRun = new Map<string, CheckpointSummary[]>();
   for (const c of list) {
-    if (c.nonFinite !== null) continue;
-    if (!best || c.time > best.time || (c.time === best.time && c.step > best.step)) best = c;
+    const items = byRun.get(c.runId);
+    if (items) items.push(c);
+    else byRun.set(c.runId, [c]);
   }
-  return best;
+  const newest = (items: CheckpointSummary[]) => Math.max(...items.map((c) => c.time));
+  return [...byRun.entries()]
+    .map(([runId, items]) => ({ runId, items: items.sort((a, b) => b.step - a.step || b.time - a.time) }))
+    .sort((a, b) => newest(b.items) - newest(a.items));
 }
 
 const POLICY_KEY = 'sparring.autosave';
@@ -104,8 +106,6 @@ interface CheckpointState {
   use: StorageUse | null;
   policy: AutosavePolicy;
   message: { text: string; error: boolean } | null;
-  /** Status of the run this panel resumed (the run controls only know runs they started). */
-  resumed: RunStatus | null;
   loading: boolean;
   /** Persistent storage granted (null until the start asked). */
   persisted: boolean | null;
@@ -119,7 +119,6 @@ interface CheckpointState {
   setPolicy(p: AutosavePolicy): void;
   onEvent(e: CheckpointEvent): void;
   setMessage(m: { text: string; error: boolean } | null): void;
-  setResumed(s: RunStatus | null): void;
   rename(id: string, name: string): Promise<void>;
   remove(id: string): Promise<void>;
 }
@@ -140,7 +139,6 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
   use: null,
   policy: loadPolicy(),
   message: null,
-  resumed: null,
   loading: false,
   persisted: null,
   notice: null,
@@ -193,7 +191,6 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
     void get().refresh();
   },
   setMessage: (message) => set({ message }),
-  setResumed: (resumed) => set({ resumed }),
   rename: async (id, name) => {
     try {
       await ckpts().rename(id, name);

@@ -107,4 +107,30 @@ describe('the page view of the run logs', () => {
     expect(await logs.usage()).toEqual({ runs: 1, logBytes: jsonl.length - 3 });
     await expect(logs.exportJsonl('r2')).rejects.toThrow(/No run with id "r2"/);
   });
+
+  it('lists run records newest first and marks one ended (what a reload then no longer offers)', async () => {
+    const kv = idbKv(`lab-db-test-${dbNo++}`);
+    const logs = new PageRunLogs(kv);
+    const rec = (id: string, created: number): RunRecord => ({
+      id,
+      recipe: 'redteam',
+      name: id,
+      spec: null,
+      created,
+      updated: created,
+      lastStep: null,
+      reportCount: 0,
+      status: 'running',
+      error: null,
+    });
+    await kv.set(recordKey('old'), rec('old', 1));
+    await kv.set(recordKey('new'), rec('new', 2));
+    expect((await logs.listRuns()).map((r) => r.id)).toEqual(['new', 'old']);
+    expect(await logs.markEnded('new', 'stopped')).toBe(true);
+    const back = await logs.getRun('new');
+    expect(back?.status).toBe('stopped');
+    expect(back!.updated).toBeGreaterThan(2);
+    expect((await logs.getRun('old'))?.status).toBe('running');
+    expect(await logs.markEnded('gone', 'stopped')).toBe(false);
+  });
 });

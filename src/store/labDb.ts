@@ -128,6 +128,22 @@ export class PageRunLogs {
     return (await this.kv.get<RunRecord>(recordKey(id))) ?? null;
   }
 
+  /** Every run record, newest first. */
+  async listRuns(): Promise<RunRecord[]> {
+    return (await this.kv.values<RunRecord>(RECORD_PREFIX)).sort(runsNewestFirst);
+  }
+
+  /**
+   * Marks a run ended (the page ends a run the worker no longer holds: one that was live before a
+   * reload and that the user stopped instead of resuming). False when there is no such record.
+   */
+  async markEnded(id: string, status: 'stopped' | 'finished'): Promise<boolean> {
+    const r = await this.getRun(id);
+    if (!r) return false;
+    await this.kv.set(recordKey(id), { ...r, status, updated: Date.now() });
+    return true;
+  }
+
   /** The run's reports in append order, optionally limited to steps in [fromStep, toStep]. */
   async readReports(runId: string, range: { fromStep?: number; toStep?: number } = {}): Promise<StepReport[]> {
     const lo = range.fromStep ?? -Infinity;

@@ -12,6 +12,9 @@ import {
   setFilter,
   setPinned,
   setSmoothing,
+  setRunHidden,
+  endRun,
+  MAX_SHOWN,
 } from './runStore';
 import { ringArrays } from './runStoreSeries';
 
@@ -67,6 +70,28 @@ describe('run store reducers', () => {
     expect(Array.from(ringArrays(d.runs.a.metrics['kl/mean']).x)).toEqual([1]);
     expect(d.runs.a.info.lastStep).toBe(2);
     expect(d.activeRunId).toBe('a');
+  });
+
+  it('a new live run shows alone or beside the runs the user ticked, never more than MAX_SHOWN', () => {
+    let d = initialRunData();
+    for (const id of ['r1', 'r2', 'r3']) d = appendReport(d, report(id, 0, { 'reward/mean': 1 }));
+    // Each new run hid the one before: five recipes in a row no longer stack five curves.
+    expect(d.order.filter((id) => !d.runs[id].info.hidden)).toEqual(['r3']);
+    d = setRunHidden(d, 'r1', false);
+    d = appendReport(d, report('r4', 0, {}));
+    expect(d.order.filter((id) => !d.runs[id].info.hidden)).toEqual(['r1', 'r4']);
+    // Ticking more on than MAX_SHOWN hides the longest-shown ones.
+    for (const id of ['r2', 'r3']) d = setRunHidden(d, id, false);
+    expect(d.order.filter((id) => !d.runs[id].info.hidden)).toHaveLength(MAX_SHOWN);
+    d = appendReport(d, report('r5', 0, {}));
+    const shown = d.order.filter((id) => !d.runs[id].info.hidden);
+    expect(shown).toHaveLength(MAX_SHOWN);
+    expect(shown[shown.length - 1]).toBe('r5');
+    // An ended run is no longer live; a report (a resume) makes it live again.
+    d = endRun(d, 'r5');
+    expect(d.runs.r5.info.ended).toBe(true);
+    d = appendReport(d, report('r5', 1, {}));
+    expect(d.runs.r5.info.ended).toBe(false);
   });
 
   it('keeps several runs for overlay with distinct colours; a live run hides the example', () => {

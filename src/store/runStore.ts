@@ -30,6 +30,10 @@ export interface RunInfo {
   /** Index into the UI's run palette; stable for the run's life. */
   colour: number;
   hidden: boolean;
+  /** The user ticked it on: a new live run keeps it beside itself (others are hidden then). */
+  picked: boolean;
+  /** A live run that stopped, finished or failed: no longer "live". */
+  ended: boolean;
   reports: number;
   lastStep: number;
 }
@@ -163,15 +167,25 @@ export function appendReport(d: RunData, report: StepReport, source: RunSource =
         label: label ?? report.runId,
         colour: nextColour(d),
         hidden: false,
+        picked: false,
+        ended: false,
         reports: 0,
         lastStep: -Infinity,
       },
       metrics: {},
     };
     runs = { ...runs };
+    // A new live run shows alone, or beside the few runs the user ticked on (at most
+    // MAX_SHOWN - 1, newest first): after five recipes the charts would otherwise overlay five.
     if (source === 'live') {
+      const keep = new Set(
+        order
+          .filter((id) => runs[id].info.picked && !runs[id].info.hidden && runs[id].info.source !== 'example')
+          .slice(-(MAX_SHOWN - 1)),
+      );
       for (const id of order) {
-        if (runs[id].info.source === 'example') runs[id] = { ...runs[id], info: { ...runs[id].info, hidden: true } };
+        if (!keep.has(id) && !runs[id].info.hidden)
+          runs[id] = { ...runs[id], info: { ...runs[id].info, hidden: true } };
       }
     }
     order = [...order, report.runId];
@@ -185,6 +199,8 @@ export function appendReport(d: RunData, report: StepReport, source: RunSource =
   }
   const info: RunInfo = {
     ...series.info,
+    // A report of an ended run means it was resumed: it is live again.
+    ended: false,
     recipe: report.recipe,
     reports: series.info.reports + 1,
     lastStep: report.step,
@@ -243,10 +259,30 @@ export function setActiveRun(d: RunData, runId: string): RunData {
   return { ...next, pinRows: rebuildPinRows(next) };
 }
 
+/** At most this many runs on the charts at once: more curves per panel stop being readable. */
+export const MAX_SHOWN = 4;
+
+/**
+ * Shows or hides a run by the user's hand (showing one "picks" it: a new live run keeps it).
+ * Showing a run beyond MAX_SHOWN hides the longest-shown others.
+ */
 export function setRunHidden(d: RunData, runId: string, hidden: boolean): RunData {
   const s = d.runs[runId];
-  if (!s || s.info.hidden === hidden) return d;
-  return { ...d, runs: { ...d.runs, [runId]: { ...s, info: { ...s.info, hidden } } }, version: d.version + 1 };
+  if (!s || (s.info.hidden === hidden && s.info.picked === !hidden)) return d;
+  const runs = { ...d.runs, [runId]: { ...s, info: { ...s.info, hidden, picked: !hidden } } };
+  if (!hidden) {
+    const shown = d.order.filter((id) => id !== runId && !runs[id].info.hidden);
+    for (const id of shown.slice(0, Math.max(0, shown.length - (MAX_SHOWN - 1))))
+      runs[id] = { ...runs[id], info: { ...runs[id].info, hidden: true, picked: false } };
+  }
+  return { ...d, runs, version: d.version + 1 };
+}
+
+/** A live run stopped, finished or failed: the legend stops calling it live. */
+export function endRun(d: RunData, runId: string): RunData {
+  const s = d.runs[runId];
+  if (!s || s.info.ended) return d;
+  return { ...d, runs: { ...d.runs, [runId]: { ...s, info: { ...s.info, ended: true } } }, version: d.version + 1 };
 }
 
 /** Pins a prompt (null unpins); its rows are backfilled from the samples still retained. */
@@ -340,6 +376,7 @@ export interface RunState extends RunData {
   removeRun(runId: string): void;
   setActiveRun(runId: string): void;
   setRunHidden(runId: string, hidden: boolean): void;
+  endRun(runId: string): void;
   pin(promptKey: string | null): void;
   setSmoothing(smoothing: number): void;
   setFilter(filter: SampleFilter): void;
@@ -352,6 +389,7 @@ export const useRunStore = create<RunState>()((set) => ({
   removeRun: (runId) => set((s) => removeRun(s, runId)),
   setActiveRun: (runId) => set((s) => setActiveRun(s, runId)),
   setRunHidden: (runId, hidden) => set((s) => setRunHidden(s, runId, hidden)),
+  endRun: (runId) => set((s) => endRun(s, runId)),
   pin: (promptKey) => set((s) => setPinned(s, promptKey)),
   setSmoothing: (smoothing) => set((s) => setSmoothing(s, smoothing)),
   setFilter: (filter) => set((s) => setFilter(s, filter)),

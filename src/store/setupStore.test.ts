@@ -27,8 +27,21 @@ describe('setup store', () => {
       linkErrors: {},
       workerErrors: {},
       status: IDLE_STATUS,
+      demoOwned: false,
     });
     useSetup.getState().setRecipes(recipes);
+  });
+
+  it("drops the demo's seed and step limit when another recipe is picked, not a user's own", () => {
+    // What startGuidedDemo writes (seed 1, 60 steps then pause).
+    useSetup.setState({ seed: '1', maxSteps: '60', atMax: 'pause', demoOwned: true });
+    useSetup.getState().setRecipe('attack');
+    expect(useSetup.getState()).toMatchObject({ recipeName: 'attack', seed: '0', maxSteps: '', demoOwned: false });
+    // Typed by the user: kept across recipes.
+    useSetup.getState().setSeed('9');
+    useSetup.getState().setMaxSteps('12');
+    useSetup.getState().setRecipe('redteam');
+    expect(useSetup.getState()).toMatchObject({ recipeName: 'redteam', seed: '9', maxSteps: '12' });
   });
 
   it('starts on the first recipe with its defaults, and keeps values per recipe', () => {

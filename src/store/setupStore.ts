@@ -3,6 +3,7 @@
 // run's status. The setup panel, the teaching panel and the guided demo all read and drive it.
 import { create } from 'zustand';
 import type { RecipeListing, RunStatus } from '../contract/workerApi';
+import type { CheckpointSummary } from '../contract/storageFormat';
 import { formDefaults, type AtMax, type DecodedSetup, type FormValues } from './setupUrl';
 
 /** What the setup knows about whether a model field's model fits this device. */
@@ -47,6 +48,15 @@ export interface SetupState {
   /** Refusals of the worker's own validation, by field. */
   workerErrors: Record<string, string>;
   status: RunStatus;
+  /**
+   * The run that was live before the page reloaded, shown paused at this checkpoint until Resume
+   * continues it in the worker (or Stop ends it); null otherwise.
+   */
+  detached: CheckpointSummary | null;
+  /** Start was pressed with invalid fields: the panel names them beside the button until they are fixed. */
+  startTried: boolean;
+  /** Seed, max steps and "then" were filled by the guided demo: picking another recipe resets them. */
+  demoOwned: boolean;
   busy: string | null;
   commandError: string | null;
   /** Finish times (ms) of the live run's latest steps, for steps/s and time left. */
@@ -65,7 +75,20 @@ export interface SetupState {
   setAtMax(a: AtMax): void;
   applyLink(d: DecodedSetup): void;
   patch(
-    p: Partial<Pick<SetupState, 'status' | 'busy' | 'commandError' | 'workerErrors' | 'runConfig' | 'stepTimes'>>,
+    p: Partial<
+      Pick<
+        SetupState,
+        | 'status'
+        | 'busy'
+        | 'commandError'
+        | 'workerErrors'
+        | 'runConfig'
+        | 'stepTimes'
+        | 'detached'
+        | 'startTried'
+        | 'demoOwned'
+      >
+    >,
   ): void;
   stepDone(time: number): void;
 }
@@ -93,6 +116,9 @@ export const useSetup = create<SetupState>()((set) => ({
   linkErrors: {},
   workerErrors: {},
   status: IDLE_STATUS,
+  detached: null,
+  startTried: false,
+  demoOwned: false,
   busy: null,
   commandError: null,
   runConfig: null,
@@ -110,7 +136,13 @@ export const useSetup = create<SetupState>()((set) => ({
       recipes: list,
       recipeName: s.recipeName && list.some((r) => r.name === s.recipeName) ? s.recipeName : (list[0]?.name ?? ''),
     })),
-  setRecipe: (recipeName) => set({ recipeName, workerErrors: {} }),
+  setRecipe: (recipeName) =>
+    set((s) =>
+      // The demo's seed and step limit belong to the demo, not to the next recipe picked.
+      s.demoOwned && recipeName !== s.recipeName
+        ? { recipeName, workerErrors: {}, seed: '0', maxSteps: '', atMax: 'pause', demoOwned: false }
+        : { recipeName, workerErrors: {} },
+    ),
   setValue: (name, v) =>
     set((s) => ({
       valuesByRecipe: { ...s.valuesByRecipe, [s.recipeName]: { ...valuesOf(s, s.recipeName), [name]: v } },
@@ -129,9 +161,20 @@ export const useSetup = create<SetupState>()((set) => ({
         : {};
     }),
   setSeed: (seed) =>
-    set((s) => ({ seed, workerErrors: without(s.workerErrors, 'seed'), linkErrors: without(s.linkErrors, 'seed') })),
-  setMaxSteps: (maxSteps) => set((s) => ({ maxSteps, linkErrors: without(s.linkErrors, 'steps') })),
-  setAtMax: (atMax) => set((s) => ({ atMax, linkErrors: without(s.linkErrors, 'at') })),
+    set((s) => ({
+      seed,
+      demoOwned: false,
+      workerErrors: without(s.workerErrors, 'seed'),
+      linkErrors: without(s.linkErrors, 'seed'),
+    })),
+  setMaxSteps: (maxSteps) =>
+    set((s) => ({
+      maxSteps,
+      demoOwned: false,
+      workerErrors: without(s.workerErrors, 'steps'),
+      linkErrors: without(s.linkErrors, 'steps'),
+    })),
+  setAtMax: (atMax) => set((s) => ({ atMax, demoOwned: false, linkErrors: without(s.linkErrors, 'at') })),
   applyLink: (d) =>
     set((s) => ({
       recipeName: s.recipes.some((r) => r.name === d.setup.recipe) ? d.setup.recipe : s.recipeName,
@@ -141,6 +184,7 @@ export const useSetup = create<SetupState>()((set) => ({
       atMax: d.setup.atMax,
       linkErrors: d.errors,
       workerErrors: {},
+      demoOwned: false,
     })),
   patch: (p) => set(p),
   stepDone: (time) => set((s) => ({ stepTimes: [...s.stepTimes.slice(-19), time] })),

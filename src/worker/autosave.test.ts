@@ -150,4 +150,14 @@ describe('saveRunCheckpoint', () => {
     expect(await store.list('other')).toHaveLength(1);
     expect(await pruneAutosaves(store, 'r', 0)).toEqual([]);
   });
+
+  it("never prunes the final save a stop writes: it is the run's last state", async () => {
+    const store = new CheckpointStore({ kv: freshKv() });
+    const stop = await saveRunCheckpoint(store, fakeRun(3), 'r', undefined, 'stop');
+    expect(stop).toMatchObject({ kind: 'saved', reason: 'stop', name: 'stopped · step 3' });
+    // Resumed from it, the run autosaves twice more; keeping one autosave leaves the stop's save.
+    for (const s of [4, 5]) await saveRunCheckpoint(store, fakeRun(s), 'r', undefined, 'autosave');
+    await pruneAutosaves(store, 'r', 1);
+    expect((await store.list('r')).map((c) => c.name).sort()).toEqual(['autosave · step 5', 'stopped · step 3']);
+  });
 });

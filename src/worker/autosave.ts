@@ -47,8 +47,13 @@ export function pauseSaveDue(policy: AutosavePolicy, stepsDone: number, lastSave
   return policy.onPause && stepsDone > 0 && lastSavedStep !== stepsDone;
 }
 
-/** Names of automatic saves; a renamed checkpoint no longer matches and is kept for good. */
-export const autoName = (reason: 'autosave' | 'pause', step: number) => `${reason} · step ${step}`;
+/**
+ * Names of automatic saves; a renamed checkpoint no longer matches and is kept for good. The
+ * final save at a stop ("stopped · step N") never matches either: pruning must not delete the
+ * run's last state.
+ */
+export const autoName = (reason: 'autosave' | 'pause' | 'stop', step: number) =>
+  `${reason === 'stop' ? 'stopped' : reason} · step ${step}`;
 const AUTO_NAME = /^(autosave|pause) · step \d+$/;
 
 /**

@@ -34,6 +34,8 @@ import {
   stepRun,
   stopRun,
   watchCheckpoints,
+  withStoredRun,
+  exportsActive,
 } from './runs';
 import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';
 import { deleteDataset, listDatasets, putDataset } from './datasets';
@@ -112,8 +114,8 @@ export const engineApi: EngineApi = {
     return stepRun();
   },
 
-  async stopRun() {
-    return stopRun();
+  async stopRun(opts) {
+    return stopRun(opts);
   },
 
   async runStatus() {
@@ -137,16 +139,12 @@ export const engineApi: EngineApi = {
     return resumeFromCheckpoint(id, onReport, onStatus, opts);
   },
 
-  async exportAdapter() {
-    return transferFile(
-      await atBoundary((run) => withAdapter(run, (ra) => exportAdapterZip(ra, modelFolder(ra.baseRef)))),
-    );
+  async exportAdapter(opts) {
+    return transferFile(await fromRun(opts?.runId, (ra) => exportAdapterZip(ra, modelFolder(ra.baseRef))));
   },
 
-  async exportMerged() {
-    return transferFile(
-      await atBoundary((run) => withAdapter(run, (ra) => exportMergedWeights(ra, modelFolder(ra.baseRef)))),
-    );
+  async exportMerged(opts) {
+    return transferFile(await fromRun(opts?.runId, (ra) => exportMergedWeights(ra, modelFolder(ra.baseRef))));
   },
 
   async importAdapter(zip, fileName, opts) {
@@ -181,6 +179,15 @@ export const engineApi: EngineApi = {
     return transferFile(await verlJobZip(recipe, values, seed, steps));
   },
 };
+
+/**
+ * fn with a run's adapter: the active run's at its next step boundary, or a stopped / finished
+ * run's rebuilt from its newest checkpoint (Stop saves one, so that is its last state).
+ */
+function fromRun<T>(runId: string | undefined, fn: (ra: ReturnType<typeof runAdapter>) => Promise<T>): Promise<T> {
+  if (exportsActive(runId)) return atBoundary((run) => withAdapter(run, fn));
+  return withStoredRun(runId, (run, spec) => fn(runAdapter(spec.recipe, spec.config, run)));
+}
 
 /** fn with the active run's adapter (one clear error when the run's recipe trains none). */
 function withAdapter<T>(

@@ -40,6 +40,7 @@ import {
 } from './autosave';
 import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
+import { runLock } from '../contract/storageFormat';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 
 type ReportSink = (report: StepReport) => unknown;
@@ -66,6 +67,8 @@ interface ActiveRun {
   lastMetrics: Metrics | undefined;
   step: number;
   stopRequested: boolean;
+  /** Stop without the final save (the user chose to discard the steps since the last checkpoint). */
+  discard: boolean;
   /** Single steps asked for while paused, not yet run. */
   pendingSteps: number;
   /** Resolvers of stepRun() calls, settled after their step (or when the loop ends). */
@@ -86,6 +89,8 @@ let active: ActiveRun | null = null;
 let stepping = false;
 let autosave: AutosavePolicy = { ...DEFAULT_AUTOSAVE };
 let checkpointSink: ((e: CheckpointEvent) => unknown) | null = null;
+/** The run that ended last in this worker: an export with no active run reads its newest checkpoint. */
+let lastEndedRunId: string | null = null;
 
 export function runStatus(): RunStatus {
   return {
@@ -213,8 +218,10 @@ async function openLog(a: ActiveRun): Promise<void> {
   const store = runLogs();
   try {
     const resumed = a.run!.stepsDone > 0 && (await store.getRun(a.runId)) !== null;
-    if (resumed) await store.truncateAfter(a.runId, a.run!.stepsDone - 1);
-    else
+    if (resumed) {
+      await store.truncateAfter(a.runId, a.run!.stepsDone - 1);
+      await store.updateRun(a.runId, { status: 'running', error: null });
+    } else
       await store.createRun({
         id: a.runId,
         recipe: a.recipe.name,
@@ -222,6 +229,15 @@ async function openLog(a: ActiveRun): Promise<void> {
       });
   } catch (e) {
     console.warn(`run log unavailable: ${(e as Error).message}`);
+  }
+}
+
+/** The run's record says how it ended, so a reload offers to resume only a run that was live. */
+async function logEnd(a: ActiveRun, status: 'stopped' | 'finished' | 'failed', why: string | null): Promise<void> {
+  try {
+    if (await runLogs().getRun(a.runId)) await runLogs().updateRun(a.runId, { status, error: why });
+  } catch (e) {
+    console.warn(`run log end not written: ${(e as Error).message}`);
   }
 }
 
@@ -310,14 +326,26 @@ async function runLoop(a: ActiveRun): Promise<void> {
       notify(a);
       await nextTask();
     }
+    // Nothing is lost at a stop: the state of the last step is saved before the run is freed
+    // (unless the last save already holds it, or the user discards it).
+    if (!a.discard && a.run.stepsDone > 0 && a.lastSavedStep !== a.run.stepsDone) {
+      detail = 'saving the final checkpoint';
+      notify(a);
+      await drainTasks(a, a.run);
+      await save(a, a.run, 'stop');
+    }
+    await drainTasks(a, a.run);
     state = 'stopped';
-    if (a.stopRequested) detail = 'stopped';
+    if (a.stopRequested) detail = a.discard ? 'stopped (discarded since the last checkpoint)' : 'stopped';
+    await logEnd(a, a.run.done ? 'finished' : 'stopped', null);
   } catch (e) {
     state = 'error';
     error = (e as Error).message || String(e);
     detail = null;
     console.error(`run ${a.runId} failed:`, e);
+    await logEnd(a, 'failed', error);
   } finally {
+    lastEndedRunId = a.runId;
     stepping = false;
     try {
       a.run?.dispose();
@@ -331,6 +359,24 @@ async function runLoop(a: ActiveRun): Promise<void> {
     releaseCallback(a.onReport);
     releaseCallback(a.onStatus);
   }
+}
+
+type Locks = { request(name: string, fn: () => Promise<void>): Promise<void> };
+
+/** fn holding the run's Web Lock (another tab then knows the run is live here); without the API, fn as is. */
+function holdingRunLock(runId: string, fn: () => Promise<void>): Promise<void> {
+  const locks = (globalThis as { navigator?: { locks?: Locks } }).navigator?.locks;
+  if (!locks) return fn();
+  let ran = false;
+  const held = () => {
+    ran = true;
+    return fn();
+  };
+  // A lock manager that refuses (an opaque origin) must not stop the run; fn itself never runs twice.
+  return locks.request(runLock(runId), held).catch((e: unknown) => {
+    if (ran) throw e;
+    return fn();
+  });
 }
 
 /** Validates and, when valid, starts a run (stopping an active one first). */
@@ -401,6 +447,7 @@ async function launch(
     lastMetrics: undefined,
     step: resume?.payload.step ?? 0,
     stopRequested: false,
+    discard: false,
     pendingSteps: 0,
     stepWaiters: [],
     wake: null,
@@ -412,7 +459,7 @@ async function launch(
   state = resume?.paused ? 'paused' : 'running';
   error = null;
   detail = null;
-  a.loop = runLoop(a);
+  a.loop = holdingRunLock(a.runId, () => runLoop(a));
   return { ok: true, status: runStatus() };
 }
 
@@ -444,10 +491,11 @@ export async function stepRun(): Promise<RunStatus> {
   return runStatus();
 }
 
-export async function stopRun(): Promise<RunStatus> {
+export async function stopRun(opts: { discard?: boolean } = {}): Promise<RunStatus> {
   const a = active;
   if (a && (state === 'running' || state === 'paused')) {
     a.stopRequested = true;
+    if (opts.discard === true) a.discard = true;
     detail = 'stopping';
     a.wake?.();
     await a.loop;
@@ -482,6 +530,43 @@ export function atBoundary<T>(fn: (run: RecipeRun, a: ActiveRun) => Promise<T>):
 
 export function saveCheckpointNow(name?: string): Promise<CheckpointEvent> {
   return atBoundary((run, a) => save(a, run, 'manual', name));
+}
+
+/**
+ * fn on a run rebuilt from the newest (finite) checkpoint of `runId` (default: the run that ended
+ * last here), freed after: how a stopped or finished run, or one from before a reload, exports.
+ */
+export async function withStoredRun<T>(
+  runId: string | undefined,
+  fn: (run: RecipeRun, spec: { recipe: AnyRecipe; config: Record<string, unknown> }) => Promise<T>,
+): Promise<T> {
+  const id = runId ?? lastEndedRunId;
+  if (!id) throw new Error('no run to export yet: start a run (or resume one from a checkpoint) first');
+  const list = (await checkpoints().list(id)).filter((c) => c.nonFinite === null);
+  if (list.length === 0)
+    throw new Error(`run ${id} has no checkpoint to export from (it stopped before its first step, or was discarded)`);
+  const newest = list.reduce((b, c) => (c.step > b.step || (c.step === b.step && c.time > b.time) ? c : b));
+  const payload = fromStoredCheckpoint(await checkpoints().load(newest.id));
+  if (!hasRecipe(payload.recipe)) throw new Error(`run ${id}: recipe ${brief(payload.recipe)} is not registered`);
+  const recipe = getRecipe(payload.recipe);
+  const v = validateRecipeConfig(recipe, payload.config);
+  if (Object.keys(v.errors).length > 0)
+    throw new Error(`run ${id}: its stored config no longer validates: ${Object.values(v.errors).join('; ')}`);
+  const config = v.config as Record<string, unknown>;
+  const run = await createTimedRun(recipe, browserEnv(), config as never, payload.seed);
+  try {
+    await run.restore(payload);
+    return await fn(run, { recipe, config });
+  } finally {
+    run.dispose();
+  }
+}
+
+/** Whether an export reads the active run (it is live and is the one asked for). */
+export function exportsActive(runId: string | undefined): boolean {
+  return (
+    active !== null && (state === 'running' || state === 'paused') && (runId === undefined || runId === active.runId)
+  );
 }
 
 /** The active run's recipe and config (for adapter export / import). */

@@ -3,17 +3,22 @@ import { metricTableCsv, metricNames } from '../../store/runStore';
 import { ExampleNotice } from '../runlist/ExampleNotice';
 import { ReplayLoader } from '../runlist/ReplayLoader';
 import { RunLegend } from '../runlist/RunLegend';
-import { visibleRuns } from './chartData';
+import { recipeSections, visibleRuns } from './chartData';
 import { saveBlob } from './download';
 import { CHART_GROUPS, groupMetrics, OTHER_GROUP } from './groups';
 import { MetricChart } from './MetricChart';
 
-/** Runs legend, smoothing, replay and CSV export above one small live chart per metric group. */
+/**
+ * Runs legend, smoothing, replay and CSV export above one small live chart per metric group, a
+ * row of them per recipe shown (each in its own units; chartData.ts says why).
+ */
 export function ChartsPanel() {
+  // Recipe -> run ids, as one string so the selector's value compares by content.
+  const sectionsKey = useRunStore((s) => JSON.stringify(recipeSections(s)));
+  const sections = JSON.parse(sectionsKey) as { recipe: string; runIds: string[] }[];
   const smoothing = useRunStore((s) => s.smoothing);
   const setSmoothing = useRunStore((s) => s.setSmoothing);
   const hasRuns = useRunStore((s) => s.order.length > 0);
-  const hasOther = useRunStore((s) => groupMetrics(OTHER_GROUP, metricNames(s, visibleRuns(s))).length > 0);
 
   const exportCsv = () => {
     const s = useRunStore.getState();
@@ -47,16 +52,42 @@ export function ChartsPanel() {
           </button>
         </div>
       </div>
-      <div className="chart-grid">
-        {CHART_GROUPS.map((g) => (
-          <MetricChart key={g.id} group={g} />
-        ))}
-        {hasOther && <MetricChart group={OTHER_GROUP} />}
-      </div>
+      {sections.length === 0 && (
+        <div className="chart-grid">
+          {CHART_GROUPS.map((g) => (
+            <MetricChart key={g.id} group={g} runKey="" />
+          ))}
+        </div>
+      )}
+      {sections.map((sec) => (
+        <RecipeCharts key={sec.recipe} recipe={sec.recipe} runIds={sec.runIds} titled={sections.length > 1} />
+      ))}
       <p className="small">
         x: training step. Drag across a chart to zoom, double-click to reset. Faint lines are raw values under the
         smoothed curve.
       </p>
     </div>
+  );
+}
+
+/** One recipe's charts: its runs overlaid, on axes in its own units. */
+function RecipeCharts({ recipe, runIds, titled }: { recipe: string; runIds: string[]; titled: boolean }) {
+  const runKey = runIds.join('\n');
+  const hasOther = useRunStore((s) => groupMetrics(OTHER_GROUP, metricNames(s, runIds)).length > 0);
+  const labels = useRunStore((s) => runIds.map((id) => s.runs[id]?.info.label ?? id).join(', '));
+  return (
+    <section className="recipe-charts" data-testid="recipe-charts" data-recipe={recipe}>
+      {titled && (
+        <h3 className="recipe-charts-head">
+          {recipe}: {labels}
+        </h3>
+      )}
+      <div className="chart-grid">
+        {CHART_GROUPS.map((g) => (
+          <MetricChart key={g.id} group={g} runKey={runKey} />
+        ))}
+        {hasOther && <MetricChart group={OTHER_GROUP} runKey={runKey} />}
+      </div>
+    </section>
   );
 }

@@ -62,8 +62,8 @@ function options(group: ChartGroup, series: SeriesSpec[], width: number, onCurso
  * One small live chart. uPlot is built once per series layout (runs shown, metrics present,
  * smoothing on/off) and fed with setData when reports arrive, at most once per animation frame.
  */
-export function MetricChart({ group }: { group: ChartGroup }) {
-  const key = useRunStore((s) => chartKey(s, group));
+export function MetricChart({ group, runKey }: { group: ChartGroup; runKey: string }) {
+  const key = useRunStore((s) => chartKey(s, group, runKey.split('\n')));
   const host = useRef<HTMLDivElement>(null);
   const readout = useRef<HTMLDivElement>(null);
   const plot = useRef<{ u: uPlot; series: SeriesSpec[] } | null>(null);
@@ -72,7 +72,8 @@ export function MetricChart({ group }: { group: ChartGroup }) {
   useEffect(() => {
     const el = host.current;
     if (!el) return;
-    const first = chartData(useRunStore.getState(), group);
+    const only = runKey.split('\n');
+    const first = chartData(useRunStore.getState(), group, only);
     setLegend(first.series.filter((s) => !s.raw));
     if (first.series.length === 0) return;
     const onCursor = (u: uPlot) => {
@@ -104,7 +105,7 @@ export function MetricChart({ group }: { group: ChartGroup }) {
       if (frame) return;
       frame = requestAnimationFrame(() => {
         frame = 0;
-        const next = chartData(useRunStore.getState(), group);
+        const next = chartData(useRunStore.getState(), group, only);
         // A new layout rebuilds the chart through the effect; only same-layout data goes here.
         if (next.key === first.key) {
           u.setData(next.data as uPlot.AlignedData);
@@ -124,6 +125,8 @@ export function MetricChart({ group }: { group: ChartGroup }) {
       u.destroy();
       plot.current = null;
     };
+    // runKey is part of key.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key, group]);
 
   const exportPng = () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StepReport } from '../../contract/report';
 import { appendReport, initialRunData, setRunHidden, setSmoothing } from '../../store/runStore';
-import { chartData } from './chartData';
+import { chartData, recipeSections } from './chartData';
 import { CHART_GROUPS, groupMetrics, OTHER_GROUP } from './groups';
 
 const rep = (runId: string, step: number, metrics: Record<string, number>): StepReport => ({
@@ -53,6 +53,22 @@ describe('chart data', () => {
     const hidden = chartData(setRunHidden(d, 'b', true), group('reward'));
     expect(hidden.series.map((s) => s.label)).toEqual(['reward/mean']);
     expect(hidden.key).not.toBe(c.key);
+  });
+
+  it("puts each recipe's runs on their own charts, so one recipe's scale never flattens another's", () => {
+    let d = setSmoothing(initialRunData(), 0);
+    d = appendReport(d, rep('red', 1, { 'reward/mean': 0.1 }), 'replay');
+    d = appendReport(d, { ...rep('mm', 1, { 'reward/mean': 40 }), recipe: 'minmax' }, 'replay');
+    d = appendReport(d, rep('red2', 1, { 'reward/mean': 0.2 }), 'replay');
+    const sections = recipeSections(d);
+    expect(sections).toEqual([
+      { recipe: 'redteam', runIds: ['red', 'red2'] },
+      { recipe: 'minmax', runIds: ['mm'] },
+    ]);
+    // The redteam chart holds only redteam's values: its y-range is 0.1..0.2, not 0.1..40.
+    const red = chartData(d, group('reward'), sections[0].runIds);
+    expect(red.data.slice(1)).toEqual([[0.1], [0.2]]);
+    expect(chartData(d, group('reward'), sections[1].runIds).data.slice(1)).toEqual([[40]]);
   });
 
   it('with smoothing, draws the raw series faintly under the EMA', () => {

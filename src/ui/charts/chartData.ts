@@ -1,5 +1,11 @@
 // From the run store to uPlot's aligned data for one chart: a series per (run, metric), plus a
 // faint raw series under each smoothed one when smoothing is on. Pure, so it is unit-tested.
+//
+// Scales: runs share a chart only with runs of the same recipe. One recipe's reward is another's
+// in other units (minmax's reward spans about 10x redteam's), so a shared y-axis flattened every
+// curve but the widest; per-run normalisation would keep the shapes but hide the values a
+// researcher reads off. Each recipe shown gets its own row of charts (recipeSections), with
+// axes in its own units; runs of one recipe stay overlaid on one axis, where they compare.
 import { metricNames, type RunData } from '../../store/runStore';
 import { alignSeries, ema, ringArrays, smoothingToAlpha, type Column, type XY } from '../../store/runStoreSeries';
 import { METRIC_DASHES, runColour } from '../palette';
@@ -25,9 +31,21 @@ export function visibleRuns(d: RunData): string[] {
   return d.order.filter((id) => !d.runs[id].info.hidden);
 }
 
+/** The visible runs by recipe, recipes in the order their first shown run arrived. */
+export function recipeSections(d: RunData): { recipe: string; runIds: string[] }[] {
+  const out = new Map<string, string[]>();
+  for (const id of visibleRuns(d)) {
+    const recipe = d.runs[id].info.recipe;
+    const ids = out.get(recipe);
+    if (ids) ids.push(id);
+    else out.set(recipe, [id]);
+  }
+  return [...out.entries()].map(([recipe, runIds]) => ({ recipe, runIds }));
+}
+
 /** Only the chart's structure key: cheap (no array copies), for a store selector. */
-export function chartKey(d: RunData, group: ChartGroup): string {
-  const runs = visibleRuns(d);
+export function chartKey(d: RunData, group: ChartGroup, only?: readonly string[]): string {
+  const runs = only ? visibleRuns(d).filter((id) => only.includes(id)) : visibleRuns(d);
   const names = groupMetrics(group, metricNames(d, runs));
   const parts: string[] = [group.id, String(d.smoothing > 0), String(runs.length > 1)];
   for (const id of runs) {
@@ -37,8 +55,9 @@ export function chartKey(d: RunData, group: ChartGroup): string {
   return parts.join('|');
 }
 
-export function chartData(d: RunData, group: ChartGroup): ChartData {
-  const runs = visibleRuns(d);
+/** The chart's series over the visible runs (or those of `only`, one recipe's section). */
+export function chartData(d: RunData, group: ChartGroup, only?: readonly string[]): ChartData {
+  const runs = only ? visibleRuns(d).filter((id) => only.includes(id)) : visibleRuns(d);
   const names = groupMetrics(group, metricNames(d, runs));
   const smooth = d.smoothing > 0;
   const alpha = smoothingToAlpha(d.smoothing);
@@ -61,5 +80,5 @@ export function chartData(d: RunData, group: ChartGroup): ChartData {
       xy.push({ x, y: smooth ? ema(y, alpha) : y });
     });
   }
-  return { series, data: alignSeries(xy), key: chartKey(d, group) };
+  return { series, data: alignSeries(xy), key: chartKey(d, group, only) };
 }

@@ -1,19 +1,17 @@
 // Checkpoints and runs: the autosave setting (every N steps, on pause), a manual save, the list
-// of checkpoints in IndexedDB (step, time, metrics, size; restore, rename, delete), storage use
-// against the browser's quota, and, after a reload, the newest run's checkpoint to resume.
-// The worker writes checkpoints; this panel reads the same database and asks the worker to
-// resume one (the run continues under its run id, its earlier reports reloaded from its log).
+// of checkpoints in IndexedDB grouped by run (step, time, metrics, size; restore, rename,
+// delete), and storage use against the browser's quota. The worker writes checkpoints; this
+// panel reads the same database. Restore hands a checkpoint to the run panel (Run setup), the one
+// place a run is driven from; the run that was live before a reload comes back there on its own.
 import * as Comlink from 'comlink';
-import { useEffect, useState } from 'react';
-import type { StepReport } from '../../contract/report';
+import { Fragment, useEffect, useState } from 'react';
 import { formatBytes } from '../../contract/formatBytes';
 import type { CheckpointSummary } from '../../contract/storageFormat';
-import { latestCheckpoint, metricSummary, runLogs, storageLine, useCheckpoints } from '../../store/checkpointStore';
+import { groupByRun, metricSummary, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
-import { useRunStore } from '../../store/runStore';
-import type { RunStatus } from '../../contract/workerApi';
+import { useSetup } from '../../store/setupStore';
 import { engine as engineApi } from '../../store/engineStore';
-import { ResumedRun } from './ResumedRun';
+import { resumeCheckpoint } from '../controls/runActions';
 
 /** Time of day for today's saves, date and time for older ones. */
 const when = (t: number) =>
@@ -21,28 +19,16 @@ const when = (t: number) =>
     ? new Date(t).toLocaleTimeString()
     : new Date(t).toLocaleString();
 
-/** Resumes a checkpoint in the worker: earlier reports come back from the run log first. */
-export async function resumeCheckpoint(c: CheckpointSummary, paused: boolean): Promise<void> {
-  const s = useCheckpoints.getState();
-  s.setMessage(null);
-  const history = await runLogs()
-    .readReports(c.runId, { toStep: c.step - 1 })
-    .catch(() => [] as StepReport[]);
-  if (history.length > 0) useRunStore.getState().importRun(history, 'live');
-  const onReport = Comlink.proxy((r: StepReport) => useRunStore.getState().append(r, 'live'));
-  const onStatus = Comlink.proxy((st: RunStatus) => useCheckpoints.getState().setResumed(st));
-  const r = await engineApi().resumeFromCheckpoint(c.id, onReport, onStatus, { paused });
-  if (r.ok) s.setResumed(r.status);
-  else s.setMessage({ text: `Could not resume "${c.name}": ${Object.values(r.errors).join('; ')}`, error: true });
-}
-
 function Row({
   c,
   busy,
+  live,
   act,
 }: {
   c: CheckpointSummary;
   busy: boolean;
+  /** A run is live in the run panel: restoring would replace it, so Stop it first. */
+  live: boolean;
   act: (label: string, fn: () => Promise<void>) => void;
 }) {
   const { rename, remove } = useCheckpoints();
@@ -70,9 +56,6 @@ function Row({
         ) : (
           <span data-testid="checkpoint-name">{c.name}</span>
         )}
-        <div className="small" style={{ fontSize: '0.75rem', wordBreak: 'break-all' }}>
-          {c.runId}
-        </div>
       </td>
       <td>{c.step}</td>
       <td className="small">{when(c.time)}</td>
@@ -82,9 +65,18 @@ function Row({
         <button
           type="button"
           data-testid="checkpoint-restore"
-          disabled={busy}
-          title="Start this checkpoint's run from its step, paused"
-          onClick={() => act('restoring', () => resumeCheckpoint(c, true))}
+          disabled={busy || live}
+          title={
+            live
+              ? 'A run is live: Stop it in Run setup first'
+              : "Load this checkpoint's run at its step, paused, into Run setup (Resume there continues it)"
+          }
+          onClick={() =>
+            act('restoring', async () => {
+              await resumeCheckpoint(c, true);
+              document.getElementById('setup')?.scrollIntoView({ behavior: 'smooth', block: 'start' });
+            })
+          }
         >
           Restore
         </button>
@@ -119,8 +111,7 @@ export function CheckpointsPanel() {
   const [busy, setBusy] = useState<string | null>(null);
   const [everyText, setEveryText] = useState(String(policy.everySteps));
   const [keepText, setKeepText] = useState(String(policy.keep));
-  const [offerDismissed, setOfferDismissed] = useState(false);
-  const hasLiveRun = useRunStore((s) => s.order.some((id) => s.runs[id].info.source === 'live'));
+  const live = useSetup((s) => s.status.state === 'running' || s.status.state === 'paused');
 
   // A (re)started worker gets the policy and this page's listener; the list is read from IndexedDB.
   // The first time, the start's checks run first (persistence, a wiped store, orphan chunks).
@@ -154,9 +145,6 @@ export function CheckpointsPanel() {
 
   const everyInvalid = !/^\d+$/.test(everyText.trim());
   const keepInvalid = !/^\d+$/.test(keepText.trim());
-
-  const latest = latestCheckpoint(list);
-  const offer = !offerDismissed && !hasLiveRun && latest !== null && phase === 'ready';
 
   return (
     <div className="checkpoints" data-testid="checkpoints">
@@ -252,26 +240,6 @@ export function CheckpointsPanel() {
           {message.text}
         </div>
       )}
-      {offer && latest && (
-        <div className="resume-offer" data-testid="resume-offer">
-          <span>
-            Run <strong>{latest.runId}</strong> has a checkpoint at step {latest.step} (
-            {new Date(latest.time).toLocaleString()}).
-          </span>{' '}
-          <button
-            type="button"
-            data-testid="resume-latest"
-            disabled={busy !== null}
-            onClick={() => act('resuming', () => resumeCheckpoint(latest, false))}
-          >
-            Resume it
-          </button>{' '}
-          <button type="button" className="link-button" onClick={() => setOfferDismissed(true)}>
-            dismiss
-          </button>
-        </div>
-      )}
-      <ResumedRun />
       {list.length === 0 ? (
         <p className="empty" data-testid="checkpoints-empty">
           {notice ? 'No checkpoints: the browser cleared them (see above). A' : 'No checkpoints yet: a'} run saves one
@@ -294,8 +262,17 @@ export function CheckpointsPanel() {
             </tr>
           </thead>
           <tbody>
-            {list.map((c) => (
-              <Row key={c.id} c={c} busy={busy !== null} act={act} />
+            {groupByRun(list).map((g) => (
+              <Fragment key={g.runId}>
+                <tr className="ckpt-run" data-testid="checkpoint-run" data-run={g.runId}>
+                  <th colSpan={6} scope="rowgroup">
+                    Run {g.runId} · {g.items.length} checkpoint{g.items.length === 1 ? '' : 's'}
+                  </th>
+                </tr>
+                {g.items.map((c) => (
+                  <Row key={c.id} c={c} busy={busy !== null} live={live} act={act} />
+                ))}
+              </Fragment>
             ))}
           </tbody>
         </table>

@@ -2,7 +2,9 @@
 // algorithm, fill the rest of its config form (generated from the schema the worker lists), seed
 // and max steps, then Start / Pause / Resume / Step / Stop. The whole setup lives in the address
 // bar (a shareable link; opening one fills the form, bad values marked on their fields). The run
-// itself lives in the engine worker; its StepReports go into the run store.
+// itself lives in the engine worker; its StepReports go into the run store. This is the one place
+// a run is driven from: a run resumed from a checkpoint, or the one that was live before a reload
+// (shown paused at its newest checkpoint), is stepped, paused and stopped here too.
 import { useEffect, useMemo, useState } from 'react';
 import { validateField } from '../../contract/schema';
 import { engine, useEngine } from '../../store/engineStore';
@@ -11,7 +13,7 @@ import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../
 import type { RecipeListing } from '../../contract/workerApi';
 import { ConfigForm } from './ConfigForm';
 import { formatDuration, progressOf } from './progress';
-import { runCommand, startRun } from './runActions';
+import { atLimit, resumeOrStep, runCommand, showInterruptedRun, startRun, stepLimit, stopRun } from './runActions';
 import './setup.css';
 
 /** Client-side check of each field (the same rules the worker applies). */
@@ -33,7 +35,7 @@ function useRecipesAndLink() {
   const [linkApplied, setLinkApplied] = useState(false);
   useEffect(() => {
     const { patch, setRecipes } = useSetup.getState();
-    patch({ status: IDLE_STATUS, busy: null });
+    if (useSetup.getState().detached === null) patch({ status: IDLE_STATUS, busy: null });
     if (phase !== 'ready') return;
     let live = true;
     void engine()
@@ -46,6 +48,10 @@ function useRecipesAndLink() {
           if (d) useSetup.getState().applyLink(d);
           setLinkApplied(true);
         }
+        // The run that was live when the page (or the engine, at a backend change) went away comes back here, paused.
+        void showInterruptedRun().catch((e: Error) =>
+          patch({ commandError: `Could not read the run that was live before the reload: ${e.message}` }),
+        );
       })
       .catch((e: Error) => live && patch({ commandError: e.message }));
     return () => {
@@ -119,10 +125,24 @@ export function RunControls() {
     ? Object.entries(s.fits).filter(([k, f]) => k in recipe.schema && f.state === 'too-big' && f.ref === values[k])
     : [];
   const [confirmBig, setConfirmBig] = useState(false);
-  const limit = s.maxSteps.trim() !== '' && !maxStepsError(s.maxSteps) ? Number(s.maxSteps) : null;
+  const limit = stepLimit(s.maxSteps);
   const progress = status.state === 'running' ? progressOf(s.stepTimes, status.step, limit) : null;
+  const limitReached = status.state === 'paused' && atLimit(status.step, s.maxSteps);
+  // What stops a start, by field: the form's own checks, seed and max steps, and the worker's refusals.
+  const invalid = Object.keys(errors).filter(
+    (k) => (recipe && k in recipe.schema) || k === 'seed' || (k === 'steps' && stepsErr !== null),
+  );
+  if (stepsErr && !invalid.includes('steps')) invalid.push('steps');
 
   const start = () => {
+    if (invalid.length > 0) {
+      // An older run's error says nothing about this start: the message beside Start replaces it.
+      useSetup
+        .getState()
+        .patch({ startTried: true, commandError: null, ...(status.state === 'error' ? { status: IDLE_STATUS } : {}) });
+      return;
+    }
+    useSetup.getState().patch({ startTried: false });
     if (tooBig.length > 0 && !confirmBig) {
       setConfirmBig(true);
       return;
@@ -171,7 +191,8 @@ export function RunControls() {
             inputMode="numeric"
             placeholder="no limit"
             value={s.maxSteps}
-            disabled={active || busy !== null}
+            disabled={status.state === 'running' || busy !== null}
+            title={status.state === 'paused' ? 'raise it to let the paused run go on' : undefined}
             aria-invalid={Boolean(stepsErr)}
             onChange={(e) => s.setMaxSteps(e.target.value)}
           />
@@ -232,6 +253,7 @@ export function RunControls() {
           type="button"
           data-testid="run-start"
           disabled={!ready || !recipe || active || busy !== null}
+          title={active ? 'A run is live: Stop it first (Stop saves its last state)' : undefined}
           onClick={start}
         >
           {confirmBig ? 'Start anyway' : 'Start'}
@@ -247,16 +269,16 @@ export function RunControls() {
         <button
           type="button"
           data-testid="run-resume"
-          disabled={status.state !== 'paused' || busy !== null}
-          onClick={() => void runCommand('resuming', (e) => e.resumeRun())}
+          disabled={!ready || status.state !== 'paused' || limitReached || busy !== null}
+          onClick={() => void resumeOrStep(false)}
         >
           Resume
         </button>
         <button
           type="button"
           data-testid="run-step"
-          disabled={status.state !== 'paused' || busy !== null}
-          onClick={() => void runCommand('stepping', (e) => e.stepRun())}
+          disabled={!ready || status.state !== 'paused' || limitReached || busy !== null}
+          onClick={() => void resumeOrStep(true)}
         >
           Step
         </button>
@@ -264,10 +286,23 @@ export function RunControls() {
           type="button"
           data-testid="run-stop"
           disabled={!active || busy === 'stopping'}
-          onClick={() => void runCommand('stopping', (e) => e.stopRun())}
+          title="Stop the run; its last state is saved as a checkpoint (export it, or resume it later)"
+          onClick={() => void stopRun()}
         >
           Stop
         </button>
+        {active && s.detached === null && (
+          <button
+            type="button"
+            className="link-button"
+            data-testid="run-discard"
+            disabled={busy === 'stopping'}
+            title="Stop without saving: the steps since the last checkpoint are dropped"
+            onClick={() => void stopRun(true)}
+          >
+            Stop and discard
+          </button>
+        )}
         <span
           className={`run-state run-state-${status.state}`}
           data-testid="run-state"
@@ -275,8 +310,10 @@ export function RunControls() {
           data-step={status.step}
           data-stepping={status.stepping ? 'true' : 'false'}
           data-recipe={status.recipe ?? ''}
+          data-run={status.runId ?? ''}
           role="status"
         >
+          {status.recipe && <span className="small">{status.recipe} · </span>}
           {status.state}
           {' · step '}
           <span data-testid="run-step-count">{status.step}</span>
@@ -293,6 +330,22 @@ export function RunControls() {
           )}
         </span>
       </div>
+      {s.startTried && invalid.length > 0 && !active && (
+        <div className="error" role="alert" data-testid="run-start-error">
+          Not started: {invalid.length === 1 ? 'this field is' : `${invalid.length} fields are`} invalid:{' '}
+          {invalid.join(', ')} (marked below).
+        </div>
+      )}
+      {active && !s.detached && (
+        <p className="small" data-testid="run-live-note">
+          A run is live: Stop it (its last state is saved) before starting another.
+        </p>
+      )}
+      {limitReached && (
+        <div className="small" role="status" data-testid="run-limit-note">
+          Reached the step limit ({limit}): raise Max steps to go on, or Stop.
+        </div>
+      )}
       {status.state === 'error' && status.error && (
         <div className="error" role="alert" data-testid="run-error">
           Run failed: {status.error}

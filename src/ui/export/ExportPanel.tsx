@@ -1,5 +1,5 @@
-// Export / import: the active run's adapter as a PEFT folder zip, the merged model as safetensors,
-// the run log as JSONL; an adapter zip imported back into the run (validated by the worker:
+// Export / import: the run panel's run (live, or stopped / finished: then from the final
+// checkpoint Stop saved) as a PEFT adapter zip or merged safetensors, its run log as JSONL; an adapter zip imported back into the run (validated by the worker:
 // base model, shapes, rank, alpha, targets); the current setup as a veRL / TRL job zip; and
 // uploaded prompt datasets for the recipes.
 import { useState } from 'react';
@@ -17,6 +17,9 @@ const bytesBlob = (b: Uint8Array, type: string) => new Blob([b as Uint8Array<Arr
 
 export function ExportPanel() {
   const activeRunId = useRunStore((s) => s.activeRunId);
+  // The run in Run setup (live, stopped, or the one from before a reload); the charts' replay is not one.
+  const panelRunId = useSetup((s) => s.status.runId);
+  const runLive = useSetup((s) => (s.status.state === 'running' || s.status.state === 'paused') && !s.detached);
   const [busy, setBusy] = useState<string | null>(null);
   const [msg, setMsg] = useState<Msg>(null);
   const [allowMismatch, setAllowMismatch] = useState(false);
@@ -32,7 +35,7 @@ export function ExportPanel() {
 
   const exportAdapter = () =>
     act('exporting the adapter', async () => {
-      const f = await engineApi().exportAdapter();
+      const f = await engineApi().exportAdapter({ runId: panelRunId ?? undefined });
       saveBlob(bytesBlob(f.bytes, 'application/zip'), f.fileName);
       return {
         text: `Saved ${f.fileName} (adapter_config.json + adapter_model.safetensors, PEFT names).`,
@@ -41,22 +44,23 @@ export function ExportPanel() {
     });
   const exportMerged = () =>
     act('merging', async () => {
-      const f = await engineApi().exportMerged();
+      const f = await engineApi().exportMerged({ runId: panelRunId ?? undefined });
       saveBlob(bytesBlob(f.bytes, 'application/octet-stream'), f.fileName);
       return { text: `Saved ${f.fileName}.${f.note ? ` Note: ${f.note}.` : ''}`, error: false };
     });
   const exportLog = () =>
     act('exporting the log', async () => {
-      if (!activeRunId) return { text: 'No run to export: start or resume one.', error: true };
-      const rec = await runLogs().getRun(activeRunId);
+      const runId = panelRunId ?? activeRunId;
+      if (!runId) return { text: 'No run to export: start or resume one.', error: true };
+      const rec = await runLogs().getRun(runId);
       if (!rec)
         return {
-          text: `Run ${activeRunId} has no log in this browser (only live runs are logged; a replay is already a JSONL file).`,
+          text: `Run ${runId} has no log in this browser (only live runs are logged; a replay is already a JSONL file).`,
           error: true,
         };
-      const text = await runLogs().exportJsonl(activeRunId);
-      saveBlob(new Blob([text], { type: 'application/x-ndjson' }), `${activeRunId}.jsonl`);
-      return { text: `Saved ${activeRunId}.jsonl (${rec.reportCount} steps).`, error: false };
+      const text = await runLogs().exportJsonl(runId);
+      saveBlob(new Blob([text], { type: 'application/x-ndjson' }), `${runId}.jsonl`);
+      return { text: `Saved ${runId}.jsonl (${rec.reportCount} steps).`, error: false };
     });
   const recipeName = useSetup((s) => s.recipeName);
   const recipes = useSetup((s) => s.recipes);
@@ -78,9 +82,18 @@ export function ExportPanel() {
     });
   const importAdapter = (file: File) =>
     act('importing the adapter', async () => {
+      if (!runLive)
+        return {
+          text: `Adapter not imported: no run is live to load ${file.name} into. Start a run, or Restore a checkpoint, first.`,
+          error: true,
+        };
       const bytes = new Uint8Array(await file.arrayBuffer());
       const r = await engineApi().importAdapter(bytes, file.name, { allowBaseMismatch: allowMismatch });
-      if (!r.ok) return { text: `Adapter not imported: ${r.error}. The run continues unchanged.`, error: true };
+      if (!r.ok)
+        return {
+          text: `Adapter not imported: ${r.error.replace(/\.$/, '')}.${runLive ? ' The run continues unchanged.' : ''}`,
+          error: true,
+        };
       const note = r.baseMismatch ? ` (trained on ${r.baseModel ?? 'an unnamed base'}: base mismatch allowed)` : '';
       return {
         text: `Imported ${r.fileName}: ${r.tensors} tensors, r = ${r.r}, loaded into the run at step ${r.step}${note}.`,

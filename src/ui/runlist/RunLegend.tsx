@@ -3,7 +3,14 @@ import { runColour } from '../palette';
 
 const SOURCE_LABEL = { live: 'live', replay: 'replay', example: 'recorded example' } as const;
 
-/** The runs kept for overlay: colour, source, show/hide, which one the arena follows, remove. */
+/** A live run that stopped, finished or failed reads "ended", not "live". */
+const tagOf = (info: { source: keyof typeof SOURCE_LABEL; ended: boolean }) =>
+  info.source === 'live' && info.ended ? 'ended' : info.source;
+
+/**
+ * The runs of the session: colour, source, show/hide, which one the arena follows, remove. A new
+ * live run shows alone or beside the runs ticked on (at most MAX_SHOWN in all).
+ */
 export function RunLegend() {
   const order = useRunStore((s) => s.order);
   const runs = useRunStore((s) => s.runs);
@@ -20,6 +27,7 @@ export function RunLegend() {
             className={id === active ? 'active' : undefined}
             data-testid="run-entry"
             data-source={info.source}
+            data-ended={info.ended ? 'true' : 'false'}
           >
             <label>
               <input
@@ -31,7 +39,9 @@ export function RunLegend() {
               <span className="swatch" style={{ background: runColour(info.colour) }} aria-hidden="true" />
               <span className="run-name">{info.label}</span>
             </label>
-            <span className={`tag tag-${info.source}`}>{SOURCE_LABEL[info.source]}</span>
+            <span className={`tag tag-${tagOf(info)}`}>
+              {tagOf(info) === 'ended' ? 'ended' : SOURCE_LABEL[info.source]}
+            </span>
             <span className="small">
               {info.recipe} · {info.reports} steps
             </span>

@@ -66,6 +66,7 @@ export async function startGuidedDemo(): Promise<string | null> {
     maxSteps: DEMO_MAX_STEPS,
     atMax: 'pause',
     linkErrors: {},
+    demoOwned: true,
   }));
   const ok = await startRun({ recipe: recipe.name, values, seed: DEMO_SEED, maxSteps: DEMO_MAX_STEPS, atMax: 'pause' });
   return ok ? recipe.name : null;
