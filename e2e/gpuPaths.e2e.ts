@@ -16,6 +16,15 @@ import { attentionCase, gemvCase } from '../dev/test/planKernelCases';
 import { quantMatmulWebGPU } from '../src/engine/kernels/matmul/quantMatmul';
 import { resetEngineOptions, setEngineOptions } from '../src/engine/options';
 import { mulberry32 } from '../src/contract/mulberry32';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DecodePlan } from '../src/engine/plan/decodePlan';
+import { GpuPlan } from '../src/engine/plan/plan';
+import { parseModelConfig } from '../src/contract/modelConfig';
+import { parseSafetensors } from '../src/model/safetensors';
+import { disposeLlama, loadLlama } from '../src/model/llama';
+import { generate } from '../src/model/generate';
+import { modelRef, releaseDecodePlans } from '../src/model/planned/decode';
 
 useDawn(resetEngineOptions);
 
@@ -147,4 +156,128 @@ describe('tfjs quantised GEMV above 65,535 outputs (the per-dimension dispatch l
       }
     });
   }
+});
+
+describe('plan buffers the device cannot hold are refused before any GPU work, by name', () => {
+  const load = () => {
+    const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
+    return loadLlama(
+      parseModelConfig(readFileSync(resolve(dir, 'config.json'), 'utf8')),
+      parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))),
+    );
+  };
+  /** Runs `f` counting the device's createBuffer calls. */
+  function counting<T>(f: () => T): { made: () => number; result: () => T } {
+    const device = webgpuDevice();
+    const create = device.createBuffer.bind(device);
+    let made = 0;
+    device.createBuffer = (d: GPUBufferDescriptor) => (made++, create(d));
+    try {
+      let out: T;
+      let err: unknown = null;
+      try {
+        out = f();
+      } catch (e) {
+        err = e;
+      }
+      return {
+        made: () => made,
+        result: () => {
+          if (err) throw err as Error;
+          return out;
+        },
+      };
+    } finally {
+      device.createBuffer = create;
+    }
+  }
+
+  it("a KV cache over the device's storage binding limit: the decode plan names the cache buffer and its shape, and makes no buffer", () => {
+    const model = load();
+    try {
+      const device = webgpuDevice();
+      const limit = device.limits.maxStorageBufferBindingSize;
+      const B = 64;
+      const kvRow = model.config.numKvHeads * model.config.headDim * 4; // bytes per (row, slot)
+      const C = Math.ceil((limit + 1) / (B * kvRow) / 64) * 64;
+      const kvBytes = B * kvRow * C;
+      expect(kvBytes).toBeGreaterThan(limit);
+      const ref = modelRef(model, []); // uploads the weights (tfjs makes their buffers lazily)
+      const run = counting(() => new DecodePlan(device, ref, { batch: B, capacity: C, tokensPerRun: 8 }));
+      expect(run.result).toThrow(
+        new RegExp(
+          `buffer "k0" needs ${kvBytes} bytes \\(.* MiB: key cache of layer 0: batch ${B} x ${model.config.numKvHeads} kv heads x capacity ${C} x head_dim ${model.config.headDim} x 4\\), over (the storage binding limit of ${limit}|the device's buffer limit).*lower the batch or the cache capacity`,
+        ),
+      );
+      expect(run.made()).toBe(0);
+    } finally {
+      disposeLlama(model);
+    }
+  });
+
+  it('a decode plan over EngineOptions.decodeMemoryBudget: generate() fails naming the budget and the largest buffer, no buffer made', async () => {
+    const model = load();
+    const device = webgpuDevice();
+    const create = device.createBuffer.bind(device);
+    try {
+      // 2 rows, 20 prompt tokens (32 in prefill chunks of 16) + 200 new: capacity 256 slots of 2 kv heads x 8.
+      const kvBytes = 2 * model.config.numKvHeads * model.config.headDim * 256 * 4;
+      setEngineOptions({ decodeMemoryBudget: 4 * kvBytes }); // under the 2 layers x (k, v) caches alone
+      // The plan's buffers are labelled `decode B.. C..:name` (tfjs's own uploads are not counted).
+      let made = 0;
+      device.createBuffer = (d: GPUBufferDescriptor) => (/^decode/.test(d.label ?? '') && made++, create(d));
+      const prompts = [Array.from({ length: 20 }, (_, i) => (i * 7) % 64), [3, 4, 5]];
+      await expect(generate(model, prompts, { maxNewTokens: 200, greedy: true })).rejects.toThrow(
+        new RegExp(
+          `over the memory budget of ${4 * kvBytes} bytes .*the largest is "k0" of ${kvBytes} bytes \\(key cache of layer 0: batch 2 .* capacity 256`,
+        ),
+      );
+      expect(made).toBe(0);
+    } finally {
+      device.createBuffer = create;
+      setEngineOptions({ decodeMemoryBudget: null });
+      releaseDecodePlans(model);
+      disposeLlama(model);
+    }
+  });
+
+  it("a buffer the GPU refuses is named by the plan's creation scopes (GpuPlan.created), and a decode plan's first run fails with that name", async () => {
+    const device = webgpuDevice();
+    const plan = new GpuPlan(device, 1, 'scope check');
+    try {
+      plan.buffer('fits', 1024);
+      plan.buffer('too large', device.limits.maxBufferSize + 256);
+      await expect(plan.created()).rejects.toThrow(/^scope check: the GPU refused buffer "too large" of \d+ bytes/);
+    } finally {
+      plan.dispose();
+    }
+    const ok = new GpuPlan(device, 1, 'scope check ok');
+    ok.buffer('fits', 1024);
+    await expect(ok.created()).resolves.toBeUndefined();
+    ok.dispose();
+
+    const model = load();
+    try {
+      const dp = new DecodePlan(device, modelRef(model, []), {
+        batch: 1,
+        capacity: 64,
+        tokensPerRun: 1,
+        gemv: 'thread',
+        tileMinRows: Infinity,
+      }); // (the split kernels take ~20 s to compile on SwiftShader)
+      dp.plan.buffer('late extra', device.limits.maxBufferSize + 256); // refused after the plan was made
+      dp.begin({
+        prefill: 1,
+        basePos: [1],
+        slotValid: [[1]],
+        streams: [1],
+        sampling: { temperature: 1, topK: 0, topP: 1, seedLo: 1, seedHi: 0 },
+        loraOn: false,
+      });
+      await expect(dp.run(0, 1, false)).rejects.toThrow(/the GPU refused buffer "late extra"/);
+      dp.dispose();
+    } finally {
+      disposeLlama(model);
+    }
+  });
 });

@@ -48,6 +48,12 @@ export interface EngineOptions {
    * default): micro-batches are sized to fit it; a shape over it runs on tfjs.
    */
   learnMemoryBudget: number;
+  /**
+   * GPU bytes a decode plan's own buffers (KV caches, logits, activations; not the weights) may
+   * hold; a plan over it is refused before any GPU work, naming its largest buffer. null: only the
+   * device's buffer limits bound it.
+   */
+  decodeMemoryBudget: number | null;
   /** Bytes of f32 dropout multipliers drawn before each packing into the learn plan (tests: 1 packs each alone). */
   dropoutMaskGroupBytes: number;
 }
@@ -66,6 +72,7 @@ const DEFAULTS: Readonly<EngineOptions> = Object.freeze({
   optimizerPath: 'planned',
   learnRecompute: 'auto',
   learnMemoryBudget: 2 ** 31,
+  decodeMemoryBudget: null,
   dropoutMaskGroupBytes: 64 * 2 ** 20,
 });
 
@@ -85,6 +92,8 @@ export function setEngineOptions(partial: Partial<EngineOptions>): void {
     throw new Error(`binding limit override must be >= 4 bytes, got ${next.bindingLimit}`);
   if (!Number.isInteger(next.tokensPerRun) || next.tokensPerRun < 1 || next.tokensPerRun > 256)
     throw new Error(`tokens per run must be an integer in [1, 256], got ${next.tokensPerRun}`);
+  if (next.decodeMemoryBudget !== null && !(next.decodeMemoryBudget > 0))
+    throw new Error(`decode memory budget must be a positive number of bytes or null, got ${next.decodeMemoryBudget}`);
   if (!isPath(next.optimizerPath))
     throw new Error(`optimizer path must be planned or tfjs, got ${String(next.optimizerPath)}`);
   current = Object.freeze(next);

@@ -20,7 +20,7 @@
 //   pembed   prompt ids of the chunk's columns -> x
 //   players  the layers above over B x chunk rows, keys and values written into the cache
 //   phead    final norm + LM head of each row's last prompt column
-import { GpuPlan, alignUp, type BufferRange } from './plan';
+import { GpuPlan, alignUp, checkPlanBuffers, type BufferRange, type PlannedBuffer } from './plan';
 import {
   GemvMode,
   gemvMaxRows,
@@ -142,6 +142,10 @@ export interface DecodePlanOptions {
   capacity: number;
   /** Tokens per run (one readback each); per-token uniform slots. */
   tokensPerRun: number;
+  /** Bytes one storage binding may span; default the device's maxStorageBufferBindingSize. */
+  maxBinding?: number;
+  /** Bytes the plan's own buffers (caches, work, logits ...; not the weights) may hold together; default no budget. */
+  memoryBudget?: number | null;
 }
 
 export interface RunSampling {
@@ -268,6 +272,8 @@ export class DecodePlan {
   /** GPU milliseconds of the last run's compute pass (null without timestamp queries). */
   lastGpuMs: number | null = null;
   private busy = false;
+  /** Whether the GPU has accepted every buffer, pipeline and bind group of the plan (checked before the first run). */
+  private accepted = false;
 
   constructor(
     readonly device: GPUDevice,
@@ -283,15 +289,9 @@ export class DecodePlan {
       throw new Error(`decode plan: ${m.heads} heads are not a multiple of ${m.kvHeads} kv heads`);
     if (attentionWorkgroupSize(D) > device.limits.maxComputeInvocationsPerWorkgroup)
       throw new Error(`decode plan: head_dim ${D} exceeds the device's workgroup size`);
-    const maxBinding = device.limits.maxStorageBufferBindingSize;
-    if (B * m.vocab * 4 > maxBinding)
-      throw new Error(
-        `decode plan: ${B} rows of ${m.vocab} logits exceed the ${maxBinding}-byte storage binding limit`,
-      );
+    const maxBinding = opts.maxBinding ?? device.limits.maxStorageBufferBindingSize;
     const Pc = (this.chunk = prefillChunk(B));
     const R = B * Pc; // GEMV rows of a prefill chunk
-    // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
-    const plan = (this.plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`));
     const qDim = m.heads * D;
     const kvDim = m.kvHeads * D;
 
@@ -330,9 +330,8 @@ export class DecodePlan {
       }
       this.loraAt.push(at);
     });
-    this.loraBuf = plan.buffer('lora', loraFloats * 4);
 
-    // --- buffers
+    // --- sizes, checked against the device's limits (and the budget) before anything is made
     const work = sections({
       x: R * m.hidden,
       q: R * qDim,
@@ -341,10 +340,67 @@ export class DecodePlan {
       t: R * Math.max(1, maxGroupR),
     });
     const W = work.offsets;
-    const workBuf = plan.buffer('work', work.total * 4);
     const half = D / 2;
     const aux = sections({ cos: C * half, sin: C * half, pos: B, valid: B * C, ppos: B * C });
     this.auxOff = aux.offsets as typeof this.auxOff;
+
+    // --- params: norms and biases, copied once from the model's buffers
+    const copies: { src: GPUBuffer; dst: number; n: number }[] = [];
+    let pf = 0;
+    const param = (v: VectorRef | undefined): number | undefined => {
+      if (!v) return undefined;
+      const at = pf;
+      copies.push({ src: v.buffer, dst: at, n: v.length });
+      pf += v.length;
+      return at;
+    };
+    const layerParams = m.layers.map((l) => ({
+      norm1: param(l.inputNorm)!,
+      norm2: param(l.postNorm)!,
+      bias: Object.fromEntries(PROJ_KEYS.map((p) => [p, param(l[p].bias)])) as Record<ProjKey, number | undefined>,
+    }));
+    const finalNorm = param(m.norm)!;
+
+    const shape: GemvShape = opts.gemv ?? 'split';
+    this.gemvShape = shape;
+    const attention = (this.attention =
+      opts.attention ?? (shape === 'split' && C > SPLITK_MIN_CAPACITY ? 'splitk' : 'whole'));
+    const partialBytes = splitKPartialFloats(B, m.heads, D, C) * 4;
+    const kvBytes = B * kvDim * C * 4;
+    const planned: PlannedBuffer[] = [
+      ...m.layers.flatMap((_, l) =>
+        ['k', 'v'].map((kv) => ({
+          name: `${kv}${l}`,
+          bytes: kvBytes,
+          size: `${kv === 'k' ? 'key' : 'value'} cache of layer ${l}: batch ${B} x ${m.kvHeads} kv heads x capacity ${C} x head_dim ${D} x 4`,
+        })),
+      ),
+      { name: 'logits', bytes: B * m.vocab * 4, size: `batch ${B} x vocabulary ${m.vocab} x 4` },
+      { name: 'scaled', bytes: B * m.vocab * 4, size: `batch ${B} x vocabulary ${m.vocab} x 4` },
+      { name: 'work', bytes: work.total * 4, size: `${R} prefill rows of activations` },
+      { name: 'aux', bytes: aux.total * 4, size: `RoPE tables and slot masks for capacity ${C}` },
+      { name: 'prompt ids', bytes: B * C * 4, size: `batch ${B} x capacity ${C} x 4` },
+      { name: 'lora', bytes: loraFloats * 4 },
+      { name: 'params', bytes: pf * 4 },
+    ];
+    if (attention === 'splitk')
+      planned.push({
+        name: 'attention partials',
+        bytes: partialBytes,
+        size: `split-K: batch ${B} x ${m.heads} heads x ${Math.ceil(C / SPLITK_SEGMENT)} segments x (head_dim + 2) x 4`,
+      });
+    checkPlanBuffers(
+      `decode plan (batch ${B}, capacity ${C})`,
+      planned,
+      { maxBinding, maxBuffer: device.limits.maxBufferSize, budget: opts.memoryBudget ?? null },
+      'lower the batch or the cache capacity (prompt + new tokens)',
+    );
+
+    // --- buffers
+    // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
+    const plan = (this.plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`));
+    this.loraBuf = plan.buffer('lora', loraFloats * 4);
+    const workBuf = plan.buffer('work', work.total * 4);
     this.aux = plan.buffer('aux', aux.total * 4);
     const cosSin = new Float32Array(aux.total);
     for (let pos = 0; pos < C; pos++) {
@@ -356,8 +412,8 @@ export class DecodePlan {
     }
     device.queue.writeBuffer(this.aux, 0, cosSin);
     for (let l = 0; l < m.layers.length; l++) {
-      this.kCache.push(plan.buffer(`k${l}`, B * kvDim * C * 4));
-      this.vCache.push(plan.buffer(`v${l}`, B * kvDim * C * 4));
+      this.kCache.push(plan.buffer(`k${l}`, kvBytes));
+      this.vCache.push(plan.buffer(`v${l}`, kvBytes));
     }
     this.logits = plan.buffer('logits', B * m.vocab * 4);
     this.scaled = plan.buffer('scaled', B * m.vocab * 4);
@@ -381,37 +437,12 @@ export class DecodePlan {
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
 
-    // --- params: norms and biases, copied once from the model's buffers
-    const copies: { src: GPUBuffer; dst: number; n: number }[] = [];
-    let pf = 0;
-    const param = (v: VectorRef | undefined): number | undefined => {
-      if (!v) return undefined;
-      const at = pf;
-      copies.push({ src: v.buffer, dst: at, n: v.length });
-      pf += v.length;
-      return at;
-    };
-    const layerParams = m.layers.map((l) => ({
-      norm1: param(l.inputNorm)!,
-      norm2: param(l.postNorm)!,
-      bias: Object.fromEntries(PROJ_KEYS.map((p) => [p, param(l[p].bias)])) as Record<ProjKey, number | undefined>,
-    }));
-    const finalNorm = param(m.norm)!;
     const params = plan.buffer('params', pf * 4);
     const enc = device.createCommandEncoder();
     for (const c of copies) enc.copyBufferToBuffer(c.src, 0, params, c.dst * 4, c.n * 4);
     device.queue.submit([enc.finish()]);
 
     // --- the dispatches
-    const shape: GemvShape = opts.gemv ?? 'split';
-    this.gemvShape = shape;
-    const attention = (this.attention =
-      opts.attention ?? (shape === 'split' && C > SPLITK_MIN_CAPACITY ? 'splitk' : 'whole'));
-    const partialBytes = splitKPartialFloats(B, m.heads, D, C) * 4;
-    if (attention === 'splitk' && partialBytes > maxBinding)
-      throw new Error(
-        `decode plan: split-K attention partials of ${partialBytes} bytes exceed the ${maxBinding}-byte storage binding limit`,
-      );
     const partials = attention === 'splitk' ? plan.buffer('attention partials', partialBytes) : null;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
     const tileMin = opts.tileMinRows ?? TILE_MIN_ROWS;
@@ -926,6 +957,13 @@ export class DecodePlan {
     if (!b) throw new Error('decode plan: run before begin');
     if (this.busy) throw new Error('decode plan: a run is already in flight');
     this.checkDevice();
+    if (!this.accepted) {
+      // A refused buffer (out of memory, over a limit) named here, not as a rejected decode step.
+      await this.plan.created().catch((e: Error) => {
+        throw new PlanGpuError(e.message);
+      });
+      this.accepted = true;
+    }
     if (n < 1 || n > this.opts.tokensPerRun)
       throw new Error(`decode plan: ${n} tokens per run outside [1, ${this.opts.tokensPerRun}]`);
     if (b.prefill + first + n - (forwardLast ? 0 : 1) > this.opts.capacity)

@@ -34,6 +34,53 @@ const ALIGN = 256;
 
 export const alignUp = (n: number, a = ALIGN): number => Math.ceil(n / a) * a;
 
+/** A buffer a plan is about to make, checked against the device before any is made. */
+export interface PlannedBuffer {
+  name: string;
+  bytes: number;
+  /** How its size follows from the plan's shape, for the refusal (e.g. 'batch x kv heads x capacity x head_dim x 4'). */
+  size?: string;
+}
+
+export interface PlanLimits {
+  /** Bytes one storage binding may span (maxStorageBufferBindingSize, or EngineOptions.bindingLimit). */
+  maxBinding: number;
+  /** Bytes one buffer may hold (maxBufferSize). */
+  maxBuffer: number;
+  /** Bytes all the plan's buffers together may hold (null: no budget). */
+  budget: number | null;
+}
+
+const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+
+/**
+ * Refuses a plan whose buffers the device cannot hold, before any GPU work: one over a binding or
+ * buffer limit is named with its size and where the size comes from, and buffers over the memory
+ * budget name the largest. Every plan buffer is bound whole as storage, so the binding limit
+ * applies to each.
+ */
+export function checkPlanBuffers(label: string, buffers: PlannedBuffer[], limits: PlanLimits, fix: string): void {
+  for (const b of buffers) {
+    const over =
+      b.bytes > limits.maxBuffer
+        ? `the device's buffer limit (maxBufferSize) of ${limits.maxBuffer} bytes`
+        : b.bytes > limits.maxBinding
+          ? `the storage binding limit of ${limits.maxBinding} bytes`
+          : null;
+    if (over)
+      throw new Error(
+        `${label}: buffer "${b.name}" needs ${b.bytes} bytes (${mib(b.bytes)}${b.size ? `: ${b.size}` : ''}), over ${over}; ${fix}`,
+      );
+  }
+  const total = buffers.reduce((a, b) => a + b.bytes, 0);
+  if (limits.budget !== null && total > limits.budget) {
+    const largest = [...buffers].sort((a, b) => b.bytes - a.bytes)[0];
+    throw new Error(
+      `${label}: its buffers need ${total} bytes (${mib(total)}), over the memory budget of ${limits.budget} bytes (${mib(limits.budget)}); the largest is "${largest.name}" of ${largest.bytes} bytes${largest.size ? ` (${largest.size})` : ''}; ${fix}`,
+    );
+  }
+}
+
 export class GpuPlan {
   private readonly owned: GPUBuffer[] = [];
   private readonly pending: Pending[] = [];
@@ -43,6 +90,11 @@ export class GpuPlan {
   readonly dyn: GPUBuffer;
   /** Bytes of every buffer the plan owns (not the weights it borrows). */
   bytes = 0;
+  /**
+   * What the GPU said about each buffer, pipeline and bind group as the plan made it (each inside
+   * its own out-of-memory and validation scopes), so a refusal names what it refused.
+   */
+  private creation: Promise<string | null>[] = [];
 
   constructor(
     readonly device: GPUDevice,
@@ -59,7 +111,9 @@ export class GpuPlan {
     usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
   ): GPUBuffer {
     const size = alignUp(Math.max(bytes, 4), 16);
-    const b = this.device.createBuffer({ label: `${this.label}:${name}`, size, usage });
+    const b = this.scoped(`buffer "${name}" of ${size} bytes`, () =>
+      this.device.createBuffer({ label: `${this.label}:${name}`, size, usage }),
+    );
     this.owned.push(b);
     this.bytes += size;
     return b;
@@ -78,7 +132,41 @@ export class GpuPlan {
         `${this.label}: kernel ${kernel.key} needs [${workgroups}] workgroups, the device allows ${max} per dimension`,
       );
     if (workgroups.some((w) => w === 0)) return;
-    this.pending.push({ phase, kernel: compileKernel(this.device, kernel), values, workgroups });
+    const compiled = this.scoped(`the pipeline of kernel ${kernel.key}`, () => compileKernel(this.device, kernel));
+    this.pending.push({ phase, kernel: compiled, values, workgroups });
+  }
+
+  /** Runs `make` inside out-of-memory and validation error scopes whose verdict names `what`. */
+  private scoped<T>(what: string, make: () => T): T {
+    this.device.pushErrorScope('out-of-memory');
+    this.device.pushErrorScope('validation');
+    try {
+      return make();
+    } finally {
+      const invalid = this.device.popErrorScope();
+      const oom = this.device.popErrorScope();
+      this.creation.push(
+        Promise.all([invalid, oom]).then(([v, o]) => {
+          const e = o ?? v;
+          return e ? `the GPU refused ${what} (${o ? 'out of memory' : 'invalid'}: ${e.message})` : null;
+        }),
+      );
+    }
+  }
+
+  /**
+   * Resolves once the GPU has accepted everything the plan made; otherwise rejects naming the
+   * first buffer, pipeline or bind group it refused (out of memory, over a limit). Awaited before
+   * a plan's first submit, so no work runs on a half-made plan.
+   */
+  async created(): Promise<void> {
+    const verdicts = await Promise.all(this.creation);
+    const refused = verdicts.filter((v): v is string => v !== null);
+    if (refused.length)
+      throw new Error(
+        `${this.label}: ${refused[0]}${refused.length > 1 ? ` (and ${refused.length - 1} more refusals)` : ''}`,
+      );
+    this.creation = [];
   }
 
   /** Creates the static uniform buffer and every bind group. */
@@ -113,7 +201,9 @@ export class GpuPlan {
           };
         return { binding: j, resource: { buffer: v.buffer, offset: v.offset ?? 0, size: v.size } };
       });
-      const bindGroup = this.device.createBindGroup({ label: p.kernel.kernel.key, layout: p.kernel.layout, entries });
+      const bindGroup = this.scoped(`the bind group of kernel ${p.kernel.kernel.key} (phase ${p.phase})`, () =>
+        this.device.createBindGroup({ label: p.kernel.kernel.key, layout: p.kernel.layout, entries }),
+      );
       const list = this.phases.get(p.phase) ?? [];
       list.push({
         pipeline: p.kernel.pipeline,
