@@ -6,11 +6,14 @@
 //   pass moves per second.
 // Each is the median over reps after a warm-up, timed by timestamp queries around the pass where
 // the device has them ("GPU"), else by wall time from submit to onSubmittedWorkDone ("wall").
+// Where the adapter is a GPU with published figures (dev/bench/gpuPeaks.ts), each row also reads
+// as a share of that peak: how far the project's own roofline is from the hardware's.
 import * as tf from '@tensorflow/tfjs';
 import { webgpuDevice } from '../../src/engine/webgpu/wgslProgram';
 import { gemmKernel, gemmWorkgroups, packGemm } from '../../src/engine/plan/learnKernels';
 import { GpuPlan } from '../../src/engine/plan/plan';
 import { flushTfjs } from '../../src/engine/plan/tfjsInterop';
+import { peakFor, percentOf, type GpuPeak } from './gpuPeaks';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -30,6 +33,14 @@ export interface Roofline {
   /** The faster GEMM's GFLOP/s. */
   matmulGflops: number;
   streamGBps: number;
+  /** The adapter's published peak, where dev/bench/gpuPeaks.ts knows it. */
+  peak: GpuPeak | null;
+}
+
+/** The device's adapter description as Dawn and Chromium give it (vendor, architecture, description). */
+export function adapterDescription(device: GPUDevice): string {
+  const i = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return i ? `${i.vendor} ${i.architecture} ${i.description}`.replace(/\s+/g, ' ').trim() : '';
 }
 
 /** Median ms of `run` (which encodes and submits its work) after a warm-up; GPU time where the device times passes. */
@@ -192,9 +203,26 @@ export async function measureRoofline(n: number, reps: number, streamFloats = 16
     rows,
     matmulGflops: Math.max(...mm.map((r) => r.rate)),
     streamGBps: rows.find((r) => r.unit === 'GB/s')!.rate,
+    peak: peakFor(adapterDescription(webgpuDevice())),
   };
 }
 
-export const ROOFLINE_HEADER = ['roofline', 'shape', 'ms', 'clock', 'rate', 'unit'];
+export const ROOFLINE_HEADER = ['roofline', 'shape', 'ms', 'clock', 'rate', 'unit', '% of peak'];
+/** Rows of the measured roofline, each as a share of the published peak (f32 or bandwidth) where known. */
 export const rooflineRows = (r: Roofline): (string | number)[][] =>
-  r.rows.map((x) => [x.name, x.shape, x.ms, x.clock, x.rate, x.unit]);
+  r.rows.map((x) => [
+    x.name,
+    x.shape,
+    x.ms,
+    x.clock,
+    x.rate,
+    x.unit,
+    percentOf(x.rate, x.unit === 'GB/s' ? r.peak?.bandwidthGBps : r.peak?.f32Gflops),
+  ]);
+
+/** A line naming the peak the '% of peak' columns read against, or saying there is none. */
+export function peakNote(r: Roofline): string {
+  return r.peak
+    ? `% of peak: of the ${r.peak.name}'s published ${r.peak.bandwidthGBps} GB/s and ${r.peak.f32Gflops / 1000} TFLOP/s f32 (${r.peak.source}).`
+    : '% of peak: - (no published peak for this adapter: a software adapter, or a GPU dev/bench/gpuPeaks.ts does not list).';
+}
