@@ -54,6 +54,18 @@ export interface EngineOptions {
    * device's buffer limits bound it.
    */
   decodeMemoryBudget: number | null;
+  /**
+   * The longest a planned prefill or learning pass may keep the GPU busy in one submit, in ms:
+   * longer passes are cut into several submits (Windows resets a GPU whose work runs ~2 s, and
+   * Chrome then loses the device). Work is estimated in FLOPs at submitAssumedGflops.
+   */
+  submitBudgetMs: number;
+  /**
+   * The f32 rate, GFLOP/s, at which submitBudgetMs is turned into FLOPs per submit: 100 is the slow
+   * end of WebGPU devices (an integrated GPU's sustained GEMM); a faster GPU only makes more,
+   * shorter submits than it needs (a submit costs tens of microseconds).
+   */
+  submitAssumedGflops: number;
   /** Bytes of f32 dropout multipliers drawn before each packing into the learn plan (tests: 1 packs each alone). */
   dropoutMaskGroupBytes: number;
 }
@@ -74,6 +86,8 @@ const DEFAULTS: Readonly<EngineOptions> = Object.freeze({
   learnMemoryBudget: 2 ** 31,
   decodeMemoryBudget: null,
   dropoutMaskGroupBytes: 64 * 2 ** 20,
+  submitBudgetMs: 1000,
+  submitAssumedGflops: 100,
 });
 
 let current: Readonly<EngineOptions> = DEFAULTS;
@@ -94,9 +108,18 @@ export function setEngineOptions(partial: Partial<EngineOptions>): void {
     throw new Error(`tokens per run must be an integer in [1, 256], got ${next.tokensPerRun}`);
   if (next.decodeMemoryBudget !== null && !(next.decodeMemoryBudget > 0))
     throw new Error(`decode memory budget must be a positive number of bytes or null, got ${next.decodeMemoryBudget}`);
+  if (!(next.submitBudgetMs > 0) || !(next.submitAssumedGflops > 0))
+    throw new Error(
+      `submit budget and assumed rate must be positive, got ${next.submitBudgetMs} ms at ${next.submitAssumedGflops} GFLOP/s`,
+    );
   if (!isPath(next.optimizerPath))
     throw new Error(`optimizer path must be planned or tfjs, got ${String(next.optimizerPath)}`);
   current = Object.freeze(next);
+}
+
+/** FLOPs a planned pass may put in one submit (submitBudgetMs at submitAssumedGflops). */
+export function submitFlopBudget(): number {
+  return current.submitBudgetMs * current.submitAssumedGflops * 1e6;
 }
 
 /** Puts every setting back to its default. */

@@ -20,7 +20,7 @@
 //   pembed   prompt ids of the chunk's columns -> x
 //   players  the layers above over B x chunk rows, keys and values written into the cache
 //   phead    final norm + LM head of each row's last prompt column
-import { GpuPlan, alignUp, checkPlanBuffers, type BufferRange, type PlannedBuffer } from './plan';
+import { GpuPlan, alignUp, checkPlanBuffers, type BufferRange, type PhaseAt, type PlannedBuffer } from './plan';
 import {
   GemvMode,
   gemvMaxRows,
@@ -47,7 +47,7 @@ import {
   type WeightFormat,
 } from './decodeKernels';
 import { DYN_SLOT_BYTES } from './plan';
-import type { DecodeAttention } from '../options';
+import { submitFlopBudget, type DecodeAttention } from '../options';
 
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
@@ -261,6 +261,8 @@ export class DecodePlan {
   /** Validation and out-of-memory scopes of the last prefill, checked by the next run. */
   private prefillScopes: Promise<[GPUError | null, GPUError | null]> | null = null;
   private prefillTimed = false;
+  /** Submits the last planned prefill was cut into (EngineOptions.submitBudgetMs). */
+  lastPrefillSubmits = 0;
   /** GPU milliseconds of the last planned prefill (null without timestamp queries or none run). */
   lastPrefillGpuMs: number | null = null;
   /** Where each LoRA A and B goes in the plan's lora buffer (floats), per layer and projection. */
@@ -469,7 +471,13 @@ export class DecodePlan {
         ...(w2 ? weightBindings(w2) : []),
         ...extra,
       ];
-      plan.add(phase, k, values, [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1]);
+      plan.add(
+        phase,
+        k,
+        values,
+        [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1],
+        2 * u.K * u.N * u.rows * (w2 ? 2 : 1),
+      );
     };
     /** A projection's row blocks (one unless its weight is held in several) and the first row of each. */
     const blocksOf = (pr: ProjectionRef): { w: WeightRef; row: number }[] => {
@@ -602,6 +610,7 @@ export class DecodePlan {
               { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 },
             ],
             [gemvWorkgroupsX(layout, GemvMode.Plain, g.rows), Math.ceil(rows / gemvMaxRows(layout)), 1],
+            2 * u.K * g.rows * rows,
           );
         };
         // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
@@ -692,6 +701,8 @@ export class DecodePlan {
             rows,
           }),
         };
+        // q·k and p·v over at most the capacity per (row, head): the bound a submit budget needs.
+        const attFlops = 4 * rows * m.heads * C * D;
         if (partials && seq === 0) {
           // split-K: segments past the filled length return at once, so the grid covers the capacity
           plan.add(
@@ -707,6 +718,7 @@ export class DecodePlan {
               { buffer: partials },
             ],
             [m.heads, rows, Math.ceil(C / SPLITK_SEGMENT)],
+            attFlops,
           );
           plan.add(
             phase,
@@ -721,6 +733,7 @@ export class DecodePlan {
             shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
             [att, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
             shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
+            attFlops,
           );
         }
         const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
@@ -923,24 +936,26 @@ export class DecodePlan {
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
     q.writeBuffer(this.plan.dyn, first * DYN_SLOT_BYTES, slots);
-    const enc = this.device.createCommandEncoder();
     const timer = this.timer;
-    const pass = enc.beginComputePass(
-      timer
-        ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 2, endOfPassWriteIndex: 3 } }
-        : undefined,
-    );
-    for (let i = 0; i < chunks; i++) {
-      this.plan.encode(pass, 'pembed', first + i);
-      this.plan.encode(pass, 'players', first + i);
-    }
-    this.plan.encode(pass, 'phead', first + chunks - 1);
-    pass.end();
-    q.submit([enc.finish()]);
+    const items: PhaseAt[] = [];
+    for (let i = 0; i < chunks; i++)
+      items.push({ phase: 'pembed', slot: first + i }, { phase: 'players', slot: first + i });
+    items.push({ phase: 'phead', slot: first + chunks - 1 });
+    // Cut into submits under the watchdog budget (EngineOptions.submitBudgetMs): a long prompt at
+    // a large batch is seconds of work on a slow GPU.
+    this.lastPrefillSubmits = this.plan.submitSplit(items, submitFlopBudget(), {
+      label: 'decode prefill',
+      timestamps: timer ? { querySet: timer.set, begin: 2, end: 3 } : undefined,
+    });
     const invalid = this.device.popErrorScope();
     const oom = this.device.popErrorScope();
     this.prefillScopes = Promise.all([invalid, oom]);
     this.prefillTimed = timer !== null;
+  }
+
+  /** Estimated FLOPs of a prefill chunk and of the prefill's head (what the submit budget counts). */
+  prefillFlops(): { perChunk: number; head: number } {
+    return { perChunk: this.plan.flops('pembed') + this.plan.flops('players'), head: this.plan.flops('phead') };
   }
 
   /** Dispatches of a prefill chunk and of the prefill's head (tests, benchmarks). */

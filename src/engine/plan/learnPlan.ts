@@ -21,6 +21,7 @@
 // down; per adapter A [r, in] then B [out, r], each row-major. LoRA stays factored: x A^T is
 // kept per adapted projection and y += s (x A^T) B^T.
 import { GpuPlan, alignUp, type BindingValue, type BufferRange } from './plan';
+import { submitFlopBudget } from '../options';
 import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type WeightRef } from './decodePlan';
 import {
   STATS_COLS,
@@ -363,6 +364,7 @@ export class LearnPlan {
           extra.res ? { buffer: extra.res } : dummy,
         ],
         gemmWorkgroups(g.M, g.N, Z),
+        2 * g.M * g.N * g.K * Z,
       );
     };
     /** C = x W^T (transposed) or dy W through a frozen weight [rows, cols]. */
@@ -390,6 +392,7 @@ export class LearnPlan {
           gemmKernel('buf'),
           [u(packGemm({ ...g, a, b })), ...common, { buffer: w.buffer }, ...tail],
           gemmWorkgroups(g.M, g.N, Z),
+          2 * g.M * g.N * g.K * Z,
         );
       } else {
         const full: GemmUniform = { ...g, a, b: { off: 0, s0: 0, s1: 0 }, wK: w.cols, wT: transposed };
@@ -398,6 +401,7 @@ export class LearnPlan {
           gemmKernel(w.format, w.groupSize),
           [u(packGemm(full)), ...common, { buffer: w.words }, ...tail, { buffer: w.scales }],
           gemmWorkgroups(g.M, g.N, Z),
+          2 * g.M * g.N * g.K * Z,
         );
       }
     };
@@ -968,13 +972,21 @@ export class LearnPlan {
     after?: (enc: GPUCommandEncoder) => void,
     before?: (enc: GPUCommandEncoder) => void,
   ): void {
-    const enc = this.device.createCommandEncoder({ label: `learn: ${phases.join('+')}` });
-    before?.(enc);
-    const pass = enc.beginComputePass();
-    for (const p of phases) this.plan.encode(pass, p, 0);
-    pass.end();
-    after?.(enc);
-    this.device.queue.submit([enc.finish()]);
+    // Cut into submits under the watchdog budget (EngineOptions.submitBudgetMs): a learning pass
+    // of 64 x 128 tokens through SmolLM2-135M is ~2 TFLOP, seconds on a slow GPU.
+    this.lastSubmits = this.plan.submitSplit(
+      phases.map((phase) => ({ phase, slot: 0 })),
+      submitFlopBudget(),
+      { label: `learn: ${phases.join('+')}`, before, after },
+    );
+  }
+
+  /** Submits the last forward or backward pass was cut into (EngineOptions.submitBudgetMs). */
+  lastSubmits = 0;
+
+  /** Estimated FLOPs per phase ('ref', 'fwd', 'bwd'): what the submit budget counts. */
+  flops(): Record<'ref' | 'fwd' | 'bwd', number> {
+    return { ref: this.plan.flops('ref'), fwd: this.plan.flops('fwd'), bwd: this.plan.flops('bwd') };
   }
 
   /**

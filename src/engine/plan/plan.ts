@@ -19,6 +19,7 @@ interface Pending {
   kernel: CompiledKernel;
   values: BindingValue[];
   workgroups: [number, number, number];
+  flops: number;
 }
 
 interface Dispatch {
@@ -26,6 +27,24 @@ interface Dispatch {
   bindGroup: GPUBindGroup;
   workgroups: [number, number, number];
   dynamic: boolean;
+  /** Estimated floating-point operations (0: negligible), what submitSplit budgets. */
+  flops: number;
+}
+
+/** A phase to record at a per-token slot. */
+export interface PhaseAt {
+  phase: string;
+  slot: number;
+}
+
+export interface SubmitSplitOptions {
+  label?: string;
+  /** Recorded into the first command encoder before its pass (copies in). */
+  before?: (enc: GPUCommandEncoder) => void;
+  /** Recorded into the last command encoder after its pass (copies out, readbacks). */
+  after?: (enc: GPUCommandEncoder) => void;
+  /** Timestamps: `begin` written at the first pass's start, `end` at the last pass's end. */
+  timestamps?: { querySet: GPUQuerySet; begin: number; end: number };
 }
 
 /** Bytes between per-token uniform slots: WebGPU's minUniformBufferOffsetAlignment ceiling. */
@@ -119,7 +138,14 @@ export class GpuPlan {
     return b;
   }
 
-  add(phase: string, kernel: PlanKernel, values: BindingValue[], workgroups: [number, number, number]): void {
+  /** Adds a dispatch to a phase; `flops`: its estimated work, which submitSplit budgets (0: negligible). */
+  add(
+    phase: string,
+    kernel: PlanKernel,
+    values: BindingValue[],
+    workgroups: [number, number, number],
+    flops = 0,
+  ): void {
     if (this.staticBuffer) throw new Error(`${this.label}: add after finalize`);
     if (values.length !== kernel.bindings.length) {
       throw new Error(
@@ -133,7 +159,7 @@ export class GpuPlan {
       );
     if (workgroups.some((w) => w === 0)) return;
     const compiled = this.scoped(`the pipeline of kernel ${kernel.key}`, () => compileKernel(this.device, kernel));
-    this.pending.push({ phase, kernel: compiled, values, workgroups });
+    this.pending.push({ phase, kernel: compiled, values, workgroups, flops });
   }
 
   /** Runs `make` inside out-of-memory and validation error scopes whose verdict names `what`. */
@@ -210,6 +236,7 @@ export class GpuPlan {
         bindGroup,
         workgroups: p.workgroups,
         dynamic: p.values.includes('dyn'),
+        flops: p.flops,
       });
       this.phases.set(p.phase, list);
     });
@@ -221,17 +248,74 @@ export class GpuPlan {
     return this.phases.get(phase)?.length ?? 0;
   }
 
+  /** Estimated FLOPs of a phase's dispatches. */
+  flops(phase: string): number {
+    return (this.phases.get(phase) ?? []).reduce((a, d) => a + d.flops, 0);
+  }
+
   /** Records a phase's dispatches into an open compute pass, reading per-token slot `slot`. */
   encode(pass: GPUComputePassEncoder, phase: string, slot: number): void {
     if (!this.staticBuffer) throw new Error(`${this.label}: encode before finalize`);
-    if (slot < 0 || slot >= this.slots) throw new Error(`${this.label}: slot ${slot} outside [0, ${this.slots})`);
-    const offset = [slot * DYN_SLOT_BYTES];
-    for (const d of this.phases.get(phase) ?? []) {
-      pass.setPipeline(d.pipeline);
-      if (d.dynamic) pass.setBindGroup(0, d.bindGroup, offset);
-      else pass.setBindGroup(0, d.bindGroup);
-      pass.dispatchWorkgroups(...d.workgroups);
+    this.checkSlot(slot);
+    for (const d of this.phases.get(phase) ?? []) this.dispatch(pass, d, slot);
+  }
+
+  /**
+   * Records phases in order into compute passes of at most `budgetFlops` estimated FLOPs each (a
+   * dispatch over the budget alone), one submit per pass, cutting only between dispatches: the
+   * same dispatches in the same order, so the same results, while no submit runs long enough to
+   * trip a GPU watchdog (Windows resets a device whose work runs ~2 s). Returns the submits made.
+   */
+  submitSplit(items: PhaseAt[], budgetFlops: number, opts: SubmitSplitOptions = {}): number {
+    if (!this.staticBuffer) throw new Error(`${this.label}: encode before finalize`);
+    const groups: { d: Dispatch; slot: number }[][] = [[]];
+    let acc = 0;
+    for (const { phase, slot } of items) {
+      this.checkSlot(slot);
+      for (const d of this.phases.get(phase) ?? []) {
+        // Dispatches of no counted work never start a submit: they ride with the one before (or,
+        // leading, with the next), so no submit is spent on them alone.
+        if (acc > 0 && d.flops > 0 && acc + d.flops > budgetFlops) {
+          groups.push([]);
+          acc = 0;
+        }
+        groups[groups.length - 1].push({ d, slot });
+        acc += d.flops;
+      }
     }
+    const ts = opts.timestamps;
+    groups.forEach((group, i) => {
+      const last = i === groups.length - 1;
+      const enc = this.device.createCommandEncoder({
+        label: `${opts.label ?? this.label}${groups.length > 1 ? ` (${i + 1}/${groups.length})` : ''}`,
+      });
+      if (i === 0) opts.before?.(enc);
+      const timestampWrites =
+        ts && (i === 0 || last)
+          ? {
+              querySet: ts.querySet,
+              ...(i === 0 ? { beginningOfPassWriteIndex: ts.begin } : {}),
+              ...(last ? { endOfPassWriteIndex: ts.end } : {}),
+            }
+          : undefined;
+      const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : undefined);
+      for (const { d, slot } of group) this.dispatch(pass, d, slot);
+      pass.end();
+      if (last) opts.after?.(enc);
+      this.device.queue.submit([enc.finish()]);
+    });
+    return groups.length;
+  }
+
+  private checkSlot(slot: number): void {
+    if (slot < 0 || slot >= this.slots) throw new Error(`${this.label}: slot ${slot} outside [0, ${this.slots})`);
+  }
+
+  private dispatch(pass: GPUComputePassEncoder, d: Dispatch, slot: number): void {
+    pass.setPipeline(d.pipeline);
+    if (d.dynamic) pass.setBindGroup(0, d.bindGroup, [slot * DYN_SLOT_BYTES]);
+    else pass.setBindGroup(0, d.bindGroup);
+    pass.dispatchWorkgroups(...d.workgroups);
   }
 
   dispose(): void {
