@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { useDawn } from './dawnSetup';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 import { GemvMode } from '../src/engine/plan/decodeKernels';
-import { attentionCase, gemvCase } from '../dev/test/planKernelCases';
+import { attentionCase, gemmCase, gemvCase, threadMajorGemv } from '../dev/test/planKernelCases';
 import { quantMatmulWebGPU } from '../src/engine/kernels/matmul/quantMatmul';
 import { resetEngineOptions, setEngineOptions } from '../src/engine/options';
 import { mulberry32 } from '../src/contract/mulberry32';
@@ -25,6 +25,16 @@ import { parseSafetensors } from '../src/model/safetensors';
 import { disposeLlama, loadLlama } from '../src/model/llama';
 import { generate } from '../src/model/generate';
 import { modelRef, releaseDecodePlans } from '../src/model/planned/decode';
+import { releaseLearnPlans } from '../src/model/planned/learn';
+import { int4Quantizer } from '../src/model/quant';
+import {
+  adapters as drawnAdapters,
+  fixture as learnFixture,
+  maxAbs,
+  plannedPgGrads,
+  relErrors,
+  tfjsPgGrads,
+} from './learnFixture';
 
 useDawn(resetEngineOptions);
 
@@ -280,4 +290,75 @@ describe('plan buffers the device cannot hold are refused before any GPU work, b
       disposeLlama(model);
     }
   });
+});
+
+describe('the split GEMV reduction laid out sum-major equals the thread-major layout it replaced, bit for bit', () => {
+  // The same tree in the same order: only the workgroup-memory addresses move (no bank conflicts).
+  // (f32 only: the weight format changes the loads, not the reduction; each layout is a ~7 s compile here.)
+  for (const format of ['f32'] as const) {
+    it(`Qwen2.5-0.5B gate+up [896 -> 256] ${format}, RMSNorm fused, 5 rows`, async () => {
+      const spec = { format, mode: GemvMode.GateUp, K: 896, N: 256, rows: 5, norm: true, seed: 9 } as const;
+      const now = await gemvCase(webgpuDevice(), spec);
+      const before = await gemvCase(webgpuDevice(), spec, { patch: threadMajorGemv });
+      expect(now.got).toEqual(before.got);
+      expect(worstRel(now.got, now.ref, now.mag)).toBeLessThan(1e-6);
+    });
+  }
+});
+
+describe('learn GEMM, tiled (workgroup tiles, register blocks) against the direct kernel and float64', () => {
+  // Edges off the 32 x 32 tile and the 32-wide K step; batches; transposed B (x W^T); every epilogue.
+  const cases = [
+    {
+      M: 70,
+      N: 45,
+      K: 77,
+      Z: 2,
+      transB: false,
+      format: 'buf',
+      alpha: 0.5,
+      accumulate: true,
+      bias: true,
+      residual: true,
+    },
+    { M: 33, N: 96, K: 130, Z: 1, transB: true, format: 'buf' },
+    { M: 37, N: 72, K: 128, Z: 1, transB: true, format: 'int4', bias: true },
+    { M: 64, N: 576, K: 576, Z: 1, transB: true, format: 'buf' }, // a SmolLM2-135M projection, 64 rows
+  ] as const;
+  for (const c of cases) {
+    it(`${c.format} ${c.M}x${c.N}x${c.K}${c.Z > 1 ? ` x${c.Z}` : ''}${c.transB ? ' (B transposed)' : ''}: within 1e-6 x sum|a b| of float64 and of the direct kernel`, async () => {
+      const seed = c.M * 7 + c.N;
+      const tiled = await gemmCase(webgpuDevice(), { ...c, layout: 'tiled', seed });
+      const direct = await gemmCase(webgpuDevice(), { ...c, layout: 'direct', seed });
+      expect(worstRel(tiled.got, tiled.ref, tiled.mag)).toBeLessThan(1e-6);
+      expect(worstRel(direct.got, direct.ref, direct.mag)).toBeLessThan(1e-6);
+      expect(worstRel(tiled.got, direct.got, tiled.mag)).toBeLessThan(1e-6);
+    });
+  }
+});
+
+describe('the planned learning step with the tiled GEMM forced (the GPU default): statistics and LoRA gradients equal tfjs autodiff', () => {
+  for (const name of ['tiny-llama-f32'] as const) {
+    // f32 only: the int4 tiled GEMM is held to float64 above; a learning step here costs ~10 s.
+    for (const quant of [false]) {
+      it(`${name}${quant ? ' as int4' : ''}: log-probs and entropies within 1e-4, every LoRA gradient within 1e-4 (relative)`, async () => {
+        const model = learnFixture(name, quant ? { quantize: int4Quantizer() } : {});
+        const set = drawnAdapters(model);
+        try {
+          const want = await tfjsPgGrads(model, set);
+          setEngineOptions({ learnGemm: 'tiled' });
+          const got = await plannedPgGrads(model, set);
+          expect(maxAbs(got.logp, want.logp)).toBeLessThan(1e-4);
+          expect(maxAbs(got.entropy, want.entropy)).toBeLessThan(1e-4);
+          for (const g of want.grads) expect(Math.max(...Array.from(g).map(Math.abs))).toBeGreaterThan(1e-6);
+          expect(Math.max(...relErrors(got.flat, want.grads))).toBeLessThan(1e-4);
+        } finally {
+          setEngineOptions({ learnGemm: null });
+          releaseLearnPlans(model);
+          set.dispose();
+          disposeLlama(model);
+        }
+      });
+    }
+  }
 });

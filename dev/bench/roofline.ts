@@ -1,7 +1,8 @@
 // The adapter's measured roofline, in the same run as the benchmark that is read against it:
 // - matmul: a large square f32 product C = A B (n x n x n, 2 n^3 FLOPs) by each GEMM the engine
-//   has, the learning plan's own kernel (learnKernels' gemmKernel, what the planned step runs) and
-//   tfjs's matMul (what the tfjs path runs); the faster is the roofline.
+//   has, the learning plan's own kernel in both layouts (learnKernels' gemmKernel: direct, what
+//   the planned step runs on software adapters, and tiled, on GPUs) and tfjs's matMul (what the
+//   tfjs path runs); the fastest is the roofline.
 // - stream: x * 2 over 16M floats (64 MiB read, 64 MiB written) by tfjs, the bytes an elementwise
 //   pass moves per second.
 // Each is the median over reps after a warm-up, timed by timestamp queries around the pass where
@@ -10,7 +11,7 @@
 // as a share of that peak: how far the project's own roofline is from the hardware's.
 import * as tf from '@tensorflow/tfjs';
 import { webgpuDevice } from '../../src/engine/webgpu/wgslProgram';
-import { gemmKernel, gemmWorkgroups, packGemm } from '../../src/engine/plan/learnKernels';
+import { gemmKernel, gemmWorkgroups, packGemm, type GemmLayout } from '../../src/engine/plan/learnKernels';
 import { GpuPlan } from '../../src/engine/plan/plan';
 import { flushTfjs } from '../../src/engine/plan/tfjsInterop';
 import { peakFor, percentOf, type GpuPeak } from './gpuPeaks';
@@ -85,8 +86,8 @@ async function timeSubmitted(
   }
 }
 
-/** The learning plan's GEMM kernel on an n x n x n f32 product. */
-async function planGemm(n: number, reps: number): Promise<RooflineRow> {
+/** The learning plan's GEMM kernel (either layout) on an n x n x n f32 product. */
+async function planGemm(n: number, reps: number, layout: GemmLayout): Promise<RooflineRow> {
   const device = webgpuDevice();
   const plan = new GpuPlan(device, 1, 'roofline gemm');
   try {
@@ -104,7 +105,7 @@ async function planGemm(n: number, reps: number): Promise<RooflineRow> {
     const op = { off: 0, s0: n, s1: 1 };
     plan.add(
       'mm',
-      gemmKernel('buf'),
+      gemmKernel('buf', 0, layout),
       [
         { uniform: packGemm({ M: n, N: n, K: n, a: op, b: op, c: op }) },
         { buffer: a },
@@ -124,7 +125,7 @@ async function planGemm(n: number, reps: number): Promise<RooflineRow> {
       device.queue.submit([enc.finish()]);
     });
     return {
-      name: 'matmul, learn plan GEMM',
+      name: `matmul, learn plan GEMM (${layout})`,
       shape: `${n}^3`,
       ...t,
       rate: (2 * n ** 3) / (t.ms / 1000) / 1e9,
@@ -171,7 +172,7 @@ async function tfjsTime(reps: number, fn: () => tf.Tensor): Promise<{ ms: number
  * `streamFloats` floats), medians of `reps`. Needs the webgpu backend.
  */
 export async function measureRoofline(n: number, reps: number, streamFloats = 16 * 2 ** 20): Promise<Roofline> {
-  const rows: RooflineRow[] = [await planGemm(n, reps)];
+  const rows: RooflineRow[] = [await planGemm(n, reps, 'direct'), await planGemm(n, reps, 'tiled')];
   const [a, b] = [tf.randomUniform([n, n], -1, 1, 'float32', 2), tf.randomUniform([n, n], -1, 1, 'float32', 3)];
   try {
     const t = await tfjsTime(reps, () => tf.matMul(a, b));

@@ -1,6 +1,7 @@
 // Single planned kernels run on their own (a GpuPlan of one phase) against float64 references, at
-// real model widths: the GPU-only split GEMV (matmul/plan_gemv.wgsl) and the workgroup and
-// split-K attention (attention/plan.wgsl, plan_splitk.wgsl + plan_combine.wgsl). Shared by the
+// real model widths: the GPU-only split GEMV (matmul/plan_gemv.wgsl), the workgroup and split-K
+// attention (attention/plan.wgsl, plan_splitk.wgsl + plan_combine.wgsl) and the learn GEMM in
+// both layouts (learn_gemm*.wgsl, direct and tiled). Shared by the
 // Dawn tests (e2e/gpuPaths.e2e.ts) and the kernel ratios bench (dev/bench/kernelRatios.ts).
 import { mulberry32 } from '../../src/contract/mulberry32';
 import { GpuPlan, alignUp, DYN_SLOT_BYTES, type BindingValue } from '../../src/engine/plan/plan';
@@ -20,6 +21,7 @@ import {
   SPLITK_SEGMENT,
   type GemvLayout,
 } from '../../src/engine/plan/decodeKernels';
+import { gemmKernel, gemmWorkgroups, packGemm, type GemmLayout } from '../../src/engine/plan/learnKernels';
 import {
   attentionCaseData,
   decodeAttentionF64,
@@ -240,6 +242,29 @@ export async function gemvCase(
   }
 }
 
+/**
+ * The split GEMV as it was before its reduction was laid out sum-major: thread-major
+ * (red[tid * RM + j]), a 32-way bank conflict per access on a GPU. The same tree in the same order,
+ * so the same sums bit for bit: the reference the new layout is held to, and the old side of the
+ * kernel ratios bench.
+ */
+export function threadMajorGemv(k: PlanKernel): PlanKernel {
+  const swaps: [string, string][] = [
+    ['red[b * WG + tid] = ss;', 'red[tid * MAXB + b] = ss;'],
+    ['red[b * WG + tid] += red[b * WG + tid + s];', 'red[tid * MAXB + b] += red[(tid + s) * MAXB + b];'],
+    ['inverseSqrt(red[tid * WG]', 'inverseSqrt(red[tid]'],
+    ['red[j * WG + tid] = acc[j];', 'red[tid * RM + j] = acc[j];'],
+    ['red[j * WG + tid] += red[j * WG + tid + s];', 'red[tid * RM + j] += red[(tid + s) * RM + j];'],
+    ['var y = red[tid * WG];', 'var y = red[tid];'],
+  ];
+  let body = k.body;
+  for (const [now, before] of swaps) {
+    if (!body.includes(now)) throw new Error(`threadMajorGemv: "${now}" is not in ${k.key}`);
+    body = body.replace(now, before);
+  }
+  return { ...k, key: `${k.key}_thread_major`, body };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Attention
 
@@ -319,6 +344,119 @@ export async function attentionCase(
     const ms = performance.now() - t0;
     const all = await readFloats(device, work, aOff + q.length);
     return { got: all.slice(aOff), ref, ms };
+  } finally {
+    plan.dispose();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Learn GEMM
+
+export type GemmCaseResult = GemvCaseResult;
+
+export interface GemmCaseSpec {
+  M: number;
+  N: number;
+  K: number;
+  /** Batches (z), each its own A, B and C. f32 B only. */
+  Z?: number;
+  /** B(k, n) = W[n, k] (x W^T, the forward through a weight) instead of B [K, N] row-major. */
+  transB: boolean;
+  /** 'buf': B an f32 buffer; 'int4': a frozen int4 weight W [N, K] (transB). */
+  format: 'buf' | 'int4';
+  alpha?: number;
+  accumulate?: boolean;
+  bias?: boolean;
+  residual?: boolean;
+  layout: GemmLayout;
+  seed: number;
+}
+
+/** Runs one learn GEMM on random operands: C [Z, M, N] beside its float64 reference and sum |a b| per output. */
+export async function gemmCase(
+  device: GPUDevice,
+  s: GemmCaseSpec,
+  opts: { times?: number } = {},
+): Promise<GemmCaseResult> {
+  const { M, N, K } = s;
+  const Z = s.Z ?? 1;
+  if (s.format === 'int4' && (Z !== 1 || !s.transB)) throw new Error('int4 B: one batch, transposed');
+  const rand = mulberry32(s.seed);
+  const fill = (n: number) => Float32Array.from({ length: n }, () => rand() * 2 - 1);
+  const a = fill(Z * M * K);
+  const c0 = fill(Z * M * N);
+  const biasV = fill(N);
+  const res = fill(Z * M * N);
+  // B(z, k, n) as float64, and its buffers
+  const bAt = new Float64Array(Z * K * N);
+  let bBuffers: (Float32Array | Int32Array)[];
+  if (s.format === 'buf') {
+    const w = fill(Z * K * N); // [Z][K][N] or, transposed, [Z][N][K]
+    for (let z = 0; z < Z; z++)
+      for (let k = 0; k < K; k++)
+        for (let n = 0; n < N; n++)
+          bAt[(z * K + k) * N + n] = s.transB ? w[(z * N + n) * K + k] : w[(z * K + k) * N + n];
+    bBuffers = [w];
+  } else {
+    const w = randomWeight(rand, 'int4', N, K);
+    for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) bAt[k * N + n] = w.dense[n * K + k];
+    bBuffers = w.buffers;
+  }
+  const alpha = s.alpha ?? 1;
+  const ref = new Float64Array(Z * M * N);
+  const mag = new Float64Array(Z * M * N);
+  for (let z = 0; z < Z; z++)
+    for (let m = 0; m < M; m++)
+      for (let n = 0; n < N; n++) {
+        let y = 0;
+        let g = 0;
+        for (let k = 0; k < K; k++) {
+          const p = a[(z * M + m) * K + k] * bAt[(z * K + k) * N + n];
+          y += p;
+          g += Math.abs(p);
+        }
+        const at = (z * M + m) * N + n;
+        ref[at] = alpha * y + (s.accumulate ? c0[at] : 0) + (s.bias ? biasV[n] : 0) + (s.residual ? res[at] : 0);
+        mag[at] = Math.abs(alpha) * g + 1;
+      }
+
+  const plan = new GpuPlan(device, 1, `gemm case ${M}x${N}x${K}`);
+  try {
+    const A = upload(plan, 'A', a);
+    const C = upload(plan, 'C', c0);
+    const Bias = upload(plan, 'bias', biasV);
+    const R = upload(plan, 'R', res);
+    const Bs = bBuffers.map((d, i) => upload(plan, `B${i}`, d));
+    const bOp = s.transB ? { off: 0, s0: 1, s1: K, sb: N * K } : { off: 0, s0: N, s1: 1, sb: K * N };
+    const g = {
+      M,
+      N,
+      K,
+      a: { off: 0, s0: K, s1: 1, sb: M * K },
+      b: s.format === 'buf' ? bOp : { off: 0, s0: 0, s1: 0 },
+      c: { off: 0, s0: N, s1: 1, sb: M * N },
+      alpha,
+      accumulate: s.accumulate,
+      biasOff: s.bias ? 0 : undefined,
+      residual: s.residual,
+      ...(s.format === 'int4' ? { wK: K, wT: true } : {}),
+    };
+    const kernel = s.format === 'buf' ? gemmKernel('buf', 0, s.layout) : gemmKernel('int4', INT4_GROUP, s.layout);
+    const values: BindingValue[] = [
+      { uniform: packGemm(g) },
+      { buffer: A },
+      { buffer: Bs[0] },
+      { buffer: C },
+      { buffer: Bias },
+      { buffer: R },
+      ...(s.format === 'int4' ? [{ buffer: Bs[1] }] : []),
+    ];
+    const times = opts.times ?? 1;
+    if (times > 1 && s.accumulate) throw new Error('a timed GEMM case cannot accumulate');
+    const t0 = performance.now();
+    await runPhase(plan, [{ kernel, values, workgroups: gemmWorkgroups(M, N, Z) }], tokSlot({}), times);
+    const ms = performance.now() - t0;
+    return { got: await readFloats(device, C, Z * M * N), ref, mag, ms };
   } finally {
     plan.dispose();
   }

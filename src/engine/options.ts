@@ -41,6 +41,12 @@ export interface EngineOptions {
   learnPath: ExecutionPath;
   /** The optimiser update of learnStep on WebGPU; other backends always run tfjs. */
   optimizerPath: ExecutionPath;
+  /**
+   * The planned learning step's GEMM: 'tiled' (workgroup tiles in workgroup memory) or 'direct'
+   * (each thread reads its operands from memory); null picks by adapter (tiled on GPUs, direct on
+   * software adapters, where workgroup memory buys nothing and a barrier is a thread switch).
+   */
+  learnGemm: 'tiled' | 'direct' | null;
   /** 'auto': as the learn-memory planner chooses; 'on' / 'off' forced (tests, benchmarks). */
   learnRecompute: LearnRecompute;
   /**
@@ -82,6 +88,7 @@ const DEFAULTS: Readonly<EngineOptions> = Object.freeze({
   tokensPerRun: 8,
   learnPath: 'planned',
   optimizerPath: 'planned',
+  learnGemm: null,
   learnRecompute: 'auto',
   learnMemoryBudget: 2 ** 31,
   decodeMemoryBudget: null,

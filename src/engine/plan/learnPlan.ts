@@ -48,6 +48,7 @@ import {
   dropMulKernel,
   dropPackKernel,
   packDrop,
+  type GemmLayout,
   type GemmUniform,
   type Operand,
 } from './learnKernels';
@@ -74,6 +75,8 @@ export interface LearnPlanOptions {
    * backward by the same mask. Default false.
    */
   dropout?: boolean;
+  /** The GEMM layout of every product of the step: 'tiled' (GPUs) or 'direct' (default; software adapters). */
+  gemm?: GemmLayout;
 }
 
 /** One adapter's place in the flat parameter / gradient buffers (float offsets). */
@@ -354,7 +357,7 @@ export class LearnPlan {
     ) => {
       plan.add(
         phase,
-        gemmKernel('buf'),
+        gemmKernel('buf', 0, opts.gemm),
         [
           u(packGemm(g)),
           { buffer: A },
@@ -389,7 +392,7 @@ export class LearnPlan {
         const b: Operand = transposed ? { off: 0, s0: 1, s1: w.cols } : { off: 0, s0: w.cols, s1: 1 };
         plan.add(
           phase,
-          gemmKernel('buf'),
+          gemmKernel('buf', 0, opts.gemm),
           [u(packGemm({ ...g, a, b })), ...common, { buffer: w.buffer }, ...tail],
           gemmWorkgroups(g.M, g.N, Z),
           2 * g.M * g.N * g.K * Z,
@@ -398,7 +401,7 @@ export class LearnPlan {
         const full: GemmUniform = { ...g, a, b: { off: 0, s0: 0, s1: 0 }, wK: w.cols, wT: transposed };
         plan.add(
           phase,
-          gemmKernel(w.format, w.groupSize),
+          gemmKernel(w.format, w.groupSize, opts.gemm),
           [u(packGemm(full)), ...common, { buffer: w.words }, ...tail, { buffer: w.scales }],
           gemmWorkgroups(g.M, g.N, Z),
           2 * g.M * g.N * g.K * Z,

@@ -11,6 +11,7 @@ import {
   LearnPlan,
   engineOptions,
   flushTfjs,
+  gemvVariant,
   tensorBuffer,
   type LearnShape,
   type LearnRecompute,
@@ -225,7 +226,9 @@ export async function learnPlanFor(
   const lora = loraOf(model);
   const recompute = recomputes(model, rows, promptLength, responseLength);
   const dropout = dropoutOf(model);
-  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${recompute ? 'recompute' : 'keep'}:${dropout}:${JSON.stringify(lora.shapes)}`;
+  // The GEMM layout by adapter (the GEMV variant's choice: split-K workgroups on GPUs), unless forced.
+  const gemm = engineOptions().learnGemm ?? (gemvVariant() === 'splitk' ? 'tiled' : 'direct');
+  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${recompute ? 'recompute' : 'keep'}:${dropout}:${gemm}:${JSON.stringify(lora.shapes)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -249,7 +252,8 @@ export async function learnPlanFor(
   flushTfjs();
   const built = await gpuScoped(
     device,
-    () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout }),
+    () =>
+      new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout, gemm }),
   );
   if (built.error || !built.value) {
     built.value?.dispose();
