@@ -253,7 +253,7 @@ describe('plan buffers the device cannot hold are refused before any GPU work, b
 
   it("a buffer the GPU refuses is named by the plan's creation scopes (GpuPlan.created), and a decode plan's first run fails with that name", async () => {
     const device = webgpuDevice();
-    const plan = new GpuPlan(device, 1, 'scope check');
+    const plan = new GpuPlan(device, 1, 'scope check', true);
     try {
       plan.buffer('fits', 1024);
       plan.buffer('too large', device.limits.maxBufferSize + 256);
@@ -261,7 +261,7 @@ describe('plan buffers the device cannot hold are refused before any GPU work, b
     } finally {
       plan.dispose();
     }
-    const ok = new GpuPlan(device, 1, 'scope check ok');
+    const ok = new GpuPlan(device, 1, 'scope check ok', true);
     ok.buffer('fits', 1024);
     await expect(ok.created()).resolves.toBeUndefined();
     ok.dispose();

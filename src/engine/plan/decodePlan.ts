@@ -400,7 +400,7 @@ export class DecodePlan {
 
     // --- buffers
     // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
-    const plan = (this.plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`));
+    const plan = (this.plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`, true));
     this.loraBuf = plan.buffer('lora', loraFloats * 4);
     const workBuf = plan.buffer('work', work.total * 4);
     this.aux = plan.buffer('aux', aux.total * 4);

@@ -212,7 +212,7 @@ export class LearnPlan {
     const { slots, count } = loraSlots(m);
     this.slots = slots;
     this.paramCount = count;
-    const plan = (this.plan = new GpuPlan(device, 1, 'learn'));
+    const plan = (this.plan = new GpuPlan(device, 1, 'learn', true));
     const N = this.N;
     const L = this.L;
     const H = m.hidden;

@@ -62,7 +62,7 @@ export interface PlannedBuffer {
 }
 
 export interface PlanLimits {
-  /** Bytes one storage binding may span (maxStorageBufferBindingSize, or EngineOptions.bindingLimit). */
+  /** Bytes one storage binding may span (maxStorageBufferBindingSize, or less where the plan is told so). */
   maxBinding: number;
   /** Bytes one buffer may hold (maxBufferSize). */
   maxBuffer: number;
@@ -111,15 +111,23 @@ export class GpuPlan {
   bytes = 0;
   /**
    * What the GPU said about each buffer, pipeline and bind group as the plan made it (each inside
-   * its own out-of-memory and validation scopes), so a refusal names what it refused.
+   * its own out-of-memory and validation scopes), so a refusal names what it refused; only until
+   * created() has read it (later, small additions report as uncaptured errors, as unscoped ones do).
    */
   private creation: Promise<string | null>[] = [];
+  private scoping: boolean;
 
+  /**
+   * `scoped`: make everything inside error scopes and have the owner await created() before its
+   * first submit (a plan that never does should leave it off: its errors would go unreported).
+   */
   constructor(
     readonly device: GPUDevice,
     readonly slots: number,
     readonly label = 'plan',
+    scoped = false,
   ) {
+    this.scoping = scoped;
     this.dyn = this.buffer('dyn', slots * DYN_SLOT_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
   }
 
@@ -164,6 +172,7 @@ export class GpuPlan {
 
   /** Runs `make` inside out-of-memory and validation error scopes whose verdict names `what`. */
   private scoped<T>(what: string, make: () => T): T {
+    if (!this.scoping) return make();
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
     try {
@@ -186,13 +195,14 @@ export class GpuPlan {
    * a plan's first submit, so no work runs on a half-made plan.
    */
   async created(): Promise<void> {
+    this.scoping = false;
     const verdicts = await Promise.all(this.creation);
+    this.creation = [];
     const refused = verdicts.filter((v): v is string => v !== null);
     if (refused.length)
       throw new Error(
         `${this.label}: ${refused[0]}${refused.length > 1 ? ` (and ${refused.length - 1} more refusals)` : ''}`,
       );
-    this.creation = [];
   }
 
   /** Creates the static uniform buffer and every bind group. */

@@ -255,12 +255,20 @@ export async function learnPlanFor(
     () =>
       new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout, gemm }),
   );
-  if (built.error || !built.value) {
+  // The plan made each buffer, pipeline and bind group in its own error scopes: a refusal names what it refused.
+  const refusal =
+    built.value && !built.error
+      ? await built.value.plan.created().then(
+          () => null,
+          (e: Error) => e.message,
+        )
+      : null;
+  if (built.error || refusal || !built.value) {
     built.value?.dispose();
     if (!refused.has(device)) refused.set(device, new Set());
     refused.get(device)!.add(key);
     console.warn(
-      `planned learning step: the device refused the plan for ${key} (${built.error}); this shape learns on tfjs`,
+      `planned learning step: the device refused the plan for ${key} (${built.error ?? refusal}); this shape learns on tfjs`,
     );
     return null;
   }
