@@ -2,6 +2,7 @@
 // tokens/s, dispatches per token, host milliseconds per token and weight bytes streamed per
 // second. Host time is the wall time less the time spent waiting for readbacks (mapAsync), so it
 // is the CPU time spent encoding and submitting, on either path.
+import { percentOf } from './gpuPeaks';
 import { engineOptions, setEngineOptions, type DecodeAttention } from '../../src/engine';
 import { countGpuWork } from './gpuCounters';
 import { generate } from '../../src/model/generate';
@@ -108,6 +109,7 @@ export const DECODE_BENCH_HEADER = [
   'dispatches/token',
   'weight GB/s',
   '% stream',
+  '% of peak',
   'speed-up',
   'host ratio',
 ];
@@ -116,12 +118,16 @@ export const DECODE_BENCH_HEADER = [
 const streamShare = (gbps: number, streamGBps?: number) =>
   streamGBps ? `${((100 * gbps) / streamGBps).toFixed(1)}%` : '-';
 
-/** Table rows of one case: planned and tfjs, with weight GB/s against `streamGBps` (the measured stream roofline) where given. */
+/**
+ * Table rows of one case: planned and tfjs, with weight GB/s against `streamGBps` (the measured
+ * stream roofline) and `peakGBps` (the GPU's published bandwidth, dev/bench/gpuPeaks.ts) where given.
+ */
 export function decodeBenchRows(
   name: string,
   weights: string,
   [planned, tfjs]: [DecodeBenchResult, DecodeBenchResult],
   streamGBps?: number,
+  peakGBps?: number,
 ): (string | number)[][] {
   const row = (r: DecodeBenchResult, speed: string, hostRatio: string) => [
     name,
@@ -135,6 +141,7 @@ export function decodeBenchRows(
     r.dispatchesPerToken,
     r.weightGBps,
     streamShare(r.weightGBps, streamGBps),
+    percentOf(r.weightGBps, peakGBps),
     speed,
     hostRatio,
   ];

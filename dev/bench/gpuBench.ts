@@ -26,7 +26,7 @@ import { benchLearnPaths, LEARN_BENCH_CASE, LEARN_BENCH_HEADER, learnBenchRows, 
 import { kernelTable } from './kernelTable';
 import { BenchReport, flagValue } from './benchReport';
 import { setEngineOptions } from '../../src/engine';
-import { measureRoofline, ROOFLINE_HEADER, rooflineRows, type Roofline } from './roofline';
+import { measureRoofline, peakNote, ROOFLINE_HEADER, rooflineRows, type Roofline } from './roofline';
 import { attentionBenchRows, ATTENTION_BENCH_HEADER, benchPlannedAttention } from './decodeBench';
 import { benchGrpoStepPaths, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from './learnBench';
 import { startDawn } from '../../src/cli/node/dawn';
@@ -153,6 +153,7 @@ async function rooflineOnce(): Promise<Roofline> {
     [
       "matmul: C = A B of n x n f32 by the learning plan's GEMM kernel and by tfjs matMul (2 n^3 FLOPs); the faster is the matmul roofline.",
       'stream: x * 2 over 16M floats by tfjs (64 MiB read + 64 MiB written). clock GPU: timestamp queries around the pass; wall: submit to onSubmittedWorkDone.',
+      peakNote(roofline),
     ],
   );
   return roofline;
@@ -188,7 +189,7 @@ async function learnSection(): Promise<void> {
     const r = await benchLearnPaths(model, c, quick ? 1 : 3);
     disposeLlama(model);
     for (const x of r) console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
-    rows.push(...learnBenchRows(name, fmt, r, rf.matmulGflops));
+    rows.push(...learnBenchRows(name, fmt, r, rf.matmulGflops, rf.peak?.f32Gflops));
   }
   report.table(
     'learn',
@@ -332,7 +333,7 @@ async function decodeSection(): Promise<void> {
     console.error(
       `  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`,
     );
-    return decodeBenchRows(name, fmt, r, rf.streamGBps);
+    return decodeBenchRows(name, fmt, r, rf.streamGBps, rf.peak?.bandwidthGBps);
   };
   try {
     for (const [fmt, opts] of formats) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { learnBenchRows, parseLearnCase, type LearnBenchRow } from './learnBench';
+import { LEARN_BENCH_HEADER, learnBenchRows, parseLearnCase, type LearnBenchRow } from './learnBench';
 
 describe('learn benchmark table', () => {
   it('reads a case PxGxN+T and refuses anything else by name', () => {
@@ -15,11 +15,13 @@ describe('learn benchmark table', () => {
       { ...base, path: 'planned', ms: 500, peakBytes: 64 * 2 ** 20 },
       { ...base, path: 'tfjs', ms: 2000, peakBytes: 256 * 2 ** 20 },
     ];
-    const rows = learnBenchRows('m', 'f32', r, 12);
-    // 3e9 FLOPs in 0.5 s = 6 GFLOP/s = 50% of 12; in 2 s = 1.5 = 12.5%. 512 tokens / 0.5 s = 1024 tok/s.
-    expect(rows[0].slice(2, 8)).toEqual(['planned', 500, 1024, 6, '50.0%', 64]);
-    expect(rows[1].slice(2, 8)).toEqual(['tfjs', 2000, 256, 1.5, '12.5%', 256]);
-    expect(rows[2].slice(2, 8)).toEqual(['tfjs / planned', 4, '', '', '', 4]);
-    expect(learnBenchRows('m', 'f32', r)[0][6]).toBe('-');
+    const rows = learnBenchRows('m', 'f32', r, 12, 60);
+    // 3e9 FLOPs in 0.5 s = 6 GFLOP/s = 50% of 12 and 10% of a 60 GFLOP/s peak; in 2 s = 1.5 =
+    // 12.5% and 2.5%. 512 tokens / 0.5 s = 1024 tok/s.
+    expect(rows[0].slice(2, 9)).toEqual(['planned', 500, 1024, 6, '50.0%', '10.0%', 64]);
+    expect(rows[1].slice(2, 9)).toEqual(['tfjs', 2000, 256, 1.5, '12.5%', '2.5%', 256]);
+    expect(rows[2].slice(2, 9)).toEqual(['tfjs / planned', 4, '', '', '', '', 4]);
+    expect(learnBenchRows('m', 'f32', r)[0].slice(6, 8)).toEqual(['-', '-']);
+    for (const row of rows) expect(row).toHaveLength(LEARN_BENCH_HEADER.length);
   });
 });

@@ -1,6 +1,7 @@
 // Planned vs tfjs learning step in the same run (issue: the learning step at GPU speed): one
 // learnStep (GRPO's PPO clip, token-mean) on a fixed scored batch, LoRA on every projection, timed
 // on each path after a warm-up step, with what it asks of WebGPU.
+import { percentOf } from './gpuPeaks';
 import * as tf from '@tensorflow/tfjs';
 import { engineOptions, setEngineOptions } from '../../src/engine/index';
 import { countGpuWork } from './gpuCounters';
@@ -144,6 +145,7 @@ export const LEARN_BENCH_HEADER = [
   'response tok/s',
   'GFLOP/s',
   '% matmul roofline',
+  '% of f32 peak',
   'peak MiB',
   'dispatches',
   'submits',
@@ -152,12 +154,16 @@ export const LEARN_BENCH_HEADER = [
   'host ms',
 ];
 
-/** The table rows of one model's [planned, tfjs] result, with the tfjs / planned ratio; `matmulGflops` the measured roofline. */
+/**
+ * The table rows of one model's [planned, tfjs] result, with the tfjs / planned ratio;
+ * `matmulGflops` the measured roofline, `peakGflops` the GPU's published f32 peak (dev/bench/gpuPeaks.ts).
+ */
 export function learnBenchRows(
   name: string,
   weights: string,
   r: LearnBenchRow[],
   matmulGflops?: number,
+  peakGflops?: number,
 ): (string | number)[][] {
   const rows: (string | number)[][] = r.map((x) => {
     const gflops = x.flops / (x.ms / 1000) / 1e9;
@@ -170,6 +176,7 @@ export function learnBenchRows(
       (x.tokens / x.ms) * 1000,
       gflops,
       pct,
+      percentOf(gflops, peakGflops),
       x.peakBytes === null ? '-' : x.peakBytes / 2 ** 20,
       x.dispatches,
       x.submits,
@@ -182,7 +189,7 @@ export function learnBenchRows(
   const tfjs = r.find((x) => x.path === 'tfjs');
   if (planned && tfjs) {
     const mem = planned.peakBytes && tfjs.peakBytes ? tfjs.peakBytes / planned.peakBytes : '';
-    rows.push([name, weights, 'tfjs / planned', tfjs.ms / planned.ms, '', '', '', mem, '', '', '', '', '']);
+    rows.push([name, weights, 'tfjs / planned', tfjs.ms / planned.ms, '', '', '', '', mem, '', '', '', '', '']);
   }
   return rows;
 }

@@ -1,16 +1,20 @@
 // The adapter's measured roofline, in the same run as the benchmark that is read against it:
 // - matmul: a large square f32 product C = A B (n x n x n, 2 n^3 FLOPs) by each GEMM the engine
-//   has, the learning plan's own kernel (learnKernels' gemmKernel, what the planned step runs) and
-//   tfjs's matMul (what the tfjs path runs); the faster is the roofline.
+//   has, the learning plan's own kernel in both layouts (learnKernels' gemmKernel: direct, what
+//   the planned step runs on software adapters, and tiled, on GPUs) and tfjs's matMul (what the
+//   tfjs path runs); the fastest is the roofline.
 // - stream: x * 2 over 16M floats (64 MiB read, 64 MiB written) by tfjs, the bytes an elementwise
 //   pass moves per second.
 // Each is the median over reps after a warm-up, timed by timestamp queries around the pass where
 // the device has them ("GPU"), else by wall time from submit to onSubmittedWorkDone ("wall").
+// Where the adapter is a GPU with published figures (dev/bench/gpuPeaks.ts), each row also reads
+// as a share of that peak: how far the project's own roofline is from the hardware's.
 import * as tf from '@tensorflow/tfjs';
 import { webgpuDevice } from '../../src/engine/webgpu/wgslProgram';
-import { gemmKernel, gemmWorkgroups, packGemm } from '../../src/engine/plan/learnKernels';
+import { gemmKernel, gemmWorkgroups, packGemm, type GemmLayout } from '../../src/engine/plan/learnKernels';
 import { GpuPlan } from '../../src/engine/plan/plan';
 import { flushTfjs } from '../../src/engine/plan/tfjsInterop';
+import { peakFor, percentOf, type GpuPeak } from './gpuPeaks';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -30,6 +34,14 @@ export interface Roofline {
   /** The faster GEMM's GFLOP/s. */
   matmulGflops: number;
   streamGBps: number;
+  /** The adapter's published peak, where dev/bench/gpuPeaks.ts knows it. */
+  peak: GpuPeak | null;
+}
+
+/** The device's adapter description as Dawn and Chromium give it (vendor, architecture, description). */
+export function adapterDescription(device: GPUDevice): string {
+  const i = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return i ? `${i.vendor} ${i.architecture} ${i.description}`.replace(/\s+/g, ' ').trim() : '';
 }
 
 /** Median ms of `run` (which encodes and submits its work) after a warm-up; GPU time where the device times passes. */
@@ -74,8 +86,8 @@ async function timeSubmitted(
   }
 }
 
-/** The learning plan's GEMM kernel on an n x n x n f32 product. */
-async function planGemm(n: number, reps: number): Promise<RooflineRow> {
+/** The learning plan's GEMM kernel (either layout) on an n x n x n f32 product. */
+async function planGemm(n: number, reps: number, layout: GemmLayout): Promise<RooflineRow> {
   const device = webgpuDevice();
   const plan = new GpuPlan(device, 1, 'roofline gemm');
   try {
@@ -93,7 +105,7 @@ async function planGemm(n: number, reps: number): Promise<RooflineRow> {
     const op = { off: 0, s0: n, s1: 1 };
     plan.add(
       'mm',
-      gemmKernel('buf'),
+      gemmKernel('buf', 0, layout),
       [
         { uniform: packGemm({ M: n, N: n, K: n, a: op, b: op, c: op }) },
         { buffer: a },
@@ -113,7 +125,7 @@ async function planGemm(n: number, reps: number): Promise<RooflineRow> {
       device.queue.submit([enc.finish()]);
     });
     return {
-      name: 'matmul, learn plan GEMM',
+      name: `matmul, learn plan GEMM (${layout})`,
       shape: `${n}^3`,
       ...t,
       rate: (2 * n ** 3) / (t.ms / 1000) / 1e9,
@@ -160,7 +172,7 @@ async function tfjsTime(reps: number, fn: () => tf.Tensor): Promise<{ ms: number
  * `streamFloats` floats), medians of `reps`. Needs the webgpu backend.
  */
 export async function measureRoofline(n: number, reps: number, streamFloats = 16 * 2 ** 20): Promise<Roofline> {
-  const rows: RooflineRow[] = [await planGemm(n, reps)];
+  const rows: RooflineRow[] = [await planGemm(n, reps, 'direct'), await planGemm(n, reps, 'tiled')];
   const [a, b] = [tf.randomUniform([n, n], -1, 1, 'float32', 2), tf.randomUniform([n, n], -1, 1, 'float32', 3)];
   try {
     const t = await tfjsTime(reps, () => tf.matMul(a, b));
@@ -192,9 +204,26 @@ export async function measureRoofline(n: number, reps: number, streamFloats = 16
     rows,
     matmulGflops: Math.max(...mm.map((r) => r.rate)),
     streamGBps: rows.find((r) => r.unit === 'GB/s')!.rate,
+    peak: peakFor(adapterDescription(webgpuDevice())),
   };
 }
 
-export const ROOFLINE_HEADER = ['roofline', 'shape', 'ms', 'clock', 'rate', 'unit'];
+export const ROOFLINE_HEADER = ['roofline', 'shape', 'ms', 'clock', 'rate', 'unit', '% of peak'];
+/** Rows of the measured roofline, each as a share of the published peak (f32 or bandwidth) where known. */
 export const rooflineRows = (r: Roofline): (string | number)[][] =>
-  r.rows.map((x) => [x.name, x.shape, x.ms, x.clock, x.rate, x.unit]);
+  r.rows.map((x) => [
+    x.name,
+    x.shape,
+    x.ms,
+    x.clock,
+    x.rate,
+    x.unit,
+    percentOf(x.rate, x.unit === 'GB/s' ? r.peak?.bandwidthGBps : r.peak?.f32Gflops),
+  ]);
+
+/** A line naming the peak the '% of peak' columns read against, or saying there is none. */
+export function peakNote(r: Roofline): string {
+  return r.peak
+    ? `% of peak: of the ${r.peak.name}'s published ${r.peak.bandwidthGBps} GB/s and ${r.peak.f32Gflops / 1000} TFLOP/s f32 (${r.peak.source}).`
+    : '% of peak: - (no published peak for this adapter: a software adapter, or a GPU dev/bench/gpuPeaks.ts does not list).';
+}

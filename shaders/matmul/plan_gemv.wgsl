@@ -12,9 +12,12 @@
 // RoPE pairs (j, j + D/2) of one head land in one workgroup: R = 4 outputs are j, j+1, j+D/2,
 // j+D/2+1, so the rotation needs no second pass.
 // Threads split the input in chunks of 4; each keeps R x MAXB partial sums, merged once by a tree
-// in workgroup memory. Host-prepended: WG, R, MAXB, MODE, NORM, wload (and wload2 for GATEUP),
-// the Gemv and Tok structs, the bindings (G, tok, work, params, lora, W[, S][, W2, S2], and per
-// mode aux, cache or the logits pair) and the mode's accessors auxAt, cacheStore, headStore.
+// in workgroup memory. The tree's memory is laid out sum-major (red[j * WG + tid]): at each step
+// consecutive threads touch consecutive words, so 32 threads hit 32 banks. Thread-major
+// (red[tid * RM + j], RM = 32) put all 32 on one bank: a 32-way conflict per access.
+// Host-prepended: WG, R, MAXB, MODE, NORM, wload (and wload2 for GATEUP), the Gemv and Tok
+// structs, the bindings (G, tok, work, params, lora, W[, S][, W2, S2], and per mode aux, cache or
+// the logits pair) and the mode's accessors auxAt, cacheStore, headStore.
 
 const RM : u32 = R * MAXB;
 var<workgroup> red : array<f32, WG * RM>;
@@ -64,19 +67,19 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
           ss += e * e;
         }
       }
-      red[tid * MAXB + b] = ss;
+      red[b * WG + tid] = ss;
     }
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s = s / 2u) {
       if (tid < s) {
         for (var b = 0u; b < MAXB; b++) {
-          red[tid * MAXB + b] += red[(tid + s) * MAXB + b];
+          red[b * WG + tid] += red[b * WG + tid + s];
         }
       }
       workgroupBarrier();
     }
     if (tid < MAXB) {
-      inv[tid] = inverseSqrt(red[tid] / f32(G.K) + G.eps);
+      inv[tid] = inverseSqrt(red[tid * WG] / f32(G.K) + G.eps);
     }
     workgroupBarrier();
   }
@@ -116,13 +119,13 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
   }
   workgroupBarrier();
   for (var j = 0u; j < RM; j++) {
-    red[tid * RM + j] = acc[j];
+    red[j * WG + tid] = acc[j];
   }
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s = s / 2u) {
     if (tid < s) {
       for (var j = 0u; j < RM; j++) {
-        red[tid * RM + j] += red[(tid + s) * RM + j];
+        red[j * WG + tid] += red[j * WG + tid + s];
       }
     }
     workgroupBarrier();
@@ -138,7 +141,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     } else {
       o = outIndex(wid.x, i);
     }
-    var y = red[tid];
+    var y = red[tid * WG];
     if (b < nb && o < G.N) {
       if (MODE == 4u && i >= R / 2u) {
         if (G.bias2Off >= 0) {

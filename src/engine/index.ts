@@ -48,6 +48,6 @@ export {
   type WeightRef,
 } from './plan/decodePlan';
 export { LearnPlan, type LearnShape } from './plan/learnPlan';
-export { STATS_COLS } from './plan/learnKernels';
+export { STATS_COLS, type GemmLayout } from './plan/learnKernels';
 export { AdamWPlan, type AdamWStepResult } from './plan/adamwPlan';
 export { plannedAdamWUpdate, type AdamWHost, type FlatGradBuffer, type PlannedMomentHolder } from './plan/adamwStep';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineOptions, resetEngineOptions, setEngineOptions } from './options';
+import { engineOptions, resetEngineOptions, setEngineOptions, submitFlopBudget } from './options';
 
 describe('engine options', () => {
   afterEach(resetEngineOptions);
@@ -22,7 +22,17 @@ describe('engine options', () => {
     expect(() => setEngineOptions({ optimizerPath: 'gpu' as 'tfjs' })).toThrow(
       /optimizer path must be planned or tfjs, got gpu/,
     );
+    expect(() => setEngineOptions({ decodeMemoryBudget: 0 })).toThrow(
+      /decode memory budget must be a positive number of bytes or null, got 0/,
+    );
+    expect(() => setEngineOptions({ submitBudgetMs: -1 })).toThrow(/submit budget and assumed rate must be positive/);
     expect(engineOptions().learnPath).toBe('planned');
+  });
+
+  it('the submit budget in FLOPs: 1000 ms at 100 GFLOP/s by default = 1e11, and it follows both settings', () => {
+    expect(submitFlopBudget()).toBe(1e11);
+    setEngineOptions({ submitBudgetMs: 250, submitAssumedGflops: 40 });
+    expect(submitFlopBudget()).toBe(1e10);
   });
 
   it('is a frozen record: a change goes through setEngineOptions', () => {

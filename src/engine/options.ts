@@ -41,6 +41,12 @@ export interface EngineOptions {
   learnPath: ExecutionPath;
   /** The optimiser update of learnStep on WebGPU; other backends always run tfjs. */
   optimizerPath: ExecutionPath;
+  /**
+   * The planned learning step's GEMM: 'tiled' (workgroup tiles in workgroup memory) or 'direct'
+   * (each thread reads its operands from memory); null picks by adapter (tiled on GPUs, direct on
+   * software adapters, where workgroup memory buys nothing and a barrier is a thread switch).
+   */
+  learnGemm: 'tiled' | 'direct' | null;
   /** 'auto': as the learn-memory planner chooses; 'on' / 'off' forced (tests, benchmarks). */
   learnRecompute: LearnRecompute;
   /**
@@ -48,6 +54,24 @@ export interface EngineOptions {
    * default): micro-batches are sized to fit it; a shape over it runs on tfjs.
    */
   learnMemoryBudget: number;
+  /**
+   * GPU bytes a decode plan's own buffers (KV caches, logits, activations; not the weights) may
+   * hold; a plan over it is refused before any GPU work, naming its largest buffer. null: only the
+   * device's buffer limits bound it.
+   */
+  decodeMemoryBudget: number | null;
+  /**
+   * The longest a planned prefill or learning pass may keep the GPU busy in one submit, in ms:
+   * longer passes are cut into several submits (Windows resets a GPU whose work runs ~2 s, and
+   * Chrome then loses the device). Work is estimated in FLOPs at submitAssumedGflops.
+   */
+  submitBudgetMs: number;
+  /**
+   * The f32 rate, GFLOP/s, at which submitBudgetMs is turned into FLOPs per submit: 100 is the slow
+   * end of WebGPU devices (an integrated GPU's sustained GEMM); a faster GPU only makes more,
+   * shorter submits than it needs (a submit costs tens of microseconds).
+   */
+  submitAssumedGflops: number;
   /** Bytes of f32 dropout multipliers drawn before each packing into the learn plan (tests: 1 packs each alone). */
   dropoutMaskGroupBytes: number;
 }
@@ -64,9 +88,13 @@ const DEFAULTS: Readonly<EngineOptions> = Object.freeze({
   tokensPerRun: 8,
   learnPath: 'planned',
   optimizerPath: 'planned',
+  learnGemm: null,
   learnRecompute: 'auto',
   learnMemoryBudget: 2 ** 31,
+  decodeMemoryBudget: null,
   dropoutMaskGroupBytes: 64 * 2 ** 20,
+  submitBudgetMs: 1000,
+  submitAssumedGflops: 100,
 });
 
 let current: Readonly<EngineOptions> = DEFAULTS;
@@ -85,9 +113,20 @@ export function setEngineOptions(partial: Partial<EngineOptions>): void {
     throw new Error(`binding limit override must be >= 4 bytes, got ${next.bindingLimit}`);
   if (!Number.isInteger(next.tokensPerRun) || next.tokensPerRun < 1 || next.tokensPerRun > 256)
     throw new Error(`tokens per run must be an integer in [1, 256], got ${next.tokensPerRun}`);
+  if (next.decodeMemoryBudget !== null && !(next.decodeMemoryBudget > 0))
+    throw new Error(`decode memory budget must be a positive number of bytes or null, got ${next.decodeMemoryBudget}`);
+  if (!(next.submitBudgetMs > 0) || !(next.submitAssumedGflops > 0))
+    throw new Error(
+      `submit budget and assumed rate must be positive, got ${next.submitBudgetMs} ms at ${next.submitAssumedGflops} GFLOP/s`,
+    );
   if (!isPath(next.optimizerPath))
     throw new Error(`optimizer path must be planned or tfjs, got ${String(next.optimizerPath)}`);
   current = Object.freeze(next);
+}
+
+/** FLOPs a planned pass may put in one submit (submitBudgetMs at submitAssumedGflops). */
+export function submitFlopBudget(): number {
+  return current.submitBudgetMs * current.submitAssumedGflops * 1e6;
 }
 
 /** Puts every setting back to its default. */

@@ -20,7 +20,7 @@
 //   pembed   prompt ids of the chunk's columns -> x
 //   players  the layers above over B x chunk rows, keys and values written into the cache
 //   phead    final norm + LM head of each row's last prompt column
-import { GpuPlan, alignUp, type BufferRange } from './plan';
+import { GpuPlan, alignUp, checkPlanBuffers, type BufferRange, type PhaseAt, type PlannedBuffer } from './plan';
 import {
   GemvMode,
   gemvMaxRows,
@@ -47,7 +47,7 @@ import {
   type WeightFormat,
 } from './decodeKernels';
 import { DYN_SLOT_BYTES } from './plan';
-import type { DecodeAttention } from '../options';
+import { submitFlopBudget, type DecodeAttention } from '../options';
 
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
@@ -142,6 +142,10 @@ export interface DecodePlanOptions {
   capacity: number;
   /** Tokens per run (one readback each); per-token uniform slots. */
   tokensPerRun: number;
+  /** Bytes one storage binding may span; default the device's maxStorageBufferBindingSize. */
+  maxBinding?: number;
+  /** Bytes the plan's own buffers (caches, work, logits ...; not the weights) may hold together; default no budget. */
+  memoryBudget?: number | null;
 }
 
 export interface RunSampling {
@@ -257,6 +261,8 @@ export class DecodePlan {
   /** Validation and out-of-memory scopes of the last prefill, checked by the next run. */
   private prefillScopes: Promise<[GPUError | null, GPUError | null]> | null = null;
   private prefillTimed = false;
+  /** Submits the last planned prefill was cut into (EngineOptions.submitBudgetMs). */
+  lastPrefillSubmits = 0;
   /** GPU milliseconds of the last planned prefill (null without timestamp queries or none run). */
   lastPrefillGpuMs: number | null = null;
   /** Where each LoRA A and B goes in the plan's lora buffer (floats), per layer and projection. */
@@ -268,6 +274,8 @@ export class DecodePlan {
   /** GPU milliseconds of the last run's compute pass (null without timestamp queries). */
   lastGpuMs: number | null = null;
   private busy = false;
+  /** Whether the GPU has accepted every buffer, pipeline and bind group of the plan (checked before the first run). */
+  private accepted = false;
 
   constructor(
     readonly device: GPUDevice,
@@ -283,15 +291,9 @@ export class DecodePlan {
       throw new Error(`decode plan: ${m.heads} heads are not a multiple of ${m.kvHeads} kv heads`);
     if (attentionWorkgroupSize(D) > device.limits.maxComputeInvocationsPerWorkgroup)
       throw new Error(`decode plan: head_dim ${D} exceeds the device's workgroup size`);
-    const maxBinding = device.limits.maxStorageBufferBindingSize;
-    if (B * m.vocab * 4 > maxBinding)
-      throw new Error(
-        `decode plan: ${B} rows of ${m.vocab} logits exceed the ${maxBinding}-byte storage binding limit`,
-      );
+    const maxBinding = opts.maxBinding ?? device.limits.maxStorageBufferBindingSize;
     const Pc = (this.chunk = prefillChunk(B));
     const R = B * Pc; // GEMV rows of a prefill chunk
-    // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
-    const plan = (this.plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`));
     const qDim = m.heads * D;
     const kvDim = m.kvHeads * D;
 
@@ -330,9 +332,8 @@ export class DecodePlan {
       }
       this.loraAt.push(at);
     });
-    this.loraBuf = plan.buffer('lora', loraFloats * 4);
 
-    // --- buffers
+    // --- sizes, checked against the device's limits (and the budget) before anything is made
     const work = sections({
       x: R * m.hidden,
       q: R * qDim,
@@ -341,10 +342,67 @@ export class DecodePlan {
       t: R * Math.max(1, maxGroupR),
     });
     const W = work.offsets;
-    const workBuf = plan.buffer('work', work.total * 4);
     const half = D / 2;
     const aux = sections({ cos: C * half, sin: C * half, pos: B, valid: B * C, ppos: B * C });
     this.auxOff = aux.offsets as typeof this.auxOff;
+
+    // --- params: norms and biases, copied once from the model's buffers
+    const copies: { src: GPUBuffer; dst: number; n: number }[] = [];
+    let pf = 0;
+    const param = (v: VectorRef | undefined): number | undefined => {
+      if (!v) return undefined;
+      const at = pf;
+      copies.push({ src: v.buffer, dst: at, n: v.length });
+      pf += v.length;
+      return at;
+    };
+    const layerParams = m.layers.map((l) => ({
+      norm1: param(l.inputNorm)!,
+      norm2: param(l.postNorm)!,
+      bias: Object.fromEntries(PROJ_KEYS.map((p) => [p, param(l[p].bias)])) as Record<ProjKey, number | undefined>,
+    }));
+    const finalNorm = param(m.norm)!;
+
+    const shape: GemvShape = opts.gemv ?? 'split';
+    this.gemvShape = shape;
+    const attention = (this.attention =
+      opts.attention ?? (shape === 'split' && C > SPLITK_MIN_CAPACITY ? 'splitk' : 'whole'));
+    const partialBytes = splitKPartialFloats(B, m.heads, D, C) * 4;
+    const kvBytes = B * kvDim * C * 4;
+    const planned: PlannedBuffer[] = [
+      ...m.layers.flatMap((_, l) =>
+        ['k', 'v'].map((kv) => ({
+          name: `${kv}${l}`,
+          bytes: kvBytes,
+          size: `${kv === 'k' ? 'key' : 'value'} cache of layer ${l}: batch ${B} x ${m.kvHeads} kv heads x capacity ${C} x head_dim ${D} x 4`,
+        })),
+      ),
+      { name: 'logits', bytes: B * m.vocab * 4, size: `batch ${B} x vocabulary ${m.vocab} x 4` },
+      { name: 'scaled', bytes: B * m.vocab * 4, size: `batch ${B} x vocabulary ${m.vocab} x 4` },
+      { name: 'work', bytes: work.total * 4, size: `${R} prefill rows of activations` },
+      { name: 'aux', bytes: aux.total * 4, size: `RoPE tables and slot masks for capacity ${C}` },
+      { name: 'prompt ids', bytes: B * C * 4, size: `batch ${B} x capacity ${C} x 4` },
+      { name: 'lora', bytes: loraFloats * 4 },
+      { name: 'params', bytes: pf * 4 },
+    ];
+    if (attention === 'splitk')
+      planned.push({
+        name: 'attention partials',
+        bytes: partialBytes,
+        size: `split-K: batch ${B} x ${m.heads} heads x ${Math.ceil(C / SPLITK_SEGMENT)} segments x (head_dim + 2) x 4`,
+      });
+    checkPlanBuffers(
+      `decode plan (batch ${B}, capacity ${C})`,
+      planned,
+      { maxBinding, maxBuffer: device.limits.maxBufferSize, budget: opts.memoryBudget ?? null },
+      'lower the batch or the cache capacity (prompt + new tokens)',
+    );
+
+    // --- buffers
+    // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
+    const plan = (this.plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`, true));
+    this.loraBuf = plan.buffer('lora', loraFloats * 4);
+    const workBuf = plan.buffer('work', work.total * 4);
     this.aux = plan.buffer('aux', aux.total * 4);
     const cosSin = new Float32Array(aux.total);
     for (let pos = 0; pos < C; pos++) {
@@ -356,8 +414,8 @@ export class DecodePlan {
     }
     device.queue.writeBuffer(this.aux, 0, cosSin);
     for (let l = 0; l < m.layers.length; l++) {
-      this.kCache.push(plan.buffer(`k${l}`, B * kvDim * C * 4));
-      this.vCache.push(plan.buffer(`v${l}`, B * kvDim * C * 4));
+      this.kCache.push(plan.buffer(`k${l}`, kvBytes));
+      this.vCache.push(plan.buffer(`v${l}`, kvBytes));
     }
     this.logits = plan.buffer('logits', B * m.vocab * 4);
     this.scaled = plan.buffer('scaled', B * m.vocab * 4);
@@ -381,37 +439,12 @@ export class DecodePlan {
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
 
-    // --- params: norms and biases, copied once from the model's buffers
-    const copies: { src: GPUBuffer; dst: number; n: number }[] = [];
-    let pf = 0;
-    const param = (v: VectorRef | undefined): number | undefined => {
-      if (!v) return undefined;
-      const at = pf;
-      copies.push({ src: v.buffer, dst: at, n: v.length });
-      pf += v.length;
-      return at;
-    };
-    const layerParams = m.layers.map((l) => ({
-      norm1: param(l.inputNorm)!,
-      norm2: param(l.postNorm)!,
-      bias: Object.fromEntries(PROJ_KEYS.map((p) => [p, param(l[p].bias)])) as Record<ProjKey, number | undefined>,
-    }));
-    const finalNorm = param(m.norm)!;
     const params = plan.buffer('params', pf * 4);
     const enc = device.createCommandEncoder();
     for (const c of copies) enc.copyBufferToBuffer(c.src, 0, params, c.dst * 4, c.n * 4);
     device.queue.submit([enc.finish()]);
 
     // --- the dispatches
-    const shape: GemvShape = opts.gemv ?? 'split';
-    this.gemvShape = shape;
-    const attention = (this.attention =
-      opts.attention ?? (shape === 'split' && C > SPLITK_MIN_CAPACITY ? 'splitk' : 'whole'));
-    const partialBytes = splitKPartialFloats(B, m.heads, D, C) * 4;
-    if (attention === 'splitk' && partialBytes > maxBinding)
-      throw new Error(
-        `decode plan: split-K attention partials of ${partialBytes} bytes exceed the ${maxBinding}-byte storage binding limit`,
-      );
     const partials = attention === 'splitk' ? plan.buffer('attention partials', partialBytes) : null;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
     const tileMin = opts.tileMinRows ?? TILE_MIN_ROWS;
@@ -438,7 +471,13 @@ export class DecodePlan {
         ...(w2 ? weightBindings(w2) : []),
         ...extra,
       ];
-      plan.add(phase, k, values, [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1]);
+      plan.add(
+        phase,
+        k,
+        values,
+        [gemvWorkgroupsX(layout, mode, u.N, D), Math.ceil(u.rows / gemvMaxRows(layout)), 1],
+        2 * u.K * u.N * u.rows * (w2 ? 2 : 1),
+      );
     };
     /** A projection's row blocks (one unless its weight is held in several) and the first row of each. */
     const blocksOf = (pr: ProjectionRef): { w: WeightRef; row: number }[] => {
@@ -571,6 +610,7 @@ export class DecodePlan {
               { buffer: this.loraBuf, offset: g.off * 4, size: g.rows * g.inp * 4 },
             ],
             [gemvWorkgroupsX(layout, GemvMode.Plain, g.rows), Math.ceil(rows / gemvMaxRows(layout)), 1],
+            2 * u.K * g.rows * rows,
           );
         };
         // LoRA epilogue fields of projection p: its slice of the group's x·A and its B.
@@ -661,6 +701,8 @@ export class DecodePlan {
             rows,
           }),
         };
+        // q·k and p·v over at most the capacity per (row, head): the bound a submit budget needs.
+        const attFlops = 4 * rows * m.heads * C * D;
         if (partials && seq === 0) {
           // split-K: segments past the filled length return at once, so the grid covers the capacity
           plan.add(
@@ -676,6 +718,7 @@ export class DecodePlan {
               { buffer: partials },
             ],
             [m.heads, rows, Math.ceil(C / SPLITK_SEGMENT)],
+            attFlops,
           );
           plan.add(
             phase,
@@ -690,6 +733,7 @@ export class DecodePlan {
             shape === 'split' ? attentionKernel(D) : attentionThreadKernel(D),
             [att, 'dyn', common.work, auxB, { buffer: this.kCache[li] }, { buffer: this.vCache[li] }],
             shape === 'split' ? [m.heads, rows, 1] : [Math.ceil((m.heads * rows) / ATT_THREAD_WG), 1, 1],
+            attFlops,
           );
         }
         const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
@@ -892,24 +936,26 @@ export class DecodePlan {
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
     q.writeBuffer(this.plan.dyn, first * DYN_SLOT_BYTES, slots);
-    const enc = this.device.createCommandEncoder();
     const timer = this.timer;
-    const pass = enc.beginComputePass(
-      timer
-        ? { timestampWrites: { querySet: timer.set, beginningOfPassWriteIndex: 2, endOfPassWriteIndex: 3 } }
-        : undefined,
-    );
-    for (let i = 0; i < chunks; i++) {
-      this.plan.encode(pass, 'pembed', first + i);
-      this.plan.encode(pass, 'players', first + i);
-    }
-    this.plan.encode(pass, 'phead', first + chunks - 1);
-    pass.end();
-    q.submit([enc.finish()]);
+    const items: PhaseAt[] = [];
+    for (let i = 0; i < chunks; i++)
+      items.push({ phase: 'pembed', slot: first + i }, { phase: 'players', slot: first + i });
+    items.push({ phase: 'phead', slot: first + chunks - 1 });
+    // Cut into submits under the watchdog budget (EngineOptions.submitBudgetMs): a long prompt at
+    // a large batch is seconds of work on a slow GPU.
+    this.lastPrefillSubmits = this.plan.submitSplit(items, submitFlopBudget(), {
+      label: 'decode prefill',
+      timestamps: timer ? { querySet: timer.set, begin: 2, end: 3 } : undefined,
+    });
     const invalid = this.device.popErrorScope();
     const oom = this.device.popErrorScope();
     this.prefillScopes = Promise.all([invalid, oom]);
     this.prefillTimed = timer !== null;
+  }
+
+  /** Estimated FLOPs of a prefill chunk and of the prefill's head (what the submit budget counts). */
+  prefillFlops(): { perChunk: number; head: number } {
+    return { perChunk: this.plan.flops('pembed') + this.plan.flops('players'), head: this.plan.flops('phead') };
   }
 
   /** Dispatches of a prefill chunk and of the prefill's head (tests, benchmarks). */
@@ -926,6 +972,13 @@ export class DecodePlan {
     if (!b) throw new Error('decode plan: run before begin');
     if (this.busy) throw new Error('decode plan: a run is already in flight');
     this.checkDevice();
+    if (!this.accepted) {
+      // A refused buffer (out of memory, over a limit) named here, not as a rejected decode step.
+      await this.plan.created().catch((e: Error) => {
+        throw new PlanGpuError(e.message);
+      });
+      this.accepted = true;
+    }
     if (n < 1 || n > this.opts.tokensPerRun)
       throw new Error(`decode plan: ${n} tokens per run outside [1, ${this.opts.tokensPerRun}]`);
     if (b.prefill + first + n - (forwardLast ? 0 : 1) > this.opts.capacity)

@@ -8,6 +8,7 @@
 // the vocabulary-wide token statistics (one workgroup per row).
 import gemmCommonWgsl from '../../../shaders/matmul/learn_gemm_common.wgsl?raw';
 import gemmF32Wgsl from '../../../shaders/matmul/learn_gemm.wgsl?raw';
+import gemmTiledWgsl from '../../../shaders/matmul/learn_gemm_tiled.wgsl?raw';
 import gemmQuantWgsl from '../../../shaders/matmul/learn_gemm_quant.wgsl?raw';
 import gemmBF16Wgsl from '../../../shaders/matmul/learn_gemm_b_f16.wgsl?raw';
 import gemmBInt8Wgsl from '../../../shaders/matmul/learn_gemm_b_int8.wgsl?raw';
@@ -113,7 +114,27 @@ const QUANT_WGSL = {
  * The GEMM for B from a plain buffer ('buf', 'f32') or a quantised weight: decoded per element
  * (bAt), or by packed words where its groups hold whole words (no element decoded twice).
  */
-export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0): PlanKernel {
+/**
+ * The learn GEMM's layouts: 'direct', each thread reads its 4 x 4 outputs' operands from memory
+ * (learn_gemm.wgsl and the quantised variants; software adapters, where workgroup memory buys
+ * nothing and a barrier is a thread switch); 'tiled', workgroup tiles in workgroup memory
+ * (learn_gemm_tiled.wgsl; GPUs).
+ */
+export type GemmLayout = 'direct' | 'tiled';
+
+/** K per step of the tiled GEMM: 2 x 32 x 32 floats of workgroup memory (8 KiB of the 16 KiB floor). */
+export const GEMM_KT = 32;
+
+const F32_B_AT = `fn bAt(base : u32, k : u32, n : u32) -> f32 {
+  return Bm[base + k * U.bS0 + n * U.bS1];
+}
+`;
+
+export function gemmKernel(
+  format: WeightFormat | 'buf' = 'buf',
+  groupSize = 0,
+  layout: GemmLayout = 'direct',
+): PlanKernel {
   const quant = format === 'int8' || format === 'int4' || format === 'f16';
   const b: BindingSpec[] = [
     { name: 'U', kind: 'uniform', type: 'Gemm' },
@@ -126,6 +147,13 @@ export function gemmKernel(format: WeightFormat | 'buf' = 'buf', groupSize = 0):
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
   const packedLoops = quant && groupSize % packedBlock(format) === 0;
   const prelude = `const T : u32 = ${GEMM_T}u;\nconst WG : u32 = ${GEMM_WG}u;\n${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}`;
+  if (layout === 'tiled') {
+    return {
+      key: `learn_gemm_tiled_${quant ? `${format}_g${groupSize}` : 'f32'}_kt${GEMM_KT}`,
+      bindings: b,
+      body: `${prelude}const KT : u32 = ${GEMM_KT}u;\n${gemmCommonWgsl}${quant ? QUANT_WGSL[format].bAt : F32_B_AT}${gemmTiledWgsl}`,
+    };
+  }
   const variant = quant
     ? `${QUANT_WGSL[format].bAt}${packedLoops ? QUANT_WGSL[format].packed : gemmQuantWgsl}`
     : gemmF32Wgsl;

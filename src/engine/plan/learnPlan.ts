@@ -21,6 +21,7 @@
 // down; per adapter A [r, in] then B [out, r], each row-major. LoRA stays factored: x A^T is
 // kept per adapted projection and y += s (x A^T) B^T.
 import { GpuPlan, alignUp, type BindingValue, type BufferRange } from './plan';
+import { submitFlopBudget } from '../options';
 import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type WeightRef } from './decodePlan';
 import {
   STATS_COLS,
@@ -47,6 +48,7 @@ import {
   dropMulKernel,
   dropPackKernel,
   packDrop,
+  type GemmLayout,
   type GemmUniform,
   type Operand,
 } from './learnKernels';
@@ -73,6 +75,8 @@ export interface LearnPlanOptions {
    * backward by the same mask. Default false.
    */
   dropout?: boolean;
+  /** The GEMM layout of every product of the step: 'tiled' (GPUs) or 'direct' (default; software adapters). */
+  gemm?: GemmLayout;
 }
 
 /** One adapter's place in the flat parameter / gradient buffers (float offsets). */
@@ -208,7 +212,7 @@ export class LearnPlan {
     const { slots, count } = loraSlots(m);
     this.slots = slots;
     this.paramCount = count;
-    const plan = (this.plan = new GpuPlan(device, 1, 'learn'));
+    const plan = (this.plan = new GpuPlan(device, 1, 'learn', true));
     const N = this.N;
     const L = this.L;
     const H = m.hidden;
@@ -353,7 +357,7 @@ export class LearnPlan {
     ) => {
       plan.add(
         phase,
-        gemmKernel('buf'),
+        gemmKernel('buf', 0, opts.gemm),
         [
           u(packGemm(g)),
           { buffer: A },
@@ -363,6 +367,7 @@ export class LearnPlan {
           extra.res ? { buffer: extra.res } : dummy,
         ],
         gemmWorkgroups(g.M, g.N, Z),
+        2 * g.M * g.N * g.K * Z,
       );
     };
     /** C = x W^T (transposed) or dy W through a frozen weight [rows, cols]. */
@@ -387,17 +392,19 @@ export class LearnPlan {
         const b: Operand = transposed ? { off: 0, s0: 1, s1: w.cols } : { off: 0, s0: w.cols, s1: 1 };
         plan.add(
           phase,
-          gemmKernel('buf'),
+          gemmKernel('buf', 0, opts.gemm),
           [u(packGemm({ ...g, a, b })), ...common, { buffer: w.buffer }, ...tail],
           gemmWorkgroups(g.M, g.N, Z),
+          2 * g.M * g.N * g.K * Z,
         );
       } else {
         const full: GemmUniform = { ...g, a, b: { off: 0, s0: 0, s1: 0 }, wK: w.cols, wT: transposed };
         plan.add(
           phase,
-          gemmKernel(w.format, w.groupSize),
+          gemmKernel(w.format, w.groupSize, opts.gemm),
           [u(packGemm(full)), ...common, { buffer: w.words }, ...tail, { buffer: w.scales }],
           gemmWorkgroups(g.M, g.N, Z),
+          2 * g.M * g.N * g.K * Z,
         );
       }
     };
@@ -968,13 +975,21 @@ export class LearnPlan {
     after?: (enc: GPUCommandEncoder) => void,
     before?: (enc: GPUCommandEncoder) => void,
   ): void {
-    const enc = this.device.createCommandEncoder({ label: `learn: ${phases.join('+')}` });
-    before?.(enc);
-    const pass = enc.beginComputePass();
-    for (const p of phases) this.plan.encode(pass, p, 0);
-    pass.end();
-    after?.(enc);
-    this.device.queue.submit([enc.finish()]);
+    // Cut into submits under the watchdog budget (EngineOptions.submitBudgetMs): a learning pass
+    // of 64 x 128 tokens through SmolLM2-135M is ~2 TFLOP, seconds on a slow GPU.
+    this.lastSubmits = this.plan.submitSplit(
+      phases.map((phase) => ({ phase, slot: 0 })),
+      submitFlopBudget(),
+      { label: `learn: ${phases.join('+')}`, before, after },
+    );
+  }
+
+  /** Submits the last forward or backward pass was cut into (EngineOptions.submitBudgetMs). */
+  lastSubmits = 0;
+
+  /** Estimated FLOPs per phase ('ref', 'fwd', 'bwd'): what the submit budget counts. */
+  flops(): Record<'ref' | 'fwd' | 'bwd', number> {
+    return { ref: this.plan.flops('ref'), fwd: this.plan.flops('fwd'), bwd: this.plan.flops('bwd') };
   }
 
   /**

@@ -223,6 +223,7 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
     capacity,
     tokensPerRun,
     gemv: gemvVariant() === 'thread' ? 'thread' : 'split',
+    memoryBudget: engineOptions().decodeMemoryBudget,
     ...forced,
     ...(attention ? { attention } : {}),
   });

@@ -11,6 +11,7 @@ import {
   LearnPlan,
   engineOptions,
   flushTfjs,
+  gemvVariant,
   tensorBuffer,
   type LearnShape,
   type LearnRecompute,
@@ -225,7 +226,9 @@ export async function learnPlanFor(
   const lora = loraOf(model);
   const recompute = recomputes(model, rows, promptLength, responseLength);
   const dropout = dropoutOf(model);
-  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${recompute ? 'recompute' : 'keep'}:${dropout}:${JSON.stringify(lora.shapes)}`;
+  // The GEMM layout by adapter (the GEMV variant's choice: split-K workgroups on GPUs), unless forced.
+  const gemm = engineOptions().learnGemm ?? (gemvVariant() === 'splitk' ? 'tiled' : 'direct');
+  const key = `${rows}:${promptLength}:${responseLength}:${temperature}:${recompute ? 'recompute' : 'keep'}:${dropout}:${gemm}:${JSON.stringify(lora.shapes)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -249,14 +252,23 @@ export async function learnPlanFor(
   flushTfjs();
   const built = await gpuScoped(
     device,
-    () => new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout }),
+    () =>
+      new LearnPlan(device, ref, { rows, promptLength, responseLength, temperature, recompute, grads, dropout, gemm }),
   );
-  if (built.error || !built.value) {
+  // The plan made each buffer, pipeline and bind group in its own error scopes: a refusal names what it refused.
+  const refusal =
+    built.value && !built.error
+      ? await built.value.plan.created().then(
+          () => null,
+          (e: Error) => e.message,
+        )
+      : null;
+  if (built.error || refusal || !built.value) {
     built.value?.dispose();
     if (!refused.has(device)) refused.set(device, new Set());
     refused.get(device)!.add(key);
     console.warn(
-      `planned learning step: the device refused the plan for ${key} (${built.error}); this shape learns on tfjs`,
+      `planned learning step: the device refused the plan for ${key} (${built.error ?? refusal}); this shape learns on tfjs`,
     );
     return null;
   }
