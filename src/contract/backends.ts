@@ -59,13 +59,31 @@ export interface BackendReport {
   tuning: { flag: string; value: number | boolean; why: string }[];
 }
 
-/** Adapters that run WebGPU on the CPU (SwiftShader): barrier-heavy kernels are very slow there. */
+/**
+ * The CPU Vulkan driver an adapter's info names, or null for anything else: SwiftShader reports
+ * architecture "swiftshader"; Mesa's lavapipe reports vendor "mesa", architecture "software" and a
+ * description starting "llvmpipe" (Mesa 25.0 through Dawn). tfjs keeps only vendor and
+ * architecture, so each driver is recognised from those alone too.
+ */
+export function softwareAdapterName(info: {
+  vendor?: string;
+  architecture?: string;
+  description?: string;
+  device?: string;
+}): 'SwiftShader' | 'lavapipe' | null {
+  const s = `${info.vendor ?? ''} ${info.architecture ?? ''} ${info.description ?? ''} ${info.device ?? ''}`;
+  if (/swiftshader/i.test(s)) return 'SwiftShader';
+  if (
+    /llvmpipe|lavapipe/i.test(s) ||
+    (/\bmesa\b/i.test(info.vendor ?? '') && /^software$/i.test(info.architecture ?? ''))
+  )
+    return 'lavapipe';
+  return null;
+}
+
+/** Adapters that run WebGPU on the CPU (SwiftShader, lavapipe): barrier-heavy kernels are very slow there. */
 export function isSoftwareAdapter(probe: GpuProbe | null): boolean {
-  return (
-    !!probe &&
-    probe.available &&
-    (probe.isFallbackAdapter || /swiftshader/i.test(`${probe.architecture} ${probe.description}`))
-  );
+  return !!probe && probe.available && (probe.isFallbackAdapter || softwareAdapterName(probe) !== null);
 }
 
 /**
