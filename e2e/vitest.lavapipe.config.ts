@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 // mesa-vulkan-drivers: docs/contributing.md).
 export default defineConfig({
   test: {
-    include: ['e2e/dawn.e2e.ts', 'e2e/plan.e2e.ts'],
+    include: ['e2e/dawn.e2e.ts', 'e2e/plan.e2e.ts', 'e2e/benchCheck.e2e.ts'],
     env: { SPARRING_VULKAN: 'lavapipe', SPARRING_KERNELS: 'gpu' },
     testTimeout: 300_000,
     hookTimeout: 120_000,
