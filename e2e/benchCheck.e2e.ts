@@ -2,7 +2,7 @@
 // correct planned path every line passes (prompts over 256 and 1024 tokens included), and a planned
 // learning step that falls back to tfjs is a failed line, not a pass.
 import { describe, expect, it } from 'vitest';
-import { CHECK_SMALL_CONFIG, checkModel } from '../dev/bench/benchCheck';
+import { CHECK_SMALL_CONFIG, checkModel, learnLine } from '../dev/bench/benchCheck';
 import { syntheticModel } from '../dev/bench/synthetic';
 import { resetEngineOptions, setEngineOptions } from '../src/engine/options';
 import { disposeLlama } from '../src/model/llama';
@@ -41,8 +41,7 @@ describe(`the benchmark's planned-vs-tfjs check (${laneKernels} kernels)`, () =>
     try {
       // A plan budget of 1 KiB: no micro-batch fits, so learnStep learns on tfjs.
       setEngineOptions({ learnMemoryBudget: 1024 });
-      const lines = await checkModel(model, 'small f32', false);
-      const learn = lines.find((l) => /learning step/.test(l.what))!;
+      const learn = await learnLine(model, 'small f32');
       expect(learn.ok).toBe(false);
       expect(learn.detail).toMatch(/fell back to tfjs/);
     } finally {

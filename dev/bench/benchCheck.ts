@@ -136,7 +136,7 @@ async function drawsLine(model: LlamaModel, name: string): Promise<CheckLine> {
 }
 
 /** One learning step's adapter update and loss on both paths; the planned one must really run planned. */
-async function learnLine(model: LlamaModel, name: string): Promise<CheckLine> {
+export async function learnLine(model: LlamaModel, name: string): Promise<CheckLine> {
   const c = { prompts: 2, groupSize: 2, promptLen: 12, newTokens: 6, rank: 4 };
   const ref = await learnCheck(model, 'tfjs', c);
   const got = await learnCheck(model, 'planned', c);
