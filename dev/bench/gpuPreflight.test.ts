@@ -29,7 +29,7 @@ describe('gpu-bench.sh preflight', () => {
   it.skipIf(!cpuDriver)('refuses to time the software adapter with one line and exit 3, before building', () => {
     const out = mkdtempSync(join(tmpdir(), 'gpu-bench-out-'));
     const r = gpuBench(['run', out], { VK_DRIVER_FILES: cpuDriver!, LD_LIBRARY_PATH: '/usr/lib/chromium' });
-    expect(r.code).toBe(3);
+    expect(r.code, r.out).toBe(3);
     const refusals = r.lines.filter((l) => /refusing/.test(l));
     expect(refusals).toHaveLength(1);
     expect(refusals[0]).toMatch(

@@ -22,6 +22,9 @@ describe('engine options', () => {
     expect(() => setEngineOptions({ optimizerPath: 'gpu' as 'tfjs' })).toThrow(
       /optimizer path must be planned or tfjs, got gpu/,
     );
+    expect(() => setEngineOptions({ kernelVariants: 'fast' as 'gpu' })).toThrow(
+      /kernel variants must be auto, gpu or software, got fast/,
+    );
     expect(engineOptions().learnPath).toBe('planned');
   });
 
