@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { startDawn } from '../src/cli/node/dawn';
+import { laneCliFlags, startLaneDawn } from './dawnLane';
 import { webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 import { DecodePlan } from '../src/engine/plan/decodePlan';
 import { maxAbs } from '../dev/test/maxAbs';
@@ -31,7 +31,7 @@ import { setEngineOptions } from '../src/engine/options';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
-  await startDawn({ swiftshader: true });
+  await startLaneDawn();
   webgpuDevice().addEventListener('uncapturederror', (e) =>
     gpuErrors.push((e as GPUUncapturedErrorEvent).error.message),
   );
@@ -513,7 +513,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       }
     });
 
-  it('the CLI checks a model folder through the planned path: `lab logits --backend webgpu --swiftshader` matches the golden logits', async () => {
+  it(`the CLI checks a model folder through the planned path: \`lab logits --backend webgpu ${laneCliFlags.join(' ')}\` matches the golden logits`, async () => {
     const dir = resolve('dev', 'fixtures', 'tiny-llama-f32');
     const golden = JSON.parse(readFileSync(resolve(dir, 'golden.json'), 'utf8')) as Golden;
     const run = (path: string) =>
@@ -533,7 +533,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
             golden.input_ids.join(','),
             '--backend',
             'webgpu',
-            '--swiftshader',
+            ...laneCliFlags,
             '--path',
             path,
           ],

@@ -1,7 +1,8 @@
 // The benchmark CLIs' tables, printed and (with --out DIR) written as they come: DIR/bench.md
 // (each table under its title in a code block, as BENCHMARKS.md quotes them) and DIR/bench.json
-// (the same header and rows as data, with the run's metadata). Rewritten after every table, so a
-// run cut off by a time limit still leaves what it measured.
+// (the same header and rows as data, with the run's metadata). Rewritten after every table and,
+// for tables filled row by row (`rows`), after every row, so a run cut off by a time limit still
+// leaves every row it measured.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatTable } from './table';
@@ -49,6 +50,39 @@ export class BenchReport {
     console.log(formatTable(header, rows));
     for (const n of notes) console.log(n);
     this.add({ id, title, header, rows, notes });
+  }
+
+  /**
+   * Appends rows to table `id`, opening it (title, header, notes) at its first rows: its place in
+   * the report is where it first got rows. Printed as they come; the whole table again by `close`.
+   */
+  rows(id: string, title: string, header: string[], rows: (string | number)[][], notes: string[] = []): void {
+    let s = this.sections.find((x) => x.id === id && x.header);
+    if (!s) {
+      s = { id, title, header, rows: [], notes };
+      this.sections.push(s);
+      console.log(`\n${title} (rows as they come)\n`);
+    }
+    for (const n of notes) if (!s.notes.includes(n)) s.notes.push(n);
+    s.rows!.push(...rows);
+    for (const r of rows) console.log(`  ${r.map((c) => (typeof c === 'number' ? c.toPrecision(4) : c)).join(' | ')}`);
+    this.flush();
+  }
+
+  /** Prints table `id` whole (after its last rows), if it got any. */
+  close(id: string): void {
+    const s = this.sections.find((x) => x.id === id && x.header);
+    if (!s) return;
+    console.log(`\n${s.title}\n`);
+    console.log(formatTable(s.header!, s.rows!));
+    for (const n of s.notes) console.log(n);
+  }
+
+  /** A note under the report's metadata (the pre-timing check, a refusal): printed and written at once. */
+  note(id: string, title: string, notes: string[]): void {
+    console.log(`\n${title}\n`);
+    for (const n of notes) console.log(n);
+    this.add({ id, title, notes });
   }
 
   private add(s: Section): void {

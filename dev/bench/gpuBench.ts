@@ -1,10 +1,12 @@
 // The kernel and whole-model benchmarks in Node on a GPU, through Dawn (the `webgpu` npm package)
 // instead of Chromium: the figures for machines with a GPU and no browser. Run by
-// `npm run bench:gpu [-- --quick] [-- --kernels | --models | --decode | --profile-step | --learn [--recompute] | --all] [-- --no-smol]
-// [-- --swiftshader] [-- --out DIR]` (`--help` lists every flag), which bundles this
-// file (dev/bench/build-gpu-bench.ts) so tfjs and the WGSL sources travel as one script. Needs a
-// Vulkan driver; `--swiftshader` uses Chromium's CPU one. SPARRING_WEBGPU_MODULE names a carried
-// copy of the `webgpu` package where node_modules is absent.
+// `npm run bench:gpu [-- --quick] [-- --kernel-table | --models | --decode | --profile-step | --learn [--recompute] | --all] [-- --no-smol]
+// [-- --vulkan swiftshader|lavapipe|system] [-- --kernels auto|gpu|software] [-- --out DIR]` (`--help` lists every
+// flag), which bundles this file (dev/bench/build-gpu-bench.ts) so tfjs and the WGSL sources travel as
+// one script. Needs a Vulkan driver; a software adapter (SwiftShader, lavapipe) is refused unless asked
+// for by --vulkan or --allow-software. Before it times anything it checks the planned path against
+// tfjs on the adapter (dev/bench/benchCheck.ts) and stops on a mismatch. SPARRING_WEBGPU_MODULE names
+// a carried copy of the `webgpu` package where node_modules is absent.
 import { profileDecode } from './profile';
 import { SMOLLM2_135M_CONFIG, syntheticModel } from './synthetic';
 import { measureThroughput, type ThroughputCase, type ThroughputResult } from './throughput';
@@ -29,12 +31,26 @@ import { setEngineOptions } from '../../src/engine';
 import { measureRoofline, peakNote, ROOFLINE_HEADER, rooflineRows, type Roofline } from './roofline';
 import { attentionBenchRows, ATTENTION_BENCH_HEADER, benchPlannedAttention } from './decodeBench';
 import { benchGrpoStepPaths, parseLearnCase, STEP_BENCH_HEADER, stepBenchRows, stepBenchTitle } from './learnBench';
-import { startDawn } from '../../src/cli/node/dawn';
+import {
+  dawnAdapter,
+  parseKernelVariants,
+  parseVulkanDriver,
+  startDawn,
+  useKernelVariants,
+} from '../../src/cli/node/dawn';
+import { CHECK_SMALL_CONFIG, checkModel, type CheckLine } from './benchCheck';
 import { formatTable } from './table';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const kernelsOnly = args.includes('--kernels');
+// --kernels X picks the kernel variants; a bare --kernels (no variant after it) is the old name of --kernel-table.
+const kernelsValue = args[args.indexOf('--kernels') + 1];
+const kernelVariants =
+  args.includes('--kernels') && kernelsValue !== undefined && !kernelsValue.startsWith('--')
+    ? parseKernelVariants(kernelsValue)
+    : 'auto';
+const kernelsOnly =
+  args.includes('--kernel-table') || (args.includes('--kernels') && (kernelsValue ?? '--').startsWith('--'));
 const modelsOnly = args.includes('--models');
 const decodeOnly = args.includes('--decode');
 /** With --decode: only the whole-rollout table. */
@@ -47,7 +63,7 @@ const all = args.includes('--all');
 
 if (args.includes('--help')) {
   console.log(`npm run bench:gpu -- [flags]   (Node + Dawn; tables of medians, planned path vs tfjs in the same run)
-  --kernels             the custom-kernel table only
+  --kernel-table        the custom-kernel table only (a bare --kernels too)
   --models              the SmolLM2-135M throughput, decode profile and whole-step tables only
   --decode              the planned-vs-tfjs decode table (per token, batch 1/8/64, and 256 without --quick) and the rollout table
   --rollout             with --decode: the rollout table only
@@ -55,11 +71,17 @@ if (args.includes('--help')) {
                         peak GPU memory), then the whole GRPO step on each path; --no-step leaves the whole step out
   --recompute           with --learn: the planned step recomputes activations per layer (A/B against the planner's choice)
   --profile-step        where one GRPO step's time goes (phases, WebGPU work, tfjs kernels), both optimisers
-  --all                 roofline, decode, split-K attention at a long cache, rollouts, learn step, whole GRPO step
-  --out DIR             also write the tables to DIR/bench.md and DIR/bench.json (rewritten after every table)
+  --all                 the open targets' rows first (decode b1/b64/b256 and the learn step and whole GRPO step of the
+                        SmolLM2-135M shape, int4), then the rest of the decode, learn and step tables, split-K
+                        attention at long caches, rollouts; every table written row by row
+  --out DIR             also write the tables to DIR/bench.md and DIR/bench.json (rewritten after every row)
   --budget-s N          skip the tables not yet started once N seconds have passed (--all on a 10-minute machine)
   --quick               fewer reps and tokens
-  --swiftshader         Chromium's CPU Vulkan driver instead of the machine's GPU
+  --vulkan D            Dawn's Vulkan driver: system (default, the machine's GPU), swiftshader or lavapipe (CPU drivers)
+  --swiftshader         short for --vulkan swiftshader
+  --kernels K           kernel variants: auto (by adapter, default), gpu or software (either family on any adapter)
+  --allow-software      time a software adapter the system driver gave (refused otherwise: CPU figures are not GPU ones)
+  --no-check            skip the planned-vs-tfjs check before timing (software adapters only)
   --no-smol             leave the SmolLM2-135M shape out everywhere
   --smol                the SmolLM2-135M shape in --learn / --all on a software adapter too (by default only on a GPU:
                         at the full 8 x 8 x (64 + 64) case a SwiftShader learn step of it takes hours)
@@ -119,23 +141,79 @@ const row = (name: string, kernels: string, r: ThroughputResult) => [
   r.noCacheTokPerS,
 ];
 
-const adapter = await startDawn({
-  swiftshader: args.includes('--swiftshader'),
-  module: process.env.SPARRING_WEBGPU_MODULE,
-});
-console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter})`);
+const vulkanArg = flagValue(args, '--vulkan');
+const vulkan =
+  vulkanArg !== null ? parseVulkanDriver(vulkanArg) : args.includes('--swiftshader') ? 'swiftshader' : 'system';
+const adapter = await startDawn({ vulkan, module: process.env.SPARRING_WEBGPU_MODULE });
+useKernelVariants(kernelVariants);
+console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter}; kernels: ${kernelVariants})`);
 /** A CPU adapter: sizes and the SmolLM2-135M learn case are cut to what finishes in minutes there. */
-const software = args.includes('--swiftshader') || /swiftshader|llvmpipe|lavapipe/i.test(adapter);
+const softwareName = dawnAdapter()?.software ?? null;
+const software = softwareName !== null;
+if (software && vulkan === 'system' && !args.includes('--allow-software')) {
+  // The GPU's driver did not load and the loader fell back to a CPU one: its figures would pass for GPU ones.
+  console.error(
+    `gpu-bench: refusing to time a software adapter (${softwareName}: ${adapter}); --allow-software times it anyway`,
+  );
+  process.exit(3);
+}
+if (args.includes('--no-check') && !software)
+  throw new Error('--no-check: a GPU is always checked before it is timed (the flag is for software adapters)');
 const report = new BenchReport(
   outDir,
   {
     title: 'Node + Dawn benchmarks (npm run bench:gpu)',
     adapter,
+    kernels: kernelVariants,
     date: new Date().toISOString(),
     command: `npm run bench:gpu -- ${args.join(' ')}`,
   },
   budgetArg === null ? null : Number(budgetArg),
 );
+
+/**
+ * The planned path against tfjs on this adapter before anything is timed: a small model in f32 and
+ * int4, and on a GPU the SmolLM2-135M shape in int4 (the timed one); prompts over 256 and 1024 tokens.
+ */
+async function checkBeforeTiming(): Promise<void> {
+  if (args.includes('--no-check')) return;
+  const t0 = Date.now();
+  // On a software adapter (timed only for ratios) the small model in int4 alone keeps the check to minutes.
+  const models: [string, Loader][] = [
+    ['small int4', () => syntheticModel(CHECK_SMALL_CONFIG, 1, { quantize: int4Quantizer(32) })],
+  ];
+  if (!software) models.unshift(['small f32', () => syntheticModel(CHECK_SMALL_CONFIG)]);
+  if (!software && !noSmol)
+    models.push([
+      'SmolLM2-135M shape int4',
+      () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) }),
+    ]);
+  const lines: CheckLine[] = [];
+  for (const [name, load] of models) {
+    const model = await load();
+    try {
+      lines.push(
+        ...(await checkModel(model, name, true, (l) =>
+          console.error(`  check ${l.ok ? 'ok' : 'MISMATCH'}: ${l.what}: ${l.detail}`),
+        )),
+      );
+    } finally {
+      disposeLlama(model);
+    }
+  }
+  const bad = lines.filter((l) => !l.ok);
+  report.note(
+    'check',
+    `== Node + Dawn: planned path vs tfjs on this adapter before timing (${kernelVariants} kernels; ${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+    lines.map((l) => `- ${l.ok ? 'ok' : 'MISMATCH'}: ${l.what}: ${l.detail}`),
+  );
+  if (bad.length > 0) {
+    console.error(
+      `gpu-bench: the planned path disagrees with tfjs on this adapter, nothing timed: ${bad[0].what}: ${bad[0].detail}${bad.length > 1 ? ` (and ${bad.length - 1} more)` : ''}`,
+    );
+    process.exit(1);
+  }
+}
 const noSmol = args.includes('--no-smol');
 const smolLearn = !noSmol && (!software || args.includes('--smol'));
 
@@ -163,77 +241,73 @@ type Loader = () => Promise<import('../../src/model/llama').LlamaModel>;
 const defenderF32: Loader = () => loadModel(folderSource('public/models/defender'));
 const defenderInt4: Loader = () => loadModel(folderSource('public/models/defender'), { quantize: int4Quantizer(32) });
 
-/** Issue 21's learn table: planned vs tfjs learnStep, f32 and int4, with GFLOP/s, % roofline and peak memory. */
-async function learnSection(): Promise<void> {
-  if (skipped.has('learn') || !report.due('learn')) return;
+const smolInt4: Loader = () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) });
+const smolF32: Loader = () => syntheticModel(SMOLLM2_135M_CONFIG);
+
+/** One model's rows of issue 21's learn table: planned vs tfjs learnStep, GFLOP/s, % roofline, peak memory. */
+async function learnRows(name: string, fmt: string, load: Loader): Promise<void> {
+  if (skipped.has('learn') || !report.due(`learn ${name} ${fmt}`)) return;
   const rf = await rooflineOnce();
   const c = learnCase;
   // --recompute: the planned step recomputes activations per layer (else the planner's choice).
   if (args.includes('--recompute')) setEngineOptions({ learnRecompute: 'on' });
-  const cases: [string, string, Loader][] = [
-    ['sandbox defender', 'f32', defenderF32],
-    ['sandbox defender', 'int4', defenderInt4],
-  ];
-  if (smolLearn) {
-    cases.push(['SmolLM2-135M shape', 'f32', () => syntheticModel(SMOLLM2_135M_CONFIG)]);
-    cases.push([
-      'SmolLM2-135M shape',
-      'int4',
-      () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) }),
-    ]);
-  }
-  const rows: (string | number)[][] = [];
-  for (const [name, fmt, load] of cases) {
-    if (!report.due(`learn ${name} ${fmt}`)) break;
-    const model = await load();
+  const model = await load();
+  try {
     const r = await benchLearnPaths(model, c, quick ? 1 : 3);
-    disposeLlama(model);
     for (const x of r) console.error(`  ${name} ${fmt} ${x.path}: ${x.ms.toFixed(0)} ms, ${x.dispatches} dispatches`);
-    rows.push(...learnBenchRows(name, fmt, r, rf.matmulGflops, rf.peak?.f32Gflops));
+    report.rows(
+      'learn',
+      `${learnBenchTitle('Node + Dawn', c)}${args.includes('--recompute') ? ', activations recomputed per layer' : ''}`,
+      LEARN_BENCH_HEADER,
+      learnBenchRows(name, fmt, r, rf.matmulGflops, rf.peak?.f32Gflops),
+      [
+        `GFLOP/s: the step's matrix-product FLOPs (dev/bench/learnFlops.ts) / learn ms; % of the measured matmul roofline (${rf.matmulGflops.toPrecision(4)} GFLOP/s above).`,
+        "peak MiB: GPU buffers the warm-up step created outside tfjs's pool and still holds (learn plans, the planned AdamW state) + tfjs's in-use high-water mark in the timed steps above its start (dev/bench/gpuMemory.ts); the model's weights and adapters are not counted.",
+        ...(smolLearn || noSmol ? [] : ['SmolLM2-135M shape: left out on a software adapter (pass --smol to run it).']),
+      ],
+    );
+  } finally {
+    disposeLlama(model);
   }
-  report.table(
-    'learn',
-    `${learnBenchTitle('Node + Dawn', c)}${args.includes('--recompute') ? ', activations recomputed per layer' : ''}`,
-    LEARN_BENCH_HEADER,
-    rows,
-    [
-      `GFLOP/s: the step's matrix-product FLOPs (dev/bench/learnFlops.ts) / learn ms; % of the measured matmul roofline (${rf.matmulGflops.toPrecision(4)} GFLOP/s above).`,
-      "peak MiB: GPU buffers the warm-up step created outside tfjs's pool and still holds (learn plans, the planned AdamW state) + tfjs's in-use high-water mark in the timed steps above its start (dev/bench/gpuMemory.ts); the model's weights and adapters are not counted.",
-      ...(smolLearn || noSmol ? [] : ['SmolLM2-135M shape: left out on a software adapter (pass --smol to run it).']),
-    ],
-  );
 }
 
-/** The whole GRPO step beside the learn table: everything planned vs everything tfjs. */
-async function stepSection(): Promise<void> {
-  if (args.includes('--no-step') || skipped.has('step') || !report.due('step')) return;
+/** One model's rows of the whole GRPO step beside the learn table: everything planned vs everything tfjs. */
+async function stepRows(name: string, fmt: string, load: Loader): Promise<void> {
+  if (args.includes('--no-step') || skipped.has('step') || !report.due(`step ${name} ${fmt}`)) return;
   const c = learnCase;
-  const cases: [string, string, Loader][] = [
-    ['sandbox defender', 'f32', defenderF32],
-    ['sandbox defender', 'int4', defenderInt4],
-  ];
-  if (smolLearn)
-    cases.push([
-      'SmolLM2-135M shape',
-      'int4',
-      () => syntheticModel(SMOLLM2_135M_CONFIG, 1, { quantize: int4Quantizer(32) }),
-    ]);
-  const rows: (string | number)[][] = [];
-  for (const [name, fmt, load] of cases) {
-    if (!report.due(`step ${name} ${fmt}`)) break;
-    const model = await load();
+  const model = await load();
+  try {
     const r = await benchGrpoStepPaths(model, c, quick ? 1 : 2);
-    disposeLlama(model);
     for (const x of r)
       console.error(
         `  step ${name} ${fmt} ${x.path}: ${x.totalMs.toFixed(0)} ms (rollout ${x.rolloutMs.toFixed(0)}, learn ${x.learnMs.toFixed(0)})`,
       );
-    rows.push(...stepBenchRows(name, fmt, r));
+    report.rows('step', stepBenchTitle('Node + Dawn', c), STEP_BENCH_HEADER, stepBenchRows(name, fmt, r), [
+      'planned: prefill, decode, learn step and AdamW on the plans; tfjs: all four op by op. Rollouts run the full number of new tokens (no stop token).',
+    ]);
+  } finally {
+    disposeLlama(model);
   }
-  report.table('step', stepBenchTitle('Node + Dawn', c), STEP_BENCH_HEADER, rows, [
-    'planned: prefill, decode, learn step and AdamW on the plans; tfjs: all four op by op. Rollouts run the full number of new tokens (no stop token).',
-  ]);
 }
+
+async function learnSection(): Promise<void> {
+  await learnRows('sandbox defender', 'f32', defenderF32);
+  await learnRows('sandbox defender', 'int4', defenderInt4);
+  if (smolLearn) {
+    await learnRows('SmolLM2-135M shape', 'f32', smolF32);
+    await learnRows('SmolLM2-135M shape', 'int4', smolInt4);
+  }
+  report.close('learn');
+}
+
+async function stepSection(): Promise<void> {
+  await stepRows('sandbox defender', 'f32', defenderF32);
+  await stepRows('sandbox defender', 'int4', defenderInt4);
+  if (smolLearn) await stepRows('SmolLM2-135M shape', 'int4', smolInt4);
+  report.close('step');
+}
+
+await checkBeforeTiming();
 
 if (learnOnly) {
   await learnSection();
@@ -318,72 +392,60 @@ const formats = [
   ['int4', { quantize: int4Quantizer(32) }],
   ['f16', { quantize: f16Quantizer() }],
 ] as const;
-/** Issue 20's decode table: planned vs tfjs per token, weight GB/s against the measured stream roofline. */
-async function decodeSection(): Promise<void> {
-  if (skipped.has('decode') || !report.due('decode')) return;
-  const rf = await rooflineOnce();
-  if (attentionArg) setEngineOptions({ plannedAttention: attentionArg });
-  const rows: (string | number)[][] = [];
-  // On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick
-  // keeps the sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8. --all keeps
-  // the whole grid with fewer tokens and reps, so the learn tables fit the same 10-minute command.
-  const smolBatches = noSmol ? [] : (batchesArg ?? (quick ? [1, 8] : [1, 8, 64, 256]));
-  const defenderBatches = batchesArg ?? (quick ? [1, 8, 64] : [1, 8, 64, 256]);
-  const progress = (name: string, fmt: string, r: Awaited<ReturnType<typeof benchDecodePaths>>) => {
-    console.error(
-      `  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`,
-    );
-    return decodeBenchRows(name, fmt, r, rf.streamGBps, rf.peak?.bandwidthGBps);
-  };
+const DECODE_TITLE = `== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)${attentionArg ? `, planned attention forced to ${attentionArg}` : ''}`;
+/** Issue 20's decode table, one model and format at the given batches: planned vs tfjs per token, weight GB/s against the measured stream roofline. */
+async function decodeRows(name: string, fmt: string, load: Loader, batches: number[]): Promise<void> {
+  if (skipped.has('decode') || batches.length === 0) return;
+  const smol = name.startsWith('SmolLM2');
+  let model: import('../../src/model/llama').LlamaModel | null = null;
   try {
-    for (const [fmt, opts] of formats) {
-      if (!report.due(`decode ${fmt}`)) break;
-      const defender = await loadModel(folderSource('public/models/defender'), opts);
-      for (const batch of defenderBatches) {
-        rows.push(
-          ...progress(
-            'sandbox defender',
-            fmt,
-            await benchDecodePaths(defender, {
-              batch,
-              promptLen: 16,
-              steps: quick ? 8 : all ? 16 : 32,
-              reps: quick ? 3 : all ? 3 : 5,
-            }),
-          ),
-        );
-      }
-      disposeLlama(defender);
-      if (smolBatches.length === 0) continue;
-      const model = await syntheticModel(SMOLLM2_135M_CONFIG, 1, opts);
-      for (const batch of smolBatches) {
-        rows.push(
-          ...progress(
-            'SmolLM2-135M shape',
-            fmt,
-            await benchDecodePaths(model, {
-              batch,
-              promptLen: 64,
-              steps: quick ? 4 : all ? 16 : 32,
-              reps: quick ? 2 : all ? 3 : 5,
-            }),
-          ),
-        );
-      }
-      disposeLlama(model);
+    for (const batch of batches) {
+      if (!report.due(`decode ${name} ${fmt} batch ${batch}`)) return;
+      const rf = await rooflineOnce();
+      if (attentionArg) setEngineOptions({ plannedAttention: attentionArg });
+      model ??= await load();
+      // --all keeps the whole grid with fewer tokens and reps, so the learn tables fit the same 10-minute command.
+      const r = await benchDecodePaths(model, {
+        batch,
+        promptLen: smol ? 64 : 16,
+        steps: quick ? (smol ? 4 : 8) : all ? 16 : 32,
+        reps: quick ? (smol ? 2 : 3) : all ? 3 : 5,
+      });
+      console.error(
+        `  ${name} ${fmt} batch ${r[0].batch}: planned ${r[0].tokPerS.toFixed(1)} tok/s, host ${r[0].hostMsPerToken.toFixed(2)} ms/token; tfjs ${r[1].tokPerS.toFixed(1)} tok/s, host ${r[1].hostMsPerToken.toFixed(2)} ms/token`,
+      );
+      report.rows(
+        'decode',
+        DECODE_TITLE,
+        DECODE_BENCH_HEADER,
+        decodeBenchRows(name, fmt, r, rf.streamGBps, rf.peak?.bandwidthGBps),
+        [
+          `host ms/token: wall less readback waits; GPU ms/token: the planned passes by timestamp queries; weight GB/s: projection and head bytes per decode step / ms per token; % stream: of the measured stream roofline (${rf.streamGBps.toPrecision(4)} GB/s).`,
+        ],
+      );
     }
   } finally {
     setEngineOptions({ plannedAttention: null });
+    if (model) disposeLlama(model);
   }
-  report.table(
-    'decode',
-    `== Node + Dawn: decode, planned path vs tfjs op by op (same run, same weights; medians)${attentionArg ? `, planned attention forced to ${attentionArg}` : ''}`,
-    DECODE_BENCH_HEADER,
-    rows,
-    [
-      `host ms/token: wall less readback waits; GPU ms/token: the planned passes by timestamp queries; weight GB/s: projection and head bytes per decode step / ms per token; % stream: of the measured stream roofline (${rf.streamGBps.toPrecision(4)} GB/s).`,
-    ],
-  );
+}
+
+// On a CPU adapter the SmolLM2-135M shape at large batches takes minutes per path: --quick keeps the
+// sandbox defender's grid to batch 64 and the 135M shape at batch 1 and 8.
+const smolBatches = noSmol ? [] : (batchesArg ?? (quick ? [1, 8] : [1, 8, 64, 256]));
+const defenderBatches = batchesArg ?? (quick ? [1, 8, 64] : [1, 8, 64, 256]);
+const formatLoaders = (opts: (typeof formats)[number][1]): [Loader, Loader] => [
+  () => loadModel(folderSource('public/models/defender'), opts),
+  () => syntheticModel(SMOLLM2_135M_CONFIG, 1, opts),
+];
+
+async function decodeSection(): Promise<void> {
+  for (const [fmt, opts] of formats) {
+    const [defender, smol] = formatLoaders(opts);
+    await decodeRows('sandbox defender', fmt, defender, defenderBatches);
+    await decodeRows('SmolLM2-135M shape', fmt, smol, smolBatches);
+  }
+  report.close('decode');
 }
 
 /** Split-K (flash-decoding) attention against the whole-cache kernel on the planned path at long caches. */
@@ -442,10 +504,35 @@ async function rolloutSection(): Promise<void> {
 }
 
 if (all) {
-  // The GPU targets' tables first (a run cut short by --budget-s keeps them): decode, learn, whole step.
-  await decodeSection();
-  await learnSection();
-  await stepSection();
+  // The open targets first, so a run cut short (--budget-s, a 10-minute command) still has them:
+  // decode at batch 1 / 64 / 256, the learn step and the whole GRPO step of the SmolLM2-135M shape
+  // in int4. Then the rest of each table, split-K attention and rollouts.
+  const TARGET_BATCHES = [1, 64, 256];
+  const targetBatches = noSmol ? [] : (batchesArg ?? TARGET_BATCHES);
+  await decodeRows('SmolLM2-135M shape', 'int4', smolInt4, targetBatches);
+  if (smolLearn) {
+    await learnRows('SmolLM2-135M shape', 'int4', smolInt4);
+    await stepRows('SmolLM2-135M shape', 'int4', smolInt4);
+  }
+  await decodeRows(
+    'SmolLM2-135M shape',
+    'int4',
+    smolInt4,
+    smolBatches.filter((b) => !targetBatches.includes(b)),
+  );
+  for (const [fmt, opts] of formats) {
+    const [defender, smol] = formatLoaders(opts);
+    await decodeRows('sandbox defender', fmt, defender, defenderBatches);
+    if (fmt !== 'int4') await decodeRows('SmolLM2-135M shape', fmt, smol, smolBatches);
+  }
+  report.close('decode');
+  await learnRows('sandbox defender', 'f32', defenderF32);
+  await learnRows('sandbox defender', 'int4', defenderInt4);
+  if (smolLearn) await learnRows('SmolLM2-135M shape', 'f32', smolF32);
+  report.close('learn');
+  await stepRows('sandbox defender', 'f32', defenderF32);
+  await stepRows('sandbox defender', 'int4', defenderInt4);
+  report.close('step');
   await attentionSection();
   await rolloutSection();
   console.log(

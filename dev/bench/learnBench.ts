@@ -92,7 +92,10 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
     try {
       const step = () => learnStep({ model, lora, optimizer }, batch, { policyLoss: 'ppo' });
       const onWebGpu = tf.getBackend() === 'webgpu';
+      const n0 = plannedMicroBatches();
       const held = onWebGpu ? (await heldBuffersCreated(step)).bytes : (await step(), 0);
+      const perStep = plannedMicroBatches() - n0;
+      if (path === 'planned' && onWebGpu) plannedOrThrow(perStep, 'the learn step');
       const times: number[] = [];
       let counts = null;
       let high: number | null = null;
@@ -102,6 +105,10 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
         counts = r.counts;
         if (bytes !== null) high = Math.max(high ?? 0, bytes);
       }
+      if (path === 'planned' && onWebGpu && plannedMicroBatches() - n0 !== perStep * (reps + 1))
+        throw new Error(
+          `the planned learn step fell back to tfjs in a timed step (${plannedMicroBatches() - n0} planned micro-batches in ${reps + 1} steps of ${perStep}): its row would time tfjs`,
+        );
       times.sort((a, b) => a - b);
       out.push({
         path,
@@ -122,6 +129,14 @@ export async function benchLearnPaths(model: LlamaModel, c: StepProfileCase, rep
     }
   }
   return out;
+}
+
+/** A planned row that ran on tfjs (the plan refused, a forward failed) would time tfjs under the planned label: an error. */
+function plannedOrThrow(microBatches: number, what: string): void {
+  if (microBatches === 0)
+    throw new Error(
+      `${what} on the planned path fell back to tfjs (no micro-batch ran planned; the console says why): its row would time tfjs`,
+    );
 }
 
 /** The benchmark's case, issue 21's: 8 prompts x G 8 x (64 + 64) tokens, LoRA r 16 on every projection. */
@@ -293,7 +308,10 @@ export async function benchGrpoStepPaths(model: LlamaModel, c: StepProfileCase, 
     const optimizer = new AdamW({ lr: 1e-3 });
     try {
       const step = benchGrpoStep(model, lora, optimizer, prompts, c);
+      const n0 = plannedMicroBatches();
       await step(0);
+      if (path === 'planned' && tf.getBackend() === 'webgpu')
+        plannedOrThrow(plannedMicroBatches() - n0, 'the GRPO step');
       const t: Record<'rollout' | 'learn' | 'total' | 'dispatches', number[]> = {
         rollout: [],
         learn: [],

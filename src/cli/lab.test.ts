@@ -54,6 +54,17 @@ describe('npm run lab', () => {
     expect(JSON.parse(r.stdout)).toEqual(g.greedy_continuation);
   });
 
+  it('--vulkan and --kernels name their values, and need --backend webgpu', () => {
+    const g = golden('tiny-llama');
+    const base = ['logits', '--model', `${FIXTURES}tiny-llama`, '--ids', g.input_ids.join(',')];
+    const badDriver = lab(...base, '--backend', 'webgpu', '--vulkan', 'mesa');
+    expect(badDriver.code).toBe(2);
+    expect(badDriver.stderr).toMatch(/--vulkan must be swiftshader, lavapipe, system, got "mesa"/);
+    const noWebgpu = lab(...base, '--kernels', 'gpu');
+    expect(noWebgpu.code).toBe(2);
+    expect(noWebgpu.stderr).toMatch(/--kernels needs --backend webgpu/);
+  });
+
   it('bad folder, bad ids and unknown commands fail with a message on stderr', () => {
     const missing = lab('logits', '--model', '/definitely/not/here', '--ids', '1,2');
     expect(missing.code).not.toBe(0);

@@ -3,12 +3,16 @@
 // A dispatcher: each command is one entry of COMMANDS (summary, flags, run). Results go to
 // stdout as one line of JSON; errors go to stderr as one line naming the file or argument,
 // with exit code 1 (bad input) or 2 (bad usage). Tensors run on the tfjs CPU backend, or with
-// --backend webgpu on WebGPU through Dawn (--swiftshader: Chromium's CPU Vulkan driver), where
-// generate and logits take the planned decode path unless --path tfjs.
+// --backend webgpu on WebGPU through Dawn, where generate and logits take the planned decode path
+// unless --path tfjs. --vulkan picks Dawn's Vulkan driver (swiftshader or lavapipe: CPU drivers;
+// system: the machine's GPU; --swiftshader is short for --vulkan swiftshader) and --kernels the
+// kernel variants (gpu: the GPU kernels on any adapter, software: the software-adapter ones,
+// auto: by adapter), so the GPU kernels can be checked against golden logits on a CPU driver.
 //
 //   logits    --model DIR --ids 1,5,9                  {"logits": [[...] per position], "entropy": [...]}
-//             [--backend cpu|webgpu [--swiftshader] [--path planned|tfjs]] (webgpu: Node + Dawn; the
-//             planned path computes positions 1.. teacher-forced, the prefill gives position 0)
+//             [--backend cpu|webgpu [--vulkan swiftshader|lavapipe|system] [--kernels auto|gpu|software]
+//             [--path planned|tfjs]] (webgpu: Node + Dawn; the planned path computes positions 1..
+//             teacher-forced, the prefill gives position 0)
 //   generate  --model DIR --ids 1,5,9 [--max-new-tokens N] [--greedy] [--temperature T]
 //             [--top-k K] [--top-p P] [--seed S] [--stop 2,3 | --stop-eos] [--stats]
 //                                                      [ids...]  (or {"ids","logprobs","entropy"} with --stats)
@@ -26,7 +30,8 @@ import { exportVerlMain } from './export-verl';
 import { folderSource } from './fs-source';
 import { recipeMain } from './recipe-run';
 import { plannedForcedLogits, type DecodePath } from '../model/planned/decode';
-import { engineOptions, setEngineOptions } from '../engine/index';
+import { engineOptions, setEngineOptions, type KernelVariants } from '../engine/index';
+import type { VulkanDriver } from './node/dawn';
 
 class UsageError extends Error {}
 
@@ -106,7 +111,13 @@ function checkVocab(ids: number[], model: LlamaModel, flag: string): void {
   }
 }
 
-const BACKEND_FLAGS: Record<string, FlagKind> = { backend: 'string', swiftshader: 'bool', path: 'string' };
+const BACKEND_FLAGS: Record<string, FlagKind> = {
+  backend: 'string',
+  vulkan: 'string',
+  swiftshader: 'bool',
+  kernels: 'string',
+  path: 'string',
+};
 
 /** Position 0 from the prefill, positions 1.. from the planned decode step, teacher-forced. */
 async function plannedLogits(model: LlamaModel, ids: number[]): Promise<{ logits: number[][]; entropy: number[] }> {
@@ -142,10 +153,22 @@ async function useBackend(a: Args): Promise<void> {
     throw new UsageError(`--backend must be cpu or webgpu, got ${JSON.stringify(backend)}`);
   if (a.path !== undefined && a.path !== 'planned' && a.path !== 'tfjs')
     throw new UsageError(`--path must be planned or tfjs, got ${JSON.stringify(a.path)}`);
-  if (a.swiftshader && backend !== 'webgpu') throw new UsageError('--swiftshader needs --backend webgpu');
+  for (const f of ['swiftshader', 'vulkan', 'kernels'])
+    if (a[f] !== undefined && backend !== 'webgpu') throw new UsageError(`--${f} needs --backend webgpu`);
+  if (a.swiftshader && a.vulkan !== undefined && a.vulkan !== 'swiftshader')
+    throw new UsageError(`--swiftshader contradicts --vulkan ${String(a.vulkan)}`);
   if (backend === 'webgpu') {
-    const { startDawn } = await import('./node/dawn');
-    await startDawn({ swiftshader: a.swiftshader === true });
+    const dawn = await import('./node/dawn');
+    let vulkan: VulkanDriver = a.swiftshader ? 'swiftshader' : 'system';
+    let kernels: KernelVariants = 'auto';
+    try {
+      if (typeof a.vulkan === 'string') vulkan = dawn.parseVulkanDriver(a.vulkan);
+      if (typeof a.kernels === 'string') kernels = dawn.parseKernelVariants(a.kernels);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    await dawn.startDawn({ vulkan });
+    dawn.useKernelVariants(kernels);
     setEngineOptions({ decodePath: (a.path as DecodePath | undefined) ?? 'planned' });
     return;
   }

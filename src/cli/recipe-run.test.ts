@@ -67,6 +67,24 @@ describe('lab --recipe', () => {
     expect(r.stderr).toMatch(/--learn-path needs --backend webgpu/);
   });
 
+  it('--vulkan and --kernels pick the driver and kernel variants on webgpu; --swiftshader is --vulkan swiftshader', async () => {
+    expect(
+      parseRecipeArgs(['--recipe', 'redteam', '--backend', 'webgpu', '--vulkan', 'lavapipe', '--kernels', 'gpu']),
+    ).toMatchObject({ vulkan: 'lavapipe', kernels: 'gpu' });
+    expect(parseRecipeArgs(['--recipe', 'redteam', '--backend', 'webgpu', '--swiftshader'])).toMatchObject({
+      vulkan: 'swiftshader',
+    });
+    expect(() => parseRecipeArgs(['--recipe', 'redteam', '--kernels', 'fast'])).toThrow(
+      /--kernels must be auto, gpu, software, got "fast"/,
+    );
+    expect(() => parseRecipeArgs(['--recipe', 'redteam', '--swiftshader', '--vulkan', 'lavapipe'])).toThrow(
+      /--swiftshader contradicts --vulkan lavapipe/,
+    );
+    const r = await run('--recipe', 'redteam', '--steps', '1', '--vulkan', 'lavapipe');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--vulkan needs --backend webgpu/);
+  });
+
   it('bad recipe names, fields, values and flags fail before loading anything, with exit code 2', async () => {
     const bad = await run('--recipe', 'redtem', '--steps', '1');
     expect(bad.code).toBe(2);

@@ -1,5 +1,6 @@
 // `npm run lab -- --recipe NAME --steps N --seed S --out runs/NAME.jsonl [--set field=value ...]
-//  [--model REF] [--models DIR] [--backend wasm|cpu] [--no-early-stop] [--save-checkpoint FILE]
+//  [--model REF] [--models DIR] [--backend wasm|cpu|webgpu [--vulkan swiftshader|lavapipe|system]
+//  [--kernels auto|gpu|software]] [--no-early-stop] [--save-checkpoint FILE]
 //  [--metric-names lab|verl|trl]`; --set takes the lab's field names or their veRL / TRL aliases
 // runs a registered recipe headless: one StepReport JSON per line in --out, a one-line summary per
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
@@ -18,15 +19,17 @@ import type { StepReport } from '../contract/report';
 import { ConfigError, describeSchema } from '../contract/schema';
 import type { RecipeEnv } from '../recipes/kit/types';
 import { nodeRecipeEnv } from './recipe-env';
-import { setEngineOptions } from '../engine/index';
+import { setEngineOptions, type KernelVariants } from '../engine/index';
+import { parseKernelVariants, parseVulkanDriver, type VulkanDriver } from './node/dawn';
 
 export class RecipeUsageError extends Error {}
 
-/** tfjs on WebGPU through Dawn: generate() then runs the planned decode path. */
-export async function useDawn(swiftshader: boolean): Promise<string> {
-  const { startDawn } = await import('./node/dawn');
-  const adapter = await startDawn({ swiftshader });
-  return `webgpu (${adapter})`;
+/** tfjs on WebGPU through Dawn on `vulkan` with `kernels` variants: generate() then runs the planned decode path. */
+export async function useDawn(vulkan: VulkanDriver, kernels: KernelVariants = 'auto'): Promise<string> {
+  const { startDawn, useKernelVariants } = await import('./node/dawn');
+  const adapter = await startDawn({ vulkan });
+  useKernelVariants(kernels);
+  return `webgpu (${adapter}${kernels === 'auto' ? '' : `, ${kernels} kernels`})`;
 }
 
 export interface RecipeCliArgs {
@@ -38,9 +41,12 @@ export interface RecipeCliArgs {
   sets: Record<string, string>;
   model?: string;
   models?: string;
-  /** webgpu: Node + Dawn (rollouts on the planned decode path); --swiftshader for a CPU adapter. */
+  /** webgpu: Node + Dawn (rollouts on the planned decode path); --vulkan swiftshader or lavapipe for a CPU adapter. */
   backend: 'wasm' | 'cpu' | 'webgpu';
-  swiftshader?: boolean;
+  /** webgpu: Dawn's Vulkan driver (--vulkan; --swiftshader is short for --vulkan swiftshader). */
+  vulkan?: VulkanDriver;
+  /** webgpu: the kernel variants (--kernels auto|gpu|software). */
+  kernels?: KernelVariants;
   /** webgpu: the learning step's path (src/rl/plannedLearn.ts); default planned. */
   learnPath?: LearnPath;
   /** Metric names in the JSONL log: the lab's, veRL's or TRL's (aliases.ts METRIC_ALIASES). */
@@ -62,6 +68,8 @@ const VALUE_FLAGS = [
   'save-checkpoint',
   'metric-names',
   'learn-path',
+  'vulkan',
+  'kernels',
 ] as const;
 const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader'] as const;
 
@@ -93,8 +101,11 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
     if ((BOOL_FLAGS as readonly string[]).includes(key)) {
       if (key === 'help') a.help = true;
       else if (key === 'list') a.list = true;
-      else if (key === 'swiftshader') a.swiftshader = true;
-      else a.earlyStop = false;
+      else if (key === 'swiftshader') {
+        if (a.vulkan && a.vulkan !== 'swiftshader')
+          throw new RecipeUsageError(`--swiftshader contradicts --vulkan ${a.vulkan}`);
+        a.vulkan = 'swiftshader';
+      } else a.earlyStop = false;
       continue;
     }
     if (!(VALUE_FLAGS as readonly string[]).includes(key)) {
@@ -142,6 +153,23 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
         if (value !== 'planned' && value !== 'tfjs')
           throw new RecipeUsageError(`--learn-path must be planned or tfjs, got ${JSON.stringify(value)}`);
         a.learnPath = value;
+        break;
+      case 'vulkan':
+        try {
+          const v = parseVulkanDriver(value);
+          if (a.vulkan === 'swiftshader' && v !== 'swiftshader')
+            throw new Error(`--swiftshader contradicts --vulkan ${v}`);
+          a.vulkan = v;
+        } catch (e) {
+          throw new RecipeUsageError((e as Error).message);
+        }
+        break;
+      case 'kernels':
+        try {
+          a.kernels = parseKernelVariants(value);
+        } catch (e) {
+          throw new RecipeUsageError((e as Error).message);
+        }
         break;
       case 'metric-names':
         if (value !== 'lab' && value !== 'verl' && value !== 'trl')
@@ -213,7 +241,7 @@ export function recipeHelp(name?: string): string {
   if (!name) {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
-      '       [--models DIR] [--backend wasm|cpu|webgpu [--swiftshader] [--learn-path planned|tfjs]] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
+      '       [--models DIR] [--backend wasm|cpu|webgpu [--vulkan swiftshader|lavapipe|system] [--kernels auto|gpu|software] [--learn-path planned|tfjs]] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
       '       --recipe NAME --help: its fields',
       '',
       'recipes:',
@@ -252,9 +280,11 @@ export async function recipeMain(
     const v = validateRecipeConfig(recipe, recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
     if (a.learnPath && a.backend !== 'webgpu') throw new RecipeUsageError('--learn-path needs --backend webgpu');
+    if ((a.vulkan || a.kernels) && a.backend !== 'webgpu')
+      throw new RecipeUsageError(`--${a.vulkan ? 'vulkan' : 'kernels'} needs --backend webgpu`);
     const backend =
       opts.env?.backend ??
-      (a.backend === 'webgpu' ? await useDawn(a.swiftshader === true) : await useTrainingBackend(a.backend));
+      (a.backend === 'webgpu' ? await useDawn(a.vulkan ?? 'system', a.kernels) : await useTrainingBackend(a.backend));
     if (a.learnPath) setEngineOptions({ learnPath: a.learnPath });
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
     if (a.out) {

@@ -76,10 +76,10 @@ const software = (info: AdapterLike['info'], isFallbackAdapter = false) =>
 describe('a software WebGPU adapter', () => {
   it('names SwiftShader, llvmpipe, lavapipe, WARP and any adapter the browser marks as a fallback', () => {
     expect(softwareAdapterName(software({ vendor: 'google', architecture: 'swiftshader' }))).toBe('SwiftShader');
+    // WebGPU reaches llvmpipe only through lavapipe (Vulkan): an llvmpipe device is lavapipe.
     expect(softwareAdapterName(software({ vendor: 'mesa', device: 'llvmpipe (LLVM 15.0.6, 256 bits)' }))).toBe(
-      'llvmpipe',
+      'lavapipe',
     );
-    // lavapipe reports an llvmpipe device under a lavapipe driver description: lavapipe wins.
     expect(softwareAdapterName(software({ description: 'lavapipe: Mesa 23 (LLVM 15) llvmpipe' }))).toBe('lavapipe');
     expect(softwareAdapterName(software({ description: 'Microsoft Basic Render Driver' }))).toBe('WARP');
     expect(softwareAdapterName(software({ vendor: 'acme' }, true))).toBe('a fallback adapter');

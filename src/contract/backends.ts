@@ -73,24 +73,35 @@ export interface BackendReport {
   tuning: { flag: string; value: number | boolean; why: string }[];
 }
 
-/** Renderer names of adapters that run WebGPU on the CPU: Chromium's SwiftShader, Mesa's
- * llvmpipe and lavapipe (Vulkan on llvmpipe), Windows' WARP ("Microsoft Basic Render Driver"). */
-const SOFTWARE_RENDERERS: [RegExp, string][] = [
-  [/swiftshader/i, 'SwiftShader'],
-  [/lavapipe/i, 'lavapipe'],
-  [/llvmpipe/i, 'llvmpipe'],
-  [/microsoft basic render|\bwarp\b/i, 'WARP'],
-];
-
 /**
- * The name of the software renderer behind this WebGPU adapter, or null for a hardware adapter
- * (or none). An adapter the browser itself marks as a fallback adapter counts as software too.
+ * The software renderer behind a WebGPU adapter, or null for a hardware adapter (or none): Chromium's
+ * SwiftShader (architecture "swiftshader"); Mesa's lavapipe, Vulkan on llvmpipe (vendor "mesa",
+ * architecture "software", a description starting "llvmpipe" in Mesa 25.0 through Dawn; tfjs keeps
+ * only vendor and architecture, so those two alone are enough); Windows' WARP ("Microsoft Basic
+ * Render Driver"). An adapter the browser marks as a fallback adapter counts as software too.
+ * scripts/gpu-adapter.mjs carries the same rule for the GPU bench's preflight (a unit test holds the
+ * two to the same answers).
  */
-export function softwareAdapterName(probe: GpuProbe | null): string | null {
-  if (!probe?.available) return null;
-  const text = `${probe.vendor} ${probe.architecture} ${probe.device} ${probe.description}`;
-  for (const [re, name] of SOFTWARE_RENDERERS) if (re.test(text)) return name;
-  return probe.isFallbackAdapter ? 'a fallback adapter' : null;
+export function softwareAdapterName(
+  info: {
+    vendor?: string;
+    architecture?: string;
+    description?: string;
+    device?: string;
+    available?: boolean;
+    isFallbackAdapter?: boolean;
+  } | null,
+): string | null {
+  if (!info || info.available === false) return null;
+  const s = `${info.vendor ?? ''} ${info.architecture ?? ''} ${info.description ?? ''} ${info.device ?? ''}`;
+  if (/swiftshader/i.test(s)) return 'SwiftShader';
+  if (
+    /llvmpipe|lavapipe/i.test(s) ||
+    (/\bmesa\b/i.test(info.vendor ?? '') && /^software$/i.test(info.architecture ?? ''))
+  )
+    return 'lavapipe';
+  if (/microsoft basic render|\bwarp\b/i.test(s)) return 'WARP';
+  return info.isFallbackAdapter ? 'a fallback adapter' : null;
 }
 
 /** Adapters that run WebGPU on the CPU (SwiftShader and the like): barrier-heavy kernels are very slow there. */

@@ -3,7 +3,15 @@
 
 // Settings: one typed record in place of module-level switches.
 export { engineOptions, resetEngineOptions, setEngineOptions } from './options';
-export type { DecodeAttention, EngineOptions, ExecutionPath, GemvShape, GemvVariant, LearnRecompute } from './options';
+export type {
+  DecodeAttention,
+  EngineOptions,
+  ExecutionPath,
+  GemvShape,
+  GemvVariant,
+  KernelVariants,
+  LearnRecompute,
+} from './options';
 
 // Backend: choosing and starting tfjs's backend, the WebGPU probe, GPU memory and work counters.
 export type { BackendPreference, BackendReport } from '../contract/backends';

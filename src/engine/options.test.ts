@@ -26,6 +26,9 @@ describe('engine options', () => {
       /decode memory budget must be a positive number of bytes or null, got 0/,
     );
     expect(() => setEngineOptions({ submitBudgetMs: -1 })).toThrow(/submit budget and assumed rate must be positive/);
+    expect(() => setEngineOptions({ kernelVariants: 'fast' as 'gpu' })).toThrow(
+      /kernel variants must be auto, gpu or software, got fast/,
+    );
     expect(engineOptions().learnPath).toBe('planned');
   });
 

@@ -11,6 +11,12 @@ export type GemvVariant = 'thread' | 'splitk';
 export type GemvShape = 'split' | 'thread';
 /** The planned decode attention: flash-decoding segments and a combine, or one pass per (head, row). */
 export type DecodeAttention = 'whole' | 'splitk';
+/**
+ * Which kernel variants run where a kernel has a GPU and a software-adapter form (the tfjs
+ * quantised GEMV, the planned decode GEMV and attention): 'auto' picks by adapter, 'gpu' /
+ * 'software' force one family on any adapter (the GPU kernels on lavapipe or SwiftShader in CI).
+ */
+export type KernelVariants = 'auto' | 'gpu' | 'software';
 /** Whether the planned learning step recomputes each layer's activations in its backward. */
 export type LearnRecompute = 'auto' | 'on' | 'off';
 
@@ -21,7 +27,9 @@ export interface EngineOptions {
   subgroups: boolean;
   /** Pretend the device allows only this many bytes per storage binding (>= 4); null: the device's limit. */
   bindingLimit: number | null;
-  /** Force the tfjs quantised GEMV variant; null picks by adapter (thread on software, split-K on GPUs). */
+  /** The kernel family where there is a GPU and a software-adapter variant; gemvVariant / plannedGemv override it. */
+  kernelVariants: KernelVariants;
+  /** Force the tfjs quantised GEMV variant; null picks by kernelVariants (thread on software, split-K on GPUs). */
   gemvVariant: GemvVariant | null;
   /**
    * Force the planned GEMV layout: 'split' (GPUs), 'thread' (software adapters, never tiled),
@@ -80,6 +88,7 @@ const DEFAULTS: Readonly<EngineOptions> = Object.freeze({
   customKernels: true,
   subgroups: true,
   bindingLimit: null,
+  kernelVariants: 'auto',
   gemvVariant: null,
   plannedGemv: null,
   plannedAttention: null,
@@ -119,6 +128,8 @@ export function setEngineOptions(partial: Partial<EngineOptions>): void {
     throw new Error(
       `submit budget and assumed rate must be positive, got ${next.submitBudgetMs} ms at ${next.submitAssumedGflops} GFLOP/s`,
     );
+  if (!['auto', 'gpu', 'software'].includes(next.kernelVariants))
+    throw new Error(`kernel variants must be auto, gpu or software, got ${String(next.kernelVariants)}`);
   if (!isPath(next.optimizerPath))
     throw new Error(`optimizer path must be planned or tfjs, got ${String(next.optimizerPath)}`);
   current = Object.freeze(next);

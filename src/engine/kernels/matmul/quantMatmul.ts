@@ -13,6 +13,7 @@ import gemvWordWgsl from '../../../../shaders/matmul/op_gemv_word.wgsl?raw';
 import tiledWgsl from '../../../../shaders/matmul/op_tiled.wgsl?raw';
 import { customKernelsActive, runKernel, webgpuBackend } from '../../webgpu/wgslProgram';
 import { engineOptions, type GemvVariant } from '../../options';
+import { softwareAdapterName } from '../../../contract/backends';
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {
@@ -69,16 +70,16 @@ function tiled(a: tf.Tensor2D, w: QuantizedMatrix, forward: boolean): tf.Tensor2
 export type { GemvVariant };
 
 /**
- * EngineOptions.gemvVariant where set (tests, benchmarks), else one thread per output on a software adapter (barriers are thread switches there), split-K
+ * EngineOptions.gemvVariant where set (tests, benchmarks), else by EngineOptions.kernelVariants:
+ * one thread per output on a software adapter (barriers are thread switches there), split-K
  * workgroups on a GPU (one thread per output leaves it idle: measured 0.4x of f32 on an H100).
  */
 export function gemvVariant(): GemvVariant {
-  const forced = engineOptions().gemvVariant;
+  const { gemvVariant: forced, kernelVariants } = engineOptions();
   if (forced) return forced;
+  if (kernelVariants !== 'auto') return kernelVariants === 'gpu' ? 'splitk' : 'thread';
   const info = (webgpuBackend() as unknown as { adapterInfo?: { vendor?: string; architecture?: string } }).adapterInfo;
-  return /swiftshader|llvmpipe|lavapipe/i.test(`${info?.vendor ?? ''} ${info?.architecture ?? ''}`)
-    ? 'thread'
-    : 'splitk';
+  return softwareAdapterName(info ?? {}) ? 'thread' : 'splitk';
 }
 
 function gemv(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
