@@ -165,7 +165,10 @@ export const gameFields = {
     },
   ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
-  ...filterGroupsFields('QA items (minmax: a shared rollout draws until both players have their groups)'),
+  ...filterGroupsFields(
+    'QA items (minmax: a shared rollout draws until both players have their groups)',
+    "whether the row is right: the policy's answer picks the correct choice, the monitor's verdict agrees with the truth (drops the groups where every critique is wrong, or right, the same way)",
+  ),
   ...klControllerFields('klBeta (one controller per trained player, updated on its own updates)', 'the lab default'),
   ...klLossFields(),
   ...maskTruncatedField(),
@@ -280,6 +283,25 @@ export function gameRewards(rows: readonly GameRow[], lambda: number, o: GameRew
     ),
   );
   return { judge, policyReward, fidelity, fidelityBatch, lambda: lam, monitorReward };
+}
+
+/**
+ * Dynamic sampling's metric of each row for `player` (filterGroupsMetric): acc = the row is right
+ * (the answer for the policy, the verdict for the monitor), seq_reward = the player's reward before
+ * KL, seq_final_reward = `final`'s (after KL; before the update, when no KL is known yet, the same
+ * as seq_reward).
+ */
+export function filterMetric(
+  metric: 'seq_reward' | 'seq_final_reward' | 'acc',
+  player: 'policy' | 'monitor',
+  rows: readonly GameRow[],
+  sc: Pick<GameRewards, 'policyReward' | 'monitorReward'>,
+  final: Partial<Pick<GameRewards, 'policyReward' | 'monitorReward'>>,
+): number[] {
+  if (metric === 'acc')
+    return rows.map((r) => (player === 'policy' ? r.truth : verdictRight(r.verdict, r.truth) ? 1 : 0));
+  const key = player === 'policy' ? 'policyReward' : 'monitorReward';
+  return metric === 'seq_final_reward' ? (final[key] ?? sc[key]) : sc[key];
 }
 
 /** The monitor's verdict read from its critique (never from its prompt). */
@@ -539,12 +561,10 @@ export class GameRun extends MultiLoraRun {
         const part = await this.rollPart(layout(gb), withJudge, gb === 0 ? start : hash3(start, gb, 0x6e7b));
         parts.push(part);
         const { answerItems, critAnswer } = layout(gb);
-        const sc = gameRewards(this.gameRows(part, answerItems, critAnswer, withJudge), this.lambda, {
-          ...this.rewardOptions(),
-          updateDual: false,
-        });
+        const rows = this.gameRows(part, answerItems, critAnswer, withJudge);
+        const sc = gameRewards(rows, this.lambda, { ...this.rewardOptions(), updateDual: false });
         const index = critAnswer.map(groupOf);
-        for (const [p, d] of fill) d.add({ metric: p === 'policy' ? sc.policyReward : sc.monitorReward, index });
+        for (const [p, d] of fill) d.add({ metric: filterMetric(g.filterGroupsMetric, p, rows, sc, sc), index });
       }
       batch = { start, parts };
       if (shared) this.cycle = batch;
@@ -606,12 +626,16 @@ export class GameRun extends MultiLoraRun {
       (r) => `${sched.player} reward ${baseAll[r]}, kl ${klAll.kl[r]}, lambda ${sc.lambda}`,
     );
     const groupsAll = critAnswer.map(groupOf);
+    const trainsKey = trainsPolicy ? 'policyReward' : 'monitorReward';
     // The rows this update learns from: all, or (filterGroups) the first `items` groups whose
     // metric varies; none kept -> the whole batch, whose policy term is then zero.
     let tr = rows.map((_, r) => r);
     if (g.filterGroups) {
       const d = new DynamicBatch(g.items, filter);
-      d.add({ metric: g.filterGroupsMetric === 'seq_reward' ? baseAll : rewardsAll, index: groupsAll });
+      d.add({
+        metric: filterMetric(g.filterGroupsMetric, sched.player, rows, sc, { [trainsKey]: rewardsAll }),
+        index: groupsAll,
+      });
       const s = d.selection();
       Object.assign(metrics, dynamicSamplingMetrics({ ...s, genBatches: batch.parts.length }, g.items));
       if (s.keptGroups > 0) tr = s.rows[0];
