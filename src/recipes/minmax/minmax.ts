@@ -511,6 +511,8 @@ export class GameRun extends MultiLoraRun {
       'eval/monitor_acc': meanOf(v.map((x, i) => (verdictRight(x, truth[i]) ? 1 : 0))),
       'eval/monitor_unclear': meanOf(v.map((x) => (x === 'unclear' ? 1 : 0))),
       'eval/monitor_acc_balanced': meanOf(bv.map((x, i) => (verdictRight(x, i % 2 === 0 ? 1 : 0) ? 1 : 0))),
+      // Its share of CORRECT on the balanced set (0.5 for a perfect monitor): which way it errs.
+      'eval/monitor_says_correct_balanced': meanOf(bv.map((x) => (x === 'correct' ? 1 : 0))),
       'eval/fidelity': minmaxFidelity(v, truth, rmC),
     };
   }
