@@ -28,6 +28,14 @@
 // monitor's GRPO groups are then the critiques of one item's G answers. rolloutSharing = update
 // samples a fresh batch for every update instead (monitor steps: G critiques of one answer).
 //
+// Dynamic sampling (filterGroups, DAPO / veRL filter_groups; rl/dynamicSampling.ts). At 0.7 the
+// sandbox qa policy wrote 4 identical answers in 15 of 16 groups, and at the source's 1.0 about 3
+// in 4 groups are still all right or all wrong: a group baseline gives them advantage 0. With the
+// option on, a rollout draws more generation batches of fresh items (rngFor(seed, 'minmax-items',
+// start, batch)) until every player that learns from it has `items` groups whose metric varies,
+// or maxNumGenBatches; each update then trains on the first `items` such groups by its own
+// rewards, and lambda's step reads F over everything drawn.
+//
 // Reading of J. In the source a judge model reads the policy's answer O and the monitor's critique
 // O' and returns +1 (accepts the answer), -1 (rejects it) or 0 (undecided); its judge accuracy
 // compares J > 0 with the ground truth. The sandbox has no QA judge, so the stand-in judge takes
