@@ -260,6 +260,14 @@ describe('veRL export', () => {
     }
   });
 
+  it("filterGroups (DAPO dynamic sampling) is named as beyond main_ppo, with recipe/dapo's keys; off says nothing", () => {
+    const ex = exported('minmax', { filterGroups: 'true', filterGroupsMetric: 'acc', maxNumGenBatches: '3' });
+    expect(ex.unsupported.join('\n')).toMatch(
+      /recipe\/dapo.*algorithm\.filter_groups\.enable=True, metric=acc, max_num_gen_batches=3/,
+    );
+    expect(exported('minmax').unsupported.join('\n')).not.toMatch(/filter_groups/);
+  });
+
   it("the adaptive KL controller exports as veRL's kl_ctrl (type, target, horizon); fixed stays fixed", () => {
     for (const name of ['redteam', 'defend', 'tokenbuncher', 'attack', 'arena']) {
       const ex = exported(name, { klController: 'adaptive', klTarget: '0.05', klHorizon: '5000' });

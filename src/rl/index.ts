@@ -14,6 +14,7 @@ export * from './rewards';
 export * from './turns';
 export * from './minmax';
 export * from './schedule';
+export * from './dynamicSampling';
 export * from './optim';
 // The learning step shared by recipes: policy/reference statistics on prompt + response, one
 // optimiser update (learnStep) and a minimal generic RL iteration (rlStep).

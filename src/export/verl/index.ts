@@ -222,6 +222,11 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
       "advantage = gae: veRL's critic is a copy of the base model with its own LoRA and value head (critic.model.path = the actor's base); the lab's critic is a value head on the policy's own final hidden state. The GAE, value loss and their settings (gamma, lam, cliprange_value, critic lr) are the same.",
     );
   }
+  if (c.filterGroups === true) {
+    unsupported.push(
+      `filterGroups (DAPO dynamic sampling): veRL runs it in recipe/dapo's trainer, not in main_ppo that this job uses; to keep it, launch recipe/dapo with algorithm.filter_groups.enable=True, metric=${c.filterGroupsMetric}, max_num_gen_batches=${c.maxNumGenBatches} (veRL stops with an error at the cap, the lab trains on the groups it kept).`,
+    );
+  }
   // A shipped model's context bounds prompt + response (vLLM refuses longer sequences).
   const maxPos =
     model.sandbox && input.modelFiles?.['config.json']

@@ -167,6 +167,29 @@ export function trainingFields(d: { skipZeroAdvantageGroups: boolean; skipNote: 
   };
 }
 
+/**
+ * DAPO's dynamic sampling (veRL algorithm.filter_groups: enable, metric, max_num_gen_batches); off
+ * by default, as in veRL. `unit` names what the recipe's groups are drawn from (QA items, goals).
+ */
+export function filterGroupsFields(unit: string, acc?: string) {
+  return {
+    filterGroups: bool(
+      false,
+      `DAPO dynamic sampling (veRL algorithm.filter_groups.enable): drop every group whose filterGroupsMetric is equal on all its rows (GRPO gives it advantage 0) and sample more ${unit} until the step holds its batch of groups or maxNumGenBatches batches were drawn; at the cap veRL stops with an error, the lab trains on the groups it kept (filter/short = 1); filter/dropped_groups and filter/gen_batches report it`,
+    ),
+    filterGroupsMetric: oneOf(
+      acc ? ['seq_reward', 'seq_final_reward', 'acc'] : ['seq_reward', 'seq_final_reward'],
+      'seq_reward',
+      `what must vary inside a kept group (veRL algorithm.filter_groups.metric): seq_reward, the score before the KL penalty, or seq_final_reward, after it${acc ? `; acc (DAPO's choice): ${acc}` : ''}`,
+    ),
+    maxNumGenBatches: int(
+      4,
+      'dynamic sampling: generation batches per step at most (veRL algorithm.filter_groups.max_num_gen_batches; veRL <= 0 = no cap, the lab needs a cap)',
+      { min: 1, max: 64 },
+    ),
+  };
+}
+
 /** KL to the reference as a loss term (veRL use_kl_loss, TRL beta); off by default. */
 export function klLossFields() {
   return {

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env';
 import { sampleQa, rngFor, type QaItem } from '../../data/sandbox/index';
-import { critiqueVerdict, gameRewards, monitorLabel, type GameRow } from './minmax';
+import { critiqueVerdict, filterMetric, gameRewards, monitorLabel, type GameRow } from './minmax';
 import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm';
 import { createRun } from '../registry';
 import type { StepReport } from '../../contract/report';
@@ -93,6 +93,25 @@ describe('minmax rewards', () => {
   });
 });
 
+describe('minmax dynamic-sampling metric', () => {
+  // Two critiques of a right answer (one right verdict, one wrong) and one of a wrong answer.
+  const rows: GameRow[] = [
+    { rmAnswer: 10, rmCritique: 12, truth: 1, verdict: 'correct' },
+    { rmAnswer: 10, rmCritique: 6, truth: 1, verdict: 'incorrect' },
+    { rmAnswer: -5, rmCritique: 6, truth: 0, verdict: 'incorrect' },
+  ];
+  const sc = { policyReward: [7.5, 2.5, -5], monitorReward: [1, 2, 3] };
+  it('acc: the answer is right for the policy, the verdict is right for the monitor', () => {
+    expect(filterMetric('acc', 'policy', rows, sc, {})).toEqual([1, 1, 0]);
+    expect(filterMetric('acc', 'monitor', rows, sc, {})).toEqual([1, 0, 1]);
+  });
+  it("seq_reward: the player's reward; seq_final_reward: the after-KL one when known", () => {
+    expect(filterMetric('seq_reward', 'monitor', rows, sc, { monitorReward: [9, 9, 9] })).toEqual([1, 2, 3]);
+    expect(filterMetric('seq_final_reward', 'monitor', rows, sc, { monitorReward: [9, 9, 9] })).toEqual([9, 9, 9]);
+    expect(filterMetric('seq_final_reward', 'policy', rows, sc, {})).toEqual([7.5, 2.5, -5]);
+  });
+});
+
 describe('minmax rules reward model', () => {
   const item: QaItem = {
     family: 'count',
@@ -146,6 +165,9 @@ describe('minmax recipe (fixture model)', () => {
     policyLr: 1e-2,
     monitorLr: 2e-2,
     monitorStepsPerPolicy: 2,
+    // The TTUR checks need both players' rewards to vary on seed 4's first batches; they do at 0.7
+    // (at the default 1.0 the fixture monitor's first group scores alike and its adapter stays put).
+    temperature: 0.7,
   };
 
   // One run serves both checks (the fixture steps cost seconds each on a loaded CPU).
@@ -198,6 +220,7 @@ describe('minmax recipe (fixture model)', () => {
     ])
       expect(Number.isFinite(reports[0].metrics[k]), k).toBe(true);
     expect(reports[0].samples[0].messages.map((m) => m.role)).toEqual(['user', 'assistant', 'monitor']);
+    expect(reports[0].metrics['filter/gen_batches']).toBeUndefined(); // filterGroups off (the default)
 
     // Resume: the state after step 1 (lambda moved, monitor adapter trained) replays steps 2 and 3.
     const payload = states[1];
@@ -260,6 +283,35 @@ describe('minmax recipe (fixture model)', () => {
       none.dispose();
     }
   }, 120_000);
+
+  it('filterGroups (DAPO dynamic sampling): groups alike in acc are dropped and more items drawn up to the cap; a mid-cycle checkpoint keeps every generation batch', async () => {
+    // The fixture writes noise: every answer is wrong and every verdict unclear, so by acc every
+    // group is alike: both generation batches are drawn, all 2 x 2 groups dropped, the step is short
+    // and learns from the whole rollout (its policy term zero).
+    const cfg = { ...small, filterGroups: true, filterGroupsMetric: 'acc', maxNumGenBatches: 2 };
+    const a = await createRun(env, 'minmax', cfg, 4);
+    let mid: RecipeCheckpoint;
+    let next: StepReport;
+    try {
+      const r0 = await a.run.step();
+      expect(r0.metrics['filter/gen_batches']).toBe(2);
+      expect(r0.metrics['filter/dropped_groups']).toBe(4);
+      expect(r0.metrics['filter/kept_groups']).toBe(0);
+      expect(r0.metrics['filter/short']).toBe(1);
+      mid = await a.run.state();
+      next = await a.run.step();
+    } finally {
+      a.run.dispose();
+    }
+    // The second monitor update of the cycle reuses both batches from the checkpoint.
+    const b = await createRun(env, 'minmax', cfg, 4);
+    try {
+      await b.run.restore(mid);
+      expect(stableReport(await b.run.step())).toEqual(stableReport(next));
+    } finally {
+      b.run.dispose();
+    }
+  }, 240_000);
 
   it('bad config names the field', async () => {
     await expect(createRun(env, 'minmax', { ...small, monitorReward: 'both' }, 1)).rejects.toThrow(ConfigError);

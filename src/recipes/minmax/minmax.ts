@@ -28,6 +28,14 @@
 // monitor's GRPO groups are then the critiques of one item's G answers. rolloutSharing = update
 // samples a fresh batch for every update instead (monitor steps: G critiques of one answer).
 //
+// Dynamic sampling (filterGroups, DAPO / veRL filter_groups; rl/dynamicSampling.ts). At 0.7 the
+// sandbox qa policy wrote 4 identical answers in 15 of 16 groups, and at the source's 1.0 about 3
+// in 4 groups are still all right or all wrong: a group baseline gives them advantage 0. With the
+// option on, a rollout draws more generation batches of fresh items (rngFor(seed, 'minmax-items',
+// start, batch)) until every player that learns from it has `items` groups whose metric varies,
+// or maxNumGenBatches; each update then trains on the first `items` such groups by its own
+// rewards, and lambda's step reads F over everything drawn.
+//
 // Reading of J. In the source a judge model reads the policy's answer O and the monitor's critique
 // O' and returns +1 (accepts the answer), -1 (rejects it) or 0 (undecided); its judge accuracy
 // compares J > 0 with the ground truth. The sandbox has no QA judge, so the stand-in judge takes
@@ -84,11 +92,14 @@ import {
   spreadRows,
 } from '../kit/common';
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
+import { concatGenRows, selectGenRows, selectMatrixRows } from '../kit/genRows';
+import { DynamicBatch, dynamicSamplingMetrics } from '../../rl/dynamicSampling';
 import {
   adamFields,
   adamWFor,
   attachConfiguredLora,
   criticFields,
+  filterGroupsFields,
   loraFields,
   klControllerFields,
   klLossFields,
@@ -162,6 +173,10 @@ export const gameFields = {
     },
   ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL / TRL-style PPO, as the source' }),
+  ...filterGroupsFields(
+    'QA items (minmax: a shared rollout draws until both players have their groups)',
+    "whether the row is right: the policy's answer picks the correct choice, the monitor's verdict agrees with the truth (drops the groups where every critique is wrong, or right, the same way)",
+  ),
   ...klControllerFields('klBeta (one controller per trained player, updated on its own updates)', 'the lab default'),
   ...klLossFields(),
   ...maskTruncatedField(),
@@ -177,6 +192,11 @@ export const gameFields = {
 
 export const minmaxSchema = {
   ...gameFields,
+  temperature: num(
+    1,
+    "sampling temperature (both players; the source's config/minmax_config.json samples both at 1.0; at 0.7 the sandbox qa policy wrote 4 identical answers in 15 of 16 groups)",
+    { min: 0.05, max: 2 },
+  ),
   monitorStepsPerPolicy: int(
     MINMAX_DEFAULTS.monitorStepsPerPolicy,
     'TTUR k: monitor updates per policy update (source 5)',
@@ -273,6 +293,25 @@ export function gameRewards(rows: readonly GameRow[], lambda: number, o: GameRew
   return { judge, policyReward, fidelity, fidelityBatch, lambda: lam, monitorReward };
 }
 
+/**
+ * Dynamic sampling's metric of each row for `player` (filterGroupsMetric): acc = the row is right
+ * (the answer for the policy, the verdict for the monitor), seq_reward = the player's reward before
+ * KL, seq_final_reward = `final`'s (after KL; before the update, when no KL is known yet, the same
+ * as seq_reward).
+ */
+export function filterMetric(
+  metric: 'seq_reward' | 'seq_final_reward' | 'acc',
+  player: 'policy' | 'monitor',
+  rows: readonly GameRow[],
+  sc: Pick<GameRewards, 'policyReward' | 'monitorReward'>,
+  final: Partial<Pick<GameRewards, 'policyReward' | 'monitorReward'>>,
+): number[] {
+  if (metric === 'acc')
+    return rows.map((r) => (player === 'policy' ? r.truth : verdictRight(r.verdict, r.truth) ? 1 : 0));
+  const key = player === 'policy' ? 'policyReward' : 'monitorReward';
+  return metric === 'seq_final_reward' ? (final[key] ?? sc[key]) : sc[key];
+}
+
 /** The monitor's verdict read from its critique (never from its prompt). */
 export function critiqueVerdict(critique: string): Verdict {
   const v = parseMonitorVerdict(critique).verdict;
@@ -307,13 +346,21 @@ interface Generated {
   texts: string[];
 }
 
-/** One rollout of the game: answers, critiques and their RM scores; `start` = the step that drew it. */
-interface CycleBatch {
-  start: number;
+/** One generation batch of the game: answers, critiques and their RM scores. */
+interface GenPart {
   a: Generated;
   c: Generated | null;
   rmA: number[];
   rmC: number[];
+}
+
+/**
+ * One rollout of the game; `start` = the step that drew it. One generation batch, or several when
+ * dynamic sampling (filterGroups) drew more items to replace groups whose rewards were all equal.
+ */
+interface CycleBatch {
+  start: number;
+  parts: GenPart[];
 }
 
 export type GameMode = 'minmax' | 'rlhf';
@@ -403,6 +450,53 @@ export class GameRun extends MultiLoraRun {
     );
   }
 
+  /** One generation batch: answers, their critiques (one per critAnswer entry) and RM scores. */
+  private async rollPart(
+    l: { answerItems: QaItem[]; critAnswer: number[] },
+    withJudge: boolean,
+    seedStep: number,
+  ): Promise<GenPart> {
+    const { answerItems, critAnswer } = l;
+    const a = await this.answer(answerItems, hash3(this.seed, seedStep, 0xa115));
+    const c = withJudge
+      ? await this.critique(
+          critAnswer.map((i) => answerItems[i]),
+          critAnswer.map((i) => a.texts[i]),
+          hash3(this.seed, seedStep, 0xc417),
+        )
+      : null;
+    const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
+    const rmC =
+      withJudge && c
+        ? await this.rm.scoreCritiques(
+            critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: c.texts[r] })),
+          )
+        : critAnswer.map(() => 0);
+    return { a, c, rmA, rmC };
+  }
+
+  /** The scoring rows of one generation batch (dynamic sampling's look at it before the update). */
+  private gameRows(part: GenPart, answerItems: QaItem[], critAnswer: number[], withJudge: boolean): GameRow[] {
+    const truth = answerItems.map((it, i) => (parseQaChoice(part.a.texts[i], it) === it.correct ? 1 : 0));
+    return critAnswer.map((i, r) => ({
+      rmAnswer: part.rmA[i],
+      rmCritique: part.rmC[r],
+      truth: truth[i],
+      verdict: withJudge && part.c ? critiqueVerdict(part.c.texts[r]) : 'unclear',
+    }));
+  }
+
+  private rewardOptions(): Omit<GameRewardOptions, 'updateDual'> {
+    const g = this.game;
+    return {
+      dualStep: g.dualStep,
+      delta: g.delta,
+      lambdaMax: g.lambdaMax,
+      monitorReward: g.monitorReward,
+      fidelity: g.fidelity,
+    };
+  }
+
   private async evaluate(): Promise<Metrics> {
     const heldOut = hash3(this.seed, 0xe7a1, 7) >>> 0;
     const items = (this.evalSet ??= this.heldOut ?? qaItems(this.game.evalItems, heldOut));
@@ -435,6 +529,8 @@ export class GameRun extends MultiLoraRun {
       'eval/monitor_acc': meanOf(v.map((x, i) => (verdictRight(x, truth[i]) ? 1 : 0))),
       'eval/monitor_unclear': meanOf(v.map((x) => (x === 'unclear' ? 1 : 0))),
       'eval/monitor_acc_balanced': meanOf(bv.map((x, i) => (verdictRight(x, i % 2 === 0 ? 1 : 0) ? 1 : 0))),
+      // Its share of CORRECT on the balanced set (0.5 for a perfect monitor): which way it errs.
+      'eval/monitor_says_correct_balanced': meanOf(bv.map((x) => (x === 'correct' ? 1 : 0))),
       'eval/fidelity': minmaxFidelity(v, truth, rmC),
     };
   }
@@ -454,34 +550,64 @@ export class GameRun extends MultiLoraRun {
     // G critiques of it ('monitor'). A shared batch has the policy's shape; its monitor groups
     // are the critiques of one item's G answers.
     const shape: 'policy' | 'monitor' = shared ? 'policy' : sched.player;
-    const items = drawBatch(this.pool, g.items, rngFor(this.seed, 'minmax-items', start));
     const G = g.groupSize;
     const perItem = shape === 'policy' ? G : 1;
-    const answerItems = items.flatMap((it) => Array<QaItem>(perItem).fill(it));
     const perAnswer = shape === 'monitor' ? G : 1;
-    const critAnswer = answerItems.flatMap((_, i) => Array<number>(perAnswer).fill(i));
+    // Generation batch `gb` of the rollout drawn at `start`: its items (batch 0: the step's own;
+    // later ones: dynamic sampling's fresh items), each answer's item, each critique's answer.
+    const layout = (gb: number) => {
+      const rng = gb === 0 ? rngFor(this.seed, 'minmax-items', start) : rngFor(this.seed, 'minmax-items', start, gb);
+      const answerItems = drawBatch(this.pool, g.items, rng).flatMap((it) => Array<QaItem>(perItem).fill(it));
+      const critAnswer = answerItems.flatMap((_, i) => Array<number>(perAnswer).fill(i));
+      return { answerItems, critAnswer };
+    };
+    const groupOf = (i: number) => (shape === 'policy' ? Math.floor(i / G) : i);
     const withJudge = g.judge === 'monitor';
+    const filter = { enable: g.filterGroups, maxNumGenBatches: g.maxNumGenBatches };
     let batch = shared && this.cycle?.start === start ? this.cycle : null;
     if (!batch) {
-      const a = await this.answer(answerItems, hash3(this.seed, start, 0xa115));
-      const c = withJudge
-        ? await this.critique(
-            critAnswer.map((i) => answerItems[i]),
-            critAnswer.map((i) => a.texts[i]),
-            hash3(this.seed, start, 0xc417),
-          )
-        : null;
-      const rmA = await this.rm.scoreAnswers(answerItems.map((item, i) => ({ item, answer: a.texts[i] })));
-      const rmC =
-        withJudge && c
-          ? await this.rm.scoreCritiques(
-              critAnswer.map((i, r) => ({ item: answerItems[i], answer: a.texts[i], critique: c.texts[r] })),
-            )
-          : critAnswer.map(() => 0);
-      batch = { start, a, c, rmA, rmC };
+      // Dynamic sampling: draw generation batches until every player that learns from this
+      // rollout has `items` groups whose scores vary (judged on the score before KL, lambda as it
+      // stands; each update then filters on its own rewards), or maxNumGenBatches were drawn.
+      const learners: ('policy' | 'monitor')[] = shared
+        ? withJudge
+          ? ['monitor', 'policy']
+          : ['policy']
+        : [sched.player];
+      const fill = new Map(learners.map((p) => [p, new DynamicBatch(g.items, filter)]));
+      const parts: GenPart[] = [];
+      while ([...fill.values()].some((d) => d.wantsMore())) {
+        const gb = parts.length;
+        const part = await this.rollPart(layout(gb), withJudge, gb === 0 ? start : hash3(start, gb, 0x6e7b));
+        parts.push(part);
+        const { answerItems, critAnswer } = layout(gb);
+        const rows = this.gameRows(part, answerItems, critAnswer, withJudge);
+        const sc = gameRewards(rows, this.lambda, { ...this.rewardOptions(), updateDual: false });
+        const index = critAnswer.map(groupOf);
+        for (const [p, d] of fill) d.add({ metric: filterMetric(g.filterGroupsMetric, p, rows, sc, sc), index });
+      }
+      batch = { start, parts };
       if (shared) this.cycle = batch;
     }
-    const { a, c, rmA, rmC } = batch;
+    // The rollout as one batch (generation batches joined; indices global).
+    const lay = batch.parts.map((_, gb) => layout(gb));
+    const answerItems = lay.flatMap((l) => l.answerItems);
+    const critAnswer = lay.flatMap((l, gb) => {
+      const off = lay.slice(0, gb).reduce((n, x) => n + x.answerItems.length, 0);
+      return l.critAnswer.map((i) => i + off);
+    });
+    const a = concatGenRows(
+      batch.parts.map((p) => p.a),
+      this.policy.loaded.codec.pad,
+    );
+    const c = withJudge
+      ? concatGenRows(
+          batch.parts.map((p) => p.c!),
+          this.monitor.loaded.codec.pad,
+        )
+      : null;
+    const rmA = batch.parts.flatMap((p) => p.rmA);
+    const rmC = batch.parts.flatMap((p) => p.rmC);
     const t1 = performance.now();
 
     const picksA = answerItems.map((it, i) => parseQaChoice(a.texts[i], it));
@@ -499,14 +625,8 @@ export class GameRun extends MultiLoraRun {
     }));
     const lambdaBefore = this.lambda;
     const updateDual = this.recipe === 'minmax' && sched.phase === 0;
-    const sc = gameRewards(rows, this.lambda, {
-      updateDual,
-      dualStep: g.dualStep,
-      delta: g.delta,
-      lambdaMax: g.lambdaMax,
-      monitorReward: g.monitorReward,
-      fidelity: g.fidelity,
-    });
+    // The dual step reads F over every critique the rollout drew (all generation batches).
+    const sc = gameRewards(rows, this.lambda, { ...this.rewardOptions(), updateDual });
     checkFinite(this.recipe, 'dual lambda', sc.lambda);
 
     // The trained player's rows, groups and rewards.
@@ -514,18 +634,37 @@ export class GameRun extends MultiLoraRun {
     const learner = trainsPolicy ? this.policy : this.monitor;
     const part = learner.part;
     if (!part) throw new Error(`${this.recipe}: the ${sched.player} has no adapter to train`);
-    const gen = trainsPolicy ? a : c!;
+    const genAll = trainsPolicy ? a : c!;
     // KL of each generated row to its model with LoRA off, and the reference log-probs for learning.
-    const { refLogp, kl } = await klAndEntropy(learner.loaded, part.lora, gen, this.game.temperature);
-    const base = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
+    const klAll = await klAndEntropy(learner.loaded, part.lora, genAll, this.game.temperature);
+    const baseAll = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
     const beta = this.klCoefs[sched.player].value;
-    const rewards = base.map((x, r) => x - beta * kl[r]);
+    const rewardsAll = baseAll.map((x, r) => x - beta * klAll.kl[r]);
     checkFiniteRewards(
       this.recipe,
-      rewards,
-      (r) => `${sched.player} reward ${base[r]}, kl ${kl[r]}, lambda ${sc.lambda}`,
+      rewardsAll,
+      (r) => `${sched.player} reward ${baseAll[r]}, kl ${klAll.kl[r]}, lambda ${sc.lambda}`,
     );
-    const groups = critAnswer.map((i) => (shape === 'policy' ? Math.floor(i / G) : i));
+    const groupsAll = critAnswer.map(groupOf);
+    const trainsKey = trainsPolicy ? 'policyReward' : 'monitorReward';
+    // The rows this update learns from: all, or (filterGroups) the first `items` groups whose
+    // metric varies; none kept -> the whole batch, whose policy term is then zero.
+    let tr = rows.map((_, r) => r);
+    if (g.filterGroups) {
+      const d = new DynamicBatch(g.items, filter);
+      d.add({
+        metric: filterMetric(g.filterGroupsMetric, sched.player, rows, sc, { [trainsKey]: rewardsAll }),
+        index: groupsAll,
+      });
+      const s = d.selection();
+      Object.assign(metrics, dynamicSamplingMetrics({ ...s, genBatches: batch.parts.length }, g.items));
+      if (s.keptGroups > 0) tr = s.rows[0];
+    }
+    const gen = tr.length === rows.length ? genAll : selectGenRows(genAll, tr);
+    const refLogp = tr.length === rows.length ? klAll.refLogp : selectMatrixRows(klAll.refLogp, tr);
+    const kl = tr.map((r) => klAll.kl[r]);
+    const rewards = tr.map((r) => rewardsAll[r]);
+    const groups = tr.map((r) => groupsAll[r]);
     this.lambda = sc.lambda;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
@@ -577,8 +716,8 @@ export class GameRun extends MultiLoraRun {
         'monitor/reward_mean': meanOf(sc.monitorReward),
       });
     }
-    const nGroups = shape === 'policy' ? items.length : a.texts.length;
-    const samples = spreadRows(nGroups, G, g.samples).map((r): RolloutSample => {
+    const samples = spreadRows(tr.length / G, G, g.samples).map((j): RolloutSample => {
+      const r = tr[j];
       const i = critAnswer[r];
       const row = rows[r];
       const messages: Message[] = [
@@ -589,12 +728,12 @@ export class GameRun extends MultiLoraRun {
       // Monitor: the payoff term (-10 J or -R) and -lambda F, which sum to its reward.
       const payoff = g.monitorReward === 'code' ? -10 * sc.judge[r] : -sc.policyReward[r];
       const terms = trainsPolicy
-        ? { rm: 0.5 * Math.min(15, Math.max(-15, row.rmAnswer)), judge: 2.5 * sc.judge[r], kl: -beta * kl[r] }
-        : { judge: payoff, fidelity: sc.monitorReward[r] - payoff, kl: -beta * kl[r] };
+        ? { rm: 0.5 * Math.min(15, Math.max(-15, row.rmAnswer)), judge: 2.5 * sc.judge[r], kl: -beta * kl[j] }
+        : { judge: payoff, fidelity: sc.monitorReward[r] - payoff, kl: -beta * kl[j] };
       return {
         id: `${this.recipe}-${this.seed}-${step}-${r}`,
         promptKey: (answerItems[i] as QaExample).id,
-        group: groups[r],
+        group: groups[j],
         category: answerItems[i].family,
         messages,
         verdict: {
@@ -605,9 +744,9 @@ export class GameRun extends MultiLoraRun {
           outcome: `answer ${row.truth === 1 ? 'right' : 'wrong'}`,
           category: null,
         },
-        reward: rewards[r],
+        reward: rewards[j],
         terms,
-        advantage: rowAdvantage(advantages.advantages, gen.gen.mask[r], r),
+        advantage: rowAdvantage(advantages.advantages, gen.gen.mask[j], j),
       };
     });
     return {
@@ -651,8 +790,12 @@ export class GameRun extends MultiLoraRun {
       this.lambda = lambda;
       this.updates = counts;
       // Mid-cycle, the shared batch cannot be re-sampled (the monitor has moved since): it is saved.
-      const cycle = (extra as { cycle?: CycleBatch }).cycle;
-      this.cycle = cycle && typeof cycle.start === 'number' && Array.isArray(cycle.rmA) && cycle.a?.gen ? cycle : null;
+      // A checkpoint from before dynamic sampling holds one batch's fields at the top level.
+      const saved = (extra as { cycle?: CycleBatch & Partial<GenPart> }).cycle;
+      const parts =
+        saved?.parts ?? (saved?.a ? [{ a: saved.a, c: saved.c ?? null, rmA: saved.rmA!, rmC: saved.rmC! }] : []);
+      const ok = parts.length > 0 && parts.every((p) => Array.isArray(p.rmA) && p.a?.gen);
+      this.cycle = saved && typeof saved.start === 'number' && ok ? { start: saved.start, parts } : null;
       assignCritics();
     };
   }
