@@ -220,7 +220,7 @@ class ArenaRun extends MultiLoraRun {
       ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
       : sandboxSplitMetrics();
     if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
-    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
+    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
     this.klCoefs = {
       attacker: new KlCoef({ ...config, klBeta: config.attackerKlBeta }),
@@ -280,7 +280,7 @@ class ArenaRun extends MultiLoraRun {
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
       goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'),
-      benign: this.heldOutBenign ?? benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
+      benign: this.heldOutBenign ?? benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut, { split: 'eval' }),
     };
     const { goals, benign } = this.evalSet;
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));
