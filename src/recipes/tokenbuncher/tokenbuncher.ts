@@ -585,7 +585,6 @@ class TokenbuncherRun extends LoraRun {
       // The source keeps every token with A >= 0, all-zero groups included; nonzero_groups leaves
       // the rows of those groups out (a.mask), as the lab did before.
       const keep = positiveAdvantageMask(adv, c.noiserTokens === 'source' ? mask : a.mask);
-      metrics['tokenbuncher/sft_tokens'] = keep.data.reduce((n, x) => n + x, 0);
       Object.assign(
         metrics,
         await noiserSftStep(learner, r, keep, {
