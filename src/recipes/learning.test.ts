@@ -8,7 +8,7 @@ import '@tensorflow/tfjs-backend-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env';
 import { createRun } from './registry';
-import { letterJudge, lettersWithTasks, loadWithCharCodec } from '../../dev/test/recipeTesting';
+import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
 import { meanOf, recordingJudge } from '../../dev/test/learning';
 import type { Judge } from '../judges/types';
 
