@@ -141,6 +141,8 @@ describe('held-out evaluations are disjoint from training', () => {
         expect(benignTrain.length).toBeGreaterThan(10);
         const tb = new Set(benignTrain);
         expect(benignEval.filter((t) => tb.has(t))).toEqual([]);
+        // The report states the task split: 672 + 16 + 8 tasks, a quarter of each family held out.
+        expect(report.metrics).toMatchObject({ 'split/benign_train': 522, 'split/benign_eval': 174 });
       }
       expect(report.metrics).toMatchObject({ 'split/train': 44, 'split/eval': 25, 'split/seed': 20261124 });
     });

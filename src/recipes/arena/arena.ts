@@ -58,7 +58,7 @@ import {
   trainingFields,
 } from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
+import { harmfulGoals, sandboxBenignSplitMetrics, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
 import {
   BENIGN_DATASET_HELP,
   benignSplitMetrics,
@@ -219,7 +219,7 @@ class ArenaRun extends MultiLoraRun {
     this.splitReport = data
       ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
       : sandboxSplitMetrics();
-    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    Object.assign(this.splitReport, benign ? benignSplitMetrics(benign) : sandboxBenignSplitMetrics());
     this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
     this.klCoefs = {

@@ -58,7 +58,7 @@ import {
   trainingFields,
 } from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
+import { harmfulGoals, sandboxBenignSplitMetrics, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from '../kit/rollout';
 import type { Metrics, RolloutSample } from '../../contract/report';
 import { int, num, str, type ConfigOf } from '../../contract/schema';
@@ -247,7 +247,7 @@ class DefendRun extends LoraRun {
     this.splitReport = data
       ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
       : sandboxSplitMetrics();
-    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    Object.assign(this.splitReport, benign ? benignSplitMetrics(benign) : sandboxBenignSplitMetrics());
     this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, config.evalBenign) : null;
   }

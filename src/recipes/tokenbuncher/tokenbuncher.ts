@@ -92,7 +92,7 @@ import {
 import type { Metrics, RolloutSample } from '../../contract/report';
 import { bool, int, num, oneOf, str, validateConfig, ConfigError, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
-import { sandboxSplitMetrics } from '../kit/goals';
+import { sandboxBenignSplitMetrics, sandboxSplitMetrics } from '../kit/goals';
 import {
   BENIGN_DATASET_HELP,
   benignSplitMetrics,
@@ -445,7 +445,7 @@ class TokenbuncherRun extends LoraRun {
     this.splitReport = data
       ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
       : sandboxSplitMetrics();
-    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
+    Object.assign(this.splitReport, benign ? benignSplitMetrics(benign) : sandboxBenignSplitMetrics());
     this.benignPool = benign ? benign.train : benignPrompts(config.promptPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, config.evalPrompts) : null;
     this.klCoef = new KlCoef(config);
