@@ -26,6 +26,30 @@ const golden = (dir: string) =>
   };
 
 describe('npm run lab', () => {
+  it('split --json lists both sides of the evaluation split; they share no template, benign task or QA pair', () => {
+    const r = lab('split', '--seed', '2', '--json');
+    expect(r.code).toBe(0);
+    type Side = {
+      goals: { template: string }[];
+      benign: { task: string }[];
+      qa: { story: string; question: string }[];
+    };
+    const out = JSON.parse(r.stdout) as { seed: number; splitSeed: number; train: Side; eval: Side; shared: unknown };
+    expect([out.seed, out.splitSeed]).toEqual([2, 20261124]);
+    expect([out.train.goals.length, out.eval.goals.length]).toEqual([44, 25]);
+    const trainT = new Set(out.train.goals.map((g) => g.template));
+    expect(out.eval.goals.filter((g) => trainT.has(g.template))).toEqual([]);
+    const trainB = new Set(out.train.benign.map((t) => t.task));
+    expect(out.eval.benign.filter((t) => trainB.has(t.task))).toEqual([]);
+    const trainQ = new Set(out.train.qa.map((q) => `${q.story}|${q.question}`));
+    expect(out.eval.qa.filter((q) => trainQ.has(`${q.story}|${q.question}`))).toEqual([]);
+    expect(out.shared).toEqual({ templates: [], benign: [], qa: [] });
+    // Without --json: sizes, template ids and shared counts only.
+    const brief = JSON.parse(lab('split', '--seed', '2').stdout) as { eval: { templates: string[] }; shared: unknown };
+    expect(brief.eval.templates).toHaveLength(8);
+    expect(brief.shared).toEqual({ templates: 0, benign: 0, qa: 0 });
+  });
+
   it('logits prints golden-matching logits and entropy per position', () => {
     const g = golden('tiny-llama');
     const r = lab('logits', '--model', `${FIXTURES}tiny-llama`, '--ids', g.input_ids.join(','));

@@ -17,6 +17,9 @@
 //             [--top-k K] [--top-p P] [--seed S] [--stop 2,3 | --stop-eos] [--stats]
 //                                                      [ids...]  (or {"ids","logprobs","entropy"} with --stats)
 //   info      --model DIR                              the parsed config record
+//   split     [--seed S] [--split-seed K] [--json]     the evaluation split's two sides (goals with
+//             template ids, benign tasks, a seed-S minmax run's QA items) and what they share (nothing);
+//             without --json only sizes, template ids and shared counts
 //   --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]
 //             runs a registered recipe headless (src/cli/recipe-run.ts); --list lists them
 //   export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] [--attacker-prompts] --out DIR
@@ -27,6 +30,8 @@ import { entropyFromLogits, generate } from '../model/generate';
 import { disposeLlama, forward, type LlamaModel } from '../model/llama';
 import { loadModel, loadModelConfig } from '../model/load';
 import { exportVerlMain } from './export-verl';
+import { SANDBOX_SPLIT_SEED } from '../data/sandbox/split';
+import { splitListing, type SplitSide } from '../recipes/splitListing';
 import { folderSource } from './fs-source';
 import { recipeMain } from './recipe-run';
 import { plannedForcedLogits, type DecodePath } from '../model/planned/decode';
@@ -236,6 +241,25 @@ const COMMANDS: Record<string, Command> = {
         if (!a.stats) return r.tokens[0].slice(0, n);
         return { ids: r.tokens[0].slice(0, n), logprobs: r.logprobs[0].slice(0, n), entropy: r.entropy[0].slice(0, n) };
       });
+    },
+  },
+  split: {
+    summary: 'both sides of the sandbox evaluation split: goals by template, benign tasks, QA items',
+    flags: { seed: 'string', 'split-seed': 'string', json: 'bool' },
+    required: [],
+    run: async (a) => {
+      const seed = num(a, 'seed', 1, (x) => Number.isInteger(x), 'an integer');
+      const splitSeed = num(a, 'split-seed', SANDBOX_SPLIT_SEED, (x) => Number.isInteger(x), 'an integer');
+      const l = splitListing(seed, splitSeed);
+      if (a.json) return l;
+      const sizes = (s: SplitSide) => ({
+        templates: [...new Set(s.goals.map((g) => g.template))],
+        goals: s.goals.length,
+        benign: s.benign.length,
+        qa: s.qa.length,
+      });
+      const shared = { templates: l.shared.templates.length, benign: l.shared.benign.length, qa: l.shared.qa.length };
+      return { splitSeed: l.splitSeed, seed: l.seed, train: sizes(l.train), eval: sizes(l.eval), shared };
     },
   },
   info: {

@@ -211,6 +211,7 @@ export const METRIC_ALIASES: readonly MetricAlias[] = [
   { lab: 'kl/coef', verl: 'actor/reward_kl_penalty_coeff' },
   { lab: 'entropy/mean', verl: 'actor/entropy', trl: 'entropy' },
   { lab: 'grad/norm', verl: 'actor/grad_norm', trl: 'grad_norm' },
+  { lab: 'grad/critic_norm', verl: 'critic/grad_norm' },
   { lab: 'optim/lr', verl: 'actor/lr', trl: 'learning_rate' },
   { lab: 'ppo/clipfrac', verl: 'actor/pg_clipfrac', trl: 'clip_ratio/region_mean' },
   { lab: 'ppo/clipfrac_lower', verl: 'actor/pg_clipfrac_lower', trl: 'clip_ratio/low_mean' },

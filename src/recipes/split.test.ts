@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env';
-import { SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index';
+import { goalTemplateId, SANDBOX_HAZARDS, splitGoals } from '../data/sandbox/index';
 import { uploadedAttackerSftData } from './attacker-sft/attackerSft';
 import { createRun } from './registry';
 import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
@@ -18,13 +18,11 @@ const env = nodeRecipeEnv({
 const EVAL_GOALS = new Set(SANDBOX_HAZARDS.flatMap((c) => splitGoals(c, 'eval')));
 
 type Internals = Record<string, unknown>;
+/** Training and evaluation goals; benign task texts where the recipe has benign tasks. */
+type Sides = { train: string[]; eval: string[]; benignTrain?: string[]; benignEval?: string[] };
 const goalsOf = (xs: unknown): string[] => (xs as { goal?: string; text?: string }[]).map((x) => x.goal ?? x.text!);
 
-async function trainAndEval(
-  recipe: string,
-  config: Record<string, unknown>,
-  read: (run: Internals) => { train: string[]; eval: string[] },
-) {
+async function trainAndEval(recipe: string, config: Record<string, unknown>, read: (run: Internals) => Sides) {
   const { run } = await createRun(env, recipe, config, 5);
   try {
     const report = await (run as RecipeRun).step();
@@ -36,7 +34,7 @@ async function trainAndEval(
 
 describe('held-out evaluations are disjoint from training', () => {
   const m = { judge: 'letters', lr: 1e-2 };
-  const cases: [string, Record<string, unknown>, (r: Internals) => { train: string[]; eval: string[] }][] = [
+  const cases: [string, Record<string, unknown>, (r: Internals) => Sides][] = [
     [
       'defend',
       {
@@ -51,10 +49,15 @@ describe('held-out evaluations are disjoint from training', () => {
         goalPool: 200,
         evalEvery: 1,
         evalGoals: 40,
-        evalBenign: 1,
+        evalBenign: 8,
         evalSamples: 1,
       },
-      (r) => ({ train: goalsOf(r.pool), eval: goalsOf((r.evalSet as Internals).goals) }),
+      (r) => ({
+        train: goalsOf(r.pool),
+        eval: goalsOf((r.evalSet as Internals).goals),
+        benignTrain: goalsOf(r.benignPool),
+        benignEval: goalsOf((r.evalSet as Internals).benign),
+      }),
     ],
     [
       'arena',
@@ -71,7 +74,12 @@ describe('held-out evaluations are disjoint from training', () => {
         evalEvery: 1,
         evalGoals: 40,
       },
-      (r) => ({ train: goalsOf(r.pool), eval: goalsOf((r.evalSet as Internals).goals) }),
+      (r) => ({
+        train: goalsOf(r.pool),
+        eval: goalsOf((r.evalSet as Internals).goals),
+        benignTrain: goalsOf(r.benignPool),
+        benignEval: goalsOf((r.evalSet as Internals).benign),
+      }),
     ],
     [
       'multiturn',
@@ -115,7 +123,7 @@ describe('held-out evaluations are disjoint from training', () => {
 
   for (const [recipe, config, read] of cases) {
     it(`${recipe}: no evaluation goal is in the training pool, and the report states the split`, async () => {
-      const { train, eval: ev, report } = await trainAndEval(recipe, config, read);
+      const { train, eval: ev, benignTrain, benignEval, report } = await trainAndEval(recipe, config, read);
       expect(ev.length).toBeGreaterThan(0);
       expect(train.length).toBeGreaterThan(0);
       const trained = new Set(train);
@@ -123,7 +131,20 @@ describe('held-out evaluations are disjoint from training', () => {
       expect(ev.every((g) => EVAL_GOALS.has(g))).toBe(true);
       // A large pool covers many training goals; none of them is an evaluation goal.
       expect(trained.size).toBeGreaterThan(10);
-      expect(report.metrics).toMatchObject({ 'split/train': 49, 'split/eval': 20, 'split/seed': 20261124 });
+      // Goals are held out by template: no evaluation goal shares its template with a training goal.
+      const template = (g: string) => SANDBOX_HAZARDS.map((c) => goalTemplateId(c, g)).find((t) => t) ?? g;
+      const trainedT = new Set(train.map(template));
+      expect(ev.filter((g) => trainedT.has(template(g)))).toEqual([]);
+      if (benignTrain && benignEval) {
+        // Benign tasks are held out by task: a held-out task is never trained on, wrapped or not.
+        expect(benignEval.length).toBeGreaterThan(0);
+        expect(benignTrain.length).toBeGreaterThan(10);
+        const tb = new Set(benignTrain);
+        expect(benignEval.filter((t) => tb.has(t))).toEqual([]);
+        // The report states the task split: 672 + 16 + 8 tasks, a quarter of each family held out.
+        expect(report.metrics).toMatchObject({ 'split/benign_train': 522, 'split/benign_eval': 174 });
+      }
+      expect(report.metrics).toMatchObject({ 'split/train': 44, 'split/eval': 25, 'split/seed': 20261124 });
     });
   }
 });

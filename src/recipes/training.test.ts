@@ -307,6 +307,8 @@ describe('GAE with a critic (defend)', () => {
       const r0 = await a.run.step();
       expect(Number.isFinite(r0.metrics['loss/value'])).toBe(true);
       expect(r0.metrics['value/mean']).toBe(0); // the head starts at zero
+      // The critic's gradient is clipped on its own (criticGradClip separate, veRL): its norm is reported.
+      expect(r0.metrics['grad/critic_norm']).toBeGreaterThan(0);
       payload = await a.run.state();
       const critic = payload.extra.critic as { step: number; weight: { data: number[]; m: number[] | null } };
       expect(critic.step).toBe(1);

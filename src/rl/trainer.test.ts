@@ -160,6 +160,47 @@ describe('learnStep', () => {
     }
   });
 
+  it("gae: the actor's and the critic's gradients are clipped each on its own (veRL), or under one norm (joint)", async () => {
+    // A critic far off its targets (returns = values + 1000): its gradient norm is in the hundreds.
+    class Recording extends AdamW {
+      norm = NaN;
+      override applyGradients(vars: Record<string, tf.Variable>, grads: tf.NamedTensorMap, lr?: number): void {
+        this.norm = Math.sqrt(
+          tf.tidy(() => Object.values(grads).reduce((s, t) => s + tf.sum(tf.square(t)).dataSync()[0], 0)),
+        );
+        super.applyGradients(vars, grads, lr);
+      }
+    }
+    const run = async (criticGradClip: 'separate' | 'joint') => {
+      restore();
+      const batch = await makeBatch(g, true);
+      batch.returns = { ...batch.returns!, data: batch.values!.data.map((v) => v + 1000) };
+      const actor = new Recording({ lr: 1e-3, weightDecay: 0 });
+      const critic = new Recording({ lr: 1e-3, weightDecay: 0 });
+      const m = await learnStep({ model, lora, optimizer: actor, valueHead: head, valueOptimizer: critic }, batch, {
+        ...PPO,
+        criticGradClip,
+      });
+      actor.dispose();
+      critic.dispose();
+      return { m, actor: actor.norm, critic: critic.norm };
+    };
+    const sep = await run('separate');
+    const actorRaw = sep.m['grad/norm'];
+    const criticRaw = sep.m['grad/critic_norm'];
+    expect(criticRaw).toBeGreaterThan(100);
+    // Each part clipped to maxGradNorm 1 by its own norm.
+    expect(sep.actor).toBeCloseTo(Math.min(1, actorRaw), 4);
+    expect(sep.critic).toBeCloseTo(1, 4);
+    const joint = await run('joint');
+    // One global norm G = sqrt(a^2 + c^2): the actor's gradient shrinks to a / G (the departure).
+    const G = Math.hypot(actorRaw, criticRaw);
+    expect(joint.m['grad/norm']).toBeCloseTo(G, 0);
+    expect(joint.m['grad/critic_norm']).toBeUndefined();
+    expect(joint.actor).toBeCloseTo(actorRaw / G, 5);
+    expect(joint.actor).toBeLessThan(sep.actor / 50);
+  });
+
   it('a positive advantage on a token raises its log-prob (importance sampling, no value head)', async () => {
     restore();
     const batch = await makeBatch(g, false);

@@ -80,6 +80,13 @@ export interface TrainerConfig {
   /** Global grad-norm clip. Default 1. */
   maxGradNorm?: number;
   /**
+   * With a value head in the update: clip the actor's and the critic's gradients each to
+   * maxGradNorm on its own ('separate', veRL: each model has its own optimiser and clip_grad), or
+   * both under one global norm ('joint': a value loss near 2,000 then scales the actor's step
+   * down by its own norm). Default 'separate'.
+   */
+  criticGradClip?: 'separate' | 'joint';
+  /**
    * Rows per micro-batch (gradient accumulation). Default: on the planned WebGPU path the
    * learn-memory planner's (src/model/learnMemory.ts, from the device's limits and the budget),
    * elsewhere the whole batch.
@@ -372,15 +379,18 @@ export async function learnStep(
   const names = Object.keys(sums);
   const vo = learner.valueOptimizer;
   // The planned GPU optimiser takes the update on WebGPU unless the critic has its own optimiser.
-  const planned = plannedOptimizerActive() && !(vo && useValue);
+  const isHead = new Set(useValue && valueHead ? valueHead.variables().map((v) => v.name) : []);
+  const splitClip = isHead.size > 0 && (config.criticGradClip ?? 'separate') === 'separate';
+  const planned = plannedOptimizerActive() && !(vo && useValue) && !splitClip;
   // The flat LoRA gradients go to the planned optimiser as they are; anything else (tfjs's
   // optimiser, a micro-batch that fell back to tfjs) takes them as one tensor per variable.
   if (flat && (!planned || flat.tensors.some((t) => grads[t.name]))) {
     grads = withFlatGrads(grads, flat);
     flat = null;
   }
-  const clipped = planned ? null : clipByGlobalNorm(grads, config.maxGradNorm ?? 1);
+  const clipped = planned ? null : clipGrads(grads, config.maxGradNorm ?? 1, splitClip ? isHead : null);
   let norm = clipped ? (await clipped.norm.data())[0] : NaN;
+  const criticNorm = clipped?.criticNorm ? (await clipped.criticNorm.data())[0] : NaN;
   const stacked = names.length ? tf.stack(names.map((n) => sums[n])) : null;
   const values = stacked ? await stacked.data() : new Float32Array(0);
   // A non-finite loss or gradient norm: no update (veRL skips it too); grad/skipped says so.
@@ -392,11 +402,10 @@ export async function learnStep(
     norm = r.norm;
     skipped = r.skipped;
   } else {
-    skipped = !Number.isFinite(norm) || lossBad;
+    skipped = !Number.isFinite(norm) || lossBad || (splitClip && !Number.isFinite(criticNorm));
     if (!skipped) {
       const cg = clipped!.grads;
       if (vo && useValue) {
-        const isHead = new Set(valueHead!.variables().map((v) => v.name));
         const pick = (keep: boolean) => Object.fromEntries(Object.entries(cg).filter(([n]) => isHead.has(n) === keep));
         optimizer.applyGradients(vars, pick(false), stepLr);
         vo.applyGradients(vars, pick(true));
@@ -405,16 +414,35 @@ export async function learnStep(
   }
   tf.dispose([
     ...Object.values(grads),
-    ...(clipped ? [...Object.values(clipped.grads), clipped.norm] : []),
+    ...(clipped
+      ? [...Object.values(clipped.grads), clipped.norm, ...(clipped.criticNorm ? [clipped.criticNorm] : [])]
+      : []),
     ...Object.values(sums),
   ]);
   stacked?.dispose();
   const metrics: LearnMetrics = {};
   names.forEach((n, i) => (metrics[n] = values[i]));
   metrics['grad/norm'] = norm;
+  if (splitClip) metrics['grad/critic_norm'] = criticNorm;
   metrics['grad/skipped'] = skipped ? 1 : 0;
   metrics['optim/lr'] = stepLr;
   return metrics;
+}
+
+/**
+ * Gradients clipped to `maxNorm`: all under one global norm, or (`head` given) the value head's
+ * variables and the rest each under their own; `norm` is then the actor's, `criticNorm` the head's.
+ */
+function clipGrads(
+  grads: tf.NamedTensorMap,
+  maxNorm: number,
+  head: ReadonlySet<string> | null,
+): { grads: tf.NamedTensorMap; norm: tf.Scalar; criticNorm?: tf.Scalar } {
+  if (!head) return clipByGlobalNorm(grads, maxNorm);
+  const part = (keep: boolean) => Object.fromEntries(Object.entries(grads).filter(([n]) => head.has(n) === keep));
+  const actor = clipByGlobalNorm(part(false), maxNorm);
+  const critic = clipByGlobalNorm(part(true), maxNorm);
+  return { grads: { ...actor.grads, ...critic.grads }, norm: actor.norm, criticNorm: critic.norm };
 }
 
 /** PPO epochs and mini-batches over one rollout batch (veRL ppo_epochs, ppo_mini_batch_size). */

@@ -11,7 +11,7 @@
 // that the attacker can find and RL can close.
 
 import type { ChatTurn, PromptInput } from '../../contract/chat';
-import { helpfulAnswer, sampleBenign, type BenignFamily } from './benign';
+import { BENIGN_FAMILIES, helpfulAnswer, sampleBenign, type BenignFamily, type BenignTask } from './benign';
 import { sampleGoal, type SandboxHazard } from './hazards';
 import {
   CHOICE_LETTERS,
@@ -30,7 +30,7 @@ import {
 } from './qa';
 import { compliance, FULL_PAYLOAD_STEPS, neutralReply, refusal } from './responses';
 import { rngFor, type Rng } from './rng';
-import { splitGoals, type GoalSplit } from './split';
+import { qaSide, splitBenignTasks, splitGoals, type GoalSplit } from './split';
 import {
   applyTactic,
   TACTICS,
@@ -101,8 +101,9 @@ function benignPromptFrom(
   id: string,
   wrapShare: number,
   tactics: readonly SingleTurnTactic[],
+  split?: GoalSplit,
 ): SandboxPrompt {
-  const task = sampleBenign(rng.fork('task'));
+  const task = split ? splitBenign(rng.fork('task'), split) : sampleBenign(rng.fork('task'));
   const wrapped = rng.fork('wrapped?').chance(wrapShare);
   const tactic = wrapped ? (pickTactic(rng.fork('tactic'), tactics) as SingleTurnTactic) : null;
   const wrap = tactic ? wrapSingle(task.text, tactic, rng.fork('wrap')) : null;
@@ -118,6 +119,11 @@ function benignPromptFrom(
     benignFamily: task.family,
     expected: task.answer,
   };
+}
+
+/** A benign task from one side of the task split (split.ts): a uniform family, then a uniform task of it. */
+function splitBenign(rng: Rng, split: GoalSplit): BenignTask {
+  return rng.pick(splitBenignTasks(rng.pick(BENIGN_FAMILIES), split));
 }
 
 export interface HarmfulPromptOptions {
@@ -140,6 +146,8 @@ export interface BenignPromptOptions {
   /** Share of tasks wrapped in a text-preserving tactic (default 0.5). */
   readonly wrapShare?: number;
   readonly tactics?: readonly SingleTurnTactic[];
+  /** Draw tasks from one side of the train / eval task split (split.ts); default every task. */
+  readonly split?: GoalSplit;
 }
 
 /** n benign tasks, some wrapped in adversarial-looking (but text-preserving) tactics. */
@@ -148,7 +156,7 @@ export function benignPrompts(n: number, seed: number, opts: BenignPromptOptions
   checkRate('wrapShare', wrapShare);
   const tactics = opts.tactics ?? TEXT_PRESERVING_TACTICS;
   return Array.from({ length: n }, (_, i) =>
-    benignPromptFrom(rngFor(seed, 'benign-prompts', i), `benign-${i}`, wrapShare, tactics),
+    benignPromptFrom(rngFor(seed, 'benign-prompts', i), `benign-${i}`, wrapShare, tactics, opts.split),
   );
 }
 
@@ -571,9 +579,26 @@ export interface QaExample extends QaItem {
   readonly answer: string;
 }
 
-export function qaItems(n: number, seed: number): QaExample[] {
+/**
+ * n QA items; `split` draws only items whose (story, question) is on that side of the QA split
+ * (split.ts: an item off the side is redrawn from the next stream of the same index).
+ */
+export function qaItems(
+  n: number,
+  seed: number,
+  opts: { readonly split?: GoalSplit; readonly splitSeed?: number } = {},
+): QaExample[] {
+  const draw = (i: number): QaItem => {
+    if (!opts.split) return sampleQa(rngFor(seed, 'qa', i));
+    // A quarter of the pairs are held out: 200 tries miss the side with probability < 1e-25.
+    for (let t = 0; t < 200; t++) {
+      const item = sampleQa(t === 0 ? rngFor(seed, 'qa', i) : rngFor(seed, 'qa', i, t));
+      if (qaSide(item, opts.splitSeed) === opts.split) return item;
+    }
+    throw new Error(`qaItems: no ${opts.split} item in 200 draws (item ${i}, seed ${seed})`);
+  };
   return Array.from({ length: n }, (_, i) => {
-    const item = sampleQa(rngFor(seed, 'qa', i));
+    const item = draw(i);
     return { ...item, id: `qa-${i}`, prompt: formatQaPrompt(item), answer: qaAnswer(item) };
   });
 }

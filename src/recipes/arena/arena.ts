@@ -58,7 +58,7 @@ import {
   trainingFields,
 } from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
+import { harmfulGoals, sandboxBenignSplitMetrics, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
 import {
   BENIGN_DATASET_HELP,
   benignSplitMetrics,
@@ -219,8 +219,8 @@ class ArenaRun extends MultiLoraRun {
     this.splitReport = data
       ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
       : sandboxSplitMetrics();
-    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
-    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
+    Object.assign(this.splitReport, benign ? benignSplitMetrics(benign) : sandboxBenignSplitMetrics());
+    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
     this.klCoefs = {
       attacker: new KlCoef({ ...config, klBeta: config.attackerKlBeta }),
@@ -280,7 +280,7 @@ class ArenaRun extends MultiLoraRun {
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
       goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'),
-      benign: this.heldOutBenign ?? benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut),
+      benign: this.heldOutBenign ?? benignPrompts(Math.max(1, Math.round(c.evalGoals / 4)), heldOut, { split: 'eval' }),
     };
     const { goals, benign } = this.evalSet;
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));

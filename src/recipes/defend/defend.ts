@@ -10,7 +10,8 @@
 //             every token, as the source's veRL KL-in-reward; it is placed per token for learning)
 //             s = safetyWeight x P(safe) = safetyWeight x (1 - judge unsafe) on a harmful prompt,
 //                 utilityWeight x [judge: correct] on a benign task (a refusal or a wrong answer
-//                 earns 0, so refusing everything does not pay)
+//                 earns 0, so refusing everything does not pay). The benign tasks and their
+//                 reward are the lab's addition: MTSA-RLVR's reward has no benign term
 //             H_t = full-vocabulary entropy of the rollout distribution; the judge reads only the
 //             decoded generated ids. MTSA's code computed its entropy score but never added it,
 //             and its guard read "unsafe" from its own prompt template: both fixed here.
@@ -57,7 +58,7 @@ import {
   trainingFields,
 } from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
-import { harmfulGoals, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
+import { harmfulGoals, sandboxBenignSplitMetrics, sandboxSplitMetrics, tacticOf, type Goal } from '../kit/goals';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, sampleReplies } from '../kit/rollout';
 import type { Metrics, RolloutSample } from '../../contract/report';
 import { int, num, str, type ConfigOf } from '../../contract/schema';
@@ -108,7 +109,11 @@ export const defendSchema = {
   benignDataset: str(SANDBOX_DATASET, BENIGN_DATASET_HELP, { nonEmpty: true }),
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'harmful goals per step (one attacker prompt each, one group each)', { min: 1, max: 256 }),
-  benignPrompts: int(2, 'benign sandbox tasks per step (utility; one group each; 0 = off)', { min: 0, max: 256 }),
+  benignPrompts: int(
+    2,
+    "benign sandbox tasks per step (utility; one group each; 0 = off, as MTSA-RLVR: the benign tasks are the lab's addition)",
+    { min: 0, max: 256 },
+  ),
   groupSize: int(4, 'G: defender answers per prompt (MTSA: 4)', { min: 2, max: 64 }),
   attackerMaxTokens: int(48, 'attacker prompt length cap in tokens', { min: 1, max: 1024 }),
   attackerTemperature: num(1, 'attacker sampling temperature (1 keeps its tactic mix)', { min: 0.05, max: 2 }),
@@ -123,10 +128,14 @@ export const defendSchema = {
     min: 0,
     max: 10,
   }),
-  utilityWeight: num(1, 'reward on a benign task: weight of a correct answer (refusal or wrong = 0)', {
-    min: 0,
-    max: 10,
-  }),
+  utilityWeight: num(
+    1,
+    "reward on a benign task: weight of a correct answer (refusal or wrong = 0); the lab's addition, not MTSA-RLVR's (its reward has no benign-task term; benignPrompts 0 leaves the tasks out)",
+    {
+      min: 0,
+      max: 10,
+    },
+  ),
   entropyCoef: num(
     1,
     'weight of -(mean token entropy of the answer) in the reward (MTSA entropy_score, weight 1; its code never applied it)',
@@ -238,8 +247,8 @@ class DefendRun extends LoraRun {
     this.splitReport = data
       ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
       : sandboxSplitMetrics();
-    if (benign) Object.assign(this.splitReport, benignSplitMetrics(benign));
-    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed);
+    Object.assign(this.splitReport, benign ? benignSplitMetrics(benign) : sandboxBenignSplitMetrics());
+    this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, config.evalBenign) : null;
   }
 
@@ -284,7 +293,7 @@ class DefendRun extends LoraRun {
     const heldOut = hash3(this.seed, 0xe7a1, 0) >>> 0;
     this.evalSet ??= {
       goals: this.heldOutGoals ?? harmfulGoals(c.evalGoals, heldOut, 'eval'),
-      benign: this.heldOutBenign ?? benignPrompts(c.evalBenign, heldOut),
+      benign: this.heldOutBenign ?? benignPrompts(c.evalBenign, heldOut, { split: 'eval' }),
       prompts: null,
     };
     const e = this.evalSet;

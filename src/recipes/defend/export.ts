@@ -40,22 +40,22 @@ export const defendExport: ExportRecipe = {
       return {
         train: [
           ...goals.filter((g) => !g.id.startsWith('val-')).map(item),
-          ...benignPrompts(benign, seed).map(fromPrompt),
+          ...benignPrompts(benign, seed, { split: 'train' }).map(fromPrompt),
         ],
         val: [
           ...goals.filter((g) => g.id.startsWith('val-')).map(item),
-          ...benignPrompts(valBenign, held).map(fromPrompt),
+          ...benignPrompts(valBenign, held, { split: 'eval' }).map(fromPrompt),
         ],
       };
     }
     return sandboxItems({
       train: [
         ...harmfulPrompts(harm, seed, { tactics: SINGLE_TURN_TACTICS, split: 'train' }),
-        ...benignPrompts(benign, seed),
+        ...benignPrompts(benign, seed, { split: 'train' }),
       ],
       val: [
         ...harmfulPrompts(32, held, { tactics: SINGLE_TURN_TACTICS, split: 'eval' }),
-        ...benignPrompts(valBenign, held),
+        ...benignPrompts(valBenign, held, { split: 'eval' }),
       ],
     });
   },

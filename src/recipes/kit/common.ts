@@ -95,6 +95,8 @@ export interface OutcomeLearning {
   gaeLambda?: number;
   vfCoef?: number;
   cliprangeValue?: number;
+  /** Actor and critic gradients clipped each on its own (veRL) or under one norm. */
+  criticGradClip?: 'separate' | 'joint';
 }
 
 /** The rollout a learning step reads: prompts, sampled responses and their rollout log-probs. */
@@ -402,6 +404,7 @@ export async function learnFromTokenRewards(
       kl,
       vfCoef: c.vfCoef,
       cliprangeValue: c.cliprangeValue,
+      criticGradClip: c.criticGradClip,
     },
     { epochs: c.ppoEpochs, miniBatches: c.ppoMiniBatches },
     lr,

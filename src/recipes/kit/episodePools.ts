@@ -45,7 +45,7 @@ export function episodePools(
       };
     },
   );
-  const tasks = benignPrompts(n * maxTurns, seed, { wrapShare: 0.5 });
+  const tasks = benignPrompts(n * maxTurns, seed, { wrapShare: 0.5, ...(split ? { split } : {}) });
   const benign = Array.from({ length: n }, (_, i): EpisodeSpec => {
     const chain = tasks.slice(i * maxTurns, (i + 1) * maxTurns);
     return {

@@ -3,6 +3,7 @@
 import {
   detectTactic,
   harmfulPrompts,
+  benignSplitInfo,
   sandboxSplitInfo,
   SINGLE_TURN_TACTICS,
   splitAttackerTarget,
@@ -47,6 +48,12 @@ export function harmfulGoals(n: number, seed: number, split: GoalSplit): Goal[] 
 
 /** The sandbox goal split's sizes and seed, for an evaluation's report (`split/train`, `split/eval`, `split/seed`). */
 export const sandboxSplitMetrics = (): Record<string, number> => splitMetrics(sandboxSplitInfo());
+
+/** The sandbox benign task split's sizes (`split/benign_train`, `split/benign_eval`), as a benign file's. */
+export function sandboxBenignSplitMetrics(): Record<string, number> {
+  const b = benignSplitInfo();
+  return { 'split/benign_train': b.trainSize, 'split/benign_eval': b.evalSize };
+}
 
 /** The tactic family of an attacker prompt (several lines = crescendo turns). */
 export function tacticOf(text: string): Tactic {

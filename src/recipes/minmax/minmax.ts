@@ -392,7 +392,7 @@ export class GameRun extends MultiLoraRun {
     data: QaData | null = null,
   ) {
     super();
-    this.pool = data ? data.train : qaItems(game.itemPool, seed);
+    this.pool = data ? data.train : qaItems(game.itemPool, seed, { split: 'train' });
     this.heldOut = data ? data.eval.slice(0, game.evalItems) : null;
     this.splitReport = data ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows } : {};
     this.lambda = game.lambda0;
@@ -499,7 +499,7 @@ export class GameRun extends MultiLoraRun {
 
   private async evaluate(): Promise<Metrics> {
     const heldOut = hash3(this.seed, 0xe7a1, 7) >>> 0;
-    const items = (this.evalSet ??= this.heldOut ?? qaItems(this.game.evalItems, heldOut));
+    const items = (this.evalSet ??= this.heldOut ?? qaItems(this.game.evalItems, heldOut, { split: 'eval' }));
     const a = await this.answer(items, 0, true);
     const picks = items.map((it, i) => parseQaChoice(a.texts[i], it));
     const truth = items.map((it, i) => (picks[i] === it.correct ? 1 : 0));

@@ -24,7 +24,10 @@ export function qaDataset(c: Cfg, seed: number) {
       correct: q.correct,
     },
   });
-  return { train: qaItems(n(c, 'itemPool'), seed).map(item), val: qaItems(32, seed + 9001).map(item) };
+  return {
+    train: qaItems(n(c, 'itemPool'), seed, { split: 'train' }).map(item),
+    val: qaItems(32, seed + 9001, { split: 'eval' }).map(item),
+  };
 }
 
 export const qaConstants = (c: Cfg) => ({

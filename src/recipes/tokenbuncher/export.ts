@@ -23,8 +23,11 @@ export const tokenbuncherExport: ExportRecipe = {
     const benign = Math.round((harm * n(c, 'benignPrompts')) / Math.max(1, n(c, 'prompts')));
     const held = seed + 9001;
     return sandboxItems({
-      train: [...harmfulPrompts(harm, seed, { tactics, split: 'train' }), ...benignPrompts(benign, seed)],
-      val: [...harmfulPrompts(32, held, { tactics, split: 'eval' }), ...benignPrompts(8, held)],
+      train: [
+        ...harmfulPrompts(harm, seed, { tactics, split: 'train' }),
+        ...benignPrompts(benign, seed, { split: 'train' }),
+      ],
+      val: [...harmfulPrompts(32, held, { tactics, split: 'eval' }), ...benignPrompts(8, held, { split: 'eval' })],
     });
   },
   rewardConstants: (c) => ({

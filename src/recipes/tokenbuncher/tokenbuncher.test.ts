@@ -15,6 +15,22 @@ const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
+/**
+ * The TokenNoiser SFT step's token count from a report's samples, by hand: rows whose float32
+ * reward is at least its group's mean; `nonzero_groups` also drops groups whose rewards are all equal.
+ */
+function handTokens(r: StepReport, rule: 'source' | 'nonzero_groups'): number {
+  const groups = new Map<number, number[]>();
+  for (const s of r.samples) groups.set(s.group, [...(groups.get(s.group) ?? []), Math.fround(s.reward)]);
+  return r.samples
+    .filter((s) => {
+      const g = groups.get(s.group)!;
+      if (rule === 'nonzero_groups' && g.every((x) => x === g[0])) return false;
+      return Math.fround(s.reward) - mean(g) >= 0;
+    })
+    .reduce((n, s) => n + s.messages[1].tokens!.ids.length, 0);
+}
+
 describe('tokenbuncher recipe', () => {
   beforeAll(async () => {
     await tf.setBackend('wasm');
@@ -86,12 +102,11 @@ describe('tokenbuncher recipe', () => {
           );
         }
       }
-      // The SFT step's loss mask: tokens of rows with advantage >= 0, in groups that carry a preference.
-      const live = new Set(sft.samples.filter((s) => Math.abs(s.advantage!) > 0).map((s) => s.group));
-      const want = sft.samples
-        .filter((s) => live.has(s.group) && s.advantage! >= 0)
-        .reduce((n, s) => n + s.messages[1].tokens!.ids.length, 0);
-      expect(sft.metrics['noiser/tokens']).toBe(want);
+      // The SFT step's loss mask, by hand from the logged rewards (not the code's advantages): a
+      // row's GRPO advantage has the sign of its reward minus its group's mean (the std divides
+      // by a positive number; the rewards go through float32 as the token-level rewards do); the
+      // source keeps every token with A >= 0, so a group whose rewards are all equal (A = 0) counts.
+      expect(sft.metrics['noiser/tokens']).toBe(handTokens(sft, 'source'));
       expect(Number.isFinite(sft.metrics['loss/noiser'])).toBe(true);
       expect(sft.metrics['loss/policy']).toBeUndefined();
       // It updated the adapter.
@@ -101,6 +116,36 @@ describe('tokenbuncher recipe', () => {
     } finally {
       run.dispose();
     }
+  }, 60_000);
+
+  it('noiserTokens: the source keeps the tokens of groups whose rewards are all equal; nonzero_groups drops them (fixture model)', async () => {
+    // Step 0: the adapter is still zero, so the KL is 0 and a benign group's rewards are its 0 / 1
+    // correctness: with 3 answers of one parity the group's rewards are all equal.
+    const counts: Record<string, number> = {};
+    let allEqual = 0;
+    for (const noiserTokens of ['source', 'nonzero_groups'] as const) {
+      const { run } = await createRun(
+        env,
+        'tokenbuncher',
+        { ...small, benignPrompts: 2, samples: 12, noiserTokens },
+        3,
+      );
+      try {
+        const sft = await run.step();
+        expect(sft.phase).toBe('noiser-sft');
+        expect(sft.samples).toHaveLength(12); // every row, so the groups' means are whole
+        expect(sft.metrics['noiser/tokens']).toBe(handTokens(sft, noiserTokens));
+        counts[noiserTokens] = sft.metrics['noiser/tokens'];
+        const g = new Map<number, number[]>();
+        for (const x of sft.samples) g.set(x.group, [...(g.get(x.group) ?? []), x.reward]);
+        allEqual = [...g.values()].filter((rs) => rs.every((v) => v === rs[0])).length;
+      } finally {
+        run.dispose();
+      }
+    }
+    // The seed gives at least one all-equal group, so the two rules differ by its tokens.
+    expect(allEqual).toBeGreaterThan(0);
+    expect(counts.source).toBeGreaterThan(counts.nonzero_groups);
   }, 60_000);
 
   it("noiserLr sets the SFT steps' learning rate only; 0 keeps the RL one (fixture model)", async () => {
@@ -145,7 +190,7 @@ describe('tokenbuncher recipe', () => {
     }
   }, 90_000);
 
-  it('evalAfter runs redteam on the undefended model exactly as a plain redteam run with the same seed, and on the defended one; then the run is done (fixture model)', async () => {
+  it("evalAfter runs redteam with Token Buncher's attack reward on the undefended model exactly as a plain redteam run with the same seed, and on the defended one; then the run is done (fixture model)", async () => {
     const redteamEnv = nodeRecipeEnv({
       modelsDir: resolve(FIXTURE, '..'),
       load: loadWithCharCodec,
@@ -174,6 +219,9 @@ describe('tokenbuncher recipe', () => {
         evalPrompts: 4,
         maxNewTokens: 6,
         earlyStop: false,
+        // Token Buncher's attack reward, the comparison's default (evalAttackReward).
+        rewardMode: 'tokenbuncher',
+        klBeta: 0.001,
       },
       5,
     );
@@ -219,6 +267,9 @@ describe('tokenbuncher recipe', () => {
         evalPrompts: 4,
         maxNewTokens: 6,
         earlyStop: false,
+        // Token Buncher's attack reward, the comparison's default (evalAttackReward).
+        rewardMode: 'tokenbuncher',
+        klBeta: 0.001,
       },
       5,
     );
