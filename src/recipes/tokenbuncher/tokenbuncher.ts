@@ -170,7 +170,7 @@ export const tokenbuncherSchema = {
   ),
   noiserEpsilon: num(
     TOKEN_NOISER_EPSILON,
-    'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 holds off redteam only with skipZeroAdvantageGroups on; with the veRL default off it is opened in 11 steps, and without the noiser it holds: EXPERIMENTS.md)',
+    'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 split the seeds: opened by redteam in 11 steps with seed 1, held 40 with seed 2, measured before the split by template and the source token rule, so not yet a verdict: EXPERIMENTS.md)',
     { min: 0, max: 1 },
   ),
   lr: num(2e-3, 'AdamW learning rate (the RL updates, and the TokenNoiser SFT steps unless noiserLr is set)', {
