@@ -83,7 +83,8 @@ preflight | run)
   fi
 
   # The Vulkan loader and driver (ICD) files, printed so a log shows what Dawn could load.
-  loader=$(ldconfig -p 2>/dev/null | awk '/libvulkan\.so\.1 / { print $NF; exit }')
+  # awk reads to the end (no early exit): ldconfig killed by SIGPIPE would end the script under pipefail (exit 141).
+  loader=$(ldconfig -p 2>/dev/null | awk '/libvulkan\.so\.1 / && !f { print $NF; f = 1 }')
   if [ -z "$loader" ] && [ -f $C/lib/libvulkan.so.1 ]; then
     export LD_LIBRARY_PATH="$PWD/$C/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     loader="$PWD/$C/lib/libvulkan.so.1 (carried)"
@@ -100,7 +101,7 @@ preflight | run)
     # Named outright: with Mesa's drivers also registered, the loader would offer llvmpipe beside it.
     export VK_DRIVER_FILES=$nvidia VK_ICD_FILENAMES=$nvidia
     lib=$(sed -n 's/.*"library_path" *: *"\([^"]*\)".*/\1/p' "$nvidia")
-    found=$(ldconfig -p 2>/dev/null | awk -v l="$(basename "${lib:-none}")" '$1 == l { print $NF; exit }')
+    found=$(ldconfig -p 2>/dev/null | awk -v l="$(basename "${lib:-none}")" '$1 == l && !f { print $NF; f = 1 }')
     say "VK_DRIVER_FILES=VK_ICD_FILENAMES=$nvidia (its library ${lib:-?}: ${found:-not in ldconfig})"
   else
     say "no NVIDIA driver file: Dawn takes whatever the loader offers"

@@ -80,6 +80,9 @@ describe('learnStepFlops equals the matrix work the learning plan dispatches', (
       createPipelineLayout: obj,
       createBindGroup: obj,
       queue: { writeBuffer() {} },
+      // The plan makes its buffers and pipelines inside error scopes (a refusal names the buffer).
+      pushErrorScope() {},
+      popErrorScope: async () => null,
     } as unknown as GPUDevice;
     const buf = buffer({ size: 4 }) as unknown as GPUBuffer;
     const f32 = (rows: number, cols: number) => ({ weight: { format: 'f32' as const, rows, cols, buffer: buf } });

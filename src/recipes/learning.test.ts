@@ -208,6 +208,9 @@ const cases: {
       policyLr: 3e-2,
       monitorLr: 3e-2,
       monitorStepsPerPolicy: 1,
+      // The recipe samples at the source's 1.0; at 1.0 the fixture policy's draws alone move the
+      // score by 1.5 with lr 0 (the margin is 1), at 0.7 the control stays within it.
+      temperature: 0.7,
     },
     dir: 1,
     metric: 'policy/rm_mean',
