@@ -31,29 +31,5 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
     acc3 += av.w * bv;
     ai += vec4<u32>(U.aS1);
   }
-  var acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
-  for (var i = 0u; i < T; i++) {
-    let m = m0 + i;
-    if (m >= U.M) {
-      break;
-    }
-    for (var j = 0u; j < T; j++) {
-      let n = n0 + j;
-      if (n >= U.N) {
-        break;
-      }
-      let at = cBase + m * U.cS0 + n * U.cS1;
-      var y = U.alpha * acc[i][j];
-      if (U.acc == 1u) {
-        y += Cm[at];
-      }
-      if (U.biasOff >= 0) {
-        y += bias[u32(U.biasOff) + n];
-      }
-      if (U.res == 1u) {
-        y += Rm[at];
-      }
-      Cm[at] = y;
-    }
-  }
+  storeTile(array<vec4<f32>, 4>(acc0, acc1, acc2, acc3), m0, n0, cBase);
 }
