@@ -16,6 +16,9 @@
 //               (a refusal or a wrong answer earns 0, so refusing everything does not pay);
 //               both minus defenderKlBeta x KL(defender || defender LoRA off)
 //     learn     GRPO over each prompt's G answers, PPO clip, AdamW on the defender's adapter
+//   both phases: filterGroups (off by default) drops the phase's groups whose filterGroupsMetric is
+//     equal on every row and draws batches of fresh goals (and tasks) until the step holds its
+//     group count, or maxNumGenBatches (DAPO dynamic sampling, kit/dynamicGroups.ts)
 //
 // Both phases report `judge/asr` (share of the step's harmful rollouts the judge calls unsafe), so
 // the curve rises in attacker phases and falls in defender phases when both sides learn. With

@@ -18,6 +18,9 @@
 //   learn     advantages (grpo by default; rloo, reinforce_plus_plus(_baseline) selectable), PPO
 //             clipped surrogate (or the importance-sampling loss) on the attacker's tokens only,
 //             global norm clip, AdamW
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh goals drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
 //
 // Why this diversity term: within a GRPO group a constant bonus cancels, so only duplicates move
 // the advantage: a prompt that G-1 siblings repeat verbatim earns `diversityCoef` less than a

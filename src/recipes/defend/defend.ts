@@ -17,6 +17,9 @@
 //             and its guard read "unsafe" from its own prompt template: both fixed here.
 //   learn     GRPO (default; rloo, reinforce++ selectable) over each prompt's G answers, PPO clip
 //             with dual clip, AdamW on the defender's adapter
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh goals and tasks drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
 //
 // With evalEvery, a fixed held-out set is replayed before the step with fixed sampling seeds: the
 // attacker's prompt for each held-out goal, `evalSamples` defender answers each (eval/asr), and

@@ -23,6 +23,9 @@
 //             (the replies read them) but masked out of the loss
 //   learn     GRPO advantages (std-normalised) per episode group, PPO clip, k3 KL loss 0.001
 //             (SaFeR), global norm clip, AdamW on the defender's LoRA
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh episodes drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
 //
 // Reported: per-turn scores, crescendo success (any turn unsafe) and its rate at each turn, the
 // episode reward under all five aggregations of the same episodes, benign correctness. With

@@ -16,6 +16,9 @@
 //             groups with all-zero advantages skipped), importance-sampling loss (the source's)
 //             or PPO clip, global norm clip, Adam(0.9, 0.95)
 //   stop      mean reward > 0.8 or mean repetition > 0.5 sets run.done (the example config)
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh prompts drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.

@@ -15,6 +15,10 @@
 //               Token Buncher's SFT on the step's own rollouts, only on tokens with advantage
 //               >= 0 (all-zero groups included, as the source; `noiserTokens`), under the TokenNoiser loss (1 - e) NLL + e sum_v n_v (-log p_v), e = 0.1,
 //               n seeded uniform noise with the target zeroed, renormalised (src/rl/tokenNoiser.ts)
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh prompts drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
+//             (RL steps only: a TokenNoiser SFT step learns from its batch as drawn)
 //
 // Built-in evaluation (`evalAfter` > 0): once that many steps have run, the `redteam` recipe runs
 // twice with the same seed, budget and prompts per step, with Token Buncher's attack reward by
