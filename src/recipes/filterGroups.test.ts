@@ -245,6 +245,30 @@ describe('filterGroups in the single-batch GRPO recipes (fixture model)', () => 
     });
   });
 
+  it('redteam: seq_reward is the reward before its KL term (the judged harm here), seq_final_reward after it', async () => {
+    // rewardMode tokenbuncher: reward = harm - klBeta x sum KL, unclipped. Step 0's adapter is zero
+    // (KL 0), so the check is on step 1, after an update.
+    const c = { ...CASES[0], steps: [{ acc: harmIsWin }, { acc: harmIsWin }] };
+    const cfg = { ...ON, rewardMode: 'tokenbuncher', klBeta: 0.1 };
+    const before = await run(c, { ...cfg, filterGroupsMetric: 'seq_reward' }, 'parity');
+    const want = replay(before[1].calls, c.target, harmIsWin);
+    expect(want.dropped).toBeGreaterThan(0);
+    expect(before[1].report.metrics['filter/dropped_groups']).toBe(want.dropped);
+    expect(before[1].report.metrics['filter/gen_batches']).toBe(want.genBatches);
+    // After KL two answers score alike only when they are the same tokens (the same text under the
+    // char codec: the same KL); every other group varies.
+    const after = await run(c, { ...cfg, filterGroupsMetric: 'seq_final_reward' }, 'parity');
+    expect(after[1].report.metrics['kl/mean']).not.toBe(0);
+    const ids = new Map<string, number>();
+    const sameText: AccOf = (r) => ids.get(r.item.response) ?? ids.set(r.item.response, ids.size).size - 1;
+    const wantAfter = replay(after[1].calls, c.target, sameText);
+    // ... which here drops fewer groups than the harm alone would (the two metrics tell apart).
+    expect(wantAfter.dropped).toBeLessThan(replay(after[1].calls, c.target, harmIsWin).dropped);
+    expect(after[1].report.metrics['filter/dropped_groups']).toBe(wantAfter.dropped);
+    expect(after[1].report.metrics['filter/gen_batches']).toBe(wantAfter.genBatches);
+    expect(defenderText(after[1].report)).toEqual(wantAfter.trained);
+  });
+
   it('tokenbuncher: a TokenNoiser SFT step learns from its batch as drawn, filterGroups or not', async () => {
     const c = CASES.find((x) => x.recipe === 'tokenbuncher')!;
     const [{ report, calls }] = await run(c, { ...ON, noiser: true, noiserStart: 0 }, 'constant');
