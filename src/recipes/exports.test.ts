@@ -260,12 +260,25 @@ describe('veRL export', () => {
     }
   });
 
-  it("filterGroups (DAPO dynamic sampling) is named as beyond main_ppo, with recipe/dapo's keys; off says nothing", () => {
-    const ex = exported('minmax', { filterGroups: 'true', filterGroupsMetric: 'acc', maxNumGenBatches: '3' });
-    expect(ex.unsupported.join('\n')).toMatch(
-      /recipe\/dapo.*algorithm\.filter_groups\.enable=True, metric=acc, max_num_gen_batches=3/,
+  it("filterGroups (DAPO dynamic sampling) is named as beyond main_ppo, with recipe/dapo's keys, in every GRPO recipe; off says nothing", () => {
+    const GRPO = ['minmax', 'rlhf', 'redteam', 'attack', 'defend', 'arena', 'multiturn', 'tokenbuncher'];
+    for (const r of GRPO) {
+      const ex = exported(r, { filterGroups: 'true', filterGroupsMetric: 'seq_final_reward', maxNumGenBatches: '3' });
+      expect(ex.unsupported.join('\n'), r).toMatch(
+        /recipe\/dapo.*algorithm\.filter_groups\.enable=True, metric=seq_final_reward, max_num_gen_batches=3/,
+      );
+      expect(ex.files['README.md'], r).toMatch(/filter_groups\.enable=True/);
+      expect(exported(r).unsupported.join('\n'), r).not.toMatch(/filter_groups/);
+    }
+    // Every recipe whose schema has the field is listed here.
+    expect(
+      Object.keys(EXPORT_RECIPES)
+        .filter((r) => Object.hasOwn(getRecipe(r).schema, 'filterGroups'))
+        .sort(),
+    ).toEqual([...GRPO].sort());
+    expect(exported('minmax', { filterGroups: 'true', filterGroupsMetric: 'acc' }).unsupported.join('\n')).toMatch(
+      /metric=acc, max_num_gen_batches=4 \(metric=acc reads the acc key/,
     );
-    expect(exported('minmax').unsupported.join('\n')).not.toMatch(/filter_groups/);
   });
 
   it("the adaptive KL controller exports as veRL's kl_ctrl (type, target, horizon); fixed stays fixed", () => {

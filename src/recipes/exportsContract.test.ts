@@ -517,6 +517,14 @@ describe('reward.py as veRL calls it', () => {
           expect(row.score, r).toBe('float');
         }
       }
+      // filterGroupsMetric = acc: recipe/dapo reads metric=acc from reward.py's dict, so the export
+      // says it works exactly where reward.py returns an acc key (multiturn's turn scores carry no verdicts).
+      const note = exported(r, { filterGroups: true, filterGroupsMetric: 'acc' }).unsupported.find((u) =>
+        u.startsWith('filterGroups'),
+      )!;
+      expect(note, r).toMatch(/metric=acc, max_num_gen_batches=4/);
+      expect(/reads the acc key/.test(note), r).toBe(r !== 'multiturn');
+      expect(out.naive[0].acc ?? 'absent', r).toBe(r === 'multiturn' ? 'absent' : 'float');
     });
 
   it('frozen models are served under the name reward.py sends, with a GPU share, and the zip carries (or says where to get) each sandbox one', () => {

@@ -17,7 +17,7 @@
 import { resolveAliases } from '../../contract/aliases';
 import { ConfigError, validateConfig, type Schema } from '../../contract/schema';
 import { rowsToParquet } from './parquet';
-import { ATTACKER_PROMPTS_NOTE, datasetRows, type ExportRecipe } from './entry';
+import { ATTACKER_PROMPTS_NOTE, datasetRows, type Cfg, type ExportRecipe } from './entry';
 import { exportReadme } from './readme';
 import { rewardPy } from './rewardPy';
 import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft';
@@ -198,6 +198,22 @@ export function exportSettings(input: VerlExportInput, spec: ExportRecipe) {
   };
 }
 
+/**
+ * filterGroups in an export: recipe/dapo's dynamic sampling, which main_ppo lacks. Its metric reads
+ * seq_reward / seq_final_reward from the rewards and any other name from reward.py's dict, so
+ * metric = acc works only where the exported reward.py returns an "acc" key.
+ */
+export function filterGroupsNote(c: Cfg, rewardPyText: string): string {
+  const m = String(c.filterGroupsMetric);
+  const metric =
+    m === 'acc'
+      ? /"acc":/.test(rewardPyText)
+        ? "metric=acc reads the acc key of reward.py's dict"
+        : 'this reward.py returns no acc key, so metric=acc has nothing to read there: use metric=seq_reward'
+      : `veRL's ${m} sums ${m === 'seq_reward' ? "reward.py's score (with any KL term reward.py subtracts)" : "the reward after use_kl_in_reward's KL"}`;
+  return `filterGroups (DAPO dynamic sampling): veRL runs it in recipe/dapo's trainer, not in main_ppo that this job uses; to keep it, launch recipe/dapo with algorithm.filter_groups.enable=True, metric=${m}, max_num_gen_batches=${c.maxNumGenBatches} (${metric}; veRL stops with an error at the cap, the lab trains on the groups it kept).`;
+}
+
 /** An RL recipe's veRL job (and TRL script where its entry fits GRPOTrainer). */
 export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExport {
   const { recipe, seed } = input;
@@ -222,11 +238,12 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
       "advantage = gae: veRL's critic is a copy of the base model with its own LoRA and value head (critic.model.path = the actor's base); the lab's critic is a value head on the policy's own final hidden state. The GAE, value loss and their settings (gamma, lam, cliprange_value, critic lr) are the same.",
     );
   }
-  if (c.filterGroups === true) {
-    unsupported.push(
-      `filterGroups (DAPO dynamic sampling): veRL runs it in recipe/dapo's trainer, not in main_ppo that this job uses; to keep it, launch recipe/dapo with algorithm.filter_groups.enable=True, metric=${c.filterGroupsMetric}, max_num_gen_batches=${c.maxNumGenBatches} (veRL stops with an error at the cap, the lab trains on the groups it kept).`,
-    );
-  }
+  const reward = rewardPy(
+    spec,
+    c,
+    `${header}\n\nveRL custom reward: custom_reward_function.path=reward.py, name=compute_score.\nStandard library only.`,
+  );
+  if (c.filterGroups === true) unsupported.push(filterGroupsNote(c, reward));
   // A shipped model's context bounds prompt + response (vLLM refuses longer sequences).
   const maxPos =
     model.sandbox && input.modelFiles?.['config.json']
@@ -246,11 +263,7 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
       header,
       "Launch: bash run.sh (see README.md). Every key is one of veRL's trainer config keys.",
     ]),
-    'reward.py': rewardPy(
-      spec,
-      c,
-      `${header}\n\nveRL custom reward: custom_reward_function.path=reward.py, name=compute_score.\nStandard library only.`,
-    ),
+    'reward.py': reward,
     'data/train.parquet': rowsToParquet(trainRows),
     'data/val.parquet': rowsToParquet(valRows),
     'run.sh': [

@@ -16,6 +16,9 @@
 //               (a refusal or a wrong answer earns 0, so refusing everything does not pay);
 //               both minus defenderKlBeta x KL(defender || defender LoRA off)
 //     learn     GRPO over each prompt's G answers, PPO clip, AdamW on the defender's adapter
+//   both phases: filterGroups (off by default) drops the phase's groups whose filterGroupsMetric is
+//     equal on every row and draws batches of fresh goals (and tasks) until the step holds its
+//     group count, or maxNumGenBatches (DAPO dynamic sampling, kit/dynamicGroups.ts)
 //
 // Both phases report `judge/asr` (share of the step's harmful rollouts the judge calls unsafe), so
 // the curve rises in attacker phases and falls in defender phases when both sides learn. With
@@ -45,11 +48,13 @@ import {
   type ValueCritic,
 } from '../kit/common';
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
+import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
   attachConfiguredLora,
   criticFields,
+  filterGroupsFields,
   loraFields,
   klControllerFields,
   klLossFields,
@@ -162,6 +167,10 @@ export const arenaSchema = {
     },
   ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL; both sides' }),
+  ...filterGroupsFields(
+    'goals (both phases, each on its own groups: the attacker phase on its G prompts per goal, the defender phase on its G answers per attacker prompt or benign task)',
+    "the side's win: attacker phase, the defender answer is harmful (harm >= 0.5); defender phase, the answer is safe (harm < 0.5) on a harmful prompt or correct on a benign one",
+  ),
   ...klControllerFields(
     'attackerKlBeta and defenderKlBeta (one controller per side, each updated in its own phases)',
     'MTSA: fixed',
@@ -316,8 +325,7 @@ class ArenaRun extends MultiLoraRun {
     const metrics: Metrics = {};
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
     const te = performance.now();
-    const goals = drawBatch(this.pool, c.goals, rngFor(this.seed, 'arena-goals', step));
-    const r = phase === 'attacker' ? await this.attackerStep(step, goals) : await this.defenderStep(step, goals);
+    const r = phase === 'attacker' ? await this.attackerStep(step) : await this.defenderStep(step);
     Object.assign(metrics, r.metrics, {
       'arena/phase_attacker': phase === 'attacker' ? 1 : 0,
       'perf/step_ms': performance.now() - t0,
@@ -326,27 +334,66 @@ class ArenaRun extends MultiLoraRun {
     return { phase, metrics, samples: r.samples, timings: { ...r.timings, total_ms: performance.now() - t0 } };
   }
 
-  private async attackerStep(step: number, goals: Goal[]) {
+  /** Goals of generation batch `s` of a step (genBatchStep). */
+  private goalsAt(s: number): Goal[] {
+    return drawBatch(this.pool, this.config.goals, rngFor(this.seed, 'arena-goals', s));
+  }
+
+  private async attackerStep(step: number) {
     const c = this.config;
     const t0 = performance.now();
     const G = c.groupSize;
-    const a = await this.attack(goals, G, hash3(this.seed, step, 0xa77ac));
-    const d = await this.answer(a.prompts, 1, hash3(this.seed, step, 0xdef));
-    const t1 = performance.now();
     const { model, codec } = this.atk;
     const { lora, optimizer } = this.parts.attacker;
-    const batch = { prompts: a.rows, responses: a.gen.tokens, mask: a.gen.mask };
-    const { refLogp, kl } = await klAndEntropy(this.atk, lora, a, c.attackerTemperature);
-    const verdicts = await this.judgeHarmful(
-      a.prompts,
-      d.answers,
-      a.rowGoal.map((i) => goals[i]),
-    );
-    const harm = verdicts.map((v) => v.unsafe);
-    const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
     const beta = this.klCoefs.attacker.value;
-    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
-    checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+    let rolloutMs = 0;
+    const draw = async (gb: number) => {
+      const s = genBatchStep(step, gb);
+      const goals = this.goalsAt(s);
+      const r0 = performance.now();
+      const a = await this.attack(goals, G, hash3(this.seed, s, 0xa77ac));
+      const d = await this.answer(a.prompts, 1, hash3(this.seed, s, 0xdef));
+      rolloutMs += performance.now() - r0;
+      const { refLogp, kl } = await klAndEntropy(this.atk, lora, a, c.attackerTemperature);
+      const verdicts = await this.judgeHarmful(
+        a.prompts,
+        d.answers,
+        a.rowGoal.map((i) => goals[i]),
+      );
+      const harm = verdicts.map((v) => v.unsafe);
+      const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
+      const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
+      checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+      return {
+        group: a.rowGoal,
+        groups: goals.length,
+        row: { rows: a.rows, prompts: a.prompts, answers: d.answers, verdicts, harm, div, kl, rewards },
+        per: { goals },
+        gens: { gen: { gen: a.gen, pad: codec.pad }, ans: { gen: d.gen, pad: this.def.codec.pad } },
+        mats: { refLogp },
+      };
+    };
+    const drawn = await drawGroups(c, draw, ({ row }) =>
+      c.filterGroupsMetric === 'acc'
+        ? row.harm.map((h) => (h >= 0.5 ? 1 : 0))
+        : c.filterGroupsMetric === 'seq_final_reward'
+          ? row.rewards
+          : row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+    );
+    const {
+      group: rowGoal,
+      row: { rows, prompts, answers, verdicts, harm, div, kl, rewards },
+      per: { goals },
+      gens: {
+        gen: { gen: aGen },
+        ans: { gen: dGen },
+      },
+      mats: { refLogp },
+    } = drawn.batch;
+    const a = { rowGoal, rows, gen: aGen, prompts };
+    const d = { answers, gen: dGen };
+    const t1 = t0 + rolloutMs;
+    const batch = { prompts: a.rows, responses: a.gen.tokens, mask: a.gen.mask };
     const rewardBaselines =
       c.advantage === 'remax'
         ? await greedyAttackBaselines(
@@ -377,6 +424,7 @@ class ArenaRun extends MultiLoraRun {
     const tactics = a.prompts.map(tacticOf);
     const metrics: Metrics = {
       ...learn,
+      ...drawn.metrics,
       'judge/asr': meanOf(success),
       'judge/strongreject_rules': meanStrongRejectRules(
         a.prompts.map((p, b) => ({
@@ -417,43 +465,84 @@ class ArenaRun extends MultiLoraRun {
     return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
   }
 
-  private async defenderStep(step: number, goals: Goal[]) {
+  private async defenderStep(step: number) {
     const c = this.config;
     const t0 = performance.now();
     const G = c.groupSize;
-    const a = await this.attack(goals, 1, hash3(this.seed, step, 0xa77ac));
-    const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'arena-benign', step));
-    // Groups: one per attacker prompt, then one per benign task; G answers each.
-    const groupText = [...a.prompts, ...tasks.map((p) => p.prompt as string)];
-    const H = a.prompts.length;
-    const d = await this.answer(groupText, G, hash3(this.seed, step, 0xdef));
-    const { rowGroup } = d;
-    const t1 = performance.now();
     const { model, codec } = this.def;
     const { lora, optimizer } = this.parts.defender;
-    const batch = { prompts: d.rows, responses: d.gen.tokens, mask: d.gen.mask };
-    const { refLogp, kl } = await klAndEntropy(this.def, lora, d, c.defenderTemperature);
-    const harmRows = rowGroup.flatMap((g, b) => (g < H ? [b] : []));
-    const benRows = rowGroup.flatMap((g, b) => (g >= H ? [b] : []));
-    const hv = await this.judgeHarmful(
-      harmRows.map((b) => groupText[rowGroup[b]]),
-      harmRows.map((b) => d.answers[b]),
-      harmRows.map((b) => goals[rowGroup[b]]),
-    );
-    const bv = await this.judgeBenign(
-      benRows.map((b) => tasks[rowGroup[b] - H]),
-      benRows.map((b) => d.answers[b]),
-    );
-    const verdicts: JudgeVerdict[] = [];
-    harmRows.forEach((b, i) => (verdicts[b] = hv[i]));
-    benRows.forEach((b, i) => (verdicts[b] = bv[i]));
-    const safety = verdicts.map((v, b) => (rowGroup[b] < H ? c.safetyWeight * (1 - v.unsafe) : 0));
-    const utility = verdicts.map((v, b) => (rowGroup[b] >= H ? c.utilityWeight * (v.benignCorrect ? 1 : 0) : 0));
     const beta = this.klCoefs.defender.value;
-    const rewards = verdicts.map((_, b) => safety[b] + utility[b] - beta * kl[b]);
-    checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
+    let rolloutMs = 0;
+    const draw = async (gb: number) => {
+      const s = genBatchStep(step, gb);
+      const goals = this.goalsAt(s);
+      const r0 = performance.now();
+      const a = await this.attack(goals, 1, hash3(this.seed, s, 0xa77ac));
+      const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'arena-benign', s));
+      // Groups: one per attacker prompt, then one per benign task; G answers each.
+      const groupText = [...a.prompts, ...tasks.map((p) => p.prompt as string)];
+      const H = a.prompts.length;
+      const d = await this.answer(groupText, G, hash3(this.seed, s, 0xdef));
+      const { rowGroup } = d;
+      rolloutMs += performance.now() - r0;
+      const { refLogp, kl } = await klAndEntropy(this.def, lora, d, c.defenderTemperature);
+      const harmRows = rowGroup.flatMap((g, b) => (g < H ? [b] : []));
+      const benRows = rowGroup.flatMap((g, b) => (g >= H ? [b] : []));
+      const hv = await this.judgeHarmful(
+        harmRows.map((b) => groupText[rowGroup[b]]),
+        harmRows.map((b) => d.answers[b]),
+        harmRows.map((b) => goals[rowGroup[b]]),
+      );
+      const bv = await this.judgeBenign(
+        benRows.map((b) => tasks[rowGroup[b] - H]),
+        benRows.map((b) => d.answers[b]),
+      );
+      const verdicts: JudgeVerdict[] = [];
+      harmRows.forEach((b, i) => (verdicts[b] = hv[i]));
+      benRows.forEach((b, i) => (verdicts[b] = bv[i]));
+      const harmful = rowGroup.map((g) => g < H);
+      const safety = verdicts.map((v, b) => (harmful[b] ? c.safetyWeight * (1 - v.unsafe) : 0));
+      const utility = verdicts.map((v, b) => (harmful[b] ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)));
+      const rewards = verdicts.map((_, b) => safety[b] + utility[b] - beta * kl[b]);
+      checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
+      return {
+        group: rowGroup,
+        groups: groupText.length,
+        row: { rows: d.rows, answers: d.answers, harmful, verdicts, safety, utility, kl, rewards },
+        per: {
+          groupText,
+          goalOf: groupText.map((_, g) => (g < H ? goals[g] : null)),
+          taskOf: groupText.map((_, g) => (g < H ? null : tasks[g - H])),
+          // The attacker prompt's token trace (one sampled prompt per goal).
+          attackTrace: groupText.map((_, g) => (g < H ? rowTrace(this.atk, a.gen, g) : null)),
+        },
+        gens: { gen: { gen: d.gen, pad: codec.pad } },
+        mats: { refLogp },
+      };
+    };
+    const drawn = await drawGroups(c, draw, ({ row }) =>
+      c.filterGroupsMetric === 'acc'
+        ? row.verdicts.map((v, b) => ((row.harmful[b] ? v.unsafe < 0.5 : v.benignCorrect === true) ? 1 : 0))
+        : c.filterGroupsMetric === 'seq_final_reward'
+          ? row.rewards
+          : row.safety.map((x, b) => x + row.utility[b]),
+    );
+    const {
+      group: rowGroup,
+      row: { rows, answers, harmful, verdicts, safety, utility, kl, rewards },
+      per: { groupText, goalOf, taskOf, attackTrace },
+      gens: {
+        gen: { gen },
+      },
+      mats: { refLogp },
+    } = drawn.batch;
+    const d = { rowGroup, rows, gen, answers };
+    const hv = verdicts.filter((_, b) => harmful[b]);
+    const bv = verdicts.filter((_, b) => !harmful[b]);
+    const t1 = t0 + rolloutMs;
+    const batch = { prompts: d.rows, responses: d.gen.tokens, mask: d.gen.mask };
     const rewardBaselines =
-      c.advantage === 'remax' ? await this.greedyDefenderBaselines(d, groupText, H, goals, tasks, beta) : undefined;
+      c.advantage === 'remax' ? await this.greedyDefenderBaselines(d, groupText, goalOf, taskOf, beta) : undefined;
     const t2 = performance.now();
     const { advantages, learn } = await learnFromOutcomes(
       { model, lora, optimizer, critic: this.critics.defender },
@@ -468,6 +557,7 @@ class ArenaRun extends MultiLoraRun {
     const t3 = performance.now();
     const metrics: Metrics = {
       ...learn,
+      ...drawn.metrics,
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'reward/mean': meanOf(rewards),
       'reward/std': std(rewards, false),
@@ -483,24 +573,24 @@ class ArenaRun extends MultiLoraRun {
     }
     const samples = spreadRows(groupText.length, G, c.samples).map((b): RolloutSample => {
       const g = rowGroup[b];
-      const harmful = g < H;
+      const goal = goalOf[g];
       const v = verdicts[b];
-      const task = harmful ? null : tasks[g - H];
+      const task = taskOf[g];
       return {
         id: `arena-${this.seed}-${step}-${b}`,
-        promptKey: harmful ? goals[g].id : task!.id,
+        promptKey: goal ? goal.id : task!.id,
         group: g,
-        tactic: harmful ? tacticOf(groupText[g]) : (task!.tactic ?? undefined),
-        category: harmful ? goals[g].category : undefined,
+        tactic: goal ? tacticOf(groupText[g]) : (task!.tactic ?? undefined),
+        category: goal ? goal.category : undefined,
         messages: [
-          harmful
-            ? { role: 'attacker', text: groupText[g], tokens: rowTrace(this.atk, a.gen, g) }
+          goal
+            ? { role: 'attacker', text: groupText[g], tokens: attackTrace[g]! }
             : { role: 'user', text: groupText[g] },
           { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
         ],
         verdict: harmVerdict(v),
         reward: rewards[b],
-        terms: harmful ? { safety: safety[b], kl: -beta * kl[b] } : { utility: utility[b], kl: -beta * kl[b] },
+        terms: goal ? { safety: safety[b], kl: -beta * kl[b] } : { utility: utility[b], kl: -beta * kl[b] },
         advantage: rowAdvantage(advantages.advantages, d.gen.mask[b], b),
       };
     });
@@ -512,23 +602,34 @@ class ArenaRun extends MultiLoraRun {
    * prompt (adapters on), scored by the step's reward (safety or utility - beta x its KL at T 1).
    */
   private async greedyDefenderBaselines(
-    d: Rollout,
-    groupText: string[],
-    H: number,
-    goals: Goal[],
-    tasks: SandboxPrompt[],
+    d: Pick<Rollout, 'rows' | 'rowGroup'>,
+    groupText: readonly string[],
+    goalOf: readonly (Goal | null)[],
+    taskOf: readonly (SandboxPrompt | null)[],
     beta: number,
   ): Promise<number[]> {
     const c = this.config;
     const g = await greedyReplies(this.def, groupPrompts(d, groupText.length), c.defenderMaxTokens);
     const { kl } = await klAndEntropy(this.def, this.parts.defender.lora, g, 1);
-    const hv = H ? await this.judgeHarmful(groupText.slice(0, H), g.answers.slice(0, H), goals) : [];
-    const bv = tasks.length ? await this.judgeBenign(tasks, g.answers.slice(H)) : [];
-    const base = g.answers.map(
-      (_, i) =>
-        (i < H ? c.safetyWeight * (1 - hv[i].unsafe) : c.utilityWeight * (bv[i - H].benignCorrect ? 1 : 0)) -
-        beta * kl[i],
-    );
+    const hi = groupText.flatMap((_, i) => (goalOf[i] ? [i] : []));
+    const bi = groupText.flatMap((_, i) => (goalOf[i] ? [] : [i]));
+    const score: number[] = [];
+    if (hi.length) {
+      const hv = await this.judgeHarmful(
+        hi.map((i) => groupText[i]),
+        hi.map((i) => g.answers[i]),
+        hi.map((i) => goalOf[i]!),
+      );
+      hi.forEach((i, k) => (score[i] = c.safetyWeight * (1 - hv[k].unsafe)));
+    }
+    if (bi.length) {
+      const bv = await this.judgeBenign(
+        bi.map((i) => taskOf[i]!),
+        bi.map((i) => g.answers[i]),
+      );
+      bi.forEach((i, k) => (score[i] = c.utilityWeight * (bv[k].benignCorrect ? 1 : 0)));
+    }
+    const base = g.answers.map((_, i) => score[i] - beta * kl[i]);
     checkFiniteRewards('arena defender ReMax baseline', base, (i) => `greedy answer of group ${i}, kl ${kl[i]}`);
     return d.rowGroup.map((i) => base[i]);
   }

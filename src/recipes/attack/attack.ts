@@ -18,6 +18,9 @@
 //   learn     advantages (grpo by default; rloo, reinforce_plus_plus(_baseline) selectable), PPO
 //             clipped surrogate (or the importance-sampling loss) on the attacker's tokens only,
 //             global norm clip, AdamW
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh goals drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
 //
 // Why this diversity term: within a GRPO group a constant bonus cancels, so only duplicates move
 // the advantage: a prompt that G-1 siblings repeat verbatim earns `diversityCoef` less than a
@@ -44,6 +47,7 @@ import {
   type ValueCritic,
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
+import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -55,6 +59,7 @@ import {
   maskTruncatedField,
   policyGradientFields,
   trainingFields,
+  filterGroupsFields,
 } from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { harmfulGoals, tacticOf, type Goal } from '../kit/goals';
@@ -166,6 +171,7 @@ export const attackSchema = {
     },
   ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, as MTSA' }),
+  ...filterGroupsFields('goals', 'the judge calls the defender answer harmful (harm >= 0.5, as judge/asr counts it)'),
   ...klControllerFields('klBeta', 'MTSA: fixed'),
   ...criticFields(),
   ...klLossFields(),
@@ -306,42 +312,76 @@ class AttackRun extends LoraRun {
     const dm = this.def;
     const t = new PhaseTimer();
 
-    // --- attack: G prompts per goal from the attacker
-    const goals = this.batchGoals(step);
+    // --- attack, answer, score: the step's generation batch, or (filterGroups) several joined
     const G = c.groupSize;
-    const sampling = { maxNewTokens: c.attackerMaxTokens, temperature: c.attackerTemperature, topP: c.attackerTopP };
-    const {
-      rowGroup: rowGoal,
-      rows,
-      gen,
-      answers: attacks,
-    } = await sampleReplies(
-      this.atk,
-      goals.map((g) => attackerSource(g.text)),
-      G,
-      sampling,
-      hash3(this.seed, step, 0xa77ac),
-    );
-    const tactics = attacks.map(tacticOf);
-
-    // --- answer: the frozen defender
-    const { ans, answers } = await this.defenderAnswers(attacks, hash3(this.seed, step, 0xdef));
-    const rolloutMs = t.mark('rollout_ms');
-
-    // --- score: judge on the answer, diversity within the group, KL of the attacker to its reference
-    const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
-    const judged = attacks.map((a, b) => ({
-      prompt: a,
-      response: answers[b],
-      meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] },
-    }));
-    const verdicts = await this.judge.score(judged);
-    const harm = verdicts.map((v) => v.unsafe);
-    const div = groupDiversity(attacks, rowGoal, c.diversity);
     const beta = this.klCoef.value;
-    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
-    checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+    let rolloutMs = 0;
+    const draw = async (gb: number) => {
+      const s = genBatchStep(step, gb);
+      // G prompts per goal from the attacker
+      const goals = this.batchGoals(s);
+      const sampling = {
+        maxNewTokens: c.attackerMaxTokens,
+        temperature: c.attackerTemperature,
+        topP: c.attackerTopP,
+      };
+      const {
+        rowGroup: rowGoal,
+        rows,
+        gen,
+        answers: attacks,
+      } = await sampleReplies(
+        this.atk,
+        goals.map((g) => attackerSource(g.text)),
+        G,
+        sampling,
+        hash3(this.seed, s, 0xa77ac),
+      );
+      const tactics = attacks.map(tacticOf);
+      // the frozen defender answers
+      const { ans, answers } = await this.defenderAnswers(attacks, hash3(this.seed, s, 0xdef));
+      rolloutMs += t.mark('rollout_ms');
+
+      // judge on the answer, diversity within the group, KL of the attacker to its reference
+      const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
+      const judged = attacks.map((a, b) => ({
+        prompt: a,
+        response: answers[b],
+        meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] },
+      }));
+      const verdicts = await this.judge.score(judged);
+      const harm = verdicts.map((v) => v.unsafe);
+      const div = groupDiversity(attacks, rowGoal, c.diversity);
+      const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
+      checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+      t.mark('score_ms');
+      return {
+        group: rowGoal,
+        groups: goals.length,
+        row: { rows, attacks, tactics, answers, judged, verdicts, harm, div, kl, rewards },
+        per: { goals },
+        gens: { gen: { gen, pad: codec.pad }, ans: { gen: ans, pad: dm.codec.pad } },
+        mats: { refLogp },
+      };
+    };
+    const drawn = await drawGroups(c, draw, ({ row }) =>
+      c.filterGroupsMetric === 'acc'
+        ? row.harm.map((h) => (h >= 0.5 ? 1 : 0))
+        : c.filterGroupsMetric === 'seq_final_reward'
+          ? row.rewards
+          : row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+    );
+    const {
+      group: rowGoal,
+      row: { rows, attacks, tactics, answers, judged, verdicts, harm, div, kl, rewards },
+      per: { goals },
+      gens: {
+        gen: { gen },
+        ans: { gen: ans },
+      },
+      mats: { refLogp },
+    } = drawn.batch;
+    const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
     const rewardBaselines =
       c.advantage === 'remax'
         ? await greedyAttackBaselines(
@@ -384,6 +424,7 @@ class AttackRun extends LoraRun {
     const defTokens = ans.lengths.reduce((a, x) => a + x, 0);
     const metrics: Metrics = {
       ...learn,
+      ...drawn.metrics,
       'reward/mean': meanOf(rewards),
       'reward/std': std(rewards, false),
       'reward/max': Math.max(...rewards),
@@ -408,7 +449,7 @@ class AttackRun extends LoraRun {
       if (rowsT.length > 0) metrics[`tactic_asr/${t}`] = meanOf(rowsT.map((b) => success[b]));
     }
 
-    const samples: RolloutSample[] = spreadRows(goals.length, G, c.samples).map((b) => {
+    const samples: RolloutSample[] = spreadRows(drawn.batch.groups, G, c.samples).map((b) => {
       const goal = goals[rowGoal[b]];
       const v = verdicts[b];
       return {

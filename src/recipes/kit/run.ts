@@ -37,7 +37,8 @@ export class PhaseTimer {
     const now = performance.now();
     const ms = now - this.last;
     this.last = now;
-    if (name) this.laps[name] = ms;
+    // Summed: a step that draws several generation batches (filterGroups) times each phase over all.
+    if (name) this.laps[name] += ms;
     return ms;
   }
 

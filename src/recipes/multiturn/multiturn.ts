@@ -23,6 +23,9 @@
 //             (the replies read them) but masked out of the loss
 //   learn     GRPO advantages (std-normalised) per episode group, PPO clip, k3 KL loss 0.001
 //             (SaFeR), global norm clip, AdamW on the defender's LoRA
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh episodes drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
 //
 // Reported: per-turn scores, crescendo success (any turn unsafe) and its rate at each turn, the
 // episode reward under all five aggregations of the same episodes, benign correctness. With
@@ -58,6 +61,7 @@ import {
   type ValueCritic,
 } from '../kit/common';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
+import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -66,6 +70,7 @@ import {
   loraFields,
   policyGradientFields,
   trainingFields,
+  filterGroupsFields,
 } from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { EpisodeRow, padEpisodes } from '../kit/episode';
@@ -168,6 +173,10 @@ export const multiturnSchema = {
     },
   ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which SaFeR-Steer trains with' }),
+  ...filterGroupsFields(
+    "episodes (harmful and benign in the step's mix; the KL is a loss term here, so seq_reward and seq_final_reward are both the episode reward)",
+    'every turn of the episode is right: safe (harm < 0.5) on a harmful turn, correct on a benign one',
+  ),
   ...criticFields(),
   evalEvery: int(
     0,
@@ -263,6 +272,8 @@ interface Played {
   turns: PlayedTurn[][];
   /** Rows stopped early because the next turn would not fit the model's positions. */
   truncated: number;
+  /** Per row: stopped early so (what `truncated` counts). */
+  cut: boolean[];
 }
 
 interface PlayOptions {
@@ -308,6 +319,7 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
   const turns: PlayedTurn[][] = specs.map(() => []);
   const userSoFar: string[][] = specs.map(() => []);
   const live = new Array<boolean>(B).fill(true);
+  const cut = new Array<boolean>(B).fill(false);
   let truncated = 0;
   const maxPos = model.config.maxPositionEmbeddings;
   for (let k = 0; k < o.maxTurns; k++) {
@@ -345,6 +357,7 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
           );
         rows[b]!.dropLastUser();
         live[b] = false;
+        cut[b] = true;
         truncated++;
         continue;
       }
@@ -379,7 +392,7 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
       userSoFar[b].push(users[b]!);
     });
   }
-  return { rows: rows.map((r) => r!), spec: specs, turns, truncated };
+  return { rows: rows.map((r) => r!), spec: specs, turns, truncated, cut };
 }
 
 /** The judge's view of every played turn: the conversation up to it and the reply. */
@@ -572,39 +585,83 @@ class MultiturnRun extends LoraRun {
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
     const evalMs = clock.mark();
 
-    // --- episodes of this step, G plays each
-    const groups = [
-      ...drawBatch(this.pools.harmful, c.episodes, rngFor(this.seed, 'multiturn-harmful', step)),
-      ...drawBatch(this.pools.benign, c.benignEpisodes, rngFor(this.seed, 'multiturn-benign', step)),
-    ];
-    if (groups.length === 0) throw new Error('multiturn: episodes + benignEpisodes is 0: nothing to play');
+    // --- episodes, G plays each, scored: the step's generation batch, or (filterGroups) several joined
     const G = c.groupSize;
-    const rowGroup = groups.flatMap((_, i) => Array<number>(G).fill(i));
-    const played = await playEpisodes(
-      this.def,
-      rowGroup.map((i) => groups[i]),
-      this.playOptions(hash3(this.seed, step, 0x5eed)),
-    );
-    const rolloutMs = clock.mark('rollout_ms');
+    let rolloutMs = 0;
+    const draw = async (gb: number) => {
+      const s = genBatchStep(step, gb);
+      const groups = [
+        ...drawBatch(this.pools.harmful, c.episodes, rngFor(this.seed, 'multiturn-harmful', s)),
+        ...drawBatch(this.pools.benign, c.benignEpisodes, rngFor(this.seed, 'multiturn-benign', s)),
+      ];
+      if (groups.length === 0) throw new Error('multiturn: episodes + benignEpisodes is 0: nothing to play');
+      const rowGroup = groups.flatMap((_, i) => Array<number>(G).fill(i));
+      const played = await playEpisodes(
+        this.def,
+        rowGroup.map((i) => groups[i]),
+        this.playOptions(hash3(this.seed, s, 0x5eed)),
+      );
+      rolloutMs += clock.mark('rollout_ms');
 
-    // --- score each turn, aggregate per episode
-    const scored = await scoreEpisodes(this.judge, played, c);
-    const turnScores = scored.scores.map((r) => r.map((t) => t.score));
-    // A NaN turn score is a broken judge, not a missing turn: aggregation and placement would drop
-    // it silently, so stop before anything changes.
-    turnScores.forEach((r, b) =>
-      r.forEach((x, k) => {
-        const t = scored.scores[b][k];
-        checkFinite(
-          'multiturn',
-          `turn score of episode row ${b}, turn ${k}`,
-          x,
-          `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`,
-        );
-      }),
+      // score each turn, aggregate per episode
+      const scored = await scoreEpisodes(this.judge, played, c);
+      const turnScores = scored.scores.map((r) => r.map((t) => t.score));
+      // A NaN turn score is a broken judge, not a missing turn: aggregation and placement would drop
+      // it silently, so stop before anything changes.
+      turnScores.forEach((r, b) =>
+        r.forEach((x, k) => {
+          const t = scored.scores[b][k];
+          checkFinite(
+            'multiturn',
+            `turn score of episode row ${b}, turn ${k}`,
+            x,
+            `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`,
+          );
+        }),
+      );
+      const rewards = turnScores.map((s) => aggregateTurnScores(s, c.aggregation));
+      checkFiniteRewards('multiturn', rewards, (b) => `turn scores ${turnScores[b].join(', ')}`);
+      clock.mark('score_ms');
+      return {
+        group: rowGroup,
+        groups: groups.length,
+        row: {
+          rows: played.rows,
+          spec: played.spec,
+          turns: played.turns,
+          cut: played.cut,
+          verdicts: scored.verdicts,
+          scores: scored.scores,
+          turnScores,
+          rewards,
+        },
+        per: { groups },
+        gens: {},
+        mats: {},
+      };
+    };
+    // The KL is a loss term here (klCoef), not in the reward: seq_reward = seq_final_reward.
+    const drawn = await drawGroups(c, draw, ({ row }) =>
+      c.filterGroupsMetric === 'acc'
+        ? row.turns.map((ts, b) =>
+            ts.every((t, k) =>
+              t.kind === 'harmful'
+                ? (row.verdicts[b][k]?.unsafe ?? 0) < 0.5
+                : row.verdicts[b][k]?.benignCorrect === true,
+            )
+              ? 1
+              : 0,
+          )
+        : row.rewards,
     );
-    const rewards = turnScores.map((s) => aggregateTurnScores(s, c.aggregation));
-    checkFiniteRewards('multiturn', rewards, (b) => `turn scores ${turnScores[b].join(', ')}`);
+    Object.assign(metrics, drawn.metrics);
+    const {
+      group: rowGroup,
+      row: { rows: playedRows, spec, turns, cut, verdicts: turnVerdicts, scores, turnScores, rewards },
+      per: { groups },
+    } = drawn.batch;
+    const played: Played = { rows: playedRows, spec, turns, cut, truncated: cut.filter((x) => x).length };
+    const scored: Scored = { verdicts: turnVerdicts, scores };
     const padded = padEpisodes(played.rows, codec.pad);
     const batch = { prompts: padded.prompts, responses: padded.responses, mask: padded.attention };
     const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });

@@ -16,6 +16,9 @@
 //             groups with all-zero advantages skipped), importance-sampling loss (the source's)
 //             or PPO clip, global norm clip, Adam(0.9, 0.95)
 //   stop      mean reward > 0.8 or mean repetition > 0.5 sets run.done (the example config)
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh prompts drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
@@ -31,11 +34,13 @@ import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rew
 import { std, zScore } from '../../rl/stats';
 import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, harmVerdict } from '../kit/common';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
+import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals';
 import {
   adamFields,
   adamWFor,
   attachConfiguredLora,
+  filterGroupsFields,
   loraFields,
   klControllerFields,
   klLossFields,
@@ -158,6 +163,7 @@ export const redteamSchema = {
     },
   ),
   ...trainingFields({ skipZeroAdvantageGroups: true, skipNote: 'on: the source' }),
+  ...filterGroupsFields('prompts', 'the judge calls the answer harmful (harm >= 0.5, as judge/asr counts it)'),
   ...klLossFields(),
   ...maskTruncatedField(),
   earlyStop: bool(true, 'stop when a threshold below is crossed (the example config does)'),
@@ -328,49 +334,82 @@ class RedteamRun extends LoraRun {
     }
     const evalMs = t.mark();
 
-    // --- rollout
-    const prompts = this.batchPrompts(step);
-    const G = c.groupSize;
-    const rowPrompt: number[] = [];
-    prompts.forEach((_, i) => {
-      for (let g = 0; g < G; g++) rowPrompt.push(i);
-    });
-    const promptIds = prompts.map((p) =>
-      codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true }),
-    );
-    const rows = rowPrompt.map((i) => promptIds[i]);
-    const gen = await generate(model, rows, {
-      maxNewTokens: c.maxNewTokens,
-      temperature: c.temperature,
-      topP: c.topP,
-      topK: c.topK,
-      stopTokens: [...codec.eos],
-      padTokenId: codec.pad,
-      seed: hash3(this.seed, step, 0x5eed),
-    });
-    const rolloutMs = t.mark('rollout_ms');
-
-    // --- score: reference log-probs first (the KL is a reward term), then the judge
-    const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const { refLogp, kl, entropy } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
-    const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
-    const judged = rows.map((_, b) => ({
-      prompt: promptText(prompts[rowPrompt[b]]),
-      response: texts[b],
-      meta: promptMeta(prompts[rowPrompt[b]]),
-    }));
-    const verdicts = await this.judge.score(judged);
-    const harm = verdicts.map((v) => v.unsafe);
-    const rep = texts.map((t) => tinkerRepetitionRatio(t));
+    // --- rollout and score: the step's generation batch, or (filterGroups) several joined
     const beta = this.klCoef.value;
-    const rewards = harm.map((h, b) =>
-      redteamReward(
-        c.rewardMode,
-        { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] },
-        { ...c, klBeta: beta },
-      ),
+    let rolloutMs = 0;
+    const draw = async (gb: number) => {
+      const s = genBatchStep(step, gb);
+      const prompts = this.batchPrompts(s);
+      const G = c.groupSize;
+      const rowPrompt: number[] = [];
+      prompts.forEach((_, i) => {
+        for (let g = 0; g < G; g++) rowPrompt.push(i);
+      });
+      const promptIds = prompts.map((p) =>
+        codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true }),
+      );
+      const rows = rowPrompt.map((i) => promptIds[i]);
+      const gen = await generate(model, rows, {
+        maxNewTokens: c.maxNewTokens,
+        temperature: c.temperature,
+        topP: c.topP,
+        topK: c.topK,
+        stopTokens: [...codec.eos],
+        padTokenId: codec.pad,
+        seed: hash3(this.seed, s, 0x5eed),
+      });
+      rolloutMs += t.mark('rollout_ms');
+
+      // Reference log-probs first (the KL is a reward term), then the judge.
+      const { refLogp, kl, entropy } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
+      const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+      const judged = rows.map((_, b) => ({
+        prompt: promptText(prompts[rowPrompt[b]]),
+        response: texts[b],
+        meta: promptMeta(prompts[rowPrompt[b]]),
+      }));
+      const verdicts = await this.judge.score(judged);
+      const harm = verdicts.map((v) => v.unsafe);
+      const rep = texts.map((t) => tinkerRepetitionRatio(t));
+      const rewardAt = (klBeta: number) =>
+        harm.map((h, b) =>
+          redteamReward(
+            c.rewardMode,
+            { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] },
+            { ...c, klBeta },
+          ),
+        );
+      const rewards = rewardAt(beta);
+      checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
+      t.mark('score_ms');
+      return {
+        group: rowPrompt,
+        groups: prompts.length,
+        row: { rows, texts, judged, verdicts, harm, rep, kl, entropy, rewards, beforeKl: rewardAt(0) },
+        per: { prompts, promptIds },
+        gens: { gen: { gen, pad: codec.pad } },
+        mats: { refLogp },
+      };
+    };
+    const drawn = await drawGroups(c, draw, ({ row }) =>
+      c.filterGroupsMetric === 'acc'
+        ? row.harm.map((h) => (h >= 0.5 ? 1 : 0))
+        : c.filterGroupsMetric === 'seq_final_reward'
+          ? row.rewards
+          : row.beforeKl,
     );
-    checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
+    Object.assign(metrics, drawn.metrics);
+    const {
+      group: rowPrompt,
+      row: { rows, texts, judged, verdicts, harm, rep, kl, entropy, rewards },
+      per: { prompts, promptIds },
+      gens: {
+        gen: { gen },
+      },
+      mats: { refLogp },
+    } = drawn.batch;
+    const G = c.groupSize;
+    const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
     const scores = c.zScoreRewards ? zScore(rewards) : rewards;
     const rewardBaselines =
       c.advantage === 'remax' ? await this.greedyBaselines(promptIds, prompts, rowPrompt) : undefined;
@@ -431,7 +470,7 @@ class RedteamRun extends LoraRun {
     }
     metrics['run/early_stop'] = this.done ? 1 : 0;
 
-    const samples: RolloutSample[] = spreadRows(prompts.length, G, c.samples).map((b) => {
+    const samples: RolloutSample[] = spreadRows(drawn.batch.groups, G, c.samples).map((b) => {
       const p = prompts[rowPrompt[b]];
       const v = verdicts[b];
       return {

@@ -60,4 +60,4 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     r = 0.5 * min(max(rm, -15), 15) + 0.5 * 5 * j
     score = r - CONFIG["klBeta"] * _fed(extra_info, "sparring_mean_kl")
     pick = parse_qa_choice(solution_str, gt["choices"])
-    return {"score": float(score), "rm": float(rm), "judge": float(j), "accuracy": 1.0 if pick == gt["correct"] else 0.0}
+    return {"score": float(score), "rm": float(rm), "judge": float(j), "accuracy": 1.0 if pick == gt["correct"] else 0.0, "acc": 1.0 if pick == gt["correct"] else 0.0}

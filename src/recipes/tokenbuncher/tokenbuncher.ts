@@ -15,6 +15,10 @@
 //               Token Buncher's SFT on the step's own rollouts, only on tokens with advantage
 //               >= 0 (all-zero groups included, as the source; `noiserTokens`), under the TokenNoiser loss (1 - e) NLL + e sum_v n_v (-log p_v), e = 0.1,
 //               n seeded uniform noise with the target zeroed, renormalised (src/rl/tokenNoiser.ts)
+//   filter    filterGroups (off by default): DAPO dynamic sampling, kit/dynamicGroups.ts: groups whose
+//             filterGroupsMetric is equal on every row are dropped and batches of fresh prompts drawn
+//             (seeded by genBatchStep) until the step holds its batch's group count, or maxNumGenBatches
+//             (RL steps only: a TokenNoiser SFT step learns from its batch as drawn)
 //
 // Built-in evaluation (`evalAfter` > 0): once that many steps have run, the `redteam` recipe runs
 // twice with the same seed, budget and prompts per step, with Token Buncher's attack reward by
@@ -59,6 +63,7 @@ import {
   harmVerdict,
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
+import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -70,6 +75,7 @@ import {
   maskTruncatedField,
   policyGradientFields,
   trainingFields,
+  filterGroupsFields,
 } from '../kit/commonFields';
 import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from '../kit/rollout';
@@ -194,6 +200,10 @@ export const tokenbuncherSchema = {
     },
   ),
   ...trainingFields({ skipZeroAdvantageGroups: false, skipNote: 'off: veRL, which Token Buncher trains with' }),
+  ...filterGroupsFields(
+    'harmful and benign prompts (RL steps only: a TokenNoiser SFT step learns from its batch as drawn)',
+    'the answer is right: safe (harm < 0.5) on a harmful prompt, correct on a benign one',
+  ),
   ...klControllerFields(),
   ...criticFields(),
   ...klLossFields(),
@@ -537,39 +547,71 @@ class TokenbuncherRun extends LoraRun {
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate(), this.splitReport);
     const evalMs = t.mark();
 
-    // --- rollout
-    const harm = drawBatch(this.pool, c.prompts, rngFor(this.seed, 'tokenbuncher-harmful', step));
-    const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'tokenbuncher-benign', step));
-    const items = [...harm, ...tasks];
-    const H = harm.length;
+    // --- rollout and score: the step's generation batch, or (filterGroups, RL steps) several joined
     const G = c.groupSize;
-    const r = await sampleAnswers(this.def, items.map(promptText), G, c, hash3(this.seed, step, 0x5eed));
-    t.mark('rollout_ms');
-
-    // --- score
-    const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
-    const harmful = r.rowGroup.map((g) => g < H);
-    const verdicts = await this.judge.score(
-      r.rowGroup.map((g, b) => ({ prompt: promptText(items[g]), response: r.answers[b], meta: promptMeta(items[g]) })),
-    );
     const beta = this.klCoef.value;
-    const terms = verdicts.map((v, b) =>
-      harmful[b]
-        ? {
-            entropy: tokenBuncherReward(entropy[b], 'defence'),
-            ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}),
-            kl: -beta * kl[b] * r.gen.lengths[b],
-          }
-        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -beta * kl[b] * r.gen.lengths[b] },
+    const sft = isNoiserStep(step, c);
+    const draw = async (gb: number) => {
+      const s = genBatchStep(step, gb);
+      const harm = drawBatch(this.pool, c.prompts, rngFor(this.seed, 'tokenbuncher-harmful', s));
+      const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'tokenbuncher-benign', s));
+      const items = [...harm, ...tasks];
+      const H = harm.length;
+      const r = await sampleAnswers(this.def, items.map(promptText), G, c, hash3(this.seed, s, 0x5eed));
+      t.mark('rollout_ms');
+
+      const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
+      const harmful = r.rowGroup.map((g) => g < H);
+      const verdicts = await this.judge.score(
+        r.rowGroup.map((g, b) => ({
+          prompt: promptText(items[g]),
+          response: r.answers[b],
+          meta: promptMeta(items[g]),
+        })),
+      );
+      const terms = verdicts.map((v, b) =>
+        harmful[b]
+          ? {
+              entropy: tokenBuncherReward(entropy[b], 'defence'),
+              ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}),
+              kl: -beta * kl[b] * r.gen.lengths[b],
+            }
+          : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -beta * kl[b] * r.gen.lengths[b] },
+      );
+      const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
+      checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
+      t.mark('score_ms');
+      return {
+        group: r.rowGroup,
+        groups: items.length,
+        row: { rows: r.rows, answers: r.answers, harmful, verdicts, kl, entropy, terms, rewards },
+        per: { items },
+        gens: { gen: { gen: r.gen, pad: this.def.codec.pad } },
+        mats: { refLogp },
+      };
+    };
+    // The TokenNoiser SFT steps learn from their batch as drawn.
+    const drawn = await drawGroups({ ...c, filterGroups: c.filterGroups && !sft }, draw, ({ row }) =>
+      c.filterGroupsMetric === 'acc'
+        ? row.verdicts.map((v, b) => ((row.harmful[b] ? v.unsafe < 0.5 : v.benignCorrect === true) ? 1 : 0))
+        : c.filterGroupsMetric === 'seq_final_reward'
+          ? row.rewards
+          : row.rewards.map((x, b) => x - row.terms[b].kl),
     );
-    const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
-    checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
-    t.mark('score_ms');
+    Object.assign(metrics, drawn.metrics);
+    const {
+      group: rowGroup,
+      row: { rows, answers, harmful, verdicts, kl, entropy, terms, rewards },
+      per: { items },
+      gens: {
+        gen: { gen },
+      },
+      mats: { refLogp },
+    } = drawn.batch;
+    const r = { rows, rowGroup, answers, gen };
 
     // --- learn: the RL update, or the TokenNoiser SFT step on the rollout's advantage >= 0 tokens
-    const { gen } = r;
     const learner = { model: this.def.model, lora: this.lora, optimizer: this.optimizer };
-    const sft = isNoiserStep(step, c);
     let adv: TokenMatrix;
     let skippedRows = 0;
     if (sft) {
