@@ -90,17 +90,19 @@ const tokens = (n: number, salt: number) => [
 describe('the planned prefill and batch-32 decode on the tiled GEMM (forced), each weight format', () => {
   // Prefill: 2 rows of 40 and 33 tokens, chunks of 16 columns: 32 GEMM rows, three chunks.
   const long = [tokens(40, 1), tokens(33, 2)];
-  // Decode: 32 rows of 1 to 6 prompt tokens, two teacher-forced steps of 32 GEMM rows each.
+  // Decode: 32 rows of 1 to 6 prompt tokens, a teacher-forced step of 32 GEMM rows.
   const batch = Array.from({ length: 32 }, (_, b) => tokens(1 + (b % 6), b + 3));
-  const forced = [0, 1].map((t) => batch.map((_, b) => (5 * b + 11 * t + 4) % 64));
+  const forced = [0].map((t) => batch.map((_, b) => (5 * b + 11 * t + 4) % 64));
 
-  for (const [format, quantize] of [
-    ['f32', undefined],
-    ['f16', f16Quantizer()],
-    ['int8', int8Quantizer()],
-    ['int4', int4Quantizer(32)],
+  // Against the GEMV kernels too for f32 and int4 (the per-word and per-element decodes); f16 and
+  // int8 against tfjs alone (a GEMV plan more costs ~2 s of SwiftShader compiles per format).
+  for (const [format, quantize, gemv] of [
+    ['f32', undefined, true],
+    ['f16', f16Quantizer(), false],
+    ['int8', int8Quantizer(), false],
+    ['int4', int4Quantizer(32), true],
   ] as const) {
-    it(`${format}: prefill and decode logits within 1e-4 of tfjs and 5e-5 of the GEMV kernels; the tiled GEMM ran`, async () => {
+    it(`${format}: prefill and decode logits within 1e-4 of tfjs${gemv ? ' and 5e-5 of the GEMV kernels' : ''}; the tiled GEMM ran`, async () => {
       const model = fixture(quantize ? { quantize } : {});
       try {
         expect(2 * prefillChunk(2)).toBe(GEMM_MIN_ROWS);
@@ -117,21 +119,19 @@ describe('the planned prefill and batch-32 decode on the tiled GEMM (forced), ea
         expect(big.prefill).toBe(perLayer * model.layers.length + 1);
         releaseDecodePlans(model);
 
-        setEngineOptions({ plannedGemm: 'gemv' });
-        const prefillGemv = await plannedPrefillLogits(model, long);
-        const decodeGemv = await plannedForcedLogits(model, batch, forced);
-        expect(plannedDispatches(model, 32, 64).tiledGemm).toEqual({ decode: 0, prefill: 0 });
-
-        const prefillRef = await tfjsLogits(model, long);
-        expect(maxAbs(prefill, prefillRef)).toBeLessThan(1e-4);
-        expect(maxAbs(prefill, prefillGemv)).toBeLessThan(5e-5);
-        for (let t = 0; t < forced.length; t++) {
-          const seqs = batch.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
-          expect(maxAbs(decode[t], await tfjsLogits(model, seqs))).toBeLessThan(1e-4);
-          expect(maxAbs(decode[t], decodeGemv[t])).toBeLessThan(5e-5);
+        // tfjs: float32 in another summation order; the logits are O(1) to O(10)
+        expect(maxAbs(prefill, await tfjsLogits(model, long))).toBeLessThan(1e-4);
+        const seqs = batch.map((p, b) => [...p, forced[0][b]]);
+        expect(maxAbs(decode[0], await tfjsLogits(model, seqs))).toBeLessThan(1e-4);
+        if (gemv) {
+          setEngineOptions({ plannedGemm: 'gemv' });
+          expect(maxAbs(prefill, await plannedPrefillLogits(model, long))).toBeLessThan(5e-5);
+          expect(maxAbs(decode[0], (await plannedForcedLogits(model, batch, forced))[0])).toBeLessThan(5e-5);
+          expect(plannedDispatches(model, 32, 64).tiledGemm).toEqual({ decode: 0, prefill: 0 });
         }
         // logits of O(1) that differ by row: a wrong row, unit or weight would show
-        expect(Math.max(...Array.from(prefillRef, Math.abs))).toBeGreaterThan(1);
+        expect(Math.max(...Array.from(prefill, Math.abs))).toBeGreaterThan(1);
+        expect(maxAbs(prefill.subarray(0, 64), prefill.subarray(64, 128))).toBeGreaterThan(0.1);
         expect(maxAbs(decode[0].subarray(0, 64), decode[0].subarray(64, 128))).toBeGreaterThan(0.1);
       } finally {
         setEngineOptions({ plannedGemm: null });
