@@ -56,6 +56,7 @@ const kernelsOnly =
   args.includes('--kernel-table') || (args.includes('--kernels') && (kernelsValue ?? '--').startsWith('--'));
 const modelsOnly = args.includes('--models');
 const decodeOnly = args.includes('--decode');
+const gemmAbOnly = args.includes('--gemm-ab');
 /** With --decode: only the whole-rollout table. */
 const rolloutOnly = args.includes('--rollout');
 const profileOnly = args.includes('--profile-step');
@@ -393,7 +394,7 @@ if (profileOnly) {
   }
   process.exit(0);
 }
-if (!modelsOnly && !decodeOnly && !all) {
+if (!modelsOnly && !decodeOnly && !all && !gemmAbOnly) {
   console.log(`\n== Node + Dawn: kernels (medians of ${reps})\n`);
   console.log(kernelTable(await benchKernels(reps)));
 }
@@ -553,7 +554,7 @@ if (all) {
   );
   process.exit(0);
 }
-if (args.includes('--gemm-ab')) {
+if (gemmAbOnly) {
   const rows: (string | number)[][] = [];
   for (const [fmt, opts] of formats.filter(([f]) => f === 'f32' || f === 'int4')) {
     const model = await loadModel(folderSource('public/models/defender'), opts);
