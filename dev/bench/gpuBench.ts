@@ -92,8 +92,8 @@ if (args.includes('--help')) {
   --learn-shape PxGxN+T the learn / whole-step case, prompts x group x prompt tokens + new tokens (default 8x8x64+64)
   --attention whole|splitk   force the planned decode attention in the decode table (default: the planner's choice,
                         split-K on GPUs for caches over 1024 slots)
-  --gemm-ab             only the planned GEMM A/B: prefill and batch-64 decode of the sandbox defender (f32, int4),
-                        projections of 32 rows or more on the tiled GEMM vs the GEMVs, alternated
+  --gemm-ab             only the planned GEMM A/B: prefill and batch-64 decode (--batches N: batch N) of the sandbox
+                        defender (f32, int4), projections of 32 rows or more on the tiled GEMM vs the GEMVs, alternated
   --planned-gemm tiled|gemv  force the planned path's projections of 32 rows or more (prefill chunks, large
                         batches) onto the tiled GEMM or the GEMVs (default: by kernel family, tiled with the GPU kernels)
   --cache N[,N...]      the split-K table's cache lengths (default 2048,4096 on a GPU; none on a software adapter)
@@ -558,7 +558,7 @@ if (gemmAbOnly) {
   const rows: (string | number)[][] = [];
   for (const [fmt, opts] of formats.filter(([f]) => f === 'f32' || f === 'int4')) {
     const model = await loadModel(folderSource('public/models/defender'), opts);
-    const c = { batch: 64, promptLen: 16, steps: quick ? 4 : 8, reps: quick ? 2 : 3 };
+    const c = { batch: batchesArg?.[0] ?? 64, promptLen: 16, steps: quick ? 4 : 8, reps: quick ? 2 : 3 };
     const r = await benchPlannedGemm(model, c);
     console.error(`  defender ${fmt}: ${JSON.stringify(r.map((x) => [x.gemm, x.prefillMs, x.msPerToken]))}`);
     rows.push(...plannedGemmRows('sandbox defender', fmt, r));
