@@ -558,7 +558,8 @@ if (gemmAbOnly) {
   const rows: (string | number)[][] = [];
   for (const [fmt, opts] of formats.filter(([f]) => f === 'f32' || f === 'int4')) {
     const model = await loadModel(folderSource('public/models/defender'), opts);
-    const c = { batch: batchesArg?.[0] ?? 64, promptLen: 16, steps: quick ? 4 : 8, reps: quick ? 2 : 3 };
+    // 16+ decode steps: per-token time is a difference of two rollouts that both carry a 1024-row prefill
+    const c = { batch: batchesArg?.[0] ?? 64, promptLen: 16, steps: quick ? 16 : 32, reps: quick ? 2 : 3 };
     const r = await benchPlannedGemm(model, c);
     console.error(`  defender ${fmt}: ${JSON.stringify(r.map((x) => [x.gemm, x.prefillMs, x.msPerToken]))}`);
     rows.push(...plannedGemmRows('sandbox defender', fmt, r));
