@@ -174,7 +174,8 @@ export const TILE_MIN_ROWS = 8;
  * (bar the last tile's) and the GEMV would read each weight 4 times or more; at 16 rows the tile
  * would do twice the multiply-adds to save one weight pass, and has 8x fewer workgroups along the
  * outputs (32 columns each against the GEMV's 4) to spread over a GPU. Reasoned from the kernels'
- * shapes, not measured on a GPU (none was lent).
+ * shapes, not measured on a GPU (none was lent). A prefill chunk has B x prefillChunk(B) rows, so a
+ * single prompt (16 rows a chunk) stays on the GEMV; batches of 2 or more take the tiled GEMM.
  */
 export const GEMM_MIN_ROWS = GEMM_TILE;
 
