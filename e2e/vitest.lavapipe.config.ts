@@ -17,7 +17,7 @@ import { defineConfig } from 'vitest/config';
 // Mesa keeps compiled shaders in ~/.cache/mesa_shader_cache_db: a machine that keeps it pays once.
 export default defineConfig({
   test: {
-    include: ['e2e/dawn.e2e.ts', 'e2e/plan.e2e.ts', 'e2e/benchCheck.e2e.ts'],
+    include: ['e2e/dawn.e2e.ts', 'e2e/plan.e2e.ts', 'e2e/benchCheck.e2e.ts', 'e2e/plannedGemm.e2e.ts'],
     // Also out: plan.e2e.ts's forced software layouts (thread and tile GEMVs), run on SwiftShader.
     testNamePattern: /^(?!.*(row reduction|token-stats gradient|thread GEMV|tile GEMV)).*$/,
     env: { SPARRING_VULKAN: 'lavapipe', SPARRING_KERNELS: 'gpu' },

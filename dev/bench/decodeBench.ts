@@ -301,3 +301,73 @@ export function rolloutBenchRows(name: string, weights: string, rs: RolloutBench
     r.way === 'tfjs' ? '' : `${(tfjs.ms / r.ms).toFixed(2)}x`,
   ]);
 }
+
+/** One side of the planned GEMM A/B: wall ms of a prefill (a generate of one token) and per decode token. */
+export interface PlannedGemmResult extends DecodeBenchCase {
+  gemm: 'tiled' | 'gemv';
+  prefillMs: number;
+  msPerToken: number;
+}
+
+/**
+ * The planned path with its projections of 32 rows or more on the tiled GEMM and on the GEMV
+ * kernels (EngineOptions.plannedGemm), in the same run on the same weights, the two sides
+ * alternated rep by rep: prefill wall ms (generate of 1 token: the prefill and one draw) and decode
+ * ms per token ((1 + steps tokens) - (1 token), over steps); medians. [tiled, gemv].
+ */
+export async function benchPlannedGemm(model: LlamaModel, c: DecodeBenchCase): Promise<PlannedGemmResult[]> {
+  const { decodePath, plannedGemm } = engineOptions();
+  const sides = ['tiled', 'gemv'] as const;
+  const ps = benchPrompts(model, c);
+  const opts = { temperature: 1, seed: 1 };
+  const wall = async (n: number) => {
+    const t0 = performance.now();
+    await generate(model, ps, { ...opts, maxNewTokens: n });
+    return performance.now() - t0;
+  };
+  setEngineOptions({ decodePath: 'planned' });
+  try {
+    const pre = sides.map(() => [] as number[]);
+    const tok = sides.map(() => [] as number[]);
+    for (const g of sides) {
+      setEngineOptions({ plannedGemm: g });
+      await wall(c.steps + 1); // warm-up: shaders, plan
+    }
+    for (let r = 0; r < c.reps; r++)
+      for (const [i, g] of sides.entries()) {
+        setEngineOptions({ plannedGemm: g });
+        const one = await wall(1);
+        const many = await wall(1 + c.steps);
+        pre[i].push(one);
+        tok[i].push((many - one) / c.steps);
+      }
+    return sides.map((gemm, i) => ({ ...c, gemm, prefillMs: median(pre[i]), msPerToken: median(tok[i]) }));
+  } finally {
+    setEngineOptions({ decodePath, plannedGemm });
+  }
+}
+
+export const PLANNED_GEMM_HEADER = [
+  'model',
+  'weights',
+  'shape',
+  'planned GEMM',
+  'prefill ms',
+  'ms/token',
+  'gemv / tiled',
+];
+
+export function plannedGemmRows(name: string, fmt: string, r: PlannedGemmResult[]): (string | number)[][] {
+  const gemv = r.find((x) => x.gemm === 'gemv')!;
+  return r.map((x) => [
+    name,
+    fmt,
+    `${x.batch} x (${x.promptLen} + ${x.steps})`,
+    x.gemm,
+    x.prefillMs,
+    x.msPerToken,
+    x.gemm === 'tiled'
+      ? `prefill ${(gemv.prefillMs / x.prefillMs).toFixed(2)}x, decode ${(gemv.msPerToken / x.msPerToken).toFixed(2)}x`
+      : '-',
+  ]);
+}

@@ -13,7 +13,10 @@ import { measureThroughput, type ThroughputCase, type ThroughputResult } from '.
 import { benchKernels, benchWholeSteps } from './kernelBench';
 import {
   benchDecodePaths,
+  benchPlannedGemm,
   benchRollouts,
+  plannedGemmRows,
+  PLANNED_GEMM_HEADER,
   decodeBenchRows,
   DECODE_BENCH_HEADER,
   rolloutBenchRows,
@@ -53,6 +56,7 @@ const kernelsOnly =
   args.includes('--kernel-table') || (args.includes('--kernels') && (kernelsValue ?? '--').startsWith('--'));
 const modelsOnly = args.includes('--models');
 const decodeOnly = args.includes('--decode');
+const gemmAbOnly = args.includes('--gemm-ab');
 /** With --decode: only the whole-rollout table. */
 const rolloutOnly = args.includes('--rollout');
 const profileOnly = args.includes('--profile-step');
@@ -88,6 +92,10 @@ if (args.includes('--help')) {
   --learn-shape PxGxN+T the learn / whole-step case, prompts x group x prompt tokens + new tokens (default 8x8x64+64)
   --attention whole|splitk   force the planned decode attention in the decode table (default: the planner's choice,
                         split-K on GPUs for caches over 1024 slots)
+  --gemm-ab             only the planned GEMM A/B: prefill and batch-64 decode (--batches N: batch N) of the sandbox
+                        defender (f32, int4), projections of 32 rows or more on the tiled GEMM vs the GEMVs, alternated
+  --planned-gemm tiled|gemv  force the planned path's projections of 32 rows or more (prefill chunks, large
+                        batches) onto the tiled GEMM or the GEMVs (default: by kernel family, tiled with the GPU kernels)
   --cache N[,N...]      the split-K table's cache lengths (default 2048,4096 on a GPU; none on a software adapter)
   --batches N[,N...]    the decode table's batch sizes (default 1,8,64,256; --quick 1,8,64 for the defender, 1,8 for the 135M shape)
   --skip ID[,ID...]     with --all: leave out tables by id (decode, attention, rollout, learn, step)
@@ -111,6 +119,9 @@ const attentionFlag = flagValue(args, '--attention');
 if (attentionFlag !== null && attentionFlag !== 'whole' && attentionFlag !== 'splitk')
   throw new Error(`--attention must be whole or splitk, got "${attentionFlag}"`);
 const attentionArg = attentionFlag as 'whole' | 'splitk' | null;
+const plannedGemmFlag = flagValue(args, '--planned-gemm');
+if (plannedGemmFlag !== null && plannedGemmFlag !== 'tiled' && plannedGemmFlag !== 'gemv')
+  throw new Error(`--planned-gemm must be tiled or gemv, got "${plannedGemmFlag}"`);
 const cacheArg = flagValue(args, '--cache');
 const caches =
   cacheArg === null
@@ -146,7 +157,10 @@ const vulkan =
   vulkanArg !== null ? parseVulkanDriver(vulkanArg) : args.includes('--swiftshader') ? 'swiftshader' : 'system';
 const adapter = await startDawn({ vulkan, module: process.env.SPARRING_WEBGPU_MODULE });
 useKernelVariants(kernelVariants);
-console.log(`\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter}; kernels: ${kernelVariants})`);
+if (plannedGemmFlag) setEngineOptions({ plannedGemm: plannedGemmFlag });
+console.log(
+  `\n== Node + Dawn, tfjs webgpu backend (adapter: ${adapter}; kernels: ${kernelVariants}${plannedGemmFlag ? `; planned GEMM: ${plannedGemmFlag}` : ''})`,
+);
 /** A CPU adapter: sizes and the SmolLM2-135M learn case are cut to what finishes in minutes there. */
 const softwareName = dawnAdapter()?.software ?? null;
 const software = softwareName !== null;
@@ -380,7 +394,7 @@ if (profileOnly) {
   }
   process.exit(0);
 }
-if (!modelsOnly && !decodeOnly && !all) {
+if (!modelsOnly && !decodeOnly && !all && !gemmAbOnly) {
   console.log(`\n== Node + Dawn: kernels (medians of ${reps})\n`);
   console.log(kernelTable(await benchKernels(reps)));
 }
@@ -537,6 +551,25 @@ if (all) {
   await rolloutSection();
   console.log(
     `\n(all tables in ${report.elapsedS().toFixed(0)} s${outDir ? `; written to ${outDir}/bench.md and bench.json` : ''})`,
+  );
+  process.exit(0);
+}
+if (gemmAbOnly) {
+  const rows: (string | number)[][] = [];
+  for (const [fmt, opts] of formats.filter(([f]) => f === 'f32' || f === 'int4')) {
+    const model = await loadModel(folderSource('public/models/defender'), opts);
+    // 16+ decode steps: per-token time is a difference of two rollouts that both carry a 1024-row prefill
+    const c = { batch: batchesArg?.[0] ?? 64, promptLen: 16, steps: quick ? 16 : 32, reps: quick ? 2 : 3 };
+    const r = await benchPlannedGemm(model, c);
+    console.error(`  defender ${fmt}: ${JSON.stringify(r.map((x) => [x.gemm, x.prefillMs, x.msPerToken]))}`);
+    rows.push(...plannedGemmRows('sandbox defender', fmt, r));
+    disposeLlama(model);
+  }
+  report.table(
+    'gemm-ab',
+    '== Node + Dawn: the planned path, projections of 32+ rows on the tiled GEMM vs the GEMVs (wall ms, medians)',
+    PLANNED_GEMM_HEADER,
+    rows,
   );
   process.exit(0);
 }

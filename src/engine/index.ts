@@ -50,6 +50,7 @@ export {
   DecodePlan,
   PROJ_KEYS,
   prefillChunk,
+  GEMM_MIN_ROWS,
   type DecodeModelRef,
   type LoraRef,
   type ProjKey,

@@ -55,6 +55,13 @@ export interface EngineOptions {
    * software adapters, where workgroup memory buys nothing and a barrier is a thread switch).
    */
   learnGemm: 'tiled' | 'direct' | null;
+  /**
+   * The planned prefill's and decode's projections of many rows (GEMM_MIN_ROWS or more: a prefill
+   * chunk, a large batch): 'tiled', the learn GEMM's workgroup tiles (each weight read once per 32
+   * rows of x), or 'gemv', the GEMV layouts (plannedGemv); null picks by adapter as learnGemm does
+   * (tiled on GPUs, the GEMVs on software adapters).
+   */
+  plannedGemm: 'tiled' | 'gemv' | null;
   /** 'auto': as the learn-memory planner chooses; 'on' / 'off' forced (tests, benchmarks). */
   learnRecompute: LearnRecompute;
   /**
@@ -98,6 +105,7 @@ const DEFAULTS: Readonly<EngineOptions> = Object.freeze({
   learnPath: 'planned',
   optimizerPath: 'planned',
   learnGemm: null,
+  plannedGemm: null,
   learnRecompute: 'auto',
   learnMemoryBudget: 2 ** 31,
   decodeMemoryBudget: null,

@@ -7,6 +7,8 @@ import gemvWgsl from '../../../shaders/matmul/plan_gemv.wgsl?raw';
 import gemvThreadWgsl from '../../../shaders/matmul/plan_gemv_thread.wgsl?raw';
 import gemvUnitWgsl from '../../../shaders/matmul/plan_gemv_unit.wgsl?raw';
 import gemmTileWgsl from '../../../shaders/matmul/plan_gemm_tile.wgsl?raw';
+import gemmTiledWgsl from '../../../shaders/matmul/plan_gemm_tiled.wgsl?raw';
+import gemmTileLoopWgsl from '../../../shaders/matmul/gemm_tile_loop.wgsl?raw';
 import gemvRowsWgsl from '../../../shaders/matmul/plan_gemv_rows.wgsl?raw';
 import loraDeltaWgsl from '../../../shaders/lora/plan_delta.wgsl?raw';
 import attentionWgsl from '../../../shaders/attention/plan.wgsl?raw';
@@ -21,6 +23,7 @@ import { rowReduce } from '../kernels/row-reduce/rowReduce';
 import { rowWorkgroupSize } from '../webgpu/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
 import type { GemvShape } from '../options';
+import { GEMM_TILE, gemmTilePrelude } from './gemmTile';
 
 /** f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
 export type WeightFormat = 'f32' | 'f16' | 'int8' | 'int4';
@@ -81,6 +84,7 @@ export const GEMV_WG = 64;
  * weights again, so the one-thread layout, with no workgroup memory to bound it, takes 16.
  */
 export function gemvMaxRows(shape: GemvLayout): number {
+  if (shape === 'gemm') return GEMM_TILE;
   return shape === 'tile' ? 4 * TILE_TQ : shape === 'thread' ? 16 : 8;
 }
 
@@ -258,14 +262,31 @@ function weightLoader(
 }`;
 }
 
+/** `fn <name>(o, k) -> f32`: W[o, k] as float32, one element (the tiled GEMM's tile loads). */
+function weightScalar(name: string, format: WeightFormat, w: string, s: string, groupSize: number): string {
+  const scale = `${s}[o * (G.K / ${groupSize}u) + k / ${groupSize}u]`;
+  const body =
+    format === 'f32'
+      ? `return ${w}[o * G.K + k];`
+      : format === 'f16'
+        ? `return unpack2x16float(bitcast<u32>(${w}[o * ((G.K + 1u) / 2u) + k / 2u]))[k % 2u];`
+        : format === 'int8'
+          ? `let q = (${w}[o * ((G.K + 3u) / 4u) + k / 4u] << (24u - 8u * (k % 4u))) >> 24u;\n  return f32(q) * ${scale};`
+          : `let q = (${w}[o * (G.K / 8u) + k / 8u] >> (4u * (k % 8u))) & 15;\n  return f32(q - 8) * ${scale};`;
+  return `fn ${name}(o : u32, k : u32) -> f32 {\n  ${body}\n}`;
+}
+
 /**
  * GemvShape: 'split': R outputs per workgroup, threads split the input and merge once (GPUs);
  * 'thread': one thread per output unit and no barrier (software adapters, where a barrier is a
  * thread switch). Defined with the engine options, which name it.
  */
 export type { GemvShape };
-/** A kernel's layout: a GemvShape, or 'tile' (software adapters, many rows: 4 units x 4 rows per thread). */
-export type GemvLayout = GemvShape | 'tile';
+/**
+ * A kernel's layout: a GemvShape, 'tile' (software adapters, many rows: 4 units x 4 rows per
+ * thread), or 'gemm' (GPUs, many rows: 32 x 32 workgroup tiles, matmul/plan_gemm_tiled.wgsl).
+ */
+export type GemvLayout = GemvShape | 'tile' | 'gemm';
 
 export interface GemvVariant {
   shape: GemvLayout;
@@ -279,6 +300,12 @@ export interface GemvVariant {
 
 /** Workgroups along x for `n` outputs. */
 export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, headDim = 0): number {
+  if (shape === 'gemm') {
+    // tile columns: one per unit, or 4 per two units of the pair modes (plan_gemm_tiled.wgsl)
+    const units = mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n;
+    const pairs = mode === GemvMode.RopeQ || mode === GemvMode.RopeK || mode === GemvMode.GateUp;
+    return Math.ceil((pairs ? Math.ceil(units / 2) * 4 : units) / GEMM_TILE);
+  }
   if (shape === 'tile')
     return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / TILE_TU / GEMV_WG);
   if (shape === 'thread') return Math.ceil((mode === GemvMode.RopeQ || mode === GemvMode.RopeK ? n / 2 : n) / GEMV_WG);
@@ -302,8 +329,13 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
     { name: 'W', kind: 'read', type: wType },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
+  const gemm = v.shape === 'gemm';
+  const loader = (name: string, w: string, sc: string) =>
+    gemm
+      ? weightScalar(name.replace('wload', 'wat'), v.format, w, sc, gs)
+      : weightLoader(name, v.format, w, sc, gs, vec4);
   const fns = [
-    weightLoader('wload', v.format, 'W', 'S', gs, vec4),
+    loader('wload', 'W', 'S'),
     vec4
       ? 'fn wget(i : u32) -> f32 {\n  return work[i / 4u][i % 4u];\n}\nfn wput(i : u32, y : f32) {\n  work[i / 4u][i % 4u] = y;\n}'
       : 'fn wget(i : u32) -> f32 {\n  return work[i];\n}\nfn wput(i : u32, y : f32) {\n  work[i] = y;\n}',
@@ -311,7 +343,9 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   if (v.mode === GemvMode.GateUp) {
     b.push({ name: 'W2', kind: 'read', type: wType });
     if (quant) b.push({ name: 'S2', kind: 'read', type: 'array<f32>' });
-    fns.push(weightLoader('wload2', v.format, 'W2', 'S2', gs, vec4));
+    fns.push(loader('wload2', 'W2', 'S2'));
+  } else if (gemm) {
+    fns.push('fn wat2(o : u32, k : u32) -> f32 {\n  return 0.0;\n}');
   } else {
     fns.push('fn wload2(o : u32, c : u32) -> vec4<f32> {\n  return vec4<f32>(0.0);\n}');
   }
@@ -337,6 +371,14 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
     fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n}');
   }
   // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
+  if (gemm) {
+    const consts = `${gemmTilePrelude(true)}const MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
+    return {
+      key: `plan_gemm_tiled_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
+      bindings: b,
+      body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${gemvUnitWgsl}\n${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
+    };
+  }
   const consts = `const TU : u32 = ${TILE_TU}u;\nconst TQ : u32 = ${TILE_TQ}u;\nconst WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
     key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,

@@ -20,6 +20,7 @@
 //   pembed   prompt ids of the chunk's columns -> x
 //   players  the layers above over B x chunk rows, keys and values written into the cache
 //   phead    final norm + LM head of each row's last prompt column
+import { GEMM_TILE } from './gemmTile';
 import { GpuPlan, alignUp, checkPlanBuffers, type BufferRange, type PhaseAt, type PlannedBuffer } from './plan';
 import {
   GemvMode,
@@ -137,6 +138,11 @@ export interface DecodePlanOptions {
    * prefill chunk, a large batch); default TILE_MIN_ROWS. Infinity keeps the one-thread kernel.
    */
   tileMinRows?: number;
+  /**
+   * GEMVs of at least this many rows take the workgroup-tiled GEMM (matmul/plan_gemm_tiled.wgsl)
+   * whatever the layout; default Infinity (never). The engine passes GEMM_MIN_ROWS on GPUs.
+   */
+  gemmMinRows?: number;
   batch: number;
   /** KV-cache slots per row (prompt + new tokens). */
   capacity: number;
@@ -160,6 +166,18 @@ export interface RunSampling {
 /** Prompt columns a prefill chunk holds for a batch of B rows (GEMV rows = B x chunk, at most 1024). */
 /** Rows from which a GEMV on a software adapter takes the tiled kernel (see matmul/plan_gemm_tile.wgsl). */
 export const TILE_MIN_ROWS = 8;
+
+/**
+ * Rows from which the GPU path takes the tiled GEMM: one tile's height (32). The split GEMV keeps 8
+ * rows per workgroup, so it streams every weight ceil(rows / 8) times; the tiled GEMM streams it
+ * once per 32 rows but always multiplies a whole 32-row tile. From 32 rows no tile row is padding
+ * (bar the last tile's) and the GEMV would read each weight 4 times or more; at 16 rows the tile
+ * would do twice the multiply-adds to save one weight pass, and has 8x fewer workgroups along the
+ * outputs (32 columns each against the GEMV's 4) to spread over a GPU. Reasoned from the kernels'
+ * shapes, not measured on a GPU (none was lent). A prefill chunk has B x prefillChunk(B) rows, so a
+ * single prompt (16 rows a chunk) stays on the GEMV; batches of 2 or more take the tiled GEMM.
+ */
+export const GEMM_MIN_ROWS = GEMM_TILE;
 
 export function prefillChunk(B: number): number {
   return Math.max(1, Math.min(16, Math.floor(1024 / B)));
@@ -448,8 +466,13 @@ export class DecodePlan {
     const partials = attention === 'splitk' ? plan.buffer('attention partials', partialBytes) : null;
     const common = { work: { buffer: workBuf }, params: { buffer: params }, lora: { buffer: this.loraBuf } };
     const tileMin = opts.tileMinRows ?? TILE_MIN_ROWS;
+    const gemmMin = opts.gemmMinRows ?? Infinity;
     const layoutFor = (u: GemvUniform): GemvLayout =>
-      shape === 'thread' && u.rows >= tileMin && [u.K, u.xOff, u.xStride].every((n) => n % 4 === 0) ? 'tile' : shape;
+      u.rows >= gemmMin
+        ? 'gemm'
+        : shape === 'thread' && u.rows >= tileMin && [u.K, u.xOff, u.xStride].every((n) => n % 4 === 0)
+          ? 'tile'
+          : shape;
     const gemv = (
       phase: string,
       mode: GemvMode,
@@ -959,6 +982,12 @@ export class DecodePlan {
   }
 
   /** Dispatches of a prefill chunk and of the prefill's head (tests, benchmarks). */
+  /** Dispatches of kernels whose key starts with `prefix`: per decode token and per prefill chunk (with its head). */
+  kernelDispatches(prefix: string): { decode: number; prefill: number } {
+    const n = (phases: string[]) => phases.reduce((a, p) => a + this.plan.countKernels(p, prefix), 0);
+    return { decode: n(['draw', 'embed', 'layers', 'head']), prefill: n(['pembed', 'players', 'phead']) };
+  }
+
   prefillDispatches(): { perChunk: number; head: number } {
     return { perChunk: this.plan.count('pembed') + this.plan.count('players'), head: this.plan.count('phead') };
   }

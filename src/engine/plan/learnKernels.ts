@@ -9,6 +9,7 @@
 import gemmCommonWgsl from '../../../shaders/matmul/learn_gemm_common.wgsl?raw';
 import gemmF32Wgsl from '../../../shaders/matmul/learn_gemm.wgsl?raw';
 import gemmTiledWgsl from '../../../shaders/matmul/learn_gemm_tiled.wgsl?raw';
+import gemmTileLoopWgsl from '../../../shaders/matmul/gemm_tile_loop.wgsl?raw';
 import gemmQuantWgsl from '../../../shaders/matmul/learn_gemm_quant.wgsl?raw';
 import gemmBF16Wgsl from '../../../shaders/matmul/learn_gemm_b_f16.wgsl?raw';
 import gemmBInt8Wgsl from '../../../shaders/matmul/learn_gemm_b_int8.wgsl?raw';
@@ -31,6 +32,7 @@ import statsWgsl from '../../../shaders/token-stats/learn.wgsl?raw';
 import statsGradWgsl from '../../../shaders/token-stats/learn_grad.wgsl?raw';
 import type { BindingSpec, PlanKernel } from './kernel';
 import type { WeightFormat } from './decodeKernels';
+import { GEMM_KT, GEMM_T, GEMM_TILE, GEMM_WG, gemmTilePrelude } from './gemmTile';
 
 // ---------------------------------------------------------------------------------------------
 // GEMM: C(m, n) = alpha sum_k A(m, k) B(k, n) [+ C(m, n)] [+ bias(n)] [+ R(m, n)], batched over z
@@ -89,10 +91,7 @@ export function packGemm(g: GemmUniform): ArrayBuffer {
   return buf;
 }
 
-/** Outputs per thread along m and n, threads per workgroup along each: a 32 x 32 tile. */
-export const GEMM_T = 4;
-export const GEMM_WG = 8;
-export const GEMM_TILE = GEMM_T * GEMM_WG;
+export { GEMM_T, GEMM_WG, GEMM_TILE, GEMM_KT } from './gemmTile';
 
 export function gemmWorkgroups(M: number, N: number, Z = 1): [number, number, number] {
   return [Math.ceil(N / GEMM_TILE), Math.ceil(M / GEMM_TILE), Z];
@@ -122,9 +121,6 @@ const QUANT_WGSL = {
  */
 export type GemmLayout = 'direct' | 'tiled';
 
-/** K per step of the tiled GEMM: 2 x 32 x 32 floats of workgroup memory (8 KiB of the 16 KiB floor). */
-export const GEMM_KT = 32;
-
 const F32_B_AT = `fn bAt(base : u32, k : u32, n : u32) -> f32 {
   return Bm[base + k * U.bS0 + n * U.bS1];
 }
@@ -151,7 +147,7 @@ export function gemmKernel(
     return {
       key: `learn_gemm_tiled_${quant ? `${format}_g${groupSize}` : 'f32'}_kt${GEMM_KT}`,
       bindings: b,
-      body: `${prelude}const KT : u32 = ${GEMM_KT}u;\n${gemmCommonWgsl}${quant ? QUANT_WGSL[format].bAt : F32_B_AT}${gemmTiledWgsl}`,
+      body: `${gemmTilePrelude(false)}${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}${gemmCommonWgsl}${quant ? QUANT_WGSL[format].bAt : F32_B_AT}${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
     };
   }
   const variant = quant

@@ -23,6 +23,8 @@ interface Pending {
 }
 
 interface Dispatch {
+  /** The kernel's key (which variant a dispatch runs: tests count them). */
+  key: string;
   pipeline: GPUComputePipeline;
   bindGroup: GPUBindGroup;
   workgroups: [number, number, number];
@@ -242,6 +244,7 @@ export class GpuPlan {
       );
       const list = this.phases.get(p.phase) ?? [];
       list.push({
+        key: p.kernel.kernel.key,
         pipeline: p.kernel.pipeline,
         bindGroup,
         workgroups: p.workgroups,
@@ -256,6 +259,11 @@ export class GpuPlan {
   /** Dispatches of a phase (0 if it has none). */
   count(phase: string): number {
     return this.phases.get(phase)?.length ?? 0;
+  }
+
+  /** Dispatches of a phase whose kernel key starts with `prefix`. */
+  countKernels(phase: string, prefix: string): number {
+    return (this.phases.get(phase) ?? []).filter((d) => d.key.startsWith(prefix)).length;
   }
 
   /** Estimated FLOPs of a phase's dispatches. */

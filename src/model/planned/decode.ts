@@ -14,6 +14,7 @@ import {
   DecodePlan,
   PROJ_KEYS,
   prefillChunk,
+  GEMM_MIN_ROWS,
   flushTfjs,
   tensorBuffer,
   engineOptions,
@@ -185,7 +186,8 @@ function frozenOf(model: LlamaModel): FrozenWeight[] {
 
 function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeModelRef['lora']): DecodePlan {
   const { tokensPerRun, plannedGemv: gemvShape, plannedAttention: attention } = engineOptions();
-  const key = `${B}:${capacity}:${tokensPerRun}:${gemvShape}:${attention}:${JSON.stringify(lora)}`;
+  const gemm = plannedGemm();
+  const key = `${B}:${capacity}:${tokensPerRun}:${gemvShape}:${gemm}:${attention}:${JSON.stringify(lora)}`;
   let byKey = plans.get(model);
   if (!byKey) plans.set(model, (byKey = new Map()));
   const weights = frozenOf(model);
@@ -225,6 +227,7 @@ function planFor(model: LlamaModel, B: number, capacity: number, lora: DecodeMod
     gemv: gemvVariant() === 'thread' ? 'thread' : 'split',
     memoryBudget: engineOptions().decodeMemoryBudget,
     ...forced,
+    gemmMinRows: gemm === 'tiled' ? GEMM_MIN_ROWS : Infinity,
     ...(attention ? { attention } : {}),
   });
   byKey.set(key, { plan, weights });
@@ -238,10 +241,24 @@ export function releaseDecodePlans(model: LlamaModel): void {
 }
 onDisposeLlama(releaseDecodePlans);
 
+/**
+ * The planned projections of many rows: EngineOptions.plannedGemm where set, else as the learn
+ * GEMM picks (tiled where the GPU kernel variants run: GPUs, or forced by kernelVariants 'gpu').
+ */
+export function plannedGemm(): 'tiled' | 'gemv' {
+  return engineOptions().plannedGemm ?? (gemvVariant() === 'splitk' ? 'tiled' : 'gemv');
+}
+
 /** Dispatch counts of the plan generate() would use for this model and batch, per token and per prefill chunk, and its decode attention (tests, benchmarks). */
 export function plannedDispatches(model: LlamaModel, B: number, capacity: number) {
   const plan = planFor(model, B, alignUp(capacity, 64), loraOf(model).shapes);
-  return { ...plan.dispatchesPerToken(), prefill: plan.prefillDispatches(), attention: plan.attention };
+  return {
+    ...plan.dispatchesPerToken(),
+    prefill: plan.prefillDispatches(),
+    attention: plan.attention,
+    /** Dispatches of the tiled GEMM (matmul/plan_gemm_tiled.wgsl) per token and per prefill chunk. */
+    tiledGemm: plan.kernelDispatches('plan_gemm_tiled'),
+  };
 }
 
 /** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */
