@@ -6,7 +6,7 @@
 // plan takes a blocked head (and embedding) and blocked projections (one GEMV per block; q, k, v
 // in blocks of whole heads): logits and draws equal tfjs.
 import { describe, expect, it } from 'vitest';
-import { disposeLlama, forward, type LlamaModel, type LoadOptions } from '../src/model/llama';
+import { disposeLlama, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import { generate } from '../src/model/generate';
 import {
   plannedDecodeFor,
@@ -35,6 +35,7 @@ import {
 } from './learnFixture';
 import { useDawn } from './dawnSetup';
 import { setEngineOptions } from '../src/engine/options';
+import { tfjsPrefixLogits } from './tfjsPrefix';
 
 useDawn(() => {
   setEngineOptions({ bindingLimit: null, decodePath: 'planned', learnPath: 'planned' });
@@ -115,20 +116,8 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
       [29, 4],
     ].slice(0, draws ? 3 : 1);
     const planned = await plannedForcedLogits(model, prompts, forced);
-    for (let t = 0; t < forced.length; t++) {
-      const seqs = prompts.map((p, b) => [...p, ...forced.slice(0, t + 1).map((f) => f[b])]);
-      const P = Math.max(...seqs.map((r) => r.length));
-      const logits = forward(
-        model,
-        seqs.map((r) => [...Array(P - r.length).fill(0), ...r]),
-        {
-          attentionMask: seqs.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]),
-          lastOnly: true,
-        },
-      );
-      expect(maxAbs(planned[t], (await logits.data()) as Float32Array)).toBeLessThan(1e-4);
-      logits.dispose();
-    }
+    const forcedRef = await tfjsPrefixLogits(model, prompts, forced);
+    for (let t = 0; t < forced.length; t++) expect(maxAbs(planned[t], forcedRef[t + 1])).toBeLessThan(1e-4);
     if (!draws) return;
     const opts = { maxNewTokens: 6, temperature: 0.9, seed: 17 };
     setEngineOptions({ decodePath: 'tfjs' });
