@@ -176,7 +176,7 @@ export const tokenbuncherSchema = {
   ),
   noiserEpsilon: num(
     TOKEN_NOISER_EPSILON,
-    'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender 0.02 with safetyWeight 1 split the seeds: opened by redteam in 11 steps with seed 1, held 40 with seed 2, measured before the split by template and the source token rule, so not yet a verdict: EXPERIMENTS.md)',
+    'e: share of the TokenNoiser loss on the noise distribution (source 0.1; on the sandbox defender with safetyWeight 1, e = 0.02 held a 40-step redteam off in 2 of 3 seeds (seed 3 opened in 16 steps) where the noiser off held it in 3 of 3: EXPERIMENTS.md)',
     { min: 0, max: 1 },
   ),
   lr: num(2e-3, 'AdamW learning rate (the RL updates, and the TokenNoiser SFT steps unless noiserLr is set)', {
