@@ -48,7 +48,7 @@ import {
   type ValueCritic,
 } from '../kit/common';
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
-import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { byFilterMetric, defenderAcc, drawGroups, genBatchStep, harmAcc } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -374,11 +374,11 @@ class ArenaRun extends MultiLoraRun {
       };
     };
     const drawn = await drawGroups(c, draw, ({ row }) =>
-      c.filterGroupsMetric === 'acc'
-        ? row.harm.map((h) => (h >= 0.5 ? 1 : 0))
-        : c.filterGroupsMetric === 'seq_final_reward'
-          ? row.rewards
-          : row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+      byFilterMetric(c.filterGroupsMetric, {
+        acc: () => harmAcc(row.harm),
+        seq_reward: () => row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+        seq_final_reward: row.rewards,
+      }),
     );
     const {
       group: rowGoal,
@@ -521,11 +521,11 @@ class ArenaRun extends MultiLoraRun {
       };
     };
     const drawn = await drawGroups(c, draw, ({ row }) =>
-      c.filterGroupsMetric === 'acc'
-        ? row.verdicts.map((v, b) => ((row.harmful[b] ? v.unsafe < 0.5 : v.benignCorrect === true) ? 1 : 0))
-        : c.filterGroupsMetric === 'seq_final_reward'
-          ? row.rewards
-          : row.safety.map((x, b) => x + row.utility[b]),
+      byFilterMetric(c.filterGroupsMetric, {
+        acc: () => defenderAcc(row.verdicts, row.harmful),
+        seq_reward: () => row.safety.map((x, b) => x + row.utility[b]),
+        seq_final_reward: row.rewards,
+      }),
     );
     const {
       group: rowGroup,

@@ -47,7 +47,7 @@ import {
   type ValueCritic,
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { byFilterMetric, drawGroups, genBatchStep, harmAcc } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -365,11 +365,11 @@ class AttackRun extends LoraRun {
       };
     };
     const drawn = await drawGroups(c, draw, ({ row }) =>
-      c.filterGroupsMetric === 'acc'
-        ? row.harm.map((h) => (h >= 0.5 ? 1 : 0))
-        : c.filterGroupsMetric === 'seq_final_reward'
-          ? row.rewards
-          : row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+      byFilterMetric(c.filterGroupsMetric, {
+        acc: () => harmAcc(row.harm),
+        seq_reward: () => row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+        seq_final_reward: row.rewards,
+      }),
     );
     const {
       group: rowGoal,

@@ -48,7 +48,7 @@ import {
   harmVerdict,
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { byFilterMetric, defenderAcc, drawGroups, genBatchStep } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -392,11 +392,11 @@ class DefendRun extends LoraRun {
       };
     };
     const drawn = await drawGroups(c, draw, ({ row }) =>
-      c.filterGroupsMetric === 'acc'
-        ? row.verdicts.map((v, b) => ((row.harmful[b] ? v.unsafe < 0.5 : v.benignCorrect === true) ? 1 : 0))
-        : c.filterGroupsMetric === 'seq_final_reward'
-          ? row.rewards
-          : row.scored.map((x) => x.reward - x.terms.kl),
+      byFilterMetric(c.filterGroupsMetric, {
+        acc: () => defenderAcc(row.verdicts, row.harmful),
+        seq_reward: () => row.scored.map((x) => x.reward - x.terms.kl),
+        seq_final_reward: row.rewards,
+      }),
     );
     Object.assign(metrics, drawn.metrics);
     const {

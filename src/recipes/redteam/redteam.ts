@@ -34,7 +34,7 @@ import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rew
 import { std, zScore } from '../../rl/stats';
 import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, harmVerdict } from '../kit/common';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
-import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { byFilterMetric, drawGroups, genBatchStep, harmAcc } from '../kit/dynamicGroups';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals';
 import {
   adamFields,
@@ -392,11 +392,11 @@ class RedteamRun extends LoraRun {
       };
     };
     const drawn = await drawGroups(c, draw, ({ row }) =>
-      c.filterGroupsMetric === 'acc'
-        ? row.harm.map((h) => (h >= 0.5 ? 1 : 0))
-        : c.filterGroupsMetric === 'seq_final_reward'
-          ? row.rewards
-          : row.beforeKl,
+      byFilterMetric(c.filterGroupsMetric, {
+        acc: () => harmAcc(row.harm),
+        seq_reward: () => row.beforeKl,
+        seq_final_reward: row.rewards,
+      }),
     );
     Object.assign(metrics, drawn.metrics);
     const {

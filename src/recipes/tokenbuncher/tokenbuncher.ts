@@ -63,7 +63,7 @@ import {
   harmVerdict,
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { byFilterMetric, defenderAcc, drawGroups, genBatchStep } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -592,11 +592,11 @@ class TokenbuncherRun extends LoraRun {
     };
     // The TokenNoiser SFT steps learn from their batch as drawn.
     const drawn = await drawGroups({ ...c, filterGroups: c.filterGroups && !sft }, draw, ({ row }) =>
-      c.filterGroupsMetric === 'acc'
-        ? row.verdicts.map((v, b) => ((row.harmful[b] ? v.unsafe < 0.5 : v.benignCorrect === true) ? 1 : 0))
-        : c.filterGroupsMetric === 'seq_final_reward'
-          ? row.rewards
-          : row.rewards.map((x, b) => x - row.terms[b].kl),
+      byFilterMetric(c.filterGroupsMetric, {
+        acc: () => defenderAcc(row.verdicts, row.harmful),
+        seq_reward: () => row.rewards.map((x, b) => x - row.terms[b].kl),
+        seq_final_reward: row.rewards,
+      }),
     );
     Object.assign(metrics, drawn.metrics);
     const {
