@@ -13,7 +13,7 @@ import { DecodePlan } from '../src/engine/plan/decodePlan';
 import { maxAbs } from '../dev/test/maxAbs';
 import { parseModelConfig } from '../src/contract/modelConfig';
 import { generate, type GenerateOptions, type GenerateResult } from '../src/model/generate';
-import { disposeLlama, forward, loadLlama, type LlamaModel } from '../src/model/llama';
+import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
 import {
   plannedDispatches,
@@ -28,7 +28,7 @@ import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../dev/bench/synthetic';
 import type { LoadOptions } from '../src/model/llama';
 import { setEngineOptions } from '../src/engine/options';
-import { tfjsPrefixLogits } from './tfjsPrefix';
+import { tfjsPrefixLogits, tfjsLogits } from './tfjsPrefix';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -56,17 +56,6 @@ function fixture(name: string, opts: LoadOptions = {}): { model: LlamaModel; gol
     opts,
   );
   return { model, golden };
-}
-
-/** Last-position logits of the tfjs path over each row's full sequence (left-padded), [B * V]. */
-async function tfjsLogits(model: LlamaModel, rows: number[][]): Promise<Float32Array> {
-  const P = Math.max(...rows.map((r) => r.length));
-  const ids = rows.map((r) => [...Array(P - r.length).fill(0), ...r]);
-  const attn = rows.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]);
-  const t = forward(model, ids, { attentionMask: attn, lastOnly: true });
-  const v = (await t.data()) as Float32Array;
-  t.dispose();
-  return v;
 }
 
 /**

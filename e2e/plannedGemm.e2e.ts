@@ -18,7 +18,7 @@ import { maxAbs } from '../dev/test/maxAbs';
 import { engineOptions, resetEngineOptions, setEngineOptions } from '../src/engine/options';
 import { parseModelConfig } from '../src/contract/modelConfig';
 import { parseSafetensors } from '../src/model/safetensors';
-import { disposeLlama, forward, loadLlama, type LlamaModel, type LoadOptions } from '../src/model/llama';
+import { disposeLlama, loadLlama, type LlamaModel, type LoadOptions } from '../src/model/llama';
 import {
   plannedDispatches,
   plannedForcedLogits,
@@ -27,6 +27,7 @@ import {
   releaseDecodePlans,
 } from '../src/model/planned/decode';
 import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
+import { tfjsLogits } from './tfjsPrefix';
 
 useDawn(resetEngineOptions);
 
@@ -69,17 +70,6 @@ function fixture(opts: LoadOptions = {}): LlamaModel {
     parseSafetensors(new Uint8Array(readFileSync(resolve(dir, 'model.safetensors')))),
     opts,
   );
-}
-
-/** Last-position logits of the tfjs path over each row's full sequence (left-padded), [B * V]. */
-async function tfjsLogits(model: LlamaModel, rows: number[][]): Promise<Float32Array> {
-  const P = Math.max(...rows.map((r) => r.length));
-  const ids = rows.map((r) => [...Array(P - r.length).fill(0), ...r]);
-  const attn = rows.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]);
-  const t = forward(model, ids, { attentionMask: attn, lastOnly: true });
-  const v = (await t.data()) as Float32Array;
-  t.dispose();
-  return v;
 }
 
 const tokens = (n: number, salt: number) => [

@@ -1,4 +1,5 @@
-// The tfjs reference for teacher-forced decoding, in one forward instead of one per prefix.
+// The tfjs references of the planned-path tests: last-position logits, and teacher-forced decoding
+// in one forward instead of one per prefix.
 import { forward, type LlamaModel } from '../src/model/llama';
 
 /**
@@ -30,4 +31,15 @@ export async function tfjsPrefixLogits(
     for (let b = 0; b < B; b++) out.set(v.subarray((b * P + pos) * V, (b * P + pos + 1) * V), b * V);
     return out;
   });
+}
+
+/** Last-position logits of the tfjs path over each row's full sequence (left-padded), [B * V]. */
+export async function tfjsLogits(model: LlamaModel, rows: number[][]): Promise<Float32Array> {
+  const P = Math.max(...rows.map((r) => r.length));
+  const ids = rows.map((r) => [...Array(P - r.length).fill(0), ...r]);
+  const attn = rows.map((r) => [...Array(P - r.length).fill(0), ...Array(r.length).fill(1)]);
+  const t = forward(model, ids, { attentionMask: attn, lastOnly: true });
+  const v = (await t.data()) as Float32Array;
+  t.dispose();
+  return v;
 }
