@@ -488,8 +488,6 @@ describe('minmax monitor warm-up (monitorWarmupSteps)', () => {
     itemPool: 8,
     samples: 1,
     monitorStepsPerPolicy: 1,
-    evalEvery: 1,
-    evalItems: 2,
   };
   const warm = { ...cfg, monitorWarmupSteps: 6, monitorWarmupItems: 2, monitorWarmupLr: 2e-2 };
 
