@@ -360,6 +360,9 @@ describe('every alias row reaches the export', () => {
       exported('defend', { entropyCoef: 1, entropyCoeff: 0.25 }).overrides['actor_rollout_ref.actor.entropy_coeff'],
     ).toBe(-0.75);
     expect(exported('minmax', { policyLr: 0.0005 }).overrides['actor_rollout_ref.actor.optim.lr']).toBe(0.0005);
+    // minmax's monitor warm-up has no key in the policy's job: listed when on, absent when off.
+    expect(exported('minmax', { monitorWarmupSteps: 40 }).unsupported.join('\n')).toMatch(/monitorWarmupSteps = 40/);
+    expect(exported('minmax', {}).unsupported.join('\n')).not.toMatch(/monitorWarmupSteps/);
   });
 });
 

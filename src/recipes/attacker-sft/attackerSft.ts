@@ -6,7 +6,6 @@
 // Data: the sandbox's attackerSft pairs (seeded), or uploaded JSONL rows {"goal", "prompt"}
 // (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
-import * as tf from '@tensorflow/tfjs';
 import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../../data/sandbox/index';
 import { stripBom } from '../../contract/datasetLoaders';
 import { brief, briefText } from '../../contract/brief';
@@ -15,17 +14,18 @@ import { columnsOf, readPromptSet } from '../../contract/promptSets';
 import { generate } from '../../model/generate';
 import type { LoraSet } from '../../model/lora';
 import { hash3 } from '../../model/random';
-import { AdamW, clipByGlobalNorm } from '../../rl/optim';
-import { policyStats } from '../../rl/policy';
-import { plannedGrads, plannedLearnBlocker } from '../../rl/plannedLearn';
+import { AdamW } from '../../rl/optim';
 import { meanOf, tokenTrace, drawBatch } from '../kit/common';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
 import { attachConfiguredLora, loraFields } from '../kit/commonFields';
+import { encodeSftPair, sftStep } from '../kit/sft';
+
+export { encodeSftPair };
 import { tacticOf } from '../kit/goals';
 import type { Metrics, RolloutSample } from '../../contract/report';
 import { int, num, str, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
-import type { ChatCodec, LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
+import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { attackerSftLesson } from './lesson';
 
 export const attackerSftSchema = {
@@ -118,33 +118,6 @@ export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPai
   return out;
 }
 
-/** Prompt ids (user turn + generation prompt) and target ids (assistant content + end of turn). */
-export function encodeSftPair(
-  codec: ChatCodec,
-  source: string,
-  target: string,
-  maxTargetTokens: number,
-): { prompt: number[]; target: number[] } {
-  const prompt = codec.encodeChat([{ role: 'user', content: source }], { addGenerationPrompt: true });
-  const full = codec.encodeChat(
-    [
-      { role: 'user', content: source },
-      { role: 'assistant', content: target },
-    ],
-    { addGenerationPrompt: false },
-  );
-  let tgt: number[];
-  if (full.length > prompt.length && prompt.every((id, i) => full[i] === id)) {
-    tgt = full.slice(prompt.length);
-    // Keep up to and including the end-of-turn token (drop the template's trailing newline).
-    const end = tgt.findIndex((id) => codec.eos.includes(id));
-    if (end >= 0) tgt = tgt.slice(0, end + 1);
-  } else {
-    tgt = [...codec.encodeText(target), ...(codec.eos.length ? [codec.eos[0]] : [])];
-  }
-  return { prompt, target: tgt.slice(0, maxTargetTokens) };
-}
-
 /** Share of each tactic among prompts (all nine keys). */
 export function tacticMix(prompts: readonly string[]): Record<Tactic, number> {
   const mix = Object.fromEntries(TACTICS.map((t) => [t, 0])) as Record<Tactic, number>;
@@ -231,51 +204,18 @@ class AttackerSftRun extends LoraRun {
 
     // --- learn: target-only NLL
     const enc = this.batch(step).map((p) => encodeSftPair(codec, attackerSource(p.goal), p.prompt, c.maxTargetTokens));
-    const T = Math.max(...enc.map((e) => e.target.length));
-    const responses = enc.map((e) => [...e.target, ...Array<number>(T - e.target.length).fill(codec.pad)]);
-    const mask: number[][] = enc.map((e) => Array.from({ length: T }, (_, t): number => (t < e.target.length ? 1 : 0)));
-    const nTok = mask.flat().reduce((a, b) => a + b, 0);
-    const vars: Record<string, tf.Variable> = {};
-    for (const v of this.lora.variables()) vars[v.name] = v;
-    const maskT = tf.tensor2d(mask.flat(), [enc.length, T]);
-    this.lora.training = true;
-    let lossValue: tf.Scalar | null = null;
-    let grads: tf.NamedTensorMap;
-    try {
-      const batch = { prompts: enc.map((e) => e.prompt), responses, mask };
-      const sftLoss = (logp: tf.Tensor2D) =>
-        tf.div(tf.neg(tf.sum(tf.mul(logp, maskT))), Math.max(1, nTok)) as tf.Scalar;
-      // The planned WebGPU pass when it can run this adapter (src/rl/plannedLearn.ts), tfjs otherwise.
-      const planned =
-        plannedLearnBlocker(model, this.lora) === null
-          ? await plannedGrads(model, this.lora, batch, { padTokenId: codec.pad }, (s) => sftLoss(s.logp))
-          : null;
-      if (planned) {
-        lossValue = tf.scalar(planned.loss);
-        grads = planned.grads;
-      } else {
-        const r = tf.variableGrads(
-          () => sftLoss(policyStats(model, batch, { padTokenId: codec.pad }).logp),
-          Object.values(vars),
-        );
-        lossValue = r.value;
-        grads = r.grads;
-      }
-    } finally {
-      this.lora.training = false;
-      maskT.dispose();
-    }
-    const clipped = clipByGlobalNorm(grads, c.maxGradNorm);
-    const [loss, norm] = await Promise.all([lossValue.data(), clipped.norm.data()]);
-    const skipped = !Number.isFinite(norm[0]) || !Number.isFinite(loss[0]);
-    if (!skipped) this.optimizer.applyGradients(vars, clipped.grads, c.lr);
-    tf.dispose([lossValue, ...Object.values(grads), ...Object.values(clipped.grads), clipped.norm]);
+    const r = await sftStep({ model, lora: this.lora, optimizer: this.optimizer }, enc, {
+      pad: codec.pad,
+      lr: c.lr,
+      maxGradNorm: c.maxGradNorm,
+    });
+    const nTok = r.targetTokens;
     const learnMs = clock.mark('learn_ms');
 
     const metrics: Metrics = {
-      'loss/sft': loss[0],
-      'grad/norm': norm[0],
-      'grad/skipped': skipped ? 1 : 0,
+      'loss/sft': r.loss,
+      'grad/norm': r.gradNorm,
+      'grad/skipped': r.skipped ? 1 : 0,
       'optim/lr': c.lr,
       'batch/target_tokens': nTok,
     };

@@ -2,8 +2,17 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env';
-import { sampleQa, rngFor, type QaItem } from '../../data/sandbox/index';
-import { critiqueVerdict, filterMetric, gameRewards, monitorLabel, type GameRow } from './minmax';
+import { qaItems, sampleQa, rngFor, type QaItem } from '../../data/sandbox/index';
+import { drawBatch } from '../kit/common';
+import {
+  critiqueVerdict,
+  filterMetric,
+  gameRewards,
+  monitorLabel,
+  monitorWarmupPairs,
+  type GameRow,
+  type GameRun,
+} from './minmax';
 import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm';
 import { createRun } from '../registry';
 import type { StepReport } from '../../contract/report';
@@ -433,4 +442,106 @@ describe('minmax with gae (fixture model)', () => {
       b.run.dispose();
     }
   }, 120_000);
+});
+
+describe('minmax monitor warm-up (monitorWarmupSteps)', () => {
+  it('pairs: each training item with its right answer (target CORRECT) and a seeded wrong one (target INCORRECT), in the form given; the parser reads the verdict off the target', () => {
+    const items = qaItems(40, 3, { split: 'train' });
+    const pairs = monitorWarmupPairs(items, 'value', rngFor(3, 'w'));
+    expect(pairs).toHaveLength(80);
+    const wrongs = new Set<number>();
+    items.forEach((it, i) => {
+      const [r, w] = [pairs[2 * i], pairs[2 * i + 1]];
+      expect(r.answer).toBe(`[ANSWER: ${it.choices[it.correct]}]`);
+      expect(r.prompt).toBe(
+        `Check: ${it.story}\nQ: ${it.question}\n${it.choices.map((c, j) => `${'ABCD'[j]}) ${c}`).join(' ')}\nAnswer: ${r.answer}`,
+      );
+      // The sandbox critique: the question, the right value, the verdict.
+      expect(r.target).toBe(`${it.question.replace(/\?$/, '')}: ${it.choices[it.correct]}. CORRECT`);
+      expect(w.target).toBe(`${it.question.replace(/\?$/, '')}: ${it.choices[it.correct]}. INCORRECT`);
+      expect([r.truth, w.truth]).toEqual([1, 0]);
+      expect(critiqueVerdict(r.target)).toBe('correct');
+      expect(critiqueVerdict(w.target)).toBe('incorrect');
+      const pick = it.choices.findIndex((c) => w.answer === `[ANSWER: ${c}]`);
+      expect(pick).not.toBe(it.correct);
+      wrongs.add((pick - it.correct + 4) % 4);
+    });
+    expect([...wrongs].sort()).toEqual([1, 2, 3]); // any of the other three choices, not a fixed one
+    expect(monitorWarmupPairs(items.slice(0, 1), 'letter', rngFor(3, 'w'))[0].answer).toBe(
+      `[ANSWER:${'ABCD'[items[0].correct]}]`,
+    );
+  });
+
+  const env: RecipeEnv = nodeRecipeEnv({
+    modelsDir: resolve(FIXTURE, '..'),
+    load: loadWithCharCodec,
+    judges: { letters: letterJudge },
+  });
+  const cfg = {
+    policy: 'tiny-llama-f32',
+    monitor: 'tiny-llama-f32',
+    rm: 'letters',
+    items: 2,
+    groupSize: 2,
+    policyMaxTokens: 4,
+    monitorMaxTokens: 4,
+    itemPool: 8,
+    samples: 1,
+    monitorStepsPerPolicy: 1,
+  };
+  const warm = { ...cfg, monitorWarmupSteps: 6, monitorWarmupItems: 2, monitorWarmupLr: 2e-2 };
+
+  it("on the fixture: the loss on the target tokens falls, only the critique's tokens (plus end of turn) are trained, the policy is untouched, the report shows it; a resumed run does not redo it", async () => {
+    const a = await createRun(env, 'minmax', warm, 5);
+    const b = await createRun(env, 'minmax', cfg, 5);
+    const runA = a.run as GameRun;
+    let s0: RecipeCheckpoint, a0: RecipeCheckpoint, b0: RecipeCheckpoint, a1: StepReport;
+    let r0: StepReport, q0: StepReport;
+    try {
+      s0 = await runA.state();
+      r0 = await runA.step();
+      a0 = await runA.state();
+      a1 = await runA.step();
+      q0 = await b.run.step();
+      b0 = await b.run.state();
+    } finally {
+      a.run.dispose();
+      b.run.dispose();
+    }
+    const log = runA.warmupLog;
+    expect(log).toHaveLength(6);
+    expect(log[5].loss).toBeLessThan(log[0].loss - 0.1);
+    // Trained tokens by hand: the char codec writes one token per character, the target is
+    // "<question>: <right value>. <VERDICT>" plus the end-of-turn token; the prompt (hundreds of
+    // characters) is not among them.
+    const pool = qaItems(8, 5, { split: 'train' });
+    for (let k = 0; k < 6; k++) {
+      const items = drawBatch(pool, 2, rngFor(5, 'minmax-warmup', k));
+      const want = items.reduce(
+        (n, it) => n + 2 * (`${it.question.replace(/\?$/, '')}: ${it.choices[it.correct]}. `.length + 1) + 7 + 9,
+        0,
+      );
+      expect(log[k].targetTokens, `warm-up step ${k}`).toBe(want);
+    }
+    expect(r0.metrics['warmup/steps']).toBe(6);
+    expect(r0.metrics['warmup/loss_first']).toBe(log[0].loss);
+    expect(r0.metrics['warmup/loss_last']).toBe(log[5].loss);
+    expect(Number.isFinite(r0.metrics['warmup/verdict_acc_end'])).toBe(true);
+    expect(Object.keys(q0.metrics).some((k) => k.startsWith('warmup/'))).toBe(false);
+    // The warm-up trains the monitor only: after step 0 (a monitor update in both runs) the
+    // policy's adapter is still its initial one; the monitor's differs from the unwarmed run's.
+    expect(same(s0, a0, 'policy')).toBe(true);
+    expect(same(a0, b0, 'policy')).toBe(true);
+    expect(same(a0, b0, 'monitor')).toBe(false);
+    // Resume from the checkpoint after step 0: step 1 replays without a second warm-up.
+    const c = await createRun(env, 'minmax', warm, 5);
+    try {
+      await c.run.restore(a0);
+      const got = await c.run.step();
+      expect((c.run as GameRun).warmupLog).toHaveLength(0);
+      expect(stableReport(got)).toEqual(stableReport(a1));
+    } finally {
+      c.run.dispose();
+    }
+  }, 240_000);
 });

@@ -50,6 +50,12 @@
 // F (its squared error and its RM) into its reward; lambda always moves with the batch F.
 // fidelity = 'batch' reproduces the source.
 //
+// Monitor warm-up (monitorWarmupSteps, the lab's addition). Off by default. On, step 0 first trains
+// the monitor's adapter on true verdicts (supervised, target tokens only, kit/sft.ts) for
+// training-pool items, then evaluates: the game starts from a monitor whose verdicts beat chance,
+// which tests EXPERIMENTS.md's reading that a monitor at chance can only learn how often to say
+// CORRECT.
+//
 // `rlhf` (rlhf.ts) runs this class with the monitor frozen (no adapter): every step is a policy
 // step with the same R, J from the untrained monitor (or no judge term).
 import { qaItems, rngFor, type QaExample } from '../../data/sandbox/index';
@@ -57,6 +63,7 @@ import {
   answerFormOf,
   formatMonitorPrompt,
   formatQaPrompt,
+  monitorReply,
   parseMonitorVerdict,
   parseQaChoice,
   qaAnswerAs,
@@ -92,6 +99,7 @@ import {
   spreadRows,
 } from '../kit/common';
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
+import { encodeSftPair, sftStep } from '../kit/sft';
 import { concatGenRows, selectGenRows, selectMatrixRows } from '../kit/genRows';
 import { DynamicBatch, dynamicSamplingMetrics } from '../../rl/dynamicSampling';
 import {
@@ -225,6 +233,17 @@ export const minmaxSchema = {
     'sample',
     "F in the monitor reward: each critique's own (sample) or the batch F for all (batch, the source; a group baseline cancels it)",
   ),
+  monitorWarmupSteps: int(
+    0,
+    "the lab's addition, not the source's: before the game (in step 0, before its evaluation, so the step-0 eval measures the warmed monitor), this many supervised steps on the monitor's adapter: training-pool QA items, each reviewed with its right answer and a seeded wrong one in the policy's answer form, target = the sandbox critique with the true verdict (cross-entropy on the target tokens only); its own AdamW, dropped after; a resumed run does not redo it; 0 = off",
+    { min: 0, max: 100000 },
+  ),
+  monitorWarmupLr: num(2e-3, "the monitor warm-up's AdamW learning rate (the lab's addition)", { min: 0, max: 1 }),
+  monitorWarmupItems: int(
+    8,
+    'training QA items per monitor warm-up step (each reviewed twice: right and wrong answer, so 2x rows)',
+    { min: 1, max: 1024 },
+  ),
 };
 export type MinmaxConfig = ConfigOf<typeof minmaxSchema>;
 
@@ -331,6 +350,43 @@ export function monitorLabel(v: Verdict | null, truth: number): string {
   return `monitor says ${v.toUpperCase()}, ${verdictRight(v, truth) ? 'rightly' : 'wrongly'}`;
 }
 
+/** One row of the monitor warm-up: the monitor prompt, its target critique and the truth. */
+export interface WarmupPair {
+  item: QaItem;
+  answer: string;
+  prompt: string;
+  target: string;
+  truth: 0 | 1;
+}
+
+/**
+ * A monitor warm-up batch (monitorWarmupSteps): each item reviewed with its right answer and a
+ * seeded wrong one (any of the other choices), in `form`; the target is the sandbox critique
+ * (monitorReply: the question, the right value, then the verdict) with the true verdict, the text
+ * critiqueVerdict reads.
+ */
+export function monitorWarmupPairs(
+  items: readonly QaItem[],
+  form: 'letter' | 'value',
+  rng: { int(n: number): number },
+): WarmupPair[] {
+  return items.flatMap((it) => {
+    const n = it.choices.length;
+    const wrong = (it.correct + 1 + rng.int(n - 1)) % n;
+    return [it.correct, wrong].map((choice): WarmupPair => {
+      const answer = qaAnswerAs(it, choice, form);
+      const truth = choice === it.correct ? 1 : 0;
+      return {
+        item: it,
+        answer,
+        prompt: formatMonitorPrompt(it, answer),
+        target: monitorReply(it, truth ? 'CORRECT' : 'INCORRECT'),
+        truth,
+      };
+    });
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The run
 
@@ -375,6 +431,11 @@ export class GameRun extends MultiLoraRun {
   /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
   private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
+  /**
+   * The monitor warm-up's steps (monitorWarmupSteps): loss on the target tokens before each update,
+   * the target tokens, and (on checked steps, else null) the greedy verdicts' accuracy on the batch.
+   */
+  readonly warmupLog: { loss: number; targetTokens: number; verdictAcc: number | null }[] = [];
   private evalSet: QaExample[] | null = null;
   private readonly heldOut: QaExample[] | null;
   /** The QA split's sizes and seed (an uploaded file's), for the evaluation's report. */
@@ -497,6 +558,76 @@ export class GameRun extends MultiLoraRun {
     };
   }
 
+  /** Greedy critiques of warm-up rows: the share whose verdict is the true one, and unclear. */
+  private async warmupCheck(pairs: readonly WarmupPair[]): Promise<{ acc: number; unclear: number }> {
+    const c = await this.sample(
+      this.monitor,
+      pairs.map((p) => p.prompt),
+      this.game.monitorMaxTokens,
+      0,
+      true,
+    );
+    const v = c.texts.map(critiqueVerdict);
+    return {
+      acc: meanOf(v.map((x, i) => (verdictRight(x, pairs[i].truth) ? 1 : 0))),
+      unclear: meanOf(v.map((x) => (x === 'unclear' ? 1 : 0))),
+    };
+  }
+
+  /**
+   * The monitor warm-up (monitorWarmupSteps, the lab's addition): supervised steps on the monitor's
+   * adapter, training-pool items only, its own AdamW (dropped after, so the game's optimiser starts
+   * as without it). The answers take the form the policy writes (its greedy answers to the first
+   * batch), as the balanced evaluation does. The greedy verdicts are checked on about 8 of the
+   * steps' batches before their update, and on one more batch after the last.
+   */
+  private async warmUpMonitor(): Promise<Metrics> {
+    const g = this.game;
+    const part = this.monitor.part;
+    if (!part) throw new Error(`${this.recipe}: monitorWarmupSteps needs a trained monitor`);
+    const t0 = performance.now();
+    const { model, codec } = this.monitor.loaded;
+    const batch = (k: number) =>
+      drawBatch(this.pool, g.monitorWarmupItems, rngFor(this.seed, 'minmax-warmup', k)) as QaItem[];
+    const form = answerFormOf((await this.answer(batch(0), 0, true)).texts);
+    const pairsOf = (k: number) => monitorWarmupPairs(batch(k), form, rngFor(this.seed, 'minmax-warmup-wrong', k));
+    const N = g.monitorWarmupSteps;
+    const stride = Math.ceil(N / 8);
+    const optimizer = adamWFor(g, g.monitorWarmupLr);
+    const checks: { acc: number; unclear: number }[] = [];
+    try {
+      for (let k = 0; k < N; k++) {
+        const pairs = pairsOf(k);
+        const check = k % stride === 0 ? await this.warmupCheck(pairs) : null;
+        if (check) checks.push(check);
+        // Targets are not cut: a verdict past monitorMaxTokens must still be learned.
+        const enc = pairs.map((p) => encodeSftPair(codec, p.prompt, p.target, 4096));
+        const r = await sftStep({ model, lora: part.lora, optimizer }, enc, {
+          pad: codec.pad,
+          lr: g.monitorWarmupLr,
+          maxGradNorm: g.maxGradNorm,
+        });
+        checkFinite(this.recipe, `monitor warm-up loss at warm-up step ${k}`, r.loss);
+        this.warmupLog.push({ loss: r.loss, targetTokens: r.targetTokens, verdictAcc: check?.acc ?? null });
+      }
+      const end = await this.warmupCheck(pairsOf(N));
+      const losses = this.warmupLog.map((x) => x.loss);
+      return {
+        'warmup/steps': N,
+        'warmup/loss_first': losses[0],
+        'warmup/loss_last': losses[N - 1],
+        'warmup/verdict_acc_first': checks[0].acc,
+        'warmup/verdict_acc_end': end.acc,
+        'warmup/unclear_first': checks[0].unclear,
+        'warmup/unclear_end': end.unclear,
+        'warmup/target_tokens': meanOf(this.warmupLog.map((x) => x.targetTokens)),
+        'perf/warmup_ms': performance.now() - t0,
+      };
+    } finally {
+      optimizer.dispose();
+    }
+  }
+
   private async evaluate(): Promise<Metrics> {
     const heldOut = hash3(this.seed, 0xe7a1, 7) >>> 0;
     const items = (this.evalSet ??= this.heldOut ?? qaItems(this.game.evalItems, heldOut, { split: 'eval' }));
@@ -538,8 +669,11 @@ export class GameRun extends MultiLoraRun {
   protected async runStep(step: number): Promise<StepBody> {
     const g = this.game;
     const sched = this.schedule(step);
+    // The monitor warm-up runs once, in step 0 before its evaluation; a checkpoint is taken between
+    // steps, so a resumed run (stepsDone >= 1) never redoes it.
+    const warm = step === 0 && this.recipe === 'minmax' && g.monitorWarmupSteps > 0 ? await this.warmUpMonitor() : {};
     const t0 = performance.now();
-    const metrics: Metrics = {};
+    const metrics: Metrics = { ...warm };
     if (g.evalEvery > 0 && step % g.evalEvery === 0) Object.assign(metrics, await this.evaluate());
     const te = performance.now();
     // The rollout: per update (its own batch), or once per TTUR cycle (the source: its k monitor
