@@ -154,22 +154,28 @@ const part = (p: RecipeCheckpoint, key: string) => p.tensors.filter((t) => t.nam
 const same = (a: RecipeCheckpoint, b: RecipeCheckpoint, key: string) =>
   part(a, key).every((t, i) => t.data.every((x, j) => x === part(b, key)[i].data[j]));
 
+/** The fixture model through the char codec; the letters judge as the RM, so rewards vary. */
+const env: RecipeEnv = nodeRecipeEnv({
+  modelsDir: resolve(FIXTURE, '..'),
+  load: loadWithCharCodec,
+  judges: { letters: letterJudge },
+});
+/** The smallest game on the fixture model, shared by the recipe and warm-up tests. */
+const fixtureGame = {
+  policy: 'tiny-llama-f32',
+  monitor: 'tiny-llama-f32',
+  rm: 'letters',
+  items: 2,
+  groupSize: 2,
+  policyMaxTokens: 4,
+  monitorMaxTokens: 4,
+  itemPool: 8,
+};
+
 describe('minmax recipe (fixture model)', () => {
   // The fixture writes noise: no [ANSWER:X], no verdict. RM = the letters judge (-15 x its score) so rewards vary.
-  const env: RecipeEnv = nodeRecipeEnv({
-    modelsDir: resolve(FIXTURE, '..'),
-    load: loadWithCharCodec,
-    judges: { letters: letterJudge },
-  });
   const small = {
-    policy: 'tiny-llama-f32',
-    monitor: 'tiny-llama-f32',
-    rm: 'letters',
-    items: 2,
-    groupSize: 2,
-    policyMaxTokens: 4,
-    monitorMaxTokens: 4,
-    itemPool: 8,
+    ...fixtureGame,
     samples: 2,
     policyLr: 1e-2,
     monitorLr: 2e-2,
@@ -348,11 +354,6 @@ describe.skipIf(!HAVE_QA)('minmax on the sandbox qa model', () => {
 });
 
 describe('minmax rollout sharing (fixture model)', () => {
-  const env: RecipeEnv = nodeRecipeEnv({
-    modelsDir: resolve(FIXTURE, '..'),
-    load: loadWithCharCodec,
-    judges: { letters: letterJudge },
-  });
   const cfg = {
     policy: 'tiny-llama-f32',
     monitor: 'tiny-llama-f32',
@@ -396,11 +397,6 @@ describe('minmax rollout sharing (fixture model)', () => {
 });
 
 describe('minmax with gae (fixture model)', () => {
-  const env: RecipeEnv = nodeRecipeEnv({
-    modelsDir: resolve(FIXTURE, '..'),
-    load: loadWithCharCodec,
-    judges: { letters: letterJudge },
-  });
   const cfg = {
     policy: 'tiny-llama-f32',
     monitor: 'tiny-llama-f32',
@@ -472,20 +468,8 @@ describe('minmax monitor warm-up (monitorWarmupSteps)', () => {
     );
   });
 
-  const env: RecipeEnv = nodeRecipeEnv({
-    modelsDir: resolve(FIXTURE, '..'),
-    load: loadWithCharCodec,
-    judges: { letters: letterJudge },
-  });
   const cfg = {
-    policy: 'tiny-llama-f32',
-    monitor: 'tiny-llama-f32',
-    rm: 'letters',
-    items: 2,
-    groupSize: 2,
-    policyMaxTokens: 4,
-    monitorMaxTokens: 4,
-    itemPool: 8,
+    ...fixtureGame,
     samples: 1,
     monitorStepsPerPolicy: 1,
   };
