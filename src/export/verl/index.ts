@@ -5,7 +5,7 @@
 //   reward.py          compute_score(data_source, solution_str, ground_truth, extra_info): the recipe's reward
 //   data/train.parquet, data/val.parquet   the prompts in RLHFDataset's layout
 //   run.sh             the launch command
-//   dry_run.py         composes the config and converts it with veRL's own code (no Ray, no GPU)
+//   dry_run.py         veRL's start-up without Ray or a GPU: run.sh through Hydra, conversions, batches, prompts, reward.py
 //   trl_grpo.py        the same job on TRL's GRPOTrainer (redteam, attack, defend, tokenbuncher, rlhf)
 //   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
 //   sparring_export.json   recipe, seed and the validated config the export came from
@@ -142,7 +142,7 @@ export function exportSft(input: VerlExportInput): VerlExport {
     'run.sh': sftRunSh(header, gpus),
     'sparring_export.json': manifest(input, c, steps),
     'dry_run.py': pyFile(
-      'Dry run of this veRL SFT job (no GPU): python3 dry_run.py [override ...]',
+      'Dry run of this veRL SFT job (no GPU): python3 dry_run.py [--gpus 1,2,4,8] [override ...]',
       { CONFIG_NAME: 'verl_sft_config', SFT: true },
       DRY_RUN,
     ),
@@ -279,7 +279,7 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
     ].join('\n'),
     'sparring_export.json': manifest(input, c, steps),
     'dry_run.py': pyFile(
-      'Dry run of this veRL job (no Ray, no GPU): python3 dry_run.py [override ...]',
+      'Dry run of this veRL job (no Ray, no GPU): python3 dry_run.py [--gpus 1,2,4,8] [override ...]',
       { CONFIG_NAME: 'verl_config', SFT: false },
       DRY_RUN,
     ),

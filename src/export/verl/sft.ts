@@ -109,7 +109,7 @@ adversarial prompt. ${f.rows} (goal -> prompt) pairs, ${f.batch} per step, ${f.s
 
 \`\`\`sh
 pip install verl
-python3 dry_run.py   # composes the config as run.sh does and checks the trainer's scheduler and batch rules: no GPU
+python3 dry_run.py --gpus 1,2   # run.sh's command line through Hydra, the trainer's scheduler and batch split, veRL's SFTDataset: no GPU
 bash run.sh
 \`\`\`
 
