@@ -85,7 +85,15 @@ async function dryRun(files: Record<string, string | Uint8Array>, args: string[]
         file: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer,
       });
       writeFileSync(join(dir, `${p}.rows.json`), JSON.stringify(rows));
-      for (const r of rows) if (Array.isArray(r.prompt)) prompts.push(r.prompt as ChatMessage[]);
+      for (const r of rows) {
+        if (Array.isArray(r.prompt)) prompts.push(r.prompt as ChatMessage[]);
+        // Multi-turn: each user turn the interaction plays, templated alone as the agent loop does.
+        const episode = (r.extra_info as { interaction_kwargs?: { episode: string } } | undefined)?.interaction_kwargs
+          ?.episode;
+        if (episode)
+          for (const u of (JSON.parse(episode) as { turns: string[] }).turns)
+            prompts.push([{ role: 'user', content: u }]);
+      }
     }
   }
   const tokens: Record<string, Record<string, number>> = {};
@@ -271,6 +279,25 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     const odd = await dryRun(ex.files, ['--gpus', '1,3']);
     expect(odd.out).toMatch(verlMessage('sft_dp_divides'));
     expect(odd.code).toBe(1);
+  });
+});
+
+describe('dry_run.py warns where veRL scores fewer turns of an episode', () => {
+  it('multiturn with data.max_response_length 128: the episodes that end before their last turn, counted', async () => {
+    const ex = exported('multiturn');
+    const { code, out } = await dryRun(
+      edit(ex, 'verl_config.yaml', /max_response_length: \d+/, 'max_response_length: 128'),
+      [],
+    );
+    const m =
+      /warn {2}multi-turn: with every reply at the lab's cap of 32 tokens, (\d+) of (\d+) episodes end before their last turn is scored \(data\.max_response_length 128/.exec(
+        out,
+      );
+    expect(m, out).not.toBeNull();
+    expect(Number(m![1])).toBeGreaterThan(0);
+    expect(out).toContain(where('agent_loop_stop'));
+    expect(out).toMatch(/dry run: veRL config OK \(1 warning\(s\)/);
+    expect(code).toBe(0);
   });
 });
 

@@ -145,7 +145,7 @@ export function exportSft(input: VerlExportInput): VerlExport {
     'sparring_export.json': manifest(input, c, steps),
     'dry_run.py': pyFile(
       'Dry run of this veRL SFT job (no GPU): python3 dry_run.py [--gpus 1,2,4,8] [override ...]',
-      { CONFIG_NAME: 'verl_sft_config', SFT: true },
+      { CONFIG_NAME: 'verl_sft_config', SFT: true, REPLY_CAP: null },
       DRY_RUN,
     ),
     'README.md': sftReadme({
@@ -310,7 +310,8 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
     'sparring_export.json': manifest(input, c, steps),
     'dry_run.py': pyFile(
       'Dry run of this veRL job (no Ray, no GPU): python3 dry_run.py [--gpus 1,2,4,8] [override ...]',
-      { CONFIG_NAME: 'verl_config', SFT: false },
+      // Multi-turn: the lab's per-reply cap, which the dry run sizes episodes with.
+      { CONFIG_NAME: 'verl_config', SFT: false, REPLY_CAP: fit ? (c.maxNewTokens as number) : null },
       DRY_RUN,
     ),
   };

@@ -8,13 +8,16 @@
 #               measures it, against data.max_prompt_length (RLHFDataset drops longer rows silently);
 #   reward      reward.py called on every row with a refusal, an empty and a typical reply, as veRL's
 #               reward loop calls it: the same keys on every row, a finite float score;
+#   episodes    multi-turn: each episode's replies at the lab's cap (REPLY_CAP) and later user turns,
+#               templated as the agent loop templates them, against data.max_response_length;
 #   SFT         veRL's SFTDataset and the trainer's scheduler, its batch split.
 # Where veRL (or Hydra, pyarrow, transformers) is not installed it says which checks it left out and
 # runs the rest with the standard library.
 #   python3 dry_run.py [--gpus 1,2,4,8] [override ...]
-# The export writes CONFIG_NAME and SFT above this text.
+# The export writes CONFIG_NAME, SFT and REPLY_CAP above this text.
 import copy
 import importlib.util
+import json
 import math
 import os
 import shlex
@@ -32,6 +35,8 @@ AT = {
     "micro_divides_mini": "verl/workers/fsdp_workers.py:256",
     "critic_micro_divides_mini": "verl/workers/fsdp_workers.py:1246",
     "prompt_filter": "verl/utils/dataset/rl_dataset.py:255",
+    "agent_loop_stop": "verl/experimental/agent_loop/tool_agent_loop.py:254",
+    "agent_loop_user_turn": "verl/experimental/agent_loop/tool_agent_loop.py:398",
     "reward_call": "verl/experimental/reward_loop/reward_manager/naive.py:67",
     "reward_batch_call": "verl/workers/reward_manager/batch.py:70",
     "reward_score_key": "verl/experimental/reward_loop/reward_manager/naive.py:90",
@@ -50,7 +55,7 @@ REPLIES = {
 
 class Report:
     def __init__(self):
-        self.errors, self.skipped = [], []
+        self.errors, self.skipped, self.warnings = [], [], []
 
     def fail(self, msg):
         self.errors.append(msg)
@@ -58,6 +63,10 @@ class Report:
 
     def ok(self, msg):
         print("ok    " + msg)
+
+    def warn(self, msg):
+        self.warnings.append(msg)
+        print("warn  " + msg)
 
     def skip(self, msg):
         self.skipped.append(msg)
@@ -367,6 +376,42 @@ def check_prompts(report, cfg, rows_by_file):
                 report.ok("%s: veRL's RLHFDataset keeps every row" % os.path.relpath(path, HERE))
 
 
+def check_episodes(report, cfg, rows_by_file):
+    """Multi-turn: which turns veRL's agent loop scores with every reply at the lab's cap. After each
+    reply it adds the next user turn, templated alone (tool_agent_loop.py:398), and right after a reply
+    it stops once the response holds data.max_response_length tokens, before that reply is scored (:254)."""
+    episodes = [json.loads(r["extra_info"]["interaction_kwargs"]["episode"]) for rows in rows_by_file.values() for r in rows if (r.get("extra_info") or {}).get("interaction_kwargs")]
+    if not episodes or not REPLY_CAP:  # noqa: F821 (the export's header)
+        return
+    tok = load_tokenizer(report, cfg, "actor_rollout_ref.model.path")
+    if tok is None:
+        return
+    limit = get(cfg, "data.max_response_length")
+    max_assistant = get(cfg, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns") or 10**9
+    max_user = get(cfg, "actor_rollout_ref.rollout.multi_turn.max_user_turns") or 10**9
+    short, worst = 0, None
+    for ep in episodes:
+        turns, response, scored = ep["turns"], 0, 0
+        for k, user in enumerate(turns):
+            if k > 0:
+                response += len(tok.apply_chat_template([{"role": "user", "content": user}], add_generation_prompt=True))
+            response += REPLY_CAP  # noqa: F821
+            # After reply k+1 the loop has k user turns from the interaction (:254-259).
+            if response >= limit or k + 1 >= max_assistant or k >= max_user:
+                break
+            scored += 1
+        if scored < len(turns):
+            short += 1
+            worst = min(worst or (scored, len(turns)), (scored, len(turns)))
+    if short:
+        report.warn(
+            "multi-turn: with every reply at the lab's cap of %d tokens, %d of %d episodes end before their last turn is scored (data.max_response_length %d; %s, %s): the README says why"
+            % (REPLY_CAP, short, len(episodes), limit, AT["agent_loop_stop"], AT["agent_loop_user_turn"])  # noqa: F821
+        )
+    else:
+        report.ok("multi-turn: all %d episodes score every turn with replies at the lab's cap of %d tokens (data.max_response_length %d)" % (len(episodes), REPLY_CAP, limit))  # noqa: F821
+
+
 def reward_function(report, cfg):
     path, name = get(cfg, "custom_reward_function.path"), get(cfg, "custom_reward_function.name", "compute_score")
     spec = importlib.util.spec_from_file_location("reward", path)
@@ -514,12 +559,15 @@ def main(argv):
                     report.skip("pyarrow not installed: the parquet's prompts and reward.py on its rows not checked")
                 else:
                     check_prompts(report, cfg, rows)
+                    check_episodes(report, cfg, rows)
                 check_reward(report, cfg, rows)
     if report.errors:
         print("dry run: %d problem(s): veRL would refuse this job or change it silently" % len(report.errors))
         return 1
     what = "SFT" if SFT else "veRL"  # noqa: F821
-    print("dry run: %s config OK%s" % (what, " (%d check(s) left out: see skip lines)" % len(report.skipped) if report.skipped else ""))
+    said = ["%d check(s) left out: see skip lines" % len(report.skipped)] if report.skipped else []
+    said += ["%d warning(s): see warn lines" % len(report.warnings)] if report.warnings else []
+    print("dry run: %s config OK%s" % (what, " (%s)" % "; ".join(said) if said else ""))
     return 0
 
 
