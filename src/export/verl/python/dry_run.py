@@ -104,10 +104,11 @@ def read_run_sh(report):
         except ValueError:
             continue
         # python3 -m verl.trainer.main_ppo ... or torchrun ... -m verl.trainer.fsdp_sft_trainer ...
-        if "-m" not in words or not words[words.index("-m") + 1 :][:1] or not words[words.index("-m") + 1].startswith("verl."):
+        at = words.index("-m") if "-m" in words else len(words)
+        module = words[at + 1] if at + 1 < len(words) else ""
+        if not module.startswith("verl."):
             continue
-        module = words[words.index("-m") + 1]
-        opts, overrides, rest = {}, [], words[words.index("-m") + 2 :]
+        opts, overrides, rest = {}, [], words[at + 2 :]
         i = 0
         while i < len(rest):
             w = rest[i]
@@ -197,8 +198,8 @@ def scalar(text):
 
 def read_yaml(path):
     """The block mappings, scalars and flow lists the export writes (not general YAML)."""
-    root, stack = {}, [(-1, None)]
-    stack[0] = (-1, root)
+    root = {}
+    stack = [(-1, root)]
     for raw in open(path):
         line = raw.split(" #")[0].rstrip()
         if not line.strip() or line.lstrip().startswith(("#", "- ")):
