@@ -162,6 +162,12 @@ describe('dry_run.py passes every clean export', () => {
       expect(code, out).toBe(0);
       if (r === 'attacker-sft') {
         expect(out).toMatch(/dry run: SFT config OK/);
+        // fsdp_sft_trainer.py:350-351: steps = batches per epoch x total_epochs.
+        const rows = getRecipe('attacker-sft').schema.dataSize.default as number;
+        const o = ex.overrides;
+        const steps = Math.floor(rows / (o['data.train_batch_size'] as number)) * (o['trainer.total_epochs'] as number);
+        expect(out).toContain(`ok    veRL's SFT dataset: ${rows} rows`);
+        expect(out).toContain(`ok    veRL's wsd scheduler over ${steps} steps`);
         return;
       }
       expect(out).toMatch(/dry run: veRL config OK/);

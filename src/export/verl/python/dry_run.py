@@ -497,7 +497,7 @@ def check_sft(report, cfg, gpus):
     if sched not in ("cosine", "wsd"):
         report.fail("Unknown lr scheduler: %s (%s)" % (sched, AT["sft_scheduler"]))
     sft_batches(report, cfg, gpus)
-    if not (_has("verl.trainer.fsdp_sft_trainer") and _has("verl.utils.torch_functional")):
+    if not (_has("verl.trainer.fsdp_sft_trainer") and _has("verl.utils.torch_functional") and _has("torch")):
         report.skip("veRL/torch not installed: SFTDataset and the scheduler not built")
         return
     tok = load_tokenizer(report, cfg, "model.partial_pretrain")
