@@ -156,7 +156,7 @@ describe('dry_run.py passes every clean export', () => {
     it(`${r}: at every GPU count the README offers`, async () => {
       const ex = exported(r);
       const readme = ex.files['README.md'] as string;
-      const offered = /work on\s+([0-9, ]+) GPU\(s\) per node/.exec(readme)?.[1].replace(/ /g, '') ?? '1,2';
+      const offered = /python3 dry_run\.py --gpus ([0-9,]+)/.exec(readme)![1];
       const { code, out } = await dryRun(ex.files, ['--gpus', offered]);
       expect(out, r).not.toMatch(/^FAIL/m);
       expect(code, out).toBe(0);

@@ -156,6 +156,7 @@ export function exportSft(input: VerlExportInput): VerlExport {
       sandbox: model.sandbox,
       shipped: !!(model.sandbox && input.modelFiles),
       batch: c.batchSize as number,
+      gpuCounts: verlBatches(c.batchSize as number, 1, 1, gpus, 4).gpuCounts,
     }),
   };
   if (model.sandbox && input.modelFiles)
