@@ -5,7 +5,7 @@
 //   reward.py          compute_score(data_source, solution_str, ground_truth, extra_info): the recipe's reward
 //   data/train.parquet, data/val.parquet   the prompts in RLHFDataset's layout
 //   run.sh             the launch command
-//   dry_run.py         composes the config and converts it with veRL's own code (no Ray, no GPU)
+//   dry_run.py         veRL's start-up without Ray or a GPU: run.sh through Hydra, conversions, batches, prompts, reward.py
 //   trl_grpo.py        the same job on TRL's GRPOTrainer (redteam, attack, defend, tokenbuncher, rlhf)
 //   README.md          hardware, launch, starting from the lab's adapter, what veRL cannot express
 //   sparring_export.json   recipe, seed and the validated config the export came from
@@ -23,6 +23,8 @@ import { rewardPy } from './rewardPy';
 import { sftOverrides, sftParquet, sftReadme, sftRows, sftRunSh } from './sft';
 import { trlArgs, trlLora, trlScript } from './trlScript';
 import { verlBatches } from './batch';
+import { episodeNote, fitEpisodes, type EpisodeFit } from './episodes';
+import { chatTokenCounter } from './tokens';
 import { learningNotes, trlNotes } from './notes';
 import { pyFile } from './python';
 import DRY_RUN from './python/dry_run.py?raw';
@@ -142,8 +144,8 @@ export function exportSft(input: VerlExportInput): VerlExport {
     'run.sh': sftRunSh(header, gpus),
     'sparring_export.json': manifest(input, c, steps),
     'dry_run.py': pyFile(
-      'Dry run of this veRL SFT job (no GPU): python3 dry_run.py [override ...]',
-      { CONFIG_NAME: 'verl_sft_config', SFT: true },
+      'Dry run of this veRL SFT job (no GPU): python3 dry_run.py [--gpus 1,2,4,8] [override ...]',
+      { CONFIG_NAME: 'verl_sft_config', SFT: true, REPLY_CAP: null },
       DRY_RUN,
     ),
     'README.md': sftReadme({
@@ -154,6 +156,7 @@ export function exportSft(input: VerlExportInput): VerlExport {
       sandbox: model.sandbox,
       shipped: !!(model.sandbox && input.modelFiles),
       batch: c.batchSize as number,
+      gpuCounts: verlBatches(c.batchSize as number, 1, 1, gpus, 4).gpuCounts,
     }),
   };
   if (model.sandbox && input.modelFiles)
@@ -222,12 +225,22 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
   const { train, val } = spec.dataset(c, seed, input.attackPrompts);
   const trainRows = datasetRows(recipe.name, train, 'train');
   const valRows = datasetRows(recipe.name, val, 'test');
-  // Byte-level BPE never makes more tokens than bytes: the longest prompt's bytes bound its tokens.
-  const maxPromptTokens = Math.max(
-    ...[...trainRows, ...valRows].map((r) => utf8Length(r.prompt.map((m) => m.content).join('\n'))),
-  );
+  // With the shipped model's tokenizer the prompts are measured as RLHFDataset measures them;
+  // without one, byte-level BPE never makes more tokens than bytes: the bytes bound the tokens.
+  const count = chatTokenCounter(model.sandbox ? input.modelFiles : undefined);
+  const allRows = [...trainRows, ...valRows];
+  const maxPromptTokens = count
+    ? Math.max(...allRows.map((r) => count(r.prompt)))
+    : Math.max(...allRows.map((r) => utf8Length(r.prompt.map((m) => m.content).join('\n'))));
   const experiment = `${recipe.name}-seed${seed}`;
-  const overrides = verlOverrides(spec, recipe, c, { steps, modelPath: model.path, maxPromptTokens, gpus, experiment });
+  const overrides = verlOverrides(spec, recipe, c, {
+    steps,
+    modelPath: model.path,
+    maxPromptTokens,
+    promptTokensExact: count !== null,
+    gpus,
+    experiment,
+  });
   const unsupported = [...spec.unsupported(c), ...learningNotes(c, steps, spec.unsupported(c))].map((u) =>
     u === ATTACKER_PROMPTS_NOTE && input.attackPrompts
       ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
@@ -250,6 +263,20 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
       ? (JSON.parse(new TextDecoder().decode(input.modelFiles['config.json'])) as { max_position_embeddings?: number })
           .max_position_embeddings
       : undefined;
+  // Multi-turn episodes: the response holds every reply and later user turn the lab scores (episodes.ts).
+  const episodes = [...train, ...val].flatMap((i) =>
+    Array.isArray(i.episode?.turns) ? [{ turns: i.episode.turns as string[] }] : [],
+  );
+  let fit: EpisodeFit | null = null;
+  if (episodes.length > 0) {
+    fit = fitEpisodes(episodes, {
+      maxTurns: c.maxTurns as number,
+      maxNewTokens: c.maxNewTokens as number,
+      maxPos: maxPos ?? Infinity,
+      count,
+    });
+    overrides['data.max_response_length'] = fit.responseLength;
+  }
   const room = maxPos === undefined ? Infinity : maxPos - (overrides['data.max_prompt_length'] as number);
   if ((overrides['data.max_response_length'] as number) > room) {
     unsupported.push(
@@ -257,6 +284,10 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
     );
     overrides['data.max_response_length'] = room;
   }
+  if (fit)
+    unsupported.push(
+      episodeNote(fit, overrides['data.max_response_length'] as number, maxPos ?? Infinity, c.maxNewTokens as number),
+    );
 
   const files: Record<string, string | Uint8Array> = {
     'verl_config.yaml': verlYaml(overrides, [
@@ -279,8 +310,9 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
     ].join('\n'),
     'sparring_export.json': manifest(input, c, steps),
     'dry_run.py': pyFile(
-      'Dry run of this veRL job (no Ray, no GPU): python3 dry_run.py [override ...]',
-      { CONFIG_NAME: 'verl_config', SFT: false },
+      'Dry run of this veRL job (no Ray, no GPU): python3 dry_run.py [--gpus 1,2,4,8] [override ...]',
+      // Multi-turn: the lab's per-reply cap, which the dry run sizes episodes with.
+      { CONFIG_NAME: 'verl_config', SFT: false, REPLY_CAP: fit ? (c.maxNewTokens as number) : null },
       DRY_RUN,
     ),
   };

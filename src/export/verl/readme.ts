@@ -106,13 +106,17 @@ ${modelLine}
 
 \`\`\`sh
 pip install verl vllm          # veRL's own install guide covers CUDA / FSDP / Megatron variants
-python3 dry_run.py             # checks the job with veRL's own config code: no Ray, no GPU, no model download
+python3 dry_run.py --gpus ${f.gpuCounts.join(',')}   # veRL's start-up without Ray or a GPU: config, batches, prompts, reward.py
 bash run.sh                    # = python3 -m verl.trainer.main_ppo --config-path=$PWD --config-name=verl_config
 ${f.gpuCounts.length > 1 ? `bash run.sh ${scalingOverrides(f)}   # more GPUs\n` : ''}\`\`\`
 
-\`dry_run.py\` composes this config as run.sh does, converts the model, actor, rollout, algorithm (and critic)
-sections with veRL's \`omega_conf_to_dataclass\` and runs veRL's \`validate_config\`: run it (with the same
-overrides, e.g. \`python3 dry_run.py ${scalingOverrides(f)}\`) before renting GPUs. The batch sizes work on
+\`dry_run.py\` runs what veRL runs at start-up, without Ray, a GPU or a download: run.sh's own command line
+through Hydra, every section the workers convert through veRL's \`omega_conf_to_dataclass\`, \`validate_config\` and the
+workers' batch normalisation at each GPU count of \`--gpus\`, every parquet prompt through the model's tokenizer and
+chat template against data.max_prompt_length (veRL drops longer rows without a word), and reward.py on every row
+with a refusal, an empty and a typical reply as veRL's reward loop calls it (the same keys on every row, a finite
+score). It exits 1 with veRL's own message where veRL would stop or silently change the job; extra Hydra
+overrides go after it as after run.sh. The batch sizes work on
 ${f.gpuCounts.join(', ')} GPU(s) per node (the micro-batch ppo_micro_batch_size_per_gpu divides each GPU's share of the
 mini-batch at each of them); 7-8B models also want actor_rollout_ref.rollout.tensor_model_parallel_size=2 or more.
 

@@ -93,6 +93,8 @@ export function sftReadme(f: {
   sandbox: string | null;
   shipped: boolean;
   batch: number;
+  /** GPU counts of 1, 2, 4, 8 the batch splits over (the dry run checks each). */
+  gpuCounts: number[];
 }): string {
   return `# Sparring recipe "attacker-sft" as a veRL SFT job
 
@@ -109,7 +111,7 @@ adversarial prompt. ${f.rows} (goal -> prompt) pairs, ${f.batch} per step, ${f.s
 
 \`\`\`sh
 pip install verl
-python3 dry_run.py   # composes the config as run.sh does and checks the trainer's scheduler and batch rules: no GPU
+python3 dry_run.py --gpus ${f.gpuCounts.join(',')}   # run.sh's command line through Hydra, the trainer's scheduler and batch split, veRL's SFTDataset: no GPU
 bash run.sh
 \`\`\`
 

@@ -26,8 +26,10 @@ export interface VerlJob {
   steps: number;
   /** actor_rollout_ref.model.path: a hub id or a folder inside the export. */
   modelPath: string;
-  /** Longest prompt in the dataset, in tokens (an upper bound). */
+  /** Longest prompt in the dataset, in tokens (an upper bound, or veRL's own count where promptTokensExact). */
   maxPromptTokens: number;
+  /** maxPromptTokens was counted with the shipped model's tokenizer and chat template (tokens.ts). */
+  promptTokensExact?: boolean;
   gpus: number;
   experiment: string;
 }
@@ -101,7 +103,10 @@ export function verlOverrides(
     'data.val_files': `${HERE}/data/val.parquet`,
     'data.prompt_key': 'prompt',
     'data.train_batch_size': batch,
-    'data.max_prompt_length': roundUp(job.maxPromptTokens + 32, 64),
+    // A counted length needs only a small margin; a byte bound leaves room for the chat template.
+    'data.max_prompt_length': job.promptTokensExact
+      ? roundUp(job.maxPromptTokens + 8, 16)
+      : roundUp(job.maxPromptTokens + 32, 64),
     'data.filter_overlong_prompts': true,
     'data.truncation': 'error',
     'actor_rollout_ref.model.use_shm': false,

@@ -59,7 +59,8 @@ export const multiturnExport: ExportRecipe = {
     'actor_rollout_ref.rollout.multi_turn.max_user_turns': n(c, 'maxTurns') + 1,
     'actor_rollout_ref.rollout.multi_turn.max_assistant_turns': n(c, 'maxTurns') + 1,
     'actor_rollout_ref.rollout.agent.default_agent_loop': 'tool_agent',
-    // Every reply plus the user turns between them.
+    // Every reply plus the user turns between them: a bound without the episodes; the exporter sizes
+    // it from the episodes' user turns and the reply cap (src/export/verl/episodes.ts).
     'data.max_response_length': n(c, 'maxTurns') * (n(c, 'maxNewTokens') + 64),
     // The reward loop is what hands compute_score the interaction's turn_scores (extra_info).
     'reward_model.use_reward_loop': true,
@@ -93,7 +94,7 @@ export const multiturnExport: ExportRecipe = {
       : []),
     "format (the reply ended its turn rather than hitting the length cap): veRL's interaction is not told, so a non-empty reply counts as ended.",
     "The lab stops an episode before a turn that would not fit the model's positions; veRL stops at data.max_response_length.",
-    `Per-reply cap: the lab cuts each reply at maxNewTokens = ${c.maxNewTokens} tokens; veRL's agent loop passes vLLM no per-turn max_tokens (agent_loop.py:428 builds the sampling parameters without one; vllm_async_server.py:472 then allows the rest of the response budget), so veRL does not enforce it: one reply can take the whole data.max_response_length (${n(c, 'maxTurns')} x (maxNewTokens + 64)). Watch response_length/mean per turn.`,
+    `Per-reply cap: the lab cuts each reply at maxNewTokens = ${c.maxNewTokens} tokens; veRL's agent loop passes vLLM no per-turn max_tokens (agent_loop.py:428 builds the sampling parameters without one; vllm_async_server.py:472 then allows the rest of the response budget), so veRL does not enforce it: one reply can take the whole data.max_response_length, and a long reply leaves less room for the turns after it. Watch response_length/mean per turn.`,
     `KL: a loss term (${c.klEstimator} -> veRL kl_loss_type), as SaFeR does; use_kl_in_reward stays off.`,
   ],
   trl: false,

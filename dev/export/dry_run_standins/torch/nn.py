@@ -1,0 +1,2 @@
+def Parameter(data):  # noqa: N802 (torch's name)
+    return data

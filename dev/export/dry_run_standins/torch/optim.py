@@ -1,0 +1,3 @@
+class AdamW:
+    def __init__(self, params, lr):
+        self.params, self.lr = list(params), lr
