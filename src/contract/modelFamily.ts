@@ -143,6 +143,15 @@ export function familyOfModelType(modelType: string): ModelFamily | null {
   return MODEL_FAMILIES.find((f) => FAMILIES[f].modelTypes.includes(modelType)) ?? null;
 }
 
+/**
+ * Values of one layer's norm weights: the branch norms [hidden] and the q/k norms [head_dim]
+ * (a config without a family counts as Llama).
+ */
+export function layerNormValues(c: { family?: ModelFamily; hiddenSize: number; headDim: number }): number {
+  const family = c.family ?? 'llama';
+  return layerNormNames(family).length * c.hiddenSize + (FAMILIES[family].qkNorm ? 2 * c.headDim : 0);
+}
+
 /** Norm weights per layer: the branches' pre and post norms (q/k norms are per head, counted apart). */
 export function layerNormNames(family: ModelFamily): string[] {
   return FAMILIES[family].branches.flatMap((b) => (b.post ? [b.pre, b.post] : [b.pre]));

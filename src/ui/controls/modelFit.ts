@@ -5,6 +5,7 @@
 // training step keeps for backprop by a per-token rule; checked against the largest buffer the GPU
 // adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
 import type { ModelConfig } from '../../contract/modelConfig';
+import { layerNormValues } from '../../contract/modelFamily';
 import {
   LEARN_PLAN_BUDGET,
   planLearnMemory,
@@ -53,16 +54,17 @@ type Shape = Pick<
   | 'qkvBias'
   | 'oBias'
   | 'mlpBias'
->;
+> &
+  Partial<Pick<ModelConfig, 'family'>>;
 
-/** Parameter count of a Llama / Qwen2 decoder (embeddings, per-layer projections and norms, final norm, lm_head unless tied). */
+/** Parameter count of a decoder (embeddings, per-layer projections and norms, q/k norms, final norm, lm_head unless tied). */
 export function paramCount(c: Shape): number {
   const H = c.hiddenSize;
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;
   const attn = H * q + 2 * H * kv + q * H + (c.qkvBias ? q + 2 * kv : 0) + (c.oBias ? H : 0);
   const mlp = 3 * H * c.intermediateSize + (c.mlpBias ? 2 * c.intermediateSize + H : 0);
-  const perLayer = attn + mlp + 2 * H;
+  const perLayer = attn + mlp + layerNormValues(c);
   const embed = c.vocabSize * H;
   return embed + c.numLayers * perLayer + H + (c.tieWordEmbeddings ? 0 : embed);
 }
