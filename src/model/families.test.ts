@@ -9,6 +9,17 @@ import { parseModelConfig } from '../contract/modelConfig';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama } from './llama';
 import { parseSafetensors, writeSafetensors } from './safetensors';
 import { loadModel, type ModelFolder } from './load';
+import type { LoadOptions } from './llama';
+import {
+  dequantizeInt8,
+  f16Quantizer,
+  int4Quantizer,
+  int8Quantizer,
+  packF16x2,
+  quantizeInt4,
+  quantizeInt8,
+  unpackF16x2,
+} from './quant';
 import { unplannableReason } from './planned/decode';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures/families') + '/');
@@ -127,6 +138,50 @@ describe('what each feature contributes (the reference would catch its removal)'
     expect(() => loadLlama(config, broken)).toThrow(/missing tensor "model\.layers\.2\.self_attn\.q_norm\.weight"/);
     expect(tf.memory().numTensors).toBe(before);
   });
+});
+
+describe('every weight format on the new families', () => {
+  // The packed model (int8 / int4 / f16 kernels reading packed words) against the f32 model whose
+  // projections hold the same values decoded by the format's own host decoder.
+  const decoders: [
+    string,
+    NonNullable<LoadOptions['quantize']>,
+    (w: Float32Array, s: [number, number]) => Float32Array,
+  ][] = [
+    ['int8', int8Quantizer(), (w, s) => dequantizeInt8(quantizeInt8(w, s))],
+    [
+      'int4 (groups of 8)',
+      int4Quantizer(8),
+      (w, s) => {
+        const m = quantizeInt4(w, s, 8);
+        return Float32Array.from(m.q, (q, i) => q * m.scales[Math.floor(i / 8)]);
+      },
+    ],
+    ['f16', f16Quantizer('fixture'), (w, s) => unpackF16x2(packF16x2(w, s), s[0], s[1])],
+  ];
+  it.each(decoders)(
+    '%s: Gemma 3 and Qwen3 logits equal the f32 forward on the decoded weights (1e-4)',
+    (_, quantize, decode) => {
+      for (const dir of ['gemma3-untied', 'qwen3-bias']) {
+        const { config, st, golden } = fixtures.find((f) => f.dir === dir)!;
+        const packed = loadLlama(config, st, { quantize });
+        const decoded = loadLlama(config, st, {
+          quantize: (_name, w, shape) => {
+            w.set(decode(w, shape));
+            return null;
+          },
+        });
+        const a = forward(packed, [golden.input_ids]);
+        const b = forward(decoded, [golden.input_ids]);
+        expect(maxAbsDiff(a.dataSync(), b.dataSync())).toBeLessThan(TOL);
+        // and the format did change the model (the comparison is not f32 against itself)
+        expect(maxAbsDiff(b.dataSync(), golden.logits.flat())).toBeGreaterThan(TOL / 100);
+        tf.dispose([a, b]);
+        disposeLlama(packed);
+        disposeLlama(decoded);
+      }
+    },
+  );
 });
 
 describe('the planned WebGPU paths', () => {
