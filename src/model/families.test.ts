@@ -9,6 +9,7 @@ import { parseModelConfig } from '../contract/modelConfig';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama } from './llama';
 import { parseSafetensors, writeSafetensors } from './safetensors';
 import { loadModel, type ModelFolder } from './load';
+import { attachLora } from './lora';
 import type { LoadOptions } from './llama';
 import {
   dequantizeInt8,
@@ -138,6 +139,57 @@ describe('what each feature contributes (the reference would catch its removal)'
     expect(() => loadLlama(config, broken)).toThrow(/missing tensor "model\.layers\.2\.self_attn\.q_norm\.weight"/);
     expect(tf.memory().numTensors).toBe(before);
   });
+});
+
+describe('LoRA training through the new blocks (tfjs autodiff)', () => {
+  it.each(['gemma3-tied', 'qwen3-bias'])(
+    '%s: adapter gradients through q/k norms, windows and GeGLU match central finite differences',
+    (dir) => {
+      const { model, golden } = fixtures.find((f) => f.dir === dir)!;
+      const ids = golden.input_ids;
+      const nll = () =>
+        tf.tidy(() => {
+          const logp = tf.logSoftmax(forward(model, [ids.slice(0, -1)]).squeeze([0]) as tf.Tensor2D);
+          const picked = tf.gather(
+            logp.reshape([-1]),
+            tf.tensor1d(
+              ids.slice(1).map((t, i) => i * model.config.vocabSize + t),
+              'int32',
+            ),
+          );
+          return picked.mean().neg() as tf.Scalar;
+        });
+      const set = attachLora(model, { r: 2, alpha: 4, targets: ['q', 'k', 'gate', 'down'], seed: 5 });
+      try {
+        set.adapters.forEach((a, i) => a.B.assign(tf.randomUniform(a.B.shape, -0.2, 0.2, 'float32', 17 + i)));
+        const { value, grads } = tf.variableGrads(nll, set.variables());
+        value.dispose();
+        // q and k of layer 0 (a sliding layer in gemma3-tied), gate and down of the last layer
+        const picks = [set.adapters[0].A, set.adapters[1].B, set.adapters.at(-2)!.A, set.adapters.at(-1)!.B];
+        const eps = 1e-2;
+        for (const v of picks) {
+          const g = grads[v.name].dataSync();
+          const order = Array.from(g.keys()).sort((i, j) => Math.abs(g[j]) - Math.abs(g[i]));
+          for (const idx of [order[0], order[1], order[Math.floor(order.length / 2)]]) {
+            const orig = v.dataSync().slice();
+            const at = (delta: number) => {
+              const w = orig.slice();
+              w[idx] += delta;
+              v.assign(tf.tensor(w, v.shape));
+              return tf.tidy(() => nll().dataSync()[0]);
+            };
+            const fd = (at(eps) - at(-eps)) / (2 * eps);
+            v.assign(tf.tensor(orig, v.shape));
+            expect(Math.abs(fd - g[idx])).toBeLessThan(2e-3 + 0.01 * Math.abs(g[idx]));
+          }
+          expect(Math.max(...Array.from(g, Math.abs))).toBeGreaterThan(1e-3); // not vacuous
+        }
+        tf.dispose(Object.values(grads));
+      } finally {
+        set.dispose();
+      }
+    },
+  );
 });
 
 describe('every weight format on the new families', () => {
