@@ -64,48 +64,40 @@ const PRE_NORM: readonly BranchDeclaration[] = [
   { pre: 'post_attention_layernorm', body: 'mlp', post: null },
 ];
 
+/** The Llama block's facts (Llama, Qwen2 and Qwen3 share them but for bias and q/k norms). */
+const LLAMA_BLOCK = {
+  norm: 'rms',
+  branches: PRE_NORM,
+  qkNorm: false,
+  activationField: 'hidden_act',
+  defaultActivation: 'silu',
+  embedScaledBySqrtHidden: false,
+  queryPreAttnScalar: false,
+  slidingLayers: false,
+} as const;
+
 export const FAMILIES: Readonly<Record<ModelFamily, FamilyDeclaration>> = {
   llama: {
+    ...LLAMA_BLOCK,
     architectures: ['LlamaForCausalLM'],
     modelTypes: ['llama'],
-    norm: 'rms',
-    branches: PRE_NORM,
-    qkNorm: false,
-    activationField: 'hidden_act',
-    defaultActivation: 'silu',
-    embedScaledBySqrtHidden: false,
-    queryPreAttnScalar: false,
-    slidingLayers: false,
     bias: 'llama',
     defaults: { maxPositionEmbeddings: 2048, tieWordEmbeddings: false, ropeTheta: 10000, rmsNormEps: 1e-6 },
   },
   qwen2: {
+    ...LLAMA_BLOCK,
     architectures: ['Qwen2ForCausalLM'],
     modelTypes: ['qwen2'],
-    norm: 'rms',
-    branches: PRE_NORM,
-    qkNorm: false,
-    activationField: 'hidden_act',
-    defaultActivation: 'silu',
-    embedScaledBySqrtHidden: false,
-    queryPreAttnScalar: false,
-    slidingLayers: false,
     bias: 'qwen2',
     defaults: { maxPositionEmbeddings: 32768, tieWordEmbeddings: false, ropeTheta: 10000, rmsNormEps: 1e-6 },
   },
   // Qwen3Attention: q_norm / k_norm (Qwen3RMSNorm over head_dim) on the projected heads before
   // apply_rotary_pos_emb; bias=config.attention_bias on all four projections; scaling head_dim**-0.5.
   qwen3: {
+    ...LLAMA_BLOCK,
     architectures: ['Qwen3ForCausalLM'],
     modelTypes: ['qwen3'],
-    norm: 'rms',
-    branches: PRE_NORM,
     qkNorm: true,
-    activationField: 'hidden_act',
-    defaultActivation: 'silu',
-    embedScaledBySqrtHidden: false,
-    queryPreAttnScalar: false,
-    slidingLayers: false,
     bias: 'attentionBias',
     defaults: { maxPositionEmbeddings: 32768, tieWordEmbeddings: false, ropeTheta: 10000, rmsNormEps: 1e-6 },
   },
