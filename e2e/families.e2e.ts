@@ -1,0 +1,84 @@
+// Qwen3 and Gemma 3 on WebGPU (Node + Dawn on SwiftShader, the custom WGSL kernels on): the tfjs
+// forward with the RMSNorm kernel on per-head q/k norms, the RoPE kernel on each layer's table, the
+// windowed masks and the fused decode attention of KV-cache steps, against the float64 NumPy
+// reference of dev/fixtures/families (1e-4). The planned decode refuses these blocks (it runs the
+// Llama block only) and generation falls back to tfjs with the same draws.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { describe, expect, it } from 'vitest';
+import { useDawn } from './dawnSetup';
+import { customKernelsActive } from '../src/engine/webgpu/wgslProgram';
+import { resetEngineOptions, setEngineOptions } from '../src/engine/options';
+import { parseModelConfig } from '../src/contract/modelConfig';
+import { parseSafetensors } from '../src/model/safetensors';
+import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama } from '../src/model/llama';
+import { generate } from '../src/model/generate';
+import { plannedDecodeFor } from '../src/model/planned/decode';
+import { maxAbs } from '../dev/test/maxAbs';
+
+useDawn(() => resetEngineOptions());
+
+interface Golden {
+  input_ids: number[];
+  logits: number[][];
+}
+const load = (dir: string) => {
+  const d = resolve(dir);
+  const config = parseModelConfig(readFileSync(`${d}/config.json`, 'utf8'));
+  const st = parseSafetensors(new Uint8Array(readFileSync(`${d}/model.safetensors`)));
+  return { model: loadLlama(config, st), golden: JSON.parse(readFileSync(`${d}/golden.json`, 'utf8')) as Golden };
+};
+
+describe.each(['qwen3-bias', 'gemma3-tied'])('%s on WebGPU', (name) => {
+  it('full forward and KV-cache steps (fused decode attention) within 1e-4 of the float64 reference', async () => {
+    expect(customKernelsActive()).toBe(true);
+    const { model, golden } = load(`dev/fixtures/families/${name}`);
+    try {
+      const ids = golden.input_ids;
+      const full = forward(model, [ids]);
+      expect(maxAbs(await full.data(), golden.logits.flat())).toBeLessThan(1e-4);
+      const cache = createKVCache(model, 1, 16);
+      const parts = [forward(model, [ids.slice(0, 3)], { cache })];
+      for (let i = 3; i < ids.length; i++) parts.push(forward(model, [[ids[i]]], { cache }));
+      const stitched = tf.concat(parts, 1);
+      expect(maxAbs(await stitched.data(), golden.logits.flat())).toBeLessThan(1e-4);
+      tf.dispose([full, stitched, ...parts]);
+      disposeKVCache(cache);
+    } finally {
+      disposeLlama(model);
+    }
+  }, 300_000);
+
+  // One family is enough for the fallback (each generation compiles tfjs's WebGPU kernels: ~30 s here).
+  it.runIf(name === 'gemma3-tied')(
+    'the planned decode refuses the block and generation falls back to tfjs, drawing what the tfjs path draws',
+    async () => {
+      const { model, golden } = load(`dev/fixtures/families/${name}`);
+      try {
+        const prompts = [golden.input_ids.slice(0, 5), golden.input_ids.slice(0, 3)];
+        const opts = { maxNewTokens: 4, temperature: 1, seed: 11 };
+        setEngineOptions({ decodePath: 'planned' });
+        expect(plannedDecodeFor(model)).toBeNull();
+        const a = await generate(model, prompts, opts);
+        setEngineOptions({ decodePath: 'tfjs' });
+        const b = await generate(model, prompts, opts);
+        expect(a.tokens).toEqual(b.tokens);
+      } finally {
+        resetEngineOptions();
+        disposeLlama(model);
+      }
+    },
+  );
+});
+
+it('the tiny Llama fixture is plannable (the gate refuses by block, not by everything)', () => {
+  setEngineOptions({ decodePath: 'planned' });
+  const { model } = load('dev/fixtures/tiny-llama-f32');
+  try {
+    expect(plannedDecodeFor(model)).not.toBeNull();
+  } finally {
+    resetEngineOptions();
+    disposeLlama(model);
+  }
+});
