@@ -69,6 +69,7 @@ describe.each(['qwen3-bias', 'gemma3-tied'])('%s on WebGPU', (name) => {
         disposeLlama(model);
       }
     },
+    300_000,
   );
 });
 
