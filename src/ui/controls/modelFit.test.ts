@@ -289,3 +289,13 @@ describe('model memory estimate of the Qwen3 and Gemma 3 families', () => {
     expect(paramCount(gemma)).toBe(999_885_952);
   });
 });
+
+describe('activation estimate of the new blocks (tfjs learns them in one pass)', () => {
+  it("counts Gemma 3's two post-branch norm outputs and the q/k norm outputs per token and layer", () => {
+    const gemma = parseModelConfig(readFileSync('dev/fixtures/families/gemma3-tied/config.json', 'utf8'));
+    const w = { batch: 2, seqLen: 16 };
+    const asLlama = estimateMemory({ ...gemma, family: 'llama' }, w).activationBytes;
+    const extra = (2 * gemma.hiddenSize + (gemma.numHeads + gemma.numKvHeads) * gemma.headDim) * gemma.numLayers;
+    expect(estimateMemory(gemma, w).activationBytes - asLlama).toBe(extra * w.batch * w.seqLen * 4);
+  });
+});
