@@ -560,7 +560,7 @@ export interface MergedTensor {
 
 /**
  * A Hugging Face model.safetensors of merged weights (e.g. mergeLora's output read back). Every
- * name must be a Llama/Qwen2 HF parameter name; with dims, projection shapes are checked too.
+ * name must be an HF parameter name of a family the lab loads (Llama, Qwen2, Qwen3, Gemma 3); with dims, projection shapes are checked too.
  */
 export function exportMergedSafetensors(
   tensors: Map<string, MergedTensor> | Record<string, MergedTensor>,
