@@ -1,6 +1,6 @@
 // Qwen3 and Gemma 3 on WebGPU (Node + Dawn on SwiftShader, the custom WGSL kernels on): the tfjs
 // forward with the RMSNorm kernel on per-head q/k norms, the RoPE kernel on each layer's table, the
-// windowed masks and the fused decode attention of KV-cache steps, against the float64 NumPy
+// windowed masks, the GeGLU kernel and the fused decode attention of KV-cache steps, against the float64 NumPy
 // reference of dev/fixtures/families (1e-4). The planned decode refuses these blocks (it runs the
 // Llama block only) and generation falls back to tfjs with the same draws.
 import { readFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama } from 
 import { generate } from '../src/model/generate';
 import { plannedDecodeFor } from '../src/model/planned/decode';
 import { maxAbs } from '../dev/test/maxAbs';
+import { geglu, gegluCase } from '../src/engine/index';
 
 useDawn(() => resetEngineOptions());
 
@@ -71,6 +72,22 @@ describe.each(['qwen3-bias', 'gemma3-tied'])('%s on WebGPU', (name) => {
     },
     300_000,
   );
+});
+
+it('the GeGLU kernel (shaders/swiglu/op_geglu.wgsl) and its gradient against float64, saturated gates included', async () => {
+  expect(customKernelsActive()).toBe(true);
+  const d = gegluCase(1000, 7);
+  const g = tf.tensor1d(d.g);
+  const u = tf.tensor1d(d.u);
+  const dy = tf.tensor1d(d.dy);
+  const rel = (a: ArrayLike<number>, b: ArrayLike<number>) =>
+    Math.max(...Array.from(b, (v, i) => Math.abs(a[i] - v) / Math.max(1, Math.abs(v))));
+  const y = geglu(g, u);
+  expect(rel(await y.data(), d.y)).toBeLessThan(1e-5);
+  const [dg, du] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(geglu(a, b), dy)))([g, u]);
+  expect(rel(await dg.data(), d.dg)).toBeLessThan(1e-5);
+  expect(rel(await du.data(), d.du)).toBeLessThan(1e-5);
+  tf.dispose([g, u, dy, y, dg, du]);
 });
 
 it('the tiny Llama fixture is plannable (the gate refuses by block, not by everything)', () => {
