@@ -16,7 +16,8 @@ import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama } from 
 import { generate } from '../src/model/generate';
 import { plannedDecodeFor } from '../src/model/planned/decode';
 import { maxAbs } from '../dev/test/maxAbs';
-import { geglu, gegluCase } from '../src/engine/index';
+import { blockCaseData, geglu, gegluCase, swiglu } from '../src/engine/index';
+import { swigluF64 } from '../src/engine/kernels/swiglu/fusedBlockReference';
 
 useDawn(() => resetEngineOptions());
 
@@ -87,6 +88,18 @@ it('the GeGLU kernel (shaders/swiglu/op_geglu.wgsl) and its gradient against flo
   const [dg, du] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(geglu(a, b), dy)))([g, u]);
   expect(rel(await dg.data(), d.dg)).toBeLessThan(1e-5);
   expect(rel(await du.data(), d.du)).toBeLessThan(1e-5);
+  tf.dispose([g, u, dy, y, dg, du]);
+});
+
+it('the SwiGLU kernel, on the same gated-op wrapper, and its gradient against float64', async () => {
+  const d = blockCaseData({ n: 1000, batch: 1, heads: 1, capacity: 1, headDim: 1, len: 1, start: 0, seed: 9 });
+  const ref = swigluF64(d);
+  const [g, u, dy] = [tf.tensor1d(d.g), tf.tensor1d(d.u), tf.tensor1d(d.dy)];
+  const y = swiglu(g, u);
+  expect(maxAbs(await y.data(), ref.y)).toBeLessThan(1e-5);
+  const [dg, du] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(swiglu(a, b), dy)))([g, u]);
+  expect(maxAbs(await dg.data(), ref.dg)).toBeLessThan(1e-5);
+  expect(maxAbs(await du.data(), ref.du)).toBeLessThan(1e-5);
   tf.dispose([g, u, dy, y, dg, du]);
 });
 
