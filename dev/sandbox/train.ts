@@ -14,9 +14,9 @@
 // Entry point: dev/sandbox/build-sandbox.ts (`npm run build:sandbox`). Test budget: --quick.
 
 import * as tf from '@tensorflow/tfjs';
-import { parseModelConfig, ropeInvFreq } from '../../src/contract/modelConfig';
+import { parseModelConfig } from '../../src/contract/modelConfig';
 import { DenseWeight, Linear } from '../../src/model/linear';
-import { disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../src/model/llama';
+import { blockOf, disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaModel } from '../../src/model/llama';
 import { loadModel } from '../../src/model/load';
 import { mapSource } from '../../src/model/sources';
 import { mulberry32 } from '../../src/model/random';
@@ -192,9 +192,12 @@ export function initTinyLlama(configJson: Record<string, unknown>, seed: number)
   const layers: LlamaLayer[] = [];
   for (let i = 0; i < config.numLayers; i++) {
     const n = HF_NAMES.layer(i);
+    const inputNorm = make(n.inputNorm, [H], 'ones') as unknown as tf.Tensor1D;
+    const postNorm = make(n.postNorm, [H], 'ones') as unknown as tf.Tensor1D;
     layers.push({
-      inputNorm: make(n.inputNorm, [H], 'ones') as unknown as tf.Tensor1D,
-      postNorm: make(n.postNorm, [H], 'ones') as unknown as tf.Tensor1D,
+      norms: { input_layernorm: inputNorm, post_attention_layernorm: postNorm },
+      inputNorm,
+      postNorm,
       q: lin(n.q, numHeads * D, H, std),
       k: lin(n.k, numKvHeads * D, H, std),
       v: lin(n.v, numKvHeads * D, H, std),
@@ -206,7 +209,7 @@ export function initTinyLlama(configJson: Record<string, unknown>, seed: number)
   }
   const norm = make(HF_NAMES.norm, [H], 'ones') as unknown as tf.Tensor1D;
   const lmHead = new Linear('lm_head', new DenseWeight(embed));
-  const model: LlamaModel = { config, embed, layers, norm, lmHead, invFreq: ropeInvFreq(config) };
+  const model: LlamaModel = { config, embed, layers, norm, lmHead, ...blockOf(config) };
   return { model, configJson, params };
 }
 

@@ -19,6 +19,7 @@
 // layouts are listed to the byte, and 'auto' keeps everything when the batch fits that way.
 import type { ModelConfig } from './modelConfig';
 import type { ProjName } from './loraTargets';
+import { FAMILIES, layerNormNames } from './modelFamily';
 import { projectionBytes, type WeightFormat } from './weightFormat';
 
 const F32 = 4;
@@ -50,7 +51,8 @@ export type LearnModelDims = Pick<
   | 'qkvBias'
   | 'oBias'
   | 'mlpBias'
->;
+> &
+  Partial<Pick<ModelConfig, 'family'>>;
 
 export interface LearnLoraShape {
   r: number;
@@ -165,8 +167,15 @@ function modelBuffers(c: LearnModelDims, format: WeightFormat, bind: number): Pl
     ...proj('o_proj', 'o', Lyr),
     ...proj('gate_proj, up_proj', 'gate', 2 * Lyr),
     ...proj('down_proj', 'down', Lyr),
-    { name: 'norm weights', scope: 'model', bytes: H * F32, count: 2 * Lyr + 1 },
+    {
+      name: 'norm weights',
+      scope: 'model',
+      bytes: H * F32,
+      count: layerNormNames(c.family ?? 'llama').length * Lyr + 1,
+    },
   );
+  if (FAMILIES[c.family ?? 'llama'].qkNorm)
+    out.push({ name: 'q/k norm weights', scope: 'model', bytes: c.headDim * F32, count: 2 * Lyr });
   if (c.qkvBias) out.push({ name: 'q/k/v biases', scope: 'model', bytes: (Q + 2 * KV) * F32, count: Lyr });
   if (c.oBias) out.push({ name: 'o bias', scope: 'model', bytes: H * F32, count: Lyr });
   if (c.mlpBias) out.push({ name: 'mlp biases', scope: 'model', bytes: (2 * I + H) * F32, count: Lyr });

@@ -29,7 +29,7 @@ const HF_MODULES: Readonly<Record<ProjName, string>> = {
   down: 'down_proj',
 };
 
-/** Hugging Face Llama / Qwen2 module names of a target set (q_proj, ..., down_proj). */
+/** Hugging Face module names of a target set, the same in every family the lab loads (q_proj, ..., down_proj). */
 export function hfTargetModules(set: LoraTargetSet): string[] {
   return loraTargets(set).map((p) => HF_MODULES[p]);
 }

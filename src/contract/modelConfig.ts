@@ -1,15 +1,26 @@
 // Hugging Face config.json -> a plain model record.
 //
-// Supported: LlamaForCausalLM (Llama 2/3, SmolLM/SmolLM2, TinyLlama) and Qwen2ForCausalLM
-// (Qwen2 / Qwen2.5), which share one forward pass (src/model/llama.ts) and differ only in which
-// projections carry a bias. Anything this code does not implement (another architecture, an
-// activation other than SiLU, a RoPE scaling scheme, sliding-window attention) is refused with a
-// ConfigError naming the file and the field, rather than loaded and silently computed wrong.
+// Supported: the families of modelFamily.ts: LlamaForCausalLM (Llama 2/3, SmolLM/SmolLM2,
+// TinyLlama), Qwen2ForCausalLM (Qwen2 / Qwen2.5), Qwen3ForCausalLM (Qwen3) and Gemma3ForCausalLM
+// (Gemma 3 text: 270M, 1B), one forward pass driven by the block description (blockDescription.ts).
+// Anything this code does not implement (another architecture, another activation, a RoPE scaling
+// scheme, Qwen's sliding window, logit soft-capping) is refused with a ConfigError naming the file
+// and the field, rather than loaded and silently computed wrong.
 // Sizes are bounded (CONFIG_LIMITS) so that a config can only describe a model this code can
 // allocate and compute: a head_dim of 1e15 or a hidden_size of 2^32 is refused here, not
 // discovered minutes into an allocation.
 
 import { brief, briefText, clampMessage } from './brief';
+import {
+  FAMILIES,
+  familyOfArchitecture,
+  familyOfModelType,
+  MODEL_FAMILIES,
+  type MlpActivation,
+  type ModelFamily,
+} from './modelFamily';
+
+export type { ModelFamily } from './modelFamily';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -17,8 +28,6 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
-
-export type ModelFamily = 'llama' | 'qwen2';
 
 /** RoPE frequency scaling. 'default' is plain RoPE. */
 export type RopeScaling =
@@ -51,10 +60,20 @@ export interface ModelConfig {
   tieWordEmbeddings: boolean;
   /** Bias on q_proj, k_proj, v_proj (Qwen2: always; Llama: attention_bias). */
   qkvBias: boolean;
-  /** Bias on o_proj (Llama: attention_bias; Qwen2: never). */
+  /** Bias on o_proj (Llama, Qwen3, Gemma 3: attention_bias; Qwen2: never). */
   oBias: boolean;
   /** Bias on gate/up/down (Llama: mlp_bias). */
   mlpBias: boolean;
+  /** The gated MLP's activation (hidden_act; Gemma 3: hidden_activation). */
+  activation: MlpActivation;
+  /** Per-head RMSNorm on queries and keys before RoPE (Qwen3, Gemma 3). */
+  qkNorm: boolean;
+  /** Gemma 3's query_pre_attn_scalar (scores scaled by its -1/2 power); null: head_dim^-1/2. */
+  queryPreAttnScalar: number | null;
+  /** Per layer: the attention window in key slots (a query sees itself and the window - 1 before it), null for full attention. */
+  layerWindows: (number | null)[];
+  /** RoPE base of the sliding-window layers (Gemma 3's rope_local_base_freq, plain RoPE); null: every layer uses ropeTheta / ropeScaling. */
+  ropeLocalTheta: number | null;
   bosTokenId: number | null;
   /** eos_token_id as a list (config may give one id or several). */
   eosTokenIds: number[];
@@ -79,12 +98,6 @@ export const CONFIG_LIMITS = {
   matrix_values: 2 ** 31 - 1,
 } as const;
 
-const ARCHITECTURES: Record<string, ModelFamily> = {
-  LlamaForCausalLM: 'llama',
-  Qwen2ForCausalLM: 'qwen2',
-};
-const MODEL_TYPES: Record<string, ModelFamily> = { llama: 'llama', qwen2: 'qwen2' };
-
 /** Parses config.json (text or already-parsed object). */
 export function parseModelConfig(input: unknown, fileName = 'config.json'): ModelConfig {
   let json = input;
@@ -98,7 +111,7 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new ConfigError(`${fileName}: must be a JSON object`);
   }
-  const c = json as Record<string, unknown>;
+  const c = legacyRopeFields(json as Record<string, unknown>, fileName);
   const fail = (field: string, msg: string): never => {
     throw new ConfigError(`${fileName}: field "${field}" ${msg}`);
   };
@@ -106,33 +119,38 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
   // --- which family
   let architecture: string;
   let family: ModelFamily;
+  const supported = MODEL_FAMILIES.flatMap((f) => FAMILIES[f].architectures).join(', ');
   const archs = c.architectures;
   if (archs !== undefined && archs !== null) {
     if (!Array.isArray(archs) || archs.length === 0 || typeof archs[0] !== 'string') {
       fail('architectures', `must be a non-empty list of strings, got ${brief(archs)}`);
     }
     architecture = (archs as string[])[0];
-    const fam = ARCHITECTURES[architecture];
+    const fam = familyOfArchitecture(architecture);
     if (!fam) {
-      fail(
-        'architectures',
-        `names unsupported architecture ${brief(architecture)} (supported: ${Object.keys(ARCHITECTURES).join(', ')})`,
-      );
+      const hint =
+        architecture === 'Gemma3ForConditionalGeneration'
+          ? ' (the multimodal Gemma 3 checkpoints, 4B and up, nest the text model; the text-only ones, gemma-3-270m and gemma-3-1b, load)'
+          : '';
+      fail('architectures', `names unsupported architecture ${brief(architecture)} (supported: ${supported})${hint}`);
     }
-    family = fam;
+    family = fam as ModelFamily;
   } else {
     const mt = c.model_type;
-    if (typeof mt !== 'string' || !MODEL_TYPES[mt]) {
+    const fam = typeof mt === 'string' ? familyOfModelType(mt) : null;
+    if (!fam) {
       fail(
         'model_type',
-        `is ${brief(mt)}, not a supported model type (supported: ${Object.keys(MODEL_TYPES).join(', ')})`,
+        `is ${brief(mt)}, not a supported model type (supported: ${MODEL_FAMILIES.flatMap((f) => FAMILIES[f].modelTypes).join(', ')})`,
       );
     }
-    family = MODEL_TYPES[mt as string];
-    architecture = family === 'llama' ? 'LlamaForCausalLM' : 'Qwen2ForCausalLM';
+    family = fam as ModelFamily;
+    architecture = FAMILIES[family].architectures[0];
   }
-  const modelType = typeof c.model_type === 'string' ? c.model_type : family;
-  if (MODEL_TYPES[modelType] && MODEL_TYPES[modelType] !== family) {
+  const decl = FAMILIES[family];
+  const modelType = typeof c.model_type === 'string' ? c.model_type : decl.modelTypes[0];
+  const typeFamily = familyOfModelType(modelType);
+  if (typeFamily && typeFamily !== family) {
     fail('model_type', `${brief(modelType)} contradicts architectures ${brief(architecture)}`);
   }
 
@@ -211,16 +229,25 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
   }
 
   // --- things we do not implement
-  const act = c.hidden_act ?? 'silu';
-  if (act !== 'silu') fail('hidden_act', `${brief(act)} is not supported (only "silu")`);
-  if (family === 'qwen2' && c.use_sliding_window === true) {
-    fail('use_sliding_window', 'true is not supported (sliding-window attention is not implemented)');
+  const act = c[decl.activationField] ?? c.hidden_act ?? decl.defaultActivation;
+  if (act !== decl.defaultActivation)
+    fail(decl.activationField, `${brief(act)} is not supported (only ${brief(decl.defaultActivation)})`);
+  if (!decl.slidingLayers && c.use_sliding_window === true) {
+    fail('use_sliding_window', 'true is not supported (sliding-window attention is not implemented for this family)');
   }
+  for (const field of ['attn_logit_softcapping', 'final_logit_softcapping']) {
+    if (c[field] !== undefined && c[field] !== null)
+      fail(field, `${brief(c[field])} is not supported (only null: Gemma 3 has no soft-capping)`);
+  }
+  if (c.use_bidirectional_attention === true)
+    fail('use_bidirectional_attention', 'true is not supported (the lab runs causal decoders)');
   const partial = c.partial_rotary_factor;
   if (partial !== undefined && partial !== null && partial !== 1 && partial !== 1.0) {
     fail('partial_rotary_factor', `${brief(partial)} is not supported (only 1)`);
   }
   const ropeScaling = parseRopeScaling(c.rope_scaling, fail);
+  const numLayers = posInt('num_hidden_layers');
+  const windows = decl.slidingLayers ? parseLayerWindows(c, numLayers, posInt, fail) : null;
 
   // eos_token_id: one id or a list of ids.
   let eosTokenIds: number[] = [];
@@ -243,20 +270,27 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
     vocabSize,
     hiddenSize,
     intermediateSize,
-    numLayers: posInt('num_hidden_layers'),
+    numLayers,
     numHeads,
     numKvHeads,
     headDim,
-    rmsNormEps: numIn('rms_norm_eps', 1e-6, 0, 1),
-    ropeTheta: numIn('rope_theta', 10000, 0, Infinity),
+    rmsNormEps: numIn('rms_norm_eps', decl.defaults.rmsNormEps, 0, 1),
+    ropeTheta: numIn('rope_theta', decl.defaults.ropeTheta, 0, Infinity),
     ropeScaling,
-    maxPositionEmbeddings: posInt('max_position_embeddings', family === 'qwen2' ? 32768 : 2048),
-    tieWordEmbeddings: bool('tie_word_embeddings', false),
-    // Qwen2's attention always has q/k/v biases and never an o_proj bias; Llama puts
-    // attention_bias on all four projections.
-    qkvBias: family === 'qwen2' ? true : attentionBias,
-    oBias: family === 'qwen2' ? false : attentionBias,
-    mlpBias: family === 'llama' ? bool('mlp_bias', false) : false,
+    maxPositionEmbeddings: posInt('max_position_embeddings', decl.defaults.maxPositionEmbeddings),
+    tieWordEmbeddings: bool('tie_word_embeddings', decl.defaults.tieWordEmbeddings),
+    // Qwen2's attention always has q/k/v biases and never an o_proj bias; the others put
+    // attention_bias on all four projections; only Llama reads mlp_bias.
+    qkvBias: decl.bias === 'qwen2' ? true : attentionBias,
+    oBias: decl.bias === 'qwen2' ? false : attentionBias,
+    mlpBias: decl.bias === 'llama' ? bool('mlp_bias', false) : false,
+    activation: decl.defaultActivation,
+    qkNorm: decl.qkNorm,
+    // Gemma3TextConfig default query_pre_attn_scalar=256.
+    queryPreAttnScalar: decl.queryPreAttnScalar ? numIn('query_pre_attn_scalar', 256, 0, Infinity) : null,
+    layerWindows: windows ?? new Array<number | null>(numLayers).fill(null),
+    // Gemma3TextConfig default rope_local_base_freq=10000.
+    ropeLocalTheta: decl.slidingLayers ? numIn('rope_local_base_freq', 10000, 0, Infinity) : null,
     bosTokenId: tokenId('bos_token_id'),
     eosTokenIds,
     padTokenId: tokenId('pad_token_id'),
@@ -269,6 +303,14 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
   };
   // The rotary frequencies must come out as finite, non-zero float32 numbers: a rope_scaling
   // factor of 1e-310 or a rope_theta of 1e-300 passes every range above and gives Infinity here.
+  if (cfg.ropeLocalTheta !== null) {
+    const local = ropeInvFreq({ headDim, ropeTheta: cfg.ropeLocalTheta, ropeScaling: { type: 'default' } });
+    if (!local.every((f) => Number.isFinite(Math.fround(f)) && Math.fround(f) > 0))
+      fail(
+        'rope_local_base_freq',
+        `${cfg.ropeLocalTheta} gives a rotary frequency that is not a finite positive float32`,
+      );
+  }
   const inv = ropeInvFreq(cfg);
   for (let i = 0; i < inv.length; i++) {
     const f = Math.fround(inv[i]);
@@ -281,6 +323,64 @@ export function parseModelConfig(input: unknown, fileName = 'config.json'): Mode
     }
   }
   return cfg;
+}
+
+/**
+ * Configs saved by transformers 5 give RoPE as `rope_parameters` ({rope_type, rope_theta, ...}, or
+ * per layer type for Gemma 3: {full_attention: {...}, sliding_attention: {...}}) instead of
+ * rope_theta / rope_scaling / rope_local_base_freq: mapped onto those fields, which win if both.
+ */
+function legacyRopeFields(c: Record<string, unknown>, fileName: string): Record<string, unknown> {
+  const rp = c.rope_parameters;
+  if (rp === null || typeof rp !== 'object' || Array.isArray(rp)) return c;
+  const r = rp as Record<string, unknown>;
+  const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  const full = isObj(r.full_attention) ? r.full_attention : r;
+  const out: Record<string, unknown> = { ...c };
+  out.rope_theta ??= full.rope_theta;
+  if (
+    (out.rope_scaling === undefined || out.rope_scaling === null) &&
+    full.rope_type !== undefined &&
+    full.rope_type !== 'default'
+  ) {
+    const { rope_theta: _theta, ...scaling } = full;
+    out.rope_scaling = scaling;
+  }
+  if (isObj(r.sliding_attention)) {
+    if (r.sliding_attention.rope_type !== undefined && r.sliding_attention.rope_type !== 'default')
+      throw new ConfigError(
+        `${fileName}: field "rope_parameters.sliding_attention.rope_type" ${brief(r.sliding_attention.rope_type)} is not supported (only "default")`,
+      );
+    out.rope_local_base_freq ??= r.sliding_attention.rope_theta;
+  }
+  return out;
+}
+
+/**
+ * Gemma 3's per-layer attention: `layer_types` ("sliding_attention" | "full_attention" per layer)
+ * or, in older configs, `sliding_window_pattern` p (layer i is full iff (i + 1) % p == 0:
+ * Gemma3TextConfig's default layer_types, p = 6); sliding layers see `sliding_window` key slots
+ * (create_sliding_window_causal_mask: kv_idx > q_idx - sliding_window). Default window 4096.
+ */
+function parseLayerWindows(
+  c: Record<string, unknown>,
+  numLayers: number,
+  posInt: (field: string, dflt?: number, max?: number) => number,
+  fail: (field: string, msg: string) => never,
+): (number | null)[] {
+  const window = posInt('sliding_window', 4096, CONFIG_LIMITS.max_position_embeddings);
+  const types = c.layer_types;
+  if (types !== undefined && types !== null) {
+    if (!Array.isArray(types) || types.length !== numLayers)
+      fail('layer_types', `must list one type per layer (${numLayers}), got ${brief(types)}`);
+    return (types as unknown[]).map((t, i) => {
+      if (t === 'sliding_attention') return window;
+      if (t === 'full_attention') return null;
+      return fail(`layer_types[${i}]`, `is ${brief(t)}, not "sliding_attention" or "full_attention"`);
+    });
+  }
+  const p = posInt('sliding_window_pattern', 6, 1024);
+  return Array.from({ length: numLayers }, (_, i) => ((i + 1) % p === 0 ? null : window));
 }
 
 function parseRopeScaling(v: unknown, fail: (field: string, msg: string) => never): RopeScaling {

@@ -40,6 +40,8 @@ export { rope } from './kernels/rope/rope';
 export { sampleTokens } from './kernels/sample/sample';
 export { checkSamplingOptions, sampleReference, type SamplingOptions } from './kernels/sample/sampleReference';
 export { swiglu } from './kernels/swiglu/swiglu';
+export { geglu } from './kernels/swiglu/geglu';
+export { gegluCase } from './kernels/swiglu/gegluReference';
 export { blockCaseData, type BlockCaseSpec } from './kernels/swiglu/fusedBlockReference';
 export { tokenStats, tokenStatsReduceKey, tokenStatsStock } from './kernels/token-stats/tokenStats';
 

@@ -1,10 +1,15 @@
-// The Llama family decoder (Llama 2/3, SmolLM2, TinyLlama; Qwen2/2.5 = Llama + q/k/v biases),
-// nanoGPT-style: config record in, weights by their Hugging Face names, one forward function.
+// The decoder of every family the lab loads (Llama 2/3, SmolLM2, TinyLlama; Qwen2/2.5; Qwen3;
+// Gemma 3 text), nanoGPT-style: config record in, weights by their Hugging Face names, one forward
+// function that runs the block description (contract/blockDescription.ts) op by op. For Llama:
 //
 //   x = embed[ids]
 //   for each layer:  x += o( attn( rope(q(norm1 x)), rope(k(norm1 x)), v(norm1 x) ) )
 //                    x += down( silu(gate(norm2 x)) * up(norm2 x) )
 //   logits = lm_head(norm x)            (lm_head = embed when tie_word_embeddings)
+//
+// Qwen3 adds per-head q/k norms before RoPE; Gemma 3 scales the embedding, norms each branch's
+// output too, gates with tanh GELU, scales scores by query_pre_attn_scalar^-1/2 and gives sliding
+// layers a window and their own RoPE base. Gemma's (1 + w) norm weight is folded at load.
 //
 // Shapes: B batch, L new tokens this call, C key slots (cache capacity, or L without a cache),
 // H hidden, nH / nKV query / key-value heads, D head_dim, G = nH / nKV (GQA group), V vocab.
@@ -16,13 +21,14 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
-import { decodeAttention, decodeAttentionFused, rmsNorm, rope, swiglu, kvWrite } from '../engine/index';
+import { decodeAttention, decodeAttentionFused, geglu, rmsNorm, rope, swiglu, kvWrite } from '../engine/index';
 import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig';
+import { describeModel, layerNormWeights, type BlockOp, type ModelDescription } from '../contract/blockDescription';
 import { PROJ_NAMES } from '../contract/loraTargets';
 import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear';
 import { getFiniteFloat32, type TensorSource } from './safetensors';
 
-/** Hugging Face parameter names of the Llama/Qwen2 checkpoints. */
+/** Hugging Face parameter names of the checkpoints (every family; norms by the block description). */
 export const HF_NAMES = {
   embed: 'model.embed_tokens.weight',
   norm: 'model.norm.weight',
@@ -44,6 +50,9 @@ export const HF_NAMES = {
 export { PROJ_NAMES, type ProjName } from '../contract/loraTargets';
 
 export interface LlamaLayer {
+  /** Every norm weight of the layer by its module name under the layer (input_layernorm, self_attn.q_norm, ...). */
+  norms: Record<string, tf.Tensor1D>;
+  /** norms.input_layernorm and norms.post_attention_layernorm (what the planned Llama block binds). */
   inputNorm: tf.Tensor1D;
   postNorm: tf.Tensor1D;
   q: Linear;
@@ -64,8 +73,12 @@ export interface LlamaModel {
   norm: tf.Tensor1D;
   /** [V, H]; shares `embed` when tied. */
   lmHead: Linear;
-  /** RoPE inverse frequencies (float64, host). */
+  /** RoPE inverse frequencies (float64, host) of every layer's RoPE but Gemma 3's sliding layers. */
   invFreq: Float64Array;
+  /** The block as the op sequence the forward runs. */
+  description: ModelDescription;
+  /** Inverse frequencies of each RoPE of the description (invFreqs[0] is invFreq). */
+  invFreqs: Float64Array[];
 }
 
 export class ModelLoadError extends Error {
@@ -84,6 +97,15 @@ export interface LoadOptions {
   quantize?: (name: string, w: Float32Array, shape: [number, number]) => FrozenWeight | null;
 }
 
+/** The description of a config's block and the RoPE frequencies it runs with (every LlamaModel has them). */
+export function blockOf(config: ModelConfig): Pick<LlamaModel, 'description' | 'invFreq' | 'invFreqs'> {
+  const description = describeModel(config);
+  const invFreqs = description.ropes.map((r) =>
+    ropeInvFreq({ headDim: config.headDim, ropeTheta: r.theta, ropeScaling: r.scaling }),
+  );
+  return { description, invFreq: invFreqs[0], invFreqs };
+}
+
 /** Builds the model from a config and a tensor source (one safetensors file or a sharded set). */
 export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadOptions = {}): LlamaModel {
   const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim: D, vocabSize: V } = config;
@@ -100,8 +122,12 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
     // whatever was created, so a bad file changes nothing.
     return getFiniteFloat32(source, name);
   };
-  const vec = (name: string, n: number): tf.Tensor1D => {
-    const t = tf.tensor1d(read(name, [n]));
+  const description = describeModel(config);
+  const vec = (name: string, n: number, offset = 0): tf.Tensor1D => {
+    const data = read(name, [n]);
+    // Gemma3RMSNorm multiplies by (1 + w) in float32: folded into the stored weight once.
+    if (offset) for (let i = 0; i < n; i++) data[i] = Math.fround(data[i] + offset);
+    const t = tf.tensor1d(data);
     created.push(t);
     return t;
   };
@@ -114,6 +140,7 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
     return new Linear(module, w, b);
   };
 
+  const normOffset = description.norm === 'rmsOffset' ? 1 : 0;
   try {
     const embedW = denseFromHost(read(HF_NAMES.embed, [V, H]), [V, H]);
     const embed = embedW instanceof DenseWeight ? embedW.w : embedW;
@@ -121,9 +148,13 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
     const layers: LlamaLayer[] = [];
     for (let i = 0; i < config.numLayers; i++) {
       const n = HF_NAMES.layer(i);
+      const norms: Record<string, tf.Tensor1D> = {};
+      for (const { weight, size } of layerNormWeights(description.layers[i], config))
+        norms[weight] = vec(`model.layers.${i}.${weight}.weight`, size, normOffset);
       layers.push({
-        inputNorm: vec(n.inputNorm, H),
-        postNorm: vec(n.postNorm, H),
+        norms,
+        inputNorm: norms.input_layernorm,
+        postNorm: norms.post_attention_layernorm,
         q: linear(n.q, numHeads * D, H, config.qkvBias),
         k: linear(n.k, numKvHeads * D, H, config.qkvBias),
         v: linear(n.v, numKvHeads * D, H, config.qkvBias),
@@ -133,7 +164,7 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
         down: linear(n.down, H, I, config.mlpBias),
       });
     }
-    const norm = vec(HF_NAMES.norm, H);
+    const norm = vec(HF_NAMES.norm, H, normOffset);
     let lmHead: Linear;
     if (config.tieWordEmbeddings) {
       // Same tensor(s) as the embedding; disposeLlama frees them once.
@@ -146,7 +177,7 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
       }
       lmHead = linear('lm_head', V, H, false);
     }
-    return { config, embed, layers, norm, lmHead, invFreq: ropeInvFreq(config) };
+    return { config, embed, layers, norm, lmHead, ...blockOf(config) };
   } catch (e) {
     for (const t of created) t.dispose();
     throw e;
@@ -164,8 +195,7 @@ export function onDisposeLlama(fn: (model: LlamaModel) => void): void {
 export function disposeLlama(model: LlamaModel): void {
   for (const h of disposeHooks) h(model);
   for (const l of model.layers) {
-    l.inputNorm.dispose();
-    l.postNorm.dispose();
+    for (const n of Object.values(l.norms)) n.dispose();
     for (const p of PROJ_NAMES) l[p].dispose();
   }
   model.norm.dispose();
@@ -284,46 +314,76 @@ export function forward(
   const slotValid = cache ? cache.slotValid : Array.from({ length: B }, () => new Uint8Array(C));
   const nextPos = cache ? cache.nextPosition : new Int32Array(B);
   const D = cfg.headDim;
-  const half = D / 2;
-  const cos = new Float32Array(B * L * D);
-  const sin = new Float32Array(B * L * D);
+  const desc = model.description;
+  const positions = new Int32Array(B * L);
   for (let b = 0; b < B; b++) {
     for (let i = 0; i < L; i++) {
       const real = mask ? mask[b][i] !== 0 : true;
       slotValid[b][start + i] = real ? 1 : 0;
-      const pos = real ? nextPos[b]++ : 0; // a pad's position is irrelevant: nothing attends to it
-      const base = (b * L + i) * D;
-      for (let j = 0; j < half; j++) {
-        const angle = pos * model.invFreq[j];
-        const c = Math.cos(angle);
-        const s = Math.sin(angle);
-        cos[base + j] = c;
-        cos[base + half + j] = c;
-        // rotate_half(x) = [-x2, x1]; fold its sign into sin so rope = x*cos + swap(x)*sinSigned.
-        sin[base + j] = -s;
-        sin[base + half + j] = s;
-      }
+      positions[b * L + i] = real ? nextPos[b]++ : 0; // a pad's position is irrelevant: nothing attends to it
     }
   }
-  // mask[b, 0, 0, i, j]: query i (slot start+i) may see key slot j iff j <= start+i and slot j is real.
-  const bias = new Float32Array(B * L * C);
-  for (let b = 0; b < B; b++) {
-    const valid = slotValid[b];
-    for (let i = 0; i < L; i++) {
-      const row = (b * L + i) * C;
-      const last = start + i;
-      for (let j = 0; j < C; j++) bias[row + j] = j <= last && valid[j] ? 0 : MASKED;
-    }
+  // One cos/sin pair per RoPE and one mask per window the layers use (Llama: one of each).
+  const attnOps = desc.layers.map((ops) => ops.find((o) => o.op === 'attention') as AttentionOp);
+  const ropeTables = new Map<number, { cos: Float32Array; sin: Float32Array }>();
+  const masks = new Map<number | null, Float32Array>();
+  for (const a of attnOps) {
+    if (!ropeTables.has(a.rope)) ropeTables.set(a.rope, ropeTable(model.invFreqs[a.rope], positions, D));
+    if (!masks.has(a.window)) masks.set(a.window, attentionBias(slotValid, B, L, C, start, a.window));
   }
   if (cache) cache.length = start + L;
 
   const fusedDecode = cache !== undefined && L === 1 && decodeAttentionFused(start + 1);
+  /** q/k/v, q/k norms, RoPE, the cache, attention over the layer's window, o. */
+  const attentionOp = (
+    layer: LlamaLayer,
+    op: AttentionOp,
+    h: tf.Tensor,
+    cosT: tf.Tensor4D,
+    sinT: tf.Tensor4D,
+    maskT: tf.Tensor5D,
+    li: number,
+  ): tf.Tensor => {
+    let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]
+    let k = heads(layer.k.forward(h), B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
+    let v = heads(layer.v.forward(h), B, L, cfg.numKvHeads, D);
+    if (op.qkNorm) {
+      q = rmsNorm(q, layer.norms[op.qkNorm.q], cfg.rmsNormEps) as tf.Tensor4D;
+      k = rmsNorm(k, layer.norms[op.qkNorm.k], cfg.rmsNormEps) as tf.Tensor4D;
+    }
+    q = rope(q, cosT, sinT);
+    k = rope(k, cosT, sinT);
+    // The kernels scale scores by D^-1/2; another scale (Gemma's query_pre_attn_scalar) goes on q.
+    if (op.scale !== 1 / Math.sqrt(D)) q = q.mul(op.scale * Math.sqrt(D));
+    if (cache) {
+      k = start === 0 && L === C ? k : kvWrite(cache.keys[li], k, start);
+      v = start === 0 && L === C ? v : kvWrite(cache.values[li], v, start);
+      newKeys.push(tf.keep(k as tf.Tensor4D));
+      newValues.push(tf.keep(v as tf.Tensor4D));
+    }
+    // A decode step attends with the fused kernel over the filled slots only. It has no gradient,
+    // which is fine: only generation uses the cache, training runs the full-sequence path.
+    const a = fusedDecode
+      ? decodeAttention(
+          q.reshape([B, cfg.numHeads, D]),
+          k as tf.Tensor4D,
+          v as tf.Tensor4D,
+          maskT.reshape([B, C]),
+          start + 1,
+        ).reshape([B, 1, cfg.numHeads * D])
+      : attention(q, k, v, maskT, cfg.numHeads, cfg.numKvHeads, B, L, C, D); // [B, L, nH*D]
+    return layer.o.forward(a);
+  };
   const newKeys: tf.Tensor4D[] = [];
   const newValues: tf.Tensor4D[] = [];
   const logits = tf.tidy(() => {
-    const cosT = tf.tensor4d(cos, [B, 1, L, D]);
-    const sinT = tf.tensor4d(sin, [B, 1, L, D]);
-    const maskT = tf.tensor5d(bias, [B, 1, 1, L, C]);
+    const ropeT = new Map(
+      [...ropeTables].map(([r, t]) => [
+        r,
+        { cos: tf.tensor4d(t.cos, [B, 1, L, D]), sin: tf.tensor4d(t.sin, [B, 1, L, D]) },
+      ]),
+    );
+    const maskT = new Map([...masks].map(([w, m]) => [w, tf.tensor5d(m, [B, 1, 1, L, C])]));
     const idsT =
       ids instanceof tf.Tensor
         ? ids.toInt()
@@ -335,35 +395,30 @@ export function forward(
 
     let x: tf.Tensor =
       model.embed instanceof BlockedDenseWeight ? model.embed.gather(idsT) : tf.gather(model.embed, idsT); // [B, L, H]
+    if (desc.embedScale !== 1) x = x.mul(desc.embedScale);
     model.layers.forEach((layer, li) => {
-      const h = rmsNorm(x, layer.inputNorm, cfg.rmsNormEps);
-      let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]
-      let k = heads(layer.k.forward(h), B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
-      let v = heads(layer.v.forward(h), B, L, cfg.numKvHeads, D);
-      q = rope(q, cosT, sinT);
-      k = rope(k, cosT, sinT);
-      if (cache) {
-        k = start === 0 && L === C ? k : kvWrite(cache.keys[li], k, start);
-        v = start === 0 && L === C ? v : kvWrite(cache.values[li], v, start);
-        newKeys.push(tf.keep(k as tf.Tensor4D));
-        newValues.push(tf.keep(v as tf.Tensor4D));
+      let h = x;
+      for (const op of desc.layers[li]) {
+        switch (op.op) {
+          case 'norm':
+            h = rmsNorm(op.of === 'residual' ? x : h, layer.norms[op.weight], cfg.rmsNormEps);
+            break;
+          case 'attention': {
+            const { cos, sin } = ropeT.get(op.rope)!;
+            h = attentionOp(layer, op, h, cos, sin, maskT.get(op.window)!, li);
+            break;
+          }
+          case 'mlp': {
+            const g = layer.gate.forward(h);
+            const u = layer.up.forward(h);
+            h = layer.down.forward(op.activation === 'silu' ? swiglu(g, u) : geglu(g, u));
+            break;
+          }
+          case 'add':
+            x = x.add(h);
+            break;
+        }
       }
-      // A decode step attends with the fused kernel over the filled slots only. It has no gradient,
-      // which is fine: only generation uses the cache, training runs the full-sequence path.
-      const a = fusedDecode
-        ? decodeAttention(
-            q.reshape([B, cfg.numHeads, D]),
-            k as tf.Tensor4D,
-            v as tf.Tensor4D,
-            maskT.reshape([B, C]),
-            start + 1,
-          ).reshape([B, 1, cfg.numHeads * D])
-        : attention(q, k, v, maskT, cfg.numHeads, cfg.numKvHeads, B, L, C, D); // [B, L, nH*D]
-      x = x.add(layer.o.forward(a));
-      const h2 = rmsNorm(x, layer.postNorm, cfg.rmsNormEps);
-      const g = layer.gate.forward(h2);
-      const u = layer.up.forward(h2);
-      x = x.add(layer.down.forward(swiglu(g, u))); // SiLU(g) * u
     });
     if (opts.lastOnly) x = x.slice([0, L - 1, 0], [B, 1, cfg.hiddenSize]);
     x = rmsNorm(x, model.norm, cfg.rmsNormEps);
@@ -377,6 +432,57 @@ export function forward(
     cache.values = newValues;
   }
   return logits;
+}
+
+type AttentionOp = Extract<BlockOp, { op: 'attention' }>;
+
+/**
+ * cos and sin [B, L, D] of each token's RoPE position; rotate_half(x) = [-x2, x1], its sign folded
+ * into sin so that rope = x*cos + swap(x)*sinSigned.
+ */
+function ropeTable(invFreq: Float64Array, positions: Int32Array, D: number): { cos: Float32Array; sin: Float32Array } {
+  const half = D / 2;
+  const cos = new Float32Array(positions.length * D);
+  const sin = new Float32Array(positions.length * D);
+  positions.forEach((pos, t) => {
+    const base = t * D;
+    for (let j = 0; j < half; j++) {
+      const angle = pos * invFreq[j];
+      const c = Math.cos(angle);
+      const s = Math.sin(angle);
+      cos[base + j] = c;
+      cos[base + half + j] = c;
+      sin[base + j] = -s;
+      sin[base + half + j] = s;
+    }
+  });
+  return { cos, sin };
+}
+
+/**
+ * The additive mask [B, L, C]: query i (slot start+i) may see key slot j iff j <= start+i, slot j
+ * is real and, in a sliding layer, j > start+i - window (HF's sliding_window_overlay, over cache
+ * slots: left pads count toward the window as they do there).
+ */
+function attentionBias(
+  slotValid: Uint8Array[],
+  B: number,
+  L: number,
+  C: number,
+  start: number,
+  window: number | null,
+): Float32Array {
+  const bias = new Float32Array(B * L * C);
+  for (let b = 0; b < B; b++) {
+    const valid = slotValid[b];
+    for (let i = 0; i < L; i++) {
+      const row = (b * L + i) * C;
+      const last = start + i;
+      const first = window === null ? 0 : last - window + 1;
+      for (let j = 0; j < C; j++) bias[row + j] = j <= last && j >= first && valid[j] ? 0 : MASKED;
+    }
+  }
+  return bias;
 }
 
 /** [B, L, n*D] -> [B, n, L, D] */

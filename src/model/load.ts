@@ -49,12 +49,9 @@ export async function loadWeights(files: ModelFolder, read: ReadOptions = {}): P
 export async function loadModel(files: ModelFolder, opts: LoadModelOptions = {}): Promise<LlamaModel> {
   const config = await loadModelConfig(files, opts.read);
   const weights = await loadWeights(files, opts.read);
-  switch (config.family) {
-    // Qwen2 is the Llama computation with q/k/v biases (flags in the config record).
-    case 'llama':
-    case 'qwen2':
-      return loadLlama(config, weights, opts);
-  }
+  // One loader for every family: the block description (contract/blockDescription.ts) names the
+  // tensors each family has.
+  return loadLlama(config, weights, opts);
 }
 
 /** Builds the model from files already fetched by loadModelFiles (hub.ts). */

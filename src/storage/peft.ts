@@ -543,7 +543,7 @@ export function adapterTensorSource(
 // Merged weights
 
 const HF_NAME_RE =
-  /^(?:model\.embed_tokens\.weight|model\.norm\.weight|lm_head\.weight|model\.layers\.(\d+)\.(?:(?:input_layernorm|post_attention_layernorm)\.weight|self_attn\.([qkvo])_proj\.(weight|bias)|mlp\.(gate|up|down)_proj\.(weight|bias)))$/;
+  /^(?:model\.embed_tokens\.weight|model\.norm\.weight|lm_head\.weight|model\.layers\.(\d+)\.(?:(?:input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm|self_attn\.[qk]_norm)\.weight|self_attn\.([qkvo])_proj\.(weight|bias)|mlp\.(gate|up|down)_proj\.(weight|bias)))$/;
 
 /** HF name of a projection's weight: model.layers.{i}.self_attn.q_proj.weight and so on. */
 export function hfWeightName(layer: number, p: ProjName, kind: 'weight' | 'bias' = 'weight'): string {
@@ -560,7 +560,7 @@ export interface MergedTensor {
 
 /**
  * A Hugging Face model.safetensors of merged weights (e.g. mergeLora's output read back). Every
- * name must be a Llama/Qwen2 HF parameter name; with dims, projection shapes are checked too.
+ * name must be an HF parameter name of a family the lab loads (Llama, Qwen2, Qwen3, Gemma 3); with dims, projection shapes are checked too.
  */
 export function exportMergedSafetensors(
   tensors: Map<string, MergedTensor> | Record<string, MergedTensor>,

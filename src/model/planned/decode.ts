@@ -36,6 +36,7 @@ import {
 } from './decodeSteps';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama';
 import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from '../linear';
+import { plannedBlockMismatch } from '../../contract/blockDescription';
 import { LoraAdapter } from '../lora';
 import { F16Weight, Int4Weight, Int8Weight } from '../quant';
 
@@ -81,6 +82,10 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
  * learning step, which applies LoRA dropout itself and binds any weight held in row blocks.
  */
 export function unplannableReason(model: LlamaModel, learning = false): string | null {
+  // The plans are written for the Llama block; another family's block runs on tfjs (op by op,
+  // driven by the same description) until the plans read the description too.
+  const family = plannedBlockMismatch(model.description, model.config);
+  if (family) return `${family} (the planned path runs the Llama block only; this model runs on tfjs)`;
   let set: LoraAdapter['set'] | null = null;
   for (const l of model.layers) {
     for (const p of PROJ_KEYS) {
@@ -264,8 +269,15 @@ export function plannedDispatches(model: LlamaModel, B: number, capacity: number
 /** The planned generate when it can run (WebGPU, path 'planned', a plannable model), else null. */
 export function plannedDecodeFor(model: LlamaModel): typeof generatePlanned | null {
   if (engineOptions().decodePath !== 'planned' || !customKernelsActive()) return null;
-  return unplannableReason(model) === null ? generatePlanned : null;
+  const why = unplannableReason(model);
+  if (why !== null && plannedBlockMismatch(model.description, model.config) && !toldFallback.has(model)) {
+    toldFallback.add(model);
+    console.info(`planned decode: ${why}`);
+  }
+  return why === null ? generatePlanned : null;
 }
+/** Models whose fallback to tfjs was said once (a family the plans do not run). */
+const toldFallback = new WeakSet<LlamaModel>();
 
 /** The prefill on the plan (or on tfjs, its caches and first logits copied in), then the plan decodes. */
 function startPlanned(model: LlamaModel, prompts: number[][], s: ReturnType<typeof decodeSetup>): DecodePlan {

@@ -3,6 +3,7 @@
 // for the recipe's rollout shape and plan its learn step (src/model/learnMemory.ts), and compare with the engine's backend, adapter limits and the
 // bytes tfjs holds now.
 import { parseModelConfig } from '../../contract/modelConfig';
+import { describeModel, plannedBlockMismatch } from '../../contract/blockDescription';
 import { unknownModelError } from '../../contract/sandboxModels';
 import type { ModelFit } from '../../store/setupStore';
 import type { EngineStatus } from '../../contract/workerApi';
@@ -71,8 +72,14 @@ export async function checkModelFit(
   const base = estimateMemory(cfg, w, weights);
   let est = base;
   const planNotes: string[] = [];
+  // The planned learning step runs the Llama block only; another block learns on tfjs in one pass.
+  const unplanned = plannedBlockMismatch(describeModel(cfg), cfg);
   try {
-    if (lora) est = withLearnPlan(base, cfg, w, weights, lora, budget);
+    if (lora && unplanned)
+      planNotes.push(
+        `the planned WebGPU learning step does not run this block yet (${unplanned}): tfjs learns the whole batch in one pass, its activations a rough per-token estimate`,
+      );
+    else if (lora) est = withLearnPlan(base, cfg, w, weights, lora, budget);
   } catch (e) {
     planNotes.push(
       `the learn step could not be planned (${(e as Error).message}): its activations are a rough per-token estimate`,

@@ -252,3 +252,50 @@ describe('fit check with the learn-memory planner (in place of the activation he
     expect(v.problems.join(' ')).toMatch(/\+ LoRA and AdamW [\d.]+ MiB \+ activations/);
   });
 });
+
+describe('model memory estimate of the Qwen3 and Gemma 3 families', () => {
+  it('counts each family fixture as its safetensors file holds it (q/k norms, four norms, tied or not)', () => {
+    for (const c of ['qwen3-bias', 'qwen3-tied', 'gemma3-tied', 'gemma3-untied']) {
+      const dir = `dev/fixtures/families/${c}`;
+      const buf = readFileSync(`${dir}/model.safetensors`);
+      const dataBytes = statSync(`${dir}/model.safetensors`).size - 8 - Number(buf.readBigUInt64LE(0));
+      expect(paramCount(parseModelConfig(readFileSync(`${dir}/config.json`, 'utf8')))).toBe(dataBytes / 4);
+    }
+  });
+
+  it('counts Qwen3-0.6B and gemma-3-1b as their published safetensors totals (596,049,920 and 999,885,952)', () => {
+    const qwen3 = parseModelConfig({
+      architectures: ['Qwen3ForCausalLM'],
+      hidden_size: 1024,
+      head_dim: 128,
+      intermediate_size: 3072,
+      num_attention_heads: 16,
+      num_key_value_heads: 8,
+      num_hidden_layers: 28,
+      vocab_size: 151936,
+      tie_word_embeddings: true,
+    });
+    expect(paramCount(qwen3)).toBe(596_049_920);
+    const gemma = parseModelConfig({
+      architectures: ['Gemma3ForCausalLM'],
+      hidden_size: 1152,
+      head_dim: 256,
+      intermediate_size: 6912,
+      num_attention_heads: 4,
+      num_key_value_heads: 1,
+      num_hidden_layers: 26,
+      vocab_size: 262144,
+    });
+    expect(paramCount(gemma)).toBe(999_885_952);
+  });
+});
+
+describe('activation estimate of the new blocks (tfjs learns them in one pass)', () => {
+  it("counts Gemma 3's two post-branch norm outputs and the q/k norm outputs per token and layer", () => {
+    const gemma = parseModelConfig(readFileSync('dev/fixtures/families/gemma3-tied/config.json', 'utf8'));
+    const w = { batch: 2, seqLen: 16 };
+    const asLlama = estimateMemory({ ...gemma, family: 'llama' }, w).activationBytes;
+    const extra = (2 * gemma.hiddenSize + (gemma.numHeads + gemma.numKvHeads) * gemma.headDim) * gemma.numLayers;
+    expect(estimateMemory(gemma, w).activationBytes - asLlama).toBe(extra * w.batch * w.seqLen * 4);
+  });
+});

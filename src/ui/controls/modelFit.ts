@@ -5,6 +5,7 @@
 // training step keeps for backprop by a per-token rule; checked against the largest buffer the GPU
 // adapter allows and a memory budget (what the backend can address, less what tfjs holds now).
 import type { ModelConfig } from '../../contract/modelConfig';
+import { FAMILIES, layerNormNames, layerNormValues } from '../../contract/modelFamily';
 import {
   LEARN_PLAN_BUDGET,
   planLearnMemory,
@@ -53,16 +54,17 @@ type Shape = Pick<
   | 'qkvBias'
   | 'oBias'
   | 'mlpBias'
->;
+> &
+  Partial<Pick<ModelConfig, 'family'>>;
 
-/** Parameter count of a Llama / Qwen2 decoder (embeddings, per-layer projections and norms, final norm, lm_head unless tied). */
+/** Parameter count of a decoder (embeddings, per-layer projections and norms, q/k norms, final norm, lm_head unless tied). */
 export function paramCount(c: Shape): number {
   const H = c.hiddenSize;
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;
   const attn = H * q + 2 * H * kv + q * H + (c.qkvBias ? q + 2 * kv : 0) + (c.oBias ? H : 0);
   const mlp = 3 * H * c.intermediateSize + (c.mlpBias ? 2 * c.intermediateSize + H : 0);
-  const perLayer = attn + mlp + 2 * H;
+  const perLayer = attn + mlp + layerNormValues(c);
   const embed = c.vocabSize * H;
   return embed + c.numLayers * perLayer + H + (c.tieWordEmbeddings ? 0 : embed);
 }
@@ -98,9 +100,12 @@ export function estimateMemory(c: Shape, w: FitWorkload, format: WeightFormat = 
   const kvCacheBytes = 2 * c.numLayers * c.numKvHeads * c.headDim * tokens * F32;
   // Kept per token and layer for backprop: ~7 hidden-wide tensors (norm in/out, residuals, o/down
   // outputs), q/k/v before and after RoPE plus the attention output, 4 MLP-wide ones (gate, up,
-  // act, product), and the attention scores and probabilities over the sequence.
+  // act, product), and the attention scores and probabilities over the sequence; a family's extra
+  // norms (Gemma 3's post-branch norms) one more hidden-wide output each, q/k norms their outputs.
+  const family = FAMILIES[c.family ?? 'llama'];
   const perTokenLayer =
-    7 * c.hiddenSize +
+    (7 + layerNormNames(c.family ?? 'llama').length - 2) * c.hiddenSize +
+    (family.qkNorm ? (c.numHeads + c.numKvHeads) * c.headDim : 0) +
     3 * c.numHeads * c.headDim +
     3 * c.numKvHeads * c.headDim +
     4 * c.intermediateSize +

@@ -1,0 +1,130 @@
+// The decoder described once, as the sequence of operations of its embedding, each block and its
+// head, from a parsed config and its family's declaration (modelFamily.ts). The tfjs forward
+// (src/model/llama.ts) interprets it op by op; the loader reads the tensors it names; the fit check
+// and the memory planner count its norms. No tensors here: pure data, importable from every layer.
+//
+// A block works on the residual stream x and one branch value h:
+//   norm      h = norm(x) ('residual') or h = norm(h) ('branch'), weight `model.layers.{i}.{weight}`
+//   attention h = o(attend(rope(qNorm(q h)), rope(kNorm(k h)), v h))
+//   mlp       h = down(act(gate h) * up h)
+//   add       x = x + h
+
+import { FAMILIES, type ModelFamily, type MlpActivation, type NormKind } from './modelFamily';
+import type { ModelConfig, RopeScaling } from './modelConfig';
+
+export type NormSource = 'residual' | 'branch';
+
+/** The RoPE of a layer: base and scaling (modelConfig.ts ropeInvFreq turns it into frequencies). */
+export interface RopeSpec {
+  theta: number;
+  scaling: RopeScaling;
+}
+
+export type BlockOp =
+  | { op: 'norm'; weight: string; of: NormSource }
+  | {
+      op: 'attention';
+      /** Bias on q/k/v and on o. */
+      qkvBias: boolean;
+      oBias: boolean;
+      /** Per-head norms (weights `self_attn.q_norm` / `self_attn.k_norm`, [head_dim]) before RoPE, or null. */
+      qkNorm: { q: string; k: string } | null;
+      /** Index into ModelDescription.ropes. */
+      rope: number;
+      /** Key slots a query sees (itself included); null: every earlier slot. */
+      window: number | null;
+      /** Multiplies q.k before the softmax. */
+      scale: number;
+    }
+  | { op: 'mlp'; activation: MlpActivation; bias: boolean }
+  | { op: 'add' };
+
+export interface ModelDescription {
+  family: ModelFamily;
+  /** How every norm applies its weight (the loader folds Gemma's 1 + w into the stored weight). */
+  norm: NormKind;
+  eps: number;
+  /** x = embed[ids] * scale (1, or float32 sqrt(hidden) for Gemma 3). */
+  embedScale: number;
+  /** The distinct RoPE settings; each attention op names one. */
+  ropes: RopeSpec[];
+  /** One op list per layer (layers differ in window and RoPE only). */
+  layers: BlockOp[][];
+  /** The final norm's weight (`model.norm.weight`) and whether the head reads the embedding. */
+  finalNorm: string;
+  tiedHead: boolean;
+}
+
+/** The model of a config as the op sequence every path runs. */
+export function describeModel(cfg: ModelConfig): ModelDescription {
+  const decl = FAMILIES[cfg.family];
+  const ropes: RopeSpec[] = [{ theta: cfg.ropeTheta, scaling: cfg.ropeScaling }];
+  // Gemma 3: sliding layers use rope_local_base_freq with plain RoPE, full layers rope_theta with
+  // rope_scaling (Gemma3RotaryEmbedding keeps one inv_freq per layer type).
+  if (cfg.ropeLocalTheta !== null) ropes.push({ theta: cfg.ropeLocalTheta, scaling: { type: 'default' } });
+  const scale = (cfg.queryPreAttnScalar ?? cfg.headDim) ** -0.5;
+  const layers = cfg.layerWindows.map((window): BlockOp[] => {
+    const ops: BlockOp[] = [];
+    for (const b of decl.branches) {
+      ops.push({ op: 'norm', weight: b.pre, of: 'residual' });
+      ops.push(
+        b.body === 'attention'
+          ? {
+              op: 'attention',
+              qkvBias: cfg.qkvBias,
+              oBias: cfg.oBias,
+              qkNorm: cfg.qkNorm ? { q: 'self_attn.q_norm', k: 'self_attn.k_norm' } : null,
+              rope: window !== null && cfg.ropeLocalTheta !== null ? 1 : 0,
+              window,
+              scale,
+            }
+          : { op: 'mlp', activation: cfg.activation, bias: cfg.mlpBias },
+      );
+      if (b.post) ops.push({ op: 'norm', weight: b.post, of: 'branch' });
+      ops.push({ op: 'add' });
+    }
+    return ops;
+  });
+  return {
+    family: cfg.family,
+    norm: decl.norm,
+    eps: cfg.rmsNormEps,
+    embedScale: decl.embedScaledBySqrtHidden ? Math.fround(Math.sqrt(cfg.hiddenSize)) : 1,
+    ropes,
+    layers,
+    finalNorm: 'model.norm.weight',
+    tiedHead: cfg.tieWordEmbeddings,
+  };
+}
+
+/** Every norm weight of layer `ops` with its length: the branch norms [hidden], q/k norms [head_dim]. */
+export function layerNormWeights(ops: readonly BlockOp[], cfg: Pick<ModelConfig, 'hiddenSize' | 'headDim'>) {
+  const out: { weight: string; size: number }[] = [];
+  for (const op of ops) {
+    if (op.op === 'norm') out.push({ weight: op.weight, size: cfg.hiddenSize });
+    if (op.op === 'attention' && op.qkNorm)
+      out.push({ weight: op.qkNorm.q, size: cfg.headDim }, { weight: op.qkNorm.k, size: cfg.headDim });
+  }
+  return out;
+}
+
+/**
+ * Whether the block is the Llama block the planned WebGPU paths are written for (two pre-norms,
+ * plain RMSNorm, no q/k norms, SiLU, full attention, head_dim^-1/2, unscaled embedding); null if
+ * so, else what differs. The planned decode and learning step fall back to tfjs with this reason.
+ */
+export function plannedBlockMismatch(d: ModelDescription, cfg: Pick<ModelConfig, 'headDim'>): string | null {
+  if (d.embedScale !== 1) return `${d.family}: a scaled embedding`;
+  if (d.norm !== 'rms') return `${d.family}: ${d.norm} norms`;
+  for (const ops of d.layers) {
+    const kinds = ops.map((o) => (o.op === 'norm' ? `norm:${o.of}` : o.op)).join(',');
+    if (kinds !== 'norm:residual,attention,add,norm:residual,mlp,add') return `${d.family}: a block of ${kinds}`;
+    for (const o of ops) {
+      if (o.op === 'attention' && o.qkNorm) return `${d.family}: q/k norms`;
+      if (o.op === 'attention' && o.window !== null) return `${d.family}: sliding-window layers`;
+      if (o.op === 'attention' && o.scale !== cfg.headDim ** -0.5) return `${d.family}: attention scale ${o.scale}`;
+      if (o.op === 'mlp' && o.activation !== 'silu') return `${d.family}: a ${o.activation} MLP`;
+    }
+  }
+  return null;
+}
