@@ -19,7 +19,15 @@ import * as tf from '@tensorflow/tfjs';
 import { decodeAttention, decodeAttentionFused, rmsNorm, rope, swiglu, kvWrite } from '../engine/index';
 import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig';
 import { PROJ_NAMES } from '../contract/loraTargets';
-import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear';
+import {
+  BlockedDenseWeight,
+  DenseWeight,
+  denseFromHost,
+  Linear,
+  type FrozenWeight,
+  type TransposedWeight,
+  type WeightLayout,
+} from './linear';
 import { getFiniteFloat32, type TensorSource } from './safetensors';
 
 /** Hugging Face parameter names of the Llama/Qwen2 checkpoints. */
@@ -57,8 +65,11 @@ export interface LlamaLayer {
 
 export interface LlamaModel {
   config: ModelConfig;
-  /** [V, H]; row blocks when it would not fit one storage binding (see BlockedDenseWeight). */
-  embed: tf.Tensor2D | BlockedDenseWeight;
+  /**
+   * [V, H]; row blocks when it would not fit one storage binding (see BlockedDenseWeight); held as
+   * E^T [H, V] on wasm and cpu (TransposedWeight), the layout of the tied LM head's fast product.
+   */
+  embed: tf.Tensor2D | BlockedDenseWeight | TransposedWeight;
   layers: LlamaLayer[];
   /** [H] */
   norm: tf.Tensor1D;
@@ -82,6 +93,8 @@ export interface LoadOptions {
    * when it is not tied (name "lm_head").
    */
   quantize?: (name: string, w: Float32Array, shape: [number, number]) => FrozenWeight | null;
+  /** How dense weights are held (linear.ts WeightLayout); default: the active backend's. */
+  layout?: WeightLayout;
 }
 
 /** Builds the model from a config and a tensor source (one safetensors file or a sharded set). */
@@ -108,14 +121,14 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
   const linear = (module: string, out: number, inp: number, bias: boolean): Linear => {
     const data = read(`${module}.weight`, [out, inp]);
     let w = opts.quantize?.(module, data, [out, inp]) ?? null;
-    if (!w) w = denseFromHost(data, [out, inp]);
+    if (!w) w = denseFromHost(data, [out, inp], opts.layout);
     created.push(w);
     const b = bias ? vec(`${module}.bias`, out) : null;
     return new Linear(module, w, b);
   };
 
   try {
-    const embedW = denseFromHost(read(HF_NAMES.embed, [V, H]), [V, H]);
+    const embedW = denseFromHost(read(HF_NAMES.embed, [V, H]), [V, H], opts.layout);
     const embed = embedW instanceof DenseWeight ? embedW.w : embedW;
     created.push(embedW);
     const layers: LlamaLayer[] = [];
@@ -333,8 +346,7 @@ export function forward(
             'int32',
           );
 
-    let x: tf.Tensor =
-      model.embed instanceof BlockedDenseWeight ? model.embed.gather(idsT) : tf.gather(model.embed, idsT); // [B, L, H]
+    let x: tf.Tensor = model.embed instanceof tf.Tensor ? tf.gather(model.embed, idsT) : model.embed.gather(idsT); // [B, L, H]
     model.layers.forEach((layer, li) => {
       const h = rmsNorm(x, layer.inputNorm, cfg.rmsNormEps);
       let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]

@@ -12,7 +12,7 @@
 // Dropout (PEFT's lora_dropout on the adapter input) is active only while `set.training`.
 
 import * as tf from '@tensorflow/tfjs';
-import { DenseWeight, type LinearAdapter, type Linear } from './linear';
+import { denseWeight, matMul2d, type LinearAdapter, type Linear } from './linear';
 import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama';
 import { hash3, mulberry32 } from './random';
 import { getFiniteFloat32, type TensorSource } from './safetensors';
@@ -77,8 +77,10 @@ export class LoraAdapter implements LinearAdapter {
   delta(x: tf.Tensor2D): tf.Tensor2D | null {
     if (!this.set.enabled) return null;
     const m = this.dropoutMultiplier(x.shape);
-    const h = m ? x.mul(m) : x;
-    return tf.matMul(tf.matMul(h, this.A, false, true), this.B, false, true).mul(this.set.scale);
+    const h: tf.Tensor2D = m ? x.mul(m) : x;
+    // Two thin products; on wasm A and B (r x in, out x r) are turned per call by matMul2d, r / N
+    // of the products' work, so they keep PEFT's layout for checkpoints, export and the planned paths.
+    return matMul2d(matMul2d(h, this.A, false, true), this.B, false, true).mul(this.set.scale);
   }
 
   /**
@@ -221,7 +223,7 @@ export function mergeLoraInPlace(model: LlamaModel, set: LoraSet): void {
       const w = merged.get(`${l[p].name}.weight`);
       if (!w) continue;
       l[p].weight.dispose();
-      l[p].weight = new DenseWeight(w);
+      l[p].weight = denseWeight(w);
     }
   }
   set.dispose();
