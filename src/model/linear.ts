@@ -33,7 +33,17 @@ export function weightLayout(backend: string = tf.getBackend()): WeightLayout {
  */
 export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D, transposeA = false, transposeB = false): tf.Tensor2D {
   if (tf.getBackend() !== 'wasm') return tf.matMul(a, b, transposeA, transposeB);
-  return plainMatMul(transposeA ? tf.transpose(a) : a, transposeB ? tf.transpose(b) : b);
+  const [x, y] = [transposeA ? tf.transpose(a) : a, transposeB ? tf.transpose(b) : b];
+  return recordingGradients() ? plainMatMul(x, y) : tf.matMul(x, y);
+}
+
+/**
+ * Whether a gradient tape is recording now. Outside one (decode, reference passes) the products
+ * skip tf.customGrad, whose scope cost about 64 of the ~420 tfjs ops per decoded token of the
+ * sandbox defender at batch 1.
+ */
+export function recordingGradients(): boolean {
+  return tf.engine().state.gradientDepth > 0;
 }
 
 /** a b with both gradients as untransposed products (see matMul2d). */
@@ -184,7 +194,7 @@ export class TransposedWeight implements FrozenWeight {
     return this.wt.size * 4;
   }
   matmul(x: tf.Tensor2D): tf.Tensor2D {
-    return this.product(x);
+    return recordingGradients() ? this.product(x) : tf.matMul(x, this.wt);
   }
   /** Rows `ids` of W (any shape of int32 ids -> [...ids.shape, in]): columns of W^T, turned. */
   gather(ids: tf.Tensor): tf.Tensor {

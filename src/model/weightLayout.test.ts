@@ -115,6 +115,33 @@ describe.each(['cpu', 'wasm'])('weights held as W^T on %s', (backend) => {
   });
 });
 
+describe('LoRA outside a tape on wasm', () => {
+  afterAll(async () => {
+    await tf.setBackend('cpu');
+  });
+
+  it('(A^T and s B^T kept between calls) gives the cpu logits, and follows a new B', async () => {
+    const run = async (backend: string) => {
+      await tf.setBackend(backend);
+      const m = load();
+      const set = lora(m);
+      const first = forward(m, [golden.input_ids]);
+      set.adapters.forEach((a, i) => a.B.assign(tf.randomNormal(a.B.shape, 0, 0.3, 'float32', 200 + i)));
+      const second = forward(m, [golden.input_ids]);
+      const out = [first.dataSync().slice(), second.dataSync().slice()];
+      tf.dispose([first, second]);
+      set.dispose();
+      disposeLlama(m);
+      return out;
+    };
+    const [cpu1, cpu2] = await run('cpu');
+    const [wasm1, wasm2] = await run('wasm');
+    expect(maxAbsDiff(cpu1, cpu2)).toBeGreaterThan(1e-2); // the new B changes the model
+    expect(maxAbsDiff(wasm1, cpu1)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(wasm2, cpu2)).toBeLessThan(1e-4); // a stale s B^T is off by > 1e-2
+  });
+});
+
 describe('matMul2d on wasm', () => {
   afterAll(async () => {
     await tf.setBackend('cpu');
