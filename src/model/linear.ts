@@ -198,10 +198,21 @@ export class TransposedWeight implements FrozenWeight {
   }
   /** Rows `ids` of W (any shape of int32 ids -> [...ids.shape, in]): columns of W^T, turned. */
   gather(ids: tf.Tensor): tf.Tensor {
-    return tf.tidy(() =>
-      tf.transpose(tf.gather(this.wt, ids.reshape([-1]), 1)).reshape([...ids.shape, this.inFeatures]),
-    );
+    return this.rows(ids);
   }
+  /**
+   * Off the tape (a custom op with no gradient to give: the table is frozen): tfjs's GatherV2
+   * saves its input for a backward, and tfjs-wasm saves by copying, 108 MiB of E^T per learning
+   * step of the SmolLM2-135M shape.
+   */
+  private readonly rows = tf.customGrad((ids) => ({
+    value: tf.tidy(() =>
+      tf
+        .transpose(tf.gather(this.wt, (ids as tf.Tensor).reshape([-1]), 1))
+        .reshape([...(ids as tf.Tensor).shape, this.inFeatures]),
+    ),
+    gradFunc: () => tf.zerosLike(ids as tf.Tensor),
+  })) as (ids: tf.Tensor) => tf.Tensor;
   toDense(): tf.Tensor2D {
     return tf.transpose(this.wt);
   }
