@@ -60,6 +60,19 @@ describe('npm run lab', () => {
     out.logits.forEach((row, i) => row.forEach((v, j) => (err = Math.max(err, Math.abs(v - g.logits[i][j])))));
     expect(err).toBeLessThan(1e-3);
     out.entropy.forEach((h, i) => expect(Math.abs(h - g.log_softmax_entropy[i])).toBeLessThan(1e-3));
+    // The default is the fastest CPU backend, named on stderr (issue 42).
+    expect(r.stderr).toMatch(/^lab: tfjs wasm \(SIMD, 1 thread\)$/m);
+  });
+
+  it('--backend cpu runs on tfjs-cpu and says so; the logits are the golden ones there too', () => {
+    const g = golden('tiny-llama-f32');
+    const r = lab('logits', '--model', `${FIXTURES}tiny-llama-f32`, '--ids', g.input_ids.join(','), '--backend', 'cpu');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^lab: tfjs cpu$/m);
+    const out = JSON.parse(r.stdout) as { logits: number[][] };
+    let err = 0;
+    out.logits.forEach((row, i) => row.forEach((v, j) => (err = Math.max(err, Math.abs(v - g.logits[i][j])))));
+    expect(err).toBeLessThan(1e-3);
   });
 
   it('generate --greedy prints the golden continuation', () => {

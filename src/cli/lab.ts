@@ -2,15 +2,15 @@
 //
 // A dispatcher: each command is one entry of COMMANDS (summary, flags, run). Results go to
 // stdout as one line of JSON; errors go to stderr as one line naming the file or argument,
-// with exit code 1 (bad input) or 2 (bad usage). Tensors run on the tfjs CPU backend, or with
-// --backend webgpu on WebGPU through Dawn, where generate and logits take the planned decode path
+// with exit code 1 (bad input) or 2 (bad usage). Tensors run on tfjs-wasm (the fastest CPU path;
+// --backend cpu for tfjs-cpu; the backend in use is named on stderr), or with --backend webgpu on WebGPU through Dawn, where generate and logits take the planned decode path
 // unless --path tfjs. --vulkan picks Dawn's Vulkan driver (swiftshader or lavapipe: CPU drivers;
 // system: the machine's GPU; --swiftshader is short for --vulkan swiftshader) and --kernels the
 // kernel variants (gpu: the GPU kernels on any adapter, software: the software-adapter ones,
 // auto: by adapter), so the GPU kernels can be checked against golden logits on a CPU driver.
 //
 //   logits    --model DIR --ids 1,5,9                  {"logits": [[...] per position], "entropy": [...]}
-//             [--backend cpu|webgpu [--vulkan swiftshader|lavapipe|system] [--kernels auto|gpu|software]
+//             [--backend wasm|cpu|webgpu [--vulkan swiftshader|lavapipe|system] [--kernels auto|gpu|software]
 //             [--path planned|tfjs]] (webgpu: Node + Dawn; the planned path computes positions 1..
 //             teacher-forced, the prefill gives position 0)
 //   generate  --model DIR --ids 1,5,9 [--max-new-tokens N] [--greedy] [--temperature T]
@@ -26,6 +26,7 @@
 //             writes the recipe as a veRL (and TRL) job folder (src/cli/export-verl.ts)
 
 import * as tf from '@tensorflow/tfjs';
+import { describeBackend, useTrainingBackend } from './nodeBackend';
 import { entropyFromLogits, generate } from '../model/generate';
 import { disposeLlama, forward, type LlamaModel } from '../model/llama';
 import { loadModel, loadModelConfig } from '../model/load';
@@ -151,11 +152,14 @@ async function plannedLogits(model: LlamaModel, ids: number[]): Promise<{ logits
   return { logits: rows.map((r) => Array.from(r)), entropy };
 }
 
-/** --backend cpu (default) or webgpu (Node + Dawn); --path picks the decode path on webgpu. */
+/**
+ * --backend wasm (default: the fastest CPU path, cpu when wasm cannot start), cpu or webgpu (Node +
+ * Dawn); --path picks the decode path on webgpu. The backend in use is named on stderr.
+ */
 async function useBackend(a: Args): Promise<void> {
-  const backend = a.backend ?? 'cpu';
-  if (backend !== 'cpu' && backend !== 'webgpu')
-    throw new UsageError(`--backend must be cpu or webgpu, got ${JSON.stringify(backend)}`);
+  const backend = a.backend ?? 'wasm';
+  if (backend !== 'wasm' && backend !== 'cpu' && backend !== 'webgpu')
+    throw new UsageError(`--backend must be wasm, cpu or webgpu, got ${JSON.stringify(backend)}`);
   if (a.path !== undefined && a.path !== 'planned' && a.path !== 'tfjs')
     throw new UsageError(`--path must be planned or tfjs, got ${JSON.stringify(a.path)}`);
   for (const f of ['swiftshader', 'vulkan', 'kernels'])
@@ -177,8 +181,8 @@ async function useBackend(a: Args): Promise<void> {
     setEngineOptions({ decodePath: (a.path as DecodePath | undefined) ?? 'planned' });
     return;
   }
-  await tf.setBackend('cpu');
-  await tf.ready();
+  await useTrainingBackend(backend);
+  process.stderr.write(`lab: ${await describeBackend()}\n`);
 }
 
 const COMMANDS: Record<string, Command> = {

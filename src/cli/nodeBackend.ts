@@ -38,6 +38,19 @@ export function registerWasmSegmentSum(): void {
   });
 }
 
+/**
+ * The active tfjs backend in words for a CLI's stderr, e.g. "tfjs wasm (SIMD, 1 thread)": wasm is
+ * the fast CPU path (XNNPACK GEMMs; issue 42's bench:cpu has it 10-70x ahead of tfjs-cpu).
+ */
+export async function describeBackend(): Promise<string> {
+  const name = tf.getBackend();
+  if (name !== 'wasm') return `tfjs ${name}`;
+  const { getThreadsCount } = await import('@tensorflow/tfjs-backend-wasm');
+  const simd = await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT');
+  const threads = getThreadsCount();
+  return `tfjs wasm (${simd ? 'SIMD, ' : ''}${threads} thread${threads === 1 ? '' : 's'})`;
+}
+
 /** Picks the tfjs backend for training in Node: wasm when it starts, else cpu. */
 export async function useTrainingBackend(prefer: 'wasm' | 'cpu' = 'wasm'): Promise<string> {
   if (prefer === 'wasm') {

@@ -8,7 +8,68 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
-import { rowChunks } from '../engine/index';
+import { engineOptions, rowChunks } from '../engine/index';
+
+/**
+ * How a dense weight is stored. 'outIn' is W [out, in] (PyTorch's layout), what the WebGPU kernels
+ * and the planned paths read. 'inOut' is W^T [in, out], what tfjs-wasm's fast GEMM takes: its
+ * BatchMatMul runs XNNPACK only for an untransposed rank-2 product and a naive loop otherwise,
+ * 0.54 against 7.2 GFLOP/s on x W^T (issue 42's measurement), so on wasm (and cpu, which runs the
+ * same code) the weights are turned once at load time. A pretended binding limit (tests of the
+ * row blocks) keeps the WebGPU layout.
+ */
+export type WeightLayout = 'outIn' | 'inOut';
+
+export function weightLayout(backend: string = tf.getBackend()): WeightLayout {
+  return (backend === 'wasm' || backend === 'cpu') && engineOptions().bindingLimit === null ? 'inOut' : 'outIn';
+}
+
+/**
+ * op(a) op(b) for rank-2 a, b, where op transposes when asked. On wasm every product is made
+ * untransposed, the only form XNNPACK serves there: an operand to transpose is transposed by its
+ * own kernel first (O(size), against O(size x the other side) for the product), and the
+ * gradients are products of the same kind (tfjs's own MatMul gradient asks for transposed ones,
+ * which run the naive loop). Elsewhere it is tf.matMul.
+ */
+export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D, transposeA = false, transposeB = false): tf.Tensor2D {
+  if (tf.getBackend() !== 'wasm') return tf.matMul(a, b, transposeA, transposeB);
+  const [x, y] = [transposeA ? tf.transpose(a) : a, transposeB ? tf.transpose(b) : b];
+  return recordingGradients() ? plainMatMul(x, y) : tf.matMul(x, y);
+}
+
+/**
+ * Whether a gradient tape is recording now. Outside one (decode, reference passes) the products
+ * skip tf.customGrad, whose scope cost about 64 of the ~420 tfjs ops per decoded token of the
+ * sandbox defender at batch 1.
+ */
+export function recordingGradients(): boolean {
+  return tf.engine().state.gradientDepth > 0;
+}
+
+/** a b with both gradients as untransposed products (see matMul2d). */
+const plainMatMul = tf.customGrad((a, b, save) => {
+  (save as tf.GradSaveFunc)([a as tf.Tensor, b as tf.Tensor]);
+  return {
+    value: tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D),
+    gradFunc: (dy, saved) => {
+      const [sa, sb] = saved as tf.Tensor2D[];
+      const g = dy as tf.Tensor2D;
+      return [timesTransposed(g, sb), tf.matMul(tf.transpose(sa), g)];
+    },
+  };
+}) as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+
+/**
+ * g b^T [M, K] for g [M, N], b [K, N] from untransposed products only: (b g^T)^T when that moves
+ * fewer values through transposes (g and the result, M (N + K)) than b^T does (b, then XNNPACK's
+ * packing of the new operand: 2 K N); a weight b of a long batch is never copied.
+ */
+function timesTransposed(g: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  if (tf.getBackend() !== 'wasm') return tf.matMul(g, b, false, true);
+  const [M, N] = g.shape;
+  const K = b.shape[0];
+  return M * (N + K) < 2 * K * N ? tf.transpose(tf.matMul(b, tf.transpose(g))) : tf.matMul(g, tf.transpose(b));
+}
 
 /** A frozen weight matrix W of shape [out, in] (PyTorch nn.Linear layout). */
 export interface FrozenWeight {
@@ -38,8 +99,8 @@ export class DenseWeight implements FrozenWeight {
     return this.w.size * 4;
   }
   matmul(x: tf.Tensor2D): tf.Tensor2D {
-    // transposeB: multiply by W^T without materialising the transpose.
-    return tf.matMul(x, this.w, false, true);
+    // transposeB: multiply by W^T without materialising the transpose (but see matMul2d on wasm).
+    return matMul2d(x, this.w, false, true);
   }
   toDense(): tf.Tensor2D {
     return this.w.clone();
@@ -82,7 +143,7 @@ export class BlockedDenseWeight implements FrozenWeight {
     return tf.tidy(
       () =>
         tf.concat(
-          this.blocks.map((b) => tf.matMul(x, b, false, true)),
+          this.blocks.map((b) => matMul2d(x, b, false, true)),
           1,
         ) as tf.Tensor2D,
     );
@@ -109,9 +170,87 @@ export class BlockedDenseWeight implements FrozenWeight {
   }
 }
 
-/** W [out, in] from host data: one tensor when it fits a storage binding, else row blocks. */
-export function denseFromHost(data: Float32Array, shape: [number, number]): DenseWeight | BlockedDenseWeight {
+/**
+ * Dense float32 weight held as W^T [in, out] (the 'inOut' layout of tfjs-wasm's fast GEMM): the
+ * product is x W^T = x wt, untransposed, and its gradient to x (dy W) is made of untransposed
+ * products too. W is a constant of the product (not an input), so the backward never computes a
+ * gradient for it. As a tied embedding it gathers columns.
+ */
+export class TransposedWeight implements FrozenWeight {
+  readonly kind = 'f32';
+  readonly outFeatures: number;
+  readonly inFeatures: number;
+  private readonly product: (x: tf.Tensor2D) => tf.Tensor2D;
+
+  /** @param wt W^T [in, out]; ownership passes to this object. */
+  constructor(readonly wt: tf.Tensor2D) {
+    [this.inFeatures, this.outFeatures] = wt.shape;
+    this.product = tf.customGrad((x) => ({
+      value: tf.matMul(x as tf.Tensor2D, wt),
+      gradFunc: (dy) => timesTransposed(dy as tf.Tensor2D, wt),
+    })) as (x: tf.Tensor2D) => tf.Tensor2D;
+  }
+  get bytes(): number {
+    return this.wt.size * 4;
+  }
+  matmul(x: tf.Tensor2D): tf.Tensor2D {
+    return recordingGradients() ? this.product(x) : tf.matMul(x, this.wt);
+  }
+  /** Rows `ids` of W (any shape of int32 ids -> [...ids.shape, in]): columns of W^T, turned. */
+  gather(ids: tf.Tensor): tf.Tensor {
+    return this.rows(ids);
+  }
+  /**
+   * Off the tape (a custom op with no gradient to give: the table is frozen): tfjs's GatherV2
+   * saves its input for a backward, and tfjs-wasm saves by copying, 108 MiB of E^T per learning
+   * step of the SmolLM2-135M shape.
+   */
+  private readonly rows = tf.customGrad((ids) => ({
+    value: tf.tidy(() =>
+      tf
+        .transpose(tf.gather(this.wt, (ids as tf.Tensor).reshape([-1]), 1))
+        .reshape([...(ids as tf.Tensor).shape, this.inFeatures]),
+    ),
+    gradFunc: () => tf.zerosLike(ids as tf.Tensor),
+  })) as (ids: tf.Tensor) => tf.Tensor;
+  toDense(): tf.Tensor2D {
+    return tf.transpose(this.wt);
+  }
+  dispose(): void {
+    this.wt.dispose();
+  }
+}
+
+/** A dense weight from W [out, in] in the layout of the backend (ownership of w passes). */
+export function denseWeight(w: tf.Tensor2D, layout: WeightLayout = weightLayout()): DenseWeight | TransposedWeight {
+  if (layout === 'outIn') return new DenseWeight(w);
+  const wt = tf.transpose(w);
+  w.dispose();
+  return new TransposedWeight(wt);
+}
+
+/** W [out, in] as the host array of W^T [in, out]. */
+export function transposeHost(data: Float32Array, out: number, inp: number): Float32Array {
+  const t = new Float32Array(out * inp);
+  for (let o = 0; o < out; o++) {
+    const row = o * inp;
+    for (let i = 0; i < inp; i++) t[i * out + o] = data[row + i];
+  }
+  return t;
+}
+
+/**
+ * W [out, in] from host data in the backend's layout: W^T in one tensor on wasm and cpu (turned on
+ * the host, so no second device copy exists even for a moment); on WebGPU one tensor when it fits
+ * a storage binding, else row blocks.
+ */
+export function denseFromHost(
+  data: Float32Array,
+  shape: [number, number],
+  layout: WeightLayout = weightLayout(),
+): DenseWeight | BlockedDenseWeight | TransposedWeight {
   const [out, inp] = shape;
+  if (layout === 'inOut') return new TransposedWeight(tf.tensor2d(transposeHost(data, out, inp), [inp, out]));
   const chunks = rowChunks(out, inp * 4);
   if (chunks.length === 1) return new DenseWeight(tf.tensor2d(data, shape));
   let r0 = 0;

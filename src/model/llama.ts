@@ -25,7 +25,15 @@ import { decodeAttention, decodeAttentionFused, geglu, rmsNorm, rope, swiglu, kv
 import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig';
 import { describeModel, layerNormWeights, type BlockOp, type ModelDescription } from '../contract/blockDescription';
 import { PROJ_NAMES } from '../contract/loraTargets';
-import { BlockedDenseWeight, DenseWeight, denseFromHost, Linear, type FrozenWeight } from './linear';
+import {
+  BlockedDenseWeight,
+  DenseWeight,
+  denseFromHost,
+  Linear,
+  type FrozenWeight,
+  type TransposedWeight,
+  type WeightLayout,
+} from './linear';
 import { getFiniteFloat32, type TensorSource } from './safetensors';
 
 /** Hugging Face parameter names of the checkpoints (every family; norms by the block description). */
@@ -66,8 +74,11 @@ export interface LlamaLayer {
 
 export interface LlamaModel {
   config: ModelConfig;
-  /** [V, H]; row blocks when it would not fit one storage binding (see BlockedDenseWeight). */
-  embed: tf.Tensor2D | BlockedDenseWeight;
+  /**
+   * [V, H]; row blocks when it would not fit one storage binding (see BlockedDenseWeight); held as
+   * E^T [H, V] on wasm and cpu (TransposedWeight), the layout of the tied LM head's fast product.
+   */
+  embed: tf.Tensor2D | BlockedDenseWeight | TransposedWeight;
   layers: LlamaLayer[];
   /** [H] */
   norm: tf.Tensor1D;
@@ -95,6 +106,8 @@ export interface LoadOptions {
    * when it is not tied (name "lm_head").
    */
   quantize?: (name: string, w: Float32Array, shape: [number, number]) => FrozenWeight | null;
+  /** How dense weights are held (linear.ts WeightLayout); default: the active backend's. */
+  layout?: WeightLayout;
 }
 
 /** The description of a config's block and the RoPE frequencies it runs with (every LlamaModel has them). */
@@ -134,7 +147,7 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
   const linear = (module: string, out: number, inp: number, bias: boolean): Linear => {
     const data = read(`${module}.weight`, [out, inp]);
     let w = opts.quantize?.(module, data, [out, inp]) ?? null;
-    if (!w) w = denseFromHost(data, [out, inp]);
+    if (!w) w = denseFromHost(data, [out, inp], opts.layout);
     created.push(w);
     const b = bias ? vec(`${module}.bias`, out) : null;
     return new Linear(module, w, b);
@@ -142,7 +155,7 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
 
   const normOffset = description.norm === 'rmsOffset' ? 1 : 0;
   try {
-    const embedW = denseFromHost(read(HF_NAMES.embed, [V, H]), [V, H]);
+    const embedW = denseFromHost(read(HF_NAMES.embed, [V, H]), [V, H], opts.layout);
     const embed = embedW instanceof DenseWeight ? embedW.w : embedW;
     created.push(embedW);
     const layers: LlamaLayer[] = [];
@@ -393,8 +406,7 @@ export function forward(
             'int32',
           );
 
-    let x: tf.Tensor =
-      model.embed instanceof BlockedDenseWeight ? model.embed.gather(idsT) : tf.gather(model.embed, idsT); // [B, L, H]
+    let x: tf.Tensor = model.embed instanceof tf.Tensor ? tf.gather(model.embed, idsT) : model.embed.gather(idsT); // [B, L, H]
     if (desc.embedScale !== 1) x = x.mul(desc.embedScale);
     model.layers.forEach((layer, li) => {
       let h = x;

@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../contract/modelConfig';
-import { DenseWeight } from './linear';
+import { DenseWeight, TransposedWeight, weightLayout } from './linear';
 import { disposeLlama, forward, loadLlama, type LlamaModel } from './llama';
 import {
   attachLora,
@@ -223,7 +223,7 @@ describe('LoRA', () => {
     tf.dispose([...merged.values()]);
     mergeLoraInPlace(model, set);
     expect(model.layers[0].q.adapter).toBeNull();
-    expect(model.layers[0].q.weight).toBeInstanceOf(DenseWeight);
+    expect(model.layers[0].q.weight).toBeInstanceOf(weightLayout() === 'inOut' ? TransposedWeight : DenseWeight);
     expect(maxDiff(logitsOf(model), adapted)).toBeLessThan(1e-5);
   });
 

@@ -12,7 +12,7 @@
 // Dropout (PEFT's lora_dropout on the adapter input) is active only while `set.training`.
 
 import * as tf from '@tensorflow/tfjs';
-import { DenseWeight, type LinearAdapter, type Linear } from './linear';
+import { denseWeight, matMul2d, recordingGradients, type LinearAdapter, type Linear } from './linear';
 import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama';
 import { hash3, mulberry32 } from './random';
 import { getFiniteFloat32, type TensorSource } from './safetensors';
@@ -77,8 +77,14 @@ export class LoraAdapter implements LinearAdapter {
   delta(x: tf.Tensor2D): tf.Tensor2D | null {
     if (!this.set.enabled) return null;
     const m = this.dropoutMultiplier(x.shape);
-    const h = m ? x.mul(m) : x;
-    return tf.matMul(tf.matMul(h, this.A, false, true), this.B, false, true).mul(this.set.scale);
+    const h: tf.Tensor2D = m ? x.mul(m) : x;
+    if (tf.getBackend() === 'wasm' && !recordingGradients()) {
+      const [at, bts] = this.turnedFactors();
+      return tf.matMul(tf.matMul(h, at), bts);
+    }
+    // Two thin products; on wasm A and B (r x in, out x r) are turned per call by matMul2d, r / N
+    // of the products' work, so they keep PEFT's layout for checkpoints, export and the planned paths.
+    return matMul2d(matMul2d(h, this.A, false, true), this.B, false, true).mul(this.set.scale);
   }
 
   /**
@@ -97,12 +103,32 @@ export class LoraAdapter implements LinearAdapter {
     );
   }
 
+  /** A^T and s B^T for products outside a tape on wasm (decode), remade when A or B is assigned. */
+  private turned: { a: object; b: object; at: tf.Tensor2D; bts: tf.Tensor2D } | null = null;
+
+  /**
+   * A^T [in, r] and s B^T [r, out], turned once per value of A and B instead of on every call:
+   * at batch-1 decode the two transposes and the scale were 63 of ~420 tfjs ops per token (sandbox
+   * defender), and a tensor that lives on keeps XNNPACK's packing of it cached.
+   */
+  private turnedFactors(): [tf.Tensor2D, tf.Tensor2D] {
+    const t = this.turned;
+    if (t && t.a === this.A.dataId && t.b === this.B.dataId) return [t.at, t.bts];
+    if (t) tf.dispose([t.at, t.bts]);
+    const at = tf.keep(tf.transpose(this.A));
+    const bts = tf.keep(tf.tidy(() => tf.transpose(this.B).mul(this.set.scale) as tf.Tensor2D));
+    this.turned = { a: this.A.dataId, b: this.B.dataId, at, bts };
+    return [at, bts];
+  }
+
   /** s * B A as a dense [out, in] tensor (caller disposes). */
   deltaWeight(): tf.Tensor2D {
     return tf.tidy(() => tf.matMul(this.B, this.A).mul(this.set.scale));
   }
 
   dispose(): void {
+    if (this.turned) tf.dispose([this.turned.at, this.turned.bts]);
+    this.turned = null;
     this.A.dispose();
     this.B.dispose();
   }
@@ -221,7 +247,7 @@ export function mergeLoraInPlace(model: LlamaModel, set: LoraSet): void {
       const w = merged.get(`${l[p].name}.weight`);
       if (!w) continue;
       l[p].weight.dispose();
-      l[p].weight = new DenseWeight(w);
+      l[p].weight = denseWeight(w);
     }
   }
   set.dispose();

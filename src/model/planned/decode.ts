@@ -35,7 +35,7 @@ import {
   type GenerateResult,
 } from './decodeSteps';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama';
-import { BlockedDenseWeight, DenseWeight, type FrozenWeight } from '../linear';
+import { BlockedDenseWeight, DenseWeight, TransposedWeight, type FrozenWeight } from '../linear';
 import { plannedBlockMismatch } from '../../contract/blockDescription';
 import { LoraAdapter } from '../lora';
 import { F16Weight, Int4Weight, Int8Weight } from '../quant';
@@ -91,6 +91,7 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
     for (const p of PROJ_KEYS) {
       const lin = l[p];
       const w = lin.weight;
+      if (w instanceof TransposedWeight) return `${lin.name}: held as W^T (the wasm/cpu layout)`;
       const single =
         w instanceof DenseWeight ||
         ((w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) && w.blocks.length === 1);
@@ -108,6 +109,7 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
     }
   }
   if (model.lmHead.adapter) return 'an adapter on the LM head';
+  if (model.lmHead.weight instanceof TransposedWeight) return 'the LM head held as W^T (the wasm/cpu layout)';
   const f = frozenRefs(model.lmHead.weight)[0];
   if (f.format === 'int4' && f.cols % 8 !== 0) return 'int4 head';
   return null;
@@ -149,6 +151,8 @@ export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): Decod
   const vec = (t: tf.Tensor1D | null) => (t ? { buffer: tensorBuffer(t), length: t.shape[0] } : undefined);
   const single = (w: FrozenWeight) => frozenRefs(w)[0];
   let row = 0;
+  if (model.embed instanceof TransposedWeight)
+    throw new Error('planned decode: the embedding is in the wasm/cpu layout');
   const embedBlocks = model.embed instanceof BlockedDenseWeight ? model.embed.blocks : [model.embed];
   return {
     hidden: c.hiddenSize,
