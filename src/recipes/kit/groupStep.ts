@@ -67,6 +67,8 @@ export interface GroupStep<B extends PolicyBatch> {
   rewardBaselines?(b: B): Promise<number[] | undefined>;
   /** Per-token penalty [B, T] subtracted from the token rewards (KL in the reward per token). */
   tokenPenalty?(b: B): TokenMatrix | undefined;
+  /** Replaces the RL update where a paper does another (Token Buncher's TokenNoiser SFT steps). */
+  learn?(b: B): Promise<Learned>;
 }
 
 /** The drawn batch, what dynamic sampling reported, and what was learned. */
@@ -107,16 +109,18 @@ export async function groupStep<B extends PolicyBatch>(
   const scores = p.scores ? p.scores(b) : b.row.rewards;
   const rewardBaselines = p.rewardBaselines ? await p.rewardBaselines(b) : undefined;
   t.mark('score_ms');
-  const { advantages, learn } = await learnFromOutcomes(
-    p.learner,
-    { prompts: b.row.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs, rewardBaselines },
-    b.mats.refLogp,
-    scores,
-    b.group,
-    { ...c, temperature: p.temperature },
-    p.tokens,
-    p.tokenPenalty?.(b),
-  );
+  const { advantages, learn } = p.learn
+    ? await p.learn(b)
+    : await learnFromOutcomes(
+        p.learner,
+        { prompts: b.row.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs, rewardBaselines },
+        b.mats.refLogp,
+        scores,
+        b.group,
+        { ...c, temperature: p.temperature },
+        p.tokens,
+        p.tokenPenalty?.(b),
+      );
   p.klCoef?.update(b.row.kl);
   t.mark('learn_ms');
   return { batch: b, filter: drawn.metrics, advantages, learn, beta };
