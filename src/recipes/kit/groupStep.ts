@@ -26,15 +26,22 @@ import {
 import { byFilterMetric, drawGroups, genBatchStep, type FilterGroupsOptions, type GroupedBatch } from './dynamicGroups';
 import { PhaseTimer } from './run';
 
-/** The per-row columns the step itself reads: prompt ids, the reward and the mean sampled-token KL. */
-export interface PolicyRows {
-  rows: number[][];
+/** The per-row column every step reads: the reward of each row. */
+export interface ScoredRows {
   rewards: number[];
-  kl: number[];
   [column: string]: readonly unknown[];
 }
 
-/** A scored generation batch of the trained player: its generation `gen` and reference log-probs `refLogp`. */
+/** A scored generation batch (multiturn's: episodes, learned through its own hook). */
+export type ScoredBatch = GroupedBatch<ScoredRows, Record<string, readonly unknown[]>, string, string>;
+
+/** The per-row columns the default update reads besides the reward: prompt ids and the mean sampled-token KL. */
+export interface PolicyRows extends ScoredRows {
+  rows: number[][];
+  kl: number[];
+}
+
+/** A single-turn batch of the trained player: its generation `gen` and reference log-probs `refLogp`. */
 export type PolicyBatch = GroupedBatch<PolicyRows, Record<string, readonly unknown[]>, 'gen', 'refLogp'>;
 
 /** What the step learned from a batch. */
@@ -47,9 +54,17 @@ export interface Learned {
 export type GroupStepConfig = Omit<OutcomeLearning, 'temperature'> &
   FilterGroupsOptions & { filterGroupsMetric: string; groupSize: number; samples: number };
 
-/** One GRPO-family step of a recipe: what the recipe declares, and the hooks it overrides. */
-export interface GroupStep<B extends PolicyBatch> {
+/** What every recipe declares: its config, how a batch is drawn and scored, its filter metric. */
+export interface StepDeclaration<B extends ScoredBatch> {
   config: GroupStepConfig;
+  /** Rolls out and scores the generation batch seeded by step `s` (genBatchStep); marks rollout_ms on `t`. */
+  draw(s: number, t: PhaseTimer): Promise<B>;
+  /** filterGroupsMetric's values: acc and seq_reward (before the KL penalty); seq_final_reward = rewards. */
+  filterMetric: { acc: (b: B) => ArrayLike<number>; seq_reward: (b: B) => ArrayLike<number> };
+}
+
+/** The default update, learnFromOutcomes on the trained player, and the hooks it offers. */
+export interface OutcomeUpdate<B extends PolicyBatch> {
   /** The trained player (its LoRA, optimiser and, for gae, critic) and the ids that pad / stop its rows. */
   learner: { model: LlamaModel; lora: LoraSet; optimizer: AdamW; critic?: ValueCritic | null };
   tokens: LearnTokens;
@@ -57,10 +72,6 @@ export interface GroupStep<B extends PolicyBatch> {
   temperature: number;
   /** The KL-in-reward controller, stepped on the batch's row KL after learning. */
   klCoef?: KlCoef;
-  /** Rolls out and scores the generation batch seeded by step `s` (genBatchStep); marks rollout_ms on `t`. */
-  draw(s: number, t: PhaseTimer): Promise<B>;
-  /** filterGroupsMetric's values: acc and seq_reward (before the KL penalty); seq_final_reward = rewards. */
-  filterMetric: { acc: (b: B) => ArrayLike<number>; seq_reward: (b: B) => ArrayLike<number> };
   /** The scores advantages are computed from (default: the rewards). */
   scores?(b: B): number[];
   /** ReMax: per row, the reward of a greedy rollout of its prompt (after the batch is drawn). */
@@ -71,40 +82,62 @@ export interface GroupStep<B extends PolicyBatch> {
   learn?(b: B): Promise<Learned>;
 }
 
+/** An update of the recipe's own (multiturn's episodes); it marks score_ms and learn_ms on `t`. */
+export interface OwnUpdate<B extends ScoredBatch> {
+  learn(b: B, t: PhaseTimer): Promise<Learned>;
+}
+
 /** The drawn batch, what dynamic sampling reported, and what was learned. */
-export interface GroupStepResult<B extends PolicyBatch> extends Learned {
+export interface GroupStepResult<B extends ScoredBatch> extends Learned {
   batch: B;
   filter: Metrics;
-  /** The KL-in-reward coefficient the batch was scored with (before the controller's update). */
+  /** The KL-in-reward coefficient the batch was scored with (before the controller's update; 0 without one). */
   beta: number;
 }
 
 /**
+ * One GRPO-family step: what the recipe declares, and either the default update with its hooks
+ * (single-turn batches of the trained player) or an update of its own (multiturn's episodes).
  * Draw (with dynamic sampling), learn, update the KL controller. Phases are timed on `t`: the
  * recipe's draw marks rollout_ms, scoring and baselines count as score_ms, the update as learn_ms.
  */
-export async function groupStep<B extends PolicyBatch>(
+export function groupStep<B extends PolicyBatch>(
   step: number,
   t: PhaseTimer,
-  p: GroupStep<B>,
+  spec: StepDeclaration<B> & OutcomeUpdate<B>,
+): Promise<GroupStepResult<B>>;
+export function groupStep<B extends ScoredBatch>(
+  step: number,
+  t: PhaseTimer,
+  spec: StepDeclaration<B> & OwnUpdate<B>,
+): Promise<GroupStepResult<B>>;
+export async function groupStep<B extends ScoredBatch>(
+  step: number,
+  t: PhaseTimer,
+  spec: StepDeclaration<B> & (OutcomeUpdate<PolicyBatch> | OwnUpdate<B>),
 ): Promise<GroupStepResult<B>> {
-  const c = p.config;
-  const beta = p.klCoef?.value ?? 0;
+  const c = spec.config;
   const drawn = await drawGroups(
     c,
     async (gb) => {
-      const b = await p.draw(genBatchStep(step, gb), t);
+      const b = await spec.draw(genBatchStep(step, gb), t);
       t.mark('score_ms');
       return b;
     },
     (b) =>
       byFilterMetric(c.filterGroupsMetric, {
-        acc: () => p.filterMetric.acc(b),
-        seq_reward: () => p.filterMetric.seq_reward(b),
+        acc: () => spec.filterMetric.acc(b),
+        seq_reward: () => spec.filterMetric.seq_reward(b),
         seq_final_reward: b.row.rewards,
       }),
   );
-  const b = drawn.batch;
+  if (!('learner' in spec)) {
+    const own = await (spec as OwnUpdate<B>).learn(drawn.batch, t);
+    return { batch: drawn.batch, filter: drawn.metrics, ...own, beta: 0 };
+  }
+  const p = spec as unknown as OutcomeUpdate<PolicyBatch>;
+  const b = drawn.batch as unknown as PolicyBatch;
+  const beta = p.klCoef?.value ?? 0;
   const gen = b.gens.gen.gen;
   const scores = p.scores ? p.scores(b) : b.row.rewards;
   const rewardBaselines = p.rewardBaselines ? await p.rewardBaselines(b) : undefined;
@@ -123,11 +156,11 @@ export async function groupStep<B extends PolicyBatch>(
       );
   p.klCoef?.update(b.row.kl);
   t.mark('learn_ms');
-  return { batch: b, filter: drawn.metrics, advantages, learn, beta };
+  return { batch: drawn.batch, filter: drawn.metrics, advantages, learn, beta };
 }
 
 /** The metrics every GRPO-family step reports: learning, dynamic sampling, reward spread, skipped rows. */
-export function groupMetrics(r: GroupStepResult<PolicyBatch>): Metrics {
+export function groupMetrics(r: GroupStepResult<ScoredBatch>): Metrics {
   const rewards = r.batch.row.rewards;
   return {
     ...r.learn,
@@ -145,7 +178,7 @@ export function tokensPerSecond(t: PhaseTimer, gens: readonly GenerateResult[]):
 }
 
 /** The report's samples: `n` rows spread over the batch's groups (first rows first), each as the recipe draws it. */
-export const groupSamples = <B extends PolicyBatch>(
+export const groupSamples = <B extends ScoredBatch>(
   r: GroupStepResult<B>,
   c: { groupSize: number; samples: number },
   sample: (row: number) => RolloutSample,
