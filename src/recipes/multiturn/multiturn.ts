@@ -149,8 +149,11 @@ export const multiturnSchema = {
     max: 10,
   }),
   repetitionPenalty: num(0.2, 'turn score minus this x rep3 (SaFeR 0.2), floored at 0', { min: 0, max: 10 }),
-  klEstimator: oneOf(KL_ESTIMATOR_NAMES, 'k3', 'KL estimator of the KL loss (SaFeR k3)'),
-  klCoef: num(0.001, 'KL loss coefficient (SaFeR 0.001)', { min: 0, max: 10 }),
+  klLossEstimator: oneOf(KL_ESTIMATOR_NAMES, 'k3', 'estimator of the KL loss term (SaFeR k3)'),
+  klLossCoef: num(0.001, 'KL to the reference as a loss term, + coef x agg(kl) (SaFeR 0.001)', {
+    min: 0,
+    max: 10,
+  }),
   lr: num(2e-3, 'AdamW learning rate (the tiny sandbox defender needs a larger step than LoRA on large models)', {
     min: 0,
     max: 1,
@@ -602,7 +605,7 @@ class MultiturnRun extends LoraRun {
               ? 1
               : 0,
           ),
-        // The KL is a loss term here (klCoef), not in the reward: seq_reward = seq_final_reward.
+        // The KL is a loss term here (klLossCoef), not in the reward: seq_reward = seq_final_reward.
         seq_reward: ({ row }) => row.rewards,
       },
       learn: async ({ group: rowGroup, row, per: { groups } }, t) => {
@@ -630,7 +633,7 @@ class MultiturnRun extends LoraRun {
           refLogp,
           episodeTokenRewards(padded, row.turnScores, row.rewards, c.rewardPlacement),
           rowGroup,
-          { ...c, kl: { estimator: c.klEstimator, coef: c.klCoef } },
+          { ...c, kl: { estimator: c.klLossEstimator, coef: c.klLossCoef } },
           codec.pad,
         );
         t.mark('learn_ms');

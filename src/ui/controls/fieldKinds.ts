@@ -10,7 +10,7 @@ export { SANDBOX_MODELS };
 /** Judges every browser env has (src/recipes/kit/env.ts); llm-guard and http read the guard / judgeUrl fields. */
 export const KNOWN_JUDGES = ['rules', 'rules-partial', 'classifier', 'llm-guard', 'http'] as const;
 /** Enum fields that choose the RL algorithm. */
-export const ALGORITHM_FIELDS = ['advantage', 'policyLoss', 'klEstimator', 'aggregation'] as const;
+export const ALGORITHM_FIELDS = ['advantage', 'policyLoss', 'klLossEstimator', 'aggregation'] as const;
 
 export type FieldKind = 'model' | 'weights' | 'dataset' | 'judge' | 'algorithm' | 'plain';
 
