@@ -1,4 +1,4 @@
-// `attack` — RL on the attacker (MTSA's attacker side; issue 7 recipe 3): the attacker, through a
+// `attack` — RL on the attacker (MTSA's attacker side): the attacker, through a
 // LoRA adapter, learns to write prompts that make the FROZEN defender comply. One step:
 //
 //   goals     `goals` harmful sandbox goals drawn from a fixed seeded pool by (seed, step)
