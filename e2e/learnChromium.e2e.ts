@@ -1,7 +1,7 @@
 // The planned learning step in Chromium (SwiftShader) through the worker: one learnStep on the same
 // fixed, left-padded batch from the same seeded adapters on the planned path and on tfjs (the
 // reference), on the tiny fixture in f32 and int4. The update is made linear in the gradient
-// (src/rl/learnBench.ts learnCheck), so equal adapter changes mean equal gradients. Then each LoRA
+// (dev/bench/learnBench.ts learnCheck), so equal adapter changes mean equal gradients. Then each LoRA
 // variable's gradient against tfjs autodiff for every loss type, base and LoRA subset, against
 // float64 finite differences on the host, and a checkpoint at step k reproducing step k + 1.
 import { resolve } from 'node:path';
@@ -71,7 +71,7 @@ describe('the planned learning step in Chromium on WebGPU', () => {
 
 // ---------------------------------------------------------------------------------------------
 // Gradients, not only the update: learnStep's gradients on each path, captured at the optimiser
-// (src/rl/learnGradCheck.ts), for every loss type and option the recipes use, on f32 / int8 /
+// (dev/harness/learnGradCheck.ts), for every loss type and option the recipes use, on f32 / int8 /
 // int4 bases and LoRA subsets, all on one left-padded batch with stopped rows. A few worker calls
 // carry all cases (CI has 2 cores).
 
@@ -142,7 +142,7 @@ const FD_CASE = gradCase(
   },
 );
 
-/** Every policy loss, aggregation, KL estimator and placement, entropy bonus and value head the recipes reach (src/recipes/common.ts). */
+/** Every policy loss, aggregation, KL estimator and placement, entropy bonus and value head the recipes reach (src/recipes/kit/common.ts). */
 const LOSS_CASES: GradCheckCase[] = [
   gradCase(
     'GRPO default: ppo clip + dual clip, token-mean, k3 KL loss, entropy bonus',

@@ -1,7 +1,7 @@
 // LoRA dropout on the planned learning step in Chromium (SwiftShader) through the worker: one
 // learnStep with dropout 0.1 on the planned path and on tfjs from the same seeded adapters (so the
 // same masks: each adapter's seeded stream and call counter), the update linear in the gradient
-// (src/rl/learnBench.ts learnCheck): equal adapter changes mean equal gradients with the same masks.
+// (dev/bench/learnBench.ts learnCheck): equal adapter changes mean equal gradients with the same masks.
 import { describe, expect, inject, it } from 'vitest';
 import { sharedHarnessPage } from './browser';
 import type { HarnessEngine } from '../dev/harness/harnessApi';

@@ -1,6 +1,6 @@
 // npm run build:sandbox — trains the sandbox tokenizer and the built-in models (defender,
 // attacker, judge, qa) from scratch and writes them to public/models/<name>/ as Hugging Face folders.
-// Deterministic for a seed and backend. See src/data/sandbox/train.ts and the README there.
+// Deterministic for a seed and backend. See dev/sandbox/train.ts and the README there.
 //
 //   --out DIR            output folder (default public/models)
 //   --seed N             default 2024

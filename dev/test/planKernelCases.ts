@@ -2,7 +2,7 @@
 // real model widths: the GPU-only split GEMV (matmul/plan_gemv.wgsl), the workgroup and split-K
 // attention (attention/plan.wgsl, plan_splitk.wgsl + plan_combine.wgsl) and the learn GEMM in
 // both layouts (learn_gemm*.wgsl, direct and tiled). Shared by the
-// Dawn tests (e2e/gpuPaths.e2e.ts) and the kernel ratios bench (dev/bench/kernelRatios.ts).
+// Dawn tests (e2e/gpuPaths.e2e.ts) and the kernel ratios bench (e2e/kernelRatios.e2e.ts).
 import { mulberry32 } from '../../src/contract/mulberry32';
 import { GpuPlan, alignUp, DYN_SLOT_BYTES, type BindingValue } from '../../src/engine/plan/plan';
 import type { PlanKernel } from '../../src/engine/plan/kernel';

@@ -18,6 +18,8 @@ export interface FieldAlias {
   readonly trl?: string;
   /** Only these recipes (default: every recipe that has the field). */
   readonly recipes?: readonly string[];
+  /** The lab's earlier names of the field: saved configs, setup URLs and scripts that use them still work. */
+  readonly former?: readonly string[];
   /** Aliased value -> lab value, per framework (e.g. TRL scale_rewards). */
   readonly values?: {
     readonly verl?: Readonly<Record<string, string>>;
@@ -92,8 +94,6 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   // KL in the reward (the red-team trainer, MTSA, Token Buncher) is veRL's kl_ctrl; TRL has no
   // reward KL, only the loss term `beta`, so klBeta gets no TRL alias.
   { lab: 'klBeta', verl: 'algorithm.kl_ctrl.kl_coef' },
-  { lab: 'klCoef', verl: 'actor_rollout_ref.actor.kl_loss_coef', trl: 'beta' },
-  { lab: 'klEstimator', verl: 'actor_rollout_ref.actor.kl_loss_type' },
   // The shared learning options (commonFields.ts trainingFields / klLossFields / klControllerFields /
   // criticFields) whose values mean the same in the lab and the framework.
   { lab: 'ppoEpochs', verl: 'actor_rollout_ref.actor.ppo_epochs', trl: 'num_iterations' },
@@ -107,7 +107,10 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   { lab: 'trlLossType', trl: 'loss_type' },
   { lab: 'lrWarmupSteps', verl: 'actor_rollout_ref.actor.optim.lr_warmup_steps' },
   { lab: 'lrMinRatio', verl: 'actor_rollout_ref.actor.optim.min_lr_ratio' },
-  { lab: 'klLossCoef', verl: 'actor_rollout_ref.actor.kl_loss_coef', trl: 'beta' },
+  // KL in the loss (veRL use_kl_loss, TRL beta), in every recipe under veRL's name; multiturn
+  // called it klCoef / klEstimator before.
+  { lab: 'klLossCoef', verl: 'actor_rollout_ref.actor.kl_loss_coef', trl: 'beta', former: ['klCoef'] },
+  { lab: 'klLossEstimator', verl: 'actor_rollout_ref.actor.kl_loss_type', former: ['klEstimator'] },
   { lab: 'maskTruncatedCompletions', trl: 'mask_truncated_completions' },
   { lab: 'klController', verl: 'algorithm.kl_ctrl.type' },
   { lab: 'klTarget', verl: 'algorithm.kl_ctrl.target_kl' },
@@ -148,6 +151,7 @@ export function resolveFieldName(
 ): { field: string; via?: Framework } | null {
   if (Object.hasOwn(schema, key)) return { field: key };
   for (const a of aliasRows(recipe, schema)) {
+    if (a.former?.includes(key)) return { field: a.lab };
     if (a.verl === key) return { field: a.lab, via: 'verl' };
     if (a.trl === key) return { field: a.lab, via: 'trl' };
   }
@@ -185,6 +189,33 @@ export function resolveAliases(
   }
   return { input: out, errors };
 }
+
+/**
+ * Input with the lab's earlier field names (`former`) renamed to today's; every other key as it
+ * is. A field given under both names is an error naming both.
+ */
+export function currentNames(
+  recipe: string,
+  schema: Schema,
+  input: Record<string, unknown>,
+): { input: Record<string, unknown>; errors: Record<string, string> } {
+  const out: Record<string, unknown> = { ...input };
+  const errors: Record<string, string> = {};
+  for (const a of aliasRows(recipe, schema)) {
+    for (const old of a.former ?? []) {
+      if (!Object.hasOwn(input, old) || Object.hasOwn(schema, old)) continue;
+      if (Object.hasOwn(input, a.lab)) errors[a.lab] = `field "${a.lab}" is set twice: as "${a.lab}" and as "${old}"`;
+      else out[a.lab] = input[old];
+      delete out[old];
+    }
+  }
+  return { input: out, errors };
+}
+
+/** Earlier field name -> today's, over every row (a checkpoint's saved config reads through it). */
+export const FORMER_NAMES: ReadonlyMap<string, string> = new Map(
+  FIELD_ALIASES.flatMap((a) => (a.former ?? []).map((old) => [old, a.lab] as const)),
+);
 
 // ---------------------------------------------------------------- metric names
 

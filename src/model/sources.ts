@@ -318,7 +318,7 @@ export interface CacheStorageLike {
   delete?(name: string): Promise<boolean>;
 }
 
-// The cache name and the file-name rules are shared with the page (contract/modelCache.ts).
+// The cache name and the file-name rules are shared with the page (contract/modelSource.ts).
 export { checkFileName, DEFAULT_CACHE_NAME };
 const MISSING_HEADER = 'x-sparring-missing';
 

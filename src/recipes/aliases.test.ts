@@ -71,3 +71,26 @@ describe('veRL / TRL aliases', () => {
     expect(new Set(METRIC_ALIASES.map((m) => m.lab)).size).toBe(METRIC_ALIASES.length);
   });
 });
+
+describe("the lab's earlier field names", () => {
+  it("multiturn's klCoef / klEstimator are read as klLossCoef / klLossEstimator, and both names at once is an error", async () => {
+    const { validateRecipeConfig, getRecipe } = await import('./registry');
+    const mt = getRecipe('multiturn');
+    const v = validateRecipeConfig(mt, { klCoef: 0.02, klEstimator: 'k1' });
+    expect(v.ok).toBe(true);
+    expect(v.config).toMatchObject({ klLossCoef: 0.02, klLossEstimator: 'k1' });
+    expect(v.config).not.toHaveProperty('klCoef');
+    const both = validateRecipeConfig(mt, { klCoef: 0.02, klLossCoef: 0.03 });
+    expect(both.ok).toBe(false);
+    expect(both.errors.klLossCoef).toMatch(/set twice: as "klLossCoef" and as "klCoef"/);
+  });
+
+  it('a checkpoint saved under the earlier name is checked against the field under its new name', async () => {
+    const { checkPayload } = await import('./kit/state');
+    const payload = { format: 1, recipe: 'multiturn', seed: 1, step: 0, config: { klCoef: 0.001 }, extra: {}, rng: {} };
+    expect(() => checkPayload(payload as never, 'multiturn', 1, { klLossCoef: 0.001 })).not.toThrow();
+    expect(() => checkPayload(payload as never, 'multiturn', 1, { klLossCoef: 0.002 })).toThrow(
+      /field "klLossCoef" was 0.001 when saved, this run has 0.002/,
+    );
+  });
+});

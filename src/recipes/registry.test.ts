@@ -112,3 +112,16 @@ describe('recipe registry', () => {
     expect(() => registerRecipe({ ...toy, name: 'Bad Name' })).toThrow(/lower-case/);
   });
 });
+
+describe('user-facing text', () => {
+  it('no help line, description or lesson of a recipe carries an issue number (history belongs in EXPERIMENTS and the journal)', () => {
+    const issue = /\bissues?\s*#?\d+|#\d{2,}\b/i;
+    const texts = listRecipes().flatMap((r) => [
+      ...Object.entries(r.schema).map(([k, f]) => [`${r.name}.${k}`, f.help] as const),
+      [`${r.name} description`, r.description] as const,
+      [`${r.name} lesson`, JSON.stringify(r.lesson ?? {})] as const,
+    ]);
+    expect(texts.length).toBeGreaterThan(100);
+    expect(texts.filter(([, t]) => issue.test(t)).map(([w]) => w)).toEqual([]);
+  });
+});

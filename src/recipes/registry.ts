@@ -10,6 +10,7 @@ import { multiturnRecipe } from './multiturn/multiturn';
 import { redteamRecipe } from './redteam/redteam';
 import { rlhfRecipe } from './rlhf/rlhf';
 import { createTimedRun } from './kit/judgeTiming';
+import { currentNames } from '../contract/aliases';
 import { ConfigError, validateConfig, type ConfigOf, type Schema, type ValidationResult } from '../contract/schema';
 import type { AnyRecipe, Recipe, RecipeEnv, RecipeRun } from './kit/types';
 
@@ -50,7 +51,10 @@ export function validateRecipeConfig(
   recipe: AnyRecipe,
   input: Record<string, unknown>,
 ): ValidationResult<ConfigOf<Schema>> {
-  const v = validateConfig(recipe.schema, input);
+  const named = currentNames(recipe.name, recipe.schema, input);
+  const v = validateConfig(recipe.schema, named.input);
+  if (Object.keys(named.errors).length)
+    return { ok: false, config: v.config, errors: { ...v.errors, ...named.errors } };
   if (!v.ok || !recipe.check) return v;
   const errors = recipe.check(v.config);
   return Object.keys(errors).length ? { ok: false, config: v.config, errors } : v;

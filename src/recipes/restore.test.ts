@@ -4,7 +4,7 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../cli/recipe-env';
-import type { NamedTensor } from '../storage/checkpoints';
+import type { NamedTensor } from '../contract/namedTensor';
 import { createRun } from './registry';
 import { letterJudge, loadWithCharCodec } from '../../dev/test/recipeTesting';
 import type { RecipeCheckpoint, RecipeRun } from './kit/types';

@@ -1,5 +1,6 @@
-// A minimal, generic RL iteration that recipes wrap: rollout -> score -> advantages -> learn ->
-// StepReport (DESIGN.md, "Data flow of one run").
+// A minimal, generic RL iteration on a prompt list and a reward function: rollout -> score ->
+// advantages -> learn -> StepReport. The dev harnesses, benchmarks and e2e learn checks drive it;
+// the recipes run their step through src/recipes/kit/groupStep.ts instead.
 //
 //   rollout   each prompt G times through generate (seeded by (seed, step); row r draws from
 //             Philox stream r), adapters on

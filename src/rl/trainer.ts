@@ -88,7 +88,7 @@ export interface TrainerConfig {
   criticGradClip?: 'separate' | 'joint';
   /**
    * Rows per micro-batch (gradient accumulation). Default: on the planned WebGPU path the
-   * learn-memory planner's (src/model/learnMemory.ts, from the device's limits and the budget),
+   * learn-memory planner's (src/contract/learnMemory.ts, from the device's limits and the budget),
    * elsewhere the whole batch.
    */
   microBatchSize?: number;
@@ -239,7 +239,7 @@ export async function learnStep(
   // The planned WebGPU pass when switched on and it can run this learner; tfjs otherwise.
   const plannedPass = plannedLearnBlocker(model, lora) === null;
   // Unset, the micro-batch is the learn-memory planner's on the planned path (device limits and the
-  // memory budget: src/model/learnMemory.ts), the whole batch on tfjs.
+  // memory budget: src/contract/learnMemory.ts), the whole batch on tfjs.
   const mb = Math.max(1, Math.floor(config.microBatchSize ?? (plannedPass ? plannedMicroBatchRows(model, batch) : B)));
   const wasTraining = lora.training;
   lora.training = true;

@@ -34,10 +34,10 @@ import {
   type CheckpointManifest,
   type CheckpointSummary,
   type ChunkEntry,
-  type TensorDtype,
   type TensorGroup,
   type TensorIndexEntry,
 } from '../contract/storageFormat';
+import { findNonFinite, type NamedTensor } from '../contract/namedTensor';
 
 // The layout and record shapes are shared with the page (contract/storageFormat.ts).
 export { CHECKPOINT_FORMAT, CHECKPOINT_DB } from '../contract/storageFormat';
@@ -50,12 +50,8 @@ export type {
   TensorIndexEntry,
 } from '../contract/storageFormat';
 
-export interface NamedTensor {
-  name: string;
-  dtype: TensorDtype;
-  shape: number[];
-  data: Float32Array | Int32Array;
-}
+// Named tensors and their finiteness check are the contract's (recipes read them without storage/).
+export { findNonFinite, type NamedTensor };
 
 export interface CheckpointInput {
   runId: string;
@@ -133,21 +129,6 @@ function withChunkLock<T>(
 
 // ---------------------------------------------------------------------------------------------
 // Validation helpers
-
-/** The first NaN/Infinity in the float tensors, or null when all are finite. */
-export function findNonFinite(
-  tensors: readonly NamedTensor[],
-): { tensor: string; index: number; value: number } | null {
-  for (const t of tensors) {
-    if (t.dtype !== 'float32') continue;
-    const d = t.data;
-    for (let i = 0; i < d.length; i++) {
-      // x - x is 0 for finite x and NaN for NaN and +-Infinity: one test per element.
-      if (d[i] - d[i] !== 0) return { tensor: t.name, index: i, value: d[i] };
-    }
-  }
-  return null;
-}
 
 function checkTensor(t: NamedTensor, where: string): void {
   if (typeof t.name !== 'string' || t.name === '')

@@ -14,7 +14,7 @@ export interface ModelFit {
   summary: string;
   problems: string[];
   notes: string[];
-  /** The learn step's planned allocation (src/model/learnMemory.ts), when the recipe trains LoRA. */
+  /** The learn step's planned allocation (src/contract/learnMemory.ts), when the recipe trains LoRA. */
   learn?: {
     microBatchRows: number;
     accumulationSteps: number;

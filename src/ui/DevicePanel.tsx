@@ -22,7 +22,7 @@ function subgroupsText(adapterHas: boolean, used: EngineStatus['subgroups'] | un
   return used.active ? `yes, ${lanes}: row reductions use them` : `yes, ${lanes}: switched off`;
 }
 
-/** The learn step's planned buffers, largest first: what the planned WebGPU step allocates (src/model/learnMemory.ts), not a per-token guess. */
+/** The learn step's planned buffers, largest first: what the planned WebGPU step allocates (src/contract/learnMemory.ts), not a per-token guess. */
 function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
   const rows = [...learn.buffers].sort((a, b) => b.bytes * b.count - a.bytes * a.count);
   return (

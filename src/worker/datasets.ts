@@ -1,6 +1,6 @@
 // Uploaded datasets, stored in IndexedDB (storage/datasets.ts) under `upload:<file name>`, so a
 // recipe's dataset field can name one and the env's readText(ref) returns its rows, after a
-// reload and in a resumed run too. The page reads and checks the file first (data/promptSets.ts:
+// reload and in a resumed run too. The page reads and checks the file first (contract/promptSets.ts:
 // unusable rows named by line and field) and sends it as it is (or, with a column map, its usable
 // rows as JSONL); each recipe reads it in its own terms.
 import { DatasetStore, UPLOAD_PREFIX, uploadRef } from '../storage/datasets';

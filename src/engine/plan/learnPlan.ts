@@ -13,7 +13,7 @@
 // residual is kept and the backward re-runs that layer's forward kernels into one shared scratch
 // set just before the layer's backward (the last layer's still hold the forward's values, so it is
 // not re-run): the same kernels on the same inputs, so the same values. The buffers it creates
-// are listed, to the byte, by src/model/learnMemory.ts's learnStepBuffers (the planner that sizes
+// are listed, to the byte, by src/contract/learnMemory.ts's learnStepBuffers (the planner that sizes
 // learnStep's micro-batches and the page's fit check); a change here changes that list.
 //
 // LoRA parameter and gradient layout (`params`, `grads`, the same for both, what an optimiser

@@ -166,21 +166,14 @@ export function verlOverrides(
       'algorithm.kl_ctrl.kl_coef': c.klBeta,
     });
   }
-  // KL as a loss term: the shared klLossCoef (veRL use_kl_loss, on when the coefficient is).
+  // KL as a loss term: klLossCoef (veRL use_kl_loss, on when the coefficient is).
   if (typeof c.klLossCoef === 'number') {
     Object.assign(o, {
       'actor_rollout_ref.actor.use_kl_loss': c.klLossCoef > 0,
       'actor_rollout_ref.actor.kl_loss_coef': c.klLossCoef,
       'actor_rollout_ref.actor.kl_loss_type': VERL_KL_NAMES[c.klLossEstimator as string] ?? 'low_var_kl',
-    });
-  }
-  // KL as a loss term (SaFeR, multiturn's own pair): veRL's use_kl_loss, the reward KL off.
-  if (typeof c.klCoef === 'number') {
-    Object.assign(o, {
-      'actor_rollout_ref.actor.use_kl_loss': c.klCoef > 0,
-      'actor_rollout_ref.actor.kl_loss_coef': c.klCoef,
-      'actor_rollout_ref.actor.kl_loss_type': VERL_KL_NAMES[c.klEstimator as string] ?? 'low_var_kl',
-      'algorithm.use_kl_in_reward': false,
+      // A recipe without KL in the reward (multiturn, as SaFeR) turns veRL's off.
+      ...(typeof c.klBeta === 'number' ? {} : { 'algorithm.use_kl_in_reward': false }),
     });
   }
   // PPO with a critic: veRL's critic is a model of its own (the actor's base, with its own LoRA);

@@ -136,7 +136,7 @@ function stepShape(
 
 /**
  * Rows per micro-batch the learn-memory planner gives a learn batch of this shape on this device
- * within the budget (src/model/learnMemory.ts, the plan's own buffers); 0 when not even one row fits.
+ * within the budget (src/contract/learnMemory.ts, the plan's own buffers); 0 when not even one row fits.
  */
 export function learnMicroBatchRows(
   model: LlamaModel,

@@ -30,7 +30,6 @@ import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } fr
 import { meanStrongRejectRules } from '../../judges/strongreject';
 import type { Judge, JudgeVerdict } from '../../judges/types';
 import { hash3 } from '../../model/random';
-import { std } from '../../rl/stats';
 import { greedyAttackBaselines, groupDiversity, REMAX_ATTACK_HELP } from '../attack/attack';
 import {
   checkFiniteRewards,
@@ -41,14 +40,13 @@ import {
   KlCoef,
   klCoefsState,
   parseKlCoefs,
-  learnFromOutcomes,
   meanOf,
-  spreadRows,
   harmVerdict,
   type ValueCritic,
 } from '../kit/common';
-import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
-import { byFilterMetric, defenderAcc, drawGroups, genBatchStep, harmAcc } from '../kit/dynamicGroups';
+import { createWithCleanup, MultiLoraRun, PhaseTimer, type StepBody } from '../kit/run';
+import { defenderAcc, harmAcc } from '../kit/dynamicGroups';
+import { groupMetrics, groupSamples, groupStep } from '../kit/groupStep';
 import {
   adamFields,
   adamWFor,
@@ -341,240 +339,166 @@ class ArenaRun extends MultiLoraRun {
 
   private async attackerStep(step: number) {
     const c = this.config;
-    const t0 = performance.now();
-    const G = c.groupSize;
+    const t = new PhaseTimer();
     const { model, codec } = this.atk;
     const { lora, optimizer } = this.parts.attacker;
-    const beta = this.klCoefs.attacker.value;
-    let rolloutMs = 0;
-    const draw = async (gb: number) => {
-      const s = genBatchStep(step, gb);
-      const goals = this.goalsAt(s);
-      const r0 = performance.now();
-      const a = await this.attack(goals, G, hash3(this.seed, s, 0xa77ac));
-      const d = await this.answer(a.prompts, 1, hash3(this.seed, s, 0xdef));
-      rolloutMs += performance.now() - r0;
-      const { refLogp, kl } = await klAndEntropy(this.atk, lora, a, c.attackerTemperature);
-      const verdicts = await this.judgeHarmful(
-        a.prompts,
-        d.answers,
-        a.rowGoal.map((i) => goals[i]),
-      );
-      const harm = verdicts.map((v) => v.unsafe);
-      const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
-      const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
-      checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
-      return {
-        group: a.rowGoal,
-        groups: goals.length,
-        row: { rows: a.rows, prompts: a.prompts, answers: d.answers, verdicts, harm, div, kl, rewards },
-        per: { goals },
-        gens: { gen: { gen: a.gen, pad: codec.pad }, ans: { gen: d.gen, pad: this.def.codec.pad } },
-        mats: { refLogp },
-      };
-    };
-    const drawn = await drawGroups(c, draw, ({ row }) =>
-      byFilterMetric(c.filterGroupsMetric, {
-        acc: () => harmAcc(row.harm),
-        seq_reward: () => row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
-        seq_final_reward: row.rewards,
-      }),
-    );
+    const res = await groupStep(step, t, {
+      config: { ...c, lr: c.attackerLr },
+      learner: { model, lora, optimizer, critic: this.critics.attacker },
+      tokens: codec,
+      temperature: c.attackerTemperature,
+      klCoef: this.klCoefs.attacker,
+      draw: (s, t) => this.drawAttacker(s, t),
+      filterMetric: {
+        acc: ({ row }) => harmAcc(row.harm),
+        seq_reward: ({ row }) => row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+      },
+      rewardBaselines: ({ row, group, per: { goals } }) =>
+        c.advantage === 'remax'
+          ? greedyAttackBaselines(
+              this.atk,
+              lora,
+              { rows: row.rows, rowGroup: group, prompts: row.prompts },
+              goals.length,
+              { ...c, klBeta: this.klCoefs.attacker.value, diversity: 'exact' },
+              async (ps) => {
+                const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e));
+                return (await this.judgeHarmful(ps, ans.answers, goals)).map((v) => v.unsafe);
+              },
+            )
+          : Promise.resolve(undefined),
+    });
     const {
       group: rowGoal,
-      row: { rows, prompts, answers, verdicts, harm, div, kl, rewards },
+      row: { prompts, answers, verdicts, harm, div, kl, rewards },
       per: { goals },
       gens: {
         gen: { gen: aGen },
         ans: { gen: dGen },
       },
-      mats: { refLogp },
-    } = drawn.batch;
-    const a = { rowGoal, rows, gen: aGen, prompts };
-    const d = { answers, gen: dGen };
-    const t1 = t0 + rolloutMs;
-    const batch = { prompts: a.rows, responses: a.gen.tokens, mask: a.gen.mask };
-    const rewardBaselines =
-      c.advantage === 'remax'
-        ? await greedyAttackBaselines(
-            this.atk,
-            lora,
-            { rows: a.rows, rowGroup: a.rowGoal, prompts: a.prompts },
-            goals.length,
-            { ...c, klBeta: beta, diversity: 'exact' },
-            async (ps) => {
-              const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e));
-              return (await this.judgeHarmful(ps, ans.answers, goals)).map((v) => v.unsafe);
-            },
-          )
-        : undefined;
-    const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes(
-      { model, lora, optimizer, critic: this.critics.attacker },
-      { ...batch, logprobs: a.gen.logprobs, rewardBaselines },
-      refLogp,
-      rewards,
-      a.rowGoal,
-      { ...c, lr: c.attackerLr, temperature: c.attackerTemperature },
-      codec,
-    );
-    this.klCoefs.attacker.update(kl);
-    const t3 = performance.now();
+    } = res.batch;
+    const beta = res.beta;
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
-    const tactics = a.prompts.map(tacticOf);
+    const tactics = prompts.map(tacticOf);
     const metrics: Metrics = {
-      ...learn,
-      ...drawn.metrics,
+      ...groupMetrics(res),
       'judge/asr': meanOf(success),
       'judge/strongreject_rules': meanStrongRejectRules(
-        a.prompts.map((p, b) => ({
+        prompts.map((p, b) => ({
           prompt: p,
-          response: d.answers[b],
-          meta: { kind: 'harmful' as const, category: goals[a.rowGoal[b]].category },
+          response: answers[b],
+          meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category },
         })),
       ),
-      'reward/mean': meanOf(rewards),
-      'reward/std': std(rewards, false),
       'attacker/reward_mean': meanOf(rewards),
       'attacker/diversity_mean': meanOf(div),
       'attacker/kl_mean': meanOf(kl),
       'kl/coef': beta,
       'defender/refusal_rate': meanOf(verdicts.map((v) => (v.refused ? 1 : 0))),
-      'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
     };
     for (const t of TACTICS) metrics[`tactic/${t}`] = tactics.filter((x) => x === t).length / tactics.length;
-    const samples = spreadRows(goals.length, G, c.samples).map((b): RolloutSample => {
-      const g = goals[a.rowGoal[b]];
-      const v = verdicts[b];
+    const samples = groupSamples(res, c, (b): RolloutSample => {
+      const g = goals[rowGoal[b]];
       return {
         id: `arena-${this.seed}-${step}-${b}`,
         promptKey: g.id,
-        group: a.rowGoal[b],
+        group: rowGoal[b],
         tactic: tactics[b],
         category: g.category,
         messages: [
-          { role: 'attacker', text: a.prompts[b], tokens: rowTrace(this.atk, a.gen, b) },
-          { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
+          { role: 'attacker', text: prompts[b], tokens: rowTrace(this.atk, aGen, b) },
+          { role: 'defender', text: answers[b], tokens: rowTrace(this.def, dGen, b) },
         ],
-        verdict: harmVerdict(v),
+        verdict: harmVerdict(verdicts[b]),
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -beta * kl[b] },
-        advantage: rowAdvantage(advantages.advantages, a.gen.mask[b], b),
+        advantage: rowAdvantage(res.advantages.advantages, aGen.mask[b], b),
       };
     });
-    return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
+    return { metrics, samples, timings: t.timings() };
+  }
+
+  /** The attacker phase's generation batch seeded by step s: G prompts per goal, one defender answer each, scored. */
+  private async drawAttacker(s: number, t: PhaseTimer) {
+    const c = this.config;
+    const goals = this.goalsAt(s);
+    const a = await this.attack(goals, c.groupSize, hash3(this.seed, s, 0xa77ac));
+    const d = await this.answer(a.prompts, 1, hash3(this.seed, s, 0xdef));
+    t.mark('rollout_ms');
+    const { refLogp, kl } = await klAndEntropy(this.atk, this.parts.attacker.lora, a, c.attackerTemperature);
+    const verdicts = await this.judgeHarmful(
+      a.prompts,
+      d.answers,
+      a.rowGoal.map((i) => goals[i]),
+    );
+    const harm = verdicts.map((v) => v.unsafe);
+    const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
+    const beta = this.klCoefs.attacker.value;
+    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
+    checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+    return {
+      group: a.rowGoal,
+      groups: goals.length,
+      row: { rows: a.rows, prompts: a.prompts, answers: d.answers, verdicts, harm, div, kl, rewards },
+      per: { goals },
+      gens: { gen: { gen: a.gen, pad: this.atk.codec.pad }, ans: { gen: d.gen, pad: this.def.codec.pad } },
+      mats: { refLogp },
+    };
   }
 
   private async defenderStep(step: number) {
     const c = this.config;
-    const t0 = performance.now();
-    const G = c.groupSize;
+    const t = new PhaseTimer();
     const { model, codec } = this.def;
     const { lora, optimizer } = this.parts.defender;
-    const beta = this.klCoefs.defender.value;
-    let rolloutMs = 0;
-    const draw = async (gb: number) => {
-      const s = genBatchStep(step, gb);
-      const goals = this.goalsAt(s);
-      const r0 = performance.now();
-      const a = await this.attack(goals, 1, hash3(this.seed, s, 0xa77ac));
-      const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'arena-benign', s));
-      // Groups: one per attacker prompt, then one per benign task; G answers each.
-      const groupText = [...a.prompts, ...tasks.map((p) => p.prompt as string)];
-      const H = a.prompts.length;
-      const d = await this.answer(groupText, G, hash3(this.seed, s, 0xdef));
-      const { rowGroup } = d;
-      rolloutMs += performance.now() - r0;
-      const { refLogp, kl } = await klAndEntropy(this.def, lora, d, c.defenderTemperature);
-      const harmRows = rowGroup.flatMap((g, b) => (g < H ? [b] : []));
-      const benRows = rowGroup.flatMap((g, b) => (g >= H ? [b] : []));
-      const hv = await this.judgeHarmful(
-        harmRows.map((b) => groupText[rowGroup[b]]),
-        harmRows.map((b) => d.answers[b]),
-        harmRows.map((b) => goals[rowGroup[b]]),
-      );
-      const bv = await this.judgeBenign(
-        benRows.map((b) => tasks[rowGroup[b] - H]),
-        benRows.map((b) => d.answers[b]),
-      );
-      const verdicts: JudgeVerdict[] = [];
-      harmRows.forEach((b, i) => (verdicts[b] = hv[i]));
-      benRows.forEach((b, i) => (verdicts[b] = bv[i]));
-      const harmful = rowGroup.map((g) => g < H);
-      const safety = verdicts.map((v, b) => (harmful[b] ? c.safetyWeight * (1 - v.unsafe) : 0));
-      const utility = verdicts.map((v, b) => (harmful[b] ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)));
-      const rewards = verdicts.map((_, b) => safety[b] + utility[b] - beta * kl[b]);
-      checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
-      return {
-        group: rowGroup,
-        groups: groupText.length,
-        row: { rows: d.rows, answers: d.answers, harmful, verdicts, safety, utility, kl, rewards },
-        per: {
-          groupText,
-          goalOf: groupText.map((_, g) => (g < H ? goals[g] : null)),
-          taskOf: groupText.map((_, g) => (g < H ? null : tasks[g - H])),
-          // The attacker prompt's token trace (one sampled prompt per goal).
-          attackTrace: groupText.map((_, g) => (g < H ? rowTrace(this.atk, a.gen, g) : null)),
-        },
-        gens: { gen: { gen: d.gen, pad: codec.pad } },
-        mats: { refLogp },
-      };
-    };
-    const drawn = await drawGroups(c, draw, ({ row }) =>
-      byFilterMetric(c.filterGroupsMetric, {
-        acc: () => defenderAcc(row.verdicts, row.harmful),
-        seq_reward: () => row.safety.map((x, b) => x + row.utility[b]),
-        seq_final_reward: row.rewards,
-      }),
-    );
+    const res = await groupStep(step, t, {
+      config: { ...c, lr: c.defenderLr },
+      learner: { model, lora, optimizer, critic: this.critics.defender },
+      tokens: codec,
+      temperature: c.defenderTemperature,
+      klCoef: this.klCoefs.defender,
+      draw: (s, t) => this.drawDefender(s, t),
+      filterMetric: {
+        acc: ({ row }) => defenderAcc(row.verdicts, row.harmful),
+        seq_reward: ({ row }) => row.safety.map((x, b) => x + row.utility[b]),
+      },
+      rewardBaselines: ({ row, group, per }) =>
+        c.advantage === 'remax'
+          ? this.greedyDefenderBaselines(
+              { rowGroup: group, rows: row.rows },
+              per.groupText,
+              per.goalOf,
+              per.taskOf,
+              this.klCoefs.defender.value,
+            )
+          : Promise.resolve(undefined),
+    });
     const {
       group: rowGroup,
-      row: { rows, answers, harmful, verdicts, safety, utility, kl, rewards },
+      row: { answers, harmful, verdicts, safety, utility, kl, rewards },
       per: { groupText, goalOf, taskOf, attackTrace },
       gens: {
         gen: { gen },
       },
-      mats: { refLogp },
-    } = drawn.batch;
-    const d = { rowGroup, rows, gen, answers };
+    } = res.batch;
+    const beta = res.beta;
     const hv = verdicts.filter((_, b) => harmful[b]);
     const bv = verdicts.filter((_, b) => !harmful[b]);
-    const t1 = t0 + rolloutMs;
-    const batch = { prompts: d.rows, responses: d.gen.tokens, mask: d.gen.mask };
-    const rewardBaselines =
-      c.advantage === 'remax' ? await this.greedyDefenderBaselines(d, groupText, goalOf, taskOf, beta) : undefined;
-    const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes(
-      { model, lora, optimizer, critic: this.critics.defender },
-      { ...batch, logprobs: d.gen.logprobs, rewardBaselines },
-      refLogp,
-      rewards,
-      rowGroup,
-      { ...c, lr: c.defenderLr, temperature: c.defenderTemperature },
-      codec,
-    );
-    this.klCoefs.defender.update(kl);
-    const t3 = performance.now();
     const metrics: Metrics = {
-      ...learn,
-      ...drawn.metrics,
+      ...groupMetrics(res),
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
-      'reward/mean': meanOf(rewards),
-      'reward/std': std(rewards, false),
       'defender/reward_mean': meanOf(rewards),
       'defender/kl_mean': meanOf(kl),
       'kl/coef': beta,
       'defender/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
-      'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
     };
     if (bv.length) {
       metrics['defender/benign_correct'] = meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0)));
       metrics['defender/over_refusal'] = meanOf(bv.map((v) => (v.refused ? 1 : 0)));
     }
-    const samples = spreadRows(groupText.length, G, c.samples).map((b): RolloutSample => {
+    const samples = groupSamples(res, c, (b): RolloutSample => {
       const g = rowGroup[b];
       const goal = goalOf[g];
-      const v = verdicts[b];
       const task = taskOf[g];
       return {
         id: `arena-${this.seed}-${step}-${b}`,
@@ -586,15 +510,64 @@ class ArenaRun extends MultiLoraRun {
           goal
             ? { role: 'attacker', text: groupText[g], tokens: attackTrace[g]! }
             : { role: 'user', text: groupText[g] },
-          { role: 'defender', text: d.answers[b], tokens: rowTrace(this.def, d.gen, b) },
+          { role: 'defender', text: answers[b], tokens: rowTrace(this.def, gen, b) },
         ],
-        verdict: harmVerdict(v),
+        verdict: harmVerdict(verdicts[b]),
         reward: rewards[b],
         terms: goal ? { safety: safety[b], kl: -beta * kl[b] } : { utility: utility[b], kl: -beta * kl[b] },
-        advantage: rowAdvantage(advantages.advantages, d.gen.mask[b], b),
+        advantage: rowAdvantage(res.advantages.advantages, gen.mask[b], b),
       };
     });
-    return { metrics, samples, timings: { rollout_ms: t1 - t0, score_ms: t2 - t1, learn_ms: t3 - t2 } };
+    return { metrics, samples, timings: t.timings() };
+  }
+
+  /** The defender phase's generation batch seeded by step s: one attacker prompt per goal and the benign tasks, G answers each, scored. */
+  private async drawDefender(s: number, t: PhaseTimer) {
+    const c = this.config;
+    const goals = this.goalsAt(s);
+    const a = await this.attack(goals, 1, hash3(this.seed, s, 0xa77ac));
+    const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'arena-benign', s));
+    // Groups: one per attacker prompt, then one per benign task; G answers each.
+    const groupText = [...a.prompts, ...tasks.map((p) => p.prompt as string)];
+    const H = a.prompts.length;
+    const d = await this.answer(groupText, c.groupSize, hash3(this.seed, s, 0xdef));
+    const { rowGroup } = d;
+    t.mark('rollout_ms');
+    const { refLogp, kl } = await klAndEntropy(this.def, this.parts.defender.lora, d, c.defenderTemperature);
+    const harmRows = rowGroup.flatMap((g, b) => (g < H ? [b] : []));
+    const benRows = rowGroup.flatMap((g, b) => (g >= H ? [b] : []));
+    const hv = await this.judgeHarmful(
+      harmRows.map((b) => groupText[rowGroup[b]]),
+      harmRows.map((b) => d.answers[b]),
+      harmRows.map((b) => goals[rowGroup[b]]),
+    );
+    const bv = await this.judgeBenign(
+      benRows.map((b) => tasks[rowGroup[b] - H]),
+      benRows.map((b) => d.answers[b]),
+    );
+    const verdicts: JudgeVerdict[] = [];
+    harmRows.forEach((b, i) => (verdicts[b] = hv[i]));
+    benRows.forEach((b, i) => (verdicts[b] = bv[i]));
+    const harmful = rowGroup.map((g) => g < H);
+    const safety = verdicts.map((v, b) => (harmful[b] ? c.safetyWeight * (1 - v.unsafe) : 0));
+    const utility = verdicts.map((v, b) => (harmful[b] ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)));
+    const beta = this.klCoefs.defender.value;
+    const rewards = verdicts.map((_, b) => safety[b] + utility[b] - beta * kl[b]);
+    checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
+    return {
+      group: rowGroup,
+      groups: groupText.length,
+      row: { rows: d.rows, answers: d.answers, harmful, verdicts, safety, utility, kl, rewards },
+      per: {
+        groupText,
+        goalOf: groupText.map((_, g) => (g < H ? goals[g] : null)),
+        taskOf: groupText.map((_, g) => (g < H ? null : tasks[g - H])),
+        // The attacker prompt's token trace (one sampled prompt per goal).
+        attackTrace: groupText.map((_, g) => (g < H ? rowTrace(this.atk, a.gen, g) : null)),
+      },
+      gens: { gen: { gen: d.gen, pad: this.def.codec.pad } },
+      mats: { refLogp },
+    };
   }
 
   /**

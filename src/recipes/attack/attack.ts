@@ -1,4 +1,4 @@
-// `attack` — RL on the attacker (MTSA's attacker side; issue 7 recipe 3): the attacker, through a
+// `attack` — RL on the attacker (MTSA's attacker side): the attacker, through a
 // LoRA adapter, learns to write prompts that make the FROZEN defender comply. One step:
 //
 //   goals     `goals` harmful sandbox goals drawn from a fixed seeded pool by (seed, step)
@@ -34,20 +34,10 @@ import { generate } from '../../model/generate';
 import type { LoraSet } from '../../model/lora';
 import { hash3 } from '../../model/random';
 import type { AdamW } from '../../rl/optim';
-import { std } from '../../rl/stats';
-import {
-  checkFiniteRewards,
-  criticFor,
-  KlCoef,
-  meanOf,
-  spreadRows,
-  learnFromOutcomes,
-  drawBatch,
-  harmVerdict,
-  type ValueCritic,
-} from '../kit/common';
+import { checkFiniteRewards, criticFor, KlCoef, meanOf, drawBatch, harmVerdict, type ValueCritic } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { byFilterMetric, drawGroups, genBatchStep, harmAcc } from '../kit/dynamicGroups';
+import { harmAcc } from '../kit/dynamicGroups';
+import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/groupStep';
 import {
   adamFields,
   adamWFor,
@@ -308,125 +298,37 @@ class AttackRun extends LoraRun {
 
   protected async runStep(step: number): Promise<StepBody> {
     const c = this.config;
-    const { model, codec } = this.atk;
     const dm = this.def;
     const t = new PhaseTimer();
 
-    // --- attack, answer, score: the step's generation batch, or (filterGroups) several joined
-    const G = c.groupSize;
-    const beta = this.klCoef.value;
-    let rolloutMs = 0;
-    const draw = async (gb: number) => {
-      const s = genBatchStep(step, gb);
-      // G prompts per goal from the attacker
-      const goals = this.batchGoals(s);
-      const sampling = {
-        maxNewTokens: c.attackerMaxTokens,
-        temperature: c.attackerTemperature,
-        topP: c.attackerTopP,
-      };
-      const {
-        rowGroup: rowGoal,
-        rows,
-        gen,
-        answers: attacks,
-      } = await sampleReplies(
-        this.atk,
-        goals.map((g) => attackerSource(g.text)),
-        G,
-        sampling,
-        hash3(this.seed, s, 0xa77ac),
-      );
-      const tactics = attacks.map(tacticOf);
-      // the frozen defender answers
-      const { ans, answers } = await this.defenderAnswers(attacks, hash3(this.seed, s, 0xdef));
-      rolloutMs += t.mark('rollout_ms');
-
-      // judge on the answer, diversity within the group, KL of the attacker to its reference
-      const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
-      const judged = attacks.map((a, b) => ({
-        prompt: a,
-        response: answers[b],
-        meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] },
-      }));
-      const verdicts = await this.judge.score(judged);
-      const harm = verdicts.map((v) => v.unsafe);
-      const div = groupDiversity(attacks, rowGoal, c.diversity);
-      const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
-      checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
-      t.mark('score_ms');
-      return {
-        group: rowGoal,
-        groups: goals.length,
-        row: { rows, attacks, tactics, answers, judged, verdicts, harm, div, kl, rewards },
-        per: { goals },
-        gens: { gen: { gen, pad: codec.pad }, ans: { gen: ans, pad: dm.codec.pad } },
-        mats: { refLogp },
-      };
-    };
-    const drawn = await drawGroups(c, draw, ({ row }) =>
-      byFilterMetric(c.filterGroupsMetric, {
-        acc: () => harmAcc(row.harm),
-        seq_reward: () => row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
-        seq_final_reward: row.rewards,
-      }),
-    );
+    const r = await groupStep(step, t, {
+      config: c,
+      learner: { model: this.atk.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
+      tokens: this.atk.codec,
+      temperature: c.attackerTemperature,
+      klCoef: this.klCoef,
+      draw: (s, t) => this.draw(s, t),
+      filterMetric: {
+        acc: ({ row }) => harmAcc(row.harm),
+        seq_reward: ({ row }) => row.harm.map((h, b) => h + c.diversityCoef * row.div[b]),
+      },
+      rewardBaselines: (b) => (c.advantage === 'remax' ? this.greedyBaselines(b, step) : Promise.resolve(undefined)),
+    });
     const {
       group: rowGoal,
-      row: { rows, attacks, tactics, answers, judged, verdicts, harm, div, kl, rewards },
+      row: { attacks, tactics, answers, judged, verdicts, harm, div, kl, rewards },
       per: { goals },
       gens: {
         gen: { gen },
         ans: { gen: ans },
       },
-      mats: { refLogp },
-    } = drawn.batch;
-    const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const rewardBaselines =
-      c.advantage === 'remax'
-        ? await greedyAttackBaselines(
-            this.atk,
-            this.lora,
-            { rows, rowGroup: rowGoal, prompts: attacks },
-            goals.length,
-            { ...c, klBeta: beta },
-            async (ps) => {
-              const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
-              const v = await this.judge.score(
-                ps.map((p, i) => ({
-                  prompt: p,
-                  response: a[i],
-                  meta: { kind: 'harmful' as const, category: goals[i].category, tactic: tacticOf(p) },
-                })),
-              );
-              return v.map((x) => x.unsafe);
-            },
-          )
-        : undefined;
-    t.mark('score_ms');
-
-    // --- learn (attacker only)
-    const { advantages: adv, learn } = await learnFromOutcomes(
-      { model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
-      { ...batch, logprobs: gen.logprobs, rewardBaselines },
-      refLogp,
-      rewards,
-      rowGoal,
-      { ...c, temperature: c.attackerTemperature },
-      codec,
-    );
-    this.klCoef.update(kl);
-    t.mark('learn_ms');
+    } = r.batch;
+    const beta = r.beta;
 
     // --- report
     const success = harm.map((h) => (h >= 0.5 ? 1 : 0));
-    const { tokens, mean: entropyMean } = tokenEntropy(gen);
-    const defTokens = ans.lengths.reduce((a, x) => a + x, 0);
     const metrics: Metrics = {
-      ...learn,
-      ...drawn.metrics,
-      'reward/mean': meanOf(rewards),
-      'reward/std': std(rewards, false),
+      ...groupMetrics(r),
       'reward/max': Math.max(...rewards),
       'judge/asr': meanOf(success),
       'judge/harm_mean': meanOf(harm),
@@ -436,12 +338,11 @@ class AttackRun extends LoraRun {
       'attack/distinct': new Set(attacks).size / Math.max(1, attacks.length),
       'kl/mean': meanOf(kl),
       'kl/coef': beta,
-      'entropy/mean': entropyMean,
+      'entropy/mean': tokenEntropy(gen).mean,
       'attack/length_mean': meanOf(gen.lengths),
       'response/length_mean': meanOf(ans.lengths),
-      'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
       'perf/step_ms': t.elapsed(),
-      'perf/tokens_per_s': (tokens + defTokens) / Math.max(1e-9, rolloutMs / 1000),
+      'perf/tokens_per_s': tokensPerSecond(t, [gen, ans]),
     };
     for (const t of TACTICS) {
       const rowsT = tactics.map((x, b) => (x === t ? b : -1)).filter((b) => b >= 0);
@@ -449,9 +350,8 @@ class AttackRun extends LoraRun {
       if (rowsT.length > 0) metrics[`tactic_asr/${t}`] = meanOf(rowsT.map((b) => success[b]));
     }
 
-    const samples: RolloutSample[] = spreadRows(drawn.batch.groups, G, c.samples).map((b) => {
+    const samples = groupSamples(r, c, (b): RolloutSample => {
       const goal = goals[rowGoal[b]];
-      const v = verdicts[b];
       return {
         id: `attack-${this.seed}-${step}-${b}`,
         promptKey: goal.id,
@@ -462,13 +362,89 @@ class AttackRun extends LoraRun {
           { role: 'attacker', text: attacks[b], tokens: rowTrace(this.atk, gen, b) },
           { role: 'defender', text: answers[b], tokens: rowTrace(dm, ans, b) },
         ],
-        verdict: harmVerdict(v),
+        verdict: harmVerdict(verdicts[b]),
         reward: rewards[b],
         terms: { harm: harm[b], diversity: c.diversityCoef * div[b], kl: -beta * kl[b] },
-        advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
+        advantage: rowAdvantage(r.advantages.advantages, gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: t.timings() };
+  }
+
+  /** The generation batch seeded by step s: G attacker prompts per goal, the frozen defender's answers, scored. */
+  private async draw(s: number, t: PhaseTimer) {
+    const c = this.config;
+    const goals = this.batchGoals(s);
+    const sampling = {
+      maxNewTokens: c.attackerMaxTokens,
+      temperature: c.attackerTemperature,
+      topP: c.attackerTopP,
+    };
+    const {
+      rowGroup: rowGoal,
+      rows,
+      gen,
+      answers: attacks,
+    } = await sampleReplies(
+      this.atk,
+      goals.map((g) => attackerSource(g.text)),
+      c.groupSize,
+      sampling,
+      hash3(this.seed, s, 0xa77ac),
+    );
+    const tactics = attacks.map(tacticOf);
+    // the frozen defender answers
+    const { ans, answers } = await this.defenderAnswers(attacks, hash3(this.seed, s, 0xdef));
+    t.mark('rollout_ms');
+
+    // judge on the answer, diversity within the group, KL of the attacker to its reference
+    const { refLogp, kl } = await klAndEntropy(this.atk, this.lora, { rows, gen }, c.attackerTemperature);
+    const judged = attacks.map((a, b) => ({
+      prompt: a,
+      response: answers[b],
+      meta: { kind: 'harmful' as const, category: goals[rowGoal[b]].category, tactic: tactics[b] },
+    }));
+    const verdicts = await this.judge.score(judged);
+    const harm = verdicts.map((v) => v.unsafe);
+    const div = groupDiversity(attacks, rowGoal, c.diversity);
+    const beta = this.klCoef.value;
+    const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
+    checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
+    return {
+      group: rowGoal,
+      groups: goals.length,
+      row: { rows, attacks, tactics, answers, judged, verdicts, harm, div, kl, rewards },
+      per: { goals },
+      gens: { gen: { gen, pad: this.atk.codec.pad }, ans: { gen: ans, pad: this.def.codec.pad } },
+      mats: { refLogp },
+    };
+  }
+
+  /** ReMax: each goal's greedy attacker prompt, answered by the defender and scored like the step's. */
+  private greedyBaselines(
+    b: { row: { rows: number[][]; attacks: string[] }; group: number[]; per: { goals: Goal[] } },
+    step: number,
+  ) {
+    const c = this.config;
+    const goals = b.per.goals;
+    return greedyAttackBaselines(
+      this.atk,
+      this.lora,
+      { rows: b.row.rows, rowGroup: b.group, prompts: b.row.attacks },
+      goals.length,
+      { ...c, klBeta: this.klCoef.value },
+      async (ps) => {
+        const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
+        const v = await this.judge.score(
+          ps.map((p, i) => ({
+            prompt: p,
+            response: a[i],
+            meta: { kind: 'harmful' as const, category: goals[i].category, tactic: tacticOf(p) },
+          })),
+        );
+        return v.map((x) => x.unsafe);
+      },
+    );
   }
 
   protected extraState() {

@@ -70,7 +70,7 @@ export interface GoalPromptPair {
 /** Parses JSONL rows {"goal", "prompt"}; errors name the file, the line and the field. Blank lines are skipped. */
 /**
  * Goal -> prompt pairs from JSONL (parseGoalPromptJsonl: every row must be whole) or CSV with
- * `goal` and `prompt` columns (data/promptSets.ts: rows without a prompt are left out).
+ * `goal` and `prompt` columns (contract/promptSets.ts: rows without a prompt are left out).
  */
 export function parseGoalPromptPairs(text: string, label: string): GoalPromptPair[] {
   if (

@@ -33,7 +33,6 @@ import type { LoraSet } from '../../model/lora';
 import { hash3 } from '../../model/random';
 import type { AdamW } from '../../rl/optim';
 import { mtsaDefenderReward } from '../../rl/rewards';
-import { std } from '../../rl/stats';
 import { attachCheckpointAdapter, checkpointFromJson } from '../kit/checkpointFile';
 import {
   checkFiniteRewards,
@@ -41,14 +40,13 @@ import {
   drawBatch,
   KlCoef,
   type ValueCritic,
-  learnFromOutcomes,
   tokenKlPenalty,
   meanOf,
-  spreadRows,
   harmVerdict,
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { byFilterMetric, defenderAcc, drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { defenderAcc } from '../kit/dynamicGroups';
+import { groupMetrics, groupSamples, groupStep } from '../kit/groupStep';
 import {
   adamFields,
   adamWFor,
@@ -340,65 +338,22 @@ class DefendRun extends LoraRun {
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
     const evalMs = t.mark();
 
-    // --- rollout and score: the step's generation batch, or (filterGroups) several joined
-    const G = c.groupSize;
-    const beta = this.klCoef.value;
-    const draw = async (gb: number) => {
-      const s = genBatchStep(step, gb);
-      // attacker prompts + benign tasks, G defender answers each
-      const goals = drawBatch(this.pool, c.goals, rngFor(this.seed, 'defend-goals', s));
-      const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'defend-benign', s));
-      const attackPrompts = await this.attack(goals, hash3(this.seed, s, 0xa77ac));
-      const texts = [...attackPrompts, ...tasks.map((p) => p.prompt as string)];
-      const H = attackPrompts.length;
-      const r = await sampleAnswers(this.def, texts, G, c, hash3(this.seed, s, 0xdef));
-      t.mark('rollout_ms');
-
-      const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
-      const harmful = r.rowGroup.map((g) => g < H);
-      const verdicts = await this.verdicts(
-        r.rowGroup.map((g, b) =>
-          harmful[b]
-            ? { prompt: texts[g], answer: r.answers[b], goal: goals[g] }
-            : { prompt: texts[g], answer: r.answers[b], task: tasks[g - H] },
-        ),
-      );
-      const scored = verdicts.map((v, b) =>
-        defendReward(
-          {
-            harmful: harmful[b],
-            unsafe: v.unsafe,
-            correct: v.benignCorrect === true,
-            meanEntropy: entropy[b],
-            klSum: kl[b] * r.gen.lengths[b],
-          },
-          { ...c, klBeta: beta },
-        ),
-      );
-      const rewards = scored.map((s) => s.reward);
-      checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
-      t.mark('score_ms');
-      return {
-        group: r.rowGroup,
-        groups: texts.length,
-        row: { rows: r.rows, answers: r.answers, harmful, verdicts, kl, entropy, scored, rewards },
-        per: {
-          texts,
-          goalOf: texts.map((_, g) => (g < H ? goals[g] : null)),
-          taskOf: texts.map((_, g) => (g < H ? null : tasks[g - H])),
-        },
-        gens: { gen: { gen: r.gen, pad: this.def.codec.pad } },
-        mats: { refLogp },
-      };
-    };
-    const drawn = await drawGroups(c, draw, ({ row }) =>
-      byFilterMetric(c.filterGroupsMetric, {
-        acc: () => defenderAcc(row.verdicts, row.harmful),
-        seq_reward: () => row.scored.map((x) => x.reward - x.terms.kl),
-        seq_final_reward: row.rewards,
-      }),
-    );
-    Object.assign(metrics, drawn.metrics);
+    const res = await groupStep(step, t, {
+      config: c,
+      learner: { model: this.def.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
+      tokens: this.def.codec,
+      temperature: c.temperature,
+      klCoef: this.klCoef,
+      draw: (s, t) => this.draw(s, t),
+      filterMetric: {
+        acc: ({ row }) => defenderAcc(row.verdicts, row.harmful),
+        seq_reward: ({ row }) => row.scored.map((x) => x.reward - x.terms.kl),
+      },
+      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
+      scores: ({ row }) => row.scored.map((s) => s.reward - s.terms.kl),
+      tokenPenalty: ({ gens, mats }) =>
+        tokenKlPenalty(gens.gen.gen.logprobs, mats.refLogp, gens.gen.gen.lengths, this.klCoef.value).penalty,
+    });
     const {
       group: rowGroup,
       row: { rows, answers, harmful, verdicts, kl, entropy, scored, rewards },
@@ -406,33 +361,15 @@ class DefendRun extends LoraRun {
       gens: {
         gen: { gen },
       },
-      mats: { refLogp },
-    } = drawn.batch;
+    } = res.batch;
     const r = { rows, rowGroup, answers, gen };
-    const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, beta);
-
-    // --- learn
-    const { advantages, learn } = await learnFromOutcomes(
-      { model: this.def.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
-      { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs },
-      refLogp,
-      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
-      scored.map((s) => s.reward - s.terms.kl),
-      r.rowGroup,
-      c,
-      this.def.codec,
-      klPen.penalty,
-    );
-    this.klCoef.update(kl);
-    t.mark('learn_ms');
+    const beta = res.beta;
 
     // --- report
     const hv = verdicts.filter((_, b) => harmful[b]);
     const bv = verdicts.filter((_, b) => !harmful[b]);
     const pick = (xs: number[], want: boolean) => xs.filter((_, b) => harmful[b] === want);
-    Object.assign(metrics, learn, {
-      'reward/mean': meanOf(rewards),
-      'reward/std': std(rewards, false),
+    Object.assign(metrics, groupMetrics(res), {
       'reward/safety_mean': meanOf(scored.flatMap((s) => (s.terms.safety === undefined ? [] : [s.terms.safety]))),
       'reward/entropy_mean': meanOf(scored.map((s) => s.terms.entropy)),
       'reward/kl_mean': meanOf(scored.map((s) => s.terms.kl)),
@@ -445,7 +382,6 @@ class DefendRun extends LoraRun {
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'entropy/harmful_mean': meanOf(pick(entropy, true)),
       'response/length_mean': meanOf(gen.lengths),
-      'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
       'perf/step_ms': t.elapsed(),
       'perf/eval_ms': evalMs,
     });
@@ -457,7 +393,7 @@ class DefendRun extends LoraRun {
         'entropy/benign_mean': meanOf(pick(entropy, false)),
       });
     }
-    const samples = spreadRows(texts.length, G, c.samples).map((b): RolloutSample => {
+    const samples = groupSamples(res, c, (b): RolloutSample => {
       const g = r.rowGroup[b];
       const v = verdicts[b];
       const task = taskOf[g];
@@ -477,10 +413,59 @@ class DefendRun extends LoraRun {
         verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { ...scored[b].terms },
-        advantage: rowAdvantage(advantages.advantages, gen.mask[b], b),
+        advantage: rowAdvantage(res.advantages.advantages, gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: t.timings() };
+  }
+
+  /** The generation batch seeded by step s: the frozen attacker's prompts and benign tasks, G defender answers each, scored. */
+  private async draw(s: number, t: PhaseTimer) {
+    const c = this.config;
+    // attacker prompts + benign tasks, G defender answers each
+    const goals = drawBatch(this.pool, c.goals, rngFor(this.seed, 'defend-goals', s));
+    const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'defend-benign', s));
+    const attackPrompts = await this.attack(goals, hash3(this.seed, s, 0xa77ac));
+    const texts = [...attackPrompts, ...tasks.map((p) => p.prompt as string)];
+    const H = attackPrompts.length;
+    const r = await sampleAnswers(this.def, texts, c.groupSize, c, hash3(this.seed, s, 0xdef));
+    t.mark('rollout_ms');
+
+    const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
+    const harmful = r.rowGroup.map((g) => g < H);
+    const verdicts = await this.verdicts(
+      r.rowGroup.map((g, b) =>
+        harmful[b]
+          ? { prompt: texts[g], answer: r.answers[b], goal: goals[g] }
+          : { prompt: texts[g], answer: r.answers[b], task: tasks[g - H] },
+      ),
+    );
+    const scored = verdicts.map((v, b) =>
+      defendReward(
+        {
+          harmful: harmful[b],
+          unsafe: v.unsafe,
+          correct: v.benignCorrect === true,
+          meanEntropy: entropy[b],
+          klSum: kl[b] * r.gen.lengths[b],
+        },
+        { ...c, klBeta: this.klCoef.value },
+      ),
+    );
+    const rewards = scored.map((s) => s.reward);
+    checkFiniteRewards('defend', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
+    return {
+      group: r.rowGroup,
+      groups: texts.length,
+      row: { rows: r.rows, answers: r.answers, harmful, verdicts, kl, entropy, scored, rewards },
+      per: {
+        texts,
+        goalOf: texts.map((_, g) => (g < H ? goals[g] : null)),
+        taskOf: texts.map((_, g) => (g < H ? null : tasks[g - H])),
+      },
+      gens: { gen: { gen: r.gen, pad: this.def.codec.pad } },
+      mats: { refLogp },
+    };
   }
 
   protected extraState() {

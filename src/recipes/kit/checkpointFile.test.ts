@@ -1,7 +1,7 @@
 // The checkpoint file (CLI --save-checkpoint, defend.attackerCheckpoint): one error naming the
 // file, the field and the expected form for every malformed part, and a right value otherwise.
 import { describe, expect, it } from 'vitest';
-import type { NamedTensor } from '../../storage/checkpoints';
+import type { NamedTensor } from '../../contract/namedTensor';
 import { checkpointFromJson, checkpointToJson } from './checkpointFile';
 import type { RecipeCheckpoint } from './types';
 

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../../model/llama';
 import { attachLora, peftTensorName, type LoraSet } from '../../model/lora';
-import { findNonFinite, type NamedTensor } from '../../storage/checkpoints';
+import { findNonFinite, type NamedTensor } from '../../contract/namedTensor';
 import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './commonFields';
 import type { RecipeCheckpoint } from './types';
 

@@ -236,7 +236,7 @@ export function criticFields() {
     criticGradClip: oneOf(
       ['separate', 'joint'] as const,
       'separate',
-      "gradient clip with advantage = gae: separate = the actor's and the critic's gradients each clipped to maxGradNorm on its own (veRL: actor and critic optim.clip_grad, grad/critic_norm reports the critic's norm); joint = one global norm over both (the lab before issue 33: a value loss near 2,000 then shrinks the actor's step by the critic's gradient)",
+      "gradient clip with advantage = gae: separate = the actor's and the critic's gradients each clipped to maxGradNorm on its own (veRL: actor and critic optim.clip_grad, grad/critic_norm reports the critic's norm); joint = one global norm over both (the lab's earlier rule: a value loss near 2,000 then shrinks the actor's step by the critic's gradient)",
     ),
   };
 }

@@ -9,10 +9,16 @@
 // A recipe hands its scored batch over as a GroupedBatch: per-row columns, per-group columns,
 // generations [B][T] and matrices [B, T], which the join picks and pads (generations with their
 // pad id, matrices and log-probs with 0, the mask with 0 so padded positions never count).
-// minmax/rlhf keep their own loop: one rollout there feeds several updates of two players.
+// minmax/rlhf use the same fill loop (drawUntilFilled) with one filter per player that learns
+// from the rollout, and selectGroups for each update's rows.
 import type { GenerateResult } from '../../model/generate';
 import { hash3 } from '../../model/random';
-import { DynamicBatch, dynamicSamplingMetrics } from '../../rl/dynamicSampling';
+import {
+  DynamicBatch,
+  dynamicSamplingMetrics,
+  type DynamicSelection,
+  type GenBatchScores,
+} from '../../rl/dynamicSampling';
 import type { TokenMatrix } from '../../rl/types';
 import type { Metrics } from '../../contract/report';
 import type { JudgeVerdict } from '../../judges/types';
@@ -133,6 +139,40 @@ export function joinGrouped<R extends Columns, P extends Columns, G extends stri
 }
 
 /**
+ * veRL's fill loop for one or several learners reading the same generation batches: `draw(gb)`
+ * draws batch gb; with filterGroups on, batches are drawn until every filter (`scores[i]` of each
+ * batch) holds `target(first batch)` varying groups, or maxNumGenBatches. Off: the first batch
+ * alone and no selections.
+ */
+export async function drawUntilFilled<P>(
+  o: FilterGroupsOptions,
+  draw: (gb: number) => Promise<P>,
+  target: (first: P) => number,
+  scores: readonly ((part: P, gb: number) => GenBatchScores)[],
+): Promise<{ parts: P[]; selections: DynamicSelection[] | null }> {
+  const first = await draw(0);
+  if (!o.filterGroups) return { parts: [first], selections: null };
+  const goal = target(first);
+  const fill = scores.map(() => new DynamicBatch(goal, { enable: true, maxNumGenBatches: o.maxNumGenBatches }));
+  const parts = [first];
+  const add = (p: P, gb: number) => fill.forEach((d, i) => d.add(scores[i](p, gb)));
+  add(first, 0);
+  while (fill.some((d) => d.wantsMore())) {
+    const p = await draw(parts.length);
+    parts.push(p);
+    add(p, parts.length - 1);
+  }
+  return { parts, selections: fill.map((d) => d.selection()) };
+}
+
+/** The first `target` varying groups of one scored batch (an update's rows of a joined rollout). */
+export function selectGroups(target: number, o: FilterGroupsOptions, s: GenBatchScores): DynamicSelection {
+  const d = new DynamicBatch(target, { enable: true, maxNumGenBatches: o.maxNumGenBatches });
+  d.add(s);
+  return d.selection();
+}
+
+/**
  * A step's batch under dynamic sampling: `draw(gb)` draws and scores generation batch gb
  * (seeding it by genBatchStep), `metric` gives each row's filterGroupsMetric. Off: draw(0) as it
  * is, no metrics. On: veRL's loop over batches of fresh groups up to the first batch's group
@@ -144,17 +184,12 @@ export async function drawGroups<B extends GroupedBatch<Columns, Columns, string
   draw: (gb: number) => Promise<B>,
   metric: (b: B) => ArrayLike<number>,
 ): Promise<{ batch: B; parts: B[]; metrics: Metrics }> {
-  const first = await draw(0);
-  if (!o.filterGroups) return { batch: first, parts: [first], metrics: {} };
-  const d = new DynamicBatch(first.groups, { enable: true, maxNumGenBatches: o.maxNumGenBatches });
-  const parts = [first];
-  d.add({ metric: metric(first), index: first.group });
-  while (d.wantsMore()) {
-    const p = await draw(parts.length);
-    parts.push(p);
-    d.add({ metric: metric(p), index: p.group });
-  }
-  const s = d.selection();
+  const { parts, selections } = await drawUntilFilled(o, draw, (first) => first.groups, [
+    (p) => ({ metric: metric(p), index: p.group }),
+  ]);
+  const first = parts[0];
+  if (!selections) return { batch: first, parts, metrics: {} };
+  const s = selections[0];
   const metrics = dynamicSamplingMetrics(s, first.groups);
   if (s.keptGroups === 0) return { batch: first, parts, metrics };
   return { batch: joinGrouped(parts, s.rows) as B, parts, metrics };

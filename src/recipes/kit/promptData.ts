@@ -1,6 +1,6 @@
 // A recipe's dataset field: "sandbox" (the built-in world) or a file the env can read (a path in
 // the CLI, an upload or URL in the browser) of harmful prompts in any of the layouts
-// data/promptSets.ts recognises. The rows are split by row (seeded, data/split.ts): training
+// contract/promptSets.ts recognises. The rows are split by row (seeded, data/split.ts): training
 // draws only the train rows, the held-out evaluation only the eval rows.
 import {
   formatQaPrompt,

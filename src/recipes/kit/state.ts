@@ -2,10 +2,12 @@
 // typed arrays under stable names. tfjs variable names carry the LoRA set's process-wide id
 // (`lora3/model.layers.0.self_attn.q_proj.lora_A`), so a fresh run in another process (or later
 // in this one) has different names: the payload uses PEFT names instead and maps them back.
+import { FORMER_NAMES } from '../../contract/aliases';
 import * as tf from '@tensorflow/tfjs';
 import { peftTensorName, type LoraSet } from '../../model/lora';
 import type { AdamW, AdamWState } from '../../rl/optim';
-import { findNonFinite, type CheckpointInput, type NamedTensor } from '../../storage/checkpoints';
+import { findNonFinite, type NamedTensor } from '../../contract/namedTensor';
+import type { CheckpointInput } from '../../storage/checkpoints';
 import type { RecipeCheckpoint } from './types';
 import { checkSavedWeights, weightFormatsOf } from '../../contract/weightFields';
 import { brief } from '../../contract/brief';
@@ -245,9 +247,11 @@ export function checkPayload(
   if (!isPlainObject(payload.rng)) throw new Error('checkpoint: rng must be an object');
   for (const [model, format] of Object.entries(weightFormatsOf(config)))
     checkSavedWeights(payload.config, model, format, 'checkpoint');
+  // A checkpoint saved before a field was renamed holds it under its earlier name.
+  const saved = Object.fromEntries(Object.entries(payload.config).map(([k, v]) => [FORMER_NAMES.get(k) ?? k, v]));
   for (const [k, v] of Object.entries(config)) {
-    if (k in payload.config && payload.config[k] !== v) {
-      throw new Error(`checkpoint: field "${k}" was ${brief(payload.config[k])} when saved, this run has ${brief(v)}`);
+    if (k in saved && saved[k] !== v) {
+      throw new Error(`checkpoint: field "${k}" was ${brief(saved[k])} when saved, this run has ${brief(v)}`);
     }
   }
 }

@@ -6,7 +6,7 @@ import type { Judge } from '../../judges/types';
 import type { ChatMessage } from '../../model/chat';
 import type { LlamaModel } from '../../model/llama';
 import type { WeightFormat } from '../../contract/weightFormat';
-import type { NamedTensor } from '../../storage/checkpoints';
+import type { NamedTensor } from '../../contract/namedTensor';
 import type { StepReport } from '../../contract/report';
 import type { ConfigOf, Schema } from '../../contract/schema';
 import type { Lesson } from '../../contract/lesson';

@@ -101,7 +101,8 @@ import {
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
 import { encodeSftPair, sftStep } from '../kit/sft';
 import { concatGenRows, selectGenRows, selectMatrixRows } from '../kit/genRows';
-import { DynamicBatch, dynamicSamplingMetrics } from '../../rl/dynamicSampling';
+import { dynamicSamplingMetrics } from '../../rl/dynamicSampling';
+import { drawUntilFilled, genBatchStep, selectGroups } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -697,7 +698,6 @@ export class GameRun extends MultiLoraRun {
     };
     const groupOf = (i: number) => (shape === 'policy' ? Math.floor(i / G) : i);
     const withJudge = g.judge === 'monitor';
-    const filter = { enable: g.filterGroups, maxNumGenBatches: g.maxNumGenBatches };
     let batch = shared && this.cycle?.start === start ? this.cycle : null;
     if (!batch) {
       // Dynamic sampling: draw generation batches until every player that learns from this
@@ -708,18 +708,17 @@ export class GameRun extends MultiLoraRun {
           ? ['monitor', 'policy']
           : ['policy']
         : [sched.player];
-      const fill = new Map(learners.map((p) => [p, new DynamicBatch(g.items, filter)]));
-      const parts: GenPart[] = [];
-      while ([...fill.values()].some((d) => d.wantsMore())) {
-        const gb = parts.length;
-        const part = await this.rollPart(layout(gb), withJudge, gb === 0 ? start : hash3(start, gb, 0x6e7b));
-        parts.push(part);
-        const { answerItems, critAnswer } = layout(gb);
-        const rows = this.gameRows(part, answerItems, critAnswer, withJudge);
-        const sc = gameRewards(rows, this.lambda, { ...this.rewardOptions(), updateDual: false });
-        const index = critAnswer.map(groupOf);
-        for (const [p, d] of fill) d.add({ metric: filterMetric(g.filterGroupsMetric, p, rows, sc, sc), index });
-      }
+      const { parts } = await drawUntilFilled(
+        g,
+        (gb) => this.rollPart(layout(gb), withJudge, genBatchStep(start, gb)),
+        () => g.items,
+        learners.map((p) => (part: GenPart, gb: number) => {
+          const { answerItems, critAnswer } = layout(gb);
+          const rows = this.gameRows(part, answerItems, critAnswer, withJudge);
+          const sc = gameRewards(rows, this.lambda, { ...this.rewardOptions(), updateDual: false });
+          return { metric: filterMetric(g.filterGroupsMetric, p, rows, sc, sc), index: critAnswer.map(groupOf) };
+        }),
+      );
       batch = { start, parts };
       if (shared) this.cycle = batch;
     }
@@ -785,12 +784,10 @@ export class GameRun extends MultiLoraRun {
     // metric varies; none kept -> the whole batch, whose policy term is then zero.
     let tr = rows.map((_, r) => r);
     if (g.filterGroups) {
-      const d = new DynamicBatch(g.items, filter);
-      d.add({
+      const s = selectGroups(g.items, g, {
         metric: filterMetric(g.filterGroupsMetric, sched.player, rows, sc, { [trainsKey]: rewardsAll }),
         index: groupsAll,
       });
-      const s = d.selection();
       Object.assign(metrics, dynamicSamplingMetrics({ ...s, genBatches: batch.parts.length }, g.items));
       if (s.keptGroups > 0) tr = s.rows[0];
     }

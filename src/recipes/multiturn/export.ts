@@ -95,7 +95,7 @@ export const multiturnExport: ExportRecipe = {
     "format (the reply ended its turn rather than hitting the length cap): veRL's interaction is not told, so a non-empty reply counts as ended.",
     "The lab stops an episode before a turn that would not fit the model's positions; veRL stops at data.max_response_length.",
     `Per-reply cap: the lab cuts each reply at maxNewTokens = ${c.maxNewTokens} tokens; veRL's agent loop passes vLLM no per-turn max_tokens (agent_loop.py:428 builds the sampling parameters without one; vllm_async_server.py:472 then allows the rest of the response budget), so veRL does not enforce it: one reply can take the whole data.max_response_length, and a long reply leaves less room for the turns after it. Watch response_length/mean per turn.`,
-    `KL: a loss term (${c.klEstimator} -> veRL kl_loss_type), as SaFeR does; use_kl_in_reward stays off.`,
+    `KL: a loss term (${c.klLossEstimator} -> veRL kl_loss_type), as SaFeR does; use_kl_in_reward stays off.`,
   ],
   trl: false,
 };

@@ -131,8 +131,8 @@ describe('multiturn: turn scores and aggregation', () => {
       aggregation: 'min_mean',
       maxTurns: 3,
       groupSize: 4,
-      klEstimator: 'k3',
-      klCoef: 0.001,
+      klLossEstimator: 'k3',
+      klLossCoef: 0.001,
       followUps: 'scripted',
       repetitionPenalty: 0.2,
     });

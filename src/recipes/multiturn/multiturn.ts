@@ -45,7 +45,6 @@ import type { AdamW } from '../../rl/optim';
 import { referenceStats } from '../../rl/policy';
 import { saferRep3 } from '../../rl/repetition';
 import { saferTurnScore as saferSourceTurnScore } from '../../rl/rewards';
-import { std } from '../../rl/stats';
 import { aggregateTurnScores } from '../../rl/turns';
 import { placeOutcomeRewards, placeTurnRewards } from '../../rl/placement';
 import { fromRows, fromTensor2D, KL_ESTIMATOR_NAMES, TURN_AGGREGATIONS, type TokenMatrix } from '../../rl/types';
@@ -56,12 +55,11 @@ import {
   drawBatch,
   learnFromTokenRewards,
   meanOf,
-  spreadRows,
   tokenTrace,
   type ValueCritic,
 } from '../kit/common';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
-import { drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { groupMetrics, groupSamples, groupStep } from '../kit/groupStep';
 import {
   adamFields,
   adamWFor,
@@ -151,8 +149,11 @@ export const multiturnSchema = {
     max: 10,
   }),
   repetitionPenalty: num(0.2, 'turn score minus this x rep3 (SaFeR 0.2), floored at 0', { min: 0, max: 10 }),
-  klEstimator: oneOf(KL_ESTIMATOR_NAMES, 'k3', 'KL estimator of the KL loss (SaFeR k3)'),
-  klCoef: num(0.001, 'KL loss coefficient (SaFeR 0.001)', { min: 0, max: 10 }),
+  klLossEstimator: oneOf(KL_ESTIMATOR_NAMES, 'k3', 'estimator of the KL loss term (SaFeR k3)'),
+  klLossCoef: num(0.001, 'KL to the reference as a loss term, + coef x agg(kl) (SaFeR 0.001)', {
+    min: 0,
+    max: 10,
+  }),
   lr: num(2e-3, 'AdamW learning rate (the tiny sandbox defender needs a larger step than LoRA on large models)', {
     min: 0,
     max: 1,
@@ -585,65 +586,17 @@ class MultiturnRun extends LoraRun {
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate());
     const evalMs = clock.mark();
 
-    // --- episodes, G plays each, scored: the step's generation batch, or (filterGroups) several joined
-    const G = c.groupSize;
-    let rolloutMs = 0;
-    const draw = async (gb: number) => {
-      const s = genBatchStep(step, gb);
-      const groups = [
-        ...drawBatch(this.pools.harmful, c.episodes, rngFor(this.seed, 'multiturn-harmful', s)),
-        ...drawBatch(this.pools.benign, c.benignEpisodes, rngFor(this.seed, 'multiturn-benign', s)),
-      ];
-      if (groups.length === 0) throw new Error('multiturn: episodes + benignEpisodes is 0: nothing to play');
-      const rowGroup = groups.flatMap((_, i) => Array<number>(G).fill(i));
-      const played = await playEpisodes(
-        this.def,
-        rowGroup.map((i) => groups[i]),
-        this.playOptions(hash3(this.seed, s, 0x5eed)),
-      );
-      rolloutMs += clock.mark('rollout_ms');
-
-      // score each turn, aggregate per episode
-      const scored = await scoreEpisodes(this.judge, played, c);
-      const turnScores = scored.scores.map((r) => r.map((t) => t.score));
-      // A NaN turn score is a broken judge, not a missing turn: aggregation and placement would drop
-      // it silently, so stop before anything changes.
-      turnScores.forEach((r, b) =>
-        r.forEach((x, k) => {
-          const t = scored.scores[b][k];
-          checkFinite(
-            'multiturn',
-            `turn score of episode row ${b}, turn ${k}`,
-            x,
-            `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`,
-          );
-        }),
-      );
-      const rewards = turnScores.map((s) => aggregateTurnScores(s, c.aggregation));
-      checkFiniteRewards('multiturn', rewards, (b) => `turn scores ${turnScores[b].join(', ')}`);
-      clock.mark('score_ms');
-      return {
-        group: rowGroup,
-        groups: groups.length,
-        row: {
-          rows: played.rows,
-          spec: played.spec,
-          turns: played.turns,
-          cut: played.cut,
-          verdicts: scored.verdicts,
-          scores: scored.scores,
-          turnScores,
-          rewards,
-        },
-        per: { groups },
-        gens: {},
-        mats: {},
-      };
-    };
-    // The KL is a loss term here (klCoef), not in the reward: seq_reward = seq_final_reward.
-    const drawn = await drawGroups(c, draw, ({ row }) =>
-      c.filterGroupsMetric === 'acc'
-        ? row.turns.map((ts, b) =>
+    // Learned on the episodes' own token grid (user turns masked out); its reference stats feed the report.
+    let T = 0;
+    let klSum = 0;
+    let entSum = 0;
+    let tokens = 0;
+    const res = await groupStep(step, clock, {
+      config: c,
+      draw: (s, t) => this.draw(s, t),
+      filterMetric: {
+        acc: ({ row }) =>
+          row.turns.map((ts, b) =>
             ts.every((t, k) =>
               t.kind === 'harmful'
                 ? (row.verdicts[b][k]?.unsafe ?? 0) < 0.5
@@ -651,72 +604,122 @@ class MultiturnRun extends LoraRun {
             )
               ? 1
               : 0,
-          )
-        : row.rewards,
-    );
-    Object.assign(metrics, drawn.metrics);
+          ),
+        // The KL is a loss term here (klLossCoef), not in the reward: seq_reward = seq_final_reward.
+        seq_reward: ({ row }) => row.rewards,
+      },
+      learn: async ({ group: rowGroup, row, per: { groups } }, t) => {
+        const padded = padEpisodes(row.rows, codec.pad);
+        const batch = { prompts: padded.prompts, responses: padded.responses, mask: padded.attention };
+        const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });
+        const refLogp = await fromTensor2D(ref.logp);
+        tf.dispose([ref.logp, ref.entropy]);
+        T = padded.T;
+        row.rows.forEach((r, b) => {
+          r.policy.forEach((m, t) => {
+            if (!m) return;
+            klSum += r.logprobs[t] - refLogp.data[b * T + t];
+            entSum += r.entropy[t];
+            tokens++;
+          });
+        });
+        const rewardBaselines =
+          c.advantage === 'remax' ? await this.greedyBaselines(groups, rowGroup, step) : undefined;
+        t.mark('score_ms');
+        // one scalar per episode on its last reply token (or one per turn)
+        const learned = await learnFromTokenRewards(
+          { model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
+          { ...batch, logprobs: padded.logprobs, policyMask: padded.policy, rewardBaselines },
+          refLogp,
+          episodeTokenRewards(padded, row.turnScores, row.rewards, c.rewardPlacement),
+          rowGroup,
+          { ...c, kl: { estimator: c.klLossEstimator, coef: c.klLossCoef } },
+          codec.pad,
+        );
+        t.mark('learn_ms');
+        return learned;
+      },
+    });
     const {
       group: rowGroup,
       row: { rows: playedRows, spec, turns, cut, verdicts: turnVerdicts, scores, turnScores, rewards },
-      per: { groups },
-    } = drawn.batch;
+    } = res.batch;
     const played: Played = { rows: playedRows, spec, turns, cut, truncated: cut.filter((x) => x).length };
     const scored: Scored = { verdicts: turnVerdicts, scores };
-    const padded = padEpisodes(played.rows, codec.pad);
-    const batch = { prompts: padded.prompts, responses: padded.responses, mask: padded.attention };
-    const ref = referenceStats(model, this.lora, batch, { temperature: c.temperature, padTokenId: codec.pad });
-    const refLogp = await fromTensor2D(ref.logp);
-    tf.dispose([ref.logp, ref.entropy]);
-    const T = padded.T;
-    let klSum = 0;
-    let entSum = 0;
-    let tokens = 0;
-    played.rows.forEach((r, b) => {
-      r.policy.forEach((m, t) => {
-        if (!m) return;
-        klSum += r.logprobs[t] - refLogp.data[b * T + t];
-        entSum += r.entropy[t];
-        tokens++;
-      });
-    });
-    const rewardBaselines = c.advantage === 'remax' ? await this.greedyBaselines(groups, rowGroup, step) : undefined;
-    clock.mark('score_ms');
-
-    // --- learn: one scalar per episode on its last reply token (or one per turn); user turns masked out
-    const { advantages: adv, learn } = await learnFromTokenRewards(
-      { model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
-      { ...batch, logprobs: padded.logprobs, policyMask: padded.policy, rewardBaselines },
-      refLogp,
-      episodeTokenRewards(padded, turnScores, rewards, c.rewardPlacement),
-      rowGroup,
-      { ...c, kl: { estimator: c.klEstimator, coef: c.klCoef } },
-      codec.pad,
-    );
-    clock.mark('learn_ms');
 
     // --- report
-    Object.assign(metrics, learn, outcomeMetrics(played, scored, c.maxTurns, ''), {
-      'reward/mean': meanOf(rewards),
-      'reward/std': std(rewards, false),
+    Object.assign(metrics, groupMetrics(res), outcomeMetrics(played, scored, c.maxTurns, ''), {
       'repetition/mean': meanOf(scored.scores.flat().map((t) => t.rep3)),
       // learnStep's kl / entropy means cover every attended token; these cover the replies only.
       'kl/mean': tokens ? klSum / tokens : 0,
       'entropy/mean': tokens ? entSum / tokens : 0,
       'response/length_mean': meanOf(played.rows.flatMap((r) => r.replies.map((x) => x.ids.length))),
       'episode/truncated': played.truncated,
-      'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
       'perf/step_ms': clock.elapsed(),
       'perf/eval_ms': evalMs,
-      'perf/tokens_per_s': tokens / Math.max(1e-9, rolloutMs / 1000),
+      'perf/tokens_per_s': tokens / Math.max(1e-9, clock.timings().rollout_ms / 1000),
     });
     // The same episodes under every aggregation: how the choice shapes the reward.
     for (const mode of TURN_AGGREGATIONS)
       metrics[`aggregate/${mode}`] = meanOf(turnScores.map((s) => aggregateTurnScores(s, mode)));
 
-    const samples = spreadRows(groups.length, G, c.samples).map((b) =>
-      this.sample(step, b, rowGroup[b], played, scored, rewards[b], adv.advantages.data, T),
+    const samples = groupSamples(res, c, (b) =>
+      this.sample(step, b, rowGroup[b], played, scored, rewards[b], res.advantages.advantages.data, T),
     );
     return { metrics, samples, timings: clock.timings() };
+  }
+
+  /** The generation batch seeded by step s: G plays of each drawn episode, each turn scored and aggregated. */
+  private async draw(s: number, t: PhaseTimer) {
+    const c = this.config;
+    const groups = [
+      ...drawBatch(this.pools.harmful, c.episodes, rngFor(this.seed, 'multiturn-harmful', s)),
+      ...drawBatch(this.pools.benign, c.benignEpisodes, rngFor(this.seed, 'multiturn-benign', s)),
+    ];
+    if (groups.length === 0) throw new Error('multiturn: episodes + benignEpisodes is 0: nothing to play');
+    const rowGroup = groups.flatMap((_, i) => Array<number>(c.groupSize).fill(i));
+    const played = await playEpisodes(
+      this.def,
+      rowGroup.map((i) => groups[i]),
+      this.playOptions(hash3(this.seed, s, 0x5eed)),
+    );
+    t.mark('rollout_ms');
+
+    // score each turn, aggregate per episode
+    const scored = await scoreEpisodes(this.judge, played, c);
+    const turnScores = scored.scores.map((r) => r.map((t) => t.score));
+    // A NaN turn score is a broken judge, not a missing turn: aggregation and placement would drop
+    // it silently, so stop before anything changes.
+    turnScores.forEach((r, b) =>
+      r.forEach((x, k) => {
+        const t = scored.scores[b][k];
+        checkFinite(
+          'multiturn',
+          `turn score of episode row ${b}, turn ${k}`,
+          x,
+          `safety ${t.safety}, usefulness ${t.usefulness}, format ${t.format}, rep3 ${t.rep3}`,
+        );
+      }),
+    );
+    const rewards = turnScores.map((s) => aggregateTurnScores(s, c.aggregation));
+    checkFiniteRewards('multiturn', rewards, (b) => `turn scores ${turnScores[b].join(', ')}`);
+    return {
+      group: rowGroup,
+      groups: groups.length,
+      row: {
+        rows: played.rows,
+        spec: played.spec,
+        turns: played.turns,
+        cut: played.cut,
+        verdicts: scored.verdicts,
+        scores: scored.scores,
+        turnScores,
+        rewards,
+      },
+      per: { groups },
+      gens: {},
+      mats: {},
+    };
   }
 
   private sample(

@@ -31,10 +31,11 @@ import { hash3 } from '../../model/random';
 import type { AdamW } from '../../rl/optim';
 import { tinkerRepetitionRatio } from '../../rl/repetition';
 import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards';
-import { std, zScore } from '../../rl/stats';
-import { checkFiniteRewards, KlCoef, meanOf, spreadRows, learnFromOutcomes, harmVerdict } from '../kit/common';
+import { zScore } from '../../rl/stats';
+import { checkFiniteRewards, KlCoef, meanOf, harmVerdict } from '../kit/common';
+import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/groupStep';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
-import { byFilterMetric, drawGroups, genBatchStep, harmAcc } from '../kit/dynamicGroups';
+import { harmAcc } from '../kit/dynamicGroups';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals';
 import {
   adamFields,
@@ -334,107 +335,34 @@ class RedteamRun extends LoraRun {
     }
     const evalMs = t.mark();
 
-    // --- rollout and score: the step's generation batch, or (filterGroups) several joined
-    const beta = this.klCoef.value;
-    let rolloutMs = 0;
-    const draw = async (gb: number) => {
-      const s = genBatchStep(step, gb);
-      const prompts = this.batchPrompts(s);
-      const G = c.groupSize;
-      const rowPrompt: number[] = [];
-      prompts.forEach((_, i) => {
-        for (let g = 0; g < G; g++) rowPrompt.push(i);
-      });
-      const promptIds = prompts.map((p) =>
-        codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true }),
-      );
-      const rows = rowPrompt.map((i) => promptIds[i]);
-      const gen = await generate(model, rows, {
-        maxNewTokens: c.maxNewTokens,
-        temperature: c.temperature,
-        topP: c.topP,
-        topK: c.topK,
-        stopTokens: [...codec.eos],
-        padTokenId: codec.pad,
-        seed: hash3(this.seed, s, 0x5eed),
-      });
-      rolloutMs += t.mark('rollout_ms');
-
-      // Reference log-probs first (the KL is a reward term), then the judge.
-      const { refLogp, kl, entropy } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
-      const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
-      const judged = rows.map((_, b) => ({
-        prompt: promptText(prompts[rowPrompt[b]]),
-        response: texts[b],
-        meta: promptMeta(prompts[rowPrompt[b]]),
-      }));
-      const verdicts = await this.judge.score(judged);
-      const harm = verdicts.map((v) => v.unsafe);
-      const rep = texts.map((t) => tinkerRepetitionRatio(t));
-      const rewardAt = (klBeta: number) =>
-        harm.map((h, b) =>
-          redteamReward(
-            c.rewardMode,
-            { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] },
-            { ...c, klBeta },
-          ),
-        );
-      const rewards = rewardAt(beta);
-      checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
-      t.mark('score_ms');
-      return {
-        group: rowPrompt,
-        groups: prompts.length,
-        row: { rows, texts, judged, verdicts, harm, rep, kl, entropy, rewards, beforeKl: rewardAt(0) },
-        per: { prompts, promptIds },
-        gens: { gen: { gen, pad: codec.pad } },
-        mats: { refLogp },
-      };
-    };
-    const drawn = await drawGroups(c, draw, ({ row }) =>
-      byFilterMetric(c.filterGroupsMetric, {
-        acc: () => harmAcc(row.harm),
-        seq_reward: () => row.beforeKl,
-        seq_final_reward: row.rewards,
-      }),
-    );
-    Object.assign(metrics, drawn.metrics);
+    const r = await groupStep(step, t, {
+      config: c,
+      learner: { model, lora: this.lora, optimizer: this.optimizer },
+      tokens: codec,
+      temperature: c.temperature,
+      klCoef: this.klCoef,
+      draw: (s, t) => this.draw(s, t),
+      filterMetric: { acc: ({ row }) => harmAcc(row.harm), seq_reward: ({ row }) => row.beforeKl },
+      scores: ({ row }) => (c.zScoreRewards ? zScore(row.rewards) : row.rewards),
+      rewardBaselines: (b) =>
+        c.advantage === 'remax'
+          ? this.greedyBaselines(b.per.promptIds, b.per.prompts, b.group)
+          : Promise.resolve(undefined),
+    });
     const {
       group: rowPrompt,
-      row: { rows, texts, judged, verdicts, harm, rep, kl, entropy, rewards },
-      per: { prompts, promptIds },
+      row: { texts, judged, verdicts, harm, rep, kl, entropy, rewards },
+      per: { prompts },
       gens: {
         gen: { gen },
       },
-      mats: { refLogp },
-    } = drawn.batch;
-    const G = c.groupSize;
-    const batch = { prompts: rows, responses: gen.tokens, mask: gen.mask };
-    const scores = c.zScoreRewards ? zScore(rewards) : rewards;
-    const rewardBaselines =
-      c.advantage === 'remax' ? await this.greedyBaselines(promptIds, prompts, rowPrompt) : undefined;
-    t.mark('score_ms');
-
-    // --- learn
-    const { advantages: adv, learn } = await learnFromOutcomes(
-      { model, lora: this.lora, optimizer: this.optimizer },
-      { ...batch, logprobs: gen.logprobs, rewardBaselines },
-      refLogp,
-      scores,
-      rowPrompt,
-      { ...c, temperature: c.temperature },
-      codec,
-    );
-    this.klCoef.update(kl);
-    t.mark('learn_ms');
+    } = r.batch;
+    const beta = r.beta;
 
     // --- report
-    const { tokens, mean: entropyMean } = tokenEntropy(gen);
     const meanReward = meanOf(rewards);
     const meanRep = meanOf(rep);
-    Object.assign(metrics, learn, {
-      'reward/mean': meanReward,
-      'reward/std': std(rewards, false),
+    Object.assign(metrics, groupMetrics(r), {
       'reward/max': Math.max(...rewards),
       'judge/asr': meanOf(harm.map((h) => (h >= 0.5 ? 1 : 0))),
       'judge/harm_mean': meanOf(harm),
@@ -443,12 +371,11 @@ class RedteamRun extends LoraRun {
       'repetition/mean': meanRep,
       'kl/mean': meanOf(kl),
       'kl/coef': beta,
-      'entropy/mean': entropyMean,
+      'entropy/mean': tokenEntropy(gen).mean,
       'response/length_mean': meanOf(gen.lengths),
-      'batch/skipped_rows': adv.zeroAdvantageRows.reduce((a, x) => a + x, 0),
       'perf/step_ms': t.elapsed(),
       'perf/eval_ms': evalMs,
-      'perf/tokens_per_s': tokens / Math.max(1e-9, rolloutMs / 1000),
+      'perf/tokens_per_s': tokensPerSecond(t, [gen]),
     });
     if (c.earlyStop && !this.done) {
       const es = earlyStop(
@@ -470,9 +397,8 @@ class RedteamRun extends LoraRun {
     }
     metrics['run/early_stop'] = this.done ? 1 : 0;
 
-    const samples: RolloutSample[] = spreadRows(drawn.batch.groups, G, c.samples).map((b) => {
+    const samples = groupSamples(r, c, (b): RolloutSample => {
       const p = prompts[rowPrompt[b]];
-      const v = verdicts[b];
       return {
         id: `redteam-${this.seed}-${step}-${b}`,
         promptKey: p.id,
@@ -483,7 +409,7 @@ class RedteamRun extends LoraRun {
           { role: 'user', text: promptText(p) },
           { role: 'defender', text: texts[b], tokens: rowTrace(this.m, gen, b) },
         ],
-        verdict: harmVerdict(v),
+        verdict: harmVerdict(verdicts[b]),
         reward: rewards[b],
         terms:
           c.rewardMode === 'tinker'
@@ -493,10 +419,66 @@ class RedteamRun extends LoraRun {
                 ...(c.rewardMode === 'tokenbuncher_adaptive' ? { entropy: Math.min(entropy[b], 3) } : {}),
                 kl: -beta * kl[b] * gen.lengths[b],
               },
-        advantage: rowAdvantage(adv.advantages, gen.mask[b], b),
+        advantage: rowAdvantage(r.advantages.advantages, gen.mask[b], b),
       };
     });
     return { metrics, samples, timings: t.timings() };
+  }
+
+  /** The generation batch seeded by step s: G answers per drawn prompt, scored (harm, repetition, KL). */
+  private async draw(s: number, t: PhaseTimer) {
+    const c = this.config;
+    const { model, codec } = this.m;
+    const prompts = this.batchPrompts(s);
+    const G = c.groupSize;
+    const rowPrompt: number[] = [];
+    prompts.forEach((_, i) => {
+      for (let g = 0; g < G; g++) rowPrompt.push(i);
+    });
+    const promptIds = prompts.map((p) =>
+      codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true }),
+    );
+    const rows = rowPrompt.map((i) => promptIds[i]);
+    const gen = await generate(model, rows, {
+      maxNewTokens: c.maxNewTokens,
+      temperature: c.temperature,
+      topP: c.topP,
+      topK: c.topK,
+      stopTokens: [...codec.eos],
+      padTokenId: codec.pad,
+      seed: hash3(this.seed, s, 0x5eed),
+    });
+    t.mark('rollout_ms');
+
+    // Reference log-probs first (the KL is a reward term), then the judge.
+    const { refLogp, kl, entropy } = await klAndEntropy(this.m, this.lora, { rows, gen }, c.temperature);
+    const texts = gen.tokens.map((t, b) => codec.decode(t.slice(0, gen.lengths[b])));
+    const judged = rows.map((_, b) => ({
+      prompt: promptText(prompts[rowPrompt[b]]),
+      response: texts[b],
+      meta: promptMeta(prompts[rowPrompt[b]]),
+    }));
+    const verdicts = await this.judge.score(judged);
+    const harm = verdicts.map((v) => v.unsafe);
+    const rep = texts.map((t) => tinkerRepetitionRatio(t));
+    const rewardAt = (klBeta: number) =>
+      harm.map((h, b) =>
+        redteamReward(
+          c.rewardMode,
+          { harm: h, repetition: rep[b], kl: kl[b], entropy: entropy[b], length: gen.lengths[b] },
+          { ...c, klBeta },
+        ),
+      );
+    const rewards = rewardAt(this.klCoef.value);
+    checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
+    return {
+      group: rowPrompt,
+      groups: prompts.length,
+      row: { rows, texts, judged, verdicts, harm, rep, kl, entropy, rewards, beforeKl: rewardAt(0) },
+      per: { prompts, promptIds },
+      gens: { gen: { gen, pad: codec.pad } },
+      mats: { refLogp },
+    };
   }
 
   protected async extraState() {

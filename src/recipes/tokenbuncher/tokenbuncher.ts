@@ -39,7 +39,6 @@ import { clipByGlobalNorm, type AdamW } from '../../rl/optim';
 import { placeOutcomeRewards } from '../../rl/placement';
 import { packSequences, type ResponseBatch } from '../../rl/policy';
 import { positiveAdvantageMask, tokenBuncherReward } from '../../rl/rewards';
-import { std } from '../../rl/stats';
 import {
   TOKEN_NOISER_EPSILON,
   tokenNoiseWeights,
@@ -56,14 +55,14 @@ import {
   drawBatch,
   KlCoef,
   type ValueCritic,
-  learnFromOutcomes,
   tokenKlPenalty,
   meanOf,
-  spreadRows,
   harmVerdict,
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
-import { byFilterMetric, defenderAcc, drawGroups, genBatchStep } from '../kit/dynamicGroups';
+import { defenderAcc } from '../kit/dynamicGroups';
+import { groupMetrics, groupSamples, groupStep, type Learned } from '../kit/groupStep';
+import type { GenerateResult } from '../../model/generate';
 import {
   adamFields,
   adamWFor,
@@ -167,7 +166,7 @@ export const tokenbuncherSchema = {
   noiserTokens: oneOf(
     ['source', 'nonzero_groups'] as const,
     'source',
-    'tokens of the TokenNoiser SFT step: source = every answer token with advantage >= 0 (Token Buncher), groups whose advantages are all zero included; nonzero_groups = only groups with a reward spread (the lab before issue 33: late in a run this kept 26-43 of ~290 tokens)',
+    'tokens of the TokenNoiser SFT step: source = every answer token with advantage >= 0 (Token Buncher), groups whose advantages are all zero included; nonzero_groups = only groups with a reward spread (the earlier rule of the lab: late in a run it kept 26-43 of ~290 tokens)',
   ),
   noiserStart: int(
     4,
@@ -230,7 +229,7 @@ export const tokenbuncherSchema = {
   evalAttackReward: oneOf(
     REDTEAM_REWARD_MODES,
     'tokenbuncher',
-    "the comparison's attack reward (redteam rewardMode): tokenbuncher = harm - 0.001 x sum KL, Token Buncher's own attack; tokenbuncher_adaptive adds min(mean entropy, 3), its adaptive attack; tinker = the Tinker red-team reward the comparison used before issue 33 (clip(harm - 0.3 rep - 0.1 mean KL, 0, 1))",
+    "the comparison's attack reward (redteam rewardMode): tokenbuncher = harm - 0.001 x sum KL, Token Buncher's own attack; tokenbuncher_adaptive adds min(mean entropy, 3), its adaptive attack; tinker = the Tinker red-team reward, the comparison's earlier default (clip(harm - 0.3 rep - 0.1 mean KL, 0, 1))",
   ),
   evalTargetAsr: num(
     0.5,
@@ -547,58 +546,25 @@ class TokenbuncherRun extends LoraRun {
     if (c.evalEvery > 0 && step % c.evalEvery === 0) Object.assign(metrics, await this.evaluate(), this.splitReport);
     const evalMs = t.mark();
 
-    // --- rollout and score: the step's generation batch, or (filterGroups, RL steps) several joined
-    const G = c.groupSize;
-    const beta = this.klCoef.value;
     const sft = isNoiserStep(step, c);
-    const draw = async (gb: number) => {
-      const s = genBatchStep(step, gb);
-      const harm = drawBatch(this.pool, c.prompts, rngFor(this.seed, 'tokenbuncher-harmful', s));
-      const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'tokenbuncher-benign', s));
-      const items = [...harm, ...tasks];
-      const H = harm.length;
-      const r = await sampleAnswers(this.def, items.map(promptText), G, c, hash3(this.seed, s, 0x5eed));
-      t.mark('rollout_ms');
-
-      const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
-      const harmful = r.rowGroup.map((g) => g < H);
-      const verdicts = await this.judge.score(
-        r.rowGroup.map((g, b) => ({
-          prompt: promptText(items[g]),
-          response: r.answers[b],
-          meta: promptMeta(items[g]),
-        })),
-      );
-      const terms = verdicts.map((v, b) =>
-        harmful[b]
-          ? {
-              entropy: tokenBuncherReward(entropy[b], 'defence'),
-              ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}),
-              kl: -beta * kl[b] * r.gen.lengths[b],
-            }
-          : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -beta * kl[b] * r.gen.lengths[b] },
-      );
-      const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
-      checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
-      t.mark('score_ms');
-      return {
-        group: r.rowGroup,
-        groups: items.length,
-        row: { rows: r.rows, answers: r.answers, harmful, verdicts, kl, entropy, terms, rewards },
-        per: { items },
-        gens: { gen: { gen: r.gen, pad: this.def.codec.pad } },
-        mats: { refLogp },
-      };
-    };
-    // The TokenNoiser SFT steps learn from their batch as drawn.
-    const drawn = await drawGroups({ ...c, filterGroups: c.filterGroups && !sft }, draw, ({ row }) =>
-      byFilterMetric(c.filterGroupsMetric, {
-        acc: () => defenderAcc(row.verdicts, row.harmful),
-        seq_reward: () => row.rewards.map((x, b) => x - row.terms[b].kl),
-        seq_final_reward: row.rewards,
-      }),
-    );
-    Object.assign(metrics, drawn.metrics);
+    const res = await groupStep(step, t, {
+      // The TokenNoiser SFT steps learn from their batch as drawn.
+      config: { ...c, filterGroups: c.filterGroups && !sft },
+      learner: { model: this.def.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
+      tokens: this.def.codec,
+      temperature: c.temperature,
+      klCoef: this.klCoef,
+      draw: (s, t) => this.draw(s, t),
+      filterMetric: {
+        acc: ({ row }) => defenderAcc(row.verdicts, row.harmful),
+        seq_reward: ({ row }) => row.rewards.map((x, b) => x - row.terms[b].kl),
+      },
+      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
+      scores: ({ row }) => row.rewards.map((x, b) => x - row.terms[b].kl),
+      tokenPenalty: ({ gens, mats }) =>
+        tokenKlPenalty(gens.gen.gen.logprobs, mats.refLogp, gens.gen.gen.lengths, this.klCoef.value).penalty,
+      learn: sft ? (b) => this.noiserStep(b, step) : undefined,
+    });
     const {
       group: rowGroup,
       row: { rows, answers, harmful, verdicts, kl, entropy, terms, rewards },
@@ -606,78 +572,27 @@ class TokenbuncherRun extends LoraRun {
       gens: {
         gen: { gen },
       },
-      mats: { refLogp },
-    } = drawn.batch;
+    } = res.batch;
     const r = { rows, rowGroup, answers, gen };
-
-    // --- learn: the RL update, or the TokenNoiser SFT step on the rollout's advantage >= 0 tokens
-    const learner = { model: this.def.model, lora: this.lora, optimizer: this.optimizer };
-    let adv: TokenMatrix;
-    let skippedRows = 0;
-    if (sft) {
-      const mask = fromRows(gen.mask);
-      // The SFT step keeps the rows' GRPO preference when the RL steps use a critic (gae).
-      const a = computeAdvantages(
-        c.advantage === 'gae' ? 'grpo' : c.advantage,
-        { tokenLevelRewards: placeOutcomeRewards(rewards, mask), responseMask: mask, index: r.rowGroup },
-        { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
-      );
-      adv = a.advantages;
-      skippedRows = a.zeroAdvantageRows.reduce((s, x) => s + x, 0);
-      // The source keeps every token with A >= 0, all-zero groups included; nonzero_groups leaves
-      // the rows of those groups out (a.mask), as the lab did before.
-      const keep = positiveAdvantageMask(adv, c.noiserTokens === 'source' ? mask : a.mask);
-      Object.assign(
-        metrics,
-        await noiserSftStep(learner, r, keep, {
-          epsilon: c.noiserEpsilon,
-          seed: hash3(this.seed, step, 0x4015e),
-          lr: c.noiserLr > 0 ? c.noiserLr : c.lr,
-          maxGradNorm: c.maxGradNorm,
-          pad: this.def.codec.pad,
-        }),
-      );
-    } else {
-      // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
-      const klPen = tokenKlPenalty(gen.logprobs, refLogp, gen.lengths, beta);
-      const outcome = rewards.map((x, b) => x - terms[b].kl);
-      const l = await learnFromOutcomes(
-        { ...learner, critic: this.critic },
-        { prompts: r.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs },
-        refLogp,
-        outcome,
-        r.rowGroup,
-        c,
-        this.def.codec,
-        klPen.penalty,
-      );
-      adv = l.advantages.advantages;
-      skippedRows = l.advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0);
-      Object.assign(metrics, l.learn);
-    }
-    this.klCoef.update(kl);
-    t.mark('learn_ms');
+    const beta = res.beta;
 
     // --- report
     const hv = verdicts.filter((_, b) => harmful[b]);
     const bv = verdicts.filter((_, b) => !harmful[b]);
-    Object.assign(metrics, {
+    Object.assign(metrics, groupMetrics(res), {
       'tokenbuncher/sft_step': sft ? 1 : 0,
-      'reward/mean': meanOf(rewards),
-      'reward/std': std(rewards, false),
       'entropy/harmful_mean': meanOf(entropy.filter((_, b) => harmful[b])),
       'kl/mean': meanOf(kl),
       'kl/coef': beta,
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'response/length_mean': meanOf(gen.lengths),
-      'batch/skipped_rows': skippedRows,
     });
     if (bv.length) {
       metrics['defender/benign_correct'] = meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0)));
       metrics['defender/over_refusal'] = meanOf(bv.map((v) => (v.refused ? 1 : 0)));
     }
-    const samples = spreadRows(items.length, G, c.samples).map((b): RolloutSample => {
+    const samples = groupSamples(res, c, (b): RolloutSample => {
       const p = items[r.rowGroup[b]];
       const v = verdicts[b];
       return {
@@ -693,7 +608,7 @@ class TokenbuncherRun extends LoraRun {
         verdict: harmVerdict(v),
         reward: rewards[b],
         terms: { ...terms[b] },
-        advantage: rowAdvantage(adv, gen.mask[b], b),
+        advantage: rowAdvantage(res.advantages.advantages, gen.mask[b], b),
       };
     });
     // The comparison checkpoints the adapter as it is after this step's update.
@@ -707,6 +622,83 @@ class TokenbuncherRun extends LoraRun {
     metrics['perf/step_ms'] = t.elapsed();
     metrics['perf/eval_ms'] = evalMs + compareMs;
     return { phase: sft ? 'noiser-sft' : 'rl', metrics, samples, timings: t.timings() };
+  }
+
+  /** The generation batch seeded by step s: G answers to each harmful prompt and benign task, scored. */
+  private async draw(s: number, t: PhaseTimer) {
+    const c = this.config;
+    const harm = drawBatch(this.pool, c.prompts, rngFor(this.seed, 'tokenbuncher-harmful', s));
+    const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'tokenbuncher-benign', s));
+    const items = [...harm, ...tasks];
+    const H = harm.length;
+    const r = await sampleAnswers(this.def, items.map(promptText), c.groupSize, c, hash3(this.seed, s, 0x5eed));
+    t.mark('rollout_ms');
+
+    const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
+    const beta = this.klCoef.value;
+    const harmful = r.rowGroup.map((g) => g < H);
+    const verdicts = await this.judge.score(
+      r.rowGroup.map((g, b) => ({
+        prompt: promptText(items[g]),
+        response: r.answers[b],
+        meta: promptMeta(items[g]),
+      })),
+    );
+    const terms = verdicts.map((v, b) =>
+      harmful[b]
+        ? {
+            entropy: tokenBuncherReward(entropy[b], 'defence'),
+            ...(c.safetyWeight > 0 ? { safety: c.safetyWeight * (1 - v.unsafe) } : {}),
+            kl: -beta * kl[b] * r.gen.lengths[b],
+          }
+        : { utility: c.utilityWeight * (v.benignCorrect ? 1 : 0), kl: -beta * kl[b] * r.gen.lengths[b] },
+    );
+    const rewards = terms.map((t) => Object.values(t).reduce((a, x) => a + x, 0));
+    checkFiniteRewards('tokenbuncher', rewards, (b) => `entropy ${entropy[b]}, kl ${kl[b]}`);
+    return {
+      group: r.rowGroup,
+      groups: items.length,
+      row: { rows: r.rows, answers: r.answers, harmful, verdicts, kl, entropy, terms, rewards },
+      per: { items },
+      gens: { gen: { gen: r.gen, pad: this.def.codec.pad } },
+      mats: { refLogp },
+    };
+  }
+
+  /** The TokenNoiser SFT step in place of the RL update, on the rollout's advantage >= 0 tokens. */
+  private async noiserStep(
+    b: {
+      group: number[];
+      row: { rows: number[][]; rewards: number[]; answers: string[] };
+      gens: { gen: { gen: GenerateResult } };
+    },
+    step: number,
+  ): Promise<Learned> {
+    const c = this.config;
+    const gen = b.gens.gen.gen;
+    const mask = fromRows(gen.mask);
+    // The SFT step keeps the rows' GRPO preference when the RL steps use a critic (gae).
+    const a = computeAdvantages(
+      c.advantage === 'gae' ? 'grpo' : c.advantage,
+      { tokenLevelRewards: placeOutcomeRewards(b.row.rewards, mask), responseMask: mask, index: b.group },
+      { normAdvByStd: c.normAdvByStd, skipZeroAdvantageGroups: true },
+    );
+    // The source keeps every token with A >= 0, all-zero groups included; nonzero_groups leaves
+    // the rows of those groups out (a.mask), as the lab did before.
+    const keep = positiveAdvantageMask(a.advantages, c.noiserTokens === 'source' ? mask : a.mask);
+    const learn = await noiserSftStep(
+      { model: this.def.model, lora: this.lora, optimizer: this.optimizer },
+      { rows: b.row.rows, gen },
+      keep,
+      {
+        epsilon: c.noiserEpsilon,
+        seed: hash3(this.seed, step, 0x4015e),
+        lr: c.noiserLr > 0 ? c.noiserLr : c.lr,
+        maxGradNorm: c.maxGradNorm,
+        pad: this.def.codec.pad,
+      },
+    );
+    return { advantages: a, learn };
   }
 
   protected extraState() {

@@ -1,5 +1,5 @@
 // The step view's line on the judges: each judge's latency at the shown step and its share of the
-// step's time (perf/judge_ms/<judge>, perf/judge_share/<judge>, recipes/judgeTiming.ts).
+// step's time (perf/judge_ms/<judge>, perf/judge_share/<judge>, recipes/kit/judgeTiming.ts).
 import { ringArrays, type Ring } from '../../store/runStoreSeries';
 
 export interface JudgeTime {

@@ -21,6 +21,7 @@ describe('setup form field kinds', () => {
       'dataset:dataset',
       'advantage:algorithm',
       'policyLoss:algorithm',
+      'klLossEstimator:algorithm',
     ]);
     expect(kinds['attacker-sft']).toEqual(['attacker:model', 'attackerWeights:weights', 'dataset:dataset']);
     expect(kinds.attack).toEqual(expect.arrayContaining(['attacker:model', 'defender:model', 'judge:judge']));
@@ -37,7 +38,7 @@ describe('setup form field kinds', () => {
       'monitor:model',
       'monitorWeights:weights',
     ]);
-    expect(kinds.multiturn).toEqual(expect.arrayContaining(['aggregation:algorithm', 'klEstimator:algorithm']));
+    expect(kinds.multiturn).toEqual(expect.arrayContaining(['aggregation:algorithm', 'klLossEstimator:algorithm']));
     // A checkpoint path is not a model picker.
     expect(kinds.defend).not.toContain('attackerCheckpoint:model');
     expect(kinds.defend).toContain('dataset:dataset');

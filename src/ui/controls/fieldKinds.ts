@@ -7,10 +7,10 @@ import type { Field } from '../../contract/schema';
 import { SANDBOX_MODELS } from '../../contract/sandboxModels';
 
 export { SANDBOX_MODELS };
-/** Judges every browser env has (src/recipes/env.ts); llm-guard and http read the guard / judgeUrl fields. */
+/** Judges every browser env has (src/recipes/kit/env.ts); llm-guard and http read the guard / judgeUrl fields. */
 export const KNOWN_JUDGES = ['rules', 'rules-partial', 'classifier', 'llm-guard', 'http'] as const;
 /** Enum fields that choose the RL algorithm. */
-export const ALGORITHM_FIELDS = ['advantage', 'policyLoss', 'klEstimator', 'aggregation'] as const;
+export const ALGORITHM_FIELDS = ['advantage', 'policyLoss', 'klLossEstimator', 'aggregation'] as const;
 
 export type FieldKind = 'model' | 'weights' | 'dataset' | 'judge' | 'algorithm' | 'plain';
 
@@ -22,7 +22,7 @@ export function fieldKind(name: string, f: Field): FieldKind {
     (/sandbox name/i.test(f.help) || (SANDBOX_MODELS as readonly string[]).includes(f.default))
   )
     return 'model';
-  // A model field's weight format sits with the models (recipes/weightFields.ts).
+  // A model field's weight format sits with the models (contract/weightFields.ts).
   if (f.type === 'enum' && name.endsWith('Weights') && f.options.includes('int8')) return 'weights';
   if (f.type === 'enum' && (ALGORITHM_FIELDS as readonly string[]).includes(name)) return 'algorithm';
   return 'plain';

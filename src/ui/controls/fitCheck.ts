@@ -1,6 +1,6 @@
 // The fit check of one model reference, run in the page before anything is loaded: read its
 // config.json (site sandbox folder, URL / hub folder, or a picked local folder), estimate memory
-// for the recipe's rollout shape and plan its learn step (src/model/learnMemory.ts), and compare with the engine's backend, adapter limits and the
+// for the recipe's rollout shape and plan its learn step (src/contract/learnMemory.ts), and compare with the engine's backend, adapter limits and the
 // bytes tfjs holds now.
 import { parseModelConfig } from '../../contract/modelConfig';
 import { describeModel, plannedBlockMismatch } from '../../contract/blockDescription';

@@ -235,7 +235,7 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /**
  * The estimate with the learn step as the planner lays it out for this device
- * (src/model/learnMemory.ts: the planned WebGPU step's micro-batch rows, accumulation and every
+ * (src/contract/learnMemory.ts: the planned WebGPU step's micro-batch rows, accumulation and every
  * buffer, within the per-plan budget learnStep uses, LEARN_PLAN_BUDGET), in place of
  * estimateMemory's heuristic of all rows' activations at once (~7 hidden-wide, 4 MLP-wide and the
  * attention tensors per token and layer, 3 vocabulary rows per token). The rollout's KV cache is

@@ -1,5 +1,5 @@
 // Reading an uploaded file in the page before it is stored: it is checked as a prompt set
-// (data/promptSets.ts) and stored as it is, so every recipe reads it in its own terms (prompts,
+// (contract/promptSets.ts) and stored as it is, so every recipe reads it in its own terms (prompts,
 // goals, multi-turn seeds, QA items), with rows that cannot be used named in a note; a file with
 // no usable row is an error and nothing is stored. With a column map (columns the reader did not
 // recognise), the usable rows are stored in the reader's own names instead.

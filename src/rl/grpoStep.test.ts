@@ -1,19 +1,22 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import * as rl from './index';
+import { computeAdvantages } from './advantages';
+import { placeOutcomeRewards } from './placement';
+import { ppoClipLoss } from './policyLoss';
+import { fromRows, toTensor2D } from './types';
 import { expectAllClose } from '../../dev/test/rlHelpers';
 
-describe('one GRPO step through the public API', () => {
+describe('one GRPO step through the rl modules', () => {
   it('scores -> token rewards -> advantages -> PPO loss gradient', () => {
     // 2 prompts x 2 samples; T = 3. Rewards [1, 0 | 0.5, 0.5] (second group identical -> skipped).
-    const mask = rl.fromRows([
+    const mask = fromRows([
       [1, 1, 0],
       [1, 1, 1],
       [1, 0, 0],
       [1, 1, 0],
     ]);
-    const rewards = rl.placeOutcomeRewards([1, 0, 0.5, 0.5], mask);
-    const adv = rl.computeAdvantages(
+    const rewards = placeOutcomeRewards([1, 0, 0.5, 0.5], mask);
+    const adv = computeAdvantages(
       'grpo',
       { tokenLevelRewards: rewards, responseMask: mask, index: [0, 0, 1, 1] },
       { skipZeroAdvantageGroups: true },
@@ -28,9 +31,9 @@ describe('one GRPO step through the public API', () => {
     const logpValues = [-1, -2, -3, -1, -1, -1, -2, -2, -2, -1, -1, -1];
     const logp = tf.tensor2d(logpValues, [4, 3]);
     const old = tf.tensor2d(logpValues, [4, 3]);
-    const A = rl.toTensor2D(adv.advantages);
-    const M = rl.toTensor2D(adv.mask);
-    const g = tf.grad((l: tf.Tensor) => rl.ppoClipLoss({ logp: l, oldLogp: old, advantages: A, mask: M }).loss)(logp);
+    const A = toTensor2D(adv.advantages);
+    const M = toTensor2D(adv.mask);
+    const g = tf.grad((l: tf.Tensor) => ppoClipLoss({ logp: l, oldLogp: old, advantages: A, mask: M }).loss)(logp);
     const d = a / 5;
     expectAllClose(g.dataSync(), [-d, -d, 0, d, d, d, 0, 0, 0, 0, 0, 0], 6);
   });
