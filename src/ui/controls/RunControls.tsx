@@ -7,6 +7,8 @@
 // (shown paused at its newest checkpoint), is stepped, paused and stopped here too.
 import { useEffect, useMemo, useState } from 'react';
 import { validateField } from '../../contract/schema';
+import { modelRefError } from '../../contract/modelRef';
+import { fieldKind } from './fieldKinds';
 import { engine, useEngine } from '../../store/engineStore';
 import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
@@ -24,6 +26,10 @@ function fieldErrors(recipe: RecipeListing | undefined, values: FormValues): Rec
     if (!(k in values)) continue;
     const r = validateField(k, f, values[k]);
     if ('error' in r) out[k] = r.error;
+    else if (fieldKind(k, f) === 'model') {
+      const bad = modelRefError(String(values[k]));
+      if (bad) out[k] = `field "${k}": ${bad}`;
+    }
   }
   return out;
 }
