@@ -117,9 +117,9 @@ describe('a run keeps its work and lives in one place', () => {
     const st = parseSafetensors(merged.bytes, merged.name);
     expect(st.names()).toContain('model.layers.0.self_attn.q_proj.weight');
     await expect(page.getByTestId('export-message').getAttribute('data-error')).resolves.toBe('false');
-    // The checkpoint list heads the run's saves with its id.
+    // The checkpoint list heads the run's saves with its id, and says why it stopped.
     await expect(page.locator(`[data-testid="checkpoint-run"][data-run="${runId}"]`).textContent()).resolves.toMatch(
-      new RegExp(`^Run ${runId} · \\d+ checkpoints?$`),
+      new RegExp(`^Run ${runId} · \\d+ checkpoints? · stopped by the user$`),
     );
 
     // A replay loaded on the charts does not change which run "Run log (JSONL)" exports.

@@ -25,6 +25,7 @@ import {
   validateRecipeConfig,
 } from '../recipes/registry';
 import { EXPORTABLE_RECIPES } from '../recipes/exports';
+import { vocabularyOf } from '../recipes/vocabulary';
 import { fromStoredCheckpoint } from '../recipes/kit/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/kit/types';
 import { urlSource } from '../model/sources';
@@ -41,6 +42,7 @@ import {
 import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
 import { runLock } from '../contract/storageFormat';
+import { stopLine, type RequestedStop, type StopReason } from '../contract/stopReason';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 
 type ReportSink = (report: StepReport) => unknown;
@@ -67,6 +69,8 @@ interface ActiveRun {
   lastMetrics: Metrics | undefined;
   step: number;
   stopRequested: boolean;
+  /** Who asked for the stop (the page says: the user, its step limit, a watchdog). */
+  stopAsked: RequestedStop;
   /** Stop without the final save (the user chose to discard the steps since the last checkpoint). */
   discard: boolean;
   /** Single steps asked for while paused, not yet run. */
@@ -85,6 +89,8 @@ let error: string | null = null;
 let detail: string | null = null;
 /** Why the loop paused itself (a non-finite value), shown while paused; cleared by the next good step. */
 let pauseNote: string | null = null;
+/** Why the last run ended (kept after its final save, which sets `detail` for a moment). */
+let stopReason: StopReason | null = null;
 let active: ActiveRun | null = null;
 let stepping = false;
 let autosave: AutosavePolicy = { ...DEFAULT_AUTOSAVE };
@@ -103,6 +109,7 @@ export function runStatus(): RunStatus {
     stepping,
     runId: active?.runId ?? null,
     numTensors: tf.memory().numTensors,
+    stopReason,
   };
 }
 
@@ -125,6 +132,7 @@ export function listRecipes(): RecipeListing[] {
     schema: JSON.parse(JSON.stringify(r.schema)) as RecipeListing['schema'],
     exportable: EXPORTABLE_RECIPES.includes(r.name),
     lesson: r.lesson,
+    vocabulary: vocabularyOf(r.name),
   }));
 }
 
@@ -232,10 +240,14 @@ async function openLog(a: ActiveRun): Promise<void> {
   }
 }
 
-/** The run's record says how it ended, so a reload offers to resume only a run that was live. */
-async function logEnd(a: ActiveRun, status: 'stopped' | 'finished' | 'failed', why: string | null): Promise<void> {
+/**
+ * The run's record says how it ended and why, so a reload offers to resume only a run that was
+ * live, and the run lists say why it stopped.
+ */
+async function logEnd(a: ActiveRun, status: 'stopped' | 'finished' | 'failed', why: StopReason): Promise<void> {
   try {
-    if (await runLogs().getRun(a.runId)) await runLogs().updateRun(a.runId, { status, error: why });
+    if (await runLogs().getRun(a.runId))
+      await runLogs().updateRun(a.runId, { status, error: why.kind === 'error' ? why.text : null, stopReason: why });
   } catch (e) {
     console.warn(`run log end not written: ${(e as Error).message}`);
   }
@@ -319,10 +331,7 @@ async function runLoop(a: ActiveRun): Promise<void> {
         await save(a, a.run, 'autosave');
       }
       if (single) a.stepWaiters.shift()?.();
-      if (a.run.done) {
-        detail = `early stop: ${a.run.stopReason ?? 'the recipe finished'}`;
-        break;
-      }
+      if (a.run.done) break;
       notify(a);
       await nextTask();
     }
@@ -336,14 +345,19 @@ async function runLoop(a: ActiveRun): Promise<void> {
     }
     await drainTasks(a, a.run);
     state = 'stopped';
-    if (a.stopRequested) detail = a.discard ? 'stopped (discarded since the last checkpoint)' : 'stopped';
-    await logEnd(a, a.run.done ? 'finished' : 'stopped', null);
+    const why: StopReason = a.run.done
+      ? { kind: 'early stop', text: a.run.stopReason ?? 'the recipe finished' }
+      : { kind: a.stopAsked, text: a.stopAsked === 'step limit' ? `step ${a.run.stepsDone}` : null };
+    stopReason = why;
+    detail = stopLine(why) + (a.discard ? ' (discarded since the last checkpoint)' : '');
+    await logEnd(a, a.run.done ? 'finished' : 'stopped', why);
   } catch (e) {
     state = 'error';
     error = (e as Error).message || String(e);
+    stopReason = { kind: 'error', text: error };
     detail = null;
     console.error(`run ${a.runId} failed:`, e);
-    await logEnd(a, 'failed', error);
+    await logEnd(a, 'failed', stopReason);
   } finally {
     lastEndedRunId = a.runId;
     stepping = false;
@@ -447,6 +461,7 @@ async function launch(
     lastMetrics: undefined,
     step: resume?.payload.step ?? 0,
     stopRequested: false,
+    stopAsked: 'user',
     discard: false,
     pendingSteps: 0,
     stepWaiters: [],
@@ -459,6 +474,7 @@ async function launch(
   state = resume?.paused ? 'paused' : 'running';
   error = null;
   detail = null;
+  stopReason = null;
   a.loop = holdingRunLock(a.runId, () => runLoop(a));
   return { ok: true, status: runStatus() };
 }
@@ -491,9 +507,10 @@ export async function stepRun(): Promise<RunStatus> {
   return runStatus();
 }
 
-export async function stopRun(opts: { discard?: boolean } = {}): Promise<RunStatus> {
+export async function stopRun(opts: { discard?: boolean; reason?: RequestedStop } = {}): Promise<RunStatus> {
   const a = active;
   if (a && (state === 'running' || state === 'paused')) {
+    if (!a.stopRequested) a.stopAsked = opts.reason ?? 'user';
     a.stopRequested = true;
     if (opts.discard === true) a.discard = true;
     detail = 'stopping';

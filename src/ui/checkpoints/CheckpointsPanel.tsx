@@ -6,6 +6,7 @@
 import * as Comlink from 'comlink';
 import { Fragment, useEffect, useState } from 'react';
 import { formatBytes } from '../../contract/formatBytes';
+import { stopLine } from '../../contract/stopReason';
 import type { CheckpointSummary } from '../../contract/storageFormat';
 import { groupByRun, metricSummary, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
@@ -106,8 +107,20 @@ function Row({
 
 export function CheckpointsPanel() {
   const phase = useEngine((s) => s.phase);
-  const { list, use, policy, message, refresh, setPolicy, onEvent, setMessage, startup, notice, collected } =
-    useCheckpoints();
+  const {
+    list,
+    use,
+    policy,
+    message,
+    refresh,
+    setPolicy,
+    onEvent,
+    setMessage,
+    startup,
+    notice,
+    collected,
+    stopReasons,
+  } = useCheckpoints();
   const [busy, setBusy] = useState<string | null>(null);
   const [everyText, setEveryText] = useState(String(policy.everySteps));
   const [keepText, setKeepText] = useState(String(policy.keep));
@@ -267,6 +280,12 @@ export function CheckpointsPanel() {
                 <tr className="ckpt-run" data-testid="checkpoint-run" data-run={g.runId}>
                   <th colSpan={6} scope="rowgroup">
                     Run {g.runId} · {g.items.length} checkpoint{g.items.length === 1 ? '' : 's'}
+                    {stopReasons[g.runId] && (
+                      <span className="small" data-testid="checkpoint-run-stop">
+                        {' '}
+                        · {stopLine(stopReasons[g.runId])}
+                      </span>
+                    )}
                   </th>
                 </tr>
                 {g.items.map((c) => (

@@ -2,6 +2,7 @@
 // setup), what the source system does, its reward formula with the latest rollout's values
 // plugged in, the weights in it, and what to watch, with each metric's latest value. The guided
 // demo button starts the sandbox arena in one click.
+import { useVocabulary } from '../arena/useVocabulary';
 import { useState } from 'react';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
@@ -38,7 +39,8 @@ export function TeachingPanel() {
   const plugged = lesson && same && entry ? plugFormula(lesson, entry.sample) : null;
   // The reward's KL term is −β · KL: a positive term is a negative KL estimate.
   const klTerm = plugged?.terms.find((t) => t.key === 'kl');
-  const klNote = klTerm && klTerm.value > 0 ? negativeKlNote(-klTerm.value) : null;
+  const klNote = klTerm && klTerm.value > 0 ? negativeKlNote(-klTerm.value, klTerm) : null;
+  const vocab = useVocabulary(recipe);
   const demoName = DEMO_RECIPES.find((n) => setup.recipes.some((r) => r.name === n));
 
   return (
@@ -92,7 +94,7 @@ export function TeachingPanel() {
               data-combined={plugged.combined ?? ''}
             >
               <div className="small">
-                Latest rollout (step {entry!.step}
+                Latest {vocab.rollout} (step {entry!.step}
                 {entry!.phase ? `, ${entry!.phase} phase` : ''}, {entry!.sample.verdict.label}):
               </div>
               <ul className="terms">
@@ -121,7 +123,7 @@ export function TeachingPanel() {
             </p>
           ) : (
             <p className="small" data-testid="live-formula-empty">
-              Start a run (or the guided demo) to see the latest rollout's values plugged in.
+              Start a run (or the guided demo) to see the latest {vocab.rollout}'s values plugged in.
             </p>
           )}
           <h4>What to watch{same && step !== null ? ` (step ${step})` : ''}</h4>
