@@ -5,8 +5,11 @@
 //   - a reload right after a save always offers the run back (repeated);
 //   - an invalid hub id in a model field blocks Start, and a hub that cannot be reached says so;
 //   - every recipe's cards, filters and outcome colours speak its own world's words (a replayed
-//     step of each of the nine, and a live attacker-sft step).
-import type { Page } from 'playwright-core';
+//     step of each of the nine, and a live attacker-sft step);
+//   - a two-player run (arena) exports both adapters, and the buttons say so.
+import { strFromU8, unzipSync } from 'fflate';
+import type { Download, Page } from 'playwright-core';
+import { parseSafetensors } from '../src/model/safetensors';
 import { describe, expect, it } from 'vitest';
 import { appURL, openLab, sharedLabPage } from './browser';
 
@@ -285,5 +288,65 @@ describe("each recipe's own words", () => {
     expect(text).toContain('goal');
     expect(text).toContain('target text');
     expect(text).not.toMatch(/attack (succeeded|failed)|P\(unsafe\)|reward/);
+  });
+});
+
+async function download(page: Page, name: string): Promise<{ name: string; bytes: Uint8Array }> {
+  const [d] = await Promise.all([page.waitForEvent('download', { timeout: 90_000 }), button(page, name).click()]);
+  const parts: Buffer[] = [];
+  for await (const c of await (d as Download).createReadStream()) parts.push(c as Buffer);
+  return { name: d.suggestedFilename(), bytes: new Uint8Array(Buffer.concat(parts)) };
+}
+
+describe('a two-player run exports every adapter', () => {
+  it('arena: the buttons name both players; the zip holds an attacker and a defender adapter whose weights differ', async () => {
+    const { page } = lab;
+    // One step per phase, the defender first: after four steps each player has had two.
+    await pick(page, 'arena', {
+      phaseSteps: '1',
+      goals: '2',
+      groupSize: '4',
+      benignPrompts: '0',
+      attackerMaxTokens: '8',
+      defenderMaxTokens: '4',
+      goalPool: '4',
+      samples: '0',
+      loraRank: '2',
+    });
+    await page.selectOption('[data-testid="field-firstPhase"]', 'defender');
+    await start(page, { seed: '5', maxSteps: '4', then: 'stop' });
+    await waitFor(page, stateIs('stopped'), 120_000);
+    const zip = await download(page, 'Adapters: attacker + defender (PEFT zip)');
+    expect(zip.name).toBe('arena-attacker-defender-step4-adapters.zip');
+    const files = unzipSync(zip.bytes);
+    const weights: Record<string, number[]> = {};
+    const moved: Record<string, boolean> = {};
+    for (const player of ['attacker', 'defender']) {
+      const cfg = JSON.parse(strFromU8(files[`${player}/adapter_config.json`])) as Record<string, unknown>;
+      expect(cfg, player).toMatchObject({
+        peft_type: 'LORA',
+        r: 2,
+        base_model_name_or_path: `./public/models/${player}`,
+      });
+      const st = parseSafetensors(files[`${player}/adapter_model.safetensors`], player);
+      const names = st.names().sort();
+      expect(names.filter((n) => n.endsWith('lora_B.weight')).length, player).toBeGreaterThan(0);
+      weights[player] = names.flatMap((n) => Array.from(st.getFloat32(n)));
+      moved[player] = names.some((n) => n.endsWith('lora_B.weight') && st.getFloat32(n).some((x) => x !== 0));
+    }
+    // Two adapters, not one written twice; the attacker's (trained on this seed's varied rewards) moved off
+    // its zero-init lora_B. (The sandbox defender refuses every prompt alike here: equal rewards, no update.)
+    expect(weights.attacker).not.toEqual(weights.defender);
+    expect(moved.attacker).toBe(true);
+    await expect(page.getByTestId('export-message').textContent()).resolves.toContain(
+      'a PEFT adapter folder per player (attacker/, defender/)',
+    );
+    const merged = await download(page, 'Merged models: attacker + defender (zip)');
+    expect(merged.name).toBe('arena-attacker-defender-step4-merged.zip');
+    const m = unzipSync(merged.bytes);
+    for (const player of ['attacker', 'defender'])
+      expect(parseSafetensors(m[`${player}/model.safetensors`], player).names()).toContain(
+        'model.layers.0.self_attn.q_proj.weight',
+      );
   });
 });

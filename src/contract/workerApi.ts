@@ -55,6 +55,8 @@ export interface RecipeListing {
   lesson?: Lesson;
   /** The words its rollouts are shown in (src/recipes/vocabulary.ts); absent from an older worker. */
   vocabulary?: Vocabulary;
+  /** The players whose adapters an export writes, where the recipe trains several (arena, minmax). */
+  players?: string[];
 }
 
 export type RunState = 'idle' | 'running' | 'paused' | 'stopped' | 'error';
@@ -169,9 +171,13 @@ export interface StorageApi {
   /**
    * The run's adapter as a PEFT folder zip: the active run's, or (no active run, or `runId` names
    * another) the newest checkpoint of `runId` (default: the run that ended last in this worker).
+   * A recipe with several players (its listing's `players`) gives one zip with a PEFT folder per player.
    */
   exportAdapter(opts?: ExportSource): Promise<FileBytes>;
-  /** The run's model with its adapter merged in, as a Hugging Face model.safetensors (source as exportAdapter). */
+  /**
+   * The run's model with its adapter merged in, as a Hugging Face model.safetensors (source as
+   * exportAdapter); several players: a zip with `<player>/model.safetensors` each.
+   */
   exportMerged(opts?: ExportSource): Promise<FileBytes>;
   /** Validate an adapter zip against the run (base model, shapes, rank, alpha, targets) and load it. */
   importAdapter(

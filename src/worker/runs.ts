@@ -26,6 +26,7 @@ import {
 } from '../recipes/registry';
 import { EXPORTABLE_RECIPES } from '../recipes/exports';
 import { vocabularyOf } from '../recipes/vocabulary';
+import { playersOf } from '../recipes/players';
 import { fromStoredCheckpoint } from '../recipes/kit/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/kit/types';
 import { urlSource } from '../model/sources';
@@ -133,6 +134,7 @@ export function listRecipes(): RecipeListing[] {
     exportable: EXPORTABLE_RECIPES.includes(r.name),
     lesson: r.lesson,
     vocabulary: vocabularyOf(r.name),
+    ...(playersOf(r.name) ? { players: [...playersOf(r.name)!] } : {}),
   }));
 }
 
