@@ -6,10 +6,13 @@
 //   - an invalid hub id in a model field blocks Start, and a hub that cannot be reached says so;
 //   - every recipe's cards, filters and outcome colours speak its own world's words (a replayed
 //     step of each of the nine, and a live attacker-sft step);
-//   - a two-player run (arena) exports both adapters, and the buttons say so.
+//   - a two-player run (arena) exports both adapters, and the buttons say so;
+//   - `?backend=webgl` where WebGL cannot start lands on wasm, not on the software WebGPU adapter.
 import { strFromU8, unzipSync } from 'fflate';
 import type { Download, Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
 import { parseSafetensors } from '../src/model/safetensors';
+import { CHROMIUM, CHROMIUM_ARGS } from '../dev/browser/chromium';
 import { describe, expect, it } from 'vitest';
 import { appURL, openLab, sharedLabPage } from './browser';
 
@@ -348,5 +351,23 @@ describe('a two-player run exports every adapter', () => {
       expect(parseSafetensors(m[`${player}/model.safetensors`], player).names()).toContain(
         'model.layers.0.self_attn.q_proj.weight',
       );
+  });
+});
+
+describe('backend fallback follows the measured order', () => {
+  it('?backend=webgl in a Chromium without WebGL runs on wasm (SwiftShader WebGPU is about twice as slow a step)', async () => {
+    // ANGLE off: WebGL cannot start, while Dawn's SwiftShader still gives WebGPU a software adapter.
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [...CHROMIUM_ARGS, '--use-angle=disabled'],
+    });
+    try {
+      const { page } = await openLab(browser, '?backend=webgl');
+      await expect(page.getByTestId('device-badge').getAttribute('data-backend')).resolves.toBe('wasm');
+      await expect(page.getByTestId('device-badge').textContent()).resolves.toBe('wasm · no hardware GPU');
+    } finally {
+      await browser.close();
+    }
   });
 });
