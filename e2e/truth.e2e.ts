@@ -7,7 +7,8 @@
 //   - every recipe's cards, filters and outcome colours speak its own world's words (a replayed
 //     step of each of the nine, and a live attacker-sft step);
 //   - a two-player run (arena) exports both adapters, and the buttons say so;
-//   - `?backend=webgl` where WebGL cannot start lands on wasm, not on the software WebGPU adapter.
+//   - `?backend=webgl` where WebGL cannot start lands on wasm, not on the software WebGPU adapter;
+//   - the status, the arena and the lesson count a run's last step alike (steps done).
 import { strFromU8, unzipSync } from 'fflate';
 import type { Download, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
@@ -369,5 +370,30 @@ describe('backend fallback follows the measured order', () => {
     } finally {
       await browser.close();
     }
+  });
+});
+
+describe('every panel counts steps the same way', () => {
+  it('after a 2-step run the status, the arena and the lesson all say step 2', async () => {
+    const { page } = lab;
+    await pick(page, 'redteam', {
+      groupSize: '2',
+      prompts: '1',
+      promptPool: '4',
+      maxNewTokens: '8',
+      samples: '1',
+      loraRank: '2',
+    });
+    await page.uncheck('[data-testid="field-earlyStop"]');
+    await start(page, { seed: '2', maxSteps: '2', then: 'pause' });
+    await waitFor(page, `${stateIs('paused')} && ${stepAtLeast(2)}`, 120_000);
+    await expect(runState(page).textContent()).resolves.toContain('step 2 / 2');
+    await expect(page.getByTestId('panel-arena').locator('output').textContent()).resolves.toBe('2 (latest)');
+    if ((await page.getByTestId('teaching-toggle').getAttribute('aria-pressed')) !== 'true')
+      await page.getByTestId('teaching-toggle').click();
+    await expect(page.getByTestId('live-formula').textContent()).resolves.toContain('Latest rollout (step 2,');
+    await page.getByTestId('teaching-toggle').click();
+    await button(page, 'Stop').click();
+    await waitFor(page, stateIs('stopped'), 60_000);
   });
 });

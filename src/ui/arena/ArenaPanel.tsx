@@ -7,6 +7,7 @@ import { ExampleNotice } from '../runlist/ExampleNotice';
 import { JudgeTimes, judgeTimesAt } from './JudgeTimes';
 import { SampleCard } from './SampleCard';
 import { useVocabulary } from './useVocabulary';
+import { shownStep } from '../../contract/stepCount';
 import { useSetup } from '../../store/setupStore';
 import type { Vocabulary } from '../../contract/vocabulary';
 
@@ -89,11 +90,11 @@ export function ArenaPanel() {
               const i = Number(e.target.value);
               setChosenStep(i === steps.length - 1 ? null : steps[i]);
             }}
-            aria-valuetext={`step ${step}`}
+            aria-valuetext={`step ${shownStep(step)}`}
             data-testid="arena-step"
           />
           <output>
-            {step}
+            {shownStep(step)}
             {chosenStep === null ? ' (latest)' : ''}
           </output>
         </label>
@@ -116,7 +117,7 @@ export function ArenaPanel() {
       </div>
       <div className="arena-body">
         <div className="samples">
-          {shown.length === 0 && <p className="empty">No rollout at step {step} matches this filter.</p>}
+          {shown.length === 0 && <p className="empty">No rollout at step {shownStep(step)} matches this filter.</p>}
           {shown.map((e) => (
             <SampleCard
               key={`${e.runId}/${e.step}/${e.sample.id}`}

@@ -45,8 +45,9 @@ describe('chart data', () => {
     const c = chartData(d, group('reward'));
     expect(c.series.map((s) => s.label)).toEqual(['reward/mean · a', 'reward/mean · b']);
     expect(c.series[0].colour).not.toBe(c.series[1].colour);
+    // x counts steps done, as the run status does: the reports of steps 1 and 2 (0-based) sit at 2 and 3.
     expect(c.data).toEqual([
-      [1, 2],
+      [2, 3],
       [1, 2],
       [undefined, 5],
     ]);
@@ -78,7 +79,7 @@ describe('chart data', () => {
     const c = chartData(d, group('kl'));
     expect(c.series.map((s) => s.raw)).toEqual([true, false]);
     expect(c.data).toEqual([
-      [1, 2],
+      [2, 3],
       [0, 10],
       [0, 5],
     ]);

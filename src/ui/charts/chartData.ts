@@ -7,6 +7,7 @@
 // researcher reads off. Each recipe shown gets its own row of charts (recipeSections), with
 // axes in its own units; runs of one recipe stay overlaid on one axis, where they compare.
 import { metricNames, type RunData } from '../../store/runStore';
+import { shownStep } from '../../contract/stepCount';
 import { alignSeries, ema, ringArrays, smoothingToAlpha, type Column, type XY } from '../../store/runStoreSeries';
 import { METRIC_DASHES, runColour } from '../palette';
 import { groupMetrics, type ChartGroup } from './groups';
@@ -68,7 +69,8 @@ export function chartData(d: RunData, group: ChartGroup, only?: readonly string[
     names.forEach((name, m) => {
       const ring = run.metrics[name];
       if (!ring) return;
-      const { x, y } = ringArrays(ring);
+      const { x: index, y } = ringArrays(ring);
+      const x = index.map(shownStep);
       const colour = runColour(run.info.colour);
       const dash = METRIC_DASHES[m % METRIC_DASHES.length];
       const label = runs.length > 1 ? `${name} · ${run.info.label}` : name;
