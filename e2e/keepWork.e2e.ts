@@ -170,9 +170,12 @@ describe('a run keeps its work and lives in one place', () => {
   it('"Max steps 2, then stop" leaves the step-2 adapter to export', async () => {
     const { page } = lab;
     await fillSft(page, { seed: '4', maxSteps: '2', then: 'stop' });
-    await start(page);
+    const runId = await start(page);
     await waitFor(page, stateIs('stopped'), 90_000);
     await expect(runState(page).getAttribute('data-step')).resolves.toBe('2');
+    // Its last checkpoint is the stop's, not the pause's the limit passes through ("pause · step 2").
+    const names = page.locator(`[data-testid="checkpoint-row"][data-run="${runId}"] [data-testid="checkpoint-name"]`);
+    await names.filter({ hasText: 'stopped · step 2' }).waitFor({ timeout: 10_000 });
     const zip = await download(page, 'Adapter (PEFT zip)');
     expect(zip.name).toBe('attacker-sft-attacker-step2-adapter.zip');
     checkPeftZip(zip.bytes);
@@ -185,6 +188,13 @@ describe('a run keeps its work and lives in one place', () => {
     const runId = await start(page);
     await waitFor(page, stepAtLeast(2), 90_000);
     await button(page, 'Stop and discard').click();
+    // It asks first; "Keep running" keeps it running, "Discard" stops it.
+    const ask = page.getByRole('alertdialog', { name: "Discard the run's unsaved steps?" });
+    await expect(ask.textContent()).resolves.toContain('Stop and keep nothing of this run (it has no checkpoint yet)?');
+    await ask.getByRole('button', { name: 'Keep running' }).click();
+    await expect(runState(page).getAttribute('data-state')).resolves.toBe('running');
+    await button(page, 'Stop and discard').click();
+    await ask.getByRole('button', { name: 'Discard' }).click();
     await waitFor(page, stateIs('stopped'), 60_000);
     await expect(page.locator(`[data-testid="checkpoint-run"][data-run="${runId}"]`).count()).resolves.toBe(0);
     await button(page, 'Adapter (PEFT zip)').click();

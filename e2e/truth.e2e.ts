@@ -105,6 +105,19 @@ describe('the stop reason is kept and shown', () => {
     const group = page.locator(`[data-testid="checkpoint-run"][data-run="${limited}"]`);
     await group.waitFor({ timeout: 10_000 });
     await expect(group.textContent()).resolves.toContain('stopped at the step limit: step 1');
+    // Restore says so in the panel clicked, not only in Run setup.
+    await page
+      .locator(`[data-testid="checkpoint-row"][data-run="${limited}"]`)
+      .getByRole('button', { name: 'Restore' })
+      .click();
+    const said = page.getByTestId('checkpoint-message').filter({ hasText: 'Restored' });
+    await said.waitFor({ timeout: 30_000 });
+    await expect(said.textContent()).resolves.toBe(
+      'Restored "stopped · step 1" into Run setup, paused at step 1: Resume there continues it.',
+    );
+    await waitFor(page, stateIs('paused'), 30_000);
+    await button(page, 'Stop').click();
+    await waitFor(page, stateIs('stopped'), 60_000);
 
     const byHand = await start(page, { seed: '3' });
     await waitFor(page, stepAtLeast(1), 90_000);
@@ -388,6 +401,8 @@ describe('every panel counts steps the same way', () => {
     await start(page, { seed: '2', maxSteps: '2', then: 'pause' });
     await waitFor(page, `${stateIs('paused')} && ${stepAtLeast(2)}`, 120_000);
     await expect(runState(page).textContent()).resolves.toContain('step 2 / 2');
+    // Two steps give no steps/s window, but the last step's time shows.
+    await expect(runState(page).textContent()).resolves.toMatch(/ · last step \d+\.\d s$/);
     await expect(page.getByTestId('panel-arena').locator('output').textContent()).resolves.toBe('2 (latest)');
     if ((await page.getByTestId('teaching-toggle').getAttribute('aria-pressed')) !== 'true')
       await page.getByTestId('teaching-toggle').click();

@@ -67,6 +67,8 @@ interface ActiveRun {
   /** Work queued for the next step boundary (saves, exports, imports). */
   tasks: BoundaryTask[];
   lastSavedStep: number | null;
+  /** Why the last save was made: a stop right after a pause save still saves as `stop` (then stop). */
+  lastSaveReason: CheckpointReason | null;
   lastMetrics: Metrics | undefined;
   step: number;
   stopRequested: boolean;
@@ -202,6 +204,7 @@ async function save(a: ActiveRun, run: RecipeRun, reason: CheckpointReason, name
   const e = await saveRunCheckpoint(checkpoints(), run, a.runId, a.lastMetrics, reason, name);
   if (e.kind === 'saved') {
     a.lastSavedStep = e.step;
+    a.lastSaveReason = reason;
     if (reason !== 'manual')
       await pruneAutosaves(checkpoints(), a.runId, autosave.keep).catch((err: Error) =>
         console.warn(`old autosaves not pruned: ${err.message}`),
@@ -339,7 +342,10 @@ async function runLoop(a: ActiveRun): Promise<void> {
     }
     // Nothing is lost at a stop: the state of the last step is saved before the run is freed
     // (unless the last save already holds it, or the user discards it).
-    if (!a.discard && a.run.stepsDone > 0 && a.lastSavedStep !== a.run.stepsDone) {
+    // A pause save of this very step is saved again as the stop's: Max steps "then stop" pauses at
+    // the limit before it stops, and its run's last checkpoint read "pause · step 2" (issue 41).
+    const savedAsStop = a.lastSavedStep === a.run.stepsDone && a.lastSaveReason !== 'pause';
+    if (!a.discard && a.run.stepsDone > 0 && !savedAsStop) {
       detail = 'saving the final checkpoint';
       notify(a);
       await drainTasks(a, a.run);
@@ -460,6 +466,7 @@ async function launch(
     run: null,
     tasks: [],
     lastSavedStep: null,
+    lastSaveReason: null,
     lastMetrics: undefined,
     step: resume?.payload.step ?? 0,
     stopRequested: false,

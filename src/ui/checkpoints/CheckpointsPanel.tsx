@@ -74,8 +74,17 @@ function Row({
           }
           onClick={() =>
             act('restoring', async () => {
-              await resumeCheckpoint(c, true);
-              document.getElementById('setup')?.scrollIntoView({ behavior: 'smooth', block: 'start' });
+              const ok = await resumeCheckpoint(c, true);
+              // Said here too, where the click was (the run itself shows in Run setup).
+              useCheckpoints.getState().setMessage(
+                ok
+                  ? {
+                      text: `Restored "${c.name}" into Run setup, paused at step ${c.step}: Resume there continues it.`,
+                      error: false,
+                    }
+                  : { text: useSetup.getState().commandError ?? `Could not restore "${c.name}".`, error: true },
+              );
+              if (ok) document.getElementById('setup')?.scrollIntoView({ behavior: 'smooth', block: 'start' });
             })
           }
         >

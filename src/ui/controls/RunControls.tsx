@@ -14,6 +14,7 @@ import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
 import type { RecipeListing } from '../../contract/workerApi';
 import { ConfigForm } from './ConfigForm';
+import { DiscardButton } from './DiscardButton';
 import { formatDuration, progressOf } from './progress';
 import { atLimit, resumeOrStep, runCommand, showInterruptedRun, startRun, stepLimit, stopRun } from './runActions';
 import './setup.css';
@@ -298,16 +299,7 @@ export function RunControls() {
           Stop
         </button>
         {active && s.detached === null && (
-          <button
-            type="button"
-            className="link-button"
-            data-testid="run-discard"
-            disabled={busy === 'stopping'}
-            title="Stop without saving: the steps since the last checkpoint are dropped"
-            onClick={() => void stopRun(true)}
-          >
-            Stop and discard
-          </button>
+          <DiscardButton disabled={busy === 'stopping'} runId={status.runId} onDiscard={() => void stopRun(true)} />
         )}
         <span
           className={`run-state run-state-${status.state}`}
@@ -332,6 +324,11 @@ export function RunControls() {
                 ? `${progress.stepsPerSec.toFixed(1)} steps/s`
                 : `${(1 / progress.stepsPerSec).toFixed(1)} s/step`}
               {progress.remainingMs != null && ` · ~${formatDuration(progress.remainingMs)} left`}
+            </span>
+          )}
+          {progress?.stepsPerSec == null && s.lastStepMs !== null && status.runId && (
+            <span className="small" data-testid="run-step-time">
+              {' · '}last step {(s.lastStepMs / 1000).toFixed(1)} s
             </span>
           )}
         </span>

@@ -80,6 +80,7 @@ function runCallbacks(limit?: { maxSteps: string; atMax: AtMax }) {
   const onReport = Comlink.proxy(async (report: StepReport) => {
     useRunStore.getState().append(report, 'live');
     useSetup.getState().stepDone(Date.now());
+    patch({ lastStepMs: report.timings.total_ms });
     const now = current();
     if (atLimit(report.step + 1, now.maxSteps) && limitHitAt !== report.step) {
       limitHitAt = report.step;
@@ -119,7 +120,7 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
     patch({ workerErrors: own, startTried: true });
     return false;
   }
-  patch({ busy: 'starting', commandError: null, workerErrors: {}, stepTimes: [] });
+  patch({ busy: 'starting', commandError: null, workerErrors: {}, stepTimes: [], lastStepMs: null });
   try {
     // A run shown from before a reload that the user starts over (the guided demo does): it ended here.
     const { detached } = useSetup.getState();
@@ -149,7 +150,7 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
  */
 export async function resumeCheckpoint(c: CheckpointSummary, paused: boolean): Promise<boolean> {
   const { patch } = useSetup.getState();
-  patch({ busy: paused ? 'restoring' : 'resuming', commandError: null, stepTimes: [] });
+  patch({ busy: paused ? 'restoring' : 'resuming', commandError: null, stepTimes: [], lastStepMs: null });
   try {
     const history = await runLogs()
       .readReports(c.runId, { toStep: c.step - 1 })
