@@ -56,6 +56,20 @@ describe('chart data', () => {
     expect(hidden.key).not.toBe(c.key);
   });
 
+  it('draws one run\'s "other" metrics in as many colours as there are metrics (up to the palette), not one', () => {
+    let d = setSmoothing(initialRunData(), 0);
+    const metrics = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`zz/m${i}`, i]));
+    d = appendReport(d, rep('a', 0, metrics));
+    const c = chartData(d, OTHER_GROUP);
+    expect(c.series).toHaveLength(10);
+    expect(new Set(c.series.map((s) => s.colour)).size).toBe(8);
+    // Past the palette, the dash tells them apart: no two series share both.
+    expect(new Set(c.series.map((s) => `${s.colour} ${s.dash.join(',')}`)).size).toBe(10);
+    // Two runs overlaid keep one colour per run.
+    d = appendReport(d, rep('b', 0, metrics), 'replay');
+    expect(new Set(chartData(d, OTHER_GROUP).series.map((s) => s.colour)).size).toBe(2);
+  });
+
   it("puts each recipe's runs on their own charts, so one recipe's scale never flattens another's", () => {
     let d = setSmoothing(initialRunData(), 0);
     d = appendReport(d, rep('red', 1, { 'reward/mean': 0.1 }), 'replay');

@@ -9,8 +9,8 @@
 import { metricNames, type RunData } from '../../store/runStore';
 import { shownStep } from '../../contract/stepCount';
 import { alignSeries, ema, ringArrays, smoothingToAlpha, type Column, type XY } from '../../store/runStoreSeries';
-import { METRIC_DASHES, runColour } from '../palette';
-import { groupMetrics, type ChartGroup } from './groups';
+import { METRIC_DASHES, RUN_COLOURS, runColour } from '../palette';
+import { groupMetrics, OTHER_GROUP, type ChartGroup } from './groups';
 
 export interface SeriesSpec {
   label: string;
@@ -71,8 +71,10 @@ export function chartData(d: RunData, group: ChartGroup, only?: readonly string[
       if (!ring) return;
       const { x: index, y } = ringArrays(ring);
       const x = index.map(shownStep);
-      const colour = runColour(run.info.colour);
-      const dash = METRIC_DASHES[m % METRIC_DASHES.length];
+      // One run's many unrelated metrics ("Other metrics", 30+) read apart by colour, not by four dashes.
+      const byMetric = group.id === OTHER_GROUP.id && runs.length === 1;
+      const colour = runColour(byMetric ? m : run.info.colour);
+      const dash = METRIC_DASHES[(byMetric ? Math.floor(m / RUN_COLOURS.length) : m) % METRIC_DASHES.length];
       const label = runs.length > 1 ? `${name} · ${run.info.label}` : name;
       if (smooth) {
         series.push({ label: `${label} (raw)`, colour, dash, width: 1, raw: true });
