@@ -127,10 +127,10 @@ describe('lab views on the recorded example', () => {
     await matrix.focus();
     await page.keyboard.press('ArrowRight');
     await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(
-      /step 30, position 1: .*entropy \d+\.\d{3} nats/,
+      /step 31, position 1: .*entropy \d+\.\d{3} nats/,
     );
     await page.keyboard.press('ArrowUp');
-    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 29, position 1/);
+    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 30, position 1/);
     // The pinned card stays pinned when an earlier step is chosen.
     await page.locator('[data-testid="arena-step"]').fill('0');
     await expect(
