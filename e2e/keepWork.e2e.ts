@@ -11,20 +11,12 @@ import { strFromU8, unzipSync } from 'fflate';
 import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
-import { sharedLabPage } from './browser';
+import { CHEAPEST_SFT, sharedLabPage } from './browser';
 
 // wasm: this is about the run's life, not the kernels (a step on SwiftShader's WebGPU is far slower).
 const lab = sharedLabPage('?backend=wasm');
 
-/** attacker-sft at its cheapest: 2 pairs a step, 16-token targets, rank 2 (its adapter moves from step 1). */
-const SFT: Record<string, string> = {
-  dataset: 'sandbox',
-  dataSize: '64',
-  batchSize: '2',
-  loraRank: '2',
-  maxTargetTokens: '16',
-  sampleEvery: '0',
-};
+const SFT = CHEAPEST_SFT;
 
 const runState = (page: Page) => page.getByTestId('run-state');
 

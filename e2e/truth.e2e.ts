@@ -15,7 +15,7 @@ import { chromium } from 'playwright-core';
 import { parseSafetensors } from '../src/model/safetensors';
 import { CHROMIUM, CHROMIUM_ARGS } from '../dev/browser/chromium';
 import { describe, expect, it } from 'vitest';
-import { appURL, openLab, sharedLabPage } from './browser';
+import { appURL, CHEAPEST_SFT, openLab, sharedLabPage } from './browser';
 
 // wasm: these are about what the page says, not the kernels.
 const lab = sharedLabPage('?backend=wasm');
@@ -49,15 +49,7 @@ async function start(page: Page, o: { seed: string; maxSteps?: string; then?: 'p
   return (await runState(page).getAttribute('data-run'))!;
 }
 
-/** attacker-sft at its cheapest. */
-const SFT = {
-  dataset: 'sandbox',
-  dataSize: '64',
-  batchSize: '2',
-  loraRank: '2',
-  maxTargetTokens: '16',
-  sampleEvery: '0',
-};
+const SFT = CHEAPEST_SFT;
 
 async function reloaded(page: Page): Promise<void> {
   await page.waitForFunction(

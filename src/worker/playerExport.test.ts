@@ -9,34 +9,16 @@ import { createRun, getRecipe } from '../recipes/registry';
 import { RECIPE_PLAYERS } from '../recipes/players';
 import { importPeftZip } from '../storage/peft';
 import { loadModelConfig } from '../model/load';
-import { loadWithCharCodec } from '../../dev/test/recipeTesting';
+import { loadWithCharCodec, TINY_ARENA } from '../../dev/test/recipeTesting';
 import { runAdapter } from './adapterIo';
 import { exportRunAdapters, exportRunMerged } from './playerExport';
 
 const folder = folderSource(resolve('dev/fixtures/tiny-llama-f32'));
 const env = createRecipeEnv({ folder: () => folder, load: loadWithCharCodec, readText: async () => '' });
-// Both players train: phase 1 step each, the defender first.
-const cfg = {
-  attacker: 'fixture',
-  defender: 'fixture',
-  judge: 'rules',
-  phaseSteps: 1,
-  firstPhase: 'defender',
-  goals: 1,
-  groupSize: 2,
-  benignPrompts: 0,
-  attackerMaxTokens: 4,
-  defenderMaxTokens: 4,
-  goalPool: 4,
-  samples: 0,
-  loraRank: 2,
-  attackerLr: 5e-2,
-  defenderLr: 5e-2,
-};
 
 describe('a two-player run exports every player', () => {
   it("arena: one zip, a valid PEFT folder per player, each holding that player's own trained weights", async () => {
-    const { run, config } = await createRun(env, 'arena', cfg, 3);
+    const { run, config } = await createRun(env, 'arena', TINY_ARENA, 3);
     try {
       await run.step();
       await run.step();
