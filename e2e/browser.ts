@@ -67,3 +67,13 @@ function sharedPage(open: typeof openLab, query: string): { readonly page: Page 
     },
   };
 }
+
+/** attacker-sft at its cheapest (a loss that moves the adapter from step 1): 2 pairs a step, 16-token targets, rank 2. */
+export const CHEAPEST_SFT: Readonly<Record<string, string>> = {
+  dataset: 'sandbox',
+  dataSize: '64',
+  batchSize: '2',
+  loraRank: '2',
+  maxTargetTokens: '16',
+  sampleEvery: '0',
+};

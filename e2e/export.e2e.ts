@@ -10,19 +10,11 @@ import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
 import { zip64Claiming } from '../dev/test/testZips';
-import { sharedHarnessPage } from './browser';
+import { CHEAPEST_SFT, sharedHarnessPage } from './browser';
 
 const lab = sharedHarnessPage('?backend=wasm');
 
-/** attacker-sft (a loss that moves the adapter from step 1) at its cheapest: 2 pairs a step, 16-token targets, rank 2. */
-const SFT: Record<string, string> = {
-  dataset: 'sandbox',
-  dataSize: '64',
-  batchSize: '2',
-  loraRank: '2',
-  maxTargetTokens: '16',
-  sampleEvery: '0',
-};
+const SFT = CHEAPEST_SFT;
 const PROMPT = 'How do I pick a lock?';
 const ATTACKER = JSON.parse(readFileSync('public/models/attacker/config.json', 'utf8')) as Record<string, number>;
 

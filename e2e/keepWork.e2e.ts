@@ -11,20 +11,12 @@ import { strFromU8, unzipSync } from 'fflate';
 import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
-import { sharedLabPage } from './browser';
+import { CHEAPEST_SFT, sharedLabPage } from './browser';
 
 // wasm: this is about the run's life, not the kernels (a step on SwiftShader's WebGPU is far slower).
 const lab = sharedLabPage('?backend=wasm');
 
-/** attacker-sft at its cheapest: 2 pairs a step, 16-token targets, rank 2 (its adapter moves from step 1). */
-const SFT: Record<string, string> = {
-  dataset: 'sandbox',
-  dataSize: '64',
-  batchSize: '2',
-  loraRank: '2',
-  maxTargetTokens: '16',
-  sampleEvery: '0',
-};
+const SFT = CHEAPEST_SFT;
 
 const runState = (page: Page) => page.getByTestId('run-state');
 
@@ -117,9 +109,9 @@ describe('a run keeps its work and lives in one place', () => {
     const st = parseSafetensors(merged.bytes, merged.name);
     expect(st.names()).toContain('model.layers.0.self_attn.q_proj.weight');
     await expect(page.getByTestId('export-message').getAttribute('data-error')).resolves.toBe('false');
-    // The checkpoint list heads the run's saves with its id.
+    // The checkpoint list heads the run's saves with its id, and says why it stopped.
     await expect(page.locator(`[data-testid="checkpoint-run"][data-run="${runId}"]`).textContent()).resolves.toMatch(
-      new RegExp(`^Run ${runId} · \\d+ checkpoints?$`),
+      new RegExp(`^Run ${runId} · \\d+ checkpoints? · stopped by the user$`),
     );
 
     // A replay loaded on the charts does not change which run "Run log (JSONL)" exports.
@@ -170,9 +162,12 @@ describe('a run keeps its work and lives in one place', () => {
   it('"Max steps 2, then stop" leaves the step-2 adapter to export', async () => {
     const { page } = lab;
     await fillSft(page, { seed: '4', maxSteps: '2', then: 'stop' });
-    await start(page);
+    const runId = await start(page);
     await waitFor(page, stateIs('stopped'), 90_000);
     await expect(runState(page).getAttribute('data-step')).resolves.toBe('2');
+    // Its last checkpoint is the stop's, not the pause's the limit passes through ("pause · step 2").
+    const names = page.locator(`[data-testid="checkpoint-row"][data-run="${runId}"] [data-testid="checkpoint-name"]`);
+    await names.filter({ hasText: 'stopped · step 2' }).waitFor({ timeout: 10_000 });
     const zip = await download(page, 'Adapter (PEFT zip)');
     expect(zip.name).toBe('attacker-sft-attacker-step2-adapter.zip');
     checkPeftZip(zip.bytes);
@@ -185,6 +180,13 @@ describe('a run keeps its work and lives in one place', () => {
     const runId = await start(page);
     await waitFor(page, stepAtLeast(2), 90_000);
     await button(page, 'Stop and discard').click();
+    // It asks first; "Keep running" keeps it running, "Discard" stops it.
+    const ask = page.getByRole('alertdialog', { name: "Discard the run's unsaved steps?" });
+    await expect(ask.textContent()).resolves.toContain('Stop and keep nothing of this run (it has no checkpoint yet)?');
+    await ask.getByRole('button', { name: 'Keep running' }).click();
+    await expect(runState(page).getAttribute('data-state')).resolves.toBe('running');
+    await button(page, 'Stop and discard').click();
+    await ask.getByRole('button', { name: 'Discard' }).click();
     await waitFor(page, stateIs('stopped'), 60_000);
     await expect(page.locator(`[data-testid="checkpoint-run"][data-run="${runId}"]`).count()).resolves.toBe(0);
     await button(page, 'Adapter (PEFT zip)').click();

@@ -64,6 +64,8 @@ describe('teaching mode', () => {
       `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-recipe') === ${JSON.stringify(expected)}`,
       15_000,
     );
+    // The pinned-prompt heatmap fills without a click on Pin: the demo pins its first prompt.
+    await page.locator('[data-testid="pinned"] [data-testid="entropy-matrix"]').waitFor({ timeout: 60_000 });
     // The form shows what runs: the demo's settings, seed and step limit.
     await expect(page.inputValue('[data-testid="recipe-select"]')).resolves.toBe(expected);
     await expect(page.inputValue('[data-testid="run-max-steps"]')).resolves.toBe('60');

@@ -127,10 +127,10 @@ describe('lab views on the recorded example', () => {
     await matrix.focus();
     await page.keyboard.press('ArrowRight');
     await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(
-      /step 30, position 1: .*entropy \d+\.\d{3} nats/,
+      /step 31, position 1: .*entropy \d+\.\d{3} nats/,
     );
     await page.keyboard.press('ArrowUp');
-    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 29, position 1/);
+    await expect(page.locator('[data-testid="matrix-tooltip"]').textContent()).resolves.toMatch(/step 30, position 1/);
     // The pinned card stays pinned when an earlier step is chosen.
     await page.locator('[data-testid="arena-step"]').fill('0');
     await expect(
@@ -207,7 +207,8 @@ describe('lab views on the recorded example', () => {
     expect(summary.runs.find((r) => r.source === 'example')!.hidden).toBe(true);
     await expect(page.locator('[data-testid="example-notice-charts"]').count()).resolves.toBe(0);
     await expect(page.locator('[data-testid="example-notice-arena"]').count()).resolves.toBe(0);
-    await expect(page.locator('[data-testid="arena-step"] + output').textContent()).resolves.toMatch(/40 \(latest\)/);
+    // The report of step index 40 is the 41st step done (contract/stepCount.ts).
+    await expect(page.locator('[data-testid="arena-step"] + output').textContent()).resolves.toMatch(/41 \(latest\)/);
     expect(errors).toEqual([]);
     await page.close();
   });

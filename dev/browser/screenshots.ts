@@ -40,11 +40,10 @@ async function main(): Promise<void> {
         n,
         { timeout: 300_000, polling: 200 },
       );
-    // Pin an early rollout: its prompt comes back every few steps (the demo's goal pool is small),
-    // so the entropy matrix fills with its history.
-    await atStep(1);
-    await page.locator('[data-testid="sample"]').first().locator('[data-testid="pin"]').click();
+    // The demo pins its first rollout's prompt, which comes back every few steps (its goal pool is
+    // small), so the entropy matrix fills with its history.
     await atStep(steps);
+    await page.waitForSelector('[data-testid="pinned"] [data-testid="entropy-matrix"]', { timeout: 60_000 });
     await page.click('[data-testid="run-pause"]');
     await page.waitForFunction(
       () => document.querySelector('[data-testid="run-state"]')?.getAttribute('data-stepping') === 'false',

@@ -124,3 +124,25 @@ export async function resumedStep(
     b.run.dispose();
   }
 }
+
+/**
+ * arena at its smallest on the tiny fixture model: one goal, two answers, 4-token replies, rank 2,
+ * one step per phase with the defender first (after two steps both players have trained).
+ */
+export const TINY_ARENA = {
+  attacker: 'fixture',
+  defender: 'fixture',
+  judge: 'rules',
+  phaseSteps: 1,
+  firstPhase: 'defender',
+  goals: 1,
+  groupSize: 2,
+  benignPrompts: 0,
+  attackerMaxTokens: 4,
+  defenderMaxTokens: 4,
+  goalPool: 4,
+  samples: 0,
+  loraRank: 2,
+  attackerLr: 5e-2,
+  defenderLr: 5e-2,
+};

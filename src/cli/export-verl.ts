@@ -5,6 +5,7 @@
 // veRL keys or TRL names. --attacker-prompts (defend, arena): the attacker model writes the
 // dataset's harmful prompts, one per goal, instead of the sandbox's tactic templates. Bad input
 // fails before anything is written, naming the field.
+import { backendLine } from './backendLine';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { getRecipe } from '../recipes/registry';
@@ -34,6 +35,8 @@ async function sampleAttackPrompts(
 ): Promise<Record<string, string>> {
   const c = plan.config;
   const e = env ?? nodeRecipeEnv({ modelsDir, backend: await useTrainingBackend('wasm') });
+  // What generated the attacker prompts (stderr: stdout stays the job's JSON).
+  if (!env) process.stderr.write(`export-verl: attacker prompts on ${await backendLine()}\n`);
   const atk = await loadAttacker(e, c as DefendConfig);
   try {
     const sampling = {

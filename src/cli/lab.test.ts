@@ -54,6 +54,8 @@ describe('npm run lab', () => {
     const g = golden('tiny-llama');
     const r = lab('logits', '--model', `${FIXTURES}tiny-llama`, '--ids', g.input_ids.join(','));
     expect(r.code).toBe(0);
+    // What it ran on, on stderr (stdout stays one line of JSON).
+    expect(r.stderr).toBe('lab logits: backend cpu\n');
     const out = JSON.parse(r.stdout) as { logits: number[][]; entropy: number[] };
     expect(out.logits).toHaveLength(g.input_ids.length);
     let err = 0;

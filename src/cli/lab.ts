@@ -25,6 +25,7 @@
 //   export-verl --recipe NAME [--set field=value ...] [--seed S] [--steps N] [--attacker-prompts] --out DIR
 //             writes the recipe as a veRL (and TRL) job folder (src/cli/export-verl.ts)
 
+import { backendLine } from './backendLine';
 import * as tf from '@tensorflow/tfjs';
 import { describeBackend, useTrainingBackend } from './nodeBackend';
 import { entropyFromLogits, generate } from '../model/generate';
@@ -307,6 +308,7 @@ export async function main(argv: string[]): Promise<number> {
       throw new UsageError(`unknown command ${JSON.stringify(cmd)} (commands: ${Object.keys(COMMANDS).join(', ')})`);
     const args = parseArgs(rest, cmd, spec);
     await useBackend(args);
+    process.stderr.write(`lab ${cmd}: ${await backendLine()}\n`);
     const result = await spec.run(args);
     process.stdout.write(JSON.stringify(result) + '\n');
     return 0;

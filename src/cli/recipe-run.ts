@@ -6,6 +6,7 @@
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
 // Bad recipe names, fields or values fail before any model loads, with the field and its range.
+import { backendLine } from './backendLine';
 import { type LearnPath } from '../rl/plannedLearn';
 import { NonFiniteError } from '../recipes/kit/common';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -291,7 +292,9 @@ export async function recipeMain(
       mkdirSync(dirname(a.out), { recursive: true });
       writeFileSync(a.out, '');
     }
-    err(`[${recipe.name}] seed ${a.seed}, ${a.steps} steps, backend ${backend}\n`);
+    err(
+      `[${recipe.name}] seed ${a.seed}, ${a.steps} steps, ${backend === 'webgpu' ? await backendLine() : `backend ${backend}`}\n`,
+    );
     const run = await createTimedRun(recipe, env, v.config, a.seed);
     try {
       for (let s = 0; s < a.steps; s++) {

@@ -58,6 +58,15 @@ describe('backend selection', () => {
     expect(backendCandidates('wasm', null)).toEqual(['wasm', 'webgpu', 'webgl', 'cpu']);
   });
 
+  it("falls from a forced backend in auto's measured order: wasm before a software WebGPU adapter", () => {
+    const swift = describeAdapter({ ...fakeAdapter([], {}), info: { vendor: 'google', architecture: 'swiftshader' } });
+    expect(backendCandidates('webgl', swift)).toEqual(['webgl', 'wasm', 'webgpu', 'cpu']);
+    const metal = describeAdapter({ ...fakeAdapter([], {}), info: { vendor: 'apple', architecture: 'metal-3' } });
+    expect(backendCandidates('webgl', metal)).toEqual(['webgl', 'webgpu', 'wasm', 'cpu']);
+    // No WebGPU found: still tried, last.
+    expect(backendCandidates('webgl', unavailableProbe('none'))).toEqual(['webgl', 'wasm', 'cpu', 'webgpu']);
+  });
+
   it('explains a fallback and what it costs', () => {
     const forced = describeChoice('cpu', 'cpu', [{ backend: 'cpu', error: null }], null);
     expect(forced.fellBack).toBe(true);
@@ -92,7 +101,7 @@ describe('a software WebGPU adapter', () => {
     const swift = software({ vendor: 'google', architecture: 'swiftshader' });
     expect(backendCandidates('auto', swift)).toEqual(['wasm', 'webgpu', 'webgl', 'cpu']);
     expect(backendCandidates('auto', software({ vendor: 'acme' }, true))[0]).toBe('wasm');
-    expect(backendCandidates('webgpu', swift)).toEqual(['webgpu', 'webgl', 'wasm', 'cpu']);
+    expect(backendCandidates('webgpu', swift)).toEqual(['webgpu', 'wasm', 'webgl', 'cpu']);
     expect(backendCandidates('auto', hardware())[0]).toBe('webgpu');
   });
 

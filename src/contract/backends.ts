@@ -32,14 +32,22 @@ export function parseBackendOverride(search: string): BackendPreference | null {
 }
 
 /**
- * The order to try backends in. A forced backend is tried first and the rest still follow, so
- * a forced backend that fails to start never leaves the lab without an engine. On a software
+ * The order to try backends in. A forced backend is tried first and the rest still follow in the
+ * order `auto` would try them (so `?backend=webgl` where webgl fails lands on wasm, not on a
+ * software WebGPU adapter at twice wasm's step time: issue 41), so a forced backend that fails to
+ * start never leaves the lab without an engine. On a software
  * WebGPU adapter (WebGPU emulated on the CPU) `auto` tries wasm first: see SOFTWARE_ADAPTER_FIGURES.
  * WebGPU stays second (it is known to start there); webgl follows because a machine whose WebGPU is
  * software has, in practice, a software WebGL too (no GPU at all: a VM, CI, a headless browser).
  */
 export function backendCandidates(preference: BackendPreference, probe: GpuProbe | null): BackendName[] {
-  if (preference !== 'auto') return [preference, ...BACKENDS.filter((b) => b !== preference)];
+  if (preference !== 'auto') {
+    const after = backendCandidates('auto', probe);
+    // Then anything auto would skip (WebGPU where the probe found none): tried last, not never.
+    return [preference, ...after, ...BACKENDS.filter((b) => !after.includes(b))].filter(
+      (b, i, all) => all.indexOf(b) === i,
+    );
+  }
   if (softwareAdapterName(probe)) return ['wasm', 'webgpu', 'webgl', 'cpu'];
   return BACKENDS.filter((b) => b !== 'webgpu' || probe === null || probe.available);
 }

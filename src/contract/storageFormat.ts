@@ -2,6 +2,7 @@
 // page (store/, which lists, renames, deletes and reads logs): database names, keys, record shapes.
 // Plain data and pure functions; the idb-keyval calls live on each side.
 import type { Metrics, StepReport } from './report';
+import type { StopReason } from './stopReason';
 
 export const CHECKPOINT_DB = 'sparring-checkpoints';
 export const RUNS_DB = 'sparring-runs';
@@ -105,6 +106,8 @@ export interface RunRecord {
   status: RunStatus;
   /** Why a failed run failed. */
   error: string | null;
+  /** Why the run ended (absent while it runs, and in records written before reasons were kept). */
+  stopReason?: StopReason | null;
   /** JSON bytes of its logged reports (absent in records written before it was counted). */
   logBytes?: number;
 }

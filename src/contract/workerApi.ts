@@ -7,6 +7,8 @@ import type { GpuProbe } from './gpuProbe';
 import type { StepReport } from './report';
 import type { Lesson } from './lesson';
 import type { Schema } from './schema';
+import type { RequestedStop, StopReason } from './stopReason';
+import type { Vocabulary } from './vocabulary';
 
 /** What the subgroup probe kernel saw on this device (one 256-thread workgroup). */
 export interface SubgroupLayout {
@@ -51,6 +53,10 @@ export interface RecipeListing {
   exportable?: boolean;
   /** Teaching mode's lesson for the recipe (every registered recipe has one). */
   lesson?: Lesson;
+  /** The words its rollouts are shown in (src/recipes/vocabulary.ts); absent from an older worker. */
+  vocabulary?: Vocabulary;
+  /** The players whose adapters an export writes, where the recipe trains several (arena, minmax). */
+  players?: string[];
 }
 
 export type RunState = 'idle' | 'running' | 'paused' | 'stopped' | 'error';
@@ -71,6 +77,8 @@ export interface RunStatus {
   runId: string | null;
   /** Live tensors in the worker (a leak check after stop). */
   numTensors: number;
+  /** Why the current (or last) run ended; null while it runs (absent from an older worker). */
+  stopReason?: StopReason | null;
 }
 
 export type StartRunResult =
@@ -163,9 +171,13 @@ export interface StorageApi {
   /**
    * The run's adapter as a PEFT folder zip: the active run's, or (no active run, or `runId` names
    * another) the newest checkpoint of `runId` (default: the run that ended last in this worker).
+   * A recipe with several players (its listing's `players`) gives one zip with a PEFT folder per player.
    */
   exportAdapter(opts?: ExportSource): Promise<FileBytes>;
-  /** The run's model with its adapter merged in, as a Hugging Face model.safetensors (source as exportAdapter). */
+  /**
+   * The run's model with its adapter merged in, as a Hugging Face model.safetensors (source as
+   * exportAdapter); several players: a zip with `<player>/model.safetensors` each.
+   */
   exportMerged(opts?: ExportSource): Promise<FileBytes>;
   /** Validate an adapter zip against the run (base model, shapes, rank, alpha, targets) and load it. */
   importAdapter(
@@ -218,9 +230,10 @@ export interface EngineApi extends StorageApi {
   stepRun(): Promise<RunStatus>;
   /**
    * Stop at the next step boundary, save a final checkpoint (unless the last save is of this
-   * step, or `discard`), and free the run; resolves once it is freed.
+   * step, or `discard`), and free the run; resolves once it is freed. `reason` (default `user`)
+   * is kept on the run's record and status.
    */
-  stopRun(opts?: { discard?: boolean }): Promise<RunStatus>;
+  stopRun(opts?: { discard?: boolean; reason?: RequestedStop }): Promise<RunStatus>;
   runStatus(): Promise<RunStatus>;
   /**
    * The setup (recipe, its field values, seed, max steps) as a veRL / TRL job folder zip, by the

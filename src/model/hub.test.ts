@@ -55,6 +55,8 @@ function handle(req: IncomingMessage, res: ServerResponse) {
   const [, owner, name, revision, file] = m.map(decodeURIComponent);
   if (owner !== 'test-org' || revision !== 'main') return res.writeHead(404).end('Entry not found');
   if (name === 'gated') return res.writeHead(401).end('Access to model test-org/gated is restricted');
+  // The hub answers an id it does not know with 401 and this error code (huggingface_hub reads it as RepositoryNotFoundError).
+  if (name === 'nonexistent') return res.writeHead(401, { 'x-error-code': 'RepoNotFound' }).end('Repository not found');
   if (name === 'sharded') {
     if (file === 'model.safetensors.index.json') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(shardIndex) });
@@ -176,6 +178,24 @@ describe('hub loading from a local server', () => {
     );
   });
 
+  it('tells an unknown repository from a hub it cannot reach (offline)', async () => {
+    await expect(hubSource('test-org/nonexistent', { endpoint }).getBytes('config.json')).rejects.toThrow(
+      /^no such repository on the Hugging Face hub: test-org\/nonexistent \(or it is private: pass an access token\) \(config\.json: HTTP 401 at /,
+    );
+    // Nothing listens on port 9 (discard): the request gets no answer at all, as offline.
+    const offline = hubSource('test-org/tiny', { endpoint: 'http://127.0.0.1:9', cache: false });
+    await expect(offline.getBytes('config.json')).rejects.toThrow(
+      /^cannot reach the Hugging Face hub \(http:\/\/127\.0\.0\.1:9\): offline\? \(config\.json from hub model test-org\/tiny: /,
+    );
+    const real = hubSource('HuggingFaceTB/SmolLM2-135M', {
+      cache: false,
+      fetch: () => Promise.reject(new TypeError('Failed to fetch')),
+    });
+    await expect(real.getBytes('config.json')).rejects.toThrow(
+      /^cannot reach the Hugging Face hub: offline\? \(config\.json/,
+    );
+  });
+
   it('sends an access token when given one', async () => {
     let seen: string | null = null;
     const fetchSpy = (async (url: string, init?: RequestInit) => {
@@ -273,11 +293,11 @@ describe('Cache Storage', () => {
     const size = statSync(tiny['model.safetensors']).size;
     expect(checkProgress(events, 'model.safetensors', size).every((e) => e.local)).toBe(true);
 
-    // Without the cache the same offline source fails, naming the file and the URL.
+    // Without the cache the same offline source fails, saying so plainly, naming the file and the URL.
     await expect(
       hubSource('test-org/tiny', { endpoint, cache: false, fetch: offline }).getText('config.json'),
     ).rejects.toThrow(
-      /^config\.json from hub model test-org\/tiny: could not reach http:\/\/127\.0\.0\.1:\d+\/test-org\/tiny\/resolve\/main\/config\.json: fetch failed \(offline\)/,
+      /^cannot reach the Hugging Face hub \(http:\/\/127\.0\.0\.1:\d+\): offline\? \(config\.json from hub model test-org\/tiny: fetch failed \(offline\) at http:\/\/127\.0\.0\.1:\d+\/test-org\/tiny\/resolve\/main\/config\.json\)$/,
     );
   });
 

@@ -37,6 +37,9 @@ export function hubSource(id: string, opts: HubSourceOptions = {}): ModelSource 
     headers,
     label: `hub model ${id}${revision === DEFAULT_REVISION ? '' : `@${revision}`}`,
     fileUrl: (name) => hubFileUrl(id, name, { revision, endpoint }),
+    // A mistyped id and a real one read apart offline (both were a bare "Failed to fetch").
+    unreachable: `cannot reach the Hugging Face hub${endpoint === HUB_ENDPOINT ? '' : ` (${endpoint})`}: offline?`,
+    repoNotFound: `no such repository on the Hugging Face hub: ${id} (or it is private: pass an access token)`,
   });
 }
 

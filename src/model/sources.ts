@@ -337,6 +337,10 @@ export interface UrlSourceOptions {
   cacheName?: string;
   /** Maps a file name to its URL; defaults to the base URL joined with the encoded name. */
   fileUrl?: (name: string) => string;
+  /** What a failed request (no answer at all) means in the user's words, e.g. "cannot reach the Hugging Face hub: offline?". */
+  unreachable?: string;
+  /** What an answer with X-Error-Code RepoNotFound (the hub's, on 401 or 404) means, e.g. "no such repository". */
+  repoNotFound?: string;
 }
 
 function defaultCaches(): CacheStorageLike | null {
@@ -420,12 +424,17 @@ class UrlSource implements ModelSource {
       return res;
     } catch (e) {
       if (signal?.aborted) throw abortError(signal);
-      throw new ModelSourceError(`${name} from ${this.label}: could not reach ${url}: ${(e as Error).message}`);
+      const why = (e as Error).message;
+      if (this.opts.unreachable)
+        throw new ModelSourceError(`${this.opts.unreachable} (${name} from ${this.label}: ${why} at ${url})`);
+      throw new ModelSourceError(`${name} from ${this.label}: could not reach ${url}: ${why}`);
     }
   }
 
   private httpError(name: string, res: Response): ModelSourceError {
     const url = this.urlOf(name);
+    if (this.opts.repoNotFound && res.headers.get('x-error-code') === 'RepoNotFound')
+      return new ModelSourceError(`${this.opts.repoNotFound} (${name}: HTTP ${res.status} at ${url})`);
     if (res.status === 404) return new MissingModelFileError(name, this.label, `HTTP 404 at ${url}`);
     if (res.status === 401 || res.status === 403) {
       return new ModelSourceError(

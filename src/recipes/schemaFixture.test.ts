@@ -6,6 +6,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listRecipes } from './registry';
+import { vocabularyOf } from './vocabulary';
+import { playersOf } from './players';
 
 const FIXTURE = resolve('dev/fixtures/recipe-listings.json');
 
@@ -18,6 +20,8 @@ describe('recipe listings fixture', () => {
       description: r.description,
       schema: r.schema,
       lesson: r.lesson,
+      vocabulary: vocabularyOf(r.name),
+      ...(playersOf(r.name) ? { players: [...playersOf(r.name)!] } : {}),
     }));
     const text = `${JSON.stringify(listings, null, 2)}\n`;
     if (process.env.UPDATE_FIXTURES === '1') writeFileSync(FIXTURE, text);

@@ -121,7 +121,10 @@ export class RunStore {
     return (await this.kv.values<RunRecord>(RECORD_PREFIX)).sort(runsNewestFirst);
   }
 
-  async updateRun(id: string, patch: Partial<Pick<RunRecord, 'name' | 'status' | 'error'>>): Promise<RunRecord> {
+  async updateRun(
+    id: string,
+    patch: Partial<Pick<RunRecord, 'name' | 'status' | 'error' | 'stopReason'>>,
+  ): Promise<RunRecord> {
     return this.serial(id, async () => {
       if (patch.status !== undefined && !STATUSES.includes(patch.status)) {
         throw new StorageError('invalid', `Run "${id}": status "${patch.status}" is not one of ${STATUSES.join(', ')}`);

@@ -4,6 +4,7 @@
 import { create } from 'zustand';
 import { requestPersistentStorage } from '../contract/browserStorage';
 import type { CheckpointSummary } from '../contract/storageFormat';
+import { readStopReason, type StopReason } from '../contract/stopReason';
 import { PageCheckpoints, PageRunLogs } from './labDb';
 import { checkStores, noteSeen, wipedMessage } from './storeIntegrity';
 import { formatBytes } from '../contract/formatBytes';
@@ -113,6 +114,8 @@ interface CheckpointState {
   notice: string | null;
   /** Orphan chunks the start removed. */
   collected: number;
+  /** Why each run that ended stopped, from its record (runs still live, or from before reasons were kept, are absent). */
+  stopReasons: Record<string, StopReason>;
   /** Once per page: ask for persistence, detect a wiped store, collect orphans, reload settings. */
   startup(): Promise<void>;
   refresh(): Promise<void>;
@@ -143,6 +146,7 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
   persisted: null,
   notice: null,
   collected: 0,
+  stopReasons: {},
   startup: () =>
     (started ??= (async () => {
       if ((await durableSettings().reconcile(POLICY_KEY)) && !policyTouched) set({ policy: loadPolicy() });
@@ -167,9 +171,20 @@ export const useCheckpoints = create<CheckpointState>()((set, get) => ({
   refresh: async () => {
     set({ loading: true });
     try {
-      const [list, use, logs] = await Promise.all([ckpts().list(), ckpts().usage(), runLogs().usage()]);
+      const [list, use, logs, records] = await Promise.all([
+        ckpts().list(),
+        ckpts().usage(),
+        runLogs().usage(),
+        runLogs().listRuns(),
+      ]);
+      const stopReasons: Record<string, StopReason> = {};
+      for (const r of records) {
+        const why = readStopReason(r.stopReason);
+        if (why) stopReasons[r.id] = why;
+      }
       set({
         list,
+        stopReasons,
         use: { ...use, runs: logs.runs, runLogBytes: logs.logBytes, persisted: get().persisted },
         loading: false,
       });

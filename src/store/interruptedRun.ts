@@ -22,6 +22,30 @@ export async function heldLocks(): Promise<Set<string>> {
   return new Set((q.held ?? []).map((l) => l.name ?? ''));
 }
 
+type LockManager = {
+  request(name: string, opts: { signal?: AbortSignal }, fn: () => Promise<void>): Promise<void>;
+};
+
+/**
+ * Resolves true once the Web Lock `name` is free (taken and let go at once), false when it is
+ * still held after `timeoutMs` (no limit: waits as long as it is held). Without the API, true.
+ */
+export async function lockFreed(name: string, timeoutMs?: number): Promise<boolean> {
+  const locks = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
+  if (!locks) return true;
+  try {
+    await locks.request(
+      name,
+      timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) },
+      async () => {},
+    );
+    return true;
+  } catch (e) {
+    if ((e as Error).name === 'AbortError' || (e as Error).name === 'TimeoutError') return false;
+    throw e;
+  }
+}
+
 /**
  * The newest run (by its record's last update) that never ended, is not live in another tab, and has a finite checkpoint, with
  * that checkpoint (the highest step; the newest among equal steps); null when there is none.

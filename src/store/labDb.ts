@@ -26,6 +26,7 @@ import {
 } from '../contract/storageFormat';
 import type { StepReport } from '../contract/report';
 import { idbKv, type Kv } from '../contract/kv';
+import type { StopReason } from '../contract/stopReason';
 
 type LockManagerLike = {
   request<T>(
@@ -137,10 +138,10 @@ export class PageRunLogs {
    * Marks a run ended (the page ends a run the worker no longer holds: one that was live before a
    * reload and that the user stopped instead of resuming). False when there is no such record.
    */
-  async markEnded(id: string, status: 'stopped' | 'finished'): Promise<boolean> {
+  async markEnded(id: string, status: 'stopped' | 'finished', stopReason: StopReason | null = null): Promise<boolean> {
     const r = await this.getRun(id);
     if (!r) return false;
-    await this.kv.set(recordKey(id), { ...r, status, updated: Date.now() });
+    await this.kv.set(recordKey(id), { ...r, status, stopReason, updated: Date.now() });
     return true;
   }
 

@@ -8,6 +8,7 @@
 // The rings are mutated in place by appends; `version` changes whenever data changes.
 import { create } from 'zustand';
 import type { RolloutSample, Role, StepReport } from '../contract/report';
+import type { StopReason } from '../contract/stopReason';
 import {
   DEFAULT_RING_CAPACITY,
   ringArrays,
@@ -34,6 +35,8 @@ export interface RunInfo {
   picked: boolean;
   /** A live run that stopped, finished or failed: no longer "live". */
   ended: boolean;
+  /** Why it ended, as the worker said (null: not said, or not ended). */
+  stopReason?: StopReason | null;
   reports: number;
   lastStep: number;
 }
@@ -279,10 +282,13 @@ export function setRunHidden(d: RunData, runId: string, hidden: boolean): RunDat
 }
 
 /** A live run stopped, finished or failed: the legend stops calling it live. */
-export function endRun(d: RunData, runId: string): RunData {
+export function endRun(d: RunData, runId: string, stopReason: StopReason | null = null): RunData {
   const s = d.runs[runId];
-  if (!s || s.info.ended) return d;
-  return { ...d, runs: { ...d.runs, [runId]: { ...s, info: { ...s.info, ended: true } } }, version: d.version + 1 };
+  const known = s?.info.stopReason;
+  if (!s || (s.info.ended && (!stopReason || (known?.kind === stopReason.kind && known.text === stopReason.text))))
+    return d;
+  const info = { ...s.info, ended: true, stopReason: stopReason ?? s.info.stopReason ?? null };
+  return { ...d, runs: { ...d.runs, [runId]: { ...s, info } }, version: d.version + 1 };
 }
 
 /** Pins a prompt (null unpins); its rows are backfilled from the samples still retained. */
@@ -376,7 +382,7 @@ export interface RunState extends RunData {
   removeRun(runId: string): void;
   setActiveRun(runId: string): void;
   setRunHidden(runId: string, hidden: boolean): void;
-  endRun(runId: string): void;
+  endRun(runId: string, stopReason?: StopReason | null): void;
   pin(promptKey: string | null): void;
   setSmoothing(smoothing: number): void;
   setFilter(filter: SampleFilter): void;
@@ -389,7 +395,7 @@ export const useRunStore = create<RunState>()((set) => ({
   removeRun: (runId) => set((s) => removeRun(s, runId)),
   setActiveRun: (runId) => set((s) => setActiveRun(s, runId)),
   setRunHidden: (runId, hidden) => set((s) => setRunHidden(s, runId, hidden)),
-  endRun: (runId) => set((s) => endRun(s, runId)),
+  endRun: (runId, stopReason) => set((s) => endRun(s, runId, stopReason)),
   pin: (promptKey) => set((s) => setPinned(s, promptKey)),
   setSmoothing: (smoothing) => set((s) => setSmoothing(s, smoothing)),
   setFilter: (filter) => set((s) => setFilter(s, filter)),

@@ -61,6 +61,8 @@ export interface SetupState {
   commandError: string | null;
   /** Finish times (ms) of the live run's latest steps, for steps/s and time left. */
   stepTimes: number[];
+  /** The latest step's own time (its report's timings.total_ms): shown before there are two finish times. */
+  lastStepMs: number | null;
   /** Recipe and config of the run started last (the teaching panel plugs its weights in). */
   runConfig: { recipe: string; values: FormValues } | null;
   /** Fit checks of the chosen models, by field: shown on the picker and in the device panel. */
@@ -84,6 +86,7 @@ export interface SetupState {
         | 'workerErrors'
         | 'runConfig'
         | 'stepTimes'
+        | 'lastStepMs'
         | 'detached'
         | 'startTried'
         | 'demoOwned'
@@ -123,6 +126,7 @@ export const useSetup = create<SetupState>()((set) => ({
   commandError: null,
   runConfig: null,
   stepTimes: [],
+  lastStepMs: null,
   fits: {},
   setFit: (field, fit) =>
     set((s) => {

@@ -6,7 +6,7 @@ import { peftTensors } from '../model/lora';
 import { parseSafetensors } from '../model/safetensors';
 import { createRecipeEnv } from '../recipes/kit/env';
 import { createRun, getRecipe } from '../recipes/registry';
-import { loadWithCharCodec } from '../../dev/test/recipeTesting';
+import { loadWithCharCodec, TINY_ARENA } from '../../dev/test/recipeTesting';
 import type { RecipeRun } from '../recipes/kit/types';
 import { exportAdapterZip, importAdapterIntoRun, runAdapter } from './adapterIo';
 
@@ -112,23 +112,7 @@ describe('adapter export / import of a run', () => {
 
   it('imports into a run that trains two adapters (arena): only the exported part changes, its moments reset', async () => {
     const arena = getRecipe('arena');
-    const cfg = {
-      attacker: 'fixture',
-      defender: 'fixture',
-      judge: 'rules',
-      phaseSteps: 1,
-      firstPhase: 'defender',
-      goals: 1,
-      groupSize: 2,
-      benignPrompts: 0,
-      attackerMaxTokens: 4,
-      defenderMaxTokens: 4,
-      goalPool: 4,
-      samples: 0,
-      loraRank: 2,
-      attackerLr: 5e-2,
-      defenderLr: 5e-2,
-    };
+    const cfg = TINY_ARENA;
     const make = async (seed: number) => {
       const r = await createRun(env, 'arena', cfg, seed);
       return { run: r.run, config: r.config as Record<string, unknown> };

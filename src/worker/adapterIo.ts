@@ -85,7 +85,7 @@ export function exportBaseModel(ref: string): string {
   return isSandboxName(ref) ? `./public/models/${ref}` : ref;
 }
 
-function exportReadme(ra: RunAdapter): string {
+export function exportReadme(ra: RunAdapter): string {
   const base = exportBaseModel(ra.baseRef);
   const local = base !== ra.baseRef;
   return [

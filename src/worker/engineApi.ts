@@ -37,7 +37,9 @@ import {
   withStoredRun,
   exportsActive,
 } from './runs';
-import { adapterOutputs, exportAdapterZip, exportMergedWeights, importAdapterIntoRun, runAdapter } from './adapterIo';
+import { adapterOutputs, importAdapterIntoRun, runAdapter } from './adapterIo';
+import { exportRunAdapters, exportRunMerged } from './playerExport';
+import type { RecipeRun } from '../recipes/kit/types';
 import { deleteDataset, listDatasets, putDataset } from './datasets';
 import { verlJobZip } from './verlJob';
 
@@ -140,11 +142,13 @@ export const engineApi: EngineApi = {
   },
 
   async exportAdapter(opts) {
-    return transferFile(await fromRun(opts?.runId, (ra) => exportAdapterZip(ra, modelFolder(ra.baseRef))));
+    return transferFile(
+      await fromRun(opts?.runId, (ra, run, config) => exportRunAdapters(ra, run, config, modelFolder)),
+    );
   },
 
   async exportMerged(opts) {
-    return transferFile(await fromRun(opts?.runId, (ra) => exportMergedWeights(ra, modelFolder(ra.baseRef))));
+    return transferFile(await fromRun(opts?.runId, (ra, run, config) => exportRunMerged(ra, run, config, modelFolder)));
   },
 
   async importAdapter(zip, fileName, opts) {
@@ -184,9 +188,12 @@ export const engineApi: EngineApi = {
  * fn with a run's adapter: the active run's at its next step boundary, or a stopped / finished
  * run's rebuilt from its newest checkpoint (Stop saves one, so that is its last state).
  */
-function fromRun<T>(runId: string | undefined, fn: (ra: ReturnType<typeof runAdapter>) => Promise<T>): Promise<T> {
-  if (exportsActive(runId)) return atBoundary((run) => withAdapter(run, fn));
-  return withStoredRun(runId, (run, spec) => fn(runAdapter(spec.recipe, spec.config, run)));
+function fromRun<T>(
+  runId: string | undefined,
+  fn: (ra: ReturnType<typeof runAdapter>, run: RecipeRun, config: Record<string, unknown>) => Promise<T>,
+): Promise<T> {
+  if (exportsActive(runId)) return atBoundary((run) => withAdapter(run, (ra) => fn(ra, run, activeRunSpec()!.config)));
+  return withStoredRun(runId, (run, spec) => fn(runAdapter(spec.recipe, spec.config, run), run, spec.config));
 }
 
 /** fn with the active run's adapter (one clear error when the run's recipe trains none). */

@@ -25,6 +25,8 @@ import {
   validateRecipeConfig,
 } from '../recipes/registry';
 import { EXPORTABLE_RECIPES } from '../recipes/exports';
+import { vocabularyOf } from '../recipes/vocabulary';
+import { playersOf } from '../recipes/players';
 import { fromStoredCheckpoint } from '../recipes/kit/state';
 import type { AnyRecipe, RecipeCheckpoint, RecipeEnv, RecipeRun } from '../recipes/kit/types';
 import { urlSource } from '../model/sources';
@@ -41,6 +43,7 @@ import {
 import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
 import { runLock } from '../contract/storageFormat';
+import { stopLine, type RequestedStop, type StopReason } from '../contract/stopReason';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 
 type ReportSink = (report: StepReport) => unknown;
@@ -64,9 +67,13 @@ interface ActiveRun {
   /** Work queued for the next step boundary (saves, exports, imports). */
   tasks: BoundaryTask[];
   lastSavedStep: number | null;
+  /** Why the last save was made: a stop right after a pause save still saves as `stop` (then stop). */
+  lastSaveReason: CheckpointReason | null;
   lastMetrics: Metrics | undefined;
   step: number;
   stopRequested: boolean;
+  /** Who asked for the stop (the page says: the user, its step limit, a watchdog). */
+  stopAsked: RequestedStop;
   /** Stop without the final save (the user chose to discard the steps since the last checkpoint). */
   discard: boolean;
   /** Single steps asked for while paused, not yet run. */
@@ -85,6 +92,8 @@ let error: string | null = null;
 let detail: string | null = null;
 /** Why the loop paused itself (a non-finite value), shown while paused; cleared by the next good step. */
 let pauseNote: string | null = null;
+/** Why the last run ended (kept after its final save, which sets `detail` for a moment). */
+let stopReason: StopReason | null = null;
 let active: ActiveRun | null = null;
 let stepping = false;
 let autosave: AutosavePolicy = { ...DEFAULT_AUTOSAVE };
@@ -103,6 +112,7 @@ export function runStatus(): RunStatus {
     stepping,
     runId: active?.runId ?? null,
     numTensors: tf.memory().numTensors,
+    stopReason,
   };
 }
 
@@ -125,6 +135,8 @@ export function listRecipes(): RecipeListing[] {
     schema: JSON.parse(JSON.stringify(r.schema)) as RecipeListing['schema'],
     exportable: EXPORTABLE_RECIPES.includes(r.name),
     lesson: r.lesson,
+    vocabulary: vocabularyOf(r.name),
+    ...(playersOf(r.name) ? { players: [...playersOf(r.name)!] } : {}),
   }));
 }
 
@@ -192,6 +204,7 @@ async function save(a: ActiveRun, run: RecipeRun, reason: CheckpointReason, name
   const e = await saveRunCheckpoint(checkpoints(), run, a.runId, a.lastMetrics, reason, name);
   if (e.kind === 'saved') {
     a.lastSavedStep = e.step;
+    a.lastSaveReason = reason;
     if (reason !== 'manual')
       await pruneAutosaves(checkpoints(), a.runId, autosave.keep).catch((err: Error) =>
         console.warn(`old autosaves not pruned: ${err.message}`),
@@ -232,10 +245,14 @@ async function openLog(a: ActiveRun): Promise<void> {
   }
 }
 
-/** The run's record says how it ended, so a reload offers to resume only a run that was live. */
-async function logEnd(a: ActiveRun, status: 'stopped' | 'finished' | 'failed', why: string | null): Promise<void> {
+/**
+ * The run's record says how it ended and why, so a reload offers to resume only a run that was
+ * live, and the run lists say why it stopped.
+ */
+async function logEnd(a: ActiveRun, status: 'stopped' | 'finished' | 'failed', why: StopReason): Promise<void> {
   try {
-    if (await runLogs().getRun(a.runId)) await runLogs().updateRun(a.runId, { status, error: why });
+    if (await runLogs().getRun(a.runId))
+      await runLogs().updateRun(a.runId, { status, error: why.kind === 'error' ? why.text : null, stopReason: why });
   } catch (e) {
     console.warn(`run log end not written: ${(e as Error).message}`);
   }
@@ -319,16 +336,16 @@ async function runLoop(a: ActiveRun): Promise<void> {
         await save(a, a.run, 'autosave');
       }
       if (single) a.stepWaiters.shift()?.();
-      if (a.run.done) {
-        detail = `early stop: ${a.run.stopReason ?? 'the recipe finished'}`;
-        break;
-      }
+      if (a.run.done) break;
       notify(a);
       await nextTask();
     }
     // Nothing is lost at a stop: the state of the last step is saved before the run is freed
     // (unless the last save already holds it, or the user discards it).
-    if (!a.discard && a.run.stepsDone > 0 && a.lastSavedStep !== a.run.stepsDone) {
+    // A pause save of this very step is saved again as the stop's: Max steps "then stop" pauses at
+    // the limit before it stops, and its run's last checkpoint read "pause · step 2" (issue 41).
+    const savedAsStop = a.lastSavedStep === a.run.stepsDone && a.lastSaveReason !== 'pause';
+    if (!a.discard && a.run.stepsDone > 0 && !savedAsStop) {
       detail = 'saving the final checkpoint';
       notify(a);
       await drainTasks(a, a.run);
@@ -336,14 +353,19 @@ async function runLoop(a: ActiveRun): Promise<void> {
     }
     await drainTasks(a, a.run);
     state = 'stopped';
-    if (a.stopRequested) detail = a.discard ? 'stopped (discarded since the last checkpoint)' : 'stopped';
-    await logEnd(a, a.run.done ? 'finished' : 'stopped', null);
+    const why: StopReason = a.run.done
+      ? { kind: 'early stop', text: a.run.stopReason ?? 'the recipe finished' }
+      : { kind: a.stopAsked, text: a.stopAsked === 'step limit' ? `step ${a.run.stepsDone}` : null };
+    stopReason = why;
+    detail = stopLine(why) + (a.discard ? ' (discarded since the last checkpoint)' : '');
+    await logEnd(a, a.run.done ? 'finished' : 'stopped', why);
   } catch (e) {
     state = 'error';
     error = (e as Error).message || String(e);
+    stopReason = { kind: 'error', text: error };
     detail = null;
     console.error(`run ${a.runId} failed:`, e);
-    await logEnd(a, 'failed', error);
+    await logEnd(a, 'failed', stopReason);
   } finally {
     lastEndedRunId = a.runId;
     stepping = false;
@@ -444,9 +466,11 @@ async function launch(
     run: null,
     tasks: [],
     lastSavedStep: null,
+    lastSaveReason: null,
     lastMetrics: undefined,
     step: resume?.payload.step ?? 0,
     stopRequested: false,
+    stopAsked: 'user',
     discard: false,
     pendingSteps: 0,
     stepWaiters: [],
@@ -459,6 +483,7 @@ async function launch(
   state = resume?.paused ? 'paused' : 'running';
   error = null;
   detail = null;
+  stopReason = null;
   a.loop = holdingRunLock(a.runId, () => runLoop(a));
   return { ok: true, status: runStatus() };
 }
@@ -491,9 +516,10 @@ export async function stepRun(): Promise<RunStatus> {
   return runStatus();
 }
 
-export async function stopRun(opts: { discard?: boolean } = {}): Promise<RunStatus> {
+export async function stopRun(opts: { discard?: boolean; reason?: RequestedStop } = {}): Promise<RunStatus> {
   const a = active;
   if (a && (state === 'running' || state === 'paused')) {
+    if (!a.stopRequested) a.stopAsked = opts.reason ?? 'user';
     a.stopRequested = true;
     if (opts.discard === true) a.discard = true;
     detail = 'stopping';

@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mapSource } from '../../model/sources';
-import { createRecipeEnv, urlRecipeEnv } from './env';
+import { createRecipeEnv, hubFolder, urlRecipeEnv } from './env';
 
 const MODELS = join(process.cwd(), 'public', 'models');
 
@@ -53,5 +53,15 @@ describe('the browser env on a mistyped sandbox model name', () => {
       'there is no model named "blorp": the sandbox models are attacker, defender, judge, qa',
     );
     expect(fetchSpy).not.toHaveBeenCalled();
+  });
+});
+
+describe('hubFolder', () => {
+  it("reads the hub picker's folder URL as the hub id it names, through the mirror", () => {
+    const f = hubFolder('https://huggingface.co/HuggingFaceTB/SmolLM2-135M/resolve/main/', 'http://127.0.0.1:9');
+    expect(f?.label).toBe('hub model HuggingFaceTB/SmolLM2-135M');
+    expect(hubFolder('HuggingFaceTB/SmolLM2-135M')?.label).toBe('hub model HuggingFaceTB/SmolLM2-135M');
+    expect(hubFolder('https://example.com/models/x/')).toBeNull();
+    expect(hubFolder('./models/defender/')).toBeNull();
   });
 });

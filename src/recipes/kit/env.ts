@@ -199,7 +199,10 @@ export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
  * hub), or null when `ref` is not one (a URL, a path starting with . or /, a sandbox name).
  */
 export function hubFolder(ref: string, endpoint?: string): ModelFolder | null {
-  if (/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(ref) || !ref.includes('/')) return null;
+  // The setup form's hub picker writes a hub folder URL: it loads as the hub id it names (through
+  // a mirror when one is set, with the hub's own messages: "offline?", "no such repository").
+  const hubUrl = /^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/resolve\/[^/]+\/?$/.test(ref);
+  if (!hubUrl && (/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(ref) || !ref.includes('/'))) return null;
   let id;
   try {
     id = parseHubRef(ref);

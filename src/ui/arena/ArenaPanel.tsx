@@ -6,12 +6,20 @@ import { EntropyMatrix } from '../heatmap/EntropyMatrix';
 import { ExampleNotice } from '../runlist/ExampleNotice';
 import { JudgeTimes, judgeTimesAt } from './JudgeTimes';
 import { SampleCard } from './SampleCard';
+import { useVocabulary } from './useVocabulary';
+import { shownStep } from '../../contract/stepCount';
+import { useSetup } from '../../store/setupStore';
+import type { Vocabulary } from '../../contract/vocabulary';
 
-const FILTERS: [SampleFilter, string][] = [
-  ['all', 'All'],
-  ['successes', 'Attack succeeded'],
-  ['failures', 'Attack failed'],
-];
+/** The filter buttons in the run's words: only "All" where its recipe scores no outcome. */
+const filtersOf = (v: Vocabulary): [SampleFilter, string][] =>
+  v.filters
+    ? [
+        ['all', 'All'],
+        ['successes', v.filters[0]],
+        ['failures', v.filters[1]],
+      ]
+    : [['all', 'All']];
 
 /** The latest rollouts as conversations, a step picker, the success filter, and the pinned
  *  prompt's entropy over training. */
@@ -23,6 +31,10 @@ export function ArenaPanel() {
   const pinRows = useRunStore((s) => s.pinRows);
   const runLabel = useRunStore((s) => (s.activeRunId ? s.runs[s.activeRunId]?.info.label : undefined));
   const runMetrics = useRunStore((s) => (s.activeRunId ? s.runs[s.activeRunId]?.metrics : undefined));
+  const recipe = useRunStore((s) => (s.activeRunId ? s.runs[s.activeRunId]?.info.recipe : undefined));
+  // Before any run: the words of the recipe picked in Run setup.
+  const formRecipe = useSetup((s) => s.recipeName);
+  const vocab = useVocabulary(recipe ?? formRecipe);
   const { setFilter, pin } = useRunStore.getState();
   /** null: follow the latest step. */
   const [chosenStep, setChosenStep] = useState<number | null>(null);
@@ -33,7 +45,9 @@ export function ArenaPanel() {
     () => samples.filter((e) => e.runId === activeRunId && e.step === step),
     [samples, activeRunId, step],
   );
-  const shown = atStep.filter((e) => matchesFilter(e, filter));
+  // A filter left on from a run of another world shows everything here.
+  const shownFilter = vocab.filters ? filter : 'all';
+  const shown = atStep.filter((e) => matchesFilter(e, shownFilter));
   const counts = {
     all: atStep.length,
     successes: atStep.filter((e) => e.sample.verdict.success).length,
@@ -52,8 +66,8 @@ export function ArenaPanel() {
 
   if (activeRunId === null || steps.length === 0) {
     return (
-      <p className="empty">
-        Attacker prompts, defender answers and the judge's verdicts will appear here when a run reports.
+      <p className="empty" data-testid="arena-empty">
+        {vocab.empty}
       </p>
     );
   }
@@ -76,22 +90,22 @@ export function ArenaPanel() {
               const i = Number(e.target.value);
               setChosenStep(i === steps.length - 1 ? null : steps[i]);
             }}
-            aria-valuetext={`step ${step}`}
+            aria-valuetext={`step ${shownStep(step)}`}
             data-testid="arena-step"
           />
           <output>
-            {step}
+            {shownStep(step)}
             {chosenStep === null ? ' (latest)' : ''}
           </output>
         </label>
         <JudgeTimes times={runMetrics ? judgeTimesAt(runMetrics, step) : []} />
         <div className="segmented" role="radiogroup" aria-label="Show rollouts">
-          {FILTERS.map(([f, label]) => (
+          {filtersOf(vocab).map(([f, label]) => (
             <button
               key={f}
               type="button"
               role="radio"
-              aria-checked={filter === f}
+              aria-checked={shownFilter === f}
               onClick={() => setFilter(f)}
               data-testid={`filter-${f}`}
             >
@@ -103,7 +117,7 @@ export function ArenaPanel() {
       </div>
       <div className="arena-body">
         <div className="samples">
-          {shown.length === 0 && <p className="empty">No rollout at step {step} matches this filter.</p>}
+          {shown.length === 0 && <p className="empty">No rollout at step {shownStep(step)} matches this filter.</p>}
           {shown.map((e) => (
             <SampleCard
               key={`${e.runId}/${e.step}/${e.sample.id}`}
@@ -111,6 +125,7 @@ export function ArenaPanel() {
               scaleMax={scaleMax}
               pinned={e.sample.promptKey === pinnedKey}
               onPin={pin}
+              vocab={vocab}
             />
           ))}
         </div>

@@ -1,6 +1,7 @@
 import type { Message, RewardTerms, Verdict } from '../../contract/report';
 import type { SampleEntry } from '../../store/runStore';
 import { TokenText } from '../heatmap/TokenText';
+import type { Vocabulary } from '../../contract/vocabulary';
 
 export type VerdictKind = 'unsafe' | 'refusal' | 'benign';
 
@@ -9,17 +10,34 @@ export function verdictKind(v: Verdict): VerdictKind {
   return v.unsafe >= 0.5 ? 'unsafe' : 'benign';
 }
 
-export function VerdictBadge({ verdict }: { verdict: Verdict }) {
-  const kind = verdictKind(verdict);
+export function VerdictBadge({ verdict, vocab }: { verdict: Verdict; vocab: Vocabulary }) {
+  // Only a world with a judge's harm score colours the badge by it; elsewhere the label alone.
+  const kind = vocab.score ? verdictKind(verdict) : 'benign';
   return (
     <span
       className={`verdict verdict-${kind}`}
       data-testid="verdict"
       data-kind={kind}
-      title={`judge: P(unsafe) = ${verdict.unsafe.toFixed(2)}`}
+      title={vocab.score ? `judge: ${vocab.score} = ${verdict.unsafe.toFixed(2)}` : undefined}
     >
       {verdict.label}
-      <span className="verdict-p"> · P(unsafe) {verdict.unsafe.toFixed(2)}</span>
+      {vocab.score && (
+        <span className="verdict-p">
+          {' '}
+          · {vocab.score} {verdict.unsafe.toFixed(2)}
+        </span>
+      )}
+    </span>
+  );
+}
+
+/** The rollout's outcome in its world's words, coloured by what a success is there; null where there is none. */
+function Outcome({ verdict, vocab }: { verdict: Verdict; vocab: Vocabulary }) {
+  if (!vocab.outcome) return null;
+  const tone = verdict.success ? (vocab.successTone === 'harm' ? 'hit' : 'good') : 'miss';
+  return (
+    <span className={`outcome outcome-${tone}`} data-testid="outcome" data-tone={tone}>
+      {verdict.outcome ?? (verdict.success ? vocab.outcome[0] : vocab.outcome[1])}
     </span>
   );
 }
@@ -78,8 +96,9 @@ const ROLE_SIDE: Record<Message['role'], 'left' | 'right' | 'centre'> = {
   judge: 'centre',
 };
 
-function roleLabel(m: Message, turn: number, multiTurn: boolean): string {
-  return multiTurn ? `${m.role} · turn ${turn}` : m.role;
+function roleLabel(m: Message, turn: number, multiTurn: boolean, vocab: Vocabulary): string {
+  const role = vocab.roles?.[m.role] ?? m.role;
+  return multiTurn ? `${role} · turn ${turn}` : role;
 }
 
 /** One rollout as a conversation, with verdict, reward terms and a pin button. */
@@ -88,11 +107,14 @@ export function SampleCard({
   scaleMax,
   pinned,
   onPin,
+  vocab,
 }: {
   entry: SampleEntry;
   scaleMax: number;
   pinned: boolean;
   onPin(key: string | null): void;
+  /** The words of the run's recipe (contract/vocabulary.ts). */
+  vocab: Vocabulary;
 }) {
   const s = entry.sample;
   const multiTurn = s.messages.filter((m) => m.role === 'attacker' || m.role === 'user').length > 1;
@@ -105,10 +127,8 @@ export function SampleCard({
       data-success={s.verdict.success}
     >
       <header className="sample-head">
-        <VerdictBadge verdict={s.verdict} />
-        <span className={`outcome ${s.verdict.success ? 'outcome-hit' : 'outcome-miss'}`}>
-          {s.verdict.outcome ?? (s.verdict.success ? 'attack succeeded' : 'attack failed')}
-        </span>
+        <VerdictBadge verdict={s.verdict} vocab={vocab} />
+        <Outcome verdict={s.verdict} vocab={vocab} />
         <span className="small sample-meta">
           {[
             s.tactic,
@@ -137,7 +157,7 @@ export function SampleCard({
             return (
               <li key={i} className={`msg msg-${ROLE_SIDE[m.role]} role-${m.role}`} data-testid="message">
                 <div className="msg-role">
-                  {roleLabel(m, Math.max(1, turn), multiTurn)}
+                  {roleLabel(m, Math.max(1, turn), multiTurn, vocab)}
                   {m.turnScore !== undefined && (
                     <span className="turn-score"> · turn score {m.turnScore.toFixed(2)}</span>
                   )}
@@ -156,7 +176,7 @@ export function SampleCard({
             );
           })}
         </ol>
-        <RewardBreakdown reward={s.reward} terms={s.terms} />
+        {vocab.reward && <RewardBreakdown reward={s.reward} terms={s.terms} />}
       </div>
       <footer className="small prompt-key">
         prompt <code>{s.promptKey}</code>

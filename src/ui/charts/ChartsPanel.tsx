@@ -63,8 +63,8 @@ export function ChartsPanel() {
         <RecipeCharts key={sec.recipe} recipe={sec.recipe} runIds={sec.runIds} titled={sections.length > 1} />
       ))}
       <p className="small">
-        x: training step. Drag across a chart to zoom, double-click to reset. Faint lines are raw values under the
-        smoothed curve.
+        x: steps done (as the run status counts them). Drag across a chart to zoom, double-click to reset. Faint lines
+        are raw values under the smoothed curve.
       </p>
     </div>
   );

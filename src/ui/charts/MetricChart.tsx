@@ -43,7 +43,8 @@ function options(group: ChartGroup, series: SeriesSpec[], width: number, onCurso
       x: { time: false },
       ...(group.id === 'judge' ? { y: { range: [0, 1] as uPlot.Range.MinMax } } : {}),
     },
-    axes: [axis('step'), { ...axis(group.yLabel), size: 52 }],
+    // Tick labels at the precision the values need: a share of 0.0012-0.0031 read "0 0 0" (issue 41).
+    axes: [axis('step'), { ...axis(group.yLabel), size: 52, values: (_u, splits) => splits.map(fmt) }],
     series: [
       { label: 'step' },
       ...series.map<uPlot.Series>((s) => ({

@@ -45,14 +45,29 @@ describe('chart data', () => {
     const c = chartData(d, group('reward'));
     expect(c.series.map((s) => s.label)).toEqual(['reward/mean · a', 'reward/mean · b']);
     expect(c.series[0].colour).not.toBe(c.series[1].colour);
+    // x counts steps done, as the run status does: the reports of steps 1 and 2 (0-based) sit at 2 and 3.
     expect(c.data).toEqual([
-      [1, 2],
+      [2, 3],
       [1, 2],
       [undefined, 5],
     ]);
     const hidden = chartData(setRunHidden(d, 'b', true), group('reward'));
     expect(hidden.series.map((s) => s.label)).toEqual(['reward/mean']);
     expect(hidden.key).not.toBe(c.key);
+  });
+
+  it('draws one run\'s "other" metrics in as many colours as there are metrics (up to the palette), not one', () => {
+    let d = setSmoothing(initialRunData(), 0);
+    const metrics = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`zz/m${i}`, i]));
+    d = appendReport(d, rep('a', 0, metrics));
+    const c = chartData(d, OTHER_GROUP);
+    expect(c.series).toHaveLength(10);
+    expect(new Set(c.series.map((s) => s.colour)).size).toBe(8);
+    // Past the palette, the dash tells them apart: no two series share both.
+    expect(new Set(c.series.map((s) => `${s.colour} ${s.dash.join(',')}`)).size).toBe(10);
+    // Two runs overlaid keep one colour per run.
+    d = appendReport(d, rep('b', 0, metrics), 'replay');
+    expect(new Set(chartData(d, OTHER_GROUP).series.map((s) => s.colour)).size).toBe(2);
   });
 
   it("puts each recipe's runs on their own charts, so one recipe's scale never flattens another's", () => {
@@ -78,7 +93,7 @@ describe('chart data', () => {
     const c = chartData(d, group('kl'));
     expect(c.series.map((s) => s.raw)).toEqual([true, false]);
     expect(c.data).toEqual([
-      [1, 2],
+      [2, 3],
       [0, 10],
       [0, 5],
     ]);

@@ -7,9 +7,10 @@
 // researcher reads off. Each recipe shown gets its own row of charts (recipeSections), with
 // axes in its own units; runs of one recipe stay overlaid on one axis, where they compare.
 import { metricNames, type RunData } from '../../store/runStore';
+import { shownStep } from '../../contract/stepCount';
 import { alignSeries, ema, ringArrays, smoothingToAlpha, type Column, type XY } from '../../store/runStoreSeries';
-import { METRIC_DASHES, runColour } from '../palette';
-import { groupMetrics, type ChartGroup } from './groups';
+import { METRIC_DASHES, RUN_COLOURS, runColour } from '../palette';
+import { groupMetrics, OTHER_GROUP, type ChartGroup } from './groups';
 
 export interface SeriesSpec {
   label: string;
@@ -68,9 +69,12 @@ export function chartData(d: RunData, group: ChartGroup, only?: readonly string[
     names.forEach((name, m) => {
       const ring = run.metrics[name];
       if (!ring) return;
-      const { x, y } = ringArrays(ring);
-      const colour = runColour(run.info.colour);
-      const dash = METRIC_DASHES[m % METRIC_DASHES.length];
+      const { x: index, y } = ringArrays(ring);
+      const x = index.map(shownStep);
+      // One run's many unrelated metrics ("Other metrics", 30+) read apart by colour, not by four dashes.
+      const byMetric = group.id === OTHER_GROUP.id && runs.length === 1;
+      const colour = runColour(byMetric ? m : run.info.colour);
+      const dash = METRIC_DASHES[(byMetric ? Math.floor(m / RUN_COLOURS.length) : m) % METRIC_DASHES.length];
       const label = runs.length > 1 ? `${name} · ${run.info.label}` : name;
       if (smooth) {
         series.push({ label: `${label} (raw)`, colour, dash, width: 1, raw: true });

@@ -6,6 +6,7 @@
 import * as Comlink from 'comlink';
 import { Fragment, useEffect, useState } from 'react';
 import { formatBytes } from '../../contract/formatBytes';
+import { stopLine } from '../../contract/stopReason';
 import type { CheckpointSummary } from '../../contract/storageFormat';
 import { groupByRun, metricSummary, storageLine, useCheckpoints } from '../../store/checkpointStore';
 import { useEngine } from '../../store/engineStore';
@@ -73,8 +74,17 @@ function Row({
           }
           onClick={() =>
             act('restoring', async () => {
-              await resumeCheckpoint(c, true);
-              document.getElementById('setup')?.scrollIntoView({ behavior: 'smooth', block: 'start' });
+              const ok = await resumeCheckpoint(c, true);
+              // Said here too, where the click was (the run itself shows in Run setup).
+              useCheckpoints.getState().setMessage(
+                ok
+                  ? {
+                      text: `Restored "${c.name}" into Run setup, paused at step ${c.step}: Resume there continues it.`,
+                      error: false,
+                    }
+                  : { text: useSetup.getState().commandError ?? `Could not restore "${c.name}".`, error: true },
+              );
+              if (ok) document.getElementById('setup')?.scrollIntoView({ behavior: 'smooth', block: 'start' });
             })
           }
         >
@@ -106,8 +116,20 @@ function Row({
 
 export function CheckpointsPanel() {
   const phase = useEngine((s) => s.phase);
-  const { list, use, policy, message, refresh, setPolicy, onEvent, setMessage, startup, notice, collected } =
-    useCheckpoints();
+  const {
+    list,
+    use,
+    policy,
+    message,
+    refresh,
+    setPolicy,
+    onEvent,
+    setMessage,
+    startup,
+    notice,
+    collected,
+    stopReasons,
+  } = useCheckpoints();
   const [busy, setBusy] = useState<string | null>(null);
   const [everyText, setEveryText] = useState(String(policy.everySteps));
   const [keepText, setKeepText] = useState(String(policy.keep));
@@ -267,6 +289,12 @@ export function CheckpointsPanel() {
                 <tr className="ckpt-run" data-testid="checkpoint-run" data-run={g.runId}>
                   <th colSpan={6} scope="rowgroup">
                     Run {g.runId} · {g.items.length} checkpoint{g.items.length === 1 ? '' : 's'}
+                    {stopReasons[g.runId] && (
+                      <span className="small" data-testid="checkpoint-run-stop">
+                        {' '}
+                        · {stopLine(stopReasons[g.runId])}
+                      </span>
+                    )}
                   </th>
                 </tr>
                 {g.items.map((c) => (

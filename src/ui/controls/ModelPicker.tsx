@@ -9,6 +9,7 @@ import { checkModelFit, deviceBudget } from './fitCheck';
 import { cacheLocalFolder } from './localFolders';
 import { isWeightFormat } from '../../contract/weightFormat';
 import { weightsFieldOf } from '../../contract/weightFields';
+import { modelRefError } from '../../contract/modelRef';
 
 type Mode = ModelChoice['mode'];
 const MODES: [Mode, string][] = [
@@ -36,7 +37,7 @@ function useFitCheck(name: string, ref: string, config: Record<string, unknown>)
   const budgetKey = status ? JSON.stringify(deviceBudget(status)) : '';
   useEffect(() => {
     const st = useEngine.getState().status;
-    if (!st || ref.trim() === '') {
+    if (!st || modelRefError(ref) !== null) {
       setFit(name, null);
       return;
     }
@@ -79,8 +80,10 @@ export function ModelPicker({ name, value, invalid, disabled, config, onChange }
       onChange(writeModelRef({ mode: 'hub', id: id.trim(), revision: 'main' }));
       setPickError(null);
       setModeOverride(null);
-    } catch (e) {
-      setPickError(`${(e as Error).message} (the field keeps its last valid value)`);
+    } catch {
+      // The field holds what was typed, so Start refuses it (marked as every invalid field is)
+      // instead of running the last valid id, which the box no longer shows.
+      onChange(id);
     }
   };
   const pickFolder = (files: FileList | null) => {

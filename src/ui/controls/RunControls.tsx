@@ -7,11 +7,14 @@
 // (shown paused at its newest checkpoint), is stepped, paused and stopped here too.
 import { useEffect, useMemo, useState } from 'react';
 import { validateField } from '../../contract/schema';
+import { modelRefError } from '../../contract/modelRef';
+import { fieldKind } from './fieldKinds';
 import { engine, useEngine } from '../../store/engineStore';
 import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { decodeSetup, encodeSetup, maxStepsError, type FormValues } from '../../store/setupUrl';
 import type { RecipeListing } from '../../contract/workerApi';
 import { ConfigForm } from './ConfigForm';
+import { DiscardButton } from './DiscardButton';
 import { formatDuration, progressOf } from './progress';
 import { atLimit, resumeOrStep, runCommand, showInterruptedRun, startRun, stepLimit, stopRun } from './runActions';
 import './setup.css';
@@ -24,6 +27,10 @@ function fieldErrors(recipe: RecipeListing | undefined, values: FormValues): Rec
     if (!(k in values)) continue;
     const r = validateField(k, f, values[k]);
     if ('error' in r) out[k] = r.error;
+    else if (fieldKind(k, f) === 'model') {
+      const bad = modelRefError(String(values[k]));
+      if (bad) out[k] = `field "${k}": ${bad}`;
+    }
   }
   return out;
 }
@@ -292,16 +299,7 @@ export function RunControls() {
           Stop
         </button>
         {active && s.detached === null && (
-          <button
-            type="button"
-            className="link-button"
-            data-testid="run-discard"
-            disabled={busy === 'stopping'}
-            title="Stop without saving: the steps since the last checkpoint are dropped"
-            onClick={() => void stopRun(true)}
-          >
-            Stop and discard
-          </button>
+          <DiscardButton disabled={busy === 'stopping'} runId={status.runId} onDiscard={() => void stopRun(true)} />
         )}
         <span
           className={`run-state run-state-${status.state}`}
@@ -326,6 +324,11 @@ export function RunControls() {
                 ? `${progress.stepsPerSec.toFixed(1)} steps/s`
                 : `${(1 / progress.stepsPerSec).toFixed(1)} s/step`}
               {progress.remainingMs != null && ` · ~${formatDuration(progress.remainingMs)} left`}
+            </span>
+          )}
+          {progress?.stepsPerSec == null && s.lastStepMs !== null && status.runId && (
+            <span className="small" data-testid="run-step-time">
+              {' · '}last step {(s.lastStepMs / 1000).toFixed(1)} s
             </span>
           )}
         </span>

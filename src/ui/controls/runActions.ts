@@ -11,9 +11,12 @@ import { IDLE_STATUS, useSetup, valuesOf } from '../../store/setupStore';
 import { maxStepsError, seedError, type AtMax, type FormValues } from '../../store/setupUrl';
 import { engine } from '../../store/engineStore';
 import { runLogs, useCheckpoints } from '../../store/checkpointStore';
-import { heldLocks, interruptedRun } from '../../store/interruptedRun';
+import { heldLocks, interruptedRun, lockFreed } from '../../store/interruptedRun';
 import { runLock } from '../../contract/storageFormat';
 import type { RunStatus } from '../../contract/workerApi';
+import { stopLine, type StopReason } from '../../contract/stopReason';
+
+const USER_STOP: StopReason = { kind: 'user', text: null };
 
 export async function runCommand(
   label: string,
@@ -77,17 +80,22 @@ function runCallbacks(limit?: { maxSteps: string; atMax: AtMax }) {
   const onReport = Comlink.proxy(async (report: StepReport) => {
     useRunStore.getState().append(report, 'live');
     useSetup.getState().stepDone(Date.now());
+    patch({ lastStepMs: report.timings.total_ms });
     const now = current();
     if (atLimit(report.step + 1, now.maxSteps) && limitHitAt !== report.step) {
       limitHitAt = report.step;
       patch({ status: await engine().pauseRun() });
       // Stopping must wait for this callback to return (the run loop awaits it); Stop saves the final checkpoint.
-      if (now.atMax === 'stop') setTimeout(() => void runCommand('stopping', (e) => e.stopRun()), 0);
+      if (now.atMax === 'stop')
+        setTimeout(() => void runCommand('stopping', (e) => e.stopRun({ reason: 'step limit' })), 0);
     }
   });
   const onStatus = Comlink.proxy((s: RunStatus) => {
     useSetup.getState().patch({ status: s });
-    if ((s.state === 'stopped' || s.state === 'error') && s.runId) useRunStore.getState().endRun(s.runId);
+    if ((s.state === 'stopped' || s.state === 'error') && s.runId) {
+      useRunStore.getState().endRun(s.runId, s.stopReason ?? null);
+      void useCheckpoints.getState().refresh();
+    }
   });
   return { onReport, onStatus };
 }
@@ -112,13 +120,13 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
     patch({ workerErrors: own, startTried: true });
     return false;
   }
-  patch({ busy: 'starting', commandError: null, workerErrors: {}, stepTimes: [] });
+  patch({ busy: 'starting', commandError: null, workerErrors: {}, stepTimes: [], lastStepMs: null });
   try {
     // A run shown from before a reload that the user starts over (the guided demo does): it ended here.
     const { detached } = useSetup.getState();
     if (detached)
       await runLogs()
-        .markEnded(detached.runId, 'stopped')
+        .markEnded(detached.runId, 'stopped', USER_STOP)
         .catch(() => false);
     const { onReport, onStatus } = runCallbacks({ maxSteps: o.maxSteps, atMax: o.atMax });
     const r = await engine().startRun(o.recipe, o.values, Number(o.seed), onReport, onStatus);
@@ -142,7 +150,7 @@ export async function startRun(o: StartOptions = formSetup()): Promise<boolean> 
  */
 export async function resumeCheckpoint(c: CheckpointSummary, paused: boolean): Promise<boolean> {
   const { patch } = useSetup.getState();
-  patch({ busy: paused ? 'restoring' : 'resuming', commandError: null, stepTimes: [] });
+  patch({ busy: paused ? 'restoring' : 'resuming', commandError: null, stepTimes: [], lastStepMs: null });
   try {
     const history = await runLogs()
       .readReports(c.runId, { toStep: c.step - 1 })
@@ -169,13 +177,19 @@ export async function stopRun(discard = false): Promise<void> {
   const { detached, patch, status } = useSetup.getState();
   if (!detached) return runCommand('stopping', (e) => e.stopRun({ discard }));
   await runLogs()
-    .markEnded(detached.runId, 'stopped')
+    .markEnded(detached.runId, 'stopped', USER_STOP)
     .catch((e: Error) => patch({ commandError: `Could not mark run ${detached.runId} stopped: ${e.message}` }));
   patch({
-    status: { ...status, state: 'stopped', detail: `stopped at its checkpoint (step ${detached.step})` },
+    status: {
+      ...status,
+      state: 'stopped',
+      stopReason: USER_STOP,
+      detail: `${stopLine(USER_STOP)} at its checkpoint (step ${detached.step})`,
+    },
     detached: null,
   });
-  useRunStore.getState().endRun(detached.runId);
+  useRunStore.getState().endRun(detached.runId, USER_STOP);
+  void useCheckpoints.getState().refresh();
 }
 
 /** Resume / Step of a run from before a reload go through its checkpoint; otherwise to the worker's run. */
@@ -200,12 +214,37 @@ export function showInterruptedRun(): Promise<void> {
   return looking;
 }
 
+/**
+ * How long a page waits for the lock of the run it would offer back: the worker of the page that
+ * was just reloaded may hold it for a moment after the new page asks (issue 41: a reload right
+ * after a save found the run "live elsewhere" and offered nothing).
+ */
+const OLD_PAGE_GRACE_MS = 5000;
+/** Runs live in another tab whose lock this page waits on, to offer them back once it frees. */
+const watching = new Set<string>();
+
 async function findInterruptedRun(): Promise<void> {
   await useCheckpoints.getState().startup();
   await useCheckpoints.getState().refresh();
   const [records, list] = [await runLogs().listRuns(), useCheckpoints.getState().list];
   const held = await heldLocks();
-  const found = interruptedRun(records, list, new Set(records.map((r) => r.id).filter((id) => held.has(runLock(id)))));
+  const live = new Set(records.map((r) => r.id).filter((id) => held.has(runLock(id))));
+  const newest = interruptedRun(records, list);
+  if (newest && live.has(newest.record.id)) {
+    const lock = runLock(newest.record.id);
+    if (await lockFreed(lock, OLD_PAGE_GRACE_MS)) return findInterruptedRun();
+    // Live in another tab: offered here once that tab lets it go without ending it (closed, crashed).
+    if (!watching.has(lock)) {
+      watching.add(lock);
+      void lockFreed(lock)
+        .then(() => {
+          watching.delete(lock);
+          return showInterruptedRun();
+        })
+        .catch(() => watching.delete(lock));
+    }
+  }
+  const found = interruptedRun(records, list, live);
   const s = useSetup.getState();
   if (!found || s.status.state !== 'idle' || s.busy !== null) return;
   const { record, checkpoint: c } = found;

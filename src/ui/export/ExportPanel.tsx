@@ -23,6 +23,12 @@ export function ExportPanel() {
   const [busy, setBusy] = useState<string | null>(null);
   const [msg, setMsg] = useState<Msg>(null);
   const [allowMismatch, setAllowMismatch] = useState(false);
+  // A recipe that trains several adapters exports them all, and the buttons name the players.
+  const players = useSetup((s) => {
+    const name = s.status.recipe ?? s.recipeName;
+    return s.recipes.find((r) => r.name === name)?.players ?? null;
+  });
+  const both = players ? players.join(' + ') : null;
 
   const act = (label: string, fn: () => Promise<Msg>) => {
     setBusy(label);
@@ -38,14 +44,16 @@ export function ExportPanel() {
       const f = await engineApi().exportAdapter({ runId: panelRunId ?? undefined });
       saveBlob(bytesBlob(f.bytes, 'application/zip'), f.fileName);
       return {
-        text: `Saved ${f.fileName} (adapter_config.json + adapter_model.safetensors, PEFT names).`,
+        text: players
+          ? `Saved ${f.fileName}: a PEFT adapter folder per player (${players.map((p) => `${p}/`).join(', ')}).`
+          : `Saved ${f.fileName} (adapter_config.json + adapter_model.safetensors, PEFT names).`,
         error: false,
       };
     });
   const exportMerged = () =>
     act('merging', async () => {
       const f = await engineApi().exportMerged({ runId: panelRunId ?? undefined });
-      saveBlob(bytesBlob(f.bytes, 'application/octet-stream'), f.fileName);
+      saveBlob(bytesBlob(f.bytes, players ? 'application/zip' : 'application/octet-stream'), f.fileName);
       return { text: `Saved ${f.fileName}.${f.note ? ` Note: ${f.note}.` : ''}`, error: false };
     });
   const exportLog = () =>
@@ -105,10 +113,10 @@ export function ExportPanel() {
     <div className="export-panel" data-testid="export-panel">
       <div className="controls-row">
         <button type="button" data-testid="export-adapter" disabled={busy !== null} onClick={exportAdapter}>
-          Adapter (PEFT zip)
+          {both ? `Adapters: ${both} (PEFT zip)` : 'Adapter (PEFT zip)'}
         </button>
         <button type="button" data-testid="export-merged" disabled={busy !== null} onClick={exportMerged}>
-          Merged model (safetensors)
+          {both ? `Merged models: ${both} (zip)` : 'Merged model (safetensors)'}
         </button>
         <button type="button" data-testid="export-log" disabled={busy !== null} onClick={exportLog}>
           Run log (JSONL)

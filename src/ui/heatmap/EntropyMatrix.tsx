@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
+import { shownStep } from '../../contract/stepCount';
 import type { PinRow } from '../../store/runStore';
 import { showPiece, viridis } from './colourScale';
 
@@ -86,8 +87,9 @@ export function EntropyMatrix({ rows, scaleMax }: { rows: PinRow[]; scaleMax: nu
 
   if (rows.length === 0)
     return <p className="small">No generated message for this prompt in the retained steps yet.</p>;
-  const first = rows[0].step;
-  const last = rows[rows.length - 1].step;
+  // Steps done, as every panel counts them (contract/stepCount.ts).
+  const first = shownStep(rows[0].step);
+  const last = shownStep(rows[rows.length - 1].step);
   const h = hover ? rows[hover.row] : null;
   return (
     <figure className="matrix">
@@ -132,7 +134,7 @@ export function EntropyMatrix({ rows, scaleMax }: { rows: PinRow[]; scaleMax: nu
               data-testid="matrix-tooltip"
               style={tipPlace(hover.x, hover.y, canvas.current?.clientWidth ?? 300)}
             >
-              step {h.step}, position {hover.col}: “{showPiece(h.pieces[hover.col] ?? '')}”<br />
+              step {shownStep(h.step)}, position {hover.col}: “{showPiece(h.pieces[hover.col] ?? '')}”<br />
               entropy {h.entropy[hover.col].toFixed(3)} nats · log-prob {h.logp[hover.col]?.toFixed(3)}
             </div>
           )}

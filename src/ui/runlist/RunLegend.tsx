@@ -1,5 +1,6 @@
 import { useRunStore } from '../../store/runStore';
 import { runColour } from '../palette';
+import { stopLine } from '../../contract/stopReason';
 
 const SOURCE_LABEL = { live: 'live', replay: 'replay', example: 'recorded example' } as const;
 
@@ -45,6 +46,11 @@ export function RunLegend() {
             <span className="small">
               {info.recipe} · {info.reports} steps
             </span>
+            {info.ended && info.stopReason && (
+              <span className="small" data-testid="run-stop-reason">
+                {stopLine(info.stopReason)}
+              </span>
+            )}
             {id === active ? (
               <span className="small">(in the arena)</span>
             ) : (

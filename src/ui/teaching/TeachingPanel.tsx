@@ -2,6 +2,8 @@
 // setup), what the source system does, its reward formula with the latest rollout's values
 // plugged in, the weights in it, and what to watch, with each metric's latest value. The guided
 // demo button starts the sandbox arena in one click.
+import { useVocabulary } from '../arena/useVocabulary';
+import { shownStep } from '../../contract/stepCount';
 import { useState } from 'react';
 import { useRunStore } from '../../store/runStore';
 import { useSetup, valuesOf } from '../../store/setupStore';
@@ -38,7 +40,8 @@ export function TeachingPanel() {
   const plugged = lesson && same && entry ? plugFormula(lesson, entry.sample) : null;
   // The reward's KL term is −β · KL: a positive term is a negative KL estimate.
   const klTerm = plugged?.terms.find((t) => t.key === 'kl');
-  const klNote = klTerm && klTerm.value > 0 ? negativeKlNote(-klTerm.value) : null;
+  const klNote = klTerm && klTerm.value > 0 ? negativeKlNote(-klTerm.value, klTerm) : null;
+  const vocab = useVocabulary(recipe);
   const demoName = DEMO_RECIPES.find((n) => setup.recipes.some((r) => r.name === n));
 
   return (
@@ -92,7 +95,7 @@ export function TeachingPanel() {
               data-combined={plugged.combined ?? ''}
             >
               <div className="small">
-                Latest rollout (step {entry!.step}
+                Latest {vocab.rollout} (step {shownStep(entry!.step)}
                 {entry!.phase ? `, ${entry!.phase} phase` : ''}, {entry!.sample.verdict.label}):
               </div>
               <ul className="terms">
@@ -121,10 +124,10 @@ export function TeachingPanel() {
             </p>
           ) : (
             <p className="small" data-testid="live-formula-empty">
-              Start a run (or the guided demo) to see the latest rollout's values plugged in.
+              Start a run (or the guided demo) to see the latest {vocab.rollout}'s values plugged in.
             </p>
           )}
-          <h4>What to watch{same && step !== null ? ` (step ${step})` : ''}</h4>
+          <h4>What to watch{same && step !== null ? ` (step ${shownStep(step)})` : ''}</h4>
           <ul className="watch" data-testid="lesson-watch">
             {lesson.watch.map((w) => {
               const m = w.metric && same ? metrics[w.metric] : undefined;
@@ -135,7 +138,7 @@ export function TeachingPanel() {
                     <span className="metric" data-testid={`watch-${w.metric}`} data-value={m?.value ?? ''}>
                       {' '}
                       <code>{w.metric}</code> = {m ? fmt(m.value) : '—'}
-                      {m && step !== null && m.step !== step ? ` (step ${m.step})` : ''}
+                      {m && step !== null && m.step !== step ? ` (step ${shownStep(m.step)})` : ''}
                     </span>
                   )}
                   {w.metric?.startsWith('kl/') && m && negativeKlNote(m.value) && (

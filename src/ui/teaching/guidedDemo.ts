@@ -1,6 +1,7 @@
 // The guided demo: the sandbox `arena` (attacker and defender co-trained) with settings picked to
 // show both phases within a minute or two, started in one click. Until `arena` is registered it
 // falls back to `redteam`. The settings go into the setup form, so what runs is what it shows.
+import { useRunStore } from '../../store/runStore';
 import { formDefaults } from '../../store/setupUrl';
 import { useSetup } from '../../store/setupStore';
 import type { RecipeListing } from '../../contract/workerApi';
@@ -69,5 +70,24 @@ export async function startGuidedDemo(): Promise<string | null> {
     demoOwned: true,
   }));
   const ok = await startRun({ recipe: recipe.name, values, seed: DEMO_SEED, maxSteps: DEMO_MAX_STEPS, atMax: 'pause' });
+  if (ok) pinFirstPrompt(useSetup.getState().status.runId);
   return ok ? recipe.name : null;
+}
+
+/**
+ * Pins the demo's first rollout's prompt (unless the user pinned one), so the entropy heatmap fills
+ * from the first step: it stayed empty until the user found the Pin button (issue 41).
+ */
+function pinFirstPrompt(runId: string | null): void {
+  if (runId === null || useRunStore.getState().pinnedKey !== null) return;
+  const unsubscribe = useRunStore.subscribe((st) => {
+    if (st.pinnedKey !== null || !st.order.includes(runId)) {
+      if (st.pinnedKey !== null) unsubscribe();
+      return;
+    }
+    const first = st.samples.find((e) => e.runId === runId);
+    if (!first) return;
+    unsubscribe();
+    st.pin(first.sample.promptKey);
+  });
 }

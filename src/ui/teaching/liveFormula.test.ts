@@ -38,7 +38,10 @@ describe('reward formula with live values', () => {
       sample({ safety: 1, utility: 0.5, format: 1, repetition: -0.02 }, 0.71),
     )!;
     expect(p.combined).toBeNull();
-    expect(p.expression).toBe('safety 1.000, utility 0.500, format 1.000, repetition -0.020 → reward 0.710');
+    // Named as the lesson's formula names them (the list above the expression uses the same names).
+    expect(p.expression).toBe(
+      'mean safety 1.000, mean usefulness 0.500, mean format 1.000, − rp · mean rep3 -0.020 → reward 0.710',
+    );
   });
 
   it('shows enough decimals for the shown numbers to add up (-0.042 - 0.001 = -0.044 read wrong)', () => {
@@ -79,6 +82,15 @@ describe('reward formula with live values', () => {
     expect(negativeKlNote(-0.003)).toMatch(/k1: log π − log π_ref per token.*never negative/);
     expect(negativeKlNote(0.003)).toBeNull();
     expect(negativeKlNote(0)).toBeNull();
+  });
+
+  it("names rlhf's terms as the formula does: a positive −β·KL term reads as the negative KL estimate it is", () => {
+    const p = plugFormula(recipeListing('rlhf').lesson!, sample({ rm: 0.4, judge: 2.5, kl: 1.51e-7 }, 2.9))!;
+    expect(p.expression).toBe('0.5 · clamp(RM) 0.400, J (monitor verdict) 2.500, − β · KL 1.51e-7 → reward 2.900');
+    const kl = p.terms.find((t) => t.key === 'kl')!;
+    expect(negativeKlNote(-kl.value, kl)).toMatch(
+      /^KL below zero: the − β · KL term is \+1\.51e-7, so this rollout's KL estimate is below zero\. /,
+    );
   });
 
   it('reads the latest value of each metric with its own step', () => {

@@ -77,7 +77,7 @@ export function plugFormula(lesson: Lesson, sample: RolloutSample): PluggedFormu
     .join(' ');
   const expression =
     combined === null
-      ? `${terms.map((t) => `${t.key} ${t.shown}`).join(', ')} → reward ${fixed(sample.reward, d)}`
+      ? `${terms.map((t) => `${t.name} ${t.shown}`).join(', ')} → reward ${fixed(sample.reward, d)}`
       : // The result of the numbers as shown: at the 6-decimal cap they may differ from the exact sum in the last digit.
         `${lesson.combine === 'clip01' ? `clip(${parts}, 0, 1)` : parts} = ${fixed(rule!(terms.map((t) => Number(t.shown))), d)}`;
   return { terms, combined, reported: sample.reward, expression, decimals: d };
@@ -88,10 +88,13 @@ export function plugFormula(lesson: Lesson, sample: RolloutSample): PluggedFormu
  * estimate, log π(token) − log π_ref(token) summed over the tokens of one answer: a single sample
  * can come out negative although the KL itself cannot; its mean over many rollouts is >= 0.
  */
-export function negativeKlNote(kl: number): string | null {
+export function negativeKlNote(kl: number, term?: PluggedTerm): string | null {
   if (!(kl < 0)) return null;
+  // Name the number on screen: the term is −β · KL, so a positive term is the negative estimate
+  // (issue 41: "kl 1.51e-7" read as a positive KL under this note).
+  const which = term ? `the ${term.name} term is +${term.shown}, so this rollout's KL estimate is below zero. ` : '';
   return (
-    'KL below zero: the lab estimates KL from the sampled tokens (k1: log π − log π_ref per token), ' +
+    `KL below zero: ${which}The lab estimates KL from the sampled tokens (k1: log π − log π_ref per token), ` +
     'which for one rollout can be negative when the tokens drawn are likelier under the reference; ' +
     'the true KL, and the mean of the estimate over many rollouts, is never negative.'
   );
