@@ -10,7 +10,7 @@ import { type LearnPath } from '../rl/plannedLearn';
 import { NonFiniteError } from '../recipes/kit/common';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { useTrainingBackend } from './nodeBackend';
+import { useTrainingBackend, wasmThreadsNote } from './nodeBackend';
 import { checkpointToJson } from '../recipes/kit/checkpointFile';
 import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../contract/aliases';
 import { createTimedRun } from '../recipes/kit/judgeTiming';
@@ -291,7 +291,9 @@ export async function recipeMain(
       mkdirSync(dirname(a.out), { recursive: true });
       writeFileSync(a.out, '');
     }
-    err(`[${recipe.name}] seed ${a.seed}, ${a.steps} steps, backend ${backend}\n`);
+    const note = backend === 'wasm' ? await wasmThreadsNote() : null;
+    const threads = note ? ` (${note})` : '';
+    err(`[${recipe.name}] seed ${a.seed}, ${a.steps} steps, backend ${backend}${threads}\n`);
     const run = await createTimedRun(recipe, env, v.config, a.seed);
     try {
       for (let s = 0; s < a.steps; s++) {
