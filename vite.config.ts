@@ -3,8 +3,8 @@ import { defineConfig } from 'vite';
 import react from '@vitejs/plugin-react';
 import { VitePWA } from 'vite-plugin-pwa';
 import { availableParallelism } from 'node:os';
-import { ISOLATION_HEADERS } from './src/ui/offline/isolationHeaders';
-import { wasmThreadGuard } from './dev/build/wasmThreadGuard';
+import { ISOLATION_HEADERS } from './src/ui/offline/isolationHeaders.ts';
+import { wasmThreadGuard } from './dev/build/wasmThreadGuard.ts';
 
 // Cross-origin isolation (SharedArrayBuffer, so tfjs-wasm runs its threaded SIMD build on every
 // core): COOP same-origin + COEP credentialless from the dev and preview servers. `credentialless`,

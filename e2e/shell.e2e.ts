@@ -73,7 +73,9 @@ describe('the backend on a software adapter, as the user sees it', () => {
     expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(true);
     const threads = dialog.getByTestId('device-wasm-threads');
     expect(await threads.getAttribute('data-threaded')).toBe('true');
-    expect(await threads.textContent()).toMatch(/^\d+ threads?: cross-origin isolated, so the threaded SIMD build runs/);
+    expect(await threads.textContent()).toMatch(
+      /^\d+ threads?: cross-origin isolated, so the threaded SIMD build runs/,
+    );
     expect(await dialog.textContent()).not.toContain('Full speed');
     expect(errors).toEqual([]);
     await page.close();

@@ -7,7 +7,9 @@
 // The dev server serves the tree from its root (BASE_URL '/').
 export function siteRoot(): string {
   const base = import.meta.env.BASE_URL;
-  return base.startsWith('/') ? new URL(base, self.location.href).href : new URL('../', import.meta.url).href;
+  return base.startsWith('/')
+    ? new URL(base, self.location.href).href
+    : new URL(/* @vite-ignore */ '../', import.meta.url).href;
 }
 
 /** The folder of the sandbox model `name` (public/models/<name>/). */
