@@ -16,12 +16,13 @@ declare module 'vitest' {
 
 export const FIXTURES_DIR = resolve('dev', 'fixtures');
 
-// SPARRING_DIST lets several builds coexist (`vite build --outDir dist-x` then SPARRING_DIST=dist-x).
+// SPARRING_DIST lets several builds coexist (`npm run build:harness -- --outDir dist-x` then SPARRING_DIST=dist-x).
 const OUT_DIR = process.env.SPARRING_DIST ?? 'dist';
 
 export default async function setup(project: TestProject) {
-  if (!existsSync(`${OUT_DIR}/index.html`))
-    throw new Error(`${OUT_DIR}/index.html is missing: run \`vite build\` before the e2e tests`);
+  // The tests load the lab and the harness page: the harness build has both (`npm run build` has the lab only).
+  if (!existsSync(`${OUT_DIR}/index.html`) || !existsSync(`${OUT_DIR}/dev/harness/index.html`))
+    throw new Error(`${OUT_DIR}/dev/harness/index.html is missing: run \`npm run build:harness\` before the e2e tests`);
   if (!existsSync(FIXTURES_DIR))
     throw new Error(`${FIXTURES_DIR} is missing: the golden fixtures ship in dev/fixtures`);
   const app = await preview({

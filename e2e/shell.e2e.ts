@@ -69,6 +69,13 @@ describe('the backend on a software adapter, as the user sees it', () => {
     );
     expect(await dialog.getByTestId('device-cost').textContent()).toMatch(/the fastest backend on this machine/);
     expect(await dialog.textContent()).toContain('(software: SwiftShader, runs on the CPU)');
+    // The preview server sends COOP/COEP (vite.config.ts): isolated, so wasm loads its threaded build.
+    expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(true);
+    const threads = dialog.getByTestId('device-wasm-threads');
+    expect(await threads.getAttribute('data-threaded')).toBe('true');
+    expect(await threads.textContent()).toMatch(
+      /^\d+ threads?: cross-origin isolated, so the threaded SIMD build runs/,
+    );
     expect(await dialog.textContent()).not.toContain('Full speed');
     expect(errors).toEqual([]);
     await page.close();

@@ -96,7 +96,7 @@ async function nodeBench(): Promise<void> {
 async function browserBench(): Promise<void> {
   const outDir = process.env.SPARRING_DIST ?? 'dist';
   if (!existsSync(`${outDir}/index.html`))
-    throw new Error(`${outDir}/ is missing: run \`vite build\` first (npm run bench does)`);
+    throw new Error(`${outDir}/ is missing: run \`npm run build:harness\` first (npm run bench does)`);
   const server = await preview({
     build: { outDir },
     preview: { host: '127.0.0.1', port: 4180, strictPort: false },

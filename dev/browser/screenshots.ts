@@ -4,7 +4,7 @@
 // and writes docs/screenshots/{setup,arena,charts,heatmap,teaching}.png; then stops the run (Stop
 // saves its last state) and writes checkpoints.png.
 //
-//   npx vite build && npx tsx dev/browser/screenshots.ts [dist] [steps]
+//   npm run build && npx tsx dev/browser/screenshots.ts [dist] [steps]
 import { existsSync, mkdirSync } from 'node:fs';
 import { preview } from 'vite';
 import { launchChromium } from './chromium';
@@ -14,7 +14,7 @@ const OUT = 'docs/screenshots';
 async function main(): Promise<void> {
   const dist = process.argv[2] ?? 'dist';
   const steps = Number(process.argv[3] ?? 24);
-  if (!existsSync(`${dist}/index.html`)) throw new Error(`${dist}/index.html is missing: run \`npx vite build\` first`);
+  if (!existsSync(`${dist}/index.html`)) throw new Error(`${dist}/index.html is missing: run \`npm run build\` first`);
   if (!Number.isInteger(steps) || steps < 1)
     throw new Error(`steps must be a positive integer, got ${process.argv[3]}`);
   mkdirSync(OUT, { recursive: true });

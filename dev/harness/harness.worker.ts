@@ -6,6 +6,12 @@ import { engineApi } from '../../src/worker/engineApi';
 import type { HarnessApi } from './harnessApi';
 import { harnessMethods } from './harnessMethods';
 
+// The wasm thread benchmark's switch (dev/bench/wasmThreads.ts, page query ?cores=N): tfjs-wasm sizes
+// its pool at hardwareConcurrency / 2 (src/contract/wasmThreads.ts), 1 thread on a 2-core machine;
+// reporting N cores here lets it start N / 2 threads, before tfjs reads the count.
+const cores = Number(/\bcores=(\d+)/.exec(self.name)?.[1]);
+if (cores > 0) Object.defineProperty(WorkerNavigator.prototype, 'hardwareConcurrency', { get: () => cores });
+
 const api: HarnessApi = { ...engineApi, ...harnessMethods };
 
 Comlink.expose(api);

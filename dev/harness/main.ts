@@ -10,9 +10,11 @@ import { installRunHandle } from './runHandle';
 
 /** The engine store starts this worker instead of the lab's; the UI sees only EngineApi. */
 function startHarnessWorker(): EngineClient {
+  // ?cores=N (benchmarks only): the worker reports N logical cores, see harness.worker.ts.
+  const cores = new URLSearchParams(window.location.search).get('cores');
   const worker = new Worker(new URL('./harness.worker.ts', import.meta.url), {
     type: 'module',
-    name: 'sparring-harness',
+    name: cores ? `sparring-harness cores=${cores}` : 'sparring-harness',
   });
   const api = Comlink.wrap<EngineApi>(worker);
   return {

@@ -45,3 +45,58 @@ export async function serveFolder(dir: string): Promise<{ server: Server; url: s
   const s = await serveFiles((p) => fileUnder(dir, decodeURIComponent(p)));
   return { server: s.server, url: `http://localhost:${s.port}/`, close: s.close };
 }
+
+const MIME: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.wasm': 'application/wasm',
+};
+
+/**
+ * A plain static host, the way GitHub Pages or `python3 -m http.server` serves a folder: `dir` at
+ * the sub-path `prefix` ('/a/b/c/'), index.html for a folder, a content type by extension, and
+ * no other header (no COOP/COEP, no CORS). `port` 0 picks a free one; pass the old port to bring a
+ * site back at the same origin. `onRequest` sees each request line.
+ */
+export function serveSite(
+  dir: string,
+  prefix: string,
+  port = 0,
+  onRequest?: (line: string) => void,
+): Promise<{ port: number; url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    onRequest?.(`${req.method} ${req.url}`);
+    const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+    const file = path.startsWith(prefix)
+      ? fileUnder(dir, path.slice(prefix.length).replace(/(^|\/)$/, '$1index.html'))
+      : null;
+    if (!file) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
+      return;
+    }
+    const body = readFileSync(file);
+    const ext = file.slice(file.lastIndexOf('.'));
+    res.writeHead(200, { 'Content-Length': body.length, 'Content-Type': MIME[ext] ?? 'application/octet-stream' });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  });
+  return new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(port, '127.0.0.1', () => {
+      const addr = server.address();
+      const p = typeof addr === 'object' && addr ? addr.port : 0;
+      ok({
+        port: p,
+        url: `http://localhost:${p}${prefix}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}

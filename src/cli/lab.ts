@@ -27,7 +27,7 @@
 
 import { backendLine } from './backendLine';
 import * as tf from '@tensorflow/tfjs';
-import { describeBackend, useTrainingBackend } from './nodeBackend';
+import { useTrainingBackend } from './nodeBackend';
 import { entropyFromLogits, generate } from '../model/generate';
 import { disposeLlama, forward, type LlamaModel } from '../model/llama';
 import { loadModel, loadModelConfig } from '../model/load';
@@ -183,7 +183,6 @@ async function useBackend(a: Args): Promise<void> {
     return;
   }
   await useTrainingBackend(backend);
-  process.stderr.write(`lab: ${await describeBackend()}\n`);
 }
 
 const COMMANDS: Record<string, Command> = {

@@ -1,6 +1,20 @@
 // The tfjs backend the Node entry points train on: wasm when it starts (with the one kernel its
 // gradients lack), else cpu. Shared by the recipe runner, the exporter and the sandbox builder.
 import * as tf from '@tensorflow/tfjs';
+import { availableParallelism } from 'node:os';
+import { describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
+
+const nodeThreads = (): WasmThreadEnv => ({ node: true, isolated: false, cores: availableParallelism() });
+
+/** The wasm backend's threads in Node and why (after it started): shown in the run's first line. */
+export async function wasmThreadsNote(): Promise<string | null> {
+  const wasm = await import('@tensorflow/tfjs-backend-wasm');
+  try {
+    return describeWasmThreads(nodeThreads(), wasm.getThreadsCount(), false).why;
+  } catch {
+    return null; // not started here (a test's injected env)
+  }
+}
 
 /**
  * The wasm backend of tfjs 4.22 has no UnsortedSegmentSum kernel, which the gradient of
@@ -38,24 +52,13 @@ export function registerWasmSegmentSum(): void {
   });
 }
 
-/**
- * The active tfjs backend in words for a CLI's stderr, e.g. "tfjs wasm (SIMD, 1 thread)": wasm is
- * the fast CPU path (XNNPACK GEMMs; issue 42's bench:cpu has it 10-70x ahead of tfjs-cpu).
- */
-export async function describeBackend(): Promise<string> {
-  const name = tf.getBackend();
-  if (name !== 'wasm') return `tfjs ${name}`;
-  const { getThreadsCount } = await import('@tensorflow/tfjs-backend-wasm');
-  const simd = await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT');
-  const threads = getThreadsCount();
-  return `tfjs wasm (${simd ? 'SIMD, ' : ''}${threads} thread${threads === 1 ? '' : 's'})`;
-}
-
 /** Picks the tfjs backend for training in Node: wasm when it starts, else cpu. */
 export async function useTrainingBackend(prefer: 'wasm' | 'cpu' = 'wasm'): Promise<string> {
   if (prefer === 'wasm') {
     try {
-      await import('@tensorflow/tfjs-backend-wasm');
+      const wasm = await import('@tensorflow/tfjs-backend-wasm');
+      // The page's rule (src/contract/wasmThreads.ts); in Node it asks for 1 while tfjs-wasm has no threads there.
+      wasm.setThreadsCount(wasmThreadRequest(nodeThreads()));
       registerWasmSegmentSum();
       if (await tf.setBackend('wasm')) {
         await tf.ready();

@@ -292,9 +292,7 @@ export async function recipeMain(
       mkdirSync(dirname(a.out), { recursive: true });
       writeFileSync(a.out, '');
     }
-    err(
-      `[${recipe.name}] seed ${a.seed}, ${a.steps} steps, ${backend === 'webgpu' ? await backendLine() : `backend ${backend}`}\n`,
-    );
+    err(`[${recipe.name}] seed ${a.seed}, ${a.steps} steps, ${await backendLine()}\n`);
     const run = await createTimedRun(recipe, env, v.config, a.seed);
     try {
       for (let s = 0; s < a.steps; s++) {

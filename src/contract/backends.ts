@@ -1,5 +1,6 @@
 // Backend choice: webgpu -> webgl -> wasm -> cpu, with an override from the URL (?backend=)
 // or the saved setting. Pure functions here; the side-effecting init lives in initBackend.ts.
+import type { WasmThreads } from './wasmThreads';
 import type { GpuProbe } from './gpuProbe';
 
 export const BACKENDS = ['webgpu', 'webgl', 'wasm', 'cpu'] as const;
@@ -79,6 +80,8 @@ export interface BackendReport {
   banner: string | null;
   /** tfjs flags set for this adapter, with the reason (shown in the device panel). */
   tuning: { flag: string; value: number | boolean; why: string }[];
+  /** On the wasm backend: how many threads it runs and why (src/contract/wasmThreads.ts). */
+  wasmThreads?: WasmThreads;
 }
 
 /**

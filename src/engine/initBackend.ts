@@ -11,6 +11,7 @@ import {
 } from '../contract/backends';
 import type { GpuProbe } from '../contract/gpuProbe';
 import { registerWebGPUBackend } from './webgpu/gpuFeatures';
+import { describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
 
 export interface InitOptions {
   preference: BackendPreference;
@@ -19,11 +20,30 @@ export interface InitOptions {
   wasmPaths?: Record<string, string>;
 }
 
+function threadEnv(): WasmThreadEnv {
+  return {
+    node: tf.env().getBool('IS_NODE'),
+    isolated: (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true,
+    cores: globalThis.navigator?.hardwareConcurrency ?? 1,
+  };
+}
+
+/** The wasm backend's thread count (after tf.ready()), with the reason. */
+async function wasmThreads() {
+  const wasm = await import('@tensorflow/tfjs-backend-wasm');
+  const [threads, simd] = await Promise.all([
+    tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT'),
+    tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'),
+  ]);
+  return describeWasmThreads(threadEnv(), wasm.getThreadsCount(), threads === true && simd === true);
+}
+
 async function registerBackend(name: BackendName, opts: InitOptions): Promise<void> {
   if (name === 'webgpu') registerWebGPUBackend(await import('@tensorflow/tfjs-backend-webgpu'));
   if (name === 'wasm') {
     const wasm = await import('@tensorflow/tfjs-backend-wasm');
     if (opts.wasmPaths) wasm.setWasmPaths(opts.wasmPaths);
+    wasm.setThreadsCount(wasmThreadRequest(threadEnv()));
   }
   // webgl and cpu ship inside @tensorflow/tfjs.
 }
@@ -39,7 +59,7 @@ export async function initBackend(opts: InitOptions): Promise<BackendReport> {
       attempts.push({ backend: name, error: null });
       const report = describeChoice(opts.preference, name, attempts, opts.probe);
       for (const t of report.tuning) tf.env().set(t.flag, t.value);
-      return report;
+      return name === 'wasm' ? { ...report, wasmThreads: await wasmThreads() } : report;
     } catch (err) {
       attempts.push({ backend: name, error: (err as Error).message || String(err) });
     }

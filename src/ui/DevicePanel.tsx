@@ -10,6 +10,7 @@ import { useSetup, type ModelFit } from '../store/setupStore';
 import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
 import type { EngineStatus } from '../contract/workerApi';
+import { describeWasmThreads, tfjsWasmThreadCap, wasmThreadRequest, type WasmThreads } from '../contract/wasmThreads';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
 
@@ -51,6 +52,18 @@ function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
       </table>
     </details>
   );
+}
+
+/** What the wasm backend runs (its own report), or would run here if it were chosen. */
+function wasmThreadsOf(status: EngineStatus | null | undefined): WasmThreads {
+  if (status?.backend.wasmThreads) return status.backend.wasmThreads;
+  const env = { node: false, isolated: window.crossOriginIsolated, cores: navigator.hardwareConcurrency || 1 };
+  const planned = describeWasmThreads(
+    env,
+    Math.min(wasmThreadRequest(env), tfjsWasmThreadCap(env.cores)),
+    env.isolated,
+  );
+  return { ...planned, why: `${planned.why} (if wasm runs)` };
 }
 
 /** Full probe results: adapter, features, limits, backend attempts, tfjs memory, backend setting. */
@@ -102,8 +115,22 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
               <td data-testid="device-cost">{status ? backendCost(status.backend.backend, probe ?? null) : '—'}</td>
             </tr>
             <tr>
+              <th>wasm threads</th>
+              <td
+                data-testid="device-wasm-threads"
+                data-threads={wasmThreadsOf(status).threads}
+                data-threaded={String(wasmThreadsOf(status).threaded)}
+              >
+                {wasmThreadsOf(status).why}
+              </td>
+            </tr>
+            <tr>
               <th>tfjs</th>
               <td>{status?.tfjsVersion ?? '—'}</td>
+            </tr>
+            <tr>
+              <th>Site build</th>
+              <td data-testid="device-build">{__SPARRING_BUILD__}</td>
             </tr>
             {status?.backend.tuning.map((t) => (
               <tr key={t.flag}>

@@ -1,10 +1,12 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
+import { UpdatePrompt } from './offline/UpdatePrompt';
 import './styles.css';
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
+    <UpdatePrompt />
     <App />
   </StrictMode>,
 );

@@ -44,6 +44,7 @@ import { datasetText } from './datasets';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
 import { runLock } from '../contract/storageFormat';
 import { stopLine, type RequestedStop, type StopReason } from '../contract/stopReason';
+import { siteRoot } from '../contract/siteRoot';
 import type { AutosavePolicy, CheckpointEvent, CheckpointReason } from '../contract/workerApi';
 
 type ReportSink = (report: StepReport) => unknown;
@@ -140,7 +141,7 @@ export function listRecipes(): RecipeListing[] {
   }));
 }
 
-const modelsBase = () => new URL(`${import.meta.env.BASE_URL}models/`, self.location.origin).href;
+const modelsBase = () => new URL('models/', siteRoot()).href;
 
 /** Where hub ids ("owner/name") load from: the hub, or a mirror set by the page (`?hub=`). */
 let hubEndpoint: string | undefined;

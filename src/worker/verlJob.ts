@@ -6,6 +6,7 @@ import { zipSync } from 'fflate';
 import { getRecipe } from '../recipes/registry';
 import { exportModelField, exportVerl, frozenSandboxes, modelPathFor } from '../recipes/exports';
 import type { VerlJobZip } from '../contract/workerApi';
+import { sandboxModelUrl } from '../contract/siteRoot';
 
 const SANDBOX_FILES = [
   'config.json',
@@ -17,7 +18,7 @@ const SANDBOX_FILES = [
 
 async function sandboxFiles(name: string): Promise<Record<string, Uint8Array> | undefined> {
   try {
-    const base = new URL(`${import.meta.env.BASE_URL}models/${name}/`, self.location.href);
+    const base = new URL(sandboxModelUrl(name));
     const entries = await Promise.all(
       SANDBOX_FILES.map(async (f) => {
         const res = await fetch(new URL(f, base));

@@ -5,6 +5,7 @@
 import { parseModelConfig } from '../../contract/modelConfig';
 import { describeModel, plannedBlockMismatch } from '../../contract/blockDescription';
 import { unknownModelError } from '../../contract/sandboxModels';
+import { sandboxModelUrl } from '../../contract/siteRoot';
 import type { ModelFit } from '../../store/setupStore';
 import type { EngineStatus } from '../../contract/workerApi';
 import { readModelRef } from './fieldKinds';
@@ -19,10 +20,7 @@ async function configText(ref: string): Promise<string> {
   if (unknown) throw new Error(unknown);
   const c = readModelRef(ref);
   if (c.mode === 'local') return cachedConfigText(c.url);
-  const base =
-    c.mode === 'sandbox'
-      ? new URL(`${import.meta.env.BASE_URL}models/${c.name}/`, window.location.href).href
-      : ref.replace(/\/?$/, '/');
+  const base = c.mode === 'sandbox' ? sandboxModelUrl(c.name) : ref.replace(/\/?$/, '/');
   const url = new URL('config.json', new URL(base, window.location.href)).href;
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);

@@ -3,12 +3,13 @@
 // cache urlSource reads before the network) under this site's local-models/<folder>/ URL. The
 // worker then loads that URL like any cached hub or URL model, and a reload still finds it.
 import { DEFAULT_CACHE_NAME, folderFileUrl } from '../../contract/modelSource';
+import { siteRoot } from '../../contract/siteRoot';
 
 export const LOCAL_MODELS_PATH = 'local-models/';
 
 /** The URL a picked folder is served from (out of the cache). */
-export function localFolderUrl(folder: string, pageUrl: string = window.location.href): string {
-  return new URL(`${import.meta.env.BASE_URL}${LOCAL_MODELS_PATH}${encodeURIComponent(folder)}/`, pageUrl).href;
+export function localFolderUrl(folder: string, root: string = siteRoot()): string {
+  return new URL(`${LOCAL_MODELS_PATH}${encodeURIComponent(folder)}/`, root).href;
 }
 
 type RelFile = File & { webkitRelativePath?: string };

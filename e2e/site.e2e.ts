@@ -1,0 +1,182 @@
+// The site as a teacher deploys it: `npm run build` (the lab alone), copied under a deep sub-path
+// of a plain static server that sets no headers (GitHub Pages' situation). From the user's side:
+// the lab renders and the guided demo reaches step 1 with no failing request of the site's own
+// but the model loader's optional probes; the service worker makes the page cross-origin
+// isolated, so wasm runs on every core; with the network off a reload still opens the lab and
+// trains; a second deployment is announced ("a new version is ready: reload") and served only
+// after that reload, the old build until then.
+// Builds the site twice (about 15 s each on an idle machine) into a temporary folder.
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveSite } from '../dev/servers/staticServer';
+import { launch } from './browser';
+import { tfjsWasmThreadCap } from '../src/contract/wasmThreads';
+
+const PREFIX = '/a/b/c/sparring/';
+// The model loader asks for these and carries on without them (src/model/sources.ts has()): the
+// sandbox models ship neither a sharded index nor a separate chat template.
+const OPTIONAL_PROBES = [/\/models\/\w+\/model\.safetensors\.index\.json$/, /\/models\/\w+\/chat_template\.jinja$/];
+
+let tmp = '';
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let site: Awaited<ReturnType<typeof serveSite>>;
+const served: string[] = [];
+const failures: string[] = [];
+const pageErrors: string[] = [];
+const probes = new Set<string>();
+
+function build(outDir: string, id: string): void {
+  execFileSync('npx', ['vite', 'build', '--outDir', outDir, '--emptyOutDir', '--logLevel', 'error'], {
+    // NODE_ENV: vitest sets 'test', which would make a development build.
+    env: { ...process.env, NODE_ENV: 'production', SPARRING_BUILD_ID: id, SPARRING_SOURCEMAP: '' },
+    stdio: 'inherit',
+  });
+}
+
+/** The same folder, now holding build `from` (what a redeploy does). */
+function deploy(from: string): void {
+  rmSync(join(tmp, 'live'), { recursive: true, force: true });
+  cpSync(join(tmp, from), join(tmp, 'live'), { recursive: true });
+}
+
+async function serve(port = 0): Promise<void> {
+  site = await serveSite(join(tmp, 'live'), PREFIX, port, (line) => served.push(line));
+}
+
+const wait = (pred: string, timeout = 120_000) => page.waitForFunction(pred, undefined, { timeout, polling: 200 });
+
+/** Evaluates `pred` until it is true, across the reloads the service worker may cause. */
+async function until(pred: () => boolean, timeout = 60_000): Promise<void> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const ok = await page.evaluate(pred).catch(() => false);
+    if (ok) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${pred.toString()}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function openDevice(): Promise<void> {
+  await page.getByRole('button', { name: /^(webgpu|webgl|wasm|cpu) · / }).click();
+  await page.getByRole('dialog', { name: 'Device' }).waitFor();
+}
+
+async function closeDevice(): Promise<void> {
+  await page.getByRole('dialog', { name: 'Device' }).getByRole('button', { name: 'Close' }).click();
+}
+
+/** The lab is up (its engine reports a backend), the guided demo starts and reaches step 1. */
+async function demoReachesStep1(): Promise<void> {
+  await wait(`document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') === 'wasm'`);
+  if ((await page.locator('[data-testid="guided-demo"]').count()) === 0)
+    await page.click('[data-testid="teaching-toggle"]');
+  await page.waitForSelector('[data-testid="guided-demo"]:not([disabled])', { timeout: 60_000 });
+  await page.click('[data-testid="guided-demo"]');
+  await wait(`Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= 1`, 180_000);
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), 'sparring-site-'));
+  build(join(tmp, 'one'), 'site-one');
+  build(join(tmp, 'two'), 'site-two');
+  deploy('one');
+  await serve();
+  browser = await launch();
+  context = await browser.newContext();
+  const own = (url: string) => url.startsWith(`http://localhost:${site.port}/`);
+  const allowed = (url: string) => OPTIONAL_PROBES.some((re) => re.test(new URL(url).pathname));
+  context.on('requestfailed', (r) => {
+    if (!own(r.url()) || allowed(r.url())) return;
+    // Chromium reports a HEAD the service worker answers (from the precache) as net::ERR_ABORTED
+    // after its response arrived: the loader got its 200; that is no failure.
+    void r.response().then((res) => {
+      if (!(r.method() === 'HEAD' && res?.ok())) failures.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
+    });
+  });
+  context.on('response', (r) => {
+    if (!own(r.url()) || r.status() < 400) return;
+    if (allowed(r.url())) probes.add(`${r.request().method()} ${new URL(r.url()).pathname} ${r.status()}`);
+    else failures.push(`${r.request().method()} ${r.url()}: HTTP ${r.status()}`);
+  });
+  page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+}, 300_000);
+
+afterAll(async () => {
+  console.log(`optional probes answered 404: ${[...probes].sort().join(', ') || 'none'}`);
+  await browser?.close();
+  await site?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('the deployed site (npm run build) on a plain static server under a sub-path', () => {
+  it('is the lab alone: no harness page, no source maps, a service worker', () => {
+    const one = join(tmp, 'one');
+    expect(existsSync(join(one, 'index.html'))).toBe(true);
+    expect(existsSync(join(one, 'sw.js'))).toBe(true);
+    expect(existsSync(join(one, 'dev'))).toBe(false);
+    expect(readdirSync(join(one, 'assets')).filter((f) => /harness|\.map$/.test(f))).toEqual([]);
+  });
+
+  it('renders, isolates itself through the service worker, and runs the guided demo on wasm threads', async () => {
+    await page.goto(`${site.url}?backend=wasm`);
+    // The server sends no COOP/COEP: the service worker adds them, after one reload of the first visit.
+    await until(() => window.crossOriginIsolated && navigator.serviceWorker.controller !== null);
+    // That reload cancels what the first load had started (net::ERR_ABORTED): count from here.
+    failures.length = 0;
+    await demoReachesStep1();
+    await openDevice();
+    const cell = page.getByTestId('device-wasm-threads');
+    const threads = Number(await cell.getAttribute('data-threads'));
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    console.log(`wasm on ${cores} logical cores: ${await cell.textContent()}`);
+    // The threaded SIMD binary runs; its pool is tfjs-wasm's own cap (half the logical cores, 1 to 8),
+    // so more than one thread wherever there are 4 logical cores or more.
+    expect(await cell.getAttribute('data-threaded')).toBe('true');
+    expect(threads).toBe(tfjsWasmThreadCap(cores));
+    if (cores >= 4) expect(threads).toBeGreaterThan(1);
+    expect(await page.getByTestId('device-build').textContent()).toBe('site-one');
+    await closeDevice();
+    expect(failures).toEqual([]);
+    expect(pageErrors).toEqual([]);
+    // Every file came from under the sub-path: nothing asked the server's root.
+    expect(served.filter((l) => !l.split(' ')[1].startsWith(PREFIX))).toEqual([]);
+  });
+
+  it('opens and trains again with the network off', async () => {
+    await site.close();
+    await context.setOffline(true);
+    await page.reload();
+    await demoReachesStep1();
+    expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(true);
+    expect(failures).toEqual([]);
+  });
+
+  it('announces a second deployment and serves it only after "reload"', async () => {
+    deploy('two');
+    await context.setOffline(false);
+    await serve(site.port);
+    await page.reload();
+    const prompt = page.getByTestId('update-prompt');
+    await prompt.waitFor({ timeout: 120_000 });
+    expect(await prompt.textContent()).toMatch(/^A new version is ready: reload$/);
+    // Until then the page is still wholly the first build.
+    await openDevice();
+    expect(await page.getByTestId('device-build').textContent()).toBe('site-one');
+    await closeDevice();
+    const reloaded = page.waitForEvent('load', { timeout: 60_000 });
+    await prompt.getByRole('button', { name: 'reload' }).click();
+    await reloaded;
+    await wait(`document.querySelector('[data-testid="device-badge"]')?.getAttribute('data-backend') === 'wasm'`);
+    await openDevice();
+    expect(await page.getByTestId('device-build').textContent()).toBe('site-two');
+    expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(true);
+    expect(failures).toEqual([]);
+  });
+});
