@@ -100,6 +100,7 @@ describe('the stop reason is kept and shown', () => {
     // Restore says so in the panel clicked, not only in Run setup.
     await page
       .locator(`[data-testid="checkpoint-row"][data-run="${limited}"]`)
+      .filter({ hasText: 'stopped · step 1' })
       .getByRole('button', { name: 'Restore' })
       .click();
     const said = page.getByTestId('checkpoint-message').filter({ hasText: 'Restored' });

@@ -37,7 +37,8 @@ function useFitCheck(name: string, ref: string, config: Record<string, unknown>)
   const budgetKey = status ? JSON.stringify(deviceBudget(status)) : '';
   useEffect(() => {
     const st = useEngine.getState().status;
-    if (!st || modelRefError(ref) !== null) {
+    // An empty optional model (a guard left off) has nothing to size.
+    if (!st || ref.trim() === '' || modelRefError(ref) !== null) {
       setFit(name, null);
       return;
     }
