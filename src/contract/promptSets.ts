@@ -4,7 +4,9 @@
 // JailbreakBench: goal), or from a chat-format `messages` list; `category` and `is_safe` are kept
 // when present. A column map names other columns. A row that cannot be used is reported by line
 // and field and left out; the rest load. Only a file with no usable row is an error.
+import { brief, briefText } from './brief';
 import { DatasetError, parseCsvRecords } from './datasetLoaders';
+import { jsonDepth, MAX_ROW_DEPTH } from './jsonDepth';
 import type { ChatTurn, PromptInput } from './chat';
 
 /** Column names read as a benign task's reference answer, in order of preference. */
@@ -64,11 +66,11 @@ function readTurns(v: unknown, field: string): ChatTurn[] {
   const turns = v.map((t, i) => {
     const turn = t as { role?: unknown; content?: unknown } | null;
     if (!turn || typeof turn.role !== 'string' || !ROLES.has(turn.role))
-      throw new RowProblem(
-        `${field}[${i}].role`,
-        `expected "system", "user" or "assistant", got ${JSON.stringify(turn?.role)}`,
-      );
+      throw new RowProblem(`${field}[${i}].role`, `expected "system", "user" or "assistant", got ${brief(turn?.role)}`);
     if (typeof turn.content !== 'string') throw new RowProblem(`${field}[${i}].content`, 'expected a string');
+    // An empty user turn gives the model nothing to answer (and the judge nothing to score).
+    if (turn.role === 'user' && turn.content.trim() === '')
+      throw new RowProblem(`${field}[${i}].content`, 'empty user turn');
     return { role: turn.role as ChatTurn['role'], content: turn.content };
   });
   if (!turns.some((t) => t.role === 'user')) throw new RowProblem(field, 'the turns hold no user turn');
@@ -86,7 +88,7 @@ function readBool(v: unknown, field: string): boolean | null {
     if (['true', '1', 'yes', 'safe'].includes(s)) return true;
     if (['false', '0', 'no', 'unsafe'].includes(s)) return false;
   }
-  throw new RowProblem(field, `expected true or false, got ${JSON.stringify(v)}`);
+  throw new RowProblem(field, `expected true or false, got ${brief(v)}`);
 }
 
 /** One record (JSON object or CSV row as an object) -> a row, or a RowProblem. */
@@ -106,6 +108,7 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
     const raw = rec[messages];
     let v: unknown = raw;
     if (typeof raw === 'string') {
+      if (jsonDepth(raw) > MAX_ROW_DEPTH) throw new RowProblem(messages, `nested more than ${MAX_ROW_DEPTH} deep`);
       try {
         v = JSON.parse(raw);
       } catch {
@@ -192,10 +195,12 @@ export function readPromptSet(text: string, file: string, map: ColumnMap = {}): 
   if (src.trimStart().startsWith('{')) {
     const records = src.split(/\r?\n/).flatMap((raw, i) => {
       if (raw.trim() === '') return [];
+      if (jsonDepth(raw) > MAX_ROW_DEPTH)
+        return [{ rec: null, line: i + 1, parseError: `nested more than ${MAX_ROW_DEPTH} deep` }];
       try {
         return [{ rec: JSON.parse(raw) as unknown, line: i + 1 }];
       } catch (e) {
-        return [{ rec: null, line: i + 1, parseError: `not valid JSON (${(e as Error).message})` }];
+        return [{ rec: null, line: i + 1, parseError: `not valid JSON (${briefText((e as Error).message, 120)})` }];
       }
     });
     return collect(records, file, map);
@@ -236,7 +241,9 @@ export function harmfulRows(set: PromptSet): PromptSet {
 /** "3 rows left out: line 4 (prompt): no prompt ...; ..." for a report or the form; '' when none. */
 export function describeSkipped(set: PromptSet, max = 5): string {
   if (set.skipped.length === 0) return '';
-  const shown = set.skipped.slice(0, max).map((s) => `line ${s.line}${s.field ? ` (${s.field})` : ''}: ${s.problem}`);
+  const shown = set.skipped
+    .slice(0, max)
+    .map((s) => `line ${s.line}${s.field ? ` (${briefText(s.field)})` : ''}: ${briefText(s.problem, 200)}`);
   return `${set.file}: ${set.skipped.length} row(s) left out: ${shown.join('; ')}${set.skipped.length > max ? '; …' : ''}`;
 }
 
