@@ -7,6 +7,7 @@
 import { brief, briefText } from './brief';
 import { DatasetError, parseCsvRecords } from './datasetLoaders';
 import { jsonDepth, MAX_ROW_DEPTH } from './jsonDepth';
+import { cutText, DEFAULT_PROMPT_BOUND, longPromptProblem, type PromptBound } from './promptBounds';
 import type { ChatTurn, PromptInput } from './chat';
 
 /** Column names read as a benign task's reference answer, in order of preference. */
@@ -39,6 +40,10 @@ export interface PromptSet {
   file: string;
   rows: PromptRow[];
   skipped: SkippedRow[];
+  /** The longest prompt read (characters of all its turns, before any cut) and its line; null when none. */
+  longest?: { chars: number; line: number } | null;
+  /** How many prompts were cut to the limit (PromptBound `keep-start` / `keep-end`). */
+  cut?: number;
 }
 
 /** Columns a set names differently: `{ prompt: 'text', category: 'harm_type' }`. */
@@ -92,7 +97,13 @@ function readBool(v: unknown, field: string): boolean | null {
 }
 
 /** One record (JSON object or CSV row as an object) -> a row, or a RowProblem. */
-function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap): PromptRow {
+function readRecord(
+  rec: Record<string, unknown>,
+  line: number,
+  map: ColumnMap,
+  bound: PromptBound,
+  seen: { longest: { chars: number; line: number } | null; cut: number },
+): PromptRow {
   const key = (name: string) => Object.keys(rec).find((k) => k.trim().toLowerCase() === name.toLowerCase());
   const text = (field: string): string | undefined => {
     const v = rec[field];
@@ -133,8 +144,27 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
     const want = map.prompt ? `"${map.prompt}"` : `one of ${[...PROMPT_COLUMNS, 'messages'].join(', ')}`;
     throw new RowProblem(map.prompt ?? 'prompt', `no prompt (${want} is missing or empty)`);
   }
+  const chars = typeof prompt === 'string' ? prompt.length : prompt.reduce((n, t) => n + t.content.length, 0);
+  if (!seen.longest || chars > seen.longest.chars) seen.longest = { chars, line };
+  if (chars > bound.maxChars) {
+    if (bound.long === 'refuse')
+      throw new RowProblem(promptField ?? 'prompt', longPromptProblem(chars, bound.maxChars));
+    const side = bound.long;
+    // A turn list: each turn cut to its share of the limit.
+    const each = typeof prompt === 'string' ? bound.maxChars : Math.floor(bound.maxChars / prompt.length);
+    prompt =
+      typeof prompt === 'string'
+        ? cutText(prompt, each, side)
+        : prompt.map((t) => ({ ...t, content: cutText(t.content, each, side) }));
+    seen.cut++;
+  }
   const goalKey = key(map.goal ?? 'goal');
-  const goal = goalKey !== undefined && goalKey !== promptField ? text(goalKey) : undefined;
+  const goalText = goalKey !== undefined && goalKey !== promptField ? text(goalKey) : undefined;
+  // A goal column goes to the attacker and the judge as text too: the same bound.
+  if (goalText !== undefined && goalText.length > bound.maxChars && bound.long === 'refuse')
+    throw new RowProblem(goalKey!, longPromptProblem(goalText.length, bound.maxChars));
+  const goal =
+    goalText !== undefined && bound.long !== 'refuse' ? cutText(goalText, bound.maxChars, bound.long) : goalText;
   const catKey = key(map.category ?? 'category');
   const safeKey = key(map.isSafe ?? 'is_safe');
   const refKey = REFERENCE_COLUMNS.map((c) => key(c)).find(
@@ -158,9 +188,11 @@ function collect(
   records: { rec: unknown; line: number; parseError?: string }[],
   file: string,
   map: ColumnMap,
+  bound: PromptBound,
 ): PromptSet {
   const rows: PromptRow[] = [];
   const skipped: SkippedRow[] = [];
+  const seen = { longest: null as { chars: number; line: number } | null, cut: 0 };
   for (const { rec, line, parseError } of records) {
     if (parseError) {
       skipped.push({ line, field: null, problem: parseError });
@@ -171,7 +203,7 @@ function collect(
       continue;
     }
     try {
-      rows.push(readRecord(rec as Record<string, unknown>, line, map));
+      rows.push(readRecord(rec as Record<string, unknown>, line, map, bound, seen));
     } catch (e) {
       if (!(e instanceof RowProblem)) throw e;
       skipped.push({ line, field: e.field, problem: e.message });
@@ -186,11 +218,16 @@ function collect(
       first ? `no usable row (first problem: ${first.problem})` : 'no rows (the file is empty)',
     );
   }
-  return { file, rows, skipped };
+  return { file, rows, skipped, longest: seen.longest, cut: seen.cut };
 }
 
 /** Reads JSONL (first non-blank character "{") or CSV (a header row), whatever the file is called. */
-export function readPromptSet(text: string, file: string, map: ColumnMap = {}): PromptSet {
+export function readPromptSet(
+  text: string,
+  file: string,
+  map: ColumnMap = {},
+  bound: PromptBound = DEFAULT_PROMPT_BOUND,
+): PromptSet {
   const src = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (src.trimStart().startsWith('{')) {
     const records = src.split(/\r?\n/).flatMap((raw, i) => {
@@ -203,7 +240,7 @@ export function readPromptSet(text: string, file: string, map: ColumnMap = {}): 
         return [{ rec: null, line: i + 1, parseError: `not valid JSON (${briefText((e as Error).message, 120)})` }];
       }
     });
-    return collect(records, file, map);
+    return collect(records, file, map, bound);
   }
   const recs = parseCsvRecords(src, file);
   const header = recs[0]?.fields.map((h) => h.trim());
@@ -220,6 +257,7 @@ export function readPromptSet(text: string, file: string, map: ColumnMap = {}): 
     ),
     file,
     map,
+    bound,
   );
 }
 
