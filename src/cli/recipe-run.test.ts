@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,6 +108,73 @@ describe('lab --recipe', () => {
     expect(l.stdout).toMatch(/redteam .*Tinker/);
     expect(l.stdout).toMatch(/attacker-sft .*MTSA/);
   });
+
+  it('a re-run refuses an existing --out without --force; --resume FILE continues the run, appending to its log', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
+    const out = join(dir, 'r.jsonl');
+    const ckpt = join(dir, 'r.json');
+    const base = ['--model', 'tiny-llama-f32', '--set', 'judge=letters', '--set', 'prompts=2', '--set', 'groupSize=2'];
+    const first = await run(
+      '--recipe',
+      'redteam',
+      '--steps',
+      '2',
+      '--seed',
+      '3',
+      '--out',
+      out,
+      '--save-checkpoint',
+      ckpt,
+      ...base,
+      '--set',
+      'maxNewTokens=4',
+      '--no-early-stop',
+    );
+    expect(first.code).toBe(0);
+    // A line after the checkpoint (a run killed after its save) is dropped when the run resumes.
+    writeFileSync(out, readFileSync(out, 'utf8') + JSON.stringify({ step: 2, extra: true }) + '\n');
+    const again = await run('--recipe', 'redteam', '--steps', '2', '--seed', '3', '--out', out, ...base);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(
+      `--out ${out} exists: pass --force to overwrite it, or --resume a checkpoint to append to it`,
+    );
+    const resumed = await run(
+      '--resume',
+      ckpt,
+      '--steps',
+      '2',
+      '--out',
+      out,
+      '--no-early-stop',
+      '--model',
+      'tiny-llama-f32',
+    );
+    expect(resumed.stderr).not.toMatch(/lab --recipe:/);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stderr).toMatch(/\[redteam\] seed 3, 2 steps from step 2 \(/);
+    const lines = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as StepReport);
+    expect(lines.map((l) => l.step)).toEqual([0, 1, 2, 3]);
+    expect(lines.every((l) => l.recipe === 'redteam')).toBe(true);
+    const forced = await run(
+      '--recipe',
+      'redteam',
+      '--steps',
+      '1',
+      '--seed',
+      '3',
+      '--out',
+      out,
+      '--force',
+      ...base,
+      '--set',
+      'maxNewTokens=4',
+    );
+    expect(forced.code).toBe(0);
+    expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(1);
+  }, 60_000);
 
   it('runs a recipe, one StepReport per JSONL line and a summary per step on stderr', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'runs/redteam.jsonl');

@@ -38,7 +38,7 @@ import {
   pruneAutosaves,
   saveRunCheckpoint,
 } from './autosave';
-import { datasetText } from './datasets';
+import { datasetRefErrors, datasetText } from './datasets';
 import { branchId, openBranchLog, restoresOlderCheckpoint } from './branch';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
 import { runLock } from '../contract/storageFormat';
@@ -455,7 +455,7 @@ async function launch(
   if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0)
     errors.seed = `seed must be a non-negative integer, got ${brief(seed)}`;
   const v = validateRecipeConfig(recipe, config);
-  Object.assign(errors, v.errors);
+  Object.assign(errors, v.errors, datasetRefErrors(v.config as Record<string, unknown>));
   if (Object.keys(errors).length > 0) return { ok: false, errors };
 
   if (active && (state === 'running' || state === 'paused')) await stopRun();
