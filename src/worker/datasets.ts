@@ -12,14 +12,20 @@ export { UPLOAD_PREFIX, uploadRef };
 let store: DatasetStore | null = null;
 const datasets = (): DatasetStore => (store ??= new DatasetStore());
 
-const info = (d: { ref: string; rows: number; bytes: number }): DatasetInfo => ({
+const info = (d: { ref: string; rows: number; bytes: number; longestPrompt?: number }): DatasetInfo => ({
   ref: d.ref,
   rows: d.rows,
   bytes: d.bytes,
+  ...(d.longestPrompt !== undefined ? { longestPrompt: d.longestPrompt } : {}),
 });
 
-export async function putDataset(fileName: string, jsonl: string, rows: number): Promise<DatasetInfo> {
-  return info(await datasets().put(fileName, jsonl, rows));
+export async function putDataset(
+  fileName: string,
+  jsonl: string,
+  rows: number,
+  longestPrompt?: number,
+): Promise<DatasetInfo> {
+  return info(await datasets().put(fileName, jsonl, rows, longestPrompt));
 }
 
 export async function listDatasets(): Promise<DatasetInfo[]> {

@@ -49,7 +49,7 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
     try {
       const { info, note } = await uploadPromptFile(
         { name: file.name, text: async () => text },
-        (n, j, r) => engine().putDataset(n, j, r),
+        (n, j, r, l) => engine().putDataset(n, j, r, l),
         map,
         { long, maxChars: Math.min(MAX_PROMPT_CHARS, Math.max(16, Math.floor(Number(maxChars)) || MAX_PROMPT_CHARS)) },
       );

@@ -2,7 +2,16 @@ import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../../contract/modelConfig';
 import { planLearnMemory } from '../../contract/learnMemory';
-import { backendBudget, checkFit, estimateMemory, loraOf, paramCount, withLearnPlan, workloadOf } from './modelFit';
+import {
+  backendBudget,
+  checkFit,
+  dataPromptTokens,
+  estimateMemory,
+  loraOf,
+  paramCount,
+  withLearnPlan,
+  workloadOf,
+} from './modelFit';
 
 const GiB = 2 ** 30;
 const sandbox = parseModelConfig(readFileSync('public/models/defender/config.json', 'utf8'));
@@ -250,5 +259,30 @@ describe('fit check with the learn-memory planner (in place of the activation he
     const v = checkFit(e, gpu(600 * 2 ** 20));
     expect(v.fits).toBe(false);
     expect(v.problems.join(' ')).toMatch(/\+ LoRA and AdamW [\d.]+ MiB \+ activations/);
+  });
+});
+
+describe("the fit check counts the data's real prompt lengths (issue 40)", () => {
+  it("an upload's longest prompt sets the prompt length: 100,000 characters are ~33,366 tokens, not 128", () => {
+    const uploads = [
+      { ref: 'upload:four.jsonl', longestPrompt: 100_001 },
+      { ref: 'upload:short.jsonl', longestPrompt: 30 },
+      { ref: 'upload:old.jsonl' },
+    ];
+    const d = dataPromptTokens({ dataset: 'upload:four.jsonl', groupSize: 2 }, uploads)!;
+    // ceil(100001 / 3) + 32 template tokens
+    expect(d).toEqual({ tokens: 33_334 + 32, chars: 100_001, ref: 'upload:four.jsonl' });
+    expect(workloadOf({ prompts: 4, groupSize: 2, maxNewTokens: 64 }, d.tokens)).toEqual({
+      batch: 8,
+      seqLen: 33_366 + 64,
+      promptLen: 33_366,
+      responseLen: 64,
+    });
+    // Short prompts keep the 128-token floor; an upload recorded before the count, or none, changes nothing.
+    expect(
+      workloadOf({ maxNewTokens: 64 }, dataPromptTokens({ dataset: 'upload:short.jsonl' }, uploads)!.tokens).promptLen,
+    ).toBe(128);
+    expect(dataPromptTokens({ dataset: 'upload:old.jsonl' }, uploads)).toBeNull();
+    expect(dataPromptTokens({ dataset: 'sandbox' }, uploads)).toBeNull();
   });
 });

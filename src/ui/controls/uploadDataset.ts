@@ -9,7 +9,7 @@ import type { DatasetInfo } from '../../contract/workerApi';
 
 export async function uploadPromptFile(
   file: { name: string; text(): Promise<string> },
-  put: (fileName: string, text: string, rows: number) => Promise<DatasetInfo>,
+  put: (fileName: string, text: string, rows: number, longestPrompt?: number) => Promise<DatasetInfo>,
   map: ColumnMap = {},
   bound: PromptBound = DEFAULT_PROMPT_BOUND,
 ): Promise<{ info: DatasetInfo; note: string }> {
@@ -17,7 +17,13 @@ export async function uploadPromptFile(
   const set = readPromptSet(text, file.name, map, bound);
   // Mapped columns or cut prompts: the usable rows as read are stored, not the file as it was.
   const rewritten = Object.keys(map).length > 0 || (set.cut ?? 0) > 0;
-  const info = await put(file.name, rewritten ? promptSetToJsonl(set) : text, set.rows.length);
+  // The longest prompt as stored (after any cut): what the fit check counts.
+  const longest = set.rows.reduce(
+    (m, r) =>
+      Math.max(m, typeof r.prompt === 'string' ? r.prompt.length : r.prompt.reduce((n, t) => n + t.content.length, 0)),
+    0,
+  );
+  const info = await put(file.name, rewritten ? promptSetToJsonl(set) : text, set.rows.length, longest);
   const notes = [describeSkipped(set)];
   if (set.longest)
     notes.push(
