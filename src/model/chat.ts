@@ -9,7 +9,7 @@
 // {name, template} (a "default" one, plus e.g. "tool_use" or "rag").
 
 import { Template } from '@huggingface/jinja';
-import { briefText } from '../contract/brief';
+import { briefText, clampMessage } from '../contract/brief';
 import {
   renderWithin,
   TEMPLATE_OVERHEAD_CHARS,
@@ -22,7 +22,7 @@ import type { TextTokenizer } from './tokenizer';
 
 export class ChatTemplateError extends Error {
   constructor(message: string) {
-    super(message);
+    super(clampMessage(message));
     this.name = 'ChatTemplateError';
   }
 }
@@ -72,7 +72,9 @@ export class ChatTemplate {
     try {
       this.template = new Template(source);
     } catch (e) {
-      throw new ChatTemplateError(`${this.where()}: the template does not parse: ${(e as Error).message ?? String(e)}`);
+      throw new ChatTemplateError(
+        `${this.where()}: the template does not parse: ${briefText((e as Error).message ?? String(e), 300)}`,
+      );
     }
   }
 

@@ -8,6 +8,10 @@ describe('tokenizer regex check', () => {
     for (const r of ['(a+)+$', '(a|aa)+$', '(a*)*', '(?:\\s+)+x', '((ab)+c)*', '(x{2,})+', '(?:[ab]|c)*$'])
       expect(catastrophicRegex(r), r).toMatch(/^the repeated group at character \d+ .* itself/);
     expect(catastrophicRegex('a'.repeat(MAX_REGEX_CHARS + 1))).toMatch(/over the 4096-character limit/);
+    // Chained unbounded repeats backtrack polynomially: at most three in one branch.
+    for (const r of ['a+a+a+a+', '(a+){3}a+', '(a+){0,3}(a+)', '\\s*(?:a+b*)c+d*'])
+      expect(catastrophicRegex(r), r).toMatch(/chains \d unbounded repeats in one branch, over the limit of 3/);
+    expect(catastrophicRegex('a+a+a+|b+b+b+')).toBeNull();
   });
 
   it("accepts the real tokenizers' patterns and bounded repeats", () => {

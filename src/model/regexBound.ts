@@ -10,20 +10,42 @@
 /** Longest regex read from a tokenizer file (real ones are under 300 characters). */
 export const MAX_REGEX_CHARS = 4096;
 
+/**
+ * Most unbounded repeats one branch may chain (`\s*[\r\n]+` is 2): k of them over overlapping
+ * characters backtrack in O(n^k) (the fuzz test found six `a+` in a row taking over a second on
+ * 24 characters). The tokenizers above chain at most 2.
+ */
+export const MAX_CHAINED_REPEATS = 3;
+
+interface Frame {
+  /** The body holds an unbounded repeat somewhere. */
+  unbounded: boolean;
+  /** The body alternates (`|`). */
+  alt: boolean;
+  /** Unbounded repeats chained in the current branch, and the most of any branch so far. */
+  seq: number;
+  maxSeq: number;
+  start: number;
+}
+
 /** Why `source` is refused, or null when it is accepted. */
 export function catastrophicRegex(source: string): string | null {
   if (source.length > MAX_REGEX_CHARS)
     return `it is ${source.length} characters long, over the ${MAX_REGEX_CHARS}-character limit`;
-  // One frame per open group: whether its body so far repeats without bound or alternates.
-  const frames: { unbounded: boolean; alt: boolean; start: number }[] = [{ unbounded: false, alt: false, start: 0 }];
-  // What the quantifier after the current position would apply to: a group just closed, or an atom.
-  let last: { unbounded: boolean; alt: boolean; start: number } | null = null;
+  const frame = (start: number): Frame => ({ unbounded: false, alt: false, seq: 0, maxSeq: 0, start });
+  const frames: Frame[] = [frame(0)];
+  // What a quantifier at the current position applies to: a group just closed, an atom, or nothing.
+  let last: { group: Frame | null; start: number } | null = null;
+  const chained = (top: Frame) =>
+    top.seq > MAX_CHAINED_REPEATS
+      ? `it chains ${top.seq} unbounded repeats in one branch, over the limit of ${MAX_CHAINED_REPEATS} (time polynomial of that degree)`
+      : null;
   let i = 0;
   while (i < source.length) {
     const c = source[i];
     const top = frames[frames.length - 1];
     if (c === '\\') {
-      last = { unbounded: false, alt: false, start: i };
+      last = { group: null, start: i };
       i += 2;
       continue;
     }
@@ -34,34 +56,51 @@ export function catastrophicRegex(source: string): string | null {
       if (source[i] === ']') i++;
       while (i < source.length && source[i] !== ']') i += source[i] === '\\' ? 2 : 1;
       i++;
-      last = { unbounded: false, alt: false, start };
+      last = { group: null, start };
       continue;
     }
     if (c === '(') {
-      frames.push({ unbounded: false, alt: false, start: i });
+      frames.push(frame(i));
       last = null;
       i++;
       continue;
     }
     if (c === ')') {
-      const closed = frames.length > 1 ? frames.pop()! : top;
-      last = closed;
-      frames[frames.length - 1].unbounded ||= closed.unbounded;
+      const closed = frames.length > 1 ? frames.pop()! : frame(i);
+      closed.maxSeq = Math.max(closed.maxSeq, closed.seq);
+      const parent = frames[frames.length - 1];
+      parent.unbounded ||= closed.unbounded;
+      parent.seq += closed.maxSeq;
+      last = { group: closed, start: closed.start };
+      const why = chained(parent);
+      if (why) return why;
       i++;
       continue;
     }
     if (c === '|') {
       top.alt = true;
+      top.maxSeq = Math.max(top.maxSeq, top.seq);
+      top.seq = 0;
       last = null;
       i++;
       continue;
     }
-    const q = /^(?:[*+]|\{\d*,\}|\{\d+(?:,\d+)?\})/.exec(source.slice(i, i + 24));
+    const q = /^(?:[*+]|\{(\d*),\}|\{(\d+)(?:,(\d+))?\})/.exec(source.slice(i, i + 24));
     if (q) {
       const unbounded = q[0] === '*' || q[0] === '+' || q[0].endsWith(',}');
-      if (unbounded && last && (last.unbounded || last.alt))
-        return `the repeated group at character ${last.start} (${JSON.stringify(source.slice(last.start, Math.min(i + q[0].length, last.start + 40)))}) holds ${last.unbounded ? 'an unbounded repeat' : 'an alternation'} itself (nested unbounded quantifiers take exponential time)`;
-      if (unbounded) top.unbounded = true;
+      const g = last?.group ?? null;
+      if (unbounded && g && (g.unbounded || g.alt))
+        return `the repeated group at character ${g.start} (${JSON.stringify(source.slice(g.start, Math.min(i + q[0].length, g.start + 40)))}) holds ${g.unbounded ? 'an unbounded repeat' : 'an alternation'} itself (nested unbounded quantifiers take exponential time)`;
+      if (last && unbounded) {
+        top.unbounded = true;
+        top.seq += 1;
+      } else if (g && !unbounded) {
+        // `(a+){3}` is `a+a+a+`: the group's chain counts once per further copy.
+        const copies = Number(q[3] ?? q[2] ?? 1);
+        top.seq += g.maxSeq * Math.max(0, Math.min(copies, 1000) - 1);
+      }
+      const why = chained(top);
+      if (why) return why;
       i += q[0].length;
       if (source[i] === '?' || source[i] === '+') i++; // lazy or possessive mark
       last = null;
@@ -72,7 +111,7 @@ export function catastrophicRegex(source: string): string | null {
       last = null;
       continue;
     }
-    last = { unbounded: false, alt: false, start: i };
+    last = { group: null, start: i };
     i++;
   }
   return null;
