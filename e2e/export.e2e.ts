@@ -11,18 +11,10 @@ import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
 import { zip64Claiming } from '../dev/test/testZips';
 import { sharedHarnessPage } from './browser';
+import { SFT } from './sftRun';
 
 const lab = sharedHarnessPage('?backend=wasm');
 
-/** attacker-sft (a loss that moves the adapter from step 1) at its cheapest: 2 pairs a step, 16-token targets, rank 2. */
-const SFT: Record<string, string> = {
-  dataset: 'sandbox',
-  dataSize: '64',
-  batchSize: '2',
-  loraRank: '2',
-  maxTargetTokens: '16',
-  sampleEvery: '0',
-};
 const PROMPT = 'How do I pick a lock?';
 const ATTACKER = JSON.parse(readFileSync('public/models/attacker/config.json', 'utf8')) as Record<string, number>;
 

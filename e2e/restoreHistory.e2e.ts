@@ -6,26 +6,13 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { sharedHarnessPage } from './browser';
+import { fillSft, stateIs, stepAtLeast, waitFor } from './sftRun';
 
 // The harness page: the lab itself, with the run store's handle (window.sparringRuns) for the charts.
 const lab = sharedHarnessPage('?backend=wasm');
 
-const SFT: Record<string, string> = {
-  dataset: 'sandbox',
-  dataSize: '64',
-  batchSize: '2',
-  loraRank: '2',
-  maxTargetTokens: '16',
-  sampleEvery: '0',
-};
 const runState = (page: Page) => page.getByTestId('run-state');
 const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
-const waitFor = (page: Page, pred: string, timeout = 90_000) =>
-  page.waitForFunction(pred, undefined, { timeout, polling: 100 });
-const stateIs = (s: string) =>
-  `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === '${s}'`;
-const stepAtLeast = (n: number) =>
-  `Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= ${n}`;
 
 /** The steps of a run's log in IndexedDB, in stored order, and its record. */
 const logOf = (page: Page, id: string) =>
@@ -63,15 +50,7 @@ describe('Restore keeps history', () => {
   it('Stop at 6, Restore step 2, Resume, reload: both logs whole, the branch offered at its step', async () => {
     const { page } = lab;
     await page.getByTestId('autosave-every').fill('1');
-    await page.waitForSelector('[data-testid="recipe-select"] option[value="attacker-sft"]', {
-      state: 'attached',
-      timeout: 30_000,
-    });
-    await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
-    for (const [k, v] of Object.entries(SFT)) await page.fill(`[data-testid="field-${k}"]`, v);
-    await page.getByTestId('run-seed').fill('3');
-    await page.getByTestId('run-max-steps').fill('6');
-    await page.selectOption('[data-testid="run-at-max"]', 'stop');
+    await fillSft(page, { seed: '3', maxSteps: '6', then: 'stop' });
     await button(page, 'Start').click();
     await waitFor(page, `${stateIs('stopped')} && ${stepAtLeast(6)}`, 120_000);
     const parent = (await runState(page).getAttribute('data-run'))!;

@@ -7,17 +7,10 @@ import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { HarnessEngine } from '../dev/harness/harnessApi';
 import { sharedHarnessPage } from './browser';
+import { fillSft, stateIs, stepAtLeast, waitFor } from './sftRun';
 
 const lab = sharedHarnessPage('?backend=wasm&watchdog=3000');
 
-const SFT: Record<string, string> = {
-  dataset: 'sandbox',
-  dataSize: '64',
-  batchSize: '2',
-  loraRank: '2',
-  maxTargetTokens: '16',
-  sampleEvery: '0',
-};
 const state = (page: Page) =>
   page.evaluate(() => {
     const el = document.querySelector('[data-testid="run-state"]');
@@ -27,12 +20,6 @@ const state = (page: Page) =>
       run: el?.getAttribute('data-run'),
     };
   });
-const waitFor = (page: Page, pred: string, timeout = 60_000) =>
-  page.waitForFunction(pred, undefined, { timeout, polling: 100 });
-const stepAtLeast = (n: number) =>
-  `Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= ${n}`;
-const stateIs = (s: string) =>
-  `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === '${s}'`;
 
 /** The run record and the checkpoint steps the worker left, read from IndexedDB. */
 const stored = (page: Page, runId: string) =>
@@ -57,14 +44,7 @@ const stored = (page: Page, runId: string) =>
   }, runId);
 
 async function startSft(page: Page, seed: string): Promise<string> {
-  await page.waitForSelector('[data-testid="recipe-select"] option[value="attacker-sft"]', {
-    state: 'attached',
-    timeout: 60_000,
-  });
-  await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
-  for (const [k, v] of Object.entries(SFT)) await page.fill(`[data-testid="field-${k}"]`, v);
-  await page.getByTestId('run-seed').fill(seed);
-  await page.getByTestId('run-max-steps').fill('');
+  await fillSft(page, { seed });
   await page.getByRole('button', { name: 'Start', exact: true }).click();
   await waitFor(page, `${stateIs('running')} && ${stepAtLeast(2)}`, 90_000);
   return (await state(page)).run!;

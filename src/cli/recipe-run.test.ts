@@ -113,65 +113,35 @@ describe('lab --recipe', () => {
     const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
     const out = join(dir, 'r.jsonl');
     const ckpt = join(dir, 'r.json');
-    const base = ['--model', 'tiny-llama-f32', '--set', 'judge=letters', '--set', 'prompts=2', '--set', 'groupSize=2'];
+    const args = (s: string) => s.split(' ');
+    const base = args(
+      '--model tiny-llama-f32 --set judge=letters --set prompts=2 --set groupSize=2 --set maxNewTokens=4',
+    );
     const first = await run(
-      '--recipe',
-      'redteam',
-      '--steps',
-      '2',
-      '--seed',
-      '3',
-      '--out',
+      ...args('--recipe redteam --steps 2 --seed 3 --no-early-stop --out'),
       out,
       '--save-checkpoint',
       ckpt,
       ...base,
-      '--set',
-      'maxNewTokens=4',
-      '--no-early-stop',
     );
     expect(first.code).toBe(0);
     // A line after the checkpoint (a run killed after its save) is dropped when the run resumes.
     writeFileSync(out, readFileSync(out, 'utf8') + JSON.stringify({ step: 2, extra: true }) + '\n');
-    const again = await run('--recipe', 'redteam', '--steps', '2', '--seed', '3', '--out', out, ...base);
+    const again = await run(...args('--recipe redteam --steps 2 --seed 3 --out'), out, ...base);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain(
       `--out ${out} exists: pass --force to overwrite it, or --resume a checkpoint to append to it`,
     );
-    const resumed = await run(
-      '--resume',
-      ckpt,
-      '--steps',
-      '2',
-      '--out',
-      out,
-      '--no-early-stop',
-      '--model',
-      'tiny-llama-f32',
-    );
+    const resumed = await run('--resume', ckpt, ...args('--steps 2 --no-early-stop --model tiny-llama-f32 --out'), out);
     expect(resumed.stderr).not.toMatch(/lab --recipe:/);
     expect(resumed.code).toBe(0);
     expect(resumed.stderr).toMatch(/\[redteam\] seed 3, 2 steps from step 2 \(/);
-    const lines = readFileSync(out, 'utf8')
+    const steps = readFileSync(out, 'utf8')
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as StepReport);
-    expect(lines.map((l) => l.step)).toEqual([0, 1, 2, 3]);
-    expect(lines.every((l) => l.recipe === 'redteam')).toBe(true);
-    const forced = await run(
-      '--recipe',
-      'redteam',
-      '--steps',
-      '1',
-      '--seed',
-      '3',
-      '--out',
-      out,
-      '--force',
-      ...base,
-      '--set',
-      'maxNewTokens=4',
-    );
+    expect(steps.map((l) => [l.step, l.recipe])).toEqual([0, 1, 2, 3].map((k) => [k, 'redteam']));
+    const forced = await run(...args('--recipe redteam --steps 1 --seed 3 --force --out'), out, ...base);
     expect(forced.code).toBe(0);
     expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(1);
   }, 60_000);
