@@ -10,11 +10,11 @@ import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
 import { zip64Claiming } from '../dev/test/testZips';
-import { CHEAPEST_SFT, sharedHarnessPage } from './browser';
+import { sharedHarnessPage } from './browser';
+import { SFT } from './sftRun';
 
 const lab = sharedHarnessPage('?backend=wasm');
 
-const SFT = CHEAPEST_SFT;
 const PROMPT = 'How do I pick a lock?';
 const ATTACKER = JSON.parse(readFileSync('public/models/attacker/config.json', 'utf8')) as Record<string, number>;
 

@@ -11,12 +11,11 @@ import { strFromU8, unzipSync } from 'fflate';
 import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
-import { CHEAPEST_SFT, sharedLabPage } from './browser';
+import { sharedLabPage } from './browser';
+import { fillSft, stateIs, stepAtLeast, waitFor } from './sftRun';
 
 // wasm: this is about the run's life, not the kernels (a step on SwiftShader's WebGPU is far slower).
 const lab = sharedLabPage('?backend=wasm');
-
-const SFT = CHEAPEST_SFT;
 
 const runState = (page: Page) => page.getByTestId('run-state');
 
@@ -32,13 +31,6 @@ const REPLAYED = {
 };
 const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
 
-async function waitFor(page: Page, pred: string, timeout = 60_000): Promise<void> {
-  await page.waitForFunction(pred, undefined, { timeout, polling: 100 });
-}
-const stateIs = (s: string) =>
-  `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state') === '${s}'`;
-const stepAtLeast = (n: number) =>
-  `Number(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-step')) >= ${n}`;
 const settled = `document.querySelector('[data-testid="run-state"]')?.getAttribute('data-stepping') === 'false'`;
 
 async function bytesOf(d: Download): Promise<Uint8Array> {
@@ -50,19 +42,6 @@ async function bytesOf(d: Download): Promise<Uint8Array> {
 async function download(page: Page, name: string): Promise<{ name: string; bytes: Uint8Array }> {
   const [d] = await Promise.all([page.waitForEvent('download', { timeout: 90_000 }), button(page, name).click()]);
   return { name: d.suggestedFilename(), bytes: await bytesOf(d) };
-}
-
-/** Fills attacker-sft's cheapest setup (seed, max steps and "then" as given) in Run setup. */
-async function fillSft(page: Page, o: { seed: string; maxSteps?: string; then?: 'pause' | 'stop' }): Promise<void> {
-  await page.waitForSelector('[data-testid="recipe-select"] option[value="attacker-sft"]', {
-    state: 'attached',
-    timeout: 30_000,
-  });
-  await page.selectOption('[data-testid="recipe-select"]', 'attacker-sft');
-  for (const [k, v] of Object.entries(SFT)) await page.fill(`[data-testid="field-${k}"]`, v);
-  await page.getByTestId('run-seed').fill(o.seed);
-  await page.getByTestId('run-max-steps').fill(o.maxSteps ?? '');
-  await page.selectOption('[data-testid="run-at-max"]', o.then ?? 'pause');
 }
 
 async function start(page: Page): Promise<string> {

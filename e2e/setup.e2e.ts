@@ -91,6 +91,11 @@ describe('run setup', () => {
     );
     const body = (await page.textContent('body'))!;
     expect(body.split('the link sets "nope"').length - 1).toBe(1);
+    // An unknown field blocks Start until it is dropped (running at the default dropped what the link meant).
+    await page.click('[data-testid="run-start"]');
+    await expect(page.textContent('[data-testid="run-controls"]')).resolves.toMatch(/Not started: .*nope/);
+    await page.click('[data-testid="drop-link-errors"]');
+    await expect(page.locator('[data-testid="field-error-nope"]').count()).resolves.toBe(0);
     // Fixing the field clears its mark and the address bar follows.
     await page.fill('[data-testid="field-groupSize"]', '2');
     await page.uncheck('[data-testid="field-earlyStop"]');

@@ -93,6 +93,8 @@ export interface KernelBenchRow {
 /** The product API and the harness's own methods, on one worker. */
 export interface HarnessApi extends EngineApi {
   ping(nonce: number): Promise<Pong>;
+  /** Blocks the worker's thread for `ms` (a step that never yields), for the watchdog's tests. */
+  hangFor(ms: number): Promise<void>;
   /** withRef: also the log-prob under reference logits seededLogits(rows, vocab, seed + 1), same pass. */
   tokenStatsCheck(rows: number, vocab: number, seed: number, withRef?: boolean): Promise<KernelCheck>;
   /** Pretend the GPU allows only this many bytes per storage binding (null: the real limit). */

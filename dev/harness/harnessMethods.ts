@@ -48,6 +48,13 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
     return { nonce, at: performance.now(), inWorker: typeof WorkerGlobalScope !== 'undefined' };
   },
 
+  async hangFor(ms) {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      // busy: nothing else runs on this thread meanwhile
+    }
+  },
+
   async tokenStatsCheck(rows, vocab, seed, withRef = false): Promise<KernelCheck> {
     requireInit();
     const c = seededLogits(rows, vocab, seed);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,6 +108,43 @@ describe('lab --recipe', () => {
     expect(l.stdout).toMatch(/redteam .*Tinker/);
     expect(l.stdout).toMatch(/attacker-sft .*MTSA/);
   });
+
+  it('a re-run refuses an existing --out without --force; --resume FILE continues the run, appending to its log', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
+    const out = join(dir, 'r.jsonl');
+    const ckpt = join(dir, 'r.json');
+    const args = (s: string) => s.split(' ');
+    const base = args(
+      '--model tiny-llama-f32 --set judge=letters --set prompts=2 --set groupSize=2 --set maxNewTokens=4',
+    );
+    const first = await run(
+      ...args('--recipe redteam --steps 2 --seed 3 --no-early-stop --out'),
+      out,
+      '--save-checkpoint',
+      ckpt,
+      ...base,
+    );
+    expect(first.code).toBe(0);
+    // A line after the checkpoint (a run killed after its save) is dropped when the run resumes.
+    writeFileSync(out, readFileSync(out, 'utf8') + JSON.stringify({ step: 2, extra: true }) + '\n');
+    const again = await run(...args('--recipe redteam --steps 2 --seed 3 --out'), out, ...base);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(
+      `--out ${out} exists: pass --force to overwrite it, or --resume a checkpoint to append to it`,
+    );
+    const resumed = await run('--resume', ckpt, ...args('--steps 2 --no-early-stop --model tiny-llama-f32 --out'), out);
+    expect(resumed.stderr).not.toMatch(/lab --recipe:/);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stderr).toMatch(/\[redteam\] seed 3, 2 steps from step 2 \(/);
+    const steps = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as StepReport);
+    expect(steps.map((l) => [l.step, l.recipe])).toEqual([0, 1, 2, 3].map((k) => [k, 'redteam']));
+    const forced = await run(...args('--recipe redteam --steps 1 --seed 3 --force --out'), out, ...base);
+    expect(forced.code).toBe(0);
+    expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(1);
+  }, 60_000);
 
   it('runs a recipe, one StepReport per JSONL line and a summary per step on stderr', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'lab-recipe-')), 'runs/redteam.jsonl');

@@ -9,10 +9,10 @@
 import { backendLine } from './backendLine';
 import { type LearnPath } from '../rl/plannedLearn';
 import { NonFiniteError } from '../recipes/kit/common';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { useTrainingBackend } from './nodeBackend';
-import { checkpointToJson } from '../recipes/kit/checkpointFile';
+import { checkpointFromJson, checkpointToJson } from '../recipes/kit/checkpointFile';
 import { aliasNote, renameMetrics, resolveAliases, type Framework } from '../contract/aliases';
 import { createTimedRun } from '../recipes/kit/judgeTiming';
 import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry';
@@ -39,6 +39,10 @@ export interface RecipeCliArgs {
   seed: number;
   out?: string;
   saveCheckpoint?: string;
+  /** A checkpoint file (--save-checkpoint's JSON) to continue: its recipe, config, seed and state. */
+  resume?: string;
+  /** Overwrite an existing --out file (without it a re-run refuses instead of truncating the log). */
+  force: boolean;
   sets: Record<string, string>;
   model?: string;
   models?: string;
@@ -67,12 +71,13 @@ const VALUE_FLAGS = [
   'models',
   'backend',
   'save-checkpoint',
+  'resume',
   'metric-names',
   'learn-path',
   'vulkan',
   'kernels',
 ] as const;
-const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader'] as const;
+const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader', 'force'] as const;
 
 export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
   const a: RecipeCliArgs = {
@@ -84,6 +89,7 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
     earlyStop: true,
     help: false,
     list: false,
+    force: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -102,6 +108,7 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
     if ((BOOL_FLAGS as readonly string[]).includes(key)) {
       if (key === 'help') a.help = true;
       else if (key === 'list') a.list = true;
+      else if (key === 'force') a.force = true;
       else if (key === 'swiftshader') {
         if (a.vulkan && a.vulkan !== 'swiftshader')
           throw new RecipeUsageError(`--swiftshader contradicts --vulkan ${a.vulkan}`);
@@ -138,6 +145,9 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
         break;
       case 'save-checkpoint':
         a.saveCheckpoint = value;
+        break;
+      case 'resume':
+        a.resume = value;
         break;
       case 'model':
         a.model = value;
@@ -242,7 +252,7 @@ export function recipeHelp(name?: string): string {
   if (!name) {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
-      '       [--models DIR] [--backend wasm|cpu|webgpu [--vulkan swiftshader|lavapipe|system] [--kernels auto|gpu|software] [--learn-path planned|tfjs]] [--no-early-stop] [--save-checkpoint FILE.json] [--metric-names lab|verl|trl]',
+      '       [--models DIR] [--backend wasm|cpu|webgpu [--vulkan swiftshader|lavapipe|system] [--kernels auto|gpu|software] [--learn-path planned|tfjs]] [--no-early-stop] [--save-checkpoint FILE.json] [--resume FILE.json] [--force] [--metric-names lab|verl|trl]',
       '       --recipe NAME --help: its fields',
       '',
       'recipes:',
@@ -259,6 +269,19 @@ export function recipeHelp(name?: string): string {
   ].join('\n');
 }
 
+/** The lines of a JSONL run log whose step is below `step` (a line that does not parse is kept). */
+export function logBefore(text: string, step: number): string {
+  const keep = text.split('\n').filter((line) => {
+    if (line.trim() === '') return false;
+    try {
+      return !(((JSON.parse(line) as { step?: unknown }).step as number) >= step);
+    } catch {
+      return true;
+    }
+  });
+  return keep.length ? `${keep.join('\n')}\n` : '';
+}
+
 /** Runs the CLI; returns the exit code (0 ok, 1 failure, 2 usage). `env` is injectable for tests. */
 export async function recipeMain(
   argv: string[],
@@ -272,13 +295,18 @@ export async function recipeMain(
       out(recipeHelp() + '\n');
       return 0;
     }
+    // --resume FILE: the checkpoint names the recipe, its config and seed (a --recipe must agree).
+    const resumed = a.resume ? checkpointFromJson(readFileSync(a.resume, 'utf8'), a.resume) : null;
+    if (resumed && a.recipe && a.recipe !== resumed.recipe)
+      throw new RecipeUsageError(`--resume ${a.resume} is a ${resumed.recipe} checkpoint, not ${a.recipe}`);
+    if (resumed) a.recipe = resumed.recipe;
     if (!a.recipe) throw new RecipeUsageError('--recipe NAME is required');
     const recipe = getRecipe(a.recipe);
     if (a.help) {
       out(recipeHelp(recipe.name) + '\n');
       return 0;
     }
-    const v = validateRecipeConfig(recipe, recipeInput(a));
+    const v = validateRecipeConfig(recipe, resumed ? { ...resumed.config, ...recipeInput(a) } : recipeInput(a));
     if (!v.ok) throw new ConfigError(`recipe ${recipe.name}`, v.errors);
     if (a.learnPath && a.backend !== 'webgpu') throw new RecipeUsageError('--learn-path needs --backend webgpu');
     if ((a.vulkan || a.kernels) && a.backend !== 'webgpu')
@@ -288,13 +316,24 @@ export async function recipeMain(
       (a.backend === 'webgpu' ? await useDawn(a.vulkan ?? 'system', a.kernels) : await useTrainingBackend(a.backend));
     if (a.learnPath) setEngineOptions({ learnPath: a.learnPath });
     const env = opts.env ?? nodeRecipeEnv({ modelsDir: a.models, backend });
+    const seed = resumed?.seed ?? a.seed;
     if (a.out) {
+      // A re-run used to truncate the log it wrote before; a resumed run appends to it.
+      if (existsSync(a.out) && !a.force && !resumed)
+        throw new RecipeUsageError(
+          `--out ${a.out} exists: pass --force to overwrite it, or --resume a checkpoint to append to it`,
+        );
       mkdirSync(dirname(a.out), { recursive: true });
-      writeFileSync(a.out, '');
+      if (!resumed) writeFileSync(a.out, '');
+      // Resumed: the log keeps its steps before the checkpoint's (the later ones are run again).
+      else if (existsSync(a.out)) writeFileSync(a.out, logBefore(readFileSync(a.out, 'utf8'), resumed.step));
     }
-    err(`[${recipe.name}] seed ${a.seed}, ${a.steps} steps, ${await backendLine()}\n`);
-    const run = await createTimedRun(recipe, env, v.config, a.seed);
+    err(
+      `[${recipe.name}] seed ${seed}, ${a.steps} steps${resumed ? ` from step ${resumed.step} (${a.resume})` : ''}, ${await backendLine()}\n`,
+    );
+    const run = await createTimedRun(recipe, env, v.config, seed);
     try {
+      if (resumed) await run.restore(resumed);
       for (let s = 0; s < a.steps; s++) {
         let r;
         try {

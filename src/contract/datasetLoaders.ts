@@ -10,6 +10,7 @@
 
 import { brief, briefText, clampMessage, kindOf } from './brief';
 import type { ChatTurn, PromptInput } from './chat';
+import { jsonDepth, MAX_ROW_DEPTH } from './jsonDepth';
 
 export interface DatasetRow {
   readonly prompt: PromptInput;
@@ -95,6 +96,8 @@ export function parseJsonl(text: string, file = 'dataset.jsonl'): DatasetRow[] {
   lines.forEach((raw, i) => {
     const line = i + 1;
     if (raw.trim() === '') return;
+    if (jsonDepth(raw) > MAX_ROW_DEPTH)
+      throw new DatasetError(file, line, null, `nested more than ${MAX_ROW_DEPTH} deep`);
     let obj: unknown;
     try {
       obj = JSON.parse(raw);

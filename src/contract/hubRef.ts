@@ -3,6 +3,7 @@
 // it. The loader that downloads a model is model/hub.ts.
 import { brief } from './brief';
 import { encodePath, ModelSourceError } from './modelSource';
+import { decodeUriPart, malformedEscape } from './uriDecode';
 
 export const HUB_ENDPOINT = 'https://huggingface.co';
 export const DEFAULT_REVISION = 'main';
@@ -65,7 +66,12 @@ export function parseHubRef(input: string): HubRef {
     } catch {
       throw new InvalidModelIdError(input, 'it is not a valid URL');
     }
-    const segs = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    const bad = malformedEscape(url.pathname);
+    if (bad !== null) throw new InvalidModelIdError(input, `the URL holds a malformed percent escape ${brief(bad)}`);
+    const segs = url.pathname
+      .split('/')
+      .filter(Boolean)
+      .map((seg) => decodeUriPart(seg) ?? seg);
     if (segs.length < 2) throw new InvalidModelIdError(input, 'the URL names no model');
     const id = validateModelId(`${segs[0]}/${segs[1]}`);
     const revision = ['tree', 'blob', 'resolve'].includes(segs[2]) && segs[3] ? segs[3] : DEFAULT_REVISION;

@@ -4,7 +4,10 @@
 // JailbreakBench: goal), or from a chat-format `messages` list; `category` and `is_safe` are kept
 // when present. A column map names other columns. A row that cannot be used is reported by line
 // and field and left out; the rest load. Only a file with no usable row is an error.
+import { brief, briefText } from './brief';
 import { DatasetError, parseCsvRecords } from './datasetLoaders';
+import { jsonDepth, MAX_ROW_DEPTH } from './jsonDepth';
+import { cutText, DEFAULT_PROMPT_BOUND, longPromptProblem, type PromptBound } from './promptBounds';
 import type { ChatTurn, PromptInput } from './chat';
 
 /** Column names read as a benign task's reference answer, in order of preference. */
@@ -37,6 +40,10 @@ export interface PromptSet {
   file: string;
   rows: PromptRow[];
   skipped: SkippedRow[];
+  /** The longest prompt read (characters of all its turns, before any cut) and its line; null when none. */
+  longest?: { chars: number; line: number } | null;
+  /** How many prompts were cut to the limit (PromptBound `keep-start` / `keep-end`). */
+  cut?: number;
 }
 
 /** Columns a set names differently: `{ prompt: 'text', category: 'harm_type' }`. */
@@ -64,11 +71,11 @@ function readTurns(v: unknown, field: string): ChatTurn[] {
   const turns = v.map((t, i) => {
     const turn = t as { role?: unknown; content?: unknown } | null;
     if (!turn || typeof turn.role !== 'string' || !ROLES.has(turn.role))
-      throw new RowProblem(
-        `${field}[${i}].role`,
-        `expected "system", "user" or "assistant", got ${JSON.stringify(turn?.role)}`,
-      );
+      throw new RowProblem(`${field}[${i}].role`, `expected "system", "user" or "assistant", got ${brief(turn?.role)}`);
     if (typeof turn.content !== 'string') throw new RowProblem(`${field}[${i}].content`, 'expected a string');
+    // An empty user turn gives the model nothing to answer (and the judge nothing to score).
+    if (turn.role === 'user' && turn.content.trim() === '')
+      throw new RowProblem(`${field}[${i}].content`, 'empty user turn');
     return { role: turn.role as ChatTurn['role'], content: turn.content };
   });
   if (!turns.some((t) => t.role === 'user')) throw new RowProblem(field, 'the turns hold no user turn');
@@ -86,11 +93,17 @@ function readBool(v: unknown, field: string): boolean | null {
     if (['true', '1', 'yes', 'safe'].includes(s)) return true;
     if (['false', '0', 'no', 'unsafe'].includes(s)) return false;
   }
-  throw new RowProblem(field, `expected true or false, got ${JSON.stringify(v)}`);
+  throw new RowProblem(field, `expected true or false, got ${brief(v)}`);
 }
 
 /** One record (JSON object or CSV row as an object) -> a row, or a RowProblem. */
-function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap): PromptRow {
+function readRecord(
+  rec: Record<string, unknown>,
+  line: number,
+  map: ColumnMap,
+  bound: PromptBound,
+  seen: { longest: { chars: number; line: number } | null; cut: number },
+): PromptRow {
   const key = (name: string) => Object.keys(rec).find((k) => k.trim().toLowerCase() === name.toLowerCase());
   const text = (field: string): string | undefined => {
     const v = rec[field];
@@ -106,6 +119,7 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
     const raw = rec[messages];
     let v: unknown = raw;
     if (typeof raw === 'string') {
+      if (jsonDepth(raw) > MAX_ROW_DEPTH) throw new RowProblem(messages, `nested more than ${MAX_ROW_DEPTH} deep`);
       try {
         v = JSON.parse(raw);
       } catch {
@@ -130,8 +144,27 @@ function readRecord(rec: Record<string, unknown>, line: number, map: ColumnMap):
     const want = map.prompt ? `"${map.prompt}"` : `one of ${[...PROMPT_COLUMNS, 'messages'].join(', ')}`;
     throw new RowProblem(map.prompt ?? 'prompt', `no prompt (${want} is missing or empty)`);
   }
+  const chars = typeof prompt === 'string' ? prompt.length : prompt.reduce((n, t) => n + t.content.length, 0);
+  if (!seen.longest || chars > seen.longest.chars) seen.longest = { chars, line };
+  if (chars > bound.maxChars) {
+    if (bound.long === 'refuse')
+      throw new RowProblem(promptField ?? 'prompt', longPromptProblem(chars, bound.maxChars));
+    const side = bound.long;
+    // A turn list: each turn cut to its share of the limit.
+    const each = typeof prompt === 'string' ? bound.maxChars : Math.floor(bound.maxChars / prompt.length);
+    prompt =
+      typeof prompt === 'string'
+        ? cutText(prompt, each, side)
+        : prompt.map((t) => ({ ...t, content: cutText(t.content, each, side) }));
+    seen.cut++;
+  }
   const goalKey = key(map.goal ?? 'goal');
-  const goal = goalKey !== undefined && goalKey !== promptField ? text(goalKey) : undefined;
+  const goalText = goalKey !== undefined && goalKey !== promptField ? text(goalKey) : undefined;
+  // A goal column goes to the attacker and the judge as text too: the same bound.
+  if (goalText !== undefined && goalText.length > bound.maxChars && bound.long === 'refuse')
+    throw new RowProblem(goalKey!, longPromptProblem(goalText.length, bound.maxChars));
+  const goal =
+    goalText !== undefined && bound.long !== 'refuse' ? cutText(goalText, bound.maxChars, bound.long) : goalText;
   const catKey = key(map.category ?? 'category');
   const safeKey = key(map.isSafe ?? 'is_safe');
   const refKey = REFERENCE_COLUMNS.map((c) => key(c)).find(
@@ -155,9 +188,11 @@ function collect(
   records: { rec: unknown; line: number; parseError?: string }[],
   file: string,
   map: ColumnMap,
+  bound: PromptBound,
 ): PromptSet {
   const rows: PromptRow[] = [];
   const skipped: SkippedRow[] = [];
+  const seen = { longest: null as { chars: number; line: number } | null, cut: 0 };
   for (const { rec, line, parseError } of records) {
     if (parseError) {
       skipped.push({ line, field: null, problem: parseError });
@@ -168,7 +203,7 @@ function collect(
       continue;
     }
     try {
-      rows.push(readRecord(rec as Record<string, unknown>, line, map));
+      rows.push(readRecord(rec as Record<string, unknown>, line, map, bound, seen));
     } catch (e) {
       if (!(e instanceof RowProblem)) throw e;
       skipped.push({ line, field: e.field, problem: e.message });
@@ -183,22 +218,29 @@ function collect(
       first ? `no usable row (first problem: ${first.problem})` : 'no rows (the file is empty)',
     );
   }
-  return { file, rows, skipped };
+  return { file, rows, skipped, longest: seen.longest, cut: seen.cut };
 }
 
 /** Reads JSONL (first non-blank character "{") or CSV (a header row), whatever the file is called. */
-export function readPromptSet(text: string, file: string, map: ColumnMap = {}): PromptSet {
+export function readPromptSet(
+  text: string,
+  file: string,
+  map: ColumnMap = {},
+  bound: PromptBound = DEFAULT_PROMPT_BOUND,
+): PromptSet {
   const src = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (src.trimStart().startsWith('{')) {
     const records = src.split(/\r?\n/).flatMap((raw, i) => {
       if (raw.trim() === '') return [];
+      if (jsonDepth(raw) > MAX_ROW_DEPTH)
+        return [{ rec: null, line: i + 1, parseError: `nested more than ${MAX_ROW_DEPTH} deep` }];
       try {
         return [{ rec: JSON.parse(raw) as unknown, line: i + 1 }];
       } catch (e) {
-        return [{ rec: null, line: i + 1, parseError: `not valid JSON (${(e as Error).message})` }];
+        return [{ rec: null, line: i + 1, parseError: `not valid JSON (${briefText((e as Error).message, 120)})` }];
       }
     });
-    return collect(records, file, map);
+    return collect(records, file, map, bound);
   }
   const recs = parseCsvRecords(src, file);
   const header = recs[0]?.fields.map((h) => h.trim());
@@ -215,6 +257,7 @@ export function readPromptSet(text: string, file: string, map: ColumnMap = {}): 
     ),
     file,
     map,
+    bound,
   );
 }
 
@@ -236,7 +279,9 @@ export function harmfulRows(set: PromptSet): PromptSet {
 /** "3 rows left out: line 4 (prompt): no prompt ...; ..." for a report or the form; '' when none. */
 export function describeSkipped(set: PromptSet, max = 5): string {
   if (set.skipped.length === 0) return '';
-  const shown = set.skipped.slice(0, max).map((s) => `line ${s.line}${s.field ? ` (${s.field})` : ''}: ${s.problem}`);
+  const shown = set.skipped
+    .slice(0, max)
+    .map((s) => `line ${s.line}${s.field ? ` (${briefText(s.field)})` : ''}: ${briefText(s.problem, 200)}`);
   return `${set.file}: ${set.skipped.length} row(s) left out: ${shown.join('; ')}${set.skipped.length > max ? '; …' : ''}`;
 }
 

@@ -126,7 +126,8 @@ export function validateField(name: string, f: Field, raw: unknown): { value: un
       else if (typeof raw === 'string' && raw.trim() !== '') x = Number(raw.trim());
       else return bad();
       if (!Number.isFinite(x)) return bad();
-      if (f.type === 'integer' && !Number.isInteger(x)) return bad();
+      // A safe integer only: 1e29 is an integer to JS but counts nothing exactly (steps=1e29 started a run).
+      if (f.type === 'integer' && !Number.isSafeInteger(x)) return bad();
       if (f.min !== undefined && x < f.min) return bad();
       if (f.max !== undefined && x > f.max) return bad();
       return { value: x };

@@ -110,6 +110,11 @@ export interface RunRecord {
   stopReason?: StopReason | null;
   /** JSON bytes of its logged reports (absent in records written before it was counted). */
   logBytes?: number;
+  /**
+   * A run restored from an older checkpoint of another run: that run and the checkpoint's step.
+   * Its log starts with a copy of the parent's steps before `step`; the parent keeps all of its own.
+   */
+  branchOf?: { runId: string; step: number };
 }
 
 export interface LogBatch {

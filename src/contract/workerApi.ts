@@ -136,6 +136,8 @@ export interface DatasetInfo {
   ref: string;
   rows: number;
   bytes: number;
+  /** Characters of its longest prompt (the fit check counts it); absent for older uploads. */
+  longestPrompt?: number;
 }
 
 /** Greedy continuation of one prompt by the run's model with its current adapter. */
@@ -188,7 +190,7 @@ export interface StorageApi {
   /** Greedy tokens of the run's model + adapter on a chat prompt (compare runs and imports). */
   adapterOutputs(prompt: string, maxNewTokens: number): Promise<AdapterOutputs>;
   /** Store an uploaded dataset (already read and checked by the page) in IndexedDB for readText. */
-  putDataset(fileName: string, text: string, rows: number): Promise<DatasetInfo>;
+  putDataset(fileName: string, text: string, rows: number, longestPrompt?: number): Promise<DatasetInfo>;
   listDatasets(): Promise<DatasetInfo[]>;
   /** Remove a stored upload; false when there was none. */
   deleteDataset(ref: string): Promise<boolean>;

@@ -9,12 +9,20 @@
 // {name, template} (a "default" one, plus e.g. "tool_use" or "rag").
 
 import { Template } from '@huggingface/jinja';
+import { briefText, clampMessage } from '../contract/brief';
+import {
+  renderWithin,
+  TEMPLATE_OVERHEAD_CHARS,
+  TemplateBudgetError,
+  templateBudget,
+  templateOutputLimit,
+} from './templateBudget';
 import type { ModelSource } from './sources';
 import type { TextTokenizer } from './tokenizer';
 
 export class ChatTemplateError extends Error {
   constructor(message: string) {
-    super(message);
+    super(clampMessage(message));
     this.name = 'ChatTemplateError';
   }
 }
@@ -64,7 +72,9 @@ export class ChatTemplate {
     try {
       this.template = new Template(source);
     } catch (e) {
-      throw new ChatTemplateError(`${this.where()}: the template does not parse: ${(e as Error).message ?? String(e)}`);
+      throw new ChatTemplateError(
+        `${this.where()}: the template does not parse: ${briefText((e as Error).message ?? String(e), 300)}`,
+      );
     }
   }
 
@@ -80,16 +90,27 @@ export class ChatTemplate {
         throw new ChatTemplateError(`${this.where()}: messages[${i}] needs a string "role" and "content"`);
       }
     });
+    const budget = templateBudget();
+    let out: string;
     try {
-      return this.template.render({
+      out = renderWithin(this.template, budget, {
         ...opts.specialTokens,
         ...opts.variables,
         messages,
         add_generation_prompt: opts.addGenerationPrompt ?? false,
       });
     } catch (e) {
-      throw new ChatTemplateError(`${this.where()}: failed to render: ${(e as Error).message ?? String(e)}`);
+      if (e instanceof TemplateBudgetError) throw new ChatTemplateError(`${this.where()}: ${e.message}`);
+      throw new ChatTemplateError(
+        `${this.where()}: failed to render: ${briefText((e as Error).message ?? String(e), 300)}`,
+      );
     }
+    const limit = templateOutputLimit(messages);
+    if (out.length > limit)
+      throw new ChatTemplateError(
+        `${this.where()}: the rendered prompt is ${out.length.toLocaleString('en-US')} characters, over the limit of ${limit.toLocaleString('en-US')} (the messages' length plus ${TEMPLATE_OVERHEAD_CHARS.toLocaleString('en-US')})`,
+      );
+    return out;
   }
 }
 

@@ -24,6 +24,7 @@ import {
   type GenerateResult,
 } from './planned/decodeSteps';
 import { plannedDecodeFor } from './planned/decode';
+import { checkContext } from './contextBound';
 
 export type { GenerateOptions, GenerateResult, SamplingOptions } from './planned/decodeSteps';
 
@@ -40,6 +41,7 @@ export function entropyFromLogits(logits: tf.Tensor): tf.Tensor {
  * Deterministic for a given seed, backend and batch composition of streams.
  */
 export async function generate(model: LlamaModel, prompts: number[][], opts: GenerateOptions): Promise<GenerateResult> {
+  checkContext(model.config.maxPositionEmbeddings, prompts, opts.maxNewTokens);
   const s = decodeSetup(prompts, opts);
   const planned = plannedDecodeFor(model);
   if (planned) return planned(model, prompts, opts);

@@ -8,6 +8,7 @@
 import { brief, clampMessage } from '../contract/brief';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import type { ModelSource } from './sources';
+import { catastrophicRegex, tokenizerRegexes } from './regexBound';
 
 export class TokenizerError extends Error {
   constructor(message: string) {
@@ -215,6 +216,11 @@ export class TextTokenizer {
     const tjFile = `tokenizer.json${where}`;
     const tcFile = `tokenizer_config.json${where}`;
     const json = validateTokenizerJson(tokenizerJson, tjFile);
+    // Before the library compiles them: a backtracking regex from a model repo froze the worker.
+    for (const { field, source } of tokenizerRegexes(json)) {
+      const why = catastrophicRegex(source);
+      if (why) throw new TokenizerError(`${tjFile}: field "${field}" (${brief(source)}) is refused: ${why}`);
+    }
     if (tokenizerConfig === null || tokenizerConfig === undefined) tokenizerConfig = {};
     if (!isObject(tokenizerConfig)) throw new TokenizerError(`${tcFile}: expected a JSON object at the top level`);
 

@@ -15,6 +15,8 @@ export interface StoredDatasetInfo {
   rows: number;
   bytes: number;
   savedAt: number;
+  /** Characters of its longest prompt, as the page read it (absent in older records). */
+  longestPrompt?: number;
 }
 
 const metaKey = (ref: string) => `m/${ref}`;
@@ -39,7 +41,7 @@ export class DatasetStore {
   }
 
   /** Stores (or replaces) an upload; throws a StorageError naming the file when it does not fit. */
-  async put(fileName: string, text: string, rows: number): Promise<StoredDatasetInfo> {
+  async put(fileName: string, text: string, rows: number, longestPrompt?: number): Promise<StoredDatasetInfo> {
     const ref = uploadRef(fileName);
     if (typeof text !== 'string' || text.trim() === '')
       throw new StorageError('invalid', `dataset upload ${fileName}: no rows`);
@@ -62,7 +64,13 @@ export class DatasetStore {
           '; delete old uploads, checkpoints or runs to free space',
       );
     if (room !== null && bytes > room) throw quotaError();
-    const info: StoredDatasetInfo = { ref, rows, bytes, savedAt: this.now() };
+    const info: StoredDatasetInfo = {
+      ref,
+      rows,
+      bytes,
+      savedAt: this.now(),
+      ...(Number.isSafeInteger(longestPrompt) && longestPrompt! >= 0 ? { longestPrompt } : {}),
+    };
     try {
       await this.kv.set(textKey(ref), text);
       await this.kv.set(metaKey(ref), info);

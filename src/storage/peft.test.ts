@@ -377,6 +377,20 @@ describe('PEFT import of hostile zips (issue 24)', () => {
     expect(e.message).toMatch(/^bomb\.zip: the zip's end record claims 65535 entries; at most 1000 are read/);
   });
 
+  it('an adapter_model.safetensors larger than any adapter of its rank can be is refused before it is inflated', () => {
+    const cfg = strFromU8(unzipSync(zip)['adapter_config.json']);
+    // 8 MiB of zeros deflate to a few KB; an adapter of rank 2 for DIMS holds at most ~1 MiB.
+    const big = zipSync({
+      'adapter_config.json': strToU8(cfg),
+      'adapter_model.safetensors': new Uint8Array(8 * 2 ** 20),
+    });
+    const e = errorOf(() => importPeftZip(big, { dims: DIMS, fileName: 'big.zip' }));
+    expect(e).toBeInstanceOf(PeftError);
+    expect(e.message).toBe(
+      `big.zip/adapter_model.safetensors: declares ${8 * 2 ** 20} bytes, more than an adapter of this rank can hold for this base model (at most ${2 * 2 * (14 + 11 + 11 + 14 + 20 + 20 + 20) * 8 + 2 ** 20}); not inflated`,
+    );
+  });
+
   it('a corrupted stored byte in the weights fails the CRC instead of importing changed weights', () => {
     const files = unzipSync(zip);
     const st = files['adapter_model.safetensors'];

@@ -242,6 +242,26 @@ export function exportPeftZip(a: PlainLoraAdapter, opts: PeftExportOptions): Uin
 // ---------------------------------------------------------------------------------------------
 // Import
 
+/**
+ * Most bytes an adapter_model.safetensors can have for `dims` at the config's rank `r`: every
+ * projection of every layer adapted, 8 bytes a value (F64 at most), plus 1 MiB of header. Null
+ * when the config has no usable rank (its own check then names the field).
+ */
+export function adapterBytesBound(configText: string, dims: BaseDims): number | null {
+  let r: unknown;
+  try {
+    r = (JSON.parse(configText) as { r?: unknown } | null)?.r;
+  } catch {
+    return null;
+  }
+  if (typeof r !== 'number' || !Number.isSafeInteger(r) || r <= 0) return null;
+  const perLayer = PROJS.reduce((n, p) => {
+    const d = projDims(dims, p);
+    return n + r * (d.in + d.out);
+  }, 0);
+  return perLayer * dims.numLayers * 8 + 2 ** 20;
+}
+
 export interface PeftImportOptions {
   dims: BaseDims;
   /** The base model the adapter is meant for; compared with base_model_name_or_path. */
@@ -314,6 +334,14 @@ function* peftZipJob(zip: Uint8Array, opts: PeftImportOptions & { limits?: ZipLi
       );
     }
     const config = strFromU8(yield* extractEntry(zip, cfgEntry, zipName));
+    // The most bytes an adapter of the config's rank can hold for this base, checked against the
+    // entry's declared size before anything is inflated (a 1 GiB entry was inflated in full, 26 s
+    // and 1.1 GB, before the shapes refused it).
+    const most = adapterBytesBound(config, opts.dims);
+    if (most !== null && stEntry.size > most)
+      throw new PeftError(
+        `${zipName}/${entryName(stName)}: declares ${stEntry.size} bytes, more than an adapter of this rank can hold for this base model (at most ${most}); not inflated`,
+      );
     const safetensors = yield* extractEntry(zip, stEntry, zipName);
     return importPeftFiles(
       { config, safetensors },

@@ -129,6 +129,34 @@ describe('RunStore', () => {
     expect((e as StorageError).code).toBe('not-found');
   });
 
+  it('branchRun starts a new run with the parent steps before the checkpoint and leaves the parent whole', async () => {
+    const store = new RunStore({ kv: freshKv(), maxBatchReports: 3 });
+    await store.createRun({ id: 'run-1', recipe: 'redteam', spec: { seed: 3 }, name: 'first' });
+    await store.appendReports(
+      'run-1',
+      [0, 1, 2, 3, 4, 5, 6, 7].map((s) => report(s)),
+    );
+    const b = await store.branchRun('run-1', 'run-1-b5', 5);
+    expect(b).toMatchObject({
+      id: 'run-1-b5',
+      recipe: 'redteam',
+      spec: { seed: 3 },
+      name: 'first · from step 5',
+      branchOf: { runId: 'run-1', step: 5 },
+      status: 'running',
+      lastStep: 4,
+      reportCount: 5,
+    });
+    const copied = await store.readReports('run-1-b5');
+    expect(copied.map((r) => [r.step, r.runId])).toEqual([0, 1, 2, 3, 4].map((s) => [s, 'run-1-b5']));
+    expect(copied[2].metrics).toEqual(report(2).metrics);
+    // The branch goes on from its checkpoint; the parent keeps all eight steps.
+    await store.appendReports('run-1-b5', [report(5, 'run-1-b5')]);
+    expect((await store.readReports('run-1-b5')).map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect((await store.readReports('run-1')).map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect((await store.getRun('run-1'))!.reportCount).toBe(8);
+  });
+
   it('truncateAfter drops the steps a resume will replay', async () => {
     const store = new RunStore({ kv: freshKv(), maxBatchReports: 3 });
     await store.createRun({ id: 'run-1', recipe: 'redteam' });

@@ -232,6 +232,29 @@ export class RunStore {
     });
   }
 
+  /**
+   * A new run `id` branched from run `parentId` at the checkpoint of step `step` (Restore of an
+   * older checkpoint): its record names the parent, and its log starts with a copy of the parent's
+   * reports before `step` under the new id, so its charts and JSONL have no hole. The parent's
+   * record and log are left as they are (Restore used to cut them at the checkpoint).
+   */
+  async branchRun(parentId: string, id: string, step: number): Promise<RunRecord> {
+    const parent = await this.mustGet(parentId);
+    await this.createRun({
+      id,
+      recipe: parent.recipe,
+      spec: parent.spec,
+      name: `${briefText(parent.name, 80)} · from step ${step}`,
+    });
+    const history = (await this.readReports(parentId, { toStep: step - 1 })).map((r) => ({ ...r, runId: id }));
+    await this.appendReports(id, history);
+    return this.serial(id, async () => {
+      const next: RunRecord = { ...(await this.mustGet(id)), branchOf: { runId: parentId, step }, status: 'running' };
+      await this.kv.set(recordKey(id), next);
+      return next;
+    });
+  }
+
   /** JSON bytes of a run's stored log, read batch by batch (for records without logBytes). */
   private async countLogBytes(runId: string): Promise<number> {
     let n = 0;

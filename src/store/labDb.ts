@@ -145,6 +145,19 @@ export class PageRunLogs {
     return true;
   }
 
+  /**
+   * Marks a run failed with its reason (the page's engine watchdog ends a run whose worker it had
+   * to terminate). Its log and checkpoints are untouched. False when there is no such record.
+   */
+  /** The run failed (`kind` says who ended it: the watchdog, or an error); the reason is kept as `markEnded`'s is. */
+  async markFailed(id: string, error: string, kind: 'error' | 'watchdog' = 'error'): Promise<boolean> {
+    const r = await this.getRun(id);
+    if (!r) return false;
+    const stopReason: StopReason = { kind, text: error };
+    await this.kv.set(recordKey(id), { ...r, status: 'failed', error, stopReason, updated: Date.now() });
+    return true;
+  }
+
   /** The run's reports in append order, optionally limited to steps in [fromStep, toStep]. */
   async readReports(runId: string, range: { fromStep?: number; toStep?: number } = {}): Promise<StepReport[]> {
     const lo = range.fromStep ?? -Infinity;

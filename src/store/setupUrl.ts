@@ -63,9 +63,9 @@ export interface DecodedSetup {
 export function maxStepsError(raw: string): string | null {
   const s = raw.trim();
   if (s === '') return null;
-  return /^\d+$/.test(s) && Number(s) >= 1
+  return /^\d+$/.test(s) && Number(s) >= 1 && Number.isSafeInteger(Number(s))
     ? null
-    : `max steps must be a positive integer (or empty for no limit), got ${brief(raw)}`;
+    : `max steps must be a positive integer up to 2^53 - 1 (or empty for no limit), got ${brief(raw)}`;
 }
 
 /** Seed as typed: a non-negative integer. Returns an error message or null. */

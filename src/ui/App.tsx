@@ -11,6 +11,7 @@ import { DeviceBadge } from './DeviceBadge';
 import { FallbackBanner } from './FallbackBanner';
 import { Panel } from './Panel';
 import { connectEngine } from './engineConnection';
+import { watchEngine } from './engineWatchdog';
 import { TeachingPanel } from './teaching/TeachingPanel';
 import { TeachingToggle } from './teaching/TeachingToggle';
 
@@ -20,6 +21,8 @@ export function App() {
   useEffect(() => {
     void connectEngine(backendPreference);
   }, [backendPreference]);
+  // A worker that stops answering while a run is live is restarted and the run marked failed.
+  useEffect(() => watchEngine(), []);
   // Show something the instant the lab opens: the recorded example run, clearly labelled as one.
   useEffect(() => {
     const s = useRunStore.getState();

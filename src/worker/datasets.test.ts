@@ -2,7 +2,15 @@ import 'fake-indexeddb/auto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DatasetStore } from '../storage/datasets';
 import { idbKv } from '../storage/kv';
-import { datasetText, deleteDataset, listDatasets, putDataset, uploadRef, useDatasetStore } from './datasets';
+import {
+  datasetRefErrors,
+  datasetText,
+  deleteDataset,
+  listDatasets,
+  putDataset,
+  uploadRef,
+  useDatasetStore,
+} from './datasets';
 
 let dbNo = 0;
 beforeEach(() => useDatasetStore(new DatasetStore({ kv: idbKv(`worker-datasets-${dbNo++}`) })));
@@ -27,5 +35,23 @@ describe('uploaded datasets', () => {
     await putDataset('a.jsonl', '{"prompt":"a"}\n', 1);
     await expect(datasetText('upload:x.jsonl')).rejects.toThrow(/stored: upload:a.jsonl/);
     await expect(putDataset('b.jsonl', '  ', 1)).rejects.toThrow(/b.jsonl: no rows/);
+  });
+});
+
+describe('dataset values at Start (issue 40)', () => {
+  it('a value that is neither "sandbox", an upload nor an http(s) URL is refused by field', () => {
+    expect(
+      datasetRefErrors({
+        dataset: 'prompts.csv',
+        benignDataset: 'upload:tasks.jsonl',
+        judge: 'rules',
+        other: 'x.csv',
+      }),
+    ).toEqual({
+      dataset:
+        'field "dataset": "prompts.csv" is neither an upload (upload:<file name>) nor an http(s) URL; "sandbox" is the built-in data',
+    });
+    expect(datasetRefErrors({ dataset: 'sandbox', benignDataset: 'https://example.org/b.jsonl' })).toEqual({});
+    expect(datasetRefErrors({ dataset: 'x'.repeat(100_000) }).dataset.length).toBeLessThan(250);
   });
 });

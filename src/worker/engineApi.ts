@@ -167,8 +167,8 @@ export const engineApi: EngineApi = {
     );
   },
 
-  async putDataset(fileName, jsonl, rows) {
-    return putDataset(fileName, jsonl, rows);
+  async putDataset(fileName, jsonl, rows, longestPrompt) {
+    return putDataset(fileName, jsonl, rows, longestPrompt);
   },
 
   async listDatasets() {

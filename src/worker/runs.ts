@@ -40,7 +40,8 @@ import {
   pruneAutosaves,
   saveRunCheckpoint,
 } from './autosave';
-import { datasetText } from './datasets';
+import { datasetRefErrors, datasetText } from './datasets';
+import { branchId, openBranchLog, restoresOlderCheckpoint } from './branch';
 import type { RecipeListing, RunState, RunStatus, StartRunResult } from '../contract/workerApi';
 import { runLock } from '../contract/storageFormat';
 import { stopLine, type RequestedStop, type StopReason } from '../contract/stopReason';
@@ -64,6 +65,8 @@ interface ActiveRun {
   config: Record<string, unknown>;
   /** A checkpoint to restore right after the run is created (resume). */
   restoreFrom: RecipeCheckpoint | null;
+  /** The run this one branched from (Restore of an older checkpoint), or null (branch.ts). */
+  branchOf: { runId: string; step: number } | null;
   run: RecipeRun | null;
   /** Work queued for the next step boundary (saves, exports, imports). */
   tasks: BoundaryTask[];
@@ -279,7 +282,15 @@ async function runLoop(a: ActiveRun): Promise<void> {
       a.lastSavedStep = a.step;
       a.restoreFrom = null;
     }
-    await openLog(a);
+    if (a.branchOf) {
+      try {
+        await openBranchLog(a.branchOf.runId, a.runId, a.branchOf.step);
+      } catch (e) {
+        console.warn(`branch log unavailable: ${(e as Error).message}`);
+      }
+      // The branch's own checkpoint at its first step: a reload offers this run, not the parent.
+      await save(a, a.run, 'manual', `restored · step ${a.step}`);
+    } else await openLog(a);
     detail = null;
     notify(a);
     while (!a.stopRequested) {
@@ -422,16 +433,24 @@ export async function resumeFromCheckpoint(
 ): Promise<StartRunResult> {
   let payload: RecipeCheckpoint;
   let runId: string;
+  let branchOf: { runId: string; step: number } | null = null;
   try {
     const c = await checkpoints().load(id);
     payload = fromStoredCheckpoint(c);
     runId = c.manifest.runId;
+    // The live run's final checkpoint first, so "older than its newest" is decided on all of them.
+    if (active && (state === 'running' || state === 'paused')) await stopRun();
+    if (await restoresOlderCheckpoint(runId, payload.step)) {
+      branchOf = { runId, step: payload.step };
+      runId = branchId(runId, payload.step, stamp());
+    }
   } catch (e) {
     return { ok: false, errors: { checkpoint: (e as Error).message } };
   }
   return launch(payload.recipe, payload.config, payload.seed, onReport, onStatus, {
     payload,
     runId,
+    branchOf,
     paused: opts.paused === true,
   });
 }
@@ -442,7 +461,12 @@ async function launch(
   seed: number,
   onReport: ReportSink,
   onStatus: StatusSink | undefined,
-  resume: { payload: RecipeCheckpoint; runId: string; paused: boolean } | null,
+  resume: {
+    payload: RecipeCheckpoint;
+    runId: string;
+    branchOf?: { runId: string; step: number } | null;
+    paused: boolean;
+  } | null,
 ): Promise<StartRunResult> {
   if (!hasRecipe(recipeName))
     return {
@@ -454,7 +478,7 @@ async function launch(
   if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0)
     errors.seed = `seed must be a non-negative integer, got ${brief(seed)}`;
   const v = validateRecipeConfig(recipe, config);
-  Object.assign(errors, v.errors);
+  Object.assign(errors, v.errors, datasetRefErrors(v.config as Record<string, unknown>));
   if (Object.keys(errors).length > 0) return { ok: false, errors };
 
   if (active && (state === 'running' || state === 'paused')) await stopRun();
@@ -464,6 +488,7 @@ async function launch(
     runId: resume?.runId ?? `${recipe.name}-${seed}-${stamp()}`,
     config: v.config as Record<string, unknown>,
     restoreFrom: resume?.payload ?? null,
+    branchOf: resume?.branchOf ?? null,
     run: null,
     tasks: [],
     lastSavedStep: null,

@@ -10,6 +10,7 @@ import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../.
 import { hubSource } from '../../model/hub';
 import { parseHubRef } from '../../contract/hubRef';
 import { looksLikeSandboxName, unknownModelError } from '../../contract/sandboxModels';
+import { briefName } from '../../contract/brief';
 import { disposeLlama } from '../../model/llama';
 import { loadModel, type ModelFolder } from '../../model/load';
 import { urlSource } from '../../model/sources';
@@ -227,6 +228,12 @@ export function urlRecipeEnv(
     judges: opts.judges,
     backend: opts.backend,
     readText: async (ref) => {
+      // Anything else was fetched from the lab's own server, which answers with its index.html,
+      // and read as a CSV ("no usable row"): say what a dataset value may be instead.
+      if (!/^https?:\/\//i.test(ref))
+        throw new Error(
+          `dataset ${briefName(ref)} is neither an upload (upload:<file name>) nor an http(s) URL; "sandbox" is the built-in data`,
+        );
       const res = await fetch(ref);
       if (!res.ok) throw new Error(`${ref}: HTTP ${res.status}`);
       return res.text();

@@ -8,6 +8,13 @@ import { engine, useEngine } from '../../store/engineStore';
 import { refreshDatasets, useDatasets } from '../../store/datasetsStore';
 import { columnsOf, type ColumnMap } from '../../contract/promptSets';
 import { uploadPromptFile } from './uploadDataset';
+import { LONG_PROMPTS, MAX_PROMPT_CHARS, type LongPrompts } from '../../contract/promptBounds';
+
+const LONG_LABELS: Record<LongPrompts, string> = {
+  refuse: 'leave the row out (named by line)',
+  'keep-start': 'cut, keeping the start',
+  'keep-end': 'cut, keeping the end',
+};
 
 interface Props {
   name: string;
@@ -26,6 +33,9 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
   // A file whose columns were not recognised, kept to upload again with a picked prompt column.
   const [pending, setPending] = useState<{ name: string; text: string; columns: string[] } | null>(null);
   const [promptColumn, setPromptColumn] = useState('');
+  // Prompts over the limit (uploads only): refused by line, or cut as the user chooses.
+  const [long, setLong] = useState<LongPrompts>('refuse');
+  const [maxChars, setMaxChars] = useState(String(MAX_PROMPT_CHARS));
   const refresh = () => void refreshDatasets();
   // Stored uploads outlive the tab: list them once the worker is up (after a reload too).
   const ready = useEngine((s) => s.status !== null);
@@ -39,8 +49,9 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
     try {
       const { info, note } = await uploadPromptFile(
         { name: file.name, text: async () => text },
-        (n, j, r) => engine().putDataset(n, j, r),
+        (n, j, r, l) => engine().putDataset(n, j, r, l),
         map,
+        { long, maxChars: Math.min(MAX_PROMPT_CHARS, Math.max(16, Math.floor(Number(maxChars)) || MAX_PROMPT_CHARS)) },
       );
       setNote(note);
       refresh();
@@ -103,6 +114,34 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
         disabled={disabled}
         onChange={(e) => onChange(e.target.value)}
       />
+      <div className="model-picker-row small">
+        <label>
+          uploaded prompts over{' '}
+          <input
+            data-testid={`dataset-max-chars-${name}`}
+            type="text"
+            inputMode="numeric"
+            size={6}
+            value={maxChars}
+            disabled={disabled}
+            aria-label={`${name}: most characters of an uploaded prompt (at most ${MAX_PROMPT_CHARS})`}
+            onChange={(e) => setMaxChars(e.target.value)}
+          />{' '}
+          characters:{' '}
+          <select
+            data-testid={`dataset-long-${name}`}
+            value={long}
+            disabled={disabled}
+            onChange={(e) => setLong(e.target.value as LongPrompts)}
+          >
+            {LONG_PROMPTS.map((l) => (
+              <option key={l} value={l}>
+                {LONG_LABELS[l]}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
       {error && (
         <div className="field-error error small" role="alert" data-testid={`dataset-error-${name}`}>
           {error}

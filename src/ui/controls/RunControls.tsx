@@ -126,10 +126,15 @@ export function RunControls() {
   const active = status.state === 'running' || status.state === 'paused';
   const ready = phase === 'ready';
   const setupKeys = new Set(['seed', 'steps', 'at', 'recipe']);
-  const extraErrors = Object.entries(errors).filter(([k]) => !setupKeys.has(k) && !(recipe && k in recipe.schema));
+  const extraErrors = Object.entries(errors).filter(
+    ([k]) => !setupKeys.has(k) && !(recipe && Object.hasOwn(recipe.schema, k)),
+  );
+  const extraKeys = new Set(extraErrors.map(([k]) => k));
   const stepsErr = maxStepsError(s.maxSteps) ?? errors.steps ?? null;
   const tooBig = recipe
-    ? Object.entries(s.fits).filter(([k, f]) => k in recipe.schema && f.state === 'too-big' && f.ref === values[k])
+    ? Object.entries(s.fits).filter(
+        ([k, f]) => Object.hasOwn(recipe.schema, k) && f.state === 'too-big' && f.ref === values[k],
+      )
     : [];
   const [confirmBig, setConfirmBig] = useState(false);
   const limit = stepLimit(s.maxSteps);
@@ -137,9 +142,12 @@ export function RunControls() {
   const limitReached = status.state === 'paused' && atLimit(status.step, s.maxSteps);
   // What stops a start, by field: the form's own checks, seed and max steps, and the worker's refusals.
   const invalid = Object.keys(errors).filter(
-    (k) => (recipe && k in recipe.schema) || k === 'seed' || (k === 'steps' && stepsErr !== null),
+    (k) => (recipe && Object.hasOwn(recipe.schema, k)) || k === 'seed' || (k === 'steps' && stepsErr !== null),
   );
   if (stepsErr && !invalid.includes('steps')) invalid.push('steps');
+  // A link's unknown field (a typo such as c.groupSzie) blocks Start too: running at the default
+  // would silently drop what the link meant. Dropping them (below) lets the run start.
+  for (const [k] of extraErrors) if (k in s.linkErrors) invalid.push(k);
 
   const start = () => {
     if (invalid.length > 0) {
@@ -361,7 +369,7 @@ export function RunControls() {
       )}
       {extraErrors.length > 0 && (
         <div className="link-errors" data-testid="extra-errors">
-          Not applied:
+          Not applied (Start is blocked until these are fixed in the link or dropped):
           <ul>
             {extraErrors.map(([k, m]) => (
               <li key={k} className="error small" data-testid={`field-error-${k}`}>
@@ -369,6 +377,17 @@ export function RunControls() {
               </li>
             ))}
           </ul>
+          <button
+            type="button"
+            data-testid="drop-link-errors"
+            onClick={() =>
+              useSetup.setState((st) => ({
+                linkErrors: Object.fromEntries(Object.entries(st.linkErrors).filter(([k]) => !extraKeys.has(k))),
+              }))
+            }
+          >
+            Drop them
+          </button>
         </div>
       )}
       {shareUrl && <ShareLink url={shareUrl} />}

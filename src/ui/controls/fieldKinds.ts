@@ -3,6 +3,7 @@
 // string reads as a picker mode. Recipes only declare strings and enums; this is the UI's reading.
 import { DEFAULT_REVISION, HUB_ENDPOINT, parseHubRef } from '../../contract/hubRef';
 import type { Field } from '../../contract/schema';
+import { decodeUriPart } from '../../contract/uriDecode';
 
 import { SANDBOX_MODELS } from '../../contract/sandboxModels';
 
@@ -43,13 +44,19 @@ export function hubFolderUrl(id: string, revision = DEFAULT_REVISION, endpoint =
 const HUB_FOLDER = /^https:\/\/huggingface\.co\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/?$/;
 const LOCAL_FOLDER = /\/local-models\/([^/]+)\/$/;
 
-/** How a model reference string reads in the picker. */
+/**
+ * How a model reference string reads in the picker. Never throws (it runs during render): a
+ * folder or revision whose percent escapes do not decode reads as a plain URL, which the fit check
+ * and Start refuse with unknownModelError's message.
+ */
 export function readModelRef(ref: string): ModelChoice {
   if ((SANDBOX_MODELS as readonly string[]).includes(ref)) return { mode: 'sandbox', name: ref };
   const local = LOCAL_FOLDER.exec(ref);
-  if (local) return { mode: 'local', folder: decodeURIComponent(local[1]), url: ref };
+  const folder = local && decodeUriPart(local[1]);
+  if (local && folder !== null) return { mode: 'local', folder, url: ref };
   const hub = HUB_FOLDER.exec(ref);
-  if (hub) return { mode: 'hub', id: hub[1], revision: decodeURIComponent(hub[2]) };
+  const revision = hub && decodeUriPart(hub[2]);
+  if (hub && revision !== null) return { mode: 'hub', id: hub[1], revision };
   return { mode: 'url', url: ref };
 }
 

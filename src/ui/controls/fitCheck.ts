@@ -11,7 +11,16 @@ import type { EngineStatus } from '../../contract/workerApi';
 import { readModelRef } from './fieldKinds';
 import type { WeightFormat } from '../../contract/weightFormat';
 import { cachedConfigText } from './localFolders';
-import { backendBudget, checkFit, estimateMemory, loraOf, withLearnPlan, workloadOf } from './modelFit';
+import {
+  backendBudget,
+  checkFit,
+  dataPromptTokens,
+  estimateMemory,
+  loraOf,
+  withLearnPlan,
+  workloadOf,
+} from './modelFit';
+import { useDatasets } from '../../store/datasetsStore';
 
 const MiB = 2 ** 20;
 
@@ -64,7 +73,13 @@ export async function checkModelFit(
       notes: [],
     };
   }
-  const w = workloadOf(config);
+  const data = dataPromptTokens(config, useDatasets.getState().uploads);
+  const w = workloadOf(config, data?.tokens ?? null);
+  // The longest prompt with its answer must fit the model's context (generate refuses it otherwise).
+  const context =
+    data && w.seqLen > cfg.maxPositionEmbeddings
+      ? `the longest prompt of ${data.ref} (${data.chars.toLocaleString('en-US')} characters, about ${data.tokens.toLocaleString('en-US')} tokens with the template) and ${w.responseLen} answer tokens need ${w.seqLen.toLocaleString('en-US')} positions, over the model's context of ${cfg.maxPositionEmbeddings.toLocaleString('en-US')}: cut the prompts at upload, or shorten them`
+      : null;
   const budget = deviceBudget(status);
   const lora = loraOf(config);
   const base = estimateMemory(cfg, w, weights);
@@ -104,9 +119,9 @@ export async function checkModelFit(
   };
   return {
     ref,
-    state: v.fits ? 'fits' : 'too-big',
+    state: v.fits && !context ? 'fits' : 'too-big',
     summary,
-    problems: v.problems,
+    problems: context ? [context, ...v.problems] : v.problems,
     notes: [...v.notes, ...(l?.notes ?? []), ...planNotes],
     ...(learn ? { learn } : {}),
   };

@@ -2,7 +2,16 @@ import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../../contract/modelConfig';
 import { planLearnMemory } from '../../contract/learnMemory';
-import { backendBudget, checkFit, estimateMemory, loraOf, paramCount, withLearnPlan, workloadOf } from './modelFit';
+import {
+  backendBudget,
+  checkFit,
+  dataPromptTokens,
+  estimateMemory,
+  loraOf,
+  paramCount,
+  withLearnPlan,
+  workloadOf,
+} from './modelFit';
 
 const GiB = 2 ** 30;
 const sandbox = parseModelConfig(readFileSync('public/models/defender/config.json', 'utf8'));
@@ -297,5 +306,30 @@ describe('activation estimate of the new blocks (tfjs learns them in one pass)',
     const asLlama = estimateMemory({ ...gemma, family: 'llama' }, w).activationBytes;
     const extra = (2 * gemma.hiddenSize + (gemma.numHeads + gemma.numKvHeads) * gemma.headDim) * gemma.numLayers;
     expect(estimateMemory(gemma, w).activationBytes - asLlama).toBe(extra * w.batch * w.seqLen * 4);
+  });
+});
+
+describe("the fit check counts the data's real prompt lengths (issue 40)", () => {
+  it("an upload's longest prompt sets the prompt length: 100,000 characters are ~33,366 tokens, not 128", () => {
+    const uploads = [
+      { ref: 'upload:four.jsonl', longestPrompt: 100_001 },
+      { ref: 'upload:short.jsonl', longestPrompt: 30 },
+      { ref: 'upload:old.jsonl' },
+    ];
+    const d = dataPromptTokens({ dataset: 'upload:four.jsonl', groupSize: 2 }, uploads)!;
+    // ceil(100001 / 3) + 32 template tokens
+    expect(d).toEqual({ tokens: 33_334 + 32, chars: 100_001, ref: 'upload:four.jsonl' });
+    expect(workloadOf({ prompts: 4, groupSize: 2, maxNewTokens: 64 }, d.tokens)).toEqual({
+      batch: 8,
+      seqLen: 33_366 + 64,
+      promptLen: 33_366,
+      responseLen: 64,
+    });
+    // Short prompts keep the 128-token floor; an upload recorded before the count, or none, changes nothing.
+    expect(
+      workloadOf({ maxNewTokens: 64 }, dataPromptTokens({ dataset: 'upload:short.jsonl' }, uploads)!.tokens).promptLen,
+    ).toBe(128);
+    expect(dataPromptTokens({ dataset: 'upload:old.jsonl' }, uploads)).toBeNull();
+    expect(dataPromptTokens({ dataset: 'sandbox' }, uploads)).toBeNull();
   });
 });

@@ -205,7 +205,31 @@ export function backendBudget(
 }
 
 /** Rollout shape from a recipe config: prompts/goals x group size sequences of prompt + answer tokens. */
-export function workloadOf(config: Record<string, unknown>): FitWorkload {
+/** Characters a token covers at least in the estimate of an upload's prompt tokens (English BPE: ~4). */
+export const CHARS_PER_TOKEN = 3;
+/** Tokens the chat template adds around a prompt. */
+const TEMPLATE_TOKENS = 32;
+
+/**
+ * The prompt tokens of the longest prompt of the uploads a config names (`upload:` values whose
+ * stored record counted its longest prompt), estimated at CHARS_PER_TOKEN characters a token plus
+ * the template; null when the config names none.
+ */
+export function dataPromptTokens(
+  config: Record<string, unknown>,
+  uploads: readonly { ref: string; longestPrompt?: number }[],
+): { tokens: number; chars: number; ref: string } | null {
+  let best: { tokens: number; chars: number; ref: string } | null = null;
+  for (const v of Object.values(config)) {
+    const u = typeof v === 'string' ? uploads.find((d) => d.ref === v) : undefined;
+    if (u?.longestPrompt === undefined) continue;
+    const tokens = Math.ceil(u.longestPrompt / CHARS_PER_TOKEN) + TEMPLATE_TOKENS;
+    if (!best || tokens > best.tokens) best = { tokens, chars: u.longestPrompt, ref: u.ref };
+  }
+  return best;
+}
+
+export function workloadOf(config: Record<string, unknown>, dataPrompt: number | null = null): FitWorkload {
   const n = (k: string) => (typeof config[k] === 'number' ? (config[k] as number) : Number(config[k]));
   const pick = (...keys: string[]) => keys.map(n).find((v) => Number.isFinite(v) && v > 0);
   const prompts = pick('prompts', 'goals', 'episodes', 'batchSize') ?? 1;
@@ -217,8 +241,9 @@ export function workloadOf(config: Record<string, unknown>): FitWorkload {
       pick('attackerMaxTokens') ?? 0,
       pick('maxTokens') ?? 0,
     ) || 64;
-  // Prompts of the sandbox and of chat templates run to ~100 tokens.
-  return { batch: prompts * group, seqLen: answer + 128, promptLen: 128, responseLen: answer };
+  // Prompts of the sandbox and of chat templates run to ~100 tokens; an upload's longest counts when known.
+  const promptLen = Math.max(128, dataPrompt ?? 0);
+  return { batch: prompts * group, seqLen: answer + promptLen, promptLen, responseLen: answer };
 }
 
 /** The LoRA a recipe config trains (loraRank, loraTargets, loraDropout's masks), or null when it has none. */

@@ -155,10 +155,18 @@ export async function resumeCheckpoint(c: CheckpointSummary, paused: boolean): P
     const history = await runLogs()
       .readReports(c.runId, { toStep: c.step - 1 })
       .catch(() => [] as StepReport[]);
-    if (history.length > 0) useRunStore.getState().importRun(history, 'live');
     const { onReport, onStatus } = runCallbacks();
     const r = await engine().resumeFromCheckpoint(c.id, onReport, onStatus, { paused });
     if (r.ok) {
+      // Restoring an older checkpoint branches (a new run id, worker/branch.ts): the history shows
+      // under the branch, and the parent run keeps its own curves. The reply comes before the
+      // first step's report (the models load in between), so the history is in place first.
+      const runId = r.status.runId ?? c.runId;
+      if (history.length > 0)
+        useRunStore.getState().importRun(
+          history.map((h) => ({ ...h, runId })),
+          'live',
+        );
       patch({ status: r.status, detached: null });
       return true;
     }

@@ -21,7 +21,7 @@ export function DatasetUpload() {
     setError(null);
     setNote('');
     try {
-      const r = await uploadPromptFile(file, (n, j, rows) => engineApi().putDataset(n, j, rows));
+      const r = await uploadPromptFile(file, (n, j, rows, l) => engineApi().putDataset(n, j, rows, l));
       setNote(r.note);
       refresh();
     } catch (e) {
