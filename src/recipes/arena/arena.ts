@@ -46,7 +46,7 @@ import {
 } from '../kit/common';
 import { createWithCleanup, MultiLoraRun, PhaseTimer, type StepBody } from '../kit/run';
 import { defenderAcc, harmAcc } from '../kit/dynamicGroups';
-import { groupMetrics, groupSamples, groupStep } from '../kit/groupStep';
+import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/groupStep';
 import {
   adamFields,
   adamWFor,
@@ -382,6 +382,7 @@ class ArenaRun extends MultiLoraRun {
     const tactics = prompts.map(tacticOf);
     const metrics: Metrics = {
       ...groupMetrics(res),
+      'perf/tokens_per_s': tokensPerSecond(t, [aGen, dGen]),
       'judge/asr': meanOf(success),
       'judge/strongreject_rules': meanStrongRejectRules(
         prompts.map((p, b) => ({
@@ -486,6 +487,8 @@ class ArenaRun extends MultiLoraRun {
     const bv = verdicts.filter((_, b) => !harmful[b]);
     const metrics: Metrics = {
       ...groupMetrics(res),
+      // The defender's sampled tokens over the whole rollout phase, the attacker's prompts included.
+      'perf/tokens_per_s': tokensPerSecond(t, [gen]),
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'defender/reward_mean': meanOf(rewards),
       'defender/kl_mean': meanOf(kl),

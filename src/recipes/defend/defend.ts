@@ -46,7 +46,7 @@ import {
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
 import { defenderAcc } from '../kit/dynamicGroups';
-import { groupMetrics, groupSamples, groupStep } from '../kit/groupStep';
+import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/groupStep';
 import {
   adamFields,
   adamWFor,
@@ -384,6 +384,8 @@ class DefendRun extends LoraRun {
       'response/length_mean': meanOf(gen.lengths),
       'perf/step_ms': t.elapsed(),
       'perf/eval_ms': evalMs,
+      // The defender's sampled tokens over the whole rollout phase, the frozen attacker's prompts included.
+      'perf/tokens_per_s': tokensPerSecond(t, [gen]),
     });
     if (bv.length) {
       Object.assign(metrics, {

@@ -61,7 +61,7 @@ import {
 } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
 import { defenderAcc } from '../kit/dynamicGroups';
-import { groupMetrics, groupSamples, groupStep, type Learned } from '../kit/groupStep';
+import { groupMetrics, groupSamples, groupStep, tokensPerSecond, type Learned } from '../kit/groupStep';
 import type { GenerateResult } from '../../model/generate';
 import {
   adamFields,
@@ -587,6 +587,7 @@ class TokenbuncherRun extends LoraRun {
       'judge/asr': meanOf(hv.map((v) => (v.unsafe >= 0.5 ? 1 : 0))),
       'judge/refusal_rate': meanOf(hv.map((v) => (v.refused ? 1 : 0))),
       'response/length_mean': meanOf(gen.lengths),
+      'perf/tokens_per_s': tokensPerSecond(t, [gen]),
     });
     if (bv.length) {
       metrics['defender/benign_correct'] = meanOf(bv.map((v) => (v.benignCorrect ? 1 : 0)));
