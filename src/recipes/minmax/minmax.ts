@@ -100,7 +100,7 @@ import {
 } from '../kit/common';
 import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
 import { encodeSftPair, sftStep } from '../kit/sft';
-import { concatGenRows, selectGenRows, selectMatrixRows } from '../kit/genRows';
+import { concatGenRows, selectGenRows, selectMatrixRows, type GenRows } from '../kit/genRows';
 import { dynamicSamplingMetrics } from '../../rl/dynamicSampling';
 import { drawUntilFilled, genBatchStep, selectGroups } from '../kit/dynamicGroups';
 import {
@@ -699,6 +699,8 @@ export class GameRun extends MultiLoraRun {
     const groupOf = (i: number) => (shape === 'policy' ? Math.floor(i / G) : i);
     const withJudge = g.judge === 'monitor';
     let batch = shared && this.cycle?.start === start ? this.cycle : null;
+    // A step that reuses its cycle's rollout sampled nothing: no throughput for it.
+    const sampled = batch === null;
     if (!batch) {
       // Dynamic sampling: draw generation batches until every player that learns from this
       // rollout has `items` groups whose scores vary (judged on the score before KL, lambda as it
@@ -827,6 +829,11 @@ export class GameRun extends MultiLoraRun {
       'perf/step_ms': performance.now() - t0,
       'perf/eval_ms': te - t0,
     });
+    if (sampled) {
+      // Answers and critiques sampled over the rollout phase (its reward-model scoring included).
+      const sum = (rs: GenRows | null) => (rs ? rs.gen.lengths.reduce((x, y) => x + y, 0) : 0);
+      metrics['perf/tokens_per_s'] = (sum(a) + sum(c)) / Math.max(1e-9, (t1 - te) / 1000);
+    }
     if (withJudge) {
       Object.assign(metrics, {
         'minmax/judge_mean': meanOf(sc.judge),
