@@ -79,7 +79,8 @@ describe('running a recipe from the controls', () => {
 
   it('reports a recipe error and stays usable', async () => {
     const { page } = lab;
-    await fill(page, { ...TINY, defender: 'no-such-model' });
+    // A site path passes the field's check (it names a folder) and fails in the worker's load.
+    await fill(page, { ...TINY, defender: '/models/no-such-model/' });
     await page.click('[data-testid="run-start"]');
     await waitFor(page, stateIs('error'), 30_000);
     await expect(page.textContent('[data-testid="run-error"]')).resolves.toMatch(/no-such-model/);
