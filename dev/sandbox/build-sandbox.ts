@@ -12,7 +12,10 @@
 //   --batching length|prompt  batch bucketing of every model (overrides the budget; see trainSft)
 //   --backend wasm|cpu   default wasm (falls back to cpu)
 //   --bf16               store BF16 weights instead of F32
-import { mkdirSync, writeFileSync } from 'node:fs';
+//   --critic-steps N     steps of the qa model's critic phase (its third)
+//   --qa-from DIR        start the qa model from DIR/model.safetensors (a model holding its first two
+//                        phases, drills and main data, for this seed) and run only the critic phase
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   buildSandboxModels,
@@ -60,6 +63,8 @@ async function main(): Promise<void> {
     'backend',
     'bf16',
     'batching',
+    'critic-steps',
+    'qa-from',
     ...SANDBOX_MODELS.map((m) => `${m}-steps`),
   ]);
   for (const k of args.keys()) if (!known.has(k)) throw new Error(`build-sandbox: unknown flag --${k}`);
@@ -81,6 +86,7 @@ async function main(): Promise<void> {
       steps: int(args, `${m}-steps`) ?? int(args, 'steps') ?? base[m].steps,
       batchSize: int(args, 'batch') ?? base[m].batchSize,
       batching: batching ?? base[m].batching,
+      criticSteps: (m === 'qa' ? int(args, 'critic-steps') : undefined) ?? base[m].criticSteps,
     };
   }
   const backend = await useTrainingBackend(args.get('backend') === 'cpu' ? 'cpu' : 'wasm');
@@ -96,6 +102,8 @@ async function main(): Promise<void> {
     tokenizerCorpus: quick ? 500 : undefined,
     log,
     logEvery: quick ? 1 : 25,
+    // Read before the build: DIR may be the output folder, which the build overwrites.
+    qaFrom: args.has('qa-from') ? readFileSync(join(String(args.get('qa-from')), 'model.safetensors')) : undefined,
   });
   let total = 0;
   for (const m of result.models) {
@@ -109,8 +117,16 @@ async function main(): Promise<void> {
   console.log('\nmodel     params   weights      steps  train s  loss first -> last');
   for (const m of result.models) {
     console.log(
-      `${m.name.padEnd(9)} ${String(m.parameters).padStart(7)} ${(m.weightBytes / 1e6).toFixed(2).padStart(6)} MB ${(m.drill ? `${m.drill.steps}+${m.result.steps}` : String(m.result.steps)).padStart(9)} ` +
-        `${((m.result.ms + (m.drill?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${m.result.firstLoss.toFixed(3)} -> ${m.result.lastLoss.toFixed(3)}`,
+      `${m.name.padEnd(9)} ${String(m.parameters).padStart(7)} ${(m.weightBytes / 1e6).toFixed(2).padStart(6)} MB ${[
+        m.drill,
+        m.result,
+        m.critic,
+      ]
+        .filter((r) => r !== undefined)
+        .map((r) => r.steps)
+        .join('+')
+        .padStart(9)} ` +
+        `${((m.result.ms + (m.drill?.ms ?? 0) + (m.critic?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${(m.critic ?? m.result).firstLoss.toFixed(3)} -> ${(m.critic ?? m.result).lastLoss.toFixed(3)}`,
     );
   }
   console.log(
