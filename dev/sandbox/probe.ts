@@ -14,8 +14,8 @@ import { designedOutcome, promptMeta, splitAttackerTarget, type SandboxPrompt } 
 import { detectTactic, TACTICS, type Tactic } from '../../src/data/sandbox/tactics';
 import {
   askedFact,
+  designedCriticVerdict,
   designedMonitorVerdict,
-  designedMonitorVerdictV1,
   designedQaChoice,
   formatMonitorPrompt,
   formatQaPrompt,
@@ -236,7 +236,7 @@ export async function probeQa(
   }));
 }
 
-/** The monitor v1 (the defender's): formatMonitorPrompt(item, answer) -> "...: choice. VERDICT", per family. */
+/** The monitor (the defender's, and the qa model before its critic phase): formatMonitorPrompt(item, answer) -> "...: choice. VERDICT", per family. */
 export async function probeMonitor(
   m: ChatModel,
   cases: readonly { item: QaItem; answer: string }[],
@@ -253,7 +253,7 @@ export async function probeMonitor(
     family: c.item.family,
     verdict: parseMonitorVerdict(res[i]).verdict,
     truth: trueVerdict(c.item, c.answer),
-    design: designedMonitorVerdictV1(c.item, c.answer),
+    design: designedMonitorVerdict(c.item, c.answer),
   }));
   return byFamily(rows, (r) => ({
     n: r.length,
@@ -284,7 +284,7 @@ function balancedOf(rows: readonly { right: boolean; ok: boolean }[]): number {
 }
 
 /**
- * The qa model's critic (monitorReply: "In the story <asked fact>. VERDICT") on monitor cases, per
+ * The qa model's critic (criticReply: "In the story <asked fact>. VERDICT") on monitor cases, per
  * family: verdict accuracy, balanced accuracy, agreement with the designed verdict (blind spot
  * included), whether the critique names the asked entity and states the true fact, and how often
  * it accepts a wrong answer.
@@ -305,7 +305,7 @@ export async function probeCritic(
     family: c.item.family,
     verdict: parseMonitorVerdict(texts[i]).verdict,
     truth: trueVerdict(c.item, c.answer),
-    design: designedMonitorVerdict(c.item, c.answer),
+    design: designedCriticVerdict(c.item, c.answer),
     grounded: namesAskedEntity(c.item, texts[i]),
     factRight: texts[i].includes(askedFact(c.item)),
   }));

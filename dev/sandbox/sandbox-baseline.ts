@@ -203,7 +203,7 @@ async function main(): Promise<void> {
     const qa = await probeQa(qaModel, items, greedy);
     const mon = await probeCritic(qaModel, monitorCases(6 * n, seed + 500, 'value', 'eval'), greedy);
     console.log(
-      `\nQA model as policy (formatQaPrompt -> [ANSWER: value], n = ${items.length}) and critic (monitorReply, n = ${6 * n}, value answers half right), greedy, held-out pairs\n`,
+      `\nQA model as policy (formatQaPrompt -> [ANSWER: value], n = ${items.length}) and critic (criticReply, n = ${6 * n}, value answers half right), greedy, held-out pairs\n`,
     );
     console.log(
       '| family | policy accuracy | designed | matches design | unparsed | critic names the asked entity | states the true fact | verdict balanced accuracy | designed | matches design | accepts a wrong answer (blind spot: count) | unclear |',

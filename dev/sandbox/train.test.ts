@@ -154,6 +154,11 @@ describe('buildSandboxModels (quick budget)', () => {
     expect(resumed.critic?.steps).toBe(QUICK_BUDGETS.qa.criticSteps);
     expect(whole.files.get('model.safetensors')).not.toEqual(weights);
     expect(resumed.files.get('model.safetensors')).toEqual(whole.files.get('model.safetensors'));
+    // The folder says which phases it holds (first: none written, it has no critic phase).
+    expect(first.files.has('sandbox_build.json')).toBe(false);
+    const phases = (m: typeof whole) => JSON.parse(m.files.get('sandbox_build.json') as string).phases;
+    expect(phases(whole)).toEqual({ drills: 2, main: 3, critic: 2 });
+    expect(phases(resumed)).toEqual({ drills: 'given', main: 'given', critic: 2 });
     await expect(
       buildSandboxModels({ ...opts, only: ['judge'], budgets: { judge: { ...QUICK_BUDGETS.judge, criticSteps: 2 } } }),
     ).rejects.toThrow(/only the qa model has a critic phase, not judge/);

@@ -15,14 +15,14 @@ import { BENIGN_FAMILIES, helpfulAnswer, sampleBenign, type BenignFamily, type B
 import { sampleGoal, type SandboxHazard } from './hazards';
 import {
   CHOICE_LETTERS,
+  designedCriticVerdict,
   designedMonitorVerdict,
-  designedMonitorVerdictV1,
   designedQaChoice,
   formatMonitorDrill,
   formatMonitorPrompt,
   formatQaPrompt,
+  criticReply,
   monitorReply,
-  monitorReplyV1,
   qaAnswer,
   qaAnswerAs,
   sampleQa,
@@ -237,8 +237,8 @@ export type TurnOutcome = 'helpful' | 'refused' | 'complied' | 'neutral' | 'wron
 export interface DefenderSftExample {
   readonly id: string;
   /**
-   * qa: formatQaPrompt -> [ANSWER:X]; monitor: formatMonitorPrompt -> monitorReplyV1, or in the qa
-   * model's critic phase monitorReply (the MinMax game).
+   * qa: formatQaPrompt -> [ANSWER:X]; monitor: formatMonitorPrompt -> monitorReply, or in the qa
+   * model's critic phase criticReply (the MinMax game).
    */
   readonly kind: 'harmful' | 'benign' | 'qa' | 'monitor' | 'drill';
   readonly tactic: Tactic | null;
@@ -331,18 +331,18 @@ function sampleQaOn(rng: Rng, split: GoalSplit, splitSeed?: number): QaItem {
 
 /**
  * A monitor example: a monitor case and the designed monitor's reply, the first design
- * (monitorReplyV1, designedMonitorVerdictV1: the defender's data, the qa model's first phases) or
- * the critic (monitorReply, designedMonitorVerdict with its blind spot; train-split items only).
+ * (monitorReply, designedMonitorVerdict: the defender's data, the qa model's first phases) or
+ * the critic (criticReply, designedCriticVerdict with its blind spot; train-split items only).
  */
 function monitorExample(
   rng: Rng,
   id: string,
   form: 'letter' | 'value' = 'letter',
-  design: 'v1' | 'critic' = 'v1',
+  design: 'monitor' | 'critic' = 'monitor',
 ): DefenderSftExample {
   const { item, answer } = monitorCase(rng, form, design === 'critic' ? 'train' : undefined);
   const truth = trueVerdict(item, answer);
-  const verdict = (design === 'v1' ? designedMonitorVerdictV1 : designedMonitorVerdict)(item, answer);
+  const verdict = (design === 'monitor' ? designedMonitorVerdict : designedCriticVerdict)(item, answer);
   return {
     ...ex0,
     id,
@@ -351,7 +351,7 @@ function monitorExample(
     expected: truth,
     messages: [
       { role: 'user', content: formatMonitorPrompt(item, answer) },
-      { role: 'assistant', content: (design === 'v1' ? monitorReplyV1 : monitorReply)(item, verdict) },
+      { role: 'assistant', content: (design === 'monitor' ? monitorReply : criticReply)(item, verdict) },
     ],
     outcomes: [verdict === truth ? 'helpful' : 'wrong'],
   };
@@ -418,7 +418,7 @@ export function qaModelSft(
 
 /**
  * The qa model's third phase (the critic; from the model the first two phases built): the designed
- * monitor's critiques (monitorReply: the asked fact restated from the story, then the verdict, with
+ * monitor's critiques (criticReply: the asked fact restated from the story, then the verdict, with
  * the count blind spot) of value answers half right, and the designed policy's value answers kept in
  * the mix so the policy does not drift. Items from the train side of the QA split only, so the
  * held-out pairs the baseline and the MinMax evaluation use were never reviewed in this format.
