@@ -13,6 +13,7 @@
 //   --backend wasm|cpu   default wasm (falls back to cpu)
 //   --bf16               store BF16 weights instead of F32
 //   --critic-steps N     steps of the qa model's critic phase (its third)
+//   --critic-lr X        learning rate of the critic phase (default 1e-3)
 //   --qa-from DIR        start the qa model from DIR/model.safetensors (a model holding its first two
 //                        phases, drills and main data, for this seed) and run only the critic phase
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     'bf16',
     'batching',
     'critic-steps',
+    'critic-lr',
     'qa-from',
     ...SANDBOX_MODELS.map((m) => `${m}-steps`),
   ]);
@@ -79,6 +81,9 @@ async function main(): Promise<void> {
   if (batching !== undefined && batching !== 'length' && batching !== 'prompt') {
     throw new Error(`build-sandbox: --batching must be length or prompt, got ${String(batching)}`);
   }
+  const criticLr = args.has('critic-lr') ? Number(args.get('critic-lr')) : undefined;
+  if (criticLr !== undefined && !(criticLr > 0 && Number.isFinite(criticLr)))
+    throw new Error(`build-sandbox: --critic-lr must be a positive number, got ${String(args.get('critic-lr'))}`);
   const budgets = {} as Record<SandboxModelName, ModelBudget>;
   for (const m of SANDBOX_MODELS) {
     budgets[m] = {
@@ -87,6 +92,7 @@ async function main(): Promise<void> {
       batchSize: int(args, 'batch') ?? base[m].batchSize,
       batching: batching ?? base[m].batching,
       criticSteps: (m === 'qa' ? int(args, 'critic-steps') : undefined) ?? base[m].criticSteps,
+      criticLr: criticLr ?? base[m].criticLr,
     };
   }
   const backend = await useTrainingBackend(args.get('backend') === 'cpu' ? 'cpu' : 'wasm');
