@@ -295,7 +295,7 @@ describe.skipIf(!QA_CRITIC_BUILT)(
     let critic: Awaited<ReturnType<typeof probeCritic>>;
     beforeAll(async () => {
       critic = await probeCritic(loaded.get('qa')!, monitorCases(72, 4747, 'value', 'eval'), GREEDY);
-    }, 120_000);
+    }, BUDGET.timeout);
 
     it('names the asked entity and parses a verdict', () => {
       expect(critic.all.grounded, critic.texts.slice(0, 4).join(' | ')).toBeGreaterThanOrEqual(CRITIC_GROUNDED_MIN);
