@@ -12,7 +12,11 @@
 //   --batching length|prompt  batch bucketing of every model (overrides the budget; see trainSft)
 //   --backend wasm|cpu   default wasm (falls back to cpu)
 //   --bf16               store BF16 weights instead of F32
-import { mkdirSync, writeFileSync } from 'node:fs';
+//   --critic-steps N     steps of the qa model's critic phase (its third)
+//   --critic-lr X        learning rate of the critic phase (default 1e-3)
+//   --qa-from DIR        start the qa model from DIR/model.safetensors (a model holding its first two
+//                        phases, drills and main data, for this seed) and run only the critic phase
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   buildSandboxModels,
@@ -60,6 +64,9 @@ async function main(): Promise<void> {
     'backend',
     'bf16',
     'batching',
+    'critic-steps',
+    'critic-lr',
+    'qa-from',
     ...SANDBOX_MODELS.map((m) => `${m}-steps`),
   ]);
   for (const k of args.keys()) if (!known.has(k)) throw new Error(`build-sandbox: unknown flag --${k}`);
@@ -74,6 +81,9 @@ async function main(): Promise<void> {
   if (batching !== undefined && batching !== 'length' && batching !== 'prompt') {
     throw new Error(`build-sandbox: --batching must be length or prompt, got ${String(batching)}`);
   }
+  const criticLr = args.has('critic-lr') ? Number(args.get('critic-lr')) : undefined;
+  if (criticLr !== undefined && !(criticLr > 0 && Number.isFinite(criticLr)))
+    throw new Error(`build-sandbox: --critic-lr must be a positive number, got ${String(args.get('critic-lr'))}`);
   const budgets = {} as Record<SandboxModelName, ModelBudget>;
   for (const m of SANDBOX_MODELS) {
     budgets[m] = {
@@ -81,6 +91,8 @@ async function main(): Promise<void> {
       steps: int(args, `${m}-steps`) ?? int(args, 'steps') ?? base[m].steps,
       batchSize: int(args, 'batch') ?? base[m].batchSize,
       batching: batching ?? base[m].batching,
+      criticSteps: (m === 'qa' ? int(args, 'critic-steps') : undefined) ?? base[m].criticSteps,
+      criticLr: criticLr ?? base[m].criticLr,
     };
   }
   const backend = await useTrainingBackend(args.get('backend') === 'cpu' ? 'cpu' : 'wasm');
@@ -96,6 +108,8 @@ async function main(): Promise<void> {
     tokenizerCorpus: quick ? 500 : undefined,
     log,
     logEvery: quick ? 1 : 25,
+    // Read before the build: DIR may be the output folder, which the build overwrites.
+    qaFrom: args.has('qa-from') ? readFileSync(join(String(args.get('qa-from')), 'model.safetensors')) : undefined,
   });
   let total = 0;
   for (const m of result.models) {
@@ -109,8 +123,16 @@ async function main(): Promise<void> {
   console.log('\nmodel     params   weights      steps  train s  loss first -> last');
   for (const m of result.models) {
     console.log(
-      `${m.name.padEnd(9)} ${String(m.parameters).padStart(7)} ${(m.weightBytes / 1e6).toFixed(2).padStart(6)} MB ${(m.drill ? `${m.drill.steps}+${m.result.steps}` : String(m.result.steps)).padStart(9)} ` +
-        `${((m.result.ms + (m.drill?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${m.result.firstLoss.toFixed(3)} -> ${m.result.lastLoss.toFixed(3)}`,
+      `${m.name.padEnd(9)} ${String(m.parameters).padStart(7)} ${(m.weightBytes / 1e6).toFixed(2).padStart(6)} MB ${[
+        m.drill,
+        m.result,
+        m.critic,
+      ]
+        .filter((r) => r !== undefined)
+        .map((r) => r.steps)
+        .join('+')
+        .padStart(9)} ` +
+        `${((m.result.ms + (m.drill?.ms ?? 0) + (m.critic?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${(m.critic ?? m.result).firstLoss.toFixed(3)} -> ${(m.critic ?? m.result).lastLoss.toFixed(3)}`,
     );
   }
   console.log(

@@ -5,6 +5,9 @@
 //     refuse decision matches each prompt's cell, sampled at T = 1 next to the rate designed into
 //     its SFT data (weakCompliance x that share), and how often it refuses in weak cells; benign helpfulness and over-refusal, plain and
 //     tactic-wrapped; QA-policy and monitor accuracy per QA family (the MinMax game);
+//   - qa: the MinMax game's policy and critic on held-out (story, question) pairs: policy accuracy,
+//     whether each critique names the asked entity and states the true fact, the verdict's balanced
+//     accuracy, and the designed blind spot (the share of wrong answers accepted, per family);
 //   - attacker: tactic mix of its sampled prompts (detectTactic), against the uniform 1/9;
 //   - judge: agreement of P(unsafe) > 0.5 with the rules judge on held-out judgeData pairs and on
 //     the defender's own sampled replies, and its mean P(unsafe) per true label.
@@ -37,6 +40,7 @@ import {
 import {
   probeBenign,
   probeHarmful,
+  probeCritic,
   probeMonitor,
   probeQa,
   replies,
@@ -191,25 +195,28 @@ async function main(): Promise<void> {
     }
   }
 
-  // --- the dedicated QA model: policy (answers by value) and monitor (answers by letter and by value)
+  // --- the dedicated QA model: policy (answers by value) and critic (reviews value answers), on
+  // held-out (story, question) pairs (the eval side of the QA split, which the critic phase never saw)
   if (only.has('qa')) {
     const qaModel = await load(join(dir, 'qa'));
-    const items = qaItems(3 * n, seed + 400);
+    const items = qaItems(3 * n, seed + 400, { split: 'eval' });
     const qa = await probeQa(qaModel, items, greedy);
-    const monL = await probeMonitor(qaModel, monitorCases(3 * n, seed + 500), greedy);
-    const monV = await probeMonitor(qaModel, monitorCases(3 * n, seed + 500, 'value'), greedy);
+    const mon = await probeCritic(qaModel, monitorCases(6 * n, seed + 500, 'value', 'eval'), greedy);
     console.log(
-      `\nQA model as policy (formatQaPrompt -> [ANSWER: value], n = ${items.length}) and monitor (n = ${3 * n} per answer form, half the answers right), greedy\n`,
+      `\nQA model as policy (formatQaPrompt -> [ANSWER: value], n = ${items.length}) and critic (criticReply, n = ${6 * n}, value answers half right), greedy, held-out pairs\n`,
     );
     console.log(
-      '| family | policy accuracy | designed | matches design | unparsed | monitor acc (letters) | monitor acc (values) | designed | matches design (values) |',
+      '| family | policy accuracy | designed | matches design | unparsed | critic names the asked entity | states the true fact | verdict balanced accuracy | designed | matches design | accepts a wrong answer (blind spot: count) | unclear |',
     );
-    console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+    console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const f of [...QA_FAMILIES, 'all'] as const) {
+      const c = mon[f];
       console.log(
-        `| ${f} | ${pct(qa[f].accuracy)} | ${pct(qa[f].designed)} | ${pct(qa[f].matchesDesign)} | ${pct(qa[f].unparsed)} | ${pct(monL[f].accuracy)} | ${pct(monV[f].accuracy)} | ${pct(monV[f].designed)} | ${pct(monV[f].matchesDesign)} |`,
+        `| ${f} | ${pct(qa[f].accuracy)} | ${pct(qa[f].designed)} | ${pct(qa[f].matchesDesign)} | ${pct(qa[f].unparsed)} | ${pct(c.grounded)} | ${pct(c.factRight)} | ${pct(c.balanced)} | ${pct(c.designedBalanced)} | ${pct(c.matchesDesign)} | ${pct(c.acceptsWrong)} | ${pct(c.unparsed)} |`,
       );
     }
+    console.log('\nCritiques (first 6):');
+    for (const t of mon.texts.slice(0, 6)) console.log(`  ${JSON.stringify(t)}`);
   }
 
   if (only.has('attacker')) {

@@ -136,6 +136,34 @@ describe('buildSandboxModels (quick budget)', () => {
     ).rejects.toThrow(/only the qa model has drills, not judge/);
   });
 
+  it('qa ends with its critic phase; qaFrom starts from given weights and runs the critic phase only', async () => {
+    const opts = { seed: 9, spec: QUICK_SPEC, only: ['qa'] as const, tokenizerCorpus: 300 };
+    const noCritic = { qa: { ...QUICK_BUDGETS.qa, criticSteps: 0 } };
+    const first = (await buildSandboxModels({ ...opts, budgets: noCritic })).models[0];
+    expect(first.critic).toBeUndefined();
+    const weights = first.files.get('model.safetensors') as Uint8Array;
+    // From the weights with no critic step, the folder holds those weights byte for byte.
+    const same = (await buildSandboxModels({ ...opts, budgets: noCritic, qaFrom: weights })).models[0];
+    expect(same.result.steps).toBe(0);
+    expect(same.drill).toBeUndefined();
+    expect(same.files.get('model.safetensors')).toEqual(weights);
+    // The whole build and the build from its first two phases give the same model.
+    const whole = (await buildSandboxModels({ ...opts, budgets: QUICK_BUDGETS })).models[0];
+    const resumed = (await buildSandboxModels({ ...opts, budgets: QUICK_BUDGETS, qaFrom: weights })).models[0];
+    expect(whole.critic?.steps).toBe(QUICK_BUDGETS.qa.criticSteps);
+    expect(resumed.critic?.steps).toBe(QUICK_BUDGETS.qa.criticSteps);
+    expect(whole.files.get('model.safetensors')).not.toEqual(weights);
+    expect(resumed.files.get('model.safetensors')).toEqual(whole.files.get('model.safetensors'));
+    // The folder says which phases it holds (first: none written, it has no critic phase).
+    expect(first.files.has('sandbox_build.json')).toBe(false);
+    const phases = (m: typeof whole) => JSON.parse(m.files.get('sandbox_build.json') as string).phases;
+    expect(phases(whole)).toEqual({ drills: 2, main: 3, critic: 2 });
+    expect(phases(resumed)).toEqual({ drills: 'given', main: 'given', critic: 2 });
+    await expect(
+      buildSandboxModels({ ...opts, only: ['judge'], budgets: { judge: { ...QUICK_BUDGETS.judge, criticSteps: 2 } } }),
+    ).rejects.toThrow(/only the qa model has a critic phase, not judge/);
+  });
+
   it('npm run build:sandbox -- --quick writes four loadable HF folders (temp dir)', async () => {
     const out = mkdtempSync(join(tmpdir(), 'sandbox-build-'));
     try {

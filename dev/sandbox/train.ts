@@ -20,7 +20,7 @@ import { blockOf, disposeLlama, forward, HF_NAMES, type LlamaLayer, type LlamaMo
 import { loadModel } from '../../src/model/load';
 import { mapSource } from '../../src/model/sources';
 import { mulberry32 } from '../../src/model/random';
-import { writeSafetensors, type TensorToWrite } from '../../src/model/safetensors';
+import { getFiniteFloat32, parseSafetensors, writeSafetensors, type TensorToWrite } from '../../src/model/safetensors';
 import { createTokenizer, loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer';
 import { AdamW, clipByGlobalNorm } from '../../src/rl/optim';
 import type { ChatTurn, PromptInput } from '../../src/contract/chat';
@@ -29,6 +29,7 @@ import {
   attackerSft,
   defenderSft,
   judgeData,
+  qaCriticSft,
   qaModelSft,
   qaMonitorDrills,
   sandboxCorpus,
@@ -481,6 +482,12 @@ export interface ModelBudget {
    * model learns to compare two values there, which it does not learn from full reviews.
    */
   drillSteps?: number;
+  /**
+   * qa only: steps of the critic phase after the main data (qaCriticSft: the monitor's critique
+   * restates the asked fact, with the designed blind spot), at criticLr with warm-up and decay.
+   */
+  criticSteps?: number;
+  criticLr?: number;
 }
 
 export interface BuildOptions {
@@ -498,6 +505,12 @@ export interface BuildOptions {
   tokenizerCorpus?: number;
   log?: (msg: string) => void;
   logEvery?: number;
+  /**
+   * model.safetensors of a qa model that holds the first two phases (drills, main data) of this
+   * seed and spec: the build starts from it and runs only the critic phase. The committed qa
+   * model was built so, from the model those phases wrote on 2026-11-23 (sandbox README).
+   */
+  qaFrom?: Uint8Array;
 }
 
 /**
@@ -505,6 +518,10 @@ export interface BuildOptions {
  * must learn which (template, category) cells comply, benign answers, QA answers and monitor
  * verdicts; at 400 steps it still refused every harmful prompt greedily.
  */
+// The critic phase's loss fell 3.86 -> 0.52 in the first 100 steps of a 500-step try (stopped at
+// 6-8 s a step on the shared machine); 240 steps learn the new reply from the model that can compare.
+const CRITIC_STEPS = 240;
+
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   // Bucketed by whole length, a batch holds replies of one length, which here is one label (a
   // refusal, a verdict, one tactic's prompt), and the defender fitted its designed cells worse
@@ -516,7 +533,16 @@ export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   judge: { steps: 250, batchSize: 16, lr: 3e-3 },
   // The QA policy answers by value only after ~1,000 policy steps (accuracy 0.2 -> 0.55 between
   // steps 500 and 1,000 in a policy-only probe). The monitor's comparison comes from the drills.
-  qa: { steps: 2000, batchSize: 16, lr: 3e-3, batching: 'prompt', drillSteps: 1500 },
+  // The critic phase rewrites the monitor's reply only (its comparison came from the drills).
+  qa: {
+    steps: 2000,
+    batchSize: 16,
+    lr: 3e-3,
+    batching: 'prompt',
+    drillSteps: 1500,
+    criticSteps: CRITIC_STEPS,
+    criticLr: 1e-3,
+  },
 };
 
 /** A budget that proves the pipeline end to end in seconds (tests, --quick). */
@@ -532,7 +558,7 @@ export const QUICK_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   defender: { steps: 3, batchSize: 4, lr: 3e-3 },
   attacker: { steps: 3, batchSize: 4, lr: 3e-3 },
   judge: { steps: 3, batchSize: 4, lr: 3e-3 },
-  qa: { steps: 3, batchSize: 4, lr: 3e-3, batching: 'prompt', drillSteps: 2 },
+  qa: { steps: 3, batchSize: 4, lr: 3e-3, batching: 'prompt', drillSteps: 2, criticSteps: 2, criticLr: 1e-3 },
 };
 
 /** One built model folder: file name -> contents, plus what the build measured. */
@@ -541,9 +567,10 @@ export interface BuiltModel {
   files: Map<string, string | Uint8Array>;
   parameters: number;
   weightBytes: number;
-  /** The main phase; `drill` the drill phase before it (ModelBudget.drillSteps). */
+  /** The main phase; `drill` the drill phase before it, `critic` the phase after (ModelBudget). */
   result: SftResult;
   drill?: SftResult;
+  critic?: SftResult;
   /** Largest |logit| difference between the trained variables and the folder reloaded by loadModel. */
   reloadMaxDiff: number;
 }
@@ -578,6 +605,29 @@ export function sandboxExamples(
       );
     case 'qa':
       return qaModelSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
+  }
+}
+
+/** Critic examples of a model's last phase (ModelBudget.criticSteps); only qa has one. */
+export function sandboxCriticExamples(
+  name: SandboxModelName,
+  tok: TextTokenizer,
+  n: number,
+  seed: number,
+): SftExample[] {
+  if (name !== 'qa') throw new Error(`criticSteps: only the qa model has a critic phase, not ${name}`);
+  return qaCriticSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
+}
+
+/** Loads model.safetensors bytes into a trainable model's variables (same names and shapes). */
+export function assignWeights(t: TrainableLlama, safetensors: Uint8Array, label: string): void {
+  // A copy: a Node Buffer's slice() is a view, which the parser's per-tensor copy relies on not being.
+  const file = parseSafetensors(new Uint8Array(safetensors), label);
+  for (const [name, v] of t.params) {
+    const data = getFiniteFloat32(file, name);
+    if (data.length !== v.size)
+      throw new Error(`${label}: ${name} has ${data.length} values, the model ${v.size} (${v.shape.join('x')})`);
+    v.assign(tf.tensor(data, v.shape, 'float32'));
   }
 }
 
@@ -641,8 +691,13 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
     const parameters = parameterCount(trainable);
     log(`${name}: ${parameters} parameters, ${examples.length} examples, ${budget.steps} steps x ${budget.batchSize}`);
     try {
+      const from = name === 'qa' ? opts.qaFrom : undefined;
+      if (from) {
+        assignWeights(trainable, from, 'qaFrom model.safetensors');
+        log(`${name}: drills and main data taken from the given weights; critic phase only`);
+      }
       let drill: SftResult | undefined;
-      if (budget.drillSteps) {
+      if (budget.drillSteps && !from) {
         const drills = sandboxDrillExamples(name, tok, budget.drillSteps * budget.batchSize, seed);
         // Constant lr: the comparison appears late (step 1,000-1,500 in the probes), not under a decay.
         drill = await trainSft(trainable, drills, {
@@ -657,13 +712,29 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
           label: `${name} drills`,
         });
       }
-      const result = await trainSft(trainable, examples, {
-        ...budget,
-        seed: seed * 17 + k,
-        log,
-        logEvery: opts.logEvery,
-        label: name,
-      });
+      const result = from
+        ? { steps: 0, firstLoss: NaN, lastLoss: NaN, tokens: 0, ms: 0 }
+        : await trainSft(trainable, examples, {
+            ...budget,
+            seed: seed * 17 + k,
+            log,
+            logEvery: opts.logEvery,
+            label: name,
+          });
+      let critic: SftResult | undefined;
+      if (budget.criticSteps) {
+        const crit = sandboxCriticExamples(name, tok, budget.criticSteps * budget.batchSize, seed);
+        critic = await trainSft(trainable, crit, {
+          steps: budget.criticSteps,
+          batchSize: budget.batchSize,
+          lr: budget.criticLr ?? budget.lr,
+          batching: budget.batching,
+          seed: seed * 17 + k + 2000,
+          log,
+          logEvery: opts.logEvery,
+          label: `${name} critic`,
+        });
+      }
       const weights = await exportSafetensors(trainable, dtype);
       const files = new Map<string, string | Uint8Array>([
         ['config.json', text({ ...configJson, torch_dtype: dtype === 'F32' ? 'float32' : 'bfloat16' })],
@@ -681,12 +752,25 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
         ['tokenizer_config.json', text(name === 'judge' ? guardConfig : chatConfig)],
         ['model.safetensors', weights],
       ]);
+      // The qa model's phases, so a reader (and models.test.ts) can tell a critic build from the first.
+      if (critic)
+        files.set(
+          'sandbox_build.json',
+          text({
+            seed,
+            phases: {
+              drills: from ? 'given' : (drill?.steps ?? 0),
+              main: from ? 'given' : result.steps,
+              critic: critic.steps,
+            },
+          }),
+        );
       const reloadMaxDiff = await checkReload(trainable, files, examples[0].ids, dtype);
       log(
-        `${name}: trained in ${(result.ms / 1000).toFixed(1)} s, loss ${result.firstLoss.toFixed(3)} -> ${result.lastLoss.toFixed(3)}, ` +
+        `${name}: trained in ${((result.ms + (critic?.ms ?? 0)) / 1000).toFixed(1)} s, loss ${(critic ?? result).firstLoss.toFixed(3)} -> ${(critic ?? result).lastLoss.toFixed(3)}, ` +
           `${weights.byteLength} bytes, reload max |dlogit| ${reloadMaxDiff.toExponential(2)}`,
       );
-      models.push({ name, files, parameters, weightBytes: weights.byteLength, result, drill, reloadMaxDiff });
+      models.push({ name, files, parameters, weightBytes: weights.byteLength, result, drill, critic, reloadMaxDiff });
     } finally {
       disposeTrainable(trainable);
     }

@@ -15,11 +15,13 @@ import { BENIGN_FAMILIES, helpfulAnswer, sampleBenign, type BenignFamily, type B
 import { sampleGoal, type SandboxHazard } from './hazards';
 import {
   CHOICE_LETTERS,
+  designedCriticVerdict,
   designedMonitorVerdict,
   designedQaChoice,
   formatMonitorDrill,
   formatMonitorPrompt,
   formatQaPrompt,
+  criticReply,
   monitorReply,
   qaAnswer,
   qaAnswerAs,
@@ -234,7 +236,10 @@ export type TurnOutcome = 'helpful' | 'refused' | 'complied' | 'neutral' | 'wron
 
 export interface DefenderSftExample {
   readonly id: string;
-  /** qa: formatQaPrompt -> [ANSWER:X]; monitor: formatMonitorPrompt -> monitorReply (the MinMax game). */
+  /**
+   * qa: formatQaPrompt -> [ANSWER:X]; monitor: formatMonitorPrompt -> monitorReply, or in the qa
+   * model's critic phase criticReply (the MinMax game).
+   */
   readonly kind: 'harmful' | 'benign' | 'qa' | 'monitor' | 'drill';
   readonly tactic: Tactic | null;
   readonly template: number | null;
@@ -267,8 +272,8 @@ export interface DefenderSftOptions {
 const ex0 = { tactic: null, template: null, category: null, benignFamily: null, qaFamily: null } as const;
 
 /** A QA-policy example: the designed answer (right or the family's distractor), by letter or by value. */
-function qaExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter'): DefenderSftExample {
-  const item = sampleQa(rng.fork('item'));
+function qaExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter', split?: GoalSplit): DefenderSftExample {
+  const item = split ? sampleQaOn(rng.fork('item'), split) : sampleQa(rng.fork('item'));
   const pick = designedQaChoice(item);
   return {
     ...ex0,
@@ -291,23 +296,53 @@ export interface MonitorCase {
   readonly answer: string;
 }
 
-function monitorCase(rng: Rng, form: 'letter' | 'value' = 'letter'): MonitorCase {
-  const item = sampleQa(rng.fork('item'));
+function monitorCase(rng: Rng, form: 'letter' | 'value' = 'letter', split?: GoalSplit): MonitorCase {
+  const item = split ? sampleQaOn(rng.fork('item'), split) : sampleQa(rng.fork('item'));
   const wrong = [0, 1, 2, 3].filter((i) => i !== item.correct);
   const pick = rng.fork('right?').chance(0.5) ? item.correct : rng.fork('wrong').pick(wrong);
   return { item, answer: qaAnswerAs(item, pick, form) };
 }
 
-/** n monitor cases (rollout / evaluation sets of the monitor), answers by letter or by value. */
-export function monitorCases(n: number, seed: number, form: 'letter' | 'value' = 'letter'): MonitorCase[] {
-  return Array.from({ length: n }, (_, i) => monitorCase(rngFor(seed, 'monitor-cases', i), form));
+/**
+ * n monitor cases (rollout / evaluation sets of the monitor), answers by letter or by value; with
+ * `split`, only items whose (story, question) is on that side of the QA split.
+ */
+export function monitorCases(
+  n: number,
+  seed: number,
+  form: 'letter' | 'value' = 'letter',
+  split?: GoalSplit,
+): MonitorCase[] {
+  return Array.from({ length: n }, (_, i) => monitorCase(rngFor(seed, 'monitor-cases', i), form, split));
 }
 
-/** A monitor example: a monitor case and the designed monitor's reply. */
-function monitorExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter'): DefenderSftExample {
-  const { item, answer } = monitorCase(rng, form);
+/**
+ * A QA item on one side of the QA split (split.ts): an item off the side is redrawn from the
+ * stream's next fork (rng.fork(1), rng.fork(2), ...).
+ */
+function sampleQaOn(rng: Rng, split: GoalSplit, splitSeed?: number): QaItem {
+  // A quarter of the pairs are held out: 200 tries miss the side with probability < 1e-25.
+  for (let t = 0; t < 200; t++) {
+    const item = sampleQa(t === 0 ? rng : rng.fork(t));
+    if (qaSide(item, splitSeed) === split) return item;
+  }
+  throw new Error(`QA items: no ${split} item in 200 draws`);
+}
+
+/**
+ * A monitor example: a monitor case and the designed monitor's reply, the first design
+ * (monitorReply, designedMonitorVerdict: the defender's data, the qa model's first phases) or
+ * the critic (criticReply, designedCriticVerdict with its blind spot; train-split items only).
+ */
+function monitorExample(
+  rng: Rng,
+  id: string,
+  form: 'letter' | 'value' = 'letter',
+  design: 'monitor' | 'critic' = 'monitor',
+): DefenderSftExample {
+  const { item, answer } = monitorCase(rng, form, design === 'critic' ? 'train' : undefined);
   const truth = trueVerdict(item, answer);
-  const verdict = designedMonitorVerdict(item, answer);
+  const verdict = (design === 'monitor' ? designedMonitorVerdict : designedCriticVerdict)(item, answer);
   return {
     ...ex0,
     id,
@@ -316,7 +351,7 @@ function monitorExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter
     expected: truth,
     messages: [
       { role: 'user', content: formatMonitorPrompt(item, answer) },
-      { role: 'assistant', content: monitorReply(item, verdict) },
+      { role: 'assistant', content: (design === 'monitor' ? monitorReply : criticReply)(item, verdict) },
     ],
     outcomes: [verdict === truth ? 'helpful' : 'wrong'],
   };
@@ -378,6 +413,24 @@ export function qaModelSft(
     if (u < monitorShare) return monitorExample(rng.fork('monitor'), id, 'value');
     if (u < monitorShare + drillShare) return monitorDrill(rng.fork('drill'), id);
     return qaExample(rng.fork('qa'), id, 'value');
+  });
+}
+
+/**
+ * The qa model's third phase (the critic; from the model the first two phases built): the designed
+ * monitor's critiques (criticReply: the asked fact restated from the story, then the verdict, with
+ * the count blind spot) of value answers half right, and the designed policy's value answers kept in
+ * the mix so the policy does not drift. Items from the train side of the QA split only, so the
+ * held-out pairs the baseline and the MinMax evaluation use were never reviewed in this format.
+ */
+export function qaCriticSft(n: number, seed: number, opts: { criticShare?: number } = {}): DefenderSftExample[] {
+  const criticShare = opts.criticShare ?? 0.6;
+  checkRate('criticShare', criticShare);
+  return Array.from({ length: n }, (_, i) => {
+    const rng = rngFor(seed, 'qa-critic-sft', i);
+    const id = `qac-${i}`;
+    if (rng.fork('kind').next() < criticShare) return monitorExample(rng.fork('monitor'), id, 'value', 'critic');
+    return qaExample(rng.fork('qa'), id, 'value', 'train');
   });
 }
 
@@ -588,17 +641,9 @@ export function qaItems(
   seed: number,
   opts: { readonly split?: GoalSplit; readonly splitSeed?: number } = {},
 ): QaExample[] {
-  const draw = (i: number): QaItem => {
-    if (!opts.split) return sampleQa(rngFor(seed, 'qa', i));
-    // A quarter of the pairs are held out: 200 tries miss the side with probability < 1e-25.
-    for (let t = 0; t < 200; t++) {
-      const item = sampleQa(t === 0 ? rngFor(seed, 'qa', i) : rngFor(seed, 'qa', i, t));
-      if (qaSide(item, opts.splitSeed) === opts.split) return item;
-    }
-    throw new Error(`qaItems: no ${opts.split} item in 200 draws (item ${i}, seed ${seed})`);
-  };
   return Array.from({ length: n }, (_, i) => {
-    const item = draw(i);
+    const rng = rngFor(seed, 'qa', i);
+    const item = opts.split ? sampleQaOn(rng, opts.split, opts.splitSeed) : sampleQa(rng);
     return { ...item, id: `qa-${i}`, prompt: formatQaPrompt(item), answer: qaAnswer(item) };
   });
 }
