@@ -12,7 +12,7 @@ import type { Download, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { parseSafetensors } from '../src/model/safetensors';
 import { sharedLabPage } from './browser';
-import { fillSft, stateIs, stepAtLeast, waitFor } from './sftRun';
+import { fillSft, startNewRun, stateIs, stepAtLeast, waitFor } from './sftRun';
 
 // wasm: this is about the run's life, not the kernels (a step on SwiftShader's WebGPU is far slower).
 const lab = sharedLabPage('?backend=wasm');
@@ -44,11 +44,7 @@ async function download(page: Page, name: string): Promise<{ name: string; bytes
   return { name: d.suggestedFilename(), bytes: await bytesOf(d) };
 }
 
-async function start(page: Page): Promise<string> {
-  await button(page, 'Start').click();
-  await waitFor(page, `${stateIs('running')} || ${stateIs('paused')} || ${stateIs('stopped')}`, 30_000);
-  return (await runState(page).getAttribute('data-run'))!;
-}
+const start = (page: Page): Promise<string> => startNewRun(page);
 
 async function autosave(page: Page, every: string): Promise<void> {
   await page.getByTestId('autosave-every').fill(every);

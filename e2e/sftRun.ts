@@ -31,3 +31,20 @@ export async function fillSft(
   await page.getByTestId('run-max-steps').fill(o.maxSteps ?? '');
   await page.selectOption('[data-testid="run-at-max"]', o.then ?? 'pause');
 }
+
+/**
+ * Presses Start and returns the new run's id once it is in one of `states`. The panel shows the
+ * previous run ("stopped") until the new one starts, so it waits for a new id: a slow start read
+ * the old run's id, and the test then read another run's checkpoints.
+ */
+export async function startNewRun(
+  page: Page,
+  states: readonly string[] = ['running', 'paused', 'stopped'],
+): Promise<string> {
+  const runState = page.getByTestId('run-state');
+  const before = (await runState.getAttribute('data-run')) ?? '';
+  await page.getByRole('button', { name: 'Start', exact: true }).click();
+  const isNew = `(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-run') ?? '') !== ${JSON.stringify(before)}`;
+  await waitFor(page, `${isNew} && (${states.map(stateIs).join(' || ')})`, 30_000);
+  return (await runState.getAttribute('data-run'))!;
+}

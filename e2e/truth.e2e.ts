@@ -16,6 +16,7 @@ import { parseSafetensors } from '../src/model/safetensors';
 import { CHROMIUM, CHROMIUM_ARGS } from '../dev/browser/chromium';
 import { describe, expect, it } from 'vitest';
 import { appURL, CHEAPEST_SFT, openLab, sharedLabPage } from './browser';
+import { startNewRun } from './sftRun';
 
 // wasm: these are about what the page says, not the kernels.
 const lab = sharedLabPage('?backend=wasm');
@@ -44,9 +45,7 @@ async function start(page: Page, o: { seed: string; maxSteps?: string; then?: 'p
   await page.getByTestId('run-seed').fill(o.seed);
   await page.getByTestId('run-max-steps').fill(o.maxSteps ?? '');
   await page.selectOption('[data-testid="run-at-max"]', o.then ?? 'pause');
-  await button(page, 'Start').click();
-  await waitFor(page, ['running', 'paused', 'stopped', 'error'].map(stateIs).join(' || '), 30_000);
-  return (await runState(page).getAttribute('data-run'))!;
+  return startNewRun(page, ['running', 'paused', 'stopped', 'error']);
 }
 
 const SFT = CHEAPEST_SFT;
