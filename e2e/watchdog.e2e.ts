@@ -50,9 +50,12 @@ async function startSft(page: Page, seed: string): Promise<string> {
   return (await state(page)).run!;
 }
 
-/** Blocks the worker's thread (not awaited: it never answers). */
-const hang = (page: Page) =>
-  page.evaluate(() => void (window.sparring!.engine as unknown as HarnessEngine).hangFor(600_000));
+/** Blocks the worker's thread (not awaited: it never answers), optionally mid-write to the run log's store. */
+const hang = (page: Page, holdRunStore = false) =>
+  page.evaluate(
+    (hold) => void (window.sparring!.engine as unknown as HarnessEngine).hangFor(600_000, hold),
+    holdRunStore,
+  );
 
 describe('engine watchdog', () => {
   it('a worker that stops answering is restarted, the run marked failed with what it did; the next run trains', async () => {
@@ -84,10 +87,15 @@ describe('engine watchdog', () => {
     await waitFor(page, stateIs('stopped'), 60_000);
   });
 
-  it('Stop returns within seconds while a step is stuck', async () => {
+  // Under load the worker was once caught mid-write to the run log: the page's own write of the
+  // failed record then waited on that transaction for good, and Stop never returned.
+  it.each([
+    ['between steps', false],
+    ['with a log write in flight', true],
+  ])('Stop returns within seconds while a step is stuck (%s)', async (_, holdRunStore) => {
     const { page } = lab;
-    await startSft(page, '6');
-    await hang(page);
+    await startSft(page, holdRunStore ? '7' : '6');
+    await hang(page, holdRunStore);
     const t0 = Date.now();
     await page.getByRole('button', { name: 'Stop', exact: true }).click();
     await page.getByTestId('run-command-error').waitFor({ timeout: 20_000 });

@@ -93,8 +93,12 @@ export interface KernelBenchRow {
 /** The product API and the harness's own methods, on one worker. */
 export interface HarnessApi extends EngineApi {
   ping(nonce: number): Promise<Pong>;
-  /** Blocks the worker's thread for `ms` (a step that never yields), for the watchdog's tests. */
-  hangFor(ms: number): Promise<void>;
+  /**
+   * Blocks the worker's thread for `ms` (a step that never yields), for the watchdog's tests. With
+   * `holdRunStore`, first issues a write to the run log's store, so the worker hangs with that
+   * IndexedDB transaction open (as when a step's log write is in flight).
+   */
+  hangFor(ms: number, holdRunStore?: boolean): Promise<void>;
   /** withRef: also the log-prob under reference logits seededLogits(rows, vocab, seed + 1), same pass. */
   tokenStatsCheck(rows: number, vocab: number, seed: number, withRef?: boolean): Promise<KernelCheck>;
   /** Pretend the GPU allows only this many bytes per storage binding (null: the real limit). */

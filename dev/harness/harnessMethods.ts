@@ -48,7 +48,17 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
     return { nonce, at: performance.now(), inWorker: typeof WorkerGlobalScope !== 'undefined' };
   },
 
-  async hangFor(ms) {
+  async hangFor(ms, holdRunStore = false) {
+    if (holdRunStore) {
+      // The request's success event can only be delivered to this thread, so the transaction (and
+      // the store's write lock) stays open for as long as the thread is blocked.
+      const db = await new Promise<IDBDatabase>((res, rej) => {
+        const open = indexedDB.open('sparring-runs');
+        open.onsuccess = () => res(open.result);
+        open.onerror = () => rej(open.error);
+      });
+      db.transaction('kv', 'readwrite').objectStore('kv').put(Date.now(), 'hang-probe');
+    }
     const end = performance.now() + ms;
     while (performance.now() < end) {
       // busy: nothing else runs on this thread meanwhile

@@ -58,6 +58,11 @@ async function recover(silentMs: number): Promise<void> {
       `the engine stopped answering for ${Math.round(silentMs / 1000)} s while ${doing()}; it was restarted. ` +
       `The run's checkpoints and its log (to step ${st.step}) are kept` +
       (stopping ? '; the steps since its last checkpoint are not saved' : '');
+    // Terminate first: a worker hung mid-write holds its IndexedDB transaction on the run store
+    // open (the request's success event waits for its blocked thread), so the page's own write
+    // below would wait for good. Terminating aborts that transaction.
+    useEngine.getState().client?.terminate();
+    useEngine.getState().setClient(null);
     if (st.runId)
       await runLogs()
         .markFailed(st.runId, message, 'watchdog')

@@ -13,9 +13,14 @@ export function startEngineWorker(): EngineClient {
     name: 'sparring-engine',
   });
   const api = Comlink.wrap<EngineApi>(worker);
+  let terminated = false;
   return {
     api,
+    // Idempotent: the watchdog terminates a hung worker before connectEngine replaces it, and a
+    // released Comlink proxy throws when released again.
     terminate: () => {
+      if (terminated) return;
+      terminated = true;
       api[Comlink.releaseProxy]();
       worker.terminate();
     },
