@@ -4,8 +4,8 @@
 //     a "then stop" run says it stopped at the step limit, a Stop that the user pressed;
 //   - a reload right after a save always offers the run back (repeated);
 //   - an invalid hub id in a model field blocks Start, and a hub that cannot be reached says so;
-//   - every recipe's cards, filters and outcome colours speak its own world's words (a replayed
-//     step of each of the nine, and a live attacker-sft step);
+//   - every recipe's cards, filters, outcome colours and chart titles speak its own world's words
+//     (a replayed step of each of the nine, and a live attacker-sft step);
 //   - a two-player run (arena) exports both adapters, and the buttons say so;
 //   - `?backend=webgl` where WebGL cannot start lands on wasm, not on the software WebGPU adapter;
 //   - the status, the arena and the lesson count a run's last step alike (steps done).
@@ -259,6 +259,15 @@ describe("each recipe's own words", () => {
       if ((await show.count()) > 0) await show.click();
       await page.getByTestId('panel-arena').getByText('label one').waitFor({ timeout: 10_000 });
       const w = await arenaWords(page);
+      // The charts of its row, and its line in the runs list.
+      const titles = await page
+        .locator(`[data-testid="recipe-charts"][data-recipe="${recipe}"] .chart-title`)
+        .allTextContents();
+      expect(titles, recipe).toContain('Reward');
+      if (world === 'safety') expect(titles, recipe).toContain('Attack success rate');
+      else expect(titles.join(' | '), recipe).not.toMatch(/Attack/);
+      await expect(entry.textContent()).resolves.toContain(`${recipe} · 1 step`);
+      await expect(entry.textContent()).resolves.not.toContain('1 steps');
       if (world === 'safety') {
         expect(w.filters, recipe).toEqual(['All', 'Attack succeeded', 'Attack failed']);
         expect(w.cards, recipe).toContain('attack succeeded');

@@ -1,3 +1,4 @@
+import { useMemo } from 'react';
 import { useRunStore } from '../../store/runStore';
 import { metricTableCsv, metricNames } from '../../store/runStore';
 import { ExampleNotice } from '../runlist/ExampleNotice';
@@ -5,8 +6,22 @@ import { ReplayLoader } from '../runlist/ReplayLoader';
 import { RunLegend } from '../runlist/RunLegend';
 import { recipeSections, visibleRuns } from './chartData';
 import { saveBlob } from './download';
-import { CHART_GROUPS, groupMetrics, OTHER_GROUP } from './groups';
+import { CHART_GROUPS, groupMetrics, OTHER_GROUP, type ChartGroup } from './groups';
 import { MetricChart } from './MetricChart';
+import { useVocabulary } from '../arena/useVocabulary';
+import type { Vocabulary } from '../../contract/vocabulary';
+
+const JUDGE_GROUP = CHART_GROUPS.find((g) => g.id === 'judge')!;
+
+/**
+ * A recipe's charts in its world's words: the judge/* chart is "Attack success rate" where a
+ * safety judge scores attacks, and left out where none does (minmax, rlhf, attacker-sft), unless
+ * a run reports judge/* anyway (issue 41: their rows showed an empty "Attack success rate").
+ */
+function groupsFor(vocabulary: Vocabulary, hasJudge: boolean): ChartGroup[] {
+  const title = vocabulary.judgeChart ?? (hasJudge ? 'Judge metrics' : null);
+  return CHART_GROUPS.flatMap((g) => (g !== JUDGE_GROUP ? [g] : title === null ? [] : [{ ...g, title }]));
+}
 
 /**
  * Runs legend, smoothing, replay and CSV export above one small live chart per metric group, a
@@ -75,6 +90,10 @@ function RecipeCharts({ recipe, runIds, titled }: { recipe: string; runIds: stri
   const runKey = runIds.join('\n');
   const hasOther = useRunStore((s) => groupMetrics(OTHER_GROUP, metricNames(s, runIds)).length > 0);
   const labels = useRunStore((s) => runIds.map((id) => s.runs[id]?.info.label ?? id).join(', '));
+  const hasJudge = useRunStore((s) => groupMetrics(JUDGE_GROUP, metricNames(s, runIds)).length > 0);
+  const vocabulary = useVocabulary(recipe);
+  // One list per layout: MetricChart rebuilds its plot when its group object changes.
+  const groups = useMemo(() => groupsFor(vocabulary, hasJudge), [vocabulary, hasJudge]);
   return (
     <section className="recipe-charts" data-testid="recipe-charts" data-recipe={recipe}>
       {titled && (
@@ -83,7 +102,7 @@ function RecipeCharts({ recipe, runIds, titled }: { recipe: string; runIds: stri
         </h3>
       )}
       <div className="chart-grid">
-        {CHART_GROUPS.map((g) => (
+        {groups.map((g) => (
           <MetricChart key={g.id} group={g} runKey={runKey} />
         ))}
         {hasOther && <MetricChart group={OTHER_GROUP} runKey={runKey} />}
