@@ -225,7 +225,8 @@ function replayLine(recipe: string, step = 0): string {
     recipe,
     step,
     time: 0,
-    metrics: { 'reward/mean': 0 },
+    // Every recipe reports perf/judge_share, 0 where no judge ran.
+    metrics: { 'reward/mean': 0, 'perf/judge_share': 0 },
     samples: [sample(true, 0), sample(false, 1)],
     timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 },
   });
@@ -264,8 +265,10 @@ describe("each recipe's own words", () => {
         .locator(`[data-testid="recipe-charts"][data-recipe="${recipe}"] .chart-title`)
         .allTextContents();
       expect(titles, recipe).toContain('Reward');
-      if (world === 'safety') expect(titles, recipe).toContain('Attack success rate');
-      else expect(titles.join(' | '), recipe).not.toMatch(/Attack/);
+      if (world === 'safety')
+        expect(titles, recipe).toEqual(expect.arrayContaining(['Attack success rate', 'Judge share of the step']));
+      // No judge ran in these steps: neither an attack rate nor a judge's share of the step.
+      else expect(titles.join(' | '), recipe).not.toMatch(/Attack|Judge/);
       await expect(entry.textContent()).resolves.toContain(`${recipe} · 1 step`);
       await expect(entry.textContent()).resolves.not.toContain('1 steps');
       if (world === 'safety') {
