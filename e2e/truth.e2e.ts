@@ -309,6 +309,8 @@ describe("each recipe's own words", () => {
     expect(text).toContain('goal');
     expect(text).toContain('target text');
     expect(text).not.toMatch(/attack (succeeded|failed)|P\(unsafe\)|reward/);
+    // One goal, one sample: no turn numbers ("goal · turn 1", "greedy sample · turn 2" before).
+    expect(text).not.toMatch(/turn \d/);
   });
 });
 
