@@ -5,12 +5,14 @@ import { VitePWA } from 'vite-plugin-pwa';
 import { availableParallelism } from 'node:os';
 import { ISOLATION_HEADERS } from './src/ui/offline/isolationHeaders.ts';
 import { wasmThreadGuard } from './dev/build/wasmThreadGuard.ts';
+import { headersFile } from './dev/build/headersFile.ts';
 
 // Cross-origin isolation (SharedArrayBuffer, so tfjs-wasm runs its threaded SIMD build on every
 // core): COOP same-origin + COEP credentialless from the dev and preview servers. `credentialless`,
 // not `require-corp`: hub downloads are CORS fetches and keep working, and a cross-origin file
 // without a CORP header still loads (without cookies). Hosts that cannot set headers get the same
-// from the service worker (src/ui/offline/sw.ts); docs/guides/deploy.md.
+// from the service worker (src/ui/offline/sw.ts); Netlify and Cloudflare Pages read the same from the
+// build's `_headers` file (dev/build/headersFile.ts); docs/guides/deploy.md.
 // WGSL sources import as text with `?raw`; the worker is an ES module so it can share
 // the app's imports (tfjs, kernels) without a second bundle format.
 // `npm run build` (mode production) writes the lab only: the folder to deploy. `npm run build:harness`
@@ -32,6 +34,7 @@ export default defineConfig(({ mode }) => {
     plugins: [
       react(),
       wasmThreadGuard(),
+      headersFile(ISOLATION_HEADERS),
       VitePWA({
         disable: harness,
         strategies: 'injectManifest',

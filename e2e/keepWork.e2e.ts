@@ -3,6 +3,8 @@
 //   - Stop, then "Adapter (PEFT zip)" and "Merged model": both download (Stop saved the run's
 //     last state), with autosave off so nothing else could have saved it;
 //   - "Max steps 2, then stop", then the adapter: the file is the step-2 state;
+//   - a Stop after the pause save of the same step still saves the stop's checkpoint (the order
+//     in which "then stop" once left its run at "pause · step 2");
 //   - a reload mid-run: Run setup shows the run paused at its checkpoint, Resume continues its
 //     step count there, and there is one set of run controls on the page;
 //   - Start while a run is live is disabled and says why; Start with an invalid field names it;
@@ -146,6 +148,25 @@ describe('a run keeps its work and lives in one place', () => {
     const zip = await download(page, 'Adapter (PEFT zip)');
     expect(zip.name).toBe('attacker-sft-attacker-step2-adapter.zip');
     checkPeftZip(zip.bytes);
+  });
+
+  it('a Stop after the pause save of the same step saves "stopped · step 2", not only "pause · step 2"', async () => {
+    // "then stop" pauses at its limit, then stops. On wasm the stop reaches the worker before the
+    // pause save, so the test above passes with the old worker too; where the pause save lands first
+    // (a busy page), the old worker kept it as the run's last state. Here the user waits for that
+    // save before pressing Stop, which makes the order certain (the old worker fails this).
+    const { page } = lab;
+    await autosave(page, '0'); // only the pause and the stop save
+    await fillSft(page, { seed: '5', maxSteps: '2', then: 'pause' });
+    const runId = await start(page);
+    await waitFor(page, stateIs('paused'), 90_000);
+    const names = page.locator(`[data-testid="checkpoint-row"][data-run="${runId}"] [data-testid="checkpoint-name"]`);
+    await names.filter({ hasText: 'pause · step 2' }).waitFor({ timeout: 30_000 });
+    await waitFor(page, settled);
+    await button(page, 'Stop').click();
+    await waitFor(page, stateIs('stopped'), 60_000);
+    await expect(runState(page).textContent()).resolves.toContain('stopped by the user');
+    await names.filter({ hasText: 'stopped · step 2' }).waitFor({ timeout: 10_000 });
   });
 
   it('"Stop and discard" keeps nothing of the run, and says so when asked to export it', async () => {

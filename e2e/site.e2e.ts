@@ -7,14 +7,13 @@
 // after that reload, the old build until then.
 // Builds the site twice (about 15 s each on an idle machine) into a temporary folder.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveSite } from '../dev/servers/staticServer';
 import { launch } from './browser';
-import { tfjsWasmThreadCap } from '../src/contract/wasmThreads';
 
 const PREFIX = '/a/b/c/sparring/';
 // The model loader asks for these and carries on without them (src/model/sources.ts has()): the
@@ -124,6 +123,19 @@ describe('the deployed site (npm run build) on a plain static server under a sub
     expect(readdirSync(join(one, 'assets')).filter((f) => /harness|\.map$/.test(f))).toEqual([]);
   });
 
+  it('ships a _headers file that isolates every path on Netlify and Cloudflare Pages', () => {
+    // Their format: a path pattern at the line start, then `Name: value` lines indented.
+    const [pattern, ...rest] = readFileSync(join(tmp, 'one', '_headers'), 'utf8').split('\n');
+    expect(pattern).toBe('/*');
+    const lines = rest.filter((l) => l.trim() !== '');
+    const parsed = lines.map((l) => /^\s+([A-Za-z-]+):\s*(\S.*)$/.exec(l));
+    expect(parsed.every((m) => m !== null)).toBe(true);
+    expect(Object.fromEntries(parsed.map((m) => [m![1], m![2]]))).toEqual({
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'credentialless',
+    });
+  });
+
   it('renders, isolates itself through the service worker, and runs the guided demo on wasm threads', async () => {
     await page.goto(`${site.url}?backend=wasm`);
     // The server sends no COOP/COEP: the service worker adds them, after one reload of the first visit.
@@ -131,16 +143,34 @@ describe('the deployed site (npm run build) on a plain static server under a sub
     // That reload cancels what the first load had started (net::ERR_ABORTED): count from here.
     failures.length = 0;
     await demoReachesStep1();
+    // Wasm's threads take every core while the demo trains; the page's own thread must still answer:
+    // the worst lateness of a 20 ms timer over 3 s of training.
+    const lag = await page.evaluate(async () => {
+      let worst = 0;
+      for (const end = performance.now() + 3000; performance.now() < end;) {
+        const t = performance.now();
+        await new Promise((r) => setTimeout(r, 20));
+        worst = Math.max(worst, performance.now() - t - 20);
+      }
+      return worst;
+    });
+    const opened = Date.now();
     await openDevice();
+    console.log(
+      `while training: worst timer lateness ${lag.toFixed(0)} ms, Device dialog opened in ${Date.now() - opened} ms`,
+    );
+    // 24 ms on the shared 2-core machine with 2 wasm threads; a second of lateness is a frozen page.
+    expect(lag).toBeLessThan(1000);
     const cell = page.getByTestId('device-wasm-threads');
     const threads = Number(await cell.getAttribute('data-threads'));
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     console.log(`wasm on ${cores} logical cores: ${await cell.textContent()}`);
-    // The threaded SIMD binary runs; its pool is tfjs-wasm's own cap (half the logical cores, 1 to 8),
-    // so more than one thread wherever there are 4 logical cores or more.
+    // The threaded SIMD binary runs one thread per logical core, 1 to 8 (left to itself, tfjs-wasm
+    // halves the count: 1 thread on a 2-core machine; src/engine/wasmCores.ts).
     expect(await cell.getAttribute('data-threaded')).toBe('true');
-    expect(threads).toBe(tfjsWasmThreadCap(cores));
-    if (cores >= 4) expect(threads).toBeGreaterThan(1);
+    expect(threads).toBe(Math.min(cores, 8));
+    if (cores > 1) expect(threads).toBeGreaterThan(1);
+    expect(await cell.textContent()).toContain(`${threads} threads: cross-origin isolated`);
     expect(await page.getByTestId('device-build').textContent()).toBe('site-one');
     await closeDevice();
     expect(failures).toEqual([]);

@@ -4,8 +4,8 @@
 //     a "then stop" run says it stopped at the step limit, a Stop that the user pressed;
 //   - a reload right after a save always offers the run back (repeated);
 //   - an invalid hub id in a model field blocks Start, and a hub that cannot be reached says so;
-//   - every recipe's cards, filters and outcome colours speak its own world's words (a replayed
-//     step of each of the nine, and a live attacker-sft step);
+//   - every recipe's cards, filters, outcome colours and chart titles speak its own world's words
+//     (a replayed step of each of the nine, and a live attacker-sft step);
 //   - a two-player run (arena) exports both adapters, and the buttons say so;
 //   - `?backend=webgl` where WebGL cannot start lands on wasm, not on the software WebGPU adapter;
 //   - the status, the arena and the lesson count a run's last step alike (steps done).
@@ -225,7 +225,8 @@ function replayLine(recipe: string, step = 0): string {
     recipe,
     step,
     time: 0,
-    metrics: { 'reward/mean': 0 },
+    // Every recipe reports perf/judge_share, 0 where no judge ran.
+    metrics: { 'reward/mean': 0, 'perf/judge_share': 0 },
     samples: [sample(true, 0), sample(false, 1)],
     timings: { rollout_ms: 1, score_ms: 1, learn_ms: 1, total_ms: 3 },
   });
@@ -259,6 +260,17 @@ describe("each recipe's own words", () => {
       if ((await show.count()) > 0) await show.click();
       await page.getByTestId('panel-arena').getByText('label one').waitFor({ timeout: 10_000 });
       const w = await arenaWords(page);
+      // The charts of its row, and its line in the runs list.
+      const titles = await page
+        .locator(`[data-testid="recipe-charts"][data-recipe="${recipe}"] .chart-title`)
+        .allTextContents();
+      expect(titles, recipe).toContain('Reward');
+      if (world === 'safety')
+        expect(titles, recipe).toEqual(expect.arrayContaining(['Attack success rate', 'Judge share of the step']));
+      // No judge ran in these steps: neither an attack rate nor a judge's share of the step.
+      else expect(titles.join(' | '), recipe).not.toMatch(/Attack|Judge/);
+      await expect(entry.textContent()).resolves.toContain(`${recipe} · 1 step`);
+      await expect(entry.textContent()).resolves.not.toContain('1 steps');
       if (world === 'safety') {
         expect(w.filters, recipe).toEqual(['All', 'Attack succeeded', 'Attack failed']);
         expect(w.cards, recipe).toContain('attack succeeded');
@@ -297,6 +309,8 @@ describe("each recipe's own words", () => {
     expect(text).toContain('goal');
     expect(text).toContain('target text');
     expect(text).not.toMatch(/attack (succeeded|failed)|P\(unsafe\)|reward/);
+    // One goal, one sample: no turn numbers ("goal · turn 1", "greedy sample · turn 2" before).
+    expect(text).not.toMatch(/turn \d/);
   });
 });
 

@@ -1,6 +1,6 @@
 // The lab's views on the recorded example run: live charts (uPlot), arena conversations with the
 // entropy heatmap and its tooltip, pinning a prompt, the success filter, and JSONL replay
-// (a bad line is named; nothing on screen changes).
+// (a bad line is named; nothing on screen changes); y tick labels that read apart at any scale.
 import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -176,6 +176,67 @@ describe('lab views on the recorded example', () => {
     await expect(row.locator('.recipe-charts-head').textContent()).resolves.toBe('redteam: run.jsonl');
     await expect(row.locator('[data-testid="chart-reward"] canvas').count()).resolves.toBeGreaterThan(0);
     await expect(page.locator('[data-testid="recipe-charts"]').count()).resolves.toBe(2);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('labels the judge-share axis with distinct ticks where the share is a few ten-thousandths', async () => {
+    // Issue 41: the judge-share chart's y ticks read "0 / 0 / 0": uPlot's default labels keep three
+    // decimals, so 0.0001, 0.0002 and 0.0003 all read "0" (0.0012-0.0031 still read apart). uPlot paints the
+    // labels on its canvas: record what each canvas paints since its last clear (fillText), and read
+    // the y axis's labels (drawn right-aligned, left of the plot; the step axis's are centred).
+    const { page, errors } = await open();
+    await page.evaluate(() => {
+      type Painted = HTMLCanvasElement & { painted?: { text: string; align: string }[] };
+      const ctx = CanvasRenderingContext2D.prototype;
+      const fillText = ctx.fillText;
+      const clearRect = ctx.clearRect;
+      ctx.fillText = function (text: string, x: number, y: number, w?: number) {
+        ((this.canvas as Painted).painted ??= []).push({ text, align: this.textAlign });
+        return w === undefined ? fillText.call(this, text, x, y) : fillText.call(this, text, x, y, w);
+      };
+      ctx.clearRect = function (x: number, y: number, w: number, h: number) {
+        if (x === 0 && y === 0 && w >= this.canvas.width && h >= this.canvas.height)
+          (this.canvas as Painted).painted = [];
+        return clearRect.call(this, x, y, w, h);
+      };
+    });
+    const shares = [0.00012, 0.00021, 0.00031];
+    const lines = shares.map((share, i) => {
+      const r = report(i + 1);
+      return JSON.stringify({ ...r, metrics: { ...(r.metrics as object), 'perf/judge_share': share } });
+    });
+    await page.setInputFiles('[data-testid="replay-input"]', {
+      name: 'shares.jsonl',
+      mimeType: 'application/x-ndjson',
+      buffer: Buffer.from(lines.join('\n') + '\n'),
+    });
+    await page.locator('[data-testid="replay-loaded"]').waitFor();
+    const chart = '[data-testid="recipe-charts"][data-recipe="redteam"] [data-testid="chart-judgetime"]';
+    await page.waitForFunction(
+      (sel) => document.querySelector(`${sel} .chart-plot`)?.getAttribute('data-points') === '3',
+      chart,
+    );
+    const ticks = async () =>
+      page.evaluate((sel) => {
+        const c = document.querySelector(`${sel} canvas`) as HTMLCanvasElement & {
+          painted?: { text: string; align: string }[];
+        };
+        return (c.painted ?? []).filter((p) => p.align === 'right').map((p) => p.text);
+      }, chart);
+    await page.waitForFunction(
+      (sel) => ((document.querySelector(`${sel} canvas`) as { painted?: unknown[] } | null)?.painted?.length ?? 0) > 0,
+      chart,
+    );
+    const y = await ticks();
+    console.log(`judge-share y ticks: ${y.join(' / ')}`);
+    expect(y.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(y).size).toBe(y.length);
+    // Each a number, together spanning the shares shown (0.00012 to 0.00031).
+    const v = y.map(Number);
+    expect(v.every(Number.isFinite)).toBe(true);
+    expect(Math.min(...v)).toBeLessThanOrEqual(0.00015);
+    expect(Math.max(...v)).toBeGreaterThanOrEqual(0.00028);
     expect(errors).toEqual([]);
     await page.close();
   });

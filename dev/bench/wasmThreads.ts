@@ -3,8 +3,9 @@
 // cross-origin isolation headers (threaded SIMD build) and once by a plain static server without
 // them (single-threaded SIMD build). Rounds alternate on / off so load drift hits both.
 //   npm run build:harness && npx tsx dev/bench/wasmThreads.ts [--cores N] [--steps N] [--rounds N]
-// --cores N makes the engine worker report N logical cores (dev/harness/harness.worker.ts): tfjs-wasm
-// starts hardwareConcurrency / 2 threads, so 1 on a 2-core machine unless told 4.
+// Threads on runs one thread per logical core (src/engine/wasmCores.ts): 2 on a 2-core machine.
+// --cores N makes the engine worker report N logical cores (dev/harness/harness.worker.ts), so N
+// threads (at most 8) whatever the machine has.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Browser } from 'playwright-core';

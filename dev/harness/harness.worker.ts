@@ -6,9 +6,9 @@ import { engineApi } from '../../src/worker/engineApi';
 import type { HarnessApi } from './harnessApi';
 import { harnessMethods } from './harnessMethods';
 
-// The wasm thread benchmark's switch (dev/bench/wasmThreads.ts, page query ?cores=N): tfjs-wasm sizes
-// its pool at hardwareConcurrency / 2 (src/contract/wasmThreads.ts), 1 thread on a 2-core machine;
-// reporting N cores here lets it start N / 2 threads, before tfjs reads the count.
+// The wasm thread benchmark's switch (dev/bench/wasmThreads.ts, page query ?cores=N): the worker
+// reports N logical cores, before tfjs reads the count; the engine then runs wasm on min(N, 8)
+// threads (one per reported core: src/engine/wasmCores.ts), more than the machine has if N is.
 const cores = Number(/\bcores=(\d+)/.exec(self.name)?.[1]);
 if (cores > 0) Object.defineProperty(WorkerNavigator.prototype, 'hardwareConcurrency', { get: () => cores });
 

@@ -30,6 +30,11 @@ export interface Vocabulary {
   roles?: Readonly<Partial<Record<Role, string>>>;
   /** Whether a card shows the rollout's reward and its terms (a supervised step has neither: its loss is a metric). */
   reward: boolean;
+  /**
+   * The title of the judge/* chart (the share of rollouts the safety judge flags); null: the world
+   * has no such judge, and the chart is left out unless a run reports judge/* anyway.
+   */
+  judgeChart: string | null;
 }
 
 export const VOCABULARIES: Readonly<Record<World, Vocabulary>> = {
@@ -42,6 +47,7 @@ export const VOCABULARIES: Readonly<Record<World, Vocabulary>> = {
     empty: "Attacker prompts, defender answers and the judge's verdicts will appear here when a run reports.",
     rollout: 'rollout',
     reward: true,
+    judgeChart: 'Attack success rate',
   },
   qa: {
     world: 'qa',
@@ -53,6 +59,7 @@ export const VOCABULARIES: Readonly<Record<World, Vocabulary>> = {
     rollout: 'answer',
     roles: { user: 'question', assistant: 'policy answer', monitor: 'monitor verdict' },
     reward: true,
+    judgeChart: null,
   },
   sft: {
     world: 'sft',
@@ -65,6 +72,7 @@ export const VOCABULARIES: Readonly<Record<World, Vocabulary>> = {
     rollout: 'sample',
     roles: { user: 'goal', attacker: 'greedy sample (trained toward the target text; the loss is under Charts)' },
     reward: false,
+    judgeChart: null,
   },
 };
 
@@ -78,4 +86,5 @@ export const UNKNOWN_VOCABULARY: Vocabulary = {
   empty: 'Rollouts will appear here when a run reports.',
   rollout: 'rollout',
   reward: true,
+  judgeChart: 'Judge metrics',
 };

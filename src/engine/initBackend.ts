@@ -11,7 +11,8 @@ import {
 } from '../contract/backends';
 import type { GpuProbe } from '../contract/gpuProbe';
 import { registerWebGPUBackend } from './webgpu/gpuFeatures';
-import { describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
+import { coresToPresent, describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
+import { withCoresShown } from './wasmCores';
 
 export interface InitOptions {
   preference: BackendPreference;
@@ -53,9 +54,16 @@ export async function initBackend(opts: InitOptions): Promise<BackendReport> {
   for (const name of backendCandidates(opts.preference, opts.probe)) {
     try {
       await registerBackend(name, opts);
-      const ok = await tf.setBackend(name);
-      if (!ok) throw new Error(`tf.setBackend('${name}') returned false`);
-      await tf.ready();
+      const start = async () => {
+        const ok = await tf.setBackend(name);
+        if (!ok) throw new Error(`tf.setBackend('${name}') returned false`);
+        await tf.ready();
+      };
+      // tfjs-wasm sizes its thread pool at half the cores it is shown (src/contract/wasmThreads.ts):
+      // shown twice the real count, it runs one thread per logical core (2 on a 2-core machine, not 1; 8 at most).
+      const env = threadEnv();
+      if (name === 'wasm' && wasmThreadRequest(env) > 1) await withCoresShown(coresToPresent(env.cores), start);
+      else await start();
       attempts.push({ backend: name, error: null });
       const report = describeChoice(opts.preference, name, attempts, opts.probe);
       for (const t of report.tuning) tf.env().set(t.flag, t.value);

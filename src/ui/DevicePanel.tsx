@@ -10,7 +10,7 @@ import { useSetup, type ModelFit } from '../store/setupStore';
 import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
 import type { EngineStatus } from '../contract/workerApi';
-import { describeWasmThreads, tfjsWasmThreadCap, wasmThreadRequest, type WasmThreads } from '../contract/wasmThreads';
+import { describeWasmThreads, wasmThreadsExpected, wasmThreadRequest, type WasmThreads } from '../contract/wasmThreads';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
 
@@ -60,7 +60,7 @@ function wasmThreadsOf(status: EngineStatus | null | undefined): WasmThreads {
   const env = { node: false, isolated: window.crossOriginIsolated, cores: navigator.hardwareConcurrency || 1 };
   const planned = describeWasmThreads(
     env,
-    Math.min(wasmThreadRequest(env), tfjsWasmThreadCap(env.cores)),
+    Math.min(wasmThreadRequest(env), wasmThreadsExpected(env.cores)),
     env.isolated,
   );
   return { ...planned, why: `${planned.why} (if wasm runs)` };

@@ -202,7 +202,7 @@ describe('tokenbuncher recipe', () => {
     try {
       r = await run.step();
       expect(run.done).toBe(true);
-      expect(run.stopReason).toMatch(/redteam comparison done after 1 steps/);
+      expect(run.stopReason).toMatch(/redteam comparison done after 1 step$/);
     } finally {
       run.dispose();
     }

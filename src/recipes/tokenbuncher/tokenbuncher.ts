@@ -617,7 +617,7 @@ class TokenbuncherRun extends LoraRun {
     if (c.evalAfter > 0 && this.stepsDone === c.evalAfter) {
       Object.assign(metrics, await this.compare());
       this.done = true;
-      this.stopReason = `redteam comparison done after ${c.evalAfter} steps`;
+      this.stopReason = `redteam comparison done after ${c.evalAfter} step${c.evalAfter === 1 ? '' : 's'}`;
     }
     const compareMs = t.mark();
     metrics['perf/step_ms'] = t.elapsed();

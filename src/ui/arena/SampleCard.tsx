@@ -117,7 +117,10 @@ export function SampleCard({
   vocab: Vocabulary;
 }) {
   const s = entry.sample;
-  const multiTurn = s.messages.filter((m) => m.role === 'attacker' || m.role === 'user').length > 1;
+  // Turns are numbered where several prompts open them; attacker-sft's attacker answers its goal
+  // (one exchange), so its card read "goal · turn 1", "greedy sample · turn 2".
+  const multiTurn =
+    vocab.world !== 'sft' && s.messages.filter((m) => m.role === 'attacker' || m.role === 'user').length > 1;
   let turn = 0;
   return (
     <article

@@ -1,3 +1,4 @@
+import { useMemo } from 'react';
 import { useRunStore } from '../../store/runStore';
 import { metricTableCsv, metricNames } from '../../store/runStore';
 import { ExampleNotice } from '../runlist/ExampleNotice';
@@ -5,8 +6,29 @@ import { ReplayLoader } from '../runlist/ReplayLoader';
 import { RunLegend } from '../runlist/RunLegend';
 import { recipeSections, visibleRuns } from './chartData';
 import { saveBlob } from './download';
-import { CHART_GROUPS, groupMetrics, OTHER_GROUP } from './groups';
+import { CHART_GROUPS, groupMetrics, OTHER_GROUP, type ChartGroup } from './groups';
 import { MetricChart } from './MetricChart';
+import { useVocabulary } from '../arena/useVocabulary';
+import type { Vocabulary } from '../../contract/vocabulary';
+
+const JUDGE_GROUP = CHART_GROUPS.find((g) => g.id === 'judge')!;
+const JUDGE_TIME_GROUP = CHART_GROUPS.find((g) => g.id === 'judgetime')!;
+
+/**
+ * A recipe's charts in its world's words: the judge/* chart is "Attack success rate" where a
+ * safety judge scores attacks, and left out where none does (minmax, rlhf, attacker-sft), unless
+ * a run reports judge/* anyway (issue 41: their rows showed an empty "Attack success rate"). There
+ * the judge-share chart shows only if a judge ran (a perf/judge_share/<judge> metric): every recipe
+ * reports perf/judge_share, 0 without a judge, which drew a judge's share of attacker-sft's step.
+ */
+function groupsFor(vocabulary: Vocabulary, has: { judge: boolean; timedJudge: boolean }): ChartGroup[] {
+  const title = vocabulary.judgeChart ?? (has.judge ? 'Judge metrics' : null);
+  return CHART_GROUPS.flatMap((g) => {
+    if (g === JUDGE_GROUP) return title === null ? [] : [{ ...g, title }];
+    if (g === JUDGE_TIME_GROUP && vocabulary.judgeChart === null && !has.timedJudge) return [];
+    return [g];
+  });
+}
 
 /**
  * Runs legend, smoothing, replay and CSV export above one small live chart per metric group, a
@@ -75,6 +97,11 @@ function RecipeCharts({ recipe, runIds, titled }: { recipe: string; runIds: stri
   const runKey = runIds.join('\n');
   const hasOther = useRunStore((s) => groupMetrics(OTHER_GROUP, metricNames(s, runIds)).length > 0);
   const labels = useRunStore((s) => runIds.map((id) => s.runs[id]?.info.label ?? id).join(', '));
+  const judge = useRunStore((s) => groupMetrics(JUDGE_GROUP, metricNames(s, runIds)).length > 0);
+  const timedJudge = useRunStore((s) => metricNames(s, runIds).some((n) => n.startsWith('perf/judge_share/')));
+  const vocabulary = useVocabulary(recipe);
+  // One list per layout: MetricChart rebuilds its plot when its group object changes.
+  const groups = useMemo(() => groupsFor(vocabulary, { judge, timedJudge }), [vocabulary, judge, timedJudge]);
   return (
     <section className="recipe-charts" data-testid="recipe-charts" data-recipe={recipe}>
       {titled && (
@@ -83,7 +110,7 @@ function RecipeCharts({ recipe, runIds, titled }: { recipe: string; runIds: stri
         </h3>
       )}
       <div className="chart-grid">
-        {CHART_GROUPS.map((g) => (
+        {groups.map((g) => (
           <MetricChart key={g.id} group={g} runKey={runKey} />
         ))}
         {hasOther && <MetricChart group={OTHER_GROUP} runKey={runKey} />}

@@ -43,7 +43,8 @@ function options(group: ChartGroup, series: SeriesSpec[], width: number, onCurso
       x: { time: false },
       ...(group.id === 'judge' ? { y: { range: [0, 1] as uPlot.Range.MinMax } } : {}),
     },
-    // Tick labels at the precision the values need: a share of 0.0012-0.0031 read "0 0 0" (issue 41).
+    // Tick labels at the precision the values need: uPlot's default keeps 3 decimals, so a judge share
+    // of 0.0001-0.0003 read "0 0 0" (issue 41; views.e2e).
     axes: [axis('step'), { ...axis(group.yLabel), size: 52, values: (_u, splits) => splits.map(fmt) }],
     series: [
       { label: 'step' },

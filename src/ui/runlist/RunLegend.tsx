@@ -44,7 +44,7 @@ export function RunLegend() {
               {tagOf(info) === 'ended' ? 'ended' : SOURCE_LABEL[info.source]}
             </span>
             <span className="small">
-              {info.recipe} · {info.reports} steps
+              {info.recipe} · {info.reports} {info.reports === 1 ? 'step' : 'steps'}
             </span>
             {info.ended && info.stopReason && (
               <span className="small" data-testid="run-stop-reason">
