@@ -8,14 +8,15 @@
 // test started (the page and its engine worker live in the renderer), summed and sampled every
 // 100 ms; the browser and GPU processes are not counted. Without the template guard, range(1e9)
 // ran V8 out of memory at 2.5 GB (src/model/chat.ts's range budget is what stops it).
-import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveHubRepos, type HubServer } from '../dev/servers/hubServer';
 import { HOSTILE_RANGE_TEMPLATE, hostileSplit, writeRepo } from '../dev/test/hostileRepos';
+import { applyChatTemplate, resolveChatTemplate } from '../src/model/chat';
+import { createTokenizer } from '../src/model/tokenizer';
 import { launch, openLab } from './browser';
 import { stepAtLeast, waitFor } from './sftRun';
 
@@ -141,5 +142,41 @@ describe('hostile model repos in Chromium', () => {
     await page.getByRole('button', { name: 'Start', exact: true }).click();
     await waitFor(page, stepAtLeast(1), 90_000);
     await page.getByRole('button', { name: 'Stop', exact: true }).click();
+  });
+
+  it("the fit check counts an upload's longest prompt with the model's tokenizer, and says it estimated when the tokenizer is refused", async () => {
+    // 300 ASCII characters against 200 CJK ones: the estimate (3 characters a token) ranks the ASCII
+    // row first; the defender's byte-level tokenizer makes 3 tokens of each CJK character.
+    const rows = ['a'.repeat(300), '漢'.repeat(200), 'short'];
+    const read = (f: string) => JSON.parse(readFileSync(join(DEFENDER, f), 'utf8')) as unknown;
+    const tokenizerConfig = read('tokenizer_config.json');
+    const tok = createTokenizer(read('tokenizer.json'), tokenizerConfig, { label: 'defender' });
+    const template = resolveChatTemplate({ tokenizerConfig, model: 'defender' });
+    const own = applyChatTemplate(tok, template, [{ role: 'user', content: rows[1] }], { addGenerationPrompt: true });
+    const { page } = await openLab(browser, `?backend=wasm&hub=${encodeURIComponent(hub.endpoint)}`);
+    await page.setInputFiles('[data-testid="dataset-file"]', {
+      name: 'mix.jsonl',
+      mimeType: 'application/x-ndjson',
+      buffer: Buffer.from(rows.map((prompt) => JSON.stringify({ prompt })).join('\n')),
+    });
+    await page.waitForSelector('[data-testid="dataset-item"][data-ref="upload:mix.jsonl"]', { timeout: 10_000 });
+    // The repos by URL: the page reads config.json from the URL for its fit check, the worker the tokenizer.
+    const fitText = async (id: string, expected: RegExp) => {
+      await page.goto(
+        new URL(`${link(`${hub.endpoint}/${id}/resolve/main/`)}&c.dataset=upload%3Amix.jsonl`, page.url()).href,
+      );
+      const fit = page.getByTestId('fit-defender').filter({ hasText: expected });
+      await fit.waitFor({ timeout: 30_000 });
+      return (await fit.textContent()) ?? '';
+    };
+    const counted = await fitText('good/defender', /prompt length: counted/);
+    expect(counted).toContain(`prompt length: counted with the model's tokenizer and chat template (`);
+    expect(counted).toContain(
+      `the longest prompt of upload:mix.jsonl is ${own.ids.length.toLocaleString('en-US')} tokens (line 2; the 3 longest of 3 prompts counted)`,
+    );
+    const guessed = await fitText('evil/split', /prompt length: estimated/);
+    expect(guessed).toMatch(
+      /prompt length: estimated at 3 characters a token plus 32 for the template \(300 characters, about 132 tokens\): the tokenizer was not used \(tokenizer\.json \(.*evil\/split/,
+    );
   });
 });
