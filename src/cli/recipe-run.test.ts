@@ -109,6 +109,49 @@ describe('lab --recipe', () => {
     expect(l.stdout).toMatch(/attacker-sft .*MTSA/);
   });
 
+  it('--max-prompt-length and --truncation set the prompt budget: error names the row, left cuts and runs', async () => {
+    expect(parseRecipeArgs(['--truncation', 'middle', '--max-prompt-length=64'])).toMatchObject({
+      sets: { truncation: 'middle', maxPromptLength: '64' },
+    });
+    expect(() => parseRecipeArgs(['--truncation', 'start'])).toThrow(
+      '--truncation must be error, left, right, middle, got "start"',
+    );
+    expect(() => parseRecipeArgs(['--max-prompt-length', '0'])).toThrow(
+      /--max-prompt-length must be a positive integer/,
+    );
+    expect((await run('--help')).stdout).toMatch(/--truncation T +a prompt over the budget \(veRL data\.truncation\)/);
+    const dir = mkdtempSync(join(tmpdir(), 'lab-budget-'));
+    const data = join(dir, 'p.jsonl');
+    writeFileSync(
+      data,
+      ['a short one', 'x'.repeat(100), 'also short'].map((prompt) => JSON.stringify({ prompt })).join('\n'),
+    );
+    const base = [
+      '--recipe',
+      'redteam',
+      '--steps',
+      '1',
+      '--seed',
+      '3',
+      '--model',
+      'tiny-llama-f32',
+      '--max-prompt-length',
+      '40',
+    ];
+    const sets = ['judge=letters', 'prompts=3', 'groupSize=2', 'maxNewTokens=4', `dataset=${data}`].flatMap((s) => [
+      '--set',
+      s,
+    ]);
+    const refused = await run(...base, ...sets, '--truncation', 'error', '--out', join(dir, 'a.jsonl'));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /p\.jsonl line 2: prompt is \d+ tokens with the chat template, over the prompt budget of 40/,
+    );
+    const cut = await run(...base, ...sets, '--truncation', 'left', '--out', join(dir, 'b.jsonl'));
+    expect(cut.stderr).not.toMatch(/prompt budget/);
+    expect(cut.code).toBe(0);
+  }, 60_000);
+
   it('a re-run refuses an existing --out without --force; --resume FILE continues the run, appending to its log', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lab-recipe-'));
     const out = join(dir, 'r.jsonl');

@@ -1,7 +1,7 @@
 // `npm run lab -- --recipe NAME --steps N --seed S --out runs/NAME.jsonl [--set field=value ...]
 //  [--model REF] [--models DIR] [--backend wasm|cpu|webgpu [--vulkan swiftshader|lavapipe|system]
 //  [--kernels auto|gpu|software]] [--no-early-stop] [--save-checkpoint FILE]
-//  [--metric-names lab|verl|trl]`; --set takes the lab's field names or their veRL / TRL aliases
+//  [--metric-names lab|verl|trl] [--max-prompt-length N] [--truncation error|left|right|middle]`; --set takes the lab's field names or their veRL / TRL aliases
 // runs a registered recipe headless: one StepReport JSON per line in --out, a one-line summary per
 // step on stderr; --save-checkpoint writes the run's final checkpoint (checkpointFile.ts JSON),
 // which other recipes read back (defend's attackerCheckpoint). `--recipe NAME --help` prints the recipe's fields; `--list` the recipes.
@@ -18,6 +18,7 @@ import { createTimedRun } from '../recipes/kit/judgeTiming';
 import { getRecipe, listRecipes, validateRecipeConfig } from '../recipes/registry';
 import type { StepReport } from '../contract/report';
 import { ConfigError, describeSchema } from '../contract/schema';
+import { TRUNCATIONS } from '../contract/promptBounds';
 import type { RecipeEnv } from '../recipes/kit/types';
 import { nodeRecipeEnv } from './recipe-env';
 import { setEngineOptions, type KernelVariants } from '../engine/index';
@@ -76,6 +77,8 @@ const VALUE_FLAGS = [
   'learn-path',
   'vulkan',
   'kernels',
+  'truncation',
+  'max-prompt-length',
 ] as const;
 const BOOL_FLAGS = ['help', 'list', 'no-early-stop', 'swiftshader', 'force'] as const;
 
@@ -187,6 +190,15 @@ export function parseRecipeArgs(argv: string[]): RecipeCliArgs {
           throw new RecipeUsageError(`--metric-names must be lab, verl or trl, got ${JSON.stringify(value)}`);
         a.metricNames = value;
         break;
+      // The prompt budget's two fields (promptBudget.ts), as flags: short for --set truncation=... / maxPromptLength=...
+      case 'truncation':
+        if (!(TRUNCATIONS as readonly string[]).includes(value))
+          throw new RecipeUsageError(`--truncation must be ${TRUNCATIONS.join(', ')}, got ${JSON.stringify(value)}`);
+        a.sets.truncation = value;
+        break;
+      case 'max-prompt-length':
+        a.sets.maxPromptLength = String(int('a positive integer', 1));
+        break;
       case 'set': {
         const k = value.indexOf('=');
         if (k <= 0) throw new RecipeUsageError(`--set needs field=value, got ${JSON.stringify(value)}`);
@@ -253,7 +265,12 @@ export function recipeHelp(name?: string): string {
     return [
       'usage: npm run -s lab -- --recipe NAME --steps N --seed S --out FILE.jsonl [--set field=value ...] [--model REF]',
       '       [--models DIR] [--backend wasm|cpu|webgpu [--vulkan swiftshader|lavapipe|system] [--kernels auto|gpu|software] [--learn-path planned|tfjs]] [--no-early-stop] [--save-checkpoint FILE.json] [--resume FILE.json] [--force] [--metric-names lab|verl|trl]',
+      '       [--max-prompt-length TOKENS] [--truncation error|left|right|middle]',
       '       --recipe NAME --help: its fields',
+      '',
+      "  --max-prompt-length N  each dataset prompt's budget in tokens, chat template included (veRL data.max_prompt_length; default 1024)",
+      '  --truncation T         a prompt over the budget (veRL data.truncation): error refuses it naming its row (default),',
+      '                         left keeps its last tokens, right its first, middle its first and last halves',
       '',
       'recipes:',
       ...listRecipes().map((r) => `  ${r.name.padEnd(14)} ${r.title} (${r.source})`),

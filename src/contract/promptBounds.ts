@@ -36,3 +36,43 @@ export class PromptLengthError extends Error {
     this.name = 'PromptLengthError';
   }
 }
+
+/**
+ * What the rollout does with a prompt longer than the recipe's prompt budget in tokens: veRL's
+ * `data.truncation` (verl/utils/torch_functional.py postprocess_data, at b178a3cd5 lines 507-557;
+ * RLHFDataset reads it with default "error", verl/utils/dataset/rl_dataset.py line 113): "error"
+ * refuses, "left" keeps the last tokens, "right" the first, "middle" the first half and the last half.
+ */
+export type Truncation = 'error' | 'left' | 'right' | 'middle';
+export const TRUNCATIONS: readonly Truncation[] = ['error', 'left', 'right', 'middle'];
+
+/** The row a prompt came from, for a message: `<file> line <n>` for a file's row, else its id. */
+export function promptRowName(id: string): string {
+  const m = /^(.*):(\d+)$/.exec(id);
+  return m ? `${m[1].length > 80 ? `…${m[1].slice(-80)}` : m[1]} line ${m[2]}` : id.slice(0, 120);
+}
+
+/**
+ * `ids` (a tokenized prompt, chat template included) within `max` tokens: as it is when it fits,
+ * else cut as `truncation` says (the same slices as veRL's postprocess_data), or a PromptLengthError
+ * naming the row (`row`, promptRowName's form) when truncation is "error".
+ */
+export function fitPromptTokens(ids: readonly number[], max: number, truncation: Truncation, row: string): number[] {
+  if (ids.length <= max) return [...ids];
+  switch (truncation) {
+    case 'left':
+      return ids.slice(ids.length - max);
+    case 'right':
+      return ids.slice(0, max);
+    case 'middle': {
+      const head = Math.floor(max / 2);
+      return [...ids.slice(0, head), ...ids.slice(ids.length - (max - head))];
+    }
+    case 'error':
+      throw new PromptLengthError(
+        `${row}: prompt is ${ids.length.toLocaleString('en-US')} tokens with the chat template, over the prompt budget of ` +
+          `${max.toLocaleString('en-US')} (field "maxPromptLength"; truncation "error" refuses it: raise the budget, or ` +
+          `set truncation to left, right or middle to cut it)`,
+      );
+  }
+}

@@ -140,6 +140,19 @@ export interface DatasetInfo {
   longestPrompt?: number;
 }
 
+/** An upload's longest prompt counted with a model's tokenizer and chat template (the fit check's prompt length). */
+export interface PromptTokenCount {
+  /** Tokens of the longest prompt, chat template and generation prompt included. */
+  tokens: number;
+  /** Its line in the file. */
+  line: number;
+  /** Prompts encoded (the longest by characters) of `rows`. */
+  counted: number;
+  rows: number;
+  /** The tokenizer's label (its folder). */
+  tokenizer: string;
+}
+
 /** Greedy continuation of one prompt by the run's model with its current adapter. */
 export interface AdapterOutputs {
   ids: number[];
@@ -192,6 +205,8 @@ export interface StorageApi {
   /** Store an uploaded dataset (already read and checked by the page) in IndexedDB for readText. */
   putDataset(fileName: string, text: string, rows: number, longestPrompt?: number): Promise<DatasetInfo>;
   listDatasets(): Promise<DatasetInfo[]>;
+  /** The longest prompts of a stored upload counted with the model's tokenizer and chat template (no weights loaded). */
+  promptTokens(modelRef: string, datasetRef: string): Promise<PromptTokenCount>;
   /** Remove a stored upload; false when there was none. */
   deleteDataset(ref: string): Promise<boolean>;
 }

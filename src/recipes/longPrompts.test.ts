@@ -93,7 +93,8 @@ describe('bounded prompts', () => {
       join(dir, 'long.jsonl'),
       [0, 1, 2, 3].map((i) => JSON.stringify({ prompt: `${'word '.repeat(600)}${i}` })).join('\n'),
     );
-    const b = await createRun(env, 'redteam', cfg(join(dir, 'long.jsonl')), 1);
+    // (A prompt budget over the context, so the context check is what refuses it.)
+    const b = await createRun(env, 'redteam', { ...cfg(join(dir, 'long.jsonl')), maxPromptLength: 4096 }, 1);
     try {
       const before = tf.memory().numBytes;
       const e = await b.run.step().then(

@@ -42,6 +42,22 @@ import { exportRunAdapters, exportRunMerged } from './playerExport';
 import type { RecipeRun } from '../recipes/kit/types';
 import { deleteDataset, listDatasets, putDataset } from './datasets';
 import { verlJobZip } from './verlJob';
+import { loadChatCodec } from '../recipes/kit/env';
+import { countLongestPrompt } from '../recipes/kit/promptTokens';
+import type { ChatCodec } from '../recipes/kit/types';
+
+/** Codecs the fit check loaded, by model reference (a form edit re-checks; the tokenizer is fetched once). */
+const codecs = new Map<string, Promise<ChatCodec>>();
+function chatCodecOf(ref: string): Promise<ChatCodec> {
+  let c = codecs.get(ref);
+  if (!c) {
+    if (codecs.size >= 4) codecs.delete(codecs.keys().next().value!);
+    c = loadChatCodec(modelFolder(ref), ref);
+    c.catch(() => codecs.delete(ref));
+    codecs.set(ref, c);
+  }
+  return c;
+}
 
 let current: Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subgroups'> | null = null;
 const gpuErrors: string[] = [];
@@ -173,6 +189,11 @@ export const engineApi: EngineApi = {
 
   async listDatasets() {
     return listDatasets();
+  },
+
+  async promptTokens(modelRef, datasetRef) {
+    const text = await browserEnv().readText!(datasetRef);
+    return countLongestPrompt(text, datasetRef, await chatCodecOf(modelRef));
   },
 
   async deleteDataset(ref) {

@@ -83,6 +83,20 @@ export function verlLoraAlpha(alpha: unknown, field = 'loraAlpha'): number {
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 
 /**
+ * data.max_prompt_length and data.truncation. By default every row fits (a counted length needs only
+ * a small margin; a byte bound leaves room for the chat template) and truncation is "error". A
+ * recipe whose prompts the lab cuts (truncation left / right / middle) exports its own budget with
+ * the same side, and veRL keeps the long rows (filter_overlong_prompts would drop them instead).
+ */
+function promptLength(c: Record<string, unknown>, job: VerlJob): Record<string, unknown> {
+  const fits = job.promptTokensExact ? roundUp(job.maxPromptTokens + 8, 16) : roundUp(job.maxPromptTokens + 32, 64);
+  const budget = c.maxPromptLength;
+  if (typeof budget === 'number' && c.truncation !== undefined && c.truncation !== 'error' && budget < fits)
+    return { 'data.max_prompt_length': budget, 'data.filter_overlong_prompts': false, 'data.truncation': c.truncation };
+  return { 'data.max_prompt_length': fits, 'data.filter_overlong_prompts': true, 'data.truncation': 'error' };
+}
+
+/**
  * The dotted-key overrides of a recipe run. Order matters: the job's defaults first, then every
  * one-to-one field of the alias table (so a field added there, e.g. PPO epochs or a second clip
  * ratio, overrides the default it refines), then the values that need translating, the KL
@@ -103,12 +117,7 @@ export function verlOverrides(
     'data.val_files': `${HERE}/data/val.parquet`,
     'data.prompt_key': 'prompt',
     'data.train_batch_size': batch,
-    // A counted length needs only a small margin; a byte bound leaves room for the chat template.
-    'data.max_prompt_length': job.promptTokensExact
-      ? roundUp(job.maxPromptTokens + 8, 16)
-      : roundUp(job.maxPromptTokens + 32, 64),
-    'data.filter_overlong_prompts': true,
-    'data.truncation': 'error',
+    ...promptLength(c, job),
     'actor_rollout_ref.model.use_shm': false,
     'actor_rollout_ref.model.enable_gradient_checkpointing': true,
     // ppoMiniBatches optimiser steps per batch, as in the lab (one by default: the ratio starts at 1 every step).

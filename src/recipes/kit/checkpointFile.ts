@@ -7,9 +7,18 @@ import type { LlamaModel } from '../../model/llama';
 import { attachLora, peftTensorName, type LoraSet } from '../../model/lora';
 import { findNonFinite, type NamedTensor } from '../../contract/namedTensor';
 import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from './commonFields';
+import { brief, BRIEF_NAME_CHARS, briefName, briefText, clampMessage } from '../../contract/brief';
 import type { RecipeCheckpoint } from './types';
 
 const FILE_KIND = 'sparring-recipe-checkpoint';
+
+/** A checkpoint file that cannot be read: names the file, the field and the expected form (at most 500 characters). */
+export class CheckpointFileError extends Error {
+  constructor(message: string) {
+    super(clampMessage(message));
+    this.name = 'CheckpointFileError';
+  }
+}
 
 function toBase64(data: Float32Array): string {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -24,9 +33,10 @@ function fromBase64(b64: string, where: string): Float32Array {
   try {
     s = atob(b64);
   } catch {
-    throw new Error(`${where}: data is not base64`);
+    throw new CheckpointFileError(`${where}: data is not base64`);
   }
-  if (s.length % 4 !== 0) throw new Error(`${where}: ${s.length} bytes is not a whole number of float32 values`);
+  if (s.length % 4 !== 0)
+    throw new CheckpointFileError(`${where}: ${s.length} bytes is not a whole number of float32 values`);
   const bytes = new Uint8Array(s.length);
   for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
   return new Float32Array(bytes.buffer);
@@ -40,38 +50,35 @@ const encodeTensors = (ts: NamedTensor[]) =>
     data: toBase64(Float32Array.from(t.data as ArrayLike<number>)),
   }));
 
-/** A value for an error message: its type and, for short scalars, itself (never a whole object). */
-function brief(v: unknown): string {
-  if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) return String(v);
-  if (typeof v === 'string') return v.length > 40 ? `a ${v.length}-character string` : JSON.stringify(v);
-  return Array.isArray(v) ? `a list of ${v.length}` : `a ${typeof v}`;
-}
-
 const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function decodeTensors(raw: unknown, where: string): NamedTensor[] {
-  if (!Array.isArray(raw)) throw new Error(`${where}: must be a list of tensors, got ${brief(raw)}`);
+  if (!Array.isArray(raw)) throw new CheckpointFileError(`${where}: must be a list of tensors, got ${brief(raw)}`);
   const names = new Set<string>();
   return raw.map((t: unknown, i) => {
     const r = t as { name?: unknown; dtype?: unknown; shape?: unknown; data?: unknown } | null;
     const at = `${where}[${i}]`;
-    if (!r || typeof r.name !== 'string' || r.name === '') throw new Error(`${at}: no tensor name`);
-    const named = `${at} (${r.name.length > 200 ? `${r.name.slice(0, 200)}...` : r.name})`;
-    if (names.has(r.name)) throw new Error(`${named}: the name appears twice`);
+    if (!r || typeof r.name !== 'string' || r.name === '') throw new CheckpointFileError(`${at}: no tensor name`);
+    const named = `${at} (${briefText(r.name, BRIEF_NAME_CHARS)})`;
+    if (names.has(r.name)) throw new CheckpointFileError(`${named}: the name appears twice`);
     names.add(r.name);
-    if (r.dtype !== 'float32') throw new Error(`${named}: dtype ${brief(r.dtype)}, only float32 is supported`);
+    if (r.dtype !== 'float32')
+      throw new CheckpointFileError(`${named}: dtype ${brief(r.dtype)}, only float32 is supported`);
     if (!Array.isArray(r.shape) || r.shape.length > 8 || !r.shape.every(isCount))
-      throw new Error(`${named}: shape must be a list of at most 8 non-negative integers`);
-    if (typeof r.data !== 'string') throw new Error(`${named}: data must be a base64 string, got ${brief(r.data)}`);
+      throw new CheckpointFileError(`${named}: shape must be a list of at most 8 non-negative integers`);
+    if (typeof r.data !== 'string')
+      throw new CheckpointFileError(`${named}: data must be a base64 string, got ${brief(r.data)}`);
     const data = fromBase64(r.data, named);
     const n = (r.shape as number[]).reduce((a, b) => a * b, 1);
     if (data.length !== n)
-      throw new Error(`${named}: ${data.length} values for shape [${(r.shape as number[]).join(', ')}]`);
+      throw new CheckpointFileError(`${named}: ${data.length} values for shape [${(r.shape as number[]).join(', ')}]`);
     const tensor: NamedTensor = { name: r.name, dtype: 'float32', shape: r.shape as number[], data };
     const bad = findNonFinite([tensor]);
     if (bad)
-      throw new Error(`${named}: holds ${bad.value} at index ${bad.index}; a checkpoint must hold finite numbers`);
+      throw new CheckpointFileError(
+        `${named}: holds ${bad.value} at index ${bad.index}; a checkpoint must hold finite numbers`,
+      );
     return tensor;
   });
 }
@@ -84,17 +91,20 @@ function checkMoments(params: NamedTensor[], moments: NamedTensor[], where: stri
     const x = /^(.*)\.(exp_avg|exp_avg_sq)$/.exec(m.name);
     const shape = x ? shapes.get(x[1]) : undefined;
     if (!x || !shape)
-      throw new Error(`${where}: "${m.name}" is not <tensor name>.exp_avg or .exp_avg_sq of a tensor in "tensors"`);
+      throw new CheckpointFileError(
+        `${where}: ${briefName(m.name)} is not <tensor name>.exp_avg or .exp_avg_sq of a tensor in "tensors"`,
+      );
     if (shape.length !== m.shape.length || shape.some((d, i) => d !== m.shape[i])) {
-      throw new Error(
-        `${where}: "${m.name}" has shape [${m.shape.join(', ')}], its parameter "${x[1]}" is [${shape.join(', ')}]`,
+      throw new CheckpointFileError(
+        `${where}: ${briefName(m.name)} has shape [${m.shape.join(', ')}], its parameter ${briefName(x[1])} is [${shape.join(', ')}]`,
       );
     }
     seen.add(m.name);
   }
   for (const name of seen) {
     const other = name.endsWith('.exp_avg') ? `${name}_sq` : name.slice(0, -'_sq'.length);
-    if (!seen.has(other)) throw new Error(`${where}: "${name}" has no "${other}" (moments come in pairs)`);
+    if (!seen.has(other))
+      throw new CheckpointFileError(`${where}: ${briefName(name)} has no ${briefName(other)} (moments come in pairs)`);
   }
 }
 
@@ -112,7 +122,7 @@ export function checkpointToJson(p: RecipeCheckpoint): string {
 function objectField(o: Record<string, unknown>, field: string, label: string): Record<string, unknown> {
   const v = o[field];
   if (v === undefined) return {};
-  if (!isObject(v)) throw new Error(`${label}: field "${field}" must be an object, got ${brief(v)}`);
+  if (!isObject(v)) throw new CheckpointFileError(`${label}: field "${field}" must be an object, got ${brief(v)}`);
   return v;
 }
 
@@ -122,29 +132,35 @@ export function checkpointFromJson(text: string, label: string): RecipeCheckpoin
   try {
     o = JSON.parse(text) as unknown;
   } catch (e) {
-    throw new Error(`${label}: not valid JSON: ${(e as Error).message.slice(0, 200)}`);
+    throw new CheckpointFileError(`${label}: not valid JSON: ${(e as Error).message.slice(0, 200)}`);
   }
   if (!isObject(o) || o.kind !== FILE_KIND)
-    throw new Error(`${label}: not a recipe checkpoint (write one with lab --recipe ... --save-checkpoint FILE)`);
-  if (o.format !== 1) throw new Error(`${label}: checkpoint format ${brief(o.format)} is not supported (expected 1)`);
+    throw new CheckpointFileError(
+      `${label}: not a recipe checkpoint (write one with lab --recipe ... --save-checkpoint FILE)`,
+    );
+  if (o.format !== 1)
+    throw new CheckpointFileError(`${label}: checkpoint format ${brief(o.format)} is not supported (expected 1)`);
   if (typeof o.recipe !== 'string' || o.recipe === '')
-    throw new Error(`${label}: field "recipe" must name a recipe, got ${brief(o.recipe)}`);
+    throw new CheckpointFileError(`${label}: field "recipe" must name a recipe, got ${brief(o.recipe)}`);
   for (const f of ['seed', 'step'] as const) {
-    if (!isCount(o[f])) throw new Error(`${label}: field "${f}" must be a non-negative integer, got ${brief(o[f])}`);
+    if (!isCount(o[f]))
+      throw new CheckpointFileError(`${label}: field "${f}" must be a non-negative integer, got ${brief(o[f])}`);
   }
   const config = objectField(o, 'config', label);
   const extra = objectField(o, 'extra', label);
   const rng = objectField(o, 'rng', label);
   const badRng = Object.entries(rng).find(([, v]) => !isCount(v));
   if (badRng)
-    throw new Error(
-      `${label}: field "rng.${badRng[0].slice(0, 60)}" must be a non-negative integer, got ${brief(badRng[1])}`,
+    throw new CheckpointFileError(
+      `${label}: field ${briefName(`rng.${badRng[0]}`, 60)} must be a non-negative integer, got ${brief(badRng[1])}`,
     );
   const opt = objectField(o, 'optimizer', label);
   const state = objectField(opt, 'state', `${label}: optimizer`);
   const optStep = state.step ?? 0;
   if (!isCount(optStep))
-    throw new Error(`${label}: field "optimizer.state.step" must be a non-negative integer, got ${brief(optStep)}`);
+    throw new CheckpointFileError(
+      `${label}: field "optimizer.state.step" must be a non-negative integer, got ${brief(optStep)}`,
+    );
   const tensors = decodeTensors(o.tensors, `${label}: tensors`);
   const moments = decodeTensors(opt.tensors ?? [], `${label}: optimizer.tensors`);
   checkMoments(tensors, moments, `${label}: optimizer.tensors`);
@@ -173,15 +189,19 @@ export function attachCheckpointAdapter(model: LlamaModel, p: RecipeCheckpoint, 
   const alpha = c.loraAlpha;
   const targets = c.loraTargets ?? 'all';
   if (!Number.isInteger(r) || typeof alpha !== 'number')
-    throw new Error(`${label}: config has no loraRank / loraAlpha (recipe "${p.recipe}" trains no LoRA adapter?)`);
+    throw new CheckpointFileError(
+      `${label}: config has no loraRank / loraAlpha (recipe "${p.recipe}" trains no LoRA adapter?)`,
+    );
   if (!(LORA_TARGET_SETS as readonly unknown[]).includes(targets))
-    throw new Error(`${label}: config loraTargets ${brief(targets)} is not one of ${LORA_TARGET_SETS.join(', ')}`);
+    throw new CheckpointFileError(
+      `${label}: config loraTargets ${brief(targets)} is not one of ${LORA_TARGET_SETS.join(', ')}`,
+    );
   const prefix = part ? `${part}/` : '';
   const byName = new Map(
     p.tensors.filter((t) => t.name.startsWith(prefix)).map((t) => [t.name.slice(prefix.length), t]),
   );
   if (part && byName.size === 0)
-    throw new Error(
+    throw new CheckpointFileError(
       `${label}: no "${part}" adapter (tensor names: ${p.tensors
         .slice(0, 2)
         .map((t) => t.name)
@@ -206,9 +226,10 @@ export function attachCheckpointAdapter(model: LlamaModel, p: RecipeCheckpoint, 
       ] as const) {
         const name = peftTensorName(a.module, which);
         const t = byName.get(name);
-        if (!t) throw new Error(`${label}: no tensor "${prefix}${name}" (different model or LoRA targets?)`);
+        if (!t)
+          throw new CheckpointFileError(`${label}: no tensor "${prefix}${name}" (different model or LoRA targets?)`);
         if (t.shape.length !== v.shape.length || t.shape.some((d, i) => d !== v.shape[i])) {
-          throw new Error(
+          throw new CheckpointFileError(
             `${label}: tensor "${prefix}${name}" has shape [${t.shape.join(', ')}], the model's adapter is [${v.shape.join(', ')}]`,
           );
         }

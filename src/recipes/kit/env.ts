@@ -47,12 +47,8 @@ export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): Chat
   };
 }
 
-/** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
-export async function loadChatModel(
-  folder: ModelFolder,
-  ref: string,
-  opts: LoadModelRefOptions = {},
-): Promise<LoadedModel> {
+/** The tokenizer files of a Hugging Face-layout folder, parsed (tokenizer.json required). */
+async function tokenizerFiles(folder: ModelFolder, ref: string) {
   const json = async (name: string, required: boolean): Promise<unknown> => {
     if (!(await folder.has(name))) {
       if (required)
@@ -74,16 +70,41 @@ export async function loadChatModel(
   const chatTemplateJinja = (await folder.has(CHAT_TEMPLATE_FILE))
     ? await folder.getText(CHAT_TEMPLATE_FILE)
     : undefined;
+  return { tokenizerJson, tokenizerConfig, modelConfig, generationConfig, chatTemplateJinja };
+}
+
+type TokenizerFiles = Awaited<ReturnType<typeof tokenizerFiles>>;
+
+function codecOf(f: TokenizerFiles, label: string): ChatCodec {
+  const tok = createTokenizer(f.tokenizerJson, f.tokenizerConfig ?? {}, {
+    label,
+    modelConfig: f.modelConfig,
+    generationConfig: f.generationConfig,
+  });
+  const template = resolveChatTemplate({
+    tokenizerConfig: f.tokenizerConfig,
+    chatTemplateJinja: f.chatTemplateJinja,
+    model: label,
+  });
+  return tokenizerCodec(tok, template);
+}
+
+/** The codec (tokenizer + chat template) of a Hugging Face-layout folder, without its weights. */
+export async function loadChatCodec(folder: ModelFolder, ref: string): Promise<ChatCodec> {
+  return codecOf(await tokenizerFiles(folder, ref), folder.label);
+}
+
+/** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
+export async function loadChatModel(
+  folder: ModelFolder,
+  ref: string,
+  opts: LoadModelRefOptions = {},
+): Promise<LoadedModel> {
+  const files = await tokenizerFiles(folder, ref);
   const weights = opts.weights ?? 'f32';
   const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
   try {
-    const tok = createTokenizer(tokenizerJson, tokenizerConfig ?? {}, {
-      label: folder.label,
-      modelConfig,
-      generationConfig,
-    });
-    const template = resolveChatTemplate({ tokenizerConfig, chatTemplateJinja, model: folder.label });
-    return { ref, model, codec: tokenizerCodec(tok, template), weights, dispose: () => disposeLlama(model) };
+    return { ref, model, codec: codecOf(files, folder.label), weights, dispose: () => disposeLlama(model) };
   } catch (e) {
     disposeLlama(model);
     throw e;

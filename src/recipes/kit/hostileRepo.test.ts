@@ -4,54 +4,40 @@
 // 2.5 GB, and two nested range(100000) loops hung. Each is served here from disk as the hub serves
 // it and loaded through the hub loader: refused at once, naming the file, the field and the limit;
 // the same server's clean repo still loads and renders after.
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveHubRepos, type HubServer } from '../../../dev/servers/hubServer';
+import {
+  HOSTILE_NESTED_TEMPLATE,
+  HOSTILE_RANGE_TEMPLATE,
+  HOSTILE_REPLACE,
+  hostileSplit,
+  writeRepo,
+  type TokenizerJson,
+} from '../../../dev/test/hostileRepos';
 import { hubSource } from '../../model/hub';
 import { loadChatModel } from './env';
 
-const TINY = resolve('dev/fixtures/tiny-llama-f32');
-const TOK = resolve('dev/test/testdata/chat-tokenizer');
 const root = mkdtempSync(join(tmpdir(), 'hostile-repos-'));
-const tokenizer = JSON.parse(readFileSync(join(TOK, 'tokenizer.json'), 'utf8')) as Record<string, unknown>;
-
-/** A repo folder: the tiny model and tokenizer, with `patch` applied to tokenizer.json and a template. */
-function repo(name: string, o: { tokenizer?: Record<string, unknown>; template?: string } = {}): string {
-  const dir = join(root, name);
-  mkdirSync(dir);
-  for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(TINY, f), join(dir, f));
-  copyFileSync(join(TOK, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
-  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify({ ...tokenizer, ...o.tokenizer }));
-  if (o.template) writeFileSync(join(dir, 'chat_template.jinja'), o.template);
-  return dir;
-}
+const TINY = {
+  weights: resolve('dev/fixtures/tiny-llama-f32'),
+  tokenizer: resolve('dev/test/testdata/chat-tokenizer'),
+};
+const repo = (name: string, o: { tokenizer?: (t: TokenizerJson) => TokenizerJson; template?: string } = {}) =>
+  writeRepo(join(root, name), TINY, o);
 
 let hub: HubServer;
 beforeAll(async () => {
   await tf.setBackend('wasm');
   hub = await serveHubRepos({
-    'evil/split': repo('split', {
-      tokenizer: {
-        pre_tokenizer: {
-          type: 'Sequence',
-          pretokenizers: [
-            { type: 'Split', pattern: { Regex: '(a+)+$' }, behavior: 'Isolated', invert: false },
-            tokenizer.pre_tokenizer,
-          ],
-        },
-      },
-    }),
-    'evil/replace': repo('replace', {
-      tokenizer: { normalizer: { type: 'Replace', pattern: { Regex: '(a|aa)+$' }, content: 'b' } },
-    }),
-    'evil/range': repo('range', { template: '{% for i in range(1000000000) %}x{% endfor %}{{ messages[0].content }}' }),
-    'evil/nested': repo('nested', {
-      template: '{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}',
-    }),
+    'evil/split': repo('split', { tokenizer: hostileSplit }),
+    'evil/replace': repo('replace', { tokenizer: () => HOSTILE_REPLACE }),
+    'evil/range': repo('range', { template: HOSTILE_RANGE_TEMPLATE }),
+    'evil/nested': repo('nested', { template: HOSTILE_NESTED_TEMPLATE }),
     'good/tiny': repo('good', { template: '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}' }),
   });
 });

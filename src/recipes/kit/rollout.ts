@@ -33,17 +33,18 @@ export interface Rollout {
 /** A multi-line (crescendo-style) attacker prompt is sent as one message with its lines joined. */
 export const asUserMessage = (text: string): string => splitAttackerTarget(text).join('\n') || text;
 
-/** `perGroup` samples for each user message, sent as it is; adapters as they are. */
+/** `perGroup` samples for each user message, sent as it is (its ids through `fit`: a prompt budget); adapters as they are. */
 export async function sampleReplies(
   m: LoadedModel,
   contents: readonly string[],
   perGroup: number,
   o: SamplingOptions,
   seed: number,
+  fit: (ids: number[][]) => number[][] = (ids) => ids,
 ): Promise<Rollout> {
   const { model, codec } = m;
   const rowGroup = contents.flatMap((_, i) => Array<number>(perGroup).fill(i));
-  const ids = contents.map((t) => codec.encodeChat([{ role: 'user', content: t }], { addGenerationPrompt: true }));
+  const ids = fit(contents.map((t) => codec.encodeChat([{ role: 'user', content: t }], { addGenerationPrompt: true })));
   const rows = rowGroup.map((i) => ids[i]);
   const gen = await generate(model, rows, {
     maxNewTokens: o.maxNewTokens,
@@ -64,8 +65,9 @@ export function sampleAnswers(
   perGroup: number,
   o: SamplingOptions,
   seed: number,
+  fit?: (ids: number[][]) => number[][],
 ): Promise<Rollout> {
-  return sampleReplies(m, messages.map(asUserMessage), perGroup, o, seed);
+  return sampleReplies(m, messages.map(asUserMessage), perGroup, o, seed, fit);
 }
 
 /**

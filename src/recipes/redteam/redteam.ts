@@ -37,6 +37,7 @@ import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/g
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
 import { harmAcc } from '../kit/dynamicGroups';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals';
+import { fitPrompts, promptBudgetFields, type PromptBudget } from '../kit/promptBudget';
 import {
   adamFields,
   adamWFor,
@@ -115,6 +116,7 @@ export const redteamSchema = {
     { min: 1, max: 256 },
   ),
   groupSize: int(8, 'G: answers sampled per prompt (source 16, example config 8)', { min: 2, max: 64 }),
+  ...promptBudgetFields(),
   maxNewTokens: int(
     40,
     'answer length cap in tokens (sandbox replies are <= 53 bytes; the source uses 256 for real models)',
@@ -186,13 +188,20 @@ export type RedteamConfig = ConfigOf<typeof redteamSchema>;
 export { promptText, REDTEAM_TACTIC_MIXES, tacticList, type RedteamTacticMix } from '../kit/goals';
 
 /** Greedy answers of the model to `prompts` (batched), as text; adapters as they are. */
-async function greedyAnswers(m: LoadedModel, prompts: SandboxPrompt[], maxNewTokens: number): Promise<string[]> {
+async function greedyAnswers(
+  m: LoadedModel,
+  prompts: SandboxPrompt[],
+  maxNewTokens: number,
+  budget: PromptBudget,
+): Promise<string[]> {
   const out: string[] = [];
   const BATCH = 32;
   for (let s = 0; s < prompts.length; s += BATCH) {
     const chunk = prompts.slice(s, s + BATCH);
-    const ids = chunk.map((p) =>
-      m.codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true }),
+    const ids = fitPrompts(
+      chunk.map((p) => m.codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true })),
+      chunk.map((p) => p.id),
+      budget,
     );
     const g = await generate(m.model, ids, {
       maxNewTokens,
@@ -211,8 +220,9 @@ export async function greedyAsr(
   judge: Judge,
   prompts: SandboxPrompt[],
   maxNewTokens: number,
+  budget: PromptBudget,
 ): Promise<{ asr: number; strongReject: number; verdicts: JudgeVerdict[]; answers: string[]; items: JudgeItem[] }> {
-  const answers = await greedyAnswers(m, prompts, maxNewTokens);
+  const answers = await greedyAnswers(m, prompts, maxNewTokens, budget);
   const items = prompts.map((p, i) => ({ prompt: promptText(p), response: answers[i], meta: promptMeta(p) }));
   const verdicts = await judge.score(items);
   return {
@@ -328,7 +338,7 @@ class RedteamRun extends LoraRun {
 
     if (c.evalEvery > 0 && step % c.evalEvery === 0) {
       this.evalSet ??= redteamEvalPrompts(c, this.seed);
-      const e = await greedyAsr(this.m, this.judge, this.evalSet, c.maxNewTokens);
+      const e = await greedyAsr(this.m, this.judge, this.evalSet, c.maxNewTokens, c);
       metrics['eval/asr'] = e.asr;
       Object.assign(metrics, await strongRejectMetrics('eval', e.items, this.grader));
       Object.assign(metrics, this.splitReport);
@@ -391,7 +401,7 @@ class RedteamRun extends LoraRun {
         // The run ends with this step's update: measure that policy, not the last scheduled eval's.
         if (c.evalEvery > 0) {
           this.evalSet ??= redteamEvalPrompts(c, this.seed);
-          metrics['eval/asr_at_stop'] = (await greedyAsr(this.m, this.judge, this.evalSet, c.maxNewTokens)).asr;
+          metrics['eval/asr_at_stop'] = (await greedyAsr(this.m, this.judge, this.evalSet, c.maxNewTokens, c)).asr;
         }
       }
     }
@@ -435,8 +445,10 @@ class RedteamRun extends LoraRun {
     prompts.forEach((_, i) => {
       for (let g = 0; g < G; g++) rowPrompt.push(i);
     });
-    const promptIds = prompts.map((p) =>
-      codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true }),
+    const promptIds = fitPrompts(
+      prompts.map((p) => codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true })),
+      prompts.map((p) => p.id),
+      c,
     );
     const rows = rowPrompt.map((i) => promptIds[i]);
     const gen = await generate(model, rows, {

@@ -78,6 +78,7 @@ import {
 } from '../kit/commonFields';
 import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from '../kit/rollout';
+import { fitPrompts, promptBudgetFields } from '../kit/promptBudget';
 import {
   loadStrongRejectGrader,
   strongRejectCheck,
@@ -140,6 +141,7 @@ export const tokenbuncherSchema = {
   benignPrompts: int(2, 'benign sandbox tasks per step (utility; one group each; 0 = off)', { min: 0, max: 256 }),
   groupSize: int(4, 'G: answers sampled per prompt (source: GRPO n = 4)', { min: 2, max: 64 }),
   maxNewTokens: int(40, 'answer length cap in tokens (sandbox replies are <= 53 bytes)', { min: 1, max: 1024 }),
+  ...promptBudgetFields(),
   temperature: num(0.7, "sampling temperature (the entropy reward is the rollout distribution's at this temperature)", {
     min: 0.05,
     max: 2,
@@ -468,11 +470,17 @@ class TokenbuncherRun extends LoraRun {
     const harm =
       this.heldOut ?? harmfulPrompts(c.evalPrompts, heldOut, { tactics: tacticList(c.tactics), split: 'eval' });
     const ben = this.heldOutBenign ?? benignPrompts(c.evalPrompts, heldOut, { split: 'eval' });
-    const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens);
-    const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens);
+    const h = await greedyAsr(this.def, this.judge, harm, c.maxNewTokens, c);
+    const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens, c);
     // Entropy on harmful prompts: along one SAMPLED answer per prompt (temperature / top-p of the
     // run, fixed seed), the distribution the entropy reward reads; ASR above is greedy (HarmBench).
-    const r = await sampleAnswers(this.def, harm.map(promptText), 1, c, hash3(heldOut, 5, 0xe27));
+    const r = await sampleAnswers(this.def, harm.map(promptText), 1, c, hash3(heldOut, 5, 0xe27), (ids) =>
+      fitPrompts(
+        ids,
+        harm.map((p) => p.id),
+        c,
+      ),
+    );
     return {
       'eval/asr': h.asr,
       ...(await strongRejectMetrics('eval', h.items, this.grader)),
@@ -632,7 +640,13 @@ class TokenbuncherRun extends LoraRun {
     const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'tokenbuncher-benign', s));
     const items = [...harm, ...tasks];
     const H = harm.length;
-    const r = await sampleAnswers(this.def, items.map(promptText), c.groupSize, c, hash3(this.seed, s, 0x5eed));
+    const r = await sampleAnswers(this.def, items.map(promptText), c.groupSize, c, hash3(this.seed, s, 0x5eed), (ids) =>
+      fitPrompts(
+        ids,
+        items.map((p) => p.id),
+        c,
+      ),
+    );
     t.mark('rollout_ms');
 
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);

@@ -33,9 +33,9 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
   // A file whose columns were not recognised, kept to upload again with a picked prompt column.
   const [pending, setPending] = useState<{ name: string; text: string; columns: string[] } | null>(null);
   const [promptColumn, setPromptColumn] = useState('');
-  // Prompts over the limit (uploads only): refused by line, or cut as the user chooses.
+  // Prompts over the upload's memory guard (MAX_PROMPT_CHARS): refused by line, or cut as the user
+  // chooses. The rollout's own cut is in tokens (the recipe's maxPromptLength and truncation).
   const [long, setLong] = useState<LongPrompts>('refuse');
-  const [maxChars, setMaxChars] = useState(String(MAX_PROMPT_CHARS));
   const refresh = () => void refreshDatasets();
   // Stored uploads outlive the tab: list them once the worker is up (after a reload too).
   const ready = useEngine((s) => s.status !== null);
@@ -51,7 +51,7 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
         { name: file.name, text: async () => text },
         (n, j, r, l) => engine().putDataset(n, j, r, l),
         map,
-        { long, maxChars: Math.min(MAX_PROMPT_CHARS, Math.max(16, Math.floor(Number(maxChars)) || MAX_PROMPT_CHARS)) },
+        { long, maxChars: MAX_PROMPT_CHARS },
       );
       setNote(note);
       refresh();
@@ -116,18 +116,8 @@ export function DatasetPicker({ name, value, invalid, disabled, onChange }: Prop
       />
       <div className="model-picker-row small">
         <label>
-          uploaded prompts over{' '}
-          <input
-            data-testid={`dataset-max-chars-${name}`}
-            type="text"
-            inputMode="numeric"
-            size={6}
-            value={maxChars}
-            disabled={disabled}
-            aria-label={`${name}: most characters of an uploaded prompt (at most ${MAX_PROMPT_CHARS})`}
-            onChange={(e) => setMaxChars(e.target.value)}
-          />{' '}
-          characters:{' '}
+          uploaded prompts over {MAX_PROMPT_CHARS.toLocaleString('en-US')} characters (a memory guard; runs cut prompts
+          to the recipe&apos;s maxPromptLength in tokens):{' '}
           <select
             data-testid={`dataset-long-${name}`}
             value={long}

@@ -2,7 +2,7 @@
 // picker that writes it: a sandbox model, a Hugging Face hub id, a URL folder, or a local folder.
 // Below it, whether the model will fit this device (estimated from its config.json before loading).
 import { useEffect, useState } from 'react';
-import { useEngine } from '../../store/engineStore';
+import { engine, useEngine } from '../../store/engineStore';
 import { useSetup } from '../../store/setupStore';
 import { readModelRef, SANDBOX_MODELS, writeModelRef, type ModelChoice } from './fieldKinds';
 import { checkModelFit, deviceBudget } from './fitCheck';
@@ -48,7 +48,9 @@ function useFitCheck(name: string, ref: string, config: Record<string, unknown>)
     const t = setTimeout(() => {
       const cfg = JSON.parse(key) as Record<string, unknown>;
       const w = cfg[weightsFieldOf(name)];
-      void checkModelFit(ref, cfg, st, isWeightFormat(w) ? w : 'f32').then((fit) => live && setFit(name, fit));
+      void checkModelFit(ref, cfg, st, isWeightFormat(w) ? w : 'f32', (m, d) => engine().promptTokens(m, d)).then(
+        (fit) => live && setFit(name, fit),
+      );
     }, 250);
     return () => {
       live = false;

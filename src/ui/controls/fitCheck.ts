@@ -7,13 +7,15 @@ import { describeModel, plannedBlockMismatch } from '../../contract/blockDescrip
 import { unknownModelError } from '../../contract/sandboxModels';
 import { sandboxModelUrl } from '../../contract/siteRoot';
 import type { ModelFit } from '../../store/setupStore';
-import type { EngineStatus } from '../../contract/workerApi';
+import type { EngineStatus, PromptTokenCount } from '../../contract/workerApi';
 import { readModelRef } from './fieldKinds';
 import type { WeightFormat } from '../../contract/weightFormat';
 import { cachedConfigText } from './localFolders';
 import {
   backendBudget,
   checkFit,
+  COUNT_TIMEOUT_MS,
+  dataPromptLength,
   dataPromptTokens,
   estimateMemory,
   loraOf,
@@ -55,11 +57,36 @@ export function deviceBudget(status: EngineStatus) {
   };
 }
 
+/** Counts an upload's longest prompt with a model's tokenizer (the worker's promptTokens). */
+export type PromptCounter = (modelRef: string, datasetRef: string) => Promise<PromptTokenCount>;
+
+/** The worker's count, or why there is none (no counter, an error, or no answer within COUNT_TIMEOUT_MS). */
+async function countOrWhy(
+  count: PromptCounter | undefined,
+  modelRef: string,
+  datasetRef: string,
+): Promise<PromptTokenCount | { error: string }> {
+  if (!count) return { error: 'no engine to load it' };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<{ error: string }>((done) => {
+    timer = setTimeout(() => done({ error: `it did not load within ${COUNT_TIMEOUT_MS / 1000} s` }), COUNT_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([
+      count(modelRef, datasetRef).catch((e: unknown) => ({ error: String((e as Error)?.message ?? e) })),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function checkModelFit(
   ref: string,
   config: Record<string, unknown>,
   status: EngineStatus,
   weights: WeightFormat = 'f32',
+  count?: PromptCounter,
 ): Promise<ModelFit> {
   let cfg;
   try {
@@ -73,12 +100,13 @@ export async function checkModelFit(
       notes: [],
     };
   }
-  const data = dataPromptTokens(config, useDatasets.getState().uploads);
+  const estimate = dataPromptTokens(config, useDatasets.getState().uploads);
+  const data = estimate && dataPromptLength(estimate, await countOrWhy(count, ref, estimate.ref));
   const w = workloadOf(config, data?.tokens ?? null);
   // The longest prompt with its answer must fit the model's context (generate refuses it otherwise).
   const context =
     data && w.seqLen > cfg.maxPositionEmbeddings
-      ? `the longest prompt of ${data.ref} (${data.chars.toLocaleString('en-US')} characters, about ${data.tokens.toLocaleString('en-US')} tokens with the template) and ${w.responseLen} answer tokens need ${w.seqLen.toLocaleString('en-US')} positions, over the model's context of ${cfg.maxPositionEmbeddings.toLocaleString('en-US')}: cut the prompts at upload, or shorten them`
+      ? `the longest prompt of ${data.ref} (${data.tokens.toLocaleString('en-US')} tokens with the template) and ${w.responseLen} answer tokens need ${w.seqLen.toLocaleString('en-US')} positions, over the model's context of ${cfg.maxPositionEmbeddings.toLocaleString('en-US')}: set a prompt budget (maxPromptLength, truncation), cut the prompts at upload, or shorten them`
       : null;
   const budget = deviceBudget(status);
   const lora = loraOf(config);
@@ -122,7 +150,7 @@ export async function checkModelFit(
     state: v.fits && !context ? 'fits' : 'too-big',
     summary,
     problems: context ? [context, ...v.problems] : v.problems,
-    notes: [...v.notes, ...(l?.notes ?? []), ...planNotes],
+    notes: [...(data ? [data.how] : []), ...v.notes, ...(l?.notes ?? []), ...planNotes],
     ...(learn ? { learn } : {}),
   };
 }

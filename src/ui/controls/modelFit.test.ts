@@ -5,6 +5,7 @@ import { planLearnMemory } from '../../contract/learnMemory';
 import {
   backendBudget,
   checkFit,
+  dataPromptLength,
   dataPromptTokens,
   estimateMemory,
   loraOf,
@@ -331,5 +332,29 @@ describe("the fit check counts the data's real prompt lengths (issue 40)", () =>
     ).toBe(128);
     expect(dataPromptTokens({ dataset: 'upload:old.jsonl' }, uploads)).toBeNull();
     expect(dataPromptTokens({ dataset: 'sandbox' }, uploads)).toBeNull();
+  });
+
+  it("uses the worker's count with the model's tokenizer when it came back, and says which it used", () => {
+    const estimate = { tokens: 132, chars: 300, ref: 'upload:mix.jsonl' };
+    const counted = dataPromptLength(estimate, {
+      tokens: 611,
+      line: 2,
+      counted: 3,
+      rows: 3,
+      tokenizer: '/models/defender/',
+    });
+    expect(counted.tokens).toBe(611);
+    expect(counted.how).toBe(
+      "prompt length: counted with the model's tokenizer and chat template (/models/defender/): the longest prompt of upload:mix.jsonl is 611 tokens (line 2; the 3 longest of 3 prompts counted)",
+    );
+    const guessed = dataPromptLength(estimate, { error: 'it did not load within 10 s' });
+    expect(guessed.tokens).toBe(132);
+    expect(guessed.how).toBe(
+      'prompt length: estimated at 3 characters a token plus 32 for the template (300 characters, about 132 tokens): the tokenizer was not used (it did not load within 10 s)',
+    );
+    expect(workloadOf({ maxNewTokens: 64 }, counted.tokens).promptLen).toBe(611);
+    // A rollout that cuts to its prompt budget never sends more than the budget.
+    expect(workloadOf({ maxNewTokens: 64, maxPromptLength: 200, truncation: 'left' }, 611).promptLen).toBe(200);
+    expect(workloadOf({ maxNewTokens: 64, maxPromptLength: 200, truncation: 'error' }, 611).promptLen).toBe(611);
   });
 });

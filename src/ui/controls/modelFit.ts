@@ -14,6 +14,7 @@ import {
 } from '../../contract/learnMemory';
 import { projectionBytes, type WeightFormat } from '../../contract/weightFormat';
 import { LORA_TARGET_SETS, loraTargets, type LoraTargetSet } from '../../contract/loraTargets';
+import type { PromptTokenCount } from '../../contract/workerApi';
 
 const F32 = 4;
 
@@ -229,6 +230,42 @@ export function dataPromptTokens(
   return best;
 }
 
+/** How long the fit check waits for the worker to count with the model's tokenizer before it estimates. */
+export const COUNT_TIMEOUT_MS = 10_000;
+
+export interface DataPromptLength {
+  tokens: number;
+  ref: string;
+  /** The fit check's line on how it got `tokens`: counted with the tokenizer, or estimated and why. */
+  how: string;
+}
+
+/**
+ * The longest prompt's tokens: the worker's count with the model's tokenizer when it came back,
+ * else the estimate (dataPromptTokens), saying which was used and why.
+ */
+export function dataPromptLength(
+  estimate: { tokens: number; chars: number; ref: string },
+  counted: PromptTokenCount | { error: string },
+): DataPromptLength {
+  const n = (x: number) => x.toLocaleString('en-US');
+  if ('tokens' in counted)
+    return {
+      tokens: counted.tokens,
+      ref: estimate.ref,
+      how:
+        `prompt length: counted with the model's tokenizer and chat template (${counted.tokenizer}): the longest prompt of ` +
+        `${estimate.ref} is ${n(counted.tokens)} tokens (line ${counted.line}; the ${n(counted.counted)} longest of ${n(counted.rows)} prompts counted)`,
+    };
+  return {
+    tokens: estimate.tokens,
+    ref: estimate.ref,
+    how:
+      `prompt length: estimated at ${CHARS_PER_TOKEN} characters a token plus ${TEMPLATE_TOKENS} for the template ` +
+      `(${n(estimate.chars)} characters, about ${n(estimate.tokens)} tokens): the tokenizer was not used (${counted.error.slice(0, 200)})`,
+  };
+}
+
 export function workloadOf(config: Record<string, unknown>, dataPrompt: number | null = null): FitWorkload {
   const n = (k: string) => (typeof config[k] === 'number' ? (config[k] as number) : Number(config[k]));
   const pick = (...keys: string[]) => keys.map(n).find((v) => Number.isFinite(v) && v > 0);
@@ -241,8 +278,10 @@ export function workloadOf(config: Record<string, unknown>, dataPrompt: number |
       pick('attackerMaxTokens') ?? 0,
       pick('maxTokens') ?? 0,
     ) || 64;
-  // Prompts of the sandbox and of chat templates run to ~100 tokens; an upload's longest counts when known.
-  const promptLen = Math.max(128, dataPrompt ?? 0);
+  // Prompts of the sandbox and of chat templates run to ~100 tokens; an upload's longest counts when
+  // known, at most the prompt budget when the rollout cuts to it (truncation left / right / middle).
+  const cut = ['left', 'right', 'middle'].includes(String(config.truncation)) ? pick('maxPromptLength') : undefined;
+  const promptLen = Math.max(128, Math.min(dataPrompt ?? 0, cut ?? Infinity));
   return { batch: prompts * group, seqLen: answer + promptLen, promptLen, responseLen: answer };
 }
 
