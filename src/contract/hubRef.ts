@@ -96,3 +96,20 @@ export function hubFileUrl(id: string, file: string, opts: HubOptions = {}): str
   // A revision such as "refs/pr/1" is one path segment on the hub, so it is encoded whole.
   return `${endpoint}/${id}/resolve/${encodeURIComponent(revision)}/${encodePath(file)}`;
 }
+
+/**
+ * The hub model a reference names, or null when it names none: a bare id ("owner/name",
+ * "owner/name@revision") or the hub folder URL the setup form's picker writes. A URL elsewhere, a
+ * path starting with . or /, a sandbox name (no slash) or an invalid id is not one. The worker
+ * loads such a reference from the hub (or the page's `?hub=` mirror), so the fit check reads its
+ * config.json from the same place.
+ */
+export function hubRefOf(ref: string): HubRef | null {
+  const hubUrl = /^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/resolve\/[^/]+\/?$/.test(ref);
+  if (!hubUrl && (/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(ref) || !ref.includes('/'))) return null;
+  try {
+    return parseHubRef(ref);
+  } catch {
+    return null;
+  }
+}

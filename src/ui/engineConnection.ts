@@ -17,6 +17,11 @@ export function resolvePreference(setting: BackendPreference): {
   return { preference: setting, source: 'setting', urlError: null };
 }
 
+/** The hub mirror the page was opened with (`?hub=<endpoint>`): the worker loads hub ids from it, and the fit check reads their config there. */
+export function pageHubEndpoint(): string | undefined {
+  return new URLSearchParams(window.location.search).get('hub') ?? undefined;
+}
+
 export async function connectEngine(setting: BackendPreference): Promise<void> {
   const store = useEngine.getState();
   const { preference, source, urlError } = resolvePreference(setting);
@@ -27,7 +32,7 @@ export async function connectEngine(setting: BackendPreference): Promise<void> {
   store.setNotice(urlError ? `${urlError}: running on the saved setting (${setting}) instead.` : null);
   try {
     // `?hub=<endpoint>`: hub ids load from a mirror of the hub (as HF_ENDPOINT does for the CLI).
-    const hub = new URLSearchParams(window.location.search).get('hub');
+    const hub = pageHubEndpoint();
     if (hub) await client.api.setHubEndpoint(hub);
     const status = await client.api.init(preference);
     useEngine.getState().setReady(status);

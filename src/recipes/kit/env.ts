@@ -8,7 +8,7 @@ import { createRulesJudge } from '../../judges/rules';
 import type { Judge } from '../../judges/types';
 import { applyChatTemplate, CHAT_TEMPLATE_FILE, resolveChatTemplate } from '../../model/chat';
 import { hubSource } from '../../model/hub';
-import { parseHubRef } from '../../contract/hubRef';
+import { hubRefOf } from '../../contract/hubRef';
 import { looksLikeSandboxName, unknownModelError } from '../../contract/sandboxModels';
 import { briefName } from '../../contract/brief';
 import { disposeLlama } from '../../model/llama';
@@ -223,15 +223,8 @@ export function createRecipeEnv(opts: RecipeEnvOptions): RecipeEnv {
 export function hubFolder(ref: string, endpoint?: string): ModelFolder | null {
   // The setup form's hub picker writes a hub folder URL: it loads as the hub id it names (through
   // a mirror when one is set, with the hub's own messages: "offline?", "no such repository").
-  const hubUrl = /^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/resolve\/[^/]+\/?$/.test(ref);
-  if (!hubUrl && (/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(ref) || !ref.includes('/'))) return null;
-  let id;
-  try {
-    id = parseHubRef(ref);
-  } catch {
-    return null;
-  }
-  return hubSource(id.id, { revision: id.revision, endpoint });
+  const id = hubRefOf(ref);
+  return id && hubSource(id.id, { revision: id.revision, endpoint });
 }
 
 /** Browser env: sandbox names under `modelsBase` (default the site's models/ folder), hub ids on `hubEndpoint`, anything else a URL. */

@@ -8,7 +8,9 @@ import { unknownModelError } from '../../contract/sandboxModels';
 import { sandboxModelUrl } from '../../contract/siteRoot';
 import type { ModelFit } from '../../store/setupStore';
 import type { EngineStatus, PromptTokenCount } from '../../contract/workerApi';
-import { readModelRef } from './fieldKinds';
+import { hubFolderUrl, readModelRef } from './fieldKinds';
+import { hubRefOf } from '../../contract/hubRef';
+import { pageHubEndpoint } from '../engineConnection';
 import type { WeightFormat } from '../../contract/weightFormat';
 import { cachedConfigText } from './localFolders';
 import {
@@ -31,7 +33,14 @@ async function configText(ref: string): Promise<string> {
   if (unknown) throw new Error(unknown);
   const c = readModelRef(ref);
   if (c.mode === 'local') return cachedConfigText(c.url);
-  const base = c.mode === 'sandbox' ? sandboxModelUrl(c.name) : ref.replace(/\/?$/, '/');
+  // A hub id or hub folder loads from the page's `?hub=` mirror when one is set (as the worker does).
+  const hub = hubRefOf(ref);
+  const base =
+    c.mode === 'sandbox'
+      ? sandboxModelUrl(c.name)
+      : hub
+        ? hubFolderUrl(hub.id, hub.revision, pageHubEndpoint())
+        : ref.replace(/\/?$/, '/');
   const url = new URL('config.json', new URL(base, window.location.href)).href;
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
