@@ -161,11 +161,13 @@ export function tokenKlPenalty(
 }
 
 /**
- * The KL-in-reward coefficient of a run under klControllerFields: the current value, and the
- * step's update from the measured KL (mean over rows of each row's mean k1, veRL's current_kl)
- * and the batch size. The value goes in the checkpoint (extra.klCoef).
+ * The KL-in-reward controller of a run under klControllerFields (veRL's kl_ctrl, used when
+ * algorithm.use_kl_in_reward; its value is kl_ctrl.kl_coef, the lab's klBeta): the current
+ * coefficient, and the step's update from the measured KL (mean over rows of each row's mean k1,
+ * veRL's current_kl) and the batch size. The value goes in the checkpoint (extra.klCtrl). KL in
+ * the loss is another idea with its own names (klLossCoef, veRL kl_loss_coef / use_kl_loss).
  */
-export class KlCoef {
+export class KlCtrl {
   value: number;
   constructor(
     private readonly c: { klBeta: number; klController: 'fixed' | 'adaptive'; klTarget: number; klHorizon: number },
@@ -182,7 +184,7 @@ export class KlCoef {
     this.value = ctrl.value;
   }
   /** The value a checkpoint saved as `v` (absent: the configured klBeta); `where` names it in an error. Changes nothing. */
-  parse(v: unknown, where = 'extra.klCoef'): number {
+  parse(v: unknown, where = 'extra.klCtrl'): number {
     const ok = v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
     if (!ok)
       throw new Error(
@@ -190,16 +192,30 @@ export class KlCoef {
       );
     return v === undefined ? this.c.klBeta : (v as number);
   }
+  /** The value in a checkpoint's extra: extra.klCtrl, or extra.klCoef (its name before issue 45's rename). */
+  restore(extra: Record<string, unknown>): number {
+    const [v, where] = savedUnder(extra, 'klCtrl', 'klCoef');
+    return this.parse(v, `extra.${where}`);
+  }
 }
 
-/** extra.klCoefs of a run with one controller per trained model (arena's sides, minmax's players). */
-export const klCoefsState = (coefs: Record<string, KlCoef>): Record<string, number> =>
-  Object.fromEntries(Object.entries(coefs).map(([k, c]) => [k, c.value]));
+/** extra[key], or where only a checkpoint written before a rename has it, extra[former]; and which key it was. */
+function savedUnder(extra: Record<string, unknown>, key: string, former: string): [unknown, string] {
+  return extra[key] === undefined && extra[former] !== undefined ? [extra[former], former] : [extra[key], key];
+}
 
-/** Checks every saved extra.klCoefs value first and returns what assigns them (after the rest of the checkpoint restored). */
-export function parseKlCoefs(coefs: Record<string, KlCoef>, saved: unknown): () => void {
+/** extra.klCtrls of a run with one controller per trained model (arena's sides, minmax's players). */
+export const klCtrlsState = (ctrls: Record<string, KlCtrl>): Record<string, number> =>
+  Object.fromEntries(Object.entries(ctrls).map(([k, c]) => [k, c.value]));
+
+/**
+ * Checks every saved extra.klCtrls value (extra.klCoefs in a checkpoint from before the rename)
+ * first and returns what assigns them (after the rest of the checkpoint restored).
+ */
+export function parseKlCtrls(ctrls: Record<string, KlCtrl>, extra: Record<string, unknown>): () => void {
+  const [saved, where] = savedUnder(extra, 'klCtrls', 'klCoefs');
   const s = (saved ?? {}) as Record<string, unknown>;
-  const values = Object.entries(coefs).map(([k, c]) => [c, c.parse(s[k], `extra.klCoefs.${k}`)] as const);
+  const values = Object.entries(ctrls).map(([k, c]) => [c, c.parse(s[k], `extra.${where}.${k}`)] as const);
   return () => values.forEach(([c, v]) => (c.value = v));
 }
 

@@ -21,7 +21,7 @@ import {
   learnFromOutcomes,
   meanOf,
   spreadRows,
-  type KlCoef,
+  type KlCtrl,
   type LearnTokens,
   type OutcomeLearning,
   type ValueCritic,
@@ -83,7 +83,7 @@ export interface OutcomeUpdate<B extends PolicyBatch> {
   /** Temperature the player sampled at (its log-probs are taken at it). */
   temperature: number;
   /** The KL-in-reward controller, stepped on the batch's row KL after learning. */
-  klCoef?: KlCoef;
+  klCtrl?: KlCtrl;
   /** The scores advantages are computed from (default: the rewards). */
   scores?(b: B): number[];
   /** ReMax: per row, the reward of a greedy rollout of its prompt (after the batch is drawn). */
@@ -149,7 +149,7 @@ export async function groupStep<B extends ScoredBatch>(
   }
   const p = spec as unknown as OutcomeUpdate<PolicyBatch>;
   const b = drawn.batch as unknown as PolicyBatch;
-  const beta = p.klCoef?.value ?? 0;
+  const beta = p.klCtrl?.value ?? 0;
   const gen = b.gens.gen.gen;
   const scores = p.scores ? p.scores(b) : b.row.rewards;
   const rewardBaselines = p.rewardBaselines ? await p.rewardBaselines(b) : undefined;
@@ -165,7 +165,7 @@ export async function groupStep<B extends ScoredBatch>(
         c,
         p.tokenPenalty?.(b),
       );
-  p.klCoef?.update(b.row.kl);
+  p.klCtrl?.update(b.row.kl);
   t.mark('learn_ms');
   return { batch: drawn.batch, filter: drawn.metrics, advantages, learn, beta };
 }
@@ -212,7 +212,7 @@ export interface SharedRows {
  */
 export interface SharedRolloutStep<B extends { rows: SharedRows }> extends Pick<
   OutcomeUpdate<PolicyBatch>,
-  'learner' | 'tokens' | 'temperature' | 'klCoef'
+  'learner' | 'tokens' | 'temperature' | 'klCtrl'
 > {
   recipe: string;
   config: Omit<GroupStepConfig, 'lr'>;
@@ -253,7 +253,7 @@ export async function sharedRolloutStep<B extends { rows: SharedRows }>(
   const all = batch.rows;
   spec.dualAscent?.(batch);
   const base = spec.rewards(batch);
-  const beta = spec.klCoef?.value ?? 0;
+  const beta = spec.klCtrl?.value ?? 0;
   const rewardsAll = base.map((x, r) => x - beta * all.kl[r]);
   checkFiniteRewards(spec.recipe, rewardsAll, (r) => spec.rewardDetail(batch, r, base));
   // The rows this update learns from: all, or (filterGroups) the first `target` groups whose
@@ -285,7 +285,7 @@ export async function sharedRolloutStep<B extends { rows: SharedRows }>(
     groups,
     { ...c, lr: spec.timescale.lr },
   );
-  spec.klCoef?.update(kl);
+  spec.klCtrl?.update(kl);
   t.mark('learn_ms');
   return { batch, filter, beta, kept, gen, kl, rewards, groups, advantages, learn };
 }

@@ -89,9 +89,9 @@ import {
   criticsState,
   parseCritics,
   drawBatch,
-  KlCoef,
-  klCoefsState,
-  parseKlCoefs,
+  KlCtrl,
+  klCtrlsState,
+  parseKlCtrls,
   type ValueCritic,
   meanOf,
   spreadRows,
@@ -426,7 +426,7 @@ export class GameRun extends MultiLoraRun {
   updates = { policy: 0, monitor: 0 };
   private readonly critics: { policy: ValueCritic | null; monitor: ValueCritic | null };
   /** The KL-in-reward coefficient of each player (klController; fixed = klBeta). */
-  private readonly klCoefs: { policy: KlCoef; monitor: KlCoef };
+  private readonly klCtrls: { policy: KlCtrl; monitor: KlCtrl };
   /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
   private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
@@ -461,7 +461,7 @@ export class GameRun extends MultiLoraRun {
       policy: criticFor(policy.loaded.model, game),
       monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null,
     };
-    this.klCoefs = { policy: new KlCoef(game), monitor: new KlCoef(game) };
+    this.klCtrls = { policy: new KlCtrl(game), monitor: new KlCtrl(game) };
   }
 
   /** The player that updates at `step`, its learning rate and where it stands in its TTUR cycle. */
@@ -681,7 +681,7 @@ export class GameRun extends MultiLoraRun {
     if (!part) throw new Error(`${this.recipe}: the ${sched.player} has no adapter to train`);
     const lambdaBefore = this.lambda;
     const updateDual = this.recipe === 'minmax' && sched.phase === 0;
-    const beta = this.klCoefs[sched.player].value;
+    const beta = this.klCtrls[sched.player].value;
     // The rollout's rewards after the dual step (set by the dualAscent hook, read by the rest).
     let sc!: GameRewards;
     const r = await sharedRolloutStep(step, t, {
@@ -696,7 +696,7 @@ export class GameRun extends MultiLoraRun {
       },
       tokens: learner.loaded.codec,
       temperature: g.temperature,
-      klCoef: this.klCoefs[sched.player],
+      klCtrl: this.klCtrls[sched.player],
       rollout: (s, pt) => this.rollout(s, sched, pt),
       // The dual step reads F over every critique the rollout drew (all generation batches); minmax
       // steps lambda once per TTUR cycle, at its first update and before that update's rewards.
@@ -904,7 +904,7 @@ export class GameRun extends MultiLoraRun {
     return {
       lambda: this.lambda,
       updates: { ...this.updates },
-      klCoefs: klCoefsState(this.klCoefs),
+      klCtrls: klCtrlsState(this.klCtrls),
       ...(this.cycle ? { cycle: this.cycle } : {}),
       ...(await criticsState(this.critics)),
     };
@@ -917,7 +917,7 @@ export class GameRun extends MultiLoraRun {
     if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number')
       throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
     const counts = { policy: updates.policy, monitor: updates.monitor };
-    const assignKl = parseKlCoefs(this.klCoefs, extra.klCoefs);
+    const assignKl = parseKlCtrls(this.klCtrls, extra);
     const assignCritics = parseCritics(this.critics, extra.critics);
     return () => {
       assignKl();
