@@ -9,6 +9,7 @@ import { adaptiveKlController, updateKlController } from '../../rl/kl';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW, type AdamWState } from '../../rl/optim';
 import { policyStats, ValueHead } from '../../rl/policy';
+import { highEntropyMask } from '../../rl/entropyMask';
 import { maskRows, placeOutcomeRewards } from '../../rl/placement';
 import { lrAt } from '../../rl/schedule';
 import { learnEpochs } from '../../rl/trainer';
@@ -86,6 +87,8 @@ export interface OutcomeLearning {
   lrMinRatio?: number;
   /** TRL mask_truncated_completions: rows cut at the length cap earn and cost nothing. */
   maskTruncatedCompletions?: boolean;
+  /** TRL top_entropy_quantile: the policy term learns from this share of tokens, the highest-entropy ones; 1 = all. */
+  topEntropyQuantile?: number;
   /** TRL scale_rewards (group | batch | none); normAdvByStd = false means none. */
   scaleRewards?: ScaleRewards;
   /** GRPO std epsilon (veRL 1e-6, TRL 1e-4). */
@@ -369,6 +372,13 @@ export async function learnFromTokenRewards(
       lam: c.gaeLambda,
     },
   );
+  // top_entropy_quantile (TRL; rl/entropyMask.ts): advantage 0 on the tokens below the entropy
+  // cut, which is TRL's per_token_loss x entropy_mask for every policy loss here (each is A x a
+  // ratio term); the denominators, the KL and entropy terms keep every token, as in TRL.
+  const q = c.topEntropyQuantile ?? 1;
+  const entropyKept =
+    q < 1 ? await highEntropyTokens(learner.model, rollout, mask, c.temperature, padTokenId, q) : null;
+  const pgAdvantages = entropyKept ? maskedBy(advantages.advantages, entropyKept.mask) : advantages.advantages;
   const kl = c.kl ?? { estimator: c.klLossEstimator ?? 'k3', coef: c.klLossCoef ?? 0 };
   const aggMode = c.lossAggMode ?? 'auto';
   const trl = c.trlLossType ?? 'off';
@@ -399,7 +409,7 @@ export async function learnFromTokenRewards(
       mask: rollout.mask,
       oldLogp: fromRows(rollout.logprobs),
       refLogp,
-      advantages: advantages.advantages,
+      advantages: pgAdvantages,
       lossMask: advantages.mask,
       // A skipped group leaves the policy term only: the KL and entropy terms still cover its rows.
       regMask: skip ? mask : undefined,
@@ -426,8 +436,41 @@ export async function learnFromTokenRewards(
     lr,
   );
   if (c.maskTruncatedCompletions) learn['batch/truncated_rows'] = truncated;
+  if (entropyKept) learn['batch/high_entropy_tokens'] = entropyKept.share;
   return { advantages, learn };
 }
+
+/**
+ * The tokens top_entropy_quantile keeps: the entropy of the learner as it stands (TRL takes the
+ * current policy's, at the sampling temperature) on each response token, cut at the (1 - q)
+ * quantile of the batch's; and the share of the response tokens kept.
+ */
+async function highEntropyTokens(
+  model: LlamaModel,
+  rollout: LearnRollout,
+  mask: TokenMatrix,
+  temperature: number,
+  padTokenId: number,
+  q: number,
+): Promise<{ mask: TokenMatrix; share: number }> {
+  const s = policyStats(
+    model,
+    { prompts: rollout.prompts, responses: rollout.responses, mask: rollout.mask },
+    { temperature, padTokenId },
+  );
+  const entropy = await fromTensor2D(s.entropy);
+  tf.dispose([s.logp, s.entropy]);
+  const keep = highEntropyMask(entropy, mask, 1 - q);
+  const live = mask.data.reduce((a, x) => a + (x > 0 ? 1 : 0), 0);
+  return { mask: keep, share: live === 0 ? 0 : keep.data.reduce((a, x) => a + x, 0) / live };
+}
+
+/** `m` with every entry outside `keep` set to 0. */
+const maskedBy = (m: TokenMatrix, keep: TokenMatrix): TokenMatrix => ({
+  data: m.data.map((x, i) => (keep.data[i] > 0 ? x : 0)),
+  rows: m.rows,
+  cols: m.cols,
+});
 
 /**
  * `size` items of `pool` for one step: a seeded partial Fisher-Yates draw (distinct while the
