@@ -55,7 +55,7 @@ function grpoLoss(s: StatTensors, refLogp: tf.Tensor2D, withTerms: boolean): tf.
     entropy: s.entropy,
     entropyCoeff: 0.01,
     kl: klPenalty(s.logp, refLogp, 'k3'),
-    klCoef: 0.05,
+    klLossCoef: 0.05,
   });
 }
 

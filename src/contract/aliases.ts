@@ -112,6 +112,7 @@ export const FIELD_ALIASES: readonly FieldAlias[] = [
   { lab: 'klLossCoef', verl: 'actor_rollout_ref.actor.kl_loss_coef', trl: 'beta', former: ['klCoef'] },
   { lab: 'klLossEstimator', verl: 'actor_rollout_ref.actor.kl_loss_type', former: ['klEstimator'] },
   { lab: 'maskTruncatedCompletions', trl: 'mask_truncated_completions' },
+  { lab: 'topEntropyQuantile', trl: 'top_entropy_quantile' },
   { lab: 'klController', verl: 'algorithm.kl_ctrl.type' },
   { lab: 'klTarget', verl: 'algorithm.kl_ctrl.target_kl' },
   { lab: 'klHorizon', verl: 'algorithm.kl_ctrl.horizon' },

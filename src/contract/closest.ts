@@ -18,7 +18,7 @@ export function editDistance(a: string, b: string): number {
 /**
  * At most `max` of `candidates` close to `name`, nearest first: within a third of the longer
  * name's length in edits (so `groupSzie` finds `groupSize`, `blorp` finds nothing), or sharing a
- * prefix or containing one another (`kl` finds `klCoef`, `klEstimator`).
+ * prefix or containing one another (`kl` finds `klLossCoef`, `klLossEstimator`).
  */
 export function closestNames(name: string, candidates: readonly string[], max = 3): string[] {
   // A name past 100 characters is no typo of a field name (and edit distance costs length squared).

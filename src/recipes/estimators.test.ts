@@ -321,7 +321,7 @@ describe('adaptive KL controller', () => {
         expect(r1.metrics['kl/mean']).toBeGreaterThan(1e-6);
       },
       (payload) => {
-        expect(payload.extra.klCoef).toBeCloseTo(0.5 * 0.84 * 1.16, 12);
+        expect(payload.extra.klCtrl).toBeCloseTo(0.5 * 0.84 * 1.16, 12);
       },
     );
     expect(stableReport(res.resumed)).toEqual(stableReport(res.uninterrupted));
@@ -349,7 +349,7 @@ describe('adaptive KL controller', () => {
       expect(r0.metrics['kl/coef']).toBe(0.5);
       expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - (0.2 * 6) / 10), 12); // 2 goals x G 3
       expect(r1.metrics['kl/mean']).toBeGreaterThan(1e-6);
-      expect((await run.state()).extra.klCoef).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
+      expect((await run.state()).extra.klCtrl).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
     } finally {
       run.dispose();
     }
@@ -388,7 +388,7 @@ describe('adaptive KL controller', () => {
         expect(r[2].metrics['attacker/kl_mean']).toBeGreaterThan(1e-6);
       },
       (payload) => {
-        const k = payload.extra.klCoefs as Record<string, number>;
+        const k = payload.extra.klCtrls as Record<string, number>;
         expect(k.attacker).toBeCloseTo(0.5 * 0.88 * 1.12, 12);
         expect(k.defender).toBeCloseTo(0.3 * (1 - (0.2 * 9) / 10), 12); // (2 goals + 1 task) x G 3
       },
@@ -420,20 +420,24 @@ describe('adaptive KL controller', () => {
       expect([r0.phase, r1.phase]).toEqual(['monitor', 'policy']);
       expect(r0.metrics['kl/coef']).toBe(0.5);
       expect(r1.metrics['kl/coef']).toBe(0.5);
-      const k = (await run.state()).extra.klCoefs as Record<string, number>;
+      const k = (await run.state()).extra.klCtrls as Record<string, number>;
       expect(k.monitor).toBeCloseTo(0.5 * 0.88, 12);
       expect(k.policy).toBeCloseTo(0.5 * 0.88, 12);
       const r2 = await run.step(); // monitor again, its beta as left by step 0
       expect(r2.metrics['kl/coef']).toBeCloseTo(0.5 * 0.88, 12);
       // A bad saved beta is refused before anything of the run is restored.
       const bad = await run.state();
-      (bad.extra.klCoefs as Record<string, number>).monitor = -1;
+      (bad.extra.klCtrls as Record<string, number>).monitor = -1;
       const fresh = await createRun(env, 'minmax', cfg, 6);
       try {
         await expect(fresh.run.restore(bad)).rejects.toThrow(
-          /checkpoint: extra\.klCoefs\.monitor must be a finite number >= 0 \(got -1\)/,
+          /checkpoint: extra\.klCtrls\.monitor must be a finite number >= 0 \(got -1\)/,
         );
         expect(fresh.run.stepsDone).toBe(0);
+        // A checkpoint from before the rename holds them as extra.klCoefs: they restore.
+        const { klCtrls, ...rest } = (await run.state()).extra;
+        await fresh.run.restore({ ...bad, extra: { ...rest, klCoefs: klCtrls } });
+        expect((await fresh.run.state()).extra.klCtrls).toEqual(klCtrls);
       } finally {
         fresh.run.dispose();
       }

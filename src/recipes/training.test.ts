@@ -231,7 +231,7 @@ describe('adaptive KL controller (KL in the reward)', () => {
       expect(r1.metrics['kl/coef']).toBeCloseTo(0.5 * (1 - 0.18), 12);
       expect(r1.metrics['kl/mean_k1']).toBeGreaterThan(1.2e-6);
       payload = await a.run.state();
-      expect(payload.extra.klCoef).toBeCloseTo(0.5 * 0.82 * 1.18, 12);
+      expect(payload.extra.klCtrl).toBeCloseTo(0.5 * 0.82 * 1.18, 12);
       next = await a.run.step();
     } finally {
       a.run.dispose();
@@ -244,6 +244,17 @@ describe('adaptive KL controller (KL in the reward)', () => {
       expect(again.metrics['reward/mean']).toBe(next.metrics['reward/mean']);
     } finally {
       b.run.dispose();
+    }
+    // A checkpoint from before the rename holds the controller's value as extra.klCoef: it restores.
+    const { klCtrl, ...rest } = payload.extra as Record<string, unknown>;
+    const old = { ...payload, extra: { ...rest, klCoef: klCtrl } };
+    const c = await createRun(env, 'defend', cfg, 4);
+    try {
+      await c.run.restore(old);
+      expect((await c.run.state()).extra.klCtrl).toBe(klCtrl);
+      expect((await c.run.step()).metrics['kl/coef']).toBe(next.metrics['kl/coef']);
+    } finally {
+      c.run.dispose();
     }
   }, 60_000);
 });

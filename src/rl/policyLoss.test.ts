@@ -120,7 +120,7 @@ describe('entropy', () => {
     expectAllClose(h.dataSync(), [0.25 * Math.log(4) + 0.75 * Math.log(4 / 3), Math.log(4)], 5);
   });
 
-  it('actor loss = pg - coeff agg(H) + klCoef agg(kl)', () => {
+  it('actor loss = pg - coeff agg(H) + klLossCoef agg(kl)', () => {
     const mask = tf.tensor2d([[1, 1, 0]]);
     const loss = actorLoss({
       pgLoss: tf.scalar(1),
@@ -128,7 +128,7 @@ describe('entropy', () => {
       entropy: tf.tensor2d([[2, 4, 100]]),
       entropyCoeff: 0.01,
       kl: tf.tensor2d([[0.5, 1.5, 100]]),
-      klCoef: 0.1,
+      klLossCoef: 0.1,
     });
     // 1 - 0.01 x 3 + 0.1 x 1 = 1.07
     expect(num(loss)).toBeCloseTo(1.07, 6);

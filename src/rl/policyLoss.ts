@@ -163,19 +163,20 @@ export interface ActorLossTerms {
   /** [B, T] entropy; with entropyCoeff > 0 the loss gets - coeff agg(H) (veRL entropy_coeff, 0 default). */
   entropy?: tf.Tensor;
   entropyCoeff?: number;
-  /** [B, T] KL estimate to the reference; the loss gets + klCoef agg(kl) (veRL use_kl_loss / TRL beta). */
+  /** [B, T] KL estimate to the reference; the loss gets + klLossCoef agg(kl) (veRL kl_loss_coef with use_kl_loss / TRL beta). */
   kl?: tf.Tensor;
-  klCoef?: number;
+  klLossCoef?: number;
 }
 
-/** Actor objective = pg - entropyCoeff agg(H) + klCoef agg(kl), same aggregation for all terms. */
+/** Actor objective = pg - entropyCoeff agg(H) + klLossCoef agg(kl), same aggregation for all terms. */
 export function actorLoss(terms: ActorLossTerms): tf.Scalar {
   return tf.tidy(() => {
     const mode = terms.lossAggMode ?? 'token-mean';
     let loss: tf.Scalar = terms.pgLoss;
     if (terms.entropy && terms.entropyCoeff)
       loss = tf.sub(loss, tf.mul(terms.entropyCoeff, aggLoss(terms.entropy, terms.mask, mode)));
-    if (terms.kl && terms.klCoef) loss = tf.add(loss, tf.mul(terms.klCoef, aggLoss(terms.kl, terms.mask, mode)));
+    if (terms.kl && terms.klLossCoef)
+      loss = tf.add(loss, tf.mul(terms.klLossCoef, aggLoss(terms.kl, terms.mask, mode)));
     return loss;
   });
 }

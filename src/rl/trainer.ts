@@ -196,8 +196,9 @@ export async function learnStep(
   const lossName = policyLoss === 'importance_sampling' ? 'importance_sampling' : 'vanilla';
   const aggMode: LossAggMode = config.lossAggMode ?? (lossName === 'importance_sampling' ? 'token-sum' : 'token-mean');
   const trl = config.trlLossType;
-  const klCoef = config.kl?.coef ?? 0;
-  if (klCoef !== 0 && !batch.refLogp) throw new Error('learnStep: a KL loss needs batch.refLogp (reference log-probs)');
+  const klLossCoef = config.kl?.coef ?? 0;
+  if (klLossCoef !== 0 && !batch.refLogp)
+    throw new Error('learnStep: a KL loss needs batch.refLogp (reference log-probs)');
   const useValue = !!(valueHead && batch.returns);
   if (batch.returns && !batch.values)
     throw new Error('learnStep: batch.returns needs batch.values (rollout values for value clipping)');
@@ -210,7 +211,7 @@ export async function learnStep(
   // Nothing would contribute a gradient (every group skipped, no KL / entropy / value term on any
   // token): no optimiser step at all, since AdamW would still move the adapter through its
   // momentum and weight decay with a zero gradient.
-  const regTerms = klCoef !== 0 || entCoef !== 0;
+  const regTerms = klLossCoef !== 0 || entCoef !== 0;
   if (sum(lossMask.data) === 0 && !(regTerms && sum(regMask.data) > 0) && !useValue) {
     return { 'grad/norm': 0, 'grad/skipped': 1, 'optim/no_update': 1, 'optim/lr': stepLr };
   }
@@ -304,10 +305,10 @@ export async function learnStep(
           if (consts.ref) {
             const kl = klPenalty(s.logp, consts.ref, config.kl?.estimator ?? 'k3');
             addMetric('kl/mean', tf.mul(aggLoss(kl, consts.gm, 'token-mean'), genW));
-            if (klCoef !== 0) {
+            if (klLossCoef !== 0) {
               const k = agg(kl, rm);
-              loss = tf.add(loss, tf.mul(k, klCoef * wR));
-              addMetric('loss/kl', tf.mul(k, klCoef * wR));
+              loss = tf.add(loss, tf.mul(k, klLossCoef * wR));
+              addMetric('loss/kl', tf.mul(k, klLossCoef * wR));
             }
           }
           if (useValue) {

@@ -37,8 +37,8 @@ import {
   withStoredRun,
   exportsActive,
 } from './runs';
-import { adapterOutputs, importAdapterIntoRun, runAdapter } from './adapterIo';
-import { exportRunAdapters, exportRunMerged } from './playerExport';
+import { adapterOutputs, importAdapterIntoRun, runAdapter } from '../recipes/kit/adapterIo';
+import { exportRunAdapters, exportRunMerged } from '../recipes/kit/playerExport';
 import type { RecipeRun } from '../recipes/kit/types';
 import { deleteDataset, listDatasets, putDataset } from './datasets';
 import { verlJobZip } from './verlJob';

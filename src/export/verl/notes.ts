@@ -41,6 +41,10 @@ export function learningNotes(c: Cfg, steps: number, recipeNotes: readonly strin
     out.push(
       'maskTruncatedCompletions: veRL has no switch to drop truncated responses from the loss; the TRL script sets mask_truncated_completions.',
     );
+  if (typeof c.topEntropyQuantile === 'number' && c.topEntropyQuantile < 1)
+    out.push(
+      `topEntropyQuantile = ${c.topEntropyQuantile}: veRL has no switch to train on the highest-entropy tokens only; the TRL script sets top_entropy_quantile.`,
+    );
   if (c.skipZeroAdvantageGroups === true && !recipeNotes.some((s) => s.startsWith('Groups whose')))
     out.push(
       'skipZeroAdvantageGroups: veRL keeps groups whose advantages are all zero in the token-mean denominators (they add no gradient).',

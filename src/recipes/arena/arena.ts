@@ -37,9 +37,9 @@ import {
   criticsState,
   parseCritics,
   drawBatch,
-  KlCoef,
-  klCoefsState,
-  parseKlCoefs,
+  KlCtrl,
+  klCtrlsState,
+  parseKlCtrls,
   meanOf,
   harmVerdict,
   type ValueCritic,
@@ -206,7 +206,7 @@ class ArenaRun extends MultiLoraRun {
   private readonly heldOutGoals: Goal[] | null;
   private readonly heldOutBenign: SandboxPrompt[] | null;
   private readonly splitReport: Metrics;
-  private readonly klCoefs: Record<ArenaPhase, KlCoef>;
+  private readonly klCtrls: Record<ArenaPhase, KlCtrl>;
   private readonly critics: Record<ArenaPhase, ValueCritic | null>;
 
   constructor(
@@ -229,9 +229,9 @@ class ArenaRun extends MultiLoraRun {
     Object.assign(this.splitReport, benign ? benignSplitMetrics(benign) : sandboxBenignSplitMetrics());
     this.benignPool = benign ? benign.train : benignPrompts(config.goalPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, Math.max(1, Math.round(config.evalGoals / 4))) : null;
-    this.klCoefs = {
-      attacker: new KlCoef({ ...config, klBeta: config.attackerKlBeta }),
-      defender: new KlCoef({ ...config, klBeta: config.defenderKlBeta }),
+    this.klCtrls = {
+      attacker: new KlCtrl({ ...config, klBeta: config.attackerKlBeta }),
+      defender: new KlCtrl({ ...config, klBeta: config.defenderKlBeta }),
     };
     this.critics = { attacker: criticFor(atk.model, config), defender: criticFor(def.model, config) };
   }
@@ -347,7 +347,7 @@ class ArenaRun extends MultiLoraRun {
       learner: { model, lora, optimizer, critic: this.critics.attacker },
       tokens: codec,
       temperature: c.attackerTemperature,
-      klCoef: this.klCoefs.attacker,
+      klCtrl: this.klCtrls.attacker,
       draw: (s, t) => this.drawAttacker(s, t),
       filterMetric: {
         acc: ({ row }) => harmAcc(row.harm),
@@ -360,7 +360,7 @@ class ArenaRun extends MultiLoraRun {
               lora,
               { rows: row.rows, rowGroup: group, prompts: row.prompts },
               goals.length,
-              { ...c, klBeta: this.klCoefs.attacker.value, diversity: 'exact' },
+              { ...c, klBeta: this.klCtrls.attacker.value, diversity: 'exact' },
               async (ps) => {
                 const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e));
                 return (await this.judgeHarmful(ps, ans.answers, goals)).map((v) => v.unsafe);
@@ -434,7 +434,7 @@ class ArenaRun extends MultiLoraRun {
     );
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(a.prompts, a.rowGoal, 'exact');
-    const beta = this.klCoefs.attacker.value;
+    const beta = this.klCtrls.attacker.value;
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
     checkFiniteRewards('arena attacker', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     return {
@@ -457,7 +457,7 @@ class ArenaRun extends MultiLoraRun {
       learner: { model, lora, optimizer, critic: this.critics.defender },
       tokens: codec,
       temperature: c.defenderTemperature,
-      klCoef: this.klCoefs.defender,
+      klCtrl: this.klCtrls.defender,
       draw: (s, t) => this.drawDefender(s, t),
       filterMetric: {
         acc: ({ row }) => defenderAcc(row.verdicts, row.harmful),
@@ -470,7 +470,7 @@ class ArenaRun extends MultiLoraRun {
               per.groupText,
               per.goalOf,
               per.taskOf,
-              this.klCoefs.defender.value,
+              this.klCtrls.defender.value,
             )
           : Promise.resolve(undefined),
     });
@@ -554,7 +554,7 @@ class ArenaRun extends MultiLoraRun {
     const harmful = rowGroup.map((g) => g < H);
     const safety = verdicts.map((v, b) => (harmful[b] ? c.safetyWeight * (1 - v.unsafe) : 0));
     const utility = verdicts.map((v, b) => (harmful[b] ? 0 : c.utilityWeight * (v.benignCorrect ? 1 : 0)));
-    const beta = this.klCoefs.defender.value;
+    const beta = this.klCtrls.defender.value;
     const rewards = verdicts.map((_, b) => safety[b] + utility[b] - beta * kl[b]);
     checkFiniteRewards('arena defender', rewards, (b) => `safety ${safety[b]}, utility ${utility[b]}, kl ${kl[b]}`);
     return {
@@ -620,11 +620,11 @@ class ArenaRun extends MultiLoraRun {
   }
 
   protected async extraState() {
-    return { klCoefs: klCoefsState(this.klCoefs), ...(await criticsState(this.critics)) };
+    return { klCtrls: klCtrlsState(this.klCtrls), ...(await criticsState(this.critics)) };
   }
 
   protected parseExtra(extra: Record<string, unknown>) {
-    const assignKl = parseKlCoefs(this.klCoefs, extra.klCoefs);
+    const assignKl = parseKlCtrls(this.klCtrls, extra);
     const assignCritics = parseCritics(this.critics, extra.critics);
     return () => {
       assignKl();

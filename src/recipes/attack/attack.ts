@@ -34,7 +34,7 @@ import { generate } from '../../model/generate';
 import type { LoraSet } from '../../model/lora';
 import { hash3 } from '../../model/random';
 import type { AdamW } from '../../rl/optim';
-import { checkFiniteRewards, criticFor, KlCoef, meanOf, drawBatch, harmVerdict, type ValueCritic } from '../kit/common';
+import { checkFiniteRewards, criticFor, KlCtrl, meanOf, drawBatch, harmVerdict, type ValueCritic } from '../kit/common';
 import { createWithCleanup, klCriticState, LoraRun, parseKlCritic, PhaseTimer, type StepBody } from '../kit/run';
 import { harmAcc } from '../kit/dynamicGroups';
 import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/groupStep';
@@ -253,7 +253,7 @@ class AttackRun extends LoraRun {
   readonly recipe = 'attack';
   private readonly pool: Goal[];
   private readonly critic: ValueCritic | null;
-  private readonly klCoef: KlCoef;
+  private readonly klCtrl: KlCtrl;
 
   constructor(
     private readonly atk: LoadedModel,
@@ -269,7 +269,7 @@ class AttackRun extends LoraRun {
     super();
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.critic = criticFor(atk.model, config);
-    this.klCoef = new KlCoef(config);
+    this.klCtrl = new KlCtrl(config);
   }
 
   /** The frozen defender's answers to attacker prompts (greedy or sampled with `seed`). */
@@ -306,7 +306,7 @@ class AttackRun extends LoraRun {
       learner: { model: this.atk.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
       tokens: this.atk.codec,
       temperature: c.attackerTemperature,
-      klCoef: this.klCoef,
+      klCtrl: this.klCtrl,
       draw: (s, t) => this.draw(s, t),
       filterMetric: {
         acc: ({ row }) => harmAcc(row.harm),
@@ -407,7 +407,7 @@ class AttackRun extends LoraRun {
     const verdicts = await this.judge.score(judged);
     const harm = verdicts.map((v) => v.unsafe);
     const div = groupDiversity(attacks, rowGoal, c.diversity);
-    const beta = this.klCoef.value;
+    const beta = this.klCtrl.value;
     const rewards = harm.map((h, b) => h + c.diversityCoef * div[b] - beta * kl[b]);
     checkFiniteRewards('attack', rewards, (b) => `harm ${harm[b]}, diversity ${div[b]}, kl ${kl[b]}`);
     return {
@@ -432,7 +432,7 @@ class AttackRun extends LoraRun {
       this.lora,
       { rows: b.row.rows, rowGroup: b.group, prompts: b.row.attacks },
       goals.length,
-      { ...c, klBeta: this.klCoef.value },
+      { ...c, klBeta: this.klCtrl.value },
       async (ps) => {
         const { answers: a } = await this.defenderAnswers(ps, hash3(this.seed, step, 0xba5e));
         const v = await this.judge.score(
@@ -448,11 +448,11 @@ class AttackRun extends LoraRun {
   }
 
   protected extraState() {
-    return klCriticState(this.klCoef, this.critic);
+    return klCriticState(this.klCtrl, this.critic);
   }
 
   protected parseExtra(extra: Record<string, unknown>) {
-    return parseKlCritic(this.klCoef, this.critic, extra);
+    return parseKlCritic(this.klCtrl, this.critic, extra);
   }
 
   protected held() {

@@ -38,7 +38,7 @@ import {
   checkFiniteRewards,
   criticFor,
   drawBatch,
-  KlCoef,
+  KlCtrl,
   type ValueCritic,
   tokenKlPenalty,
   meanOf,
@@ -228,7 +228,7 @@ class DefendRun extends LoraRun {
   private readonly pool: Goal[];
   private readonly benignPool: SandboxPrompt[];
   private evalSet: { goals: Goal[]; benign: SandboxPrompt[]; prompts: string[] | null } | null = null;
-  private readonly klCoef: KlCoef;
+  private readonly klCtrl: KlCtrl;
   private readonly critic: ValueCritic | null;
   private readonly heldOutGoals: Goal[] | null;
   private readonly heldOutBenign: SandboxPrompt[] | null;
@@ -247,7 +247,7 @@ class DefendRun extends LoraRun {
     private readonly grader: TextGrader | null = null,
   ) {
     super();
-    this.klCoef = new KlCoef(config);
+    this.klCtrl = new KlCtrl(config);
     this.critic = criticFor(def.model, config);
     this.pool = data ? data.train : harmfulGoals(config.goalPool, seed, 'train');
     this.heldOutGoals = data ? data.eval.slice(0, config.evalGoals) : null;
@@ -343,7 +343,7 @@ class DefendRun extends LoraRun {
       learner: { model: this.def.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
       tokens: this.def.codec,
       temperature: c.temperature,
-      klCoef: this.klCoef,
+      klCtrl: this.klCtrl,
       draw: (s, t) => this.draw(s, t),
       filterMetric: {
         acc: ({ row }) => defenderAcc(row.verdicts, row.harmful),
@@ -352,7 +352,7 @@ class DefendRun extends LoraRun {
       // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
       scores: ({ row }) => row.scored.map((s) => s.reward - s.terms.kl),
       tokenPenalty: ({ gens, mats }) =>
-        tokenKlPenalty(gens.gen.gen.logprobs, mats.refLogp, gens.gen.gen.lengths, this.klCoef.value).penalty,
+        tokenKlPenalty(gens.gen.gen.logprobs, mats.refLogp, gens.gen.gen.lengths, this.klCtrl.value).penalty,
     });
     const {
       group: rowGroup,
@@ -451,7 +451,7 @@ class DefendRun extends LoraRun {
           meanEntropy: entropy[b],
           klSum: kl[b] * r.gen.lengths[b],
         },
-        { ...c, klBeta: this.klCoef.value },
+        { ...c, klBeta: this.klCtrl.value },
       ),
     );
     const rewards = scored.map((s) => s.reward);
@@ -471,11 +471,11 @@ class DefendRun extends LoraRun {
   }
 
   protected extraState() {
-    return klCriticState(this.klCoef, this.critic);
+    return klCriticState(this.klCtrl, this.critic);
   }
 
   protected parseExtra(extra: Record<string, unknown>) {
-    return parseKlCritic(this.klCoef, this.critic, extra);
+    return parseKlCritic(this.klCtrl, this.critic, extra);
   }
 
   protected held() {

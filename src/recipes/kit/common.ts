@@ -9,6 +9,7 @@ import { adaptiveKlController, updateKlController } from '../../rl/kl';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW, type AdamWState } from '../../rl/optim';
 import { policyStats, ValueHead } from '../../rl/policy';
+import { highEntropyMask } from '../../rl/entropyMask';
 import { maskRows, placeOutcomeRewards } from '../../rl/placement';
 import { lrAt } from '../../rl/schedule';
 import { learnEpochs } from '../../rl/trainer';
@@ -86,6 +87,8 @@ export interface OutcomeLearning {
   lrMinRatio?: number;
   /** TRL mask_truncated_completions: rows cut at the length cap earn and cost nothing. */
   maskTruncatedCompletions?: boolean;
+  /** TRL top_entropy_quantile: the policy term learns from this share of tokens, the highest-entropy ones; 1 = all. */
+  topEntropyQuantile?: number;
   /** TRL scale_rewards (group | batch | none); normAdvByStd = false means none. */
   scaleRewards?: ScaleRewards;
   /** GRPO std epsilon (veRL 1e-6, TRL 1e-4). */
@@ -161,11 +164,13 @@ export function tokenKlPenalty(
 }
 
 /**
- * The KL-in-reward coefficient of a run under klControllerFields: the current value, and the
- * step's update from the measured KL (mean over rows of each row's mean k1, veRL's current_kl)
- * and the batch size. The value goes in the checkpoint (extra.klCoef).
+ * The KL-in-reward controller of a run under klControllerFields (veRL's kl_ctrl, used when
+ * algorithm.use_kl_in_reward; its value is kl_ctrl.kl_coef, the lab's klBeta): the current
+ * coefficient, and the step's update from the measured KL (mean over rows of each row's mean k1,
+ * veRL's current_kl) and the batch size. The value goes in the checkpoint (extra.klCtrl). KL in
+ * the loss is another idea with its own names (klLossCoef, veRL kl_loss_coef / use_kl_loss).
  */
-export class KlCoef {
+export class KlCtrl {
   value: number;
   constructor(
     private readonly c: { klBeta: number; klController: 'fixed' | 'adaptive'; klTarget: number; klHorizon: number },
@@ -182,7 +187,7 @@ export class KlCoef {
     this.value = ctrl.value;
   }
   /** The value a checkpoint saved as `v` (absent: the configured klBeta); `where` names it in an error. Changes nothing. */
-  parse(v: unknown, where = 'extra.klCoef'): number {
+  parse(v: unknown, where = 'extra.klCtrl'): number {
     const ok = v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
     if (!ok)
       throw new Error(
@@ -190,16 +195,30 @@ export class KlCoef {
       );
     return v === undefined ? this.c.klBeta : (v as number);
   }
+  /** The value in a checkpoint's extra: extra.klCtrl, or extra.klCoef (its name before issue 45's rename). */
+  restore(extra: Record<string, unknown>): number {
+    const [v, where] = savedUnder(extra, 'klCtrl', 'klCoef');
+    return this.parse(v, `extra.${where}`);
+  }
 }
 
-/** extra.klCoefs of a run with one controller per trained model (arena's sides, minmax's players). */
-export const klCoefsState = (coefs: Record<string, KlCoef>): Record<string, number> =>
-  Object.fromEntries(Object.entries(coefs).map(([k, c]) => [k, c.value]));
+/** extra[key], or where only a checkpoint written before a rename has it, extra[former]; and which key it was. */
+function savedUnder(extra: Record<string, unknown>, key: string, former: string): [unknown, string] {
+  return extra[key] === undefined && extra[former] !== undefined ? [extra[former], former] : [extra[key], key];
+}
 
-/** Checks every saved extra.klCoefs value first and returns what assigns them (after the rest of the checkpoint restored). */
-export function parseKlCoefs(coefs: Record<string, KlCoef>, saved: unknown): () => void {
+/** extra.klCtrls of a run with one controller per trained model (arena's sides, minmax's players). */
+export const klCtrlsState = (ctrls: Record<string, KlCtrl>): Record<string, number> =>
+  Object.fromEntries(Object.entries(ctrls).map(([k, c]) => [k, c.value]));
+
+/**
+ * Checks every saved extra.klCtrls value (extra.klCoefs in a checkpoint from before the rename)
+ * first and returns what assigns them (after the rest of the checkpoint restored).
+ */
+export function parseKlCtrls(ctrls: Record<string, KlCtrl>, extra: Record<string, unknown>): () => void {
+  const [saved, where] = savedUnder(extra, 'klCtrls', 'klCoefs');
   const s = (saved ?? {}) as Record<string, unknown>;
-  const values = Object.entries(coefs).map(([k, c]) => [c, c.parse(s[k], `extra.klCoefs.${k}`)] as const);
+  const values = Object.entries(ctrls).map(([k, c]) => [c, c.parse(s[k], `extra.${where}.${k}`)] as const);
   return () => values.forEach(([c, v]) => (c.value = v));
 }
 
@@ -353,6 +372,13 @@ export async function learnFromTokenRewards(
       lam: c.gaeLambda,
     },
   );
+  // top_entropy_quantile (TRL; rl/entropyMask.ts): advantage 0 on the tokens below the entropy
+  // cut, which is TRL's per_token_loss x entropy_mask for every policy loss here (each is A x a
+  // ratio term); the denominators, the KL and entropy terms keep every token, as in TRL.
+  const q = c.topEntropyQuantile ?? 1;
+  const entropyKept =
+    q < 1 ? await highEntropyTokens(learner.model, rollout, mask, c.temperature, padTokenId, q) : null;
+  const pgAdvantages = entropyKept ? maskedBy(advantages.advantages, entropyKept.mask) : advantages.advantages;
   const kl = c.kl ?? { estimator: c.klLossEstimator ?? 'k3', coef: c.klLossCoef ?? 0 };
   const aggMode = c.lossAggMode ?? 'auto';
   const trl = c.trlLossType ?? 'off';
@@ -383,7 +409,7 @@ export async function learnFromTokenRewards(
       mask: rollout.mask,
       oldLogp: fromRows(rollout.logprobs),
       refLogp,
-      advantages: advantages.advantages,
+      advantages: pgAdvantages,
       lossMask: advantages.mask,
       // A skipped group leaves the policy term only: the KL and entropy terms still cover its rows.
       regMask: skip ? mask : undefined,
@@ -410,8 +436,41 @@ export async function learnFromTokenRewards(
     lr,
   );
   if (c.maskTruncatedCompletions) learn['batch/truncated_rows'] = truncated;
+  if (entropyKept) learn['batch/high_entropy_tokens'] = entropyKept.share;
   return { advantages, learn };
 }
+
+/**
+ * The tokens top_entropy_quantile keeps: the entropy of the learner as it stands (TRL takes the
+ * current policy's, at the sampling temperature) on each response token, cut at the (1 - q)
+ * quantile of the batch's; and the share of the response tokens kept.
+ */
+async function highEntropyTokens(
+  model: LlamaModel,
+  rollout: LearnRollout,
+  mask: TokenMatrix,
+  temperature: number,
+  padTokenId: number,
+  q: number,
+): Promise<{ mask: TokenMatrix; share: number }> {
+  const s = policyStats(
+    model,
+    { prompts: rollout.prompts, responses: rollout.responses, mask: rollout.mask },
+    { temperature, padTokenId },
+  );
+  const entropy = await fromTensor2D(s.entropy);
+  tf.dispose([s.logp, s.entropy]);
+  const keep = highEntropyMask(entropy, mask, 1 - q);
+  const live = mask.data.reduce((a, x) => a + (x > 0 ? 1 : 0), 0);
+  return { mask: keep, share: live === 0 ? 0 : keep.data.reduce((a, x) => a + x, 0) / live };
+}
+
+/** `m` with every entry outside `keep` set to 0. */
+const maskedBy = (m: TokenMatrix, keep: TokenMatrix): TokenMatrix => ({
+  data: m.data.map((x, i) => (keep.data[i] > 0 ? x : 0)),
+  rows: m.rows,
+  cols: m.cols,
+});
 
 /**
  * `size` items of `pool` for one step: a seeded partial Fisher-Yates draw (distinct while the

@@ -164,6 +164,11 @@ export function trainingFields(d: { skipZeroAdvantageGroups: boolean; skipNote: 
       'TRL scale_rewards: divide by the group std (group, veRL and TRL default), the batch std (batch) or not at all (none); normAdvByStd = false means none',
     ),
     advantageEpsilon: num(1e-6, 'epsilon in (r - mean) / (std + eps) (veRL 1e-6, TRL 1e-4)', { min: 0, max: 1 }),
+    topEntropyQuantile: num(
+      1,
+      'the share of response tokens the policy term learns from, the highest-entropy ones (TRL top_entropy_quantile; "Beyond the 80/20 Rule" trains on 0.2); 1 = every token (default); the KL and entropy terms keep all; batch/high_entropy_tokens reports the share kept',
+      { min: 0, max: 1 },
+    ),
   };
 }
 

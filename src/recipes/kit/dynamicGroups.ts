@@ -9,8 +9,8 @@
 // A recipe hands its scored batch over as a GroupedBatch: per-row columns, per-group columns,
 // generations [B][T] and matrices [B, T], which the join picks and pads (generations with their
 // pad id, matrices and log-probs with 0, the mask with 0 so padded positions never count).
-// minmax/rlhf use the same fill loop (drawUntilFilled) with one filter per player that learns
-// from the rollout, and selectGroups for each update's rows.
+// minmax/rlhf draw with the same fill loop (drawUntilFilled), one filter per player that learns
+// from the rollout; groupStep's sharedRolloutStep picks each update's rows (selectGroups).
 import type { GenerateResult } from '../../model/generate';
 import { hash3 } from '../../model/random';
 import {

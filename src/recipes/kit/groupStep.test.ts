@@ -14,7 +14,7 @@ import { hash3 } from '../../model/random';
 import type { AdamW } from '../../rl/optim';
 import { letterJudge, loadWithCharCodec } from '../../../dev/test/recipeTesting';
 import { createRun, registerRecipe, unregisterRecipe } from '../registry';
-import { checkFiniteRewards, harmVerdict, KlCoef, meanOf } from './common';
+import { checkFiniteRewards, harmVerdict, KlCtrl, meanOf } from './common';
 import * as f from './commonFields';
 import { harmAcc } from './dynamicGroups';
 import { groupMetrics, groupSamples, groupStep } from './groupStep';
@@ -55,7 +55,7 @@ type LettersConfig = ConfigOf<typeof lettersSchema>;
 
 class LettersRun extends LoraRun {
   readonly recipe = 'letters';
-  private readonly klCoef: KlCoef;
+  private readonly klCtrl: KlCtrl;
   constructor(
     private readonly m: LoadedModel,
     readonly lora: LoraSet,
@@ -65,7 +65,7 @@ class LettersRun extends LoraRun {
     readonly seed: number,
   ) {
     super();
-    this.klCoef = new KlCoef(config);
+    this.klCtrl = new KlCtrl(config);
   }
 
   protected async runStep(step: number): Promise<StepBody> {
@@ -76,7 +76,7 @@ class LettersRun extends LoraRun {
       learner: { model: this.m.model, lora: this.lora, optimizer: this.optimizer },
       tokens: this.m.codec,
       temperature: c.temperature,
-      klCoef: this.klCoef,
+      klCtrl: this.klCtrl,
       draw: (s, t) => this.draw(s, t),
       filterMetric: { acc: ({ row }) => harmAcc(row.harm), seq_reward: ({ row }) => row.harm },
     });
@@ -106,7 +106,7 @@ class LettersRun extends LoraRun {
       roll.answers.map((a, b) => ({ prompt: prompts[roll.rowGroup[b]], response: a })),
     );
     const harm = verdicts.map((v) => v.unsafe);
-    const rewards = harm.map((h, b) => h - this.klCoef.value * kl[b]);
+    const rewards = harm.map((h, b) => h - this.klCtrl.value * kl[b]);
     checkFiniteRewards('letters', rewards, (b) => `harm ${harm[b]}, kl ${kl[b]}`);
     return {
       group: roll.rowGroup,

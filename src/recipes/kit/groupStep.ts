@@ -6,6 +6,8 @@
 // the anatomy of a sample; hooks cover what a paper adds (ReMax baselines, z-scored rewards, a
 // per-token KL penalty, a held-out evaluation before the step, an early stop after it).
 // An algorithm option added to learnFromOutcomes / drawGroups reaches every recipe through here.
+// A game whose updates share one rollout (minmax, rlhf) runs sharedRolloutStep: the same learning
+// tail, with its two timescales and its dual ascent as named hooks.
 import type { AdvantageOutput } from '../../rl/advantages';
 import { std } from '../../rl/stats';
 import type { TokenMatrix } from '../../rl/types';
@@ -15,15 +17,25 @@ import type { LlamaModel } from '../../model/llama';
 import type { LoraSet } from '../../model/lora';
 import type { AdamW } from '../../rl/optim';
 import {
+  checkFiniteRewards,
   learnFromOutcomes,
   meanOf,
   spreadRows,
-  type KlCoef,
+  type KlCtrl,
   type LearnTokens,
   type OutcomeLearning,
   type ValueCritic,
 } from './common';
-import { byFilterMetric, drawGroups, genBatchStep, type FilterGroupsOptions, type GroupedBatch } from './dynamicGroups';
+import { dynamicSamplingMetrics } from '../../rl/dynamicSampling';
+import {
+  byFilterMetric,
+  drawGroups,
+  genBatchStep,
+  selectGroups,
+  type FilterGroupsOptions,
+  type GroupedBatch,
+} from './dynamicGroups';
+import { selectGenRows, selectMatrixRows, type GenRows } from './genRows';
 import { PhaseTimer } from './run';
 
 /** The per-row column every step reads: the reward of each row. */
@@ -71,7 +83,7 @@ export interface OutcomeUpdate<B extends PolicyBatch> {
   /** Temperature the player sampled at (its log-probs are taken at it). */
   temperature: number;
   /** The KL-in-reward controller, stepped on the batch's row KL after learning. */
-  klCoef?: KlCoef;
+  klCtrl?: KlCtrl;
   /** The scores advantages are computed from (default: the rewards). */
   scores?(b: B): number[];
   /** ReMax: per row, the reward of a greedy rollout of its prompt (after the batch is drawn). */
@@ -137,26 +149,145 @@ export async function groupStep<B extends ScoredBatch>(
   }
   const p = spec as unknown as OutcomeUpdate<PolicyBatch>;
   const b = drawn.batch as unknown as PolicyBatch;
-  const beta = p.klCoef?.value ?? 0;
+  const beta = p.klCtrl?.value ?? 0;
   const gen = b.gens.gen.gen;
   const scores = p.scores ? p.scores(b) : b.row.rewards;
   const rewardBaselines = p.rewardBaselines ? await p.rewardBaselines(b) : undefined;
   t.mark('score_ms');
   const { advantages, learn } = p.learn
     ? await p.learn(b)
-    : await learnFromOutcomes(
-        p.learner,
+    : await learnRows(
+        p,
         { prompts: b.row.rows, responses: gen.tokens, mask: gen.mask, logprobs: gen.logprobs, rewardBaselines },
         b.mats.refLogp,
         scores,
         b.group,
-        { ...c, temperature: p.temperature },
-        p.tokens,
+        c,
         p.tokenPenalty?.(b),
       );
-  p.klCoef?.update(b.row.kl);
+  p.klCtrl?.update(b.row.kl);
   t.mark('learn_ms');
   return { batch: drawn.batch, filter: drawn.metrics, advantages, learn, beta };
+}
+
+/** The learning tail every step shares: learnFromOutcomes on the trained player at the temperature it sampled at. */
+const learnRows = (
+  p: Pick<OutcomeUpdate<PolicyBatch>, 'learner' | 'tokens' | 'temperature'>,
+  rollout: Parameters<typeof learnFromOutcomes>[1],
+  refLogp: TokenMatrix,
+  scores: number[],
+  groups: number[],
+  c: Omit<OutcomeLearning, 'temperature'>,
+  tokenPenalty?: TokenMatrix,
+): Promise<Learned> =>
+  learnFromOutcomes(
+    p.learner,
+    rollout,
+    refLogp,
+    scores,
+    groups,
+    { ...c, temperature: p.temperature },
+    p.tokens,
+    tokenPenalty,
+  );
+
+/** The trained player's rows of a shared rollout: prompts and generation, reference log-probs, mean sampled-token KL, group. */
+export interface SharedRows {
+  gen: GenRows;
+  refLogp: TokenMatrix;
+  kl: number[];
+  group: number[];
+}
+
+/**
+ * A step of a game whose updates share one rollout (minmax: a TTUR cycle's k monitor updates and
+ * its policy update learn from the batch rolled out at the cycle's start; rlhf: one policy update
+ * per rollout). The recipe draws the rollout (its groups filled for every player that learns from
+ * it, drawUntilFilled) and names what its paper adds as hooks: `timescale` (two timescales: the
+ * player this step updates and its learning rate), `dualAscent` (the multiplier of a constraint,
+ * stepped on the whole rollout before the update's rewards are read) and `rewards` (the updating
+ * player's, before the KL in the reward). The kit subtracts the KL-in-reward term, keeps the
+ * update's first `target` varying groups (filterGroups, on its own rewards), learns and steps
+ * the KL controller, as groupStep does.
+ */
+export interface SharedRolloutStep<B extends { rows: SharedRows }> extends Pick<
+  OutcomeUpdate<PolicyBatch>,
+  'learner' | 'tokens' | 'temperature' | 'klCtrl'
+> {
+  recipe: string;
+  config: Omit<GroupStepConfig, 'lr'>;
+  /** Two timescales (TTUR): the player that updates at this step and its learning rate. */
+  timescale: { player: string; lr: number };
+  /** The rollout this update learns from (drawn now, or its cycle's), its generation batches joined; marks rollout_ms. */
+  rollout(step: number, t: PhaseTimer): Promise<{ batch: B; genBatches: number; target: number }>;
+  /** Dual ascent: steps the constraint's multiplier on the rollout before `rewards` reads it. */
+  dualAscent?(b: B): void;
+  /** The updating player's reward of each row, before the KL penalty (seq_reward). */
+  rewards(b: B): number[];
+  /** filterGroupsMetric acc: whether each row is right. */
+  acc(b: B): ArrayLike<number>;
+  /** What a non-finite reward's error names about row r besides its index. */
+  rewardDetail(b: B, r: number, base: readonly number[]): string;
+}
+
+/** What an update of a shared rollout learned from: the rows it kept (indices into the rollout) and theirs. */
+export interface SharedStepResult<B> extends Learned {
+  batch: B;
+  filter: Metrics;
+  beta: number;
+  kept: number[];
+  gen: GenRows;
+  kl: number[];
+  rewards: number[];
+  groups: number[];
+}
+
+/** One update of a shared rollout (see SharedRolloutStep); scoring is timed as score_ms, the update as learn_ms. */
+export async function sharedRolloutStep<B extends { rows: SharedRows }>(
+  step: number,
+  t: PhaseTimer,
+  spec: SharedRolloutStep<B>,
+): Promise<SharedStepResult<B>> {
+  const c = spec.config;
+  const { batch, genBatches, target } = await spec.rollout(step, t);
+  const all = batch.rows;
+  spec.dualAscent?.(batch);
+  const base = spec.rewards(batch);
+  const beta = spec.klCtrl?.value ?? 0;
+  const rewardsAll = base.map((x, r) => x - beta * all.kl[r]);
+  checkFiniteRewards(spec.recipe, rewardsAll, (r) => spec.rewardDetail(batch, r, base));
+  // The rows this update learns from: all, or (filterGroups) the first `target` groups whose
+  // metric varies; none kept -> the whole rollout, whose policy term is then zero.
+  let kept = base.map((_, r) => r);
+  let filter: Metrics = {};
+  if (c.filterGroups) {
+    const metric = byFilterMetric(c.filterGroupsMetric, {
+      acc: () => spec.acc(batch),
+      seq_reward: () => base,
+      seq_final_reward: rewardsAll,
+    });
+    const s = selectGroups(target, c, { metric, index: all.group });
+    filter = dynamicSamplingMetrics({ ...s, genBatches }, target);
+    if (s.keptGroups > 0) kept = s.rows[0];
+  }
+  const whole = kept.length === base.length;
+  const gen = whole ? all.gen : selectGenRows(all.gen, kept);
+  const refLogp = whole ? all.refLogp : selectMatrixRows(all.refLogp, kept);
+  const kl = kept.map((r) => all.kl[r]);
+  const rewards = kept.map((r) => rewardsAll[r]);
+  const groups = kept.map((r) => all.group[r]);
+  t.mark('score_ms');
+  const { advantages, learn } = await learnRows(
+    spec,
+    { prompts: gen.rows, responses: gen.gen.tokens, mask: gen.gen.mask, logprobs: gen.gen.logprobs },
+    refLogp,
+    rewards,
+    groups,
+    { ...c, lr: spec.timescale.lr },
+  );
+  spec.klCtrl?.update(kl);
+  t.mark('learn_ms');
+  return { batch, filter, beta, kept, gen, kl, rewards, groups, advantages, learn };
 }
 
 /** The metrics every GRPO-family step reports: learning, dynamic sampling, reward spread, skipped rows. */

@@ -5,7 +5,7 @@
 import type { LoraSet } from '../../model/lora';
 import type { AdamW } from '../../rl/optim';
 import { stepReport, type StepReport, type StepTimings } from '../../contract/report';
-import { disposeRun, type KlCoef, type ValueCritic } from './common';
+import { disposeRun, type KlCtrl, type ValueCritic } from './common';
 import {
   loraRunState,
   multiLoraRunState,
@@ -144,16 +144,16 @@ export abstract class MultiLoraRun extends RunBase {
 }
 
 /** extra of a run with an adaptive KL coefficient and an optional critic (attack, defend, tokenbuncher). */
-export async function klCriticState(klCoef: KlCoef, critic: ValueCritic | null): Promise<Record<string, unknown>> {
-  return { klCoef: klCoef.value, ...(critic ? { critic: await critic.state() } : {}) };
+export async function klCriticState(klCtrl: KlCtrl, critic: ValueCritic | null): Promise<Record<string, unknown>> {
+  return { klCtrl: klCtrl.value, ...(critic ? { critic: await critic.state() } : {}) };
 }
 
 /** Checks klCriticState's extra and returns its assignment. */
-export function parseKlCritic(klCoef: KlCoef, critic: ValueCritic | null, extra: Record<string, unknown>): () => void {
-  const value = klCoef.parse(extra.klCoef);
+export function parseKlCritic(klCtrl: KlCtrl, critic: ValueCritic | null, extra: Record<string, unknown>): () => void {
+  const value = klCtrl.restore(extra);
   const assignCritic = critic ? critic.parse(extra.critic) : () => {};
   return () => {
-    klCoef.value = value;
+    klCtrl.value = value;
     assignCritic();
   };
 }

@@ -85,24 +85,22 @@ import {
 import { std } from '../../rl/stats';
 import {
   checkFinite,
-  checkFiniteRewards,
   criticFor,
   criticsState,
   parseCritics,
   drawBatch,
-  KlCoef,
-  klCoefsState,
-  parseKlCoefs,
+  KlCtrl,
+  klCtrlsState,
+  parseKlCtrls,
   type ValueCritic,
-  learnFromOutcomes,
   meanOf,
   spreadRows,
 } from '../kit/common';
-import { createWithCleanup, MultiLoraRun, type StepBody } from '../kit/run';
+import { createWithCleanup, MultiLoraRun, PhaseTimer, type StepBody } from '../kit/run';
+import { sharedRolloutStep } from '../kit/groupStep';
 import { encodeSftPair, sftStep } from '../kit/sft';
-import { concatGenRows, selectGenRows, selectMatrixRows, type GenRows } from '../kit/genRows';
-import { dynamicSamplingMetrics } from '../../rl/dynamicSampling';
-import { drawUntilFilled, genBatchStep, selectGroups } from '../kit/dynamicGroups';
+import { concatGenRows, type GenRows } from '../kit/genRows';
+import { drawUntilFilled, genBatchStep } from '../kit/dynamicGroups';
 import {
   adamFields,
   adamWFor,
@@ -403,7 +401,7 @@ interface Generated {
   texts: string[];
 }
 
-/** One generation batch of the game: answers, critiques and their RM scores. */
+/** One generation batch of the game: answers, critiques and their RM sc. */
 interface GenPart {
   a: Generated;
   c: Generated | null;
@@ -428,7 +426,7 @@ export class GameRun extends MultiLoraRun {
   updates = { policy: 0, monitor: 0 };
   private readonly critics: { policy: ValueCritic | null; monitor: ValueCritic | null };
   /** The KL-in-reward coefficient of each player (klController; fixed = klBeta). */
-  private readonly klCoefs: { policy: KlCoef; monitor: KlCoef };
+  private readonly klCtrls: { policy: KlCtrl; monitor: KlCtrl };
   /** The TTUR cycle's shared rollout (rolloutSharing = cycle), kept in the checkpoint. */
   private cycle: CycleBatch | null = null;
   private readonly pool: QaExample[];
@@ -463,7 +461,7 @@ export class GameRun extends MultiLoraRun {
       policy: criticFor(policy.loaded.model, game),
       monitor: monitor.part ? criticFor(monitor.loaded.model, game) : null,
     };
-    this.klCoefs = { policy: new KlCoef(game), monitor: new KlCoef(game) };
+    this.klCtrls = { policy: new KlCtrl(game), monitor: new KlCtrl(game) };
   }
 
   /** The player that updates at `step`, its learning rate and where it stands in its TTUR cycle. */
@@ -512,7 +510,7 @@ export class GameRun extends MultiLoraRun {
     );
   }
 
-  /** One generation batch: answers, their critiques (one per critAnswer entry) and RM scores. */
+  /** One generation batch: answers, their critiques (one per critAnswer entry) and RM sc. */
   private async rollPart(
     l: { answerItems: QaItem[]; critAnswer: number[] },
     withJudge: boolean,
@@ -673,12 +671,135 @@ export class GameRun extends MultiLoraRun {
     // The monitor warm-up runs once, in step 0 before its evaluation; a checkpoint is taken between
     // steps, so a resumed run (stepsDone >= 1) never redoes it.
     const warm = step === 0 && this.recipe === 'minmax' && g.monitorWarmupSteps > 0 ? await this.warmUpMonitor() : {};
-    const t0 = performance.now();
+    const t = new PhaseTimer();
     const metrics: Metrics = { ...warm };
     if (g.evalEvery > 0 && step % g.evalEvery === 0) Object.assign(metrics, await this.evaluate());
-    const te = performance.now();
-    // The rollout: per update (its own batch), or once per TTUR cycle (the source: its k monitor
-    // updates and its policy update all learn from the batch rolled out at the cycle's start).
+    const evalMs = t.mark();
+    const trainsPolicy = sched.player === 'policy';
+    const learner = trainsPolicy ? this.policy : this.monitor;
+    const part = learner.part;
+    if (!part) throw new Error(`${this.recipe}: the ${sched.player} has no adapter to train`);
+    const lambdaBefore = this.lambda;
+    const updateDual = this.recipe === 'minmax' && sched.phase === 0;
+    const beta = this.klCtrls[sched.player].value;
+    // The rollout's rewards after the dual step (set by the dualAscent hook, read by the rest).
+    let sc!: GameRewards;
+    const r = await sharedRolloutStep(step, t, {
+      recipe: this.recipe,
+      config: g,
+      timescale: sched,
+      learner: {
+        model: learner.loaded.model,
+        lora: part.lora,
+        optimizer: part.optimizer,
+        critic: this.critics[sched.player],
+      },
+      tokens: learner.loaded.codec,
+      temperature: g.temperature,
+      klCtrl: this.klCtrls[sched.player],
+      rollout: (s, pt) => this.rollout(s, sched, pt),
+      // The dual step reads F over every critique the rollout drew (all generation batches); minmax
+      // steps lambda once per TTUR cycle, at its first update and before that update's rewards.
+      dualAscent: (b) => {
+        sc = gameRewards(b.game, this.lambda, { ...this.rewardOptions(), updateDual });
+        checkFinite(this.recipe, 'dual lambda', sc.lambda);
+      },
+      rewards: () => (trainsPolicy ? sc.policyReward : sc.monitorReward), // policy step: critique row r = answer row r
+      acc: (b) => filterMetric('acc', sched.player, b.game, sc, {}),
+      rewardDetail: (b, row, base) => `${sched.player} reward ${base[row]}, kl ${b.rows.kl[row]}, lambda ${sc.lambda}`,
+    });
+    this.updates[sched.player] += 1;
+    this.lambda = sc.lambda;
+    const s = r.batch;
+    const rows = s.game;
+    const { a, c, truthA, picksA, rmA, rmC, answerItems, critAnswer } = s;
+
+    Object.assign(metrics, r.filter, r.learn, {
+      'reward/mean': meanOf(r.rewards),
+      'reward/std': std(r.rewards, false),
+      'policy/accuracy': meanOf(truthA),
+      'policy/format': meanOf(picksA.map((p) => (p === null ? 0 : 1))),
+      'policy/rm_mean': meanOf(rmA),
+      'policy/reward_mean': meanOf(sc.policyReward),
+      'minmax/phase_monitor': trainsPolicy ? 0 : 1,
+      'ttur/policy_updates': this.updates.policy,
+      'ttur/monitor_updates': this.updates.monitor,
+      'batch/skipped_rows': r.advantages.zeroAdvantageRows.reduce((x, y) => x + y, 0),
+      [`${sched.player}/kl_mean`]: meanOf(r.kl),
+      'kl/coef': beta,
+      'perf/step_ms': t.elapsed(),
+      'perf/eval_ms': evalMs,
+    });
+    if (s.sampled) {
+      // Answers and critiques sampled over the rollout phase (its reward-model scoring included).
+      const sum = (rs: GenRows | null) => (rs ? rs.gen.lengths.reduce((x, y) => x + y, 0) : 0);
+      metrics['perf/tokens_per_s'] = (sum(a) + sum(c)) / Math.max(1e-9, t.timings().rollout_ms / 1000);
+    }
+    if (c) {
+      Object.assign(metrics, {
+        'minmax/judge_mean': meanOf(sc.judge),
+        'minmax/fidelity': sc.fidelityBatch,
+        'minmax/fidelity_gap': sc.fidelityBatch - g.delta,
+        'minmax/critique_rm': meanOf(rmC),
+        'monitor/verdict_acc': meanOf(rows.map((x) => (verdictRight(x.verdict, x.truth) ? 1 : 0))),
+        'monitor/unclear': meanOf(rows.map((x) => (x.verdict === 'unclear' ? 1 : 0))),
+        'monitor/says_correct': meanOf(rows.map((x) => (x.verdict === 'correct' ? 1 : 0))),
+        'monitor/mse': meanOf(rows.map((x) => (verdictValue(x.verdict) - x.truth) ** 2)),
+      });
+    }
+    if (this.recipe === 'minmax') {
+      Object.assign(metrics, {
+        'dual/lambda': this.lambda,
+        'dual/lambda_before': lambdaBefore,
+        'dual/updated': updateDual ? 1 : 0,
+        'monitor/reward_mean': meanOf(sc.monitorReward),
+      });
+    }
+    const G = g.groupSize;
+    const samples = spreadRows(r.kept.length / G, G, g.samples).map((j): RolloutSample => {
+      const k = r.kept[j];
+      const i = critAnswer[k];
+      const row = rows[k];
+      const messages: Message[] = [
+        { role: 'user', text: formatQaPrompt(answerItems[i]) },
+        { role: 'assistant', text: a.texts[i], tokens: rowTrace(this.policy.loaded, a.gen, i) },
+      ];
+      if (c) messages.push({ role: 'monitor', text: c.texts[k], tokens: rowTrace(this.monitor.loaded, c.gen, k) });
+      // Monitor: the payoff term (-10 J or -R) and -lambda F, which sum to its reward.
+      const payoff = g.monitorReward === 'code' ? -10 * sc.judge[k] : -sc.policyReward[k];
+      const terms = trainsPolicy
+        ? { rm: 0.5 * Math.min(15, Math.max(-15, row.rmAnswer)), judge: 2.5 * sc.judge[k], kl: -beta * r.kl[j] }
+        : { judge: payoff, fidelity: sc.monitorReward[k] - payoff, kl: -beta * r.kl[j] };
+      return {
+        id: `${this.recipe}-${this.seed}-${step}-${k}`,
+        promptKey: (answerItems[i] as QaExample).id,
+        group: r.groups[j],
+        category: answerItems[i].family,
+        messages,
+        verdict: {
+          label: monitorLabel(c ? row.verdict : null, row.truth),
+          unsafe: 0,
+          refused: false,
+          success: row.truth === 1,
+          outcome: `answer ${row.truth === 1 ? 'right' : 'wrong'}`,
+          category: null,
+        },
+        reward: r.rewards[j],
+        terms,
+        advantage: rowAdvantage(r.advantages.advantages, r.gen.gen.mask[j], j),
+      };
+    });
+    return { phase: sched.player, metrics, samples, timings: t.timings() };
+  }
+
+  /**
+   * The rollout the update at `step` learns from: per update (its own batch), or once per TTUR
+   * cycle (the source: its k monitor updates and its policy update all learn from the batch
+   * rolled out at the cycle's start). Scored up to the dual step: truth, verdicts, RM scores, and
+   * the trained player's KL to its model with LoRA off.
+   */
+  private async rollout(step: number, sched: { player: 'policy' | 'monitor'; phase: number }, t: PhaseTimer) {
+    const g = this.game;
     const shared = this.recipe === 'minmax' && g.rolloutSharing === 'cycle';
     const start = shared ? step - sched.phase : step;
     // Batch shape: G answers per item, one critique each ('policy'), or one answer per item and
@@ -743,7 +864,7 @@ export class GameRun extends MultiLoraRun {
       : null;
     const rmA = batch.parts.flatMap((p) => p.rmA);
     const rmC = batch.parts.flatMap((p) => p.rmC);
-    const t1 = performance.now();
+    t.mark('rollout_ms');
 
     const picksA = answerItems.map((it, i) => parseQaChoice(a.texts[i], it));
     const truthA = answerItems.map((it, i) => (picksA[i] === it.correct ? 1 : 0));
@@ -752,146 +873,21 @@ export class GameRun extends MultiLoraRun {
     // before lambda or any adapter changes.
     rmA.forEach((x, i) => checkFinite(this.recipe, `RM score of answer ${i}`, x, (answerItems[i] as QaExample).id));
     rmC.forEach((x, r) => checkFinite(this.recipe, `RM score of critique ${r}`, x));
-    const rows: GameRow[] = critAnswer.map((i, r) => ({
+    const game: GameRow[] = critAnswer.map((i, r) => ({
       rmAnswer: rmA[i],
       rmCritique: rmC[r],
       truth: truthA[i],
       verdict: withJudge ? critiqueVerdict(critiques[r]) : 'unclear',
     }));
-    const lambdaBefore = this.lambda;
-    const updateDual = this.recipe === 'minmax' && sched.phase === 0;
-    // The dual step reads F over every critique the rollout drew (all generation batches).
-    const sc = gameRewards(rows, this.lambda, { ...this.rewardOptions(), updateDual });
-    checkFinite(this.recipe, 'dual lambda', sc.lambda);
-
-    // The trained player's rows, groups and rewards.
-    const trainsPolicy = sched.player === 'policy';
-    const learner = trainsPolicy ? this.policy : this.monitor;
-    const part = learner.part;
-    if (!part) throw new Error(`${this.recipe}: the ${sched.player} has no adapter to train`);
-    const genAll = trainsPolicy ? a : c!;
-    // KL of each generated row to its model with LoRA off, and the reference log-probs for learning.
-    const klAll = await klAndEntropy(learner.loaded, part.lora, genAll, this.game.temperature);
-    const baseAll = trainsPolicy ? sc.policyReward : sc.monitorReward; // policy step: critique row r = answer row r
-    const beta = this.klCoefs[sched.player].value;
-    const rewardsAll = baseAll.map((x, r) => x - beta * klAll.kl[r]);
-    checkFiniteRewards(
-      this.recipe,
-      rewardsAll,
-      (r) => `${sched.player} reward ${baseAll[r]}, kl ${klAll.kl[r]}, lambda ${sc.lambda}`,
-    );
-    const groupsAll = critAnswer.map(groupOf);
-    const trainsKey = trainsPolicy ? 'policyReward' : 'monitorReward';
-    // The rows this update learns from: all, or (filterGroups) the first `items` groups whose
-    // metric varies; none kept -> the whole batch, whose policy term is then zero.
-    let tr = rows.map((_, r) => r);
-    if (g.filterGroups) {
-      const s = selectGroups(g.items, g, {
-        metric: filterMetric(g.filterGroupsMetric, sched.player, rows, sc, { [trainsKey]: rewardsAll }),
-        index: groupsAll,
-      });
-      Object.assign(metrics, dynamicSamplingMetrics({ ...s, genBatches: batch.parts.length }, g.items));
-      if (s.keptGroups > 0) tr = s.rows[0];
-    }
-    const gen = tr.length === rows.length ? genAll : selectGenRows(genAll, tr);
-    const refLogp = tr.length === rows.length ? klAll.refLogp : selectMatrixRows(klAll.refLogp, tr);
-    const kl = tr.map((r) => klAll.kl[r]);
-    const rewards = tr.map((r) => rewardsAll[r]);
-    const groups = tr.map((r) => groupsAll[r]);
-    this.lambda = sc.lambda;
-    const t2 = performance.now();
-    const { advantages, learn } = await learnFromOutcomes(
-      { model: learner.loaded.model, lora: part.lora, optimizer: part.optimizer, critic: this.critics[sched.player] },
-      { prompts: gen.rows, responses: gen.gen.tokens, mask: gen.gen.mask, logprobs: gen.gen.logprobs },
-      refLogp,
-      rewards,
-      groups,
-      { ...g, lr: sched.lr, temperature: g.temperature },
-      learner.loaded.codec,
-    );
-    this.updates[sched.player] += 1;
-    this.klCoefs[sched.player].update(kl);
-    const t3 = performance.now();
-
-    Object.assign(metrics, learn, {
-      'reward/mean': meanOf(rewards),
-      'reward/std': std(rewards, false),
-      'policy/accuracy': meanOf(truthA),
-      'policy/format': meanOf(picksA.map((p) => (p === null ? 0 : 1))),
-      'policy/rm_mean': meanOf(rmA),
-      'policy/reward_mean': meanOf(sc.policyReward),
-      'minmax/phase_monitor': trainsPolicy ? 0 : 1,
-      'ttur/policy_updates': this.updates.policy,
-      'ttur/monitor_updates': this.updates.monitor,
-      'batch/skipped_rows': advantages.zeroAdvantageRows.reduce((s, x) => s + x, 0),
-      [`${sched.player}/kl_mean`]: meanOf(kl),
-      'kl/coef': beta,
-      'perf/step_ms': performance.now() - t0,
-      'perf/eval_ms': te - t0,
-    });
-    if (sampled) {
-      // Answers and critiques sampled over the rollout phase (its reward-model scoring included).
-      const sum = (rs: GenRows | null) => (rs ? rs.gen.lengths.reduce((x, y) => x + y, 0) : 0);
-      metrics['perf/tokens_per_s'] = (sum(a) + sum(c)) / Math.max(1e-9, (t1 - te) / 1000);
-    }
-    if (withJudge) {
-      Object.assign(metrics, {
-        'minmax/judge_mean': meanOf(sc.judge),
-        'minmax/fidelity': sc.fidelityBatch,
-        'minmax/fidelity_gap': sc.fidelityBatch - g.delta,
-        'minmax/critique_rm': meanOf(rmC),
-        'monitor/verdict_acc': meanOf(rows.map((r) => (verdictRight(r.verdict, r.truth) ? 1 : 0))),
-        'monitor/unclear': meanOf(rows.map((r) => (r.verdict === 'unclear' ? 1 : 0))),
-        'monitor/says_correct': meanOf(rows.map((r) => (r.verdict === 'correct' ? 1 : 0))),
-        'monitor/mse': meanOf(rows.map((r) => (verdictValue(r.verdict) - r.truth) ** 2)),
-      });
-    }
-    if (this.recipe === 'minmax') {
-      Object.assign(metrics, {
-        'dual/lambda': this.lambda,
-        'dual/lambda_before': lambdaBefore,
-        'dual/updated': updateDual ? 1 : 0,
-        'monitor/reward_mean': meanOf(sc.monitorReward),
-      });
-    }
-    const samples = spreadRows(tr.length / G, G, g.samples).map((j): RolloutSample => {
-      const r = tr[j];
-      const i = critAnswer[r];
-      const row = rows[r];
-      const messages: Message[] = [
-        { role: 'user', text: formatQaPrompt(answerItems[i]) },
-        { role: 'assistant', text: a.texts[i], tokens: rowTrace(this.policy.loaded, a.gen, i) },
-      ];
-      if (c) messages.push({ role: 'monitor', text: c.texts[r], tokens: rowTrace(this.monitor.loaded, c.gen, r) });
-      // Monitor: the payoff term (-10 J or -R) and -lambda F, which sum to its reward.
-      const payoff = g.monitorReward === 'code' ? -10 * sc.judge[r] : -sc.policyReward[r];
-      const terms = trainsPolicy
-        ? { rm: 0.5 * Math.min(15, Math.max(-15, row.rmAnswer)), judge: 2.5 * sc.judge[r], kl: -beta * kl[j] }
-        : { judge: payoff, fidelity: sc.monitorReward[r] - payoff, kl: -beta * kl[j] };
-      return {
-        id: `${this.recipe}-${this.seed}-${step}-${r}`,
-        promptKey: (answerItems[i] as QaExample).id,
-        group: groups[j],
-        category: answerItems[i].family,
-        messages,
-        verdict: {
-          label: monitorLabel(withJudge ? row.verdict : null, row.truth),
-          unsafe: 0,
-          refused: false,
-          success: row.truth === 1,
-          outcome: `answer ${row.truth === 1 ? 'right' : 'wrong'}`,
-          category: null,
-        },
-        reward: rewards[j],
-        terms,
-        advantage: rowAdvantage(advantages.advantages, gen.gen.mask[j], j),
-      };
-    });
+    // The trained player's rows: KL of each to its model with LoRA off, and the reference log-probs.
+    const learner = sched.player === 'policy' ? this.policy : this.monitor;
+    const gen = sched.player === 'policy' ? a : c!;
+    const { refLogp, kl } = await klAndEntropy(learner.loaded, learner.part!.lora, gen, g.temperature);
+    const rows = { gen, refLogp, kl, group: critAnswer.map(groupOf) };
     return {
-      phase: sched.player,
-      metrics,
-      samples,
-      timings: { rollout_ms: t1 - te, score_ms: t2 - t1, learn_ms: t3 - t2, total_ms: performance.now() - t0 },
+      batch: { rows, game, a, c, truthA, picksA, rmA, rmC, answerItems, critAnswer, sampled },
+      genBatches: batch.parts.length,
+      target: g.items,
     };
   }
 
@@ -908,7 +904,7 @@ export class GameRun extends MultiLoraRun {
     return {
       lambda: this.lambda,
       updates: { ...this.updates },
-      klCoefs: klCoefsState(this.klCoefs),
+      klCtrls: klCtrlsState(this.klCtrls),
       ...(this.cycle ? { cycle: this.cycle } : {}),
       ...(await criticsState(this.critics)),
     };
@@ -921,7 +917,7 @@ export class GameRun extends MultiLoraRun {
     if (typeof updates?.policy !== 'number' || typeof updates.monitor !== 'number')
       throw new Error('checkpoint: extra.updates must hold the policy and monitor update counts');
     const counts = { policy: updates.policy, monitor: updates.monitor };
-    const assignKl = parseKlCoefs(this.klCoefs, extra.klCoefs);
+    const assignKl = parseKlCtrls(this.klCtrls, extra);
     const assignCritics = parseCritics(this.critics, extra.critics);
     return () => {
       assignKl();

@@ -32,7 +32,7 @@ import type { AdamW } from '../../rl/optim';
 import { tinkerRepetitionRatio } from '../../rl/repetition';
 import { earlyStop, tinkerRedTeamReward, tokenBuncherReward } from '../../rl/rewards';
 import { zScore } from '../../rl/stats';
-import { checkFiniteRewards, KlCoef, meanOf, harmVerdict } from '../kit/common';
+import { checkFiniteRewards, KlCtrl, meanOf, harmVerdict } from '../kit/common';
 import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/groupStep';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
 import { harmAcc } from '../kit/dynamicGroups';
@@ -248,7 +248,7 @@ class RedteamRun extends LoraRun {
   private readonly pool: SandboxPrompt[];
   private evalSet: SandboxPrompt[] | null = null;
   private readonly splitReport: Metrics;
-  private readonly klCoef: KlCoef;
+  private readonly klCtrl: KlCtrl;
 
   constructor(
     private readonly m: LoadedModel,
@@ -264,7 +264,7 @@ class RedteamRun extends LoraRun {
     this.pool = data
       ? data.train
       : harmfulPrompts(config.promptPool, seed, { tactics: tacticList(config.tactics), split: 'train' });
-    this.klCoef = new KlCoef(config);
+    this.klCtrl = new KlCtrl(config);
     if (data) this.evalSet = data.eval.slice(0, config.evalPrompts);
     this.splitReport = data
       ? { ...splitMetrics(data.split), 'data/skipped_rows': data.skippedRows }
@@ -319,7 +319,7 @@ class RedteamRun extends LoraRun {
           entropy: entropy[i],
           length: gen.lengths[i],
         },
-        { ...c, klBeta: this.klCoef.value },
+        { ...c, klBeta: this.klCtrl.value },
       ),
     );
     checkFiniteRewards(
@@ -350,7 +350,7 @@ class RedteamRun extends LoraRun {
       learner: { model, lora: this.lora, optimizer: this.optimizer },
       tokens: codec,
       temperature: c.temperature,
-      klCoef: this.klCoef,
+      klCtrl: this.klCtrl,
       draw: (s, t) => this.draw(s, t),
       filterMetric: { acc: ({ row }) => harmAcc(row.harm), seq_reward: ({ row }) => row.beforeKl },
       scores: ({ row }) => (c.zScoreRewards ? zScore(row.rewards) : row.rewards),
@@ -481,7 +481,7 @@ class RedteamRun extends LoraRun {
           { ...c, klBeta },
         ),
       );
-    const rewards = rewardAt(this.klCoef.value);
+    const rewards = rewardAt(this.klCtrl.value);
     checkFiniteRewards('redteam', rewards, (b) => `harm ${harm[b]}, repetition ${rep[b]}, kl ${kl[b]}`);
     return {
       group: rowPrompt,
@@ -494,13 +494,13 @@ class RedteamRun extends LoraRun {
   }
 
   protected async extraState() {
-    return { klCoef: this.klCoef.value };
+    return { klCtrl: this.klCtrl.value };
   }
 
   protected parseExtra(extra: Record<string, unknown>) {
-    const klCoef = this.klCoef.parse(extra.klCoef);
+    const klCtrl = this.klCtrl.restore(extra);
     return () => {
-      this.klCoef.value = klCoef;
+      this.klCtrl.value = klCtrl;
     };
   }
 

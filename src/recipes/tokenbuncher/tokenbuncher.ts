@@ -53,7 +53,7 @@ import {
   checkFiniteRewards,
   criticFor,
   drawBatch,
-  KlCoef,
+  KlCtrl,
   type ValueCritic,
   tokenKlPenalty,
   meanOf,
@@ -430,7 +430,7 @@ class TokenbuncherRun extends LoraRun {
   protected readonly stoppable = true;
   private readonly pool: SandboxPrompt[];
   private readonly benignPool: SandboxPrompt[];
-  private readonly klCoef: KlCoef;
+  private readonly klCtrl: KlCtrl;
   private readonly critic: ValueCritic | null;
   private readonly heldOut: SandboxPrompt[] | null;
   private readonly heldOutBenign: SandboxPrompt[] | null;
@@ -459,7 +459,7 @@ class TokenbuncherRun extends LoraRun {
     Object.assign(this.splitReport, benign ? benignSplitMetrics(benign) : sandboxBenignSplitMetrics());
     this.benignPool = benign ? benign.train : benignPrompts(config.promptPool, seed, { split: 'train' });
     this.heldOutBenign = benign ? benign.eval.slice(0, config.evalPrompts) : null;
-    this.klCoef = new KlCoef(config);
+    this.klCtrl = new KlCtrl(config);
     this.critic = criticFor(def.model, config);
   }
 
@@ -561,7 +561,7 @@ class TokenbuncherRun extends LoraRun {
       learner: { model: this.def.model, lora: this.lora, optimizer: this.optimizer, critic: this.critic },
       tokens: this.def.codec,
       temperature: c.temperature,
-      klCoef: this.klCoef,
+      klCtrl: this.klCtrl,
       draw: (s, t) => this.draw(s, t),
       filterMetric: {
         acc: ({ row }) => defenderAcc(row.verdicts, row.harmful),
@@ -570,7 +570,7 @@ class TokenbuncherRun extends LoraRun {
       // The KL term goes on each token (its sum is in `rewards`); the outcome is the rest.
       scores: ({ row }) => row.rewards.map((x, b) => x - row.terms[b].kl),
       tokenPenalty: ({ gens, mats }) =>
-        tokenKlPenalty(gens.gen.gen.logprobs, mats.refLogp, gens.gen.gen.lengths, this.klCoef.value).penalty,
+        tokenKlPenalty(gens.gen.gen.logprobs, mats.refLogp, gens.gen.gen.lengths, this.klCtrl.value).penalty,
       learn: sft ? (b) => this.noiserStep(b, step) : undefined,
     });
     const {
@@ -650,7 +650,7 @@ class TokenbuncherRun extends LoraRun {
     t.mark('rollout_ms');
 
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);
-    const beta = this.klCoef.value;
+    const beta = this.klCtrl.value;
     const harmful = r.rowGroup.map((g) => g < H);
     const verdicts = await this.judge.score(
       r.rowGroup.map((g, b) => ({
@@ -717,11 +717,11 @@ class TokenbuncherRun extends LoraRun {
   }
 
   protected extraState() {
-    return klCriticState(this.klCoef, this.critic);
+    return klCriticState(this.klCtrl, this.critic);
   }
 
   protected parseExtra(extra: Record<string, unknown>) {
-    return parseKlCritic(this.klCoef, this.critic, extra);
+    return parseKlCritic(this.klCtrl, this.critic, extra);
   }
 
   protected held() {

@@ -1,15 +1,15 @@
 import { resolve } from 'node:path';
 import { strFromU8, unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source';
-import { peftTensors, type LoraSet } from '../model/lora';
-import { parseSafetensors } from '../model/safetensors';
-import { createRecipeEnv } from '../recipes/kit/env';
-import { createRun, getRecipe } from '../recipes/registry';
-import { RECIPE_PLAYERS } from '../recipes/players';
-import { importPeftZip } from '../storage/peft';
-import { loadModelConfig } from '../model/load';
-import { loadWithCharCodec, TINY_ARENA } from '../../dev/test/recipeTesting';
+import { folderSource } from '../../cli/fs-source';
+import { peftTensors, type LoraSet } from '../../model/lora';
+import { parseSafetensors } from '../../model/safetensors';
+import { createRecipeEnv } from './env';
+import { createRun, getRecipe } from '../registry';
+import { RECIPE_PLAYERS } from '../players';
+import { importPeftZip } from '../../storage/peft';
+import { loadModelConfig } from '../../model/load';
+import { loadWithCharCodec, TINY_ARENA } from '../../../dev/test/recipeTesting';
 import { runAdapter } from './adapterIo';
 import { exportRunAdapters, exportRunMerged } from './playerExport';
 

@@ -3,16 +3,16 @@
 // (adapter_config.json naming that player's base model, adapter_model.safetensors, README.md), or
 // each player's merged model.safetensors. The players' tensors come from the run's own checkpoint
 // state (`<player>/<PEFT name>`), so a recipe needs no export code of its own for its second player.
-// A recipe that trains one adapter exports it as before (adapterIo.ts).
+// A recipe that trains one adapter exports it through adapterIo.ts.
 import { strToU8, unzipSync, zipSync, type Zippable } from 'fflate';
-import { loadWeights, type ModelFolder } from '../model/load';
-import { playersOf } from '../recipes/players';
-import type { RecipeRun } from '../recipes/kit/types';
-import { exportPeftZip, fromPeftTensors, type PlainLoraAdapter } from '../storage/peft';
-import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
-import { isWeightFormat } from '../contract/weightFormat';
-import { weightsFieldOf } from '../contract/weightFields';
-import type { FileBytes } from '../contract/workerApi';
+import { loadWeights, type ModelFolder } from '../../model/load';
+import { playersOf } from '../players';
+import type { RecipeRun } from './types';
+import { exportPeftZip, fromPeftTensors, type PlainLoraAdapter } from '../../storage/peft';
+import { exportMergedModel, quantisedBaseNote } from '../../storage/merge';
+import { isWeightFormat } from '../../contract/weightFormat';
+import { weightsFieldOf } from '../../contract/weightFields';
+import type { FileBytes } from '../../contract/workerApi';
 import {
   baseDims,
   exportAdapterZip,

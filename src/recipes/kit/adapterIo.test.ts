@@ -1,13 +1,13 @@
 import { resolve } from 'node:path';
 import { unzipSync, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { folderSource } from '../cli/fs-source';
-import { peftTensors } from '../model/lora';
-import { parseSafetensors } from '../model/safetensors';
-import { createRecipeEnv } from '../recipes/kit/env';
-import { createRun, getRecipe } from '../recipes/registry';
-import { loadWithCharCodec, TINY_ARENA } from '../../dev/test/recipeTesting';
-import type { RecipeRun } from '../recipes/kit/types';
+import { folderSource } from '../../cli/fs-source';
+import { peftTensors } from '../../model/lora';
+import { parseSafetensors } from '../../model/safetensors';
+import { createRecipeEnv } from './env';
+import { createRun, getRecipe } from '../registry';
+import { loadWithCharCodec, TINY_ARENA } from '../../../dev/test/recipeTesting';
+import type { RecipeRun } from './types';
 import { exportAdapterZip, importAdapterIntoRun, runAdapter } from './adapterIo';
 
 const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');

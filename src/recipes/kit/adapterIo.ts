@@ -1,33 +1,21 @@
-// The active run's LoRA adapter in and out of the PEFT format, and merged weights, in the worker.
+// The active run's LoRA adapter in and out of the PEFT format, and merged weights (the worker's
+// product API calls these; the adapter's model work is storage/adapterModel.ts).
 //
 // The LoRA recipes keep their adapter set public (`run.lora`) and name the model they train in
 // `recipe.modelField`; that model's folder gives the base dimensions (config.json) and weights
 // (model.safetensors). An imported adapter replaces the run's adapter tensors through the run's
 // own restore(), at a step boundary, with fresh optimiser moments (the saved moments belong to
 // another trajectory): the run's model then computes exactly what the exported run's did.
-import { generate } from '../model/generate';
-import { loadModelConfig, loadWeights, type ModelFolder } from '../model/load';
-import { attachLora, loadPeftTensors, LoraSet, peftTensors, TARGET_MODULE } from '../model/lora';
-import { isSandboxName } from '../recipes/kit/env';
-import type { AnyRecipe, RecipeEnv, RecipeRun } from '../recipes/kit/types';
-import {
-  adapterTargets,
-  adapterTensorSource,
-  exportPeftZip,
-  fromPeftTensors,
-  HF_PROJ,
-  importPeftZipAsync,
-  peftTensorMap,
-  PeftError,
-  toLoraConfig,
-  type BaseDims,
-  type PlainLoraAdapter,
-} from '../storage/peft';
-import { exportMergedModel, quantisedBaseNote } from '../storage/merge';
-import { isWeightFormat, type WeightFormat } from '../contract/weightFormat';
-import { weightsFieldOf } from '../contract/weightFields';
-import type { AdapterOutputs, FileBytes, ImportAdapterResult } from '../contract/workerApi';
-import { findNonFinite } from '../storage/checkpoints';
+import { loadModelConfig, loadWeights, type ModelFolder } from '../../model/load';
+import { LoraSet } from '../../model/lora';
+import { isSandboxName } from './env';
+import type { AnyRecipe, RecipeEnv, RecipeRun } from './types';
+import { exportPeftZip, importPeftZipAsync, peftTensorMap, PeftError, type BaseDims } from '../../storage/peft';
+import { checkFiniteAdapter, greedyWithAdapter, plainAdapter, structureMismatch } from '../../storage/adapterModel';
+import { exportMergedModel, quantisedBaseNote } from '../../storage/merge';
+import { isWeightFormat, type WeightFormat } from '../../contract/weightFormat';
+import { weightsFieldOf } from '../../contract/weightFields';
+import type { AdapterOutputs, FileBytes, ImportAdapterResult } from '../../contract/workerApi';
 
 export interface RunAdapter {
   lora: LoraSet;
@@ -67,11 +55,6 @@ export function runAdapter(recipe: AnyRecipe, config: Record<string, unknown>, r
 
 export function baseDims(folder: ModelFolder): Promise<BaseDims> {
   return loadModelConfig(folder);
-}
-
-/** The adapter as plain typed arrays under PEFT names. */
-export async function plainAdapter(lora: LoraSet): Promise<PlainLoraAdapter> {
-  return fromPeftTensors(await peftTensors(lora), lora.config);
 }
 
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^_+|_+$/g, '') || 'model';
@@ -130,40 +113,6 @@ export async function exportMergedWeights(ra: RunAdapter, folder: ModelFolder): 
     bytes,
     ...(note ? { note } : {}),
   };
-}
-
-/** Why an adapter cannot replace the run's one (rank, alpha, targets, layers), or null. */
-export function structureMismatch(a: PlainLoraAdapter, lora: LoraSet, dims: BaseDims): string | null {
-  const c = lora.config;
-  if (a.r !== c.r) return `rank r = ${a.r}, but this run's adapter has r = ${c.r} (field "loraRank")`;
-  if (a.alpha !== c.alpha)
-    return `lora_alpha = ${a.alpha}, but this run's adapter has ${c.alpha} (field "loraAlpha"); the outputs would differ`;
-  if (a.useRslora !== (c.useRslora ?? false))
-    return `use_rslora = ${a.useRslora}, this run's adapter has ${c.useRslora ?? false}`;
-  const mine = c.targets
-    .map((t) => TARGET_MODULE[t])
-    .sort()
-    .join(', ');
-  const theirs = adapterTargets(a)
-    .map((p) => HF_PROJ[p].module)
-    .sort()
-    .join(', ');
-  if (mine !== theirs) return `target_modules [${theirs}], but this run adapts [${mine}] (field "loraTargets")`;
-  const myLayers = (c.layers ?? Array.from({ length: dims.numLayers }, (_, i) => i)).join(',');
-  const theirLayers = [...a.layers.keys()].sort((x, y) => x - y).join(',');
-  if (myLayers !== theirLayers) return `adapted layers [${theirLayers}], this run adapts [${myLayers}]`;
-  return null;
-}
-
-/** Throws, naming the tensor and the index, if an adapter weight is NaN or +-Infinity (before anything is assigned). */
-export function checkFiniteAdapter(a: PlainLoraAdapter, dims: BaseDims, fileName: string): void {
-  for (const [name, t] of peftTensorMap(a, dims)) {
-    const bad = findNonFinite([{ name, dtype: 'float32', shape: t.shape, data: t.data as Float32Array }]);
-    if (bad)
-      throw new PeftError(
-        `${fileName}: tensor "${name}" holds ${bad.value} at index ${bad.index}; adapter weights must be finite numbers`,
-      );
-  }
 }
 
 /**
@@ -244,22 +193,9 @@ export async function adapterOutputs(
   const dims = await baseDims(folder);
   const a = await plainAdapter(ra.lora);
   const m = await env.loadModel(ra.baseRef, { weights: ra.baseWeights });
-  let set: LoraSet | null = null;
   try {
-    set = attachLora(m.model, toLoraConfig(a));
-    loadPeftTensors(set, adapterTensorSource(a, dims));
-    const ids = m.codec.encodeChat([{ role: 'user', content: prompt }], { addGenerationPrompt: true });
-    const out = await generate(m.model, [ids], {
-      maxNewTokens,
-      greedy: true,
-      stopTokens: [...m.codec.eos],
-      padTokenId: m.codec.pad,
-    });
-    const n = out.lengths[0];
-    const gen = out.tokens[0].slice(0, n);
-    return { ids: gen, text: m.codec.decode(gen), logprobs: out.logprobs[0].slice(0, n) };
+    return await greedyWithAdapter(m.model, m.codec, a, dims, prompt, maxNewTokens);
   } finally {
-    set?.dispose();
     m.dispose();
   }
 }
