@@ -154,9 +154,9 @@ export function plannedDecodeMismatch(d: ModelDescription): string | null {
 }
 
 /**
- * Whether the block is the Llama block the planned learning step is written for (two pre-norms,
- * plain RMSNorm, no q/k norms, SiLU, full attention, head_dim^-1/2, unscaled embedding); null if
- * so, else what differs. The planned learning step falls back to tfjs with this reason.
+ * Whether the block is the one the planned learning step is written for (the Llama block: two
+ * pre-norms, plain RMSNorm, SiLU, full attention, head_dim^-1/2, unscaled embedding; with or
+ * without per-head q/k norms); null if so, else what differs. The planned learning step falls back to tfjs with this reason.
  */
 export function plannedBlockMismatch(d: ModelDescription, cfg: Pick<ModelConfig, 'headDim'>): string | null {
   if (d.embedScale !== 1) return `${d.family}: a scaled embedding`;
@@ -165,7 +165,6 @@ export function plannedBlockMismatch(d: ModelDescription, cfg: Pick<ModelConfig,
     const kinds = ops.map((o) => (o.op === 'norm' ? `norm:${o.of}` : o.op)).join(',');
     if (kinds !== 'norm:residual,attention,add,norm:residual,mlp,add') return `${d.family}: a block of ${kinds}`;
     for (const o of ops) {
-      if (o.op === 'attention' && o.qkNorm) return `${d.family}: q/k norms`;
       if (o.op === 'attention' && o.window !== null) return `${d.family}: sliding-window layers`;
       if (o.op === 'attention' && o.scale !== cfg.headDim ** -0.5) return `${d.family}: attention scale ${o.scale}`;
       if (o.op === 'mlp' && o.activation !== 'silu') return `${d.family}: a ${o.activation} MLP`;

@@ -243,9 +243,13 @@ export function learnStepBuffers(
   // Dropout: per adapter 1 packing dispatch, 1 more in the adapted forward, 2 in the backward.
   const drop = lora.dropout && slots > 0;
   // A rebuilt adapter applies its mask again before x Aᵀ.
+  // Per-head q/k norms (Qwen3): 2 more a layer in each forward, the backward and each rebuild.
+  const qkNorm = FAMILIES[c.family ?? 'llama'].qkNorm;
+  const qkn = qkNorm ? 2 : 0;
   const dispatches =
-    2 * (16 * nL + 4) +
-    19 * nL +
+    2 * ((16 + qkn) * nL + 4) +
+    (19 + qkn) * nL +
+    qkn * rebuilt +
     3 +
     6 * slots +
     15 * rebuilt +
@@ -282,6 +286,10 @@ export function learnStepBuffers(
     mb(layer('attention probabilities'), att, full),
     mb(layer('attention outputs'), N * Q, full),
     mb(layer('gate, up, act(gate) x up'), N * I, 3 * full),
+    mb(layer('q before its per-head norm'), N * Q, qkNorm ? full : 0),
+    mb(layer('k before its per-head norm'), N * KV, qkNorm ? full : 0),
+    mb(layer('per-head RMS inverses of q'), N * c.numHeads, qkNorm ? full : 0),
+    mb(layer('per-head RMS inverses of k'), N * c.numKvHeads, qkNorm ? full : 0),
     mb(layer('LoRA x Aᵀ'), N * lora.r, keptSlots),
     mb('last layer output, final norm output', N * H, 2),
     mb('final RMS inverse', N, 1),
@@ -295,6 +303,8 @@ export function learnStepBuffers(
     mb('grad: k, v', N * KV, 4),
     mb('grad: attention probabilities', att, 1),
     mb('grad: LoRA x Aᵀ', N * lora.r, 1),
+    mb('grad: q before its per-head norm', N * Q, qkNorm ? 1 : 0),
+    mb('grad: k before its per-head norm', N * KV, qkNorm ? 1 : 0),
     { name: UNIFORMS, scope: 'micro-batch' as const, bytes: UNIFORM_SLOT, count: dispatches + 1 },
   ].filter((x) => x.count > 0);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseModelConfig, ropeInvFreq } from './modelConfig';
-import { describeModel, layerNormWeights, plannedBlockMismatch } from './blockDescription';
+import { describeModel, layerNormWeights, plannedBlockMismatch, plannedDecodeMismatch } from './blockDescription';
 import { layerNormNames } from './modelFamily';
 
 // The config.json fields of Qwen/Qwen3-0.6B and google/gemma-3-1b-it as published on the hub.
@@ -94,7 +94,7 @@ describe('Qwen3 config', () => {
     expect(err({ ...QWEN3_06B, use_sliding_window: true })).toMatch(/field "use_sliding_window" true is not supported/);
   });
 
-  it('describes the Llama block plus per-head q/k norms, and says so to the planned paths', () => {
+  it('describes the Llama block plus per-head q/k norms, which both planned paths run', () => {
     const cfg = parseModelConfig(QWEN3_06B);
     const d = describeModel(cfg);
     expect(d.layers[0].map((o) => o.op)).toEqual(['norm', 'attention', 'add', 'norm', 'mlp', 'add']);
@@ -107,7 +107,9 @@ describe('Qwen3 config', () => {
       'self_attn.k_norm:128',
       'post_attention_layernorm:1024',
     ]);
-    expect(plannedBlockMismatch(d, cfg)).toBe('qwen3: q/k norms');
+    // both planned paths run it: the decode reads its layers, the learning step takes q/k norms
+    expect(plannedBlockMismatch(d, cfg)).toBeNull();
+    expect(plannedDecodeMismatch(d)).toBeNull();
   });
 });
 
@@ -176,6 +178,7 @@ describe('Gemma 3 config', () => {
     expect(d.layers[0][1]).toMatchObject({ window: 512, rope: 1 });
     expect(d.tiedHead).toBe(true);
     expect(plannedBlockMismatch(d, cfg)).toBe('gemma3: a scaled embedding');
+    expect(plannedDecodeMismatch(d)).toBeNull();
   });
 
   it('refuses what Gemma 3 text checkpoints never use, naming the field', () => {

@@ -238,12 +238,13 @@ describe('every weight format on the new families', () => {
 });
 
 describe('the planned WebGPU paths', () => {
-  it('the learning step refuses the new families with the reason (they learn on tfjs)', () => {
+  it('the learning step takes Qwen3 (q/k norms) and refuses Gemma 3 with the reason (it learns on tfjs)', () => {
     const why = (dir: string) => unplannableReason(fixtures.find((f) => f.dir === dir)!.model, true);
     expect(why('gemma3-tied')).toMatch(
-      /^gemma3: a scaled embedding \(the planned learning step runs the Llama block only/,
+      /^gemma3: a scaled embedding \(the planned learning step does not run this block/,
     );
-    expect(why('qwen3-bias')).toMatch(/^qwen3: q\/k norms/);
+    // past the block check, what stops the plan here is the cpu backend's weight layout
+    expect(why('qwen3-bias')).not.toMatch(/^qwen3:/);
   });
 
   it("the decode reads every family's layers into its shape, and refuses a block outside it", () => {

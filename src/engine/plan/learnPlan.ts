@@ -22,7 +22,7 @@
 // kept per adapted projection and y += s (x A^T) B^T.
 import { GpuPlan, alignUp, type BindingValue, type BufferRange } from './plan';
 import { submitFlopBudget } from '../options';
-import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type WeightRef } from './decodePlan';
+import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type VectorRef, type WeightRef } from './decodePlan';
 import {
   STATS_COLS,
   elemWorkgroups,
@@ -150,6 +150,8 @@ interface LayerBufs {
   u: GPUBuffer;
   act: GPUBuffer;
   xa: Partial<Record<ProjKey, GPUBuffer>>;
+  /** Per-head q/k norms (Qwen3): q and k before their norm and each head's inverse RMS. */
+  qk?: { q: GPUBuffer; qInv: GPUBuffer; k: GPUBuffer; kInv: GPUBuffer };
 }
 
 const F = 4;
@@ -247,6 +249,29 @@ export class LearnPlan {
     this.dummy = buf('dummy', 4);
     const rmax = Math.max(1, ...slots.map((s) => s.r));
     const recompute = !!opts.recompute;
+    // The block's parts past Llama's this plan runs: per-head q/k norms. The others (post-branch
+    // norms, windows, another RoPE or scale, a scaled embedding, GeGLU) are refused before planning.
+    if (m.embedScale !== undefined && m.embedScale !== 1) throw new Error('learn plan: a scaled embedding');
+    if (m.activation !== undefined && m.activation !== 'silu') throw new Error(`learn plan: a ${m.activation} MLP`);
+    for (const [i, l] of m.layers.entries())
+      if (
+        l.attnOutNorm ||
+        l.mlpOutNorm ||
+        (l.window ?? null) !== null ||
+        (l.rope ?? 0) !== 0 ||
+        l.attnScale !== undefined
+      )
+        throw new Error(`learn plan: layer ${i} is not the Llama block with optional q/k norms`);
+    const qkNormed = m.layers.some((l) => l.qNorm && l.kNorm);
+    const qkBufs = (tag: string) =>
+      qkNormed
+        ? {
+            q: buf(`q before norm ${tag}`, N * qF),
+            qInv: buf(`q inv ${tag}`, N * m.heads),
+            k: buf(`k before norm ${tag}`, N * kvF),
+            kInv: buf(`k inv ${tag}`, N * m.kvHeads),
+          }
+        : undefined;
     // Recompute: one set of layer activations (x A^T per adapted projection at its largest rank)
     // that every layer's forward writes and its backward reads; each layer keeps its input only.
     let shared: Omit<LayerBufs, 'xin'> | null = null;
@@ -271,6 +296,7 @@ export class LearnPlan {
         u: buf('u (rebuilt)', N * I),
         act: buf('act (rebuilt)', N * I),
         xa,
+        qk: qkBufs('(rebuilt)'),
       };
     }
     for (let l = 0; l < m.layers.length; l++) {
@@ -296,6 +322,7 @@ export class LearnPlan {
         u: buf(`u ${l}`, N * I),
         act: buf(`act ${l}`, N * I),
         xa,
+        qk: qkBufs(`${l}`),
       });
     }
     // LoRA dropout: one bit mask per adapter (each draws its own), the kept multiplier, and one
@@ -337,6 +364,8 @@ export class LearnPlan {
     const dk = buf('dk', N * kvF);
     const dv = buf('dv', N * kvF);
     const dxa = buf('dxa', N * rmax);
+    // the gradients of q and k before their norms
+    const dqk = qkNormed ? { q: buf('dq pre-norm', N * qF), k: buf('dk pre-norm', N * kvF) } : null;
 
     const nL = m.layers.length;
     const xs = (l: number) => (l < nL ? this.layers[l].xin : xOut);
@@ -411,6 +440,28 @@ export class LearnPlan {
     const rowMajor = (cols: number, off = 0): Operand => ({ off, s0: cols, s1: 1 });
     const elem = (phase: string, k: ReturnType<typeof swigluKernel>, values: BindingValue[], n: number) =>
       plan.add(phase, k, values, elemWorkgroups(n));
+    /** RMSNorm of every head (rows of D in a token-major [N, n D]): the row kernel over N n rows. */
+    const headNorm = (phase: string, x: GPUBuffer, w: VectorRef, y: GPUBuffer, inv: GPUBuffer, n: number) =>
+      elem(
+        phase,
+        rmsNormKernel(),
+        [u(packRow(N * n, D, m.eps, false)), { buffer: x }, { buffer: w.buffer }, { buffer: y }, { buffer: inv }],
+        N * n,
+      );
+    const headNormBack = (x: GPUBuffer, w: VectorRef, inv: GPUBuffer, dy: GPUBuffer, dx: GPUBuffer, n: number) =>
+      elem(
+        'bwd',
+        rmsNormGradKernel(),
+        [
+          u(packRow(N * n, D, m.eps, false)),
+          { buffer: x },
+          { buffer: w.buffer },
+          { buffer: inv },
+          { buffer: dy },
+          { buffer: dx },
+        ],
+        N * n,
+      );
     const heads = (phase: string, src: GPUBuffer, dst: GPUBuffer, n: number, toHeads: boolean, sgn: number) =>
       elem(
         phase,
@@ -635,10 +686,15 @@ export class LearnPlan {
           ],
           N,
         );
-        // q, k, v = h1 W^T (+ LoRA); heads, RoPE on q and k
-        project(phase, lora, l, 'q', lb.h1, qt);
-        project(phase, lora, l, 'k', lb.h1, kt);
+        // q, k, v = h1 W^T (+ LoRA); [per-head norms of q and k, their inputs kept;] heads, RoPE on q and k
+        const qk = lb.qk;
+        project(phase, lora, l, 'q', lb.h1, qk ? qk.q : qt);
+        project(phase, lora, l, 'k', lb.h1, qk ? qk.k : kt);
         project(phase, lora, l, 'v', lb.h1, vt);
+        if (qk) {
+          headNorm(phase, qk.q, lw.qNorm!, qt, qk.qInv, m.heads);
+          headNorm(phase, qk.k, lw.kNorm!, kt, qk.kInv, m.kvHeads);
+        }
         heads(phase, qt, lb.qh, m.heads, true, 1);
         heads(phase, kt, lb.kh, m.kvHeads, true, 1);
         heads(phase, vt, lb.vh, m.kvHeads, true, 0);
@@ -842,9 +898,14 @@ export class LearnPlan {
       heads('bwd', dqh, dq, m.heads, false, -1);
       heads('bwd', dkh, dk, m.kvHeads, false, -1);
       heads('bwd', dvh, dv, m.kvHeads, false, 0);
-      // d h1 = d q · W_q + d k · W_k + d v · W_v
-      projectBack(l, 'q', dq, lb.h1, dh, false);
-      projectBack(l, 'k', dk, lb.h1, dh, true);
+      // [through the per-head norms;] d h1 = d q · W_q + d k · W_k + d v · W_v
+      const qk = lb.qk;
+      if (qk && dqk) {
+        headNormBack(qk.q, lw.qNorm!, qk.qInv, dq, dqk.q, m.heads);
+        headNormBack(qk.k, lw.kNorm!, qk.kInv, dk, dqk.k, m.kvHeads);
+      }
+      projectBack(l, 'q', qk && dqk ? dqk.q : dq, lb.h1, dh, false);
+      projectBack(l, 'k', qk && dqk ? dqk.k : dk, lb.h1, dh, true);
       projectBack(l, 'v', dv, lb.h1, dh, true);
       // d x = d xmid + norm1_bwd(d h1)
       elem(

@@ -83,11 +83,11 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
  */
 export function unplannableReason(model: LlamaModel, learning = false): string | null {
   // The decode plan runs every block in its shape (pre norm, body, optional post norm, add; twice);
-  // the learning plan is written for the Llama block; another runs on tfjs (op by op, driven by
-  // the same description).
+  // the learning plan runs the Llama block with or without per-head q/k norms; another runs on
+  // tfjs (op by op, driven by the same description).
   if (learning) {
     const family = plannedBlockMismatch(model.description, model.config);
-    if (family) return `${family} (the planned learning step runs the Llama block only; this model learns on tfjs)`;
+    if (family) return `${family} (the planned learning step does not run this block; this model learns on tfjs)`;
   }
   const shape = plannedDecodeMismatch(model.description);
   if (shape) return `${shape} (the planned decode does not run this block; this model runs on tfjs)`;

@@ -85,7 +85,7 @@ export async function checkModelFit(
   const base = estimateMemory(cfg, w, weights);
   let est = base;
   const planNotes: string[] = [];
-  // The planned learning step runs the Llama block only; another block learns on tfjs in one pass.
+  // The planned learning step runs the Llama block (q/k norms or not); another learns on tfjs in one pass.
   const unplanned = plannedBlockMismatch(describeModel(cfg), cfg);
   try {
     if (lora && unplanned)
