@@ -144,31 +144,14 @@ export function plannedLayer(ops: readonly BlockOp[]): PlannedLayer | string {
   return { pre1: a.pre, attention: a.body, post1: a.post, pre2: m.pre, mlp: m.body, post2: m.post };
 }
 
-/** Whether the planned decode runs the model's block (every layer in the planned shape); null if so, else what differs. */
-export function plannedDecodeMismatch(d: ModelDescription): string | null {
+/**
+ * Whether the planned decode and learning step run the model's block (every layer in the planned
+ * shape); null if so, else what differs. They fall back to tfjs with this reason.
+ */
+export function plannedMismatch(d: ModelDescription): string | null {
   for (const ops of d.layers) {
     const l = plannedLayer(ops);
     if (typeof l === 'string') return `${d.family}: ${l}`;
-  }
-  return null;
-}
-
-/**
- * Whether the block is the one the planned learning step is written for (the Llama block: two
- * pre-norms, plain RMSNorm, SiLU, full attention, head_dim^-1/2, unscaled embedding; with or
- * without per-head q/k norms); null if so, else what differs. The planned learning step falls back to tfjs with this reason.
- */
-export function plannedBlockMismatch(d: ModelDescription, cfg: Pick<ModelConfig, 'headDim'>): string | null {
-  if (d.embedScale !== 1) return `${d.family}: a scaled embedding`;
-  if (d.norm !== 'rms') return `${d.family}: ${d.norm} norms`;
-  for (const ops of d.layers) {
-    const kinds = ops.map((o) => (o.op === 'norm' ? `norm:${o.of}` : o.op)).join(',');
-    if (kinds !== 'norm:residual,attention,add,norm:residual,mlp,add') return `${d.family}: a block of ${kinds}`;
-    for (const o of ops) {
-      if (o.op === 'attention' && o.window !== null) return `${d.family}: sliding-window layers`;
-      if (o.op === 'attention' && o.scale !== cfg.headDim ** -0.5) return `${d.family}: attention scale ${o.scale}`;
-      if (o.op === 'mlp' && o.activation !== 'silu') return `${d.family}: a ${o.activation} MLP`;
-    }
   }
   return null;
 }

@@ -36,7 +36,7 @@ import {
 } from './decodeSteps';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama';
 import { BlockedDenseWeight, DenseWeight, TransposedWeight, type FrozenWeight } from '../linear';
-import { plannedBlockMismatch, plannedDecodeMismatch, plannedLayer } from '../../contract/blockDescription';
+import { plannedMismatch, plannedLayer } from '../../contract/blockDescription';
 import { LoraAdapter } from '../lora';
 import { F16Weight, Int4Weight, Int8Weight } from '../quant';
 
@@ -82,15 +82,10 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
  * learning step, which applies LoRA dropout itself and binds any weight held in row blocks.
  */
 export function unplannableReason(model: LlamaModel, learning = false): string | null {
-  // The decode plan runs every block in its shape (pre norm, body, optional post norm, add; twice);
-  // the learning plan runs the Llama block with or without per-head q/k norms; another runs on
-  // tfjs (op by op, driven by the same description).
-  if (learning) {
-    const family = plannedBlockMismatch(model.description, model.config);
-    if (family) return `${family} (the planned learning step does not run this block; this model learns on tfjs)`;
-  }
-  const shape = plannedDecodeMismatch(model.description);
-  if (shape) return `${shape} (the planned decode does not run this block; this model runs on tfjs)`;
+  // The plans run every block in their shape (pre norm, body, optional post norm, add; twice);
+  // another runs on tfjs (op by op, driven by the same description).
+  const shape = plannedMismatch(model.description);
+  if (shape) return `${shape} (the planned paths do not run this block; this model runs on tfjs)`;
   let set: LoraAdapter['set'] | null = null;
   for (const l of model.layers) {
     for (const p of PROJ_KEYS) {
@@ -307,7 +302,7 @@ export function plannedDispatches(model: LlamaModel, B: number, capacity: number
 export function plannedDecodeFor(model: LlamaModel): typeof generatePlanned | null {
   if (engineOptions().decodePath !== 'planned' || !customKernelsActive()) return null;
   const why = unplannableReason(model);
-  if (why !== null && plannedDecodeMismatch(model.description) && !toldFallback.has(model)) {
+  if (why !== null && plannedMismatch(model.description) && !toldFallback.has(model)) {
     toldFallback.add(model);
     console.info(`planned decode: ${why}`);
   }
