@@ -26,10 +26,11 @@ import { rowWorkgroupSize } from '../webgpu/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
 import type { GemvShape } from '../options';
 import type { MlpActivation } from '../../contract/modelFamily';
+import type { WeightKind } from '../../contract/weightFormat';
 import { GEMM_TILE, gemmTilePrelude } from './gemmTile';
 
-/** f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
-export type WeightFormat = 'f32' | 'f16' | 'int8' | 'int4';
+/** The weight kinds the kernels decode (contract/weightFormat.ts); f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
+export type { WeightKind };
 
 /** The per-token uniform (one 256-byte slot per token of a run); field names are the tfjs kernels'. */
 export const TOK_STRUCT = `struct Tok {
@@ -189,14 +190,7 @@ export function packGemv(g: GemvUniform): ArrayBuffer {
 }
 
 /** `fn <name>(o, c) -> vec4<f32>`: W[o, 4c .. 4c+3] as float32 from binding `w` (and scales `s`). */
-function weightLoader(
-  name: string,
-  format: WeightFormat,
-  w: string,
-  s: string,
-  groupSize: number,
-  vec4 = false,
-): string {
+function weightLoader(name: string, format: WeightKind, w: string, s: string, groupSize: number, vec4 = false): string {
   if (format === 'f32' && vec4) {
     return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
   return ${w}[o * (G.K / 4u) + c];
@@ -266,7 +260,7 @@ function weightLoader(
 }
 
 /** `fn <name>(o, k) -> f32`: W[o, k] as float32, one element (the tiled GEMM's tile loads). */
-function weightScalar(name: string, format: WeightFormat, w: string, s: string, groupSize: number): string {
+function weightScalar(name: string, format: WeightKind, w: string, s: string, groupSize: number): string {
   const scale = `${s}[o * (G.K / ${groupSize}u) + k / ${groupSize}u]`;
   const body =
     format === 'f32'
@@ -291,10 +285,10 @@ export type { GemvShape };
  */
 export type GemvLayout = GemvShape | 'tile' | 'gemm';
 
-export interface GemvVariant {
+export interface GemvKernelSpec {
   shape: GemvLayout;
   mode: GemvMode;
-  format: WeightFormat;
+  format: WeightKind;
   /** Input features per scale (int8 / int4; f16 ignores it). */
   groupSize?: number;
   /** RMSNorm of the input fused in (its weight at G.normOff in params). */
@@ -328,7 +322,7 @@ export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, he
   return Math.ceil(n / GEMV_R);
 }
 
-export function gemvKernel(v: GemvVariant): PlanKernel {
+export function gemvKernel(v: GemvKernelSpec): PlanKernel {
   const quant = v.format !== 'f32';
   // The tiled layout reads work and f32 weights as vec4 arrays (its rows are 4-aligned).
   const vec4 = v.shape === 'tile';

@@ -49,7 +49,7 @@ import {
   type GemvLayout,
   type GemvShape,
   type GemvUniform,
-  type WeightFormat,
+  type WeightKind,
 } from './decodeKernels';
 import { DYN_SLOT_BYTES } from './plan';
 import { submitFlopBudget, type DecodeAttention } from '../options';
@@ -59,7 +59,7 @@ import type { MlpActivation } from '../../contract/modelFamily';
 export type WeightRef =
   | { format: 'f32'; rows: number; cols: number; buffer: GPUBuffer }
   | {
-      format: 'int8' | 'int4' | 'f16';
+      format: Exclude<WeightKind, 'f32'>;
       rows: number;
       cols: number;
       groupSize: number;
@@ -257,7 +257,7 @@ export function deviceLostReason(device: GPUDevice): string | null {
   return lostDevices.get(device) ?? null;
 }
 
-function formatOf(w: WeightRef): { format: WeightFormat; groupSize?: number } {
+function formatOf(w: WeightRef): { format: WeightKind; groupSize?: number } {
   return w.format === 'f32' ? { format: 'f32' } : { format: w.format, groupSize: w.groupSize };
 }
 

@@ -34,7 +34,7 @@ import statsCommonWgsl from '../../../shaders/token-stats/learn_common.wgsl?raw'
 import statsWgsl from '../../../shaders/token-stats/learn.wgsl?raw';
 import statsGradWgsl from '../../../shaders/token-stats/learn_grad.wgsl?raw';
 import type { BindingSpec, PlanKernel } from './kernel';
-import type { WeightFormat } from './decodeKernels';
+import type { WeightKind } from './decodeKernels';
 import type { MlpActivation } from '../../contract/modelFamily';
 import { GEMM_KT, GEMM_T, GEMM_TILE, GEMM_WG, gemmTilePrelude } from './gemmTile';
 
@@ -131,7 +131,7 @@ const F32_B_AT = `fn bAt(base : u32, k : u32, n : u32) -> f32 {
 `;
 
 export function gemmKernel(
-  format: WeightFormat | 'buf' = 'buf',
+  format: WeightKind | 'buf' = 'buf',
   groupSize = 0,
   layout: GemmLayout = 'direct',
 ): PlanKernel {
