@@ -815,6 +815,21 @@ describe('planned LoRA learning step on Dawn (SwiftShader): activations recomput
     }
   });
 
+  // The family fixtures (dev/fixtures/families). Qwen3: per-head q/k norms before RoPE, head_dim 12
+  // x 4 heads over hidden 32, q/k/v/o biases. Gemma 3: its scaled embedding, four norms a layer, q/k
+  // norms, GeGLU, query_pre_attn_scalar, 4-slot windows (shorter than the 9-column batch) with their
+  // own RoPE base, linearly scaled global layers; tied and untied. Forward and backward on the plan.
+  for (const name of ['qwen3-bias', 'qwen3-tied', 'gemma3-tied', 'gemma3-untied']) {
+    it(`${name}: kept and rebuilt: tfjs's statistics and gradients within 1e-4, the planner's bytes`, async () => {
+      const model = fixture(`families/${name}`);
+      try {
+        await check(model, adapters(model), { r: 4, targets: ALL });
+      } finally {
+        disposeLlama(model);
+      }
+    });
+  }
+
   it('a 3-layer Qwen2-style model (q/k/v biases, untied head): two layers rebuilt into the same set', async () => {
     const model = await qwen2Model(3, 5);
     try {

@@ -1,8 +1,8 @@
 // Attention probabilities in place over S [B, nH, L, L] (scores already scaled), one thread per
-// row: key j is seen by query i iff j <= i and j is a real token; masked scores get -1e9 as the
+// row: key j is seen by query i iff j <= i, j is a real token and (a window, U.win > 0) j > i - win; masked scores get -1e9 as the
 // tfjs path adds, so a row with nothing to see is uniform there too. Learn plan (src/engine/plan/learnKernels.ts); bindings declared there.
 // The host prepends WG, the threads per workgroup.
-struct Sm { rows : u32, L : u32, nH : u32, p0 : u32 }
+struct Sm { rows : u32, L : u32, nH : u32, win : u32 }
 fn run(r : u32) {
   if (r >= U.rows) {
     return;
@@ -13,7 +13,7 @@ fn run(r : u32) {
   var mx = -3.0e38;
   for (var j = 0u; j < U.L; j++) {
     var s = S[base + j];
-    if (j > i || Valid[b * U.L + j] == 0.0) {
+    if (j > i || Valid[b * U.L + j] == 0.0 || (U.win != 0u && j + U.win <= i)) {
       s += -1e9;
     }
     S[base + j] = s;

@@ -1,7 +1,8 @@
 // The planned path's decode attention: one workgroup per (query head, row) over the row's filled
 // cache slots [0, tok.kvLen), in chunks of SCH slots with an online softmax across chunks, so any
 // cache length runs in fixed workgroup memory. GQA: query head h reads kv head h / (nH / nKV).
-// Scores of invalid slots (left padding) are dropped, as the tfjs path's -1e9 mask drops them.
+// Scores of invalid slots (left padding) are dropped, as the tfjs path's -1e9 mask drops them, and
+// with a window (A.win > 0, Gemma 3's sliding layers) so are slots below query slot - win + 1.
 // Thread d < D accumulates output component d. A prefill chunk (A.seq > 0) has a query row per
 // (batch row, prompt column): row = b * seq + j sits at slot tok.slot + j and sees slots up to
 // its own. A query with no valid slot (a left pad's) writes 0: nothing reads it.
@@ -40,7 +41,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     for (var j = tid; j < n; j += WG) {
       let slot = c0 + j;
       var s = MASKED;
-      if (aux[A.validOff + b * A.cap + slot] != 0.0) {
+      if (aux[A.validOff + b * A.cap + slot] != 0.0 && (A.win == 0u || slot + A.win >= len)) {
         var dotqk = 0.0;
         for (var d = 0u; d < A.D; d++) {
           dotqk += qs[d] * kc[kvBase + slot * A.D + d];

@@ -4,7 +4,7 @@
 // writes its max score m, its sum of exp(s - m) l and its unnormalised weighted V
 // sum_j exp(s_j - m) v_j to the partials buffer; attention/plan_combine.wgsl merges the segments.
 // A segment at or past tok.kvLen does nothing (the combine reads only the filled ones), so one
-// plan serves every token. GQA and invalid (left-pad) slots as in attention/plan.wgsl; a segment
+// plan serves every token. GQA, invalid (left-pad) slots and windows as in attention/plan.wgsl; a segment
 // with no valid slot writes m = MASKED, l = 0 and a zero sum, which the combine weighs as nothing.
 // Decode steps only (one query per row).
 // Host-prepended: WG (>= D, a power of two), SEG, MAXD, the Att and Tok structs and the bindings
@@ -38,7 +38,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
   for (var j = tid; j < n; j += WG) {
     let slot = s0 + j;
     var s = MASKED;
-    if (aux[A.validOff + b * A.cap + slot] != 0.0) {
+    if (aux[A.validOff + b * A.cap + slot] != 0.0 && (A.win == 0u || slot + A.win >= tok.kvLen)) {
       var dotqk = 0.0;
       for (var d = 0u; d < A.D; d++) {
         dotqk += qs[d] * kc[kvBase + slot * A.D + d];

@@ -4,7 +4,7 @@
 // are D/4 named vec4 registers (q0.., o0..), because a CPU driver keeps only constant-indexed
 // values in registers: the host's prelude declares them with the four helpers this body calls
 // (qLoad, qDotK, accUpdate, accStore), unrolled for the head size. Keys and values are read as vec4.
-// Prefill chunks (A.seq > 0) as in attention/plan.wgsl; a query with no valid slot writes 0.
+// Prefill chunks (A.seq > 0) and windows (A.win) as in attention/plan.wgsl; a query with no valid slot writes 0.
 // Host-prepended: WG, the Att and Tok structs, the bindings (A, tok, work, aux, kc, vc as
 // array<vec4<f32>>) and the unrolled registers and helpers above.
 
@@ -31,7 +31,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
   var m = MASKED;
   var l = 0.0;
   for (var slot = 0u; slot < len; slot++) {
-    if (aux[A.validOff + b * A.cap + slot] == 0.0) {
+    if (aux[A.validOff + b * A.cap + slot] == 0.0 || (A.win != 0u && slot + A.win < len)) {
       continue;
     }
     let at = kv4 + slot * (A.D / 4u);

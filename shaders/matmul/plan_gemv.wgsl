@@ -7,7 +7,7 @@
 //   MODE 1 ROPE_Q  q rotated by RoPE at the row's position, written to work
 //   MODE 2 ROPE_K  k rotated, written into the key cache at the token's slot
 //   MODE 3 CACHE_V v written into the value cache at the token's slot
-//   MODE 4 GATEUP  gate and up in one pass (W and W2): act = silu(g) * u
+//   MODE 4 GATEUP  gate and up in one pass (W and W2): act = gateAct(g) * u (SiLU, or GELU-tanh)
 //   MODE 5 HEAD    logits[b, o] = y and scaled[b, o] = y / temperature (token statistics read it)
 // RoPE pairs (j, j + D/2) of one head land in one workgroup: R = 4 outputs are j, j+1, j+D/2,
 // j+D/2+1, so the rotation needs no second pass.
@@ -15,7 +15,7 @@
 // in workgroup memory. The tree's memory is laid out sum-major (red[j * WG + tid]): at each step
 // consecutive threads touch consecutive words, so 32 threads hit 32 banks. Thread-major
 // (red[tid * RM + j], RM = 32) put all 32 on one bank: a 32-way conflict per access.
-// Host-prepended: WG, R, MAXB, MODE, NORM, wload (and wload2 for GATEUP), the Gemv and Tok
+// Host-prepended: WG, R, MAXB, MODE, NORM, gateAct, wload (and wload2 for GATEUP), the Gemv and Tok
 // structs, the bindings (G, tok, work, params, lora, W[, S][, W2, S2], and per mode aux, cache or
 // the logits pair) and the mode's accessors auxAt, cacheStore, headStore.
 
@@ -179,7 +179,7 @@ fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index)
     }
     let g = y;
     let u = res[(i + R / 2u) * MAXB + b];
-    work[G.outOff + row * G.outStride + o] = g / (1.0 + exp(-g)) * u;
+    work[G.outOff + row * G.outStride + o] = gateAct(g) * u;
     return;
   }
 

@@ -26,7 +26,7 @@ fn finish(u : u32, outs : vec2<u32>, row : u32, acc : f32, acc2 : f32) {
       y2 += params[u32(G.bias2Off) + outs.x];
     }
     y2 += loraDelta(G.t2Off, G.b2Off, G.r2, G.scale2, row, outs.x);
-    wput(G.outOff + row * G.outStride + outs.x, y / (1.0 + exp(-y)) * y2);
+    wput(G.outOff + row * G.outStride + outs.x, gateAct(y) * y2);
     return;
   }
   if (MODE == 1u || MODE == 2u) {

@@ -108,23 +108,50 @@ export function layerNormWeights(ops: readonly BlockOp[], cfg: Pick<ModelConfig,
   return out;
 }
 
+type AttentionOp = Extract<BlockOp, { op: 'attention' }>;
+type MlpOp = Extract<BlockOp, { op: 'mlp' }>;
+
 /**
- * Whether the block is the Llama block the planned WebGPU paths are written for (two pre-norms,
- * plain RMSNorm, no q/k norms, SiLU, full attention, head_dim^-1/2, unscaled embedding); null if
- * so, else what differs. The planned decode and learning step fall back to tfjs with this reason.
+ * A layer in the planned decode's shape, `x += post1(attention(pre1 x)); x += post2(mlp(pre2 x))`:
+ * the weights of its norms (post norms null where the block has none) and its two bodies.
  */
-export function plannedBlockMismatch(d: ModelDescription, cfg: Pick<ModelConfig, 'headDim'>): string | null {
-  if (d.embedScale !== 1) return `${d.family}: a scaled embedding`;
-  if (d.norm !== 'rms') return `${d.family}: ${d.norm} norms`;
+export interface PlannedLayer {
+  pre1: string;
+  attention: AttentionOp;
+  post1: string | null;
+  pre2: string;
+  mlp: MlpOp;
+  post2: string | null;
+}
+
+/** A layer's ops read into the planned shape, or what does not fit it. */
+export function plannedLayer(ops: readonly BlockOp[]): PlannedLayer | string {
+  const branch = (i: number) => {
+    const pre = ops[i];
+    const body = ops[i + 1];
+    if (pre?.op !== 'norm' || pre.of !== 'residual' || !body) return null;
+    const post = ops[i + 2]?.op === 'norm' ? (ops[i + 2] as Extract<BlockOp, { op: 'norm' }>) : null;
+    if (post && post.of !== 'branch') return null;
+    const add = i + (post ? 3 : 2);
+    if (ops[add]?.op !== 'add') return null;
+    return { pre: pre.weight, body, post: post?.weight ?? null, next: add + 1 };
+  };
+  const a = branch(0);
+  const m = a && branch(a.next);
+  const kinds = ops.map((o) => (o.op === 'norm' ? `norm:${o.of}` : o.op)).join(',');
+  if (!a || !m || m.next !== ops.length || a.body.op !== 'attention' || m.body.op !== 'mlp')
+    return `a block of ${kinds}`;
+  return { pre1: a.pre, attention: a.body, post1: a.post, pre2: m.pre, mlp: m.body, post2: m.post };
+}
+
+/**
+ * Whether the planned decode and learning step run the model's block (every layer in the planned
+ * shape); null if so, else what differs. They fall back to tfjs with this reason.
+ */
+export function plannedMismatch(d: ModelDescription): string | null {
   for (const ops of d.layers) {
-    const kinds = ops.map((o) => (o.op === 'norm' ? `norm:${o.of}` : o.op)).join(',');
-    if (kinds !== 'norm:residual,attention,add,norm:residual,mlp,add') return `${d.family}: a block of ${kinds}`;
-    for (const o of ops) {
-      if (o.op === 'attention' && o.qkNorm) return `${d.family}: q/k norms`;
-      if (o.op === 'attention' && o.window !== null) return `${d.family}: sliding-window layers`;
-      if (o.op === 'attention' && o.scale !== cfg.headDim ** -0.5) return `${d.family}: attention scale ${o.scale}`;
-      if (o.op === 'mlp' && o.activation !== 'silu') return `${d.family}: a ${o.activation} MLP`;
-    }
+    const l = plannedLayer(ops);
+    if (typeof l === 'string') return `${d.family}: ${l}`;
   }
   return null;
 }

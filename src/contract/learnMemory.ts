@@ -52,7 +52,7 @@ export type LearnModelDims = Pick<
   | 'oBias'
   | 'mlpBias'
 > &
-  Partial<Pick<ModelConfig, 'family'>>;
+  Partial<Pick<ModelConfig, 'family' | 'ropeLocalTheta'>>;
 
 export interface LearnLoraShape {
   r: number;
@@ -243,9 +243,20 @@ export function learnStepBuffers(
   // Dropout: per adapter 1 packing dispatch, 1 more in the adapted forward, 2 in the backward.
   const drop = lora.dropout && slots > 0;
   // A rebuilt adapter applies its mask again before x Aᵀ.
+  // Per-head q/k norms (Qwen3, Gemma 3): 2 more a layer in each forward, the backward and each
+  // rebuild. Post-branch norms (Gemma 3): 2 more a layer in each forward and the backward; a
+  // rebuild runs them and the down projection's output too (3 more, 1 more per adapted down).
+  const decl = FAMILIES[c.family ?? 'llama'];
+  const qkNorm = decl.qkNorm;
+  const qkn = qkNorm ? 2 : 0;
+  const postNorm = decl.branches.some((b) => b.post);
+  const post = postNorm ? 1 : 0;
+  const ropes = c.ropeLocalTheta != null ? 2 : 1;
   const dispatches =
-    2 * (16 * nL + 4) +
-    19 * nL +
+    2 * ((16 + qkn + 2 * post) * nL + 4) +
+    (19 + qkn + 2 * post) * nL +
+    (qkn + 3 * post) * rebuilt +
+    post * downs * rebuiltAdapted +
     3 +
     6 * slots +
     15 * rebuilt +
@@ -270,7 +281,7 @@ export function learnStepBuffers(
     mb("LoRA parameters, gradients (the plan's flat copies)", loraParamCount(c, lora), 2),
     mb('token ids, key validity', N, 2),
     mb('targets', R, 1),
-    mb('RoPE cos, sin', (N * c.headDim) / 2, 2),
+    mb('RoPE cos, sin', (N * c.headDim) / 2, 2 * ropes),
     mb('token statistics, their readback', R * 4, 2),
     mb('d statistics', R * 2, 1),
     mb('unused binding', 4, 1),
@@ -282,6 +293,12 @@ export function learnStepBuffers(
     mb(layer('attention probabilities'), att, full),
     mb(layer('attention outputs'), N * Q, full),
     mb(layer('gate, up, act(gate) x up'), N * I, 3 * full),
+    mb(layer('q before its per-head norm'), N * Q, qkNorm ? full : 0),
+    mb(layer('k before its per-head norm'), N * KV, qkNorm ? full : 0),
+    mb(layer('per-head RMS inverses of q'), N * c.numHeads, qkNorm ? full : 0),
+    mb(layer('per-head RMS inverses of k'), N * c.numKvHeads, qkNorm ? full : 0),
+    mb(layer('o, down outputs before their post norms'), N * H, postNorm ? 2 * full : 0),
+    mb(layer('post-norm RMS inverses'), N, postNorm ? 2 * full : 0),
     mb(layer('LoRA x Aᵀ'), N * lora.r, keptSlots),
     mb('last layer output, final norm output', N * H, 2),
     mb('final RMS inverse', N, 1),
@@ -295,6 +312,9 @@ export function learnStepBuffers(
     mb('grad: k, v', N * KV, 4),
     mb('grad: attention probabilities', att, 1),
     mb('grad: LoRA x Aᵀ', N * lora.r, 1),
+    mb('grad: q before its per-head norm', N * Q, qkNorm ? 1 : 0),
+    mb('grad: k before its per-head norm', N * KV, qkNorm ? 1 : 0),
+    mb('grad: a branch before its post norm', N * H, postNorm ? 1 : 0),
     { name: UNIFORMS, scope: 'micro-batch' as const, bytes: UNIFORM_SLOT, count: dispatches + 1 },
   ].filter((x) => x.count > 0);
 }

@@ -10,6 +10,9 @@ export type WeightFormat = (typeof WEIGHT_FORMATS)[number];
 
 export type WeightSpec = { kind: 'f32' } | { kind: 'f16' } | { kind: 'int8' } | { kind: 'int4'; groupSize: number };
 
+/** A format without its group size: what the loader's packed weights and the kernels switch on. */
+export type WeightKind = WeightSpec['kind'];
+
 export function isWeightFormat(s: unknown): s is WeightFormat {
   return typeof s === 'string' && (WEIGHT_FORMATS as readonly string[]).includes(s);
 }

@@ -22,6 +22,7 @@ import {
   unpackF16x2,
 } from './quant';
 import { unplannableReason } from './planned/decode';
+import { plannedMismatch, plannedLayer } from '../contract/blockDescription';
 
 const FIXTURES = pathToFileURL(resolve('dev/fixtures/families') + '/');
 const CASES = ['qwen3-bias', 'qwen3-tied', 'gemma3-tied', 'gemma3-untied'];
@@ -237,11 +238,28 @@ describe('every weight format on the new families', () => {
 });
 
 describe('the planned WebGPU paths', () => {
-  it('refuse the new families with the reason (decode and learning fall back to tfjs); Llama stays plannable', () => {
-    const why = (dir: string) => unplannableReason(fixtures.find((f) => f.dir === dir)!.model, true);
-    expect(why('gemma3-tied')).toMatch(/^gemma3: a scaled embedding \(the planned path runs the Llama block only/);
-    expect(why('qwen3-bias')).toMatch(/^qwen3: q\/k norms/);
-    // (Llama's null needs the WebGPU buffers past this check: plannedBlockMismatch's test covers it.)
+  it('the learning step takes every family past the block check', () => {
+    // what stops the plans here is the cpu backend's weight layout, not the block
+    for (const f of fixtures) expect(unplannableReason(f.model, true)).not.toMatch(/do not run this block/);
+  });
+
+  it("the decode reads every family's layers into its shape, and refuses a block outside it", () => {
+    for (const f of fixtures) {
+      expect(plannedMismatch(f.model.description)).toBeNull();
+      // past the block check, what stops the decode plan here is the cpu backend's weight layout
+      expect(unplannableReason(f.model)).not.toMatch(/do not run this block/);
+    }
+    const gemma = fixtures.find((f) => f.dir === 'gemma3-tied')!.model.description;
+    const l = plannedLayer(gemma.layers[0]);
+    expect(typeof l === 'string' ? l : [l.pre1, l.post1, l.pre2, l.post2]).toEqual([
+      'input_layernorm',
+      'post_attention_layernorm',
+      'pre_feedforward_layernorm',
+      'post_feedforward_layernorm',
+    ]);
+    // a norm between the attention and the MLP with no residual add: no planned shape holds it
+    const odd = { ...gemma, layers: [gemma.layers[0].filter((o, i) => !(o.op === 'add' && i < 4))] };
+    expect(plannedMismatch(odd)).toMatch(/^gemma3: a block of norm:residual,attention,norm:branch,norm:residual/);
   });
 });
 

@@ -16,6 +16,8 @@ import attentionThreadWgsl from '../../../shaders/attention/plan_thread.wgsl?raw
 import attentionSplitKWgsl from '../../../shaders/attention/plan_splitk.wgsl?raw';
 import attentionCombineWgsl from '../../../shaders/attention/plan_combine.wgsl?raw';
 import embedWgsl from '../../../shaders/embed/plan.wgsl?raw';
+import headNormWgsl from '../../../shaders/rope/plan_head_norm.wgsl?raw';
+import normAddWgsl from '../../../shaders/rms-norm/plan_add.wgsl?raw';
 import sampleWgsl from '../../../shaders/sample/op.wgsl?raw';
 import tokenStatsWgsl from '../../../shaders/token-stats/op.wgsl?raw';
 import rowReduceTreeWgsl from '../../../shaders/row-reduce/tree.wgsl?raw';
@@ -23,10 +25,12 @@ import { rowReduce } from '../kernels/row-reduce/rowReduce';
 import { rowWorkgroupSize } from '../webgpu/limits';
 import type { BindingSpec, PlanKernel } from './kernel';
 import type { GemvShape } from '../options';
+import type { MlpActivation } from '../../contract/modelFamily';
+import type { WeightKind } from '../../contract/weightFormat';
 import { GEMM_TILE, gemmTilePrelude } from './gemmTile';
 
-/** f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
-export type WeightFormat = 'f32' | 'f16' | 'int8' | 'int4';
+/** The weight kinds the kernels decode (contract/weightFormat.ts); f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
+export type { WeightKind };
 
 /** The per-token uniform (one 256-byte slot per token of a run); field names are the tfjs kernels'. */
 export const TOK_STRUCT = `struct Tok {
@@ -186,14 +190,7 @@ export function packGemv(g: GemvUniform): ArrayBuffer {
 }
 
 /** `fn <name>(o, c) -> vec4<f32>`: W[o, 4c .. 4c+3] as float32 from binding `w` (and scales `s`). */
-function weightLoader(
-  name: string,
-  format: WeightFormat,
-  w: string,
-  s: string,
-  groupSize: number,
-  vec4 = false,
-): string {
+function weightLoader(name: string, format: WeightKind, w: string, s: string, groupSize: number, vec4 = false): string {
   if (format === 'f32' && vec4) {
     return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
   return ${w}[o * (G.K / 4u) + c];
@@ -263,7 +260,7 @@ function weightLoader(
 }
 
 /** `fn <name>(o, k) -> f32`: W[o, k] as float32, one element (the tiled GEMM's tile loads). */
-function weightScalar(name: string, format: WeightFormat, w: string, s: string, groupSize: number): string {
+function weightScalar(name: string, format: WeightKind, w: string, s: string, groupSize: number): string {
   const scale = `${s}[o * (G.K / ${groupSize}u) + k / ${groupSize}u]`;
   const body =
     format === 'f32'
@@ -288,14 +285,25 @@ export type { GemvShape };
  */
 export type GemvLayout = GemvShape | 'tile' | 'gemm';
 
-export interface GemvVariant {
+export interface GemvKernelSpec {
   shape: GemvLayout;
   mode: GemvMode;
-  format: WeightFormat;
+  format: WeightKind;
   /** Input features per scale (int8 / int4; f16 ignores it). */
   groupSize?: number;
   /** RMSNorm of the input fused in (its weight at G.normOff in params). */
   norm: boolean;
+  /** GATEUP's gate activation: SiLU (default) or tanh GELU (Gemma 3's GeGLU, swiglu/op_geglu.wgsl's formula). */
+  act?: MlpActivation;
+}
+
+/** `fn gateAct(g) -> f32` of the GATEUP epilogue. */
+function gateActFn(act: MlpActivation = 'silu'): string {
+  const body =
+    act === 'silu'
+      ? 'return g / (1.0 + exp(-g));'
+      : 'let t = tanh(clamp(0.7978845608028654 * (g + 0.044715 * g * g * g), -15.0, 15.0));\n  return 0.5 * g * (1.0 + t);';
+  return `fn gateAct(g : f32) -> f32 {\n  ${body}\n}`;
 }
 
 /** Workgroups along x for `n` outputs. */
@@ -314,7 +322,7 @@ export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, he
   return Math.ceil(n / GEMV_R);
 }
 
-export function gemvKernel(v: GemvVariant): PlanKernel {
+export function gemvKernel(v: GemvKernelSpec): PlanKernel {
   const quant = v.format !== 'f32';
   // The tiled layout reads work and f32 weights as vec4 arrays (its rows are 4-aligned).
   const vec4 = v.shape === 'tile';
@@ -335,6 +343,7 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
       ? weightScalar(name.replace('wload', 'wat'), v.format, w, sc, gs)
       : weightLoader(name, v.format, w, sc, gs, vec4);
   const fns = [
+    gateActFn(v.act),
     loader('wload', 'W', 'S'),
     vec4
       ? 'fn wget(i : u32) -> f32 {\n  return work[i / 4u][i % 4u];\n}\nfn wput(i : u32, y : f32) {\n  work[i / 4u][i % 4u] = y;\n}'
@@ -370,18 +379,19 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
   } else {
     fns.push('fn headStore(i : u32, y : f32, scaled : f32) {\n}');
   }
+  const actKey = v.mode === GemvMode.GateUp && v.act && v.act !== 'silu' ? `_${v.act}` : '';
   // GateUp keeps two matrices' sums per output column: half the columns per workgroup.
   if (gemm) {
     const consts = `${gemmTilePrelude(true)}const MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
     return {
-      key: `plan_gemm_tiled_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
+      key: `plan_gemm_tiled_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
       bindings: b,
       body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${gemvUnitWgsl}\n${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
     };
   }
   const consts = `const TU : u32 = ${TILE_TU}u;\nconst TQ : u32 = ${TILE_TQ}u;\nconst WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
-    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}`,
+    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
     bindings: b,
     body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? gemmTileWgsl : gemvThreadWgsl}`}`,
   };
@@ -393,10 +403,14 @@ export function gemvKernel(v: GemvVariant): PlanKernel {
 const ATT_STRUCT = `struct Att {
   nH : u32, nKV : u32, D : u32, cap : u32,
   qOff : u32, aOff : u32, validOff : u32, scale : f32,
-  seq : u32, rows : u32, pad1 : u32, pad2 : u32,
+  seq : u32, rows : u32, win : u32, pad2 : u32,
 }`;
 
-/** `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step. `rows`: query rows (the one-thread attention bounds its grid by it). */
+/**
+ * `seq` > 0: a prefill chunk, query row = b * seq + j at slot tok.slot + j (causal); 0: a decode step.
+ * `rows`: query rows (the one-thread attention bounds its grid by it). `scale` multiplies q.k
+ * (default head_dim^-1/2); `window` > 0: a query at slot s sees slots > s - window only.
+ */
 export function packAtt(a: {
   nH: number;
   nKV: number;
@@ -407,10 +421,13 @@ export function packAtt(a: {
   validOff: number;
   seq?: number;
   rows?: number;
+  scale?: number;
+  window?: number | null;
 }): ArrayBuffer {
   const buf = new ArrayBuffer(48);
-  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0, a.rows ?? 0]);
-  new Float32Array(buf)[7] = 1 / Math.sqrt(a.D);
+  const win = a.window ?? 0;
+  new Uint32Array(buf).set([a.nH, a.nKV, a.D, a.cap, a.qOff, a.aOff, a.validOff, 0, a.seq ?? 0, a.rows ?? 0, win]);
+  new Float32Array(buf)[7] = a.scale ?? 1 / Math.sqrt(a.D);
   return buf;
 }
 
@@ -509,9 +526,101 @@ export function attentionCombineKernel(headDim: number): PlanKernel {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Per-head q/k norms with RoPE, post-branch norms (the blocks of Qwen3 and Gemma 3)
+
+/** Field names are the GEMV's where rowPos / cacheBase (matmul/plan_gemv_rows.wgsl) read them. */
+const HEAD_NORM_STRUCT = `struct HeadNorm {
+  headDim : u32, inOff : u32, inStride : u32, normOff : u32,
+  eps : f32, cosOff : u32, sinOff : u32, posOff : u32,
+  seq : u32, cap : u32, nKV : u32, pad0 : u32,
+}`;
+
+export interface HeadNormUniform {
+  headDim: number;
+  /** The projection's output in work: [rows, inStride], heads of headDim from column 0. */
+  inOff: number;
+  inStride: number;
+  normOff: number;
+  eps: number;
+  cosOff: number;
+  sinOff: number;
+  posOff: number;
+  seq: number;
+  cap: number;
+  /** Key heads (the cache layout); 0 for q. */
+  nKV: number;
+}
+
+export function packHeadNorm(h: HeadNormUniform): ArrayBuffer {
+  const buf = new ArrayBuffer(48);
+  const u = new Uint32Array(buf);
+  u.set([h.headDim, h.inOff, h.inStride, h.normOff, 0, h.cosOff, h.sinOff, h.posOff, h.seq, h.cap, h.nKV]);
+  new Float32Array(buf)[4] = h.eps;
+  return buf;
+}
+
+/** Threads of a head-norm workgroup: one per RoPE pair, a power of two (>= 32). */
+function pairWorkgroupSize(headDim: number): number {
+  let wg = 32;
+  while (wg < headDim / 2) wg *= 2;
+  return wg;
+}
+
+/**
+ * rope/plan_head_norm.wgsl: RMSNorm per (head, row) then RoPE, q in place or k into the key cache
+ * (`cache`); grid [heads, rows]. Bindings: G, tok, work, params, aux[, cache].
+ */
+export function headNormRopeKernel(headDim: number, cache: boolean): PlanKernel {
+  const WG = pairWorkgroupSize(headDim);
+  const b: BindingSpec[] = [
+    { name: 'G', kind: 'uniform', type: 'HeadNorm' },
+    TOK,
+    { name: 'work', kind: 'rw', type: 'array<f32>' },
+    { name: 'params', kind: 'read', type: 'array<f32>' },
+    { name: 'aux', kind: 'read', type: 'array<f32>' },
+  ];
+  if (cache) b.push({ name: 'cache', kind: 'rw', type: 'array<f32>' });
+  const fns = [
+    'fn auxAt(i : u32) -> f32 {\n  return aux[i];\n}',
+    cache ? 'fn cacheStore(i : u32, y : f32) {\n  cache[i] = y;\n}' : 'fn cacheStore(i : u32, y : f32) {\n}',
+  ];
+  return {
+    key: `plan_head_norm_wg${WG}_c${cache ? 1 : 0}`,
+    bindings: b,
+    body: `const WG : u32 = ${WG}u;\nconst CACHE : bool = ${cache};\n${HEAD_NORM_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${headNormWgsl}`,
+  };
+}
+
+const NORM_ADD_STRUCT = `struct NormAdd {
+  H : u32, hOff : u32, xOff : u32, normOff : u32,
+  eps : f32, pad0 : u32, pad1 : u32, pad2 : u32,
+}`;
+
+export function packNormAdd(n: { H: number; hOff: number; xOff: number; normOff: number; eps: number }): ArrayBuffer {
+  const buf = new ArrayBuffer(32);
+  new Uint32Array(buf).set([n.H, n.hOff, n.xOff, n.normOff]);
+  new Float32Array(buf)[4] = n.eps;
+  return buf;
+}
+
+/** rms-norm/plan_add.wgsl: x[row] += RMSNorm(h[row]) * w, a workgroup per row. Bindings: N, work, params. */
+export function normAddKernel(): PlanKernel {
+  return {
+    key: 'plan_norm_add',
+    bindings: [
+      { name: 'N', kind: 'uniform', type: 'NormAdd' },
+      { name: 'work', kind: 'rw', type: 'array<f32>' },
+      { name: 'params', kind: 'read', type: 'array<f32>' },
+    ],
+    body: `const WG : u32 = 64u;\n${NORM_ADD_STRUCT}\n${normAddWgsl}`,
+  };
+}
+
 const EMB_STRUCT = `struct Emb {
   H : u32, rowStart : u32, rowCount : u32, xOff : u32,
   rec : u32, B : u32, seq : u32, cap : u32,
+  scale : f32, pad0 : u32, pad1 : u32, pad2 : u32,
 }`;
 
 /** `seq` > 0: a prefill chunk, row = b * seq + j embeds ids[b * cap + tok.slot + j] (the prompt table). */
@@ -524,8 +633,13 @@ export function packEmb(e: {
   B: number;
   seq?: number;
   cap?: number;
+  /** Multiplies every embedded row (default 1). */
+  scale?: number;
 }): ArrayBuffer {
-  return new Uint32Array([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, e.seq ?? 0, e.cap ?? 0]).buffer;
+  const buf = new ArrayBuffer(48);
+  new Uint32Array(buf).set([e.H, e.rowStart, e.rowCount, e.xOff, e.rec ? 1 : 0, e.B, e.seq ?? 0, e.cap ?? 0]);
+  new Float32Array(buf)[8] = e.scale ?? 1;
+  return buf;
 }
 
 export function embedKernel(): PlanKernel {

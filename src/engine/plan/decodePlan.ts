@@ -35,6 +35,10 @@ import {
   attentionWorkgroupSize,
   embedKernel,
   gemvKernel,
+  headNormRopeKernel,
+  normAddKernel,
+  packHeadNorm,
+  packNormAdd,
   gemvWorkgroupsX,
   packAtt,
   packEmb,
@@ -45,16 +49,17 @@ import {
   type GemvLayout,
   type GemvShape,
   type GemvUniform,
-  type WeightFormat,
+  type WeightKind,
 } from './decodeKernels';
 import { DYN_SLOT_BYTES } from './plan';
 import { submitFlopBudget, type DecodeAttention } from '../options';
+import type { MlpActivation } from '../../contract/modelFamily';
 
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
   | { format: 'f32'; rows: number; cols: number; buffer: GPUBuffer }
   | {
-      format: 'int8' | 'int4' | 'f16';
+      format: Exclude<WeightKind, 'f32'>;
       rows: number;
       cols: number;
       groupSize: number;
@@ -86,9 +91,27 @@ export interface ProjectionRef {
 export type ProjKey = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
 export const PROJ_KEYS: readonly ProjKey[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
 
+/**
+ * A layer as the planner runs it: the block of the model's description (contract/blockDescription.ts)
+ * read into the planned shape `x += post1(attention(pre1 x)); x += post2(mlp(pre2 x))`. The
+ * optional parts are absent on the Llama block, whose dispatches they leave unchanged.
+ */
 export interface DecodeLayerRef extends Record<ProjKey, ProjectionRef> {
+  /** The pre-norms of the attention and the MLP branch. */
   inputNorm: VectorRef;
   postNorm: VectorRef;
+  /** Norms of each branch's output before its residual add (Gemma 3); absent: none. */
+  attnOutNorm?: VectorRef;
+  mlpOutNorm?: VectorRef;
+  /** Per-head q and k norms ([head_dim]) before RoPE (Qwen3, Gemma 3); absent: none. */
+  qNorm?: VectorRef;
+  kNorm?: VectorRef;
+  /** Index into DecodeModelRef.invFreqs (default 0). */
+  rope?: number;
+  /** Key slots a query sees, itself included (null / absent: all). */
+  window?: number | null;
+  /** Multiplies q.k (default head_dim^-1/2). */
+  attnScale?: number;
 }
 
 export interface DecodeModelRef {
@@ -101,6 +124,12 @@ export interface DecodeModelRef {
   eps: number;
   /** RoPE inverse frequencies (float64). */
   invFreq: Float64Array;
+  /** Every RoPE the layers name (DecodeLayerRef.rope); absent: [invFreq]. */
+  invFreqs?: Float64Array[];
+  /** x = embed[ids] * embedScale (default 1). */
+  embedScale?: number;
+  /** The MLP's gate activation (default SiLU). */
+  activation?: MlpActivation;
   /** Embedding table [vocab, hidden] in row blocks (float32). */
   embed: { rowStart: number; rows: number; buffer: GPUBuffer }[];
   layers: DecodeLayerRef[];
@@ -228,7 +257,7 @@ export function deviceLostReason(device: GPUDevice): string | null {
   return lostDevices.get(device) ?? null;
 }
 
-function formatOf(w: WeightRef): { format: WeightFormat; groupSize?: number } {
+function formatOf(w: WeightRef): { format: WeightKind; groupSize?: number } {
   return w.format === 'f32' ? { format: 'f32' } : { format: w.format, groupSize: w.groupSize };
 }
 
@@ -272,7 +301,7 @@ export class DecodePlan {
   private readonly readback: GPUBuffer;
   private readonly loraBuf: GPUBuffer;
   private readonly ids: GPUBuffer;
-  private readonly auxOff: { cos: number; sin: number; pos: number; valid: number; ppos: number };
+  private readonly auxOff: { pos: number; valid: number; ppos: number } & Record<string, number>;
   /** Prompt columns per prefill chunk, and the prompt ids table [B, capacity] the prefill embeds. */
   readonly chunk: number;
   private readonly promptIds: GPUBuffer;
@@ -352,16 +381,29 @@ export class DecodePlan {
     });
 
     // --- sizes, checked against the device's limits (and the budget) before anything is made
+    // k before its norm, and a branch before its output norm, where the block has them
+    const kNormed = m.layers.some((l) => l.kNorm);
+    const outNormed = m.layers.some((l) => l.attnOutNorm || l.mlpOutNorm);
     const work = sections({
       x: R * m.hidden,
       q: R * qDim,
       a: R * qDim,
       act: R * m.intermediate,
       t: R * Math.max(1, maxGroupR),
+      ...(kNormed ? { k: R * kvDim } : {}),
+      ...(outNormed ? { h: R * m.hidden } : {}),
     });
     const W = work.offsets;
     const half = D / 2;
-    const aux = sections({ cos: C * half, sin: C * half, pos: B, valid: B * C, ppos: B * C });
+    // One cos / sin table per RoPE: 'cos', 'sin' for the first, 'cos1', 'sin1' ... after.
+    const invFreqs = m.invFreqs ?? [m.invFreq];
+    const tables = Object.fromEntries(
+      invFreqs.flatMap((_, r) => [
+        [`cos${r || ''}`, C * half],
+        [`sin${r || ''}`, C * half],
+      ]),
+    );
+    const aux = sections({ ...tables, pos: B, valid: B * C, ppos: B * C });
     this.auxOff = aux.offsets as typeof this.auxOff;
 
     // --- params: norms and biases, copied once from the model's buffers
@@ -377,6 +419,10 @@ export class DecodePlan {
     const layerParams = m.layers.map((l) => ({
       norm1: param(l.inputNorm)!,
       norm2: param(l.postNorm)!,
+      attnOut: param(l.attnOutNorm),
+      mlpOut: param(l.mlpOutNorm),
+      qNorm: param(l.qNorm),
+      kNorm: param(l.kNorm),
       bias: Object.fromEntries(PROJ_KEYS.map((p) => [p, param(l[p].bias)])) as Record<ProjKey, number | undefined>,
     }));
     const finalNorm = param(m.norm)!;
@@ -423,13 +469,16 @@ export class DecodePlan {
     const workBuf = plan.buffer('work', work.total * 4);
     this.aux = plan.buffer('aux', aux.total * 4);
     const cosSin = new Float32Array(aux.total);
-    for (let pos = 0; pos < C; pos++) {
-      for (let j = 0; j < half; j++) {
-        const angle = pos * m.invFreq[j];
-        cosSin[this.auxOff.cos + pos * half + j] = Math.cos(angle);
-        cosSin[this.auxOff.sin + pos * half + j] = Math.sin(angle);
+    invFreqs.forEach((inv, r) => {
+      const [cos, sin] = [this.auxOff[`cos${r || ''}`], this.auxOff[`sin${r || ''}`]];
+      for (let pos = 0; pos < C; pos++) {
+        for (let j = 0; j < half; j++) {
+          const angle = pos * inv[j];
+          cosSin[cos + pos * half + j] = Math.cos(angle);
+          cosSin[sin + pos * half + j] = Math.sin(angle);
+        }
       }
-    }
+    });
     device.queue.writeBuffer(this.aux, 0, cosSin);
     for (let l = 0; l < m.layers.length; l++) {
       this.kCache.push(plan.buffer(`k${l}`, kvBytes));
@@ -482,7 +531,7 @@ export class DecodePlan {
       w2?: WeightRef,
     ) => {
       const layout = layoutFor(u);
-      const k = gemvKernel({ shape: layout, mode, ...formatOf(w), norm: u.normOff !== undefined });
+      const k = gemvKernel({ shape: layout, mode, ...formatOf(w), norm: u.normOff !== undefined, act: m.activation });
       const wb = weightBindings(w);
       const values = [
         { uniform: packGemv(u) },
@@ -553,7 +602,12 @@ export class DecodePlan {
       });
     };
     const auxB = { buffer: this.aux };
-    const ropeU = { headDim: D, cap: C, cosOff: this.auxOff.cos, sinOff: this.auxOff.sin, posOff: this.auxOff.pos };
+    const ropeOf = (layer: DecodeLayerRef) => {
+      const r = layer.rope ?? 0;
+      if (r >= invFreqs.length) throw new Error(`decode plan: a layer names RoPE ${r} of ${invFreqs.length}`);
+      return { cosOff: this.auxOff[`cos${r || ''}`], sinOff: this.auxOff[`sin${r || ''}`] };
+    };
+    const ropeU0 = { headDim: D, cap: C, posOff: this.auxOff.pos };
 
     // draw: ids from the logits, statistics under logits / statT; embed: x of the ids, + record
     plan.add(
@@ -573,7 +627,17 @@ export class DecodePlan {
         'embed',
         embedKernel(),
         [
-          { uniform: packEmb({ H: m.hidden, rowStart: blk.rowStart, rowCount: blk.rows, xOff: W.x, rec: i === 0, B }) },
+          {
+            uniform: packEmb({
+              H: m.hidden,
+              rowStart: blk.rowStart,
+              rowCount: blk.rows,
+              xOff: W.x,
+              rec: i === 0,
+              B,
+              scale: m.embedScale,
+            }),
+          },
           'dyn',
           common.work,
           { buffer: ids },
@@ -597,6 +661,7 @@ export class DecodePlan {
               B,
               seq: Pc,
               cap: C,
+              scale: m.embedScale,
             }),
           },
           'dyn',
@@ -658,41 +723,68 @@ export class DecodePlan {
         check(layer.up, m.intermediate, m.hidden, `layer ${li} up`);
         check(layer.down, m.hidden, m.intermediate, `layer ${li} down`);
         loraA(0, x1);
+        const ropeU = { ...ropeU0, ...ropeOf(layer), posOff: seq ? this.auxOff.ppos : this.auxOff.pos, seq };
+        // With q/k norms the projection writes plain and rope/plan_head_norm.wgsl norms each head,
+        // rotates it and writes q in place or k into the cache; without, RoPE is the GEMV's epilogue.
+        const headNorm = (normOff: number, inOff: number, width: number, nH: number, cache?: GPUBuffer) =>
+          plan.add(
+            phase,
+            headNormRopeKernel(D, cache !== undefined),
+            [
+              {
+                uniform: packHeadNorm({
+                  ...ropeU,
+                  inOff,
+                  inStride: width,
+                  normOff,
+                  eps: m.eps,
+                  nKV: cache ? m.kvHeads : 0,
+                }),
+              },
+              'dyn',
+              common.work,
+              common.params,
+              auxB,
+              ...(cache ? [{ buffer: cache }] : []),
+            ],
+            [nH, rows, 1],
+          );
         gemvBlocks(
           phase,
-          GemvMode.RopeQ,
+          lp.qNorm === undefined ? GemvMode.RopeQ : GemvMode.Plain,
           layer.q,
-          {
-            ...x1,
-            ...ropeU,
-            posOff: seq ? this.auxOff.ppos : this.auxOff.pos,
-            seq,
-            N: qDim,
-            outOff: W.q,
-            outStride: qDim,
-            biasOff: lp.bias.q,
-            ...loraU('q', 0),
-          },
-          [auxB],
+          { ...x1, ...ropeU, N: qDim, outOff: W.q, outStride: qDim, biasOff: lp.bias.q, ...loraU('q', 0) },
+          lp.qNorm === undefined ? [auxB] : [],
         );
-        gemvBlocks(
-          phase,
-          GemvMode.RopeK,
-          layer.k,
-          {
+        if (lp.qNorm !== undefined) headNorm(lp.qNorm, W.q, qDim, m.heads);
+        if (lp.kNorm === undefined) {
+          gemvBlocks(
+            phase,
+            GemvMode.RopeK,
+            layer.k,
+            {
+              ...x1,
+              ...ropeU,
+              N: kvDim,
+              nKV: m.kvHeads,
+              outOff: 0,
+              outStride: 0,
+              biasOff: lp.bias.k,
+              ...loraU('k', 0),
+            },
+            [auxB, { buffer: this.kCache[li] }],
+          );
+        } else {
+          gemvBlocks(phase, GemvMode.Plain, layer.k, {
             ...x1,
-            ...ropeU,
-            posOff: seq ? this.auxOff.ppos : this.auxOff.pos,
-            seq,
             N: kvDim,
-            nKV: m.kvHeads,
-            outOff: 0,
-            outStride: 0,
+            outOff: W.k,
+            outStride: kvDim,
             biasOff: lp.bias.k,
             ...loraU('k', 0),
-          },
-          [auxB, { buffer: this.kCache[li] }],
-        );
+          });
+          headNorm(lp.kNorm, W.k, kvDim, m.kvHeads, this.kCache[li]);
+        }
         gemvBlocks(
           phase,
           GemvMode.CacheV,
@@ -722,6 +814,8 @@ export class DecodePlan {
             validOff: this.auxOff.valid,
             seq,
             rows,
+            scale: layer.attnScale,
+            window: layer.window,
           }),
         };
         // q·k and p·v over at most the capacity per (row, head): the bound a submit budget needs.
@@ -761,15 +855,7 @@ export class DecodePlan {
         }
         const xa = { K: qDim, rows, xOff: W.a, xStride: qDim };
         loraA(1, xa);
-        gemvBlocks(phase, GemvMode.Plain, layer.o, {
-          ...xa,
-          N: m.hidden,
-          outOff: W.x,
-          outStride: m.hidden,
-          resid: true,
-          biasOff: lp.bias.o,
-          ...loraU('o', 1),
-        });
+        residual(layer.o, xa, lp.bias.o, loraU('o', 1), lp.attnOut);
         const x2 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
         loraA(2, x2);
         const up = loraU('up', 2);
@@ -797,15 +883,32 @@ export class DecodePlan {
         );
         const xd = { K: m.intermediate, rows, xOff: W.act, xStride: m.intermediate };
         loraA(3, xd);
-        gemvBlocks(phase, GemvMode.Plain, layer.down, {
-          ...xd,
-          N: m.hidden,
-          outOff: W.x,
-          outStride: m.hidden,
-          resid: true,
-          biasOff: lp.bias.down,
-          ...loraU('down', 3),
-        });
+        residual(layer.down, xd, lp.bias.down, loraU('down', 3), lp.mlpOut);
+        /**
+         * A branch's last projection and its residual add: added in the GEMV's epilogue, or (an
+         * output norm) written to h and added normed by rms-norm/plan_add.wgsl.
+         */
+        function residual(
+          pr: ProjectionRef,
+          xin: Omit<GemvUniform, 'N' | 'outOff' | 'outStride'>,
+          biasOff: number | undefined,
+          lora: Partial<GemvUniform>,
+          outNorm: number | undefined,
+        ) {
+          const out = outNorm === undefined ? { outOff: W.x, resid: true } : { outOff: W.h, resid: false };
+          gemvBlocks(phase, GemvMode.Plain, pr, { ...xin, N: m.hidden, outStride: m.hidden, biasOff, ...lora, ...out });
+          if (outNorm !== undefined)
+            plan.add(
+              phase,
+              normAddKernel(),
+              [
+                { uniform: packNormAdd({ H: m.hidden, hOff: W.h, xOff: W.x, normOff: outNorm, eps: m.eps }) },
+                common.work,
+                common.params,
+              ],
+              [rows, 1, 1],
+            );
+        }
       });
     layers('layers', B, 0);
     layers('players', R, Pc);

@@ -19,6 +19,9 @@ import gemmPackedInt8Wgsl from '../../../shaders/matmul/learn_gemm_packed_int8.w
 import gemmPackedInt4Wgsl from '../../../shaders/matmul/learn_gemm_packed_int4.wgsl?raw';
 import rmsNormWgsl from '../../../shaders/rms-norm/learn.wgsl?raw';
 import rmsNormGradWgsl from '../../../shaders/rms-norm/learn_grad.wgsl?raw';
+import rmsNormResWgsl from '../../../shaders/rms-norm/learn_res.wgsl?raw';
+import gegluWgsl from '../../../shaders/swiglu/learn_geglu.wgsl?raw';
+import gegluGradWgsl from '../../../shaders/swiglu/learn_geglu_grad.wgsl?raw';
 import headsWgsl from '../../../shaders/rope/learn_heads.wgsl?raw';
 import softmaxWgsl from '../../../shaders/attention/learn_softmax.wgsl?raw';
 import softmaxGradWgsl from '../../../shaders/attention/learn_softmax_grad.wgsl?raw';
@@ -31,7 +34,8 @@ import statsCommonWgsl from '../../../shaders/token-stats/learn_common.wgsl?raw'
 import statsWgsl from '../../../shaders/token-stats/learn.wgsl?raw';
 import statsGradWgsl from '../../../shaders/token-stats/learn_grad.wgsl?raw';
 import type { BindingSpec, PlanKernel } from './kernel';
-import type { WeightFormat } from './decodeKernels';
+import type { WeightKind } from './decodeKernels';
+import type { MlpActivation } from '../../contract/modelFamily';
 import { GEMM_KT, GEMM_T, GEMM_TILE, GEMM_WG, gemmTilePrelude } from './gemmTile';
 
 // ---------------------------------------------------------------------------------------------
@@ -127,7 +131,7 @@ const F32_B_AT = `fn bAt(base : u32, k : u32, n : u32) -> f32 {
 `;
 
 export function gemmKernel(
-  format: WeightFormat | 'buf' = 'buf',
+  format: WeightKind | 'buf' = 'buf',
   groupSize = 0,
   layout: GemmLayout = 'direct',
 ): PlanKernel {
@@ -275,28 +279,45 @@ export function softmaxGradKernel(): PlanKernel {
   );
 }
 
-export function packSm(rows: number, L: number, nH: number): ArrayBuffer {
-  return new Uint32Array([rows, L, nH, 0]).buffer;
+/** `win` > 0: query i sees keys j > i - win only (a sliding-window layer); 0: every earlier key. */
+export function packSm(rows: number, L: number, nH: number, win = 0): ArrayBuffer {
+  return new Uint32Array([rows, L, nH, win]).buffer;
 }
 
-/** act = silu(g) u. */
-export function swigluKernel(): PlanKernel {
+/** y = res + x inv w (a post-branch norm and its residual add), inv kept; its backward is rmsNormGradKernel's. */
+export function rmsNormResKernel(): PlanKernel {
   return flatKernel(
-    'learn_swiglu',
+    'learn_rms_res_fwd',
+    'Row',
+    [
+      { name: 'X', kind: 'read', type: 'array<f32>' },
+      { name: 'W', kind: 'read', type: 'array<f32>' },
+      { name: 'Res', kind: 'read', type: 'array<f32>' },
+      { name: 'Y', kind: 'rw', type: 'array<f32>' },
+      { name: 'Inv', kind: 'rw', type: 'array<f32>' },
+    ],
+    rmsNormResWgsl,
+  );
+}
+
+/** act = silu(g) u, or gelu_tanh(g) u (GeGLU, Gemma 3). */
+export function swigluKernel(act: MlpActivation = 'silu'): PlanKernel {
+  return flatKernel(
+    act === 'silu' ? 'learn_swiglu' : 'learn_geglu',
     'Cnt',
     [
       { name: 'G', kind: 'read', type: 'array<f32>' },
       { name: 'Up', kind: 'read', type: 'array<f32>' },
       { name: 'Act', kind: 'rw', type: 'array<f32>' },
     ],
-    swigluWgsl,
+    act === 'silu' ? swigluWgsl : gegluWgsl,
   );
 }
 
 /** dg = d u silu'(g), du = d silu(g); silu'(g) = sig(g) (1 + g (1 - sig(g))). */
-export function swigluGradKernel(): PlanKernel {
+export function swigluGradKernel(act: MlpActivation = 'silu'): PlanKernel {
   return flatKernel(
-    'learn_swiglu_bwd',
+    act === 'silu' ? 'learn_swiglu_bwd' : 'learn_geglu_bwd',
     'Cnt',
     [
       { name: 'G', kind: 'read', type: 'array<f32>' },
@@ -305,7 +326,7 @@ export function swigluGradKernel(): PlanKernel {
       { name: 'DG', kind: 'rw', type: 'array<f32>' },
       { name: 'DU', kind: 'rw', type: 'array<f32>' },
     ],
-    swigluGradWgsl,
+    act === 'silu' ? swigluGradWgsl : gegluGradWgsl,
   );
 }
 
@@ -360,8 +381,12 @@ export function embedRowsKernel(): PlanKernel {
   );
 }
 
-export const packEmb = (tokens: number, H: number, rowStart: number, rowCount: number): ArrayBuffer =>
-  new Uint32Array([tokens, H, rowStart, rowCount]).buffer;
+export const packEmb = (tokens: number, H: number, rowStart: number, rowCount: number, scale = 1): ArrayBuffer => {
+  const buf = new ArrayBuffer(32);
+  new Uint32Array(buf).set([tokens, H, rowStart, rowCount]);
+  new Float32Array(buf)[4] = scale;
+  return buf;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Token statistics and their backward (one workgroup per row of the logits)

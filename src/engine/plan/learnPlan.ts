@@ -22,7 +22,7 @@
 // kept per adapted projection and y += s (x A^T) B^T.
 import { GpuPlan, alignUp, type BindingValue, type BufferRange } from './plan';
 import { submitFlopBudget } from '../options';
-import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type WeightRef } from './decodePlan';
+import { PROJ_KEYS, type DecodeModelRef, type ProjKey, type VectorRef, type WeightRef } from './decodePlan';
 import {
   STATS_COLS,
   elemWorkgroups,
@@ -39,6 +39,7 @@ import {
   packSt,
   rmsNormGradKernel,
   rmsNormKernel,
+  rmsNormResKernel,
   softmaxGradKernel,
   softmaxKernel,
   statsGradKernel,
@@ -150,6 +151,10 @@ interface LayerBufs {
   u: GPUBuffer;
   act: GPUBuffer;
   xa: Partial<Record<ProjKey, GPUBuffer>>;
+  /** Per-head q/k norms (Qwen3): q and k before their norm and each head's inverse RMS. */
+  qk?: { q: GPUBuffer; qInv: GPUBuffer; k: GPUBuffer; kInv: GPUBuffer };
+  /** Post-branch norms (Gemma 3): the o and down outputs before their norm and its inverse RMS. */
+  post?: { o: GPUBuffer; oInv: GPUBuffer; down: GPUBuffer; downInv: GPUBuffer };
 }
 
 const F = 4;
@@ -175,6 +180,8 @@ export class LearnPlan {
   private readonly valid: GPUBuffer;
   private readonly cos: GPUBuffer;
   private readonly sin: GPUBuffer;
+  /** cos / sin of every RoPE past the first (DecodeModelRef.invFreqs[1..]: Gemma 3's sliding layers). */
+  private readonly ropeTables: { cos: GPUBuffer; sin: GPUBuffer }[] = [];
   private readonly stats: GPUBuffer;
   private readonly dstats: GPUBuffer;
   private readonly statsRead: GPUBuffer;
@@ -237,6 +244,8 @@ export class LearnPlan {
     this.valid = buf('valid', N);
     this.cos = buf('cos', N * half);
     this.sin = buf('sin', N * half);
+    for (let r = 1; r < (m.invFreqs ?? [m.invFreq]).length; r++)
+      this.ropeTables.push({ cos: buf(`cos ${r}`, N * half), sin: buf(`sin ${r}`, N * half) });
     this.stats = buf('stats', R * STATS_COLS);
     this.dstats = buf('dstats', R * 2);
     this.statsRead = plan.buffer(
@@ -247,6 +256,32 @@ export class LearnPlan {
     this.dummy = buf('dummy', 4);
     const rmax = Math.max(1, ...slots.map((s) => s.r));
     const recompute = !!opts.recompute;
+    // The block's parts past Llama's (the decode plan's DecodeLayerRef): per-head q/k norms and
+    // post-branch norms keep their inputs and inverses; windows, RoPEs, scales, the embedding scale
+    // and GeGLU are uniforms or kernel variants.
+    const invFreqs = m.invFreqs ?? [m.invFreq];
+    for (const [i, l] of m.layers.entries())
+      if ((l.rope ?? 0) >= invFreqs.length) throw new Error(`learn plan: layer ${i} names RoPE ${l.rope}`);
+    const qkNormed = m.layers.some((l) => l.qNorm && l.kNorm);
+    const postNormed = m.layers.some((l) => l.attnOutNorm && l.mlpOutNorm);
+    const postBufs = (tag: string) =>
+      postNormed
+        ? {
+            o: buf(`o out before norm ${tag}`, N * H),
+            oInv: buf(`o out inv ${tag}`, N),
+            down: buf(`down out before norm ${tag}`, N * H),
+            downInv: buf(`down out inv ${tag}`, N),
+          }
+        : undefined;
+    const qkBufs = (tag: string) =>
+      qkNormed
+        ? {
+            q: buf(`q before norm ${tag}`, N * qF),
+            qInv: buf(`q inv ${tag}`, N * m.heads),
+            k: buf(`k before norm ${tag}`, N * kvF),
+            kInv: buf(`k inv ${tag}`, N * m.kvHeads),
+          }
+        : undefined;
     // Recompute: one set of layer activations (x A^T per adapted projection at its largest rank)
     // that every layer's forward writes and its backward reads; each layer keeps its input only.
     let shared: Omit<LayerBufs, 'xin'> | null = null;
@@ -271,6 +306,8 @@ export class LearnPlan {
         u: buf('u (rebuilt)', N * I),
         act: buf('act (rebuilt)', N * I),
         xa,
+        qk: qkBufs('(rebuilt)'),
+        post: postBufs('(rebuilt)'),
       };
     }
     for (let l = 0; l < m.layers.length; l++) {
@@ -296,6 +333,8 @@ export class LearnPlan {
         u: buf(`u ${l}`, N * I),
         act: buf(`act ${l}`, N * I),
         xa,
+        qk: qkBufs(`${l}`),
+        post: postBufs(`${l}`),
       });
     }
     // LoRA dropout: one bit mask per adapter (each draws its own), the kept multiplier, and one
@@ -337,11 +376,14 @@ export class LearnPlan {
     const dk = buf('dk', N * kvF);
     const dv = buf('dv', N * kvF);
     const dxa = buf('dxa', N * rmax);
+    // the gradients of q and k before their norms
+    const dqk = qkNormed ? { q: buf('dq pre-norm', N * qF), k: buf('dk pre-norm', N * kvF) } : null;
+    // the gradient of a branch's output before its post norm
+    const dpost = postNormed ? buf('d branch pre-norm', N * H) : null;
 
     const nL = m.layers.length;
     const xs = (l: number) => (l < nL ? this.layers[l].xin : xOut);
     const G = m.heads / m.kvHeads;
-    const scale = 1 / Math.sqrt(D);
     const u = (b: ArrayBuffer): BindingValue => ({ uniform: b });
     const dummy = { buffer: this.dummy };
 
@@ -411,7 +453,42 @@ export class LearnPlan {
     const rowMajor = (cols: number, off = 0): Operand => ({ off, s0: cols, s1: 1 });
     const elem = (phase: string, k: ReturnType<typeof swigluKernel>, values: BindingValue[], n: number) =>
       plan.add(phase, k, values, elemWorkgroups(n));
-    const heads = (phase: string, src: GPUBuffer, dst: GPUBuffer, n: number, toHeads: boolean, sgn: number) =>
+    /** RMSNorm of every head (rows of D in a token-major [N, n D]): the row kernel over N n rows. */
+    const headNorm = (phase: string, x: GPUBuffer, w: VectorRef, y: GPUBuffer, inv: GPUBuffer, n: number) =>
+      elem(
+        phase,
+        rmsNormKernel(),
+        [u(packRow(N * n, D, m.eps, false)), { buffer: x }, { buffer: w.buffer }, { buffer: y }, { buffer: inv }],
+        N * n,
+      );
+    const headNormBack = (x: GPUBuffer, w: VectorRef, inv: GPUBuffer, dy: GPUBuffer, dx: GPUBuffer, n: number) =>
+      elem(
+        'bwd',
+        rmsNormGradKernel(),
+        [
+          u(packRow(N * n, D, m.eps, false)),
+          { buffer: x },
+          { buffer: w.buffer },
+          { buffer: inv },
+          { buffer: dy },
+          { buffer: dx },
+        ],
+        N * n,
+      );
+    /** The cos / sin tables of layer l's RoPE. */
+    const ropeOf = (l: number) => {
+      const r = m.layers[l].rope ?? 0;
+      return r === 0 ? { cos: this.cos, sin: this.sin } : this.ropeTables[r - 1];
+    };
+    const heads = (
+      phase: string,
+      src: GPUBuffer,
+      dst: GPUBuffer,
+      n: number,
+      toHeads: boolean,
+      sgn: number,
+      rope = { cos: this.cos, sin: this.sin },
+    ) =>
       elem(
         phase,
         headsKernel(),
@@ -419,10 +496,25 @@ export class LearnPlan {
           u(packHeads(N, L, n, D, toHeads, sgn)),
           { buffer: src },
           { buffer: dst },
-          { buffer: this.cos },
-          { buffer: this.sin },
+          { buffer: rope.cos },
+          { buffer: rope.sin },
         ],
         N * n * half,
+      );
+    /** y = res + RMSNorm(x) w (a post-branch norm and its residual add), the inverse kept. */
+    const normRes = (phase: string, x: GPUBuffer, w: VectorRef, res: GPUBuffer, y: GPUBuffer, inv: GPUBuffer) =>
+      elem(
+        phase,
+        rmsNormResKernel(),
+        [
+          u(packRow(N, H, m.eps, false)),
+          { buffer: x },
+          { buffer: w.buffer },
+          { buffer: res },
+          { buffer: y },
+          { buffer: inv },
+        ],
+        N,
       );
     const slotOf = (l: number, p: ProjKey) => slots.find((s) => s.layer === l && s.proj === p);
     // a mask in the staging -> its bits (loadMasks encodes each slot's phase after its copy)
@@ -616,7 +708,12 @@ export class LearnPlan {
           elem(
             phase,
             embedRowsKernel(),
-            [u(packEmb(N, H, e.rowStart, e.rows)), { buffer: this.ids }, { buffer: e.buffer }, { buffer: xs(0) }],
+            [
+              u(packEmb(N, H, e.rowStart, e.rows, m.embedScale)),
+              { buffer: this.ids },
+              { buffer: e.buffer },
+              { buffer: xs(0) },
+            ],
             N * H,
           );
       for (let l = from; l < to; l++) {
@@ -635,12 +732,19 @@ export class LearnPlan {
           ],
           N,
         );
-        // q, k, v = h1 W^T (+ LoRA); heads, RoPE on q and k
-        project(phase, lora, l, 'q', lb.h1, qt);
-        project(phase, lora, l, 'k', lb.h1, kt);
+        // q, k, v = h1 W^T (+ LoRA); [per-head norms of q and k, their inputs kept;] heads, RoPE on q and k
+        const qk = lb.qk;
+        project(phase, lora, l, 'q', lb.h1, qk ? qk.q : qt);
+        project(phase, lora, l, 'k', lb.h1, qk ? qk.k : kt);
         project(phase, lora, l, 'v', lb.h1, vt);
-        heads(phase, qt, lb.qh, m.heads, true, 1);
-        heads(phase, kt, lb.kh, m.kvHeads, true, 1);
+        if (qk) {
+          headNorm(phase, qk.q, lw.qNorm!, qt, qk.qInv, m.heads);
+          headNorm(phase, qk.k, lw.kNorm!, kt, qk.kInv, m.kvHeads);
+        }
+        const rope = ropeOf(l);
+        const scale = lw.attnScale ?? 1 / Math.sqrt(D);
+        heads(phase, qt, lb.qh, m.heads, true, 1, rope);
+        heads(phase, kt, lb.kh, m.kvHeads, true, 1, rope);
         heads(phase, vt, lb.vh, m.kvHeads, true, 0);
         // S = q k^T / sqrt(D); P = softmax(S + mask)
         gemm(
@@ -652,7 +756,12 @@ export class LearnPlan {
           {},
           zH,
         );
-        elem(phase, softmaxKernel(), [u(packSm(zH * L, L, m.heads)), { buffer: lb.p }, { buffer: this.valid }], zH * L);
+        elem(
+          phase,
+          softmaxKernel(),
+          [u(packSm(zH * L, L, m.heads, lw.window ?? 0)), { buffer: lb.p }, { buffer: this.valid }],
+          zH * L,
+        );
         // ao = P v (token-major)
         gemm(
           phase,
@@ -671,8 +780,12 @@ export class LearnPlan {
           {},
           zH,
         );
-        // xmid = x + ao Wo^T
-        project(phase, lora, l, 'o', lb.ao, lb.xmid, lb.xin);
+        // xmid = x + ao Wo^T, or x + norm(ao Wo^T) (a post-branch norm)
+        const post = lb.post;
+        if (post && lw.attnOutNorm) {
+          project(phase, lora, l, 'o', lb.ao, post.o);
+          normRes(phase, post.o, lw.attnOutNorm, lb.xin, lb.xmid, post.oInv);
+        } else project(phase, lora, l, 'o', lb.ao, lb.xmid, lb.xin);
         // h2 = norm2(xmid); act = silu(h2 Wg^T) (h2 Wu^T)
         elem(
           phase,
@@ -688,9 +801,18 @@ export class LearnPlan {
         );
         project(phase, lora, l, 'gate', lb.h2, lb.g);
         project(phase, lora, l, 'up', lb.h2, lb.u);
-        elem(phase, swigluKernel(), [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: lb.act }], N * I);
-        // x' = xmid + act Wd^T (a rebuild needs only act A^T: x' is kept)
-        project(phase, lora, l, 'down', lb.act, xs(l + 1), lb.xmid, rebuild);
+        elem(
+          phase,
+          swigluKernel(m.activation),
+          [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: lb.act }],
+          N * I,
+        );
+        // x' = xmid + act Wd^T (a rebuild needs only act A^T: x' is kept), or xmid + norm(act Wd^T)
+        // (a rebuild needs the norm's input and inverse too; x' is rewritten with the same bits)
+        if (post && lw.mlpOutNorm) {
+          project(phase, lora, l, 'down', lb.act, post.down);
+          normRes(phase, post.down, lw.mlpOutNorm, lb.xmid, xs(l + 1), post.downInv);
+        } else project(phase, lora, l, 'down', lb.act, xs(l + 1), lb.xmid, rebuild);
       }
       if (rebuild) return;
       // hn = norm(x); logits of the response-predicting rows; token statistics
@@ -782,12 +904,31 @@ export class LearnPlan {
       const lw = m.layers[l];
       // h1 .. act, x A^T = layer l's forward again from its kept input (the last layer's are current)
       if (recompute && l < nL - 1) forward('bwd', true, l, l + 1, true);
-      // d act = d x · W_down (+ LoRA)
-      projectBack(l, 'down', dres, lb.act, dact, false);
+      const post = lb.post;
+      /** d branch = norm_bwd(d x) through a post-branch norm (the residual's d x passes on unchanged). */
+      const postBack = (x: GPUBuffer, w: VectorRef, inv: GPUBuffer) => {
+        elem(
+          'bwd',
+          rmsNormGradKernel(),
+          [
+            u(packRow(N, H, m.eps, false)),
+            { buffer: x },
+            { buffer: w.buffer },
+            { buffer: inv },
+            { buffer: dres },
+            { buffer: dpost! },
+          ],
+          N,
+        );
+        return dpost!;
+      };
+      // d act = d x · W_down (+ LoRA) [through the post norm]
+      const ddown = post && lw.mlpOutNorm ? postBack(post.down, lw.mlpOutNorm, post.downInv) : dres;
+      projectBack(l, 'down', ddown, lb.act, dact, false);
       // d g, d u = swiglu_bwd(d act)
       elem(
         'bwd',
-        swigluGradKernel(),
+        swigluGradKernel(m.activation),
         [u(packCnt(N * I)), { buffer: lb.g }, { buffer: lb.u }, { buffer: dact }, { buffer: dg }, { buffer: du }],
         N * I,
       );
@@ -808,9 +949,12 @@ export class LearnPlan {
         ],
         N,
       );
-      // d ao = d xmid · W_o
-      projectBack(l, 'o', dres, lb.ao, dao, false);
+      // d ao = d xmid · W_o [through the post norm]
+      const dout = post && lw.attnOutNorm ? postBack(post.o, lw.attnOutNorm, post.oInv) : dres;
+      projectBack(l, 'o', dout, lb.ao, dao, false);
       heads('bwd', dao, daoh, m.heads, true, 0);
+      const rope = ropeOf(l);
+      const scale = lw.attnScale ?? 1 / Math.sqrt(D);
       // d P = d ao · v^T; d S = P (d P - sum P d P)
       gemm('bwd', daoh, lb.vh, dP, { M: L, N: L, K: D, Z1: m.heads, a: qHead, b: kvHead(true), c: pOp() }, {}, zH);
       elem('bwd', softmaxGradKernel(), [u(packSm(zH * L, L, m.heads)), { buffer: lb.p }, { buffer: dP }], zH * L);
@@ -839,12 +983,17 @@ export class LearnPlan {
       );
       gemm('bwd', lb.p, daoh, dvh, { M: L, N: D, K: G * L, Z1: m.kvHeads, a: grouped, b: qGroup, c: kvOut }, {}, zKV);
       // undo RoPE (its transpose) and the head layout
-      heads('bwd', dqh, dq, m.heads, false, -1);
-      heads('bwd', dkh, dk, m.kvHeads, false, -1);
+      heads('bwd', dqh, dq, m.heads, false, -1, rope);
+      heads('bwd', dkh, dk, m.kvHeads, false, -1, rope);
       heads('bwd', dvh, dv, m.kvHeads, false, 0);
-      // d h1 = d q · W_q + d k · W_k + d v · W_v
-      projectBack(l, 'q', dq, lb.h1, dh, false);
-      projectBack(l, 'k', dk, lb.h1, dh, true);
+      // [through the per-head norms;] d h1 = d q · W_q + d k · W_k + d v · W_v
+      const qk = lb.qk;
+      if (qk && dqk) {
+        headNormBack(qk.q, lw.qNorm!, qk.qInv, dq, dqk.q, m.heads);
+        headNormBack(qk.k, lw.kNorm!, qk.kInv, dk, dqk.k, m.kvHeads);
+      }
+      projectBack(l, 'q', qk && dqk ? dqk.q : dq, lb.h1, dh, false);
+      projectBack(l, 'k', qk && dqk ? dqk.k : dk, lb.h1, dh, true);
       projectBack(l, 'v', dv, lb.h1, dh, true);
       // d x = d xmid + norm1_bwd(d h1)
       elem(
@@ -894,8 +1043,10 @@ export class LearnPlan {
     const ids = new Int32Array(B * L);
     const targets = new Int32Array(B * T);
     const valid = new Float32Array(B * L);
-    const cos = new Float32Array(B * L * half);
-    const sin = new Float32Array(B * L * half);
+    // one table of B L x half per RoPE, one after another
+    const invFreqs = this.model.invFreqs ?? [this.model.invFreq];
+    const cos = new Float32Array(invFreqs.length * B * L * half);
+    const sin = new Float32Array(invFreqs.length * B * L * half);
     for (let b = 0; b < B; b++) {
       const row = inp.ids[b];
       const mask = inp.attentionMask[b];
@@ -908,11 +1059,13 @@ export class LearnPlan {
         const real = mask[i] !== 0;
         valid[t] = real ? 1 : 0;
         const at = real ? pos++ : 0;
-        for (let j = 0; j < half; j++) {
-          const angle = at * this.model.invFreq[j];
-          cos[t * half + j] = Math.cos(angle);
-          sin[t * half + j] = Math.sin(angle);
-        }
+        invFreqs.forEach((inv, r) => {
+          for (let j = 0; j < half; j++) {
+            const angle = at * inv[j];
+            cos[(r * B * L + t) * half + j] = Math.cos(angle);
+            sin[(r * B * L + t) * half + j] = Math.sin(angle);
+          }
+        });
       }
       for (let t = 0; t < T; t++) targets[b * T + t] = row[P + t];
     }
@@ -920,8 +1073,11 @@ export class LearnPlan {
     q.writeBuffer(this.ids, 0, ids);
     q.writeBuffer(this.targets, 0, targets);
     q.writeBuffer(this.valid, 0, valid);
-    q.writeBuffer(this.cos, 0, cos);
-    q.writeBuffer(this.sin, 0, sin);
+    const n = B * L * half;
+    [{ cos: this.cos, sin: this.sin }, ...this.ropeTables].forEach((tab, r) => {
+      q.writeBuffer(tab.cos, 0, cos, r * n, n);
+      q.writeBuffer(tab.sin, 0, sin, r * n, n);
+    });
   }
 
   /** Copies the adapters' factors (device buffers, slot order, A then B each) into `params`. */

@@ -36,7 +36,7 @@ import {
 } from './decodeSteps';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama';
 import { BlockedDenseWeight, DenseWeight, TransposedWeight, type FrozenWeight } from '../linear';
-import { plannedBlockMismatch } from '../../contract/blockDescription';
+import { plannedMismatch, plannedLayer } from '../../contract/blockDescription';
 import { LoraAdapter } from '../lora';
 import { F16Weight, Int4Weight, Int8Weight } from '../quant';
 
@@ -82,10 +82,10 @@ function frozenRefs(w: FrozenWeight): WeightRef[] {
  * learning step, which applies LoRA dropout itself and binds any weight held in row blocks.
  */
 export function unplannableReason(model: LlamaModel, learning = false): string | null {
-  // The plans are written for the Llama block; another family's block runs on tfjs (op by op,
-  // driven by the same description) until the plans read the description too.
-  const family = plannedBlockMismatch(model.description, model.config);
-  if (family) return `${family} (the planned path runs the Llama block only; this model runs on tfjs)`;
+  // The plans run every block in their shape (pre norm, body, optional post norm, add; twice);
+  // another runs on tfjs (op by op, driven by the same description).
+  const shape = plannedMismatch(model.description);
+  if (shape) return `${shape} (the planned paths do not run this block; this model runs on tfjs)`;
   let set: LoraAdapter['set'] | null = null;
   for (const l of model.layers) {
     for (const p of PROJ_KEYS) {
@@ -163,14 +163,16 @@ export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): Decod
     vocab: c.vocabSize,
     eps: c.rmsNormEps,
     invFreq: model.invFreq,
+    invFreqs: model.invFreqs,
+    embedScale: model.description.embedScale,
+    activation: model.description.layers[0]?.find((o) => o.op === 'mlp')?.activation,
     embed: embedBlocks.map((b) => {
       const blk = { rowStart: row, rows: b.shape[0], buffer: tensorBuffer(b) };
       row += b.shape[0];
       return blk;
     }),
-    layers: model.layers.map((l) => ({
-      inputNorm: vec(l.inputNorm)!,
-      postNorm: vec(l.postNorm)!,
+    layers: model.layers.map((l, li) => ({
+      ...layerBlock(model, li),
       ...(Object.fromEntries(
         PROJ_KEYS.map((p) => [p, { weight: single(l[p].weight), bias: vec(l[p].bias), ...rowBlocks(l[p].weight) }]),
       ) as unknown as Record<ProjKey, { weight: WeightRef }>),
@@ -178,6 +180,32 @@ export function modelRef(model: LlamaModel, lora: DecodeModelRef['lora']): Decod
     norm: vec(model.norm)!,
     head: frozenRefs(model.lmHead.weight),
     lora,
+  };
+}
+
+/** Layer li's norms and attention settings as the decode plan binds them, read from its ops in the description. */
+function layerBlock(model: LlamaModel, li: number) {
+  const shape = plannedLayer(model.description.layers[li]);
+  if (typeof shape === 'string') throw new Error(`planned decode: layer ${li}: ${shape}`);
+  const norms = model.layers[li].norms;
+  const vec = (name: string | null | undefined) => {
+    if (!name) return undefined;
+    const t = norms[name];
+    if (!t) throw new Error(`planned decode: layer ${li} has no norm ${name}`);
+    return { buffer: tensorBuffer(t), length: t.shape[0] };
+  };
+  const a = shape.attention;
+  return {
+    inputNorm: vec(shape.pre1)!,
+    postNorm: vec(shape.pre2)!,
+    attnOutNorm: vec(shape.post1),
+    mlpOutNorm: vec(shape.post2),
+    qNorm: vec(a.qkNorm?.q),
+    kNorm: vec(a.qkNorm?.k),
+    rope: a.rope,
+    window: a.window,
+    // the plan's default (head_dim^-1/2) unless the family scales otherwise, so Llama's uniform is unchanged
+    attnScale: a.scale === model.config.headDim ** -0.5 ? undefined : a.scale,
   };
 }
 
@@ -274,7 +302,7 @@ export function plannedDispatches(model: LlamaModel, B: number, capacity: number
 export function plannedDecodeFor(model: LlamaModel): typeof generatePlanned | null {
   if (engineOptions().decodePath !== 'planned' || !customKernelsActive()) return null;
   const why = unplannableReason(model);
-  if (why !== null && plannedBlockMismatch(model.description, model.config) && !toldFallback.has(model)) {
+  if (why !== null && plannedMismatch(model.description) && !toldFallback.has(model)) {
     toldFallback.add(model);
     console.info(`planned decode: ${why}`);
   }

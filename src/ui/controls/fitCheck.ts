@@ -3,7 +3,7 @@
 // for the recipe's rollout shape and plan its learn step (src/contract/learnMemory.ts), and compare with the engine's backend, adapter limits and the
 // bytes tfjs holds now.
 import { parseModelConfig } from '../../contract/modelConfig';
-import { describeModel, plannedBlockMismatch } from '../../contract/blockDescription';
+import { describeModel, plannedMismatch } from '../../contract/blockDescription';
 import { unknownModelError } from '../../contract/sandboxModels';
 import { sandboxModelUrl } from '../../contract/siteRoot';
 import type { ModelFit } from '../../store/setupStore';
@@ -122,8 +122,8 @@ export async function checkModelFit(
   const base = estimateMemory(cfg, w, weights);
   let est = base;
   const planNotes: string[] = [];
-  // The planned learning step runs the Llama block only; another block learns on tfjs in one pass.
-  const unplanned = plannedBlockMismatch(describeModel(cfg), cfg);
+  // The planned learning step runs every block in its shape; another learns on tfjs in one pass.
+  const unplanned = plannedMismatch(describeModel(cfg));
   try {
     if (lora && unplanned)
       planNotes.push(

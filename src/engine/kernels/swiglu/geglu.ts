@@ -1,7 +1,8 @@
 // GeGLU's gate gelu_tanh(g) * u (Gemma 3's MLP: ACT2FN["gelu_pytorch_tanh"]), with
 // gelu_tanh(x) = x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))): one WGSL kernel on WebGPU
 // (shaders/swiglu/op_geglu.wgsl), stock ops elsewhere; differentiable (it is on the training path).
-// The planned paths do not run Gemma 3 yet (blockDescription.ts plannedBlockMismatch).
+// The planned paths run the same formula: the decode in its gate/up epilogue (decodeKernels.ts
+// gateActFn), the learning step in swiglu/learn_geglu.wgsl and its gradient kernel.
 import * as tf from '@tensorflow/tfjs';
 import gegluWgsl from '../../../../shaders/swiglu/op_geglu.wgsl?raw';
 import { gatedOp } from './gated';
