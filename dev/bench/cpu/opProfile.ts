@@ -1,0 +1,100 @@
+// Where the wasm path's time goes, by tfjs kernel: `npx tsx --import ./src/cli/node/wgsl-register.mjs
+// dev/bench/cpu/opProfile.ts [--model defender|smollm2] [--work learn|decode]`. Counts every kernel
+// a learning step 8 x (32 + 32) (or one decoded token at batch 1) runs, with its summed time (wall,
+// from tf.profile), the busiest kernel names first. The counts are what the op-count test asserts.
+import * as tf from '@tensorflow/tfjs';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseModelConfig } from '../../../src/contract/modelConfig';
+import { useTrainingBackend } from '../../../src/cli/nodeBackend';
+import { createKVCache, disposeKVCache, forward, loadLlama, PROJ_NAMES } from '../../../src/model/llama';
+import { attachLora } from '../../../src/model/lora';
+import { parseSafetensors } from '../../../src/model/safetensors';
+import { AdamW } from '../../../src/rl/optim';
+import { learnStep } from '../../../src/rl/trainer';
+import { fromRows } from '../../../src/rl/types';
+import { benchPrompts } from './work';
+
+const argv = process.argv.slice(2);
+const flag = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
+const work = flag('--work', 'learn');
+const dir = resolve(flag('--dir', 'public/models/defender'));
+await useTrainingBackend('wasm');
+const cfg = parseModelConfig(readFileSync(`${dir}/config.json`, 'utf8'), 'config.json');
+const model = loadLlama(
+  cfg,
+  parseSafetensors(new Uint8Array(readFileSync(`${dir}/model.safetensors`)), 'model.safetensors'),
+);
+const lora = attachLora(model, { r: 16, alpha: 32, targets: [...PROJ_NAMES], seed: 1 });
+const optimizer = new AdamW({ lr: 1e-3 });
+const V = cfg.vocabSize;
+const [B, P, T] = [8, 32, 32];
+
+async function once(): Promise<void> {
+  if (work === 'learn') {
+    const rows = benchPrompts(B, P + T, V);
+    const responses = rows.map((r) => r.slice(P));
+    await learnStep(
+      { model, lora, optimizer },
+      {
+        prompts: rows.map((r) => r.slice(0, P)),
+        responses,
+        mask: responses.map((r) => r.map(() => 1)),
+        oldLogp: fromRows(responses.map((r) => r.map(() => -Math.log(V)))),
+        advantages: fromRows(responses.map((r, b) => r.map(() => (b % 2 === 0 ? 1 : -1)))),
+      },
+      { policyLoss: 'ppo' },
+    );
+  } else {
+    const ids = benchPrompts(1, 16, V);
+    const cache = createKVCache(model, 1, 18);
+    forward(model, ids, { cache, lastOnly: true }).dispose();
+    const out = forward(model, [[ids[0][0]]], { cache });
+    await out.data();
+    out.dispose();
+    disposeKVCache(cache);
+  }
+}
+await once();
+// CPU time per kernel (process.cpuUsage around each wasm kernel; tf.profile's times are wall
+// times, which a shared machine inflates several times): every kernel of the backend wrapped.
+const stats = new Map<string, { count: number; us: number }>();
+for (const k of tf.getKernelsForBackend('wasm')) {
+  const inner = k.kernelFunc;
+  tf.unregisterKernel(k.kernelName, 'wasm');
+  tf.registerKernel({
+    ...k,
+    kernelFunc: (args) => {
+      const c0 = process.cpuUsage();
+      const out = inner(args);
+      const c = process.cpuUsage(c0);
+      const shapes = Object.values(args.inputs)
+        .map((t) => `[${(t as tf.TensorInfo).shape}]`)
+        .join(' ');
+      for (const key of [k.kernelName, `${k.kernelName} ${shapes}`]) {
+        const a = stats.get(key) ?? { count: 0, us: 0 };
+        a.count++;
+        a.us += c.user + c.system;
+        stats.set(key, a);
+      }
+      return out;
+    },
+  });
+}
+const c0 = process.cpuUsage();
+await once();
+const c = process.cpuUsage(c0);
+const kinds = [...stats].filter(([key]) => !key.includes(' ')).sort((a, b) => b[1].us - a[1].us);
+const total = kinds.reduce((s, [, a]) => s + a.count, 0);
+const inKernels = kinds.reduce((s, [, a]) => s + a.us, 0) / 1000;
+console.log(
+  `${work}: ${total} kernels, ${inKernels.toFixed(0)} ms CPU in kernels of ${((c.user + c.system) / 1000).toFixed(0)} ms CPU`,
+);
+for (const [name, a] of kinds)
+  console.log(`${name.padEnd(24)} ${String(a.count).padStart(5)} ${(a.us / 1000).toFixed(2).padStart(9)} ms`);
+if (argv.includes('--shapes')) {
+  const shaped = [...stats].filter(([key]) => key.includes(' ')).sort((a, b) => b[1].us - a[1].us);
+  for (const [key, a] of shaped.slice(0, 40))
+    console.log(`${String(a.count).padStart(5)} ${(a.us / 1000).toFixed(2).padStart(9)} ms  ${key}`);
+}
+process.exit(0);
