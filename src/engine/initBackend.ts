@@ -11,6 +11,7 @@ import {
 } from '../contract/backends';
 import type { GpuProbe } from '../contract/gpuProbe';
 import { registerWebGPUBackend } from './webgpu/gpuFeatures';
+import { shareWasmIdentity } from './wasmIdentity';
 import { describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
 
 export interface InitOptions {
@@ -44,6 +45,7 @@ async function registerBackend(name: BackendName, opts: InitOptions): Promise<vo
     const wasm = await import('@tensorflow/tfjs-backend-wasm');
     if (opts.wasmPaths) wasm.setWasmPaths(opts.wasmPaths);
     wasm.setThreadsCount(wasmThreadRequest(threadEnv()));
+    shareWasmIdentity();
   }
   // webgl and cpu ship inside @tensorflow/tfjs.
 }

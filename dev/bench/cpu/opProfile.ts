@@ -94,7 +94,8 @@ for (const [name, a] of kinds)
   console.log(`${name.padEnd(24)} ${String(a.count).padStart(5)} ${(a.us / 1000).toFixed(2).padStart(9)} ms`);
 if (argv.includes('--shapes')) {
   const shaped = [...stats].filter(([key]) => key.includes(' ')).sort((a, b) => b[1].us - a[1].us);
-  for (const [key, a] of shaped.slice(0, 40))
+  const by = argv.includes('--by-count') ? shaped.sort((a, b) => b[1].count - a[1].count) : shaped;
+  for (const [key, a] of by.slice(0, 40))
     console.log(`${String(a.count).padStart(5)} ${(a.us / 1000).toFixed(2).padStart(9)} ms  ${key}`);
 }
 process.exit(0);
