@@ -1,4 +1,5 @@
-// `npm run bench:cpu [-- --reps N] [--models defender,smollm2] [--backend wasm|cpu]`: the tfjs CPU
+// `npm run bench:cpu [-- --reps N] [--models defender,smollm2] [--rows forward,decode,learn,grpo]
+// [--backend wasm|cpu]`: the tfjs CPU
 // path (wasm by default, one thread) against PyTorch on the same CPU, the same model and the same
 // work (issue 42). Two persistent workers, one per side (dev/bench/cpu/), each loads the model
 // once; their forwards are checked equal before anything is timed; then each case runs a warm-up
@@ -23,6 +24,8 @@ const flag = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.in
 const REPS = Number(flag('--reps', '5'));
 const MODELS = flag('--models', 'defender,smollm2').split(',');
 const BACKEND = flag('--backend', 'wasm');
+/** Work kinds to time (all by default); the memory rows run with smollm2 and 'learn'. */
+const ROWS = flag('--rows', 'forward,decode,learn,grpo').split(',');
 const RANK = 16;
 const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-pthread';
 
@@ -141,7 +144,7 @@ async function benchModel(name: string, py: string | null): Promise<string[]> {
     `| work | tfjs ${String(info.backend)} ms (median, min–max) | PyTorch ms (median, min–max) | ${String(info.backend)} / torch | CPU ms ${String(info.backend)} / torch (medians) |`,
     '|---|---|---|---|---|',
   );
-  for (const c of files.cases) {
+  for (const c of files.cases.filter((x) => ROWS.includes(x.work.kind))) {
     const work = { op: 'work', work: c.work };
     await tfjs.send({ ...work, seed: 0 });
     if (torch) await torch.send({ ...work, seed: 0 });
@@ -211,5 +214,5 @@ const out = [
   '',
 ];
 for (const m of MODELS) out.push(...(await benchModel(m, py)), '');
-if (MODELS.includes('smollm2')) out.push(...(await memory(py)));
+if (MODELS.includes('smollm2') && ROWS.includes('learn')) out.push(...(await memory(py)));
 console.log(out.join('\n'));
