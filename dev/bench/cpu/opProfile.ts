@@ -11,8 +11,7 @@ import { createKVCache, disposeKVCache, forward, loadLlama, PROJ_NAMES } from '.
 import { attachLora } from '../../../src/model/lora';
 import { parseSafetensors } from '../../../src/model/safetensors';
 import { AdamW } from '../../../src/rl/optim';
-import { learnStep } from '../../../src/rl/trainer';
-import { fromRows } from '../../../src/rl/types';
+import { benchLearnStep } from './learnWork';
 import { benchPrompts } from './work';
 
 const argv = process.argv.slice(2);
@@ -32,19 +31,7 @@ const [B, P, T] = [8, 32, 32];
 
 async function once(): Promise<void> {
   if (work === 'learn') {
-    const rows = benchPrompts(B, P + T, V);
-    const responses = rows.map((r) => r.slice(P));
-    await learnStep(
-      { model, lora, optimizer },
-      {
-        prompts: rows.map((r) => r.slice(0, P)),
-        responses,
-        mask: responses.map((r) => r.map(() => 1)),
-        oldLogp: fromRows(responses.map((r) => r.map(() => -Math.log(V)))),
-        advantages: fromRows(responses.map((r, b) => r.map(() => (b % 2 === 0 ? 1 : -1)))),
-      },
-      { policyLoss: 'ppo' },
-    );
+    await benchLearnStep({ model, lora, optimizer }, B, P, T, V);
   } else {
     const ids = benchPrompts(1, 16, V);
     const cache = createKVCache(model, 1, 18);
