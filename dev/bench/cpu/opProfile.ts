@@ -1,7 +1,10 @@
 // Where the wasm path's time goes, by tfjs kernel: `npx tsx --import ./src/cli/node/wgsl-register.mjs
-// dev/bench/cpu/opProfile.ts [--model defender|smollm2] [--work learn|decode]`. Counts every kernel
-// a learning step 8 x (32 + 32) (or one decoded token at batch 1) runs, with its summed time (wall,
-// from tf.profile), the busiest kernel names first. The counts are what the op-count test asserts.
+// dev/bench/cpu/opProfile.ts [--dir public/models/defender] [--work learn|decode] [--shapes
+// [--by-count]]`. Counts every kernel that a learning step 8 x (32 + 32) with LoRA r16 everywhere
+// (or one decoded token at batch 1 after a 16-token prefill) runs on tfjs-wasm, with the CPU time
+// spent in each kind (process.cpuUsage around every kernel: tf.profile's wall times are inflated
+// several times on a shared machine), and the total CPU time, kernels and the rest (tfjs's engine
+// and tape, host code). Run after a warm-up of the same work.
 import * as tf from '@tensorflow/tfjs';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -29,13 +32,17 @@ const optimizer = new AdamW({ lr: 1e-3 });
 const V = cfg.vocabSize;
 const [B, P, T] = [8, 32, 32];
 
+let counting = true;
+
 async function once(): Promise<void> {
   if (work === 'learn') {
     await benchLearnStep({ model, lora, optimizer }, B, P, T, V);
   } else {
     const ids = benchPrompts(1, 16, V);
     const cache = createKVCache(model, 1, 18);
+    counting = false; // the prefill is not counted: one decoded token is
     forward(model, ids, { cache, lastOnly: true }).dispose();
+    counting = true;
     const out = forward(model, [[ids[0][0]]], { cache });
     await out.data();
     out.dispose();
@@ -58,12 +65,13 @@ for (const k of tf.getKernelsForBackend('wasm')) {
       const shapes = Object.values(args.inputs)
         .map((t) => `[${(t as tf.TensorInfo).shape}]`)
         .join(' ');
-      for (const key of [k.kernelName, `${k.kernelName} ${shapes}`]) {
-        const a = stats.get(key) ?? { count: 0, us: 0 };
-        a.count++;
-        a.us += c.user + c.system;
-        stats.set(key, a);
-      }
+      if (counting)
+        for (const key of [k.kernelName, `${k.kernelName} ${shapes}`]) {
+          const a = stats.get(key) ?? { count: 0, us: 0 };
+          a.count++;
+          a.us += c.user + c.system;
+          stats.set(key, a);
+        }
       return out;
     },
   });
