@@ -156,11 +156,13 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
     return new Linear(module, w, b);
   };
   /**
-   * Projections of one input (q, k, v; gate, up): in the W^T layout, unquantised, one W^T for the
-   * group (linear.ts groupFromHost; the forward runs one product for them), else one by one.
+   * Projections of one input (q, k, v; gate, up): on wasm in the W^T layout, unquantised, one W^T
+   * for the group (linear.ts groupFromHost; the forward runs one product for them), else one by
+   * one (tfjs-cpu keeps them apart: the recipes' reports on it are kept byte for byte,
+   * src/recipes/reportIdentity.test.ts).
    */
   const group = (specs: { module: string; out: number; bias: boolean }[], inp: number): Linear[] => {
-    if ((opts.layout ?? weightLayout()) !== 'inOut' || opts.quantize)
+    if ((opts.layout ?? weightLayout()) !== 'inOut' || opts.quantize || tf.getBackend() !== 'wasm')
       return specs.map((p) => linear(p.module, p.out, inp, p.bias));
     const parts = specs.map((p) => ({ data: read(`${p.module}.weight`, [p.out, inp]), out: p.out }));
     const ws = groupFromHost(parts, inp);

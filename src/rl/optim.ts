@@ -16,13 +16,19 @@ export function clipByGlobalNorm(
 ): { grads: tf.NamedTensorMap; norm: tf.Scalar } {
   const names = Object.keys(grads);
   if (onHost) {
-    // The CPU backends (see adamwOnHost): 3 ops per gradient and 5 more op by op, none here; the
-    // sum of squares in float64.
+    // The CPU backends (see adamwOnHost): 3 ops per gradient and 5 more op by op, none here. The
+    // same roundings as tfjs-cpu's ops (squares in float32, each sum accumulated in float64 and
+    // stored in float32), so the recipes' reports stay byte for byte what they were.
+    const f = Math.fround;
     const data = names.map((n) => grads[n].dataSync() as Float32Array);
-    let ss = 0;
-    for (const d of data) for (let i = 0; i < d.length; i++) ss += d[i] * d[i];
-    const norm = Math.fround(Math.sqrt(ss));
-    const coef = Math.fround(Math.min(Math.fround(maxNorm / Math.fround(norm + 1e-6)), 1));
+    let total = 0;
+    for (const d of data) {
+      let acc = 0;
+      for (let i = 0; i < d.length; i++) acc += f(d[i] * d[i]);
+      total += f(acc);
+    }
+    const norm = f(Math.sqrt(f(total)));
+    const coef = Math.min(f(f(maxNorm) / f(norm + f(1e-6))), 1);
     const out: tf.NamedTensorMap = {};
     names.forEach(
       (n, k) =>
