@@ -1,4 +1,5 @@
-// `npm run bench:cpu [-- --reps N] [--models defender,smollm2] [--backend wasm|cpu]`: the tfjs CPU
+// `npm run bench:cpu [-- --reps N] [--models defender,smollm2] [--rows forward,decode,learn,grpo]
+// [--backend wasm|cpu] [--baseline DIR]`: the tfjs CPU
 // path (wasm by default, one thread) against PyTorch on the same CPU, the same model and the same
 // work (issue 42). Two persistent workers, one per side (dev/bench/cpu/), each loads the model
 // once; their forwards are checked equal before anything is timed; then each case runs a warm-up
@@ -23,14 +24,21 @@ const flag = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.in
 const REPS = Number(flag('--reps', '5'));
 const MODELS = flag('--models', 'defender,smollm2').split(',');
 const BACKEND = flag('--backend', 'wasm');
+/** Work kinds to time (all by default); the memory rows run with smollm2 and 'learn'. */
+const ROWS = flag('--rows', 'forward,decode,learn,grpo').split(',');
+/**
+ * Another checkout of the project (a git worktree of an older commit, with node_modules): its own
+ * wasm worker takes PyTorch's place, so the table is old vs new in one run (same load on both).
+ */
+const BASELINE = flag('--baseline', '');
 const RANK = 16;
 const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-pthread';
 
 class Worker {
   private readonly proc: ChildProcessWithoutNullStreams;
   private readonly pending: { res: (v: Record<string, unknown>) => void; rej: (e: Error) => void }[] = [];
-  constructor(cmd: string, args: string[], env: NodeJS.ProcessEnv) {
-    this.proc = spawn(cmd, args, { env: { ...process.env, ...env } });
+  constructor(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = '.') {
+    this.proc = spawn(cmd, args, { env: { ...process.env, ...env }, cwd });
     this.proc.on('exit', (code) => {
       for (const p of this.pending.splice(0)) p.rej(new Error(`${cmd} ${args.join(' ')}: exited (${code})`));
     });
@@ -68,12 +76,16 @@ const torchEnv: NodeJS.ProcessEnv = {
   ...(existsSync(join(OPENBLAS, 'libblas.so.3')) ? { LD_LIBRARY_PATH: OPENBLAS } : {}),
 };
 
-const tfjsWorker = () =>
+const tfjsWorker = (dir = '.') =>
   new Worker(
     resolve('node_modules/.bin/tsx'),
     ['--import', './src/cli/node/wgsl-register.mjs', 'dev/bench/cpu/wasmWorker.ts', '--backend', BACKEND],
     {},
+    dir,
   );
+/** What the tfjs side is compared with: the baseline checkout's tfjs, else PyTorch (null: nothing). */
+const otherWorker = (py: string | null) => (BASELINE ? tfjsWorker(BASELINE) : py ? torchWorker(py) : null);
+const OTHER = BASELINE ? `baseline (${BASELINE})` : 'PyTorch';
 const torchWorker = (py: string) => new Worker(py, ['dev/bench/cpu/torch_worker.py'], torchEnv);
 
 /** The model's config.json and safetensors on disk (the SmolLM2 shape: seeded BF16 weights, written once). */
@@ -105,14 +117,16 @@ async function benchModel(name: string, py: string | null): Promise<string[]> {
   const files = modelFiles(name);
   const load = { op: 'load', config: files.config, weights: files.weights, rank: RANK };
   const tfjs = tfjsWorker();
-  const torch = py ? torchWorker(py) : null;
+  const torch = otherWorker(py);
   const info = await tfjs.send(load);
   const tinfo = torch ? await torch.send(load) : null;
   const lines = [
     `### ${name} (tfjs ${String(info.backend)}, ${String(info.threads ?? '?')} thread${
-      tinfo
-        ? `; torch ${String(tinfo.torch)}, ${String(tinfo.threads)} thread, BLAS ${(tinfo.blas as string[]).map((p) => p.split('/').pop()).join(', ') || 'torch built-in'}`
-        : '; no torch'
+      BASELINE
+        ? `; baseline: tfjs ${String(tinfo?.backend)} of ${BASELINE}`
+        : tinfo
+          ? `; torch ${String(tinfo.torch)}, ${String(tinfo.threads)} thread, BLAS ${(tinfo.blas as string[]).map((p) => p.split('/').pop()).join(', ') || 'torch built-in'}`
+          : '; no torch'
     })`,
     '',
   ];
@@ -138,10 +152,10 @@ async function benchModel(name: string, py: string | null): Promise<string[]> {
     );
   }
   lines.push(
-    `| work | tfjs ${String(info.backend)} ms (median, min–max) | PyTorch ms (median, min–max) | ${String(info.backend)} / torch | CPU ms ${String(info.backend)} / torch (medians) |`,
+    `| work | tfjs ${String(info.backend)} ms (median, min–max) | ${OTHER} ms (median, min–max) | ${String(info.backend)} / ${BASELINE ? 'baseline' : 'torch'} | CPU ms ${String(info.backend)} / ${BASELINE ? 'baseline' : 'torch'} (medians) |`,
     '|---|---|---|---|---|',
   );
-  for (const c of files.cases) {
+  for (const c of files.cases.filter((x) => ROWS.includes(x.work.kind))) {
     const work = { op: 'work', work: c.work };
     await tfjs.send({ ...work, seed: 0 });
     if (torch) await torch.send({ ...work, seed: 0 });
@@ -191,7 +205,8 @@ async function memory(py: string | null): Promise<string[]> {
     return m;
   };
   const a = await measure(tfjsWorker());
-  const b = py ? await measure(torchWorker(py)) : null;
+  const other = otherWorker(py);
+  const b = other ? await measure(other) : null;
   const mb = (x: unknown) => `${((x as number) / 2 ** 20).toFixed(0)} MiB`;
   return [
     '### Peak memory, SmolLM2-135M shape: load + two learning steps 1 x (32 + 32), LoRA r16 everywhere',
@@ -199,7 +214,9 @@ async function memory(py: string | null): Promise<string[]> {
     `| | peak RSS | note |`,
     '|---|---|---|',
     `| tfjs ${BACKEND} | ${mb(a.peakRssBytes)} | wasm heap ${a.wasmHeapBytes ? mb(a.wasmHeapBytes) : '–'} (grows, never shrinks) |`,
-    b ? `| PyTorch | ${mb(b.peakRssBytes)} | |` : '| PyTorch | – | not installed |',
+    b
+      ? `| ${OTHER} | ${mb(b.peakRssBytes)} | ${b.wasmHeapBytes ? `wasm heap ${mb(b.wasmHeapBytes)}` : ''} |`
+      : '| PyTorch | – | not installed |',
     b ? `| ratio | ${((a.peakRssBytes as number) / (b.peakRssBytes as number)).toFixed(2)}x | |` : '',
   ];
 }
@@ -211,5 +228,5 @@ const out = [
   '',
 ];
 for (const m of MODELS) out.push(...(await benchModel(m, py)), '');
-if (MODELS.includes('smollm2')) out.push(...(await memory(py)));
+if (MODELS.includes('smollm2') && ROWS.includes('learn')) out.push(...(await memory(py)));
 console.log(out.join('\n'));

@@ -3,6 +3,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { availableParallelism } from 'node:os';
 import { describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
+import { shareWasmIdentity } from '../engine/index';
 
 const nodeThreads = (): WasmThreadEnv => ({ node: true, isolated: false, cores: availableParallelism() });
 
@@ -60,6 +61,7 @@ export async function useTrainingBackend(prefer: 'wasm' | 'cpu' = 'wasm'): Promi
       // The page's rule (src/contract/wasmThreads.ts); in Node it asks for 1 while tfjs-wasm has no threads there.
       wasm.setThreadsCount(wasmThreadRequest(nodeThreads()));
       registerWasmSegmentSum();
+      shareWasmIdentity();
       if (await tf.setBackend('wasm')) {
         await tf.ready();
         return 'wasm';

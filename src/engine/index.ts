@@ -19,6 +19,7 @@ export { initBackend } from './initBackend';
 export { probeWebGPU } from './probe';
 export type { GpuProbe } from '../contract/gpuProbe';
 export { variableFrom } from './variables';
+export { shareWasmIdentity } from './wasmIdentity';
 
 // The WebGPU device tfjs runs on, its features and binding limits.
 export { customKernelsActive, isWebGPUBackend, webgpuDevice } from './webgpu/wgslProgram';

@@ -11,6 +11,7 @@ import {
 } from '../contract/backends';
 import type { GpuProbe } from '../contract/gpuProbe';
 import { registerWebGPUBackend } from './webgpu/gpuFeatures';
+import { shareWasmIdentity } from './wasmIdentity';
 import { coresToPresent, describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
 import { withCoresShown } from './wasmCores';
 
@@ -45,6 +46,7 @@ async function registerBackend(name: BackendName, opts: InitOptions): Promise<vo
     const wasm = await import('@tensorflow/tfjs-backend-wasm');
     if (opts.wasmPaths) wasm.setWasmPaths(opts.wasmPaths);
     wasm.setThreadsCount(wasmThreadRequest(threadEnv()));
+    shareWasmIdentity();
   }
   // webgl and cpu ship inside @tensorflow/tfjs.
 }

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../contract/modelConfig';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama } from './llama';
@@ -280,5 +281,46 @@ describe('the folder loader', () => {
     expect(maxAbsDiff(logits.dataSync(), golden.logits.flat())).toBeLessThan(TOL);
     logits.dispose();
     disposeLlama(model);
+  });
+});
+
+describe('on tfjs-wasm (W^T layout, q/k/v and gate/up grouped, taped norms and RoPE)', () => {
+  afterAll(async () => {
+    await tf.setBackend('cpu');
+  });
+
+  it.each(CASES)('%s: logits within the bound of the float64 reference, and a LoRA gradient as on cpu', async (dir) => {
+    const run = async (backend: string) => {
+      await tf.setBackend(backend);
+      const { model, golden, config } = load(dir);
+      const logits = forward(model, [golden.input_ids]);
+      const lora = attachLora(model, { r: 2, alpha: 4, targets: ['q', 'k', 'v', 'gate', 'up'], seed: 3 });
+      lora.adapters.forEach((a, i) => a.B.assign(tf.randomNormal(a.B.shape, 0, 0.3, 'float32', 7 + i)));
+      const { grads } = tf.variableGrads(
+        () =>
+          tf.sum(
+            tf.mul(forward(model, [golden.input_ids]), tf.range(0, config.vocabSize).div(config.vocabSize)),
+          ) as tf.Scalar,
+        lora.variables(),
+      );
+      const out = {
+        grouped: model.layers[0].q.weight.constructor.name,
+        logits: logits.dataSync().slice(),
+        grads: lora.variables().map((v) => grads[v.name].dataSync().slice()),
+        golden,
+      };
+      tf.dispose([logits, ...Object.values(grads)]);
+      lora.dispose();
+      disposeLlama(model);
+      return out;
+    };
+    const cpu = await run('cpu');
+    const wasm = await run('wasm');
+    expect(wasm.grouped).toBe('WeightColumns');
+    expect(maxAbsDiff(wasm.logits, wasm.golden.logits.flat())).toBeLessThan(TOL);
+    wasm.grads.forEach((g, i) => {
+      const scale = Math.max(1e-3, ...Array.from(cpu.grads[i], Math.abs));
+      expect(maxAbsDiff(g, cpu.grads[i])).toBeLessThan(1e-4 * scale);
+    });
   });
 });

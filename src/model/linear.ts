@@ -221,6 +221,93 @@ export class TransposedWeight implements FrozenWeight {
   }
 }
 
+/**
+ * Columns [c0, c0 + out) of a W^T shared by several projections of the same input (q, k, v; gate,
+ * up), held once: the forward runs one product for the group (forwardGroup) and splits it. On
+ * its own (a caller that multiplies one projection) it slices the group's product. The shared
+ * weight is freed when the last of its columns is.
+ */
+export class WeightColumns implements FrozenWeight {
+  readonly kind = 'f32';
+  readonly inFeatures: number;
+
+  constructor(
+    readonly group: TransposedWeight,
+    readonly c0: number,
+    readonly outFeatures: number,
+    private readonly refs: { count: number },
+  ) {
+    this.inFeatures = group.inFeatures;
+    refs.count++;
+  }
+  get bytes(): number {
+    return this.inFeatures * this.outFeatures * 4;
+  }
+  matmul(x: tf.Tensor2D): tf.Tensor2D {
+    return tf.tidy(() => tf.slice(this.group.matmul(x), [0, this.c0], [-1, this.outFeatures]));
+  }
+  toDense(): tf.Tensor2D {
+    return tf.tidy(() => tf.transpose(tf.slice(this.group.wt, [0, this.c0], [-1, this.outFeatures])));
+  }
+  private disposed = false;
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (--this.refs.count === 0) this.group.dispose();
+  }
+}
+
+/**
+ * One W^T [in, sum of outs] for projections of the same input, from their host W [out_i, in],
+ * as WeightColumns (one per projection, in order).
+ */
+export function groupFromHost(parts: { data: Float32Array; out: number }[], inp: number): WeightColumns[] {
+  const total = parts.reduce((a, p) => a + p.out, 0);
+  const stacked = new Float32Array(total * inp);
+  let row = 0;
+  for (const p of parts) {
+    stacked.set(p.data, row * inp);
+    row += p.out;
+  }
+  const group = new TransposedWeight(tf.tensor2d(transposeHost(stacked, total, inp), [inp, total]));
+  const refs = { count: 0 };
+  let c0 = 0;
+  return parts.map((p) => {
+    const w = new WeightColumns(group, c0, p.out, refs);
+    c0 += p.out;
+    return w;
+  });
+}
+
+/**
+ * The forwards of linears that read the same x: one product and a split where their weights are
+ * the consecutive columns of one group (groupFromHost), each linear's bias and adapter added to
+ * its part; else one forward each. On the defender at batch-1 decode the q/k/v group saves 2
+ * products and 4 reshapes per layer, gate/up 1 and 2, and the products are wider.
+ */
+export function forwardGroup(linears: Linear[], x: tf.Tensor): tf.Tensor[] {
+  const ws = linears.map((l) => l.weight);
+  const group = ws[0] instanceof WeightColumns ? ws[0].group : null;
+  let next = 0;
+  const whole =
+    group !== null &&
+    ws.every(
+      (w) => w instanceof WeightColumns && w.group === group && w.c0 === next && ((next += w.outFeatures), true),
+    ) &&
+    next === group.outFeatures;
+  if (!whole) return linears.map((l) => l.forward(x));
+  return tf.tidy(() => {
+    const lead = x.shape.slice(0, -1);
+    const x2 = x.reshape([-1, group.inFeatures]) as tf.Tensor2D;
+    const parts = tf.split(
+      group.matmul(x2),
+      ws.map((w) => w.outFeatures),
+      1,
+    ) as tf.Tensor2D[];
+    return parts.map((y, i) => linears[i].finish(y, x2, lead));
+  });
+}
+
 /** A dense weight from W [out, in] in the layout of the backend (ownership of w passes). */
 export function denseWeight(w: tf.Tensor2D, layout: WeightLayout = weightLayout()): DenseWeight | TransposedWeight {
   if (layout === 'outIn') return new DenseWeight(w);
@@ -297,14 +384,17 @@ export class Linear {
   /** x [..., in] -> [..., out]. */
   forward(x: tf.Tensor): tf.Tensor {
     return tf.tidy(() => {
-      const lead = x.shape.slice(0, -1);
       const x2 = x.reshape([-1, this.inFeatures]) as tf.Tensor2D;
-      let y: tf.Tensor2D = this.weight.matmul(x2);
-      if (this.bias) y = y.add(this.bias);
-      const d = this.adapter?.delta(x2);
-      if (d) y = y.add(d);
-      return y.reshape([...lead, this.outFeatures]);
+      return this.finish(this.weight.matmul(x2), x2, x.shape.slice(0, -1));
     });
+  }
+
+  /** The output [...lead, out] from the product y = x2 W^T [N, out]: bias and adapter added. */
+  finish(y: tf.Tensor2D, x2: tf.Tensor2D, lead: number[]): tf.Tensor {
+    if (this.bias) y = y.add(this.bias);
+    const d = this.adapter?.delta(x2);
+    if (d) y = y.add(d);
+    return y.reshape([...lead, this.outFeatures]);
   }
 
   /** Disposes the weight, bias and adapter (a tied weight must be disposed by its owner instead). */

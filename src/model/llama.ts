@@ -29,7 +29,10 @@ import {
   BlockedDenseWeight,
   DenseWeight,
   denseFromHost,
+  forwardGroup,
+  groupFromHost,
   Linear,
+  weightLayout,
   type FrozenWeight,
   type TransposedWeight,
   type WeightLayout,
@@ -152,6 +155,20 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
     const b = bias ? vec(`${module}.bias`, out) : null;
     return new Linear(module, w, b);
   };
+  /**
+   * Projections of one input (q, k, v; gate, up): on wasm in the W^T layout, unquantised, one W^T
+   * for the group (linear.ts groupFromHost; the forward runs one product for them), else one by
+   * one (tfjs-cpu keeps them apart: the recipes' reports on it are kept byte for byte,
+   * src/recipes/reportIdentity.test.ts).
+   */
+  const group = (specs: { module: string; out: number; bias: boolean }[], inp: number): Linear[] => {
+    if ((opts.layout ?? weightLayout()) !== 'inOut' || opts.quantize || tf.getBackend() !== 'wasm')
+      return specs.map((p) => linear(p.module, p.out, inp, p.bias));
+    const parts = specs.map((p) => ({ data: read(`${p.module}.weight`, [p.out, inp]), out: p.out }));
+    const ws = groupFromHost(parts, inp);
+    created.push(...ws);
+    return specs.map((p, i) => new Linear(p.module, ws[i], p.bias ? vec(`${p.module}.bias`, p.out) : null));
+  };
 
   const normOffset = description.norm === 'rmsOffset' ? 1 : 0;
   try {
@@ -164,16 +181,32 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
       const norms: Record<string, tf.Tensor1D> = {};
       for (const { weight, size } of layerNormWeights(description.layers[i], config))
         norms[weight] = vec(`model.layers.${i}.${weight}.weight`, size, normOffset);
+      const [q, k, v] = group(
+        [
+          { module: n.q, out: numHeads * D, bias: config.qkvBias },
+          { module: n.k, out: numKvHeads * D, bias: config.qkvBias },
+          { module: n.v, out: numKvHeads * D, bias: config.qkvBias },
+        ],
+        H,
+      );
+      const o = linear(n.o, H, numHeads * D, config.oBias);
+      const [gate, up] = group(
+        [
+          { module: n.gate, out: I, bias: config.mlpBias },
+          { module: n.up, out: I, bias: config.mlpBias },
+        ],
+        H,
+      );
       layers.push({
         norms,
         inputNorm: norms.input_layernorm,
         postNorm: norms.post_attention_layernorm,
-        q: linear(n.q, numHeads * D, H, config.qkvBias),
-        k: linear(n.k, numKvHeads * D, H, config.qkvBias),
-        v: linear(n.v, numKvHeads * D, H, config.qkvBias),
-        o: linear(n.o, H, numHeads * D, config.oBias),
-        gate: linear(n.gate, I, H, config.mlpBias),
-        up: linear(n.up, I, H, config.mlpBias),
+        q,
+        k,
+        v,
+        o,
+        gate,
+        up,
         down: linear(n.down, H, I, config.mlpBias),
       });
     }
@@ -357,9 +390,10 @@ export function forward(
     maskT: tf.Tensor5D,
     li: number,
   ): tf.Tensor => {
-    let q = heads(layer.q.forward(h), B, L, cfg.numHeads, D); // [B, nH, L, D]
-    let k = heads(layer.k.forward(h), B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
-    let v = heads(layer.v.forward(h), B, L, cfg.numKvHeads, D);
+    const [q0, k0, v0] = forwardGroup([layer.q, layer.k, layer.v], h);
+    let q = heads(q0, B, L, cfg.numHeads, D); // [B, nH, L, D]
+    let k = heads(k0, B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
+    let v = heads(v0, B, L, cfg.numKvHeads, D);
     if (op.qkNorm) {
       q = rmsNorm(q, layer.norms[op.qkNorm.q], cfg.rmsNormEps) as tf.Tensor4D;
       k = rmsNorm(k, layer.norms[op.qkNorm.k], cfg.rmsNormEps) as tf.Tensor4D;
@@ -421,8 +455,7 @@ export function forward(
             break;
           }
           case 'mlp': {
-            const g = layer.gate.forward(h);
-            const u = layer.up.forward(h);
+            const [g, u] = forwardGroup([layer.gate, layer.up], h);
             h = layer.down.forward(op.activation === 'silu' ? swiglu(g, u) : geglu(g, u));
             break;
           }

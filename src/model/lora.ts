@@ -82,10 +82,37 @@ export class LoraAdapter implements LinearAdapter {
       const [at, bts] = this.turnedFactors();
       return tf.matMul(tf.matMul(h, at), bts);
     }
+    if (tf.getBackend() === 'wasm') return this.taped(h, this.A, this.B);
     // Two thin products; on wasm A and B (r x in, out x r) are turned per call by matMul2d, r / N
     // of the products' work, so they keep PEFT's layout for checkpoints, export and the planned paths.
     return matMul2d(matMul2d(h, this.A, false, true), this.B, false, true).mul(this.set.scale);
   }
+
+  /**
+   * s (h A^T) B^T as one taped op with its backward written out, for tfjs-wasm: every
+   * product untransposed (tfjs-wasm's XNNPACK form; only r-wide operands are turned) and the
+   * scale on the r-wide side. Op by op (two matMul2d and a scale) the delta and its gradients
+   * took ~24 tfjs kernels and 9 tape nodes per adapter; this takes 12 and one. (tfjs-cpu keeps the
+   * op-by-op form: weightLayout.test's stock reference.)
+   */
+  private readonly taped = tf.customGrad((h, a, b, save) => {
+    const s = this.set.scale;
+    const t = tf.mul(tf.matMul(h as tf.Tensor2D, tf.transpose(a as tf.Tensor2D)), s) as tf.Tensor2D; // [N, r]
+    (save as tf.GradSaveFunc)([h as tf.Tensor, t]);
+    return {
+      value: tf.matMul(t, tf.transpose(b as tf.Tensor2D)),
+      gradFunc: (dy, saved) => {
+        const [hs, ts] = saved as tf.Tensor2D[];
+        const g = dy as tf.Tensor2D; // [N, out]
+        const sgB = tf.mul(tf.matMul(g, b as tf.Tensor2D), s) as tf.Tensor2D; // [N, r]
+        return [
+          tf.matMul(sgB, a as tf.Tensor2D), // dh [N, in]
+          tf.matMul(tf.transpose(sgB), hs), // dA [r, in]
+          tf.transpose(tf.matMul(tf.transpose(ts), g)), // dB [out, r] = (t^T g)^T
+        ];
+      },
+    };
+  }) as (h: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
 
   /**
    * The dropout multiplier of this adapter's next call on an input of `shape` (0 or 1 / (1 - p),

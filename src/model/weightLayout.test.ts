@@ -6,13 +6,17 @@ import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../contract/modelConfig';
 import { disposeLlama, forward, loadLlama, PROJ_NAMES, type LlamaModel } from './llama';
-import { DenseWeight, matMul2d, TransposedWeight, weightLayout, type WeightLayout } from './linear';
+import { DenseWeight, matMul2d, TransposedWeight, WeightColumns, weightLayout, type WeightLayout } from './linear';
 import { attachLora, type LoraSet } from './lora';
 import { parseSafetensors } from './safetensors';
+import { shareWasmIdentity } from '../engine/index';
 
 // The wasm/cpu weight layout (W^T, issue 42) against the golden float64 logits and against the
 // tfjs reference: the PyTorch layout on the cpu backend, where every product is stock tf.matMul
 // with its stock gradient.
+
+// As the lab and the CLI run wasm: an Identity that shares its input (engine/wasmIdentity.ts).
+shareWasmIdentity();
 
 const DIR = pathToFileURL(resolve('dev/fixtures/tiny-llama-f32') + '/');
 const config = parseModelConfig(readFileSync(new URL('config.json', DIR), 'utf8'), 'config.json');
@@ -90,7 +94,19 @@ describe.each(['cpu', 'wasm'])('weights held as W^T on %s', (backend) => {
     await tf.ready();
     expect(weightLayout()).toBe('inOut');
     model = load();
-    expect(model.layers[0].q.weight).toBeInstanceOf(TransposedWeight);
+    const l0 = model.layers[0];
+    expect(l0.o.weight).toBeInstanceOf(TransposedWeight);
+    // On wasm q, k, v and gate, up are columns of one W^T per group (one product in the forward).
+    if (backend === 'cpu') expect(l0.q.weight).toBeInstanceOf(TransposedWeight);
+    else
+      for (const [a, b] of [
+        [l0.q, l0.k],
+        [l0.k, l0.v],
+        [l0.gate, l0.up],
+      ]) {
+        expect(a.weight).toBeInstanceOf(WeightColumns);
+        expect((a.weight as WeightColumns).group).toBe((b.weight as WeightColumns).group);
+      }
     expect(model.embed).toBeInstanceOf(TransposedWeight);
     expect(model.lmHead.weight).toBe(model.embed); // tied: one tensor
     const logits = forward(model, [golden.input_ids]);
@@ -166,6 +182,21 @@ describe('matMul2d on wasm', () => {
     await tf.setBackend('wasm');
     const gots = [false, true].flatMap((ta) => [false, true].map((tb) => run(ta, tb, matMul2d)));
     gots.forEach((got, i) => got.forEach((g, j) => expect(maxAbsDiff(g, refs[i][j])).toBeLessThan(1e-5)));
+  });
+
+  it('runs one product per projection group: 4 per layer (q/k/v, o, gate/up, down) and the head', async () => {
+    await tf.setBackend('wasm');
+    const m = load();
+    const names: string[] = [];
+    const p = await tf.profile(() => forward(m, [golden.input_ids]));
+    (p.result as tf.Tensor).dispose();
+    // Rank-2 products but RoPE's half swap (a [D, D] permutation, engine/kernels/rope).
+    const D = config.headDim;
+    for (const k of p.kernels)
+      if (k.name === 'BatchMatMul' && k.inputShapes[0].length === 2 && `${k.inputShapes[1]}` !== `${D},${D}`)
+        names.push(`${k.inputShapes[1]}`);
+    disposeLlama(m);
+    expect(names).toHaveLength(4 * config.numLayers + 1); // one by one: 7 per layer
   });
 
   it('asks the wasm BatchMatMul for no transposed rank-2 product in a forward and backward', async () => {

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { AdamW, clipByGlobalNorm } from './optim';
+import { AdamW, adamwOnHost, clipByGlobalNorm } from './optim';
 import { expectAllClose } from '../../dev/test/rlHelpers';
 
 describe('global grad-norm clipping', () => {
@@ -13,6 +13,21 @@ describe('global grad-norm clipping', () => {
   it('below the limit the gradients are unchanged', () => {
     const { grads } = clipByGlobalNorm({ a: tf.tensor1d([3]), b: tf.tensor1d([4]) }, 10);
     expectAllClose([grads.a.dataSync()[0], grads.b.dataSync()[0]], [3, 4], 5);
+  });
+});
+
+describe('global grad-norm clipping on the host (the CPU backends)', () => {
+  it('gives the op-by-op norm and gradients on tfjs-cpu bit for bit, NaN included', () => {
+    const grads = { a: tf.randomNormal([6, 7], 0, 1, 'float32', 3), b: tf.scalar(-2.5) };
+    for (const max of [1, 100]) {
+      const ops = clipByGlobalNorm(grads, max, false);
+      const host = clipByGlobalNorm(grads, max, true);
+      // Bit for bit on tfjs-cpu (the recipes' byte-identical reports depend on it).
+      expect(host.norm.dataSync()[0]).toBe(ops.norm.dataSync()[0]);
+      for (const n of ['a', 'b'] as const) expect(host.grads[n].dataSync()).toEqual(ops.grads[n].dataSync());
+    }
+    const bad = clipByGlobalNorm({ a: tf.tensor1d([1, NaN]) }, 1, true);
+    expect(bad.norm.dataSync()[0]).toBeNaN();
   });
 });
 
@@ -86,6 +101,32 @@ describe('AdamW', () => {
     expect(() => opt.importState({ step: -1, moments: {} })).toThrow(/step must be a non-negative integer, got -1/);
     expect(await opt.exportState()).toEqual(before);
     expect(opt.step).toBe(1);
+  });
+});
+
+describe('AdamW on the host (the CPU backends)', () => {
+  // Four steps of three variables with drawn gradients, op by op and on the host, same backend.
+  const run = (onHost: boolean) => {
+    const vars = { a: tf.variable(tf.randomNormal([4, 5], 0, 1, 'float32', 1)), b: tf.variable(tf.scalar(0.3)) };
+    const opt = new AdamW({ lr: 0.05, weightDecay: 0.1 });
+    for (let s = 0; s < 4; s++) {
+      const grads = { a: tf.randomNormal([4, 5], 0, 1, 'float32', 10 + s), b: tf.scalar(s % 2 ? -0.2 : 0.7) };
+      opt.applyGradients(vars, grads, 0.05 * (1 + s), onHost);
+      tf.dispose(Object.values(grads));
+    }
+    const out = [vars.a, vars.b].map((v) => Array.from(v.dataSync()));
+    tf.dispose([vars.a, vars.b]);
+    opt.dispose();
+    return out;
+  };
+
+  it('is the default there and gives the op-by-op values bit for bit on tfjs-cpu', () => {
+    expect(tf.getBackend()).toBe('cpu');
+    expect(adamwOnHost()).toBe(true);
+    expect(adamwOnHost('webgpu')).toBe(false);
+    const ops = run(false);
+    expect(run(true)).toEqual(ops);
+    expect(ops[1][0]).not.toBeCloseTo(0.3, 2); // it moved
   });
 });
 

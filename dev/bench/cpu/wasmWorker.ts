@@ -11,9 +11,8 @@ import { generate } from '../../../src/model/generate';
 import { attachLora, withAdaptersDisabled, type LoraSet } from '../../../src/model/lora';
 import { parseSafetensors } from '../../../src/model/safetensors';
 import { AdamW } from '../../../src/rl/optim';
-import { learnStep } from '../../../src/rl/trainer';
 import { rlStep } from '../../../src/rl/loop';
-import { fromRows } from '../../../src/rl/types';
+import { benchLearnStep } from './learnWork';
 import { benchPrompts, type CpuWork } from './work';
 
 const backend = process.argv.includes('--backend') ? process.argv[process.argv.indexOf('--backend') + 1] : 'wasm';
@@ -32,19 +31,7 @@ async function run(w: CpuWork, seed: number): Promise<void> {
   } else if (w.kind === 'decode') {
     await generate(model, benchPrompts(w.B, w.P, V), { maxNewTokens: w.new, greedy: true });
   } else if (w.kind === 'learn') {
-    const rows = benchPrompts(w.B, w.P + w.T, V);
-    const responses = rows.map((r) => r.slice(w.P));
-    await learnStep(
-      { model, lora, optimizer },
-      {
-        prompts: rows.map((r) => r.slice(0, w.P)),
-        responses,
-        mask: responses.map((r) => r.map(() => 1)),
-        oldLogp: fromRows(responses.map((r) => r.map(() => -Math.log(V)))),
-        advantages: fromRows(responses.map((r, b) => r.map(() => (b % 2 === 0 ? 1 : -1)))),
-      },
-      { policyLoss: 'ppo' },
-    );
+    await benchLearnStep({ model, lora, optimizer }, w.B, w.P, w.T, V);
   } else {
     const r = await rlStep(
       { learner: { model, lora, optimizer }, rewardFn: ({ response }) => (response[0] % 2 === 0 ? 1 : 0) },

@@ -35,7 +35,7 @@ import {
   type GenerateResult,
 } from './decodeSteps';
 import { createKVCache, disposeKVCache, forward, onDisposeLlama, type LlamaModel } from '../llama';
-import { BlockedDenseWeight, DenseWeight, TransposedWeight, type FrozenWeight } from '../linear';
+import { BlockedDenseWeight, DenseWeight, TransposedWeight, WeightColumns, type FrozenWeight } from '../linear';
 import { plannedMismatch, plannedLayer } from '../../contract/blockDescription';
 import { LoraAdapter } from '../lora';
 import { F16Weight, Int4Weight, Int8Weight } from '../quant';
@@ -91,7 +91,8 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
     for (const p of PROJ_KEYS) {
       const lin = l[p];
       const w = lin.weight;
-      if (w instanceof TransposedWeight) return `${lin.name}: held as W^T (the wasm/cpu layout)`;
+      if (w instanceof TransposedWeight || w instanceof WeightColumns)
+        return `${lin.name}: held as W^T (the wasm/cpu layout)`;
       const single =
         w instanceof DenseWeight ||
         ((w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) && w.blocks.length === 1);

@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs';
 import rmsNormWgsl from '../../../../shaders/rms-norm/op.wgsl?raw';
 import { rowWorkgroupSize } from '../../webgpu/limits';
 import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
+import { wasmTape } from '../wasmTape';
 
 /** x / sqrt(mean(x^2) + eps) * w over the last axis, the obvious way. */
 export function rmsNormStock(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
@@ -55,9 +56,34 @@ function rmsNormGrad(x: tf.Tensor, w: tf.Tensor1D, dy: tf.Tensor, eps: number): 
   });
 }
 
+/**
+ * The stock forward as one taped op (tfjs-wasm under a tape, see wasmTape): it saves n = x r and r,
+ * so the backward is dn = dy w, dx = r (dn - n mean(dn n)), dw = sum over rows of dy n.
+ */
+function rmsNormTaped(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+  const H = x.shape[x.rank - 1];
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [xi, wi, save] = args as [tf.Tensor, tf.Tensor1D, tf.GradSaveFunc];
+    const r = tf.rsqrt(tf.add(tf.mean(tf.square(xi), -1, true), eps));
+    const n = tf.mul(xi, r);
+    save([n, r]);
+    return {
+      value: tf.mul(n, wi),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [ns, rs] = saved;
+        const dn = tf.mul(dy, wi);
+        const dx = tf.mul(rs, tf.sub(dn, tf.mul(ns, tf.mean(tf.mul(dn, ns), -1, true))));
+        return [dx, tf.sum(tf.reshape(tf.mul(dy, ns), [-1, H]), 0)];
+      },
+    };
+  });
+  return f(x, w);
+}
+
 export function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
   if (w.rank !== 1 || w.shape[0] !== x.shape[x.rank - 1])
     throw new Error(`rmsNorm: weight [${w.shape}] does not match the last axis of x [${x.shape}]`);
+  if (wasmTape()) return rmsNormTaped(x, w, eps);
   if (!customKernelsActive()) return rmsNormStock(x, w, eps);
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [xi, wi, save] = args as [tf.Tensor, tf.Tensor1D, tf.GradSaveFunc];

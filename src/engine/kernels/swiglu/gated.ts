@@ -3,6 +3,7 @@
 // in stock ops (it is on the training path).
 import * as tf from '@tensorflow/tfjs';
 import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
+import { wasmTape } from '../wasmTape';
 
 export interface GatedOp {
   /** Name in errors and the kernel key (sparring_<name>). */
@@ -33,6 +34,18 @@ export function gatedOp(op: GatedOp): (g: tf.Tensor, u: tf.Tensor) => tf.Tensor 
   return (g, u) => {
     if (g.shape.length !== u.shape.length || g.shape.some((s, i) => s !== u.shape[i]))
       throw new Error(`${op.name}: gate [${g.shape}] and up [${u.shape}] differ`);
+    if (wasmTape()) {
+      // The stock forward as one taped op with the closed-form backward (see wasmTape).
+      const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+        const [gi, ui, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
+        save([gi, ui]);
+        return {
+          value: op.stock(gi, ui),
+          gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => op.grad(dy, saved[0], saved[1]),
+        };
+      });
+      return f(g, u);
+    }
     if (!customKernelsActive()) return op.stock(g, u);
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
       const [gi, ui, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];

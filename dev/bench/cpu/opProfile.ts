@@ -1,0 +1,96 @@
+// Where the wasm path's time goes, by tfjs kernel: `npx tsx --import ./src/cli/node/wgsl-register.mjs
+// dev/bench/cpu/opProfile.ts [--dir public/models/defender] [--work learn|decode] [--shapes
+// [--by-count]]`. Counts every kernel that a learning step 8 x (32 + 32) with LoRA r16 everywhere
+// (or one decoded token at batch 1 after a 16-token prefill) runs on tfjs-wasm, with the CPU time
+// spent in each kind (process.cpuUsage around every kernel: tf.profile's wall times are inflated
+// several times on a shared machine), and the total CPU time, kernels and the rest (tfjs's engine
+// and tape, host code). Run after a warm-up of the same work.
+import * as tf from '@tensorflow/tfjs';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseModelConfig } from '../../../src/contract/modelConfig';
+import { useTrainingBackend } from '../../../src/cli/nodeBackend';
+import { createKVCache, disposeKVCache, forward, loadLlama, PROJ_NAMES } from '../../../src/model/llama';
+import { attachLora } from '../../../src/model/lora';
+import { parseSafetensors } from '../../../src/model/safetensors';
+import { AdamW } from '../../../src/rl/optim';
+import { benchLearnStep } from './learnWork';
+import { benchPrompts } from './work';
+
+const argv = process.argv.slice(2);
+const flag = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
+const work = flag('--work', 'learn');
+const dir = resolve(flag('--dir', 'public/models/defender'));
+await useTrainingBackend('wasm');
+const cfg = parseModelConfig(readFileSync(`${dir}/config.json`, 'utf8'), 'config.json');
+const model = loadLlama(
+  cfg,
+  parseSafetensors(new Uint8Array(readFileSync(`${dir}/model.safetensors`)), 'model.safetensors'),
+);
+const lora = attachLora(model, { r: 16, alpha: 32, targets: [...PROJ_NAMES], seed: 1 });
+const optimizer = new AdamW({ lr: 1e-3 });
+const V = cfg.vocabSize;
+const [B, P, T] = [8, 32, 32];
+
+let counting = true;
+
+async function once(): Promise<void> {
+  if (work === 'learn') {
+    await benchLearnStep({ model, lora, optimizer }, B, P, T, V);
+  } else {
+    const ids = benchPrompts(1, 16, V);
+    const cache = createKVCache(model, 1, 18);
+    counting = false; // the prefill is not counted: one decoded token is
+    forward(model, ids, { cache, lastOnly: true }).dispose();
+    counting = true;
+    const out = forward(model, [[ids[0][0]]], { cache });
+    await out.data();
+    out.dispose();
+    disposeKVCache(cache);
+  }
+}
+await once();
+// CPU time per kernel (process.cpuUsage around each wasm kernel; tf.profile's times are wall
+// times, which a shared machine inflates several times): every kernel of the backend wrapped.
+const stats = new Map<string, { count: number; us: number }>();
+for (const k of tf.getKernelsForBackend('wasm')) {
+  const inner = k.kernelFunc;
+  tf.unregisterKernel(k.kernelName, 'wasm');
+  tf.registerKernel({
+    ...k,
+    kernelFunc: (args) => {
+      const c0 = process.cpuUsage();
+      const out = inner(args);
+      const c = process.cpuUsage(c0);
+      const shapes = Object.values(args.inputs)
+        .map((t) => `[${(t as tf.TensorInfo).shape}]`)
+        .join(' ');
+      if (counting)
+        for (const key of [k.kernelName, `${k.kernelName} ${shapes}`]) {
+          const a = stats.get(key) ?? { count: 0, us: 0 };
+          a.count++;
+          a.us += c.user + c.system;
+          stats.set(key, a);
+        }
+      return out;
+    },
+  });
+}
+const c0 = process.cpuUsage();
+await once();
+const c = process.cpuUsage(c0);
+const kinds = [...stats].filter(([key]) => !key.includes(' ')).sort((a, b) => b[1].us - a[1].us);
+const total = kinds.reduce((s, [, a]) => s + a.count, 0);
+const inKernels = kinds.reduce((s, [, a]) => s + a.us, 0) / 1000;
+console.log(
+  `${work}: ${total} kernels, ${inKernels.toFixed(0)} ms CPU in kernels of ${((c.user + c.system) / 1000).toFixed(0)} ms CPU`,
+);
+for (const [name, a] of kinds)
+  console.log(`${name.padEnd(24)} ${String(a.count).padStart(5)} ${(a.us / 1000).toFixed(2).padStart(9)} ms`);
+if (argv.includes('--shapes')) {
+  const shaped = [...stats].filter(([key]) => key.includes(' ')).sort((a, b) => b[1].us - a[1].us);
+  const by = argv.includes('--by-count') ? shaped.sort((a, b) => b[1].count - a[1].count) : shaped;
+  for (const [key, a] of by.slice(0, 40))
+    console.log(`${String(a.count).padStart(5)} ${(a.us / 1000).toFixed(2).padStart(9)} ms  ${key}`);
+}
+process.exit(0);

@@ -1,0 +1,87 @@
+import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
+import { afterAll, describe, expect, it } from 'vitest';
+import { geglu, rmsNorm, rope, swiglu } from '../index';
+import { shareWasmIdentity } from '../wasmIdentity';
+import { wasmTape } from './wasmTape';
+
+// The taped ops of tfjs-wasm (closed-form backwards, the swap as a product) against the stock ops'
+// autodiff on tfjs-cpu: values and every input's gradient, under a weighted sum so that no
+// gradient is uniform.
+shareWasmIdentity();
+
+const draw = (shape: number[], seed: number) => Array.from(tf.randomNormal(shape, 0, 1, 'float32', seed).dataSync());
+
+/** The value and the gradients of the first `n` inputs (RoPE's cos and sin are constants of the model). */
+function valueAndGrads(f: (...xs: tf.Tensor[]) => tf.Tensor, inputs: { shape: number[]; data: number[] }[], n: number) {
+  return tf.tidy(() => {
+    const xs = inputs.map((i) => tf.tensor(i.data, i.shape));
+    const y0 = f(...xs);
+    const w = tf.tensor(draw(y0.shape, 99), y0.shape);
+    const rest = xs.slice(n);
+    const { value, grads } = tf.valueAndGrads((...a: tf.Tensor[]) => tf.sum(tf.mul(f(...a, ...rest), w)))(
+      xs.slice(0, n),
+    );
+    return [y0, value, ...grads].map((t) => Array.from(t.dataSync()));
+  });
+}
+
+const cases: [string, (...xs: tf.Tensor[]) => tf.Tensor, number[][], number][] = [
+  ['rmsNorm, rank 3', (x, w) => rmsNorm(x, w as tf.Tensor1D, 1e-5), [[2, 5, 16], [16]], 2],
+  ['rmsNorm, rank 4 (q/k norms)', (x, w) => rmsNorm(x, w as tf.Tensor1D, 1e-6), [[2, 3, 5, 8], [8]], 2],
+  [
+    'rope',
+    (x, c, s) => rope(x as tf.Tensor4D, c as tf.Tensor4D, s as tf.Tensor4D),
+    [
+      [2, 3, 5, 8],
+      [2, 1, 5, 8],
+      [2, 1, 5, 8],
+    ],
+    1,
+  ],
+  [
+    'swiglu',
+    (g, u) => swiglu(g, u),
+    [
+      [2, 5, 12],
+      [2, 5, 12],
+    ],
+    2,
+  ],
+  [
+    'geglu',
+    (g, u) => geglu(g, u),
+    [
+      [2, 5, 12],
+      [2, 5, 12],
+    ],
+    2,
+  ],
+];
+
+describe('taped ops on tfjs-wasm match the stock ops on tfjs-cpu', () => {
+  afterAll(async () => {
+    await tf.setBackend('cpu');
+  });
+
+  it.each(cases)('%s: value and gradients', async (_, f, shapes, n) => {
+    await tf.setBackend('cpu');
+    const inputs = shapes.map((shape, i) => ({ shape, data: draw(shape, 10 + i) }));
+    const ref = valueAndGrads(f, inputs, n);
+    await tf.setBackend('wasm');
+    expect(tf.engine().state.gradientDepth).toBe(0);
+    const got = valueAndGrads(f, inputs, n);
+    expect(got).toHaveLength(ref.length);
+    got.forEach((g, i) =>
+      g.forEach((v, j) => expect(Math.abs(v - ref[i][j])).toBeLessThan(2e-5 * (1 + Math.abs(ref[i][j])))),
+    );
+  });
+
+  it('runs only where a tape records on wasm', async () => {
+    await tf.setBackend('wasm');
+    expect(wasmTape()).toBe(false);
+    let inside = false;
+    tf.grad((x: tf.Tensor) => ((inside = wasmTape()), tf.sum(x)))(tf.scalar(1));
+    expect(inside).toBe(true);
+  });
+});
