@@ -13,7 +13,7 @@
 //   --backend wasm|cpu   default wasm (falls back to cpu)
 //   --bf16               store BF16 weights instead of F32
 //   --critic-steps N     steps of the qa model's critic phase (its third)
-//   --critic-lr X        learning rate of the critic phase (default 1e-3)
+//   --critic-lr X        learning rate of the critic phase (default 3e-3)
 //   --qa-from DIR        start the qa model from DIR/model.safetensors (a model holding its first two
 //                        phases, drills and main data, for this seed) and run only the critic phase
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -518,9 +518,10 @@ export interface BuildOptions {
  * must learn which (template, category) cells comply, benign answers, QA answers and monitor
  * verdicts; at 400 steps it still refused every harmful prompt greedily.
  */
-// The critic phase's loss fell 3.86 -> 0.52 in the first 100 steps of a 500-step try (stopped at
-// 6-8 s a step on the shared machine); 240 steps learn the new reply from the model that can compare.
-const CRITIC_STEPS = 240;
+// The critic phase at lr 3e-3: the object of a location question is copied within 240 steps, a
+// person's name is not (count 0.25 -> 0.43 -> 0.97, color 0.09 -> 0.12 -> 1.00 named at 240 / 500 /
+// 1,000 steps; sandbox README, "The critic phase"); at lr 1e-3 nothing is copied in 240 steps.
+const CRITIC_STEPS = 1000;
 
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   // Bucketed by whole length, a batch holds replies of one length, which here is one label (a
@@ -541,7 +542,7 @@ export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
     batching: 'prompt',
     drillSteps: 1500,
     criticSteps: CRITIC_STEPS,
-    criticLr: 1e-3,
+    criticLr: 3e-3,
   },
 };
 

@@ -164,7 +164,7 @@ export function formatMonitorDrill(truth: string, answer: string): string {
 /**
  * A monitor reply as the sandbox writes it, the question then the right value: "Where is the key
  * now: bag. CORRECT" (the defender's monitor examples, the tokenizer corpus, the qa model's first
- * two phases, the MinMax warm-up's target). The qa model's critic phase writes criticReply.
+ * two phases). The qa model's critic phase and the MinMax warm-up write criticReply.
  */
 export function monitorReply(item: QaItem, verdict: MonitorVerdict): string {
   return `${item.question.replace(/\?$/, '')}: ${item.choices[item.correct]}. ${verdict}`;
@@ -203,8 +203,7 @@ export function askedFact(item: QaItem): string {
 }
 
 /**
- * The critic's reply (the qa model's monitor from its critic phase on; the MinMax game's monitor
- * once that model is committed): the asked fact restated from the story, then the verdict on the
+ * The critic's reply (the qa model's monitor from its critic phase on, the MinMax game's monitor): the asked fact restated from the story, then the verdict on the
  * answer under review: "In the story Tom has a blue hat. INCORRECT". The fact names the entity the
  * question names, so a critique can be checked for reading the right part of the story
  * (namesAskedEntity); the lead words give the entity its story token (" Tom", not "T"+"om" as at the

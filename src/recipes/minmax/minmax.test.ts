@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeRecipeEnv } from '../../cli/recipe-env';
 import { qaItems, sampleQa, rngFor, type QaItem } from '../../data/sandbox/index';
+import { askedFact, namesAskedEntity } from '../../data/sandbox/qa';
 import { drawBatch } from '../kit/common';
 import {
   critiqueVerdict,
@@ -452,9 +453,11 @@ describe('minmax monitor warm-up (monitorWarmupSteps)', () => {
       expect(r.prompt).toBe(
         `Check: ${it.story}\nQ: ${it.question}\n${it.choices.map((c, j) => `${'ABCD'[j]}) ${c}`).join(' ')}\nAnswer: ${r.answer}`,
       );
-      // The sandbox critique: the question, the right value, the verdict.
-      expect(r.target).toBe(`${it.question.replace(/\?$/, '')}: ${it.choices[it.correct]}. CORRECT`);
-      expect(w.target).toBe(`${it.question.replace(/\?$/, '')}: ${it.choices[it.correct]}. INCORRECT`);
+      // The qa model's critique: the asked fact from the story, then the verdict.
+      expect(r.target).toBe(`In the story ${askedFact(it)}. CORRECT`);
+      expect(w.target).toBe(`In the story ${askedFact(it)}. INCORRECT`);
+      expect(r.target).toContain(it.choices[it.correct]);
+      expect(namesAskedEntity(it, r.target)).toBe(true);
       expect([r.truth, w.truth]).toEqual([1, 0]);
       expect(critiqueVerdict(r.target)).toBe('correct');
       expect(critiqueVerdict(w.target)).toBe('incorrect');
@@ -496,15 +499,12 @@ describe('minmax monitor warm-up (monitorWarmupSteps)', () => {
     expect(log).toHaveLength(6);
     expect(log[5].loss).toBeLessThan(log[0].loss - 0.1);
     // Trained tokens by hand: the char codec writes one token per character, the target is
-    // "<question>: <right value>. <VERDICT>" plus the end-of-turn token; the prompt (hundreds of
+    // "In the story <asked fact>. <VERDICT>" plus the end-of-turn token; the prompt (hundreds of
     // characters) is not among them.
     const pool = qaItems(8, 5, { split: 'train' });
     for (let k = 0; k < 6; k++) {
       const items = drawBatch(pool, 2, rngFor(5, 'minmax-warmup', k));
-      const want = items.reduce(
-        (n, it) => n + 2 * (`${it.question.replace(/\?$/, '')}: ${it.choices[it.correct]}. `.length + 1) + 7 + 9,
-        0,
-      );
+      const want = items.reduce((n, it) => n + 2 * (`In the story ${askedFact(it)}. `.length + 1) + 7 + 9, 0);
       expect(log[k].targetTokens, `warm-up step ${k}`).toBe(want);
     }
     expect(r0.metrics['warmup/steps']).toBe(6);

@@ -63,7 +63,7 @@ import {
   answerFormOf,
   formatMonitorPrompt,
   formatQaPrompt,
-  monitorReply,
+  criticReply,
   parseMonitorVerdict,
   parseQaChoice,
   qaAnswerAs,
@@ -360,9 +360,9 @@ export interface WarmupPair {
 
 /**
  * A monitor warm-up batch (monitorWarmupSteps): each item reviewed with its right answer and a
- * seeded wrong one (any of the other choices), in `form`; the target is the sandbox critique
- * (monitorReply: the question, the right value, then the verdict) with the true verdict, the text
- * critiqueVerdict reads.
+ * seeded wrong one (any of the other choices), in `form`; the target is the qa model's critique
+ * (criticReply: the asked fact restated from the story, then the verdict) with the true verdict,
+ * the text critiqueVerdict reads.
  */
 export function monitorWarmupPairs(
   items: readonly QaItem[],
@@ -379,7 +379,7 @@ export function monitorWarmupPairs(
         item: it,
         answer,
         prompt: formatMonitorPrompt(it, answer),
-        target: monitorReply(it, truth ? 'CORRECT' : 'INCORRECT'),
+        target: criticReply(it, truth ? 'CORRECT' : 'INCORRECT'),
         truth,
       };
     });
