@@ -165,12 +165,15 @@ describe('the deployed site (npm run build) on a plain static server under a sub
     const threads = Number(await cell.getAttribute('data-threads'));
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     console.log(`wasm on ${cores} logical cores: ${await cell.textContent()}`);
-    // The threaded SIMD binary runs one thread per logical core, 1 to 8 (left to itself, tfjs-wasm
-    // halves the count: 1 thread on a 2-core machine; src/engine/wasmCores.ts).
-    expect(await cell.getAttribute('data-threaded')).toBe('true');
-    expect(threads).toBe(Math.min(cores, 8));
-    if (cores > 1) expect(threads).toBeGreaterThan(1);
-    expect(await cell.textContent()).toContain(`${threads} threads: cross-origin isolated`);
+    // From 4 logical cores the threaded SIMD build runs one thread per physical core (cores / 2, 8
+    // at most); below, the single-threaded build, measured 3-4x faster than 2 threads on 2 cores
+    // (src/contract/wasmThreads.ts). The threaded path at 4 reported cores: wasmThreads.e2e.ts.
+    const threaded = cores >= 4;
+    expect(await cell.getAttribute('data-threaded')).toBe(String(threaded));
+    expect(threads).toBe(threaded ? Math.min(8, Math.floor(cores / 2)) : 1);
+    expect(await cell.textContent()).toContain(
+      threaded ? `${threads} threads: cross-origin isolated` : `1 thread: ${cores} logical cores: the single-threaded`,
+    );
     expect(await page.getByTestId('device-build').textContent()).toBe('site-one');
     await closeDevice();
     expect(failures).toEqual([]);

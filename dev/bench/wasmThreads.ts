@@ -3,9 +3,9 @@
 // cross-origin isolation headers (threaded SIMD build) and once by a plain static server without
 // them (single-threaded SIMD build). Rounds alternate on / off so load drift hits both.
 //   npm run build:harness && npx tsx dev/bench/wasmThreads.ts [--cores N] [--steps N] [--rounds N]
-// Threads on runs one thread per logical core (src/engine/wasmCores.ts): 2 on a 2-core machine.
-// --cores N makes the engine worker report N logical cores (dev/harness/harness.worker.ts), so N
-// threads (at most 8) whatever the machine has.
+// Threads on: the threaded build's pool. Below 4 logical cores the lab runs the single-threaded
+// build even when isolated (src/contract/wasmThreads.ts), so on a 2-core machine pass --cores 4:
+// the engine worker then reports 4 logical cores (dev/harness/harness.worker.ts) and runs 2 threads.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Browser } from 'playwright-core';

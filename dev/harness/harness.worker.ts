@@ -7,8 +7,8 @@ import type { HarnessApi } from './harnessApi';
 import { harnessMethods } from './harnessMethods';
 
 // The wasm thread benchmark's switch (dev/bench/wasmThreads.ts, page query ?cores=N): the worker
-// reports N logical cores, before tfjs reads the count; the engine then runs wasm on min(N, 8)
-// threads (one per reported core: src/engine/wasmCores.ts), more than the machine has if N is.
+// reports N logical cores, before tfjs reads the count; from 4 the engine runs the threaded build
+// on N / 2 threads (src/contract/wasmThreads.ts), more than the machine has if N is large.
 const cores = Number(/\bcores=(\d+)/.exec(self.name)?.[1]);
 if (cores > 0) Object.defineProperty(WorkerNavigator.prototype, 'hardwareConcurrency', { get: () => cores });
 

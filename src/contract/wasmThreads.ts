@@ -5,10 +5,13 @@
 // per physical core on the assumption of two logical cores per physical one (tfjs 4.22,
 // tfjs-backend-wasm/src/cc/backend.cc init_with_threads_count; it reads the count through
 // emscripten_num_logical_cores, i.e. `navigator.hardwareConcurrency`, when the backend is built).
-// The lab wants every logical core (a 2-core laptop got 1 thread, an 8-core one 4), so the engine
-// shows tfjs twice the real count while the backend is built (src/engine/wasmCores.ts): its halving
-// then gives the real count, up to its cap of 8. tfjs-wasm's Node build never runs threaded
-// (WASM_HAS_MULTITHREAD_SUPPORT is false in Node, tensorflow/tfjs#3830).
+// Below MIN_CORES_FOR_THREADS the lab runs the single-threaded SIMD build instead: measured on a
+// 2-core machine in Chromium (BENCHMARKS.md, "wasm threads"), 2 threads ran the guided demo's step
+// 3.8x and a redteam step 2.9x slower than one; the sandbox models' ops are small, and the pool's
+// barrier stalls whenever the page's main thread or another process takes a core. From 4 logical
+// cores it leaves the count to tfjs (one thread per physical core, 8 at most); that range is not
+// measured here (no machine with more cores and Chromium). tfjs-wasm's Node build never runs
+// threaded (WASM_HAS_MULTITHREAD_SUPPORT is false in Node, tensorflow/tfjs#3830).
 
 export interface WasmThreads {
   /** Threads the wasm backend runs (1: the single-threaded SIMD or plain binary, or a pool of one). */
@@ -32,19 +35,17 @@ export function tfjsWasmThreadCap(cores: number): number {
   return Math.min(8, Math.max(1, Math.floor(cores / 2)));
 }
 
-/** The logical cores to show tfjs-wasm while it sizes its pool, so its halving gives `cores` (2 → 4 → 2 threads; 12 → 24 → 8, its cap). */
-export function coresToPresent(cores: number): number {
-  return 2 * Math.min(8, Math.max(1, Math.floor(cores)));
+/** The fewest logical cores on which the threaded build runs (see the head of this file). */
+export const MIN_CORES_FOR_THREADS = 4;
+
+/** Whether the lab runs tfjs-wasm's threaded SIMD build here (it needs an isolated page, and enough cores to gain). */
+export function threadedBuildWanted(env: WasmThreadEnv): boolean {
+  return !env.node && env.isolated && env.cores >= MIN_CORES_FOR_THREADS;
 }
 
-/** The threads the threaded binary runs here with the lab's presented count: every logical core, 1 to 8. */
-export function wasmThreadsExpected(cores: number): number {
-  return tfjsWasmThreadCap(coresToPresent(cores));
-}
-
-/** The thread count to ask tfjs-wasm for (setThreadsCount): every logical core where threads can run (tfjs caps it). */
+/** The thread count to ask tfjs-wasm for (setThreadsCount): one per physical core where the threaded build runs, else 1. */
 export function wasmThreadRequest(env: WasmThreadEnv): number {
-  return env.node || !env.isolated ? 1 : Math.max(1, env.cores);
+  return threadedBuildWanted(env) ? tfjsWasmThreadCap(env.cores) : 1;
 }
 
 /** What the wasm backend reports (`threads` from getThreadsCount, `threaded`: the binary it loaded) explained for `env`. */
@@ -57,10 +58,14 @@ export function describeWasmThreads(env: WasmThreadEnv, threads: number, threade
       'the page is not cross-origin isolated (no SharedArrayBuffer), so wasm runs its single-threaded build; ' +
         'serve it with COOP/COEP headers or through its service worker (docs/guides/deploy.md)',
     );
+  if (env.cores < MIN_CORES_FOR_THREADS)
+    return say(
+      `${env.cores} logical core${env.cores === 1 ? '' : 's'}: the single-threaded SIMD build, which ran 3-4x faster ` +
+        `than 2 threads on a 2-core machine (threads from ${MIN_CORES_FOR_THREADS} cores)`,
+    );
   if (!threaded) return say(`cross-origin isolated, but this browser's wasm lacks SIMD or shared memory`);
-  const on =
-    threads >= env.cores
-      ? `on every logical core (${env.cores})`
-      : `on ${threads} of the ${env.cores} logical cores${threads === 8 ? ' (tfjs-wasm runs at most 8)' : ''}`;
-  return say(`cross-origin isolated, so the threaded SIMD build runs ${on}`);
+  return say(
+    `cross-origin isolated, so the threaded SIMD build runs on ${threads} of the ${env.cores} logical cores ` +
+      `(one per physical core, as tfjs-wasm sizes it${threads === 8 ? '; 8 at most' : ''})`,
+  );
 }

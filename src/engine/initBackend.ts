@@ -12,8 +12,12 @@ import {
 import type { GpuProbe } from '../contract/gpuProbe';
 import { registerWebGPUBackend } from './webgpu/gpuFeatures';
 import { shareWasmIdentity } from './wasmIdentity';
-import { coresToPresent, describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
-import { withCoresShown } from './wasmCores';
+import {
+  describeWasmThreads,
+  threadedBuildWanted,
+  wasmThreadRequest,
+  type WasmThreadEnv,
+} from '../contract/wasmThreads';
 
 export interface InitOptions {
   preference: BackendPreference;
@@ -45,6 +49,9 @@ async function registerBackend(name: BackendName, opts: InitOptions): Promise<vo
   if (name === 'wasm') {
     const wasm = await import('@tensorflow/tfjs-backend-wasm');
     if (opts.wasmPaths) wasm.setWasmPaths(opts.wasmPaths);
+    // tfjs loads the threaded binary wherever SharedArrayBuffer exists; below 4 cores the
+    // single-threaded one is faster (src/contract/wasmThreads.ts), so it is told there is none.
+    if (!threadedBuildWanted(threadEnv())) tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
     wasm.setThreadsCount(wasmThreadRequest(threadEnv()));
     shareWasmIdentity();
   }
@@ -61,11 +68,7 @@ export async function initBackend(opts: InitOptions): Promise<BackendReport> {
         if (!ok) throw new Error(`tf.setBackend('${name}') returned false`);
         await tf.ready();
       };
-      // tfjs-wasm sizes its thread pool at half the cores it is shown (src/contract/wasmThreads.ts):
-      // shown twice the real count, it runs one thread per logical core (2 on a 2-core machine, not 1; 8 at most).
-      const env = threadEnv();
-      if (name === 'wasm' && wasmThreadRequest(env) > 1) await withCoresShown(coresToPresent(env.cores), start);
-      else await start();
+      await start();
       attempts.push({ backend: name, error: null });
       const report = describeChoice(opts.preference, name, attempts, opts.probe);
       for (const t of report.tuning) tf.env().set(t.flag, t.value);

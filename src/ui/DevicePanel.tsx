@@ -10,7 +10,7 @@ import { useSetup, type ModelFit } from '../store/setupStore';
 import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
 import type { EngineStatus } from '../contract/workerApi';
-import { describeWasmThreads, wasmThreadsExpected, wasmThreadRequest, type WasmThreads } from '../contract/wasmThreads';
+import { describeWasmThreads, threadedBuildWanted, wasmThreadRequest, type WasmThreads } from '../contract/wasmThreads';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
 
@@ -58,11 +58,7 @@ function LearnPlan({ learn }: { learn: NonNullable<ModelFit['learn']> }) {
 function wasmThreadsOf(status: EngineStatus | null | undefined): WasmThreads {
   if (status?.backend.wasmThreads) return status.backend.wasmThreads;
   const env = { node: false, isolated: window.crossOriginIsolated, cores: navigator.hardwareConcurrency || 1 };
-  const planned = describeWasmThreads(
-    env,
-    Math.min(wasmThreadRequest(env), wasmThreadsExpected(env.cores)),
-    env.isolated,
-  );
+  const planned = describeWasmThreads(env, wasmThreadRequest(env), threadedBuildWanted(env));
   return { ...planned, why: `${planned.why} (if wasm runs)` };
 }
 
