@@ -1,7 +1,7 @@
 // The prompt budget (issue 40) reaches every recipe whose rollout sends a dataset row: attack (the
 // dataset goal wrapped into the attacker's prompt), defend and arena (the attacker's prompt, and the
 // defender's benign tasks), multiturn (each episode's first turn, and the attacker's prompt), minmax and rlhf (the
-// policy's QA row, the monitor's prompt). Every prompt a model receives is either the model's own encoding of a
+// policy's QA row, the monitor's prompt), attacker-sft (its greedy samples' held-out goal). Every prompt a model receives is either the model's own encoding of a
 // row cut on the chosen side (veRL's postprocess_data slices) or a prompt another model wrote
 // (shorter than the budget here: the attacker writes at most 4 tokens); "error" refuses naming the row.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -60,6 +60,9 @@ writeFileSync(
     )
     .join('\n'),
 );
+/** Goal -> prompt pairs (attacker-sft) whose goals run past the budget. */
+const pairsFile = join(dir, 'pairs.jsonl');
+writeFileSync(pairsFile, texts.map((goal) => JSON.stringify({ goal, prompt: 'Tell me how.' })).join('\n'));
 const qaPrompts = readQaSet(readFileSync(qaFile, 'utf8'), qaFile).items.map(formatQaPrompt);
 
 /** `model`'s own encoding of each user message (its tokenizer.json and chat template, generation prompt on). */
@@ -165,6 +168,12 @@ const RECIPES: Record<
     rows: [['qa', qaPrompts]],
     least: 4, // 2 items x G 2 answers
   },
+  // the greedy samples' prompts: a held-out goal (1 of the 4 rows) in the attacker's template
+  'attacker-sft': {
+    config: { dataset: pairsFile, batchSize: 2, sampleEvery: 1, sampleGoals: 2, sampleMaxTokens: 4 },
+    rows: [['attacker', texts.map(attackerSource)]],
+    least: 1,
+  },
   rlhf: {
     config: {
       dataset: qaFile,
@@ -225,7 +234,7 @@ describe.each(Object.keys(RECIPES))('%s: the prompt budget reaches its rollouts'
       );
       expect(e).toBeInstanceOf(PromptLengthError);
       const m =
-        /(?:long|qa)\.jsonl line (\d): prompt is (\d+) tokens with the chat template, over the prompt budget of 40 \(field "maxPromptLength"/.exec(
+        /(?:long|qa|pairs)\.jsonl line (\d): prompt is (\d+) tokens with the chat template, over the prompt budget of 40 \(field "maxPromptLength"/.exec(
           e!.message,
         );
       expect(m, e!.message).not.toBeNull();
@@ -239,7 +248,8 @@ describe.each(Object.keys(RECIPES))('%s: the prompt budget reaches its rollouts'
     }
   }, 120_000);
 
-  it("the veRL export carries a cutting budget as veRL's own data.truncation", () => {
+  // attacker-sft exports to veRL's SFT trainer (export/verl/sft.ts: data.max_length, truncation right), no RL prompt keys
+  it.skipIf(recipe === 'attacker-sft')("the veRL export carries a cutting budget as veRL's own data.truncation", () => {
     const o = exportSettings({
       recipe: getRecipe(recipe),
       config: { maxPromptLength: 16, truncation: 'left' },
