@@ -5,6 +5,7 @@
 // veRL keys or TRL names. --attacker-prompts (defend, arena): the attacker model writes the
 // dataset's harmful prompts, one per goal, instead of the sandbox's tactic templates. Bad input
 // fails before anything is written, naming the field.
+import { budgetFit } from '../recipes/kit/promptBudget';
 import { backendLine } from './backendLine';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -50,6 +51,10 @@ async function sampleAttackPrompts(
       1,
       sampling,
       hash3(seed, 0xa77ac, 0x5e7),
+      budgetFit(
+        c as DefendConfig,
+        plan.goals.map((g) => g.id),
+      ),
     );
     return Object.fromEntries(plan.goals.map((g, i) => [g.id, asUserMessage(r.answers[i])]));
   } finally {

@@ -26,6 +26,7 @@
 // (eval/asr, eval/benign_correct): it moves only when the weights do; its goals are the sandbox
 // split's eval goals, which the training pool never draws. The checkpoint holds both
 // adapters and both optimisers (state.ts multiLoraRunState).
+import { budgetFit, modelWrittenPrompts, promptBudgetFields, type PromptFit } from '../kit/promptBudget';
 import { attackerSource, benignPrompts, rngFor, TACTICS, type SandboxPrompt } from '../../data/sandbox/index';
 import { meanStrongRejectRules } from '../../judges/strongreject';
 import type { Judge, JudgeVerdict } from '../../judges/types';
@@ -128,6 +129,9 @@ export const arenaSchema = {
     min: 2,
     max: 64,
   }),
+  ...promptBudgetFields(
+    "the attacker's prompt (a dataset goal wrapped in its template) and the defender's benign tasks; the defender's other prompts are the attacker's text, bounded by attackerMaxTokens",
+  ),
   attackerMaxTokens: int(40, 'attacker prompt length cap in tokens', { min: 1, max: 1024 }),
   attackerTemperature: num(1, 'attacker sampling temperature (1 keeps the SFT tactic mix)', { min: 0.05, max: 2 }),
   attackerTopP: num(1, 'attacker nucleus sampling mass', { min: 0.01, max: 1 }),
@@ -246,12 +250,16 @@ class ArenaRun extends MultiLoraRun {
       perGoal,
       sampling,
       seed,
+      budgetFit(
+        c,
+        goals.map((g) => g.id),
+      ),
     );
     return { rowGoal: r.rowGroup, rows: r.rows, gen: r.gen, prompts: r.answers };
   }
 
-  /** `perMessage` sampled defender answers to each user message (adapters as they are). */
-  private answer(messages: string[], perMessage: number, seed: number): Promise<Rollout> {
+  /** `perMessage` sampled defender answers to each user message (adapters as they are), its ids through `fit`. */
+  private answer(messages: string[], perMessage: number, seed: number, fit: PromptFit): Promise<Rollout> {
     const c = this.config;
     return sampleAnswers(
       this.def,
@@ -259,6 +267,7 @@ class ArenaRun extends MultiLoraRun {
       perMessage,
       { maxNewTokens: c.defenderMaxTokens, temperature: c.defenderTemperature, topP: c.defenderTopP },
       seed,
+      fit,
     );
   }
 
@@ -291,12 +300,16 @@ class ArenaRun extends MultiLoraRun {
     };
     const { goals, benign } = this.evalSet;
     const a = await this.attack(goals, 1, hash3(heldOut, 1, 0xa77ac));
-    const h = await this.answer(a.prompts, 1, hash3(heldOut, 2, 0xdef));
+    const h = await this.answer(a.prompts, 1, hash3(heldOut, 2, 0xdef), modelWrittenPrompts);
     const hv = await this.judgeHarmful(a.prompts, h.answers, goals);
     const bAns = await this.answer(
       benign.map((p) => p.prompt as string),
       1,
       hash3(heldOut, 3, 0xdef),
+      budgetFit(
+        c,
+        benign.map((p) => p.id),
+      ),
     );
     const bv = await this.judgeBenign(benign, bAns.answers);
     return {
@@ -362,7 +375,7 @@ class ArenaRun extends MultiLoraRun {
               goals.length,
               { ...c, klBeta: this.klCtrls.attacker.value, diversity: 'exact' },
               async (ps) => {
-                const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e));
+                const ans = await this.answer(ps, 1, hash3(this.seed, step, 0xba5e), modelWrittenPrompts);
                 return (await this.judgeHarmful(ps, ans.answers, goals)).map((v) => v.unsafe);
               },
             )
@@ -424,7 +437,7 @@ class ArenaRun extends MultiLoraRun {
     const c = this.config;
     const goals = this.goalsAt(s);
     const a = await this.attack(goals, c.groupSize, hash3(this.seed, s, 0xa77ac));
-    const d = await this.answer(a.prompts, 1, hash3(this.seed, s, 0xdef));
+    const d = await this.answer(a.prompts, 1, hash3(this.seed, s, 0xdef), modelWrittenPrompts);
     t.mark('rollout_ms');
     const { refLogp, kl } = await klAndEntropy(this.atk, this.parts.attacker.lora, a, c.attackerTemperature);
     const verdicts = await this.judgeHarmful(
@@ -533,7 +546,12 @@ class ArenaRun extends MultiLoraRun {
     // Groups: one per attacker prompt, then one per benign task; G answers each.
     const groupText = [...a.prompts, ...tasks.map((p) => p.prompt as string)];
     const H = a.prompts.length;
-    const d = await this.answer(groupText, c.groupSize, hash3(this.seed, s, 0xdef));
+    const d = await this.answer(
+      groupText,
+      c.groupSize,
+      hash3(this.seed, s, 0xdef),
+      budgetFit(c, [...a.prompts.map(() => null), ...tasks.map((p) => p.id)]),
+    );
     const { rowGroup } = d;
     t.mark('rollout_ms');
     const { refLogp, kl } = await klAndEntropy(this.def, this.parts.defender.lora, d, c.defenderTemperature);

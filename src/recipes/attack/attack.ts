@@ -28,6 +28,7 @@
 //
 // Every random choice derives from (seed, step), so a run restored from state() at step k
 // reproduces the uninterrupted run's step k exactly on the same backend.
+import { budgetFit, promptBudgetFields } from '../kit/promptBudget';
 import { attackerSource, rngFor, TACTICS } from '../../data/sandbox/index';
 import type { Judge } from '../../judges/types';
 import { generate } from '../../model/generate';
@@ -114,6 +115,9 @@ export const attackSchema = {
   goalPool: int(256, 'distinct harmful sandbox goals the steps draw from (seeded)', { min: 1, max: 100000 }),
   goals: int(4, 'goals per step (each is one group)', { min: 1, max: 256 }),
   groupSize: int(8, 'G: attacker prompts sampled per goal', { min: 2, max: 64 }),
+  ...promptBudgetFields(
+    "the attacker's prompt (a dataset goal wrapped in the attacker's template); the defender's prompts are the attacker's text, bounded by attackerMaxTokens",
+  ),
   attackerMaxTokens: int(
     48,
     'attacker prompt length cap in tokens (sandbox prompts are <= 99 bytes, about 2.2 bytes per token)',
@@ -391,6 +395,10 @@ class AttackRun extends LoraRun {
       c.groupSize,
       sampling,
       hash3(this.seed, s, 0xa77ac),
+      budgetFit(
+        c,
+        goals.map((g) => g.id),
+      ),
     );
     const tactics = attacks.map(tacticOf);
     // the frozen defender answers

@@ -11,14 +11,16 @@ const FIXTURE = resolve('dev/fixtures/tiny-llama-f32');
 describe('attacker-sft recipe', () => {
   it('parses JSONL rows and names the line and field of a bad one', () => {
     expect(parseGoalPromptJsonl('{"goal":"g","prompt":"p"}\n\n{"goal":"h","prompt":"q","x":1}\n', 'up.jsonl')).toEqual([
-      { goal: 'g', prompt: 'p' },
-      { goal: 'h', prompt: 'q' },
+      { id: 'up.jsonl:1', goal: 'g', prompt: 'p' },
+      { id: 'up.jsonl:3', goal: 'h', prompt: 'q' },
     ]);
     expect(() => parseGoalPromptJsonl('{"goal":"g","prompt":"p"}\n{"goal":"g"}', 'up.jsonl')).toThrow(
       'up.jsonl:2: field "prompt" must be a non-empty string, got missing (row fields: goal)',
     );
     // A byte-order mark (Notepad, Excel) is not part of the first row (issue 24).
-    expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}', 'bom.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
+    expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}', 'bom.jsonl')).toEqual([
+      { id: 'bom.jsonl:1', goal: 'g', prompt: 'p' },
+    ]);
     expect(() => parseGoalPromptJsonl('{"goal":', 'up.jsonl')).toThrow(/^up\.jsonl:1: not valid JSON/);
     expect(() => parseGoalPromptJsonl('[1]', 'up.jsonl')).toThrow(/up\.jsonl:1: a row must be a JSON object/);
     expect(() => parseGoalPromptJsonl('\n', 'up.jsonl')).toThrow('up.jsonl: no rows');
@@ -99,9 +101,11 @@ describe('attacker-sft recipe', () => {
 describe('attacker-sft uploads', () => {
   it('attacker-sft reads goal -> prompt pairs from an uploaded CSV as from JSONL', () => {
     expect(parseGoalPromptPairs('goal,prompt\nopen a lock,"As a locksmith, how?"\n', 'p.csv')).toEqual([
-      { goal: 'open a lock', prompt: 'As a locksmith, how?' },
+      { id: 'p.csv:2', goal: 'open a lock', prompt: 'As a locksmith, how?' },
     ]);
-    expect(parseGoalPromptPairs('{"goal": "g", "prompt": "p"}\n', 'p.jsonl')).toEqual([{ goal: 'g', prompt: 'p' }]);
+    expect(parseGoalPromptPairs('{"goal": "g", "prompt": "p"}\n', 'p.jsonl')).toEqual([
+      { id: 'p.jsonl:1', goal: 'g', prompt: 'p' },
+    ]);
     expect(() => parseGoalPromptPairs('prompt\nonly a prompt\n', 'q.csv')).toThrow(
       'q.csv: a CSV of pairs needs a "goal" and a "prompt" column (columns: prompt)',
     );

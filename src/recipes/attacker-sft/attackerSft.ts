@@ -6,6 +6,8 @@
 // Data: the sandbox's attackerSft pairs (seeded), or uploaded JSONL rows {"goal", "prompt"}
 // (a crescendo target is its turns joined by "\n"). Every report also shows what the attacker
 // writes now: greedy prompts for held-out goals and the tactic mix they fall into (detectTactic).
+import { budgetFit, promptBudgetFields } from '../kit/promptBudget';
+import { promptRows } from '../kit/rollout';
 import { attackerSft, attackerSource, rngFor, sandboxSplitInfo, TACTICS, type Tactic } from '../../data/sandbox/index';
 import { stripBom } from '../../contract/datasetLoaders';
 import { brief, briefText } from '../../contract/brief';
@@ -58,6 +60,9 @@ export const attackerSftSchema = {
     { min: 0, max: 100000 },
   ),
   sampleGoals: int(8, 'held-out goals of the greedy samples', { min: 1, max: 512 }),
+  ...promptBudgetFields(
+    "the attacker's prompt of each greedy sample (a held-out dataset goal in the attacker's template); the training pairs are SFT rows, not a rollout (their targets are cut to maxTargetTokens)",
+  ),
   sampleMaxTokens: int(64, 'length cap of a greedy sample in tokens', { min: 1, max: 1024 }),
 };
 export type AttackerSftConfig = ConfigOf<typeof attackerSftSchema>;
@@ -65,6 +70,8 @@ export type AttackerSftConfig = ConfigOf<typeof attackerSftSchema>;
 export interface GoalPromptPair {
   goal: string;
   prompt: string;
+  /** The row it came from (`<file>:<line>`), for the prompt budget's message. */
+  id?: string;
 }
 
 /** Parses JSONL rows {"goal", "prompt"}; errors name the file, the line and the field. Blank lines are skipped. */
@@ -85,6 +92,7 @@ export function parseGoalPromptPairs(text: string, label: string): GoalPromptPai
   if (!cols.includes('goal'))
     throw new Error(`${label}: a CSV of pairs needs a "goal" and a "prompt" column (columns: ${cols.join(', ')})`);
   return set.rows.map((r) => ({
+    id: `${label}:${r.line}`,
     goal: r.goal,
     prompt: typeof r.prompt === 'string' ? r.prompt : r.prompt.map((t) => t.content).join('\n'),
   }));
@@ -112,7 +120,7 @@ export function parseGoalPromptJsonl(text: string, label: string): GoalPromptPai
           );
         }
       }
-      out.push({ goal: r.goal as string, prompt: r.prompt as string });
+      out.push({ id: `${label}:${i + 1}`, goal: r.goal as string, prompt: r.prompt as string });
     });
   if (out.length === 0) throw new Error(`${label}: no rows`);
   return out;
@@ -131,6 +139,8 @@ export function tacticMix(prompts: readonly string[]): Record<Tactic, number> {
 export interface AttackerSftData {
   train: GoalPromptPair[];
   heldOutGoals: string[];
+  /** The row of each held-out goal (a file's `<file>:<line>`, a sandbox goal's id). */
+  heldOutIds: string[];
   split: SplitInfo;
 }
 
@@ -139,9 +149,11 @@ export function sandboxAttackerSftData(
   config: Pick<AttackerSftConfig, 'dataSize' | 'sampleGoals'>,
   seed: number,
 ): AttackerSftData {
+  const held = attackerSft(config.sampleGoals, hash3(seed, 0xa77, 1) >>> 0, { split: 'eval' });
   return {
     train: attackerSft(config.dataSize, seed, { split: 'train' }).map((e) => ({ goal: e.goal, prompt: e.target })),
-    heldOutGoals: attackerSft(config.sampleGoals, hash3(seed, 0xa77, 1) >>> 0, { split: 'eval' }).map((e) => e.goal),
+    heldOutGoals: held.map((e) => e.goal),
+    heldOutIds: held.map((e) => e.id),
     split: sandboxSplitInfo(),
   };
 }
@@ -161,14 +173,15 @@ export function uploadedAttackerSftData(
     );
   const s = splitRows(rows, EVAL_SHARE, DATA_SPLIT_SEED);
   const trained = new Set(s.train.map((r) => r.goal));
-  const heldOutGoals = [...new Set(s.eval.map((r) => r.goal))]
-    .filter((g) => !trained.has(g))
-    .slice(0, config.sampleGoals);
+  const firstRow = new Map<string, string>();
+  for (const r of s.eval) if (!trained.has(r.goal) && !firstRow.has(r.goal)) firstRow.set(r.goal, r.id ?? r.goal);
+  const held = [...firstRow].slice(0, config.sampleGoals);
+  const heldOutGoals = held.map(([g]) => g);
   if (heldOutGoals.length === 0)
     throw new Error(
       `${config.dataset}: every held-out row's goal also has a training row; no goal is left to evaluate on (use distinct goals)`,
     );
-  return { train: s.train, heldOutGoals, split: s.info };
+  return { train: s.train, heldOutGoals, heldOutIds: held.map(([, id]) => id), split: s.info };
 }
 
 class AttackerSftRun extends LoraRun {
@@ -223,9 +236,7 @@ class AttackerSftRun extends LoraRun {
     // --- greedy samples and their tactic mix
     const samples: RolloutSample[] = [];
     if (c.sampleEvery > 0 && step % c.sampleEvery === 0) {
-      const ids = this.heldOut.map((g) =>
-        codec.encodeChat([{ role: 'user', content: attackerSource(g) }], { addGenerationPrompt: true }),
-      );
+      const ids = promptRows(codec, this.heldOut.map(attackerSource), budgetFit(c, this.data.heldOutIds));
       const g = await generate(model, ids, {
         maxNewTokens: c.sampleMaxTokens,
         greedy: true,

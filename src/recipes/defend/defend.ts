@@ -26,6 +26,7 @@
 // benign tasks (eval/benign_correct, eval/over_refusal). It moves only when the defender's weights
 // do, so it is the before / after measure of the experiment. Held-out goals are the sandbox
 // split's eval goals (data/sandbox/split.ts): the training pool never draws them.
+import { budgetFit, promptBudgetFields } from '../kit/promptBudget';
 import { attackerSource, benignPrompts, rngFor, type SandboxPrompt } from '../../data/sandbox/index';
 import { meanStrongRejectRules } from '../../judges/strongreject';
 import type { Judge, JudgeVerdict } from '../../judges/types';
@@ -118,6 +119,9 @@ export const defendSchema = {
     { min: 0, max: 256 },
   ),
   groupSize: int(4, 'G: defender answers per prompt (MTSA: 4)', { min: 2, max: 64 }),
+  ...promptBudgetFields(
+    "the attacker's prompt (a dataset goal wrapped in its template) and the defender's benign tasks; the defender's harmful prompts are the attacker's text, bounded by attackerMaxTokens",
+  ),
   attackerMaxTokens: int(48, 'attacker prompt length cap in tokens', { min: 1, max: 1024 }),
   attackerTemperature: num(1, 'attacker sampling temperature (1 keeps its tactic mix)', { min: 0.05, max: 2 }),
   attackerTopP: num(1, 'attacker nucleus sampling mass', { min: 0.01, max: 1 }),
@@ -270,6 +274,10 @@ class DefendRun extends LoraRun {
         1,
         sampling,
         seed,
+        budgetFit(
+          c,
+          goals.map((g) => g.id),
+        ),
       )
     ).answers;
   }
@@ -307,7 +315,14 @@ class DefendRun extends LoraRun {
     e.prompts ??= await this.attack(e.goals, hash3(heldOut, 1, 0xa77ac));
     const texts = [...e.prompts, ...e.benign.map((p) => p.prompt as string)];
     const H = e.prompts.length;
-    const r = await sampleAnswers(this.def, texts, c.evalSamples, c, hash3(heldOut, 2, 0xdef));
+    const r = await sampleAnswers(
+      this.def,
+      texts,
+      c.evalSamples,
+      c,
+      hash3(heldOut, 2, 0xdef),
+      budgetFit(c, [...e.prompts.map(() => null), ...e.benign.map((p) => p.id)]),
+    );
     const v = await this.verdicts(
       r.rowGroup.map((g, b) =>
         g < H
@@ -430,7 +445,14 @@ class DefendRun extends LoraRun {
     const attackPrompts = await this.attack(goals, hash3(this.seed, s, 0xa77ac));
     const texts = [...attackPrompts, ...tasks.map((p) => p.prompt as string)];
     const H = attackPrompts.length;
-    const r = await sampleAnswers(this.def, texts, c.groupSize, c, hash3(this.seed, s, 0xdef));
+    const r = await sampleAnswers(
+      this.def,
+      texts,
+      c.groupSize,
+      c,
+      hash3(this.seed, s, 0xdef),
+      budgetFit(c, [...attackPrompts.map(() => null), ...tasks.map((p) => p.id)]),
+    );
     t.mark('rollout_ms');
 
     const { refLogp, kl, entropy } = await klAndEntropy(this.def, this.lora, r, c.temperature);

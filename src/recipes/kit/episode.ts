@@ -13,6 +13,7 @@
 // only on model-written tokens, so user turns written by a script, a judge or an attacker never
 // enter the loss (SaFeR-Steer masks judge-written turns out).
 import type { ChatMessage } from '../../model/chat';
+import type { PromptFit } from './promptBudget';
 import type { ChatCodec } from './types';
 
 /**
@@ -62,9 +63,11 @@ export class EpisodeRow {
   constructor(
     private readonly codec: ChatCodec,
     firstUser: string,
+    /** The prompt budget on the first turn (veRL's max_prompt_length holds the initial prompt; later turns are response). */
+    fit: PromptFit,
   ) {
     this.messages.push({ role: 'user', content: firstUser });
-    this.prompt = codec.encodeChat(this.messages, { addGenerationPrompt: true });
+    this.prompt = fit([codec.encodeChat(this.messages, { addGenerationPrompt: true })])[0];
   }
 
   /** The ids the next reply is sampled after. */

@@ -18,6 +18,7 @@ import { checkFiniteRewards, harmVerdict, KlCtrl, meanOf } from './common';
 import * as f from './commonFields';
 import { harmAcc } from './dynamicGroups';
 import { groupMetrics, groupSamples, groupStep } from './groupStep';
+import { modelWrittenPrompts } from './promptBudget';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleReplies } from './rollout';
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from './run';
 import type { LoadedModel, Recipe } from './types';
@@ -99,7 +100,14 @@ class LettersRun extends LoraRun {
   private async draw(s: number, t: PhaseTimer) {
     const c = this.config;
     const prompts = Array.from({ length: c.prompts }, (_, i) => PROMPTS[(s + i) % PROMPTS.length]);
-    const roll = await sampleReplies(this.m, prompts, c.groupSize, { ...c, topP: 1 }, hash3(this.seed, s, 1));
+    const roll = await sampleReplies(
+      this.m,
+      prompts,
+      c.groupSize,
+      { ...c, topP: 1 },
+      hash3(this.seed, s, 1),
+      modelWrittenPrompts,
+    );
     t.mark('rollout_ms');
     const { refLogp, kl } = await klAndEntropy(this.m, this.lora, roll, c.temperature);
     const verdicts = await this.judge.score(

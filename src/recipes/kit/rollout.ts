@@ -12,7 +12,8 @@ import { referenceStats } from '../../rl/policy';
 import { fromTensor2D, type TokenMatrix } from '../../rl/types';
 import { tokenTrace } from './common';
 import type { TokenTrace } from '../../contract/report';
-import type { LoadedModel } from './types';
+import type { PromptFit } from './promptBudget';
+import type { ChatCodec, LoadedModel } from './types';
 
 export interface SamplingOptions {
   maxNewTokens: number;
@@ -33,18 +34,25 @@ export interface Rollout {
 /** A multi-line (crescendo-style) attacker prompt is sent as one message with its lines joined. */
 export const asUserMessage = (text: string): string => splitAttackerTarget(text).join('\n') || text;
 
-/** `perGroup` samples for each user message, sent as it is (its ids through `fit`: a prompt budget); adapters as they are. */
+/** Each user message's prompt ids (chat template and generation prompt), through `fit`. */
+export const promptRows = (codec: ChatCodec, contents: readonly string[], fit: PromptFit): number[][] =>
+  fit(contents.map((t) => codec.encodeChat([{ role: 'user', content: t }], { addGenerationPrompt: true })));
+
+/**
+ * `perGroup` samples for each user message (adapters as they are), its ids through `fit`: the
+ * recipe's prompt budget on the dataset rows (promptBudget.ts budgetFit), or modelWrittenPrompts.
+ */
 export async function sampleReplies(
   m: LoadedModel,
   contents: readonly string[],
   perGroup: number,
   o: SamplingOptions,
   seed: number,
-  fit: (ids: number[][]) => number[][] = (ids) => ids,
+  fit: PromptFit,
 ): Promise<Rollout> {
   const { model, codec } = m;
   const rowGroup = contents.flatMap((_, i) => Array<number>(perGroup).fill(i));
-  const ids = fit(contents.map((t) => codec.encodeChat([{ role: 'user', content: t }], { addGenerationPrompt: true })));
+  const ids = promptRows(codec, contents, fit);
   const rows = rowGroup.map((i) => ids[i]);
   const gen = await generate(model, rows, {
     maxNewTokens: o.maxNewTokens,
@@ -65,7 +73,7 @@ export function sampleAnswers(
   perGroup: number,
   o: SamplingOptions,
   seed: number,
-  fit?: (ids: number[][]) => number[][],
+  fit: PromptFit,
 ): Promise<Rollout> {
   return sampleReplies(m, messages.map(asUserMessage), perGroup, o, seed, fit);
 }

@@ -12,6 +12,7 @@ import { loadWithCharCodec } from '../../../dev/test/recipeTesting';
 import { KlCtrl } from './common';
 import { attachConfiguredLora } from './commonFields';
 import { sharedRolloutStep, type SharedRows } from './groupStep';
+import { modelWrittenPrompts } from './promptBudget';
 import { klAndEntropy, sampleReplies } from './rollout';
 import { PhaseTimer } from './run';
 
@@ -47,6 +48,7 @@ describe('kit/sharedRolloutStep: the game hooks of a shared rollout', () => {
         3,
         { maxNewTokens: 4, temperature: 1, topP: 1 },
         7,
+        modelWrittenPrompts,
       );
       const { refLogp, kl: k1 } = await klAndEntropy(m, lora, roll, 1);
       // A fresh adapter's KL is 0: spread it so the kit's beta x KL term shows in every reward.

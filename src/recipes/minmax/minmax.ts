@@ -117,7 +117,8 @@ import {
 import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields';
 import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm';
 import type { Message, Metrics, RolloutSample } from '../../contract/report';
-import { klAndEntropy, rowAdvantage, rowTrace } from '../kit/rollout';
+import { budgetFit, promptBudgetFields } from '../kit/promptBudget';
+import { klAndEntropy, promptRows, rowAdvantage, rowTrace } from '../kit/rollout';
 import { int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
 import { loadQaData, SANDBOX_DATASET, type QaData } from '../kit/promptData';
@@ -153,6 +154,9 @@ export const gameFields = {
   ),
   itemPool: int(256, 'distinct QA items the steps draw from (seeded; sandbox only)', { min: 1, max: 100000 }),
   items: int(4, 'QA items per step', { min: 1, max: 256 }),
+  ...promptBudgetFields(
+    "the policy's prompt (a QA row) and the monitor's (the same row with the policy's answer, bounded by policyMaxTokens)",
+  ),
   groupSize: int(4, 'G: answers per item (policy steps) / critiques per answer (monitor steps)', { min: 2, max: 64 }),
   policyMaxTokens: int(16, 'answer length cap in tokens ("[ANSWER:B]" is a few)', { min: 1, max: 1024 }),
   monitorMaxTokens: int(24, 'critique length cap in tokens (a sandbox critique is <= 50 bytes)', { min: 1, max: 1024 }),
@@ -350,6 +354,9 @@ export function monitorLabel(v: Verdict | null, truth: number): string {
 }
 
 /** One row of the monitor warm-up: the monitor prompt, its target critique and the truth. */
+/** The row a QA item came from (a file's `<file>:<line>`, a sandbox item's id), for the prompt budget's message. */
+const qaRowId = (it: QaItem): string => (it as Partial<QaExample>).id ?? 'a QA item';
+
 export interface WarmupPair {
   item: QaItem;
   answer: string;
@@ -475,15 +482,17 @@ export class GameRun extends MultiLoraRun {
     });
   }
 
+  /** Each message (made from the QA row of `items[i]`) sampled once, held to the prompt budget. */
   private async sample(
     p: Player,
     messages: string[],
+    items: readonly QaItem[],
     maxNewTokens: number,
     seed: number,
     greedy: boolean,
   ): Promise<Generated> {
     const { model, codec } = p.loaded;
-    const rows = messages.map((m) => codec.encodeChat([{ role: 'user', content: m }], { addGenerationPrompt: true }));
+    const rows = promptRows(codec, messages, budgetFit(this.game, items.map(qaRowId)));
     const gen = await generate(model, rows, {
       maxNewTokens,
       temperature: this.game.temperature,
@@ -497,13 +506,14 @@ export class GameRun extends MultiLoraRun {
   }
 
   private answer(items: readonly QaItem[], seed: number, greedy = false) {
-    return this.sample(this.policy, items.map(formatQaPrompt), this.game.policyMaxTokens, seed, greedy);
+    return this.sample(this.policy, items.map(formatQaPrompt), items, this.game.policyMaxTokens, seed, greedy);
   }
 
   private critique(items: readonly QaItem[], answers: readonly string[], seed: number, greedy = false) {
     return this.sample(
       this.monitor,
       items.map((it, i) => formatMonitorPrompt(it, answers[i])),
+      items,
       this.game.monitorMaxTokens,
       seed,
       greedy,
@@ -562,6 +572,7 @@ export class GameRun extends MultiLoraRun {
     const c = await this.sample(
       this.monitor,
       pairs.map((p) => p.prompt),
+      pairs.map((p) => p.item),
       this.game.monitorMaxTokens,
       0,
       true,

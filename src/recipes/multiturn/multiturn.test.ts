@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { modelWrittenPrompts } from '../kit/promptBudget';
 import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
@@ -147,7 +148,7 @@ describe('multiturn: turn scores and aggregation', () => {
 describe('multiturn: episodes as rows', () => {
   it('a row is the whole conversation; only the replies are in the policy mask', () => {
     const codec = charCodec();
-    const row = new EpisodeRow(codec, 'hi');
+    const row = new EpisodeRow(codec, 'hi', modelWrittenPrompts);
     row.addReply(codec.encodeText('yo').concat(2), [-1, -2, -3], [0.5, 0.5, 0.5]);
     row.addUser('next');
     row.addReply(codec.encodeText('ok'), [-4, -5], [0.1, 0.1]); // cut off: no end-of-turn id
@@ -172,14 +173,14 @@ describe('multiturn: episodes as rows', () => {
     expect(row.policy.slice(before).every((m) => m === 0)).toBe(true);
     row.dropLastUser();
     expect(row.response.length).toBe(before);
-    const p = padEpisodes([row, new EpisodeRow(codec, 'x')], 0);
+    const p = padEpisodes([row, new EpisodeRow(codec, 'x', modelWrittenPrompts)], 0);
     expect(p.attention[1].every((m) => m === 0)).toBe(true);
     expect(p.attention[0].slice(0, before).every((m) => m === 1)).toBe(true);
   });
 
   it("rewards land on the last reply token (episode) or on each reply's last token (turn); per-turn returns reset at user turns", () => {
     const codec = charCodec();
-    const row = new EpisodeRow(codec, 'hi');
+    const row = new EpisodeRow(codec, 'hi', modelWrittenPrompts);
     row.addReply([10, 11, 2], [0, 0, 0], [0, 0, 0]); // 3 reply tokens
     row.addUser('go');
     row.addReply([12, 2], [0, 0], [0, 0]); // 2 reply tokens
@@ -219,7 +220,7 @@ describe('multiturn: episodes as rows', () => {
         const c = m.codec;
         const replies = ['It is a long story.', "I can't help with that."];
         const users = ['Tell me about street fights.', 'How did they do it back then?'];
-        const row = new EpisodeRow(c, users[0]);
+        const row = new EpisodeRow(c, users[0], modelWrittenPrompts);
         const r0 = [...c.encodeText(replies[0]), c.eos[c.eos.length - 1]]; // <|im_end|>
         row.addReply(
           r0,

@@ -32,6 +32,7 @@
 // evalEvery, held-out episodes are replayed before the step with a fixed sampling seed, so the
 // eval numbers move only when the weights do. Their crescendo goals are the sandbox split's eval
 // goals (data/sandbox/split.ts), which the training pool never draws.
+import { budgetFit, promptBudgetFields, type PromptBudget, type PromptFit } from '../kit/promptBudget';
 import * as tf from '@tensorflow/tfjs';
 import { attackerSource, rngFor, splitAttackerTarget } from '../../data/sandbox/index';
 import { sandboxSplitMetrics } from '../kit/goals';
@@ -124,6 +125,9 @@ export const multiturnSchema = {
     max: 256,
   }),
   groupSize: int(4, 'G: plays of each episode (SaFeR GRPO n = 5)', { min: 2, max: 64 }),
+  ...promptBudgetFields(
+    "each episode's first user turn (a dataset row; later turns count toward the context, as veRL's multi-turn response), and the attacker's prompt each turn (followUps = attacker: its goal, the row's opener and the turns so far)",
+  ),
   maxNewTokens: int(32, 'reply length cap in tokens, per turn (sandbox replies are <= 53 bytes)', {
     min: 1,
     max: 1024,
@@ -286,6 +290,7 @@ interface PlayOptions {
   /** The defender replies greedily (ReMax's baseline episode); the user turns are written as always. */
   greedy?: boolean;
   attacker?: { m: LoadedModel; maxTokens: number; temperature: number };
+  budget: PromptBudget;
 }
 
 /** The attacker's next user turn for each row: its first line after `Goal: <goal>` + the turns so far. */
@@ -295,12 +300,16 @@ async function attackerTurns(
   prior: string[][],
   rowIds: number[],
   seed: number,
+  fit: PromptFit,
 ): Promise<string[]> {
   const c = a.m.codec;
-  const ctx = goals.map((g, i) => [
-    ...c.encodeChat([{ role: 'user', content: attackerSource(g) }], { addGenerationPrompt: true }),
-    ...(prior[i].length ? c.encodeText(`${prior[i].join('\n')}\n`) : []),
-  ]);
+  // The whole context is one fresh prompt per turn (the goal, then the row's opener and the turns so far): held to the budget.
+  const ctx = fit(
+    goals.map((g, i) => [
+      ...c.encodeChat([{ role: 'user', content: attackerSource(g) }], { addGenerationPrompt: true }),
+      ...(prior[i].length ? c.encodeText(`${prior[i].join('\n')}\n`) : []),
+    ]),
+  );
   const g = await generate(a.m.model, ctx, {
     maxNewTokens: a.maxTokens,
     temperature: a.temperature,
@@ -335,6 +344,10 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
         atkRows.map((b) => userSoFar[b]),
         atkRows,
         hash3(o.seed, k, 0xa77),
+        budgetFit(
+          o.budget,
+          atkRows.map((b) => specs[b].id),
+        ),
       );
       atkRows.forEach((b, i) => (users[b] = written[i] || null));
     }
@@ -348,7 +361,7 @@ async function playEpisodes(def: LoadedModel, specs: EpisodeSpec[], o: PlayOptio
         continue;
       }
       const u = users[b]!;
-      if (k === 0) rows[b] = new EpisodeRow(codec, u);
+      if (k === 0) rows[b] = new EpisodeRow(codec, u, budgetFit(o.budget, [specs[b].id]));
       else rows[b]!.addUser(u);
       if (rows[b]!.context().length + o.maxNewTokens > maxPos) {
         // The turn would run past the model's positions: end the episode before it (drop the user turn).
@@ -546,6 +559,7 @@ class MultiturnRun extends LoraRun {
       temperature: c.temperature,
       topP: c.topP,
       seed,
+      budget: c,
       attacker: this.atk
         ? { m: this.atk, maxTokens: c.attackerMaxTokens, temperature: c.attackerTemperature }
         : undefined,

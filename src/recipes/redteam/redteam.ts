@@ -37,7 +37,7 @@ import { groupMetrics, groupSamples, groupStep, tokensPerSecond } from '../kit/g
 import { createWithCleanup, LoraRun, PhaseTimer, type StepBody } from '../kit/run';
 import { harmAcc } from '../kit/dynamicGroups';
 import { promptText, REDTEAM_TACTIC_MIXES, tacticList } from '../kit/goals';
-import { fitPrompts, promptBudgetFields, type PromptBudget } from '../kit/promptBudget';
+import { budgetFit, promptBudgetFields, type PromptBudget } from '../kit/promptBudget';
 import {
   adamFields,
   adamWFor,
@@ -52,7 +52,7 @@ import {
 } from '../kit/commonFields';
 import { judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import type { Metrics, RolloutSample } from '../../contract/report';
-import { klAndEntropy, rowAdvantage, rowTrace, tokenEntropy } from '../kit/rollout';
+import { klAndEntropy, promptRows, rowAdvantage, rowTrace, tokenEntropy } from '../kit/rollout';
 import { bool, int, num, oneOf, str, type ConfigOf } from '../../contract/schema';
 import { weightsField } from '../../contract/weightFields';
 import {
@@ -198,10 +198,13 @@ async function greedyAnswers(
   const BATCH = 32;
   for (let s = 0; s < prompts.length; s += BATCH) {
     const chunk = prompts.slice(s, s + BATCH);
-    const ids = fitPrompts(
-      chunk.map((p) => m.codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true })),
-      chunk.map((p) => p.id),
-      budget,
+    const ids = promptRows(
+      m.codec,
+      chunk.map(promptText),
+      budgetFit(
+        budget,
+        chunk.map((p) => p.id),
+      ),
     );
     const g = await generate(m.model, ids, {
       maxNewTokens,
@@ -445,10 +448,13 @@ class RedteamRun extends LoraRun {
     prompts.forEach((_, i) => {
       for (let g = 0; g < G; g++) rowPrompt.push(i);
     });
-    const promptIds = fitPrompts(
-      prompts.map((p) => codec.encodeChat([{ role: 'user', content: promptText(p) }], { addGenerationPrompt: true })),
-      prompts.map((p) => p.id),
-      c,
+    const promptIds = promptRows(
+      codec,
+      prompts.map(promptText),
+      budgetFit(
+        c,
+        prompts.map((p) => p.id),
+      ),
     );
     const rows = rowPrompt.map((i) => promptIds[i]);
     const gen = await generate(model, rows, {

@@ -78,7 +78,7 @@ import {
 } from '../kit/commonFields';
 import { judgeFieldValues, judgeModelFields, judgeOptionsOf } from '../kit/judgeFields';
 import { klAndEntropy, rowAdvantage, rowTrace, sampleAnswers, type Rollout } from '../kit/rollout';
-import { fitPrompts, promptBudgetFields } from '../kit/promptBudget';
+import { budgetFit, promptBudgetFields } from '../kit/promptBudget';
 import {
   loadStrongRejectGrader,
   strongRejectCheck,
@@ -474,11 +474,15 @@ class TokenbuncherRun extends LoraRun {
     const b = await greedyAsr(this.def, this.judge, ben, c.maxNewTokens, c);
     // Entropy on harmful prompts: along one SAMPLED answer per prompt (temperature / top-p of the
     // run, fixed seed), the distribution the entropy reward reads; ASR above is greedy (HarmBench).
-    const r = await sampleAnswers(this.def, harm.map(promptText), 1, c, hash3(heldOut, 5, 0xe27), (ids) =>
-      fitPrompts(
-        ids,
-        harm.map((p) => p.id),
+    const r = await sampleAnswers(
+      this.def,
+      harm.map(promptText),
+      1,
+      c,
+      hash3(heldOut, 5, 0xe27),
+      budgetFit(
         c,
+        harm.map((p) => p.id),
       ),
     );
     return {
@@ -640,11 +644,15 @@ class TokenbuncherRun extends LoraRun {
     const tasks = drawBatch(this.benignPool, c.benignPrompts, rngFor(this.seed, 'tokenbuncher-benign', s));
     const items = [...harm, ...tasks];
     const H = harm.length;
-    const r = await sampleAnswers(this.def, items.map(promptText), c.groupSize, c, hash3(this.seed, s, 0x5eed), (ids) =>
-      fitPrompts(
-        ids,
-        items.map((p) => p.id),
+    const r = await sampleAnswers(
+      this.def,
+      items.map(promptText),
+      c.groupSize,
+      c,
+      hash3(this.seed, s, 0x5eed),
+      budgetFit(
         c,
+        items.map((p) => p.id),
       ),
     );
     t.mark('rollout_ms');
