@@ -136,7 +136,7 @@ describe('the deployed site (npm run build) on a plain static server under a sub
     });
   });
 
-  it('renders, isolates itself through the service worker, and runs the guided demo on wasm threads', async () => {
+  it('renders, isolates itself through the service worker, and runs the guided demo on wasm with the thread count its cores call for', async () => {
     await page.goto(`${site.url}?backend=wasm`);
     // The server sends no COOP/COEP: the service worker adds them, after one reload of the first visit.
     await until(() => window.crossOriginIsolated && navigator.serviceWorker.controller !== null);
@@ -180,6 +180,12 @@ describe('the deployed site (npm run build) on a plain static server under a sub
     expect(pageErrors).toEqual([]);
     // Every file came from under the sub-path: nothing asked the server's root.
     expect(served.filter((l) => !l.split(' ')[1].startsWith(PREFIX))).toEqual([]);
+    // Stop the demo, so the reload below offers no paused run to resume and the demo can start again
+    // (a run that reached an autosave before the reload is offered back instead, by design).
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await wait(
+      `['stopped', 'idle'].includes(document.querySelector('[data-testid="run-state"]')?.getAttribute('data-state'))`,
+    );
   });
 
   it('opens and trains again with the network off', async () => {
