@@ -7,8 +7,8 @@ import { ISOLATION_HEADERS } from './src/ui/offline/isolationHeaders.ts';
 import { wasmThreadGuard } from './dev/build/wasmThreadGuard.ts';
 import { headersFile } from './dev/build/headersFile.ts';
 
-// Cross-origin isolation (SharedArrayBuffer, so tfjs-wasm runs its threaded SIMD build on every
-// core): COOP same-origin + COEP credentialless from the dev and preview servers. `credentialless`,
+// Cross-origin isolation (SharedArrayBuffer, so tfjs-wasm can run its threaded SIMD build where
+// there are cores to gain from it: src/contract/wasmThreads.ts): COOP same-origin + COEP credentialless from the dev and preview servers. `credentialless`,
 // not `require-corp`: hub downloads are CORS fetches and keep working, and a cross-origin file
 // without a CORP header still loads (without cookies). Hosts that cannot set headers get the same
 // from the service worker (src/ui/offline/sw.ts); Netlify and Cloudflare Pages read the same from the
