@@ -131,7 +131,7 @@ describe('input checks', () => {
   it('parseGoalPromptJsonl reads a file that starts with a UTF-8 BOM', async () => {
     const { parseGoalPromptJsonl } = await import('./attacker-sft/attackerSft');
     expect(parseGoalPromptJsonl('\uFEFF{"goal":"g","prompt":"p"}\r\n', 'bom.jsonl')).toEqual([
-      { goal: 'g', prompt: 'p' },
+      { id: 'bom.jsonl:1', goal: 'g', prompt: 'p' },
     ]);
   });
 
