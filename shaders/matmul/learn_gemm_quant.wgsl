@@ -1,5 +1,5 @@
-// Learn GEMM through a quantised weight decoded per element (bAt, from learn_gemm_b_<format>.wgsl),
-// for groups that split a packed word. After learn_gemm_common.wgsl and the format's bAt.
+// Learn GEMM through a quantised weight decoded per element (bAt, learn_gemm_b_quant.wgsl),
+// for groups that split a packed word. After learn_gemm_common.wgsl, the format's decode and bAt.
 @compute @workgroup_size(WG, WG, 1)
 fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
   let zb = gid.z / U.Z1;

@@ -14,6 +14,7 @@ import tiledWgsl from '../../../../shaders/matmul/op_tiled.wgsl?raw';
 import { customKernelsActive, runKernel, webgpuBackend } from '../../webgpu/wgslProgram';
 import { engineOptions, type GemvVariant } from '../../options';
 import { softwareAdapterName } from '../../../contract/backends';
+import { packedKindOfBits, weightDecodeWgsl } from './weightDecode';
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {
@@ -33,8 +34,9 @@ export const GEMV_MAX_ROWS = 8;
 const GEMV_WG = 64;
 const GEMV_SPLITK_WG = 32;
 
+/** The host's constants ahead of a kernel: `extra` and the format's decode (weight_decode_<kind>.wgsl). */
 function constants(w: QuantizedMatrix, extra = ''): string {
-  return `const BITS : i32 = ${w.bits};\n${extra}`;
+  return `${extra}\n${weightDecodeWgsl(packedKindOfBits(w.bits))}`;
 }
 
 function uniforms(w: QuantizedMatrix, reduceDim?: number) {

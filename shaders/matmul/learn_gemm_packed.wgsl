@@ -1,14 +1,14 @@
-// Learn GEMM through a int4 weight whose groups hold whole words: the k loop over packed words.
-// x W^T reads, per block of a word's inputs, one word and one scale per output row and decodes
-// the block in registers; dy W reads the thread's four consecutive columns of a row from one word
-// and one scale per k. No element is decoded twice and no matrix is dequantised. After
-// learn_gemm_common.wgsl and learn_gemm_b_int4.wgsl.
+// Learn GEMM through a quantised weight whose groups hold whole words: the k loop over packed
+// words of WPW weights (the format's weight_decode_<kind>.wgsl). x W^T reads, per block of a
+// word's inputs, one word and one scale per output row and decodes the block in registers; dy W
+// reads the thread's four consecutive columns of a row from one word (two for f16) and one scale
+// per k. No element is decoded twice and no matrix is dequantised. After learn_gemm_common.wgsl,
+// the format's decode and learn_gemm_b_quant.wgsl.
 @compute @workgroup_size(WG, WG, 1)
 fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
   let zb = gid.z / U.Z1;
   let zh = gid.z % U.Z1;
   let aBase = U.aOff + zb * U.aSb + (zh / U.aDiv) * U.aSh;
-  let bBase = U.bOff + zb * U.bSb + (zh / U.bDiv) * U.bSh;
   let cBase = U.cOff + zb * U.cSb + (zh / U.cDiv) * U.cSh;
   let m0 = gid.y * T;
   let n0 = gid.x * T;
@@ -24,25 +24,25 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
-  
-  let wpr = U.wK / 8u;
+
+  let wpr = (U.wK + WPW - 1u) / WPW;
   let spr = U.wK / GS;
   if (U.wT == 1u) {
     // x W^T: rows ns of W along k
-    let kFull = U.K / 8u * 8u;
-    for (var kb = 0u; kb < kFull; kb += 8u) {
-      let wi = kb / 8u;
+    let kFull = U.K / WPW * WPW;
+    for (var kb = 0u; kb < kFull; kb += WPW) {
+      let wi = kb / WPW;
       let wv = vec4<i32>(Bm[ns.x * wpr + wi], Bm[ns.y * wpr + wi], Bm[ns.z * wpr + wi], Bm[ns.w * wpr + wi]);
       let g = kb / GS;
       let sc = vec4<f32>(S[ns.x * spr + g], S[ns.y * spr + g], S[ns.z * spr + g], S[ns.w * spr + g]);
-      for (var j = 0u; j < 8u; j++) {
+      for (var j = 0u; j < WPW; j++) {
         let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
-        let bv = vec4<f32>(((wv >> (4u * vec4<u32>(j))) & vec4<i32>(15)) - vec4<i32>(8)) * sc;
+        let bv = weightsAt(wv, vec4<u32>(j)) * sc;
         acc0 += av.x * bv;
-      acc1 += av.y * bv;
-      acc2 += av.z * bv;
-      acc3 += av.w * bv;
-      ai += vec4<u32>(U.aS1);
+        acc1 += av.y * bv;
+        acc2 += av.z * bv;
+        acc3 += av.w * bv;
+        ai += vec4<u32>(U.aS1);
       }
     }
     for (var k = kFull; k < U.K; k++) {
@@ -55,12 +55,16 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
       ai += vec4<u32>(U.aS1);
     }
   } else {
-    // dy W: columns n0 .. n0 + 3 of row k sit in one word and one group
-    let lanes = vec4<u32>(n0 % 8u) + vec4<u32>(0u, 1u, 2u, 3u);
+    // dy W: columns n0 .. n0 + 3 of row k (n0 a multiple of 4) sit in one group and one word
+    // (int8, int4) or two (f16)
     for (var k = 0u; k < U.K; k++) {
       let av = vec4<f32>(Am[ai.x], Am[ai.y], Am[ai.z], Am[ai.w]);
-      let wv = vec4<i32>(Bm[k * wpr + n0 / 8u]);
-      let bv = vec4<f32>(((wv >> (4u * lanes)) & vec4<i32>(15)) - vec4<i32>(8)) * S[k * spr + n0 / GS];
+      let at = k * wpr + n0 / WPW;
+      var hi = 0;
+      if (WPW < 4u) {
+        hi = Bm[at + 1u];
+      }
+      let bv = weightRun4(Bm[at], hi, n0 % WPW) * S[k * spr + n0 / GS];
       acc0 += av.x * bv;
       acc1 += av.y * bv;
       acc2 += av.z * bv;
