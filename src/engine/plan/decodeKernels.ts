@@ -267,7 +267,7 @@ export type GemvLayout = GemvShape | 'tile' | 'gemm';
 export interface GemvKernelSpec {
   shape: GemvLayout;
   mode: GemvMode;
-  format: WeightKind;
+  kind: WeightKind;
   /** Input features per scale (int8 / int4; f16 ignores it). */
   groupSize?: number;
   /** RMSNorm of the input fused in (its weight at G.normOff in params). */
@@ -302,7 +302,7 @@ export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, he
 }
 
 export function gemvKernel(v: GemvKernelSpec): PlanKernel {
-  const quant = v.format !== 'f32';
+  const quant = v.kind !== 'f32';
   // The tiled layout reads work and f32 weights as vec4 arrays (its rows are 4-aligned).
   const vec4 = v.shape === 'tile';
   const wType = quant ? 'array<i32>' : vec4 ? 'array<vec4<f32>>' : 'array<f32>';
@@ -318,12 +318,10 @@ export function gemvKernel(v: GemvKernelSpec): PlanKernel {
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
   const gemm = v.shape === 'gemm';
   const loader = (name: string, w: string, sc: string) =>
-    gemm
-      ? weightScalar(name.replace('wload', 'wat'), v.format, w, sc, gs)
-      : weightLoader(name, v.format, w, sc, gs, vec4);
+    gemm ? weightScalar(name.replace('wload', 'wat'), v.kind, w, sc, gs) : weightLoader(name, v.kind, w, sc, gs, vec4);
   const fns = [
     gateActFn(v.act),
-    ...(v.format === 'f32' ? [] : [weightDecodeWgsl(v.format)]),
+    ...(v.kind === 'f32' ? [] : [weightDecodeWgsl(v.kind)]),
     loader('wload', 'W', 'S'),
     vec4
       ? 'fn wget(i : u32) -> f32 {\n  return work[i / 4u][i % 4u];\n}\nfn wput(i : u32, y : f32) {\n  work[i / 4u][i % 4u] = y;\n}'
@@ -364,14 +362,14 @@ export function gemvKernel(v: GemvKernelSpec): PlanKernel {
   if (gemm) {
     const consts = `${gemmTilePrelude(true)}const MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
     return {
-      key: `plan_gemm_tiled_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
+      key: `plan_gemm_tiled_m${v.mode}_${v.kind}${quant && v.kind !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
       bindings: b,
       body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${gemvUnitWgsl}\n${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
     };
   }
   const consts = `const TU : u32 = ${TILE_TU}u;\nconst TQ : u32 = ${TILE_TQ}u;\nconst WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
-    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
+    key: `plan_gemv_${v.shape}_m${v.mode}_${v.kind}${quant && v.kind !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
     bindings: b,
     body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? gemmTileWgsl : gemvThreadWgsl}`}`,
   };

@@ -115,12 +115,8 @@ const F32_B_AT = `fn bAt(base : u32, k : u32, n : u32) -> f32 {
 }
 `;
 
-export function gemmKernel(
-  format: WeightKind | 'buf' = 'buf',
-  groupSize = 0,
-  layout: GemmLayout = 'direct',
-): PlanKernel {
-  const quant = format === 'int8' || format === 'int4' || format === 'f16';
+export function gemmKernel(kind: WeightKind | 'buf' = 'buf', groupSize = 0, layout: GemmLayout = 'direct'): PlanKernel {
+  const quant = kind === 'int8' || kind === 'int4' || kind === 'f16';
   const b: BindingSpec[] = [
     { name: 'U', kind: 'uniform', type: 'Gemm' },
     { name: 'Am', kind: 'read', type: 'array<f32>' },
@@ -130,20 +126,20 @@ export function gemmKernel(
     { name: 'Rm', kind: 'read', type: 'array<f32>' },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
-  const packedLoops = quant && groupSize % WEIGHTS_PER_WORD[format] === 0;
+  const packedLoops = quant && groupSize % WEIGHTS_PER_WORD[kind] === 0;
   const prelude = `const T : u32 = ${GEMM_T}u;\nconst WG : u32 = ${GEMM_WG}u;\n${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}`;
   if (layout === 'tiled') {
     return {
-      key: `learn_gemm_tiled_${quant ? `${format}_g${groupSize}` : 'f32'}_kt${GEMM_KT}`,
+      key: `learn_gemm_tiled_${quant ? `${kind}_g${groupSize}` : 'f32'}_kt${GEMM_KT}`,
       bindings: b,
-      body: `${gemmTilePrelude(false)}${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}${gemmCommonWgsl}${quant ? `${weightDecodeWgsl(format)}${gemmBQuantWgsl}` : F32_B_AT}${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
+      body: `${gemmTilePrelude(false)}${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}${gemmCommonWgsl}${quant ? `${weightDecodeWgsl(kind)}${gemmBQuantWgsl}` : F32_B_AT}${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
     };
   }
   const variant = quant
-    ? `${weightDecodeWgsl(format)}${gemmBQuantWgsl}${packedLoops ? gemmPackedWgsl : gemmQuantWgsl}`
+    ? `${weightDecodeWgsl(kind)}${gemmBQuantWgsl}${packedLoops ? gemmPackedWgsl : gemmQuantWgsl}`
     : gemmF32Wgsl;
   return {
-    key: `learn_gemm_${quant ? `${format}_g${groupSize}${packedLoops ? '_packed' : ''}` : 'f32'}`,
+    key: `learn_gemm_${quant ? `${kind}_g${groupSize}${packedLoops ? '_packed' : ''}` : 'f32'}`,
     bindings: b,
     body: `${prelude}${gemmCommonWgsl}${variant}`,
   };

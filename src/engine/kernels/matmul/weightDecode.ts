@@ -19,8 +19,3 @@ export function weightDecodeWgsl(kind: PackedWeightKind): string {
 
 /** Weights per i32 word of each packed kind: the snippets' WPW (weightDecode.test.ts holds them equal). */
 export const WEIGHTS_PER_WORD: Record<PackedWeightKind, number> = { f16: 2, int8: 4, int4: 8 };
-
-/** The packed kind of a QuantizedMatrix's `bits` (16: f16, 8: int8, 4: int4). */
-export function packedKindOfBits(bits: 16 | 8 | 4): PackedWeightKind {
-  return bits === 16 ? 'f16' : bits === 8 ? 'int8' : 'int4';
-}
