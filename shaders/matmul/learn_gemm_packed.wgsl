@@ -6,20 +6,16 @@
 // the format's decode and learn_gemm_b_quant.wgsl.
 @compute @workgroup_size(WG, WG, 1)
 fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
-  let zb = gid.z / U.Z1;
-  let zh = gid.z % U.Z1;
-  let aBase = U.aOff + zb * U.aSb + (zh / U.aDiv) * U.aSh;
-  let cBase = U.cOff + zb * U.cSb + (zh / U.cDiv) * U.cSh;
-  let m0 = gid.y * T;
-  let n0 = gid.x * T;
-  if (m0 >= U.M || n0 >= U.N) {
+  let t = threadOf(gid);
+  if (!t.live) {
     return;
   }
-  // Rows and columns past the edge read the last one (in bounds, no branch in the loop); their
-  // sums are never stored. Indices advance by a stride per k instead of being recomputed.
-  let ms = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.M - 1u));
-  let ns = min(vec4<u32>(n0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.N - 1u));
-  var ai = vec4<u32>(aBase) + ms * U.aS0;
+  // Indices advance by a stride per k instead of being recomputed.
+  let m0 = t.m0;
+  let n0 = t.n0;
+  let ms = t.ms;
+  let ns = t.ns;
+  var ai = vec4<u32>(t.aBase) + ms * U.aS0;
   var acc0 = vec4<f32>(0.0);
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
@@ -72,5 +68,5 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
       ai += vec4<u32>(U.aS1);
     }
   }
-  storeTile(array<vec4<f32>, 4>(acc0, acc1, acc2, acc3), m0, n0, cBase);
+  storeTile(array<vec4<f32>, 4>(acc0, acc1, acc2, acc3), m0, n0, t.cBase);
 }
