@@ -22,7 +22,8 @@ describe('the weight formats decoded once in WGSL', () => {
       for (const f of readdirSync(join(SHADERS, d))) {
         if (!f.endsWith('.wgsl') || f.startsWith('weight_decode_')) continue;
         const src = readFileSync(join(SHADERS, d, f), 'utf8').replace(/\/\/.*$/gm, '');
-        if (/unpack2x16float|& 15\b|& vec4<i32>\(15\)|>> (vec4<u32>\()?24u|extractBits/.test(src)) offenders.push(`${d}/${f}`);
+        if (/unpack2x16float|& 15\b|& vec4<i32>\(15\)|>> (vec4<u32>\()?24u|extractBits/.test(src))
+          offenders.push(`${d}/${f}`);
       }
     expect(offenders).toEqual([]);
   });
