@@ -138,7 +138,7 @@ describe('tfjs quantised GEMV above 65,535 outputs (the per-dimension dispatch l
       const xt = tf.tensor2d(x, [3, inF]);
       try {
         const y = quantMatmulWebGPU(xt, {
-          bits: 4,
+          kind: 'int4',
           packed,
           scales: sc,
           outFeatures: out,

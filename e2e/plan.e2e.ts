@@ -595,7 +595,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       V = 12,
       D = 4;
     const w = (rows: number, cols: number) => ({
-      weight: { format: 'f32' as const, rows, cols, buffer: buf(rows * cols) },
+      weight: { kind: 'f32' as const, rows, cols, buffer: buf(rows * cols) },
     });
     const vec = (n: number) => ({ buffer: buf(n), length: n });
     const plan = new DecodePlan(
@@ -624,7 +624,7 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
           },
         ],
         norm: vec(H),
-        head: [{ format: 'f32', rows: V, cols: H, buffer: buf(V * H) }],
+        head: [{ kind: 'f32', rows: V, cols: H, buffer: buf(V * H) }],
         lora: [{}],
       },
       { batch: 1, capacity: 8, tokensPerRun: 2 },

@@ -164,7 +164,7 @@ async function benchQuantMatmul(reps: number, rows: KernelBenchRow[]): Promise<v
     for (const q of weights) {
       const ours = await timeBoth(reps, () => q.matmul(x));
       rows.push({
-        name: `matmul int${q.bits} ${n <= 8 ? '(GEMV)' : '(tiled)'} vs f32`,
+        name: `matmul ${q.kind} ${n <= 8 ? '(GEMV)' : '(tiled)'} vs f32`,
         shape: `${n}x${inF} . ${out}x${inF}^T`,
         oursMs: ours.ms,
         stockMs: stock.ms,

@@ -85,7 +85,7 @@ describe('learnStepFlops equals the matrix work the learning plan dispatches', (
       popErrorScope: async () => null,
     } as unknown as GPUDevice;
     const buf = buffer({ size: 4 }) as unknown as GPUBuffer;
-    const f32 = (rows: number, cols: number) => ({ weight: { format: 'f32' as const, rows, cols, buffer: buf } });
+    const f32 = (rows: number, cols: number) => ({ weight: { kind: 'f32' as const, rows, cols, buffer: buf } });
     const vec = (length: number) => ({ buffer: buf, length });
     const layer = {
       inputNorm: vec(4),
@@ -110,7 +110,7 @@ describe('learnStepFlops equals the matrix work the learning plan dispatches', (
       embed: [{ rowStart: 0, rows: 10, buffer: buf }],
       layers: [layer],
       norm: vec(4),
-      head: [{ format: 'f32' as const, rows: 10, cols: 4, buffer: buf }],
+      head: [{ kind: 'f32' as const, rows: 10, cols: 4, buffer: buf }],
       lora: [{ q: { r: 1, scale: 2 }, down: { r: 1, scale: 2 } }],
     };
     let macs = 0;

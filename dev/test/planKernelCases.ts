@@ -212,7 +212,7 @@ export async function gemvCase(
     let kernel = gemvKernel({
       shape: layout,
       mode,
-      format: s.format,
+      kind: s.format,
       ...(s.format === 'int4' ? { groupSize: INT4_GROUP } : {}),
       norm: s.norm,
     });

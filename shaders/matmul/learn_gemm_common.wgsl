@@ -13,6 +13,32 @@ struct Gemm {
   alpha : f32, acc : u32, biasOff : i32, res : u32, wK : u32, wT : u32,
 }
 
+// Where a thread of the direct variants starts: batch z's operand bases, its T x T outputs' first
+// row m0 and column n0, and the rows ms and columns ns it reads, clamped at the edge (rows and
+// columns past it read the last one: in bounds, no branch in the k loop; their sums are never
+// stored). `live` is false for a thread wholly past M or N.
+struct Thread {
+  aBase : u32, bBase : u32, cBase : u32, m0 : u32, n0 : u32,
+  ms : vec4<u32>, ns : vec4<u32>, live : bool,
+}
+
+fn threadOf(gid : vec3<u32>) -> Thread {
+  let zb = gid.z / U.Z1;
+  let zh = gid.z % U.Z1;
+  let m0 = gid.y * T;
+  let n0 = gid.x * T;
+  return Thread(
+    U.aOff + zb * U.aSb + (zh / U.aDiv) * U.aSh,
+    U.bOff + zb * U.bSb + (zh / U.bDiv) * U.bSh,
+    U.cOff + zb * U.cSb + (zh / U.cDiv) * U.cSh,
+    m0,
+    n0,
+    min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.M - 1u)),
+    min(vec4<u32>(n0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(U.N - 1u)),
+    m0 < U.M && n0 < U.N,
+  );
+}
+
 // The epilogue every variant shares: the thread's T x T outputs from (m0, n0), clipped at M and N,
 // written as C = alpha acc [+ C] [+ bias(n)] [+ R] (acc[i][j]: row m0 + i, column n0 + j).
 fn storeTile(tile : array<vec4<f32>, 4>, m0 : u32, n0 : u32, cBase : u32) {

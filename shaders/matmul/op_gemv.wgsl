@@ -3,7 +3,8 @@
 // One thread per output o, no workgroup barriers: each thread streams its row of packed words,
 // unpacks 4 (int8) or 8 (int4) weights per word, applies the group's scale once per word and
 // feeds every row's accumulator from that one load.
-// Host-prepended: `const WG : i32`, `const NMAX : i32`, `const BITS : i32`, matmul/op_gemv_word.wgsl.
+// Host-prepended: `const WG : i32`, `const NMAX : i32`, the format's decode
+// (weight_decode_<kind>.wgsl), matmul/op_gemv_word.wgsl.
 // Inputs (tfjs header): x [rows, wIn], packed (i32 words), scales. Uniforms: wIn, groupSize.
 
 fn main(index : i32) {

@@ -3,7 +3,8 @@
 // neighbouring words), then a tree reduction per row n in workgroup memory. The one-thread-per-
 // output kernel (matmul/op_gemv.wgsl) launches too few threads to hide memory latency on a GPU;
 // this one is slower on a software adapter, where every barrier costs a thread switch.
-// Host-prepended: `const WG : i32`, `const NMAX : i32`, `const BITS : i32`, matmul/op_gemv_word.wgsl.
+// Host-prepended: `const WG : i32`, `const NMAX : i32`, the format's decode
+// (weight_decode_<kind>.wgsl), matmul/op_gemv_word.wgsl.
 // Inputs (tfjs header): x [rows, wIn], packed (i32 words), scales. Uniforms: wIn, groupSize.
 
 var<workgroup> part : array<f32, WG * NMAX>;

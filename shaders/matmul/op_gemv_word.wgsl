@@ -1,27 +1,20 @@
 // Shared by both decode GEMVs: unpack packed word w of W's row o (2 f16, 4 int8 or 8 int4 weights),
 // apply its group's scale, and add x[n, k] * W[o, k] into acc[n] for every row n: one weight load
 // feeds all the rows (the G rollouts of a step).
-// Needs BITS and NMAX; reads x, packed, scales and uniforms wIn, groupSize, xShape, packedShape.
+// Needs NMAX and the format's decode (weight_decode_<kind>.wgsl: WPW, weightAt); reads x, packed,
+// scales and uniforms wIn, groupSize, xShape, packedShape.
 
 fn gemvWord(o : i32, w : i32, acc : ptr<function, array<f32, NMAX>>) {
   let rows = uniforms.xShape[0];
   let inF = uniforms.wIn;
-  let per = 32 / BITS;  // weights per word
-  let word = bitcast<u32>(packed[o * uniforms.packedShape[1] + w]);
+  let per = i32(WPW);  // weights per word
+  let word = packed[o * uniforms.packedShape[1] + w];
   let k0 = w * per;
   let s = scales[o * (inF / uniforms.groupSize) + k0 / uniforms.groupSize];
   for (var j = 0; j < per; j++) {
     let k = k0 + j;
     if (k < inF) {
-      var q : f32;
-      if (BITS == 16) {
-        q = unpack2x16float(word)[j];
-      } else if (BITS == 8) {
-        q = f32(extractBits(bitcast<i32>(word), u32(j) * 8u, 8u));
-      } else {
-        q = f32(extractBits(word, u32(j) * 4u, 4u)) - 8.0;
-      }
-      let wq = q * s;
+      let wq = weightAt(word, u32(j)) * s;
       for (var n = 0; n < rows; n++) {
         (*acc)[n] += x[n * inF + k] * wq;
       }

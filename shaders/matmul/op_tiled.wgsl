@@ -2,8 +2,8 @@
 // tile in workgroup memory (never as a whole float32 copy):
 //   FORWARD (prefill, training): result[m, o] = sum_k a[m, k] * W[o, k]     (a = x [M, wIn])
 //   BACKWARD (grad of x):        result[m, k] = sum_o a[m, o] * W[o, k]     (a = dy [M, wOut])
-// Host-prepended constants: `const TRANS : bool` (true = FORWARD), `const BITS : i32` (16, 8 or 4) and
-// `const WORD_IN_GROUP : bool` (groupSize is a multiple of the weights per packed word).
+// Host-prepended: `const TRANS : bool` (true = FORWARD), `const WORD_IN_GROUP : bool` (groupSize
+// is a multiple of the weights per packed word) and the format's decode (weight_decode_<kind>.wgsl).
 // Inputs (tfjs header): a, packed (i32 words), scales (f32 [wOut, wIn / groupSize]).
 // Uniforms: wIn, groupSize, reduceDim. 8 x 8 threads per 32 x 32 output tile, 4 x 4 outputs per
 // thread held in registers, so each value loaded into workgroup memory feeds 4 multiply-adds and
@@ -11,7 +11,7 @@
 
 const T : i32 = 32;  // tile edge (outputs and reduction slice)
 const R : i32 = 4;   // outputs per thread along each axis
-const PER : i32 = 32 / BITS;  // weights per packed word: 2 (f16), 4 (int8) or 8 (int4)
+const PER : i32 = i32(WPW);  // weights per packed word: 2 (f16), 4 (int8) or 8 (int4)
 const WPR : i32 = T / PER;    // packed words per 32-weight line of a tile
 var<workgroup> tileA : array<array<f32, 32>, 32>;  // [row in tile][r]
 // [r][col in tile], one column of padding: the forward fill writes a column of 4-8 rows per word.
@@ -38,10 +38,10 @@ fn fillB(r0 : i32, col0 : i32, tid : i32, reduce : i32, cols : i32) {
       k0 = col0 + kw;
       ok = o < reduce && k0 < cols;
     }
-    var word = 0u;
+    var word = 0;
     var s = 0.0;
     if (ok) {
-      word = bitcast<u32>(packed[o * words + k0 / PER]);
+      word = packed[o * words + k0 / PER];
       s = scales[o * nGroups + k0 / uniforms.groupSize];
     }
     for (var p = 0; p < PER; p++) {
@@ -52,13 +52,7 @@ fn fillB(r0 : i32, col0 : i32, tid : i32, reduce : i32, cols : i32) {
         if (!WORD_IN_GROUP) {
           sc = scales[o * nGroups + k / uniforms.groupSize];
         }
-        if (BITS == 16) {
-          v = unpack2x16float(word)[p] * sc;
-        } else if (BITS == 8) {
-          v = f32(extractBits(bitcast<i32>(word), u32(p) * 8u, 8u)) * sc;
-        } else {
-          v = (f32(extractBits(word, u32(p) * 4u, 4u)) - 8.0) * sc;
-        }
+        v = weightAt(word, u32(p)) * sc;
       }
       if (TRANS) {
         tileB[kw + p][line] = v;

@@ -35,6 +35,7 @@ export { decodeAttention, decodeAttentionFused, decodeAttentionStock } from './k
 export { attentionCaseData, type AttentionCaseSpec } from './kernels/attention/decodeAttentionReference';
 export { kvWrite } from './kernels/kv-cache/kvWrite';
 export { dequantizeStock, gemvVariant, quantMatmul, type QuantizedMatrix } from './kernels/matmul/quantMatmul';
+export { type PackedWeightKind } from './kernels/matmul/weightDecode';
 export { rmsNorm } from './kernels/rms-norm/rmsNorm';
 export { NORM_EPS, normCaseData, type NormCaseSpec } from './kernels/rms-norm/fusedNormReference';
 export { rope } from './kernels/rope/rope';

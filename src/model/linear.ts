@@ -9,6 +9,7 @@
 
 import * as tf from '@tensorflow/tfjs';
 import { engineOptions, rowChunks } from '../engine/index';
+import type { WeightKind } from '../contract/weightFormat';
 
 /**
  * How a dense weight is stored. 'outIn' is W [out, in] (PyTorch's layout), what the WebGPU kernels
@@ -73,8 +74,8 @@ function timesTransposed(g: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
 
 /** A frozen weight matrix W of shape [out, in] (PyTorch nn.Linear layout). */
 export interface FrozenWeight {
-  /** 'f32' for dense float32, 'int8' etc. for quantised storage. */
-  readonly kind: string;
+  /** Its storage, named as the contract names a weight format's kind (contract/weightFormat.ts). */
+  readonly kind: WeightKind;
   readonly outFeatures: number;
   readonly inFeatures: number;
   /** Bytes of device memory the weight holds. */

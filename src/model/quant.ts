@@ -22,7 +22,7 @@
 // elsewhere.
 
 import * as tf from '@tensorflow/tfjs';
-import { dequantizeStock, quantMatmul, rowChunks, type QuantizedMatrix } from '../engine/index';
+import { dequantizeStock, quantMatmul, rowChunks, type PackedWeightKind, type QuantizedMatrix } from '../engine/index';
 import type { FrozenWeight } from './linear';
 import type { LoadOptions } from './llama';
 import { f16BitsToFloat, floatToF16Bits } from './safetensors';
@@ -102,14 +102,13 @@ export function packInt8x4(q: Int8Array, out: number, inp: number): Int32Array {
  * the host arrays so no tensor over the limit ever exists; the product concatenates the blocks'.
  */
 abstract class PackedWeight implements FrozenWeight {
-  abstract readonly kind: string;
   readonly outFeatures: number;
   readonly inFeatures: number;
   /** Row blocks [rows_i, in], top to bottom; each a QuantizedMatrix the kernels take whole. */
   readonly blocks: QuantizedMatrix[];
 
   protected constructor(
-    readonly bits: 8 | 4 | 16,
+    readonly kind: PackedWeightKind,
     m: { out: number; in: number; groupSize: number; scales: Float32Array },
     words: Int32Array,
     readonly groupSize: number,
@@ -123,7 +122,7 @@ abstract class PackedWeight implements FrozenWeight {
     let r0 = 0;
     for (const rows of rowChunks(m.out, Math.max(wordsPerRow, scalesPerRow) * 4)) {
       this.blocks.push({
-        bits,
+        kind,
         packed: tf.tensor2d(words.subarray(r0 * wordsPerRow, (r0 + rows) * wordsPerRow), [rows, wordsPerRow], 'int32'),
         scales: tf.tensor2d(m.scales.subarray(r0 * scalesPerRow, (r0 + rows) * scalesPerRow), [rows, scalesPerRow]),
         outFeatures: rows,
@@ -170,10 +169,8 @@ abstract class PackedWeight implements FrozenWeight {
 }
 
 export class Int8Weight extends PackedWeight {
-  readonly kind = 'int8';
-
   constructor(m: QuantizedInt8, name = 'int8 weight') {
-    super(8, m, packInt8x4(m.q, m.out, m.in), m.groupSize, name);
+    super('int8', m, packInt8x4(m.q, m.out, m.in), m.groupSize, name);
   }
 
   static fromFloat32(w: Float32Array, shape: [number, number], opts: Int8Options = {}, name?: string): Int8Weight {
@@ -239,10 +236,8 @@ export function packInt4x8(q: Int8Array, out: number, inp: number): Int32Array {
 }
 
 export class Int4Weight extends PackedWeight {
-  readonly kind = 'int4';
-
   constructor(m: QuantizedInt4, name = 'int4 weight') {
-    super(4, m, packInt4x8(m.q, m.out, m.in), m.groupSize, name);
+    super('int4', m, packInt4x8(m.q, m.out, m.in), m.groupSize, name);
   }
 
   static fromFloat32(w: Float32Array, shape: [number, number], groupSize = INT4_GROUP, name?: string): Int4Weight {
@@ -297,13 +292,11 @@ export function unpackF16x2(packed: Int32Array, out: number, inp: number): Float
 }
 
 export class F16Weight extends PackedWeight {
-  readonly kind = 'f16';
-
   /** @param name the tensor, for the range error. */
   constructor(w: Float32Array, shape: [number, number], name = 'f16 weight') {
     const [out, inp] = shape;
     super(
-      16,
+      'f16',
       { out, in: inp, groupSize: inp, scales: new Float32Array(out).fill(1) },
       packF16x2(w, shape, name),
       inp,

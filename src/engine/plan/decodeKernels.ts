@@ -28,6 +28,7 @@ import type { GemvShape } from '../options';
 import type { MlpActivation } from '../../contract/modelFamily';
 import type { WeightKind } from '../../contract/weightFormat';
 import { GEMM_TILE, gemmTilePrelude } from './gemmTile';
+import { weightDecodeWgsl } from '../kernels/matmul/weightDecode';
 
 /** The weight kinds the kernels decode (contract/weightFormat.ts); f16: halves packed two per i32 word (first in the low 16 bits) with a unit scale per row. */
 export type { WeightKind };
@@ -212,48 +213,28 @@ function weightLoader(name: string, format: WeightKind, w: string, s: string, gr
   return v;
 }`;
   }
-  if (format === 'f16') {
-    // Two halves per word, rows padded to whole words, read with core unpack2x16float (not
-    // `enable f16`: shader-f16 is optional, SwiftShader lacks it); the row's scale is 1.
-    return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
-  let base = o * ((G.K + 1u) / 2u) + 2u * c;
-  let lo = unpack2x16float(bitcast<u32>(${w}[base]));
-  var hi = vec2<f32>(0.0);
-  if (c * 4u + 2u < G.K) {  // past the row's last word lies the next row (or the buffer's end)
-    hi = unpack2x16float(bitcast<u32>(${w}[base + 1u]));
-  }
-  return vec4<f32>(lo, hi);
-}`;
-  }
-  // Scales: one per group of GS inputs along the row; nG = K / GS groups per output row. A group
-  // of a multiple of 4 inputs holds whole chunks: one scale (and one division) per chunk.
-  const perChunk = groupSize % 4 === 0;
-  const scale = perChunk ? 'sc' : `${s}[o * (G.K / ${groupSize}u) + (k + i) / ${groupSize}u]`;
-  const chunkScale = perChunk ? `\n  let sc = ${s}[o * (G.K / ${groupSize}u) + (c * 4u) / ${groupSize}u];` : '';
-  if (format === 'int8') {
-    // Four signed bytes per word, the first in the low byte; rows padded to whole words.
-    return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
-  let word = ${w}[o * ((G.K + 3u) / 4u) + c];${chunkScale}
+  // A packed format: four consecutive weights from the format's decode (weight_decode_<kind>.wgsl,
+  // included once per kernel), rows padded to whole words. f16 runs over two words; past the row's
+  // last word lies the next row (or the buffer's end), so that word is read only inside the row.
+  const unscaled = `fn ${name}(o : u32, c : u32) -> vec4<f32> {
   let k = c * 4u;
+  let at = o * ((G.K + WPW - 1u) / WPW) + k / WPW;
+  var hi = 0;
+  if (WPW < 4u && k + 2u < G.K) {
+    hi = ${w}[at + 1u];
+  }
+  let q = weightRun4(${w}[at], hi, k % WPW);`;
+  if (format === 'f16') return `${unscaled}\n  return q;\n}`;
+  // Scales: one per group of GS inputs along the row; nG = K / GS groups per output row. A group
+  // of a multiple of 4 inputs holds whole chunks: one scale (and one division) per chunk; rows are
+  // zero-padded, so lanes past K decode to 0.
+  if (groupSize % 4 === 0) return `${unscaled}\n  return q * ${s}[o * (G.K / ${groupSize}u) + k / ${groupSize}u];\n}`;
+  return `${unscaled}
   var v = vec4<f32>(0.0);
   for (var i = 0u; i < 4u; i++) {
     if (k + i < G.K) {
-      let q = (word << (24u - 8u * i)) >> 24u;
-      v[i] = f32(q) * ${scale};
+      v[i] = q[i] * ${s}[o * (G.K / ${groupSize}u) + (k + i) / ${groupSize}u];
     }
-  }
-  return v;
-}`;
-  }
-  // int4: eight q + 8 nibbles per word, the first in the low nibble (K a multiple of 8).
-  return `fn ${name}(o : u32, c : u32) -> vec4<f32> {
-  let word = ${w}[o * (G.K / 8u) + c / 2u];${chunkScale}
-  let shift = (c % 2u) * 16u;
-  let k = c * 4u;
-  var v = vec4<f32>(0.0);
-  for (var i = 0u; i < 4u; i++) {
-    let q = (word >> (shift + 4u * i)) & 15;
-    v[i] = f32(q - 8) * ${scale};
   }
   return v;
 }`;
@@ -261,15 +242,13 @@ function weightLoader(name: string, format: WeightKind, w: string, s: string, gr
 
 /** `fn <name>(o, k) -> f32`: W[o, k] as float32, one element (the tiled GEMM's tile loads). */
 function weightScalar(name: string, format: WeightKind, w: string, s: string, groupSize: number): string {
-  const scale = `${s}[o * (G.K / ${groupSize}u) + k / ${groupSize}u]`;
+  const word = `${w}[o * ((G.K + WPW - 1u) / WPW) + k / WPW]`;
   const body =
     format === 'f32'
       ? `return ${w}[o * G.K + k];`
       : format === 'f16'
-        ? `return unpack2x16float(bitcast<u32>(${w}[o * ((G.K + 1u) / 2u) + k / 2u]))[k % 2u];`
-        : format === 'int8'
-          ? `let q = (${w}[o * ((G.K + 3u) / 4u) + k / 4u] << (24u - 8u * (k % 4u))) >> 24u;\n  return f32(q) * ${scale};`
-          : `let q = (${w}[o * (G.K / 8u) + k / 8u] >> (4u * (k % 8u))) & 15;\n  return f32(q - 8) * ${scale};`;
+        ? `return weightAt(${word}, k % WPW);`
+        : `return weightAt(${word}, k % WPW) * ${s}[o * (G.K / ${groupSize}u) + k / ${groupSize}u];`;
   return `fn ${name}(o : u32, k : u32) -> f32 {\n  ${body}\n}`;
 }
 
@@ -288,7 +267,7 @@ export type GemvLayout = GemvShape | 'tile' | 'gemm';
 export interface GemvKernelSpec {
   shape: GemvLayout;
   mode: GemvMode;
-  format: WeightKind;
+  kind: WeightKind;
   /** Input features per scale (int8 / int4; f16 ignores it). */
   groupSize?: number;
   /** RMSNorm of the input fused in (its weight at G.normOff in params). */
@@ -323,7 +302,7 @@ export function gemvWorkgroupsX(shape: GemvLayout, mode: GemvMode, n: number, he
 }
 
 export function gemvKernel(v: GemvKernelSpec): PlanKernel {
-  const quant = v.format !== 'f32';
+  const quant = v.kind !== 'f32';
   // The tiled layout reads work and f32 weights as vec4 arrays (its rows are 4-aligned).
   const vec4 = v.shape === 'tile';
   const wType = quant ? 'array<i32>' : vec4 ? 'array<vec4<f32>>' : 'array<f32>';
@@ -339,11 +318,10 @@ export function gemvKernel(v: GemvKernelSpec): PlanKernel {
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
   const gemm = v.shape === 'gemm';
   const loader = (name: string, w: string, sc: string) =>
-    gemm
-      ? weightScalar(name.replace('wload', 'wat'), v.format, w, sc, gs)
-      : weightLoader(name, v.format, w, sc, gs, vec4);
+    gemm ? weightScalar(name.replace('wload', 'wat'), v.kind, w, sc, gs) : weightLoader(name, v.kind, w, sc, gs, vec4);
   const fns = [
     gateActFn(v.act),
+    ...(v.kind === 'f32' ? [] : [weightDecodeWgsl(v.kind)]),
     loader('wload', 'W', 'S'),
     vec4
       ? 'fn wget(i : u32) -> f32 {\n  return work[i / 4u][i % 4u];\n}\nfn wput(i : u32, y : f32) {\n  work[i / 4u][i % 4u] = y;\n}'
@@ -384,14 +362,14 @@ export function gemvKernel(v: GemvKernelSpec): PlanKernel {
   if (gemm) {
     const consts = `${gemmTilePrelude(true)}const MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
     return {
-      key: `plan_gemm_tiled_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
+      key: `plan_gemm_tiled_m${v.mode}_${v.kind}${quant && v.kind !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
       bindings: b,
       body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${gemvUnitWgsl}\n${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
     };
   }
   const consts = `const TU : u32 = ${TILE_TU}u;\nconst TQ : u32 = ${TILE_TQ}u;\nconst WG : u32 = ${GEMV_WG}u;\nconst R : u32 = ${GEMV_R}u;\nconst MAXB : u32 = ${gemvMaxRows(v.shape)}u;\nconst MODE : u32 = ${v.mode}u;\nconst NORM : bool = ${v.norm};`;
   return {
-    key: `plan_gemv_${v.shape}_m${v.mode}_${v.format}${quant && v.format !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
+    key: `plan_gemv_${v.shape}_m${v.mode}_${v.kind}${quant && v.kind !== 'f16' ? `_g${gs}` : ''}_n${v.norm ? 1 : 0}${actKey}`,
     bindings: b,
     body: `${consts}\n${GEMV_STRUCT}\n${TOK_STRUCT}\n${fns.join('\n')}\n${gemvRowsWgsl}\n${loraDeltaWgsl}\n${v.shape === 'split' ? gemvWgsl : `${gemvUnitWgsl}\n${v.shape === 'tile' ? gemmTileWgsl : gemvThreadWgsl}`}`,
   };

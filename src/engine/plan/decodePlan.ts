@@ -57,9 +57,9 @@ import type { MlpActivation } from '../../contract/modelFamily';
 
 /** A weight matrix [rows, cols] (PyTorch nn.Linear layout) on the device. */
 export type WeightRef =
-  | { format: 'f32'; rows: number; cols: number; buffer: GPUBuffer }
+  | { kind: 'f32'; rows: number; cols: number; buffer: GPUBuffer }
   | {
-      format: Exclude<WeightKind, 'f32'>;
+      kind: Exclude<WeightKind, 'f32'>;
       rows: number;
       cols: number;
       groupSize: number;
@@ -257,12 +257,12 @@ export function deviceLostReason(device: GPUDevice): string | null {
   return lostDevices.get(device) ?? null;
 }
 
-function formatOf(w: WeightRef): { format: WeightKind; groupSize?: number } {
-  return w.format === 'f32' ? { format: 'f32' } : { format: w.format, groupSize: w.groupSize };
+function specOf(w: WeightRef): { kind: WeightKind; groupSize?: number } {
+  return w.kind === 'f32' ? { kind: 'f32' } : { kind: w.kind, groupSize: w.groupSize };
 }
 
 function weightBindings(w: WeightRef): BufferRange[] {
-  return w.format === 'f32' ? [{ buffer: w.buffer }] : [{ buffer: w.words }, { buffer: w.scales }];
+  return w.kind === 'f32' ? [{ buffer: w.buffer }] : [{ buffer: w.words }, { buffer: w.scales }];
 }
 
 /** Floats of every work section, offsets in floats (each section 256-byte aligned). */
@@ -531,7 +531,7 @@ export class DecodePlan {
       w2?: WeightRef,
     ) => {
       const layout = layoutFor(u);
-      const k = gemvKernel({ shape: layout, mode, ...formatOf(w), norm: u.normOff !== undefined, act: m.activation });
+      const k = gemvKernel({ shape: layout, mode, ...specOf(w), norm: u.normOff !== undefined, act: m.activation });
       const wb = weightBindings(w);
       const values = [
         { uniform: packGemv(u) },
@@ -685,7 +685,7 @@ export class DecodePlan {
           const g = groupOf(gi);
           if (!g) return;
           const layout = layoutFor({ ...u, N: g.rows, outOff: W.t, outStride: g.rows });
-          const k = gemvKernel({ shape: layout, mode: GemvMode.Plain, format: 'f32', norm: u.normOff !== undefined });
+          const k = gemvKernel({ shape: layout, mode: GemvMode.Plain, kind: 'f32', norm: u.normOff !== undefined });
           plan.add(
             phase,
             k,
@@ -859,7 +859,7 @@ export class DecodePlan {
         const x2 = { K: m.hidden, rows, xOff: W.x, xStride: m.hidden, normOff: lp.norm2, eps: m.eps };
         loraA(2, x2);
         const up = loraU('up', 2);
-        if (formatOf(layer.gate.weight).format !== formatOf(layer.up.weight).format)
+        if (specOf(layer.gate.weight).kind !== specOf(layer.up.weight).kind)
           throw new Error(`decode plan: layer ${li} gate and up differ in weight format`);
         gemvBlocks(
           phase,

@@ -11,12 +11,8 @@ import gemmF32Wgsl from '../../../shaders/matmul/learn_gemm.wgsl?raw';
 import gemmTiledWgsl from '../../../shaders/matmul/learn_gemm_tiled.wgsl?raw';
 import gemmTileLoopWgsl from '../../../shaders/matmul/gemm_tile_loop.wgsl?raw';
 import gemmQuantWgsl from '../../../shaders/matmul/learn_gemm_quant.wgsl?raw';
-import gemmBF16Wgsl from '../../../shaders/matmul/learn_gemm_b_f16.wgsl?raw';
-import gemmBInt8Wgsl from '../../../shaders/matmul/learn_gemm_b_int8.wgsl?raw';
-import gemmBInt4Wgsl from '../../../shaders/matmul/learn_gemm_b_int4.wgsl?raw';
-import gemmPackedF16Wgsl from '../../../shaders/matmul/learn_gemm_packed_f16.wgsl?raw';
-import gemmPackedInt8Wgsl from '../../../shaders/matmul/learn_gemm_packed_int8.wgsl?raw';
-import gemmPackedInt4Wgsl from '../../../shaders/matmul/learn_gemm_packed_int4.wgsl?raw';
+import gemmBQuantWgsl from '../../../shaders/matmul/learn_gemm_b_quant.wgsl?raw';
+import gemmPackedWgsl from '../../../shaders/matmul/learn_gemm_packed.wgsl?raw';
 import rmsNormWgsl from '../../../shaders/rms-norm/learn.wgsl?raw';
 import rmsNormGradWgsl from '../../../shaders/rms-norm/learn_grad.wgsl?raw';
 import rmsNormResWgsl from '../../../shaders/rms-norm/learn_res.wgsl?raw';
@@ -37,6 +33,7 @@ import type { BindingSpec, PlanKernel } from './kernel';
 import type { WeightKind } from './decodeKernels';
 import type { MlpActivation } from '../../contract/modelFamily';
 import { GEMM_KT, GEMM_T, GEMM_TILE, GEMM_WG, gemmTilePrelude } from './gemmTile';
+import { WEIGHTS_PER_WORD, weightDecodeWgsl } from '../kernels/matmul/weightDecode';
 
 // ---------------------------------------------------------------------------------------------
 // GEMM: C(m, n) = alpha sum_k A(m, k) B(k, n) [+ C(m, n)] [+ bias(n)] [+ R(m, n)], batched over z
@@ -101,18 +98,6 @@ export function gemmWorkgroups(M: number, N: number, Z = 1): [number, number, nu
   return [Math.ceil(N / GEMM_TILE), Math.ceil(M / GEMM_TILE), Z];
 }
 
-/** Weights per packed word. */
-function packedBlock(format: 'int8' | 'int4' | 'f16'): number {
-  return format === 'int4' ? 8 : format === 'f16' ? 2 : 4;
-}
-
-/** `fn bAt(base, k, n) -> f32` from a quantised weight, and the k loop over its packed words. */
-const QUANT_WGSL = {
-  f16: { bAt: gemmBF16Wgsl, packed: gemmPackedF16Wgsl },
-  int8: { bAt: gemmBInt8Wgsl, packed: gemmPackedInt8Wgsl },
-  int4: { bAt: gemmBInt4Wgsl, packed: gemmPackedInt4Wgsl },
-};
-
 /**
  * The GEMM for B from a plain buffer ('buf', 'f32') or a quantised weight: decoded per element
  * (bAt), or by packed words where its groups hold whole words (no element decoded twice).
@@ -130,12 +115,8 @@ const F32_B_AT = `fn bAt(base : u32, k : u32, n : u32) -> f32 {
 }
 `;
 
-export function gemmKernel(
-  format: WeightKind | 'buf' = 'buf',
-  groupSize = 0,
-  layout: GemmLayout = 'direct',
-): PlanKernel {
-  const quant = format === 'int8' || format === 'int4' || format === 'f16';
+export function gemmKernel(kind: WeightKind | 'buf' = 'buf', groupSize = 0, layout: GemmLayout = 'direct'): PlanKernel {
+  const quant = kind === 'int8' || kind === 'int4' || kind === 'f16';
   const b: BindingSpec[] = [
     { name: 'U', kind: 'uniform', type: 'Gemm' },
     { name: 'Am', kind: 'read', type: 'array<f32>' },
@@ -145,20 +126,20 @@ export function gemmKernel(
     { name: 'Rm', kind: 'read', type: 'array<f32>' },
   ];
   if (quant) b.push({ name: 'S', kind: 'read', type: 'array<f32>' });
-  const packedLoops = quant && groupSize % packedBlock(format) === 0;
+  const packedLoops = quant && groupSize % WEIGHTS_PER_WORD[kind] === 0;
   const prelude = `const T : u32 = ${GEMM_T}u;\nconst WG : u32 = ${GEMM_WG}u;\n${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}`;
   if (layout === 'tiled') {
     return {
-      key: `learn_gemm_tiled_${quant ? `${format}_g${groupSize}` : 'f32'}_kt${GEMM_KT}`,
+      key: `learn_gemm_tiled_${quant ? `${kind}_g${groupSize}` : 'f32'}_kt${GEMM_KT}`,
       bindings: b,
-      body: `${gemmTilePrelude(false)}${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}${gemmCommonWgsl}${quant ? QUANT_WGSL[format].bAt : F32_B_AT}${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
+      body: `${gemmTilePrelude(false)}${quant ? `const GS : u32 = ${groupSize}u;\n` : ''}${gemmCommonWgsl}${quant ? `${weightDecodeWgsl(kind)}${gemmBQuantWgsl}` : F32_B_AT}${gemmTileLoopWgsl}\n${gemmTiledWgsl}`,
     };
   }
   const variant = quant
-    ? `${QUANT_WGSL[format].bAt}${packedLoops ? QUANT_WGSL[format].packed : gemmQuantWgsl}`
+    ? `${weightDecodeWgsl(kind)}${gemmBQuantWgsl}${packedLoops ? gemmPackedWgsl : gemmQuantWgsl}`
     : gemmF32Wgsl;
   return {
-    key: `learn_gemm_${quant ? `${format}_g${groupSize}${packedLoops ? '_packed' : ''}` : 'f32'}`,
+    key: `learn_gemm_${quant ? `${kind}_g${groupSize}${packedLoops ? '_packed' : ''}` : 'f32'}`,
     bindings: b,
     body: `${prelude}${gemmCommonWgsl}${variant}`,
   };

@@ -430,7 +430,7 @@ export class LearnPlan {
         extra.bias ? { buffer: extra.bias } : dummy,
         extra.res ? { buffer: extra.res } : dummy,
       ];
-      if (w.format === 'f32') {
+      if (w.kind === 'f32') {
         const b: Operand = transposed ? { off: 0, s0: 1, s1: w.cols } : { off: 0, s0: w.cols, s1: 1 };
         plan.add(
           phase,
@@ -443,7 +443,7 @@ export class LearnPlan {
         const full: GemmUniform = { ...g, a, b: { off: 0, s0: 0, s1: 0 }, wK: w.cols, wT: transposed };
         plan.add(
           phase,
-          gemmKernel(w.format, w.groupSize, opts.gemm),
+          gemmKernel(w.kind, w.groupSize, opts.gemm),
           [u(packGemm(full)), ...common, { buffer: w.words }, ...tail, { buffer: w.scales }],
           gemmWorkgroups(g.M, g.N, Z),
           2 * g.M * g.N * g.K * Z,

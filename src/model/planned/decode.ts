@@ -61,12 +61,12 @@ export function takePlannedPrefillGpuMs(): number {
 
 function frozenRefs(w: FrozenWeight): WeightRef[] {
   if (w instanceof DenseWeight)
-    return [{ format: 'f32', rows: w.outFeatures, cols: w.inFeatures, buffer: tensorBuffer(w.w) }];
+    return [{ kind: 'f32', rows: w.outFeatures, cols: w.inFeatures, buffer: tensorBuffer(w.w) }];
   if (w instanceof BlockedDenseWeight)
-    return w.blocks.map((b) => ({ format: 'f32', rows: b.shape[0], cols: b.shape[1], buffer: tensorBuffer(b) }));
+    return w.blocks.map((b) => ({ kind: 'f32', rows: b.shape[0], cols: b.shape[1], buffer: tensorBuffer(b) }));
   if (w instanceof Int8Weight || w instanceof Int4Weight || w instanceof F16Weight) {
     return w.blocks.map((b) => ({
-      format: b.bits === 16 ? 'f16' : b.bits === 8 ? 'int8' : 'int4',
+      kind: b.kind,
       rows: b.outFeatures,
       cols: b.inFeatures,
       groupSize: b.groupSize,
@@ -112,7 +112,7 @@ export function unplannableReason(model: LlamaModel, learning = false): string |
   if (model.lmHead.adapter) return 'an adapter on the LM head';
   if (model.lmHead.weight instanceof TransposedWeight) return 'the LM head held as W^T (the wasm/cpu layout)';
   const f = frozenRefs(model.lmHead.weight)[0];
-  if (f.format === 'int4' && f.cols % 8 !== 0) return 'int4 head';
+  if (f.kind === 'int4' && f.cols % 8 !== 0) return 'int4 head';
   return null;
 }
 

@@ -14,11 +14,12 @@ import tiledWgsl from '../../../../shaders/matmul/op_tiled.wgsl?raw';
 import { customKernelsActive, runKernel, webgpuBackend } from '../../webgpu/wgslProgram';
 import { engineOptions, type GemvVariant } from '../../options';
 import { softwareAdapterName } from '../../../contract/backends';
+import { WEIGHTS_PER_WORD, weightDecodeWgsl, type PackedWeightKind } from './weightDecode';
 
 /** Storage of a quantised matrix W [outFeatures, inFeatures] (see src/model/quant.ts). */
 export interface QuantizedMatrix {
-  /** 16: IEEE halves (f16), scales all 1 and groupSize = in. */
-  bits: 8 | 4 | 16;
+  /** The format's kind (contract/weightFormat.ts); f16: IEEE halves, scales all 1 and groupSize = in. */
+  kind: PackedWeightKind;
   /** int32 words: int8 -> [out, ceil(in/4)] (4 per word), int4 -> [out, in/8] (8 per word, q+8), f16 -> [out, ceil(in/2)] (first half low). */
   packed: tf.Tensor2D;
   /** float32 [out, in / groupSize] */
@@ -33,8 +34,9 @@ export const GEMV_MAX_ROWS = 8;
 const GEMV_WG = 64;
 const GEMV_SPLITK_WG = 32;
 
+/** The host's constants ahead of a kernel: `extra` and the format's decode (weight_decode_<kind>.wgsl). */
 function constants(w: QuantizedMatrix, extra = ''): string {
-  return `const BITS : i32 = ${w.bits};\n${extra}`;
+  return `${extra}\n${weightDecodeWgsl(w.kind)}`;
 }
 
 function uniforms(w: QuantizedMatrix, reduceDim?: number) {
@@ -50,10 +52,10 @@ function tiled(a: tf.Tensor2D, w: QuantizedMatrix, forward: boolean): tf.Tensor2
   const rows = a.shape[0];
   const cols = forward ? w.outFeatures : w.inFeatures;
   // One scale per packed word unless a group boundary falls inside a word (int8 with odd groups).
-  const inGroup = w.groupSize % (32 / w.bits) === 0;
+  const inGroup = w.groupSize % WEIGHTS_PER_WORD[w.kind] === 0;
   return runKernel(
     {
-      key: `sparring_qmm_tiled_b${w.bits}_${forward ? 'fwd' : 'bwd'}_g${inGroup ? 'w' : 'e'}`,
+      key: `sparring_qmm_tiled_${w.kind}_${forward ? 'fwd' : 'bwd'}_g${inGroup ? 'w' : 'e'}`,
       source: `${constants(w, `const TRANS : bool = ${forward};\nconst WORD_IN_GROUP : bool = ${inGroup};`)}\n${tiledWgsl}`,
       inputs: ['a', 'packed', 'scales'],
       outputShape: [rows, cols],
@@ -86,7 +88,7 @@ function gemv(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
   if (gemvVariant() === 'splitk') {
     return runKernel(
       {
-        key: `sparring_qmm_gemv_splitk_b${w.bits}_wg${GEMV_SPLITK_WG}_n${GEMV_MAX_ROWS}`,
+        key: `sparring_qmm_gemv_splitk_${w.kind}_wg${GEMV_SPLITK_WG}_n${GEMV_MAX_ROWS}`,
         source: `${constants(w, `const WG : i32 = ${GEMV_SPLITK_WG};\nconst NMAX : i32 = ${GEMV_MAX_ROWS};`)}\n${gemvWordWgsl}\n${gemvSplitKWgsl}`,
         inputs: ['x', 'packed', 'scales'],
         outputShape: [x.shape[0], w.outFeatures],
@@ -101,7 +103,7 @@ function gemv(x: tf.Tensor2D, w: QuantizedMatrix): tf.Tensor2D {
   }
   return runKernel(
     {
-      key: `sparring_qmm_gemv_b${w.bits}_wg${GEMV_WG}_n${GEMV_MAX_ROWS}`,
+      key: `sparring_qmm_gemv_${w.kind}_wg${GEMV_WG}_n${GEMV_MAX_ROWS}`,
       source: `${constants(w, `const WG : i32 = ${GEMV_WG};\nconst NMAX : i32 = ${GEMV_MAX_ROWS};`)}\n${gemvWordWgsl}\n${gemvWgsl}`,
       inputs: ['x', 'packed', 'scales'],
       outputShape: [x.shape[0], w.outFeatures],
@@ -157,31 +159,32 @@ export function dequantizeStock(w: QuantizedMatrix): tf.Tensor2D {
   if (!tf.getKernel('BitwiseAnd', tf.getBackend())) {
     if (customKernelsActive()) return dequantizeByGemm(w);
     throw new Error(
-      `${w.bits === 16 ? 'f16' : `int${w.bits}`} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`,
+      `${w.kind} weights on backend "${tf.getBackend()}" need the BitwiseAnd kernel or the WebGPU kernels; use the webgpu or cpu backend, or load without quantisation`,
     );
   }
-  if (w.bits === 16) return tf.tidy(() => halvesStock(w).mul(w.scales) as tf.Tensor2D);
+  if (w.kind === 'f16') return tf.tidy(() => halvesStock(w).mul(w.scales) as tf.Tensor2D);
+  const per = WEIGHTS_PER_WORD[w.kind];
+  const bits = 32 / per;
   return tf.tidy(() => {
     const [out, words] = w.packed.shape;
-    const per = 32 / w.bits;
     const parts: tf.Tensor[] = [];
     for (let j = 0; j < per; j++) {
-      const shift = w.bits * j;
+      const shift = bits * j;
       // Mask field j in place: an exact multiple of 2^shift, exact in float32 after the cast.
-      const mask = ((2 ** w.bits - 1) << shift) | 0;
+      const mask = ((2 ** bits - 1) << shift) | 0;
       let f = tf
         .bitwiseAnd(w.packed, tf.fill([out, words], mask, 'int32'))
         .toFloat()
         .mul(2 ** -shift);
       // The top field of a word comes out signed (bit 31); the others unsigned.
-      if (shift + w.bits === 32)
+      if (shift + bits === 32)
         f = f.add(
           f
             .less(0)
             .toFloat()
-            .mul(2 ** w.bits),
+            .mul(2 ** bits),
         );
-      if (w.bits === 8) f = f.sub(f.greaterEqual(128).toFloat().mul(256));
+      if (w.kind === 'int8') f = f.sub(f.greaterEqual(128).toFloat().mul(256));
       else f = f.sub(8);
       parts.push(f);
     }
