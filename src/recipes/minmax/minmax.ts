@@ -126,6 +126,7 @@ import { splitMetrics } from '../../data/split';
 import type { NamedLoraPart } from '../kit/state';
 import type { LoadedModel, Recipe, RecipeEnv, RecipeRun } from '../kit/types';
 import { minmaxLesson } from './lesson';
+import { evalByKind } from './evalByKind';
 
 /** Fields both recipes share (the policy's side of the game, sampling, learning, evaluation). */
 export const gameFields = {
@@ -194,7 +195,7 @@ export const gameFields = {
   ...criticFields(),
   evalEvery: int(
     0,
-    'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced; 0 = off',
+    'every N steps (before the step; step 0 = baseline) answer and critique a fixed held-out set greedily: eval/policy_acc, eval/monitor_acc, eval/monitor_acc_balanced, and per question kind K eval/policy_acc_K, eval/monitor_says_correct_K, eval/monitor_accepts_wrong_K; 0 = off',
     { min: 0, max: 100000 },
   ),
   evalItems: int(32, 'held-out QA items of the evaluation', { min: 1, max: 4096 }),
@@ -649,7 +650,7 @@ export class GameRun extends MultiLoraRun {
       'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))),
       ...this.splitReport,
     };
-    if (this.game.judge === 'none') return out;
+    if (this.game.judge === 'none') return { ...out, ...evalByKind(items, truth, null, null) };
     const c = await this.critique(items, a.texts, 0, true);
     const v = c.texts.map(critiqueVerdict);
     // Balanced: each item once with its right answer and once with a wrong one, in the form the
@@ -673,6 +674,7 @@ export class GameRun extends MultiLoraRun {
       // Its share of CORRECT on the balanced set (0.5 for a perfect monitor): which way it errs.
       'eval/monitor_says_correct_balanced': meanOf(bv.map((x) => (x === 'correct' ? 1 : 0))),
       'eval/fidelity': minmaxFidelity(v, truth, rmC),
+      ...evalByKind(items, truth, v, bv),
     };
   }
 

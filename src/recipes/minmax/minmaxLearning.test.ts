@@ -1,0 +1,75 @@
+// Learning tests of the MinMax game on the sandbox qa model (issue 43, point 4), read through the
+// recipe's config and reports only. They fail when the monitor's reward sign is flipped, when its
+// updates are off, or when dual ascent is off (lambda frozen).
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { nodeRecipeEnv } from '../../cli/recipe-env';
+import { createRun } from '../registry';
+import type { StepReport } from '../../contract/report';
+
+const MODELS = resolve('public/models');
+const HAVE_QA = existsSync(resolve(MODELS, 'qa/model.safetensors'));
+const UPDATES = 6;
+
+/** Small batches; monitor updates only (k larger than the run) unless a case sets k. */
+const game = {
+  items: 4,
+  groupSize: 4,
+  policyMaxTokens: 8,
+  monitorMaxTokens: 24,
+  samples: 0,
+  evalItems: 8,
+  evalEvery: UPDATES,
+  monitorStepsPerPolicy: 1000,
+  // A fresh batch per update: one shared rollout would let the PPO clip stop the later updates.
+  rolloutSharing: 'update',
+  // Chosen by runs of this case (seed 7, balanced CORRECT share before -> after): at lr 0.05 the
+  // critic collapsed to INCORRECT in 4 updates with the reward's sign flipped too (0.813 -> 0.000);
+  // at 0.01 x 4 it barely moved (0.813 -> 0.875, flipped 0.813); at 0.02 x 6 updates 0.813 -> 0.188,
+  // and 0.813 -> 0.875 with the sign flipped.
+  monitorLr: 0.02,
+};
+
+async function play(cfg: Record<string, unknown>, steps: number): Promise<StepReport[]> {
+  const { run } = await createRun(nodeRecipeEnv({ modelsDir: MODELS }), 'minmax', { ...game, ...cfg }, 7);
+  const reports: StepReport[] = [];
+  try {
+    for (let s = 0; s < steps; s++) reports.push(await run.step());
+  } finally {
+    run.dispose();
+  }
+  return reports;
+}
+
+const show = (rs: StepReport[], k: string) => rs.map((r) => (r.metrics[k] ?? NaN).toFixed(3)).join(' ');
+
+describe.skipIf(!HAVE_QA)('minmax learning (sandbox qa model)', () => {
+  it('lambda held at 0 (monitor reward -10 J): the monitor learns to say CORRECT less on held-out items', async () => {
+    // The critic starts saying CORRECT to 0.81 of the balanced held-out set (half its answers wrong);
+    // a reward that pays INCORRECT must take that share down. With the sign flipped it rose
+    // (0.813 -> 0.875), with the monitor's updates off it stays (lr 0: 0.813 -> 0.813).
+    const rs = await play({ lambda0: 0, dualStep: 0 }, UPDATES + 1);
+    const k = 'eval/monitor_says_correct_balanced';
+    const note = `greedy ${show(rs, k)} | sampled ${show(rs, 'monitor/says_correct')}`;
+    expect(rs.map((r) => r.phase)).toEqual(Array(UPDATES + 1).fill('monitor'));
+    expect(rs.map((r) => r.metrics['dual/lambda'])).toEqual(Array(UPDATES + 1).fill(0));
+    expect(rs[0].metrics[k], note).toBeGreaterThan(0.6);
+    expect(rs[0].metrics[k] - rs[UPDATES].metrics[k], note).toBeGreaterThan(0.25);
+  }, 900_000);
+
+  it("dual ascent: lambda moves by 0.25 (F - delta) at each cycle's first update, from the start value, over two cycles", async () => {
+    // k = 1: steps 0 and 2 open a cycle (monitor update), 1 and 3 are policy updates. The sandbox
+    // monitor's F stays far above delta = -3.6 (F = 0.6-3.8 in issue 43's runs), so lambda must rise.
+    const rs = await play({ monitorStepsPerPolicy: 1, evalEvery: 0, items: 2, groupSize: 2 }, 4);
+    expect(rs.map((r) => r.phase)).toEqual(['monitor', 'policy', 'monitor', 'policy']);
+    let lambda = 10;
+    for (const [s, r] of rs.entries()) {
+      const m = r.metrics;
+      expect(m['dual/lambda_before'], `step ${s}`).toBeCloseTo(lambda, 9);
+      if (s % 2 === 0) lambda = Math.min(30, Math.max(0, lambda + 0.25 * (m['minmax/fidelity'] + 3.6)));
+      expect(m['dual/lambda'], `step ${s}`).toBeCloseTo(lambda, 9);
+    }
+    expect(lambda).toBeGreaterThan(10.5);
+  }, 300_000);
+});
