@@ -21,7 +21,16 @@
 // and are uploaded as small tensors, so a forward pass needs no readback.
 
 import * as tf from '@tensorflow/tfjs';
-import { decodeAttention, decodeAttentionFused, geglu, rmsNorm, rope, swiglu, kvWrite } from '../engine/index';
+import {
+  decodeAttention,
+  decodeAttentionFused,
+  geglu,
+  releaseRopeConstants,
+  rmsNorm,
+  rope,
+  swiglu,
+  kvWrite,
+} from '../engine/index';
 import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig';
 import { describeModel, layerNormWeights, type BlockOp, type ModelDescription } from '../contract/blockDescription';
 import { PROJ_NAMES } from '../contract/loraTargets';
@@ -240,6 +249,7 @@ export function onDisposeLlama(fn: (model: LlamaModel) => void): void {
 /** Frees every tensor of the model (adapters included). */
 export function disposeLlama(model: LlamaModel): void {
   for (const h of disposeHooks) h(model);
+  releaseRopeConstants();
   for (const l of model.layers) {
     for (const n of Object.values(l.norms)) n.dispose();
     for (const p of PROJ_NAMES) l[p].dispose();

@@ -29,8 +29,17 @@ function ropeWebGPU(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): t
   ) as tf.Tensor4D;
 }
 
-/** The half swap [x2, x1] as a [D, D] permutation, one per head dim (kept). */
+/** The half swap [x2, x1] as a [D, D] permutation, one per head dim (kept until released). */
 const swaps = new Map<number, tf.Tensor2D>();
+
+/**
+ * Frees the kept permutations (a model's disposal calls it: a stopped run leaves no tensor behind);
+ * the next RoPE on wasm builds its own again, so a model still in use loses nothing.
+ */
+export function releaseRopeConstants(): void {
+  for (const p of swaps.values()) p.dispose();
+  swaps.clear();
+}
 
 /**
  * [x2, x1] of x [..., D] as one untransposed product with a permutation (exact for finite x):
