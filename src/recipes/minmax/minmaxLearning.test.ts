@@ -14,7 +14,7 @@ const UPDATES = 6;
 
 /** Small batches; monitor updates only (k larger than the run) unless a case sets k. */
 const game = {
-  items: 4,
+  items: 2,
   groupSize: 4,
   policyMaxTokens: 8,
   monitorMaxTokens: 24,
