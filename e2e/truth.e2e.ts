@@ -116,9 +116,12 @@ describe('the stop reason is kept and shown', () => {
     await button(page, 'Stop').click();
     await waitFor(page, stateIs('stopped'), 60_000);
     await expect(runState(page).textContent()).resolves.toContain('stopped by the user');
-    await expect(page.locator(`[data-testid="checkpoint-run"][data-run="${byHand}"]`).textContent()).resolves.toContain(
-      'stopped by the user',
-    );
+    // The Checkpoints panel lists the run once its final save lands, which may follow the status.
+    await expect
+      .poll(() => page.locator(`[data-testid="checkpoint-run"][data-run="${byHand}"]`).textContent(), {
+        timeout: 30_000,
+      })
+      .toContain('stopped by the user');
   });
 });
 
