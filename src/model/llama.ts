@@ -120,6 +120,14 @@ export interface LoadOptions {
   quantize?: (name: string, w: Float32Array, shape: [number, number]) => FrozenWeight | null;
   /** How dense weights are held (linear.ts WeightLayout); default: the active backend's. */
   layout?: WeightLayout;
+  /**
+   * On wasm, hold q/k/v and gate/up as one W^T per group and run one product for each (linear.ts
+   * groupFromHost). Off by default: measured idle on the sandbox defender, the grouped forward took
+   * 67.1 ms CPU against 49.7 ungrouped (decode b64 1.2x against 1.1x of the previous commit's, the
+   * learning step 1.1x against 1.0x): the inner-axis split after the product runs tfjs-wasm's slow
+   * generic loop and costs more than the products it saves (BENCHMARKS.md, the CPU row).
+   */
+  groupProjections?: boolean;
 }
 
 /** The description of a config's block and the RoPE frequencies it runs with (every LlamaModel has them). */
@@ -165,13 +173,18 @@ export function loadLlama(config: ModelConfig, source: TensorSource, opts: LoadO
     return new Linear(module, w, b);
   };
   /**
-   * Projections of one input (q, k, v; gate, up): on wasm in the W^T layout, unquantised, one W^T
+   * Projections of one input (q, k, v; gate, up): with groupProjections, on wasm in the W^T layout, unquantised, one W^T
    * for the group (linear.ts groupFromHost; the forward runs one product for them), else one by
    * one (tfjs-cpu keeps them apart: the recipes' reports on it are kept byte for byte,
    * src/recipes/reportIdentity.test.ts).
    */
   const group = (specs: { module: string; out: number; bias: boolean }[], inp: number): Linear[] => {
-    if ((opts.layout ?? weightLayout()) !== 'inOut' || opts.quantize || tf.getBackend() !== 'wasm')
+    if (
+      !opts.groupProjections ||
+      (opts.layout ?? weightLayout()) !== 'inOut' ||
+      opts.quantize ||
+      tf.getBackend() !== 'wasm'
+    )
       return specs.map((p) => linear(p.module, p.out, inp, p.bias));
     const parts = specs.map((p) => ({ data: read(`${p.module}.weight`, [p.out, inp]), out: p.out }));
     const ws = groupFromHost(parts, inp);

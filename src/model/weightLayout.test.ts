@@ -27,7 +27,9 @@ const golden = JSON.parse(readFileSync(new URL('golden.json', DIR), 'utf8')) as 
   greedy_continuation: number[];
 };
 
-const load = (layout?: WeightLayout) => loadLlama(config, parseSafetensors(weights, 'model.safetensors'), { layout });
+// groupProjections: the grouped wasm path (off by default, see LoadOptions) stays checked here.
+const load = (layout?: WeightLayout) =>
+  loadLlama(config, parseSafetensors(weights, 'model.safetensors'), { layout, groupProjections: true });
 
 const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   expect(a.length).toBe(b.length);
