@@ -29,6 +29,7 @@ import { fromRows } from '../src/rl/types';
 import { adapters, ALL, B, BATCH, fixture, maxAbs, T } from './learnFixture';
 import { learnStepBuffers } from '../src/contract/learnMemory';
 import { useDawn } from './dawnSetup';
+import { tinyRecipes, TRAINED_MODELS } from '../dev/test/tinyRecipes';
 import { setEngineOptions } from '../src/engine/options';
 
 useDawn(() => {
@@ -48,116 +49,8 @@ const env = nodeRecipeEnv({
 });
 
 const lora = { loraDropout: 0.05 };
-/** Per recipe: a tiny config and the steps that train every model it trains (arena: one per side). */
-const RECIPES: Record<string, { config: Record<string, unknown>; steps: number }> = {
-  redteam: {
-    config: { defender: M, judge: 'letters', prompts: 1, groupSize: 2, maxNewTokens: 3, promptPool: 4, samples: 0 },
-    steps: 1,
-  },
-  defend: {
-    config: {
-      attacker: M,
-      defender: M,
-      judge: 'letters',
-      goals: 1,
-      benignPrompts: 0,
-      groupSize: 2,
-      attackerMaxTokens: 3,
-      maxNewTokens: 3,
-      goalPool: 4,
-      samples: 0,
-    },
-    steps: 1,
-  },
-  attack: {
-    config: {
-      attacker: M,
-      defender: M,
-      judge: 'letters',
-      goals: 1,
-      groupSize: 2,
-      attackerMaxTokens: 3,
-      defenderMaxTokens: 3,
-      samples: 0,
-    },
-    steps: 1,
-  },
-  arena: {
-    config: {
-      attacker: M,
-      defender: M,
-      judge: 'letters',
-      goals: 1,
-      groupSize: 2,
-      benignPrompts: 0,
-      attackerMaxTokens: 3,
-      defenderMaxTokens: 3,
-      goalPool: 4,
-      samples: 0,
-      phaseSteps: 1,
-    },
-    steps: 2,
-  },
-  multiturn: {
-    config: {
-      defender: M,
-      judge: 'letters',
-      episodes: 1,
-      benignEpisodes: 0,
-      groupSize: 2,
-      maxNewTokens: 3,
-      goalPool: 4,
-      samples: 0,
-    },
-    steps: 1,
-  },
-  tokenbuncher: {
-    config: {
-      defender: M,
-      judge: 'letters',
-      prompts: 1,
-      benignPrompts: 0,
-      groupSize: 2,
-      maxNewTokens: 3,
-      promptPool: 4,
-      samples: 0,
-    },
-    steps: 1,
-  },
-  minmax: {
-    config: {
-      policy: M,
-      monitor: M,
-      rm: 'letters',
-      items: 1,
-      groupSize: 2,
-      policyMaxTokens: 3,
-      monitorMaxTokens: 3,
-      itemPool: 4,
-      samples: 0,
-      monitorStepsPerPolicy: 1,
-    },
-    steps: 2,
-  },
-  rlhf: {
-    config: {
-      policy: M,
-      monitor: M,
-      rm: 'letters',
-      judge: 'none',
-      items: 1,
-      groupSize: 2,
-      policyMaxTokens: 3,
-      itemPool: 4,
-      samples: 0,
-    },
-    steps: 1,
-  },
-  'attacker-sft': { config: { attacker: M, batchSize: 2, sampleEvery: 0 }, steps: 1 },
-};
-
-/** Recipes that train two models (both players). */
-const TRAINED: Record<string, number> = { arena: 2, minmax: 2 };
+const RECIPES = tinyRecipes(M);
+const TRAINED = TRAINED_MODELS;
 
 /** The LoRA set attached to a model (a model it trains), or null. */
 function loraOf(m: LlamaModel): LoraSet | null {

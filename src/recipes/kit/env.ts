@@ -229,7 +229,13 @@ export function hubFolder(ref: string, endpoint?: string): ModelFolder | null {
 
 /** Browser env: sandbox names under `modelsBase` (default the site's models/ folder), hub ids on `hubEndpoint`, anything else a URL. */
 export function urlRecipeEnv(
-  opts: { modelsBase?: string; hubEndpoint?: string; judges?: Record<string, () => Judge>; backend?: string } = {},
+  opts: {
+    modelsBase?: string;
+    hubEndpoint?: string;
+    judges?: Record<string, () => Judge>;
+    backend?: string;
+    load?: RecipeEnvOptions['load'];
+  } = {},
 ): RecipeEnv {
   const base = (opts.modelsBase ?? 'models/').replace(/\/?$/, '/');
   return createRecipeEnv({
@@ -241,6 +247,7 @@ export function urlRecipeEnv(
     },
     judges: opts.judges,
     backend: opts.backend,
+    load: opts.load,
     readText: async (ref) => {
       // Anything else was fetched from the lab's own server, which answers with its index.html,
       // and read as a CSV ("no usable row"): say what a dataset value may be instead.
