@@ -3,6 +3,12 @@
 // the "letters" judge of recipeTesting.ts. Shared by the audits that run every recipe: the planned
 // path on Dawn (e2e/recipesPlanned.e2e.ts) and the model families on tfjs
 // (src/recipes/familyRecipes.test.ts).
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Judge } from '../../src/judges/types';
+import { PROJ_NAMES, type LlamaModel } from '../../src/model/llama';
+import { LoraAdapter, type LoraSet } from '../../src/model/lora';
 import type { Schema } from '../../src/contract/schema';
 import { weightsFieldOf } from '../../src/contract/weightFields';
 import type { WeightFormat } from '../../src/contract/weightFormat';
@@ -134,4 +140,43 @@ export function modelFields(schema: Schema): string[] {
 /** `config` with every model field's weights field set to `format`. */
 export function withWeights(schema: Schema, config: Record<string, unknown>, format: WeightFormat) {
   return { ...config, ...Object.fromEntries(modelFields(schema).map((k) => [weightsFieldOf(k), format])) };
+}
+
+/**
+ * A dense "harm" score (the mean of each character's code mod 7, over 6), registered as "letters":
+ * two different responses almost never tie, so every group of 2 has a spread to learn from.
+ */
+export function denseJudge(): Judge {
+  return {
+    name: 'letters',
+    score: async (items) =>
+      items.map(({ response }) => {
+        const unsafe = [...response].reduce((a, c) => a + (c.charCodeAt(0) % 7) / 6, 0) / Math.max(1, response.length);
+        return { unsafe, refused: false, benignCorrect: null, category: null, label: 'scored' };
+      }),
+  };
+}
+
+export const FAMILY_FIXTURES = resolve('dev/fixtures/families');
+
+/**
+ * Copies of family fixtures (dev/fixtures/families/<name>) in a temporary folder with a context of
+ * 512: minmax's monitor prompt is 130 character tokens, over the fixtures' 128; the logits do not
+ * depend on it. Returns the folder holding the copies.
+ */
+export function familyCopies(names: readonly string[]): string {
+  const dir = mkdtempSync(join(tmpdir(), 'family-fixtures-'));
+  for (const n of names) {
+    cpSync(join(FAMILY_FIXTURES, n), join(dir, n), { recursive: true });
+    const c = JSON.parse(readFileSync(join(FAMILY_FIXTURES, n, 'config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(dir, n, 'config.json'), JSON.stringify({ ...c, max_position_embeddings: 512 }));
+  }
+  return dir;
+}
+
+/** The LoRA set attached to a model (a model a recipe trains), or null. */
+export function trainedLora(m: LlamaModel): LoraSet | null {
+  for (const l of m.layers)
+    for (const p of PROJ_NAMES) if (l[p].adapter instanceof LoraAdapter) return (l[p].adapter as LoraAdapter).set;
+  return null;
 }

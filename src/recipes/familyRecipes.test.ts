@@ -11,21 +11,27 @@
 // sizes (48, 24) take no group of 32, refused naming the tensor; int4 recipe runs are in
 // hubFamilies.test.ts, the planned paths in e2e/recipesPlanned.e2e.ts.
 import * as tf from '@tensorflow/tfjs';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { unzipSync, strFromU8 } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveHubRepos, type HubServer } from '../../dev/servers/hubServer';
 import { serveFolder } from '../../dev/servers/staticServer';
 import { loadWithCharCodec } from '../../dev/test/recipeTesting';
-import { tinyRecipes, TRAINED_MODELS, withWeights } from '../../dev/test/tinyRecipes';
+import {
+  denseJudge,
+  FAMILY_FIXTURES,
+  familyCopies,
+  tinyRecipes,
+  trainedLora,
+  TRAINED_MODELS,
+  withWeights,
+} from '../../dev/test/tinyRecipes';
 import { nodeRecipeEnv } from '../cli/recipe-env';
 import { folderSource } from '../cli/fs-source';
 import { hfTargetModules, loraTargets, type LoraTargetSet } from '../contract/loraTargets';
 import type { WeightFormat } from '../contract/weightFormat';
-import { forward, PROJ_NAMES, type LlamaModel } from '../model/llama';
-import { LoraAdapter, type LoraSet } from '../model/lora';
+import { forward, type LlamaModel } from '../model/llama';
+import type { LoraSet } from '../model/lora';
 import { parseSafetensors } from '../model/safetensors';
 import { urlSource } from '../model/sources';
 import { hubFolder, urlRecipeEnv } from './kit/env';
@@ -33,21 +39,18 @@ import { runAdapter } from './kit/adapterIo';
 import { exportRunAdapters } from './kit/playerExport';
 import type { LoadModelRefOptions, RecipeEnv } from './kit/types';
 import type { ModelFolder } from '../model/load';
-import type { Judge } from '../judges/types';
 import { exportVerl } from './exports';
 import { createRun, getRecipe, recipeNames } from './registry';
 
-const FIXTURES_DIR = resolve('dev/fixtures/families');
-/** Copies of the fixtures with a context of 512 (minmax's monitor prompt is 130 character tokens; the logits do not depend on it). */
-const FAMILIES_DIR = mkdtempSync(join(tmpdir(), 'family-recipes-'));
 const FIXTURES = { qwen3: 'qwen3-bias', gemma3: 'gemma3-tied' } as const;
+const FAMILIES_DIR = familyCopies(Object.values(FIXTURES));
 const SOURCES = ['hub id', 'local folder', 'URL'] as const;
 const FORMATS: WeightFormat[] = ['f32', 'f16', 'int8'];
 type Source = (typeof SOURCES)[number];
 
 /** The fixture's own Linear modules (2-D weights under model.layers) with their [out, in] shapes. */
 function linearsOf(name: string): Map<string, number[]> {
-  const st = parseSafetensors(new Uint8Array(readFileSync(`${FIXTURES_DIR}/${name}/model.safetensors`)), name);
+  const st = parseSafetensors(new Uint8Array(readFileSync(`${FAMILY_FIXTURES}/${name}/model.safetensors`)), name);
   return new Map(
     st
       .names()
@@ -56,17 +59,10 @@ function linearsOf(name: string): Map<string, number[]> {
   );
 }
 const golden = (name: string) =>
-  JSON.parse(readFileSync(`${FIXTURES_DIR}/${name}/golden.json`, 'utf8')) as {
+  JSON.parse(readFileSync(`${FAMILY_FIXTURES}/${name}/golden.json`, 'utf8')) as {
     input_ids: number[];
     logits: number[][];
   };
-
-/** The LoRA set a model trains, or null. */
-function trainedLora(m: LlamaModel): LoraSet | null {
-  for (const l of m.layers)
-    for (const p of PROJ_NAMES) if (l[p].adapter instanceof LoraAdapter) return (l[p].adapter as LoraAdapter).set;
-  return null;
-}
 
 let hub: HubServer;
 let site: { url: string; close(): Promise<void> };
@@ -76,24 +72,9 @@ const load = async (folder: ModelFolder, ref: string, opts?: LoadModelRefOptions
   loaded.push(m.model);
   return m;
 };
-/** A dense "harm" score (the mean of each character's code mod 7, over 6): two different responses almost never tie, so every group of 2 has a spread to learn from. */
-const judges = {
-  letters: (): Judge => ({
-    name: 'letters',
-    score: async (items) =>
-      items.map(({ response }) => {
-        const unsafe = [...response].reduce((a, c) => a + (c.charCodeAt(0) % 7) / 6, 0) / Math.max(1, response.length);
-        return { unsafe, refused: false, benignCorrect: null, category: null, label: 'scored' };
-      }),
-  }),
-};
+const judges = { letters: denseJudge };
 
 beforeAll(async () => {
-  for (const n of Object.values(FIXTURES)) {
-    cpSync(`${FIXTURES_DIR}/${n}`, `${FAMILIES_DIR}/${n}`, { recursive: true });
-    const c = JSON.parse(readFileSync(`${FIXTURES_DIR}/${n}/config.json`, 'utf8'));
-    writeFileSync(`${FAMILIES_DIR}/${n}/config.json`, JSON.stringify({ ...c, max_position_embeddings: 512 }));
-  }
   hub = await serveHubRepos(
     Object.fromEntries(Object.values(FIXTURES).map((n) => [`test-org/${n}`, `${FAMILIES_DIR}/${n}`])),
   );
