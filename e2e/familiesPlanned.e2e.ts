@@ -22,7 +22,7 @@ import {
 } from '../src/model/planned/decode';
 import { maxAbs } from '../dev/test/maxAbs';
 import { tfjsPrefixLogits } from './tfjsPrefix';
-import { int8Quantizer } from '../src/model/quant';
+import { f16Quantizer, int4Quantizer, int8Quantizer } from '../src/model/quant';
 
 useDawn(() => resetEngineOptions());
 
@@ -84,22 +84,31 @@ describe.each(['qwen3-bias', 'qwen3-tied', 'gemma3-tied', 'gemma3-untied'])('%s 
   }, 300_000);
 });
 
-it('int8 weights (qwen3-bias, gemma3-untied): teacher-forced planned logits within 1e-4 of tfjs on the same weights', async () => {
-  setEngineOptions({ decodePath: 'planned', prefillPath: 'planned' });
-  for (const name of ['qwen3-bias', 'gemma3-untied']) {
-    const { model, golden } = load(name, { quantize: int8Quantizer() });
-    try {
-      const prompt = [golden.input_ids.slice(0, 3)];
-      const forced = golden.input_ids.slice(3).map((id) => [id]);
-      const planned = await plannedForcedLogits(model, prompt, forced);
-      const ref = await tfjsPrefixLogits(model, prompt, forced);
-      expect(Math.max(...planned.map((l, t) => maxAbs(l, ref[t + 1])))).toBeLessThan(1e-4);
-    } finally {
-      releaseDecodePlans(model);
-      disposeLlama(model);
+it.each([
+  ['int8', int8Quantizer(), 'int8'],
+  ['f16', f16Quantizer(), 'f16'],
+  ['int4 (groups of 8)', int4Quantizer(8), 'int4'],
+] as const)(
+  '%s weights (qwen3-bias, gemma3-untied): teacher-forced planned logits within 1e-4 of tfjs on the same weights',
+  async (_, quantize, kind) => {
+    setEngineOptions({ decodePath: 'planned', prefillPath: 'planned' });
+    for (const name of ['qwen3-bias', 'gemma3-untied']) {
+      const { model, golden } = load(name, { quantize });
+      try {
+        expect([model.layers[0].o.weight.kind, model.lmHead.weight.kind]).toEqual([kind, kind]);
+        const prompt = [golden.input_ids.slice(0, 3)];
+        const forced = golden.input_ids.slice(3).map((id) => [id]);
+        const planned = await plannedForcedLogits(model, prompt, forced);
+        const ref = await tfjsPrefixLogits(model, prompt, forced);
+        expect(Math.max(...planned.map((l, t) => maxAbs(l, ref[t + 1])))).toBeLessThan(1e-4);
+      } finally {
+        releaseDecodePlans(model);
+        disposeLlama(model);
+      }
     }
-  }
-}, 300_000);
+  },
+  300_000,
+);
 
 it('dispatches a layer: the Llama block 7, q/k norms +2 (Qwen3), and post-branch norms +2 more (Gemma 3)', () => {
   setEngineOptions({ decodePath: 'planned', prefillPath: 'planned', plannedAttention: 'whole' });

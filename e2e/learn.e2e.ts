@@ -216,6 +216,28 @@ describe('planned LoRA learning step on Dawn (SwiftShader): quantised bases and 
     });
   }
 
+  // The family fixtures' blocks (q/k norms, head_dim x heads != hidden, biases; Gemma's four norms,
+  // GeGLU, windows) on packed bases, each format once (every family x format took 108 s here, 15-22
+  // s a case on the shared 2-core machine; the formats' decode is one WGSL file each, the block's
+  // ops the same in every format). Gemma's hidden 24 takes int4 groups of 8 only.
+  for (const [name, quantize] of [
+    ['qwen3-bias, int8', int8Quantizer()],
+    ['gemma3-untied, f16', f16Quantizer()],
+    ['gemma3-tied, int4 (groups of 8)', int4Quantizer(8)],
+  ] as const) {
+    it(`${name} base: statistics and gradients within 1e-4 of tfjs`, async () => {
+      const model = fixture(`families/${name.split(',')[0]}`, { quantize });
+      try {
+        expect(model.layers[0].down.weight.kind).not.toBe('f32');
+        const c = await compare(model, adapters(model));
+        expect(c.stats).toBeLessThan(1e-4);
+        expect(Math.max(...c.rel)).toBeLessThan(1e-4);
+      } finally {
+        disposeLlama(model);
+      }
+    });
+  }
+
   it('f16 base: the planner sizes the packed halves and the step to the byte (model scope = the weights held, micro-batch = plan.bytes)', async () => {
     const model = fixture('tiny-llama-f32', { quantize: f16Quantizer() });
     try {
