@@ -1,6 +1,7 @@
 // Random-weight models with the shapes of real ones, for benchmarks: the same tensors, names and
 // dtypes a hub checkpoint has, built in memory and loaded through the ordinary loader.
 import { parseModelConfig } from '../../src/contract/modelConfig';
+import { describeModel, layerNormWeights } from '../../src/contract/blockDescription';
 import { HF_NAMES } from '../../src/model/llama';
 import { loadModel } from '../../src/model/load';
 import { mapSource } from '../../src/model/sources';
@@ -43,11 +44,14 @@ export function syntheticWeights(configJson: Record<string, unknown>, seed = 1, 
   const H = cfg.hiddenSize;
   const q = cfg.numHeads * cfg.headDim;
   const kv = cfg.numKvHeads * cfg.headDim;
+  // Every norm the family's block names (Qwen3 / Gemma 3 q/k norms, Gemma's four a layer), at the
+  // identity: a weight of 1, or 0 under Gemma's (1 + w) rule.
+  const d = describeModel(cfg);
+  const unit = d.norm === 'rmsOffset' ? 0 : 1;
   add(HF_NAMES.embed, [cfg.vocabSize, H]);
   for (let i = 0; i < cfg.numLayers; i++) {
     const n = HF_NAMES.layer(i);
-    add(n.inputNorm, [H], 1);
-    add(n.postNorm, [H], 1);
+    for (const w of layerNormWeights(d.layers[i], cfg)) add(`model.layers.${i}.${w.weight}.weight`, [w.size], unit);
     const out: Record<'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down', [number, number]> = {
       q: [q, H],
       k: [kv, H],
@@ -60,9 +64,11 @@ export function syntheticWeights(configJson: Record<string, unknown>, seed = 1, 
     for (const [proj, shape] of Object.entries(out) as [keyof typeof out, [number, number]][]) {
       add(`${n[proj]}.weight`, shape);
       if (cfg.qkvBias && (proj === 'q' || proj === 'k' || proj === 'v')) add(`${n[proj]}.bias`, [shape[0]], 0);
+      if (cfg.oBias && proj === 'o') add(`${n[proj]}.bias`, [shape[0]], 0);
+      if (cfg.mlpBias && (proj === 'gate' || proj === 'up' || proj === 'down')) add(`${n[proj]}.bias`, [shape[0]], 0);
     }
   }
-  add(HF_NAMES.norm, [H], 1);
+  add(HF_NAMES.norm, [H], unit);
   if (!cfg.tieWordEmbeddings) add(HF_NAMES.lmHead, [cfg.vocabSize, H]);
   return writeSafetensors(tensors);
 }
