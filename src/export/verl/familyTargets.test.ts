@@ -16,6 +16,65 @@ import { exportMergedModel } from '../../storage/merge';
 import { verlTargetModules } from './verlConfig';
 
 const CASES = ['qwen3-bias', 'qwen3-tied', 'gemma3-tied', 'gemma3-untied'];
+
+/**
+ * Where transformers names each module PEFT targets, read in huggingface/transformers through the
+ * search tool's code index (lines counted in the stored text). A module's path is the chain of
+ * attributes from the CausalLM: `model` (the decoder), `layers` (ModuleList index), the decoder
+ * layer's `self_attn` / `mlp`, the projection.
+ */
+const HF_SOURCE = {
+  qwen3: {
+    file: 'src/transformers/models/qwen3/modeling_qwen3.py@000c33fdfde12e1ffafbfcdb3c926df5727a00b6',
+    lines: {
+      'Qwen3ForCausalLM.model': 464,
+      'Qwen3Model.layers': 373,
+      'Qwen3DecoderLayer.self_attn': 305,
+      'Qwen3DecoderLayer.mlp': 307,
+      'Qwen3Attention.q_proj': 239,
+      'Qwen3Attention.k_proj': 242,
+      'Qwen3Attention.v_proj': 245,
+      'Qwen3Attention.o_proj': 248,
+      'Qwen3MLP.gate_proj': 76,
+      'Qwen3MLP.up_proj': 77,
+      'Qwen3MLP.down_proj': 78,
+    },
+  },
+  gemma3: {
+    file: 'src/transformers/models/gemma3/modeling_gemma3.py@f14d0cbc824e447ef294d8cdc0f8ad4222f3dfee',
+    lines: {
+      'Gemma3ForCausalLM.model': 611,
+      'Gemma3TextModel.layers': 468,
+      'Gemma3DecoderLayer.self_attn': 351,
+      'Gemma3DecoderLayer.mlp': 352,
+      'Gemma3Attention.q_proj': 277,
+      'Gemma3Attention.k_proj': 280,
+      'Gemma3Attention.v_proj': 283,
+      'Gemma3Attention.o_proj': 286,
+      'Gemma3MLP.gate_proj': 116,
+      'Gemma3MLP.up_proj': 117,
+      'Gemma3MLP.down_proj': 118,
+    },
+  },
+} as const;
+
+describe.each(Object.values(HF_SOURCE))('transformers $file', (src) => {
+  it("the PEFT modules are transformers' attribute paths: model.layers.{i}.self_attn.{q,k,v,o}_proj, .mlp.{gate,up,down}_proj", () => {
+    const keys = Object.keys(src.lines);
+    /** The attributes the classes ending in `suffix` declare. */
+    const at = (suffix: string) => keys.filter((k) => k.split('.')[0].endsWith(suffix)).map((k) => k.split('.')[1]);
+    const [model] = at('ForCausalLM');
+    const [layers] = at('Model');
+    const [attn, mlp] = at('DecoderLayer');
+    const paths = [
+      ...at('Attention').map((p) => `${model}.${layers}.1.${attn}.${p}`),
+      ...at('MLP').map((p) => `${model}.${layers}.1.${mlp}.${p}`),
+    ];
+    expect(paths.length).toBe(PROJS.length);
+    expect(PROJS.map((p) => hfModule(1, p)).sort()).toEqual(paths.sort());
+  });
+});
+
 const dirOf = (c: string) => pathToFileURL(resolve(`dev/fixtures/families/${c}`) + '/');
 
 describe.each(CASES)('%s', (name) => {
