@@ -184,6 +184,8 @@ describe.each(Object.entries(FIXTURES))('%s (%s)', (family, name) => {
 
         // veRL: target_modules is a regex PEFT full-matches against module names: exactly the set's Linears.
         const ex = exportVerl({ recipe: r, config: input, seed: 1 });
+        // a URL is no model path veRL can load: the export says so (a hub id or a folder is loaded as it is)
+        expect(ex.unsupported.some((u) => u.includes(`loaded from the URL ${s.ref}`))).toBe(src === 'URL');
         const key = recipe === 'attacker-sft' ? 'model.target_modules' : 'actor_rollout_ref.model.target_modules';
         const tm = String(ex.overrides[key]);
         const picked = [...linears.keys()].filter((m) =>

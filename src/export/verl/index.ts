@@ -83,6 +83,18 @@ export function modelPathFor(ref: string): { path: string; sandbox: string | nul
   return { path: ref, sandbox: null };
 }
 
+/**
+ * A model the lab loaded from a URL (not a hub page): veRL hands model paths to transformers'
+ * from_pretrained, which takes a hub id or a folder on disk, so the job would not start. `key` is
+ * the override that names the model.
+ */
+export function urlModelNote(path: string, key: string): string[] {
+  if (!/^(https?:|blob:)/i.test(path)) return [];
+  return [
+    `The model was loaded from the URL ${path}: veRL loads a hub id or a folder on disk (transformers' from_pretrained), not a URL. Download that folder to the cluster and set ${key} to it.`,
+  ];
+}
+
 const utf8Length = (s: string) => new TextEncoder().encode(s).length;
 
 /** The input's config validated (aliases resolved), steps and GPUs checked. */
@@ -161,7 +173,7 @@ export function exportSft(input: VerlExportInput): VerlExport {
   };
   if (model.sandbox && input.modelFiles)
     for (const [name, bytes] of Object.entries(input.modelFiles)) files[`models/${model.sandbox}/${name}`] = bytes;
-  return { files, unsupported: [], overrides };
+  return { files, unsupported: urlModelNote(model.path, 'model.partial_pretrain'), overrides };
 }
 
 /**
@@ -246,6 +258,7 @@ export function exportVerl(input: VerlExportInput, spec: ExportRecipe): VerlExpo
       ? `Attacker prompts: sampled once at export from the attacker "${c.attacker}"${c.attackerCheckpoint ? ` with the adapter of ${c.attackerCheckpoint}` : ''} (one per goal); the lab's attacker writes fresh ones every step.`
       : u,
   );
+  unsupported.push(...urlModelNote(model.path, 'actor_rollout_ref.model.path'));
   if (c.advantage === 'gae') {
     unsupported.push(
       "advantage = gae: veRL's critic is a copy of the base model with its own LoRA and value head (critic.model.path = the actor's base); the lab's critic is a value head on the policy's own final hidden state. The GAE, value loss and their settings (gamma, lam, cliprange_value, critic lr) are the same.",
