@@ -30,11 +30,20 @@ export function isSandboxName(ref: string): boolean {
   return looksLikeSandboxName(ref);
 }
 
+/**
+ * Tokens that close a turn in the chat formats the lab renders (ChatML's, Gemma's). A reply stops
+ * there even when the files' eos names another token: a Gemma folder whose tokenizer_config says
+ * `<eos>` and whose generation_config does not list 106 went on writing past `<end_of_turn>`.
+ */
+export const TURN_END_TOKENS = ['<|im_end|>', '<end_of_turn>'] as const;
+
 /** The codec of a real tokenizer + chat template. */
 export function tokenizerCodec(tok: TextTokenizer, template: ChatTemplate): ChatCodec {
   const eos = [...tok.special.eos];
-  const imEnd = tok.tokenToId('<|im_end|>');
-  if (imEnd !== undefined && !eos.includes(imEnd)) eos.push(imEnd);
+  for (const token of TURN_END_TOKENS) {
+    const id = tok.tokenToId(token);
+    if (id !== undefined && !eos.includes(id)) eos.push(id);
+  }
   return {
     label: tok.label,
     encodeChat: (messages, opts) =>
@@ -75,8 +84,15 @@ async function tokenizerFiles(folder: ModelFolder, ref: string) {
 
 type TokenizerFiles = Awaited<ReturnType<typeof tokenizerFiles>>;
 
-function codecOf(f: TokenizerFiles, label: string): ChatCodec {
-  const tok = createTokenizer(f.tokenizerJson, f.tokenizerConfig ?? {}, {
+/** A folder's tokenizer, its chat template and the codec the recipes use. */
+export interface ChatTokenizer {
+  tokenizer: TextTokenizer;
+  template: ChatTemplate;
+  codec: ChatCodec;
+}
+
+function chatTokenizerOf(f: TokenizerFiles, label: string): ChatTokenizer {
+  const tokenizer = createTokenizer(f.tokenizerJson, f.tokenizerConfig ?? {}, {
     label,
     modelConfig: f.modelConfig,
     generationConfig: f.generationConfig,
@@ -86,12 +102,17 @@ function codecOf(f: TokenizerFiles, label: string): ChatCodec {
     chatTemplateJinja: f.chatTemplateJinja,
     model: label,
   });
-  return tokenizerCodec(tok, template);
+  return { tokenizer, template, codec: tokenizerCodec(tokenizer, template) };
+}
+
+/** The tokenizer files of a Hugging Face-layout folder, loaded as a model load reads them. */
+export async function loadChatTokenizer(folder: ModelFolder, ref: string): Promise<ChatTokenizer> {
+  return chatTokenizerOf(await tokenizerFiles(folder, ref), folder.label);
 }
 
 /** The codec (tokenizer + chat template) of a Hugging Face-layout folder, without its weights. */
 export async function loadChatCodec(folder: ModelFolder, ref: string): Promise<ChatCodec> {
-  return codecOf(await tokenizerFiles(folder, ref), folder.label);
+  return (await loadChatTokenizer(folder, ref)).codec;
 }
 
 /** Loads model + tokenizer (tokenizer.json required) + chat template from a Hugging Face-layout folder. */
@@ -104,7 +125,13 @@ export async function loadChatModel(
   const weights = opts.weights ?? 'f32';
   const model = await loadModel(folder, { quantize: weightQuantizer(weights, folder.label) });
   try {
-    return { ref, model, codec: codecOf(files, folder.label), weights, dispose: () => disposeLlama(model) };
+    return {
+      ref,
+      model,
+      codec: chatTokenizerOf(files, folder.label).codec,
+      weights,
+      dispose: () => disposeLlama(model),
+    };
   } catch (e) {
     disposeLlama(model);
     throw e;
