@@ -143,6 +143,8 @@ describe('Qwen3 tokenizer (Qwen/Qwen3-0.6B files)', () => {
     expect(f.loaded.tokenizer.special.eos).toEqual([151645]);
     expect(f.loaded.codec.eos).toEqual([151645]);
     expect(f.loaded.codec.pad).toBe(151643);
+    // The replies a recipe scores drop the special tokens but keep the reasoning markers.
+    expect(f.loaded.codec.decode(f.ref.texts.specials.idsNoSpecial)).toBe('xuser\nHi\ny <think>z</think>');
   });
 });
 
