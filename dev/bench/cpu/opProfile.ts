@@ -65,8 +65,10 @@ for (const k of tf.getKernelsForBackend('wasm')) {
       const shapes = Object.values(args.inputs)
         .map((t) => `[${(t as tf.TensorInfo).shape}]`)
         .join(' ');
+      const t = args.attrs as { transposeA?: boolean; transposeB?: boolean };
+      const flags = k.kernelName === 'BatchMatMul' ? ` ${t.transposeA ? 'T' : 'N'}${t.transposeB ? 'T' : 'N'}` : '';
       if (counting)
-        for (const key of [k.kernelName, `${k.kernelName} ${shapes}`]) {
+        for (const key of [k.kernelName, `${k.kernelName} ${shapes}${flags}`]) {
           const a = stats.get(key) ?? { count: 0, us: 0 };
           a.count++;
           a.us += c.user + c.system;

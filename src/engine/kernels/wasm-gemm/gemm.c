@@ -1,0 +1,184 @@
+// A batched f32 GEMM for tfjs-wasm's BatchMatMul where its own kernel runs a naive loop (any
+// product with a batch dimension: the attention's scores and weighted sums, forward and
+// backward). Built by build.sh into gemm.wasm (wasm32, SIMD128, no libc, no stack, no data),
+// which imports tfjs-wasm's linear memory and reads and writes tensors in place.
+//
+// C[b] (M x N) = op(A[b]) op(B[b]), op = transpose when the flag is set:
+//   A[b] is M x K (K x M when transA), B[b] is K x N (N x K when transB), C[b] row-major.
+// A batch stride of 0 broadcasts that operand. With transB, each B[b] is first transposed into
+// `scratch` after a panel's 16384 floats (K x N floats), and with transA each A[b] after that
+// (M x K floats). Each C element is summed over k in order (k = 0, 1, ...), one
+// multiply and one add per step, as tfjs-wasm's own loop does.
+#include <wasm_simd128.h>
+
+typedef unsigned int u32;
+
+static void transposeInto(const float *src, float *dst, u32 rows, u32 cols) {
+  // src rows x cols -> dst cols x rows
+  for (u32 r = 0; r < rows; r++)
+    for (u32 c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+}
+
+// Columns [n0, n1) of one M x K by K x N product: B(k, n) = B[k * N + n], C(m, n) = C[m * ldc + n],
+// A(m, k) = A[m * ars + k * acs].
+static void panel(const float *A, u32 ars, u32 acs, const float *B, float *C, u32 M, u32 N,
+                  u32 K, u32 n0, u32 n1, u32 ldc) {
+  u32 m = 0;
+  for (; m + 4 <= M; m += 4) {
+    const float *a0 = A + (m + 0) * ars, *a1 = A + (m + 1) * ars;
+    const float *a2 = A + (m + 2) * ars, *a3 = A + (m + 3) * ars;
+    u32 n = n0;
+    for (; n + 8 <= n1; n += 8) {
+      v128_t c00 = wasm_f32x4_splat(0), c01 = c00, c10 = c00, c11 = c00;
+      v128_t c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+      const float *b = B + n;
+      for (u32 k = 0; k < K; k++, b += N) {
+        v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
+        v128_t x0 = wasm_f32x4_splat(a0[k * acs]);
+        v128_t x1 = wasm_f32x4_splat(a1[k * acs]);
+        v128_t x2 = wasm_f32x4_splat(a2[k * acs]);
+        v128_t x3 = wasm_f32x4_splat(a3[k * acs]);
+        c00 = wasm_f32x4_add(c00, wasm_f32x4_mul(x0, b0));
+        c01 = wasm_f32x4_add(c01, wasm_f32x4_mul(x0, b1));
+        c10 = wasm_f32x4_add(c10, wasm_f32x4_mul(x1, b0));
+        c11 = wasm_f32x4_add(c11, wasm_f32x4_mul(x1, b1));
+        c20 = wasm_f32x4_add(c20, wasm_f32x4_mul(x2, b0));
+        c21 = wasm_f32x4_add(c21, wasm_f32x4_mul(x2, b1));
+        c30 = wasm_f32x4_add(c30, wasm_f32x4_mul(x3, b0));
+        c31 = wasm_f32x4_add(c31, wasm_f32x4_mul(x3, b1));
+      }
+      float *c = C + m * ldc + n;
+      wasm_v128_store(c, c00), wasm_v128_store(c + 4, c01), c += ldc;
+      wasm_v128_store(c, c10), wasm_v128_store(c + 4, c11), c += ldc;
+      wasm_v128_store(c, c20), wasm_v128_store(c + 4, c21), c += ldc;
+      wasm_v128_store(c, c30), wasm_v128_store(c + 4, c31);
+    }
+    for (; n + 4 <= n1; n += 4) {
+      v128_t c0 = wasm_f32x4_splat(0), c1 = c0, c2 = c0, c3 = c0;
+      const float *b = B + n;
+      for (u32 k = 0; k < K; k++, b += N) {
+        v128_t b0 = wasm_v128_load(b);
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_f32x4_splat(a0[k * acs]), b0));
+        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(wasm_f32x4_splat(a1[k * acs]), b0));
+        c2 = wasm_f32x4_add(c2, wasm_f32x4_mul(wasm_f32x4_splat(a2[k * acs]), b0));
+        c3 = wasm_f32x4_add(c3, wasm_f32x4_mul(wasm_f32x4_splat(a3[k * acs]), b0));
+      }
+      float *c = C + m * ldc + n;
+      wasm_v128_store(c, c0), wasm_v128_store(c + ldc, c1);
+      wasm_v128_store(c + 2 * ldc, c2), wasm_v128_store(c + 3 * ldc, c3);
+    }
+    for (; n < n1; n++) {
+      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (u32 k = 0; k < K; k++) {
+        float bk = B[k * N + n];
+        s0 += a0[k * acs] * bk, s1 += a1[k * acs] * bk;
+        s2 += a2[k * acs] * bk, s3 += a3[k * acs] * bk;
+      }
+      C[m * ldc + n] = s0, C[(m + 1) * ldc + n] = s1;
+      C[(m + 2) * ldc + n] = s2, C[(m + 3) * ldc + n] = s3;
+    }
+  }
+  for (; m < M; m++) {
+    const float *a0 = A + m * ars;
+    u32 n = n0;
+    for (; n + 8 <= n1; n += 8) {
+      v128_t c0 = wasm_f32x4_splat(0), c1 = c0;
+      const float *b = B + n;
+      for (u32 k = 0; k < K; k++, b += N) {
+        v128_t x0 = wasm_f32x4_splat(a0[k * acs]);
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(x0, wasm_v128_load(b)));
+        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(x0, wasm_v128_load(b + 4)));
+      }
+      wasm_v128_store(C + m * ldc + n, c0), wasm_v128_store(C + m * ldc + n + 4, c1);
+    }
+    for (; n + 4 <= n1; n += 4) {
+      v128_t c0 = wasm_f32x4_splat(0);
+      const float *b = B + n;
+      for (u32 k = 0; k < K; k++, b += N)
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_f32x4_splat(a0[k * acs]), wasm_v128_load(b)));
+      wasm_v128_store(C + m * ldc + n, c0);
+    }
+    for (; n < n1; n++) {
+      float s = 0;
+      for (u32 k = 0; k < K; k++) s += a0[k * acs] * B[k * N + n];
+      C[m * ldc + n] = s;
+    }
+  }
+}
+
+// Fewer than 4 rows: each row of C summed over k in order as whole rows of B stream past
+// (B read once, contiguously; the LM head at decode).
+static void rows(const float *A, u32 ars, u32 acs, const float *B, float *C, u32 M, u32 N,
+                 u32 K) {
+  for (u32 m = 0; m < M; m++) {
+    float *c = C + m * N;
+    for (u32 n = 0; n < N; n++) c[n] = 0;
+    u32 k = 0;
+    for (; k + 4 <= K; k += 4) { // four rows of B per pass over c, still summed in order of k
+      const float *b0 = B + k * N, *b1 = b0 + N, *b2 = b1 + N, *b3 = b2 + N;
+      float a0 = A[m * ars + k * acs], a1 = A[m * ars + (k + 1) * acs];
+      float a2 = A[m * ars + (k + 2) * acs], a3 = A[m * ars + (k + 3) * acs];
+      v128_t x0 = wasm_f32x4_splat(a0), x1 = wasm_f32x4_splat(a1);
+      v128_t x2 = wasm_f32x4_splat(a2), x3 = wasm_f32x4_splat(a3);
+      u32 n = 0;
+      for (; n + 4 <= N; n += 4) {
+        v128_t v = wasm_v128_load(c + n);
+        v = wasm_f32x4_add(v, wasm_f32x4_mul(x0, wasm_v128_load(b0 + n)));
+        v = wasm_f32x4_add(v, wasm_f32x4_mul(x1, wasm_v128_load(b1 + n)));
+        v = wasm_f32x4_add(v, wasm_f32x4_mul(x2, wasm_v128_load(b2 + n)));
+        v = wasm_f32x4_add(v, wasm_f32x4_mul(x3, wasm_v128_load(b3 + n)));
+        wasm_v128_store(c + n, v);
+      }
+      for (; n < N; n++) c[n] = c[n] + a0 * b0[n] + a1 * b1[n] + a2 * b2[n] + a3 * b3[n];
+    }
+    for (; k < K; k++) {
+      const float *b = B + k * N;
+      float a = A[m * ars + k * acs];
+      v128_t x = wasm_f32x4_splat(a);
+      u32 n = 0;
+      for (; n + 4 <= N; n += 4)
+        wasm_v128_store(c + n, wasm_f32x4_add(wasm_v128_load(c + n), wasm_f32x4_mul(x, wasm_v128_load(b + n))));
+      for (; n < N; n++) c[n] += a * b[n];
+    }
+  }
+}
+
+#define PANEL 16384 // floats of B per panel (64 KiB)
+
+// One M x N product in panels of columns: a K x width slice of B (<= 64 KiB) stays in cache
+// while every row of A passes over it; where B has several panels, each is first copied to
+// `pack` contiguously (a wide B's rows are pages apart).
+static void gemm1(const float *A, u32 ars, u32 acs, const float *B, float *C, u32 M, u32 N,
+                  u32 K, float *pack) {
+  if (M < 4) return rows(A, ars, acs, B, C, M, N, K);
+  u32 width = K ? (PANEL / K) & ~7u : N;
+  if (width < 8) width = 8;
+  if (width >= N || K * width > PANEL) return panel(A, ars, acs, B, C, M, N, K, 0, N, N);
+  for (u32 n0 = 0; n0 < N; n0 += width) {
+    u32 w = n0 + width < N ? width : N - n0;
+    for (u32 k = 0; k < K; k++)
+      for (u32 j = 0; j < w; j++) pack[k * w + j] = B[k * N + n0 + j];
+    panel(A, ars, acs, pack, C + n0, M, w, K, 0, w, N);
+  }
+}
+
+// Byte offsets into the shared memory; strides in floats (0 broadcasts).
+__attribute__((export_name("bmm"))) void bmm(u32 a, u32 b, u32 c, u32 scratch, u32 batch, u32 M,
+                                             u32 N, u32 K, u32 transA, u32 transB, u32 strideA,
+                                             u32 strideB) {
+  const float *A = (const float *)a, *B = (const float *)b;
+  float *C = (float *)c, *pack = (float *)scratch, *SB = pack + PANEL;
+  float *SA = SB + (transB ? K * N : 0);
+  for (u32 i = 0; i < batch; i++) {
+    const float *Ai = A + i * strideA, *Bi = B + i * strideB;
+    if (transA) {
+      if (i == 0 || strideA != 0) transposeInto(Ai, SA, K, M);
+      Ai = SA;
+    }
+    if (transB) {
+      if (i == 0 || strideB != 0) transposeInto(Bi, SB, N, K);
+      Bi = SB;
+    }
+    gemm1(Ai, K, 1, Bi, C + i * M * N, M, N, K, pack);
+  }
+}
