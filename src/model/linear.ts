@@ -8,7 +8,7 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
-import { engineOptions, rowChunks } from '../engine/index';
+import { engineOptions, rowChunks, wasmGemmServes } from '../engine/index';
 import type { WeightKind } from '../contract/weightFormat';
 
 /**
@@ -33,7 +33,8 @@ export function weightLayout(backend: string = tf.getBackend()): WeightLayout {
  * which run the naive loop). Elsewhere it is tf.matMul.
  */
 export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D, transposeA = false, transposeB = false): tf.Tensor2D {
-  if (tf.getBackend() !== 'wasm') return tf.matMul(a, b, transposeA, transposeB);
+  // Our GEMM on wasm (engine/kernels/wasmGemm.ts) takes any transpose pair at full speed.
+  if (tf.getBackend() !== 'wasm' || wasmGemmServes()) return tf.matMul(a, b, transposeA, transposeB);
   const [x, y] = [transposeA ? tf.transpose(a) : a, transposeB ? tf.transpose(b) : b];
   return recordingGradients() ? plainMatMul(x, y) : tf.matMul(x, y);
 }
@@ -66,7 +67,7 @@ const plainMatMul = tf.customGrad((a, b, save) => {
  * packing of the new operand: 2 K N); a weight b of a long batch is never copied.
  */
 function timesTransposed(g: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
-  if (tf.getBackend() !== 'wasm') return tf.matMul(g, b, false, true);
+  if (tf.getBackend() !== 'wasm' || wasmGemmServes()) return tf.matMul(g, b, false, true);
   const [M, N] = g.shape;
   const K = b.shape[0];
   return M * (N + K) < 2 * K * N ? tf.transpose(tf.matMul(b, tf.transpose(g))) : tf.matMul(g, tf.transpose(b));

@@ -70,6 +70,17 @@ let calls = 0;
 export const wasmGemmCalls = () => calls;
 
 /**
+ * Whether the current backend's BatchMatMul is ours and runs here (tfjs-wasm, unthreaded, the
+ * module compiled): then a transposed operand costs nothing extra (gemm.c turns it in its
+ * scratch), and callers need not turn operands with Transpose kernels of their own.
+ */
+export function wasmGemmServes(): boolean {
+  if (tf.getBackend() !== 'wasm') return false;
+  const k = tf.getKernel('BatchMatMul', 'wasm') as { ours?: boolean } | undefined;
+  return k?.ours === true && bmmFor(tf.backend() as unknown as WasmBackend) !== null;
+}
+
+/**
  * Replaces the wasm backend's BatchMatMul by one that runs batched products in our SIMD GEMM
  * (idempotent; after the wasm backend's import). Single products, broadcasts other than a batch
  * of one, and non-float32 inputs go to the stock kernel.
