@@ -9,7 +9,7 @@ import { disposeLlama, forward, loadLlama, PROJ_NAMES, type LlamaModel } from '.
 import { DenseWeight, matMul2d, TransposedWeight, WeightColumns, weightLayout, type WeightLayout } from './linear';
 import { attachLora, type LoraSet } from './lora';
 import { parseSafetensors } from './safetensors';
-import { fastWasmBatchMatMul, shareWasmIdentity } from '../engine/index';
+import { installWasmKernels, shareWasmIdentity } from '../engine/index';
 
 // The wasm/cpu weight layout (W^T, issue 42) against the golden float64 logits and against the
 // tfjs reference: the PyTorch layout on the cpu backend, where every product is stock tf.matMul
@@ -17,7 +17,7 @@ import { fastWasmBatchMatMul, shareWasmIdentity } from '../engine/index';
 
 // As the lab and the CLI run wasm: an Identity that shares its input (engine/wasmIdentity.ts).
 shareWasmIdentity();
-fastWasmBatchMatMul();
+installWasmKernels();
 
 const DIR = pathToFileURL(resolve('dev/fixtures/tiny-llama-f32') + '/');
 const config = parseModelConfig(readFileSync(new URL('config.json', DIR), 'utf8'), 'config.json');

@@ -2,12 +2,12 @@
 // learning step's product shapes, CPU time per call: `npx tsx dev/bench/cpu/gemmShapes.ts`.
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
-import { fastWasmBatchMatMul } from '../../../src/engine/kernels/wasmGemm';
+import { installWasmKernels } from '../../../src/engine/kernels/wasmGemm';
 
 await tf.setBackend('wasm');
 await tf.ready();
 const stockKernel = tf.getKernel('BatchMatMul', 'wasm')!;
-fastWasmBatchMatMul();
+installWasmKernels();
 const stockMatMul = (a: tf.Tensor, b: tf.Tensor) =>
   tf.engine().makeTensorFromTensorInfo(
     stockKernel.kernelFunc({

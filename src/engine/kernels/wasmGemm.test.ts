@@ -1,12 +1,13 @@
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fastWasmBatchMatMul, wasmGemmCalls } from './wasmGemm';
+import { installWasmKernels, wasmGemmCalls } from './wasmGemm';
+import { rmsNorm, rope } from '../index';
 
 // Our batched SIMD GEMM on tfjs-wasm against tfjs-cpu's BatchMatMul: every transpose pair, the
 // block sizes' tails (M, N not multiples of 4 or 8), a broadcast batch of one, and the
 // attention's shapes ([b, kvHeads, group x T, d]).
-fastWasmBatchMatMul();
+installWasmKernels();
 
 const draw = (shape: number[], seed: number) => Array.from(tf.randomNormal(shape, 0, 1, 'float32', seed).dataSync());
 
@@ -56,4 +57,49 @@ describe('batched products on tfjs-wasm (our GEMM) against tfjs-cpu', () => {
         const err = Math.max(...wasm.data.map((v, i) => Math.abs(v - cpu.data[i])));
         expect(err).toBeLessThan(1e-5);
       });
+});
+
+describe('RMSNorm and RoPE as one kernel of ours on tfjs-wasm', () => {
+  afterAll(() => tf.setBackend('cpu'));
+  const x = draw([2, 3, 5, 8], 3);
+  const w = draw([8], 4);
+  const cos = draw([2, 1, 5, 8], 5);
+  const sin = draw([2, 1, 5, 8], 6);
+  const run = (backend: string, f: () => tf.Tensor) => {
+    tf.setBackend(backend);
+    return tf.tidy(() => Array.from(f().dataSync()));
+  };
+  const cases: [string, () => tf.Tensor, string, number][] = [
+    ['rmsNorm', () => rmsNorm(tf.tensor(x, [2, 3, 5, 8]), tf.tensor1d(w), 1e-5), 'SparringWasmRmsNorm', 1],
+    [
+      'rope',
+      () => rope(tf.tensor4d(x, [2, 3, 5, 8]), tf.tensor4d(cos, [2, 1, 5, 8]), tf.tensor4d(sin, [2, 1, 5, 8])),
+      'SparringWasmRope',
+      1,
+    ],
+    [
+      "rope's gradient (under a weighted sum)",
+      () => {
+        const wts = tf.tensor4d(draw([2, 3, 5, 8], 7), [2, 3, 5, 8]);
+        const [c, s] = [tf.tensor4d(cos, [2, 1, 5, 8]), tf.tensor4d(sin, [2, 1, 5, 8])];
+        return tf.grad((v: tf.Tensor) => tf.sum(tf.mul(rope(v as tf.Tensor4D, c, s), wts)))(
+          tf.tensor4d(x, [2, 3, 5, 8]),
+        );
+      },
+      'SparringWasmRope',
+      2,
+    ],
+  ];
+  for (const [name, f, kernel, n] of cases)
+    it(`${name}: tfjs-cpu's values, in ${n} kernel(s) of ours`, async () => {
+      await tf.setBackend('wasm');
+      const p = await tf.profile(() => {
+        f().dispose();
+        return [];
+      });
+      expect(p.kernels.filter((k) => k.name === kernel)).toHaveLength(n);
+      const got = run('wasm', f);
+      const want = run('cpu', f);
+      expect(Math.max(...got.map((v, i) => Math.abs(v - want[i])))).toBeLessThan(1e-5);
+    });
 });

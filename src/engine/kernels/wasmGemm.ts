@@ -1,10 +1,17 @@
-// tfjs-wasm's BatchMatMul runs XNNPACK only for a single product; with a batch dimension (the
-// attention's scores and weighted sums, forward and backward: [b, kvHeads, group x T, d]) it
-// runs a naive scalar loop, ~0.7 GMAC/s on the sandbox defender's shapes, 63 of a learning step's
-// 176 ms in kernels. This replaces the kernel for those products by our own SIMD loop
-// (wasm-gemm/gemm.c, ~3.6 KB of wasm that imports tfjs-wasm's memory and works on the tensors
-// in place); single products keep XNNPACK. Same sums in the same order (over k, one multiply
-// and one add per step), so the values are tfjs-wasm's own up to the compiler's rounding.
+// Our own kernels on tfjs-wasm: wasm-gemm/gemm.c, ~13 KB of wasm32 SIMD that imports tfjs-wasm's
+// memory and works on its tensors in place (built by wasm-gemm/build.sh with Debian's clang).
+//
+// BatchMatMul: tfjs-wasm ran any product with a batch dimension (the attention's scores and
+// weighted sums, forward and backward) in a naive scalar loop, ~0.7 GMAC/s on the sandbox
+// defender's shapes, 63 of a learning step's 176 ms in kernels, and any rank-2 product through
+// XNNPACK, which packs its right operand on every call unless that tensor lives on (a weight),
+// and keeps each packed copy. Ours runs every float32 product, 4 x 8 register tiles, 13-20
+// GMAC/s on the learning step's shapes (dev/bench/cpu/gemmShapes.ts): the attention's products
+// 63 -> 7 ms, the rest 1.0-5x faster than XNNPACK. Each output is summed over k in order, one
+// multiply and one add per step, as tfjs-wasm's own loop does.
+//
+// RMSNorm's and RoPE's forward (and RoPE's backward) as one kernel each, where tfjs ops took 6
+// (the decode path's per-token kernel count is its host cost: ~10 us of tfjs engine per kernel).
 import * as tf from '@tensorflow/tfjs';
 import { gemmWasmBase64 } from './wasm-gemm/gemmBinary';
 
@@ -34,34 +41,42 @@ interface WasmBackend {
   makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
 }
 
+interface Ops {
+  bmm: Bmm;
+  rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number): void;
+  rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
+}
+
 let module: WebAssembly.Module | null = null;
-const instances = new WeakMap<WebAssembly.Memory, Bmm>();
+const instances = new WeakMap<WebAssembly.Memory, Ops>();
 
 function bytes(): Uint8Array {
   if (typeof atob === 'function') return Uint8Array.from(atob(gemmWasmBase64), (c) => c.charCodeAt(0));
   return new Uint8Array(Buffer.from(gemmWasmBase64, 'base64'));
 }
 
-/** Our bmm on this backend's memory, or null where it cannot be (a threaded build's shared memory). */
-function bmmFor(backend: WasmBackend): Bmm | null {
+/** Our functions on this backend's memory, or null where they cannot be (a threaded build's shared memory). */
+function opsFor(backend: WasmBackend): Ops | null {
   const memory = backend.wasm.wasmMemory ?? backend.wasm.asm?.memory;
   if (!memory || (typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer)) return null;
-  let bmm = instances.get(memory);
-  if (!bmm) {
+  let ops = instances.get(memory);
+  if (!ops) {
     if (!module) {
       // A page's main thread refuses to compile more than 4 KB synchronously: there the stock
-      // kernel runs until the compile that fastWasmBatchMatMul started lands.
+      // kernel runs until the compile that installWasmKernels started lands.
       try {
         module = new WebAssembly.Module(bytes() as BufferSource);
       } catch {
         return null;
       }
     }
-    bmm = new WebAssembly.Instance(module, { env: { memory } }).exports.bmm as Bmm;
-    instances.set(memory, bmm);
+    ops = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Ops;
+    instances.set(memory, ops);
   }
-  return bmm;
+  return ops;
 }
+
+const ptr = (backend: WasmBackend, t: tf.TensorInfo) => backend.dataIdMap.get(t.dataId).memoryOffset;
 
 const size = (dims: number[]) => dims.reduce((p, d) => p * d, 1);
 
@@ -77,17 +92,63 @@ export const wasmGemmCalls = () => calls;
 export function wasmGemmServes(): boolean {
   if (tf.getBackend() !== 'wasm') return false;
   const k = tf.getKernel('BatchMatMul', 'wasm') as { ours?: boolean } | undefined;
-  return k?.ours === true && bmmFor(tf.backend() as unknown as WasmBackend) !== null;
+  return k?.ours === true && opsFor(tf.backend() as unknown as WasmBackend) !== null;
 }
 
 /**
- * Replaces the wasm backend's BatchMatMul by one that runs batched products in our SIMD GEMM
- * (idempotent; after the wasm backend's import). Single products, broadcasts other than a batch
- * of one, and non-float32 inputs go to the stock kernel.
+ * rmsNorm's forward (x [..., H], w [H]) in one kernel of ours, where it serves (wasmGemmServes),
+ * else null. No gradient: for use outside a tape.
  */
-export function fastWasmBatchMatMul(): void {
+export function wasmRmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor | null {
+  if (x.dtype !== 'float32' || w.dtype !== 'float32' || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(RMS_NORM, { x, w }, { eps }) as tf.Tensor;
+}
+
+/**
+ * RoPE (x [B, nH, L, D], cos and sinSigned [B, 1, L, D]) in one kernel of ours where it serves,
+ * else null; `back`: its backward, dy cos + swap(dy sinSigned). No gradient of its own.
+ */
+export function wasmRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, back = false): tf.Tensor | null {
+  if ([x, cos, sinSigned].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(ROPE, { x, cos, sinSigned }, { back }) as tf.Tensor;
+}
+
+const RMS_NORM = 'SparringWasmRmsNorm';
+const ROPE = 'SparringWasmRope';
+
+/**
+ * Installs our kernels on the wasm backend (idempotent; after the wasm backend's import): its
+ * BatchMatMul replaced by ours for every float32 product (broadcasts other than a batch of one,
+ * and other dtypes, go to the stock kernel), and the RMSNorm and RoPE kernels.
+ */
+export function installWasmKernels(): void {
   const stock = tf.getKernel('BatchMatMul', 'wasm');
   if (!stock || (stock as { ours?: boolean }).ours) return;
+  tf.registerKernel({
+    kernelName: RMS_NORM,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { x, w } = inputs as { x: tf.TensorInfo; w: tf.TensorInfo };
+      const b = backend as unknown as WasmBackend;
+      const H = x.shape[x.shape.length - 1];
+      const out = b.makeOutput(x.shape, 'float32');
+      opsFor(b)!.rmsnorm(ptr(b, x), ptr(b, w), ptr(b, out), size(x.shape) / H, H, (attrs as { eps: number }).eps);
+      return out;
+    },
+  });
+  tf.registerKernel({
+    kernelName: ROPE,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { x, cos, sinSigned } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [B, nH, L, D] = x.shape;
+      const out = b.makeOutput(x.shape, 'float32');
+      const back = (attrs as { back: boolean }).back ? 1 : 0;
+      opsFor(b)!.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back);
+      return out;
+    },
+  });
   if (!module)
     WebAssembly.compile(bytes() as BufferSource).then(
       (m) => (module ??= m),
@@ -111,7 +172,7 @@ export function fastWasmBatchMatMul(): void {
       const sameOuter = outerA.length === outerB.length && outerA.every((d, i) => d === outerB[i]);
       const bmm =
         a.dtype === 'float32' && b.dtype === 'float32' && (sameOuter || batchA === 1 || batchB === 1)
-          ? bmmFor(backend)
+          ? opsFor(backend)?.bmm
           : null;
       if (!bmm) return stock.kernelFunc(args);
       const M = transposeA ? a.shape[ra - 1] : a.shape[ra - 2];
@@ -125,9 +186,9 @@ export function fastWasmBatchMatMul(): void {
       const scratchFloats = 16384 + (transposeB ? K * N : 0) + (transposeA ? M * K : 0);
       const scratch = backend.wasm._malloc(scratchFloats * 4);
       bmm(
-        backend.dataIdMap.get(a.dataId).memoryOffset,
-        backend.dataIdMap.get(b.dataId).memoryOffset,
-        backend.dataIdMap.get(out.dataId).memoryOffset,
+        ptr(backend, a),
+        ptr(backend, b),
+        ptr(backend, out),
         scratch,
         batch,
         M,

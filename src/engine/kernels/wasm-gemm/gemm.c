@@ -182,3 +182,41 @@ __attribute__((export_name("bmm"))) void bmm(u32 a, u32 b, u32 c, u32 scratch, u
     gemm1(Ai, K, 1, Bi, C + i * M * N, M, N, K, pack);
   }
 }
+
+// y = x r w over rows of H, r = 1 / sqrt(sum(x^2) / H + eps): RMSNorm's forward, the stock ops'
+// order (square, mean, add eps, rsqrt, times r, times w), in one pass per row.
+__attribute__((export_name("rmsnorm"))) void rmsnorm(u32 x, u32 w, u32 y, u32 rows, u32 H,
+                                                     float eps) {
+  const float *X = (const float *)x, *W = (const float *)w;
+  float *Y = (float *)y;
+  for (u32 i = 0; i < rows; i++, X += H, Y += H) {
+    float ss = 0;
+    for (u32 j = 0; j < H; j++) ss += X[j] * X[j];
+    float r = 1.0f / __builtin_sqrtf(ss / (float)H + eps);
+    for (u32 j = 0; j < H; j++) Y[j] = X[j] * r * W[j];
+  }
+}
+
+// RoPE, rotate-half with the sign folded into sinSigned: x [B, nH, L, D], cos and sinSigned
+// [B, 1, L, D]; y = x cos + swap(x) sinSigned, swap(x)_j = x_{(j + D/2) mod D}. With `back` set
+// it is the backward, dx = dy cos + swap(dy sinSigned) (the swap is its own transpose).
+__attribute__((export_name("rope"))) void rope(u32 x, u32 cs, u32 sn, u32 y, u32 B, u32 nH,
+                                               u32 L, u32 D, u32 back) {
+  const float *X = (const float *)x, *C = (const float *)cs, *S = (const float *)sn;
+  float *Y = (float *)y;
+  u32 half = D / 2;
+  for (u32 b = 0; b < B; b++)
+    for (u32 h = 0; h < nH; h++)
+      for (u32 l = 0; l < L; l++) {
+        const float *xr = X + ((b * nH + h) * L + l) * D, *c = C + (b * L + l) * D;
+        const float *s = S + (b * L + l) * D;
+        float *yr = Y + ((b * nH + h) * L + l) * D;
+        if (back) {
+          for (u32 j = 0; j < half; j++) yr[j] = xr[j] * c[j] + xr[j + half] * s[j + half];
+          for (u32 j = half; j < D; j++) yr[j] = xr[j] * c[j] + xr[j - half] * s[j - half];
+        } else {
+          for (u32 j = 0; j < half; j++) yr[j] = xr[j] * c[j] + xr[j + half] * s[j];
+          for (u32 j = half; j < D; j++) yr[j] = xr[j] * c[j] + xr[j - half] * s[j];
+        }
+      }
+}
