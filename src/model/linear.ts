@@ -8,7 +8,7 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
-import { engineOptions, rowChunks, wasmGemmServes } from '../engine/index';
+import { engineOptions, rowChunks, wasmGemmServes, wasmLoraLinear } from '../engine/index';
 import type { WeightKind } from '../contract/weightFormat';
 
 /**
@@ -356,6 +356,8 @@ export function denseFromHost(
 export interface LinearAdapter {
   /** x [N, in] -> delta [N, out], or null to contribute nothing (adapter disabled). */
   delta(x: tf.Tensor2D): tf.Tensor2D | null;
+  /** Where the delta is (x at) bts now (no dropout, no tape, wasm): at [in, r] and bts [r, out]. */
+  fusedFactors?(): [tf.Tensor2D, tf.Tensor2D] | null;
   dispose(): void;
 }
 
@@ -387,8 +389,21 @@ export class Linear {
   forward(x: tf.Tensor): tf.Tensor {
     return tf.tidy(() => {
       const x2 = x.reshape([-1, this.inFeatures]) as tf.Tensor2D;
+      const fused = this.fused(x2);
+      if (fused) return fused.reshape([...x.shape.slice(0, -1), this.outFeatures]);
       return this.finish(this.weight.matmul(x2), x2, x.shape.slice(0, -1));
     });
+  }
+
+  /**
+   * x W^T with LoRA's delta as one kernel of ours (engine/kernels/wasmGemm.ts) outside a tape on
+   * wasm, where four ran (three products and the sum; at batch-1 decode 84 of 277 kernels per
+   * token of the sandbox defender), or null.
+   */
+  private fused(x2: tf.Tensor2D): tf.Tensor2D | null {
+    if (this.bias || !(this.weight instanceof TransposedWeight)) return null;
+    const f = this.adapter?.fusedFactors?.();
+    return f ? wasmLoraLinear(x2, this.weight.wt, f[0], f[1]) : null;
   }
 
   /** The output [...lead, out] from the product y = x2 W^T [N, out]: bias and adapter added. */

@@ -136,6 +136,16 @@ export class LoraAdapter implements LinearAdapter {
     );
   }
 
+  /**
+   * A^T and s B^T for Linear.forward's fused product (x W^T and this delta in one kernel, outside
+   * a tape on wasm), or null where delta must run: a tape, another backend, dropout, disabled.
+   */
+  fusedFactors(): [tf.Tensor2D, tf.Tensor2D] | null {
+    if (!this.set.enabled || (this.set.training && this.set.dropout > 0)) return null;
+    if (tf.getBackend() !== 'wasm' || recordingGradients()) return null;
+    return this.turnedFactors();
+  }
+
   /** A^T and s B^T for products outside a tape on wasm (decode), remade when A or B is assigned. */
   private turned: { a: object; b: object; at: tf.Tensor2D; bts: tf.Tensor2D } | null = null;
 

@@ -159,6 +159,27 @@ describe('LoRA outside a tape on wasm', () => {
     expect(maxAbsDiff(wasm1, cpu1)).toBeLessThan(1e-4);
     expect(maxAbsDiff(wasm2, cpu2)).toBeLessThan(1e-4); // a stale s B^T is off by > 1e-2
   });
+
+  it('runs each LoRA projection outside a tape as one kernel of ours on wasm (x W^T + (x A^T) s B^T), the cpu logits', async () => {
+    const run = async (backend: string) => {
+      await tf.setBackend(backend);
+      const m = loadLlama(config, parseSafetensors(weights, 'model.safetensors')); // ungrouped (the default)
+      const set = lora(m);
+      const p = await tf.profile(() => forward(m, [golden.input_ids]));
+      const logits = (p.result as tf.Tensor).dataSync().slice();
+      (p.result as tf.Tensor).dispose();
+      const fused = p.kernels.filter((k) => k.name === 'SparringWasmLoraLinear').length;
+      const adapters = set.adapters.length;
+      set.dispose();
+      disposeLlama(m);
+      return { logits, fused, adapters };
+    };
+    const cpu = await run('cpu');
+    const wasm = await run('wasm');
+    expect(wasm.adapters).toBe(7 * config.numLayers);
+    expect(wasm.fused).toBe(wasm.adapters);
+    expect(maxAbsDiff(wasm.logits, cpu.logits)).toBeLessThan(1e-4);
+  });
 });
 
 describe('matMul2d on wasm', () => {

@@ -45,6 +45,18 @@ interface Ops {
   bmm: Bmm;
   rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number): void;
   rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
+  lora_linear(
+    x: number,
+    wt: number,
+    at: number,
+    bts: number,
+    y: number,
+    scratch: number,
+    N: number,
+    inp: number,
+    out: number,
+    r: number,
+  ): void;
 }
 
 let module: WebAssembly.Module | null = null;
@@ -75,6 +87,9 @@ function opsFor(backend: WasmBackend): Ops | null {
   }
   return ops;
 }
+
+/** Floats of gemm.c's panel of B (its PANEL), at the start of every scratch. */
+const PANEL = 16384;
 
 const ptr = (backend: WasmBackend, t: tf.TensorInfo) => backend.dataIdMap.get(t.dataId).memoryOffset;
 
@@ -113,6 +128,17 @@ export function wasmRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, bac
   return tf.engine().runKernel(ROPE, { x, cos, sinSigned }, { back }) as tf.Tensor;
 }
 
+/**
+ * x wt + (x at) bts (a frozen projection W^T [in, out] with LoRA's A^T [in, r] and s B^T [r, out])
+ * in one kernel of ours where it serves, else null: the same values as the three products and
+ * the sum run apart, in 1 kernel instead of 4. No gradient: for use outside a tape.
+ */
+export function wasmLoraLinear(x: tf.Tensor2D, wt: tf.Tensor2D, at: tf.Tensor2D, bts: tf.Tensor2D): tf.Tensor2D | null {
+  if ([x, wt, at, bts].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(LORA_LINEAR, { x, wt, at, bts }, {}) as tf.Tensor2D;
+}
+
+const LORA_LINEAR = 'SparringWasmLoraLinear';
 const RMS_NORM = 'SparringWasmRmsNorm';
 const ROPE = 'SparringWasmRope';
 
@@ -134,6 +160,21 @@ export function installWasmKernels(): void {
       const out = b.makeOutput(x.shape, 'float32');
       opsFor(b)!.rmsnorm(ptr(b, x), ptr(b, w), ptr(b, out), size(x.shape) / H, H, (attrs as { eps: number }).eps);
       return out;
+    },
+  });
+  tf.registerKernel({
+    kernelName: LORA_LINEAR,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { x, wt, at, bts } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [N, inp] = x.shape;
+      const [out, r] = [wt.shape[1], at.shape[1]];
+      const y = b.makeOutput([N, out], 'float32');
+      const scratch = b.wasm._malloc((PANEL + N * r + N * out) * 4);
+      opsFor(b)!.lora_linear(ptr(b, x), ptr(b, wt), ptr(b, at), ptr(b, bts), ptr(b, y), scratch, N, inp, out, r);
+      b.wasm._free(scratch);
+      return y;
     },
   });
   tf.registerKernel({
@@ -183,7 +224,7 @@ export function installWasmKernels(): void {
       const outer = batchA >= batchB ? outerA : outerB;
       const out = backend.makeOutput([...outer, M, N], 'float32');
       // A panel of B (gemm.c's PANEL), then the transposed operands.
-      const scratchFloats = 16384 + (transposeB ? K * N : 0) + (transposeA ? M * K : 0);
+      const scratchFloats = PANEL + (transposeB ? K * N : 0) + (transposeA ? M * K : 0);
       const scratch = backend.wasm._malloc(scratchFloats * 4);
       bmm(
         ptr(backend, a),

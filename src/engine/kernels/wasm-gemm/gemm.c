@@ -220,3 +220,20 @@ __attribute__((export_name("rope"))) void rope(u32 x, u32 cs, u32 sn, u32 y, u32
         }
       }
 }
+
+// A frozen projection with its LoRA delta, outside a tape: y = x wt + (x at) bts for x [N, in],
+// wt [in, out], at [in, r], bts [r, out] (the scale folded in), as the separate products and
+// their sum compute it (y = x wt, then d = (x at) bts, then y + d). `scratch`: PANEL + N r +
+// N out floats.
+__attribute__((export_name("lora_linear"))) void lora_linear(u32 x, u32 wt, u32 at, u32 bts,
+                                                             u32 y, u32 scratch, u32 N, u32 in,
+                                                             u32 out, u32 r) {
+  const float *X = (const float *)x;
+  float *Y = (float *)y, *pack = (float *)scratch, *T = pack + PANEL, *D = T + N * r;
+  gemm1(X, in, 1, (const float *)wt, Y, N, out, in, pack);
+  gemm1(X, in, 1, (const float *)at, T, N, r, in, pack);
+  gemm1(T, r, 1, (const float *)bts, D, N, out, r, pack);
+  u32 i = 0, n = N * out;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(Y + i, wasm_f32x4_add(wasm_v128_load(Y + i), wasm_v128_load(D + i)));
+  for (; i < n; i++) Y[i] += D[i];
+}
