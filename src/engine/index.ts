@@ -20,7 +20,7 @@ export { probeWebGPU } from './probe';
 export type { GpuProbe } from '../contract/gpuProbe';
 export { variableFrom } from './variables';
 export { shareWasmIdentity } from './wasmIdentity';
-export { installWasmKernels, wasmGemmServes, wasmLoraLinear } from './kernels/wasmGemm';
+export { installWasmKernels, wasmGemmServes, wasmLoraLinear, wasmLoraTaped } from './kernels/wasmGemm';
 
 // The WebGPU device tfjs runs on, its features and binding limits.
 export { customKernelsActive, isWebGPUBackend, webgpuDevice } from './webgpu/wgslProgram';

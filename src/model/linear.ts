@@ -8,7 +8,7 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
-import { engineOptions, rowChunks, wasmGemmServes, wasmLoraLinear } from '../engine/index';
+import { engineOptions, rowChunks, wasmGemmServes, wasmLoraLinear, wasmLoraTaped } from '../engine/index';
 import type { WeightKind } from '../contract/weightFormat';
 
 /**
@@ -358,6 +358,8 @@ export interface LinearAdapter {
   delta(x: tf.Tensor2D): tf.Tensor2D | null;
   /** Where the delta is (x at) bts now (no dropout, no tape, wasm): at [in, r] and bts [r, out]. */
   fusedFactors?(): [tf.Tensor2D, tf.Tensor2D] | null;
+  /** Where the delta is s (x A^T) B^T under a tape (no dropout, wasm): A [r, in], B [out, r], s. */
+  tapedFactors?(): { a: tf.Tensor2D; b: tf.Tensor2D; scale: number } | null;
   dispose(): void;
 }
 
@@ -402,6 +404,11 @@ export class Linear {
    */
   private fused(x2: tf.Tensor2D): tf.Tensor2D | null {
     if (this.bias || !(this.weight instanceof TransposedWeight)) return null;
+    if (recordingGradients()) {
+      // Under a tape: one taped op, one kernel each way (wasmLoraTaped).
+      const t = this.adapter?.tapedFactors?.();
+      return t ? wasmLoraTaped(x2, this.weight.wt, t.a, t.b, t.scale) : null;
+    }
     const f = this.adapter?.fusedFactors?.();
     return f ? wasmLoraLinear(x2, this.weight.wt, f[0], f[1]) : null;
   }

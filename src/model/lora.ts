@@ -146,6 +146,13 @@ export class LoraAdapter implements LinearAdapter {
     return this.turnedFactors();
   }
 
+  /** A, B and s for Linear.forward's one taped op under a tape on wasm, or null where delta must run. */
+  tapedFactors(): { a: tf.Tensor2D; b: tf.Tensor2D; scale: number } | null {
+    if (!this.set.enabled || (this.set.training && this.set.dropout > 0)) return null;
+    if (tf.getBackend() !== 'wasm' || !recordingGradients()) return null;
+    return { a: this.A, b: this.B, scale: this.set.scale };
+  }
+
   /** A^T and s B^T for products outside a tape on wasm (decode), remade when A or B is assigned. */
   private turned: { a: object; b: object; at: tf.Tensor2D; bts: tf.Tensor2D } | null = null;
 

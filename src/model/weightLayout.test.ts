@@ -160,7 +160,7 @@ describe('LoRA outside a tape on wasm', () => {
     expect(maxAbsDiff(wasm2, cpu2)).toBeLessThan(1e-4); // a stale s B^T is off by > 1e-2
   });
 
-  it('runs each LoRA projection outside a tape as one kernel of ours on wasm (x W^T + (x A^T) s B^T), the cpu logits', async () => {
+  it('runs each LoRA projection as one kernel of ours on wasm (x W^T + (x A^T) s B^T; under a tape one each way), the cpu logits and gradients', async () => {
     const run = async (backend: string) => {
       await tf.setBackend(backend);
       const m = loadLlama(config, parseSafetensors(weights, 'model.safetensors')); // ungrouped (the default)
@@ -169,16 +169,32 @@ describe('LoRA outside a tape on wasm', () => {
       const logits = (p.result as tf.Tensor).dataSync().slice();
       (p.result as tf.Tensor).dispose();
       const fused = p.kernels.filter((k) => k.name === 'SparringWasmLoraLinear').length;
+      // Under a tape: one taped op per projection, one kernel of ours forward and one backward.
+      let learnt = { loss: 0, grads: [] as Float32Array[] };
+      const q = await tf.profile(() => {
+        learnt = lossAndGrads(m, set);
+        return [];
+      });
+      const taped = ['SparringWasmLoraFwd', 'SparringWasmLoraBwd'].map(
+        (name) => q.kernels.filter((k) => k.name === name).length,
+      );
       const adapters = set.adapters.length;
       set.dispose();
       disposeLlama(m);
-      return { logits, fused, adapters };
+      return { logits, fused, taped, adapters, ...learnt };
     };
     const cpu = await run('cpu');
     const wasm = await run('wasm');
     expect(wasm.adapters).toBe(7 * config.numLayers);
     expect(wasm.fused).toBe(wasm.adapters);
+    expect(wasm.taped).toEqual([wasm.adapters, wasm.adapters]);
     expect(maxAbsDiff(wasm.logits, cpu.logits)).toBeLessThan(1e-4);
+    expect(Math.abs(wasm.loss - cpu.loss)).toBeLessThan(1e-5);
+    wasm.grads.forEach((g, i) => {
+      const scale = Math.max(...Array.from(cpu.grads[i], Math.abs));
+      expect(scale).toBeGreaterThan(0);
+      expect(maxAbsDiff(g, cpu.grads[i])).toBeLessThan(1e-5 + 1e-4 * scale);
+    });
   });
 });
 

@@ -45,6 +45,8 @@ interface Ops {
   bmm: Bmm;
   rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number): void;
   rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
+  lora_fwd(...args: number[]): void;
+  lora_bwd(...args: number[]): void;
   lora_linear(
     x: number,
     wt: number,
@@ -138,6 +140,43 @@ export function wasmLoraLinear(x: tf.Tensor2D, wt: tf.Tensor2D, at: tf.Tensor2D,
   return tf.engine().runKernel(LORA_LINEAR, { x, wt, at, bts }, {}) as tf.Tensor2D;
 }
 
+/**
+ * Under a tape: x wt + s (x A^T) B^T (a frozen W^T [in, out], LoRA's A [r, in] and B [out, r] as
+ * PEFT holds them) as one taped op whose forward and backward are one kernel of ours each, where
+ * the stock path ran ~5 kernels forward and ~9 backward per projection (lora.ts's taped delta,
+ * the frozen product, the sum and their gradients), with the same products, in the same order;
+ * null where our kernels do not serve. Gradients go to x, A and B.
+ */
+export function wasmLoraTaped(
+  x: tf.Tensor2D,
+  wt: tf.Tensor2D,
+  a: tf.Tensor2D,
+  b: tf.Tensor2D,
+  scale: number,
+): tf.Tensor2D | null {
+  if ([x, wt, a, b].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  const f = tf.customGrad((xi, ai, bi, save) => {
+    const [y, t] = tf.engine().runKernel(
+      LORA_FWD,
+      { x: xi as tf.Tensor, wt, a: ai as tf.Tensor, b: bi as tf.Tensor },
+      {
+        scale,
+      },
+    ) as tf.Tensor[];
+    (save as tf.GradSaveFunc)([xi as tf.Tensor, t, ai as tf.Tensor, bi as tf.Tensor]);
+    return {
+      value: y as tf.Tensor2D,
+      gradFunc: (dy, [xs, ts, as, bs]) =>
+        tf
+          .engine()
+          .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale }) as tf.Tensor[],
+    };
+  }) as (x: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+  return f(x, a, b);
+}
+
+const LORA_FWD = 'SparringWasmLoraFwd';
+const LORA_BWD = 'SparringWasmLoraBwd';
 const LORA_LINEAR = 'SparringWasmLoraLinear';
 const RMS_NORM = 'SparringWasmRmsNorm';
 const ROPE = 'SparringWasmRope';
@@ -175,6 +214,55 @@ export function installWasmKernels(): void {
       opsFor(b)!.lora_linear(ptr(b, x), ptr(b, wt), ptr(b, at), ptr(b, bts), ptr(b, y), scratch, N, inp, out, r);
       b.wasm._free(scratch);
       return y;
+    },
+  });
+  tf.registerKernel({
+    kernelName: LORA_FWD,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { x, wt, a, b: B } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [N, inp] = x.shape;
+      const [out, r] = [wt.shape[1], a.shape[0]];
+      const y = b.makeOutput([N, out], 'float32');
+      const t = b.makeOutput([N, r], 'float32');
+      const scratch = b.wasm._malloc((PANEL + inp * r + r * out + N * out) * 4);
+      const s = (attrs as { scale: number }).scale;
+      opsFor(b)!.lora_fwd(
+        ptr(b, x),
+        ptr(b, wt),
+        ptr(b, a),
+        ptr(b, B),
+        ptr(b, y),
+        ptr(b, t),
+        scratch,
+        N,
+        inp,
+        out,
+        r,
+        s,
+      );
+      b.wasm._free(scratch);
+      return [y, t];
+    },
+  });
+  tf.registerKernel({
+    kernelName: LORA_BWD,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { g, x, t, wt, a, b: B } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [N, inp] = x.shape;
+      const [out, r] = [wt.shape[1], a.shape[0]];
+      const dx = b.makeOutput([N, inp], 'float32');
+      const da = b.makeOutput([r, inp], 'float32');
+      const db = b.makeOutput([out, r], 'float32');
+      const scratch = b.wasm._malloc((PANEL + N * r + N * inp + out * inp + r * N + out * N) * 4);
+      const s = (attrs as { scale: number }).scale;
+      const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
+      opsFor(b)!.lora_bwd(...args, scratch, N, inp, out, r, s);
+      b.wasm._free(scratch);
+      return [dx, da, db];
     },
   });
   tf.registerKernel({

@@ -237,3 +237,58 @@ __attribute__((export_name("lora_linear"))) void lora_linear(u32 x, u32 wt, u32 
   for (; i + 4 <= n; i += 4) wasm_v128_store(Y + i, wasm_f32x4_add(wasm_v128_load(Y + i), wasm_v128_load(D + i)));
   for (; i < n; i++) Y[i] += D[i];
 }
+
+static void scale(float *x, u32 n, float s) {
+  u32 i = 0;
+  v128_t v = wasm_f32x4_splat(s);
+  for (; i + 4 <= n; i += 4) wasm_v128_store(x + i, wasm_f32x4_mul(wasm_v128_load(x + i), v));
+  for (; i < n; i++) x[i] *= s;
+}
+
+static void addInto(float *y, const float *d, u32 n) {
+  u32 i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_v128_load(d + i)));
+  for (; i < n; i++) y[i] += d[i];
+}
+
+// Under a tape: a frozen projection wt [in, out] with LoRA's A [r, in] and B [out, r] (PEFT's
+// layout) on x [N, in]: t = s (x A^T) [N, r] and y = x wt + t B^T [N, out], as the taped ops
+// compute them (lora.ts: t = (h A^T) s, delta = t B^T, y = x W^T + delta). `scratch`: PANEL +
+// in r + r out + N out floats.
+__attribute__((export_name("lora_fwd"))) void lora_fwd(u32 x, u32 wt, u32 a, u32 b, u32 y, u32 t,
+                                                       u32 scratch, u32 N, u32 in, u32 out,
+                                                       u32 r, float s) {
+  const float *X = (const float *)x;
+  float *Y = (float *)y, *T = (float *)t, *pack = (float *)scratch;
+  float *At = pack + PANEL, *Bt = At + in * r, *D = Bt + r * out;
+  transposeInto((const float *)a, At, r, in);
+  transposeInto((const float *)b, Bt, out, r);
+  gemm1(X, in, 1, At, T, N, r, in, pack);
+  scale(T, N * r, s);
+  gemm1(X, in, 1, (const float *)wt, Y, N, out, in, pack);
+  gemm1(T, r, 1, Bt, D, N, out, r, pack);
+  addInto(Y, D, N * out);
+}
+
+// lora_fwd's backward for dy = g [N, out]: sgB = s (g B) [N, r], dx = g wt^T + sgB A [N, in],
+// dA = sgB^T x [r, in], dB = g^T t [out, r], the taped ops' products and order. `scratch`:
+// PANEL + N r + N in + out in + r N + out N floats.
+__attribute__((export_name("lora_bwd"))) void lora_bwd(u32 g, u32 x, u32 t, u32 wt, u32 a,
+                                                       u32 b, u32 dx, u32 da, u32 db,
+                                                       u32 scratch, u32 N, u32 in, u32 out,
+                                                       u32 r, float s) {
+  const float *G = (const float *)g, *X = (const float *)x, *T = (const float *)t;
+  float *DX = (float *)dx, *pack = (float *)scratch;
+  float *SG = pack + PANEL, *DH = SG + N * r, *W = DH + N * in, *SGt = W + out * in;
+  float *Gt = SGt + r * N;
+  gemm1(G, out, 1, (const float *)b, SG, N, r, out, pack);
+  scale(SG, N * r, s);
+  gemm1(SG, r, 1, (const float *)a, DH, N, in, r, pack);
+  transposeInto((const float *)wt, W, in, out);
+  gemm1(G, out, 1, W, DX, N, in, out, pack);
+  addInto(DX, DH, N * in);
+  transposeInto(SG, SGt, N, r);
+  gemm1(SGt, N, 1, X, (float *)da, r, in, N, pack);
+  transposeInto(G, Gt, N, out);
+  gemm1(Gt, N, 1, T, (float *)db, out, r, N, pack);
+}
