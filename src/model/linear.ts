@@ -8,7 +8,14 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
-import { engineOptions, rowChunks, wasmGemmServes, wasmLoraLinear, wasmLoraTaped } from '../engine/index';
+import {
+  engineOptions,
+  rowChunks,
+  wasmGatherColumns,
+  wasmGemmServes,
+  wasmLoraLinear,
+  wasmLoraTaped,
+} from '../engine/index';
 import type { WeightKind } from '../contract/weightFormat';
 
 /**
@@ -208,10 +215,12 @@ export class TransposedWeight implements FrozenWeight {
    * step of the SmolLM2-135M shape.
    */
   private readonly rows = tf.customGrad((ids) => ({
-    value: tf.tidy(() =>
-      tf
-        .transpose(tf.gather(this.wt, (ids as tf.Tensor).reshape([-1]), 1))
-        .reshape([...(ids as tf.Tensor).shape, this.inFeatures]),
+    value: tf.tidy(
+      () =>
+        (tf.getBackend() === 'wasm' ? wasmGatherColumns(this.wt, ids as tf.Tensor) : null) ??
+        tf
+          .transpose(tf.gather(this.wt, (ids as tf.Tensor).reshape([-1]), 1))
+          .reshape([...(ids as tf.Tensor).shape, this.inFeatures]),
     ),
     gradFunc: () => tf.zerosLike(ids as tf.Tensor),
   })) as (ids: tf.Tensor) => tf.Tensor;

@@ -45,6 +45,7 @@ interface Ops {
   bmm: Bmm;
   rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number): void;
   rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
+  gather_cols(et: number, ids: number, out: number, n: number, H: number, V: number): void;
   lora_fwd(...args: number[]): void;
   lora_bwd(...args: number[]): void;
   lora_linear(
@@ -175,6 +176,17 @@ export function wasmLoraTaped(
   return f(x, a, b);
 }
 
+/**
+ * Rows `ids` (int32, any shape) of E from E^T [H, V] as [...ids.shape, H], one kernel of ours
+ * where it serves (else null): tfjs-wasm's gather of columns and the transpose after it took 2
+ * kernels and ~2.8 ms of a learning step's 504 ids on the sandbox defender. No gradient.
+ */
+export function wasmGatherColumns(et: tf.Tensor2D, ids: tf.Tensor): tf.Tensor | null {
+  if (et.dtype !== 'float32' || ids.dtype !== 'int32' || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(GATHER_COLUMNS, { et, ids }, {}) as tf.Tensor;
+}
+
+const GATHER_COLUMNS = 'SparringWasmGatherColumns';
 const LORA_FWD = 'SparringWasmLoraFwd';
 const LORA_BWD = 'SparringWasmLoraBwd';
 const LORA_LINEAR = 'SparringWasmLoraLinear';
@@ -214,6 +226,18 @@ export function installWasmKernels(): void {
       opsFor(b)!.lora_linear(ptr(b, x), ptr(b, wt), ptr(b, at), ptr(b, bts), ptr(b, y), scratch, N, inp, out, r);
       b.wasm._free(scratch);
       return y;
+    },
+  });
+  tf.registerKernel({
+    kernelName: GATHER_COLUMNS,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { et, ids } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [H, V] = et.shape;
+      const out = b.makeOutput([...ids.shape, H], 'float32');
+      opsFor(b)!.gather_cols(ptr(b, et), ptr(b, ids), ptr(b, out), size(ids.shape), H, V);
+      return out;
     },
   });
   tf.registerKernel({

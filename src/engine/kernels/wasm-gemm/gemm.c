@@ -292,3 +292,20 @@ __attribute__((export_name("lora_bwd"))) void lora_bwd(u32 g, u32 x, u32 t, u32 
   transposeInto(G, Gt, N, out);
   gemm1(Gt, N, 1, T, (float *)db, out, r, N, pack);
 }
+
+// Rows `ids` of E from E^T [H, V] (the tied embedding as the LM head holds it): out [n, H],
+// out[i][h] = et[h][ids[i]]; an id outside [0, V) gives a row of zeros.
+__attribute__((export_name("gather_cols"))) void gather_cols(u32 et, u32 ids, u32 out, u32 n,
+                                                             u32 H, u32 V) {
+  const float *E = (const float *)et;
+  const int *I = (const int *)ids;
+  float *O = (float *)out;
+  for (u32 i = 0; i < n; i++) {
+    u32 id = (u32)I[i];
+    float *o = O + i * H;
+    if (id >= V)
+      for (u32 h = 0; h < H; h++) o[h] = 0;
+    else
+      for (u32 h = 0; h < H; h++) o[h] = E[h * V + id];
+  }
+}
