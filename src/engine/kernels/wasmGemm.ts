@@ -1,4 +1,4 @@
-// Our own kernels on tfjs-wasm: wasm-gemm/gemm.c, ~13 KB of wasm32 SIMD that imports tfjs-wasm's
+// Our own kernels on tfjs-wasm: wasm-gemm/gemm.c, ~22 KB of wasm32 SIMD that imports tfjs-wasm's
 // memory and works on its tensors in place (built by wasm-gemm/build.sh with Debian's clang).
 //
 // BatchMatMul: tfjs-wasm ran any product with a batch dimension (the attention's scores and
@@ -10,8 +10,11 @@
 // 63 -> 7 ms, the rest 1.0-5x faster than XNNPACK. Each output is summed over k in order, one
 // multiply and one add per step, as tfjs-wasm's own loop does.
 //
-// RMSNorm's and RoPE's forward (and RoPE's backward) as one kernel each, where tfjs ops took 6
-// (the decode path's per-token kernel count is its host cost: ~10 us of tfjs engine per kernel).
+// Fused kernels where tfjs ops ran several each (the decode path's per-token kernel count is
+// its host cost): RMSNorm's forward, RoPE's forward and backward, a frozen projection with its
+// LoRA delta (outside a tape one kernel; under a tape one taped op, one kernel each way), the
+// tied embedding's gather from E^T. 277 -> 152 kernels per decoded token, 1,357 -> 927 per
+// learning step of the sandbox defender (dev/bench/cpu/opProfile.ts).
 import * as tf from '@tensorflow/tfjs';
 import { gemmWasmBase64 } from './wasm-gemm/gemmBinary';
 
