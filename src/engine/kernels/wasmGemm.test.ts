@@ -103,3 +103,28 @@ describe('RMSNorm and RoPE as one kernel of ours on tfjs-wasm', () => {
       expect(Math.max(...got.map((v, i) => Math.abs(v - want[i])))).toBeLessThan(1e-5);
     });
 });
+
+describe('Exp on tfjs-wasm (ours, a 4-lane polynomial)', () => {
+  afterAll(() => tf.setBackend('cpu'));
+  it('gives Math.exp within 2 ulp over the float range, 0 below -87.34, +inf above 88.72, NaN for NaN', async () => {
+    await tf.setBackend('wasm');
+    const xs = [
+      ...Array.from({ length: 4001 }, (_, i) => -90 + (i * 180) / 4000),
+      -1e9,
+      1e9,
+      0,
+      NaN,
+      1e-30,
+      88.5,
+      88.72,
+    ];
+    const got = tf.tidy(() => Array.from(tf.exp(tf.tensor1d(xs)).dataSync()));
+    xs.forEach((x, i) => {
+      const want = Math.fround(Math.exp(Math.fround(x))); // the tensor holds x in float32
+      if (Number.isNaN(x)) expect(got[i]).toBeNaN();
+      else if (x < -87.34) expect(got[i]).toBeLessThan(1.2e-38);
+      else if (want === Infinity) expect(got[i]).toBe(Infinity);
+      else expect(Math.abs(got[i] - want)).toBeLessThanOrEqual(2.5e-7 * want);
+    });
+  });
+});

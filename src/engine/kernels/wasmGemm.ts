@@ -49,6 +49,7 @@ interface Ops {
   rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number): void;
   rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
   gather_cols(et: number, ids: number, out: number, n: number, H: number, V: number): void;
+  exp_f32(x: number, y: number, n: number): void;
   lora_fwd(...args: number[]): void;
   lora_bwd(...args: number[]): void;
   lora_linear(
@@ -231,6 +232,24 @@ export function installWasmKernels(): void {
       return y;
     },
   });
+  // Exp: tfjs-wasm's runs a scalar libm call per value, 8-25 ns each on the learning step's
+  // log-softmax over [256, 512] (3 calls, 3-10 ms); ours is a 4-lane polynomial (Cephes' expf).
+  const stockExp = tf.getKernel('Exp', 'wasm');
+  if (stockExp) {
+    tf.unregisterKernel('Exp', 'wasm');
+    tf.registerKernel({
+      ...stockExp,
+      kernelFunc: (args) => {
+        const x = (args.inputs as { x: tf.TensorInfo }).x;
+        const b = args.backend as unknown as WasmBackend;
+        const ops = x.dtype === 'float32' ? opsFor(b) : null;
+        if (!ops) return stockExp.kernelFunc(args);
+        const out = b.makeOutput(x.shape, 'float32');
+        ops.exp_f32(ptr(b, x), ptr(b, out), size(x.shape));
+        return out;
+      },
+    });
+  }
   tf.registerKernel({
     kernelName: GATHER_COLUMNS,
     backendName: 'wasm',

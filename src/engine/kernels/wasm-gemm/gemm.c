@@ -309,3 +309,46 @@ __attribute__((export_name("gather_cols"))) void gather_cols(u32 et, u32 ids, u3
       for (u32 h = 0; h < H; h++) o[h] = E[h * V + id];
   }
 }
+
+// e^x, four lanes: Cephes' expf (x = n ln2 + r, |r| <= ln2 / 2, a degree-6 polynomial in r,
+// times 2^n), ~1 ulp; below -87.34 it gives 0 (where e^x is subnormal, < 1.2e-38), above
+// 88.72 (ln FLT_MAX) +inf, NaN stays NaN.
+static v128_t exp4(v128_t x) {
+  const v128_t lo = wasm_f32x4_splat(-87.3365447505f), hi = wasm_f32x4_splat(88.7228391117f);
+  v128_t c = wasm_f32x4_min(wasm_f32x4_max(x, lo), hi);
+  v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(c, wasm_f32x4_splat(1.44269504088896341f)));
+  v128_t r = wasm_f32x4_sub(c, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
+  r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
+  p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, r), r), r), wasm_f32x4_splat(1.0f));
+  // 2^n as 2^(n - 1) * 2 where n > 0 (n reaches 128 near ln(FLT_MAX), past the exponent field).
+  v128_t ni = wasm_i32x4_trunc_sat_f32x4(n), up = wasm_i32x4_gt(ni, wasm_i32x4_splat(0));
+  v128_t e = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_sub(ni, wasm_v128_and(up, wasm_i32x4_splat(1))), wasm_i32x4_splat(127)), 23);
+  v128_t y = wasm_f32x4_mul(wasm_f32x4_mul(p, e), wasm_v128_bitselect(wasm_f32x4_splat(2.0f), wasm_f32x4_splat(1.0f), up));
+  y = wasm_v128_bitselect(wasm_f32x4_splat(0.0f), y, wasm_f32x4_lt(x, lo));
+  y = wasm_v128_bitselect(wasm_f32x4_splat(__builtin_inff()), y, wasm_f32x4_gt(x, wasm_f32x4_splat(88.7228391117f)));
+  return y;
+}
+
+__attribute__((export_name("exp_f32"))) void exp_f32(u32 x, u32 y, u32 n) {
+  const float *X = (const float *)x;
+  float *Y = (float *)y;
+  u32 i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(Y + i, exp4(wasm_v128_load(X + i)));
+  if (i < n) { // the last 1-3 values in lanes (no stack: this module has none of its own)
+    u32 rem = n - i;
+    v128_t v = wasm_f32x4_splat(0);
+    v = wasm_f32x4_replace_lane(v, 0, X[i]);
+    if (rem > 1) v = wasm_f32x4_replace_lane(v, 1, X[i + 1]);
+    if (rem > 2) v = wasm_f32x4_replace_lane(v, 2, X[i + 2]);
+    v = exp4(v);
+    Y[i] = wasm_f32x4_extract_lane(v, 0);
+    if (rem > 1) Y[i + 1] = wasm_f32x4_extract_lane(v, 1);
+    if (rem > 2) Y[i + 2] = wasm_f32x4_extract_lane(v, 2);
+  }
+}
