@@ -13,8 +13,8 @@
 // Fused kernels where tfjs ops ran several each (the decode path's per-token kernel count is
 // its host cost): RMSNorm's forward, RoPE's forward and backward, a frozen projection with its
 // LoRA delta (outside a tape one kernel; under a tape one taped op, one kernel each way), the
-// tied embedding's gather from E^T; and Exp, vectorised. 277 -> 152 kernels per decoded token, 1,357 -> 927 per
-// learning step of the sandbox defender (dev/bench/cpu/opProfile.ts).
+// tied embedding's gather from E^T: 277 -> 152 kernels per decoded token, 1,357 -> 927 per
+// learning step of the sandbox defender (dev/bench/cpu/opProfile.ts). And Exp, vectorised.
 import * as tf from '@tensorflow/tfjs';
 import { gemmWasmBase64 } from './wasm-gemm/gemmBinary';
 
