@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { installWasmKernels, wasmGemmCalls } from './wasmGemm';
-import { rmsNorm, rope } from '../index';
+import { rmsNorm, rope, swiglu } from '../index';
 
 // Our batched SIMD GEMM on tfjs-wasm against tfjs-cpu's BatchMatMul: every transpose pair, the
 // block sizes' tails (M, N not multiples of 4 or 8), a broadcast batch of one, and the
@@ -59,7 +59,7 @@ describe('batched products on tfjs-wasm (our GEMM) against tfjs-cpu', () => {
       });
 });
 
-describe('RMSNorm and RoPE as one kernel of ours on tfjs-wasm', () => {
+describe('RMSNorm, RoPE and SwiGLU as one kernel of ours on tfjs-wasm', () => {
   afterAll(() => tf.setBackend('cpu'));
   const x = draw([2, 3, 5, 8], 3);
   const w = draw([8], 4);
@@ -88,6 +88,23 @@ describe('RMSNorm and RoPE as one kernel of ours on tfjs-wasm', () => {
       },
       'SparringWasmRope',
       2,
+    ],
+    [
+      'swiglu',
+      () => swiglu(tf.tensor(x, [2, 3, 5, 8]), tf.tensor(draw([2, 3, 5, 8], 8), [2, 3, 5, 8])),
+      'SparringWasmSwiglu',
+      1,
+    ],
+    [
+      "swiglu's gradients (under a weighted sum)",
+      () => {
+        const [g, u] = [tf.tensor(x, [2, 3, 5, 8]), tf.tensor(draw([2, 3, 5, 8], 8), [2, 3, 5, 8])];
+        const wts = tf.tensor(draw([2, 3, 5, 8], 9), [2, 3, 5, 8]);
+        const [dg, du] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(swiglu(a, b), wts)))([g, u]);
+        return tf.concat([dg.reshape([-1]), du.reshape([-1])]);
+      },
+      'SparringWasmSwigluGrad',
+      1,
     ],
   ];
   for (const [name, f, kernel, n] of cases)

@@ -50,6 +50,8 @@ interface Ops {
   rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
   gather_cols(et: number, ids: number, out: number, n: number, H: number, V: number): void;
   exp_f32(x: number, y: number, n: number): void;
+  swiglu_fwd(g: number, u: number, y: number, n: number): void;
+  swiglu_bwd(dy: number, g: number, u: number, dg: number, du: number, n: number): void;
   lora_fwd(...args: number[]): void;
   lora_bwd(...args: number[]): void;
   lora_linear(
@@ -190,6 +192,20 @@ export function wasmGatherColumns(et: tf.Tensor2D, ids: tf.Tensor): tf.Tensor | 
   return tf.engine().runKernel(GATHER_COLUMNS, { et, ids }, {}) as tf.Tensor;
 }
 
+/** SwiGLU's gate (g sigmoid(g)) u in one kernel of ours where it serves, else null. No gradient. */
+export function wasmSwiglu(g: tf.Tensor, u: tf.Tensor): tf.Tensor | null {
+  if (g.dtype !== 'float32' || u.dtype !== 'float32' || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(SWIGLU, { g, u }, {}) as tf.Tensor;
+}
+
+/** SwiGLU's closed-form backward [dg, du] in one kernel of ours where it serves, else null. */
+export function wasmSwigluGrad(dy: tf.Tensor, g: tf.Tensor, u: tf.Tensor): [tf.Tensor, tf.Tensor] | null {
+  if ([dy, g, u].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(SWIGLU_GRAD, { dy, g, u }, {}) as unknown as [tf.Tensor, tf.Tensor];
+}
+
+const SWIGLU = 'SparringWasmSwiglu';
+const SWIGLU_GRAD = 'SparringWasmSwigluGrad';
 const GATHER_COLUMNS = 'SparringWasmGatherColumns';
 const LORA_FWD = 'SparringWasmLoraFwd';
 const LORA_BWD = 'SparringWasmLoraBwd';
@@ -250,6 +266,28 @@ export function installWasmKernels(): void {
       },
     });
   }
+  tf.registerKernel({
+    kernelName: SWIGLU,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { g, u } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const y = b.makeOutput(g.shape, 'float32');
+      opsFor(b)!.swiglu_fwd(ptr(b, g), ptr(b, u), ptr(b, y), size(g.shape));
+      return y;
+    },
+  });
+  tf.registerKernel({
+    kernelName: SWIGLU_GRAD,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { dy, g, u } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
+      opsFor(b)!.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
+      return [dg, du];
+    },
+  });
   tf.registerKernel({
     kernelName: GATHER_COLUMNS,
     backendName: 'wasm',

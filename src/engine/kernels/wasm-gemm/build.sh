@@ -5,7 +5,7 @@
 set -e
 cd "$(dirname "$0")"
 clang --target=wasm32 -O3 -msimd128 -nostdlib -ffreestanding -fno-builtin \
-  -Wl,--no-entry -Wl,--import-memory -Wl,--strip-all -Wl,--export=bmm -Wl,--export=rmsnorm -Wl,--export=rope -Wl,--export=lora_linear -Wl,--export=lora_fwd -Wl,--export=lora_bwd -Wl,--export=gather_cols -Wl,--export=exp_f32 \
+  -Wl,--no-entry -Wl,--import-memory -Wl,--strip-all -Wl,--export=bmm -Wl,--export=rmsnorm -Wl,--export=rope -Wl,--export=lora_linear -Wl,--export=lora_fwd -Wl,--export=lora_bwd -Wl,--export=gather_cols -Wl,--export=exp_f32 -Wl,--export=swiglu_fwd -Wl,--export=swiglu_bwd \
   -o gemm.wasm gemm.c
 # The module shares tfjs-wasm's memory and has no stack of its own: a global (clang's stack
 # pointer, for a local array) would write into tfjs-wasm's data.

@@ -352,3 +352,53 @@ __attribute__((export_name("exp_f32"))) void exp_f32(u32 x, u32 y, u32 n) {
     if (rem > 2) Y[i + 2] = wasm_f32x4_extract_lane(v, 2);
   }
 }
+
+// The first k (1-4) floats at p as lanes, and back (no stack: this module has none).
+static v128_t loadp(const float *p, u32 k) {
+  if (k == 4) return wasm_v128_load(p);
+  v128_t v = wasm_f32x4_splat(0);
+  v = wasm_f32x4_replace_lane(v, 0, p[0]);
+  if (k > 1) v = wasm_f32x4_replace_lane(v, 1, p[1]);
+  if (k > 2) v = wasm_f32x4_replace_lane(v, 2, p[2]);
+  if (k > 3) v = wasm_f32x4_replace_lane(v, 3, p[3]);
+  return v;
+}
+static void storep(float *p, v128_t v, u32 k) {
+  if (k == 4) return wasm_v128_store(p, v);
+  p[0] = wasm_f32x4_extract_lane(v, 0);
+  if (k > 1) p[1] = wasm_f32x4_extract_lane(v, 1);
+  if (k > 2) p[2] = wasm_f32x4_extract_lane(v, 2);
+  if (k > 3) p[3] = wasm_f32x4_extract_lane(v, 3);
+}
+
+static v128_t sigmoid4(v128_t g) { // 1 / (1 + e^-g), as tfjs's sigmoid
+  const v128_t one = wasm_f32x4_splat(1.0f);
+  return wasm_f32x4_div(one, wasm_f32x4_add(one, exp4(wasm_f32x4_neg(g))));
+}
+
+// SwiGLU's gate, y = (g sigmoid(g)) u, the stock ops' order.
+__attribute__((export_name("swiglu_fwd"))) void swiglu_fwd(u32 g, u32 u, u32 y, u32 n) {
+  const float *G = (const float *)g, *U = (const float *)u;
+  float *Y = (float *)y;
+  for (u32 i = 0; i < n; i += 4) {
+    u32 k = n - i < 4 ? n - i : 4;
+    v128_t gv = loadp(G + i, k), uv = loadp(U + i, k);
+    storep(Y + i, wasm_f32x4_mul(wasm_f32x4_mul(gv, sigmoid4(gv)), uv), k);
+  }
+}
+
+// Its backward (swiglu.ts's closed form, same order): s = sigmoid(g),
+// dg = dy u s (1 + g (1 - s)), du = dy g s.
+__attribute__((export_name("swiglu_bwd"))) void swiglu_bwd(u32 dy, u32 g, u32 u, u32 dg, u32 du,
+                                                           u32 n) {
+  const float *D = (const float *)dy, *G = (const float *)g, *U = (const float *)u;
+  float *DG = (float *)dg, *DU = (float *)du;
+  const v128_t one = wasm_f32x4_splat(1.0f);
+  for (u32 i = 0; i < n; i += 4) {
+    u32 k = n - i < 4 ? n - i : 4;
+    v128_t d = loadp(D + i, k), gv = loadp(G + i, k), uv = loadp(U + i, k), s = sigmoid4(gv);
+    v128_t t = wasm_f32x4_add(one, wasm_f32x4_mul(gv, wasm_f32x4_sub(one, s)));
+    storep(DG + i, wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_mul(d, uv), s), t), k);
+    storep(DU + i, wasm_f32x4_mul(wasm_f32x4_mul(d, gv), s), k);
+  }
+}
