@@ -1,4 +1,4 @@
-// Our own kernels on tfjs-wasm: wasm-gemm/gemm.c, ~24 KB of wasm32 SIMD that imports tfjs-wasm's
+// Our own kernels on tfjs-wasm: wasm-gemm/gemm.c, ~26 KB of wasm32 SIMD that imports tfjs-wasm's
 // memory and works on its tensors in place (built by wasm-gemm/build.sh with Debian's clang).
 //
 // BatchMatMul: tfjs-wasm ran any product with a batch dimension (the attention's scores and
@@ -13,8 +13,9 @@
 // Fused kernels where tfjs ops ran several each (the decode path's per-token kernel count is
 // its host cost): RMSNorm's forward, RoPE's forward and backward, a frozen projection with its
 // LoRA delta (outside a tape one kernel; under a tape one taped op, one kernel each way), the
-// tied embedding's gather from E^T: 277 -> 152 kernels per decoded token, 1,357 -> 927 per
-// learning step of the sandbox defender (dev/bench/cpu/opProfile.ts). And Exp, vectorised.
+// tied embedding's gather from E^T, SwiGLU's gate and its backward: 277 -> 146 kernels per
+// decoded token, 1,357 -> 897 per learning step of the sandbox defender
+// (dev/bench/cpu/opProfile.ts). And Exp, vectorised.
 import * as tf from '@tensorflow/tfjs';
 import { gemmWasmBase64 } from './wasm-gemm/gemmBinary';
 
