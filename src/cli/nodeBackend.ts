@@ -3,7 +3,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { availableParallelism } from 'node:os';
 import { describeWasmThreads, wasmThreadRequest, type WasmThreadEnv } from '../contract/wasmThreads';
-import { shareWasmIdentity } from '../engine/index';
+import { installWasmKernels, shareWasmIdentity } from '../engine/index';
 
 const nodeThreads = (): WasmThreadEnv => ({ node: true, isolated: false, cores: availableParallelism() });
 
@@ -62,6 +62,7 @@ export async function useTrainingBackend(prefer: 'wasm' | 'cpu' = 'wasm'): Promi
       wasm.setThreadsCount(wasmThreadRequest(nodeThreads()));
       registerWasmSegmentSum();
       shareWasmIdentity();
+      installWasmKernels();
       if (await tf.setBackend('wasm')) {
         await tf.ready();
         return 'wasm';

@@ -20,6 +20,13 @@ export { probeWebGPU } from './probe';
 export type { GpuProbe } from '../contract/gpuProbe';
 export { variableFrom } from './variables';
 export { shareWasmIdentity } from './wasmIdentity';
+export {
+  installWasmKernels,
+  wasmGatherColumns,
+  wasmGemmServes,
+  wasmLoraLinear,
+  wasmLoraTaped,
+} from './kernels/wasmGemm';
 
 // The WebGPU device tfjs runs on, its features and binding limits.
 export { customKernelsActive, isWebGPUBackend, webgpuDevice } from './webgpu/wgslProgram';

@@ -12,6 +12,7 @@ import {
 import type { GpuProbe } from '../contract/gpuProbe';
 import { registerWebGPUBackend } from './webgpu/gpuFeatures';
 import { shareWasmIdentity } from './wasmIdentity';
+import { installWasmKernels } from './kernels/wasmGemm';
 import {
   describeWasmThreads,
   threadedBuildWanted,
@@ -54,6 +55,7 @@ async function registerBackend(name: BackendName, opts: InitOptions): Promise<vo
     if (!threadedBuildWanted(threadEnv())) tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
     wasm.setThreadsCount(wasmThreadRequest(threadEnv()));
     shareWasmIdentity();
+    installWasmKernels();
   }
   // webgl and cpu ship inside @tensorflow/tfjs.
 }

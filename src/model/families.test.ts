@@ -24,7 +24,10 @@ import {
 } from './quant';
 import { unplannableReason } from './planned/decode';
 import { plannedMismatch, plannedLayer } from '../contract/blockDescription';
+import { installWasmKernels } from '../engine/index';
 
+// The wasm path's products run our GEMM, as in the app (src/engine/kernels/wasmGemm.ts).
+installWasmKernels();
 const FIXTURES = pathToFileURL(resolve('dev/fixtures/families') + '/');
 const CASES = ['qwen3-bias', 'qwen3-tied', 'gemma3-tied', 'gemma3-untied'];
 /** The bound: float32 logits within 1e-4 of the float64 reference. */

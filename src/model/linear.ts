@@ -8,7 +8,14 @@
 //    y = x W^T + s (x A^T) B^T, never W + s B A rebuilt on every call.
 
 import * as tf from '@tensorflow/tfjs';
-import { engineOptions, rowChunks } from '../engine/index';
+import {
+  engineOptions,
+  rowChunks,
+  wasmGatherColumns,
+  wasmGemmServes,
+  wasmLoraLinear,
+  wasmLoraTaped,
+} from '../engine/index';
 import type { WeightKind } from '../contract/weightFormat';
 
 /**
@@ -33,7 +40,8 @@ export function weightLayout(backend: string = tf.getBackend()): WeightLayout {
  * which run the naive loop). Elsewhere it is tf.matMul.
  */
 export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D, transposeA = false, transposeB = false): tf.Tensor2D {
-  if (tf.getBackend() !== 'wasm') return tf.matMul(a, b, transposeA, transposeB);
+  // Our GEMM on wasm (engine/kernels/wasmGemm.ts) takes any transpose pair at full speed.
+  if (tf.getBackend() !== 'wasm' || wasmGemmServes()) return tf.matMul(a, b, transposeA, transposeB);
   const [x, y] = [transposeA ? tf.transpose(a) : a, transposeB ? tf.transpose(b) : b];
   return recordingGradients() ? plainMatMul(x, y) : tf.matMul(x, y);
 }
@@ -66,7 +74,7 @@ const plainMatMul = tf.customGrad((a, b, save) => {
  * packing of the new operand: 2 K N); a weight b of a long batch is never copied.
  */
 function timesTransposed(g: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
-  if (tf.getBackend() !== 'wasm') return tf.matMul(g, b, false, true);
+  if (tf.getBackend() !== 'wasm' || wasmGemmServes()) return tf.matMul(g, b, false, true);
   const [M, N] = g.shape;
   const K = b.shape[0];
   return M * (N + K) < 2 * K * N ? tf.transpose(tf.matMul(b, tf.transpose(g))) : tf.matMul(g, tf.transpose(b));
@@ -207,10 +215,12 @@ export class TransposedWeight implements FrozenWeight {
    * step of the SmolLM2-135M shape.
    */
   private readonly rows = tf.customGrad((ids) => ({
-    value: tf.tidy(() =>
-      tf
-        .transpose(tf.gather(this.wt, (ids as tf.Tensor).reshape([-1]), 1))
-        .reshape([...(ids as tf.Tensor).shape, this.inFeatures]),
+    value: tf.tidy(
+      () =>
+        (tf.getBackend() === 'wasm' ? wasmGatherColumns(this.wt, ids as tf.Tensor) : null) ??
+        tf
+          .transpose(tf.gather(this.wt, (ids as tf.Tensor).reshape([-1]), 1))
+          .reshape([...(ids as tf.Tensor).shape, this.inFeatures]),
     ),
     gradFunc: () => tf.zerosLike(ids as tf.Tensor),
   })) as (ids: tf.Tensor) => tf.Tensor;
@@ -355,6 +365,10 @@ export function denseFromHost(
 export interface LinearAdapter {
   /** x [N, in] -> delta [N, out], or null to contribute nothing (adapter disabled). */
   delta(x: tf.Tensor2D): tf.Tensor2D | null;
+  /** Where the delta is (x at) bts now (no dropout, no tape, wasm): at [in, r] and bts [r, out]. */
+  fusedFactors?(): [tf.Tensor2D, tf.Tensor2D] | null;
+  /** Where the delta is s (x A^T) B^T under a tape (no dropout, wasm): A [r, in], B [out, r], s. */
+  tapedFactors?(): { a: tf.Tensor2D; b: tf.Tensor2D; scale: number } | null;
   dispose(): void;
 }
 
@@ -386,8 +400,26 @@ export class Linear {
   forward(x: tf.Tensor): tf.Tensor {
     return tf.tidy(() => {
       const x2 = x.reshape([-1, this.inFeatures]) as tf.Tensor2D;
+      const fused = this.fused(x2);
+      if (fused) return fused.reshape([...x.shape.slice(0, -1), this.outFeatures]);
       return this.finish(this.weight.matmul(x2), x2, x.shape.slice(0, -1));
     });
+  }
+
+  /**
+   * x W^T with LoRA's delta as one kernel of ours (engine/kernels/wasmGemm.ts) outside a tape on
+   * wasm, where four ran (three products and the sum; at batch-1 decode 84 of 277 kernels per
+   * token of the sandbox defender), or null.
+   */
+  private fused(x2: tf.Tensor2D): tf.Tensor2D | null {
+    if (this.bias || !(this.weight instanceof TransposedWeight)) return null;
+    if (recordingGradients()) {
+      // Under a tape: one taped op, one kernel each way (wasmLoraTaped).
+      const t = this.adapter?.tapedFactors?.();
+      return t ? wasmLoraTaped(x2, this.weight.wt, t.a, t.b, t.scale) : null;
+    }
+    const f = this.adapter?.fusedFactors?.();
+    return f ? wasmLoraLinear(x2, this.weight.wt, f[0], f[1]) : null;
   }
 
   /** The output [...lead, out] from the product y = x2 W^T [N, out]: bias and adapter added. */

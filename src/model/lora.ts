@@ -16,7 +16,7 @@ import { denseWeight, matMul2d, recordingGradients, type LinearAdapter, type Lin
 import { PROJ_NAMES, type LlamaModel, type ProjName } from './llama';
 import { hash3, mulberry32 } from './random';
 import { getFiniteFloat32, type TensorSource } from './safetensors';
-import { variableFrom } from '../engine/index';
+import { variableFrom, wasmGemmServes } from '../engine/index';
 import { briefShape } from '../contract/brief';
 
 export interface LoraConfig {
@@ -97,18 +97,24 @@ export class LoraAdapter implements LinearAdapter {
    */
   private readonly taped = tf.customGrad((h, a, b, save) => {
     const s = this.set.scale;
-    const t = tf.mul(tf.matMul(h as tf.Tensor2D, tf.transpose(a as tf.Tensor2D)), s) as tf.Tensor2D; // [N, r]
+    // Our GEMM (engine/kernels/wasmGemm.ts) takes transposed operands as they are; tfjs-wasm's
+    // stock kernel wants them turned by Transpose kernels first.
+    const mm: (x: tf.Tensor2D, y: tf.Tensor2D, tx?: boolean, ty?: boolean) => tf.Tensor2D = wasmGemmServes()
+      ? (x: tf.Tensor2D, y: tf.Tensor2D, tx = false, ty = false) => tf.matMul(x, y, tx, ty)
+      : (x: tf.Tensor2D, y: tf.Tensor2D, tx = false, ty = false) =>
+          tf.matMul(tx ? tf.transpose(x) : x, ty ? tf.transpose(y) : y);
+    const t = tf.mul(mm(h as tf.Tensor2D, a as tf.Tensor2D, false, true), s) as tf.Tensor2D; // [N, r]
     (save as tf.GradSaveFunc)([h as tf.Tensor, t]);
     return {
-      value: tf.matMul(t, tf.transpose(b as tf.Tensor2D)),
+      value: mm(t, b as tf.Tensor2D, false, true),
       gradFunc: (dy, saved) => {
         const [hs, ts] = saved as tf.Tensor2D[];
         const g = dy as tf.Tensor2D; // [N, out]
-        const sgB = tf.mul(tf.matMul(g, b as tf.Tensor2D), s) as tf.Tensor2D; // [N, r]
+        const sgB = tf.mul(mm(g, b as tf.Tensor2D), s) as tf.Tensor2D; // [N, r]
         return [
-          tf.matMul(sgB, a as tf.Tensor2D), // dh [N, in]
-          tf.matMul(tf.transpose(sgB), hs), // dA [r, in]
-          tf.transpose(tf.matMul(tf.transpose(ts), g)), // dB [out, r] = (t^T g)^T
+          mm(sgB, a as tf.Tensor2D), // dh [N, in]
+          mm(sgB, hs, true), // dA [r, in]
+          mm(g, ts, true), // dB [out, r] = g^T t
         ];
       },
     };
@@ -128,6 +134,23 @@ export class LoraAdapter implements LinearAdapter {
     return tf.tidy(
       () => tf.div(tf.floor(tf.add(tf.randomUniform(shape, 0, 1, 'float32', seed), keep)), keep) as tf.Tensor2D,
     );
+  }
+
+  /**
+   * A^T and s B^T for Linear.forward's fused product (x W^T and this delta in one kernel, outside
+   * a tape on wasm), or null where delta must run: a tape, another backend, dropout, disabled.
+   */
+  fusedFactors(): [tf.Tensor2D, tf.Tensor2D] | null {
+    if (!this.set.enabled || (this.set.training && this.set.dropout > 0)) return null;
+    if (tf.getBackend() !== 'wasm' || recordingGradients()) return null;
+    return this.turnedFactors();
+  }
+
+  /** A, B and s for Linear.forward's one taped op under a tape on wasm, or null where delta must run. */
+  tapedFactors(): { a: tf.Tensor2D; b: tf.Tensor2D; scale: number } | null {
+    if (!this.set.enabled || (this.set.training && this.set.dropout > 0)) return null;
+    if (tf.getBackend() !== 'wasm' || !recordingGradients()) return null;
+    return { a: this.A, b: this.B, scale: this.set.scale };
   }
 
   /** A^T and s B^T for products outside a tape on wasm (decode), remade when A or B is assigned. */

@@ -9,7 +9,7 @@ import { disposeLlama, forward, loadLlama, PROJ_NAMES, type LlamaModel } from '.
 import { DenseWeight, matMul2d, TransposedWeight, WeightColumns, weightLayout, type WeightLayout } from './linear';
 import { attachLora, type LoraSet } from './lora';
 import { parseSafetensors } from './safetensors';
-import { shareWasmIdentity } from '../engine/index';
+import { installWasmKernels, shareWasmIdentity } from '../engine/index';
 
 // The wasm/cpu weight layout (W^T, issue 42) against the golden float64 logits and against the
 // tfjs reference: the PyTorch layout on the cpu backend, where every product is stock tf.matMul
@@ -17,6 +17,7 @@ import { shareWasmIdentity } from '../engine/index';
 
 // As the lab and the CLI run wasm: an Identity that shares its input (engine/wasmIdentity.ts).
 shareWasmIdentity();
+installWasmKernels();
 
 const DIR = pathToFileURL(resolve('dev/fixtures/tiny-llama-f32') + '/');
 const config = parseModelConfig(readFileSync(new URL('config.json', DIR), 'utf8'), 'config.json');
@@ -158,6 +159,43 @@ describe('LoRA outside a tape on wasm', () => {
     expect(maxAbsDiff(wasm1, cpu1)).toBeLessThan(1e-4);
     expect(maxAbsDiff(wasm2, cpu2)).toBeLessThan(1e-4); // a stale s B^T is off by > 1e-2
   });
+
+  it('runs each LoRA projection as one kernel of ours on wasm (x W^T + (x A^T) s B^T; under a tape one each way), the cpu logits and gradients', async () => {
+    const run = async (backend: string) => {
+      await tf.setBackend(backend);
+      const m = loadLlama(config, parseSafetensors(weights, 'model.safetensors')); // ungrouped (the default)
+      const set = lora(m);
+      const p = await tf.profile(() => forward(m, [golden.input_ids]));
+      const logits = (p.result as tf.Tensor).dataSync().slice();
+      (p.result as tf.Tensor).dispose();
+      const fused = p.kernels.filter((k) => k.name === 'SparringWasmLoraLinear').length;
+      // Under a tape: one taped op per projection, one kernel of ours forward and one backward.
+      let learnt = { loss: 0, grads: [] as Float32Array[] };
+      const q = await tf.profile(() => {
+        learnt = lossAndGrads(m, set);
+        return [];
+      });
+      const taped = ['SparringWasmLoraFwd', 'SparringWasmLoraBwd'].map(
+        (name) => q.kernels.filter((k) => k.name === name).length,
+      );
+      const adapters = set.adapters.length;
+      set.dispose();
+      disposeLlama(m);
+      return { logits, fused, taped, adapters, ...learnt };
+    };
+    const cpu = await run('cpu');
+    const wasm = await run('wasm');
+    expect(wasm.adapters).toBe(7 * config.numLayers);
+    expect(wasm.fused).toBe(wasm.adapters);
+    expect(wasm.taped).toEqual([wasm.adapters, wasm.adapters]);
+    expect(maxAbsDiff(wasm.logits, cpu.logits)).toBeLessThan(1e-4);
+    expect(Math.abs(wasm.loss - cpu.loss)).toBeLessThan(1e-5);
+    wasm.grads.forEach((g, i) => {
+      const scale = Math.max(...Array.from(cpu.grads[i], Math.abs));
+      expect(scale).toBeGreaterThan(0);
+      expect(maxAbsDiff(g, cpu.grads[i])).toBeLessThan(1e-5 + 1e-4 * scale);
+    });
+  });
 });
 
 describe('matMul2d on wasm', () => {
@@ -201,31 +239,22 @@ describe('matMul2d on wasm', () => {
     expect(names).toHaveLength(4 * config.numLayers + 1); // one by one: 7 per layer
   });
 
-  it('asks the wasm BatchMatMul for no transposed rank-2 product in a forward and backward', async () => {
-    // XNNPACK serves only untransposed rank-2 products there; any other form is the naive loop.
+  it('turns no rank-2 operand with a Transpose kernel in a forward and backward (our GEMM takes them as they are)', async () => {
+    // engine/kernels/wasmGemm.ts serves every transpose pair; tfjs-wasm's stock kernel served only
+    // untransposed rank-2 products fast, and the code turned operands itself for it.
     await tf.setBackend('wasm');
-    const kernel = tf.getKernel('BatchMatMul', 'wasm')!;
-    const seen: string[] = [];
-    tf.unregisterKernel('BatchMatMul', 'wasm');
-    tf.registerKernel({
-      ...kernel,
-      kernelFunc: (args) => {
-        const { a } = args.inputs as { a: tf.TensorInfo };
-        const { transposeA, transposeB } = args.attrs as unknown as { transposeA: boolean; transposeB: boolean };
-        if (a.shape.length === 2 && (transposeA || transposeB)) seen.push(`${a.shape} ${transposeA} ${transposeB}`);
-        return kernel.kernelFunc(args);
-      },
-    });
-    try {
-      const m = load();
-      const set = lora(m);
+    const m = load();
+    const set = lora(m);
+    const p = await tf.profile(() => {
       lossAndGrads(m, set);
-      set.dispose();
-      disposeLlama(m);
-    } finally {
-      tf.unregisterKernel('BatchMatMul', 'wasm');
-      tf.registerKernel(kernel);
-    }
-    expect(seen).toEqual([]);
+      return [];
+    });
+    set.dispose();
+    disposeLlama(m);
+    // The tied embedding's rows are gathered from E^T by a kernel of ours too (wasmGatherColumns).
+    const turned = p.kernels.filter((k) => k.name === 'Transpose' && k.inputShapes[0].length === 2);
+    expect(turned.map((k) => `${k.inputShapes[0]}`)).toEqual([]);
+    expect(p.kernels.filter((k) => k.name === 'SparringWasmGatherColumns')).toHaveLength(1);
+    expect(p.kernels.some((k) => k.name === 'BatchMatMul')).toBe(true);
   });
 });

@@ -33,6 +33,7 @@ const V = cfg.vocabSize;
 const [B, P, T] = [8, 32, 32];
 
 let counting = true;
+const withShapes = argv.includes('--shapes');
 
 async function once(): Promise<void> {
   if (work === 'learn') {
@@ -62,16 +63,22 @@ for (const k of tf.getKernelsForBackend('wasm')) {
       const c0 = process.cpuUsage();
       const out = inner(args);
       const c = process.cpuUsage(c0);
-      const shapes = Object.values(args.inputs)
-        .map((t) => `[${(t as tf.TensorInfo).shape}]`)
-        .join(' ');
-      if (counting)
-        for (const key of [k.kernelName, `${k.kernelName} ${shapes}`]) {
-          const a = stats.get(key) ?? { count: 0, us: 0 };
-          a.count++;
-          a.us += c.user + c.system;
-          stats.set(key, a);
-        }
+      if (!counting) return out;
+      const keys = [k.kernelName];
+      if (withShapes) {
+        const shapes = Object.values(args.inputs)
+          .map((t) => `[${(t as tf.TensorInfo).shape}]`)
+          .join(' ');
+        const t = args.attrs as { transposeA?: boolean; transposeB?: boolean };
+        const flags = k.kernelName === 'BatchMatMul' ? ` ${t.transposeA ? 'T' : 'N'}${t.transposeB ? 'T' : 'N'}` : '';
+        keys.push(`${k.kernelName} ${shapes}${flags}`);
+      }
+      for (const key of keys) {
+        const a = stats.get(key) ?? { count: 0, us: 0 };
+        a.count++;
+        a.us += c.user + c.system;
+        stats.set(key, a);
+      }
       return out;
     },
   });
@@ -87,7 +94,7 @@ console.log(
 );
 for (const [name, a] of kinds)
   console.log(`${name.padEnd(24)} ${String(a.count).padStart(5)} ${(a.us / 1000).toFixed(2).padStart(9)} ms`);
-if (argv.includes('--shapes')) {
+if (withShapes) {
   const shaped = [...stats].filter(([key]) => key.includes(' ')).sort((a, b) => b[1].us - a[1].us);
   const by = argv.includes('--by-count') ? shaped.sort((a, b) => b[1].count - a[1].count) : shaped;
   for (const [key, a] of by.slice(0, 40))

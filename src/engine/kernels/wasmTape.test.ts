@@ -3,12 +3,14 @@ import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { geglu, rmsNorm, rope, swiglu } from '../index';
 import { shareWasmIdentity } from '../wasmIdentity';
+import { installWasmKernels } from './wasmGemm';
 import { wasmTape } from './wasmTape';
 
 // The taped ops of tfjs-wasm (closed-form backwards, the swap as a product) against the stock ops'
 // autodiff on tfjs-cpu: values and every input's gradient, under a weighted sum so that no
 // gradient is uniform.
 shareWasmIdentity();
+installWasmKernels();
 
 const draw = (shape: number[], seed: number) => Array.from(tf.randomNormal(shape, 0, 1, 'float32', seed).dataSync());
 

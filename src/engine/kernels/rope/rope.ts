@@ -4,6 +4,7 @@
 import * as tf from '@tensorflow/tfjs';
 import ropeWgsl from '../../../../shaders/rope/op.wgsl?raw';
 import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
+import { wasmGemmServes, wasmRope } from '../wasmGemm';
 
 /** HF rotate-half RoPE with the sign folded into sinSigned, the obvious way. */
 export function ropeStock(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
@@ -77,6 +78,22 @@ function ropeWasm(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.
   return f(x) as tf.Tensor4D;
 }
 
+/**
+ * RoPE on tfjs-wasm as one kernel of ours (engine/kernels/wasmGemm.ts), forward and, under a tape,
+ * backward (dy cos + swap(dy sinSigned)): 1 kernel each way where ropeWasm takes 6 and 4.
+ */
+function ropeOurs(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  if (tf.engine().state.gradientDepth === 0) return wasmRope(x, cos, sinSigned) as tf.Tensor4D;
+  const f = tf.customGrad((xi, save) => {
+    (save as tf.GradSaveFunc)([cos, sinSigned]);
+    return {
+      value: wasmRope(xi as tf.Tensor, cos, sinSigned) as tf.Tensor4D,
+      gradFunc: (dy, [c, s]) => wasmRope(dy as tf.Tensor, c, s, true) as tf.Tensor4D,
+    };
+  });
+  return f(x) as tf.Tensor4D;
+}
+
 export function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
   const [B, , L, D] = x.shape;
   const want = [B, 1, L, D];
@@ -84,6 +101,7 @@ export function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): 
   if (cos.shape.some((s, i) => s !== want[i]) || sinSigned.shape.some((s, i) => s !== want[i])) {
     throw new Error(`rope: cos and sin must be [${want}], got [${cos.shape}] and [${sinSigned.shape}]`);
   }
+  if (tf.getBackend() === 'wasm' && wasmGemmServes()) return ropeOurs(x, cos, sinSigned);
   if (tf.getBackend() === 'wasm' && L > 1) return ropeWasm(x, cos, sinSigned);
   if (!customKernelsActive()) return ropeStock(x, cos, sinSigned);
   // cos and sin go in as inputs so save() keeps them past the forward pass's tidy scope (a

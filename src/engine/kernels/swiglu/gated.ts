@@ -14,6 +14,9 @@ export interface GatedOp {
   stock: (g: tf.Tensor, u: tf.Tensor) => tf.Tensor;
   /** [d/dg, d/du] of sum(dy * act(g) * u), in stock ops. */
   grad: (dy: tf.Tensor, g: tf.Tensor, u: tf.Tensor) => [tf.Tensor, tf.Tensor];
+  /** The forward and `grad` as one kernel of ours on tfjs-wasm (engine/kernels/wasmGemm.ts), or null there. */
+  wasm?: (g: tf.Tensor, u: tf.Tensor) => tf.Tensor | null;
+  wasmGrad?: (dy: tf.Tensor, g: tf.Tensor, u: tf.Tensor) => [tf.Tensor, tf.Tensor] | null;
 }
 
 /** The op as a function of (g, u): the kernel where the custom kernels run, else the stock ops. */
@@ -40,12 +43,15 @@ export function gatedOp(op: GatedOp): (g: tf.Tensor, u: tf.Tensor) => tf.Tensor 
         const [gi, ui, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
         save([gi, ui]);
         return {
-          value: op.stock(gi, ui),
-          gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => op.grad(dy, saved[0], saved[1]),
+          value: op.wasm?.(gi, ui) ?? op.stock(gi, ui),
+          gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
+            op.wasmGrad?.(dy, saved[0], saved[1]) ?? op.grad(dy, saved[0], saved[1]),
         };
       });
       return f(g, u);
     }
+    const ours = tf.getBackend() === 'wasm' ? op.wasm?.(g, u) : null;
+    if (ours) return ours;
     if (!customKernelsActive()) return op.stock(g, u);
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
       const [gi, ui, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];

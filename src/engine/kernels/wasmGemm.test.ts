@@ -1,0 +1,147 @@
+import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
+import { afterAll, describe, expect, it } from 'vitest';
+import { installWasmKernels, wasmGemmCalls } from './wasmGemm';
+import { rmsNorm, rope, swiglu } from '../index';
+
+// Our batched SIMD GEMM on tfjs-wasm against tfjs-cpu's BatchMatMul: every transpose pair, the
+// block sizes' tails (M, N not multiples of 4 or 8), a broadcast batch of one, and the
+// attention's shapes ([b, kvHeads, group x T, d]).
+installWasmKernels();
+
+const draw = (shape: number[], seed: number) => Array.from(tf.randomNormal(shape, 0, 1, 'float32', seed).dataSync());
+
+function product(
+  backend: string,
+  a: { shape: number[]; data: number[] },
+  b: { shape: number[]; data: number[] },
+  tA: boolean,
+  tB: boolean,
+) {
+  tf.setBackend(backend);
+  return tf.tidy(() => {
+    const y = tf.matMul(tf.tensor(a.data, a.shape), tf.tensor(b.data, b.shape), tA, tB);
+    return { shape: y.shape, data: Array.from(y.dataSync()) };
+  });
+}
+
+const cases: [string, number[], number[]][] = [
+  ['3 x 13 x 9 by 3 x 9 x 11', [3, 13, 9], [3, 9, 11]],
+  ['attention scores [2,2,126,24] x [2,2,63,24]^T', [2, 2, 126, 24], [2, 2, 24, 63]],
+  ['one product over several column panels, 37 x 40 by 40 x 901', [37, 40], [40, 901]],
+  ['fewer than 4 rows, 2 x 3 x 10 by 2 x 10 x 9', [2, 3, 10], [2, 10, 9]],
+  ['batch-one broadcast of b', [4, 7, 5], [1, 5, 17]],
+  ['batch-one broadcast of a', [1, 6, 5], [3, 5, 8]],
+];
+
+describe('batched products on tfjs-wasm (our GEMM) against tfjs-cpu', () => {
+  afterAll(() => tf.setBackend('cpu'));
+  for (const [name, sa, sb] of cases)
+    for (const [tA, tB] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ])
+      it(`${name}, transposeA ${tA}, transposeB ${tB}`, async () => {
+        await tf.setBackend('wasm');
+        // Stored the way the flags read them: a transposed operand has its last two dims swapped.
+        const swap = (s: number[]) => [...s.slice(0, -2), s[s.length - 1], s[s.length - 2]];
+        const a = { shape: tA ? swap(sa) : sa, data: draw(sa, 1) };
+        const b = { shape: tB ? swap(sb) : sb, data: draw(sb, 2) };
+        const before = wasmGemmCalls();
+        const wasm = product('wasm', a, b, tA, tB);
+        expect(wasmGemmCalls()).toBe(before + 1);
+        const cpu = product('cpu', a, b, tA, tB);
+        expect(wasm.shape).toEqual(cpu.shape);
+        const err = Math.max(...wasm.data.map((v, i) => Math.abs(v - cpu.data[i])));
+        expect(err).toBeLessThan(1e-5);
+      });
+});
+
+describe('RMSNorm, RoPE and SwiGLU as one kernel of ours on tfjs-wasm', () => {
+  afterAll(() => tf.setBackend('cpu'));
+  const x = draw([2, 3, 5, 8], 3);
+  const w = draw([8], 4);
+  const cos = draw([2, 1, 5, 8], 5);
+  const sin = draw([2, 1, 5, 8], 6);
+  const run = (backend: string, f: () => tf.Tensor) => {
+    tf.setBackend(backend);
+    return tf.tidy(() => Array.from(f().dataSync()));
+  };
+  const cases: [string, () => tf.Tensor, string, number][] = [
+    ['rmsNorm', () => rmsNorm(tf.tensor(x, [2, 3, 5, 8]), tf.tensor1d(w), 1e-5), 'SparringWasmRmsNorm', 1],
+    [
+      'rope',
+      () => rope(tf.tensor4d(x, [2, 3, 5, 8]), tf.tensor4d(cos, [2, 1, 5, 8]), tf.tensor4d(sin, [2, 1, 5, 8])),
+      'SparringWasmRope',
+      1,
+    ],
+    [
+      "rope's gradient (under a weighted sum)",
+      () => {
+        const wts = tf.tensor4d(draw([2, 3, 5, 8], 7), [2, 3, 5, 8]);
+        const [c, s] = [tf.tensor4d(cos, [2, 1, 5, 8]), tf.tensor4d(sin, [2, 1, 5, 8])];
+        return tf.grad((v: tf.Tensor) => tf.sum(tf.mul(rope(v as tf.Tensor4D, c, s), wts)))(
+          tf.tensor4d(x, [2, 3, 5, 8]),
+        );
+      },
+      'SparringWasmRope',
+      2,
+    ],
+    [
+      'swiglu',
+      () => swiglu(tf.tensor(x, [2, 3, 5, 8]), tf.tensor(draw([2, 3, 5, 8], 8), [2, 3, 5, 8])),
+      'SparringWasmSwiglu',
+      1,
+    ],
+    [
+      "swiglu's gradients (under a weighted sum)",
+      () => {
+        const [g, u] = [tf.tensor(x, [2, 3, 5, 8]), tf.tensor(draw([2, 3, 5, 8], 8), [2, 3, 5, 8])];
+        const wts = tf.tensor(draw([2, 3, 5, 8], 9), [2, 3, 5, 8]);
+        const [dg, du] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(swiglu(a, b), wts)))([g, u]);
+        return tf.concat([dg.reshape([-1]), du.reshape([-1])]);
+      },
+      'SparringWasmSwigluGrad',
+      1,
+    ],
+  ];
+  for (const [name, f, kernel, n] of cases)
+    it(`${name}: tfjs-cpu's values, in ${n} kernel(s) of ours`, async () => {
+      await tf.setBackend('wasm');
+      const p = await tf.profile(() => {
+        f().dispose();
+        return [];
+      });
+      expect(p.kernels.filter((k) => k.name === kernel)).toHaveLength(n);
+      const got = run('wasm', f);
+      const want = run('cpu', f);
+      expect(Math.max(...got.map((v, i) => Math.abs(v - want[i])))).toBeLessThan(1e-5);
+    });
+});
+
+describe('Exp on tfjs-wasm (ours, a 4-lane polynomial)', () => {
+  afterAll(() => tf.setBackend('cpu'));
+  it('gives Math.exp within 2 ulp over the float range, 0 below -87.34, +inf above 88.72, NaN for NaN', async () => {
+    await tf.setBackend('wasm');
+    const xs = [
+      ...Array.from({ length: 4001 }, (_, i) => -90 + (i * 180) / 4000),
+      -1e9,
+      1e9,
+      0,
+      NaN,
+      1e-30,
+      88.5,
+      88.72,
+    ];
+    const got = tf.tidy(() => Array.from(tf.exp(tf.tensor1d(xs)).dataSync()));
+    xs.forEach((x, i) => {
+      const want = Math.fround(Math.exp(Math.fround(x))); // the tensor holds x in float32
+      if (Number.isNaN(x)) expect(got[i]).toBeNaN();
+      else if (x < -87.34) expect(got[i]).toBeLessThan(1.2e-38);
+      else if (want === Infinity) expect(got[i]).toBe(Infinity);
+      else expect(Math.abs(got[i] - want)).toBeLessThanOrEqual(2.5e-7 * want);
+    });
+  });
+});

@@ -1,0 +1,421 @@
+// Our own kernels on tfjs-wasm: wasm-gemm/gemm.c, ~26 KB of wasm32 SIMD that imports tfjs-wasm's
+// memory and works on its tensors in place (built by wasm-gemm/build.sh with Debian's clang).
+//
+// BatchMatMul: tfjs-wasm ran any product with a batch dimension (the attention's scores and
+// weighted sums, forward and backward) in a naive scalar loop, ~0.7 GMAC/s on the sandbox
+// defender's shapes, 63 of a learning step's 176 ms in kernels, and any rank-2 product through
+// XNNPACK, which packs its right operand on every call unless that tensor lives on (a weight),
+// and keeps each packed copy. Ours runs every float32 product, 4 x 8 register tiles, 13-20
+// GMAC/s on the learning step's shapes (dev/bench/cpu/gemmShapes.ts): the attention's products
+// 63 -> 7 ms, the rest 1.0-5x faster than XNNPACK. Each output is summed over k in order, one
+// multiply and one add per step, as tfjs-wasm's own loop does.
+//
+// Fused kernels where tfjs ops ran several each (the decode path's per-token kernel count is
+// its host cost): RMSNorm's forward, RoPE's forward and backward, a frozen projection with its
+// LoRA delta (outside a tape one kernel; under a tape one taped op, one kernel each way), the
+// tied embedding's gather from E^T, SwiGLU's gate and its backward: 277 -> 146 kernels per
+// decoded token, 1,357 -> 897 per learning step of the sandbox defender
+// (dev/bench/cpu/opProfile.ts). And Exp, vectorised.
+import * as tf from '@tensorflow/tfjs';
+import { gemmWasmBase64 } from './wasm-gemm/gemmBinary';
+
+type Bmm = (
+  a: number,
+  b: number,
+  c: number,
+  scratch: number,
+  batch: number,
+  m: number,
+  n: number,
+  k: number,
+  transA: number,
+  transB: number,
+  strideA: number,
+  strideB: number,
+) => void;
+
+interface WasmBackend {
+  wasm: {
+    wasmMemory?: WebAssembly.Memory;
+    asm?: { memory?: WebAssembly.Memory };
+    _malloc(bytes: number): number;
+    _free(ptr: number): void;
+  };
+  dataIdMap: { get(dataId: object): { memoryOffset: number } };
+  makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
+}
+
+interface Ops {
+  bmm: Bmm;
+  rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number): void;
+  rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
+  gather_cols(et: number, ids: number, out: number, n: number, H: number, V: number): void;
+  exp_f32(x: number, y: number, n: number): void;
+  swiglu_fwd(g: number, u: number, y: number, n: number): void;
+  swiglu_bwd(dy: number, g: number, u: number, dg: number, du: number, n: number): void;
+  lora_fwd(...args: number[]): void;
+  lora_bwd(...args: number[]): void;
+  lora_linear(
+    x: number,
+    wt: number,
+    at: number,
+    bts: number,
+    y: number,
+    scratch: number,
+    N: number,
+    inp: number,
+    out: number,
+    r: number,
+  ): void;
+}
+
+let module: WebAssembly.Module | null = null;
+const instances = new WeakMap<WebAssembly.Memory, Ops>();
+
+function bytes(): Uint8Array {
+  if (typeof atob === 'function') return Uint8Array.from(atob(gemmWasmBase64), (c) => c.charCodeAt(0));
+  return new Uint8Array(Buffer.from(gemmWasmBase64, 'base64'));
+}
+
+/** Our functions on this backend's memory, or null where they cannot be (a threaded build's shared memory). */
+function opsFor(backend: WasmBackend): Ops | null {
+  const memory = backend.wasm.wasmMemory ?? backend.wasm.asm?.memory;
+  if (!memory || (typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer)) return null;
+  let ops = instances.get(memory);
+  if (!ops) {
+    if (!module) {
+      // A page's main thread refuses to compile more than 4 KB synchronously: there the stock
+      // kernel runs until the compile that installWasmKernels started lands.
+      try {
+        module = new WebAssembly.Module(bytes() as BufferSource);
+      } catch {
+        return null;
+      }
+    }
+    ops = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Ops;
+    instances.set(memory, ops);
+  }
+  return ops;
+}
+
+/** Floats of gemm.c's panel of B (its PANEL), at the start of every scratch. */
+const PANEL = 16384;
+
+const ptr = (backend: WasmBackend, t: tf.TensorInfo) => backend.dataIdMap.get(t.dataId).memoryOffset;
+
+const size = (dims: number[]) => dims.reduce((p, d) => p * d, 1);
+
+let calls = 0;
+/** How many products our GEMM has run (tests check that it, not the stock kernel, ran). */
+export const wasmGemmCalls = () => calls;
+
+/**
+ * Whether the current backend's BatchMatMul is ours and runs here (tfjs-wasm, unthreaded, the
+ * module compiled): then a transposed operand costs nothing extra (gemm.c turns it in its
+ * scratch), and callers need not turn operands with Transpose kernels of their own.
+ */
+export function wasmGemmServes(): boolean {
+  if (tf.getBackend() !== 'wasm') return false;
+  const k = tf.getKernel('BatchMatMul', 'wasm') as { ours?: boolean } | undefined;
+  return k?.ours === true && opsFor(tf.backend() as unknown as WasmBackend) !== null;
+}
+
+/**
+ * rmsNorm's forward (x [..., H], w [H]) in one kernel of ours, where it serves (wasmGemmServes),
+ * else null. No gradient: for use outside a tape.
+ */
+export function wasmRmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor | null {
+  if (x.dtype !== 'float32' || w.dtype !== 'float32' || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(RMS_NORM, { x, w }, { eps }) as tf.Tensor;
+}
+
+/**
+ * RoPE (x [B, nH, L, D], cos and sinSigned [B, 1, L, D]) in one kernel of ours where it serves,
+ * else null; `back`: its backward, dy cos + swap(dy sinSigned). No gradient of its own.
+ */
+export function wasmRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, back = false): tf.Tensor | null {
+  if ([x, cos, sinSigned].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(ROPE, { x, cos, sinSigned }, { back }) as tf.Tensor;
+}
+
+/**
+ * x wt + (x at) bts (a frozen projection W^T [in, out] with LoRA's A^T [in, r] and s B^T [r, out])
+ * in one kernel of ours where it serves, else null: the same values as the three products and
+ * the sum run apart, in 1 kernel instead of 4. No gradient: for use outside a tape.
+ */
+export function wasmLoraLinear(x: tf.Tensor2D, wt: tf.Tensor2D, at: tf.Tensor2D, bts: tf.Tensor2D): tf.Tensor2D | null {
+  if ([x, wt, at, bts].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(LORA_LINEAR, { x, wt, at, bts }, {}) as tf.Tensor2D;
+}
+
+/**
+ * Under a tape: x wt + s (x A^T) B^T (a frozen W^T [in, out], LoRA's A [r, in] and B [out, r] as
+ * PEFT holds them) as one taped op whose forward and backward are one kernel of ours each, where
+ * the stock path ran ~5 kernels forward and ~9 backward per projection (lora.ts's taped delta,
+ * the frozen product, the sum and their gradients), with the same products, in the same order;
+ * null where our kernels do not serve. Gradients go to x, A and B.
+ */
+export function wasmLoraTaped(
+  x: tf.Tensor2D,
+  wt: tf.Tensor2D,
+  a: tf.Tensor2D,
+  b: tf.Tensor2D,
+  scale: number,
+): tf.Tensor2D | null {
+  if ([x, wt, a, b].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  const f = tf.customGrad((xi, ai, bi, save) => {
+    const [y, t] = tf.engine().runKernel(
+      LORA_FWD,
+      { x: xi as tf.Tensor, wt, a: ai as tf.Tensor, b: bi as tf.Tensor },
+      {
+        scale,
+      },
+    ) as tf.Tensor[];
+    (save as tf.GradSaveFunc)([xi as tf.Tensor, t, ai as tf.Tensor, bi as tf.Tensor]);
+    return {
+      value: y as tf.Tensor2D,
+      gradFunc: (dy, [xs, ts, as, bs]) =>
+        tf
+          .engine()
+          .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale }) as tf.Tensor[],
+    };
+  }) as (x: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+  return f(x, a, b);
+}
+
+/**
+ * Rows `ids` (int32, any shape) of E from E^T [H, V] as [...ids.shape, H], one kernel of ours
+ * where it serves (else null): tfjs-wasm's gather of columns and the transpose after it took 2
+ * kernels and ~2.8 ms of a learning step's 504 ids on the sandbox defender. No gradient.
+ */
+export function wasmGatherColumns(et: tf.Tensor2D, ids: tf.Tensor): tf.Tensor | null {
+  if (et.dtype !== 'float32' || ids.dtype !== 'int32' || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(GATHER_COLUMNS, { et, ids }, {}) as tf.Tensor;
+}
+
+/** SwiGLU's gate (g sigmoid(g)) u in one kernel of ours where it serves, else null. No gradient. */
+export function wasmSwiglu(g: tf.Tensor, u: tf.Tensor): tf.Tensor | null {
+  if (g.dtype !== 'float32' || u.dtype !== 'float32' || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(SWIGLU, { g, u }, {}) as tf.Tensor;
+}
+
+/** SwiGLU's closed-form backward [dg, du] in one kernel of ours where it serves, else null. */
+export function wasmSwigluGrad(dy: tf.Tensor, g: tf.Tensor, u: tf.Tensor): [tf.Tensor, tf.Tensor] | null {
+  if ([dy, g, u].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(SWIGLU_GRAD, { dy, g, u }, {}) as unknown as [tf.Tensor, tf.Tensor];
+}
+
+const SWIGLU = 'SparringWasmSwiglu';
+const SWIGLU_GRAD = 'SparringWasmSwigluGrad';
+const GATHER_COLUMNS = 'SparringWasmGatherColumns';
+const LORA_FWD = 'SparringWasmLoraFwd';
+const LORA_BWD = 'SparringWasmLoraBwd';
+const LORA_LINEAR = 'SparringWasmLoraLinear';
+const RMS_NORM = 'SparringWasmRmsNorm';
+const ROPE = 'SparringWasmRope';
+
+/**
+ * Installs our kernels on the wasm backend (idempotent; after the wasm backend's import): its
+ * BatchMatMul replaced by ours for every float32 product (broadcasts other than a batch of one,
+ * and other dtypes, go to the stock kernel), and the RMSNorm and RoPE kernels.
+ */
+export function installWasmKernels(): void {
+  const stock = tf.getKernel('BatchMatMul', 'wasm');
+  if (!stock || (stock as { ours?: boolean }).ours) return;
+  tf.registerKernel({
+    kernelName: RMS_NORM,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { x, w } = inputs as { x: tf.TensorInfo; w: tf.TensorInfo };
+      const b = backend as unknown as WasmBackend;
+      const H = x.shape[x.shape.length - 1];
+      const out = b.makeOutput(x.shape, 'float32');
+      opsFor(b)!.rmsnorm(ptr(b, x), ptr(b, w), ptr(b, out), size(x.shape) / H, H, (attrs as { eps: number }).eps);
+      return out;
+    },
+  });
+  tf.registerKernel({
+    kernelName: LORA_LINEAR,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { x, wt, at, bts } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [N, inp] = x.shape;
+      const [out, r] = [wt.shape[1], at.shape[1]];
+      const y = b.makeOutput([N, out], 'float32');
+      const scratch = b.wasm._malloc((PANEL + N * r + N * out) * 4);
+      opsFor(b)!.lora_linear(ptr(b, x), ptr(b, wt), ptr(b, at), ptr(b, bts), ptr(b, y), scratch, N, inp, out, r);
+      b.wasm._free(scratch);
+      return y;
+    },
+  });
+  // Exp: tfjs-wasm's runs a scalar libm call per value, 8-25 ns each on the learning step's
+  // log-softmax over [256, 512] (3 calls, 3-10 ms); ours is a 4-lane polynomial (Cephes' expf).
+  const stockExp = tf.getKernel('Exp', 'wasm');
+  if (stockExp) {
+    tf.unregisterKernel('Exp', 'wasm');
+    tf.registerKernel({
+      ...stockExp,
+      kernelFunc: (args) => {
+        const x = (args.inputs as { x: tf.TensorInfo }).x;
+        const b = args.backend as unknown as WasmBackend;
+        const ops = x.dtype === 'float32' ? opsFor(b) : null;
+        if (!ops) return stockExp.kernelFunc(args);
+        const out = b.makeOutput(x.shape, 'float32');
+        ops.exp_f32(ptr(b, x), ptr(b, out), size(x.shape));
+        return out;
+      },
+    });
+  }
+  tf.registerKernel({
+    kernelName: SWIGLU,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { g, u } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const y = b.makeOutput(g.shape, 'float32');
+      opsFor(b)!.swiglu_fwd(ptr(b, g), ptr(b, u), ptr(b, y), size(g.shape));
+      return y;
+    },
+  });
+  tf.registerKernel({
+    kernelName: SWIGLU_GRAD,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { dy, g, u } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
+      opsFor(b)!.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
+      return [dg, du];
+    },
+  });
+  tf.registerKernel({
+    kernelName: GATHER_COLUMNS,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { et, ids } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [H, V] = et.shape;
+      const out = b.makeOutput([...ids.shape, H], 'float32');
+      opsFor(b)!.gather_cols(ptr(b, et), ptr(b, ids), ptr(b, out), size(ids.shape), H, V);
+      return out;
+    },
+  });
+  tf.registerKernel({
+    kernelName: LORA_FWD,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { x, wt, a, b: B } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [N, inp] = x.shape;
+      const [out, r] = [wt.shape[1], a.shape[0]];
+      const y = b.makeOutput([N, out], 'float32');
+      const t = b.makeOutput([N, r], 'float32');
+      const scratch = b.wasm._malloc((PANEL + inp * r + r * out + N * out) * 4);
+      const s = (attrs as { scale: number }).scale;
+      opsFor(b)!.lora_fwd(
+        ptr(b, x),
+        ptr(b, wt),
+        ptr(b, a),
+        ptr(b, B),
+        ptr(b, y),
+        ptr(b, t),
+        scratch,
+        N,
+        inp,
+        out,
+        r,
+        s,
+      );
+      b.wasm._free(scratch);
+      return [y, t];
+    },
+  });
+  tf.registerKernel({
+    kernelName: LORA_BWD,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { g, x, t, wt, a, b: B } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [N, inp] = x.shape;
+      const [out, r] = [wt.shape[1], a.shape[0]];
+      const dx = b.makeOutput([N, inp], 'float32');
+      const da = b.makeOutput([r, inp], 'float32');
+      const db = b.makeOutput([out, r], 'float32');
+      const scratch = b.wasm._malloc((PANEL + N * r + N * inp + out * inp + r * N + out * N) * 4);
+      const s = (attrs as { scale: number }).scale;
+      const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
+      opsFor(b)!.lora_bwd(...args, scratch, N, inp, out, r, s);
+      b.wasm._free(scratch);
+      return [dx, da, db];
+    },
+  });
+  tf.registerKernel({
+    kernelName: ROPE,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { x, cos, sinSigned } = inputs as Record<string, tf.TensorInfo>;
+      const b = backend as unknown as WasmBackend;
+      const [B, nH, L, D] = x.shape;
+      const out = b.makeOutput(x.shape, 'float32');
+      const back = (attrs as { back: boolean }).back ? 1 : 0;
+      opsFor(b)!.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back);
+      return out;
+    },
+  });
+  if (!module)
+    WebAssembly.compile(bytes() as BufferSource).then(
+      (m) => (module ??= m),
+      () => {},
+    );
+  tf.unregisterKernel('BatchMatMul', 'wasm');
+  tf.registerKernel({
+    ...stock,
+    ours: true,
+    kernelFunc: (args) => {
+      const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
+      const { transposeA, transposeB } = args.attrs as { transposeA: boolean; transposeB: boolean };
+      const backend = args.backend as unknown as WasmBackend;
+      const ra = a.shape.length;
+      const rb = b.shape.length;
+      const outerA = a.shape.slice(0, -2);
+      const outerB = b.shape.slice(0, -2);
+      const batchA = size(outerA);
+      const batchB = size(outerB);
+      const batch = Math.max(batchA, batchB);
+      const sameOuter = outerA.length === outerB.length && outerA.every((d, i) => d === outerB[i]);
+      const bmm =
+        a.dtype === 'float32' && b.dtype === 'float32' && (sameOuter || batchA === 1 || batchB === 1)
+          ? opsFor(backend)?.bmm
+          : null;
+      if (!bmm) return stock.kernelFunc(args);
+      const M = transposeA ? a.shape[ra - 1] : a.shape[ra - 2];
+      const K = transposeA ? a.shape[ra - 2] : a.shape[ra - 1];
+      const N = transposeB ? b.shape[rb - 2] : b.shape[rb - 1];
+      if ((transposeB ? b.shape[rb - 1] : b.shape[rb - 2]) !== K)
+        throw new Error(`matMul: inner shapes of ${a.shape} and ${b.shape} differ`);
+      const outer = batchA >= batchB ? outerA : outerB;
+      const out = backend.makeOutput([...outer, M, N], 'float32');
+      // A panel of B (gemm.c's PANEL), then the transposed operands.
+      const scratchFloats = PANEL + (transposeB ? K * N : 0) + (transposeA ? M * K : 0);
+      const scratch = backend.wasm._malloc(scratchFloats * 4);
+      bmm(
+        ptr(backend, a),
+        ptr(backend, b),
+        ptr(backend, out),
+        scratch,
+        batch,
+        M,
+        N,
+        K,
+        transposeA ? 1 : 0,
+        transposeB ? 1 : 0,
+        batchA === 1 ? 0 : M * K,
+        batchB === 1 ? 0 : K * N,
+      );
+      backend.wasm._free(scratch);
+      calls++;
+      return out;
+    },
+  } as tf.KernelConfig);
+}
