@@ -19,7 +19,7 @@
 //   --qa-critic-from DIR start the qa model from DIR/model.safetensors (a model holding its first three
 //                        phases, up to the critic, for this seed) and run only the soft blind spot phase
 //   --qa-from DIR        start the qa model from DIR/model.safetensors (a model holding its first two
-//                        phases, drills and main data, for this seed) and run only the critic phase
+//                        phases, drills and main data, for this seed) and run the critic and soft blind spot phases
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {

@@ -515,7 +515,7 @@ export interface BuildOptions {
   logEvery?: number;
   /**
    * model.safetensors of a qa model that holds the first two phases (drills, main data) of this
-   * seed and spec: the build starts from it and runs only the critic phase. The committed qa
+   * seed and spec: the build starts from it and runs the phases after them (critic, soft blind spot). The committed qa
    * model was built so, from the model those phases wrote on 2026-11-23 (sandbox README).
    */
   qaFrom?: Uint8Array;
@@ -743,7 +743,7 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
         log(`${name}: drills, main data and critic taken from the given weights; soft blind spot phase only`);
       } else if (from) {
         assignWeights(trainable, from, 'qaFrom model.safetensors');
-        log(`${name}: drills and main data taken from the given weights; critic phase only`);
+        log(`${name}: drills and main data taken from the given weights; critic and soft blind spot phases only`);
       }
       let drill: SftResult | undefined;
       if (budget.drillSteps && !from) {
