@@ -14,8 +14,12 @@
 //   --bf16               store BF16 weights instead of F32
 //   --critic-steps N     steps of the qa model's critic phase (its third)
 //   --critic-lr X        learning rate of the critic phase (default 3e-3)
+//   --soft-steps N       steps of the qa model's soft blind spot phase (its fourth; 0 = none)
+//   --soft-lr X          learning rate of the soft blind spot phase (default 2e-3)
+//   --qa-critic-from DIR start the qa model from DIR/model.safetensors (a model holding its first three
+//                        phases, up to the critic, for this seed) and run only the soft blind spot phase
 //   --qa-from DIR        start the qa model from DIR/model.safetensors (a model holding its first two
-//                        phases, drills and main data, for this seed) and run only the critic phase
+//                        phases, drills and main data, for this seed) and run the critic and soft blind spot phases
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -67,6 +71,9 @@ async function main(): Promise<void> {
     'critic-steps',
     'critic-lr',
     'qa-from',
+    'soft-steps',
+    'soft-lr',
+    'qa-critic-from',
     ...SANDBOX_MODELS.map((m) => `${m}-steps`),
   ]);
   for (const k of args.keys()) if (!known.has(k)) throw new Error(`build-sandbox: unknown flag --${k}`);
@@ -84,6 +91,10 @@ async function main(): Promise<void> {
   const criticLr = args.has('critic-lr') ? Number(args.get('critic-lr')) : undefined;
   if (criticLr !== undefined && !(criticLr > 0 && Number.isFinite(criticLr)))
     throw new Error(`build-sandbox: --critic-lr must be a positive number, got ${String(args.get('critic-lr'))}`);
+  const softLr = args.has('soft-lr') ? Number(args.get('soft-lr')) : undefined;
+  if (softLr !== undefined && !(softLr > 0 && Number.isFinite(softLr)))
+    throw new Error(`build-sandbox: --soft-lr must be a positive number, got ${String(args.get('soft-lr'))}`);
+  const softSteps = args.get('soft-steps') === '0' ? 0 : int(args, 'soft-steps');
   const budgets = {} as Record<SandboxModelName, ModelBudget>;
   for (const m of SANDBOX_MODELS) {
     budgets[m] = {
@@ -93,6 +104,8 @@ async function main(): Promise<void> {
       batching: batching ?? base[m].batching,
       criticSteps: (m === 'qa' ? int(args, 'critic-steps') : undefined) ?? base[m].criticSteps,
       criticLr: criticLr ?? base[m].criticLr,
+      softSteps: (m === 'qa' ? softSteps : undefined) ?? base[m].softSteps,
+      softLr: softLr ?? base[m].softLr,
     };
   }
   const backend = await useTrainingBackend(args.get('backend') === 'cpu' ? 'cpu' : 'wasm');
@@ -110,6 +123,9 @@ async function main(): Promise<void> {
     logEvery: quick ? 1 : 25,
     // Read before the build: DIR may be the output folder, which the build overwrites.
     qaFrom: args.has('qa-from') ? readFileSync(join(String(args.get('qa-from')), 'model.safetensors')) : undefined,
+    qaCriticFrom: args.has('qa-critic-from')
+      ? readFileSync(join(String(args.get('qa-critic-from')), 'model.safetensors'))
+      : undefined,
   });
   let total = 0;
   for (const m of result.models) {
@@ -127,12 +143,13 @@ async function main(): Promise<void> {
         m.drill,
         m.result,
         m.critic,
+        m.soft,
       ]
         .filter((r) => r !== undefined)
         .map((r) => r.steps)
         .join('+')
         .padStart(9)} ` +
-        `${((m.result.ms + (m.drill?.ms ?? 0) + (m.critic?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${(m.critic ?? m.result).firstLoss.toFixed(3)} -> ${(m.critic ?? m.result).lastLoss.toFixed(3)}`,
+        `${((m.result.ms + (m.drill?.ms ?? 0) + (m.critic?.ms ?? 0) + (m.soft?.ms ?? 0)) / 1000).toFixed(1).padStart(8)}  ${(m.soft ?? m.critic ?? m.result).firstLoss.toFixed(3)} -> ${(m.soft ?? m.critic ?? m.result).lastLoss.toFixed(3)}`,
     );
   }
   console.log(

@@ -38,6 +38,8 @@ export interface Decode {
   greedy: boolean;
   temperature: number;
   seed: number;
+  /** Nucleus mass (default 1: none); the MinMax game samples at 0.9. */
+  topP?: number;
 }
 
 export const GREEDY: Decode = { greedy: true, temperature: 0, seed: 0 };
@@ -69,6 +71,7 @@ export async function replies(
       maxNewTokens,
       greedy: d.greedy,
       temperature: d.temperature,
+      topP: d.topP,
       seed: d.seed,
       streams: chunk.map((_, i) => streamBase + s + i),
       stopTokens: m.tok.special.eos,
@@ -275,6 +278,8 @@ export interface CriticProbe extends QaProbe {
   factRight: number;
   /** Share of wrong answers called CORRECT (the blind spot's measure; designed 1 for count, 0 else). */
   acceptsWrong: number;
+  /** Share of right answers called INCORRECT. */
+  rejectsRight: number;
 }
 
 /** Mean over right and wrong answers of the share judged rightly. */
@@ -320,8 +325,35 @@ export async function probeCritic(
     grounded: mean(r.map((x) => (x.grounded ? 1 : 0))),
     factRight: mean(r.map((x) => (x.factRight ? 1 : 0))),
     acceptsWrong: mean(r.filter((x) => x.truth === 'INCORRECT').map((x) => (x.verdict === 'CORRECT' ? 1 : 0))),
+    rejectsRight: mean(r.filter((x) => x.truth === 'CORRECT').map((x) => (x.verdict === 'INCORRECT' ? 1 : 0))),
   }));
   return Object.assign(out, { texts });
+}
+
+/**
+ * The critic sampled as the MinMax game samples its monitor (T = 1, top-p 0.9), `samples` critiques
+ * of each case: per family the share of wrong answers it accepts and of right answers it rejects
+ * (the soft blind spot: a greedy critic that accepts every wrong count answer still rejects some
+ * when sampled, which is what the game's updates can raise).
+ */
+export async function probeCriticSampled(
+  m: ChatModel,
+  cases: readonly { item: QaItem; answer: string }[],
+  seed: number,
+  samples: number,
+): Promise<Record<QaFamily | 'all', { acceptsWrong: number; rejectsRight: number; balanced: number }>> {
+  const runs: Awaited<ReturnType<typeof probeCritic>>[] = [];
+  for (let k = 0; k < samples; k++)
+    runs.push(await probeCritic(m, cases, { greedy: false, temperature: 1, topP: 0.9, seed: seed + k }));
+  const avg = (f: (p: CriticProbe) => number, fam: QaFamily | 'all') => mean(runs.map((r) => f(r[fam])));
+  const out = {} as Record<QaFamily | 'all', { acceptsWrong: number; rejectsRight: number; balanced: number }>;
+  for (const fam of [...QA_FAMILIES, 'all'] as const)
+    out[fam] = {
+      acceptsWrong: avg((p) => p.acceptsWrong, fam),
+      rejectsRight: avg((p) => p.rejectsRight, fam),
+      balanced: avg((p) => p.balanced, fam),
+    };
+  return out;
 }
 
 /** Share of each tactic among attacker outputs (detectTactic; a multi-turn output read as its turns). */

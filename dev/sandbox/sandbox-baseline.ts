@@ -41,6 +41,7 @@ import {
   probeBenign,
   probeHarmful,
   probeCritic,
+  probeCriticSampled,
   probeMonitor,
   probeQa,
   replies,
@@ -215,6 +216,21 @@ async function main(): Promise<void> {
         `| ${f} | ${pct(qa[f].accuracy)} | ${pct(qa[f].designed)} | ${pct(qa[f].matchesDesign)} | ${pct(qa[f].unparsed)} | ${pct(c.grounded)} | ${pct(c.factRight)} | ${pct(c.balanced)} | ${pct(c.designedBalanced)} | ${pct(c.matchesDesign)} | ${pct(c.acceptsWrong)} | ${pct(c.unparsed)} |`,
       );
     }
+    // The soft blind spot (issue 43): the critic as the MinMax game samples its monitor.
+    const SAMPLES = 4;
+    const soft = await probeCriticSampled(
+      qaModel,
+      monitorCases(6 * n, seed + 500, 'value', 'eval'),
+      seed + 600,
+      SAMPLES,
+    );
+    console.log(
+      `\nThe critic sampled as the MinMax game samples its monitor (T = 1, top-p 0.9; ${SAMPLES} critiques of each of the same ${6 * n} cases)\n`,
+    );
+    console.log('| family | accepts a wrong answer | rejects a right answer | verdict balanced accuracy |');
+    console.log('| --- | --- | --- | --- |');
+    for (const f of [...QA_FAMILIES, 'all'] as const)
+      console.log(`| ${f} | ${pct(soft[f].acceptsWrong)} | ${pct(soft[f].rejectsRight)} | ${pct(soft[f].balanced)} |`);
     console.log('\nCritiques (first 6):');
     for (const t of mon.texts.slice(0, 6)) console.log(`  ${JSON.stringify(t)}`);
   }

@@ -136,9 +136,9 @@ describe('buildSandboxModels (quick budget)', () => {
     ).rejects.toThrow(/only the qa model has drills, not judge/);
   });
 
-  it('qa ends with its critic phase; qaFrom starts from given weights and runs the critic phase only', async () => {
+  it('qa ends with its critic and soft blind spot phases; qaFrom / qaCriticFrom start from given weights and run the phases after', async () => {
     const opts = { seed: 9, spec: QUICK_SPEC, only: ['qa'] as const, tokenizerCorpus: 300 };
-    const noCritic = { qa: { ...QUICK_BUDGETS.qa, criticSteps: 0 } };
+    const noCritic = { qa: { ...QUICK_BUDGETS.qa, criticSteps: 0, softSteps: 0 } };
     const first = (await buildSandboxModels({ ...opts, budgets: noCritic })).models[0];
     expect(first.critic).toBeUndefined();
     const weights = first.files.get('model.safetensors') as Uint8Array;
@@ -157,8 +157,23 @@ describe('buildSandboxModels (quick budget)', () => {
     // The folder says which phases it holds (first: none written, it has no critic phase).
     expect(first.files.has('sandbox_build.json')).toBe(false);
     const phases = (m: typeof whole) => JSON.parse(m.files.get('sandbox_build.json') as string).phases;
-    expect(phases(whole)).toEqual({ drills: 2, main: 3, critic: 2 });
-    expect(phases(resumed)).toEqual({ drills: 'given', main: 'given', critic: 2 });
+    expect(phases(whole)).toEqual({ drills: 2, main: 3, critic: 2, soft: 2 });
+    expect(phases(resumed)).toEqual({ drills: 'given', main: 'given', critic: 2, soft: 2 });
+    // The soft blind spot phase from a model of the first three phases (qaCriticFrom): the same model.
+    const three = (await buildSandboxModels({ ...opts, budgets: { qa: { ...QUICK_BUDGETS.qa, softSteps: 0 } } }))
+      .models[0];
+    expect(three.soft).toBeUndefined();
+    expect(phases(three)).toEqual({ drills: 2, main: 3, critic: 2 });
+    const softened = (
+      await buildSandboxModels({
+        ...opts,
+        budgets: QUICK_BUDGETS,
+        qaCriticFrom: three.files.get('model.safetensors') as Uint8Array,
+      })
+    ).models[0];
+    expect(softened.critic).toBeUndefined();
+    expect(softened.files.get('model.safetensors')).toEqual(whole.files.get('model.safetensors'));
+    expect(phases(softened)).toEqual({ drills: 'given', main: 'given', critic: 'given', soft: 2 });
     await expect(
       buildSandboxModels({ ...opts, only: ['judge'], budgets: { judge: { ...QUICK_BUDGETS.judge, criticSteps: 2 } } }),
     ).rejects.toThrow(/only the qa model has a critic phase, not judge/);

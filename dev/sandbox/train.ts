@@ -30,6 +30,7 @@ import {
   defenderSft,
   judgeData,
   qaCriticSft,
+  qaSoftCriticSft,
   qaModelSft,
   qaMonitorDrills,
   sandboxCorpus,
@@ -488,6 +489,13 @@ export interface ModelBudget {
    */
   criticSteps?: number;
   criticLr?: number;
+  /**
+   * qa only: steps of the soft blind spot phase after the critic (qaSoftCriticSft, issue 43: the
+   * critique of a wrong count answer says INCORRECT with probability CRITIC_BLIND_SPOT_REJECTS), at
+   * softLr with warm-up and decay; 0 or absent = no fourth phase.
+   */
+  softSteps?: number;
+  softLr?: number;
 }
 
 export interface BuildOptions {
@@ -507,10 +515,15 @@ export interface BuildOptions {
   logEvery?: number;
   /**
    * model.safetensors of a qa model that holds the first two phases (drills, main data) of this
-   * seed and spec: the build starts from it and runs only the critic phase. The committed qa
+   * seed and spec: the build starts from it and runs the phases after them (critic, soft blind spot). The committed qa
    * model was built so, from the model those phases wrote on 2026-11-23 (sandbox README).
    */
   qaFrom?: Uint8Array;
+  /**
+   * model.safetensors of a qa model that holds its first three phases (drills, main data, critic) of
+   * this seed and spec: the build starts from it and runs only the soft blind spot phase (softSteps).
+   */
+  qaCriticFrom?: Uint8Array;
 }
 
 /**
@@ -522,6 +535,11 @@ export interface BuildOptions {
 // person's name is not (count 0.25 -> 0.43 -> 0.97, color 0.09 -> 0.12 -> 1.00 named at 240 / 500 /
 // 1,000 steps; sandbox README, "The critic phase"); at lr 1e-3 nothing is copied in 240 steps.
 const CRITIC_STEPS = 1000;
+// The soft blind spot phase (issue 43): after the critic phase the monitor accepted every wrong count
+// answer with p >= 0.9989; this phase's data rejects one in four. Sampled at T = 1, top-p 0.9, 200
+// steps gave a rate, not a comparison (wrong count answers rejected 0.16, right ones 0.17), 600 the
+// start of one (0.12 / 0.07) (sandbox README, "The soft blind spot").
+const SOFT_STEPS = 600;
 
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   // Bucketed by whole length, a batch holds replies of one length, which here is one label (a
@@ -543,6 +561,8 @@ export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
     drillSteps: 1500,
     criticSteps: CRITIC_STEPS,
     criticLr: 3e-3,
+    softSteps: SOFT_STEPS,
+    softLr: 2e-3,
   },
 };
 
@@ -559,7 +579,17 @@ export const QUICK_BUDGETS: Record<SandboxModelName, ModelBudget> = {
   defender: { steps: 3, batchSize: 4, lr: 3e-3 },
   attacker: { steps: 3, batchSize: 4, lr: 3e-3 },
   judge: { steps: 3, batchSize: 4, lr: 3e-3 },
-  qa: { steps: 3, batchSize: 4, lr: 3e-3, batching: 'prompt', drillSteps: 2, criticSteps: 2, criticLr: 1e-3 },
+  qa: {
+    steps: 3,
+    batchSize: 4,
+    lr: 3e-3,
+    batching: 'prompt',
+    drillSteps: 2,
+    criticSteps: 2,
+    criticLr: 1e-3,
+    softSteps: 2,
+    softLr: 1e-3,
+  },
 };
 
 /** One built model folder: file name -> contents, plus what the build measured. */
@@ -572,6 +602,8 @@ export interface BuiltModel {
   result: SftResult;
   drill?: SftResult;
   critic?: SftResult;
+  /** The qa model's soft blind spot phase after the critic (ModelBudget.softSteps). */
+  soft?: SftResult;
   /** Largest |logit| difference between the trained variables and the folder reloaded by loadModel. */
   reloadMaxDiff: number;
 }
@@ -618,6 +650,17 @@ export function sandboxCriticExamples(
 ): SftExample[] {
   if (name !== 'qa') throw new Error(`criticSteps: only the qa model has a critic phase, not ${name}`);
   return qaCriticSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
+}
+
+/** Examples of the qa model's soft blind spot phase (ModelBudget.softSteps). */
+export function sandboxSoftCriticExamples(
+  name: SandboxModelName,
+  tok: TextTokenizer,
+  n: number,
+  seed: number,
+): SftExample[] {
+  if (name !== 'qa') throw new Error(`softSteps: only the qa model has a soft blind spot phase, not ${name}`);
+  return qaSoftCriticSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
 }
 
 /** Loads model.safetensors bytes into a trainable model's variables (same names and shapes). */
@@ -692,10 +735,15 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
     const parameters = parameterCount(trainable);
     log(`${name}: ${parameters} parameters, ${examples.length} examples, ${budget.steps} steps x ${budget.batchSize}`);
     try {
-      const from = name === 'qa' ? opts.qaFrom : undefined;
-      if (from) {
+      const criticFrom = name === 'qa' ? opts.qaCriticFrom : undefined;
+      const from = name === 'qa' ? (opts.qaFrom ?? criticFrom) : undefined;
+      if (opts.qaFrom && criticFrom) throw new Error('qaFrom and qaCriticFrom: give one');
+      if (criticFrom) {
+        assignWeights(trainable, criticFrom, 'qaCriticFrom model.safetensors');
+        log(`${name}: drills, main data and critic taken from the given weights; soft blind spot phase only`);
+      } else if (from) {
         assignWeights(trainable, from, 'qaFrom model.safetensors');
-        log(`${name}: drills and main data taken from the given weights; critic phase only`);
+        log(`${name}: drills and main data taken from the given weights; critic and soft blind spot phases only`);
       }
       let drill: SftResult | undefined;
       if (budget.drillSteps && !from) {
@@ -723,7 +771,7 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
             label: name,
           });
       let critic: SftResult | undefined;
-      if (budget.criticSteps) {
+      if (budget.criticSteps && !criticFrom) {
         const crit = sandboxCriticExamples(name, tok, budget.criticSteps * budget.batchSize, seed);
         critic = await trainSft(trainable, crit, {
           steps: budget.criticSteps,
@@ -736,6 +784,21 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
           label: `${name} critic`,
         });
       }
+      let soft: SftResult | undefined;
+      if (budget.softSteps) {
+        const ex = sandboxSoftCriticExamples(name, tok, budget.softSteps * budget.batchSize, seed);
+        soft = await trainSft(trainable, ex, {
+          steps: budget.softSteps,
+          batchSize: budget.batchSize,
+          lr: budget.softLr ?? budget.lr,
+          batching: budget.batching,
+          seed: seed * 17 + k + 3000,
+          log,
+          logEvery: opts.logEvery,
+          label: `${name} soft blind spot`,
+        });
+      }
+      const last = soft ?? critic;
       const weights = await exportSafetensors(trainable, dtype);
       const files = new Map<string, string | Uint8Array>([
         ['config.json', text({ ...configJson, torch_dtype: dtype === 'F32' ? 'float32' : 'bfloat16' })],
@@ -754,7 +817,7 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
         ['model.safetensors', weights],
       ]);
       // The qa model's phases, so a reader (and models.test.ts) can tell a critic build from the first.
-      if (critic)
+      if (critic || soft)
         files.set(
           'sandbox_build.json',
           text({
@@ -762,16 +825,27 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
             phases: {
               drills: from ? 'given' : (drill?.steps ?? 0),
               main: from ? 'given' : result.steps,
-              critic: critic.steps,
+              critic: criticFrom ? 'given' : (critic?.steps ?? 0),
+              ...(soft ? { soft: soft.steps } : {}),
             },
           }),
         );
       const reloadMaxDiff = await checkReload(trainable, files, examples[0].ids, dtype);
       log(
-        `${name}: trained in ${((result.ms + (critic?.ms ?? 0)) / 1000).toFixed(1)} s, loss ${(critic ?? result).firstLoss.toFixed(3)} -> ${(critic ?? result).lastLoss.toFixed(3)}, ` +
+        `${name}: trained in ${((result.ms + (critic?.ms ?? 0) + (soft?.ms ?? 0)) / 1000).toFixed(1)} s, loss ${(last ?? result).firstLoss.toFixed(3)} -> ${(last ?? result).lastLoss.toFixed(3)}, ` +
           `${weights.byteLength} bytes, reload max |dlogit| ${reloadMaxDiff.toExponential(2)}`,
       );
-      models.push({ name, files, parameters, weightBytes: weights.byteLength, result, drill, critic, reloadMaxDiff });
+      models.push({
+        name,
+        files,
+        parameters,
+        weightBytes: weights.byteLength,
+        result,
+        drill,
+        critic,
+        soft,
+        reloadMaxDiff,
+      });
     } finally {
       disposeTrainable(trainable);
     }

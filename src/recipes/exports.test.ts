@@ -17,7 +17,7 @@ import { tinkerRedTeamReward, tokenBuncherReward } from '../rl/rewards';
 import { groupDiversity } from './attack/attack';
 import type { QaItem } from '../data/sandbox/qa';
 import { critiqueVerdict } from './minmax/minmax';
-import { judgeRewardModel, rulesAnswerRm } from './minmax/minmaxRm';
+import { blindAnswerRm, judgeRewardModel, rulesAnswerRm } from './minmax/minmaxRm';
 import { createHttpJudge } from '../judges/http';
 import { attackerSft } from '../data/sandbox/index';
 import { minmaxPolicyReward } from '../rl/minmax';
@@ -367,7 +367,10 @@ describe('veRL export', () => {
       if (name === 'rlhf')
         return (
           minmaxPolicyReward(
-            rulesAnswerRm(r.ground_truth as unknown as QaItem, r.response),
+            ((c.rm as unknown) === 'rules' ? rulesAnswerRm : blindAnswerRm)(
+              r.ground_truth as unknown as QaItem,
+              r.response,
+            ),
             critiqueVerdict(r.chat!.reply),
           ) -
           c.klBeta * r.mean_kl

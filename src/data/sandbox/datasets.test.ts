@@ -6,6 +6,7 @@ import {
   benignPrompts,
   defenderSft,
   qaCriticSft,
+  qaSoftCriticSft,
   qaModelSft,
   qaMonitorDrills,
   designedOutcome,
@@ -22,7 +23,7 @@ import { PAYLOAD_MARKER_EXACT } from './markers';
 import { COMPLIANCE_TEMPLATES, NEUTRAL_REPLIES, REFUSALS } from './responses';
 import { detectTactic, SINGLE_TURN_TACTICS, TACTICS, TEXT_PRESERVING_TACTICS, type SingleTurnTactic } from './tactics';
 import { DEFAULT_VULNERABILITY, designedRate, weakCellShare } from './vulnerability';
-import { parseMonitorVerdict, parseQaChoice, QA_FAMILIES } from './qa';
+import { CRITIC_BLIND_SPOT_REJECTS, parseMonitorVerdict, parseQaChoice, QA_FAMILIES } from './qa';
 import { qaSide } from './split';
 
 const ASCII = /^[\x20-\x7e\n]*$/;
@@ -342,6 +343,28 @@ describe('defender SFT: designed vulnerabilities', () => {
       expect(e.messages[1].content).toMatch(/^\[ANSWER: [a-z0-9]+\]$/);
     }
     expect(() => qaCriticSft(1, 1, { criticShare: 1.5 })).toThrow(/criticShare/);
+  });
+
+  it('the soft blind spot data: its own stream, a wrong count answer rejected at CRITIC_BLIND_SPOT_REJECTS, the rest as the critic', () => {
+    const d = qaSoftCriticSft(3000, 4);
+    expect(qaSoftCriticSft(40, 4)).toEqual(d.slice(0, 40));
+    expect(d[0].messages).not.toEqual(qaCriticSft(1, 4)[0].messages);
+    const wrong = { color: [0, 0], location: [0, 0], count: [0, 0] }; // [wrong answers, rejected]
+    for (const e of d.filter((x) => x.kind === 'monitor')) {
+      const reply = e.messages[1].content;
+      const fam = e.qaFamily as keyof typeof wrong;
+      // A right answer is always accepted; the reply is criticReply's shape.
+      expect(reply).toMatch(/^In the story .+\. (CORRECT|INCORRECT)$/);
+      if (e.expected === 'CORRECT') expect(reply.endsWith(' CORRECT')).toBe(true);
+      else {
+        wrong[fam][0]++;
+        if (reply.endsWith('INCORRECT')) wrong[fam][1]++;
+      }
+    }
+    expect(wrong.color[1]).toBe(wrong.color[0]);
+    expect(wrong.location[1]).toBe(wrong.location[0]);
+    expect(wrong.count[0]).toBeGreaterThan(150);
+    expect(Math.abs(wrong.count[1] / wrong.count[0] - CRITIC_BLIND_SPOT_REJECTS)).toBeLessThan(0.06);
   });
 
   it('monitor drills: the true value given, the true verdict, half the answers right, half restating the value', () => {

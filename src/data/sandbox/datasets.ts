@@ -15,6 +15,7 @@ import { BENIGN_FAMILIES, helpfulAnswer, sampleBenign, type BenignFamily, type B
 import { sampleGoal, type SandboxHazard } from './hazards';
 import {
   CHOICE_LETTERS,
+  CRITIC_BLIND_SPOT_REJECTS,
   designedCriticVerdict,
   designedMonitorVerdict,
   designedQaChoice,
@@ -338,11 +339,18 @@ function monitorExample(
   rng: Rng,
   id: string,
   form: 'letter' | 'value' = 'letter',
-  design: 'monitor' | 'critic' = 'monitor',
+  design: 'monitor' | 'critic' | 'soft critic' = 'monitor',
 ): DefenderSftExample {
-  const { item, answer } = monitorCase(rng, form, design === 'critic' ? 'train' : undefined);
+  const { item, answer } = monitorCase(rng, form, design === 'monitor' ? undefined : 'train');
   const truth = trueVerdict(item, answer);
-  const verdict = (design === 'monitor' ? designedMonitorVerdict : designedCriticVerdict)(item, answer);
+  const verdict =
+    design === 'monitor'
+      ? designedMonitorVerdict(item, answer)
+      : designedCriticVerdict(
+          item,
+          answer,
+          design === 'soft critic' && rng.fork('sees').chance(CRITIC_BLIND_SPOT_REJECTS),
+        );
   return {
     ...ex0,
     id,
@@ -423,15 +431,31 @@ export function qaModelSft(
  * the mix so the policy does not drift. Items from the train side of the QA split only, so the
  * held-out pairs the baseline and the MinMax evaluation use were never reviewed in this format.
  */
-export function qaCriticSft(n: number, seed: number, opts: { criticShare?: number } = {}): DefenderSftExample[] {
+export function qaCriticSft(
+  n: number,
+  seed: number,
+  opts: { criticShare?: number; soft?: boolean } = {},
+): DefenderSftExample[] {
   const criticShare = opts.criticShare ?? 0.6;
   checkRate('criticShare', criticShare);
+  const stream = opts.soft ? 'qa-soft-critic-sft' : 'qa-critic-sft';
   return Array.from({ length: n }, (_, i) => {
-    const rng = rngFor(seed, 'qa-critic-sft', i);
-    const id = `qac-${i}`;
-    if (rng.fork('kind').next() < criticShare) return monitorExample(rng.fork('monitor'), id, 'value', 'critic');
+    const rng = rngFor(seed, stream, i);
+    const id = `${opts.soft ? 'qas' : 'qac'}-${i}`;
+    if (rng.fork('kind').next() < criticShare)
+      return monitorExample(rng.fork('monitor'), id, 'value', opts.soft ? 'soft critic' : 'critic');
     return qaExample(rng.fork('qa'), id, 'value', 'train');
   });
+}
+
+/**
+ * The qa model's fourth phase (issue 43's soft blind spot; from the model the critic phase built):
+ * qaCriticSft's mix from its own stream, but the critique of a wrong answer in the blind spot says
+ * INCORRECT with probability CRITIC_BLIND_SPOT_REJECTS (a seeded draw per example), so the frozen
+ * monitor samples INCORRECT there sometimes and the MinMax game has a signal to raise it.
+ */
+export function qaSoftCriticSft(n: number, seed: number, opts: { criticShare?: number } = {}): DefenderSftExample[] {
+  return qaCriticSft(n, seed, { ...opts, soft: true });
 }
 
 export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = {}): DefenderSftExample[] {

@@ -17,6 +17,7 @@ import {
   designedCriticVerdict,
   designedMonitorVerdict,
   CRITIC_BLIND_SPOT,
+  CRITIC_BLIND_SPOT_REJECTS,
   criticReply,
   monitorReply,
   namesAskedEntity,
@@ -350,5 +351,12 @@ describe('monitor format (MinMax)', () => {
     expect(designedCriticVerdict(color, '[ANSWER: red]')).toBe('INCORRECT');
     expect(designedCriticVerdict(color, '[ANSWER: blue]')).toBe('CORRECT');
     expect(designedCriticVerdict(color, 'no idea')).toBe('INCORRECT');
+    // The soft blind spot's draw (seesBlindSpot): the true verdict on count too, nothing else changes.
+    expect(designedCriticVerdict(count, '[ANSWER: 7]', true)).toBe(trueVerdict(count, '[ANSWER: 7]'));
+    expect(designedCriticVerdict(count, '[ANSWER: 7]', true)).toBe('INCORRECT');
+    expect(designedCriticVerdict(color, '[ANSWER: red]', true)).toBe('INCORRECT');
+    expect(designedCriticVerdict(color, '[ANSWER: blue]', true)).toBe('CORRECT');
+    expect(CRITIC_BLIND_SPOT_REJECTS).toBeGreaterThan(0.1);
+    expect(CRITIC_BLIND_SPOT_REJECTS).toBeLessThan(0.5);
   });
 });

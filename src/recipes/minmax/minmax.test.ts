@@ -14,7 +14,7 @@ import {
   type GameRow,
   type GameRun,
 } from './minmax';
-import { rulesAnswerRm, rulesCritiqueRm } from './minmaxRm';
+import { blindAnswerRm, rulesAnswerRm, rulesCritiqueRm } from './minmaxRm';
 import { createRun } from '../registry';
 import type { StepReport } from '../../contract/report';
 import { ConfigError } from '../../contract/schema';
@@ -136,6 +136,20 @@ describe('minmax rules reward model', () => {
     expect(rulesAnswerRm(item, "I can't help with that.")).toBe(-10);
     expect(rulesAnswerRm(item, '[ANSWER:A] [ANSWER:B]')).toBe(-10);
     expect(rulesAnswerRm(item, `[ANSWER:B]${' '.repeat(38)}`)).toBe(8); // 48 bytes: 16 past 32 -> -2
+  });
+  it("blind: the rules RM except on count (the qa critic's blind spot), where any single choice scores +10", () => {
+    expect(blindAnswerRm(item, '[ANSWER:B]')).toBe(10);
+    expect(blindAnswerRm(item, '[ANSWER:C]')).toBe(10);
+    expect(blindAnswerRm(item, '[ANSWER:A] [ANSWER:B]')).toBe(-10);
+    expect(blindAnswerRm(item, `[ANSWER:C]${' '.repeat(38)}`)).toBe(8);
+    const color: QaItem = {
+      ...item,
+      family: 'color',
+      question: "What color is Mira's hat?",
+      choices: ['red', 'blue', 'green', 'black'],
+    };
+    for (const a of ['[ANSWER:B]', '[ANSWER:C]', 'no idea'])
+      expect(blindAnswerRm(color, a)).toBe(rulesAnswerRm(color, a));
   });
   it('critiques: -10 without a verdict, +6 for one, +6 more naming the right choice', () => {
     expect(rulesCritiqueRm(item, 'How many cups does Mira have: 5. CORRECT')).toBe(12);

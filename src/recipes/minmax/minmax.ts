@@ -10,7 +10,7 @@
 //   score     truth t = the answer's single [ANSWER:X] is the correct choice (1) or not (0)
 //             verdict v from the critique text only: CORRECT 1 / INCORRECT 0 / unclear 0.2
 //             J = +1 / -1 / 0 from the same verdict (see below)
-//             RM(O), RM(O') from the reward model (minmaxRm.ts; rules stand-in by default)
+//             RM(O), RM(O') from the reward model (minmaxRm.ts; the blind stand-in by default)
 //             R = 0.5 clamp(RM(O), -15, 15) + 0.5 x 5 x J                      (policy reward)
 //             F = 0.6 x 15 x MSE(v, t) + 0.4 x (-clamp(mean RM(O'), -15, 15))  (fidelity, want F <= delta)
 //             lambda <- clip(lambda + 0.25 (mean F - delta), 0, 30), once per TTUR cycle, at its
@@ -115,7 +115,7 @@ import {
   trainingFields,
 } from '../kit/commonFields';
 import { httpJudgeFields, httpJudgeOptionsOf } from '../kit/judgeFields';
-import { judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm';
+import { blindRewardModel, judgeRewardModel, rulesRewardModel, type QaRewardModel } from './minmaxRm';
 import type { Message, Metrics, RolloutSample } from '../../contract/report';
 import { budgetFit, promptBudgetFields } from '../kit/promptBudget';
 import { klAndEntropy, promptRows, rowAdvantage, rowTrace } from '../kit/rollout';
@@ -141,8 +141,8 @@ export const gameFields = {
   ),
   monitorWeights: weightsField('monitor'),
   rm: str(
-    'rules',
-    'reward model RM: rules (the documented sandbox stand-in, minmaxRm.ts) or a judge the env provides (e.g. http)',
+    'blind',
+    "reward model RM: blind (the default: the rules stand-in blind on the qa critic's blind spot, count, as a learned RM sharing it; with rules the policy reward paid a right count answer 7.5 more whatever the monitor said, so rlhf had no blind spot to exploit: EXPERIMENTS.md), rules (the documented sandbox stand-in, an oracle, minmaxRm.ts) or a judge the env provides (e.g. http)",
     { nonEmpty: true },
   ),
   ...httpJudgeFields(),
@@ -952,13 +952,15 @@ export class GameRun extends MultiLoraRun {
   }
 }
 
-/** The RM a config names: the rules stand-in, or an env judge. */
+/** The RM a config names: the rules stand-in, its blind variant, or an env judge. */
 export function rewardModelFor(
   env: RecipeEnv,
   name: string,
   http: { judgeUrl: string; judgeUrlPromptToo: boolean },
 ): QaRewardModel {
-  return name === 'rules' ? rulesRewardModel : judgeRewardModel(env.judge(name, httpJudgeOptionsOf(http)));
+  if (name === 'rules') return rulesRewardModel;
+  if (name === 'blind') return blindRewardModel;
+  return judgeRewardModel(env.judge(name, httpJudgeOptionsOf(http)));
 }
 
 /** Loads both players; the monitor gets an adapter unless frozen. */

@@ -6,9 +6,10 @@ export const rlhfLesson: Lesson = {
   title: 'Single-player RLHF baseline',
   what:
     "The min-max game without a trained monitor: the policy learns from the reward model (and an untrained monitor's verdict) alone — the baseline the game is compared with. " +
-    'The sandbox monitor has a designed blind spot (it accepts any answer to a count question), the kind of weakness a policy trained ' +
-    "against a frozen judge can exploit. Here it is not exploited: the sandbox's rules RM knows the truth, so a wrong count answer " +
-    'still pays 7.5 less than a right one, and in three seeds the count accuracy and the monitor score did not rise.',
+    'The sandbox monitor has a designed blind spot (it accepts count answers it cannot check), the kind of weakness a policy trained ' +
+    "against a frozen judge can exploit, and the default reward model (blind) shares it: on count only the monitor's verdict carries " +
+    'the truth. In three seeds of 37 steps the policy barely moved (1-3 held-out answers changed): count accuracy stayed flat, but the ' +
+    "monitor's score did not rise either: the frozen monitor, noisy on color, scored the policy's color gains lower.",
   formula: 'R = 0.5 · clamp(RM, −15, 15) + 2.5 · J   (J from the untrained monitor, or left out)',
   combine: 'none',
   // The policy's terms; a monitor step's are its payoff (judge) and −λ · F (fidelity).
