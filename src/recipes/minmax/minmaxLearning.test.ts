@@ -46,9 +46,11 @@ const show = (rs: StepReport[], k: string) => rs.map((r) => (r.metrics[k] ?? NaN
 
 describe.skipIf(!HAVE_QA)('minmax learning (sandbox qa model)', () => {
   it('lambda held at 0 (monitor reward -10 J): the monitor learns to say CORRECT less on held-out items', async () => {
-    // The critic starts saying CORRECT to 0.81 of the balanced held-out set (half its answers wrong);
-    // a reward that pays INCORRECT must take that share down. With the sign flipped it rose
-    // (0.813 -> 0.875), with the monitor's updates off it stays (lr 0: 0.813 -> 0.813).
+    // The critic starts saying CORRECT to 0.875 of the balanced held-out set (half its answers wrong);
+    // a reward that pays INCORRECT must take that share down: 0.875 -> 0.063 on the soft-blind-spot
+    // qa model (2026-11-29). With the sign flipped it stays (0.875 -> 0.875), with the monitor's
+    // updates off too (lr 0: greedy and unchanged weights). The lr comment above is from the model
+    // before the soft phase (start 0.813).
     const rs = await play({ lambda0: 0, dualStep: 0 }, UPDATES + 1);
     const k = 'eval/monitor_says_correct_balanced';
     const note = `greedy ${show(rs, k)} | sampled ${show(rs, 'monitor/says_correct')}`;
