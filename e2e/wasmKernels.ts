@@ -53,5 +53,8 @@ export async function expectSameStepWithoutOurKernels(page: Page, memory: 'plain
   const scale = Math.max(...stock.r.deltas.map(Math.abs));
   expect(scale).toBeGreaterThan(0);
   const worst = Math.max(...ours.r.deltas.map((d, i) => Math.abs(d - stock.r.deltas[i])));
+  console.log(
+    `wasm kernels (${memory} memory), ours vs stock: loss ${ours.r.metrics['loss/total']} vs ${stock.r.metrics['loss/total']}, worst adapter change ${(worst / scale).toExponential(1)} of the largest`,
+  );
   expect(worst / scale).toBeLessThan(1e-4);
 }

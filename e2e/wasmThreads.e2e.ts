@@ -2,7 +2,8 @@
 // harness's ?cores=4, since CI has 2), the isolated page runs tfjs-wasm's threaded SIMD build on 2
 // threads, its pthread workers start from the minified bundle (dev/build/wasmThreadGuard.ts), our
 // own kernels run on its shared memory (gemm-shared.wasm) with the stock kernels' numbers, and a
-// run trains on them. On 2 cores the lab runs the single-threaded build (site.e2e.ts).
+// run trains on them. On 2 cores the lab runs the single-threaded build (site.e2e.ts), with our
+// kernels on its plain memory (the same A/B here, on a second harness page).
 import { describe, expect, it } from 'vitest';
 import { sharedHarnessPage } from './browser';
 import { fillSft, stateIs, stepAtLeast, waitFor } from './sftRun';
@@ -31,5 +32,13 @@ describe('wasm threads at 4 logical cores', () => {
     await page.getByRole('button', { name: 'Start', exact: true }).click();
     await waitFor(page, `${stateIs('running')} && ${stepAtLeast(1)}`, 120_000);
     expect((await expectOurKernels(page, 'shared')).products).toBeGreaterThan(before);
+  });
+});
+
+describe('our kernels on the single-threaded build (2 logical cores)', () => {
+  const plain = sharedHarnessPage('?backend=wasm');
+  it('serve on its memory, and a learning step matches the stock kernels', async () => {
+    await expectOurKernels(plain.page, 'plain');
+    await expectSameStepWithoutOurKernels(plain.page, 'plain');
   });
 });
