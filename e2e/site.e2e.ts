@@ -136,7 +136,7 @@ describe('the deployed site (npm run build) on a plain static server under a sub
     });
   });
 
-  it('renders, isolates itself through the service worker, and runs the guided demo on wasm with the thread count its cores call for', async () => {
+  it('renders, isolates itself through the service worker, and runs the guided demo on wasm, on our kernels, with the thread count its cores call for', async () => {
     await page.goto(`${site.url}?backend=wasm`);
     // The server sends no COOP/COEP: the service worker adds them, after one reload of the first visit.
     await until(() => window.crossOriginIsolated && navigator.serviceWorker.controller !== null);
@@ -174,6 +174,13 @@ describe('the deployed site (npm run build) on a plain static server under a sub
     expect(await cell.textContent()).toContain(
       threaded ? `${threads} threads: cross-origin isolated` : `1 thread: ${cores} logical cores: the single-threaded`,
     );
+    // Sparring's own kernels serve the demo (the production bundle carries them inline; the
+    // threaded build gets the shared-memory module): they ran its products.
+    const kernels = page.getByTestId('device-wasm-kernels');
+    expect(await kernels.getAttribute('data-ours')).toBe('true');
+    expect(await kernels.getAttribute('data-memory')).toBe(threaded ? 'shared' : 'plain');
+    await expect.poll(async () => Number(await kernels.getAttribute('data-products'))).toBeGreaterThan(0);
+    expect(await kernels.textContent()).toContain("tfjs-wasm + Sparring's SIMD kernels");
     expect(await page.getByTestId('device-build').textContent()).toBe('site-one');
     await closeDevice();
     expect(failures).toEqual([]);

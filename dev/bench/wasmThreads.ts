@@ -6,10 +6,13 @@
 // Threads on: the threaded build's pool. Below 4 logical cores the lab runs the single-threaded
 // build even when isolated (src/contract/wasmThreads.ts), so on a 2-core machine pass --cores 4:
 // the engine worker then reports 4 logical cores (dev/harness/harness.worker.ts) and runs 2 threads.
+// --stock: also threads on with tfjs-wasm's stock kernels instead of ours (src/engine/kernels/wasmGemm.ts),
+// a third column in the same rounds.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { preview } from 'vite';
+import type { HarnessEngine } from '../harness/harnessApi';
 import { launchChromium } from '../browser/chromium';
 import { serveSite } from '../servers/staticServer';
 import { ISOLATION_HEADERS } from '../../src/ui/offline/isolationHeaders';
@@ -19,15 +22,23 @@ const { values: args } = parseArgs({
     cores: { type: 'string', default: '' },
     steps: { type: 'string', default: '6' },
     rounds: { type: 'string', default: '3' },
+    stock: { type: 'boolean', default: false },
   },
 });
 const STEPS = Number(args.steps);
 const ROUNDS = Number(args.rounds);
 
 type Workload = 'guided demo' | 'redteam';
+/** Threads on (ours), off (single-threaded build, ours), on with tfjs-wasm's stock kernels (--stock). */
+type Mode = 'on' | 'off' | 'stock';
 
 /** ms per step over STEPS steps after two warm-up steps, and the threads wasm reported. */
-async function measure(browser: Browser, origin: string, work: Workload): Promise<{ ms: number; threads: string }> {
+async function measure(
+  browser: Browser,
+  origin: string,
+  work: Workload,
+  stock = false,
+): Promise<{ ms: number; threads: string }> {
   const context = await browser.newContext({ serviceWorkers: 'block' });
   try {
     const page = await context.newPage();
@@ -38,9 +49,11 @@ async function measure(browser: Browser, origin: string, work: Workload): Promis
       undefined,
       { timeout: 120_000 },
     );
+    if (stock) await page.evaluate(() => (window.sparring!.engine as HarnessEngine).setWasmKernels(false));
     const status = await page.evaluate(() => window.sparring!.engine.status());
     const t = status.backend.wasmThreads;
-    const threads = t ? `${t.threads}${t.threaded ? ' (threaded build)' : ''}` : '?';
+    const kernels = status.wasmKernels?.ours ? '' : ', stock kernels';
+    const threads = t ? `${t.threads}${t.threaded ? ' (threaded build)' : ''}${kernels}` : '?';
     if (work === 'guided demo') {
       if ((await page.locator('[data-testid="guided-demo"]').count()) === 0)
         await page.click('[data-testid="teaching-toggle"]');
@@ -82,18 +95,20 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     for (const work of ['guided demo', 'redteam'] as Workload[]) {
-      const ms: Record<'on' | 'off', number[]> = { on: [], off: [] };
-      const threads: Record<'on' | 'off', string> = { on: '', off: '' };
+      const ms: Record<Mode, number[]> = { on: [], off: [], stock: [] };
+      const threads: Record<Mode, string> = { on: '', off: '', stock: '' };
+      const modes: Mode[] = args.stock ? ['on', 'off', 'stock'] : ['on', 'off'];
       for (let r = 0; r < ROUNDS; r++)
-        for (const mode of r % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
-          const m = await measure(browser, mode === 'on' ? onUrl : off.url, work);
+        for (const mode of r % 2 === 0 ? modes : [...modes].reverse()) {
+          const m = await measure(browser, mode === 'off' ? off.url : onUrl, work, mode === 'stock');
           ms[mode].push(m.ms);
           threads[mode] = m.threads;
           console.error(`${work}, threads ${mode} (${m.threads}): ${m.ms.toFixed(0)} ms/step`);
         }
       const f = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
+      const stockCell = args.stock ? ` ${threads.stock}: ${f(ms.stock)} |` : '';
       rows.push(
-        `| ${work} | ${threads.on}: ${f(ms.on)} | ${threads.off}: ${f(ms.off)} | ${(median(ms.off) / median(ms.on)).toFixed(2)}x |`,
+        `| ${work} | ${threads.on}: ${f(ms.on)} | ${threads.off}: ${f(ms.off)} | ${(median(ms.off) / median(ms.on)).toFixed(2)}x |${stockCell}`,
       );
     }
   } finally {
@@ -102,8 +117,11 @@ async function main(): Promise<void> {
     await off.close();
   }
   console.log(`wasm threads on vs off, ${STEPS} steps after 2 warm-up steps, ${ROUNDS} rounds each, ms/step`);
-  console.log('| workload | threads on: ms/step per round | threads off: ms/step per round | off / on (medians) |');
-  console.log('| --- | --- | --- | --- |');
+  const stockHead = args.stock ? ' threads on, stock kernels: ms/step per round |' : '';
+  console.log(
+    `| workload | threads on: ms/step per round | threads off: ms/step per round | off / on (medians) |${stockHead}`,
+  );
+  console.log(`| --- | --- | --- | --- |${args.stock ? ' --- |' : ''}`);
   for (const r of rows) console.log(r);
 }
 

@@ -14,7 +14,7 @@ import type { GenerateOptions, GenerateResult } from '../../src/model/generate';
 import type { DecodePath } from '../../src/model/planned/decode';
 import type { OptimizerPath } from '../../src/rl/plannedOptim';
 import type { LearnPath } from '../../src/rl/plannedLearn';
-import type { EngineApi } from '../../src/contract/workerApi';
+import type { EngineApi, WasmKernelStatus } from '../../src/contract/workerApi';
 import type { QuantCaseSpec } from '../test/quantCase';
 import type { ThroughputCase, ThroughputResult } from '../bench/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../bench/decodeBench';
@@ -128,6 +128,8 @@ export interface HarnessApi extends EngineApi {
   benchWholeSteps(name: string, reps: number): Promise<KernelBenchRow[]>;
   /** One GRPO step with LoRA on a loaded model; its metrics (checks the training path end to end). */
   rlSmokeStep(name: string): Promise<Record<string, number>>;
+  /** On wasm: Sparring's kernels (src/engine/kernels/wasmGemm.ts) off or back on; which kernels then run. */
+  setWasmKernels(enabled: boolean): Promise<WasmKernelStatus | null>;
   /** Switch the custom WGSL kernels off (stock tfjs ops) or back on. */
   setCustomKernels(enabled: boolean): Promise<void>;
   /** generate() on WebGPU: the planned decode path (default) or tfjs op by op (A/B, triage). */

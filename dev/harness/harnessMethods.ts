@@ -19,6 +19,8 @@ import {
   kvWrite,
   blockCaseData,
   setEngineOptions,
+  setWasmKernels,
+  wasmKernelStatus,
 } from '../../src/engine/index';
 import { measureRoofline } from '../bench/roofline';
 import { requireInit } from '../../src/worker/engineApi';
@@ -251,6 +253,11 @@ export const harnessMethods: Omit<HarnessApi, keyof EngineApi> = {
 
   async rlSmokeStep(name) {
     return rlSmokeStep(namedModel(name));
+  },
+
+  async setWasmKernels(enabled) {
+    setWasmKernels(enabled);
+    return wasmKernelStatus();
   },
 
   async setCustomKernels(enabled) {

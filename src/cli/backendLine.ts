@@ -2,10 +2,12 @@
 // how many threads it runs and why; on WebGPU the adapter Dawn gave (a hardware GPU, or a software
 // one: SwiftShader, lavapipe). A figure from the CLI is only read right beside it.
 import * as tf from '@tensorflow/tfjs';
+import { wasmKernelStatus } from '../engine/index';
 import { wasmThreadsNote } from './nodeBackend';
 
 /**
- * `backend cpu`, `backend wasm (SIMD, 1 thread: tfjs-wasm's Node build is single-threaded ...)`, or
+ * `backend cpu`, `backend wasm (SIMD, 1 thread: tfjs-wasm's Node build is single-threaded ...; tfjs-wasm +
+ * Sparring's SIMD kernels)`, or
  * `backend webgpu on <adapter> (software: SwiftShader)`.
  */
 export async function backendLine(): Promise<string> {
@@ -16,7 +18,8 @@ export async function backendLine(): Promise<string> {
     const n = getThreadsCount();
     // The note starts with the count itself ("1 thread: why").
     const threads = (await wasmThreadsNote()) ?? `${n} thread${n === 1 ? '' : 's'}`;
-    return `backend wasm (${simd ? 'SIMD, ' : ''}${threads})`;
+    const ours = wasmKernelStatus()?.ours ? "; tfjs-wasm + Sparring's SIMD kernels" : '';
+    return `backend wasm (${simd ? 'SIMD, ' : ''}${threads}${ours})`;
   }
   if (backend !== 'webgpu') return `backend ${backend}`;
   const { dawnAdapter } = await import('./node/dawn');

@@ -31,6 +31,15 @@ export interface MemoryInfo {
   numBytes: number;
 }
 
+/** On tfjs-wasm: whether Sparring's own kernels (src/engine/kernels/wasmGemm.ts) run its products and fused ops. */
+export interface WasmKernelStatus {
+  ours: boolean;
+  /** The memory they share with tfjs-wasm: the threaded build's is shared (gemm-shared.wasm); null while not loaded. */
+  memory: 'plain' | 'shared' | null;
+  /** Products (BatchMatMul) our GEMM has run in this worker. */
+  products: number;
+}
+
 export interface EngineStatus {
   backend: BackendReport;
   probe: GpuProbe;
@@ -40,6 +49,8 @@ export interface EngineStatus {
   gpuErrors: string[];
   /** The device's subgroup layout (null without the feature or off WebGPU) and whether kernels use it. */
   subgroups: SubgroupStatus;
+  /** On the wasm backend: which kernels run (absent elsewhere, and from an older worker). */
+  wasmKernels?: WasmKernelStatus;
 }
 
 /** A registered recipe as the UI sees it: its schema is plain JSON (a form is generated from it). */

@@ -24,6 +24,8 @@ export {
   installWasmKernels,
   wasmGatherColumns,
   wasmGemmServes,
+  wasmKernelStatus,
+  setWasmKernels,
   wasmLoraLinear,
   wasmLoraTaped,
 } from './kernels/wasmGemm';

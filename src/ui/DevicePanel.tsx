@@ -9,7 +9,7 @@ import { useSettings } from '../store/settingsStore';
 import { useSetup, type ModelFit } from '../store/setupStore';
 import { deviceBudget } from './controls/fitCheck';
 import { refreshEngineStatus } from './engineConnection';
-import type { EngineStatus } from '../contract/workerApi';
+import type { EngineStatus, WasmKernelStatus } from '../contract/workerApi';
 import { describeWasmThreads, threadedBuildWanted, wasmThreadRequest, type WasmThreads } from '../contract/wasmThreads';
 
 const BYTE_LIMITS = new Set(['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize']);
@@ -60,6 +60,12 @@ function wasmThreadsOf(status: EngineStatus | null | undefined): WasmThreads {
   const env = { node: false, isolated: window.crossOriginIsolated, cores: navigator.hardwareConcurrency || 1 };
   const planned = describeWasmThreads(env, wasmThreadRequest(env), threadedBuildWanted(env));
   return { ...planned, why: `${planned.why} (if wasm runs)` };
+}
+
+function wasmKernelsLine(k: WasmKernelStatus): string {
+  if (!k.ours) return "tfjs-wasm's own kernels: Sparring's SIMD kernels did not load here";
+  const build = k.memory === 'shared' ? "the threaded build's shared memory" : 'its memory';
+  return `tfjs-wasm + Sparring's SIMD kernels (matmul, RMSNorm, RoPE, SwiGLU, LoRA, gather, Exp) on ${build}: ${k.products.toLocaleString('en')} matmuls so far`;
 }
 
 /** Full probe results: adapter, features, limits, backend attempts, tfjs memory, backend setting. */
@@ -120,6 +126,19 @@ export function DevicePanel({ onClose }: { onClose(): void }) {
                 {wasmThreadsOf(status).why}
               </td>
             </tr>
+            {status?.wasmKernels && (
+              <tr>
+                <th>wasm kernels</th>
+                <td
+                  data-testid="device-wasm-kernels"
+                  data-ours={String(status.wasmKernels.ours)}
+                  data-memory={status.wasmKernels.memory ?? ''}
+                  data-products={status.wasmKernels.products}
+                >
+                  {wasmKernelsLine(status.wasmKernels)}
+                </td>
+              </tr>
+            )}
             <tr>
               <th>tfjs</th>
               <td>{status?.tfjsVersion ?? '—'}</td>

@@ -13,6 +13,7 @@ import {
   isWebGPUBackend,
   webgpuDevice,
   subgroupStatus,
+  wasmKernelStatus,
   type BackendPreference,
   type GpuProbe,
 } from '../engine/index';
@@ -83,7 +84,8 @@ export function requireInit(): Omit<EngineStatus, 'memory' | 'gpuErrors' | 'subg
 }
 
 function fullStatus(): EngineStatus {
-  return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors], subgroups: subgroupStatus() };
+  const wasmKernels = wasmKernelStatus() ?? undefined;
+  return { ...requireInit(), memory: memory(), gpuErrors: [...gpuErrors], subgroups: subgroupStatus(), wasmKernels };
 }
 
 export const engineApi: EngineApi = {

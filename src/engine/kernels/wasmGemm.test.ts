@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { installWasmKernels, wasmGemmCalls } from './wasmGemm';
+import { gemmSharedWasmBase64, gemmWasmBase64 } from './wasm-gemm/gemmBinary';
 import { rmsNorm, rope, swiglu } from '../index';
 
 // Our batched SIMD GEMM on tfjs-wasm against tfjs-cpu's BatchMatMul: every transpose pair, the
@@ -143,5 +144,24 @@ describe('Exp on tfjs-wasm (ours, a 4-lane polynomial)', () => {
       else if (want === Infinity) expect(got[i]).toBe(Infinity);
       else expect(Math.abs(got[i] - want)).toBeLessThanOrEqual(2.5e-7 * want);
     });
+  });
+});
+
+describe("the shared-memory module (tfjs-wasm's threaded build)", () => {
+  it('instantiates on a memory shaped as the threaded glue makes it and gives the plain module products', () => {
+    const run = (b64: string, memory: WebAssembly.Memory) => {
+      const m = new WebAssembly.Module(Buffer.from(b64, 'base64'));
+      const { bmm } = new WebAssembly.Instance(m, { env: { memory } }).exports as { bmm: (...a: number[]) => void };
+      const f = new Float32Array(memory.buffer);
+      const [M, N, K] = [5, 11, 7];
+      for (let i = 0; i < M * K + K * N; i++) f[i] = Math.sin(i + 1);
+      bmm(0, M * K * 4, (M * K + K * N) * 4, 4096, 1, M, N, K, 0, 1, 0, 0);
+      return Array.from(f.slice(M * K + K * N, M * K + K * N + M * N));
+    };
+    // tfjs-backend-wasm's threaded glue: new WebAssembly.Memory({ maximum: 4294967296 / 65536, shared: true }).
+    const shared = new WebAssembly.Memory({ initial: 256, maximum: 65536, shared: true });
+    expect(shared.buffer).toBeInstanceOf(SharedArrayBuffer);
+    const want = run(gemmWasmBase64, new WebAssembly.Memory({ initial: 256 }));
+    expect(run(gemmSharedWasmBase64, shared)).toEqual(want);
   });
 });

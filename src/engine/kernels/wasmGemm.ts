@@ -17,7 +17,8 @@
 // decoded token, 1,357 -> 897 per learning step of the sandbox defender
 // (dev/bench/cpu/opProfile.ts). And Exp, vectorised.
 import * as tf from '@tensorflow/tfjs';
-import { gemmWasmBase64 } from './wasm-gemm/gemmBinary';
+import type { WasmKernelStatus } from '../../contract/workerApi';
+import { gemmSharedWasmBase64, gemmWasmBase64 } from './wasm-gemm/gemmBinary';
 
 type Bmm = (
   a: number,
@@ -69,28 +70,50 @@ interface Ops {
   ): void;
 }
 
-let module: WebAssembly.Module | null = null;
-const instances = new WeakMap<WebAssembly.Memory, Ops>();
-
-function bytes(): Uint8Array {
-  if (typeof atob === 'function') return Uint8Array.from(atob(gemmWasmBase64), (c) => c.charCodeAt(0));
-  return new Uint8Array(Buffer.from(gemmWasmBase64, 'base64'));
+let enabled = true;
+/** Our kernels off (tfjs-wasm's stock ones run) or back on: an A/B switch for tests (dev/harness). */
+export function setWasmKernels(on: boolean): void {
+  enabled = on;
 }
 
-/** Our functions on this backend's memory, or null where they cannot be (a threaded build's shared memory). */
+/** The compiled module for a plain memory (false) and for a shared one (true: the threaded build). */
+const modules = new Map<boolean, WebAssembly.Module>();
+const instances = new WeakMap<WebAssembly.Memory, Ops>();
+
+function bytes(shared: boolean): Uint8Array {
+  const b64 = shared ? gemmSharedWasmBase64 : gemmWasmBase64;
+  if (typeof atob === 'function') return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  return new Uint8Array(Buffer.from(b64, 'base64'));
+}
+
+function memoryOf(backend: WasmBackend): WebAssembly.Memory | undefined {
+  return backend.wasm.wasmMemory ?? backend.wasm.asm?.memory;
+}
+
+const isShared = (memory: WebAssembly.Memory) =>
+  typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer;
+
+/**
+ * Our functions on this backend's memory, or null where they cannot be yet. tfjs-wasm's threaded
+ * build has a shared memory: there gemm-shared.wasm (the same code, its import declared shared)
+ * runs, on the calling thread only, as the other build does.
+ */
 function opsFor(backend: WasmBackend): Ops | null {
-  const memory = backend.wasm.wasmMemory ?? backend.wasm.asm?.memory;
-  if (!memory || (typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer)) return null;
+  const memory = memoryOf(backend);
+  if (!memory || !enabled) return null;
   let ops = instances.get(memory);
   if (!ops) {
+    const shared = isShared(memory);
+    let module = modules.get(shared);
     if (!module) {
       // A page's main thread refuses to compile more than 4 KB synchronously: there the stock
       // kernel runs until the compile that installWasmKernels started lands.
       try {
-        module = new WebAssembly.Module(bytes() as BufferSource);
+        module = new WebAssembly.Module(bytes(shared) as BufferSource);
       } catch {
         return null;
       }
+      modules.set(shared, module);
     }
     ops = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Ops;
     instances.set(memory, ops);
@@ -109,9 +132,18 @@ let calls = 0;
 /** How many products our GEMM has run (tests check that it, not the stock kernel, ran). */
 export const wasmGemmCalls = () => calls;
 
+/** On tfjs-wasm, which kernels run (the Device dialog's line); null on another backend. */
+export function wasmKernelStatus(): WasmKernelStatus | null {
+  if (tf.getBackend() !== 'wasm') return null;
+  const backend = tf.backend() as unknown as WasmBackend;
+  const memory = memoryOf(backend);
+  const ours = wasmGemmServes();
+  return { ours, memory: ours && memory ? (isShared(memory) ? 'shared' : 'plain') : null, products: calls };
+}
+
 /**
- * Whether the current backend's BatchMatMul is ours and runs here (tfjs-wasm, unthreaded, the
- * module compiled): then a transposed operand costs nothing extra (gemm.c turns it in its
+ * Whether the current backend's BatchMatMul is ours and runs here (tfjs-wasm, the module for its
+ * memory compiled): then a transposed operand costs nothing extra (gemm.c turns it in its
  * scratch), and callers need not turn operands with Transpose kernels of their own.
  */
 export function wasmGemmServes(): boolean {
@@ -363,11 +395,12 @@ export function installWasmKernels(): void {
       return out;
     },
   });
-  if (!module)
-    WebAssembly.compile(bytes() as BufferSource).then(
-      (m) => (module ??= m),
-      () => {},
-    );
+  for (const shared of [false, true])
+    if (!modules.has(shared) && (!shared || typeof SharedArrayBuffer !== 'undefined'))
+      WebAssembly.compile(bytes(shared) as BufferSource).then(
+        (m) => modules.has(shared) || modules.set(shared, m),
+        () => {},
+      );
   tf.unregisterKernel('BatchMatMul', 'wasm');
   tf.registerKernel({
     ...stock,
