@@ -230,6 +230,22 @@ export class DecodePlan {
     this.begun = { ...b, statT: t > 0 && t !== 1 ? t : 1 };
   }
 
+  /** Packs the per-token uniform `u` of the begun generation into slot i of `slots`. */
+  private packSlot(slots: ArrayBuffer, i: number, u: { step: number; slot: number; kvLen: number; rec: number }): void {
+    const b = this.begun!;
+    packTok(
+      { vocab: this.model.vocab, ...b.sampling, ...u, loraOn: b.loraOn, statT: b.statT },
+      slots,
+      i * DYN_SLOT_BYTES,
+    );
+  }
+
+  /** Decode step t's uniform: its cache slot after the prefill, the slots it sees, its record row. */
+  private stepSlot(t: number, rec: number) {
+    const prefill = this.begun!.prefill;
+    return { step: t, slot: prefill + t, kvLen: prefill + t + 1, rec };
+  }
+
   /** Prompt columns the planned prefill fills for prompts of P columns: P rounded up to whole chunks. */
   prefillColumns(P: number): number {
     return Math.ceil(P / this.chunk) * this.chunk;
@@ -275,26 +291,10 @@ export class DecodePlan {
     const q = this.device.queue;
     q.writeBuffer(this.aux, this.auxOff.ppos * 4, pos);
     q.writeBuffer(this.promptIds, 0, ids);
-    const b = this.begun!;
     const chunks = P2 / this.chunk;
     const first = this.opts.tokensPerRun; // prefill slots follow the run's
     const slots = new ArrayBuffer(chunks * DYN_SLOT_BYTES);
-    for (let i = 0; i < chunks; i++) {
-      packTok(
-        {
-          vocab: this.model.vocab,
-          ...b.sampling,
-          step: 0,
-          slot: i * this.chunk,
-          loraOn: b.loraOn,
-          kvLen: 0,
-          rec: 0,
-          statT: b.statT,
-        },
-        slots,
-        i * DYN_SLOT_BYTES,
-      );
-    }
+    for (let i = 0; i < chunks; i++) this.packSlot(slots, i, { step: 0, slot: i * this.chunk, kvLen: 0, rec: 0 });
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
     q.writeBuffer(this.plan.dyn, first * DYN_SLOT_BYTES, slots);
@@ -355,21 +355,7 @@ export class DecodePlan {
     try {
       const slots = new ArrayBuffer(n * DYN_SLOT_BYTES);
       for (let i = 0; i < n; i++) {
-        const t = first + i;
-        packTok(
-          {
-            vocab: this.model.vocab,
-            ...b.sampling,
-            step: t,
-            slot: b.prefill + t,
-            loraOn: b.loraOn,
-            kvLen: b.prefill + t + 1,
-            rec: i,
-            statT: b.statT,
-          },
-          slots,
-          i * DYN_SLOT_BYTES,
-        );
+        this.packSlot(slots, i, this.stepSlot(first + i, i));
       }
       const q = this.device.queue;
       this.device.pushErrorScope('out-of-memory');
@@ -444,20 +430,7 @@ export class DecodePlan {
     const b = this.begun;
     if (!b) throw new Error('decode plan: forced before begin');
     const slots = new ArrayBuffer(DYN_SLOT_BYTES);
-    packTok(
-      {
-        vocab: this.model.vocab,
-        ...b.sampling,
-        step: t,
-        slot: b.prefill + t,
-        loraOn: b.loraOn,
-        kvLen: b.prefill + t + 1,
-        rec: 0,
-        statT: b.statT,
-      },
-      slots,
-      0,
-    );
+    this.packSlot(slots, 0, this.stepSlot(t, 0));
     const q = this.device.queue;
     q.writeBuffer(this.plan.dyn, 0, slots);
     q.writeBuffer(this.ids, 0, Int32Array.from(ids));
