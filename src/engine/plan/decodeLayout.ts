@@ -317,31 +317,8 @@ function plannedBuffers(m: DecodeModelRef, s: DecodeSizes): PlannedBuffer[] {
   return planned;
 }
 
-/** The plan and its buffers (step 2). */
-export interface DecodeBuffers {
-  plan: GpuPlan;
-  lora: GPUBuffer;
-  work: GPUBuffer;
-  aux: GPUBuffer;
-  /** Key and value caches per layer, [B, nKV, capacity, D] float32. */
-  kCache: GPUBuffer[];
-  vCache: GPUBuffer[];
-  logits: GPUBuffer;
-  scaled: GPUBuffer;
-  ids: GPUBuffer;
-  promptIds: GPUBuffer;
-  streams: GPUBuffer;
-  stats: GPUBuffer;
-  record: GPUBuffer;
-  timer: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer } | null;
-  readback: GPUBuffer;
-  params: GPUBuffer;
-  /** Split-K attention's partials (null: whole attention). */
-  partials: GPUBuffer | null;
-}
-
 /** Step 2: the plan and every buffer of the sizes, with the RoPE tables written and the norms and biases copied in. */
-export function decodeBuffers(device: GPUDevice, m: DecodeModelRef, s: DecodeSizes): DecodeBuffers {
+export function decodeBuffers(device: GPUDevice, m: DecodeModelRef, s: DecodeSizes) {
   const { B, C, Pc, tokensPerRun } = s;
   // Per-token uniform slots: the decode run's tokens, then one per prefill chunk.
   const plan = new GpuPlan(device, tokensPerRun + Math.ceil(C / Pc), `decode B${B} C${C}`, true);
@@ -349,6 +326,7 @@ export function decodeBuffers(device: GPUDevice, m: DecodeModelRef, s: DecodeSiz
   const work = plan.buffer('work', s.work.total * 4);
   const aux = plan.buffer('aux', s.aux.total * 4);
   device.queue.writeBuffer(aux, 0, ropeTables(s));
+  // key and value caches per layer, [B, nKV, capacity, D] float32
   const kCache: GPUBuffer[] = [];
   const vCache: GPUBuffer[] = [];
   for (let l = 0; l < m.layers.length; l++) {
@@ -376,6 +354,7 @@ export function decodeBuffers(device: GPUDevice, m: DecodeModelRef, s: DecodeSiz
   const enc = device.createCommandEncoder();
   for (const c of s.params.copies) enc.copyBufferToBuffer(c.src, 0, params, c.dst * 4, c.n * 4);
   device.queue.submit([enc.finish()]);
+  // split-K attention's partials (null: whole attention)
   const partials = s.attention === 'splitk' ? plan.buffer('attention partials', s.partialBytes) : null;
   return {
     plan,
@@ -397,6 +376,9 @@ export function decodeBuffers(device: GPUDevice, m: DecodeModelRef, s: DecodeSiz
     partials,
   };
 }
+
+/** The plan and its buffers (step 2). */
+export type DecodeBuffers = ReturnType<typeof decodeBuffers>;
 
 /** The aux buffer's first sections: cos and sin of every RoPE at every cache slot's position. */
 function ropeTables(s: DecodeSizes): Float32Array {

@@ -180,69 +180,8 @@ export function learnSizes(m: DecodeModelRef, opts: LearnPlanOptions): LearnSize
   };
 }
 
-/** The plan and every buffer of the step (step 2). */
-export interface LearnBuffers {
-  plan: GpuPlan;
-  /** LoRA factors the passes read, and d loss / d params (the same layout). */
-  params: GPUBuffer;
-  grads: GPUBuffer;
-  ids: GPUBuffer;
-  targets: GPUBuffer;
-  valid: GPUBuffer;
-  cos: GPUBuffer;
-  sin: GPUBuffer;
-  /** cos / sin of every RoPE past the first (DecodeModelRef.invFreqs[1..]: Gemma 3's sliding layers). */
-  ropeTables: { cos: GPUBuffer; sin: GPUBuffer }[];
-  stats: GPUBuffer;
-  dstats: GPUBuffer;
-  statsRead: GPUBuffer;
-  dummy: GPUBuffer;
-  layers: LayerBufs[];
-  /** Per LoRA slot, its dropout bit mask (with opts.dropout); the dropped-input scratch and the kept multiplier. */
-  masks: GPUBuffer[];
-  dropScratch: GPUBuffer | null;
-  dropScale: GPUBuffer | null;
-  /** The last layer's output, the final norm's inverse and output, the response rows' hidden state and logits. */
-  xOut: GPUBuffer;
-  invF: GPUBuffer;
-  hn: GPUBuffer;
-  hidden: GPUBuffer;
-  logits: GPUBuffer;
-  /** Forward scratch: token-major projections before RoPE. */
-  qt: GPUBuffer;
-  kt: GPUBuffer;
-  vt: GPUBuffer;
-  /** Backward scratch. */
-  dlogits: GPUBuffer;
-  dhn: GPUBuffer;
-  dres: GPUBuffer;
-  dh: GPUBuffer;
-  dact: GPUBuffer;
-  dg: GPUBuffer;
-  du: GPUBuffer;
-  dao: GPUBuffer;
-  daoh: GPUBuffer;
-  dP: GPUBuffer;
-  dqh: GPUBuffer;
-  dkh: GPUBuffer;
-  dvh: GPUBuffer;
-  dq: GPUBuffer;
-  dk: GPUBuffer;
-  dv: GPUBuffer;
-  dxa: GPUBuffer;
-  /** The gradients of q and k before their norms (per-head q/k norms). */
-  dqk: { q: GPUBuffer; k: GPUBuffer } | null;
-  /** The gradient of a branch's output before its post norm (post-branch norms). */
-  dpost: GPUBuffer | null;
-}
-
 /** Step 2: the plan and every buffer of the sizes. */
-export function learnBuffers(
-  device: GPUDevice,
-  m: DecodeModelRef,
-  s: LearnSizes,
-  opts: LearnPlanOptions,
-): LearnBuffers {
+export function learnBuffers(device: GPUDevice, m: DecodeModelRef, s: LearnSizes, opts: LearnPlanOptions) {
   const { B, N, L, R, H, half, qF, kvF, I, V, slots } = s;
   const plan = new GpuPlan(device, 1, 'learn', true);
   const buf = (name: string, floats: number) => plan.buffer(name, floats * F);
@@ -255,7 +194,8 @@ export function learnBuffers(
   const valid = buf('valid', N);
   const cos = buf('cos', N * half);
   const sin = buf('sin', N * half);
-  const ropeTables: LearnBuffers['ropeTables'] = [];
+  // cos / sin of every RoPE past the first (DecodeModelRef.invFreqs[1..]: Gemma 3's sliding layers)
+  const ropeTables: { cos: GPUBuffer; sin: GPUBuffer }[] = [];
   for (let r = 1; r < s.invFreqs.length; r++)
     ropeTables.push({ cos: buf(`cos ${r}`, N * half), sin: buf(`sin ${r}`, N * half) });
   const stats = buf('stats', R * STATS_COLS);
@@ -351,14 +291,17 @@ export function learnBuffers(
     masks,
     dropScratch,
     dropScale,
+    // the last layer's output, the final norm's inverse and output, the response rows' hidden state, their logits
     xOut: buf('x out', N * H),
     invF: buf('inv final', N),
     hn: buf('hn', N * H),
     hidden: buf('hidden rows', R * H),
     logits: buf('logits', R * V),
+    // forward scratch: token-major projections before RoPE
     qt: buf('q tok', N * qF),
     kt: buf('k tok', N * kvF),
     vt: buf('v tok', N * kvF),
+    // backward scratch
     dlogits: buf('dlogits', R * V),
     dhn: buf('dhn', N * H),
     dres: buf('dres', N * H),
@@ -376,7 +319,11 @@ export function learnBuffers(
     dk: buf('dk', N * kvF),
     dv: buf('dv', N * kvF),
     dxa: buf('dxa', N * s.rmax),
+    // the gradients of q and k before their per-head norms, of a branch's output before its post norm
     dqk: s.qkNormed ? { q: buf('dq pre-norm', N * qF), k: buf('dk pre-norm', N * kvF) } : null,
     dpost: s.postNormed ? buf('d branch pre-norm', N * H) : null,
   };
 }
+
+/** The plan and every buffer of the step (step 2). */
+export type LearnBuffers = ReturnType<typeof learnBuffers>;
