@@ -117,17 +117,17 @@ describe('Dawn: the token-stats gradient', () => {
 
 describe('Dawn: quantised matmul, forward and backward through the frozen weight', () => {
   const cases: QuantCaseSpec[] = [
-    { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 21 },
-    { bits: 4, rows: 5, out: 75, in: 160, groupSize: 32, seed: 22, gemv: 'splitk' },
-    { bits: 8, rows: 41, out: 77, in: 1000, groupSize: 8, seed: 23 },
-    { bits: 4, rows: 40, out: 70, in: 1024, groupSize: 32, seed: 24 },
+    { kind: 'int8', rows: 1, out: 75, in: 138, groupSize: 0, seed: 21 },
+    { kind: 'int4', rows: 5, out: 75, in: 160, groupSize: 32, seed: 22, gemv: 'splitk' },
+    { kind: 'int8', rows: 41, out: 77, in: 1000, groupSize: 8, seed: 23 },
+    { kind: 'int4', rows: 40, out: 70, in: 1024, groupSize: 32, seed: 24 },
     // f16: both GEMVs, an odd input size (a half-empty last word) and the tiled GEMM both ways.
-    { bits: 16, rows: 1, out: 75, in: 137, groupSize: 137, seed: 25 },
-    { bits: 16, rows: 5, out: 75, in: 137, groupSize: 137, seed: 26, gemv: 'splitk' },
-    { bits: 16, rows: 41, out: 77, in: 1001, groupSize: 1001, seed: 27 },
+    { kind: 'f16', rows: 1, out: 75, in: 137, groupSize: 137, seed: 25 },
+    { kind: 'f16', rows: 5, out: 75, in: 137, groupSize: 137, seed: 26, gemv: 'splitk' },
+    { kind: 'f16', rows: 41, out: 77, in: 1001, groupSize: 1001, seed: 27 },
   ];
   for (const c of cases) {
-    it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}]${c.gemv ? ` (${c.gemv} GEMV)` : ''} matches float64`, async () => {
+    it(`${c.kind} rows=${c.rows} [${c.out}, ${c.in}]${c.gemv ? ` (${c.gemv} GEMV)` : ''} matches float64`, async () => {
       const { w, x, dy } = quantCaseData(c);
       const weight = quantCaseWeight(c, w);
       setEngineOptions({ gemvVariant: c.gemv ?? null });

@@ -17,6 +17,9 @@ import { f64Stats, loadF64, type F64Lora, type F64Model } from './llamaF64';
 import { dequantizeInt8, quantizeInt4, quantizeInt8 } from '../src/model/quant';
 import { FIXTURES_DIR } from './serve';
 
+/** An integer weight format of the gradient checks (the float64 reference dequantises it). */
+type QuantizeSpec = { kind: 'int8' | 'int4'; groupSize?: number };
+
 // WebGPU is forced: on headless Chromium's software adapter (SwiftShader) the lab's auto choice is wasm.
 const lab = sharedHarnessPage('?backend=webgpu');
 const CASE = { prompts: 2, groupSize: 2, promptLen: 6, newTokens: 4, rank: 4 };
@@ -26,7 +29,7 @@ const relErr = (got: number, want: number) => Math.abs(got - want) / Math.max(Ma
 describe('the planned learning step in Chromium on WebGPU', () => {
   for (const [label, quantize] of [
     ['f32', undefined],
-    ['int4', { bits: 4 as const, groupSize: 32 }],
+    ['int4', { kind: 'int4' as const, groupSize: 32 }],
   ] as const) {
     it(`${label}: the planned step's loss, grad norm and adapter update match tfjs within 1e-4`, async () => {
       const name = `learn-${label}`;
@@ -230,25 +233,25 @@ const LOSS_CASES: GradCheckCase[] = [
 /** Quantised bases, each with a LoRA subset, with GRPO's default loss and its terms. */
 const BASES: {
   label: string;
-  quantize: { bits: 8 | 4; groupSize?: number };
+  quantize: QuantizeSpec;
   lora: GradCheckCase['lora'];
   names: string[];
 }[] = [
   {
     label: 'int8 (one scale per output channel), LoRA on q and v only, rank 8',
-    quantize: { bits: 8 },
+    quantize: { kind: 'int8' },
     lora: { r: 8, alpha: 16, targets: ['q', 'v'], seed: 3 },
     names: modules([0, 1], ['self_attn.q_proj', 'self_attn.v_proj']),
   },
   {
     label: 'int8 (groups of 16), LoRA on q, k and v of layer 1 only, rank 2',
-    quantize: { bits: 8, groupSize: 16 },
+    quantize: { kind: 'int8', groupSize: 16 },
     lora: { r: 2, alpha: 4, targets: ['q', 'k', 'v'], layers: [1], seed: 3 },
     names: modules([1], ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj']),
   },
   {
     label: 'int4 (groups of 32), LoRA on o, gate and down only',
-    quantize: { bits: 4, groupSize: 32 },
+    quantize: { kind: 'int4', groupSize: 32 },
     lora: { r: 4, alpha: 8, targets: ['o', 'gate', 'down'], seed: 3 },
     names: modules([0, 1], ['self_attn.o_proj', 'mlp.gate_proj', 'mlp.down_proj']),
   },
@@ -308,7 +311,7 @@ function expectNoNewBuffers(r: GradCheckResult): void {
   );
 }
 
-const loadFixture = (name: string, quantize?: { bits: 8 | 4; groupSize?: number }) =>
+const loadFixture = (name: string, quantize?: QuantizeSpec) =>
   lab.page.evaluate(
     ([n, u, q]) =>
       (window.sparring!.engine as HarnessEngine).loadModel(n, { kind: 'url', baseUrl: u }, q ? { quantize: q } : {}),
@@ -322,7 +325,7 @@ const gradCheck = (name: string, cases: GradCheckCase[]) =>
     cases,
   ] as const);
 
-type FdEntry = { r: GradCheckResult; lora: GradCheckCase['lora']; quantize?: { bits: 8 | 4; groupSize?: number } };
+type FdEntry = { r: GradCheckResult; lora: GradCheckCase['lora']; quantize?: QuantizeSpec };
 /** The finite-difference case's results on each base, from the tests that ran it (the float64 test reads them). */
 const fdResults: FdEntry[] = [];
 
@@ -442,7 +445,7 @@ function expectF64FiniteDifferences({ r, lora: cfg, quantize }: FdEntry): number
     quantize &&
     ((w: Float32Array, shape: [number, number]) =>
       dequantizeInt8(
-        quantize.bits === 8
+        quantize.kind === 'int8'
           ? quantizeInt8(w, shape, { groupSize: quantize.groupSize })
           : quantizeInt4(w, shape, quantize.groupSize),
       ));

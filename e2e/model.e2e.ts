@@ -17,9 +17,9 @@ const lab = sharedHarnessPage('?backend=webgpu');
 describe('the planned decode path in Chromium on WebGPU', () => {
   for (const [label, quantize] of [
     ['f32', undefined],
-    ['int8', { bits: 8 as const, groupSize: 16 }],
-    ['int4', { bits: 4 as const, groupSize: 32 }],
-    ['f16', { bits: 16 as const }],
+    ['int8', { kind: 'int8' as const, groupSize: 16 }],
+    ['int4', { kind: 'int4' as const, groupSize: 32 }],
+    ['f16', { kind: 'f16' as const }],
   ] as const) {
     it(`${label}: generate() on the planned path draws what the tfjs path draws, log-probs within 1e-4`, async () => {
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;

@@ -14,28 +14,28 @@ describe('quantised matmul kernels on WebGPU', () => {
   // Rows 1 and 5 take the decode GEMV, 37 the tiled GEMM; no dimension is a multiple of 16, and
   // int8 per channel with in = 138 exercises a zero-padded last word.
   const cases: QuantCaseSpec[] = [
-    { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 1 },
-    { bits: 8, rows: 5, out: 75, in: 136, groupSize: 8, seed: 2 },
-    { bits: 8, rows: 37, out: 75, in: 138, groupSize: 0, seed: 3 },
-    { bits: 4, rows: 1, out: 75, in: 160, groupSize: 32, seed: 4 },
-    { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 5 },
-    { bits: 4, rows: 37, out: 75, in: 160, groupSize: 32, seed: 6 },
+    { kind: 'int8', rows: 1, out: 75, in: 138, groupSize: 0, seed: 1 },
+    { kind: 'int8', rows: 5, out: 75, in: 136, groupSize: 8, seed: 2 },
+    { kind: 'int8', rows: 37, out: 75, in: 138, groupSize: 0, seed: 3 },
+    { kind: 'int4', rows: 1, out: 75, in: 160, groupSize: 32, seed: 4 },
+    { kind: 'int4', rows: 8, out: 75, in: 160, groupSize: 32, seed: 5 },
+    { kind: 'int4', rows: 37, out: 75, in: 160, groupSize: 32, seed: 6 },
     // Tiled over several 32-wide slices and tiles both ways: int8 groups of 8 (one scale per
     // packed word), groups of 2 (scales change inside a word), int4 groups of 32.
-    { bits: 8, rows: 41, out: 77, in: 1000, groupSize: 8, seed: 15 },
-    { bits: 8, rows: 33, out: 70, in: 130, groupSize: 2, seed: 16 },
-    { bits: 4, rows: 40, out: 70, in: 1024, groupSize: 32, seed: 17 },
+    { kind: 'int8', rows: 41, out: 77, in: 1000, groupSize: 8, seed: 15 },
+    { kind: 'int8', rows: 33, out: 70, in: 130, groupSize: 2, seed: 16 },
+    { kind: 'int4', rows: 40, out: 70, in: 1024, groupSize: 32, seed: 17 },
     // The split-K GEMV that hardware GPUs get (SwiftShader picks the one-thread-per-output one).
-    { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 7, gemv: 'splitk' },
-    { bits: 8, rows: 5, out: 77, in: 1000, groupSize: 8, seed: 8, gemv: 'splitk' },
-    { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 9, gemv: 'splitk' },
+    { kind: 'int8', rows: 1, out: 75, in: 138, groupSize: 0, seed: 7, gemv: 'splitk' },
+    { kind: 'int8', rows: 5, out: 77, in: 1000, groupSize: 8, seed: 8, gemv: 'splitk' },
+    { kind: 'int4', rows: 8, out: 75, in: 160, groupSize: 32, seed: 9, gemv: 'splitk' },
     // f16 halves (unpack2x16float, no shader-f16): odd input (half-empty last word), all three kernels.
-    { bits: 16, rows: 1, out: 75, in: 137, groupSize: 137, seed: 31 },
-    { bits: 16, rows: 5, out: 75, in: 137, groupSize: 137, seed: 32, gemv: 'splitk' },
-    { bits: 16, rows: 37, out: 75, in: 137, groupSize: 137, seed: 33 },
+    { kind: 'f16', rows: 1, out: 75, in: 137, groupSize: 137, seed: 31 },
+    { kind: 'f16', rows: 5, out: 75, in: 137, groupSize: 137, seed: 32, gemv: 'splitk' },
+    { kind: 'f16', rows: 37, out: 75, in: 137, groupSize: 137, seed: 33 },
   ];
   for (const c of cases) {
-    it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
+    it(`${c.kind} rows=${c.rows} [${c.out}, ${c.in}] group ${c.groupSize || 'channel'}${c.gemv ? ` (${c.gemv} GEMV)` : ''}: forward and backward match float64`, async () => {
       const got = await lab.page.evaluate((cc) => (window.sparring!.engine as HarnessEngine).quantMatmulCheck(cc), c);
       expect(got.backend).toBe('webgpu');
       const ref = reference(c);
@@ -52,22 +52,22 @@ describe('quantised weights over the storage-binding limit on WebGPU', () => {
   // A pretend limit of 1,000 bytes: int8 rows of 138 inputs are 35 words (140 B), 7 rows a binding,
   // so W [75, 138] is 11 row blocks; int4 rows of 160 are 20 words, 12 rows a binding, 7 blocks.
   const cases: QuantCaseSpec[] = [
-    { bits: 8, rows: 1, out: 75, in: 138, groupSize: 0, seed: 11 },
-    { bits: 8, rows: 37, out: 75, in: 138, groupSize: 0, seed: 12 },
-    { bits: 4, rows: 8, out: 75, in: 160, groupSize: 32, seed: 13, gemv: 'splitk' },
-    { bits: 4, rows: 37, out: 75, in: 160, groupSize: 32, seed: 14 },
+    { kind: 'int8', rows: 1, out: 75, in: 138, groupSize: 0, seed: 11 },
+    { kind: 'int8', rows: 37, out: 75, in: 138, groupSize: 0, seed: 12 },
+    { kind: 'int4', rows: 8, out: 75, in: 160, groupSize: 32, seed: 13, gemv: 'splitk' },
+    { kind: 'int4', rows: 37, out: 75, in: 160, groupSize: 32, seed: 14 },
     // f16 rows of 137 inputs are 69 words (276 B), 3 rows a binding: 25 blocks.
-    { bits: 16, rows: 37, out: 75, in: 137, groupSize: 137, seed: 34 },
+    { kind: 'f16', rows: 37, out: 75, in: 137, groupSize: 137, seed: 34 },
   ];
   for (const c of cases) {
-    it(`${c.bits === 16 ? 'f16' : `int${c.bits}`} rows=${c.rows} [${c.out}, ${c.in}] in row blocks: forward and backward match float64`, async () => {
+    it(`${c.kind} rows=${c.rows} [${c.out}, ${c.in}] in row blocks: forward and backward match float64`, async () => {
       await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(1000));
       try {
         const got = await lab.page.evaluate((cc) => (window.sparring!.engine as HarnessEngine).quantMatmulCheck(cc), c);
         const ref = reference(c);
         expect(maxAbs(got.y, ref.y)).toBeLessThan(1e-4);
         expect(maxAbs(got.dx, ref.dx)).toBeLessThan(1e-4);
-        expect(got.blocks).toBe({ 8: 11, 4: 7, 16: 25 }[c.bits]);
+        expect(got.blocks).toBe({ int8: 11, int4: 7, f16: 25 }[c.kind]);
       } finally {
         await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).setBindingLimit(null));
       }
@@ -78,15 +78,15 @@ describe('quantised weights over the storage-binding limit on WebGPU', () => {
 describe('quantised golden fixtures on WebGPU', () => {
   // Same stated bounds as the CPU unit tests (src/model/quant.test.ts): these tiny random models
   // average little quantisation error away.
-  const bounds = { 8: { max: 0.5, mean: 0.07 }, 4: { max: 9, mean: 1.0 } } as const;
-  for (const bits of [8, 4] as const) {
-    it(`tiny-llama-f32 with int${bits} weights: logits within the stated bounds`, async () => {
+  const bounds = { int8: { max: 0.5, mean: 0.07 }, int4: { max: 9, mean: 1.0 } } as const;
+  for (const kind of ['int8', 'int4'] as const) {
+    it(`tiny-llama-f32 with ${kind} weights: logits within the stated bounds`, async () => {
       const golden = JSON.parse(readFileSync(resolve('dev', 'fixtures', 'tiny-llama-f32', 'golden.json'), 'utf8')) as {
         input_ids: number[];
         logits: number[][];
       };
       const baseUrl = `${inject('fixturesURL')}tiny-llama-f32/`;
-      const quantize = bits === 8 ? { bits } : { bits, groupSize: 32 };
+      const quantize = kind === 'int8' ? { kind } : { kind, groupSize: 32 };
       await lab.page.evaluate(
         ([u, q]) =>
           (window.sparring!.engine as HarnessEngine).loadModel('q', { kind: 'url', baseUrl: u }, { quantize: q }),
@@ -99,8 +99,8 @@ describe('quantised golden fixtures on WebGPU', () => {
       const want = golden.logits.flat();
       const got = out.logits.flat();
       const mean = want.reduce((s, v, i) => s + Math.abs(v - got[i]), 0) / want.length;
-      expect(maxAbs(got, want)).toBeLessThan(bounds[bits].max);
-      expect(mean).toBeLessThan(bounds[bits].mean);
+      expect(maxAbs(got, want)).toBeLessThan(bounds[kind].max);
+      expect(mean).toBeLessThan(bounds[kind].mean);
       expect((await lab.page.evaluate(() => (window.sparring!.engine as HarnessEngine).status())).gpuErrors).toEqual(
         [],
       );
@@ -118,7 +118,7 @@ describe('quantised golden fixtures on WebGPU', () => {
           (window.sparring!.engine as HarnessEngine).loadModel(
             n,
             { kind: 'url', baseUrl: u },
-            { quantize: { bits: 8 } },
+            { quantize: { kind: 'int8' } },
           ),
         [name, baseUrl] as const,
       );

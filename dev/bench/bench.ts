@@ -212,9 +212,9 @@ async function kernelAndThroughputTables(page: Page, status: Status, reps: numbe
 async function decodeTable(page: Page, status: Status, appUrl: string): Promise<void> {
   const formats = [
     ['f32', undefined],
-    ['int8', { bits: 8 as const }],
-    ['int4', { bits: 4 as const, groupSize: 32 }],
-    ['f16', { bits: 16 as const }],
+    ['int8', { kind: 'int8' as const }],
+    ['int4', { kind: 'int4' as const, groupSize: 32 }],
+    ['f16', { kind: 'f16' as const }],
   ] as const;
   const load = (fmt: (typeof formats)[number]) =>
     page.evaluate(
@@ -290,7 +290,7 @@ async function learnTable(page: Page, status: Status, appUrl: string): Promise<v
   const stepRows: (string | number)[][] = [];
   for (const [fmt, q] of [
     ['f32', undefined],
-    ['int4', { bits: 4 as const, groupSize: 32 }],
+    ['int4', { kind: 'int4' as const, groupSize: 32 }],
   ] as const) {
     await page.evaluate(
       ([u, qq]) =>

@@ -16,6 +16,7 @@ import type { OptimizerPath } from '../../src/rl/plannedOptim';
 import type { LearnPath } from '../../src/rl/plannedLearn';
 import type { EngineApi, WasmKernelStatus } from '../../src/contract/workerApi';
 import type { QuantCaseSpec } from '../test/quantCase';
+import type { WeightKind } from '../../src/contract/weightFormat';
 import type { ThroughputCase, ThroughputResult } from '../bench/throughput';
 import type { DecodeBenchCase, DecodeBenchResult, RolloutBenchCase, RolloutBenchResult } from '../bench/decodeBench';
 import type { LearnBenchRow, LearnCheckResult, StepBenchRow } from '../bench/learnBench';
@@ -58,9 +59,15 @@ export interface KernelGradCheck {
 /** Where a Hugging Face-layout model folder lives. */
 export type ModelRef = { kind: 'url'; baseUrl: string } | { kind: 'hub'; id: string; endpoint?: string };
 
+/** A format to quantise the frozen projections to on load: its WeightKind, with int4's group size (or int8's, where set). */
+export interface QuantizeSpec {
+  kind: Exclude<WeightKind, 'f32'>;
+  groupSize?: number;
+}
+
 export interface LoadModelOptions {
-  /** Weight-only quantisation of the frozen projections, applied on load (16: f16 halves). */
-  quantize?: { bits: 8 | 4 | 16; groupSize?: number };
+  /** Weight-only quantisation of the frozen projections, applied on load (a WeightKind; groupSize: int4's groups, or int8's where set). */
+  quantize?: QuantizeSpec;
 }
 
 export interface ModelInfo {

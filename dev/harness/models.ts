@@ -50,9 +50,9 @@ export async function loadNamedModel(name: string, ref: ModelRef, options: LoadM
   const q = options.quantize;
   const quantize = !q
     ? undefined
-    : q.bits === 16
+    : q.kind === 'f16'
       ? f16Quantizer(name)
-      : q.bits === 8
+      : q.kind === 'int8'
         ? int8Quantizer({ groupSize: q.groupSize })
         : int4Quantizer(q.groupSize);
   return register(name, source.label, await loadModel(source, { quantize }));

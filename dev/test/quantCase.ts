@@ -1,9 +1,10 @@
 // Seeded inputs for quantised-matmul checks, shared by the worker and the Node-side reference.
 import { mulberry32 } from './seededLogits';
+import type { WeightKind } from '../../src/contract/weightFormat';
 
 export interface QuantCaseSpec {
-  /** 16: f16 halves. */
-  bits: 8 | 4 | 16;
+  /** The weight format (contract/weightFormat.ts WeightKind; f16: halves). */
+  kind: Exclude<WeightKind, 'f32'>;
   rows: number;
   out: number;
   in: number;

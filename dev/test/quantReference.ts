@@ -12,24 +12,24 @@ import {
   unpackF16x2,
 } from '../../src/model/quant';
 
-/** The case's weight as the kernels take it (f16 for bits 16). */
+/** The case's weight as the kernels take it. */
 export function quantCaseWeight(c: QuantCaseSpec, w: Float32Array): Int8Weight | Int4Weight | F16Weight {
   const shape: [number, number] = [c.out, c.in];
-  return c.bits === 16
+  return c.kind === 'f16'
     ? new F16Weight(w, shape)
-    : c.bits === 8
+    : c.kind === 'int8'
       ? Int8Weight.fromFloat32(w, shape, { groupSize: c.groupSize })
       : Int4Weight.fromFloat32(w, shape, c.groupSize);
 }
 
 /** The case's weights as the host stores them, W(o, k). */
 function hostWeights(c: QuantCaseSpec, w: Float32Array): (o: number, k: number) => number {
-  if (c.bits === 16) {
+  if (c.kind === 'f16') {
     const h = unpackF16x2(packF16x2(w, [c.out, c.in]), c.out, c.in);
     return (o, k) => h[o * c.in + k];
   }
   const m =
-    c.bits === 8
+    c.kind === 'int8'
       ? quantizeInt8(w, [c.out, c.in], { groupSize: c.groupSize })
       : quantizeInt4(w, [c.out, c.in], c.groupSize);
   const nG = c.in / m.groupSize;

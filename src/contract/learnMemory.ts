@@ -10,10 +10,11 @@
 //   optimizer   every buffer of the planned AdamW (src/engine/plan/adamwPlan.ts) over the LoRA:
 //               flat parameters, gradients, the two moments, the state readback staging, the
 //               norm's partials and the uniforms (a PPO value head's few floats are not counted)
-//   micro-batch every buffer the learn plan (src/engine/plan/learnPlan.ts) creates for b rows,
-//               to the byte (16-byte rounding, one 256-byte uniform record per dispatch): its
-//               copies of the LoRA parameters and gradients, the inputs, every layer's kept
-//               activations, the logits and their gradient, the backward's scratch.
+//   micro-batch every buffer the learn plan (src/engine/plan/learnLayout.ts learnBuffers) creates
+//               for b rows, to the byte (16-byte rounding, one 256-byte uniform record per
+//               dispatch, learnStepDispatches): its copies of the LoRA parameters and
+//               gradients, the inputs, every layer's kept activations, the logits and their
+//               gradient, the backward's scratch.
 // The planned step keeps every layer's activations, or (recompute) only each layer's input with one
 // shared set of a layer's activations that its backward rebuilds (learnPlan.ts `recompute`): both
 // layouts are listed to the byte, and 'auto' keeps everything when the batch fits that way.
@@ -200,7 +201,43 @@ function optimizerBuffers(c: LearnModelDims, lora: LearnLoraShape): PlannedBuffe
 }
 
 /**
- * Every buffer the learn plan creates for `b` rows of `shape` (learnPlan.ts's constructor), with
+ * The dispatches the learn plan records for one micro-batch (learnPasses.ts's passes): each needs a
+ * 256-byte uniform record.
+ */
+function learnStepDispatches(c: LearnModelDims, lora: LearnLoraShape, recompute: boolean): number {
+  const nL = c.numLayers;
+  const slots = adaptedLayers(c, lora) * lora.targets.length;
+  // Each forward (reference, adapted) 16 a layer + 4 (embedding, final norm, head, statistics),
+  // the adapted one 2 more per adapter; the backward 19 a layer + 3, 4 per adapter.
+  // A recompute rebuilds every layer but the last in the backward: its forward less the down
+  // projection's output (15), 2 per adapter, 1 for an adapted down (its x Aᵀ only).
+  const rebuilt = recompute ? Math.max(0, nL - 1) : 0;
+  const rebuiltAdapted = recompute ? (lora.layers ? new Set(lora.layers.filter((l) => l < nL - 1)).size : rebuilt) : 0;
+  const downs = lora.targets.includes('down') ? 1 : 0;
+  // Dropout: per adapter 1 packing dispatch, 1 more in the adapted forward, 2 in the backward.
+  // A rebuilt adapter applies its mask again before x Aᵀ.
+  const drop = lora.dropout && slots > 0;
+  // Per-head q/k norms (Qwen3, Gemma 3): 2 more a layer in each forward, the backward and each
+  // rebuild. Post-branch norms (Gemma 3): 2 more a layer in each forward and the backward; a
+  // rebuild runs them and the down projection's output too (3 more, 1 more per adapted down).
+  const decl = FAMILIES[c.family ?? 'llama'];
+  const qkn = decl.qkNorm ? 2 : 0;
+  const post = decl.branches.some((b) => b.post) ? 1 : 0;
+  return (
+    2 * ((16 + qkn + 2 * post) * nL + 4) +
+    (19 + qkn + 2 * post) * nL +
+    (qkn + 3 * post) * rebuilt +
+    post * downs * rebuiltAdapted +
+    3 +
+    6 * slots +
+    15 * rebuilt +
+    rebuiltAdapted * (2 * (lora.targets.length - downs) + downs) +
+    (drop ? 4 * slots + rebuiltAdapted * lora.targets.length : 0)
+  );
+}
+
+/**
+ * Every buffer the learn plan creates for `b` rows of `shape` (learnLayout.ts learnBuffers), with
  * `recompute` that of its recompute mode: each layer's input kept, one shared set of the rest
  * (x Aᵀ once per adapted projection), the backward's rebuild dispatches in the uniform records.
  */
@@ -233,35 +270,12 @@ export function learnStepBuffers(
   });
   /** A layer's activations: one set, rebuilt in the backward, when recomputing. */
   const layer = (name: string) => (recompute ? `${name} (one layer's, rebuilt)` : name);
-  // Dispatches: each forward (reference, adapted) 16 a layer + 4 (embedding, final norm, head,
-  // statistics), the adapted one 2 more per adapter; the backward 19 a layer + 3, 4 per adapter.
-  // A recompute rebuilds every layer but the last in the backward: its forward less the down
-  // projection's output (15), 2 per adapter, 1 for an adapted down (its x Aᵀ only).
-  const rebuilt = recompute ? Math.max(0, nL - 1) : 0;
-  const rebuiltAdapted = recompute ? (lora.layers ? new Set(lora.layers.filter((l) => l < nL - 1)).size : rebuilt) : 0;
-  const downs = lora.targets.includes('down') ? 1 : 0;
-  // Dropout: per adapter 1 packing dispatch, 1 more in the adapted forward, 2 in the backward.
-  const drop = lora.dropout && slots > 0;
-  // A rebuilt adapter applies its mask again before x Aᵀ.
-  // Per-head q/k norms (Qwen3, Gemma 3): 2 more a layer in each forward, the backward and each
-  // rebuild. Post-branch norms (Gemma 3): 2 more a layer in each forward and the backward; a
-  // rebuild runs them and the down projection's output too (3 more, 1 more per adapted down).
+  const drop = !!lora.dropout && slots > 0;
   const decl = FAMILIES[c.family ?? 'llama'];
   const qkNorm = decl.qkNorm;
-  const qkn = qkNorm ? 2 : 0;
   const postNorm = decl.branches.some((b) => b.post);
-  const post = postNorm ? 1 : 0;
   const ropes = c.ropeLocalTheta != null ? 2 : 1;
-  const dispatches =
-    2 * ((16 + qkn + 2 * post) * nL + 4) +
-    (19 + qkn + 2 * post) * nL +
-    (qkn + 3 * post) * rebuilt +
-    post * downs * rebuiltAdapted +
-    3 +
-    6 * slots +
-    15 * rebuilt +
-    rebuiltAdapted * (2 * (lora.targets.length - downs) + downs) +
-    (drop ? 4 * slots + rebuiltAdapted * lora.targets.length : 0);
+  const dispatches = learnStepDispatches(c, lora, recompute);
   const inputs = projShapes(c);
   const dropout = drop
     ? [
