@@ -240,6 +240,29 @@ describe('urlSource (fetch stubs; the real server is in hub.test.ts)', () => {
     );
   });
 
+  it('sends a request that got no answer once more, and reports the second failure', async () => {
+    let calls = 0;
+    const flaky = (async () => {
+      if (++calls === 1) throw new TypeError('fetch failed'); // a kept-alive socket closed under it
+      return new Response('{"a": 1}');
+    }) as unknown as typeof globalThis.fetch;
+    expect(await urlSource('http://h.test/m/', { fetch: flaky, cache: false }).getJson('config.json')).toEqual({
+      a: 1,
+    });
+    expect(calls).toBe(2);
+    calls = 0;
+    const down = (async () => {
+      calls++;
+      throw new TypeError('fetch failed');
+    }) as unknown as typeof globalThis.fetch;
+    await expect(
+      urlSource('http://h.test/m/', { fetch: down, cache: false, unreachable: 'offline?' }).getBytes('config.json'),
+    ).rejects.toThrow(
+      /^offline\? \(config\.json from http:\/\/h\.test\/m\/: fetch failed at http:\/\/h\.test\/m\/config\.json\)$/,
+    );
+    expect(calls).toBe(2);
+  });
+
   it('stops on abort', async () => {
     const ctl = new AbortController();
     const fetch = (async () =>

@@ -414,8 +414,15 @@ class UrlSource implements ModelSource {
   private async request(name: string, method: 'GET' | 'HEAD', signal?: AbortSignal): Promise<Response> {
     const url = this.urlOf(name);
     const doFetch = this.opts.fetch ?? globalThis.fetch;
+    const once = () => doFetch(url, { method, headers: this.opts.headers, signal });
     try {
-      const res = await doFetch(url, { method, headers: this.opts.headers, signal });
+      // A GET or HEAD that got no answer at all is sent once more: a kept-alive connection the
+      // server closed as it was reused fails with "fetch failed" although the host is up (Node's
+      // undici; seen on the test hub at load 2 on 2 cores). A second failure is reported.
+      const res = await once().catch((e: unknown) => {
+        if (signal?.aborted) throw e;
+        return once();
+      });
       // A static host with a single-page-app fallback (vite dev/preview, many CDNs) answers a
       // missing file with index.html and status 200; for a model file that means "missing".
       const html = (res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/html');
