@@ -251,35 +251,55 @@ const ROPE = 'SparringWasmRope';
  * BatchMatMul replaced by ours for every float32 product (broadcasts other than a batch of one,
  * and other dtypes, go to the stock kernel), and the RMSNorm and RoPE kernels.
  */
+type Inputs = Record<string, tf.TensorInfo>;
+
+/** One of our kernels on the wasm backend: `run` gets the backend, our functions, inputs and attrs. */
+function ourKernel(
+  kernelName: string,
+  run: (
+    b: WasmBackend,
+    ops: Ops,
+    inputs: Inputs,
+    attrs: Record<string, number | boolean>,
+  ) => tf.TensorInfo | tf.TensorInfo[],
+): void {
+  tf.registerKernel({
+    kernelName,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const b = backend as unknown as WasmBackend;
+      return run(b, opsFor(b)!, inputs as Inputs, attrs as Record<string, number | boolean>);
+    },
+  });
+}
+
+/** `floats` of scratch on the wasm heap for `f`, freed after it, even if it throws. */
+function withScratch<T>(b: WasmBackend, floats: number, f: (scratch: number) => T): T {
+  const scratch = b.wasm._malloc(floats * 4);
+  try {
+    return f(scratch);
+  } finally {
+    b.wasm._free(scratch);
+  }
+}
+
 export function installWasmKernels(): void {
   const stock = tf.getKernel('BatchMatMul', 'wasm');
   if (!stock || (stock as { ours?: boolean }).ours) return;
-  tf.registerKernel({
-    kernelName: RMS_NORM,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend, attrs }) => {
-      const { x, w } = inputs as { x: tf.TensorInfo; w: tf.TensorInfo };
-      const b = backend as unknown as WasmBackend;
-      const H = x.shape[x.shape.length - 1];
-      const out = b.makeOutput(x.shape, 'float32');
-      opsFor(b)!.rmsnorm(ptr(b, x), ptr(b, w), ptr(b, out), size(x.shape) / H, H, (attrs as { eps: number }).eps);
-      return out;
-    },
+  ourKernel(RMS_NORM, (b, ops, { x, w }, { eps }) => {
+    const H = x.shape[x.shape.length - 1];
+    const out = b.makeOutput(x.shape, 'float32');
+    ops.rmsnorm(ptr(b, x), ptr(b, w), ptr(b, out), size(x.shape) / H, H, eps as number);
+    return out;
   });
-  tf.registerKernel({
-    kernelName: LORA_LINEAR,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend }) => {
-      const { x, wt, at, bts } = inputs as Record<string, tf.TensorInfo>;
-      const b = backend as unknown as WasmBackend;
-      const [N, inp] = x.shape;
-      const [out, r] = [wt.shape[1], at.shape[1]];
-      const y = b.makeOutput([N, out], 'float32');
-      const scratch = b.wasm._malloc((PANEL + N * r + N * out) * 4);
-      opsFor(b)!.lora_linear(ptr(b, x), ptr(b, wt), ptr(b, at), ptr(b, bts), ptr(b, y), scratch, N, inp, out, r);
-      b.wasm._free(scratch);
-      return y;
-    },
+  ourKernel(LORA_LINEAR, (b, ops, { x, wt, at, bts }) => {
+    const [N, inp] = x.shape;
+    const [out, r] = [wt.shape[1], at.shape[1]];
+    const y = b.makeOutput([N, out], 'float32');
+    withScratch(b, PANEL + N * r + N * out, (scratch) =>
+      ops.lora_linear(ptr(b, x), ptr(b, wt), ptr(b, at), ptr(b, bts), ptr(b, y), scratch, N, inp, out, r),
+    );
+    return y;
   });
   // Exp: tfjs-wasm's runs a scalar libm call per value, 8-25 ns each on the learning step's
   // log-softmax over [256, 512] (3 calls, 3-10 ms); ours is a 4-lane polynomial (Cephes' expf).
@@ -299,101 +319,50 @@ export function installWasmKernels(): void {
       },
     });
   }
-  tf.registerKernel({
-    kernelName: SWIGLU,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend }) => {
-      const { g, u } = inputs as Record<string, tf.TensorInfo>;
-      const b = backend as unknown as WasmBackend;
-      const y = b.makeOutput(g.shape, 'float32');
-      opsFor(b)!.swiglu_fwd(ptr(b, g), ptr(b, u), ptr(b, y), size(g.shape));
-      return y;
-    },
+  ourKernel(SWIGLU, (b, ops, { g, u }) => {
+    const y = b.makeOutput(g.shape, 'float32');
+    ops.swiglu_fwd(ptr(b, g), ptr(b, u), ptr(b, y), size(g.shape));
+    return y;
   });
-  tf.registerKernel({
-    kernelName: SWIGLU_GRAD,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend }) => {
-      const { dy, g, u } = inputs as Record<string, tf.TensorInfo>;
-      const b = backend as unknown as WasmBackend;
-      const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
-      opsFor(b)!.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
-      return [dg, du];
-    },
+  ourKernel(SWIGLU_GRAD, (b, ops, { dy, g, u }) => {
+    const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
+    ops.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
+    return [dg, du];
   });
-  tf.registerKernel({
-    kernelName: GATHER_COLUMNS,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend }) => {
-      const { et, ids } = inputs as Record<string, tf.TensorInfo>;
-      const b = backend as unknown as WasmBackend;
-      const [H, V] = et.shape;
-      const out = b.makeOutput([...ids.shape, H], 'float32');
-      opsFor(b)!.gather_cols(ptr(b, et), ptr(b, ids), ptr(b, out), size(ids.shape), H, V);
-      return out;
-    },
+  ourKernel(GATHER_COLUMNS, (b, ops, { et, ids }) => {
+    const [H, V] = et.shape;
+    const out = b.makeOutput([...ids.shape, H], 'float32');
+    ops.gather_cols(ptr(b, et), ptr(b, ids), ptr(b, out), size(ids.shape), H, V);
+    return out;
   });
-  tf.registerKernel({
-    kernelName: LORA_FWD,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend, attrs }) => {
-      const { x, wt, a, b: B } = inputs as Record<string, tf.TensorInfo>;
-      const b = backend as unknown as WasmBackend;
-      const [N, inp] = x.shape;
-      const [out, r] = [wt.shape[1], a.shape[0]];
-      const y = b.makeOutput([N, out], 'float32');
-      const t = b.makeOutput([N, r], 'float32');
-      const scratch = b.wasm._malloc((PANEL + inp * r + r * out + N * out) * 4);
-      const s = (attrs as { scale: number }).scale;
-      opsFor(b)!.lora_fwd(
-        ptr(b, x),
-        ptr(b, wt),
-        ptr(b, a),
-        ptr(b, B),
-        ptr(b, y),
-        ptr(b, t),
-        scratch,
-        N,
-        inp,
-        out,
-        r,
-        s,
-      );
-      b.wasm._free(scratch);
-      return [y, t];
-    },
+  ourKernel(LORA_FWD, (b, ops, { x, wt, a, b: B }, { scale }) => {
+    const [N, inp] = x.shape;
+    const [out, r] = [wt.shape[1], a.shape[0]];
+    const y = b.makeOutput([N, out], 'float32');
+    const t = b.makeOutput([N, r], 'float32');
+    const args = [x, wt, a, B, y, t].map((u) => ptr(b, u));
+    withScratch(b, PANEL + inp * r + r * out + N * out, (scratch) =>
+      ops.lora_fwd(...args, scratch, N, inp, out, r, scale as number),
+    );
+    return [y, t];
   });
-  tf.registerKernel({
-    kernelName: LORA_BWD,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend, attrs }) => {
-      const { g, x, t, wt, a, b: B } = inputs as Record<string, tf.TensorInfo>;
-      const b = backend as unknown as WasmBackend;
-      const [N, inp] = x.shape;
-      const [out, r] = [wt.shape[1], a.shape[0]];
-      const dx = b.makeOutput([N, inp], 'float32');
-      const da = b.makeOutput([r, inp], 'float32');
-      const db = b.makeOutput([out, r], 'float32');
-      const scratch = b.wasm._malloc((PANEL + N * r + N * inp + out * inp + r * N + out * N) * 4);
-      const s = (attrs as { scale: number }).scale;
-      const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
-      opsFor(b)!.lora_bwd(...args, scratch, N, inp, out, r, s);
-      b.wasm._free(scratch);
-      return [dx, da, db];
-    },
+  ourKernel(LORA_BWD, (b, ops, { g, x, t, wt, a, b: B }, { scale }) => {
+    const [N, inp] = x.shape;
+    const [out, r] = [wt.shape[1], a.shape[0]];
+    const dx = b.makeOutput([N, inp], 'float32');
+    const da = b.makeOutput([r, inp], 'float32');
+    const db = b.makeOutput([out, r], 'float32');
+    const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
+    withScratch(b, PANEL + N * r + N * inp + out * inp + r * N + out * N, (scratch) =>
+      ops.lora_bwd(...args, scratch, N, inp, out, r, scale as number),
+    );
+    return [dx, da, db];
   });
-  tf.registerKernel({
-    kernelName: ROPE,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend, attrs }) => {
-      const { x, cos, sinSigned } = inputs as Record<string, tf.TensorInfo>;
-      const b = backend as unknown as WasmBackend;
-      const [B, nH, L, D] = x.shape;
-      const out = b.makeOutput(x.shape, 'float32');
-      const back = (attrs as { back: boolean }).back ? 1 : 0;
-      opsFor(b)!.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back);
-      return out;
-    },
+  ourKernel(ROPE, (b, ops, { x, cos, sinSigned }, { back }) => {
+    const [B, nH, L, D] = x.shape;
+    const out = b.makeOutput(x.shape, 'float32');
+    ops.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back ? 1 : 0);
+    return out;
   });
   for (const shared of [false, true])
     if (!modules.has(shared) && (!shared || typeof SharedArrayBuffer !== 'undefined'))
@@ -431,22 +400,22 @@ export function installWasmKernels(): void {
       const out = backend.makeOutput([...outer, M, N], 'float32');
       // A panel of B (gemm.c's PANEL), then the transposed operands.
       const scratchFloats = PANEL + (transposeB ? K * N : 0) + (transposeA ? M * K : 0);
-      const scratch = backend.wasm._malloc(scratchFloats * 4);
-      bmm(
-        ptr(backend, a),
-        ptr(backend, b),
-        ptr(backend, out),
-        scratch,
-        batch,
-        M,
-        N,
-        K,
-        transposeA ? 1 : 0,
-        transposeB ? 1 : 0,
-        batchA === 1 ? 0 : M * K,
-        batchB === 1 ? 0 : K * N,
+      withScratch(backend, scratchFloats, (scratch) =>
+        bmm(
+          ptr(backend, a),
+          ptr(backend, b),
+          ptr(backend, out),
+          scratch,
+          batch,
+          M,
+          N,
+          K,
+          transposeA ? 1 : 0,
+          transposeB ? 1 : 0,
+          batchA === 1 ? 0 : M * K,
+          batchB === 1 ? 0 : K * N,
+        ),
       );
-      backend.wasm._free(scratch);
       calls++;
       return out;
     },
