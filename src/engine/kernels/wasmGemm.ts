@@ -296,7 +296,7 @@ export function installWasmKernels(): void {
     const [N, inp] = x.shape;
     const [out, r] = [wt.shape[1], at.shape[1]];
     const y = b.makeOutput([N, out], 'float32');
-    withScratch(b, PANEL + N * r + N * out, (scratch) =>
+    withScratch(b, PANEL + N * r, (scratch) =>
       ops.lora_linear(ptr(b, x), ptr(b, wt), ptr(b, at), ptr(b, bts), ptr(b, y), scratch, N, inp, out, r),
     );
     return y;
@@ -341,9 +341,7 @@ export function installWasmKernels(): void {
     const y = b.makeOutput([N, out], 'float32');
     const t = b.makeOutput([N, r], 'float32');
     const args = [x, wt, a, B, y, t].map((u) => ptr(b, u));
-    withScratch(b, PANEL + inp * r + r * out + N * out, (scratch) =>
-      ops.lora_fwd(...args, scratch, N, inp, out, r, scale as number),
-    );
+    withScratch(b, PANEL, (scratch) => ops.lora_fwd(...args, scratch, N, inp, out, r, scale as number));
     return [y, t];
   });
   ourKernel(LORA_BWD, (b, ops, { g, x, t, wt, a, b: B }, { scale }) => {
@@ -353,9 +351,7 @@ export function installWasmKernels(): void {
     const da = b.makeOutput([r, inp], 'float32');
     const db = b.makeOutput([out, r], 'float32');
     const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
-    withScratch(b, PANEL + N * r + N * inp + out * inp + r * N + out * N, (scratch) =>
-      ops.lora_bwd(...args, scratch, N, inp, out, r, scale as number),
-    );
+    withScratch(b, PANEL + N * r, (scratch) => ops.lora_bwd(...args, scratch, N, inp, out, r, scale as number));
     return [dx, da, db];
   });
   ourKernel(ROPE, (b, ops, { x, cos, sinSigned }, { back }) => {
@@ -398,9 +394,8 @@ export function installWasmKernels(): void {
         throw new Error(`matMul: inner shapes of ${a.shape} and ${b.shape} differ`);
       const outer = batchA >= batchB ? outerA : outerB;
       const out = backend.makeOutput([...outer, M, N], 'float32');
-      // A panel of B (gemm.c's PANEL), then the transposed operands.
-      const scratchFloats = PANEL + (transposeB ? K * N : 0) + (transposeA ? M * K : 0);
-      withScratch(backend, scratchFloats, (scratch) =>
+      // A panel of B (gemm.c's PANEL): a transposed operand is read in place or turned there.
+      withScratch(backend, PANEL, (scratch) =>
         bmm(
           ptr(backend, a),
           ptr(backend, b),

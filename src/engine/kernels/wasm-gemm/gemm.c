@@ -5,34 +5,37 @@
 //
 // C[b] (M x N) = op(A[b]) op(B[b]), op = transpose when the flag is set:
 //   A[b] is M x K (K x M when transA), B[b] is K x N (N x K when transB), C[b] row-major.
-// A batch stride of 0 broadcasts that operand. With transB, each B[b] is first transposed into
-// `scratch` after a panel's 16384 floats (K x N floats), and with transA each A[b] after that
-// (M x K floats). Each C element is summed over k in order (k = 0, 1, ...), one
+// A batch stride of 0 broadcasts that operand; a transposed operand is read in place (A) or
+// turned panel by panel in `scratch` (B). Each C element is summed over k in order (k = 0, 1, ...), one
 // multiply and one add per step, as tfjs-wasm's own loop does.
 #include <wasm_simd128.h>
 
 typedef unsigned int u32;
 
-static void transposeInto(const float *src, float *dst, u32 rows, u32 cols) {
-  // src rows x cols -> dst cols x rows
-  for (u32 r = 0; r < rows; r++)
-    for (u32 c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
-}
+// Modes of a product into C: 0, C = acc; 1, C = C + acc (a sum's second term added as it is
+// stored, so y + (t B^T) keeps the separate add's value with no pass of its own); 2, the sum
+// continued from C (acc starts at C: a product over k in chunks, still summed in order of k).
+#define LD(p) (add == 2 ? wasm_v128_load(p) : wasm_f32x4_splat(0))
+#define ST(p, v) wasm_v128_store(p, add == 1 ? wasm_f32x4_add(wasm_v128_load(p), v) : v)
+#define LDS(p) (add == 2 ? *(p) : 0.0f)
+#define STS(p, v) (*(p) = add == 1 ? *(p) + (v) : (v))
 
-// Columns [n0, n1) of one M x K by K x N product: B(k, n) = B[k * N + n], C(m, n) = C[m * ldc + n],
-// A(m, k) = A[m * ars + k * acs].
-static void panel(const float *A, u32 ars, u32 acs, const float *B, float *C, u32 M, u32 N,
-                  u32 K, u32 n0, u32 n1, u32 ldc) {
+// Columns [0, w) of one M x K by K x w product: B(k, n) = B[k * ldb + n], C(m, n) = C[m * ldc + n],
+// A(m, k) = A[m * ars + k * acs]; 4 x 8 register tiles.
+static void panel(const float *A, u32 ars, u32 acs, const float *B, u32 ldb, float *C, u32 ldc,
+                  u32 M, u32 w, u32 K, u32 add) {
   u32 m = 0;
   for (; m + 4 <= M; m += 4) {
     const float *a0 = A + (m + 0) * ars, *a1 = A + (m + 1) * ars;
     const float *a2 = A + (m + 2) * ars, *a3 = A + (m + 3) * ars;
-    u32 n = n0;
-    for (; n + 8 <= n1; n += 8) {
-      v128_t c00 = wasm_f32x4_splat(0), c01 = c00, c10 = c00, c11 = c00;
-      v128_t c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    u32 n = 0;
+    for (; n + 8 <= w; n += 8) {
+      float *c = C + m * ldc + n;
+      v128_t c00 = LD(c), c01 = LD(c + 4), c10 = LD(c + ldc), c11 = LD(c + ldc + 4);
+      v128_t c20 = LD(c + 2 * ldc), c21 = LD(c + 2 * ldc + 4);
+      v128_t c30 = LD(c + 3 * ldc), c31 = LD(c + 3 * ldc + 4);
       const float *b = B + n;
-      for (u32 k = 0; k < K; k++, b += N) {
+      for (u32 k = 0; k < K; k++, b += ldb) {
         v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
         v128_t x0 = wasm_f32x4_splat(a0[k * acs]);
         v128_t x1 = wasm_f32x4_splat(a1[k * acs]);
@@ -47,75 +50,75 @@ static void panel(const float *A, u32 ars, u32 acs, const float *B, float *C, u3
         c30 = wasm_f32x4_add(c30, wasm_f32x4_mul(x3, b0));
         c31 = wasm_f32x4_add(c31, wasm_f32x4_mul(x3, b1));
       }
-      float *c = C + m * ldc + n;
-      wasm_v128_store(c, c00), wasm_v128_store(c + 4, c01), c += ldc;
-      wasm_v128_store(c, c10), wasm_v128_store(c + 4, c11), c += ldc;
-      wasm_v128_store(c, c20), wasm_v128_store(c + 4, c21), c += ldc;
-      wasm_v128_store(c, c30), wasm_v128_store(c + 4, c31);
+      ST(c, c00), ST(c + 4, c01), c += ldc;
+      ST(c, c10), ST(c + 4, c11), c += ldc;
+      ST(c, c20), ST(c + 4, c21), c += ldc;
+      ST(c, c30), ST(c + 4, c31);
     }
-    for (; n + 4 <= n1; n += 4) {
-      v128_t c0 = wasm_f32x4_splat(0), c1 = c0, c2 = c0, c3 = c0;
+    for (; n + 4 <= w; n += 4) {
+      float *c = C + m * ldc + n;
+      v128_t c0 = LD(c), c1 = LD(c + ldc), c2 = LD(c + 2 * ldc), c3 = LD(c + 3 * ldc);
       const float *b = B + n;
-      for (u32 k = 0; k < K; k++, b += N) {
+      for (u32 k = 0; k < K; k++, b += ldb) {
         v128_t b0 = wasm_v128_load(b);
         c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_f32x4_splat(a0[k * acs]), b0));
         c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(wasm_f32x4_splat(a1[k * acs]), b0));
         c2 = wasm_f32x4_add(c2, wasm_f32x4_mul(wasm_f32x4_splat(a2[k * acs]), b0));
         c3 = wasm_f32x4_add(c3, wasm_f32x4_mul(wasm_f32x4_splat(a3[k * acs]), b0));
       }
-      float *c = C + m * ldc + n;
-      wasm_v128_store(c, c0), wasm_v128_store(c + ldc, c1);
-      wasm_v128_store(c + 2 * ldc, c2), wasm_v128_store(c + 3 * ldc, c3);
+      ST(c, c0), ST(c + ldc, c1), ST(c + 2 * ldc, c2), ST(c + 3 * ldc, c3);
     }
-    for (; n < n1; n++) {
-      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (; n < w; n++) {
+      float *c = C + m * ldc + n;
+      float s0 = LDS(c), s1 = LDS(c + ldc), s2 = LDS(c + 2 * ldc), s3 = LDS(c + 3 * ldc);
       for (u32 k = 0; k < K; k++) {
-        float bk = B[k * N + n];
+        float bk = B[k * ldb + n];
         s0 += a0[k * acs] * bk, s1 += a1[k * acs] * bk;
         s2 += a2[k * acs] * bk, s3 += a3[k * acs] * bk;
       }
-      C[m * ldc + n] = s0, C[(m + 1) * ldc + n] = s1;
-      C[(m + 2) * ldc + n] = s2, C[(m + 3) * ldc + n] = s3;
+      STS(c, s0), STS(c + ldc, s1), STS(c + 2 * ldc, s2), STS(c + 3 * ldc, s3);
     }
   }
   for (; m < M; m++) {
     const float *a0 = A + m * ars;
-    u32 n = n0;
-    for (; n + 8 <= n1; n += 8) {
-      v128_t c0 = wasm_f32x4_splat(0), c1 = c0;
+    float *c = C + m * ldc;
+    u32 n = 0;
+    for (; n + 8 <= w; n += 8) {
+      v128_t c0 = LD(c + n), c1 = LD(c + n + 4);
       const float *b = B + n;
-      for (u32 k = 0; k < K; k++, b += N) {
+      for (u32 k = 0; k < K; k++, b += ldb) {
         v128_t x0 = wasm_f32x4_splat(a0[k * acs]);
         c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(x0, wasm_v128_load(b)));
         c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(x0, wasm_v128_load(b + 4)));
       }
-      wasm_v128_store(C + m * ldc + n, c0), wasm_v128_store(C + m * ldc + n + 4, c1);
+      ST(c + n, c0), ST(c + n + 4, c1);
     }
-    for (; n + 4 <= n1; n += 4) {
-      v128_t c0 = wasm_f32x4_splat(0);
+    for (; n + 4 <= w; n += 4) {
+      v128_t c0 = LD(c + n);
       const float *b = B + n;
-      for (u32 k = 0; k < K; k++, b += N)
+      for (u32 k = 0; k < K; k++, b += ldb)
         c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_f32x4_splat(a0[k * acs]), wasm_v128_load(b)));
-      wasm_v128_store(C + m * ldc + n, c0);
+      ST(c + n, c0);
     }
-    for (; n < n1; n++) {
-      float s = 0;
-      for (u32 k = 0; k < K; k++) s += a0[k * acs] * B[k * N + n];
-      C[m * ldc + n] = s;
+    for (; n < w; n++) {
+      float s = LDS(c + n);
+      for (u32 k = 0; k < K; k++) s += a0[k * acs] * B[k * ldb + n];
+      STS(c + n, s);
     }
   }
 }
 
 // Fewer than 4 rows: each row of C summed over k in order as whole rows of B stream past
 // (B read once, contiguously; the LM head at decode).
-static void rows(const float *A, u32 ars, u32 acs, const float *B, float *C, u32 M, u32 N,
-                 u32 K) {
+static void rows(const float *A, u32 ars, u32 acs, const float *B, u32 ldb, float *C, u32 ldc,
+                 u32 M, u32 N, u32 K, u32 cont) {
   for (u32 m = 0; m < M; m++) {
-    float *c = C + m * N;
-    for (u32 n = 0; n < N; n++) c[n] = 0;
+    float *c = C + m * ldc;
+    if (!cont)
+      for (u32 n = 0; n < N; n++) c[n] = 0;
     u32 k = 0;
     for (; k + 4 <= K; k += 4) { // four rows of B per pass over c, still summed in order of k
-      const float *b0 = B + k * N, *b1 = b0 + N, *b2 = b1 + N, *b3 = b2 + N;
+      const float *b0 = B + k * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
       float a0 = A[m * ars + k * acs], a1 = A[m * ars + (k + 1) * acs];
       float a2 = A[m * ars + (k + 2) * acs], a3 = A[m * ars + (k + 3) * acs];
       v128_t x0 = wasm_f32x4_splat(a0), x1 = wasm_f32x4_splat(a1);
@@ -132,7 +135,7 @@ static void rows(const float *A, u32 ars, u32 acs, const float *B, float *C, u32
       for (; n < N; n++) c[n] = c[n] + a0 * b0[n] + a1 * b1[n] + a2 * b2[n] + a3 * b3[n];
     }
     for (; k < K; k++) {
-      const float *b = B + k * N;
+      const float *b = B + k * ldb;
       float a = A[m * ars + k * acs];
       v128_t x = wasm_f32x4_splat(a);
       u32 n = 0;
@@ -145,42 +148,52 @@ static void rows(const float *A, u32 ars, u32 acs, const float *B, float *C, u32
 
 #define PANEL 16384 // floats of B per panel (64 KiB)
 
-// One M x N product in panels of columns: a K x width slice of B (<= 64 KiB) stays in cache
-// while every row of A passes over it; where B has several panels, each is first copied to
-// `pack` contiguously (a wide B's rows are pages apart).
-static void gemm1(const float *A, u32 ars, u32 acs, const float *B, float *C, u32 M, u32 N,
-                  u32 K, float *pack) {
-  if (M < 4) return rows(A, ars, acs, B, C, M, N, K);
+// C (M x N, row stride ldc) = A B, or C + A B (add = 1); A(m, k) = A[m * ars + k * acs],
+// B(k, n) = B[k * brs + n * bcs]. In panels of columns: a K x width slice of B (<= 64 KiB) stays
+// in cache while every row of A passes over it. A B with contiguous rows that fits one panel (or
+// has K > PANEL / 8) is read in place; otherwise each panel is first copied to `pack` (PANEL
+// floats) with contiguous rows: a wide B's rows are pages apart, and a transposed B (bcs != 1) is
+// turned there, panel by panel, with no whole transposed copy (in chunks of k continued in order
+// where K > PANEL / 8: the LM head's input gradient, K = the vocabulary).
+static void gemm1(const float *A, u32 ars, u32 acs, const float *B, u32 brs, u32 bcs, float *C,
+                  u32 ldc, u32 M, u32 N, u32 K, float *pack, u32 add) {
+  u32 small = M < 4 && !add; // rows(): B streamed row by row, at most 3 rows of A
   u32 width = K ? (PANEL / K) & ~7u : N;
   if (width < 8) width = 8;
-  if (width >= N || K * width > PANEL) return panel(A, ars, acs, B, C, M, N, K, 0, N, N);
+  if (bcs == 1 && (small || width >= N || K * width > PANEL)) {
+    if (small) return rows(A, ars, acs, B, brs, C, ldc, M, N, K, 0);
+    return panel(A, ars, acs, B, brs, C, ldc, M, N, K, add);
+  }
+  u32 kc = K * 8 > PANEL ? PANEL / 8 : K; // rows of B per pack (only a transposed B gets here)
   for (u32 n0 = 0; n0 < N; n0 += width) {
     u32 w = n0 + width < N ? width : N - n0;
-    for (u32 k = 0; k < K; k++)
-      for (u32 j = 0; j < w; j++) pack[k * w + j] = B[k * N + n0 + j];
-    panel(A, ars, acs, pack, C + n0, M, w, K, 0, w, N);
+    for (u32 k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+      u32 kk = k0 + kc < K ? kc : K - k0;
+      const float *b = B + n0 * bcs + k0 * brs;
+      if (bcs == 1)
+        for (u32 k = 0; k < kk; k++)
+          for (u32 j = 0; j < w; j++) pack[k * w + j] = b[k * brs + j];
+      else
+        for (u32 j = 0; j < w; j++)
+          for (u32 k = 0; k < kk; k++) pack[k * w + j] = b[j * bcs + k * brs];
+      if (small) rows(A + k0 * acs, ars, acs, pack, w, C + n0, ldc, M, w, kk, k0 > 0);
+      else panel(A + k0 * acs, ars, acs, pack, w, C + n0, ldc, M, w, kk, k0 > 0 ? 2 : add);
+      if (K == 0) break;
+    }
   }
 }
 
-// Byte offsets into the shared memory; strides in floats (0 broadcasts).
+// Byte offsets into the shared memory; strides in floats (0 broadcasts). `scratch`: PANEL floats.
 __attribute__((export_name("bmm"))) void bmm(u32 a, u32 b, u32 c, u32 scratch, u32 batch, u32 M,
                                              u32 N, u32 K, u32 transA, u32 transB, u32 strideA,
                                              u32 strideB) {
   const float *A = (const float *)a, *B = (const float *)b;
-  float *C = (float *)c, *pack = (float *)scratch, *SB = pack + PANEL;
-  float *SA = SB + (transB ? K * N : 0);
-  for (u32 i = 0; i < batch; i++) {
-    const float *Ai = A + i * strideA, *Bi = B + i * strideB;
-    if (transA) {
-      if (i == 0 || strideA != 0) transposeInto(Ai, SA, K, M);
-      Ai = SA;
-    }
-    if (transB) {
-      if (i == 0 || strideB != 0) transposeInto(Bi, SB, N, K);
-      Bi = SB;
-    }
-    gemm1(Ai, K, 1, Bi, C + i * M * N, M, N, K, pack);
-  }
+  float *C = (float *)c, *pack = (float *)scratch;
+  // A transposed (K x M) is read in place: the four rows of a tile are adjacent floats at each k.
+  u32 ars = transA ? 1 : K, acs = transA ? M : 1;
+  u32 brs = transB ? 1 : N, bcs = transB ? K : 1;
+  for (u32 i = 0; i < batch; i++)
+    gemm1(A + i * strideA, ars, acs, B + i * strideB, brs, bcs, C + i * M * N, N, M, N, K, pack, 0);
 }
 
 // y = x r w over rows of H, r = 1 / sqrt(sum(x^2) / H + eps): RMSNorm's forward, the stock ops'
@@ -223,19 +236,16 @@ __attribute__((export_name("rope"))) void rope(u32 x, u32 cs, u32 sn, u32 y, u32
 
 // A frozen projection with its LoRA delta, outside a tape: y = x wt + (x at) bts for x [N, in],
 // wt [in, out], at [in, r], bts [r, out] (the scale folded in), as the separate products and
-// their sum compute it (y = x wt, then d = (x at) bts, then y + d). `scratch`: PANEL + N r +
-// N out floats.
+// their sum compute it (y = x wt, then d = (x at) bts, then y + d, d added as it is stored).
+// `scratch`: PANEL + N r floats.
 __attribute__((export_name("lora_linear"))) void lora_linear(u32 x, u32 wt, u32 at, u32 bts,
                                                              u32 y, u32 scratch, u32 N, u32 in,
                                                              u32 out, u32 r) {
   const float *X = (const float *)x;
-  float *Y = (float *)y, *pack = (float *)scratch, *T = pack + PANEL, *D = T + N * r;
-  gemm1(X, in, 1, (const float *)wt, Y, N, out, in, pack);
-  gemm1(X, in, 1, (const float *)at, T, N, r, in, pack);
-  gemm1(T, r, 1, (const float *)bts, D, N, out, r, pack);
-  u32 i = 0, n = N * out;
-  for (; i + 4 <= n; i += 4) wasm_v128_store(Y + i, wasm_f32x4_add(wasm_v128_load(Y + i), wasm_v128_load(D + i)));
-  for (; i < n; i++) Y[i] += D[i];
+  float *Y = (float *)y, *pack = (float *)scratch, *T = pack + PANEL;
+  gemm1(X, in, 1, (const float *)wt, out, 1, Y, out, N, out, in, pack, 0);
+  gemm1(X, in, 1, (const float *)at, r, 1, T, r, N, r, in, pack, 0);
+  gemm1(T, r, 1, (const float *)bts, out, 1, Y, out, N, out, r, pack, 1);
 }
 
 static void scale(float *x, u32 n, float s) {
@@ -245,52 +255,37 @@ static void scale(float *x, u32 n, float s) {
   for (; i < n; i++) x[i] *= s;
 }
 
-static void addInto(float *y, const float *d, u32 n) {
-  u32 i = 0;
-  for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_v128_load(d + i)));
-  for (; i < n; i++) y[i] += d[i];
-}
-
 // Under a tape: a frozen projection wt [in, out] with LoRA's A [r, in] and B [out, r] (PEFT's
 // layout) on x [N, in]: t = s (x A^T) [N, r] and y = x wt + t B^T [N, out], as the taped ops
-// compute them (lora.ts: t = (h A^T) s, delta = t B^T, y = x W^T + delta). `scratch`: PANEL +
-// in r + r out + N out floats.
+// compute them (lora.ts: t = (h A^T) s, delta = t B^T, y = x W^T + delta; A^T and B^T read
+// transposed in place, the delta added as it is stored). `scratch`: PANEL floats.
 __attribute__((export_name("lora_fwd"))) void lora_fwd(u32 x, u32 wt, u32 a, u32 b, u32 y, u32 t,
                                                        u32 scratch, u32 N, u32 in, u32 out,
                                                        u32 r, float s) {
   const float *X = (const float *)x;
   float *Y = (float *)y, *T = (float *)t, *pack = (float *)scratch;
-  float *At = pack + PANEL, *Bt = At + in * r, *D = Bt + r * out;
-  transposeInto((const float *)a, At, r, in);
-  transposeInto((const float *)b, Bt, out, r);
-  gemm1(X, in, 1, At, T, N, r, in, pack);
+  gemm1(X, in, 1, (const float *)a, 1, in, T, r, N, r, in, pack, 0);
   scale(T, N * r, s);
-  gemm1(X, in, 1, (const float *)wt, Y, N, out, in, pack);
-  gemm1(T, r, 1, Bt, D, N, out, r, pack);
-  addInto(Y, D, N * out);
+  gemm1(X, in, 1, (const float *)wt, out, 1, Y, out, N, out, in, pack, 0);
+  gemm1(T, r, 1, (const float *)b, 1, r, Y, out, N, out, r, pack, 1);
 }
 
 // lora_fwd's backward for dy = g [N, out]: sgB = s (g B) [N, r], dx = g wt^T + sgB A [N, in],
-// dA = sgB^T x [r, in], dB = g^T t [out, r], the taped ops' products and order. `scratch`:
-// PANEL + N r + N in + out in + r N + out N floats.
+// dA = sgB^T x [r, in], dB = g^T t [out, r], the taped ops' products and order; the transposed
+// operands read in place (g^T and sgB^T as A with strides, wt^T turned panel by panel).
+// `scratch`: PANEL + N r floats.
 __attribute__((export_name("lora_bwd"))) void lora_bwd(u32 g, u32 x, u32 t, u32 wt, u32 a,
                                                        u32 b, u32 dx, u32 da, u32 db,
                                                        u32 scratch, u32 N, u32 in, u32 out,
                                                        u32 r, float s) {
   const float *G = (const float *)g, *X = (const float *)x, *T = (const float *)t;
-  float *DX = (float *)dx, *pack = (float *)scratch;
-  float *SG = pack + PANEL, *DH = SG + N * r, *W = DH + N * in, *SGt = W + out * in;
-  float *Gt = SGt + r * N;
-  gemm1(G, out, 1, (const float *)b, SG, N, r, out, pack);
+  float *DX = (float *)dx, *pack = (float *)scratch, *SG = pack + PANEL;
+  gemm1(G, out, 1, (const float *)b, r, 1, SG, r, N, r, out, pack, 0);
   scale(SG, N * r, s);
-  gemm1(SG, r, 1, (const float *)a, DH, N, in, r, pack);
-  transposeInto((const float *)wt, W, in, out);
-  gemm1(G, out, 1, W, DX, N, in, out, pack);
-  addInto(DX, DH, N * in);
-  transposeInto(SG, SGt, N, r);
-  gemm1(SGt, N, 1, X, (float *)da, r, in, N, pack);
-  transposeInto(G, Gt, N, out);
-  gemm1(Gt, N, 1, T, (float *)db, out, r, N, pack);
+  gemm1(G, out, 1, (const float *)wt, 1, out, DX, in, N, in, out, pack, 0);
+  gemm1(SG, r, 1, (const float *)a, in, 1, DX, in, N, in, r, pack, 1);
+  gemm1(SG, 1, r, X, in, 1, (float *)da, in, r, in, N, pack, 0);
+  gemm1(G, 1, out, T, r, 1, (float *)db, r, out, r, N, pack, 0);
 }
 
 // Rows `ids` of E from E^T [H, V] (the tied embedding as the LM head holds it): out [n, H],
