@@ -3,7 +3,9 @@ import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { installWasmKernels, wasmGemmCalls } from './wasmGemm';
 import { gemmSharedWasmBase64, gemmWasmBase64 } from './wasm-gemm/gemmBinary';
-import { rmsNorm, rope, swiglu } from '../index';
+import { rmsNorm, rope, swiglu, tokenStats } from '../index';
+import { tokenStatsF64, tokenStatsGradF64 } from './token-stats/tokenStatsReference';
+import { seededLogits, seededUpstream } from '../../../dev/test/seededLogits';
 
 // Our batched SIMD GEMM on tfjs-wasm against tfjs-cpu's BatchMatMul: every transpose pair, the
 // block sizes' tails (M, N not multiples of 4 or 8), a broadcast batch of one, and the
@@ -142,6 +144,50 @@ describe('RMSNorm, RoPE and SwiGLU as one kernel of ours on tfjs-wasm', () => {
       const want = run('cpu', f);
       expect(Math.max(...got.map((v, i) => Math.abs(v - want[i])))).toBeLessThan(1e-5);
     });
+});
+
+describe('tokenStats on tfjs-wasm: one kernel of ours each way', () => {
+  afterAll(() => tf.setBackend('cpu'));
+  it('gives the float64 reference log-probs, entropies and logit gradients, masked logits included', async () => {
+    await tf.setBackend('wasm');
+    for (const [rows, vocab] of [
+      [1, 7],
+      [5, 1000],
+      [3, 4099],
+    ]) {
+      const c = seededLogits(rows, vocab, 1234 + vocab);
+      const logits = c.logits.slice();
+      for (let r = 0; r < rows; r++) logits[r * vocab + ((c.ids[r] + 3) % vocab)] = -Infinity; // masked
+      const dy = seededUpstream(rows, 7 + vocab); // [rows, 2]
+      const ids = tf.tensor1d(c.ids, 'int32');
+      const up = tf.tensor2d(dy, [rows, 2]);
+      const p = await tf.profile(() => {
+        tf.grad((x: tf.Tensor) => tf.sum(tf.mul(tokenStats(x as tf.Tensor2D, ids), up)))(
+          tf.tensor2d(logits, [rows, vocab]),
+        ).dispose();
+        return [];
+      });
+      expect(p.kernels.filter((k) => k.name.startsWith('SparringWasmTokenStats')).map((k) => k.name)).toEqual([
+        'SparringWasmTokenStats',
+        'SparringWasmTokenStatsGrad',
+      ]);
+      const x = tf.tensor2d(logits, [rows, vocab]);
+      const got = tokenStats(x, ids).arraySync();
+      const grad = tf
+        .grad((v: tf.Tensor) => tf.sum(tf.mul(tokenStats(v as tf.Tensor2D, ids), up)))(x)
+        .dataSync();
+      const ref = tokenStatsF64(logits, rows, vocab, c.ids);
+      const refGrad = tokenStatsGradF64(logits, rows, vocab, c.ids, dy);
+      for (let r = 0; r < rows; r++) {
+        expect(Math.abs(got[r][0] - ref.logp[r])).toBeLessThan(1e-5);
+        expect(Math.abs(got[r][1] - ref.entropy[r])).toBeLessThan(1e-5);
+      }
+      // the WGSL path's bound against the same reference (token-stats tests, dawn.e2e.ts): ours
+      // reads 1.6e-6 on these rows (a float32 exp and log near p = 1), the stock ops 4e-8
+      expect(Math.max(...Array.from(grad, (g, i) => Math.abs(g - refGrad[i])))).toBeLessThan(1e-5);
+      for (let r = 0; r < rows; r++) expect(grad[r * vocab + ((c.ids[r] + 3) % vocab)]).toBe(0);
+    }
+  });
 });
 
 describe('Exp on tfjs-wasm (ours, a 4-lane polynomial)', () => {

@@ -54,6 +54,8 @@ interface Ops {
   exp_f32(x: number, y: number, n: number): void;
   swiglu_fwd(g: number, u: number, y: number, n: number): void;
   swiglu_bwd(dy: number, g: number, u: number, dg: number, du: number, n: number): void;
+  token_stats(x: number, ids: number, out: number, aux: number, rows: number, V: number): void;
+  token_stats_bwd(...args: number[]): void;
   lora_fwd(...args: number[]): void;
   lora_bwd(...args: number[]): void;
   lora_linear(
@@ -237,6 +239,31 @@ export function wasmSwigluGrad(dy: tf.Tensor, g: tf.Tensor, u: tf.Tensor): [tf.T
   return tf.engine().runKernel(SWIGLU_GRAD, { dy, g, u }, {}) as unknown as [tf.Tensor, tf.Tensor];
 }
 
+/**
+ * tokenStats (logits [rows, V], int32 ids [rows] -> [rows, 2] = (log p(id), entropy)) as one taped
+ * op whose forward and backward are one kernel of ours each, where it serves (else null): the
+ * stock ops ran ~14 kernels forward and ~20 backward over the [rows, V] logits (the clamp, log-
+ * softmax, exp, the one-hot product, sums), ~11 ms of a learning step's kernels on the sandbox
+ * defender. The backward is the closed form the WGSL path uses (token-stats/op_grad.wgsl).
+ */
+export function wasmTokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D | null {
+  if (logits.dtype !== 'float32' || ids.dtype !== 'int32' || !wasmGemmServes()) return null;
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [x, save] = args as [tf.Tensor2D, tf.GradSaveFunc];
+    // aux [rows, 2]: each row's max and sum of exponentials, for the backward's p = e^(x - m) / s
+    const [stats, aux] = tf.engine().runKernel(TOKEN_STATS, { x, ids }, {}) as tf.Tensor2D[];
+    save([x, stats, ids, aux]);
+    return {
+      value: stats,
+      gradFunc: (dy: tf.Tensor, [xs, st, is, ax]: tf.Tensor[]) =>
+        tf.engine().runKernel(TOKEN_STATS_GRAD, { x: xs, ids: is, stats: st, aux: ax, dy }, {}) as tf.Tensor,
+    };
+  });
+  return f(logits) as tf.Tensor2D;
+}
+
+const TOKEN_STATS = 'SparringWasmTokenStats';
+const TOKEN_STATS_GRAD = 'SparringWasmTokenStatsGrad';
 const SWIGLU = 'SparringWasmSwiglu';
 const SWIGLU_GRAD = 'SparringWasmSwigluGrad';
 const GATHER_COLUMNS = 'SparringWasmGatherColumns';
@@ -328,6 +355,18 @@ export function installWasmKernels(): void {
     const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
     ops.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
     return [dg, du];
+  });
+  ourKernel(TOKEN_STATS, (b, ops, { x, ids }) => {
+    const [rows, V] = x.shape;
+    const [out, aux] = [b.makeOutput([rows, 2], 'float32'), b.makeOutput([rows, 2], 'float32')];
+    ops.token_stats(ptr(b, x), ptr(b, ids), ptr(b, out), ptr(b, aux), rows, V);
+    return [out, aux];
+  });
+  ourKernel(TOKEN_STATS_GRAD, (b, ops, { x, ids, stats, aux, dy }) => {
+    const [rows, V] = x.shape;
+    const dx = b.makeOutput([rows, V], 'float32');
+    ops.token_stats_bwd(...[x, ids, stats, aux, dy, dx].map((t) => ptr(b, t)), rows, V);
+    return dx;
   });
   ourKernel(GATHER_COLUMNS, (b, ops, { et, ids }) => {
     const [H, V] = et.shape;

@@ -8,6 +8,7 @@ import tokenStatsRefWgsl from '../../../../shaders/token-stats/ref.wgsl?raw';
 import { rowChunks, rowWorkgroupSize } from '../../webgpu/limits';
 import { rowReduce } from '../row-reduce/rowReduce';
 import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
+import { wasmTokenStats } from '../wasmGemm';
 
 function checkShapes(logits: tf.Tensor, ids: tf.Tensor, refLogits?: tf.Tensor): void {
   if (logits.rank !== 2) throw new Error(`tokenStats: logits must be [rows, vocab], got shape [${logits.shape}]`);
@@ -100,7 +101,12 @@ export function tokenStatsGradWebGPU(
  * [0, vocab) (the WGSL path returns NaN for an id outside it rather than reading past the row).
  */
 export function tokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D, refLogits?: tf.Tensor2D): tf.Tensor2D {
-  if (!customKernelsActive()) return tokenStatsStock(logits, ids, refLogits);
+  if (!customKernelsActive()) {
+    // tfjs-wasm: one kernel of ours each way (engine/kernels/wasmGemm.ts), where it serves
+    const ours =
+      !refLogits && tf.getBackend() === 'wasm' ? (checkShapes(logits, ids), wasmTokenStats(logits, ids)) : null;
+    return ours ?? tokenStatsStock(logits, ids, refLogits);
+  }
   checkShapes(logits, ids, refLogits);
   // Logits of a 150k vocabulary are 0.6 MB a row: keep each kernel's bindings under the limit.
   const chunks = rowChunks(logits.shape[0], logits.shape[1] * 4);

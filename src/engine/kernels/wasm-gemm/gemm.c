@@ -397,3 +397,99 @@ __attribute__((export_name("swiglu_bwd"))) void swiglu_bwd(u32 dy, u32 g, u32 u,
     storep(DU + i, wasm_f32x4_mul(wasm_f32x4_mul(d, gv), s), k);
   }
 }
+
+// ln x for the row sums below (x >= 1 there; NaN and +inf pass through): Cephes' logf, x =
+// 2^e m with m in [sqrt(1/2), sqrt(2)), a degree-8 polynomial in m - 1, ~1 ulp.
+static float logf1(float x) {
+  if (!(x < __builtin_inff())) return x;
+  u32 i = __builtin_bit_cast(u32, x);
+  int e = (int)((i >> 23) & 255) - 126;
+  float m = __builtin_bit_cast(float, (i & 0x7fffffu) | 0x3f000000u); // [0.5, 1)
+  if (m < 0.707106781186547524f) e -= 1, m = m + m - 1.0f;
+  else m = m - 1.0f;
+  float z = m * m;
+  float p = 7.0376836292e-2f;
+  p = p * m - 1.1514610310e-1f, p = p * m + 1.1676998740e-1f, p = p * m - 1.2420140846e-1f;
+  p = p * m + 1.4249322787e-1f, p = p * m - 1.6668057665e-1f, p = p * m + 2.0000714765e-1f;
+  p = p * m - 2.4999993993e-1f, p = p * m + 3.3333331174e-1f;
+  float y = p * m * z + (float)e * -2.12194440e-4f - 0.5f * z;
+  return m + y + (float)e * 0.693359375f;
+}
+
+static float hsum(v128_t v) {
+  return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+         (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
+}
+
+#define MASKED -1.0e30f // masked (-inf) logits clamped here, as tokenStatsStock does
+
+// Per row of logits x [rows, V] with ids [rows]: out[r] = (log p(id), entropy H), p = softmax of
+// max(x, -1e30): with m the row's max, s = sum e^(x - m), log p(id) = x[id] - m - ln s and
+// H = ln s - sum e^(x - m) (x - m) / s; aux[r] = (m, s) for the backward. An id outside [0, V)
+// gives NaN.
+__attribute__((export_name("token_stats"))) void token_stats(u32 x, u32 ids, u32 out, u32 aux,
+                                                             u32 rows, u32 V) {
+  const int *I = (const int *)ids;
+  float *O = (float *)out, *A = (float *)aux;
+  const v128_t lo = wasm_f32x4_splat(MASKED), lane = wasm_i32x4_make(0, 1, 2, 3);
+  for (u32 r = 0; r < rows; r++) {
+    const float *X = (const float *)x + r * V;
+    v128_t mv = lo;
+    for (u32 j = 0; j < V; j += 4) {
+      u32 k = V - j < 4 ? V - j : 4;
+      v128_t v = wasm_f32x4_max(loadp(X + j, k), lo);
+      mv = wasm_f32x4_max(mv, k == 4 ? v : wasm_v128_bitselect(v, lo, wasm_i32x4_lt(lane, wasm_i32x4_splat(k))));
+    }
+    float m = wasm_f32x4_extract_lane(mv, 0);
+    for (int l = 1; l < 4; l++) {
+      float c = l == 1 ? wasm_f32x4_extract_lane(mv, 1) : l == 2 ? wasm_f32x4_extract_lane(mv, 2) : wasm_f32x4_extract_lane(mv, 3);
+      m = c > m || c != c ? c : m;
+    }
+    v128_t sv = wasm_f32x4_splat(0), tv = sv, M = wasm_f32x4_splat(m);
+    for (u32 j = 0; j < V; j += 4) {
+      u32 k = V - j < 4 ? V - j : 4;
+      v128_t d = wasm_f32x4_sub(wasm_f32x4_max(loadp(X + j, k), lo), M);
+      v128_t e = exp4(d);
+      if (k < 4) e = wasm_v128_and(e, wasm_i32x4_lt(lane, wasm_i32x4_splat(k)));
+      sv = wasm_f32x4_add(sv, e);
+      tv = wasm_f32x4_add(tv, wasm_f32x4_mul(e, d));
+    }
+    float s = hsum(sv), t = hsum(tv), ls = logf1(s);
+    u32 id = (u32)I[r];
+    float xi = X[id < V ? id : 0];
+    O[2 * r] = id < V ? ((xi > MASKED ? xi : MASKED) - m) - ls : __builtin_nanf("");
+    O[2 * r + 1] = ls - t / s;
+    A[2 * r] = m, A[2 * r + 1] = s;
+  }
+}
+
+// Its backward for dy [rows, 2]: dx_j = dy0 ([j = id] - p_j) - dy1 p_j (log p_j + H), with
+// p_j = e^(x_j - m) / s and log p_j = (x_j - m) - ln s from the forward's aux (x clamped at
+// -1e30 as there); 0 where x_j is masked (<= -1e30).
+__attribute__((export_name("token_stats_bwd"))) void token_stats_bwd(u32 x, u32 ids, u32 stats,
+                                                                     u32 aux, u32 dy, u32 dx,
+                                                                     u32 rows, u32 V) {
+  const int *I = (const int *)ids;
+  const float *S = (const float *)stats, *A = (const float *)aux, *D = (const float *)dy;
+  const v128_t lo = wasm_f32x4_splat(MASKED), zero = wasm_f32x4_splat(0);
+  const v128_t lane = wasm_i32x4_make(0, 1, 2, 3), one = wasm_i32x4_splat(1);
+  for (u32 r = 0; r < rows; r++) {
+    const float *X = (const float *)x + r * V;
+    float *DX = (float *)dx + r * V;
+    v128_t id = wasm_i32x4_splat(I[r]), M = wasm_f32x4_splat(A[2 * r]);
+    v128_t Sv = wasm_f32x4_splat(A[2 * r + 1]), LS = wasm_f32x4_splat(logf1(A[2 * r + 1]));
+    v128_t H = wasm_f32x4_splat(S[2 * r + 1]);
+    v128_t d0 = wasm_f32x4_splat(D[2 * r]), d1 = wasm_f32x4_splat(D[2 * r + 1]);
+    for (u32 j = 0; j < V; j += 4) {
+      u32 k = V - j < 4 ? V - j : 4;
+      v128_t xv = loadp(X + j, k);
+      v128_t d = wasm_f32x4_sub(wasm_f32x4_max(xv, lo), M);
+      v128_t p = wasm_f32x4_div(exp4(d), Sv), lp = wasm_f32x4_sub(d, LS);
+      v128_t hot = wasm_f32x4_convert_i32x4(
+          wasm_v128_and(wasm_i32x4_eq(wasm_i32x4_add(lane, wasm_i32x4_splat((int)j)), id), one));
+      v128_t g = wasm_f32x4_sub(wasm_f32x4_mul(d0, wasm_f32x4_sub(hot, p)),
+                                wasm_f32x4_mul(wasm_f32x4_mul(d1, p), wasm_f32x4_add(lp, H)));
+      storep(DX + j, wasm_v128_bitselect(zero, g, wasm_f32x4_le(xv, lo)), k);
+    }
+  }
+}
