@@ -5,6 +5,7 @@ import { installWasmKernels, wasmGemmCalls } from './wasmGemm';
 import { gemmSharedWasmBase64, gemmWasmBase64 } from './wasm-gemm/gemmBinary';
 import { rmsNorm, rope, swiglu, tokenStats } from '../index';
 import { tokenStatsF64, tokenStatsGradF64 } from './token-stats/tokenStatsReference';
+import { NORM_EPS, normCaseData, rmsNormF64 } from './rms-norm/fusedNormReference';
 import { seededLogits, seededUpstream } from '../../../dev/test/seededLogits';
 
 // Our batched SIMD GEMM on tfjs-wasm against tfjs-cpu's BatchMatMul: every transpose pair, the
@@ -144,6 +145,47 @@ describe('RMSNorm, RoPE and SwiGLU as one kernel of ours on tfjs-wasm', () => {
       const want = run('cpu', f);
       expect(Math.max(...got.map((v, i) => Math.abs(v - want[i])))).toBeLessThan(1e-5);
     });
+});
+
+describe('rmsNorm under a tape on tfjs-wasm: one kernel of ours each way', () => {
+  afterAll(() => tf.setBackend('cpu'));
+  it('gives the float64 reference y, dx and dw', async () => {
+    await tf.setBackend('wasm');
+    const spec = { rows: 21, hidden: 96, batch: 1, heads: 1, len: 1, headDim: 2, seed: 42 };
+    const d = normCaseData(spec);
+    const ref = rmsNormF64(spec, d);
+    const [x, w, dy] = [tf.tensor(d.x, [3, 7, 96]), tf.tensor1d(d.w), tf.tensor(d.dy, [3, 7, 96])];
+    const run = () =>
+      tf.valueAndGrads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(rmsNorm(a, b as tf.Tensor1D, NORM_EPS), dy)))([
+        x,
+        w,
+      ]);
+    const p = await tf.profile(() => {
+      const { value, grads } = run();
+      tf.dispose([value, ...grads]);
+      return [];
+    });
+    expect(p.kernels.filter((k) => k.name.startsWith('SparringWasmRmsNorm')).map((k) => k.name)).toEqual([
+      'SparringWasmRmsNormTaped',
+      'SparringWasmRmsNormGrad',
+    ]);
+    const { grads } = run();
+    // the value as the taped op gives it (under a tape)
+    const taped = tf.tidy(() => {
+      let out: Float32Array = new Float32Array(0);
+      tf.grad((a: tf.Tensor) => {
+        const v = rmsNorm(a, w, NORM_EPS);
+        out = v.dataSync() as Float32Array;
+        return tf.sum(tf.mul(v, dy));
+      })(x);
+      return out;
+    });
+    const maxErr = (got: ArrayLike<number>, want: Float64Array) =>
+      Math.max(...Array.from(got, (v, i) => Math.abs(v - want[i]) / (1 + Math.abs(want[i]))));
+    expect(maxErr(taped, ref.y)).toBeLessThan(1e-6);
+    expect(maxErr(grads[0].dataSync(), ref.dx)).toBeLessThan(1e-6);
+    expect(maxErr(grads[1].dataSync(), ref.dw)).toBeLessThan(1e-5);
+  });
 });
 
 describe('tokenStats on tfjs-wasm: one kernel of ours each way', () => {

@@ -6,7 +6,7 @@ import rmsNormWgsl from '../../../../shaders/rms-norm/op.wgsl?raw';
 import { rowWorkgroupSize } from '../../webgpu/limits';
 import { customKernelsActive, runKernel } from '../../webgpu/wgslProgram';
 import { wasmTape } from '../wasmTape';
-import { wasmRmsNorm } from '../wasmGemm';
+import { wasmRmsNorm, wasmRmsNormTaped } from '../wasmGemm';
 
 /** x / sqrt(mean(x^2) + eps) * w over the last axis, the obvious way. */
 export function rmsNormStock(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
@@ -84,7 +84,8 @@ function rmsNormTaped(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
 export function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
   if (w.rank !== 1 || w.shape[0] !== x.shape[x.rank - 1])
     throw new Error(`rmsNorm: weight [${w.shape}] does not match the last axis of x [${x.shape}]`);
-  if (wasmTape()) return rmsNormTaped(x, w, eps);
+  // Under a tape on wasm: one kernel of ours each way where it serves, else the taped stock ops.
+  if (wasmTape()) return wasmRmsNormTaped(x, w, eps) ?? rmsNormTaped(x, w, eps);
   // Outside a tape on wasm: one kernel of ours (engine/kernels/wasmGemm.ts) where 6 stock ones ran.
   const ours = tf.getBackend() === 'wasm' ? wasmRmsNorm(x, w, eps) : null;
   if (ours) return ours;

@@ -197,16 +197,38 @@ __attribute__((export_name("bmm"))) void bmm(u32 a, u32 b, u32 c, u32 scratch, u
 }
 
 // y = x r w over rows of H, r = 1 / sqrt(sum(x^2) / H + eps): RMSNorm's forward, the stock ops'
-// order (square, mean, add eps, rsqrt, times r, times w), in one pass per row.
+// order (square, mean, add eps, rsqrt, times r, times w), in one pass per row; each row's r to
+// `rout` unless it is 0 (the taped op keeps it for the backward).
 __attribute__((export_name("rmsnorm"))) void rmsnorm(u32 x, u32 w, u32 y, u32 rows, u32 H,
-                                                     float eps) {
+                                                     float eps, u32 rout) {
   const float *X = (const float *)x, *W = (const float *)w;
-  float *Y = (float *)y;
+  float *Y = (float *)y, *R = (float *)rout;
   for (u32 i = 0; i < rows; i++, X += H, Y += H) {
     float ss = 0;
     for (u32 j = 0; j < H; j++) ss += X[j] * X[j];
     float r = 1.0f / __builtin_sqrtf(ss / (float)H + eps);
+    if (rout) R[i] = r;
     for (u32 j = 0; j < H; j++) Y[j] = X[j] * r * W[j];
+  }
+}
+
+// Its backward from the saved r, with n = x r (rmsNorm.ts's taped closed form): dn = dy w,
+// dx = r (dn - n mean(dn n)) per row, dw = sum over rows of dy n (rows in order).
+__attribute__((export_name("rmsnorm_bwd"))) void rmsnorm_bwd(u32 dy, u32 x, u32 w, u32 rin,
+                                                             u32 dx, u32 dw, u32 rows, u32 H) {
+  const float *D = (const float *)dy, *X = (const float *)x, *W = (const float *)w;
+  const float *R = (const float *)rin;
+  float *DX = (float *)dx, *DW = (float *)dw;
+  for (u32 j = 0; j < H; j++) DW[j] = 0;
+  for (u32 i = 0; i < rows; i++, D += H, X += H, DX += H) {
+    float r = R[i], dot = 0;
+    for (u32 j = 0; j < H; j++) dot += D[j] * W[j] * (X[j] * r);
+    float mean = dot / (float)H;
+    for (u32 j = 0; j < H; j++) {
+      float n = X[j] * r;
+      DX[j] = r * (D[j] * W[j] - n * mean);
+      DW[j] += D[j] * n;
+    }
   }
 }
 
