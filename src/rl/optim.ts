@@ -30,14 +30,13 @@ export function clipByGlobalNorm(
     const norm = f(Math.sqrt(f(total)));
     const coef = Math.min(f(f(maxNorm) / f(norm + f(1e-6))), 1);
     const out: tf.NamedTensorMap = {};
-    names.forEach(
-      (n, k) =>
-        (out[n] = tf.tensor(
-          data[k].map((x) => x * coef),
-          grads[n].shape,
-          'float32',
-        )),
-    );
+    names.forEach((n, k) => {
+      // a plain loop: Float32Array.map's callback per value took ~3 ms of a learning step here
+      const d = data[k];
+      const scaled = new Float32Array(d.length);
+      for (let i = 0; i < d.length; i++) scaled[i] = d[i] * coef;
+      out[n] = tf.tensor(scaled, grads[n].shape, 'float32');
+    });
     return { grads: out, norm: tf.scalar(norm) };
   }
   return tf.tidy(() => {
