@@ -332,7 +332,9 @@ __attribute__((export_name("gather_cols"))) void gather_cols(u32 et, u32 ids, u3
 // 88.72 (ln FLT_MAX) +inf, NaN stays NaN.
 static v128_t exp4(v128_t x) {
   const v128_t lo = wasm_f32x4_splat(-87.3365447505f), hi = wasm_f32x4_splat(88.7228391117f);
-  v128_t c = wasm_f32x4_min(wasm_f32x4_max(x, lo), hi);
+  // pmin/pmax, one minps/maxps each where V8's f32x4.min/max take ~8 instructions (NaN-exact):
+  // exp over [8, 63, 384] 0.33-0.45 vs 0.46-0.6 ms; pmax(x, lo) is x < lo ? lo : x, NaN stays NaN
+  v128_t c = wasm_f32x4_pmin(wasm_f32x4_pmax(x, lo), hi);
   v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(c, wasm_f32x4_splat(1.44269504088896341f)));
   v128_t r = wasm_f32x4_sub(c, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
   r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
@@ -459,7 +461,7 @@ __attribute__((export_name("token_stats"))) void token_stats(u32 x, u32 ids, u32
     v128_t mv = lo;
     for (u32 j = 0; j < V; j += 4) {
       u32 k = V - j < 4 ? V - j : 4;
-      v128_t v = wasm_f32x4_max(loadp(X + j, k), lo);
+      v128_t v = wasm_f32x4_pmax(loadp(X + j, k), lo);
       mv = wasm_f32x4_max(mv, k == 4 ? v : wasm_v128_bitselect(v, lo, wasm_i32x4_lt(lane, wasm_i32x4_splat(k))));
     }
     float m = wasm_f32x4_extract_lane(mv, 0);
@@ -470,7 +472,7 @@ __attribute__((export_name("token_stats"))) void token_stats(u32 x, u32 ids, u32
     v128_t sv = wasm_f32x4_splat(0), tv = sv, M = wasm_f32x4_splat(m);
     for (u32 j = 0; j < V; j += 4) {
       u32 k = V - j < 4 ? V - j : 4;
-      v128_t d = wasm_f32x4_sub(wasm_f32x4_max(loadp(X + j, k), lo), M);
+      v128_t d = wasm_f32x4_sub(wasm_f32x4_pmax(loadp(X + j, k), lo), M);
       v128_t e = exp4(d);
       if (k < 4) e = wasm_v128_and(e, wasm_i32x4_lt(lane, wasm_i32x4_splat(k)));
       sv = wasm_f32x4_add(sv, e);
@@ -505,7 +507,7 @@ __attribute__((export_name("token_stats_bwd"))) void token_stats_bwd(u32 x, u32 
     for (u32 j = 0; j < V; j += 4) {
       u32 k = V - j < 4 ? V - j : 4;
       v128_t xv = loadp(X + j, k);
-      v128_t d = wasm_f32x4_sub(wasm_f32x4_max(xv, lo), M);
+      v128_t d = wasm_f32x4_sub(wasm_f32x4_pmax(xv, lo), M);
       v128_t p = wasm_f32x4_div(exp4(d), Sv), lp = wasm_f32x4_sub(d, LS);
       v128_t hot = wasm_f32x4_convert_i32x4(
           wasm_v128_and(wasm_i32x4_eq(wasm_i32x4_add(lane, wasm_i32x4_splat((int)j)), id), one));
