@@ -30,6 +30,7 @@ import {
   rope,
   swiglu,
   kvWrite,
+  wasmAttention,
 } from '../engine/index';
 import { ropeInvFreq, type ModelConfig } from '../contract/modelConfig';
 import { describeModel, layerNormWeights, type BlockOp, type ModelDescription } from '../contract/blockDescription';
@@ -577,6 +578,9 @@ function attention(
   C: number,
   D: number,
 ): tf.Tensor {
+  // tfjs-wasm: one kernel of ours each way, the same products (engine/kernels/wasmGemm.ts)
+  const ours = tf.getBackend() === 'wasm' ? wasmAttention(q, k, v, mask, nH, nKV) : null;
+  if (ours) return ours;
   const G = nH / nKV;
   const qg = q.reshape([B, nKV, G * L, D]);
   const scores = tf.matMul(qg, k, false, true).mul(1 / Math.sqrt(D)); // [B, nKV, G*L, C]

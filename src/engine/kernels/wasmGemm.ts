@@ -49,13 +49,15 @@ interface WasmBackend {
 interface Ops {
   bmm: Bmm;
   rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number, rout: number): void;
-  rmsnorm_bwd(dy: number, x: number, w: number, r: number, dx: number, dw: number, rows: number, H: number): void;
+  rmsnorm_bwd(...args: number[]): void;
   rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
   gather_cols(et: number, ids: number, out: number, n: number, H: number, V: number): void;
   exp_f32(x: number, y: number, n: number): void;
   swiglu_fwd(g: number, u: number, y: number, n: number): void;
   swiglu_bwd(dy: number, g: number, u: number, dg: number, du: number, n: number): void;
   token_stats(x: number, ids: number, out: number, aux: number, rows: number, V: number): void;
+  attn_fwd(...args: number[]): void;
+  attn_bwd(...args: number[]): void;
   token_stats_bwd(...args: number[]): void;
   lora_fwd(...args: number[]): void;
   lora_bwd(...args: number[]): void;
@@ -284,6 +286,39 @@ export function wasmTokenStats(logits: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor
   return f(logits) as tf.Tensor2D;
 }
 
+/**
+ * Grouped-query attention (q [B, nH, L, D], k and v [B, nKV, C, D], an additive mask [B, 1, 1, L,
+ * C]) -> [B, L, nH D], as llama.ts's attention() computes it (scores scaled by D^-1/2, the mask,
+ * softmax, the weighted sum of v), one kernel of ours where it serves (else null); under a tape
+ * one taped op whose backward is one kernel (gradients to q, k and v). The stock ops ran 11
+ * kernels forward and ~25 backward per layer, two Transposes among them.
+ */
+export function wasmAttention(
+  q: tf.Tensor4D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  mask: tf.Tensor,
+  nH: number,
+  nKV: number,
+): tf.Tensor3D | null {
+  if ([q, k, v, mask].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  const [B, , L, D] = q.shape;
+  const attrs = { nH, nKV, scale: 1 / Math.sqrt(D) };
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [qi, ki, vi, save] = args as [tf.Tensor, tf.Tensor, tf.Tensor, tf.GradSaveFunc];
+    const [out, p] = tf.engine().runKernel(ATTENTION, { q: qi, k: ki, v: vi, mask }, attrs) as tf.Tensor[];
+    save([qi, ki, vi, p]);
+    return {
+      value: out.reshape([B, L, nH * D]),
+      gradFunc: (dy: tf.Tensor, [qs, ks, vs, ps]: tf.Tensor[]) =>
+        tf.engine().runKernel(ATTENTION_GRAD, { dy, q: qs, k: ks, v: vs, p: ps }, attrs) as tf.Tensor[],
+    };
+  });
+  return f(q, k, v) as tf.Tensor3D;
+}
+
+const ATTENTION = 'SparringWasmAttention';
+const ATTENTION_GRAD = 'SparringWasmAttentionGrad';
 const TOKEN_STATS = 'SparringWasmTokenStats';
 const TOKEN_STATS_GRAD = 'SparringWasmTokenStatsGrad';
 const SWIGLU = 'SparringWasmSwiglu';
@@ -392,6 +427,30 @@ export function installWasmKernels(): void {
     const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
     ops.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
     return [dg, du];
+  });
+  ourKernel(ATTENTION, (b, ops, { q, k, v, mask }, { nH, nKV, scale }) => {
+    const [B, , L, D] = q.shape;
+    const C = k.shape[2];
+    const [out, p] = [
+      b.makeOutput([B, L, nH as number, D], 'float32'),
+      b.makeOutput([B, nH as number, L, C], 'float32'),
+    ];
+    const args = [q, k, v, mask, p, out].map((t) => ptr(b, t));
+    withScratch(b, PANEL, (scratch) =>
+      ops.attn_fwd(...args, scratch, B, nH as number, nKV as number, L, C, D, scale as number),
+    );
+    return [out, p];
+  });
+  ourKernel(ATTENTION_GRAD, (b, ops, { dy, q, k, v, p }, { nH, nKV, scale }) => {
+    const [B, , L, D] = q.shape;
+    const C = k.shape[2];
+    const G = (nH as number) / (nKV as number);
+    const [dq, dk, dv] = [q, k, v].map((t) => b.makeOutput(t.shape, 'float32'));
+    const args = [dy, q, k, v, p, dq, dk, dv].map((t) => ptr(b, t));
+    withScratch(b, PANEL + G * L * D + G * L * C, (scratch) =>
+      ops.attn_bwd(...args, scratch, B, nH as number, nKV as number, L, C, D, scale as number),
+    );
+    return [dq, dk, dv];
   });
   ourKernel(TOKEN_STATS, (b, ops, { x, ids }) => {
     const [rows, V] = x.shape;

@@ -517,3 +517,104 @@ __attribute__((export_name("token_stats_bwd"))) void token_stats_bwd(u32 x, u32 
     }
   }
 }
+
+// Grouped-query attention (llama.ts's attention(), its products and order): q [B, nH, L, D],
+// k, v [B, nKV, C, D], mask [B, L, C] (additive), G = nH / nKV query heads per kv head, whose
+// rows form one [G L, D] block of q. Per (b, kv head): S = q_g k^T [G L, C], times `scale`, plus
+// the mask (row i of each head), softmax over C (max, e^(s - max), sum, divide) into p
+// [B, nH, L, C] (kept for the backward), then each head's p v into out [B, L, nH, D]. `scratch`:
+// PANEL floats.
+__attribute__((export_name("attn_fwd"))) void attn_fwd(u32 q, u32 k, u32 v, u32 mask, u32 p,
+                                                       u32 out, u32 scratch, u32 B, u32 nH,
+                                                       u32 nKV, u32 L, u32 C, u32 D, float scale) {
+  const float *Q = (const float *)q, *K = (const float *)k, *V = (const float *)v;
+  const float *MK = (const float *)mask;
+  float *P = (float *)p, *O = (float *)out, *pack = (float *)scratch;
+  u32 G = nH / nKV;
+  const v128_t sc = wasm_f32x4_splat(scale), lane = wasm_i32x4_make(0, 1, 2, 3);
+  for (u32 b = 0; b < B; b++)
+    for (u32 h = 0; h < nKV; h++) {
+      const float *Qg = Q + (b * nH + h * G) * L * D, *Kb = K + (b * nKV + h) * C * D;
+      const float *Vb = V + (b * nKV + h) * C * D;
+      float *Pg = P + (b * nH + h * G) * L * C;
+      gemm1(Qg, D, 1, Kb, 1, D, Pg, C, G * L, C, D, pack, 0);
+      for (u32 r = 0; r < G * L; r++) {
+        float *s = Pg + r * C;
+        const float *m = MK + (b * L + r % L) * C;
+        v128_t mv = wasm_f32x4_splat(-__builtin_inff());
+        for (u32 j = 0; j < C; j += 4) {
+          u32 n = C - j < 4 ? C - j : 4;
+          v128_t x = wasm_f32x4_add(wasm_f32x4_mul(loadp(s + j, n), sc), loadp(m + j, n));
+          storep(s + j, x, n);
+          if (n < 4) x = wasm_v128_bitselect(x, mv, wasm_i32x4_lt(lane, wasm_i32x4_splat(n)));
+          mv = wasm_f32x4_max(mv, x);
+        }
+        float mx = wasm_f32x4_extract_lane(mv, 0);
+        for (int l = 1; l < 4; l++) {
+          float c = l == 1 ? wasm_f32x4_extract_lane(mv, 1) : l == 2 ? wasm_f32x4_extract_lane(mv, 2) : wasm_f32x4_extract_lane(mv, 3);
+          mx = c > mx || c != c ? c : mx;
+        }
+        v128_t M = wasm_f32x4_splat(mx), sv = wasm_f32x4_splat(0);
+        for (u32 j = 0; j < C; j += 4) {
+          u32 n = C - j < 4 ? C - j : 4;
+          v128_t e = exp4(wasm_f32x4_sub(loadp(s + j, n), M));
+          storep(s + j, e, n);
+          if (n < 4) e = wasm_v128_and(e, wasm_i32x4_lt(lane, wasm_i32x4_splat(n)));
+          sv = wasm_f32x4_add(sv, e);
+        }
+        v128_t S = wasm_f32x4_splat(hsum(sv));
+        for (u32 j = 0; j < C; j += 4) {
+          u32 n = C - j < 4 ? C - j : 4;
+          storep(s + j, wasm_f32x4_div(loadp(s + j, n), S), n);
+        }
+      }
+      for (u32 g = 0; g < G; g++)
+        gemm1(Pg + g * L * C, C, 1, Vb, D, 1, O + (b * L * nH + h * G + g) * D, nH * D, L, D, C, pack, 0);
+    }
+}
+
+// Its backward for dout [B, L, nH, D], from the saved p: per (b, kv head), with the group's
+// dout rows copied to a [G L, D] block o: dp = o v^T, ds = (dp - rowsum(dp p)) p scale (softmax's
+// and the scale's gradients; the mask has none), dq = ds k [B, nH, L, D], dk = ds^T q_g and
+// dv = p^T o [B, nKV, C, D]. `scratch`: PANEL + G L D + G L C floats.
+__attribute__((export_name("attn_bwd"))) void attn_bwd(u32 dout, u32 q, u32 k, u32 v, u32 p,
+                                                       u32 dq, u32 dk, u32 dv, u32 scratch,
+                                                       u32 B, u32 nH, u32 nKV, u32 L, u32 C,
+                                                       u32 D, float scale) {
+  const float *DO = (const float *)dout, *Q = (const float *)q, *K = (const float *)k;
+  const float *V = (const float *)v, *P = (const float *)p;
+  float *DQ = (float *)dq, *DK = (float *)dk, *DV = (float *)dv, *pack = (float *)scratch;
+  u32 G = nH / nKV;
+  float *Og = pack + PANEL, *DS = Og + G * L * D;
+  const v128_t sc = wasm_f32x4_splat(scale);
+  for (u32 b = 0; b < B; b++)
+    for (u32 h = 0; h < nKV; h++) {
+      const float *Qg = Q + (b * nH + h * G) * L * D, *Kb = K + (b * nKV + h) * C * D;
+      const float *Vb = V + (b * nKV + h) * C * D, *Pg = P + (b * nH + h * G) * L * C;
+      for (u32 g = 0; g < G; g++)
+        for (u32 i = 0; i < L; i++) {
+          const float *src = DO + ((b * L + i) * nH + h * G + g) * D;
+          float *dst = Og + (g * L + i) * D;
+          for (u32 d = 0; d < D; d++) dst[d] = src[d];
+        }
+      gemm1(Og, D, 1, Vb, 1, D, DS, C, G * L, C, D, pack, 0);
+      for (u32 r = 0; r < G * L; r++) {
+        float *ds = DS + r * C;
+        const float *pr = Pg + r * C;
+        v128_t acc = wasm_f32x4_splat(0);
+        for (u32 j = 0; j < C; j += 4) {
+          u32 n = C - j < 4 ? C - j : 4;
+          acc = wasm_f32x4_add(acc, wasm_f32x4_mul(loadp(ds + j, n), loadp(pr + j, n)));
+        }
+        v128_t t = wasm_f32x4_splat(hsum(acc));
+        for (u32 j = 0; j < C; j += 4) {
+          u32 n = C - j < 4 ? C - j : 4;
+          v128_t x = wasm_f32x4_mul(wasm_f32x4_sub(loadp(ds + j, n), t), loadp(pr + j, n));
+          storep(ds + j, wasm_f32x4_mul(x, sc), n);
+        }
+      }
+      gemm1(DS, C, 1, Kb, D, 1, DQ + (b * nH + h * G) * L * D, D, G * L, D, C, pack, 0);
+      gemm1(DS, 1, C, Qg, D, 1, DK + (b * nKV + h) * C * D, D, C, D, G * L, pack, 0);
+      gemm1(Pg, 1, C, Og, D, 1, DV + (b * nKV + h) * C * D, D, C, D, G * L, pack, 0);
+    }
+}
