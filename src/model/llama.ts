@@ -425,7 +425,9 @@ export function forward(
     q = rope(q, cosT, sinT);
     k = rope(k, cosT, sinT);
     // The kernels scale scores by D^-1/2; another scale (Gemma's query_pre_attn_scalar) goes on q.
-    if (op.scale !== 1 / Math.sqrt(D)) q = q.mul(op.scale * Math.sqrt(D));
+    // (a factor within 1e-9 of 1 is 1 in float32: D ** -0.5 and 1 / sqrt(D) differ in a last bit,
+    // which ran a product by 1 per layer, and its gradient, on every model)
+    if (Math.abs(op.scale * Math.sqrt(D) - 1) > 1e-9) q = q.mul(op.scale * Math.sqrt(D));
     if (cache) {
       k = start === 0 && L === C ? k : kvWrite(cache.keys[li], k, start);
       v = start === 0 && L === C ? v : kvWrite(cache.values[li], v, start);
