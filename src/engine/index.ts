@@ -22,6 +22,7 @@ export { variableFrom } from './variables';
 export { shareWasmIdentity } from './wasmIdentity';
 export {
   installWasmKernels,
+  wasmAdamW,
   wasmAttention,
   wasmGatherColumns,
   wasmGemmServes,

@@ -1,5 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
 import { describe, expect, it } from 'vitest';
+import { installWasmKernels } from '../engine';
 import { AdamW, adamwOnHost, clipByGlobalNorm } from './optim';
 import { expectAllClose } from '../../dev/test/rlHelpers';
 
@@ -127,6 +129,21 @@ describe('AdamW on the host (the CPU backends)', () => {
     const ops = run(false);
     expect(run(true)).toEqual(ops);
     expect(ops[1][0]).not.toBeCloseTo(0.3, 2); // it moved
+  });
+  it("on tfjs-wasm runs one kernel of ours per variable, tfjs-cpu's op-by-op values bit for bit", async () => {
+    const ops = run(false);
+    installWasmKernels();
+    await tf.setBackend('wasm');
+    try {
+      const p = await tf.profile(() => {
+        run(true);
+        return [];
+      });
+      expect(p.kernels.filter((k) => k.name === 'SparringWasmAdamW')).toHaveLength(8); // 4 steps, 2 variables
+      expect(run(true)).toEqual(ops);
+    } finally {
+      await tf.setBackend('cpu');
+    }
   });
 });
 

@@ -2,7 +2,7 @@
 // variables (tfjs ships Adam only, and keys its moments by position in the gradient list; this one
 // keys them by variable name so a checkpoint restores exactly, whatever the order of variables).
 import * as tf from '@tensorflow/tfjs';
-import { variableFrom } from '../engine';
+import { variableFrom, wasmAdamW } from '../engine';
 
 /**
  * Global L2 norm over all gradients, and the gradients scaled by min(1, maxNorm / (norm + 1e-6))
@@ -263,17 +263,16 @@ function adamwHost(
   c: { b1: number; b2: number; eps: number; wd: number; lr: number; bc1: number; bc2: number },
 ): void {
   const f = Math.fround;
+  const consts = [c.b1, 1 - c.b1, c.b2, 1 - c.b2, 1 - c.lr * c.wd, c.eps, c.bc2, c.lr / c.bc1].map(f);
+  // tfjs-wasm: one kernel of ours per variable, the same operations (no readback, no upload)
+  const ours = wasmAdamW(p, m, v, g, consts);
+  if (ours) {
+    [m, v, p].forEach((x, i) => x.assign(ours[[1, 2, 0][i]]));
+    tf.dispose(ours);
+    return;
+  }
   const [pd, md, vd, gd] = [p, m, v, g].map((t) => t.dataSync() as Float32Array); // cpu-backend readback
-  const [b1, a1, b2, a2, keep, eps, bc2, step] = [
-    c.b1,
-    1 - c.b1,
-    c.b2,
-    1 - c.b2,
-    1 - c.lr * c.wd,
-    c.eps,
-    c.bc2,
-    c.lr / c.bc1,
-  ].map(f);
+  const [b1, a1, b2, a2, keep, eps, bc2, step] = consts;
   const n = pd.length;
   const [np, nm, nv] = [new Float32Array(n), new Float32Array(n), new Float32Array(n)];
   for (let i = 0; i < n; i++) {

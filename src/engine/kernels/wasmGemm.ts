@@ -57,6 +57,7 @@ interface Ops {
   swiglu_bwd(dy: number, g: number, u: number, dg: number, du: number, n: number): void;
   token_stats(x: number, ids: number, out: number, aux: number, rows: number, V: number): void;
   attn_fwd(...args: number[]): void;
+  adamw(...args: number[]): void;
   attn_bwd(...args: number[]): void;
   token_stats_bwd(...args: number[]): void;
   lora_fwd(...args: number[]): void;
@@ -317,6 +318,19 @@ export function wasmAttention(
   return f(q, k, v) as tf.Tensor3D;
 }
 
+/**
+ * AdamW's update of one variable [p', m', v'] (optim.ts's adamwHost: the same float32 operations
+ * in the same order, the same values bit for bit) as one kernel of ours, where it serves (else
+ * null): the host update read p, m, v and g back and uploaded three arrays per variable.
+ * `c`: b1, 1 - b1, b2, 1 - b2, 1 - lr wd, eps, bc2, lr / bc1 (rounded to float32 on the way in).
+ */
+export function wasmAdamW(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, g: tf.Tensor, c: number[]): tf.Tensor[] | null {
+  if ([p, m, v, g].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
+  const [b1, a1, b2, a2, keep, eps, bc2, step] = c;
+  return tf.engine().runKernel(ADAMW, { p, m, v, g }, { b1, a1, b2, a2, keep, eps, bc2, step }) as tf.Tensor[];
+}
+
+const ADAMW = 'SparringWasmAdamW';
 const ATTENTION = 'SparringWasmAttention';
 const ATTENTION_GRAD = 'SparringWasmAttentionGrad';
 const TOKEN_STATS = 'SparringWasmTokenStats';
@@ -427,6 +441,12 @@ export function installWasmKernels(): void {
     const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
     ops.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
     return [dg, du];
+  });
+  ourKernel(ADAMW, (b, ops, { p, m, v, g }, c) => {
+    const outs = [p, m, v].map((t) => b.makeOutput(t.shape, 'float32'));
+    const consts = ['b1', 'a1', 'b2', 'a2', 'keep', 'eps', 'bc2', 'step'].map((k) => c[k] as number);
+    ops.adamw(...[p, m, v, g, ...outs].map((t) => ptr(b, t)), size(p.shape), ...consts);
+    return outs;
   });
   ourKernel(ATTENTION, (b, ops, { q, k, v, mask }, { nH, nKV, scale }) => {
     const [B, , L, D] = q.shape;

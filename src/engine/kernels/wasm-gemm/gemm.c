@@ -618,3 +618,23 @@ __attribute__((export_name("attn_bwd"))) void attn_bwd(u32 dout, u32 q, u32 k, u
       gemm1(Pg, 1, C, Og, D, 1, DV + (b * nKV + h) * C * D, D, C, D, G * L, pack, 0);
     }
 }
+
+// AdamW's update of one variable (optim.ts's adamwHost, every operation rounded to float32 in
+// the same order, so the same values bit for bit): m' = b1 m + a1 g, v' = b2 v + a2 g^2,
+// p' = p keep - step m' / (sqrt(v' / bc2) + eps), into new buffers np, nm, nv.
+__attribute__((export_name("adamw"))) void adamw(u32 p, u32 m, u32 v, u32 g, u32 np, u32 nm,
+                                                 u32 nv, u32 n, float b1, float a1, float b2,
+                                                 float a2, float keep, float eps, float bc2,
+                                                 float step) {
+  const float *P = (const float *)p, *M = (const float *)m, *V = (const float *)v;
+  const float *G = (const float *)g;
+  float *NP = (float *)np, *NM = (float *)nm, *NV = (float *)nv;
+  for (u32 i = 0; i < n; i++) {
+    float gi = G[i];
+    float mi = b1 * M[i] + a1 * gi;
+    float vi = b2 * V[i] + a2 * (gi * gi);
+    float denom = __builtin_sqrtf(vi / bc2) + eps;
+    NM[i] = mi, NV[i] = vi;
+    NP[i] = P[i] * keep - step * (mi / denom);
+  }
+}
