@@ -399,6 +399,8 @@ export class Linear {
   /** x [..., in] -> [..., out]. */
   forward(x: tf.Tensor): tf.Tensor {
     return tf.tidy(() => {
+      const taped = this.tapedFused(x);
+      if (taped) return taped;
       const x2 = x.reshape([-1, this.inFeatures]) as tf.Tensor2D;
       const fused = this.fused(x2);
       if (fused) return fused.reshape([...x.shape.slice(0, -1), this.outFeatures]);
@@ -412,14 +414,19 @@ export class Linear {
    * token of the sandbox defender), or null.
    */
   private fused(x2: tf.Tensor2D): tf.Tensor2D | null {
-    if (this.bias || !(this.weight instanceof TransposedWeight)) return null;
-    if (recordingGradients()) {
-      // Under a tape: one taped op, one kernel each way (wasmLoraTaped).
-      const t = this.adapter?.tapedFactors?.();
-      return t ? wasmLoraTaped(x2, this.weight.wt, t.a, t.b, t.scale) : null;
-    }
+    if (this.bias || !(this.weight instanceof TransposedWeight) || recordingGradients()) return null;
     const f = this.adapter?.fusedFactors?.();
     return f ? wasmLoraLinear(x2, this.weight.wt, f[0], f[1]) : null;
+  }
+
+  /**
+   * Under a tape on wasm: x [..., in] -> [..., out] with LoRA's delta as one taped op, one kernel of
+   * ours each way (wasmLoraTaped), on x's rows in place (no Reshape kernels either side), or null.
+   */
+  private tapedFused(x: tf.Tensor): tf.Tensor | null {
+    if (this.bias || !(this.weight instanceof TransposedWeight) || !recordingGradients()) return null;
+    const t = this.adapter?.tapedFactors?.();
+    return t ? wasmLoraTaped(x, this.weight.wt, t.a, t.b, t.scale) : null;
   }
 
   /** The output [...lead, out] from the product y = x2 W^T [N, out]: bias and adapter added. */

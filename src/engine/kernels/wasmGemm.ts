@@ -215,12 +215,12 @@ export function wasmLoraLinear(x: tf.Tensor2D, wt: tf.Tensor2D, at: tf.Tensor2D,
  * null where our kernels do not serve. Gradients go to x, A and B.
  */
 export function wasmLoraTaped(
-  x: tf.Tensor2D,
+  x: tf.Tensor,
   wt: tf.Tensor2D,
   a: tf.Tensor2D,
   b: tf.Tensor2D,
   scale: number,
-): tf.Tensor2D | null {
+): tf.Tensor | null {
   if ([x, wt, a, b].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
   const f = tf.customGrad((xi, ai, bi, save) => {
     const [y, t] = tf.engine().runKernel(
@@ -232,13 +232,13 @@ export function wasmLoraTaped(
     ) as tf.Tensor[];
     (save as tf.GradSaveFunc)([xi as tf.Tensor, t, ai as tf.Tensor, bi as tf.Tensor]);
     return {
-      value: y as tf.Tensor2D,
+      value: y,
       gradFunc: (dy, [xs, ts, as, bs]) =>
         tf
           .engine()
           .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale }) as tf.Tensor[],
     };
-  }) as (x: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+  }) as (x: tf.Tensor, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor;
   return f(x, a, b);
 }
 
@@ -490,19 +490,22 @@ export function installWasmKernels(): void {
     ops.gather_cols(ptr(b, et), ptr(b, ids), ptr(b, out), size(ids.shape), H, V);
     return out;
   });
+  // x of any rank [..., in] (its rows in place: no Reshape kernels around the taped op)
   ourKernel(LORA_FWD, (b, ops, { x, wt, a, b: B }, { scale }) => {
-    const [N, inp] = x.shape;
+    const inp = x.shape[x.shape.length - 1];
+    const N = size(x.shape) / inp;
     const [out, r] = [wt.shape[1], a.shape[0]];
-    const y = b.makeOutput([N, out], 'float32');
+    const y = b.makeOutput([...x.shape.slice(0, -1), out], 'float32');
     const t = b.makeOutput([N, r], 'float32');
     const args = [x, wt, a, B, y, t].map((u) => ptr(b, u));
     withScratch(b, PANEL, (scratch) => ops.lora_fwd(...args, scratch, N, inp, out, r, scale as number));
     return [y, t];
   });
   ourKernel(LORA_BWD, (b, ops, { g, x, t, wt, a, b: B }, { scale }) => {
-    const [N, inp] = x.shape;
+    const inp = x.shape[x.shape.length - 1];
+    const N = size(x.shape) / inp;
     const [out, r] = [wt.shape[1], a.shape[0]];
-    const dx = b.makeOutput([N, inp], 'float32');
+    const dx = b.makeOutput(x.shape, 'float32');
     const da = b.makeOutput([r, inp], 'float32');
     const db = b.makeOutput([out, r], 'float32');
     const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
