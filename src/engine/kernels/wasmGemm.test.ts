@@ -33,6 +33,7 @@ const cases: [string, number[], number[]][] = [
   ['3 x 13 x 9 by 3 x 9 x 11', [3, 13, 9], [3, 9, 11]],
   ['attention scores [2,2,126,24] x [2,2,63,24]^T', [2, 2, 126, 24], [2, 2, 24, 63]],
   ['one product over several column panels, 37 x 40 by 40 x 901', [37, 40], [40, 901]],
+  ['a B past NOPACK columns, copied panel by panel, 5 x 40 by 40 x 1100', [5, 40], [40, 1100]],
   ['fewer than 4 rows, 2 x 3 x 10 by 2 x 10 x 9', [2, 3, 10], [2, 10, 9]],
   ['batch-one broadcast of b', [4, 7, 5], [1, 5, 17]],
   ['batch-one broadcast of a', [1, 6, 5], [3, 5, 8]],

@@ -147,20 +147,25 @@ static void rows(const float *A, u32 ars, u32 acs, const float *B, u32 ldb, floa
 }
 
 #define PANEL 16384 // floats of B per panel (64 KiB)
+// A B with contiguous rows up to this many columns is read in place, not copied panel by panel:
+// its rows are at most 4 KiB apart and a K x N slice of the learning step's weights (<= 150 KiB)
+// stays in L2 either way; the copies were ~4 ms of its ~60 (projections 10% faster, raw kernels)
+#define NOPACK 1024
 
 // C (M x N, row stride ldc) = A B, or C + A B (add = 1); A(m, k) = A[m * ars + k * acs],
 // B(k, n) = B[k * brs + n * bcs]. In panels of columns: a K x width slice of B (<= 64 KiB) stays
-// in cache while every row of A passes over it. A B with contiguous rows that fits one panel (or
-// has K > PANEL / 8) is read in place; otherwise each panel is first copied to `pack` (PANEL
-// floats) with contiguous rows: a wide B's rows are pages apart, and a transposed B (bcs != 1) is
-// turned there, panel by panel, with no whole transposed copy (in chunks of k continued in order
-// where K > PANEL / 8: the LM head's input gradient, K = the vocabulary).
+// in cache while every row of A passes over it. A B with contiguous rows that fits one panel, has
+// at most NOPACK columns or K > PANEL / 8 is read in place; otherwise each panel is first copied
+// to `pack` (PANEL floats) with contiguous rows: a wide B's rows are pages apart, and a
+// transposed B (bcs != 1) is turned there, panel by panel, with no whole transposed copy (in
+// chunks of k continued in order where K > PANEL / 8: the LM head's input gradient, K = the
+// vocabulary).
 static void gemm1(const float *A, u32 ars, u32 acs, const float *B, u32 brs, u32 bcs, float *C,
                   u32 ldc, u32 M, u32 N, u32 K, float *pack, u32 add) {
   u32 small = M < 4 && !add; // rows(): B streamed row by row, at most 3 rows of A
   u32 width = K ? (PANEL / K) & ~7u : N;
   if (width < 8) width = 8;
-  if (bcs == 1 && (small || width >= N || K * width > PANEL)) {
+  if (bcs == 1 && (small || width >= N || K * width > PANEL || N <= NOPACK)) {
     if (small) return rows(A, ars, acs, B, brs, C, ldc, M, N, K, 0);
     return panel(A, ars, acs, B, brs, C, ldc, M, N, K, add);
   }
