@@ -230,10 +230,14 @@ export function wasmLoraTaped(
         scale,
       },
     ) as tf.Tensor[];
-    (save as tf.GradSaveFunc)([xi as tf.Tensor, t, ai as tf.Tensor, bi as tf.Tensor]);
+    // A and B as variables are read as they are in the backward (no assign can fall between the
+    // two passes of one gradient): a save clones each (an Identity kernel and a tape node, 42 of
+    // a learning step's); other tensors are saved.
+    const kept = ai instanceof tf.Variable && bi instanceof tf.Variable;
+    (save as tf.GradSaveFunc)(kept ? [xi as tf.Tensor, t] : [xi as tf.Tensor, t, ai as tf.Tensor, bi as tf.Tensor]);
     return {
       value: y,
-      gradFunc: (dy, [xs, ts, as, bs]) =>
+      gradFunc: (dy, [xs, ts, as = ai as tf.Tensor, bs = bi as tf.Tensor]) =>
         tf
           .engine()
           .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale }) as tf.Tensor[],
