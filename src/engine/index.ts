@@ -23,6 +23,8 @@ export { shareWasmIdentity } from './wasmIdentity';
 export {
   installWasmKernels,
   wasmAdamW,
+  wasmScale,
+  wasmSumSquares,
   wasmAttention,
   wasmGatherColumns,
   wasmGemmServes,

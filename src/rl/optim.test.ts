@@ -31,6 +31,27 @@ describe('global grad-norm clipping on the host (the CPU backends)', () => {
     const bad = clipByGlobalNorm({ a: tf.tensor1d([1, NaN]) }, 1, true);
     expect(bad.norm.dataSync()[0]).toBeNaN();
   });
+  it("on tfjs-wasm reads the gradients in place and scales them in kernels of ours, tfjs-cpu's values bit for bit", async () => {
+    const draw = () => ({ a: tf.randomNormal([6, 7], 0, 1, 'float32', 3), b: tf.scalar(-2.5) });
+    const read = (c: { grads: tf.NamedTensorMap; norm: tf.Scalar }) => [
+      c.norm.dataSync()[0],
+      ...['a', 'b'].map((n) => Array.from(c.grads[n].dataSync())),
+    ];
+    const want = [1, 100].map((max) => read(clipByGlobalNorm(draw(), max, false)));
+    installWasmKernels();
+    await tf.setBackend('wasm');
+    try {
+      const p = await tf.profile(() => {
+        clipByGlobalNorm(draw(), 1, true);
+        return [];
+      });
+      expect(p.kernels.filter((k) => k.name === 'SparringWasmScale')).toHaveLength(2);
+      expect([1, 100].map((max) => read(clipByGlobalNorm(draw(), max, true)))).toEqual(want);
+      expect(clipByGlobalNorm({ a: tf.tensor1d([1, NaN]) }, 1, true).norm.dataSync()[0]).toBeNaN();
+    } finally {
+      await tf.setBackend('cpu');
+    }
+  });
 });
 
 describe('AdamW', () => {

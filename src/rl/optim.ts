@@ -2,7 +2,7 @@
 // variables (tfjs ships Adam only, and keys its moments by position in the gradient list; this one
 // keys them by variable name so a checkpoint restores exactly, whatever the order of variables).
 import * as tf from '@tensorflow/tfjs';
-import { variableFrom, wasmAdamW } from '../engine';
+import { variableFrom, wasmAdamW, wasmScale, wasmSumSquares } from '../engine';
 
 /**
  * Global L2 norm over all gradients, and the gradients scaled by min(1, maxNorm / (norm + 1e-6))
@@ -20,16 +20,23 @@ export function clipByGlobalNorm(
     // same roundings as tfjs-cpu's ops (squares in float32, each sum accumulated in float64 and
     // stored in float32), so the recipes' reports stay byte for byte what they were.
     const f = Math.fround;
-    const data = names.map((n) => grads[n].dataSync() as Float32Array); // cpu-backend readback
+    // tfjs-wasm: the sums read in place and the products one kernel each (no readback, no upload)
+    const sums = names.map((n) => wasmSumSquares(grads[n]));
+    const inPlace = sums.every((x) => x !== null);
+    const data = inPlace ? [] : names.map((n) => grads[n].dataSync() as Float32Array); // cpu-backend readback
     let total = 0;
-    for (const d of data) {
-      let acc = 0;
-      for (let i = 0; i < d.length; i++) acc += f(d[i] * d[i]);
+    for (let k = 0; k < names.length; k++) {
+      let acc = inPlace ? (sums[k] as number) : 0;
+      if (!inPlace) for (let i = 0, d = data[k]; i < d.length; i++) acc += f(d[i] * d[i]);
       total += f(acc);
     }
     const norm = f(Math.sqrt(f(total)));
     const coef = Math.min(f(f(maxNorm) / f(norm + f(1e-6))), 1);
     const out: tf.NamedTensorMap = {};
+    if (inPlace) {
+      for (const n of names) out[n] = wasmScale(grads[n], coef)!;
+      return { grads: out, norm: tf.scalar(norm) };
+    }
     names.forEach((n, k) => {
       // a plain loop: Float32Array.map's callback per value took ~3 ms of a learning step here
       const d = data[k];

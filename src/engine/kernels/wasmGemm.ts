@@ -58,6 +58,8 @@ interface Ops {
   token_stats(x: number, ids: number, out: number, aux: number, rows: number, V: number): void;
   attn_fwd(...args: number[]): void;
   adamw(...args: number[]): void;
+  sumsq_f32(x: number, n: number): number;
+  scale_f32(x: number, y: number, n: number, s: number): void;
   attn_bwd(...args: number[]): void;
   token_stats_bwd(...args: number[]): void;
   lora_fwd(...args: number[]): void;
@@ -334,6 +336,24 @@ export function wasmAdamW(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, g: tf.Tensor
   return tf.engine().runKernel(ADAMW, { p, m, v, g }, { b1, a1, b2, a2, keep, eps, bc2, step }) as tf.Tensor[];
 }
 
+/**
+ * The sum of x^2 over a float32 tensor (each square in float32, the sum in float64 in order:
+ * optim.ts's clipByGlobalNorm on the host, the same value) read in place on tfjs-wasm's heap where
+ * our kernels serve, else null: no readback copy of the gradient.
+ */
+export function wasmSumSquares(x: tf.Tensor): number | null {
+  if (x.dtype !== 'float32' || !wasmGemmServes()) return null;
+  const b = tf.backend() as unknown as WasmBackend;
+  return opsFor(b)!.sumsq_f32(ptr(b, x), x.size);
+}
+
+/** x s (float32 products) in one kernel of ours where it serves, else null. */
+export function wasmScale(x: tf.Tensor, s: number): tf.Tensor | null {
+  if (x.dtype !== 'float32' || !wasmGemmServes()) return null;
+  return tf.engine().runKernel(SCALE, { x }, { s }) as tf.Tensor;
+}
+
+const SCALE = 'SparringWasmScale';
 const ADAMW = 'SparringWasmAdamW';
 const ATTENTION = 'SparringWasmAttention';
 const ATTENTION_GRAD = 'SparringWasmAttentionGrad';
@@ -445,6 +465,11 @@ export function installWasmKernels(): void {
     const [dg, du] = [b.makeOutput(g.shape, 'float32'), b.makeOutput(g.shape, 'float32')];
     ops.swiglu_bwd(ptr(b, dy), ptr(b, g), ptr(b, u), ptr(b, dg), ptr(b, du), size(g.shape));
     return [dg, du];
+  });
+  ourKernel(SCALE, (b, ops, { x }, { s }) => {
+    const y = b.makeOutput(x.shape, 'float32');
+    ops.scale_f32(ptr(b, x), ptr(b, y), size(x.shape), s as number);
+    return y;
   });
   ourKernel(ADAMW, (b, ops, { p, m, v, g }, c) => {
     const outs = [p, m, v].map((t) => b.makeOutput(t.shape, 'float32'));

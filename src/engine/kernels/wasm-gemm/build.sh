@@ -4,7 +4,7 @@
 # built files are committed, so only a change to gemm.c needs this.
 set -e
 cd "$(dirname "$0")"
-EXPORTS="-Wl,--export=bmm -Wl,--export=rmsnorm -Wl,--export=rmsnorm_bwd -Wl,--export=rope -Wl,--export=lora_linear -Wl,--export=lora_fwd -Wl,--export=lora_bwd -Wl,--export=gather_cols -Wl,--export=exp_f32 -Wl,--export=swiglu_fwd -Wl,--export=swiglu_bwd -Wl,--export=token_stats -Wl,--export=token_stats_bwd -Wl,--export=attn_fwd -Wl,--export=attn_bwd -Wl,--export=adamw"
+EXPORTS="-Wl,--export=bmm -Wl,--export=rmsnorm -Wl,--export=rmsnorm_bwd -Wl,--export=rope -Wl,--export=lora_linear -Wl,--export=lora_fwd -Wl,--export=lora_bwd -Wl,--export=gather_cols -Wl,--export=exp_f32 -Wl,--export=swiglu_fwd -Wl,--export=swiglu_bwd -Wl,--export=token_stats -Wl,--export=token_stats_bwd -Wl,--export=attn_fwd -Wl,--export=attn_bwd -Wl,--export=adamw -Wl,--export=sumsq_f32 -Wl,--export=scale_f32"
 FLAGS="--target=wasm32 -O3 -msimd128 -nostdlib -ffreestanding -fno-builtin -Wl,--no-entry -Wl,--import-memory -Wl,--strip-all"
 clang $FLAGS $EXPORTS -o gemm.wasm gemm.c
 # The same code for tfjs-wasm's threaded build, whose memory is a shared WebAssembly.Memory of at

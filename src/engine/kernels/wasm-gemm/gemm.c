@@ -643,3 +643,18 @@ __attribute__((export_name("adamw"))) void adamw(u32 p, u32 m, u32 v, u32 g, u32
     NP[i] = P[i] * keep - step * (mi / denom);
   }
 }
+
+// Sum of x^2 over n floats, each square rounded to float32 and the sum kept in float64 in order
+// (optim.ts's clipByGlobalNorm on the host, the same value), and y = x s (float32 products).
+__attribute__((export_name("sumsq_f32"))) double sumsq_f32(u32 x, u32 n) {
+  const float *X = (const float *)x;
+  double acc = 0;
+  for (u32 i = 0; i < n; i++) acc += (double)(X[i] * X[i]);
+  return acc;
+}
+
+__attribute__((export_name("scale_f32"))) void scale_f32(u32 x, u32 y, u32 n, float s) {
+  const float *X = (const float *)x;
+  float *Y = (float *)y;
+  for (u32 i = 0; i < n; i++) Y[i] = X[i] * s;
+}
