@@ -11,11 +11,13 @@
 // multiply and one add per step, as tfjs-wasm's own loop does.
 //
 // Fused kernels where tfjs ops ran several each (the decode path's per-token kernel count is
-// its host cost): RMSNorm's forward, RoPE's forward and backward, a frozen projection with its
-// LoRA delta (outside a tape one kernel; under a tape one taped op, one kernel each way), the
-// tied embedding's gather from E^T, SwiGLU's gate and its backward: 277 -> 146 kernels per
-// decoded token, 1,357 -> 897 per learning step of the sandbox defender
-// (dev/bench/cpu/opProfile.ts). And Exp, vectorised.
+// its host cost): RMSNorm (under a tape one taped op, one kernel each way), RoPE's forward and
+// backward, a frozen projection with its LoRA delta (outside a tape one kernel; under a tape one
+// taped op, one kernel each way), grouped-query attention and the token statistics (one taped op
+// each, one kernel each way), the tied embedding's gather from E^T, SwiGLU's gate and its
+// backward, AdamW's update and the gradient clip's sums: 277 -> 116 kernels per decoded token,
+// 1,357 -> 572 per learning step of the sandbox defender (dev/bench/cpu/opProfile.ts; BENCHMARKS.md,
+// issue 42's third and fourth passes). And Exp, vectorised.
 import * as tf from '@tensorflow/tfjs';
 import type { WasmKernelStatus } from '../../contract/workerApi';
 import { gemmSharedWasmBase64, gemmWasmBase64 } from './wasm-gemm/gemmBinary';
