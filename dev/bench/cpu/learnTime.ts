@@ -3,28 +3,14 @@
 // steadier figure), for profiling it: `node --cpu-prof --cpu-prof-interval 100 --import tsx
 // --import ./src/cli/node/wgsl-register.mjs dev/bench/cpu/learnTime.ts [--reps N] [--dir D]`
 // (BENCHMARKS.md, issue 42's fourth pass), or with --single-threaded-gc beside it.
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseModelConfig } from '../../../src/contract/modelConfig';
-import { useTrainingBackend } from '../../../src/cli/nodeBackend';
-import { loadLlama, PROJ_NAMES } from '../../../src/model/llama';
-import { attachLora } from '../../../src/model/lora';
-import { parseSafetensors } from '../../../src/model/safetensors';
-import { AdamW } from '../../../src/rl/optim';
-import { benchLearnStep } from './learnWork';
+import { benchLearnStep, wasmBenchLearner } from './learnWork';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
 const dir = resolve(flag('--dir', 'public/models/defender'));
 const reps = Number(flag('--reps', '10'));
-await useTrainingBackend('wasm');
-const cfg = parseModelConfig(readFileSync(`${dir}/config.json`, 'utf8'), 'config.json');
-const model = loadLlama(
-  cfg,
-  parseSafetensors(new Uint8Array(readFileSync(`${dir}/model.safetensors`)), 'model.safetensors'),
-);
-const lora = attachLora(model, { r: 16, alpha: 32, targets: [...PROJ_NAMES], seed: 1 });
-const optimizer = new AdamW({ lr: 1e-3 });
+const { cfg, model, lora, optimizer } = await wasmBenchLearner(dir);
 for (let i = 0; i < 3; i++) await benchLearnStep({ model, lora, optimizer }, 8, 32, 32, cfg.vocabSize);
 const cpu: number[] = [];
 const wall: number[] = [];

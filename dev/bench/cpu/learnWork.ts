@@ -1,5 +1,12 @@
 // The learning step both tfjs-side bench scripts run (wasmWorker.ts, opProfile.ts): B rows of
 // P prompt + T response ids, PPO loss, advantages +1 / -1 by row.
+import { readFileSync } from 'node:fs';
+import { useTrainingBackend } from '../../../src/cli/nodeBackend';
+import { parseModelConfig, type ModelConfig } from '../../../src/contract/modelConfig';
+import { loadLlama, PROJ_NAMES } from '../../../src/model/llama';
+import { attachLora } from '../../../src/model/lora';
+import { parseSafetensors } from '../../../src/model/safetensors';
+import { AdamW } from '../../../src/rl/optim';
 import type { Learner } from '../../../src/rl/trainer';
 import { learnStep } from '../../../src/rl/trainer';
 import { fromRows } from '../../../src/rl/types';
@@ -19,4 +26,16 @@ export async function benchLearnStep(learner: Learner, B: number, P: number, T: 
     },
     { policyLoss: 'ppo' },
   );
+}
+
+/** The model in `dir` on tfjs-wasm with LoRA r16 on every projection and AdamW (the profiling scripts' learner). */
+export async function wasmBenchLearner(dir: string): Promise<Learner & { cfg: ModelConfig }> {
+  await useTrainingBackend('wasm');
+  const cfg = parseModelConfig(readFileSync(`${dir}/config.json`, 'utf8'), 'config.json');
+  const model = loadLlama(
+    cfg,
+    parseSafetensors(new Uint8Array(readFileSync(`${dir}/model.safetensors`)), 'model.safetensors'),
+  );
+  const lora = attachLora(model, { r: 16, alpha: 32, targets: [...PROJ_NAMES], seed: 1 });
+  return { cfg, model, lora, optimizer: new AdamW({ lr: 1e-3 }) };
 }

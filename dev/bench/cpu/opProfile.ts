@@ -6,29 +6,16 @@
 // several times on a shared machine), and the total CPU time, kernels and the rest (tfjs's engine
 // and tape, host code). Run after a warm-up of the same work.
 import * as tf from '@tensorflow/tfjs';
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseModelConfig } from '../../../src/contract/modelConfig';
-import { useTrainingBackend } from '../../../src/cli/nodeBackend';
-import { createKVCache, disposeKVCache, forward, loadLlama, PROJ_NAMES } from '../../../src/model/llama';
-import { attachLora } from '../../../src/model/lora';
-import { parseSafetensors } from '../../../src/model/safetensors';
-import { AdamW } from '../../../src/rl/optim';
-import { benchLearnStep } from './learnWork';
+import { createKVCache, disposeKVCache, forward } from '../../../src/model/llama';
+import { benchLearnStep, wasmBenchLearner } from './learnWork';
 import { benchPrompts } from './work';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
 const work = flag('--work', 'learn');
 const dir = resolve(flag('--dir', 'public/models/defender'));
-await useTrainingBackend('wasm');
-const cfg = parseModelConfig(readFileSync(`${dir}/config.json`, 'utf8'), 'config.json');
-const model = loadLlama(
-  cfg,
-  parseSafetensors(new Uint8Array(readFileSync(`${dir}/model.safetensors`)), 'model.safetensors'),
-);
-const lora = attachLora(model, { r: 16, alpha: 32, targets: [...PROJ_NAMES], seed: 1 });
-const optimizer = new AdamW({ lr: 1e-3 });
+const { cfg, model, lora, optimizer } = await wasmBenchLearner(dir);
 const V = cfg.vocabSize;
 const [B, P, T] = [8, 32, 32];
 
