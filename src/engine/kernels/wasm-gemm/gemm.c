@@ -548,7 +548,7 @@ __attribute__((export_name("token_stats_bwd"))) void token_stats_bwd(u32 x, u32 
 // Grouped-query attention (llama.ts's attention(), its products and order): q [B, nH, L, D],
 // k, v [B, nKV, C, D], mask [B, L, C] (additive), G = nH / nKV query heads per kv head, whose
 // rows form one [G L, D] block of q. Per (b, kv head): S = q_g k^T [G L, C], times `scale`, plus
-// the mask (row i of each head), softmax over C (max, e^(s - max), sum, divide) into p
+// the mask (row i of each head), softmax over C (max, e^(s - max), sum, times 1 / sum) into p
 // [B, nH, L, C] (kept for the backward), then each head's p v into out [B, L, nH, D]. `scratch`:
 // PANEL floats.
 __attribute__((export_name("attn_fwd"))) void attn_fwd(u32 q, u32 k, u32 v, u32 mask, u32 p,
@@ -565,16 +565,22 @@ __attribute__((export_name("attn_fwd"))) void attn_fwd(u32 q, u32 k, u32 v, u32 
       const float *Vb = V + (b * nKV + h) * C * D;
       float *Pg = P + (b * nH + h * G) * L * C;
       gemm1(Qg, D, 1, Kb, 1, D, Pg, C, G * L, C, D, pack, 0);
-      for (u32 r = 0; r < G * L; r++) {
+      for (u32 r = 0, i = 0; r < G * L; r++, i = i + 1 == L ? 0 : i + 1) {
         float *s = Pg + r * C;
-        const float *m = MK + (b * L + r % L) * C;
+        const float *m = MK + (b * L + i) * C;
+        // whole vectors, then the last 1-3 values as one vector of lanes (loadp)
+        u32 full = C & ~3u, tail = C - full;
         v128_t mv = wasm_f32x4_splat(-__builtin_inff());
-        for (u32 j = 0; j < C; j += 4) {
-          u32 n = C - j < 4 ? C - j : 4;
-          v128_t x = wasm_f32x4_add(wasm_f32x4_mul(loadp(s + j, n), sc), loadp(m + j, n));
-          storep(s + j, x, n);
-          if (n < 4) x = wasm_v128_bitselect(x, mv, wasm_i32x4_lt(lane, wasm_i32x4_splat(n)));
+        for (u32 j = 0; j < full; j += 4) {
+          v128_t x = wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(s + j), sc), wasm_v128_load(m + j));
+          wasm_v128_store(s + j, x);
           mv = wasm_f32x4_max(mv, x);
+        }
+        v128_t keep = wasm_i32x4_lt(lane, wasm_i32x4_splat(tail));
+        if (tail) {
+          v128_t x = wasm_f32x4_add(wasm_f32x4_mul(loadp(s + full, tail), sc), loadp(m + full, tail));
+          storep(s + full, x, tail);
+          mv = wasm_f32x4_max(mv, wasm_v128_bitselect(x, mv, keep));
         }
         float mx = wasm_f32x4_extract_lane(mv, 0);
         for (int l = 1; l < 4; l++) {
@@ -582,18 +588,20 @@ __attribute__((export_name("attn_fwd"))) void attn_fwd(u32 q, u32 k, u32 v, u32 
           mx = c > mx || c != c ? c : mx;
         }
         v128_t M = wasm_f32x4_splat(mx), sv = wasm_f32x4_splat(0);
-        for (u32 j = 0; j < C; j += 4) {
-          u32 n = C - j < 4 ? C - j : 4;
-          v128_t e = exp4(wasm_f32x4_sub(loadp(s + j, n), M));
-          storep(s + j, e, n);
-          if (n < 4) e = wasm_v128_and(e, wasm_i32x4_lt(lane, wasm_i32x4_splat(n)));
+        for (u32 j = 0; j < full; j += 4) {
+          v128_t e = exp4(wasm_f32x4_sub(wasm_v128_load(s + j), M));
+          wasm_v128_store(s + j, e);
           sv = wasm_f32x4_add(sv, e);
         }
-        v128_t S = wasm_f32x4_splat(hsum(sv));
-        for (u32 j = 0; j < C; j += 4) {
-          u32 n = C - j < 4 ? C - j : 4;
-          storep(s + j, wasm_f32x4_div(loadp(s + j, n), S), n);
+        if (tail) {
+          v128_t e = exp4(wasm_f32x4_sub(loadp(s + full, tail), M));
+          storep(s + full, e, tail);
+          sv = wasm_f32x4_add(sv, wasm_v128_and(e, keep));
         }
+        // times 1 / sum: one division a row, not one a value
+        v128_t S = wasm_f32x4_splat(1.0f / hsum(sv));
+        for (u32 j = 0; j < full; j += 4) wasm_v128_store(s + j, wasm_f32x4_mul(wasm_v128_load(s + j), S));
+        if (tail) storep(s + full, wasm_f32x4_mul(loadp(s + full, tail), S), tail);
       }
       for (u32 g = 0; g < G; g++)
         gemm1(Pg + g * L * C, C, 1, Vb, D, 1, O + (b * L * nH + h * G + g) * D, nH * D, L, D, C, pack, 0);
