@@ -207,76 +207,81 @@ describe('rmsNorm under a tape on tfjs-wasm: one kernel of ours each way', () =>
 describe('grouped-query attention on tfjs-wasm: one kernel of ours each way', () => {
   afterAll(() => tf.setBackend('cpu'));
   // B 2, 4 query heads on 2 kv heads, L 5 queries over C 7 slots (a cache's shape), D 6 (a tail
-  // past the 4 lanes), a causal mask with a masked slot
-  const [B, nH, nKV, L, C, D] = [2, 4, 2, 5, 7, 6];
-  const mask = Array.from({ length: B * L * C }, (_, i) => {
-    const [b, r, j] = [Math.floor(i / (L * C)), Math.floor(i / C) % L, i % C];
-    return j <= r + C - L && !(b === 1 && j === 2) ? 0 : -1e9;
-  });
-  const [q, k, v, w] = [
-    draw([B, nH, L, D], 21),
-    draw([B, nKV, C, D], 22),
-    draw([B, nKV, C, D], 23),
-    draw([B, L, nH * D], 24),
-  ];
-  /** llama.ts's stock attention: the products, the scale, the mask, softmax, heads back in place. */
-  const stock = (qt: tf.Tensor, kt: tf.Tensor, vt: tf.Tensor, m: tf.Tensor) => {
-    const G = nH / nKV;
-    const scores = tf.matMul(qt.reshape([B, nKV, G * L, D]), kt, false, true).mul(1 / Math.sqrt(D));
-    const p = tf.softmax(scores.reshape([B, nKV, G, L, C]).add(m), -1).reshape([B, nKV, G * L, C]);
-    return tf
-      .matMul(p, vt)
-      .reshape([B, nH, L, D])
-      .transpose([0, 2, 1, 3])
-      .reshape([B, L, nH * D]);
-  };
-  const run = (f: typeof stock) =>
-    tf.tidy(() => {
-      const m = tf.tensor(mask, [B, 1, 1, L, C]);
-      const xs = [tf.tensor(q, [B, nH, L, D]), tf.tensor(k, [B, nKV, C, D]), tf.tensor(v, [B, nKV, C, D])];
-      const y = f(xs[0], xs[1], xs[2], m);
-      const grads = tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) =>
-        tf.sum(tf.mul(f(a, b, c, m), tf.tensor(w, y.shape))),
-      )(xs);
-      return [y, ...grads].map((t) => Array.from(t.dataSync()));
+  // past the 4 lanes), a causal mask with a masked slot; then k^T past the scratch (C D > 16384:
+  // the whole rows, no stop at the last unmasked column)
+  describe.each([
+    [2, 4, 2, 5, 7, 6],
+    [1, 2, 1, 6, 700, 24],
+  ])('B %i, nH %i, nKV %i, L %i, C %i, D %i', (B, nH, nKV, L, C, D) => {
+    const mask = Array.from({ length: B * L * C }, (_, i) => {
+      const [b, r, j] = [Math.floor(i / (L * C)), Math.floor(i / C) % L, i % C];
+      return j <= r + C - L && !(b === 1 && j === 2) ? 0 : -1e9;
     });
-  it("gives the stock ops' values and q, k, v gradients on tfjs-cpu, and the float64 forward", async () => {
-    await tf.setBackend('wasm');
-    const ours = (a: tf.Tensor, b: tf.Tensor, c: tf.Tensor, m: tf.Tensor) =>
-      wasmAttention(a as tf.Tensor4D, b as tf.Tensor4D, c as tf.Tensor4D, m, nH, nKV)!;
-    const p = await tf.profile(() => {
-      run(ours);
-      return [];
-    });
-    expect(p.kernels.filter((x) => x.name.startsWith('SparringWasmAttention')).map((x) => x.name)).toEqual([
-      'SparringWasmAttention', // the value
-      'SparringWasmAttention', // under the tape
-      'SparringWasmAttentionGrad',
-    ]);
-    const got = run(ours);
-    await tf.setBackend('cpu');
-    const want = run(stock);
-    got.forEach((g, i) => expect(Math.max(...g.map((x, j) => Math.abs(x - want[i][j])))).toBeLessThan(2e-6));
-    // float64: out[b, i, h, :] = sum_j softmax_j(q_h,i . k_j / sqrt(D) + mask) v_j, kv head h / G
-    for (const [b, i, h] of [
-      [0, 0, 0],
-      [1, 4, 3],
-      [1, 2, 1],
-    ]) {
-      const kv = Math.floor(h / (nH / nKV));
-      const s = Array.from({ length: C }, (_, j) => {
-        let dot = 0;
-        for (let d = 0; d < D; d++) dot += q[((b * nH + h) * L + i) * D + d] * k[((b * nKV + kv) * C + j) * D + d];
-        return dot / Math.sqrt(D) + mask[(b * L + i) * C + j];
+    const [q, k, v, w] = [
+      draw([B, nH, L, D], 21),
+      draw([B, nKV, C, D], 22),
+      draw([B, nKV, C, D], 23),
+      draw([B, L, nH * D], 24),
+    ];
+    /** llama.ts's stock attention: the products, the scale, the mask, softmax, heads back in place. */
+    const stock = (qt: tf.Tensor, kt: tf.Tensor, vt: tf.Tensor, m: tf.Tensor) => {
+      const G = nH / nKV;
+      const scores = tf.matMul(qt.reshape([B, nKV, G * L, D]), kt, false, true).mul(1 / Math.sqrt(D));
+      const p = tf.softmax(scores.reshape([B, nKV, G, L, C]).add(m), -1).reshape([B, nKV, G * L, C]);
+      return tf
+        .matMul(p, vt)
+        .reshape([B, nH, L, D])
+        .transpose([0, 2, 1, 3])
+        .reshape([B, L, nH * D]);
+    };
+    const run = (f: typeof stock) =>
+      tf.tidy(() => {
+        const m = tf.tensor(mask, [B, 1, 1, L, C]);
+        const xs = [tf.tensor(q, [B, nH, L, D]), tf.tensor(k, [B, nKV, C, D]), tf.tensor(v, [B, nKV, C, D])];
+        const y = f(xs[0], xs[1], xs[2], m);
+        const grads = tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) =>
+          tf.sum(tf.mul(f(a, b, c, m), tf.tensor(w, y.shape))),
+        )(xs);
+        return [y, ...grads].map((t) => Array.from(t.dataSync()));
       });
-      const mx = Math.max(...s);
-      const e = s.map((x) => Math.exp(x - mx));
-      const z = e.reduce((a, c) => a + c, 0);
-      for (let d = 0; d < D; d++) {
-        const ref = e.reduce((a, ej, j) => a + (ej / z) * v[((b * nKV + kv) * C + j) * D + d], 0);
-        expect(Math.abs(got[0][((b * L + i) * nH + h) * D + d] - ref)).toBeLessThan(1e-6);
+    it("gives the stock ops' values and q, k, v gradients on tfjs-cpu, and the float64 forward", async () => {
+      await tf.setBackend('wasm');
+      const ours = (a: tf.Tensor, b: tf.Tensor, c: tf.Tensor, m: tf.Tensor) =>
+        wasmAttention(a as tf.Tensor4D, b as tf.Tensor4D, c as tf.Tensor4D, m, nH, nKV)!;
+      const p = await tf.profile(() => {
+        run(ours);
+        return [];
+      });
+      expect(p.kernels.filter((x) => x.name.startsWith('SparringWasmAttention')).map((x) => x.name)).toEqual([
+        'SparringWasmAttention', // the value
+        'SparringWasmAttention', // under the tape
+        'SparringWasmAttentionGrad',
+      ]);
+      const got = run(ours);
+      await tf.setBackend('cpu');
+      const want = run(stock);
+      got.forEach((g, i) => expect(Math.max(...g.map((x, j) => Math.abs(x - want[i][j])))).toBeLessThan(2e-6));
+      // float64: out[b, i, h, :] = sum_j softmax_j(q_h,i . k_j / sqrt(D) + mask) v_j, kv head h / G
+      for (const [b, i, h] of [
+        [0, 0, 0],
+        [B - 1, L - 1, nH - 1],
+        [B - 1, 2, 1],
+      ]) {
+        const kv = Math.floor(h / (nH / nKV));
+        const s = Array.from({ length: C }, (_, j) => {
+          let dot = 0;
+          for (let d = 0; d < D; d++) dot += q[((b * nH + h) * L + i) * D + d] * k[((b * nKV + kv) * C + j) * D + d];
+          return dot / Math.sqrt(D) + mask[(b * L + i) * C + j];
+        });
+        const mx = Math.max(...s);
+        const e = s.map((x) => Math.exp(x - mx));
+        const z = e.reduce((a, c) => a + c, 0);
+        for (let d = 0; d < D; d++) {
+          const ref = e.reduce((a, ej, j) => a + (ej / z) * v[((b * nKV + kv) * C + j) * D + d], 0);
+          expect(Math.abs(got[0][((b * L + i) * nH + h) * D + d] - ref)).toBeLessThan(1e-6);
+        }
       }
-    }
+    });
   });
 });
 

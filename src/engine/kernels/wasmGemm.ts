@@ -487,7 +487,7 @@ export function installWasmKernels(): void {
       b.makeOutput([B, nH as number, L, C], 'float32'),
     ];
     const args = [q, k, v, mask, p, out].map((t) => ptr(b, t));
-    withScratch(b, PANEL, (scratch) =>
+    withScratch(b, PANEL + L, (scratch) =>
       ops.attn_fwd(...args, scratch, B, nH as number, nKV as number, L, C, D, scale as number),
     );
     return [out, p];

@@ -545,73 +545,125 @@ __attribute__((export_name("token_stats_bwd"))) void token_stats_bwd(u32 x, u32 
   }
 }
 
+// One row of attention scores s[0, n) to softmax weights in place: s scale + m (the mask), max,
+// e^(s - max), times 1 / sum; whole vectors, then the last 1-3 values as one (loadp).
+static void softmax_row(float *s, const float *m, u32 n, v128_t sc) {
+  const v128_t lane = wasm_i32x4_make(0, 1, 2, 3);
+  u32 full = n & ~3u, tail = n - full;
+  v128_t mv = wasm_f32x4_splat(-__builtin_inff());
+  for (u32 j = 0; j < full; j += 4) {
+    v128_t x = wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(s + j), sc), wasm_v128_load(m + j));
+    wasm_v128_store(s + j, x);
+    mv = wasm_f32x4_max(mv, x);
+  }
+  v128_t keep = wasm_i32x4_lt(lane, wasm_i32x4_splat(tail));
+  if (tail) {
+    v128_t x = wasm_f32x4_add(wasm_f32x4_mul(loadp(s + full, tail), sc), loadp(m + full, tail));
+    storep(s + full, x, tail);
+    mv = wasm_f32x4_max(mv, wasm_v128_bitselect(x, mv, keep));
+  }
+  float mx = wasm_f32x4_extract_lane(mv, 0);
+  for (int l = 1; l < 4; l++) {
+    float c = l == 1 ? wasm_f32x4_extract_lane(mv, 1) : l == 2 ? wasm_f32x4_extract_lane(mv, 2) : wasm_f32x4_extract_lane(mv, 3);
+    mx = c > mx || c != c ? c : mx;
+  }
+  v128_t M = wasm_f32x4_splat(mx), sv = wasm_f32x4_splat(0);
+  for (u32 j = 0; j < full; j += 4) {
+    v128_t e = exp4(wasm_f32x4_sub(wasm_v128_load(s + j), M));
+    wasm_v128_store(s + j, e);
+    sv = wasm_f32x4_add(sv, e);
+  }
+  if (tail) {
+    v128_t e = exp4(wasm_f32x4_sub(loadp(s + full, tail), M));
+    storep(s + full, e, tail);
+    sv = wasm_f32x4_add(sv, wasm_v128_and(e, keep));
+  }
+  v128_t S = wasm_f32x4_splat(1.0f / hsum(sv)); // one division a row, not one a value
+  for (u32 j = 0; j < full; j += 4) wasm_v128_store(s + j, wasm_f32x4_mul(wasm_v128_load(s + j), S));
+  if (tail) storep(s + full, wasm_f32x4_mul(loadp(s + full, tail), S), tail);
+}
+
+// Softmax's and the scale's gradient over one row's first n columns, in place on dp: ds =
+// (dp - sum(dp p)) p scale.
+static void softmax_grad_row(float *ds, const float *pr, u32 n, v128_t sc) {
+  v128_t acc = wasm_f32x4_splat(0);
+  for (u32 j = 0; j < n; j += 4) {
+    u32 k = n - j < 4 ? n - j : 4;
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(loadp(ds + j, k), loadp(pr + j, k)));
+  }
+  v128_t t = wasm_f32x4_splat(hsum(acc));
+  for (u32 j = 0; j < n; j += 4) {
+    u32 k = n - j < 4 ? n - j : 4;
+    v128_t x = wasm_f32x4_mul(wasm_f32x4_sub(loadp(ds + j, k), t), loadp(pr + j, k));
+    storep(ds + j, wasm_f32x4_mul(x, sc), k);
+  }
+}
+
+static void zero(float *x, u32 n) {
+  for (u32 j = 0; j < n; j++) x[j] = 0;
+}
+
+#define MASKED_AT -1.0e8f // a mask value at or below it masks its column (llama.ts uses -1e9)
+
 // Grouped-query attention (llama.ts's attention(), its products and order): q [B, nH, L, D],
 // k, v [B, nKV, C, D], mask [B, L, C] (additive), G = nH / nKV query heads per kv head, whose
 // rows form one [G L, D] block of q. Per (b, kv head): S = q_g k^T [G L, C], times `scale`, plus
-// the mask (row i of each head), softmax over C (max, e^(s - max), sum, times 1 / sum) into p
-// [B, nH, L, C] (kept for the backward), then each head's p v into out [B, L, nH, D]. `scratch`:
-// PANEL floats.
+// the mask (row i of each head), softmax over C into p [B, nH, L, C] (kept for the backward),
+// then each head's p v into out [B, L, nH, D]. Where k^T fits the scratch (C D <= PANEL), a
+// block of 4 rows stops at its rows' last unmasked column (a causal mask: half the products):
+// the masked columns past it have weight e^(-1e8 ...) = 0 exactly, so p and out are the same
+// values. `scratch`: PANEL + L floats.
 __attribute__((export_name("attn_fwd"))) void attn_fwd(u32 q, u32 k, u32 v, u32 mask, u32 p,
                                                        u32 out, u32 scratch, u32 B, u32 nH,
                                                        u32 nKV, u32 L, u32 C, u32 D, float scale) {
   const float *Q = (const float *)q, *K = (const float *)k, *V = (const float *)v;
   const float *MK = (const float *)mask;
   float *P = (float *)p, *O = (float *)out, *pack = (float *)scratch;
-  u32 G = nH / nKV;
-  const v128_t sc = wasm_f32x4_splat(scale), lane = wasm_i32x4_make(0, 1, 2, 3);
-  for (u32 b = 0; b < B; b++)
+  u32 *W = (u32 *)(pack + PANEL), G = nH / nKV, GL = G * L, fits = C * D <= PANEL;
+  const v128_t sc = wasm_f32x4_splat(scale);
+  for (u32 b = 0; b < B; b++) {
+    // each query row's width: 1 + its last unmasked column (C where there is none)
+    for (u32 i = 0; i < L; i++) {
+      const float *m = MK + (b * L + i) * C;
+      u32 j = C;
+      while (j > 0 && m[j - 1] <= MASKED_AT) j--;
+      W[i] = fits && j ? j : C;
+    }
     for (u32 h = 0; h < nKV; h++) {
       const float *Qg = Q + (b * nH + h * G) * L * D, *Kb = K + (b * nKV + h) * C * D;
       const float *Vb = V + (b * nKV + h) * C * D;
       float *Pg = P + (b * nH + h * G) * L * C;
-      gemm1(Qg, D, 1, Kb, 1, D, Pg, C, G * L, C, D, pack, 0);
-      for (u32 r = 0, i = 0; r < G * L; r++, i = i + 1 == L ? 0 : i + 1) {
-        float *s = Pg + r * C;
-        const float *m = MK + (b * L + i) * C;
-        // whole vectors, then the last 1-3 values as one vector of lanes (loadp)
-        u32 full = C & ~3u, tail = C - full;
-        v128_t mv = wasm_f32x4_splat(-__builtin_inff());
-        for (u32 j = 0; j < full; j += 4) {
-          v128_t x = wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(s + j), sc), wasm_v128_load(m + j));
-          wasm_v128_store(s + j, x);
-          mv = wasm_f32x4_max(mv, x);
+      if (fits)
+        for (u32 c = 0; c < C; c++)
+          for (u32 d = 0; d < D; d++) pack[d * C + c] = Kb[c * D + d];
+      else
+        gemm1(Qg, D, 1, Kb, 1, D, Pg, C, GL, C, D, pack, 0);
+      for (u32 r0 = 0; r0 < GL; r0 += 4) {
+        u32 rb = GL - r0 < 4 ? GL - r0 : 4, w = 0;
+        for (u32 t = 0; t < rb; t++) w = W[(r0 + t) % L] > w ? W[(r0 + t) % L] : w;
+        if (fits) panel(Qg + r0 * D, D, 1, pack, C, Pg + r0 * C, C, rb, w, D, 0);
+        for (u32 t = 0; t < rb; t++) {
+          float *s = Pg + (r0 + t) * C;
+          softmax_row(s, MK + (b * L + (r0 + t) % L) * C, w, sc);
+          zero(s + w, C - w);
         }
-        v128_t keep = wasm_i32x4_lt(lane, wasm_i32x4_splat(tail));
-        if (tail) {
-          v128_t x = wasm_f32x4_add(wasm_f32x4_mul(loadp(s + full, tail), sc), loadp(m + full, tail));
-          storep(s + full, x, tail);
-          mv = wasm_f32x4_max(mv, wasm_v128_bitselect(x, mv, keep));
-        }
-        float mx = wasm_f32x4_extract_lane(mv, 0);
-        for (int l = 1; l < 4; l++) {
-          float c = l == 1 ? wasm_f32x4_extract_lane(mv, 1) : l == 2 ? wasm_f32x4_extract_lane(mv, 2) : wasm_f32x4_extract_lane(mv, 3);
-          mx = c > mx || c != c ? c : mx;
-        }
-        v128_t M = wasm_f32x4_splat(mx), sv = wasm_f32x4_splat(0);
-        for (u32 j = 0; j < full; j += 4) {
-          v128_t e = exp4(wasm_f32x4_sub(wasm_v128_load(s + j), M));
-          wasm_v128_store(s + j, e);
-          sv = wasm_f32x4_add(sv, e);
-        }
-        if (tail) {
-          v128_t e = exp4(wasm_f32x4_sub(loadp(s + full, tail), M));
-          storep(s + full, e, tail);
-          sv = wasm_f32x4_add(sv, wasm_v128_and(e, keep));
-        }
-        // times 1 / sum: one division a row, not one a value
-        v128_t S = wasm_f32x4_splat(1.0f / hsum(sv));
-        for (u32 j = 0; j < full; j += 4) wasm_v128_store(s + j, wasm_f32x4_mul(wasm_v128_load(s + j), S));
-        if (tail) storep(s + full, wasm_f32x4_mul(loadp(s + full, tail), S), tail);
       }
       for (u32 g = 0; g < G; g++)
-        gemm1(Pg + g * L * C, C, 1, Vb, D, 1, O + (b * L * nH + h * G + g) * D, nH * D, L, D, C, pack, 0);
+        for (u32 i0 = 0; i0 < L; i0 += 4) {
+          u32 ib = L - i0 < 4 ? L - i0 : 4, w = 0;
+          for (u32 t = 0; t < ib; t++) w = W[i0 + t] > w ? W[i0 + t] : w;
+          panel(Pg + (g * L + i0) * C, C, 1, Vb, D, O + ((b * L + i0) * nH + h * G + g) * D, nH * D, ib, D, w, 0);
+        }
     }
+  }
 }
 
 // Its backward for dout [B, L, nH, D], from the saved p: per (b, kv head), with the group's
 // dout rows copied to a [G L, D] block o: dp = o v^T, ds = (dp - rowsum(dp p)) p scale (softmax's
 // and the scale's gradients; the mask has none), dq = ds k [B, nH, L, D], dk = ds^T q_g and
-// dv = p^T o [B, nKV, C, D]. `scratch`: PANEL + G L D + G L C floats.
+// dv = p^T o [B, nKV, C, D]. Where v^T fits the scratch, dp and dq of a block of 4 rows stop at
+// its rows' last column of nonzero p (ds is 0 exactly past it). `scratch`: PANEL + G L D + G L C
+// floats.
 __attribute__((export_name("attn_bwd"))) void attn_bwd(u32 dout, u32 q, u32 k, u32 v, u32 p,
                                                        u32 dq, u32 dk, u32 dv, u32 scratch,
                                                        u32 B, u32 nH, u32 nKV, u32 L, u32 C,
@@ -619,38 +671,43 @@ __attribute__((export_name("attn_bwd"))) void attn_bwd(u32 dout, u32 q, u32 k, u
   const float *DO = (const float *)dout, *Q = (const float *)q, *K = (const float *)k;
   const float *V = (const float *)v, *P = (const float *)p;
   float *DQ = (float *)dq, *DK = (float *)dk, *DV = (float *)dv, *pack = (float *)scratch;
-  u32 G = nH / nKV;
-  float *Og = pack + PANEL, *DS = Og + G * L * D;
+  u32 G = nH / nKV, GL = G * L, fits = C * D <= PANEL;
+  float *Og = pack + PANEL, *DS = Og + GL * D;
   const v128_t sc = wasm_f32x4_splat(scale);
   for (u32 b = 0; b < B; b++)
     for (u32 h = 0; h < nKV; h++) {
       const float *Qg = Q + (b * nH + h * G) * L * D, *Kb = K + (b * nKV + h) * C * D;
       const float *Vb = V + (b * nKV + h) * C * D, *Pg = P + (b * nH + h * G) * L * C;
+      float *DQg = DQ + (b * nH + h * G) * L * D;
       for (u32 g = 0; g < G; g++)
         for (u32 i = 0; i < L; i++) {
           const float *src = DO + ((b * L + i) * nH + h * G + g) * D;
           float *dst = Og + (g * L + i) * D;
           for (u32 d = 0; d < D; d++) dst[d] = src[d];
         }
-      gemm1(Og, D, 1, Vb, 1, D, DS, C, G * L, C, D, pack, 0);
-      for (u32 r = 0; r < G * L; r++) {
-        float *ds = DS + r * C;
-        const float *pr = Pg + r * C;
-        v128_t acc = wasm_f32x4_splat(0);
-        for (u32 j = 0; j < C; j += 4) {
-          u32 n = C - j < 4 ? C - j : 4;
-          acc = wasm_f32x4_add(acc, wasm_f32x4_mul(loadp(ds + j, n), loadp(pr + j, n)));
+      if (fits)
+        for (u32 c = 0; c < C; c++)
+          for (u32 d = 0; d < D; d++) pack[d * C + c] = Vb[c * D + d];
+      else
+        gemm1(Og, D, 1, Vb, 1, D, DS, C, GL, C, D, pack, 0);
+      for (u32 r0 = 0; r0 < GL; r0 += 4) {
+        u32 rb = GL - r0 < 4 ? GL - r0 : 4, w = fits ? 0 : C;
+        for (u32 t = 0; t < rb && w < C; t++) {
+          const float *pr = Pg + (r0 + t) * C;
+          u32 j = C;
+          while (j > w && pr[j - 1] == 0) j--;
+          w = j > w ? j : w;
         }
-        v128_t t = wasm_f32x4_splat(hsum(acc));
-        for (u32 j = 0; j < C; j += 4) {
-          u32 n = C - j < 4 ? C - j : 4;
-          v128_t x = wasm_f32x4_mul(wasm_f32x4_sub(loadp(ds + j, n), t), loadp(pr + j, n));
-          storep(ds + j, wasm_f32x4_mul(x, sc), n);
+        if (fits) panel(Og + r0 * D, D, 1, pack, C, DS + r0 * C, C, rb, w, D, 0);
+        for (u32 t = 0; t < rb; t++) {
+          softmax_grad_row(DS + (r0 + t) * C, Pg + (r0 + t) * C, w, sc);
+          zero(DS + (r0 + t) * C + w, C - w);
         }
+        if (fits) panel(DS + r0 * C, C, 1, Kb, D, DQg + r0 * D, D, rb, D, w, 0);
       }
-      gemm1(DS, C, 1, Kb, D, 1, DQ + (b * nH + h * G) * L * D, D, G * L, D, C, pack, 0);
-      gemm1(DS, 1, C, Qg, D, 1, DK + (b * nKV + h) * C * D, D, C, D, G * L, pack, 0);
-      gemm1(Pg, 1, C, Og, D, 1, DV + (b * nKV + h) * C * D, D, C, D, G * L, pack, 0);
+      if (!fits) gemm1(DS, C, 1, Kb, D, 1, DQg, D, GL, D, C, pack, 0);
+      gemm1(DS, 1, C, Qg, D, 1, DK + (b * nKV + h) * C * D, D, C, D, GL, pack, 0);
+      gemm1(Pg, 1, C, Og, D, 1, DV + (b * nKV + h) * C * D, D, C, D, GL, pack, 0);
     }
 }
 
