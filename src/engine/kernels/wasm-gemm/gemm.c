@@ -332,6 +332,20 @@ __attribute__((export_name("gather_cols"))) void gather_cols(u32 et, u32 ids, u3
   }
 }
 
+// e^r for x = n ln2 + r (ln2 in two parts, Cephes' expf): a degree-6 polynomial in r.
+static v128_t exp_poly(v128_t x, v128_t n) {
+  v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
+  r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
+  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
+  p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, r), r), r), wasm_f32x4_splat(1.0f));
+  return p;
+}
+
 // e^x, four lanes: Cephes' expf (x = n ln2 + r, |r| <= ln2 / 2, a degree-6 polynomial in r,
 // times 2^n), ~1 ulp; below -87.34 it gives 0 (where e^x is subnormal, < 1.2e-38), above
 // 88.72 (ln FLT_MAX) +inf, NaN stays NaN.
@@ -341,15 +355,7 @@ static v128_t exp4(v128_t x) {
   // exp over [8, 63, 384] 0.33-0.45 vs 0.46-0.6 ms; pmax(x, lo) is x < lo ? lo : x, NaN stays NaN
   v128_t c = wasm_f32x4_pmin(wasm_f32x4_pmax(x, lo), hi);
   v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(c, wasm_f32x4_splat(1.44269504088896341f)));
-  v128_t r = wasm_f32x4_sub(c, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
-  r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
-  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
-  p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, r), r), r), wasm_f32x4_splat(1.0f));
+  v128_t p = exp_poly(c, n);
   // 2^n as 2^(n - 1) * 2 where n > 0 (n reaches 128 near ln(FLT_MAX), past the exponent field).
   v128_t ni = wasm_i32x4_trunc_sat_f32x4(n), up = wasm_i32x4_gt(ni, wasm_i32x4_splat(0));
   v128_t e = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_sub(ni, wasm_v128_and(up, wasm_i32x4_splat(1))), wasm_i32x4_splat(127)), 23);
@@ -404,15 +410,7 @@ static v128_t exp4s(v128_t x) {
   x = wasm_f32x4_pmin(wasm_f32x4_pmax(x, wasm_f32x4_splat(-87.0f)), wasm_f32x4_splat(87.0f));
   v128_t j = wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)), magic);
   v128_t n = wasm_f32x4_sub(j, magic);
-  v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
-  r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
-  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
-  p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
-  p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, r), r), r), wasm_f32x4_splat(1.0f));
+  v128_t p = exp_poly(x, n);
   v128_t e = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_sub(j, magic), wasm_i32x4_splat(127)), 23);
   return wasm_f32x4_mul(p, e);
 }
@@ -603,6 +601,17 @@ static void zero(float *x, u32 n) {
   for (u32 j = 0; j < n; j++) x[j] = 0;
 }
 
+// X [C, D] turned into X^T [D, C] in the pack where it fits (the blocks of rows then run
+// panel() on it), else the whole product A X^T [rows, C] into S.
+static void turn_or_whole(const float *A, const float *X, float *S, float *pack, u32 rows, u32 C,
+                          u32 D, u32 fits) {
+  if (fits)
+    for (u32 c = 0; c < C; c++)
+      for (u32 d = 0; d < D; d++) pack[d * C + c] = X[c * D + d];
+  else
+    gemm1(A, D, 1, X, 1, D, S, C, rows, C, D, pack, 0);
+}
+
 #define MASKED_AT -1.0e8f // a mask value at or below it masks its column (llama.ts uses -1e9)
 
 // Grouped-query attention (llama.ts's attention(), its products and order): q [B, nH, L, D],
@@ -633,11 +642,7 @@ __attribute__((export_name("attn_fwd"))) void attn_fwd(u32 q, u32 k, u32 v, u32 
       const float *Qg = Q + (b * nH + h * G) * L * D, *Kb = K + (b * nKV + h) * C * D;
       const float *Vb = V + (b * nKV + h) * C * D;
       float *Pg = P + (b * nH + h * G) * L * C;
-      if (fits)
-        for (u32 c = 0; c < C; c++)
-          for (u32 d = 0; d < D; d++) pack[d * C + c] = Kb[c * D + d];
-      else
-        gemm1(Qg, D, 1, Kb, 1, D, Pg, C, GL, C, D, pack, 0);
+      turn_or_whole(Qg, Kb, Pg, pack, GL, C, D, fits);
       for (u32 r0 = 0; r0 < GL; r0 += 4) {
         u32 rb = GL - r0 < 4 ? GL - r0 : 4, w = 0;
         for (u32 t = 0; t < rb; t++) w = W[(r0 + t) % L] > w ? W[(r0 + t) % L] : w;
@@ -685,11 +690,7 @@ __attribute__((export_name("attn_bwd"))) void attn_bwd(u32 dout, u32 q, u32 k, u
           float *dst = Og + (g * L + i) * D;
           for (u32 d = 0; d < D; d++) dst[d] = src[d];
         }
-      if (fits)
-        for (u32 c = 0; c < C; c++)
-          for (u32 d = 0; d < D; d++) pack[d * C + c] = Vb[c * D + d];
-      else
-        gemm1(Og, D, 1, Vb, 1, D, DS, C, GL, C, D, pack, 0);
+      turn_or_whole(Og, Vb, DS, pack, GL, C, D, fits);
       for (u32 r0 = 0; r0 < GL; r0 += 4) {
         u32 rb = GL - r0 < 4 ? GL - r0 : 4, w = fits ? 0 : C;
         for (u32 t = 0; t < rb && w < C; t++) {
