@@ -1,4 +1,4 @@
-// `npm run bench:cpu [-- --reps N] [--models defender,smollm2] [--rows forward,decode,learn,grpo]
+// `npm run bench:cpu [-- --reps N] [--warmup N] [--models defender,smollm2] [--rows forward,decode,learn,grpo]
 // [--backend wasm|cpu] [--baseline DIR]`: the tfjs CPU
 // path (wasm by default, one thread) against PyTorch on the same CPU, the same model and the same
 // work (issue 42). Two persistent workers, one per side (dev/bench/cpu/), each loads the model
@@ -22,6 +22,11 @@ import { DEFENDER_CASES, SMOLLM2_CASES, type CpuCase } from './cpu/work';
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
 const REPS = Number(flag('--reps', '5'));
+/**
+ * Untimed runs of each case on each side first: tfjs-wasm's learning step settles over ~3 (a
+ * fresh process ran its first steps at 192, 107, 85, 73 ms CPU: V8 tiering its code up).
+ */
+const WARMUP = Math.max(1, Number(flag('--warmup', '1')));
 const MODELS = flag('--models', 'defender,smollm2').split(',');
 const BACKEND = flag('--backend', 'wasm');
 /** Work kinds to time (all by default); the memory rows run with smollm2 and 'learn'. */
@@ -157,8 +162,10 @@ async function benchModel(name: string, py: string | null): Promise<string[]> {
   );
   for (const c of files.cases.filter((x) => ROWS.includes(x.work.kind))) {
     const work = { op: 'work', work: c.work };
-    await tfjs.send({ ...work, seed: 0 });
-    if (torch) await torch.send({ ...work, seed: 0 });
+    for (let w = 0; w < WARMUP; w++) {
+      await tfjs.send({ ...work, seed: 0 });
+      if (torch) await torch.send({ ...work, seed: 0 });
+    }
     const tw: number[] = [];
     const tt: number[] = [];
     const cw: number[] = [];
@@ -224,7 +231,7 @@ async function memory(py: string | null): Promise<string[]> {
 const py = torchPython();
 if (!py) process.stderr.write('bench:cpu: no python3 imports torch (apt-get install python3-torch); tfjs side only\n');
 const out = [
-  `bench:cpu — ${new Date().toISOString().slice(0, 16)}Z, ${REPS} alternating repeats after one warm-up each`,
+  `bench:cpu — ${new Date().toISOString().slice(0, 16)}Z, ${REPS} alternating repeats after ${WARMUP === 1 ? 'one warm-up' : `${WARMUP} warm-ups`} each`,
   '',
 ];
 for (const m of MODELS) out.push(...(await benchModel(m, py)), '');
