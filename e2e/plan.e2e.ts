@@ -12,7 +12,7 @@ import { webgpuDevice } from '../src/engine/webgpu/wgslProgram';
 import { DecodePlan } from '../src/engine/plan/decodePlan';
 import { maxAbs } from '../dev/test/maxAbs';
 import { parseModelConfig } from '../src/contract/modelConfig';
-import { generate, type GenerateOptions, type GenerateResult } from '../src/model/generate';
+import { generate, type GenerateOptions } from '../src/model/generate';
 import { disposeLlama, loadLlama, type LlamaModel } from '../src/model/llama';
 import { attachLora } from '../src/model/lora';
 import {
@@ -28,7 +28,7 @@ import { parseSafetensors } from '../src/model/safetensors';
 import { syntheticModel } from '../dev/bench/synthetic';
 import type { LoadOptions } from '../src/model/llama';
 import { setEngineOptions } from '../src/engine/options';
-import { drawsFromLogits, tfjsPrefixLogits, tfjsLogits } from './tfjsPrefix';
+import { drawsFromLogits, generationAgainstTfjs, tfjsPrefixLogits, tfjsLogits } from './tfjsPrefix';
 
 const gpuErrors: string[] = [];
 beforeAll(async () => {
@@ -62,26 +62,10 @@ function fixture(name: string, opts: LoadOptions = {}): { model: LlamaModel; gol
   return { model, golden };
 }
 
-/**
- * The tfjs path's generation, once per key: tests that differ only in a planned-path option (the
- * GEMV layout) share the same tfjs reference, which does not read that option. The key names the
- * weights (fixture, format, adapters); the prompts and options are added to it here. The tfjs
- * decode with LoRA on every projection costs ~3 s a token on SwiftShader.
- */
-const tfjsGenerations = new Map<string, Promise<GenerateResult>>();
-
-async function bothPaths(model: LlamaModel, prompts: number[][], opts: GenerateOptions, weightsKey?: string) {
+/** The tfjs path's generation and the planned path's (the greedy continuations against the golden one). */
+async function bothPaths(model: LlamaModel, prompts: number[][], opts: GenerateOptions) {
   setEngineOptions({ decodePath: 'tfjs' });
-  const key = weightsKey && `${weightsKey} ${JSON.stringify(prompts)} ${JSON.stringify(opts)}`;
-  let pending = key ? tfjsGenerations.get(key) : undefined;
-  if (!pending) {
-    pending = generate(model, prompts, opts);
-    if (key) tfjsGenerations.set(key, pending);
-  }
-  const ref = await pending.catch((e: unknown) => {
-    if (key) tfjsGenerations.delete(key);
-    throw e;
-  });
+  const ref = await generate(model, prompts, opts);
   setEngineOptions({ decodePath: 'planned' });
   const got = await generate(model, prompts, opts);
   return { ref, got };
@@ -176,15 +160,11 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       const { model } = fixture('tiny-llama-f32', quantize ? { quantize } : {});
       setEngineOptions({ plannedGemv: shape });
       try {
-        // the planned prefill's last logits (the first draw's) against tfjs's forward
-        const d = await againstTfjs(model, prompts, forced);
-        expect(d.prefill).toBeLessThan(1e-4);
-        expect(d.steps).toBeLessThan(1e-4);
+        // the planned prefill's logits, every teacher-forced step's and the seeded draws against tfjs's
+        // forward over the draws (a tfjs generation per format instead cost ~3.5 s of CI's ~5 s a case)
         const opts = { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] };
-        const { ref, got } = await bothPaths(model, prompts, opts, `tiny-llama-f32 ${format}`);
-        expect(got.tokens).toEqual(ref.tokens);
-        expect(got.mask).toEqual(ref.mask);
-        expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+        const got = await generationAgainstTfjs(model, prompts, opts);
+        expect(got.tokens[0].length).toBe(12);
       } finally {
         setEngineOptions({ plannedGemv: null });
         releaseDecodePlans(model);
@@ -201,24 +181,15 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       try {
         // B starts at zero (a fresh adapter is the identity): give it values so the branch shows.
         for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
-        const on = await againstTfjs(model, prompts, forced.slice(0, 3));
+        // on: the logits at every step and the seeded draws against tfjs's forward over the draws
+        await generationAgainstTfjs(model, prompts, { maxNewTokens: 10, temperature: 1, seed: 3 });
         const plannedOn = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
         set.enabled = false;
         const off = await againstTfjs(model, prompts, forced.slice(0, 3));
         const plannedOff = await plannedForcedLogits(model, prompts, forced.slice(0, 1));
-        expect(on.steps).toBeLessThan(1e-4);
         expect(off.steps).toBeLessThan(1e-4);
-        expect(on.prefill).toBeLessThan(1e-4);
         expect(off.prefill).toBeLessThan(1e-4);
         expect(maxAbs(plannedOn[0], plannedOff[0])).toBeGreaterThan(1e-2);
-        set.enabled = true;
-        const { ref, got } = await bothPaths(
-          model,
-          prompts,
-          { maxNewTokens: 10, temperature: 1, seed: 3 },
-          'tiny-llama-f32, LoRA r4 seed 3 on all seven, B ~ N(0, 0.2) seed 11',
-        );
-        expect(got.tokens).toEqual(ref.tokens);
       } finally {
         setEngineOptions({ plannedGemv: null });
         releaseDecodePlans(model);
@@ -235,21 +206,13 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       for (const a of set.adapters) a.B.assign(tf.randomNormal(a.B.shape, 0, 0.2, 'float32', 11));
       for (const shape of ['thread', 'split', 'tile'] as const) {
         setEngineOptions({ plannedGemv: shape });
-        for (const on of [true, false]) {
-          set.enabled = on;
-          const d = await againstTfjs(model, prompts, forced.slice(0, 2));
-          expect(d.prefill).toBeLessThan(1e-4);
-          expect(d.steps).toBeLessThan(1e-4);
-        }
+        set.enabled = false;
+        const d = await againstTfjs(model, prompts, forced.slice(0, 2));
+        expect(d.prefill).toBeLessThan(1e-4);
+        expect(d.steps).toBeLessThan(1e-4);
+        // on: the logits at every step and the greedy draws against tfjs's forward over the draws
         set.enabled = true;
-        const { ref, got } = await bothPaths(
-          model,
-          prompts,
-          { maxNewTokens: 8, greedy: true },
-          'tiny-llama-f32 f16, LoRA r4 seed 3 on all seven, B ~ N(0, 0.2) seed 11',
-        );
-        expect(got.tokens).toEqual(ref.tokens);
-        expect(maxAbs(got.logprobs.flat(), ref.logprobs.flat())).toBeLessThan(1e-4);
+        await generationAgainstTfjs(model, prompts, { maxNewTokens: 8, greedy: true });
         releaseDecodePlans(model);
       }
     } finally {

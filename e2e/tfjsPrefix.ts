@@ -1,7 +1,10 @@
 // The tfjs references of the planned-path tests: last-position logits, teacher-forced decoding
 // in one forward instead of one per prefix, and the draws a generation makes from such logits.
 import { forward, type LlamaModel } from '../src/model/llama';
-import type { GenerateOptions, GenerateResult } from '../src/model/generate';
+import { expect } from 'vitest';
+import { generate, type GenerateOptions, type GenerateResult } from '../src/model/generate';
+import { plannedDecodeFor, plannedForcedLogits, plannedPrefillLogits } from '../src/model/planned/decode';
+import { maxAbs } from '../dev/test/maxAbs';
 import { decodeSetup } from '../src/model/planned/decodeSteps';
 import { sampleReference } from '../src/engine/kernels/sample/sampleReference';
 
@@ -99,4 +102,31 @@ export function drawsFromLogits(
     out.mask.push(mask);
   }
   return out;
+}
+
+/**
+ * A planned generation against the tfjs path's logits: one teacher-forced tfjs forward over the
+ * prompts and the generation's own draws gives every step's logits; the planned prefill's and every
+ * teacher-forced step's logits are within 1e-4 of them, and the draws, masks and log-probs are those
+ * drawsFromLogits makes from them (a tfjs generation's, draw for draw, without its decode). Returns
+ * the planned generation.
+ */
+export async function generationAgainstTfjs(
+  model: LlamaModel,
+  prompts: number[][],
+  opts: GenerateOptions,
+): Promise<GenerateResult> {
+  expect(plannedDecodeFor(model), 'the planned decode takes this model').not.toBeNull();
+  const got = await generate(model, prompts, opts);
+  const T = got.tokens[0].length;
+  const forced = Array.from({ length: T - 1 }, (_, t) => got.tokens.map((r) => r[t]));
+  const ref = await tfjsPrefixLogits(model, prompts, forced);
+  const want = drawsFromLogits(ref, prompts.length, model.config.vocabSize, opts, T);
+  expect(got.tokens).toEqual(want.tokens);
+  expect(got.mask).toEqual(want.mask);
+  expect(maxAbs(got.logprobs.flat(), want.logprobs.flat())).toBeLessThan(1e-4);
+  expect(maxAbs(await plannedPrefillLogits(model, prompts), ref[0])).toBeLessThan(1e-4);
+  const planned = await plannedForcedLogits(model, prompts, forced);
+  expect(Math.max(0, ...planned.map((p, t) => maxAbs(p, ref[t + 1])))).toBeLessThan(1e-4);
+  return got;
 }
