@@ -161,7 +161,8 @@ describe('planned decode on Dawn (SwiftShader): the tiny-llama fixtures', () => 
       setEngineOptions({ plannedGemv: shape });
       try {
         // the planned prefill's logits, every teacher-forced step's and the seeded draws against tfjs's
-        // forward over the draws (a tfjs generation per format instead cost ~3.5 s of CI's ~5 s a case)
+        // forward over the draws (a tfjs generation per format, paid by its thread case, was ~3.5 s of
+        // that case's 3.6-5.6 s on CI)
         const opts = { maxNewTokens: 12, temperature: 0.8, topK: 20, topP: 0.9, seed: 7, stopTokens: [2] };
         const got = await generationAgainstTfjs(model, prompts, opts);
         expect(got.tokens[0].length).toBe(12);
