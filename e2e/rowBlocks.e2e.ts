@@ -110,7 +110,7 @@ describe('planned decode over a head in row blocks (Dawn, SwiftShader)', () => {
       [1, 40, 2],
     ];
     // the logits at every step and the seeded draws against tfjs's forward over the draws (a tfjs
-    // generation as the draws' reference cost most of the whole-heads case's 18.5 s on CI)
+    // generation as the draws' reference was about half of the whole-heads case: 60 s, then 28 s, loaded)
     if (draws) {
       await generationAgainstTfjs(model, prompts, { maxNewTokens: 6, temperature: 0.9, seed: 17 });
       return;
