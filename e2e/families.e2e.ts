@@ -13,7 +13,7 @@ import { resetEngineOptions, setEngineOptions } from '../src/engine/options';
 import { parseModelConfig } from '../src/contract/modelConfig';
 import { parseSafetensors } from '../src/model/safetensors';
 import { createKVCache, disposeKVCache, disposeLlama, forward, loadLlama } from '../src/model/llama';
-import { generate } from '../src/model/generate';
+import { generationAgainstTfjs } from './tfjsPrefix';
 import { plannedDecodeFor } from '../src/model/planned/decode';
 import { maxAbs } from '../dev/test/maxAbs';
 import { blockCaseData, geglu, gegluCase, swiglu } from '../src/engine/index';
@@ -52,20 +52,18 @@ describe.each(['qwen3-bias', 'gemma3-tied'])('%s on WebGPU', (name) => {
     }
   }, 300_000);
 
-  // One family is enough (each generation compiles tfjs's WebGPU kernels: ~30 s here).
+  // One family is enough (each generation compiles tfjs's WebGPU kernels: ~30 s here). The draws'
+  // reference is one teacher-forced tfjs forward over them (generationAgainstTfjs), which checks every
+  // step's logits too; a tfjs generation instead cost most of this case's 5.4 s on CI.
   it.runIf(name === 'gemma3-tied')(
     'the planned decode runs the block and draws what the tfjs path draws',
     async () => {
       const { model, golden } = load(`dev/fixtures/families/${name}`);
       try {
         const prompts = [golden.input_ids.slice(0, 5), golden.input_ids.slice(0, 3)];
-        const opts = { maxNewTokens: 4, temperature: 1, seed: 11 };
         setEngineOptions({ decodePath: 'planned' });
-        expect(plannedDecodeFor(model)).not.toBeNull();
-        const a = await generate(model, prompts, opts);
-        setEngineOptions({ decodePath: 'tfjs' });
-        const b = await generate(model, prompts, opts);
-        expect(a.tokens).toEqual(b.tokens);
+        const got = await generationAgainstTfjs(model, prompts, { maxNewTokens: 4, temperature: 1, seed: 11 });
+        expect(got.tokens[0].length).toBe(4);
       } finally {
         resetEngineOptions();
         disposeLlama(model);
