@@ -51,7 +51,7 @@ export { dequantizeStock, gemvVariant, quantMatmul, type QuantizedMatrix } from 
 export { type PackedWeightKind } from './kernels/matmul/weightDecode';
 export { rmsNorm } from './kernels/rms-norm/rmsNorm';
 export { NORM_EPS, normCaseData, type NormCaseSpec } from './kernels/rms-norm/fusedNormReference';
-export { releaseRopeConstants, rope } from './kernels/rope/rope';
+export { releaseRopeConstants, rope, ropeHeads } from './kernels/rope/rope';
 export { sampleTokens } from './kernels/sample/sample';
 export { checkSamplingOptions, sampleReference, type SamplingOptions } from './kernels/sample/sampleReference';
 export { swiglu } from './kernels/swiglu/swiglu';

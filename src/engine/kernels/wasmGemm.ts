@@ -52,7 +52,7 @@ interface Ops {
   bmm: Bmm;
   rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number, rout: number): void;
   rmsnorm_bwd(...args: number[]): void;
-  rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
+  rope(...args: number[]): void;
   gather_cols(et: number, ids: number, out: number, n: number, H: number, V: number): void;
   exp_f32(x: number, y: number, n: number): void;
   swiglu_fwd(g: number, u: number, y: number, n: number): void;
@@ -194,11 +194,19 @@ export function wasmRmsNormTaped(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.
 
 /**
  * RoPE (x [B, nH, L, D], cos and sinSigned [B, 1, L, D]) in one kernel of ours where it serves,
- * else null; `back`: its backward, dy cos + swap(dy sinSigned). No gradient of its own.
+ * else null; `back`: its backward, dy cos + swap(dy sinSigned). `seq`: the heads not yet split on
+ * the token-major side, x [B, L, nH D] in the forward (out [B, nH, L, D]) and the backward's
+ * output [B, L, nH D] (the heads' transposes in the same pass). No gradient of its own.
  */
-export function wasmRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, back = false): tf.Tensor | null {
+export function wasmRope(
+  x: tf.Tensor,
+  cos: tf.Tensor,
+  sinSigned: tf.Tensor,
+  back = false,
+  seq = false,
+): tf.Tensor | null {
   if ([x, cos, sinSigned].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
-  return tf.engine().runKernel(ROPE, { x, cos, sinSigned }, { back }) as tf.Tensor;
+  return tf.engine().runKernel(ROPE, { x, cos, sinSigned }, { back, seq }) as tf.Tensor;
 }
 
 /**
@@ -543,10 +551,11 @@ export function installWasmKernels(): void {
     withScratch(b, PANEL + N * r, (scratch) => ops.lora_bwd(...args, scratch, N, inp, out, r, scale as number));
     return [dx, da, db];
   });
-  ourKernel(ROPE, (b, ops, { x, cos, sinSigned }, { back }) => {
-    const [B, nH, L, D] = x.shape;
-    const out = b.makeOutput(x.shape, 'float32');
-    ops.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back ? 1 : 0);
+  ourKernel(ROPE, (b, ops, { x, cos, sinSigned }, { back, seq }) => {
+    const [B, , L, D] = cos.shape;
+    const nH = size(x.shape) / (B * L * D);
+    const out = b.makeOutput(!seq ? x.shape : back ? [B, L, nH * D] : [B, nH, L, D], 'float32');
+    ops.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back ? 1 : 0, seq ? 1 : 0);
     return out;
   });
   for (const shared of [false, true])

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
-import { geglu, rmsNorm, rope, swiglu } from '../index';
+import { geglu, rmsNorm, rope, ropeHeads, swiglu } from '../index';
 import { shareWasmIdentity } from '../wasmIdentity';
 import { installWasmKernels } from './wasmGemm';
 import { wasmTape } from './wasmTape';
@@ -36,6 +36,16 @@ const cases: [string, (...xs: tf.Tensor[]) => tf.Tensor, number[][], number][] =
     (x, c, s) => rope(x as tf.Tensor4D, c as tf.Tensor4D, s as tf.Tensor4D),
     [
       [2, 3, 5, 8],
+      [2, 1, 5, 8],
+      [2, 1, 5, 8],
+    ],
+    1,
+  ],
+  [
+    'ropeHeads (a projection rows [B, L, n D], the heads split as they rotate)',
+    (x, c, s) => ropeHeads(x, c as tf.Tensor4D, s as tf.Tensor4D, 3),
+    [
+      [2, 5, 24],
       [2, 1, 5, 8],
       [2, 1, 5, 8],
     ],
@@ -77,6 +87,32 @@ describe('taped ops on tfjs-wasm match the stock ops on tfjs-cpu', () => {
     got.forEach((g, i) =>
       g.forEach((v, j) => expect(Math.abs(v - ref[i][j])).toBeLessThan(2e-5 * (1 + Math.abs(ref[i][j])))),
     );
+  });
+
+  it('ropeHeads: the heads split and rope in one kernel each way, bit for bit those of the transpose and rope', async () => {
+    await tf.setBackend('wasm');
+    const [B, L, n, D] = [2, 7, 3, 8];
+    const inputs = [
+      [B, L, n * D],
+      [B, 1, L, D],
+      [B, 1, L, D],
+    ].map((shape, i) => ({ shape, data: draw(shape, 20 + i) }));
+    const split = (x: tf.Tensor, c: tf.Tensor, s: tf.Tensor) =>
+      rope(x.reshape([B, L, n, D]).transpose([0, 2, 1, 3]) as tf.Tensor4D, c as tf.Tensor4D, s as tf.Tensor4D);
+    const fused = (x: tf.Tensor, c: tf.Tensor, s: tf.Tensor) => ropeHeads(x, c as tf.Tensor4D, s as tf.Tensor4D, n);
+    const ref = valueAndGrads(split, inputs, 1);
+    expect(valueAndGrads(fused, inputs, 1)).toEqual(ref);
+    // outside a tape too, and as one kernel under it (no Reshape or Transpose either way)
+    const [x, c, s] = inputs.map((i) => tf.tensor(i.data, i.shape));
+    expect(Array.from(fused(x, c, s).dataSync())).toEqual(ref[0]);
+    const names = async (f: typeof fused) =>
+      (await tf.profile(() => tf.grad((v: tf.Tensor) => tf.sum(f(v, c, s)))(x))).kernels.map((k) => k.name);
+    const [one, apart] = [await names(fused), await names(split)];
+    expect(one.filter((k) => k === 'SparringWasmRope')).toHaveLength(2);
+    expect(one.filter((k) => k === 'Transpose')).toEqual([]);
+    const moves = (ks: string[]) => ks.filter((k) => k === 'Reshape' || k === 'Transpose').length;
+    expect(moves(apart) - moves(one)).toBe(4); // the Reshape and Transpose each way (one Reshape is the sum's)
+    tf.dispose([x, c, s]);
   });
 
   it('runs only where a tape records on wasm', async () => {

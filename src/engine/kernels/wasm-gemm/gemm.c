@@ -239,18 +239,21 @@ __attribute__((export_name("rmsnorm_bwd"))) void rmsnorm_bwd(u32 dy, u32 x, u32 
 
 // RoPE, rotate-half with the sign folded into sinSigned: x [B, nH, L, D], cos and sinSigned
 // [B, 1, L, D]; y = x cos + swap(x) sinSigned, swap(x)_j = x_{(j + D/2) mod D}. With `back` set
-// it is the backward, dx = dy cos + swap(dy sinSigned) (the swap is its own transpose).
+// it is the backward, dx = dy cos + swap(dy sinSigned) (the swap is its own transpose). With
+// `seq` set the token-major side is [B, L, nH, D] (a projection's rows, heads not yet split): x
+// in the forward, y in the backward; the heads' transposes fold into the rotation's pass.
 __attribute__((export_name("rope"))) void rope(u32 x, u32 cs, u32 sn, u32 y, u32 B, u32 nH,
-                                               u32 L, u32 D, u32 back) {
+                                               u32 L, u32 D, u32 back, u32 seq) {
   const float *X = (const float *)x, *C = (const float *)cs, *S = (const float *)sn;
   float *Y = (float *)y;
   u32 half = D / 2;
   for (u32 b = 0; b < B; b++)
     for (u32 h = 0; h < nH; h++)
       for (u32 l = 0; l < L; l++) {
-        const float *xr = X + ((b * nH + h) * L + l) * D, *c = C + (b * L + l) * D;
+        u32 head = ((b * nH + h) * L + l) * D, tok = ((b * L + l) * nH + h) * D;
+        const float *xr = X + (seq && !back ? tok : head), *c = C + (b * L + l) * D;
         const float *s = S + (b * L + l) * D;
-        float *yr = Y + ((b * nH + h) * L + l) * D;
+        float *yr = Y + (seq && back ? tok : head);
         if (back) {
           for (u32 j = 0; j < half; j++) yr[j] = xr[j] * c[j] + xr[j + half] * s[j + half];
           for (u32 j = half; j < D; j++) yr[j] = xr[j] * c[j] + xr[j - half] * s[j - half];
