@@ -21,6 +21,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { WasmKernelStatus } from '../../contract/workerApi';
 import { gemmSharedWasmBase64, gemmWasmBase64 } from './wasm-gemm/gemmBinary';
+import { reachedByVariables } from './wasmTape';
 
 type Bmm = (
   a: number,
@@ -224,7 +225,10 @@ export function wasmLoraLinear(x: tf.Tensor2D, wt: tf.Tensor2D, at: tf.Tensor2D,
  * PEFT holds them) as one taped op whose forward and backward are one kernel of ours each, where
  * the stock path ran ~5 kernels forward and ~9 backward per projection (lora.ts's taped delta,
  * the frozen product, the sum and their gradients), with the same products, in the same order;
- * null where our kernels do not serve. Gradients go to x, A and B.
+ * null where our kernels do not serve. Gradients go to A and B, and to x where a trainable
+ * variable reaches it (reachedByVariables; layer 0's q, k and v read the frozen embedding: their
+ * input gradients, ~12 M of a learning step's multiply-adds on the sandbox defender, are skipped,
+ * as PyTorch's autograd skips them).
  */
 export function wasmLoraTaped(
   x: tf.Tensor,
@@ -234,27 +238,29 @@ export function wasmLoraTaped(
   scale: number,
 ): tf.Tensor | null {
   if ([x, wt, a, b].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
-  const f = tf.customGrad((xi, ai, bi, save) => {
-    const [y, t] = tf.engine().runKernel(
-      LORA_FWD,
-      { x: xi as tf.Tensor, wt, a: ai as tf.Tensor, b: bi as tf.Tensor },
-      {
-        scale,
-      },
-    ) as tf.Tensor[];
+  const xGrad = reachedByVariables(x);
+  const op = (xi: tf.Tensor, ai: tf.Tensor, bi: tf.Tensor, save: tf.GradSaveFunc) => {
+    const [y, t] = tf.engine().runKernel(LORA_FWD, { x: xi, wt, a: ai, b: bi }, { scale }) as tf.Tensor[];
     // A and B as variables are read as they are in the backward (no assign can fall between the
     // two passes of one gradient): a save clones each (an Identity kernel and a tape node, 42 of
     // a learning step's); other tensors are saved.
     const kept = ai instanceof tf.Variable && bi instanceof tf.Variable;
-    (save as tf.GradSaveFunc)(kept ? [xi as tf.Tensor, t] : [xi as tf.Tensor, t, ai as tf.Tensor, bi as tf.Tensor]);
+    save(kept ? [xi, t] : [xi, t, ai, bi]);
     return {
       value: y,
-      gradFunc: (dy, [xs, ts, as = ai as tf.Tensor, bs = bi as tf.Tensor]) =>
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], [xs, ts, as = ai, bs = bi]: tf.Tensor[]) =>
         tf
           .engine()
-          .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale }) as tf.Tensor[],
+          .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale, xGrad }) as tf.Tensor[],
     };
-  }) as (x: tf.Tensor, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor;
+  };
+  if (!xGrad) {
+    const g = tf.customGrad((ai, bi, save) => op(x, ai as tf.Tensor, bi as tf.Tensor, save as tf.GradSaveFunc));
+    return g(a, b);
+  }
+  const f = tf.customGrad((xi, ai, bi, save) =>
+    op(xi as tf.Tensor, ai as tf.Tensor, bi as tf.Tensor, save as tf.GradSaveFunc),
+  ) as (x: tf.Tensor, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor;
   return f(x, a, b);
 }
 
@@ -540,16 +546,20 @@ export function installWasmKernels(): void {
     withScratch(b, PANEL, (scratch) => ops.lora_fwd(...args, scratch, N, inp, out, r, scale as number));
     return [y, t];
   });
-  ourKernel(LORA_BWD, (b, ops, { g, x, t, wt, a, b: B }, { scale }) => {
+  // xGrad false: [dA, dB] only (no input gradient's products)
+  ourKernel(LORA_BWD, (b, ops, { g, x, t, wt, a, b: B }, { scale, xGrad }) => {
     const inp = x.shape[x.shape.length - 1];
     const N = size(x.shape) / inp;
     const [out, r] = [wt.shape[1], a.shape[0]];
-    const dx = b.makeOutput(x.shape, 'float32');
+    const dx = xGrad ? b.makeOutput(x.shape, 'float32') : null;
     const da = b.makeOutput([r, inp], 'float32');
     const db = b.makeOutput([out, r], 'float32');
-    const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
-    withScratch(b, PANEL + N * r, (scratch) => ops.lora_bwd(...args, scratch, N, inp, out, r, scale as number));
-    return [dx, da, db];
+    const args = [g, x, t, wt, a, B].map((u) => ptr(b, u));
+    const rest = [dx ? ptr(b, dx) : 0, ptr(b, da), ptr(b, db)];
+    withScratch(b, PANEL + N * r, (scratch) =>
+      ops.lora_bwd(...args, ...rest, scratch, N, inp, out, r, scale as number),
+    );
+    return dx ? [dx, da, db] : [da, db];
   });
   ourKernel(ROPE, (b, ops, { x, cos, sinSigned }, { back, seq }) => {
     const [B, , L, D] = cos.shape;

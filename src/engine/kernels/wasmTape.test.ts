@@ -3,8 +3,8 @@ import '@tensorflow/tfjs-backend-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { geglu, rmsNorm, rope, ropeHeads, swiglu } from '../index';
 import { shareWasmIdentity } from '../wasmIdentity';
-import { installWasmKernels } from './wasmGemm';
-import { wasmTape } from './wasmTape';
+import { installWasmKernels, wasmLoraTaped } from './wasmGemm';
+import { reachedByVariables, wasmTape } from './wasmTape';
 
 // The taped ops of tfjs-wasm (closed-form backwards, the swap as a product) against the stock ops'
 // autodiff on tfjs-cpu: values and every input's gradient, under a weighted sum so that no
@@ -113,6 +113,53 @@ describe('taped ops on tfjs-wasm match the stock ops on tfjs-cpu', () => {
     const moves = (ks: string[]) => ks.filter((k) => k === 'Reshape' || k === 'Transpose').length;
     expect(moves(apart) - moves(one)).toBe(4); // the Reshape and Transpose each way (one Reshape is the sum's)
     tf.dispose([x, c, s]);
+  });
+
+  it('reachedByVariables: a variable and what a taped op makes of it, not a constant; true outside a tape', async () => {
+    await tf.setBackend('wasm');
+    const v = tf.variable(tf.ones([3]));
+    const c = tf.ones([3]);
+    expect(reachedByVariables(c)).toBe(true);
+    const seen: boolean[] = [];
+    tf.variableGrads(() => {
+      const k = tf.mul(c, 2);
+      const y = tf.add(k, v);
+      seen.push(reachedByVariables(c), reachedByVariables(k), reachedByVariables(v), reachedByVariables(y));
+      seen.push(reachedByVariables(tf.exp(y)), reachedByVariables(tf.exp(k)));
+      return tf.sum(y);
+    });
+    expect(seen).toEqual([false, false, true, true, true, false]);
+    tf.dispose([v, c]);
+  });
+
+  it('the taped LoRA projection on an x no variable reaches: dA and dB bit for bit, no input gradient', async () => {
+    await tf.setBackend('wasm');
+    const [N, inp, out, r] = [37, 24, 40, 4];
+    const x = tf.tensor(draw([N, inp], 30), [N, inp]);
+    const wt = tf.tensor2d(draw([inp, out], 31), [inp, out]);
+    const a = tf.variable(tf.tensor2d(draw([r, inp], 32), [r, inp]));
+    const b = tf.variable(tf.tensor2d(draw([out, r], 33), [out, r]));
+    const w = tf.tensor(draw([N, out], 34), [N, out]);
+    const zero = tf.variable(tf.zeros([inp]));
+    // x + 0 v (the same values) makes x one that a variable reaches: the input gradient is computed
+    const grads = async (reached: boolean) => {
+      let bwd: tf.TensorInfo[] = [];
+      const prof = await tf.profile(() => {
+        const { value, grads } = tf.variableGrads(
+          () => tf.sum(tf.mul(wasmLoraTaped(reached ? tf.add(x, tf.mul(zero, 0)) : x, wt, a, b, 2)!, w)),
+          [a, b, zero],
+        );
+        bwd = [value, grads[a.name], grads[b.name]];
+        return [];
+      });
+      const outs = prof.kernels.filter((k) => k.name === 'SparringWasmLoraBwd').map((k) => k.outputShapes.length);
+      return { values: bwd.map((t) => Array.from((t as tf.Tensor).dataSync())), outs };
+    };
+    const [skip, full] = [await grads(false), await grads(true)];
+    expect(skip.values).toEqual(full.values);
+    expect(full.outs).toEqual([3]); // dx, dA, dB
+    expect(skip.outs).toEqual([2]); // dA, dB
+    tf.dispose([x, wt, a, b, w, zero]);
   });
 
   it('runs only where a tape records on wasm', async () => {

@@ -302,8 +302,9 @@ __attribute__((export_name("lora_fwd"))) void lora_fwd(u32 x, u32 wt, u32 a, u32
 
 // lora_fwd's backward for dy = g [N, out]: sgB = s (g B) [N, r], dx = g wt^T + sgB A [N, in],
 // dA = sgB^T x [r, in], dB = g^T t [out, r], the taped ops' products and order; the transposed
-// operands read in place (g^T and sgB^T as A with strides, wt^T turned panel by panel).
-// `scratch`: PANEL + N r floats.
+// operands read in place (g^T and sgB^T as A with strides, wt^T turned panel by panel). dx = 0:
+// no input gradient (an x that no trainable variable reaches: layer 0's q, k, v read the frozen
+// embedding). `scratch`: PANEL + N r floats.
 __attribute__((export_name("lora_bwd"))) void lora_bwd(u32 g, u32 x, u32 t, u32 wt, u32 a,
                                                        u32 b, u32 dx, u32 da, u32 db,
                                                        u32 scratch, u32 N, u32 in, u32 out,
@@ -312,8 +313,10 @@ __attribute__((export_name("lora_bwd"))) void lora_bwd(u32 g, u32 x, u32 t, u32 
   float *DX = (float *)dx, *pack = (float *)scratch, *SG = pack + PANEL;
   gemm1(G, out, 1, (const float *)b, r, 1, SG, r, N, r, out, pack, 0);
   scale(SG, N * r, s);
-  gemm1(G, out, 1, (const float *)wt, 1, out, DX, in, N, in, out, pack, 0);
-  gemm1(SG, r, 1, (const float *)a, in, 1, DX, in, N, in, r, pack, 1);
+  if (dx) {
+    gemm1(G, out, 1, (const float *)wt, 1, out, DX, in, N, in, out, pack, 0);
+    gemm1(SG, r, 1, (const float *)a, in, 1, DX, in, N, in, r, pack, 1);
+  }
   gemm1(SG, 1, r, X, in, 1, (float *)da, in, r, in, N, pack, 0);
   gemm1(G, 1, out, T, r, 1, (float *)db, r, out, r, N, pack, 0);
 }
