@@ -56,6 +56,7 @@ export { sampleTokens } from './kernels/sample/sample';
 export { checkSamplingOptions, sampleReference, type SamplingOptions } from './kernels/sample/sampleReference';
 export { swiglu } from './kernels/swiglu/swiglu';
 export { geglu } from './kernels/swiglu/geglu';
+export { untaped } from './kernels/wasmTape';
 export { gegluCase } from './kernels/swiglu/gegluReference';
 export { blockCaseData, type BlockCaseSpec } from './kernels/swiglu/fusedBlockReference';
 export { tokenStats, tokenStatsReduceKey, tokenStatsStock } from './kernels/token-stats/tokenStats';

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { geglu, rmsNorm, rope, ropeHeads, swiglu } from '../index';
 import { shareWasmIdentity } from '../wasmIdentity';
 import { installWasmKernels, wasmLoraTaped } from './wasmGemm';
-import { reachedByVariables, wasmTape } from './wasmTape';
+import { reachedByVariables, untaped, wasmTape } from './wasmTape';
 
 // The taped ops of tfjs-wasm (closed-form backwards, the swap as a product) against the stock ops'
 // autodiff on tfjs-cpu: values and every input's gradient, under a weighted sum so that no
@@ -160,6 +160,31 @@ describe('taped ops on tfjs-wasm match the stock ops on tfjs-cpu', () => {
     expect(full.outs).toEqual([3]); // dx, dA, dB
     expect(skip.outs).toEqual([2]); // dA, dB
     tf.dispose([x, wt, a, b, w, zero]);
+  });
+
+  it('untaped: the same values, no tape node and no saved clone; the taped ops around it still differentiate', async () => {
+    await tf.setBackend('wasm');
+    const v = tf.variable(tf.tensor1d([0.5, -2, 3]));
+    const tape = () => (tf.engine().state as unknown as { activeTape: unknown[] }).activeTape.length;
+    let counts: number[] = [];
+    let metric = 0;
+    const { value, grads } = tf.variableGrads(() => {
+      const y = tf.mul(v, v);
+      const before = tape();
+      const m = untaped(() => tf.sum(tf.exp(tf.mul(y, 0.5))));
+      counts = [before, tape()];
+      metric = m.dataSync()[0];
+      return tf.sum(y) as tf.Scalar;
+    });
+    expect(counts[1]).toBe(counts[0]);
+    expect(metric).toBeCloseTo(Math.exp(0.125) + Math.exp(2) + Math.exp(4.5), 4);
+    expect(value.dataSync()[0]).toBeCloseTo(13.25, 5);
+    expect(Array.from(grads[v.name].dataSync())).toEqual([1, -4, 6]);
+    const { kernels } = await tf.profile(() =>
+      untaped(() => tf.variableGrads(() => tf.sum(tf.mul(v, v)) as tf.Scalar)),
+    );
+    expect(kernels.map((k) => k.name)).toContain('Multiply'); // a gradient inside untaped still records
+    tf.dispose([v, value, ...Object.values(grads)]);
   });
 
   it('runs only where a tape records on wasm', async () => {

@@ -32,3 +32,20 @@ export function reachedByVariables(x: tf.Tensor): boolean {
   }
   return from(x);
 }
+
+/**
+ * f with the gradient tape paused: its ops record no tape node and save no inputs (a taped op's
+ * saved inputs are clones, an Identity kernel each on wasm). For values no gradient is asked of.
+ */
+export function untaped<T>(f: () => T): T {
+  // As outside any gradient (a gradient inside f records on a tape of its own), then the tape back.
+  const state = tf.engine().state as unknown as { gradientDepth: number; activeTape: unknown };
+  const { gradientDepth, activeTape } = state;
+  state.gradientDepth = 0;
+  try {
+    return f();
+  } finally {
+    state.gradientDepth = gradientDepth;
+    state.activeTape = activeTape;
+  }
+}
