@@ -105,8 +105,9 @@ export function ropeHeads(x: tf.Tensor, cos: tf.Tensor4D, sinSigned: tf.Tensor4D
   const [B, , L, D] = cos.shape;
   if (x.size !== B * L * n * D) throw new Error(`ropeHeads: x [${x.shape}] is not [${B}, ${L}, ${n} * ${D}]`);
   if (!(tf.getBackend() === 'wasm' && wasmGemmServes() && L > 1 && x.dtype === 'float32')) {
-    const x4 = x.reshape([B, L, n, D]);
-    return rope((L === 1 ? x4.reshape([B, n, 1, D]) : x4.transpose([0, 2, 1, 3])) as tf.Tensor4D, cos, sinSigned);
+    // one token: [B, 1, n, D] and [B, n, 1, D] are the same memory (no transpose kernel)
+    const heads = L === 1 ? x.reshape([B, n, 1, D]) : x.reshape([B, L, n, D]).transpose([0, 2, 1, 3]);
+    return rope(heads as tf.Tensor4D, cos, sinSigned);
   }
   checkTables(B, L, D, cos, sinSigned);
   const x3 = x.rank === 3 && x.shape[1] === L ? x : x.reshape([B, L, n * D]);
