@@ -213,9 +213,9 @@ def main():
                 resp = generate(m, pr, w["new"], True)
                 ids = torch.cat([pr, resp], 1)
                 adv = torch.tensor([(b % 2) - 0.5 for b in range(rows)])
-                with torch.no_grad():  # reference log-probs: adapters off
+                with torch.no_grad():  # reference log-probs: adapters off, learn()'s positions
                     m.lora_on = False
-                    torch.log_softmax(m.forward(ids)[:, w["P"] - 1 : -1], -1)
+                    torch.log_softmax(m.forward(ids[:, :-1], keep=w["new"]), -1)
                     m.lora_on = True
                 learn(m, opt, ids, w["P"], adv)
             res = {"ms": (time.perf_counter() - t0) * 1000, "cpuMs": (time.process_time() - c0) * 1000}
