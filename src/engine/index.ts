@@ -51,11 +51,12 @@ export { dequantizeStock, gemvVariant, quantMatmul, type QuantizedMatrix } from 
 export { type PackedWeightKind } from './kernels/matmul/weightDecode';
 export { rmsNorm } from './kernels/rms-norm/rmsNorm';
 export { NORM_EPS, normCaseData, type NormCaseSpec } from './kernels/rms-norm/fusedNormReference';
-export { releaseRopeConstants, rope } from './kernels/rope/rope';
+export { releaseRopeConstants, rope, ropeHeads } from './kernels/rope/rope';
 export { sampleTokens } from './kernels/sample/sample';
 export { checkSamplingOptions, sampleReference, type SamplingOptions } from './kernels/sample/sampleReference';
 export { swiglu } from './kernels/swiglu/swiglu';
 export { geglu } from './kernels/swiglu/geglu';
+export { untaped } from './kernels/wasmTape';
 export { gegluCase } from './kernels/swiglu/gegluReference';
 export { blockCaseData, type BlockCaseSpec } from './kernels/swiglu/fusedBlockReference';
 export { tokenStats, tokenStatsReduceKey, tokenStatsStock } from './kernels/token-stats/tokenStats';

@@ -28,6 +28,7 @@ import {
   releaseRopeConstants,
   rmsNorm,
   rope,
+  ropeHeads,
   swiglu,
   kvWrite,
   wasmAttention,
@@ -415,15 +416,18 @@ export function forward(
     li: number,
   ): tf.Tensor => {
     const [q0, k0, v0] = forwardGroup([layer.q, layer.k, layer.v], h);
-    let q = heads(q0, B, L, cfg.numHeads, D); // [B, nH, L, D]
-    let k = heads(k0, B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
-    let v = heads(v0, B, L, cfg.numKvHeads, D);
+    let v = heads(v0, B, L, cfg.numKvHeads, D); // [B, nKV, L, D]
+    let q: tf.Tensor4D, k: tf.Tensor4D;
     if (op.qkNorm) {
-      q = rmsNorm(q, layer.norms[op.qkNorm.q], cfg.rmsNormEps) as tf.Tensor4D;
-      k = rmsNorm(k, layer.norms[op.qkNorm.k], cfg.rmsNormEps) as tf.Tensor4D;
+      q = rmsNorm(heads(q0, B, L, cfg.numHeads, D), layer.norms[op.qkNorm.q], cfg.rmsNormEps) as tf.Tensor4D;
+      k = rmsNorm(heads(k0, B, L, cfg.numKvHeads, D), layer.norms[op.qkNorm.k], cfg.rmsNormEps) as tf.Tensor4D;
+      q = rope(q, cosT, sinT);
+      k = rope(k, cosT, sinT);
+    } else {
+      // the heads split as they are rotated (one kernel each way on tfjs-wasm)
+      q = ropeHeads(q0, cosT, sinT, cfg.numHeads); // [B, nH, L, D]
+      k = ropeHeads(k0, cosT, sinT, cfg.numKvHeads); // [B, nKV, L, D]
     }
-    q = rope(q, cosT, sinT);
-    k = rope(k, cosT, sinT);
     // The kernels scale scores by D^-1/2; another scale (Gemma's query_pre_attn_scalar) goes on q.
     // (a factor within 1e-9 of 1 is 1 in float32: D ** -0.5 and 1 / sqrt(D) differ in a last bit,
     // which ran a product by 1 per layer, and its gradient, on every model)

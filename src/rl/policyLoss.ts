@@ -2,6 +2,7 @@
 // Tinker `importance_sampling`), entropy from logits and the entropy bonus. tfjs ops throughout
 // so gradients flow to logp (and through it to the LoRA variables).
 import * as tf from '@tensorflow/tfjs';
+import { untaped } from '../engine';
 import { aggLoss, maskedMeanTensor, type AggOptions } from './aggregate';
 import type { LossAggMode, PolicyLossName } from './types';
 
@@ -50,6 +51,7 @@ export interface PolicyLossOutput {
   clipFracLower: tf.Scalar;
   /** Masked mean of old - logp (veRL ppo_kl). */
   approxKl: tf.Scalar;
+  // The three statistics are computed with the tape paused (untaped): no gradient flows from them.
 }
 
 export const PPO_DEFAULTS = { clipRatioLow: 0.2, clipRatioHigh: 0.2, clipRatioC: 3 } as const;
@@ -76,10 +78,13 @@ export function ppoClipLoss(input: PolicyLossInput, config: PolicyLossConfig = {
     const isNeg = tf.less(A, 0);
     const perToken = tf.where(isNeg, dual, clipped);
     const loss = aggLoss(perToken, mask, config.lossAggMode ?? 'token-mean', config.aggOptions);
-    const clipFrac = maskedMeanTensor(tf.cast(tf.greater(l2, l1), 'float32'), mask);
-    const clipFracLower = maskedMeanTensor(tf.cast(tf.logicalAnd(tf.greater(clipped, l3), isNeg), 'float32'), mask);
-    const approxKl = maskedMeanTensor(tf.sub(oldLogp, logp), mask);
-    return { loss, perToken, clipFrac, clipFracLower, approxKl };
+    return untaped(() => ({
+      loss,
+      perToken,
+      clipFrac: maskedMeanTensor(tf.cast(tf.greater(l2, l1), 'float32'), mask),
+      clipFracLower: maskedMeanTensor(tf.cast(tf.logicalAnd(tf.greater(clipped, l3), isNeg), 'float32'), mask),
+      approxKl: maskedMeanTensor(tf.sub(oldLogp, logp), mask),
+    }));
   });
 }
 
@@ -97,7 +102,7 @@ export function importanceSamplingLoss(input: PolicyLossInput, config: PolicyLos
       perToken,
       clipFrac: tf.scalar(0),
       clipFracLower: tf.scalar(0),
-      approxKl: maskedMeanTensor(tf.sub(oldLogp, logp), mask),
+      approxKl: untaped(() => maskedMeanTensor(tf.sub(oldLogp, logp), mask)),
     };
   });
 }

@@ -21,6 +21,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { LlamaModel } from '../model/llama';
 import type { LoraSet } from '../model/lora';
+import { untaped } from '../engine';
 import { aggLoss, trlLoss } from './aggregate';
 import { klPenalty } from './kl';
 import { clipByGlobalNorm, type AdamW } from './optim';
@@ -226,11 +227,15 @@ export async function learnStep(
 
   // Device-side accumulators: metric sums (weighted so their sum is the full-batch value).
   const sums: Record<string, tf.Scalar> = {};
-  const addMetric = (name: string, x: tf.Scalar) => {
-    const prev = sums[name];
-    sums[name] = tf.keep(prev ? tf.add(prev, x) : x.clone()) as tf.Scalar;
-    prev?.dispose();
-  };
+  // Computed with the tape paused (untaped): no gradient is asked of a metric, and under the tape
+  // their ops saved clones of their inputs, an Identity kernel each on wasm.
+  const addMetric = (name: string, of: () => tf.Scalar) =>
+    untaped(() => {
+      const x = of();
+      const prev = sums[name];
+      sums[name] = tf.keep(prev ? tf.add(prev, x) : x.clone()) as tf.Scalar;
+      prev?.dispose();
+    });
   let acc: tf.NamedTensorMap | null = null;
   // The planned micro-batches' LoRA gradients, summed in the plans' flat buffer on the GPU.
   let flat: FlatGrads | null = null;
@@ -287,28 +292,27 @@ export async function learnStep(
           );
           const pg = trl ? agg(pl.perToken, consts.lm) : pl.loss;
           let loss: tf.Scalar = tf.mul(pg, wP);
-          addMetric('loss/policy', tf.mul(pg, wP));
-          addMetric('ppo/clipfrac', tf.mul(pl.clipFrac, tokW));
-          addMetric('ppo/clipfrac_lower', tf.mul(pl.clipFracLower, tokW));
-          addMetric('ppo/approx_kl', tf.mul(pl.approxKl, tokW));
-          addMetric(
-            'ppo/ratio_mean',
+          addMetric('loss/policy', () => tf.mul(pg, wP));
+          addMetric('ppo/clipfrac', () => tf.mul(pl.clipFrac, tokW));
+          addMetric('ppo/clipfrac_lower', () => tf.mul(pl.clipFracLower, tokW));
+          addMetric('ppo/approx_kl', () => tf.mul(pl.approxKl, tokW));
+          addMetric('ppo/ratio_mean', () =>
             tf.mul(aggLoss(tf.exp(tf.sub(s.logp, consts.old)), consts.lm, 'token-mean'), tokW),
           );
-          addMetric('entropy/mean', tf.mul(aggLoss(s.entropy, consts.gm, 'token-mean'), genW));
+          addMetric('entropy/mean', () => tf.mul(aggLoss(s.entropy, consts.gm, 'token-mean'), genW));
           const rm = consts.rm ?? consts.lm;
           if (entCoef !== 0) {
             const e = agg(s.entropy, rm);
             loss = tf.sub(loss, tf.mul(e, entCoef * wR));
-            addMetric('loss/entropy', tf.mul(e, -entCoef * wR));
+            addMetric('loss/entropy', () => tf.mul(e, -entCoef * wR));
           }
           if (consts.ref) {
             const kl = klPenalty(s.logp, consts.ref, config.kl?.estimator ?? 'k3');
-            addMetric('kl/mean', tf.mul(aggLoss(kl, consts.gm, 'token-mean'), genW));
+            addMetric('kl/mean', () => tf.mul(aggLoss(kl, consts.gm, 'token-mean'), genW));
             if (klLossCoef !== 0) {
               const k = agg(kl, rm);
               loss = tf.add(loss, tf.mul(k, klLossCoef * wR));
-              addMetric('loss/kl', tf.mul(k, klLossCoef * wR));
+              addMetric('loss/kl', () => tf.mul(k, klLossCoef * wR));
             }
           }
           if (useValue) {
@@ -316,11 +320,11 @@ export async function learnStep(
             const v = valueHead!.forward(h);
             const vl = valueLoss(v, consts.ret!, consts.vOld!, consts.lm, config.cliprangeValue ?? 0.5, valueMode);
             loss = tf.add(loss, tf.mul(vl.loss, vfCoef * wV));
-            addMetric('loss/value', tf.mul(vl.loss, wV));
-            addMetric('value/clipfrac', tf.mul(vl.clipFrac, tokW));
-            addMetric('value/mean', tf.mul(aggLoss(v, consts.lm, 'token-mean'), tokW));
+            addMetric('loss/value', () => tf.mul(vl.loss, wV));
+            addMetric('value/clipfrac', () => tf.mul(vl.clipFrac, tokW));
+            addMetric('value/mean', () => tf.mul(aggLoss(v, consts.lm, 'token-mean'), tokW));
           }
-          addMetric('loss/total', loss);
+          addMetric('loss/total', () => loss);
           return loss;
         };
         let grads: tf.NamedTensorMap;

@@ -79,7 +79,8 @@ class Llama:
     def rms(self, x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * w
 
-    def forward(self, ids, cache=None, start=0, last_only=False):
+    def forward(self, ids, cache=None, start=0, keep=0):
+        """Logits of the last `keep` positions (0: all), as transformers' logits_to_keep."""
         Bt, L = ids.shape
         pos = torch.arange(start, start + L, dtype=torch.float64)
         ang = pos[:, None] * self.inv_freq[None, :]
@@ -108,8 +109,8 @@ class Llama:
             x = x + self.lin(a, ly["o"])
             h2 = self.rms(x, ly["n2"])
             x = x + self.lin(torch.nn.functional.silu(self.lin(h2, ly["gate"])) * self.lin(h2, ly["up"]), ly["down"])
-        if last_only:
-            x = x[:, -1:]
+        if keep:
+            x = x[:, -keep:]
         return self.rms(x, self.norm) @ self.head.t()
 
     def new_cache(self, Bt, cap):
@@ -131,7 +132,7 @@ def prompts(n, length, V):
 def generate(m, ids, new, sample):
     Bt, P = ids.shape
     cache = m.new_cache(Bt, P + new)
-    logits = m.forward(ids, cache, 0, last_only=True)[:, 0]
+    logits = m.forward(ids, cache, 0, keep=1)[:, 0]
     out = []
     for t in range(new):
         lp = torch.log_softmax(logits, -1)
@@ -140,13 +141,16 @@ def generate(m, ids, new, sample):
         _ = lp.gather(1, tok[:, None]), -(lp.exp() * lp).sum(-1)
         out.append(tok)
         if t + 1 < new:
-            logits = m.forward(tok[:, None], cache, P + t, last_only=True)[:, 0]
+            logits = m.forward(tok[:, None], cache, P + t, keep=1)[:, 0]
     return torch.stack(out, 1)
 
 
 def learn(m, opt, ids, P, adv):
-    """GRPO's PPO-clip token-mean loss on the responses, backward, clip to norm 1, AdamW."""
-    logits = m.forward(ids)[:, P - 1 : -1]
+    """GRPO's PPO-clip token-mean loss on the responses, backward, clip to norm 1, AdamW. The
+    forward runs over the P + T - 1 inputs that predict a response token and the head over the T
+    positions the loss reads (logits_to_keep = T), the work policy.ts's policyStats does."""
+    T = ids.shape[1] - P
+    logits = m.forward(ids[:, :-1], keep=T)
     lp = torch.log_softmax(logits, -1)
     resp = ids[:, P:]
     logp = lp.gather(2, resp[..., None])[..., 0]
@@ -209,9 +213,9 @@ def main():
                 resp = generate(m, pr, w["new"], True)
                 ids = torch.cat([pr, resp], 1)
                 adv = torch.tensor([(b % 2) - 0.5 for b in range(rows)])
-                with torch.no_grad():  # reference log-probs: adapters off
+                with torch.no_grad():  # reference log-probs: adapters off, learn()'s positions
                     m.lora_on = False
-                    torch.log_softmax(m.forward(ids)[:, w["P"] - 1 : -1], -1)
+                    torch.log_softmax(m.forward(ids[:, :-1], keep=w["new"]), -1)
                     m.lora_on = True
                 learn(m, opt, ids, w["P"], adv)
             res = {"ms": (time.perf_counter() - t0) * 1000, "cpuMs": (time.process_time() - c0) * 1000}

@@ -21,6 +21,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { WasmKernelStatus } from '../../contract/workerApi';
 import { gemmSharedWasmBase64, gemmWasmBase64 } from './wasm-gemm/gemmBinary';
+import { reachedByVariables } from './wasmTape';
 
 type Bmm = (
   a: number,
@@ -52,7 +53,7 @@ interface Ops {
   bmm: Bmm;
   rmsnorm(x: number, w: number, y: number, rows: number, H: number, eps: number, rout: number): void;
   rmsnorm_bwd(...args: number[]): void;
-  rope(x: number, cos: number, sin: number, y: number, B: number, nH: number, L: number, D: number, back: number): void;
+  rope(...args: number[]): void;
   gather_cols(et: number, ids: number, out: number, n: number, H: number, V: number): void;
   exp_f32(x: number, y: number, n: number): void;
   swiglu_fwd(g: number, u: number, y: number, n: number): void;
@@ -194,11 +195,19 @@ export function wasmRmsNormTaped(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.
 
 /**
  * RoPE (x [B, nH, L, D], cos and sinSigned [B, 1, L, D]) in one kernel of ours where it serves,
- * else null; `back`: its backward, dy cos + swap(dy sinSigned). No gradient of its own.
+ * else null; `back`: its backward, dy cos + swap(dy sinSigned). `seq`: the heads not yet split on
+ * the token-major side, x [B, L, nH D] in the forward (out [B, nH, L, D]) and the backward's
+ * output [B, L, nH D] (the heads' transposes in the same pass). No gradient of its own.
  */
-export function wasmRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, back = false): tf.Tensor | null {
+export function wasmRope(
+  x: tf.Tensor,
+  cos: tf.Tensor,
+  sinSigned: tf.Tensor,
+  back = false,
+  seq = false,
+): tf.Tensor | null {
   if ([x, cos, sinSigned].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
-  return tf.engine().runKernel(ROPE, { x, cos, sinSigned }, { back }) as tf.Tensor;
+  return tf.engine().runKernel(ROPE, { x, cos, sinSigned }, { back, seq }) as tf.Tensor;
 }
 
 /**
@@ -216,7 +225,10 @@ export function wasmLoraLinear(x: tf.Tensor2D, wt: tf.Tensor2D, at: tf.Tensor2D,
  * PEFT holds them) as one taped op whose forward and backward are one kernel of ours each, where
  * the stock path ran ~5 kernels forward and ~9 backward per projection (lora.ts's taped delta,
  * the frozen product, the sum and their gradients), with the same products, in the same order;
- * null where our kernels do not serve. Gradients go to x, A and B.
+ * null where our kernels do not serve. Gradients go to A and B, and to x where a trainable
+ * variable reaches it (reachedByVariables; layer 0's q, k and v read the frozen embedding: their
+ * input gradients, ~12 M of a learning step's multiply-adds on the sandbox defender, are skipped,
+ * as PyTorch's autograd skips them).
  */
 export function wasmLoraTaped(
   x: tf.Tensor,
@@ -226,27 +238,29 @@ export function wasmLoraTaped(
   scale: number,
 ): tf.Tensor | null {
   if ([x, wt, a, b].some((t) => t.dtype !== 'float32') || !wasmGemmServes()) return null;
-  const f = tf.customGrad((xi, ai, bi, save) => {
-    const [y, t] = tf.engine().runKernel(
-      LORA_FWD,
-      { x: xi as tf.Tensor, wt, a: ai as tf.Tensor, b: bi as tf.Tensor },
-      {
-        scale,
-      },
-    ) as tf.Tensor[];
+  const xGrad = reachedByVariables(x);
+  const op = (xi: tf.Tensor, ai: tf.Tensor, bi: tf.Tensor, save: tf.GradSaveFunc) => {
+    const [y, t] = tf.engine().runKernel(LORA_FWD, { x: xi, wt, a: ai, b: bi }, { scale }) as tf.Tensor[];
     // A and B as variables are read as they are in the backward (no assign can fall between the
     // two passes of one gradient): a save clones each (an Identity kernel and a tape node, 42 of
     // a learning step's); other tensors are saved.
     const kept = ai instanceof tf.Variable && bi instanceof tf.Variable;
-    (save as tf.GradSaveFunc)(kept ? [xi as tf.Tensor, t] : [xi as tf.Tensor, t, ai as tf.Tensor, bi as tf.Tensor]);
+    save(kept ? [xi, t] : [xi, t, ai, bi]);
     return {
       value: y,
-      gradFunc: (dy, [xs, ts, as = ai as tf.Tensor, bs = bi as tf.Tensor]) =>
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], [xs, ts, as = ai, bs = bi]: tf.Tensor[]) =>
         tf
           .engine()
-          .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale }) as tf.Tensor[],
+          .runKernel(LORA_BWD, { g: dy as tf.Tensor, x: xs, t: ts, wt, a: as, b: bs }, { scale, xGrad }) as tf.Tensor[],
     };
-  }) as (x: tf.Tensor, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor;
+  };
+  if (!xGrad) {
+    const g = tf.customGrad((ai, bi, save) => op(x, ai as tf.Tensor, bi as tf.Tensor, save as tf.GradSaveFunc));
+    return g(a, b);
+  }
+  const f = tf.customGrad((xi, ai, bi, save) =>
+    op(xi as tf.Tensor, ai as tf.Tensor, bi as tf.Tensor, save as tf.GradSaveFunc),
+  ) as (x: tf.Tensor, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor;
   return f(x, a, b);
 }
 
@@ -532,21 +546,26 @@ export function installWasmKernels(): void {
     withScratch(b, PANEL, (scratch) => ops.lora_fwd(...args, scratch, N, inp, out, r, scale as number));
     return [y, t];
   });
-  ourKernel(LORA_BWD, (b, ops, { g, x, t, wt, a, b: B }, { scale }) => {
+  // xGrad false: [dA, dB] only (no input gradient's products)
+  ourKernel(LORA_BWD, (b, ops, { g, x, t, wt, a, b: B }, { scale, xGrad }) => {
     const inp = x.shape[x.shape.length - 1];
     const N = size(x.shape) / inp;
     const [out, r] = [wt.shape[1], a.shape[0]];
-    const dx = b.makeOutput(x.shape, 'float32');
+    const dx = xGrad ? b.makeOutput(x.shape, 'float32') : null;
     const da = b.makeOutput([r, inp], 'float32');
     const db = b.makeOutput([out, r], 'float32');
-    const args = [g, x, t, wt, a, B, dx, da, db].map((u) => ptr(b, u));
-    withScratch(b, PANEL + N * r, (scratch) => ops.lora_bwd(...args, scratch, N, inp, out, r, scale as number));
-    return [dx, da, db];
+    const args = [g, x, t, wt, a, B].map((u) => ptr(b, u));
+    const rest = [dx ? ptr(b, dx) : 0, ptr(b, da), ptr(b, db)];
+    withScratch(b, PANEL + N * r, (scratch) =>
+      ops.lora_bwd(...args, ...rest, scratch, N, inp, out, r, scale as number),
+    );
+    return dx ? [dx, da, db] : [da, db];
   });
-  ourKernel(ROPE, (b, ops, { x, cos, sinSigned }, { back }) => {
-    const [B, nH, L, D] = x.shape;
-    const out = b.makeOutput(x.shape, 'float32');
-    ops.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back ? 1 : 0);
+  ourKernel(ROPE, (b, ops, { x, cos, sinSigned }, { back, seq }) => {
+    const [B, , L, D] = cos.shape;
+    const nH = size(x.shape) / (B * L * D);
+    const out = b.makeOutput(!seq ? x.shape : back ? [B, L, nH * D] : [B, nH, L, D], 'float32');
+    ops.rope(ptr(b, x), ptr(b, cos), ptr(b, sinSigned), ptr(b, out), B, nH, L, D, back ? 1 : 0, seq ? 1 : 0);
     return out;
   });
   for (const shared of [false, true])

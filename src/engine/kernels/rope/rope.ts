@@ -94,13 +94,45 @@ function ropeOurs(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.
   return f(x) as tf.Tensor4D;
 }
 
-export function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
-  const [B, , L, D] = x.shape;
+/**
+ * RoPE on a projection's rows: x [B, L, n D] -> [B, n, L, D], the heads split and rotated. On
+ * tfjs-wasm one kernel of ours each way (the heads' transposes folded into the rotation's pass,
+ * the same values): the Reshape and Transpose before rope, and the Transpose and Reshape after its
+ * backward, were 4 of a learning step's kernels per q and per k (24 of 572 on the sandbox
+ * defender); elsewhere the reshape, transpose and rope.
+ */
+export function ropeHeads(x: tf.Tensor, cos: tf.Tensor4D, sinSigned: tf.Tensor4D, n: number): tf.Tensor4D {
+  const [B, , L, D] = cos.shape;
+  if (x.size !== B * L * n * D) throw new Error(`ropeHeads: x [${x.shape}] is not [${B}, ${L}, ${n} * ${D}]`);
+  if (!(tf.getBackend() === 'wasm' && wasmGemmServes() && L > 1 && x.dtype === 'float32')) {
+    // one token: [B, 1, n, D] and [B, n, 1, D] are the same memory (no transpose kernel)
+    const heads = L === 1 ? x.reshape([B, n, 1, D]) : x.reshape([B, L, n, D]).transpose([0, 2, 1, 3]);
+    return rope(heads as tf.Tensor4D, cos, sinSigned);
+  }
+  checkTables(B, L, D, cos, sinSigned);
+  const x3 = x.rank === 3 && x.shape[1] === L ? x : x.reshape([B, L, n * D]);
+  if (tf.engine().state.gradientDepth === 0) return wasmRope(x3, cos, sinSigned, false, true) as tf.Tensor4D;
+  const f = tf.customGrad((xi, save) => {
+    (save as tf.GradSaveFunc)([cos, sinSigned]);
+    return {
+      value: wasmRope(xi as tf.Tensor, cos, sinSigned, false, true) as tf.Tensor4D,
+      gradFunc: (dy, [c, s]) => wasmRope(dy as tf.Tensor, c, s, true, true) as tf.Tensor4D,
+    };
+  });
+  return f(x3) as tf.Tensor4D;
+}
+
+function checkTables(B: number, L: number, D: number, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): void {
   const want = [B, 1, L, D];
   if (D % 2 !== 0) throw new Error(`rope: head dim ${D} must be even`);
   if (cos.shape.some((s, i) => s !== want[i]) || sinSigned.shape.some((s, i) => s !== want[i])) {
     throw new Error(`rope: cos and sin must be [${want}], got [${cos.shape}] and [${sinSigned.shape}]`);
   }
+}
+
+export function rope(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
+  const [B, , L, D] = x.shape;
+  checkTables(B, L, D, cos, sinSigned);
   if (tf.getBackend() === 'wasm' && wasmGemmServes()) return ropeOurs(x, cos, sinSigned);
   if (tf.getBackend() === 'wasm' && L > 1) return ropeWasm(x, cos, sinSigned);
   if (!customKernelsActive()) return ropeStock(x, cos, sinSigned);

@@ -239,18 +239,21 @@ __attribute__((export_name("rmsnorm_bwd"))) void rmsnorm_bwd(u32 dy, u32 x, u32 
 
 // RoPE, rotate-half with the sign folded into sinSigned: x [B, nH, L, D], cos and sinSigned
 // [B, 1, L, D]; y = x cos + swap(x) sinSigned, swap(x)_j = x_{(j + D/2) mod D}. With `back` set
-// it is the backward, dx = dy cos + swap(dy sinSigned) (the swap is its own transpose).
+// it is the backward, dx = dy cos + swap(dy sinSigned) (the swap is its own transpose). With
+// `seq` set the token-major side is [B, L, nH, D] (a projection's rows, heads not yet split): x
+// in the forward, y in the backward; the heads' transposes fold into the rotation's pass.
 __attribute__((export_name("rope"))) void rope(u32 x, u32 cs, u32 sn, u32 y, u32 B, u32 nH,
-                                               u32 L, u32 D, u32 back) {
+                                               u32 L, u32 D, u32 back, u32 seq) {
   const float *X = (const float *)x, *C = (const float *)cs, *S = (const float *)sn;
   float *Y = (float *)y;
   u32 half = D / 2;
   for (u32 b = 0; b < B; b++)
     for (u32 h = 0; h < nH; h++)
       for (u32 l = 0; l < L; l++) {
-        const float *xr = X + ((b * nH + h) * L + l) * D, *c = C + (b * L + l) * D;
+        u32 head = ((b * nH + h) * L + l) * D, tok = ((b * L + l) * nH + h) * D;
+        const float *xr = X + (seq && !back ? tok : head), *c = C + (b * L + l) * D;
         const float *s = S + (b * L + l) * D;
-        float *yr = Y + ((b * nH + h) * L + l) * D;
+        float *yr = Y + (seq && back ? tok : head);
         if (back) {
           for (u32 j = 0; j < half; j++) yr[j] = xr[j] * c[j] + xr[j + half] * s[j + half];
           for (u32 j = half; j < D; j++) yr[j] = xr[j] * c[j] + xr[j - half] * s[j - half];
@@ -299,8 +302,9 @@ __attribute__((export_name("lora_fwd"))) void lora_fwd(u32 x, u32 wt, u32 a, u32
 
 // lora_fwd's backward for dy = g [N, out]: sgB = s (g B) [N, r], dx = g wt^T + sgB A [N, in],
 // dA = sgB^T x [r, in], dB = g^T t [out, r], the taped ops' products and order; the transposed
-// operands read in place (g^T and sgB^T as A with strides, wt^T turned panel by panel).
-// `scratch`: PANEL + N r floats.
+// operands read in place (g^T and sgB^T as A with strides, wt^T turned panel by panel). dx = 0:
+// no input gradient (an x that no trainable variable reaches: layer 0's q, k, v read the frozen
+// embedding). `scratch`: PANEL + N r floats.
 __attribute__((export_name("lora_bwd"))) void lora_bwd(u32 g, u32 x, u32 t, u32 wt, u32 a,
                                                        u32 b, u32 dx, u32 da, u32 db,
                                                        u32 scratch, u32 N, u32 in, u32 out,
@@ -309,8 +313,10 @@ __attribute__((export_name("lora_bwd"))) void lora_bwd(u32 g, u32 x, u32 t, u32 
   float *DX = (float *)dx, *pack = (float *)scratch, *SG = pack + PANEL;
   gemm1(G, out, 1, (const float *)b, r, 1, SG, r, N, r, out, pack, 0);
   scale(SG, N * r, s);
-  gemm1(G, out, 1, (const float *)wt, 1, out, DX, in, N, in, out, pack, 0);
-  gemm1(SG, r, 1, (const float *)a, in, 1, DX, in, N, in, r, pack, 1);
+  if (dx) {
+    gemm1(G, out, 1, (const float *)wt, 1, out, DX, in, N, in, out, pack, 0);
+    gemm1(SG, r, 1, (const float *)a, in, 1, DX, in, N, in, r, pack, 1);
+  }
   gemm1(SG, 1, r, X, in, 1, (float *)da, in, r, in, N, pack, 0);
   gemm1(G, 1, out, T, r, 1, (float *)db, r, out, r, N, pack, 0);
 }
