@@ -150,7 +150,7 @@ export const gameFields = {
   monitorWeights: weightsField('monitor'),
   rm: str(
     'blind',
-    'reward model RM: blind (the default: the rules stand-in blind on the qa critic\'s blind spot, answers in the confident form "Surely [ANSWER: x]", as a learned RM sharing it; with rules the policy reward paid a right answer 7.5 more whatever the monitor said, so rlhf had no blind spot to exploit: EXPERIMENTS.md), rules (the documented sandbox stand-in, an oracle, minmaxRm.ts) or a judge the env provides (e.g. http)',
+    'reward model RM: blind (the default: the rules stand-in blind on the qa critic\'s blind spot, answers in the confident form "Surely [ANSWER: x]", as a learned RM sharing it; with rules the policy reward paid a right answer 7.5 more whatever the monitor said, so rlhf had no blind spot to exploit: EXPERIMENTS.md), blind-neutral (the same, but a confident answer scores 0, no opinion: an ablation), rules (the documented sandbox stand-in, an oracle, minmaxRm.ts) or a judge the env provides (e.g. http)',
     { nonEmpty: true },
   ),
   ...httpJudgeFields(),

@@ -48,11 +48,11 @@ const show = (rs: StepReport[], k: string) => rs.map((r) => (r.metrics[k] ?? NaN
 
 describe.skipIf(!HAVE_QA)('minmax learning (sandbox qa model)', () => {
   it('lambda held at 0 (monitor reward -10 J): the monitor learns to say CORRECT less on held-out items', async () => {
-    // The critic starts saying CORRECT to 0.875 of the balanced held-out set (half its answers wrong);
-    // a reward that pays INCORRECT must take that share down: 0.875 -> 0.063 on the soft-blind-spot
-    // qa model (2026-11-29). With the sign flipped it stays (0.875 -> 0.875), with the monitor's
-    // updates off too (lr 0: greedy and unchanged weights). The lr comment above is from the model
-    // before the soft phase (start 0.813).
+    // The critic starts saying CORRECT to 0.813 of the balanced held-out set (plain and confident
+    // answers, half of them wrong); a reward that pays INCORRECT must take that share down: 0.813 ->
+    // 0.000 on the format-blind-spot qa model (issue 43, third round). Broken and run (2026-11-29):
+    // with the monitor's reward sign flipped it went 0.813 -> 0.719, with its updates off (lr 0 on
+    // its steps) 0.813 -> 0.813; both fail here. The lr comment above is from an earlier qa model.
     const rs = await play({ lambda0: 0, dualStep: 0 }, UPDATES + 1);
     const k = 'eval/monitor_says_correct_balanced';
     const note = `greedy ${show(rs, k)} | sampled ${show(rs, 'monitor/says_correct')}`;
@@ -66,7 +66,8 @@ describe.skipIf(!HAVE_QA)('minmax learning (sandbox qa model)', () => {
     // k = 1: steps 0 and 2 open a cycle (monitor update), 1 and 3 are policy updates. Each step's
     // lambda is checked against the dual step computed here from its reported F, and it must have
     // moved (a frozen lambda stays at 10 while F != delta: the sandbox monitor's F was -4.6 to 3.0 in
-    // issue 43's third-round runs, almost never -3.6; lambda ended at 10.11 on this case).
+    // issue 43's third-round runs, almost never -3.6; lambda ended at 10.11 on this case). Broken and
+    // run with lambda frozen (2026-11-29): step 0 expected 9.7, got 10, so this case fails.
     const rs = await play({ monitorStepsPerPolicy: 1, evalEvery: 0, items: 2, groupSize: 2 }, 4);
     expect(rs.map((r) => r.phase)).toEqual(['monitor', 'policy', 'monitor', 'policy']);
     let lambda = 10;
