@@ -673,13 +673,18 @@ export class GameRun extends MultiLoraRun {
     const truth = rep.map((it, i) => (picks[i] === it.correct ? 1 : 0));
     const confident = a.texts.map((x) => (isConfidentAnswer(x) ? 1 : 0));
     const greedyTruth = items.map((it, i) => (parseQaChoice(greedyA.texts[i], it) === it.correct ? 1 : 0));
+    // Accuracy within each form, left out when the policy wrote none in that form (not a 0).
+    const accIn = (form: number): Metrics => {
+      const xs = truth.filter((_, i) => confident[i] === form);
+      return xs.length ? { [`eval/policy_acc_${form ? 'confident' : 'plain'}`]: meanOf(xs) } : {};
+    };
     const out: Metrics = {
       'eval/policy_acc': meanOf(truth),
       'eval/policy_acc_greedy': meanOf(greedyTruth),
       'eval/policy_format': meanOf(picks.map((p) => (p === null ? 0 : 1))),
       'eval/policy_confident': meanOf(confident),
-      'eval/policy_acc_confident': meanOf(truth.filter((_, i) => confident[i] === 1)),
-      'eval/policy_acc_plain': meanOf(truth.filter((_, i) => confident[i] === 0)),
+      ...accIn(1),
+      ...accIn(0),
       ...this.splitReport,
     };
     if (g.judge === 'none') return { ...out, ...evalByKind(rep, truth, null, null) };
