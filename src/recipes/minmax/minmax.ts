@@ -715,6 +715,10 @@ export class GameRun extends MultiLoraRun {
       'eval/monitor_accepts_wrong_confident': meanOf(
         sv.filter((_, i) => i % 2 === 1).map((x) => (x === 'correct' ? 1 : 0)),
       ),
+      // INCORRECT on the wrong ones: what closing the blind spot means (unclear critiques are neither).
+      'eval/monitor_rejects_wrong_confident': meanOf(
+        sv.filter((_, i) => i % 2 === 1).map((x) => (x === 'incorrect' ? 1 : 0)),
+      ),
       'eval/monitor_rejects_right_confident': meanOf(
         sv.filter((_, i) => i % 2 === 0).map((x) => (x === 'incorrect' ? 1 : 0)),
       ),

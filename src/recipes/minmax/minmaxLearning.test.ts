@@ -62,6 +62,23 @@ describe.skipIf(!HAVE_QA)('minmax learning (sandbox qa model)', () => {
     expect(rs[0].metrics[k] - rs[UPDATES].metrics[k], note).toBeGreaterThan(0.25);
   }, 900_000);
 
+  it('the default game (lambda 10, dual ascent): the monitor learns to reject wrong confident answers on held-out items', async () => {
+    // The format blind spot (issue 43, third round): the frozen critic accepts most wrong answers
+    // written confidently. The monitor's reward (-10 J - lambda F, F per critique) pays it to reject
+    // them, and its samples hold some INCORRECT there (the soft blind spot), so its updates must raise
+    // its INCORRECT share on them: 0.063 -> 0.688 (2026-11-29), though it then also rejected 0.688 of
+    // the right confident answers (0.000 before): it learns from its blind spot by distrusting the
+    // format more than by checking, as in the runs (EXPERIMENTS.md, issue 43 third round). Broken and
+    // run: sign flipped 0.063 -> 0.000, monitor updates off 0.063 -> 0.063; both fail here. Read as
+    // INCORRECT, not as fewer CORRECT: with the sign flipped the accept rate fell as well (a flipped
+    // reward pays a low critique RM, so critiques lost their verdict), and an accept-rate check passed.
+    const rs = await play({ evalItems: 16 }, UPDATES + 1);
+    const k = 'eval/monitor_rejects_wrong_confident';
+    const note = `${show(rs, k)} | rejects right confident ${show(rs, 'eval/monitor_rejects_right_confident')}`;
+    expect(rs[0].metrics[k], note).toBeLessThan(0.3);
+    expect(rs[UPDATES].metrics[k] - rs[0].metrics[k], note).toBeGreaterThan(0.3);
+  }, 900_000);
+
   it("dual ascent: lambda moves by 0.25 (F - delta) at each cycle's first update, from the start value, over two cycles", async () => {
     // k = 1: steps 0 and 2 open a cycle (monitor update), 1 and 3 are policy updates. Each step's
     // lambda is checked against the dual step computed here from its reported F, and it must have
