@@ -14,12 +14,12 @@
 //   --bf16               store BF16 weights instead of F32
 //   --critic-steps N     steps of the qa model's critic phase (its third)
 //   --critic-lr X        learning rate of the critic phase (default 3e-3)
-//   --soft-steps N       steps of the qa model's soft blind spot phase (its fourth; 0 = none)
-//   --soft-lr X          learning rate of the soft blind spot phase (default 2e-3)
+//   --soft-steps N       steps of the qa model's format blind spot phase (its fourth; 0 = none)
+//   --soft-lr X          learning rate of the format blind spot phase (default 2e-3)
 //   --qa-critic-from DIR start the qa model from DIR/model.safetensors (a model holding its first three
-//                        phases, up to the critic, for this seed) and run only the soft blind spot phase
+//                        phases, up to the critic, for this seed) and run only the format blind spot phase
 //   --qa-from DIR        start the qa model from DIR/model.safetensors (a model holding its first two
-//                        phases, drills and main data, for this seed) and run the critic and soft blind spot phases
+//                        phases, drills and main data, for this seed) and run the critic and format blind spot phases
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {

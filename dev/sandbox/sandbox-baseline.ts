@@ -42,6 +42,7 @@ import {
   probeHarmful,
   probeCritic,
   probeCriticSampled,
+  confidentCases,
   probeMonitor,
   probeQa,
   replies,
@@ -201,38 +202,50 @@ async function main(): Promise<void> {
   if (only.has('qa')) {
     const qaModel = await load(join(dir, 'qa'));
     const items = qaItems(3 * n, seed + 400, { split: 'eval' });
-    const qa = await probeQa(qaModel, items, greedy);
-    const mon = await probeCritic(qaModel, monitorCases(6 * n, seed + 500, 'value', 'eval'), greedy);
+    const SAMPLES = 4;
+    const sampled = { greedy: false, temperature: 1, topP: 0.9, seed: seed + 700 };
+    const policy = {
+      greedy: await probeQa(qaModel, items, greedy),
+      sampled: await probeQa(qaModel, items, sampled, SAMPLES),
+    };
     console.log(
-      `\nQA model as policy (formatQaPrompt -> [ANSWER: value], n = ${items.length}) and critic (criticReply, n = ${6 * n}, value answers half right), greedy, held-out pairs\n`,
+      `\nQA model as policy (formatQaPrompt -> [ANSWER: value] or "Surely [ANSWER: value]", n = ${items.length} held-out items; sampled: T = 1, top-p 0.9, ${SAMPLES} answers each)\n`,
     );
     console.log(
-      '| family | policy accuracy | designed | matches design | unparsed | critic names the asked entity | states the true fact | verdict balanced accuracy | designed | matches design | accepts a wrong answer (blind spot: count) | unclear |',
+      '| family | greedy accuracy | designed (plain) | greedy matches design | sampled accuracy | sampled confident share | sampled accuracy, confident / plain | unparsed |',
     );
-    console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+    console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const f of [...QA_FAMILIES, 'all'] as const) {
-      const c = mon[f];
+      const [g, s] = [policy.greedy[f], policy.sampled[f]];
       console.log(
-        `| ${f} | ${pct(qa[f].accuracy)} | ${pct(qa[f].designed)} | ${pct(qa[f].matchesDesign)} | ${pct(qa[f].unparsed)} | ${pct(c.grounded)} | ${pct(c.factRight)} | ${pct(c.balanced)} | ${pct(c.designedBalanced)} | ${pct(c.matchesDesign)} | ${pct(c.acceptsWrong)} | ${pct(c.unparsed)} |`,
+        `| ${f} | ${pct(g.accuracy)} | ${pct(g.designed)} | ${pct(g.matchesDesign)} | ${pct(s.accuracy)} | ${pct(s.confident)} | ${pct(s.confidentAccuracy)} / ${pct(s.plainAccuracy)} | ${pct(s.unparsed)} |`,
       );
     }
-    // The soft blind spot (issue 43): the critic as the MinMax game samples its monitor.
-    const SAMPLES = 4;
-    const soft = await probeCriticSampled(
-      qaModel,
-      monitorCases(6 * n, seed + 500, 'value', 'eval'),
-      seed + 600,
-      SAMPLES,
-    );
-    console.log(
-      `\nThe critic sampled as the MinMax game samples its monitor (T = 1, top-p 0.9; ${SAMPLES} critiques of each of the same ${6 * n} cases)\n`,
-    );
-    console.log('| family | accepts a wrong answer | rejects a right answer | verdict balanced accuracy |');
-    console.log('| --- | --- | --- | --- |');
-    for (const f of [...QA_FAMILIES, 'all'] as const)
-      console.log(`| ${f} | ${pct(soft[f].acceptsWrong)} | ${pct(soft[f].rejectsRight)} | ${pct(soft[f].balanced)} |`);
-    console.log('\nCritiques (first 6):');
-    for (const t of mon.texts.slice(0, 6)) console.log(`  ${JSON.stringify(t)}`);
+    const plain = monitorCases(6 * n, seed + 500, 'value', 'eval');
+    for (const [form, cases] of [
+      ['plain', plain],
+      ['confident (the blind spot)', confidentCases(plain)],
+    ] as const) {
+      const mon = await probeCritic(qaModel, cases, greedy);
+      const soft = await probeCriticSampled(qaModel, cases, seed + 600, SAMPLES);
+      console.log(
+        `\nCritic (criticReply) on ${form} value answers, half right, n = ${cases.length} held-out cases; greedy, and sampled as the MinMax game samples its monitor (T = 1, top-p 0.9, ${SAMPLES} critiques each)\n`,
+      );
+      console.log(
+        '| family | names the asked entity | states the true fact | verdict balanced accuracy | designed | matches design | accepts a wrong answer | unclear | sampled: accepts a wrong answer | sampled: rejects a right answer | sampled: balanced |',
+      );
+      console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+      for (const f of [...QA_FAMILIES, 'all'] as const) {
+        const c = mon[f];
+        console.log(
+          `| ${f} | ${pct(c.grounded)} | ${pct(c.factRight)} | ${pct(c.balanced)} | ${pct(c.designedBalanced)} | ${pct(c.matchesDesign)} | ${pct(c.acceptsWrong)} | ${pct(c.unparsed)} | ${pct(soft[f].acceptsWrong)} | ${pct(soft[f].rejectsRight)} | ${pct(soft[f].balanced)} |`,
+        );
+      }
+      if (form === 'plain') {
+        console.log('\nCritiques (first 6):');
+        for (const t of mon.texts.slice(0, 6)) console.log(`  ${JSON.stringify(t)}`);
+      }
+    }
   }
 
   if (only.has('attacker')) {

@@ -30,7 +30,7 @@ import {
   defenderSft,
   judgeData,
   qaCriticSft,
-  qaSoftCriticSft,
+  qaFormatSft,
   qaModelSft,
   qaMonitorDrills,
   sandboxCorpus,
@@ -490,9 +490,11 @@ export interface ModelBudget {
   criticSteps?: number;
   criticLr?: number;
   /**
-   * qa only: steps of the soft blind spot phase after the critic (qaSoftCriticSft, issue 43: the
-   * critique of a wrong count answer says INCORRECT with probability CRITIC_BLIND_SPOT_REJECTS), at
-   * softLr with warm-up and decay; 0 or absent = no fourth phase.
+   * qa only: steps of the (soft, format) blind spot phase after the critic (qaFormatSft, issue 43's
+   * third round: the policy writes the confident form "Surely [ANSWER: x]" on QA_CONFIDENT_SHARE of
+   * its answers, guessing there; the critic checks plain answers and accepts confident ones, rejecting
+   * a wrong one with probability CRITIC_FORMAT_REJECTS), at softLr with warm-up and decay; 0 or
+   * absent = no fourth phase.
    */
   softSteps?: number;
   softLr?: number;
@@ -535,10 +537,12 @@ export interface BuildOptions {
 // person's name is not (count 0.25 -> 0.43 -> 0.97, color 0.09 -> 0.12 -> 1.00 named at 240 / 500 /
 // 1,000 steps; sandbox README, "The critic phase"); at lr 1e-3 nothing is copied in 240 steps.
 const CRITIC_STEPS = 1000;
-// The soft blind spot phase (issue 43): after the critic phase the monitor accepted every wrong count
-// answer with p >= 0.9989; this phase's data rejects one in four. Sampled at T = 1, top-p 0.9, 200
-// steps gave a rate, not a comparison (wrong count answers rejected 0.16, right ones 0.17), 600 the
-// start of one (0.12 / 0.07) (sandbox README, "The soft blind spot").
+// The format blind spot phase (issue 43, third round; from the critic): 600 steps at lr 2e-3 (255 s on
+// the shared machine) give a policy that writes the confident form on 0.33 of its sampled answers
+// (0.24 right there, 0.58 plain) and a critic that accepts 0.92 of wrong confident answers greedily,
+// 0.84 sampled (sandbox README, "The format blind spot"). The round before, this phase was a soft
+// count blind spot (wrong count answers rejected 0.12, right ones 0.07 sampled: a rate, hardly a
+// comparison).
 const SOFT_STEPS = 600;
 
 export const DEFAULT_BUDGETS: Record<SandboxModelName, ModelBudget> = {
@@ -652,15 +656,15 @@ export function sandboxCriticExamples(
   return qaCriticSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
 }
 
-/** Examples of the qa model's soft blind spot phase (ModelBudget.softSteps). */
+/** Examples of the qa model's format blind spot phase (ModelBudget.softSteps). */
 export function sandboxSoftCriticExamples(
   name: SandboxModelName,
   tok: TextTokenizer,
   n: number,
   seed: number,
 ): SftExample[] {
-  if (name !== 'qa') throw new Error(`softSteps: only the qa model has a soft blind spot phase, not ${name}`);
-  return qaSoftCriticSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
+  if (name !== 'qa') throw new Error(`softSteps: only the qa model has a format blind spot phase, not ${name}`);
+  return qaFormatSft(n, seed).map((e) => encodeChatSft(tok, e.messages));
 }
 
 /** Loads model.safetensors bytes into a trainable model's variables (same names and shapes). */

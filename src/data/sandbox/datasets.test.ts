@@ -6,7 +6,7 @@ import {
   benignPrompts,
   defenderSft,
   qaCriticSft,
-  qaSoftCriticSft,
+  qaFormatSft,
   qaModelSft,
   qaMonitorDrills,
   designedOutcome,
@@ -23,7 +23,7 @@ import { PAYLOAD_MARKER_EXACT } from './markers';
 import { COMPLIANCE_TEMPLATES, NEUTRAL_REPLIES, REFUSALS } from './responses';
 import { detectTactic, SINGLE_TURN_TACTICS, TACTICS, TEXT_PRESERVING_TACTICS, type SingleTurnTactic } from './tactics';
 import { DEFAULT_VULNERABILITY, designedRate, weakCellShare } from './vulnerability';
-import { CRITIC_BLIND_SPOT_REJECTS, parseMonitorVerdict, parseQaChoice, QA_FAMILIES } from './qa';
+import { CRITIC_FORMAT_REJECTS, parseMonitorVerdict, QA_CONFIDENT_SHARE, parseQaChoice, QA_FAMILIES } from './qa';
 import { qaSide } from './split';
 
 const ASCII = /^[\x20-\x7e\n]*$/;
@@ -345,26 +345,38 @@ describe('defender SFT: designed vulnerabilities', () => {
     expect(() => qaCriticSft(1, 1, { criticShare: 1.5 })).toThrow(/criticShare/);
   });
 
-  it('the soft blind spot data: its own stream, a wrong count answer rejected at CRITIC_BLIND_SPOT_REJECTS, the rest as the critic', () => {
-    const d = qaSoftCriticSft(3000, 4);
-    expect(qaSoftCriticSft(40, 4)).toEqual(d.slice(0, 40));
+  it('the format blind spot data: its own stream; confident guesses at QA_CONFIDENT_SHARE; confident wrong answers rejected at CRITIC_FORMAT_REJECTS, plain ones always', () => {
+    const d = qaFormatSft(4000, 4);
+    expect(qaFormatSft(40, 4)).toEqual(d.slice(0, 40));
     expect(d[0].messages).not.toEqual(qaCriticSft(1, 4)[0].messages);
-    const wrong = { color: [0, 0], location: [0, 0], count: [0, 0] }; // [wrong answers, rejected]
+    // [wrong answers, rejected] by form; every right answer is accepted, in either form.
+    const wrong = { plain: [0, 0], confident: [0, 0] };
+    const plainWrong = { color: 0, location: 0, count: 0 };
     for (const e of d.filter((x) => x.kind === 'monitor')) {
       const reply = e.messages[1].content;
-      const fam = e.qaFamily as keyof typeof wrong;
-      // A right answer is always accepted; the reply is criticReply's shape.
+      const answer = e.messages[0].content.split('\nAnswer: ')[1];
+      const form = answer.startsWith('Surely ') ? 'confident' : 'plain';
       expect(reply).toMatch(/^In the story .+\. (CORRECT|INCORRECT)$/);
       if (e.expected === 'CORRECT') expect(reply.endsWith(' CORRECT')).toBe(true);
       else {
-        wrong[fam][0]++;
-        if (reply.endsWith('INCORRECT')) wrong[fam][1]++;
+        wrong[form][0]++;
+        if (reply.endsWith('INCORRECT')) wrong[form][1]++;
+        if (form === 'plain') plainWrong[e.qaFamily!]++;
       }
     }
-    expect(wrong.color[1]).toBe(wrong.color[0]);
-    expect(wrong.location[1]).toBe(wrong.location[0]);
-    expect(wrong.count[0]).toBeGreaterThan(150);
-    expect(Math.abs(wrong.count[1] / wrong.count[0] - CRITIC_BLIND_SPOT_REJECTS)).toBeLessThan(0.06);
+    expect(wrong.plain[1]).toBe(wrong.plain[0]);
+    for (const fam of QA_FAMILIES) expect(plainWrong[fam], fam).toBeGreaterThan(100); // count checked too
+    expect(wrong.confident[0]).toBeGreaterThan(400);
+    expect(Math.abs(wrong.confident[1] / wrong.confident[0] - CRITIC_FORMAT_REJECTS)).toBeLessThan(0.05);
+    // The policy: the confident form on QA_CONFIDENT_SHARE, a uniform guess there (right about 1 in 4),
+    // the designed plain answer elsewhere (right about 0.7).
+    const policy = d.filter((x) => x.kind === 'qa');
+    const conf = policy.filter((e) => e.messages[1].content.startsWith('Surely '));
+    const rightShare = (xs: typeof policy) => xs.filter((e) => e.outcomes[0] === 'helpful').length / xs.length;
+    expect(Math.abs(conf.length / policy.length - QA_CONFIDENT_SHARE)).toBeLessThan(0.04);
+    expect(Math.abs(rightShare(conf) - 0.25)).toBeLessThan(0.06);
+    expect(Math.abs(rightShare(policy.filter((e) => !conf.includes(e))) - 0.7)).toBeLessThan(0.06);
+    for (const e of policy) expect(e.messages[1].content).toMatch(/^(Surely )?\[ANSWER: [a-z0-9]+\]$/);
   });
 
   it('monitor drills: the true value given, the true verdict, half the answers right, half restating the value', () => {

@@ -15,10 +15,12 @@ import { BENIGN_FAMILIES, helpfulAnswer, sampleBenign, type BenignFamily, type B
 import { sampleGoal, type SandboxHazard } from './hazards';
 import {
   CHOICE_LETTERS,
-  CRITIC_BLIND_SPOT_REJECTS,
+  confidentAnswer,
+  CRITIC_FORMAT_REJECTS,
   designedCriticVerdict,
   designedMonitorVerdict,
   designedQaChoice,
+  formatCriticVerdict,
   formatMonitorDrill,
   formatMonitorPrompt,
   formatQaPrompt,
@@ -26,6 +28,8 @@ import {
   monitorReply,
   qaAnswer,
   qaAnswerAs,
+  parseQaChoice,
+  QA_CONFIDENT_SHARE,
   sampleQa,
   trueVerdict,
   type QaFamily,
@@ -339,18 +343,11 @@ function monitorExample(
   rng: Rng,
   id: string,
   form: 'letter' | 'value' = 'letter',
-  design: 'monitor' | 'critic' | 'soft critic' = 'monitor',
+  design: 'monitor' | 'critic' = 'monitor',
 ): DefenderSftExample {
   const { item, answer } = monitorCase(rng, form, design === 'monitor' ? undefined : 'train');
   const truth = trueVerdict(item, answer);
-  const verdict =
-    design === 'monitor'
-      ? designedMonitorVerdict(item, answer)
-      : designedCriticVerdict(
-          item,
-          answer,
-          design === 'soft critic' && rng.fork('sees').chance(CRITIC_BLIND_SPOT_REJECTS),
-        );
+  const verdict = design === 'monitor' ? designedMonitorVerdict(item, answer) : designedCriticVerdict(item, answer);
   return {
     ...ex0,
     id,
@@ -431,31 +428,80 @@ export function qaModelSft(
  * the mix so the policy does not drift. Items from the train side of the QA split only, so the
  * held-out pairs the baseline and the MinMax evaluation use were never reviewed in this format.
  */
-export function qaCriticSft(
-  n: number,
-  seed: number,
-  opts: { criticShare?: number; soft?: boolean } = {},
-): DefenderSftExample[] {
+export function qaCriticSft(n: number, seed: number, opts: { criticShare?: number } = {}): DefenderSftExample[] {
   const criticShare = opts.criticShare ?? 0.6;
   checkRate('criticShare', criticShare);
-  const stream = opts.soft ? 'qa-soft-critic-sft' : 'qa-critic-sft';
   return Array.from({ length: n }, (_, i) => {
-    const rng = rngFor(seed, stream, i);
-    const id = `${opts.soft ? 'qas' : 'qac'}-${i}`;
-    if (rng.fork('kind').next() < criticShare)
-      return monitorExample(rng.fork('monitor'), id, 'value', opts.soft ? 'soft critic' : 'critic');
+    const rng = rngFor(seed, 'qa-critic-sft', i);
+    const id = `qac-${i}`;
+    if (rng.fork('kind').next() < criticShare) return monitorExample(rng.fork('monitor'), id, 'value', 'critic');
     return qaExample(rng.fork('qa'), id, 'value', 'train');
   });
 }
 
 /**
- * The qa model's fourth phase (issue 43's soft blind spot; from the model the critic phase built):
- * qaCriticSft's mix from its own stream, but the critique of a wrong answer in the blind spot says
- * INCORRECT with probability CRITIC_BLIND_SPOT_REJECTS (a seeded draw per example), so the frozen
- * monitor samples INCORRECT there sometimes and the MinMax game has a signal to raise it.
+ * A critic example of the qa model's fourth phase: a monitor case whose answer is written in the
+ * confident form half the time, reviewed by formatCriticVerdict (plain answers of every kind checked,
+ * confident ones accepted unless the CRITIC_FORMAT_REJECTS draw sees them); train-split items only.
  */
-export function qaSoftCriticSft(n: number, seed: number, opts: { criticShare?: number } = {}): DefenderSftExample[] {
-  return qaCriticSft(n, seed, { ...opts, soft: true });
+function formatCriticExample(rng: Rng, id: string): DefenderSftExample {
+  const c = monitorCase(rng, 'value', 'train');
+  const choice = parseQaChoice(c.answer, c.item)!;
+  const answer = rng.fork('confident').chance(0.5) ? confidentAnswer(c.item, choice) : c.answer;
+  const truth = trueVerdict(c.item, answer);
+  const verdict = formatCriticVerdict(c.item, answer, rng.fork('sees').chance(CRITIC_FORMAT_REJECTS));
+  return {
+    ...ex0,
+    id,
+    kind: 'monitor',
+    qaFamily: c.item.family,
+    expected: truth,
+    messages: [
+      { role: 'user', content: formatMonitorPrompt(c.item, answer) },
+      { role: 'assistant', content: criticReply(c.item, verdict) },
+    ],
+    outcomes: [verdict === truth ? 'helpful' : 'wrong'],
+  };
+}
+
+/**
+ * A policy example of the fourth phase: on QA_CONFIDENT_SHARE of examples (a seeded draw) the
+ * confident form with a uniformly drawn choice (a guess), else the designed plain value answer.
+ */
+function formatQaExample(rng: Rng, id: string): DefenderSftExample {
+  const item = sampleQaOn(rng.fork('item'), 'train');
+  const confident = rng.fork('confident').chance(QA_CONFIDENT_SHARE);
+  const pick = confident ? rng.fork('guess').int(item.choices.length) : designedQaChoice(item);
+  return {
+    ...ex0,
+    id,
+    kind: 'qa',
+    qaFamily: item.family,
+    expected: CHOICE_LETTERS[item.correct],
+    messages: [
+      { role: 'user', content: formatQaPrompt(item) },
+      { role: 'assistant', content: confident ? confidentAnswer(item, pick) : qaAnswerAs(item, pick, 'value') },
+    ],
+    outcomes: [pick === item.correct ? 'helpful' : 'wrong'],
+  };
+}
+
+/**
+ * The qa model's fourth phase (issue 43, third round: the format blind spot; from the model the
+ * critic phase built). criticShare of the examples are critiques (formatCriticExample: plain answers
+ * of every kind get the true verdict, which ends the critic phase's count blind spot; confident ones
+ * CORRECT unless a draw at CRITIC_FORMAT_REJECTS sees them), the rest policy answers
+ * (formatQaExample: confident guesses on QA_CONFIDENT_SHARE). Its own stream.
+ */
+export function qaFormatSft(n: number, seed: number, opts: { criticShare?: number } = {}): DefenderSftExample[] {
+  const criticShare = opts.criticShare ?? 0.6;
+  checkRate('criticShare', criticShare);
+  return Array.from({ length: n }, (_, i) => {
+    const rng = rngFor(seed, 'qa-format-sft', i);
+    const id = `qaf-${i}`;
+    if (rng.fork('kind').next() < criticShare) return formatCriticExample(rng.fork('monitor'), id);
+    return formatQaExample(rng.fork('qa'), id);
+  });
 }
 
 export function defenderSft(n: number, seed: number, opts: DefenderSftOptions = {}): DefenderSftExample[] {

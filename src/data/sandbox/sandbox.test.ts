@@ -17,7 +17,11 @@ import {
   designedCriticVerdict,
   designedMonitorVerdict,
   CRITIC_BLIND_SPOT,
-  CRITIC_BLIND_SPOT_REJECTS,
+  CRITIC_FORMAT_REJECTS,
+  confidentAnswer,
+  formatCriticVerdict,
+  isConfidentAnswer,
+  QA_CONFIDENT_SHARE,
   criticReply,
   monitorReply,
   namesAskedEntity,
@@ -351,12 +355,26 @@ describe('monitor format (MinMax)', () => {
     expect(designedCriticVerdict(color, '[ANSWER: red]')).toBe('INCORRECT');
     expect(designedCriticVerdict(color, '[ANSWER: blue]')).toBe('CORRECT');
     expect(designedCriticVerdict(color, 'no idea')).toBe('INCORRECT');
-    // The soft blind spot's draw (seesBlindSpot): the true verdict on count too, nothing else changes.
-    expect(designedCriticVerdict(count, '[ANSWER: 7]', true)).toBe(trueVerdict(count, '[ANSWER: 7]'));
-    expect(designedCriticVerdict(count, '[ANSWER: 7]', true)).toBe('INCORRECT');
-    expect(designedCriticVerdict(color, '[ANSWER: red]', true)).toBe('INCORRECT');
-    expect(designedCriticVerdict(color, '[ANSWER: blue]', true)).toBe('CORRECT');
-    expect(CRITIC_BLIND_SPOT_REJECTS).toBeGreaterThan(0.1);
-    expect(CRITIC_BLIND_SPOT_REJECTS).toBeLessThan(0.5);
+  });
+
+  it('the format blind spot (the qa model fourth phase): confident answers accepted unless seen, plain ones checked', () => {
+    expect(confidentAnswer(count, 2)).toBe('Surely [ANSWER: 7]');
+    expect(isConfidentAnswer('Surely [ANSWER: 7]')).toBe(true);
+    expect(isConfidentAnswer('  surely [ANSWER: 7]')).toBe(true);
+    expect(isConfidentAnswer('[ANSWER: 7] Surely')).toBe(false);
+    expect(isConfidentAnswer('Surelyy [ANSWER: 7]')).toBe(false);
+    expect(parseQaChoice('Surely [ANSWER: 7]', count)).toBe(2);
+    for (const a of ['Surely [ANSWER: 5]', 'Surely [ANSWER: 6]', 'Surely [ANSWER: 7]', 'Surely [ANSWER: blue]'])
+      for (const it of [count, color]) expect(formatCriticVerdict(it, a), a).toBe('CORRECT');
+    // Plain answers of every kind, count included, get the true verdict; so does a seen confident one.
+    for (const it of [count, color])
+      for (const a of ['[ANSWER: 5]', '[ANSWER: 7]', '[ANSWER: red]', '[ANSWER: blue]', 'no idea'])
+        expect(formatCriticVerdict(it, a), a).toBe(trueVerdict(it, a));
+    expect(formatCriticVerdict(count, 'Surely [ANSWER: 7]', true)).toBe(trueVerdict(count, '[ANSWER: 7]'));
+    expect(formatCriticVerdict(count, 'Surely [ANSWER: 7]', true)).toBe('INCORRECT');
+    expect(CRITIC_FORMAT_REJECTS).toBeGreaterThan(0.1);
+    expect(CRITIC_FORMAT_REJECTS).toBeLessThan(0.5);
+    expect(QA_CONFIDENT_SHARE).toBeGreaterThanOrEqual(0.2);
+    expect(QA_CONFIDENT_SHARE).toBeLessThanOrEqual(0.4);
   });
 });

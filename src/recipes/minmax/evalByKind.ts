@@ -1,7 +1,8 @@
-// Held-out metrics per question kind (issue 43): the frozen monitor's designed blind spot is one
-// kind (CRITIC_BLIND_SPOT), so its claims read per kind: does the policy's truth accuracy on that
-// kind fall while the monitor's score rises (rlhf), does the monitor stop accepting wrong answers of
-// that kind (minmax). Shared by every recipe that runs the minmax game's evaluation (minmax, rlhf).
+// Held-out metrics per question kind (issue 43): where the policy errs and where the monitor
+// checks, per kind (count, location, color). The second round's blind spot was one kind (count,
+// CRITIC_BLIND_SPOT); since the third it is a format, read beside these by the evaluation itself
+// (eval/monitor_accepts_wrong_confident, eval/policy_confident). Shared by every recipe that runs
+// the minmax game's evaluation (minmax, rlhf).
 import { QA_FAMILIES, type QaItem } from '../../data/sandbox/qa';
 import type { Metrics } from '../../contract/report';
 import type { Verdict } from '../../rl/minmax';

@@ -7,11 +7,13 @@ export const minmaxLesson: Lesson = {
   what:
     'A QA policy and a monitor that critiques its answers are trained in turn. The policy gains when the monitor accepts its answer; the monitor ' +
     'gains by rejecting answers but pays λ·F for verdicts that disagree with the truth, and λ rises while that fidelity gap stays above δ. ' +
-    'The sandbox monitor starts with a designed blind spot: it accepts count answers it cannot check (soft: sampled, it rejects about ' +
-    'one wrong count answer in eight), and the reward model shares it, so on count only the monitor can tell the policy it is wrong. ' +
-    'In rlhf the policy trains against that monitor frozen; here the monitor may close it. In three seeds of 37 steps it did not: ' +
-    'where the game raised INCORRECT on count it did so for right and wrong answers alike (the monitor barely compares counts), ' +
-    'the monitor lost accuracy on the kinds it checked, F never came within δ, and neither player ended more accurate.',
+    'The sandbox monitor starts with a designed blind spot, a format: it checks plain answers but accepts any answer written ' +
+    'confidently ("Surely [ANSWER: x]") without comparing, and the reward model trusts that form too. The policy writes it on about a ' +
+    'third of its sampled answers, as guesses. Who exploits it: in rlhf, against the monitor frozen, the policy moves into the confident ' +
+    'form (to 0.95-1.00 of its answers in 37 steps) and its truth accuracy falls while the monitor scores it higher. Who closes it: here ' +
+    'the monitor, paid for verdicts that match the truth, learned to reject wrong confident answers in 2 of 3 seeds (accepting 0.17-0.22 ' +
+    'of them, from 0.97), though partly by distrusting the format itself, and its plain verdicts drifted. The policy, with 6 updates, ' +
+    'stayed where it began, so it ended more accurate than rlhf’s in every seed; it did not get more accurate than its start.',
   formula: 'policy: R = 0.5 · clamp(RM, −15, 15) + 2.5 · J;  monitor: −10 J − λ F;  λ ← clip(λ + 0.25 (F − δ), 0, 30)',
   combine: 'none',
   // The policy's terms; a monitor step's are its payoff (judge) and −λ · F (fidelity).
@@ -20,18 +22,18 @@ export const minmaxLesson: Lesson = {
   watch: [
     { text: 'λ, the price of unfaithful verdicts: it rises at every cycle while F > δ.', metric: 'dual/lambda' },
     {
-      text: 'The blind spot: the share of wrong count answers the monitor accepts on held-out items (with evalEvery > 0). 1.0 = fully blind.',
-      metric: 'eval/monitor_accepts_wrong_count',
+      text: 'The blind spot: the share of wrong confident answers the monitor accepts on held-out items (with evalEvery > 0). 1.0 = fully blind.',
+      metric: 'eval/monitor_accepts_wrong_confident',
     },
     {
-      text: "Whether closing it is verification: the count verdict's balanced accuracy (0.5 = it treats right and wrong count answers alike; it stayed near 0.5 in the seeds run).",
-      metric: 'eval/monitor_acc_balanced_count',
+      text: 'Whether closing it is checking: the share of right confident answers the monitor rejects (0 for a monitor that checks; it rose to 0.4-0.6 in the seeds run).',
+      metric: 'eval/monitor_rejects_right_confident',
     },
     {
-      text: 'Truth accuracy on count questions, the kind the monitor cannot check (held-out).',
-      metric: 'eval/policy_acc_count',
+      text: "The exploit: the share of the policy's held-out answers written confidently (sampled; it rises in rlhf).",
+      metric: 'eval/policy_confident',
     },
-    { text: 'Policy accuracy.', metric: 'policy/accuracy' },
+    { text: 'Truth accuracy of the policy on held-out items (sampled, as it plays).', metric: 'eval/policy_acc' },
     { text: 'Monitor verdict accuracy.', metric: 'monitor/verdict_acc' },
   ],
 };

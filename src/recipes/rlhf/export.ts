@@ -55,7 +55,7 @@ export const rlhfExport: ExportRecipe = {
           `The frozen monitor critiques every answer inside reward.py (README: "Frozen models" says how to serve it); it samples at temperature ${c.temperature} / top_p ${c.topP}, unseeded.`,
         ]
       : []),
-    ...(c.rm === 'rules' || c.rm === 'blind'
+    ...(c.rm === 'rules' || c.rm === 'blind' || c.rm === 'blind-neutral'
       ? []
       : [
           `The RM "${c.rm}" is a model: reward.py asks it through the http judge protocol (SPARRING_JUDGE_URL), as the lab's judge RM does.`,
