@@ -280,6 +280,11 @@ const ex0 = { tactic: null, template: null, category: null, benignFamily: null, 
 function qaExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter', split?: GoalSplit): DefenderSftExample {
   const item = split ? sampleQaOn(rng.fork('item'), split) : sampleQa(rng.fork('item'));
   const pick = designedQaChoice(item);
+  return qaPolicyExample(id, item, pick, qaAnswerAs(item, pick, form));
+}
+
+/** A QA-policy example of `item` whose answer (`content`) picks choice `pick`. */
+function qaPolicyExample(id: string, item: QaItem, pick: number, content: string): DefenderSftExample {
   return {
     ...ex0,
     id,
@@ -288,7 +293,7 @@ function qaExample(rng: Rng, id: string, form: 'letter' | 'value' = 'letter', sp
     expected: CHOICE_LETTERS[item.correct],
     messages: [
       { role: 'user', content: formatQaPrompt(item) },
-      { role: 'assistant', content: qaAnswerAs(item, pick, form) },
+      { role: 'assistant', content },
     ],
     outcomes: [pick === item.correct ? 'helpful' : 'wrong'],
   };
@@ -472,18 +477,7 @@ function formatQaExample(rng: Rng, id: string): DefenderSftExample {
   const item = sampleQaOn(rng.fork('item'), 'train');
   const confident = rng.fork('confident').chance(QA_CONFIDENT_SHARE);
   const pick = confident ? rng.fork('guess').int(item.choices.length) : designedQaChoice(item);
-  return {
-    ...ex0,
-    id,
-    kind: 'qa',
-    qaFamily: item.family,
-    expected: CHOICE_LETTERS[item.correct],
-    messages: [
-      { role: 'user', content: formatQaPrompt(item) },
-      { role: 'assistant', content: confident ? confidentAnswer(item, pick) : qaAnswerAs(item, pick, 'value') },
-    ],
-    outcomes: [pick === item.correct ? 'helpful' : 'wrong'],
-  };
+  return qaPolicyExample(id, item, pick, confident ? confidentAnswer(item, pick) : qaAnswerAs(item, pick, 'value'));
 }
 
 /**
