@@ -774,34 +774,37 @@ export async function buildSandboxModels(opts: BuildOptions = {}): Promise<Build
             logEvery: opts.logEvery,
             label: name,
           });
-      let critic: SftResult | undefined;
-      if (budget.criticSteps && !criticFrom) {
-        const crit = sandboxCriticExamples(name, tok, budget.criticSteps * budget.batchSize, seed);
-        critic = await trainSft(trainable, crit, {
-          steps: budget.criticSteps,
+      // A later build phase: `steps` SFT steps on its own examples, seeded apart from the others.
+      const phase = (examples: SftExample[], steps: number, lr: number, seedOffset: number, label: string) =>
+        trainSft(trainable, examples, {
+          steps,
           batchSize: budget.batchSize,
-          lr: budget.criticLr ?? budget.lr,
+          lr,
           batching: budget.batching,
-          seed: seed * 17 + k + 2000,
+          seed: seed * 17 + k + seedOffset,
           log,
           logEvery: opts.logEvery,
-          label: `${name} critic`,
+          label: `${name} ${label}`,
         });
-      }
-      let soft: SftResult | undefined;
-      if (budget.softSteps) {
-        const ex = sandboxSoftCriticExamples(name, tok, budget.softSteps * budget.batchSize, seed);
-        soft = await trainSft(trainable, ex, {
-          steps: budget.softSteps,
-          batchSize: budget.batchSize,
-          lr: budget.softLr ?? budget.lr,
-          batching: budget.batching,
-          seed: seed * 17 + k + 3000,
-          log,
-          logEvery: opts.logEvery,
-          label: `${name} soft blind spot`,
-        });
-      }
+      const critic =
+        budget.criticSteps && !criticFrom
+          ? await phase(
+              sandboxCriticExamples(name, tok, budget.criticSteps * budget.batchSize, seed),
+              budget.criticSteps,
+              budget.criticLr ?? budget.lr,
+              2000,
+              'critic',
+            )
+          : undefined;
+      const soft = budget.softSteps
+        ? await phase(
+            sandboxSoftCriticExamples(name, tok, budget.softSteps * budget.batchSize, seed),
+            budget.softSteps,
+            budget.softLr ?? budget.lr,
+            3000,
+            'soft blind spot',
+          )
+        : undefined;
       const last = soft ?? critic;
       const weights = await exportSafetensors(trainable, dtype);
       const files = new Map<string, string | Uint8Array>([
