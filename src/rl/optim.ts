@@ -274,7 +274,10 @@ function adamwHost(
   // tfjs-wasm: one kernel of ours per variable, the same operations (no readback, no upload)
   const ours = wasmAdamW(p, m, v, g, consts);
   if (ours) {
-    [m, v, p].forEach((x, i) => x.assign(ours[[1, 2, 0][i]]));
+    const [np, nm, nv] = ours;
+    p.assign(np);
+    m.assign(nm);
+    v.assign(nv);
     tf.dispose(ours);
     return;
   }
